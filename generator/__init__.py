@@ -1,0 +1,1 @@
+"""protoframe's code generator: specs -> validated IR -> Jinja2 templates -> ``generated/``."""

@@ -1,0 +1,43 @@
+"""How protobuf names become Python names.
+
+The rule (documented in README.md, "Naming"): a name is kept as written unless it is a Python
+keyword or soft keyword, the name of a builtin, or a name the generated code itself defines on
+the class (``encode``, ``decode``, ``has_<field>`` ...). Such a name gets one trailing underscore
+(``type`` -> ``type_``, ``None`` -> ``None_``). If two names still end up equal, generation
+stops with an error naming both declarations: nothing is ever dropped silently.
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import re
+
+PYTHON_RESERVED = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | frozenset(
+    name for name in dir(builtins) if not name.startswith("_")
+)
+
+# Attributes every generated message class defines; a field may not take these names.
+MESSAGE_HELPERS = frozenset(
+    {"encode", "decode", "decode_from", "encode_to", "to_dict", "from_dict", "FULL_NAME",
+     "FIELD_NAMES"}
+)
+
+# Names IntEnum (and Enum) already define on a member or the class.
+ENUM_HELPERS = frozenset({"name", "value", "mro"})
+
+
+def py_identifier(name: str, taken: frozenset[str] = frozenset()) -> str:
+    """The Python spelling of a protobuf name: one trailing underscore if the name is reserved."""
+    if name in PYTHON_RESERVED or name in taken or name.startswith("_"):
+        return name + "_"
+    return name
+
+
+def module_name(proto_stem: str) -> str:
+    """Snake-case module name for a .proto file stem: ``PulsarApi`` -> ``pulsar_api``."""
+    s = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", proto_stem)
+    s = re.sub(r"[^0-9a-zA-Z_]", "_", s).lower()
+    if not s or s[0].isdigit():
+        s = "proto_" + s
+    return py_identifier(s)

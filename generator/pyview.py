@@ -1,0 +1,724 @@
+"""The Python view of the IR: everything the message templates print, decided here.
+
+For each message this computes annotations, defaults, the body of ``__init__`` and the
+straight-line ``encode_to`` / ``decode_from`` code. Decoding dispatches on the whole tag
+(field number and wire type) through a balanced tree of comparisons, so a message with
+seventy fields costs seven comparisons per field rather than seventy.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from dataclasses import dataclass, field
+
+from generator.ir import (
+    PACKABLE,
+    EnumType,
+    Field,
+    FieldType,
+    Label,
+    MessageType,
+    Presence,
+    ProtoFile,
+)
+
+# How each scalar is encoded: (wire type, function producing the value's bytes).
+_ENCODERS: dict[str, tuple[int, str]] = {
+    "int32": (0, "int32_bytes"),
+    "int64": (0, "int64_bytes"),
+    "uint32": (0, "uint32_bytes"),
+    "uint64": (0, "uint64_bytes"),
+    "sint32": (0, "sint32_bytes"),
+    "sint64": (0, "sint64_bytes"),
+    "bool": (0, "bool_bytes"),
+    "enum": (0, "int32_bytes"),
+    "fixed32": (5, "pack_fixed32"),
+    "sfixed32": (5, "pack_sfixed32"),
+    "float": (5, "pack_float"),
+    "fixed64": (1, "pack_fixed64"),
+    "sfixed64": (1, "pack_sfixed64"),
+    "double": (1, "pack_double"),
+    "string": (2, "str_bytes"),
+    "bytes": (2, ""),
+    "message": (2, ""),
+}
+
+# Conversion of a raw (unsigned, 64-bit) varint to the field's value when it took >1 byte.
+_VARINT_SLOW: dict[str, str] = {
+    "int32": "to_int32({})",
+    "int64": "to_int64({})",
+    "uint32": "{} & 0xFFFFFFFF",
+    "enum": "to_int32({})",
+}
+# Conversion applied to every decoded varint (one-byte ones included).
+_VARINT_ALWAYS: dict[str, str] = {
+    "bool": "{} != 0",
+    "sint32": "unzigzag32({})",
+    "sint64": "unzigzag({})",
+}
+_FIXED_DECODERS = {
+    "fixed32": ("unpack_fixed32", 4),
+    "sfixed32": ("unpack_sfixed32", 4),
+    "float": ("unpack_float", 4),
+    "fixed64": ("unpack_fixed64", 8),
+    "sfixed64": ("unpack_sfixed64", 8),
+    "double": ("unpack_double", 8),
+}
+_PY_SCALAR = {
+    "double": "float",
+    "float": "float",
+    "bool": "bool",
+    "string": "str",
+    "bytes": "bytes",
+}
+_ZERO = {"float": "0.0", "bool": "False", "str": "''", "bytes": "b''", "int": "0"}
+
+LINEAR_CASES = 6  # below this many tags a plain if/elif chain beats a comparison tree
+
+
+def varint_literal(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def bytes_literal(data: bytes) -> str:
+    return 'b"' + "".join(f"\\x{b:02x}" for b in data) + '"'
+
+
+def q(text: str) -> str:
+    """A double-quoted Python string literal."""
+    return json.dumps(text)
+
+
+def docstring(text: str, indent: str, width: int = 100) -> str:
+    """A triple-quoted docstring literal for ``text``, indented and wrapped for its block."""
+    text = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"').strip()
+    room = max(40, width - len(indent))
+    lines: list[str] = []
+    for raw in text.splitlines() or [""]:
+        lead = raw[: len(raw) - len(raw.lstrip())]
+        hang = lead + ("    " if lead else "")
+        # The first line also carries the opening quotes.
+        limit = room - 3 if not lines else room
+        lines += textwrap.wrap(raw, width=limit, initial_indent="", subsequent_indent=hang,
+                               break_long_words=False, break_on_hyphens=False) or [""]
+    if len(lines) == 1 and len(lines[0]) + 6 <= room:
+        return f'"""{lines[0]}"""'
+    body = "\n".join((indent + line) if line.strip() else "" for line in lines[1:])
+    tail = "\n" if len(lines) > 1 else ""
+    return f'"""{lines[0]}\n{body}{tail}{indent}"""'
+
+
+@dataclass
+class FieldView:
+    """What the templates print for one field."""
+
+    name: str
+    proto_name: str
+    number: int
+    storage: str  # attribute that holds the value
+    ann: str  # annotation of the public attribute or property
+    storage_ann: str
+    init_ann: str  # annotation and default of the __init__ parameter
+    init_expr: str  # expression assigned to the storage in __init__
+    is_property: bool  # explicit-presence scalars read through a property with a default
+    default_expr: str  # what the field reads as when unset
+    has_method: bool
+    comment: str
+    doc: str = ""
+    has_doc: str = ""
+    setter_ann: str = ""
+    oneof_siblings: list[str] = field(default_factory=list)
+    is_repeated: bool = False
+    implicit: bool = False
+
+
+@dataclass
+class OneofView:
+    name: str
+    members: list[tuple[str, str]]  # (field name, storage attribute)
+
+
+@dataclass
+class MessageView:
+    """What the templates print for one message class."""
+
+    name: str
+    full_name: str
+    path: str
+    doc: str
+    init_doc: str
+    fields: list[FieldView]
+    oneofs: list[OneofView]
+    encode_lines: list[str]
+    decode_lines: list[str]
+    nested_enums: list[EnumView]
+    nested_messages: list[MessageView]
+
+
+@dataclass
+class EnumValueView:
+    name: str
+    number: int
+    doc: str
+
+
+@dataclass
+class EnumView:
+    name: str
+    path: str
+    map_name: str  # module-level dict from number to member
+    doc: str
+    values: list[EnumValueView]
+
+    @property
+    def table_line(self) -> str:
+        line = f"{self.map_name} = number_table({self.path})"
+        if len(line) <= 100:
+            return line
+        return f"{self.map_name} = number_table(\n    {self.path}\n)"
+
+
+@dataclass
+class ModuleView:
+    source: str
+    module_doc: str
+    messages: list[MessageView]
+    enums: list[EnumView]
+    all_enums: list[EnumView]
+    imports: list[str]
+    stdlib_imports: list[str]
+    runtime_imports: list[str]
+    exports: list[str]
+
+
+class _Python:
+    """Translates IR types to Python annotations and expressions within one module."""
+
+    def __init__(self, proto: ProtoFile, module_of: dict[str, str]) -> None:
+        self.proto = proto
+        self.module_of = module_of  # full_name of a type -> generated module it lives in
+        self.imports: set[str] = set()
+
+    def ref(self, full_name: str, py_path: str) -> str:
+        module = self.module_of[full_name]
+        if module == self.proto.module:
+            return py_path
+        self.imports.add(f"from . import {module}")
+        return f"{module}.{py_path}"
+
+    def value_ann(self, t: FieldType) -> str:
+        if t.kind == "enum":
+            assert t.enum is not None
+            ann = self.ref(t.enum.full_name, t.enum.py_path)
+            return ann if t.enum.closed else f"{ann} | int"
+        if t.kind == "message":
+            assert t.message is not None
+            return self.ref(t.message.full_name, t.message.py_path)
+        return _PY_SCALAR.get(t.kind, "int")
+
+    def enum_map(self, enum: EnumType) -> str:
+        base = "_" + enum.py_path.replace(".", "_") + "_BY_NUMBER"
+        module = self.module_of[enum.full_name]
+        if module == self.proto.module:
+            return base
+        self.imports.add(f"from . import {module}")
+        return f"{module}.{base}"
+
+    def default_expr(self, f: Field) -> str:
+        t = f.type
+        if t.kind == "enum":
+            assert t.enum is not None
+            ref = self.ref(t.enum.full_name, t.enum.py_path)
+            name = f.default or t.enum.default.proto_name
+            member = next(v for v in t.enum.values if v.proto_name == name)
+            return f"{ref}.{member.py_name}"
+        py = _PY_SCALAR.get(t.kind, "int")
+        if f.default is None:
+            return _ZERO[py]
+        if py == "str":
+            return q(f.default)
+        if py == "bytes":
+            return repr(_unescape_c(f.default))
+        if py == "bool":
+            return "True" if f.default == "true" else "False"
+        if py == "float":
+            special = {"inf": "math.inf", "-inf": "-math.inf", "nan": "math.nan"}
+            if f.default in special:
+                self.imports.add("import math")
+                return special[f.default]
+            return repr(float(f.default))
+        return str(int(f.default, 0))
+
+
+def _unescape_c(text: str) -> bytes:
+    # protoc reports bytes defaults C-escaped.
+    return text.encode("latin-1").decode("unicode_escape").encode("latin-1")
+
+
+def build_module(proto: ProtoFile, module_of: dict[str, str]) -> ModuleView:
+    """The render-ready view of one .proto file's generated module."""
+    py = _Python(proto, module_of)
+    messages = [_message_view(py, m, 0) for m in proto.messages if not m.is_map_entry]
+    enums = [_enum_view(e, 0) for e in proto.enums]
+    nested: list[EnumView] = []
+
+    def collect(views: list[MessageView]) -> None:
+        for v in views:
+            nested.extend(v.nested_enums)
+            collect(v.nested_messages)
+
+    collect(messages)
+    text = proto.comment or f"Typed protobuf bindings for {proto.path}."
+    if proto.package:
+        text += f"\n\nProtobuf package: ``{proto.package}``."
+    body = "\n".join(line for v in messages for line in _all_lines(v))
+    stdlib = [line for line in py.imports if line.startswith("import ")] + ["import enum"]
+    stdlib_from = ["from dataclasses import dataclass", "from typing import ClassVar, Self"]
+    if "copysign(" in body:
+        stdlib_from.append("from math import copysign")
+    if "struct_error" in body:
+        stdlib_from.append("from struct import error as struct_error")
+    return ModuleView(
+        source=proto.path,
+        module_doc=docstring(text, ""),
+        messages=messages,
+        enums=enums,
+        all_enums=enums + nested,
+        imports=sorted(line for line in py.imports if line.startswith("from .")),
+        stdlib_imports=sorted(stdlib) + sorted(stdlib_from),
+        runtime_imports=_runtime_imports(body, bool(messages), bool(enums + nested)),
+        exports=sorted([m.name for m in messages] + [e.name for e in enums]),
+    )
+
+
+_RUNTIME_MODULES = {
+    "runtime.errors": ("MissingRequiredFieldError", "RequiredFieldUnsetError"),
+    "runtime.protowire": (
+        "bool_bytes", "decode_str", "int32_bytes", "int64_bytes", "len_bytes", "pack_double",
+        "pack_fixed32", "pack_fixed64", "pack_float", "pack_sfixed32", "pack_sfixed64",
+        "read_varint", "sint32_bytes", "sint64_bytes", "skip_field", "str_bytes", "to_int32",
+        "to_int64", "truncated", "uint32_bytes", "uint64_bytes", "unpack_double",
+        "unpack_fixed32", "unpack_fixed64", "unpack_float", "unpack_sfixed32", "unpack_sfixed64",
+        "unzigzag", "unzigzag32", "varint_bytes", "message_repr", "number_table",
+        "BytesLike",
+    ),
+}
+
+
+def _runtime_imports(body: str, has_messages: bool, has_enums: bool) -> list[str]:
+    """Import lines for exactly the runtime helpers the generated code uses."""
+    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", body))
+    if has_messages:
+        words |= {"message_repr", "BytesLike"}
+    if has_enums:
+        words.add("number_table")
+    out = []
+    for module, names in _RUNTIME_MODULES.items():
+        used = sorted(n for n in names if n in words)
+        if used:
+            out.append(f"from {module} import (")
+            out += [f"    {n}," for n in used]
+            out.append(")")
+    return out
+
+
+def _all_lines(v: MessageView) -> list[str]:
+    lines = v.encode_lines + v.decode_lines
+    for n in v.nested_messages:
+        lines += _all_lines(n)
+    return lines
+
+
+def _enum_view(e: EnumType, depth: int) -> EnumView:
+    ind = "    " * (depth + 1)
+    return EnumView(
+        name=e.py_name,
+        path=e.py_path,
+        map_name="_" + e.py_path.replace(".", "_") + "_BY_NUMBER",
+        doc=docstring(e.comment or f"The {e.proto_name} enum of {e.full_name}.", ind),
+        values=[EnumValueView(v.py_name, v.number, docstring(v.comment, ind) if v.comment else "")
+                for v in e.values],
+    )
+
+
+def _message_view(py: _Python, m: MessageType, depth: int) -> MessageView:
+    ind = "    " * (depth + 1)
+    fields = [_field_view(py, m, f) for f in m.fields]
+    for fv in fields:
+        fv.doc = _field_doc(fv, ind + "    ")
+        fv.has_doc = docstring(f"Whether {fv.name} is set; an unset field is not written.",
+                               ind + "    ")
+        fv.setter_ann = fv.ann if fv.ann.endswith("| None") else f"{fv.ann} | None"
+    oneofs = []
+    for o in m.oneofs:
+        members = [(fv.name, fv.storage) for fv, f in zip(fields, m.fields, strict=True)
+                   if f.oneof == o.proto_name]
+        oneofs.append(OneofView(name=o.py_name, members=members))
+        for fv, f in zip(fields, m.fields, strict=True):
+            if f.oneof == o.proto_name:
+                fv.oneof_siblings = [s for n, s in members if n != fv.name]
+    text = m.comment or f"The {m.proto_name} message ({m.full_name})."
+    documented = [fv for fv in fields if fv.comment and not fv.is_property]
+    if documented:
+        text += "\n\nAttributes:\n" + "\n".join(
+            f"    {fv.name}: " + " ".join(fv.comment.split()) for fv in documented)
+    required = [fv.name for fv, f in zip(fields, m.fields, strict=True)
+                if f.presence is Presence.REQUIRED]
+    init_text = f"Create a {m.proto_name}"
+    init_text += f"; {', '.join(required)} required." if required else "."
+    return MessageView(
+        name=m.py_name,
+        full_name=m.full_name,
+        path=m.py_path,
+        doc=docstring(text, ind),
+        init_doc=docstring(init_text, ind + "    "),
+        fields=fields,
+        oneofs=oneofs,
+        encode_lines=_encode_lines(m),
+        decode_lines=_decode_lines(py, m),
+        nested_enums=[_enum_view(e, depth + 1) for e in m.enums],
+        nested_messages=[_message_view(py, n, depth + 1) for n in m.messages
+                         if not n.is_map_entry],
+    )
+
+
+def _field_doc(fv: FieldView, ind: str) -> str:
+    text = fv.comment or f"The {fv.proto_name} field (number {fv.number})."
+    if fv.is_property and fv.default_expr != "None":
+        text += f"\n\nReads as ``{fv.default_expr}`` when unset; assign None to unset it."
+    return docstring(text, ind)
+
+
+def _field_view(py: _Python, m: MessageType, f: Field) -> FieldView:
+    if f.is_map:
+        assert f.map_key is not None and f.map_value is not None
+        ann = f"dict[{py.value_ann(f.map_key)}, {py.value_ann(f.map_value)}]"
+        return FieldView(
+            name=f.py_name, proto_name=f.proto_name, number=f.number, storage=f.py_name,
+            ann=ann, storage_ann=ann, init_ann=f"{ann} | None = None",
+            init_expr=f"{f.py_name} or {{}}", is_property=False,
+            default_expr="{}", has_method=False, comment=f.comment, is_repeated=True,
+        )
+    value = py.value_ann(f.type)
+    if f.label is Label.REPEATED:
+        ann = f"list[{value}]"
+        return FieldView(
+            name=f.py_name, proto_name=f.proto_name, number=f.number, storage=f.py_name,
+            ann=ann, storage_ann=ann, init_ann=f"{ann} | None = None",
+            init_expr=f"{f.py_name} or []", is_property=False,
+            default_expr="[]", has_method=False, comment=f.comment, is_repeated=True,
+        )
+    if f.presence is Presence.REQUIRED:
+        return FieldView(
+            name=f.py_name, proto_name=f.proto_name, number=f.number, storage=f.py_name,
+            ann=value, storage_ann=value, init_ann=value, init_expr=f.py_name,
+            is_property=False, default_expr="", has_method=False, comment=f.comment,
+        )
+    if f.type.kind == "message":
+        ann = f"{value} | None"
+        return FieldView(
+            name=f.py_name, proto_name=f.proto_name, number=f.number, storage=_storage(f),
+            ann=ann, storage_ann=ann, init_ann=f"{ann} = None", init_expr=f.py_name,
+            is_property=f.oneof is not None, default_expr="None", has_method=True,
+            comment=f.comment,
+        )
+    default = py.default_expr(f)
+    if f.presence is Presence.IMPLICIT:
+        return FieldView(
+            name=f.py_name, proto_name=f.proto_name, number=f.number, storage=f.py_name,
+            ann=value, storage_ann=value, init_ann=f"{value} = {default}", init_expr=f.py_name,
+            is_property=False, default_expr=default, has_method=False, comment=f.comment,
+            implicit=True,
+        )
+    return FieldView(
+        name=f.py_name, proto_name=f.proto_name, number=f.number, storage="_" + f.py_name,
+        ann=value, storage_ann=f"{value} | None", init_ann=f"{value} | None = None",
+        init_expr=f.py_name, is_property=True, default_expr=default, has_method=True,
+        comment=f.comment,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# encoding
+
+
+def _value_bytes(t: FieldType, var: str, out: str = "out") -> list[str]:
+    """Statements appending the value ``var`` (without its tag) to ``out``."""
+    if t.kind == "message":
+        return [f"sub = {var}.encode()", f"{out} += len_bytes(sub)", f"{out} += sub"]
+    if t.kind == "bytes":
+        return [f"{out} += len_bytes({var})", f"{out} += {var}"]
+    return [f"{out} += {_ENCODERS[t.kind][1]}({var})"]
+
+
+def _tag(number: int, wire: int) -> str:
+    return bytes_literal(varint_literal(number << 3 | wire))
+
+
+def _wire(t: FieldType) -> int:
+    return _ENCODERS[t.kind][0]
+
+
+def _nonzero(t: FieldType, var: str) -> str:
+    """Condition under which an implicit-presence value is written: not the zero value.
+
+    A negative zero float is not the zero value on the wire, so it is written.
+    """
+    if t.kind in ("float", "double"):
+        return f"{var} or copysign(1.0, {var}) < 0"
+    return var
+
+
+def _encode_lines(m: MessageType) -> list[str]:
+    """Body of ``encode_to(self, out)``: fields in number order, then unknown fields."""
+    lines: list[str] = []
+    for f in sorted(m.fields, key=lambda f: f.number):
+        v = f"v{f.number}"
+        tag = _tag(f.number, _wire(f.type))
+        if f.is_map:
+            assert f.map_key is not None and f.map_value is not None
+            k, val = f"k{f.number}", f"val{f.number}"
+            lines += [f"for {k}, {val} in self.{f.py_name}.items():",
+                      "    entry = bytearray()",
+                      f"    entry += {_tag(1, _wire(f.map_key))}"]
+            lines += ["    " + s for s in _value_bytes(f.map_key, k, "entry")]
+            lines += [f"    entry += {_tag(2, _wire(f.map_value))}"]
+            lines += ["    " + s for s in _value_bytes(f.map_value, val, "entry")]
+            lines += [f"    out += {tag}", "    out += len_bytes(entry)", "    out += entry"]
+            continue
+        if f.label is Label.REPEATED:
+            item = f"item{f.number}"
+            if f.packed:
+                enc = _ENCODERS[f.type.kind][1]
+                lines += [f"{v} = self.{f.py_name}", f"if {v}:", "    packed = bytearray()",
+                          f"    for {item} in {v}:", f"        packed += {enc}({item})",
+                          f"    out += {_tag(f.number, 2)}", "    out += len_bytes(packed)",
+                          "    out += packed"]
+            else:
+                lines += [f"for {item} in self.{f.py_name}:", f"    out += {tag}"]
+                lines += ["    " + s for s in _value_bytes(f.type, item)]
+            continue
+        lines.append(f"{v} = self.{_storage(f)}")
+        body = [f"out += {tag}", *_value_bytes(f.type, v)]
+        if f.presence is Presence.REQUIRED:
+            lines += [f"if {v} is None:",
+                      f"    raise RequiredFieldUnsetError({q(m.py_path)}, {q(f.proto_name)})",
+                      *body]
+            continue
+        cond = f"{v} is not None" if f.presence is Presence.EXPLICIT else _nonzero(f.type, v)
+        lines.append(f"if {cond}:")
+        lines += ["    " + s for s in body]
+    lines += ["if self._unknown:", "    out += self._unknown"]
+    return lines
+
+
+def _storage(f: Field) -> str:
+    """The attribute holding a field: explicit-presence scalars hide behind a property."""
+    if f.presence is Presence.EXPLICIT and f.label is not Label.REPEATED and (
+        f.type.kind != "message" or f.oneof is not None
+    ):
+        return "_" + f.py_name
+    return f.py_name
+
+
+# ---------------------------------------------------------------------------------------------
+# decoding
+
+
+@dataclass
+class _Case:
+    tag: int
+    lines: list[str]
+
+
+def _read_len(end_var: str, where: str, limit: str = "end") -> list[str]:
+    """Statements reading a length prefix and checking it stays inside ``limit``."""
+    return [
+        "n = buf[pos]",
+        "if n < 0x80:",
+        "    pos += 1",
+        "else:",
+        "    n, pos = read_varint(buf, pos)",
+        f"{end_var} = pos + n",
+        f"if {end_var} > {limit}:",
+        f"    raise truncated({q(where)})",
+    ]
+
+
+def _decode_value(
+    py: _Python, t: FieldType, target: str, where: str, limit: str = "end"
+) -> list[str]:
+    """Statements reading one value of type ``t`` at ``pos`` into ``target``.
+
+    For a closed enum an unknown number leaves ``target`` as None (the raw number stays in
+    ``raw``); the caller keeps those bytes as an unknown field, as the official runtimes do.
+    """
+    kind = t.kind
+    if kind in _FIXED_DECODERS:
+        fn, size = _FIXED_DECODERS[kind]
+        return [f"{target} = {fn}(buf, pos)[0]", f"pos += {size}"]
+    if kind == "string":
+        return [*_read_len("vend", where, limit),
+                f"{target} = decode_str(buf, pos, vend, {q(where)})", "pos = vend"]
+    if kind == "bytes":
+        return [*_read_len("vend", where, limit), f"{target} = buf[pos:vend]", "pos = vend"]
+    if kind == "message":
+        assert t.message is not None
+        ref = py.ref(t.message.full_name, t.message.py_path)
+        return [*_read_len("vend", where, limit),
+                f"{target} = {ref}.decode_from(buf, pos, vend)", "pos = vend"]
+    lines = [
+        "raw = buf[pos]",
+        "if raw < 0x80:",
+        "    pos += 1",
+        "else:",
+        "    raw, pos = read_varint(buf, pos)",
+    ]
+    if kind in _VARINT_SLOW:
+        lines.append("    raw = " + _VARINT_SLOW[kind].format("raw"))
+    if kind == "enum":
+        assert t.enum is not None
+        enum_map = py.enum_map(t.enum)
+        default = "" if t.enum.closed else ", raw"
+        lines.append(f"{target} = {enum_map}.get(raw{default})")
+    elif kind in _VARINT_ALWAYS:
+        lines.append(f"{target} = " + _VARINT_ALWAYS[kind].format("raw"))
+    else:
+        lines.append(f"{target} = raw")
+    return lines
+
+
+def _closed_enum(t: FieldType) -> bool:
+    return t.kind == "enum" and t.enum is not None and t.enum.closed
+
+
+def _map_case(py: _Python, f: Field, where: str) -> _Case:
+    assert f.map_key is not None and f.map_value is not None
+    n = f.number
+    local, k, val, raw_val = f"f{n}", f"k{n}", f"val{n}", f"x{n}"
+    ktag = varint_literal(1 << 3 | _wire(f.map_key))[0]
+    vtag = varint_literal(2 << 3 | _wire(f.map_value))[0]
+    body = [*_read_len("eend", where), f"{k} = {_zero_of(py, f.map_key)}",
+            f"{val} = {_zero_of(py, f.map_value)}", "while pos < eend:", "    etag = buf[pos]",
+            "    pos += 1", f"    if etag == {ktag}:"]
+    body += ["        " + s for s in _decode_value(py, f.map_key, k, where, "eend")]
+    body += [f"    elif etag == {vtag}:"]
+    if _closed_enum(f.map_value):
+        body += ["        " + s for s in _decode_value(py, f.map_value, raw_val, where, "eend")]
+        body += [f"        if {raw_val} is not None:", f"            {val} = {raw_val}"]
+    else:
+        body += ["        " + s for s in _decode_value(py, f.map_value, val, where, "eend")]
+    body += ["    else:", "        if etag >= 0x80:",
+             "            etag, pos = read_varint(buf, pos - 1)",
+             "        pos = skip_field(buf, pos, eend, etag)",
+             "if pos != eend:", f"    raise truncated({q(where)})", f"{local}[{k}] = {val}"]
+    return _Case(f.number << 3 | 2, body)
+
+
+def _decode_lines(py: _Python, m: MessageType) -> list[str]:
+    """Body of ``decode_from(cls, buf, pos, end)``."""
+    init: list[str] = []
+    cases: list[_Case] = []
+    for f in m.fields:
+        local, tmp = f"f{f.number}", f"x{f.number}"
+        where = f"{m.py_path}.{f.proto_name}"
+        if f.is_map:
+            assert f.map_key is not None and f.map_value is not None
+            init.append(f"{local}: dict[{py.value_ann(f.map_key)}, "
+                        f"{py.value_ann(f.map_value)}] = {{}}")
+            cases.append(_map_case(py, f, where))
+            continue
+        value_ann = py.value_ann(f.type)
+        closed = _closed_enum(f.type)
+        read = _decode_value(py, f.type, tmp, where)
+        if f.label is Label.REPEATED:
+            init.append(f"{local}: list[{value_ann}] = []")
+            if closed:
+                keep = [f"if {tmp} is None:", "    unknown += buf[start:pos]", "else:",
+                        f"    {local}.append({tmp})"]
+            else:
+                keep = [f"{local}.append({tmp})"]
+            cases.append(_Case(f.number << 3 | _wire(f.type), [*read, *keep]))
+            if f.type.kind in PACKABLE:
+                # Decoders accept both the packed and the unpacked form of a repeated scalar.
+                if closed:
+                    unk_tag = bytes_literal(varint_literal(f.number << 3))
+                    keep = [f"if {tmp} is None:",
+                            f"    unknown += {unk_tag} + int32_bytes(raw)", "else:",
+                            f"    {local}.append({tmp})"]
+                packed = [*_read_len("pend", where), "while pos < pend:"]
+                packed += ["    " + s for s in _decode_value(py, f.type, tmp, where, "pend")]
+                packed += ["    " + s for s in keep]
+                packed += ["if pos != pend:", f"    raise truncated({q(where)})"]
+                cases.append(_Case(f.number << 3 | 2, packed))
+            continue
+        if f.presence is Presence.IMPLICIT:
+            init.append(f"{local}: {value_ann} = {py.default_expr(f)}")
+        else:
+            init.append(f"{local}: {value_ann} | None = None")
+        if closed:
+            one = [*read, f"if {tmp} is None:", "    unknown += buf[start:pos]", "else:",
+                   f"    {local} = {tmp}"]
+        else:
+            one = [*_decode_value(py, f.type, local, where)]
+        if f.oneof is not None:
+            one += [f"f{g.number} = None" for g in m.fields
+                    if g.oneof == f.oneof and g is not f]
+        cases.append(_Case(f.number << 3 | _wire(f.type), one))
+    cases.sort(key=lambda c: c.tag)
+    lines = [*init, "unknown = bytearray()", "try:", "    while pos < end:", "        start = pos",
+             "        tag = buf[pos]", "        if tag < 0x80:", "            pos += 1",
+             "        else:", "            tag, pos = read_varint(buf, pos)"]
+    fallback = ["pos = skip_field(buf, pos, end, tag)", "unknown += buf[start:pos]"]
+    lines += ["        " + s for s in _dispatch(cases, fallback)]
+    name = q(m.py_path)
+    name = q(m.py_path)
+    lines += ["except (IndexError, struct_error):", f"    raise truncated({name}) from None",
+              "if pos != end:", f"    raise truncated({name})"]
+    for f in m.fields:
+        if f.presence is Presence.REQUIRED:
+            lines += [f"if f{f.number} is None:",
+                      f"    raise MissingRequiredFieldError({q(m.py_path)}, {q(f.proto_name)})"]
+    lines.append("msg = cls.__new__(cls)")
+    lines += [f"msg.{_storage(f)} = f{f.number}" for f in m.fields]
+    lines += ["msg._unknown = bytes(unknown)", "return msg"]
+    return lines
+
+
+def _zero_of(py: _Python, t: FieldType) -> str:
+    if t.kind == "enum":
+        assert t.enum is not None
+        return f"{py.ref(t.enum.full_name, t.enum.py_path)}.{t.enum.default.py_name}"
+    if t.kind == "message":
+        assert t.message is not None
+        return f"{py.ref(t.message.full_name, t.message.py_path)}.decode_from(b'', 0, 0)"
+    return _ZERO[_PY_SCALAR.get(t.kind, "int")]
+
+
+def _dispatch(cases: list[_Case], fallback: list[str]) -> list[str]:
+    """An if/elif chain for few tags, a balanced comparison tree for many."""
+    if not cases:
+        return fallback
+    if len(cases) <= LINEAR_CASES:
+        out: list[str] = []
+        for i, case in enumerate(cases):
+            out.append(f"{'if' if i == 0 else 'elif'} tag == {case.tag}:")
+            out += ["    " + s for s in case.lines]
+        out.append("else:")
+        out += ["    " + s for s in fallback]
+        return out
+    mid = len(cases) // 2
+    pivot = cases[mid].tag
+    return [
+        f"if tag < {pivot}:",
+        *["    " + s for s in _dispatch(cases[:mid], fallback)],
+        "else:",
+        *["    " + s for s in _dispatch(cases[mid:], fallback)],
+    ]

@@ -1,0 +1,82 @@
+"""The error types every protoframe codec raises.
+
+Decoding never raises a bare ``IndexError`` or ``UnicodeDecodeError``: each failure is a
+``DecodeError`` subclass, so callers can catch one type per kind of problem and a
+connection can close itself without taking the process down.
+"""
+
+from __future__ import annotations
+
+
+class ProtoframeError(Exception):
+    """Base class of every error raised by protoframe code."""
+
+
+class DecodeError(ProtoframeError, ValueError):
+    """Bytes could not be turned into a message or frame."""
+
+
+class TruncatedError(DecodeError):
+    """The input ended in the middle of a value."""
+
+
+class MalformedVarintError(DecodeError):
+    """A varint ran past 10 bytes or does not fit the declared type."""
+
+
+class WireTypeError(DecodeError):
+    """A protobuf field arrived with a wire type its declaration does not allow."""
+
+
+class InvalidUtf8Error(DecodeError):
+    """A string field held bytes that are not valid UTF-8."""
+
+
+class MissingRequiredFieldError(DecodeError):
+    """A proto2 ``required`` field was absent from the decoded bytes."""
+
+    def __init__(self, message: str, field: str) -> None:
+        super().__init__(f"{message}.{field} is required but was not in the input")
+        self.message_name = message
+        self.field_name = field
+
+
+class FrameTooLargeError(DecodeError):
+    """A frame declares a size over the configured limit; nothing was buffered for it."""
+
+
+class BadMagicError(DecodeError):
+    """A magic number or constant did not hold the value the spec requires."""
+
+
+class ChecksumMismatchError(DecodeError):
+    """A checksum computed over the received bytes differs from the one sent."""
+
+
+class SizeMismatchError(DecodeError):
+    """A size or count field disagrees with the content it describes."""
+
+
+class UnknownCommandError(DecodeError):
+    """A dispatch value selects no known frame or command layout."""
+
+
+class DecompressionError(DecodeError):
+    """A compressed payload could not be decompressed, or its size was not as declared."""
+
+
+class EncodeError(ProtoframeError, ValueError):
+    """A message or frame could not be encoded."""
+
+
+class RequiredFieldUnsetError(EncodeError):
+    """A proto2 ``required`` field is unset at encode time."""
+
+    def __init__(self, message: str, field: str) -> None:
+        super().__init__(f"{message}.{field} is required but is not set")
+        self.message_name = message
+        self.field_name = field
+
+
+class ValueOutOfRangeError(EncodeError):
+    """A value does not fit the wire type of its field."""

@@ -1,0 +1,263 @@
+"""Protobuf wire-format primitives shared by every generated message codec.
+
+Generated code inlines the common case (one-byte varints, known tags) and calls these helpers
+for everything else, so the helpers favour plain loops over cleverness: they are short enough
+for CPython to run quickly and simple enough to check against the encoding spec by eye.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from collections.abc import Callable
+from typing import Any, TypeAlias, TypeVar
+
+from runtime.errors import (
+    DecodeError,
+    InvalidUtf8Error,
+    MalformedVarintError,
+    TruncatedError,
+    ValueOutOfRangeError,
+    WireTypeError,
+)
+
+BytesLike: TypeAlias = bytes | bytearray | memoryview
+
+_E = TypeVar("_E", bound=enum.IntEnum)
+
+MASK32 = 0xFFFF_FFFF
+MASK64 = 0xFFFF_FFFF_FFFF_FFFF
+
+WIRE_VARINT = 0
+WIRE_FIXED64 = 1
+WIRE_LEN = 2
+WIRE_START_GROUP = 3
+WIRE_END_GROUP = 4
+WIRE_FIXED32 = 5
+
+_F32 = struct.Struct("<f")
+_F64 = struct.Struct("<d")
+_I32 = struct.Struct("<i")
+_U32 = struct.Struct("<I")
+_I64 = struct.Struct("<q")
+_U64 = struct.Struct("<Q")
+
+pack_float = _F32.pack
+pack_double = _F64.pack
+pack_fixed32 = _U32.pack
+pack_sfixed32 = _I32.pack
+pack_fixed64 = _U64.pack
+pack_sfixed64 = _I64.pack
+unpack_float = _F32.unpack_from
+unpack_double = _F64.unpack_from
+unpack_fixed32 = _U32.unpack_from
+unpack_sfixed32 = _I32.unpack_from
+unpack_fixed64 = _U64.unpack_from
+unpack_sfixed64 = _I64.unpack_from
+
+# Encoded forms of the small varints, so the hot path is a list index instead of a loop.
+_SMALL_VARINTS: list[bytes] = [bytes((i,)) for i in range(128)] + [
+    bytes(((i & 0x7F) | 0x80, i >> 7)) for i in range(128, 1 << 14)
+]
+
+
+def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
+    """Read an unsigned varint at ``pos``; return it (truncated to 64 bits) and the next position.
+
+    A varint of more than ten bytes is rejected, as the official runtimes do. Running off the
+    end of ``buf`` raises ``IndexError``, which generated decoders turn into ``TruncatedError``.
+    """
+    b = buf[pos]
+    pos += 1
+    result = b & 0x7F
+    shift = 7
+    while b & 0x80:
+        if shift >= 70:
+            raise MalformedVarintError(f"varint longer than 10 bytes at offset {pos - 10}")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        shift += 7
+    return result & MASK64, pos
+
+
+def varint_bytes(value: int) -> bytes:
+    """Encode a non-negative integer below 2**64 as a varint."""
+    if value < 16384:
+        if value < 0:
+            raise ValueOutOfRangeError(f"{value} is negative; expected an unsigned varint")
+        return _SMALL_VARINTS[value]
+    if value > MASK64:
+        raise ValueOutOfRangeError(f"{value} does not fit in 64 bits")
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def uint32_bytes(value: int) -> bytes:
+    """Varint encoding of a uint32 field value, range-checked."""
+    if 0 <= value <= MASK32:
+        return varint_bytes(value)
+    raise ValueOutOfRangeError(f"{value} is outside the uint32 range")
+
+
+def uint64_bytes(value: int) -> bytes:
+    """Varint encoding of a uint64 field value, range-checked."""
+    if 0 <= value <= MASK64:
+        return varint_bytes(value)
+    raise ValueOutOfRangeError(f"{value} is outside the uint64 range")
+
+
+def int32_bytes(value: int) -> bytes:
+    """Varint encoding of an int32 (or enum) value; negatives take ten bytes, as on the wire."""
+    if 0 <= value < 16384:
+        return _SMALL_VARINTS[value]
+    if -0x8000_0000 <= value <= 0x7FFF_FFFF:
+        return varint_bytes(value & MASK64)
+    raise ValueOutOfRangeError(f"{value} is outside the int32 range")
+
+
+def int64_bytes(value: int) -> bytes:
+    """Varint encoding of an int64 value (two's complement, ten bytes when negative)."""
+    if 0 <= value < 16384:
+        return _SMALL_VARINTS[value]
+    if -0x8000_0000_0000_0000 <= value <= 0x7FFF_FFFF_FFFF_FFFF:
+        return varint_bytes(value & MASK64)
+    raise ValueOutOfRangeError(f"{value} is outside the int64 range")
+
+
+def sint32_bytes(value: int) -> bytes:
+    """ZigZag varint encoding of a sint32 value."""
+    if -0x8000_0000 <= value <= 0x7FFF_FFFF:
+        return varint_bytes(((value << 1) ^ (value >> 31)) & MASK32)
+    raise ValueOutOfRangeError(f"{value} is outside the sint32 range")
+
+
+def sint64_bytes(value: int) -> bytes:
+    """ZigZag varint encoding of a sint64 value."""
+    if -0x8000_0000_0000_0000 <= value <= 0x7FFF_FFFF_FFFF_FFFF:
+        return varint_bytes(((value << 1) ^ (value >> 63)) & MASK64)
+    raise ValueOutOfRangeError(f"{value} is outside the sint64 range")
+
+
+def bool_bytes(value: bool) -> bytes:
+    """Varint encoding of a bool."""
+    return b"\x01" if value else b"\x00"
+
+
+def len_bytes(data: bytes) -> bytes:
+    """Length prefix for a length-delimited value."""
+    return varint_bytes(len(data))
+
+
+def str_bytes(value: str) -> bytes:
+    """Length-prefixed UTF-8 encoding of a string value."""
+    data = value.encode("utf-8")
+    return varint_bytes(len(data)) + data
+
+
+def fixed_bytes(pack: Callable[[int], bytes], value: int, kind: str) -> bytes:
+    """Pack a fixed-width integer, naming the field type when it does not fit."""
+    try:
+        return pack(value)
+    except struct.error:
+        raise ValueOutOfRangeError(f"{value} is outside the {kind} range") from None
+
+
+def to_int32(value: int) -> int:
+    """Reinterpret the low 32 bits of a decoded varint as a signed int32."""
+    value &= MASK32
+    return value - 0x1_0000_0000 if value & 0x8000_0000 else value
+
+
+def to_int64(value: int) -> int:
+    """Reinterpret a decoded 64-bit varint as a signed int64."""
+    return value - 0x1_0000_0000_0000_0000 if value & 0x8000_0000_0000_0000 else value
+
+
+def unzigzag(value: int) -> int:
+    """Undo ZigZag encoding (sint32/sint64)."""
+    return (value >> 1) ^ -(value & 1)
+
+
+def unzigzag32(value: int) -> int:
+    """Undo ZigZag encoding of a sint32, keeping only the low 32 bits as the runtimes do."""
+    value &= MASK32
+    return (value >> 1) ^ -(value & 1)
+
+
+def decode_str(buf: bytes, start: int, end: int, where: str) -> str:
+    """Decode a UTF-8 string field, raising ``InvalidUtf8Error`` that names the field."""
+    try:
+        return buf[start:end].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidUtf8Error(f"{where}: invalid UTF-8 ({exc.reason})") from None
+
+
+def skip_field(buf: bytes, pos: int, end: int, tag: int) -> int:
+    """Skip the value of an unknown field whose tag was just read; return the next position."""
+    wire_type = tag & 7
+    if wire_type == WIRE_VARINT:
+        _, pos = read_varint(buf, pos)
+    elif wire_type == WIRE_LEN:
+        size, pos = read_varint(buf, pos)
+        pos += size
+    elif wire_type == WIRE_FIXED64:
+        pos += 8
+    elif wire_type == WIRE_FIXED32:
+        pos += 4
+    elif wire_type == WIRE_START_GROUP:
+        field_number = tag >> 3
+        while True:
+            if pos >= end:
+                raise TruncatedError(f"group {field_number} is not closed")
+            inner, pos = read_varint(buf, pos)
+            if inner & 7 == WIRE_END_GROUP:
+                if inner >> 3 != field_number:
+                    raise WireTypeError(f"group {field_number} closed by {inner >> 3}")
+                break
+            pos = skip_field(buf, pos, end, inner)
+    else:
+        raise WireTypeError(f"wire type {wire_type} (tag {tag}) is not valid here")
+    if tag >> 3 == 0:
+        raise WireTypeError("field number 0 is not allowed")
+    if pos > end:
+        raise TruncatedError(f"field {tag >> 3} runs past the end of its message")
+    return pos
+
+
+def truncated(message: str) -> TruncatedError:
+    """The error for a message whose bytes stop in the middle of a value."""
+    return TruncatedError(f"{message}: input ends in the middle of a field")
+
+
+def wrap_decode_error(message: str, exc: Exception) -> DecodeError:
+    """Turn a low-level failure inside a generated decoder into a ``DecodeError``."""
+    if isinstance(exc, DecodeError):
+        return exc
+    if isinstance(exc, IndexError):
+        return truncated(message)
+    if isinstance(exc, struct.error):
+        return truncated(message)
+    return DecodeError(f"{message}: {exc}")
+
+
+def message_repr(msg: Any) -> str:
+    """``Name(field=value, ...)`` listing the fields that are set, in declaration order."""
+    parts = []
+    for name, storage in msg.FIELD_NAMES:
+        value = getattr(msg, storage)
+        if value is None or (isinstance(value, list | dict) and not value):
+            continue
+        parts.append(f"{name}={value!r}")
+    if msg.unknown_fields:
+        parts.append(f"unknown_fields={msg.unknown_fields!r}")
+    return f"{type(msg).__name__}({', '.join(parts)})"
+
+
+def number_table(enum_type: type[_E]) -> dict[int, _E]:
+    """Number -> member table for a generated enum; a dict lookup beats calling the class."""
+    return {member.value: member for member in enum_type}

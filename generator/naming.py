@@ -20,6 +20,7 @@ PYTHON_RESERVED = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | fr
 # Attributes every generated message class defines; a field may not take these names.
 MESSAGE_HELPERS = frozenset(
     {"encode", "decode", "decode_from", "encode_to", "to_dict", "from_dict", "FULL_NAME",
+     "unknown_fields",
      "FIELD_NAMES"}
 )
 

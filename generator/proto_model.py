@@ -221,7 +221,7 @@ class _Builder:
         oneof_fields: dict[int, list[Field]] = {}
         for i, f in enumerate(msg.field):
             fpath = (*path, _MSG_FIELD, i)
-            field = self._build_field(msg, f, fpath, syntax, frozenset(helper_names - {f.name}))
+            field = self._build_field(msg, f, fpath, syntax, frozenset(helper_names))
             self._claim(inner, field.py_name, f"field {msg.name}.{f.name}", fpath)
             ir.fields.append(field)
             if field.oneof is not None:

@@ -148,7 +148,7 @@ def bool_bytes(value: bool) -> bytes:
     return b"\x01" if value else b"\x00"
 
 
-def len_bytes(data: bytes) -> bytes:
+def len_bytes(data: BytesLike) -> bytes:
     """Length prefix for a length-delimited value."""
     return varint_bytes(len(data))
 
@@ -199,6 +199,8 @@ def decode_str(buf: bytes, start: int, end: int, where: str) -> str:
 
 def skip_field(buf: bytes, pos: int, end: int, tag: int) -> int:
     """Skip the value of an unknown field whose tag was just read; return the next position."""
+    if tag >> 3 == 0:
+        raise WireTypeError("field number 0 is not allowed")
     wire_type = tag & 7
     if wire_type == WIRE_VARINT:
         _, pos = read_varint(buf, pos)
@@ -222,8 +224,6 @@ def skip_field(buf: bytes, pos: int, end: int, tag: int) -> int:
             pos = skip_field(buf, pos, end, inner)
     else:
         raise WireTypeError(f"wire type {wire_type} (tag {tag}) is not valid here")
-    if tag >> 3 == 0:
-        raise WireTypeError("field number 0 is not allowed")
     if pos > end:
         raise TruncatedError(f"field {tag >> 3} runs past the end of its message")
     return pos
@@ -248,7 +248,7 @@ def wrap_decode_error(message: str, exc: Exception) -> DecodeError:
 def message_repr(msg: Any) -> str:
     """``Name(field=value, ...)`` listing the fields that are set, in declaration order."""
     parts = []
-    for name, storage in msg.FIELD_NAMES:
+    for name, storage, _ in msg.FIELD_NAMES:
         value = getattr(msg, storage)
         if value is None or (isinstance(value, list | dict) and not value):
             continue

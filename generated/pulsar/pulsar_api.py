@@ -366,11 +366,11 @@ class Schema:
 
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.Schema"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("name", "name"),
-        ("schema_data", "schema_data"),
-        ("type_", "type_"),
-        ("properties", "properties"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("name", "name", "name"),
+        ("schema_data", "schema_data", "schema_data"),
+        ("type_", "type_", "type"),
+        ("properties", "properties", "properties"),
     )
 
     name: str
@@ -536,14 +536,14 @@ class MessageIdData:
     """
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.MessageIdData"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("ledgerId", "ledgerId"),
-        ("entryId", "entryId"),
-        ("partition", "_partition"),
-        ("batch_index", "_batch_index"),
-        ("ack_set", "ack_set"),
-        ("batch_size", "_batch_size"),
-        ("first_chunk_message_id", "first_chunk_message_id"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("ledgerId", "ledgerId", "ledgerId"),
+        ("entryId", "entryId", "entryId"),
+        ("partition", "_partition", "partition"),
+        ("batch_index", "_batch_index", "batch_index"),
+        ("ack_set", "ack_set", "ack_set"),
+        ("batch_size", "_batch_size", "batch_size"),
+        ("first_chunk_message_id", "first_chunk_message_id", "first_chunk_message_id"),
     )
 
     ledgerId: int
@@ -817,9 +817,9 @@ class KeyValue:
     """A string key paired with a string value."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.KeyValue"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("key", "key"),
-        ("value", "value"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("key", "key", "key"),
+        ("value", "value", "value"),
     )
 
     key: str
@@ -931,9 +931,9 @@ class KeyLongValue:
     """A string key paired with an unsigned 64-bit value."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.KeyLongValue"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("key", "key"),
-        ("value", "value"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("key", "key", "key"),
+        ("value", "value", "value"),
     )
 
     key: str
@@ -1041,9 +1041,9 @@ class IntRange:
     """A closed range of integers; both start and end are included."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.IntRange"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("start", "start"),
-        ("end", "end"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("start", "start", "start"),
+        ("end", "end", "end"),
     )
 
     start: int
@@ -1155,10 +1155,10 @@ class EncryptionKeys:
     """
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.EncryptionKeys"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("key", "key"),
-        ("value", "value"),
-        ("metadata", "metadata"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("key", "key", "key"),
+        ("value", "value", "value"),
+        ("metadata", "metadata", "metadata"),
     )
 
     key: str
@@ -1305,39 +1305,39 @@ class MessageMetadata:
     """
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.MessageMetadata"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("producer_name", "producer_name"),
-        ("sequence_id", "sequence_id"),
-        ("publish_time", "publish_time"),
-        ("properties", "properties"),
-        ("replicated_from", "_replicated_from"),
-        ("partition_key", "_partition_key"),
-        ("replicate_to", "replicate_to"),
-        ("compression", "_compression"),
-        ("uncompressed_size", "_uncompressed_size"),
-        ("num_messages_in_batch", "_num_messages_in_batch"),
-        ("event_time", "_event_time"),
-        ("encryption_keys", "encryption_keys"),
-        ("encryption_algo", "_encryption_algo"),
-        ("encryption_param", "_encryption_param"),
-        ("schema_version", "_schema_version"),
-        ("partition_key_b64_encoded", "_partition_key_b64_encoded"),
-        ("ordering_key", "_ordering_key"),
-        ("deliver_at_time", "_deliver_at_time"),
-        ("marker_type", "_marker_type"),
-        ("txnid_least_bits", "_txnid_least_bits"),
-        ("txnid_most_bits", "_txnid_most_bits"),
-        ("highest_sequence_id", "_highest_sequence_id"),
-        ("null_value", "_null_value"),
-        ("uuid", "_uuid"),
-        ("num_chunks_from_msg", "_num_chunks_from_msg"),
-        ("total_chunk_msg_size", "_total_chunk_msg_size"),
-        ("chunk_id", "_chunk_id"),
-        ("null_partition_key", "_null_partition_key"),
-        ("compacted_batch_indexes", "compacted_batch_indexes"),
-        ("schema_id", "_schema_id"),
-        ("entry_hash_min", "_entry_hash_min"),
-        ("entry_hash_max", "_entry_hash_max"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("producer_name", "producer_name", "producer_name"),
+        ("sequence_id", "sequence_id", "sequence_id"),
+        ("publish_time", "publish_time", "publish_time"),
+        ("properties", "properties", "properties"),
+        ("replicated_from", "_replicated_from", "replicated_from"),
+        ("partition_key", "_partition_key", "partition_key"),
+        ("replicate_to", "replicate_to", "replicate_to"),
+        ("compression", "_compression", "compression"),
+        ("uncompressed_size", "_uncompressed_size", "uncompressed_size"),
+        ("num_messages_in_batch", "_num_messages_in_batch", "num_messages_in_batch"),
+        ("event_time", "_event_time", "event_time"),
+        ("encryption_keys", "encryption_keys", "encryption_keys"),
+        ("encryption_algo", "_encryption_algo", "encryption_algo"),
+        ("encryption_param", "_encryption_param", "encryption_param"),
+        ("schema_version", "_schema_version", "schema_version"),
+        ("partition_key_b64_encoded", "_partition_key_b64_encoded", "partition_key_b64_encoded"),
+        ("ordering_key", "_ordering_key", "ordering_key"),
+        ("deliver_at_time", "_deliver_at_time", "deliver_at_time"),
+        ("marker_type", "_marker_type", "marker_type"),
+        ("txnid_least_bits", "_txnid_least_bits", "txnid_least_bits"),
+        ("txnid_most_bits", "_txnid_most_bits", "txnid_most_bits"),
+        ("highest_sequence_id", "_highest_sequence_id", "highest_sequence_id"),
+        ("null_value", "_null_value", "null_value"),
+        ("uuid", "_uuid", "uuid"),
+        ("num_chunks_from_msg", "_num_chunks_from_msg", "num_chunks_from_msg"),
+        ("total_chunk_msg_size", "_total_chunk_msg_size", "total_chunk_msg_size"),
+        ("chunk_id", "_chunk_id", "chunk_id"),
+        ("null_partition_key", "_null_partition_key", "null_partition_key"),
+        ("compacted_batch_indexes", "compacted_batch_indexes", "compacted_batch_indexes"),
+        ("schema_id", "_schema_id", "schema_id"),
+        ("entry_hash_min", "_entry_hash_min", "entry_hash_min"),
+        ("entry_hash_max", "_entry_hash_max", "entry_hash_max"),
     )
 
     producer_name: str
@@ -2479,17 +2479,17 @@ class SingleMessageMetadata:
     """
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.SingleMessageMetadata"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("properties", "properties"),
-        ("partition_key", "_partition_key"),
-        ("payload_size", "payload_size"),
-        ("compacted_out", "_compacted_out"),
-        ("event_time", "_event_time"),
-        ("partition_key_b64_encoded", "_partition_key_b64_encoded"),
-        ("ordering_key", "_ordering_key"),
-        ("sequence_id", "_sequence_id"),
-        ("null_value", "_null_value"),
-        ("null_partition_key", "_null_partition_key"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("properties", "properties", "properties"),
+        ("partition_key", "_partition_key", "partition_key"),
+        ("payload_size", "payload_size", "payload_size"),
+        ("compacted_out", "_compacted_out", "compacted_out"),
+        ("event_time", "_event_time", "event_time"),
+        ("partition_key_b64_encoded", "_partition_key_b64_encoded", "partition_key_b64_encoded"),
+        ("ordering_key", "_ordering_key", "ordering_key"),
+        ("sequence_id", "_sequence_id", "sequence_id"),
+        ("null_value", "_null_value", "null_value"),
+        ("null_partition_key", "_null_partition_key", "null_partition_key"),
     )
 
     properties: list[KeyValue]
@@ -2875,9 +2875,9 @@ class BrokerEntryMetadata:
     """Metadata the broker prepends to a stored entry."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.BrokerEntryMetadata"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("broker_timestamp", "_broker_timestamp"),
-        ("index", "_index"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("broker_timestamp", "_broker_timestamp", "broker_timestamp"),
+        ("index", "_index", "index"),
     )
 
     _broker_timestamp: int | None
@@ -3014,18 +3014,18 @@ class CommandConnect:
     """
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandConnect"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("client_version", "client_version"),
-        ("auth_method", "_auth_method"),
-        ("auth_method_name", "_auth_method_name"),
-        ("auth_data", "_auth_data"),
-        ("protocol_version", "_protocol_version"),
-        ("proxy_to_broker_url", "_proxy_to_broker_url"),
-        ("original_principal", "_original_principal"),
-        ("original_auth_data", "_original_auth_data"),
-        ("original_auth_method", "_original_auth_method"),
-        ("feature_flags", "feature_flags"),
-        ("proxy_version", "_proxy_version"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("client_version", "client_version", "client_version"),
+        ("auth_method", "_auth_method", "auth_method"),
+        ("auth_method_name", "_auth_method_name", "auth_method_name"),
+        ("auth_data", "_auth_data", "auth_data"),
+        ("protocol_version", "_protocol_version", "protocol_version"),
+        ("proxy_to_broker_url", "_proxy_to_broker_url", "proxy_to_broker_url"),
+        ("original_principal", "_original_principal", "original_principal"),
+        ("original_auth_data", "_original_auth_data", "original_auth_data"),
+        ("original_auth_method", "_original_auth_method", "original_auth_method"),
+        ("feature_flags", "feature_flags", "feature_flags"),
+        ("proxy_version", "_proxy_version", "proxy_version"),
     )
 
     client_version: str
@@ -3477,19 +3477,36 @@ class FeatureFlags:
     """Optional capabilities a peer announces during the connect handshake."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.FeatureFlags"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("supports_auth_refresh", "_supports_auth_refresh"),
-        ("supports_broker_entry_metadata", "_supports_broker_entry_metadata"),
-        ("supports_partial_producer", "_supports_partial_producer"),
-        ("supports_topic_watchers", "_supports_topic_watchers"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("supports_auth_refresh", "_supports_auth_refresh", "supports_auth_refresh"),
+        (
+            "supports_broker_entry_metadata",
+            "_supports_broker_entry_metadata",
+            "supports_broker_entry_metadata",
+        ),
+        ("supports_partial_producer", "_supports_partial_producer", "supports_partial_producer"),
+        ("supports_topic_watchers", "_supports_topic_watchers", "supports_topic_watchers"),
         (
             "supports_get_partitioned_metadata_without_auto_creation",
             "_supports_get_partitioned_metadata_without_auto_creation",
+            "supports_get_partitioned_metadata_without_auto_creation",
         ),
-        ("supports_repl_dedup_by_lid_and_eid", "_supports_repl_dedup_by_lid_and_eid"),
-        ("supports_topic_watcher_reconcile", "_supports_topic_watcher_reconcile"),
-        ("supports_scalable_topics", "_supports_scalable_topics"),
-        ("supports_tc_metadata_discovery", "_supports_tc_metadata_discovery"),
+        (
+            "supports_repl_dedup_by_lid_and_eid",
+            "_supports_repl_dedup_by_lid_and_eid",
+            "supports_repl_dedup_by_lid_and_eid",
+        ),
+        (
+            "supports_topic_watcher_reconcile",
+            "_supports_topic_watcher_reconcile",
+            "supports_topic_watcher_reconcile",
+        ),
+        ("supports_scalable_topics", "_supports_scalable_topics", "supports_scalable_topics"),
+        (
+            "supports_tc_metadata_discovery",
+            "_supports_tc_metadata_discovery",
+            "supports_tc_metadata_discovery",
+        ),
     )
 
     _supports_auth_refresh: bool | None
@@ -3866,11 +3883,11 @@ class CommandConnected:
     """
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandConnected"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("server_version", "server_version"),
-        ("protocol_version", "_protocol_version"),
-        ("max_message_size", "_max_message_size"),
-        ("feature_flags", "feature_flags"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("server_version", "server_version", "server_version"),
+        ("protocol_version", "_protocol_version", "protocol_version"),
+        ("max_message_size", "_max_message_size", "max_message_size"),
+        ("feature_flags", "feature_flags", "feature_flags"),
     )
 
     server_version: str
@@ -4053,10 +4070,10 @@ class CommandAuthResponse:
     """Client -> broker: answer to an authentication challenge."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandAuthResponse"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("client_version", "_client_version"),
-        ("response", "response"),
-        ("protocol_version", "_protocol_version"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("client_version", "_client_version", "client_version"),
+        ("response", "response", "response"),
+        ("protocol_version", "_protocol_version", "protocol_version"),
     )
 
     _client_version: str | None
@@ -4219,10 +4236,10 @@ class CommandAuthChallenge:
     """Broker -> client: asks the client to (re-)authenticate."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandAuthChallenge"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("server_version", "_server_version"),
-        ("challenge", "challenge"),
-        ("protocol_version", "_protocol_version"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("server_version", "_server_version", "server_version"),
+        ("challenge", "challenge", "challenge"),
+        ("protocol_version", "_protocol_version", "protocol_version"),
     )
 
     _server_version: str | None
@@ -4385,9 +4402,9 @@ class AuthData:
     """Authentication payload exchanged during multi-step (e.g. SASL) authentication."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.AuthData"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("auth_method_name", "_auth_method_name"),
-        ("auth_data", "_auth_data"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("auth_method_name", "_auth_method_name", "auth_method_name"),
+        ("auth_data", "_auth_data", "auth_data"),
     )
 
     _auth_method_name: str | None
@@ -4532,10 +4549,10 @@ class KeySharedMeta:
     """
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.KeySharedMeta"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("keySharedMode", "keySharedMode"),
-        ("hashRanges", "hashRanges"),
-        ("allowOutOfOrderDelivery", "_allowOutOfOrderDelivery"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("keySharedMode", "keySharedMode", "keySharedMode"),
+        ("hashRanges", "hashRanges", "hashRanges"),
+        ("allowOutOfOrderDelivery", "_allowOutOfOrderDelivery", "allowOutOfOrderDelivery"),
     )
 
     keySharedMode: KeySharedMode
@@ -4706,26 +4723,34 @@ class CommandSubscribe:
 
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandSubscribe"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("topic", "topic"),
-        ("subscription", "subscription"),
-        ("subType", "subType"),
-        ("consumer_id", "consumer_id"),
-        ("request_id", "request_id"),
-        ("consumer_name", "_consumer_name"),
-        ("priority_level", "_priority_level"),
-        ("durable", "_durable"),
-        ("start_message_id", "start_message_id"),
-        ("metadata", "metadata"),
-        ("read_compacted", "_read_compacted"),
-        ("schema", "schema"),
-        ("initialPosition", "_initialPosition"),
-        ("replicate_subscription_state", "_replicate_subscription_state"),
-        ("force_topic_creation", "_force_topic_creation"),
-        ("start_message_rollback_duration_sec", "_start_message_rollback_duration_sec"),
-        ("keySharedMeta", "keySharedMeta"),
-        ("subscription_properties", "subscription_properties"),
-        ("consumer_epoch", "_consumer_epoch"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("topic", "topic", "topic"),
+        ("subscription", "subscription", "subscription"),
+        ("subType", "subType", "subType"),
+        ("consumer_id", "consumer_id", "consumer_id"),
+        ("request_id", "request_id", "request_id"),
+        ("consumer_name", "_consumer_name", "consumer_name"),
+        ("priority_level", "_priority_level", "priority_level"),
+        ("durable", "_durable", "durable"),
+        ("start_message_id", "start_message_id", "start_message_id"),
+        ("metadata", "metadata", "metadata"),
+        ("read_compacted", "_read_compacted", "read_compacted"),
+        ("schema", "schema", "schema"),
+        ("initialPosition", "_initialPosition", "initialPosition"),
+        (
+            "replicate_subscription_state",
+            "_replicate_subscription_state",
+            "replicate_subscription_state",
+        ),
+        ("force_topic_creation", "_force_topic_creation", "force_topic_creation"),
+        (
+            "start_message_rollback_duration_sec",
+            "_start_message_rollback_duration_sec",
+            "start_message_rollback_duration_sec",
+        ),
+        ("keySharedMeta", "keySharedMeta", "keySharedMeta"),
+        ("subscription_properties", "subscription_properties", "subscription_properties"),
+        ("consumer_epoch", "_consumer_epoch", "consumer_epoch"),
     )
 
     topic: str
@@ -5345,13 +5370,17 @@ class CommandPartitionedTopicMetadata:
     """Client -> broker: ask how many partitions a topic has."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandPartitionedTopicMetadata"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("topic", "topic"),
-        ("request_id", "request_id"),
-        ("original_principal", "_original_principal"),
-        ("original_auth_data", "_original_auth_data"),
-        ("original_auth_method", "_original_auth_method"),
-        ("metadata_auto_creation_enabled", "_metadata_auto_creation_enabled"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("topic", "topic", "topic"),
+        ("request_id", "request_id", "request_id"),
+        ("original_principal", "_original_principal", "original_principal"),
+        ("original_auth_data", "_original_auth_data", "original_auth_data"),
+        ("original_auth_method", "_original_auth_method", "original_auth_method"),
+        (
+            "metadata_auto_creation_enabled",
+            "_metadata_auto_creation_enabled",
+            "metadata_auto_creation_enabled",
+        ),
     )
 
     topic: str
@@ -5625,12 +5654,12 @@ class CommandPartitionedTopicMetadataResponse:
 
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandPartitionedTopicMetadataResponse"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("partitions", "_partitions"),
-        ("request_id", "request_id"),
-        ("response", "_response"),
-        ("error", "_error"),
-        ("message", "_message"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("partitions", "_partitions", "partitions"),
+        ("request_id", "request_id", "request_id"),
+        ("response", "_response", "response"),
+        ("error", "_error", "error"),
+        ("message", "_message", "message"),
     )
 
     _partitions: int | None
@@ -5874,15 +5903,15 @@ class CommandLookupTopic:
     """
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandLookupTopic"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("topic", "topic"),
-        ("request_id", "request_id"),
-        ("authoritative", "_authoritative"),
-        ("original_principal", "_original_principal"),
-        ("original_auth_data", "_original_auth_data"),
-        ("original_auth_method", "_original_auth_method"),
-        ("advertised_listener_name", "_advertised_listener_name"),
-        ("properties", "properties"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("topic", "topic", "topic"),
+        ("request_id", "request_id", "request_id"),
+        ("authoritative", "_authoritative", "authoritative"),
+        ("original_principal", "_original_principal", "original_principal"),
+        ("original_auth_data", "_original_auth_data", "original_auth_data"),
+        ("original_auth_method", "_original_auth_method", "original_auth_method"),
+        ("advertised_listener_name", "_advertised_listener_name", "advertised_listener_name"),
+        ("properties", "properties", "properties"),
     )
 
     topic: str
@@ -6214,15 +6243,15 @@ class CommandLookupTopicResponse:
 
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandLookupTopicResponse"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("brokerServiceUrl", "_brokerServiceUrl"),
-        ("brokerServiceUrlTls", "_brokerServiceUrlTls"),
-        ("response", "_response"),
-        ("request_id", "request_id"),
-        ("authoritative", "_authoritative"),
-        ("error", "_error"),
-        ("message", "_message"),
-        ("proxy_through_service_url", "_proxy_through_service_url"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("brokerServiceUrl", "_brokerServiceUrl", "brokerServiceUrl"),
+        ("brokerServiceUrlTls", "_brokerServiceUrlTls", "brokerServiceUrlTls"),
+        ("response", "_response", "response"),
+        ("request_id", "request_id", "request_id"),
+        ("authoritative", "_authoritative", "authoritative"),
+        ("error", "_error", "error"),
+        ("message", "_message", "message"),
+        ("proxy_through_service_url", "_proxy_through_service_url", "proxy_through_service_url"),
     )
 
     _brokerServiceUrl: str | None
@@ -6581,20 +6610,24 @@ class CommandProducer:
     """
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandProducer"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("topic", "topic"),
-        ("producer_id", "producer_id"),
-        ("request_id", "request_id"),
-        ("producer_name", "_producer_name"),
-        ("encrypted", "_encrypted"),
-        ("metadata", "metadata"),
-        ("schema", "schema"),
-        ("epoch", "_epoch"),
-        ("user_provided_producer_name", "_user_provided_producer_name"),
-        ("producer_access_mode", "_producer_access_mode"),
-        ("topic_epoch", "_topic_epoch"),
-        ("txn_enabled", "_txn_enabled"),
-        ("initial_subscription_name", "_initial_subscription_name"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("topic", "topic", "topic"),
+        ("producer_id", "producer_id", "producer_id"),
+        ("request_id", "request_id", "request_id"),
+        ("producer_name", "_producer_name", "producer_name"),
+        ("encrypted", "_encrypted", "encrypted"),
+        ("metadata", "metadata", "metadata"),
+        ("schema", "schema", "schema"),
+        ("epoch", "_epoch", "epoch"),
+        (
+            "user_provided_producer_name",
+            "_user_provided_producer_name",
+            "user_provided_producer_name",
+        ),
+        ("producer_access_mode", "_producer_access_mode", "producer_access_mode"),
+        ("topic_epoch", "_topic_epoch", "topic_epoch"),
+        ("txn_enabled", "_txn_enabled", "txn_enabled"),
+        ("initial_subscription_name", "_initial_subscription_name", "initial_subscription_name"),
     )
 
     topic: str
@@ -7065,16 +7098,16 @@ class CommandSend:
     """
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandSend"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("producer_id", "producer_id"),
-        ("sequence_id", "sequence_id"),
-        ("num_messages", "_num_messages"),
-        ("txnid_least_bits", "_txnid_least_bits"),
-        ("txnid_most_bits", "_txnid_most_bits"),
-        ("highest_sequence_id", "_highest_sequence_id"),
-        ("is_chunk", "_is_chunk"),
-        ("marker", "_marker"),
-        ("message_id", "message_id"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("producer_id", "producer_id", "producer_id"),
+        ("sequence_id", "sequence_id", "sequence_id"),
+        ("num_messages", "_num_messages", "num_messages"),
+        ("txnid_least_bits", "_txnid_least_bits", "txnid_least_bits"),
+        ("txnid_most_bits", "_txnid_most_bits", "txnid_most_bits"),
+        ("highest_sequence_id", "_highest_sequence_id", "highest_sequence_id"),
+        ("is_chunk", "_is_chunk", "is_chunk"),
+        ("marker", "_marker", "marker"),
+        ("message_id", "message_id", "message_id"),
     )
 
     producer_id: int
@@ -7413,11 +7446,11 @@ class CommandSendReceipt:
     """
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandSendReceipt"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("producer_id", "producer_id"),
-        ("sequence_id", "sequence_id"),
-        ("message_id", "message_id"),
-        ("highest_sequence_id", "_highest_sequence_id"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("producer_id", "producer_id", "producer_id"),
+        ("sequence_id", "sequence_id", "sequence_id"),
+        ("message_id", "message_id", "message_id"),
+        ("highest_sequence_id", "_highest_sequence_id", "highest_sequence_id"),
     )
 
     producer_id: int
@@ -7580,11 +7613,11 @@ class CommandSendError:
     """Broker -> client: a sent message could not be persisted."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandSendError"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("producer_id", "producer_id"),
-        ("sequence_id", "sequence_id"),
-        ("error", "error"),
-        ("message", "message"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("producer_id", "producer_id", "producer_id"),
+        ("sequence_id", "sequence_id", "sequence_id"),
+        ("error", "error", "error"),
+        ("message", "message", "message"),
     )
 
     producer_id: int
@@ -7739,12 +7772,12 @@ class CommandMessage:
     """
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandMessage"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("consumer_id", "consumer_id"),
-        ("message_id", "message_id"),
-        ("redelivery_count", "_redelivery_count"),
-        ("ack_set", "ack_set"),
-        ("consumer_epoch", "_consumer_epoch"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("consumer_id", "consumer_id", "consumer_id"),
+        ("message_id", "message_id", "message_id"),
+        ("redelivery_count", "_redelivery_count", "redelivery_count"),
+        ("ack_set", "ack_set", "ack_set"),
+        ("consumer_epoch", "_consumer_epoch", "consumer_epoch"),
     )
 
     consumer_id: int
@@ -7979,15 +8012,15 @@ class CommandAck:
 
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandAck"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("consumer_id", "consumer_id"),
-        ("ack_type", "ack_type"),
-        ("message_id", "message_id"),
-        ("validation_error", "_validation_error"),
-        ("properties", "properties"),
-        ("txnid_least_bits", "_txnid_least_bits"),
-        ("txnid_most_bits", "_txnid_most_bits"),
-        ("request_id", "_request_id"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("consumer_id", "consumer_id", "consumer_id"),
+        ("ack_type", "ack_type", "ack_type"),
+        ("message_id", "message_id", "message_id"),
+        ("validation_error", "_validation_error", "validation_error"),
+        ("properties", "properties", "properties"),
+        ("txnid_least_bits", "_txnid_least_bits", "txnid_least_bits"),
+        ("txnid_most_bits", "_txnid_most_bits", "txnid_most_bits"),
+        ("request_id", "_request_id", "request_id"),
     )
 
     consumer_id: int
@@ -8283,13 +8316,13 @@ class CommandAckResponse:
     """Broker -> client: outcome of an acknowledgement that asked for a receipt."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandAckResponse"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("consumer_id", "consumer_id"),
-        ("txnid_least_bits", "_txnid_least_bits"),
-        ("txnid_most_bits", "_txnid_most_bits"),
-        ("error", "_error"),
-        ("message", "_message"),
-        ("request_id", "_request_id"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("consumer_id", "consumer_id", "consumer_id"),
+        ("txnid_least_bits", "_txnid_least_bits", "txnid_least_bits"),
+        ("txnid_most_bits", "_txnid_most_bits", "txnid_most_bits"),
+        ("error", "_error", "error"),
+        ("message", "_message", "message"),
+        ("request_id", "_request_id", "request_id"),
     )
 
     consumer_id: int
@@ -8548,9 +8581,9 @@ class CommandActiveConsumerChange:
     """Broker -> client: a Failover consumer became active or stopped being active."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandActiveConsumerChange"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("consumer_id", "consumer_id"),
-        ("is_active", "_is_active"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("consumer_id", "consumer_id", "consumer_id"),
+        ("is_active", "_is_active", "is_active"),
     )
 
     consumer_id: int
@@ -8673,9 +8706,9 @@ class CommandFlow:
     """
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandFlow"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("consumer_id", "consumer_id"),
-        ("messagePermits", "messagePermits"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("consumer_id", "consumer_id", "consumer_id"),
+        ("messagePermits", "messagePermits", "messagePermits"),
     )
 
     consumer_id: int
@@ -8780,10 +8813,10 @@ class CommandUnsubscribe:
     """Client -> broker: remove the consumer's subscription."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandUnsubscribe"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("consumer_id", "consumer_id"),
-        ("request_id", "request_id"),
-        ("force", "_force"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("consumer_id", "consumer_id", "consumer_id"),
+        ("request_id", "request_id", "request_id"),
+        ("force", "_force", "force"),
     )
 
     consumer_id: int
@@ -8920,11 +8953,11 @@ class CommandSeek:
     """Client -> broker: move a consumer's cursor to a message id or a publish time."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandSeek"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("consumer_id", "consumer_id"),
-        ("request_id", "request_id"),
-        ("message_id", "message_id"),
-        ("message_publish_time", "_message_publish_time"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("consumer_id", "consumer_id", "consumer_id"),
+        ("request_id", "request_id", "request_id"),
+        ("message_id", "message_id", "message_id"),
+        ("message_publish_time", "_message_publish_time", "message_publish_time"),
     )
 
     consumer_id: int
@@ -9087,8 +9120,8 @@ class CommandReachedEndOfTopic:
     """Broker -> client: the topic was terminated and the consumer has read all of it."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandReachedEndOfTopic"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("consumer_id", "consumer_id"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("consumer_id", "consumer_id", "consumer_id"),
     )
 
     consumer_id: int
@@ -9184,11 +9217,11 @@ class CommandTopicMigrated:
 
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandTopicMigrated"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("resource_id", "resource_id"),
-        ("resource_type", "resource_type"),
-        ("brokerServiceUrl", "_brokerServiceUrl"),
-        ("brokerServiceUrlTls", "_brokerServiceUrlTls"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("resource_id", "resource_id", "resource_id"),
+        ("resource_type", "resource_type", "resource_type"),
+        ("brokerServiceUrl", "_brokerServiceUrl", "brokerServiceUrl"),
+        ("brokerServiceUrlTls", "_brokerServiceUrlTls", "brokerServiceUrlTls"),
     )
 
     resource_id: int
@@ -9371,11 +9404,15 @@ class CommandCloseProducer:
     """Either direction: close a producer."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandCloseProducer"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("producer_id", "producer_id"),
-        ("request_id", "request_id"),
-        ("assignedBrokerServiceUrl", "_assignedBrokerServiceUrl"),
-        ("assignedBrokerServiceUrlTls", "_assignedBrokerServiceUrlTls"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("producer_id", "producer_id", "producer_id"),
+        ("request_id", "request_id", "request_id"),
+        ("assignedBrokerServiceUrl", "_assignedBrokerServiceUrl", "assignedBrokerServiceUrl"),
+        (
+            "assignedBrokerServiceUrlTls",
+            "_assignedBrokerServiceUrlTls",
+            "assignedBrokerServiceUrlTls",
+        ),
     )
 
     producer_id: int
@@ -9558,11 +9595,15 @@ class CommandCloseConsumer:
     """Either direction: close a consumer."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandCloseConsumer"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("consumer_id", "consumer_id"),
-        ("request_id", "request_id"),
-        ("assignedBrokerServiceUrl", "_assignedBrokerServiceUrl"),
-        ("assignedBrokerServiceUrlTls", "_assignedBrokerServiceUrlTls"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("consumer_id", "consumer_id", "consumer_id"),
+        ("request_id", "request_id", "request_id"),
+        ("assignedBrokerServiceUrl", "_assignedBrokerServiceUrl", "assignedBrokerServiceUrl"),
+        (
+            "assignedBrokerServiceUrlTls",
+            "_assignedBrokerServiceUrlTls",
+            "assignedBrokerServiceUrlTls",
+        ),
     )
 
     consumer_id: int
@@ -9749,10 +9790,10 @@ class CommandRedeliverUnacknowledgedMessages:
     """
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandRedeliverUnacknowledgedMessages"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("consumer_id", "consumer_id"),
-        ("message_ids", "message_ids"),
-        ("consumer_epoch", "_consumer_epoch"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("consumer_id", "consumer_id", "consumer_id"),
+        ("message_ids", "message_ids", "message_ids"),
+        ("consumer_epoch", "_consumer_epoch", "consumer_epoch"),
     )
 
     consumer_id: int
@@ -9896,9 +9937,9 @@ class CommandSuccess:
     """
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandSuccess"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("request_id", "request_id"),
-        ("schema", "schema"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("request_id", "request_id", "request_id"),
+        ("schema", "schema", "schema"),
     )
 
     request_id: int
@@ -10013,13 +10054,13 @@ class CommandProducerSuccess:
     """
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandProducerSuccess"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("request_id", "request_id"),
-        ("producer_name", "producer_name"),
-        ("last_sequence_id", "_last_sequence_id"),
-        ("schema_version", "_schema_version"),
-        ("topic_epoch", "_topic_epoch"),
-        ("producer_ready", "_producer_ready"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("request_id", "request_id", "request_id"),
+        ("producer_name", "producer_name", "producer_name"),
+        ("last_sequence_id", "_last_sequence_id", "last_sequence_id"),
+        ("schema_version", "_schema_version", "schema_version"),
+        ("topic_epoch", "_topic_epoch", "topic_epoch"),
+        ("producer_ready", "_producer_ready", "producer_ready"),
     )
 
     request_id: int
@@ -10265,10 +10306,10 @@ class CommandError:
     """Broker -> client: generic failure for a request."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandError"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("request_id", "request_id"),
-        ("error", "error"),
-        ("message", "message"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("request_id", "request_id", "request_id"),
+        ("error", "error", "error"),
+        ("message", "message", "message"),
     )
 
     request_id: int
@@ -10400,7 +10441,7 @@ class CommandPing:
     """Either direction: keep-alive probe sent after a period of silence."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandPing"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
     )
 
     _unknown: bytes
@@ -10462,7 +10503,7 @@ class CommandPong:
     """Either direction: reply to CommandPing."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandPong"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
     )
 
     _unknown: bytes
@@ -10524,9 +10565,9 @@ class CommandConsumerStats:
     """Client -> broker: ask for a consumer's statistics."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandConsumerStats"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("request_id", "request_id"),
-        ("consumer_id", "consumer_id"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("request_id", "request_id", "request_id"),
+        ("consumer_id", "consumer_id", "consumer_id"),
     )
 
     request_id: int
@@ -10630,23 +10671,27 @@ class CommandConsumerStatsResponse:
     """Broker -> client: a consumer's statistics."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandConsumerStatsResponse"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("request_id", "request_id"),
-        ("error_code", "_error_code"),
-        ("error_message", "_error_message"),
-        ("msgRateOut", "_msgRateOut"),
-        ("msgThroughputOut", "_msgThroughputOut"),
-        ("msgRateRedeliver", "_msgRateRedeliver"),
-        ("consumerName", "_consumerName"),
-        ("availablePermits", "_availablePermits"),
-        ("unackedMessages", "_unackedMessages"),
-        ("blockedConsumerOnUnackedMsgs", "_blockedConsumerOnUnackedMsgs"),
-        ("address", "_address"),
-        ("connectedSince", "_connectedSince"),
-        ("type_", "_type_"),
-        ("msgRateExpired", "_msgRateExpired"),
-        ("msgBacklog", "_msgBacklog"),
-        ("messageAckRate", "_messageAckRate"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("request_id", "request_id", "request_id"),
+        ("error_code", "_error_code", "error_code"),
+        ("error_message", "_error_message", "error_message"),
+        ("msgRateOut", "_msgRateOut", "msgRateOut"),
+        ("msgThroughputOut", "_msgThroughputOut", "msgThroughputOut"),
+        ("msgRateRedeliver", "_msgRateRedeliver", "msgRateRedeliver"),
+        ("consumerName", "_consumerName", "consumerName"),
+        ("availablePermits", "_availablePermits", "availablePermits"),
+        ("unackedMessages", "_unackedMessages", "unackedMessages"),
+        (
+            "blockedConsumerOnUnackedMsgs",
+            "_blockedConsumerOnUnackedMsgs",
+            "blockedConsumerOnUnackedMsgs",
+        ),
+        ("address", "_address", "address"),
+        ("connectedSince", "_connectedSince", "connectedSince"),
+        ("type_", "_type_", "type"),
+        ("msgRateExpired", "_msgRateExpired", "msgRateExpired"),
+        ("msgBacklog", "_msgBacklog", "msgBacklog"),
+        ("messageAckRate", "_messageAckRate", "messageAckRate"),
     )
 
     request_id: int
@@ -11261,9 +11306,9 @@ class CommandGetLastMessageId:
     """Client -> broker: ask for the id of the last message in the consumer's topic."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandGetLastMessageId"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("consumer_id", "consumer_id"),
-        ("request_id", "request_id"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("consumer_id", "consumer_id", "consumer_id"),
+        ("request_id", "request_id", "request_id"),
     )
 
     consumer_id: int
@@ -11371,10 +11416,14 @@ class CommandGetLastMessageIdResponse:
     """
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandGetLastMessageIdResponse"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("last_message_id", "last_message_id"),
-        ("request_id", "request_id"),
-        ("consumer_mark_delete_position", "consumer_mark_delete_position"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("last_message_id", "last_message_id", "last_message_id"),
+        ("request_id", "request_id", "request_id"),
+        (
+            "consumer_mark_delete_position",
+            "consumer_mark_delete_position",
+            "consumer_mark_delete_position",
+        ),
     )
 
     last_message_id: MessageIdData
@@ -11525,13 +11574,13 @@ class CommandGetTopicsOfNamespace:
 
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandGetTopicsOfNamespace"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("request_id", "request_id"),
-        ("namespace", "namespace"),
-        ("mode", "_mode"),
-        ("topics_pattern", "_topics_pattern"),
-        ("topics_hash", "_topics_hash"),
-        ("properties", "properties"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("request_id", "request_id", "request_id"),
+        ("namespace", "namespace", "namespace"),
+        ("mode", "_mode", "mode"),
+        ("topics_pattern", "_topics_pattern", "topics_pattern"),
+        ("topics_hash", "_topics_hash", "topics_hash"),
+        ("properties", "properties", "properties"),
     )
 
     request_id: int
@@ -11774,12 +11823,12 @@ class CommandGetTopicsOfNamespaceResponse:
     """Broker -> client: the topics of a namespace."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandGetTopicsOfNamespaceResponse"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("request_id", "request_id"),
-        ("topics", "topics"),
-        ("filtered", "_filtered"),
-        ("topics_hash", "_topics_hash"),
-        ("changed", "_changed"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("request_id", "request_id", "request_id"),
+        ("topics", "topics", "topics"),
+        ("filtered", "_filtered", "filtered"),
+        ("topics_hash", "_topics_hash", "topics_hash"),
+        ("changed", "_changed", "changed"),
     )
 
     request_id: int
@@ -11996,12 +12045,12 @@ class CommandWatchTopicList:
     """
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandWatchTopicList"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("request_id", "request_id"),
-        ("watcher_id", "watcher_id"),
-        ("namespace", "namespace"),
-        ("topics_pattern", "topics_pattern"),
-        ("topics_hash", "_topics_hash"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("request_id", "request_id", "request_id"),
+        ("watcher_id", "watcher_id", "watcher_id"),
+        ("namespace", "namespace", "namespace"),
+        ("topics_pattern", "topics_pattern", "topics_pattern"),
+        ("topics_hash", "_topics_hash", "topics_hash"),
     )
 
     request_id: int
@@ -12190,11 +12239,11 @@ class CommandWatchTopicListSuccess:
     """Broker -> client: the topic-list watch is open; carries the current matches."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandWatchTopicListSuccess"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("request_id", "request_id"),
-        ("watcher_id", "watcher_id"),
-        ("topic", "topic"),
-        ("topics_hash", "topics_hash"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("request_id", "request_id", "request_id"),
+        ("watcher_id", "watcher_id", "watcher_id"),
+        ("topic", "topic", "topic"),
+        ("topics_hash", "topics_hash", "topics_hash"),
     )
 
     request_id: int
@@ -12345,11 +12394,11 @@ class CommandWatchTopicUpdate:
     """
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandWatchTopicUpdate"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("watcher_id", "watcher_id"),
-        ("new_topics", "new_topics"),
-        ("deleted_topics", "deleted_topics"),
-        ("topics_hash", "topics_hash"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("watcher_id", "watcher_id", "watcher_id"),
+        ("new_topics", "new_topics", "new_topics"),
+        ("deleted_topics", "deleted_topics", "deleted_topics"),
+        ("topics_hash", "topics_hash", "topics_hash"),
     )
 
     watcher_id: int
@@ -12497,9 +12546,9 @@ class CommandWatchTopicListClose:
     """Client -> broker: stop a topic-list watch."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandWatchTopicListClose"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("request_id", "request_id"),
-        ("watcher_id", "watcher_id"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("request_id", "request_id", "request_id"),
+        ("watcher_id", "watcher_id", "watcher_id"),
     )
 
     request_id: int
@@ -12614,19 +12663,19 @@ class SegmentInfoProto:
     """
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.SegmentInfoProto"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("segment_id", "segment_id"),
-        ("hash_start", "hash_start"),
-        ("hash_end", "hash_end"),
-        ("state", "state"),
-        ("parent_ids", "parent_ids"),
-        ("child_ids", "child_ids"),
-        ("created_at_epoch", "created_at_epoch"),
-        ("sealed_at_epoch", "_sealed_at_epoch"),
-        ("created_at_ms", "created_at_ms"),
-        ("sealed_at_ms", "_sealed_at_ms"),
-        ("legacy_topic_name", "_legacy_topic_name"),
-        ("entry_bucket_splits", "entry_bucket_splits"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("segment_id", "segment_id", "segment_id"),
+        ("hash_start", "hash_start", "hash_start"),
+        ("hash_end", "hash_end", "hash_end"),
+        ("state", "state", "state"),
+        ("parent_ids", "parent_ids", "parent_ids"),
+        ("child_ids", "child_ids", "child_ids"),
+        ("created_at_epoch", "created_at_epoch", "created_at_epoch"),
+        ("sealed_at_epoch", "_sealed_at_epoch", "sealed_at_epoch"),
+        ("created_at_ms", "created_at_ms", "created_at_ms"),
+        ("sealed_at_ms", "_sealed_at_ms", "sealed_at_ms"),
+        ("legacy_topic_name", "_legacy_topic_name", "legacy_topic_name"),
+        ("entry_bucket_splits", "entry_bucket_splits", "entry_bucket_splits"),
     )
 
     segment_id: int
@@ -13040,10 +13089,10 @@ class SegmentBrokerAddress:
     """Broker serving one segment of a scalable topic."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.SegmentBrokerAddress"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("segment_id", "segment_id"),
-        ("broker_url", "broker_url"),
-        ("broker_url_tls", "_broker_url_tls"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("segment_id", "segment_id", "segment_id"),
+        ("broker_url", "broker_url", "broker_url"),
+        ("broker_url_tls", "_broker_url_tls", "broker_url_tls"),
     )
 
     segment_id: int
@@ -13192,12 +13241,12 @@ class ScalableTopicDAG:
     """
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.ScalableTopicDAG"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("epoch", "epoch"),
-        ("segments", "segments"),
-        ("segment_brokers", "segment_brokers"),
-        ("controller_broker_url", "_controller_broker_url"),
-        ("controller_broker_url_tls", "_controller_broker_url_tls"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("epoch", "epoch", "epoch"),
+        ("segments", "segments", "segments"),
+        ("segment_brokers", "segment_brokers", "segment_brokers"),
+        ("controller_broker_url", "_controller_broker_url", "controller_broker_url"),
+        ("controller_broker_url_tls", "_controller_broker_url_tls", "controller_broker_url_tls"),
     )
 
     epoch: int
@@ -13405,10 +13454,10 @@ class CommandScalableTopicLookup:
     """
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandScalableTopicLookup"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("session_id", "session_id"),
-        ("topic", "topic"),
-        ("create_if_missing", "_create_if_missing"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("session_id", "session_id", "session_id"),
+        ("topic", "topic", "topic"),
+        ("create_if_missing", "_create_if_missing", "create_if_missing"),
     )
 
     session_id: int
@@ -13549,12 +13598,12 @@ class CommandScalableTopicUpdate:
     """Broker -> client: a scalable topic's layout, as the first answer or as a later push."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandScalableTopicUpdate"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("session_id", "session_id"),
-        ("dag", "dag"),
-        ("error", "_error"),
-        ("message", "_message"),
-        ("resolved_topic_name", "_resolved_topic_name"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("session_id", "session_id", "session_id"),
+        ("dag", "dag", "dag"),
+        ("error", "_error", "error"),
+        ("message", "_message", "message"),
+        ("resolved_topic_name", "_resolved_topic_name", "resolved_topic_name"),
     )
 
     session_id: int
@@ -13782,8 +13831,8 @@ class CommandScalableTopicClose:
     """Client -> broker: stop a scalable-topic layout watch."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandScalableTopicClose"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("session_id", "session_id"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("session_id", "session_id", "session_id"),
     )
 
     session_id: int
@@ -13875,12 +13924,12 @@ class ScalableAssignedSegment:
     """
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.ScalableAssignedSegment"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("segment_id", "segment_id"),
-        ("hash_start", "hash_start"),
-        ("hash_end", "hash_end"),
-        ("segment_topic", "segment_topic"),
-        ("bucket_ranges", "bucket_ranges"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("segment_id", "segment_id", "segment_id"),
+        ("hash_start", "hash_start", "hash_start"),
+        ("hash_end", "hash_end", "hash_end"),
+        ("segment_topic", "segment_topic", "segment_topic"),
+        ("bucket_ranges", "bucket_ranges", "bucket_ranges"),
     )
 
     segment_id: int
@@ -14056,9 +14105,9 @@ class ScalableConsumerAssignment:
     """
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.ScalableConsumerAssignment"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("layout_epoch", "layout_epoch"),
-        ("segments", "segments"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("layout_epoch", "layout_epoch", "layout_epoch"),
+        ("segments", "segments", "segments"),
     )
 
     layout_epoch: int
@@ -14169,13 +14218,13 @@ class CommandScalableTopicSubscribe:
     """
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandScalableTopicSubscribe"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("request_id", "request_id"),
-        ("topic", "topic"),
-        ("subscription", "subscription"),
-        ("consumer_name", "consumer_name"),
-        ("consumer_id", "consumer_id"),
-        ("consumer_type", "consumer_type"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("request_id", "request_id", "request_id"),
+        ("topic", "topic", "topic"),
+        ("subscription", "subscription", "subscription"),
+        ("consumer_name", "consumer_name", "consumer_name"),
+        ("consumer_id", "consumer_id", "consumer_id"),
+        ("consumer_type", "consumer_type", "consumer_type"),
     )
 
     request_id: int
@@ -14374,11 +14423,11 @@ class CommandScalableTopicSubscribeResponse:
     """Broker -> client: result of CommandScalableTopicSubscribe; assignment is absent on error."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandScalableTopicSubscribeResponse"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("request_id", "request_id"),
-        ("error", "_error"),
-        ("message", "_message"),
-        ("assignment", "assignment"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("request_id", "request_id", "request_id"),
+        ("error", "_error", "error"),
+        ("message", "_message", "message"),
+        ("assignment", "assignment", "assignment"),
     )
 
     request_id: int
@@ -14564,9 +14613,9 @@ class CommandScalableTopicAssignmentUpdate:
     """Broker -> client: a new assignment after a rebalance."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandScalableTopicAssignmentUpdate"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("consumer_id", "consumer_id"),
-        ("assignment", "assignment"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("consumer_id", "consumer_id", "consumer_id"),
+        ("assignment", "assignment", "assignment"),
     )
 
     consumer_id: int
@@ -14682,11 +14731,11 @@ class CommandWatchScalableTopics:
     """
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandWatchScalableTopics"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("watch_id", "watch_id"),
-        ("namespace", "namespace"),
-        ("property_filters", "property_filters"),
-        ("current_hash", "_current_hash"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("watch_id", "watch_id", "watch_id"),
+        ("namespace", "namespace", "namespace"),
+        ("property_filters", "property_filters", "property_filters"),
+        ("current_hash", "_current_hash", "current_hash"),
     )
 
     watch_id: int
@@ -14853,8 +14902,8 @@ class ScalableTopicsSnapshot:
     """The complete set of matching scalable topics; replaces the client's set."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.ScalableTopicsSnapshot"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("topics", "topics"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("topics", "topics", "topics"),
     )
 
     topics: list[str]
@@ -14940,9 +14989,9 @@ class ScalableTopicsDiff:
     """A change to the matching set; apply removed before added."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.ScalableTopicsDiff"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("added", "added"),
-        ("removed", "removed"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("added", "added", "added"),
+        ("removed", "removed", "removed"),
     )
 
     added: list[str]
@@ -15048,12 +15097,12 @@ class CommandWatchScalableTopicsUpdate:
     """Broker -> client: a snapshot or a diff of a scalable-topics watch, or an error."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandWatchScalableTopicsUpdate"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("watch_id", "watch_id"),
-        ("snapshot", "_snapshot"),
-        ("diff", "_diff"),
-        ("error", "_error"),
-        ("message", "_message"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("watch_id", "watch_id", "watch_id"),
+        ("snapshot", "_snapshot", "snapshot"),
+        ("diff", "_diff", "diff"),
+        ("error", "_error", "error"),
+        ("message", "_message", "message"),
     )
 
     watch_id: int
@@ -15297,8 +15346,8 @@ class CommandWatchScalableTopicsClose:
     """Client -> broker: stop a scalable-topics watch."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandWatchScalableTopicsClose"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("watch_id", "watch_id"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("watch_id", "watch_id", "watch_id"),
     )
 
     watch_id: int
@@ -15387,8 +15436,8 @@ class CommandWatchTcAssignments:
     """
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandWatchTcAssignments"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("watch_id", "watch_id"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("watch_id", "watch_id", "watch_id"),
     )
 
     watch_id: int
@@ -15477,10 +15526,10 @@ class TcAssignment:
     """
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.TcAssignment"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("tc_id", "tc_id"),
-        ("broker_service_url", "_broker_service_url"),
-        ("broker_service_url_tls", "_broker_service_url_tls"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("tc_id", "tc_id", "tc_id"),
+        ("broker_service_url", "_broker_service_url", "broker_service_url"),
+        ("broker_service_url_tls", "_broker_service_url_tls", "broker_service_url_tls"),
     )
 
     tc_id: int
@@ -15643,9 +15692,9 @@ class TcAssignmentsSnapshot:
     """
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.TcAssignmentsSnapshot"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("parallelism", "parallelism"),
-        ("assignments", "assignments"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("parallelism", "parallelism", "parallelism"),
+        ("assignments", "assignments", "assignments"),
     )
 
     parallelism: int
@@ -15753,11 +15802,11 @@ class CommandWatchTcAssignmentsUpdate:
     """Broker -> client: the current coordinator map in full, or an error."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandWatchTcAssignmentsUpdate"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("watch_id", "watch_id"),
-        ("snapshot", "snapshot"),
-        ("error", "_error"),
-        ("message", "_message"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("watch_id", "watch_id", "watch_id"),
+        ("snapshot", "snapshot", "snapshot"),
+        ("error", "_error", "error"),
+        ("message", "_message", "message"),
     )
 
     watch_id: int
@@ -15943,8 +15992,8 @@ class CommandWatchTcAssignmentsClose:
     """Client -> broker: stop a coordinator assignment watch."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandWatchTcAssignmentsClose"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("watch_id", "watch_id"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("watch_id", "watch_id", "watch_id"),
     )
 
     watch_id: int
@@ -16029,10 +16078,10 @@ class CommandGetSchema:
     """Client -> broker: fetch a topic's schema."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandGetSchema"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("request_id", "request_id"),
-        ("topic", "topic"),
-        ("schema_version", "_schema_version"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("request_id", "request_id", "request_id"),
+        ("topic", "topic", "topic"),
+        ("schema_version", "_schema_version", "schema_version"),
     )
 
     request_id: int
@@ -16178,12 +16227,12 @@ class CommandGetSchemaResponse:
     """Broker -> client: the requested schema."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandGetSchemaResponse"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("request_id", "request_id"),
-        ("error_code", "_error_code"),
-        ("error_message", "_error_message"),
-        ("schema", "schema"),
-        ("schema_version", "_schema_version"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("request_id", "request_id", "request_id"),
+        ("error_code", "_error_code", "error_code"),
+        ("error_message", "_error_message", "error_message"),
+        ("schema", "schema", "schema"),
+        ("schema_version", "_schema_version", "schema_version"),
     )
 
     request_id: int
@@ -16407,11 +16456,11 @@ class CommandGetOrCreateSchema:
     """Client -> broker: register a schema on a topic, or find the matching registered one."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandGetOrCreateSchema"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("request_id", "request_id"),
-        ("topic", "topic"),
-        ("schema", "schema"),
-        ("producerName", "_producerName"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("request_id", "request_id", "request_id"),
+        ("topic", "topic", "topic"),
+        ("schema", "schema", "schema"),
+        ("producerName", "_producerName", "producerName"),
     )
 
     request_id: int
@@ -16581,11 +16630,11 @@ class CommandGetOrCreateSchemaResponse:
     """Broker -> client: the version of the registered schema."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandGetOrCreateSchemaResponse"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("request_id", "request_id"),
-        ("error_code", "_error_code"),
-        ("error_message", "_error_message"),
-        ("schema_version", "_schema_version"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("request_id", "request_id", "request_id"),
+        ("error_code", "_error_code", "error_code"),
+        ("error_message", "_error_message", "error_message"),
+        ("schema_version", "_schema_version", "schema_version"),
     )
 
     request_id: int
@@ -16792,10 +16841,10 @@ class CommandTcClientConnectRequest:
     """
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandTcClientConnectRequest"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("request_id", "request_id"),
-        ("tc_id", "tc_id"),
-        ("scalable", "_scalable"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("request_id", "request_id", "request_id"),
+        ("tc_id", "tc_id", "tc_id"),
+        ("scalable", "_scalable", "scalable"),
     )
 
     request_id: int
@@ -16932,10 +16981,10 @@ class CommandTcClientConnectResponse:
     """Broker -> client: result of CommandTcClientConnectRequest."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandTcClientConnectResponse"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("request_id", "request_id"),
-        ("error", "_error"),
-        ("message", "_message"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("request_id", "request_id", "request_id"),
+        ("error", "_error", "error"),
+        ("message", "_message", "message"),
     )
 
     request_id: int
@@ -17095,11 +17144,11 @@ class CommandNewTxn:
     """Client -> coordinator: open a transaction."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandNewTxn"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("request_id", "request_id"),
-        ("txn_ttl_millis", "_txn_ttl_millis"),
-        ("tc_id", "_tc_id"),
-        ("scalable", "_scalable"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("request_id", "request_id", "request_id"),
+        ("txn_ttl_millis", "_txn_ttl_millis", "txn_ttl_millis"),
+        ("tc_id", "_tc_id", "tc_id"),
+        ("scalable", "_scalable", "scalable"),
     )
 
     request_id: int
@@ -17283,12 +17332,12 @@ class CommandNewTxnResponse:
     """Coordinator -> client: the id of the new transaction."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandNewTxnResponse"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("request_id", "request_id"),
-        ("txnid_least_bits", "_txnid_least_bits"),
-        ("txnid_most_bits", "_txnid_most_bits"),
-        ("error", "_error"),
-        ("message", "_message"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("request_id", "request_id", "request_id"),
+        ("txnid_least_bits", "_txnid_least_bits", "txnid_least_bits"),
+        ("txnid_most_bits", "_txnid_most_bits", "txnid_most_bits"),
+        ("error", "_error", "error"),
+        ("message", "_message", "message"),
     )
 
     request_id: int
@@ -17518,12 +17567,12 @@ class CommandAddPartitionToTxn:
     """
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandAddPartitionToTxn"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("request_id", "request_id"),
-        ("txnid_least_bits", "_txnid_least_bits"),
-        ("txnid_most_bits", "_txnid_most_bits"),
-        ("partitions", "partitions"),
-        ("scalable", "_scalable"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("request_id", "request_id", "request_id"),
+        ("txnid_least_bits", "_txnid_least_bits", "txnid_least_bits"),
+        ("txnid_most_bits", "_txnid_most_bits", "txnid_most_bits"),
+        ("partitions", "partitions", "partitions"),
+        ("scalable", "_scalable", "scalable"),
     )
 
     request_id: int
@@ -17727,12 +17776,12 @@ class CommandAddPartitionToTxnResponse:
     """Coordinator -> client: result of CommandAddPartitionToTxn."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandAddPartitionToTxnResponse"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("request_id", "request_id"),
-        ("txnid_least_bits", "_txnid_least_bits"),
-        ("txnid_most_bits", "_txnid_most_bits"),
-        ("error", "_error"),
-        ("message", "_message"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("request_id", "request_id", "request_id"),
+        ("txnid_least_bits", "_txnid_least_bits", "txnid_least_bits"),
+        ("txnid_most_bits", "_txnid_most_bits", "txnid_most_bits"),
+        ("error", "_error", "error"),
+        ("message", "_message", "message"),
     )
 
     request_id: int
@@ -17958,9 +18007,9 @@ class Subscription:
     """A subscription on a topic, as referenced by transactions."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.Subscription"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("topic", "topic"),
-        ("subscription", "subscription"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("topic", "topic", "topic"),
+        ("subscription", "subscription", "subscription"),
     )
 
     topic: str
@@ -18072,12 +18121,12 @@ class CommandAddSubscriptionToTxn:
     """Client -> coordinator: record the subscriptions a transaction acknowledges on."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandAddSubscriptionToTxn"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("request_id", "request_id"),
-        ("txnid_least_bits", "_txnid_least_bits"),
-        ("txnid_most_bits", "_txnid_most_bits"),
-        ("subscription", "subscription"),
-        ("scalable", "_scalable"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("request_id", "request_id", "request_id"),
+        ("txnid_least_bits", "_txnid_least_bits", "txnid_least_bits"),
+        ("txnid_most_bits", "_txnid_most_bits", "txnid_most_bits"),
+        ("subscription", "subscription", "subscription"),
+        ("scalable", "_scalable", "scalable"),
     )
 
     request_id: int
@@ -18283,12 +18332,12 @@ class CommandAddSubscriptionToTxnResponse:
     """Coordinator -> client: result of CommandAddSubscriptionToTxn."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandAddSubscriptionToTxnResponse"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("request_id", "request_id"),
-        ("txnid_least_bits", "_txnid_least_bits"),
-        ("txnid_most_bits", "_txnid_most_bits"),
-        ("error", "_error"),
-        ("message", "_message"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("request_id", "request_id", "request_id"),
+        ("txnid_least_bits", "_txnid_least_bits", "txnid_least_bits"),
+        ("txnid_most_bits", "_txnid_most_bits", "txnid_most_bits"),
+        ("error", "_error", "error"),
+        ("message", "_message", "message"),
     )
 
     request_id: int
@@ -18514,12 +18563,12 @@ class CommandEndTxn:
     """Client -> coordinator: commit or abort a transaction."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandEndTxn"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("request_id", "request_id"),
-        ("txnid_least_bits", "_txnid_least_bits"),
-        ("txnid_most_bits", "_txnid_most_bits"),
-        ("txn_action", "_txn_action"),
-        ("scalable", "_scalable"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("request_id", "request_id", "request_id"),
+        ("txnid_least_bits", "_txnid_least_bits", "txnid_least_bits"),
+        ("txnid_most_bits", "_txnid_most_bits", "txnid_most_bits"),
+        ("txn_action", "_txn_action", "txn_action"),
+        ("scalable", "_scalable", "scalable"),
     )
 
     request_id: int
@@ -18741,12 +18790,12 @@ class CommandEndTxnResponse:
     """Coordinator -> client: result of CommandEndTxn."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandEndTxnResponse"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("request_id", "request_id"),
-        ("txnid_least_bits", "_txnid_least_bits"),
-        ("txnid_most_bits", "_txnid_most_bits"),
-        ("error", "_error"),
-        ("message", "_message"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("request_id", "request_id", "request_id"),
+        ("txnid_least_bits", "_txnid_least_bits", "txnid_least_bits"),
+        ("txnid_most_bits", "_txnid_most_bits", "txnid_most_bits"),
+        ("error", "_error", "error"),
+        ("message", "_message", "message"),
     )
 
     request_id: int
@@ -18972,13 +19021,17 @@ class CommandEndTxnOnPartition:
     """Coordinator -> broker: apply a transaction's outcome to one topic partition."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandEndTxnOnPartition"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("request_id", "request_id"),
-        ("txnid_least_bits", "_txnid_least_bits"),
-        ("txnid_most_bits", "_txnid_most_bits"),
-        ("topic", "_topic"),
-        ("txn_action", "_txn_action"),
-        ("txnid_least_bits_of_low_watermark", "_txnid_least_bits_of_low_watermark"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("request_id", "request_id", "request_id"),
+        ("txnid_least_bits", "_txnid_least_bits", "txnid_least_bits"),
+        ("txnid_most_bits", "_txnid_most_bits", "txnid_most_bits"),
+        ("topic", "_topic", "topic"),
+        ("txn_action", "_txn_action", "txn_action"),
+        (
+            "txnid_least_bits_of_low_watermark",
+            "_txnid_least_bits_of_low_watermark",
+            "txnid_least_bits_of_low_watermark",
+        ),
     )
 
     request_id: int
@@ -19237,12 +19290,12 @@ class CommandEndTxnOnPartitionResponse:
     """Broker -> coordinator: result of CommandEndTxnOnPartition."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandEndTxnOnPartitionResponse"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("request_id", "request_id"),
-        ("txnid_least_bits", "_txnid_least_bits"),
-        ("txnid_most_bits", "_txnid_most_bits"),
-        ("error", "_error"),
-        ("message", "_message"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("request_id", "request_id", "request_id"),
+        ("txnid_least_bits", "_txnid_least_bits", "txnid_least_bits"),
+        ("txnid_most_bits", "_txnid_most_bits", "txnid_most_bits"),
+        ("error", "_error", "error"),
+        ("message", "_message", "message"),
     )
 
     request_id: int
@@ -19468,13 +19521,17 @@ class CommandEndTxnOnSubscription:
     """Coordinator -> broker: apply a transaction's outcome to one subscription."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandEndTxnOnSubscription"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("request_id", "request_id"),
-        ("txnid_least_bits", "_txnid_least_bits"),
-        ("txnid_most_bits", "_txnid_most_bits"),
-        ("subscription", "subscription"),
-        ("txn_action", "_txn_action"),
-        ("txnid_least_bits_of_low_watermark", "_txnid_least_bits_of_low_watermark"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("request_id", "request_id", "request_id"),
+        ("txnid_least_bits", "_txnid_least_bits", "txnid_least_bits"),
+        ("txnid_most_bits", "_txnid_most_bits", "txnid_most_bits"),
+        ("subscription", "subscription", "subscription"),
+        ("txn_action", "_txn_action", "txn_action"),
+        (
+            "txnid_least_bits_of_low_watermark",
+            "_txnid_least_bits_of_low_watermark",
+            "txnid_least_bits_of_low_watermark",
+        ),
     )
 
     request_id: int
@@ -19722,12 +19779,12 @@ class CommandEndTxnOnSubscriptionResponse:
     """Broker -> coordinator: result of CommandEndTxnOnSubscription."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandEndTxnOnSubscriptionResponse"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("request_id", "request_id"),
-        ("txnid_least_bits", "_txnid_least_bits"),
-        ("txnid_most_bits", "_txnid_most_bits"),
-        ("error", "_error"),
-        ("message", "_message"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("request_id", "request_id", "request_id"),
+        ("txnid_least_bits", "_txnid_least_bits", "txnid_least_bits"),
+        ("txnid_most_bits", "_txnid_most_bits", "txnid_most_bits"),
+        ("error", "_error", "error"),
+        ("message", "_message", "message"),
     )
 
     request_id: int
@@ -20038,78 +20095,102 @@ class BaseCommand:
 
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.BaseCommand"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("type_", "type_"),
-        ("connect", "connect"),
-        ("connected", "connected"),
-        ("subscribe", "subscribe"),
-        ("producer", "producer"),
-        ("send", "send"),
-        ("send_receipt", "send_receipt"),
-        ("send_error", "send_error"),
-        ("message", "message"),
-        ("ack", "ack"),
-        ("flow", "flow"),
-        ("unsubscribe", "unsubscribe"),
-        ("success", "success"),
-        ("error", "error"),
-        ("close_producer", "close_producer"),
-        ("close_consumer", "close_consumer"),
-        ("producer_success", "producer_success"),
-        ("ping", "ping"),
-        ("pong", "pong"),
-        ("redeliverUnacknowledgedMessages", "redeliverUnacknowledgedMessages"),
-        ("partitionMetadata", "partitionMetadata"),
-        ("partitionMetadataResponse", "partitionMetadataResponse"),
-        ("lookupTopic", "lookupTopic"),
-        ("lookupTopicResponse", "lookupTopicResponse"),
-        ("consumerStats", "consumerStats"),
-        ("consumerStatsResponse", "consumerStatsResponse"),
-        ("reachedEndOfTopic", "reachedEndOfTopic"),
-        ("seek", "seek"),
-        ("getLastMessageId", "getLastMessageId"),
-        ("getLastMessageIdResponse", "getLastMessageIdResponse"),
-        ("active_consumer_change", "active_consumer_change"),
-        ("getTopicsOfNamespace", "getTopicsOfNamespace"),
-        ("getTopicsOfNamespaceResponse", "getTopicsOfNamespaceResponse"),
-        ("getSchema", "getSchema"),
-        ("getSchemaResponse", "getSchemaResponse"),
-        ("authChallenge", "authChallenge"),
-        ("authResponse", "authResponse"),
-        ("ackResponse", "ackResponse"),
-        ("getOrCreateSchema", "getOrCreateSchema"),
-        ("getOrCreateSchemaResponse", "getOrCreateSchemaResponse"),
-        ("newTxn", "newTxn"),
-        ("newTxnResponse", "newTxnResponse"),
-        ("addPartitionToTxn", "addPartitionToTxn"),
-        ("addPartitionToTxnResponse", "addPartitionToTxnResponse"),
-        ("addSubscriptionToTxn", "addSubscriptionToTxn"),
-        ("addSubscriptionToTxnResponse", "addSubscriptionToTxnResponse"),
-        ("endTxn", "endTxn"),
-        ("endTxnResponse", "endTxnResponse"),
-        ("endTxnOnPartition", "endTxnOnPartition"),
-        ("endTxnOnPartitionResponse", "endTxnOnPartitionResponse"),
-        ("endTxnOnSubscription", "endTxnOnSubscription"),
-        ("endTxnOnSubscriptionResponse", "endTxnOnSubscriptionResponse"),
-        ("tcClientConnectRequest", "tcClientConnectRequest"),
-        ("tcClientConnectResponse", "tcClientConnectResponse"),
-        ("watchTopicList", "watchTopicList"),
-        ("watchTopicListSuccess", "watchTopicListSuccess"),
-        ("watchTopicUpdate", "watchTopicUpdate"),
-        ("watchTopicListClose", "watchTopicListClose"),
-        ("topicMigrated", "topicMigrated"),
-        ("scalableTopicLookup", "scalableTopicLookup"),
-        ("scalableTopicUpdate", "scalableTopicUpdate"),
-        ("scalableTopicClose", "scalableTopicClose"),
-        ("scalableTopicSubscribe", "scalableTopicSubscribe"),
-        ("scalableTopicSubscribeResponse", "scalableTopicSubscribeResponse"),
-        ("scalableTopicAssignmentUpdate", "scalableTopicAssignmentUpdate"),
-        ("watchScalableTopics", "watchScalableTopics"),
-        ("watchScalableTopicsUpdate", "watchScalableTopicsUpdate"),
-        ("watchScalableTopicsClose", "watchScalableTopicsClose"),
-        ("watchTcAssignments", "watchTcAssignments"),
-        ("watchTcAssignmentsUpdate", "watchTcAssignmentsUpdate"),
-        ("watchTcAssignmentsClose", "watchTcAssignmentsClose"),
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("type_", "type_", "type"),
+        ("connect", "connect", "connect"),
+        ("connected", "connected", "connected"),
+        ("subscribe", "subscribe", "subscribe"),
+        ("producer", "producer", "producer"),
+        ("send", "send", "send"),
+        ("send_receipt", "send_receipt", "send_receipt"),
+        ("send_error", "send_error", "send_error"),
+        ("message", "message", "message"),
+        ("ack", "ack", "ack"),
+        ("flow", "flow", "flow"),
+        ("unsubscribe", "unsubscribe", "unsubscribe"),
+        ("success", "success", "success"),
+        ("error", "error", "error"),
+        ("close_producer", "close_producer", "close_producer"),
+        ("close_consumer", "close_consumer", "close_consumer"),
+        ("producer_success", "producer_success", "producer_success"),
+        ("ping", "ping", "ping"),
+        ("pong", "pong", "pong"),
+        (
+            "redeliverUnacknowledgedMessages",
+            "redeliverUnacknowledgedMessages",
+            "redeliverUnacknowledgedMessages",
+        ),
+        ("partitionMetadata", "partitionMetadata", "partitionMetadata"),
+        ("partitionMetadataResponse", "partitionMetadataResponse", "partitionMetadataResponse"),
+        ("lookupTopic", "lookupTopic", "lookupTopic"),
+        ("lookupTopicResponse", "lookupTopicResponse", "lookupTopicResponse"),
+        ("consumerStats", "consumerStats", "consumerStats"),
+        ("consumerStatsResponse", "consumerStatsResponse", "consumerStatsResponse"),
+        ("reachedEndOfTopic", "reachedEndOfTopic", "reachedEndOfTopic"),
+        ("seek", "seek", "seek"),
+        ("getLastMessageId", "getLastMessageId", "getLastMessageId"),
+        ("getLastMessageIdResponse", "getLastMessageIdResponse", "getLastMessageIdResponse"),
+        ("active_consumer_change", "active_consumer_change", "active_consumer_change"),
+        ("getTopicsOfNamespace", "getTopicsOfNamespace", "getTopicsOfNamespace"),
+        (
+            "getTopicsOfNamespaceResponse",
+            "getTopicsOfNamespaceResponse",
+            "getTopicsOfNamespaceResponse",
+        ),
+        ("getSchema", "getSchema", "getSchema"),
+        ("getSchemaResponse", "getSchemaResponse", "getSchemaResponse"),
+        ("authChallenge", "authChallenge", "authChallenge"),
+        ("authResponse", "authResponse", "authResponse"),
+        ("ackResponse", "ackResponse", "ackResponse"),
+        ("getOrCreateSchema", "getOrCreateSchema", "getOrCreateSchema"),
+        ("getOrCreateSchemaResponse", "getOrCreateSchemaResponse", "getOrCreateSchemaResponse"),
+        ("newTxn", "newTxn", "newTxn"),
+        ("newTxnResponse", "newTxnResponse", "newTxnResponse"),
+        ("addPartitionToTxn", "addPartitionToTxn", "addPartitionToTxn"),
+        ("addPartitionToTxnResponse", "addPartitionToTxnResponse", "addPartitionToTxnResponse"),
+        ("addSubscriptionToTxn", "addSubscriptionToTxn", "addSubscriptionToTxn"),
+        (
+            "addSubscriptionToTxnResponse",
+            "addSubscriptionToTxnResponse",
+            "addSubscriptionToTxnResponse",
+        ),
+        ("endTxn", "endTxn", "endTxn"),
+        ("endTxnResponse", "endTxnResponse", "endTxnResponse"),
+        ("endTxnOnPartition", "endTxnOnPartition", "endTxnOnPartition"),
+        ("endTxnOnPartitionResponse", "endTxnOnPartitionResponse", "endTxnOnPartitionResponse"),
+        ("endTxnOnSubscription", "endTxnOnSubscription", "endTxnOnSubscription"),
+        (
+            "endTxnOnSubscriptionResponse",
+            "endTxnOnSubscriptionResponse",
+            "endTxnOnSubscriptionResponse",
+        ),
+        ("tcClientConnectRequest", "tcClientConnectRequest", "tcClientConnectRequest"),
+        ("tcClientConnectResponse", "tcClientConnectResponse", "tcClientConnectResponse"),
+        ("watchTopicList", "watchTopicList", "watchTopicList"),
+        ("watchTopicListSuccess", "watchTopicListSuccess", "watchTopicListSuccess"),
+        ("watchTopicUpdate", "watchTopicUpdate", "watchTopicUpdate"),
+        ("watchTopicListClose", "watchTopicListClose", "watchTopicListClose"),
+        ("topicMigrated", "topicMigrated", "topicMigrated"),
+        ("scalableTopicLookup", "scalableTopicLookup", "scalableTopicLookup"),
+        ("scalableTopicUpdate", "scalableTopicUpdate", "scalableTopicUpdate"),
+        ("scalableTopicClose", "scalableTopicClose", "scalableTopicClose"),
+        ("scalableTopicSubscribe", "scalableTopicSubscribe", "scalableTopicSubscribe"),
+        (
+            "scalableTopicSubscribeResponse",
+            "scalableTopicSubscribeResponse",
+            "scalableTopicSubscribeResponse",
+        ),
+        (
+            "scalableTopicAssignmentUpdate",
+            "scalableTopicAssignmentUpdate",
+            "scalableTopicAssignmentUpdate",
+        ),
+        ("watchScalableTopics", "watchScalableTopics", "watchScalableTopics"),
+        ("watchScalableTopicsUpdate", "watchScalableTopicsUpdate", "watchScalableTopicsUpdate"),
+        ("watchScalableTopicsClose", "watchScalableTopicsClose", "watchScalableTopicsClose"),
+        ("watchTcAssignments", "watchTcAssignments", "watchTcAssignments"),
+        ("watchTcAssignmentsUpdate", "watchTcAssignmentsUpdate", "watchTcAssignmentsUpdate"),
+        ("watchTcAssignmentsClose", "watchTcAssignmentsClose", "watchTcAssignmentsClose"),
     )
 
     type_: BaseCommand.Type

@@ -1,0 +1,5 @@
+"""Must fail mypy: a required field left out of the constructor."""
+
+from generated.pulsar.pulsar_api import CommandFlow
+
+CommandFlow(consumer_id=1)

@@ -13,6 +13,8 @@ from pathlib import Path
 import jinja2
 
 from generator.errors import SpecError, SpecErrors
+from generator.frame_model import load_frame_spec
+from generator.frames_view import build_frames_module
 from generator.ir import Protocol
 from generator.proto_model import load_protocol
 from generator.pyview import build_module, docstring
@@ -59,7 +61,7 @@ def generate(spec_dir: Path, display_root: str, protocols: list[str] | None = No
         started = time.perf_counter()
         try:
             protocol = load_protocol(spec_dir, name, display_root)
-            _render_protocol(env, protocol, out)
+            _render_protocol(env, spec_dir, display_root, protocol, out)
         except SpecErrors as exc:
             errors.extend(exc.errors)
         out.timings[name] = time.perf_counter() - started
@@ -68,7 +70,9 @@ def generate(spec_dir: Path, display_root: str, protocols: list[str] | None = No
     return out
 
 
-def _render_protocol(env: jinja2.Environment, protocol: Protocol, out: Output) -> None:
+def _render_protocol(
+    env: jinja2.Environment, spec_dir: Path, display_root: str, protocol: Protocol, out: Output
+) -> None:
     module_of: dict[str, str] = {}
     for proto in protocol.files:
         for msg in proto.all_messages():
@@ -82,6 +86,13 @@ def _render_protocol(env: jinja2.Environment, protocol: Protocol, out: Output) -
             render(env, "python/proto_module.py.j2", m=view)
         )
         modules.append((proto.module, proto.path))
+    for spec_path in sorted((spec_dir / protocol.name).glob("*.yaml")):
+        display = f"{display_root}/{protocol.name}/{spec_path.name}"
+        spec = load_frame_spec(spec_path, display, protocol)
+        frames = build_frames_module(spec)
+        out.files[f"{protocol.name}/frames.py"] = wrap_source(
+            render(env, "python/frames.py.j2", m=frames))
+        modules.append(("frames", display))
     out.files[f"{protocol.name}/__init__.py"] = render(
         env,
         "python/package_init.py.j2",

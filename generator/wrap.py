@@ -86,7 +86,7 @@ def _outer_brackets(body: str) -> tuple[int, int] | None:
         for pos2, ch2, depth2 in brackets[i + 1 :]:
             if depth2 == 0 and ch2 in ")]}":
                 rest = body[pos2 + 1 :].strip()
-                if rest in ("", ":", ",") or rest.startswith("->"):
+                if rest in ("", ":", ",") or rest.startswith(("->", "from ")):
                     return pos, pos2
                 break
     return None

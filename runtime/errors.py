@@ -7,13 +7,21 @@ connection can close itself without taking the process down.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class ProtoframeError(Exception):
     """Base class of every error raised by protoframe code."""
 
 
 class DecodeError(ProtoframeError, ValueError):
-    """Bytes could not be turned into a message or frame."""
+    """Bytes could not be turned into a message or frame.
+
+    When raised by a stream decoder, ``frames_before`` holds the frames that the same call
+    completed before the bad one.
+    """
+
+    frames_before: Sequence[object] = ()
 
 
 class TruncatedError(DecodeError):
@@ -80,3 +88,20 @@ class RequiredFieldUnsetError(EncodeError):
 
 class ValueOutOfRangeError(EncodeError):
     """A value does not fit the wire type of its field."""
+
+
+class MissingBodyError(DecodeError):
+    """A command's type names a body that is not in the frame."""
+
+
+class ChecksumFailure(ChecksumMismatchError):
+    """A checksum mismatch that still carries what was decoded, for callers that must answer it.
+
+    Pulsar, for one, acknowledges a corrupt message with a validation error, which needs the
+    command's ids; ``value`` is the frame or struct decoded without the checksum holding.
+    """
+
+    def __init__(self, message: str, value: object, pos: int) -> None:
+        super().__init__(message)
+        self.value = value
+        self.pos = pos  # where decoding stopped, after the value

@@ -1,0 +1,557 @@
+"""Builds the frame IR from a YAML spec: schema validation, then name resolution and checks.
+
+Every problem is collected as a ``SpecError`` pointing at the offending key or value, so one
+run reports all of them; nothing is generated while any remain.
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from generator.errors import SpecError, SpecErrors
+from generator.expr import Expr, ExprError, parse
+from generator.frame_ir import (
+    INT_TYPES,
+    Case,
+    Checksum,
+    CommandInfo,
+    Compression,
+    FrameField,
+    FrameSpec,
+    Machine,
+    ProtoCommand,
+    Request,
+    StructDef,
+    Transition,
+)
+from generator.ir import Field, Label, MessageType, Protocol, SourceLocation
+from generator.spec_yaml import LocDict, LocList, load_spec, locate
+
+SCHEMA_PATH = Path(__file__).resolve().parent / "spec_schema.json"
+PathT = list[str | int]
+
+
+@cache
+def spec_schema() -> dict[str, Any]:
+    """The JSON Schema every spec is validated against (shipped with the generator)."""
+    schema: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return schema
+
+
+def load_frame_spec(path: Path, display: str, protocol: Protocol) -> FrameSpec:
+    """Load, validate and resolve one spec file against the protocol's protobuf IR."""
+    root = load_spec(path, display)
+    errors = _schema_errors(root, display)
+    if errors:
+        raise SpecErrors(errors)
+    builder = _Builder(root, display, protocol)
+    spec = builder.build()
+    if builder.errors:
+        raise SpecErrors(builder.errors)
+    return spec
+
+
+def _schema_errors(root: LocDict, display: str) -> list[SpecError]:
+    validator = jsonschema.Draft202012Validator(spec_schema())
+    out: list[SpecError] = []
+    for error in sorted(validator.iter_errors(root), key=lambda e: list(map(str, e.path))):
+        path: PathT = list(error.absolute_path)
+        message = _schema_message(error)
+        if error.validator == "additionalProperties":
+            extra = re.findall(r"'([^']+)' was unexpected", error.message)
+            node = _node_at(root, path)
+            if extra and isinstance(node, LocDict):
+                for key in extra:
+                    mark = node.key_marks.get(key, node.mark)
+                    out.append(SpecError(f"unknown key {key!r}", display, mark.line,
+                                         mark.column))
+                continue
+        mark = locate(root, path)
+        out.append(SpecError(message, display, mark.line, mark.column))
+    return out
+
+
+def _schema_message(error: jsonschema.ValidationError) -> str:
+    where = ".".join(str(p) for p in error.absolute_path) or "spec"
+    if error.validator == "enum":
+        values: Any = error.validator_value
+        allowed = ", ".join(str(v) for v in values)
+        return f"{where}: {error.instance!r} is not one of: {allowed}"
+    if error.validator == "pattern":
+        return f"{where}: {error.instance!r} is not a valid identifier"
+    if error.validator == "required":
+        return f"{where}: {error.message}"
+    if error.validator == "oneOf" and isinstance(error.instance, dict) and \
+            {"send", "receive", "event"} & set(error.instance):
+        return f"{where}: a transition needs exactly one of send, receive or event"
+    return f"{where}: {error.message}"
+
+
+def _node_at(root: LocDict, path: PathT) -> Any:
+    node: Any = root
+    for step in path:
+        node = node[step]
+    return node
+
+
+class _Builder:
+    def __init__(self, root: LocDict, display: str, protocol: Protocol) -> None:
+        self.root = root
+        self.display = display
+        self.protocol = protocol
+        self.errors: list[SpecError] = []
+        self.byte_order: str = root.get("byte_order", "big")
+        self.structs: dict[str, StructDef] = {}
+        self.messages: dict[str, MessageType] = {}
+        self.proto_modules: dict[str, str] = {}
+        for proto in protocol.files:
+            for msg in proto.all_messages():
+                self.proto_modules[msg.full_name] = proto.module
+                self.messages.setdefault(msg.full_name, msg)
+                self.messages.setdefault(msg.py_path, msg)
+            for enum in proto.all_enums():
+                self.proto_modules[enum.full_name] = proto.module
+
+    # -- helpers -----------------------------------------------------------------------------
+    def loc(self, path: PathT, key: bool = False) -> SourceLocation:
+        mark = locate(self.root, path, key)
+        return SourceLocation(self.display, mark.line, mark.column)
+
+    def error(self, message: str, path: PathT, key: bool = False) -> None:
+        loc = self.loc(path, key)
+        self.errors.append(SpecError(message, self.display, loc.line, loc.column))
+
+    def expr(self, text: Any, path: PathT) -> Expr | None:
+        try:
+            return parse(text)
+        except ExprError as exc:
+            self.error(str(exc), path)
+            return None
+
+    # -- top level ----------------------------------------------------------------------------
+    def build(self) -> FrameSpec:
+        root = self.root
+        declared = set(root.get("proto", []))
+        known = {Path(f.path).name for f in self.protocol.files}
+        for i, name in enumerate(root.get("proto", [])):
+            if name not in known:
+                self.error(f"proto file {name!r} is not in the protocol directory", ["proto", i])
+        del declared
+        raw_structs: LocDict = root.get("structs", LocDict())
+        for name, body in raw_structs.items():
+            self.structs[name] = StructDef(name, body.get("doc", ""), [],
+                                           self.loc(["structs", name], key=True))
+        frame_raw = root["frame"]
+        frame_name = frame_raw["name"]
+        if frame_name in self.structs:
+            self.error(f"frame name {frame_name!r} is also a struct name", ["frame", "name"])
+        frame = StructDef(frame_name, frame_raw.get("doc", ""), [], self.loc(["frame"]),
+                          is_frame=True)
+        self.structs[frame_name] = frame
+        for name, body in raw_structs.items():
+            self.structs[name].fields = self.fields(body["fields"], ["structs", name, "fields"])
+        frame.fields = self.fields(frame_raw["fields"], ["frame", "fields"])
+        for struct in self.structs.values():
+            self.resolve_struct(struct, struct.is_frame)
+        commands = self.commands(frame)
+        interactions = root.get("interactions", LocDict())
+        requests = self.requests(interactions, commands)
+        one_way = self.command_list(interactions, "one_way", commands)
+        server_push = self.command_list(interactions, "server_push", commands)
+        allocate = interactions.get("allocate")
+        machines = [self.machine(name, body, commands)
+                    for name, body in root.get("machines", LocDict()).items()]
+        return FrameSpec(
+            protocol=root["protocol"],
+            doc=root.get("doc", ""),
+            path=self.display,
+            byte_order=self.byte_order,
+            max_frame_size=root.get("max_frame_size", 16 * 1024 * 1024),
+            structs=[s for s in self.structs.values() if not s.is_frame],
+            frame=frame,
+            commands=commands,
+            allocate=allocate,
+            requests=requests,
+            one_way=one_way,
+            server_push=server_push,
+            machines=machines,
+            proto_modules=self.proto_modules,
+        )
+
+    # -- fields -------------------------------------------------------------------------------
+    def fields(self, raw: LocList, path: PathT) -> list[FrameField]:
+        out: list[FrameField] = []
+        seen: set[str] = set()
+        for i, item in enumerate(raw):
+            fpath = [*path, i]
+            name = item["name"]
+            if keyword.iskeyword(name) or name.startswith("_"):
+                self.error(f"invalid identifier {name!r}: a Python keyword or private name",
+                           [*fpath, "name"])
+            if name in seen:
+                self.error(f"duplicate field name {name!r}", [*fpath, "name"])
+            seen.add(name)
+            out.append(self.field(item, fpath))
+        return out
+
+    def field(self, item: LocDict, path: PathT) -> FrameField:
+        kind = item["type"]
+        f = FrameField(name=item["name"], kind=kind, doc=item.get("doc", ""),
+                       location=self.loc([*path, "name"]))
+        if kind in INT_TYPES:
+            f.kind = "int"
+            f.width, f.signed = INT_TYPES[kind]
+            f.order = item.get("order", self.byte_order)
+        f.const = item.get("const")
+        if "value" in item:
+            f.value = self.expr(item["value"], [*path, "value"])
+        f.size_of = item.get("size_of")
+        f.count_of = item.get("count_of")
+        if "checksum" in item:
+            f.checksum = Checksum(item["checksum"]["algorithm"], item["checksum"]["from"])
+        if "when" in item:
+            f.when = self.expr(item["when"], [*path, "when"])
+        if "when_peek" in item:
+            f.when_peek = (item["when_peek"]["type"], item["when_peek"]["equals"])
+        f.when_remaining = bool(item.get("when_remaining", False))
+        f.default = item.get("default")
+        f.length = item.get("length")
+        f.size = item.get("size")
+        f.prefix = item.get("prefix")
+        f.encoding = item.get("encoding", "utf8")
+        if "compression" in item:
+            c = item["compression"]
+            f.compression = Compression(c["codec"], c.get("uncompressed_size"))
+        if kind == "proto":
+            name = item.get("message")
+            if name is None:
+                self.error("a proto field needs message: <MessageName>", [*path, "type"])
+            else:
+                f.message = self.lookup_message(name, [*path, "message"])
+            if "dispatch" in item and f.message is not None:
+                self.proto_dispatch(f, item["dispatch"], [*path, "dispatch"])
+        if kind == "struct":
+            f.struct = self.lookup_struct(item.get("struct"), [*path, "struct"])
+        if kind == "array":
+            if "of" not in item:
+                self.error("an array needs of: <Struct or type>", [*path, "type"])
+            else:
+                f.element = self.element(item["of"], [*path, "of"])
+            if "count" in item:
+                f.count = self.expr(item["count"], [*path, "count"])
+            f.until_end = bool(item.get("until_end", False))
+            if f.count is None and not f.until_end and "count" not in item:
+                self.error("an array needs count: <expression> or until_end: true",
+                           [*path, "type"])
+        if kind == "switch":
+            f.switch_on = item.get("on")
+            if f.switch_on is None or "cases" not in item:
+                self.error("a switch needs on: <field> and cases", [*path, "type"])
+            else:
+                f.cases = self.cases(item["cases"], item.get("names", LocDict()),
+                                     [*path, "cases"])
+        if kind == "blocks":
+            f.struct = self.lookup_struct(item.get("struct"), [*path, "struct"])
+            f.block_count = item.get("block_count", "u32")
+            f.block_length = item.get("block_length", "u32")
+            f.block_size = item.get("block_size", 8192)
+            f.max_blocks = item.get("max_blocks")
+        if kind in ("string", "bytes") and f.length is None and f.size is None \
+                and f.prefix is None and kind == "string":
+            self.error("a string needs prefix: <u8|u16|u32|varint> or size: <field|rest>",
+                       [*path, "type"])
+        if kind == "bytes" and f.length is None and f.size is None and f.prefix is None:
+            self.error("bytes need length: N, prefix: <type> or size: <field|rest>",
+                       [*path, "type"])
+        return f
+
+    def element(self, of: str, path: PathT) -> FrameField:
+        loc = self.loc(path)
+        if of in INT_TYPES:
+            width, signed = INT_TYPES[of]
+            return FrameField(name="item", kind="int", doc="", location=loc, width=width,
+                              signed=signed, order=self.byte_order)
+        if of in ("varint", "bool", "uuid"):
+            return FrameField(name="item", kind=of, doc="", location=loc)
+        struct = self.lookup_struct(of, path)
+        return FrameField(name="item", kind="struct", doc="", location=loc, struct=struct)
+
+    def lookup_struct(self, name: str | None, path: PathT) -> StructDef | None:
+        if name is None:
+            self.error("struct name missing", path)
+            return None
+        struct = self.structs.get(name)
+        if struct is None:
+            self.error(f"unknown struct {name!r}", path)
+        return struct
+
+    def lookup_message(self, name: str, path: PathT) -> MessageType | None:
+        msg = self.messages.get(name)
+        if msg is None:
+            for full, candidate in self.messages.items():
+                if full.endswith("." + name):
+                    return candidate
+            self.error(f"unknown proto message {name!r} (not in this protocol's .proto files)",
+                       path)
+        return msg
+
+    def proto_dispatch(self, f: FrameField, raw: LocDict, path: PathT) -> None:
+        assert f.message is not None
+        on = next((x for x in f.message.fields if x.proto_name == raw["on"]), None)
+        if on is None or on.type.kind != "enum" or on.type.enum is None:
+            self.error(f"{f.message.proto_name} has no enum field {raw['on']!r} to dispatch on",
+                       [*path, "on"])
+            return
+        f.dispatch_on = on
+        by_number = {x.number: x for x in f.message.fields}
+        for value in on.type.enum.values:
+            target = by_number.get(value.number)
+            if target is None or target.type.kind != "message" or target.type.message is None:
+                self.error(f"dispatch: {on.type.enum.proto_name}.{value.proto_name} = "
+                           f"{value.number} has no message field numbered {value.number} in "
+                           f"{f.message.proto_name}", [*path, "on"])
+                continue
+            f.commands.append(ProtoCommand(value.proto_name, value.number, value.py_name,
+                                           target, target.type.message))
+
+    def cases(self, raw: LocDict, names: LocDict, path: PathT) -> list[Case]:
+        out: list[Case] = []
+        seen_values: dict[int, str] = {}
+        seen_names: set[str] = set()
+        for key, target in raw.items():
+            cpath = [*path, key]
+            try:
+                value = int(str(key), 0)
+            except ValueError:
+                self.error(f"switch case {key!r} is not an integer", cpath, key=True)
+                continue
+            if value in seen_values:
+                self.error(f"dispatch value {value} is duplicated (also {seen_values[value]})",
+                           cpath, key=True)
+                continue
+            if isinstance(target, str):
+                to_server = to_client = self.lookup_struct(target, cpath)
+                default_name = target
+            else:
+                to_server = self.lookup_struct(target["to_server"], [*cpath, "to_server"]) \
+                    if "to_server" in target else None
+                to_client = self.lookup_struct(target["to_client"], [*cpath, "to_client"]) \
+                    if "to_client" in target else None
+                default_name = (target.get("to_server") or target.get("to_client"))
+            name = names.get(key) or _upper_snake(default_name)
+            if name in seen_names:
+                self.error(f"command name {name!r} is used by two cases", cpath, key=True)
+            seen_names.add(name)
+            seen_values[value] = name
+            out.append(Case(value, name, to_server, to_client))
+        return out
+
+    # -- references inside a struct -----------------------------------------------------------
+    def resolve_struct(self, struct: StructDef, is_frame: bool) -> None:
+        path: PathT = ["frame"] if is_frame else ["structs", struct.name]
+        names = [f.name for f in struct.fields]
+        for i, f in enumerate(struct.fields):
+            fpath = [*path, "fields", i]
+            earlier = names[:i]
+            later = names[i + 1 :]
+            if f.size_of is not None and f.size_of != "rest":
+                if f.size_of not in later:
+                    self.error(f"size_of: {f.size_of!r} is not a field after {f.name!r}",
+                               [*fpath, "size_of"])
+                else:
+                    target = struct.field(f.size_of)
+                    assert target is not None
+                    if target.size not in (None, f.name):
+                        self.error(f"{target.name} is sized by {target.size!r}, not {f.name!r}",
+                                   [*fpath, "size_of"])
+                    target.size = f.name
+            if f.size_of is not None and f.kind not in ("int", "varint"):
+                self.error("a size field must be an integer", [*fpath, "type"])
+            if f.count_of is not None:
+                target = struct.field(f.count_of)
+                if target is None or target.kind != "array" or f.count_of not in later:
+                    self.error(f"count_of: {f.count_of!r} is not an array after {f.name!r}",
+                               [*fpath, "count_of"])
+                else:
+                    target.count = parse(f.name)
+            if f.checksum is not None and f.checksum.start not in later:
+                self.error(f"checksum from: {f.checksum.start!r} is not a field after "
+                           f"{f.name!r}", [*fpath, "checksum", "from"])
+            if f.switch_on is not None:
+                key = struct.field(f.switch_on)
+                if key is None or f.switch_on not in earlier or key.kind not in ("int",
+                                                                                 "varint"):
+                    self.error(f"switch on: {f.switch_on!r} is not an integer field before "
+                               f"{f.name!r}", [*fpath, "on"])
+                else:
+                    key.is_switch_key = True
+            if f.when_remaining and any(not g.optional and not g.computed
+                                        for g in struct.fields[i + 1 :]):
+                self.error("when_remaining fields must come after every required field",
+                           [*fpath, "when_remaining"])
+            for expr, key_name in ((f.when, "when"), (f.count, "count"), (f.value, "value")):
+                if expr is None:
+                    continue
+                for name in expr.names:
+                    if name not in earlier and not (key_name == "value" and name in names):
+                        self.error(f"{key_name}: {name!r} does not name a field before "
+                                   f"{f.name!r}", [*fpath, key_name])
+            if f.size is not None and f.size != "rest":
+                self.resolve_size(struct, f, earlier, fpath)
+            if f.compression is not None:
+                for ref, key_name in ((f.compression.codec, "codec"),
+                                      (f.compression.uncompressed_size, "uncompressed_size")):
+                    if ref is not None and not self.ref_ok(struct, ref, earlier):
+                        self.error(f"compression {key_name}: {ref!r} does not name a field "
+                                   f"decoded before {f.name!r}",
+                                   [*fpath, "compression", key_name])
+
+    def resolve_size(self, struct: StructDef, f: FrameField, earlier: list[str],
+                     fpath: PathT) -> None:
+        assert f.size is not None
+        head = f.size.split(".")[0]
+        if head not in earlier:
+            self.error(f"size: {f.size!r} does not name a field before {f.name!r} "
+                       "(a size must come before what it measures)", [*fpath, "size"])
+            return
+        if "." in f.size:
+            if not self.ref_ok(struct, f.size, earlier):
+                self.error(f"size: {f.size!r} is not an integer field of {head!r}",
+                           [*fpath, "size"])
+            return
+        target = struct.field(head)
+        assert target is not None
+        if target.kind not in ("int", "varint"):
+            self.error(f"size: {head!r} is not an integer field", [*fpath, "size"])
+            return
+        if target.size_of not in (None, f.name):
+            self.error(f"{head!r} measures {target.size_of!r}, not {f.name!r}", [*fpath, "size"])
+        target.size_of = f.name
+        f.size_field = target
+
+    def ref_ok(self, struct: StructDef, ref: str, earlier: list[str]) -> bool:
+        """Whether a dotted reference names a field decoded earlier (through proto fields)."""
+        parts = ref.split(".")
+        if parts[0] not in earlier:
+            return False
+        f = struct.field(parts[0])
+        assert f is not None
+        if len(parts) == 1:
+            return True
+        msg = f.message
+        for i, part in enumerate(parts[1:], start=1):
+            if msg is None:
+                return False
+            pf: Field | None = next((x for x in msg.fields if x.proto_name == part), None)
+            if pf is None or pf.label is Label.REPEATED:
+                return False
+            if i < len(parts) - 1:
+                msg = pf.type.message
+        return True
+
+    # -- commands, interactions, machines -----------------------------------------------------
+    def commands(self, frame: StructDef) -> dict[str, CommandInfo]:
+        out: dict[str, CommandInfo] = {}
+        for f in frame.fields:
+            for pc in f.commands:
+                msg = pc.message
+                out[pc.name] = CommandInfo(
+                    name=pc.name, value=pc.value, body_type=msg.py_path,
+                    body_fields={x.proto_name: x.py_name for x in msg.fields}, proto=pc)
+            for case in f.cases:
+                struct = case.structs[0]
+                out[case.name] = CommandInfo(
+                    name=case.name, value=case.value, body_type=struct.name,
+                    body_fields={x.name: x.name for x in struct.data_fields}, case=case)
+        return out
+
+    def requests(self, raw: LocDict, commands: dict[str, CommandInfo]) -> list[Request]:
+        out: list[Request] = []
+        for i, item in enumerate(raw.get("requests", [])):
+            path: PathT = ["interactions", "requests", i]
+            names = [item["request"], item["response"], *item.get("errors", [])]
+            keys = ["request", "response"] + [("errors", j) for j in range(len(names) - 2)]
+            ok = True
+            for name, key in zip(names, keys, strict=True):
+                if name not in commands:
+                    kpath = [*path, *key] if isinstance(key, tuple) else [*path, key]
+                    self.error(f"unknown command {name!r}", kpath)
+                    ok = False
+            if not ok:
+                continue
+            correlate = list(item.get("correlate", []))
+            for j, cname in enumerate(correlate):
+                for name in names:
+                    if cname not in commands[name].body_fields:
+                        self.error(f"correlation field {cname!r} is not a field of {name}",
+                                   [*path, "correlate", j])
+            method = item.get("method") or _method_name(commands[item["request"]])
+            out.append(Request(item["request"], item["response"], list(item.get("errors", [])),
+                               correlate, method))
+        methods = [r.method for r in out]
+        for i, r in enumerate(out):
+            if methods.count(r.method) > 1 and methods.index(r.method) != i:
+                self.error(f"two requests generate the method {r.method!r}; set method:",
+                           ["interactions", "requests", i])
+        return out
+
+    def command_list(self, raw: LocDict, key: str, commands: dict[str, CommandInfo]) \
+            -> list[str]:
+        out = []
+        for i, name in enumerate(raw.get(key, [])):
+            if name not in commands:
+                self.error(f"unknown command {name!r}", ["interactions", key, i])
+            else:
+                out.append(name)
+        return out
+
+    def machine(self, name: str, raw: LocDict, commands: dict[str, CommandInfo]) -> Machine:
+        path: PathT = ["machines", name]
+        states = list(raw["states"])
+        if raw["initial"] not in states:
+            self.error(f"initial state {raw['initial']!r} is not in states", [*path, "initial"])
+        key = raw.get("key")
+        transitions: list[Transition] = []
+        for i, t in enumerate(raw["transitions"]):
+            tpath = [*path, "transitions", i]
+            sources = [t["from"]] if isinstance(t["from"], str) else list(t["from"])
+            for j, s in enumerate(sources):
+                if s not in states:
+                    spath = [*tpath, "from"] if isinstance(t["from"], str) else \
+                        [*tpath, "from", j]
+                    self.error(f"unknown state {s!r}", spath)
+            if t["to"] not in states:
+                self.error(f"unknown state {t['to']!r}", [*tpath, "to"])
+            for direction in ("send", "receive"):
+                if direction in t and t[direction] not in commands:
+                    self.error(f"unknown command {t[direction]!r}", [*tpath, direction])
+            when = self.expr(t["when"], [*tpath, "when"]) if "when" in t else None
+            transitions.append(Transition(sources, t["to"], t.get("send"), t.get("receive"),
+                                          t.get("event"), when, self.loc(tpath)))
+        if key is not None:
+            creating = [t.send for t in transitions if t.send and raw["initial"] in t.sources]
+            for cmd in creating:
+                if cmd in commands and key not in commands[cmd].body_fields:
+                    self.error(f"key {key!r} is not a field of {cmd}, which creates a "
+                               f"{name}", [*path, "key"])
+        return Machine(name, raw.get("doc", ""), key, raw["initial"], states, transitions)
+
+
+def _upper_snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).upper()
+
+
+def _method_name(info: CommandInfo) -> str:
+    if info.proto is not None:
+        base = info.proto.field.proto_name
+    else:
+        base = info.name
+    s = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", base).lower()
+    return s + "_" if keyword.iskeyword(s) else s

@@ -1,0 +1,79 @@
+"""Incremental frame decoding: bytes in, whole frames out.
+
+Generated code supplies two functions per protocol, ``frame_length`` (how long the frame that
+starts at a position is, once enough of its header has arrived) and ``decode_frame``. This
+class handles the buffering: frames split across reads, many frames in one read, and the size
+limit, which is checked from the header before a byte of the body is kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from runtime.errors import DecodeError, FrameTooLargeError
+
+T = TypeVar("T")
+
+FrameLength = Callable[[bytes, int, int, int], "int | None"]
+
+
+class FrameStream(Generic[T]):
+    """Turns a byte stream into frames of type ``T``.
+
+    ``feed`` returns every frame completed by the new bytes. A frame that fails to decode
+    raises its ``DecodeError`` with ``frames_before`` set to the frames completed earlier in
+    the same call; the bad frame's bytes are skipped, so ``feed(b"")`` continues after it.
+    An oversize frame is different: nothing after it can be trusted, so the stream refuses
+    further input.
+    """
+
+    def __init__(
+        self,
+        frame_length: FrameLength,
+        decode_frame: Callable[[bytes, int, int], T],
+        max_frame_size: int,
+    ) -> None:
+        self._frame_length = frame_length
+        self._decode = decode_frame
+        self.max_frame_size = max_frame_size
+        self._pending = b""
+        self._broken: FrameTooLargeError | None = None
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received that do not yet make a whole frame."""
+        return len(self._pending)
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[T]:
+        """Add received bytes; return the frames they complete, in order."""
+        if self._broken is not None:
+            raise FrameTooLargeError(f"stream stopped after an oversize frame: {self._broken}")
+        buf = self._pending + bytes(data) if self._pending else bytes(data)
+        pos, end = 0, len(buf)
+        frames: list[T] = []
+        limit = self.max_frame_size
+        try:
+            while pos < end:
+                try:
+                    size = self._frame_length(buf, pos, end, limit)
+                except FrameTooLargeError as exc:
+                    self._broken = exc
+                    self._pending = b""
+                    raise
+                if size is None:
+                    if end - pos > limit:
+                        self._broken = FrameTooLargeError(
+                            f"{end - pos} bytes without a complete frame header")
+                        raise self._broken
+                    break
+                if end - pos < size:
+                    break
+                start, pos = pos, pos + size
+                frames.append(self._decode(buf, start, pos))
+        except DecodeError as exc:
+            exc.frames_before = frames
+            self._pending = buf[pos:] if self._broken is None else b""
+            raise
+        self._pending = buf[pos:] if pos < end else b""
+        return frames

@@ -16,6 +16,7 @@ from generator.errors import SpecError, SpecErrors
 from generator.frame_model import load_frame_spec
 from generator.frames_view import build_frames_module
 from generator.ir import Protocol
+from generator.machines_view import build_machines_module
 from generator.proto_model import load_protocol
 from generator.pyview import build_module, docstring
 from generator.render import environment, render
@@ -93,10 +94,14 @@ def _render_protocol(
         out.files[f"{protocol.name}/frames.py"] = wrap_source(
             render(env, "python/frames.py.j2", m=frames))
         modules.append(("frames", display))
+        if spec.machines or spec.requests:
+            out.files[f"{protocol.name}/machines.py"] = wrap_source(
+                render(env, "python/machines.py.j2", m=build_machines_module(spec)))
+            modules.append(("machines", display))
     out.files[f"{protocol.name}/__init__.py"] = render(
         env,
         "python/package_init.py.j2",
-        header=HEADER.format(source=", ".join(p for _, p in modules) or protocol.name),
+        header=HEADER.format(source=f"{display_root}/{protocol.name}"),
         doc=docstring(
             f"Bindings for the {protocol.name} protocol.\n\nModules:\n"
             + "\n".join(f"    {m}: from {p}" for m, p in modules),

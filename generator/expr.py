@@ -41,10 +41,11 @@ class Expr:
                 seen.append(node.id)
         return seen
 
-    def render(self, resolve: Callable[[str], str]) -> str:
+    def render(self, resolve: Callable[[str], str], parens: bool = True) -> str:
         """Python source for the expression, each name replaced by ``resolve(name)``."""
         tree = _Rename(resolve).visit(_copy(self.tree))
-        return "(" + ast.unparse(tree) + ")"
+        text = ast.unparse(tree)
+        return f"({text})" if parens else text
 
 
 def parse(text: str | int | bool) -> Expr:

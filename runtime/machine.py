@@ -1,0 +1,195 @@
+"""A protocol-agnostic engine for the state machines that specs declare.
+
+Generated code describes each machine (states, transitions, how to find an entity's key in a
+command) and the request/response pairs; this engine keeps one state per entity, follows
+responses back to the entity whose request they answer, and refuses a command that arrives in
+a state where the spec does not allow it. It holds no sockets and does no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from runtime.errors import ProtoframeError
+
+
+class ProtocolViolation(ProtoframeError):
+    """A command was sent or received in a state where the protocol does not allow it."""
+
+    def __init__(self, machine: str, key: Hashable, state: str, direction: str,
+                 command: str) -> None:
+        who = machine if key is None else f"{machine} {key!r}"
+        super().__init__(f"{who}: cannot {direction} {command} in state {state!r}")
+        self.machine = machine
+        self.key = key
+        self.state = state
+        self.direction = direction
+        self.command = command
+
+
+class Direction(Enum):
+    """Which way a command travels, from the point of view of the side that runs the engine."""
+
+    SEND = "send"
+    RECEIVE = "receive"
+
+    def flipped(self) -> Direction:
+        return Direction.RECEIVE if self is Direction.SEND else Direction.SEND
+
+
+Guard = Callable[[Any], bool]
+KeyOf = Callable[[str, Any], Hashable]
+NO_KEY: Hashable = object()  # "this command says nothing about this machine's entities"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One transition: in ``source``, on a command (or a named event), go to ``target``."""
+
+    source: str
+    target: str
+    direction: Direction | None
+    command: str | None
+    event: str | None = None
+    guard: Guard | None = None
+
+
+@dataclass
+class MachineDef:
+    """A machine as the spec declares it, from the client's point of view."""
+
+    name: str
+    initial: str
+    rules: list[Rule]
+    key_of: KeyOf | None  # None for a machine with a single, keyless entity
+    index: dict[tuple[str, Direction | None, str], list[Rule]] = field(default_factory=dict)
+    vocabulary: set[tuple[Direction, str]] = field(default_factory=set)
+    terminal: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        sources = {r.source for r in self.rules}
+        for rule in self.rules:
+            what = rule.command if rule.command is not None else f"event:{rule.event}"
+            self.index.setdefault((rule.source, rule.direction, what), []).append(rule)
+            if rule.direction is not None and rule.command is not None:
+                self.vocabulary.add((rule.direction, rule.command))
+        self.terminal = {r.target for r in self.rules} - sources
+
+
+@dataclass(frozen=True)
+class Interaction:
+    """A request and the commands that may answer it, matched on ``correlate`` fields."""
+
+    request: str
+    answers: frozenset[str]
+    correlate: tuple[str, ...]
+
+
+class MachineSet:
+    """The states of every entity on one connection, for one side (client or server)."""
+
+    def __init__(self, machines: list[MachineDef], interactions: list[Interaction],
+                 field_of: Callable[[Any, str], Any], server: bool = False) -> None:
+        self.machines = {m.name: m for m in machines}
+        self.interactions = interactions
+        self.server = server
+        self._field_of = field_of
+        self.states: dict[str, dict[Hashable, str]] = {m.name: {} for m in machines}
+        self._pending: dict[tuple[str, tuple[Any, ...]], list[tuple[str, Hashable]]] = {}
+        self._by_request = {i.request: i for i in interactions}
+        self._answering: dict[str, list[Interaction]] = {}
+        for i in interactions:
+            for name in i.answers:
+                self._answering.setdefault(name, []).append(i)
+
+    def state(self, machine: str, key: Hashable = None) -> str:
+        """Current state of one entity (the initial state if it was never seen)."""
+        return self.states[machine].get(key, self.machines[machine].initial)
+
+    def sent(self, command: str, body: Any) -> None:
+        """Record a command this side sends; raises ``ProtocolViolation`` if not allowed."""
+        self._apply(Direction.RECEIVE if self.server else Direction.SEND, command, body)
+
+    def received(self, command: str, body: Any) -> None:
+        """Record a command this side received; raises ``ProtocolViolation`` if not allowed."""
+        self._apply(Direction.SEND if self.server else Direction.RECEIVE, command, body)
+
+    def event(self, machine: str, name: str, key: Hashable = None) -> None:
+        """Apply a named event (such as ``close``) to one entity."""
+        m = self.machines[machine]
+        state = self.state(machine, key)
+        rules = m.index.get((state, None, f"event:{name}"))
+        if not rules:
+            raise ProtocolViolation(machine, key, state, "handle event", name)
+        self._move(m, key, rules[0].target)
+
+    def _apply(self, direction: Direction, command: str, body: Any) -> None:
+        routed = self._route_answer(command, body)
+        for m in self.machines.values():
+            if (direction, command) not in m.vocabulary:
+                continue
+            if routed is not None:
+                if routed[0] != m.name:
+                    continue
+                key: Hashable = routed[1]
+            elif m.key_of is None:
+                if command in self._answering and self._owned_elsewhere(command, m.name):
+                    continue
+                key = None
+            else:
+                key = m.key_of(command, body)
+                if key is NO_KEY:
+                    continue
+            self._transition(m, key, direction, command, body)
+        request = self._by_request.get(command)
+        if request is not None and direction is Direction.SEND:
+            owner = self._owner(command, body)
+            values = tuple(self._field_of(body, f) for f in request.correlate)
+            self._pending.setdefault((command, values), []).append(owner)
+
+    def _owned_elsewhere(self, command: str, machine: str) -> bool:
+        # A keyless machine (the connection) sees an answer only if nothing else claimed it.
+        return any(self.machines[n].key_of is not None for n in self.machines if n != machine
+                   and any(c == command for _, c in self.machines[n].vocabulary))
+
+    def _owner(self, command: str, body: Any) -> tuple[str, Hashable]:
+        for m in self.machines.values():
+            if (Direction.SEND, command) in m.vocabulary or \
+                    (Direction.RECEIVE, command) in m.vocabulary:
+                if m.key_of is None:
+                    return (m.name, None)
+                key = m.key_of(command, body)
+                if key is not NO_KEY:
+                    return (m.name, key)
+        return ("", None)
+
+    def _route_answer(self, command: str, body: Any) -> tuple[str, Hashable] | None:
+        """The (machine, key) whose pending request this command answers, if any."""
+        for interaction in self._answering.get(command, []):
+            values = tuple(self._field_of(body, f) for f in interaction.correlate)
+            waiting = self._pending.get((interaction.request, values))
+            if waiting:
+                owner = waiting.pop(0)
+                if not waiting:
+                    del self._pending[(interaction.request, values)]
+                return owner if owner[0] else None
+        return None
+
+    def _transition(self, m: MachineDef, key: Hashable, direction: Direction, command: str,
+                    body: Any) -> None:
+        state = self.states[m.name].get(key, m.initial)
+        for rule in m.index.get((state, direction, command), []):
+            if rule.guard is None or rule.guard(body):
+                self._move(m, key, rule.target)
+                return
+        raise ProtocolViolation(m.name, key, state, direction.value, command)
+
+    def _move(self, m: MachineDef, key: Hashable, target: str) -> None:
+        # Entities that reach a final state are forgotten, so their ids can be used again.
+        if target in m.terminal:
+            self.states[m.name].pop(key, None)
+        else:
+            self.states[m.name][key] = target

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import jinja2
 
+from generator.client_view import build_client_module
 from generator.errors import SpecError, SpecErrors
 from generator.frame_model import load_frame_spec
 from generator.frames_view import build_frames_module
@@ -98,6 +99,10 @@ def _render_protocol(
             out.files[f"{protocol.name}/machines.py"] = wrap_source(
                 render(env, "python/machines.py.j2", m=build_machines_module(spec)))
             modules.append(("machines", display))
+        if spec.requests:
+            out.files[f"{protocol.name}/client.py"] = wrap_source(
+                render(env, "python/client.py.j2", m=build_client_module(spec)))
+            modules.append(("client", display))
     out.files[f"{protocol.name}/__init__.py"] = render(
         env,
         "python/package_init.py.j2",

@@ -91,7 +91,7 @@ def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
     functions += [
         "",
         "",
-        "def _field_of(body: Any, name: str) -> Any:",
+        "def field_of(body: Any, name: str) -> Any:",
         '    """A correlation or key field of a command body, by its spec name."""',
         "    return getattr(body, _ATTRS.get(name, name))",
         "",
@@ -120,7 +120,7 @@ def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
         name_table=name_table,
         hooks=hooks,
         body_expr=body_expr,
-        exports=sorted([f"{title}Protocol", "MACHINES", "INTERACTIONS", "command_of"]
+        exports=sorted([f"{title}Protocol", "MACHINES", "INTERACTIONS", "command_of", "field_of"]
                        + [m.enum for m in machines]),
     )
 

@@ -27,7 +27,17 @@ def wrap_source(text: str, limit: int = LIMIT) -> str:
     return "\n".join(out)
 
 
-def _wrap_line(line: str, limit: int) -> list[str]:
+def _wrap_line(line: str, limit: int, depth: int = 0) -> list[str]:
+    out: list[str] = []
+    for piece in _wrap_once(line, limit):
+        if len(piece) > limit and piece != line and depth < 4:
+            out.extend(_wrap_line(piece, limit, depth + 1))
+        else:
+            out.append(piece)
+    return out
+
+
+def _wrap_once(line: str, limit: int) -> list[str]:
     indent = line[: len(line) - len(line.lstrip())]
     body = line.strip()
     inner_indent = indent + "    "
@@ -42,6 +52,13 @@ def _wrap_line(line: str, limit: int) -> list[str]:
         else:
             lines = [inner_indent + p.strip() + "," for p in parts if p.strip()]
         return [indent + head, *lines, indent + tail]
+    parts = _split_commas(body.rstrip(","))
+    statement = body.endswith(":") or body.split(" ", 1)[0] in (
+        "for", "if", "elif", "while", "with", "def", "class", "return", "raise", "assert", "del",
+        "import", "from", "yield", "lambda")
+    if len(parts) > 1 and _assignment(body) is None and not statement:
+        # A continuation line holding several arguments: one per line.
+        return [indent + p.strip() + "," for p in parts]
     for prefix in ("return ", "raise "):
         if body.startswith(prefix):
             return [indent + prefix + "(", inner_indent + body[len(prefix):], indent + ")"]

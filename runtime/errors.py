@@ -105,3 +105,24 @@ class ChecksumFailure(ChecksumMismatchError):
         super().__init__(message)
         self.value = value
         self.pos = pos  # where decoding stopped, after the value
+
+
+class ConnectionClosed(ProtoframeError, ConnectionError):
+    """The connection closed while a request was waiting for its answer."""
+
+
+class RequestTimeout(ProtoframeError, TimeoutError):
+    """A request got no answer within its timeout."""
+
+
+class RequestFailed(ProtoframeError):
+    """The peer answered a request with one of the spec's error responses.
+
+    ``command`` is the spec's name of the answering command and ``body`` the decoded body;
+    protocol clients turn these into more specific exceptions.
+    """
+
+    def __init__(self, command: str, body: object, message: str | None = None) -> None:
+        super().__init__(message or f"request failed: {command} {body!r}")
+        self.command = command
+        self.body = body

@@ -5,4 +5,5 @@ Modules:
     pulsar_api: from specs/pulsar/PulsarApi.proto
     frames: from specs/pulsar/pulsar.yaml
     machines: from specs/pulsar/pulsar.yaml
+    client: from specs/pulsar/pulsar.yaml
 """

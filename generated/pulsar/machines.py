@@ -34,6 +34,7 @@ __all__ = [
     "ProducerState",
     "PulsarProtocol",
     "command_of",
+    "field_of",
     "ProtocolViolation",
 ]
 
@@ -142,7 +143,7 @@ _LOOKUP_KEYED = frozenset({
 })
 
 
-def _field_of(body: Any, name: str) -> Any:
+def field_of(body: Any, name: str) -> Any:
     """A correlation or key field of a command body, by its spec name."""
     return getattr(body, _ATTRS.get(name, name))
 
@@ -364,7 +365,7 @@ class PulsarProtocol:
     def __init__(
         self, *, server: bool = False, max_frame_size: int = frames.DEFAULT_MAX_FRAME_SIZE
     ) -> None:
-        self.machines = MachineSet(MACHINES, INTERACTIONS, _field_of, server=server)
+        self.machines = MachineSet(MACHINES, INTERACTIONS, field_of, server=server)
         self.decoder = frames.StreamDecoder(max_frame_size)
 
     def send(self, frame: frames.Frame) -> bytes:

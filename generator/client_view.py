@@ -1,0 +1,237 @@
+"""The Python view of a spec's request/response pairs (``client.py``).
+
+One typed coroutine per declared request: it builds the command from keyword arguments,
+numbers it with the spec's allocated id field, sends it through any object with an async
+``send_frame`` and waits for the answer the correlation fields pick out. Error responses
+become ``RequestFailed``; a closed connection fails every waiting request.
+"""
+
+from __future__ import annotations
+
+import keyword
+from dataclasses import dataclass
+
+from generator.frame_ir import CommandInfo, FrameField, FrameSpec, Request, StructDef
+from generator.ir import Field, Label, Presence
+from generator.machines_view import snake
+from generator.pyview import docstring, q
+
+
+@dataclass
+class MethodView:
+    name: str
+    params: list[str]  # parameter declarations after self
+    doc: str
+    request: str
+    response: str
+    response_type: str
+    body_lines: list[str]
+    key_expr: str
+
+
+@dataclass
+class ClientModuleView:
+    source: str
+    module_doc: str
+    class_name: str
+    class_doc: str
+    frame_name: str
+    local_imports: list[str]
+    methods: list[MethodView]
+    answers: list[str]
+    allocate: str | None
+    exports: list[str]
+    uses_uuid: bool = False
+
+
+class _Types:
+    def __init__(self, spec: FrameSpec) -> None:
+        self.spec = spec
+        self.modules: set[str] = set()
+        self.uses_uuid = False
+
+    def proto(self, full_name: str, py_path: str) -> str:
+        module = self.spec.proto_modules[full_name]
+        self.modules.add(module)
+        return f"{module}.{py_path}"
+
+    def body_type(self, info: CommandInfo) -> str:
+        if info.proto is not None:
+            return self.proto(info.proto.message.full_name, info.proto.message.py_path)
+        return f"frames.{info.body_type}"
+
+    def field_ann(self, f: Field) -> str:
+        t = f.type
+        if t.kind == "enum" and t.enum is not None:
+            value = self.proto(t.enum.full_name, t.enum.py_path)
+        elif t.kind == "message" and t.message is not None:
+            value = self.proto(t.message.full_name, t.message.py_path)
+        else:
+            value = {"string": "str", "bytes": "bytes", "bool": "bool", "float": "float",
+                     "double": "float"}.get(t.kind, "int")
+        if f.is_map and f.map_key is not None and f.map_value is not None:
+            return "dict[Any, Any]"
+        if f.label is Label.REPEATED:
+            return f"list[{value}]"
+        return value
+
+
+def build_client_module(spec: FrameSpec) -> ClientModuleView:
+    types = _Types(spec)
+    frame_extra = [f for f in spec.frame.data_fields
+                   if f.dispatch_on is None and f.kind != "switch"]
+    methods = [_method(spec, types, r, frame_extra) for r in spec.requests]
+    answers: dict[str, list[str]] = {}
+    for r in spec.requests:
+        for name in [r.response, *r.errors]:
+            answers.setdefault(name, []).append(
+                f"({q(r.request)}, {_tuple([q(c) for c in r.correlate])})")
+    answer_lines = [f"    {q(name)}: ({', '.join(v)},)," for name, v in sorted(answers.items())]
+    title = "".join(p.capitalize() for p in spec.protocol.replace("-", "_").split("_"))
+    return ClientModuleView(
+        source=spec.path,
+        module_doc=docstring(
+            f"Typed request methods of the {spec.protocol} protocol, generated from "
+            f"{spec.path}.\n\nEach method sends one request and returns the answer the spec "
+            "pairs with it, correlated by the spec's fields; the transport is any object with "
+            "``async send_frame(frame)`` that passes received frames to ``handle_frame``.", ""),
+        class_name=f"{title}Requests",
+        class_doc=docstring(
+            f"Typed requests over one {spec.protocol} connection.\n\nFeed every received frame "
+            "to ``handle_frame``; call ``connection_lost`` when the connection ends so that no "
+            "request is left waiting.", "    "),
+        frame_name=spec.frame.name,
+        local_imports=["from . import " + ", ".join(["frames", *sorted(types.modules)])],
+        uses_uuid=types.uses_uuid,
+        methods=methods,
+        answers=answer_lines,
+        allocate=spec.allocate,
+        exports=[f"{title}Requests", "FrameSender"],
+    )
+
+
+def _tuple(items: list[str]) -> str:
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+
+def _param_name(name: str, taken: set[str]) -> str:
+    out = name
+    if keyword.iskeyword(out) or out in ("self", "timeout"):
+        out += "_"
+    while out in taken:
+        out += "_"
+    taken.add(out)
+    return out
+
+
+def _method(spec: FrameSpec, types: _Types, r: Request,
+            frame_extra: list[FrameField]) -> MethodView:
+    info = spec.commands[r.request]
+    response = spec.commands[r.response]
+    required: list[str] = []
+    optional: list[str] = []
+    assigns: list[str] = []
+    taken: set[str] = set()
+    key_values: list[str] = []
+    if info.proto is not None:
+        msg = info.proto.message
+        for f in msg.fields:
+            if f.proto_name == spec.allocate:
+                assigns.append(f"{f.py_name}={f.py_name}")
+                continue
+            pname = _param_name(f.py_name, taken)
+            ann = types.field_ann(f)
+            if f.presence is Presence.REQUIRED:
+                required.append(f"{pname}: {ann}")
+            elif f.presence is Presence.IMPLICIT:
+                optional.append(f"{pname}: {ann} = {_zero(ann)}")
+            else:
+                optional.append(f"{pname}: {ann} | None = None")
+            assigns.append(f"{f.py_name}={pname}")
+        body_type = types.body_type(info)
+        build = [f"body = {body_type}(" + ", ".join(assigns) + ")"]
+        envelope = next(f for f in spec.frame.fields if f.dispatch_on is not None)
+        assert envelope.message is not None and envelope.dispatch_on is not None
+        env_type = types.proto(envelope.message.full_name, envelope.message.py_path)
+        enum = envelope.dispatch_on.type.enum
+        assert enum is not None
+        enum_ref = types.proto(enum.full_name, enum.py_path)
+        command = (f"{env_type}({envelope.dispatch_on.py_name}={enum_ref}."
+                   f"{info.proto.enum_member}, {info.proto.field.py_name}=body)")
+        frame_args = [f"{envelope.name}={command}"]
+        correlate_attr = {f.proto_name: f"body.{f.py_name}" for f in msg.fields}
+    else:
+        assert info.case is not None
+        struct: StructDef = info.case.structs[0]
+        for sf in struct.data_fields:
+            if sf.name == spec.allocate:
+                assigns.append(f"{sf.name}={sf.name}")
+                continue
+            pname = _param_name(sf.name, taken)
+            ann = _struct_ann(types, sf)
+            if sf.optional:
+                optional.append(f"{pname}: {ann} | None = None")
+            else:
+                required.append(f"{pname}: {ann}")
+            assigns.append(f"{sf.name}={pname}")
+        build = [f"body = frames.{struct.name}(" + ", ".join(assigns) + ")"]
+        switch = next(f for f in spec.frame.fields if f.kind == "switch")
+        frame_args = [f"{switch.name}=body"]
+        correlate_attr = {sf.name: f"body.{sf.name}" for sf in struct.data_fields}
+    for extra in frame_extra:
+        pname = _param_name(extra.name, taken)
+        ann = _struct_ann(types, extra)
+        optional.append(f"{pname}: {ann} | None = None")
+        frame_args.append(f"{extra.name}={pname}")
+    for c in r.correlate:
+        key_values.append(correlate_attr[c])
+    lines = []
+    if spec.allocate is not None and spec.allocate in (info.body_fields or {}):
+        lines.append(f"{spec.allocate} = self.next_id()")
+    lines += build
+    lines.append(f"frame = frames.{spec.frame.name}(" + ", ".join(frame_args) + ")")
+    key = "(" + ", ".join(key_values) + ("," if len(key_values) == 1 else "") + ")"
+    response_type = types.body_type(response)
+    params = [*required, "*", *optional, "timeout: float | None = None"] if optional or True \
+        else required
+    doc = (f"Send {r.request} and return its {r.response}"
+           + (f"; raises ``RequestFailed`` on {', '.join(r.errors)}" if r.errors else "")
+           + ".")
+    return MethodView(
+        name=r.method,
+        params=params,
+        doc=docstring(doc, "        "),
+        request=r.request,
+        response=r.response,
+        response_type=response_type,
+        body_lines=lines,
+        key_expr=key,
+    )
+
+
+def _zero(ann: str) -> str:
+    return {"str": '""', "bytes": 'b""', "bool": "False", "float": "0.0"}.get(ann, "0")
+
+
+def _struct_ann(types: _Types, f: FrameField) -> str:
+    if f.kind in ("int", "varint"):
+        return "int"
+    if f.kind == "bool":
+        return "bool"
+    if f.kind == "bytes":
+        return "bytes"
+    if f.kind == "string":
+        return "str"
+    if f.kind == "uuid":
+        types.uses_uuid = True
+        return "UUID"
+    if f.kind == "proto" and f.message is not None:
+        return types.proto(f.message.full_name, f.message.py_path)
+    if f.struct is not None:
+        return f"frames.{f.struct.name}"
+    if f.kind == "array" and f.element is not None:
+        return f"list[{_struct_ann(types, f.element)}]"
+    return "Any"
+
+
+__all__ = ["build_client_module", "snake"]

@@ -1,0 +1,93 @@
+"""Request correlation: one future per request, found again by the fields that answer it.
+
+Keys are whatever the generated client derives from the spec (for Pulsar: the request kind
+plus request_id, or producer_id and sequence_id for sends). Two requests may share a key (a
+peer may reuse ids); answers then go to the oldest one, first come first served.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Hashable
+from typing import Any
+
+from runtime.errors import ConnectionClosed, RequestTimeout
+
+
+class RequestTable:
+    """Pending requests of one connection."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[Hashable, list[asyncio.Future[Any]]] = {}
+        self._closed: BaseException | None = None
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self._waiting.values())
+
+    def expect(self, key: Hashable) -> asyncio.Future[Any]:
+        """Register a request about to be sent; its answer will complete the future."""
+        if self._closed is not None:
+            raise ConnectionClosed(str(self._closed))
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiting.setdefault(key, []).append(future)
+        return future
+
+    def answer(self, key: Hashable, value: Any) -> bool:
+        """Complete the oldest request waiting on ``key``; False if none was waiting."""
+        waiting = self._waiting.get(key)
+        while waiting:
+            future = waiting.pop(0)
+            if not waiting:
+                del self._waiting[key]
+            if not future.done():
+                future.set_result(value)
+                return True
+            waiting = self._waiting.get(key)
+        return False
+
+    def is_waiting(self, key: Hashable) -> bool:
+        return bool(self._waiting.get(key))
+
+    def forget(self, key: Hashable, future: asyncio.Future[Any]) -> None:
+        waiting = self._waiting.get(key)
+        if waiting and future in waiting:
+            waiting.remove(future)
+            if not waiting:
+                del self._waiting[key]
+
+    async def wait(self, key: Hashable, future: asyncio.Future[Any], timeout: float | None,
+                   what: str) -> Any:
+        """Wait for an answer; on timeout forget the request and raise ``RequestTimeout``."""
+        try:
+            return await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            self.forget(key, future)
+            raise RequestTimeout(f"{what}: no answer within {timeout} s") from None
+        except asyncio.CancelledError:
+            self.forget(key, future)
+            raise
+
+    def fail_all(self, exc: BaseException) -> None:
+        """Fail every pending request (the connection is gone); later ``expect`` calls fail too."""
+        self._closed = exc
+        waiting, self._waiting = self._waiting, {}
+        for futures in waiting.values():
+            for future in futures:
+                if not future.done():
+                    future.set_exception(exc)
+
+    def reopen(self) -> None:
+        """Accept requests again (after a reconnect)."""
+        self._closed = None
+
+
+class IdAllocator:
+    """Request ids: 0, 1, 2, ... wrapping at ``limit``."""
+
+    def __init__(self, limit: int = 2**63) -> None:
+        self._counter = itertools.count()
+        self._limit = limit
+
+    def __call__(self) -> int:
+        return next(self._counter) % self._limit

@@ -13,6 +13,7 @@ from pathlib import Path
 import jinja2
 
 from generator.client_view import build_client_module
+from generator.docs_view import build_protocol_doc
 from generator.errors import SpecError, SpecErrors
 from generator.frame_model import load_frame_spec
 from generator.frames_view import build_frames_module
@@ -31,6 +32,7 @@ class Output:
     """Generated files keyed by their path relative to the output directory."""
 
     files: dict[str, str] = field(default_factory=dict)
+    docs: dict[str, str] = field(default_factory=dict)  # relative to the docs directory
     protocols: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -66,6 +68,8 @@ def generate(spec_dir: Path, display_root: str, protocols: list[str] | None = No
             _render_protocol(env, spec_dir, display_root, protocol, out)
         except SpecErrors as exc:
             errors.extend(exc.errors)
+        except SpecError as exc:
+            errors.append(exc)
         out.timings[name] = time.perf_counter() - started
     if errors:
         raise SpecErrors(errors)
@@ -103,6 +107,7 @@ def _render_protocol(
             out.files[f"{protocol.name}/client.py"] = wrap_source(
                 render(env, "python/client.py.j2", m=build_client_module(spec)))
             modules.append(("client", display))
+        out.docs[f"{protocol.name}.md"] = build_protocol_doc(env, spec, protocol)
     out.files[f"{protocol.name}/__init__.py"] = render(
         env,
         "python/package_init.py.j2",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from generator.build import generate
 from generator.errors import SpecError, SpecErrors
-from generator.output import stale_files, write_files
+from generator.output import stale_docs, stale_files, write_docs, write_files
 
 EXIT_OK, EXIT_STALE, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -32,6 +32,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="directory with one sub-directory per protocol (default: specs)")
         p.add_argument("--out", default=argparse.SUPPRESS,
                        help="output directory (default: generated)")
+        p.add_argument("--docs-out", default=argparse.SUPPRESS,
+                       help="where protocol reference pages go (default: docs/protocols)")
         p.add_argument("--protocol", action="append", default=argparse.SUPPRESS,
                        help="only this protocol; may be repeated (default: all)")
     gen.add_argument("--check", action="store_true", default=argparse.SUPPRESS,
@@ -43,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     spec_dir = Path(getattr(args, "spec_dir", "specs"))
     out_dir = Path(getattr(args, "out", "generated"))
+    docs_dir = Path(getattr(args, "docs_out", "docs/protocols"))
     protocols: list[str] | None = getattr(args, "protocol", None)
     started = time.perf_counter()
     try:
@@ -57,18 +60,24 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     elapsed = time.perf_counter() - started
     if args.check:
-        stale = stale_files(out_dir, output.files, output.protocols)
+        stale = [(out_dir / rel).as_posix()
+                 for rel in stale_files(out_dir, output.files, output.protocols)]
+        stale += [(docs_dir / rel).as_posix()
+                  for rel in stale_docs(docs_dir, output.docs, output.protocols)]
         if stale:
-            for rel in stale:
-                print(f"stale: {(out_dir / rel).as_posix()}", file=sys.stderr)
+            for path in stale:
+                print(f"stale: {path}", file=sys.stderr)
             print("generated code is out of date: run `make generate` and commit the result",
                   file=sys.stderr)
             return EXIT_STALE
         print(f"generated code is up to date ({len(output.files)} files)")
         return EXIT_OK
-    changed = write_files(out_dir, output.files, output.protocols)
-    for rel in changed:
-        print(f"wrote {(out_dir / rel).as_posix()}")
+    changed = [(out_dir / rel).as_posix()
+               for rel in write_files(out_dir, output.files, output.protocols)]
+    changed += [(docs_dir / rel).as_posix()
+                for rel in write_docs(docs_dir, output.docs, output.protocols)]
+    for path in changed:
+        print(f"wrote {path}")
     print(f"{len(changed)} file(s) changed, {len(output.files)} checked, "
           f"protocols: {', '.join(output.protocols)} ({elapsed:.2f} s)")
     return EXIT_OK

@@ -37,6 +37,45 @@ def _owned_files(out_dir: Path, protocols: list[str]) -> list[str]:
     return owned
 
 
+def stale_docs(docs_dir: Path, docs: dict[str, str], protocols: list[str]) -> list[str]:
+    """Generated reference pages (``<protocol>.md``) that differ from ``docs`` or are missing."""
+    stale = []
+    for rel, text in sorted(docs.items()):
+        path = docs_dir / rel
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            stale.append(rel)
+    for protocol in protocols:
+        rel = f"{protocol}.md"
+        if rel not in docs and (docs_dir / rel).is_file() and _is_generated(docs_dir / rel):
+            stale.append(rel)
+    return stale
+
+
+def write_docs(docs_dir: Path, docs: dict[str, str], protocols: list[str]) -> list[str]:
+    """Make the generated reference pages match ``docs``; return the paths that changed."""
+    changed = stale_docs(docs_dir, docs, protocols)
+    for rel in changed:
+        target = docs_dir / rel
+        if rel not in docs:
+            target.unlink()
+        else:
+            _atomic_write(target, docs[rel])
+    return changed
+
+
+def _atomic_write(target: Path, text: str) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
 def _is_generated(path: Path) -> bool:
     try:
         with path.open(encoding="utf-8") as fh:
@@ -57,14 +96,5 @@ def write_files(out_dir: Path, files: dict[str, str], protocols: list[str]) -> l
         if rel not in files:
             target.unlink()
             continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-                fh.write(files[rel])
-            os.replace(tmp, target)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        _atomic_write(target, files[rel])
     return changed

@@ -2,7 +2,9 @@
 
 Built from a YAML spec by ``frame_model``, after JSON Schema and semantic validation. Every
 reference is resolved here (struct names, proto messages, size and count targets), so the
-code view only has to read it.
+code view only has to read it. The keys of the spec language are described in
+``spec_schema.json`` (each one's ``description``); how they map onto the IR is noted on
+``FrameField``, ``StructDef`` and ``Request``.
 """
 
 from __future__ import annotations
@@ -33,7 +35,11 @@ class Compression:
 
 @dataclass
 class Case:
-    """One alternative of a switch: the value, its command name and its layouts."""
+    """One alternative of a switch: the value, its command name and its layouts.
+
+    A case written as one struct name has the same layout both ways (``to_server is
+    to_client``); a case with only one direction is unknown in the other.
+    """
 
     value: int
     name: str
@@ -42,8 +48,27 @@ class Case:
 
     @property
     def structs(self) -> list[StructDef]:
+        """The distinct layouts of this case, to-server first."""
         out = [s for s in (self.to_server, self.to_client) if s is not None]
         return out if out[0] is not out[-1] else out[:1]
+
+    @property
+    def directional(self) -> bool:
+        return self.to_server is not self.to_client
+
+
+@dataclass
+class Param:
+    """A value a struct needs from the struct that contains it (``params:``).
+
+    Params are in scope in the struct's expressions; they are not stored in the struct's
+    instances, so its ``encode``/``decode`` methods take them as keyword arguments and a
+    containing struct passes them with ``args:``.
+    """
+
+    name: str
+    kind: str  # "int" or "bool"
+    location: SourceLocation
 
 
 @dataclass
@@ -59,7 +84,24 @@ class ProtoCommand:
 
 @dataclass
 class FrameField:
-    """One item of a struct layout."""
+    """One item of a struct layout.
+
+    A field is *data* (an attribute of the generated class) unless it is *computed*: a
+    constant, a size, a count, a checksum, a switch key or a ``value:`` expression, all worked
+    out on encode and read (and checked where possible) on decode. Beyond that:
+
+    - ``derive``: the field has no bytes of its own (``wire`` is False); decode evaluates the
+      expression over earlier fields. Alone it is a data field some ``value:`` expression
+      writes (bit-fields: ``flags`` with ``value: a | b << 2`` and ``a`` with
+      ``derive: flags & 3``); encode checks that deriving it back gives the stored value.
+      With ``value``/``count_of`` it is a computed local, e.g. a count split over two fields.
+    - ``when`` on a computed field: absent, it reads as ``default`` (0), so expressions that
+      use it stay integers.
+    - ``const`` with ``when_peek`` (``marker``): an optional constant stored as a bool.
+    - ``size_range``: the field holds the byte size of the fields ``from``..``to``.
+    - ``args``: values for the params of the struct the field holds, expressions in the
+      holder's scope (``_index`` is an array element's position).
+    """
 
     name: str
     kind: str  # int, varint, bool, uuid, bytes, string, proto, struct, array, switch, blocks
@@ -70,7 +112,9 @@ class FrameField:
     order: str = "big"
     const: int | None = None
     value: Expr | None = None
+    derive: Expr | None = None  # no bytes of its own: decode computes it from earlier fields
     size_of: str | None = None  # target field name or "rest"
+    size_range: tuple[str, str] | None = None  # size_of: {from, to}: bytes of several fields
     count_of: str | None = None
     checksum: Checksum | None = None
     when: Expr | None = None
@@ -88,6 +132,8 @@ class FrameField:
     commands: list[ProtoCommand] = field(default_factory=list)
     element: FrameField | None = None  # array element (a nameless field)
     count: Expr | None = None
+    count_from_field: bool = False  # count comes from a count_of field (always consistent)
+    args: dict[str, Expr] = field(default_factory=dict)  # params of the struct it holds
     until_end: bool = False
     compression: Compression | None = None
     switch_on: str | None = None
@@ -97,13 +143,25 @@ class FrameField:
     block_size: int = 8192
     max_blocks: int | None = None
 
+    is_switch_key: bool = False
+
+    @property
+    def marker(self) -> bool:
+        """A constant whose presence is tested by peeking: stored as a bool (True = present)."""
+        return self.const is not None and self.when_peek is not None
+
     @property
     def computed(self) -> bool:
         """Computed fields are derived on encode and checked on decode, never stored."""
-        return (self.const is not None or self.value is not None or self.size_of is not None
-                or self.count_of is not None or self.checksum is not None or self.is_switch_key)
+        return ((self.const is not None and not self.marker) or self.value is not None
+                or self.size_of is not None or self.size_range is not None
+                or self.count_of is not None or self.checksum is not None
+                or self.is_switch_key)
 
-    is_switch_key: bool = False
+    @property
+    def wire(self) -> bool:
+        """Whether the field has bytes of its own (``derive`` fields have none)."""
+        return self.derive is None
 
     @property
     def optional(self) -> bool:
@@ -112,6 +170,8 @@ class FrameField:
     @property
     def fixed_size(self) -> int | None:
         """Bytes this field always takes, or None when it varies."""
+        if not self.wire:
+            return 0
         if self.optional:
             return None
         if self.kind == "int":
@@ -127,11 +187,20 @@ class FrameField:
 
 @dataclass
 class StructDef:
+    """A struct (or the frame): its fields in wire order, params and trailing-bytes policy.
+
+    ``trailing == "ignore"``: decoding skips whatever is left of the region the struct is
+    decoded in (its declared size, the switch body or block content, the frame) after the last
+    field, for protocols whose peers append fields older peers do not know.
+    """
+
     name: str
     doc: str
     fields: list[FrameField]
     location: SourceLocation
     is_frame: bool = False
+    params: list[Param] = field(default_factory=list)
+    trailing: str = "error"  # "error": bytes after the last field are an error; "ignore": skipped
 
     def field(self, name: str) -> FrameField | None:
         return next((f for f in self.fields if f.name == name), None)
@@ -146,8 +215,11 @@ class Request:
     request: str
     response: str
     errors: list[str]
-    correlate: list[str]
+    correlate: list[str]  # every correlation field, in spec order
     method: str
+    # The subset of ``correlate`` that are data fields of the frame itself (e.g. a serial
+    # number in the frame header) rather than fields of the command bodies.
+    frame_correlate: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -26,6 +26,7 @@ from generator.frame_ir import (
     FrameField,
     FrameSpec,
     Machine,
+    Param,
     ProtoCommand,
     Request,
     StructDef,
@@ -147,22 +148,29 @@ class _Builder:
         raw_structs: LocDict = root.get("structs", LocDict())
         for name, body in raw_structs.items():
             self.structs[name] = StructDef(name, body.get("doc", ""), [],
-                                           self.loc(["structs", name], key=True))
+                                           self.loc(["structs", name], key=True),
+                                           params=self.params(body, ["structs", name]),
+                                           trailing=body.get("trailing", "error"))
         frame_raw = root["frame"]
         frame_name = frame_raw["name"]
         if frame_name in self.structs:
             self.error(f"frame name {frame_name!r} is also a struct name", ["frame", "name"])
+        if "params" in frame_raw:
+            self.error("the frame cannot take params (nothing holds it)", ["frame", "params"],
+                       key=True)
         frame = StructDef(frame_name, frame_raw.get("doc", ""), [], self.loc(["frame"]),
-                          is_frame=True)
+                          is_frame=True, trailing=frame_raw.get("trailing", "error"))
         self.structs[frame_name] = frame
         for name, body in raw_structs.items():
             self.structs[name].fields = self.fields(body["fields"], ["structs", name, "fields"])
         frame.fields = self.fields(frame_raw["fields"], ["frame", "fields"])
         for struct in self.structs.values():
             self.resolve_struct(struct, struct.is_frame)
+        for struct in self.structs.values():
+            self.check_uses(struct)
         commands = self.commands(frame)
         interactions = root.get("interactions", LocDict())
-        requests = self.requests(interactions, commands)
+        requests = self.requests(interactions, commands, frame)
         one_way = self.command_list(interactions, "one_way", commands)
         server_push = self.command_list(interactions, "server_push", commands)
         allocate = interactions.get("allocate")
@@ -186,6 +194,16 @@ class _Builder:
         )
 
     # -- fields -------------------------------------------------------------------------------
+    def params(self, body: LocDict, path: PathT) -> list[Param]:
+        out: list[Param] = []
+        for name, kind in body.get("params", LocDict()).items():
+            ppath = [*path, "params", name]
+            if keyword.iskeyword(name) or name.startswith("_") or name in _RESERVED_PARAMS:
+                self.error(f"invalid param name {name!r}: a Python keyword, a private name or "
+                           "a name the generated methods use", ppath, key=True)
+            out.append(Param(name, "bool" if kind == "bool" else "int", self.loc(ppath, True)))
+        return out
+
     def fields(self, raw: LocList, path: PathT) -> list[FrameField]:
         out: list[FrameField] = []
         seen: set[str] = set()
@@ -212,7 +230,20 @@ class _Builder:
         f.const = item.get("const")
         if "value" in item:
             f.value = self.expr(item["value"], [*path, "value"])
-        f.size_of = item.get("size_of")
+        if "derive" in item:
+            f.derive = self.expr(item["derive"], [*path, "derive"])
+            if kind not in INT_TYPES and kind not in ("varint", "bool"):
+                self.error("derive: needs an integer or bool field", [*path, "derive"])
+            clash = [k for k in ("when", "when_peek", "when_remaining", "const", "size_of",
+                                 "checksum") if k in item]
+            if clash:
+                self.error(f"derive: cannot be combined with {', '.join(clash)}",
+                           [*path, "derive"])
+        size_of = item.get("size_of")
+        if isinstance(size_of, dict):
+            f.size_range = (size_of["from"], size_of["to"])
+            size_of = None
+        f.size_of = size_of
         f.count_of = item.get("count_of")
         if "checksum" in item:
             f.checksum = Checksum(item["checksum"]["algorithm"], item["checksum"]["from"])
@@ -220,6 +251,9 @@ class _Builder:
             f.when = self.expr(item["when"], [*path, "when"])
         if "when_peek" in item:
             f.when_peek = (item["when_peek"]["type"], item["when_peek"]["equals"])
+            if f.const is not None and (f.kind != "int" or f.when_peek != (kind, f.const)):
+                self.error("a constant with when_peek is a marker: it must peek its own type "
+                           "and value", [*path, "when_peek"])
         f.when_remaining = bool(item.get("when_remaining", False))
         f.default = item.get("default")
         f.length = item.get("length")
@@ -247,9 +281,11 @@ class _Builder:
             if "count" in item:
                 f.count = self.expr(item["count"], [*path, "count"])
             f.until_end = bool(item.get("until_end", False))
-            if f.count is None and not f.until_end and "count" not in item:
-                self.error("an array needs count: <expression> or until_end: true",
-                           [*path, "type"])
+        if "args" in item:
+            for name, text in item["args"].items():
+                arg = self.expr(text, [*path, "args", name])
+                if arg is not None:
+                    f.args[name] = arg
         if kind == "switch":
             f.switch_on = item.get("on")
             if f.switch_on is None or "cases" not in item:
@@ -263,13 +299,6 @@ class _Builder:
             f.block_length = item.get("block_length", "u32")
             f.block_size = item.get("block_size", 8192)
             f.max_blocks = item.get("max_blocks")
-        if kind in ("string", "bytes") and f.length is None and f.size is None \
-                and f.prefix is None and kind == "string":
-            self.error("a string needs prefix: <u8|u16|u32|varint> or size: <field|rest>",
-                       [*path, "type"])
-        if kind == "bytes" and f.length is None and f.size is None and f.prefix is None:
-            self.error("bytes need length: N, prefix: <type> or size: <field|rest>",
-                       [*path, "type"])
         return f
 
     def element(self, of: str, path: PathT) -> FrameField:
@@ -357,10 +386,17 @@ class _Builder:
     def resolve_struct(self, struct: StructDef, is_frame: bool) -> None:
         path: PathT = ["frame"] if is_frame else ["structs", struct.name]
         names = [f.name for f in struct.fields]
+        params = [p.name for p in struct.params]
+        for p in struct.params:
+            if p.name in names:
+                self.error(f"param {p.name!r} has the name of a field", [*path, "params", p.name],
+                           key=True)
         for i, f in enumerate(struct.fields):
             fpath = [*path, "fields", i]
             earlier = names[:i]
             later = names[i + 1 :]
+            if f.size_range is not None:
+                self.resolve_range(struct, f, later, fpath)
             if f.size_of is not None and f.size_of != "rest":
                 if f.size_of not in later:
                     self.error(f"size_of: {f.size_of!r} is not a field after {f.name!r}",
@@ -381,6 +417,17 @@ class _Builder:
                                [*fpath, "count_of"])
                 else:
                     target.count = parse(f.name)
+                    target.count_from_field = True
+            if f.kind == "string" and f.length is None and f.size is None and f.prefix is None:
+                self.error("a string needs prefix: <u8|u16|u32|varint>, size: <field|rest> or "
+                           "a size_of field before it", [*fpath, "type"])
+            if f.kind == "bytes" and f.length is None and f.size is None and f.prefix is None:
+                self.error("bytes need length: N, prefix: <type>, size: <field|rest> or a "
+                           "size_of field before them", [*fpath, "type"])
+            if f.kind == "array" and f.count is None and not f.until_end and \
+                    "count" not in self.raw_field(path, i):
+                self.error("an array needs count: <expression>, a count_of field or "
+                           "until_end: true", [*fpath, "type"])
             if f.checksum is not None and f.checksum.start not in later:
                 self.error(f"checksum from: {f.checksum.start!r} is not a field after "
                            f"{f.name!r}", [*fpath, "checksum", "from"])
@@ -396,13 +443,29 @@ class _Builder:
                                         for g in struct.fields[i + 1 :]):
                 self.error("when_remaining fields must come after every required field",
                            [*fpath, "when_remaining"])
-            for expr, key_name in ((f.when, "when"), (f.count, "count"), (f.value, "value")):
+            exprs: list[tuple[Expr | None, PathT]] = [
+                (f.when, ["when"]), (f.count, ["count"]), (f.value, ["value"]),
+                (f.derive, ["derive"])]
+            exprs += [(e, ["args", n]) for n, e in f.args.items()]
+            for expr, key_path in exprs:
                 if expr is None:
                     continue
+                key_name = key_path[0]
                 for name in expr.names:
-                    if name not in earlier and not (key_name == "value" and name in names):
-                        self.error(f"{key_name}: {name!r} does not name a field before "
-                                   f"{f.name!r}", [*fpath, key_name])
+                    if name in params or name in earlier:
+                        continue
+                    if key_name == "value" and name in names:
+                        continue
+                    if key_name == "args" and name == "_index" and f.kind == "array":
+                        continue
+                    self.error(f"{key_name}: {name!r} does not name a field before "
+                               f"{f.name!r} or a param", [*fpath, *key_path])
+            if f.derive is not None and not f.computed:
+                feeds = [g.name for g in struct.fields
+                         if g.value is not None and f.name in g.value.names]
+                if not feeds:
+                    self.error(f"{f.name!r} is derived on decode but no value: expression puts "
+                               "it on the wire", [*fpath, "derive"])
             if f.size is not None and f.size != "rest":
                 self.resolve_size(struct, f, earlier, fpath)
             if f.compression is not None:
@@ -412,6 +475,64 @@ class _Builder:
                         self.error(f"compression {key_name}: {ref!r} does not name a field "
                                    f"decoded before {f.name!r}",
                                    [*fpath, "compression", key_name])
+
+    def raw_field(self, path: PathT, i: int) -> LocDict:
+        node: Any = self.root
+        for step in [*path, "fields", i]:
+            node = node[step]
+        assert isinstance(node, LocDict)
+        return node
+
+    def resolve_range(self, struct: StructDef, f: FrameField, later: list[str],
+                      fpath: PathT) -> None:
+        assert f.size_range is not None
+        start, stop = f.size_range
+        for key, name in (("from", start), ("to", stop)):
+            if name not in later:
+                self.error(f"size_of {key}: {name!r} is not a field after {f.name!r}",
+                           [*fpath, "size_of", key])
+                return
+        if later.index(start) > later.index(stop):
+            self.error(f"size_of: {start!r} comes after {stop!r}", [*fpath, "size_of"])
+        if f.kind != "int":
+            self.error("a size_of range is patched after encoding, so it needs a fixed-width "
+                       "integer", [*fpath, "type"])
+        if f.optional:
+            self.error("a size_of range cannot be optional", [*fpath, "size_of"])
+
+    def check_uses(self, struct: StructDef) -> None:
+        """Args match the params of the struct each field holds; ``trailing: ignore`` fits."""
+        path: PathT = ["frame"] if struct.is_frame else ["structs", struct.name]
+        for i, f in enumerate(struct.fields):
+            fpath = [*path, "fields", i]
+            held = f.element.struct if f.element is not None else f.struct
+            if held is not None:
+                wanted = {p.name for p in held.params}
+                for name in f.args:
+                    if name not in wanted:
+                        self.error(f"{held.name} has no param {name!r}", [*fpath, "args", name],
+                                   key=True)
+                missing = sorted(wanted - set(f.args))
+                if missing:
+                    self.error(f"{held.name} needs args for {', '.join(missing)}", fpath)
+            elif f.args:
+                self.error("args: only apply to a field holding a struct", [*fpath, "args"],
+                           key=True)
+            if not struct.is_frame and any(c.directional for c in f.cases):
+                self.error("cases with to_server/to_client layouts are only possible in the "
+                           "frame, whose decoder knows the direction", [*fpath, "cases"])
+            for case in f.cases:
+                for target in case.structs:
+                    if target.params:
+                        self.error(f"switch case {target.name} takes params, which a switch "
+                                   "cannot pass", [*fpath, "cases"])
+            bounded = bool(f.size or f.prefix or f.length) or f.kind == "blocks"
+            last = i == len(struct.fields) - 1
+            ignoring = [t for t in ([held] if held is not None else []) +
+                        [t for c in f.cases for t in c.structs] if t.trailing == "ignore"]
+            if ignoring and not bounded and (not last or f.kind == "array"):
+                self.error(f"{ignoring[0].name} ignores trailing bytes, so unsized it would "
+                           f"swallow what follows {f.name!r}", fpath)
 
     def resolve_size(self, struct: StructDef, f: FrameField, earlier: list[str],
                      fpath: PathT) -> None:
@@ -431,7 +552,10 @@ class _Builder:
         if target.kind not in ("int", "varint"):
             self.error(f"size: {head!r} is not an integer field", [*fpath, "size"])
             return
-        if target.size_of not in (None, f.name):
+        names = [g.name for g in struct.fields]
+        if target.size_of not in (None, f.name) and (target.size_of == "rest"
+                                                      or target.size_of in names):
+            # A size_of that names nothing was reported already; one mistake, one error.
             self.error(f"{head!r} measures {target.size_of!r}, not {f.name!r}", [*fpath, "size"])
         target.size_of = f.name
         f.size_field = target
@@ -472,7 +596,10 @@ class _Builder:
                     body_fields={x.name: x.name for x in struct.data_fields}, case=case)
         return out
 
-    def requests(self, raw: LocDict, commands: dict[str, CommandInfo]) -> list[Request]:
+    def requests(self, raw: LocDict, commands: dict[str, CommandInfo],
+                 frame: StructDef) -> list[Request]:
+        frame_data = {f.name for f in frame.data_fields
+                      if f.kind not in ("switch", "proto", "struct", "blocks", "array")}
         out: list[Request] = []
         for i, item in enumerate(raw.get("requests", [])):
             path: PathT = ["interactions", "requests", i]
@@ -487,14 +614,21 @@ class _Builder:
             if not ok:
                 continue
             correlate = list(item.get("correlate", []))
+            on_frame: list[str] = []
             for j, cname in enumerate(correlate):
-                for name in names:
-                    if cname not in commands[name].body_fields:
-                        self.error(f"correlation field {cname!r} is not a field of {name}",
-                                   [*path, "correlate", j])
+                if all(cname in _fields_of(commands[n], k == 0)
+                       for k, n in enumerate(names)):
+                    continue
+                if cname in frame_data:
+                    on_frame.append(cname)
+                    continue
+                bad = next(n for k, n in enumerate(names)
+                           if cname not in _fields_of(commands[n], k == 0))
+                self.error(f"correlation field {cname!r} is not a field of {bad} nor a data "
+                           f"field of {frame.name}", [*path, "correlate", j])
             method = item.get("method") or _method_name(commands[item["request"]])
             out.append(Request(item["request"], item["response"], list(item.get("errors", [])),
-                               correlate, method))
+                               correlate, method, on_frame))
         methods = [r.method for r in out]
         for i, r in enumerate(out):
             if methods.count(r.method) > 1 and methods.index(r.method) != i:
@@ -515,6 +649,15 @@ class _Builder:
     def machine(self, name: str, raw: LocDict, commands: dict[str, CommandInfo]) -> Machine:
         path: PathT = ["machines", name]
         states = list(raw["states"])
+        members: dict[str, str] = {}
+        for i, state in enumerate(states):
+            # States become enum members in upper case, so `idle` and `Idle` collide too.
+            other = members.get(state.upper())
+            if other is not None:
+                what = f"duplicate state {state!r}" if other == state else \
+                    f"state {state!r} clashes with {other!r} (both become {state.upper()})"
+                self.error(what, [*path, "states", i])
+            members.setdefault(state.upper(), state)
         if raw["initial"] not in states:
             self.error(f"initial state {raw['initial']!r} is not in states", [*path, "initial"])
         key = raw.get("key")
@@ -542,6 +685,20 @@ class _Builder:
                     self.error(f"key {key!r} is not a field of {cmd}, which creates a "
                                f"{name}", [*path, "key"])
         return Machine(name, raw.get("doc", ""), key, raw["initial"], states, transitions)
+
+
+# Names the generated encode/decode methods use for their own parameters and locals.
+_RESERVED_PARAMS = {"self", "cls", "buf", "pos", "end", "out", "data", "to_server", "obj",
+                    "item", "bad", "vend", "content", "parts", "used", "n", "cases", "exc",
+                    "decode_body", "view", "block", "actual", "max_size", "i", "frame"}
+
+
+def _fields_of(info: CommandInfo, sent: bool) -> set[str]:
+    """Data fields of a command's body in one direction (to the server when ``sent``)."""
+    if info.case is not None:
+        struct = (info.case.to_server if sent else info.case.to_client) or info.case.structs[0]
+        return {f.name for f in struct.data_fields}
+    return set(info.body_fields)
 
 
 def _upper_snake(name: str) -> str:

@@ -1,16 +1,24 @@
 """The Python view of a frame spec: classes, straight-line codecs and the frame-length probe.
 
 Each struct becomes a slots dataclass holding only its data fields; computed fields (constants,
-sizes, counts, checksums, switch keys) are derived on encode and checked on decode, so a value
-built by hand can never disagree with its own header.
+sizes, counts, checksums, switch keys, ``value:`` expressions) are derived on encode and checked
+on decode, so a value built by hand can never disagree with its own header.
+
+Expressions are rendered twice, once per direction. On decode a field name is the local
+``f_<name>`` holding what was read (or derived); on encode a data field is ``self.<name>`` and a
+computed field is the local ``v_<name>`` once the encoder has worked it out. Params are keyword
+arguments of both methods; ``_index`` is the position of an array element.
 """
 
 from __future__ import annotations
 
+import ast
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from generator.errors import SpecError, SpecErrors
-from generator.frame_ir import CommandInfo, FrameField, FrameSpec, StructDef
+from generator.expr import Expr
+from generator.frame_ir import INT_TYPES, CommandInfo, FrameField, FrameSpec, StructDef
 from generator.pyview import bytes_literal, docstring, q
 
 _STRUCT_CODES = {(1, False): "B", (2, False): "H", (4, False): "I", (8, False): "Q",
@@ -24,8 +32,12 @@ class ClassView:
     fields: list[tuple[str, str]]  # (name, "annotation[ = default]")
     encode_lines: list[str]
     decode_lines: list[str]
-    decode_params: str
+    decode_params: str  # parameters of decode_from after cls
     extra_lines: list[str]
+    encode_params: str = ""  # keyword parameters of encode/encode_to after self (", *, ...")
+    encode_args: str = ""  # how encode() passes them on to encode_to
+    decode_kw: str = ""  # keyword parameters of decode after data
+    decode_args: str = ""  # how decode() passes them on to decode_from
 
 
 @dataclass
@@ -45,6 +57,7 @@ class FramesModuleView:
     stream_args: str
     command_table: list[str]
     exports: list[str]
+    stream_doc: str = ""
 
 
 @dataclass
@@ -53,6 +66,7 @@ class _Ctx:
     packers: dict[str, str] = field(default_factory=dict)
     proto_modules: set[str] = field(default_factory=set)
     uses: set[str] = field(default_factory=set)
+    tables: list[str] = field(default_factory=list)  # module-level tables after the classes
 
     def packer(self, width: int, signed: bool, order: str) -> str:
         code = ("<" if order == "little" else ">") + _STRUCT_CODES[(width, signed)]
@@ -80,23 +94,39 @@ def build_frames_module(spec: FrameSpec) -> FramesModuleView:
     length_lines = _length_lines(ctx, spec.frame, errors)
     if errors:
         raise SpecErrors(errors)
-    directional = any(c.to_server is not c.to_client for f in spec.frame.fields for c in f.cases)
-    command_table = _command_table(ctx, spec)
-    imports = ["from struct import Struct"]
+    directional = _directional(spec.frame)
+    command_table = _command_table(ctx, spec) + ctx.tables
+    imports = ["from dataclasses import dataclass", "from struct import Struct",
+               "from struct import error as struct_error", "from typing import Self"]
+    if "Callable" in ctx.uses:
+        imports.append("from collections.abc import Callable")
     if "UUID" in ctx.uses:
         imports.append("from uuid import UUID")
+    imports.sort(key=lambda line: line.split()[1])
+    ctx.uses.add("errors:ValueOutOfRangeError")
+    ctx.uses.add("errors:SizeMismatchError")
     runtime: dict[str, list[str]] = {}
-    for use in sorted(ctx.uses - {"UUID"}):
+    for use in sorted(ctx.uses - {"UUID", "Callable"}):
         module, name = use.split(":")
         runtime.setdefault(module, []).append(name)
     runtime_imports = []
     for m, names in sorted(runtime.items()):
-        line = f"from runtime.{m} import {', '.join(names)}"
+        plain = [n for n in names if " as " not in n]
+        # isort keeps each aliased import on its own line.
+        runtime_imports += [f"from runtime.{m} import {n}" for n in names if " as " in n]
+        if not plain:
+            continue
+        line = f"from runtime.{m} import {', '.join(plain)}"
         if len(line) > 100:
-            line = f"from runtime.{m} import (\n" + "".join(f"    {n},\n" for n in names) + ")"
+            line = f"from runtime.{m} import (\n" + "".join(f"    {n},\n" for n in plain) + ")"
         runtime_imports.append(line)
     runtime_imports.append("from runtime.stream import FrameStream")
-    doc = spec.doc or f"Frames of the {spec.protocol} protocol."
+    doc = spec.doc.strip() or f"Frames of the {spec.protocol} protocol."
+    stream_doc = ("Incremental decoder: ``feed(data)`` returns every "
+                  f"{spec.frame.name} the bytes complete.")
+    if directional:
+        stream_doc += ("\n\nLayouts differ by direction: pass ``to_server=True`` to decode "
+                       "what a client sends (the server's side), False for what it receives.")
     return FramesModuleView(
         source=spec.path,
         module_doc=docstring(f"{doc}\n\nFrame layouts and codecs generated from {spec.path}.", ""),
@@ -113,7 +143,12 @@ def build_frames_module(spec: FrameSpec) -> FramesModuleView:
         stream_args=", to_server=to_server" if directional else "",
         command_table=command_table,
         exports=sorted([c.name for c in classes] + ["StreamDecoder", "frame_length"]),
+        stream_doc=docstring(stream_doc, "    "),
     )
+
+
+def _directional(s: StructDef) -> bool:
+    return s.is_frame and any(c.directional for f in s.fields for c in f.cases)
 
 
 def _dependency_order(spec: FrameSpec) -> list[StructDef]:
@@ -143,6 +178,107 @@ def _struct_deps(f: FrameField) -> list[StructDef]:
     for c in f.cases:
         deps += c.structs
     return deps
+
+
+def _held(f: FrameField) -> StructDef | None:
+    """The struct a struct, blocks or array-of-struct field holds."""
+    if f.element is not None:
+        return f.element.struct
+    return f.struct if f.kind in ("struct", "blocks") else None
+
+
+def _error(f: FrameField, message: str) -> SpecError:
+    return SpecError(message, f.location.path, f.location.line, f.location.column)
+
+
+# ---------------------------------------------------------------------------------------------
+# expressions
+
+
+def _raise(exc: str, message: str, *, fmt: bool = True, extra: str = "",
+           suffix: str = "") -> list[str]:
+    """``raise exc(message[, extra])[ suffix]``, split so that no line needs wrapping.
+
+    The wrapper that runs over generated code cannot split string literals, and the depth a
+    line ends up at is not known here, so long messages become adjacent literals, broken at
+    spaces outside ``{...}``.
+    """
+    prefix = "f" if fmt and "{" in message else ""
+    one = f"raise {exc}({prefix}{q(message)}{extra}){suffix}"
+    if len(one) <= 76:
+        return [one]
+    pieces: list[str] = []
+    depth, start = 0, 0
+    for i, ch in enumerate(message):
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        if ch == " " and depth == 0 and i - start >= 40:
+            pieces.append(message[start : i + 1])
+            start = i + 1
+    pieces.append(message[start:])
+    lines = [f"raise {exc}("]
+    lines += [f"    {prefix if '{' in piece else ''}{q(piece)}" for piece in pieces]
+    if extra:
+        lines[-1] += extra
+    return [*lines, f"){suffix}"]
+
+
+def _indent(lines: list[str], depth: int = 1) -> list[str]:
+    return ["    " * depth + line for line in lines]
+
+
+def _render(expr: Expr, s: StructDef, resolve: Callable[[str], str], where: FrameField,
+            parens: bool = True) -> str:
+    """Python source for ``expr``: names through ``resolve``, dotted proto fields by py name."""
+    tree = ast.parse(expr.text, mode="eval")
+
+    class Rewrite(ast.NodeTransformer):
+        def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+            chain: list[str] = []
+            cur: ast.expr = node
+            while isinstance(cur, ast.Attribute):
+                chain.append(cur.attr)
+                cur = cur.value
+            if not isinstance(cur, ast.Name):
+                return self.generic_visit(node)
+            chain.reverse()
+            head = s.field(cur.id)
+            new: ast.expr = ast.Name(id=resolve(cur.id), ctx=ast.Load())
+            for attr in _attr_names(head, chain, expr, where):
+                new = ast.Attribute(value=new, attr=attr, ctx=ast.Load())
+            return new
+
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            if node.id == "len":
+                return node
+            return ast.Name(id=resolve(node.id), ctx=ast.Load())
+
+    text = ast.unparse(Rewrite().visit(tree))
+    return f"({text})" if parens else text
+
+
+def _attr_names(head: FrameField | None, chain: list[str], expr: Expr,
+                where: FrameField) -> list[str]:
+    """Python attribute names for ``head.a.b...``: proto fields by py name, struct fields as is."""
+    out: list[str] = []
+    msg = head.message if head is not None else None
+    struct = head.struct if head is not None and head.kind == "struct" else None
+    for part in chain:
+        if msg is not None:
+            pf = next((x for x in msg.fields if x.proto_name == part), None)
+            if pf is None:
+                raise _error(where, f"{expr.text!r}: {msg.proto_name} has no field {part!r}")
+            out.append(pf.py_name)
+            msg, struct = pf.type.message, None
+        elif struct is not None:
+            sf = struct.field(part)
+            if sf is None or sf.computed:
+                raise _error(where, f"{expr.text!r}: {struct.name} has no data field {part!r}")
+            out.append(part)
+            msg = sf.message
+            struct = sf.struct if sf.kind == "struct" else None
+        else:
+            raise _error(where, f"{expr.text!r}: cannot look up {part!r} here")
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -201,7 +337,9 @@ def _class_view(ctx: _Ctx, s: StructDef, aliases: list[str]) -> ClassView:
             if len(alias) > 100:
                 alias = f"{_alias_name(s, f)} = (\n    " + "\n    | ".join(members) + "\n)"
             aliases.append(alias)
-        if f.when_remaining and f.default is not None:
+        if f.marker:
+            fields.append((f.name, "bool = False"))
+        elif f.when_remaining and f.default is not None:
             fields.append((f.name, f"{ann} = {_literal(f.default)}"))
         elif f.optional:
             fields.append((f.name, f"{ann} | None = None"))
@@ -211,23 +349,64 @@ def _class_view(ctx: _Ctx, s: StructDef, aliases: list[str]) -> ClassView:
     documented = [f for f in s.data_fields if f.doc]
     if documented:
         doc_lines += ["", "Attributes:"] + [f"    {f.name}: {f.doc}" for f in documented]
-    directional = s.is_frame and any(c.to_server is not c.to_client
-                                     for f in s.fields for c in f.cases)
-    params = "buf: bytes, pos: int, end: int" + (", to_server: bool = False"
-                                                 if directional else "")
+    if s.params:
+        doc_lines += ["", "Encoding and decoding need the params "
+                      + ", ".join(f"``{p.name}``" for p in s.params)
+                      + ", which the enclosing layout passes."]
+    params = "buf: bytes, pos: int, end: int"
+    kw = ""
+    if s.params:
+        kw = ", *, " + ", ".join(f"{p.name}: {p.kind}" for p in s.params)
+    elif _directional(s):
+        kw = ", to_server: bool = False"
+    args = "".join(f", {p.name}={p.name}" for p in s.params)
+    if _directional(s):
+        args = ", to_server=to_server"
     return ClassView(
         name=s.name,
         doc=docstring("\n".join(doc_lines), "    "),
         fields=fields,
         encode_lines=_Encoder(ctx, s).lines(),
         decode_lines=_Decoder(ctx, s).lines(),
-        decode_params=params,
+        decode_params=params + kw,
         extra_lines=_extras(ctx, s),
+        encode_params=", *, " + ", ".join(f"{p.name}: {p.kind}" for p in s.params)
+        if s.params else "",
+        encode_args="".join(f", {p.name}={p.name}" for p in s.params),
+        decode_kw=kw,
+        decode_args=args,
     )
 
 
 def _literal(value: object) -> str:
     return q(value) if isinstance(value, str) else repr(value)
+
+
+def _call_args(args: dict[str, Expr], s: StructDef, resolve: Callable[[str], str],
+               where: FrameField) -> str:
+    return "".join(f", {name}={_render(e, s, resolve, where, False)}"
+                   for name, e in args.items())
+
+
+def _range_starts(s: StructDef, f: FrameField) -> list[FrameField]:
+    return [g for g in s.fields if g.size_range is not None and g.size_range[0] == f.name]
+
+
+def _range_ends(s: StructDef, f: FrameField) -> list[FrameField]:
+    return [g for g in s.fields if g.size_range is not None and g.size_range[1] == f.name]
+
+
+def _fixed_width(f: FrameField) -> int | None:
+    """Bytes a field takes when present (ignoring whether it is optional)."""
+    if f.kind == "int":
+        return f.width
+    if f.kind == "bool":
+        return 1
+    if f.kind == "uuid":
+        return 16
+    if f.kind == "bytes" and f.length is not None:
+        return f.length
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -240,9 +419,27 @@ class _Decoder:
         self.s = s
         self.out: list[str] = []
         self.consumes_rest = False
+        self.in_range = 0
+        self.range_marks: list[int] = []
+        # Whether ``end`` is a size the bytes announced (a size_of: rest field was read) rather
+        # than the end of the input: overrunning an announced size is a mismatch, overrunning
+        # the input is truncation.
+        self.bounded = not s.is_frame
+        self.params = {p.name for p in s.params}
+        self.index = "_"
 
     def where(self, f: FrameField) -> str:
         return q(f"{self.s.name}.{f.name}")
+
+    def name(self, n: str) -> str:
+        if n in self.params:
+            return n
+        if n == "_index":
+            return self.index
+        return "f_" + n
+
+    def render(self, expr: Expr, f: FrameField, parens: bool = True) -> str:
+        return _render(expr, self.s, self.name, f, parens)
 
     def lines(self) -> list[str]:
         s = self.s
@@ -253,20 +450,39 @@ class _Decoder:
             self.ctx.uses.add("errors:ChecksumFailure")
         for f in s.fields:
             self.field(f)
-        if self.consumes_rest:
+        if s.trailing == "ignore":
+            self.out.append("pos = end  # trailing bytes this spec does not know are skipped")
+        elif self.consumes_rest:
             self.ctx.uses.add("errors:SizeMismatchError")
-            self.out += ["if pos != end:",
-                         f"    raise SizeMismatchError(f\"{s.name}: {{end - pos}} bytes left "
-                         "over after the last field\")"]
+            self.out += ["if pos != end:", *_indent(_raise(
+                "SizeMismatchError", f"{s.name}: {{end - pos}} bytes left over after the "
+                "last field"))]
         args = ", ".join(f"{f.name}=f_{f.name}" for f in s.data_fields)
-        self.out.append(f"obj = cls({args})")
+        # Decoded values skip the keyword constructor: every field is already checked here.
+        self.out.append("obj = cls.__new__(cls)")
+        self.out += [f"obj.{f.name} = f_{f.name}" for f in s.data_fields]
+        del args
         for f in s.fields:
-            if f.checksum is not None:
+            if f.checksum is not None and not self.early_checksum(f):
                 self.checksum_check(f)
         if checksum_wrap:
             self.out += ["if bad is not None:", "    raise ChecksumFailure(str(bad), obj, pos)"]
         self.out.append("return obj, pos")
         return self.out
+
+    def early_check(self, f: FrameField) -> list[str]:
+        assert f.checksum is not None
+        algo = f.checksum.algorithm
+        self.ctx.uses.add(f"checksums:{algo}")
+        self.ctx.uses.add("errors:ChecksumFailure")
+        return [
+            f"actual = {algo}(memoryview(buf)[pos:end])",
+            f"if actual != f_{f.name}:",
+            "    raise ChecksumFailure(",
+            f"        f\"{self.s.name}.{f.name}: {algo} {{actual:#010x}} != sent "
+            f"{{f_{f.name}:#010x}}\", None, end",
+            "    )",
+        ]
 
     def checksum_check(self, f: FrameField) -> None:
         assert f.checksum is not None
@@ -284,24 +500,75 @@ class _Decoder:
         ]
 
     def need(self, n: str, f: FrameField) -> list[str]:
-        self.ctx.uses.add("protowire:truncated")
-        return [f"if pos + {n} > end:", f"    raise truncated({self.where(f)})"]
+        return [f"if pos + {n} > end:", *_indent(self.overrun(f, f"needs {n} more bytes"))]
+
+    def overrun(self, f: FrameField, detail: str) -> list[str]:
+        """The raise for a declared size that runs past the available bytes."""
+        if not self.bounded and not self.in_range:
+            self.ctx.uses.add("protowire:truncated")
+            return [f"raise truncated({self.where(f)})"]
+        self.ctx.uses.add("errors:SizeMismatchError")
+        return _raise("SizeMismatchError", f"{self.s.name}.{f.name}: {detail}")
+
+    def early_checksum(self, f: FrameField) -> bool:
+        """Whether a checksum can be verified as soon as it is read.
+
+        It can when its range starts right after it and runs to the end of a struct that
+        fills its region; checking first means corrupt content is never parsed, as the Java
+        client does, and the error still reaches the caller as a ``ChecksumFailure``.
+        """
+        if f.checksum is None or not self.consumes_to_end():
+            return False
+        names = [g.name for g in self.s.fields]
+        i = names.index(f.name)
+        return i + 1 < len(names) and names[i + 1] == f.checksum.start
+
+    def consumes_to_end(self) -> bool:
+        return any(g.size == "rest" or g.until_end or g.when_remaining or g.size_of == "rest"
+                   for g in self.s.fields)
 
     def field(self, f: FrameField) -> None:
         s = self.s
-        if any(g.checksum is not None and g.checksum.start == f.name for g in s.fields):
+        if any(g.checksum is not None and g.checksum.start == f.name
+               and not self.early_checksum(g) for g in s.fields):
             self.out.append(f"s_{f.name} = pos")
+        for g in _range_starts(s, f):
+            self.ctx.uses.add("errors:SizeMismatchError")
+            self.out += [
+                f"e_{g.name} = end",
+                f"end = pos + f_{g.name}",
+                f"if end > e_{g.name}:",
+                *_indent(_raise("SizeMismatchError", f"{s.name}.{g.name}: {{f_{g.name}}} "
+                                "bytes run past the end of the enclosing region")),
+            ]
+            self.in_range += 1
+            self.range_marks.append(len(self.out))
         body = self.read(f)
-        if f.when_remaining:
-            self.consumes_rest = True
+        if self.early_checksum(f):
+            body += self.early_check(f)
+        if not f.wire:
+            self.out += body
+        elif f.marker:
+            assert f.const is not None
+            width = f.width
+            packer = self.ctx.packer(width, f.signed, f.order)
+            self.out += [f"f_{f.name} = False",
+                         f"if pos + {width} <= end and {packer}.unpack_from(buf, pos)[0] == "
+                         f"{f.const:#x}:",
+                         f"    f_{f.name} = True",
+                         f"    pos += {width}"]
+        elif f.when_remaining:
+            if not self.in_range:
+                self.consumes_rest = True
             default = _literal(f.default) if f.default is not None else "None"
             self.out.append(f"f_{f.name} = {default}")
-            self.out.append("if pos < end:")
+            fixed = _fixed_width(f)
+            self.out.append(f"if end - pos >= {fixed}:" if fixed else "if pos < end:")
+            if fixed and body[0].startswith("if pos + ") and "raise truncated" in body[1]:
+                body = body[2:]  # the guard above already made sure the bytes are there
             self.out += ["    " + line for line in body]
         elif f.when_peek is not None:
             kind, equals = f.when_peek
-            from generator.frame_ir import INT_TYPES
-
             width, signed = INT_TYPES[kind]
             packer = self.ctx.packer(width, signed, self.s_order())
             self.out.append(f"f_{f.name} = None")
@@ -309,12 +576,29 @@ class _Decoder:
                             f"{equals:#x}:")
             self.out += ["    " + line for line in body]
         elif f.when is not None:
-            cond = f.when.render(lambda n: f"f_{n}")
-            self.out.append(f"f_{f.name} = None")
+            cond = self.render(f.when, f, parens=False)
+            absent = "None" if not f.computed else _literal(f.default or 0)
+            self.out.append(f"f_{f.name} = {absent}")
             self.out.append(f"if {cond}:")
             self.out += ["    " + line for line in body]
         else:
             self.out += body
+        for g in _range_ends(s, f):
+            self.in_range -= 1
+            # Running out of bytes inside the range means its declared size is too small.
+            mark = self.range_marks.pop()
+            self.ctx.uses.add("errors:TruncatedError")
+            self.out[mark:] = [
+                "try:", *_indent(self.out[mark:]), "except TruncatedError as exc:",
+                *_indent(_raise("SizeMismatchError", f"{s.name}.{g.name}: {{f_{g.name}}} "
+                                "bytes declared, too few for the content ({exc})",
+                                suffix=" from exc"))]
+            self.out += [
+                "if pos != end:",
+                *_indent(_raise("SizeMismatchError", f"{s.name}.{g.name}: {{end - pos}} of "
+                                f"the {{f_{g.name}}} bytes declared are not used")),
+                f"end = e_{g.name}",
+            ]
 
     def s_order(self) -> str:
         return self.ctx.spec.byte_order
@@ -323,7 +607,11 @@ class _Decoder:
         if f.kind == "varint":
             self.ctx.uses.add("protowire:read_varint")
             self.ctx.uses.add("protowire:truncated")
-            return [f"{target}, pos = read_varint(buf, pos)", "if pos > end:",
+            return ["try:",
+                    f"    {target}, pos = read_varint(buf, pos)",
+                    "except IndexError:",
+                    f"    raise truncated({self.where(f)}) from None",
+                    "if pos > end:",
                     f"    raise truncated({self.where(f)})"]
         if f.kind == "bool":
             return [*self.need("1", f), f"{target} = buf[pos] != 0", "pos += 1"]
@@ -339,26 +627,29 @@ class _Decoder:
         if f.length is not None:
             return self.need(str(f.length), f) + [f"vend = pos + {f.length}"], "vend"
         if f.size == "rest":
-            self.consumes_rest = True
+            if not self.in_range:
+                self.consumes_rest = True
             return [], "end"
         if f.size is not None:
             ref = "f_" + f.size if "." not in f.size else self.dotted(f.size)
-            return [f"vend = pos + {ref}", "if vend > end:",
-                    f"    raise SizeMismatchError(f\"{self.s.name}.{f.name}: size {{{ref}}} "
-                    "runs past the end of its frame\")"], "vend"
+            check = "vend > end"
+            if f.size_field is None or f.size_field.signed:  # signed, or a proto field
+                check = f"{ref} < 0 or vend > end"
+            return [f"vend = pos + {ref}", f"if {check}:",
+                    *_indent(self.overrun(f, f"size {{{ref}}} runs past the end of its "
+                                             "region"))], "vend"
         if f.prefix is not None:
             fake = FrameField(name=f.name, kind="varint" if f.prefix == "varint" else "int",
                               doc="", location=f.location, order=self.s_order())
             if f.prefix != "varint":
-                from generator.frame_ir import INT_TYPES
-
                 fake.width, fake.signed = INT_TYPES[f.prefix]
             lines = self.int_read(fake, "n")
             self.ctx.uses.add("protowire:truncated")
             lines += ["vend = pos + n", "if n < 0 or vend > end:",
                       f"    raise truncated({self.where(f)})"]
             return lines, "vend"
-        self.consumes_rest = True
+        if not self.in_range:
+            self.consumes_rest = True
         return [], "end"
 
     def dotted(self, ref: str) -> str:
@@ -376,18 +667,25 @@ class _Decoder:
 
     def read(self, f: FrameField) -> list[str]:
         target = f"f_{f.name}"
+        if f.derive is not None:
+            if f.kind == "bool":
+                return [f"{target} = bool({self.render(f.derive, f, parens=False)})"]
+            return [f"{target} = {self.render(f.derive, f, parens=False)}"]
         if f.kind in ("int", "varint", "bool"):
             lines = self.int_read(f, target)
-            if f.const is not None:
+            if f.const is not None and not f.marker:
                 self.ctx.uses.add("errors:BadMagicError")
-                lines += [f"if {target} != {f.const:#x}:",
-                          f"    raise BadMagicError(f\"{self.s.name}.{f.name}: expected "
-                          f"{f.const:#x}, got {{{target}:#x}}\")"]
+                lines += [f"if {target} != {f.const:#x}:", *_indent(_raise(
+                    "BadMagicError", f"{self.s.name}.{f.name}: expected {f.const:#x}, got "
+                    f"{{{target}:#x}}"))]
             if f.size_of == "rest":
-                self.ctx.uses.add("protowire:truncated")
-                lines += [f"if pos + {target} > end:", f"    raise truncated({self.where(f)})",
+                check = f"{target} < 0 or " if f.signed else ""
+                lines += [f"if {check}pos + {target} > end:",
+                          *_indent(self.overrun(f, f"{{{target}}} bytes announced, "
+                                                   "{end - pos} there")),
                           f"end = pos + {target}"]
                 self.consumes_rest = True
+                self.bounded = True
             return lines
         if f.kind == "uuid":
             return [*self.need("16", f), f"{target} = UUID(bytes=buf[pos : pos + 16])",
@@ -404,30 +702,14 @@ class _Decoder:
                     self.ctx.uses.add("protowire:decode_str")
                     lines.append(f"{target} = decode_str(buf, pos, {vend}, {self.where(f)})")
             else:
-                assert f.message is not None
-                ref = self.ctx.proto_ref(f.message.py_path, f.message.full_name)
-                if f.dispatch_on is not None:
-                    self.ctx.uses.add("errors:MissingRequiredFieldError")
-                    self.ctx.uses.add("errors:UnknownCommandError")
-                    on = f.dispatch_on.proto_name
-                    lines += [
-                        "try:",
-                        f"    {target} = {ref}.decode_from(buf, pos, {vend})",
-                        "except MissingRequiredFieldError as exc:",
-                        f"    if exc.field_name != {q(on)}:",
-                        "        raise",
-                        f"    raise UnknownCommandError(\"{f.message.proto_name}.{on} is missing "
-                        "or not a known command type\") from exc",
-                    ]
-                    lines += self.dispatch_check(f, target)
-                else:
-                    lines.append(f"{target} = {ref}.decode_from(buf, pos, {vend})")
+                lines += self.sized_call(f, self.proto_read(f, target, vend), vend)
             lines.append(f"pos = {vend}")
             return lines
         if f.kind == "struct":
             assert f.struct is not None
             lines, vend = self.region_end(f) if (f.size or f.prefix or f.length) else ([], "end")
-            call = f"{f.struct.name}.decode_from(buf, pos, {vend})"
+            args = _call_args(f.args, self.s, self.name, f)
+            call = f"{f.struct.name}.decode_from(buf, pos, {vend}{args})"
             lines += self.struct_call(f, target, call, vend)
             return lines
         if f.kind == "array":
@@ -438,25 +720,63 @@ class _Decoder:
             return self.blocks(f, target)
         raise AssertionError(f.kind)
 
+    def proto_read(self, f: FrameField, target: str, vend: str) -> list[str]:
+        assert f.message is not None
+        ref = self.ctx.proto_ref(f.message.py_path, f.message.full_name)
+        if f.dispatch_on is None:
+            return [f"{target} = {ref}.decode_from(buf, pos, {vend})"]
+        self.ctx.uses.add("errors:MissingRequiredFieldError")
+        self.ctx.uses.add("errors:UnknownCommandError")
+        on = f.dispatch_on.proto_name
+        return [
+            "try:",
+            f"    {target} = {ref}.decode_from(buf, pos, {vend})",
+            "except MissingRequiredFieldError as exc:",
+            f"    if exc.field_name != {q(on)}:",
+            "        raise",
+            f"    raise UnknownCommandError(\"{f.message.proto_name}.{on} is missing "
+            "or not a known command type\") from exc",
+            *self.dispatch_check(f, target),
+        ]
+
+    def sized_call(self, f: FrameField, call_lines: list[str], vend: str) -> list[str]:
+        """Run a nested decode; inside a declared size, running out is a size mismatch."""
+        if vend == "end":
+            return call_lines
+        self.ctx.uses.add("errors:TruncatedError")
+        self.ctx.uses.add("errors:SizeMismatchError")
+        return ["try:", *_indent(call_lines),
+                "except TruncatedError as exc:",
+                *_indent(_raise("SizeMismatchError", f"{self.s.name}.{f.name}: declared size "
+                                "too small for the content ({exc})", suffix=" from exc"))]
+
     def struct_call(self, f: FrameField, target: str, call: str, vend: str) -> list[str]:
         assert f.struct is not None
         check = []
         if vend != "end":
             self.ctx.uses.add("errors:SizeMismatchError")
-            check = [f"if pos != {vend}:",
-                     f"    raise SizeMismatchError(\"{self.s.name}.{f.name}: content does not "
-                     "fill its declared size\")"]
+            check = [f"if pos != {vend}:", *_indent(_raise(
+                "SizeMismatchError", f"{self.s.name}.{f.name}: content does not fill its "
+                "declared size", fmt=False))]
         if not _has_checksum(f.struct):
-            return [f"{target}, pos = {call}", *check]
+            return [*self.sized_call(f, [f"{target}, pos = {call}"], vend), *check]
         return [
             "try:",
-            f"    {target}, pos = {call}",
+            *["    " + x for x in self.sized_call(f, [f"{target}, pos = {call}"], vend)],
             "except ChecksumFailure as exc:",
             "    bad = exc",
-            f"    assert isinstance(exc.value, {f.struct.name})",
-            f"    {target}, pos = exc.value, exc.pos",
+            *self.checksum_value(f, target),
             *check,
         ]
+
+    def checksum_value(self, f: FrameField, target: str) -> list[str]:
+        """Keep what a nested struct decoded before its checksum failed, if anything."""
+        assert f.struct is not None
+        if f.optional:
+            return [f"    {target} = exc.value if isinstance(exc.value, {f.struct.name}) "
+                    "else None", "    pos = exc.pos"]
+        return ["    if not isinstance(exc.value, " + f.struct.name + "):", "        raise",
+                f"    {target}, pos = exc.value, exc.pos"]
 
     def dispatch_check(self, f: FrameField, target: str) -> list[str]:
         assert f.dispatch_on is not None and f.message is not None
@@ -471,90 +791,114 @@ class _Decoder:
         assert f.element is not None
         el = f.element
         item_ann = _ann(self.ctx, self.s, el)
-        lines = [f"{target}: list[{item_ann}] = []"]
+        index = f"i_{f.name}" if any("_index" in e.names for e in f.args.values()) else "_"
+        self.index = index
+        items = f"a_{f.name}"
+        lines = [f"{items}: list[{item_ann}] = []"]
         if el.kind == "struct":
             assert el.struct is not None
-            one = [f"item, pos = {el.struct.name}.decode_from(buf, pos, end)",
-                   f"{target}.append(item)"]
+            args = _call_args(f.args, self.s, self.name, f)
+            one = [f"item, pos = {el.struct.name}.decode_from(buf, pos, end{args})",
+                   f"{items}.append(item)"]
+        elif el.kind == "uuid":
+            one = [*self.need("16", el), f"{items}.append(UUID(bytes=buf[pos : pos + 16]))",
+                   "pos += 16"]
         else:
-            one = [*self.int_read(el, "item"), f"{target}.append(item)"] if el.kind != "uuid" \
-                else [*self.need("16", el), f"{target}.append(UUID(bytes=buf[pos : pos + 16]))",
-                      "pos += 16"]
+            one = [*self.int_read(el, "item"), f"{items}.append(item)"]
         if f.until_end:
-            self.consumes_rest = True
+            if not self.in_range:
+                self.consumes_rest = True
             lines.append("while pos < end:")
+            if index != "_":
+                lines.append(f"    {index} = len({items})")
         else:
             assert f.count is not None
-            count = f.count.render(lambda n: f"f_{n}")
-            lines.append(f"for _ in range({count}):")
+            count = self.render(f.count, f, parens=False)
+            lines.append(f"for {index} in range({count}):")
         lines += ["    " + x for x in one]
+        lines.append(f"{target} = {items}")
+        self.index = "_"
         return lines
 
     def switch(self, f: FrameField, target: str) -> list[str]:
         self.ctx.uses.add("errors:UnknownCommandError")
+        self.ctx.uses.add("Callable")
         lines, vend = self.region_end(f) if (f.size or f.prefix) else ([], "end")
         key = f"f_{f.switch_on}"
-        table = _case_table(self.s, f, "to_client")
-        directional = any(c.to_server is not c.to_client for c in f.cases)
+        alias = _alias_name(self.s, f)
+        base = f"_{self.s.name.upper()}_{f.name.upper()}"
+        decoder_type = f"Callable[[bytes, int, int], tuple[{alias}, int]]"
+        directional = any(c.directional for c in f.cases)
         if directional:
-            lines.append(f"cases = {_case_table(self.s, f, 'to_server')} if to_server else "
-                         f"{table}")
+            for direction in ("to_server", "to_client"):
+                self.ctx.tables += _case_table(f, direction, f"{base}_{direction.upper()}",
+                                               decoder_type)
+            table = f"({base}_TO_SERVER if to_server else {base}_TO_CLIENT)"
+            unknown = "sent {'to' if to_server else 'from'} the server"
         else:
-            lines.append(f"cases = {table}")
+            self.ctx.tables += _case_table(f, "to_client", f"{base}_DECODERS", decoder_type)
+            table = f"{base}_DECODERS"
+            unknown = ""
         lines += [
-            f"decode_body = cases.get({key})",
+            f"decode_body = {table}.get({key})",
             "if decode_body is None:",
-            f"    raise UnknownCommandError(f\"{self.s.name}.{f.switch_on}: no layout for "
-            f"{{{key}}}\")",
-            f"{target}, pos = decode_body(buf, pos, {vend})",
+            *_indent(_raise("UnknownCommandError", f"{self.s.name}.{f.switch_on}: no layout "
+                            f"for {{{key}}}{' ' + unknown if unknown else ''}")),
         ]
+        lines += self.sized_call(f, [f"{target}, pos = decode_body(buf, pos, {vend})"], vend)
         if vend != "end":
             self.ctx.uses.add("errors:SizeMismatchError")
-            lines += [f"if pos != {vend}:",
-                      f"    raise SizeMismatchError(f\"{self.s.name}.{f.name}: body used {{pos}} "
-                      f"of {{{vend}}} bytes\")"]
+            lines += [f"if pos != {vend}:", *_indent(_raise(
+                "SizeMismatchError", f"{self.s.name}.{f.name}: {{{vend} - pos}} bytes of the "
+                "body left over"))]
         return lines
 
     def blocks(self, f: FrameField, target: str) -> list[str]:
         assert f.struct is not None
-        from generator.frame_ir import INT_TYPES
-
         cw, cs = INT_TYPES[f.block_count]
         lw, ls = INT_TYPES[f.block_length]
         cp = self.ctx.packer(cw, cs, self.s_order())
         lp = self.ctx.packer(lw, ls, self.s_order())
         self.ctx.uses.add("errors:SizeMismatchError")
         self.ctx.uses.add("protowire:truncated")
-        lines = [*self.need(str(cw), f), f"count = {cp}.unpack_from(buf, pos)[0]", f"pos += {cw}"]
+        lines = [*self.need(str(cw), f), f"n_blocks = {cp}.unpack_from(buf, pos)[0]",
+                 f"pos += {cw}"]
         if f.max_blocks is not None:
-            lines += [f"if count > {f.max_blocks}:",
-                      f"    raise SizeMismatchError(f\"{self.s.name}.{f.name}: {{count}} blocks, "
-                      f"more than {f.max_blocks}\")"]
+            lines += [f"if n_blocks > {f.max_blocks}:", *_indent(_raise(
+                "SizeMismatchError", f"{self.s.name}.{f.name}: {{n_blocks}} blocks, more than "
+                f"{f.max_blocks}"))]
+        args = _call_args(f.args, self.s, self.name, f)
         lines += [
             "parts: list[bytes] = []",
-            "for _ in range(count):",
+            "for _ in range(n_blocks):",
             *["    " + x for x in self.need(str(lw), f)],
             f"    n = {lp}.unpack_from(buf, pos)[0]",
             f"    pos += {lw}",
-            f"    if n > {f.block_size} or pos + n > end:",
-            f"        raise SizeMismatchError(f\"{self.s.name}.{f.name}: block of {{n}} bytes "
-            "does not fit\")",
+            f"    if n > {f.block_size}:",
+            *_indent(_raise("SizeMismatchError", f"{self.s.name}.{f.name}: block of {{n}} "
+                            f"bytes; blocks hold up to {f.block_size}"), 2),
+            "    if pos + n > end:",
+            *_indent(self.overrun(f, "block of {n} bytes runs past the end"), 2),
             "    parts.append(buf[pos : pos + n])",
             "    pos += n",
             "content = b\"\".join(parts)",
-            f"{target}, used = {f.struct.name}.decode_from(content, 0, len(content))",
+            *self.sized_call(f, [f"{target}, used = {f.struct.name}.decode_from(content, 0, "
+                                f"len(content){args})"], "content"),
+            "if used != len(content):",
+            *_indent(_raise("SizeMismatchError", f"{self.s.name}.{f.name}: "
+                            "{len(content) - used} bytes of block content left over")),
         ]
         return lines
 
 
-def _case_table(s: StructDef, f: FrameField, direction: str) -> str:
-    entries = []
+def _case_table(f: FrameField, direction: str, name: str, decoder_type: str) -> list[str]:
+    lines = [f"{name}: dict[int, {decoder_type}] = {{"]
     for c in f.cases:
-        struct = getattr(c, direction) or c.structs[0]
-        entries.append(f"{c.value}: {struct.name}.decode_from")
-    name = f"_{s.name.upper()}_{f.name.upper()}_{direction.upper()}"
-    del name
-    return "{" + ", ".join(entries) + "}"
+        struct = getattr(c, direction)
+        if struct is not None:
+            lines.append(f"    {c.value}: {struct.name}.decode_from,")
+    lines.append("}")
+    return lines
 
 
 # ---------------------------------------------------------------------------------------------
@@ -567,12 +911,49 @@ class _Encoder:
         self.s = s
         self.out: list[str] = []
         self.patches: list[str] = []
+        self.params = {p.name for p in s.params}
+        self.available: dict[str, str] = {}  # computed field -> expression holding its value
+        self.index = "_"
+        self.current: FrameField | None = None
+
+    def name(self, n: str) -> str:
+        if n in self.params:
+            return n
+        if n == "_index":
+            return self.index
+        f = self.s.field(n)
+        assert f is not None
+        if not f.computed:
+            return f"self.{n}"
+        if n in self.available:
+            return self.available[n]
+        where = self.current or f
+        raise _error(where, f"{n!r} is computed where encoding cannot know it yet; an "
+                            "expression used on encode can only name data fields, params, "
+                            "count_of fields and computed fields before it")
+
+    def render(self, expr: Expr, f: FrameField, parens: bool = True) -> str:
+        self.current = f
+        return _render(expr, self.s, self.name, f, parens)
 
     def lines(self) -> list[str]:
         s = self.s
         for f in s.fields:
             if f.size is not None and "." in f.size:
                 self.out.append(f"{self.dotted_attr(f.size)} = len(self.{f.name})")
+        for f in s.fields:
+            if f.count_of is not None:
+                target = s.field(f.count_of)
+                assert target is not None
+                value = f"len(self.{f.count_of})"
+                if target.optional:
+                    value = f"0 if self.{f.count_of} is None else {value}"
+                self.out.append(f"v_{f.name} = {value}")
+                self.available[f.name] = f"v_{f.name}"
+        for f in s.fields:
+            if not f.wire and f.value is not None:
+                self.out.append(f"v_{f.name} = {self.render(f.value, f, parens=False)}")
+                self.available[f.name] = f"v_{f.name}"
         for f in s.fields:
             self.field(f)
         self.out += self.patches
@@ -602,54 +983,98 @@ class _Encoder:
         packer = self.ctx.packer(f.width, f.signed, f.order)
         return [f"out += {packer}.pack({value})"]
 
+    def computed_value(self, f: FrameField) -> list[str]:
+        """Statements setting ``v_<name>`` for a computed wire integer; [] if patched later."""
+        s = self.s
+        if f.count_of is not None:
+            return []
+        if f.size_of is not None and f.size_of != "rest":
+            target = s.field(f.size_of)
+            assert target is not None
+            return [*self.pre_encode(target), f"v_{f.name} = len(b_{target.name})"]
+        if f.is_switch_key:
+            sw = next(g for g in s.fields if g.switch_on == f.name)
+            return [f"v_{f.name} = _{s.name.upper()}_{sw.name.upper()}_CODES"
+                    f"[type(self.{sw.name})]"]
+        if f.value is not None:
+            return [f"v_{f.name} = {self.render(f.value, f, parens=False)}"]
+        raise AssertionError(f.name)
+
     def field(self, f: FrameField) -> None:
         s = self.s
         if any(g.checksum is not None and g.checksum.start == f.name for g in s.fields):
             self.out.append(f"s_{f.name} = len(out)")
+        for g in _range_starts(s, f):
+            self.out.append(f"s_{g.name} = len(out)")
+        self.out += self.one(f)
+        for g in _range_ends(s, f):
+            packer = self.ctx.packer(g.width, g.signed, g.order)
+            self.out.append(f"{packer}.pack_into(out, p_{g.name}, len(out) - s_{g.name})")
+
+    def one(self, f: FrameField) -> list[str]:
+        s = self.s
+        if not f.wire:
+            if f.computed or f.derive is None:
+                return []
+            # A stored bit-field: the value: expressions put it on the wire; make sure it
+            # survives the trip (fits its bits) by deriving it back.
+            self.ctx.uses.add("errors:EncodeError")
+            back = self.render(f.derive, f, parens=f.kind != "bool")
+            back = f"bool({back})" if f.kind == "bool" else back
+            return [f"if {back} != self.{f.name}:", *_indent(_raise(
+                "EncodeError", f"{s.name}.{f.name} = {{self.{f.name}!r}} does not fit the "
+                "bits the spec gives it"))]
+        if f.marker:
+            return [f"if self.{f.name}:", f"    out += {bytes_literal(_const_bytes(f))}"]
         if f.const is not None:
-            data = _const_bytes(f)
-            self.out.append(f"out += {bytes_literal(data)}")
-            return
+            self.available[f.name] = str(f.const)
+            return [f"out += {bytes_literal(_const_bytes(f))}"]
         if f.checksum is not None:
             algo = f.checksum.algorithm
             self.ctx.uses.add(f"checksums:{algo}")
             packer = self.ctx.packer(f.width, f.signed, f.order)
-            self.out += [f"p_{f.name} = len(out)", f"out += bytes({f.width})"]
             self.patches += [
                 "with memoryview(out) as view:",
                 f"    {packer}.pack_into(out, p_{f.name}, {algo}(view[s_{f.checksum.start}:]))",
             ]
-            return
+            return [f"p_{f.name} = len(out)", f"out += bytes({f.width})"]
         if f.size_of == "rest":
             packer = self.ctx.packer(f.width, f.signed, f.order)
-            self.out += [f"p_{f.name} = len(out)", f"out += bytes({f.width})"]
             self.patches.insert(0, f"{packer}.pack_into(out, p_{f.name}, "
                                    f"len(out) - p_{f.name} - {f.width})")
-            return
-        if f.size_of is not None:
-            target = s.field(f.size_of)
-            assert target is not None
-            self.out += self.pre_encode(target)
-            self.out += self.pack(f, f"len(b_{target.name})")
-            return
-        if f.count_of is not None:
-            self.out += self.pack(f, f"len(self.{f.count_of})")
-            return
-        if f.is_switch_key:
-            sw = next(g for g in s.fields if g.switch_on == f.name)
-            self.out += self.pack(f, f"_{s.name.upper()}_{sw.name.upper()}_CODES"
-                                     f"[type(self.{sw.name})]")
-            return
-        if f.value is not None:
-            expr = f.value.render(lambda n: f"self.{n}")
-            self.out += self.pack(f, expr)
-            return
+            return [f"p_{f.name} = len(out)", f"out += bytes({f.width})"]
+        if f.size_range is not None:
+            return [f"p_{f.name} = len(out)", f"out += bytes({f.width})"]
+        if f.computed:
+            if f.when is not None:
+                cond = self.render(f.when, f, parens=False)
+                lines = [f"v_{f.name} = {_literal(f.default or 0)}", f"if {cond}:"]
+                lines += ["    " + x for x in self.computed_value(f)]
+                lines += ["    " + x for x in self.pack(f, f"v_{f.name}")]
+                self.available[f.name] = f"v_{f.name}"
+                return lines
+            lines = self.computed_value(f)
+            self.available[f.name] = f"v_{f.name}"
+            return lines + self.pack(f, f"v_{f.name}")
         body = self.write(f)
-        if f.optional:
-            self.out.append(f"if self.{f.name} is not None:")
-            self.out += ["    " + line for line in body]
-        else:
-            self.out += body
+        if f.when is not None:
+            self.ctx.uses.add("errors:EncodeError")
+            cond = self.render(f.when, f, parens=False)
+            text = f.when.text
+            return [f"if {cond}:",
+                    f"    if self.{f.name} is None:",
+                    *_indent(_raise("EncodeError", f"{s.name}.{f.name} must be set when {text}",
+                                    fmt=False), 2),
+                    *_indent(body),
+                    f"elif self.{f.name} is not None:",
+                    *_indent(_raise("EncodeError", f"{s.name}.{f.name} must be None unless "
+                                    f"{text}", fmt=False))]
+        if f.optional and not (f.when_remaining and f.default is not None):
+            return [f"if self.{f.name} is not None:", *["    " + line for line in body]]
+        return body
+
+    def struct_args(self, f: FrameField) -> str:
+        return _call_args(f.args, self.s, self.name, f)
 
     def pre_encode(self, f: FrameField) -> list[str]:
         """Encode a sized field ahead of its size, into ``b_<name>``."""
@@ -659,16 +1084,15 @@ class _Encoder:
         if f.kind == "string":
             return [f"b_{f.name} = {self.str_bytes(f, value)}"]
         if f.kind in ("proto", "struct"):
+            call = f"{value}.encode({self.struct_args(f).lstrip(', ')})"
             if f.optional:
-                return [f"b_{f.name} = b\"\" if {value} is None else {value}.encode()"]
-            return [f"b_{f.name} = {value}.encode()"]
+                return [f"b_{f.name} = b\"\" if {value} is None else {call}"]
+            return [f"b_{f.name} = {call}"]
         if f.kind == "switch":
             return [f"b_{f.name} = {value}.encode()"]
         if f.kind == "array":
-            return ["buf = bytearray()", f"for item in {value}:",
-                    *["    " + x.replace("out", "buf") for x in self.item(f)], f"b_{f.name} = buf"]
-        raise SpecError(f"size_of cannot measure a {f.kind} field", f.location.path,
-                        f.location.line, f.location.column)
+            return ["buf = bytearray()", *self.array_write(f, "buf"), f"b_{f.name} = buf"]
+        raise _error(f, f"size_of cannot measure a {f.kind} field")
 
     def str_bytes(self, f: FrameField, value: str) -> str:
         if f.encoding == "mutf8":
@@ -676,14 +1100,28 @@ class _Encoder:
             return f"mutf8_encode({value})"
         return f"{value}.encode()"
 
-    def item(self, f: FrameField) -> list[str]:
+    def array_write(self, f: FrameField, out: str) -> list[str]:
         assert f.element is not None
         el = f.element
+        lines: list[str] = []
+        if f.count is not None and not f.count_from_field:
+            self.ctx.uses.add("errors:EncodeError")
+            count = self.render(f.count, f)
+            lines += [f"if len(self.{f.name}) != {count}:", *_indent(_raise(
+                "EncodeError", f"{self.s.name}.{f.name} has {{len(self.{f.name})}} items; "
+                f"{f.count.text} says {{{count}}}"))]
+        index = f"i_{f.name}" if any("_index" in e.names for e in f.args.values()) else ""
+        self.index = index or "_"
         if el.kind == "struct":
-            return ["item.encode_to(out)"]
-        if el.kind == "uuid":
-            return ["out += item.bytes"]
-        return self.pack(el, "item")
+            one = [f"item.encode_to({out}{self.struct_args(f)})"]
+        elif el.kind == "uuid":
+            one = [f"{out} += item.bytes"]
+        else:
+            one = [x.replace("out", out, 1) for x in self.pack(el, "item")]
+        self.index = "_"
+        head = f"for {index}, item in enumerate(self.{f.name}):" if index else \
+            f"for item in self.{f.name}:"
+        return [*lines, head, *["    " + x for x in one]]
 
     def write(self, f: FrameField) -> list[str]:
         value = f"self.{f.name}"
@@ -702,39 +1140,44 @@ class _Encoder:
                 data = f"data_{f.name}"
             if f.length is not None:
                 self.ctx.uses.add("errors:EncodeError")
-                lines += [f"if len({data}) != {f.length}:",
-                          f"    raise EncodeError(\"{self.s.name}.{f.name} must be "
-                          f"{f.length} bytes\")"]
+                lines += [f"if len({data}) != {f.length}:", *_indent(_raise(
+                    "EncodeError", f"{self.s.name}.{f.name} must be {f.length} bytes",
+                    fmt=False))]
             if f.prefix is not None:
                 lines += self.prefix(f, f"len({data})")
             return [*lines, f"out += {data}"]
         if f.kind in ("proto", "struct", "switch"):
             if sized:
                 return [f"out += b_{f.name}"]
+            args = self.struct_args(f) if f.kind == "struct" else ""
             if f.prefix is not None:
-                return [f"data_{f.name} = {value}.encode()", *self.prefix(f, f"len(data_{f.name})"),
-                        f"out += data_{f.name}"]
-            return [f"{value}.encode_to(out)"]
+                return [f"data_{f.name} = {value}.encode({args.lstrip(', ')})",
+                        *self.prefix(f, f"len(data_{f.name})"), f"out += data_{f.name}"]
+            return [f"{value}.encode_to(out{args})"]
         if f.kind == "array":
             if sized:
                 return [f"out += b_{f.name}"]
-            return [f"for item in {value}:", *["    " + x for x in self.item(f)]]
+            return self.array_write(f, "out")
         if f.kind == "blocks":
-            from generator.frame_ir import INT_TYPES
-
             cw, cs = INT_TYPES[f.block_count]
             lw, ls = INT_TYPES[f.block_length]
             cp = self.ctx.packer(cw, cs, self.ctx.spec.byte_order)
             lp = self.ctx.packer(lw, ls, self.ctx.spec.byte_order)
             size = f.block_size
-            return [
-                f"content = {value}.encode()",
+            lines = [
+                f"content = {value}.encode({self.struct_args(f).lstrip(', ')})",
                 f"out += {cp}.pack((len(content) + {size - 1}) // {size})",
                 f"for i in range(0, len(content), {size}):",
                 f"    block = content[i : i + {size}]",
                 f"    out += {lp}.pack(len(block))",
                 "    out += block",
             ]
+            if f.max_blocks is not None:
+                self.ctx.uses.add("errors:EncodeError")
+                lines[1:1] = [f"if len(content) > {f.max_blocks * size}:", *_indent(_raise(
+                    "EncodeError", f"{self.s.name}.{f.name}: {{len(content)}} bytes need "
+                    f"more than {f.max_blocks} blocks"))]
+            return lines
         raise AssertionError(f.kind)
 
     def prefix(self, f: FrameField, length: str) -> list[str]:
@@ -742,8 +1185,6 @@ class _Encoder:
         if f.prefix == "varint":
             self.ctx.uses.add("protowire:varint_bytes")
             return [f"out += varint_bytes({length})"]
-        from generator.frame_ir import INT_TYPES
-
         width, signed = INT_TYPES[f.prefix]
         return [f"out += {self.ctx.packer(width, signed, self.ctx.spec.byte_order)}"
                 f".pack({length})"]
@@ -764,7 +1205,7 @@ def _const_bytes(f: FrameField) -> bytes:
 
 
 def _extras(ctx: _Ctx, s: StructDef) -> list[str]:
-    """Extra members: code tables for switches, decompression helpers."""
+    """Extra members: decompression helpers."""
     lines: list[str] = []
     for f in s.fields:
         if f.compression is not None:
@@ -805,6 +1246,24 @@ def _attr_path(s: StructDef, ref: str) -> str:
 # frame length probe and command tables
 
 
+def _magic_checks(ctx: _Ctx, frame: StructDef, upto: int) -> list[str]:
+    """Checks of the constants in the first ``upto`` header bytes, so garbage fails fast."""
+    lines: list[str] = []
+    offset = 0
+    for f in frame.fields:
+        if offset >= upto or f.fixed_size is None:
+            break
+        if f.const is not None and f.kind == "int" and not f.marker:
+            packer = ctx.packer(f.width, f.signed, f.order)
+            ctx.uses.add("errors:BadMagicError")
+            lines += [f"magic = {packer}.unpack_from(buf, pos + {offset})[0]",
+                      f"if magic != {f.const:#x}:", *_indent(_raise(
+                          "BadMagicError", f"{frame.name}.{f.name}: expected {f.const:#x}, "
+                          "got {magic:#x}"))]
+        offset += f.fixed_size
+    return lines
+
+
 def _length_lines(ctx: _Ctx, frame: StructDef, errors: list[SpecError]) -> list[str]:
     """Body of ``frame_length(buf, pos, end, limit)``: the frame size once the header is in."""
     offset = 0
@@ -822,6 +1281,7 @@ def _length_lines(ctx: _Ctx, frame: StructDef, errors: list[SpecError]) -> list[
             return [
                 f"if end - pos < {header}:",
                 "    return None",
+                *_magic_checks(ctx, frame, header),
                 f"size: int = {header + between} + {packer}.unpack_from(buf, pos + {offset})[0]",
                 f"if size < {header + between}:",
                 "    raise SizeMismatchError(f\"negative frame length {size}\")",
@@ -831,25 +1291,29 @@ def _length_lines(ctx: _Ctx, frame: StructDef, errors: list[SpecError]) -> list[
                 "return size",
             ]
         if f.kind == "blocks":
-            from generator.frame_ir import INT_TYPES
-
             cw, cs = INT_TYPES[f.block_count]
             lw, ls = INT_TYPES[f.block_length]
             cp = ctx.packer(cw, cs, ctx.spec.byte_order)
             lp = ctx.packer(lw, ls, ctx.spec.byte_order)
             ctx.uses.add("errors:FrameTooLargeError")
+            most = f"min({f.max_blocks}, limit // {lw})" if f.max_blocks else f"limit // {lw}"
             return [
                 f"p = pos + {offset}",
                 f"if end - p < {cw}:",
                 "    return None",
+                *_magic_checks(ctx, frame, offset),
                 f"count: int = {cp}.unpack_from(buf, p)[0]",
                 f"p += {cw}",
-                f"if count * {lw} > limit:",
-                "    raise FrameTooLargeError(f\"{count} blocks cannot fit in {limit} bytes\")",
+                f"if count > {most}:",
+                "    raise FrameTooLargeError(f\"{count} blocks: over the limit\")",
                 "for _ in range(count):",
                 f"    if end - p < {lw}:",
                 "        return None",
-                f"    p += {lw} + {lp}.unpack_from(buf, p)[0]",
+                f"    n: int = {lp}.unpack_from(buf, p)[0]",
+                f"    if n > {f.block_size}:",
+                f"        raise FrameTooLargeError(f\"block of {{n}} bytes: blocks hold up to "
+                f"{f.block_size}\")",
+                f"    p += {lw} + n",
                 "    if p - pos > limit:",
                 "        raise FrameTooLargeError(f\"frame over the {limit}-byte limit\")",
                 "if p > end:",

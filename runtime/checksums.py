@@ -9,15 +9,12 @@ import crc32c as _crc32c
 
 from runtime.protowire import BytesLike
 
+# The library functions themselves, not wrappers: these run once per message on the hot path.
+crc32c: Callable[[BytesLike], int] = _crc32c.crc32c
+"""CRC-32C (Castagnoli), hardware-accelerated where the CPU has it."""
 
-def crc32c(data: BytesLike) -> int:
-    """CRC-32C (Castagnoli), hardware-accelerated where the CPU has it."""
-    return int(_crc32c.crc32c(data))
-
-
-def crc32(data: BytesLike) -> int:
-    """CRC-32 (IEEE 802.3), as zlib computes it."""
-    return zlib.crc32(data)
+crc32: Callable[[BytesLike], int] = zlib.crc32
+"""CRC-32 (IEEE 802.3), as zlib computes it."""
 
 
 ALGORITHMS: dict[str, Callable[[BytesLike], int]] = {"crc32c": crc32c, "crc32": crc32}

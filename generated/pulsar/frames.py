@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from struct import Struct
+from struct import error as struct_error
 from typing import Self
 
 from runtime.checksums import crc32c
@@ -20,7 +21,9 @@ from runtime.errors import (
     MissingBodyError,
     MissingRequiredFieldError,
     SizeMismatchError,
+    TruncatedError,
     UnknownCommandError,
+    ValueOutOfRangeError,
 )
 from runtime.protowire import truncated
 from runtime.stream import FrameStream
@@ -50,16 +53,23 @@ class BrokerEntry:
     metadata: pulsar_api.BrokerEntryMetadata
 
     def encode(self) -> bytes:
-        """The wire form of this value; sizes, counts and checksums are filled in."""
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
         out = bytearray()
-        self.encode_to(out)
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"BrokerEntry: {exc}") from None
         return bytes(out)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this value to ``out``."""
         out += b"\x0e\x02"
         b_metadata = self.metadata.encode()
-        out += _U32BE.pack(len(b_metadata))
+        v_metadata_size = len(b_metadata)
+        out += _U32BE.pack(v_metadata_size)
         out += b_metadata
 
     @classmethod
@@ -75,23 +85,31 @@ class BrokerEntry:
     def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         if pos + 2 > end:
-            raise truncated("BrokerEntry.magic")
+            raise SizeMismatchError("BrokerEntry.magic: needs 2 more bytes")
         f_magic = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         if f_magic != 0xe02:
             raise BadMagicError(f"BrokerEntry.magic: expected 0xe02, got {f_magic:#x}")
         if pos + 4 > end:
-            raise truncated("BrokerEntry.metadata_size")
+            raise SizeMismatchError("BrokerEntry.metadata_size: needs 4 more bytes")
         f_metadata_size = _U32BE.unpack_from(buf, pos)[0]
         pos += 4
         vend = pos + f_metadata_size
         if vend > end:
             raise SizeMismatchError(
-                f"BrokerEntry.metadata: size {f_metadata_size} runs past the end of its frame"
+                f"BrokerEntry.metadata: size {f_metadata_size} "
+                "runs past the end of its region"
             )
-        f_metadata = pulsar_api.BrokerEntryMetadata.decode_from(buf, pos, vend)
+        try:
+            f_metadata = pulsar_api.BrokerEntryMetadata.decode_from(buf, pos, vend)
+        except TruncatedError as exc:
+            raise SizeMismatchError(
+                "BrokerEntry.metadata: declared size too small "
+                f"for the content ({exc})"
+            ) from exc
         pos = vend
-        obj = cls(metadata=f_metadata)
+        obj = cls.__new__(cls)
+        obj.metadata = f_metadata
         return obj, pos
 
 
@@ -104,9 +122,15 @@ class Payload:
     data: bytes
 
     def encode(self) -> bytes:
-        """The wire form of this value; sizes, counts and checksums are filled in."""
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
         out = bytearray()
-        self.encode_to(out)
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"Payload: {exc}") from None
         return bytes(out)
 
     def encode_to(self, out: bytearray) -> None:
@@ -118,7 +142,8 @@ class Payload:
         out += bytes(4)
         s_metadata_size = len(out)
         b_metadata = self.metadata.encode()
-        out += _U32BE.pack(len(b_metadata))
+        v_metadata_size = len(b_metadata)
+        out += _U32BE.pack(v_metadata_size)
         out += b_metadata
         out += self.data
         with memoryview(out) as view:
@@ -140,37 +165,49 @@ class Payload:
         if pos + 2 <= end and _U16BE.unpack_from(buf, pos)[0] == 0xe02:
             f_broker_entry, pos = BrokerEntry.decode_from(buf, pos, end)
         if pos + 2 > end:
-            raise truncated("Payload.magic")
+            raise SizeMismatchError("Payload.magic: needs 2 more bytes")
         f_magic = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         if f_magic != 0xe01:
             raise BadMagicError(f"Payload.magic: expected 0xe01, got {f_magic:#x}")
         if pos + 4 > end:
-            raise truncated("Payload.checksum")
+            raise SizeMismatchError("Payload.checksum: needs 4 more bytes")
         f_checksum = _U32BE.unpack_from(buf, pos)[0]
         pos += 4
-        s_metadata_size = pos
+        actual = crc32c(memoryview(buf)[pos:end])
+        if actual != f_checksum:
+            raise ChecksumFailure(
+                f"Payload.checksum: crc32c {actual:#010x} != sent {f_checksum:#010x}", None, end
+            )
         if pos + 4 > end:
-            raise truncated("Payload.metadata_size")
+            raise SizeMismatchError("Payload.metadata_size: needs 4 more bytes")
         f_metadata_size = _U32BE.unpack_from(buf, pos)[0]
         pos += 4
         vend = pos + f_metadata_size
         if vend > end:
             raise SizeMismatchError(
-                f"Payload.metadata: size {f_metadata_size} runs past the end of its frame"
+                f"Payload.metadata: size {f_metadata_size} "
+                "runs past the end of its region"
             )
-        f_metadata = pulsar_api.MessageMetadata.decode_from(buf, pos, vend)
+        try:
+            f_metadata = pulsar_api.MessageMetadata.decode_from(buf, pos, vend)
+        except TruncatedError as exc:
+            raise SizeMismatchError(
+                "Payload.metadata: declared size too small "
+                f"for the content ({exc})"
+            ) from exc
         pos = vend
         f_data = buf[pos:end]
         pos = end
         if pos != end:
-            raise SizeMismatchError(f"Payload: {end - pos} bytes left over after the last field")
-        obj = cls(broker_entry=f_broker_entry, metadata=f_metadata, data=f_data)
-        actual = crc32c(memoryview(buf)[s_metadata_size:pos])
-        if actual != f_checksum:
-            raise ChecksumFailure(
-                f"Payload.checksum: crc32c {actual:#010x} != sent {f_checksum:#010x}", obj, pos
+            raise SizeMismatchError(
+                f"Payload: {end - pos} bytes left over after "
+                "the last field"
             )
+        obj = cls.__new__(cls)
+        obj.broker_entry = f_broker_entry
+        obj.metadata = f_metadata
+        obj.data = f_data
         return obj, pos
 
     def decompressed_data(self, max_size: int = 5242880) -> bytes:
@@ -191,16 +228,23 @@ class BatchEntry:
     data: bytes
 
     def encode(self) -> bytes:
-        """The wire form of this value; sizes, counts and checksums are filled in."""
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
         out = bytearray()
-        self.encode_to(out)
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"BatchEntry: {exc}") from None
         return bytes(out)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this value to ``out``."""
         self.metadata.payload_size = len(self.data)
         b_metadata = self.metadata.encode()
-        out += _U32BE.pack(len(b_metadata))
+        v_metadata_size = len(b_metadata)
+        out += _U32BE.pack(v_metadata_size)
         out += b_metadata
         out += self.data
 
@@ -217,24 +261,34 @@ class BatchEntry:
     def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         if pos + 4 > end:
-            raise truncated("BatchEntry.metadata_size")
+            raise SizeMismatchError("BatchEntry.metadata_size: needs 4 more bytes")
         f_metadata_size = _U32BE.unpack_from(buf, pos)[0]
         pos += 4
         vend = pos + f_metadata_size
         if vend > end:
             raise SizeMismatchError(
-                f"BatchEntry.metadata: size {f_metadata_size} runs past the end of its frame"
+                f"BatchEntry.metadata: size {f_metadata_size} "
+                "runs past the end of its region"
             )
-        f_metadata = pulsar_api.SingleMessageMetadata.decode_from(buf, pos, vend)
+        try:
+            f_metadata = pulsar_api.SingleMessageMetadata.decode_from(buf, pos, vend)
+        except TruncatedError as exc:
+            raise SizeMismatchError(
+                "BatchEntry.metadata: declared size too small "
+                f"for the content ({exc})"
+            ) from exc
         pos = vend
         vend = pos + f_metadata.payload_size
-        if vend > end:
+        if f_metadata.payload_size < 0 or vend > end:
             raise SizeMismatchError(
-                f"BatchEntry.data: size {f_metadata.payload_size} runs past the end of its frame"
+                f"BatchEntry.data: size {f_metadata.payload_size} "
+                "runs past the end of its region"
             )
         f_data = buf[pos:vend]
         pos = vend
-        obj = cls(metadata=f_metadata, data=f_data)
+        obj = cls.__new__(cls)
+        obj.metadata = f_metadata
+        obj.data = f_data
         return obj, pos
 
 
@@ -245,9 +299,15 @@ class Batch:
     entries: list[BatchEntry]
 
     def encode(self) -> bytes:
-        """The wire form of this value; sizes, counts and checksums are filled in."""
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
         out = bytearray()
-        self.encode_to(out)
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"Batch: {exc}") from None
         return bytes(out)
 
     def encode_to(self, out: bytearray) -> None:
@@ -267,13 +327,18 @@ class Batch:
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
-        f_entries: list[BatchEntry] = []
+        a_entries: list[BatchEntry] = []
         while pos < end:
             item, pos = BatchEntry.decode_from(buf, pos, end)
-            f_entries.append(item)
+            a_entries.append(item)
+        f_entries = a_entries
         if pos != end:
-            raise SizeMismatchError(f"Batch: {end - pos} bytes left over after the last field")
-        obj = cls(entries=f_entries)
+            raise SizeMismatchError(
+                f"Batch: {end - pos} bytes left over after "
+                "the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.entries = f_entries
         return obj, pos
 
 
@@ -285,9 +350,15 @@ class Frame:
     payload: Payload | None = None
 
     def encode(self) -> bytes:
-        """The wire form of this value; sizes, counts and checksums are filled in."""
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
         out = bytearray()
-        self.encode_to(out)
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"Frame: {exc}") from None
         return bytes(out)
 
     def encode_to(self, out: bytearray) -> None:
@@ -295,7 +366,8 @@ class Frame:
         p_total_size = len(out)
         out += bytes(4)
         b_command = self.command.encode()
-        out += _U32BE.pack(len(b_command))
+        v_command_size = len(b_command)
+        out += _U32BE.pack(v_command_size)
         out += b_command
         if self.payload is not None:
             self.payload.encode_to(out)
@@ -322,26 +394,33 @@ class Frame:
             raise truncated("Frame.total_size")
         end = pos + f_total_size
         if pos + 4 > end:
-            raise truncated("Frame.command_size")
+            raise SizeMismatchError("Frame.command_size: needs 4 more bytes")
         f_command_size = _U32BE.unpack_from(buf, pos)[0]
         pos += 4
         vend = pos + f_command_size
         if vend > end:
             raise SizeMismatchError(
-                f"Frame.command: size {f_command_size} runs past the end of its frame"
+                f"Frame.command: size {f_command_size} runs "
+                "past the end of its region"
             )
         try:
-            f_command = pulsar_api.BaseCommand.decode_from(buf, pos, vend)
-        except MissingRequiredFieldError as exc:
-            if exc.field_name != "type":
-                raise
-            raise UnknownCommandError(
-                "BaseCommand.type is missing or not a known command type"
+            try:
+                f_command = pulsar_api.BaseCommand.decode_from(buf, pos, vend)
+            except MissingRequiredFieldError as exc:
+                if exc.field_name != "type":
+                    raise
+                raise UnknownCommandError(
+                    "BaseCommand.type is missing or not a known command type"
+                ) from exc
+            if getattr(f_command, _BODY_FIELDS[f_command.type_]) is None:
+                raise MissingBodyError(
+                    f"BaseCommand of type {f_command.type_.name} lacks its body field"
+                )
+        except TruncatedError as exc:
+            raise SizeMismatchError(
+                "Frame.command: declared size too small for "
+                f"the content ({exc})"
             ) from exc
-        if getattr(f_command, _BODY_FIELDS[f_command.type_]) is None:
-            raise MissingBodyError(
-                f"BaseCommand of type {f_command.type_.name} lacks its body field"
-            )
         pos = vend
         f_payload = None
         if pos < end:
@@ -349,11 +428,16 @@ class Frame:
                 f_payload, pos = Payload.decode_from(buf, pos, end)
             except ChecksumFailure as exc:
                 bad = exc
-                assert isinstance(exc.value, Payload)
-                f_payload, pos = exc.value, exc.pos
+                f_payload = exc.value if isinstance(exc.value, Payload) else None
+                pos = exc.pos
         if pos != end:
-            raise SizeMismatchError(f"Frame: {end - pos} bytes left over after the last field")
-        obj = cls(command=f_command, payload=f_payload)
+            raise SizeMismatchError(
+                f"Frame: {end - pos} bytes left over after "
+                "the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.command = f_command
+        obj.payload = f_payload
         if bad is not None:
             raise ChecksumFailure(str(bad), obj, pos)
         return obj, pos

@@ -133,6 +133,18 @@ class _NoneCodec(_BaseCodec):
     def _decompress(self, data: bytes, size: int) -> bytes:
         return data
 
+    def decompress(
+        self, data: bytes, uncompressed_size: int, *, max_size: int = DEFAULT_MAX_SIZE
+    ) -> bytes:
+        # Senders leave uncompressed_size unset (it reads 0) on uncompressed payloads, and the
+        # Java and Go clients ignore it for NONE; a size that is declared must still match.
+        if uncompressed_size == 0 and data:
+            if len(data) > max_size:
+                raise DecompressionError(
+                    f"NONE: payload of {len(data)} bytes is over the limit of {max_size} bytes")
+            return data
+        return super().decompress(data, uncompressed_size, max_size=max_size)
+
 
 class _Lz4Codec(_BaseCodec):
     name = "LZ4"

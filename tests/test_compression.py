@@ -350,3 +350,12 @@ def test_unknown_codec_raises_typed_error(name: str) -> None:
         assert isinstance(info.value, ProtoframeError)
         assert not isinstance(info.value, DecodeError)
         assert "SNAPPY" in str(info.value)
+
+
+def test_none_accepts_an_unset_uncompressed_size() -> None:
+    # Pulsar senders leave uncompressed_size unset on uncompressed payloads (it reads 0).
+    assert decompress("NONE", b"hello", 0) == b"hello"
+    with pytest.raises(DecompressionError):
+        decompress("NONE", b"hello", 0, max_size=3)
+    with pytest.raises(DecompressionError):
+        decompress("NONE", b"hello", 4)

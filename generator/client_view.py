@@ -11,6 +11,7 @@ from __future__ import annotations
 import keyword
 from dataclasses import dataclass
 
+from generator.errors import SpecError
 from generator.frame_ir import CommandInfo, FrameField, FrameSpec, Request, StructDef
 from generator.ir import Field, Label, Presence
 from generator.machines_view import snake
@@ -82,7 +83,8 @@ def build_client_module(spec: FrameSpec) -> ClientModuleView:
                    if f.dispatch_on is None and f.kind != "switch"]
     methods = [_method(spec, types, r, frame_extra) for r in spec.requests]
     answers: dict[str, list[str]] = {}
-    for r in spec.requests:
+    # Correlated requests first: an answer carrying ids must not complete an uncorrelated one.
+    for r in sorted(spec.requests, key=lambda r: not r.correlate):
         for name in [r.response, *r.errors]:
             answers.setdefault(name, []).append(
                 f"({q(r.request)}, {_tuple([q(c) for c in r.correlate])})")
@@ -162,14 +164,18 @@ def _method(spec: FrameSpec, types: _Types, r: Request,
         correlate_attr = {f.proto_name: f"body.{f.py_name}" for f in msg.fields}
     else:
         assert info.case is not None
-        struct: StructDef = info.case.structs[0]
+        # A request travels to the server: use that direction's layout where they differ.
+        struct: StructDef = info.case.to_server or info.case.structs[0]
         for sf in struct.data_fields:
             if sf.name == spec.allocate:
                 assigns.append(f"{sf.name}={sf.name}")
                 continue
             pname = _param_name(sf.name, taken)
             ann = _struct_ann(types, sf)
-            if sf.optional:
+            if sf.when_remaining and sf.default is not None:
+                default = q(sf.default) if isinstance(sf.default, str) else repr(sf.default)
+                optional.append(f"{pname}: {ann} = {default}")
+            elif sf.optional:
                 optional.append(f"{pname}: {ann} | None = None")
             else:
                 required.append(f"{pname}: {ann}")
@@ -184,6 +190,11 @@ def _method(spec: FrameSpec, types: _Types, r: Request,
         optional.append(f"{pname}: {ann} | None = None")
         frame_args.append(f"{extra.name}={pname}")
     for c in r.correlate:
+        if c not in correlate_attr:
+            loc = info.case.structs[0].location if info.case is not None else spec.frame.location
+            raise SpecError(f"{r.request}: correlation field {c!r} is not in its body; "
+                            "correlating on frame fields is not supported by client.py yet",
+                            loc.path, loc.line, loc.column)
         key_values.append(correlate_attr[c])
     lines = []
     if spec.allocate is not None and spec.allocate in (info.body_fields or {}):
@@ -191,7 +202,10 @@ def _method(spec: FrameSpec, types: _Types, r: Request,
     lines += build
     lines.append(f"frame = frames.{spec.frame.name}(" + ", ".join(frame_args) + ")")
     key = "(" + ", ".join(key_values) + ("," if len(key_values) == 1 else "") + ")"
-    response_type = types.body_type(response)
+    if response.case is not None and response.case.to_client is not None:
+        response_type = f"frames.{response.case.to_client.name}"
+    else:
+        response_type = types.body_type(response)
     params = [*required, "*", *optional, "timeout: float | None = None"] if optional or True \
         else required
     doc = (f"Send {r.request} and return its {r.response}"

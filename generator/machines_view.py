@@ -51,6 +51,8 @@ class MachinesModuleView:
     hooks: list[HookView]
     body_expr: str  # how to get (name, body) from a frame, see template
     exports: list[str]
+    decoder_args: str = ""  # a server decodes what clients send, where layouts differ
+    keyed: bool = False  # whether any machine has a key function
 
 
 def snake(name: str) -> str:
@@ -66,6 +68,9 @@ def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
             module = spec.proto_modules[info.proto.message.full_name]
             proto_mods.add(module)
             return f"{module}.{info.proto.message.py_path}"
+        if info.case is not None and len(info.case.structs) > 1:
+            # Which layout arrives depends on the side: a server gets requests, a client replies.
+            return " | ".join(f"frames.{s.name}" for s in info.case.structs)
         return f"frames.{info.body_type}"
 
     functions: list[str] = []
@@ -120,6 +125,9 @@ def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
         name_table=name_table,
         hooks=hooks,
         body_expr=body_expr,
+        keyed=any(mv.key_of for mv in machines),
+        decoder_args=", to_server=server" if any(
+            c.to_server is not c.to_client for f in spec.frame.fields for c in f.cases) else "",
         exports=sorted([f"{title}Protocol", "MACHINES", "INTERACTIONS", "command_of", "field_of"]
                        + [m.enum for m in machines]),
     )

@@ -45,6 +45,17 @@ _ENCODERS: dict[str, tuple[int, str]] = {
     "message": (2, ""),
 }
 
+# Encoders inline the table lookup for small varints and call these for the rest.
+_VARINT_HELPERS = {
+    "int32": "int32_bytes",
+    "int64": "int64_bytes",
+    "uint32": "uint32_bytes",
+    "uint64": "uint64_bytes",
+    "enum": "int32_bytes",
+}
+# Integer kinds whose decoders read two- to four-byte varints inline.
+_INLINE_VARINTS = frozenset({"int32", "int64", "uint32", "uint64", "sint32", "sint64"})
+
 # Conversion of a raw (unsigned, 64-bit) varint to the field's value when it took >1 byte.
 _VARINT_SLOW: dict[str, str] = {
     "int32": "to_int32({})",
@@ -279,7 +290,9 @@ def build_module(proto: ProtoFile, module_of: dict[str, str]) -> ModuleView:
     if proto.package:
         text += f"\n\nProtobuf package: ``{proto.package}``."
     body = "\n".join(line for v in messages for line in _all_lines(v))
-    stdlib = [line for line in py.imports if line.startswith("import ")] + ["import enum"]
+    stdlib = [line for line in py.imports if line.startswith("import ")]
+    if enums or nested:
+        stdlib.append("import enum")
     stdlib_from = ["from dataclasses import dataclass", "from typing import ClassVar, Self"]
     if "copysign(" in body:
         stdlib_from.append("from math import copysign")
@@ -301,13 +314,13 @@ def build_module(proto: ProtoFile, module_of: dict[str, str]) -> ModuleView:
 _RUNTIME_MODULES = {
     "runtime.errors": ("MissingRequiredFieldError", "RequiredFieldUnsetError"),
     "runtime.protowire": (
-        "bool_bytes", "decode_str", "int32_bytes", "int64_bytes", "len_bytes", "pack_double",
-        "pack_fixed32", "pack_fixed64", "pack_float", "pack_sfixed32", "pack_sfixed64",
-        "read_varint", "sint32_bytes", "sint64_bytes", "skip_field", "str_bytes", "to_int32",
-        "to_int64", "truncated", "uint32_bytes", "uint64_bytes", "unpack_double",
-        "unpack_fixed32", "unpack_fixed64", "unpack_float", "unpack_sfixed32", "unpack_sfixed64",
-        "unzigzag", "unzigzag32", "varint_bytes", "message_repr", "number_table",
-        "BytesLike",
+        "SMALL_VARINTS", "add_unknown", "bool_bytes", "decode_str", "int32_bytes",
+        "int64_bytes", "invalid_utf8", "len_bytes", "pack_double", "pack_fixed32", "pack_fixed64",
+        "pack_float", "pack_sfixed32", "pack_sfixed64", "read_varint", "sint32_bytes",
+        "sint64_bytes", "skip_field", "str_bytes", "to_int32", "to_int64", "truncated",
+        "uint32_bytes", "uint64_bytes", "unpack_double", "unpack_fixed32", "unpack_fixed64",
+        "unpack_float", "unpack_sfixed32", "unpack_sfixed64", "unzigzag", "unzigzag32",
+        "varint_bytes", "message_repr", "new_instance", "number_table", "BytesLike",
     ),
 }
 
@@ -321,12 +334,19 @@ def _runtime_imports(body: str, has_messages: bool, has_enums: bool) -> list[str
         words.add("number_table")
     out = []
     for module, names in _RUNTIME_MODULES.items():
-        used = sorted(n for n in names if n in words)
+        used = sorted((n for n in names if n in words), key=_isort_key)
         if used:
             out.append(f"from {module} import (")
             out += [f"    {n}," for n in used]
             out.append(")")
     return out
+
+
+def _isort_key(name: str) -> tuple[int, str]:
+    """isort's order-by-type within one import: CONSTANTS, then Classes, then functions."""
+    if name.isupper() and len(name) > 1:
+        return 0, name
+    return (1 if name[:1].isupper() else 2), name
 
 
 def _all_lines(v: MessageView) -> list[str]:
@@ -381,7 +401,7 @@ def _message_view(py: _Python, m: MessageType, depth: int) -> MessageView:
         init_doc=docstring(init_text, ind + "    "),
         fields=fields,
         oneofs=oneofs,
-        encode_lines=_encode_lines(m),
+        encode_lines=_fit(_encode_lines(m), len(ind) + 4),
         decode_lines=_decode_lines(py, m),
         nested_enums=[_enum_view(e, depth + 1) for e in m.enums],
         nested_messages=[_message_view(py, n, depth + 1) for n in m.messages
@@ -449,13 +469,56 @@ def _field_view(py: _Python, m: MessageType, f: Field) -> FieldView:
 # encoding
 
 
-def _value_bytes(t: FieldType, var: str, out: str = "out") -> list[str]:
-    """Statements appending the value ``var`` (without its tag) to ``out``."""
-    if t.kind == "message":
-        return [f"sub = {var}.encode()", f"{out} += len_bytes(sub)", f"{out} += sub"]
-    if t.kind == "bytes":
-        return [f"{out} += len_bytes({var})", f"{out} += {var}"]
-    return [f"{out} += {_ENCODERS[t.kind][1]}({var})"]
+def _value_bytes(t: FieldType, var: str, out: str = "parts") -> list[str]:
+    """Statements appending the encoded value ``var`` (without its tag) to the list ``out``.
+
+    Small varints and length prefixes come straight from ``SMALL_VARINTS``; the helpers
+    (which also range-check) handle the rest.
+    """
+    kind = t.kind
+    if kind in _VARINT_HELPERS:
+        return [f"{out}.append(SMALL_VARINTS[{var}] if 0 <= {var} < 0x4000 "
+                f"else {_VARINT_HELPERS[kind]}({var}))"]
+    if kind == "string":
+        return [f"data = {var}.encode()", *_len_prefixed("data", out)]
+    if kind == "bytes":
+        return _len_prefixed(var, out)
+    if kind == "message":
+        return ["sub = []", f"{var}._encode(sub)", "data = b\"\".join(sub)",
+                *_len_prefixed("data", out)]
+    return [f"{out}.append({_ENCODERS[kind][1]}({var}))"]
+
+
+def _len_prefixed(data: str, out: str) -> list[str]:
+    return [f"size = len({data})",
+            f"{out}.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))",
+            f"{out}.append({data})"]
+
+
+_CONDITIONAL_APPEND = re.compile(r"^(\s*)(\w+)\.append\((.+) if (.+) else (.+)\)$")
+
+
+def _fit(lines: list[str], indent: int, limit: int = 100) -> list[str]:
+    """Spell out ``x.append(a if c else b)`` as an if statement where it would be too long."""
+    out: list[str] = []
+    for line in lines:
+        match = _CONDITIONAL_APPEND.match(line)
+        if match is None or indent + len(line) <= limit:
+            out.append(line)
+            continue
+        lead, target, then, cond, other = match.groups()
+        out += [f"{lead}if {cond}:", f"{lead}    {target}.append({then})", f"{lead}else:",
+                f"{lead}    {target}.append({other})"]
+    return out
+
+
+def _field_bytes(t: FieldType, number: int, var: str, out: str = "parts") -> list[str]:
+    """Statements appending tag and value of field ``number`` holding ``var`` to ``out``."""
+    if t.kind == "bool":
+        # Tag and value in one constant.
+        true, false = (bytes_literal(varint_literal(number << 3) + bytes([b])) for b in (1, 0))
+        return [f"{out}.append({true} if {var} else {false})"]
+    return [f"{out}.append({_tag(number, _wire(t))})", *_value_bytes(t, var, out)]
 
 
 def _tag(number: int, wire: int) -> str:
@@ -477,46 +540,49 @@ def _nonzero(t: FieldType, var: str) -> str:
 
 
 def _encode_lines(m: MessageType) -> list[str]:
-    """Body of ``encode_to(self, out)``: fields in number order, then unknown fields."""
+    """Body of ``_encode(self, parts)``: fields in number order, then unknown fields."""
     lines: list[str] = []
     for f in sorted(m.fields, key=lambda f: f.number):
-        v = f"v{f.number}"
-        tag = _tag(f.number, _wire(f.type))
-        if f.is_map:
-            assert f.map_key is not None and f.map_value is not None
-            k, val = f"k{f.number}", f"val{f.number}"
-            lines += [f"for {k}, {val} in self.{f.py_name}.items():",
-                      "    entry = bytearray()",
-                      f"    entry += {_tag(1, _wire(f.map_key))}"]
-            lines += ["    " + s for s in _value_bytes(f.map_key, k, "entry")]
-            lines += [f"    entry += {_tag(2, _wire(f.map_value))}"]
-            lines += ["    " + s for s in _value_bytes(f.map_value, val, "entry")]
-            lines += [f"    out += {tag}", "    out += len_bytes(entry)", "    out += entry"]
-            continue
-        if f.label is Label.REPEATED:
-            item = f"item{f.number}"
-            if f.packed:
-                enc = _ENCODERS[f.type.kind][1]
-                lines += [f"{v} = self.{f.py_name}", f"if {v}:", "    packed = bytearray()",
-                          f"    for {item} in {v}:", f"        packed += {enc}({item})",
-                          f"    out += {_tag(f.number, 2)}", "    out += len_bytes(packed)",
-                          "    out += packed"]
-            else:
-                lines += [f"for {item} in self.{f.py_name}:", f"    out += {tag}"]
-                lines += ["    " + s for s in _value_bytes(f.type, item)]
-            continue
-        lines.append(f"{v} = self.{_storage(f)}")
-        body = [f"out += {tag}", *_value_bytes(f.type, v)]
-        if f.presence is Presence.REQUIRED:
-            lines += [f"if {v} is None:",
-                      f"    raise RequiredFieldUnsetError({q(m.py_path)}, {q(f.proto_name)})",
-                      *body]
-            continue
-        cond = f"{v} is not None" if f.presence is Presence.EXPLICIT else _nonzero(f.type, v)
-        lines.append(f"if {cond}:")
-        lines += ["    " + s for s in body]
-    lines += ["if self._unknown:", "    out += self._unknown"]
-    return lines
+        lines += _encode_field(m, f)
+    return _declare_lists([*lines, "if self._unknown:", "    parts.append(self._unknown)"])
+
+
+def _declare_lists(lines: list[str]) -> list[str]:
+    """Annotate, once and up front, the scratch lists the statements fill."""
+    kinds = {"sub": "bytes", "entry": "bytes", "packed": "bytes", "numbers": "int"}
+    used = [name for name in kinds if any(s.strip() == f"{name} = []" for s in lines)]
+    return [f"{name}: list[{kinds[name]}]" for name in used] + lines
+
+
+def _encode_field(m: MessageType, f: Field) -> list[str]:
+    """Statements appending one field to ``parts`` (nothing when it is unset or empty)."""
+    v = f"v{f.number}"
+    if f.is_map:
+        assert f.map_key is not None and f.map_value is not None
+        k, val = f"k{f.number}", f"val{f.number}"
+        lines = [f"for {k}, {val} in self.{f.py_name}.items():", "    entry = []"]
+        lines += ["    " + s for s in _field_bytes(f.map_key, 1, k, "entry")]
+        lines += ["    " + s for s in _field_bytes(f.map_value, 2, val, "entry")]
+        lines += [f"    parts.append({_tag(f.number, 2)})", "    data = b\"\".join(entry)"]
+        return lines + ["    " + s for s in _len_prefixed("data", "parts")]
+    if f.label is Label.REPEATED:
+        item = f"item{f.number}"
+        if f.packed:
+            lines = [f"{v} = self.{f.py_name}", f"if {v}:", "    packed = []",
+                     f"    for {item} in {v}:"]
+            lines += ["        " + s for s in _value_bytes(f.type, item, "packed")]
+            lines += [f"    parts.append({_tag(f.number, 2)})", "    data = b\"\".join(packed)"]
+            return lines + ["    " + s for s in _len_prefixed("data", "parts")]
+        lines = [f"for {item} in self.{f.py_name}:"]
+        return lines + ["    " + s for s in _field_bytes(f.type, f.number, item)]
+    body = _field_bytes(f.type, f.number, v)
+    if f.presence is Presence.REQUIRED:
+        return [f"{v} = self.{_storage(f)}",
+                f"if {v} is None:",
+                f"    raise RequiredFieldUnsetError({q(m.py_path)}, {q(f.proto_name)})",
+                *body]
+    cond = f"{v} is not None" if f.presence is Presence.EXPLICIT else _nonzero(f.type, v)
+    return [f"{v} = self.{_storage(f)}", f"if {cond}:", *["    " + s for s in body]]
 
 
 def _storage(f: Field) -> str:
@@ -565,8 +631,9 @@ def _decode_value(
         fn, size = _FIXED_DECODERS[kind]
         return [f"{target} = {fn}(buf, pos)[0]", f"pos += {size}"]
     if kind == "string":
-        return [*_read_len("vend", where, limit),
-                f"{target} = decode_str(buf, pos, vend, {q(where)})", "pos = vend"]
+        # A UnicodeDecodeError becomes InvalidUtf8Error naming the field, in decode_from.
+        return [*_read_len("vend", where, limit), f"{target} = buf[pos:vend].decode()",
+                "pos = vend"]
     if kind == "bytes":
         return [*_read_len("vend", where, limit), f"{target} = buf[pos:vend]", "pos = vend"]
     if kind == "message":
@@ -574,13 +641,21 @@ def _decode_value(
         ref = py.ref(t.message.full_name, t.message.py_path)
         return [*_read_len("vend", where, limit),
                 f"{target} = {ref}.decode_from(buf, pos, vend)", "pos = vend"]
-    lines = [
-        "raw = buf[pos]",
-        "if raw < 0x80:",
-        "    pos += 1",
-        "else:",
-        "    raw, pos = read_varint(buf, pos)",
-    ]
+    lines = ["raw = buf[pos]", "if raw < 0x80:", "    pos += 1"]
+    if kind in _INLINE_VARINTS:
+        # Integer fields often hold values of two to four bytes (ids, sizes): read those here
+        # rather than through a call. They are below 2**28, so need no sign conversion.
+        lines += ["elif (b1 := buf[pos + 1]) < 0x80:",
+                  "    raw = raw & 0x7F | b1 << 7",
+                  "    pos += 2",
+                  "elif (b2 := buf[pos + 2]) < 0x80:",
+                  "    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14",
+                  "    pos += 3",
+                  "elif (b3 := buf[pos + 3]) < 0x80:",
+                  "    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14",
+                  "    raw |= b3 << 21",
+                  "    pos += 4"]
+    lines += ["else:", "    raw, pos = read_varint(buf, pos)"]
     if kind in _VARINT_SLOW:
         lines.append("    raw = " + _VARINT_SLOW[kind].format("raw"))
     if kind == "enum":
@@ -623,9 +698,14 @@ def _map_case(py: _Python, f: Field, where: str) -> _Case:
 
 
 def _decode_lines(py: _Python, m: MessageType) -> list[str]:
-    """Body of ``decode_from(cls, buf, pos, end)``."""
+    """Body of ``decode_from(cls, buf, pos, end)``.
+
+    Fields are read into locals and stored into the new instance's slots at the end. Unknown
+    fields are kept in a buffer created only when the first one shows up.
+    """
     init: list[str] = []
     cases: list[_Case] = []
+    strings: dict[int, str] = {}  # tag -> field, for the UTF-8 error
     for f in m.fields:
         local, tmp = f"f{f.number}", f"x{f.number}"
         where = f"{m.py_path}.{f.proto_name}"
@@ -634,15 +714,19 @@ def _decode_lines(py: _Python, m: MessageType) -> list[str]:
             init.append(f"{local}: dict[{py.value_ann(f.map_key)}, "
                         f"{py.value_ann(f.map_value)}] = {{}}")
             cases.append(_map_case(py, f, where))
+            if "string" in (f.map_key.kind, f.map_value.kind):
+                strings[f.number << 3 | 2] = where
             continue
+        if f.type.kind == "string":
+            strings[f.number << 3 | 2] = where
         value_ann = py.value_ann(f.type)
         closed = _closed_enum(f.type)
         read = _decode_value(py, f.type, tmp, where)
         if f.label is Label.REPEATED:
             init.append(f"{local}: list[{value_ann}] = []")
             if closed:
-                keep = [f"if {tmp} is None:", "    unknown += buf[start:pos]", "else:",
-                        f"    {local}.append({tmp})"]
+                keep = [f"if {tmp} is None:", "    unknown = add_unknown(unknown, buf[start:pos])",
+                        "else:", f"    {local}.append({tmp})"]
             else:
                 keep = [f"{local}.append({tmp})"]
             cases.append(_Case(f.number << 3 | _wire(f.type), [*read, *keep]))
@@ -651,8 +735,8 @@ def _decode_lines(py: _Python, m: MessageType) -> list[str]:
                 if closed:
                     unk_tag = bytes_literal(varint_literal(f.number << 3))
                     keep = [f"if {tmp} is None:",
-                            f"    unknown += {unk_tag} + int32_bytes(raw)", "else:",
-                            f"    {local}.append({tmp})"]
+                            f"    unknown = add_unknown(unknown, {unk_tag} + int32_bytes(raw))",
+                            "else:", f"    {local}.append({tmp})"]
                 packed = [*_read_len("pend", where), "while pos < pend:"]
                 packed += ["    " + s for s in _decode_value(py, f.type, tmp, where, "pend")]
                 packed += ["    " + s for s in keep]
@@ -664,7 +748,8 @@ def _decode_lines(py: _Python, m: MessageType) -> list[str]:
         else:
             init.append(f"{local}: {value_ann} | None = None")
         if closed:
-            one = [*read, f"if {tmp} is None:", "    unknown += buf[start:pos]", "else:",
+            one = [*read, f"if {tmp} is None:",
+                   "    unknown = add_unknown(unknown, buf[start:pos])", "else:",
                    f"    {local} = {tmp}"]
         else:
             one = [*_decode_value(py, f.type, local, where)]
@@ -673,22 +758,35 @@ def _decode_lines(py: _Python, m: MessageType) -> list[str]:
                     if g.oneof == f.oneof and g is not f]
         cases.append(_Case(f.number << 3 | _wire(f.type), one))
     cases.sort(key=lambda c: c.tag)
-    lines = [*init, "unknown = bytearray()", "try:", "    while pos < end:", "        start = pos",
-             "        tag = buf[pos]", "        if tag < 0x80:", "            pos += 1",
-             "        else:", "            tag, pos = read_varint(buf, pos)"]
-    fallback = ["pos = skip_field(buf, pos, end, tag)", "unknown += buf[start:pos]"]
+    lines = [*init, "unknown: bytearray | None = None", "try:", "    while pos < end:",
+             "        start = pos", "        tag = buf[pos]", "        if tag < 0x80:",
+             "            pos += 1"]
+    if any(f.number >= 16 for f in m.fields):
+        # Fields 16 to 2047 have two-byte tags.
+        lines += ["        elif (b1 := buf[pos + 1]) < 0x80:",
+                  "            tag = tag & 0x7F | b1 << 7",
+                  "            pos += 2"]
+    lines += ["        else:", "            tag, pos = read_varint(buf, pos)"]
+    fallback = ["pos = skip_field(buf, pos, end, tag)",
+                "unknown = add_unknown(unknown, buf[start:pos])"]
     lines += ["        " + s for s in _dispatch(cases, fallback)]
     name = q(m.py_path)
-    name = q(m.py_path)
-    lines += ["except (IndexError, struct_error):", f"    raise truncated({name}) from None",
-              "if pos != end:", f"    raise truncated({name})"]
+    lines += ["except (IndexError, struct_error):", f"    raise truncated({name}) from None"]
+    if len(strings) == 1:
+        lines += ["except UnicodeDecodeError as exc:",
+                  f"    raise invalid_utf8({q(next(iter(strings.values())))}, exc) from None"]
+    elif strings:
+        lines += ["except UnicodeDecodeError as exc:", "    where = {"]
+        lines += [f"        {tag}: {q(where)}," for tag, where in sorted(strings.items())]
+        lines += ["    }[tag]", "    raise invalid_utf8(where, exc) from None"]
+    lines += ["if pos != end:", f"    raise truncated({name})"]
     for f in m.fields:
         if f.presence is Presence.REQUIRED:
             lines += [f"if f{f.number} is None:",
                       f"    raise MissingRequiredFieldError({q(m.py_path)}, {q(f.proto_name)})"]
-    lines.append("msg = cls.__new__(cls)")
+    lines.append("msg = new_instance(cls)")
     lines += [f"msg.{_storage(f)} = f{f.number}" for f in m.fields]
-    lines += ["msg._unknown = bytes(unknown)", "return msg"]
+    lines += ['msg._unknown = b"" if unknown is None else bytes(unknown)', "return msg"]
     return lines
 
 

@@ -101,7 +101,8 @@ class MachineSet:
         self._pending: dict[tuple[str, tuple[Any, ...]], list[tuple[str, Hashable]]] = {}
         self._by_request = {i.request: i for i in interactions}
         self._answering: dict[str, list[Interaction]] = {}
-        for i in interactions:
+        # Correlated requests first: an answer carrying ids must not go to an uncorrelated one.
+        for i in sorted(interactions, key=lambda i: not i.correlate):
             for name in i.answers:
                 self._answering.setdefault(name, []).append(i)
 

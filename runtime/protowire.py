@@ -1,16 +1,18 @@
 """Protobuf wire-format primitives shared by every generated message codec.
 
-Generated code inlines the common case (one-byte varints, known tags) and calls these helpers
-for everything else, so the helpers favour plain loops over cleverness: they are short enough
-for CPython to run quickly and simple enough to check against the encoding spec by eye.
+Generated code inlines the common case (varints up to four bytes on decode, table lookups of
+small varints on encode, known tags) and calls these helpers for everything else. The helpers
+stay short enough to check against the encoding spec by eye; where CPython's per-bytecode cost
+shows (varints of the lengths real ids and sizes take), they unroll or use a lookup table.
 """
 
 from __future__ import annotations
 
 import enum
+import inspect
 import struct
 from collections.abc import Callable
-from typing import Any, TypeAlias, TypeVar
+from typing import Any, ForwardRef, TypeAlias, TypeVar
 
 from runtime.errors import (
     DecodeError,
@@ -24,6 +26,7 @@ from runtime.errors import (
 BytesLike: TypeAlias = bytes | bytearray | memoryview
 
 _E = TypeVar("_E", bound=enum.IntEnum)
+_T = TypeVar("_T")
 
 MASK32 = 0xFFFF_FFFF
 MASK64 = 0xFFFF_FFFF_FFFF_FFFF
@@ -55,66 +58,92 @@ unpack_sfixed32 = _I32.unpack_from
 unpack_fixed64 = _U64.unpack_from
 unpack_sfixed64 = _I64.unpack_from
 
-# Encoded forms of the small varints, so the hot path is a list index instead of a loop.
-_SMALL_VARINTS: list[bytes] = [bytes((i,)) for i in range(128)] + [
+# A new instance without running ``__init__``, for decoders; cheaper than ``cls.__new__(cls)``,
+# which looks ``__new__`` up on the class at every call.
+new_instance: Callable[[type[_T]], _T] = object.__new__
+
+# Encoded forms of the varints below 2**14, so the hot path is a list index instead of a loop.
+# Generated encoders inline ``SMALL_VARINTS[v] if 0 <= v < 0x4000 else <type>_bytes(v)``.
+SMALL_VARINTS: list[bytes] = [bytes((i,)) for i in range(128)] + [
     bytes(((i & 0x7F) | 0x80, i >> 7)) for i in range(128, 1 << 14)
 ]
+# The low 14 bits of a larger varint: two bytes, both with the continuation bit set.
+_CONTINUED: list[bytes] = [bytes(((i & 0x7F) | 0x80, (i >> 7) | 0x80)) for i in range(1 << 14)]
 
 
 def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
     """Read an unsigned varint at ``pos``; return it (truncated to 64 bits) and the next position.
 
+    The lengths that carry real field values (up to four bytes) are unrolled; longer ones loop.
     A varint of more than ten bytes is rejected, as the official runtimes do. Running off the
     end of ``buf`` raises ``IndexError``, which generated decoders turn into ``TruncatedError``.
     """
     b = buf[pos]
-    pos += 1
+    if b < 0x80:
+        return b, pos + 1
     result = b & 0x7F
-    shift = 7
-    while b & 0x80:
-        if shift >= 70:
-            raise MalformedVarintError(f"varint longer than 10 bytes at offset {pos - 10}")
+    b = buf[pos + 1]
+    if b < 0x80:
+        return result | b << 7, pos + 2
+    result |= (b & 0x7F) << 7
+    b = buf[pos + 2]
+    if b < 0x80:
+        return result | b << 14, pos + 3
+    result |= (b & 0x7F) << 14
+    b = buf[pos + 3]
+    if b < 0x80:
+        return result | b << 21, pos + 4
+    result |= (b & 0x7F) << 21
+    pos += 4
+    shift = 28
+    while True:
         b = buf[pos]
         pos += 1
         result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result & MASK64, pos
         shift += 7
-    return result & MASK64, pos
+        if shift >= 70:
+            raise MalformedVarintError(f"varint longer than 10 bytes at offset {pos - 10}")
 
 
 def varint_bytes(value: int) -> bytes:
     """Encode a non-negative integer below 2**64 as a varint."""
-    if value < 16384:
+    if value < 0x4000:
         if value < 0:
             raise ValueOutOfRangeError(f"{value} is negative; expected an unsigned varint")
-        return _SMALL_VARINTS[value]
+        return SMALL_VARINTS[value]
+    if value < 0x1000_0000:
+        return _CONTINUED[value & 0x3FFF] + SMALL_VARINTS[value >> 14]
     if value > MASK64:
         raise ValueOutOfRangeError(f"{value} does not fit in 64 bits")
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
+    # 14 bits at a time: a 64-bit value takes at most five table lookups.
+    out = _CONTINUED[value & 0x3FFF] + _CONTINUED[value >> 14 & 0x3FFF]
+    value >>= 28
+    while value >= 0x4000:
+        out += _CONTINUED[value & 0x3FFF]
+        value >>= 14
+    return out + SMALL_VARINTS[value]
 
 
 def uint32_bytes(value: int) -> bytes:
     """Varint encoding of a uint32 field value, range-checked."""
     if 0 <= value <= MASK32:
-        return varint_bytes(value)
+        return SMALL_VARINTS[value] if value < 0x4000 else varint_bytes(value)
     raise ValueOutOfRangeError(f"{value} is outside the uint32 range")
 
 
 def uint64_bytes(value: int) -> bytes:
     """Varint encoding of a uint64 field value, range-checked."""
     if 0 <= value <= MASK64:
-        return varint_bytes(value)
+        return SMALL_VARINTS[value] if value < 0x4000 else varint_bytes(value)
     raise ValueOutOfRangeError(f"{value} is outside the uint64 range")
 
 
 def int32_bytes(value: int) -> bytes:
     """Varint encoding of an int32 (or enum) value; negatives take ten bytes, as on the wire."""
-    if 0 <= value < 16384:
-        return _SMALL_VARINTS[value]
+    if 0 <= value < 0x4000:
+        return SMALL_VARINTS[value]
     if -0x8000_0000 <= value <= 0x7FFF_FFFF:
         return varint_bytes(value & MASK64)
     raise ValueOutOfRangeError(f"{value} is outside the int32 range")
@@ -122,8 +151,8 @@ def int32_bytes(value: int) -> bytes:
 
 def int64_bytes(value: int) -> bytes:
     """Varint encoding of an int64 value (two's complement, ten bytes when negative)."""
-    if 0 <= value < 16384:
-        return _SMALL_VARINTS[value]
+    if 0 <= value < 0x4000:
+        return SMALL_VARINTS[value]
     if -0x8000_0000_0000_0000 <= value <= 0x7FFF_FFFF_FFFF_FFFF:
         return varint_bytes(value & MASK64)
     raise ValueOutOfRangeError(f"{value} is outside the int64 range")
@@ -194,7 +223,28 @@ def decode_str(buf: bytes, start: int, end: int, where: str) -> str:
     try:
         return buf[start:end].decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InvalidUtf8Error(f"{where}: invalid UTF-8 ({exc.reason})") from None
+        raise invalid_utf8(where, exc) from None
+
+
+def invalid_utf8(where: str, exc: UnicodeDecodeError) -> InvalidUtf8Error:
+    """The error for a string field ``where`` whose bytes are not valid UTF-8.
+
+    Generated decoders decode strings inline and turn the ``UnicodeDecodeError`` into this.
+    """
+    return InvalidUtf8Error(f"{where}: invalid UTF-8 ({exc.reason})")
+
+
+def add_unknown(unknown: bytearray | None, data: bytes) -> bytearray:
+    """Append the raw bytes of an unknown field to ``unknown``, creating it on first use."""
+    if unknown is None:
+        return bytearray(data)
+    unknown += data
+    return unknown
+
+
+def unexpected_field(message: object, name: str) -> TypeError:
+    """The error for a constructor keyword that names no optional field of the message."""
+    return TypeError(f"{type(message).__name__}() got an unexpected keyword argument {name!r}")
 
 
 def skip_field(buf: bytes, pos: int, end: int, tag: int) -> int:
@@ -256,6 +306,33 @@ def message_repr(msg: Any) -> str:
     if msg.unknown_fields:
         parts.append(f"unknown_fields={msg.unknown_fields!r}")
     return f"{type(msg).__name__}({', '.join(parts)})"
+
+
+def spell_out_fields(message_type: type, options: type) -> None:
+    """Show ``message_type.__init__(..., **_fields: Unpack[options])`` with its fields spelled out.
+
+    Messages with very many optional fields take them as ``**_fields`` typed by the TypedDict
+    ``options`` (mypy checks each keyword exactly as for a written-out parameter): CPython fills
+    in every keyword-only default that was not passed with a dict lookup per call, which for
+    seventy optional fields costs more than building the message. This gives ``inspect.signature``
+    and ``typing.get_type_hints`` the written-out form: each optional field a keyword-only
+    parameter whose default is what the unset field reads as.
+    """
+    init = message_type.__dict__["__init__"]
+    signature = inspect.signature(init)
+    params = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    annotations = {k: v for k, v in init.__annotations__.items() if k not in ("_fields", "return")}
+    for name, annotation in options.__annotations__.items():
+        if isinstance(annotation, ForwardRef):
+            annotation = annotation.__forward_arg__
+        default = message_type.__dict__.get(name)
+        default = None if isinstance(default, property) else default
+        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                        annotation=annotation))
+        annotations[name] = annotation
+    annotations["return"] = init.__annotations__.get("return", "None")
+    init.__annotations__ = annotations
+    setattr(init, "__signature__", signature.replace(parameters=params))  # noqa: B010
 
 
 def number_table(enum_type: type[_E]) -> dict[int, _E]:

@@ -6,4 +6,5 @@ Modules:
     frames: from specs/pulsar/pulsar.yaml
     machines: from specs/pulsar/pulsar.yaml
     client: from specs/pulsar/pulsar.yaml
+    spark: from specs/pulsar
 """

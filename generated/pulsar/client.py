@@ -28,7 +28,6 @@ _ANSWERS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     "CONNECTED": (("CONNECT", ()),),
     "CONSUMER_STATS_RESPONSE": (("CONSUMER_STATS", ("request_id",)),),
     "ERROR": (
-        ("CONNECT", ()),
         ("PRODUCER", ("request_id",)),
         ("SUBSCRIBE", ("request_id",)),
         ("CLOSE_PRODUCER", ("request_id",)),
@@ -37,6 +36,7 @@ _ANSWERS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
         ("SEEK", ("request_id",)),
         ("GET_LAST_MESSAGE_ID", ("request_id",)),
         ("GET_TOPICS_OF_NAMESPACE", ("request_id",)),
+        ("CONNECT", ()),
     ),
     "GET_LAST_MESSAGE_ID_RESPONSE": (("GET_LAST_MESSAGE_ID", ("request_id",)),),
     "GET_SCHEMA_RESPONSE": (("GET_SCHEMA", ("request_id",)),),

@@ -205,6 +205,8 @@ CONSUMER_MACHINE = MachineDef(
         Rule("active", "active", Direction.SEND, "ACK"),
         Rule("active", "active", Direction.SEND, "REDELIVER_UNACKNOWLEDGED_MESSAGES"),
         Rule("active", "active", Direction.SEND, "SEEK"),
+        Rule("active", "active", Direction.RECEIVE, "SUCCESS"),
+        Rule("active", "active", Direction.RECEIVE, "ERROR"),
         Rule("active", "active", Direction.RECEIVE, "REACHED_END_OF_TOPIC"),
         Rule("active", "active", Direction.RECEIVE, "ACTIVE_CONSUMER_CHANGE"),
         Rule("subscribing", "closing", Direction.SEND, "CLOSE_CONSUMER"),

@@ -23,24 +23,25 @@ from runtime.errors import (
     RequiredFieldUnsetError,
 )
 from runtime.protowire import (
+    SMALL_VARINTS,
     BytesLike,
-    bool_bytes,
-    decode_str,
+    add_unknown,
     int32_bytes,
     int64_bytes,
-    len_bytes,
+    invalid_utf8,
     message_repr,
+    new_instance,
     number_table,
     pack_double,
     read_varint,
     skip_field,
-    str_bytes,
     to_int32,
     to_int64,
     truncated,
     uint32_bytes,
     uint64_bytes,
     unpack_double,
+    varint_bytes,
 )
 
 __all__ = [
@@ -401,35 +402,49 @@ class Schema:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.name
         if v1 is None:
             raise RequiredFieldUnsetError("Schema", "name")
-        out += b"\x0a"
-        out += str_bytes(v1)
+        parts.append(b"\x0a")
+        data = v1.encode()
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         v3 = self.schema_data
         if v3 is None:
             raise RequiredFieldUnsetError("Schema", "schema_data")
-        out += b"\x1a"
-        out += len_bytes(v3)
-        out += v3
+        parts.append(b"\x1a")
+        size = len(v3)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(v3)
         v4 = self.type_
         if v4 is None:
             raise RequiredFieldUnsetError("Schema", "type")
-        out += b"\x20"
-        out += int32_bytes(v4)
+        parts.append(b"\x20")
+        parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
         for item5 in self.properties:
-            out += b"\x2a"
-            sub = item5.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x2a")
+            sub = []
+            item5._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -444,7 +459,7 @@ class Schema:
         f3: bytes | None = None
         f4: Schema.Type | None = None
         f5: list[KeyValue] = []
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -462,7 +477,7 @@ class Schema:
                     vend = pos + n
                     if vend > end:
                         raise truncated("Schema.name")
-                    f1 = decode_str(buf, pos, vend, "Schema.name")
+                    f1 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 26:
                     n = buf[pos]
@@ -484,7 +499,7 @@ class Schema:
                         raw = to_int32(raw)
                     x4 = _Schema_Type_BY_NUMBER.get(raw)
                     if x4 is None:
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         f4 = x4
                 elif tag == 42:
@@ -501,9 +516,11 @@ class Schema:
                     f5.append(x5)
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("Schema") from None
+        except UnicodeDecodeError as exc:
+            raise invalid_utf8("Schema.name", exc) from None
         if pos != end:
             raise truncated("Schema")
         if f1 is None:
@@ -512,12 +529,12 @@ class Schema:
             raise MissingRequiredFieldError("Schema", "schema_data")
         if f4 is None:
             raise MissingRequiredFieldError("Schema", "type")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.name = f1
         msg.schema_data = f3
         msg.type_ = f4
         msg.properties = f5
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -638,45 +655,55 @@ class MessageIdData:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.ledgerId
         if v1 is None:
             raise RequiredFieldUnsetError("MessageIdData", "ledgerId")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self.entryId
         if v2 is None:
             raise RequiredFieldUnsetError("MessageIdData", "entryId")
-        out += b"\x10"
-        out += uint64_bytes(v2)
+        parts.append(b"\x10")
+        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         v3 = self._partition
         if v3 is not None:
-            out += b"\x18"
-            out += int32_bytes(v3)
+            parts.append(b"\x18")
+            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
         v4 = self._batch_index
         if v4 is not None:
-            out += b"\x20"
-            out += int32_bytes(v4)
+            parts.append(b"\x20")
+            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
         for item5 in self.ack_set:
-            out += b"\x28"
-            out += int64_bytes(item5)
+            parts.append(b"\x28")
+            parts.append(SMALL_VARINTS[item5] if 0 <= item5 < 0x4000 else int64_bytes(item5))
         v6 = self._batch_size
         if v6 is not None:
-            out += b"\x30"
-            out += int32_bytes(v6)
+            parts.append(b"\x30")
+            parts.append(SMALL_VARINTS[v6] if 0 <= v6 < 0x4000 else int32_bytes(v6))
         v7 = self.first_chunk_message_id
         if v7 is not None:
-            out += b"\x3a"
-            sub = v7.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x3a")
+            sub = []
+            v7._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -694,7 +721,7 @@ class MessageIdData:
         f5: list[int] = []
         f6: int | None = None
         f7: MessageIdData | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -708,6 +735,16 @@ class MessageIdData:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
+                        elif (b1 := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | b1 << 7
+                            pos += 2
+                        elif (b2 := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            pos += 3
+                        elif (b3 := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                            raw |= b3 << 21
+                            pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                         f1 = raw
@@ -715,6 +752,16 @@ class MessageIdData:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
+                        elif (b1 := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | b1 << 7
+                            pos += 2
+                        elif (b2 := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            pos += 3
+                        elif (b3 := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                            raw |= b3 << 21
+                            pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                         f2 = raw
@@ -722,6 +769,16 @@ class MessageIdData:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
+                        elif (b1 := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | b1 << 7
+                            pos += 2
+                        elif (b2 := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            pos += 3
+                        elif (b3 := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                            raw |= b3 << 21
+                            pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
@@ -730,18 +787,38 @@ class MessageIdData:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
+                        elif (b1 := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | b1 << 7
+                            pos += 2
+                        elif (b2 := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            pos += 3
+                        elif (b3 := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                            raw |= b3 << 21
+                            pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
                         f4 = raw
                     else:
                         pos = skip_field(buf, pos, end, tag)
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                 else:
                     if tag == 40:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
+                        elif (b1 := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | b1 << 7
+                            pos += 2
+                        elif (b2 := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            pos += 3
+                        elif (b3 := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                            raw |= b3 << 21
+                            pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
@@ -760,6 +837,16 @@ class MessageIdData:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
+                            elif (b1 := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | b1 << 7
+                                pos += 2
+                            elif (b2 := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                pos += 3
+                            elif (b3 := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                raw |= b3 << 21
+                                pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int64(raw)
@@ -771,6 +858,16 @@ class MessageIdData:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
+                        elif (b1 := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | b1 << 7
+                            pos += 2
+                        elif (b2 := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            pos += 3
+                        elif (b3 := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                            raw |= b3 << 21
+                            pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
@@ -788,7 +885,7 @@ class MessageIdData:
                         pos = vend
                     else:
                         pos = skip_field(buf, pos, end, tag)
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("MessageIdData") from None
         if pos != end:
@@ -797,7 +894,7 @@ class MessageIdData:
             raise MissingRequiredFieldError("MessageIdData", "ledgerId")
         if f2 is None:
             raise MissingRequiredFieldError("MessageIdData", "entryId")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.ledgerId = f1
         msg.entryId = f2
         msg._partition = f3
@@ -805,7 +902,7 @@ class MessageIdData:
         msg.ack_set = f5
         msg._batch_size = f6
         msg.first_chunk_message_id = f7
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -844,24 +941,36 @@ class KeyValue:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.key
         if v1 is None:
             raise RequiredFieldUnsetError("KeyValue", "key")
-        out += b"\x0a"
-        out += str_bytes(v1)
+        parts.append(b"\x0a")
+        data = v1.encode()
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         v2 = self.value
         if v2 is None:
             raise RequiredFieldUnsetError("KeyValue", "value")
-        out += b"\x12"
-        out += str_bytes(v2)
+        parts.append(b"\x12")
+        data = v2.encode()
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -874,7 +983,7 @@ class KeyValue:
         """Parse ``buf[pos:end]`` without copying it first."""
         f1: str | None = None
         f2: str | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -892,7 +1001,7 @@ class KeyValue:
                     vend = pos + n
                     if vend > end:
                         raise truncated("KeyValue.key")
-                    f1 = decode_str(buf, pos, vend, "KeyValue.key")
+                    f1 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -903,23 +1012,29 @@ class KeyValue:
                     vend = pos + n
                     if vend > end:
                         raise truncated("KeyValue.value")
-                    f2 = decode_str(buf, pos, vend, "KeyValue.value")
+                    f2 = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("KeyValue") from None
+        except UnicodeDecodeError as exc:
+            where = {
+                10: "KeyValue.key",
+                18: "KeyValue.value",
+            }[tag]
+            raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("KeyValue")
         if f1 is None:
             raise MissingRequiredFieldError("KeyValue", "key")
         if f2 is None:
             raise MissingRequiredFieldError("KeyValue", "value")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.key = f1
         msg.value = f2
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -958,24 +1073,33 @@ class KeyLongValue:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.key
         if v1 is None:
             raise RequiredFieldUnsetError("KeyLongValue", "key")
-        out += b"\x0a"
-        out += str_bytes(v1)
+        parts.append(b"\x0a")
+        data = v1.encode()
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         v2 = self.value
         if v2 is None:
             raise RequiredFieldUnsetError("KeyLongValue", "value")
-        out += b"\x10"
-        out += uint64_bytes(v2)
+        parts.append(b"\x10")
+        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -988,7 +1112,7 @@ class KeyLongValue:
         """Parse ``buf[pos:end]`` without copying it first."""
         f1: str | None = None
         f2: int | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -1006,30 +1130,42 @@ class KeyLongValue:
                     vend = pos + n
                     if vend > end:
                         raise truncated("KeyLongValue.key")
-                    f1 = decode_str(buf, pos, vend, "KeyLongValue.key")
+                    f1 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f2 = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("KeyLongValue") from None
+        except UnicodeDecodeError as exc:
+            raise invalid_utf8("KeyLongValue.key", exc) from None
         if pos != end:
             raise truncated("KeyLongValue")
         if f1 is None:
             raise MissingRequiredFieldError("KeyLongValue", "key")
         if f2 is None:
             raise MissingRequiredFieldError("KeyLongValue", "value")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.key = f1
         msg.value = f2
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -1068,24 +1204,30 @@ class IntRange:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.start
         if v1 is None:
             raise RequiredFieldUnsetError("IntRange", "start")
-        out += b"\x08"
-        out += int32_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
         v2 = self.end
         if v2 is None:
             raise RequiredFieldUnsetError("IntRange", "end")
-        out += b"\x10"
-        out += int32_bytes(v2)
+        parts.append(b"\x10")
+        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -1098,7 +1240,7 @@ class IntRange:
         """Parse ``buf[pos:end]`` without copying it first."""
         f1: int | None = None
         f2: int | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -1111,6 +1253,16 @@ class IntRange:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
@@ -1119,13 +1271,23 @@ class IntRange:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
                     f2 = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("IntRange") from None
         if pos != end:
@@ -1134,10 +1296,10 @@ class IntRange:
             raise MissingRequiredFieldError("IntRange", "start")
         if f2 is None:
             raise MissingRequiredFieldError("IntRange", "end")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.start = f1
         msg.end = f2
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -1186,30 +1348,44 @@ class EncryptionKeys:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.key
         if v1 is None:
             raise RequiredFieldUnsetError("EncryptionKeys", "key")
-        out += b"\x0a"
-        out += str_bytes(v1)
+        parts.append(b"\x0a")
+        data = v1.encode()
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         v2 = self.value
         if v2 is None:
             raise RequiredFieldUnsetError("EncryptionKeys", "value")
-        out += b"\x12"
-        out += len_bytes(v2)
-        out += v2
+        parts.append(b"\x12")
+        size = len(v2)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(v2)
         for item3 in self.metadata:
-            out += b"\x1a"
-            sub = item3.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x1a")
+            sub = []
+            item3._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -1223,7 +1399,7 @@ class EncryptionKeys:
         f1: str | None = None
         f2: bytes | None = None
         f3: list[KeyValue] = []
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -1241,7 +1417,7 @@ class EncryptionKeys:
                     vend = pos + n
                     if vend > end:
                         raise truncated("EncryptionKeys.key")
-                    f1 = decode_str(buf, pos, vend, "EncryptionKeys.key")
+                    f1 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -1268,20 +1444,22 @@ class EncryptionKeys:
                     f3.append(x3)
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("EncryptionKeys") from None
+        except UnicodeDecodeError as exc:
+            raise invalid_utf8("EncryptionKeys.key", exc) from None
         if pos != end:
             raise truncated("EncryptionKeys")
         if f1 is None:
             raise MissingRequiredFieldError("EncryptionKeys", "key")
         if f2 is None:
             raise MissingRequiredFieldError("EncryptionKeys", "value")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.key = f1
         msg.value = f2
         msg.metadata = f3
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -1877,149 +2055,181 @@ class MessageMetadata:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.producer_name
         if v1 is None:
             raise RequiredFieldUnsetError("MessageMetadata", "producer_name")
-        out += b"\x0a"
-        out += str_bytes(v1)
+        parts.append(b"\x0a")
+        data = v1.encode()
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         v2 = self.sequence_id
         if v2 is None:
             raise RequiredFieldUnsetError("MessageMetadata", "sequence_id")
-        out += b"\x10"
-        out += uint64_bytes(v2)
+        parts.append(b"\x10")
+        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         v3 = self.publish_time
         if v3 is None:
             raise RequiredFieldUnsetError("MessageMetadata", "publish_time")
-        out += b"\x18"
-        out += uint64_bytes(v3)
+        parts.append(b"\x18")
+        parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint64_bytes(v3))
         for item4 in self.properties:
-            out += b"\x22"
-            sub = item4.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x22")
+            sub = []
+            item4._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v5 = self._replicated_from
         if v5 is not None:
-            out += b"\x2a"
-            out += str_bytes(v5)
+            parts.append(b"\x2a")
+            data = v5.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v6 = self._partition_key
         if v6 is not None:
-            out += b"\x32"
-            out += str_bytes(v6)
+            parts.append(b"\x32")
+            data = v6.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         for item7 in self.replicate_to:
-            out += b"\x3a"
-            out += str_bytes(item7)
+            parts.append(b"\x3a")
+            data = item7.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v8 = self._compression
         if v8 is not None:
-            out += b"\x40"
-            out += int32_bytes(v8)
+            parts.append(b"\x40")
+            parts.append(SMALL_VARINTS[v8] if 0 <= v8 < 0x4000 else int32_bytes(v8))
         v9 = self._uncompressed_size
         if v9 is not None:
-            out += b"\x48"
-            out += uint32_bytes(v9)
+            parts.append(b"\x48")
+            parts.append(SMALL_VARINTS[v9] if 0 <= v9 < 0x4000 else uint32_bytes(v9))
         v11 = self._num_messages_in_batch
         if v11 is not None:
-            out += b"\x58"
-            out += int32_bytes(v11)
+            parts.append(b"\x58")
+            parts.append(SMALL_VARINTS[v11] if 0 <= v11 < 0x4000 else int32_bytes(v11))
         v12 = self._event_time
         if v12 is not None:
-            out += b"\x60"
-            out += uint64_bytes(v12)
+            parts.append(b"\x60")
+            parts.append(SMALL_VARINTS[v12] if 0 <= v12 < 0x4000 else uint64_bytes(v12))
         for item13 in self.encryption_keys:
-            out += b"\x6a"
-            sub = item13.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x6a")
+            sub = []
+            item13._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v14 = self._encryption_algo
         if v14 is not None:
-            out += b"\x72"
-            out += str_bytes(v14)
+            parts.append(b"\x72")
+            data = v14.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v15 = self._encryption_param
         if v15 is not None:
-            out += b"\x7a"
-            out += len_bytes(v15)
-            out += v15
+            parts.append(b"\x7a")
+            size = len(v15)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(v15)
         v16 = self._schema_version
         if v16 is not None:
-            out += b"\x82\x01"
-            out += len_bytes(v16)
-            out += v16
+            parts.append(b"\x82\x01")
+            size = len(v16)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(v16)
         v17 = self._partition_key_b64_encoded
         if v17 is not None:
-            out += b"\x88\x01"
-            out += bool_bytes(v17)
+            parts.append(b"\x88\x01\x01" if v17 else b"\x88\x01\x00")
         v18 = self._ordering_key
         if v18 is not None:
-            out += b"\x92\x01"
-            out += len_bytes(v18)
-            out += v18
+            parts.append(b"\x92\x01")
+            size = len(v18)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(v18)
         v19 = self._deliver_at_time
         if v19 is not None:
-            out += b"\x98\x01"
-            out += int64_bytes(v19)
+            parts.append(b"\x98\x01")
+            parts.append(SMALL_VARINTS[v19] if 0 <= v19 < 0x4000 else int64_bytes(v19))
         v20 = self._marker_type
         if v20 is not None:
-            out += b"\xa0\x01"
-            out += int32_bytes(v20)
+            parts.append(b"\xa0\x01")
+            parts.append(SMALL_VARINTS[v20] if 0 <= v20 < 0x4000 else int32_bytes(v20))
         v22 = self._txnid_least_bits
         if v22 is not None:
-            out += b"\xb0\x01"
-            out += uint64_bytes(v22)
+            parts.append(b"\xb0\x01")
+            parts.append(SMALL_VARINTS[v22] if 0 <= v22 < 0x4000 else uint64_bytes(v22))
         v23 = self._txnid_most_bits
         if v23 is not None:
-            out += b"\xb8\x01"
-            out += uint64_bytes(v23)
+            parts.append(b"\xb8\x01")
+            parts.append(SMALL_VARINTS[v23] if 0 <= v23 < 0x4000 else uint64_bytes(v23))
         v24 = self._highest_sequence_id
         if v24 is not None:
-            out += b"\xc0\x01"
-            out += uint64_bytes(v24)
+            parts.append(b"\xc0\x01")
+            parts.append(SMALL_VARINTS[v24] if 0 <= v24 < 0x4000 else uint64_bytes(v24))
         v25 = self._null_value
         if v25 is not None:
-            out += b"\xc8\x01"
-            out += bool_bytes(v25)
+            parts.append(b"\xc8\x01\x01" if v25 else b"\xc8\x01\x00")
         v26 = self._uuid
         if v26 is not None:
-            out += b"\xd2\x01"
-            out += str_bytes(v26)
+            parts.append(b"\xd2\x01")
+            data = v26.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v27 = self._num_chunks_from_msg
         if v27 is not None:
-            out += b"\xd8\x01"
-            out += int32_bytes(v27)
+            parts.append(b"\xd8\x01")
+            parts.append(SMALL_VARINTS[v27] if 0 <= v27 < 0x4000 else int32_bytes(v27))
         v28 = self._total_chunk_msg_size
         if v28 is not None:
-            out += b"\xe0\x01"
-            out += int32_bytes(v28)
+            parts.append(b"\xe0\x01")
+            parts.append(SMALL_VARINTS[v28] if 0 <= v28 < 0x4000 else int32_bytes(v28))
         v29 = self._chunk_id
         if v29 is not None:
-            out += b"\xe8\x01"
-            out += int32_bytes(v29)
+            parts.append(b"\xe8\x01")
+            parts.append(SMALL_VARINTS[v29] if 0 <= v29 < 0x4000 else int32_bytes(v29))
         v30 = self._null_partition_key
         if v30 is not None:
-            out += b"\xf0\x01"
-            out += bool_bytes(v30)
+            parts.append(b"\xf0\x01\x01" if v30 else b"\xf0\x01\x00")
         for item31 in self.compacted_batch_indexes:
-            out += b"\xf8\x01"
-            out += int32_bytes(item31)
+            parts.append(b"\xf8\x01")
+            parts.append(SMALL_VARINTS[item31] if 0 <= item31 < 0x4000 else int32_bytes(item31))
         v32 = self._schema_id
         if v32 is not None:
-            out += b"\x82\x02"
-            out += len_bytes(v32)
-            out += v32
+            parts.append(b"\x82\x02")
+            size = len(v32)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(v32)
         v33 = self._entry_hash_min
         if v33 is not None:
-            out += b"\x88\x02"
-            out += uint32_bytes(v33)
+            parts.append(b"\x88\x02")
+            parts.append(SMALL_VARINTS[v33] if 0 <= v33 < 0x4000 else uint32_bytes(v33))
         v34 = self._entry_hash_max
         if v34 is not None:
-            out += b"\x90\x02"
-            out += uint32_bytes(v34)
+            parts.append(b"\x90\x02")
+            parts.append(SMALL_VARINTS[v34] if 0 <= v34 < 0x4000 else uint32_bytes(v34))
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -2062,13 +2272,16 @@ class MessageMetadata:
         f32: bytes | None = None
         f33: int | None = None
         f34: int | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
                 tag = buf[pos]
                 if tag < 0x80:
                     pos += 1
+                elif (b1 := buf[pos + 1]) < 0x80:
+                    tag = tag & 0x7F | b1 << 7
+                    pos += 2
                 else:
                     tag, pos = read_varint(buf, pos)
                 if tag < 146:
@@ -2083,12 +2296,22 @@ class MessageMetadata:
                                 vend = pos + n
                                 if vend > end:
                                     raise truncated("MessageMetadata.producer_name")
-                                f1 = decode_str(buf, pos, vend, "MessageMetadata.producer_name")
+                                f1 = buf[pos:vend].decode()
                                 pos = vend
                             elif tag == 16:
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
+                                elif (b1 := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | b1 << 7
+                                    pos += 2
+                                elif (b2 := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                    pos += 3
+                                elif (b3 := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                    raw |= b3 << 21
+                                    pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
                                 f2 = raw
@@ -2096,6 +2319,16 @@ class MessageMetadata:
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
+                                elif (b1 := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | b1 << 7
+                                    pos += 2
+                                elif (b2 := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                    pos += 3
+                                elif (b3 := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                    raw |= b3 << 21
+                                    pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
                                 f3 = raw
@@ -2113,7 +2346,7 @@ class MessageMetadata:
                                 f4.append(x4)
                             else:
                                 pos = skip_field(buf, pos, end, tag)
-                                unknown += buf[start:pos]
+                                unknown = add_unknown(unknown, buf[start:pos])
                         else:
                             if tag == 42:
                                 n = buf[pos]
@@ -2124,7 +2357,7 @@ class MessageMetadata:
                                 vend = pos + n
                                 if vend > end:
                                     raise truncated("MessageMetadata.replicated_from")
-                                f5 = decode_str(buf, pos, vend, "MessageMetadata.replicated_from")
+                                f5 = buf[pos:vend].decode()
                                 pos = vend
                             elif tag == 50:
                                 n = buf[pos]
@@ -2135,7 +2368,7 @@ class MessageMetadata:
                                 vend = pos + n
                                 if vend > end:
                                     raise truncated("MessageMetadata.partition_key")
-                                f6 = decode_str(buf, pos, vend, "MessageMetadata.partition_key")
+                                f6 = buf[pos:vend].decode()
                                 pos = vend
                             elif tag == 58:
                                 n = buf[pos]
@@ -2146,7 +2379,7 @@ class MessageMetadata:
                                 vend = pos + n
                                 if vend > end:
                                     raise truncated("MessageMetadata.replicate_to")
-                                x7 = decode_str(buf, pos, vend, "MessageMetadata.replicate_to")
+                                x7 = buf[pos:vend].decode()
                                 pos = vend
                                 f7.append(x7)
                             elif tag == 64:
@@ -2158,18 +2391,28 @@ class MessageMetadata:
                                     raw = to_int32(raw)
                                 x8 = _CompressionType_BY_NUMBER.get(raw)
                                 if x8 is None:
-                                    unknown += buf[start:pos]
+                                    unknown = add_unknown(unknown, buf[start:pos])
                                 else:
                                     f8 = x8
                             else:
                                 pos = skip_field(buf, pos, end, tag)
-                                unknown += buf[start:pos]
+                                unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         if tag < 114:
                             if tag == 72:
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
+                                elif (b1 := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | b1 << 7
+                                    pos += 2
+                                elif (b2 := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                    pos += 3
+                                elif (b3 := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                    raw |= b3 << 21
+                                    pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
                                     raw = raw & 0xFFFFFFFF
@@ -2178,6 +2421,16 @@ class MessageMetadata:
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
+                                elif (b1 := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | b1 << 7
+                                    pos += 2
+                                elif (b2 := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                    pos += 3
+                                elif (b3 := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                    raw |= b3 << 21
+                                    pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
                                     raw = to_int32(raw)
@@ -2186,6 +2439,16 @@ class MessageMetadata:
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
+                                elif (b1 := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | b1 << 7
+                                    pos += 2
+                                elif (b2 := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                    pos += 3
+                                elif (b3 := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                    raw |= b3 << 21
+                                    pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
                                 f12 = raw
@@ -2203,7 +2466,7 @@ class MessageMetadata:
                                 f13.append(x13)
                             else:
                                 pos = skip_field(buf, pos, end, tag)
-                                unknown += buf[start:pos]
+                                unknown = add_unknown(unknown, buf[start:pos])
                         else:
                             if tag == 114:
                                 n = buf[pos]
@@ -2214,7 +2477,7 @@ class MessageMetadata:
                                 vend = pos + n
                                 if vend > end:
                                     raise truncated("MessageMetadata.encryption_algo")
-                                f14 = decode_str(buf, pos, vend, "MessageMetadata.encryption_algo")
+                                f14 = buf[pos:vend].decode()
                                 pos = vend
                             elif tag == 122:
                                 n = buf[pos]
@@ -2247,7 +2510,7 @@ class MessageMetadata:
                                 f17 = raw != 0
                             else:
                                 pos = skip_field(buf, pos, end, tag)
-                                unknown += buf[start:pos]
+                                unknown = add_unknown(unknown, buf[start:pos])
                 else:
                     if tag < 216:
                         if tag < 184:
@@ -2266,6 +2529,16 @@ class MessageMetadata:
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
+                                elif (b1 := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | b1 << 7
+                                    pos += 2
+                                elif (b2 := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                    pos += 3
+                                elif (b3 := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                    raw |= b3 << 21
+                                    pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
                                     raw = to_int64(raw)
@@ -2274,6 +2547,16 @@ class MessageMetadata:
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
+                                elif (b1 := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | b1 << 7
+                                    pos += 2
+                                elif (b2 := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                    pos += 3
+                                elif (b3 := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                    raw |= b3 << 21
+                                    pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
                                     raw = to_int32(raw)
@@ -2282,17 +2565,37 @@ class MessageMetadata:
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
+                                elif (b1 := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | b1 << 7
+                                    pos += 2
+                                elif (b2 := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                    pos += 3
+                                elif (b3 := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                    raw |= b3 << 21
+                                    pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
                                 f22 = raw
                             else:
                                 pos = skip_field(buf, pos, end, tag)
-                                unknown += buf[start:pos]
+                                unknown = add_unknown(unknown, buf[start:pos])
                         else:
                             if tag == 184:
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
+                                elif (b1 := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | b1 << 7
+                                    pos += 2
+                                elif (b2 := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                    pos += 3
+                                elif (b3 := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                    raw |= b3 << 21
+                                    pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
                                 f23 = raw
@@ -2300,6 +2603,16 @@ class MessageMetadata:
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
+                                elif (b1 := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | b1 << 7
+                                    pos += 2
+                                elif (b2 := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                    pos += 3
+                                elif (b3 := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                    raw |= b3 << 21
+                                    pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
                                 f24 = raw
@@ -2319,17 +2632,27 @@ class MessageMetadata:
                                 vend = pos + n
                                 if vend > end:
                                     raise truncated("MessageMetadata.uuid")
-                                f26 = decode_str(buf, pos, vend, "MessageMetadata.uuid")
+                                f26 = buf[pos:vend].decode()
                                 pos = vend
                             else:
                                 pos = skip_field(buf, pos, end, tag)
-                                unknown += buf[start:pos]
+                                unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         if tag < 248:
                             if tag == 216:
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
+                                elif (b1 := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | b1 << 7
+                                    pos += 2
+                                elif (b2 := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                    pos += 3
+                                elif (b3 := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                    raw |= b3 << 21
+                                    pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
                                     raw = to_int32(raw)
@@ -2338,6 +2661,16 @@ class MessageMetadata:
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
+                                elif (b1 := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | b1 << 7
+                                    pos += 2
+                                elif (b2 := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                    pos += 3
+                                elif (b3 := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                    raw |= b3 << 21
+                                    pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
                                     raw = to_int32(raw)
@@ -2346,6 +2679,16 @@ class MessageMetadata:
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
+                                elif (b1 := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | b1 << 7
+                                    pos += 2
+                                elif (b2 := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                    pos += 3
+                                elif (b3 := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                    raw |= b3 << 21
+                                    pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
                                     raw = to_int32(raw)
@@ -2359,12 +2702,22 @@ class MessageMetadata:
                                 f30 = raw != 0
                             else:
                                 pos = skip_field(buf, pos, end, tag)
-                                unknown += buf[start:pos]
+                                unknown = add_unknown(unknown, buf[start:pos])
                         else:
                             if tag == 248:
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
+                                elif (b1 := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | b1 << 7
+                                    pos += 2
+                                elif (b2 := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                    pos += 3
+                                elif (b3 := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                    raw |= b3 << 21
+                                    pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
                                     raw = to_int32(raw)
@@ -2383,6 +2736,16 @@ class MessageMetadata:
                                     raw = buf[pos]
                                     if raw < 0x80:
                                         pos += 1
+                                    elif (b1 := buf[pos + 1]) < 0x80:
+                                        raw = raw & 0x7F | b1 << 7
+                                        pos += 2
+                                    elif (b2 := buf[pos + 2]) < 0x80:
+                                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                        pos += 3
+                                    elif (b3 := buf[pos + 3]) < 0x80:
+                                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                        raw |= b3 << 21
+                                        pos += 4
                                     else:
                                         raw, pos = read_varint(buf, pos)
                                         raw = to_int32(raw)
@@ -2405,6 +2768,16 @@ class MessageMetadata:
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
+                                elif (b1 := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | b1 << 7
+                                    pos += 2
+                                elif (b2 := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                    pos += 3
+                                elif (b3 := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                    raw |= b3 << 21
+                                    pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
                                     raw = raw & 0xFFFFFFFF
@@ -2413,15 +2786,35 @@ class MessageMetadata:
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
+                                elif (b1 := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | b1 << 7
+                                    pos += 2
+                                elif (b2 := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                    pos += 3
+                                elif (b3 := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                    raw |= b3 << 21
+                                    pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
                                     raw = raw & 0xFFFFFFFF
                                 f34 = raw
                             else:
                                 pos = skip_field(buf, pos, end, tag)
-                                unknown += buf[start:pos]
+                                unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("MessageMetadata") from None
+        except UnicodeDecodeError as exc:
+            where = {
+                10: "MessageMetadata.producer_name",
+                42: "MessageMetadata.replicated_from",
+                50: "MessageMetadata.partition_key",
+                58: "MessageMetadata.replicate_to",
+                114: "MessageMetadata.encryption_algo",
+                210: "MessageMetadata.uuid",
+            }[tag]
+            raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("MessageMetadata")
         if f1 is None:
@@ -2430,7 +2823,7 @@ class MessageMetadata:
             raise MissingRequiredFieldError("MessageMetadata", "sequence_id")
         if f3 is None:
             raise MissingRequiredFieldError("MessageMetadata", "publish_time")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.producer_name = f1
         msg.sequence_id = f2
         msg.publish_time = f3
@@ -2463,7 +2856,7 @@ class MessageMetadata:
         msg._schema_id = f32
         msg._entry_hash_min = f33
         msg._entry_hash_max = f34
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -2674,57 +3067,67 @@ class SingleMessageMetadata:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         for item1 in self.properties:
-            out += b"\x0a"
-            sub = item1.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x0a")
+            sub = []
+            item1._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v2 = self._partition_key
         if v2 is not None:
-            out += b"\x12"
-            out += str_bytes(v2)
+            parts.append(b"\x12")
+            data = v2.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v3 = self.payload_size
         if v3 is None:
             raise RequiredFieldUnsetError("SingleMessageMetadata", "payload_size")
-        out += b"\x18"
-        out += int32_bytes(v3)
+        parts.append(b"\x18")
+        parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
         v4 = self._compacted_out
         if v4 is not None:
-            out += b"\x20"
-            out += bool_bytes(v4)
+            parts.append(b"\x20\x01" if v4 else b"\x20\x00")
         v5 = self._event_time
         if v5 is not None:
-            out += b"\x28"
-            out += uint64_bytes(v5)
+            parts.append(b"\x28")
+            parts.append(SMALL_VARINTS[v5] if 0 <= v5 < 0x4000 else uint64_bytes(v5))
         v6 = self._partition_key_b64_encoded
         if v6 is not None:
-            out += b"\x30"
-            out += bool_bytes(v6)
+            parts.append(b"\x30\x01" if v6 else b"\x30\x00")
         v7 = self._ordering_key
         if v7 is not None:
-            out += b"\x3a"
-            out += len_bytes(v7)
-            out += v7
+            parts.append(b"\x3a")
+            size = len(v7)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(v7)
         v8 = self._sequence_id
         if v8 is not None:
-            out += b"\x40"
-            out += uint64_bytes(v8)
+            parts.append(b"\x40")
+            parts.append(SMALL_VARINTS[v8] if 0 <= v8 < 0x4000 else uint64_bytes(v8))
         v9 = self._null_value
         if v9 is not None:
-            out += b"\x48"
-            out += bool_bytes(v9)
+            parts.append(b"\x48\x01" if v9 else b"\x48\x00")
         v10 = self._null_partition_key
         if v10 is not None:
-            out += b"\x50"
-            out += bool_bytes(v10)
+            parts.append(b"\x50\x01" if v10 else b"\x50\x00")
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -2745,7 +3148,7 @@ class SingleMessageMetadata:
         f8: int | None = None
         f9: bool | None = None
         f10: bool | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -2776,12 +3179,22 @@ class SingleMessageMetadata:
                         vend = pos + n
                         if vend > end:
                             raise truncated("SingleMessageMetadata.partition_key")
-                        f2 = decode_str(buf, pos, vend, "SingleMessageMetadata.partition_key")
+                        f2 = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 24:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
+                        elif (b1 := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | b1 << 7
+                            pos += 2
+                        elif (b2 := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            pos += 3
+                        elif (b3 := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                            raw |= b3 << 21
+                            pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
@@ -2797,12 +3210,22 @@ class SingleMessageMetadata:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
+                        elif (b1 := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | b1 << 7
+                            pos += 2
+                        elif (b2 := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            pos += 3
+                        elif (b3 := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                            raw |= b3 << 21
+                            pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                         f5 = raw
                     else:
                         pos = skip_field(buf, pos, end, tag)
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                 else:
                     if tag == 48:
                         raw = buf[pos]
@@ -2826,6 +3249,16 @@ class SingleMessageMetadata:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
+                        elif (b1 := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | b1 << 7
+                            pos += 2
+                        elif (b2 := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            pos += 3
+                        elif (b3 := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                            raw |= b3 << 21
+                            pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                         f8 = raw
@@ -2845,14 +3278,16 @@ class SingleMessageMetadata:
                         f10 = raw != 0
                     else:
                         pos = skip_field(buf, pos, end, tag)
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("SingleMessageMetadata") from None
+        except UnicodeDecodeError as exc:
+            raise invalid_utf8("SingleMessageMetadata.partition_key", exc) from None
         if pos != end:
             raise truncated("SingleMessageMetadata")
         if f3 is None:
             raise MissingRequiredFieldError("SingleMessageMetadata", "payload_size")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.properties = f1
         msg._partition_key = f2
         msg.payload_size = f3
@@ -2863,7 +3298,7 @@ class SingleMessageMetadata:
         msg._sequence_id = f8
         msg._null_value = f9
         msg._null_partition_key = f10
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -2936,22 +3371,28 @@ class BrokerEntryMetadata:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self._broker_timestamp
         if v1 is not None:
-            out += b"\x08"
-            out += uint64_bytes(v1)
+            parts.append(b"\x08")
+            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self._index
         if v2 is not None:
-            out += b"\x10"
-            out += uint64_bytes(v2)
+            parts.append(b"\x10")
+            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -2964,7 +3405,7 @@ class BrokerEntryMetadata:
         """Parse ``buf[pos:end]`` without copying it first."""
         f1: int | None = None
         f2: int | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -2977,6 +3418,16 @@ class BrokerEntryMetadata:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -2984,20 +3435,30 @@ class BrokerEntryMetadata:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f2 = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("BrokerEntryMetadata") from None
         if pos != end:
             raise truncated("BrokerEntryMetadata")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg._broker_timestamp = f1
         msg._index = f2
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -3234,62 +3695,94 @@ class CommandConnect:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.client_version
         if v1 is None:
             raise RequiredFieldUnsetError("CommandConnect", "client_version")
-        out += b"\x0a"
-        out += str_bytes(v1)
+        parts.append(b"\x0a")
+        data = v1.encode()
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         v2 = self._auth_method
         if v2 is not None:
-            out += b"\x10"
-            out += int32_bytes(v2)
+            parts.append(b"\x10")
+            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
         v3 = self._auth_data
         if v3 is not None:
-            out += b"\x1a"
-            out += len_bytes(v3)
-            out += v3
+            parts.append(b"\x1a")
+            size = len(v3)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(v3)
         v4 = self._protocol_version
         if v4 is not None:
-            out += b"\x20"
-            out += int32_bytes(v4)
+            parts.append(b"\x20")
+            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
         v5 = self._auth_method_name
         if v5 is not None:
-            out += b"\x2a"
-            out += str_bytes(v5)
+            parts.append(b"\x2a")
+            data = v5.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v6 = self._proxy_to_broker_url
         if v6 is not None:
-            out += b"\x32"
-            out += str_bytes(v6)
+            parts.append(b"\x32")
+            data = v6.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v7 = self._original_principal
         if v7 is not None:
-            out += b"\x3a"
-            out += str_bytes(v7)
+            parts.append(b"\x3a")
+            data = v7.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v8 = self._original_auth_data
         if v8 is not None:
-            out += b"\x42"
-            out += str_bytes(v8)
+            parts.append(b"\x42")
+            data = v8.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v9 = self._original_auth_method
         if v9 is not None:
-            out += b"\x4a"
-            out += str_bytes(v9)
+            parts.append(b"\x4a")
+            data = v9.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v10 = self.feature_flags
         if v10 is not None:
-            out += b"\x52"
-            sub = v10.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x52")
+            sub = []
+            v10._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v11 = self._proxy_version
         if v11 is not None:
-            out += b"\x5a"
-            out += str_bytes(v11)
+            parts.append(b"\x5a")
+            data = v11.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -3311,7 +3804,7 @@ class CommandConnect:
         f9: str | None = None
         f10: FeatureFlags | None = None
         f11: str | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -3330,7 +3823,7 @@ class CommandConnect:
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandConnect.client_version")
-                        f1 = decode_str(buf, pos, vend, "CommandConnect.client_version")
+                        f1 = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 16:
                         raw = buf[pos]
@@ -3341,7 +3834,7 @@ class CommandConnect:
                             raw = to_int32(raw)
                         x2 = _AuthMethod_BY_NUMBER.get(raw)
                         if x2 is None:
-                            unknown += buf[start:pos]
+                            unknown = add_unknown(unknown, buf[start:pos])
                         else:
                             f2 = x2
                     elif tag == 26:
@@ -3359,6 +3852,16 @@ class CommandConnect:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
+                        elif (b1 := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | b1 << 7
+                            pos += 2
+                        elif (b2 := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            pos += 3
+                        elif (b3 := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                            raw |= b3 << 21
+                            pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
@@ -3372,11 +3875,11 @@ class CommandConnect:
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandConnect.auth_method_name")
-                        f5 = decode_str(buf, pos, vend, "CommandConnect.auth_method_name")
+                        f5 = buf[pos:vend].decode()
                         pos = vend
                     else:
                         pos = skip_field(buf, pos, end, tag)
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                 else:
                     if tag == 50:
                         n = buf[pos]
@@ -3387,7 +3890,7 @@ class CommandConnect:
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandConnect.proxy_to_broker_url")
-                        f6 = decode_str(buf, pos, vend, "CommandConnect.proxy_to_broker_url")
+                        f6 = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 58:
                         n = buf[pos]
@@ -3398,7 +3901,7 @@ class CommandConnect:
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandConnect.original_principal")
-                        f7 = decode_str(buf, pos, vend, "CommandConnect.original_principal")
+                        f7 = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 66:
                         n = buf[pos]
@@ -3409,7 +3912,7 @@ class CommandConnect:
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandConnect.original_auth_data")
-                        f8 = decode_str(buf, pos, vend, "CommandConnect.original_auth_data")
+                        f8 = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 74:
                         n = buf[pos]
@@ -3420,7 +3923,7 @@ class CommandConnect:
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandConnect.original_auth_method")
-                        f9 = decode_str(buf, pos, vend, "CommandConnect.original_auth_method")
+                        f9 = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 82:
                         n = buf[pos]
@@ -3442,18 +3945,29 @@ class CommandConnect:
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandConnect.proxy_version")
-                        f11 = decode_str(buf, pos, vend, "CommandConnect.proxy_version")
+                        f11 = buf[pos:vend].decode()
                         pos = vend
                     else:
                         pos = skip_field(buf, pos, end, tag)
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandConnect") from None
+        except UnicodeDecodeError as exc:
+            where = {
+                10: "CommandConnect.client_version",
+                42: "CommandConnect.auth_method_name",
+                50: "CommandConnect.proxy_to_broker_url",
+                58: "CommandConnect.original_principal",
+                66: "CommandConnect.original_auth_data",
+                74: "CommandConnect.original_auth_method",
+                90: "CommandConnect.proxy_version",
+            }[tag]
+            raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandConnect")
         if f1 is None:
             raise MissingRequiredFieldError("CommandConnect", "client_version")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.client_version = f1
         msg._auth_method = f2
         msg._auth_method_name = f5
@@ -3465,7 +3979,7 @@ class CommandConnect:
         msg._original_auth_method = f9
         msg.feature_flags = f10
         msg._proxy_version = f11
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -3709,50 +4223,47 @@ class FeatureFlags:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self._supports_auth_refresh
         if v1 is not None:
-            out += b"\x08"
-            out += bool_bytes(v1)
+            parts.append(b"\x08\x01" if v1 else b"\x08\x00")
         v2 = self._supports_broker_entry_metadata
         if v2 is not None:
-            out += b"\x10"
-            out += bool_bytes(v2)
+            parts.append(b"\x10\x01" if v2 else b"\x10\x00")
         v3 = self._supports_partial_producer
         if v3 is not None:
-            out += b"\x18"
-            out += bool_bytes(v3)
+            parts.append(b"\x18\x01" if v3 else b"\x18\x00")
         v4 = self._supports_topic_watchers
         if v4 is not None:
-            out += b"\x20"
-            out += bool_bytes(v4)
+            parts.append(b"\x20\x01" if v4 else b"\x20\x00")
         v5 = self._supports_get_partitioned_metadata_without_auto_creation
         if v5 is not None:
-            out += b"\x28"
-            out += bool_bytes(v5)
+            parts.append(b"\x28\x01" if v5 else b"\x28\x00")
         v6 = self._supports_repl_dedup_by_lid_and_eid
         if v6 is not None:
-            out += b"\x30"
-            out += bool_bytes(v6)
+            parts.append(b"\x30\x01" if v6 else b"\x30\x00")
         v7 = self._supports_topic_watcher_reconcile
         if v7 is not None:
-            out += b"\x38"
-            out += bool_bytes(v7)
+            parts.append(b"\x38\x01" if v7 else b"\x38\x00")
         v8 = self._supports_scalable_topics
         if v8 is not None:
-            out += b"\x40"
-            out += bool_bytes(v8)
+            parts.append(b"\x40\x01" if v8 else b"\x40\x00")
         v9 = self._supports_tc_metadata_discovery
         if v9 is not None:
-            out += b"\x48"
-            out += bool_bytes(v9)
+            parts.append(b"\x48\x01" if v9 else b"\x48\x00")
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -3772,7 +4283,7 @@ class FeatureFlags:
         f7: bool | None = None
         f8: bool | None = None
         f9: bool | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -3812,7 +4323,7 @@ class FeatureFlags:
                         f4 = raw != 0
                     else:
                         pos = skip_field(buf, pos, end, tag)
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                 else:
                     if tag == 40:
                         raw = buf[pos]
@@ -3851,12 +4362,12 @@ class FeatureFlags:
                         f9 = raw != 0
                     else:
                         pos = skip_field(buf, pos, end, tag)
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("FeatureFlags") from None
         if pos != end:
             raise truncated("FeatureFlags")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg._supports_auth_refresh = f1
         msg._supports_broker_entry_metadata = f2
         msg._supports_partial_producer = f3
@@ -3866,7 +4377,7 @@ class FeatureFlags:
         msg._supports_topic_watcher_reconcile = f7
         msg._supports_scalable_topics = f8
         msg._supports_tc_metadata_discovery = f9
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -3956,33 +4467,46 @@ class CommandConnected:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.server_version
         if v1 is None:
             raise RequiredFieldUnsetError("CommandConnected", "server_version")
-        out += b"\x0a"
-        out += str_bytes(v1)
+        parts.append(b"\x0a")
+        data = v1.encode()
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         v2 = self._protocol_version
         if v2 is not None:
-            out += b"\x10"
-            out += int32_bytes(v2)
+            parts.append(b"\x10")
+            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
         v3 = self._max_message_size
         if v3 is not None:
-            out += b"\x18"
-            out += int32_bytes(v3)
+            parts.append(b"\x18")
+            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
         v4 = self.feature_flags
         if v4 is not None:
-            out += b"\x22"
-            sub = v4.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x22")
+            sub = []
+            v4._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -3997,7 +4521,7 @@ class CommandConnected:
         f2: int | None = None
         f3: int | None = None
         f4: FeatureFlags | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -4015,12 +4539,22 @@ class CommandConnected:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandConnected.server_version")
-                    f1 = decode_str(buf, pos, vend, "CommandConnected.server_version")
+                    f1 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
@@ -4029,6 +4563,16 @@ class CommandConnected:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
@@ -4046,19 +4590,21 @@ class CommandConnected:
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandConnected") from None
+        except UnicodeDecodeError as exc:
+            raise invalid_utf8("CommandConnected.server_version", exc) from None
         if pos != end:
             raise truncated("CommandConnected")
         if f1 is None:
             raise MissingRequiredFieldError("CommandConnected", "server_version")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.server_version = f1
         msg._protocol_version = f2
         msg._max_message_size = f3
         msg.feature_flags = f4
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -4139,28 +4685,41 @@ class CommandAuthResponse:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self._client_version
         if v1 is not None:
-            out += b"\x0a"
-            out += str_bytes(v1)
+            parts.append(b"\x0a")
+            data = v1.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v2 = self.response
         if v2 is not None:
-            out += b"\x12"
-            sub = v2.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x12")
+            sub = []
+            v2._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v3 = self._protocol_version
         if v3 is not None:
-            out += b"\x18"
-            out += int32_bytes(v3)
+            parts.append(b"\x18")
+            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -4174,7 +4733,7 @@ class CommandAuthResponse:
         f1: str | None = None
         f2: AuthData | None = None
         f3: int | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -4192,7 +4751,7 @@ class CommandAuthResponse:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandAuthResponse.client_version")
-                    f1 = decode_str(buf, pos, vend, "CommandAuthResponse.client_version")
+                    f1 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -4209,22 +4768,34 @@ class CommandAuthResponse:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
                     f3 = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandAuthResponse") from None
+        except UnicodeDecodeError as exc:
+            raise invalid_utf8("CommandAuthResponse.client_version", exc) from None
         if pos != end:
             raise truncated("CommandAuthResponse")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg._client_version = f1
         msg.response = f2
         msg._protocol_version = f3
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -4305,28 +4876,41 @@ class CommandAuthChallenge:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self._server_version
         if v1 is not None:
-            out += b"\x0a"
-            out += str_bytes(v1)
+            parts.append(b"\x0a")
+            data = v1.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v2 = self.challenge
         if v2 is not None:
-            out += b"\x12"
-            sub = v2.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x12")
+            sub = []
+            v2._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v3 = self._protocol_version
         if v3 is not None:
-            out += b"\x18"
-            out += int32_bytes(v3)
+            parts.append(b"\x18")
+            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -4340,7 +4924,7 @@ class CommandAuthChallenge:
         f1: str | None = None
         f2: AuthData | None = None
         f3: int | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -4358,7 +4942,7 @@ class CommandAuthChallenge:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandAuthChallenge.server_version")
-                    f1 = decode_str(buf, pos, vend, "CommandAuthChallenge.server_version")
+                    f1 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -4375,22 +4959,34 @@ class CommandAuthChallenge:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
                     f3 = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandAuthChallenge") from None
+        except UnicodeDecodeError as exc:
+            raise invalid_utf8("CommandAuthChallenge.server_version", exc) from None
         if pos != end:
             raise truncated("CommandAuthChallenge")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg._server_version = f1
         msg.challenge = f2
         msg._protocol_version = f3
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -4463,23 +5059,33 @@ class AuthData:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self._auth_method_name
         if v1 is not None:
-            out += b"\x0a"
-            out += str_bytes(v1)
+            parts.append(b"\x0a")
+            data = v1.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v2 = self._auth_data
         if v2 is not None:
-            out += b"\x12"
-            out += len_bytes(v2)
-            out += v2
+            parts.append(b"\x12")
+            size = len(v2)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(v2)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -4492,7 +5098,7 @@ class AuthData:
         """Parse ``buf[pos:end]`` without copying it first."""
         f1: str | None = None
         f2: bytes | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -4510,7 +5116,7 @@ class AuthData:
                     vend = pos + n
                     if vend > end:
                         raise truncated("AuthData.auth_method_name")
-                    f1 = decode_str(buf, pos, vend, "AuthData.auth_method_name")
+                    f1 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -4525,15 +5131,17 @@ class AuthData:
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("AuthData") from None
+        except UnicodeDecodeError as exc:
+            raise invalid_utf8("AuthData.auth_method_name", exc) from None
         if pos != end:
             raise truncated("AuthData")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg._auth_method_name = f1
         msg._auth_data = f2
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -4597,28 +5205,37 @@ class KeySharedMeta:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.keySharedMode
         if v1 is None:
             raise RequiredFieldUnsetError("KeySharedMeta", "keySharedMode")
-        out += b"\x08"
-        out += int32_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
         for item3 in self.hashRanges:
-            out += b"\x1a"
-            sub = item3.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x1a")
+            sub = []
+            item3._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v4 = self._allowOutOfOrderDelivery
         if v4 is not None:
-            out += b"\x20"
-            out += bool_bytes(v4)
+            parts.append(b"\x20\x01" if v4 else b"\x20\x00")
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -4632,7 +5249,7 @@ class KeySharedMeta:
         f1: KeySharedMode | None = None
         f3: list[IntRange] = []
         f4: bool | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -4650,7 +5267,7 @@ class KeySharedMeta:
                         raw = to_int32(raw)
                     x1 = _KeySharedMode_BY_NUMBER.get(raw)
                     if x1 is None:
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         f1 = x1
                 elif tag == 26:
@@ -4674,18 +5291,18 @@ class KeySharedMeta:
                     f4 = raw != 0
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("KeySharedMeta") from None
         if pos != end:
             raise truncated("KeySharedMeta")
         if f1 is None:
             raise MissingRequiredFieldError("KeySharedMeta", "keySharedMode")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.keySharedMode = f1
         msg.hashRanges = f3
         msg._allowOutOfOrderDelivery = f4
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -4993,103 +5610,130 @@ class CommandSubscribe:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.topic
         if v1 is None:
             raise RequiredFieldUnsetError("CommandSubscribe", "topic")
-        out += b"\x0a"
-        out += str_bytes(v1)
+        parts.append(b"\x0a")
+        data = v1.encode()
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         v2 = self.subscription
         if v2 is None:
             raise RequiredFieldUnsetError("CommandSubscribe", "subscription")
-        out += b"\x12"
-        out += str_bytes(v2)
+        parts.append(b"\x12")
+        data = v2.encode()
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         v3 = self.subType
         if v3 is None:
             raise RequiredFieldUnsetError("CommandSubscribe", "subType")
-        out += b"\x18"
-        out += int32_bytes(v3)
+        parts.append(b"\x18")
+        parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
         v4 = self.consumer_id
         if v4 is None:
             raise RequiredFieldUnsetError("CommandSubscribe", "consumer_id")
-        out += b"\x20"
-        out += uint64_bytes(v4)
+        parts.append(b"\x20")
+        parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else uint64_bytes(v4))
         v5 = self.request_id
         if v5 is None:
             raise RequiredFieldUnsetError("CommandSubscribe", "request_id")
-        out += b"\x28"
-        out += uint64_bytes(v5)
+        parts.append(b"\x28")
+        parts.append(SMALL_VARINTS[v5] if 0 <= v5 < 0x4000 else uint64_bytes(v5))
         v6 = self._consumer_name
         if v6 is not None:
-            out += b"\x32"
-            out += str_bytes(v6)
+            parts.append(b"\x32")
+            data = v6.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v7 = self._priority_level
         if v7 is not None:
-            out += b"\x38"
-            out += int32_bytes(v7)
+            parts.append(b"\x38")
+            parts.append(SMALL_VARINTS[v7] if 0 <= v7 < 0x4000 else int32_bytes(v7))
         v8 = self._durable
         if v8 is not None:
-            out += b"\x40"
-            out += bool_bytes(v8)
+            parts.append(b"\x40\x01" if v8 else b"\x40\x00")
         v9 = self.start_message_id
         if v9 is not None:
-            out += b"\x4a"
-            sub = v9.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x4a")
+            sub = []
+            v9._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         for item10 in self.metadata:
-            out += b"\x52"
-            sub = item10.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x52")
+            sub = []
+            item10._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v11 = self._read_compacted
         if v11 is not None:
-            out += b"\x58"
-            out += bool_bytes(v11)
+            parts.append(b"\x58\x01" if v11 else b"\x58\x00")
         v12 = self.schema
         if v12 is not None:
-            out += b"\x62"
-            sub = v12.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x62")
+            sub = []
+            v12._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v13 = self._initialPosition
         if v13 is not None:
-            out += b"\x68"
-            out += int32_bytes(v13)
+            parts.append(b"\x68")
+            parts.append(SMALL_VARINTS[v13] if 0 <= v13 < 0x4000 else int32_bytes(v13))
         v14 = self._replicate_subscription_state
         if v14 is not None:
-            out += b"\x70"
-            out += bool_bytes(v14)
+            parts.append(b"\x70\x01" if v14 else b"\x70\x00")
         v15 = self._force_topic_creation
         if v15 is not None:
-            out += b"\x78"
-            out += bool_bytes(v15)
+            parts.append(b"\x78\x01" if v15 else b"\x78\x00")
         v16 = self._start_message_rollback_duration_sec
         if v16 is not None:
-            out += b"\x80\x01"
-            out += uint64_bytes(v16)
+            parts.append(b"\x80\x01")
+            parts.append(SMALL_VARINTS[v16] if 0 <= v16 < 0x4000 else uint64_bytes(v16))
         v17 = self.keySharedMeta
         if v17 is not None:
-            out += b"\x8a\x01"
-            sub = v17.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x8a\x01")
+            sub = []
+            v17._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         for item18 in self.subscription_properties:
-            out += b"\x92\x01"
-            sub = item18.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x92\x01")
+            sub = []
+            item18._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v19 = self._consumer_epoch
         if v19 is not None:
-            out += b"\x98\x01"
-            out += uint64_bytes(v19)
+            parts.append(b"\x98\x01")
+            parts.append(SMALL_VARINTS[v19] if 0 <= v19 < 0x4000 else uint64_bytes(v19))
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -5119,13 +5763,16 @@ class CommandSubscribe:
         f17: KeySharedMeta | None = None
         f18: list[KeyValue] = []
         f19: int | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
                 tag = buf[pos]
                 if tag < 0x80:
                     pos += 1
+                elif (b1 := buf[pos + 1]) < 0x80:
+                    tag = tag & 0x7F | b1 << 7
+                    pos += 2
                 else:
                     tag, pos = read_varint(buf, pos)
                 if tag < 82:
@@ -5139,7 +5786,7 @@ class CommandSubscribe:
                             vend = pos + n
                             if vend > end:
                                 raise truncated("CommandSubscribe.topic")
-                            f1 = decode_str(buf, pos, vend, "CommandSubscribe.topic")
+                            f1 = buf[pos:vend].decode()
                             pos = vend
                         elif tag == 18:
                             n = buf[pos]
@@ -5150,7 +5797,7 @@ class CommandSubscribe:
                             vend = pos + n
                             if vend > end:
                                 raise truncated("CommandSubscribe.subscription")
-                            f2 = decode_str(buf, pos, vend, "CommandSubscribe.subscription")
+                            f2 = buf[pos:vend].decode()
                             pos = vend
                         elif tag == 24:
                             raw = buf[pos]
@@ -5161,24 +5808,44 @@ class CommandSubscribe:
                                 raw = to_int32(raw)
                             x3 = _CommandSubscribe_SubType_BY_NUMBER.get(raw)
                             if x3 is None:
-                                unknown += buf[start:pos]
+                                unknown = add_unknown(unknown, buf[start:pos])
                             else:
                                 f3 = x3
                         elif tag == 32:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
+                            elif (b1 := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | b1 << 7
+                                pos += 2
+                            elif (b2 := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                pos += 3
+                            elif (b3 := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                raw |= b3 << 21
+                                pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                             f4 = raw
                         else:
                             pos = skip_field(buf, pos, end, tag)
-                            unknown += buf[start:pos]
+                            unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         if tag == 40:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
+                            elif (b1 := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | b1 << 7
+                                pos += 2
+                            elif (b2 := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                pos += 3
+                            elif (b3 := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                raw |= b3 << 21
+                                pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                             f5 = raw
@@ -5191,12 +5858,22 @@ class CommandSubscribe:
                             vend = pos + n
                             if vend > end:
                                 raise truncated("CommandSubscribe.consumer_name")
-                            f6 = decode_str(buf, pos, vend, "CommandSubscribe.consumer_name")
+                            f6 = buf[pos:vend].decode()
                             pos = vend
                         elif tag == 56:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
+                            elif (b1 := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | b1 << 7
+                                pos += 2
+                            elif (b2 := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                pos += 3
+                            elif (b3 := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                raw |= b3 << 21
+                                pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int32(raw)
@@ -5221,7 +5898,7 @@ class CommandSubscribe:
                             pos = vend
                         else:
                             pos = skip_field(buf, pos, end, tag)
-                            unknown += buf[start:pos]
+                            unknown = add_unknown(unknown, buf[start:pos])
                 else:
                     if tag < 120:
                         if tag == 82:
@@ -5263,7 +5940,7 @@ class CommandSubscribe:
                                 raw = to_int32(raw)
                             x13 = _CommandSubscribe_InitialPosition_BY_NUMBER.get(raw)
                             if x13 is None:
-                                unknown += buf[start:pos]
+                                unknown = add_unknown(unknown, buf[start:pos])
                             else:
                                 f13 = x13
                         elif tag == 112:
@@ -5275,7 +5952,7 @@ class CommandSubscribe:
                             f14 = raw != 0
                         else:
                             pos = skip_field(buf, pos, end, tag)
-                            unknown += buf[start:pos]
+                            unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         if tag == 120:
                             raw = buf[pos]
@@ -5288,6 +5965,16 @@ class CommandSubscribe:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
+                            elif (b1 := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | b1 << 7
+                                pos += 2
+                            elif (b2 := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                pos += 3
+                            elif (b3 := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                raw |= b3 << 21
+                                pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                             f16 = raw
@@ -5318,14 +6005,31 @@ class CommandSubscribe:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
+                            elif (b1 := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | b1 << 7
+                                pos += 2
+                            elif (b2 := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                pos += 3
+                            elif (b3 := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                raw |= b3 << 21
+                                pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                             f19 = raw
                         else:
                             pos = skip_field(buf, pos, end, tag)
-                            unknown += buf[start:pos]
+                            unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandSubscribe") from None
+        except UnicodeDecodeError as exc:
+            where = {
+                10: "CommandSubscribe.topic",
+                18: "CommandSubscribe.subscription",
+                50: "CommandSubscribe.consumer_name",
+            }[tag]
+            raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandSubscribe")
         if f1 is None:
@@ -5338,7 +6042,7 @@ class CommandSubscribe:
             raise MissingRequiredFieldError("CommandSubscribe", "consumer_id")
         if f5 is None:
             raise MissingRequiredFieldError("CommandSubscribe", "request_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.topic = f1
         msg.subscription = f2
         msg.subType = f3
@@ -5358,7 +6062,7 @@ class CommandSubscribe:
         msg.keySharedMeta = f17
         msg.subscription_properties = f18
         msg._consumer_epoch = f19
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -5485,40 +6189,57 @@ class CommandPartitionedTopicMetadata:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.topic
         if v1 is None:
             raise RequiredFieldUnsetError("CommandPartitionedTopicMetadata", "topic")
-        out += b"\x0a"
-        out += str_bytes(v1)
+        parts.append(b"\x0a")
+        data = v1.encode()
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         v2 = self.request_id
         if v2 is None:
             raise RequiredFieldUnsetError("CommandPartitionedTopicMetadata", "request_id")
-        out += b"\x10"
-        out += uint64_bytes(v2)
+        parts.append(b"\x10")
+        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         v3 = self._original_principal
         if v3 is not None:
-            out += b"\x1a"
-            out += str_bytes(v3)
+            parts.append(b"\x1a")
+            data = v3.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v4 = self._original_auth_data
         if v4 is not None:
-            out += b"\x22"
-            out += str_bytes(v4)
+            parts.append(b"\x22")
+            data = v4.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v5 = self._original_auth_method
         if v5 is not None:
-            out += b"\x2a"
-            out += str_bytes(v5)
+            parts.append(b"\x2a")
+            data = v5.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v6 = self._metadata_auto_creation_enabled
         if v6 is not None:
-            out += b"\x30"
-            out += bool_bytes(v6)
+            parts.append(b"\x30\x01" if v6 else b"\x30\x00")
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -5535,7 +6256,7 @@ class CommandPartitionedTopicMetadata:
         f4: str | None = None
         f5: str | None = None
         f6: bool | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -5553,12 +6274,22 @@ class CommandPartitionedTopicMetadata:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandPartitionedTopicMetadata.topic")
-                    f1 = decode_str(buf, pos, vend, "CommandPartitionedTopicMetadata.topic")
+                    f1 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f2 = raw
@@ -5571,12 +6302,7 @@ class CommandPartitionedTopicMetadata:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandPartitionedTopicMetadata.original_principal")
-                    f3 = decode_str(
-                        buf,
-                        pos,
-                        vend,
-                        "CommandPartitionedTopicMetadata.original_principal",
-                    )
+                    f3 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 34:
                     n = buf[pos]
@@ -5587,12 +6313,7 @@ class CommandPartitionedTopicMetadata:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandPartitionedTopicMetadata.original_auth_data")
-                    f4 = decode_str(
-                        buf,
-                        pos,
-                        vend,
-                        "CommandPartitionedTopicMetadata.original_auth_data",
-                    )
+                    f4 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 42:
                     n = buf[pos]
@@ -5603,12 +6324,7 @@ class CommandPartitionedTopicMetadata:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandPartitionedTopicMetadata.original_auth_method")
-                    f5 = decode_str(
-                        buf,
-                        pos,
-                        vend,
-                        "CommandPartitionedTopicMetadata.original_auth_method",
-                    )
+                    f5 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 48:
                     raw = buf[pos]
@@ -5619,23 +6335,31 @@ class CommandPartitionedTopicMetadata:
                     f6 = raw != 0
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandPartitionedTopicMetadata") from None
+        except UnicodeDecodeError as exc:
+            where = {
+                10: "CommandPartitionedTopicMetadata.topic",
+                26: "CommandPartitionedTopicMetadata.original_principal",
+                34: "CommandPartitionedTopicMetadata.original_auth_data",
+                42: "CommandPartitionedTopicMetadata.original_auth_method",
+            }[tag]
+            raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandPartitionedTopicMetadata")
         if f1 is None:
             raise MissingRequiredFieldError("CommandPartitionedTopicMetadata", "topic")
         if f2 is None:
             raise MissingRequiredFieldError("CommandPartitionedTopicMetadata", "request_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.topic = f1
         msg.request_id = f2
         msg._original_principal = f3
         msg._original_auth_data = f4
         msg._original_auth_method = f5
         msg._metadata_auto_creation_enabled = f6
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -5764,35 +6488,44 @@ class CommandPartitionedTopicMetadataResponse:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self._partitions
         if v1 is not None:
-            out += b"\x08"
-            out += uint32_bytes(v1)
+            parts.append(b"\x08")
+            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint32_bytes(v1))
         v2 = self.request_id
         if v2 is None:
             raise RequiredFieldUnsetError("CommandPartitionedTopicMetadataResponse", "request_id")
-        out += b"\x10"
-        out += uint64_bytes(v2)
+        parts.append(b"\x10")
+        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         v3 = self._response
         if v3 is not None:
-            out += b"\x18"
-            out += int32_bytes(v3)
+            parts.append(b"\x18")
+            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
         v4 = self._error
         if v4 is not None:
-            out += b"\x20"
-            out += int32_bytes(v4)
+            parts.append(b"\x20")
+            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
         v5 = self._message
         if v5 is not None:
-            out += b"\x2a"
-            out += str_bytes(v5)
+            parts.append(b"\x2a")
+            data = v5.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -5808,7 +6541,7 @@ class CommandPartitionedTopicMetadataResponse:
         f3: CommandPartitionedTopicMetadataResponse.LookupType | None = None
         f4: ServerError | None = None
         f5: str | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -5821,6 +6554,16 @@ class CommandPartitionedTopicMetadataResponse:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = raw & 0xFFFFFFFF
@@ -5829,6 +6572,16 @@ class CommandPartitionedTopicMetadataResponse:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f2 = raw
@@ -5841,7 +6594,7 @@ class CommandPartitionedTopicMetadataResponse:
                         raw = to_int32(raw)
                     x3 = _CommandPartitionedTopicMetadataResponse_LookupType_BY_NUMBER.get(raw)
                     if x3 is None:
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         f3 = x3
                 elif tag == 32:
@@ -5853,7 +6606,7 @@ class CommandPartitionedTopicMetadataResponse:
                         raw = to_int32(raw)
                     x4 = _ServerError_BY_NUMBER.get(raw)
                     if x4 is None:
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         f4 = x4
                 elif tag == 42:
@@ -5865,29 +6618,26 @@ class CommandPartitionedTopicMetadataResponse:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandPartitionedTopicMetadataResponse.message")
-                    f5 = decode_str(
-                        buf,
-                        pos,
-                        vend,
-                        "CommandPartitionedTopicMetadataResponse.message",
-                    )
+                    f5 = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandPartitionedTopicMetadataResponse") from None
+        except UnicodeDecodeError as exc:
+            raise invalid_utf8("CommandPartitionedTopicMetadataResponse.message", exc) from None
         if pos != end:
             raise truncated("CommandPartitionedTopicMetadataResponse")
         if f2 is None:
             raise MissingRequiredFieldError("CommandPartitionedTopicMetadataResponse", "request_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg._partitions = f1
         msg.request_id = f2
         msg._response = f3
         msg._error = f4
         msg._message = f5
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -6040,49 +6790,73 @@ class CommandLookupTopic:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.topic
         if v1 is None:
             raise RequiredFieldUnsetError("CommandLookupTopic", "topic")
-        out += b"\x0a"
-        out += str_bytes(v1)
+        parts.append(b"\x0a")
+        data = v1.encode()
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         v2 = self.request_id
         if v2 is None:
             raise RequiredFieldUnsetError("CommandLookupTopic", "request_id")
-        out += b"\x10"
-        out += uint64_bytes(v2)
+        parts.append(b"\x10")
+        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         v3 = self._authoritative
         if v3 is not None:
-            out += b"\x18"
-            out += bool_bytes(v3)
+            parts.append(b"\x18\x01" if v3 else b"\x18\x00")
         v4 = self._original_principal
         if v4 is not None:
-            out += b"\x22"
-            out += str_bytes(v4)
+            parts.append(b"\x22")
+            data = v4.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v5 = self._original_auth_data
         if v5 is not None:
-            out += b"\x2a"
-            out += str_bytes(v5)
+            parts.append(b"\x2a")
+            data = v5.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v6 = self._original_auth_method
         if v6 is not None:
-            out += b"\x32"
-            out += str_bytes(v6)
+            parts.append(b"\x32")
+            data = v6.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v7 = self._advertised_listener_name
         if v7 is not None:
-            out += b"\x3a"
-            out += str_bytes(v7)
+            parts.append(b"\x3a")
+            data = v7.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         for item8 in self.properties:
-            out += b"\x42"
-            sub = item8.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x42")
+            sub = []
+            item8._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -6101,7 +6875,7 @@ class CommandLookupTopic:
         f6: str | None = None
         f7: str | None = None
         f8: list[KeyValue] = []
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -6120,12 +6894,22 @@ class CommandLookupTopic:
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandLookupTopic.topic")
-                        f1 = decode_str(buf, pos, vend, "CommandLookupTopic.topic")
+                        f1 = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 16:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
+                        elif (b1 := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | b1 << 7
+                            pos += 2
+                        elif (b2 := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            pos += 3
+                        elif (b3 := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                            raw |= b3 << 21
+                            pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                         f2 = raw
@@ -6145,11 +6929,11 @@ class CommandLookupTopic:
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandLookupTopic.original_principal")
-                        f4 = decode_str(buf, pos, vend, "CommandLookupTopic.original_principal")
+                        f4 = buf[pos:vend].decode()
                         pos = vend
                     else:
                         pos = skip_field(buf, pos, end, tag)
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                 else:
                     if tag == 42:
                         n = buf[pos]
@@ -6160,7 +6944,7 @@ class CommandLookupTopic:
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandLookupTopic.original_auth_data")
-                        f5 = decode_str(buf, pos, vend, "CommandLookupTopic.original_auth_data")
+                        f5 = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 50:
                         n = buf[pos]
@@ -6171,7 +6955,7 @@ class CommandLookupTopic:
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandLookupTopic.original_auth_method")
-                        f6 = decode_str(buf, pos, vend, "CommandLookupTopic.original_auth_method")
+                        f6 = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 58:
                         n = buf[pos]
@@ -6182,12 +6966,7 @@ class CommandLookupTopic:
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandLookupTopic.advertised_listener_name")
-                        f7 = decode_str(
-                            buf,
-                            pos,
-                            vend,
-                            "CommandLookupTopic.advertised_listener_name",
-                        )
+                        f7 = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 66:
                         n = buf[pos]
@@ -6203,16 +6982,25 @@ class CommandLookupTopic:
                         f8.append(x8)
                     else:
                         pos = skip_field(buf, pos, end, tag)
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandLookupTopic") from None
+        except UnicodeDecodeError as exc:
+            where = {
+                10: "CommandLookupTopic.topic",
+                34: "CommandLookupTopic.original_principal",
+                42: "CommandLookupTopic.original_auth_data",
+                50: "CommandLookupTopic.original_auth_method",
+                58: "CommandLookupTopic.advertised_listener_name",
+            }[tag]
+            raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandLookupTopic")
         if f1 is None:
             raise MissingRequiredFieldError("CommandLookupTopic", "topic")
         if f2 is None:
             raise MissingRequiredFieldError("CommandLookupTopic", "request_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.topic = f1
         msg.request_id = f2
         msg._authoritative = f3
@@ -6221,7 +7009,7 @@ class CommandLookupTopic:
         msg._original_auth_method = f6
         msg._advertised_listener_name = f7
         msg.properties = f8
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -6414,47 +7202,60 @@ class CommandLookupTopicResponse:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self._brokerServiceUrl
         if v1 is not None:
-            out += b"\x0a"
-            out += str_bytes(v1)
+            parts.append(b"\x0a")
+            data = v1.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v2 = self._brokerServiceUrlTls
         if v2 is not None:
-            out += b"\x12"
-            out += str_bytes(v2)
+            parts.append(b"\x12")
+            data = v2.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v3 = self._response
         if v3 is not None:
-            out += b"\x18"
-            out += int32_bytes(v3)
+            parts.append(b"\x18")
+            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
         v4 = self.request_id
         if v4 is None:
             raise RequiredFieldUnsetError("CommandLookupTopicResponse", "request_id")
-        out += b"\x20"
-        out += uint64_bytes(v4)
+        parts.append(b"\x20")
+        parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else uint64_bytes(v4))
         v5 = self._authoritative
         if v5 is not None:
-            out += b"\x28"
-            out += bool_bytes(v5)
+            parts.append(b"\x28\x01" if v5 else b"\x28\x00")
         v6 = self._error
         if v6 is not None:
-            out += b"\x30"
-            out += int32_bytes(v6)
+            parts.append(b"\x30")
+            parts.append(SMALL_VARINTS[v6] if 0 <= v6 < 0x4000 else int32_bytes(v6))
         v7 = self._message
         if v7 is not None:
-            out += b"\x3a"
-            out += str_bytes(v7)
+            parts.append(b"\x3a")
+            data = v7.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v8 = self._proxy_through_service_url
         if v8 is not None:
-            out += b"\x40"
-            out += bool_bytes(v8)
+            parts.append(b"\x40\x01" if v8 else b"\x40\x00")
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -6473,7 +7274,7 @@ class CommandLookupTopicResponse:
         f6: ServerError | None = None
         f7: str | None = None
         f8: bool | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -6492,12 +7293,7 @@ class CommandLookupTopicResponse:
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandLookupTopicResponse.brokerServiceUrl")
-                        f1 = decode_str(
-                            buf,
-                            pos,
-                            vend,
-                            "CommandLookupTopicResponse.brokerServiceUrl",
-                        )
+                        f1 = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 18:
                         n = buf[pos]
@@ -6508,12 +7304,7 @@ class CommandLookupTopicResponse:
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandLookupTopicResponse.brokerServiceUrlTls")
-                        f2 = decode_str(
-                            buf,
-                            pos,
-                            vend,
-                            "CommandLookupTopicResponse.brokerServiceUrlTls",
-                        )
+                        f2 = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 24:
                         raw = buf[pos]
@@ -6524,19 +7315,29 @@ class CommandLookupTopicResponse:
                             raw = to_int32(raw)
                         x3 = _CommandLookupTopicResponse_LookupType_BY_NUMBER.get(raw)
                         if x3 is None:
-                            unknown += buf[start:pos]
+                            unknown = add_unknown(unknown, buf[start:pos])
                         else:
                             f3 = x3
                     elif tag == 32:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
+                        elif (b1 := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | b1 << 7
+                            pos += 2
+                        elif (b2 := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            pos += 3
+                        elif (b3 := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                            raw |= b3 << 21
+                            pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                         f4 = raw
                     else:
                         pos = skip_field(buf, pos, end, tag)
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                 else:
                     if tag == 40:
                         raw = buf[pos]
@@ -6554,7 +7355,7 @@ class CommandLookupTopicResponse:
                             raw = to_int32(raw)
                         x6 = _ServerError_BY_NUMBER.get(raw)
                         if x6 is None:
-                            unknown += buf[start:pos]
+                            unknown = add_unknown(unknown, buf[start:pos])
                         else:
                             f6 = x6
                     elif tag == 58:
@@ -6566,7 +7367,7 @@ class CommandLookupTopicResponse:
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandLookupTopicResponse.message")
-                        f7 = decode_str(buf, pos, vend, "CommandLookupTopicResponse.message")
+                        f7 = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 64:
                         raw = buf[pos]
@@ -6577,14 +7378,21 @@ class CommandLookupTopicResponse:
                         f8 = raw != 0
                     else:
                         pos = skip_field(buf, pos, end, tag)
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandLookupTopicResponse") from None
+        except UnicodeDecodeError as exc:
+            where = {
+                10: "CommandLookupTopicResponse.brokerServiceUrl",
+                18: "CommandLookupTopicResponse.brokerServiceUrlTls",
+                58: "CommandLookupTopicResponse.message",
+            }[tag]
+            raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandLookupTopicResponse")
         if f4 is None:
             raise MissingRequiredFieldError("CommandLookupTopicResponse", "request_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg._brokerServiceUrl = f1
         msg._brokerServiceUrlTls = f2
         msg._response = f3
@@ -6593,7 +7401,7 @@ class CommandLookupTopicResponse:
         msg._error = f6
         msg._message = f7
         msg._proxy_through_service_url = f8
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -6825,72 +7633,91 @@ class CommandProducer:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.topic
         if v1 is None:
             raise RequiredFieldUnsetError("CommandProducer", "topic")
-        out += b"\x0a"
-        out += str_bytes(v1)
+        parts.append(b"\x0a")
+        data = v1.encode()
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         v2 = self.producer_id
         if v2 is None:
             raise RequiredFieldUnsetError("CommandProducer", "producer_id")
-        out += b"\x10"
-        out += uint64_bytes(v2)
+        parts.append(b"\x10")
+        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         v3 = self.request_id
         if v3 is None:
             raise RequiredFieldUnsetError("CommandProducer", "request_id")
-        out += b"\x18"
-        out += uint64_bytes(v3)
+        parts.append(b"\x18")
+        parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint64_bytes(v3))
         v4 = self._producer_name
         if v4 is not None:
-            out += b"\x22"
-            out += str_bytes(v4)
+            parts.append(b"\x22")
+            data = v4.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v5 = self._encrypted
         if v5 is not None:
-            out += b"\x28"
-            out += bool_bytes(v5)
+            parts.append(b"\x28\x01" if v5 else b"\x28\x00")
         for item6 in self.metadata:
-            out += b"\x32"
-            sub = item6.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x32")
+            sub = []
+            item6._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v7 = self.schema
         if v7 is not None:
-            out += b"\x3a"
-            sub = v7.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x3a")
+            sub = []
+            v7._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v8 = self._epoch
         if v8 is not None:
-            out += b"\x40"
-            out += uint64_bytes(v8)
+            parts.append(b"\x40")
+            parts.append(SMALL_VARINTS[v8] if 0 <= v8 < 0x4000 else uint64_bytes(v8))
         v9 = self._user_provided_producer_name
         if v9 is not None:
-            out += b"\x48"
-            out += bool_bytes(v9)
+            parts.append(b"\x48\x01" if v9 else b"\x48\x00")
         v10 = self._producer_access_mode
         if v10 is not None:
-            out += b"\x50"
-            out += int32_bytes(v10)
+            parts.append(b"\x50")
+            parts.append(SMALL_VARINTS[v10] if 0 <= v10 < 0x4000 else int32_bytes(v10))
         v11 = self._topic_epoch
         if v11 is not None:
-            out += b"\x58"
-            out += uint64_bytes(v11)
+            parts.append(b"\x58")
+            parts.append(SMALL_VARINTS[v11] if 0 <= v11 < 0x4000 else uint64_bytes(v11))
         v12 = self._txn_enabled
         if v12 is not None:
-            out += b"\x60"
-            out += bool_bytes(v12)
+            parts.append(b"\x60\x01" if v12 else b"\x60\x00")
         v13 = self._initial_subscription_name
         if v13 is not None:
-            out += b"\x6a"
-            out += str_bytes(v13)
+            parts.append(b"\x6a")
+            data = v13.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -6914,7 +7741,7 @@ class CommandProducer:
         f11: int | None = None
         f12: bool | None = None
         f13: str | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -6933,12 +7760,22 @@ class CommandProducer:
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandProducer.topic")
-                        f1 = decode_str(buf, pos, vend, "CommandProducer.topic")
+                        f1 = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 16:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
+                        elif (b1 := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | b1 << 7
+                            pos += 2
+                        elif (b2 := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            pos += 3
+                        elif (b3 := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                            raw |= b3 << 21
+                            pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                         f2 = raw
@@ -6946,6 +7783,16 @@ class CommandProducer:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
+                        elif (b1 := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | b1 << 7
+                            pos += 2
+                        elif (b2 := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            pos += 3
+                        elif (b3 := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                            raw |= b3 << 21
+                            pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                         f3 = raw
@@ -6958,7 +7805,7 @@ class CommandProducer:
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandProducer.producer_name")
-                        f4 = decode_str(buf, pos, vend, "CommandProducer.producer_name")
+                        f4 = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 40:
                         raw = buf[pos]
@@ -6981,7 +7828,7 @@ class CommandProducer:
                         f6.append(x6)
                     else:
                         pos = skip_field(buf, pos, end, tag)
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                 else:
                     if tag < 80:
                         if tag == 58:
@@ -6999,6 +7846,16 @@ class CommandProducer:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
+                            elif (b1 := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | b1 << 7
+                                pos += 2
+                            elif (b2 := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                pos += 3
+                            elif (b3 := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                raw |= b3 << 21
+                                pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                             f8 = raw
@@ -7011,7 +7868,7 @@ class CommandProducer:
                             f9 = raw != 0
                         else:
                             pos = skip_field(buf, pos, end, tag)
-                            unknown += buf[start:pos]
+                            unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         if tag == 80:
                             raw = buf[pos]
@@ -7022,13 +7879,23 @@ class CommandProducer:
                                 raw = to_int32(raw)
                             x10 = _ProducerAccessMode_BY_NUMBER.get(raw)
                             if x10 is None:
-                                unknown += buf[start:pos]
+                                unknown = add_unknown(unknown, buf[start:pos])
                             else:
                                 f10 = x10
                         elif tag == 88:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
+                            elif (b1 := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | b1 << 7
+                                pos += 2
+                            elif (b2 := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                pos += 3
+                            elif (b3 := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                raw |= b3 << 21
+                                pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                             f11 = raw
@@ -7048,18 +7915,20 @@ class CommandProducer:
                             vend = pos + n
                             if vend > end:
                                 raise truncated("CommandProducer.initial_subscription_name")
-                            f13 = decode_str(
-                                buf,
-                                pos,
-                                vend,
-                                "CommandProducer.initial_subscription_name",
-                            )
+                            f13 = buf[pos:vend].decode()
                             pos = vend
                         else:
                             pos = skip_field(buf, pos, end, tag)
-                            unknown += buf[start:pos]
+                            unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandProducer") from None
+        except UnicodeDecodeError as exc:
+            where = {
+                10: "CommandProducer.topic",
+                34: "CommandProducer.producer_name",
+                106: "CommandProducer.initial_subscription_name",
+            }[tag]
+            raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandProducer")
         if f1 is None:
@@ -7068,7 +7937,7 @@ class CommandProducer:
             raise MissingRequiredFieldError("CommandProducer", "producer_id")
         if f3 is None:
             raise MissingRequiredFieldError("CommandProducer", "request_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.topic = f1
         msg.producer_id = f2
         msg.request_id = f3
@@ -7082,7 +7951,7 @@ class CommandProducer:
         msg._topic_epoch = f11
         msg._txn_enabled = f12
         msg._initial_subscription_name = f13
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -7259,54 +8128,62 @@ class CommandSend:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.producer_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandSend", "producer_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self.sequence_id
         if v2 is None:
             raise RequiredFieldUnsetError("CommandSend", "sequence_id")
-        out += b"\x10"
-        out += uint64_bytes(v2)
+        parts.append(b"\x10")
+        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         v3 = self._num_messages
         if v3 is not None:
-            out += b"\x18"
-            out += int32_bytes(v3)
+            parts.append(b"\x18")
+            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
         v4 = self._txnid_least_bits
         if v4 is not None:
-            out += b"\x20"
-            out += uint64_bytes(v4)
+            parts.append(b"\x20")
+            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else uint64_bytes(v4))
         v5 = self._txnid_most_bits
         if v5 is not None:
-            out += b"\x28"
-            out += uint64_bytes(v5)
+            parts.append(b"\x28")
+            parts.append(SMALL_VARINTS[v5] if 0 <= v5 < 0x4000 else uint64_bytes(v5))
         v6 = self._highest_sequence_id
         if v6 is not None:
-            out += b"\x30"
-            out += uint64_bytes(v6)
+            parts.append(b"\x30")
+            parts.append(SMALL_VARINTS[v6] if 0 <= v6 < 0x4000 else uint64_bytes(v6))
         v7 = self._is_chunk
         if v7 is not None:
-            out += b"\x38"
-            out += bool_bytes(v7)
+            parts.append(b"\x38\x01" if v7 else b"\x38\x00")
         v8 = self._marker
         if v8 is not None:
-            out += b"\x40"
-            out += bool_bytes(v8)
+            parts.append(b"\x40\x01" if v8 else b"\x40\x00")
         v9 = self.message_id
         if v9 is not None:
-            out += b"\x4a"
-            sub = v9.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x4a")
+            sub = []
+            v9._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -7326,7 +8203,7 @@ class CommandSend:
         f7: bool | None = None
         f8: bool | None = None
         f9: MessageIdData | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -7340,6 +8217,16 @@ class CommandSend:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
+                        elif (b1 := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | b1 << 7
+                            pos += 2
+                        elif (b2 := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            pos += 3
+                        elif (b3 := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                            raw |= b3 << 21
+                            pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                         f1 = raw
@@ -7347,6 +8234,16 @@ class CommandSend:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
+                        elif (b1 := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | b1 << 7
+                            pos += 2
+                        elif (b2 := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            pos += 3
+                        elif (b3 := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                            raw |= b3 << 21
+                            pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                         f2 = raw
@@ -7354,6 +8251,16 @@ class CommandSend:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
+                        elif (b1 := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | b1 << 7
+                            pos += 2
+                        elif (b2 := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            pos += 3
+                        elif (b3 := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                            raw |= b3 << 21
+                            pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
@@ -7362,17 +8269,37 @@ class CommandSend:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
+                        elif (b1 := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | b1 << 7
+                            pos += 2
+                        elif (b2 := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            pos += 3
+                        elif (b3 := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                            raw |= b3 << 21
+                            pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                         f4 = raw
                     else:
                         pos = skip_field(buf, pos, end, tag)
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                 else:
                     if tag == 40:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
+                        elif (b1 := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | b1 << 7
+                            pos += 2
+                        elif (b2 := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            pos += 3
+                        elif (b3 := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                            raw |= b3 << 21
+                            pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                         f5 = raw
@@ -7380,6 +8307,16 @@ class CommandSend:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
+                        elif (b1 := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | b1 << 7
+                            pos += 2
+                        elif (b2 := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            pos += 3
+                        elif (b3 := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                            raw |= b3 << 21
+                            pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                         f6 = raw
@@ -7410,7 +8347,7 @@ class CommandSend:
                         pos = vend
                     else:
                         pos = skip_field(buf, pos, end, tag)
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandSend") from None
         if pos != end:
@@ -7419,7 +8356,7 @@ class CommandSend:
             raise MissingRequiredFieldError("CommandSend", "producer_id")
         if f2 is None:
             raise MissingRequiredFieldError("CommandSend", "sequence_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.producer_id = f1
         msg.sequence_id = f2
         msg._num_messages = f3
@@ -7429,7 +8366,7 @@ class CommandSend:
         msg._is_chunk = f7
         msg._marker = f8
         msg.message_id = f9
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -7502,34 +8439,44 @@ class CommandSendReceipt:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.producer_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandSendReceipt", "producer_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self.sequence_id
         if v2 is None:
             raise RequiredFieldUnsetError("CommandSendReceipt", "sequence_id")
-        out += b"\x10"
-        out += uint64_bytes(v2)
+        parts.append(b"\x10")
+        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         v3 = self.message_id
         if v3 is not None:
-            out += b"\x1a"
-            sub = v3.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x1a")
+            sub = []
+            v3._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v4 = self._highest_sequence_id
         if v4 is not None:
-            out += b"\x20"
-            out += uint64_bytes(v4)
+            parts.append(b"\x20")
+            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else uint64_bytes(v4))
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -7544,7 +8491,7 @@ class CommandSendReceipt:
         f2: int | None = None
         f3: MessageIdData | None = None
         f4: int | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -7557,6 +8504,16 @@ class CommandSendReceipt:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -7564,6 +8521,16 @@ class CommandSendReceipt:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f2 = raw
@@ -7582,12 +8549,22 @@ class CommandSendReceipt:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f4 = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandSendReceipt") from None
         if pos != end:
@@ -7596,12 +8573,12 @@ class CommandSendReceipt:
             raise MissingRequiredFieldError("CommandSendReceipt", "producer_id")
         if f2 is None:
             raise MissingRequiredFieldError("CommandSendReceipt", "sequence_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.producer_id = f1
         msg.sequence_id = f2
         msg.message_id = f3
         msg._highest_sequence_id = f4
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -7648,34 +8625,43 @@ class CommandSendError:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.producer_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandSendError", "producer_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self.sequence_id
         if v2 is None:
             raise RequiredFieldUnsetError("CommandSendError", "sequence_id")
-        out += b"\x10"
-        out += uint64_bytes(v2)
+        parts.append(b"\x10")
+        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         v3 = self.error
         if v3 is None:
             raise RequiredFieldUnsetError("CommandSendError", "error")
-        out += b"\x18"
-        out += int32_bytes(v3)
+        parts.append(b"\x18")
+        parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
         v4 = self.message
         if v4 is None:
             raise RequiredFieldUnsetError("CommandSendError", "message")
-        out += b"\x22"
-        out += str_bytes(v4)
+        parts.append(b"\x22")
+        data = v4.encode()
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -7690,7 +8676,7 @@ class CommandSendError:
         f2: int | None = None
         f3: ServerError | None = None
         f4: str | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -7703,6 +8689,16 @@ class CommandSendError:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -7710,6 +8706,16 @@ class CommandSendError:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f2 = raw
@@ -7722,7 +8728,7 @@ class CommandSendError:
                         raw = to_int32(raw)
                     x3 = _ServerError_BY_NUMBER.get(raw)
                     if x3 is None:
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         f3 = x3
                 elif tag == 34:
@@ -7734,13 +8740,15 @@ class CommandSendError:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandSendError.message")
-                    f4 = decode_str(buf, pos, vend, "CommandSendError.message")
+                    f4 = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandSendError") from None
+        except UnicodeDecodeError as exc:
+            raise invalid_utf8("CommandSendError.message", exc) from None
         if pos != end:
             raise truncated("CommandSendError")
         if f1 is None:
@@ -7751,12 +8759,12 @@ class CommandSendError:
             raise MissingRequiredFieldError("CommandSendError", "error")
         if f4 is None:
             raise MissingRequiredFieldError("CommandSendError", "message")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.producer_id = f1
         msg.sequence_id = f2
         msg.error = f3
         msg.message = f4
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -7845,37 +8853,47 @@ class CommandMessage:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.consumer_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandMessage", "consumer_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self.message_id
         if v2 is None:
             raise RequiredFieldUnsetError("CommandMessage", "message_id")
-        out += b"\x12"
-        sub = v2.encode()
-        out += len_bytes(sub)
-        out += sub
+        parts.append(b"\x12")
+        sub = []
+        v2._encode(sub)
+        data = b"".join(sub)
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         v3 = self._redelivery_count
         if v3 is not None:
-            out += b"\x18"
-            out += uint32_bytes(v3)
+            parts.append(b"\x18")
+            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint32_bytes(v3))
         for item4 in self.ack_set:
-            out += b"\x20"
-            out += int64_bytes(item4)
+            parts.append(b"\x20")
+            parts.append(SMALL_VARINTS[item4] if 0 <= item4 < 0x4000 else int64_bytes(item4))
         v5 = self._consumer_epoch
         if v5 is not None:
-            out += b"\x28"
-            out += uint64_bytes(v5)
+            parts.append(b"\x28")
+            parts.append(SMALL_VARINTS[v5] if 0 <= v5 < 0x4000 else uint64_bytes(v5))
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -7891,7 +8909,7 @@ class CommandMessage:
         f3: int | None = None
         f4: list[int] = []
         f5: int | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -7904,6 +8922,16 @@ class CommandMessage:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -7922,6 +8950,16 @@ class CommandMessage:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = raw & 0xFFFFFFFF
@@ -7930,6 +8968,16 @@ class CommandMessage:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
@@ -7948,6 +8996,16 @@ class CommandMessage:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
+                        elif (b1 := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | b1 << 7
+                            pos += 2
+                        elif (b2 := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            pos += 3
+                        elif (b3 := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                            raw |= b3 << 21
+                            pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
@@ -7959,12 +9017,22 @@ class CommandMessage:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f5 = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandMessage") from None
         if pos != end:
@@ -7973,13 +9041,13 @@ class CommandMessage:
             raise MissingRequiredFieldError("CommandMessage", "consumer_id")
         if f2 is None:
             raise MissingRequiredFieldError("CommandMessage", "message_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.consumer_id = f1
         msg.message_id = f2
         msg._redelivery_count = f3
         msg.ack_set = f4
         msg._consumer_epoch = f5
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -8132,50 +9200,63 @@ class CommandAck:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.consumer_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandAck", "consumer_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self.ack_type
         if v2 is None:
             raise RequiredFieldUnsetError("CommandAck", "ack_type")
-        out += b"\x10"
-        out += int32_bytes(v2)
+        parts.append(b"\x10")
+        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
         for item3 in self.message_id:
-            out += b"\x1a"
-            sub = item3.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x1a")
+            sub = []
+            item3._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v4 = self._validation_error
         if v4 is not None:
-            out += b"\x20"
-            out += int32_bytes(v4)
+            parts.append(b"\x20")
+            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
         for item5 in self.properties:
-            out += b"\x2a"
-            sub = item5.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x2a")
+            sub = []
+            item5._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v6 = self._txnid_least_bits
         if v6 is not None:
-            out += b"\x30"
-            out += uint64_bytes(v6)
+            parts.append(b"\x30")
+            parts.append(SMALL_VARINTS[v6] if 0 <= v6 < 0x4000 else uint64_bytes(v6))
         v7 = self._txnid_most_bits
         if v7 is not None:
-            out += b"\x38"
-            out += uint64_bytes(v7)
+            parts.append(b"\x38")
+            parts.append(SMALL_VARINTS[v7] if 0 <= v7 < 0x4000 else uint64_bytes(v7))
         v8 = self._request_id
         if v8 is not None:
-            out += b"\x40"
-            out += uint64_bytes(v8)
+            parts.append(b"\x40")
+            parts.append(SMALL_VARINTS[v8] if 0 <= v8 < 0x4000 else uint64_bytes(v8))
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -8194,7 +9275,7 @@ class CommandAck:
         f6: int | None = None
         f7: int | None = None
         f8: int | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -8208,6 +9289,16 @@ class CommandAck:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
+                        elif (b1 := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | b1 << 7
+                            pos += 2
+                        elif (b2 := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            pos += 3
+                        elif (b3 := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                            raw |= b3 << 21
+                            pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                         f1 = raw
@@ -8220,7 +9311,7 @@ class CommandAck:
                             raw = to_int32(raw)
                         x2 = _CommandAck_AckType_BY_NUMBER.get(raw)
                         if x2 is None:
-                            unknown += buf[start:pos]
+                            unknown = add_unknown(unknown, buf[start:pos])
                         else:
                             f2 = x2
                     elif tag == 26:
@@ -8244,12 +9335,12 @@ class CommandAck:
                             raw = to_int32(raw)
                         x4 = _CommandAck_ValidationError_BY_NUMBER.get(raw)
                         if x4 is None:
-                            unknown += buf[start:pos]
+                            unknown = add_unknown(unknown, buf[start:pos])
                         else:
                             f4 = x4
                     else:
                         pos = skip_field(buf, pos, end, tag)
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                 else:
                     if tag == 42:
                         n = buf[pos]
@@ -8267,6 +9358,16 @@ class CommandAck:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
+                        elif (b1 := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | b1 << 7
+                            pos += 2
+                        elif (b2 := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            pos += 3
+                        elif (b3 := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                            raw |= b3 << 21
+                            pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                         f6 = raw
@@ -8274,6 +9375,16 @@ class CommandAck:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
+                        elif (b1 := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | b1 << 7
+                            pos += 2
+                        elif (b2 := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            pos += 3
+                        elif (b3 := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                            raw |= b3 << 21
+                            pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                         f7 = raw
@@ -8281,12 +9392,22 @@ class CommandAck:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
+                        elif (b1 := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | b1 << 7
+                            pos += 2
+                        elif (b2 := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            pos += 3
+                        elif (b3 := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                            raw |= b3 << 21
+                            pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                         f8 = raw
                     else:
                         pos = skip_field(buf, pos, end, tag)
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandAck") from None
         if pos != end:
@@ -8295,7 +9416,7 @@ class CommandAck:
             raise MissingRequiredFieldError("CommandAck", "consumer_id")
         if f2 is None:
             raise MissingRequiredFieldError("CommandAck", "ack_type")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.consumer_id = f1
         msg.ack_type = f2
         msg.message_id = f3
@@ -8304,7 +9425,7 @@ class CommandAck:
         msg._txnid_least_bits = f6
         msg._txnid_most_bits = f7
         msg._request_id = f8
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -8444,39 +9565,48 @@ class CommandAckResponse:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.consumer_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandAckResponse", "consumer_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self._txnid_least_bits
         if v2 is not None:
-            out += b"\x10"
-            out += uint64_bytes(v2)
+            parts.append(b"\x10")
+            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         v3 = self._txnid_most_bits
         if v3 is not None:
-            out += b"\x18"
-            out += uint64_bytes(v3)
+            parts.append(b"\x18")
+            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint64_bytes(v3))
         v4 = self._error
         if v4 is not None:
-            out += b"\x20"
-            out += int32_bytes(v4)
+            parts.append(b"\x20")
+            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
         v5 = self._message
         if v5 is not None:
-            out += b"\x2a"
-            out += str_bytes(v5)
+            parts.append(b"\x2a")
+            data = v5.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v6 = self._request_id
         if v6 is not None:
-            out += b"\x30"
-            out += uint64_bytes(v6)
+            parts.append(b"\x30")
+            parts.append(SMALL_VARINTS[v6] if 0 <= v6 < 0x4000 else uint64_bytes(v6))
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -8493,7 +9623,7 @@ class CommandAckResponse:
         f4: ServerError | None = None
         f5: str | None = None
         f6: int | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -8506,6 +9636,16 @@ class CommandAckResponse:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -8513,6 +9653,16 @@ class CommandAckResponse:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f2 = raw
@@ -8520,6 +9670,16 @@ class CommandAckResponse:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f3 = raw
@@ -8532,7 +9692,7 @@ class CommandAckResponse:
                         raw = to_int32(raw)
                     x4 = _ServerError_BY_NUMBER.get(raw)
                     if x4 is None:
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         f4 = x4
                 elif tag == 42:
@@ -8544,32 +9704,44 @@ class CommandAckResponse:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandAckResponse.message")
-                    f5 = decode_str(buf, pos, vend, "CommandAckResponse.message")
+                    f5 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 48:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f6 = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandAckResponse") from None
+        except UnicodeDecodeError as exc:
+            raise invalid_utf8("CommandAckResponse.message", exc) from None
         if pos != end:
             raise truncated("CommandAckResponse")
         if f1 is None:
             raise MissingRequiredFieldError("CommandAckResponse", "consumer_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.consumer_id = f1
         msg._txnid_least_bits = f2
         msg._txnid_most_bits = f3
         msg._error = f4
         msg._message = f5
         msg._request_id = f6
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -8625,23 +9797,28 @@ class CommandActiveConsumerChange:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.consumer_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandActiveConsumerChange", "consumer_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self._is_active
         if v2 is not None:
-            out += b"\x10"
-            out += bool_bytes(v2)
+            parts.append(b"\x10\x01" if v2 else b"\x10\x00")
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -8654,7 +9831,7 @@ class CommandActiveConsumerChange:
         """Parse ``buf[pos:end]`` without copying it first."""
         f1: int | None = None
         f2: bool | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -8667,6 +9844,16 @@ class CommandActiveConsumerChange:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -8679,17 +9866,17 @@ class CommandActiveConsumerChange:
                     f2 = raw != 0
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandActiveConsumerChange") from None
         if pos != end:
             raise truncated("CommandActiveConsumerChange")
         if f1 is None:
             raise MissingRequiredFieldError("CommandActiveConsumerChange", "consumer_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.consumer_id = f1
         msg._is_active = f2
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -8733,24 +9920,30 @@ class CommandFlow:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.consumer_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandFlow", "consumer_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self.messagePermits
         if v2 is None:
             raise RequiredFieldUnsetError("CommandFlow", "messagePermits")
-        out += b"\x10"
-        out += uint32_bytes(v2)
+        parts.append(b"\x10")
+        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint32_bytes(v2))
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -8763,7 +9956,7 @@ class CommandFlow:
         """Parse ``buf[pos:end]`` without copying it first."""
         f1: int | None = None
         f2: int | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -8776,6 +9969,16 @@ class CommandFlow:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -8783,13 +9986,23 @@ class CommandFlow:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = raw & 0xFFFFFFFF
                     f2 = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandFlow") from None
         if pos != end:
@@ -8798,10 +10011,10 @@ class CommandFlow:
             raise MissingRequiredFieldError("CommandFlow", "consumer_id")
         if f2 is None:
             raise MissingRequiredFieldError("CommandFlow", "messagePermits")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.consumer_id = f1
         msg.messagePermits = f2
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -8861,28 +10074,33 @@ class CommandUnsubscribe:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.consumer_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandUnsubscribe", "consumer_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self.request_id
         if v2 is None:
             raise RequiredFieldUnsetError("CommandUnsubscribe", "request_id")
-        out += b"\x10"
-        out += uint64_bytes(v2)
+        parts.append(b"\x10")
+        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         v3 = self._force
         if v3 is not None:
-            out += b"\x18"
-            out += bool_bytes(v3)
+            parts.append(b"\x18\x01" if v3 else b"\x18\x00")
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -8896,7 +10114,7 @@ class CommandUnsubscribe:
         f1: int | None = None
         f2: int | None = None
         f3: bool | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -8909,6 +10127,16 @@ class CommandUnsubscribe:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -8916,6 +10144,16 @@ class CommandUnsubscribe:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f2 = raw
@@ -8928,7 +10166,7 @@ class CommandUnsubscribe:
                     f3 = raw != 0
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandUnsubscribe") from None
         if pos != end:
@@ -8937,11 +10175,11 @@ class CommandUnsubscribe:
             raise MissingRequiredFieldError("CommandUnsubscribe", "consumer_id")
         if f2 is None:
             raise MissingRequiredFieldError("CommandUnsubscribe", "request_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.consumer_id = f1
         msg.request_id = f2
         msg._force = f3
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -9009,34 +10247,44 @@ class CommandSeek:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.consumer_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandSeek", "consumer_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self.request_id
         if v2 is None:
             raise RequiredFieldUnsetError("CommandSeek", "request_id")
-        out += b"\x10"
-        out += uint64_bytes(v2)
+        parts.append(b"\x10")
+        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         v3 = self.message_id
         if v3 is not None:
-            out += b"\x1a"
-            sub = v3.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x1a")
+            sub = []
+            v3._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v4 = self._message_publish_time
         if v4 is not None:
-            out += b"\x20"
-            out += uint64_bytes(v4)
+            parts.append(b"\x20")
+            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else uint64_bytes(v4))
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -9051,7 +10299,7 @@ class CommandSeek:
         f2: int | None = None
         f3: MessageIdData | None = None
         f4: int | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -9064,6 +10312,16 @@ class CommandSeek:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -9071,6 +10329,16 @@ class CommandSeek:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f2 = raw
@@ -9089,12 +10357,22 @@ class CommandSeek:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f4 = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandSeek") from None
         if pos != end:
@@ -9103,12 +10381,12 @@ class CommandSeek:
             raise MissingRequiredFieldError("CommandSeek", "consumer_id")
         if f2 is None:
             raise MissingRequiredFieldError("CommandSeek", "request_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.consumer_id = f1
         msg.request_id = f2
         msg.message_id = f3
         msg._message_publish_time = f4
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -9143,19 +10421,25 @@ class CommandReachedEndOfTopic:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.consumer_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandReachedEndOfTopic", "consumer_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -9167,7 +10451,7 @@ class CommandReachedEndOfTopic:
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
         f1: int | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -9180,21 +10464,31 @@ class CommandReachedEndOfTopic:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandReachedEndOfTopic") from None
         if pos != end:
             raise truncated("CommandReachedEndOfTopic")
         if f1 is None:
             raise MissingRequiredFieldError("CommandReachedEndOfTopic", "consumer_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.consumer_id = f1
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -9286,32 +10580,44 @@ class CommandTopicMigrated:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.resource_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandTopicMigrated", "resource_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self.resource_type
         if v2 is None:
             raise RequiredFieldUnsetError("CommandTopicMigrated", "resource_type")
-        out += b"\x10"
-        out += int32_bytes(v2)
+        parts.append(b"\x10")
+        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
         v3 = self._brokerServiceUrl
         if v3 is not None:
-            out += b"\x1a"
-            out += str_bytes(v3)
+            parts.append(b"\x1a")
+            data = v3.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v4 = self._brokerServiceUrlTls
         if v4 is not None:
-            out += b"\x22"
-            out += str_bytes(v4)
+            parts.append(b"\x22")
+            data = v4.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -9326,7 +10632,7 @@ class CommandTopicMigrated:
         f2: CommandTopicMigrated.ResourceType | None = None
         f3: str | None = None
         f4: str | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -9339,6 +10645,16 @@ class CommandTopicMigrated:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -9351,7 +10667,7 @@ class CommandTopicMigrated:
                         raw = to_int32(raw)
                     x2 = _CommandTopicMigrated_ResourceType_BY_NUMBER.get(raw)
                     if x2 is None:
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         f2 = x2
                 elif tag == 26:
@@ -9363,7 +10679,7 @@ class CommandTopicMigrated:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandTopicMigrated.brokerServiceUrl")
-                    f3 = decode_str(buf, pos, vend, "CommandTopicMigrated.brokerServiceUrl")
+                    f3 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 34:
                     n = buf[pos]
@@ -9374,25 +10690,31 @@ class CommandTopicMigrated:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandTopicMigrated.brokerServiceUrlTls")
-                    f4 = decode_str(buf, pos, vend, "CommandTopicMigrated.brokerServiceUrlTls")
+                    f4 = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandTopicMigrated") from None
+        except UnicodeDecodeError as exc:
+            where = {
+                26: "CommandTopicMigrated.brokerServiceUrl",
+                34: "CommandTopicMigrated.brokerServiceUrlTls",
+            }[tag]
+            raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandTopicMigrated")
         if f1 is None:
             raise MissingRequiredFieldError("CommandTopicMigrated", "resource_id")
         if f2 is None:
             raise MissingRequiredFieldError("CommandTopicMigrated", "resource_type")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.resource_id = f1
         msg.resource_type = f2
         msg._brokerServiceUrl = f3
         msg._brokerServiceUrlTls = f4
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -9477,32 +10799,44 @@ class CommandCloseProducer:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.producer_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandCloseProducer", "producer_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self.request_id
         if v2 is None:
             raise RequiredFieldUnsetError("CommandCloseProducer", "request_id")
-        out += b"\x10"
-        out += uint64_bytes(v2)
+        parts.append(b"\x10")
+        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         v3 = self._assignedBrokerServiceUrl
         if v3 is not None:
-            out += b"\x1a"
-            out += str_bytes(v3)
+            parts.append(b"\x1a")
+            data = v3.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v4 = self._assignedBrokerServiceUrlTls
         if v4 is not None:
-            out += b"\x22"
-            out += str_bytes(v4)
+            parts.append(b"\x22")
+            data = v4.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -9517,7 +10851,7 @@ class CommandCloseProducer:
         f2: int | None = None
         f3: str | None = None
         f4: str | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -9530,6 +10864,16 @@ class CommandCloseProducer:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -9537,6 +10881,16 @@ class CommandCloseProducer:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f2 = raw
@@ -9549,7 +10903,7 @@ class CommandCloseProducer:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandCloseProducer.assignedBrokerServiceUrl")
-                    f3 = decode_str(buf, pos, vend, "CommandCloseProducer.assignedBrokerServiceUrl")
+                    f3 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 34:
                     n = buf[pos]
@@ -9560,30 +10914,31 @@ class CommandCloseProducer:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandCloseProducer.assignedBrokerServiceUrlTls")
-                    f4 = decode_str(
-                        buf,
-                        pos,
-                        vend,
-                        "CommandCloseProducer.assignedBrokerServiceUrlTls",
-                    )
+                    f4 = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandCloseProducer") from None
+        except UnicodeDecodeError as exc:
+            where = {
+                26: "CommandCloseProducer.assignedBrokerServiceUrl",
+                34: "CommandCloseProducer.assignedBrokerServiceUrlTls",
+            }[tag]
+            raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandCloseProducer")
         if f1 is None:
             raise MissingRequiredFieldError("CommandCloseProducer", "producer_id")
         if f2 is None:
             raise MissingRequiredFieldError("CommandCloseProducer", "request_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.producer_id = f1
         msg.request_id = f2
         msg._assignedBrokerServiceUrl = f3
         msg._assignedBrokerServiceUrlTls = f4
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -9668,32 +11023,44 @@ class CommandCloseConsumer:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.consumer_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandCloseConsumer", "consumer_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self.request_id
         if v2 is None:
             raise RequiredFieldUnsetError("CommandCloseConsumer", "request_id")
-        out += b"\x10"
-        out += uint64_bytes(v2)
+        parts.append(b"\x10")
+        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         v3 = self._assignedBrokerServiceUrl
         if v3 is not None:
-            out += b"\x1a"
-            out += str_bytes(v3)
+            parts.append(b"\x1a")
+            data = v3.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v4 = self._assignedBrokerServiceUrlTls
         if v4 is not None:
-            out += b"\x22"
-            out += str_bytes(v4)
+            parts.append(b"\x22")
+            data = v4.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -9708,7 +11075,7 @@ class CommandCloseConsumer:
         f2: int | None = None
         f3: str | None = None
         f4: str | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -9721,6 +11088,16 @@ class CommandCloseConsumer:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -9728,6 +11105,16 @@ class CommandCloseConsumer:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f2 = raw
@@ -9740,7 +11127,7 @@ class CommandCloseConsumer:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandCloseConsumer.assignedBrokerServiceUrl")
-                    f3 = decode_str(buf, pos, vend, "CommandCloseConsumer.assignedBrokerServiceUrl")
+                    f3 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 34:
                     n = buf[pos]
@@ -9751,30 +11138,31 @@ class CommandCloseConsumer:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandCloseConsumer.assignedBrokerServiceUrlTls")
-                    f4 = decode_str(
-                        buf,
-                        pos,
-                        vend,
-                        "CommandCloseConsumer.assignedBrokerServiceUrlTls",
-                    )
+                    f4 = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandCloseConsumer") from None
+        except UnicodeDecodeError as exc:
+            where = {
+                26: "CommandCloseConsumer.assignedBrokerServiceUrl",
+                34: "CommandCloseConsumer.assignedBrokerServiceUrlTls",
+            }[tag]
+            raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandCloseConsumer")
         if f1 is None:
             raise MissingRequiredFieldError("CommandCloseConsumer", "consumer_id")
         if f2 is None:
             raise MissingRequiredFieldError("CommandCloseConsumer", "request_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.consumer_id = f1
         msg.request_id = f2
         msg._assignedBrokerServiceUrl = f3
         msg._assignedBrokerServiceUrlTls = f4
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -9838,28 +11226,38 @@ class CommandRedeliverUnacknowledgedMessages:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.consumer_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandRedeliverUnacknowledgedMessages", "consumer_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         for item2 in self.message_ids:
-            out += b"\x12"
-            sub = item2.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x12")
+            sub = []
+            item2._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v3 = self._consumer_epoch
         if v3 is not None:
-            out += b"\x18"
-            out += uint64_bytes(v3)
+            parts.append(b"\x18")
+            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint64_bytes(v3))
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -9873,7 +11271,7 @@ class CommandRedeliverUnacknowledgedMessages:
         f1: int | None = None
         f2: list[MessageIdData] = []
         f3: int | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -9886,6 +11284,16 @@ class CommandRedeliverUnacknowledgedMessages:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -9905,23 +11313,33 @@ class CommandRedeliverUnacknowledgedMessages:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f3 = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandRedeliverUnacknowledgedMessages") from None
         if pos != end:
             raise truncated("CommandRedeliverUnacknowledgedMessages")
         if f1 is None:
             raise MissingRequiredFieldError("CommandRedeliverUnacknowledgedMessages", "consumer_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.consumer_id = f1
         msg.message_ids = f2
         msg._consumer_epoch = f3
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -9968,25 +11386,35 @@ class CommandSuccess:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.request_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandSuccess", "request_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self.schema
         if v2 is not None:
-            out += b"\x12"
-            sub = v2.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x12")
+            sub = []
+            v2._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -9999,7 +11427,7 @@ class CommandSuccess:
         """Parse ``buf[pos:end]`` without copying it first."""
         f1: int | None = None
         f2: Schema | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -10012,6 +11440,16 @@ class CommandSuccess:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -10028,17 +11466,17 @@ class CommandSuccess:
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandSuccess") from None
         if pos != end:
             raise truncated("CommandSuccess")
         if f1 is None:
             raise MissingRequiredFieldError("CommandSuccess", "request_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.request_id = f1
         msg.schema = f2
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -10165,41 +11603,50 @@ class CommandProducerSuccess:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.request_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandProducerSuccess", "request_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self.producer_name
         if v2 is None:
             raise RequiredFieldUnsetError("CommandProducerSuccess", "producer_name")
-        out += b"\x12"
-        out += str_bytes(v2)
+        parts.append(b"\x12")
+        data = v2.encode()
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         v3 = self._last_sequence_id
         if v3 is not None:
-            out += b"\x18"
-            out += int64_bytes(v3)
+            parts.append(b"\x18")
+            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int64_bytes(v3))
         v4 = self._schema_version
         if v4 is not None:
-            out += b"\x22"
-            out += len_bytes(v4)
-            out += v4
+            parts.append(b"\x22")
+            size = len(v4)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(v4)
         v5 = self._topic_epoch
         if v5 is not None:
-            out += b"\x28"
-            out += uint64_bytes(v5)
+            parts.append(b"\x28")
+            parts.append(SMALL_VARINTS[v5] if 0 <= v5 < 0x4000 else uint64_bytes(v5))
         v6 = self._producer_ready
         if v6 is not None:
-            out += b"\x30"
-            out += bool_bytes(v6)
+            parts.append(b"\x30\x01" if v6 else b"\x30\x00")
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -10216,7 +11663,7 @@ class CommandProducerSuccess:
         f4: bytes | None = None
         f5: int | None = None
         f6: bool | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -10229,6 +11676,16 @@ class CommandProducerSuccess:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -10241,12 +11698,22 @@ class CommandProducerSuccess:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandProducerSuccess.producer_name")
-                    f2 = decode_str(buf, pos, vend, "CommandProducerSuccess.producer_name")
+                    f2 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
@@ -10266,6 +11733,16 @@ class CommandProducerSuccess:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f5 = raw
@@ -10278,23 +11755,25 @@ class CommandProducerSuccess:
                     f6 = raw != 0
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandProducerSuccess") from None
+        except UnicodeDecodeError as exc:
+            raise invalid_utf8("CommandProducerSuccess.producer_name", exc) from None
         if pos != end:
             raise truncated("CommandProducerSuccess")
         if f1 is None:
             raise MissingRequiredFieldError("CommandProducerSuccess", "request_id")
         if f2 is None:
             raise MissingRequiredFieldError("CommandProducerSuccess", "producer_name")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.request_id = f1
         msg.producer_name = f2
         msg._last_sequence_id = f3
         msg._schema_version = f4
         msg._topic_epoch = f5
         msg._producer_ready = f6
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -10337,29 +11816,38 @@ class CommandError:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.request_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandError", "request_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self.error
         if v2 is None:
             raise RequiredFieldUnsetError("CommandError", "error")
-        out += b"\x10"
-        out += int32_bytes(v2)
+        parts.append(b"\x10")
+        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
         v3 = self.message
         if v3 is None:
             raise RequiredFieldUnsetError("CommandError", "message")
-        out += b"\x1a"
-        out += str_bytes(v3)
+        parts.append(b"\x1a")
+        data = v3.encode()
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -10373,7 +11861,7 @@ class CommandError:
         f1: int | None = None
         f2: ServerError | None = None
         f3: str | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -10386,6 +11874,16 @@ class CommandError:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -10398,7 +11896,7 @@ class CommandError:
                         raw = to_int32(raw)
                     x2 = _ServerError_BY_NUMBER.get(raw)
                     if x2 is None:
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         f2 = x2
                 elif tag == 26:
@@ -10410,13 +11908,15 @@ class CommandError:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandError.message")
-                    f3 = decode_str(buf, pos, vend, "CommandError.message")
+                    f3 = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandError") from None
+        except UnicodeDecodeError as exc:
+            raise invalid_utf8("CommandError.message", exc) from None
         if pos != end:
             raise truncated("CommandError")
         if f1 is None:
@@ -10425,11 +11925,11 @@ class CommandError:
             raise MissingRequiredFieldError("CommandError", "error")
         if f3 is None:
             raise MissingRequiredFieldError("CommandError", "message")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.request_id = f1
         msg.error = f2
         msg.message = f3
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -10457,14 +11957,20 @@ class CommandPing:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -10475,7 +11981,7 @@ class CommandPing:
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -10485,13 +11991,13 @@ class CommandPing:
                 else:
                     tag, pos = read_varint(buf, pos)
                 pos = skip_field(buf, pos, end, tag)
-                unknown += buf[start:pos]
+                unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandPing") from None
         if pos != end:
             raise truncated("CommandPing")
-        msg = cls.__new__(cls)
-        msg._unknown = bytes(unknown)
+        msg = new_instance(cls)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -10519,14 +12025,20 @@ class CommandPong:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -10537,7 +12049,7 @@ class CommandPong:
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -10547,13 +12059,13 @@ class CommandPong:
                 else:
                     tag, pos = read_varint(buf, pos)
                 pos = skip_field(buf, pos, end, tag)
-                unknown += buf[start:pos]
+                unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandPong") from None
         if pos != end:
             raise truncated("CommandPong")
-        msg = cls.__new__(cls)
-        msg._unknown = bytes(unknown)
+        msg = new_instance(cls)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -10592,24 +12104,30 @@ class CommandConsumerStats:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.request_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandConsumerStats", "request_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v4 = self.consumer_id
         if v4 is None:
             raise RequiredFieldUnsetError("CommandConsumerStats", "consumer_id")
-        out += b"\x20"
-        out += uint64_bytes(v4)
+        parts.append(b"\x20")
+        parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else uint64_bytes(v4))
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -10622,7 +12140,7 @@ class CommandConsumerStats:
         """Parse ``buf[pos:end]`` without copying it first."""
         f1: int | None = None
         f4: int | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -10635,6 +12153,16 @@ class CommandConsumerStats:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -10642,12 +12170,22 @@ class CommandConsumerStats:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f4 = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandConsumerStats") from None
         if pos != end:
@@ -10656,10 +12194,10 @@ class CommandConsumerStats:
             raise MissingRequiredFieldError("CommandConsumerStats", "request_id")
         if f4 is None:
             raise MissingRequiredFieldError("CommandConsumerStats", "consumer_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.request_id = f1
         msg.consumer_id = f4
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -11013,79 +12551,99 @@ class CommandConsumerStatsResponse:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.request_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandConsumerStatsResponse", "request_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self._error_code
         if v2 is not None:
-            out += b"\x10"
-            out += int32_bytes(v2)
+            parts.append(b"\x10")
+            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
         v3 = self._error_message
         if v3 is not None:
-            out += b"\x1a"
-            out += str_bytes(v3)
+            parts.append(b"\x1a")
+            data = v3.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v4 = self._msgRateOut
         if v4 is not None:
-            out += b"\x21"
-            out += pack_double(v4)
+            parts.append(b"\x21")
+            parts.append(pack_double(v4))
         v5 = self._msgThroughputOut
         if v5 is not None:
-            out += b"\x29"
-            out += pack_double(v5)
+            parts.append(b"\x29")
+            parts.append(pack_double(v5))
         v6 = self._msgRateRedeliver
         if v6 is not None:
-            out += b"\x31"
-            out += pack_double(v6)
+            parts.append(b"\x31")
+            parts.append(pack_double(v6))
         v7 = self._consumerName
         if v7 is not None:
-            out += b"\x3a"
-            out += str_bytes(v7)
+            parts.append(b"\x3a")
+            data = v7.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v8 = self._availablePermits
         if v8 is not None:
-            out += b"\x40"
-            out += uint64_bytes(v8)
+            parts.append(b"\x40")
+            parts.append(SMALL_VARINTS[v8] if 0 <= v8 < 0x4000 else uint64_bytes(v8))
         v9 = self._unackedMessages
         if v9 is not None:
-            out += b"\x48"
-            out += uint64_bytes(v9)
+            parts.append(b"\x48")
+            parts.append(SMALL_VARINTS[v9] if 0 <= v9 < 0x4000 else uint64_bytes(v9))
         v10 = self._blockedConsumerOnUnackedMsgs
         if v10 is not None:
-            out += b"\x50"
-            out += bool_bytes(v10)
+            parts.append(b"\x50\x01" if v10 else b"\x50\x00")
         v11 = self._address
         if v11 is not None:
-            out += b"\x5a"
-            out += str_bytes(v11)
+            parts.append(b"\x5a")
+            data = v11.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v12 = self._connectedSince
         if v12 is not None:
-            out += b"\x62"
-            out += str_bytes(v12)
+            parts.append(b"\x62")
+            data = v12.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v13 = self._type_
         if v13 is not None:
-            out += b"\x6a"
-            out += str_bytes(v13)
+            parts.append(b"\x6a")
+            data = v13.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v14 = self._msgRateExpired
         if v14 is not None:
-            out += b"\x71"
-            out += pack_double(v14)
+            parts.append(b"\x71")
+            parts.append(pack_double(v14))
         v15 = self._msgBacklog
         if v15 is not None:
-            out += b"\x78"
-            out += uint64_bytes(v15)
+            parts.append(b"\x78")
+            parts.append(SMALL_VARINTS[v15] if 0 <= v15 < 0x4000 else uint64_bytes(v15))
         v16 = self._messageAckRate
         if v16 is not None:
-            out += b"\x81\x01"
-            out += pack_double(v16)
+            parts.append(b"\x81\x01")
+            parts.append(pack_double(v16))
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -11112,13 +12670,16 @@ class CommandConsumerStatsResponse:
         f14: float | None = None
         f15: int | None = None
         f16: float | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
                 tag = buf[pos]
                 if tag < 0x80:
                     pos += 1
+                elif (b1 := buf[pos + 1]) < 0x80:
+                    tag = tag & 0x7F | b1 << 7
+                    pos += 2
                 else:
                     tag, pos = read_varint(buf, pos)
                 if tag < 72:
@@ -11127,6 +12688,16 @@ class CommandConsumerStatsResponse:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
+                            elif (b1 := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | b1 << 7
+                                pos += 2
+                            elif (b2 := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                pos += 3
+                            elif (b3 := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                raw |= b3 << 21
+                                pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                             f1 = raw
@@ -11139,7 +12710,7 @@ class CommandConsumerStatsResponse:
                                 raw = to_int32(raw)
                             x2 = _ServerError_BY_NUMBER.get(raw)
                             if x2 is None:
-                                unknown += buf[start:pos]
+                                unknown = add_unknown(unknown, buf[start:pos])
                             else:
                                 f2 = x2
                         elif tag == 26:
@@ -11151,19 +12722,14 @@ class CommandConsumerStatsResponse:
                             vend = pos + n
                             if vend > end:
                                 raise truncated("CommandConsumerStatsResponse.error_message")
-                            f3 = decode_str(
-                                buf,
-                                pos,
-                                vend,
-                                "CommandConsumerStatsResponse.error_message",
-                            )
+                            f3 = buf[pos:vend].decode()
                             pos = vend
                         elif tag == 33:
                             f4 = unpack_double(buf, pos)[0]
                             pos += 8
                         else:
                             pos = skip_field(buf, pos, end, tag)
-                            unknown += buf[start:pos]
+                            unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         if tag == 41:
                             f5 = unpack_double(buf, pos)[0]
@@ -11180,29 +12746,44 @@ class CommandConsumerStatsResponse:
                             vend = pos + n
                             if vend > end:
                                 raise truncated("CommandConsumerStatsResponse.consumerName")
-                            f7 = decode_str(
-                                buf,
-                                pos,
-                                vend,
-                                "CommandConsumerStatsResponse.consumerName",
-                            )
+                            f7 = buf[pos:vend].decode()
                             pos = vend
                         elif tag == 64:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
+                            elif (b1 := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | b1 << 7
+                                pos += 2
+                            elif (b2 := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                pos += 3
+                            elif (b3 := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                raw |= b3 << 21
+                                pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                             f8 = raw
                         else:
                             pos = skip_field(buf, pos, end, tag)
-                            unknown += buf[start:pos]
+                            unknown = add_unknown(unknown, buf[start:pos])
                 else:
                     if tag < 106:
                         if tag == 72:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
+                            elif (b1 := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | b1 << 7
+                                pos += 2
+                            elif (b2 := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                pos += 3
+                            elif (b3 := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                raw |= b3 << 21
+                                pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                             f9 = raw
@@ -11222,7 +12803,7 @@ class CommandConsumerStatsResponse:
                             vend = pos + n
                             if vend > end:
                                 raise truncated("CommandConsumerStatsResponse.address")
-                            f11 = decode_str(buf, pos, vend, "CommandConsumerStatsResponse.address")
+                            f11 = buf[pos:vend].decode()
                             pos = vend
                         elif tag == 98:
                             n = buf[pos]
@@ -11233,16 +12814,11 @@ class CommandConsumerStatsResponse:
                             vend = pos + n
                             if vend > end:
                                 raise truncated("CommandConsumerStatsResponse.connectedSince")
-                            f12 = decode_str(
-                                buf,
-                                pos,
-                                vend,
-                                "CommandConsumerStatsResponse.connectedSince",
-                            )
+                            f12 = buf[pos:vend].decode()
                             pos = vend
                         else:
                             pos = skip_field(buf, pos, end, tag)
-                            unknown += buf[start:pos]
+                            unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         if tag == 106:
                             n = buf[pos]
@@ -11253,7 +12829,7 @@ class CommandConsumerStatsResponse:
                             vend = pos + n
                             if vend > end:
                                 raise truncated("CommandConsumerStatsResponse.type")
-                            f13 = decode_str(buf, pos, vend, "CommandConsumerStatsResponse.type")
+                            f13 = buf[pos:vend].decode()
                             pos = vend
                         elif tag == 113:
                             f14 = unpack_double(buf, pos)[0]
@@ -11262,6 +12838,16 @@ class CommandConsumerStatsResponse:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
+                            elif (b1 := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | b1 << 7
+                                pos += 2
+                            elif (b2 := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                pos += 3
+                            elif (b3 := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                raw |= b3 << 21
+                                pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                             f15 = raw
@@ -11270,14 +12856,23 @@ class CommandConsumerStatsResponse:
                             pos += 8
                         else:
                             pos = skip_field(buf, pos, end, tag)
-                            unknown += buf[start:pos]
+                            unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandConsumerStatsResponse") from None
+        except UnicodeDecodeError as exc:
+            where = {
+                26: "CommandConsumerStatsResponse.error_message",
+                58: "CommandConsumerStatsResponse.consumerName",
+                90: "CommandConsumerStatsResponse.address",
+                98: "CommandConsumerStatsResponse.connectedSince",
+                106: "CommandConsumerStatsResponse.type",
+            }[tag]
+            raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandConsumerStatsResponse")
         if f1 is None:
             raise MissingRequiredFieldError("CommandConsumerStatsResponse", "request_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.request_id = f1
         msg._error_code = f2
         msg._error_message = f3
@@ -11294,7 +12889,7 @@ class CommandConsumerStatsResponse:
         msg._msgRateExpired = f14
         msg._msgBacklog = f15
         msg._messageAckRate = f16
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -11333,24 +12928,30 @@ class CommandGetLastMessageId:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.consumer_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandGetLastMessageId", "consumer_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self.request_id
         if v2 is None:
             raise RequiredFieldUnsetError("CommandGetLastMessageId", "request_id")
-        out += b"\x10"
-        out += uint64_bytes(v2)
+        parts.append(b"\x10")
+        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -11363,7 +12964,7 @@ class CommandGetLastMessageId:
         """Parse ``buf[pos:end]`` without copying it first."""
         f1: int | None = None
         f2: int | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -11376,6 +12977,16 @@ class CommandGetLastMessageId:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -11383,12 +12994,22 @@ class CommandGetLastMessageId:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f2 = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandGetLastMessageId") from None
         if pos != end:
@@ -11397,10 +13018,10 @@ class CommandGetLastMessageId:
             raise MissingRequiredFieldError("CommandGetLastMessageId", "consumer_id")
         if f2 is None:
             raise MissingRequiredFieldError("CommandGetLastMessageId", "request_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.consumer_id = f1
         msg.request_id = f2
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -11455,32 +13076,45 @@ class CommandGetLastMessageIdResponse:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.last_message_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandGetLastMessageIdResponse", "last_message_id")
-        out += b"\x0a"
-        sub = v1.encode()
-        out += len_bytes(sub)
-        out += sub
+        parts.append(b"\x0a")
+        sub = []
+        v1._encode(sub)
+        data = b"".join(sub)
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         v2 = self.request_id
         if v2 is None:
             raise RequiredFieldUnsetError("CommandGetLastMessageIdResponse", "request_id")
-        out += b"\x10"
-        out += uint64_bytes(v2)
+        parts.append(b"\x10")
+        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         v3 = self.consumer_mark_delete_position
         if v3 is not None:
-            out += b"\x1a"
-            sub = v3.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x1a")
+            sub = []
+            v3._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -11494,7 +13128,7 @@ class CommandGetLastMessageIdResponse:
         f1: MessageIdData | None = None
         f2: int | None = None
         f3: MessageIdData | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -11518,6 +13152,16 @@ class CommandGetLastMessageIdResponse:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f2 = raw
@@ -11536,7 +13180,7 @@ class CommandGetLastMessageIdResponse:
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandGetLastMessageIdResponse") from None
         if pos != end:
@@ -11545,11 +13189,11 @@ class CommandGetLastMessageIdResponse:
             raise MissingRequiredFieldError("CommandGetLastMessageIdResponse", "last_message_id")
         if f2 is None:
             raise MissingRequiredFieldError("CommandGetLastMessageIdResponse", "request_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.last_message_id = f1
         msg.request_id = f2
         msg.consumer_mark_delete_position = f3
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -11669,41 +13313,60 @@ class CommandGetTopicsOfNamespace:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.request_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandGetTopicsOfNamespace", "request_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self.namespace
         if v2 is None:
             raise RequiredFieldUnsetError("CommandGetTopicsOfNamespace", "namespace")
-        out += b"\x12"
-        out += str_bytes(v2)
+        parts.append(b"\x12")
+        data = v2.encode()
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         v3 = self._mode
         if v3 is not None:
-            out += b"\x18"
-            out += int32_bytes(v3)
+            parts.append(b"\x18")
+            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
         v4 = self._topics_pattern
         if v4 is not None:
-            out += b"\x22"
-            out += str_bytes(v4)
+            parts.append(b"\x22")
+            data = v4.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v5 = self._topics_hash
         if v5 is not None:
-            out += b"\x2a"
-            out += str_bytes(v5)
+            parts.append(b"\x2a")
+            data = v5.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         for item6 in self.properties:
-            out += b"\x32"
-            sub = item6.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x32")
+            sub = []
+            item6._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -11720,7 +13383,7 @@ class CommandGetTopicsOfNamespace:
         f4: str | None = None
         f5: str | None = None
         f6: list[KeyValue] = []
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -11733,6 +13396,16 @@ class CommandGetTopicsOfNamespace:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -11745,7 +13418,7 @@ class CommandGetTopicsOfNamespace:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandGetTopicsOfNamespace.namespace")
-                    f2 = decode_str(buf, pos, vend, "CommandGetTopicsOfNamespace.namespace")
+                    f2 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 24:
                     raw = buf[pos]
@@ -11756,7 +13429,7 @@ class CommandGetTopicsOfNamespace:
                         raw = to_int32(raw)
                     x3 = _CommandGetTopicsOfNamespace_Mode_BY_NUMBER.get(raw)
                     if x3 is None:
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         f3 = x3
                 elif tag == 34:
@@ -11768,7 +13441,7 @@ class CommandGetTopicsOfNamespace:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandGetTopicsOfNamespace.topics_pattern")
-                    f4 = decode_str(buf, pos, vend, "CommandGetTopicsOfNamespace.topics_pattern")
+                    f4 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 42:
                     n = buf[pos]
@@ -11779,7 +13452,7 @@ class CommandGetTopicsOfNamespace:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandGetTopicsOfNamespace.topics_hash")
-                    f5 = decode_str(buf, pos, vend, "CommandGetTopicsOfNamespace.topics_hash")
+                    f5 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 50:
                     n = buf[pos]
@@ -11795,23 +13468,30 @@ class CommandGetTopicsOfNamespace:
                     f6.append(x6)
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandGetTopicsOfNamespace") from None
+        except UnicodeDecodeError as exc:
+            where = {
+                18: "CommandGetTopicsOfNamespace.namespace",
+                34: "CommandGetTopicsOfNamespace.topics_pattern",
+                42: "CommandGetTopicsOfNamespace.topics_hash",
+            }[tag]
+            raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandGetTopicsOfNamespace")
         if f1 is None:
             raise MissingRequiredFieldError("CommandGetTopicsOfNamespace", "request_id")
         if f2 is None:
             raise MissingRequiredFieldError("CommandGetTopicsOfNamespace", "namespace")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.request_id = f1
         msg.namespace = f2
         msg._mode = f3
         msg._topics_pattern = f4
         msg._topics_hash = f5
         msg.properties = f6
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -11913,34 +13593,44 @@ class CommandGetTopicsOfNamespaceResponse:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.request_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandGetTopicsOfNamespaceResponse", "request_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         for item2 in self.topics:
-            out += b"\x12"
-            out += str_bytes(item2)
+            parts.append(b"\x12")
+            data = item2.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v3 = self._filtered
         if v3 is not None:
-            out += b"\x18"
-            out += bool_bytes(v3)
+            parts.append(b"\x18\x01" if v3 else b"\x18\x00")
         v4 = self._topics_hash
         if v4 is not None:
-            out += b"\x22"
-            out += str_bytes(v4)
+            parts.append(b"\x22")
+            data = v4.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v5 = self._changed
         if v5 is not None:
-            out += b"\x28"
-            out += bool_bytes(v5)
+            parts.append(b"\x28\x01" if v5 else b"\x28\x00")
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -11956,7 +13646,7 @@ class CommandGetTopicsOfNamespaceResponse:
         f3: bool | None = None
         f4: str | None = None
         f5: bool | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -11969,6 +13659,16 @@ class CommandGetTopicsOfNamespaceResponse:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -11981,7 +13681,7 @@ class CommandGetTopicsOfNamespaceResponse:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandGetTopicsOfNamespaceResponse.topics")
-                    x2 = decode_str(buf, pos, vend, "CommandGetTopicsOfNamespaceResponse.topics")
+                    x2 = buf[pos:vend].decode()
                     pos = vend
                     f2.append(x2)
                 elif tag == 24:
@@ -12000,12 +13700,7 @@ class CommandGetTopicsOfNamespaceResponse:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandGetTopicsOfNamespaceResponse.topics_hash")
-                    f4 = decode_str(
-                        buf,
-                        pos,
-                        vend,
-                        "CommandGetTopicsOfNamespaceResponse.topics_hash",
-                    )
+                    f4 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 40:
                     raw = buf[pos]
@@ -12016,20 +13711,26 @@ class CommandGetTopicsOfNamespaceResponse:
                     f5 = raw != 0
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandGetTopicsOfNamespaceResponse") from None
+        except UnicodeDecodeError as exc:
+            where = {
+                18: "CommandGetTopicsOfNamespaceResponse.topics",
+                34: "CommandGetTopicsOfNamespaceResponse.topics_hash",
+            }[tag]
+            raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandGetTopicsOfNamespaceResponse")
         if f1 is None:
             raise MissingRequiredFieldError("CommandGetTopicsOfNamespaceResponse", "request_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.request_id = f1
         msg.topics = f2
         msg._filtered = f3
         msg._topics_hash = f4
         msg._changed = f5
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -12103,38 +13804,53 @@ class CommandWatchTopicList:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.request_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandWatchTopicList", "request_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self.watcher_id
         if v2 is None:
             raise RequiredFieldUnsetError("CommandWatchTopicList", "watcher_id")
-        out += b"\x10"
-        out += uint64_bytes(v2)
+        parts.append(b"\x10")
+        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         v3 = self.namespace
         if v3 is None:
             raise RequiredFieldUnsetError("CommandWatchTopicList", "namespace")
-        out += b"\x1a"
-        out += str_bytes(v3)
+        parts.append(b"\x1a")
+        data = v3.encode()
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         v4 = self.topics_pattern
         if v4 is None:
             raise RequiredFieldUnsetError("CommandWatchTopicList", "topics_pattern")
-        out += b"\x22"
-        out += str_bytes(v4)
+        parts.append(b"\x22")
+        data = v4.encode()
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         v5 = self._topics_hash
         if v5 is not None:
-            out += b"\x2a"
-            out += str_bytes(v5)
+            parts.append(b"\x2a")
+            data = v5.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -12150,7 +13866,7 @@ class CommandWatchTopicList:
         f3: str | None = None
         f4: str | None = None
         f5: str | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -12163,6 +13879,16 @@ class CommandWatchTopicList:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -12170,6 +13896,16 @@ class CommandWatchTopicList:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f2 = raw
@@ -12182,7 +13918,7 @@ class CommandWatchTopicList:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandWatchTopicList.namespace")
-                    f3 = decode_str(buf, pos, vend, "CommandWatchTopicList.namespace")
+                    f3 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 34:
                     n = buf[pos]
@@ -12193,7 +13929,7 @@ class CommandWatchTopicList:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandWatchTopicList.topics_pattern")
-                    f4 = decode_str(buf, pos, vend, "CommandWatchTopicList.topics_pattern")
+                    f4 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 42:
                     n = buf[pos]
@@ -12204,13 +13940,20 @@ class CommandWatchTopicList:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandWatchTopicList.topics_hash")
-                    f5 = decode_str(buf, pos, vend, "CommandWatchTopicList.topics_hash")
+                    f5 = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandWatchTopicList") from None
+        except UnicodeDecodeError as exc:
+            where = {
+                26: "CommandWatchTopicList.namespace",
+                34: "CommandWatchTopicList.topics_pattern",
+                42: "CommandWatchTopicList.topics_hash",
+            }[tag]
+            raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandWatchTopicList")
         if f1 is None:
@@ -12221,13 +13964,13 @@ class CommandWatchTopicList:
             raise MissingRequiredFieldError("CommandWatchTopicList", "namespace")
         if f4 is None:
             raise MissingRequiredFieldError("CommandWatchTopicList", "topics_pattern")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.request_id = f1
         msg.watcher_id = f2
         msg.namespace = f3
         msg.topics_pattern = f4
         msg._topics_hash = f5
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -12274,32 +14017,44 @@ class CommandWatchTopicListSuccess:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.request_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandWatchTopicListSuccess", "request_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self.watcher_id
         if v2 is None:
             raise RequiredFieldUnsetError("CommandWatchTopicListSuccess", "watcher_id")
-        out += b"\x10"
-        out += uint64_bytes(v2)
+        parts.append(b"\x10")
+        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         for item3 in self.topic:
-            out += b"\x1a"
-            out += str_bytes(item3)
+            parts.append(b"\x1a")
+            data = item3.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v4 = self.topics_hash
         if v4 is None:
             raise RequiredFieldUnsetError("CommandWatchTopicListSuccess", "topics_hash")
-        out += b"\x22"
-        out += str_bytes(v4)
+        parts.append(b"\x22")
+        data = v4.encode()
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -12314,7 +14069,7 @@ class CommandWatchTopicListSuccess:
         f2: int | None = None
         f3: list[str] = []
         f4: str | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -12327,6 +14082,16 @@ class CommandWatchTopicListSuccess:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -12334,6 +14099,16 @@ class CommandWatchTopicListSuccess:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f2 = raw
@@ -12346,7 +14121,7 @@ class CommandWatchTopicListSuccess:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandWatchTopicListSuccess.topic")
-                    x3 = decode_str(buf, pos, vend, "CommandWatchTopicListSuccess.topic")
+                    x3 = buf[pos:vend].decode()
                     pos = vend
                     f3.append(x3)
                 elif tag == 34:
@@ -12358,13 +14133,19 @@ class CommandWatchTopicListSuccess:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandWatchTopicListSuccess.topics_hash")
-                    f4 = decode_str(buf, pos, vend, "CommandWatchTopicListSuccess.topics_hash")
+                    f4 = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandWatchTopicListSuccess") from None
+        except UnicodeDecodeError as exc:
+            where = {
+                26: "CommandWatchTopicListSuccess.topic",
+                34: "CommandWatchTopicListSuccess.topics_hash",
+            }[tag]
+            raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandWatchTopicListSuccess")
         if f1 is None:
@@ -12373,12 +14154,12 @@ class CommandWatchTopicListSuccess:
             raise MissingRequiredFieldError("CommandWatchTopicListSuccess", "watcher_id")
         if f4 is None:
             raise MissingRequiredFieldError("CommandWatchTopicListSuccess", "topics_hash")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.request_id = f1
         msg.watcher_id = f2
         msg.topic = f3
         msg.topics_hash = f4
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -12429,30 +14210,45 @@ class CommandWatchTopicUpdate:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.watcher_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandWatchTopicUpdate", "watcher_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         for item2 in self.new_topics:
-            out += b"\x12"
-            out += str_bytes(item2)
+            parts.append(b"\x12")
+            data = item2.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         for item3 in self.deleted_topics:
-            out += b"\x1a"
-            out += str_bytes(item3)
+            parts.append(b"\x1a")
+            data = item3.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v4 = self.topics_hash
         if v4 is None:
             raise RequiredFieldUnsetError("CommandWatchTopicUpdate", "topics_hash")
-        out += b"\x22"
-        out += str_bytes(v4)
+        parts.append(b"\x22")
+        data = v4.encode()
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -12467,7 +14263,7 @@ class CommandWatchTopicUpdate:
         f2: list[str] = []
         f3: list[str] = []
         f4: str | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -12480,6 +14276,16 @@ class CommandWatchTopicUpdate:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -12492,7 +14298,7 @@ class CommandWatchTopicUpdate:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandWatchTopicUpdate.new_topics")
-                    x2 = decode_str(buf, pos, vend, "CommandWatchTopicUpdate.new_topics")
+                    x2 = buf[pos:vend].decode()
                     pos = vend
                     f2.append(x2)
                 elif tag == 26:
@@ -12504,7 +14310,7 @@ class CommandWatchTopicUpdate:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandWatchTopicUpdate.deleted_topics")
-                    x3 = decode_str(buf, pos, vend, "CommandWatchTopicUpdate.deleted_topics")
+                    x3 = buf[pos:vend].decode()
                     pos = vend
                     f3.append(x3)
                 elif tag == 34:
@@ -12516,25 +14322,32 @@ class CommandWatchTopicUpdate:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandWatchTopicUpdate.topics_hash")
-                    f4 = decode_str(buf, pos, vend, "CommandWatchTopicUpdate.topics_hash")
+                    f4 = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandWatchTopicUpdate") from None
+        except UnicodeDecodeError as exc:
+            where = {
+                18: "CommandWatchTopicUpdate.new_topics",
+                26: "CommandWatchTopicUpdate.deleted_topics",
+                34: "CommandWatchTopicUpdate.topics_hash",
+            }[tag]
+            raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandWatchTopicUpdate")
         if f1 is None:
             raise MissingRequiredFieldError("CommandWatchTopicUpdate", "watcher_id")
         if f4 is None:
             raise MissingRequiredFieldError("CommandWatchTopicUpdate", "topics_hash")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.watcher_id = f1
         msg.new_topics = f2
         msg.deleted_topics = f3
         msg.topics_hash = f4
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -12573,24 +14386,30 @@ class CommandWatchTopicListClose:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.request_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandWatchTopicListClose", "request_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self.watcher_id
         if v2 is None:
             raise RequiredFieldUnsetError("CommandWatchTopicListClose", "watcher_id")
-        out += b"\x10"
-        out += uint64_bytes(v2)
+        parts.append(b"\x10")
+        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -12603,7 +14422,7 @@ class CommandWatchTopicListClose:
         """Parse ``buf[pos:end]`` without copying it first."""
         f1: int | None = None
         f2: int | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -12616,6 +14435,16 @@ class CommandWatchTopicListClose:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -12623,12 +14452,22 @@ class CommandWatchTopicListClose:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f2 = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandWatchTopicListClose") from None
         if pos != end:
@@ -12637,10 +14476,10 @@ class CommandWatchTopicListClose:
             raise MissingRequiredFieldError("CommandWatchTopicListClose", "request_id")
         if f2 is None:
             raise MissingRequiredFieldError("CommandWatchTopicListClose", "watcher_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.request_id = f1
         msg.watcher_id = f2
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -12783,65 +14622,74 @@ class SegmentInfoProto:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.segment_id
         if v1 is None:
             raise RequiredFieldUnsetError("SegmentInfoProto", "segment_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self.hash_start
         if v2 is None:
             raise RequiredFieldUnsetError("SegmentInfoProto", "hash_start")
-        out += b"\x10"
-        out += uint32_bytes(v2)
+        parts.append(b"\x10")
+        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint32_bytes(v2))
         v3 = self.hash_end
         if v3 is None:
             raise RequiredFieldUnsetError("SegmentInfoProto", "hash_end")
-        out += b"\x18"
-        out += uint32_bytes(v3)
+        parts.append(b"\x18")
+        parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint32_bytes(v3))
         v4 = self.state
         if v4 is None:
             raise RequiredFieldUnsetError("SegmentInfoProto", "state")
-        out += b"\x20"
-        out += int32_bytes(v4)
+        parts.append(b"\x20")
+        parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
         for item5 in self.parent_ids:
-            out += b"\x28"
-            out += uint64_bytes(item5)
+            parts.append(b"\x28")
+            parts.append(SMALL_VARINTS[item5] if 0 <= item5 < 0x4000 else uint64_bytes(item5))
         for item6 in self.child_ids:
-            out += b"\x30"
-            out += uint64_bytes(item6)
+            parts.append(b"\x30")
+            parts.append(SMALL_VARINTS[item6] if 0 <= item6 < 0x4000 else uint64_bytes(item6))
         v7 = self.created_at_epoch
         if v7 is None:
             raise RequiredFieldUnsetError("SegmentInfoProto", "created_at_epoch")
-        out += b"\x38"
-        out += uint64_bytes(v7)
+        parts.append(b"\x38")
+        parts.append(SMALL_VARINTS[v7] if 0 <= v7 < 0x4000 else uint64_bytes(v7))
         v8 = self._sealed_at_epoch
         if v8 is not None:
-            out += b"\x40"
-            out += uint64_bytes(v8)
+            parts.append(b"\x40")
+            parts.append(SMALL_VARINTS[v8] if 0 <= v8 < 0x4000 else uint64_bytes(v8))
         v9 = self.created_at_ms
         if v9 is None:
             raise RequiredFieldUnsetError("SegmentInfoProto", "created_at_ms")
-        out += b"\x48"
-        out += uint64_bytes(v9)
+        parts.append(b"\x48")
+        parts.append(SMALL_VARINTS[v9] if 0 <= v9 < 0x4000 else uint64_bytes(v9))
         v10 = self._sealed_at_ms
         if v10 is not None:
-            out += b"\x50"
-            out += uint64_bytes(v10)
+            parts.append(b"\x50")
+            parts.append(SMALL_VARINTS[v10] if 0 <= v10 < 0x4000 else uint64_bytes(v10))
         v11 = self._legacy_topic_name
         if v11 is not None:
-            out += b"\x5a"
-            out += str_bytes(v11)
+            parts.append(b"\x5a")
+            data = v11.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         for item12 in self.entry_bucket_splits:
-            out += b"\x60"
-            out += uint32_bytes(item12)
+            parts.append(b"\x60")
+            parts.append(SMALL_VARINTS[item12] if 0 <= item12 < 0x4000 else uint32_bytes(item12))
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -12864,7 +14712,7 @@ class SegmentInfoProto:
         f10: int | None = None
         f11: str | None = None
         f12: list[int] = []
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -12879,6 +14727,16 @@ class SegmentInfoProto:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
+                            elif (b1 := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | b1 << 7
+                                pos += 2
+                            elif (b2 := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                pos += 3
+                            elif (b3 := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                raw |= b3 << 21
+                                pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                             f1 = raw
@@ -12886,6 +14744,16 @@ class SegmentInfoProto:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
+                            elif (b1 := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | b1 << 7
+                                pos += 2
+                            elif (b2 := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                pos += 3
+                            elif (b3 := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                raw |= b3 << 21
+                                pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = raw & 0xFFFFFFFF
@@ -12894,13 +14762,23 @@ class SegmentInfoProto:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
+                            elif (b1 := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | b1 << 7
+                                pos += 2
+                            elif (b2 := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                pos += 3
+                            elif (b3 := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                raw |= b3 << 21
+                                pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = raw & 0xFFFFFFFF
                             f3 = raw
                         else:
                             pos = skip_field(buf, pos, end, tag)
-                            unknown += buf[start:pos]
+                            unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         if tag == 32:
                             raw = buf[pos]
@@ -12911,13 +14789,23 @@ class SegmentInfoProto:
                                 raw = to_int32(raw)
                             x4 = _SegmentState_BY_NUMBER.get(raw)
                             if x4 is None:
-                                unknown += buf[start:pos]
+                                unknown = add_unknown(unknown, buf[start:pos])
                             else:
                                 f4 = x4
                         elif tag == 40:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
+                            elif (b1 := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | b1 << 7
+                                pos += 2
+                            elif (b2 := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                pos += 3
+                            elif (b3 := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                raw |= b3 << 21
+                                pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                             x5 = raw
@@ -12935,6 +14823,16 @@ class SegmentInfoProto:
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
+                                elif (b1 := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | b1 << 7
+                                    pos += 2
+                                elif (b2 := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                    pos += 3
+                                elif (b3 := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                    raw |= b3 << 21
+                                    pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
                                 x5 = raw
@@ -12945,13 +14843,23 @@ class SegmentInfoProto:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
+                            elif (b1 := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | b1 << 7
+                                pos += 2
+                            elif (b2 := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                pos += 3
+                            elif (b3 := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                raw |= b3 << 21
+                                pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                             x6 = raw
                             f6.append(x6)
                         else:
                             pos = skip_field(buf, pos, end, tag)
-                            unknown += buf[start:pos]
+                            unknown = add_unknown(unknown, buf[start:pos])
                 else:
                     if tag < 80:
                         if tag == 50:
@@ -12967,6 +14875,16 @@ class SegmentInfoProto:
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
+                                elif (b1 := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | b1 << 7
+                                    pos += 2
+                                elif (b2 := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                    pos += 3
+                                elif (b3 := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                    raw |= b3 << 21
+                                    pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
                                 x6 = raw
@@ -12977,6 +14895,16 @@ class SegmentInfoProto:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
+                            elif (b1 := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | b1 << 7
+                                pos += 2
+                            elif (b2 := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                pos += 3
+                            elif (b3 := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                raw |= b3 << 21
+                                pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                             f7 = raw
@@ -12984,6 +14912,16 @@ class SegmentInfoProto:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
+                            elif (b1 := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | b1 << 7
+                                pos += 2
+                            elif (b2 := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                pos += 3
+                            elif (b3 := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                raw |= b3 << 21
+                                pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                             f8 = raw
@@ -12991,17 +14929,37 @@ class SegmentInfoProto:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
+                            elif (b1 := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | b1 << 7
+                                pos += 2
+                            elif (b2 := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                pos += 3
+                            elif (b3 := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                raw |= b3 << 21
+                                pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                             f9 = raw
                         else:
                             pos = skip_field(buf, pos, end, tag)
-                            unknown += buf[start:pos]
+                            unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         if tag == 80:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
+                            elif (b1 := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | b1 << 7
+                                pos += 2
+                            elif (b2 := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                pos += 3
+                            elif (b3 := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                raw |= b3 << 21
+                                pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                             f10 = raw
@@ -13014,12 +14972,22 @@ class SegmentInfoProto:
                             vend = pos + n
                             if vend > end:
                                 raise truncated("SegmentInfoProto.legacy_topic_name")
-                            f11 = decode_str(buf, pos, vend, "SegmentInfoProto.legacy_topic_name")
+                            f11 = buf[pos:vend].decode()
                             pos = vend
                         elif tag == 96:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
+                            elif (b1 := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | b1 << 7
+                                pos += 2
+                            elif (b2 := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                pos += 3
+                            elif (b3 := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                raw |= b3 << 21
+                                pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = raw & 0xFFFFFFFF
@@ -13038,6 +15006,16 @@ class SegmentInfoProto:
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
+                                elif (b1 := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | b1 << 7
+                                    pos += 2
+                                elif (b2 := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                    pos += 3
+                                elif (b3 := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                    raw |= b3 << 21
+                                    pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
                                     raw = raw & 0xFFFFFFFF
@@ -13047,9 +15025,11 @@ class SegmentInfoProto:
                                 raise truncated("SegmentInfoProto.entry_bucket_splits")
                         else:
                             pos = skip_field(buf, pos, end, tag)
-                            unknown += buf[start:pos]
+                            unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("SegmentInfoProto") from None
+        except UnicodeDecodeError as exc:
+            raise invalid_utf8("SegmentInfoProto.legacy_topic_name", exc) from None
         if pos != end:
             raise truncated("SegmentInfoProto")
         if f1 is None:
@@ -13064,7 +15044,7 @@ class SegmentInfoProto:
             raise MissingRequiredFieldError("SegmentInfoProto", "created_at_epoch")
         if f9 is None:
             raise MissingRequiredFieldError("SegmentInfoProto", "created_at_ms")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.segment_id = f1
         msg.hash_start = f2
         msg.hash_end = f3
@@ -13077,7 +15057,7 @@ class SegmentInfoProto:
         msg._sealed_at_ms = f10
         msg._legacy_topic_name = f11
         msg.entry_bucket_splits = f12
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -13137,28 +15117,40 @@ class SegmentBrokerAddress:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.segment_id
         if v1 is None:
             raise RequiredFieldUnsetError("SegmentBrokerAddress", "segment_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self.broker_url
         if v2 is None:
             raise RequiredFieldUnsetError("SegmentBrokerAddress", "broker_url")
-        out += b"\x12"
-        out += str_bytes(v2)
+        parts.append(b"\x12")
+        data = v2.encode()
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         v3 = self._broker_url_tls
         if v3 is not None:
-            out += b"\x1a"
-            out += str_bytes(v3)
+            parts.append(b"\x1a")
+            data = v3.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -13172,7 +15164,7 @@ class SegmentBrokerAddress:
         f1: int | None = None
         f2: str | None = None
         f3: str | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -13185,6 +15177,16 @@ class SegmentBrokerAddress:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -13197,7 +15199,7 @@ class SegmentBrokerAddress:
                     vend = pos + n
                     if vend > end:
                         raise truncated("SegmentBrokerAddress.broker_url")
-                    f2 = decode_str(buf, pos, vend, "SegmentBrokerAddress.broker_url")
+                    f2 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 26:
                     n = buf[pos]
@@ -13208,24 +15210,30 @@ class SegmentBrokerAddress:
                     vend = pos + n
                     if vend > end:
                         raise truncated("SegmentBrokerAddress.broker_url_tls")
-                    f3 = decode_str(buf, pos, vend, "SegmentBrokerAddress.broker_url_tls")
+                    f3 = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("SegmentBrokerAddress") from None
+        except UnicodeDecodeError as exc:
+            where = {
+                18: "SegmentBrokerAddress.broker_url",
+                26: "SegmentBrokerAddress.broker_url_tls",
+            }[tag]
+            raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("SegmentBrokerAddress")
         if f1 is None:
             raise MissingRequiredFieldError("SegmentBrokerAddress", "segment_id")
         if f2 is None:
             raise MissingRequiredFieldError("SegmentBrokerAddress", "broker_url")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.segment_id = f1
         msg.broker_url = f2
         msg._broker_url_tls = f3
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -13314,37 +15322,56 @@ class ScalableTopicDAG:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.epoch
         if v1 is None:
             raise RequiredFieldUnsetError("ScalableTopicDAG", "epoch")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         for item2 in self.segments:
-            out += b"\x12"
-            sub = item2.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x12")
+            sub = []
+            item2._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         for item3 in self.segment_brokers:
-            out += b"\x1a"
-            sub = item3.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x1a")
+            sub = []
+            item3._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v4 = self._controller_broker_url
         if v4 is not None:
-            out += b"\x22"
-            out += str_bytes(v4)
+            parts.append(b"\x22")
+            data = v4.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v5 = self._controller_broker_url_tls
         if v5 is not None:
-            out += b"\x2a"
-            out += str_bytes(v5)
+            parts.append(b"\x2a")
+            data = v5.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -13360,7 +15387,7 @@ class ScalableTopicDAG:
         f3: list[SegmentBrokerAddress] = []
         f4: str | None = None
         f5: str | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -13373,6 +15400,16 @@ class ScalableTopicDAG:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -13409,7 +15446,7 @@ class ScalableTopicDAG:
                     vend = pos + n
                     if vend > end:
                         raise truncated("ScalableTopicDAG.controller_broker_url")
-                    f4 = decode_str(buf, pos, vend, "ScalableTopicDAG.controller_broker_url")
+                    f4 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 42:
                     n = buf[pos]
@@ -13420,24 +15457,30 @@ class ScalableTopicDAG:
                     vend = pos + n
                     if vend > end:
                         raise truncated("ScalableTopicDAG.controller_broker_url_tls")
-                    f5 = decode_str(buf, pos, vend, "ScalableTopicDAG.controller_broker_url_tls")
+                    f5 = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("ScalableTopicDAG") from None
+        except UnicodeDecodeError as exc:
+            where = {
+                34: "ScalableTopicDAG.controller_broker_url",
+                42: "ScalableTopicDAG.controller_broker_url_tls",
+            }[tag]
+            raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("ScalableTopicDAG")
         if f1 is None:
             raise MissingRequiredFieldError("ScalableTopicDAG", "epoch")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.epoch = f1
         msg.segments = f2
         msg.segment_brokers = f3
         msg._controller_broker_url = f4
         msg._controller_broker_url_tls = f5
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -13502,28 +15545,36 @@ class CommandScalableTopicLookup:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.session_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandScalableTopicLookup", "session_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self.topic
         if v2 is None:
             raise RequiredFieldUnsetError("CommandScalableTopicLookup", "topic")
-        out += b"\x12"
-        out += str_bytes(v2)
+        parts.append(b"\x12")
+        data = v2.encode()
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         v3 = self._create_if_missing
         if v3 is not None:
-            out += b"\x18"
-            out += bool_bytes(v3)
+            parts.append(b"\x18\x01" if v3 else b"\x18\x00")
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -13537,7 +15588,7 @@ class CommandScalableTopicLookup:
         f1: int | None = None
         f2: str | None = None
         f3: bool | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -13550,6 +15601,16 @@ class CommandScalableTopicLookup:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -13562,7 +15623,7 @@ class CommandScalableTopicLookup:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandScalableTopicLookup.topic")
-                    f2 = decode_str(buf, pos, vend, "CommandScalableTopicLookup.topic")
+                    f2 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 24:
                     raw = buf[pos]
@@ -13573,20 +15634,22 @@ class CommandScalableTopicLookup:
                     f3 = raw != 0
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandScalableTopicLookup") from None
+        except UnicodeDecodeError as exc:
+            raise invalid_utf8("CommandScalableTopicLookup.topic", exc) from None
         if pos != end:
             raise truncated("CommandScalableTopicLookup")
         if f1 is None:
             raise MissingRequiredFieldError("CommandScalableTopicLookup", "session_id")
         if f2 is None:
             raise MissingRequiredFieldError("CommandScalableTopicLookup", "topic")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.session_id = f1
         msg.topic = f2
         msg._create_if_missing = f3
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -13692,37 +15755,53 @@ class CommandScalableTopicUpdate:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.session_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandScalableTopicUpdate", "session_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self.dag
         if v2 is not None:
-            out += b"\x12"
-            sub = v2.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x12")
+            sub = []
+            v2._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v3 = self._error
         if v3 is not None:
-            out += b"\x18"
-            out += int32_bytes(v3)
+            parts.append(b"\x18")
+            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
         v4 = self._message
         if v4 is not None:
-            out += b"\x22"
-            out += str_bytes(v4)
+            parts.append(b"\x22")
+            data = v4.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v5 = self._resolved_topic_name
         if v5 is not None:
-            out += b"\x2a"
-            out += str_bytes(v5)
+            parts.append(b"\x2a")
+            data = v5.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -13738,7 +15817,7 @@ class CommandScalableTopicUpdate:
         f3: ServerError | None = None
         f4: str | None = None
         f5: str | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -13751,6 +15830,16 @@ class CommandScalableTopicUpdate:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -13774,7 +15863,7 @@ class CommandScalableTopicUpdate:
                         raw = to_int32(raw)
                     x3 = _ServerError_BY_NUMBER.get(raw)
                     if x3 is None:
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         f3 = x3
                 elif tag == 34:
@@ -13786,7 +15875,7 @@ class CommandScalableTopicUpdate:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandScalableTopicUpdate.message")
-                    f4 = decode_str(buf, pos, vend, "CommandScalableTopicUpdate.message")
+                    f4 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 42:
                     n = buf[pos]
@@ -13797,29 +15886,30 @@ class CommandScalableTopicUpdate:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandScalableTopicUpdate.resolved_topic_name")
-                    f5 = decode_str(
-                        buf,
-                        pos,
-                        vend,
-                        "CommandScalableTopicUpdate.resolved_topic_name",
-                    )
+                    f5 = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandScalableTopicUpdate") from None
+        except UnicodeDecodeError as exc:
+            where = {
+                34: "CommandScalableTopicUpdate.message",
+                42: "CommandScalableTopicUpdate.resolved_topic_name",
+            }[tag]
+            raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandScalableTopicUpdate")
         if f1 is None:
             raise MissingRequiredFieldError("CommandScalableTopicUpdate", "session_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.session_id = f1
         msg.dag = f2
         msg._error = f3
         msg._message = f4
         msg._resolved_topic_name = f5
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -13854,19 +15944,25 @@ class CommandScalableTopicClose:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.session_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandScalableTopicClose", "session_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -13878,7 +15974,7 @@ class CommandScalableTopicClose:
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
         f1: int | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -13891,21 +15987,31 @@ class CommandScalableTopicClose:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandScalableTopicClose") from None
         if pos != end:
             raise truncated("CommandScalableTopicClose")
         if f1 is None:
             raise MissingRequiredFieldError("CommandScalableTopicClose", "session_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.session_id = f1
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -13965,39 +16071,52 @@ class ScalableAssignedSegment:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.segment_id
         if v1 is None:
             raise RequiredFieldUnsetError("ScalableAssignedSegment", "segment_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self.hash_start
         if v2 is None:
             raise RequiredFieldUnsetError("ScalableAssignedSegment", "hash_start")
-        out += b"\x10"
-        out += uint32_bytes(v2)
+        parts.append(b"\x10")
+        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint32_bytes(v2))
         v3 = self.hash_end
         if v3 is None:
             raise RequiredFieldUnsetError("ScalableAssignedSegment", "hash_end")
-        out += b"\x18"
-        out += uint32_bytes(v3)
+        parts.append(b"\x18")
+        parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint32_bytes(v3))
         v4 = self.segment_topic
         if v4 is None:
             raise RequiredFieldUnsetError("ScalableAssignedSegment", "segment_topic")
-        out += b"\x22"
-        out += str_bytes(v4)
+        parts.append(b"\x22")
+        data = v4.encode()
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         for item5 in self.bucket_ranges:
-            out += b"\x2a"
-            sub = item5.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x2a")
+            sub = []
+            item5._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -14013,7 +16132,7 @@ class ScalableAssignedSegment:
         f3: int | None = None
         f4: str | None = None
         f5: list[IntRange] = []
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -14026,6 +16145,16 @@ class ScalableAssignedSegment:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -14033,6 +16162,16 @@ class ScalableAssignedSegment:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = raw & 0xFFFFFFFF
@@ -14041,6 +16180,16 @@ class ScalableAssignedSegment:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = raw & 0xFFFFFFFF
@@ -14054,7 +16203,7 @@ class ScalableAssignedSegment:
                     vend = pos + n
                     if vend > end:
                         raise truncated("ScalableAssignedSegment.segment_topic")
-                    f4 = decode_str(buf, pos, vend, "ScalableAssignedSegment.segment_topic")
+                    f4 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 42:
                     n = buf[pos]
@@ -14070,9 +16219,11 @@ class ScalableAssignedSegment:
                     f5.append(x5)
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("ScalableAssignedSegment") from None
+        except UnicodeDecodeError as exc:
+            raise invalid_utf8("ScalableAssignedSegment.segment_topic", exc) from None
         if pos != end:
             raise truncated("ScalableAssignedSegment")
         if f1 is None:
@@ -14083,13 +16234,13 @@ class ScalableAssignedSegment:
             raise MissingRequiredFieldError("ScalableAssignedSegment", "hash_end")
         if f4 is None:
             raise MissingRequiredFieldError("ScalableAssignedSegment", "segment_topic")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.segment_id = f1
         msg.hash_start = f2
         msg.hash_end = f3
         msg.segment_topic = f4
         msg.bucket_ranges = f5
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -14132,24 +16283,34 @@ class ScalableConsumerAssignment:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.layout_epoch
         if v1 is None:
             raise RequiredFieldUnsetError("ScalableConsumerAssignment", "layout_epoch")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         for item2 in self.segments:
-            out += b"\x12"
-            sub = item2.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x12")
+            sub = []
+            item2._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -14162,7 +16323,7 @@ class ScalableConsumerAssignment:
         """Parse ``buf[pos:end]`` without copying it first."""
         f1: int | None = None
         f2: list[ScalableAssignedSegment] = []
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -14175,6 +16336,16 @@ class ScalableConsumerAssignment:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -14192,17 +16363,17 @@ class ScalableConsumerAssignment:
                     f2.append(x2)
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("ScalableConsumerAssignment") from None
         if pos != end:
             raise truncated("ScalableConsumerAssignment")
         if f1 is None:
             raise MissingRequiredFieldError("ScalableConsumerAssignment", "layout_epoch")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.layout_epoch = f1
         msg.segments = f2
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -14263,44 +16434,59 @@ class CommandScalableTopicSubscribe:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.request_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandScalableTopicSubscribe", "request_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self.topic
         if v2 is None:
             raise RequiredFieldUnsetError("CommandScalableTopicSubscribe", "topic")
-        out += b"\x12"
-        out += str_bytes(v2)
+        parts.append(b"\x12")
+        data = v2.encode()
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         v3 = self.subscription
         if v3 is None:
             raise RequiredFieldUnsetError("CommandScalableTopicSubscribe", "subscription")
-        out += b"\x1a"
-        out += str_bytes(v3)
+        parts.append(b"\x1a")
+        data = v3.encode()
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         v4 = self.consumer_name
         if v4 is None:
             raise RequiredFieldUnsetError("CommandScalableTopicSubscribe", "consumer_name")
-        out += b"\x22"
-        out += str_bytes(v4)
+        parts.append(b"\x22")
+        data = v4.encode()
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         v5 = self.consumer_id
         if v5 is None:
             raise RequiredFieldUnsetError("CommandScalableTopicSubscribe", "consumer_id")
-        out += b"\x28"
-        out += uint64_bytes(v5)
+        parts.append(b"\x28")
+        parts.append(SMALL_VARINTS[v5] if 0 <= v5 < 0x4000 else uint64_bytes(v5))
         v6 = self.consumer_type
         if v6 is None:
             raise RequiredFieldUnsetError("CommandScalableTopicSubscribe", "consumer_type")
-        out += b"\x30"
-        out += int32_bytes(v6)
+        parts.append(b"\x30")
+        parts.append(SMALL_VARINTS[v6] if 0 <= v6 < 0x4000 else int32_bytes(v6))
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -14317,7 +16503,7 @@ class CommandScalableTopicSubscribe:
         f4: str | None = None
         f5: int | None = None
         f6: ScalableConsumerType | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -14330,6 +16516,16 @@ class CommandScalableTopicSubscribe:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -14342,7 +16538,7 @@ class CommandScalableTopicSubscribe:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandScalableTopicSubscribe.topic")
-                    f2 = decode_str(buf, pos, vend, "CommandScalableTopicSubscribe.topic")
+                    f2 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 26:
                     n = buf[pos]
@@ -14353,7 +16549,7 @@ class CommandScalableTopicSubscribe:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandScalableTopicSubscribe.subscription")
-                    f3 = decode_str(buf, pos, vend, "CommandScalableTopicSubscribe.subscription")
+                    f3 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 34:
                     n = buf[pos]
@@ -14364,12 +16560,22 @@ class CommandScalableTopicSubscribe:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandScalableTopicSubscribe.consumer_name")
-                    f4 = decode_str(buf, pos, vend, "CommandScalableTopicSubscribe.consumer_name")
+                    f4 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 40:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f5 = raw
@@ -14382,14 +16588,21 @@ class CommandScalableTopicSubscribe:
                         raw = to_int32(raw)
                     x6 = _ScalableConsumerType_BY_NUMBER.get(raw)
                     if x6 is None:
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         f6 = x6
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandScalableTopicSubscribe") from None
+        except UnicodeDecodeError as exc:
+            where = {
+                18: "CommandScalableTopicSubscribe.topic",
+                26: "CommandScalableTopicSubscribe.subscription",
+                34: "CommandScalableTopicSubscribe.consumer_name",
+            }[tag]
+            raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandScalableTopicSubscribe")
         if f1 is None:
@@ -14404,14 +16617,14 @@ class CommandScalableTopicSubscribe:
             raise MissingRequiredFieldError("CommandScalableTopicSubscribe", "consumer_id")
         if f6 is None:
             raise MissingRequiredFieldError("CommandScalableTopicSubscribe", "consumer_type")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.request_id = f1
         msg.topic = f2
         msg.subscription = f3
         msg.consumer_name = f4
         msg.consumer_id = f5
         msg.consumer_type = f6
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -14496,33 +16709,46 @@ class CommandScalableTopicSubscribeResponse:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.request_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandScalableTopicSubscribeResponse", "request_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self._error
         if v2 is not None:
-            out += b"\x10"
-            out += int32_bytes(v2)
+            parts.append(b"\x10")
+            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
         v3 = self._message
         if v3 is not None:
-            out += b"\x1a"
-            out += str_bytes(v3)
+            parts.append(b"\x1a")
+            data = v3.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v4 = self.assignment
         if v4 is not None:
-            out += b"\x22"
-            sub = v4.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x22")
+            sub = []
+            v4._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -14537,7 +16763,7 @@ class CommandScalableTopicSubscribeResponse:
         f2: ServerError | None = None
         f3: str | None = None
         f4: ScalableConsumerAssignment | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -14550,6 +16776,16 @@ class CommandScalableTopicSubscribeResponse:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -14562,7 +16798,7 @@ class CommandScalableTopicSubscribeResponse:
                         raw = to_int32(raw)
                     x2 = _ServerError_BY_NUMBER.get(raw)
                     if x2 is None:
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         f2 = x2
                 elif tag == 26:
@@ -14574,7 +16810,7 @@ class CommandScalableTopicSubscribeResponse:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandScalableTopicSubscribeResponse.message")
-                    f3 = decode_str(buf, pos, vend, "CommandScalableTopicSubscribeResponse.message")
+                    f3 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 34:
                     n = buf[pos]
@@ -14589,19 +16825,21 @@ class CommandScalableTopicSubscribeResponse:
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandScalableTopicSubscribeResponse") from None
+        except UnicodeDecodeError as exc:
+            raise invalid_utf8("CommandScalableTopicSubscribeResponse.message", exc) from None
         if pos != end:
             raise truncated("CommandScalableTopicSubscribeResponse")
         if f1 is None:
             raise MissingRequiredFieldError("CommandScalableTopicSubscribeResponse", "request_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.request_id = f1
         msg._error = f2
         msg._message = f3
         msg.assignment = f4
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -14640,26 +16878,36 @@ class CommandScalableTopicAssignmentUpdate:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.consumer_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandScalableTopicAssignmentUpdate", "consumer_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self.assignment
         if v2 is None:
             raise RequiredFieldUnsetError("CommandScalableTopicAssignmentUpdate", "assignment")
-        out += b"\x12"
-        sub = v2.encode()
-        out += len_bytes(sub)
-        out += sub
+        parts.append(b"\x12")
+        sub = []
+        v2._encode(sub)
+        data = b"".join(sub)
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -14672,7 +16920,7 @@ class CommandScalableTopicAssignmentUpdate:
         """Parse ``buf[pos:end]`` without copying it first."""
         f1: int | None = None
         f2: ScalableConsumerAssignment | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -14685,6 +16933,16 @@ class CommandScalableTopicAssignmentUpdate:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -14701,7 +16959,7 @@ class CommandScalableTopicAssignmentUpdate:
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandScalableTopicAssignmentUpdate") from None
         if pos != end:
@@ -14710,10 +16968,10 @@ class CommandScalableTopicAssignmentUpdate:
             raise MissingRequiredFieldError("CommandScalableTopicAssignmentUpdate", "consumer_id")
         if f2 is None:
             raise MissingRequiredFieldError("CommandScalableTopicAssignmentUpdate", "assignment")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.consumer_id = f1
         msg.assignment = f2
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -14783,33 +17041,49 @@ class CommandWatchScalableTopics:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.watch_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandWatchScalableTopics", "watch_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self.namespace
         if v2 is None:
             raise RequiredFieldUnsetError("CommandWatchScalableTopics", "namespace")
-        out += b"\x12"
-        out += str_bytes(v2)
+        parts.append(b"\x12")
+        data = v2.encode()
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         for item3 in self.property_filters:
-            out += b"\x1a"
-            sub = item3.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x1a")
+            sub = []
+            item3._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v4 = self._current_hash
         if v4 is not None:
-            out += b"\x22"
-            out += str_bytes(v4)
+            parts.append(b"\x22")
+            data = v4.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -14824,7 +17098,7 @@ class CommandWatchScalableTopics:
         f2: str | None = None
         f3: list[KeyValue] = []
         f4: str | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -14837,6 +17111,16 @@ class CommandWatchScalableTopics:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -14849,7 +17133,7 @@ class CommandWatchScalableTopics:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandWatchScalableTopics.namespace")
-                    f2 = decode_str(buf, pos, vend, "CommandWatchScalableTopics.namespace")
+                    f2 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 26:
                     n = buf[pos]
@@ -14872,25 +17156,31 @@ class CommandWatchScalableTopics:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandWatchScalableTopics.current_hash")
-                    f4 = decode_str(buf, pos, vend, "CommandWatchScalableTopics.current_hash")
+                    f4 = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandWatchScalableTopics") from None
+        except UnicodeDecodeError as exc:
+            where = {
+                18: "CommandWatchScalableTopics.namespace",
+                34: "CommandWatchScalableTopics.current_hash",
+            }[tag]
+            raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandWatchScalableTopics")
         if f1 is None:
             raise MissingRequiredFieldError("CommandWatchScalableTopics", "watch_id")
         if f2 is None:
             raise MissingRequiredFieldError("CommandWatchScalableTopics", "namespace")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.watch_id = f1
         msg.namespace = f2
         msg.property_filters = f3
         msg._current_hash = f4
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -14925,17 +17215,26 @@ class ScalableTopicsSnapshot:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         for item1 in self.topics:
-            out += b"\x0a"
-            out += str_bytes(item1)
+            parts.append(b"\x0a")
+            data = item1.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -14947,7 +17246,7 @@ class ScalableTopicsSnapshot:
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
         f1: list[str] = []
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -14965,19 +17264,21 @@ class ScalableTopicsSnapshot:
                     vend = pos + n
                     if vend > end:
                         raise truncated("ScalableTopicsSnapshot.topics")
-                    x1 = decode_str(buf, pos, vend, "ScalableTopicsSnapshot.topics")
+                    x1 = buf[pos:vend].decode()
                     pos = vend
                     f1.append(x1)
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("ScalableTopicsSnapshot") from None
+        except UnicodeDecodeError as exc:
+            raise invalid_utf8("ScalableTopicsSnapshot.topics", exc) from None
         if pos != end:
             raise truncated("ScalableTopicsSnapshot")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.topics = f1
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -15016,20 +17317,32 @@ class ScalableTopicsDiff:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         for item1 in self.added:
-            out += b"\x0a"
-            out += str_bytes(item1)
+            parts.append(b"\x0a")
+            data = item1.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         for item2 in self.removed:
-            out += b"\x12"
-            out += str_bytes(item2)
+            parts.append(b"\x12")
+            data = item2.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -15042,7 +17355,7 @@ class ScalableTopicsDiff:
         """Parse ``buf[pos:end]`` without copying it first."""
         f1: list[str] = []
         f2: list[str] = []
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -15060,7 +17373,7 @@ class ScalableTopicsDiff:
                     vend = pos + n
                     if vend > end:
                         raise truncated("ScalableTopicsDiff.added")
-                    x1 = decode_str(buf, pos, vend, "ScalableTopicsDiff.added")
+                    x1 = buf[pos:vend].decode()
                     pos = vend
                     f1.append(x1)
                 elif tag == 18:
@@ -15072,20 +17385,26 @@ class ScalableTopicsDiff:
                     vend = pos + n
                     if vend > end:
                         raise truncated("ScalableTopicsDiff.removed")
-                    x2 = decode_str(buf, pos, vend, "ScalableTopicsDiff.removed")
+                    x2 = buf[pos:vend].decode()
                     pos = vend
                     f2.append(x2)
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("ScalableTopicsDiff") from None
+        except UnicodeDecodeError as exc:
+            where = {
+                10: "ScalableTopicsDiff.added",
+                18: "ScalableTopicsDiff.removed",
+            }[tag]
+            raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("ScalableTopicsDiff")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.added = f1
         msg.removed = f2
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -15208,39 +17527,55 @@ class CommandWatchScalableTopicsUpdate:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.watch_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandWatchScalableTopicsUpdate", "watch_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self._snapshot
         if v2 is not None:
-            out += b"\x12"
-            sub = v2.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x12")
+            sub = []
+            v2._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v3 = self._diff
         if v3 is not None:
-            out += b"\x1a"
-            sub = v3.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x1a")
+            sub = []
+            v3._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v4 = self._error
         if v4 is not None:
-            out += b"\x20"
-            out += int32_bytes(v4)
+            parts.append(b"\x20")
+            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
         v5 = self._message
         if v5 is not None:
-            out += b"\x2a"
-            out += str_bytes(v5)
+            parts.append(b"\x2a")
+            data = v5.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -15256,7 +17591,7 @@ class CommandWatchScalableTopicsUpdate:
         f3: ScalableTopicsDiff | None = None
         f4: ServerError | None = None
         f5: str | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -15269,6 +17604,16 @@ class CommandWatchScalableTopicsUpdate:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -15305,7 +17650,7 @@ class CommandWatchScalableTopicsUpdate:
                         raw = to_int32(raw)
                     x4 = _ServerError_BY_NUMBER.get(raw)
                     if x4 is None:
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         f4 = x4
                 elif tag == 42:
@@ -15317,24 +17662,26 @@ class CommandWatchScalableTopicsUpdate:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandWatchScalableTopicsUpdate.message")
-                    f5 = decode_str(buf, pos, vend, "CommandWatchScalableTopicsUpdate.message")
+                    f5 = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandWatchScalableTopicsUpdate") from None
+        except UnicodeDecodeError as exc:
+            raise invalid_utf8("CommandWatchScalableTopicsUpdate.message", exc) from None
         if pos != end:
             raise truncated("CommandWatchScalableTopicsUpdate")
         if f1 is None:
             raise MissingRequiredFieldError("CommandWatchScalableTopicsUpdate", "watch_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.watch_id = f1
         msg._snapshot = f2
         msg._diff = f3
         msg._error = f4
         msg._message = f5
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -15369,19 +17716,25 @@ class CommandWatchScalableTopicsClose:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.watch_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandWatchScalableTopicsClose", "watch_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -15393,7 +17746,7 @@ class CommandWatchScalableTopicsClose:
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
         f1: int | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -15406,21 +17759,31 @@ class CommandWatchScalableTopicsClose:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandWatchScalableTopicsClose") from None
         if pos != end:
             raise truncated("CommandWatchScalableTopicsClose")
         if f1 is None:
             raise MissingRequiredFieldError("CommandWatchScalableTopicsClose", "watch_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.watch_id = f1
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -15459,19 +17822,25 @@ class CommandWatchTcAssignments:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.watch_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandWatchTcAssignments", "watch_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -15483,7 +17852,7 @@ class CommandWatchTcAssignments:
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
         f1: int | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -15496,21 +17865,31 @@ class CommandWatchTcAssignments:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandWatchTcAssignments") from None
         if pos != end:
             raise truncated("CommandWatchTcAssignments")
         if f1 is None:
             raise MissingRequiredFieldError("CommandWatchTcAssignments", "watch_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.watch_id = f1
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -15591,27 +17970,39 @@ class TcAssignment:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.tc_id
         if v1 is None:
             raise RequiredFieldUnsetError("TcAssignment", "tc_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self._broker_service_url
         if v2 is not None:
-            out += b"\x12"
-            out += str_bytes(v2)
+            parts.append(b"\x12")
+            data = v2.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v3 = self._broker_service_url_tls
         if v3 is not None:
-            out += b"\x1a"
-            out += str_bytes(v3)
+            parts.append(b"\x1a")
+            data = v3.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -15625,7 +18016,7 @@ class TcAssignment:
         f1: int | None = None
         f2: str | None = None
         f3: str | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -15638,6 +18029,16 @@ class TcAssignment:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -15650,7 +18051,7 @@ class TcAssignment:
                     vend = pos + n
                     if vend > end:
                         raise truncated("TcAssignment.broker_service_url")
-                    f2 = decode_str(buf, pos, vend, "TcAssignment.broker_service_url")
+                    f2 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 26:
                     n = buf[pos]
@@ -15661,22 +18062,28 @@ class TcAssignment:
                     vend = pos + n
                     if vend > end:
                         raise truncated("TcAssignment.broker_service_url_tls")
-                    f3 = decode_str(buf, pos, vend, "TcAssignment.broker_service_url_tls")
+                    f3 = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("TcAssignment") from None
+        except UnicodeDecodeError as exc:
+            where = {
+                18: "TcAssignment.broker_service_url",
+                26: "TcAssignment.broker_service_url_tls",
+            }[tag]
+            raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("TcAssignment")
         if f1 is None:
             raise MissingRequiredFieldError("TcAssignment", "tc_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.tc_id = f1
         msg._broker_service_url = f2
         msg._broker_service_url_tls = f3
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -15719,24 +18126,34 @@ class TcAssignmentsSnapshot:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.parallelism
         if v1 is None:
             raise RequiredFieldUnsetError("TcAssignmentsSnapshot", "parallelism")
-        out += b"\x08"
-        out += uint32_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint32_bytes(v1))
         for item2 in self.assignments:
-            out += b"\x12"
-            sub = item2.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x12")
+            sub = []
+            item2._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -15749,7 +18166,7 @@ class TcAssignmentsSnapshot:
         """Parse ``buf[pos:end]`` without copying it first."""
         f1: int | None = None
         f2: list[TcAssignment] = []
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -15762,6 +18179,16 @@ class TcAssignmentsSnapshot:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = raw & 0xFFFFFFFF
@@ -15780,17 +18207,17 @@ class TcAssignmentsSnapshot:
                     f2.append(x2)
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("TcAssignmentsSnapshot") from None
         if pos != end:
             raise truncated("TcAssignmentsSnapshot")
         if f1 is None:
             raise MissingRequiredFieldError("TcAssignmentsSnapshot", "parallelism")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.parallelism = f1
         msg.assignments = f2
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -15875,33 +18302,46 @@ class CommandWatchTcAssignmentsUpdate:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.watch_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandWatchTcAssignmentsUpdate", "watch_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self.snapshot
         if v2 is not None:
-            out += b"\x12"
-            sub = v2.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x12")
+            sub = []
+            v2._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v3 = self._error
         if v3 is not None:
-            out += b"\x18"
-            out += int32_bytes(v3)
+            parts.append(b"\x18")
+            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
         v4 = self._message
         if v4 is not None:
-            out += b"\x22"
-            out += str_bytes(v4)
+            parts.append(b"\x22")
+            data = v4.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -15916,7 +18356,7 @@ class CommandWatchTcAssignmentsUpdate:
         f2: TcAssignmentsSnapshot | None = None
         f3: ServerError | None = None
         f4: str | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -15929,6 +18369,16 @@ class CommandWatchTcAssignmentsUpdate:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -15952,7 +18402,7 @@ class CommandWatchTcAssignmentsUpdate:
                         raw = to_int32(raw)
                     x3 = _ServerError_BY_NUMBER.get(raw)
                     if x3 is None:
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         f3 = x3
                 elif tag == 34:
@@ -15964,23 +18414,25 @@ class CommandWatchTcAssignmentsUpdate:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandWatchTcAssignmentsUpdate.message")
-                    f4 = decode_str(buf, pos, vend, "CommandWatchTcAssignmentsUpdate.message")
+                    f4 = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandWatchTcAssignmentsUpdate") from None
+        except UnicodeDecodeError as exc:
+            raise invalid_utf8("CommandWatchTcAssignmentsUpdate.message", exc) from None
         if pos != end:
             raise truncated("CommandWatchTcAssignmentsUpdate")
         if f1 is None:
             raise MissingRequiredFieldError("CommandWatchTcAssignmentsUpdate", "watch_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.watch_id = f1
         msg.snapshot = f2
         msg._error = f3
         msg._message = f4
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -16015,19 +18467,25 @@ class CommandWatchTcAssignmentsClose:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.watch_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandWatchTcAssignmentsClose", "watch_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -16039,7 +18497,7 @@ class CommandWatchTcAssignmentsClose:
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
         f1: int | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -16052,21 +18510,31 @@ class CommandWatchTcAssignmentsClose:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandWatchTcAssignmentsClose") from None
         if pos != end:
             raise truncated("CommandWatchTcAssignmentsClose")
         if f1 is None:
             raise MissingRequiredFieldError("CommandWatchTcAssignmentsClose", "watch_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.watch_id = f1
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -16126,29 +18594,39 @@ class CommandGetSchema:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.request_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandGetSchema", "request_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self.topic
         if v2 is None:
             raise RequiredFieldUnsetError("CommandGetSchema", "topic")
-        out += b"\x12"
-        out += str_bytes(v2)
+        parts.append(b"\x12")
+        data = v2.encode()
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         v3 = self._schema_version
         if v3 is not None:
-            out += b"\x1a"
-            out += len_bytes(v3)
-            out += v3
+            parts.append(b"\x1a")
+            size = len(v3)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(v3)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -16162,7 +18640,7 @@ class CommandGetSchema:
         f1: int | None = None
         f2: str | None = None
         f3: bytes | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -16175,6 +18653,16 @@ class CommandGetSchema:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -16187,7 +18675,7 @@ class CommandGetSchema:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandGetSchema.topic")
-                    f2 = decode_str(buf, pos, vend, "CommandGetSchema.topic")
+                    f2 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 26:
                     n = buf[pos]
@@ -16202,20 +18690,22 @@ class CommandGetSchema:
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandGetSchema") from None
+        except UnicodeDecodeError as exc:
+            raise invalid_utf8("CommandGetSchema.topic", exc) from None
         if pos != end:
             raise truncated("CommandGetSchema")
         if f1 is None:
             raise MissingRequiredFieldError("CommandGetSchema", "request_id")
         if f2 is None:
             raise MissingRequiredFieldError("CommandGetSchema", "topic")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.request_id = f1
         msg.topic = f2
         msg._schema_version = f3
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -16321,38 +18811,52 @@ class CommandGetSchemaResponse:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.request_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandGetSchemaResponse", "request_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self._error_code
         if v2 is not None:
-            out += b"\x10"
-            out += int32_bytes(v2)
+            parts.append(b"\x10")
+            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
         v3 = self._error_message
         if v3 is not None:
-            out += b"\x1a"
-            out += str_bytes(v3)
+            parts.append(b"\x1a")
+            data = v3.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v4 = self.schema
         if v4 is not None:
-            out += b"\x22"
-            sub = v4.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x22")
+            sub = []
+            v4._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v5 = self._schema_version
         if v5 is not None:
-            out += b"\x2a"
-            out += len_bytes(v5)
-            out += v5
+            parts.append(b"\x2a")
+            size = len(v5)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(v5)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -16368,7 +18872,7 @@ class CommandGetSchemaResponse:
         f3: str | None = None
         f4: Schema | None = None
         f5: bytes | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -16381,6 +18885,16 @@ class CommandGetSchemaResponse:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -16393,7 +18907,7 @@ class CommandGetSchemaResponse:
                         raw = to_int32(raw)
                     x2 = _ServerError_BY_NUMBER.get(raw)
                     if x2 is None:
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         f2 = x2
                 elif tag == 26:
@@ -16405,7 +18919,7 @@ class CommandGetSchemaResponse:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandGetSchemaResponse.error_message")
-                    f3 = decode_str(buf, pos, vend, "CommandGetSchemaResponse.error_message")
+                    f3 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 34:
                     n = buf[pos]
@@ -16431,20 +18945,22 @@ class CommandGetSchemaResponse:
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandGetSchemaResponse") from None
+        except UnicodeDecodeError as exc:
+            raise invalid_utf8("CommandGetSchemaResponse.error_message", exc) from None
         if pos != end:
             raise truncated("CommandGetSchemaResponse")
         if f1 is None:
             raise MissingRequiredFieldError("CommandGetSchemaResponse", "request_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.request_id = f1
         msg._error_code = f2
         msg._error_message = f3
         msg.schema = f4
         msg._schema_version = f5
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -16508,35 +19024,51 @@ class CommandGetOrCreateSchema:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.request_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandGetOrCreateSchema", "request_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self.topic
         if v2 is None:
             raise RequiredFieldUnsetError("CommandGetOrCreateSchema", "topic")
-        out += b"\x12"
-        out += str_bytes(v2)
+        parts.append(b"\x12")
+        data = v2.encode()
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         v3 = self.schema
         if v3 is None:
             raise RequiredFieldUnsetError("CommandGetOrCreateSchema", "schema")
-        out += b"\x1a"
-        sub = v3.encode()
-        out += len_bytes(sub)
-        out += sub
+        parts.append(b"\x1a")
+        sub = []
+        v3._encode(sub)
+        data = b"".join(sub)
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         v4 = self._producerName
         if v4 is not None:
-            out += b"\x22"
-            out += str_bytes(v4)
+            parts.append(b"\x22")
+            data = v4.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -16551,7 +19083,7 @@ class CommandGetOrCreateSchema:
         f2: str | None = None
         f3: Schema | None = None
         f4: str | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -16564,6 +19096,16 @@ class CommandGetOrCreateSchema:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -16576,7 +19118,7 @@ class CommandGetOrCreateSchema:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandGetOrCreateSchema.topic")
-                    f2 = decode_str(buf, pos, vend, "CommandGetOrCreateSchema.topic")
+                    f2 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 26:
                     n = buf[pos]
@@ -16598,13 +19140,19 @@ class CommandGetOrCreateSchema:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandGetOrCreateSchema.producerName")
-                    f4 = decode_str(buf, pos, vend, "CommandGetOrCreateSchema.producerName")
+                    f4 = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandGetOrCreateSchema") from None
+        except UnicodeDecodeError as exc:
+            where = {
+                18: "CommandGetOrCreateSchema.topic",
+                34: "CommandGetOrCreateSchema.producerName",
+            }[tag]
+            raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandGetOrCreateSchema")
         if f1 is None:
@@ -16613,12 +19161,12 @@ class CommandGetOrCreateSchema:
             raise MissingRequiredFieldError("CommandGetOrCreateSchema", "topic")
         if f3 is None:
             raise MissingRequiredFieldError("CommandGetOrCreateSchema", "schema")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.request_id = f1
         msg.topic = f2
         msg.schema = f3
         msg._producerName = f4
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -16716,32 +19264,42 @@ class CommandGetOrCreateSchemaResponse:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.request_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandGetOrCreateSchemaResponse", "request_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self._error_code
         if v2 is not None:
-            out += b"\x10"
-            out += int32_bytes(v2)
+            parts.append(b"\x10")
+            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
         v3 = self._error_message
         if v3 is not None:
-            out += b"\x1a"
-            out += str_bytes(v3)
+            parts.append(b"\x1a")
+            data = v3.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v4 = self._schema_version
         if v4 is not None:
-            out += b"\x22"
-            out += len_bytes(v4)
-            out += v4
+            parts.append(b"\x22")
+            size = len(v4)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(v4)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -16756,7 +19314,7 @@ class CommandGetOrCreateSchemaResponse:
         f2: ServerError | None = None
         f3: str | None = None
         f4: bytes | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -16769,6 +19327,16 @@ class CommandGetOrCreateSchemaResponse:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -16781,7 +19349,7 @@ class CommandGetOrCreateSchemaResponse:
                         raw = to_int32(raw)
                     x2 = _ServerError_BY_NUMBER.get(raw)
                     if x2 is None:
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         f2 = x2
                 elif tag == 26:
@@ -16793,12 +19361,7 @@ class CommandGetOrCreateSchemaResponse:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandGetOrCreateSchemaResponse.error_message")
-                    f3 = decode_str(
-                        buf,
-                        pos,
-                        vend,
-                        "CommandGetOrCreateSchemaResponse.error_message",
-                    )
+                    f3 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 34:
                     n = buf[pos]
@@ -16813,19 +19376,21 @@ class CommandGetOrCreateSchemaResponse:
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandGetOrCreateSchemaResponse") from None
+        except UnicodeDecodeError as exc:
+            raise invalid_utf8("CommandGetOrCreateSchemaResponse.error_message", exc) from None
         if pos != end:
             raise truncated("CommandGetOrCreateSchemaResponse")
         if f1 is None:
             raise MissingRequiredFieldError("CommandGetOrCreateSchemaResponse", "request_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.request_id = f1
         msg._error_code = f2
         msg._error_message = f3
         msg._schema_version = f4
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -16889,28 +19454,33 @@ class CommandTcClientConnectRequest:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.request_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandTcClientConnectRequest", "request_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self.tc_id
         if v2 is None:
             raise RequiredFieldUnsetError("CommandTcClientConnectRequest", "tc_id")
-        out += b"\x10"
-        out += uint64_bytes(v2)
+        parts.append(b"\x10")
+        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         v3 = self._scalable
         if v3 is not None:
-            out += b"\x18"
-            out += bool_bytes(v3)
+            parts.append(b"\x18\x01" if v3 else b"\x18\x00")
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -16924,7 +19494,7 @@ class CommandTcClientConnectRequest:
         f1: int | None = None
         f2: int | None = None
         f3: bool | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -16937,6 +19507,16 @@ class CommandTcClientConnectRequest:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -16944,6 +19524,16 @@ class CommandTcClientConnectRequest:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f2 = raw
@@ -16956,7 +19546,7 @@ class CommandTcClientConnectRequest:
                     f3 = raw != 0
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandTcClientConnectRequest") from None
         if pos != end:
@@ -16965,11 +19555,11 @@ class CommandTcClientConnectRequest:
             raise MissingRequiredFieldError("CommandTcClientConnectRequest", "request_id")
         if f2 is None:
             raise MissingRequiredFieldError("CommandTcClientConnectRequest", "tc_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.request_id = f1
         msg.tc_id = f2
         msg._scalable = f3
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -17046,27 +19636,36 @@ class CommandTcClientConnectResponse:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.request_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandTcClientConnectResponse", "request_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self._error
         if v2 is not None:
-            out += b"\x10"
-            out += int32_bytes(v2)
+            parts.append(b"\x10")
+            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
         v3 = self._message
         if v3 is not None:
-            out += b"\x1a"
-            out += str_bytes(v3)
+            parts.append(b"\x1a")
+            data = v3.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -17080,7 +19679,7 @@ class CommandTcClientConnectResponse:
         f1: int | None = None
         f2: ServerError | None = None
         f3: str | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -17093,6 +19692,16 @@ class CommandTcClientConnectResponse:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -17105,7 +19714,7 @@ class CommandTcClientConnectResponse:
                         raw = to_int32(raw)
                     x2 = _ServerError_BY_NUMBER.get(raw)
                     if x2 is None:
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         f2 = x2
                 elif tag == 26:
@@ -17117,22 +19726,24 @@ class CommandTcClientConnectResponse:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandTcClientConnectResponse.message")
-                    f3 = decode_str(buf, pos, vend, "CommandTcClientConnectResponse.message")
+                    f3 = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandTcClientConnectResponse") from None
+        except UnicodeDecodeError as exc:
+            raise invalid_utf8("CommandTcClientConnectResponse.message", exc) from None
         if pos != end:
             raise truncated("CommandTcClientConnectResponse")
         if f1 is None:
             raise MissingRequiredFieldError("CommandTcClientConnectResponse", "request_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.request_id = f1
         msg._error = f2
         msg._message = f3
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -17230,31 +19841,36 @@ class CommandNewTxn:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.request_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandNewTxn", "request_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self._txn_ttl_millis
         if v2 is not None:
-            out += b"\x10"
-            out += uint64_bytes(v2)
+            parts.append(b"\x10")
+            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         v3 = self._tc_id
         if v3 is not None:
-            out += b"\x18"
-            out += uint64_bytes(v3)
+            parts.append(b"\x18")
+            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint64_bytes(v3))
         v4 = self._scalable
         if v4 is not None:
-            out += b"\x20"
-            out += bool_bytes(v4)
+            parts.append(b"\x20\x01" if v4 else b"\x20\x00")
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -17269,7 +19885,7 @@ class CommandNewTxn:
         f2: int | None = None
         f3: int | None = None
         f4: bool | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -17282,6 +19898,16 @@ class CommandNewTxn:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -17289,6 +19915,16 @@ class CommandNewTxn:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f2 = raw
@@ -17296,6 +19932,16 @@ class CommandNewTxn:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f3 = raw
@@ -17308,19 +19954,19 @@ class CommandNewTxn:
                     f4 = raw != 0
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandNewTxn") from None
         if pos != end:
             raise truncated("CommandNewTxn")
         if f1 is None:
             raise MissingRequiredFieldError("CommandNewTxn", "request_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.request_id = f1
         msg._txn_ttl_millis = f2
         msg._tc_id = f3
         msg._scalable = f4
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -17439,35 +20085,44 @@ class CommandNewTxnResponse:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.request_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandNewTxnResponse", "request_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self._txnid_least_bits
         if v2 is not None:
-            out += b"\x10"
-            out += uint64_bytes(v2)
+            parts.append(b"\x10")
+            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         v3 = self._txnid_most_bits
         if v3 is not None:
-            out += b"\x18"
-            out += uint64_bytes(v3)
+            parts.append(b"\x18")
+            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint64_bytes(v3))
         v4 = self._error
         if v4 is not None:
-            out += b"\x20"
-            out += int32_bytes(v4)
+            parts.append(b"\x20")
+            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
         v5 = self._message
         if v5 is not None:
-            out += b"\x2a"
-            out += str_bytes(v5)
+            parts.append(b"\x2a")
+            data = v5.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -17483,7 +20138,7 @@ class CommandNewTxnResponse:
         f3: int | None = None
         f4: ServerError | None = None
         f5: str | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -17496,6 +20151,16 @@ class CommandNewTxnResponse:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -17503,6 +20168,16 @@ class CommandNewTxnResponse:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f2 = raw
@@ -17510,6 +20185,16 @@ class CommandNewTxnResponse:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f3 = raw
@@ -17522,7 +20207,7 @@ class CommandNewTxnResponse:
                         raw = to_int32(raw)
                     x4 = _ServerError_BY_NUMBER.get(raw)
                     if x4 is None:
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         f4 = x4
                 elif tag == 42:
@@ -17534,24 +20219,26 @@ class CommandNewTxnResponse:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandNewTxnResponse.message")
-                    f5 = decode_str(buf, pos, vend, "CommandNewTxnResponse.message")
+                    f5 = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandNewTxnResponse") from None
+        except UnicodeDecodeError as exc:
+            raise invalid_utf8("CommandNewTxnResponse.message", exc) from None
         if pos != end:
             raise truncated("CommandNewTxnResponse")
         if f1 is None:
             raise MissingRequiredFieldError("CommandNewTxnResponse", "request_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.request_id = f1
         msg._txnid_least_bits = f2
         msg._txnid_most_bits = f3
         msg._error = f4
         msg._message = f5
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -17657,34 +20344,42 @@ class CommandAddPartitionToTxn:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.request_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandAddPartitionToTxn", "request_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self._txnid_least_bits
         if v2 is not None:
-            out += b"\x10"
-            out += uint64_bytes(v2)
+            parts.append(b"\x10")
+            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         v3 = self._txnid_most_bits
         if v3 is not None:
-            out += b"\x18"
-            out += uint64_bytes(v3)
+            parts.append(b"\x18")
+            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint64_bytes(v3))
         for item4 in self.partitions:
-            out += b"\x22"
-            out += str_bytes(item4)
+            parts.append(b"\x22")
+            data = item4.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v5 = self._scalable
         if v5 is not None:
-            out += b"\x28"
-            out += bool_bytes(v5)
+            parts.append(b"\x28\x01" if v5 else b"\x28\x00")
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -17700,7 +20395,7 @@ class CommandAddPartitionToTxn:
         f3: int | None = None
         f4: list[str] = []
         f5: bool | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -17713,6 +20408,16 @@ class CommandAddPartitionToTxn:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -17720,6 +20425,16 @@ class CommandAddPartitionToTxn:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f2 = raw
@@ -17727,6 +20442,16 @@ class CommandAddPartitionToTxn:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f3 = raw
@@ -17739,7 +20464,7 @@ class CommandAddPartitionToTxn:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandAddPartitionToTxn.partitions")
-                    x4 = decode_str(buf, pos, vend, "CommandAddPartitionToTxn.partitions")
+                    x4 = buf[pos:vend].decode()
                     pos = vend
                     f4.append(x4)
                 elif tag == 40:
@@ -17751,20 +20476,22 @@ class CommandAddPartitionToTxn:
                     f5 = raw != 0
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandAddPartitionToTxn") from None
+        except UnicodeDecodeError as exc:
+            raise invalid_utf8("CommandAddPartitionToTxn.partitions", exc) from None
         if pos != end:
             raise truncated("CommandAddPartitionToTxn")
         if f1 is None:
             raise MissingRequiredFieldError("CommandAddPartitionToTxn", "request_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.request_id = f1
         msg._txnid_least_bits = f2
         msg._txnid_most_bits = f3
         msg.partitions = f4
         msg._scalable = f5
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -17883,35 +20610,44 @@ class CommandAddPartitionToTxnResponse:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.request_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandAddPartitionToTxnResponse", "request_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self._txnid_least_bits
         if v2 is not None:
-            out += b"\x10"
-            out += uint64_bytes(v2)
+            parts.append(b"\x10")
+            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         v3 = self._txnid_most_bits
         if v3 is not None:
-            out += b"\x18"
-            out += uint64_bytes(v3)
+            parts.append(b"\x18")
+            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint64_bytes(v3))
         v4 = self._error
         if v4 is not None:
-            out += b"\x20"
-            out += int32_bytes(v4)
+            parts.append(b"\x20")
+            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
         v5 = self._message
         if v5 is not None:
-            out += b"\x2a"
-            out += str_bytes(v5)
+            parts.append(b"\x2a")
+            data = v5.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -17927,7 +20663,7 @@ class CommandAddPartitionToTxnResponse:
         f3: int | None = None
         f4: ServerError | None = None
         f5: str | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -17940,6 +20676,16 @@ class CommandAddPartitionToTxnResponse:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -17947,6 +20693,16 @@ class CommandAddPartitionToTxnResponse:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f2 = raw
@@ -17954,6 +20710,16 @@ class CommandAddPartitionToTxnResponse:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f3 = raw
@@ -17966,7 +20732,7 @@ class CommandAddPartitionToTxnResponse:
                         raw = to_int32(raw)
                     x4 = _ServerError_BY_NUMBER.get(raw)
                     if x4 is None:
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         f4 = x4
                 elif tag == 42:
@@ -17978,24 +20744,26 @@ class CommandAddPartitionToTxnResponse:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandAddPartitionToTxnResponse.message")
-                    f5 = decode_str(buf, pos, vend, "CommandAddPartitionToTxnResponse.message")
+                    f5 = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandAddPartitionToTxnResponse") from None
+        except UnicodeDecodeError as exc:
+            raise invalid_utf8("CommandAddPartitionToTxnResponse.message", exc) from None
         if pos != end:
             raise truncated("CommandAddPartitionToTxnResponse")
         if f1 is None:
             raise MissingRequiredFieldError("CommandAddPartitionToTxnResponse", "request_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.request_id = f1
         msg._txnid_least_bits = f2
         msg._txnid_most_bits = f3
         msg._error = f4
         msg._message = f5
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -18034,24 +20802,36 @@ class Subscription:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.topic
         if v1 is None:
             raise RequiredFieldUnsetError("Subscription", "topic")
-        out += b"\x0a"
-        out += str_bytes(v1)
+        parts.append(b"\x0a")
+        data = v1.encode()
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         v2 = self.subscription
         if v2 is None:
             raise RequiredFieldUnsetError("Subscription", "subscription")
-        out += b"\x12"
-        out += str_bytes(v2)
+        parts.append(b"\x12")
+        data = v2.encode()
+        size = len(data)
+        parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+        parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -18064,7 +20844,7 @@ class Subscription:
         """Parse ``buf[pos:end]`` without copying it first."""
         f1: str | None = None
         f2: str | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -18082,7 +20862,7 @@ class Subscription:
                     vend = pos + n
                     if vend > end:
                         raise truncated("Subscription.topic")
-                    f1 = decode_str(buf, pos, vend, "Subscription.topic")
+                    f1 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -18093,23 +20873,29 @@ class Subscription:
                     vend = pos + n
                     if vend > end:
                         raise truncated("Subscription.subscription")
-                    f2 = decode_str(buf, pos, vend, "Subscription.subscription")
+                    f2 = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("Subscription") from None
+        except UnicodeDecodeError as exc:
+            where = {
+                10: "Subscription.topic",
+                18: "Subscription.subscription",
+            }[tag]
+            raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("Subscription")
         if f1 is None:
             raise MissingRequiredFieldError("Subscription", "topic")
         if f2 is None:
             raise MissingRequiredFieldError("Subscription", "subscription")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.topic = f1
         msg.subscription = f2
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -18211,36 +20997,45 @@ class CommandAddSubscriptionToTxn:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.request_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandAddSubscriptionToTxn", "request_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self._txnid_least_bits
         if v2 is not None:
-            out += b"\x10"
-            out += uint64_bytes(v2)
+            parts.append(b"\x10")
+            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         v3 = self._txnid_most_bits
         if v3 is not None:
-            out += b"\x18"
-            out += uint64_bytes(v3)
+            parts.append(b"\x18")
+            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint64_bytes(v3))
         for item4 in self.subscription:
-            out += b"\x22"
-            sub = item4.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x22")
+            sub = []
+            item4._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v5 = self._scalable
         if v5 is not None:
-            out += b"\x28"
-            out += bool_bytes(v5)
+            parts.append(b"\x28\x01" if v5 else b"\x28\x00")
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -18256,7 +21051,7 @@ class CommandAddSubscriptionToTxn:
         f3: int | None = None
         f4: list[Subscription] = []
         f5: bool | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -18269,6 +21064,16 @@ class CommandAddSubscriptionToTxn:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -18276,6 +21081,16 @@ class CommandAddSubscriptionToTxn:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f2 = raw
@@ -18283,6 +21098,16 @@ class CommandAddSubscriptionToTxn:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f3 = raw
@@ -18307,20 +21132,20 @@ class CommandAddSubscriptionToTxn:
                     f5 = raw != 0
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandAddSubscriptionToTxn") from None
         if pos != end:
             raise truncated("CommandAddSubscriptionToTxn")
         if f1 is None:
             raise MissingRequiredFieldError("CommandAddSubscriptionToTxn", "request_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.request_id = f1
         msg._txnid_least_bits = f2
         msg._txnid_most_bits = f3
         msg.subscription = f4
         msg._scalable = f5
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -18439,35 +21264,44 @@ class CommandAddSubscriptionToTxnResponse:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.request_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandAddSubscriptionToTxnResponse", "request_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self._txnid_least_bits
         if v2 is not None:
-            out += b"\x10"
-            out += uint64_bytes(v2)
+            parts.append(b"\x10")
+            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         v3 = self._txnid_most_bits
         if v3 is not None:
-            out += b"\x18"
-            out += uint64_bytes(v3)
+            parts.append(b"\x18")
+            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint64_bytes(v3))
         v4 = self._error
         if v4 is not None:
-            out += b"\x20"
-            out += int32_bytes(v4)
+            parts.append(b"\x20")
+            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
         v5 = self._message
         if v5 is not None:
-            out += b"\x2a"
-            out += str_bytes(v5)
+            parts.append(b"\x2a")
+            data = v5.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -18483,7 +21317,7 @@ class CommandAddSubscriptionToTxnResponse:
         f3: int | None = None
         f4: ServerError | None = None
         f5: str | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -18496,6 +21330,16 @@ class CommandAddSubscriptionToTxnResponse:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -18503,6 +21347,16 @@ class CommandAddSubscriptionToTxnResponse:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f2 = raw
@@ -18510,6 +21364,16 @@ class CommandAddSubscriptionToTxnResponse:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f3 = raw
@@ -18522,7 +21386,7 @@ class CommandAddSubscriptionToTxnResponse:
                         raw = to_int32(raw)
                     x4 = _ServerError_BY_NUMBER.get(raw)
                     if x4 is None:
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         f4 = x4
                 elif tag == 42:
@@ -18534,24 +21398,26 @@ class CommandAddSubscriptionToTxnResponse:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandAddSubscriptionToTxnResponse.message")
-                    f5 = decode_str(buf, pos, vend, "CommandAddSubscriptionToTxnResponse.message")
+                    f5 = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandAddSubscriptionToTxnResponse") from None
+        except UnicodeDecodeError as exc:
+            raise invalid_utf8("CommandAddSubscriptionToTxnResponse.message", exc) from None
         if pos != end:
             raise truncated("CommandAddSubscriptionToTxnResponse")
         if f1 is None:
             raise MissingRequiredFieldError("CommandAddSubscriptionToTxnResponse", "request_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.request_id = f1
         msg._txnid_least_bits = f2
         msg._txnid_most_bits = f3
         msg._error = f4
         msg._message = f5
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -18670,35 +21536,40 @@ class CommandEndTxn:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.request_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandEndTxn", "request_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self._txnid_least_bits
         if v2 is not None:
-            out += b"\x10"
-            out += uint64_bytes(v2)
+            parts.append(b"\x10")
+            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         v3 = self._txnid_most_bits
         if v3 is not None:
-            out += b"\x18"
-            out += uint64_bytes(v3)
+            parts.append(b"\x18")
+            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint64_bytes(v3))
         v4 = self._txn_action
         if v4 is not None:
-            out += b"\x20"
-            out += int32_bytes(v4)
+            parts.append(b"\x20")
+            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
         v5 = self._scalable
         if v5 is not None:
-            out += b"\x28"
-            out += bool_bytes(v5)
+            parts.append(b"\x28\x01" if v5 else b"\x28\x00")
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -18714,7 +21585,7 @@ class CommandEndTxn:
         f3: int | None = None
         f4: TxnAction | None = None
         f5: bool | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -18727,6 +21598,16 @@ class CommandEndTxn:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -18734,6 +21615,16 @@ class CommandEndTxn:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f2 = raw
@@ -18741,6 +21632,16 @@ class CommandEndTxn:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f3 = raw
@@ -18753,7 +21654,7 @@ class CommandEndTxn:
                         raw = to_int32(raw)
                     x4 = _TxnAction_BY_NUMBER.get(raw)
                     if x4 is None:
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         f4 = x4
                 elif tag == 40:
@@ -18765,20 +21666,20 @@ class CommandEndTxn:
                     f5 = raw != 0
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandEndTxn") from None
         if pos != end:
             raise truncated("CommandEndTxn")
         if f1 is None:
             raise MissingRequiredFieldError("CommandEndTxn", "request_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.request_id = f1
         msg._txnid_least_bits = f2
         msg._txnid_most_bits = f3
         msg._txn_action = f4
         msg._scalable = f5
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -18897,35 +21798,44 @@ class CommandEndTxnResponse:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.request_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandEndTxnResponse", "request_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self._txnid_least_bits
         if v2 is not None:
-            out += b"\x10"
-            out += uint64_bytes(v2)
+            parts.append(b"\x10")
+            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         v3 = self._txnid_most_bits
         if v3 is not None:
-            out += b"\x18"
-            out += uint64_bytes(v3)
+            parts.append(b"\x18")
+            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint64_bytes(v3))
         v4 = self._error
         if v4 is not None:
-            out += b"\x20"
-            out += int32_bytes(v4)
+            parts.append(b"\x20")
+            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
         v5 = self._message
         if v5 is not None:
-            out += b"\x2a"
-            out += str_bytes(v5)
+            parts.append(b"\x2a")
+            data = v5.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -18941,7 +21851,7 @@ class CommandEndTxnResponse:
         f3: int | None = None
         f4: ServerError | None = None
         f5: str | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -18954,6 +21864,16 @@ class CommandEndTxnResponse:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -18961,6 +21881,16 @@ class CommandEndTxnResponse:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f2 = raw
@@ -18968,6 +21898,16 @@ class CommandEndTxnResponse:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f3 = raw
@@ -18980,7 +21920,7 @@ class CommandEndTxnResponse:
                         raw = to_int32(raw)
                     x4 = _ServerError_BY_NUMBER.get(raw)
                     if x4 is None:
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         f4 = x4
                 elif tag == 42:
@@ -18992,24 +21932,26 @@ class CommandEndTxnResponse:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandEndTxnResponse.message")
-                    f5 = decode_str(buf, pos, vend, "CommandEndTxnResponse.message")
+                    f5 = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandEndTxnResponse") from None
+        except UnicodeDecodeError as exc:
+            raise invalid_utf8("CommandEndTxnResponse.message", exc) from None
         if pos != end:
             raise truncated("CommandEndTxnResponse")
         if f1 is None:
             raise MissingRequiredFieldError("CommandEndTxnResponse", "request_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.request_id = f1
         msg._txnid_least_bits = f2
         msg._txnid_most_bits = f3
         msg._error = f4
         msg._message = f5
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -19153,39 +22095,48 @@ class CommandEndTxnOnPartition:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.request_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandEndTxnOnPartition", "request_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self._txnid_least_bits
         if v2 is not None:
-            out += b"\x10"
-            out += uint64_bytes(v2)
+            parts.append(b"\x10")
+            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         v3 = self._txnid_most_bits
         if v3 is not None:
-            out += b"\x18"
-            out += uint64_bytes(v3)
+            parts.append(b"\x18")
+            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint64_bytes(v3))
         v4 = self._topic
         if v4 is not None:
-            out += b"\x22"
-            out += str_bytes(v4)
+            parts.append(b"\x22")
+            data = v4.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v5 = self._txn_action
         if v5 is not None:
-            out += b"\x28"
-            out += int32_bytes(v5)
+            parts.append(b"\x28")
+            parts.append(SMALL_VARINTS[v5] if 0 <= v5 < 0x4000 else int32_bytes(v5))
         v6 = self._txnid_least_bits_of_low_watermark
         if v6 is not None:
-            out += b"\x30"
-            out += uint64_bytes(v6)
+            parts.append(b"\x30")
+            parts.append(SMALL_VARINTS[v6] if 0 <= v6 < 0x4000 else uint64_bytes(v6))
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -19202,7 +22153,7 @@ class CommandEndTxnOnPartition:
         f4: str | None = None
         f5: TxnAction | None = None
         f6: int | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -19215,6 +22166,16 @@ class CommandEndTxnOnPartition:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -19222,6 +22183,16 @@ class CommandEndTxnOnPartition:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f2 = raw
@@ -19229,6 +22200,16 @@ class CommandEndTxnOnPartition:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f3 = raw
@@ -19241,7 +22222,7 @@ class CommandEndTxnOnPartition:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandEndTxnOnPartition.topic")
-                    f4 = decode_str(buf, pos, vend, "CommandEndTxnOnPartition.topic")
+                    f4 = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 40:
                     raw = buf[pos]
@@ -19252,33 +22233,45 @@ class CommandEndTxnOnPartition:
                         raw = to_int32(raw)
                     x5 = _TxnAction_BY_NUMBER.get(raw)
                     if x5 is None:
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         f5 = x5
                 elif tag == 48:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f6 = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandEndTxnOnPartition") from None
+        except UnicodeDecodeError as exc:
+            raise invalid_utf8("CommandEndTxnOnPartition.topic", exc) from None
         if pos != end:
             raise truncated("CommandEndTxnOnPartition")
         if f1 is None:
             raise MissingRequiredFieldError("CommandEndTxnOnPartition", "request_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.request_id = f1
         msg._txnid_least_bits = f2
         msg._txnid_most_bits = f3
         msg._topic = f4
         msg._txn_action = f5
         msg._txnid_least_bits_of_low_watermark = f6
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -19397,35 +22390,44 @@ class CommandEndTxnOnPartitionResponse:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.request_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandEndTxnOnPartitionResponse", "request_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self._txnid_least_bits
         if v2 is not None:
-            out += b"\x10"
-            out += uint64_bytes(v2)
+            parts.append(b"\x10")
+            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         v3 = self._txnid_most_bits
         if v3 is not None:
-            out += b"\x18"
-            out += uint64_bytes(v3)
+            parts.append(b"\x18")
+            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint64_bytes(v3))
         v4 = self._error
         if v4 is not None:
-            out += b"\x20"
-            out += int32_bytes(v4)
+            parts.append(b"\x20")
+            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
         v5 = self._message
         if v5 is not None:
-            out += b"\x2a"
-            out += str_bytes(v5)
+            parts.append(b"\x2a")
+            data = v5.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -19441,7 +22443,7 @@ class CommandEndTxnOnPartitionResponse:
         f3: int | None = None
         f4: ServerError | None = None
         f5: str | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -19454,6 +22456,16 @@ class CommandEndTxnOnPartitionResponse:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -19461,6 +22473,16 @@ class CommandEndTxnOnPartitionResponse:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f2 = raw
@@ -19468,6 +22490,16 @@ class CommandEndTxnOnPartitionResponse:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f3 = raw
@@ -19480,7 +22512,7 @@ class CommandEndTxnOnPartitionResponse:
                         raw = to_int32(raw)
                     x4 = _ServerError_BY_NUMBER.get(raw)
                     if x4 is None:
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         f4 = x4
                 elif tag == 42:
@@ -19492,24 +22524,26 @@ class CommandEndTxnOnPartitionResponse:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandEndTxnOnPartitionResponse.message")
-                    f5 = decode_str(buf, pos, vend, "CommandEndTxnOnPartitionResponse.message")
+                    f5 = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandEndTxnOnPartitionResponse") from None
+        except UnicodeDecodeError as exc:
+            raise invalid_utf8("CommandEndTxnOnPartitionResponse.message", exc) from None
         if pos != end:
             raise truncated("CommandEndTxnOnPartitionResponse")
         if f1 is None:
             raise MissingRequiredFieldError("CommandEndTxnOnPartitionResponse", "request_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.request_id = f1
         msg._txnid_least_bits = f2
         msg._txnid_most_bits = f3
         msg._error = f4
         msg._message = f5
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -19640,41 +22674,51 @@ class CommandEndTxnOnSubscription:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.request_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandEndTxnOnSubscription", "request_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self._txnid_least_bits
         if v2 is not None:
-            out += b"\x10"
-            out += uint64_bytes(v2)
+            parts.append(b"\x10")
+            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         v3 = self._txnid_most_bits
         if v3 is not None:
-            out += b"\x18"
-            out += uint64_bytes(v3)
+            parts.append(b"\x18")
+            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint64_bytes(v3))
         v4 = self.subscription
         if v4 is not None:
-            out += b"\x22"
-            sub = v4.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x22")
+            sub = []
+            v4._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v5 = self._txn_action
         if v5 is not None:
-            out += b"\x28"
-            out += int32_bytes(v5)
+            parts.append(b"\x28")
+            parts.append(SMALL_VARINTS[v5] if 0 <= v5 < 0x4000 else int32_bytes(v5))
         v6 = self._txnid_least_bits_of_low_watermark
         if v6 is not None:
-            out += b"\x30"
-            out += uint64_bytes(v6)
+            parts.append(b"\x30")
+            parts.append(SMALL_VARINTS[v6] if 0 <= v6 < 0x4000 else uint64_bytes(v6))
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -19691,7 +22735,7 @@ class CommandEndTxnOnSubscription:
         f4: Subscription | None = None
         f5: TxnAction | None = None
         f6: int | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -19704,6 +22748,16 @@ class CommandEndTxnOnSubscription:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -19711,6 +22765,16 @@ class CommandEndTxnOnSubscription:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f2 = raw
@@ -19718,6 +22782,16 @@ class CommandEndTxnOnSubscription:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f3 = raw
@@ -19741,33 +22815,43 @@ class CommandEndTxnOnSubscription:
                         raw = to_int32(raw)
                     x5 = _TxnAction_BY_NUMBER.get(raw)
                     if x5 is None:
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         f5 = x5
                 elif tag == 48:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f6 = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandEndTxnOnSubscription") from None
         if pos != end:
             raise truncated("CommandEndTxnOnSubscription")
         if f1 is None:
             raise MissingRequiredFieldError("CommandEndTxnOnSubscription", "request_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.request_id = f1
         msg._txnid_least_bits = f2
         msg._txnid_most_bits = f3
         msg.subscription = f4
         msg._txn_action = f5
         msg._txnid_least_bits_of_low_watermark = f6
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -19886,35 +22970,44 @@ class CommandEndTxnOnSubscriptionResponse:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         v1 = self.request_id
         if v1 is None:
             raise RequiredFieldUnsetError("CommandEndTxnOnSubscriptionResponse", "request_id")
-        out += b"\x08"
-        out += uint64_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
         v2 = self._txnid_least_bits
         if v2 is not None:
-            out += b"\x10"
-            out += uint64_bytes(v2)
+            parts.append(b"\x10")
+            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
         v3 = self._txnid_most_bits
         if v3 is not None:
-            out += b"\x18"
-            out += uint64_bytes(v3)
+            parts.append(b"\x18")
+            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint64_bytes(v3))
         v4 = self._error
         if v4 is not None:
-            out += b"\x20"
-            out += int32_bytes(v4)
+            parts.append(b"\x20")
+            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
         v5 = self._message
         if v5 is not None:
-            out += b"\x2a"
-            out += str_bytes(v5)
+            parts.append(b"\x2a")
+            data = v5.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -19930,7 +23023,7 @@ class CommandEndTxnOnSubscriptionResponse:
         f3: int | None = None
         f4: ServerError | None = None
         f5: str | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
@@ -19943,6 +23036,16 @@ class CommandEndTxnOnSubscriptionResponse:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f1 = raw
@@ -19950,6 +23053,16 @@ class CommandEndTxnOnSubscriptionResponse:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f2 = raw
@@ -19957,6 +23070,16 @@ class CommandEndTxnOnSubscriptionResponse:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                     f3 = raw
@@ -19969,7 +23092,7 @@ class CommandEndTxnOnSubscriptionResponse:
                         raw = to_int32(raw)
                     x4 = _ServerError_BY_NUMBER.get(raw)
                     if x4 is None:
-                        unknown += buf[start:pos]
+                        unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         f4 = x4
                 elif tag == 42:
@@ -19981,24 +23104,26 @@ class CommandEndTxnOnSubscriptionResponse:
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandEndTxnOnSubscriptionResponse.message")
-                    f5 = decode_str(buf, pos, vend, "CommandEndTxnOnSubscriptionResponse.message")
+                    f5 = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
-                    unknown += buf[start:pos]
+                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("CommandEndTxnOnSubscriptionResponse") from None
+        except UnicodeDecodeError as exc:
+            raise invalid_utf8("CommandEndTxnOnSubscriptionResponse.message", exc) from None
         if pos != end:
             raise truncated("CommandEndTxnOnSubscriptionResponse")
         if f1 is None:
             raise MissingRequiredFieldError("CommandEndTxnOnSubscriptionResponse", "request_id")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.request_id = f1
         msg._txnid_least_bits = f2
         msg._txnid_most_bits = f3
         msg._error = f4
         msg._message = f5
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:
@@ -20702,439 +23827,656 @@ class BaseCommand:
 
     def encode(self) -> bytes:
         """Serialize to the protobuf wire format, fields in number order."""
-        out = bytearray()
-        self.encode_to(out)
-        return bytes(out)
+        parts: list[bytes] = []
+        self._encode(parts)
+        return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
+        parts: list[bytes] = []
+        self._encode(parts)
+        out += b"".join(parts)
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
         v1 = self.type_
         if v1 is None:
             raise RequiredFieldUnsetError("BaseCommand", "type")
-        out += b"\x08"
-        out += int32_bytes(v1)
+        parts.append(b"\x08")
+        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
         v2 = self.connect
         if v2 is not None:
-            out += b"\x12"
-            sub = v2.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x12")
+            sub = []
+            v2._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v3 = self.connected
         if v3 is not None:
-            out += b"\x1a"
-            sub = v3.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x1a")
+            sub = []
+            v3._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v4 = self.subscribe
         if v4 is not None:
-            out += b"\x22"
-            sub = v4.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x22")
+            sub = []
+            v4._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v5 = self.producer
         if v5 is not None:
-            out += b"\x2a"
-            sub = v5.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x2a")
+            sub = []
+            v5._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v6 = self.send
         if v6 is not None:
-            out += b"\x32"
-            sub = v6.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x32")
+            sub = []
+            v6._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v7 = self.send_receipt
         if v7 is not None:
-            out += b"\x3a"
-            sub = v7.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x3a")
+            sub = []
+            v7._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v8 = self.send_error
         if v8 is not None:
-            out += b"\x42"
-            sub = v8.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x42")
+            sub = []
+            v8._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v9 = self.message
         if v9 is not None:
-            out += b"\x4a"
-            sub = v9.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x4a")
+            sub = []
+            v9._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v10 = self.ack
         if v10 is not None:
-            out += b"\x52"
-            sub = v10.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x52")
+            sub = []
+            v10._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v11 = self.flow
         if v11 is not None:
-            out += b"\x5a"
-            sub = v11.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x5a")
+            sub = []
+            v11._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v12 = self.unsubscribe
         if v12 is not None:
-            out += b"\x62"
-            sub = v12.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x62")
+            sub = []
+            v12._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v13 = self.success
         if v13 is not None:
-            out += b"\x6a"
-            sub = v13.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x6a")
+            sub = []
+            v13._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v14 = self.error
         if v14 is not None:
-            out += b"\x72"
-            sub = v14.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x72")
+            sub = []
+            v14._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v15 = self.close_producer
         if v15 is not None:
-            out += b"\x7a"
-            sub = v15.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x7a")
+            sub = []
+            v15._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v16 = self.close_consumer
         if v16 is not None:
-            out += b"\x82\x01"
-            sub = v16.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x82\x01")
+            sub = []
+            v16._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v17 = self.producer_success
         if v17 is not None:
-            out += b"\x8a\x01"
-            sub = v17.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x8a\x01")
+            sub = []
+            v17._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v18 = self.ping
         if v18 is not None:
-            out += b"\x92\x01"
-            sub = v18.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x92\x01")
+            sub = []
+            v18._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v19 = self.pong
         if v19 is not None:
-            out += b"\x9a\x01"
-            sub = v19.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x9a\x01")
+            sub = []
+            v19._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v20 = self.redeliverUnacknowledgedMessages
         if v20 is not None:
-            out += b"\xa2\x01"
-            sub = v20.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xa2\x01")
+            sub = []
+            v20._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v21 = self.partitionMetadata
         if v21 is not None:
-            out += b"\xaa\x01"
-            sub = v21.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xaa\x01")
+            sub = []
+            v21._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v22 = self.partitionMetadataResponse
         if v22 is not None:
-            out += b"\xb2\x01"
-            sub = v22.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xb2\x01")
+            sub = []
+            v22._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v23 = self.lookupTopic
         if v23 is not None:
-            out += b"\xba\x01"
-            sub = v23.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xba\x01")
+            sub = []
+            v23._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v24 = self.lookupTopicResponse
         if v24 is not None:
-            out += b"\xc2\x01"
-            sub = v24.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xc2\x01")
+            sub = []
+            v24._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v25 = self.consumerStats
         if v25 is not None:
-            out += b"\xca\x01"
-            sub = v25.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xca\x01")
+            sub = []
+            v25._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v26 = self.consumerStatsResponse
         if v26 is not None:
-            out += b"\xd2\x01"
-            sub = v26.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xd2\x01")
+            sub = []
+            v26._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v27 = self.reachedEndOfTopic
         if v27 is not None:
-            out += b"\xda\x01"
-            sub = v27.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xda\x01")
+            sub = []
+            v27._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v28 = self.seek
         if v28 is not None:
-            out += b"\xe2\x01"
-            sub = v28.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xe2\x01")
+            sub = []
+            v28._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v29 = self.getLastMessageId
         if v29 is not None:
-            out += b"\xea\x01"
-            sub = v29.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xea\x01")
+            sub = []
+            v29._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v30 = self.getLastMessageIdResponse
         if v30 is not None:
-            out += b"\xf2\x01"
-            sub = v30.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xf2\x01")
+            sub = []
+            v30._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v31 = self.active_consumer_change
         if v31 is not None:
-            out += b"\xfa\x01"
-            sub = v31.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xfa\x01")
+            sub = []
+            v31._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v32 = self.getTopicsOfNamespace
         if v32 is not None:
-            out += b"\x82\x02"
-            sub = v32.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x82\x02")
+            sub = []
+            v32._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v33 = self.getTopicsOfNamespaceResponse
         if v33 is not None:
-            out += b"\x8a\x02"
-            sub = v33.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x8a\x02")
+            sub = []
+            v33._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v34 = self.getSchema
         if v34 is not None:
-            out += b"\x92\x02"
-            sub = v34.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x92\x02")
+            sub = []
+            v34._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v35 = self.getSchemaResponse
         if v35 is not None:
-            out += b"\x9a\x02"
-            sub = v35.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x9a\x02")
+            sub = []
+            v35._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v36 = self.authChallenge
         if v36 is not None:
-            out += b"\xa2\x02"
-            sub = v36.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xa2\x02")
+            sub = []
+            v36._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v37 = self.authResponse
         if v37 is not None:
-            out += b"\xaa\x02"
-            sub = v37.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xaa\x02")
+            sub = []
+            v37._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v38 = self.ackResponse
         if v38 is not None:
-            out += b"\xb2\x02"
-            sub = v38.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xb2\x02")
+            sub = []
+            v38._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v39 = self.getOrCreateSchema
         if v39 is not None:
-            out += b"\xba\x02"
-            sub = v39.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xba\x02")
+            sub = []
+            v39._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v40 = self.getOrCreateSchemaResponse
         if v40 is not None:
-            out += b"\xc2\x02"
-            sub = v40.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xc2\x02")
+            sub = []
+            v40._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v50 = self.newTxn
         if v50 is not None:
-            out += b"\x92\x03"
-            sub = v50.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x92\x03")
+            sub = []
+            v50._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v51 = self.newTxnResponse
         if v51 is not None:
-            out += b"\x9a\x03"
-            sub = v51.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x9a\x03")
+            sub = []
+            v51._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v52 = self.addPartitionToTxn
         if v52 is not None:
-            out += b"\xa2\x03"
-            sub = v52.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xa2\x03")
+            sub = []
+            v52._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v53 = self.addPartitionToTxnResponse
         if v53 is not None:
-            out += b"\xaa\x03"
-            sub = v53.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xaa\x03")
+            sub = []
+            v53._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v54 = self.addSubscriptionToTxn
         if v54 is not None:
-            out += b"\xb2\x03"
-            sub = v54.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xb2\x03")
+            sub = []
+            v54._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v55 = self.addSubscriptionToTxnResponse
         if v55 is not None:
-            out += b"\xba\x03"
-            sub = v55.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xba\x03")
+            sub = []
+            v55._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v56 = self.endTxn
         if v56 is not None:
-            out += b"\xc2\x03"
-            sub = v56.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xc2\x03")
+            sub = []
+            v56._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v57 = self.endTxnResponse
         if v57 is not None:
-            out += b"\xca\x03"
-            sub = v57.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xca\x03")
+            sub = []
+            v57._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v58 = self.endTxnOnPartition
         if v58 is not None:
-            out += b"\xd2\x03"
-            sub = v58.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xd2\x03")
+            sub = []
+            v58._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v59 = self.endTxnOnPartitionResponse
         if v59 is not None:
-            out += b"\xda\x03"
-            sub = v59.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xda\x03")
+            sub = []
+            v59._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v60 = self.endTxnOnSubscription
         if v60 is not None:
-            out += b"\xe2\x03"
-            sub = v60.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xe2\x03")
+            sub = []
+            v60._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v61 = self.endTxnOnSubscriptionResponse
         if v61 is not None:
-            out += b"\xea\x03"
-            sub = v61.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xea\x03")
+            sub = []
+            v61._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v62 = self.tcClientConnectRequest
         if v62 is not None:
-            out += b"\xf2\x03"
-            sub = v62.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xf2\x03")
+            sub = []
+            v62._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v63 = self.tcClientConnectResponse
         if v63 is not None:
-            out += b"\xfa\x03"
-            sub = v63.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xfa\x03")
+            sub = []
+            v63._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v64 = self.watchTopicList
         if v64 is not None:
-            out += b"\x82\x04"
-            sub = v64.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x82\x04")
+            sub = []
+            v64._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v65 = self.watchTopicListSuccess
         if v65 is not None:
-            out += b"\x8a\x04"
-            sub = v65.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x8a\x04")
+            sub = []
+            v65._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v66 = self.watchTopicUpdate
         if v66 is not None:
-            out += b"\x92\x04"
-            sub = v66.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x92\x04")
+            sub = []
+            v66._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v67 = self.watchTopicListClose
         if v67 is not None:
-            out += b"\x9a\x04"
-            sub = v67.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x9a\x04")
+            sub = []
+            v67._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v68 = self.topicMigrated
         if v68 is not None:
-            out += b"\xa2\x04"
-            sub = v68.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xa2\x04")
+            sub = []
+            v68._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v70 = self.scalableTopicLookup
         if v70 is not None:
-            out += b"\xb2\x04"
-            sub = v70.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xb2\x04")
+            sub = []
+            v70._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v71 = self.scalableTopicUpdate
         if v71 is not None:
-            out += b"\xba\x04"
-            sub = v71.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xba\x04")
+            sub = []
+            v71._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v72 = self.scalableTopicClose
         if v72 is not None:
-            out += b"\xc2\x04"
-            sub = v72.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xc2\x04")
+            sub = []
+            v72._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v73 = self.scalableTopicSubscribe
         if v73 is not None:
-            out += b"\xca\x04"
-            sub = v73.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xca\x04")
+            sub = []
+            v73._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v74 = self.scalableTopicSubscribeResponse
         if v74 is not None:
-            out += b"\xd2\x04"
-            sub = v74.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xd2\x04")
+            sub = []
+            v74._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v75 = self.scalableTopicAssignmentUpdate
         if v75 is not None:
-            out += b"\xda\x04"
-            sub = v75.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xda\x04")
+            sub = []
+            v75._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v76 = self.watchScalableTopics
         if v76 is not None:
-            out += b"\xe2\x04"
-            sub = v76.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xe2\x04")
+            sub = []
+            v76._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v77 = self.watchScalableTopicsUpdate
         if v77 is not None:
-            out += b"\xea\x04"
-            sub = v77.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xea\x04")
+            sub = []
+            v77._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v78 = self.watchScalableTopicsClose
         if v78 is not None:
-            out += b"\xf2\x04"
-            sub = v78.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xf2\x04")
+            sub = []
+            v78._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v79 = self.watchTcAssignments
         if v79 is not None:
-            out += b"\xfa\x04"
-            sub = v79.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\xfa\x04")
+            sub = []
+            v79._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v80 = self.watchTcAssignmentsUpdate
         if v80 is not None:
-            out += b"\x82\x05"
-            sub = v80.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x82\x05")
+            sub = []
+            v80._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         v81 = self.watchTcAssignmentsClose
         if v81 is not None:
-            out += b"\x8a\x05"
-            sub = v81.encode()
-            out += len_bytes(sub)
-            out += sub
+            parts.append(b"\x8a\x05")
+            sub = []
+            v81._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
         if self._unknown:
-            out += self._unknown
+            parts.append(self._unknown)
 
     @classmethod
     def decode(cls, data: BytesLike) -> Self:
@@ -21216,13 +24558,16 @@ class BaseCommand:
         f79: CommandWatchTcAssignments | None = None
         f80: CommandWatchTcAssignmentsUpdate | None = None
         f81: CommandWatchTcAssignmentsClose | None = None
-        unknown = bytearray()
+        unknown: bytearray | None = None
         try:
             while pos < end:
                 start = pos
                 tag = buf[pos]
                 if tag < 0x80:
                     pos += 1
+                elif (b1 := buf[pos + 1]) < 0x80:
+                    tag = tag & 0x7F | b1 << 7
+                    pos += 2
                 else:
                     tag, pos = read_varint(buf, pos)
                 if tag < 290:
@@ -21238,7 +24583,7 @@ class BaseCommand:
                                         raw = to_int32(raw)
                                     x1 = _BaseCommand_Type_BY_NUMBER.get(raw)
                                     if x1 is None:
-                                        unknown += buf[start:pos]
+                                        unknown = add_unknown(unknown, buf[start:pos])
                                     else:
                                         f1 = x1
                                 elif tag == 18:
@@ -21276,7 +24621,7 @@ class BaseCommand:
                                     pos = vend
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
-                                    unknown += buf[start:pos]
+                                    unknown = add_unknown(unknown, buf[start:pos])
                             else:
                                 if tag == 42:
                                     n = buf[pos]
@@ -21324,7 +24669,7 @@ class BaseCommand:
                                     pos = vend
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
-                                    unknown += buf[start:pos]
+                                    unknown = add_unknown(unknown, buf[start:pos])
                         else:
                             if tag < 106:
                                 if tag == 74:
@@ -21373,7 +24718,7 @@ class BaseCommand:
                                     pos = vend
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
-                                    unknown += buf[start:pos]
+                                    unknown = add_unknown(unknown, buf[start:pos])
                             else:
                                 if tag == 106:
                                     n = buf[pos]
@@ -21432,7 +24777,7 @@ class BaseCommand:
                                     pos = vend
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
-                                    unknown += buf[start:pos]
+                                    unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         if tag < 218:
                             if tag < 178:
@@ -21492,7 +24837,7 @@ class BaseCommand:
                                     pos = vend
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
-                                    unknown += buf[start:pos]
+                                    unknown = add_unknown(unknown, buf[start:pos])
                             else:
                                 if tag == 178:
                                     n = buf[pos]
@@ -21555,7 +24900,7 @@ class BaseCommand:
                                     pos = vend
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
-                                    unknown += buf[start:pos]
+                                    unknown = add_unknown(unknown, buf[start:pos])
                         else:
                             if tag < 250:
                                 if tag == 218:
@@ -21608,7 +24953,7 @@ class BaseCommand:
                                     pos = vend
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
-                                    unknown += buf[start:pos]
+                                    unknown = add_unknown(unknown, buf[start:pos])
                             else:
                                 if tag == 250:
                                     n = buf[pos]
@@ -21671,7 +25016,7 @@ class BaseCommand:
                                     pos = vend
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
-                                    unknown += buf[start:pos]
+                                    unknown = add_unknown(unknown, buf[start:pos])
                 else:
                     if tag < 506:
                         if tag < 434:
@@ -21722,7 +25067,7 @@ class BaseCommand:
                                     pos = vend
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
-                                    unknown += buf[start:pos]
+                                    unknown = add_unknown(unknown, buf[start:pos])
                             else:
                                 if tag == 322:
                                     n = buf[pos]
@@ -21789,7 +25134,7 @@ class BaseCommand:
                                     pos = vend
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
-                                    unknown += buf[start:pos]
+                                    unknown = add_unknown(unknown, buf[start:pos])
                         else:
                             if tag < 466:
                                 if tag == 434:
@@ -21842,7 +25187,7 @@ class BaseCommand:
                                     pos = vend
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
-                                    unknown += buf[start:pos]
+                                    unknown = add_unknown(unknown, buf[start:pos])
                             else:
                                 if tag == 466:
                                     n = buf[pos]
@@ -21909,7 +25254,7 @@ class BaseCommand:
                                     pos = vend
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
-                                    unknown += buf[start:pos]
+                                    unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         if tag < 586:
                             if tag < 538:
@@ -21959,7 +25304,7 @@ class BaseCommand:
                                     pos = vend
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
-                                    unknown += buf[start:pos]
+                                    unknown = add_unknown(unknown, buf[start:pos])
                             else:
                                 if tag == 538:
                                     n = buf[pos]
@@ -22018,7 +25363,7 @@ class BaseCommand:
                                     pos = vend
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
-                                    unknown += buf[start:pos]
+                                    unknown = add_unknown(unknown, buf[start:pos])
                         else:
                             if tag < 618:
                                 if tag == 586:
@@ -22077,7 +25422,7 @@ class BaseCommand:
                                     pos = vend
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
-                                    unknown += buf[start:pos]
+                                    unknown = add_unknown(unknown, buf[start:pos])
                             else:
                                 if tag == 618:
                                     n = buf[pos]
@@ -22148,14 +25493,14 @@ class BaseCommand:
                                     pos = vend
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
-                                    unknown += buf[start:pos]
+                                    unknown = add_unknown(unknown, buf[start:pos])
         except (IndexError, struct_error):
             raise truncated("BaseCommand") from None
         if pos != end:
             raise truncated("BaseCommand")
         if f1 is None:
             raise MissingRequiredFieldError("BaseCommand", "type")
-        msg = cls.__new__(cls)
+        msg = new_instance(cls)
         msg.type_ = f1
         msg.connect = f2
         msg.connected = f3
@@ -22227,7 +25572,7 @@ class BaseCommand:
         msg.watchTcAssignments = f79
         msg.watchTcAssignmentsUpdate = f80
         msg.watchTcAssignmentsClose = f81
-        msg._unknown = bytes(unknown)
+        msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
     def __repr__(self) -> str:

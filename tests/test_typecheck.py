@@ -20,8 +20,9 @@ def mypy(path: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_application_passes_mypy_strict() -> None:
-    result = mypy(CASES / "app_ok.py")
+@pytest.mark.parametrize("case", ["app_ok.py", "pulsar_app_ok.py"])
+def test_application_passes_mypy_strict(case: str) -> None:
+    result = mypy(CASES / case)
     assert result.returncode == 0, result.stdout
 
 

@@ -1,0 +1,78 @@
+"""A typed asyncio Pulsar client on the generated bindings, shaped like the official client.
+
+```python
+client = PulsarClient("pulsar://127.0.0.1:6650")
+producer = await client.create_producer("my-topic", compression_type="LZ4")
+msg_id = await producer.send(b"data", properties={"k": "v"}, partition_key="key")
+consumer = await client.subscribe("my-topic", "sub", subscription_type="Shared",
+                                  initial_position="earliest")
+msg = await consumer.receive()
+await consumer.acknowledge(msg)
+await client.close()
+```
+
+``clients.pulsar.sync.Client`` is the same client for synchronous code. Also here:
+``clients.pulsar.demo`` (``make run``) and, in ``clients.pulsar.broker``, an embedded broker.
+"""
+
+from clients.pulsar.auth import AuthenticationBasic, AuthenticationToken
+from clients.pulsar.client import PulsarClient
+from clients.pulsar.consumer import Consumer, ConsumerType, InitialPosition
+from clients.pulsar.errors import (
+    AlreadyClosed,
+    AuthenticationError,
+    AuthorizationError,
+    ConnectError,
+    ConsumerBusy,
+    CumulativeAcknowledgementNotAllowedError,
+    MessageTooBig,
+    ProducerBusy,
+    ProducerQueueIsFull,
+    PulsarException,
+    SubscriptionNotFound,
+    Timeout,
+    TopicNotFound,
+    TopicTerminated,
+)
+from clients.pulsar.message import Message, MessageId
+from clients.pulsar.producer import (
+    CompressionType,
+    PartitionsRoutingMode,
+    Producer,
+    ProducerAccessMode,
+    SendFuture,
+)
+from clients.pulsar.routing import HashingScheme
+from runtime.connection import Authentication
+
+__all__ = [
+    "AlreadyClosed",
+    "Authentication",
+    "AuthenticationBasic",
+    "AuthenticationError",
+    "AuthenticationToken",
+    "AuthorizationError",
+    "CompressionType",
+    "ConnectError",
+    "Consumer",
+    "ConsumerBusy",
+    "ConsumerType",
+    "CumulativeAcknowledgementNotAllowedError",
+    "HashingScheme",
+    "InitialPosition",
+    "Message",
+    "MessageId",
+    "MessageTooBig",
+    "PartitionsRoutingMode",
+    "Producer",
+    "ProducerAccessMode",
+    "ProducerBusy",
+    "ProducerQueueIsFull",
+    "PulsarClient",
+    "PulsarException",
+    "SendFuture",
+    "SubscriptionNotFound",
+    "Timeout",
+    "TopicNotFound",
+    "TopicTerminated",
+]

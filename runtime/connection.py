@@ -1,0 +1,628 @@
+"""An asyncio connection that drives a sans-IO protocol object over TCP or TLS.
+
+The protocol object is anything with ``receive_data(bytes) -> frames`` and
+``send(frame) -> bytes`` (generated ``*Protocol`` classes are); this module does the I/O
+around it and knows nothing of any particular protocol:
+
+* reading: bytes go to ``receive_data``; each frame it returns goes to the frame handler. A
+  frame whose checksum fails (``ChecksumFailure``) goes to the corrupt-frame handler, the frames
+  decoded before it are handled first and decoding continues after it; any other decode error
+  or protocol violation closes the connection.
+* writing: ``write`` queues a frame's bytes; everything queued in one turn of the event loop
+  goes to the transport in one write (or at once past ``low_water`` bytes). ``send_frame``
+  also waits while the transport's buffer is above its high-water mark (``drain``), so a fast
+  producer cannot grow it without bound; ``writable`` and ``on_writable`` let callers hold
+  data back instead.
+* requests: ``pending`` is a ``RequestTable``; ``request`` sends a frame and waits for the
+  frame that answers it. When the connection ends, every pending request and every close
+  listener gets a ``ConnectionClosed``: nothing is left waiting.
+* keepalive: with ``KeepaliveHooks``, a ping from the peer is answered at once, a ping is sent
+  every ``keepalive_interval`` seconds and the connection is closed when nothing at all has
+  arrived for twice that long.
+
+``ConnectionPool`` keeps one connection per address for every user of it; ``Backoff`` (in
+``runtime.backoff``) spaces out reconnection attempts; ``Authentication`` is the interface
+credential plug-ins implement (the protocol client decides how to send them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Hashable, Sequence
+from typing import Any, Generic, Protocol, TypeVar
+
+from runtime.correlation import RequestTable
+from runtime.errors import ChecksumFailure, ConnectionClosed, DecodeError
+
+__all__ = [
+    "Authentication",
+    "Connection",
+    "ConnectionPool",
+    "FrameProtocol",
+    "KeepaliveHooks",
+    "NoAuthentication",
+    "make_ssl_context",
+    "open_connection",
+]
+
+log = logging.getLogger(__name__)
+
+F = TypeVar("F")
+K = TypeVar("K", bound=Hashable)
+
+DEFAULT_KEEPALIVE_INTERVAL = 30.0
+DEFAULT_HIGH_WATER = 1 << 20
+DEFAULT_LOW_WATER = 1 << 18
+
+
+class FrameProtocol(Protocol[F]):
+    """A sans-IO protocol: bytes in, frames out; frames in, bytes out."""
+
+    def receive_data(self, data: bytes) -> Sequence[F]: ...
+
+    def send(self, frame: F) -> bytes: ...
+
+
+class KeepaliveHooks(Protocol[F]):
+    """The protocol-specific part of keepalive: what a ping and its answer look like."""
+
+    def ping(self) -> F: ...
+
+    def pong(self) -> F: ...
+
+    def is_ping(self, frame: F) -> bool: ...
+
+
+class Authentication(ABC):
+    """A credential plug-in: a method name and the bytes that prove the identity.
+
+    ``auth_data`` is asked for on every (re)connect, so a plug-in may hand out fresh
+    credentials each time; ``challenge`` answers a server's (re)authentication challenge.
+    """
+
+    @property
+    @abstractmethod
+    def method_name(self) -> str:
+        """The name the server knows this method by (``"token"``, ``"none"``, ...)."""
+
+    @abstractmethod
+    def auth_data(self) -> bytes:
+        """The credentials to send when connecting."""
+
+    def challenge(self, data: bytes) -> bytes:
+        """Answer a challenge from the server; by default, send the credentials again."""
+        return self.auth_data()
+
+
+class NoAuthentication(Authentication):
+    """No credentials."""
+
+    @property
+    def method_name(self) -> str:
+        return "none"
+
+    def auth_data(self) -> bytes:
+        return b""
+
+
+def make_ssl_context(
+    ca_file: str | None = None,
+    *,
+    verify: bool = True,
+    check_hostname: bool = True,
+    cert_file: str | None = None,
+    key_file: str | None = None,
+) -> ssl.SSLContext:
+    """A client TLS context trusting ``ca_file`` (or the system store when None).
+
+    ``verify=False`` accepts any certificate (for tests and insecure setups only);
+    ``cert_file``/``key_file`` add a client certificate.
+    """
+    context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=ca_file)
+    if not verify:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    else:
+        context.check_hostname = check_hostname
+    if cert_file is not None:
+        context.load_cert_chain(cert_file, key_file)
+    return context
+
+
+class Connection(asyncio.Protocol, Generic[F]):
+    """One connection, driving ``protocol``; see the module docstring.
+
+    Create it through ``open_connection`` (or pass it as the protocol factory of
+    ``loop.create_connection``/``create_server`` yourself).
+    """
+
+    def __init__(
+        self,
+        protocol: FrameProtocol[F],
+        on_frame: Callable[[F], None] | None = None,
+        *,
+        on_corrupt_frame: Callable[[F, ChecksumFailure], None] | None = None,
+        keepalive: KeepaliveHooks[F] | None = None,
+        keepalive_interval: float | None = DEFAULT_KEEPALIVE_INTERVAL,
+        high_water: int = DEFAULT_HIGH_WATER,
+        low_water: int = DEFAULT_LOW_WATER,
+        name: str = "",
+    ) -> None:
+        self.protocol = protocol
+        self.on_frame: Callable[[F], None] = on_frame or _ignore
+        self.on_corrupt_frame = on_corrupt_frame
+        self.keepalive = keepalive
+        self.keepalive_interval = keepalive_interval
+        self.name = name
+        self.pending = RequestTable()
+        self._high_water = high_water
+        self._low_water = low_water
+        self._transport: asyncio.Transport | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._paused = False
+        self._out: list[bytes] = []
+        self._out_size = 0
+        self._flush_handle: asyncio.Handle | None = None
+        self._drain_waiters: list[asyncio.Future[None]] = []
+        self._writable_listeners: list[Callable[[], None]] = []
+        self._close_listeners: list[Callable[[ConnectionClosed], None]] = []
+        self._closed: ConnectionClosed | None = None
+        self._close_reason: ConnectionClosed | None = None
+        self._closed_future: asyncio.Future[None] | None = None
+        self._keepalive_handle: asyncio.TimerHandle | None = None
+        self.last_received = 0.0
+        self.bytes_received = 0
+        self.bytes_sent = 0
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else ("open" if self._transport else "new")
+        return f"<Connection {self.name or id(self)} {state}>"
+
+    # ---- state -----------------------------------------------------------------------------
+
+    @property
+    def is_open(self) -> bool:
+        """Connected, and neither closed nor closing."""
+        return self._transport is not None and self._closed is None and \
+            self._close_reason is None
+
+    @property
+    def closed(self) -> ConnectionClosed | None:
+        """Why the connection ended, once it has."""
+        return self._closed
+
+    @property
+    def writable(self) -> bool:
+        """False while the transport's buffer is above the high-water mark (or it is closing)."""
+        return not self._paused and self.is_open and \
+            not self._transport.is_closing()  # type: ignore[union-attr]
+
+    @property
+    def transport(self) -> asyncio.Transport | None:
+        return self._transport
+
+    def on_close(self, listener: Callable[[ConnectionClosed], None]) -> None:
+        """Call ``listener(exc)`` once when the connection ends (at once if it has)."""
+        if self._closed is not None:
+            listener(self._closed)
+        else:
+            self._close_listeners.append(listener)
+
+    def remove_close_listener(self, listener: Callable[[ConnectionClosed], None]) -> None:
+        if listener in self._close_listeners:
+            self._close_listeners.remove(listener)
+
+    def on_writable(self, listener: Callable[[], None]) -> None:
+        """Call ``listener()`` every time the transport's buffer drains below the low mark."""
+        self._writable_listeners.append(listener)
+
+    def remove_writable_listener(self, listener: Callable[[], None]) -> None:
+        if listener in self._writable_listeners:
+            self._writable_listeners.remove(listener)
+
+    async def connect(self, host: str, port: int, *, ssl_context: ssl.SSLContext | None = None,
+                      server_hostname: str | None = None, timeout: float | None = 10.0) -> None:
+        """Open the TCP (or, with ``ssl_context``, TLS) connection this object drives.
+
+        Failures (refused, unreachable, TLS handshake, ``timeout``) raise ``ConnectionClosed``.
+        """
+        loop = asyncio.get_running_loop()
+        try:
+            if ssl_context is not None:
+                connecting = loop.create_connection(
+                    lambda: self, host, port, ssl=ssl_context,
+                    server_hostname=server_hostname if server_hostname is not None else host)
+            else:
+                connecting = loop.create_connection(lambda: self, host, port)
+            await asyncio.wait_for(connecting, timeout)
+        except TimeoutError:
+            raise ConnectionClosed(f"{host}:{port}: could not connect within {timeout} s") \
+                from None
+        except OSError as exc:  # includes ssl.SSLError
+            raise ConnectionClosed(f"{host}:{port}: could not connect: {exc}") from exc
+
+    # ---- asyncio.Protocol ------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        self._loop = asyncio.get_running_loop()
+        self.last_received = self._loop.time()
+        transport.set_write_buffer_limits(self._high_water, self._low_water)
+        if self.keepalive is not None and self.keepalive_interval:
+            self._keepalive_handle = self._loop.call_later(
+                self.keepalive_interval, self._keepalive_tick)
+
+    def data_received(self, data: bytes) -> None:
+        loop = self._loop
+        assert loop is not None
+        self.last_received = loop.time()
+        self.bytes_received += len(data)
+        try:
+            frames = self.protocol.receive_data(data)
+        except DecodeError as exc:
+            self._decode_failed(exc)
+            return
+        except Exception as exc:  # a protocol violation: the peer cannot be trusted any more
+            self.abort(exc)
+            return
+        self._dispatch(frames)
+
+    def _dispatch(self, frames: Sequence[F]) -> None:
+        keepalive = self.keepalive
+        on_frame = self.on_frame
+        for frame in frames:
+            if self._closed is not None:
+                return
+            if keepalive is not None and keepalive.is_ping(frame):
+                self._answer_ping(keepalive)
+                continue
+            try:
+                on_frame(frame)
+            except Exception:
+                log.exception("%r: frame handler failed", self)
+
+    def _decode_failed(self, exc: DecodeError) -> None:
+        while True:
+            self._dispatch(exc.frames_before)  # type: ignore[arg-type]
+            if not isinstance(exc, ChecksumFailure):
+                self.abort(exc)
+                return
+            if self.on_corrupt_frame is not None:
+                try:
+                    self.on_corrupt_frame(exc.value, exc)  # type: ignore[arg-type]
+                except Exception:
+                    log.exception("%r: corrupt-frame handler failed", self)
+            else:
+                log.warning("%r: dropped a frame: %s", self, exc)
+            try:
+                frames = self.protocol.receive_data(b"")
+            except DecodeError as again:
+                exc = again
+                continue
+            except Exception as other:
+                self.abort(other)
+                return
+            self._dispatch(frames)
+            return
+
+    def eof_received(self) -> bool | None:
+        self._close_reason = self._close_reason or ConnectionClosed(
+            f"{self.name or 'connection'}: closed by the peer")
+        return None  # let the transport close itself
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._closed is not None:
+            return
+        reason = self._close_reason
+        if reason is None:
+            reason = ConnectionClosed(
+                f"{self.name or 'connection'}: "
+                + (f"lost: {exc}" if exc is not None else "closed by the peer"))
+            if exc is not None:
+                reason.__cause__ = exc
+        self._closed = reason
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        self._out = []
+        self._out_size = 0
+        if self._keepalive_handle is not None:
+            self._keepalive_handle.cancel()
+            self._keepalive_handle = None
+        self.pending.fail_all(reason)
+        waiters, self._drain_waiters = self._drain_waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_exception(reason)
+        listeners, self._close_listeners = self._close_listeners, []
+        for listener in listeners:
+            try:
+                listener(reason)
+            except Exception:
+                log.exception("%r: close listener failed", self)
+        self._writable_listeners.clear()
+        if self._closed_future is not None and not self._closed_future.done():
+            self._closed_future.set_result(None)
+
+    def pause_writing(self) -> None:
+        self._paused = True
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        waiters, self._drain_waiters = self._drain_waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        for listener in list(self._writable_listeners):
+            if self._paused or self._closed is not None:
+                break
+            try:
+                listener()
+            except Exception:
+                log.exception("%r: writable listener failed", self)
+
+    # ---- writing ---------------------------------------------------------------------------
+
+    def _check_open(self) -> asyncio.Transport:
+        if self._closed is not None:
+            raise self._closed
+        if self._close_reason is not None:
+            raise self._close_reason
+        transport = self._transport
+        if transport is None:
+            raise ConnectionClosed(f"{self.name or 'connection'}: not connected")
+        if transport.is_closing():
+            # The transport saw the connection fail; connection_lost is on its way.
+            raise ConnectionClosed(f"{self.name or 'connection'}: closing")
+        return transport
+
+    def write(self, frame: F) -> None:
+        """Encode ``frame`` and queue it for the transport (no waiting for room).
+
+        Frames written in one turn of the event loop go to the socket together, in one
+        ``transport.write`` at the end of the turn (or as soon as ``low_water`` bytes are
+        queued), so many small frames cost one system call rather than one each.
+        """
+        self._check_open()
+        data = self.protocol.send(frame)
+        self.bytes_sent += len(data)
+        self._out.append(data)
+        self._out_size += len(data)
+        if self._out_size >= self._low_water:
+            self._flush_out()
+        elif self._flush_handle is None:
+            loop = self._loop
+            assert loop is not None
+            self._flush_handle = loop.call_soon(self._flush_out)
+
+    def write_many(self, frames: Sequence[F]) -> None:
+        """Encode several frames and queue them (see ``write``)."""
+        for frame in frames:
+            self.write(frame)
+
+    def _flush_out(self) -> None:
+        """Hand what ``write`` queued to the transport."""
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        out = self._out
+        if not out:
+            return
+        self._out = []
+        self._out_size = 0
+        transport = self._transport
+        if transport is None or transport.is_closing() or self._closed is not None:
+            return  # the connection is going: what was not sent is lost with it
+        transport.write(out[0] if len(out) == 1 else b"".join(out))
+
+    async def drain(self) -> None:
+        """Send what is queued; wait until the transport's buffer is below the high mark."""
+        self._flush_out()
+        if not self._paused:
+            if self._closed is not None:
+                raise self._closed
+            return
+        loop = self._loop
+        assert loop is not None
+        waiter: asyncio.Future[None] = loop.create_future()
+        self._drain_waiters.append(waiter)
+        await waiter
+
+    async def send_frame(self, frame: F) -> None:
+        """Write ``frame``; wait for room if the write buffer is over its limit."""
+        self.write(frame)
+        if self._paused:
+            await self.drain()
+
+    async def request(self, key: Hashable, frame: F, timeout: float | None = None,
+                      what: str = "request") -> Any:
+        """Send ``frame`` and return what ``answer(key, ...)`` is later called with."""
+        future = self.pending.expect(key)
+        try:
+            await self.send_frame(frame)
+        except BaseException:
+            self.pending.forget(key, future)
+            raise
+        return await self.pending.wait(key, future, timeout, what)
+
+    def answer(self, key: Hashable, value: Any) -> bool:
+        """Complete the oldest ``request`` waiting on ``key``."""
+        return self.pending.answer(key, value)
+
+    # ---- keepalive ---------------------------------------------------------------------------
+
+    def _answer_ping(self, keepalive: KeepaliveHooks[F]) -> None:
+        try:
+            self.write(keepalive.pong())
+        except Exception as exc:
+            log.debug("%r: could not answer a ping: %s", self, exc)
+
+    def _keepalive_tick(self) -> None:
+        self._keepalive_handle = None
+        if self._closed is not None or self.keepalive is None or not self.keepalive_interval:
+            return
+        loop = self._loop
+        assert loop is not None
+        interval = self.keepalive_interval
+        idle = loop.time() - self.last_received
+        if idle >= 2 * interval:
+            self.abort(ConnectionClosed(
+                f"{self.name or 'connection'}: nothing received for {idle:.1f} s "
+                f"(keepalive interval {interval} s)"))
+            return
+        try:
+            self.write(self.keepalive.ping())
+        except Exception as exc:
+            log.debug("%r: could not send a ping: %s", self, exc)
+        self._keepalive_handle = loop.call_later(interval, self._keepalive_tick)
+
+    # ---- closing -----------------------------------------------------------------------------
+
+    def close(self, reason: BaseException | None = None) -> None:
+        """Close after the buffered bytes are written; pending requests fail."""
+        if self._transport is not None and self._closed is None and self._close_reason is None:
+            self._flush_out()
+        self._set_reason(reason, "closed locally")
+        if self._transport is not None and self._closed is None:
+            self._transport.close()
+        elif self._transport is None and self._closed is None:
+            self.connection_lost(None)
+
+    def abort(self, reason: BaseException | None = None) -> None:
+        """Close at once, dropping anything not yet written."""
+        self._set_reason(reason, "aborted")
+        if reason is not None and not isinstance(reason, ConnectionClosed):
+            log.warning("%r: closing: %s", self, reason)
+        if self._transport is not None and self._closed is None:
+            self._transport.abort()
+        elif self._transport is None and self._closed is None:
+            self.connection_lost(None)
+
+    def _set_reason(self, reason: BaseException | None, default: str) -> None:
+        if self._close_reason is not None:
+            return
+        if isinstance(reason, ConnectionClosed):
+            self._close_reason = reason
+        else:
+            what = f"{self.name or 'connection'}: {default}"
+            self._close_reason = ConnectionClosed(f"{what}: {reason}" if reason else what)
+            if reason is not None:
+                self._close_reason.__cause__ = reason
+
+    async def wait_closed(self) -> None:
+        """Wait until the connection has ended."""
+        if self._closed is not None:
+            return
+        if self._closed_future is None:
+            self._closed_future = asyncio.get_running_loop().create_future()
+        await asyncio.shield(self._closed_future)
+
+
+def _ignore(frame: object) -> None:
+    pass
+
+
+async def open_connection(
+    host: str,
+    port: int,
+    protocol: FrameProtocol[F],
+    on_frame: Callable[[F], None] | None = None,
+    *,
+    ssl_context: ssl.SSLContext | None = None,
+    server_hostname: str | None = None,
+    connect_timeout: float | None = 10.0,
+    **options: Any,
+) -> Connection[F]:
+    """Connect to ``host:port`` (over TLS when ``ssl_context`` is given).
+
+    ``options`` go to ``Connection`` (keepalive, handlers, buffer limits, name).
+    """
+    options.setdefault("name", f"{host}:{port}")
+    connection: Connection[F] = Connection(protocol, on_frame, **options)
+    await connection.connect(host, port, ssl_context=ssl_context,
+                             server_hostname=server_hostname, timeout=connect_timeout)
+    return connection
+
+
+def _consume_outcome(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
+class _Poolable(Protocol):
+    @property
+    def is_open(self) -> bool: ...
+
+    def close(self) -> None: ...
+
+
+C = TypeVar("C", bound=_Poolable)
+
+
+class ConnectionPool(Generic[K, C]):
+    """One connection per key (an address), shared by everyone who asks for it.
+
+    ``connect(key)`` makes a new connection; callers asking for the same key while it is
+    being made share its result. A connection that has closed is replaced on the next ``get``.
+    """
+
+    def __init__(self, connect: Callable[[K], Awaitable[C]]) -> None:
+        self._connect = connect
+        self._connections: dict[K, C] = {}
+        self._connecting: dict[K, asyncio.Future[C]] = {}
+        self._closed = False
+
+    def __len__(self) -> int:
+        return sum(1 for c in self._connections.values() if c.is_open)
+
+    def connections(self) -> list[C]:
+        return [c for c in self._connections.values() if c.is_open]
+
+    def peek(self, key: K) -> C | None:
+        """The open connection for ``key``, if there is one (never connects)."""
+        conn = self._connections.get(key)
+        return conn if conn is not None and conn.is_open else None
+
+    async def get(self, key: K) -> C:
+        if self._closed:
+            raise ConnectionClosed("connection pool is closed")
+        conn = self._connections.get(key)
+        if conn is not None and conn.is_open:
+            return conn
+        pending = self._connecting.get(key)
+        if pending is None:
+            pending = asyncio.ensure_future(self._make(key))
+            # Read the outcome even if every caller gave up waiting (no "never retrieved").
+            pending.add_done_callback(_consume_outcome)
+            self._connecting[key] = pending
+        return await asyncio.shield(pending)
+
+    async def _make(self, key: K) -> C:
+        try:
+            conn = await self._connect(key)
+            if self._closed:
+                conn.close()
+                raise ConnectionClosed("connection pool is closed")
+            self._connections[key] = conn
+            return conn
+        finally:
+            self._connecting.pop(key, None)
+
+    def discard(self, key: K, conn: C | None = None) -> None:
+        """Forget the connection for ``key`` (only if it is ``conn``, when given)."""
+        current = self._connections.get(key)
+        if current is not None and (conn is None or current is conn):
+            del self._connections[key]
+
+    def close(self) -> None:
+        """Close every connection; later ``get`` calls fail."""
+        self._closed = True
+        for pending in self._connecting.values():
+            pending.cancel()
+        conns, self._connections = list(self._connections.values()), {}
+        for conn in conns:
+            conn.close()

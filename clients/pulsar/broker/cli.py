@@ -1,0 +1,64 @@
+"""``python -m clients.pulsar broker``: run the embedded broker until SIGINT or SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+
+from .server import READY_PREFIX, EmbeddedBroker
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``broker`` subcommand."""
+    parser = subparsers.add_parser(
+        "broker", help="run the embedded Pulsar broker",
+        description="Run the embedded Pulsar broker. Prints 'listening on <url>' once ready.")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--port", type=int, default=6650, help="port (0 picks a free one)")
+    parser.add_argument("--advertised-url", metavar="URL",
+                        help="the pulsar:// URL lookups send clients to (default: the address "
+                        "each client connected to)")
+    parser.add_argument("--data-dir", help="keep messages and cursors in this directory "
+                        "(default: in memory only)")
+    parser.add_argument("--partitioned-topic", action="append", default=[], metavar="TOPIC=N",
+                        help="create a partitioned topic with N partitions (repeatable)")
+    parser.add_argument("--no-fsync", action="store_true",
+                        help="write the log without fsync (survives a process crash, "
+                        "not a power loss)")
+    parser.add_argument("--keepalive", type=float, default=30.0,
+                        help="seconds between keepalive PINGs (0 disables them)")
+    parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=args.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    partitioned: list[tuple[str, int]] = []
+    for spec in args.partitioned_topic:
+        topic, sep, count = spec.rpartition("=")
+        if not sep or not topic or not count.isdigit() or int(count) < 1:
+            raise SystemExit(f"--partitioned-topic expects TOPIC=N, got {spec!r}")
+        partitioned.append((topic, int(count)))
+    return asyncio.run(_serve(args, partitioned))
+
+
+async def _serve(args: argparse.Namespace, partitioned: list[tuple[str, int]]) -> int:
+    broker = EmbeddedBroker(host=args.host, port=args.port, data_dir=args.data_dir,
+                            keepalive_interval=args.keepalive or None,
+                            fsync=not args.no_fsync, advertised_url=args.advertised_url)
+    url = await broker.start()
+    for topic, count in partitioned:
+        broker.create_partitioned_topic(topic, count)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    print(f"{READY_PREFIX}{url}", flush=True)
+    try:
+        await stop.wait()
+    finally:
+        await broker.stop()
+    return 0

@@ -1,0 +1,266 @@
+"""Running the broker: an asyncio TCP server, in this event loop, a thread or a subprocess.
+
+``EmbeddedBroker`` serves in the running event loop (``async with EmbeddedBroker() as url``).
+``BrokerThread`` runs one in a background thread with its own loop, and ``BrokerProcess`` in a
+child process (``python -m clients.pulsar broker``); both suit synchronous clients such as the
+official one, which block the thread that calls them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import queue
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+from .session import Session
+from .state import BrokerState
+from .storage import FileStorage, Storage
+from .topics import DEFAULT_RETENTION_BYTES
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+_REPO_ROOT = Path(__file__).resolve().parents[3]
+READY_PREFIX = "listening on "
+
+
+class _Connection(asyncio.Protocol):
+    def __init__(self, broker: EmbeddedBroker) -> None:
+        self.broker = broker
+        self.session: Session | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.session = Session(self.broker.state, transport,
+                               keepalive_interval=self.broker.keepalive_interval,
+                               service_url=self.broker.advertised_url)
+        self.broker.sessions.add(self.session)
+        log.debug("connection from %s", self.session.peer)
+
+    def data_received(self, data: bytes) -> None:
+        assert self.session is not None
+        self.session.feed(data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.session is not None:
+            self.session.connection_lost()
+            self.broker.sessions.discard(self.session)
+
+
+class EmbeddedBroker:
+    """A Pulsar broker in the running event loop.
+
+    ``data_dir=None`` keeps everything in memory; with a directory, messages and cursors go to
+    an append-only log there and survive a restart. ``port=0`` picks a free port. Acknowledged
+    entries are kept until a topic holds more than ``retention_bytes``. Lookups send clients
+    to the address they connected to, or to ``advertised_url`` when set (a broker behind a
+    TCP proxy or a NAT must name the address clients can reach, as Pulsar's
+    ``advertisedAddress`` does).
+    """
+
+    def __init__(self, *, host: str = "127.0.0.1", port: int = 0,
+                 data_dir: str | os.PathLike[str] | None = None,
+                 keepalive_interval: float | None = 30.0, fsync: bool = True,
+                 retention_bytes: int = DEFAULT_RETENTION_BYTES,
+                 advertised_url: str | None = None) -> None:
+        self.host = host
+        self.port = port
+        self.data_dir = data_dir
+        self.keepalive_interval = keepalive_interval
+        self.advertised_url = advertised_url
+        storage = FileStorage(data_dir, fsync=fsync) if data_dir is not None else Storage()
+        self.state = BrokerState(storage, retention_bytes=retention_bytes)
+        self.sessions: set[Session] = set()
+        self._server: asyncio.Server | None = None
+        self.url = ""
+
+    async def start(self) -> str:
+        """Recover from the data directory, listen, and return the service URL."""
+        self.state.recover()
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(lambda: _Connection(self), self.host, self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+        host = "127.0.0.1" if self.host in ("", "0.0.0.0") else self.host
+        self.url = f"pulsar://{f'[{host}]' if ':' in host else host}:{self.port}"
+        log.info("broker listening on %s (data dir: %s)", self.url, self.data_dir or "none")
+        return self.url
+
+    async def stop(self) -> None:
+        """Stop listening, close every connection, and write what is pending."""
+        if self._server is not None:
+            self._server.close()
+            for session in list(self.sessions):
+                session.abort("broker shutting down", logging.INFO)
+            await self._server.wait_closed()
+            self._server = None
+        await self.state.storage.close()
+
+    async def serve_forever(self) -> None:
+        assert self._server is not None, "start() first"
+        await self._server.serve_forever()
+
+    async def __aenter__(self) -> str:
+        return await self.start()
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.stop()
+
+    def create_partitioned_topic(self, topic: str, partitions: int) -> str:
+        """Admin: declare ``topic`` with ``partitions`` partitions; returns its full name."""
+        return self.state.create_partitioned_topic(topic, partitions)
+
+
+class BrokerThread:
+    """An ``EmbeddedBroker`` on a background thread with its own event loop.
+
+    >>> with BrokerThread() as broker:   # doctest: +SKIP
+    ...     client = pulsar.Client(broker.url)
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.broker = EmbeddedBroker(**kwargs)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self.url = ""
+
+    def start(self, timeout: float = 30.0) -> str:
+        self._thread = threading.Thread(target=self._run, name="pulsar-broker", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(timeout):
+            raise TimeoutError("the broker thread did not start")
+        if self._error is not None:
+            raise RuntimeError("the broker failed to start") from self._error
+        self.url = self.broker.url
+        return self.url
+
+    def _run(self) -> None:
+        asyncio.run(self._main())
+
+    async def _main(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        try:
+            await self.broker.start()
+        except BaseException as exc:
+            self._error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        try:
+            await self._stop.wait()
+        finally:
+            await self.broker.stop()
+
+    def call(self, fn: Callable[..., T], *args: Any, timeout: float = 30.0) -> T:
+        """Run ``fn(*args)`` on the broker's loop and return its result."""
+        assert self._loop is not None, "start() first"
+
+        async def run() -> T:
+            return fn(*args)
+
+        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout)
+
+    def create_partitioned_topic(self, topic: str, partitions: int) -> str:
+        return self.call(self.broker.create_partitioned_topic, topic, partitions)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        if self._loop is not None and self._stop is not None and self._thread is not None:
+            if self._thread.is_alive():
+                self._loop.call_soon_threadsafe(self._stop.set)
+            self._thread.join(timeout)
+        self._thread = None
+
+    def __enter__(self) -> BrokerThread:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+
+class BrokerProcess:
+    """The broker in a child process (``python -m clients.pulsar broker``).
+
+    ``kill()`` ends it with SIGKILL, as a crash would; ``stop()`` asks it to shut down.
+    """
+
+    def __init__(self, *, host: str = "127.0.0.1", port: int = 0,
+                 data_dir: str | os.PathLike[str] | None = None,
+                 partitioned: dict[str, int] | None = None, extra_args: tuple[str, ...] = (),
+                 stderr: Any = None) -> None:
+        self.args = [sys.executable, "-m", "clients.pulsar", "broker", "--host", host,
+                     "--port", str(port), *extra_args]
+        if data_dir is not None:
+            self.args += ["--data-dir", os.fspath(data_dir)]
+        for topic, count in (partitioned or {}).items():
+            self.args += ["--partitioned-topic", f"{topic}={count}"]
+        self.stderr = stderr
+        self.process: subprocess.Popen[str] | None = None
+        self.url = ""
+
+    def start(self, timeout: float = 30.0) -> str:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(_REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+        self.process = subprocess.Popen(self.args, cwd=_REPO_ROOT, env=env, text=True,
+                                        stdout=subprocess.PIPE, stderr=self.stderr)
+        lines: queue.Queue[str] = queue.Queue()
+        stdout = self.process.stdout
+        assert stdout is not None
+
+        def read() -> None:
+            for line in stdout:
+                lines.put(line)
+            lines.put("")
+
+        threading.Thread(target=read, name="broker-stdout", daemon=True).start()
+        try:
+            while True:
+                line = lines.get(timeout=timeout)
+                if not line:
+                    raise RuntimeError(f"the broker exited with {self.process.wait()}")
+                if line.startswith(READY_PREFIX):
+                    self.url = line[len(READY_PREFIX):].strip()
+                    return self.url
+        except queue.Empty:
+            self.kill()
+            raise TimeoutError("the broker process did not start") from None
+
+    def stop(self, timeout: float = 30.0) -> int:
+        """Ask the broker to shut down (SIGTERM) and wait for it."""
+        if self.process is None:
+            return 0
+        if self.process.poll() is None:
+            self.process.terminate()
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            return self.process.wait()
+
+    def kill(self) -> None:
+        """End the broker abruptly, as a crash would."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def __enter__(self) -> BrokerProcess:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()

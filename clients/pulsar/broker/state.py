@@ -1,0 +1,259 @@
+"""The broker's shared state: topics, partitioned-topic metadata, publishing and recovery.
+
+Sessions (one per connection) call into this; it owns the storage and decides when stored
+entries become visible to subscriptions (once persisted).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import secrets
+from collections.abc import Callable
+
+from generated.pulsar.pulsar_api import CommandSend, CommandSubscribe, MessageMetadata
+
+from . import storage as st
+from .storage import Storage
+from .subscriptions import Subscription, SubType
+from .topics import (
+    DEFAULT_RETENTION_BYTES,
+    Topic,
+    namespace_of,
+    normalize_topic,
+    partition_index,
+    partition_name,
+)
+
+log = logging.getLogger(__name__)
+
+InitialPosition = CommandSubscribe.InitialPosition
+PublishCallback = Callable[[int, Exception | None], None]
+
+_INT64_MAX = (1 << 63) - 1
+
+
+def signed64(value: int) -> int:
+    """A uint64 from the wire read as the int64 the clients mean (-1 for 2**64 - 1)."""
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+class BrokerState:
+    """Everything one broker holds, shared by its connections."""
+
+    def __init__(self, storage: Storage | None = None, *, name_prefix: str = "protoframe",
+                 retention_bytes: int = DEFAULT_RETENTION_BYTES) -> None:
+        self.storage = storage if storage is not None else Storage()
+        self.retention_bytes = retention_bytes
+        self.topics: dict[str, Topic] = {}
+        self._by_ledger: dict[int, Topic] = {}
+        self.partitioned: dict[str, int] = {}
+        self._next_ledger = 1
+        # Generated producer names must not repeat across restarts: dedup state is per name.
+        self._name_prefix = f"{name_prefix}-{secrets.token_hex(4)}"
+        self._name_counter = itertools.count()
+        self._to_dispatch: dict[Topic, None] = {}
+        self._pump_scheduled = False
+        self.messages_in = 0
+        self.entries_in = 0
+
+    # --- topics ----------------------------------------------------------------------------
+
+    def topic(self, name: str) -> Topic:
+        """The topic called ``name`` (fully qualified), created if it does not exist."""
+        topic = self.topics.get(name)
+        if topic is None:
+            topic = self._add_topic(name, self._next_ledger)
+            self.storage.topic_created(topic)
+        return topic
+
+    def _add_topic(self, name: str, ledger_id: int) -> Topic:
+        topic = Topic(name=name, ledger_id=ledger_id, retention_bytes=self.retention_bytes)
+        self.topics[name] = topic
+        self._by_ledger[ledger_id] = topic
+        self._next_ledger = max(self._next_ledger, ledger_id + 1)
+        return topic
+
+    def create_partitioned_topic(self, name: str, partitions: int) -> str:
+        """Declare a partitioned topic (admin operation); returns its fully qualified name."""
+        if partitions < 1:
+            raise ValueError("a partitioned topic needs at least one partition")
+        name = normalize_topic(name)
+        if partition_index(name) >= 0:
+            raise ValueError(f"{name} is a partition name")
+        if self.partitioned.get(name) != partitions:
+            self.partitioned[name] = partitions
+            self.storage.partitioned_topic_created(name, partitions)
+        for index in range(partitions):
+            self.topic(partition_name(name, index))
+        return name
+
+    def partitions_of(self, name: str) -> int:
+        """Partition count of a topic; 0 for a non-partitioned topic."""
+        return self.partitioned.get(name, 0)
+
+    def topics_of_namespace(self, namespace: str) -> list[str]:
+        names = {t for t in self.topics if namespace_of(t) == namespace}
+        for name, partitions in self.partitioned.items():
+            if namespace_of(name) == namespace:
+                names.update(partition_name(name, i) for i in range(partitions))
+        return sorted(names)
+
+    def new_producer_name(self) -> str:
+        return f"{self._name_prefix}-{next(self._name_counter)}"
+
+    # --- publishing ------------------------------------------------------------------------
+
+    def publish(self, topic: Topic, producer_name: str, send: CommandSend,
+                metadata: MessageMetadata, payload: bytes, done: PublishCallback) -> None:
+        """Store one SEND's entry (unless it is a resend) and call ``done(entry_id, error)``
+        once it is persisted; for a resend, with the original's entry id."""
+        first = send.sequence_id
+        # As Pulsar does, a batch counts as its first sequence id unless the producer says
+        # what its highest is: batches need not hold consecutive ids (the official client's
+        # key-based batching sends ids 0, 16, 32... in one batch and 1, 17, 33... in the next).
+        highest = first
+        if send.has_highest_sequence_id() and send.highest_sequence_id > first:
+            highest = send.highest_sequence_id
+        elif metadata.has_highest_sequence_id() and metadata.highest_sequence_id > first:
+            highest = metadata.highest_sequence_id
+        # Chunks of one message share its sequence id: only the last one counts for dedup.
+        chunked = metadata.has_chunk_id() or send.is_chunk
+        last_chunk = not chunked or metadata.chunk_id >= metadata.num_chunks_from_msg - 1
+        if last_chunk:
+            original = topic.dedup.duplicate_of(producer_name, first)
+            if original is not None:
+                log.debug("%s: duplicate sequence id %d from %s (entry %d)", topic.name, first,
+                          producer_name, original)
+                self.storage.commit(lambda error: done(original, error))
+                return
+        is_batch = metadata.has_num_messages_in_batch()
+        key = metadata.ordering_key if metadata.has_ordering_key() else (
+            metadata.partition_key.encode() if metadata.has_partition_key() else b"")
+        entry = topic.append(payload, metadata.num_messages_in_batch if is_batch else 1, is_batch,
+                             metadata.publish_time, key)
+        if last_chunk:
+            topic.dedup.record(producer_name, first, highest, entry.entry_id)
+        self.entries_in += 1
+        self.messages_in += entry.num_messages
+        self.storage.entry_added(topic, entry, producer_name if last_chunk else "", first, highest)
+        entry_id = entry.entry_id
+
+        def persisted(error: Exception | None) -> None:
+            if error is None and entry_id > topic.durable_id:
+                topic.durable_id = entry_id
+                self.schedule_dispatch(topic)
+            done(entry_id, error)
+
+        self.storage.commit(persisted)
+
+    # --- subscriptions ---------------------------------------------------------------------
+
+    def subscription(self, topic: Topic, body: CommandSubscribe) -> Subscription:
+        """The subscription SUBSCRIBE names, created at its initial position if new."""
+        sub = topic.subscriptions.get(body.subscription)
+        if sub is not None:
+            return sub
+        if body.start_message_id is not None:
+            mark_delete = self._before(topic, body.start_message_id.ledgerId,
+                                       body.start_message_id.entryId)
+        elif body.initialPosition == InitialPosition.Earliest:
+            mark_delete = topic.first_available_id - 1
+        else:
+            mark_delete = topic.last_id
+        sub = Subscription(topic, body.subscription, body.subType, mark_delete,
+                           durable=body.durable)
+        topic.subscriptions[sub.name] = sub
+        self.storage.cursor_changed(sub)
+        return sub
+
+    def _before(self, topic: Topic, ledger: int, entry: int) -> int:
+        """The mark-delete position that makes (ledger, entry) the next entry delivered."""
+        ledger, entry = signed64(ledger), signed64(entry)
+        if ledger < topic.ledger_id or entry < 0:
+            return topic.first_available_id - 1
+        if ledger > topic.ledger_id or entry >= _INT64_MAX:
+            return topic.last_id
+        return max(entry, topic.first_available_id) - 1
+
+    def seek_position(self, topic: Topic, ledger: int, entry: int) -> int:
+        return self._before(topic, ledger, entry) + 1
+
+    def delete_subscription(self, sub: Subscription) -> None:
+        topic = sub.topic
+        if topic.subscriptions.get(sub.name) is sub:
+            del topic.subscriptions[sub.name]
+            if sub.durable:
+                self.storage.subscription_deleted(topic, sub.name)
+
+    def cursor_changed(self, sub: Subscription) -> None:
+        self.storage.cursor_changed(sub)
+        topic = sub.topic
+        if topic.trim():
+            log.debug("%s: trimmed entries up to %d", topic.name, topic.first_id - 1)
+
+    # --- dispatch --------------------------------------------------------------------------
+
+    def schedule_dispatch(self, topic: Topic) -> None:
+        """Dispatch newly persisted entries of ``topic`` once this event-loop tick is done."""
+        self._to_dispatch[topic] = None
+        if not self._pump_scheduled:
+            self._pump_scheduled = True
+            asyncio.get_running_loop().call_soon(self._pump)
+
+    def _pump(self) -> None:
+        self._pump_scheduled = False
+        topics, self._to_dispatch = self._to_dispatch, {}
+        for topic in topics:
+            for sub in list(topic.subscriptions.values()):
+                sub.dispatch()
+
+    # --- recovery --------------------------------------------------------------------------
+
+    def recover(self) -> None:
+        """Rebuild the state from the storage's log, then compact the log."""
+        records = self.storage.load()
+        if not records:
+            return
+        entries = 0
+        for record in records:
+            if isinstance(record, st.EntryRecord):
+                topic = self._by_ledger[record.ledger_id]
+                if record.entry_id < topic.next_entry_id:
+                    continue
+                topic.append(record.payload, record.num_messages, record.is_batch,
+                             record.publish_time, record.key, entry_id=record.entry_id)
+                topic.durable_id = record.entry_id
+                if record.producer_name:
+                    topic.dedup.record(record.producer_name, record.first_sequence_id,
+                                       record.highest_sequence_id, record.entry_id)
+                entries += 1
+            elif isinstance(record, st.TopicRecord):
+                topic = self.topics.get(record.name) or self._add_topic(record.name,
+                                                                        record.ledger_id)
+                topic.skip_to(record.next_entry_id)
+            elif isinstance(record, st.CursorRecord):
+                topic = self._by_ledger[record.ledger_id]
+                sub = topic.subscriptions.get(record.subscription)
+                if sub is None:
+                    sub = Subscription(topic, record.subscription, SubType(record.sub_type),
+                                       record.mark_delete)
+                    topic.subscriptions[sub.name] = sub
+                sub.sub_type = SubType(record.sub_type)
+                sub.restore(record.mark_delete, record.acked, record.partial)
+            elif isinstance(record, st.SubscriptionDeletedRecord):
+                self._by_ledger[record.ledger_id].subscriptions.pop(record.subscription, None)
+            elif isinstance(record, st.PartitionedRecord):
+                self.partitioned[record.name] = record.partitions
+            elif isinstance(record, st.DedupRecord):
+                self._by_ledger[record.ledger_id].dedup.restore(
+                    record.producer_name, record.highest, record.first, record.last,
+                    record.entry_id)
+        for topic in self.topics.values():
+            topic.trim(force=True)
+        self.storage.rewrite(st.snapshot_bodies(self.topics.values(), self.partitioned))
+        log.info("recovered %d topics, %d entries, %d subscriptions from %d log records",
+                 len(self.topics), entries,
+                 sum(len(t.subscriptions) for t in self.topics.values()), len(records))
+

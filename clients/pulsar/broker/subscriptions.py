@@ -1,0 +1,374 @@
+"""Subscriptions: cursors (mark-delete position plus individually acknowledged entries), the
+consumers attached to them, and dispatch under FLOW permits.
+
+Positions are entry ids within the topic's single ledger. ``mark_delete`` is the highest entry
+id up to which everything is acknowledged; ``acked`` holds the entries above it acknowledged
+out of order and ``partial`` the batches acknowledged message by message (bit set = still to
+be acknowledged, as Pulsar's ack_set words have it).
+"""
+
+from __future__ import annotations
+
+import heapq
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from generated.pulsar.pulsar_api import CommandSubscribe
+
+from .topics import Entry, Topic
+
+SubType = CommandSubscribe.SubType
+KEY_HASH_RANGE = 65536
+
+
+class ConsumerBusy(Exception):
+    """The subscription cannot take another consumer (exclusive, or of another type)."""
+
+
+class DeliverySink(Protocol):
+    """Where a consumer's messages go: the session of the connection it lives on."""
+
+    def deliver(self, consumer: Consumer, entry: Entry, redelivery_count: int,
+                ack_set: list[int]) -> None: ...
+
+    def active_consumer_change(self, consumer: Consumer, is_active: bool) -> None: ...
+
+    def force_close(self, consumer: Consumer) -> None:
+        """Close the consumer from the broker's side (CLOSE_CONSUMER); the client reconnects."""
+
+
+@dataclass(eq=False)
+class Consumer:
+    """A consumer as the broker sees it: one (connection, consumer_id) on a subscription."""
+
+    sink: DeliverySink
+    consumer_id: int
+    subscription: Subscription
+    name: str = ""
+    priority: int = 0
+    permits: int = 0
+    pending: set[int] = field(default_factory=set)  # entry ids delivered and not acked
+    hash_ranges: list[tuple[int, int]] = field(default_factory=list)  # Key_Shared STICKY
+    active: bool = False  # Failover: this consumer is the one receiving
+
+
+def words_to_mask(words: Iterable[int]) -> int:
+    mask = 0
+    for i, word in enumerate(words):
+        mask |= (word & 0xFFFFFFFFFFFFFFFF) << (64 * i)
+    return mask
+
+
+def mask_to_words(mask: int) -> list[int]:
+    words = []
+    while mask:
+        word = mask & 0xFFFFFFFFFFFFFFFF
+        words.append(word - (1 << 64) if word >= 1 << 63 else word)  # int64 on the wire
+        mask >>= 64
+    return words
+
+
+def key_hash(key: bytes) -> int:
+    return zlib.crc32(key) % KEY_HASH_RANGE
+
+
+class Subscription:
+    """One subscription on one topic."""
+
+    def __init__(self, topic: Topic, name: str, sub_type: SubType, mark_delete: int,
+                 *, durable: bool = True) -> None:
+        self.topic = topic
+        self.name = name
+        self.sub_type = sub_type
+        self.durable = durable
+        self.mark_delete = mark_delete
+        self.acked: set[int] = set()
+        self.partial: dict[int, int] = {}
+        self.read_pos = mark_delete + 1
+        self._replay: list[int] = []  # heap of entry ids to deliver again
+        self._replay_set: set[int] = set()
+        self.consumers: list[Consumer] = []
+        self.pending: dict[int, Consumer] = {}
+        self.redelivery: dict[int, int] = {}
+        self._rr = 0
+        self._dispatching = False
+
+    # --- consumers -------------------------------------------------------------------------
+
+    def check_consumer(self, sub_type: SubType) -> None:
+        """Raise ``ConsumerBusy`` if a consumer of ``sub_type`` cannot attach now."""
+        if self.consumers:
+            if sub_type != self.sub_type:
+                raise ConsumerBusy(f"subscription {self.name!r} is of type "
+                                   f"{self.sub_type.name}, not {sub_type.name}")
+            if sub_type == SubType.Exclusive:
+                raise ConsumerBusy(f"exclusive consumer is already connected to {self.name!r}")
+
+    def add_consumer(self, consumer: Consumer, sub_type: SubType) -> None:
+        """Attach a consumer (after ``check_consumer`` and after its SUCCESS went out)."""
+        self.check_consumer(sub_type)
+        self.sub_type = sub_type
+        self.consumers.append(consumer)
+        if sub_type == SubType.Failover:
+            self._elect()
+
+    def remove_consumer(self, consumer: Consumer) -> None:
+        """Detach a consumer; what it had not acknowledged is delivered again (to others)."""
+        if consumer not in self.consumers:
+            return
+        self.consumers.remove(consumer)
+        self._return_pending(consumer, list(consumer.pending), count=True)
+        consumer.permits = 0
+        if self.sub_type == SubType.Failover:
+            self._elect()
+        self.dispatch()
+
+    @property
+    def active_consumer(self) -> Consumer | None:
+        if not self.consumers:
+            return None
+        if self.sub_type == SubType.Failover:
+            for consumer in self.consumers:
+                if consumer.active:
+                    return consumer
+            return None
+        return self.consumers[0]
+
+    def _elect(self) -> None:
+        """Failover: pick the active consumer by priority, then name, spread over partitions."""
+        if not self.consumers:
+            return
+        ordered = sorted(self.consumers, key=lambda c: (c.priority, c.name))
+        chosen = ordered[max(self.topic.partition, 0) % len(ordered)]
+        for consumer in self.consumers:
+            was = consumer.active
+            consumer.active = consumer is chosen
+            if was and not consumer.active:
+                # The consumer that lost the active role gives back what it did not acknowledge.
+                self._return_pending(consumer, list(consumer.pending), count=False)
+        for consumer in self.consumers:
+            consumer.sink.active_consumer_change(consumer, consumer.active)
+
+    # --- flow and dispatch -----------------------------------------------------------------
+
+    def flow(self, consumer: Consumer, permits: int) -> None:
+        consumer.permits += permits
+        self.dispatch()
+
+    def dispatch(self) -> None:
+        """Send what consumers have permits for: redeliveries first, then new entries."""
+        if self._dispatching or not self.consumers:
+            return
+        self._dispatching = True
+        try:
+            if self.sub_type == SubType.Shared:
+                self._dispatch_shared()
+            elif self.sub_type == SubType.Key_Shared:
+                self._dispatch_key_shared()
+            else:
+                consumer = self.active_consumer
+                while consumer is not None and consumer.permits > 0:
+                    entry = self._next_entry()
+                    if entry is None:
+                        break
+                    self._deliver(consumer, entry)
+        finally:
+            self._dispatching = False
+
+    def _dispatch_shared(self) -> None:
+        ready = [c for c in self.consumers if c.permits > 0]
+        while ready:
+            entry = self._next_entry()
+            if entry is None:
+                return
+            consumer = ready[self._rr % len(ready)]
+            self._rr += 1
+            self._deliver(consumer, entry)
+            if consumer.permits <= 0:
+                ready.remove(consumer)
+
+    def _dispatch_key_shared(self) -> None:
+        while True:
+            entry = self._peek_entry()
+            if entry is None:
+                return
+            consumer = self._consumer_for_key(entry.key)
+            if consumer is None or consumer.permits <= 0:
+                return  # keep per-key order: wait for that consumer's permits
+            taken = self._next_entry()
+            assert taken is entry
+            self._deliver(consumer, entry)
+
+    def _consumer_for_key(self, key: bytes) -> Consumer | None:
+        slot = key_hash(key)
+        for consumer in self.consumers:
+            for start, end in consumer.hash_ranges:
+                if start <= slot <= end:
+                    return consumer
+        auto = [c for c in self.consumers if not c.hash_ranges]
+        if not auto:
+            return None
+        return auto[slot * len(auto) // KEY_HASH_RANGE]
+
+    def _skip(self, entry_id: int) -> bool:
+        return entry_id <= self.mark_delete or entry_id in self.acked or entry_id in self.pending
+
+    def _peek_entry(self) -> Entry | None:
+        topic = self.topic
+        while self._replay:
+            entry_id = self._replay[0]
+            entry = None if self._skip(entry_id) else topic.entry(entry_id)
+            if entry is not None:
+                return entry
+            heapq.heappop(self._replay)
+            self._replay_set.discard(entry_id)
+        if self.read_pos < topic.first_id:
+            self.read_pos = topic.first_id
+        while self.read_pos <= topic.durable_id:
+            entry_id = self.read_pos
+            entry = None if self._skip(entry_id) else topic.entry(entry_id)
+            if entry is not None:
+                return entry
+            self.read_pos += 1
+        return None
+
+    def _next_entry(self) -> Entry | None:
+        entry = self._peek_entry()
+        if entry is None:
+            return None
+        if self._replay and self._replay[0] == entry.entry_id:
+            heapq.heappop(self._replay)
+            self._replay_set.discard(entry.entry_id)
+        else:
+            self.read_pos = entry.entry_id + 1
+        return entry
+
+    def _deliver(self, consumer: Consumer, entry: Entry) -> None:
+        entry_id = entry.entry_id
+        remaining = self.partial.get(entry_id)
+        if remaining is None:
+            ack_set: list[int] = []
+            consumer.permits -= entry.num_messages
+        else:
+            ack_set = mask_to_words(remaining)
+            consumer.permits -= remaining.bit_count()
+        self.pending[entry_id] = consumer
+        consumer.pending.add(entry_id)
+        consumer.sink.deliver(consumer, entry, self.redelivery.get(entry_id, 0), ack_set)
+
+    def _return_pending(self, consumer: Consumer, entry_ids: Iterable[int], *,
+                        count: bool) -> None:
+        for entry_id in entry_ids:
+            if self.pending.get(entry_id) is consumer:
+                del self.pending[entry_id]
+            consumer.pending.discard(entry_id)
+            if self._skip(entry_id):
+                continue
+            if count:
+                self.redelivery[entry_id] = self.redelivery.get(entry_id, 0) + 1
+            if entry_id not in self._replay_set and entry_id < self.read_pos:
+                heapq.heappush(self._replay, entry_id)
+                self._replay_set.add(entry_id)
+
+    def redeliver(self, consumer: Consumer, entry_ids: list[int] | None) -> None:
+        """REDELIVER_UNACKNOWLEDGED_MESSAGES: the listed entries, or all the consumer holds."""
+        if entry_ids is None or self.sub_type not in (SubType.Shared, SubType.Key_Shared):
+            entry_ids = sorted(consumer.pending)
+        else:
+            entry_ids = [e for e in entry_ids if e in consumer.pending]
+        self._return_pending(consumer, entry_ids, count=True)
+        self.dispatch()
+
+    # --- acknowledgements ------------------------------------------------------------------
+
+    def ack(self, consumer: Consumer | None, entry_id: int, ack_set: list[int]) -> bool:
+        """Individual ack of one entry (or of some messages of a batch); True if it changed."""
+        if entry_id <= self.mark_delete or entry_id in self.acked:
+            return False
+        if entry_id > self.topic.durable_id:
+            return False  # not a message this topic has delivered
+        if ack_set and any(ack_set):
+            entry = self.topic.entry(entry_id)
+            if entry is not None and entry.is_batch:
+                full = (1 << entry.num_messages) - 1
+                remaining = self.partial.get(entry_id, full) & words_to_mask(ack_set) & full
+                if remaining:
+                    self.partial[entry_id] = remaining
+                    return True
+        self._acked(entry_id)
+        self._advance()
+        return True
+
+    def ack_cumulative(self, entry_id: int, ack_set: list[int]) -> bool:
+        """Cumulative ack: everything up to ``entry_id`` (that entry partly, with an ack_set)."""
+        entry_id = min(entry_id, self.topic.durable_id)
+        if entry_id <= self.mark_delete:
+            return False
+        upto = entry_id
+        if ack_set and any(ack_set):
+            upto = entry_id - 1
+            self.ack(None, entry_id, ack_set)
+        for acked in [e for e in self.pending if e <= upto]:
+            self._release(acked)
+        for acked in [e for e in self.acked if e <= upto]:
+            self.acked.discard(acked)
+        for acked in [e for e in self.partial if e <= upto]:
+            del self.partial[acked]
+        for acked in [e for e in self.redelivery if e <= upto]:
+            del self.redelivery[acked]
+        if upto > self.mark_delete:
+            self.mark_delete = upto
+        self._advance()
+        return True
+
+    def _release(self, entry_id: int) -> None:
+        holder = self.pending.pop(entry_id, None)
+        if holder is not None:
+            holder.pending.discard(entry_id)
+
+    def _acked(self, entry_id: int) -> None:
+        self.acked.add(entry_id)
+        self.partial.pop(entry_id, None)
+        self.redelivery.pop(entry_id, None)
+        self._release(entry_id)
+
+    def _advance(self) -> None:
+        acked = self.acked
+        mark = self.mark_delete
+        while mark + 1 in acked:
+            mark += 1
+            acked.discard(mark)
+        self.mark_delete = mark
+        if self.read_pos <= mark:
+            self.read_pos = mark + 1
+
+    # --- seek and restore ------------------------------------------------------------------
+
+    def reset(self, entry_id: int) -> None:
+        """Move the cursor so that ``entry_id`` is the next entry delivered (SEEK)."""
+        entry_id = max(entry_id, self.topic.first_available_id)
+        self.mark_delete = entry_id - 1
+        self.read_pos = entry_id
+        self.acked.clear()
+        self.partial.clear()
+        self.redelivery.clear()
+        self._replay.clear()
+        self._replay_set.clear()
+        self.pending.clear()
+        for consumer in self.consumers:
+            consumer.pending.clear()
+
+    def restore(self, mark_delete: int, acked: Iterable[int], partial: dict[int, int]) -> None:
+        """Set the cursor from the log."""
+        self.mark_delete = mark_delete
+        self.acked = {e for e in acked if e > mark_delete}
+        self.partial = {e: m for e, m in partial.items() if e > mark_delete}
+        self.read_pos = mark_delete + 1
+        self._advance()
+
+    @property
+    def backlog(self) -> int:
+        """Entries not yet acknowledged (approximate: batches count once)."""
+        return max(0, self.topic.last_id - self.mark_delete - len(self.acked))

@@ -1,0 +1,181 @@
+"""Topic names and topics: the entries a topic holds, in memory, in publish order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .dedup import DedupState
+
+if TYPE_CHECKING:
+    from .subscriptions import Subscription
+
+PARTITION_SUFFIX = "-partition-"
+DEFAULT_PREFIX = "persistent://public/default/"
+_DOMAINS = ("persistent", "non-persistent")
+
+# Acknowledged entries are kept (for seeks back and new Earliest subscribers) until a topic
+# holds more than this many payload bytes; then the oldest acknowledged ones are dropped.
+DEFAULT_RETENTION_BYTES = 64 * 1024 * 1024
+
+# Entry ids are uint64 on the wire; -1 ("no entry") is written as its two's complement.
+NO_ENTRY = -1
+UINT64_MASK = (1 << 64) - 1
+
+
+class InvalidTopicName(ValueError):
+    """A topic name that is neither short ("t", "tenant/ns/t") nor fully qualified."""
+
+
+def normalize_topic(name: str) -> str:
+    """The fully qualified form of a topic name.
+
+    ``my-topic`` becomes ``persistent://public/default/my-topic`` and ``tenant/ns/topic`` becomes
+    ``persistent://tenant/ns/topic``; ``domain://tenant/ns/topic`` (and the legacy
+    ``domain://tenant/cluster/ns/topic``) is kept as it is.
+    """
+    if "://" in name:
+        domain, rest = name.split("://", 1)
+        parts = rest.split("/")
+        if domain not in _DOMAINS or len(parts) not in (3, 4) or not all(parts):
+            raise InvalidTopicName(f"invalid topic name {name!r}")
+        return name
+    parts = name.split("/")
+    if not all(parts):
+        raise InvalidTopicName(f"invalid topic name {name!r}")
+    if len(parts) == 1:
+        return DEFAULT_PREFIX + name
+    if len(parts) == 3:
+        return "persistent://" + name
+    raise InvalidTopicName(f"invalid topic name {name!r}")
+
+
+def partition_index(name: str) -> int:
+    """The partition number of ``t-partition-<n>``; -1 for a name that is not a partition."""
+    base, sep, index = name.rpartition(PARTITION_SUFFIX)
+    if sep and base and index.isdigit():
+        return int(index)
+    return -1
+
+
+def base_topic(name: str) -> str:
+    """The partitioned topic a partition belongs to (the name itself if not a partition)."""
+    if partition_index(name) < 0:
+        return name
+    return name.rpartition(PARTITION_SUFFIX)[0]
+
+
+def partition_name(topic: str, index: int) -> str:
+    return f"{topic}{PARTITION_SUFFIX}{index}"
+
+
+def namespace_of(name: str) -> str:
+    """``tenant/namespace`` of a fully qualified topic name."""
+    parts = name.split("://", 1)[1].split("/")
+    return "/".join(parts[:-1])
+
+
+@dataclass(slots=True)
+class Entry:
+    """One stored entry: a single message or a whole batch, kept as the bytes the producer sent.
+
+    ``payload`` is the frame's payload section (magic, checksum, metadata, data), so it is
+    forwarded to consumers without re-encoding. ``key`` is what Key_Shared routes on.
+    """
+
+    entry_id: int
+    payload: bytes
+    num_messages: int
+    is_batch: bool
+    publish_time: int
+    key: bytes
+
+
+@dataclass(eq=False)
+class Topic:
+    """One (non-partitioned) topic or one partition of a partitioned topic."""
+
+    name: str
+    ledger_id: int
+    entries: list[Entry] = field(default_factory=list)
+    first_id: int = 0  # entry id of entries[0]; older entries were trimmed
+    next_entry_id: int = 0
+    durable_id: int = NO_ENTRY  # highest entry id that is persisted, so dispatchable
+    subscriptions: dict[str, Subscription] = field(default_factory=dict)
+    producer_names: set[str] = field(default_factory=set)
+    dedup: DedupState = field(default_factory=DedupState)
+    partition: int = -1
+    retention_bytes: int = DEFAULT_RETENTION_BYTES
+    size: int = 0  # payload bytes of the entries held
+
+    def __post_init__(self) -> None:
+        self.partition = partition_index(self.name)
+
+    def append(self, payload: bytes, num_messages: int, is_batch: bool, publish_time: int,
+               key: bytes, entry_id: int | None = None) -> Entry:
+        """Add an entry with the next id (or with ``entry_id``, when replaying the log)."""
+        if entry_id is None:
+            entry_id = self.next_entry_id
+        elif entry_id < self.next_entry_id or (self.entries and entry_id != self.next_entry_id):
+            raise ValueError(f"{self.name}: entry {entry_id} out of order, "
+                             f"expected {self.next_entry_id}")
+        entry = Entry(entry_id, payload, num_messages, is_batch, publish_time, key)
+        if not self.entries:
+            self.first_id = entry_id
+        self.entries.append(entry)
+        self.size += len(payload)
+        self.next_entry_id = entry_id + 1
+        return entry
+
+    def entry(self, entry_id: int) -> Entry | None:
+        index = entry_id - self.first_id
+        if 0 <= index < len(self.entries):
+            return self.entries[index]
+        return None
+
+    @property
+    def last_id(self) -> int:
+        """Id of the newest entry, persisted or not (NO_ENTRY when there is none)."""
+        return self.next_entry_id - 1
+
+    @property
+    def first_available_id(self) -> int:
+        return self.first_id if self.entries else self.next_entry_id
+
+    def skip_to(self, next_entry_id: int) -> None:
+        """Continue numbering at ``next_entry_id`` (a topic whose entries were all trimmed)."""
+        if next_entry_id > self.next_entry_id and not self.entries:
+            self.next_entry_id = self.first_id = next_entry_id
+            self.durable_id = next_entry_id - 1
+
+    def find_by_publish_time(self, timestamp: int) -> int:
+        """Id of the first entry published at or after ``timestamp`` (ms)."""
+        for entry in self.entries:
+            if entry.publish_time >= timestamp:
+                return entry.entry_id
+        return self.next_entry_id
+
+    def trim(self, *, force: bool = False) -> int:
+        """Drop the oldest entries every subscription has acknowledged while the topic holds
+        more than ``retention_bytes``; return how many were dropped.
+
+        A topic without subscriptions keeps everything, so that a later subscriber starting at
+        Earliest sees what was published before it came. Trimming shifts the list, so unless
+        ``force`` it waits until there is a worthwhile number of entries to drop.
+        """
+        if self.size <= self.retention_bytes or not self.subscriptions or not self.entries:
+            return 0
+        upto = min(sub.mark_delete for sub in self.subscriptions.values())
+        excess = self.size - self.retention_bytes
+        count = dropped = 0
+        for entry in self.entries:
+            if entry.entry_id > upto or dropped >= excess:
+                break
+            dropped += len(entry.payload)
+            count += 1
+        if count == 0 or (not force and count < 256 and count < len(self.entries)):
+            return 0
+        del self.entries[:count]
+        self.first_id += count
+        self.size -= dropped
+        return count

@@ -1,18 +1,22 @@
 # protoframe developer commands. Everything installs into .venv; nothing is needed by hand
-# beyond python3 (3.11+) with venv.
+# beyond python3 (3.11+) with venv, and Java 17+ for the Spark tests and benchmark.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
+JAVA_MIN := 17
+JAVA := $(if $(JAVA_HOME),$(JAVA_HOME)/bin/java,java)
+# Spark binds to loopback only (no hostname lookups, nothing listening outside).
+export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: venv generate check test run bench lint typecheck clean
+.PHONY: venv generate check test run bench lint typecheck clean java-check
 
 venv: $(STAMP)
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,spark]'
 	@touch $(STAMP)
 
 generate: $(STAMP)
@@ -27,7 +31,17 @@ typecheck: $(STAMP)
 lint: $(STAMP)
 	$(PY) -m ruff check .
 
-test: $(STAMP)
+# Spark (pyspark 4) runs on Java 17 or newer: stop early, saying how to install it.
+java-check:
+	@v=$$($(JAVA) -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n 1); \
+	if [ -z "$$v" ] || [ "$$v" -lt $(JAVA_MIN) ]; then \
+		echo "Spark needs Java $(JAVA_MIN) or newer (found: $${v:-no java})."; \
+		echo "Install it with:  sudo apt-get install openjdk-17-jre-headless"; \
+		echo "(or point JAVA_HOME at a JDK/JRE 17+)"; \
+		exit 1; \
+	fi
+
+test: $(STAMP) java-check
 	$(PY) -m generator --check
 	$(PY) -m mypy --strict
 	$(PY) -m ruff check .
@@ -36,7 +50,7 @@ test: $(STAMP)
 run: $(STAMP) generate
 	$(PY) -m clients.pulsar.demo
 
-bench: $(STAMP)
+bench: $(STAMP) java-check
 	$(PY) -m bench
 
 clean:

@@ -1,0 +1,405 @@
+"""Decode frame captures into typed Spark DataFrames, for any generated protocol.
+
+The driver walks each capture file's record headers once (``runtime/capture.py``'s
+``split_offsets``) and cuts it into record-aligned byte ranges, so one large file is read by
+several tasks. Then:
+
+* ``decode_captures(spark, paths)`` runs ``mapInArrow`` over those parts: each task reads its
+  byte ranges and decodes the frames in the same Python worker, with the protocol's generated
+  modules chosen by name: ``generated.<protocol>.spark`` (``decode_frame``, ``command_name``,
+  ``FRAME``) over ``generated.<protocol>.frames``. Every batch of frames becomes one Arrow
+  batch of rows, built column by column by the generated code.
+* ``read_captures(spark, paths)`` reads the raw records through a Python data source,
+  ``protoframe_capture`` (rows: ``ts_ns``, ``direction`` "in"/"out", ``connection_id``,
+  ``frame`` bytes), for queries on the bytes themselves or other decoders;
+  ``decode_captures(spark, raw_dataframe)`` decodes such a DataFrame with ``mapInArrow``.
+
+The decoded DataFrame has one row per frame (one command):
+
+    ts_ns           long, not null      capture timestamp, ns since the epoch
+    direction       string, not null    "in" or "out", seen from the recording side
+    connection_id   long, not null      the recorder's connection number
+    frame_size      long, not null      bytes of the frame
+    command_type    string              the command's name as the spec names it ("SEND"),
+                                        null when the frame did not decode
+    error           string              why the frame did not decode (or failed its
+                                        checksum), else null
+    <frame fields>                      the frame struct's fields with their generated
+                                        schemas, nullable; for Pulsar ``command`` (the whole
+                                        BaseCommand) and ``payload`` (broker entry metadata,
+                                        MessageMetadata, data) when the frame has one
+
+Java 17+ must be installed (``apt-get install openjdk-17-jre-headless``); ``local_session``
+checks it and sets up a local session the way the tests and benchmarks use it.
+"""
+
+from __future__ import annotations
+
+import gc
+import glob
+import importlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, Protocol, cast
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
+
+from runtime.capture import read_columns, split_offsets
+from runtime.spark_rows import RowCodec
+
+SOURCE_NAME = "protoframe_capture"
+REPO = Path(__file__).resolve().parent.parent
+JAVA_HINT = ("Spark needs Java 17 or newer; install it with "
+             "`apt-get install openjdk-17-jre-headless` (or set JAVA_HOME).")
+
+_DIRECTIONS = pa.array(["in", "out"], pa.string())  # capture direction byte -> name
+
+CAPTURE_FIELDS = [
+    StructField("ts_ns", LongType(), False),
+    StructField("direction", StringType(), False),
+    StructField("connection_id", LongType(), False),
+]
+RAW_SCHEMA = StructType([*CAPTURE_FIELDS, StructField("frame", BinaryType(), False)])
+_RAW_ARROW = pa.schema([
+    pa.field("ts_ns", pa.int64(), nullable=False),
+    pa.field("direction", pa.string(), nullable=False),
+    pa.field("connection_id", pa.int64(), nullable=False),
+    pa.field("frame", pa.binary(), nullable=False),
+])
+DECODE_FIELDS = [
+    StructField("frame_size", LongType(), False),
+    StructField("command_type", StringType(), True),
+    StructField("error", StringType(), True),
+]
+
+
+class SparkModule(Protocol):
+    """What the capture pipeline uses of a generated ``spark`` module."""
+
+    FRAME: RowCodec[Any]
+
+    def decode_frame(self, data: bytes, to_server: bool = False) -> tuple[Any, str | None]: ...
+
+    def command_name(self, frame: Any) -> str: ...
+
+
+def generated_spark(protocol: str) -> SparkModule:
+    """The generated ``spark`` module of ``protocol``.
+
+    A plain name selects ``generated.<protocol>.spark``; a dotted one names the protocol's
+    package itself, for code generated elsewhere (``--out``): "mypkg.pulsar" selects
+    ``mypkg.pulsar.spark``.
+    """
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", protocol):
+        raise ValueError(f"not a protocol name: {protocol!r}")
+    package = protocol if "." in protocol else f"generated.{protocol}"
+    module = importlib.import_module(f"{package}.spark")
+    if not hasattr(module, "FRAME"):
+        raise ValueError(f"protocol {protocol!r} has no frame spec, so nothing to decode")
+    return cast(SparkModule, module)
+
+
+# --- the session --------------------------------------------------------------------------------
+
+
+def java_version() -> int | None:
+    """The major version of the ``java`` Spark would start, or None when there is none."""
+    home = os.environ.get("JAVA_HOME")
+    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    if not java or not Path(java).exists():
+        return None
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
+    if not match:
+        return None
+    major = int(match.group(1))
+    return int(match.group(2) or 0) if major == 1 else major  # "1.8" is Java 8
+
+
+def require_java(minimum: int = 17) -> None:
+    """Raise RuntimeError, saying how to install it, unless Java ``minimum``+ is available."""
+    found = java_version()
+    if found is None or found < minimum:
+        have = "no java" if found is None else f"Java {found}"
+        raise RuntimeError(f"{JAVA_HINT} Found: {have}.")
+
+
+def local_session(app_name: str = "protoframe", master: str = "local[2]",
+                  conf: dict[str, str] | None = None) -> SparkSession:
+    """A local SparkSession set up for protoframe (tests, benchmarks, notebooks).
+
+    Binds to 127.0.0.1 (``SPARK_LOCAL_IP``), runs Python workers with this interpreter and
+    puts the repository on their ``PYTHONPATH`` (they import ``generated``, ``runtime`` and
+    ``pipeline``), disables the UI and uses few shuffle partitions.
+    """
+    require_java()
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if str(REPO) not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO), *paths])
+    settings = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.default.parallelism": "2",
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+    }
+    settings.update(conf or {})
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+# --- reading capture files ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CapturePart(InputPartition):
+    """Whole records of one capture file: those whose headers start in [start, end)."""
+
+    path: str
+    start: int
+    end: int
+
+
+def capture_files(paths: Sequence[str]) -> list[str]:
+    """Files named by ``paths``: files as they are, directories' files, glob patterns."""
+    out: list[str] = []
+    for path in paths:
+        if os.path.isdir(path):
+            out += sorted(str(p) for p in Path(path).iterdir() if p.is_file()
+                          and not p.name.startswith((".", "_")))
+        elif any(ch in path for ch in "*?["):
+            out += sorted(glob.glob(path))
+        else:
+            out.append(path)
+    missing = [p for p in out if not os.path.isfile(p)]
+    if missing:
+        raise FileNotFoundError(f"no capture file at {', '.join(missing)}")
+    return out
+
+
+def plan_parts(paths: Sequence[str], partitions: int) -> list[CapturePart]:
+    """Record-aligned parts of the files, about ``partitions`` of them, by size."""
+    files = capture_files(paths)
+    sizes = {p: os.path.getsize(p) for p in files}
+    total = sum(sizes.values()) or 1
+    parts: list[CapturePart] = []
+    for path in files:
+        share = max(1, round(partitions * sizes[path] / total))
+        parts += [CapturePart(path, start, end) for start, end in split_offsets(path, share)]
+    return parts
+
+
+class CaptureReader(DataSourceReader):
+    """Reads the parts ``plan_parts`` cuts, as Arrow batches of raw records."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.paths: list[str] = json.loads(options["paths"])
+        self.partitions_wanted = int(options.get("partitions", "2"))
+        self.strict = options.get("strict", "true").lower() == "true"
+        self.batch_rows = int(options.get("batch_rows", "10000"))
+
+    def partitions(self) -> Sequence[InputPartition]:
+        return plan_parts(self.paths, self.partitions_wanted)
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        assert isinstance(partition, CapturePart)
+        for ts, dirs, conns, frames in read_columns(partition.path, partition.start,
+                                                    partition.end, batch_rows=self.batch_rows,
+                                                    strict=self.strict):
+            yield pa.RecordBatch.from_arrays([
+                pa.array(ts, pa.int64()),
+                _DIRECTIONS.take(pa.array(dirs, pa.int8())),
+                pa.array(conns, pa.int64()),
+                pa.array(frames, pa.binary()),
+            ], schema=_RAW_ARROW)
+
+
+class CaptureDataSource(DataSource):
+    """``spark.read.format("protoframe_capture")``: capture files as raw records.
+
+    Options: ``paths`` (a JSON list of files, directories or glob patterns), ``partitions``
+    (about how many parts to cut the files into), ``strict`` ("false" ignores a partial last
+    record), ``batch_rows``.
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def schema(self) -> StructType:
+        return RAW_SCHEMA
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return CaptureReader(dict(self.options))
+
+
+def read_captures(spark: SparkSession, paths: str | Sequence[str], *,
+                  partitions: int | None = None, strict: bool = True) -> DataFrame:
+    """Capture files as a DataFrame of raw records (``RAW_SCHEMA``)."""
+    spark.dataSource.register(CaptureDataSource)
+    if isinstance(paths, str):
+        paths = [paths]
+    wanted = partitions or spark.sparkContext.defaultParallelism
+    return (spark.read.format(SOURCE_NAME)
+            .option("paths", json.dumps([os.fspath(p) for p in paths]))
+            .option("partitions", str(wanted))
+            .option("strict", "true" if strict else "false")
+            .load())
+
+
+# --- decoding -----------------------------------------------------------------------------------
+
+
+def capture_schema(protocol: str) -> StructType:
+    """The schema of ``decode_captures(..., protocol)`` (see the module docstring)."""
+    frame = generated_spark(protocol).FRAME.spark_schema
+    taken = {f.name for f in CAPTURE_FIELDS + DECODE_FIELDS}
+    clash = [f.name for f in frame.fields if f.name in taken]
+    if clash:
+        raise ValueError(f"{protocol} frame fields {clash} clash with the capture columns")
+    return StructType([*CAPTURE_FIELDS, *DECODE_FIELDS,
+                       *[StructField(f.name, f.dataType, True) for f in frame.fields]])
+
+
+def _arrow_schema(module: SparkModule) -> Any:
+    frame_fields = [f.with_nullable(True) for f in module.FRAME.arrow_type]
+    return pa.schema([
+        *[f for f in _RAW_ARROW if f.name != "frame"],
+        pa.field("frame_size", pa.int64(), nullable=False),
+        pa.field("command_type", pa.string()),
+        pa.field("error", pa.string()),
+        *frame_fields,
+    ])
+
+
+class _Decoder:
+    """Turns columns of captured frames into record batches of decoded rows."""
+
+    def __init__(self, protocol: str, side: str) -> None:
+        if side not in ("client", "server"):
+            raise ValueError(f"side must be 'client' or 'server', not {side!r}")
+        module = generated_spark(protocol)
+        self.schema = _arrow_schema(module)
+        self.decode = module.decode_frame
+        self.command_name = module.command_name
+        self.codec = module.FRAME
+        self.to_server = 1 if side == "client" else 0  # the direction byte of to-server frames
+
+    def batch(self, ts: Any, directions: Any, connections: Any, datas: list[bytes],
+              to_server: list[bool]) -> Any:
+        """One output batch; the garbage collector is paused while it is built.
+
+        The objects decoded are freed by reference counting; collections triggered by their
+        sheer number would otherwise cost more than the decoding.
+        """
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            decode = self.decode
+            command_name = self.command_name
+            frames: list[Any] = []
+            errors: list[str | None] = []
+            names: list[str | None] = []
+            for data, outbound in zip(datas, to_server, strict=True):
+                frame, error = decode(data, outbound)
+                frames.append(frame)
+                errors.append(error)
+                names.append(None if frame is None else command_name(frame))
+            columns = self.codec.to_arrow(frames).flatten()
+            return pa.RecordBatch.from_arrays([
+                ts, directions, connections,
+                pa.array([len(d) for d in datas], pa.int64()),
+                pa.array(names, pa.string()), pa.array(errors, pa.string()), *columns,
+            ], schema=self.schema)
+        finally:
+            if enabled:
+                gc.enable()
+
+
+def decode_batches(protocol: str, side: str, batches: Iterator[Any]) -> Iterator[Any]:
+    """``mapInArrow`` body over raw records (``RAW_SCHEMA`` batches) -> decoded rows.
+
+    ``side`` is "client" when the capture was recorded by the client (its "out" frames go
+    to the server) and "server" otherwise; it matters to protocols whose layouts differ by
+    direction.
+    """
+    decoder = _Decoder(protocol, side)
+    outbound = "out" if decoder.to_server else "in"
+    for batch in batches:
+        directions = batch.column("direction")
+        yield decoder.batch(batch.column("ts_ns"), directions, batch.column("connection_id"),
+                            batch.column("frame").to_pylist(),
+                            [d == outbound for d in directions.to_pylist()])
+
+
+def decode_parts(protocol: str, side: str, strict: bool, batch_rows: int,
+                 batches: Iterator[Any]) -> Iterator[Any]:
+    """``mapInArrow`` body over capture file parts (``PART_SCHEMA``) -> decoded rows.
+
+    Reads each part's records and decodes them in the same Python worker, so frames never
+    travel through the JVM before they are decoded.
+    """
+    decoder = _Decoder(protocol, side)
+    for batch in batches:
+        for path, start, end in zip(*(batch.column(n).to_pylist() for n in PART_FIELDS),
+                                    strict=True):
+            for ts, dirs, conns, datas in read_columns(path, start, end, batch_rows=batch_rows,
+                                                       strict=strict):
+                to_server = decoder.to_server
+                yield decoder.batch(pa.array(ts, pa.int64()),
+                                    _DIRECTIONS.take(pa.array(dirs, pa.int8())),
+                                    pa.array(conns, pa.int64()), datas,
+                                    [d == to_server for d in dirs])
+
+
+PART_FIELDS = ("path", "start", "end")
+PART_SCHEMA = StructType([StructField("path", StringType(), False),
+                          StructField("start", LongType(), False),
+                          StructField("end", LongType(), False)])
+
+
+def decode_captures(spark: SparkSession, source: str | Sequence[str] | DataFrame, *,
+                    protocol: str = "pulsar", side: str = "client",
+                    partitions: int | None = None, strict: bool = True,
+                    batch_rows: int = 10_000) -> DataFrame:
+    """Capture files (or a raw DataFrame from ``read_captures``) as typed rows, one per frame.
+
+    ``protocol`` names the generated package to decode with (see ``generated_spark``). Given
+    paths, the driver cuts the files into record-aligned parts (about ``partitions`` of them,
+    by default twice the session's parallelism) and each task reads and decodes its parts in one
+    ``mapInArrow`` call; given a DataFrame of raw records, ``mapInArrow`` decodes its frames.
+    """
+    schema = capture_schema(protocol)  # also checks the protocol before any task runs
+    if isinstance(source, DataFrame):
+        return source.mapInArrow(partial(decode_batches, protocol, side), schema)
+    paths = [source] if isinstance(source, str) else list(source)
+    # Twice the parallelism by default: tasks finishing at different times even out.
+    wanted = partitions or 2 * spark.sparkContext.defaultParallelism
+    parts = [(p.path, p.start, p.end) for p in plan_parts(paths, wanted)]
+    # One part per partition (and task), however many parts the files made.
+    rdd = spark.sparkContext.parallelize(parts, max(1, len(parts)))
+    table = spark.createDataFrame(rdd, PART_SCHEMA)
+    return table.mapInArrow(partial(decode_parts, protocol, side, strict, batch_rows), schema)

@@ -174,6 +174,11 @@ class FrameField:
             return 0
         if self.optional:
             return None
+        return self.width_when_present
+
+    @property
+    def width_when_present(self) -> int | None:
+        """Bytes the field takes when it is there (whether or not it is optional)."""
         if self.kind == "int":
             return self.width
         if self.kind == "bool":

@@ -396,19 +396,6 @@ def _range_ends(s: StructDef, f: FrameField) -> list[FrameField]:
     return [g for g in s.fields if g.size_range is not None and g.size_range[1] == f.name]
 
 
-def _fixed_width(f: FrameField) -> int | None:
-    """Bytes a field takes when present (ignoring whether it is optional)."""
-    if f.kind == "int":
-        return f.width
-    if f.kind == "bool":
-        return 1
-    if f.kind == "uuid":
-        return 16
-    if f.kind == "bytes" and f.length is not None:
-        return f.length
-    return None
-
-
 # ---------------------------------------------------------------------------------------------
 # decoding
 
@@ -562,7 +549,7 @@ class _Decoder:
                 self.consumes_rest = True
             default = _literal(f.default) if f.default is not None else "None"
             self.out.append(f"f_{f.name} = {default}")
-            fixed = _fixed_width(f)
+            fixed = f.width_when_present
             self.out.append(f"if end - pos >= {fixed}:" if fixed else "if pos < end:")
             if fixed and body[0].startswith("if pos + ") and "raise truncated" in body[1]:
                 body = body[2:]  # the guard above already made sure the bytes are there

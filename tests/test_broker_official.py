@@ -13,11 +13,10 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import pulsar
 import pytest
 
 from clients.pulsar.broker import BrokerThread
-
-pulsar = pytest.importorskip("pulsar")
 
 _names = itertools.count()
 RECEIVE_MS = 5000

@@ -8,11 +8,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
+import pulsar
 
 from clients.pulsar.broker import BrokerProcess
-
-pulsar = pytest.importorskip("pulsar")
 
 RECEIVE_MS = 5000
 TOPIC = "persistent://durable/ns/orders"

@@ -11,14 +11,13 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
+import pulsar
 import pytest
 
 from clients.pulsar import PulsarClient
 from clients.pulsar.broker import BrokerThread
 from clients.pulsar.producer import CompressionName
 from clients.pulsar.routing import murmur3_32
-
-pulsar = pytest.importorskip("pulsar")
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from generator.errors import SpecError
 from generator.frame_ir import CommandInfo, FrameField, FrameSpec, Request, StructDef
 from generator.ir import Field, Label, Presence
-from generator.machines_view import snake
 from generator.pyview import docstring, q
 
 
@@ -247,5 +246,3 @@ def _struct_ann(types: _Types, f: FrameField) -> str:
         return f"list[{_struct_ann(types, f.element)}]"
     return "Any"
 
-
-__all__ = ["build_client_module", "snake"]

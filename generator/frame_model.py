@@ -139,12 +139,10 @@ class _Builder:
     # -- top level ----------------------------------------------------------------------------
     def build(self) -> FrameSpec:
         root = self.root
-        declared = set(root.get("proto", []))
         known = {Path(f.path).name for f in self.protocol.files}
         for i, name in enumerate(root.get("proto", [])):
             if name not in known:
                 self.error(f"proto file {name!r} is not in the protocol directory", ["proto", i])
-        del declared
         raw_structs: LocDict = root.get("structs", LocDict())
         for name, body in raw_structs.items():
             self.structs[name] = StructDef(name, body.get("doc", ""), [],

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from generator.errors import SpecError, SpecErrors
 from generator.expr import Expr
-from generator.frame_ir import INT_TYPES, CommandInfo, FrameField, FrameSpec, StructDef
+from generator.frame_ir import INT_TYPES, FrameField, FrameSpec, StructDef
 from generator.pyview import bytes_literal, docstring, q
 
 _STRUCT_CODES = {(1, False): "B", (2, False): "H", (4, False): "I", (8, False): "Q",
@@ -444,11 +444,9 @@ class _Decoder:
             self.out += ["if pos != end:", *_indent(_raise(
                 "SizeMismatchError", f"{s.name}: {{end - pos}} bytes left over after the "
                 "last field"))]
-        args = ", ".join(f"{f.name}=f_{f.name}" for f in s.data_fields)
         # Decoded values skip the keyword constructor: every field is already checked here.
         self.out.append("obj = cls.__new__(cls)")
         self.out += [f"obj.{f.name} = f_{f.name}" for f in s.data_fields]
-        del args
         for f in s.fields:
             if f.checksum is not None and not self.early_checksum(f):
                 self.checksum_check(f)
@@ -1343,7 +1341,3 @@ def _command_table(ctx: _Ctx, spec: FrameSpec) -> list[str]:
                             lines.append(f"    {st.name}: {c.value},")
                 lines.append("}")
     return lines
-
-
-def command_infos(spec: FrameSpec) -> list[CommandInfo]:
-    return list(spec.commands.values())

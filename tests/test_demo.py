@@ -12,6 +12,7 @@ def test_demo_produces_and_consumes_typed_events(
 ) -> None:
     monkeypatch.delenv("PULSAR_URL", raising=False)
     monkeypatch.setattr(demo, "EVENTS", 300)
+    monkeypatch.setattr(demo, "SPARK", False)  # the Spark step has tests of its own
     demo.main()
     out = capsys.readouterr().out
     assert "Produced 300 OrderPlaced events" in out

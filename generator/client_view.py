@@ -183,7 +183,7 @@ def _method(spec: FrameSpec, types: _Types, r: Request,
         switch = next(f for f in spec.frame.fields if f.kind == "switch")
         frame_args = [f"{switch.name}=body"]
         correlate_attr = {sf.name: f"body.{sf.name}" for sf in struct.data_fields}
-    for extra in frame_extra:
+    for extra in (f for f in frame_extra if f.name in r.frame_fields):
         pname = _param_name(extra.name, taken)
         ann = _struct_ann(types, extra)
         optional.append(f"{pname}: {ann} | None = None")

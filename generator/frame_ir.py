@@ -225,6 +225,8 @@ class Request:
     # The subset of ``correlate`` that are data fields of the frame itself (e.g. a serial
     # number in the frame header) rather than fields of the command bodies.
     frame_correlate: list[str] = field(default_factory=list)
+    # Frame data fields besides the command that the generated method takes (Pulsar: payload).
+    frame_fields: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -598,6 +598,7 @@ class _Builder:
                  frame: StructDef) -> list[Request]:
         frame_data = {f.name for f in frame.data_fields
                       if f.kind not in ("switch", "proto", "struct", "blocks", "array")}
+        frame_fields_all = {f.name for f in frame.data_fields}
         out: list[Request] = []
         for i, item in enumerate(raw.get("requests", [])):
             path: PathT = ["interactions", "requests", i]
@@ -625,8 +626,13 @@ class _Builder:
                 self.error(f"correlation field {cname!r} is not a field of {bad} nor a data "
                            f"field of {frame.name}", [*path, "correlate", j])
             method = item.get("method") or _method_name(commands[item["request"]])
+            frame_fields = list(item.get("frame_fields", []))
+            for j, fname in enumerate(frame_fields):
+                if fname not in frame_fields_all:
+                    self.error(f"frame_fields: {fname!r} is not a data field of the frame",
+                               [*path, "frame_fields", j])
             out.append(Request(item["request"], item["response"], list(item.get("errors", [])),
-                               correlate, method, on_frame))
+                               correlate, method, on_frame, frame_fields))
         methods = [r.method for r in out]
         for i, r in enumerate(out):
             if methods.count(r.method) > 1 and methods.index(r.method) != i:

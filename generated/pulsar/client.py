@@ -117,7 +117,6 @@ class PulsarRequests:
         original_auth_method: str | None = None,
         feature_flags: pulsar_api.FeatureFlags | None = None,
         proxy_version: str | None = None,
-        payload: frames.Payload | None = None,
         timeout: float | None = None,
     ) -> pulsar_api.CommandConnected:
         """Send CONNECT and return its CONNECTED; raises ``RequestFailed`` on ERROR."""
@@ -135,8 +134,7 @@ class PulsarRequests:
             proxy_version=proxy_version,
         )
         frame = frames.Frame(
-            command=pulsar_api.BaseCommand(type_=pulsar_api.BaseCommand.Type.CONNECT, connect=body),
-            payload=payload,
+            command=pulsar_api.BaseCommand(type_=pulsar_api.BaseCommand.Type.CONNECT, connect=body)
         )
         name, answer = await self._call(
             ("CONNECT", ()), frame, timeout, "CONNECT"
@@ -149,14 +147,12 @@ class PulsarRequests:
     async def ping(
         self,
         *,
-        payload: frames.Payload | None = None,
         timeout: float | None = None,
     ) -> pulsar_api.CommandPong:
         """Send PING and return its PONG."""
         body = pulsar_api.CommandPing()
         frame = frames.Frame(
-            command=pulsar_api.BaseCommand(type_=pulsar_api.BaseCommand.Type.PING, ping=body),
-            payload=payload,
+            command=pulsar_api.BaseCommand(type_=pulsar_api.BaseCommand.Type.PING, ping=body)
         )
         name, answer = await self._call(
             ("PING", ()), frame, timeout, "PING"
@@ -176,7 +172,6 @@ class PulsarRequests:
         original_auth_method: str | None = None,
         advertised_listener_name: str | None = None,
         properties: list[pulsar_api.KeyValue] | None = None,
-        payload: frames.Payload | None = None,
         timeout: float | None = None,
     ) -> pulsar_api.CommandLookupTopicResponse:
         """Send LOOKUP and return its LOOKUP_RESPONSE."""
@@ -196,7 +191,6 @@ class PulsarRequests:
                 type_=pulsar_api.BaseCommand.Type.LOOKUP,
                 lookupTopic=body,
             ),
-            payload=payload,
         )
         name, answer = await self._call(
             ("LOOKUP", (body.request_id,)), frame, timeout, "LOOKUP"
@@ -214,7 +208,6 @@ class PulsarRequests:
         original_auth_data: str | None = None,
         original_auth_method: str | None = None,
         metadata_auto_creation_enabled: bool | None = None,
-        payload: frames.Payload | None = None,
         timeout: float | None = None,
     ) -> pulsar_api.CommandPartitionedTopicMetadataResponse:
         """Send PARTITIONED_METADATA and return its PARTITIONED_METADATA_RESPONSE."""
@@ -232,7 +225,6 @@ class PulsarRequests:
                 type_=pulsar_api.BaseCommand.Type.PARTITIONED_METADATA,
                 partitionMetadata=body,
             ),
-            payload=payload,
         )
         name, answer = await self._call(
             ("PARTITIONED_METADATA", (body.request_id,)), frame, timeout, "PARTITIONED_METADATA"
@@ -257,7 +249,6 @@ class PulsarRequests:
         topic_epoch: int | None = None,
         txn_enabled: bool | None = None,
         initial_subscription_name: str | None = None,
-        payload: frames.Payload | None = None,
         timeout: float | None = None,
     ) -> pulsar_api.CommandProducerSuccess:
         """Send PRODUCER and return its PRODUCER_SUCCESS; raises ``RequestFailed`` on ERROR."""
@@ -282,7 +273,6 @@ class PulsarRequests:
                 type_=pulsar_api.BaseCommand.Type.PRODUCER,
                 producer=body,
             ),
-            payload=payload,
         )
         name, answer = await self._call(
             ("PRODUCER", (body.request_id,)), frame, timeout, "PRODUCER"
@@ -313,7 +303,6 @@ class PulsarRequests:
         keySharedMeta: pulsar_api.KeySharedMeta | None = None,
         subscription_properties: list[pulsar_api.KeyValue] | None = None,
         consumer_epoch: int | None = None,
-        payload: frames.Payload | None = None,
         timeout: float | None = None,
     ) -> pulsar_api.CommandSuccess:
         """Send SUBSCRIBE and return its SUCCESS; raises ``RequestFailed`` on ERROR."""
@@ -344,7 +333,6 @@ class PulsarRequests:
                 type_=pulsar_api.BaseCommand.Type.SUBSCRIBE,
                 subscribe=body,
             ),
-            payload=payload,
         )
         name, answer = await self._call(
             ("SUBSCRIBE", (body.request_id,)), frame, timeout, "SUBSCRIBE"
@@ -360,7 +348,6 @@ class PulsarRequests:
         *,
         assignedBrokerServiceUrl: str | None = None,
         assignedBrokerServiceUrlTls: str | None = None,
-        payload: frames.Payload | None = None,
         timeout: float | None = None,
     ) -> pulsar_api.CommandSuccess:
         """Send CLOSE_PRODUCER and return its SUCCESS; raises ``RequestFailed`` on ERROR."""
@@ -376,7 +363,6 @@ class PulsarRequests:
                 type_=pulsar_api.BaseCommand.Type.CLOSE_PRODUCER,
                 close_producer=body,
             ),
-            payload=payload,
         )
         name, answer = await self._call(
             ("CLOSE_PRODUCER", (body.request_id,)), frame, timeout, "CLOSE_PRODUCER"
@@ -392,7 +378,6 @@ class PulsarRequests:
         *,
         assignedBrokerServiceUrl: str | None = None,
         assignedBrokerServiceUrlTls: str | None = None,
-        payload: frames.Payload | None = None,
         timeout: float | None = None,
     ) -> pulsar_api.CommandSuccess:
         """Send CLOSE_CONSUMER and return its SUCCESS; raises ``RequestFailed`` on ERROR."""
@@ -408,7 +393,6 @@ class PulsarRequests:
                 type_=pulsar_api.BaseCommand.Type.CLOSE_CONSUMER,
                 close_consumer=body,
             ),
-            payload=payload,
         )
         name, answer = await self._call(
             ("CLOSE_CONSUMER", (body.request_id,)), frame, timeout, "CLOSE_CONSUMER"
@@ -423,7 +407,6 @@ class PulsarRequests:
         consumer_id: int,
         *,
         force: bool | None = None,
-        payload: frames.Payload | None = None,
         timeout: float | None = None,
     ) -> pulsar_api.CommandSuccess:
         """Send UNSUBSCRIBE and return its SUCCESS; raises ``RequestFailed`` on ERROR."""
@@ -438,7 +421,6 @@ class PulsarRequests:
                 type_=pulsar_api.BaseCommand.Type.UNSUBSCRIBE,
                 unsubscribe=body,
             ),
-            payload=payload,
         )
         name, answer = await self._call(
             ("UNSUBSCRIBE", (body.request_id,)), frame, timeout, "UNSUBSCRIBE"
@@ -454,7 +436,6 @@ class PulsarRequests:
         *,
         message_id: pulsar_api.MessageIdData | None = None,
         message_publish_time: int | None = None,
-        payload: frames.Payload | None = None,
         timeout: float | None = None,
     ) -> pulsar_api.CommandSuccess:
         """Send SEEK and return its SUCCESS; raises ``RequestFailed`` on ERROR."""
@@ -466,8 +447,7 @@ class PulsarRequests:
             message_publish_time=message_publish_time,
         )
         frame = frames.Frame(
-            command=pulsar_api.BaseCommand(type_=pulsar_api.BaseCommand.Type.SEEK, seek=body),
-            payload=payload,
+            command=pulsar_api.BaseCommand(type_=pulsar_api.BaseCommand.Type.SEEK, seek=body)
         )
         name, answer = await self._call(
             ("SEEK", (body.request_id,)), frame, timeout, "SEEK"
@@ -520,7 +500,6 @@ class PulsarRequests:
         self,
         consumer_id: int,
         *,
-        payload: frames.Payload | None = None,
         timeout: float | None = None,
     ) -> pulsar_api.CommandGetLastMessageIdResponse:
         """Send GET_LAST_MESSAGE_ID and return its GET_LAST_MESSAGE_ID_RESPONSE; raises
@@ -533,7 +512,6 @@ class PulsarRequests:
                 type_=pulsar_api.BaseCommand.Type.GET_LAST_MESSAGE_ID,
                 getLastMessageId=body,
             ),
-            payload=payload,
         )
         name, answer = await self._call(
             ("GET_LAST_MESSAGE_ID", (body.request_id,)), frame, timeout, "GET_LAST_MESSAGE_ID"
@@ -551,7 +529,6 @@ class PulsarRequests:
         topics_pattern: str | None = None,
         topics_hash: str | None = None,
         properties: list[pulsar_api.KeyValue] | None = None,
-        payload: frames.Payload | None = None,
         timeout: float | None = None,
     ) -> pulsar_api.CommandGetTopicsOfNamespaceResponse:
         """Send GET_TOPICS_OF_NAMESPACE and return its GET_TOPICS_OF_NAMESPACE_RESPONSE; raises
@@ -571,7 +548,6 @@ class PulsarRequests:
                 type_=pulsar_api.BaseCommand.Type.GET_TOPICS_OF_NAMESPACE,
                 getTopicsOfNamespace=body,
             ),
-            payload=payload,
         )
         name, answer = await self._call(
             ("GET_TOPICS_OF_NAMESPACE", (body.request_id,)),
@@ -589,7 +565,6 @@ class PulsarRequests:
         topic: str,
         *,
         schema_version: bytes | None = None,
-        payload: frames.Payload | None = None,
         timeout: float | None = None,
     ) -> pulsar_api.CommandGetSchemaResponse:
         """Send GET_SCHEMA and return its GET_SCHEMA_RESPONSE."""
@@ -604,7 +579,6 @@ class PulsarRequests:
                 type_=pulsar_api.BaseCommand.Type.GET_SCHEMA,
                 getSchema=body,
             ),
-            payload=payload,
         )
         name, answer = await self._call(
             ("GET_SCHEMA", (body.request_id,)), frame, timeout, "GET_SCHEMA"
@@ -618,7 +592,6 @@ class PulsarRequests:
         self,
         consumer_id: int,
         *,
-        payload: frames.Payload | None = None,
         timeout: float | None = None,
     ) -> pulsar_api.CommandConsumerStatsResponse:
         """Send CONSUMER_STATS and return its CONSUMER_STATS_RESPONSE."""
@@ -629,7 +602,6 @@ class PulsarRequests:
                 type_=pulsar_api.BaseCommand.Type.CONSUMER_STATS,
                 consumerStats=body,
             ),
-            payload=payload,
         )
         name, answer = await self._call(
             ("CONSUMER_STATS", (body.request_id,)), frame, timeout, "CONSUMER_STATS"

@@ -153,3 +153,18 @@ def test_generated_proto3_code_passes_mypy_strict_and_ruff(project: Path) -> Non
                            str(ROOT / "pyproject.toml"), target],
                           capture_output=True, text=True, cwd=ROOT, check=False)
     assert ruff.returncode == 0, ruff.stdout
+
+
+def test_extensions_and_groups_are_rejected_with_positions(tmp_path: Path) -> None:
+    make_specs(tmp_path, {"p/ext.proto": (
+        'syntax = "proto2";\n'
+        "message A {\n"
+        "  extensions 100 to 200;\n"
+        "  optional group G = 1 { optional int32 x = 2; }\n"
+        "}\n"
+    )})
+    result = run_cli("generate", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "specs/p/ext.proto:2:1: message A: extensions are not supported" in result.stderr
+    assert "groups are not supported" in result.stderr
+    assert "Traceback" not in result.stderr

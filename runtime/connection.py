@@ -404,6 +404,11 @@ class Connection(asyncio.Protocol, Generic[F]):
         for frame in frames:
             self.write(frame)
 
+    def flush(self) -> None:
+        """Hand what ``write`` queued to the transport now, not at the end of the event loop's
+        turn: for a latency-critical frame written by code that may not yield for a while."""
+        self._flush_out()
+
     def _flush_out(self) -> None:
         """Hand what ``write`` queued to the transport."""
         if self._flush_handle is not None:

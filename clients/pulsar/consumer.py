@@ -8,12 +8,16 @@ Flow control follows the official clients: after subscribing, a consumer grants 
 has taken half that many messages out of the queue. A batch uses one permit per message.
 
 Hot path (MESSAGE -> ``receive`` -> ``acknowledge``): the frame is decoded once; its payload is
-decompressed once; a batch is split by ``batching.split_batch`` (which decodes per-message
-metadata only when there is some beyond the payload size), and every message becomes a
-four-slot ``Message`` sharing one ``EntryInfo``. ``receive`` pops from a deque and counts a
-permit; it only suspends when the queue is empty. ``acknowledge`` marks the message's position
-in its entry's flags and, once the whole entry is acknowledged, adds one ``(ledger, entry)``
-pair to the grouping tracker, which sends one ACK per 100 ms or 1000 entries.
+decompressed once; a batch whose entries hold no per-message metadata beyond payload size and
+sequence id is read straight into ``Message``s by ``_plain_batch`` (a column check and one
+slice per message when all entries have the same size), any other by ``batching.split_batch``
+(which decodes per-message metadata only when there is some beyond the payload size); every
+message is a four-slot ``Message`` sharing one ``EntryInfo``. ``receive`` pops from a deque
+and counts a permit; it only suspends when the queue is empty. ``acknowledge`` marks the
+message's position in its entry's flags and, once the whole entry is acknowledged, adds one
+``(ledger, entry)`` pair to the grouping tracker, which sends one ACK per 100 ms or 1000
+entries. A FLOW goes to the socket at once (the receive loop may not yield again until the
+queue is empty).
 
 A MESSAGE whose checksum fails is never delivered: it is acknowledged at once with
 validation error ChecksumMismatch (and its permits are returned).
@@ -28,6 +32,8 @@ import logging
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
+from struct import Struct
+from struct import error as struct_error
 from typing import TYPE_CHECKING, Literal
 
 from clients.pulsar import errors
@@ -60,6 +66,115 @@ SubType = pb.CommandSubscribe.SubType
 AckType = pb.CommandAck.AckType
 ValidationError = pb.CommandAck.ValidationError
 _NO_COMPRESSION = pb.CompressionType.NONE
+
+
+_unpack_u32 = Struct(">I").unpack_from
+
+
+def _plain_batch(buf: bytes, count: int, info: EntryInfo) -> list[Message] | None:
+    """The messages of a batched payload whose entries' metadata all hold ``payload_size``
+    (below 16 KiB) and at most ``sequence_id`` after it (what producers write when messages
+    have no key, properties or event time), read in one pass straight into ``Message``s; None
+    for anything else, which ``split_batch`` then reads (and rejects, if it is malformed).
+
+    Takes only entries that ``split_batch``'s fast path takes (which reads them the same way,
+    with no per-message metadata), so the messages are the ones it would give; whatever this
+    does not take (longer size varints included), ``split_batch`` still reads or rejects.
+    """
+    if count > 1:
+        messages = _uniform_batch(buf, count, info)
+        if messages is not None:
+            return messages
+    out: list[Message] = []
+    append = out.append
+    unpack = _unpack_u32
+    pos = 0
+    end = len(buf)
+    index = 0
+    try:
+        while pos < end:
+            mstart = pos + 4
+            mend = mstart + unpack(buf, pos)[0]
+            if mend > end or mend == mstart or buf[mstart] != 0x18:  # payload_size first
+                return None
+            size = buf[mstart + 1]
+            if size < 0x80:
+                p = mstart + 2
+            else:
+                high = buf[mstart + 2]
+                if high >= 0x80:
+                    return None
+                size = (size & 0x7F) | (high << 7)
+                p = mstart + 3
+            if p != mend:
+                # Only a sequence_id (field 8, varint) may follow, ending the metadata.
+                if p > mend or buf[p] != 0x40:
+                    return None
+                q = p + 1
+                while buf[q] >= 0x80:
+                    q += 1
+                if q + 1 != mend:
+                    return None
+            pos = mend + size
+            if pos > end:
+                return None
+            append(Message(buf[mend:pos], index, info, None))
+            index += 1
+    except (IndexError, struct_error):
+        return None
+    if count >= 0 and index != count:
+        return None
+    return out
+
+
+def _uniform_batch(buf: bytes, count: int, info: EntryInfo) -> list[Message] | None:
+    """``_plain_batch`` for a batch of entries that all have the same layout (payloads of one
+    size, sequence ids of one varint length: fixed-size records), checked a column at a time.
+
+    Entries of the same size tile the buffer with a fixed stride, so ``buf[k::stride]`` is byte
+    ``k`` of every entry. Every byte up to the sequence id's value (the size prefix, the
+    ``payload_size`` field, the ``sequence_id`` tag) must be the same in every entry; the
+    sequence id's bytes must all carry the continuation bit but the last, which must not.
+    Then every entry is one that ``split_batch``'s fast path accepts. None if the batch is not
+    so regular.
+    """
+    end = len(buf)
+    if end < 8:  # two entries hold at least 12 bytes
+        return None
+    msize = _unpack_u32(buf, 0)[0]
+    mend = 4 + msize
+    if mend > end or msize == 0 or buf[4] != 0x18:
+        return None
+    size = buf[5]
+    if size < 0x80:
+        p = 6
+    else:
+        high = buf[6]
+        if high >= 0x80:
+            return None
+        size = (size & 0x7F) | (high << 7)
+        p = 7
+    stride = mend + size
+    if stride * count != end:
+        return None
+    if p != mend:
+        if p > mend or buf[p] != 0x40 or mend - p > 11:
+            return None
+        fixed = p + 1  # through the sequence_id tag
+    else:
+        fixed = p
+    for k in range(fixed):
+        if buf[k::stride].count(buf[k]) != count:
+            return None
+    if fixed != mend:
+        last = mend - 1
+        for k in range(fixed, last):
+            if min(buf[k::stride]) < 0x80:
+                return None
+        if max(buf[last::stride]) >= 0x80:
+            return None
+    return [Message(buf[o:o + size], i, info, None)
+            for i, o in enumerate(range(mend, mend + end, stride))]
 
 
 class ConsumerType(enum.Enum):
@@ -177,6 +292,7 @@ class _TopicConsumer:
         self._reconnect_task: asyncio.Task[None] | None = None
         self._is_shared = conf.sub_type in (SubType.Shared, SubType.Key_Shared)
         self.received = 0
+        self.index_acks = conf.batch_index_ack_enabled  # read per acknowledged message
 
     def __repr__(self) -> str:
         return f"<consumer {self.consumer_name} on {self.topic} / {self.subscription}>"
@@ -297,6 +413,10 @@ class _TopicConsumer:
             cnx.write_command(pb.BaseCommand(
                 type_=T.FLOW, flow=pb.CommandFlow(consumer_id=self.consumer_id,
                                                   messagePermits=permits)))
+            # Out now: ``receive`` does not yield while the queue holds messages, so a FLOW
+            # left for the end of the loop's turn would reach the broker only once the queue
+            # is empty, and every refill would cost the consumer a round trip of idling.
+            cnx.conn.flush()
         except ConnectionError:
             pass
 
@@ -341,15 +461,21 @@ class _TopicConsumer:
         parent = self.parent
         if meta.has_num_messages_in_batch():
             count = meta.num_messages_in_batch
+            info = EntryInfo(ledger, entry, self.partition, count, meta, cmd.redelivery_count,
+                             self, self.topic)
+            ack_set = cmd.ack_set
+            if not ack_set and not meta.compacted_batch_indexes:
+                messages = _plain_batch(data, count, info)
+                if messages is not None:
+                    self.received += len(messages)
+                    parent._enqueue_many(messages)
+                    return
             try:
                 entries = split_batch(data, count)
             except DecodeError as exc:
                 log.warning("%r: bad batch %d:%d: %s", self, ledger, entry, exc)
                 self._discard(mid, ValidationError.BatchDeSerializeError, count)
                 return
-            info = EntryInfo(ledger, entry, self.partition, count, meta, cmd.redelivery_count,
-                             self, self.topic)
-            ack_set = cmd.ack_set
             if ack_set or meta.compacted_batch_indexes:
                 messages = self._filter_batch(entries, info, ack_set,
                                               meta.compacted_batch_indexes)
@@ -439,7 +565,7 @@ class _TopicConsumer:
             acked[index] = 1
             info.unacked -= 1
             if info.unacked > 0:
-                if self.conf.batch_index_ack_enabled:
+                if self.index_acks:
                     self.tracker.add_partial(info.ledger_id, info.entry_id, acked, size)
                 return
         self.tracker.add(info.ledger_id, info.entry_id)
@@ -653,11 +779,11 @@ class Consumer:
 
     async def receive(self, timeout_millis: int | None = None) -> Message:
         """The next message; waits for one (at most ``timeout_millis``, then ``Timeout``)."""
-        queue = self._queue
-        if not queue:
+        try:
+            msg = self._queue.popleft()
+        except IndexError:
             await self._wait(timeout_millis)
-            queue = self._queue
-        msg = queue.popleft()
+            msg = self._queue.popleft()
         child = msg._entry.consumer
         if child is not None:
             permits = child.permits + 1
@@ -713,14 +839,56 @@ class Consumer:
 
     async def acknowledge(self, message: Message | MessageId) -> None:
         """Acknowledge one message (sent grouped: within 100 ms or per 1000)."""
+        # ``acknowledge_nowait`` and ``_TopicConsumer.ack_message`` inlined (the hot path): a
+        # message of a batch only marks its flag until the last one of its entry.
+        if type(message) is Message:
+            info = message._entry
+            child = info.consumer
+            if child is None:
+                return
+            size = info.batch_size
+            if size:
+                acked = info.acked
+                if acked is None:
+                    acked = info.acked = bytearray(size)
+                index = message._index
+                if acked[index]:
+                    return
+                acked[index] = 1
+                unacked = info.unacked - 1
+                info.unacked = unacked
+                if unacked > 0:
+                    if child.index_acks:
+                        child.tracker.add_partial(info.ledger_id, info.entry_id, acked, size)
+                    return
+            child.tracker.add(info.ledger_id, info.entry_id)
+            return
         self.acknowledge_nowait(message)
 
     def acknowledge_nowait(self, message: Message | MessageId) -> None:
         """``acknowledge`` without the coroutine (for synchronous callers and hot loops)."""
         if type(message) is Message:
-            child = message._entry.consumer
-            if child is not None:
-                child.ack_message(message)
+            # ``_TopicConsumer.ack_message`` inlined, as in ``acknowledge``.
+            info = message._entry
+            child = info.consumer
+            if child is None:
+                return
+            size = info.batch_size
+            if size:
+                acked = info.acked
+                if acked is None:
+                    acked = info.acked = bytearray(size)
+                index = message._index
+                if acked[index]:
+                    return
+                acked[index] = 1
+                unacked = info.unacked - 1
+                info.unacked = unacked
+                if unacked > 0:
+                    if child.index_acks:
+                        child.tracker.add_partial(info.ledger_id, info.entry_id, acked, size)
+                    return
+            child.tracker.add(info.ledger_id, info.entry_id)
             return
         if isinstance(message, MessageId):
             self._child_of(message).ack_id(message)

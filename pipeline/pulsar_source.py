@@ -11,6 +11,10 @@ Register it once per session (``register(spark)`` or
     out.write.format("pulsar").option("service_url", url).option("topic", t) \\
         .mode("append").save()
 
+Streaming reads (``spark.readStream.format("pulsar")``, micro-batches, checkpoints,
+``max_records_per_trigger``, ``fail_on_data_loss``, ``trigger(availableNow=True)``) are in
+``pipeline.pulsar_stream``.
+
 Reading (batch)
 ---------------
 Options: ``service_url`` (required); ``topic``, or ``topics`` (comma-separated); and
@@ -75,6 +79,7 @@ from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
     DataSourceReader,
+    DataSourceStreamReader,
     DataSourceWriter,
     InputPartition,
     WriterCommitMessage,
@@ -307,8 +312,23 @@ class _Batch:
         return pa.RecordBatch.from_arrays(columns, schema=self.schema)
 
 
+def _check_start(topic: str, first: MessageId, after: MessageId | None, fail: bool) -> None:
+    """Raise when ``fail`` and the first message still stored comes after ``after``.
+
+    Reads subscribe from the earliest message, so while ``after`` (the last message already
+    read) is stored it is received first or later; when it is not, retention has deleted it
+    and possibly unread messages after it.
+    """
+    if fail and after is not None and \
+            (first.ledger_id(), first.entry_id()) > (after.ledger_id(), after.entry_id()):
+        raise RuntimeError(f"{topic}: the start position {after} no longer exists (retention?); "
+                           f"the earliest message is {first}. Set fail_on_data_loss=false to "
+                           "skip what was lost")
+
+
 async def _read_partition(options: dict[str, str], part: PulsarPartition, codec: RowCodec[Any]
-                          | None, schema: Any, batch_rows: int) -> list[Any]:
+                          | None, schema: Any, batch_rows: int,
+                          fail_on_data_loss: bool = False) -> list[Any]:
     last = MessageId.deserialize(part.last)
     timeout = int(options.get("read_timeout_ms", "30000"))
     out: list[Any] = []
@@ -319,6 +339,7 @@ async def _read_partition(options: dict[str, str], part: PulsarPartition, codec:
                                           start_message_id=None, receiver_queue_size=1000)
         after = MessageId.deserialize(part.after) if part.after is not None else None
         done = False
+        first = True
         while not done:
             try:
                 msg = await consumer.receive(timeout_millis=timeout)
@@ -326,6 +347,9 @@ async def _read_partition(options: dict[str, str], part: PulsarPartition, codec:
                 raise RuntimeError(f"{part.topic}: no message within {timeout} ms before the "
                                    f"planned end {last}") from exc
             mid = msg.message_id()
+            if first:
+                _check_start(part.topic, mid, after, fail_on_data_loss)
+                first = False
             take, done = _passed(mid, last)
             if after is not None and _passed(mid, after)[0]:
                 take = False
@@ -443,7 +467,7 @@ class PulsarWriter(DataSourceArrowWriter):
 
 
 class PulsarDataSource(DataSource):
-    """``format("pulsar")``: batch reads and appends (see the module docstring)."""
+    """``format("pulsar")``: batch and streaming reads, appends (see the module docstrings)."""
 
     @classmethod
     def name(cls) -> str:
@@ -458,6 +482,11 @@ class PulsarDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return PulsarReader(dict(self.options), schema)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from pipeline.pulsar_stream import PulsarStreamReader
+
+        return PulsarStreamReader(dict(self.options), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         if overwrite:

@@ -296,7 +296,7 @@ def build_module(proto: ProtoFile, module_of: dict[str, str]) -> ModuleView:
     stdlib_from = ["from dataclasses import dataclass", "from typing import ClassVar, Self"]
     if "copysign(" in body:
         stdlib_from.append("from math import copysign")
-    if "struct_error" in body:
+    if "struct_error" in body or messages:
         stdlib_from.append("from struct import error as struct_error")
     return ModuleView(
         source=proto.path,
@@ -312,10 +312,12 @@ def build_module(proto: ProtoFile, module_of: dict[str, str]) -> ModuleView:
 
 
 _RUNTIME_MODULES = {
-    "runtime.errors": ("MissingRequiredFieldError", "RequiredFieldUnsetError"),
+    "runtime.errors": (
+        "MissingRequiredFieldError", "RequiredFieldUnsetError", "ValueOutOfRangeError",
+    ),
     "runtime.protowire": (
         "SMALL_VARINTS", "add_unknown", "bool_bytes", "decode_str", "int32_bytes",
-        "int64_bytes", "invalid_utf8", "len_bytes", "pack_double", "pack_fixed32", "pack_fixed64",
+        "int64_bytes", "invalid_utf8", "pack_double", "pack_fixed32", "pack_fixed64",
         "pack_float", "pack_sfixed32", "pack_sfixed64", "read_varint", "sint32_bytes",
         "sint64_bytes", "skip_field", "str_bytes", "to_int32", "to_int64", "truncated",
         "uint32_bytes", "uint64_bytes", "unpack_double", "unpack_fixed32", "unpack_fixed64",
@@ -329,7 +331,7 @@ def _runtime_imports(body: str, has_messages: bool, has_enums: bool) -> list[str
     """Import lines for exactly the runtime helpers the generated code uses."""
     words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", body))
     if has_messages:
-        words |= {"message_repr", "BytesLike"}
+        words |= {"message_repr", "BytesLike", "ValueOutOfRangeError"}
     if has_enums:
         words.add("number_table")
     out = []

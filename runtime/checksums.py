@@ -16,5 +16,3 @@ crc32c: Callable[[BytesLike], int] = _crc32c.crc32c
 crc32: Callable[[BytesLike], int] = zlib.crc32
 """CRC-32 (IEEE 802.3), as zlib computes it."""
 
-
-ALGORITHMS: dict[str, Callable[[BytesLike], int]] = {"crc32c": crc32c, "crc32": crc32}

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import enum
 import inspect
+import math
 import struct
 from collections.abc import Callable
 from typing import Any, ForwardRef, TypeAlias, TypeVar
 
 from runtime.errors import (
-    DecodeError,
     InvalidUtf8Error,
     MalformedVarintError,
     TruncatedError,
@@ -45,7 +45,6 @@ _U32 = struct.Struct("<I")
 _I64 = struct.Struct("<q")
 _U64 = struct.Struct("<Q")
 
-pack_float = _F32.pack
 pack_double = _F64.pack
 pack_fixed32 = _U32.pack
 pack_sfixed32 = _I32.pack
@@ -177,23 +176,10 @@ def bool_bytes(value: bool) -> bytes:
     return b"\x01" if value else b"\x00"
 
 
-def len_bytes(data: BytesLike) -> bytes:
-    """Length prefix for a length-delimited value."""
-    return varint_bytes(len(data))
-
-
 def str_bytes(value: str) -> bytes:
     """Length-prefixed UTF-8 encoding of a string value."""
     data = value.encode("utf-8")
     return varint_bytes(len(data)) + data
-
-
-def fixed_bytes(pack: Callable[[int], bytes], value: int, kind: str) -> bytes:
-    """Pack a fixed-width integer, naming the field type when it does not fit."""
-    try:
-        return pack(value)
-    except struct.error:
-        raise ValueOutOfRangeError(f"{value} is outside the {kind} range") from None
 
 
 def to_int32(value: int) -> int:
@@ -284,15 +270,12 @@ def truncated(message: str) -> TruncatedError:
     return TruncatedError(f"{message}: input ends in the middle of a field")
 
 
-def wrap_decode_error(message: str, exc: Exception) -> DecodeError:
-    """Turn a low-level failure inside a generated decoder into a ``DecodeError``."""
-    if isinstance(exc, DecodeError):
-        return exc
-    if isinstance(exc, IndexError):
-        return truncated(message)
-    if isinstance(exc, struct.error):
-        return truncated(message)
-    return DecodeError(f"{message}: {exc}")
+def pack_float(value: float) -> bytes:
+    """The 4-byte form of a float field; beyond float32's range it is +-inf, as upb stores it."""
+    try:
+        return _F32.pack(value)
+    except OverflowError:
+        return _F32.pack(math.copysign(math.inf, value))
 
 
 def message_repr(msg: Any) -> str:

@@ -109,3 +109,18 @@ def test_holder_matches_official_runtime(ours: Any, theirs: Any, data: st.DataOb
     mine = build_ours(class_index(sys.modules[ours.__name__]), theirs.Holder.DESCRIPTOR, tree)
     assert mine.encode() == official.SerializeToString()
     assert theirs.Holder.FromString(mine.encode()) == official
+
+
+def test_out_of_range_fixed_values_raise_typed_errors_and_floats_saturate(
+    ours: Any, theirs: Any
+) -> None:
+    from runtime.errors import ValueOutOfRangeError
+
+    for bad in (dict(fx32=-1), dict(sfx32=2**31), dict(fx64=2**64), dict(sfx64=-(2**63) - 1)):
+        with pytest.raises(ValueOutOfRangeError, match="sample.v3.Scalars"):
+            ours.Scalars(**bad).encode()
+    with pytest.raises(ValueOutOfRangeError):
+        ours.Holder(inner=ours.Inner(), numbers=[2**31]).encode()
+    # Like upb, a float field stores a value beyond float32's range as infinity.
+    assert ours.Scalars(f=1e300).encode() == theirs.Scalars(f=1e300).SerializeToString()
+    assert ours.Scalars(f=-1e300).encode() == theirs.Scalars(f=-1e300).SerializeToString()

@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from struct import error as struct_error
 from typing import ClassVar, Self
 
+from runtime.errors import (
+    ValueOutOfRangeError,
+)
 from runtime.protowire import (
     SMALL_VARINTS,
     BytesLike,
@@ -90,16 +93,21 @@ class OrderPlaced:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -310,16 +318,21 @@ class RevenueSummary:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""

@@ -21,6 +21,7 @@ from typing import ClassVar, Self
 from runtime.errors import (
     MissingRequiredFieldError,
     RequiredFieldUnsetError,
+    ValueOutOfRangeError,
 )
 from runtime.protowire import (
     SMALL_VARINTS,
@@ -401,16 +402,21 @@ class Schema:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -654,16 +660,21 @@ class MessageIdData:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -940,16 +951,21 @@ class KeyValue:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -1072,16 +1088,21 @@ class KeyLongValue:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -1203,16 +1224,21 @@ class IntRange:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -1347,16 +1373,21 @@ class EncryptionKeys:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -2054,16 +2085,21 @@ class MessageMetadata:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -3066,16 +3102,21 @@ class SingleMessageMetadata:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -3370,16 +3411,21 @@ class BrokerEntryMetadata:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -3694,16 +3740,21 @@ class CommandConnect:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -4222,16 +4273,21 @@ class FeatureFlags:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -4466,16 +4522,21 @@ class CommandConnected:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -4684,16 +4745,21 @@ class CommandAuthResponse:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -4875,16 +4941,21 @@ class CommandAuthChallenge:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -5058,16 +5129,21 @@ class AuthData:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -5204,16 +5280,21 @@ class KeySharedMeta:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -5609,16 +5690,21 @@ class CommandSubscribe:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -6188,16 +6274,21 @@ class CommandPartitionedTopicMetadata:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -6487,16 +6578,21 @@ class CommandPartitionedTopicMetadataResponse:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -6789,16 +6885,21 @@ class CommandLookupTopic:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -7201,16 +7302,21 @@ class CommandLookupTopicResponse:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -7632,16 +7738,21 @@ class CommandProducer:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -8127,16 +8238,21 @@ class CommandSend:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -8438,16 +8554,21 @@ class CommandSendReceipt:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -8624,16 +8745,21 @@ class CommandSendError:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -8852,16 +8978,21 @@ class CommandMessage:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -9199,16 +9330,21 @@ class CommandAck:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -9564,16 +9700,21 @@ class CommandAckResponse:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -9796,16 +9937,21 @@ class CommandActiveConsumerChange:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -9919,16 +10065,21 @@ class CommandFlow:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -10073,16 +10224,21 @@ class CommandUnsubscribe:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -10246,16 +10402,21 @@ class CommandSeek:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -10420,16 +10581,21 @@ class CommandReachedEndOfTopic:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -10579,16 +10745,21 @@ class CommandTopicMigrated:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -10798,16 +10969,21 @@ class CommandCloseProducer:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -11022,16 +11198,21 @@ class CommandCloseConsumer:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -11225,16 +11406,21 @@ class CommandRedeliverUnacknowledgedMessages:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -11385,16 +11571,21 @@ class CommandSuccess:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -11602,16 +11793,21 @@ class CommandProducerSuccess:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -11815,16 +12011,21 @@ class CommandError:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -11956,16 +12157,21 @@ class CommandPing:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -12024,16 +12230,21 @@ class CommandPong:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -12103,16 +12314,21 @@ class CommandConsumerStats:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -12550,16 +12766,21 @@ class CommandConsumerStatsResponse:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -12927,16 +13148,21 @@ class CommandGetLastMessageId:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -13075,16 +13301,21 @@ class CommandGetLastMessageIdResponse:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -13312,16 +13543,21 @@ class CommandGetTopicsOfNamespace:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -13592,16 +13828,21 @@ class CommandGetTopicsOfNamespaceResponse:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -13803,16 +14044,21 @@ class CommandWatchTopicList:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -14016,16 +14262,21 @@ class CommandWatchTopicListSuccess:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -14209,16 +14460,21 @@ class CommandWatchTopicUpdate:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -14385,16 +14641,21 @@ class CommandWatchTopicListClose:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -14621,16 +14882,21 @@ class SegmentInfoProto:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -15116,16 +15382,21 @@ class SegmentBrokerAddress:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -15321,16 +15592,21 @@ class ScalableTopicDAG:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -15544,16 +15820,21 @@ class CommandScalableTopicLookup:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -15754,16 +16035,21 @@ class CommandScalableTopicUpdate:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -15943,16 +16229,21 @@ class CommandScalableTopicClose:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -16070,16 +16361,21 @@ class ScalableAssignedSegment:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -16282,16 +16578,21 @@ class ScalableConsumerAssignment:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -16433,16 +16734,21 @@ class CommandScalableTopicSubscribe:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -16708,16 +17014,21 @@ class CommandScalableTopicSubscribeResponse:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -16877,16 +17188,21 @@ class CommandScalableTopicAssignmentUpdate:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -17040,16 +17356,21 @@ class CommandWatchScalableTopics:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -17214,16 +17535,21 @@ class ScalableTopicsSnapshot:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -17316,16 +17642,21 @@ class ScalableTopicsDiff:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -17526,16 +17857,21 @@ class CommandWatchScalableTopicsUpdate:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -17715,16 +18051,21 @@ class CommandWatchScalableTopicsClose:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -17821,16 +18162,21 @@ class CommandWatchTcAssignments:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -17969,16 +18315,21 @@ class TcAssignment:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -18125,16 +18476,21 @@ class TcAssignmentsSnapshot:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -18301,16 +18657,21 @@ class CommandWatchTcAssignmentsUpdate:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -18466,16 +18827,21 @@ class CommandWatchTcAssignmentsClose:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -18593,16 +18959,21 @@ class CommandGetSchema:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -18810,16 +19181,21 @@ class CommandGetSchemaResponse:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -19023,16 +19399,21 @@ class CommandGetOrCreateSchema:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -19263,16 +19644,21 @@ class CommandGetOrCreateSchemaResponse:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -19453,16 +19839,21 @@ class CommandTcClientConnectRequest:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -19635,16 +20026,21 @@ class CommandTcClientConnectResponse:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -19840,16 +20236,21 @@ class CommandNewTxn:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -20084,16 +20485,21 @@ class CommandNewTxnResponse:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -20343,16 +20749,21 @@ class CommandAddPartitionToTxn:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -20609,16 +21020,21 @@ class CommandAddPartitionToTxnResponse:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -20801,16 +21217,21 @@ class Subscription:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -20996,16 +21417,21 @@ class CommandAddSubscriptionToTxn:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -21263,16 +21689,21 @@ class CommandAddSubscriptionToTxnResponse:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -21535,16 +21966,21 @@ class CommandEndTxn:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -21797,16 +22233,21 @@ class CommandEndTxnResponse:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -22094,16 +22535,21 @@ class CommandEndTxnOnPartition:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -22389,16 +22835,21 @@ class CommandEndTxnOnPartitionResponse:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -22673,16 +23124,21 @@ class CommandEndTxnOnSubscription:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -22969,16 +23425,21 @@ class CommandEndTxnOnSubscriptionResponse:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -23826,16 +24287,21 @@ class BaseCommand:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""

@@ -14,6 +14,7 @@ from typing import ClassVar, Self
 from runtime.errors import (
     MissingRequiredFieldError,
     RequiredFieldUnsetError,
+    ValueOutOfRangeError,
 )
 from runtime.protowire import (
     SMALL_VARINTS,
@@ -87,16 +88,21 @@ class TransferedMessage:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -287,16 +293,21 @@ class AuthorizedInfo:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -488,16 +499,21 @@ class SendMessageRequestP2B:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -908,16 +924,21 @@ class SendMessageResponseB2P:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -1279,16 +1300,21 @@ class RegisterRequestC2B:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -1733,16 +1759,21 @@ class RegisterResponseB2C:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -1990,16 +2021,21 @@ class HeartBeatRequestC2B:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -2300,16 +2336,21 @@ class HeartBeatResponseB2C:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -2566,16 +2607,21 @@ class GetMessageRequestC2B:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -2941,16 +2987,21 @@ class GetMessageResponseB2C:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -3262,16 +3313,21 @@ class CommitOffsetRequestC2B:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -3503,16 +3559,21 @@ class CommitOffsetResponseB2C:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""

@@ -17,6 +17,7 @@ from typing import ClassVar, Self
 from runtime.errors import (
     MissingRequiredFieldError,
     RequiredFieldUnsetError,
+    ValueOutOfRangeError,
 )
 from runtime.protowire import (
     SMALL_VARINTS,
@@ -92,16 +93,21 @@ class AuthenticateInfo:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -323,16 +329,21 @@ class MasterCertificateInfo:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -465,16 +476,21 @@ class MasterAuthorizedInfo:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -611,16 +627,21 @@ class ApprovedClientConfig:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -787,16 +808,21 @@ class RegisterRequestP2M:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -1066,16 +1092,21 @@ class RegisterResponseM2P:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -1338,16 +1369,21 @@ class HeartRequestP2M:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -1620,16 +1656,21 @@ class HeartResponseM2P:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -1905,16 +1946,21 @@ class CloseRequestP2M:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -2037,16 +2083,21 @@ class CloseResponseM2P:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""

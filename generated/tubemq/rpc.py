@@ -16,6 +16,7 @@ from typing import ClassVar, Self
 from runtime.errors import (
     MissingRequiredFieldError,
     RequiredFieldUnsetError,
+    ValueOutOfRangeError,
 )
 from runtime.protowire import (
     SMALL_VARINTS,
@@ -139,16 +140,21 @@ class RpcConnHeader:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -352,16 +358,21 @@ class RequestHeader:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -522,16 +533,21 @@ class RequestBody:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -718,16 +734,21 @@ class ResponseHeader:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -888,16 +909,21 @@ class RspExceptionBody:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
@@ -1021,16 +1047,21 @@ class RspResponseBody:
         return self._unknown
 
     def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order."""
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
         parts: list[bytes] = []
-        self._encode(parts)
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
         return b"".join(parts)
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this message to ``out``."""
-        parts: list[bytes] = []
-        self._encode(parts)
-        out += b"".join(parts)
+        out += self.encode()
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""

@@ -46,9 +46,6 @@ class RequestTable:
             waiting = self._waiting.get(key)
         return False
 
-    def is_waiting(self, key: Hashable) -> bool:
-        return bool(self._waiting.get(key))
-
     def forget(self, key: Hashable, future: asyncio.Future[Any]) -> None:
         waiting = self._waiting.get(key)
         if waiting and future in waiting:
@@ -76,10 +73,6 @@ class RequestTable:
             for future in futures:
                 if not future.done():
                     future.set_exception(exc)
-
-    def reopen(self) -> None:
-        """Accept requests again (after a reconnect)."""
-        self._closed = None
 
 
 class IdAllocator:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import re
 import ssl
 from collections.abc import Callable
 from typing import Any
@@ -47,6 +48,8 @@ from runtime.errors import ConnectionClosed
 __all__ = ["PulsarClient"]
 
 log = logging.getLogger(__name__)
+
+_PERSISTENT_TOPICS = pb.CommandGetTopicsOfNamespace.Mode.PERSISTENT
 
 
 class PulsarClient:
@@ -316,6 +319,40 @@ class PulsarClient:
         if partitions == 0:
             return [str(name)]
         return [str(name.partition(i)) for i in range(partitions)]
+
+    async def get_topics_of_namespace(
+            self, namespace: str, *,
+            mode: pb.CommandGetTopicsOfNamespace.Mode = _PERSISTENT_TOPICS) -> list[str]:
+        """The topics of ``namespace`` ("tenant/namespace"); a partitioned topic is listed as
+        its partitions (``...-partition-N``), as the broker answers."""
+        self._check_open()
+        return await self.lookup.topics_of_namespace(namespace, mode)
+
+    async def get_topics_matching(self, pattern: str) -> list[str]:
+        """Topics whose complete name matches the regular expression ``pattern`` entirely.
+
+        The namespace to list is the pattern's prefix up to its last "/"
+        ("persistent://public/default/orders-.*" lists public/default); partitions of a
+        matching partitioned topic are folded into the topic's own name.
+        """
+        head, sep, _ = pattern.rpartition("/")
+        if not sep:
+            raise ValueError(f"topics pattern {pattern!r} names no namespace "
+                             "(write it as domain://tenant/namespace/<regex>)")
+        prefix = TopicName.parse(f"{head}/x")
+        regex = re.compile(pattern)
+        found: set[str] = set()
+        Mode = pb.CommandGetTopicsOfNamespace.Mode
+        for name in await self.get_topics_of_namespace(
+                f"{prefix.tenant}/{prefix.namespace}",
+                mode=Mode.PERSISTENT if prefix.persistent else Mode.NON_PERSISTENT):
+            topic = TopicName.parse(name)
+            if topic.partition_index >= 0:
+                topic = TopicName(topic.domain, topic.tenant, topic.namespace,
+                                  topic.local.rpartition("-partition-")[0])
+            if regex.fullmatch(str(topic)):
+                found.add(str(topic))
+        return sorted(found)
 
     def _check_open(self) -> None:
         if self._closed:

@@ -681,6 +681,17 @@ class _TopicConsumer:
         if dropped and self.cnx is cnx:
             self.taken(dropped)
 
+    async def get_last_message_id(self) -> MessageId:
+        cnx = self.cnx
+        if cnx is None:
+            raise errors.NotConnected(f"{self!r} is not connected")
+        try:
+            answer = await cnx.requests.get_last_message_id(
+                self.consumer_id, timeout=self.client.operation_timeout)
+        except Exception as exc:
+            raise errors.wrap_error(exc, "get_last_message_id") from None
+        return MessageId.from_proto(answer.last_message_id, self.partition)
+
     async def unsubscribe(self) -> None:
         cnx = self.cnx
         if cnx is None:
@@ -935,6 +946,21 @@ class Consumer:
             await asyncio.gather(*(c.seek(None, message_id) for c in self._children))
         else:
             raise TypeError(f"cannot seek to {message_id!r}")
+
+    async def get_last_message_id(self) -> MessageId:
+        """The id of the last message stored in the topic (GET_LAST_MESSAGE_ID).
+
+        Its entry id is -1 while the topic is empty. A partitioned topic has one last
+        message per partition: use ``get_last_message_ids``.
+        """
+        if len(self._children) != 1:
+            raise ValueError(f"{self._topic} has {len(self._children)} partitions: "
+                             "use get_last_message_ids()")
+        return await self._children[0].get_last_message_id()
+
+    async def get_last_message_ids(self) -> list[MessageId]:
+        """The last message id of every partition, in partition order."""
+        return list(await asyncio.gather(*(c.get_last_message_id() for c in self._children)))
 
     async def unsubscribe(self) -> None:
         """Delete the subscription (and close this consumer)."""

@@ -134,3 +134,13 @@ class LookupService:
             raise from_server_error(answer.error, answer.message or
                                     f"partition metadata of {topic}")
         return answer.partitions
+
+    async def topics_of_namespace(self, namespace: str,
+                                  mode: pb.CommandGetTopicsOfNamespace.Mode) -> list[str]:
+        """The topic names of ``namespace`` ("tenant/namespace"), partitions listed one by one."""
+        cnx = await self._connect(self.service_url, self.service_url)
+        try:
+            answer = await cnx.requests.get_topics_of_namespace(namespace, mode=mode)
+        except Exception as exc:
+            raise wrap_error(exc, f"topics of namespace {namespace}") from None
+        return list(answer.topics)

@@ -13,27 +13,32 @@ Register it once per session (``register(spark)`` or
 
 Streaming reads (``spark.readStream.format("pulsar")``, micro-batches, checkpoints,
 ``max_records_per_trigger``, ``fail_on_data_loss``, ``trigger(availableNow=True)``) are in
-``pipeline.pulsar_stream``.
+``pipeline.pulsar_stream``; writes, batch and streaming, in ``pipeline.pulsar_sink``.
 
 Reading (batch)
 ---------------
-Options: ``service_url`` (required); ``topic``, or ``topics`` (comma-separated); and
-``starting_offsets`` / ``ending_offsets``, each "earliest" or "latest" (defaults: earliest,
-latest); ``value_type``, the protobuf full name of a generated message (any
-``generated/<protocol>/spark.py`` ``MESSAGES`` entry), adds a typed ``decoded`` struct
-column (null where the value does not decode); ``read_timeout_ms`` (default 30000), how long
-a task waits for the next message before failing; ``operation_timeout_seconds``.
+Options: ``service_url`` (required); the topics: ``topic``, ``topics`` (comma-separated)
+or ``topics_pattern``, a regular expression over complete topic names whose namespace is
+listed when the read is planned (``persistent://public/default/orders-.*``); the range:
+``starting_offsets``, ``ending_offsets``, ``starting_time``, ``ending_time``
+(``pipeline.pulsar_positions``: earliest, latest, message ids per partition, publish
+times); ``value_type``, the protobuf full name of a generated message (any
+``generated/<protocol>/spark.py`` ``MESSAGES`` entry), which adds a typed ``decoded``
+struct column (null where the value does not decode); ``read_timeout_ms`` (default 30000),
+how long a task waits for the next message before failing; ``batch_rows`` (default 10000),
+rows per Arrow batch; ``operation_timeout_seconds``.
 
-The positions are resolved once, on the driver while planning (as Spark's Kafka source
-does): for every topic partition a non-durable subscription asks the broker for
-GET_LAST_MESSAGE_ID. "latest" as the end means up to and including that message; as the start,
-after it. Each topic partition becomes one input partition; its task subscribes with our
-``PulsarClient`` (created inside ``read()``: clients hold sockets and locks, which do not
-pickle) on a fresh non-durable subscription from the earliest message, and reads until it
-has passed the planned end id. So a read returns exactly the messages that were there when
-it was planned, however many are published meanwhile; a partition the planner found empty
-is not even subscribed to. A message that never comes (deleted by retention while reading)
-fails the task after ``read_timeout_ms`` rather than returning a silently shorter result.
+The range is fixed once, on the driver while planning (as Spark's Kafka source does): for
+every topic partition a non-durable subscription asks the broker for its last message id
+(``Consumer.get_last_message_ids``), and "latest" as the end means up to and including that
+message; as the start, after it. Each topic partition becomes one input partition; its
+task subscribes with our ``PulsarClient`` (created inside ``read()``: clients hold sockets
+and locks, which do not pickle) on a fresh non-durable subscription positioned at the
+start's entry, and streams Arrow batches of ``batch_rows`` until it has passed the planned
+end. So a read returns exactly the messages that were there when it was planned, however
+many are published meanwhile; a partition with nothing in range is not even subscribed to.
+A message that never comes (deleted by retention while reading) fails the task after
+``read_timeout_ms`` rather than returning a silently shorter result.
 
 Rows follow Spark's Kafka source::
 
@@ -50,17 +55,6 @@ Rows follow Spark's Kafka source::
     producer_name     string
     redelivery_count  int
     decoded           struct      only with ``value_type``
-
-Writing (batch)
----------------
-Options: ``service_url``, ``topic`` (required). Columns: ``value`` (binary or string,
-required), and optionally ``key`` (binary or string: the partition key), ``properties``
-(map<string,string>) and ``event_time`` (timestamp); others are ignored. Only
-``mode("append")`` is supported. Every task creates its client and producer, sends its rows,
-flushes and waits for every receipt before it reports success, so the write is
-at-least-once. Producers are named ``<job id>-<spark partition>`` and number their messages
-from 0 (sequence ids), so a broker with deduplication enabled drops what a retried task
-attempt sends again.
 """
 
 from __future__ import annotations
@@ -69,7 +63,7 @@ import asyncio
 import importlib
 import pkgutil
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,12 +71,11 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 from pyspark.sql.datasource import (
     DataSource,
-    DataSourceArrowWriter,
     DataSourceReader,
     DataSourceStreamReader,
+    DataSourceStreamWriter,
     DataSourceWriter,
     InputPartition,
-    WriterCommitMessage,
 )
 from pyspark.sql.types import (
     BinaryType,
@@ -95,7 +88,21 @@ from pyspark.sql.types import (
 )
 
 from clients.pulsar import PulsarClient
+from clients.pulsar.lookup import TopicName
 from clients.pulsar.message import Message, MessageId
+from pipeline.pulsar_positions import (
+    EARLIEST,
+    LATEST,
+    Offsets,
+    after_start,
+    before_end,
+    before_last,
+    compare,
+    entry_of,
+    parse_offsets,
+    parse_time,
+)
+from pipeline.pulsar_sink import PulsarStreamWriter, PulsarWriter
 from runtime.spark_rows import RowCodec
 
 SOURCE_NAME = "pulsar"
@@ -130,10 +137,6 @@ _ARROW_FIELDS = [
     pa.field("producer_name", pa.string()),
     pa.field("redelivery_count", pa.int32(), nullable=False),
 ]
-
-_EARLIEST = "earliest"
-_LATEST = "latest"
-
 
 def register(spark: SparkSession) -> None:
     """Make ``format("pulsar")`` available in ``spark``."""
@@ -173,20 +176,30 @@ def _required(options: dict[str, str], name: str) -> str:
     return value
 
 
-def _topics(options: dict[str, str]) -> list[str]:
+def _named_topics(options: dict[str, str]) -> list[str]:
     topics = [t.strip() for t in options.get("topics", "").split(",") if t.strip()]
     if options.get("topic"):
         topics.insert(0, options["topic"].strip())
-    if not topics:
-        raise ValueError("the pulsar data source needs the option 'topic' or 'topics'")
     return list(dict.fromkeys(topics))
 
 
-def _position(options: dict[str, str], name: str, default: str) -> str:
-    value = options.get(name, default).strip().lower()
-    if value not in (_EARLIEST, _LATEST):
-        raise ValueError(f"{name} must be 'earliest' or 'latest', not {value!r}")
-    return value
+def check_topic_options(options: dict[str, str]) -> None:
+    """Fail early (on the driver) unless exactly one way of naming topics is given."""
+    given = [o for o in ("topic", "topics", "topics_pattern") if options.get(o, "").strip()]
+    if not given:
+        raise ValueError("the pulsar data source needs the option 'topic', 'topics' or "
+                         "'topics_pattern'")
+    if "topics_pattern" in given and len(given) > 1:
+        raise ValueError("topics_pattern cannot be combined with topic or topics")
+
+
+async def resolve_topics(client: PulsarClient, options: dict[str, str]) -> list[str]:
+    """The topics to read: those named, or those matching ``topics_pattern`` now."""
+    check_topic_options(options)
+    pattern = options.get("topics_pattern", "").strip()
+    if pattern:
+        return await client.get_topics_matching(pattern)
+    return _named_topics(options)
 
 
 def _client(options: dict[str, str]) -> PulsarClient:
@@ -200,63 +213,75 @@ def _client(options: dict[str, str]) -> PulsarClient:
 
 @dataclass(frozen=True)
 class PulsarPartition(InputPartition):
-    """One topic partition and the planned range: after ``after``, up to ``last`` inclusive.
+    """One topic partition and the planned range of one task.
 
-    Both are ``MessageIdData`` encodings; ``after`` None means from the earliest message.
+    Ids are ``MessageIdData`` encodings. ``start`` None means from the earliest message;
+    ``last`` is the final message to read (inclusive); ``end``, when set, stops the read
+    before that id. ``start_time``/``end_time`` bound the publish time (ms, [start, end)).
     """
 
     topic: str
     partition: int
-    after: bytes | None
+    start: bytes | None
+    start_inclusive: bool
     last: bytes
+    end: bytes | None = None
+    start_time: int | None = None
+    end_time: int | None = None
 
 
 def _subscription() -> str:
     return f"spark-pulsar-{uuid.uuid4().hex[:12]}"
 
 
-async def _last_message_id(client: PulsarClient, topic: str) -> MessageId:
-    """The id of the last message of one (partition) topic; entry id -1 when it is empty."""
+async def last_message_ids(client: PulsarClient, topic: str) -> list[tuple[str, MessageId]]:
+    """Every partition of ``topic`` with the id of its last message (entry -1: empty)."""
     consumer = await client.subscribe(topic, _subscription(), durable=False,
                                       initial_position="latest", receiver_queue_size=1)
     try:
-        child = consumer._children[0]
-        assert child.cnx is not None
-        answer = await child.cnx.requests.get_last_message_id(child.consumer_id)
-        return MessageId.from_proto(answer.last_message_id)
+        lasts = await consumer.get_last_message_ids()
     finally:
         await consumer.close()
+    return list(zip(await client.get_topic_partitions(topic), lasts, strict=True))
+
+
+def _start_of(offsets: Offsets, name: str, last: MessageId
+              ) -> tuple[MessageId | None, bool] | None:
+    """(start, inclusive) of partition ``name``; None when the read is empty from the start."""
+    if name in offsets.ids:
+        return offsets.ids[name], True
+    if offsets.named == LATEST:
+        return None if last.entry_id() < 0 else (last, False)
+    return None, True
 
 
 async def plan_partitions(options: dict[str, str]) -> list[PulsarPartition]:
-    """The input partitions of a read (see the module docstring)."""
-    start = _position(options, "starting_offsets", _EARLIEST)
-    end = _position(options, "ending_offsets", _LATEST)
+    """The input partitions of a batch read (see the module docstrings)."""
+    starts = parse_offsets(options, "starting_offsets", EARLIEST)
+    ends = parse_offsets(options, "ending_offsets", LATEST)
+    start_time = parse_time(options, "starting_time")
+    end_time = parse_time(options, "ending_time")
     parts: list[PulsarPartition] = []
     async with _client(options) as client:
-        for topic in _topics(options):
-            names = await client.get_topic_partitions(topic)
-            lasts = await asyncio.gather(*(_last_message_id(client, n) for n in names))
-            for index, (name, last) in enumerate(zip(names, lasts, strict=True)):
-                if last.entry_id() < 0 or end == _EARLIEST or start == _LATEST:
-                    continue  # nothing between the start and the end
-                parts.append(PulsarPartition(name, index if len(names) > 1 else -1, None,
-                                             last.serialize()))
+        topics = await resolve_topics(client, options)
+        found = await asyncio.gather(*(last_message_ids(client, t) for t in topics))
+        for names in found:
+            for name, last in names:
+                if last.entry_id() < 0 or ends.named == EARLIEST:
+                    continue
+                start = _start_of(starts, name, last)
+                if start is None or (start[0] is not None
+                                     and not after_start(last, start[0], start[1])):
+                    continue  # nothing between the start and the last message
+                end = ends.ids.get(name)
+                if end is not None and compare(end, last) > 0:
+                    end = None  # past the last message: "latest" bounds it anyway
+                parts.append(PulsarPartition(
+                    name, TopicName.parse(name).partition_index,
+                    start[0].serialize() if start[0] is not None else None, start[1],
+                    last.serialize(), end.serialize() if end is not None else None,
+                    start_time, end_time))
     return parts
-
-
-def _passed(msg_id: MessageId, last: MessageId) -> tuple[bool, bool]:
-    """(take it, done): is ``msg_id`` at most ``last``, and is it ``last`` or later?"""
-    here = (msg_id.ledger_id(), msg_id.entry_id())
-    end = (last.ledger_id(), last.entry_id())
-    if here < end:
-        return True, False
-    if here > end:
-        return False, True
-    index = msg_id.batch_index()
-    if last.batch_index() < 0 or index < 0:
-        return True, True
-    return index <= last.batch_index(), index >= last.batch_index()
 
 
 def _millis(ms: int) -> int | None:
@@ -270,9 +295,6 @@ class _Batch:
         self.codec = codec
         self.partition = partition
         self.schema = schema
-        self.clear()
-
-    def clear(self) -> None:
         self.msgs: list[Message] = []
 
     def add(self, msg: Message) -> None:
@@ -281,8 +303,9 @@ class _Batch:
     def __len__(self) -> int:
         return len(self.msgs)
 
-    def build(self) -> Any:
-        msgs = self.msgs
+    def take(self) -> Any:
+        """The Arrow batch of the messages added so far; the batch starts empty again."""
+        msgs, self.msgs = self.msgs, []
         part = self.partition
         ids = [MessageId(part, i.ledger_id(), i.entry_id(), i.batch_index(), i.batch_size())
                for i in (m.message_id() for m in msgs)]
@@ -312,12 +335,12 @@ class _Batch:
         return pa.RecordBatch.from_arrays(columns, schema=self.schema)
 
 
-def _check_start(topic: str, first: MessageId, after: MessageId | None, fail: bool) -> None:
+def check_start(topic: str, first: MessageId, after: MessageId | None, fail: bool) -> None:
     """Raise when ``fail`` and the first message still stored comes after ``after``.
 
-    Reads subscribe from the earliest message, so while ``after`` (the last message already
-    read) is stored it is received first or later; when it is not, retention has deleted it
-    and possibly unread messages after it.
+    Reads subscribe at ``after``'s entry, so while ``after`` (the last message already
+    read) is stored it is received first; when it is not, retention has deleted it and
+    possibly unread messages after it.
     """
     if fail and after is not None and \
             (first.ledger_id(), first.entry_id()) > (after.ledger_id(), after.entry_id()):
@@ -326,18 +349,30 @@ def _check_start(topic: str, first: MessageId, after: MessageId | None, fail: bo
                            "skip what was lost")
 
 
-async def _read_partition(options: dict[str, str], part: PulsarPartition, codec: RowCodec[Any]
-                          | None, schema: Any, batch_rows: int,
-                          fail_on_data_loss: bool = False) -> list[Any]:
+def arrow_schema(codec: RowCodec[Any] | None) -> Any:
+    """The Arrow schema of the rows read, with a ``decoded`` column when there is a codec."""
+    return pa.schema(_ARROW_FIELDS + (
+        [pa.field("decoded", codec.arrow_type)] if codec is not None else []))
+
+
+async def read_partition(options: dict[str, str], part: PulsarPartition,
+                         codec: RowCodec[Any] | None, batch_rows: int,
+                         fail_on_data_loss: bool = False) -> AsyncIterator[Any]:
+    """The Arrow batches of one planned partition, ``batch_rows`` messages at most each.
+
+    The subscription starts at the entry of the planned start, so nothing before it is
+    transferred; messages of that entry before the start are skipped here.
+    """
     last = MessageId.deserialize(part.last)
+    start = MessageId.deserialize(part.start) if part.start is not None else None
+    end = MessageId.deserialize(part.end) if part.end is not None else None
     timeout = int(options.get("read_timeout_ms", "30000"))
-    out: list[Any] = []
-    batch = _Batch(codec, schema, part.partition)
+    batch = _Batch(codec, arrow_schema(codec), part.partition)
     async with _client(options) as client:
-        consumer = await client.subscribe(part.topic, _subscription(), durable=False,
-                                          initial_position="earliest",
-                                          start_message_id=None, receiver_queue_size=1000)
-        after = MessageId.deserialize(part.after) if part.after is not None else None
+        consumer = await client.subscribe(
+            part.topic, _subscription(), durable=False, initial_position="earliest",
+            start_message_id=entry_of(start) if start is not None else None,
+            receiver_queue_size=1000)
         done = False
         first = True
         while not done:
@@ -348,20 +383,48 @@ async def _read_partition(options: dict[str, str], part: PulsarPartition, codec:
                                    f"planned end {last}") from exc
             mid = msg.message_id()
             if first:
-                _check_start(part.topic, mid, after, fail_on_data_loss)
+                check_start(part.topic, mid, None if part.start_inclusive else start,
+                            fail_on_data_loss)
                 first = False
-            take, done = _passed(mid, last)
-            if after is not None and _passed(mid, after)[0]:
+            take, done = before_last(mid, last)
+            if end is not None and not before_end(mid, end):
+                break
+            if start is not None and not after_start(mid, start, part.start_inclusive):
                 take = False
+            if take and (part.start_time is not None or part.end_time is not None):
+                published = msg.publish_timestamp()
+                take = ((part.start_time is None or published >= part.start_time)
+                        and (part.end_time is None or published < part.end_time))
             if take:
                 batch.add(msg)
                 if len(batch) >= batch_rows:
-                    out.append(batch.build())
-                    batch.clear()
+                    yield batch.take()
         await consumer.close()
     if len(batch):
-        out.append(batch.build())
-    return out
+        yield batch.take()
+
+
+def iterate(batches: AsyncIterator[Any]) -> Iterator[Any]:
+    """Drive an async iterator from synchronous code, one item per ``next``.
+
+    Spark's ``read`` must be a plain generator; the event loop stays between items (not
+    running: the socket's buffers hold what arrives meanwhile), so a partition is streamed
+    batch by batch instead of being read whole first.
+    """
+    loop = asyncio.new_event_loop()
+    try:
+        while True:
+            try:
+                item = loop.run_until_complete(anext(batches))
+            except StopAsyncIteration:
+                return
+            yield item
+    finally:
+        try:
+            loop.run_until_complete(batches.aclose())  # type: ignore[attr-defined]
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()
 
 
 class PulsarReader(DataSourceReader):
@@ -369,6 +432,7 @@ class PulsarReader(DataSourceReader):
 
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
         self.options = options
+        check_topic_options(options)
         self.value_type = options.get("value_type") or None
         self.batch_rows = int(options.get("batch_rows", "10000"))
 
@@ -380,94 +444,14 @@ class PulsarReader(DataSourceReader):
         if not isinstance(partition, PulsarPartition):
             return  # nothing planned: Spark then reads one empty partition of its own
         codec = message_codec(self.value_type) if self.value_type else None
-        schema = pa.schema(_ARROW_FIELDS + (
-            [pa.field("decoded", codec.arrow_type)] if codec is not None else []))
-        # The whole partition is read before the first batch is yielded: a generator cannot
-        # keep an event loop running between yields. Batches are built as messages arrive.
-        yield from asyncio.run(_read_partition(self.options, partition, codec, schema,
-                                               self.batch_rows))
+        yield from iterate(read_partition(self.options, partition, codec, self.batch_rows))
 
 
-# --- writing --------------------------------------------------------------------------------------
-
-
-@dataclass
-class PulsarCommit(WriterCommitMessage):
-    """What one task wrote."""
-
-    producer_name: str
-    messages: int
-
-
-def _texts(column: Any) -> list[str | None]:
-    values: list[Any] = column.to_pylist()
-    return [v.decode() if isinstance(v, bytes) else v for v in values]
-
-
-def _epoch_millis(column: Any) -> list[int | None]:
-    """Milliseconds since the epoch of a timestamp column (exact integer arithmetic)."""
-    micros = column.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_pylist()
-    return [None if m is None else m // 1000 for m in micros]
-
-
-async def _write(options: dict[str, str], name: str, batches: Iterator[Any]) -> int:
-    topic = _required(options, "topic")
-    sent = 0
-    async with _client(options) as client:
-        producer = await client.create_producer(topic, producer_name=name,
-                                                block_if_queue_full=True,
-                                                batching_enabled=True)
-        for batch in batches:
-            names = batch.schema.names
-            if "value" not in names:
-                raise ValueError("writing to pulsar needs a 'value' column")
-            values: list[Any] = batch.column("value").to_pylist()
-            keys = _texts(batch.column("key")) if "key" in names else [None] * len(values)
-            props: list[Any] = (batch.column("properties").to_pylist() if "properties" in names
-                                else [None] * len(values))
-            times: list[int | None] = (_epoch_millis(batch.column("event_time"))
-                                       if "event_time" in names else [None] * len(values))
-            for value, key, prop, when in zip(values, keys, props, times, strict=True):
-                data = value.encode() if isinstance(value, str) else (value or b"")
-                producer.send_async(
-                    data, properties=dict(prop) if prop else None, partition_key=key,
-                    event_timestamp=when,
-                    sequence_id=sent)
-                sent += 1
-                if sent % 5000 == 0:  # bounds what waits for receipts
-                    await producer.flush()
-        await producer.flush()
-        await producer.close()
-    return sent
-
-
-class PulsarWriter(DataSourceArrowWriter):
-    """Sends each task's rows with one producer; at-least-once (module docstring)."""
-
-    def __init__(self, options: dict[str, str], schema: StructType) -> None:
-        self.options = options
-        _required(options, "service_url")
-        _required(options, "topic")
-        if "value" not in schema.fieldNames():
-            raise ValueError("writing to pulsar needs a 'value' column")
-        self.job = options.get("producer_name_prefix") or f"spark-{uuid.uuid4().hex[:12]}"
-        self.total = 0
-
-    def write(self, iterator: Iterator[Any]) -> PulsarCommit:
-        from pyspark import TaskContext
-
-        context = TaskContext.get()
-        task = context.partitionId() if context is not None else uuid.uuid4().hex[:8]
-        name = f"{self.job}-{task}"
-        sent = asyncio.run(_write(self.options, name, iterator))
-        return PulsarCommit(name, sent)
-
-    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        self.total = sum(m.messages for m in messages if isinstance(m, PulsarCommit))
+# --- the data source ------------------------------------------------------------------------------
 
 
 class PulsarDataSource(DataSource):
-    """``format("pulsar")``: batch and streaming reads, appends (see the module docstrings)."""
+    """``format("pulsar")``: batch and streaming reads and writes (see the module docstrings)."""
 
     @classmethod
     def name(cls) -> str:
@@ -492,3 +476,8 @@ class PulsarDataSource(DataSource):
         if overwrite:
             raise ValueError("the pulsar data source only appends: use mode('append')")
         return PulsarWriter(dict(self.options), schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        if overwrite:
+            raise ValueError("the pulsar data source only appends: use outputMode('append')")
+        return PulsarStreamWriter(dict(self.options), schema)

@@ -1,9 +1,10 @@
 """Streaming reads of Pulsar topics: ``spark.readStream.format("pulsar")``.
 
 Registered through ``PulsarDataSource.streamReader`` (``pipeline.pulsar_source``); takes the
-batch reader's options (``service_url``, ``topic``/``topics``, ``starting_offsets`` — only
-"earliest" or "latest", used when a query starts without a checkpoint — ``value_type``,
-``read_timeout_ms``, ``operation_timeout_seconds``; ``ending_offsets`` is ignored) plus:
+batch reader's options (``service_url``, ``topic``/``topics``/``topics_pattern``,
+``starting_offsets`` — only "earliest" or "latest", used when a query starts without a
+checkpoint — ``value_type``, ``read_timeout_ms``, ``operation_timeout_seconds``;
+``ending_offsets`` is ignored) plus:
 
 ``max_records_per_trigger``
     at most this many messages per micro-batch (default: unlimited). The budget is split
@@ -18,13 +19,14 @@ Offsets are JSON objects ``{"<partition topic name>": "ledger:entry:batch_index"
 of the last message included so far in that topic partition, ``"-1:-1:-1"`` before its
 first message. A micro-batch ``(start, end]`` therefore has one input partition per topic
 partition whose end is past its start, read exactly like a batch read (the same
-``PulsarPartition`` and reading code: from the earliest stored message, keeping those after
-``start`` and up to ``end``). Every end is a concrete message id fixed on the driver while
-planning — the last message id (GET_LAST_MESSAGE_ID) without a limit, or, with
-``max_records_per_trigger``, the id of the k-th message after the start found by reading
-the ids on the driver — so re-running a micro-batch from the checkpoint's offset log reads
-the same messages again, and a restarted query neither loses nor repeats committed batches.
-Topic partitions added later start from their first message.
+``PulsarPartition`` and reading code: subscribed at the entry of ``start``, keeping the
+messages after ``start`` and up to ``end``). Every end is a concrete message id fixed on
+the driver while planning — the last message id (GET_LAST_MESSAGE_ID) without a limit, or,
+with ``max_records_per_trigger``, the id of the k-th message after the start found by
+reading the ids on the driver — so re-running a micro-batch from the checkpoint's offset
+log reads the same messages again, and a restarted query neither loses nor repeats
+committed batches. Topic partitions added later (new partitions, or new topics matching
+``topics_pattern``, listed again for every micro-batch) start from their first message.
 
 ``trigger(availableNow=True)`` is supported (``SupportsTriggerAvailableNow``): the last
 message ids when the query starts are the target, and micro-batches (limited as above) run
@@ -41,7 +43,6 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
@@ -53,19 +54,24 @@ from pyspark.sql.types import StructType
 
 from clients.pulsar import PulsarClient
 from clients.pulsar.message import MessageId
+from pipeline.pulsar_positions import (
+    EARLIEST,
+    after_start,
+    before_last,
+    entry_of,
+    parse_offsets,
+)
 from pipeline.pulsar_source import (
-    _ARROW_FIELDS,
-    _EARLIEST,
     PulsarPartition,
-    _check_start,
     _client,
-    _last_message_id,
-    _passed,
-    _position,
-    _read_partition,
     _subscription,
-    _topics,
+    check_start,
+    check_topic_options,
+    iterate,
+    last_message_ids,
     message_codec,
+    read_partition,
+    resolve_topics,
 )
 
 BEFORE_FIRST = "-1:-1:-1"
@@ -122,10 +128,9 @@ async def last_positions(options: dict[str, str]) -> dict[str, str]:
     """Every topic partition's last message id, as offset positions."""
     out: dict[str, str] = {}
     async with _client(options) as client:
-        for topic in _topics(options):
-            names = await client.get_topic_partitions(topic)
-            lasts = await asyncio.gather(*(_last_message_id(client, n) for n in names))
-            for name, last in zip(names, lasts, strict=True):
+        topics = await resolve_topics(client, options)
+        for names in await asyncio.gather(*(last_message_ids(client, t) for t in topics)):
+            for name, last in names:
                 out[name] = encode_position(last) if last.entry_id() >= 0 else BEFORE_FIRST
     return dict(sorted(out.items()))
 
@@ -133,8 +138,10 @@ async def last_positions(options: dict[str, str]) -> dict[str, str]:
 async def _nth_after(client: PulsarClient, topic: str, after: MessageId | None,
                      last: MessageId, count: int, timeout: int, fail: bool) -> MessageId:
     """The id of the ``count``-th message after ``after``, or ``last`` if that comes first."""
-    consumer = await client.subscribe(topic, _subscription(), durable=False,
-                                      initial_position="earliest", receiver_queue_size=1000)
+    consumer = await client.subscribe(
+        topic, _subscription(), durable=False, initial_position="earliest",
+        start_message_id=entry_of(after) if after is not None else None,
+        receiver_queue_size=1000)
     try:
         taken = 0
         result = last
@@ -147,10 +154,10 @@ async def _nth_after(client: PulsarClient, topic: str, after: MessageId | None,
                                    ) from exc
             mid = msg.message_id()
             if first:
-                _check_start(topic, mid, after, fail)
+                check_start(topic, mid, after, fail)
                 first = False
-            take, done = _passed(mid, last)
-            if after is not None and _passed(mid, after)[0]:
+            take, done = before_last(mid, last)
+            if after is not None and not after_start(mid, after, False):
                 take = False
             if take:
                 taken += 1
@@ -199,12 +206,17 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.max_records = int(limit) if limit else None
         if self.max_records is not None and self.max_records <= 0:
             raise ValueError("max_records_per_trigger must be positive")
-        self.start_position = _position(options, "starting_offsets", _EARLIEST)
+        check_topic_options(options)
+        start = parse_offsets(options, "starting_offsets", EARLIEST)
+        if start.named is None:
+            raise ValueError("a streaming read starts at 'earliest' or 'latest'; message ids "
+                             "as starting_offsets are for batch reads")
+        self.start_position = start.named
         self.target: dict[str, str] | None = None
 
     def initialOffset(self) -> dict[str, str]:
         latest = asyncio.run(last_positions(self.options))
-        if self.start_position == _EARLIEST:
+        if self.start_position == EARLIEST:
             return {name: BEFORE_FIRST for name in latest}
         return latest
 
@@ -232,16 +244,14 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 continue
             parts.append(PulsarPartition(name, partition_index(name),
                                          after.serialize() if after is not None else None,
-                                         last.serialize()))
+                                         False, last.serialize()))
         return parts
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, PulsarPartition)
         codec = message_codec(self.value_type) if self.value_type else None
-        schema = pa.schema(_ARROW_FIELDS + (
-            [pa.field("decoded", codec.arrow_type)] if codec is not None else []))
-        yield from asyncio.run(_read_partition(self.options, partition, codec, schema,
-                                               self.batch_rows, self.fail_on_data_loss))
+        yield from iterate(read_partition(self.options, partition, codec, self.batch_rows,
+                                          self.fail_on_data_loss))
 
     def commit(self, end: dict[str, str]) -> None:
         """Nothing to do: reads use non-durable subscriptions, Spark keeps the offsets."""

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import itertools
+import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -139,3 +142,112 @@ def test_write_then_read_back(spark: Any, broker: BrokerThread) -> None:
     assert again.count() == 122
     tail = again.where("key is null").select("value").collect()
     assert sorted(r.value for r in tail) == [b"a", b"b"]
+
+
+async def produce_batched(url: str, topic: str, count: int, pause_after: int | None = None
+                          ) -> int | None:
+    """``count`` messages numbered by property "n", in batches of 4; returns a time between
+    the first ``pause_after`` messages and the rest, when asked for one."""
+    between = None
+    async with PulsarClient(url) as client:
+        producer = await client.create_producer(topic, block_if_queue_full=True,
+                                                batching_max_messages=4)
+        for i in range(count):
+            if i == pause_after:
+                await producer.flush()
+                await asyncio.sleep(0.05)
+                between = int(time.time() * 1000)
+                await asyncio.sleep(0.05)
+            producer.send_async(b"v%d" % i, properties={"n": str(i)})
+        await producer.flush()
+    return between
+
+
+def ns(frame: Any) -> list[int]:
+    return sorted(int(r.properties["n"]) for r in frame.select("properties").collect())
+
+
+def test_read_between_message_ids(spark: Any, broker: BrokerThread) -> None:
+    topic = f"persistent://public/default/spark-ids-{next(_names)}"
+    asyncio.run(produce_batched(broker.url, topic, 30))
+    rows = {int(r.properties["n"]): r.message_id
+            for r in reader(spark, broker, topic).load().collect()}
+    assert sorted(rows) == list(range(30))
+    assert MessageId.deserialize(reader(spark, broker, topic).load().first()
+                                 .message_id_bytes).batch_index() >= 0  # batched
+    # Inclusive start, exclusive end, both inside batches.
+    between = (reader(spark, broker, topic)
+               .option("starting_offsets", json.dumps({topic: rows[6]}))
+               .option("ending_offsets", json.dumps({topic: rows[23]})).load())
+    assert ns(between) == list(range(6, 23))
+    # The colon form; an end past the last message means "latest".
+    start = MessageId.deserialize(
+        reader(spark, broker, topic).load().where("properties['n'] = '9'").first()
+        .message_id_bytes)
+    colon = f"{start.ledger_id()}:{start.entry_id()}:{start.batch_index()}"
+    later = (reader(spark, broker, topic)
+             .option("starting_offsets", json.dumps({topic: colon}))
+             .option("ending_offsets", json.dumps({topic: "999999:0"})).load())
+    assert ns(later) == list(range(9, 30))
+    # An end at or before the start reads nothing.
+    assert (reader(spark, broker, topic)
+            .option("starting_offsets", json.dumps({topic: rows[20]}))
+            .option("ending_offsets", json.dumps({topic: rows[20]})).load().count()) == 0
+    with pytest.raises(Exception, match="not a message id"):
+        reader(spark, broker, topic).option("starting_offsets", '{"t": "x"}').load().count()
+
+
+def test_read_between_publish_times(spark: Any, broker: BrokerThread) -> None:
+    topic = f"persistent://public/default/spark-times-{next(_names)}"
+    between = asyncio.run(produce_batched(broker.url, topic, 20, pause_after=12))
+    assert between is not None
+    after = reader(spark, broker, topic).option("starting_time", str(between)).load()
+    assert ns(after) == list(range(12, 20))
+    before = reader(spark, broker, topic).option("ending_time", str(between)).load()
+    assert ns(before) == list(range(12))
+    iso = dt.datetime.fromtimestamp(between / 1000, dt.UTC).isoformat()
+    assert ns(reader(spark, broker, topic).option("starting_time", iso).load()) == \
+        list(range(12, 20))
+
+
+def test_read_topics_pattern(spark: Any, broker: BrokerThread) -> None:
+    base = f"spark-pattern-{next(_names)}"
+    plain = f"persistent://public/default/{base}-a"
+    parted = broker.create_partitioned_topic(f"persistent://public/default/{base}-b", 2)
+    other = f"persistent://public/default/{base}x-c"
+    for name, count in ((plain, 3), (parted, 6), (other, 2)):
+        asyncio.run(produce(broker.url, name, orders(count)))
+    df = (spark.read.format("pulsar").option("service_url", broker.url)
+          .option("topics_pattern", f"persistent://public/default/{base}-.*").load())
+    counts = {r.topic: r["count"] for r in df.groupBy("topic").count().collect()}
+    assert sum(counts.values()) == 9
+    assert counts[plain] == 3
+    assert {t for t in counts if t != plain} <= {f"{parted}-partition-0",
+                                                f"{parted}-partition-1"}
+    with pytest.raises(Exception, match="cannot be combined"):
+        (spark.read.format("pulsar").option("service_url", broker.url)
+         .option("topic", plain).option("topics_pattern", ".*").load().count())
+
+
+def test_client_lists_topics_and_last_ids(broker: BrokerThread) -> None:
+    topic = broker.create_partitioned_topic(
+        f"persistent://public/default/spark-last-{next(_names)}", 2)
+
+    async def check() -> None:
+        await produce(broker.url, topic, orders(10))
+        async with PulsarClient(broker.url) as client:
+            assert await client.get_topics_matching(topic) == [topic]
+            listed = await client.get_topics_of_namespace("public/default")
+            assert f"{topic}-partition-1" in listed
+            consumer = await client.subscribe(topic, "last-ids", durable=False)
+            lasts = await consumer.get_last_message_ids()
+            assert [m.partition() for m in lasts] == [0, 1]
+            assert all(m.entry_id() >= 0 for m in lasts)
+            with pytest.raises(ValueError, match="get_last_message_ids"):
+                await consumer.get_last_message_id()
+            await consumer.close()
+            single = await client.subscribe(f"{topic}-partition-0", "last-id", durable=False)
+            assert (await single.get_last_message_id()).entry_id() == lasts[0].entry_id()
+            await single.close()
+
+    asyncio.run(check())

@@ -1,0 +1,149 @@
+"""Where a Pulsar read starts and ends: the position options and message-id comparisons.
+
+A position in one topic partition is a message id compared entry first, then batch index.
+An id whose batch index is -1 stands for its whole entry (a message that was not batched,
+or an id the broker gave at entry granularity), so it compares equal to every message of
+that entry; the functions here decide what that means at a start and at an end.
+
+Options (batch reads):
+
+``starting_offsets``
+    "earliest" (default), "latest", or a JSON object from topic partition name to the
+    message id to start at, inclusive: ``{"persistent://public/default/t-partition-0":
+    "12:40:3"}``. Partitions the object does not name start at the earliest message.
+``ending_offsets``
+    "latest" (default: what is stored when the read is planned), "earliest", or a JSON
+    object from partition name to the message id to stop before (exclusive, like Spark's
+    Kafka source). Partitions it does not name end at "latest".
+``starting_time`` / ``ending_time``
+    publish-time bounds, inclusive start and exclusive end, as milliseconds since the
+    epoch or an ISO-8601 timestamp (UTC unless it names a zone). They filter on each
+    message's publish time, so they are exact even when producers' clocks disagree.
+
+A message id is written ``ledger:entry``, ``ledger:entry:batch_index``, or as the
+``message_id`` column shows it, ``(ledger,entry,partition,batch_index)``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from dataclasses import dataclass
+
+from clients.pulsar.lookup import TopicName
+from clients.pulsar.message import MessageId
+
+EARLIEST = "earliest"
+LATEST = "latest"
+
+_COLON_ID = re.compile(r"^\s*(-?\d+):(-?\d+)(?::(-?\d+))?\s*$")
+_COLUMN_ID = re.compile(r"^\s*\(\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*\)\s*$")
+
+
+@dataclass(frozen=True)
+class Offsets:
+    """A parsed ``starting_offsets``/``ending_offsets``: a named end, or ids per partition."""
+
+    named: str | None
+    ids: dict[str, MessageId]
+
+
+def parse_message_id(text: str) -> MessageId:
+    """A message id from its ``ledger:entry[:batch_index]`` or ``message_id`` column text."""
+    match = _COLON_ID.match(text)
+    if match:
+        ledger, entry, index = match.groups()
+        return MessageId(-1, int(ledger), int(entry), int(index) if index else -1)
+    match = _COLUMN_ID.match(text)
+    if match:
+        ledger, entry, partition, index = (int(g) for g in match.groups())
+        return MessageId(partition, ledger, entry, index)
+    raise ValueError(f"{text!r} is not a message id (write ledger:entry[:batch_index])")
+
+
+def parse_offsets(options: dict[str, str], name: str, default: str) -> Offsets:
+    """The option ``name``: "earliest", "latest" or a JSON object of message ids."""
+    raw = options.get(name, default).strip()
+    if raw.lower() in (EARLIEST, LATEST):
+        return Offsets(raw.lower(), {})
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = None
+    if not isinstance(value, dict):
+        raise ValueError(f"{name} must be 'earliest', 'latest' or a JSON object from topic "
+                         f"partition to message id, not {raw!r}")
+    ids: dict[str, MessageId] = {}
+    for topic, position in value.items():
+        if not isinstance(position, str):
+            raise ValueError(f"{name}: the position of {topic!r} must be a string such as "
+                             f"\"12:40\", not {position!r}")
+        ids[str(TopicName.parse(topic))] = parse_message_id(position)
+    return Offsets(None, ids)
+
+
+def parse_time(options: dict[str, str], name: str) -> int | None:
+    """The option ``name`` as milliseconds since the epoch, or None when it is not set."""
+    raw = options.get(name, "").strip()
+    if not raw:
+        return None
+    if re.fullmatch(r"-?\d+", raw):
+        return int(raw)
+    try:
+        when = dt.datetime.fromisoformat(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be milliseconds since the epoch or an ISO-8601 "
+                         f"timestamp, not {raw!r}") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    delta = when - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+    return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+
+
+def compare(msg_id: MessageId, ref: MessageId) -> int:
+    """-1, 0 or 1: ``msg_id`` before, in (an entry-wide ``ref``), or after ``ref``."""
+    here = (msg_id.ledger_id(), msg_id.entry_id())
+    there = (ref.ledger_id(), ref.entry_id())
+    if here != there:
+        return -1 if here < there else 1
+    a, b = msg_id.batch_index(), ref.batch_index()
+    if a < 0 or b < 0 or a == b:
+        return 0
+    return -1 if a < b else 1
+
+
+def after_start(msg_id: MessageId, start: MessageId, inclusive: bool) -> bool:
+    """Is ``msg_id`` past the start (at it, when ``inclusive``)?"""
+    order = compare(msg_id, start)
+    return order > 0 or (order == 0 and inclusive)
+
+
+def _last_of_entry(msg_id: MessageId) -> bool:
+    return msg_id.batch_index() < 0 or msg_id.batch_index() >= msg_id.batch_size() - 1
+
+
+def before_last(msg_id: MessageId, last: MessageId) -> tuple[bool, bool]:
+    """(take it, done) against the inclusive end ``last``.
+
+    Done once ``msg_id`` is ``last`` (for an entry-wide ``last``: the final message of
+    that entry) or anything after it.
+    """
+    order = compare(msg_id, last)
+    if order < 0:
+        return True, False
+    if order > 0:
+        return False, True
+    if last.batch_index() < 0:
+        return True, _last_of_entry(msg_id)
+    return True, True
+
+
+def before_end(msg_id: MessageId, end: MessageId) -> bool:
+    """Is ``msg_id`` before the exclusive end ``end`` (an entry-wide ``end`` excludes it all)?"""
+    return compare(msg_id, end) < 0
+
+
+def entry_of(msg_id: MessageId) -> MessageId:
+    """The start position that makes the broker deliver ``msg_id``'s entry first."""
+    return MessageId(-1, msg_id.ledger_id(), msg_id.entry_id())

@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass
 
 from clients.pulsar.lookup import TopicName
-from clients.pulsar.message import MessageId
+from clients.pulsar.message import EntryInfo, Message, MessageId
 
 EARLIEST = "earliest"
 LATEST = "latest"
@@ -147,3 +147,64 @@ def before_end(msg_id: MessageId, end: MessageId) -> bool:
 def entry_of(msg_id: MessageId) -> MessageId:
     """The start position that makes the broker deliver ``msg_id``'s entry first."""
     return MessageId(-1, msg_id.ledger_id(), msg_id.entry_id())
+
+
+class ReadRange:
+    """The messages one task keeps: between its start and end ids and publish times.
+
+    ``select`` takes messages in the order they arrive. Whole entries strictly inside the
+    id range are decided once per entry; only the entries holding the start or the end are
+    looked at message by message.
+    """
+
+    def __init__(self, start: MessageId | None, start_inclusive: bool, last: MessageId,
+                 end: MessageId | None = None, start_time: int | None = None,
+                 end_time: int | None = None) -> None:
+        self.start = start
+        self.start_inclusive = start_inclusive
+        self.last = last
+        self.end = end
+        self.start_time = start_time
+        self.end_time = end_time
+        self._low = (start.ledger_id(), start.entry_id()) if start is not None else None
+        high = (last.ledger_id(), last.entry_id())
+        if end is not None:
+            high = min(high, (end.ledger_id(), end.entry_id()))
+        self._high = high
+
+    def _published_in_range(self, published: int) -> bool:
+        return ((self.start_time is None or published >= self.start_time)
+                and (self.end_time is None or published < self.end_time))
+
+    def _one(self, msg: Message) -> tuple[bool, bool]:
+        """(keep it, done) for a message of an entry at the edge of the range."""
+        mid = msg.message_id()
+        if self.end is not None and not before_end(mid, self.end):
+            return False, True
+        take, done = before_last(mid, self.last)
+        if self.start is not None and not after_start(mid, self.start, self.start_inclusive):
+            take = False
+        return take, done
+
+    def select(self, msgs: list[Message]) -> tuple[list[Message], bool]:
+        """The messages of ``msgs`` in range, and whether the range's end has been reached."""
+        kept: list[Message] = []
+        entry: EntryInfo | None = None
+        inside = published_ok = False
+        for msg in msgs:
+            here = msg.entry()
+            if here is not entry:
+                entry = here
+                key = (here.ledger_id, here.entry_id)
+                inside = (self._low is None or key > self._low) and key < self._high
+                published_ok = self._published_in_range(here.metadata.publish_time)
+            if inside:
+                if published_ok:
+                    kept.append(msg)
+                continue
+            take, done = self._one(msg)
+            if take and published_ok:
+                kept.append(msg)
+            if done:
+                return kept, True
+        return kept, False

@@ -77,66 +77,28 @@ from pyspark.sql.datasource import (
     DataSourceWriter,
     InputPartition,
 )
-from pyspark.sql.types import (
-    BinaryType,
-    IntegerType,
-    MapType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
+from pyspark.sql.types import StructField, StructType
 
 from clients.pulsar import PulsarClient
 from clients.pulsar.lookup import TopicName
-from clients.pulsar.message import Message, MessageId
+from clients.pulsar.message import MessageId
 from pipeline.pulsar_positions import (
     EARLIEST,
     LATEST,
     Offsets,
+    ReadRange,
     after_start,
-    before_end,
-    before_last,
     compare,
     entry_of,
     parse_offsets,
     parse_time,
 )
+from pipeline.pulsar_rows import MESSAGE_FIELDS, MESSAGE_SCHEMA, RowBatchBuilder
 from pipeline.pulsar_sink import PulsarStreamWriter, PulsarWriter
 from runtime.spark_rows import RowCodec
 
 SOURCE_NAME = "pulsar"
 
-MESSAGE_FIELDS = [
-    StructField("key", BinaryType(), True),
-    StructField("value", BinaryType(), True),
-    StructField("topic", StringType(), False),
-    StructField("partition", IntegerType(), False),
-    StructField("message_id", StringType(), False),
-    StructField("message_id_bytes", BinaryType(), False),
-    StructField("publish_time", TimestampType(), True),
-    StructField("event_time", TimestampType(), True),
-    StructField("properties", MapType(StringType(), StringType(), False), True),
-    StructField("producer_name", StringType(), True),
-    StructField("redelivery_count", IntegerType(), False),
-]
-MESSAGE_SCHEMA = StructType(MESSAGE_FIELDS)
-
-_TIMESTAMP = pa.timestamp("us", tz="UTC")
-_ARROW_FIELDS = [
-    pa.field("key", pa.binary()),
-    pa.field("value", pa.binary()),
-    pa.field("topic", pa.string(), nullable=False),
-    pa.field("partition", pa.int32(), nullable=False),
-    pa.field("message_id", pa.string(), nullable=False),
-    pa.field("message_id_bytes", pa.binary(), nullable=False),
-    pa.field("publish_time", _TIMESTAMP),
-    pa.field("event_time", _TIMESTAMP),
-    pa.field("properties", pa.map_(pa.string(), pa.field("value", pa.string(),
-                                                          nullable=False))),
-    pa.field("producer_name", pa.string()),
-    pa.field("redelivery_count", pa.int32(), nullable=False),
-]
 
 def register(spark: SparkSession) -> None:
     """Make ``format("pulsar")`` available in ``spark``."""
@@ -237,7 +199,7 @@ def _subscription() -> str:
 async def last_message_ids(client: PulsarClient, topic: str) -> list[tuple[str, MessageId]]:
     """Every partition of ``topic`` with the id of its last message (entry -1: empty)."""
     consumer = await client.subscribe(topic, _subscription(), durable=False,
-                                      initial_position="latest", receiver_queue_size=1)
+                                      initial_position="latest", receiver_queue_size=1000)
     try:
         lasts = await consumer.get_last_message_ids()
     finally:
@@ -284,57 +246,6 @@ async def plan_partitions(options: dict[str, str]) -> list[PulsarPartition]:
     return parts
 
 
-def _millis(ms: int) -> int | None:
-    return ms * 1000 if ms > 0 else None
-
-
-class _Batch:
-    """Columns of received messages, turned into one Arrow batch."""
-
-    def __init__(self, codec: RowCodec[Any] | None, schema: Any, partition: int) -> None:
-        self.codec = codec
-        self.partition = partition
-        self.schema = schema
-        self.msgs: list[Message] = []
-
-    def add(self, msg: Message) -> None:
-        self.msgs.append(msg)
-
-    def __len__(self) -> int:
-        return len(self.msgs)
-
-    def take(self) -> Any:
-        """The Arrow batch of the messages added so far; the batch starts empty again."""
-        msgs, self.msgs = self.msgs, []
-        part = self.partition
-        ids = [MessageId(part, i.ledger_id(), i.entry_id(), i.batch_index(), i.batch_size())
-               for i in (m.message_id() for m in msgs)]
-        columns = [
-            pa.array([m.partition_key().encode() if m.has_partition_key() else None
-                      for m in msgs], pa.binary()),
-            pa.array([m.data() for m in msgs], pa.binary()),
-            pa.array([m.topic_name() for m in msgs], pa.string()),
-            pa.array([part] * len(msgs), pa.int32()),
-            pa.array([str(i) for i in ids], pa.string()),
-            pa.array([i.serialize() for i in ids], pa.binary()),
-            pa.array([_millis(m.publish_timestamp()) for m in msgs], _TIMESTAMP),
-            pa.array([_millis(m.event_timestamp()) for m in msgs], _TIMESTAMP),
-            pa.array([list(m.properties().items()) for m in msgs], self.schema.field(8).type),
-            pa.array([m.producer_name() for m in msgs], pa.string()),
-            pa.array([m.redelivery_count() for m in msgs], pa.int32()),
-        ]
-        if self.codec is not None:
-            decode = self.codec.python_type.decode
-            values: list[Any] = []
-            for m in msgs:
-                try:
-                    values.append(decode(m.data()))
-                except Exception:
-                    values.append(None)
-            columns.append(self.codec.to_arrow(values))
-        return pa.RecordBatch.from_arrays(columns, schema=self.schema)
-
-
 def check_start(topic: str, first: MessageId, after: MessageId | None, fail: bool) -> None:
     """Raise when ``fail`` and the first message still stored comes after ``after``.
 
@@ -349,15 +260,9 @@ def check_start(topic: str, first: MessageId, after: MessageId | None, fail: boo
                            "skip what was lost")
 
 
-def arrow_schema(codec: RowCodec[Any] | None) -> Any:
-    """The Arrow schema of the rows read, with a ``decoded`` column when there is a codec."""
-    return pa.schema(_ARROW_FIELDS + (
-        [pa.field("decoded", codec.arrow_type)] if codec is not None else []))
-
-
 async def read_partition(options: dict[str, str], part: PulsarPartition,
                          codec: RowCodec[Any] | None, batch_rows: int,
-                         fail_on_data_loss: bool = False) -> AsyncIterator[Any]:
+                         fail_on_data_loss: bool = False) -> AsyncIterator[pa.RecordBatch]:
     """The Arrow batches of one planned partition, ``batch_rows`` messages at most each.
 
     The subscription starts at the entry of the planned start, so nothing before it is
@@ -366,8 +271,9 @@ async def read_partition(options: dict[str, str], part: PulsarPartition,
     last = MessageId.deserialize(part.last)
     start = MessageId.deserialize(part.start) if part.start is not None else None
     end = MessageId.deserialize(part.end) if part.end is not None else None
+    wanted = ReadRange(start, part.start_inclusive, last, end, part.start_time, part.end_time)
     timeout = int(options.get("read_timeout_ms", "30000"))
-    batch = _Batch(codec, arrow_schema(codec), part.partition)
+    rows = RowBatchBuilder(codec, part.partition)
     async with _client(options) as client:
         consumer = await client.subscribe(
             part.topic, _subscription(), durable=False, initial_position="earliest",
@@ -377,31 +283,22 @@ async def read_partition(options: dict[str, str], part: PulsarPartition,
         first = True
         while not done:
             try:
-                msg = await consumer.receive(timeout_millis=timeout)
+                msgs = await consumer.batch_receive(batch_rows - len(rows),
+                                                    timeout_millis=timeout)
             except Exception as exc:
                 raise RuntimeError(f"{part.topic}: no message within {timeout} ms before the "
                                    f"planned end {last}") from exc
-            mid = msg.message_id()
             if first:
-                check_start(part.topic, mid, None if part.start_inclusive else start,
-                            fail_on_data_loss)
+                check_start(part.topic, msgs[0].message_id(),
+                            None if part.start_inclusive else start, fail_on_data_loss)
                 first = False
-            take, done = before_last(mid, last)
-            if end is not None and not before_end(mid, end):
-                break
-            if start is not None and not after_start(mid, start, part.start_inclusive):
-                take = False
-            if take and (part.start_time is not None or part.end_time is not None):
-                published = msg.publish_timestamp()
-                take = ((part.start_time is None or published >= part.start_time)
-                        and (part.end_time is None or published < part.end_time))
-            if take:
-                batch.add(msg)
-                if len(batch) >= batch_rows:
-                    yield batch.take()
+            kept, done = wanted.select(msgs)
+            rows.extend(kept)
+            if len(rows) >= batch_rows:
+                yield rows.take()
         await consumer.close()
-    if len(batch):
-        yield batch.take()
+    if len(rows):
+        yield rows.take()
 
 
 def iterate(batches: AsyncIterator[Any]) -> Iterator[Any]:

@@ -804,6 +804,29 @@ class Consumer:
                 child.permits = permits
         return msg
 
+    async def batch_receive(self, max_messages: int = 1000,
+                            timeout_millis: int | None = None) -> list[Message]:
+        """The messages already received, ``max_messages`` at most, waiting for at least one.
+
+        For readers that handle messages in bulk: one call instead of one ``receive`` per
+        message. Waits as ``receive`` does when nothing is queued.
+        """
+        if max_messages < 1:
+            raise ValueError("max_messages must be at least 1")
+        if not self._queue:
+            await self._wait(timeout_millis)
+        queue = self._queue
+        count = min(max_messages, len(queue))
+        msgs = [queue.popleft() for _ in range(count)]
+        taken: dict[_TopicConsumer, int] = {}
+        for msg in msgs:
+            owner = msg._entry.consumer
+            if owner is not None:
+                taken[owner] = taken.get(owner, 0) + 1
+        for owner, n in taken.items():
+            owner.taken(n)
+        return msgs
+
     async def _wait(self, timeout_millis: int | None) -> None:
         loop = asyncio.get_running_loop()
         deadline = None if timeout_millis is None else loop.time() + timeout_millis / 1000.0

@@ -207,6 +207,18 @@ class Message:
     def producer_name(self) -> str:
         return self._entry.metadata.producer_name
 
+    def entry(self) -> EntryInfo:
+        """What this message shares with the others of its entry (one object per entry)."""
+        return self._entry
+
+    def batch_index(self) -> int:
+        """Its index in its entry's batch; -1 when the entry is not a batch."""
+        return self._index
+
+    def single_metadata(self) -> pb.SingleMessageMetadata | None:
+        """Its own metadata inside a batch; None when the entry is not a batch."""
+        return self._smeta
+
     def message_id(self) -> MessageId:
         e = self._entry
         return MessageId(e.partition, e.ledger_id, e.entry_id, self._index, e.batch_size)

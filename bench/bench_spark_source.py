@@ -1,0 +1,197 @@
+"""Topic read throughput: ``spark.read.format("pulsar")`` against our client alone.
+
+One embedded broker runs in a child process (``BrokerProcess``, messages in memory). Two
+topics are written once with our producer (batching on: 1,000 messages per entry), ``N``
+messages of 100 bytes each (``BENCH_SPARK_SOURCE_N``, default 200,000): one
+non-partitioned topic and one with two partitions.
+
+Rows, each the best of ``RUNS`` runs (``BENCH_SPARK_SOURCE_RUNS``, default 3):
+
+* client: our ``PulsarClient`` in this process, a non-durable subscription from the earliest
+  message, ``await consumer.receive()`` until all ``N`` messages have arrived (no
+  acknowledgements: the data source does not acknowledge either). The clock starts before
+  ``subscribe``.
+* spark: ``spark.read.format("pulsar")...load()`` in a ``local[2]`` session, materialised with
+  ``write.format("noop")`` (every column of every row is produced and then dropped). The
+  clock covers the whole action: planning (last message ids), the tasks' subscriptions,
+  building the Arrow batches (11 columns) and handing them to the JVM. The session is
+  started and warmed up (a read of 50,000 messages) before timing.
+* spark ceiling: the same action on a Python data source that only yields one prebuilt
+  Arrow batch of 10,000 rows of the same schema (built by our row builder from real
+  messages of the topic) ``N / 10,000`` times, with no Pulsar and no decoding at all:
+  what Spark itself costs per row here, an upper bound for any Python data source
+  producing these rows on this machine.
+
+The target (from the issue): the data source reads at >= 50% of our client's own rate. The
+one-partition row is the like-for-like comparison (one task, one consumer); with two
+partitions Spark runs one task per partition on its two cores while the client reads both
+partitions on one event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import platform
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
+
+from clients.pulsar import PulsarClient
+from clients.pulsar.broker import BrokerProcess
+from pipeline.pulsar_rows import MESSAGE_SCHEMA, RowBatchBuilder
+
+N = int(os.environ.get("BENCH_SPARK_SOURCE_N", "200000"))
+RUNS = int(os.environ.get("BENCH_SPARK_SOURCE_RUNS", "3"))
+MESSAGE_SIZE = 100
+TARGET_RATIO = 0.5
+
+
+def _load() -> str:
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+async def _produce(url: str, topic: str, count: int) -> None:
+    async with PulsarClient(url) as client:
+        producer = await client.create_producer(topic, max_pending_messages=0)
+        for i in range(count):
+            producer.send_async(i.to_bytes(8, "big") + bytes(MESSAGE_SIZE - 8))
+        await producer.flush()
+
+
+async def _client_read(url: str, topic: str, count: int) -> float:
+    started = time.perf_counter()
+    async with PulsarClient(url) as client:
+        consumer = await client.subscribe(topic, f"bench-{time.monotonic_ns()}", durable=False,
+                                          initial_position="earliest")
+        receive = consumer.receive
+        for _ in range(count):
+            await receive(timeout_millis=30_000)
+        elapsed = time.perf_counter() - started
+        await consumer.close()
+    return elapsed
+
+
+def _spark_read(spark: Any, url: str, topic: str) -> float:
+    df = (spark.read.format("pulsar").option("service_url", url).option("topic", topic)
+          .load())
+    started = time.perf_counter()
+    df.write.format("noop").mode("overwrite").save()
+    return time.perf_counter() - started
+
+
+async def _sample_batch(url: str, topic: str, count: int) -> Any:
+    """An Arrow batch of the first ``count`` messages of ``topic``, as the source builds it."""
+    async with PulsarClient(url) as client:
+        consumer = await client.subscribe(topic, f"sample-{time.monotonic_ns()}",
+                                          durable=False, initial_position="earliest")
+        rows = RowBatchBuilder(None, -1)
+        while len(rows) < count:
+            rows.extend(await consumer.batch_receive(count - len(rows), timeout_millis=30_000))
+        await consumer.close()
+    return rows.take()
+
+
+class _PrebuiltReader(DataSourceReader):
+    def __init__(self, batch: Any, repeat: int) -> None:
+        self.batch = batch
+        self.repeat = repeat
+
+    def partitions(self) -> Sequence[InputPartition]:
+        return [InputPartition(0)]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        for _ in range(self.repeat):
+            yield self.batch
+
+
+class _PrebuiltSource(DataSource):
+    """``format("prebuilt")``: one Arrow batch of the Pulsar row schema, yielded repeatedly."""
+
+    batch: Any = None
+    repeat = 0
+
+    @classmethod
+    def name(cls) -> str:
+        return "prebuilt"
+
+    def schema(self) -> StructType:
+        return MESSAGE_SCHEMA
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return _PrebuiltReader(_PrebuiltSource.batch, _PrebuiltSource.repeat)
+
+
+def _spark_ceiling(spark: Any) -> float:
+    started = time.perf_counter()
+    spark.read.format("prebuilt").load().write.format("noop").mode("overwrite").save()
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    from pipeline.capture_decode import local_session
+    from pipeline.pulsar_source import register
+
+    print(f"Python {platform.python_version()}, {os.cpu_count()} CPUs, load average {_load()}")
+    print(f"{N:,} messages of {MESSAGE_SIZE} bytes per topic, best of {RUNS} runs; broker: "
+          "embedded, in a child process, messages in memory; Spark local[2]")
+    single = "persistent://public/default/bench-source-1"
+    double = "persistent://public/default/bench-source-2"
+    broker = BrokerProcess(partitioned={double: 2}, extra_args=("--log-level", "WARNING"))
+    url = broker.start()
+    results: dict[tuple[str, str], list[float]] = {}
+    try:
+        asyncio.run(_produce(url, single, N))
+        asyncio.run(_produce(url, double, N))
+        asyncio.run(_produce(url, "bench-source-warmup", 50_000))
+        _PrebuiltSource.batch = asyncio.run(_sample_batch(url, single, 10_000))
+        _PrebuiltSource.repeat = N // 10_000
+        spark = local_session("protoframe-bench-source")
+        register(spark)
+        spark.dataSource.register(_PrebuiltSource)
+        spark.sparkContext.setLogLevel("ERROR")
+        _spark_read(spark, url, "persistent://public/default/bench-source-warmup")
+        _spark_ceiling(spark)
+        for _ in range(RUNS):
+            for label, topic in (("1 partition", single), ("2 partitions", double)):
+                results.setdefault((label, "client"), []).append(
+                    asyncio.run(_client_read(url, topic, N)))
+                results.setdefault((label, "spark"), []).append(_spark_read(spark, url, topic))
+            results.setdefault(("1 partition", "ceiling"), []).append(_spark_ceiling(spark))
+        spark.stop()
+    finally:
+        broker.stop()
+
+    print()
+    header = (f"{'topic':<13} {'reader':<7} {'msgs/s (best)':>14} {'all runs':>26} "
+              f"{'spark/client':>13}")
+    print(header)
+    print("-" * len(header))
+    verdicts: list[str] = []
+    for label in ("1 partition", "2 partitions"):
+        rates = {who: N / min(results[(label, who)]) for who in ("client", "spark")}
+        for who in ("client", "spark"):
+            runs = ", ".join(f"{N / t / 1000:,.0f}k" for t in results[(label, who)])
+            shown = f"{rates['spark'] / rates['client']:.2f}x" if who == "spark" else ""
+            print(f"{label:<13} {who:<7} {rates[who]:>14,.0f} {runs:>26} {shown:>13}")
+        ratio = rates["spark"] / rates["client"]
+        verdicts.append(f"  {label}: spark/client {ratio:.2f} >= {TARGET_RATIO:.2f} "
+                        f"{'MET' if ratio >= TARGET_RATIO else 'NOT MET'}")
+    ceiling = N // 10_000 * 10_000 / min(results[("1 partition", "ceiling")])
+    runs = ", ".join(f"{N / t / 1000:,.0f}k" for t in results[("1 partition", "ceiling")])
+    print(f"{'(prebuilt)':<13} {'ceiling':<7} {ceiling:>14,.0f} {runs:>26} "
+          f"{ceiling / (N / min(results[('1 partition', 'client')])):>12.2f}x")
+    print("(ceiling: Spark alone turning ready Arrow batches of this schema into rows, no "
+          "Pulsar; its ratio is against the 1-partition client)")
+    print()
+    print("targets:")
+    print("\n".join(verdicts))
+    print(f"(load average at the end: {_load()})")
+
+
+if __name__ == "__main__":
+    main()

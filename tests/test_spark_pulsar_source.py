@@ -22,11 +22,12 @@ if (java_version() or 0) < 17:
 
 from clients.pulsar import PulsarClient  # noqa: E402
 from clients.pulsar.broker import BrokerThread  # noqa: E402
-from clients.pulsar.message import MessageId  # noqa: E402
+from clients.pulsar.message import Message, MessageId  # noqa: E402
 from generated.demo import spark as demo_rows  # noqa: E402
 from generated.demo.events import OrderPlaced  # noqa: E402
 from pipeline.capture_decode import local_session  # noqa: E402
-from pipeline.pulsar_source import MESSAGE_SCHEMA, register  # noqa: E402
+from pipeline.pulsar_rows import MESSAGE_SCHEMA  # noqa: E402
+from pipeline.pulsar_source import register  # noqa: E402
 
 _names = itertools.count()
 
@@ -274,7 +275,7 @@ def test_row_builder_matches_each_message(broker: BrokerThread) -> None:
             await single.flush()
             consumer = await client.subscribe(topic, "rows", durable=False,
                                               initial_position="earliest")
-            msgs = []
+            msgs: list[Message] = []
             while len(msgs) < 705:
                 msgs += await consumer.batch_receive(1000, timeout_millis=10_000)
         for part in (-1, 3):
@@ -283,9 +284,9 @@ def test_row_builder_matches_each_message(broker: BrokerThread) -> None:
             rows = builder.take().to_pylist()
             assert len(rows) == 705 and len(builder) == 0
             for msg, row in zip(msgs, rows, strict=True):
-                i = msg.message_id()
-                mid = MessageId(part, i.ledger_id(), i.entry_id(), i.batch_index(),
-                                i.batch_size())
+                got = msg.message_id()
+                mid = MessageId(part, got.ledger_id(), got.entry_id(), got.batch_index(),
+                                got.batch_size())
                 assert row["message_id_bytes"] == mid.serialize()
                 assert row["message_id"] == str(mid)
                 assert row["key"] == (msg.partition_key().encode() if msg.has_partition_key()

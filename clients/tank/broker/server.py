@@ -1,0 +1,152 @@
+"""The embedded TANK broker's asyncio side: a TCP server and one session per connection.
+
+Each connection is a ``runtime.connection.Connection`` driving the generated ``TankProtocol``
+in its server role, so bytes are decoded by the same generated stream decoder the client uses.
+A frame that does not decode, or a bundle that cannot be read, closes that connection only.
+A consume that cannot be answered yet (fewer than ``min_bytes`` available) waits in a task of
+its own for up to ``max_wait_ms``, so later requests on the connection are not held up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping
+from types import TracebackType
+
+from generated.tank import frames
+from generated.tank.machines import TankProtocol
+from runtime.connection import Connection
+
+from .state import BadBundle, BrokerState
+
+__all__ = ["EmbeddedTankBroker"]
+
+log = logging.getLogger(__name__)
+
+_PING = frames.Frame(body=frames.Ping())
+# A consumer may ask for a wait of up to 2**64 - 1 ms; the broker holds a request no longer.
+MAX_WAIT_SECONDS = 60.0
+
+
+class _Session(Connection[frames.Frame]):
+    """One client connection: greets it with a ping, answers its requests."""
+
+    def __init__(self, broker: EmbeddedTankBroker) -> None:
+        super().__init__(TankProtocol(server=True, max_frame_size=broker.max_frame_size),
+                         self._on_frame, keepalive_interval=None, name="tank session")
+        self.broker = broker
+        self._waiting: set[asyncio.Task[None]] = set()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self.broker.sessions.add(self)
+        self.write(_PING)  # TANK brokers introduce themselves this way
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        self.broker.sessions.discard(self)
+        for task in self._waiting:
+            task.cancel()
+
+    def _on_frame(self, frame: frames.Frame) -> None:
+        body = frame.body
+        state = self.broker.state
+        try:
+            if isinstance(body, frames.ProduceRequest | frames.ProduceWithSeqnumRequest):
+                before = state.appended
+                self.write(frames.Frame(body=state.produce(body)))
+                if state.appended != before:
+                    self.broker.notify_appended()
+            elif isinstance(body, frames.ConsumeRequest):
+                response, ready = state.consume(body)
+                if ready or body.max_wait_ms == 0:
+                    self.write(frames.Frame(body=response))
+                else:
+                    task = asyncio.get_running_loop().create_task(
+                        self._consume_later(state.pin_tail(body)))
+                    self._waiting.add(task)
+                    task.add_done_callback(self._waiting.discard)
+            # A received ping needs nothing: TANK brokers ignore them.
+        except BadBundle as exc:
+            self.abort(exc)
+
+    async def _consume_later(self, request: frames.ConsumeRequest) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + min(request.max_wait_ms / 1000, MAX_WAIT_SECONDS)
+        while True:
+            remaining = deadline - loop.time()
+            if remaining > 0:
+                await self.broker.wait_appended(remaining)
+            response, ready = self.broker.state.consume(request)
+            if ready or loop.time() >= deadline:
+                break
+        if self.is_open:
+            self.write(frames.Frame(body=response))
+
+
+class EmbeddedTankBroker:
+    """A TANK broker in the running event loop, keeping partitions in memory.
+
+    >>> async with EmbeddedTankBroker(topics={"events": 2}) as (host, port):  # doctest: +SKIP
+    ...     ...
+
+    ``topics`` maps names to partition counts; ``auto_create`` gives unknown topics that many
+    partitions instead of refusing them; ``compress=True`` stores and serves every bundle
+    Snappy-compressed. ``port=0`` picks a free port.
+    """
+
+    def __init__(self, *, host: str = "127.0.0.1", port: int = 0,
+                 topics: Mapping[str, int] | None = None, auto_create: int | None = None,
+                 compress: bool = False,
+                 max_frame_size: int = frames.DEFAULT_MAX_FRAME_SIZE) -> None:
+        self.host = host
+        self.port = port
+        self.max_frame_size = max_frame_size
+        self.state = BrokerState(topics, auto_create=auto_create, compress=compress)
+        self.sessions: set[_Session] = set()
+        self._server: asyncio.Server | None = None
+        self._appended: asyncio.Event | None = None
+
+    async def start(self) -> tuple[str, int]:
+        """Listen; return the (host, port) clients connect to."""
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(lambda: _Session(self), self.host, self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+        log.info("TANK broker listening on %s:%d", self.host, self.port)
+        return self.host, self.port
+
+    async def stop(self) -> None:
+        """Stop listening and close every connection."""
+        if self._server is None:
+            return
+        self._server.close()
+        for session in list(self.sessions):
+            session.abort()
+        await self._server.wait_closed()
+        self._server = None
+
+    async def __aenter__(self) -> tuple[str, int]:
+        return await self.start()
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.stop()
+
+    def create_topic(self, name: str, partitions: int) -> None:
+        """Admin: declare ``name`` with ``partitions`` partitions."""
+        self.state.create_topic(name, partitions)
+
+    def notify_appended(self) -> None:
+        """Wake the consumes waiting for data."""
+        if self._appended is not None:
+            self._appended.set()
+            self._appended = None
+
+    async def wait_appended(self, timeout: float) -> None:
+        """Return when a bundle is appended anywhere, or after ``timeout`` seconds."""
+        if self._appended is None:
+            self._appended = asyncio.Event()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._appended.wait(), timeout)

@@ -24,8 +24,9 @@ class FrameStream(Generic[T]):
     ``feed`` returns every frame completed by the new bytes. A frame that fails to decode
     raises its ``DecodeError`` with ``frames_before`` set to the frames completed earlier in
     the same call; the bad frame's bytes are skipped, so ``feed(b"")`` continues after it.
-    An oversize frame is different: nothing after it can be trusted, so the stream refuses
-    further input.
+    A bad frame header is different (an oversize frame, or a length no frame can have):
+    without a frame size there is nothing to skip to and nothing after it can be trusted,
+    so the stream drops what it holds and refuses further input with the same error class.
     """
 
     def __init__(
@@ -38,7 +39,7 @@ class FrameStream(Generic[T]):
         self._decode = decode_frame
         self.max_frame_size = max_frame_size
         self._pending = b""
-        self._broken: FrameTooLargeError | None = None
+        self._broken: DecodeError | None = None
 
     @property
     def buffered(self) -> int:
@@ -48,7 +49,7 @@ class FrameStream(Generic[T]):
     def feed(self, data: bytes | bytearray | memoryview) -> list[T]:
         """Add received bytes; return the frames they complete, in order."""
         if self._broken is not None:
-            raise FrameTooLargeError(f"stream stopped after an oversize frame: {self._broken}")
+            raise _stopped(self._broken)
         buf = self._pending + bytes(data) if self._pending else bytes(data)
         pos, end = 0, len(buf)
         frames: list[T] = []
@@ -57,7 +58,7 @@ class FrameStream(Generic[T]):
             while pos < end:
                 try:
                     size = self._frame_length(buf, pos, end, limit)
-                except FrameTooLargeError as exc:
+                except DecodeError as exc:
                     self._broken = exc
                     self._pending = b""
                     raise
@@ -77,3 +78,13 @@ class FrameStream(Generic[T]):
             raise
         self._pending = buf[pos:] if pos < end else b""
         return frames
+
+
+def _stopped(cause: DecodeError) -> DecodeError:
+    """The error a stopped stream raises: ``cause``'s class, saying the stream has stopped."""
+    what = "an oversize frame" if isinstance(cause, FrameTooLargeError) else "a bad frame header"
+    message = f"stream stopped after {what}: {cause}"
+    try:
+        return type(cause)(message)
+    except TypeError:  # a subclass with a richer constructor
+        return DecodeError(message)

@@ -102,7 +102,7 @@ def _render_protocol(
         out.files[f"{protocol.name}/frames.py"] = wrap_source(
             render(env, "python/frames.py.j2", m=frames))
         modules.append(("frames", display))
-        if spec.machines or spec.requests:
+        if spec.machines or spec.requests or spec.routes:
             out.files[f"{protocol.name}/machines.py"] = wrap_source(
                 render(env, "python/machines.py.j2", m=build_machines_module(spec)))
             modules.append(("machines", display))

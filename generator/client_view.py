@@ -9,11 +9,11 @@ become ``RequestFailed``; a closed connection fails every waiting request.
 from __future__ import annotations
 
 import keyword
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from generator.errors import SpecError
 from generator.frame_ir import CommandInfo, FrameField, FrameSpec, Request, StructDef
 from generator.ir import Field, Label, Presence
+from generator.machines_view import builder_name, builder_params
 from generator.pyview import docstring, q
 
 
@@ -42,6 +42,9 @@ class ClientModuleView:
     allocate: str | None
     exports: list[str]
     uses_uuid: bool = False
+    machines_imports: list[str] = field(default_factory=list)  # lines importing from .machines
+    allocator_args: str = ""  # the id range, for an allocated field narrower than 64 bits
+    answer_arg: str = "body"  # what field_of reads correlation fields from
 
 
 class _Types:
@@ -56,8 +59,9 @@ class _Types:
         return f"{module}.{py_path}"
 
     def body_type(self, info: CommandInfo) -> str:
-        if info.proto is not None:
-            return self.proto(info.proto.message.full_name, info.proto.message.py_path)
+        msg = info.body_message
+        if msg is not None:
+            return self.proto(msg.full_name, msg.py_path)
         return f"frames.{info.body_type}"
 
     def field_ann(self, f: Field) -> str:
@@ -89,6 +93,16 @@ def build_client_module(spec: FrameSpec) -> ClientModuleView:
                 f"({q(r.request)}, {_tuple([q(c) for c in r.correlate])})")
     answer_lines = [f"    {q(name)}: ({', '.join(v)},)," for name, v in sorted(answers.items())]
     title = "".join(p.capitalize() for p in spec.protocol.replace("-", "_").split("_"))
+    from_machines = ["command_of", "field_of"]
+    if spec.frame_context:
+        from_machines.insert(0, "Command")
+    from_machines += sorted({builder_name(r.request) for r in spec.requests
+                             if spec.commands[r.request].routed is not None})
+    if len(from_machines) > 2:
+        machines_imports = ["from .machines import (", *[f"    {n}," for n in from_machines],
+                            ")"]
+    else:
+        machines_imports = [f"from .machines import {', '.join(from_machines)}"]
     return ClientModuleView(
         source=spec.path,
         module_doc=docstring(
@@ -102,13 +116,25 @@ def build_client_module(spec: FrameSpec) -> ClientModuleView:
             "to ``handle_frame``; call ``connection_lost`` when the connection ends so that no "
             "request is left waiting.", "    "),
         frame_name=spec.frame.name,
-        local_imports=["from . import " + ", ".join(["frames", *sorted(types.modules)])],
+        local_imports=["from . import " + ", ".join(sorted({"frames", *types.modules}))],
         uses_uuid=types.uses_uuid,
         methods=methods,
         answers=answer_lines,
         allocate=spec.allocate,
         exports=[f"{title}Requests", "FrameSender"],
+        machines_imports=machines_imports,
+        allocator_args=_allocator_args(spec),
+        answer_arg="Command(body, frame)" if spec.frame_context else "body",
     )
+
+
+def _allocator_args(spec: FrameSpec) -> str:
+    """``IdAllocator``'s range when the allocated field is a frame integer narrower than 64
+    bits (a u32 serial number wraps at 2**32); protobuf ids keep the default."""
+    f = spec.frame.field(spec.allocate) if spec.allocate is not None else None
+    if f is None or f.kind != "int" or f.width >= 8:
+        return ""
+    return f"1 << {8 * f.width - 1 if f.signed else 8 * f.width}"
 
 
 def _tuple(items: list[str]) -> str:
@@ -134,6 +160,8 @@ def _method(spec: FrameSpec, types: _Types, r: Request,
     assigns: list[str] = []
     taken: set[str] = set()
     key_values: list[str] = []
+    if info.routed is not None:
+        return _routed_method(spec, types, r, info, response)
     if info.proto is not None:
         msg = info.proto.message
         for f in msg.fields:
@@ -188,15 +216,22 @@ def _method(spec: FrameSpec, types: _Types, r: Request,
         ann = _struct_ann(types, extra)
         optional.append(f"{pname}: {ann} | None = None")
         frame_args.append(f"{extra.name}={pname}")
+    allocated = spec.allocate is not None and spec.allocate in (info.body_fields or {})
+    for c in r.frame_correlate:
+        # A correlation field of the frame itself: numbered here, or given by the caller.
+        if c == spec.allocate:
+            allocated = True
+            frame_args.append(f"{c}={c}")
+            continue
+        frame_field = spec.frame.field(c)
+        assert frame_field is not None
+        pname = _param_name(c, taken)
+        required.append(f"{pname}: {_struct_ann(types, frame_field)}")
+        frame_args.append(f"{c}={pname}")
     for c in r.correlate:
-        if c not in correlate_attr:
-            loc = info.case.structs[0].location if info.case is not None else spec.frame.location
-            raise SpecError(f"{r.request}: correlation field {c!r} is not in its body; "
-                            "correlating on frame fields is not supported by client.py yet",
-                            loc.path, loc.line, loc.column)
-        key_values.append(correlate_attr[c])
+        key_values.append(f"frame.{c}" if c in r.frame_correlate else correlate_attr[c])
     lines = []
-    if spec.allocate is not None and spec.allocate in (info.body_fields or {}):
+    if allocated:
         lines.append(f"{spec.allocate} = self.next_id()")
     lines += build
     lines.append(f"frame = frames.{spec.frame.name}(" + ", ".join(frame_args) + ")")
@@ -219,6 +254,43 @@ def _method(spec: FrameSpec, types: _Types, r: Request,
         response_type=response_type,
         body_lines=lines,
         key_expr=key,
+    )
+
+
+def _routed_method(spec: FrameSpec, types: _Types, r: Request, info: CommandInfo,
+                   response: CommandInfo) -> MethodView:
+    """A request named inside the frame: the caller passes the whole body (for a payload
+    route, the message that travels serialized) and the frame fields the builder takes."""
+    routed = info.routed
+    assert routed is not None
+    taken = {"request"}
+    required = [f"request: {types.body_type(info)}"]
+    args = []
+    lines = []
+    for pname, f in builder_params(routed):
+        if f.name == spec.allocate:
+            lines.append(f"{f.name} = self.next_id()")
+            args.append(f"{pname}={f.name}")
+            continue
+        local = _param_name(f.name, taken)
+        required.append(f"{local}: {_struct_ann(types, f)}")
+        args.append(f"{pname}={local}")
+    kwargs = "".join(f", {a}" for a in args)
+    lines.append(f"frame = {builder_name(r.request)}(request{kwargs})")
+    body_attrs = {k: f"request.{v}" for k, v in info.body_fields.items()}
+    key = [f"frame.{c}" if c in r.frame_correlate else body_attrs[c] for c in r.correlate]
+    doc = (f"Send {r.request} and return its {r.response}"
+           + (f"; raises ``RequestFailed`` on {', '.join(r.errors)}" if r.errors else "")
+           + ".")
+    return MethodView(
+        name=r.method,
+        params=[*required, "*", "timeout: float | None = None"],
+        doc=docstring(doc, "        "),
+        request=r.request,
+        response=r.response,
+        response_type=types.body_type(response),
+        body_lines=lines,
+        key_expr="(" + ", ".join(key) + ("," if len(key) == 1 else "") + ")",
     )
 
 

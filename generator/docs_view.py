@@ -461,11 +461,36 @@ def _commands_intro(spec: FrameSpec) -> str:
                          "body")
         elif f.kind == "switch":
             parts.append(f"`{f.switch_on}` selects the layout of `{f.name}`")
+    if spec.routes:
+        return _routes_intro(spec)
     if not parts or not spec.commands:
         return (f"`{spec.frame.name}` has no `dispatch` or `switch` field of its own, so the "
                 "spec names no commands (a switch inside a nested struct is only a layout).")
     return (f"In each `{spec.frame.name}`, {'; '.join(parts)}. The names below are the ones "
             "interactions and machines use, and each has an `on_<name>` hook in `machines.py`.")
+
+
+def _routes_intro(spec: FrameSpec) -> str:
+    parts = []
+    for route in spec.routes:
+        if route.on is None:
+            text = (f"a frame that has `{route.part.text}` is `{route.commands[0].name}`, with "
+                    "that part as its body")
+        else:
+            body = f"the message serialized in `{route.part.text}.{route.payload.text}`" \
+                if route.payload is not None else f"`{route.part.text}` itself"
+            text = (f"in a frame that has `{route.part.text}`, "
+                    f"`{route.part.text}.{route.on.text}` names the command and its body is "
+                    f"{body}")
+        if route.sets:
+            text += " (a sender sets " + _join(f"`{a.path.text}` = `{a.value}`"
+                                               for a in route.sets) + ")"
+        parts.append(text)
+    return (f"`{spec.frame.name}` has no command field of its own: the spec's `commands:` "
+            f"routes name the command, tried in this order: {'; '.join(parts)}. "
+            "`frame_of_<command>` in `machines.py` builds a frame for each command. The names "
+            "below are the ones interactions and machines use, and each has an `on_<name>` "
+            "hook in `machines.py`.")
 
 
 def _roles(spec: FrameSpec) -> dict[str, str]:
@@ -518,6 +543,7 @@ def _commands_table(spec: FrameSpec, names: _ProtoNames, anchors: dict[str, str]
         rows.append([
             code(name),
             _case_value(info.value, _key_width(spec)) if info.case is not None
+            else "—" if info.routed is not None and info.routed.value is None
             else str(info.value),
             body,
             carried,
@@ -539,6 +565,17 @@ def _key_width(spec: FrameSpec) -> int:
 
 def _body(spec: FrameSpec, info: CommandInfo, names: _ProtoNames, anchors: dict[str, str],
           envelope: FrameField | None, switch: FrameField | None) -> tuple[str, str]:
+    if info.routed is not None and info.route is not None:
+        route = info.route
+        msg_or_none = info.body_message
+        body = code(names(msg_or_none.full_name)) if msg_or_none is not None else \
+            _link(info.body_type, anchors)
+        where = f"`{route.part.text}.{route.payload.text}` (serialized)" \
+            if route.payload is not None else f"`{route.part.text}`"
+        if info.routed.sets:
+            where += "; sent with " + _join(f"`{a.path.text}` = `{a.value}`"
+                                            for a in info.routed.sets)
+        return body, where
     if info.proto is not None:
         msg: MessageType = info.proto.message
         fld = info.proto.field
@@ -564,7 +601,8 @@ def _interactions_intro(spec: FrameSpec) -> list[str]:
     out = []
     if spec.allocate is not None:
         users = [r.request for r in spec.requests
-                 if spec.allocate in spec.commands[r.request].body_fields]
+                 if spec.allocate in spec.commands[r.request].body_fields
+                 or spec.allocate in r.frame_correlate]
         out.append(f"`{spec.allocate}` is allocated by the client: each typed request method "
                    "in `client.py` numbers its request itself (0, 1, 2, …)"
                    + (f"; it applies to {_join(code(u) for u in users)}." if users else "."))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from generator.expr import Expr
-from generator.ir import EnumType, Field, MessageType, SourceLocation
+from generator.ir import EnumType, EnumValue, Field, MessageType, SourceLocation
 
 INT_TYPES = {
     "u8": (1, False), "u16": (2, False), "u32": (4, False), "u64": (8, False),
@@ -216,6 +216,107 @@ class StructDef:
 
 
 @dataclass
+class PathStep:
+    """One link of a dotted path through a frame: a struct field or a protobuf field."""
+
+    name: str  # as the spec writes it (a .proto name for protobuf fields)
+    attr: str  # the Python attribute
+    optional: bool  # the attribute may be None
+    frame_field: FrameField | None = None
+    proto_field: Field | None = None
+
+
+@dataclass
+class FramePath:
+    """A resolved dotted path (``content.request.body.method``) from a struct or message.
+
+    ``struct``/``message`` is what the path ends at when that is a struct (a struct or blocks
+    field) or a protobuf message; both are None for a scalar.
+    """
+
+    text: str
+    steps: list[PathStep]
+    struct: StructDef | None = None
+    message: MessageType | None = None
+
+    @property
+    def optional(self) -> bool:
+        return any(s.optional for s in self.steps)
+
+    @property
+    def last(self) -> PathStep:
+        return self.steps[-1]
+
+
+@dataclass
+class Assignment:
+    """A value a sender writes into a routed command's frame (``set:``)."""
+
+    path: FramePath  # from the frame
+    value: int | bool | str
+    enum: tuple[EnumType, EnumValue] | None  # for an enum field: its type and the member named
+    location: SourceLocation
+
+
+@dataclass
+class BuildLeaf:
+    """What a builder writes into one field of a routed command's frame.
+
+    ``kind``: ``const`` (an ``Assignment``), ``on`` (the command's value), ``payload`` (the
+    body, serialized), ``body`` (the body itself) or ``param`` (a frame data field the
+    builder takes as an argument).
+    """
+
+    kind: str
+    assignment: Assignment | None = None
+    param: FrameField | None = None  # the frame field a param fills
+
+
+@dataclass
+class BuildNode:
+    """One struct or message a routed command's builder constructs, and its fields' values.
+
+    ``values`` maps the Python attribute to a nested node or a leaf, in field order; fields
+    not listed keep their defaults (they are optional).
+    """
+
+    struct: StructDef | None
+    message: MessageType | None
+    values: list[tuple[str, BuildNode | BuildLeaf]] = field(default_factory=list)
+
+
+@dataclass
+class RoutedCommand:
+    """A command named by a value inside the frame (a ``commands:`` route)."""
+
+    name: str
+    value: int | None  # None for a route with a single, unnamed-by-value command
+    message: MessageType | None  # the body's message, serialized in the route's payload
+    sets: list[Assignment]
+    location: SourceLocation
+    build: BuildNode | None = None  # how a sender builds the frame, when it can be built
+    params: list[FrameField] = field(default_factory=list)  # frame fields the builder takes
+
+
+@dataclass
+class Route:
+    """How frames without a command field of their own name their command (``commands:``).
+
+    The route applies to a frame when every optional link of ``part`` (the ``in:`` path) is
+    present; ``on`` and ``payload`` are paths from that part. Without ``on`` the route names
+    one command, whose body is the part itself.
+    """
+
+    index: int
+    part: FramePath
+    on: FramePath | None
+    payload: FramePath | None
+    sets: list[Assignment]
+    commands: list[RoutedCommand]
+    location: SourceLocation
+
+
+@dataclass
 class Request:
     request: str
     response: str
@@ -269,6 +370,13 @@ class FrameSpec:
     machines: list[Machine]
     proto_modules: dict[str, str]  # full name of a proto type -> generated module
     enums_used: list[EnumType] = field(default_factory=list)
+    routes: list[Route] = field(default_factory=list)  # commands named inside the frame
+
+    @property
+    def frame_context(self) -> bool:
+        """Whether some answer is correlated by a field of the frame rather than of its body,
+        so the machines and the client look at the frame too."""
+        return any(r.frame_correlate for r in self.requests)
 
 
 @dataclass
@@ -281,3 +389,14 @@ class CommandInfo:
     body_fields: dict[str, str]  # spec field name -> Python attribute on the body
     proto: ProtoCommand | None = None
     case: Case | None = None
+    route: Route | None = None
+    routed: RoutedCommand | None = None
+
+    @property
+    def body_message(self) -> MessageType | None:
+        """The protobuf message of the body, when the body is one."""
+        if self.proto is not None:
+            return self.proto.message
+        if self.routed is not None and self.route is not None:
+            return self.routed.message or self.route.part.message
+        return None

@@ -8,11 +8,23 @@ entity's key lives in each command, the guards, and one typed ``on_<command>`` h
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from generator.errors import SpecError
 from generator.expr import Expr
-from generator.frame_ir import CommandInfo, FrameSpec, Machine, Request
+from generator.frame_ir import (
+    BuildLeaf,
+    BuildNode,
+    CommandInfo,
+    FrameField,
+    FrameSpec,
+    Machine,
+    PathStep,
+    Request,
+    Route,
+    RoutedCommand,
+)
 from generator.pyview import docstring, q
 
 
@@ -53,9 +65,18 @@ class MachinesModuleView:
     exports: list[str]
     decoder_args: str = ""  # a server decodes what clients send, where layouts differ
     keyed: bool = False  # whether any machine has a key function
+    command_of_doc: str = '"""The command name of a frame (as the spec names it) and its body."""'
+    abc_imports: str = "Hashable"
+    error_imports: str = "DecodeError"
+    uses_dataclass: bool = False
+    # What the state machines are given for a command: its body, or (when answers are
+    # correlated by fields of the frame) a Command holding the body and the frame.
+    machine_arg: str = "body"
 
 
 def snake(name: str) -> str:
+    if name == name.upper():  # already UPPER_SNAKE: a digit before a capital is no boundary
+        return name.lower()
     s = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name)
     return s.lower()
 
@@ -64,16 +85,19 @@ def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
     proto_mods: set[str] = set()
 
     def body_type(info: CommandInfo) -> str:
-        if info.proto is not None:
-            module = spec.proto_modules[info.proto.message.full_name]
+        msg = info.body_message
+        if msg is not None:
+            module = spec.proto_modules[msg.full_name]
             proto_mods.add(module)
-            return f"{module}.{info.proto.message.py_path}"
+            return f"{module}.{msg.py_path}"
         if info.case is not None and len(info.case.structs) > 1:
             # Which layout arrives depends on the side: a server gets requests, a client replies.
             return " | ".join(f"frames.{s.name}" for s in info.case.structs)
         return f"frames.{info.body_type}"
 
     functions: list[str] = []
+    if spec.frame_context:
+        functions += _command_class(spec)
     machines = [_machine_view(spec, m, functions, body_type) for m in spec.machines]
     interactions = [
         f"Interaction({q(r.request)}, frozenset({{{', '.join(q(n) for n in _answers(r))}}}), "
@@ -93,16 +117,54 @@ def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
     name_table, body_expr = _naming(spec, body_type)
     title = "".join(p.capitalize() for p in re.split(r"[_\W]+", spec.protocol) if p)
     attrs = _field_attrs(spec)
+    if spec.frame_context:
+        on_frame = sorted({c for r in spec.requests for c in r.frame_correlate})
+        functions += [
+            "",
+            "",
+            "def field_of(command: Command, name: str) -> Any:",
+            '    """A correlation or key field by its spec name: of the frame itself or of the '
+            'body."""',
+            "    if name in _FRAME_FIELDS:",
+            "        return getattr(command.frame, name)",
+            "    return getattr(command.body, _ATTRS.get(name, name))",
+            "",
+            "",
+            f"_FRAME_FIELDS = frozenset({{{', '.join(q(n) for n in on_frame)}}})",
+        ]
+    else:
+        functions += [
+            "",
+            "",
+            "def field_of(body: Any, name: str) -> Any:",
+            '    """A correlation or key field of a command body, by its spec name."""',
+            "    return getattr(body, _ATTRS.get(name, name))",
+        ]
     functions += [
-        "",
-        "",
-        "def field_of(body: Any, name: str) -> Any:",
-        '    """A correlation or key field of a command body, by its spec name."""',
-        "    return getattr(body, _ATTRS.get(name, name))",
         "",
         "",
         f"_ATTRS: dict[str, str] = {{{', '.join(f'{q(k)}: {q(v)}' for k, v in attrs)}}}",
     ]
+    builders = _builders(spec, body_type) if spec.routes else []
+    functions += [line for b in builders for line in b.lines]
+    if builders:
+        functions += [
+            "",
+            "",
+            f"def frame_of(command: str, body: Any, **fields: Any) -> frames.{spec.frame.name}:",
+            '    """A frame carrying ``command`` with ``body``.',
+            "",
+            "    ``fields`` are the frame's own data fields each ``frame_of_<command>`` takes.",
+            '    """',
+            "    return _BUILDERS[command](body, **fields)",
+            "",
+            "",
+            f"_BUILDERS: dict[str, Callable[..., frames.{spec.frame.name}]] = {{",
+            *[f"    {q(b.command)}: {b.name}," for b in builders],
+            "}",
+        ]
+    extra_exports = (["Command"] if spec.frame_context else []) + \
+        (["frame_of", *[b.name for b in builders]] if builders else [])
     return MachinesModuleView(
         source=spec.path,
         module_doc=docstring(
@@ -118,7 +180,7 @@ def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
             "forbids it) and calls the matching ``on_<command>`` hook; ``send`` checks an "
             "outgoing frame the same way and returns its bytes.", "    "),
         frame_name=spec.frame.name,
-        local_imports=["from . import " + ", ".join(["frames", *sorted(proto_mods)])],
+        local_imports=["from . import " + ", ".join(sorted({"frames", *proto_mods}))],
         machines=machines,
         interactions=interactions,
         functions=functions,
@@ -129,8 +191,198 @@ def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
         decoder_args=", to_server=server" if any(
             c.to_server is not c.to_client for f in spec.frame.fields for c in f.cases) else "",
         exports=sorted([f"{title}Protocol", "MACHINES", "INTERACTIONS", "command_of", "field_of"]
-                       + [m.enum for m in machines]),
+                       + [m.enum for m in machines] + extra_exports),
+        command_of_doc=docstring(
+            "The command name of a frame (as the spec names it) and its body.\n\nRaises "
+            "``UnknownCommandError`` when no route of the spec names a command, and the body's "
+            "``DecodeError`` when its serialized body does not decode.", "    ")
+        if spec.routes else MachinesModuleView.command_of_doc,
+        abc_imports="Callable, Hashable" if spec.routes else "Hashable",
+        error_imports="DecodeError, UnknownCommandError" if spec.routes else "DecodeError",
+        uses_dataclass=spec.frame_context,
+        machine_arg="Command(body, frame)" if spec.frame_context else "body",
     )
+
+
+def _command_class(spec: FrameSpec) -> list[str]:
+    fields = sorted({c for r in spec.requests for c in r.frame_correlate})
+    return [
+        "",
+        "",
+        "@dataclass(frozen=True, slots=True)",
+        "class Command:",
+        '    """A command as the state machines see it: its body and the frame that carried it.',
+        "",
+        f"    Answers are correlated with requests by fields of the frame itself "
+        f"({', '.join(fields)}),",
+        "    so the machines need both.",
+        '    """',
+        "",
+        "    body: Any",
+        f"    frame: frames.{spec.frame.name}",
+    ]
+
+
+@dataclass
+class _Builder:
+    command: str
+    name: str  # function name
+    lines: list[str]
+
+
+def builder_name(command: str) -> str:
+    """The function of ``machines.py`` that builds a frame carrying a routed command."""
+    return "frame_of_" + command.lower()
+
+
+def builder_params(cmd: RoutedCommand) -> list[tuple[str, FrameField]]:
+    """(parameter name, frame field) of each frame field a builder takes as a keyword."""
+    return [(f.name + "_" if f.name in ("body", "command", "fields") else f.name, f)
+            for f in cmd.params]
+
+
+def _builders(spec: FrameSpec, body_type: Callable[[CommandInfo], str]) -> list[_Builder]:
+    out = []
+    for route in spec.routes:
+        for cmd in route.commands:
+            if cmd.build is None:
+                continue
+            info = spec.commands[cmd.name]
+            name = builder_name(cmd.name)
+            params = builder_params(cmd)
+            names = {id(f): p for p, f in params}
+            kw = "".join(f", {p}: {frame_field_ann(f)}" for p, f in params)
+            head = f"def {name}(body: {body_type(info)}, *{kw}) -> frames.{spec.frame.name}:" \
+                if params else \
+                f"def {name}(body: {body_type(info)}) -> frames.{spec.frame.name}:"
+            where = f"{route.part.text}.{route.payload.text}" if route.payload is not None \
+                else route.part.text
+            what = "serialized into" if route.payload is not None else "as"
+            doc = f"A frame carrying {cmd.name}, with ``body`` {what} {where}."
+            lines = ["", "", head, f"    {docstring(doc, '    ')}"]
+            if route.payload is None and route.on is not None and cmd.value is not None:
+                # The body is the part that holds the value naming the command.
+                lines.append(f"    body.{'.'.join(s.attr for s in route.on.steps)} = "
+                             f"{_on_literal(spec, route, cmd)}")
+            lines.append(f"    return {_construct(spec, route, cmd, cmd.build, names)}")
+            out.append(_Builder(cmd.name, name, lines))
+    return out
+
+
+def frame_field_ann(f: FrameField) -> str:
+    """The annotation of a frame data field a builder takes (scalars only reach builders)."""
+    return {"int": "int", "varint": "int", "bool": "bool", "bytes": "bytes", "string": "str",
+            "uuid": "UUID"}.get(f.kind, "Any")
+
+
+def _on_literal(spec: FrameSpec, route: Route, cmd: RoutedCommand) -> str:
+    assert route.on is not None and cmd.value is not None
+    pf = route.on.last.proto_field
+    if pf is not None and pf.type.enum is not None:
+        enum = pf.type.enum
+        member = next((v for v in enum.values if v.number == cmd.value), None)
+        ref = f"{spec.proto_modules[enum.full_name]}.{enum.py_path}"
+        return f"{ref}.{member.py_name}" if member is not None else f"{ref}({cmd.value})"
+    return str(cmd.value)
+
+
+def _construct(spec: FrameSpec, route: Route, cmd: RoutedCommand, node: BuildNode,
+               params: dict[int, str]) -> str:
+    if node.struct is not None:
+        cls = f"frames.{node.struct.name}"
+    else:
+        assert node.message is not None
+        cls = f"{spec.proto_modules[node.message.full_name]}.{node.message.py_path}"
+    args = []
+    for attr, value in node.values:
+        if isinstance(value, BuildNode):
+            text = _construct(spec, route, cmd, value, params)
+        else:
+            text = _leaf(spec, route, cmd, value, params)
+        args.append(f"{attr}={text}")
+    return f"{cls}({', '.join(args)})"
+
+
+def _leaf(spec: FrameSpec, route: Route, cmd: RoutedCommand, leaf: BuildLeaf,
+          params: dict[int, str]) -> str:
+    if leaf.kind == "const":
+        a = leaf.assignment
+        assert a is not None
+        if a.enum is not None:
+            enum, member = a.enum
+            return f"{spec.proto_modules[enum.full_name]}.{enum.py_path}.{member.py_name}"
+        return q(a.value) if isinstance(a.value, str) else repr(a.value)
+    if leaf.kind == "on":
+        return _on_literal(spec, route, cmd)
+    if leaf.kind == "payload":
+        return "body.encode()"
+    if leaf.kind == "body":
+        return "body"
+    assert leaf.param is not None
+    return params[id(leaf.param)]
+
+
+def _route_function(spec: FrameSpec, route: Route) -> tuple[list[str], str]:
+    """A function naming the command of a frame the route applies to (else None)."""
+    name = f"_route_{route.index}"
+    table = f"_ROUTE_{route.index}"
+    frame = spec.frame.name
+    lines = ["", "", f"def {name}(frame: frames.{frame}) -> tuple[str, Any] | None:"]
+    if route.on is not None:
+        doc = (f"The command of a frame that has {route.part.text}, named by "
+               f"{route.part.text}.{route.on.text}; None for other frames.")
+    else:
+        doc = (f"{route.commands[0].name} for a frame that has {route.part.text}; None for "
+               "other frames.")
+    lines.append(f"    {docstring(doc, '    ')}")
+    part = _walk(lines, "frame", route.part.steps)
+    if route.on is None:
+        lines.append(f"    return {q(route.commands[0].name)}, {part}")
+        return lines, name
+    on = f"{part}.{'.'.join(s.attr for s in route.on.steps)}"
+    lines += [
+        f"    value = {on}",
+        f"    found = {table}.get(value)",
+        "    if found is None:",
+        "        raise UnknownCommandError(",
+        f'            f"{route.part.text}.{route.on.text}: no command has the value {{value}}"',
+        "        )",
+    ]
+    if route.payload is None:
+        lines.append(f"    return found, {part}")
+        return lines, name
+    payload = f"{part}.{'.'.join(s.attr for s in route.payload.steps)}"
+    lines += ["    command, decode = found", f"    return command, decode({payload})"]
+    return lines, name
+
+
+def _route_table(spec: FrameSpec, route: Route) -> list[str]:
+    if route.on is None:
+        return []
+    table = f"_ROUTE_{route.index}"
+    if route.payload is None:
+        lines = ["", "", f"{table}: dict[int, str] = {{"]
+        lines += [f"    {c.value}: {q(c.name)}," for c in route.commands]
+        return [*lines, "}"]
+    lines = ["", "", f"{table}: dict[int, tuple[str, Callable[[bytes], Any]]] = {{"]
+    for c in route.commands:
+        assert c.message is not None
+        msg = f"{spec.proto_modules[c.message.full_name]}.{c.message.py_path}"
+        lines.append(f"    {c.value}: ({q(c.name)}, {msg}.decode),")
+    return [*lines, "}"]
+
+
+def _walk(lines: list[str], base: str, steps: list[PathStep]) -> str:
+    """Emit the checks along a path; return the expression for its end."""
+    expr = base
+    n = 0
+    for step in steps:
+        expr = f"{expr}.{step.attr}"
+        if step.optional:
+            n += 1
+            lines += [f"    p{n} = {expr}", f"    if p{n} is None:", "        return None"]
+            expr = f"p{n}"
+    return expr
 
 
 def _answers(r: Request) -> list[str]:
@@ -149,6 +401,20 @@ def _field_attrs(spec: FrameSpec) -> list[tuple[str, str]]:
 def _naming(spec: FrameSpec, body_type: object) -> tuple[list[str], str]:
     """A table from the frame's selector to command names, and how ``command_of`` uses it."""
     frame = spec.frame
+    if spec.routes:
+        lines: list[str] = []
+        names = []
+        for route in spec.routes:
+            fn, name = _route_function(spec, route)
+            lines += fn + _route_table(spec, route)
+            names.append(name)
+        lines += ["", "", f"_ROUTES = ({', '.join(names)}{',' if len(names) == 1 else ''})"]
+        expr = ("for route in _ROUTES:\n"
+                "    found = route(frame)\n"
+                "    if found is not None:\n"
+                "        return found\n"
+                f'raise UnknownCommandError("{frame.name}: no route of the spec names a command")')
+        return lines[1:], expr
     for f in frame.fields:
         if f.dispatch_on is not None:
             lines = ["_COMMANDS: dict[int, tuple[str, str]] = {"]
@@ -199,13 +465,15 @@ def _machine_view(spec: FrameSpec, m: Machine, functions: list[str],
                           if m.key in info.body_fields and n in vocabulary)
         attr = next((info.body_fields[m.key] for info in spec.commands.values()
                      if m.key in info.body_fields), m.key)
+        arg, ann, body = ("seen", "Command", "seen.body") if spec.frame_context else \
+            ("body", "Any", "body")
         functions += [
             "",
             "",
-            f"def {key_fn}(command: str, body: Any) -> Hashable:",
+            f"def {key_fn}(command: str, {arg}: {ann}) -> Hashable:",
             f'    """The {m.name} an entity command concerns: its {m.key} field."""',
             f"    if command in _{m.name.upper()}_KEYED:",
-            f"        return cast(Hashable, body.{attr})",
+            f"        return cast(Hashable, {body}.{attr})",
             "    return NO_KEY",
             "",
             "",
@@ -227,14 +495,14 @@ def _machine_view(spec: FrameSpec, m: Machine, functions: list[str],
 
 def _guard_function(spec: FrameSpec, name: str, command: str, when: Expr) -> list[str]:
     info = spec.commands.get(command)
-    if info is None or info.proto is None:
+    msg = info.body_message if info is not None else None
+    if msg is None:
 
         def resolve(n: str) -> str:
             return f"body.{n}"
 
         body_ann = "Any"
     else:
-        msg = info.proto.message
         module = spec.proto_modules[msg.full_name]
         body_ann = f"{module}.{msg.py_path}"
         fields = {f.proto_name: f for f in msg.fields}
@@ -252,6 +520,15 @@ def _guard_function(spec: FrameSpec, name: str, command: str, when: Expr) -> lis
             raise SpecError(f"guard names {n!r}, which is neither a field of {command} nor a "
                             "value of one of its enums", spec.path)
 
+    if spec.frame_context:
+        return [
+            "",
+            "",
+            f"def {name}(seen: Command) -> bool:",
+            f'    """Guard: {when.text}."""',
+            f"    body: {body_ann} = seen.body",
+            f"    return bool({when.render(resolve, parens=False)})",
+        ]
     return [
         "",
         "",

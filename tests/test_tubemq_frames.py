@@ -26,6 +26,7 @@ from generated.tubemq.rpc import (
     RspExceptionBody,
     RspResponseBody,
 )
+from generator.client_view import build_client_module
 from generator.errors import SpecErrors
 from generator.frame_model import load_frame_spec
 from generator.ir import Protocol
@@ -328,6 +329,12 @@ def test_requests_can_correlate_by_a_frame_field(tmp_path: Path) -> None:
     (pair,) = spec.requests
     assert pair.correlate == ["serial_no"]
     assert pair.frame_correlate == ["serial_no"]
+    # The request method takes the serial number (nothing allocates it) and waits for the
+    # answer whose frame carries the same one.
+    (method,) = build_client_module(spec).methods
+    assert method.params[0] == "serial_no: int"
+    assert method.key_expr == "(frame.serial_no,)"
+    assert "frame = frames.Frame(body=body, serial_no=serial_no)" in method.body_lines
     spec_path.write_text(MINI.replace("CORRELATE", "serial"))
     with pytest.raises(SpecErrors) as info:
         load_frame_spec(spec_path, "mini.yaml", Protocol(name="mini"))

@@ -10,10 +10,8 @@ or RspExceptionBody (ERROR, FATAL) for a response (flag 1). The method's own req
 response message travels serialized inside RequestBody.request / RspResponseBody.data.
 
 .proto files: RPC.proto describes every upstream message; BrokerService.proto describes all
-of upstream's broker messages; MasterService.proto describes the subset a producer uses
-(RegisterRequestP2M / RegisterResponseM2P, HeartRequestP2M / HeartResponseM2P,
-CloseRequestP2M / CloseResponseM2P and the AuthenticateInfo, MasterCertificateInfo,
-MasterAuthorizedInfo and ApprovedClientConfig they embed).
+of upstream's broker messages; MasterService.proto describes the subset producers and
+consumers use (register, heartbeat and close, methods 1 to 6, and the messages they embed).
 
 Peer quirks this spec accepts: the C++ client sends its content buffer whole, so zero bytes
 may follow the third message (RpcContent ignores trailing bytes, as Java's decoder does);
@@ -21,11 +19,13 @@ the Go client marks a commit request with flag 10, which reads as a request here
 only flag 1 means a response. Block counts are limited to Java's 3584; the C++ client's
 stricter 1024 is not enforced.
 
-Not declared: interactions. Responses pair with requests by the frame's serial_no (a
-correlation the spec language accepts on frame fields), but commands are named by a switch
-or proto dispatch in the frame itself, and here the request/response split lives inside
-the block content, so there are no command names to pair; which response message answers
-which request is decided by RequestBody.method, a value inside a nested message.
+Commands are named inside the content (the commands: routes below): a request by
+RequestBody.method, its body the method's message serialized in RequestBody.request; a
+success by RspResponseBody.method, its body serialized in RspResponseBody.data; a failure
+is EXCEPTION, whose body is the RspExceptionBody. A response pairs with its request by the
+frame's serial_no, which the client numbers itself. Not declared: the broker's own calls to
+the master (methods 7 to 9), the v2 consumer calls (20 to 22) and the broker-side producer
+calls upstream does not implement (11, 12, 14, 19).
 
 Frame layouts and codecs generated from specs/tubemq/tubemq.yaml.
 """

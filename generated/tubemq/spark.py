@@ -100,24 +100,31 @@ __all__ = [
     "ApprovedClientConfig",
     "AuthenticateInfo",
     "AuthorizedInfo",
+    "CloseRequestC2M",
     "CloseRequestP2M",
+    "CloseResponseM2C",
     "CloseResponseM2P",
     "CommitOffsetRequestC2B",
     "CommitOffsetResponseB2C",
+    "EventProto",
     "FRAME",
     "Frame",
     "GetMessageRequestC2B",
     "GetMessageResponseB2C",
     "HeartBeatRequestC2B",
     "HeartBeatResponseB2C",
+    "HeartRequestC2M",
     "HeartRequestP2M",
+    "HeartResponseM2C",
     "HeartResponseM2P",
     "MESSAGES",
     "MasterAuthorizedInfo",
     "MasterCertificateInfo",
     "RegisterRequestC2B",
+    "RegisterRequestC2M",
     "RegisterRequestP2M",
     "RegisterResponseB2C",
+    "RegisterResponseM2C",
     "RegisterResponseM2P",
     "RequestBody",
     "RequestHeader",
@@ -591,6 +598,207 @@ _FIELDS_CloseResponseM2P = [
     pa.field("errMsg", pa.string(), nullable=False),
 ]
 _ARROW_CloseResponseM2P = pa.struct(_FIELDS_CloseResponseM2P)
+
+# The EventProto message (EventProto).
+_SPARK_EventProto = StructType([
+    StructField("rebalanceId", LongType(), True),
+    StructField("opType", IntegerType(), True),
+    StructField("status", IntegerType(), True),
+    StructField("subscribeInfo", ArrayType(StringType(), False), False),
+])
+_FIELDS_EventProto = [
+    pa.field("rebalanceId", pa.int64()),
+    pa.field("opType", pa.int32()),
+    pa.field("status", pa.int32()),
+    pa.field(
+        "subscribeInfo",
+        pa.list_(pa.field("element", pa.string(), nullable=False)),
+        nullable=False,
+    ),
+]
+_ARROW_EventProto = pa.struct(_FIELDS_EventProto)
+
+# The RegisterRequestC2M message (RegisterRequestC2M).
+_SPARK_RegisterRequestC2M = StructType([
+    StructField("clientId", StringType(), False),
+    StructField("groupName", StringType(), False),
+    StructField("hostName", StringType(), False),
+    StructField("topicList", ArrayType(StringType(), False), False),
+    StructField("subscribeInfo", ArrayType(StringType(), False), False),
+    StructField("topicCondition", ArrayType(StringType(), False), False),
+    StructField("requireBound", BooleanType(), True),
+    StructField("sessionTime", LongType(), True),
+    StructField("sessionKey", StringType(), True),
+    StructField("totalCount", IntegerType(), True),
+    StructField("requiredPartition", StringType(), True),
+    StructField("notAllocated", BooleanType(), True),
+    StructField("selectBig", BooleanType(), True),
+    StructField("groupFlowCheckId", LongType(), True),
+    StructField("defFlowCheckId", LongType(), True),
+    StructField("ssdStoreId", LongType(), True),
+    StructField("qryPriorityId", IntegerType(), True),
+    StructField("authInfo", _SPARK_MasterCertificateInfo, True),
+    StructField("jdkVersion", StringType(), True),
+])
+_FIELDS_RegisterRequestC2M = [
+    pa.field("clientId", pa.string(), nullable=False),
+    pa.field("groupName", pa.string(), nullable=False),
+    pa.field("hostName", pa.string(), nullable=False),
+    pa.field(
+        "topicList",
+        pa.list_(pa.field("element", pa.string(), nullable=False)),
+        nullable=False,
+    ),
+    pa.field(
+        "subscribeInfo",
+        pa.list_(pa.field("element", pa.string(), nullable=False)),
+        nullable=False,
+    ),
+    pa.field(
+        "topicCondition",
+        pa.list_(pa.field("element", pa.string(), nullable=False)),
+        nullable=False,
+    ),
+    pa.field("requireBound", pa.bool_()),
+    pa.field("sessionTime", pa.int64()),
+    pa.field("sessionKey", pa.string()),
+    pa.field("totalCount", pa.int32()),
+    pa.field("requiredPartition", pa.string()),
+    pa.field("notAllocated", pa.bool_()),
+    pa.field("selectBig", pa.bool_()),
+    pa.field("groupFlowCheckId", pa.int64()),
+    pa.field("defFlowCheckId", pa.int64()),
+    pa.field("ssdStoreId", pa.int64()),
+    pa.field("qryPriorityId", pa.int32()),
+    pa.field("authInfo", _ARROW_MasterCertificateInfo),
+    pa.field("jdkVersion", pa.string()),
+]
+_ARROW_RegisterRequestC2M = pa.struct(_FIELDS_RegisterRequestC2M)
+
+# The RegisterResponseM2C message (RegisterResponseM2C).
+_SPARK_RegisterResponseM2C = StructType([
+    StructField("success", BooleanType(), False),
+    StructField("errCode", IntegerType(), False),
+    StructField("errMsg", StringType(), False),
+    StructField("topicInfo", ArrayType(StringType(), False), False),
+    StructField("notAllocated", BooleanType(), True),
+    StructField("defFlowCheckId", LongType(), True),
+    StructField("defFlowControlInfo", StringType(), True),
+    StructField("groupFlowCheckId", LongType(), True),
+    StructField("groupFlowControlInfo", StringType(), True),
+    StructField("ssdStoreId", LongType(), True),
+    StructField("qryPriorityId", IntegerType(), True),
+    StructField("authorizedInfo", _SPARK_MasterAuthorizedInfo, True),
+])
+_FIELDS_RegisterResponseM2C = [
+    pa.field("success", pa.bool_(), nullable=False),
+    pa.field("errCode", pa.int32(), nullable=False),
+    pa.field("errMsg", pa.string(), nullable=False),
+    pa.field(
+        "topicInfo",
+        pa.list_(pa.field("element", pa.string(), nullable=False)),
+        nullable=False,
+    ),
+    pa.field("notAllocated", pa.bool_()),
+    pa.field("defFlowCheckId", pa.int64()),
+    pa.field("defFlowControlInfo", pa.string()),
+    pa.field("groupFlowCheckId", pa.int64()),
+    pa.field("groupFlowControlInfo", pa.string()),
+    pa.field("ssdStoreId", pa.int64()),
+    pa.field("qryPriorityId", pa.int32()),
+    pa.field("authorizedInfo", _ARROW_MasterAuthorizedInfo),
+]
+_ARROW_RegisterResponseM2C = pa.struct(_FIELDS_RegisterResponseM2C)
+
+# The HeartRequestC2M message (HeartRequestC2M).
+_SPARK_HeartRequestC2M = StructType([
+    StructField("clientId", StringType(), False),
+    StructField("groupName", StringType(), False),
+    StructField("subscribeInfo", ArrayType(StringType(), False), False),
+    StructField("reportSubscribeInfo", BooleanType(), False),
+    StructField("event", _SPARK_EventProto, True),
+    StructField("defFlowCheckId", LongType(), True),
+    StructField("groupFlowCheckId", LongType(), True),
+    StructField("ssdStoreId", LongType(), True),
+    StructField("qryPriorityId", IntegerType(), True),
+    StructField("authInfo", _SPARK_MasterCertificateInfo, True),
+])
+_FIELDS_HeartRequestC2M = [
+    pa.field("clientId", pa.string(), nullable=False),
+    pa.field("groupName", pa.string(), nullable=False),
+    pa.field(
+        "subscribeInfo",
+        pa.list_(pa.field("element", pa.string(), nullable=False)),
+        nullable=False,
+    ),
+    pa.field("reportSubscribeInfo", pa.bool_(), nullable=False),
+    pa.field("event", _ARROW_EventProto),
+    pa.field("defFlowCheckId", pa.int64()),
+    pa.field("groupFlowCheckId", pa.int64()),
+    pa.field("ssdStoreId", pa.int64()),
+    pa.field("qryPriorityId", pa.int32()),
+    pa.field("authInfo", _ARROW_MasterCertificateInfo),
+]
+_ARROW_HeartRequestC2M = pa.struct(_FIELDS_HeartRequestC2M)
+
+# The HeartResponseM2C message (HeartResponseM2C).
+_SPARK_HeartResponseM2C = StructType([
+    StructField("success", BooleanType(), False),
+    StructField("errCode", IntegerType(), False),
+    StructField("errMsg", StringType(), False),
+    StructField("event", _SPARK_EventProto, True),
+    StructField("notAllocated", BooleanType(), True),
+    StructField("defFlowCheckId", LongType(), True),
+    StructField("defFlowControlInfo", StringType(), True),
+    StructField("groupFlowCheckId", LongType(), True),
+    StructField("groupFlowControlInfo", StringType(), True),
+    StructField("ssdStoreId", LongType(), True),
+    StructField("qryPriorityId", IntegerType(), True),
+    StructField("requireAuth", BooleanType(), True),
+    StructField("authorizedInfo", _SPARK_MasterAuthorizedInfo, True),
+])
+_FIELDS_HeartResponseM2C = [
+    pa.field("success", pa.bool_(), nullable=False),
+    pa.field("errCode", pa.int32(), nullable=False),
+    pa.field("errMsg", pa.string(), nullable=False),
+    pa.field("event", _ARROW_EventProto),
+    pa.field("notAllocated", pa.bool_()),
+    pa.field("defFlowCheckId", pa.int64()),
+    pa.field("defFlowControlInfo", pa.string()),
+    pa.field("groupFlowCheckId", pa.int64()),
+    pa.field("groupFlowControlInfo", pa.string()),
+    pa.field("ssdStoreId", pa.int64()),
+    pa.field("qryPriorityId", pa.int32()),
+    pa.field("requireAuth", pa.bool_()),
+    pa.field("authorizedInfo", _ARROW_MasterAuthorizedInfo),
+]
+_ARROW_HeartResponseM2C = pa.struct(_FIELDS_HeartResponseM2C)
+
+# The CloseRequestC2M message (CloseRequestC2M).
+_SPARK_CloseRequestC2M = StructType([
+    StructField("clientId", StringType(), False),
+    StructField("groupName", StringType(), False),
+    StructField("authInfo", _SPARK_MasterCertificateInfo, True),
+])
+_FIELDS_CloseRequestC2M = [
+    pa.field("clientId", pa.string(), nullable=False),
+    pa.field("groupName", pa.string(), nullable=False),
+    pa.field("authInfo", _ARROW_MasterCertificateInfo),
+]
+_ARROW_CloseRequestC2M = pa.struct(_FIELDS_CloseRequestC2M)
+
+# The CloseResponseM2C message (CloseResponseM2C).
+_SPARK_CloseResponseM2C = StructType([
+    StructField("success", BooleanType(), False),
+    StructField("errCode", IntegerType(), False),
+    StructField("errMsg", StringType(), False),
+])
+_FIELDS_CloseResponseM2C = [
+    pa.field("success", pa.bool_(), nullable=False),
+    pa.field("errCode", pa.int32(), nullable=False),
+    pa.field("errMsg", pa.string(), nullable=False),
+]
+_ARROW_CloseResponseM2C = pa.struct(_FIELDS_CloseResponseM2C)
 
 # The RpcConnHeader message (RpcConnHeader).
 _SPARK_RpcConnHeader = StructType([
@@ -1907,6 +2115,501 @@ def _arrow_CloseResponseM2P(values: Sequence[master_service.CloseResponseM2P | N
     return struct_array(arrays, fields, len(rows), take)
 
 
+def _row_EventProto(m: master_service.EventProto) -> dict[str, Any]:
+    """The row of a EventProto: field name -> row value."""
+    return {
+        "rebalanceId": m._rebalanceId,
+        "opType": m._opType,
+        "status": m._status,
+        "subscribeInfo": list(m.subscribeInfo),
+    }
+
+
+def _value_EventProto(row: RowLike) -> master_service.EventProto:
+    """The EventProto a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["rebalanceId"]
+    v1 = r["opType"]
+    v2 = r["status"]
+    v3 = r["subscribeInfo"]
+    value = master_service.EventProto(
+        rebalanceId=v0,
+        opType=v1,
+        status=v2,
+        subscribeInfo=list(v3 or ()),
+    )
+    return value
+
+
+def _arrow_EventProto(values: Sequence[master_service.EventProto | None]) -> Any:
+    """An Arrow struct column of EventProto values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_EventProto)
+    fields = _FIELDS_EventProto
+    v0 = [m._rebalanceId for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m._opType for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m._status for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    v3 = [m.subscribeInfo for m in rows]
+    c3 = pa.array(v3, fields[3].type)
+    arrays = [c0, c1, c2, c3]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_RegisterRequestC2M(m: master_service.RegisterRequestC2M) -> dict[str, Any]:
+    """The row of a RegisterRequestC2M: field name -> row value."""
+    x17 = m.authInfo
+    return {
+        "clientId": m.clientId,
+        "groupName": m.groupName,
+        "hostName": m.hostName,
+        "topicList": list(m.topicList),
+        "subscribeInfo": list(m.subscribeInfo),
+        "topicCondition": list(m.topicCondition),
+        "requireBound": m._requireBound,
+        "sessionTime": m._sessionTime,
+        "sessionKey": m._sessionKey,
+        "totalCount": m._totalCount,
+        "requiredPartition": m._requiredPartition,
+        "notAllocated": m._notAllocated,
+        "selectBig": m._selectBig,
+        "groupFlowCheckId": m._groupFlowCheckId,
+        "defFlowCheckId": m._defFlowCheckId,
+        "ssdStoreId": m._ssdStoreId,
+        "qryPriorityId": m._qryPriorityId,
+        "authInfo": None if x17 is None else _row_MasterCertificateInfo(x17),
+        "jdkVersion": m._jdkVersion,
+    }
+
+
+def _value_RegisterRequestC2M(row: RowLike) -> master_service.RegisterRequestC2M:
+    """The RegisterRequestC2M a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["clientId"]
+    v1 = r["groupName"]
+    v2 = r["hostName"]
+    v3 = r["topicList"]
+    v4 = r["subscribeInfo"]
+    v5 = r["topicCondition"]
+    v6 = r["requireBound"]
+    v7 = r["sessionTime"]
+    v8 = r["sessionKey"]
+    v9 = r["totalCount"]
+    v10 = r["requiredPartition"]
+    v11 = r["notAllocated"]
+    v12 = r["selectBig"]
+    v13 = r["groupFlowCheckId"]
+    v14 = r["defFlowCheckId"]
+    v15 = r["ssdStoreId"]
+    v16 = r["qryPriorityId"]
+    v17 = r["authInfo"]
+    v18 = r["jdkVersion"]
+    value = master_service.RegisterRequestC2M(
+        clientId=required(v0, "RegisterRequestC2M.clientId"),
+        groupName=required(v1, "RegisterRequestC2M.groupName"),
+        hostName=required(v2, "RegisterRequestC2M.hostName"),
+        topicList=list(v3 or ()),
+        subscribeInfo=list(v4 or ()),
+        topicCondition=list(v5 or ()),
+        requireBound=v6,
+        sessionTime=v7,
+        sessionKey=v8,
+        totalCount=v9,
+        requiredPartition=v10,
+        notAllocated=v11,
+        selectBig=v12,
+        groupFlowCheckId=v13,
+        defFlowCheckId=v14,
+        ssdStoreId=v15,
+        qryPriorityId=v16,
+        authInfo=None if v17 is None else _value_MasterCertificateInfo(v17),
+        jdkVersion=v18,
+    )
+    return value
+
+
+def _arrow_RegisterRequestC2M(values: Sequence[master_service.RegisterRequestC2M | None]) -> Any:
+    """An Arrow struct column of RegisterRequestC2M values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_RegisterRequestC2M)
+    fields = _FIELDS_RegisterRequestC2M
+    v0 = [m.clientId for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.groupName for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.hostName for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    v3 = [m.topicList for m in rows]
+    c3 = pa.array(v3, fields[3].type)
+    v4 = [m.subscribeInfo for m in rows]
+    c4 = pa.array(v4, fields[4].type)
+    v5 = [m.topicCondition for m in rows]
+    c5 = pa.array(v5, fields[5].type)
+    v6 = [m._requireBound for m in rows]
+    c6 = pa.array(v6, fields[6].type)
+    v7 = [m._sessionTime for m in rows]
+    c7 = pa.array(v7, fields[7].type)
+    v8 = [m._sessionKey for m in rows]
+    c8 = pa.array(v8, fields[8].type)
+    v9 = [m._totalCount for m in rows]
+    c9 = pa.array(v9, fields[9].type)
+    v10 = [m._requiredPartition for m in rows]
+    c10 = pa.array(v10, fields[10].type)
+    v11 = [m._notAllocated for m in rows]
+    c11 = pa.array(v11, fields[11].type)
+    v12 = [m._selectBig for m in rows]
+    c12 = pa.array(v12, fields[12].type)
+    v13 = [m._groupFlowCheckId for m in rows]
+    c13 = pa.array(v13, fields[13].type)
+    v14 = [m._defFlowCheckId for m in rows]
+    c14 = pa.array(v14, fields[14].type)
+    v15 = [m._ssdStoreId for m in rows]
+    c15 = pa.array(v15, fields[15].type)
+    v16 = [m._qryPriorityId for m in rows]
+    c16 = pa.array(v16, fields[16].type)
+    v17 = [m.authInfo for m in rows]
+    c17 = _arrow_MasterCertificateInfo(v17)
+    v18 = [m._jdkVersion for m in rows]
+    c18 = pa.array(v18, fields[18].type)
+    arrays = [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_RegisterResponseM2C(m: master_service.RegisterResponseM2C) -> dict[str, Any]:
+    """The row of a RegisterResponseM2C: field name -> row value."""
+    x11 = m.authorizedInfo
+    return {
+        "success": m.success,
+        "errCode": m.errCode,
+        "errMsg": m.errMsg,
+        "topicInfo": list(m.topicInfo),
+        "notAllocated": m._notAllocated,
+        "defFlowCheckId": m._defFlowCheckId,
+        "defFlowControlInfo": m._defFlowControlInfo,
+        "groupFlowCheckId": m._groupFlowCheckId,
+        "groupFlowControlInfo": m._groupFlowControlInfo,
+        "ssdStoreId": m._ssdStoreId,
+        "qryPriorityId": m._qryPriorityId,
+        "authorizedInfo": None if x11 is None else _row_MasterAuthorizedInfo(x11),
+    }
+
+
+def _value_RegisterResponseM2C(row: RowLike) -> master_service.RegisterResponseM2C:
+    """The RegisterResponseM2C a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["success"]
+    v1 = r["errCode"]
+    v2 = r["errMsg"]
+    v3 = r["topicInfo"]
+    v4 = r["notAllocated"]
+    v5 = r["defFlowCheckId"]
+    v6 = r["defFlowControlInfo"]
+    v7 = r["groupFlowCheckId"]
+    v8 = r["groupFlowControlInfo"]
+    v9 = r["ssdStoreId"]
+    v10 = r["qryPriorityId"]
+    v11 = r["authorizedInfo"]
+    value = master_service.RegisterResponseM2C(
+        success=required(v0, "RegisterResponseM2C.success"),
+        errCode=required(v1, "RegisterResponseM2C.errCode"),
+        errMsg=required(v2, "RegisterResponseM2C.errMsg"),
+        topicInfo=list(v3 or ()),
+        notAllocated=v4,
+        defFlowCheckId=v5,
+        defFlowControlInfo=v6,
+        groupFlowCheckId=v7,
+        groupFlowControlInfo=v8,
+        ssdStoreId=v9,
+        qryPriorityId=v10,
+        authorizedInfo=None if v11 is None else _value_MasterAuthorizedInfo(v11),
+    )
+    return value
+
+
+def _arrow_RegisterResponseM2C(values: Sequence[master_service.RegisterResponseM2C | None]) -> Any:
+    """An Arrow struct column of RegisterResponseM2C values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_RegisterResponseM2C)
+    fields = _FIELDS_RegisterResponseM2C
+    v0 = [m.success for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.errCode for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.errMsg for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    v3 = [m.topicInfo for m in rows]
+    c3 = pa.array(v3, fields[3].type)
+    v4 = [m._notAllocated for m in rows]
+    c4 = pa.array(v4, fields[4].type)
+    v5 = [m._defFlowCheckId for m in rows]
+    c5 = pa.array(v5, fields[5].type)
+    v6 = [m._defFlowControlInfo for m in rows]
+    c6 = pa.array(v6, fields[6].type)
+    v7 = [m._groupFlowCheckId for m in rows]
+    c7 = pa.array(v7, fields[7].type)
+    v8 = [m._groupFlowControlInfo for m in rows]
+    c8 = pa.array(v8, fields[8].type)
+    v9 = [m._ssdStoreId for m in rows]
+    c9 = pa.array(v9, fields[9].type)
+    v10 = [m._qryPriorityId for m in rows]
+    c10 = pa.array(v10, fields[10].type)
+    v11 = [m.authorizedInfo for m in rows]
+    c11 = _arrow_MasterAuthorizedInfo(v11)
+    arrays = [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_HeartRequestC2M(m: master_service.HeartRequestC2M) -> dict[str, Any]:
+    """The row of a HeartRequestC2M: field name -> row value."""
+    x4 = m.event
+    x9 = m.authInfo
+    return {
+        "clientId": m.clientId,
+        "groupName": m.groupName,
+        "subscribeInfo": list(m.subscribeInfo),
+        "reportSubscribeInfo": m.reportSubscribeInfo,
+        "event": None if x4 is None else _row_EventProto(x4),
+        "defFlowCheckId": m._defFlowCheckId,
+        "groupFlowCheckId": m._groupFlowCheckId,
+        "ssdStoreId": m._ssdStoreId,
+        "qryPriorityId": m._qryPriorityId,
+        "authInfo": None if x9 is None else _row_MasterCertificateInfo(x9),
+    }
+
+
+def _value_HeartRequestC2M(row: RowLike) -> master_service.HeartRequestC2M:
+    """The HeartRequestC2M a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["clientId"]
+    v1 = r["groupName"]
+    v2 = r["subscribeInfo"]
+    v3 = r["reportSubscribeInfo"]
+    v4 = r["event"]
+    v5 = r["defFlowCheckId"]
+    v6 = r["groupFlowCheckId"]
+    v7 = r["ssdStoreId"]
+    v8 = r["qryPriorityId"]
+    v9 = r["authInfo"]
+    value = master_service.HeartRequestC2M(
+        clientId=required(v0, "HeartRequestC2M.clientId"),
+        groupName=required(v1, "HeartRequestC2M.groupName"),
+        subscribeInfo=list(v2 or ()),
+        reportSubscribeInfo=required(v3, "HeartRequestC2M.reportSubscribeInfo"),
+        event=None if v4 is None else _value_EventProto(v4),
+        defFlowCheckId=v5,
+        groupFlowCheckId=v6,
+        ssdStoreId=v7,
+        qryPriorityId=v8,
+        authInfo=None if v9 is None else _value_MasterCertificateInfo(v9),
+    )
+    return value
+
+
+def _arrow_HeartRequestC2M(values: Sequence[master_service.HeartRequestC2M | None]) -> Any:
+    """An Arrow struct column of HeartRequestC2M values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_HeartRequestC2M)
+    fields = _FIELDS_HeartRequestC2M
+    v0 = [m.clientId for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.groupName for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.subscribeInfo for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    v3 = [m.reportSubscribeInfo for m in rows]
+    c3 = pa.array(v3, fields[3].type)
+    v4 = [m.event for m in rows]
+    c4 = _arrow_EventProto(v4)
+    v5 = [m._defFlowCheckId for m in rows]
+    c5 = pa.array(v5, fields[5].type)
+    v6 = [m._groupFlowCheckId for m in rows]
+    c6 = pa.array(v6, fields[6].type)
+    v7 = [m._ssdStoreId for m in rows]
+    c7 = pa.array(v7, fields[7].type)
+    v8 = [m._qryPriorityId for m in rows]
+    c8 = pa.array(v8, fields[8].type)
+    v9 = [m.authInfo for m in rows]
+    c9 = _arrow_MasterCertificateInfo(v9)
+    arrays = [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_HeartResponseM2C(m: master_service.HeartResponseM2C) -> dict[str, Any]:
+    """The row of a HeartResponseM2C: field name -> row value."""
+    x3 = m.event
+    x12 = m.authorizedInfo
+    return {
+        "success": m.success,
+        "errCode": m.errCode,
+        "errMsg": m.errMsg,
+        "event": None if x3 is None else _row_EventProto(x3),
+        "notAllocated": m._notAllocated,
+        "defFlowCheckId": m._defFlowCheckId,
+        "defFlowControlInfo": m._defFlowControlInfo,
+        "groupFlowCheckId": m._groupFlowCheckId,
+        "groupFlowControlInfo": m._groupFlowControlInfo,
+        "ssdStoreId": m._ssdStoreId,
+        "qryPriorityId": m._qryPriorityId,
+        "requireAuth": m._requireAuth,
+        "authorizedInfo": None if x12 is None else _row_MasterAuthorizedInfo(x12),
+    }
+
+
+def _value_HeartResponseM2C(row: RowLike) -> master_service.HeartResponseM2C:
+    """The HeartResponseM2C a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["success"]
+    v1 = r["errCode"]
+    v2 = r["errMsg"]
+    v3 = r["event"]
+    v4 = r["notAllocated"]
+    v5 = r["defFlowCheckId"]
+    v6 = r["defFlowControlInfo"]
+    v7 = r["groupFlowCheckId"]
+    v8 = r["groupFlowControlInfo"]
+    v9 = r["ssdStoreId"]
+    v10 = r["qryPriorityId"]
+    v11 = r["requireAuth"]
+    v12 = r["authorizedInfo"]
+    value = master_service.HeartResponseM2C(
+        success=required(v0, "HeartResponseM2C.success"),
+        errCode=required(v1, "HeartResponseM2C.errCode"),
+        errMsg=required(v2, "HeartResponseM2C.errMsg"),
+        event=None if v3 is None else _value_EventProto(v3),
+        notAllocated=v4,
+        defFlowCheckId=v5,
+        defFlowControlInfo=v6,
+        groupFlowCheckId=v7,
+        groupFlowControlInfo=v8,
+        ssdStoreId=v9,
+        qryPriorityId=v10,
+        requireAuth=v11,
+        authorizedInfo=None if v12 is None else _value_MasterAuthorizedInfo(v12),
+    )
+    return value
+
+
+def _arrow_HeartResponseM2C(values: Sequence[master_service.HeartResponseM2C | None]) -> Any:
+    """An Arrow struct column of HeartResponseM2C values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_HeartResponseM2C)
+    fields = _FIELDS_HeartResponseM2C
+    v0 = [m.success for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.errCode for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.errMsg for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    v3 = [m.event for m in rows]
+    c3 = _arrow_EventProto(v3)
+    v4 = [m._notAllocated for m in rows]
+    c4 = pa.array(v4, fields[4].type)
+    v5 = [m._defFlowCheckId for m in rows]
+    c5 = pa.array(v5, fields[5].type)
+    v6 = [m._defFlowControlInfo for m in rows]
+    c6 = pa.array(v6, fields[6].type)
+    v7 = [m._groupFlowCheckId for m in rows]
+    c7 = pa.array(v7, fields[7].type)
+    v8 = [m._groupFlowControlInfo for m in rows]
+    c8 = pa.array(v8, fields[8].type)
+    v9 = [m._ssdStoreId for m in rows]
+    c9 = pa.array(v9, fields[9].type)
+    v10 = [m._qryPriorityId for m in rows]
+    c10 = pa.array(v10, fields[10].type)
+    v11 = [m._requireAuth for m in rows]
+    c11 = pa.array(v11, fields[11].type)
+    v12 = [m.authorizedInfo for m in rows]
+    c12 = _arrow_MasterAuthorizedInfo(v12)
+    arrays = [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_CloseRequestC2M(m: master_service.CloseRequestC2M) -> dict[str, Any]:
+    """The row of a CloseRequestC2M: field name -> row value."""
+    x2 = m.authInfo
+    return {
+        "clientId": m.clientId,
+        "groupName": m.groupName,
+        "authInfo": None if x2 is None else _row_MasterCertificateInfo(x2),
+    }
+
+
+def _value_CloseRequestC2M(row: RowLike) -> master_service.CloseRequestC2M:
+    """The CloseRequestC2M a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["clientId"]
+    v1 = r["groupName"]
+    v2 = r["authInfo"]
+    value = master_service.CloseRequestC2M(
+        clientId=required(v0, "CloseRequestC2M.clientId"),
+        groupName=required(v1, "CloseRequestC2M.groupName"),
+        authInfo=None if v2 is None else _value_MasterCertificateInfo(v2),
+    )
+    return value
+
+
+def _arrow_CloseRequestC2M(values: Sequence[master_service.CloseRequestC2M | None]) -> Any:
+    """An Arrow struct column of CloseRequestC2M values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_CloseRequestC2M)
+    fields = _FIELDS_CloseRequestC2M
+    v0 = [m.clientId for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.groupName for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.authInfo for m in rows]
+    c2 = _arrow_MasterCertificateInfo(v2)
+    arrays = [c0, c1, c2]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_CloseResponseM2C(m: master_service.CloseResponseM2C) -> dict[str, Any]:
+    """The row of a CloseResponseM2C: field name -> row value."""
+    return {
+        "success": m.success,
+        "errCode": m.errCode,
+        "errMsg": m.errMsg,
+    }
+
+
+def _value_CloseResponseM2C(row: RowLike) -> master_service.CloseResponseM2C:
+    """The CloseResponseM2C a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["success"]
+    v1 = r["errCode"]
+    v2 = r["errMsg"]
+    value = master_service.CloseResponseM2C(
+        success=required(v0, "CloseResponseM2C.success"),
+        errCode=required(v1, "CloseResponseM2C.errCode"),
+        errMsg=required(v2, "CloseResponseM2C.errMsg"),
+    )
+    return value
+
+
+def _arrow_CloseResponseM2C(values: Sequence[master_service.CloseResponseM2C | None]) -> Any:
+    """An Arrow struct column of CloseResponseM2C values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_CloseResponseM2C)
+    fields = _FIELDS_CloseResponseM2C
+    v0 = [m.success for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.errCode for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.errMsg for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    arrays = [c0, c1, c2]
+    return struct_array(arrays, fields, len(rows), take)
+
+
 def _row_RpcConnHeader(m: rpc.RpcConnHeader) -> dict[str, Any]:
     """The row of a RpcConnHeader: field name -> row value."""
     return {
@@ -2556,6 +3259,90 @@ CloseResponseM2P = RowCodec(
 )
 
 
+# The EventProto message (EventProto).
+EventProto = RowCodec(
+    "EventProto",
+    master_service.EventProto,
+    _SPARK_EventProto,
+    _ARROW_EventProto,
+    _row_EventProto,
+    _value_EventProto,
+    _arrow_EventProto,
+)
+
+
+# The RegisterRequestC2M message (RegisterRequestC2M).
+RegisterRequestC2M = RowCodec(
+    "RegisterRequestC2M",
+    master_service.RegisterRequestC2M,
+    _SPARK_RegisterRequestC2M,
+    _ARROW_RegisterRequestC2M,
+    _row_RegisterRequestC2M,
+    _value_RegisterRequestC2M,
+    _arrow_RegisterRequestC2M,
+)
+
+
+# The RegisterResponseM2C message (RegisterResponseM2C).
+RegisterResponseM2C = RowCodec(
+    "RegisterResponseM2C",
+    master_service.RegisterResponseM2C,
+    _SPARK_RegisterResponseM2C,
+    _ARROW_RegisterResponseM2C,
+    _row_RegisterResponseM2C,
+    _value_RegisterResponseM2C,
+    _arrow_RegisterResponseM2C,
+)
+
+
+# The HeartRequestC2M message (HeartRequestC2M).
+HeartRequestC2M = RowCodec(
+    "HeartRequestC2M",
+    master_service.HeartRequestC2M,
+    _SPARK_HeartRequestC2M,
+    _ARROW_HeartRequestC2M,
+    _row_HeartRequestC2M,
+    _value_HeartRequestC2M,
+    _arrow_HeartRequestC2M,
+)
+
+
+# The HeartResponseM2C message (HeartResponseM2C).
+HeartResponseM2C = RowCodec(
+    "HeartResponseM2C",
+    master_service.HeartResponseM2C,
+    _SPARK_HeartResponseM2C,
+    _ARROW_HeartResponseM2C,
+    _row_HeartResponseM2C,
+    _value_HeartResponseM2C,
+    _arrow_HeartResponseM2C,
+)
+
+
+# The CloseRequestC2M message (CloseRequestC2M).
+CloseRequestC2M = RowCodec(
+    "CloseRequestC2M",
+    master_service.CloseRequestC2M,
+    _SPARK_CloseRequestC2M,
+    _ARROW_CloseRequestC2M,
+    _row_CloseRequestC2M,
+    _value_CloseRequestC2M,
+    _arrow_CloseRequestC2M,
+)
+
+
+# The CloseResponseM2C message (CloseResponseM2C).
+CloseResponseM2C = RowCodec(
+    "CloseResponseM2C",
+    master_service.CloseResponseM2C,
+    _SPARK_CloseResponseM2C,
+    _ARROW_CloseResponseM2C,
+    _row_CloseResponseM2C,
+    _value_CloseResponseM2C,
+    _arrow_CloseResponseM2C,
+)
+
+
 # The RpcConnHeader message (RpcConnHeader).
 RpcConnHeader = RowCodec(
     "RpcConnHeader",
@@ -2699,6 +3486,13 @@ MESSAGES: dict[str, RowCodec[Any]] = {
     "HeartResponseM2P": HeartResponseM2P,
     "CloseRequestP2M": CloseRequestP2M,
     "CloseResponseM2P": CloseResponseM2P,
+    "EventProto": EventProto,
+    "RegisterRequestC2M": RegisterRequestC2M,
+    "RegisterResponseM2C": RegisterResponseM2C,
+    "HeartRequestC2M": HeartRequestC2M,
+    "HeartResponseM2C": HeartResponseM2C,
+    "CloseRequestC2M": CloseRequestC2M,
+    "CloseResponseM2C": CloseResponseM2C,
     "RpcConnHeader": RpcConnHeader,
     "RequestHeader": RequestHeader,
     "RequestBody": RequestBody,

@@ -1,0 +1,21 @@
+"""A typed asyncio TubeMQ (Apache InLong) client and an embedded master and broker.
+
+Built on the bindings generated from ``specs/tubemq`` (frames, state machines, typed
+requests) and ``runtime.connection``::
+
+    async with EmbeddedTubeMQ() as peer:
+        producer = await Producer.create(peer.master, "topic")
+        await producer.send(b"data")
+        consumer = await Consumer.create(peer.master, "topic", "group")
+        messages = await consumer.get_messages()
+        await consumer.commit(messages[0].partition)
+"""
+
+from clients.tubemq.connection import TubeMQConnection
+from clients.tubemq.consumer import Consumer, Message
+from clients.tubemq.errors import MasterStandby, RpcException, ServerError, TubeMQError
+from clients.tubemq.peer import EmbeddedTubeMQ
+from clients.tubemq.producer import Producer, SendResult
+
+__all__ = ["Consumer", "EmbeddedTubeMQ", "MasterStandby", "Message", "Producer",
+           "RpcException", "SendResult", "ServerError", "TubeMQConnection", "TubeMQError"]

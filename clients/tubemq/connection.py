@@ -1,0 +1,112 @@
+"""One connection to a TubeMQ master or broker, with the generated typed requests on it.
+
+``TubeMQConnection`` drives a ``runtime.connection.Connection`` with the generated
+``TubemqProtocol`` (every frame is checked against the spec's state machines) and offers the
+generated ``TubemqRequests`` as ``requests``: each call numbers its frame with a fresh
+``serial_no`` and waits for the response carrying the same one. ``call`` turns the two ways a
+call can fail into typed errors (``RpcException`` for an exception answer, ``ServerError`` for
+``success = false``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable
+from typing import Protocol, TypeVar
+
+from clients.tubemq.errors import SUCCESS, ServerError, rpc_exception
+from generated.tubemq.client import TubemqRequests
+from generated.tubemq.frames import Frame
+from generated.tubemq.machines import TubemqProtocol
+from generated.tubemq.rpc import RspExceptionBody
+from runtime.connection import Connection
+from runtime.errors import ConnectionClosed, DecodeError, RequestFailed
+
+__all__ = ["Outcome", "TubeMQConnection", "parse_address"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT = 10.0
+
+
+class Outcome(Protocol):
+    """What every TubeMQ response message says about the call's success."""
+
+    @property
+    def success(self) -> bool: ...
+
+    @property
+    def errCode(self) -> int: ...  # noqa: N802 - the .proto's name
+
+    @property
+    def errMsg(self) -> str: ...  # noqa: N802 - the .proto's name
+
+
+R = TypeVar("R")
+OutcomeT = TypeVar("OutcomeT", bound=Outcome)
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    """``host:port`` (an IPv6 host in brackets) as a pair."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"not a host:port address: {address!r}")
+    return host.strip("[]"), int(port)
+
+
+class TubeMQConnection:
+    """A connection to one master or broker, opened with ``open``."""
+
+    def __init__(self, name: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.protocol = TubemqProtocol()
+        self.conn: Connection[Frame] = Connection(self.protocol, self._on_frame,
+                                                  keepalive_interval=None, name=name)
+        self.requests = TubemqRequests(self.conn, timeout=timeout)
+        self.conn.on_close(self.requests.connection_lost)
+
+    @classmethod
+    async def open(cls, address: str, *, timeout: float = DEFAULT_TIMEOUT) -> TubeMQConnection:
+        """Connect to ``host:port``; raises ``ConnectionClosed`` when that fails."""
+        host, port = parse_address(address)
+        self = cls(address, timeout=timeout)
+        await self.conn.connect(host, port, timeout=timeout)
+        return self
+
+    @property
+    def is_open(self) -> bool:
+        return self.conn.is_open
+
+    def _on_frame(self, frame: Frame) -> None:
+        try:
+            answered = self.requests.handle_frame(frame)
+        except DecodeError as exc:  # an answer whose method or body we cannot read
+            self.conn.abort(exc)
+            return
+        if not answered:
+            log.debug("%r: a frame no request waits for (serial %d)", self.conn, frame.serial_no)
+
+    async def call(self, method: str, request: Awaitable[R]) -> R:
+        """Await a generated request; an exception answer raises ``RpcException``."""
+        try:
+            return await request
+        except RequestFailed as exc:
+            if isinstance(exc.body, RspExceptionBody):
+                raise rpc_exception(method, exc.body.exceptionName,
+                                    exc.body.stackTrace) from None
+            raise
+
+    async def checked(self, method: str, request: Awaitable[OutcomeT]) -> OutcomeT:
+        """``call``, and a response with ``success = false`` raises ``ServerError``."""
+        response = await self.call(method, request)
+        if not response.success:
+            raise ServerError(method, response.errCode, response.errMsg)
+        if response.errCode not in (0, SUCCESS):
+            log.debug("%s: success with error code %d", method, response.errCode)
+        return response
+
+    def close(self) -> None:
+        """Close the connection; requests still waiting fail with ``ConnectionClosed``."""
+        self.conn.close(ConnectionClosed(f"{self.conn.name}: closed by the client"))
+
+    async def wait_closed(self) -> None:
+        await self.conn.wait_closed()

@@ -1,0 +1,329 @@
+"""An embedded TubeMQ master and broker for tests and demos: two asyncio TCP servers on one
+host, built from the same generated frames, machines and builders as the client.
+
+The master registers producers and consumers and tells them where topics live (every topic
+has ``partitions`` partitions on the one broker); the broker stores messages in memory per
+topic and partition and hands them to consumer groups, each with its own fetch position and
+committed offset per partition. Frames are checked against the spec's state machines from
+the server's side: a frame that does not decode, or that the machines forbid, closes that
+connection and no other. A call naming a method this peer does not serve is answered with
+an exception, as upstream servers answer it; so is every master call while ``standby`` is set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from clients.tubemq._common import checksum
+from clients.tubemq.consumer import OP_REGISTER, OP_UNREGISTER
+from clients.tubemq.errors import BAD_REQUEST, NOT_FOUND, STANDBY_EXCEPTION, SUCCESS
+from clients.tubemq.topics import BrokerInfo, TopicPartitions
+from generated.tubemq import broker_service as bs
+from generated.tubemq import master_service as ms
+from generated.tubemq.frames import Frame
+from generated.tubemq.machines import (
+    Command,
+    TubemqProtocol,
+    command_of,
+    frame_of,
+    frame_of_exception,
+)
+from generated.tubemq.rpc import RspExceptionBody
+from runtime.connection import Connection
+from runtime.errors import DecodeError, UnknownCommandError
+
+__all__ = ["EmbeddedTubeMQ"]
+
+log = logging.getLogger(__name__)
+
+UNSUPPORTED_EXCEPTION = "java.lang.UnsupportedOperationException"
+MAX_BATCH = 32  # messages per GET_MESSAGE answer
+
+# The response command answering each request this peer serves.
+_ANSWER = {"REGISTER_P2M": "REGISTER_M2P", "HEARTBEAT_P2M": "HEARTBEAT_M2P",
+           "CLOSE_P2M": "CLOSE_M2P", "REGISTER_C2M": "REGISTER_M2C",
+           "HEARTBEAT_C2M": "HEARTBEAT_M2C", "CLOSE_C2M": "CLOSE_M2C",
+           "SEND_MESSAGE_P2B": "SEND_MESSAGE_B2P", "REGISTER_C2B": "REGISTER_B2C",
+           "HEARTBEAT_C2B": "HEARTBEAT_B2C", "GET_MESSAGE_C2B": "GET_MESSAGE_B2C",
+           "COMMIT_OFFSET_C2B": "COMMIT_OFFSET_B2C"}
+_MASTER_CALLS = frozenset({"REGISTER_P2M", "HEARTBEAT_P2M", "CLOSE_P2M", "REGISTER_C2M",
+                           "HEARTBEAT_C2M", "CLOSE_C2M"})
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    message_id: int
+    data: bytes
+    flag: int
+    checksum: int
+    append_time: int
+
+
+@dataclass
+class _Group:
+    """A consumer group's positions in one partition."""
+
+    committed: int = 0
+    fetched: int = 0
+
+
+@dataclass
+class _State:
+    partitions: int
+    topics: dict[str, list[list[Stored]]] = field(default_factory=dict)
+    groups: dict[tuple[str, str, int], _Group] = field(default_factory=dict)
+    producers: dict[str, list[str]] = field(default_factory=dict)
+    consumers: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
+    # (group, topic, partition) -> the client holding it
+    holders: dict[tuple[str, str, int], str] = field(default_factory=dict)
+    next_id: int = 1
+
+    def log_of(self, topic: str) -> list[list[Stored]]:
+        return self.topics.setdefault(topic, [[] for _ in range(self.partitions)])
+
+
+class _PeerProtocol(TubemqProtocol):
+    """The server's side of the machines; a request naming a method the spec does not know is
+    passed on (to be answered with an exception) instead of failing the whole read."""
+
+    def __init__(self) -> None:
+        super().__init__(server=True)
+
+    def receive_data(self, data: bytes) -> list[Frame]:
+        try:
+            received = self.decoder.feed(data)
+        except DecodeError as exc:
+            exc.frames_before = [f for f in exc.frames_before
+                                 if isinstance(f, Frame) and self._check(f)]
+            raise
+        return [f for f in received if self._check(f)]
+
+    def _check(self, frame: Frame) -> bool:
+        try:
+            name, body = command_of(frame)
+        except UnknownCommandError:
+            if frame.content.request is None:
+                raise
+            return True
+        self.machines.received(name, Command(body, frame))
+        return True
+
+
+class _Session:
+    """One accepted connection to the master or the broker."""
+
+    def __init__(self, peer: EmbeddedTubeMQ, role: str) -> None:
+        self.peer = peer
+        self.role = role
+        self.conn: Connection[Frame] = Connection(_PeerProtocol(), self.on_frame,
+                                                  keepalive_interval=None, name=role)
+
+    def on_frame(self, frame: Frame) -> None:
+        try:
+            name, body = command_of(frame)
+        except UnknownCommandError as exc:
+            self.fail(frame, UNSUPPORTED_EXCEPTION, str(exc))
+            return
+        handler = self.peer.handlers.get(name)
+        if handler is None or name not in _ANSWER:
+            self.fail(frame, UNSUPPORTED_EXCEPTION, f"{self.role} does not serve {name}")
+            return
+        if self.peer.standby and name in _MASTER_CALLS:
+            self.fail(frame, STANDBY_EXCEPTION, "this master is a standby")
+            return
+        try:
+            answer = handler(body)
+        except Exception as exc:
+            log.exception("%s: %s failed", self.role, name)
+            self.fail(frame, type(exc).__name__, str(exc))
+            return
+        self.conn.write(frame_of(_ANSWER[name], answer, serial_no=frame.serial_no))
+
+    def fail(self, frame: Frame, name: str, text: str) -> None:
+        self.conn.write(frame_of_exception(RspExceptionBody(exceptionName=name, stackTrace=text),
+                                           serial_no=frame.serial_no))
+
+
+class EmbeddedTubeMQ:
+    """A master and a broker on ``host``; ``async with EmbeddedTubeMQ() as peer:`` starts both
+    on free ports (``peer.master`` is the address clients are given)."""
+
+    def __init__(self, *, partitions: int = 2, host: str = "127.0.0.1",
+                 broker_id: int = 1) -> None:
+        self.host = host
+        self.broker_id = broker_id
+        self.state = _State(partitions)
+        self.standby = False  # while set, every master call is answered with StandbyException
+        self.sessions: list[_Session] = []
+        self._servers: list[asyncio.Server] = []
+        self.master_port = 0
+        self.broker_port = 0
+        self.handlers: dict[str, Callable[[Any], Any]] = {
+            "REGISTER_P2M": self._register_p2m, "HEARTBEAT_P2M": self._heartbeat_p2m,
+            "CLOSE_P2M": self._close_p2m, "REGISTER_C2M": self._register_c2m,
+            "HEARTBEAT_C2M": self._heartbeat_c2m, "CLOSE_C2M": self._close_c2m,
+            "SEND_MESSAGE_P2B": self._send_message, "REGISTER_C2B": self._register_c2b,
+            "HEARTBEAT_C2B": self._heartbeat_c2b, "GET_MESSAGE_C2B": self._get_message,
+            "COMMIT_OFFSET_C2B": self._commit_offset,
+        }
+
+    @property
+    def master(self) -> str:
+        return f"{self.host}:{self.master_port}"
+
+    @property
+    def broker(self) -> BrokerInfo:
+        return BrokerInfo(self.broker_id, self.host, self.broker_port)
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        for role in ("master", "broker"):
+            server = await loop.create_server(functools.partial(self._accept, role),
+                                              self.host, 0)
+            self._servers.append(server)
+            port = server.sockets[0].getsockname()[1]
+            if role == "master":
+                self.master_port = port
+            else:
+                self.broker_port = port
+
+    def _accept(self, role: str) -> Connection[Frame]:
+        session = _Session(self, role)
+        self.sessions.append(session)
+        session.conn.on_close(lambda _: self.sessions.remove(session))
+        return session.conn
+
+    async def stop(self) -> None:
+        for server in self._servers:
+            server.close()
+        for session in list(self.sessions):
+            session.conn.abort()
+        for server in self._servers:
+            await server.wait_closed()
+        self._servers = []
+
+    async def __aenter__(self) -> EmbeddedTubeMQ:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    def messages(self, topic: str, partition: int) -> list[Stored]:
+        """What the broker holds for one partition."""
+        return list(self.state.log_of(topic)[partition])
+
+    def _layout(self, topics: list[str]) -> list[str]:
+        return [str(TopicPartitions(self.broker, t, self.state.partitions)) for t in topics]
+
+    # -- master ------------------------------------------------------------------------------
+    def _register_p2m(self, body: ms.RegisterRequestP2M) -> ms.RegisterResponseM2P:
+        self.state.producers[body.clientId] = list(body.topicList)
+        return ms.RegisterResponseM2P(success=True, errCode=SUCCESS, errMsg="OK",
+                                      brokerCheckSum=1, brokerInfos=[str(self.broker)])
+
+    def _heartbeat_p2m(self, body: ms.HeartRequestP2M) -> ms.HeartResponseM2P:
+        topics = list(body.topicList) or self.state.producers.get(body.clientId, [])
+        return ms.HeartResponseM2P(success=True, errCode=SUCCESS, errMsg="OK", brokerCheckSum=1,
+                                   topicInfos=self._layout(topics),
+                                   brokerInfos=[str(self.broker)])
+
+    def _close_p2m(self, body: ms.CloseRequestP2M) -> ms.CloseResponseM2P:
+        self.state.producers.pop(body.clientId, None)
+        return ms.CloseResponseM2P(success=True, errCode=SUCCESS, errMsg="OK")
+
+    def _register_c2m(self, body: ms.RegisterRequestC2M) -> ms.RegisterResponseM2C:
+        if not body.groupName or not body.topicList:
+            return ms.RegisterResponseM2C(success=False, errCode=BAD_REQUEST,
+                                          errMsg="groupName and topicList are required")
+        self.state.consumers[body.clientId] = (body.groupName, list(body.topicList))
+        return ms.RegisterResponseM2C(success=True, errCode=SUCCESS, errMsg="OK",
+                                      topicInfo=self._layout(list(body.topicList)))
+
+    def _heartbeat_c2m(self, body: ms.HeartRequestC2M) -> ms.HeartResponseM2C:
+        return ms.HeartResponseM2C(success=True, errCode=SUCCESS, errMsg="OK")
+
+    def _close_c2m(self, body: ms.CloseRequestC2M) -> ms.CloseResponseM2C:
+        self.state.consumers.pop(body.clientId, None)
+        return ms.CloseResponseM2C(success=True, errCode=SUCCESS, errMsg="OK")
+
+    # -- broker ------------------------------------------------------------------------------
+    def _partition_error(self, topic: str, partition: int) -> str | None:
+        if not topic:
+            return "topicName is required"
+        if not 0 <= partition < self.state.partitions:
+            return f"{topic} has no partition {partition}"
+        return None
+
+    def _send_message(self, body: bs.SendMessageRequestP2B) -> bs.SendMessageResponseB2P:
+        problem = self._partition_error(body.topicName, body.partitionId)
+        if problem is None and body.checkSum != -1 and body.checkSum != checksum(body.data):
+            problem = "checkSum does not match the data"
+        if problem is not None:
+            return bs.SendMessageResponseB2P(success=False, errCode=BAD_REQUEST, errMsg=problem)
+        log_ = self.state.log_of(body.topicName)[body.partitionId]
+        now = int(time.time() * 1000)
+        stored = Stored(self.state.next_id, body.data, body.flag, checksum(body.data), now)
+        self.state.next_id += 1
+        log_.append(stored)
+        return bs.SendMessageResponseB2P(success=True, errCode=SUCCESS, errMsg="OK",
+                                         messageId=stored.message_id, appendTime=now,
+                                         appendOffset=len(log_) - 1)
+
+    def _register_c2b(self, body: bs.RegisterRequestC2B) -> bs.RegisterResponseB2C:
+        problem = self._partition_error(body.topicName, body.partitionId)
+        if problem is not None or body.opType not in (OP_REGISTER, OP_UNREGISTER):
+            return bs.RegisterResponseB2C(success=False, errCode=BAD_REQUEST,
+                                          errMsg=problem or f"unknown opType {body.opType}")
+        where = (body.groupName, body.topicName, body.partitionId)
+        group = self.state.groups.setdefault(where, _Group())
+        size = len(self.state.log_of(body.topicName)[body.partitionId])
+        if body.opType == OP_UNREGISTER:
+            self.state.holders.pop(where, None)
+        else:
+            self.state.holders[where] = body.clientId
+            group.fetched = group.committed  # what was fetched and not committed comes again
+        return bs.RegisterResponseB2C(success=True, errCode=SUCCESS, errMsg="OK",
+                                      currOffset=group.committed, maxOffset=size)
+
+    def _heartbeat_c2b(self, body: bs.HeartBeatRequestC2B) -> bs.HeartBeatResponseB2C:
+        return bs.HeartBeatResponseB2C(success=True, errCode=SUCCESS, errMsg="OK")
+
+    def _get_message(self, body: bs.GetMessageRequestC2B) -> bs.GetMessageResponseB2C:
+        where = (body.groupName, body.topicName, body.partitionId)
+        if self.state.holders.get(where) != body.clientId:
+            return bs.GetMessageResponseB2C(success=False, errCode=BAD_REQUEST,
+                                            errMsg="the partition is not registered")
+        group = self.state.groups[where]
+        log_ = self.state.log_of(body.topicName)[body.partitionId]
+        batch = log_[group.fetched:group.fetched + MAX_BATCH]
+        if not batch:
+            return bs.GetMessageResponseB2C(success=False, errCode=NOT_FOUND,
+                                            errMsg="no new message", currOffset=group.fetched,
+                                            maxOffset=len(log_))
+        group.fetched += len(batch)
+        if not body.manualCommitOffset:
+            group.committed = group.fetched
+        return bs.GetMessageResponseB2C(
+            success=True, errCode=SUCCESS, errMsg="OK", currOffset=group.fetched,
+            maxOffset=len(log_),
+            messages=[bs.TransferedMessage(messageId=m.message_id, checkSum=m.checksum,
+                                           payLoadData=m.data, flag=m.flag) for m in batch])
+
+    def _commit_offset(self, body: bs.CommitOffsetRequestC2B) -> bs.CommitOffsetResponseB2C:
+        where = (body.groupName, body.topicName, body.partitionId)
+        group = self.state.groups.get(where)
+        if group is None or self.state.holders.get(where) != body.clientId:
+            return bs.CommitOffsetResponseB2C(success=False, errCode=BAD_REQUEST,
+                                              errMsg="the partition is not registered")
+        if body.lastPackConsumed:
+            group.committed = group.fetched
+        size = len(self.state.log_of(body.topicName)[body.partitionId])
+        return bs.CommitOffsetResponseB2C(success=True, errCode=SUCCESS, errMsg="OK",
+                                          currOffset=group.committed, maxOffset=size)

@@ -26,6 +26,7 @@ from generated.pravega.frames import (
     Event,
     EventRun,
     Frame,
+    GetStreamSegmentInfo,
     Hello,
     KeepAlive,
     NoSuchSegment,
@@ -37,6 +38,7 @@ from generated.pravega.frames import (
     SegmentRead,
     SetupAppend,
     StreamDecoder,
+    StreamSegmentInfo,
     WrongHost,
 )
 from generator.frame_ir import FrameField, StructDef
@@ -93,6 +95,11 @@ APPEND_BLOCK_END = h("00000004 00000032" + WRITER_HEX
                      + "0000000a 00000006 000000000002 00000001 0000000000000001"
                        " 0000000000000009")
 
+# GET_STREAM_SEGMENT_INFO: request_id 6, segment "s", empty token; and its answer: exists,
+# not sealed, not deleted, last modified 1000 ms, write offset 0x75, start offset 0.
+GET_STREAM_SEGMENT_INFO = h("0000000b 0000000d 0000000000000006 0001 73 0000")
+STREAM_SEGMENT_INFO = h("0000000c 00000026 0000000000000006 0001 73 01 00 00"
+                        " 00000000000003e8 0000000000000075 0000000000000000")
 
 VECTORS: list[tuple[bytes, Any]] = [
     (HELLO, Hello(high_version=15, low_version=5)),
@@ -119,6 +126,12 @@ VECTORS: list[tuple[bytes, Any]] = [
     (APPEND_BLOCK_END, AppendBlockEnd(writer_id=WRITER, size_of_whole_events=10,
                                       data=h("00000000 0002"), num_events=1,
                                       last_event_number=1, request_id=9)),
+    (GET_STREAM_SEGMENT_INFO, GetStreamSegmentInfo(request_id=6, segment="s",
+                                                   delegation_token="")),
+    (STREAM_SEGMENT_INFO, StreamSegmentInfo(request_id=6, segment="s", exists=True,
+                                            is_sealed=False, is_deleted=False,
+                                            last_modified=1000, write_offset=0x75,
+                                            start_offset=0)),
 ]
 
 
@@ -340,11 +353,12 @@ COMMANDS = [c.case.structs[0] for c in SPEC.commands.values() if c.case is not N
 
 
 def test_every_command_of_the_spec_is_in_the_round_trip() -> None:
-    assert len(COMMANDS) == 25
+    assert len(COMMANDS) == 27
     assert {s.name for s in COMMANDS} >= {
         "Hello", "KeepAlive", "SetupAppend", "AppendSetup", "AppendBlockEnd", "DataAppended",
         "ConditionalAppend", "ReadSegment", "SegmentRead", "WrongHost", "NoSuchSegment",
-        "SegmentIsSealed", "CreateSegment", "SegmentCreated", "ErrorMessage"}
+        "SegmentIsSealed", "CreateSegment", "SegmentCreated", "ErrorMessage",
+        "GetStreamSegmentInfo", "StreamSegmentInfo"}
 
 
 @settings(max_examples=300, deadline=None)

@@ -2,6 +2,7 @@
 """Bindings for the pravega protocol.
 
 Modules:
+    controller: from specs/pravega/controller.proto
     frames: from specs/pravega/pravega.yaml
     machines: from specs/pravega/pravega.yaml
     client: from specs/pravega/pravega.yaml

@@ -30,6 +30,7 @@ _ANSWERS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     "AUTH_TOKEN_CHECK_FAILED": (
         ("SETUP_APPEND", ("request_id",)),
         ("READ_SEGMENT", ("request_id",)),
+        ("GET_STREAM_SEGMENT_INFO", ("request_id",)),
         ("CREATE_SEGMENT", ("request_id",)),
         ("SEAL_SEGMENT", ("request_id",)),
         ("DELETE_SEGMENT", ("request_id",)),
@@ -52,9 +53,11 @@ _ANSWERS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     "SEGMENT_IS_TRUNCATED": (("READ_SEGMENT", ("request_id",)),),
     "SEGMENT_READ": (("READ_SEGMENT", ("request_id",)),),
     "SEGMENT_SEALED": (("SEAL_SEGMENT", ("request_id",)),),
+    "STREAM_SEGMENT_INFO": (("GET_STREAM_SEGMENT_INFO", ("request_id",)),),
     "WRONG_HOST": (
         ("SETUP_APPEND", ("request_id",)),
         ("READ_SEGMENT", ("request_id",)),
+        ("GET_STREAM_SEGMENT_INFO", ("request_id",)),
         ("CREATE_SEGMENT", ("request_id",)),
         ("SEAL_SEGMENT", ("request_id",)),
         ("DELETE_SEGMENT", ("request_id",)),
@@ -224,6 +227,34 @@ class PravegaRequests:
         )
         if name == "SEGMENT_READ":
             assert isinstance(answer, frames.SegmentRead)
+            return answer
+        raise RequestFailed(name, answer)
+
+    async def get_stream_segment_info(
+        self,
+        segment: str,
+        delegation_token: str,
+        *,
+        timeout: float | None = None,
+    ) -> frames.StreamSegmentInfo:
+        """Send GET_STREAM_SEGMENT_INFO and return its STREAM_SEGMENT_INFO; raises ``RequestFailed``
+        on WRONG_HOST, AUTH_TOKEN_CHECK_FAILED.
+        """
+        request_id = self.next_id()
+        body = frames.GetStreamSegmentInfo(
+            request_id=request_id,
+            segment=segment,
+            delegation_token=delegation_token,
+        )
+        frame = frames.Frame(body=body)
+        name, answer = await self._call(
+            ("GET_STREAM_SEGMENT_INFO", (body.request_id,)),
+            frame,
+            timeout,
+            "GET_STREAM_SEGMENT_INFO",
+        )
+        if name == "STREAM_SEGMENT_INFO":
+            assert isinstance(answer, frames.StreamSegmentInfo)
             return answer
         raise RequestFailed(name, answer)
 

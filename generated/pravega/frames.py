@@ -53,6 +53,7 @@ __all__ = [
     "Event",
     "EventRun",
     "Frame",
+    "GetStreamSegmentInfo",
     "Hello",
     "KeepAlive",
     "NoSuchSegment",
@@ -70,6 +71,7 @@ __all__ = [
     "SegmentSealed",
     "SetupAppend",
     "StreamDecoder",
+    "StreamSegmentInfo",
     "WrongHost",
     "frame_length",
 ]
@@ -1149,6 +1151,199 @@ class SegmentRead:
         obj.end_of_segment = f_end_of_segment
         obj.data = f_data
         obj.request_id = f_request_id
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class GetStreamSegmentInfo:
+    """Asks for a segment's length, start offset and state (the Rust byte-stream client does)."""
+
+    request_id: int
+    segment: str
+    delegation_token: str
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"GetStreamSegmentInfo: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += _I64BE.pack(self.request_id)
+        data_segment = mutf8_encode(self.segment)
+        out += _U16BE.pack(len(data_segment))
+        out += data_segment
+        data_delegation_token = mutf8_encode(self.delegation_token)
+        out += _U16BE.pack(len(data_delegation_token))
+        out += data_delegation_token
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"GetStreamSegmentInfo: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        if pos + 8 > end:
+            raise SizeMismatchError(
+                "GetStreamSegmentInfo.request_id: needs 8 "
+                "more bytes"
+            )
+        f_request_id = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        if pos + 2 > end:
+            raise SizeMismatchError("GetStreamSegmentInfo.segment: needs 2 more bytes")
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("GetStreamSegmentInfo.segment")
+        f_segment = mutf8_decode(buf[pos:vend], "GetStreamSegmentInfo.segment")
+        pos = vend
+        if pos + 2 > end:
+            raise SizeMismatchError(
+                "GetStreamSegmentInfo.delegation_token: needs "
+                "2 more bytes"
+            )
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("GetStreamSegmentInfo.delegation_token")
+        f_delegation_token = mutf8_decode(buf[pos:vend], "GetStreamSegmentInfo.delegation_token")
+        pos = vend
+        pos = end  # trailing bytes this spec does not know are skipped
+        obj = cls.__new__(cls)
+        obj.request_id = f_request_id
+        obj.segment = f_segment
+        obj.delegation_token = f_delegation_token
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class StreamSegmentInfo:
+    """Answers GET_STREAM_SEGMENT_INFO; a missing segment is exists = false, not an error.
+
+    Attributes:
+        last_modified: Milliseconds since the epoch.
+        write_offset: The segment's length: where the next append goes.
+        start_offset: The first offset not truncated away.
+    """
+
+    request_id: int
+    segment: str
+    exists: bool
+    is_sealed: bool
+    is_deleted: bool
+    last_modified: int
+    write_offset: int
+    start_offset: int
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"StreamSegmentInfo: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += _I64BE.pack(self.request_id)
+        data_segment = mutf8_encode(self.segment)
+        out += _U16BE.pack(len(data_segment))
+        out += data_segment
+        out.append(1 if self.exists else 0)
+        out.append(1 if self.is_sealed else 0)
+        out.append(1 if self.is_deleted else 0)
+        out += _I64BE.pack(self.last_modified)
+        out += _I64BE.pack(self.write_offset)
+        out += _I64BE.pack(self.start_offset)
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"StreamSegmentInfo: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        if pos + 8 > end:
+            raise SizeMismatchError("StreamSegmentInfo.request_id: needs 8 more bytes")
+        f_request_id = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        if pos + 2 > end:
+            raise SizeMismatchError("StreamSegmentInfo.segment: needs 2 more bytes")
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("StreamSegmentInfo.segment")
+        f_segment = mutf8_decode(buf[pos:vend], "StreamSegmentInfo.segment")
+        pos = vend
+        if pos + 1 > end:
+            raise SizeMismatchError("StreamSegmentInfo.exists: needs 1 more bytes")
+        f_exists = buf[pos] != 0
+        pos += 1
+        if pos + 1 > end:
+            raise SizeMismatchError("StreamSegmentInfo.is_sealed: needs 1 more bytes")
+        f_is_sealed = buf[pos] != 0
+        pos += 1
+        if pos + 1 > end:
+            raise SizeMismatchError("StreamSegmentInfo.is_deleted: needs 1 more bytes")
+        f_is_deleted = buf[pos] != 0
+        pos += 1
+        if pos + 8 > end:
+            raise SizeMismatchError(
+                "StreamSegmentInfo.last_modified: needs 8 "
+                "more bytes"
+            )
+        f_last_modified = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        if pos + 8 > end:
+            raise SizeMismatchError(
+                "StreamSegmentInfo.write_offset: needs 8 more "
+                "bytes"
+            )
+        f_write_offset = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        if pos + 8 > end:
+            raise SizeMismatchError(
+                "StreamSegmentInfo.start_offset: needs 8 more "
+                "bytes"
+            )
+        f_start_offset = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        pos = end  # trailing bytes this spec does not know are skipped
+        obj = cls.__new__(cls)
+        obj.request_id = f_request_id
+        obj.segment = f_segment
+        obj.exists = f_exists
+        obj.is_sealed = f_is_sealed
+        obj.is_deleted = f_is_deleted
+        obj.last_modified = f_last_modified
+        obj.write_offset = f_write_offset
+        obj.start_offset = f_start_offset
         return obj, pos
 
 
@@ -2363,6 +2558,7 @@ FrameBody = (
     | DataAppended
     | DeleteSegment
     | ErrorMessage
+    | GetStreamSegmentInfo
     | Hello
     | KeepAlive
     | NoSuchSegment
@@ -2377,6 +2573,7 @@ FrameBody = (
     | SegmentRead
     | SegmentSealed
     | SetupAppend
+    | StreamSegmentInfo
     | WrongHost
 )
 
@@ -2392,6 +2589,8 @@ _FRAME_BODY_CODES: dict[type[FrameBody], int] = {
     ConditionalCheckFailed: 8,
     ReadSegment: 9,
     SegmentRead: 10,
+    GetStreamSegmentInfo: 11,
+    StreamSegmentInfo: 12,
     CreateSegment: 20,
     SegmentCreated: 21,
     SealSegment: 28,
@@ -2419,6 +2618,8 @@ _FRAME_BODY_DECODERS: dict[int, Callable[[bytes, int, int], tuple[FrameBody, int
     8: ConditionalCheckFailed.decode_from,
     9: ReadSegment.decode_from,
     10: SegmentRead.decode_from,
+    11: GetStreamSegmentInfo.decode_from,
+    12: StreamSegmentInfo.decode_from,
     20: CreateSegment.decode_from,
     21: SegmentCreated.decode_from,
     28: SealSegment.decode_from,

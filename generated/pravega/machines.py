@@ -76,6 +76,11 @@ INTERACTIONS: list[Interaction] = [
         ("request_id", ),
     ),
     Interaction(
+        "GET_STREAM_SEGMENT_INFO",
+        frozenset({"STREAM_SEGMENT_INFO", "WRONG_HOST", "AUTH_TOKEN_CHECK_FAILED"}),
+        ("request_id", ),
+    ),
+    Interaction(
         "CREATE_SEGMENT",
         frozenset(
             {
@@ -111,6 +116,8 @@ _COMMANDS: dict[type, str] = {
     frames.ConditionalCheckFailed: "CONDITIONAL_CHECK_FAILED",
     frames.ReadSegment: "READ_SEGMENT",
     frames.SegmentRead: "SEGMENT_READ",
+    frames.GetStreamSegmentInfo: "GET_STREAM_SEGMENT_INFO",
+    frames.StreamSegmentInfo: "STREAM_SEGMENT_INFO",
     frames.CreateSegment: "CREATE_SEGMENT",
     frames.SegmentCreated: "SEGMENT_CREATED",
     frames.SealSegment: "SEAL_SEGMENT",
@@ -236,6 +243,20 @@ class PravegaProtocol:
         act on it.
         """
 
+    def on_get_stream_segment_info(
+        self,
+        body: frames.GetStreamSegmentInfo,
+        frame: frames.Frame,
+    ) -> None:
+        """Called after a GET_STREAM_SEGMENT_INFO command arrives and passes the state machines;
+        override to act on it.
+        """
+
+    def on_stream_segment_info(self, body: frames.StreamSegmentInfo, frame: frames.Frame) -> None:
+        """Called after a STREAM_SEGMENT_INFO command arrives and passes the state machines;
+        override to act on it.
+        """
+
     def on_create_segment(self, body: frames.CreateSegment, frame: frames.Frame) -> None:
         """Called after a CREATE_SEGMENT command arrives and passes the state machines; override to
         act on it.
@@ -335,6 +356,8 @@ _HOOKS: dict[str, str] = {
     "CONDITIONAL_CHECK_FAILED": "on_conditional_check_failed",
     "READ_SEGMENT": "on_read_segment",
     "SEGMENT_READ": "on_segment_read",
+    "GET_STREAM_SEGMENT_INFO": "on_get_stream_segment_info",
+    "STREAM_SEGMENT_INFO": "on_stream_segment_info",
     "CREATE_SEGMENT": "on_create_segment",
     "SEGMENT_CREATED": "on_segment_created",
     "SEAL_SEGMENT": "on_seal_segment",

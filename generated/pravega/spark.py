@@ -2,7 +2,7 @@
 # Change the spec and run `make generate` instead.
 """Spark schemas and row/Arrow conversions for the pravega protocol.
 
-Every message of its .proto files and every frame struct has a ``RowCodec`` here, named as its class
+Every message of controller.proto and every frame struct has a ``RowCodec`` here, named as its class
 (nested names joined with ``_``): ``spark_schema``, ``arrow_schema``, ``to_row``/``from_row`` and
 ``to_record_batch``/``from_record_batch``. ``MESSAGES`` indexes them by protobuf full name,
 ``STRUCTS`` by frame struct name. ``FRAME`` is the codec of Frame; ``decode_frame`` and
@@ -71,8 +71,10 @@ from pyspark.sql.types import (
     ArrayType,
     BinaryType,
     BooleanType,
+    DoubleType,
     IntegerType,
     LongType,
+    MapType,
     StringType,
     StructField,
     StructType,
@@ -84,7 +86,13 @@ from runtime.spark_rows import (
     RowLike,
     as_mapping,
     binary_value,
+    enum_array,
+    enum_name,
+    enum_value,
     list_array,
+    list_offsets,
+    map_entries,
+    map_items,
     no_alternative,
     null_column,
     present,
@@ -93,7 +101,7 @@ from runtime.spark_rows import (
     text_array,
 )
 
-from . import frames
+from . import controller, frames
 
 __all__ = [
     "AppendBlock",
@@ -102,38 +110,744 @@ __all__ = [
     "AuthTokenCheckFailed",
     "ConditionalAppend",
     "ConditionalCheckFailed",
+    "ContinuationToken",
+    "CreateReaderGroupResponse",
+    "CreateScopeStatus",
     "CreateSegment",
+    "CreateStreamStatus",
     "DataAppended",
+    "DelegationToken",
+    "DeleteReaderGroupStatus",
+    "DeleteScopeStatus",
     "DeleteSegment",
+    "DeleteStreamStatus",
     "ErrorMessage",
     "Event",
     "EventRun",
+    "ExistsResponse",
     "FRAME",
     "Frame",
+    "GetEpochSegmentsRequest",
+    "GetSegmentsRequest",
+    "GetStreamSegmentInfo",
     "Hello",
     "KeepAlive",
     "MESSAGES",
     "NoSuchSegment",
+    "NodeUri",
     "OperationUnsupported",
     "Padding",
     "PartialEvent",
     "ReadSegment",
+    "ReaderGroupConfigResponse",
+    "ReaderGroupConfiguration",
+    "ReaderGroupInfo",
+    "RemoveWriterRequest",
+    "RemoveWriterResponse",
+    "RetentionPolicy",
     "STRUCTS",
+    "ScalingPolicy",
+    "ScopeInfo",
+    "ScopesRequest",
+    "ScopesResponse",
     "SealSegment",
     "SegmentAlreadyExists",
     "SegmentCreated",
     "SegmentDeleted",
+    "SegmentId",
     "SegmentIsSealed",
     "SegmentIsTruncated",
+    "SegmentLocation",
+    "SegmentRange",
+    "SegmentRanges",
     "SegmentRead",
     "SegmentSealed",
+    "SegmentValidityResponse",
+    "SegmentsAtTime",
+    "ServerRequest",
+    "ServerResponse",
     "SetupAppend",
+    "StreamConfig",
+    "StreamCut",
+    "StreamInfo",
+    "StreamSegmentInfo",
+    "StreamsInScopeRequest",
+    "StreamsInScopeResponse",
+    "Tags",
+    "TimestampFromWriter",
+    "TimestampResponse",
+    "UpdateReaderGroupResponse",
+    "UpdateStreamStatus",
     "WrongHost",
     "command_name",
     "decode_frame",
 ]
 
+# Enum names as written in the spec: number -> name, and name -> number.
+_NAMES_CreateReaderGroupResponse_Status: dict[int, str] = {
+    0: "SUCCESS",
+    1: "FAILURE",
+    2: "SCOPE_NOT_FOUND",
+    3: "INVALID_RG_NAME",
+}
+_NUMBERS_CreateReaderGroupResponse_Status: dict[str, int] = {
+    "SUCCESS": 0,
+    "FAILURE": 1,
+    "SCOPE_NOT_FOUND": 2,
+    "INVALID_RG_NAME": 3,
+}
+_NAMES_CreateScopeStatus_Status: dict[int, str] = {
+    0: "SUCCESS",
+    1: "FAILURE",
+    2: "SCOPE_EXISTS",
+    3: "INVALID_SCOPE_NAME",
+}
+_NUMBERS_CreateScopeStatus_Status: dict[str, int] = {
+    "SUCCESS": 0,
+    "FAILURE": 1,
+    "SCOPE_EXISTS": 2,
+    "INVALID_SCOPE_NAME": 3,
+}
+_NAMES_CreateStreamStatus_Status: dict[int, str] = {
+    0: "SUCCESS",
+    1: "FAILURE",
+    2: "STREAM_EXISTS",
+    3: "SCOPE_NOT_FOUND",
+    4: "INVALID_STREAM_NAME",
+}
+_NUMBERS_CreateStreamStatus_Status: dict[str, int] = {
+    "SUCCESS": 0,
+    "FAILURE": 1,
+    "STREAM_EXISTS": 2,
+    "SCOPE_NOT_FOUND": 3,
+    "INVALID_STREAM_NAME": 4,
+}
+_NAMES_DeleteReaderGroupStatus_Status: dict[int, str] = {
+    0: "SUCCESS",
+    1: "FAILURE",
+    2: "RG_NOT_FOUND",
+}
+_NUMBERS_DeleteReaderGroupStatus_Status: dict[str, int] = {
+    "SUCCESS": 0,
+    "FAILURE": 1,
+    "RG_NOT_FOUND": 2,
+}
+_NAMES_DeleteScopeStatus_Status: dict[int, str] = {
+    0: "SUCCESS",
+    1: "FAILURE",
+    2: "SCOPE_NOT_FOUND",
+    3: "SCOPE_NOT_EMPTY",
+}
+_NUMBERS_DeleteScopeStatus_Status: dict[str, int] = {
+    "SUCCESS": 0,
+    "FAILURE": 1,
+    "SCOPE_NOT_FOUND": 2,
+    "SCOPE_NOT_EMPTY": 3,
+}
+_NAMES_DeleteStreamStatus_Status: dict[int, str] = {
+    0: "SUCCESS",
+    1: "FAILURE",
+    2: "STREAM_NOT_FOUND",
+    3: "STREAM_NOT_SEALED",
+}
+_NUMBERS_DeleteStreamStatus_Status: dict[str, int] = {
+    "SUCCESS": 0,
+    "FAILURE": 1,
+    "STREAM_NOT_FOUND": 2,
+    "STREAM_NOT_SEALED": 3,
+}
+_NAMES_ReaderGroupConfigResponse_Status: dict[int, str] = {
+    0: "SUCCESS",
+    1: "FAILURE",
+    2: "RG_NOT_FOUND",
+}
+_NUMBERS_ReaderGroupConfigResponse_Status: dict[str, int] = {
+    "SUCCESS": 0,
+    "FAILURE": 1,
+    "RG_NOT_FOUND": 2,
+}
+_NAMES_RemoveWriterResponse_Status: dict[int, str] = {
+    0: "SUCCESS",
+    1: "UNKNOWN_WRITER",
+    2: "STREAM_DOES_NOT_EXIST",
+    3: "INTERNAL_ERROR",
+}
+_NUMBERS_RemoveWriterResponse_Status: dict[str, int] = {
+    "SUCCESS": 0,
+    "UNKNOWN_WRITER": 1,
+    "STREAM_DOES_NOT_EXIST": 2,
+    "INTERNAL_ERROR": 3,
+}
+_NAMES_RetentionPolicy_RetentionPolicyType: dict[int, str] = {
+    0: "UNKNOWN",
+    1: "TIME",
+    2: "SIZE",
+}
+_NUMBERS_RetentionPolicy_RetentionPolicyType: dict[str, int] = {
+    "UNKNOWN": 0,
+    "TIME": 1,
+    "SIZE": 2,
+}
+_NAMES_ScalingPolicy_ScalingPolicyType: dict[int, str] = {
+    0: "FIXED_NUM_SEGMENTS",
+    1: "BY_RATE_IN_KBYTES_PER_SEC",
+    2: "BY_RATE_IN_EVENTS_PER_SEC",
+}
+_NUMBERS_ScalingPolicy_ScalingPolicyType: dict[str, int] = {
+    "FIXED_NUM_SEGMENTS": 0,
+    "BY_RATE_IN_KBYTES_PER_SEC": 1,
+    "BY_RATE_IN_EVENTS_PER_SEC": 2,
+}
+_NAMES_StreamInfo_AccessOperation: dict[int, str] = {
+    0: "UNSPECIFIED",
+    1: "NONE",
+    2: "ANY",
+    3: "READ",
+    4: "WRITE",
+    5: "READ_WRITE",
+}
+_NUMBERS_StreamInfo_AccessOperation: dict[str, int] = {
+    "UNSPECIFIED": 0,
+    "NONE": 1,
+    "ANY": 2,
+    "READ": 3,
+    "WRITE": 4,
+    "READ_WRITE": 5,
+}
+_NAMES_StreamsInScopeResponse_Status: dict[int, str] = {
+    0: "SUCCESS",
+    1: "FAILURE",
+    2: "SCOPE_NOT_FOUND",
+}
+_NUMBERS_StreamsInScopeResponse_Status: dict[str, int] = {
+    "SUCCESS": 0,
+    "FAILURE": 1,
+    "SCOPE_NOT_FOUND": 2,
+}
+_NAMES_TimestampResponse_Status: dict[int, str] = {
+    0: "SUCCESS",
+    1: "INVALID_TIME",
+    2: "INVALID_POSITION",
+    3: "INTERNAL_ERROR",
+}
+_NUMBERS_TimestampResponse_Status: dict[str, int] = {
+    "SUCCESS": 0,
+    "INVALID_TIME": 1,
+    "INVALID_POSITION": 2,
+    "INTERNAL_ERROR": 3,
+}
+_NAMES_UpdateReaderGroupResponse_Status: dict[int, str] = {
+    0: "SUCCESS",
+    1: "FAILURE",
+    2: "RG_NOT_FOUND",
+    3: "INVALID_CONFIG",
+}
+_NUMBERS_UpdateReaderGroupResponse_Status: dict[str, int] = {
+    "SUCCESS": 0,
+    "FAILURE": 1,
+    "RG_NOT_FOUND": 2,
+    "INVALID_CONFIG": 3,
+}
+_NAMES_UpdateStreamStatus_Status: dict[int, str] = {
+    0: "SUCCESS",
+    1: "FAILURE",
+    2: "STREAM_NOT_FOUND",
+    3: "SCOPE_NOT_FOUND",
+}
+_NUMBERS_UpdateStreamStatus_Status: dict[str, int] = {
+    "SUCCESS": 0,
+    "FAILURE": 1,
+    "STREAM_NOT_FOUND": 2,
+    "SCOPE_NOT_FOUND": 3,
+}
+
 # Spark schemas and the equivalent Arrow fields, contained types before their containers.
+
+# The ServerRequest message (io.pravega.controller.stream.api.grpc.v1.ServerRequest).
+_SPARK_ServerRequest = StructType([])
+_FIELDS_ServerRequest: list[Any] = []
+_ARROW_ServerRequest = pa.struct(_FIELDS_ServerRequest)
+
+# The NodeUri message (io.pravega.controller.stream.api.grpc.v1.NodeUri).
+_SPARK_NodeUri = StructType([
+    StructField("endpoint", StringType(), False),
+    StructField("port", IntegerType(), False),
+])
+_FIELDS_NodeUri = [
+    pa.field("endpoint", pa.string(), nullable=False),
+    pa.field("port", pa.int32(), nullable=False),
+]
+_ARROW_NodeUri = pa.struct(_FIELDS_NodeUri)
+
+# The ServerResponse message (io.pravega.controller.stream.api.grpc.v1.ServerResponse).
+_SPARK_ServerResponse = StructType([
+    StructField("nodeURI", ArrayType(_SPARK_NodeUri, False), False),
+])
+_FIELDS_ServerResponse = [
+    pa.field(
+        "nodeURI",
+        pa.list_(pa.field("element", _ARROW_NodeUri, nullable=False)),
+        nullable=False,
+    ),
+]
+_ARROW_ServerResponse = pa.struct(_FIELDS_ServerResponse)
+
+# The ScopeInfo message (io.pravega.controller.stream.api.grpc.v1.ScopeInfo).
+_SPARK_ScopeInfo = StructType([
+    StructField("scope", StringType(), False),
+])
+_FIELDS_ScopeInfo = [
+    pa.field("scope", pa.string(), nullable=False),
+]
+_ARROW_ScopeInfo = pa.struct(_FIELDS_ScopeInfo)
+
+# The CreateScopeStatus message (io.pravega.controller.stream.api.grpc.v1.CreateScopeStatus).
+_SPARK_CreateScopeStatus = StructType([
+    StructField("status", StringType(), True),
+])
+_FIELDS_CreateScopeStatus = [
+    pa.field("status", pa.string()),
+]
+_ARROW_CreateScopeStatus = pa.struct(_FIELDS_CreateScopeStatus)
+
+# The DeleteScopeStatus message (io.pravega.controller.stream.api.grpc.v1.DeleteScopeStatus).
+_SPARK_DeleteScopeStatus = StructType([
+    StructField("status", StringType(), True),
+])
+_FIELDS_DeleteScopeStatus = [
+    pa.field("status", pa.string()),
+]
+_ARROW_DeleteScopeStatus = pa.struct(_FIELDS_DeleteScopeStatus)
+
+# The ExistsResponse message (io.pravega.controller.stream.api.grpc.v1.ExistsResponse).
+_SPARK_ExistsResponse = StructType([
+    StructField("exists", BooleanType(), False),
+])
+_FIELDS_ExistsResponse = [
+    pa.field("exists", pa.bool_(), nullable=False),
+]
+_ARROW_ExistsResponse = pa.struct(_FIELDS_ExistsResponse)
+
+# The ContinuationToken message (io.pravega.controller.stream.api.grpc.v1.ContinuationToken).
+_SPARK_ContinuationToken = StructType([
+    StructField("token", StringType(), False),
+])
+_FIELDS_ContinuationToken = [
+    pa.field("token", pa.string(), nullable=False),
+]
+_ARROW_ContinuationToken = pa.struct(_FIELDS_ContinuationToken)
+
+# The ScopesRequest message (io.pravega.controller.stream.api.grpc.v1.ScopesRequest).
+_SPARK_ScopesRequest = StructType([
+    StructField("continuationToken", _SPARK_ContinuationToken, True),
+])
+_FIELDS_ScopesRequest = [
+    pa.field("continuationToken", _ARROW_ContinuationToken),
+]
+_ARROW_ScopesRequest = pa.struct(_FIELDS_ScopesRequest)
+
+# The ScopesResponse message (io.pravega.controller.stream.api.grpc.v1.ScopesResponse).
+_SPARK_ScopesResponse = StructType([
+    StructField("scopes", ArrayType(StringType(), False), False),
+    StructField("continuationToken", _SPARK_ContinuationToken, True),
+])
+_FIELDS_ScopesResponse = [
+    pa.field(
+        "scopes",
+        pa.list_(pa.field("element", pa.string(), nullable=False)),
+        nullable=False,
+    ),
+    pa.field("continuationToken", _ARROW_ContinuationToken),
+]
+_ARROW_ScopesResponse = pa.struct(_FIELDS_ScopesResponse)
+
+# The StreamInfo message (io.pravega.controller.stream.api.grpc.v1.StreamInfo).
+_SPARK_StreamInfo = StructType([
+    StructField("scope", StringType(), False),
+    StructField("stream", StringType(), False),
+    StructField("accessOperation", StringType(), True),
+])
+_FIELDS_StreamInfo = [
+    pa.field("scope", pa.string(), nullable=False),
+    pa.field("stream", pa.string(), nullable=False),
+    pa.field("accessOperation", pa.string()),
+]
+_ARROW_StreamInfo = pa.struct(_FIELDS_StreamInfo)
+
+# The StreamsInScopeRequest message
+# (io.pravega.controller.stream.api.grpc.v1.StreamsInScopeRequest).
+_SPARK_StreamsInScopeRequest = StructType([
+    StructField("scope", _SPARK_ScopeInfo, True),
+    StructField("continuationToken", _SPARK_ContinuationToken, True),
+])
+_FIELDS_StreamsInScopeRequest = [
+    pa.field("scope", _ARROW_ScopeInfo),
+    pa.field("continuationToken", _ARROW_ContinuationToken),
+]
+_ARROW_StreamsInScopeRequest = pa.struct(_FIELDS_StreamsInScopeRequest)
+
+# The StreamsInScopeResponse message
+# (io.pravega.controller.stream.api.grpc.v1.StreamsInScopeResponse).
+_SPARK_StreamsInScopeResponse = StructType([
+    StructField("streams", ArrayType(_SPARK_StreamInfo, False), False),
+    StructField("continuationToken", _SPARK_ContinuationToken, True),
+    StructField("status", StringType(), True),
+])
+_FIELDS_StreamsInScopeResponse = [
+    pa.field(
+        "streams",
+        pa.list_(pa.field("element", _ARROW_StreamInfo, nullable=False)),
+        nullable=False,
+    ),
+    pa.field("continuationToken", _ARROW_ContinuationToken),
+    pa.field("status", pa.string()),
+]
+_ARROW_StreamsInScopeResponse = pa.struct(_FIELDS_StreamsInScopeResponse)
+
+# The ScalingPolicy message (io.pravega.controller.stream.api.grpc.v1.ScalingPolicy).
+_SPARK_ScalingPolicy = StructType([
+    StructField("scaleType", StringType(), True),
+    StructField("targetRate", IntegerType(), False),
+    StructField("scaleFactor", IntegerType(), False),
+    StructField("minNumSegments", IntegerType(), False),
+])
+_FIELDS_ScalingPolicy = [
+    pa.field("scaleType", pa.string()),
+    pa.field("targetRate", pa.int32(), nullable=False),
+    pa.field("scaleFactor", pa.int32(), nullable=False),
+    pa.field("minNumSegments", pa.int32(), nullable=False),
+]
+_ARROW_ScalingPolicy = pa.struct(_FIELDS_ScalingPolicy)
+
+# The RetentionPolicy message (io.pravega.controller.stream.api.grpc.v1.RetentionPolicy).
+_SPARK_RetentionPolicy = StructType([
+    StructField("retentionType", StringType(), True),
+    StructField("retentionParam", LongType(), False),
+    StructField("retentionMax", LongType(), False),
+])
+_FIELDS_RetentionPolicy = [
+    pa.field("retentionType", pa.string()),
+    pa.field("retentionParam", pa.int64(), nullable=False),
+    pa.field("retentionMax", pa.int64(), nullable=False),
+]
+_ARROW_RetentionPolicy = pa.struct(_FIELDS_RetentionPolicy)
+
+# The Tags message (io.pravega.controller.stream.api.grpc.v1.Tags).
+_SPARK_Tags = StructType([
+    StructField("tag", ArrayType(StringType(), False), False),
+])
+_FIELDS_Tags = [
+    pa.field("tag", pa.list_(pa.field("element", pa.string(), nullable=False)), nullable=False),
+]
+_ARROW_Tags = pa.struct(_FIELDS_Tags)
+
+# The StreamConfig message (io.pravega.controller.stream.api.grpc.v1.StreamConfig).
+_SPARK_StreamConfig = StructType([
+    StructField("streamInfo", _SPARK_StreamInfo, True),
+    StructField("scalingPolicy", _SPARK_ScalingPolicy, True),
+    StructField("retentionPolicy", _SPARK_RetentionPolicy, True),
+    StructField("tags", _SPARK_Tags, True),
+])
+_FIELDS_StreamConfig = [
+    pa.field("streamInfo", _ARROW_StreamInfo),
+    pa.field("scalingPolicy", _ARROW_ScalingPolicy),
+    pa.field("retentionPolicy", _ARROW_RetentionPolicy),
+    pa.field("tags", _ARROW_Tags),
+]
+_ARROW_StreamConfig = pa.struct(_FIELDS_StreamConfig)
+
+# The CreateStreamStatus message (io.pravega.controller.stream.api.grpc.v1.CreateStreamStatus).
+_SPARK_CreateStreamStatus = StructType([
+    StructField("status", StringType(), True),
+])
+_FIELDS_CreateStreamStatus = [
+    pa.field("status", pa.string()),
+]
+_ARROW_CreateStreamStatus = pa.struct(_FIELDS_CreateStreamStatus)
+
+# The UpdateStreamStatus message (io.pravega.controller.stream.api.grpc.v1.UpdateStreamStatus).
+_SPARK_UpdateStreamStatus = StructType([
+    StructField("status", StringType(), True),
+])
+_FIELDS_UpdateStreamStatus = [
+    pa.field("status", pa.string()),
+]
+_ARROW_UpdateStreamStatus = pa.struct(_FIELDS_UpdateStreamStatus)
+
+# The DeleteStreamStatus message (io.pravega.controller.stream.api.grpc.v1.DeleteStreamStatus).
+_SPARK_DeleteStreamStatus = StructType([
+    StructField("status", StringType(), True),
+])
+_FIELDS_DeleteStreamStatus = [
+    pa.field("status", pa.string()),
+]
+_ARROW_DeleteStreamStatus = pa.struct(_FIELDS_DeleteStreamStatus)
+
+# The StreamCut message (io.pravega.controller.stream.api.grpc.v1.StreamCut).
+_SPARK_StreamCut = StructType([
+    StructField("streamInfo", _SPARK_StreamInfo, True),
+    StructField("cut", MapType(LongType(), LongType(), False), False),
+])
+_FIELDS_StreamCut = [
+    pa.field("streamInfo", _ARROW_StreamInfo),
+    (
+        pa.field(
+            "cut",
+            pa.map_(
+                pa.field("key", pa.int64(), nullable=False),
+                pa.field("value", pa.int64(), nullable=False),
+            ),
+            nullable=False,
+        )
+    ),
+]
+_ARROW_StreamCut = pa.struct(_FIELDS_StreamCut)
+
+# The SegmentId message (io.pravega.controller.stream.api.grpc.v1.SegmentId).
+_SPARK_SegmentId = StructType([
+    StructField("streamInfo", _SPARK_StreamInfo, True),
+    StructField("segmentId", LongType(), False),
+])
+_FIELDS_SegmentId = [
+    pa.field("streamInfo", _ARROW_StreamInfo),
+    pa.field("segmentId", pa.int64(), nullable=False),
+]
+_ARROW_SegmentId = pa.struct(_FIELDS_SegmentId)
+
+# The SegmentRange message (io.pravega.controller.stream.api.grpc.v1.SegmentRange).
+_SPARK_SegmentRange = StructType([
+    StructField("segmentId", _SPARK_SegmentId, True),
+    StructField("minKey", DoubleType(), False),
+    StructField("maxKey", DoubleType(), False),
+])
+_FIELDS_SegmentRange = [
+    pa.field("segmentId", _ARROW_SegmentId),
+    pa.field("minKey", pa.float64(), nullable=False),
+    pa.field("maxKey", pa.float64(), nullable=False),
+]
+_ARROW_SegmentRange = pa.struct(_FIELDS_SegmentRange)
+
+# The SegmentRanges message (io.pravega.controller.stream.api.grpc.v1.SegmentRanges).
+_SPARK_SegmentRanges = StructType([
+    StructField("segmentRanges", ArrayType(_SPARK_SegmentRange, False), False),
+    StructField("delegationToken", StringType(), False),
+])
+_FIELDS_SegmentRanges = [
+    pa.field(
+        "segmentRanges",
+        pa.list_(pa.field("element", _ARROW_SegmentRange, nullable=False)),
+        nullable=False,
+    ),
+    pa.field("delegationToken", pa.string(), nullable=False),
+]
+_ARROW_SegmentRanges = pa.struct(_FIELDS_SegmentRanges)
+
+# The GetEpochSegmentsRequest message
+# (io.pravega.controller.stream.api.grpc.v1.GetEpochSegmentsRequest).
+_SPARK_GetEpochSegmentsRequest = StructType([
+    StructField("streamInfo", _SPARK_StreamInfo, True),
+    StructField("epoch", IntegerType(), False),
+])
+_FIELDS_GetEpochSegmentsRequest = [
+    pa.field("streamInfo", _ARROW_StreamInfo),
+    pa.field("epoch", pa.int32(), nullable=False),
+]
+_ARROW_GetEpochSegmentsRequest = pa.struct(_FIELDS_GetEpochSegmentsRequest)
+
+# The GetSegmentsRequest message (io.pravega.controller.stream.api.grpc.v1.GetSegmentsRequest).
+_SPARK_GetSegmentsRequest = StructType([
+    StructField("streamInfo", _SPARK_StreamInfo, True),
+    StructField("timestamp", LongType(), False),
+])
+_FIELDS_GetSegmentsRequest = [
+    pa.field("streamInfo", _ARROW_StreamInfo),
+    pa.field("timestamp", pa.int64(), nullable=False),
+]
+_ARROW_GetSegmentsRequest = pa.struct(_FIELDS_GetSegmentsRequest)
+
+# The SegmentLocation message (io.pravega.controller.stream.api.grpc.v1.SegmentLocation).
+_SPARK_SegmentLocation = StructType([
+    StructField("segmentId", _SPARK_SegmentId, True),
+    StructField("offset", LongType(), False),
+])
+_FIELDS_SegmentLocation = [
+    pa.field("segmentId", _ARROW_SegmentId),
+    pa.field("offset", pa.int64(), nullable=False),
+]
+_ARROW_SegmentLocation = pa.struct(_FIELDS_SegmentLocation)
+
+# The SegmentsAtTime message (io.pravega.controller.stream.api.grpc.v1.SegmentsAtTime).
+_SPARK_SegmentsAtTime = StructType([
+    StructField("segments", ArrayType(_SPARK_SegmentLocation, False), False),
+    StructField("delegationToken", StringType(), False),
+])
+_FIELDS_SegmentsAtTime = [
+    pa.field(
+        "segments",
+        pa.list_(pa.field("element", _ARROW_SegmentLocation, nullable=False)),
+        nullable=False,
+    ),
+    pa.field("delegationToken", pa.string(), nullable=False),
+]
+_ARROW_SegmentsAtTime = pa.struct(_FIELDS_SegmentsAtTime)
+
+# The SegmentValidityResponse message
+# (io.pravega.controller.stream.api.grpc.v1.SegmentValidityResponse).
+_SPARK_SegmentValidityResponse = StructType([
+    StructField("response", BooleanType(), False),
+])
+_FIELDS_SegmentValidityResponse = [
+    pa.field("response", pa.bool_(), nullable=False),
+]
+_ARROW_SegmentValidityResponse = pa.struct(_FIELDS_SegmentValidityResponse)
+
+# The DelegationToken message (io.pravega.controller.stream.api.grpc.v1.DelegationToken).
+_SPARK_DelegationToken = StructType([
+    StructField("delegationToken", StringType(), False),
+])
+_FIELDS_DelegationToken = [
+    pa.field("delegationToken", pa.string(), nullable=False),
+]
+_ARROW_DelegationToken = pa.struct(_FIELDS_DelegationToken)
+
+# The RemoveWriterRequest message (io.pravega.controller.stream.api.grpc.v1.RemoveWriterRequest).
+_SPARK_RemoveWriterRequest = StructType([
+    StructField("writer", StringType(), False),
+    StructField("stream", _SPARK_StreamInfo, True),
+])
+_FIELDS_RemoveWriterRequest = [
+    pa.field("writer", pa.string(), nullable=False),
+    pa.field("stream", _ARROW_StreamInfo),
+]
+_ARROW_RemoveWriterRequest = pa.struct(_FIELDS_RemoveWriterRequest)
+
+# The RemoveWriterResponse message (io.pravega.controller.stream.api.grpc.v1.RemoveWriterResponse).
+_SPARK_RemoveWriterResponse = StructType([
+    StructField("result", StringType(), True),
+])
+_FIELDS_RemoveWriterResponse = [
+    pa.field("result", pa.string()),
+]
+_ARROW_RemoveWriterResponse = pa.struct(_FIELDS_RemoveWriterResponse)
+
+# The TimestampFromWriter message (io.pravega.controller.stream.api.grpc.v1.TimestampFromWriter).
+_SPARK_TimestampFromWriter = StructType([
+    StructField("writer", StringType(), False),
+    StructField("position", _SPARK_StreamCut, True),
+    StructField("timestamp", LongType(), False),
+])
+_FIELDS_TimestampFromWriter = [
+    pa.field("writer", pa.string(), nullable=False),
+    pa.field("position", _ARROW_StreamCut),
+    pa.field("timestamp", pa.int64(), nullable=False),
+]
+_ARROW_TimestampFromWriter = pa.struct(_FIELDS_TimestampFromWriter)
+
+# The TimestampResponse message (io.pravega.controller.stream.api.grpc.v1.TimestampResponse).
+_SPARK_TimestampResponse = StructType([
+    StructField("result", StringType(), True),
+])
+_FIELDS_TimestampResponse = [
+    pa.field("result", pa.string()),
+]
+_ARROW_TimestampResponse = pa.struct(_FIELDS_TimestampResponse)
+
+# The ReaderGroupConfiguration message
+# (io.pravega.controller.stream.api.grpc.v1.ReaderGroupConfiguration).
+_SPARK_ReaderGroupConfiguration = StructType([
+    StructField("scope", StringType(), False),
+    StructField("readerGroupName", StringType(), False),
+    StructField("groupRefreshTimeMillis", LongType(), False),
+    StructField("automaticCheckpointIntervalMillis", LongType(), False),
+    StructField("maxOutstandingCheckpointRequest", IntegerType(), False),
+    StructField("retentionType", IntegerType(), False),
+    StructField("generation", LongType(), False),
+    StructField("readerGroupId", StringType(), False),
+    StructField("startingStreamCuts", ArrayType(_SPARK_StreamCut, False), False),
+    StructField("endingStreamCuts", ArrayType(_SPARK_StreamCut, False), False),
+])
+_FIELDS_ReaderGroupConfiguration = [
+    pa.field("scope", pa.string(), nullable=False),
+    pa.field("readerGroupName", pa.string(), nullable=False),
+    pa.field("groupRefreshTimeMillis", pa.int64(), nullable=False),
+    pa.field("automaticCheckpointIntervalMillis", pa.int64(), nullable=False),
+    pa.field("maxOutstandingCheckpointRequest", pa.int32(), nullable=False),
+    pa.field("retentionType", pa.int32(), nullable=False),
+    pa.field("generation", pa.int64(), nullable=False),
+    pa.field("readerGroupId", pa.string(), nullable=False),
+    pa.field(
+        "startingStreamCuts",
+        pa.list_(pa.field("element", _ARROW_StreamCut, nullable=False)),
+        nullable=False,
+    ),
+    pa.field(
+        "endingStreamCuts",
+        pa.list_(pa.field("element", _ARROW_StreamCut, nullable=False)),
+        nullable=False,
+    ),
+]
+_ARROW_ReaderGroupConfiguration = pa.struct(_FIELDS_ReaderGroupConfiguration)
+
+# The ReaderGroupInfo message (io.pravega.controller.stream.api.grpc.v1.ReaderGroupInfo).
+_SPARK_ReaderGroupInfo = StructType([
+    StructField("scope", StringType(), False),
+    StructField("readerGroup", StringType(), False),
+    StructField("readerGroupId", StringType(), False),
+    StructField("generation", LongType(), False),
+])
+_FIELDS_ReaderGroupInfo = [
+    pa.field("scope", pa.string(), nullable=False),
+    pa.field("readerGroup", pa.string(), nullable=False),
+    pa.field("readerGroupId", pa.string(), nullable=False),
+    pa.field("generation", pa.int64(), nullable=False),
+]
+_ARROW_ReaderGroupInfo = pa.struct(_FIELDS_ReaderGroupInfo)
+
+# The CreateReaderGroupResponse message
+# (io.pravega.controller.stream.api.grpc.v1.CreateReaderGroupResponse).
+_SPARK_CreateReaderGroupResponse = StructType([
+    StructField("status", StringType(), True),
+    StructField("config", _SPARK_ReaderGroupConfiguration, True),
+])
+_FIELDS_CreateReaderGroupResponse = [
+    pa.field("status", pa.string()),
+    pa.field("config", _ARROW_ReaderGroupConfiguration),
+]
+_ARROW_CreateReaderGroupResponse = pa.struct(_FIELDS_CreateReaderGroupResponse)
+
+# The ReaderGroupConfigResponse message
+# (io.pravega.controller.stream.api.grpc.v1.ReaderGroupConfigResponse).
+_SPARK_ReaderGroupConfigResponse = StructType([
+    StructField("config", _SPARK_ReaderGroupConfiguration, True),
+    StructField("status", StringType(), True),
+])
+_FIELDS_ReaderGroupConfigResponse = [
+    pa.field("config", _ARROW_ReaderGroupConfiguration),
+    pa.field("status", pa.string()),
+]
+_ARROW_ReaderGroupConfigResponse = pa.struct(_FIELDS_ReaderGroupConfigResponse)
+
+# The DeleteReaderGroupStatus message
+# (io.pravega.controller.stream.api.grpc.v1.DeleteReaderGroupStatus).
+_SPARK_DeleteReaderGroupStatus = StructType([
+    StructField("status", StringType(), True),
+])
+_FIELDS_DeleteReaderGroupStatus = [
+    pa.field("status", pa.string()),
+]
+_ARROW_DeleteReaderGroupStatus = pa.struct(_FIELDS_DeleteReaderGroupStatus)
+
+# The UpdateReaderGroupResponse message
+# (io.pravega.controller.stream.api.grpc.v1.UpdateReaderGroupResponse).
+_SPARK_UpdateReaderGroupResponse = StructType([
+    StructField("status", StringType(), True),
+    StructField("generation", LongType(), False),
+])
+_FIELDS_UpdateReaderGroupResponse = [
+    pa.field("status", pa.string()),
+    pa.field("generation", pa.int64(), nullable=False),
+]
+_ARROW_UpdateReaderGroupResponse = pa.struct(_FIELDS_UpdateReaderGroupResponse)
 
 # The Event frame struct.
 _SPARK_Event = StructType([
@@ -333,6 +1047,42 @@ _FIELDS_SegmentRead = [
     pa.field("request_id", pa.int64(), nullable=False),
 ]
 _ARROW_SegmentRead = pa.struct(_FIELDS_SegmentRead)
+
+# The GetStreamSegmentInfo frame struct.
+_SPARK_GetStreamSegmentInfo = StructType([
+    StructField("request_id", LongType(), False),
+    StructField("segment", StringType(), False),
+    StructField("delegation_token", StringType(), False),
+])
+_FIELDS_GetStreamSegmentInfo = [
+    pa.field("request_id", pa.int64(), nullable=False),
+    pa.field("segment", pa.string(), nullable=False),
+    pa.field("delegation_token", pa.string(), nullable=False),
+]
+_ARROW_GetStreamSegmentInfo = pa.struct(_FIELDS_GetStreamSegmentInfo)
+
+# The StreamSegmentInfo frame struct.
+_SPARK_StreamSegmentInfo = StructType([
+    StructField("request_id", LongType(), False),
+    StructField("segment", StringType(), False),
+    StructField("exists", BooleanType(), False),
+    StructField("is_sealed", BooleanType(), False),
+    StructField("is_deleted", BooleanType(), False),
+    StructField("last_modified", LongType(), False),
+    StructField("write_offset", LongType(), False),
+    StructField("start_offset", LongType(), False),
+])
+_FIELDS_StreamSegmentInfo = [
+    pa.field("request_id", pa.int64(), nullable=False),
+    pa.field("segment", pa.string(), nullable=False),
+    pa.field("exists", pa.bool_(), nullable=False),
+    pa.field("is_sealed", pa.bool_(), nullable=False),
+    pa.field("is_deleted", pa.bool_(), nullable=False),
+    pa.field("last_modified", pa.int64(), nullable=False),
+    pa.field("write_offset", pa.int64(), nullable=False),
+    pa.field("start_offset", pa.int64(), nullable=False),
+]
+_ARROW_StreamSegmentInfo = pa.struct(_FIELDS_StreamSegmentInfo)
 
 # The CreateSegment frame struct.
 _SPARK_CreateSegment = StructType([
@@ -540,6 +1290,8 @@ _Frame_body_union_T: TypeAlias = (
     | frames.ConditionalCheckFailed
     | frames.ReadSegment
     | frames.SegmentRead
+    | frames.GetStreamSegmentInfo
+    | frames.StreamSegmentInfo
     | frames.CreateSegment
     | frames.SegmentCreated
     | frames.SealSegment
@@ -567,6 +1319,8 @@ _SPARK_Frame_body_union = StructType([
     StructField("ConditionalCheckFailed", _SPARK_ConditionalCheckFailed, True),
     StructField("ReadSegment", _SPARK_ReadSegment, True),
     StructField("SegmentRead", _SPARK_SegmentRead, True),
+    StructField("GetStreamSegmentInfo", _SPARK_GetStreamSegmentInfo, True),
+    StructField("StreamSegmentInfo", _SPARK_StreamSegmentInfo, True),
     StructField("CreateSegment", _SPARK_CreateSegment, True),
     StructField("SegmentCreated", _SPARK_SegmentCreated, True),
     StructField("SealSegment", _SPARK_SealSegment, True),
@@ -594,6 +1348,8 @@ _FIELDS_Frame_body_union = [
     pa.field("ConditionalCheckFailed", _ARROW_ConditionalCheckFailed),
     pa.field("ReadSegment", _ARROW_ReadSegment),
     pa.field("SegmentRead", _ARROW_SegmentRead),
+    pa.field("GetStreamSegmentInfo", _ARROW_GetStreamSegmentInfo),
+    pa.field("StreamSegmentInfo", _ARROW_StreamSegmentInfo),
     pa.field("CreateSegment", _ARROW_CreateSegment),
     pa.field("SegmentCreated", _ARROW_SegmentCreated),
     pa.field("SealSegment", _ARROW_SealSegment),
@@ -620,6 +1376,1571 @@ _FIELDS_Frame = [
     pa.field("body", _ARROW_Frame_body_union, nullable=False),
 ]
 _ARROW_Frame = pa.struct(_FIELDS_Frame)
+
+
+def _row_ServerRequest(m: controller.ServerRequest) -> dict[str, Any]:
+    """The row of a ServerRequest: field name -> row value."""
+    return {}
+
+
+def _value_ServerRequest(row: RowLike) -> controller.ServerRequest:
+    """The ServerRequest a row holds (a dict or a pyspark Row)."""
+    value = controller.ServerRequest()
+    return value
+
+
+def _arrow_ServerRequest(values: Sequence[controller.ServerRequest | None]) -> Any:
+    """An Arrow struct column of ServerRequest values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_ServerRequest)
+    return struct_array([], _FIELDS_ServerRequest, len(rows), take)
+
+
+def _row_NodeUri(m: controller.NodeUri) -> dict[str, Any]:
+    """The row of a NodeUri: field name -> row value."""
+    return {
+        "endpoint": m.endpoint,
+        "port": m.port,
+    }
+
+
+def _value_NodeUri(row: RowLike) -> controller.NodeUri:
+    """The NodeUri a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["endpoint"]
+    v1 = r["port"]
+    value = controller.NodeUri(
+        endpoint=required(v0, "NodeUri.endpoint"),
+        port=required(v1, "NodeUri.port"),
+    )
+    return value
+
+
+def _arrow_NodeUri(values: Sequence[controller.NodeUri | None]) -> Any:
+    """An Arrow struct column of NodeUri values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_NodeUri)
+    fields = _FIELDS_NodeUri
+    v0 = [m.endpoint for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.port for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    arrays = [c0, c1]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_ServerResponse(m: controller.ServerResponse) -> dict[str, Any]:
+    """The row of a ServerResponse: field name -> row value."""
+    x0 = m.nodeURI
+    return {
+        "nodeURI": [_row_NodeUri(y) for y in x0],
+    }
+
+
+def _value_ServerResponse(row: RowLike) -> controller.ServerResponse:
+    """The ServerResponse a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["nodeURI"]
+    value = controller.ServerResponse(
+        nodeURI=[_value_NodeUri(y) for y in v0 or ()],
+    )
+    return value
+
+
+def _arrow_ServerResponse(values: Sequence[controller.ServerResponse | None]) -> Any:
+    """An Arrow struct column of ServerResponse values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_ServerResponse)
+    fields = _FIELDS_ServerResponse
+    v0 = [m.nodeURI for m in rows]
+    c0 = list_array(v0, _arrow_NodeUri, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_ScopeInfo(m: controller.ScopeInfo) -> dict[str, Any]:
+    """The row of a ScopeInfo: field name -> row value."""
+    return {
+        "scope": m.scope,
+    }
+
+
+def _value_ScopeInfo(row: RowLike) -> controller.ScopeInfo:
+    """The ScopeInfo a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["scope"]
+    value = controller.ScopeInfo(
+        scope=required(v0, "ScopeInfo.scope"),
+    )
+    return value
+
+
+def _arrow_ScopeInfo(values: Sequence[controller.ScopeInfo | None]) -> Any:
+    """An Arrow struct column of ScopeInfo values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_ScopeInfo)
+    fields = _FIELDS_ScopeInfo
+    v0 = [m.scope for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_CreateScopeStatus(m: controller.CreateScopeStatus) -> dict[str, Any]:
+    """The row of a CreateScopeStatus: field name -> row value."""
+    x0 = m._status
+    return {
+        "status": None if x0 is None else enum_name(_NAMES_CreateScopeStatus_Status, x0),
+    }
+
+
+def _value_CreateScopeStatus(row: RowLike) -> controller.CreateScopeStatus:
+    """The CreateScopeStatus a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["status"]
+    value = controller.CreateScopeStatus(
+        status=(
+            None
+            if v0 is None
+            else enum_value(
+                v0,
+                _NUMBERS_CreateScopeStatus_Status,
+                controller.CreateScopeStatus.Status,
+                "CreateScopeStatus.status",
+            )
+        ),
+    )
+    return value
+
+
+def _arrow_CreateScopeStatus(values: Sequence[controller.CreateScopeStatus | None]) -> Any:
+    """An Arrow struct column of CreateScopeStatus values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_CreateScopeStatus)
+    fields = _FIELDS_CreateScopeStatus
+    v0 = [m._status for m in rows]
+    c0 = enum_array(v0, _NAMES_CreateScopeStatus_Status)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_DeleteScopeStatus(m: controller.DeleteScopeStatus) -> dict[str, Any]:
+    """The row of a DeleteScopeStatus: field name -> row value."""
+    x0 = m._status
+    return {
+        "status": None if x0 is None else enum_name(_NAMES_DeleteScopeStatus_Status, x0),
+    }
+
+
+def _value_DeleteScopeStatus(row: RowLike) -> controller.DeleteScopeStatus:
+    """The DeleteScopeStatus a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["status"]
+    value = controller.DeleteScopeStatus(
+        status=(
+            None
+            if v0 is None
+            else enum_value(
+                v0,
+                _NUMBERS_DeleteScopeStatus_Status,
+                controller.DeleteScopeStatus.Status,
+                "DeleteScopeStatus.status",
+            )
+        ),
+    )
+    return value
+
+
+def _arrow_DeleteScopeStatus(values: Sequence[controller.DeleteScopeStatus | None]) -> Any:
+    """An Arrow struct column of DeleteScopeStatus values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_DeleteScopeStatus)
+    fields = _FIELDS_DeleteScopeStatus
+    v0 = [m._status for m in rows]
+    c0 = enum_array(v0, _NAMES_DeleteScopeStatus_Status)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_ExistsResponse(m: controller.ExistsResponse) -> dict[str, Any]:
+    """The row of a ExistsResponse: field name -> row value."""
+    return {
+        "exists": m.exists,
+    }
+
+
+def _value_ExistsResponse(row: RowLike) -> controller.ExistsResponse:
+    """The ExistsResponse a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["exists"]
+    value = controller.ExistsResponse(
+        exists=required(v0, "ExistsResponse.exists"),
+    )
+    return value
+
+
+def _arrow_ExistsResponse(values: Sequence[controller.ExistsResponse | None]) -> Any:
+    """An Arrow struct column of ExistsResponse values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_ExistsResponse)
+    fields = _FIELDS_ExistsResponse
+    v0 = [m.exists for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_ContinuationToken(m: controller.ContinuationToken) -> dict[str, Any]:
+    """The row of a ContinuationToken: field name -> row value."""
+    return {
+        "token": m.token,
+    }
+
+
+def _value_ContinuationToken(row: RowLike) -> controller.ContinuationToken:
+    """The ContinuationToken a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["token"]
+    value = controller.ContinuationToken(
+        token=required(v0, "ContinuationToken.token"),
+    )
+    return value
+
+
+def _arrow_ContinuationToken(values: Sequence[controller.ContinuationToken | None]) -> Any:
+    """An Arrow struct column of ContinuationToken values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_ContinuationToken)
+    fields = _FIELDS_ContinuationToken
+    v0 = [m.token for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_ScopesRequest(m: controller.ScopesRequest) -> dict[str, Any]:
+    """The row of a ScopesRequest: field name -> row value."""
+    x0 = m.continuationToken
+    return {
+        "continuationToken": None if x0 is None else _row_ContinuationToken(x0),
+    }
+
+
+def _value_ScopesRequest(row: RowLike) -> controller.ScopesRequest:
+    """The ScopesRequest a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["continuationToken"]
+    value = controller.ScopesRequest(
+        continuationToken=None if v0 is None else _value_ContinuationToken(v0),
+    )
+    return value
+
+
+def _arrow_ScopesRequest(values: Sequence[controller.ScopesRequest | None]) -> Any:
+    """An Arrow struct column of ScopesRequest values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_ScopesRequest)
+    fields = _FIELDS_ScopesRequest
+    v0 = [m.continuationToken for m in rows]
+    c0 = _arrow_ContinuationToken(v0)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_ScopesResponse(m: controller.ScopesResponse) -> dict[str, Any]:
+    """The row of a ScopesResponse: field name -> row value."""
+    x1 = m.continuationToken
+    return {
+        "scopes": list(m.scopes),
+        "continuationToken": None if x1 is None else _row_ContinuationToken(x1),
+    }
+
+
+def _value_ScopesResponse(row: RowLike) -> controller.ScopesResponse:
+    """The ScopesResponse a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["scopes"]
+    v1 = r["continuationToken"]
+    value = controller.ScopesResponse(
+        scopes=list(v0 or ()),
+        continuationToken=None if v1 is None else _value_ContinuationToken(v1),
+    )
+    return value
+
+
+def _arrow_ScopesResponse(values: Sequence[controller.ScopesResponse | None]) -> Any:
+    """An Arrow struct column of ScopesResponse values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_ScopesResponse)
+    fields = _FIELDS_ScopesResponse
+    v0 = [m.scopes for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.continuationToken for m in rows]
+    c1 = _arrow_ContinuationToken(v1)
+    arrays = [c0, c1]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_StreamInfo(m: controller.StreamInfo) -> dict[str, Any]:
+    """The row of a StreamInfo: field name -> row value."""
+    x2 = m._accessOperation
+    return {
+        "scope": m.scope,
+        "stream": m.stream,
+        "accessOperation": None if x2 is None else enum_name(_NAMES_StreamInfo_AccessOperation, x2),
+    }
+
+
+def _value_StreamInfo(row: RowLike) -> controller.StreamInfo:
+    """The StreamInfo a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["scope"]
+    v1 = r["stream"]
+    v2 = r["accessOperation"]
+    value = controller.StreamInfo(
+        scope=required(v0, "StreamInfo.scope"),
+        stream=required(v1, "StreamInfo.stream"),
+        accessOperation=(
+            None
+            if v2 is None
+            else enum_value(
+                v2,
+                _NUMBERS_StreamInfo_AccessOperation,
+                controller.StreamInfo.AccessOperation,
+                "StreamInfo.accessOperation",
+            )
+        ),
+    )
+    return value
+
+
+def _arrow_StreamInfo(values: Sequence[controller.StreamInfo | None]) -> Any:
+    """An Arrow struct column of StreamInfo values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_StreamInfo)
+    fields = _FIELDS_StreamInfo
+    v0 = [m.scope for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.stream for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m._accessOperation for m in rows]
+    c2 = enum_array(v2, _NAMES_StreamInfo_AccessOperation)
+    arrays = [c0, c1, c2]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_StreamsInScopeRequest(m: controller.StreamsInScopeRequest) -> dict[str, Any]:
+    """The row of a StreamsInScopeRequest: field name -> row value."""
+    x0 = m.scope
+    x1 = m.continuationToken
+    return {
+        "scope": None if x0 is None else _row_ScopeInfo(x0),
+        "continuationToken": None if x1 is None else _row_ContinuationToken(x1),
+    }
+
+
+def _value_StreamsInScopeRequest(row: RowLike) -> controller.StreamsInScopeRequest:
+    """The StreamsInScopeRequest a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["scope"]
+    v1 = r["continuationToken"]
+    value = controller.StreamsInScopeRequest(
+        scope=None if v0 is None else _value_ScopeInfo(v0),
+        continuationToken=None if v1 is None else _value_ContinuationToken(v1),
+    )
+    return value
+
+
+def _arrow_StreamsInScopeRequest(values: Sequence[controller.StreamsInScopeRequest | None]) -> Any:
+    """An Arrow struct column of StreamsInScopeRequest values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_StreamsInScopeRequest)
+    fields = _FIELDS_StreamsInScopeRequest
+    v0 = [m.scope for m in rows]
+    c0 = _arrow_ScopeInfo(v0)
+    v1 = [m.continuationToken for m in rows]
+    c1 = _arrow_ContinuationToken(v1)
+    arrays = [c0, c1]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_StreamsInScopeResponse(m: controller.StreamsInScopeResponse) -> dict[str, Any]:
+    """The row of a StreamsInScopeResponse: field name -> row value."""
+    x0 = m.streams
+    x1 = m.continuationToken
+    x2 = m._status
+    return {
+        "streams": [_row_StreamInfo(y) for y in x0],
+        "continuationToken": None if x1 is None else _row_ContinuationToken(x1),
+        "status": None if x2 is None else enum_name(_NAMES_StreamsInScopeResponse_Status, x2),
+    }
+
+
+def _value_StreamsInScopeResponse(row: RowLike) -> controller.StreamsInScopeResponse:
+    """The StreamsInScopeResponse a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["streams"]
+    v1 = r["continuationToken"]
+    v2 = r["status"]
+    value = controller.StreamsInScopeResponse(
+        streams=[_value_StreamInfo(y) for y in v0 or ()],
+        continuationToken=None if v1 is None else _value_ContinuationToken(v1),
+        status=(
+            None
+            if v2 is None
+            else enum_value(
+                v2,
+                _NUMBERS_StreamsInScopeResponse_Status,
+                controller.StreamsInScopeResponse.Status,
+                "StreamsInScopeResponse.status",
+            )
+        ),
+    )
+    return value
+
+
+def _arrow_StreamsInScopeResponse(
+    values: Sequence[controller.StreamsInScopeResponse | None]
+) -> Any:
+    """An Arrow struct column of StreamsInScopeResponse values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_StreamsInScopeResponse)
+    fields = _FIELDS_StreamsInScopeResponse
+    v0 = [m.streams for m in rows]
+    c0 = list_array(v0, _arrow_StreamInfo, fields[0].type)
+    v1 = [m.continuationToken for m in rows]
+    c1 = _arrow_ContinuationToken(v1)
+    v2 = [m._status for m in rows]
+    c2 = enum_array(v2, _NAMES_StreamsInScopeResponse_Status)
+    arrays = [c0, c1, c2]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_ScalingPolicy(m: controller.ScalingPolicy) -> dict[str, Any]:
+    """The row of a ScalingPolicy: field name -> row value."""
+    x0 = m._scaleType
+    return {
+        "scaleType": None if x0 is None else enum_name(_NAMES_ScalingPolicy_ScalingPolicyType, x0),
+        "targetRate": m.targetRate,
+        "scaleFactor": m.scaleFactor,
+        "minNumSegments": m.minNumSegments,
+    }
+
+
+def _value_ScalingPolicy(row: RowLike) -> controller.ScalingPolicy:
+    """The ScalingPolicy a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["scaleType"]
+    v1 = r["targetRate"]
+    v2 = r["scaleFactor"]
+    v3 = r["minNumSegments"]
+    value = controller.ScalingPolicy(
+        scaleType=(
+            None
+            if v0 is None
+            else enum_value(
+                v0,
+                _NUMBERS_ScalingPolicy_ScalingPolicyType,
+                controller.ScalingPolicy.ScalingPolicyType,
+                "ScalingPolicy.scaleType",
+            )
+        ),
+        targetRate=required(v1, "ScalingPolicy.targetRate"),
+        scaleFactor=required(v2, "ScalingPolicy.scaleFactor"),
+        minNumSegments=required(v3, "ScalingPolicy.minNumSegments"),
+    )
+    return value
+
+
+def _arrow_ScalingPolicy(values: Sequence[controller.ScalingPolicy | None]) -> Any:
+    """An Arrow struct column of ScalingPolicy values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_ScalingPolicy)
+    fields = _FIELDS_ScalingPolicy
+    v0 = [m._scaleType for m in rows]
+    c0 = enum_array(v0, _NAMES_ScalingPolicy_ScalingPolicyType)
+    v1 = [m.targetRate for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.scaleFactor for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    v3 = [m.minNumSegments for m in rows]
+    c3 = pa.array(v3, fields[3].type)
+    arrays = [c0, c1, c2, c3]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_RetentionPolicy(m: controller.RetentionPolicy) -> dict[str, Any]:
+    """The row of a RetentionPolicy: field name -> row value."""
+    x0 = m._retentionType
+    return {
+        "retentionType": (
+            None if x0 is None else enum_name(_NAMES_RetentionPolicy_RetentionPolicyType, x0)
+        ),
+        "retentionParam": m.retentionParam,
+        "retentionMax": m.retentionMax,
+    }
+
+
+def _value_RetentionPolicy(row: RowLike) -> controller.RetentionPolicy:
+    """The RetentionPolicy a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["retentionType"]
+    v1 = r["retentionParam"]
+    v2 = r["retentionMax"]
+    value = controller.RetentionPolicy(
+        retentionType=(
+            None
+            if v0 is None
+            else enum_value(
+                v0,
+                _NUMBERS_RetentionPolicy_RetentionPolicyType,
+                controller.RetentionPolicy.RetentionPolicyType,
+                "RetentionPolicy.retentionType",
+            )
+        ),
+        retentionParam=required(v1, "RetentionPolicy.retentionParam"),
+        retentionMax=required(v2, "RetentionPolicy.retentionMax"),
+    )
+    return value
+
+
+def _arrow_RetentionPolicy(values: Sequence[controller.RetentionPolicy | None]) -> Any:
+    """An Arrow struct column of RetentionPolicy values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_RetentionPolicy)
+    fields = _FIELDS_RetentionPolicy
+    v0 = [m._retentionType for m in rows]
+    c0 = enum_array(v0, _NAMES_RetentionPolicy_RetentionPolicyType)
+    v1 = [m.retentionParam for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.retentionMax for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    arrays = [c0, c1, c2]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_Tags(m: controller.Tags) -> dict[str, Any]:
+    """The row of a Tags: field name -> row value."""
+    return {
+        "tag": list(m.tag),
+    }
+
+
+def _value_Tags(row: RowLike) -> controller.Tags:
+    """The Tags a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["tag"]
+    value = controller.Tags(
+        tag=list(v0 or ()),
+    )
+    return value
+
+
+def _arrow_Tags(values: Sequence[controller.Tags | None]) -> Any:
+    """An Arrow struct column of Tags values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_Tags)
+    fields = _FIELDS_Tags
+    v0 = [m.tag for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_StreamConfig(m: controller.StreamConfig) -> dict[str, Any]:
+    """The row of a StreamConfig: field name -> row value."""
+    x0 = m.streamInfo
+    x1 = m.scalingPolicy
+    x2 = m.retentionPolicy
+    x3 = m.tags
+    return {
+        "streamInfo": None if x0 is None else _row_StreamInfo(x0),
+        "scalingPolicy": None if x1 is None else _row_ScalingPolicy(x1),
+        "retentionPolicy": None if x2 is None else _row_RetentionPolicy(x2),
+        "tags": None if x3 is None else _row_Tags(x3),
+    }
+
+
+def _value_StreamConfig(row: RowLike) -> controller.StreamConfig:
+    """The StreamConfig a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["streamInfo"]
+    v1 = r["scalingPolicy"]
+    v2 = r["retentionPolicy"]
+    v3 = r["tags"]
+    value = controller.StreamConfig(
+        streamInfo=None if v0 is None else _value_StreamInfo(v0),
+        scalingPolicy=None if v1 is None else _value_ScalingPolicy(v1),
+        retentionPolicy=None if v2 is None else _value_RetentionPolicy(v2),
+        tags=None if v3 is None else _value_Tags(v3),
+    )
+    return value
+
+
+def _arrow_StreamConfig(values: Sequence[controller.StreamConfig | None]) -> Any:
+    """An Arrow struct column of StreamConfig values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_StreamConfig)
+    fields = _FIELDS_StreamConfig
+    v0 = [m.streamInfo for m in rows]
+    c0 = _arrow_StreamInfo(v0)
+    v1 = [m.scalingPolicy for m in rows]
+    c1 = _arrow_ScalingPolicy(v1)
+    v2 = [m.retentionPolicy for m in rows]
+    c2 = _arrow_RetentionPolicy(v2)
+    v3 = [m.tags for m in rows]
+    c3 = _arrow_Tags(v3)
+    arrays = [c0, c1, c2, c3]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_CreateStreamStatus(m: controller.CreateStreamStatus) -> dict[str, Any]:
+    """The row of a CreateStreamStatus: field name -> row value."""
+    x0 = m._status
+    return {
+        "status": None if x0 is None else enum_name(_NAMES_CreateStreamStatus_Status, x0),
+    }
+
+
+def _value_CreateStreamStatus(row: RowLike) -> controller.CreateStreamStatus:
+    """The CreateStreamStatus a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["status"]
+    value = controller.CreateStreamStatus(
+        status=(
+            None
+            if v0 is None
+            else enum_value(
+                v0,
+                _NUMBERS_CreateStreamStatus_Status,
+                controller.CreateStreamStatus.Status,
+                "CreateStreamStatus.status",
+            )
+        ),
+    )
+    return value
+
+
+def _arrow_CreateStreamStatus(values: Sequence[controller.CreateStreamStatus | None]) -> Any:
+    """An Arrow struct column of CreateStreamStatus values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_CreateStreamStatus)
+    fields = _FIELDS_CreateStreamStatus
+    v0 = [m._status for m in rows]
+    c0 = enum_array(v0, _NAMES_CreateStreamStatus_Status)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_UpdateStreamStatus(m: controller.UpdateStreamStatus) -> dict[str, Any]:
+    """The row of a UpdateStreamStatus: field name -> row value."""
+    x0 = m._status
+    return {
+        "status": None if x0 is None else enum_name(_NAMES_UpdateStreamStatus_Status, x0),
+    }
+
+
+def _value_UpdateStreamStatus(row: RowLike) -> controller.UpdateStreamStatus:
+    """The UpdateStreamStatus a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["status"]
+    value = controller.UpdateStreamStatus(
+        status=(
+            None
+            if v0 is None
+            else enum_value(
+                v0,
+                _NUMBERS_UpdateStreamStatus_Status,
+                controller.UpdateStreamStatus.Status,
+                "UpdateStreamStatus.status",
+            )
+        ),
+    )
+    return value
+
+
+def _arrow_UpdateStreamStatus(values: Sequence[controller.UpdateStreamStatus | None]) -> Any:
+    """An Arrow struct column of UpdateStreamStatus values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_UpdateStreamStatus)
+    fields = _FIELDS_UpdateStreamStatus
+    v0 = [m._status for m in rows]
+    c0 = enum_array(v0, _NAMES_UpdateStreamStatus_Status)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_DeleteStreamStatus(m: controller.DeleteStreamStatus) -> dict[str, Any]:
+    """The row of a DeleteStreamStatus: field name -> row value."""
+    x0 = m._status
+    return {
+        "status": None if x0 is None else enum_name(_NAMES_DeleteStreamStatus_Status, x0),
+    }
+
+
+def _value_DeleteStreamStatus(row: RowLike) -> controller.DeleteStreamStatus:
+    """The DeleteStreamStatus a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["status"]
+    value = controller.DeleteStreamStatus(
+        status=(
+            None
+            if v0 is None
+            else enum_value(
+                v0,
+                _NUMBERS_DeleteStreamStatus_Status,
+                controller.DeleteStreamStatus.Status,
+                "DeleteStreamStatus.status",
+            )
+        ),
+    )
+    return value
+
+
+def _arrow_DeleteStreamStatus(values: Sequence[controller.DeleteStreamStatus | None]) -> Any:
+    """An Arrow struct column of DeleteStreamStatus values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_DeleteStreamStatus)
+    fields = _FIELDS_DeleteStreamStatus
+    v0 = [m._status for m in rows]
+    c0 = enum_array(v0, _NAMES_DeleteStreamStatus_Status)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_StreamCut(m: controller.StreamCut) -> dict[str, Any]:
+    """The row of a StreamCut: field name -> row value."""
+    x0 = m.streamInfo
+    return {
+        "streamInfo": None if x0 is None else _row_StreamInfo(x0),
+        "cut": dict(m.cut),
+    }
+
+
+def _value_StreamCut(row: RowLike) -> controller.StreamCut:
+    """The StreamCut a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["streamInfo"]
+    v1 = r["cut"]
+    value = controller.StreamCut(
+        streamInfo=None if v0 is None else _value_StreamInfo(v0),
+        cut={k: y for k, y in map_items(v1)},
+    )
+    return value
+
+
+def _arrow_StreamCut(values: Sequence[controller.StreamCut | None]) -> Any:
+    """An Arrow struct column of StreamCut values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_StreamCut)
+    fields = _FIELDS_StreamCut
+    v0 = [m.streamInfo for m in rows]
+    c0 = _arrow_StreamInfo(v0)
+    v1 = [m.cut for m in rows]
+    keys, items = map_entries(v1)
+    c1 = pa.MapArray.from_arrays(
+        list_offsets(v1),
+        pa.array(keys, fields[1].type.key_type),
+        pa.array(items, fields[1].type.item_type),
+        type=fields[1].type,
+    )
+    arrays = [c0, c1]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_SegmentId(m: controller.SegmentId) -> dict[str, Any]:
+    """The row of a SegmentId: field name -> row value."""
+    x0 = m.streamInfo
+    return {
+        "streamInfo": None if x0 is None else _row_StreamInfo(x0),
+        "segmentId": m.segmentId,
+    }
+
+
+def _value_SegmentId(row: RowLike) -> controller.SegmentId:
+    """The SegmentId a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["streamInfo"]
+    v1 = r["segmentId"]
+    value = controller.SegmentId(
+        streamInfo=None if v0 is None else _value_StreamInfo(v0),
+        segmentId=required(v1, "SegmentId.segmentId"),
+    )
+    return value
+
+
+def _arrow_SegmentId(values: Sequence[controller.SegmentId | None]) -> Any:
+    """An Arrow struct column of SegmentId values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_SegmentId)
+    fields = _FIELDS_SegmentId
+    v0 = [m.streamInfo for m in rows]
+    c0 = _arrow_StreamInfo(v0)
+    v1 = [m.segmentId for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    arrays = [c0, c1]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_SegmentRange(m: controller.SegmentRange) -> dict[str, Any]:
+    """The row of a SegmentRange: field name -> row value."""
+    x0 = m.segmentId
+    return {
+        "segmentId": None if x0 is None else _row_SegmentId(x0),
+        "minKey": m.minKey,
+        "maxKey": m.maxKey,
+    }
+
+
+def _value_SegmentRange(row: RowLike) -> controller.SegmentRange:
+    """The SegmentRange a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["segmentId"]
+    v1 = r["minKey"]
+    v2 = r["maxKey"]
+    value = controller.SegmentRange(
+        segmentId=None if v0 is None else _value_SegmentId(v0),
+        minKey=required(v1, "SegmentRange.minKey"),
+        maxKey=required(v2, "SegmentRange.maxKey"),
+    )
+    return value
+
+
+def _arrow_SegmentRange(values: Sequence[controller.SegmentRange | None]) -> Any:
+    """An Arrow struct column of SegmentRange values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_SegmentRange)
+    fields = _FIELDS_SegmentRange
+    v0 = [m.segmentId for m in rows]
+    c0 = _arrow_SegmentId(v0)
+    v1 = [m.minKey for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.maxKey for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    arrays = [c0, c1, c2]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_SegmentRanges(m: controller.SegmentRanges) -> dict[str, Any]:
+    """The row of a SegmentRanges: field name -> row value."""
+    x0 = m.segmentRanges
+    return {
+        "segmentRanges": [_row_SegmentRange(y) for y in x0],
+        "delegationToken": m.delegationToken,
+    }
+
+
+def _value_SegmentRanges(row: RowLike) -> controller.SegmentRanges:
+    """The SegmentRanges a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["segmentRanges"]
+    v1 = r["delegationToken"]
+    value = controller.SegmentRanges(
+        segmentRanges=[_value_SegmentRange(y) for y in v0 or ()],
+        delegationToken=required(v1, "SegmentRanges.delegationToken"),
+    )
+    return value
+
+
+def _arrow_SegmentRanges(values: Sequence[controller.SegmentRanges | None]) -> Any:
+    """An Arrow struct column of SegmentRanges values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_SegmentRanges)
+    fields = _FIELDS_SegmentRanges
+    v0 = [m.segmentRanges for m in rows]
+    c0 = list_array(v0, _arrow_SegmentRange, fields[0].type)
+    v1 = [m.delegationToken for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    arrays = [c0, c1]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_GetEpochSegmentsRequest(m: controller.GetEpochSegmentsRequest) -> dict[str, Any]:
+    """The row of a GetEpochSegmentsRequest: field name -> row value."""
+    x0 = m.streamInfo
+    return {
+        "streamInfo": None if x0 is None else _row_StreamInfo(x0),
+        "epoch": m.epoch,
+    }
+
+
+def _value_GetEpochSegmentsRequest(row: RowLike) -> controller.GetEpochSegmentsRequest:
+    """The GetEpochSegmentsRequest a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["streamInfo"]
+    v1 = r["epoch"]
+    value = controller.GetEpochSegmentsRequest(
+        streamInfo=None if v0 is None else _value_StreamInfo(v0),
+        epoch=required(v1, "GetEpochSegmentsRequest.epoch"),
+    )
+    return value
+
+
+def _arrow_GetEpochSegmentsRequest(
+    values: Sequence[controller.GetEpochSegmentsRequest | None]
+) -> Any:
+    """An Arrow struct column of GetEpochSegmentsRequest values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_GetEpochSegmentsRequest)
+    fields = _FIELDS_GetEpochSegmentsRequest
+    v0 = [m.streamInfo for m in rows]
+    c0 = _arrow_StreamInfo(v0)
+    v1 = [m.epoch for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    arrays = [c0, c1]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_GetSegmentsRequest(m: controller.GetSegmentsRequest) -> dict[str, Any]:
+    """The row of a GetSegmentsRequest: field name -> row value."""
+    x0 = m.streamInfo
+    return {
+        "streamInfo": None if x0 is None else _row_StreamInfo(x0),
+        "timestamp": m.timestamp,
+    }
+
+
+def _value_GetSegmentsRequest(row: RowLike) -> controller.GetSegmentsRequest:
+    """The GetSegmentsRequest a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["streamInfo"]
+    v1 = r["timestamp"]
+    value = controller.GetSegmentsRequest(
+        streamInfo=None if v0 is None else _value_StreamInfo(v0),
+        timestamp=required(v1, "GetSegmentsRequest.timestamp"),
+    )
+    return value
+
+
+def _arrow_GetSegmentsRequest(values: Sequence[controller.GetSegmentsRequest | None]) -> Any:
+    """An Arrow struct column of GetSegmentsRequest values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_GetSegmentsRequest)
+    fields = _FIELDS_GetSegmentsRequest
+    v0 = [m.streamInfo for m in rows]
+    c0 = _arrow_StreamInfo(v0)
+    v1 = [m.timestamp for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    arrays = [c0, c1]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_SegmentLocation(m: controller.SegmentLocation) -> dict[str, Any]:
+    """The row of a SegmentLocation: field name -> row value."""
+    x0 = m.segmentId
+    return {
+        "segmentId": None if x0 is None else _row_SegmentId(x0),
+        "offset": m.offset,
+    }
+
+
+def _value_SegmentLocation(row: RowLike) -> controller.SegmentLocation:
+    """The SegmentLocation a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["segmentId"]
+    v1 = r["offset"]
+    value = controller.SegmentLocation(
+        segmentId=None if v0 is None else _value_SegmentId(v0),
+        offset=required(v1, "SegmentLocation.offset"),
+    )
+    return value
+
+
+def _arrow_SegmentLocation(values: Sequence[controller.SegmentLocation | None]) -> Any:
+    """An Arrow struct column of SegmentLocation values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_SegmentLocation)
+    fields = _FIELDS_SegmentLocation
+    v0 = [m.segmentId for m in rows]
+    c0 = _arrow_SegmentId(v0)
+    v1 = [m.offset for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    arrays = [c0, c1]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_SegmentsAtTime(m: controller.SegmentsAtTime) -> dict[str, Any]:
+    """The row of a SegmentsAtTime: field name -> row value."""
+    x0 = m.segments
+    return {
+        "segments": [_row_SegmentLocation(y) for y in x0],
+        "delegationToken": m.delegationToken,
+    }
+
+
+def _value_SegmentsAtTime(row: RowLike) -> controller.SegmentsAtTime:
+    """The SegmentsAtTime a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["segments"]
+    v1 = r["delegationToken"]
+    value = controller.SegmentsAtTime(
+        segments=[_value_SegmentLocation(y) for y in v0 or ()],
+        delegationToken=required(v1, "SegmentsAtTime.delegationToken"),
+    )
+    return value
+
+
+def _arrow_SegmentsAtTime(values: Sequence[controller.SegmentsAtTime | None]) -> Any:
+    """An Arrow struct column of SegmentsAtTime values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_SegmentsAtTime)
+    fields = _FIELDS_SegmentsAtTime
+    v0 = [m.segments for m in rows]
+    c0 = list_array(v0, _arrow_SegmentLocation, fields[0].type)
+    v1 = [m.delegationToken for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    arrays = [c0, c1]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_SegmentValidityResponse(m: controller.SegmentValidityResponse) -> dict[str, Any]:
+    """The row of a SegmentValidityResponse: field name -> row value."""
+    return {
+        "response": m.response,
+    }
+
+
+def _value_SegmentValidityResponse(row: RowLike) -> controller.SegmentValidityResponse:
+    """The SegmentValidityResponse a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["response"]
+    value = controller.SegmentValidityResponse(
+        response=required(v0, "SegmentValidityResponse.response"),
+    )
+    return value
+
+
+def _arrow_SegmentValidityResponse(
+    values: Sequence[controller.SegmentValidityResponse | None]
+) -> Any:
+    """An Arrow struct column of SegmentValidityResponse values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_SegmentValidityResponse)
+    fields = _FIELDS_SegmentValidityResponse
+    v0 = [m.response for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_DelegationToken(m: controller.DelegationToken) -> dict[str, Any]:
+    """The row of a DelegationToken: field name -> row value."""
+    return {
+        "delegationToken": m.delegationToken,
+    }
+
+
+def _value_DelegationToken(row: RowLike) -> controller.DelegationToken:
+    """The DelegationToken a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["delegationToken"]
+    value = controller.DelegationToken(
+        delegationToken=required(v0, "DelegationToken.delegationToken"),
+    )
+    return value
+
+
+def _arrow_DelegationToken(values: Sequence[controller.DelegationToken | None]) -> Any:
+    """An Arrow struct column of DelegationToken values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_DelegationToken)
+    fields = _FIELDS_DelegationToken
+    v0 = [m.delegationToken for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_RemoveWriterRequest(m: controller.RemoveWriterRequest) -> dict[str, Any]:
+    """The row of a RemoveWriterRequest: field name -> row value."""
+    x1 = m.stream
+    return {
+        "writer": m.writer,
+        "stream": None if x1 is None else _row_StreamInfo(x1),
+    }
+
+
+def _value_RemoveWriterRequest(row: RowLike) -> controller.RemoveWriterRequest:
+    """The RemoveWriterRequest a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["writer"]
+    v1 = r["stream"]
+    value = controller.RemoveWriterRequest(
+        writer=required(v0, "RemoveWriterRequest.writer"),
+        stream=None if v1 is None else _value_StreamInfo(v1),
+    )
+    return value
+
+
+def _arrow_RemoveWriterRequest(values: Sequence[controller.RemoveWriterRequest | None]) -> Any:
+    """An Arrow struct column of RemoveWriterRequest values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_RemoveWriterRequest)
+    fields = _FIELDS_RemoveWriterRequest
+    v0 = [m.writer for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.stream for m in rows]
+    c1 = _arrow_StreamInfo(v1)
+    arrays = [c0, c1]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_RemoveWriterResponse(m: controller.RemoveWriterResponse) -> dict[str, Any]:
+    """The row of a RemoveWriterResponse: field name -> row value."""
+    x0 = m._result
+    return {
+        "result": None if x0 is None else enum_name(_NAMES_RemoveWriterResponse_Status, x0),
+    }
+
+
+def _value_RemoveWriterResponse(row: RowLike) -> controller.RemoveWriterResponse:
+    """The RemoveWriterResponse a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["result"]
+    value = controller.RemoveWriterResponse(
+        result=(
+            None
+            if v0 is None
+            else enum_value(
+                v0,
+                _NUMBERS_RemoveWriterResponse_Status,
+                controller.RemoveWriterResponse.Status,
+                "RemoveWriterResponse.result",
+            )
+        ),
+    )
+    return value
+
+
+def _arrow_RemoveWriterResponse(values: Sequence[controller.RemoveWriterResponse | None]) -> Any:
+    """An Arrow struct column of RemoveWriterResponse values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_RemoveWriterResponse)
+    fields = _FIELDS_RemoveWriterResponse
+    v0 = [m._result for m in rows]
+    c0 = enum_array(v0, _NAMES_RemoveWriterResponse_Status)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_TimestampFromWriter(m: controller.TimestampFromWriter) -> dict[str, Any]:
+    """The row of a TimestampFromWriter: field name -> row value."""
+    x1 = m.position
+    return {
+        "writer": m.writer,
+        "position": None if x1 is None else _row_StreamCut(x1),
+        "timestamp": m.timestamp,
+    }
+
+
+def _value_TimestampFromWriter(row: RowLike) -> controller.TimestampFromWriter:
+    """The TimestampFromWriter a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["writer"]
+    v1 = r["position"]
+    v2 = r["timestamp"]
+    value = controller.TimestampFromWriter(
+        writer=required(v0, "TimestampFromWriter.writer"),
+        position=None if v1 is None else _value_StreamCut(v1),
+        timestamp=required(v2, "TimestampFromWriter.timestamp"),
+    )
+    return value
+
+
+def _arrow_TimestampFromWriter(values: Sequence[controller.TimestampFromWriter | None]) -> Any:
+    """An Arrow struct column of TimestampFromWriter values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_TimestampFromWriter)
+    fields = _FIELDS_TimestampFromWriter
+    v0 = [m.writer for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.position for m in rows]
+    c1 = _arrow_StreamCut(v1)
+    v2 = [m.timestamp for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    arrays = [c0, c1, c2]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_TimestampResponse(m: controller.TimestampResponse) -> dict[str, Any]:
+    """The row of a TimestampResponse: field name -> row value."""
+    x0 = m._result
+    return {
+        "result": None if x0 is None else enum_name(_NAMES_TimestampResponse_Status, x0),
+    }
+
+
+def _value_TimestampResponse(row: RowLike) -> controller.TimestampResponse:
+    """The TimestampResponse a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["result"]
+    value = controller.TimestampResponse(
+        result=(
+            None
+            if v0 is None
+            else enum_value(
+                v0,
+                _NUMBERS_TimestampResponse_Status,
+                controller.TimestampResponse.Status,
+                "TimestampResponse.result",
+            )
+        ),
+    )
+    return value
+
+
+def _arrow_TimestampResponse(values: Sequence[controller.TimestampResponse | None]) -> Any:
+    """An Arrow struct column of TimestampResponse values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_TimestampResponse)
+    fields = _FIELDS_TimestampResponse
+    v0 = [m._result for m in rows]
+    c0 = enum_array(v0, _NAMES_TimestampResponse_Status)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_ReaderGroupConfiguration(m: controller.ReaderGroupConfiguration) -> dict[str, Any]:
+    """The row of a ReaderGroupConfiguration: field name -> row value."""
+    x8 = m.startingStreamCuts
+    x9 = m.endingStreamCuts
+    return {
+        "scope": m.scope,
+        "readerGroupName": m.readerGroupName,
+        "groupRefreshTimeMillis": m.groupRefreshTimeMillis,
+        "automaticCheckpointIntervalMillis": m.automaticCheckpointIntervalMillis,
+        "maxOutstandingCheckpointRequest": m.maxOutstandingCheckpointRequest,
+        "retentionType": m.retentionType,
+        "generation": m.generation,
+        "readerGroupId": m.readerGroupId,
+        "startingStreamCuts": [_row_StreamCut(y) for y in x8],
+        "endingStreamCuts": [_row_StreamCut(y) for y in x9],
+    }
+
+
+def _value_ReaderGroupConfiguration(row: RowLike) -> controller.ReaderGroupConfiguration:
+    """The ReaderGroupConfiguration a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["scope"]
+    v1 = r["readerGroupName"]
+    v2 = r["groupRefreshTimeMillis"]
+    v3 = r["automaticCheckpointIntervalMillis"]
+    v4 = r["maxOutstandingCheckpointRequest"]
+    v5 = r["retentionType"]
+    v6 = r["generation"]
+    v7 = r["readerGroupId"]
+    v8 = r["startingStreamCuts"]
+    v9 = r["endingStreamCuts"]
+    value = controller.ReaderGroupConfiguration(
+        scope=required(v0, "ReaderGroupConfiguration.scope"),
+        readerGroupName=required(v1, "ReaderGroupConfiguration.readerGroupName"),
+        groupRefreshTimeMillis=required(v2, "ReaderGroupConfiguration.groupRefreshTimeMillis"),
+        automaticCheckpointIntervalMillis=required(
+            v3,
+            "ReaderGroupConfiguration.automaticCheckpointIntervalMillis",
+        ),
+        maxOutstandingCheckpointRequest=required(
+            v4,
+            "ReaderGroupConfiguration.maxOutstandingCheckpointRequest",
+        ),
+        retentionType=required(v5, "ReaderGroupConfiguration.retentionType"),
+        generation=required(v6, "ReaderGroupConfiguration.generation"),
+        readerGroupId=required(v7, "ReaderGroupConfiguration.readerGroupId"),
+        startingStreamCuts=[_value_StreamCut(y) for y in v8 or ()],
+        endingStreamCuts=[_value_StreamCut(y) for y in v9 or ()],
+    )
+    return value
+
+
+def _arrow_ReaderGroupConfiguration(
+    values: Sequence[controller.ReaderGroupConfiguration | None]
+) -> Any:
+    """An Arrow struct column of ReaderGroupConfiguration values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_ReaderGroupConfiguration)
+    fields = _FIELDS_ReaderGroupConfiguration
+    v0 = [m.scope for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.readerGroupName for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.groupRefreshTimeMillis for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    v3 = [m.automaticCheckpointIntervalMillis for m in rows]
+    c3 = pa.array(v3, fields[3].type)
+    v4 = [m.maxOutstandingCheckpointRequest for m in rows]
+    c4 = pa.array(v4, fields[4].type)
+    v5 = [m.retentionType for m in rows]
+    c5 = pa.array(v5, fields[5].type)
+    v6 = [m.generation for m in rows]
+    c6 = pa.array(v6, fields[6].type)
+    v7 = [m.readerGroupId for m in rows]
+    c7 = pa.array(v7, fields[7].type)
+    v8 = [m.startingStreamCuts for m in rows]
+    c8 = list_array(v8, _arrow_StreamCut, fields[8].type)
+    v9 = [m.endingStreamCuts for m in rows]
+    c9 = list_array(v9, _arrow_StreamCut, fields[9].type)
+    arrays = [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_ReaderGroupInfo(m: controller.ReaderGroupInfo) -> dict[str, Any]:
+    """The row of a ReaderGroupInfo: field name -> row value."""
+    return {
+        "scope": m.scope,
+        "readerGroup": m.readerGroup,
+        "readerGroupId": m.readerGroupId,
+        "generation": m.generation,
+    }
+
+
+def _value_ReaderGroupInfo(row: RowLike) -> controller.ReaderGroupInfo:
+    """The ReaderGroupInfo a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["scope"]
+    v1 = r["readerGroup"]
+    v2 = r["readerGroupId"]
+    v3 = r["generation"]
+    value = controller.ReaderGroupInfo(
+        scope=required(v0, "ReaderGroupInfo.scope"),
+        readerGroup=required(v1, "ReaderGroupInfo.readerGroup"),
+        readerGroupId=required(v2, "ReaderGroupInfo.readerGroupId"),
+        generation=required(v3, "ReaderGroupInfo.generation"),
+    )
+    return value
+
+
+def _arrow_ReaderGroupInfo(values: Sequence[controller.ReaderGroupInfo | None]) -> Any:
+    """An Arrow struct column of ReaderGroupInfo values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_ReaderGroupInfo)
+    fields = _FIELDS_ReaderGroupInfo
+    v0 = [m.scope for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.readerGroup for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.readerGroupId for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    v3 = [m.generation for m in rows]
+    c3 = pa.array(v3, fields[3].type)
+    arrays = [c0, c1, c2, c3]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_CreateReaderGroupResponse(m: controller.CreateReaderGroupResponse) -> dict[str, Any]:
+    """The row of a CreateReaderGroupResponse: field name -> row value."""
+    x0 = m._status
+    x1 = m.config
+    return {
+        "status": None if x0 is None else enum_name(_NAMES_CreateReaderGroupResponse_Status, x0),
+        "config": None if x1 is None else _row_ReaderGroupConfiguration(x1),
+    }
+
+
+def _value_CreateReaderGroupResponse(row: RowLike) -> controller.CreateReaderGroupResponse:
+    """The CreateReaderGroupResponse a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["status"]
+    v1 = r["config"]
+    value = controller.CreateReaderGroupResponse(
+        status=(
+            None
+            if v0 is None
+            else enum_value(
+                v0,
+                _NUMBERS_CreateReaderGroupResponse_Status,
+                controller.CreateReaderGroupResponse.Status,
+                "CreateReaderGroupResponse.status",
+            )
+        ),
+        config=None if v1 is None else _value_ReaderGroupConfiguration(v1),
+    )
+    return value
+
+
+def _arrow_CreateReaderGroupResponse(
+    values: Sequence[controller.CreateReaderGroupResponse | None]
+) -> Any:
+    """An Arrow struct column of CreateReaderGroupResponse values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_CreateReaderGroupResponse)
+    fields = _FIELDS_CreateReaderGroupResponse
+    v0 = [m._status for m in rows]
+    c0 = enum_array(v0, _NAMES_CreateReaderGroupResponse_Status)
+    v1 = [m.config for m in rows]
+    c1 = _arrow_ReaderGroupConfiguration(v1)
+    arrays = [c0, c1]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_ReaderGroupConfigResponse(m: controller.ReaderGroupConfigResponse) -> dict[str, Any]:
+    """The row of a ReaderGroupConfigResponse: field name -> row value."""
+    x0 = m.config
+    x1 = m._status
+    return {
+        "config": None if x0 is None else _row_ReaderGroupConfiguration(x0),
+        "status": None if x1 is None else enum_name(_NAMES_ReaderGroupConfigResponse_Status, x1),
+    }
+
+
+def _value_ReaderGroupConfigResponse(row: RowLike) -> controller.ReaderGroupConfigResponse:
+    """The ReaderGroupConfigResponse a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["config"]
+    v1 = r["status"]
+    value = controller.ReaderGroupConfigResponse(
+        config=None if v0 is None else _value_ReaderGroupConfiguration(v0),
+        status=(
+            None
+            if v1 is None
+            else enum_value(
+                v1,
+                _NUMBERS_ReaderGroupConfigResponse_Status,
+                controller.ReaderGroupConfigResponse.Status,
+                "ReaderGroupConfigResponse.status",
+            )
+        ),
+    )
+    return value
+
+
+def _arrow_ReaderGroupConfigResponse(
+    values: Sequence[controller.ReaderGroupConfigResponse | None]
+) -> Any:
+    """An Arrow struct column of ReaderGroupConfigResponse values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_ReaderGroupConfigResponse)
+    fields = _FIELDS_ReaderGroupConfigResponse
+    v0 = [m.config for m in rows]
+    c0 = _arrow_ReaderGroupConfiguration(v0)
+    v1 = [m._status for m in rows]
+    c1 = enum_array(v1, _NAMES_ReaderGroupConfigResponse_Status)
+    arrays = [c0, c1]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_DeleteReaderGroupStatus(m: controller.DeleteReaderGroupStatus) -> dict[str, Any]:
+    """The row of a DeleteReaderGroupStatus: field name -> row value."""
+    x0 = m._status
+    return {
+        "status": None if x0 is None else enum_name(_NAMES_DeleteReaderGroupStatus_Status, x0),
+    }
+
+
+def _value_DeleteReaderGroupStatus(row: RowLike) -> controller.DeleteReaderGroupStatus:
+    """The DeleteReaderGroupStatus a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["status"]
+    value = controller.DeleteReaderGroupStatus(
+        status=(
+            None
+            if v0 is None
+            else enum_value(
+                v0,
+                _NUMBERS_DeleteReaderGroupStatus_Status,
+                controller.DeleteReaderGroupStatus.Status,
+                "DeleteReaderGroupStatus.status",
+            )
+        ),
+    )
+    return value
+
+
+def _arrow_DeleteReaderGroupStatus(
+    values: Sequence[controller.DeleteReaderGroupStatus | None]
+) -> Any:
+    """An Arrow struct column of DeleteReaderGroupStatus values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_DeleteReaderGroupStatus)
+    fields = _FIELDS_DeleteReaderGroupStatus
+    v0 = [m._status for m in rows]
+    c0 = enum_array(v0, _NAMES_DeleteReaderGroupStatus_Status)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_UpdateReaderGroupResponse(m: controller.UpdateReaderGroupResponse) -> dict[str, Any]:
+    """The row of a UpdateReaderGroupResponse: field name -> row value."""
+    x0 = m._status
+    return {
+        "status": None if x0 is None else enum_name(_NAMES_UpdateReaderGroupResponse_Status, x0),
+        "generation": m.generation,
+    }
+
+
+def _value_UpdateReaderGroupResponse(row: RowLike) -> controller.UpdateReaderGroupResponse:
+    """The UpdateReaderGroupResponse a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["status"]
+    v1 = r["generation"]
+    value = controller.UpdateReaderGroupResponse(
+        status=(
+            None
+            if v0 is None
+            else enum_value(
+                v0,
+                _NUMBERS_UpdateReaderGroupResponse_Status,
+                controller.UpdateReaderGroupResponse.Status,
+                "UpdateReaderGroupResponse.status",
+            )
+        ),
+        generation=required(v1, "UpdateReaderGroupResponse.generation"),
+    )
+    return value
+
+
+def _arrow_UpdateReaderGroupResponse(
+    values: Sequence[controller.UpdateReaderGroupResponse | None]
+) -> Any:
+    """An Arrow struct column of UpdateReaderGroupResponse values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_UpdateReaderGroupResponse)
+    fields = _FIELDS_UpdateReaderGroupResponse
+    v0 = [m._status for m in rows]
+    c0 = enum_array(v0, _NAMES_UpdateReaderGroupResponse_Status)
+    v1 = [m.generation for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    arrays = [c0, c1]
+    return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_Event(m: frames.Event) -> dict[str, Any]:
@@ -1205,6 +3526,109 @@ def _arrow_SegmentRead(values: Sequence[frames.SegmentRead | None]) -> Any:
     v5 = [m.request_id for m in rows]
     c5 = pa.array(v5, fields[5].type)
     arrays = [c0, c1, c2, c3, c4, c5]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_GetStreamSegmentInfo(m: frames.GetStreamSegmentInfo) -> dict[str, Any]:
+    """The row of a GetStreamSegmentInfo: field name -> row value."""
+    return {
+        "request_id": m.request_id,
+        "segment": m.segment,
+        "delegation_token": m.delegation_token,
+    }
+
+
+def _value_GetStreamSegmentInfo(row: RowLike) -> frames.GetStreamSegmentInfo:
+    """The GetStreamSegmentInfo a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["request_id"]
+    v1 = r["segment"]
+    v2 = r["delegation_token"]
+    value = frames.GetStreamSegmentInfo(
+        request_id=required(v0, "GetStreamSegmentInfo.request_id"),
+        segment=required(v1, "GetStreamSegmentInfo.segment"),
+        delegation_token=required(v2, "GetStreamSegmentInfo.delegation_token"),
+    )
+    return value
+
+
+def _arrow_GetStreamSegmentInfo(values: Sequence[frames.GetStreamSegmentInfo | None]) -> Any:
+    """An Arrow struct column of GetStreamSegmentInfo values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_GetStreamSegmentInfo)
+    fields = _FIELDS_GetStreamSegmentInfo
+    v0 = [m.request_id for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.segment for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.delegation_token for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    arrays = [c0, c1, c2]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_StreamSegmentInfo(m: frames.StreamSegmentInfo) -> dict[str, Any]:
+    """The row of a StreamSegmentInfo: field name -> row value."""
+    return {
+        "request_id": m.request_id,
+        "segment": m.segment,
+        "exists": m.exists,
+        "is_sealed": m.is_sealed,
+        "is_deleted": m.is_deleted,
+        "last_modified": m.last_modified,
+        "write_offset": m.write_offset,
+        "start_offset": m.start_offset,
+    }
+
+
+def _value_StreamSegmentInfo(row: RowLike) -> frames.StreamSegmentInfo:
+    """The StreamSegmentInfo a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["request_id"]
+    v1 = r["segment"]
+    v2 = r["exists"]
+    v3 = r["is_sealed"]
+    v4 = r["is_deleted"]
+    v5 = r["last_modified"]
+    v6 = r["write_offset"]
+    v7 = r["start_offset"]
+    value = frames.StreamSegmentInfo(
+        request_id=required(v0, "StreamSegmentInfo.request_id"),
+        segment=required(v1, "StreamSegmentInfo.segment"),
+        exists=required(v2, "StreamSegmentInfo.exists"),
+        is_sealed=required(v3, "StreamSegmentInfo.is_sealed"),
+        is_deleted=required(v4, "StreamSegmentInfo.is_deleted"),
+        last_modified=required(v5, "StreamSegmentInfo.last_modified"),
+        write_offset=required(v6, "StreamSegmentInfo.write_offset"),
+        start_offset=required(v7, "StreamSegmentInfo.start_offset"),
+    )
+    return value
+
+
+def _arrow_StreamSegmentInfo(values: Sequence[frames.StreamSegmentInfo | None]) -> Any:
+    """An Arrow struct column of StreamSegmentInfo values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_StreamSegmentInfo)
+    fields = _FIELDS_StreamSegmentInfo
+    v0 = [m.request_id for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.segment for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.exists for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    v3 = [m.is_sealed for m in rows]
+    c3 = pa.array(v3, fields[3].type)
+    v4 = [m.is_deleted for m in rows]
+    c4 = pa.array(v4, fields[4].type)
+    v5 = [m.last_modified for m in rows]
+    c5 = pa.array(v5, fields[5].type)
+    v6 = [m.write_offset for m in rows]
+    c6 = pa.array(v6, fields[6].type)
+    v7 = [m.start_offset for m in rows]
+    c7 = pa.array(v7, fields[7].type)
+    arrays = [c0, c1, c2, c3, c4, c5, c6, c7]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -1801,6 +4225,12 @@ def _row_Frame_body_union(m: _Frame_body_union_T) -> dict[str, Any]:
         ),
         "ReadSegment": _row_ReadSegment(m) if isinstance(m, frames.ReadSegment) else None,
         "SegmentRead": _row_SegmentRead(m) if isinstance(m, frames.SegmentRead) else None,
+        "GetStreamSegmentInfo": (
+            _row_GetStreamSegmentInfo(m) if isinstance(m, frames.GetStreamSegmentInfo) else None
+        ),
+        "StreamSegmentInfo": (
+            _row_StreamSegmentInfo(m) if isinstance(m, frames.StreamSegmentInfo) else None
+        ),
         "CreateSegment": _row_CreateSegment(m) if isinstance(m, frames.CreateSegment) else None,
         "SegmentCreated": _row_SegmentCreated(m) if isinstance(m, frames.SegmentCreated) else None,
         "SealSegment": _row_SealSegment(m) if isinstance(m, frames.SealSegment) else None,
@@ -1862,51 +4292,57 @@ def _value_Frame_body_union(row: RowLike) -> _Frame_body_union_T:
     a9 = r["SegmentRead"]
     if a9 is not None:
         return _value_SegmentRead(a9)
-    a10 = r["CreateSegment"]
+    a10 = r["GetStreamSegmentInfo"]
     if a10 is not None:
-        return _value_CreateSegment(a10)
-    a11 = r["SegmentCreated"]
+        return _value_GetStreamSegmentInfo(a10)
+    a11 = r["StreamSegmentInfo"]
     if a11 is not None:
-        return _value_SegmentCreated(a11)
-    a12 = r["SealSegment"]
+        return _value_StreamSegmentInfo(a11)
+    a12 = r["CreateSegment"]
     if a12 is not None:
-        return _value_SealSegment(a12)
-    a13 = r["SegmentSealed"]
+        return _value_CreateSegment(a12)
+    a13 = r["SegmentCreated"]
     if a13 is not None:
-        return _value_SegmentSealed(a13)
-    a14 = r["DeleteSegment"]
+        return _value_SegmentCreated(a13)
+    a14 = r["SealSegment"]
     if a14 is not None:
-        return _value_DeleteSegment(a14)
-    a15 = r["SegmentDeleted"]
+        return _value_SealSegment(a14)
+    a15 = r["SegmentSealed"]
     if a15 is not None:
-        return _value_SegmentDeleted(a15)
-    a16 = r["WrongHost"]
+        return _value_SegmentSealed(a15)
+    a16 = r["DeleteSegment"]
     if a16 is not None:
-        return _value_WrongHost(a16)
-    a17 = r["SegmentIsSealed"]
+        return _value_DeleteSegment(a16)
+    a17 = r["SegmentDeleted"]
     if a17 is not None:
-        return _value_SegmentIsSealed(a17)
-    a18 = r["SegmentAlreadyExists"]
+        return _value_SegmentDeleted(a17)
+    a18 = r["WrongHost"]
     if a18 is not None:
-        return _value_SegmentAlreadyExists(a18)
-    a19 = r["NoSuchSegment"]
+        return _value_WrongHost(a18)
+    a19 = r["SegmentIsSealed"]
     if a19 is not None:
-        return _value_NoSuchSegment(a19)
-    a20 = r["SegmentIsTruncated"]
+        return _value_SegmentIsSealed(a19)
+    a20 = r["SegmentAlreadyExists"]
     if a20 is not None:
-        return _value_SegmentIsTruncated(a20)
-    a21 = r["OperationUnsupported"]
+        return _value_SegmentAlreadyExists(a20)
+    a21 = r["NoSuchSegment"]
     if a21 is not None:
-        return _value_OperationUnsupported(a21)
-    a22 = r["AuthTokenCheckFailed"]
+        return _value_NoSuchSegment(a21)
+    a22 = r["SegmentIsTruncated"]
     if a22 is not None:
-        return _value_AuthTokenCheckFailed(a22)
-    a23 = r["ErrorMessage"]
+        return _value_SegmentIsTruncated(a22)
+    a23 = r["OperationUnsupported"]
     if a23 is not None:
-        return _value_ErrorMessage(a23)
-    a24 = r["KeepAlive"]
+        return _value_OperationUnsupported(a23)
+    a24 = r["AuthTokenCheckFailed"]
     if a24 is not None:
-        return _value_KeepAlive(a24)
+        return _value_AuthTokenCheckFailed(a24)
+    a25 = r["ErrorMessage"]
+    if a25 is not None:
+        return _value_ErrorMessage(a25)
+    a26 = r["KeepAlive"]
+    if a26 is not None:
+        return _value_KeepAlive(a26)
     no_alternative("Frame.body")
 
 
@@ -1930,6 +4366,12 @@ def _arrow_Frame_body_union(values: Sequence[_Frame_body_union_T | None]) -> Any
         ),
         _arrow_ReadSegment([x if isinstance(x, frames.ReadSegment) else None for x in rows]),
         _arrow_SegmentRead([x if isinstance(x, frames.SegmentRead) else None for x in rows]),
+        _arrow_GetStreamSegmentInfo(
+            [x if isinstance(x, frames.GetStreamSegmentInfo) else None for x in rows],
+        ),
+        _arrow_StreamSegmentInfo(
+            [x if isinstance(x, frames.StreamSegmentInfo) else None for x in rows],
+        ),
         _arrow_CreateSegment([x if isinstance(x, frames.CreateSegment) else None for x in rows]),
         _arrow_SegmentCreated([x if isinstance(x, frames.SegmentCreated) else None for x in rows]),
         _arrow_SealSegment([x if isinstance(x, frames.SealSegment) else None for x in rows]),
@@ -1986,6 +4428,495 @@ def _arrow_Frame(values: Sequence[frames.Frame | None]) -> Any:
     c0 = _arrow_Frame_body_union(v0)
     arrays = [c0]
     return struct_array(arrays, fields, len(rows), take)
+
+
+# The ServerRequest message (io.pravega.controller.stream.api.grpc.v1.ServerRequest).
+ServerRequest = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.ServerRequest",
+    controller.ServerRequest,
+    _SPARK_ServerRequest,
+    _ARROW_ServerRequest,
+    _row_ServerRequest,
+    _value_ServerRequest,
+    _arrow_ServerRequest,
+)
+
+
+# The NodeUri message (io.pravega.controller.stream.api.grpc.v1.NodeUri).
+NodeUri = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.NodeUri",
+    controller.NodeUri,
+    _SPARK_NodeUri,
+    _ARROW_NodeUri,
+    _row_NodeUri,
+    _value_NodeUri,
+    _arrow_NodeUri,
+)
+
+
+# The ServerResponse message (io.pravega.controller.stream.api.grpc.v1.ServerResponse).
+ServerResponse = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.ServerResponse",
+    controller.ServerResponse,
+    _SPARK_ServerResponse,
+    _ARROW_ServerResponse,
+    _row_ServerResponse,
+    _value_ServerResponse,
+    _arrow_ServerResponse,
+)
+
+
+# The ScopeInfo message (io.pravega.controller.stream.api.grpc.v1.ScopeInfo).
+ScopeInfo = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.ScopeInfo",
+    controller.ScopeInfo,
+    _SPARK_ScopeInfo,
+    _ARROW_ScopeInfo,
+    _row_ScopeInfo,
+    _value_ScopeInfo,
+    _arrow_ScopeInfo,
+)
+
+
+# The CreateScopeStatus message (io.pravega.controller.stream.api.grpc.v1.CreateScopeStatus).
+CreateScopeStatus = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.CreateScopeStatus",
+    controller.CreateScopeStatus,
+    _SPARK_CreateScopeStatus,
+    _ARROW_CreateScopeStatus,
+    _row_CreateScopeStatus,
+    _value_CreateScopeStatus,
+    _arrow_CreateScopeStatus,
+)
+
+
+# The DeleteScopeStatus message (io.pravega.controller.stream.api.grpc.v1.DeleteScopeStatus).
+DeleteScopeStatus = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.DeleteScopeStatus",
+    controller.DeleteScopeStatus,
+    _SPARK_DeleteScopeStatus,
+    _ARROW_DeleteScopeStatus,
+    _row_DeleteScopeStatus,
+    _value_DeleteScopeStatus,
+    _arrow_DeleteScopeStatus,
+)
+
+
+# The ExistsResponse message (io.pravega.controller.stream.api.grpc.v1.ExistsResponse).
+ExistsResponse = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.ExistsResponse",
+    controller.ExistsResponse,
+    _SPARK_ExistsResponse,
+    _ARROW_ExistsResponse,
+    _row_ExistsResponse,
+    _value_ExistsResponse,
+    _arrow_ExistsResponse,
+)
+
+
+# The ContinuationToken message (io.pravega.controller.stream.api.grpc.v1.ContinuationToken).
+ContinuationToken = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.ContinuationToken",
+    controller.ContinuationToken,
+    _SPARK_ContinuationToken,
+    _ARROW_ContinuationToken,
+    _row_ContinuationToken,
+    _value_ContinuationToken,
+    _arrow_ContinuationToken,
+)
+
+
+# The ScopesRequest message (io.pravega.controller.stream.api.grpc.v1.ScopesRequest).
+ScopesRequest = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.ScopesRequest",
+    controller.ScopesRequest,
+    _SPARK_ScopesRequest,
+    _ARROW_ScopesRequest,
+    _row_ScopesRequest,
+    _value_ScopesRequest,
+    _arrow_ScopesRequest,
+)
+
+
+# The ScopesResponse message (io.pravega.controller.stream.api.grpc.v1.ScopesResponse).
+ScopesResponse = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.ScopesResponse",
+    controller.ScopesResponse,
+    _SPARK_ScopesResponse,
+    _ARROW_ScopesResponse,
+    _row_ScopesResponse,
+    _value_ScopesResponse,
+    _arrow_ScopesResponse,
+)
+
+
+# The StreamInfo message (io.pravega.controller.stream.api.grpc.v1.StreamInfo).
+StreamInfo = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.StreamInfo",
+    controller.StreamInfo,
+    _SPARK_StreamInfo,
+    _ARROW_StreamInfo,
+    _row_StreamInfo,
+    _value_StreamInfo,
+    _arrow_StreamInfo,
+)
+
+
+# The StreamsInScopeRequest message
+# (io.pravega.controller.stream.api.grpc.v1.StreamsInScopeRequest).
+StreamsInScopeRequest = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.StreamsInScopeRequest",
+    controller.StreamsInScopeRequest,
+    _SPARK_StreamsInScopeRequest,
+    _ARROW_StreamsInScopeRequest,
+    _row_StreamsInScopeRequest,
+    _value_StreamsInScopeRequest,
+    _arrow_StreamsInScopeRequest,
+)
+
+
+# The StreamsInScopeResponse message
+# (io.pravega.controller.stream.api.grpc.v1.StreamsInScopeResponse).
+StreamsInScopeResponse = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.StreamsInScopeResponse",
+    controller.StreamsInScopeResponse,
+    _SPARK_StreamsInScopeResponse,
+    _ARROW_StreamsInScopeResponse,
+    _row_StreamsInScopeResponse,
+    _value_StreamsInScopeResponse,
+    _arrow_StreamsInScopeResponse,
+)
+
+
+# The ScalingPolicy message (io.pravega.controller.stream.api.grpc.v1.ScalingPolicy).
+ScalingPolicy = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.ScalingPolicy",
+    controller.ScalingPolicy,
+    _SPARK_ScalingPolicy,
+    _ARROW_ScalingPolicy,
+    _row_ScalingPolicy,
+    _value_ScalingPolicy,
+    _arrow_ScalingPolicy,
+)
+
+
+# The RetentionPolicy message (io.pravega.controller.stream.api.grpc.v1.RetentionPolicy).
+RetentionPolicy = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.RetentionPolicy",
+    controller.RetentionPolicy,
+    _SPARK_RetentionPolicy,
+    _ARROW_RetentionPolicy,
+    _row_RetentionPolicy,
+    _value_RetentionPolicy,
+    _arrow_RetentionPolicy,
+)
+
+
+# The Tags message (io.pravega.controller.stream.api.grpc.v1.Tags).
+Tags = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.Tags",
+    controller.Tags,
+    _SPARK_Tags,
+    _ARROW_Tags,
+    _row_Tags,
+    _value_Tags,
+    _arrow_Tags,
+)
+
+
+# The StreamConfig message (io.pravega.controller.stream.api.grpc.v1.StreamConfig).
+StreamConfig = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.StreamConfig",
+    controller.StreamConfig,
+    _SPARK_StreamConfig,
+    _ARROW_StreamConfig,
+    _row_StreamConfig,
+    _value_StreamConfig,
+    _arrow_StreamConfig,
+)
+
+
+# The CreateStreamStatus message (io.pravega.controller.stream.api.grpc.v1.CreateStreamStatus).
+CreateStreamStatus = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.CreateStreamStatus",
+    controller.CreateStreamStatus,
+    _SPARK_CreateStreamStatus,
+    _ARROW_CreateStreamStatus,
+    _row_CreateStreamStatus,
+    _value_CreateStreamStatus,
+    _arrow_CreateStreamStatus,
+)
+
+
+# The UpdateStreamStatus message (io.pravega.controller.stream.api.grpc.v1.UpdateStreamStatus).
+UpdateStreamStatus = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.UpdateStreamStatus",
+    controller.UpdateStreamStatus,
+    _SPARK_UpdateStreamStatus,
+    _ARROW_UpdateStreamStatus,
+    _row_UpdateStreamStatus,
+    _value_UpdateStreamStatus,
+    _arrow_UpdateStreamStatus,
+)
+
+
+# The DeleteStreamStatus message (io.pravega.controller.stream.api.grpc.v1.DeleteStreamStatus).
+DeleteStreamStatus = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.DeleteStreamStatus",
+    controller.DeleteStreamStatus,
+    _SPARK_DeleteStreamStatus,
+    _ARROW_DeleteStreamStatus,
+    _row_DeleteStreamStatus,
+    _value_DeleteStreamStatus,
+    _arrow_DeleteStreamStatus,
+)
+
+
+# The StreamCut message (io.pravega.controller.stream.api.grpc.v1.StreamCut).
+StreamCut = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.StreamCut",
+    controller.StreamCut,
+    _SPARK_StreamCut,
+    _ARROW_StreamCut,
+    _row_StreamCut,
+    _value_StreamCut,
+    _arrow_StreamCut,
+)
+
+
+# The SegmentId message (io.pravega.controller.stream.api.grpc.v1.SegmentId).
+SegmentId = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.SegmentId",
+    controller.SegmentId,
+    _SPARK_SegmentId,
+    _ARROW_SegmentId,
+    _row_SegmentId,
+    _value_SegmentId,
+    _arrow_SegmentId,
+)
+
+
+# The SegmentRange message (io.pravega.controller.stream.api.grpc.v1.SegmentRange).
+SegmentRange = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.SegmentRange",
+    controller.SegmentRange,
+    _SPARK_SegmentRange,
+    _ARROW_SegmentRange,
+    _row_SegmentRange,
+    _value_SegmentRange,
+    _arrow_SegmentRange,
+)
+
+
+# The SegmentRanges message (io.pravega.controller.stream.api.grpc.v1.SegmentRanges).
+SegmentRanges = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.SegmentRanges",
+    controller.SegmentRanges,
+    _SPARK_SegmentRanges,
+    _ARROW_SegmentRanges,
+    _row_SegmentRanges,
+    _value_SegmentRanges,
+    _arrow_SegmentRanges,
+)
+
+
+# The GetEpochSegmentsRequest message
+# (io.pravega.controller.stream.api.grpc.v1.GetEpochSegmentsRequest).
+GetEpochSegmentsRequest = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.GetEpochSegmentsRequest",
+    controller.GetEpochSegmentsRequest,
+    _SPARK_GetEpochSegmentsRequest,
+    _ARROW_GetEpochSegmentsRequest,
+    _row_GetEpochSegmentsRequest,
+    _value_GetEpochSegmentsRequest,
+    _arrow_GetEpochSegmentsRequest,
+)
+
+
+# The GetSegmentsRequest message (io.pravega.controller.stream.api.grpc.v1.GetSegmentsRequest).
+GetSegmentsRequest = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.GetSegmentsRequest",
+    controller.GetSegmentsRequest,
+    _SPARK_GetSegmentsRequest,
+    _ARROW_GetSegmentsRequest,
+    _row_GetSegmentsRequest,
+    _value_GetSegmentsRequest,
+    _arrow_GetSegmentsRequest,
+)
+
+
+# The SegmentLocation message (io.pravega.controller.stream.api.grpc.v1.SegmentLocation).
+SegmentLocation = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.SegmentLocation",
+    controller.SegmentLocation,
+    _SPARK_SegmentLocation,
+    _ARROW_SegmentLocation,
+    _row_SegmentLocation,
+    _value_SegmentLocation,
+    _arrow_SegmentLocation,
+)
+
+
+# The SegmentsAtTime message (io.pravega.controller.stream.api.grpc.v1.SegmentsAtTime).
+SegmentsAtTime = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.SegmentsAtTime",
+    controller.SegmentsAtTime,
+    _SPARK_SegmentsAtTime,
+    _ARROW_SegmentsAtTime,
+    _row_SegmentsAtTime,
+    _value_SegmentsAtTime,
+    _arrow_SegmentsAtTime,
+)
+
+
+# The SegmentValidityResponse message
+# (io.pravega.controller.stream.api.grpc.v1.SegmentValidityResponse).
+SegmentValidityResponse = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.SegmentValidityResponse",
+    controller.SegmentValidityResponse,
+    _SPARK_SegmentValidityResponse,
+    _ARROW_SegmentValidityResponse,
+    _row_SegmentValidityResponse,
+    _value_SegmentValidityResponse,
+    _arrow_SegmentValidityResponse,
+)
+
+
+# The DelegationToken message (io.pravega.controller.stream.api.grpc.v1.DelegationToken).
+DelegationToken = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.DelegationToken",
+    controller.DelegationToken,
+    _SPARK_DelegationToken,
+    _ARROW_DelegationToken,
+    _row_DelegationToken,
+    _value_DelegationToken,
+    _arrow_DelegationToken,
+)
+
+
+# The RemoveWriterRequest message (io.pravega.controller.stream.api.grpc.v1.RemoveWriterRequest).
+RemoveWriterRequest = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.RemoveWriterRequest",
+    controller.RemoveWriterRequest,
+    _SPARK_RemoveWriterRequest,
+    _ARROW_RemoveWriterRequest,
+    _row_RemoveWriterRequest,
+    _value_RemoveWriterRequest,
+    _arrow_RemoveWriterRequest,
+)
+
+
+# The RemoveWriterResponse message (io.pravega.controller.stream.api.grpc.v1.RemoveWriterResponse).
+RemoveWriterResponse = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.RemoveWriterResponse",
+    controller.RemoveWriterResponse,
+    _SPARK_RemoveWriterResponse,
+    _ARROW_RemoveWriterResponse,
+    _row_RemoveWriterResponse,
+    _value_RemoveWriterResponse,
+    _arrow_RemoveWriterResponse,
+)
+
+
+# The TimestampFromWriter message (io.pravega.controller.stream.api.grpc.v1.TimestampFromWriter).
+TimestampFromWriter = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.TimestampFromWriter",
+    controller.TimestampFromWriter,
+    _SPARK_TimestampFromWriter,
+    _ARROW_TimestampFromWriter,
+    _row_TimestampFromWriter,
+    _value_TimestampFromWriter,
+    _arrow_TimestampFromWriter,
+)
+
+
+# The TimestampResponse message (io.pravega.controller.stream.api.grpc.v1.TimestampResponse).
+TimestampResponse = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.TimestampResponse",
+    controller.TimestampResponse,
+    _SPARK_TimestampResponse,
+    _ARROW_TimestampResponse,
+    _row_TimestampResponse,
+    _value_TimestampResponse,
+    _arrow_TimestampResponse,
+)
+
+
+# The ReaderGroupConfiguration message
+# (io.pravega.controller.stream.api.grpc.v1.ReaderGroupConfiguration).
+ReaderGroupConfiguration = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.ReaderGroupConfiguration",
+    controller.ReaderGroupConfiguration,
+    _SPARK_ReaderGroupConfiguration,
+    _ARROW_ReaderGroupConfiguration,
+    _row_ReaderGroupConfiguration,
+    _value_ReaderGroupConfiguration,
+    _arrow_ReaderGroupConfiguration,
+)
+
+
+# The ReaderGroupInfo message (io.pravega.controller.stream.api.grpc.v1.ReaderGroupInfo).
+ReaderGroupInfo = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.ReaderGroupInfo",
+    controller.ReaderGroupInfo,
+    _SPARK_ReaderGroupInfo,
+    _ARROW_ReaderGroupInfo,
+    _row_ReaderGroupInfo,
+    _value_ReaderGroupInfo,
+    _arrow_ReaderGroupInfo,
+)
+
+
+# The CreateReaderGroupResponse message
+# (io.pravega.controller.stream.api.grpc.v1.CreateReaderGroupResponse).
+CreateReaderGroupResponse = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.CreateReaderGroupResponse",
+    controller.CreateReaderGroupResponse,
+    _SPARK_CreateReaderGroupResponse,
+    _ARROW_CreateReaderGroupResponse,
+    _row_CreateReaderGroupResponse,
+    _value_CreateReaderGroupResponse,
+    _arrow_CreateReaderGroupResponse,
+)
+
+
+# The ReaderGroupConfigResponse message
+# (io.pravega.controller.stream.api.grpc.v1.ReaderGroupConfigResponse).
+ReaderGroupConfigResponse = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.ReaderGroupConfigResponse",
+    controller.ReaderGroupConfigResponse,
+    _SPARK_ReaderGroupConfigResponse,
+    _ARROW_ReaderGroupConfigResponse,
+    _row_ReaderGroupConfigResponse,
+    _value_ReaderGroupConfigResponse,
+    _arrow_ReaderGroupConfigResponse,
+)
+
+
+# The DeleteReaderGroupStatus message
+# (io.pravega.controller.stream.api.grpc.v1.DeleteReaderGroupStatus).
+DeleteReaderGroupStatus = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.DeleteReaderGroupStatus",
+    controller.DeleteReaderGroupStatus,
+    _SPARK_DeleteReaderGroupStatus,
+    _ARROW_DeleteReaderGroupStatus,
+    _row_DeleteReaderGroupStatus,
+    _value_DeleteReaderGroupStatus,
+    _arrow_DeleteReaderGroupStatus,
+)
+
+
+# The UpdateReaderGroupResponse message
+# (io.pravega.controller.stream.api.grpc.v1.UpdateReaderGroupResponse).
+UpdateReaderGroupResponse = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.UpdateReaderGroupResponse",
+    controller.UpdateReaderGroupResponse,
+    _SPARK_UpdateReaderGroupResponse,
+    _ARROW_UpdateReaderGroupResponse,
+    _row_UpdateReaderGroupResponse,
+    _value_UpdateReaderGroupResponse,
+    _arrow_UpdateReaderGroupResponse,
+)
 
 
 # The Event frame struct.
@@ -2165,6 +5096,30 @@ SegmentRead = RowCodec(
     _row_SegmentRead,
     _value_SegmentRead,
     _arrow_SegmentRead,
+)
+
+
+# The GetStreamSegmentInfo frame struct.
+GetStreamSegmentInfo = RowCodec(
+    "GetStreamSegmentInfo",
+    frames.GetStreamSegmentInfo,
+    _SPARK_GetStreamSegmentInfo,
+    _ARROW_GetStreamSegmentInfo,
+    _row_GetStreamSegmentInfo,
+    _value_GetStreamSegmentInfo,
+    _arrow_GetStreamSegmentInfo,
+)
+
+
+# The StreamSegmentInfo frame struct.
+StreamSegmentInfo = RowCodec(
+    "StreamSegmentInfo",
+    frames.StreamSegmentInfo,
+    _SPARK_StreamSegmentInfo,
+    _ARROW_StreamSegmentInfo,
+    _row_StreamSegmentInfo,
+    _value_StreamSegmentInfo,
+    _arrow_StreamSegmentInfo,
 )
 
 
@@ -2349,6 +5304,46 @@ Frame = RowCodec(
 
 # Every message's codec by protobuf full name.
 MESSAGES: dict[str, RowCodec[Any]] = {
+    "io.pravega.controller.stream.api.grpc.v1.ServerRequest": ServerRequest,
+    "io.pravega.controller.stream.api.grpc.v1.ServerResponse": ServerResponse,
+    "io.pravega.controller.stream.api.grpc.v1.ScopeInfo": ScopeInfo,
+    "io.pravega.controller.stream.api.grpc.v1.CreateScopeStatus": CreateScopeStatus,
+    "io.pravega.controller.stream.api.grpc.v1.DeleteScopeStatus": DeleteScopeStatus,
+    "io.pravega.controller.stream.api.grpc.v1.ExistsResponse": ExistsResponse,
+    "io.pravega.controller.stream.api.grpc.v1.ContinuationToken": ContinuationToken,
+    "io.pravega.controller.stream.api.grpc.v1.ScopesRequest": ScopesRequest,
+    "io.pravega.controller.stream.api.grpc.v1.ScopesResponse": ScopesResponse,
+    "io.pravega.controller.stream.api.grpc.v1.StreamInfo": StreamInfo,
+    "io.pravega.controller.stream.api.grpc.v1.StreamsInScopeRequest": StreamsInScopeRequest,
+    "io.pravega.controller.stream.api.grpc.v1.StreamsInScopeResponse": StreamsInScopeResponse,
+    "io.pravega.controller.stream.api.grpc.v1.ScalingPolicy": ScalingPolicy,
+    "io.pravega.controller.stream.api.grpc.v1.RetentionPolicy": RetentionPolicy,
+    "io.pravega.controller.stream.api.grpc.v1.Tags": Tags,
+    "io.pravega.controller.stream.api.grpc.v1.StreamConfig": StreamConfig,
+    "io.pravega.controller.stream.api.grpc.v1.CreateStreamStatus": CreateStreamStatus,
+    "io.pravega.controller.stream.api.grpc.v1.UpdateStreamStatus": UpdateStreamStatus,
+    "io.pravega.controller.stream.api.grpc.v1.DeleteStreamStatus": DeleteStreamStatus,
+    "io.pravega.controller.stream.api.grpc.v1.StreamCut": StreamCut,
+    "io.pravega.controller.stream.api.grpc.v1.SegmentId": SegmentId,
+    "io.pravega.controller.stream.api.grpc.v1.SegmentRange": SegmentRange,
+    "io.pravega.controller.stream.api.grpc.v1.SegmentRanges": SegmentRanges,
+    "io.pravega.controller.stream.api.grpc.v1.GetEpochSegmentsRequest": GetEpochSegmentsRequest,
+    "io.pravega.controller.stream.api.grpc.v1.GetSegmentsRequest": GetSegmentsRequest,
+    "io.pravega.controller.stream.api.grpc.v1.SegmentLocation": SegmentLocation,
+    "io.pravega.controller.stream.api.grpc.v1.SegmentsAtTime": SegmentsAtTime,
+    "io.pravega.controller.stream.api.grpc.v1.NodeUri": NodeUri,
+    "io.pravega.controller.stream.api.grpc.v1.SegmentValidityResponse": SegmentValidityResponse,
+    "io.pravega.controller.stream.api.grpc.v1.DelegationToken": DelegationToken,
+    "io.pravega.controller.stream.api.grpc.v1.RemoveWriterRequest": RemoveWriterRequest,
+    "io.pravega.controller.stream.api.grpc.v1.RemoveWriterResponse": RemoveWriterResponse,
+    "io.pravega.controller.stream.api.grpc.v1.TimestampFromWriter": TimestampFromWriter,
+    "io.pravega.controller.stream.api.grpc.v1.TimestampResponse": TimestampResponse,
+    "io.pravega.controller.stream.api.grpc.v1.ReaderGroupConfiguration": ReaderGroupConfiguration,
+    "io.pravega.controller.stream.api.grpc.v1.ReaderGroupInfo": ReaderGroupInfo,
+    "io.pravega.controller.stream.api.grpc.v1.CreateReaderGroupResponse": CreateReaderGroupResponse,
+    "io.pravega.controller.stream.api.grpc.v1.ReaderGroupConfigResponse": ReaderGroupConfigResponse,
+    "io.pravega.controller.stream.api.grpc.v1.DeleteReaderGroupStatus": DeleteReaderGroupStatus,
+    "io.pravega.controller.stream.api.grpc.v1.UpdateReaderGroupResponse": UpdateReaderGroupResponse,
 }
 
 # Every frame struct's codec by struct name.
@@ -2368,6 +5363,8 @@ STRUCTS: dict[str, RowCodec[Any]] = {
     "ConditionalCheckFailed": ConditionalCheckFailed,
     "ReadSegment": ReadSegment,
     "SegmentRead": SegmentRead,
+    "GetStreamSegmentInfo": GetStreamSegmentInfo,
+    "StreamSegmentInfo": StreamSegmentInfo,
     "CreateSegment": CreateSegment,
     "SegmentCreated": SegmentCreated,
     "SealSegment": SealSegment,
@@ -2431,6 +5428,10 @@ def command_name(frame: frames.Frame) -> str:
         return "READ_SEGMENT"
     if isinstance(body, frames.SegmentRead):
         return "SEGMENT_READ"
+    if isinstance(body, frames.GetStreamSegmentInfo):
+        return "GET_STREAM_SEGMENT_INFO"
+    if isinstance(body, frames.StreamSegmentInfo):
+        return "STREAM_SEGMENT_INFO"
     if isinstance(body, frames.CreateSegment):
         return "CREATE_SEGMENT"
     if isinstance(body, frames.SegmentCreated):

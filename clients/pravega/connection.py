@@ -1,0 +1,129 @@
+"""A client connection to a segment store: HELLO first, KEEP_ALIVE while open, typed requests.
+
+``PravegaConnection.connect`` opens the TCP connection, sends HELLO with our version range
+and refuses a server whose range does not overlap (``IncompatibleVersion``). Replies that
+answer a request go to the generated ``PravegaRequests``; the rest (DATA_APPENDED and the
+failures of appends, which no request waits for) go to the listeners registered with
+``add_listener``, which is how writers hear about their appends.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from types import TracebackType
+
+from generated.pravega import frames
+from generated.pravega.client import PravegaRequests
+from generated.pravega.machines import PravegaProtocol
+from runtime.connection import Connection, KeepaliveHooks
+from runtime.errors import ConnectionClosed
+
+from .versions import HIGH_VERSION, LOW_VERSION, check_overlap
+
+__all__ = ["DEFAULT_KEEPALIVE_INTERVAL", "PravegaConnection", "PravegaKeepalive"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_KEEPALIVE_INTERVAL = 20.0
+
+Listener = Callable[[frames.Frame], None]
+
+
+class PravegaKeepalive(KeepaliveHooks[frames.Frame]):
+    """KEEP_ALIVE in both directions, with the client never answering one.
+
+    The segment store echoes every KEEP_ALIVE it gets, so a KEEP_ALIVE arriving at the
+    client is an answer; echoing it back would bounce the same frame forever. The runtime
+    still counts it as traffic, which is what keeps the idle check from closing.
+    """
+
+    def ping(self) -> frames.Frame:
+        return frames.Frame(body=frames.KeepAlive())
+
+    def pong(self) -> frames.Frame:
+        return frames.Frame(body=frames.KeepAlive())
+
+    def is_ping(self, frame: frames.Frame) -> bool:
+        return False
+
+
+class PravegaConnection:
+    """One connection to a segment store; ``requests`` sends the typed requests over it."""
+
+    def __init__(self, connection: Connection[frames.Frame], *, request_timeout: float) -> None:
+        self.connection = connection
+        self.requests = PravegaRequests(connection, timeout=request_timeout)
+        self.server_versions: tuple[int, int] | None = None
+        self._listeners: list[Listener] = []
+        connection.on_frame = self._on_frame
+        connection.on_close(self.requests.connection_lost)
+
+    @classmethod
+    async def connect(cls, host: str, port: int, *,
+                      keepalive_interval: float | None = DEFAULT_KEEPALIVE_INTERVAL,
+                      request_timeout: float = 30.0, connect_timeout: float = 10.0,
+                      versions: tuple[int, int] = (LOW_VERSION, HIGH_VERSION),
+                      ) -> PravegaConnection:
+        """Connect and exchange HELLO; raises ``IncompatibleVersion`` or ``ConnectionClosed``.
+
+        ``versions`` is the ``(low, high)`` range we announce; tests lower it to see a server
+        refuse us.
+        """
+        connection: Connection[frames.Frame] = Connection(
+            PravegaProtocol(), keepalive=PravegaKeepalive(),
+            keepalive_interval=keepalive_interval, name=f"pravega {host}:{port}")
+        await connection.connect(host, port, timeout=connect_timeout)
+        self = cls(connection, request_timeout=request_timeout)
+        try:
+            hello = await self.requests.hello(versions[1], versions[0])
+            self.server_versions = (hello.low_version, hello.high_version)
+            check_overlap(versions, self.server_versions)
+        except BaseException as exc:
+            connection.abort(exc)
+            raise
+        return self
+
+    @property
+    def is_open(self) -> bool:
+        """Connected and not closing."""
+        return self.connection.is_open
+
+    def add_listener(self, listener: Listener) -> None:
+        """Call ``listener(frame)`` for every frame that answers no request."""
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: Listener) -> None:
+        """Stop calling ``listener``."""
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    def on_close(self, listener: Callable[[ConnectionClosed], None]) -> None:
+        """Call ``listener(reason)`` once when the connection ends."""
+        self.connection.on_close(listener)
+
+    async def send(self, frame: frames.Frame) -> None:
+        """Send a frame that expects no direct answer (appends); waits for buffer room."""
+        await self.connection.send_frame(frame)
+
+    async def close(self) -> None:
+        """Close after what is queued is written; waiting requests fail."""
+        self.connection.close()
+        await self.connection.wait_closed()
+
+    async def __aenter__(self) -> PravegaConnection:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.close()
+
+    def _on_frame(self, frame: frames.Frame) -> None:
+        if self.requests.handle_frame(frame):
+            return
+        if isinstance(frame.body, frames.KeepAlive):
+            return  # the echo of our keepalive; receiving it was the point
+        if not self._listeners:
+            log.debug("%r: unsolicited %r", self.connection, frame.body)
+        for listener in list(self._listeners):
+            listener(frame)

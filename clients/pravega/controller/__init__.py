@@ -1,0 +1,6 @@
+"""A minimal Pravega controller for tests: gRPC front (``server``) over plain state (``state``)."""
+
+from .server import RPCS, SERVICE, ControllerServer
+from .state import ControllerState, segment_name
+
+__all__ = ["RPCS", "SERVICE", "ControllerServer", "ControllerState", "segment_name"]

@@ -1,0 +1,254 @@
+"""What the test controller knows, and its answer to each RPC, without any gRPC.
+
+One segment store, streams that never scale: a stream created with N segments gets segments
+0..N-1 of epoch 0, splitting the routing-key space [0, 1) evenly, created in the store's
+``SegmentTable`` when the stream is. Method names are the RPC names of ``ControllerService``;
+each takes the request message and returns the response message (generated from
+``specs/pravega/controller.proto``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+from generated.pravega import controller as pb
+
+from ..store.segments import SegmentTable
+
+__all__ = ["ControllerState", "segment_name"]
+
+# Listing RPCs page with a continuation token: everything comes in the first page, and this
+# token marks the (empty) page after it, so a client that pages until it is empty stops.
+_LAST_PAGE = "end"
+
+
+def segment_name(scope: str, stream: str, segment_id: int) -> str:
+    """The segment store's name of a stream segment: number and epoch from the packed id."""
+    number, epoch = segment_id & 0xFFFFFFFF, segment_id >> 32
+    return f"{scope}/{stream}/{number}.#epoch.{epoch}"
+
+
+@dataclass
+class _Stream:
+    config: pb.StreamConfig
+    segment_count: int
+    sealed: bool = False
+
+
+@dataclass
+class ControllerState:
+    """Scopes, streams and reader groups; ``store`` is the one segment store's address."""
+
+    table: SegmentTable
+    store: tuple[str, int]
+    controller: tuple[str, int] = ("127.0.0.1", 0)
+    scopes: set[str] = field(default_factory=set)
+    streams: dict[tuple[str, str], _Stream] = field(default_factory=dict)
+    reader_groups: dict[tuple[str, str], pb.ReaderGroupConfiguration] = field(
+        default_factory=dict)
+
+    # ---- membership --------------------------------------------------------------------------
+
+    def getControllerServerList(self, request: pb.ServerRequest) -> pb.ServerResponse:
+        host, port = self.controller
+        return pb.ServerResponse(nodeURI=[pb.NodeUri(endpoint=host, port=port)])
+
+    # ---- scopes ----------------------------------------------------------------------------
+
+    def createScope(self, request: pb.ScopeInfo) -> pb.CreateScopeStatus:
+        status = pb.CreateScopeStatus.Status
+        if not request.scope:
+            return pb.CreateScopeStatus(status=status.INVALID_SCOPE_NAME)
+        if request.scope in self.scopes:
+            return pb.CreateScopeStatus(status=status.SCOPE_EXISTS)
+        self.scopes.add(request.scope)
+        return pb.CreateScopeStatus(status=status.SUCCESS)
+
+    def checkScopeExists(self, request: pb.ScopeInfo) -> pb.ExistsResponse:
+        return pb.ExistsResponse(exists=request.scope in self.scopes)
+
+    def deleteScope(self, request: pb.ScopeInfo) -> pb.DeleteScopeStatus:
+        status = pb.DeleteScopeStatus.Status
+        if request.scope not in self.scopes:
+            return pb.DeleteScopeStatus(status=status.SCOPE_NOT_FOUND)
+        if any(scope == request.scope for scope, _ in self.streams):
+            return pb.DeleteScopeStatus(status=status.SCOPE_NOT_EMPTY)
+        self.scopes.discard(request.scope)
+        return pb.DeleteScopeStatus(status=status.SUCCESS)
+
+    def listScopes(self, request: pb.ScopesRequest) -> pb.ScopesResponse:
+        token = request.continuationToken.token if request.continuationToken else ""
+        scopes = [] if token == _LAST_PAGE else sorted(self.scopes)
+        return pb.ScopesResponse(scopes=scopes,
+                                 continuationToken=pb.ContinuationToken(token=_LAST_PAGE))
+
+    # ---- streams ---------------------------------------------------------------------------
+
+    def createStream(self, request: pb.StreamConfig) -> pb.CreateStreamStatus:
+        """Create the stream and its ``minNumSegments`` segments (at least one) in the store."""
+        status = pb.CreateStreamStatus.Status
+        info = request.streamInfo or pb.StreamInfo()
+        if info.scope not in self.scopes:
+            return pb.CreateStreamStatus(status=status.SCOPE_NOT_FOUND)
+        if not info.stream:
+            return pb.CreateStreamStatus(status=status.INVALID_STREAM_NAME)
+        if (info.scope, info.stream) in self.streams:
+            return pb.CreateStreamStatus(status=status.STREAM_EXISTS)
+        policy = request.scalingPolicy
+        count = max(1, policy.minNumSegments if policy is not None else 1)
+        self.streams[(info.scope, info.stream)] = _Stream(request, count)
+        for number in range(count):
+            self.table.create(segment_name(info.scope, info.stream, number))
+        return pb.CreateStreamStatus(status=status.SUCCESS)
+
+    def checkStreamExists(self, request: pb.StreamInfo) -> pb.ExistsResponse:
+        return pb.ExistsResponse(exists=(request.scope, request.stream) in self.streams)
+
+    def getStreamConfiguration(self, request: pb.StreamInfo) -> pb.StreamConfig:
+        stream = self.streams.get((request.scope, request.stream))
+        return stream.config if stream is not None else pb.StreamConfig()
+
+    def updateStream(self, request: pb.StreamConfig) -> pb.UpdateStreamStatus:
+        status = pb.UpdateStreamStatus.Status
+        info = request.streamInfo or pb.StreamInfo()
+        stream = self.streams.get((info.scope, info.stream))
+        if stream is None:
+            return pb.UpdateStreamStatus(status=status.STREAM_NOT_FOUND)
+        stream.config = request  # scaling policy changes are kept but never acted on
+        return pb.UpdateStreamStatus(status=status.SUCCESS)
+
+    def sealStream(self, request: pb.StreamInfo) -> pb.UpdateStreamStatus:
+        status = pb.UpdateStreamStatus.Status
+        stream = self.streams.get((request.scope, request.stream))
+        if stream is None:
+            return pb.UpdateStreamStatus(status=status.STREAM_NOT_FOUND)
+        stream.sealed = True
+        for number in range(stream.segment_count):
+            segment = self.table.get(segment_name(request.scope, request.stream, number))
+            if segment is not None:
+                self.table.seal(segment)
+        return pb.UpdateStreamStatus(status=status.SUCCESS)
+
+    def deleteStream(self, request: pb.StreamInfo) -> pb.DeleteStreamStatus:
+        """Delete a sealed stream and its segments."""
+        status = pb.DeleteStreamStatus.Status
+        stream = self.streams.get((request.scope, request.stream))
+        if stream is None:
+            return pb.DeleteStreamStatus(status=status.STREAM_NOT_FOUND)
+        if not stream.sealed:
+            return pb.DeleteStreamStatus(status=status.STREAM_NOT_SEALED)
+        for number in range(stream.segment_count):
+            self.table.delete(segment_name(request.scope, request.stream, number))
+        del self.streams[(request.scope, request.stream)]
+        return pb.DeleteStreamStatus(status=status.SUCCESS)
+
+    def listStreamsInScope(self, request: pb.StreamsInScopeRequest) -> pb.StreamsInScopeResponse:
+        status = pb.StreamsInScopeResponse.Status
+        scope = request.scope.scope if request.scope is not None else ""
+        if scope not in self.scopes:
+            return pb.StreamsInScopeResponse(status=status.SCOPE_NOT_FOUND)
+        token = request.continuationToken.token if request.continuationToken else ""
+        names = [] if token == _LAST_PAGE else sorted(s for c, s in self.streams if c == scope)
+        return pb.StreamsInScopeResponse(
+            streams=[pb.StreamInfo(scope=scope, stream=name) for name in names],
+            continuationToken=pb.ContinuationToken(token=_LAST_PAGE), status=status.SUCCESS)
+
+    # ---- segments --------------------------------------------------------------------------
+
+    def getCurrentSegments(self, request: pb.StreamInfo) -> pb.SegmentRanges:
+        """The stream's segments with their key ranges; none once it is sealed."""
+        stream = self.streams.get((request.scope, request.stream))
+        count = stream.segment_count if stream is not None and not stream.sealed else 0
+        return pb.SegmentRanges(segmentRanges=[
+            self._range(request.scope, request.stream, number, count) for number in range(count)])
+
+    def getEpochSegments(self, request: pb.GetEpochSegmentsRequest) -> pb.SegmentRanges:
+        info = request.streamInfo or pb.StreamInfo()
+        stream = self.streams.get((info.scope, info.stream))
+        count = stream.segment_count if stream is not None and request.epoch == 0 else 0
+        return pb.SegmentRanges(segmentRanges=[
+            self._range(info.scope, info.stream, number, count) for number in range(count)])
+
+    def getSegments(self, request: pb.GetSegmentsRequest) -> pb.SegmentsAtTime:
+        """Where each segment starts at any time: offset 0, nothing is ever truncated."""
+        info = request.streamInfo or pb.StreamInfo()
+        stream = self.streams.get((info.scope, info.stream))
+        count = stream.segment_count if stream is not None else 0
+        return pb.SegmentsAtTime(segments=[
+            pb.SegmentLocation(segmentId=pb.SegmentId(streamInfo=_info(info.scope, info.stream),
+                                                      segmentId=number), offset=0)
+            for number in range(count)])
+
+    def getURI(self, request: pb.SegmentId) -> pb.NodeUri:
+        """The one segment store owns every segment."""
+        host, port = self.store
+        return pb.NodeUri(endpoint=host, port=port)
+
+    def isSegmentValid(self, request: pb.SegmentId) -> pb.SegmentValidityResponse:
+        info = request.streamInfo or pb.StreamInfo()
+        segment = self.table.get(segment_name(info.scope, info.stream, request.segmentId))
+        return pb.SegmentValidityResponse(response=segment is not None and not segment.sealed)
+
+    def getDelegationToken(self, request: pb.StreamInfo) -> pb.DelegationToken:
+        return pb.DelegationToken(delegationToken="")  # the store checks no tokens
+
+    # ---- writers ---------------------------------------------------------------------------
+
+    def removeWriter(self, request: pb.RemoveWriterRequest) -> pb.RemoveWriterResponse:
+        return pb.RemoveWriterResponse(result=pb.RemoveWriterResponse.Status.SUCCESS)
+
+    def noteTimestampFromWriter(self, request: pb.TimestampFromWriter) -> pb.TimestampResponse:
+        return pb.TimestampResponse(result=pb.TimestampResponse.Status.SUCCESS)
+
+    # ---- reader groups ---------------------------------------------------------------------
+
+    def createReaderGroup(self, request: pb.ReaderGroupConfiguration
+                          ) -> pb.CreateReaderGroupResponse:
+        """Record the group's configuration (its id made up when empty); idempotent."""
+        status = pb.CreateReaderGroupResponse.Status
+        if request.scope not in self.scopes:
+            return pb.CreateReaderGroupResponse(status=status.SCOPE_NOT_FOUND)
+        key = (request.scope, request.readerGroupName)
+        config = self.reader_groups.get(key)
+        if config is None:
+            config = pb.ReaderGroupConfiguration.decode(request.encode())
+            config.readerGroupId = config.readerGroupId or str(uuid.uuid4())
+            self.reader_groups[key] = config
+        return pb.CreateReaderGroupResponse(status=status.SUCCESS, config=config)
+
+    def getReaderGroupConfig(self, request: pb.ReaderGroupInfo) -> pb.ReaderGroupConfigResponse:
+        status = pb.ReaderGroupConfigResponse.Status
+        config = self.reader_groups.get((request.scope, request.readerGroup))
+        if config is None:
+            return pb.ReaderGroupConfigResponse(status=status.RG_NOT_FOUND)
+        return pb.ReaderGroupConfigResponse(status=status.SUCCESS, config=config)
+
+    def updateReaderGroup(self, request: pb.ReaderGroupConfiguration
+                          ) -> pb.UpdateReaderGroupResponse:
+        status = pb.UpdateReaderGroupResponse.Status
+        key = (request.scope, request.readerGroupName)
+        old = self.reader_groups.get(key)
+        if old is None:
+            return pb.UpdateReaderGroupResponse(status=status.RG_NOT_FOUND)
+        config = pb.ReaderGroupConfiguration.decode(request.encode())
+        config.generation = old.generation + 1
+        self.reader_groups[key] = config
+        return pb.UpdateReaderGroupResponse(status=status.SUCCESS, generation=config.generation)
+
+    def deleteReaderGroup(self, request: pb.ReaderGroupInfo) -> pb.DeleteReaderGroupStatus:
+        status = pb.DeleteReaderGroupStatus.Status
+        if self.reader_groups.pop((request.scope, request.readerGroup), None) is None:
+            return pb.DeleteReaderGroupStatus(status=status.RG_NOT_FOUND)
+        return pb.DeleteReaderGroupStatus(status=status.SUCCESS)
+
+    # ---- helpers ---------------------------------------------------------------------------
+
+    def _range(self, scope: str, stream: str, number: int, count: int) -> pb.SegmentRange:
+        return pb.SegmentRange(segmentId=pb.SegmentId(streamInfo=_info(scope, stream),
+                                                      segmentId=number),
+                               minKey=number / count, maxKey=(number + 1) / count)
+
+
+def _info(scope: str, stream: str) -> pb.StreamInfo:
+    return pb.StreamInfo(scope=scope, stream=stream)

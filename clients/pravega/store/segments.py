@@ -1,0 +1,125 @@
+"""The segment store's data: named segments of bytes, in memory and optionally in a directory.
+
+Each segment is its bytes plus a little metadata (sealed or not, the last event number of
+each writer). With a directory, a segment's bytes go to ``<name>.data`` (appended
+and flushed before an append is acknowledged) and its metadata to ``<name>.meta.json``
+(rewritten on change); ``SegmentTable`` reloads both when it is created again on the same
+directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote, unquote
+from uuid import UUID
+
+__all__ = ["Segment", "SegmentTable"]
+
+
+@dataclass
+class Segment:
+    """One segment: its bytes, whether it is sealed, and each writer's last event number."""
+
+    name: str
+    data: bytearray = field(default_factory=bytearray)
+    sealed: bool = False
+    writers: dict[UUID, int] = field(default_factory=dict)
+    last_modified_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+
+    @property
+    def length(self) -> int:
+        """Bytes in the segment: the offset the next append lands at."""
+        return len(self.data)
+
+
+class SegmentTable:
+    """Every segment of one store, by name; ``directory=None`` keeps them in memory only."""
+
+    def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
+        self.directory = Path(directory) if directory is not None else None
+        self.segments: dict[str, Segment] = {}
+        if self.directory is not None:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._load()
+
+    def get(self, name: str) -> Segment | None:
+        """The segment called ``name``, if it exists."""
+        return self.segments.get(name)
+
+    def create(self, name: str) -> Segment | None:
+        """Create an empty segment; None if one of that name exists."""
+        if name in self.segments:
+            return None
+        segment = Segment(name)
+        self.segments[name] = segment
+        self._write_meta(segment)
+        if self.directory is not None:
+            self._data_path(name).write_bytes(b"")
+        return segment
+
+    def append(self, segment: Segment, data: bytes, writer_id: UUID | None = None,
+               last_event_number: int | None = None) -> None:
+        """Add ``data`` at the end of ``segment`` (durably, with a directory)."""
+        segment.data += data
+        segment.last_modified_ms = int(time.time() * 1000)
+        if self.directory is not None:
+            with self._data_path(segment.name).open("ab") as out:
+                out.write(data)
+                out.flush()
+        if writer_id is not None and last_event_number is not None:
+            segment.writers[writer_id] = last_event_number
+            self._write_meta(segment)
+
+    def seal(self, segment: Segment) -> None:
+        """Refuse further appends to ``segment``."""
+        segment.sealed = True
+        self._write_meta(segment)
+
+    def delete(self, name: str) -> bool:
+        """Forget a segment; False if there was none."""
+        if self.segments.pop(name, None) is None:
+            return False
+        if self.directory is not None:
+            self._data_path(name).unlink(missing_ok=True)
+            self._meta_path(name).unlink(missing_ok=True)
+        return True
+
+    # ---- the directory -------------------------------------------------------------------
+
+    def _data_path(self, name: str) -> Path:
+        assert self.directory is not None
+        return self.directory / f"{quote(name, safe='')}.data"
+
+    def _meta_path(self, name: str) -> Path:
+        assert self.directory is not None
+        return self.directory / f"{quote(name, safe='')}.meta.json"
+
+    def _write_meta(self, segment: Segment) -> None:
+        if self.directory is None:
+            return
+        meta = {
+            "sealed": segment.sealed,
+            "writers": {str(k): v for k, v in segment.writers.items()},
+        }
+        path = self._meta_path(segment.name)
+        temporary = path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(meta))
+        temporary.replace(path)  # a crash leaves the old metadata or the new, never half
+
+    def _load(self) -> None:
+        assert self.directory is not None
+        for meta_path in sorted(self.directory.glob("*.meta.json")):
+            name = unquote(meta_path.name.removesuffix(".meta.json"))
+            meta = json.loads(meta_path.read_text())
+            data_path = self._data_path(name)
+            segment = Segment(
+                name,
+                bytearray(data_path.read_bytes()) if data_path.exists() else bytearray(),
+                bool(meta["sealed"]),
+                {UUID(k): int(v) for k, v in meta["writers"].items()},
+            )
+            self.segments[name] = segment

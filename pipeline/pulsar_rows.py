@@ -13,6 +13,7 @@ from itertools import groupby
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.types import (
     BinaryType,
     IntegerType,
@@ -69,6 +70,33 @@ def _micros(ms: int) -> int | None:
     return ms * 1000 if ms > 0 else None
 
 
+# A run of at least this many messages of one entry is built with Arrow kernels (constants
+# repeated, ids joined from tables) rather than Python lists; below it, per-run kernel calls
+# would cost more than they save.
+_VECTOR_RUN = 32
+_INDEX_LIMIT = 1 << 16
+_INDEX_TEXT: pa.Array | None = None
+_INDEX_BYTES: pa.Array | None = None
+_EMPTY_MAPS: pa.Array | None = None
+
+
+def _index_tables() -> tuple[pa.Array, pa.Array]:
+    """"<i>)" and the protobuf batch_index field (tag 4, varint i) for i below 65536."""
+    global _INDEX_TEXT, _INDEX_BYTES
+    if _INDEX_TEXT is None or _INDEX_BYTES is None:
+        _INDEX_TEXT = pa.array([f"{i})" for i in range(_INDEX_LIMIT)], pa.string())
+        _INDEX_BYTES = pa.array([b"\x20" + varint_bytes(i) for i in range(_INDEX_LIMIT)],
+                                pa.binary())
+    return _INDEX_TEXT, _INDEX_BYTES
+
+
+def _empty_maps(count: int) -> pa.Array:
+    global _EMPTY_MAPS
+    if _EMPTY_MAPS is None or len(_EMPTY_MAPS) < count:
+        _EMPTY_MAPS = pa.array([[]] * max(count, 1024), _PROPERTIES)
+    return _EMPTY_MAPS.slice(0, count)
+
+
 class _EntryColumns:
     """What every message of one entry shares, worked out once."""
 
@@ -90,8 +118,35 @@ class _EntryColumns:
         self.batched = entry.batch_size > 0
 
 
-def _key(text: str) -> bytes | None:
-    return text.encode() if text else None
+# Column order of the row schema, for the builder's per-column pieces.
+_KEY, _TOPIC, _ID, _ID_BYTES, _PUBLISH, _EVENT, _PROPS, _PRODUCER, _REDELIVERY = range(9)
+_TYPES = [pa.binary(), pa.string(), pa.string(), pa.binary(), _TIMESTAMP, _TIMESTAMP,
+          _PROPERTIES, pa.string(), pa.int32()]
+
+
+class _Pieces:
+    """Per column: Arrow chunks in row order, plus the Python values not yet converted."""
+
+    def __init__(self) -> None:
+        self.chunks: list[list[pa.Array]] = [[] for _ in _TYPES]
+        self.values: list[list[Any]] = [[] for _ in _TYPES]
+
+    def flush(self) -> None:
+        for column, values in enumerate(self.values):
+            if values:
+                self.chunks[column].append(pa.array(values, _TYPES[column]))
+                self.values[column] = []
+
+    def add_arrays(self, arrays: list[pa.Array]) -> None:
+        self.flush()
+        for column, array in enumerate(arrays):
+            self.chunks[column].append(array)
+
+    def columns(self) -> list[pa.Array]:
+        self.flush()
+        return [chunks[0] if len(chunks) == 1 else
+                pa.concat_arrays(chunks) if chunks else pa.array([], _TYPES[column])
+                for column, chunks in enumerate(self.chunks)]
 
 
 class RowBatchBuilder:
@@ -115,68 +170,20 @@ class RowBatchBuilder:
     def take(self) -> pa.RecordBatch:
         """The Arrow batch of the messages added so far; the builder starts empty again."""
         msgs, self.msgs = self.msgs, []
-        keys: list[bytes | None] = []
-        ids: list[str] = []
-        id_bytes: list[bytes] = []
-        publish: list[int | None] = []
-        events: list[int | None] = []
-        props: list[list[tuple[str, str]]] = []
-        producers: list[str] = []
-        topics: list[str] = []
-        redeliveries: list[int] = []
+        pieces = _Pieces()
         part = self.partition
-        no_props: list[tuple[str, str]] = []
         for entry, group in groupby(msgs, Message.entry):
             run = list(group)
-            k = len(run)
             cols = _EntryColumns(entry, part)
-            publish += [cols.publish] * k
-            producers += [cols.producer] * k
-            topics += [cols.topic] * k
-            redeliveries += [cols.redelivery] * k
-            if not cols.batched:
-                meta = cols.meta
-                ids += [f"{cols.id_text}-1)"] * k
-                id_bytes += [cols.id_head] * k
-                keys += [meta.partition_key.encode() if meta.has_partition_key() else None] * k
-                events += [_micros(meta.event_time)] * k
-                props += [[(kv.key, kv.value) for kv in meta.properties]] * k
-                continue
-            indexes = [m.batch_index() for m in run]
-            text, head, tail = cols.id_text, cols.id_head, cols.id_tail
-            ids += [f"{text}{i})" for i in indexes]
-            id_bytes += [head + b"\x20" + SMALL_VARINTS[i] + tail if i < 128
-                         else head + b"\x20" + varint_bytes(i) + tail for i in indexes]
-            smetas = [m.single_metadata() for m in run]
-            if all(s is None for s in smetas):  # a uniform batch: no per-message metadata
-                keys += [None] * k
-                events += [None] * k
-                props += [no_props] * k
-                continue
-            for smeta in smetas:
-                if smeta is None:
-                    keys.append(None)
-                    events.append(None)
-                    props.append(no_props)
-                else:
-                    keys.append(smeta.partition_key.encode() if smeta.has_partition_key()
-                                else None)
-                    events.append(smeta.event_time * 1000 if smeta.event_time > 0 else None)
-                    props.append([(kv.key, kv.value) for kv in smeta.properties])
+            if not (cols.batched and len(run) >= _VECTOR_RUN and self._vector_run(run, cols,
+                                                                                  pieces)):
+                self._list_run(run, cols, pieces)
+        key, topic, ids, id_bytes, publish, event, props, producer, redelivery = \
+            pieces.columns()
         values = [m.data() for m in msgs]
-        columns = [
-            pa.array(keys, pa.binary()),
-            pa.array(values, pa.binary()),
-            pa.array(topics, pa.string()),
-            pa.array([part] * len(msgs), pa.int32()),
-            pa.array(ids, pa.string()),
-            pa.array(id_bytes, pa.binary()),
-            pa.array(publish, _TIMESTAMP),
-            pa.array(events, _TIMESTAMP),
-            pa.array(props, _PROPERTIES),
-            pa.array(producers, pa.string()),
-            pa.array(redeliveries, pa.int32()),
-        ]
+        columns = [key, pa.array(values, pa.binary()), topic,
+                   pa.repeat(pa.scalar(part, pa.int32()), len(msgs)), ids, id_bytes, publish,
+                   event, props, producer, redelivery]
         if self.codec is not None:
             decode = self.codec.python_type.decode
             decoded: list[Any] = []
@@ -187,3 +194,62 @@ class RowBatchBuilder:
                     decoded.append(None)
             columns.append(self.codec.to_arrow(decoded))
         return pa.RecordBatch.from_arrays(columns, schema=self.schema)
+
+    @staticmethod
+    def _vector_run(run: list[Message], cols: _EntryColumns, pieces: _Pieces) -> bool:
+        """Add a long run of one batch with Arrow kernels; False when it does not qualify
+        (per-message metadata, or batch indexes that are not consecutive)."""
+        k = len(run)
+        first = run[0].batch_index()
+        if run[-1].batch_index() - first != k - 1 or first + k > _INDEX_LIMIT:
+            return False  # indexes only grow within an entry: consecutive iff the ends fit
+        if any(m.single_metadata() is not None for m in run):
+            return False
+        text, index_bytes = _index_tables()
+        pieces.add_arrays([
+            pa.nulls(k, pa.binary()),
+            pa.repeat(pa.scalar(cols.topic, pa.string()), k),
+            pc.binary_join_element_wise(pa.scalar(cols.id_text), text.slice(first, k), ""),
+            pc.binary_join_element_wise(pa.scalar(cols.id_head), index_bytes.slice(first, k),
+                                        pa.scalar(cols.id_tail), b""),
+            pa.repeat(pa.scalar(cols.publish, _TIMESTAMP), k),
+            pa.nulls(k, _TIMESTAMP),
+            _empty_maps(k),
+            pa.repeat(pa.scalar(cols.producer, pa.string()), k),
+            pa.repeat(pa.scalar(cols.redelivery, pa.int32()), k),
+        ])
+        return True
+
+    @staticmethod
+    def _list_run(run: list[Message], cols: _EntryColumns, pieces: _Pieces) -> None:
+        k = len(run)
+        (keys, topics, ids, id_bytes, publish, events, props, producers,
+         redeliveries) = pieces.values
+        publish += [cols.publish] * k
+        producers += [cols.producer] * k
+        topics += [cols.topic] * k
+        redeliveries += [cols.redelivery] * k
+        if not cols.batched:
+            meta = cols.meta
+            ids += [f"{cols.id_text}-1)"] * k
+            id_bytes += [cols.id_head] * k
+            keys += [meta.partition_key.encode() if meta.has_partition_key() else None] * k
+            events += [_micros(meta.event_time)] * k
+            props += [[(kv.key, kv.value) for kv in meta.properties]] * k
+            return
+        text, head, tail = cols.id_text, cols.id_head, cols.id_tail
+        for m in run:
+            index = m.batch_index()
+            ids.append(f"{text}{index})")
+            id_bytes.append(head + b"\x20" + (SMALL_VARINTS[index] if index < 128
+                                              else varint_bytes(index)) + tail)
+            smeta = m.single_metadata()
+            if smeta is None:
+                keys.append(None)
+                events.append(None)
+                props.append([])
+            else:
+                keys.append(smeta.partition_key.encode() if smeta.has_partition_key()
+                            else None)
+                events.append(smeta.event_time * 1000 if smeta.event_time > 0 else None)
+                props.append([(kv.key, kv.value) for kv in smeta.properties])

@@ -273,17 +273,23 @@ def test_row_builder_matches_each_message(broker: BrokerThread) -> None:
                 single.send_async(b"y", event_timestamp=5 + i, properties={"s": "1"},
                                   partition_key="one")
             await single.flush()
+            plain = await client.create_producer(topic, batching_max_messages=200)
+            for i in range(400):  # uniform batches: the columns are built with Arrow kernels
+                plain.send_async(b"p%d" % i)
+            await plain.flush()
             consumer = await client.subscribe(topic, "rows", durable=False,
                                               initial_position="earliest")
             msgs: list[Message] = []
-            while len(msgs) < 705:
+            while len(msgs) < 1105:
                 msgs += await consumer.batch_receive(1000, timeout_millis=10_000)
-        for part in (-1, 3):
+        assert sum(m.single_metadata() is None and m.batch_index() >= 0 for m in msgs) >= 400
+        # Whole entries, and a range starting inside a uniform batch.
+        for part, chosen in ((-1, msgs), (3, msgs), (-1, msgs[705 + 37:] + msgs[:40])):
             builder = RowBatchBuilder(None, part)
-            builder.extend(msgs)
+            builder.extend(chosen)
             rows = builder.take().to_pylist()
-            assert len(rows) == 705 and len(builder) == 0
-            for msg, row in zip(msgs, rows, strict=True):
+            assert len(rows) == len(chosen) and len(builder) == 0
+            for msg, row in zip(chosen, rows, strict=True):
                 got = msg.message_id()
                 mid = MessageId(part, got.ledger_id(), got.entry_id(), got.batch_index(),
                                 got.batch_size())

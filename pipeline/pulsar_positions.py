@@ -30,9 +30,10 @@ import datetime as dt
 import json
 import re
 from dataclasses import dataclass
+from itertools import groupby
 
 from clients.pulsar.lookup import TopicName
-from clients.pulsar.message import EntryInfo, Message, MessageId
+from clients.pulsar.message import Message, MessageId
 
 EARLIEST = "earliest"
 LATEST = "latest"
@@ -189,22 +190,17 @@ class ReadRange:
     def select(self, msgs: list[Message]) -> tuple[list[Message], bool]:
         """The messages of ``msgs`` in range, and whether the range's end has been reached."""
         kept: list[Message] = []
-        entry: EntryInfo | None = None
-        inside = published_ok = False
-        for msg in msgs:
-            here = msg.entry()
-            if here is not entry:
-                entry = here
-                key = (here.ledger_id, here.entry_id)
-                inside = (self._low is None or key > self._low) and key < self._high
-                published_ok = self._published_in_range(here.metadata.publish_time)
-            if inside:
-                if published_ok:
-                    kept.append(msg)
+        for entry, group in groupby(msgs, Message.entry):
+            published = self._published_in_range(entry.metadata.publish_time)
+            key = (entry.ledger_id, entry.entry_id)
+            if (self._low is None or key > self._low) and key < self._high:
+                if published:
+                    kept.extend(group)
                 continue
-            take, done = self._one(msg)
-            if take and published_ok:
-                kept.append(msg)
-            if done:
-                return kept, True
+            for msg in group:
+                take, done = self._one(msg)
+                if take and published:
+                    kept.append(msg)
+                if done:
+                    return kept, True
         return kept, False

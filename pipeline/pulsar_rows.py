@@ -203,7 +203,7 @@ class RowBatchBuilder:
         first = run[0].batch_index()
         if run[-1].batch_index() - first != k - 1 or first + k > _INDEX_LIMIT:
             return False  # indexes only grow within an entry: consecutive iff the ends fit
-        if any(m.single_metadata() is not None for m in run):
+        if any(map(Message.single_metadata, run)):  # metadata objects are always true
             return False
         text, index_bytes = _index_tables()
         pieces.add_arrays([

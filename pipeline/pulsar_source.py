@@ -26,7 +26,8 @@ times); ``value_type``, the protobuf full name of a generated message (any
 ``generated/<protocol>/spark.py`` ``MESSAGES`` entry), which adds a typed ``decoded``
 struct column (null where the value does not decode); ``read_timeout_ms`` (default 30000),
 how long a task waits for the next message before failing; ``batch_rows`` (default 10000),
-rows per Arrow batch; ``operation_timeout_seconds``.
+rows per Arrow batch; ``receiver_queue_size`` (default 1000), messages a task's consumer may
+have in flight; ``operation_timeout_seconds``.
 
 The range is fixed once, on the driver while planning (as Spark's Kafka source does): for
 every topic partition a non-durable subscription asks the broker for its last message id
@@ -278,7 +279,7 @@ async def read_partition(options: dict[str, str], part: PulsarPartition,
         consumer = await client.subscribe(
             part.topic, _subscription(), durable=False, initial_position="earliest",
             start_message_id=entry_of(start) if start is not None else None,
-            receiver_queue_size=1000)
+            receiver_queue_size=int(options.get("receiver_queue_size", "1000")))
         done = False
         first = True
         while not done:

@@ -816,8 +816,14 @@ class Consumer:
         if not self._queue:
             await self._wait(timeout_millis)
         queue = self._queue
-        count = min(max_messages, len(queue))
-        msgs = [queue.popleft() for _ in range(count)]
+        if len(queue) <= max_messages:
+            msgs = list(queue)
+            queue.clear()
+        else:
+            msgs = [queue.popleft() for _ in range(max_messages)]
+        if len(self._children) == 1:
+            self._children[0].taken(len(msgs))
+            return msgs
         taken: dict[_TopicConsumer, int] = {}
         for msg in msgs:
             owner = msg._entry.consumer

@@ -128,13 +128,48 @@ def build_client_module(spec: FrameSpec) -> ClientModuleView:
     )
 
 
+# Ids a protobuf field of these types can hold; the rest are 64-bit, and ids stay below 2**63
+# there (what a Java peer's signed long holds), the allocator's default.
+_PROTO_ID_LIMITS = {"int32": 1 << 31, "sint32": 1 << 31, "sfixed32": 1 << 31,
+                    "uint32": 1 << 32, "fixed32": 1 << 32}
+_DEFAULT_ID_LIMIT = 1 << 63
+
+
 def _allocator_args(spec: FrameSpec) -> str:
-    """``IdAllocator``'s range when the allocated field is a frame integer narrower than 64
-    bits (a u32 serial number wraps at 2**32); protobuf ids keep the default."""
-    f = spec.frame.field(spec.allocate) if spec.allocate is not None else None
-    if f is None or f.kind != "int" or f.width >= 8:
+    """``IdAllocator``'s range when a field the ids go into is narrower than 64 bits.
+
+    One allocator numbers every request of a connection, so the narrowest such field wins: a
+    u32 request id (TANK's body field, TubeMQ's frame serial number) wraps at 2**32.
+    """
+    if spec.allocate is None:
         return ""
-    return f"1 << {8 * f.width - 1 if f.signed else 8 * f.width}"
+    limits = [_DEFAULT_ID_LIMIT]
+    for r in spec.requests:
+        info = spec.commands[r.request]
+        if info.routed is not None:
+            limits += [_frame_id_limit(f) for _, f in builder_params(info.routed)
+                       if f.name == spec.allocate]
+            continue
+        if info.proto is not None:
+            limits += [_PROTO_ID_LIMITS.get(f.type.kind, _DEFAULT_ID_LIMIT)
+                       for f in info.proto.message.fields if f.proto_name == spec.allocate]
+        elif info.case is not None:
+            struct = info.case.to_server or info.case.structs[0]
+            limits += [_frame_id_limit(f) for f in struct.data_fields
+                       if f.name == spec.allocate]
+        if spec.allocate in r.frame_correlate:
+            frame_field = spec.frame.field(spec.allocate)
+            assert frame_field is not None
+            limits.append(_frame_id_limit(frame_field))
+    limit = min(limits)
+    return "" if limit == _DEFAULT_ID_LIMIT else f"1 << {limit.bit_length() - 1}"
+
+
+def _frame_id_limit(f: FrameField) -> int:
+    """How many ids a frame integer holds (varints and 64-bit fields: the default)."""
+    if f.kind != "int":
+        return _DEFAULT_ID_LIMIT
+    return min(1 << (8 * f.width - f.signed), _DEFAULT_ID_LIMIT)
 
 
 def _tuple(items: list[str]) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from generator.ir import (
     PACKABLE,
     EnumType,
+    EnumValue,
     Field,
     FieldType,
     Label,
@@ -216,6 +217,9 @@ class _Python:
         self.proto = proto
         self.module_of = module_of  # full_name of a type -> generated module it lives in
         self.imports: set[str] = set()
+        # Module-level names already bound while a class body runs: the enums (emitted first)
+        # and the top-level messages emitted so far.
+        self.bound: set[str] = {e.py_name for e in proto.enums}
 
     def ref(self, full_name: str, py_path: str) -> str:
         module = self.module_of[full_name]
@@ -243,13 +247,12 @@ class _Python:
         return f"{module}.{base}"
 
     def default_expr(self, f: Field) -> str:
+        """What ``f`` reads as when unset, spelled for code that runs after import."""
         t = f.type
         if t.kind == "enum":
             assert t.enum is not None
             ref = self.ref(t.enum.full_name, t.enum.py_path)
-            name = f.default or t.enum.default.proto_name
-            member = next(v for v in t.enum.values if v.proto_name == name)
-            return f"{ref}.{member.py_name}"
+            return f"{ref}.{_enum_default(f, t.enum).py_name}"
         py = _PY_SCALAR.get(t.kind, "int")
         if f.default is None:
             return _ZERO[py]
@@ -267,6 +270,34 @@ class _Python:
             return repr(float(f.default))
         return str(int(f.default, 0))
 
+    def class_body_default(self, f: Field, owner: MessageType) -> str | None:
+        """``f``'s default spelled so that it evaluates inside ``owner``'s class body.
+
+        Parameter defaults run while the class statement runs: the class's own nested enums
+        and messages are reachable by their bare names, module-level names only if they are
+        bound by then, and the classes enclosing ``owner`` not at all. None when the default
+        cannot be named there (an enum of an enclosing class or of a later message).
+        """
+        enum = f.type.enum
+        if enum is None or self.module_of[enum.full_name] != self.proto.module:
+            # Scalars are literals; another module's classes are complete once imported.
+            return self.default_expr(f)
+        member = _enum_default(f, enum).py_name
+        path = enum.py_path
+        if path.startswith(owner.py_path + "."):
+            return f"{path[len(owner.py_path) + 1:]}.{member}"
+        in_class = {n.py_name for n in owner.messages} | {e.py_name for e in owner.enums}
+        top = path.split(".", 1)[0]
+        if top in self.bound and top not in in_class:
+            return f"{path}.{member}"
+        return None
+
+
+def _enum_default(f: Field, enum: EnumType) -> EnumValue:
+    """The member an unset enum field reads as: its ``[default = ...]``, else the first."""
+    name = f.default or enum.default.proto_name
+    return next(v for v in enum.values if v.proto_name == name)
+
 
 def _unescape_c(text: str) -> bytes:
     # protoc reports bytes defaults C-escaped.
@@ -276,7 +307,11 @@ def _unescape_c(text: str) -> bytes:
 def build_module(proto: ProtoFile, module_of: dict[str, str]) -> ModuleView:
     """The render-ready view of one .proto file's generated module."""
     py = _Python(proto, module_of)
-    messages = [_message_view(py, m, 0) for m in proto.messages if not m.is_map_entry]
+    messages = []
+    for m in proto.messages:
+        if not m.is_map_entry:
+            messages.append(_message_view(py, m, 0))
+            py.bound.add(m.py_name)  # the classes after it may name it in their defaults
     enums = [_enum_view(e, 0) for e in proto.enums]
     nested: list[EnumView] = []
 
@@ -453,9 +488,17 @@ def _field_view(py: _Python, m: MessageType, f: Field) -> FieldView:
         )
     default = py.default_expr(f)
     if f.presence is Presence.IMPLICIT:
+        in_body = py.class_body_default(f, m)
+        if in_body is None:
+            # The default's class is not bound yet when __init__ is defined: take None for
+            # "the default" and look the member up when __init__ runs.
+            init_ann = f"{value} | None = None"
+            init_expr = f"{default} if {f.py_name} is None else {f.py_name}"
+        else:
+            init_ann, init_expr = f"{value} = {in_body}", f.py_name
         return FieldView(
             name=f.py_name, proto_name=f.proto_name, number=f.number, storage=f.py_name,
-            ann=value, storage_ann=value, init_ann=f"{value} = {default}", init_expr=f.py_name,
+            ann=value, storage_ann=value, init_ann=init_ann, init_expr=init_expr,
             is_property=False, default_expr=default, has_method=False, comment=f.comment,
             implicit=True,
         )

@@ -30,7 +30,9 @@ def wrap_source(text: str, limit: int = LIMIT) -> str:
 def _wrap_line(line: str, limit: int, depth: int = 0) -> list[str]:
     out: list[str] = []
     for piece in _wrap_once(line, limit):
-        if len(piece) > limit and piece != line and depth < 4:
+        # A piece ending in an opening bracket is the head of a wrapped line: wrapping it again
+        # would separate the bracket from its contents.
+        if len(piece) > limit and piece != line and depth < 4 and piece[-1] not in "([{":
             out.extend(_wrap_line(piece, limit, depth + 1))
         else:
             out.append(piece)
@@ -64,7 +66,20 @@ def _wrap_once(line: str, limit: int) -> list[str]:
             return [indent + prefix + "(", inner_indent + body[len(prefix):], indent + ")"]
     eq = _assignment(body)
     if eq is not None:
-        return [indent + body[:eq] + "= (", inner_indent + body[eq + 1 :].strip(), indent + ")"]
+        value, comma = body[eq + 1 :].strip(), ""
+        if value.endswith(",") and len(_split_commas(value)) == 1:
+            # A parameter or keyword argument: its comma belongs after the parentheses.
+            value, comma = value[:-1].rstrip(), ","
+        values = [value]
+        if len(inner_indent + value) > limit:
+            values = _split_conditional(value) or values
+        return [indent + body[:eq] + "= (", *[inner_indent + v for v in values],
+                indent + ")" + comma]
+    colon = _entry_colon(body)
+    if colon is not None:
+        # A dict entry: the key on its own line (a long dotted name without spaces, which the
+        # line limit does not count), the value below it.
+        return [indent + body[: colon + 1], inner_indent + body[colon + 1 :].strip()]
     return [line]
 
 
@@ -135,6 +150,58 @@ def _split_commas(inner: str) -> list[str]:
         i += 1
     parts.append(inner[start:])
     return [p for p in parts if p.strip()]
+
+
+def _split_conditional(value: str) -> list[str] | None:
+    """``a if c else b`` as three lines, ``a`` / ``if c`` / ``else b``; None for other values.
+
+    Only for a value the caller has put in parentheses, where the line breaks are allowed.
+    """
+    cut = [(pos, word) for pos, word in _top_level_words(value) if word in ("if", "else")]
+    if [word for _, word in cut] != ["if", "else"]:
+        return None
+    (at_if, _), (at_else, _) = cut
+    return [value[:at_if].strip(), value[at_if:at_else].strip(), value[at_else:].strip()]
+
+
+def _top_level_words(text: str) -> list[tuple[int, str]]:
+    """(position, word) of each space-delimited word outside brackets and strings."""
+    return [(i, text[i:].split(" ", 1)[0]) for i in _top_level(text)
+            if text[i] != " " and (i == 0 or text[i - 1] == " ")]
+
+
+def _entry_colon(body: str) -> int | None:
+    """Index of the ``:`` of a ``key: value,`` dict entry, outside brackets and strings.
+
+    Only a line ending in a comma qualifies: it sits inside brackets, so breaking it after
+    the colon needs no parentheses (a statement-level ``name: T`` does not end in one).
+    """
+    if not body.endswith(",") or _assignment(body) is not None:
+        return None
+    if body.split(" ", 1)[0] in ("lambda", "case"):
+        return None
+    colon = next((i for i in _top_level(body) if body[i] == ":"), None)
+    return colon if colon is not None and body[colon + 1 : colon + 2] == " " else None
+
+
+def _top_level(text: str) -> list[int]:
+    """Positions of the characters outside brackets and string literals (quotes excluded)."""
+    out: list[int] = []
+    depth = 0
+    quote = ""
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif depth == 0:
+            out.append(i)
+    return out
 
 
 def _assignment(body: str) -> int | None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from generator.build import generate
 from tests.generate_helpers import DATA
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -168,3 +169,17 @@ def test_extensions_and_groups_are_rejected_with_positions(tmp_path: Path) -> No
     assert "specs/p/ext.proto:2:1: message A: extensions are not supported" in result.stderr
     assert "groups are not supported" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(("proto_type", "limit"),
+                         [("uint64", ""), ("uint32", "1 << 32"), ("int32", "1 << 31")])
+def test_request_ids_wrap_at_the_range_of_the_allocated_protobuf_field(
+        tmp_path: Path, proto_type: str, limit: str) -> None:
+    """Pulsar's request_id, made narrower: the generated allocator wraps where it must."""
+    shutil.copytree(ROOT / "specs" / "pulsar", tmp_path / "pulsar")
+    proto = tmp_path / "pulsar" / "PulsarApi.proto"
+    text = proto.read_text()
+    assert "uint64 request_id = " in text
+    proto.write_text(text.replace("uint64 request_id = ", f"{proto_type} request_id = "))
+    client = generate(tmp_path, "specs", ["pulsar"]).files["pulsar/client.py"]
+    assert f"        self.next_id = IdAllocator({limit})\n" in client

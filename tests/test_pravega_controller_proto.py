@@ -1,12 +1,12 @@
 """Our specs/pravega/controller.proto against upstream's Controller.proto, field by field.
 
 Both files are compiled with protoc (grpcio-tools) and compared as descriptors: the package,
-every message we declare (fields: name, number, type, label, message/enum type; nested enums
-and their values) and every RPC we declare (request and response types) must be upstream's.
-The documented differences are checked to be exactly these: enum-typed fields marked
-``optional``, and ``SegmentLocation`` declared at top level rather than inside
-``SegmentsAtTime``. A round trip through the official protobuf runtime shows that the bytes
-are the same regardless.
+every message we declare (fields: name, number, type, label, message/enum type, proto3
+``optional``; nested enums and their values; nested messages) and every RPC we declare
+(request and response types) must be upstream's. The one difference is the selection: messages
+and RPCs our controller does not use (``SuccessorResponse``, ``getSegmentsImmediatelyFollowing``
+and others) are left out. A round trip through the official protobuf runtime shows that the
+bytes are the same.
 """
 
 from __future__ import annotations
@@ -33,21 +33,6 @@ pytestmark = pytest.mark.skipif(
     reason="../shared/reference/pravega/Controller.proto is not present; the upstream "
            "comparison needs the shared reference data")
 
-# Our name -> upstream's, where they differ (see the note in controller.proto).
-RENAMED = {"SegmentLocation": "SegmentsAtTime.SegmentLocation"}
-# Fields that are `optional` in ours only (message, field).
-OPTIONAL_ENUMS = {
-    ("CreateScopeStatus", "status"), ("DeleteScopeStatus", "status"),
-    ("StreamInfo", "accessOperation"), ("StreamsInScopeResponse", "status"),
-    ("ScalingPolicy", "scaleType"), ("RetentionPolicy", "retentionType"),
-    ("CreateStreamStatus", "status"), ("UpdateStreamStatus", "status"),
-    ("DeleteStreamStatus", "status"), ("RemoveWriterResponse", "result"),
-    ("TimestampResponse", "result"), ("CreateReaderGroupResponse", "status"),
-    ("ReaderGroupConfigResponse", "status"), ("DeleteReaderGroupStatus", "status"),
-    ("UpdateReaderGroupResponse", "status"),
-}
-
-
 def _file(directory: Path, name: str) -> FileProto:
     (descriptor,) = [f for f in compile_protos(directory, [name], str(directory))
                      if f.name == name]
@@ -68,14 +53,9 @@ def _messages(file: FileProto) -> dict[str, DescriptorProto]:
     return out
 
 
-def _upstream_type(type_name: str) -> str:
-    short = type_name.removeprefix(f".{PACKAGE}.")
-    return f".{PACKAGE}.{RENAMED.get(short, short)}" if type_name else ""
-
-
-def _field_shape(field: FieldDescriptorProto, renamed: bool) -> tuple[object, ...]:
-    type_name = _upstream_type(field.type_name) if renamed else field.type_name
-    return (field.name, field.number, field.type, field.label, type_name)
+def _field_shape(field: FieldDescriptorProto) -> tuple[object, ...]:
+    return (field.name, field.number, field.type, field.label, field.type_name,
+            field.proto3_optional)
 
 
 @pytest.fixture(scope="module")
@@ -93,21 +73,20 @@ def test_every_message_matches_upstream_field_by_field(
         files: tuple[FileProto, FileProto]) -> None:
     ours, theirs = _messages(files[0]), _messages(files[1])
     assert len(ours) >= 40
+    enum_fields = 0
     for name, message in ours.items():
-        upstream = theirs[RENAMED.get(name, name)]
-        assert [_field_shape(f, True) for f in message.field] == \
-            [_field_shape(f, False) for f in upstream.field], name
+        upstream = theirs[name]
+        assert [_field_shape(f) for f in message.field] == \
+            [_field_shape(f) for f in upstream.field], name
         assert [(e.name, [(v.name, v.number) for v in e.value]) for e in message.enum_type] == \
             [(e.name, [(v.name, v.number) for v in e.value]) for e in upstream.enum_type], name
-        for field in message.field:
-            optional_here = field.proto3_optional
-            assert optional_here == ((name, field.name) in OPTIONAL_ENUMS), (name, field.name)
-            if optional_here:
-                assert field.type == FieldDescriptorProto.TYPE_ENUM
-        # Only the synthetic oneofs of those `optional`s; upstream declares none here.
-        assert len(message.oneof_decl) == sum(f.proto3_optional for f in message.field)
-        assert not upstream.oneof_decl
-    assert OPTIONAL_ENUMS <= {(m, f.name) for m, d in ours.items() for f in d.field}
+        assert [n.name for n in message.nested_type] == \
+            [n.name for n in upstream.nested_type], name
+        assert len(message.oneof_decl) == len(upstream.oneof_decl) == 0, name
+        enum_fields += sum(f.type == FieldDescriptorProto.TYPE_ENUM for f in message.field)
+    # The proto3 enum fields with implicit presence, as upstream declares them.
+    assert enum_fields == 15
+    assert "SegmentsAtTime.SegmentLocation" in ours
 
 
 def test_every_rpc_matches_upstream(files: tuple[FileProto, FileProto]) -> None:
@@ -117,7 +96,7 @@ def test_every_rpc_matches_upstream(files: tuple[FileProto, FileProto]) -> None:
     assert {m.name for m in ours.method} == set(RPCS)
     for method in ours.method:
         other = upstream[method.name]
-        assert (_upstream_type(method.input_type), _upstream_type(method.output_type)) == \
+        assert (method.input_type, method.output_type) == \
             (other.input_type, other.output_type), method.name
         assert RPCS[method.name].FULL_NAME == method.input_type.removeprefix(".")
 
@@ -138,16 +117,20 @@ def test_our_bytes_parse_with_upstream_schema(files: tuple[FileProto, FileProto]
     assert parsed.segmentRanges[0].segmentId.segmentId == (1 << 32) | 3
     assert parsed.segmentRanges[0].maxKey == 0.5 and parsed.delegationToken == "t"
 
-    at_time = pb.SegmentsAtTime(segments=[pb.SegmentLocation(
+    at_time = pb.SegmentsAtTime(segments=[pb.SegmentsAtTime.SegmentLocation(
         segmentId=pb.SegmentId(segmentId=2), offset=77)])
     parsed = upstream("SegmentsAtTime").FromString(at_time.encode())
     assert (parsed.segments[0].segmentId.segmentId, parsed.segments[0].offset) == (2, 77)
 
-    # An `optional` enum set to its zero value is written; upstream reads the same value.
-    status = pb.CreateScopeStatus(status=pb.CreateScopeStatus.Status.SUCCESS)
-    assert upstream("CreateScopeStatus").FromString(status.encode()).status == 0
+    # An enum field with implicit presence: its zero value is the default and not written.
+    status = pb.CreateScopeStatus()
+    assert status.status is pb.CreateScopeStatus.Status.SUCCESS
+    assert status.encode() == b"" == upstream("CreateScopeStatus")().SerializeToString()
+    assert pb.CreateScopeStatus(status=pb.CreateScopeStatus.Status.SUCCESS).encode() == b""
     exists = upstream("CreateScopeStatus")(status=2).SerializeToString()
     assert pb.CreateScopeStatus.decode(exists).status == pb.CreateScopeStatus.Status.SCOPE_EXISTS
+    assert pb.CreateScopeStatus(status=pb.CreateScopeStatus.Status.SCOPE_EXISTS).encode() == \
+        exists
     config = upstream("StreamConfig")()
     config.streamInfo.scope = "sc"
     config.scalingPolicy.minNumSegments = 3

@@ -314,6 +314,11 @@ def test_an_unreadable_bundle_closes_the_connection() -> None:
     run(scenario)
 
 
+def test_request_ids_wrap_at_the_range_of_the_u32_field() -> None:
+    """The generated requests number TANK's u32 request_id body field modulo 2**32."""
+    assert TankClient("127.0.0.1", 1).requests.next_id._limit == 2**32
+
+
 def test_connect_failures_are_connection_closed() -> None:
     async def main() -> None:
         silent = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)

@@ -24,7 +24,6 @@ from generated.tank import frames
 from generated.tank.client import TankRequests
 from generated.tank.machines import TankProtocol
 from runtime.connection import Connection
-from runtime.correlation import IdAllocator
 from runtime.errors import ConnectionClosed
 
 from .bundles import DEFAULT_MAX_UNCOMPRESSED, build_bundle
@@ -45,7 +44,6 @@ FIRST_AVAILABLE = 0
 TAIL = 2**64 - 1
 # The broker clamps fetch sizes to this.
 MAX_FETCH_SIZE = 64 * 1024 * 1024
-_REQUEST_ID_LIMIT = 2**32
 
 
 class TankClient:
@@ -71,7 +69,6 @@ class TankClient:
         self.conn: Connection[frames.Frame] = Connection(
             TankProtocol(), self._on_frame, keepalive_interval=None, name=f"tank {host}:{port}")
         self.requests = TankRequests(self.conn, timeout=operation_timeout)
-        self.requests.next_id = IdAllocator(_REQUEST_ID_LIMIT)
         self.conn.on_close(self.requests.connection_lost)
         self._greeting: asyncio.Future[None] | None = None
         self._keepalive: asyncio.Task[None] | None = None

@@ -2,17 +2,10 @@
 # Change the spec and run `make generate` instead.
 """The part of Pravega's controller gRPC API that a client needs to create scopes and streams,
 find a stream's segments and the segment store that owns them, and manage reader groups.
-Our own copy: package, service, message and field names, numbers and types are upstream's
-(tests/test_pravega_controller_proto.py compares them field by field); the comments and the
-selection are ours. Messages not listed here are not used by our controller.
-
-One deliberate difference: every enum-typed field is `optional` (explicit presence) where
-upstream's has implicit presence. The bytes on the wire are the same (a set value is
-written, an unset one reads as 0); it works around two limits of the current generator with
-a proto3 enum field whose enum is nested in the same message (a default that names the
-class while it is being defined, and a wrapped default that loses its comma). Drop the
-`optional`s once the generator handles those; the upstream comparison test lists them,
-along with SegmentLocation (see there).
+Our own copy: package, service, message and field names, numbers, types and nesting are
+upstream's (tests/test_pravega_controller_proto.py compares them field by field); the
+comments and the selection are ours. Messages and RPCs not listed here are not used by our
+controller.
 
 Protobuf package: ``io.pravega.controller.stream.api.grpc.v1``.
 """
@@ -72,7 +65,6 @@ __all__ = [
     "ScopesRequest",
     "ScopesResponse",
     "SegmentId",
-    "SegmentLocation",
     "SegmentRange",
     "SegmentRanges",
     "SegmentValidityResponse",
@@ -388,37 +380,20 @@ class CreateScopeStatus:
 
     FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.CreateScopeStatus"
     FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
-        ("status", "_status", "status"),
+        ("status", "status", "status"),
     )
 
-    _status: CreateScopeStatus.Status | int | None
+    status: CreateScopeStatus.Status | int
     _unknown: bytes
 
     def __init__(
         self,
         *,
-        status: CreateScopeStatus.Status | int | None = None,
+        status: CreateScopeStatus.Status | int = Status.SUCCESS,
     ) -> None:
         """Create a CreateScopeStatus."""
-        self._status = status
+        self.status = status
         self._unknown = b""
-
-    @property
-    def status(self) -> CreateScopeStatus.Status | int:
-        """The status field (number 1).
-
-        Reads as ``CreateScopeStatus.Status.SUCCESS`` when unset; assign None to unset it.
-        """
-        value = self._status
-        return CreateScopeStatus.Status.SUCCESS if value is None else value
-
-    @status.setter
-    def status(self, value: CreateScopeStatus.Status | int | None) -> None:
-        self._status = value
-
-    def has_status(self) -> bool:
-        """Whether status is set; an unset field is not written."""
-        return self._status is not None
 
     @property
     def unknown_fields(self) -> bytes:
@@ -444,8 +419,8 @@ class CreateScopeStatus:
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self._status
-        if v1 is not None:
+        v1 = self.status
+        if v1:
             parts.append(b"\x08")
             parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
         if self._unknown:
@@ -460,7 +435,7 @@ class CreateScopeStatus:
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: CreateScopeStatus.Status | int | None = None
+        f1: CreateScopeStatus.Status | int = CreateScopeStatus.Status.SUCCESS
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -486,7 +461,7 @@ class CreateScopeStatus:
         if pos != end:
             raise truncated("CreateScopeStatus")
         msg = new_instance(cls)
-        msg._status = f1
+        msg.status = f1
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -510,37 +485,20 @@ class DeleteScopeStatus:
 
     FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.DeleteScopeStatus"
     FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
-        ("status", "_status", "status"),
+        ("status", "status", "status"),
     )
 
-    _status: DeleteScopeStatus.Status | int | None
+    status: DeleteScopeStatus.Status | int
     _unknown: bytes
 
     def __init__(
         self,
         *,
-        status: DeleteScopeStatus.Status | int | None = None,
+        status: DeleteScopeStatus.Status | int = Status.SUCCESS,
     ) -> None:
         """Create a DeleteScopeStatus."""
-        self._status = status
+        self.status = status
         self._unknown = b""
-
-    @property
-    def status(self) -> DeleteScopeStatus.Status | int:
-        """The status field (number 1).
-
-        Reads as ``DeleteScopeStatus.Status.SUCCESS`` when unset; assign None to unset it.
-        """
-        value = self._status
-        return DeleteScopeStatus.Status.SUCCESS if value is None else value
-
-    @status.setter
-    def status(self, value: DeleteScopeStatus.Status | int | None) -> None:
-        self._status = value
-
-    def has_status(self) -> bool:
-        """Whether status is set; an unset field is not written."""
-        return self._status is not None
 
     @property
     def unknown_fields(self) -> bytes:
@@ -566,8 +524,8 @@ class DeleteScopeStatus:
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self._status
-        if v1 is not None:
+        v1 = self.status
+        if v1:
             parts.append(b"\x08")
             parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
         if self._unknown:
@@ -582,7 +540,7 @@ class DeleteScopeStatus:
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: DeleteScopeStatus.Status | int | None = None
+        f1: DeleteScopeStatus.Status | int = DeleteScopeStatus.Status.SUCCESS
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -608,7 +566,7 @@ class DeleteScopeStatus:
         if pos != end:
             raise truncated("DeleteScopeStatus")
         msg = new_instance(cls)
-        msg._status = f1
+        msg.status = f1
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -1076,12 +1034,12 @@ class StreamInfo:
     FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
         ("scope", "scope", "scope"),
         ("stream", "stream", "stream"),
-        ("accessOperation", "_accessOperation", "accessOperation"),
+        ("accessOperation", "accessOperation", "accessOperation"),
     )
 
     scope: str
     stream: str
-    _accessOperation: StreamInfo.AccessOperation | int | None
+    accessOperation: StreamInfo.AccessOperation | int
     _unknown: bytes
 
     def __init__(
@@ -1089,30 +1047,13 @@ class StreamInfo:
         *,
         scope: str = '',
         stream: str = '',
-        accessOperation: StreamInfo.AccessOperation | int | None = None,
+        accessOperation: StreamInfo.AccessOperation | int = AccessOperation.UNSPECIFIED,
     ) -> None:
         """Create a StreamInfo."""
         self.scope = scope
         self.stream = stream
-        self._accessOperation = accessOperation
+        self.accessOperation = accessOperation
         self._unknown = b""
-
-    @property
-    def accessOperation(self) -> StreamInfo.AccessOperation | int:
-        """The accessOperation field (number 3).
-
-        Reads as ``StreamInfo.AccessOperation.UNSPECIFIED`` when unset; assign None to unset it.
-        """
-        value = self._accessOperation
-        return StreamInfo.AccessOperation.UNSPECIFIED if value is None else value
-
-    @accessOperation.setter
-    def accessOperation(self, value: StreamInfo.AccessOperation | int | None) -> None:
-        self._accessOperation = value
-
-    def has_accessOperation(self) -> bool:
-        """Whether accessOperation is set; an unset field is not written."""
-        return self._accessOperation is not None
 
     @property
     def unknown_fields(self) -> bytes:
@@ -1152,8 +1093,8 @@ class StreamInfo:
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v3 = self._accessOperation
-        if v3 is not None:
+        v3 = self.accessOperation
+        if v3:
             parts.append(b"\x18")
             parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
         if self._unknown:
@@ -1170,7 +1111,7 @@ class StreamInfo:
         """Parse ``buf[pos:end]`` without copying it first."""
         f1: str = ''
         f2: str = ''
-        f3: StreamInfo.AccessOperation | int | None = None
+        f3: StreamInfo.AccessOperation | int = StreamInfo.AccessOperation.UNSPECIFIED
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -1226,7 +1167,7 @@ class StreamInfo:
         msg = new_instance(cls)
         msg.scope = f1
         msg.stream = f2
-        msg._accessOperation = f3
+        msg.accessOperation = f3
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -1394,12 +1335,12 @@ class StreamsInScopeResponse:
     FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
         ("streams", "streams", "streams"),
         ("continuationToken", "continuationToken", "continuationToken"),
-        ("status", "_status", "status"),
+        ("status", "status", "status"),
     )
 
     streams: list[StreamInfo]
     continuationToken: ContinuationToken | None
-    _status: StreamsInScopeResponse.Status | int | None
+    status: StreamsInScopeResponse.Status | int
     _unknown: bytes
 
     def __init__(
@@ -1407,34 +1348,17 @@ class StreamsInScopeResponse:
         *,
         streams: list[StreamInfo] | None = None,
         continuationToken: ContinuationToken | None = None,
-        status: StreamsInScopeResponse.Status | int | None = None,
+        status: StreamsInScopeResponse.Status | int = Status.SUCCESS,
     ) -> None:
         """Create a StreamsInScopeResponse."""
         self.streams = streams or []
         self.continuationToken = continuationToken
-        self._status = status
+        self.status = status
         self._unknown = b""
-
-    @property
-    def status(self) -> StreamsInScopeResponse.Status | int:
-        """The status field (number 3).
-
-        Reads as ``StreamsInScopeResponse.Status.SUCCESS`` when unset; assign None to unset it.
-        """
-        value = self._status
-        return StreamsInScopeResponse.Status.SUCCESS if value is None else value
-
-    @status.setter
-    def status(self, value: StreamsInScopeResponse.Status | int | None) -> None:
-        self._status = value
 
     def has_continuationToken(self) -> bool:
         """Whether continuationToken is set; an unset field is not written."""
         return self.continuationToken is not None
-
-    def has_status(self) -> bool:
-        """Whether status is set; an unset field is not written."""
-        return self._status is not None
 
     @property
     def unknown_fields(self) -> bytes:
@@ -1478,8 +1402,8 @@ class StreamsInScopeResponse:
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v3 = self._status
-        if v3 is not None:
+        v3 = self.status
+        if v3:
             parts.append(b"\x18")
             parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
         if self._unknown:
@@ -1496,7 +1420,7 @@ class StreamsInScopeResponse:
         """Parse ``buf[pos:end]`` without copying it first."""
         f1: list[StreamInfo] = []
         f2: ContinuationToken | None = None
-        f3: StreamsInScopeResponse.Status | int | None = None
+        f3: StreamsInScopeResponse.Status | int = StreamsInScopeResponse.Status.SUCCESS
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -1547,7 +1471,7 @@ class StreamsInScopeResponse:
         msg = new_instance(cls)
         msg.streams = f1
         msg.continuationToken = f2
-        msg._status = f3
+        msg.status = f3
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -1571,13 +1495,13 @@ class ScalingPolicy:
 
     FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.ScalingPolicy"
     FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
-        ("scaleType", "_scaleType", "scaleType"),
+        ("scaleType", "scaleType", "scaleType"),
         ("targetRate", "targetRate", "targetRate"),
         ("scaleFactor", "scaleFactor", "scaleFactor"),
         ("minNumSegments", "minNumSegments", "minNumSegments"),
     )
 
-    _scaleType: ScalingPolicy.ScalingPolicyType | int | None
+    scaleType: ScalingPolicy.ScalingPolicyType | int
     targetRate: int
     scaleFactor: int
     minNumSegments: int
@@ -1586,35 +1510,17 @@ class ScalingPolicy:
     def __init__(
         self,
         *,
-        scaleType: ScalingPolicy.ScalingPolicyType | int | None = None,
+        scaleType: ScalingPolicy.ScalingPolicyType | int = ScalingPolicyType.FIXED_NUM_SEGMENTS,
         targetRate: int = 0,
         scaleFactor: int = 0,
         minNumSegments: int = 0,
     ) -> None:
         """Create a ScalingPolicy."""
-        self._scaleType = scaleType
+        self.scaleType = scaleType
         self.targetRate = targetRate
         self.scaleFactor = scaleFactor
         self.minNumSegments = minNumSegments
         self._unknown = b""
-
-    @property
-    def scaleType(self) -> ScalingPolicy.ScalingPolicyType | int:
-        """The scaleType field (number 1).
-
-        Reads as ``ScalingPolicy.ScalingPolicyType.FIXED_NUM_SEGMENTS`` when unset; assign None to
-        unset it.
-        """
-        value = self._scaleType
-        return ScalingPolicy.ScalingPolicyType.FIXED_NUM_SEGMENTS if value is None else value
-
-    @scaleType.setter
-    def scaleType(self, value: ScalingPolicy.ScalingPolicyType | int | None) -> None:
-        self._scaleType = value
-
-    def has_scaleType(self) -> bool:
-        """Whether scaleType is set; an unset field is not written."""
-        return self._scaleType is not None
 
     @property
     def unknown_fields(self) -> bytes:
@@ -1640,8 +1546,8 @@ class ScalingPolicy:
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self._scaleType
-        if v1 is not None:
+        v1 = self.scaleType
+        if v1:
             parts.append(b"\x08")
             parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
         v2 = self.targetRate
@@ -1668,7 +1574,9 @@ class ScalingPolicy:
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: ScalingPolicy.ScalingPolicyType | int | None = None
+        f1: ScalingPolicy.ScalingPolicyType | int = (
+            ScalingPolicy.ScalingPolicyType.FIXED_NUM_SEGMENTS
+        )
         f2: int = 0
         f3: int = 0
         f4: int = 0
@@ -1751,7 +1659,7 @@ class ScalingPolicy:
         if pos != end:
             raise truncated("ScalingPolicy")
         msg = new_instance(cls)
-        msg._scaleType = f1
+        msg.scaleType = f1
         msg.targetRate = f2
         msg.scaleFactor = f3
         msg.minNumSegments = f4
@@ -1778,12 +1686,12 @@ class RetentionPolicy:
 
     FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.RetentionPolicy"
     FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
-        ("retentionType", "_retentionType", "retentionType"),
+        ("retentionType", "retentionType", "retentionType"),
         ("retentionParam", "retentionParam", "retentionParam"),
         ("retentionMax", "retentionMax", "retentionMax"),
     )
 
-    _retentionType: RetentionPolicy.RetentionPolicyType | int | None
+    retentionType: RetentionPolicy.RetentionPolicyType | int
     retentionParam: int
     retentionMax: int
     _unknown: bytes
@@ -1791,33 +1699,15 @@ class RetentionPolicy:
     def __init__(
         self,
         *,
-        retentionType: RetentionPolicy.RetentionPolicyType | int | None = None,
+        retentionType: RetentionPolicy.RetentionPolicyType | int = RetentionPolicyType.UNKNOWN,
         retentionParam: int = 0,
         retentionMax: int = 0,
     ) -> None:
         """Create a RetentionPolicy."""
-        self._retentionType = retentionType
+        self.retentionType = retentionType
         self.retentionParam = retentionParam
         self.retentionMax = retentionMax
         self._unknown = b""
-
-    @property
-    def retentionType(self) -> RetentionPolicy.RetentionPolicyType | int:
-        """The retentionType field (number 1).
-
-        Reads as ``RetentionPolicy.RetentionPolicyType.UNKNOWN`` when unset; assign None to unset
-        it.
-        """
-        value = self._retentionType
-        return RetentionPolicy.RetentionPolicyType.UNKNOWN if value is None else value
-
-    @retentionType.setter
-    def retentionType(self, value: RetentionPolicy.RetentionPolicyType | int | None) -> None:
-        self._retentionType = value
-
-    def has_retentionType(self) -> bool:
-        """Whether retentionType is set; an unset field is not written."""
-        return self._retentionType is not None
 
     @property
     def unknown_fields(self) -> bytes:
@@ -1843,8 +1733,8 @@ class RetentionPolicy:
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self._retentionType
-        if v1 is not None:
+        v1 = self.retentionType
+        if v1:
             parts.append(b"\x08")
             parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
         v2 = self.retentionParam
@@ -1867,7 +1757,7 @@ class RetentionPolicy:
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: RetentionPolicy.RetentionPolicyType | int | None = None
+        f1: RetentionPolicy.RetentionPolicyType | int = RetentionPolicy.RetentionPolicyType.UNKNOWN
         f2: int = 0
         f3: int = 0
         unknown: bytearray | None = None
@@ -1931,7 +1821,7 @@ class RetentionPolicy:
         if pos != end:
             raise truncated("RetentionPolicy")
         msg = new_instance(cls)
-        msg._retentionType = f1
+        msg.retentionType = f1
         msg.retentionParam = f2
         msg.retentionMax = f3
         msg._unknown = b"" if unknown is None else bytes(unknown)
@@ -2259,37 +2149,20 @@ class CreateStreamStatus:
 
     FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.CreateStreamStatus"
     FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
-        ("status", "_status", "status"),
+        ("status", "status", "status"),
     )
 
-    _status: CreateStreamStatus.Status | int | None
+    status: CreateStreamStatus.Status | int
     _unknown: bytes
 
     def __init__(
         self,
         *,
-        status: CreateStreamStatus.Status | int | None = None,
+        status: CreateStreamStatus.Status | int = Status.SUCCESS,
     ) -> None:
         """Create a CreateStreamStatus."""
-        self._status = status
+        self.status = status
         self._unknown = b""
-
-    @property
-    def status(self) -> CreateStreamStatus.Status | int:
-        """The status field (number 1).
-
-        Reads as ``CreateStreamStatus.Status.SUCCESS`` when unset; assign None to unset it.
-        """
-        value = self._status
-        return CreateStreamStatus.Status.SUCCESS if value is None else value
-
-    @status.setter
-    def status(self, value: CreateStreamStatus.Status | int | None) -> None:
-        self._status = value
-
-    def has_status(self) -> bool:
-        """Whether status is set; an unset field is not written."""
-        return self._status is not None
 
     @property
     def unknown_fields(self) -> bytes:
@@ -2315,8 +2188,8 @@ class CreateStreamStatus:
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self._status
-        if v1 is not None:
+        v1 = self.status
+        if v1:
             parts.append(b"\x08")
             parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
         if self._unknown:
@@ -2331,7 +2204,7 @@ class CreateStreamStatus:
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: CreateStreamStatus.Status | int | None = None
+        f1: CreateStreamStatus.Status | int = CreateStreamStatus.Status.SUCCESS
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -2357,7 +2230,7 @@ class CreateStreamStatus:
         if pos != end:
             raise truncated("CreateStreamStatus")
         msg = new_instance(cls)
-        msg._status = f1
+        msg.status = f1
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -2381,37 +2254,20 @@ class UpdateStreamStatus:
 
     FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.UpdateStreamStatus"
     FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
-        ("status", "_status", "status"),
+        ("status", "status", "status"),
     )
 
-    _status: UpdateStreamStatus.Status | int | None
+    status: UpdateStreamStatus.Status | int
     _unknown: bytes
 
     def __init__(
         self,
         *,
-        status: UpdateStreamStatus.Status | int | None = None,
+        status: UpdateStreamStatus.Status | int = Status.SUCCESS,
     ) -> None:
         """Create a UpdateStreamStatus."""
-        self._status = status
+        self.status = status
         self._unknown = b""
-
-    @property
-    def status(self) -> UpdateStreamStatus.Status | int:
-        """The status field (number 1).
-
-        Reads as ``UpdateStreamStatus.Status.SUCCESS`` when unset; assign None to unset it.
-        """
-        value = self._status
-        return UpdateStreamStatus.Status.SUCCESS if value is None else value
-
-    @status.setter
-    def status(self, value: UpdateStreamStatus.Status | int | None) -> None:
-        self._status = value
-
-    def has_status(self) -> bool:
-        """Whether status is set; an unset field is not written."""
-        return self._status is not None
 
     @property
     def unknown_fields(self) -> bytes:
@@ -2437,8 +2293,8 @@ class UpdateStreamStatus:
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self._status
-        if v1 is not None:
+        v1 = self.status
+        if v1:
             parts.append(b"\x08")
             parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
         if self._unknown:
@@ -2453,7 +2309,7 @@ class UpdateStreamStatus:
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: UpdateStreamStatus.Status | int | None = None
+        f1: UpdateStreamStatus.Status | int = UpdateStreamStatus.Status.SUCCESS
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -2479,7 +2335,7 @@ class UpdateStreamStatus:
         if pos != end:
             raise truncated("UpdateStreamStatus")
         msg = new_instance(cls)
-        msg._status = f1
+        msg.status = f1
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -2503,37 +2359,20 @@ class DeleteStreamStatus:
 
     FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.DeleteStreamStatus"
     FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
-        ("status", "_status", "status"),
+        ("status", "status", "status"),
     )
 
-    _status: DeleteStreamStatus.Status | int | None
+    status: DeleteStreamStatus.Status | int
     _unknown: bytes
 
     def __init__(
         self,
         *,
-        status: DeleteStreamStatus.Status | int | None = None,
+        status: DeleteStreamStatus.Status | int = Status.SUCCESS,
     ) -> None:
         """Create a DeleteStreamStatus."""
-        self._status = status
+        self.status = status
         self._unknown = b""
-
-    @property
-    def status(self) -> DeleteStreamStatus.Status | int:
-        """The status field (number 1).
-
-        Reads as ``DeleteStreamStatus.Status.SUCCESS`` when unset; assign None to unset it.
-        """
-        value = self._status
-        return DeleteStreamStatus.Status.SUCCESS if value is None else value
-
-    @status.setter
-    def status(self, value: DeleteStreamStatus.Status | int | None) -> None:
-        self._status = value
-
-    def has_status(self) -> bool:
-        """Whether status is set; an unset field is not written."""
-        return self._status is not None
 
     @property
     def unknown_fields(self) -> bytes:
@@ -2559,8 +2398,8 @@ class DeleteStreamStatus:
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self._status
-        if v1 is not None:
+        v1 = self.status
+        if v1:
             parts.append(b"\x08")
             parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
         if self._unknown:
@@ -2575,7 +2414,7 @@ class DeleteStreamStatus:
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: DeleteStreamStatus.Status | int | None = None
+        f1: DeleteStreamStatus.Status | int = DeleteStreamStatus.Status.SUCCESS
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -2601,7 +2440,7 @@ class DeleteStreamStatus:
         if pos != end:
             raise truncated("DeleteStreamStatus")
         msg = new_instance(cls)
-        msg._status = f1
+        msg.status = f1
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -3468,147 +3307,147 @@ class GetSegmentsRequest:
 
 
 @dataclass(slots=True, init=False, repr=False)
-class SegmentLocation:
-    """Upstream nests this in SegmentsAtTime (SegmentsAtTime.SegmentLocation); it is top-level
-    here because the generator cannot yet wrap the line its full nested name makes in spark.py.
-    Names are not on the wire, so the bytes are the same.
-    """
-
-    FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.SegmentLocation"
-    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
-        ("segmentId", "segmentId", "segmentId"),
-        ("offset", "offset", "offset"),
-    )
-
-    segmentId: SegmentId | None
-    offset: int
-    _unknown: bytes
-
-    def __init__(
-        self,
-        *,
-        segmentId: SegmentId | None = None,
-        offset: int = 0,
-    ) -> None:
-        """Create a SegmentLocation."""
-        self.segmentId = segmentId
-        self.offset = offset
-        self._unknown = b""
-
-    def has_segmentId(self) -> bool:
-        """Whether segmentId is set; an unset field is not written."""
-        return self.segmentId is not None
-
-    @property
-    def unknown_fields(self) -> bytes:
-        """Fields this schema does not declare, kept as read and written back on encode."""
-        return self._unknown
-
-    def encode(self) -> bytes:
-        """Serialize to the protobuf wire format, fields in number order.
-
-        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
-        """
-        parts: list[bytes] = []
-        try:
-            self._encode(parts)
-        except struct_error as exc:
-            # Fixed-width fields are packed with struct, which knows no field names.
-            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
-        return b"".join(parts)
-
-    def encode_to(self, out: bytearray) -> None:
-        """Append the wire form of this message to ``out``."""
-        out += self.encode()
-
-    def _encode(self, parts: list[bytes]) -> None:
-        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        sub: list[bytes]
-        v1 = self.segmentId
-        if v1 is not None:
-            parts.append(b"\x0a")
-            sub = []
-            v1._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v2 = self.offset
-        if v2:
-            parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int64_bytes(v2))
-        if self._unknown:
-            parts.append(self._unknown)
-
-    @classmethod
-    def decode(cls, data: BytesLike) -> Self:
-        """Parse a whole buffer; raises a ``DecodeError`` subclass on bad input."""
-        buf = data if type(data) is bytes else bytes(data)
-        return cls.decode_from(buf, 0, len(buf))
-
-    @classmethod
-    def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
-        """Parse ``buf[pos:end]`` without copying it first."""
-        f1: SegmentId | None = None
-        f2: int = 0
-        unknown: bytearray | None = None
-        try:
-            while pos < end:
-                start = pos
-                tag = buf[pos]
-                if tag < 0x80:
-                    pos += 1
-                else:
-                    tag, pos = read_varint(buf, pos)
-                if tag == 10:
-                    n = buf[pos]
-                    if n < 0x80:
-                        pos += 1
-                    else:
-                        n, pos = read_varint(buf, pos)
-                    vend = pos + n
-                    if vend > end:
-                        raise truncated("SegmentLocation.segmentId")
-                    f1 = SegmentId.decode_from(buf, pos, vend)
-                    pos = vend
-                elif tag == 16:
-                    raw = buf[pos]
-                    if raw < 0x80:
-                        pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
-                        pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
-                        pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
-                        pos += 4
-                    else:
-                        raw, pos = read_varint(buf, pos)
-                        raw = to_int64(raw)
-                    f2 = raw
-                else:
-                    pos = skip_field(buf, pos, end, tag)
-                    unknown = add_unknown(unknown, buf[start:pos])
-        except (IndexError, struct_error):
-            raise truncated("SegmentLocation") from None
-        if pos != end:
-            raise truncated("SegmentLocation")
-        msg = new_instance(cls)
-        msg.segmentId = f1
-        msg.offset = f2
-        msg._unknown = b"" if unknown is None else bytes(unknown)
-        return msg
-
-    def __repr__(self) -> str:
-        return message_repr(self)
-
-
-@dataclass(slots=True, init=False, repr=False)
 class SegmentsAtTime:
     """Where each segment of a stream was at a time (our streams: at offset 0)."""
+
+    @dataclass(slots=True, init=False, repr=False)
+    class SegmentLocation:
+        """The SegmentLocation message
+        (io.pravega.controller.stream.api.grpc.v1.SegmentsAtTime.SegmentLocation).
+        """
+
+        FULL_NAME: ClassVar[str] = (
+            "io.pravega.controller.stream.api.grpc.v1.SegmentsAtTime.SegmentLocation"
+        )
+        FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+            ("segmentId", "segmentId", "segmentId"),
+            ("offset", "offset", "offset"),
+        )
+
+        segmentId: SegmentId | None
+        offset: int
+        _unknown: bytes
+
+        def __init__(
+            self,
+            *,
+            segmentId: SegmentId | None = None,
+            offset: int = 0,
+        ) -> None:
+            """Create a SegmentLocation."""
+            self.segmentId = segmentId
+            self.offset = offset
+            self._unknown = b""
+
+        def has_segmentId(self) -> bool:
+            """Whether segmentId is set; an unset field is not written."""
+            return self.segmentId is not None
+
+        @property
+        def unknown_fields(self) -> bytes:
+            """Fields this schema does not declare, kept as read and written back on encode."""
+            return self._unknown
+
+        def encode(self) -> bytes:
+            """Serialize to the protobuf wire format, fields in number order.
+
+            A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+            """
+            parts: list[bytes] = []
+            try:
+                self._encode(parts)
+            except struct_error as exc:
+                # Fixed-width fields are packed with struct, which knows no field names.
+                raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
+            return b"".join(parts)
+
+        def encode_to(self, out: bytearray) -> None:
+            """Append the wire form of this message to ``out``."""
+            out += self.encode()
+
+        def _encode(self, parts: list[bytes]) -> None:
+            """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+            sub: list[bytes]
+            v1 = self.segmentId
+            if v1 is not None:
+                parts.append(b"\x0a")
+                sub = []
+                v1._encode(sub)
+                data = b"".join(sub)
+                size = len(data)
+                parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+                parts.append(data)
+            v2 = self.offset
+            if v2:
+                parts.append(b"\x10")
+                parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int64_bytes(v2))
+            if self._unknown:
+                parts.append(self._unknown)
+
+        @classmethod
+        def decode(cls, data: BytesLike) -> Self:
+            """Parse a whole buffer; raises a ``DecodeError`` subclass on bad input."""
+            buf = data if type(data) is bytes else bytes(data)
+            return cls.decode_from(buf, 0, len(buf))
+
+        @classmethod
+        def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
+            """Parse ``buf[pos:end]`` without copying it first."""
+            f1: SegmentId | None = None
+            f2: int = 0
+            unknown: bytearray | None = None
+            try:
+                while pos < end:
+                    start = pos
+                    tag = buf[pos]
+                    if tag < 0x80:
+                        pos += 1
+                    else:
+                        tag, pos = read_varint(buf, pos)
+                    if tag == 10:
+                        n = buf[pos]
+                        if n < 0x80:
+                            pos += 1
+                        else:
+                            n, pos = read_varint(buf, pos)
+                        vend = pos + n
+                        if vend > end:
+                            raise truncated("SegmentsAtTime.SegmentLocation.segmentId")
+                        f1 = SegmentId.decode_from(buf, pos, vend)
+                        pos = vend
+                    elif tag == 16:
+                        raw = buf[pos]
+                        if raw < 0x80:
+                            pos += 1
+                        elif (b1 := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | b1 << 7
+                            pos += 2
+                        elif (b2 := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            pos += 3
+                        elif (b3 := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                            raw |= b3 << 21
+                            pos += 4
+                        else:
+                            raw, pos = read_varint(buf, pos)
+                            raw = to_int64(raw)
+                        f2 = raw
+                    else:
+                        pos = skip_field(buf, pos, end, tag)
+                        unknown = add_unknown(unknown, buf[start:pos])
+            except (IndexError, struct_error):
+                raise truncated("SegmentsAtTime.SegmentLocation") from None
+            if pos != end:
+                raise truncated("SegmentsAtTime.SegmentLocation")
+            msg = new_instance(cls)
+            msg.segmentId = f1
+            msg.offset = f2
+            msg._unknown = b"" if unknown is None else bytes(unknown)
+            return msg
+
+        def __repr__(self) -> str:
+            return message_repr(self)
 
     FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.SegmentsAtTime"
     FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
@@ -3616,14 +3455,14 @@ class SegmentsAtTime:
         ("delegationToken", "delegationToken", "delegationToken"),
     )
 
-    segments: list[SegmentLocation]
+    segments: list[SegmentsAtTime.SegmentLocation]
     delegationToken: str
     _unknown: bytes
 
     def __init__(
         self,
         *,
-        segments: list[SegmentLocation] | None = None,
+        segments: list[SegmentsAtTime.SegmentLocation] | None = None,
         delegationToken: str = '',
     ) -> None:
         """Create a SegmentsAtTime."""
@@ -3683,7 +3522,7 @@ class SegmentsAtTime:
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: list[SegmentLocation] = []
+        f1: list[SegmentsAtTime.SegmentLocation] = []
         f2: str = ''
         unknown: bytearray | None = None
         try:
@@ -3703,7 +3542,7 @@ class SegmentsAtTime:
                     vend = pos + n
                     if vend > end:
                         raise truncated("SegmentsAtTime.segments")
-                    x1 = SegmentLocation.decode_from(buf, pos, vend)
+                    x1 = SegmentsAtTime.SegmentLocation.decode_from(buf, pos, vend)
                     pos = vend
                     f1.append(x1)
                 elif tag == 18:
@@ -4219,37 +4058,20 @@ class RemoveWriterResponse:
 
     FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.RemoveWriterResponse"
     FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
-        ("result", "_result", "result"),
+        ("result", "result", "result"),
     )
 
-    _result: RemoveWriterResponse.Status | int | None
+    result: RemoveWriterResponse.Status | int
     _unknown: bytes
 
     def __init__(
         self,
         *,
-        result: RemoveWriterResponse.Status | int | None = None,
+        result: RemoveWriterResponse.Status | int = Status.SUCCESS,
     ) -> None:
         """Create a RemoveWriterResponse."""
-        self._result = result
+        self.result = result
         self._unknown = b""
-
-    @property
-    def result(self) -> RemoveWriterResponse.Status | int:
-        """The result field (number 1).
-
-        Reads as ``RemoveWriterResponse.Status.SUCCESS`` when unset; assign None to unset it.
-        """
-        value = self._result
-        return RemoveWriterResponse.Status.SUCCESS if value is None else value
-
-    @result.setter
-    def result(self, value: RemoveWriterResponse.Status | int | None) -> None:
-        self._result = value
-
-    def has_result(self) -> bool:
-        """Whether result is set; an unset field is not written."""
-        return self._result is not None
 
     @property
     def unknown_fields(self) -> bytes:
@@ -4275,8 +4097,8 @@ class RemoveWriterResponse:
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self._result
-        if v1 is not None:
+        v1 = self.result
+        if v1:
             parts.append(b"\x08")
             parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
         if self._unknown:
@@ -4291,7 +4113,7 @@ class RemoveWriterResponse:
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: RemoveWriterResponse.Status | int | None = None
+        f1: RemoveWriterResponse.Status | int = RemoveWriterResponse.Status.SUCCESS
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -4317,7 +4139,7 @@ class RemoveWriterResponse:
         if pos != end:
             raise truncated("RemoveWriterResponse")
         msg = new_instance(cls)
-        msg._result = f1
+        msg.result = f1
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -4505,37 +4327,20 @@ class TimestampResponse:
 
     FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.TimestampResponse"
     FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
-        ("result", "_result", "result"),
+        ("result", "result", "result"),
     )
 
-    _result: TimestampResponse.Status | int | None
+    result: TimestampResponse.Status | int
     _unknown: bytes
 
     def __init__(
         self,
         *,
-        result: TimestampResponse.Status | int | None = None,
+        result: TimestampResponse.Status | int = Status.SUCCESS,
     ) -> None:
         """Create a TimestampResponse."""
-        self._result = result
+        self.result = result
         self._unknown = b""
-
-    @property
-    def result(self) -> TimestampResponse.Status | int:
-        """The result field (number 1).
-
-        Reads as ``TimestampResponse.Status.SUCCESS`` when unset; assign None to unset it.
-        """
-        value = self._result
-        return TimestampResponse.Status.SUCCESS if value is None else value
-
-    @result.setter
-    def result(self, value: TimestampResponse.Status | int | None) -> None:
-        self._result = value
-
-    def has_result(self) -> bool:
-        """Whether result is set; an unset field is not written."""
-        return self._result is not None
 
     @property
     def unknown_fields(self) -> bytes:
@@ -4561,8 +4366,8 @@ class TimestampResponse:
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self._result
-        if v1 is not None:
+        v1 = self.result
+        if v1:
             parts.append(b"\x08")
             parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
         if self._unknown:
@@ -4577,7 +4382,7 @@ class TimestampResponse:
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: TimestampResponse.Status | int | None = None
+        f1: TimestampResponse.Status | int = TimestampResponse.Status.SUCCESS
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -4603,7 +4408,7 @@ class TimestampResponse:
         if pos != end:
             raise truncated("TimestampResponse")
         msg = new_instance(cls)
-        msg._result = f1
+        msg.result = f1
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -5188,41 +4993,24 @@ class CreateReaderGroupResponse:
 
     FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.CreateReaderGroupResponse"
     FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
-        ("status", "_status", "status"),
+        ("status", "status", "status"),
         ("config", "config", "config"),
     )
 
-    _status: CreateReaderGroupResponse.Status | int | None
+    status: CreateReaderGroupResponse.Status | int
     config: ReaderGroupConfiguration | None
     _unknown: bytes
 
     def __init__(
         self,
         *,
-        status: CreateReaderGroupResponse.Status | int | None = None,
+        status: CreateReaderGroupResponse.Status | int = Status.SUCCESS,
         config: ReaderGroupConfiguration | None = None,
     ) -> None:
         """Create a CreateReaderGroupResponse."""
-        self._status = status
+        self.status = status
         self.config = config
         self._unknown = b""
-
-    @property
-    def status(self) -> CreateReaderGroupResponse.Status | int:
-        """The status field (number 1).
-
-        Reads as ``CreateReaderGroupResponse.Status.SUCCESS`` when unset; assign None to unset it.
-        """
-        value = self._status
-        return CreateReaderGroupResponse.Status.SUCCESS if value is None else value
-
-    @status.setter
-    def status(self, value: CreateReaderGroupResponse.Status | int | None) -> None:
-        self._status = value
-
-    def has_status(self) -> bool:
-        """Whether status is set; an unset field is not written."""
-        return self._status is not None
 
     def has_config(self) -> bool:
         """Whether config is set; an unset field is not written."""
@@ -5253,8 +5041,8 @@ class CreateReaderGroupResponse:
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self._status
-        if v1 is not None:
+        v1 = self.status
+        if v1:
             parts.append(b"\x08")
             parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
         v2 = self.config
@@ -5278,7 +5066,7 @@ class CreateReaderGroupResponse:
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: CreateReaderGroupResponse.Status | int | None = None
+        f1: CreateReaderGroupResponse.Status | int = CreateReaderGroupResponse.Status.SUCCESS
         f2: ReaderGroupConfiguration | None = None
         unknown: bytearray | None = None
         try:
@@ -5316,7 +5104,7 @@ class CreateReaderGroupResponse:
         if pos != end:
             raise truncated("CreateReaderGroupResponse")
         msg = new_instance(cls)
-        msg._status = f1
+        msg.status = f1
         msg.config = f2
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
@@ -5344,44 +5132,27 @@ class ReaderGroupConfigResponse:
     FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.ReaderGroupConfigResponse"
     FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
         ("config", "config", "config"),
-        ("status", "_status", "status"),
+        ("status", "status", "status"),
     )
 
     config: ReaderGroupConfiguration | None
-    _status: ReaderGroupConfigResponse.Status | int | None
+    status: ReaderGroupConfigResponse.Status | int
     _unknown: bytes
 
     def __init__(
         self,
         *,
         config: ReaderGroupConfiguration | None = None,
-        status: ReaderGroupConfigResponse.Status | int | None = None,
+        status: ReaderGroupConfigResponse.Status | int = Status.SUCCESS,
     ) -> None:
         """Create a ReaderGroupConfigResponse."""
         self.config = config
-        self._status = status
+        self.status = status
         self._unknown = b""
-
-    @property
-    def status(self) -> ReaderGroupConfigResponse.Status | int:
-        """The status field (number 2).
-
-        Reads as ``ReaderGroupConfigResponse.Status.SUCCESS`` when unset; assign None to unset it.
-        """
-        value = self._status
-        return ReaderGroupConfigResponse.Status.SUCCESS if value is None else value
-
-    @status.setter
-    def status(self, value: ReaderGroupConfigResponse.Status | int | None) -> None:
-        self._status = value
 
     def has_config(self) -> bool:
         """Whether config is set; an unset field is not written."""
         return self.config is not None
-
-    def has_status(self) -> bool:
-        """Whether status is set; an unset field is not written."""
-        return self._status is not None
 
     @property
     def unknown_fields(self) -> bytes:
@@ -5417,8 +5188,8 @@ class ReaderGroupConfigResponse:
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self._status
-        if v2 is not None:
+        v2 = self.status
+        if v2:
             parts.append(b"\x10")
             parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
         if self._unknown:
@@ -5434,7 +5205,7 @@ class ReaderGroupConfigResponse:
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
         f1: ReaderGroupConfiguration | None = None
-        f2: ReaderGroupConfigResponse.Status | int | None = None
+        f2: ReaderGroupConfigResponse.Status | int = ReaderGroupConfigResponse.Status.SUCCESS
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -5472,7 +5243,7 @@ class ReaderGroupConfigResponse:
             raise truncated("ReaderGroupConfigResponse")
         msg = new_instance(cls)
         msg.config = f1
-        msg._status = f2
+        msg.status = f2
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -5498,37 +5269,20 @@ class DeleteReaderGroupStatus:
 
     FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.DeleteReaderGroupStatus"
     FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
-        ("status", "_status", "status"),
+        ("status", "status", "status"),
     )
 
-    _status: DeleteReaderGroupStatus.Status | int | None
+    status: DeleteReaderGroupStatus.Status | int
     _unknown: bytes
 
     def __init__(
         self,
         *,
-        status: DeleteReaderGroupStatus.Status | int | None = None,
+        status: DeleteReaderGroupStatus.Status | int = Status.SUCCESS,
     ) -> None:
         """Create a DeleteReaderGroupStatus."""
-        self._status = status
+        self.status = status
         self._unknown = b""
-
-    @property
-    def status(self) -> DeleteReaderGroupStatus.Status | int:
-        """The status field (number 1).
-
-        Reads as ``DeleteReaderGroupStatus.Status.SUCCESS`` when unset; assign None to unset it.
-        """
-        value = self._status
-        return DeleteReaderGroupStatus.Status.SUCCESS if value is None else value
-
-    @status.setter
-    def status(self, value: DeleteReaderGroupStatus.Status | int | None) -> None:
-        self._status = value
-
-    def has_status(self) -> bool:
-        """Whether status is set; an unset field is not written."""
-        return self._status is not None
 
     @property
     def unknown_fields(self) -> bytes:
@@ -5554,8 +5308,8 @@ class DeleteReaderGroupStatus:
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self._status
-        if v1 is not None:
+        v1 = self.status
+        if v1:
             parts.append(b"\x08")
             parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
         if self._unknown:
@@ -5570,7 +5324,7 @@ class DeleteReaderGroupStatus:
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: DeleteReaderGroupStatus.Status | int | None = None
+        f1: DeleteReaderGroupStatus.Status | int = DeleteReaderGroupStatus.Status.SUCCESS
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -5596,7 +5350,7 @@ class DeleteReaderGroupStatus:
         if pos != end:
             raise truncated("DeleteReaderGroupStatus")
         msg = new_instance(cls)
-        msg._status = f1
+        msg.status = f1
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -5623,41 +5377,24 @@ class UpdateReaderGroupResponse:
 
     FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.UpdateReaderGroupResponse"
     FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
-        ("status", "_status", "status"),
+        ("status", "status", "status"),
         ("generation", "generation", "generation"),
     )
 
-    _status: UpdateReaderGroupResponse.Status | int | None
+    status: UpdateReaderGroupResponse.Status | int
     generation: int
     _unknown: bytes
 
     def __init__(
         self,
         *,
-        status: UpdateReaderGroupResponse.Status | int | None = None,
+        status: UpdateReaderGroupResponse.Status | int = Status.SUCCESS,
         generation: int = 0,
     ) -> None:
         """Create a UpdateReaderGroupResponse."""
-        self._status = status
+        self.status = status
         self.generation = generation
         self._unknown = b""
-
-    @property
-    def status(self) -> UpdateReaderGroupResponse.Status | int:
-        """The status field (number 1).
-
-        Reads as ``UpdateReaderGroupResponse.Status.SUCCESS`` when unset; assign None to unset it.
-        """
-        value = self._status
-        return UpdateReaderGroupResponse.Status.SUCCESS if value is None else value
-
-    @status.setter
-    def status(self, value: UpdateReaderGroupResponse.Status | int | None) -> None:
-        self._status = value
-
-    def has_status(self) -> bool:
-        """Whether status is set; an unset field is not written."""
-        return self._status is not None
 
     @property
     def unknown_fields(self) -> bytes:
@@ -5683,8 +5420,8 @@ class UpdateReaderGroupResponse:
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self._status
-        if v1 is not None:
+        v1 = self.status
+        if v1:
             parts.append(b"\x08")
             parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
         v2 = self.generation
@@ -5703,7 +5440,7 @@ class UpdateReaderGroupResponse:
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: UpdateReaderGroupResponse.Status | int | None = None
+        f1: UpdateReaderGroupResponse.Status | int = UpdateReaderGroupResponse.Status.SUCCESS
         f2: int = 0
         unknown: bytearray | None = None
         try:
@@ -5748,7 +5485,7 @@ class UpdateReaderGroupResponse:
         if pos != end:
             raise truncated("UpdateReaderGroupResponse")
         msg = new_instance(cls)
-        msg._status = f1
+        msg.status = f1
         msg.generation = f2
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg

@@ -47,7 +47,7 @@ class TankRequests:
         self.transport = transport
         self.timeout = timeout
         self.pending = RequestTable()
-        self.next_id = IdAllocator()
+        self.next_id = IdAllocator(1 << 32)
 
     def handle_frame(self, frame: frames.Frame) -> bool:
         """Complete the request ``frame`` answers; return False if it answers none."""

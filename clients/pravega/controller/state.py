@@ -176,8 +176,9 @@ class ControllerState:
         stream = self.streams.get((info.scope, info.stream))
         count = stream.segment_count if stream is not None else 0
         return pb.SegmentsAtTime(segments=[
-            pb.SegmentLocation(segmentId=pb.SegmentId(streamInfo=_info(info.scope, info.stream),
-                                                      segmentId=number), offset=0)
+            pb.SegmentsAtTime.SegmentLocation(
+                segmentId=pb.SegmentId(streamInfo=_info(info.scope, info.stream),
+                                       segmentId=number), offset=0)
             for number in range(count)])
 
     def getURI(self, request: pb.SegmentId) -> pb.NodeUri:

@@ -45,33 +45,73 @@ __all__ = [
     "AppendSetup",
     "AuthTokenCheckFailed",
     "ConditionalAppend",
+    "ConditionalBlockEnd",
     "ConditionalCheckFailed",
     "CreateSegment",
+    "CreateTableSegment",
+    "CreateTransientSegment",
     "DataAppended",
     "DeleteSegment",
+    "DeleteTableSegment",
     "ErrorMessage",
     "Event",
     "EventRun",
+    "FlushToStorage",
+    "FlushedToStorage",
     "Frame",
+    "GetSegmentAttribute",
     "GetStreamSegmentInfo",
+    "GetTableSegmentInfo",
     "Hello",
+    "InvalidEventNumber",
     "KeepAlive",
+    "ListStorageChunks",
+    "LocateOffset",
+    "MergeSegments",
+    "MergeSegmentsBatch",
     "NoSuchSegment",
+    "OffsetLocated",
     "OperationUnsupported",
     "Padding",
     "PartialEvent",
     "ReadSegment",
+    "ReadTable",
+    "ReadTableEntries",
+    "ReadTableEntriesDelta",
+    "ReadTableKeys",
+    "RemoveTableKeys",
     "SealSegment",
     "SegmentAlreadyExists",
+    "SegmentAttribute",
+    "SegmentAttributeUpdated",
     "SegmentCreated",
     "SegmentDeleted",
     "SegmentIsSealed",
     "SegmentIsTruncated",
+    "SegmentPolicyUpdated",
     "SegmentRead",
     "SegmentSealed",
+    "SegmentTruncated",
+    "SegmentsBatchMerged",
+    "SegmentsMerged",
     "SetupAppend",
+    "StorageChunksListed",
     "StreamDecoder",
     "StreamSegmentInfo",
+    "TableEntriesDeltaRead",
+    "TableEntriesRead",
+    "TableEntriesUpdated",
+    "TableKeyBadVersion",
+    "TableKeyDoesNotExist",
+    "TableKeysRead",
+    "TableKeysRemoved",
+    "TableRead",
+    "TableSegmentInfo",
+    "TableSegmentNotEmpty",
+    "TruncateSegment",
+    "UpdateSegmentAttribute",
+    "UpdateSegmentPolicy",
+    "UpdateTableEntries",
     "WrongHost",
     "frame_length",
 ]
@@ -2478,6 +2518,1856 @@ class ErrorMessage:
 
 
 @dataclass(slots=True, kw_only=True)
+class FlushToStorage:
+    """FLUSH_TO_STORAGE (-3): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"FlushToStorage: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"FlushToStorage: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"FlushToStorage: {end - pos} bytes left over "
+                "after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class FlushedToStorage:
+    """FLUSHED_TO_STORAGE (-4): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"FlushedToStorage: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"FlushedToStorage: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"FlushedToStorage: {end - pos} bytes left "
+                "over after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class ListStorageChunks:
+    """LIST_STORAGE_CHUNKS (-5): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"ListStorageChunks: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"ListStorageChunks: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"ListStorageChunks: {end - pos} bytes left "
+                "over after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class StorageChunksListed:
+    """STORAGE_CHUNKS_LISTED (-6): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"StorageChunksListed: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"StorageChunksListed: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"StorageChunksListed: {end - pos} bytes left "
+                "over after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class UpdateSegmentPolicy:
+    """UPDATE_SEGMENT_POLICY (32): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"UpdateSegmentPolicy: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"UpdateSegmentPolicy: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"UpdateSegmentPolicy: {end - pos} bytes left "
+                "over after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class SegmentPolicyUpdated:
+    """SEGMENT_POLICY_UPDATED (33): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"SegmentPolicyUpdated: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"SegmentPolicyUpdated: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"SegmentPolicyUpdated: {end - pos} bytes left "
+                "over after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class GetSegmentAttribute:
+    """GET_SEGMENT_ATTRIBUTE (34): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"GetSegmentAttribute: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"GetSegmentAttribute: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"GetSegmentAttribute: {end - pos} bytes left "
+                "over after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class SegmentAttribute:
+    """SEGMENT_ATTRIBUTE (35): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"SegmentAttribute: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"SegmentAttribute: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"SegmentAttribute: {end - pos} bytes left "
+                "over after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class UpdateSegmentAttribute:
+    """UPDATE_SEGMENT_ATTRIBUTE (36): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"UpdateSegmentAttribute: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(
+                f"UpdateSegmentAttribute: {len(buf) - pos} bytes after the value"
+            )
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"UpdateSegmentAttribute: {end - pos} bytes "
+                "left over after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class SegmentAttributeUpdated:
+    """SEGMENT_ATTRIBUTE_UPDATED (37): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"SegmentAttributeUpdated: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(
+                f"SegmentAttributeUpdated: {len(buf) - pos} bytes after the value"
+            )
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"SegmentAttributeUpdated: {end - pos} bytes "
+                "left over after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class TruncateSegment:
+    """TRUNCATE_SEGMENT (38): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"TruncateSegment: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"TruncateSegment: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"TruncateSegment: {end - pos} bytes left over "
+                "after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class SegmentTruncated:
+    """SEGMENT_TRUNCATED (39): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"SegmentTruncated: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"SegmentTruncated: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"SegmentTruncated: {end - pos} bytes left "
+                "over after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class CreateTransientSegment:
+    """CREATE_TRANSIENT_SEGMENT (40): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"CreateTransientSegment: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(
+                f"CreateTransientSegment: {len(buf) - pos} bytes after the value"
+            )
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"CreateTransientSegment: {end - pos} bytes "
+                "left over after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class LocateOffset:
+    """LOCATE_OFFSET (41): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"LocateOffset: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"LocateOffset: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"LocateOffset: {end - pos} bytes left over "
+                "after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class OffsetLocated:
+    """OFFSET_LOCATED (42): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"OffsetLocated: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"OffsetLocated: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"OffsetLocated: {end - pos} bytes left over "
+                "after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class InvalidEventNumber:
+    """INVALID_EVENT_NUMBER (55): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"InvalidEventNumber: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"InvalidEventNumber: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"InvalidEventNumber: {end - pos} bytes left "
+                "over after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class MergeSegments:
+    """MERGE_SEGMENTS (58): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"MergeSegments: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"MergeSegments: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"MergeSegments: {end - pos} bytes left over "
+                "after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class SegmentsMerged:
+    """SEGMENTS_MERGED (59): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"SegmentsMerged: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"SegmentsMerged: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"SegmentsMerged: {end - pos} bytes left over "
+                "after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class GetTableSegmentInfo:
+    """GET_TABLE_SEGMENT_INFO (68): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"GetTableSegmentInfo: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"GetTableSegmentInfo: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"GetTableSegmentInfo: {end - pos} bytes left "
+                "over after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class TableSegmentInfo:
+    """TABLE_SEGMENT_INFO (69): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"TableSegmentInfo: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"TableSegmentInfo: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"TableSegmentInfo: {end - pos} bytes left "
+                "over after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class CreateTableSegment:
+    """CREATE_TABLE_SEGMENT (70): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"CreateTableSegment: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"CreateTableSegment: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"CreateTableSegment: {end - pos} bytes left "
+                "over after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class DeleteTableSegment:
+    """DELETE_TABLE_SEGMENT (71): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"DeleteTableSegment: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"DeleteTableSegment: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"DeleteTableSegment: {end - pos} bytes left "
+                "over after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class UpdateTableEntries:
+    """UPDATE_TABLE_ENTRIES (74): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"UpdateTableEntries: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"UpdateTableEntries: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"UpdateTableEntries: {end - pos} bytes left "
+                "over after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class TableEntriesUpdated:
+    """TABLE_ENTRIES_UPDATED (75): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"TableEntriesUpdated: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"TableEntriesUpdated: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"TableEntriesUpdated: {end - pos} bytes left "
+                "over after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class RemoveTableKeys:
+    """REMOVE_TABLE_KEYS (76): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"RemoveTableKeys: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"RemoveTableKeys: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"RemoveTableKeys: {end - pos} bytes left over "
+                "after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class TableKeysRemoved:
+    """TABLE_KEYS_REMOVED (77): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"TableKeysRemoved: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"TableKeysRemoved: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"TableKeysRemoved: {end - pos} bytes left "
+                "over after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class ReadTable:
+    """READ_TABLE (78): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"ReadTable: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"ReadTable: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"ReadTable: {end - pos} bytes left over after "
+                "the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class TableRead:
+    """TABLE_READ (79): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"TableRead: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"TableRead: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"TableRead: {end - pos} bytes left over after "
+                "the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class TableSegmentNotEmpty:
+    """TABLE_SEGMENT_NOT_EMPTY (80): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"TableSegmentNotEmpty: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"TableSegmentNotEmpty: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"TableSegmentNotEmpty: {end - pos} bytes left "
+                "over after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class TableKeyDoesNotExist:
+    """TABLE_KEY_DOES_NOT_EXIST (81): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"TableKeyDoesNotExist: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"TableKeyDoesNotExist: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"TableKeyDoesNotExist: {end - pos} bytes left "
+                "over after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class TableKeyBadVersion:
+    """TABLE_KEY_BAD_VERSION (82): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"TableKeyBadVersion: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"TableKeyBadVersion: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"TableKeyBadVersion: {end - pos} bytes left "
+                "over after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class ReadTableKeys:
+    """READ_TABLE_KEYS (83): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"ReadTableKeys: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"ReadTableKeys: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"ReadTableKeys: {end - pos} bytes left over "
+                "after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class TableKeysRead:
+    """TABLE_KEYS_READ (84): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"TableKeysRead: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"TableKeysRead: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"TableKeysRead: {end - pos} bytes left over "
+                "after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class ReadTableEntries:
+    """READ_TABLE_ENTRIES (85): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"ReadTableEntries: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"ReadTableEntries: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"ReadTableEntries: {end - pos} bytes left "
+                "over after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class TableEntriesRead:
+    """TABLE_ENTRIES_READ (86): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"TableEntriesRead: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"TableEntriesRead: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"TableEntriesRead: {end - pos} bytes left "
+                "over after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class TableEntriesDeltaRead:
+    """TABLE_ENTRIES_DELTA_READ (87): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"TableEntriesDeltaRead: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(
+                f"TableEntriesDeltaRead: {len(buf) - pos} bytes after the value"
+            )
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"TableEntriesDeltaRead: {end - pos} bytes "
+                "left over after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class ReadTableEntriesDelta:
+    """READ_TABLE_ENTRIES_DELTA (88): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"ReadTableEntriesDelta: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(
+                f"ReadTableEntriesDelta: {len(buf) - pos} bytes after the value"
+            )
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"ReadTableEntriesDelta: {end - pos} bytes "
+                "left over after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class ConditionalBlockEnd:
+    """CONDITIONAL_BLOCK_END (89): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"ConditionalBlockEnd: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"ConditionalBlockEnd: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"ConditionalBlockEnd: {end - pos} bytes left "
+                "over after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class MergeSegmentsBatch:
+    """MERGE_SEGMENTS_BATCH (90): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"MergeSegmentsBatch: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"MergeSegmentsBatch: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"MergeSegmentsBatch: {end - pos} bytes left "
+                "over after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class SegmentsBatchMerged:
+    """SEGMENTS_BATCH_MERGED (91): payload not modelled here, kept as bytes."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"SegmentsBatchMerged: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += self.payload
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"SegmentsBatchMerged: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_payload = buf[pos:end]
+        pos = end
+        if pos != end:
+            raise SizeMismatchError(
+                f"SegmentsBatchMerged: {end - pos} bytes left "
+                "over after the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.payload = f_payload
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
 class Frame:
     """One Pravega wire command."""
 
@@ -2553,33 +4443,77 @@ FrameBody = (
     | AppendSetup
     | AuthTokenCheckFailed
     | ConditionalAppend
+    | ConditionalBlockEnd
     | ConditionalCheckFailed
     | CreateSegment
+    | CreateTableSegment
+    | CreateTransientSegment
     | DataAppended
     | DeleteSegment
+    | DeleteTableSegment
     | ErrorMessage
+    | FlushToStorage
+    | FlushedToStorage
+    | GetSegmentAttribute
     | GetStreamSegmentInfo
+    | GetTableSegmentInfo
     | Hello
+    | InvalidEventNumber
     | KeepAlive
+    | ListStorageChunks
+    | LocateOffset
+    | MergeSegments
+    | MergeSegmentsBatch
     | NoSuchSegment
+    | OffsetLocated
     | OperationUnsupported
     | ReadSegment
+    | ReadTable
+    | ReadTableEntries
+    | ReadTableEntriesDelta
+    | ReadTableKeys
+    | RemoveTableKeys
     | SealSegment
     | SegmentAlreadyExists
+    | SegmentAttribute
+    | SegmentAttributeUpdated
     | SegmentCreated
     | SegmentDeleted
     | SegmentIsSealed
     | SegmentIsTruncated
+    | SegmentPolicyUpdated
     | SegmentRead
     | SegmentSealed
+    | SegmentTruncated
+    | SegmentsBatchMerged
+    | SegmentsMerged
     | SetupAppend
+    | StorageChunksListed
     | StreamSegmentInfo
+    | TableEntriesDeltaRead
+    | TableEntriesRead
+    | TableEntriesUpdated
+    | TableKeyBadVersion
+    | TableKeyDoesNotExist
+    | TableKeysRead
+    | TableKeysRemoved
+    | TableRead
+    | TableSegmentInfo
+    | TableSegmentNotEmpty
+    | TruncateSegment
+    | UpdateSegmentAttribute
+    | UpdateSegmentPolicy
+    | UpdateTableEntries
     | WrongHost
 )
 
 
 _FRAME_BODY_CODES: dict[type[FrameBody], int] = {
     Hello: -127,
+    StorageChunksListed: -6,
+    ListStorageChunks: -5,
+    FlushedToStorage: -4,
+    FlushToStorage: -3,
     SetupAppend: 1,
     AppendSetup: 2,
     AppendBlock: 3,
@@ -2597,18 +4531,58 @@ _FRAME_BODY_CODES: dict[type[FrameBody], int] = {
     SegmentSealed: 29,
     DeleteSegment: 30,
     SegmentDeleted: 31,
+    UpdateSegmentPolicy: 32,
+    SegmentPolicyUpdated: 33,
+    GetSegmentAttribute: 34,
+    SegmentAttribute: 35,
+    UpdateSegmentAttribute: 36,
+    SegmentAttributeUpdated: 37,
+    TruncateSegment: 38,
+    SegmentTruncated: 39,
+    CreateTransientSegment: 40,
+    LocateOffset: 41,
+    OffsetLocated: 42,
     WrongHost: 50,
     SegmentIsSealed: 51,
     SegmentAlreadyExists: 52,
     NoSuchSegment: 53,
+    InvalidEventNumber: 55,
     SegmentIsTruncated: 56,
     OperationUnsupported: 57,
+    MergeSegments: 58,
+    SegmentsMerged: 59,
     AuthTokenCheckFailed: 60,
     ErrorMessage: 61,
+    GetTableSegmentInfo: 68,
+    TableSegmentInfo: 69,
+    CreateTableSegment: 70,
+    DeleteTableSegment: 71,
+    UpdateTableEntries: 74,
+    TableEntriesUpdated: 75,
+    RemoveTableKeys: 76,
+    TableKeysRemoved: 77,
+    ReadTable: 78,
+    TableRead: 79,
+    TableSegmentNotEmpty: 80,
+    TableKeyDoesNotExist: 81,
+    TableKeyBadVersion: 82,
+    ReadTableKeys: 83,
+    TableKeysRead: 84,
+    ReadTableEntries: 85,
+    TableEntriesRead: 86,
+    TableEntriesDeltaRead: 87,
+    ReadTableEntriesDelta: 88,
+    ConditionalBlockEnd: 89,
+    MergeSegmentsBatch: 90,
+    SegmentsBatchMerged: 91,
     KeepAlive: 100,
 }
 _FRAME_BODY_DECODERS: dict[int, Callable[[bytes, int, int], tuple[FrameBody, int]]] = {
     -127: Hello.decode_from,
+    -6: StorageChunksListed.decode_from,
+    -5: ListStorageChunks.decode_from,
+    -4: FlushedToStorage.decode_from,
+    -3: FlushToStorage.decode_from,
     1: SetupAppend.decode_from,
     2: AppendSetup.decode_from,
     3: AppendBlock.decode_from,
@@ -2626,14 +4600,50 @@ _FRAME_BODY_DECODERS: dict[int, Callable[[bytes, int, int], tuple[FrameBody, int
     29: SegmentSealed.decode_from,
     30: DeleteSegment.decode_from,
     31: SegmentDeleted.decode_from,
+    32: UpdateSegmentPolicy.decode_from,
+    33: SegmentPolicyUpdated.decode_from,
+    34: GetSegmentAttribute.decode_from,
+    35: SegmentAttribute.decode_from,
+    36: UpdateSegmentAttribute.decode_from,
+    37: SegmentAttributeUpdated.decode_from,
+    38: TruncateSegment.decode_from,
+    39: SegmentTruncated.decode_from,
+    40: CreateTransientSegment.decode_from,
+    41: LocateOffset.decode_from,
+    42: OffsetLocated.decode_from,
     50: WrongHost.decode_from,
     51: SegmentIsSealed.decode_from,
     52: SegmentAlreadyExists.decode_from,
     53: NoSuchSegment.decode_from,
+    55: InvalidEventNumber.decode_from,
     56: SegmentIsTruncated.decode_from,
     57: OperationUnsupported.decode_from,
+    58: MergeSegments.decode_from,
+    59: SegmentsMerged.decode_from,
     60: AuthTokenCheckFailed.decode_from,
     61: ErrorMessage.decode_from,
+    68: GetTableSegmentInfo.decode_from,
+    69: TableSegmentInfo.decode_from,
+    70: CreateTableSegment.decode_from,
+    71: DeleteTableSegment.decode_from,
+    74: UpdateTableEntries.decode_from,
+    75: TableEntriesUpdated.decode_from,
+    76: RemoveTableKeys.decode_from,
+    77: TableKeysRemoved.decode_from,
+    78: ReadTable.decode_from,
+    79: TableRead.decode_from,
+    80: TableSegmentNotEmpty.decode_from,
+    81: TableKeyDoesNotExist.decode_from,
+    82: TableKeyBadVersion.decode_from,
+    83: ReadTableKeys.decode_from,
+    84: TableKeysRead.decode_from,
+    85: ReadTableEntries.decode_from,
+    86: TableEntriesRead.decode_from,
+    87: TableEntriesDeltaRead.decode_from,
+    88: ReadTableEntriesDelta.decode_from,
+    89: ConditionalBlockEnd.decode_from,
+    90: MergeSegmentsBatch.decode_from,
+    91: SegmentsBatchMerged.decode_from,
     100: KeepAlive.decode_from,
 }
 

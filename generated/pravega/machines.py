@@ -107,6 +107,10 @@ INTERACTIONS: list[Interaction] = [
 
 _COMMANDS: dict[type, str] = {
     frames.Hello: "HELLO",
+    frames.StorageChunksListed: "STORAGE_CHUNKS_LISTED",
+    frames.ListStorageChunks: "LIST_STORAGE_CHUNKS",
+    frames.FlushedToStorage: "FLUSHED_TO_STORAGE",
+    frames.FlushToStorage: "FLUSH_TO_STORAGE",
     frames.SetupAppend: "SETUP_APPEND",
     frames.AppendSetup: "APPEND_SETUP",
     frames.AppendBlock: "APPEND_BLOCK",
@@ -124,14 +128,50 @@ _COMMANDS: dict[type, str] = {
     frames.SegmentSealed: "SEGMENT_SEALED",
     frames.DeleteSegment: "DELETE_SEGMENT",
     frames.SegmentDeleted: "SEGMENT_DELETED",
+    frames.UpdateSegmentPolicy: "UPDATE_SEGMENT_POLICY",
+    frames.SegmentPolicyUpdated: "SEGMENT_POLICY_UPDATED",
+    frames.GetSegmentAttribute: "GET_SEGMENT_ATTRIBUTE",
+    frames.SegmentAttribute: "SEGMENT_ATTRIBUTE",
+    frames.UpdateSegmentAttribute: "UPDATE_SEGMENT_ATTRIBUTE",
+    frames.SegmentAttributeUpdated: "SEGMENT_ATTRIBUTE_UPDATED",
+    frames.TruncateSegment: "TRUNCATE_SEGMENT",
+    frames.SegmentTruncated: "SEGMENT_TRUNCATED",
+    frames.CreateTransientSegment: "CREATE_TRANSIENT_SEGMENT",
+    frames.LocateOffset: "LOCATE_OFFSET",
+    frames.OffsetLocated: "OFFSET_LOCATED",
     frames.WrongHost: "WRONG_HOST",
     frames.SegmentIsSealed: "SEGMENT_IS_SEALED",
     frames.SegmentAlreadyExists: "SEGMENT_ALREADY_EXISTS",
     frames.NoSuchSegment: "NO_SUCH_SEGMENT",
+    frames.InvalidEventNumber: "INVALID_EVENT_NUMBER",
     frames.SegmentIsTruncated: "SEGMENT_IS_TRUNCATED",
     frames.OperationUnsupported: "OPERATION_UNSUPPORTED",
+    frames.MergeSegments: "MERGE_SEGMENTS",
+    frames.SegmentsMerged: "SEGMENTS_MERGED",
     frames.AuthTokenCheckFailed: "AUTH_TOKEN_CHECK_FAILED",
     frames.ErrorMessage: "ERROR_MESSAGE",
+    frames.GetTableSegmentInfo: "GET_TABLE_SEGMENT_INFO",
+    frames.TableSegmentInfo: "TABLE_SEGMENT_INFO",
+    frames.CreateTableSegment: "CREATE_TABLE_SEGMENT",
+    frames.DeleteTableSegment: "DELETE_TABLE_SEGMENT",
+    frames.UpdateTableEntries: "UPDATE_TABLE_ENTRIES",
+    frames.TableEntriesUpdated: "TABLE_ENTRIES_UPDATED",
+    frames.RemoveTableKeys: "REMOVE_TABLE_KEYS",
+    frames.TableKeysRemoved: "TABLE_KEYS_REMOVED",
+    frames.ReadTable: "READ_TABLE",
+    frames.TableRead: "TABLE_READ",
+    frames.TableSegmentNotEmpty: "TABLE_SEGMENT_NOT_EMPTY",
+    frames.TableKeyDoesNotExist: "TABLE_KEY_DOES_NOT_EXIST",
+    frames.TableKeyBadVersion: "TABLE_KEY_BAD_VERSION",
+    frames.ReadTableKeys: "READ_TABLE_KEYS",
+    frames.TableKeysRead: "TABLE_KEYS_READ",
+    frames.ReadTableEntries: "READ_TABLE_ENTRIES",
+    frames.TableEntriesRead: "TABLE_ENTRIES_READ",
+    frames.TableEntriesDeltaRead: "TABLE_ENTRIES_DELTA_READ",
+    frames.ReadTableEntriesDelta: "READ_TABLE_ENTRIES_DELTA",
+    frames.ConditionalBlockEnd: "CONDITIONAL_BLOCK_END",
+    frames.MergeSegmentsBatch: "MERGE_SEGMENTS_BATCH",
+    frames.SegmentsBatchMerged: "SEGMENTS_BATCH_MERGED",
     frames.KeepAlive: "KEEP_ALIVE",
 }
 
@@ -192,6 +232,30 @@ class PravegaProtocol:
     def on_hello(self, body: frames.Hello, frame: frames.Frame) -> None:
         """Called after a HELLO command arrives and passes the state machines; override to act on
         it.
+        """
+
+    def on_storage_chunks_listed(
+        self,
+        body: frames.StorageChunksListed,
+        frame: frames.Frame,
+    ) -> None:
+        """Called after a STORAGE_CHUNKS_LISTED command arrives and passes the state machines;
+        override to act on it.
+        """
+
+    def on_list_storage_chunks(self, body: frames.ListStorageChunks, frame: frames.Frame) -> None:
+        """Called after a LIST_STORAGE_CHUNKS command arrives and passes the state machines;
+        override to act on it.
+        """
+
+    def on_flushed_to_storage(self, body: frames.FlushedToStorage, frame: frames.Frame) -> None:
+        """Called after a FLUSHED_TO_STORAGE command arrives and passes the state machines; override
+        to act on it.
+        """
+
+    def on_flush_to_storage(self, body: frames.FlushToStorage, frame: frames.Frame) -> None:
+        """Called after a FLUSH_TO_STORAGE command arrives and passes the state machines; override
+        to act on it.
         """
 
     def on_setup_append(self, body: frames.SetupAppend, frame: frames.Frame) -> None:
@@ -287,6 +351,85 @@ class PravegaProtocol:
         act on it.
         """
 
+    def on_update_segment_policy(
+        self,
+        body: frames.UpdateSegmentPolicy,
+        frame: frames.Frame,
+    ) -> None:
+        """Called after a UPDATE_SEGMENT_POLICY command arrives and passes the state machines;
+        override to act on it.
+        """
+
+    def on_segment_policy_updated(
+        self,
+        body: frames.SegmentPolicyUpdated,
+        frame: frames.Frame,
+    ) -> None:
+        """Called after a SEGMENT_POLICY_UPDATED command arrives and passes the state machines;
+        override to act on it.
+        """
+
+    def on_get_segment_attribute(
+        self,
+        body: frames.GetSegmentAttribute,
+        frame: frames.Frame,
+    ) -> None:
+        """Called after a GET_SEGMENT_ATTRIBUTE command arrives and passes the state machines;
+        override to act on it.
+        """
+
+    def on_segment_attribute(self, body: frames.SegmentAttribute, frame: frames.Frame) -> None:
+        """Called after a SEGMENT_ATTRIBUTE command arrives and passes the state machines; override
+        to act on it.
+        """
+
+    def on_update_segment_attribute(
+        self,
+        body: frames.UpdateSegmentAttribute,
+        frame: frames.Frame,
+    ) -> None:
+        """Called after a UPDATE_SEGMENT_ATTRIBUTE command arrives and passes the state machines;
+        override to act on it.
+        """
+
+    def on_segment_attribute_updated(
+        self,
+        body: frames.SegmentAttributeUpdated,
+        frame: frames.Frame,
+    ) -> None:
+        """Called after a SEGMENT_ATTRIBUTE_UPDATED command arrives and passes the state machines;
+        override to act on it.
+        """
+
+    def on_truncate_segment(self, body: frames.TruncateSegment, frame: frames.Frame) -> None:
+        """Called after a TRUNCATE_SEGMENT command arrives and passes the state machines; override
+        to act on it.
+        """
+
+    def on_segment_truncated(self, body: frames.SegmentTruncated, frame: frames.Frame) -> None:
+        """Called after a SEGMENT_TRUNCATED command arrives and passes the state machines; override
+        to act on it.
+        """
+
+    def on_create_transient_segment(
+        self,
+        body: frames.CreateTransientSegment,
+        frame: frames.Frame,
+    ) -> None:
+        """Called after a CREATE_TRANSIENT_SEGMENT command arrives and passes the state machines;
+        override to act on it.
+        """
+
+    def on_locate_offset(self, body: frames.LocateOffset, frame: frames.Frame) -> None:
+        """Called after a LOCATE_OFFSET command arrives and passes the state machines; override to
+        act on it.
+        """
+
+    def on_offset_located(self, body: frames.OffsetLocated, frame: frames.Frame) -> None:
+        """Called after a OFFSET_LOCATED command arrives and passes the state machines; override to
+        act on it.
+        """
+
     def on_wrong_host(self, body: frames.WrongHost, frame: frames.Frame) -> None:
         """Called after a WRONG_HOST command arrives and passes the state machines; override to act
         on it.
@@ -311,6 +454,11 @@ class PravegaProtocol:
         act on it.
         """
 
+    def on_invalid_event_number(self, body: frames.InvalidEventNumber, frame: frames.Frame) -> None:
+        """Called after a INVALID_EVENT_NUMBER command arrives and passes the state machines;
+        override to act on it.
+        """
+
     def on_segment_is_truncated(self, body: frames.SegmentIsTruncated, frame: frames.Frame) -> None:
         """Called after a SEGMENT_IS_TRUNCATED command arrives and passes the state machines;
         override to act on it.
@@ -323,6 +471,16 @@ class PravegaProtocol:
     ) -> None:
         """Called after a OPERATION_UNSUPPORTED command arrives and passes the state machines;
         override to act on it.
+        """
+
+    def on_merge_segments(self, body: frames.MergeSegments, frame: frames.Frame) -> None:
+        """Called after a MERGE_SEGMENTS command arrives and passes the state machines; override to
+        act on it.
+        """
+
+    def on_segments_merged(self, body: frames.SegmentsMerged, frame: frames.Frame) -> None:
+        """Called after a SEGMENTS_MERGED command arrives and passes the state machines; override to
+        act on it.
         """
 
     def on_auth_token_check_failed(
@@ -339,6 +497,152 @@ class PravegaProtocol:
         act on it.
         """
 
+    def on_get_table_segment_info(
+        self,
+        body: frames.GetTableSegmentInfo,
+        frame: frames.Frame,
+    ) -> None:
+        """Called after a GET_TABLE_SEGMENT_INFO command arrives and passes the state machines;
+        override to act on it.
+        """
+
+    def on_table_segment_info(self, body: frames.TableSegmentInfo, frame: frames.Frame) -> None:
+        """Called after a TABLE_SEGMENT_INFO command arrives and passes the state machines; override
+        to act on it.
+        """
+
+    def on_create_table_segment(self, body: frames.CreateTableSegment, frame: frames.Frame) -> None:
+        """Called after a CREATE_TABLE_SEGMENT command arrives and passes the state machines;
+        override to act on it.
+        """
+
+    def on_delete_table_segment(self, body: frames.DeleteTableSegment, frame: frames.Frame) -> None:
+        """Called after a DELETE_TABLE_SEGMENT command arrives and passes the state machines;
+        override to act on it.
+        """
+
+    def on_update_table_entries(self, body: frames.UpdateTableEntries, frame: frames.Frame) -> None:
+        """Called after a UPDATE_TABLE_ENTRIES command arrives and passes the state machines;
+        override to act on it.
+        """
+
+    def on_table_entries_updated(
+        self,
+        body: frames.TableEntriesUpdated,
+        frame: frames.Frame,
+    ) -> None:
+        """Called after a TABLE_ENTRIES_UPDATED command arrives and passes the state machines;
+        override to act on it.
+        """
+
+    def on_remove_table_keys(self, body: frames.RemoveTableKeys, frame: frames.Frame) -> None:
+        """Called after a REMOVE_TABLE_KEYS command arrives and passes the state machines; override
+        to act on it.
+        """
+
+    def on_table_keys_removed(self, body: frames.TableKeysRemoved, frame: frames.Frame) -> None:
+        """Called after a TABLE_KEYS_REMOVED command arrives and passes the state machines; override
+        to act on it.
+        """
+
+    def on_read_table(self, body: frames.ReadTable, frame: frames.Frame) -> None:
+        """Called after a READ_TABLE command arrives and passes the state machines; override to act
+        on it.
+        """
+
+    def on_table_read(self, body: frames.TableRead, frame: frames.Frame) -> None:
+        """Called after a TABLE_READ command arrives and passes the state machines; override to act
+        on it.
+        """
+
+    def on_table_segment_not_empty(
+        self,
+        body: frames.TableSegmentNotEmpty,
+        frame: frames.Frame,
+    ) -> None:
+        """Called after a TABLE_SEGMENT_NOT_EMPTY command arrives and passes the state machines;
+        override to act on it.
+        """
+
+    def on_table_key_does_not_exist(
+        self,
+        body: frames.TableKeyDoesNotExist,
+        frame: frames.Frame,
+    ) -> None:
+        """Called after a TABLE_KEY_DOES_NOT_EXIST command arrives and passes the state machines;
+        override to act on it.
+        """
+
+    def on_table_key_bad_version(
+        self,
+        body: frames.TableKeyBadVersion,
+        frame: frames.Frame,
+    ) -> None:
+        """Called after a TABLE_KEY_BAD_VERSION command arrives and passes the state machines;
+        override to act on it.
+        """
+
+    def on_read_table_keys(self, body: frames.ReadTableKeys, frame: frames.Frame) -> None:
+        """Called after a READ_TABLE_KEYS command arrives and passes the state machines; override to
+        act on it.
+        """
+
+    def on_table_keys_read(self, body: frames.TableKeysRead, frame: frames.Frame) -> None:
+        """Called after a TABLE_KEYS_READ command arrives and passes the state machines; override to
+        act on it.
+        """
+
+    def on_read_table_entries(self, body: frames.ReadTableEntries, frame: frames.Frame) -> None:
+        """Called after a READ_TABLE_ENTRIES command arrives and passes the state machines; override
+        to act on it.
+        """
+
+    def on_table_entries_read(self, body: frames.TableEntriesRead, frame: frames.Frame) -> None:
+        """Called after a TABLE_ENTRIES_READ command arrives and passes the state machines; override
+        to act on it.
+        """
+
+    def on_table_entries_delta_read(
+        self,
+        body: frames.TableEntriesDeltaRead,
+        frame: frames.Frame,
+    ) -> None:
+        """Called after a TABLE_ENTRIES_DELTA_READ command arrives and passes the state machines;
+        override to act on it.
+        """
+
+    def on_read_table_entries_delta(
+        self,
+        body: frames.ReadTableEntriesDelta,
+        frame: frames.Frame,
+    ) -> None:
+        """Called after a READ_TABLE_ENTRIES_DELTA command arrives and passes the state machines;
+        override to act on it.
+        """
+
+    def on_conditional_block_end(
+        self,
+        body: frames.ConditionalBlockEnd,
+        frame: frames.Frame,
+    ) -> None:
+        """Called after a CONDITIONAL_BLOCK_END command arrives and passes the state machines;
+        override to act on it.
+        """
+
+    def on_merge_segments_batch(self, body: frames.MergeSegmentsBatch, frame: frames.Frame) -> None:
+        """Called after a MERGE_SEGMENTS_BATCH command arrives and passes the state machines;
+        override to act on it.
+        """
+
+    def on_segments_batch_merged(
+        self,
+        body: frames.SegmentsBatchMerged,
+        frame: frames.Frame,
+    ) -> None:
+        """Called after a SEGMENTS_BATCH_MERGED command arrives and passes the state machines;
+        override to act on it.
+        """
+
     def on_keep_alive(self, body: frames.KeepAlive, frame: frames.Frame) -> None:
         """Called after a KEEP_ALIVE command arrives and passes the state machines; override to act
         on it.
@@ -347,6 +651,10 @@ class PravegaProtocol:
 
 _HOOKS: dict[str, str] = {
     "HELLO": "on_hello",
+    "STORAGE_CHUNKS_LISTED": "on_storage_chunks_listed",
+    "LIST_STORAGE_CHUNKS": "on_list_storage_chunks",
+    "FLUSHED_TO_STORAGE": "on_flushed_to_storage",
+    "FLUSH_TO_STORAGE": "on_flush_to_storage",
     "SETUP_APPEND": "on_setup_append",
     "APPEND_SETUP": "on_append_setup",
     "APPEND_BLOCK": "on_append_block",
@@ -364,13 +672,49 @@ _HOOKS: dict[str, str] = {
     "SEGMENT_SEALED": "on_segment_sealed",
     "DELETE_SEGMENT": "on_delete_segment",
     "SEGMENT_DELETED": "on_segment_deleted",
+    "UPDATE_SEGMENT_POLICY": "on_update_segment_policy",
+    "SEGMENT_POLICY_UPDATED": "on_segment_policy_updated",
+    "GET_SEGMENT_ATTRIBUTE": "on_get_segment_attribute",
+    "SEGMENT_ATTRIBUTE": "on_segment_attribute",
+    "UPDATE_SEGMENT_ATTRIBUTE": "on_update_segment_attribute",
+    "SEGMENT_ATTRIBUTE_UPDATED": "on_segment_attribute_updated",
+    "TRUNCATE_SEGMENT": "on_truncate_segment",
+    "SEGMENT_TRUNCATED": "on_segment_truncated",
+    "CREATE_TRANSIENT_SEGMENT": "on_create_transient_segment",
+    "LOCATE_OFFSET": "on_locate_offset",
+    "OFFSET_LOCATED": "on_offset_located",
     "WRONG_HOST": "on_wrong_host",
     "SEGMENT_IS_SEALED": "on_segment_is_sealed",
     "SEGMENT_ALREADY_EXISTS": "on_segment_already_exists",
     "NO_SUCH_SEGMENT": "on_no_such_segment",
+    "INVALID_EVENT_NUMBER": "on_invalid_event_number",
     "SEGMENT_IS_TRUNCATED": "on_segment_is_truncated",
     "OPERATION_UNSUPPORTED": "on_operation_unsupported",
+    "MERGE_SEGMENTS": "on_merge_segments",
+    "SEGMENTS_MERGED": "on_segments_merged",
     "AUTH_TOKEN_CHECK_FAILED": "on_auth_token_check_failed",
     "ERROR_MESSAGE": "on_error_message",
+    "GET_TABLE_SEGMENT_INFO": "on_get_table_segment_info",
+    "TABLE_SEGMENT_INFO": "on_table_segment_info",
+    "CREATE_TABLE_SEGMENT": "on_create_table_segment",
+    "DELETE_TABLE_SEGMENT": "on_delete_table_segment",
+    "UPDATE_TABLE_ENTRIES": "on_update_table_entries",
+    "TABLE_ENTRIES_UPDATED": "on_table_entries_updated",
+    "REMOVE_TABLE_KEYS": "on_remove_table_keys",
+    "TABLE_KEYS_REMOVED": "on_table_keys_removed",
+    "READ_TABLE": "on_read_table",
+    "TABLE_READ": "on_table_read",
+    "TABLE_SEGMENT_NOT_EMPTY": "on_table_segment_not_empty",
+    "TABLE_KEY_DOES_NOT_EXIST": "on_table_key_does_not_exist",
+    "TABLE_KEY_BAD_VERSION": "on_table_key_bad_version",
+    "READ_TABLE_KEYS": "on_read_table_keys",
+    "TABLE_KEYS_READ": "on_table_keys_read",
+    "READ_TABLE_ENTRIES": "on_read_table_entries",
+    "TABLE_ENTRIES_READ": "on_table_entries_read",
+    "TABLE_ENTRIES_DELTA_READ": "on_table_entries_delta_read",
+    "READ_TABLE_ENTRIES_DELTA": "on_read_table_entries_delta",
+    "CONDITIONAL_BLOCK_END": "on_conditional_block_end",
+    "MERGE_SEGMENTS_BATCH": "on_merge_segments_batch",
+    "SEGMENTS_BATCH_MERGED": "on_segments_batch_merged",
     "KEEP_ALIVE": "on_keep_alive",
 }

@@ -109,39 +109,58 @@ __all__ = [
     "AppendSetup",
     "AuthTokenCheckFailed",
     "ConditionalAppend",
+    "ConditionalBlockEnd",
     "ConditionalCheckFailed",
     "ContinuationToken",
     "CreateReaderGroupResponse",
     "CreateScopeStatus",
     "CreateSegment",
     "CreateStreamStatus",
+    "CreateTableSegment",
+    "CreateTransientSegment",
     "DataAppended",
     "DelegationToken",
     "DeleteReaderGroupStatus",
     "DeleteScopeStatus",
     "DeleteSegment",
     "DeleteStreamStatus",
+    "DeleteTableSegment",
     "ErrorMessage",
     "Event",
     "EventRun",
     "ExistsResponse",
     "FRAME",
+    "FlushToStorage",
+    "FlushedToStorage",
     "Frame",
     "GetEpochSegmentsRequest",
+    "GetSegmentAttribute",
     "GetSegmentsRequest",
     "GetStreamSegmentInfo",
+    "GetTableSegmentInfo",
     "Hello",
+    "InvalidEventNumber",
     "KeepAlive",
+    "ListStorageChunks",
+    "LocateOffset",
     "MESSAGES",
+    "MergeSegments",
+    "MergeSegmentsBatch",
     "NoSuchSegment",
     "NodeUri",
+    "OffsetLocated",
     "OperationUnsupported",
     "Padding",
     "PartialEvent",
     "ReadSegment",
+    "ReadTable",
+    "ReadTableEntries",
+    "ReadTableEntriesDelta",
+    "ReadTableKeys",
     "ReaderGroupConfigResponse",
     "ReaderGroupConfiguration",
     "ReaderGroupInfo",
+    "RemoveTableKeys",
     "RemoveWriterRequest",
     "RemoveWriterResponse",
     "RetentionPolicy",
@@ -152,32 +171,53 @@ __all__ = [
     "ScopesResponse",
     "SealSegment",
     "SegmentAlreadyExists",
+    "SegmentAttribute",
+    "SegmentAttributeUpdated",
     "SegmentCreated",
     "SegmentDeleted",
     "SegmentId",
     "SegmentIsSealed",
     "SegmentIsTruncated",
-    "SegmentLocation",
+    "SegmentPolicyUpdated",
     "SegmentRange",
     "SegmentRanges",
     "SegmentRead",
     "SegmentSealed",
+    "SegmentTruncated",
     "SegmentValidityResponse",
     "SegmentsAtTime",
+    "SegmentsAtTime_SegmentLocation",
+    "SegmentsBatchMerged",
+    "SegmentsMerged",
     "ServerRequest",
     "ServerResponse",
     "SetupAppend",
+    "StorageChunksListed",
     "StreamConfig",
     "StreamCut",
     "StreamInfo",
     "StreamSegmentInfo",
     "StreamsInScopeRequest",
     "StreamsInScopeResponse",
+    "TableEntriesDeltaRead",
+    "TableEntriesRead",
+    "TableEntriesUpdated",
+    "TableKeyBadVersion",
+    "TableKeyDoesNotExist",
+    "TableKeysRead",
+    "TableKeysRemoved",
+    "TableRead",
+    "TableSegmentInfo",
+    "TableSegmentNotEmpty",
     "Tags",
     "TimestampFromWriter",
     "TimestampResponse",
+    "TruncateSegment",
     "UpdateReaderGroupResponse",
+    "UpdateSegmentAttribute",
+    "UpdateSegmentPolicy",
     "UpdateStreamStatus",
+    "UpdateTableEntries",
     "WrongHost",
     "command_name",
     "decode_frame",
@@ -403,19 +443,19 @@ _ARROW_ScopeInfo = pa.struct(_FIELDS_ScopeInfo)
 
 # The CreateScopeStatus message (io.pravega.controller.stream.api.grpc.v1.CreateScopeStatus).
 _SPARK_CreateScopeStatus = StructType([
-    StructField("status", StringType(), True),
+    StructField("status", StringType(), False),
 ])
 _FIELDS_CreateScopeStatus = [
-    pa.field("status", pa.string()),
+    pa.field("status", pa.string(), nullable=False),
 ]
 _ARROW_CreateScopeStatus = pa.struct(_FIELDS_CreateScopeStatus)
 
 # The DeleteScopeStatus message (io.pravega.controller.stream.api.grpc.v1.DeleteScopeStatus).
 _SPARK_DeleteScopeStatus = StructType([
-    StructField("status", StringType(), True),
+    StructField("status", StringType(), False),
 ])
 _FIELDS_DeleteScopeStatus = [
-    pa.field("status", pa.string()),
+    pa.field("status", pa.string(), nullable=False),
 ]
 _ARROW_DeleteScopeStatus = pa.struct(_FIELDS_DeleteScopeStatus)
 
@@ -465,12 +505,12 @@ _ARROW_ScopesResponse = pa.struct(_FIELDS_ScopesResponse)
 _SPARK_StreamInfo = StructType([
     StructField("scope", StringType(), False),
     StructField("stream", StringType(), False),
-    StructField("accessOperation", StringType(), True),
+    StructField("accessOperation", StringType(), False),
 ])
 _FIELDS_StreamInfo = [
     pa.field("scope", pa.string(), nullable=False),
     pa.field("stream", pa.string(), nullable=False),
-    pa.field("accessOperation", pa.string()),
+    pa.field("accessOperation", pa.string(), nullable=False),
 ]
 _ARROW_StreamInfo = pa.struct(_FIELDS_StreamInfo)
 
@@ -491,7 +531,7 @@ _ARROW_StreamsInScopeRequest = pa.struct(_FIELDS_StreamsInScopeRequest)
 _SPARK_StreamsInScopeResponse = StructType([
     StructField("streams", ArrayType(_SPARK_StreamInfo, False), False),
     StructField("continuationToken", _SPARK_ContinuationToken, True),
-    StructField("status", StringType(), True),
+    StructField("status", StringType(), False),
 ])
 _FIELDS_StreamsInScopeResponse = [
     pa.field(
@@ -500,19 +540,19 @@ _FIELDS_StreamsInScopeResponse = [
         nullable=False,
     ),
     pa.field("continuationToken", _ARROW_ContinuationToken),
-    pa.field("status", pa.string()),
+    pa.field("status", pa.string(), nullable=False),
 ]
 _ARROW_StreamsInScopeResponse = pa.struct(_FIELDS_StreamsInScopeResponse)
 
 # The ScalingPolicy message (io.pravega.controller.stream.api.grpc.v1.ScalingPolicy).
 _SPARK_ScalingPolicy = StructType([
-    StructField("scaleType", StringType(), True),
+    StructField("scaleType", StringType(), False),
     StructField("targetRate", IntegerType(), False),
     StructField("scaleFactor", IntegerType(), False),
     StructField("minNumSegments", IntegerType(), False),
 ])
 _FIELDS_ScalingPolicy = [
-    pa.field("scaleType", pa.string()),
+    pa.field("scaleType", pa.string(), nullable=False),
     pa.field("targetRate", pa.int32(), nullable=False),
     pa.field("scaleFactor", pa.int32(), nullable=False),
     pa.field("minNumSegments", pa.int32(), nullable=False),
@@ -521,12 +561,12 @@ _ARROW_ScalingPolicy = pa.struct(_FIELDS_ScalingPolicy)
 
 # The RetentionPolicy message (io.pravega.controller.stream.api.grpc.v1.RetentionPolicy).
 _SPARK_RetentionPolicy = StructType([
-    StructField("retentionType", StringType(), True),
+    StructField("retentionType", StringType(), False),
     StructField("retentionParam", LongType(), False),
     StructField("retentionMax", LongType(), False),
 ])
 _FIELDS_RetentionPolicy = [
-    pa.field("retentionType", pa.string()),
+    pa.field("retentionType", pa.string(), nullable=False),
     pa.field("retentionParam", pa.int64(), nullable=False),
     pa.field("retentionMax", pa.int64(), nullable=False),
 ]
@@ -558,28 +598,28 @@ _ARROW_StreamConfig = pa.struct(_FIELDS_StreamConfig)
 
 # The CreateStreamStatus message (io.pravega.controller.stream.api.grpc.v1.CreateStreamStatus).
 _SPARK_CreateStreamStatus = StructType([
-    StructField("status", StringType(), True),
+    StructField("status", StringType(), False),
 ])
 _FIELDS_CreateStreamStatus = [
-    pa.field("status", pa.string()),
+    pa.field("status", pa.string(), nullable=False),
 ]
 _ARROW_CreateStreamStatus = pa.struct(_FIELDS_CreateStreamStatus)
 
 # The UpdateStreamStatus message (io.pravega.controller.stream.api.grpc.v1.UpdateStreamStatus).
 _SPARK_UpdateStreamStatus = StructType([
-    StructField("status", StringType(), True),
+    StructField("status", StringType(), False),
 ])
 _FIELDS_UpdateStreamStatus = [
-    pa.field("status", pa.string()),
+    pa.field("status", pa.string(), nullable=False),
 ]
 _ARROW_UpdateStreamStatus = pa.struct(_FIELDS_UpdateStreamStatus)
 
 # The DeleteStreamStatus message (io.pravega.controller.stream.api.grpc.v1.DeleteStreamStatus).
 _SPARK_DeleteStreamStatus = StructType([
-    StructField("status", StringType(), True),
+    StructField("status", StringType(), False),
 ])
 _FIELDS_DeleteStreamStatus = [
-    pa.field("status", pa.string()),
+    pa.field("status", pa.string(), nullable=False),
 ]
 _ARROW_DeleteStreamStatus = pa.struct(_FIELDS_DeleteStreamStatus)
 
@@ -665,26 +705,27 @@ _FIELDS_GetSegmentsRequest = [
 ]
 _ARROW_GetSegmentsRequest = pa.struct(_FIELDS_GetSegmentsRequest)
 
-# The SegmentLocation message (io.pravega.controller.stream.api.grpc.v1.SegmentLocation).
-_SPARK_SegmentLocation = StructType([
+# The SegmentLocation message
+# (io.pravega.controller.stream.api.grpc.v1.SegmentsAtTime.SegmentLocation).
+_SPARK_SegmentsAtTime_SegmentLocation = StructType([
     StructField("segmentId", _SPARK_SegmentId, True),
     StructField("offset", LongType(), False),
 ])
-_FIELDS_SegmentLocation = [
+_FIELDS_SegmentsAtTime_SegmentLocation = [
     pa.field("segmentId", _ARROW_SegmentId),
     pa.field("offset", pa.int64(), nullable=False),
 ]
-_ARROW_SegmentLocation = pa.struct(_FIELDS_SegmentLocation)
+_ARROW_SegmentsAtTime_SegmentLocation = pa.struct(_FIELDS_SegmentsAtTime_SegmentLocation)
 
 # The SegmentsAtTime message (io.pravega.controller.stream.api.grpc.v1.SegmentsAtTime).
 _SPARK_SegmentsAtTime = StructType([
-    StructField("segments", ArrayType(_SPARK_SegmentLocation, False), False),
+    StructField("segments", ArrayType(_SPARK_SegmentsAtTime_SegmentLocation, False), False),
     StructField("delegationToken", StringType(), False),
 ])
 _FIELDS_SegmentsAtTime = [
     pa.field(
         "segments",
-        pa.list_(pa.field("element", _ARROW_SegmentLocation, nullable=False)),
+        pa.list_(pa.field("element", _ARROW_SegmentsAtTime_SegmentLocation, nullable=False)),
         nullable=False,
     ),
     pa.field("delegationToken", pa.string(), nullable=False),
@@ -723,10 +764,10 @@ _ARROW_RemoveWriterRequest = pa.struct(_FIELDS_RemoveWriterRequest)
 
 # The RemoveWriterResponse message (io.pravega.controller.stream.api.grpc.v1.RemoveWriterResponse).
 _SPARK_RemoveWriterResponse = StructType([
-    StructField("result", StringType(), True),
+    StructField("result", StringType(), False),
 ])
 _FIELDS_RemoveWriterResponse = [
-    pa.field("result", pa.string()),
+    pa.field("result", pa.string(), nullable=False),
 ]
 _ARROW_RemoveWriterResponse = pa.struct(_FIELDS_RemoveWriterResponse)
 
@@ -745,10 +786,10 @@ _ARROW_TimestampFromWriter = pa.struct(_FIELDS_TimestampFromWriter)
 
 # The TimestampResponse message (io.pravega.controller.stream.api.grpc.v1.TimestampResponse).
 _SPARK_TimestampResponse = StructType([
-    StructField("result", StringType(), True),
+    StructField("result", StringType(), False),
 ])
 _FIELDS_TimestampResponse = [
-    pa.field("result", pa.string()),
+    pa.field("result", pa.string(), nullable=False),
 ]
 _ARROW_TimestampResponse = pa.struct(_FIELDS_TimestampResponse)
 
@@ -806,11 +847,11 @@ _ARROW_ReaderGroupInfo = pa.struct(_FIELDS_ReaderGroupInfo)
 # The CreateReaderGroupResponse message
 # (io.pravega.controller.stream.api.grpc.v1.CreateReaderGroupResponse).
 _SPARK_CreateReaderGroupResponse = StructType([
-    StructField("status", StringType(), True),
+    StructField("status", StringType(), False),
     StructField("config", _SPARK_ReaderGroupConfiguration, True),
 ])
 _FIELDS_CreateReaderGroupResponse = [
-    pa.field("status", pa.string()),
+    pa.field("status", pa.string(), nullable=False),
     pa.field("config", _ARROW_ReaderGroupConfiguration),
 ]
 _ARROW_CreateReaderGroupResponse = pa.struct(_FIELDS_CreateReaderGroupResponse)
@@ -819,32 +860,32 @@ _ARROW_CreateReaderGroupResponse = pa.struct(_FIELDS_CreateReaderGroupResponse)
 # (io.pravega.controller.stream.api.grpc.v1.ReaderGroupConfigResponse).
 _SPARK_ReaderGroupConfigResponse = StructType([
     StructField("config", _SPARK_ReaderGroupConfiguration, True),
-    StructField("status", StringType(), True),
+    StructField("status", StringType(), False),
 ])
 _FIELDS_ReaderGroupConfigResponse = [
     pa.field("config", _ARROW_ReaderGroupConfiguration),
-    pa.field("status", pa.string()),
+    pa.field("status", pa.string(), nullable=False),
 ]
 _ARROW_ReaderGroupConfigResponse = pa.struct(_FIELDS_ReaderGroupConfigResponse)
 
 # The DeleteReaderGroupStatus message
 # (io.pravega.controller.stream.api.grpc.v1.DeleteReaderGroupStatus).
 _SPARK_DeleteReaderGroupStatus = StructType([
-    StructField("status", StringType(), True),
+    StructField("status", StringType(), False),
 ])
 _FIELDS_DeleteReaderGroupStatus = [
-    pa.field("status", pa.string()),
+    pa.field("status", pa.string(), nullable=False),
 ]
 _ARROW_DeleteReaderGroupStatus = pa.struct(_FIELDS_DeleteReaderGroupStatus)
 
 # The UpdateReaderGroupResponse message
 # (io.pravega.controller.stream.api.grpc.v1.UpdateReaderGroupResponse).
 _SPARK_UpdateReaderGroupResponse = StructType([
-    StructField("status", StringType(), True),
+    StructField("status", StringType(), False),
     StructField("generation", LongType(), False),
 ])
 _FIELDS_UpdateReaderGroupResponse = [
-    pa.field("status", pa.string()),
+    pa.field("status", pa.string(), nullable=False),
     pa.field("generation", pa.int64(), nullable=False),
 ]
 _ARROW_UpdateReaderGroupResponse = pa.struct(_FIELDS_UpdateReaderGroupResponse)
@@ -1278,9 +1319,373 @@ _FIELDS_ErrorMessage = [
 ]
 _ARROW_ErrorMessage = pa.struct(_FIELDS_ErrorMessage)
 
+# The FlushToStorage frame struct.
+_SPARK_FlushToStorage = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_FlushToStorage = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_FlushToStorage = pa.struct(_FIELDS_FlushToStorage)
+
+# The FlushedToStorage frame struct.
+_SPARK_FlushedToStorage = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_FlushedToStorage = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_FlushedToStorage = pa.struct(_FIELDS_FlushedToStorage)
+
+# The ListStorageChunks frame struct.
+_SPARK_ListStorageChunks = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_ListStorageChunks = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_ListStorageChunks = pa.struct(_FIELDS_ListStorageChunks)
+
+# The StorageChunksListed frame struct.
+_SPARK_StorageChunksListed = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_StorageChunksListed = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_StorageChunksListed = pa.struct(_FIELDS_StorageChunksListed)
+
+# The UpdateSegmentPolicy frame struct.
+_SPARK_UpdateSegmentPolicy = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_UpdateSegmentPolicy = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_UpdateSegmentPolicy = pa.struct(_FIELDS_UpdateSegmentPolicy)
+
+# The SegmentPolicyUpdated frame struct.
+_SPARK_SegmentPolicyUpdated = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_SegmentPolicyUpdated = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_SegmentPolicyUpdated = pa.struct(_FIELDS_SegmentPolicyUpdated)
+
+# The GetSegmentAttribute frame struct.
+_SPARK_GetSegmentAttribute = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_GetSegmentAttribute = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_GetSegmentAttribute = pa.struct(_FIELDS_GetSegmentAttribute)
+
+# The SegmentAttribute frame struct.
+_SPARK_SegmentAttribute = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_SegmentAttribute = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_SegmentAttribute = pa.struct(_FIELDS_SegmentAttribute)
+
+# The UpdateSegmentAttribute frame struct.
+_SPARK_UpdateSegmentAttribute = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_UpdateSegmentAttribute = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_UpdateSegmentAttribute = pa.struct(_FIELDS_UpdateSegmentAttribute)
+
+# The SegmentAttributeUpdated frame struct.
+_SPARK_SegmentAttributeUpdated = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_SegmentAttributeUpdated = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_SegmentAttributeUpdated = pa.struct(_FIELDS_SegmentAttributeUpdated)
+
+# The TruncateSegment frame struct.
+_SPARK_TruncateSegment = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_TruncateSegment = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_TruncateSegment = pa.struct(_FIELDS_TruncateSegment)
+
+# The SegmentTruncated frame struct.
+_SPARK_SegmentTruncated = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_SegmentTruncated = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_SegmentTruncated = pa.struct(_FIELDS_SegmentTruncated)
+
+# The CreateTransientSegment frame struct.
+_SPARK_CreateTransientSegment = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_CreateTransientSegment = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_CreateTransientSegment = pa.struct(_FIELDS_CreateTransientSegment)
+
+# The LocateOffset frame struct.
+_SPARK_LocateOffset = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_LocateOffset = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_LocateOffset = pa.struct(_FIELDS_LocateOffset)
+
+# The OffsetLocated frame struct.
+_SPARK_OffsetLocated = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_OffsetLocated = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_OffsetLocated = pa.struct(_FIELDS_OffsetLocated)
+
+# The InvalidEventNumber frame struct.
+_SPARK_InvalidEventNumber = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_InvalidEventNumber = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_InvalidEventNumber = pa.struct(_FIELDS_InvalidEventNumber)
+
+# The MergeSegments frame struct.
+_SPARK_MergeSegments = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_MergeSegments = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_MergeSegments = pa.struct(_FIELDS_MergeSegments)
+
+# The SegmentsMerged frame struct.
+_SPARK_SegmentsMerged = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_SegmentsMerged = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_SegmentsMerged = pa.struct(_FIELDS_SegmentsMerged)
+
+# The GetTableSegmentInfo frame struct.
+_SPARK_GetTableSegmentInfo = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_GetTableSegmentInfo = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_GetTableSegmentInfo = pa.struct(_FIELDS_GetTableSegmentInfo)
+
+# The TableSegmentInfo frame struct.
+_SPARK_TableSegmentInfo = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_TableSegmentInfo = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_TableSegmentInfo = pa.struct(_FIELDS_TableSegmentInfo)
+
+# The CreateTableSegment frame struct.
+_SPARK_CreateTableSegment = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_CreateTableSegment = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_CreateTableSegment = pa.struct(_FIELDS_CreateTableSegment)
+
+# The DeleteTableSegment frame struct.
+_SPARK_DeleteTableSegment = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_DeleteTableSegment = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_DeleteTableSegment = pa.struct(_FIELDS_DeleteTableSegment)
+
+# The UpdateTableEntries frame struct.
+_SPARK_UpdateTableEntries = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_UpdateTableEntries = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_UpdateTableEntries = pa.struct(_FIELDS_UpdateTableEntries)
+
+# The TableEntriesUpdated frame struct.
+_SPARK_TableEntriesUpdated = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_TableEntriesUpdated = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_TableEntriesUpdated = pa.struct(_FIELDS_TableEntriesUpdated)
+
+# The RemoveTableKeys frame struct.
+_SPARK_RemoveTableKeys = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_RemoveTableKeys = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_RemoveTableKeys = pa.struct(_FIELDS_RemoveTableKeys)
+
+# The TableKeysRemoved frame struct.
+_SPARK_TableKeysRemoved = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_TableKeysRemoved = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_TableKeysRemoved = pa.struct(_FIELDS_TableKeysRemoved)
+
+# The ReadTable frame struct.
+_SPARK_ReadTable = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_ReadTable = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_ReadTable = pa.struct(_FIELDS_ReadTable)
+
+# The TableRead frame struct.
+_SPARK_TableRead = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_TableRead = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_TableRead = pa.struct(_FIELDS_TableRead)
+
+# The TableSegmentNotEmpty frame struct.
+_SPARK_TableSegmentNotEmpty = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_TableSegmentNotEmpty = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_TableSegmentNotEmpty = pa.struct(_FIELDS_TableSegmentNotEmpty)
+
+# The TableKeyDoesNotExist frame struct.
+_SPARK_TableKeyDoesNotExist = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_TableKeyDoesNotExist = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_TableKeyDoesNotExist = pa.struct(_FIELDS_TableKeyDoesNotExist)
+
+# The TableKeyBadVersion frame struct.
+_SPARK_TableKeyBadVersion = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_TableKeyBadVersion = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_TableKeyBadVersion = pa.struct(_FIELDS_TableKeyBadVersion)
+
+# The ReadTableKeys frame struct.
+_SPARK_ReadTableKeys = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_ReadTableKeys = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_ReadTableKeys = pa.struct(_FIELDS_ReadTableKeys)
+
+# The TableKeysRead frame struct.
+_SPARK_TableKeysRead = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_TableKeysRead = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_TableKeysRead = pa.struct(_FIELDS_TableKeysRead)
+
+# The ReadTableEntries frame struct.
+_SPARK_ReadTableEntries = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_ReadTableEntries = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_ReadTableEntries = pa.struct(_FIELDS_ReadTableEntries)
+
+# The TableEntriesRead frame struct.
+_SPARK_TableEntriesRead = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_TableEntriesRead = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_TableEntriesRead = pa.struct(_FIELDS_TableEntriesRead)
+
+# The TableEntriesDeltaRead frame struct.
+_SPARK_TableEntriesDeltaRead = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_TableEntriesDeltaRead = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_TableEntriesDeltaRead = pa.struct(_FIELDS_TableEntriesDeltaRead)
+
+# The ReadTableEntriesDelta frame struct.
+_SPARK_ReadTableEntriesDelta = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_ReadTableEntriesDelta = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_ReadTableEntriesDelta = pa.struct(_FIELDS_ReadTableEntriesDelta)
+
+# The ConditionalBlockEnd frame struct.
+_SPARK_ConditionalBlockEnd = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_ConditionalBlockEnd = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_ConditionalBlockEnd = pa.struct(_FIELDS_ConditionalBlockEnd)
+
+# The MergeSegmentsBatch frame struct.
+_SPARK_MergeSegmentsBatch = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_MergeSegmentsBatch = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_MergeSegmentsBatch = pa.struct(_FIELDS_MergeSegmentsBatch)
+
+# The SegmentsBatchMerged frame struct.
+_SPARK_SegmentsBatchMerged = StructType([
+    StructField("payload", BinaryType(), False),
+])
+_FIELDS_SegmentsBatchMerged = [
+    pa.field("payload", pa.binary(), nullable=False),
+]
+_ARROW_SegmentsBatchMerged = pa.struct(_FIELDS_SegmentsBatchMerged)
+
 # The Frame.body switch: one field per alternative struct, exactly one of them set.
 _Frame_body_union_T: TypeAlias = (
     frames.Hello
+    | frames.StorageChunksListed
+    | frames.ListStorageChunks
+    | frames.FlushedToStorage
+    | frames.FlushToStorage
     | frames.SetupAppend
     | frames.AppendSetup
     | frames.AppendBlock
@@ -1298,18 +1703,58 @@ _Frame_body_union_T: TypeAlias = (
     | frames.SegmentSealed
     | frames.DeleteSegment
     | frames.SegmentDeleted
+    | frames.UpdateSegmentPolicy
+    | frames.SegmentPolicyUpdated
+    | frames.GetSegmentAttribute
+    | frames.SegmentAttribute
+    | frames.UpdateSegmentAttribute
+    | frames.SegmentAttributeUpdated
+    | frames.TruncateSegment
+    | frames.SegmentTruncated
+    | frames.CreateTransientSegment
+    | frames.LocateOffset
+    | frames.OffsetLocated
     | frames.WrongHost
     | frames.SegmentIsSealed
     | frames.SegmentAlreadyExists
     | frames.NoSuchSegment
+    | frames.InvalidEventNumber
     | frames.SegmentIsTruncated
     | frames.OperationUnsupported
+    | frames.MergeSegments
+    | frames.SegmentsMerged
     | frames.AuthTokenCheckFailed
     | frames.ErrorMessage
+    | frames.GetTableSegmentInfo
+    | frames.TableSegmentInfo
+    | frames.CreateTableSegment
+    | frames.DeleteTableSegment
+    | frames.UpdateTableEntries
+    | frames.TableEntriesUpdated
+    | frames.RemoveTableKeys
+    | frames.TableKeysRemoved
+    | frames.ReadTable
+    | frames.TableRead
+    | frames.TableSegmentNotEmpty
+    | frames.TableKeyDoesNotExist
+    | frames.TableKeyBadVersion
+    | frames.ReadTableKeys
+    | frames.TableKeysRead
+    | frames.ReadTableEntries
+    | frames.TableEntriesRead
+    | frames.TableEntriesDeltaRead
+    | frames.ReadTableEntriesDelta
+    | frames.ConditionalBlockEnd
+    | frames.MergeSegmentsBatch
+    | frames.SegmentsBatchMerged
     | frames.KeepAlive
 )
 _SPARK_Frame_body_union = StructType([
     StructField("Hello", _SPARK_Hello, True),
+    StructField("StorageChunksListed", _SPARK_StorageChunksListed, True),
+    StructField("ListStorageChunks", _SPARK_ListStorageChunks, True),
+    StructField("FlushedToStorage", _SPARK_FlushedToStorage, True),
+    StructField("FlushToStorage", _SPARK_FlushToStorage, True),
     StructField("SetupAppend", _SPARK_SetupAppend, True),
     StructField("AppendSetup", _SPARK_AppendSetup, True),
     StructField("AppendBlock", _SPARK_AppendBlock, True),
@@ -1327,18 +1772,58 @@ _SPARK_Frame_body_union = StructType([
     StructField("SegmentSealed", _SPARK_SegmentSealed, True),
     StructField("DeleteSegment", _SPARK_DeleteSegment, True),
     StructField("SegmentDeleted", _SPARK_SegmentDeleted, True),
+    StructField("UpdateSegmentPolicy", _SPARK_UpdateSegmentPolicy, True),
+    StructField("SegmentPolicyUpdated", _SPARK_SegmentPolicyUpdated, True),
+    StructField("GetSegmentAttribute", _SPARK_GetSegmentAttribute, True),
+    StructField("SegmentAttribute", _SPARK_SegmentAttribute, True),
+    StructField("UpdateSegmentAttribute", _SPARK_UpdateSegmentAttribute, True),
+    StructField("SegmentAttributeUpdated", _SPARK_SegmentAttributeUpdated, True),
+    StructField("TruncateSegment", _SPARK_TruncateSegment, True),
+    StructField("SegmentTruncated", _SPARK_SegmentTruncated, True),
+    StructField("CreateTransientSegment", _SPARK_CreateTransientSegment, True),
+    StructField("LocateOffset", _SPARK_LocateOffset, True),
+    StructField("OffsetLocated", _SPARK_OffsetLocated, True),
     StructField("WrongHost", _SPARK_WrongHost, True),
     StructField("SegmentIsSealed", _SPARK_SegmentIsSealed, True),
     StructField("SegmentAlreadyExists", _SPARK_SegmentAlreadyExists, True),
     StructField("NoSuchSegment", _SPARK_NoSuchSegment, True),
+    StructField("InvalidEventNumber", _SPARK_InvalidEventNumber, True),
     StructField("SegmentIsTruncated", _SPARK_SegmentIsTruncated, True),
     StructField("OperationUnsupported", _SPARK_OperationUnsupported, True),
+    StructField("MergeSegments", _SPARK_MergeSegments, True),
+    StructField("SegmentsMerged", _SPARK_SegmentsMerged, True),
     StructField("AuthTokenCheckFailed", _SPARK_AuthTokenCheckFailed, True),
     StructField("ErrorMessage", _SPARK_ErrorMessage, True),
+    StructField("GetTableSegmentInfo", _SPARK_GetTableSegmentInfo, True),
+    StructField("TableSegmentInfo", _SPARK_TableSegmentInfo, True),
+    StructField("CreateTableSegment", _SPARK_CreateTableSegment, True),
+    StructField("DeleteTableSegment", _SPARK_DeleteTableSegment, True),
+    StructField("UpdateTableEntries", _SPARK_UpdateTableEntries, True),
+    StructField("TableEntriesUpdated", _SPARK_TableEntriesUpdated, True),
+    StructField("RemoveTableKeys", _SPARK_RemoveTableKeys, True),
+    StructField("TableKeysRemoved", _SPARK_TableKeysRemoved, True),
+    StructField("ReadTable", _SPARK_ReadTable, True),
+    StructField("TableRead", _SPARK_TableRead, True),
+    StructField("TableSegmentNotEmpty", _SPARK_TableSegmentNotEmpty, True),
+    StructField("TableKeyDoesNotExist", _SPARK_TableKeyDoesNotExist, True),
+    StructField("TableKeyBadVersion", _SPARK_TableKeyBadVersion, True),
+    StructField("ReadTableKeys", _SPARK_ReadTableKeys, True),
+    StructField("TableKeysRead", _SPARK_TableKeysRead, True),
+    StructField("ReadTableEntries", _SPARK_ReadTableEntries, True),
+    StructField("TableEntriesRead", _SPARK_TableEntriesRead, True),
+    StructField("TableEntriesDeltaRead", _SPARK_TableEntriesDeltaRead, True),
+    StructField("ReadTableEntriesDelta", _SPARK_ReadTableEntriesDelta, True),
+    StructField("ConditionalBlockEnd", _SPARK_ConditionalBlockEnd, True),
+    StructField("MergeSegmentsBatch", _SPARK_MergeSegmentsBatch, True),
+    StructField("SegmentsBatchMerged", _SPARK_SegmentsBatchMerged, True),
     StructField("KeepAlive", _SPARK_KeepAlive, True),
 ])
 _FIELDS_Frame_body_union = [
     pa.field("Hello", _ARROW_Hello),
+    pa.field("StorageChunksListed", _ARROW_StorageChunksListed),
+    pa.field("ListStorageChunks", _ARROW_ListStorageChunks),
+    pa.field("FlushedToStorage", _ARROW_FlushedToStorage),
+    pa.field("FlushToStorage", _ARROW_FlushToStorage),
     pa.field("SetupAppend", _ARROW_SetupAppend),
     pa.field("AppendSetup", _ARROW_AppendSetup),
     pa.field("AppendBlock", _ARROW_AppendBlock),
@@ -1356,14 +1841,50 @@ _FIELDS_Frame_body_union = [
     pa.field("SegmentSealed", _ARROW_SegmentSealed),
     pa.field("DeleteSegment", _ARROW_DeleteSegment),
     pa.field("SegmentDeleted", _ARROW_SegmentDeleted),
+    pa.field("UpdateSegmentPolicy", _ARROW_UpdateSegmentPolicy),
+    pa.field("SegmentPolicyUpdated", _ARROW_SegmentPolicyUpdated),
+    pa.field("GetSegmentAttribute", _ARROW_GetSegmentAttribute),
+    pa.field("SegmentAttribute", _ARROW_SegmentAttribute),
+    pa.field("UpdateSegmentAttribute", _ARROW_UpdateSegmentAttribute),
+    pa.field("SegmentAttributeUpdated", _ARROW_SegmentAttributeUpdated),
+    pa.field("TruncateSegment", _ARROW_TruncateSegment),
+    pa.field("SegmentTruncated", _ARROW_SegmentTruncated),
+    pa.field("CreateTransientSegment", _ARROW_CreateTransientSegment),
+    pa.field("LocateOffset", _ARROW_LocateOffset),
+    pa.field("OffsetLocated", _ARROW_OffsetLocated),
     pa.field("WrongHost", _ARROW_WrongHost),
     pa.field("SegmentIsSealed", _ARROW_SegmentIsSealed),
     pa.field("SegmentAlreadyExists", _ARROW_SegmentAlreadyExists),
     pa.field("NoSuchSegment", _ARROW_NoSuchSegment),
+    pa.field("InvalidEventNumber", _ARROW_InvalidEventNumber),
     pa.field("SegmentIsTruncated", _ARROW_SegmentIsTruncated),
     pa.field("OperationUnsupported", _ARROW_OperationUnsupported),
+    pa.field("MergeSegments", _ARROW_MergeSegments),
+    pa.field("SegmentsMerged", _ARROW_SegmentsMerged),
     pa.field("AuthTokenCheckFailed", _ARROW_AuthTokenCheckFailed),
     pa.field("ErrorMessage", _ARROW_ErrorMessage),
+    pa.field("GetTableSegmentInfo", _ARROW_GetTableSegmentInfo),
+    pa.field("TableSegmentInfo", _ARROW_TableSegmentInfo),
+    pa.field("CreateTableSegment", _ARROW_CreateTableSegment),
+    pa.field("DeleteTableSegment", _ARROW_DeleteTableSegment),
+    pa.field("UpdateTableEntries", _ARROW_UpdateTableEntries),
+    pa.field("TableEntriesUpdated", _ARROW_TableEntriesUpdated),
+    pa.field("RemoveTableKeys", _ARROW_RemoveTableKeys),
+    pa.field("TableKeysRemoved", _ARROW_TableKeysRemoved),
+    pa.field("ReadTable", _ARROW_ReadTable),
+    pa.field("TableRead", _ARROW_TableRead),
+    pa.field("TableSegmentNotEmpty", _ARROW_TableSegmentNotEmpty),
+    pa.field("TableKeyDoesNotExist", _ARROW_TableKeyDoesNotExist),
+    pa.field("TableKeyBadVersion", _ARROW_TableKeyBadVersion),
+    pa.field("ReadTableKeys", _ARROW_ReadTableKeys),
+    pa.field("TableKeysRead", _ARROW_TableKeysRead),
+    pa.field("ReadTableEntries", _ARROW_ReadTableEntries),
+    pa.field("TableEntriesRead", _ARROW_TableEntriesRead),
+    pa.field("TableEntriesDeltaRead", _ARROW_TableEntriesDeltaRead),
+    pa.field("ReadTableEntriesDelta", _ARROW_ReadTableEntriesDelta),
+    pa.field("ConditionalBlockEnd", _ARROW_ConditionalBlockEnd),
+    pa.field("MergeSegmentsBatch", _ARROW_MergeSegmentsBatch),
+    pa.field("SegmentsBatchMerged", _ARROW_SegmentsBatchMerged),
     pa.field("KeepAlive", _ARROW_KeepAlive),
 ]
 _ARROW_Frame_body_union = pa.struct(_FIELDS_Frame_body_union)
@@ -1492,9 +2013,8 @@ def _arrow_ScopeInfo(values: Sequence[controller.ScopeInfo | None]) -> Any:
 
 def _row_CreateScopeStatus(m: controller.CreateScopeStatus) -> dict[str, Any]:
     """The row of a CreateScopeStatus: field name -> row value."""
-    x0 = m._status
     return {
-        "status": None if x0 is None else enum_name(_NAMES_CreateScopeStatus_Status, x0),
+        "status": enum_name(_NAMES_CreateScopeStatus_Status, m.status),
     }
 
 
@@ -1503,15 +2023,11 @@ def _value_CreateScopeStatus(row: RowLike) -> controller.CreateScopeStatus:
     r = as_mapping(row)
     v0 = r["status"]
     value = controller.CreateScopeStatus(
-        status=(
-            None
-            if v0 is None
-            else enum_value(
-                v0,
-                _NUMBERS_CreateScopeStatus_Status,
-                controller.CreateScopeStatus.Status,
-                "CreateScopeStatus.status",
-            )
+        status=enum_value(
+            required(v0, "CreateScopeStatus.status"),
+            _NUMBERS_CreateScopeStatus_Status,
+            controller.CreateScopeStatus.Status,
+            "CreateScopeStatus.status",
         ),
     )
     return value
@@ -1523,7 +2039,7 @@ def _arrow_CreateScopeStatus(values: Sequence[controller.CreateScopeStatus | Non
     if not rows:
         return null_column(len(values), _ARROW_CreateScopeStatus)
     fields = _FIELDS_CreateScopeStatus
-    v0 = [m._status for m in rows]
+    v0 = [m.status for m in rows]
     c0 = enum_array(v0, _NAMES_CreateScopeStatus_Status)
     arrays = [c0]
     return struct_array(arrays, fields, len(rows), take)
@@ -1531,9 +2047,8 @@ def _arrow_CreateScopeStatus(values: Sequence[controller.CreateScopeStatus | Non
 
 def _row_DeleteScopeStatus(m: controller.DeleteScopeStatus) -> dict[str, Any]:
     """The row of a DeleteScopeStatus: field name -> row value."""
-    x0 = m._status
     return {
-        "status": None if x0 is None else enum_name(_NAMES_DeleteScopeStatus_Status, x0),
+        "status": enum_name(_NAMES_DeleteScopeStatus_Status, m.status),
     }
 
 
@@ -1542,15 +2057,11 @@ def _value_DeleteScopeStatus(row: RowLike) -> controller.DeleteScopeStatus:
     r = as_mapping(row)
     v0 = r["status"]
     value = controller.DeleteScopeStatus(
-        status=(
-            None
-            if v0 is None
-            else enum_value(
-                v0,
-                _NUMBERS_DeleteScopeStatus_Status,
-                controller.DeleteScopeStatus.Status,
-                "DeleteScopeStatus.status",
-            )
+        status=enum_value(
+            required(v0, "DeleteScopeStatus.status"),
+            _NUMBERS_DeleteScopeStatus_Status,
+            controller.DeleteScopeStatus.Status,
+            "DeleteScopeStatus.status",
         ),
     )
     return value
@@ -1562,7 +2073,7 @@ def _arrow_DeleteScopeStatus(values: Sequence[controller.DeleteScopeStatus | Non
     if not rows:
         return null_column(len(values), _ARROW_DeleteScopeStatus)
     fields = _FIELDS_DeleteScopeStatus
-    v0 = [m._status for m in rows]
+    v0 = [m.status for m in rows]
     c0 = enum_array(v0, _NAMES_DeleteScopeStatus_Status)
     arrays = [c0]
     return struct_array(arrays, fields, len(rows), take)
@@ -1693,11 +2204,10 @@ def _arrow_ScopesResponse(values: Sequence[controller.ScopesResponse | None]) ->
 
 def _row_StreamInfo(m: controller.StreamInfo) -> dict[str, Any]:
     """The row of a StreamInfo: field name -> row value."""
-    x2 = m._accessOperation
     return {
         "scope": m.scope,
         "stream": m.stream,
-        "accessOperation": None if x2 is None else enum_name(_NAMES_StreamInfo_AccessOperation, x2),
+        "accessOperation": enum_name(_NAMES_StreamInfo_AccessOperation, m.accessOperation),
     }
 
 
@@ -1710,15 +2220,11 @@ def _value_StreamInfo(row: RowLike) -> controller.StreamInfo:
     value = controller.StreamInfo(
         scope=required(v0, "StreamInfo.scope"),
         stream=required(v1, "StreamInfo.stream"),
-        accessOperation=(
-            None
-            if v2 is None
-            else enum_value(
-                v2,
-                _NUMBERS_StreamInfo_AccessOperation,
-                controller.StreamInfo.AccessOperation,
-                "StreamInfo.accessOperation",
-            )
+        accessOperation=enum_value(
+            required(v2, "StreamInfo.accessOperation"),
+            _NUMBERS_StreamInfo_AccessOperation,
+            controller.StreamInfo.AccessOperation,
+            "StreamInfo.accessOperation",
         ),
     )
     return value
@@ -1734,7 +2240,7 @@ def _arrow_StreamInfo(values: Sequence[controller.StreamInfo | None]) -> Any:
     c0 = pa.array(v0, fields[0].type)
     v1 = [m.stream for m in rows]
     c1 = pa.array(v1, fields[1].type)
-    v2 = [m._accessOperation for m in rows]
+    v2 = [m.accessOperation for m in rows]
     c2 = enum_array(v2, _NAMES_StreamInfo_AccessOperation)
     arrays = [c0, c1, c2]
     return struct_array(arrays, fields, len(rows), take)
@@ -1780,11 +2286,10 @@ def _row_StreamsInScopeResponse(m: controller.StreamsInScopeResponse) -> dict[st
     """The row of a StreamsInScopeResponse: field name -> row value."""
     x0 = m.streams
     x1 = m.continuationToken
-    x2 = m._status
     return {
         "streams": [_row_StreamInfo(y) for y in x0],
         "continuationToken": None if x1 is None else _row_ContinuationToken(x1),
-        "status": None if x2 is None else enum_name(_NAMES_StreamsInScopeResponse_Status, x2),
+        "status": enum_name(_NAMES_StreamsInScopeResponse_Status, m.status),
     }
 
 
@@ -1797,15 +2302,11 @@ def _value_StreamsInScopeResponse(row: RowLike) -> controller.StreamsInScopeResp
     value = controller.StreamsInScopeResponse(
         streams=[_value_StreamInfo(y) for y in v0 or ()],
         continuationToken=None if v1 is None else _value_ContinuationToken(v1),
-        status=(
-            None
-            if v2 is None
-            else enum_value(
-                v2,
-                _NUMBERS_StreamsInScopeResponse_Status,
-                controller.StreamsInScopeResponse.Status,
-                "StreamsInScopeResponse.status",
-            )
+        status=enum_value(
+            required(v2, "StreamsInScopeResponse.status"),
+            _NUMBERS_StreamsInScopeResponse_Status,
+            controller.StreamsInScopeResponse.Status,
+            "StreamsInScopeResponse.status",
         ),
     )
     return value
@@ -1823,7 +2324,7 @@ def _arrow_StreamsInScopeResponse(
     c0 = list_array(v0, _arrow_StreamInfo, fields[0].type)
     v1 = [m.continuationToken for m in rows]
     c1 = _arrow_ContinuationToken(v1)
-    v2 = [m._status for m in rows]
+    v2 = [m.status for m in rows]
     c2 = enum_array(v2, _NAMES_StreamsInScopeResponse_Status)
     arrays = [c0, c1, c2]
     return struct_array(arrays, fields, len(rows), take)
@@ -1831,9 +2332,8 @@ def _arrow_StreamsInScopeResponse(
 
 def _row_ScalingPolicy(m: controller.ScalingPolicy) -> dict[str, Any]:
     """The row of a ScalingPolicy: field name -> row value."""
-    x0 = m._scaleType
     return {
-        "scaleType": None if x0 is None else enum_name(_NAMES_ScalingPolicy_ScalingPolicyType, x0),
+        "scaleType": enum_name(_NAMES_ScalingPolicy_ScalingPolicyType, m.scaleType),
         "targetRate": m.targetRate,
         "scaleFactor": m.scaleFactor,
         "minNumSegments": m.minNumSegments,
@@ -1848,15 +2348,11 @@ def _value_ScalingPolicy(row: RowLike) -> controller.ScalingPolicy:
     v2 = r["scaleFactor"]
     v3 = r["minNumSegments"]
     value = controller.ScalingPolicy(
-        scaleType=(
-            None
-            if v0 is None
-            else enum_value(
-                v0,
-                _NUMBERS_ScalingPolicy_ScalingPolicyType,
-                controller.ScalingPolicy.ScalingPolicyType,
-                "ScalingPolicy.scaleType",
-            )
+        scaleType=enum_value(
+            required(v0, "ScalingPolicy.scaleType"),
+            _NUMBERS_ScalingPolicy_ScalingPolicyType,
+            controller.ScalingPolicy.ScalingPolicyType,
+            "ScalingPolicy.scaleType",
         ),
         targetRate=required(v1, "ScalingPolicy.targetRate"),
         scaleFactor=required(v2, "ScalingPolicy.scaleFactor"),
@@ -1871,7 +2367,7 @@ def _arrow_ScalingPolicy(values: Sequence[controller.ScalingPolicy | None]) -> A
     if not rows:
         return null_column(len(values), _ARROW_ScalingPolicy)
     fields = _FIELDS_ScalingPolicy
-    v0 = [m._scaleType for m in rows]
+    v0 = [m.scaleType for m in rows]
     c0 = enum_array(v0, _NAMES_ScalingPolicy_ScalingPolicyType)
     v1 = [m.targetRate for m in rows]
     c1 = pa.array(v1, fields[1].type)
@@ -1885,11 +2381,8 @@ def _arrow_ScalingPolicy(values: Sequence[controller.ScalingPolicy | None]) -> A
 
 def _row_RetentionPolicy(m: controller.RetentionPolicy) -> dict[str, Any]:
     """The row of a RetentionPolicy: field name -> row value."""
-    x0 = m._retentionType
     return {
-        "retentionType": (
-            None if x0 is None else enum_name(_NAMES_RetentionPolicy_RetentionPolicyType, x0)
-        ),
+        "retentionType": enum_name(_NAMES_RetentionPolicy_RetentionPolicyType, m.retentionType),
         "retentionParam": m.retentionParam,
         "retentionMax": m.retentionMax,
     }
@@ -1902,15 +2395,11 @@ def _value_RetentionPolicy(row: RowLike) -> controller.RetentionPolicy:
     v1 = r["retentionParam"]
     v2 = r["retentionMax"]
     value = controller.RetentionPolicy(
-        retentionType=(
-            None
-            if v0 is None
-            else enum_value(
-                v0,
-                _NUMBERS_RetentionPolicy_RetentionPolicyType,
-                controller.RetentionPolicy.RetentionPolicyType,
-                "RetentionPolicy.retentionType",
-            )
+        retentionType=enum_value(
+            required(v0, "RetentionPolicy.retentionType"),
+            _NUMBERS_RetentionPolicy_RetentionPolicyType,
+            controller.RetentionPolicy.RetentionPolicyType,
+            "RetentionPolicy.retentionType",
         ),
         retentionParam=required(v1, "RetentionPolicy.retentionParam"),
         retentionMax=required(v2, "RetentionPolicy.retentionMax"),
@@ -1924,7 +2413,7 @@ def _arrow_RetentionPolicy(values: Sequence[controller.RetentionPolicy | None]) 
     if not rows:
         return null_column(len(values), _ARROW_RetentionPolicy)
     fields = _FIELDS_RetentionPolicy
-    v0 = [m._retentionType for m in rows]
+    v0 = [m.retentionType for m in rows]
     c0 = enum_array(v0, _NAMES_RetentionPolicy_RetentionPolicyType)
     v1 = [m.retentionParam for m in rows]
     c1 = pa.array(v1, fields[1].type)
@@ -2013,9 +2502,8 @@ def _arrow_StreamConfig(values: Sequence[controller.StreamConfig | None]) -> Any
 
 def _row_CreateStreamStatus(m: controller.CreateStreamStatus) -> dict[str, Any]:
     """The row of a CreateStreamStatus: field name -> row value."""
-    x0 = m._status
     return {
-        "status": None if x0 is None else enum_name(_NAMES_CreateStreamStatus_Status, x0),
+        "status": enum_name(_NAMES_CreateStreamStatus_Status, m.status),
     }
 
 
@@ -2024,15 +2512,11 @@ def _value_CreateStreamStatus(row: RowLike) -> controller.CreateStreamStatus:
     r = as_mapping(row)
     v0 = r["status"]
     value = controller.CreateStreamStatus(
-        status=(
-            None
-            if v0 is None
-            else enum_value(
-                v0,
-                _NUMBERS_CreateStreamStatus_Status,
-                controller.CreateStreamStatus.Status,
-                "CreateStreamStatus.status",
-            )
+        status=enum_value(
+            required(v0, "CreateStreamStatus.status"),
+            _NUMBERS_CreateStreamStatus_Status,
+            controller.CreateStreamStatus.Status,
+            "CreateStreamStatus.status",
         ),
     )
     return value
@@ -2044,7 +2528,7 @@ def _arrow_CreateStreamStatus(values: Sequence[controller.CreateStreamStatus | N
     if not rows:
         return null_column(len(values), _ARROW_CreateStreamStatus)
     fields = _FIELDS_CreateStreamStatus
-    v0 = [m._status for m in rows]
+    v0 = [m.status for m in rows]
     c0 = enum_array(v0, _NAMES_CreateStreamStatus_Status)
     arrays = [c0]
     return struct_array(arrays, fields, len(rows), take)
@@ -2052,9 +2536,8 @@ def _arrow_CreateStreamStatus(values: Sequence[controller.CreateStreamStatus | N
 
 def _row_UpdateStreamStatus(m: controller.UpdateStreamStatus) -> dict[str, Any]:
     """The row of a UpdateStreamStatus: field name -> row value."""
-    x0 = m._status
     return {
-        "status": None if x0 is None else enum_name(_NAMES_UpdateStreamStatus_Status, x0),
+        "status": enum_name(_NAMES_UpdateStreamStatus_Status, m.status),
     }
 
 
@@ -2063,15 +2546,11 @@ def _value_UpdateStreamStatus(row: RowLike) -> controller.UpdateStreamStatus:
     r = as_mapping(row)
     v0 = r["status"]
     value = controller.UpdateStreamStatus(
-        status=(
-            None
-            if v0 is None
-            else enum_value(
-                v0,
-                _NUMBERS_UpdateStreamStatus_Status,
-                controller.UpdateStreamStatus.Status,
-                "UpdateStreamStatus.status",
-            )
+        status=enum_value(
+            required(v0, "UpdateStreamStatus.status"),
+            _NUMBERS_UpdateStreamStatus_Status,
+            controller.UpdateStreamStatus.Status,
+            "UpdateStreamStatus.status",
         ),
     )
     return value
@@ -2083,7 +2562,7 @@ def _arrow_UpdateStreamStatus(values: Sequence[controller.UpdateStreamStatus | N
     if not rows:
         return null_column(len(values), _ARROW_UpdateStreamStatus)
     fields = _FIELDS_UpdateStreamStatus
-    v0 = [m._status for m in rows]
+    v0 = [m.status for m in rows]
     c0 = enum_array(v0, _NAMES_UpdateStreamStatus_Status)
     arrays = [c0]
     return struct_array(arrays, fields, len(rows), take)
@@ -2091,9 +2570,8 @@ def _arrow_UpdateStreamStatus(values: Sequence[controller.UpdateStreamStatus | N
 
 def _row_DeleteStreamStatus(m: controller.DeleteStreamStatus) -> dict[str, Any]:
     """The row of a DeleteStreamStatus: field name -> row value."""
-    x0 = m._status
     return {
-        "status": None if x0 is None else enum_name(_NAMES_DeleteStreamStatus_Status, x0),
+        "status": enum_name(_NAMES_DeleteStreamStatus_Status, m.status),
     }
 
 
@@ -2102,15 +2580,11 @@ def _value_DeleteStreamStatus(row: RowLike) -> controller.DeleteStreamStatus:
     r = as_mapping(row)
     v0 = r["status"]
     value = controller.DeleteStreamStatus(
-        status=(
-            None
-            if v0 is None
-            else enum_value(
-                v0,
-                _NUMBERS_DeleteStreamStatus_Status,
-                controller.DeleteStreamStatus.Status,
-                "DeleteStreamStatus.status",
-            )
+        status=enum_value(
+            required(v0, "DeleteStreamStatus.status"),
+            _NUMBERS_DeleteStreamStatus_Status,
+            controller.DeleteStreamStatus.Status,
+            "DeleteStreamStatus.status",
         ),
     )
     return value
@@ -2122,7 +2596,7 @@ def _arrow_DeleteStreamStatus(values: Sequence[controller.DeleteStreamStatus | N
     if not rows:
         return null_column(len(values), _ARROW_DeleteStreamStatus)
     fields = _FIELDS_DeleteStreamStatus
-    v0 = [m._status for m in rows]
+    v0 = [m.status for m in rows]
     c0 = enum_array(v0, _NAMES_DeleteStreamStatus_Status)
     arrays = [c0]
     return struct_array(arrays, fields, len(rows), take)
@@ -2351,8 +2825,10 @@ def _arrow_GetSegmentsRequest(values: Sequence[controller.GetSegmentsRequest | N
     return struct_array(arrays, fields, len(rows), take)
 
 
-def _row_SegmentLocation(m: controller.SegmentLocation) -> dict[str, Any]:
-    """The row of a SegmentLocation: field name -> row value."""
+def _row_SegmentsAtTime_SegmentLocation(
+    m: controller.SegmentsAtTime.SegmentLocation
+) -> dict[str, Any]:
+    """The row of a SegmentsAtTime.SegmentLocation: field name -> row value."""
     x0 = m.segmentId
     return {
         "segmentId": None if x0 is None else _row_SegmentId(x0),
@@ -2360,24 +2836,28 @@ def _row_SegmentLocation(m: controller.SegmentLocation) -> dict[str, Any]:
     }
 
 
-def _value_SegmentLocation(row: RowLike) -> controller.SegmentLocation:
-    """The SegmentLocation a row holds (a dict or a pyspark Row)."""
+def _value_SegmentsAtTime_SegmentLocation(
+    row: RowLike
+) -> controller.SegmentsAtTime.SegmentLocation:
+    """The SegmentsAtTime.SegmentLocation a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     v0 = r["segmentId"]
     v1 = r["offset"]
-    value = controller.SegmentLocation(
+    value = controller.SegmentsAtTime.SegmentLocation(
         segmentId=None if v0 is None else _value_SegmentId(v0),
         offset=required(v1, "SegmentLocation.offset"),
     )
     return value
 
 
-def _arrow_SegmentLocation(values: Sequence[controller.SegmentLocation | None]) -> Any:
-    """An Arrow struct column of SegmentLocation values (None: null)."""
+def _arrow_SegmentsAtTime_SegmentLocation(
+    values: Sequence[controller.SegmentsAtTime.SegmentLocation | None]
+) -> Any:
+    """An Arrow struct column of SegmentsAtTime.SegmentLocation values (None: null)."""
     rows, take = present(values)
     if not rows:
-        return null_column(len(values), _ARROW_SegmentLocation)
-    fields = _FIELDS_SegmentLocation
+        return null_column(len(values), _ARROW_SegmentsAtTime_SegmentLocation)
+    fields = _FIELDS_SegmentsAtTime_SegmentLocation
     v0 = [m.segmentId for m in rows]
     c0 = _arrow_SegmentId(v0)
     v1 = [m.offset for m in rows]
@@ -2390,7 +2870,7 @@ def _row_SegmentsAtTime(m: controller.SegmentsAtTime) -> dict[str, Any]:
     """The row of a SegmentsAtTime: field name -> row value."""
     x0 = m.segments
     return {
-        "segments": [_row_SegmentLocation(y) for y in x0],
+        "segments": [_row_SegmentsAtTime_SegmentLocation(y) for y in x0],
         "delegationToken": m.delegationToken,
     }
 
@@ -2401,7 +2881,7 @@ def _value_SegmentsAtTime(row: RowLike) -> controller.SegmentsAtTime:
     v0 = r["segments"]
     v1 = r["delegationToken"]
     value = controller.SegmentsAtTime(
-        segments=[_value_SegmentLocation(y) for y in v0 or ()],
+        segments=[_value_SegmentsAtTime_SegmentLocation(y) for y in v0 or ()],
         delegationToken=required(v1, "SegmentsAtTime.delegationToken"),
     )
     return value
@@ -2414,7 +2894,7 @@ def _arrow_SegmentsAtTime(values: Sequence[controller.SegmentsAtTime | None]) ->
         return null_column(len(values), _ARROW_SegmentsAtTime)
     fields = _FIELDS_SegmentsAtTime
     v0 = [m.segments for m in rows]
-    c0 = list_array(v0, _arrow_SegmentLocation, fields[0].type)
+    c0 = list_array(v0, _arrow_SegmentsAtTime_SegmentLocation, fields[0].type)
     v1 = [m.delegationToken for m in rows]
     c1 = pa.array(v1, fields[1].type)
     arrays = [c0, c1]
@@ -2518,9 +2998,8 @@ def _arrow_RemoveWriterRequest(values: Sequence[controller.RemoveWriterRequest |
 
 def _row_RemoveWriterResponse(m: controller.RemoveWriterResponse) -> dict[str, Any]:
     """The row of a RemoveWriterResponse: field name -> row value."""
-    x0 = m._result
     return {
-        "result": None if x0 is None else enum_name(_NAMES_RemoveWriterResponse_Status, x0),
+        "result": enum_name(_NAMES_RemoveWriterResponse_Status, m.result),
     }
 
 
@@ -2529,15 +3008,11 @@ def _value_RemoveWriterResponse(row: RowLike) -> controller.RemoveWriterResponse
     r = as_mapping(row)
     v0 = r["result"]
     value = controller.RemoveWriterResponse(
-        result=(
-            None
-            if v0 is None
-            else enum_value(
-                v0,
-                _NUMBERS_RemoveWriterResponse_Status,
-                controller.RemoveWriterResponse.Status,
-                "RemoveWriterResponse.result",
-            )
+        result=enum_value(
+            required(v0, "RemoveWriterResponse.result"),
+            _NUMBERS_RemoveWriterResponse_Status,
+            controller.RemoveWriterResponse.Status,
+            "RemoveWriterResponse.result",
         ),
     )
     return value
@@ -2549,7 +3024,7 @@ def _arrow_RemoveWriterResponse(values: Sequence[controller.RemoveWriterResponse
     if not rows:
         return null_column(len(values), _ARROW_RemoveWriterResponse)
     fields = _FIELDS_RemoveWriterResponse
-    v0 = [m._result for m in rows]
+    v0 = [m.result for m in rows]
     c0 = enum_array(v0, _NAMES_RemoveWriterResponse_Status)
     arrays = [c0]
     return struct_array(arrays, fields, len(rows), take)
@@ -2597,9 +3072,8 @@ def _arrow_TimestampFromWriter(values: Sequence[controller.TimestampFromWriter |
 
 def _row_TimestampResponse(m: controller.TimestampResponse) -> dict[str, Any]:
     """The row of a TimestampResponse: field name -> row value."""
-    x0 = m._result
     return {
-        "result": None if x0 is None else enum_name(_NAMES_TimestampResponse_Status, x0),
+        "result": enum_name(_NAMES_TimestampResponse_Status, m.result),
     }
 
 
@@ -2608,15 +3082,11 @@ def _value_TimestampResponse(row: RowLike) -> controller.TimestampResponse:
     r = as_mapping(row)
     v0 = r["result"]
     value = controller.TimestampResponse(
-        result=(
-            None
-            if v0 is None
-            else enum_value(
-                v0,
-                _NUMBERS_TimestampResponse_Status,
-                controller.TimestampResponse.Status,
-                "TimestampResponse.result",
-            )
+        result=enum_value(
+            required(v0, "TimestampResponse.result"),
+            _NUMBERS_TimestampResponse_Status,
+            controller.TimestampResponse.Status,
+            "TimestampResponse.result",
         ),
     )
     return value
@@ -2628,7 +3098,7 @@ def _arrow_TimestampResponse(values: Sequence[controller.TimestampResponse | Non
     if not rows:
         return null_column(len(values), _ARROW_TimestampResponse)
     fields = _FIELDS_TimestampResponse
-    v0 = [m._result for m in rows]
+    v0 = [m.result for m in rows]
     c0 = enum_array(v0, _NAMES_TimestampResponse_Status)
     arrays = [c0]
     return struct_array(arrays, fields, len(rows), take)
@@ -2764,10 +3234,9 @@ def _arrow_ReaderGroupInfo(values: Sequence[controller.ReaderGroupInfo | None]) 
 
 def _row_CreateReaderGroupResponse(m: controller.CreateReaderGroupResponse) -> dict[str, Any]:
     """The row of a CreateReaderGroupResponse: field name -> row value."""
-    x0 = m._status
     x1 = m.config
     return {
-        "status": None if x0 is None else enum_name(_NAMES_CreateReaderGroupResponse_Status, x0),
+        "status": enum_name(_NAMES_CreateReaderGroupResponse_Status, m.status),
         "config": None if x1 is None else _row_ReaderGroupConfiguration(x1),
     }
 
@@ -2778,15 +3247,11 @@ def _value_CreateReaderGroupResponse(row: RowLike) -> controller.CreateReaderGro
     v0 = r["status"]
     v1 = r["config"]
     value = controller.CreateReaderGroupResponse(
-        status=(
-            None
-            if v0 is None
-            else enum_value(
-                v0,
-                _NUMBERS_CreateReaderGroupResponse_Status,
-                controller.CreateReaderGroupResponse.Status,
-                "CreateReaderGroupResponse.status",
-            )
+        status=enum_value(
+            required(v0, "CreateReaderGroupResponse.status"),
+            _NUMBERS_CreateReaderGroupResponse_Status,
+            controller.CreateReaderGroupResponse.Status,
+            "CreateReaderGroupResponse.status",
         ),
         config=None if v1 is None else _value_ReaderGroupConfiguration(v1),
     )
@@ -2801,7 +3266,7 @@ def _arrow_CreateReaderGroupResponse(
     if not rows:
         return null_column(len(values), _ARROW_CreateReaderGroupResponse)
     fields = _FIELDS_CreateReaderGroupResponse
-    v0 = [m._status for m in rows]
+    v0 = [m.status for m in rows]
     c0 = enum_array(v0, _NAMES_CreateReaderGroupResponse_Status)
     v1 = [m.config for m in rows]
     c1 = _arrow_ReaderGroupConfiguration(v1)
@@ -2812,10 +3277,9 @@ def _arrow_CreateReaderGroupResponse(
 def _row_ReaderGroupConfigResponse(m: controller.ReaderGroupConfigResponse) -> dict[str, Any]:
     """The row of a ReaderGroupConfigResponse: field name -> row value."""
     x0 = m.config
-    x1 = m._status
     return {
         "config": None if x0 is None else _row_ReaderGroupConfiguration(x0),
-        "status": None if x1 is None else enum_name(_NAMES_ReaderGroupConfigResponse_Status, x1),
+        "status": enum_name(_NAMES_ReaderGroupConfigResponse_Status, m.status),
     }
 
 
@@ -2826,15 +3290,11 @@ def _value_ReaderGroupConfigResponse(row: RowLike) -> controller.ReaderGroupConf
     v1 = r["status"]
     value = controller.ReaderGroupConfigResponse(
         config=None if v0 is None else _value_ReaderGroupConfiguration(v0),
-        status=(
-            None
-            if v1 is None
-            else enum_value(
-                v1,
-                _NUMBERS_ReaderGroupConfigResponse_Status,
-                controller.ReaderGroupConfigResponse.Status,
-                "ReaderGroupConfigResponse.status",
-            )
+        status=enum_value(
+            required(v1, "ReaderGroupConfigResponse.status"),
+            _NUMBERS_ReaderGroupConfigResponse_Status,
+            controller.ReaderGroupConfigResponse.Status,
+            "ReaderGroupConfigResponse.status",
         ),
     )
     return value
@@ -2850,7 +3310,7 @@ def _arrow_ReaderGroupConfigResponse(
     fields = _FIELDS_ReaderGroupConfigResponse
     v0 = [m.config for m in rows]
     c0 = _arrow_ReaderGroupConfiguration(v0)
-    v1 = [m._status for m in rows]
+    v1 = [m.status for m in rows]
     c1 = enum_array(v1, _NAMES_ReaderGroupConfigResponse_Status)
     arrays = [c0, c1]
     return struct_array(arrays, fields, len(rows), take)
@@ -2858,9 +3318,8 @@ def _arrow_ReaderGroupConfigResponse(
 
 def _row_DeleteReaderGroupStatus(m: controller.DeleteReaderGroupStatus) -> dict[str, Any]:
     """The row of a DeleteReaderGroupStatus: field name -> row value."""
-    x0 = m._status
     return {
-        "status": None if x0 is None else enum_name(_NAMES_DeleteReaderGroupStatus_Status, x0),
+        "status": enum_name(_NAMES_DeleteReaderGroupStatus_Status, m.status),
     }
 
 
@@ -2869,15 +3328,11 @@ def _value_DeleteReaderGroupStatus(row: RowLike) -> controller.DeleteReaderGroup
     r = as_mapping(row)
     v0 = r["status"]
     value = controller.DeleteReaderGroupStatus(
-        status=(
-            None
-            if v0 is None
-            else enum_value(
-                v0,
-                _NUMBERS_DeleteReaderGroupStatus_Status,
-                controller.DeleteReaderGroupStatus.Status,
-                "DeleteReaderGroupStatus.status",
-            )
+        status=enum_value(
+            required(v0, "DeleteReaderGroupStatus.status"),
+            _NUMBERS_DeleteReaderGroupStatus_Status,
+            controller.DeleteReaderGroupStatus.Status,
+            "DeleteReaderGroupStatus.status",
         ),
     )
     return value
@@ -2891,7 +3346,7 @@ def _arrow_DeleteReaderGroupStatus(
     if not rows:
         return null_column(len(values), _ARROW_DeleteReaderGroupStatus)
     fields = _FIELDS_DeleteReaderGroupStatus
-    v0 = [m._status for m in rows]
+    v0 = [m.status for m in rows]
     c0 = enum_array(v0, _NAMES_DeleteReaderGroupStatus_Status)
     arrays = [c0]
     return struct_array(arrays, fields, len(rows), take)
@@ -2899,9 +3354,8 @@ def _arrow_DeleteReaderGroupStatus(
 
 def _row_UpdateReaderGroupResponse(m: controller.UpdateReaderGroupResponse) -> dict[str, Any]:
     """The row of a UpdateReaderGroupResponse: field name -> row value."""
-    x0 = m._status
     return {
-        "status": None if x0 is None else enum_name(_NAMES_UpdateReaderGroupResponse_Status, x0),
+        "status": enum_name(_NAMES_UpdateReaderGroupResponse_Status, m.status),
         "generation": m.generation,
     }
 
@@ -2912,15 +3366,11 @@ def _value_UpdateReaderGroupResponse(row: RowLike) -> controller.UpdateReaderGro
     v0 = r["status"]
     v1 = r["generation"]
     value = controller.UpdateReaderGroupResponse(
-        status=(
-            None
-            if v0 is None
-            else enum_value(
-                v0,
-                _NUMBERS_UpdateReaderGroupResponse_Status,
-                controller.UpdateReaderGroupResponse.Status,
-                "UpdateReaderGroupResponse.status",
-            )
+        status=enum_value(
+            required(v0, "UpdateReaderGroupResponse.status"),
+            _NUMBERS_UpdateReaderGroupResponse_Status,
+            controller.UpdateReaderGroupResponse.Status,
+            "UpdateReaderGroupResponse.status",
         ),
         generation=required(v1, "UpdateReaderGroupResponse.generation"),
     )
@@ -2935,7 +3385,7 @@ def _arrow_UpdateReaderGroupResponse(
     if not rows:
         return null_column(len(values), _ARROW_UpdateReaderGroupResponse)
     fields = _FIELDS_UpdateReaderGroupResponse
-    v0 = [m._status for m in rows]
+    v0 = [m.status for m in rows]
     c0 = enum_array(v0, _NAMES_UpdateReaderGroupResponse_Status)
     v1 = [m.generation for m in rows]
     c1 = pa.array(v1, fields[1].type)
@@ -4208,10 +4658,1180 @@ def _arrow_ErrorMessage(values: Sequence[frames.ErrorMessage | None]) -> Any:
     return struct_array(arrays, fields, len(rows), take)
 
 
+def _row_FlushToStorage(m: frames.FlushToStorage) -> dict[str, Any]:
+    """The row of a FlushToStorage: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_FlushToStorage(row: RowLike) -> frames.FlushToStorage:
+    """The FlushToStorage a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.FlushToStorage(
+        payload=binary_value(required(v0, "FlushToStorage.payload")),
+    )
+    return value
+
+
+def _arrow_FlushToStorage(values: Sequence[frames.FlushToStorage | None]) -> Any:
+    """An Arrow struct column of FlushToStorage values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_FlushToStorage)
+    fields = _FIELDS_FlushToStorage
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_FlushedToStorage(m: frames.FlushedToStorage) -> dict[str, Any]:
+    """The row of a FlushedToStorage: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_FlushedToStorage(row: RowLike) -> frames.FlushedToStorage:
+    """The FlushedToStorage a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.FlushedToStorage(
+        payload=binary_value(required(v0, "FlushedToStorage.payload")),
+    )
+    return value
+
+
+def _arrow_FlushedToStorage(values: Sequence[frames.FlushedToStorage | None]) -> Any:
+    """An Arrow struct column of FlushedToStorage values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_FlushedToStorage)
+    fields = _FIELDS_FlushedToStorage
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_ListStorageChunks(m: frames.ListStorageChunks) -> dict[str, Any]:
+    """The row of a ListStorageChunks: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_ListStorageChunks(row: RowLike) -> frames.ListStorageChunks:
+    """The ListStorageChunks a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.ListStorageChunks(
+        payload=binary_value(required(v0, "ListStorageChunks.payload")),
+    )
+    return value
+
+
+def _arrow_ListStorageChunks(values: Sequence[frames.ListStorageChunks | None]) -> Any:
+    """An Arrow struct column of ListStorageChunks values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_ListStorageChunks)
+    fields = _FIELDS_ListStorageChunks
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_StorageChunksListed(m: frames.StorageChunksListed) -> dict[str, Any]:
+    """The row of a StorageChunksListed: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_StorageChunksListed(row: RowLike) -> frames.StorageChunksListed:
+    """The StorageChunksListed a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.StorageChunksListed(
+        payload=binary_value(required(v0, "StorageChunksListed.payload")),
+    )
+    return value
+
+
+def _arrow_StorageChunksListed(values: Sequence[frames.StorageChunksListed | None]) -> Any:
+    """An Arrow struct column of StorageChunksListed values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_StorageChunksListed)
+    fields = _FIELDS_StorageChunksListed
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_UpdateSegmentPolicy(m: frames.UpdateSegmentPolicy) -> dict[str, Any]:
+    """The row of a UpdateSegmentPolicy: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_UpdateSegmentPolicy(row: RowLike) -> frames.UpdateSegmentPolicy:
+    """The UpdateSegmentPolicy a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.UpdateSegmentPolicy(
+        payload=binary_value(required(v0, "UpdateSegmentPolicy.payload")),
+    )
+    return value
+
+
+def _arrow_UpdateSegmentPolicy(values: Sequence[frames.UpdateSegmentPolicy | None]) -> Any:
+    """An Arrow struct column of UpdateSegmentPolicy values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_UpdateSegmentPolicy)
+    fields = _FIELDS_UpdateSegmentPolicy
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_SegmentPolicyUpdated(m: frames.SegmentPolicyUpdated) -> dict[str, Any]:
+    """The row of a SegmentPolicyUpdated: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_SegmentPolicyUpdated(row: RowLike) -> frames.SegmentPolicyUpdated:
+    """The SegmentPolicyUpdated a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.SegmentPolicyUpdated(
+        payload=binary_value(required(v0, "SegmentPolicyUpdated.payload")),
+    )
+    return value
+
+
+def _arrow_SegmentPolicyUpdated(values: Sequence[frames.SegmentPolicyUpdated | None]) -> Any:
+    """An Arrow struct column of SegmentPolicyUpdated values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_SegmentPolicyUpdated)
+    fields = _FIELDS_SegmentPolicyUpdated
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_GetSegmentAttribute(m: frames.GetSegmentAttribute) -> dict[str, Any]:
+    """The row of a GetSegmentAttribute: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_GetSegmentAttribute(row: RowLike) -> frames.GetSegmentAttribute:
+    """The GetSegmentAttribute a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.GetSegmentAttribute(
+        payload=binary_value(required(v0, "GetSegmentAttribute.payload")),
+    )
+    return value
+
+
+def _arrow_GetSegmentAttribute(values: Sequence[frames.GetSegmentAttribute | None]) -> Any:
+    """An Arrow struct column of GetSegmentAttribute values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_GetSegmentAttribute)
+    fields = _FIELDS_GetSegmentAttribute
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_SegmentAttribute(m: frames.SegmentAttribute) -> dict[str, Any]:
+    """The row of a SegmentAttribute: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_SegmentAttribute(row: RowLike) -> frames.SegmentAttribute:
+    """The SegmentAttribute a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.SegmentAttribute(
+        payload=binary_value(required(v0, "SegmentAttribute.payload")),
+    )
+    return value
+
+
+def _arrow_SegmentAttribute(values: Sequence[frames.SegmentAttribute | None]) -> Any:
+    """An Arrow struct column of SegmentAttribute values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_SegmentAttribute)
+    fields = _FIELDS_SegmentAttribute
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_UpdateSegmentAttribute(m: frames.UpdateSegmentAttribute) -> dict[str, Any]:
+    """The row of a UpdateSegmentAttribute: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_UpdateSegmentAttribute(row: RowLike) -> frames.UpdateSegmentAttribute:
+    """The UpdateSegmentAttribute a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.UpdateSegmentAttribute(
+        payload=binary_value(required(v0, "UpdateSegmentAttribute.payload")),
+    )
+    return value
+
+
+def _arrow_UpdateSegmentAttribute(values: Sequence[frames.UpdateSegmentAttribute | None]) -> Any:
+    """An Arrow struct column of UpdateSegmentAttribute values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_UpdateSegmentAttribute)
+    fields = _FIELDS_UpdateSegmentAttribute
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_SegmentAttributeUpdated(m: frames.SegmentAttributeUpdated) -> dict[str, Any]:
+    """The row of a SegmentAttributeUpdated: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_SegmentAttributeUpdated(row: RowLike) -> frames.SegmentAttributeUpdated:
+    """The SegmentAttributeUpdated a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.SegmentAttributeUpdated(
+        payload=binary_value(required(v0, "SegmentAttributeUpdated.payload")),
+    )
+    return value
+
+
+def _arrow_SegmentAttributeUpdated(values: Sequence[frames.SegmentAttributeUpdated | None]) -> Any:
+    """An Arrow struct column of SegmentAttributeUpdated values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_SegmentAttributeUpdated)
+    fields = _FIELDS_SegmentAttributeUpdated
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_TruncateSegment(m: frames.TruncateSegment) -> dict[str, Any]:
+    """The row of a TruncateSegment: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_TruncateSegment(row: RowLike) -> frames.TruncateSegment:
+    """The TruncateSegment a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.TruncateSegment(
+        payload=binary_value(required(v0, "TruncateSegment.payload")),
+    )
+    return value
+
+
+def _arrow_TruncateSegment(values: Sequence[frames.TruncateSegment | None]) -> Any:
+    """An Arrow struct column of TruncateSegment values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_TruncateSegment)
+    fields = _FIELDS_TruncateSegment
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_SegmentTruncated(m: frames.SegmentTruncated) -> dict[str, Any]:
+    """The row of a SegmentTruncated: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_SegmentTruncated(row: RowLike) -> frames.SegmentTruncated:
+    """The SegmentTruncated a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.SegmentTruncated(
+        payload=binary_value(required(v0, "SegmentTruncated.payload")),
+    )
+    return value
+
+
+def _arrow_SegmentTruncated(values: Sequence[frames.SegmentTruncated | None]) -> Any:
+    """An Arrow struct column of SegmentTruncated values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_SegmentTruncated)
+    fields = _FIELDS_SegmentTruncated
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_CreateTransientSegment(m: frames.CreateTransientSegment) -> dict[str, Any]:
+    """The row of a CreateTransientSegment: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_CreateTransientSegment(row: RowLike) -> frames.CreateTransientSegment:
+    """The CreateTransientSegment a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.CreateTransientSegment(
+        payload=binary_value(required(v0, "CreateTransientSegment.payload")),
+    )
+    return value
+
+
+def _arrow_CreateTransientSegment(values: Sequence[frames.CreateTransientSegment | None]) -> Any:
+    """An Arrow struct column of CreateTransientSegment values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_CreateTransientSegment)
+    fields = _FIELDS_CreateTransientSegment
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_LocateOffset(m: frames.LocateOffset) -> dict[str, Any]:
+    """The row of a LocateOffset: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_LocateOffset(row: RowLike) -> frames.LocateOffset:
+    """The LocateOffset a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.LocateOffset(
+        payload=binary_value(required(v0, "LocateOffset.payload")),
+    )
+    return value
+
+
+def _arrow_LocateOffset(values: Sequence[frames.LocateOffset | None]) -> Any:
+    """An Arrow struct column of LocateOffset values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_LocateOffset)
+    fields = _FIELDS_LocateOffset
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_OffsetLocated(m: frames.OffsetLocated) -> dict[str, Any]:
+    """The row of a OffsetLocated: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_OffsetLocated(row: RowLike) -> frames.OffsetLocated:
+    """The OffsetLocated a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.OffsetLocated(
+        payload=binary_value(required(v0, "OffsetLocated.payload")),
+    )
+    return value
+
+
+def _arrow_OffsetLocated(values: Sequence[frames.OffsetLocated | None]) -> Any:
+    """An Arrow struct column of OffsetLocated values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_OffsetLocated)
+    fields = _FIELDS_OffsetLocated
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_InvalidEventNumber(m: frames.InvalidEventNumber) -> dict[str, Any]:
+    """The row of a InvalidEventNumber: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_InvalidEventNumber(row: RowLike) -> frames.InvalidEventNumber:
+    """The InvalidEventNumber a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.InvalidEventNumber(
+        payload=binary_value(required(v0, "InvalidEventNumber.payload")),
+    )
+    return value
+
+
+def _arrow_InvalidEventNumber(values: Sequence[frames.InvalidEventNumber | None]) -> Any:
+    """An Arrow struct column of InvalidEventNumber values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_InvalidEventNumber)
+    fields = _FIELDS_InvalidEventNumber
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_MergeSegments(m: frames.MergeSegments) -> dict[str, Any]:
+    """The row of a MergeSegments: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_MergeSegments(row: RowLike) -> frames.MergeSegments:
+    """The MergeSegments a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.MergeSegments(
+        payload=binary_value(required(v0, "MergeSegments.payload")),
+    )
+    return value
+
+
+def _arrow_MergeSegments(values: Sequence[frames.MergeSegments | None]) -> Any:
+    """An Arrow struct column of MergeSegments values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_MergeSegments)
+    fields = _FIELDS_MergeSegments
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_SegmentsMerged(m: frames.SegmentsMerged) -> dict[str, Any]:
+    """The row of a SegmentsMerged: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_SegmentsMerged(row: RowLike) -> frames.SegmentsMerged:
+    """The SegmentsMerged a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.SegmentsMerged(
+        payload=binary_value(required(v0, "SegmentsMerged.payload")),
+    )
+    return value
+
+
+def _arrow_SegmentsMerged(values: Sequence[frames.SegmentsMerged | None]) -> Any:
+    """An Arrow struct column of SegmentsMerged values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_SegmentsMerged)
+    fields = _FIELDS_SegmentsMerged
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_GetTableSegmentInfo(m: frames.GetTableSegmentInfo) -> dict[str, Any]:
+    """The row of a GetTableSegmentInfo: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_GetTableSegmentInfo(row: RowLike) -> frames.GetTableSegmentInfo:
+    """The GetTableSegmentInfo a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.GetTableSegmentInfo(
+        payload=binary_value(required(v0, "GetTableSegmentInfo.payload")),
+    )
+    return value
+
+
+def _arrow_GetTableSegmentInfo(values: Sequence[frames.GetTableSegmentInfo | None]) -> Any:
+    """An Arrow struct column of GetTableSegmentInfo values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_GetTableSegmentInfo)
+    fields = _FIELDS_GetTableSegmentInfo
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_TableSegmentInfo(m: frames.TableSegmentInfo) -> dict[str, Any]:
+    """The row of a TableSegmentInfo: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_TableSegmentInfo(row: RowLike) -> frames.TableSegmentInfo:
+    """The TableSegmentInfo a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.TableSegmentInfo(
+        payload=binary_value(required(v0, "TableSegmentInfo.payload")),
+    )
+    return value
+
+
+def _arrow_TableSegmentInfo(values: Sequence[frames.TableSegmentInfo | None]) -> Any:
+    """An Arrow struct column of TableSegmentInfo values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_TableSegmentInfo)
+    fields = _FIELDS_TableSegmentInfo
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_CreateTableSegment(m: frames.CreateTableSegment) -> dict[str, Any]:
+    """The row of a CreateTableSegment: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_CreateTableSegment(row: RowLike) -> frames.CreateTableSegment:
+    """The CreateTableSegment a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.CreateTableSegment(
+        payload=binary_value(required(v0, "CreateTableSegment.payload")),
+    )
+    return value
+
+
+def _arrow_CreateTableSegment(values: Sequence[frames.CreateTableSegment | None]) -> Any:
+    """An Arrow struct column of CreateTableSegment values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_CreateTableSegment)
+    fields = _FIELDS_CreateTableSegment
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_DeleteTableSegment(m: frames.DeleteTableSegment) -> dict[str, Any]:
+    """The row of a DeleteTableSegment: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_DeleteTableSegment(row: RowLike) -> frames.DeleteTableSegment:
+    """The DeleteTableSegment a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.DeleteTableSegment(
+        payload=binary_value(required(v0, "DeleteTableSegment.payload")),
+    )
+    return value
+
+
+def _arrow_DeleteTableSegment(values: Sequence[frames.DeleteTableSegment | None]) -> Any:
+    """An Arrow struct column of DeleteTableSegment values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_DeleteTableSegment)
+    fields = _FIELDS_DeleteTableSegment
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_UpdateTableEntries(m: frames.UpdateTableEntries) -> dict[str, Any]:
+    """The row of a UpdateTableEntries: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_UpdateTableEntries(row: RowLike) -> frames.UpdateTableEntries:
+    """The UpdateTableEntries a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.UpdateTableEntries(
+        payload=binary_value(required(v0, "UpdateTableEntries.payload")),
+    )
+    return value
+
+
+def _arrow_UpdateTableEntries(values: Sequence[frames.UpdateTableEntries | None]) -> Any:
+    """An Arrow struct column of UpdateTableEntries values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_UpdateTableEntries)
+    fields = _FIELDS_UpdateTableEntries
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_TableEntriesUpdated(m: frames.TableEntriesUpdated) -> dict[str, Any]:
+    """The row of a TableEntriesUpdated: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_TableEntriesUpdated(row: RowLike) -> frames.TableEntriesUpdated:
+    """The TableEntriesUpdated a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.TableEntriesUpdated(
+        payload=binary_value(required(v0, "TableEntriesUpdated.payload")),
+    )
+    return value
+
+
+def _arrow_TableEntriesUpdated(values: Sequence[frames.TableEntriesUpdated | None]) -> Any:
+    """An Arrow struct column of TableEntriesUpdated values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_TableEntriesUpdated)
+    fields = _FIELDS_TableEntriesUpdated
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_RemoveTableKeys(m: frames.RemoveTableKeys) -> dict[str, Any]:
+    """The row of a RemoveTableKeys: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_RemoveTableKeys(row: RowLike) -> frames.RemoveTableKeys:
+    """The RemoveTableKeys a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.RemoveTableKeys(
+        payload=binary_value(required(v0, "RemoveTableKeys.payload")),
+    )
+    return value
+
+
+def _arrow_RemoveTableKeys(values: Sequence[frames.RemoveTableKeys | None]) -> Any:
+    """An Arrow struct column of RemoveTableKeys values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_RemoveTableKeys)
+    fields = _FIELDS_RemoveTableKeys
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_TableKeysRemoved(m: frames.TableKeysRemoved) -> dict[str, Any]:
+    """The row of a TableKeysRemoved: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_TableKeysRemoved(row: RowLike) -> frames.TableKeysRemoved:
+    """The TableKeysRemoved a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.TableKeysRemoved(
+        payload=binary_value(required(v0, "TableKeysRemoved.payload")),
+    )
+    return value
+
+
+def _arrow_TableKeysRemoved(values: Sequence[frames.TableKeysRemoved | None]) -> Any:
+    """An Arrow struct column of TableKeysRemoved values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_TableKeysRemoved)
+    fields = _FIELDS_TableKeysRemoved
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_ReadTable(m: frames.ReadTable) -> dict[str, Any]:
+    """The row of a ReadTable: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_ReadTable(row: RowLike) -> frames.ReadTable:
+    """The ReadTable a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.ReadTable(
+        payload=binary_value(required(v0, "ReadTable.payload")),
+    )
+    return value
+
+
+def _arrow_ReadTable(values: Sequence[frames.ReadTable | None]) -> Any:
+    """An Arrow struct column of ReadTable values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_ReadTable)
+    fields = _FIELDS_ReadTable
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_TableRead(m: frames.TableRead) -> dict[str, Any]:
+    """The row of a TableRead: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_TableRead(row: RowLike) -> frames.TableRead:
+    """The TableRead a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.TableRead(
+        payload=binary_value(required(v0, "TableRead.payload")),
+    )
+    return value
+
+
+def _arrow_TableRead(values: Sequence[frames.TableRead | None]) -> Any:
+    """An Arrow struct column of TableRead values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_TableRead)
+    fields = _FIELDS_TableRead
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_TableSegmentNotEmpty(m: frames.TableSegmentNotEmpty) -> dict[str, Any]:
+    """The row of a TableSegmentNotEmpty: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_TableSegmentNotEmpty(row: RowLike) -> frames.TableSegmentNotEmpty:
+    """The TableSegmentNotEmpty a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.TableSegmentNotEmpty(
+        payload=binary_value(required(v0, "TableSegmentNotEmpty.payload")),
+    )
+    return value
+
+
+def _arrow_TableSegmentNotEmpty(values: Sequence[frames.TableSegmentNotEmpty | None]) -> Any:
+    """An Arrow struct column of TableSegmentNotEmpty values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_TableSegmentNotEmpty)
+    fields = _FIELDS_TableSegmentNotEmpty
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_TableKeyDoesNotExist(m: frames.TableKeyDoesNotExist) -> dict[str, Any]:
+    """The row of a TableKeyDoesNotExist: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_TableKeyDoesNotExist(row: RowLike) -> frames.TableKeyDoesNotExist:
+    """The TableKeyDoesNotExist a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.TableKeyDoesNotExist(
+        payload=binary_value(required(v0, "TableKeyDoesNotExist.payload")),
+    )
+    return value
+
+
+def _arrow_TableKeyDoesNotExist(values: Sequence[frames.TableKeyDoesNotExist | None]) -> Any:
+    """An Arrow struct column of TableKeyDoesNotExist values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_TableKeyDoesNotExist)
+    fields = _FIELDS_TableKeyDoesNotExist
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_TableKeyBadVersion(m: frames.TableKeyBadVersion) -> dict[str, Any]:
+    """The row of a TableKeyBadVersion: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_TableKeyBadVersion(row: RowLike) -> frames.TableKeyBadVersion:
+    """The TableKeyBadVersion a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.TableKeyBadVersion(
+        payload=binary_value(required(v0, "TableKeyBadVersion.payload")),
+    )
+    return value
+
+
+def _arrow_TableKeyBadVersion(values: Sequence[frames.TableKeyBadVersion | None]) -> Any:
+    """An Arrow struct column of TableKeyBadVersion values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_TableKeyBadVersion)
+    fields = _FIELDS_TableKeyBadVersion
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_ReadTableKeys(m: frames.ReadTableKeys) -> dict[str, Any]:
+    """The row of a ReadTableKeys: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_ReadTableKeys(row: RowLike) -> frames.ReadTableKeys:
+    """The ReadTableKeys a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.ReadTableKeys(
+        payload=binary_value(required(v0, "ReadTableKeys.payload")),
+    )
+    return value
+
+
+def _arrow_ReadTableKeys(values: Sequence[frames.ReadTableKeys | None]) -> Any:
+    """An Arrow struct column of ReadTableKeys values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_ReadTableKeys)
+    fields = _FIELDS_ReadTableKeys
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_TableKeysRead(m: frames.TableKeysRead) -> dict[str, Any]:
+    """The row of a TableKeysRead: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_TableKeysRead(row: RowLike) -> frames.TableKeysRead:
+    """The TableKeysRead a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.TableKeysRead(
+        payload=binary_value(required(v0, "TableKeysRead.payload")),
+    )
+    return value
+
+
+def _arrow_TableKeysRead(values: Sequence[frames.TableKeysRead | None]) -> Any:
+    """An Arrow struct column of TableKeysRead values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_TableKeysRead)
+    fields = _FIELDS_TableKeysRead
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_ReadTableEntries(m: frames.ReadTableEntries) -> dict[str, Any]:
+    """The row of a ReadTableEntries: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_ReadTableEntries(row: RowLike) -> frames.ReadTableEntries:
+    """The ReadTableEntries a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.ReadTableEntries(
+        payload=binary_value(required(v0, "ReadTableEntries.payload")),
+    )
+    return value
+
+
+def _arrow_ReadTableEntries(values: Sequence[frames.ReadTableEntries | None]) -> Any:
+    """An Arrow struct column of ReadTableEntries values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_ReadTableEntries)
+    fields = _FIELDS_ReadTableEntries
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_TableEntriesRead(m: frames.TableEntriesRead) -> dict[str, Any]:
+    """The row of a TableEntriesRead: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_TableEntriesRead(row: RowLike) -> frames.TableEntriesRead:
+    """The TableEntriesRead a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.TableEntriesRead(
+        payload=binary_value(required(v0, "TableEntriesRead.payload")),
+    )
+    return value
+
+
+def _arrow_TableEntriesRead(values: Sequence[frames.TableEntriesRead | None]) -> Any:
+    """An Arrow struct column of TableEntriesRead values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_TableEntriesRead)
+    fields = _FIELDS_TableEntriesRead
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_TableEntriesDeltaRead(m: frames.TableEntriesDeltaRead) -> dict[str, Any]:
+    """The row of a TableEntriesDeltaRead: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_TableEntriesDeltaRead(row: RowLike) -> frames.TableEntriesDeltaRead:
+    """The TableEntriesDeltaRead a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.TableEntriesDeltaRead(
+        payload=binary_value(required(v0, "TableEntriesDeltaRead.payload")),
+    )
+    return value
+
+
+def _arrow_TableEntriesDeltaRead(values: Sequence[frames.TableEntriesDeltaRead | None]) -> Any:
+    """An Arrow struct column of TableEntriesDeltaRead values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_TableEntriesDeltaRead)
+    fields = _FIELDS_TableEntriesDeltaRead
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_ReadTableEntriesDelta(m: frames.ReadTableEntriesDelta) -> dict[str, Any]:
+    """The row of a ReadTableEntriesDelta: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_ReadTableEntriesDelta(row: RowLike) -> frames.ReadTableEntriesDelta:
+    """The ReadTableEntriesDelta a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.ReadTableEntriesDelta(
+        payload=binary_value(required(v0, "ReadTableEntriesDelta.payload")),
+    )
+    return value
+
+
+def _arrow_ReadTableEntriesDelta(values: Sequence[frames.ReadTableEntriesDelta | None]) -> Any:
+    """An Arrow struct column of ReadTableEntriesDelta values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_ReadTableEntriesDelta)
+    fields = _FIELDS_ReadTableEntriesDelta
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_ConditionalBlockEnd(m: frames.ConditionalBlockEnd) -> dict[str, Any]:
+    """The row of a ConditionalBlockEnd: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_ConditionalBlockEnd(row: RowLike) -> frames.ConditionalBlockEnd:
+    """The ConditionalBlockEnd a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.ConditionalBlockEnd(
+        payload=binary_value(required(v0, "ConditionalBlockEnd.payload")),
+    )
+    return value
+
+
+def _arrow_ConditionalBlockEnd(values: Sequence[frames.ConditionalBlockEnd | None]) -> Any:
+    """An Arrow struct column of ConditionalBlockEnd values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_ConditionalBlockEnd)
+    fields = _FIELDS_ConditionalBlockEnd
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_MergeSegmentsBatch(m: frames.MergeSegmentsBatch) -> dict[str, Any]:
+    """The row of a MergeSegmentsBatch: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_MergeSegmentsBatch(row: RowLike) -> frames.MergeSegmentsBatch:
+    """The MergeSegmentsBatch a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.MergeSegmentsBatch(
+        payload=binary_value(required(v0, "MergeSegmentsBatch.payload")),
+    )
+    return value
+
+
+def _arrow_MergeSegmentsBatch(values: Sequence[frames.MergeSegmentsBatch | None]) -> Any:
+    """An Arrow struct column of MergeSegmentsBatch values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_MergeSegmentsBatch)
+    fields = _FIELDS_MergeSegmentsBatch
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_SegmentsBatchMerged(m: frames.SegmentsBatchMerged) -> dict[str, Any]:
+    """The row of a SegmentsBatchMerged: field name -> row value."""
+    return {
+        "payload": m.payload,
+    }
+
+
+def _value_SegmentsBatchMerged(row: RowLike) -> frames.SegmentsBatchMerged:
+    """The SegmentsBatchMerged a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["payload"]
+    value = frames.SegmentsBatchMerged(
+        payload=binary_value(required(v0, "SegmentsBatchMerged.payload")),
+    )
+    return value
+
+
+def _arrow_SegmentsBatchMerged(values: Sequence[frames.SegmentsBatchMerged | None]) -> Any:
+    """An Arrow struct column of SegmentsBatchMerged values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_SegmentsBatchMerged)
+    fields = _FIELDS_SegmentsBatchMerged
+    v0 = [m.payload for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
 def _row_Frame_body_union(m: _Frame_body_union_T) -> dict[str, Any]:
     """The row of a Frame.body value: its alternative's row under the struct's name."""
     return {
         "Hello": _row_Hello(m) if isinstance(m, frames.Hello) else None,
+        "StorageChunksListed": (
+            _row_StorageChunksListed(m) if isinstance(m, frames.StorageChunksListed) else None
+        ),
+        "ListStorageChunks": (
+            _row_ListStorageChunks(m) if isinstance(m, frames.ListStorageChunks) else None
+        ),
+        "FlushedToStorage": (
+            _row_FlushedToStorage(m) if isinstance(m, frames.FlushedToStorage) else None
+        ),
+        "FlushToStorage": _row_FlushToStorage(m) if isinstance(m, frames.FlushToStorage) else None,
         "SetupAppend": _row_SetupAppend(m) if isinstance(m, frames.SetupAppend) else None,
         "AppendSetup": _row_AppendSetup(m) if isinstance(m, frames.AppendSetup) else None,
         "AppendBlock": _row_AppendBlock(m) if isinstance(m, frames.AppendBlock) else None,
@@ -4237,6 +5857,37 @@ def _row_Frame_body_union(m: _Frame_body_union_T) -> dict[str, Any]:
         "SegmentSealed": _row_SegmentSealed(m) if isinstance(m, frames.SegmentSealed) else None,
         "DeleteSegment": _row_DeleteSegment(m) if isinstance(m, frames.DeleteSegment) else None,
         "SegmentDeleted": _row_SegmentDeleted(m) if isinstance(m, frames.SegmentDeleted) else None,
+        "UpdateSegmentPolicy": (
+            _row_UpdateSegmentPolicy(m) if isinstance(m, frames.UpdateSegmentPolicy) else None
+        ),
+        "SegmentPolicyUpdated": (
+            _row_SegmentPolicyUpdated(m) if isinstance(m, frames.SegmentPolicyUpdated) else None
+        ),
+        "GetSegmentAttribute": (
+            _row_GetSegmentAttribute(m) if isinstance(m, frames.GetSegmentAttribute) else None
+        ),
+        "SegmentAttribute": (
+            _row_SegmentAttribute(m) if isinstance(m, frames.SegmentAttribute) else None
+        ),
+        "UpdateSegmentAttribute": (
+            _row_UpdateSegmentAttribute(m) if isinstance(m, frames.UpdateSegmentAttribute) else None
+        ),
+        "SegmentAttributeUpdated": (
+            _row_SegmentAttributeUpdated(m)
+            if isinstance(m, frames.SegmentAttributeUpdated)
+            else None
+        ),
+        "TruncateSegment": (
+            _row_TruncateSegment(m) if isinstance(m, frames.TruncateSegment) else None
+        ),
+        "SegmentTruncated": (
+            _row_SegmentTruncated(m) if isinstance(m, frames.SegmentTruncated) else None
+        ),
+        "CreateTransientSegment": (
+            _row_CreateTransientSegment(m) if isinstance(m, frames.CreateTransientSegment) else None
+        ),
+        "LocateOffset": _row_LocateOffset(m) if isinstance(m, frames.LocateOffset) else None,
+        "OffsetLocated": _row_OffsetLocated(m) if isinstance(m, frames.OffsetLocated) else None,
         "WrongHost": _row_WrongHost(m) if isinstance(m, frames.WrongHost) else None,
         "SegmentIsSealed": (
             _row_SegmentIsSealed(m) if isinstance(m, frames.SegmentIsSealed) else None
@@ -4245,16 +5896,79 @@ def _row_Frame_body_union(m: _Frame_body_union_T) -> dict[str, Any]:
             _row_SegmentAlreadyExists(m) if isinstance(m, frames.SegmentAlreadyExists) else None
         ),
         "NoSuchSegment": _row_NoSuchSegment(m) if isinstance(m, frames.NoSuchSegment) else None,
+        "InvalidEventNumber": (
+            _row_InvalidEventNumber(m) if isinstance(m, frames.InvalidEventNumber) else None
+        ),
         "SegmentIsTruncated": (
             _row_SegmentIsTruncated(m) if isinstance(m, frames.SegmentIsTruncated) else None
         ),
         "OperationUnsupported": (
             _row_OperationUnsupported(m) if isinstance(m, frames.OperationUnsupported) else None
         ),
+        "MergeSegments": _row_MergeSegments(m) if isinstance(m, frames.MergeSegments) else None,
+        "SegmentsMerged": _row_SegmentsMerged(m) if isinstance(m, frames.SegmentsMerged) else None,
         "AuthTokenCheckFailed": (
             _row_AuthTokenCheckFailed(m) if isinstance(m, frames.AuthTokenCheckFailed) else None
         ),
         "ErrorMessage": _row_ErrorMessage(m) if isinstance(m, frames.ErrorMessage) else None,
+        "GetTableSegmentInfo": (
+            _row_GetTableSegmentInfo(m) if isinstance(m, frames.GetTableSegmentInfo) else None
+        ),
+        "TableSegmentInfo": (
+            _row_TableSegmentInfo(m) if isinstance(m, frames.TableSegmentInfo) else None
+        ),
+        "CreateTableSegment": (
+            _row_CreateTableSegment(m) if isinstance(m, frames.CreateTableSegment) else None
+        ),
+        "DeleteTableSegment": (
+            _row_DeleteTableSegment(m) if isinstance(m, frames.DeleteTableSegment) else None
+        ),
+        "UpdateTableEntries": (
+            _row_UpdateTableEntries(m) if isinstance(m, frames.UpdateTableEntries) else None
+        ),
+        "TableEntriesUpdated": (
+            _row_TableEntriesUpdated(m) if isinstance(m, frames.TableEntriesUpdated) else None
+        ),
+        "RemoveTableKeys": (
+            _row_RemoveTableKeys(m) if isinstance(m, frames.RemoveTableKeys) else None
+        ),
+        "TableKeysRemoved": (
+            _row_TableKeysRemoved(m) if isinstance(m, frames.TableKeysRemoved) else None
+        ),
+        "ReadTable": _row_ReadTable(m) if isinstance(m, frames.ReadTable) else None,
+        "TableRead": _row_TableRead(m) if isinstance(m, frames.TableRead) else None,
+        "TableSegmentNotEmpty": (
+            _row_TableSegmentNotEmpty(m) if isinstance(m, frames.TableSegmentNotEmpty) else None
+        ),
+        "TableKeyDoesNotExist": (
+            _row_TableKeyDoesNotExist(m) if isinstance(m, frames.TableKeyDoesNotExist) else None
+        ),
+        "TableKeyBadVersion": (
+            _row_TableKeyBadVersion(m) if isinstance(m, frames.TableKeyBadVersion) else None
+        ),
+        "ReadTableKeys": _row_ReadTableKeys(m) if isinstance(m, frames.ReadTableKeys) else None,
+        "TableKeysRead": _row_TableKeysRead(m) if isinstance(m, frames.TableKeysRead) else None,
+        "ReadTableEntries": (
+            _row_ReadTableEntries(m) if isinstance(m, frames.ReadTableEntries) else None
+        ),
+        "TableEntriesRead": (
+            _row_TableEntriesRead(m) if isinstance(m, frames.TableEntriesRead) else None
+        ),
+        "TableEntriesDeltaRead": (
+            _row_TableEntriesDeltaRead(m) if isinstance(m, frames.TableEntriesDeltaRead) else None
+        ),
+        "ReadTableEntriesDelta": (
+            _row_ReadTableEntriesDelta(m) if isinstance(m, frames.ReadTableEntriesDelta) else None
+        ),
+        "ConditionalBlockEnd": (
+            _row_ConditionalBlockEnd(m) if isinstance(m, frames.ConditionalBlockEnd) else None
+        ),
+        "MergeSegmentsBatch": (
+            _row_MergeSegmentsBatch(m) if isinstance(m, frames.MergeSegmentsBatch) else None
+        ),
+        "SegmentsBatchMerged": (
+            _row_SegmentsBatchMerged(m) if isinstance(m, frames.SegmentsBatchMerged) else None
+        ),
         "KeepAlive": _row_KeepAlive(m) if isinstance(m, frames.KeepAlive) else None,
     }
 
@@ -4265,84 +5979,204 @@ def _value_Frame_body_union(row: RowLike) -> _Frame_body_union_T:
     a0 = r["Hello"]
     if a0 is not None:
         return _value_Hello(a0)
-    a1 = r["SetupAppend"]
+    a1 = r["StorageChunksListed"]
     if a1 is not None:
-        return _value_SetupAppend(a1)
-    a2 = r["AppendSetup"]
+        return _value_StorageChunksListed(a1)
+    a2 = r["ListStorageChunks"]
     if a2 is not None:
-        return _value_AppendSetup(a2)
-    a3 = r["AppendBlock"]
+        return _value_ListStorageChunks(a2)
+    a3 = r["FlushedToStorage"]
     if a3 is not None:
-        return _value_AppendBlock(a3)
-    a4 = r["AppendBlockEnd"]
+        return _value_FlushedToStorage(a3)
+    a4 = r["FlushToStorage"]
     if a4 is not None:
-        return _value_AppendBlockEnd(a4)
-    a5 = r["ConditionalAppend"]
+        return _value_FlushToStorage(a4)
+    a5 = r["SetupAppend"]
     if a5 is not None:
-        return _value_ConditionalAppend(a5)
-    a6 = r["DataAppended"]
+        return _value_SetupAppend(a5)
+    a6 = r["AppendSetup"]
     if a6 is not None:
-        return _value_DataAppended(a6)
-    a7 = r["ConditionalCheckFailed"]
+        return _value_AppendSetup(a6)
+    a7 = r["AppendBlock"]
     if a7 is not None:
-        return _value_ConditionalCheckFailed(a7)
-    a8 = r["ReadSegment"]
+        return _value_AppendBlock(a7)
+    a8 = r["AppendBlockEnd"]
     if a8 is not None:
-        return _value_ReadSegment(a8)
-    a9 = r["SegmentRead"]
+        return _value_AppendBlockEnd(a8)
+    a9 = r["ConditionalAppend"]
     if a9 is not None:
-        return _value_SegmentRead(a9)
-    a10 = r["GetStreamSegmentInfo"]
+        return _value_ConditionalAppend(a9)
+    a10 = r["DataAppended"]
     if a10 is not None:
-        return _value_GetStreamSegmentInfo(a10)
-    a11 = r["StreamSegmentInfo"]
+        return _value_DataAppended(a10)
+    a11 = r["ConditionalCheckFailed"]
     if a11 is not None:
-        return _value_StreamSegmentInfo(a11)
-    a12 = r["CreateSegment"]
+        return _value_ConditionalCheckFailed(a11)
+    a12 = r["ReadSegment"]
     if a12 is not None:
-        return _value_CreateSegment(a12)
-    a13 = r["SegmentCreated"]
+        return _value_ReadSegment(a12)
+    a13 = r["SegmentRead"]
     if a13 is not None:
-        return _value_SegmentCreated(a13)
-    a14 = r["SealSegment"]
+        return _value_SegmentRead(a13)
+    a14 = r["GetStreamSegmentInfo"]
     if a14 is not None:
-        return _value_SealSegment(a14)
-    a15 = r["SegmentSealed"]
+        return _value_GetStreamSegmentInfo(a14)
+    a15 = r["StreamSegmentInfo"]
     if a15 is not None:
-        return _value_SegmentSealed(a15)
-    a16 = r["DeleteSegment"]
+        return _value_StreamSegmentInfo(a15)
+    a16 = r["CreateSegment"]
     if a16 is not None:
-        return _value_DeleteSegment(a16)
-    a17 = r["SegmentDeleted"]
+        return _value_CreateSegment(a16)
+    a17 = r["SegmentCreated"]
     if a17 is not None:
-        return _value_SegmentDeleted(a17)
-    a18 = r["WrongHost"]
+        return _value_SegmentCreated(a17)
+    a18 = r["SealSegment"]
     if a18 is not None:
-        return _value_WrongHost(a18)
-    a19 = r["SegmentIsSealed"]
+        return _value_SealSegment(a18)
+    a19 = r["SegmentSealed"]
     if a19 is not None:
-        return _value_SegmentIsSealed(a19)
-    a20 = r["SegmentAlreadyExists"]
+        return _value_SegmentSealed(a19)
+    a20 = r["DeleteSegment"]
     if a20 is not None:
-        return _value_SegmentAlreadyExists(a20)
-    a21 = r["NoSuchSegment"]
+        return _value_DeleteSegment(a20)
+    a21 = r["SegmentDeleted"]
     if a21 is not None:
-        return _value_NoSuchSegment(a21)
-    a22 = r["SegmentIsTruncated"]
+        return _value_SegmentDeleted(a21)
+    a22 = r["UpdateSegmentPolicy"]
     if a22 is not None:
-        return _value_SegmentIsTruncated(a22)
-    a23 = r["OperationUnsupported"]
+        return _value_UpdateSegmentPolicy(a22)
+    a23 = r["SegmentPolicyUpdated"]
     if a23 is not None:
-        return _value_OperationUnsupported(a23)
-    a24 = r["AuthTokenCheckFailed"]
+        return _value_SegmentPolicyUpdated(a23)
+    a24 = r["GetSegmentAttribute"]
     if a24 is not None:
-        return _value_AuthTokenCheckFailed(a24)
-    a25 = r["ErrorMessage"]
+        return _value_GetSegmentAttribute(a24)
+    a25 = r["SegmentAttribute"]
     if a25 is not None:
-        return _value_ErrorMessage(a25)
-    a26 = r["KeepAlive"]
+        return _value_SegmentAttribute(a25)
+    a26 = r["UpdateSegmentAttribute"]
     if a26 is not None:
-        return _value_KeepAlive(a26)
+        return _value_UpdateSegmentAttribute(a26)
+    a27 = r["SegmentAttributeUpdated"]
+    if a27 is not None:
+        return _value_SegmentAttributeUpdated(a27)
+    a28 = r["TruncateSegment"]
+    if a28 is not None:
+        return _value_TruncateSegment(a28)
+    a29 = r["SegmentTruncated"]
+    if a29 is not None:
+        return _value_SegmentTruncated(a29)
+    a30 = r["CreateTransientSegment"]
+    if a30 is not None:
+        return _value_CreateTransientSegment(a30)
+    a31 = r["LocateOffset"]
+    if a31 is not None:
+        return _value_LocateOffset(a31)
+    a32 = r["OffsetLocated"]
+    if a32 is not None:
+        return _value_OffsetLocated(a32)
+    a33 = r["WrongHost"]
+    if a33 is not None:
+        return _value_WrongHost(a33)
+    a34 = r["SegmentIsSealed"]
+    if a34 is not None:
+        return _value_SegmentIsSealed(a34)
+    a35 = r["SegmentAlreadyExists"]
+    if a35 is not None:
+        return _value_SegmentAlreadyExists(a35)
+    a36 = r["NoSuchSegment"]
+    if a36 is not None:
+        return _value_NoSuchSegment(a36)
+    a37 = r["InvalidEventNumber"]
+    if a37 is not None:
+        return _value_InvalidEventNumber(a37)
+    a38 = r["SegmentIsTruncated"]
+    if a38 is not None:
+        return _value_SegmentIsTruncated(a38)
+    a39 = r["OperationUnsupported"]
+    if a39 is not None:
+        return _value_OperationUnsupported(a39)
+    a40 = r["MergeSegments"]
+    if a40 is not None:
+        return _value_MergeSegments(a40)
+    a41 = r["SegmentsMerged"]
+    if a41 is not None:
+        return _value_SegmentsMerged(a41)
+    a42 = r["AuthTokenCheckFailed"]
+    if a42 is not None:
+        return _value_AuthTokenCheckFailed(a42)
+    a43 = r["ErrorMessage"]
+    if a43 is not None:
+        return _value_ErrorMessage(a43)
+    a44 = r["GetTableSegmentInfo"]
+    if a44 is not None:
+        return _value_GetTableSegmentInfo(a44)
+    a45 = r["TableSegmentInfo"]
+    if a45 is not None:
+        return _value_TableSegmentInfo(a45)
+    a46 = r["CreateTableSegment"]
+    if a46 is not None:
+        return _value_CreateTableSegment(a46)
+    a47 = r["DeleteTableSegment"]
+    if a47 is not None:
+        return _value_DeleteTableSegment(a47)
+    a48 = r["UpdateTableEntries"]
+    if a48 is not None:
+        return _value_UpdateTableEntries(a48)
+    a49 = r["TableEntriesUpdated"]
+    if a49 is not None:
+        return _value_TableEntriesUpdated(a49)
+    a50 = r["RemoveTableKeys"]
+    if a50 is not None:
+        return _value_RemoveTableKeys(a50)
+    a51 = r["TableKeysRemoved"]
+    if a51 is not None:
+        return _value_TableKeysRemoved(a51)
+    a52 = r["ReadTable"]
+    if a52 is not None:
+        return _value_ReadTable(a52)
+    a53 = r["TableRead"]
+    if a53 is not None:
+        return _value_TableRead(a53)
+    a54 = r["TableSegmentNotEmpty"]
+    if a54 is not None:
+        return _value_TableSegmentNotEmpty(a54)
+    a55 = r["TableKeyDoesNotExist"]
+    if a55 is not None:
+        return _value_TableKeyDoesNotExist(a55)
+    a56 = r["TableKeyBadVersion"]
+    if a56 is not None:
+        return _value_TableKeyBadVersion(a56)
+    a57 = r["ReadTableKeys"]
+    if a57 is not None:
+        return _value_ReadTableKeys(a57)
+    a58 = r["TableKeysRead"]
+    if a58 is not None:
+        return _value_TableKeysRead(a58)
+    a59 = r["ReadTableEntries"]
+    if a59 is not None:
+        return _value_ReadTableEntries(a59)
+    a60 = r["TableEntriesRead"]
+    if a60 is not None:
+        return _value_TableEntriesRead(a60)
+    a61 = r["TableEntriesDeltaRead"]
+    if a61 is not None:
+        return _value_TableEntriesDeltaRead(a61)
+    a62 = r["ReadTableEntriesDelta"]
+    if a62 is not None:
+        return _value_ReadTableEntriesDelta(a62)
+    a63 = r["ConditionalBlockEnd"]
+    if a63 is not None:
+        return _value_ConditionalBlockEnd(a63)
+    a64 = r["MergeSegmentsBatch"]
+    if a64 is not None:
+        return _value_MergeSegmentsBatch(a64)
+    a65 = r["SegmentsBatchMerged"]
+    if a65 is not None:
+        return _value_SegmentsBatchMerged(a65)
+    a66 = r["KeepAlive"]
+    if a66 is not None:
+        return _value_KeepAlive(a66)
     no_alternative("Frame.body")
 
 
@@ -4353,6 +6187,16 @@ def _arrow_Frame_body_union(values: Sequence[_Frame_body_union_T | None]) -> Any
         return null_column(len(values), _ARROW_Frame_body_union)
     arrays = [
         _arrow_Hello([x if isinstance(x, frames.Hello) else None for x in rows]),
+        _arrow_StorageChunksListed(
+            [x if isinstance(x, frames.StorageChunksListed) else None for x in rows],
+        ),
+        _arrow_ListStorageChunks(
+            [x if isinstance(x, frames.ListStorageChunks) else None for x in rows],
+        ),
+        _arrow_FlushedToStorage(
+            [x if isinstance(x, frames.FlushedToStorage) else None for x in rows],
+        ),
+        _arrow_FlushToStorage([x if isinstance(x, frames.FlushToStorage) else None for x in rows]),
         _arrow_SetupAppend([x if isinstance(x, frames.SetupAppend) else None for x in rows]),
         _arrow_AppendSetup([x if isinstance(x, frames.AppendSetup) else None for x in rows]),
         _arrow_AppendBlock([x if isinstance(x, frames.AppendBlock) else None for x in rows]),
@@ -4378,6 +6222,35 @@ def _arrow_Frame_body_union(values: Sequence[_Frame_body_union_T | None]) -> Any
         _arrow_SegmentSealed([x if isinstance(x, frames.SegmentSealed) else None for x in rows]),
         _arrow_DeleteSegment([x if isinstance(x, frames.DeleteSegment) else None for x in rows]),
         _arrow_SegmentDeleted([x if isinstance(x, frames.SegmentDeleted) else None for x in rows]),
+        _arrow_UpdateSegmentPolicy(
+            [x if isinstance(x, frames.UpdateSegmentPolicy) else None for x in rows],
+        ),
+        _arrow_SegmentPolicyUpdated(
+            [x if isinstance(x, frames.SegmentPolicyUpdated) else None for x in rows],
+        ),
+        _arrow_GetSegmentAttribute(
+            [x if isinstance(x, frames.GetSegmentAttribute) else None for x in rows],
+        ),
+        _arrow_SegmentAttribute(
+            [x if isinstance(x, frames.SegmentAttribute) else None for x in rows],
+        ),
+        _arrow_UpdateSegmentAttribute(
+            [x if isinstance(x, frames.UpdateSegmentAttribute) else None for x in rows],
+        ),
+        _arrow_SegmentAttributeUpdated(
+            [x if isinstance(x, frames.SegmentAttributeUpdated) else None for x in rows],
+        ),
+        _arrow_TruncateSegment(
+            [x if isinstance(x, frames.TruncateSegment) else None for x in rows],
+        ),
+        _arrow_SegmentTruncated(
+            [x if isinstance(x, frames.SegmentTruncated) else None for x in rows],
+        ),
+        _arrow_CreateTransientSegment(
+            [x if isinstance(x, frames.CreateTransientSegment) else None for x in rows],
+        ),
+        _arrow_LocateOffset([x if isinstance(x, frames.LocateOffset) else None for x in rows]),
+        _arrow_OffsetLocated([x if isinstance(x, frames.OffsetLocated) else None for x in rows]),
         _arrow_WrongHost([x if isinstance(x, frames.WrongHost) else None for x in rows]),
         _arrow_SegmentIsSealed(
             [x if isinstance(x, frames.SegmentIsSealed) else None for x in rows],
@@ -4386,16 +6259,79 @@ def _arrow_Frame_body_union(values: Sequence[_Frame_body_union_T | None]) -> Any
             [x if isinstance(x, frames.SegmentAlreadyExists) else None for x in rows],
         ),
         _arrow_NoSuchSegment([x if isinstance(x, frames.NoSuchSegment) else None for x in rows]),
+        _arrow_InvalidEventNumber(
+            [x if isinstance(x, frames.InvalidEventNumber) else None for x in rows],
+        ),
         _arrow_SegmentIsTruncated(
             [x if isinstance(x, frames.SegmentIsTruncated) else None for x in rows],
         ),
         _arrow_OperationUnsupported(
             [x if isinstance(x, frames.OperationUnsupported) else None for x in rows],
         ),
+        _arrow_MergeSegments([x if isinstance(x, frames.MergeSegments) else None for x in rows]),
+        _arrow_SegmentsMerged([x if isinstance(x, frames.SegmentsMerged) else None for x in rows]),
         _arrow_AuthTokenCheckFailed(
             [x if isinstance(x, frames.AuthTokenCheckFailed) else None for x in rows],
         ),
         _arrow_ErrorMessage([x if isinstance(x, frames.ErrorMessage) else None for x in rows]),
+        _arrow_GetTableSegmentInfo(
+            [x if isinstance(x, frames.GetTableSegmentInfo) else None for x in rows],
+        ),
+        _arrow_TableSegmentInfo(
+            [x if isinstance(x, frames.TableSegmentInfo) else None for x in rows],
+        ),
+        _arrow_CreateTableSegment(
+            [x if isinstance(x, frames.CreateTableSegment) else None for x in rows],
+        ),
+        _arrow_DeleteTableSegment(
+            [x if isinstance(x, frames.DeleteTableSegment) else None for x in rows],
+        ),
+        _arrow_UpdateTableEntries(
+            [x if isinstance(x, frames.UpdateTableEntries) else None for x in rows],
+        ),
+        _arrow_TableEntriesUpdated(
+            [x if isinstance(x, frames.TableEntriesUpdated) else None for x in rows],
+        ),
+        _arrow_RemoveTableKeys(
+            [x if isinstance(x, frames.RemoveTableKeys) else None for x in rows],
+        ),
+        _arrow_TableKeysRemoved(
+            [x if isinstance(x, frames.TableKeysRemoved) else None for x in rows],
+        ),
+        _arrow_ReadTable([x if isinstance(x, frames.ReadTable) else None for x in rows]),
+        _arrow_TableRead([x if isinstance(x, frames.TableRead) else None for x in rows]),
+        _arrow_TableSegmentNotEmpty(
+            [x if isinstance(x, frames.TableSegmentNotEmpty) else None for x in rows],
+        ),
+        _arrow_TableKeyDoesNotExist(
+            [x if isinstance(x, frames.TableKeyDoesNotExist) else None for x in rows],
+        ),
+        _arrow_TableKeyBadVersion(
+            [x if isinstance(x, frames.TableKeyBadVersion) else None for x in rows],
+        ),
+        _arrow_ReadTableKeys([x if isinstance(x, frames.ReadTableKeys) else None for x in rows]),
+        _arrow_TableKeysRead([x if isinstance(x, frames.TableKeysRead) else None for x in rows]),
+        _arrow_ReadTableEntries(
+            [x if isinstance(x, frames.ReadTableEntries) else None for x in rows],
+        ),
+        _arrow_TableEntriesRead(
+            [x if isinstance(x, frames.TableEntriesRead) else None for x in rows],
+        ),
+        _arrow_TableEntriesDeltaRead(
+            [x if isinstance(x, frames.TableEntriesDeltaRead) else None for x in rows],
+        ),
+        _arrow_ReadTableEntriesDelta(
+            [x if isinstance(x, frames.ReadTableEntriesDelta) else None for x in rows],
+        ),
+        _arrow_ConditionalBlockEnd(
+            [x if isinstance(x, frames.ConditionalBlockEnd) else None for x in rows],
+        ),
+        _arrow_MergeSegmentsBatch(
+            [x if isinstance(x, frames.MergeSegmentsBatch) else None for x in rows],
+        ),
+        _arrow_SegmentsBatchMerged(
+            [x if isinstance(x, frames.SegmentsBatchMerged) else None for x in rows],
+        ),
         _arrow_KeepAlive([x if isinstance(x, frames.KeepAlive) else None for x in rows]),
     ]
     return struct_array(arrays, _FIELDS_Frame_body_union, len(rows), take)
@@ -4745,15 +6681,16 @@ GetSegmentsRequest = RowCodec(
 )
 
 
-# The SegmentLocation message (io.pravega.controller.stream.api.grpc.v1.SegmentLocation).
-SegmentLocation = RowCodec(
-    "io.pravega.controller.stream.api.grpc.v1.SegmentLocation",
-    controller.SegmentLocation,
-    _SPARK_SegmentLocation,
-    _ARROW_SegmentLocation,
-    _row_SegmentLocation,
-    _value_SegmentLocation,
-    _arrow_SegmentLocation,
+# The SegmentLocation message
+# (io.pravega.controller.stream.api.grpc.v1.SegmentsAtTime.SegmentLocation).
+SegmentsAtTime_SegmentLocation = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.SegmentsAtTime.SegmentLocation",
+    controller.SegmentsAtTime.SegmentLocation,
+    _SPARK_SegmentsAtTime_SegmentLocation,
+    _ARROW_SegmentsAtTime_SegmentLocation,
+    _row_SegmentsAtTime_SegmentLocation,
+    _value_SegmentsAtTime_SegmentLocation,
+    _arrow_SegmentsAtTime_SegmentLocation,
 )
 
 
@@ -5291,6 +7228,486 @@ ErrorMessage = RowCodec(
 )
 
 
+# The FlushToStorage frame struct.
+FlushToStorage = RowCodec(
+    "FlushToStorage",
+    frames.FlushToStorage,
+    _SPARK_FlushToStorage,
+    _ARROW_FlushToStorage,
+    _row_FlushToStorage,
+    _value_FlushToStorage,
+    _arrow_FlushToStorage,
+)
+
+
+# The FlushedToStorage frame struct.
+FlushedToStorage = RowCodec(
+    "FlushedToStorage",
+    frames.FlushedToStorage,
+    _SPARK_FlushedToStorage,
+    _ARROW_FlushedToStorage,
+    _row_FlushedToStorage,
+    _value_FlushedToStorage,
+    _arrow_FlushedToStorage,
+)
+
+
+# The ListStorageChunks frame struct.
+ListStorageChunks = RowCodec(
+    "ListStorageChunks",
+    frames.ListStorageChunks,
+    _SPARK_ListStorageChunks,
+    _ARROW_ListStorageChunks,
+    _row_ListStorageChunks,
+    _value_ListStorageChunks,
+    _arrow_ListStorageChunks,
+)
+
+
+# The StorageChunksListed frame struct.
+StorageChunksListed = RowCodec(
+    "StorageChunksListed",
+    frames.StorageChunksListed,
+    _SPARK_StorageChunksListed,
+    _ARROW_StorageChunksListed,
+    _row_StorageChunksListed,
+    _value_StorageChunksListed,
+    _arrow_StorageChunksListed,
+)
+
+
+# The UpdateSegmentPolicy frame struct.
+UpdateSegmentPolicy = RowCodec(
+    "UpdateSegmentPolicy",
+    frames.UpdateSegmentPolicy,
+    _SPARK_UpdateSegmentPolicy,
+    _ARROW_UpdateSegmentPolicy,
+    _row_UpdateSegmentPolicy,
+    _value_UpdateSegmentPolicy,
+    _arrow_UpdateSegmentPolicy,
+)
+
+
+# The SegmentPolicyUpdated frame struct.
+SegmentPolicyUpdated = RowCodec(
+    "SegmentPolicyUpdated",
+    frames.SegmentPolicyUpdated,
+    _SPARK_SegmentPolicyUpdated,
+    _ARROW_SegmentPolicyUpdated,
+    _row_SegmentPolicyUpdated,
+    _value_SegmentPolicyUpdated,
+    _arrow_SegmentPolicyUpdated,
+)
+
+
+# The GetSegmentAttribute frame struct.
+GetSegmentAttribute = RowCodec(
+    "GetSegmentAttribute",
+    frames.GetSegmentAttribute,
+    _SPARK_GetSegmentAttribute,
+    _ARROW_GetSegmentAttribute,
+    _row_GetSegmentAttribute,
+    _value_GetSegmentAttribute,
+    _arrow_GetSegmentAttribute,
+)
+
+
+# The SegmentAttribute frame struct.
+SegmentAttribute = RowCodec(
+    "SegmentAttribute",
+    frames.SegmentAttribute,
+    _SPARK_SegmentAttribute,
+    _ARROW_SegmentAttribute,
+    _row_SegmentAttribute,
+    _value_SegmentAttribute,
+    _arrow_SegmentAttribute,
+)
+
+
+# The UpdateSegmentAttribute frame struct.
+UpdateSegmentAttribute = RowCodec(
+    "UpdateSegmentAttribute",
+    frames.UpdateSegmentAttribute,
+    _SPARK_UpdateSegmentAttribute,
+    _ARROW_UpdateSegmentAttribute,
+    _row_UpdateSegmentAttribute,
+    _value_UpdateSegmentAttribute,
+    _arrow_UpdateSegmentAttribute,
+)
+
+
+# The SegmentAttributeUpdated frame struct.
+SegmentAttributeUpdated = RowCodec(
+    "SegmentAttributeUpdated",
+    frames.SegmentAttributeUpdated,
+    _SPARK_SegmentAttributeUpdated,
+    _ARROW_SegmentAttributeUpdated,
+    _row_SegmentAttributeUpdated,
+    _value_SegmentAttributeUpdated,
+    _arrow_SegmentAttributeUpdated,
+)
+
+
+# The TruncateSegment frame struct.
+TruncateSegment = RowCodec(
+    "TruncateSegment",
+    frames.TruncateSegment,
+    _SPARK_TruncateSegment,
+    _ARROW_TruncateSegment,
+    _row_TruncateSegment,
+    _value_TruncateSegment,
+    _arrow_TruncateSegment,
+)
+
+
+# The SegmentTruncated frame struct.
+SegmentTruncated = RowCodec(
+    "SegmentTruncated",
+    frames.SegmentTruncated,
+    _SPARK_SegmentTruncated,
+    _ARROW_SegmentTruncated,
+    _row_SegmentTruncated,
+    _value_SegmentTruncated,
+    _arrow_SegmentTruncated,
+)
+
+
+# The CreateTransientSegment frame struct.
+CreateTransientSegment = RowCodec(
+    "CreateTransientSegment",
+    frames.CreateTransientSegment,
+    _SPARK_CreateTransientSegment,
+    _ARROW_CreateTransientSegment,
+    _row_CreateTransientSegment,
+    _value_CreateTransientSegment,
+    _arrow_CreateTransientSegment,
+)
+
+
+# The LocateOffset frame struct.
+LocateOffset = RowCodec(
+    "LocateOffset",
+    frames.LocateOffset,
+    _SPARK_LocateOffset,
+    _ARROW_LocateOffset,
+    _row_LocateOffset,
+    _value_LocateOffset,
+    _arrow_LocateOffset,
+)
+
+
+# The OffsetLocated frame struct.
+OffsetLocated = RowCodec(
+    "OffsetLocated",
+    frames.OffsetLocated,
+    _SPARK_OffsetLocated,
+    _ARROW_OffsetLocated,
+    _row_OffsetLocated,
+    _value_OffsetLocated,
+    _arrow_OffsetLocated,
+)
+
+
+# The InvalidEventNumber frame struct.
+InvalidEventNumber = RowCodec(
+    "InvalidEventNumber",
+    frames.InvalidEventNumber,
+    _SPARK_InvalidEventNumber,
+    _ARROW_InvalidEventNumber,
+    _row_InvalidEventNumber,
+    _value_InvalidEventNumber,
+    _arrow_InvalidEventNumber,
+)
+
+
+# The MergeSegments frame struct.
+MergeSegments = RowCodec(
+    "MergeSegments",
+    frames.MergeSegments,
+    _SPARK_MergeSegments,
+    _ARROW_MergeSegments,
+    _row_MergeSegments,
+    _value_MergeSegments,
+    _arrow_MergeSegments,
+)
+
+
+# The SegmentsMerged frame struct.
+SegmentsMerged = RowCodec(
+    "SegmentsMerged",
+    frames.SegmentsMerged,
+    _SPARK_SegmentsMerged,
+    _ARROW_SegmentsMerged,
+    _row_SegmentsMerged,
+    _value_SegmentsMerged,
+    _arrow_SegmentsMerged,
+)
+
+
+# The GetTableSegmentInfo frame struct.
+GetTableSegmentInfo = RowCodec(
+    "GetTableSegmentInfo",
+    frames.GetTableSegmentInfo,
+    _SPARK_GetTableSegmentInfo,
+    _ARROW_GetTableSegmentInfo,
+    _row_GetTableSegmentInfo,
+    _value_GetTableSegmentInfo,
+    _arrow_GetTableSegmentInfo,
+)
+
+
+# The TableSegmentInfo frame struct.
+TableSegmentInfo = RowCodec(
+    "TableSegmentInfo",
+    frames.TableSegmentInfo,
+    _SPARK_TableSegmentInfo,
+    _ARROW_TableSegmentInfo,
+    _row_TableSegmentInfo,
+    _value_TableSegmentInfo,
+    _arrow_TableSegmentInfo,
+)
+
+
+# The CreateTableSegment frame struct.
+CreateTableSegment = RowCodec(
+    "CreateTableSegment",
+    frames.CreateTableSegment,
+    _SPARK_CreateTableSegment,
+    _ARROW_CreateTableSegment,
+    _row_CreateTableSegment,
+    _value_CreateTableSegment,
+    _arrow_CreateTableSegment,
+)
+
+
+# The DeleteTableSegment frame struct.
+DeleteTableSegment = RowCodec(
+    "DeleteTableSegment",
+    frames.DeleteTableSegment,
+    _SPARK_DeleteTableSegment,
+    _ARROW_DeleteTableSegment,
+    _row_DeleteTableSegment,
+    _value_DeleteTableSegment,
+    _arrow_DeleteTableSegment,
+)
+
+
+# The UpdateTableEntries frame struct.
+UpdateTableEntries = RowCodec(
+    "UpdateTableEntries",
+    frames.UpdateTableEntries,
+    _SPARK_UpdateTableEntries,
+    _ARROW_UpdateTableEntries,
+    _row_UpdateTableEntries,
+    _value_UpdateTableEntries,
+    _arrow_UpdateTableEntries,
+)
+
+
+# The TableEntriesUpdated frame struct.
+TableEntriesUpdated = RowCodec(
+    "TableEntriesUpdated",
+    frames.TableEntriesUpdated,
+    _SPARK_TableEntriesUpdated,
+    _ARROW_TableEntriesUpdated,
+    _row_TableEntriesUpdated,
+    _value_TableEntriesUpdated,
+    _arrow_TableEntriesUpdated,
+)
+
+
+# The RemoveTableKeys frame struct.
+RemoveTableKeys = RowCodec(
+    "RemoveTableKeys",
+    frames.RemoveTableKeys,
+    _SPARK_RemoveTableKeys,
+    _ARROW_RemoveTableKeys,
+    _row_RemoveTableKeys,
+    _value_RemoveTableKeys,
+    _arrow_RemoveTableKeys,
+)
+
+
+# The TableKeysRemoved frame struct.
+TableKeysRemoved = RowCodec(
+    "TableKeysRemoved",
+    frames.TableKeysRemoved,
+    _SPARK_TableKeysRemoved,
+    _ARROW_TableKeysRemoved,
+    _row_TableKeysRemoved,
+    _value_TableKeysRemoved,
+    _arrow_TableKeysRemoved,
+)
+
+
+# The ReadTable frame struct.
+ReadTable = RowCodec(
+    "ReadTable",
+    frames.ReadTable,
+    _SPARK_ReadTable,
+    _ARROW_ReadTable,
+    _row_ReadTable,
+    _value_ReadTable,
+    _arrow_ReadTable,
+)
+
+
+# The TableRead frame struct.
+TableRead = RowCodec(
+    "TableRead",
+    frames.TableRead,
+    _SPARK_TableRead,
+    _ARROW_TableRead,
+    _row_TableRead,
+    _value_TableRead,
+    _arrow_TableRead,
+)
+
+
+# The TableSegmentNotEmpty frame struct.
+TableSegmentNotEmpty = RowCodec(
+    "TableSegmentNotEmpty",
+    frames.TableSegmentNotEmpty,
+    _SPARK_TableSegmentNotEmpty,
+    _ARROW_TableSegmentNotEmpty,
+    _row_TableSegmentNotEmpty,
+    _value_TableSegmentNotEmpty,
+    _arrow_TableSegmentNotEmpty,
+)
+
+
+# The TableKeyDoesNotExist frame struct.
+TableKeyDoesNotExist = RowCodec(
+    "TableKeyDoesNotExist",
+    frames.TableKeyDoesNotExist,
+    _SPARK_TableKeyDoesNotExist,
+    _ARROW_TableKeyDoesNotExist,
+    _row_TableKeyDoesNotExist,
+    _value_TableKeyDoesNotExist,
+    _arrow_TableKeyDoesNotExist,
+)
+
+
+# The TableKeyBadVersion frame struct.
+TableKeyBadVersion = RowCodec(
+    "TableKeyBadVersion",
+    frames.TableKeyBadVersion,
+    _SPARK_TableKeyBadVersion,
+    _ARROW_TableKeyBadVersion,
+    _row_TableKeyBadVersion,
+    _value_TableKeyBadVersion,
+    _arrow_TableKeyBadVersion,
+)
+
+
+# The ReadTableKeys frame struct.
+ReadTableKeys = RowCodec(
+    "ReadTableKeys",
+    frames.ReadTableKeys,
+    _SPARK_ReadTableKeys,
+    _ARROW_ReadTableKeys,
+    _row_ReadTableKeys,
+    _value_ReadTableKeys,
+    _arrow_ReadTableKeys,
+)
+
+
+# The TableKeysRead frame struct.
+TableKeysRead = RowCodec(
+    "TableKeysRead",
+    frames.TableKeysRead,
+    _SPARK_TableKeysRead,
+    _ARROW_TableKeysRead,
+    _row_TableKeysRead,
+    _value_TableKeysRead,
+    _arrow_TableKeysRead,
+)
+
+
+# The ReadTableEntries frame struct.
+ReadTableEntries = RowCodec(
+    "ReadTableEntries",
+    frames.ReadTableEntries,
+    _SPARK_ReadTableEntries,
+    _ARROW_ReadTableEntries,
+    _row_ReadTableEntries,
+    _value_ReadTableEntries,
+    _arrow_ReadTableEntries,
+)
+
+
+# The TableEntriesRead frame struct.
+TableEntriesRead = RowCodec(
+    "TableEntriesRead",
+    frames.TableEntriesRead,
+    _SPARK_TableEntriesRead,
+    _ARROW_TableEntriesRead,
+    _row_TableEntriesRead,
+    _value_TableEntriesRead,
+    _arrow_TableEntriesRead,
+)
+
+
+# The TableEntriesDeltaRead frame struct.
+TableEntriesDeltaRead = RowCodec(
+    "TableEntriesDeltaRead",
+    frames.TableEntriesDeltaRead,
+    _SPARK_TableEntriesDeltaRead,
+    _ARROW_TableEntriesDeltaRead,
+    _row_TableEntriesDeltaRead,
+    _value_TableEntriesDeltaRead,
+    _arrow_TableEntriesDeltaRead,
+)
+
+
+# The ReadTableEntriesDelta frame struct.
+ReadTableEntriesDelta = RowCodec(
+    "ReadTableEntriesDelta",
+    frames.ReadTableEntriesDelta,
+    _SPARK_ReadTableEntriesDelta,
+    _ARROW_ReadTableEntriesDelta,
+    _row_ReadTableEntriesDelta,
+    _value_ReadTableEntriesDelta,
+    _arrow_ReadTableEntriesDelta,
+)
+
+
+# The ConditionalBlockEnd frame struct.
+ConditionalBlockEnd = RowCodec(
+    "ConditionalBlockEnd",
+    frames.ConditionalBlockEnd,
+    _SPARK_ConditionalBlockEnd,
+    _ARROW_ConditionalBlockEnd,
+    _row_ConditionalBlockEnd,
+    _value_ConditionalBlockEnd,
+    _arrow_ConditionalBlockEnd,
+)
+
+
+# The MergeSegmentsBatch frame struct.
+MergeSegmentsBatch = RowCodec(
+    "MergeSegmentsBatch",
+    frames.MergeSegmentsBatch,
+    _SPARK_MergeSegmentsBatch,
+    _ARROW_MergeSegmentsBatch,
+    _row_MergeSegmentsBatch,
+    _value_MergeSegmentsBatch,
+    _arrow_MergeSegmentsBatch,
+)
+
+
+# The SegmentsBatchMerged frame struct.
+SegmentsBatchMerged = RowCodec(
+    "SegmentsBatchMerged",
+    frames.SegmentsBatchMerged,
+    _SPARK_SegmentsBatchMerged,
+    _ARROW_SegmentsBatchMerged,
+    _row_SegmentsBatchMerged,
+    _value_SegmentsBatchMerged,
+    _arrow_SegmentsBatchMerged,
+)
+
+
 # The Frame frame struct.
 Frame = RowCodec(
     "Frame",
@@ -5329,8 +7746,9 @@ MESSAGES: dict[str, RowCodec[Any]] = {
     "io.pravega.controller.stream.api.grpc.v1.SegmentRanges": SegmentRanges,
     "io.pravega.controller.stream.api.grpc.v1.GetEpochSegmentsRequest": GetEpochSegmentsRequest,
     "io.pravega.controller.stream.api.grpc.v1.GetSegmentsRequest": GetSegmentsRequest,
-    "io.pravega.controller.stream.api.grpc.v1.SegmentLocation": SegmentLocation,
     "io.pravega.controller.stream.api.grpc.v1.SegmentsAtTime": SegmentsAtTime,
+    "io.pravega.controller.stream.api.grpc.v1.SegmentsAtTime.SegmentLocation":
+        SegmentsAtTime_SegmentLocation,
     "io.pravega.controller.stream.api.grpc.v1.NodeUri": NodeUri,
     "io.pravega.controller.stream.api.grpc.v1.SegmentValidityResponse": SegmentValidityResponse,
     "io.pravega.controller.stream.api.grpc.v1.DelegationToken": DelegationToken,
@@ -5379,6 +7797,46 @@ STRUCTS: dict[str, RowCodec[Any]] = {
     "OperationUnsupported": OperationUnsupported,
     "AuthTokenCheckFailed": AuthTokenCheckFailed,
     "ErrorMessage": ErrorMessage,
+    "FlushToStorage": FlushToStorage,
+    "FlushedToStorage": FlushedToStorage,
+    "ListStorageChunks": ListStorageChunks,
+    "StorageChunksListed": StorageChunksListed,
+    "UpdateSegmentPolicy": UpdateSegmentPolicy,
+    "SegmentPolicyUpdated": SegmentPolicyUpdated,
+    "GetSegmentAttribute": GetSegmentAttribute,
+    "SegmentAttribute": SegmentAttribute,
+    "UpdateSegmentAttribute": UpdateSegmentAttribute,
+    "SegmentAttributeUpdated": SegmentAttributeUpdated,
+    "TruncateSegment": TruncateSegment,
+    "SegmentTruncated": SegmentTruncated,
+    "CreateTransientSegment": CreateTransientSegment,
+    "LocateOffset": LocateOffset,
+    "OffsetLocated": OffsetLocated,
+    "InvalidEventNumber": InvalidEventNumber,
+    "MergeSegments": MergeSegments,
+    "SegmentsMerged": SegmentsMerged,
+    "GetTableSegmentInfo": GetTableSegmentInfo,
+    "TableSegmentInfo": TableSegmentInfo,
+    "CreateTableSegment": CreateTableSegment,
+    "DeleteTableSegment": DeleteTableSegment,
+    "UpdateTableEntries": UpdateTableEntries,
+    "TableEntriesUpdated": TableEntriesUpdated,
+    "RemoveTableKeys": RemoveTableKeys,
+    "TableKeysRemoved": TableKeysRemoved,
+    "ReadTable": ReadTable,
+    "TableRead": TableRead,
+    "TableSegmentNotEmpty": TableSegmentNotEmpty,
+    "TableKeyDoesNotExist": TableKeyDoesNotExist,
+    "TableKeyBadVersion": TableKeyBadVersion,
+    "ReadTableKeys": ReadTableKeys,
+    "TableKeysRead": TableKeysRead,
+    "ReadTableEntries": ReadTableEntries,
+    "TableEntriesRead": TableEntriesRead,
+    "TableEntriesDeltaRead": TableEntriesDeltaRead,
+    "ReadTableEntriesDelta": ReadTableEntriesDelta,
+    "ConditionalBlockEnd": ConditionalBlockEnd,
+    "MergeSegmentsBatch": MergeSegmentsBatch,
+    "SegmentsBatchMerged": SegmentsBatchMerged,
     "Frame": Frame,
 }
 
@@ -5410,6 +7868,14 @@ def command_name(frame: frames.Frame) -> str:
     body = frame.body
     if isinstance(body, frames.Hello):
         return "HELLO"
+    if isinstance(body, frames.StorageChunksListed):
+        return "STORAGE_CHUNKS_LISTED"
+    if isinstance(body, frames.ListStorageChunks):
+        return "LIST_STORAGE_CHUNKS"
+    if isinstance(body, frames.FlushedToStorage):
+        return "FLUSHED_TO_STORAGE"
+    if isinstance(body, frames.FlushToStorage):
+        return "FLUSH_TO_STORAGE"
     if isinstance(body, frames.SetupAppend):
         return "SETUP_APPEND"
     if isinstance(body, frames.AppendSetup):
@@ -5444,6 +7910,28 @@ def command_name(frame: frames.Frame) -> str:
         return "DELETE_SEGMENT"
     if isinstance(body, frames.SegmentDeleted):
         return "SEGMENT_DELETED"
+    if isinstance(body, frames.UpdateSegmentPolicy):
+        return "UPDATE_SEGMENT_POLICY"
+    if isinstance(body, frames.SegmentPolicyUpdated):
+        return "SEGMENT_POLICY_UPDATED"
+    if isinstance(body, frames.GetSegmentAttribute):
+        return "GET_SEGMENT_ATTRIBUTE"
+    if isinstance(body, frames.SegmentAttribute):
+        return "SEGMENT_ATTRIBUTE"
+    if isinstance(body, frames.UpdateSegmentAttribute):
+        return "UPDATE_SEGMENT_ATTRIBUTE"
+    if isinstance(body, frames.SegmentAttributeUpdated):
+        return "SEGMENT_ATTRIBUTE_UPDATED"
+    if isinstance(body, frames.TruncateSegment):
+        return "TRUNCATE_SEGMENT"
+    if isinstance(body, frames.SegmentTruncated):
+        return "SEGMENT_TRUNCATED"
+    if isinstance(body, frames.CreateTransientSegment):
+        return "CREATE_TRANSIENT_SEGMENT"
+    if isinstance(body, frames.LocateOffset):
+        return "LOCATE_OFFSET"
+    if isinstance(body, frames.OffsetLocated):
+        return "OFFSET_LOCATED"
     if isinstance(body, frames.WrongHost):
         return "WRONG_HOST"
     if isinstance(body, frames.SegmentIsSealed):
@@ -5452,14 +7940,64 @@ def command_name(frame: frames.Frame) -> str:
         return "SEGMENT_ALREADY_EXISTS"
     if isinstance(body, frames.NoSuchSegment):
         return "NO_SUCH_SEGMENT"
+    if isinstance(body, frames.InvalidEventNumber):
+        return "INVALID_EVENT_NUMBER"
     if isinstance(body, frames.SegmentIsTruncated):
         return "SEGMENT_IS_TRUNCATED"
     if isinstance(body, frames.OperationUnsupported):
         return "OPERATION_UNSUPPORTED"
+    if isinstance(body, frames.MergeSegments):
+        return "MERGE_SEGMENTS"
+    if isinstance(body, frames.SegmentsMerged):
+        return "SEGMENTS_MERGED"
     if isinstance(body, frames.AuthTokenCheckFailed):
         return "AUTH_TOKEN_CHECK_FAILED"
     if isinstance(body, frames.ErrorMessage):
         return "ERROR_MESSAGE"
+    if isinstance(body, frames.GetTableSegmentInfo):
+        return "GET_TABLE_SEGMENT_INFO"
+    if isinstance(body, frames.TableSegmentInfo):
+        return "TABLE_SEGMENT_INFO"
+    if isinstance(body, frames.CreateTableSegment):
+        return "CREATE_TABLE_SEGMENT"
+    if isinstance(body, frames.DeleteTableSegment):
+        return "DELETE_TABLE_SEGMENT"
+    if isinstance(body, frames.UpdateTableEntries):
+        return "UPDATE_TABLE_ENTRIES"
+    if isinstance(body, frames.TableEntriesUpdated):
+        return "TABLE_ENTRIES_UPDATED"
+    if isinstance(body, frames.RemoveTableKeys):
+        return "REMOVE_TABLE_KEYS"
+    if isinstance(body, frames.TableKeysRemoved):
+        return "TABLE_KEYS_REMOVED"
+    if isinstance(body, frames.ReadTable):
+        return "READ_TABLE"
+    if isinstance(body, frames.TableRead):
+        return "TABLE_READ"
+    if isinstance(body, frames.TableSegmentNotEmpty):
+        return "TABLE_SEGMENT_NOT_EMPTY"
+    if isinstance(body, frames.TableKeyDoesNotExist):
+        return "TABLE_KEY_DOES_NOT_EXIST"
+    if isinstance(body, frames.TableKeyBadVersion):
+        return "TABLE_KEY_BAD_VERSION"
+    if isinstance(body, frames.ReadTableKeys):
+        return "READ_TABLE_KEYS"
+    if isinstance(body, frames.TableKeysRead):
+        return "TABLE_KEYS_READ"
+    if isinstance(body, frames.ReadTableEntries):
+        return "READ_TABLE_ENTRIES"
+    if isinstance(body, frames.TableEntriesRead):
+        return "TABLE_ENTRIES_READ"
+    if isinstance(body, frames.TableEntriesDeltaRead):
+        return "TABLE_ENTRIES_DELTA_READ"
+    if isinstance(body, frames.ReadTableEntriesDelta):
+        return "READ_TABLE_ENTRIES_DELTA"
+    if isinstance(body, frames.ConditionalBlockEnd):
+        return "CONDITIONAL_BLOCK_END"
+    if isinstance(body, frames.MergeSegmentsBatch):
+        return "MERGE_SEGMENTS_BATCH"
+    if isinstance(body, frames.SegmentsBatchMerged):
+        return "SEGMENTS_BATCH_MERGED"
     if isinstance(body, frames.KeepAlive):
         return "KEEP_ALIVE"
     return type(body).__name__

@@ -279,7 +279,7 @@ async def read_partition(options: dict[str, str], part: PulsarPartition,
         consumer = await client.subscribe(
             part.topic, _subscription(), durable=False, initial_position="earliest",
             start_message_id=entry_of(start) if start is not None else None,
-            receiver_queue_size=int(options.get("receiver_queue_size", "1000")))
+            receiver_queue_size=int(options.get("receiver_queue_size", "5000")))
         done = False
         first = True
         while not done:

@@ -188,6 +188,34 @@ class Event:
         obj.data = f_data
         return obj, pos
 
+    @classmethod
+    def decode_run(cls, buf: bytes, pos: int, end: int) -> tuple[list[Self], int]:
+        """Decode values one after another up to ``end``; return them and the position after."""
+        items: list[Self] = []
+        while pos < end:
+            if pos + 4 > end:
+                raise SizeMismatchError("Event.type: needs 4 more bytes")
+            f_type = _I32BE.unpack_from(buf, pos)[0]
+            pos += 4
+            if f_type != 0x0:
+                raise BadMagicError(f"Event.type: expected 0x0, got {f_type:#x}")
+            if pos + 4 > end:
+                raise SizeMismatchError("Event.length: needs 4 more bytes")
+            f_length = _I32BE.unpack_from(buf, pos)[0]
+            pos += 4
+            vend = pos + f_length
+            if f_length < 0 or vend > end:
+                raise SizeMismatchError(
+                    f"Event.data: size {f_length} runs past the "
+                    "end of its region"
+                )
+            f_data = buf[pos:vend]
+            pos = vend
+            obj = cls.__new__(cls)
+            obj.data = f_data
+            items.append(obj)
+        return items, pos
+
 
 @dataclass(slots=True, kw_only=True)
 class Padding:
@@ -356,11 +384,7 @@ class EventRun:
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
-        a_events: list[Event] = []
-        while pos < end:
-            item, pos = Event.decode_from(buf, pos, end)
-            a_events.append(item)
-        f_events = a_events
+        f_events, pos = Event.decode_run(buf, pos, end)
         if pos != end:
             raise SizeMismatchError(
                 f"EventRun: {end - pos} bytes left over after "

@@ -291,6 +291,43 @@ class BatchEntry:
         obj.data = f_data
         return obj, pos
 
+    @classmethod
+    def decode_run(cls, buf: bytes, pos: int, end: int) -> tuple[list[Self], int]:
+        """Decode values one after another up to ``end``; return them and the position after."""
+        items: list[Self] = []
+        while pos < end:
+            if pos + 4 > end:
+                raise SizeMismatchError("BatchEntry.metadata_size: needs 4 more bytes")
+            f_metadata_size = _U32BE.unpack_from(buf, pos)[0]
+            pos += 4
+            vend = pos + f_metadata_size
+            if vend > end:
+                raise SizeMismatchError(
+                    f"BatchEntry.metadata: size {f_metadata_size} "
+                    "runs past the end of its region"
+                )
+            try:
+                f_metadata = pulsar_api.SingleMessageMetadata.decode_from(buf, pos, vend)
+            except TruncatedError as exc:
+                raise SizeMismatchError(
+                    "BatchEntry.metadata: declared size too small "
+                    f"for the content ({exc})"
+                ) from exc
+            pos = vend
+            vend = pos + f_metadata.payload_size
+            if f_metadata.payload_size < 0 or vend > end:
+                raise SizeMismatchError(
+                    f"BatchEntry.data: size {f_metadata.payload_size} "
+                    "runs past the end of its region"
+                )
+            f_data = buf[pos:vend]
+            pos = vend
+            obj = cls.__new__(cls)
+            obj.metadata = f_metadata
+            obj.data = f_data
+            items.append(obj)
+        return items, pos
+
 
 @dataclass(slots=True, kw_only=True)
 class Batch:
@@ -327,11 +364,7 @@ class Batch:
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
-        a_entries: list[BatchEntry] = []
-        while pos < end:
-            item, pos = BatchEntry.decode_from(buf, pos, end)
-            a_entries.append(item)
-        f_entries = a_entries
+        f_entries, pos = BatchEntry.decode_run(buf, pos, end)
         if pos != end:
             raise SizeMismatchError(
                 f"Batch: {end - pos} bytes left over after "

@@ -515,6 +515,40 @@ class BundleEntry:
         obj.bundle = f_bundle
         return obj, pos
 
+    @classmethod
+    def decode_run(cls, buf: bytes, pos: int, end: int) -> tuple[list[Self], int]:
+        """Decode values one after another up to ``end``; return them and the position after."""
+        items: list[Self] = []
+        while pos < end:
+            try:
+                f_length, pos = read_varint(buf, pos)
+            except IndexError:
+                raise truncated("BundleEntry.length") from None
+            if pos > end:
+                raise truncated("BundleEntry.length")
+            vend = pos + f_length
+            if vend > end:
+                raise SizeMismatchError(
+                    f"BundleEntry.bundle: size {f_length} runs "
+                    "past the end of its region"
+                )
+            try:
+                f_bundle, pos = Bundle.decode_from(buf, pos, vend)
+            except TruncatedError as exc:
+                raise SizeMismatchError(
+                    "BundleEntry.bundle: declared size too small "
+                    f"for the content ({exc})"
+                ) from exc
+            if pos != vend:
+                raise SizeMismatchError(
+                    "BundleEntry.bundle: content does not fill "
+                    "its declared size"
+                )
+            obj = cls.__new__(cls)
+            obj.bundle = f_bundle
+            items.append(obj)
+        return items, pos
+
 
 @dataclass(slots=True, kw_only=True)
 class Chunk:
@@ -551,11 +585,7 @@ class Chunk:
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
-        a_bundles: list[BundleEntry] = []
-        while pos < end:
-            item, pos = BundleEntry.decode_from(buf, pos, end)
-            a_bundles.append(item)
-        f_bundles = a_bundles
+        f_bundles, pos = BundleEntry.decode_run(buf, pos, end)
         if pos != end:
             raise SizeMismatchError(
                 f"Chunk: {end - pos} bytes left over after "
@@ -1031,6 +1061,34 @@ class ProduceStatus:
         obj.leader_port = f_leader_port
         return obj, pos
 
+    @classmethod
+    def decode_run(cls, buf: bytes, pos: int, end: int) -> tuple[list[Self], int]:
+        """Decode values one after another up to ``end``; return them and the position after."""
+        items: list[Self] = []
+        while pos < end:
+            if pos + 1 > end:
+                raise SizeMismatchError("ProduceStatus.error: needs 1 more bytes")
+            f_error = buf[pos]
+            pos += 1
+            f_leader_addr = None
+            if f_error == 252:
+                if pos + 4 > end:
+                    raise SizeMismatchError("ProduceStatus.leader_addr: needs 4 more bytes")
+                f_leader_addr = _U32LE.unpack_from(buf, pos)[0]
+                pos += 4
+            f_leader_port = None
+            if f_error == 252:
+                if pos + 2 > end:
+                    raise SizeMismatchError("ProduceStatus.leader_port: needs 2 more bytes")
+                f_leader_port = _U16LE.unpack_from(buf, pos)[0]
+                pos += 2
+            obj = cls.__new__(cls)
+            obj.error = f_error
+            obj.leader_addr = f_leader_addr
+            obj.leader_port = f_leader_port
+            items.append(obj)
+        return items, pos
+
 
 @dataclass(slots=True, kw_only=True)
 class ProduceResponse:
@@ -1077,11 +1135,7 @@ class ProduceResponse:
             raise SizeMismatchError("ProduceResponse.request_id: needs 4 more bytes")
         f_request_id = _U32LE.unpack_from(buf, pos)[0]
         pos += 4
-        a_statuses: list[ProduceStatus] = []
-        while pos < end:
-            item, pos = ProduceStatus.decode_from(buf, pos, end)
-            a_statuses.append(item)
-        f_statuses = a_statuses
+        f_statuses, pos = ProduceStatus.decode_run(buf, pos, end)
         if pos != end:
             raise SizeMismatchError(
                 f"ProduceResponse: {end - pos} bytes left over "

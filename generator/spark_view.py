@@ -15,7 +15,7 @@ import builtins
 import keyword
 import re
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from generator.errors import SpecError, SpecErrors
 from generator.frame_ir import FrameField, FrameSpec, StructDef
@@ -148,6 +148,8 @@ class FrameView:
     py_type: str
     decode_expr: str
     name_lines: list[str]
+    # Module-level tables ``command_name`` reads (the value -> name of each ``commands:`` route).
+    table_lines: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -466,7 +468,7 @@ class _Builder:
                          c.schema_lines + c.row_lines + c.value_lines + c.arrow_lines)
         text += "\n" + "\n".join(enum_lines)
         if frame is not None:
-            text += "\n" + frame.decode_expr + "\n" + "\n".join(frame.name_lines)
+            text += "\n" + "\n".join([frame.decode_expr, *frame.name_lines, *frame.table_lines])
         words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)) | {"RowCodec", "RowLike"}
         stdlib = ["from collections.abc import Sequence"]
         if "Decimal" in words:
@@ -622,6 +624,9 @@ class _Builder:
         decode = f"frames.{frame.name}.decode(data" + (", to_server=to_server)" if directional
                                                         else ")")
         py_type = f"frames.{frame.name}"
+        if spec.routes:  # frames that name their command inside (as machines.command_of does)
+            names, tables = self.route_names(spec)
+            return FrameView(key, py_type, decode, names, tables)
         for f in frame.fields:
             if f.dispatch_on is not None:
                 enum = f.dispatch_on.type.enum
@@ -639,6 +644,52 @@ class _Builder:
                 lines.append("return type(body).__name__")
                 return FrameView(key, py_type, decode, lines)
         return FrameView(key, py_type, decode, [f"return {q(frame.name)}"])
+
+    def route_names(self, spec: FrameSpec) -> tuple[list[str], list[str]]:
+        """``command_name``'s body for a frame whose ``commands:`` routes name its command.
+
+        Each route applies when every optional link of its ``in:`` path is present, as in
+        ``machines.command_of``; its ``on:`` value is looked up in a table. Unlike
+        ``command_of`` nothing is decoded, and a value no command has is its decimal text (as
+        an undeclared enum number is); a frame no route applies to is named by its struct.
+        """
+        lines: list[str] = []
+        tables: list[str] = []
+        n = 0  # walrus names are unique in the function: each route's links have their types
+        for route in spec.routes:
+            conditions: list[str] = []
+            expr = "frame"
+            last = len(route.part.steps) - 1
+            for i, step in enumerate(route.part.steps):
+                expr = f"{expr}.{step.attr}"
+                if step.optional and i == last and route.on is None:  # the part goes unread
+                    conditions.append(f"{expr} is not None")
+                elif step.optional:
+                    n += 1
+                    conditions.append(f"(p{n} := {expr}) is not None")
+                    expr = f"p{n}"
+            if route.on is None:
+                body = [f"return {q(route.commands[0].name)}"]
+            else:
+                table = f"_COMMAND_NAMES_{route.index}"
+                tables += ["", f"# The commands of {route.part.text}, by {route.on.text}.",
+                           f"{table}: dict[int, str] = {{",
+                           *[f"    {c.value}: {q(c.name)}," for c in route.commands], "}"]
+                on = ".".join([expr, *(s.attr for s in route.on.steps)])
+                v = f"value{route.index}"  # one per route: their types may differ
+                body = [f"{v} = {on}", f"return {table}.get({v}) or str(int({v}))"]
+            if not conditions:  # the route always applies: later ones never do
+                lines += body
+                return lines, [""] + tables if tables else []
+            one = f"if {' and '.join(conditions)}:"
+            if len(one) <= LIMIT:
+                lines.append(one)
+            else:
+                lines += ["if (", f"    {conditions[0]}",
+                          *[f"    and {c}" for c in conditions[1:]], "):"]
+            lines += [f"    {line}" for line in body]
+        lines.append(f"return {q(spec.frame.name)}")
+        return lines, [""] + tables if tables else []
 
     # -- the three functions ----------------------------------------------------------------------
 

@@ -3532,6 +3532,45 @@ def decode_frame(
         return None, f"{type(exc).__name__}: {exc}"
 
 
+# The commands of content.request, by body.method.
+_COMMAND_NAMES_0: dict[int, str] = {
+    1: "REGISTER_P2M",
+    2: "HEARTBEAT_P2M",
+    3: "CLOSE_P2M",
+    4: "REGISTER_C2M",
+    5: "HEARTBEAT_C2M",
+    6: "CLOSE_C2M",
+    13: "SEND_MESSAGE_P2B",
+    15: "REGISTER_C2B",
+    16: "HEARTBEAT_C2B",
+    17: "GET_MESSAGE_C2B",
+    18: "COMMIT_OFFSET_C2B",
+}
+
+# The commands of content.response.body, by method.
+_COMMAND_NAMES_1: dict[int, str] = {
+    1: "REGISTER_M2P",
+    2: "HEARTBEAT_M2P",
+    3: "CLOSE_M2P",
+    4: "REGISTER_M2C",
+    5: "HEARTBEAT_M2C",
+    6: "CLOSE_M2C",
+    13: "SEND_MESSAGE_B2P",
+    15: "REGISTER_B2C",
+    16: "HEARTBEAT_B2C",
+    17: "GET_MESSAGE_B2C",
+    18: "COMMIT_OFFSET_B2C",
+}
+
+
 def command_name(frame: frames.Frame) -> str:
     """The command a frame carries, named as the spec names it (e.g. "SEND")."""
+    if (p1 := frame.content.request) is not None:
+        value0 = p1.body.method
+        return _COMMAND_NAMES_0.get(value0) or str(int(value0))
+    if (p2 := frame.content.response) is not None and (p3 := p2.body) is not None:
+        value1 = p3.method
+        return _COMMAND_NAMES_1.get(value1) or str(int(value1))
+    if (p4 := frame.content.response) is not None and p4.exception is not None:
+        return "EXCEPTION"
     return "Frame"

@@ -17,6 +17,10 @@ Rows, each the best of ``RUNS`` runs (``BENCH_SPARK_SOURCE_RUNS``, default 2):
   clock covers the whole action: planning (last message ids), the tasks' subscriptions,
   building the Arrow batches (11 columns) and handing them to the JVM. The session is
   started and warmed up (a read of 50,000 messages) before timing.
+* spark, min_partitions=2 (1-partition topic only): the same read with
+  ``option("min_partitions", "2")``, so the one topic partition's range is cut in two by
+  entry id and read by two tasks on the session's two cores. The clock also covers the
+  driver's extra planning step (one message received at the earliest position).
 * ceiling: the same action on a Python data source that only yields one prebuilt Arrow
   batch of 10,000 rows of the same schema (built by our row builder from real messages of
   the topic) ``N / 10,000`` times, with no Pulsar at all: what Spark's side of a Python
@@ -24,10 +28,11 @@ Rows, each the best of ``RUNS`` runs (``BENCH_SPARK_SOURCE_RUNS``, default 2):
   rate is set by the work in its Python worker (receiving, building rows, handing Arrow
   batches over), not by Spark.
 
-The target (from the issue): the data source reads at >= 50% of our client's own rate. The
-one-partition row is the like-for-like comparison (one task, one consumer); with two
-partitions Spark runs one task per partition on its two cores while the client reads both
-partitions on one event loop.
+The target (from the issue): the data source reads at >= 50% of our client's own rate, judged
+on the default rows. The one-partition row is the like-for-like comparison (one task, one
+consumer); with two partitions Spark runs one task per partition on its two cores while the
+client reads both partitions on one event loop. The ``min_partitions=2`` row's ratio (and a
+target line for it) is printed for information.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ N = int(os.environ.get("BENCH_SPARK_SOURCE_N", "1000000"))
 RUNS = int(os.environ.get("BENCH_SPARK_SOURCE_RUNS", "2"))
 MESSAGE_SIZE = 100
 TARGET_RATIO = 0.5
+SPLIT = "spark, min_partitions=2"
 
 
 def _load() -> str:
@@ -78,9 +84,11 @@ async def _client_read(url: str, topic: str, count: int) -> float:
     return elapsed
 
 
-def _spark_read(spark: Any, url: str, topic: str) -> float:
-    df = (spark.read.format("pulsar").option("service_url", url).option("topic", topic)
-          .load())
+def _spark_read(spark: Any, url: str, topic: str, min_partitions: int | None = None) -> float:
+    reader = spark.read.format("pulsar").option("service_url", url).option("topic", topic)
+    if min_partitions is not None:
+        reader = reader.option("min_partitions", str(min_partitions))
+    df = reader.load()
     started = time.perf_counter()
     df.write.format("noop").mode("overwrite").save()
     return time.perf_counter() - started
@@ -163,29 +171,34 @@ def main() -> None:
                 results.setdefault((label, "client"), []).append(
                     asyncio.run(_client_read(url, topic, N)))
                 results.setdefault((label, "spark"), []).append(_spark_read(spark, url, topic))
+            results.setdefault(("1 partition", SPLIT), []).append(
+                _spark_read(spark, url, single, min_partitions=2))
             results.setdefault(("1 partition", "ceiling"), []).append(_spark_ceiling(spark))
         spark.stop()
     finally:
         broker.stop()
 
     print()
-    header = (f"{'topic':<13} {'reader':<7} {'msgs/s (best)':>14} {'all runs':>26} "
+    header = (f"{'topic':<13} {'reader':<25} {'msgs/s (best)':>14} {'all runs':>26} "
               f"{'spark/client':>13}")
     print(header)
     print("-" * len(header))
     verdicts: list[str] = []
     for label in ("1 partition", "2 partitions"):
-        rates = {who: N / min(results[(label, who)]) for who in ("client", "spark")}
-        for who in ("client", "spark"):
+        readers = ["client", "spark"] + ([SPLIT] if label == "1 partition" else [])
+        rates = {who: N / min(results[(label, who)]) for who in readers}
+        for who in readers:
             runs = ", ".join(f"{N / t / 1000:,.0f}k" for t in results[(label, who)])
-            shown = f"{rates['spark'] / rates['client']:.2f}x" if who == "spark" else ""
-            print(f"{label:<13} {who:<7} {rates[who]:>14,.0f} {runs:>26} {shown:>13}")
-        ratio = rates["spark"] / rates["client"]
-        verdicts.append(f"  {label}: spark/client {ratio:.2f} >= {TARGET_RATIO:.2f} "
-                        f"{'MET' if ratio >= TARGET_RATIO else 'NOT MET'}")
+            shown = f"{rates[who] / rates['client']:.2f}x" if who != "client" else ""
+            print(f"{label:<13} {who:<25} {rates[who]:>14,.0f} {runs:>26} {shown:>13}")
+        for who in readers[1:]:
+            ratio = rates[who] / rates["client"]
+            name = label if who == "spark" else f"{label}, {who} (information only)"
+            verdicts.append(f"  {name}: spark/client {ratio:.2f} >= {TARGET_RATIO:.2f} "
+                            f"{'MET' if ratio >= TARGET_RATIO else 'NOT MET'}")
     ceiling = N // 10_000 * 10_000 / min(results[("1 partition", "ceiling")])
     runs = ", ".join(f"{N / t / 1000:,.0f}k" for t in results[("1 partition", "ceiling")])
-    print(f"{'(prebuilt)':<13} {'ceiling':<7} {ceiling:>14,.0f} {runs:>26} "
+    print(f"{'(prebuilt)':<13} {'ceiling':<25} {ceiling:>14,.0f} {runs:>26} "
           f"{ceiling / (N / min(results[('1 partition', 'client')])):>12.2f}x")
     print("(ceiling: Spark taking ready Arrow batches of this schema from a Python data "
           "source, no Pulsar; its ratio is against the 1-partition client)")

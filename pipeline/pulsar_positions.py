@@ -22,11 +22,21 @@ Options (batch reads):
 
 A message id is written ``ledger:entry``, ``ledger:entry:batch_index``, or as the
 ``message_id`` column shows it, ``(ledger,entry,partition,batch_index)``.
+
+Splitting a range (``min_partitions``): ``split_range`` cuts one topic partition's range
+into consecutive runs of whole entries of one ledger. Every piece but the first starts
+inclusively at its first entry (an entry-wide id); every piece but the last ends with an
+entry-wide inclusive ``last`` (its final entry) and an entry-wide exclusive ``end`` (the
+next piece's first entry), so the pieces together keep exactly the messages of the range,
+including those of a batch entry the original start or end cuts through (the first and
+last pieces keep the original ids). ``split_counts`` shares a number of pieces among
+ranges in proportion to their entry counts.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import heapq
 import json
 import re
 from dataclasses import dataclass
@@ -204,3 +214,91 @@ class ReadRange:
                 if done:
                     return kept, True
         return kept, False
+
+
+# --- splitting a range into pieces ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """One read's ids: ``start`` (None: the earliest message), ``last`` (inclusive), ``end``
+    (exclusive, when set), as ``ReadRange`` takes them."""
+
+    start: MessageId | None
+    start_inclusive: bool
+    last: MessageId
+    end: MessageId | None = None
+
+
+def entry_span(bounds: Bounds, first: MessageId | None) -> tuple[int, int, int] | None:
+    """(ledger, first entry, last entry) of the entries ``bounds`` may read, when they lie in
+    one ledger; None when they span ledgers, are empty, or the start is unknown.
+
+    ``first`` is the first message still stored, needed when ``bounds.start`` is None.
+    """
+    low = bounds.start if bounds.start is not None else first
+    if low is None:
+        return None
+    high = (bounds.last.ledger_id(), bounds.last.entry_id())
+    end = bounds.end
+    if end is not None:
+        # An entry-wide end excludes its entry; one with a batch index keeps part of it.
+        end_key = (end.ledger_id(), end.entry_id() - (1 if end.batch_index() < 0 else 0))
+        high = min(high, end_key)
+    ledger, low_entry = low.ledger_id(), low.entry_id()
+    if ledger != high[0] or ledger < 0 or low_entry < 0 or high[1] < low_entry:
+        return None
+    return ledger, low_entry, high[1]
+
+
+def split_entries(low: int, high: int, pieces: int) -> list[int]:
+    """Boundaries ``b[0] = low < b[1] < ... < b[k] = high + 1`` cutting the entries
+    ``low..high`` into ``k = min(pieces, entries)`` runs ``b[i]..b[i+1]-1`` of nearly
+    equal length."""
+    count = high - low + 1
+    if count < 1:
+        raise ValueError(f"no entries between {low} and {high}")
+    pieces = max(1, min(pieces, count))
+    return [low + count * i // pieces for i in range(pieces + 1)]
+
+
+def split_counts(sizes: list[int], total: int) -> list[int]:
+    """How many pieces each range of ``sizes`` entries is cut into so that there are
+    ``total`` pieces in all, as near proportional to the sizes as whole numbers allow.
+
+    Every range gets at least one piece (so the sum exceeds ``total`` when there are more
+    ranges than that) and at most one per entry (so it is short of ``total`` when there
+    are fewer entries). Each further piece goes to the range whose pieces are largest.
+    """
+    counts = [1] * len(sizes)
+    heap: list[tuple[float, int]] = [(-float(size), index)
+                                     for index, size in enumerate(sizes) if size > 1]
+    heapq.heapify(heap)
+    spare = total - len(sizes)
+    while spare > 0 and heap:
+        _, index = heapq.heappop(heap)
+        counts[index] += 1
+        spare -= 1
+        if counts[index] < sizes[index]:
+            heapq.heappush(heap, (-sizes[index] / counts[index], index))
+    return counts
+
+
+def split_range(bounds: Bounds, first: MessageId | None, pieces: int) -> list[Bounds]:
+    """``bounds`` cut into up to ``pieces`` consecutive reads of whole entries (module
+    docstring); ``[bounds]`` when ``entry_span`` finds no single-ledger span to cut."""
+    span = entry_span(bounds, first)
+    if span is None or pieces <= 1:
+        return [bounds]
+    ledger, low, high = span
+    cuts = split_entries(low, high, pieces)
+    out: list[Bounds] = []
+    for i in range(len(cuts) - 1):
+        start, inclusive = ((bounds.start, bounds.start_inclusive) if i == 0
+                            else (MessageId(-1, ledger, cuts[i]), True))
+        if i == len(cuts) - 2:
+            out.append(Bounds(start, inclusive, bounds.last, bounds.end))
+        else:
+            out.append(Bounds(start, inclusive, MessageId(-1, ledger, cuts[i + 1] - 1),
+                              MessageId(-1, ledger, cuts[i + 1])))
+    return out

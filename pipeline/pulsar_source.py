@@ -26,8 +26,9 @@ times); ``value_type``, the protobuf full name of a generated message (any
 ``generated/<protocol>/spark.py`` ``MESSAGES`` entry), which adds a typed ``decoded``
 struct column (null where the value does not decode); ``read_timeout_ms`` (default 30000),
 how long a task waits for the next message before failing; ``batch_rows`` (default 10000),
-rows per Arrow batch; ``receiver_queue_size`` (default 1000), messages a task's consumer may
-have in flight; ``operation_timeout_seconds``.
+rows per Arrow batch; ``receiver_queue_size`` (default 5000), messages a task's consumer may
+have in flight; ``operation_timeout_seconds``; ``min_partitions`` (default: unset), the
+number of input partitions to aim for when the topic partitions are fewer (below).
 
 The range is fixed once, on the driver while planning (as Spark's Kafka source does): for
 every topic partition a non-durable subscription asks the broker for its last message id
@@ -40,6 +41,19 @@ end. So a read returns exactly the messages that were there when it was planned,
 many are published meanwhile; a partition with nothing in range is not even subscribed to.
 A message that never comes (deleted by retention while reading) fails the task after
 ``read_timeout_ms`` rather than returning a silently shorter result.
+
+``min_partitions`` (like the Kafka source's ``minPartitions``): when the planned topic
+partitions are fewer than this, their ranges are cut into consecutive runs of whole
+entries, so that about ``min_partitions`` tasks read in parallel, each on its own
+non-durable subscription positioned at its first entry and stopping after its last
+(``pipeline.pulsar_positions.split_range``). Bigger ranges get more pieces, in proportion
+to their entry counts, never more than one per entry, and the pieces together return
+exactly the rows of the unsplit read (a start or end inside a batch entry stays with the
+first or last piece; publish-time bounds filter every piece). Only a range whose start and
+end lie in one ledger is cut, since entry ids are only known to be consecutive within a
+ledger; a range spanning ledgers (a broker that rolled its ledger over) stays one input
+partition. For an "earliest" start the driver finds the first stored entry by receiving
+one message on a subscription at the earliest position.
 
 Rows follow Spark's Kafka source::
 
@@ -61,6 +75,7 @@ Rows follow Spark's Kafka source::
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib
 import pkgutil
 import uuid
@@ -81,18 +96,23 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructField, StructType
 
 from clients.pulsar import PulsarClient
+from clients.pulsar.errors import Timeout
 from clients.pulsar.lookup import TopicName
 from clients.pulsar.message import MessageId
 from pipeline.pulsar_positions import (
     EARLIEST,
     LATEST,
+    Bounds,
     Offsets,
     ReadRange,
     after_start,
     compare,
     entry_of,
+    entry_span,
     parse_offsets,
     parse_time,
+    split_counts,
+    split_range,
 )
 from pipeline.pulsar_rows import MESSAGE_FIELDS, MESSAGE_SCHEMA, RowBatchBuilder
 from pipeline.pulsar_sink import PulsarStreamWriter, PulsarWriter
@@ -181,6 +201,9 @@ class PulsarPartition(InputPartition):
     Ids are ``MessageIdData`` encodings. ``start`` None means from the earliest message;
     ``last`` is the final message to read (inclusive); ``end``, when set, stops the read
     before that id. ``start_time``/``end_time`` bound the publish time (ms, [start, end)).
+    With ``min_partitions`` one topic partition may have several of these, one per piece
+    of its range: a piece's ``start``, ``last`` and ``end`` may be entry-wide ids (batch
+    index -1), which stand for the whole entry (``pipeline.pulsar_positions``).
     """
 
     topic: str
@@ -244,7 +267,79 @@ async def plan_partitions(options: dict[str, str]) -> list[PulsarPartition]:
                     start[0].serialize() if start[0] is not None else None, start[1],
                     last.serialize(), end.serialize() if end is not None else None,
                     start_time, end_time))
+        wanted = min_partitions(options)
+        if wanted is not None and len(parts) < wanted:
+            parts = await split_partitions(client, parts, wanted,
+                                           int(options.get("read_timeout_ms", "30000")))
     return parts
+
+
+def min_partitions(options: dict[str, str]) -> int | None:
+    """The ``min_partitions`` option: a positive number, or None when it is not set."""
+    raw = options.get("min_partitions", "").strip()
+    if not raw:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"min_partitions must be a positive integer, not {raw!r}")
+    return value
+
+
+def _bounds(part: PulsarPartition) -> Bounds:
+    return Bounds(MessageId.deserialize(part.start) if part.start is not None else None,
+                  part.start_inclusive, MessageId.deserialize(part.last),
+                  MessageId.deserialize(part.end) if part.end is not None else None)
+
+
+async def first_message_id(client: PulsarClient, topic: str, timeout_ms: int
+                           ) -> MessageId | None:
+    """The id of the first message still stored in ``topic`` (one partition), or None when
+    none arrives within ``timeout_ms``: one message received at the earliest position."""
+    consumer = await client.subscribe(topic, _subscription(), durable=False,
+                                      initial_position="earliest", receiver_queue_size=1)
+    try:
+        msg = await consumer.receive(timeout_millis=timeout_ms)
+    except Timeout:
+        return None
+    finally:
+        await consumer.close()
+    return msg.message_id()
+
+
+async def split_partitions(client: PulsarClient, parts: list[PulsarPartition], wanted: int,
+                           timeout_ms: int) -> list[PulsarPartition]:
+    """``parts`` with their ranges cut into about ``wanted`` pieces in all (module docstring).
+
+    Ranges are cut in proportion to their entry counts; one that does not lie in a single
+    ledger (or whose earliest start cannot be found) stays whole.
+    """
+    bounds = [_bounds(part) for part in parts]
+
+    async def first_of(part: PulsarPartition, bound: Bounds) -> MessageId | None:
+        if bound.start is not None:
+            return None
+        return await first_message_id(client, part.topic, timeout_ms)
+
+    firsts = await asyncio.gather(*(first_of(p, b) for p, b in zip(parts, bounds, strict=True)))
+    sizes = []
+    for bound, first in zip(bounds, firsts, strict=True):
+        span = entry_span(bound, first)
+        sizes.append(1 if span is None else span[2] - span[1] + 1)
+    out: list[PulsarPartition] = []
+    for part, bound, first, count in zip(parts, bounds, firsts, split_counts(sizes, wanted),
+                                         strict=True):
+        if count <= 1:
+            out.append(part)
+            continue
+        for piece in split_range(bound, first, count):
+            out.append(dataclasses.replace(
+                part, start=piece.start.serialize() if piece.start is not None else None,
+                start_inclusive=piece.start_inclusive, last=piece.last.serialize(),
+                end=piece.end.serialize() if piece.end is not None else None))
+    return out
 
 
 def check_start(topic: str, first: MessageId, after: MessageId | None, fail: bool) -> None:
@@ -326,11 +421,13 @@ def iterate(batches: AsyncIterator[Any]) -> Iterator[Any]:
 
 
 class PulsarReader(DataSourceReader):
-    """Plans one input partition per topic partition and reads them (module docstring)."""
+    """Plans one input partition per topic partition (or more, with ``min_partitions``)
+    and reads them (module docstring)."""
 
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
         self.options = options
         check_topic_options(options)
+        min_partitions(options)
         self.value_type = options.get("value_type") or None
         self.batch_rows = int(options.get("batch_rows", "10000"))
 

@@ -306,3 +306,96 @@ def test_row_builder_matches_each_message(broker: BrokerThread) -> None:
                 assert row["producer_name"] == msg.producer_name()
 
     asyncio.run(check())
+
+
+# --- min_partitions ---------------------------------------------------------------------------
+
+
+def ids_of(frame: Any) -> list[str]:
+    return sorted(r.message_id for r in frame.select("message_id").collect())
+
+
+def test_min_partitions_splits_one_partition(spark: Any, broker: BrokerThread) -> None:
+    topic = f"persistent://public/default/spark-split-{next(_names)}"
+    between = asyncio.run(produce_batched(broker.url, topic, 203, pause_after=90))
+    assert between is not None
+    whole = reader(spark, broker, topic).load()
+    assert whole.rdd.getNumPartitions() == 1
+    split = reader(spark, broker, topic).option("min_partitions", "4").load()
+    assert split.rdd.getNumPartitions() == 4
+    expected = ids_of(whole)
+    assert len(expected) == 203
+    got = ids_of(split)
+    assert got == expected and len(set(got)) == len(got)
+    assert ns(split) == list(range(203))
+    # Per-task counts: every piece reads something.
+    sizes = split.rdd.mapPartitions(lambda rows: [sum(1 for _ in rows)]).collect()
+    assert len(sizes) == 4 and all(size > 0 for size in sizes) and sum(sizes) == 203
+
+    # Id bounds inside batch entries (inclusive start, exclusive end), and entry-wide ones.
+    by_n = {int(r.properties["n"]): MessageId.deserialize(r.message_id_bytes)
+            for r in whole.collect()}
+    assert by_n[6].batch_index() > 0 and by_n[181].batch_index() > 0
+
+    def colon(mid: MessageId, batch: bool = True) -> str:
+        return (f"{mid.ledger_id()}:{mid.entry_id()}"
+                + (f":{mid.batch_index()}" if batch else ""))
+
+    for start, end in ((colon(by_n[6]), colon(by_n[181])),
+                       (colon(by_n[6], False), colon(by_n[181], False)),
+                       (colon(by_n[50]), colon(by_n[52]))):
+        bounded = {"starting_offsets": json.dumps({topic: start}),
+                   "ending_offsets": json.dumps({topic: end})}
+        unsplit = reader(spark, broker, topic).options(**bounded).load()
+        pieces = reader(spark, broker, topic).options(**bounded) \
+            .option("min_partitions", "5").load()
+        assert ids_of(pieces) == ids_of(unsplit) and ns(pieces) == ns(unsplit)
+        assert ns(unsplit)  # not trivially empty
+    bounded_split = (reader(spark, broker, topic).option("min_partitions", "5")
+                     .option("starting_offsets", json.dumps({topic: colon(by_n[6])}))
+                     .option("ending_offsets", json.dumps({topic: colon(by_n[181])})).load())
+    assert ns(bounded_split) == list(range(6, 181))
+    assert bounded_split.rdd.getNumPartitions() == 5
+
+    # Publish-time bounds filter every piece.
+    for option in ("starting_time", "ending_time"):
+        unsplit = reader(spark, broker, topic).option(option, str(between)).load()
+        pieces = (reader(spark, broker, topic).option(option, str(between))
+                  .option("min_partitions", "3").load())
+        assert pieces.rdd.getNumPartitions() == 3
+        assert ids_of(pieces) == ids_of(unsplit)
+    assert ns(reader(spark, broker, topic).option("starting_time", str(between))
+              .option("min_partitions", "3").load()) == list(range(90, 203))
+
+    with pytest.raises(Exception, match="min_partitions must be a positive integer"):
+        reader(spark, broker, topic).option("min_partitions", "0").load().count()
+
+
+def test_min_partitions_small_and_partitioned_topics(spark: Any, broker: BrokerThread) -> None:
+    # Fewer entries than min_partitions: at most one piece per entry.
+    small = f"persistent://public/default/spark-split-small-{next(_names)}"
+    asyncio.run(produce_batched(broker.url, small, 7))  # entries of 4 and 3 messages
+    df = reader(spark, broker, small).option("min_partitions", "8").load()
+    assert ns(df) == list(range(7))
+    assert df.rdd.getNumPartitions() == len({(m.ledger_id(), m.entry_id()) for m in (
+        MessageId.deserialize(r.message_id_bytes) for r in df.collect())})
+    single = f"persistent://public/default/spark-split-one-{next(_names)}"
+    asyncio.run(produce_batched(broker.url, single, 1))
+    one = reader(spark, broker, single).option("min_partitions", "8").load()
+    assert ns(one) == [0] and one.rdd.getNumPartitions() == 1
+
+    # Two partitions of different sizes: the bigger one gets more pieces; already enough
+    # partitions: nothing is split.
+    parted = broker.create_partitioned_topic(
+        f"persistent://public/default/spark-split-parts-{next(_names)}", 2)
+    asyncio.run(produce_batched(broker.url, f"{parted}-partition-0", 120))
+    asyncio.run(produce_batched(broker.url, f"{parted}-partition-1", 40))
+    whole = reader(spark, broker, parted).load()
+    split = reader(spark, broker, parted).option("min_partitions", "4").load()
+    assert split.rdd.getNumPartitions() == 4
+    assert ids_of(split) == ids_of(whole) and len(ids_of(whole)) == 160
+    per_task = split.rdd.mapPartitions(
+        lambda rows: [sorted({r.partition for r in rows})]).collect()
+    assert sorted(map(tuple, per_task)) == [(0,), (0,), (0,), (1,)]
+    assert reader(spark, broker, parted).option("min_partitions", "2").load() \
+        .rdd.getNumPartitions() == 2

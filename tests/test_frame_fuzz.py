@@ -2,16 +2,13 @@
 
 A seeded mutator damages a corpus of valid frames (bit flips, byte inserts and deletes,
 truncations, corrupted size fields, splices) and feeds the results to ``StreamDecoder`` in
-random chunks. For every case:
-
-* the only exceptions are ``runtime.errors.DecodeError`` subclasses (never ``IndexError``,
-  ``struct.error``, ``UnicodeDecodeError``, ``KeyError``, ``AttributeError``...);
-* after every successful ``feed`` the decoder buffers at most ``max_frame_size`` bytes, and an
-  oversize header stops the stream with nothing buffered;
-* a failed ``feed`` skips the bad frame, so draining with ``feed(b"")`` always makes progress
-  (no hang), and each case finishes quickly;
-* every frame that does decode re-encodes to a frame that decodes to the same value, and its
-  payload either decompresses or raises a ``DecodeError``.
+random chunks. Every case checks the properties listed in ``tests.fuzzing`` (only
+``DecodeError`` subclasses escape, never ``IndexError``, ``struct.error``,
+``UnicodeDecodeError``, ``KeyError``, ``AttributeError``...; the buffer stays under
+``max_frame_size``; a bad frame is skipped and draining makes progress; a bad header stops
+the stream; each case finishes quickly), and here, for every frame that does decode: it
+re-encodes to a frame that decodes to the same value, and its payload either decompresses
+or raises a ``DecodeError``.
 
 Runs are reproducible: each failure is reported with the case number and the input in hex.
 """
@@ -22,7 +19,6 @@ import enum
 import inspect
 import random
 import struct
-import time
 import types
 import typing
 from pathlib import Path
@@ -52,8 +48,9 @@ from generated.pulsar.pulsar_api import (
 )
 from runtime.checksums import crc32c
 from runtime.compression import compress
-from runtime.errors import DecodeError, FrameTooLargeError
+from runtime.errors import DecodeError
 from runtime.protowire import read_varint
+from tests.fuzzing import Case, Failure, Mutator, StreamTarget, run_campaign, u32_field_op
 
 VECTORS = Path(__file__).resolve().parent / "data" / "pulsar_vectors"
 MAX_FRAME = 64 * 1024
@@ -194,7 +191,7 @@ def build_corpus() -> list[bytes]:
 CORPUS = build_corpus()
 
 
-# --- the mutator -----------------------------------------------------------------------------
+# --- the mutator and the oracle -------------------------------------------------------------
 
 _INTERESTING_U32 = [0, 1, 2, 3, 4, 5, 7, 8, 0x7F, 0x80, 0xFF, 0x100, 0xFFFF, 0x10000,
                     MAX_FRAME - 4, MAX_FRAME - 3, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFE, 0xFFFFFFFF]
@@ -211,50 +208,10 @@ def _size_field_offsets(data: bytes) -> list[int]:
     return [o for o in offsets if o + 4 <= len(data)]
 
 
-def mutate(data: bytes, rng: random.Random) -> bytes:
-    out = bytearray(data)
-    for _ in range(rng.choice((1, 1, 1, 2, 3, 5))):
-        op = rng.randrange(11)
-        n = len(out)
-        if op == 0 and n:  # bit flip
-            out[rng.randrange(n)] ^= 1 << rng.randrange(8)
-        elif op == 1 and n:  # byte set
-            out[rng.randrange(n)] = rng.choice((0x00, 0x01, 0x7F, 0x80, 0xFF, rng.randrange(256)))
-        elif op == 2:  # insert bytes
-            at = rng.randint(0, n)
-            out[at:at] = rng.randbytes(rng.choice((1, 1, 2, 4, 16)))
-        elif op == 3 and n:  # delete a range
-            at = rng.randrange(n)
-            del out[at:at + rng.choice((1, 1, 2, 4, 16))]
-        elif op == 4:  # truncate
-            del out[rng.randint(0, n):]
-        elif op == 5:  # corrupt a size field
-            offsets = _size_field_offsets(bytes(out))
-            if offsets:
-                at = rng.choice(offsets)
-                old = U32.unpack_from(out, at)[0]
-                new = rng.choice(_INTERESTING_U32 + [(old + rng.randint(-8, 8)) & 0xFFFFFFFF])
-                U32.pack_into(out, at, new)
-        elif op == 6:  # splice with another corpus frame
-            other = rng.choice(CORPUS)
-            a, b = rng.randint(0, n), rng.randint(0, len(other))
-            out = out[:a] + other[b:]
-        elif op == 7:  # append a frame or junk (several frames per feed)
-            out += rng.choice(CORPUS) if rng.random() < 0.7 else rng.randbytes(rng.randint(1, 9))
-        elif op == 8 and n > 1:  # duplicate a chunk
-            a = rng.randrange(n)
-            b = rng.randint(a, min(n, a + 32))
-            at = rng.randint(0, n)
-            out[at:at] = out[a:b]
-        elif op == 9 and n:  # corrupt a protobuf varint: set continuation bits
-            at = rng.randrange(n)
-            for i in range(at, min(n, at + rng.randint(1, 11))):
-                out[i] |= 0x80
-        elif op == 10 and n >= 4:  # whole frame length consistent with a shorter/longer body
-            U32.pack_into(out, 0, max(0, n - 4 + rng.randint(-3, 3)))
-    if rng.random() < 0.4:
-        _fix_headers(out)
-    return bytes(out)
+def _near_total_size(out: bytearray, rng: random.Random) -> None:
+    """A total size off by a few bytes: the body decoders see a frame cut short or overlong."""
+    if len(out) >= 4:
+        U32.pack_into(out, 0, max(0, len(out) - 4 + rng.randint(-3, 3)))
 
 
 def _fix_headers(out: bytearray) -> None:
@@ -270,21 +227,9 @@ def _fix_headers(out: bytearray) -> None:
         U32.pack_into(out, magic + 2, crc32c(out[magic + 6:]))
 
 
-def chunks(data: bytes, rng: random.Random) -> list[bytes]:
-    mode = rng.randrange(4)
-    if mode == 0 or not data:
-        return [data]
-    if mode == 1 and len(data) <= 512:
-        return [data[i:i + 1] for i in range(len(data))]
-    cuts = sorted(rng.randint(0, len(data)) for _ in range(rng.randint(1, 6)))
-    return [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
-
-
-# --- the oracle ------------------------------------------------------------------------------
-
-
-class Failure(Exception):
-    pass
+mutate = Mutator(CORPUS, protocol_ops=(
+    u32_field_op(U32, _INTERESTING_U32, _size_field_offsets, jitter=8), _near_total_size),
+    fix_up=_fix_headers, fix_rate=0.4)
 
 
 def check_frame(frame: Frame) -> None:
@@ -301,51 +246,9 @@ def check_frame(frame: Frame) -> None:
             pass
 
 
-def run_case(data: bytes, rng: random.Random, max_frame: int = MAX_FRAME) -> None:
-    """Feed ``data`` in random chunks; raise Failure (or let a bad exception out) on a bug."""
-    decoder = StreamDecoder(max_frame_size=max_frame)
-    pending = 0  # bytes fed but neither decoded nor skipped
-    for chunk in chunks(data, rng):
-        try:
-            frames = decoder.feed(chunk)
-        except FrameTooLargeError as exc:
-            if decoder.buffered != 0:
-                raise Failure(f"oversize frame left {decoder.buffered} bytes buffered") from exc
-            for frame in exc.frames_before:
-                assert isinstance(frame, Frame)
-                check_frame(frame)
-            return
-        except DecodeError as exc:
-            for frame in exc.frames_before:
-                assert isinstance(frame, Frame)
-                check_frame(frame)
-            _drain(decoder, pending + len(chunk))
-        else:
-            for frame in frames:
-                check_frame(frame)
-        if decoder.buffered > max_frame:
-            raise Failure(f"{decoder.buffered} bytes buffered, over the {max_frame} limit")
-        pending = decoder.buffered
-
-
-def _drain(decoder: StreamDecoder, before: int) -> None:
-    """After a failed feed, feed(b"") until it succeeds; every failure must skip bytes."""
-    while True:
-        # A failed feed skipped at least the 4-byte header of the bad frame.
-        if decoder.buffered > before - 4:
-            raise Failure(f"no progress after a bad frame: {before} -> {decoder.buffered} bytes")
-        before = decoder.buffered
-        try:
-            frames = decoder.feed(b"")
-        except FrameTooLargeError:
-            if decoder.buffered != 0:
-                raise Failure("oversize frame left bytes buffered") from None
-            return
-        except DecodeError:
-            continue
-        for frame in frames:
-            check_frame(frame)
-        return
+PULSAR = StreamTarget(StreamDecoder, Frame, check_frame, header_size=4, valid_frame=CORPUS[0],
+                      max_frame=MAX_FRAME)
+run_case = PULSAR.run_case
 
 
 # --- tests -----------------------------------------------------------------------------------
@@ -353,43 +256,14 @@ def _drain(decoder: StreamDecoder, before: int) -> None:
 
 def test_corpus_is_valid() -> None:
     assert len(CORPUS) > 150
-    for i, data in enumerate(CORPUS):
-        decoder = StreamDecoder(max_frame_size=1 << 20)
-        frames = decoder.feed(data)
-        assert frames, i
-        assert decoder.buffered == 0
-        for frame in frames:
-            check_frame(frame)
-    over = max(CORPUS, key=len)
-    assert len(over) > MAX_FRAME
+    PULSAR.check_corpus(CORPUS)
+    assert len(max(CORPUS, key=len)) > MAX_FRAME
 
 
 def test_mutated_frames_raise_only_decode_errors() -> None:
-    rng = random.Random(SEED)
-    started = time.perf_counter()
-    deadline = started + TIME_BUDGET
-    failures: list[str] = []
-    slowest = 0.0
-    ran = 0
-    while ran < TARGET_CASES and time.perf_counter() < deadline:
-        data = mutate(rng.choice(CORPUS), rng)
-        case_rng = random.Random(ran)
-        t0 = time.perf_counter()
-        try:
-            run_case(data, case_rng)
-        except (Failure, AssertionError) as exc:
-            failures.append(f"case {ran}: {exc}: {data.hex()}")
-        except Exception as exc:  # any non-DecodeError escaping is the bug
-            failures.append(f"case {ran}: {type(exc).__name__}: {exc}: {data.hex()}")
-        slowest = max(slowest, time.perf_counter() - t0)
-        ran += 1
-        if len(failures) >= 10:
-            break
-    elapsed = time.perf_counter() - started
-    print(f"fuzz: {ran} mutated cases in {elapsed:.1f} s, slowest case {slowest * 1000:.1f} ms")
-    assert failures == []
-    assert ran >= MIN_CASES, f"only {ran} cases ran in {elapsed:.1f} s"
-    assert slowest < CASE_LIMIT
+    run_campaign(lambda rng, _: Case(mutate(rng.choice(CORPUS), rng), run_case), seed=SEED,
+                 target=TARGET_CASES, minimum=MIN_CASES, budget=TIME_BUDGET,
+                 case_limit=CASE_LIMIT, name="pulsar")
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])

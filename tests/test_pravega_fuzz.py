@@ -2,18 +2,17 @@
 
 A seeded mutator damages a corpus of valid commands (one of every command in the spec, with
 random field values, plus hand-built vectors) and feeds the result to ``StreamDecoder`` in
-random chunks. For every case: only ``runtime.errors.DecodeError`` subclasses escape; after a
-successful ``feed`` at most ``max_frame_size`` bytes stay buffered and an oversize header
-stops the stream with nothing buffered; a failed ``feed`` skips the bad frame, so draining
-with ``feed(b"")`` always makes progress; every frame that decodes re-encodes to bytes that
-decode to the same frame. Bounded by a case count and a time budget.
+random chunks. Every case checks the properties listed in ``tests.fuzzing`` (only
+``runtime.errors.DecodeError`` subclasses escape; the buffer stays under ``max_frame_size``;
+a bad frame is skipped and draining makes progress; a bad header, such as a negative length,
+stops the stream), and that every frame that decodes re-encodes to bytes that decode to the
+same frame. Bounded by a case count and a time budget.
 """
 
 from __future__ import annotations
 
 import random
 import struct
-import time
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -23,7 +22,7 @@ from generated.pravega.frames import Frame, StreamDecoder
 from generator.frame_ir import FrameField, StructDef
 from generator.frame_model import load_frame_spec
 from generator.proto_model import load_protocol
-from runtime.errors import DecodeError
+from tests.fuzzing import Case, Failure, Mutator, StreamTarget, run_campaign, u32_field_op
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = 0x9A7E6A
@@ -32,6 +31,7 @@ TARGET_CASES = 20_000
 TIME_BUDGET = 8.0
 CASE_LIMIT = 1.0  # seconds a single case may take before it counts as a hang
 I32 = struct.Struct(">i")
+U32 = struct.Struct(">I")
 
 SPEC = load_frame_spec(ROOT / "specs/pravega/pravega.yaml", "specs/pravega/pravega.yaml",
                        load_protocol(ROOT / "specs", "pravega", "specs"))
@@ -88,151 +88,47 @@ def build_corpus() -> list[bytes]:
 CORPUS = build_corpus()
 _INTERESTING = [0, 1, 2, 7, 8, 15, 16, 0x7F, 0xFF, 0xFFFF, MAX_FRAME - 8, MAX_FRAME - 7,
                 0x00FFFFFF, 0x7FFFFFFF, -1, -2, -127, -(1 << 31)]
+_TYPE_CODES = [c.value for c in SPEC.commands.values()]
 
 
-def mutate(data: bytes, rng: random.Random) -> bytes:
-    out = bytearray(data)
-    for _ in range(rng.choice((1, 1, 2, 3, 5))):
-        n = len(out)
-        op = rng.randrange(9)
-        if op == 0 and n:  # bit flip
-            out[rng.randrange(n)] ^= 1 << rng.randrange(8)
-        elif op == 1 and n:  # byte set
-            out[rng.randrange(n)] = rng.choice((0, 1, 0x7F, 0x80, 0xFF, rng.randrange(256)))
-        elif op == 2:  # insert
-            at = rng.randint(0, n)
-            out[at:at] = rng.randbytes(rng.choice((1, 2, 4, 8)))
-        elif op == 3 and n:  # delete
-            at = rng.randrange(n)
-            del out[at:at + rng.choice((1, 2, 4, 8))]
-        elif op == 4:  # truncate
-            del out[rng.randint(0, n):]
-        elif op == 5 and n >= 4:  # an i32 anywhere (type codes, lengths, string sizes)
-            at = rng.randrange(0, n - 3)
-            I32.pack_into(out, at, rng.choice(_INTERESTING))
-        elif op == 6:  # splice another corpus frame
-            other = rng.choice(CORPUS)
-            a, b = rng.randint(0, n), rng.randint(0, len(other))
-            out = out[:a] + other[b:]
-        elif op == 7:  # append a frame or junk
-            out += rng.choice(CORPUS) if rng.random() < 0.7 else rng.randbytes(rng.randint(1, 9))
-        elif op == 8 and n >= 8:  # a type code from the spec, so the body decoders are reached
-            I32.pack_into(out, 0, rng.choice([c.value for c in SPEC.commands.values()]))
-    if rng.random() < 0.5 and len(out) >= 8:  # a consistent length reaches the body decoder
+def _type_code(out: bytearray, rng: random.Random) -> None:
+    """A type code from the spec, so that damaged bodies reach their command's decoder."""
+    if len(out) >= 8:
+        I32.pack_into(out, 0, rng.choice(_TYPE_CODES))
+
+
+def _fix_length(out: bytearray) -> None:
+    """A length that agrees with the damage, so that it reaches the body decoder."""
+    if len(out) >= 8:
         I32.pack_into(out, 4, len(out) - 8)
-    return bytes(out)
 
 
-def chunks(data: bytes, rng: random.Random) -> list[bytes]:
-    mode = rng.randrange(3)
-    if mode == 0 or not data:
-        return [data]
-    if mode == 1 and len(data) <= 256:
-        return [data[i:i + 1] for i in range(len(data))]
-    cuts = sorted(rng.randint(0, len(data)) for _ in range(rng.randint(1, 5)))
-    return [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+# Type codes, lengths and string sizes are all i32s, so any place may hold one.
+mutate = Mutator(CORPUS, protocol_ops=(u32_field_op(U32, _INTERESTING), _type_code),
+                 fix_up=_fix_length)
 
 
-class Failure(Exception):
-    pass
-
-
-def check_frame(frame: object) -> None:
-    assert isinstance(frame, Frame)
-    wire = frame.encode()
-    if Frame.decode(wire) != frame:
+def check_frame(frame: Frame) -> None:
+    """A decoded frame re-encodes to bytes that decode to the same frame."""
+    if Frame.decode(frame.encode()) != frame:
         raise Failure(f"re-encoding changed {frame!r}")
 
 
-def run_case(data: bytes, rng: random.Random, max_frame: int = MAX_FRAME) -> None:
-    decoder = StreamDecoder(max_frame_size=max_frame)
-    for chunk in chunks(data, rng):
-        before = decoder.buffered + len(chunk)
-        try:
-            received = decoder.feed(chunk)
-        except DecodeError as exc:
-            for frame in exc.frames_before:
-                check_frame(frame)
-            if _drain(decoder, before):
-                return
-        else:
-            for frame in received:
-                check_frame(frame)
-        if decoder.buffered > max_frame:
-            raise Failure(f"{decoder.buffered} bytes buffered, over the {max_frame} limit")
-
-
-def _drain(decoder: StreamDecoder, before: int) -> bool:
-    """After a failed feed, feed(b"") until it succeeds; True if the stream stopped."""
-    while True:
-        if _stopped(decoder):
-            return True
-        if decoder.buffered > before - 8:  # a bad frame's 8-byte header, at least, is skipped
-            raise Failure(f"no progress: {before} -> {decoder.buffered} bytes")
-        before = decoder.buffered
-        try:
-            received = decoder.feed(b"")
-        except DecodeError as exc:
-            for frame in exc.frames_before:
-                check_frame(frame)
-            continue
-        for frame in received:
-            check_frame(frame)
-        return False
-
-
-def _stopped(decoder: StreamDecoder) -> bool:
-    """Has a bad header (oversize, negative length) stopped the stream?
-
-    ``runtime.stream.FrameStream`` then drops what it holds and refuses every later feed
-    with a ``DecodeError``: check both, with a valid frame as the later input.
-    """
-    if decoder._broken is None:
-        return False
-    if decoder.buffered:
-        raise Failure(f"a stopped stream kept {decoder.buffered} bytes")
-    try:
-        decoder.feed(CORPUS[0])
-    except DecodeError:
-        return True
-    raise Failure("a stopped stream accepted more input")
+PRAVEGA = StreamTarget(StreamDecoder, Frame, check_frame, header_size=8, valid_frame=CORPUS[0],
+                       max_frame=MAX_FRAME)
+run_case = PRAVEGA.run_case
 
 
 def test_corpus_is_valid() -> None:
     assert len(CORPUS) > 100
-    for data in CORPUS:
-        decoder = StreamDecoder(max_frame_size=1 << 20)
-        received = decoder.feed(data)
-        assert received and decoder.buffered == 0
-        for frame in received:
-            check_frame(frame)
+    PRAVEGA.check_corpus(CORPUS)
     assert max(len(d) for d in CORPUS) > MAX_FRAME
 
 
 def test_mutated_frames_raise_only_decode_errors() -> None:
-    rng = random.Random(SEED)
-    started = time.perf_counter()
-    failures: list[str] = []
-    slowest = 0.0
-    ran = 0
-    while ran < TARGET_CASES and time.perf_counter() - started < TIME_BUDGET:
-        data = mutate(rng.choice(CORPUS), rng)
-        t0 = time.perf_counter()
-        try:
-            run_case(data, random.Random(ran))
-        except Failure as exc:
-            failures.append(f"case {ran}: {exc}: {data.hex()}")
-        except DecodeError as exc:
-            failures.append(f"case {ran}: escaped the drain: {exc!r}: {data.hex()}")
-        except Exception as exc:  # anything else escaping the decoder is the bug
-            failures.append(f"case {ran}: {type(exc).__name__}: {exc}: {data.hex()}")
-        slowest = max(slowest, time.perf_counter() - t0)
-        ran += 1
-        if len(failures) >= 5:
-            break
-    assert failures == []
-    assert ran >= TARGET_CASES, f"only {ran} cases in {time.perf_counter() - started:.1f} s"
-    assert slowest < CASE_LIMIT
+    run_campaign(lambda rng, _: Case(mutate(rng.choice(CORPUS), rng), run_case), seed=SEED,
+                 target=TARGET_CASES, minimum=TARGET_CASES, budget=TIME_BUDGET,
+                 case_limit=CASE_LIMIT, name="pravega")
 
 
 def test_random_bytes_and_small_limits() -> None:

@@ -4,10 +4,9 @@ A seeded mutator damages a corpus of valid frames (requests to the broker, respo
 client: bundles plain, keyed, sparse, Snappy-compressed, with cut tails) and feeds the result to
 ``StreamDecoder`` in random chunks. For every case:
 
-* the only exceptions are ``runtime.errors.DecodeError`` subclasses;
-* after every ``feed`` at most ``max_frame_size`` bytes stay buffered, and an oversize header
-  stops the stream with nothing buffered;
-* a failed ``feed`` skips the bad frame, so draining with ``feed(b"")`` always makes progress;
+* the properties listed in ``tests.fuzzing``: only ``runtime.errors.DecodeError`` subclasses
+  escape; the buffer stays under ``max_frame_size``; a failed ``feed`` skips the bad frame, so
+  draining with ``feed(b"")`` always makes progress; a bad header stops the stream;
 * every frame that decodes re-encodes to the same bytes, and goes one step further: a consume
   response through the client's chunk reader; a produce request into the broker's state (which
   may refuse it only with ``DecodeError`` or ``BadBundle``), whose stored bundles the client
@@ -21,7 +20,8 @@ from __future__ import annotations
 
 import random
 import struct
-import time
+from functools import partial
+from typing import NamedTuple
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -31,8 +31,9 @@ from clients.tank.bundles import build_bundle, read_chunk
 from clients.tank.messages import Message
 from clients.tank.responses import consume_outcomes
 from generated.tank import frames
-from runtime.errors import DecodeError, FrameTooLargeError
+from runtime.errors import DecodeError
 from runtime.protowire import varint_bytes
+from tests.fuzzing import Case, Failure, Mutator, StreamTarget, run_campaign, u32_field_op
 
 MAX_FRAME = 4096
 SEED = 0x7A4C
@@ -137,72 +138,26 @@ def build_corpus() -> tuple[list[bytes], list[bytes]]:
 TO_SERVER, TO_CLIENT = build_corpus()
 
 
-# --- the mutator -----------------------------------------------------------------------------
+# --- the mutator and the oracle -------------------------------------------------------------
 
 _INTERESTING_U32 = [0, 1, 2, 4, 5, 0x7F, 0x80, 0xFF, 0xFFFF, MAX_FRAME - 5, MAX_FRAME - 4,
                     MAX_FRAME, 0x7FFFFFFF, 0xFFFFFFFF]
 
 
-def mutate(data: bytes, rng: random.Random, corpus: list[bytes]) -> bytes:
-    out = bytearray(data)
-    for _ in range(rng.choice((1, 1, 1, 2, 3, 5))):
-        op = rng.randrange(10)
-        n = len(out)
-        if op == 0 and n:  # bit flip
-            out[rng.randrange(n)] ^= 1 << rng.randrange(8)
-        elif op == 1 and n:  # byte set
-            out[rng.randrange(n)] = rng.choice((0x00, 0x01, 0x02, 0x40, 0x7F, 0x80, 0xFE, 0xFF,
-                                                rng.randrange(256)))
-        elif op == 2:  # insert bytes
-            at = rng.randint(0, n)
-            out[at:at] = rng.randbytes(rng.choice((1, 1, 2, 4, 16)))
-        elif op == 3 and n:  # delete a range
-            at = rng.randrange(n)
-            del out[at:at + rng.choice((1, 1, 2, 4, 16))]
-        elif op == 4:  # truncate
-            del out[rng.randint(0, n):]
-        elif op == 5 and n >= 9:  # an interesting u32 anywhere (sizes, header lengths)
-            at = rng.randrange(n - 3)
-            U32.pack_into(out, at, rng.choice(_INTERESTING_U32))
-        elif op == 6:  # splice with another frame
-            other = rng.choice(corpus)
-            a, b = rng.randint(0, n), rng.randint(0, len(other))
-            out = out[:a] + other[b:]
-        elif op == 7:  # append a frame or junk
-            out += rng.choice(corpus) if rng.random() < 0.7 else rng.randbytes(rng.randint(1, 9))
-        elif op == 8 and n:  # set continuation bits: long and overlong varints
-            at = rng.randrange(n)
-            for i in range(at, min(n, at + rng.randint(1, 11))):
-                out[i] |= 0x80
-        elif op == 9 and n > 1:  # duplicate a chunk
-            a = rng.randrange(n)
-            b = rng.randint(a, min(n, a + 32))
-            at = rng.randint(0, n)
-            out[at:at] = out[a:b]
-    if rng.random() < 0.5 and len(out) >= 5:
-        # Make the frame size agree with the damage again, so that it reaches the bodies.
+def _fix_size(out: bytearray) -> None:
+    """Make the frame size agree with the damage again, so that it reaches the bodies."""
+    if len(out) >= 5:
         U32.pack_into(out, 1, len(out) - 5)
-    return bytes(out)
 
 
-def chunks(data: bytes, rng: random.Random) -> list[bytes]:
-    mode = rng.randrange(4)
-    if mode == 0 or not data:
-        return [data]
-    if mode == 1 and len(data) <= 512:
-        return [data[i:i + 1] for i in range(len(data))]
-    cuts = sorted(rng.randint(0, len(data)) for _ in range(rng.randint(1, 6)))
-    return [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
-
-
-# --- the oracle ------------------------------------------------------------------------------
-
-
-class Failure(Exception):
-    pass
+def _mutator(corpus: list[bytes]) -> Mutator:
+    # Sizes and header lengths are u32s at no fixed place, so any place may hold one.
+    return Mutator(corpus, protocol_ops=(u32_field_op(U32, _INTERESTING_U32),), fix_up=_fix_size)
 
 
 def check_frame(frame: frames.Frame, to_server: bool) -> None:
+    """A decoded frame re-encodes to the same bytes, and what the client or broker does with
+    it next succeeds or fails only with ``DecodeError`` (see the module docstring)."""
     wire = frame.encode()
     again = frames.Frame.decode(wire, to_server=to_server).encode()
     if again != wire:
@@ -250,96 +205,54 @@ def _check_broker_produce(body: frames.ProduceRequest | frames.ProduceWithSeqnum
         read_chunk(data.chunk, data.result.base_seqnum if code == 0 else None)
 
 
+class Direction(NamedTuple):
+    """What goes one way: its corpus, a mutator splicing from it, and its decoder."""
+
+    corpus: list[bytes]
+    mutate: Mutator
+    target: StreamTarget[frames.Frame]
+
+
+def _direction(to_server: bool, corpus: list[bytes]) -> Direction:
+    return Direction(corpus, _mutator(corpus), StreamTarget(
+        partial(frames.StreamDecoder, to_server=to_server), frames.Frame,
+        partial(check_frame, to_server=to_server), header_size=5, valid_frame=corpus[0],
+        max_frame=MAX_FRAME))
+
+
+DIRECTIONS = {True: _direction(True, TO_SERVER), False: _direction(False, TO_CLIENT)}
+
+
 def run_case(data: bytes, rng: random.Random, to_server: bool,
              max_frame: int = MAX_FRAME) -> None:
-    decoder = frames.StreamDecoder(max_frame_size=max_frame, to_server=to_server)
-    for chunk in chunks(data, rng):
-        before = decoder.buffered + len(chunk)
-        try:
-            received = decoder.feed(chunk)
-        except FrameTooLargeError as exc:
-            if decoder.buffered != 0:
-                raise Failure(f"oversize frame left {decoder.buffered} bytes buffered") from exc
-            for frame in exc.frames_before:
-                assert isinstance(frame, frames.Frame)
-                check_frame(frame, to_server)
-            return
-        except DecodeError as exc:
-            for frame in exc.frames_before:
-                assert isinstance(frame, frames.Frame)
-                check_frame(frame, to_server)
-            if _drain(decoder, before, to_server):
-                return
-        else:
-            for frame in received:
-                check_frame(frame, to_server)
-        if decoder.buffered > max_frame:
-            raise Failure(f"{decoder.buffered} bytes buffered, over the {max_frame} limit")
+    DIRECTIONS[to_server].target.run_case(data, rng, max_frame)
 
 
-def _drain(decoder: frames.StreamDecoder, before: int, to_server: bool) -> bool:
-    """After a failed feed, feed(b"") until it succeeds; each failure must skip a frame's
-    5-byte header at least. True when the stream stopped (oversize frame)."""
-    for _ in range(before + 1):
-        if decoder.buffered > before - 5:
-            raise Failure(f"no progress after a bad frame: {before} -> {decoder.buffered} bytes")
-        before = decoder.buffered
-        try:
-            received = decoder.feed(b"")
-        except FrameTooLargeError:
-            if decoder.buffered != 0:
-                raise Failure("oversize frame left bytes buffered") from None
-            return True
-        except DecodeError:
-            continue
-        for frame in received:
-            check_frame(frame, to_server)
-        return False
-    raise Failure("draining did not end")
+def mutate(rng: random.Random, to_server: bool) -> bytes:
+    """A damaged frame of a random corpus entry going that way."""
+    direction = DIRECTIONS[to_server]
+    return direction.mutate(rng.choice(direction.corpus), rng)
 
 
 # --- tests -----------------------------------------------------------------------------------
 
 
 def test_corpus_is_valid() -> None:
-    for to_server, corpus in ((True, TO_SERVER), (False, TO_CLIENT)):
-        assert len(corpus) > 8
-        for data in corpus:
-            decoder = frames.StreamDecoder(max_frame_size=MAX_FRAME, to_server=to_server)
-            received = decoder.feed(data)
-            assert received and decoder.buffered == 0
-            for frame in received:
-                check_frame(frame, to_server)
+    for direction in DIRECTIONS.values():
+        assert len(direction.corpus) > 8
+        direction.target.check_corpus(direction.corpus, max_frame=MAX_FRAME)
+
+
+def _case(rng: random.Random, number: int) -> Case:
+    # Alternating keeps both directions equally covered whatever the budget cuts off.
+    to_server = number % 2 == 0
+    target = DIRECTIONS[to_server].target
+    return Case(mutate(rng, to_server), target.run_case, f"to_server={to_server}")
 
 
 def test_mutated_frames_raise_only_decode_errors() -> None:
-    rng = random.Random(SEED)
-    started = time.perf_counter()
-    deadline = started + TIME_BUDGET
-    failures: list[str] = []
-    slowest = 0.0
-    ran = 0
-    while ran < TARGET_CASES and time.perf_counter() < deadline:
-        to_server = ran % 2 == 0
-        corpus = TO_SERVER if to_server else TO_CLIENT
-        data = mutate(rng.choice(corpus), rng, corpus)
-        t0 = time.perf_counter()
-        try:
-            run_case(data, random.Random(ran), to_server)
-        except (Failure, AssertionError) as exc:
-            failures.append(f"case {ran} (to_server={to_server}): {exc}: {data.hex()}")
-        except Exception as exc:  # anything else escaping is the bug
-            failures.append(f"case {ran} (to_server={to_server}): {type(exc).__name__}: {exc}: "
-                            f"{data.hex()}")
-        slowest = max(slowest, time.perf_counter() - t0)
-        ran += 1
-        if len(failures) >= 10:
-            break
-    elapsed = time.perf_counter() - started
-    print(f"tank fuzz: {ran} mutated cases in {elapsed:.1f} s, slowest {slowest * 1000:.1f} ms")
-    assert failures == []
-    assert ran >= MIN_CASES, f"only {ran} cases ran in {elapsed:.1f} s"
-    assert slowest < CASE_LIMIT
+    run_campaign(_case, seed=SEED, target=TARGET_CASES, minimum=MIN_CASES, budget=TIME_BUDGET,
+                 case_limit=CASE_LIMIT, name="tank")
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -370,5 +283,4 @@ def test_small_limits_are_enforced() -> None:
     for limit in (1, 4, 5, 6, 64, 1000):
         for i in range(200):
             to_server = i % 2 == 0
-            corpus = TO_SERVER if to_server else TO_CLIENT
-            run_case(mutate(rng.choice(corpus), rng, corpus), rng, to_server, max_frame=limit)
+            run_case(mutate(rng, to_server), rng, to_server, max_frame=limit)

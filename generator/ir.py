@@ -49,6 +49,9 @@ SCALAR_TYPES = (
 # Scalar types whose repeated form may be packed.
 PACKABLE = frozenset(SCALAR_TYPES) - {"string", "bytes"} | {"enum"}
 
+# From this many optional message fields on, a message keeps them in a dict (see sparse_fields).
+SPARSE_MIN_FIELDS = 16
+
 
 @dataclass(frozen=True, slots=True)
 class SourceLocation:
@@ -152,6 +155,19 @@ class MessageType:
     comment: str
     is_map_entry: bool = False
     location: SourceLocation | None = None
+
+    def sparse_fields(self) -> list[Field]:
+        """The fields kept in one dict of present values rather than a slot each.
+
+        An envelope such as Pulsar's BaseCommand declares dozens of optional sub-messages of
+        which one is set: a slot per field makes every construction, decode and encode pay for
+        all the absent ones. Only singular message fields outside oneofs qualify (None is their
+        unset value, so a missing dict entry reads the same), and only when there are many.
+        """
+        fields = [f for f in self.fields
+                  if f.label is Label.OPTIONAL and f.type.kind == "message" and f.oneof is None
+                  and not f.is_map]
+        return fields if len(fields) >= SPARSE_MIN_FIELDS else []
 
 
 @dataclass(slots=True)

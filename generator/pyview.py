@@ -149,6 +149,9 @@ class FieldView:
     oneof_siblings: list[str] = field(default_factory=list)
     is_repeated: bool = False
     implicit: bool = False
+    sparse: bool = False  # kept in the message's dict of present values (MessageView.present)
+    key: str = ""  # its key there, as a string literal
+    has_expr: str = ""
 
 
 @dataclass
@@ -172,6 +175,10 @@ class MessageView:
     decode_lines: list[str]
     nested_enums: list[EnumView]
     nested_messages: list[MessageView]
+    init_lines: list[str] = field(default_factory=list)
+    present: str = ""  # slot holding the dict of present sparse fields; "" when there are none
+    class_lines: list[str] = field(default_factory=list)  # class attributes after FIELD_NAMES
+    copy_lines: list[str] = field(default_factory=list)  # body of __copy__, sparse messages only
 
 
 @dataclass
@@ -328,7 +335,8 @@ def build_module(proto: ProtoFile, module_of: dict[str, str]) -> ModuleView:
     stdlib = [line for line in py.imports if line.startswith("import ")]
     if enums or nested:
         stdlib.append("import enum")
-    stdlib_from = ["from dataclasses import dataclass", "from typing import ClassVar, Self"]
+    typing_names = "Any, ClassVar, Self" if re.search(r"\bAny\b", body) else "ClassVar, Self"
+    stdlib_from = ["from dataclasses import dataclass", f"from typing import {typing_names}"]
     if "copysign(" in body:
         stdlib_from.append("from math import copysign")
     if "struct_error" in body or messages:
@@ -408,7 +416,14 @@ def _enum_view(e: EnumType, depth: int) -> EnumView:
 def _message_view(py: _Python, m: MessageType, depth: int) -> MessageView:
     ind = "    " * (depth + 1)
     fields = [_field_view(py, m, f) for f in m.fields]
+    sparse = {f.number for f in m.sparse_fields()}
+    present = _present_names(m) if sparse else None
     for fv in fields:
+        if present is not None and fv.number in sparse:
+            fv.sparse, fv.key = True, q(fv.name)
+            fv.has_expr = f"{fv.key} in self.{present.slot}"
+        else:
+            fv.has_expr = f"self.{fv.storage} is not None"
         fv.doc = _field_doc(fv, ind + "    ")
         fv.has_doc = docstring(f"Whether {fv.name} is set; an unset field is not written.",
                                ind + "    ")
@@ -438,12 +453,73 @@ def _message_view(py: _Python, m: MessageType, depth: int) -> MessageView:
         init_doc=docstring(init_text, ind + "    "),
         fields=fields,
         oneofs=oneofs,
-        encode_lines=_fit(_encode_lines(m), len(ind) + 4),
-        decode_lines=_decode_lines(py, m),
+        encode_lines=_fit(_encode_lines(m, present), len(ind) + 4),
+        decode_lines=_decode_lines(py, m, present),
         nested_enums=[_enum_view(e, depth + 1) for e in m.enums],
         nested_messages=[_message_view(py, n, depth + 1) for n in m.messages
                          if not n.is_map_entry],
+        init_lines=_init_lines(fields, present),
+        present=present.slot if present else "",
+        class_lines=_present_tables(m, present) if present else [],
+        copy_lines=_copy_lines(fields, present) if present else [],
     )
+
+
+@dataclass
+class _Present:
+    """Names of the class attributes that hold a sparse message's present fields."""
+
+    slot: str  # the dict: field name -> value, only for fields that are set
+    tags: str  # ClassVar: field name -> encoded tag
+    rank: str  # ClassVar: field name -> field number, to encode in number order
+
+
+def _present_names(m: MessageType) -> _Present:
+    # Explicit-presence scalars live in "_" + name, so a field called "present" would own
+    # "_present": step aside with trailing underscores rather than collide.
+    taken = {"_" + f.py_name for f in m.fields} | {f.py_name for f in m.fields}
+
+    def free(name: str) -> str:
+        while name in taken:
+            name += "_"
+        return name
+
+    return _Present(free("_present"), free("_PRESENT_TAGS"), free("_PRESENT_RANK"))
+
+
+def _present_tables(m: MessageType, present: _Present) -> list[str]:
+    fields = sorted(m.sparse_fields(), key=lambda f: f.number)
+    lines = ["", f"{present.tags}: ClassVar[dict[str, bytes]] = {{"]
+    lines += [f"    {q(f.py_name)}: {_tag(f.number, 2)}," for f in fields]
+    lines += ["}", f"{present.rank}: ClassVar[dict[str, int]] = {{"]
+    lines += [f"    {q(f.py_name)}: {f.number}," for f in fields]
+    return [*lines, "}"]
+
+
+def _copy_lines(fields: list[FieldView], present: _Present) -> list[str]:
+    """Body of ``__copy__``: the copy gets its own dict of present fields.
+
+    Without it a shallow copy would share the dict, and unsetting a field of the copy would
+    unset it in the original too, unlike every field that has its own slot.
+    """
+    lines = ["other = new_instance(type(self))"]
+    lines += [f"other.{fv.storage} = self.{fv.storage}" for fv in fields if not fv.sparse]
+    lines += [f"other.{present.slot} = dict(self.{present.slot})",
+              "other._unknown = self._unknown", "return other"]
+    return lines
+
+
+def _init_lines(fields: list[FieldView], present: _Present | None) -> list[str]:
+    """Body of ``__init__`` after the docstring: sparse fields enter the dict only when set."""
+    lines = [f"self.{fv.storage} = {fv.init_expr}" for fv in fields if not fv.sparse]
+    if present is not None:
+        # Parameters are field names, and those never start with "_" without ending in "_".
+        lines.append("_given: dict[str, Any] = {}")
+        for fv in fields:
+            if fv.sparse:
+                lines += [f"if {fv.name} is not None:", f"    _given[{fv.key}] = {fv.name}"]
+        lines.append(f"self.{present.slot} = _given")
+    return [*lines, 'self._unknown = b""']
 
 
 def _field_doc(fv: FieldView, ind: str) -> str:
@@ -584,12 +660,54 @@ def _nonzero(t: FieldType, var: str) -> str:
     return var
 
 
-def _encode_lines(m: MessageType) -> list[str]:
+def _encode_lines(m: MessageType, present: _Present | None) -> list[str]:
     """Body of ``_encode(self, parts)``: fields in number order, then unknown fields."""
     lines: list[str] = []
-    for f in sorted(m.fields, key=lambda f: f.number):
-        lines += _encode_field(m, f)
+    sparse = {f.number for f in m.sparse_fields()}
+    ordered = sorted(m.fields, key=lambda f: f.number)
+    # Runs of sparse fields with no other field numbered between them: each run is written
+    # where its numbers fall, by one loop over the present ones.
+    runs: list[list[Field]] = []
+    for i, f in enumerate(ordered):
+        if f.number in sparse:
+            if i == 0 or ordered[i - 1].number not in sparse:
+                runs.append([])
+            runs[-1].append(f)
+    for f in ordered:
+        if f.number not in sparse:
+            lines += _encode_field(m, f)
+            continue
+        assert present is not None
+        run = next(r for r in runs if f in r)
+        if f is not run[0]:
+            continue
+        if run is runs[0]:
+            lines += _present_prefix(present, len(runs) > 1)
+        lines += _present_run(present, run if len(runs) > 1 else None)
     return _declare_lists([*lines, "if self._unknown:", "    parts.append(self._unknown)"])
+
+
+def _present_prefix(present: _Present, multi: bool) -> list[str]:
+    """Statements putting the present sparse fields in number order, in ``present``."""
+    lines = [f"present = self.{present.slot}", f"tags = self.{present.tags}"]
+    if multi:
+        lines.append(f"rank = self.{present.rank}")
+    lines.append("if len(present) > 1:")
+    if not multi:
+        lines.append(f"    rank = self.{present.rank}")
+    # Mostly one field is set: only two or more need sorting.
+    return [*lines, "    present = {n: present[n] for n in sorted(present, key=rank.__getitem__)}"]
+
+
+def _present_run(present: _Present, run: list[Field] | None) -> list[str]:
+    """A loop writing the present sparse fields (of ``run`` only, when there are several)."""
+    body = ["parts.append(tags[name])", "sub = []", "value._encode(sub)",
+            "data = b\"\".join(sub)", *_len_prefixed("data", "parts")]
+    lines = ["for name, value in present.items():"]
+    if run is None:
+        return lines + ["    " + s for s in body]
+    lo, hi = run[0].number, run[-1].number
+    return lines + [f"    if {lo} <= rank[name] <= {hi}:", *["        " + s for s in body]]
 
 
 def _declare_lists(lines: list[str]) -> list[str]:
@@ -742,7 +860,7 @@ def _map_case(py: _Python, f: Field, where: str) -> _Case:
     return _Case(f.number << 3 | 2, body)
 
 
-def _decode_lines(py: _Python, m: MessageType) -> list[str]:
+def _decode_lines(py: _Python, m: MessageType, present: _Present | None) -> list[str]:
     """Body of ``decode_from(cls, buf, pos, end)``.
 
     Fields are read into locals and stored into the new instance's slots at the end. Unknown
@@ -751,9 +869,17 @@ def _decode_lines(py: _Python, m: MessageType) -> list[str]:
     init: list[str] = []
     cases: list[_Case] = []
     strings: dict[int, str] = {}  # tag -> field, for the UTF-8 error
+    sparse = {f.number for f in m.sparse_fields()}
+    if sparse:
+        init.append("present: dict[str, Any] = {}")
     for f in m.fields:
         local, tmp = f"f{f.number}", f"x{f.number}"
         where = f"{m.py_path}.{f.proto_name}"
+        if f.number in sparse:
+            # A repeated occurrence replaces the earlier value, as for a slot.
+            read = _decode_value(py, f.type, local, where)
+            cases.append(_Case(f.number << 3 | 2, [*read, f"present[{q(f.py_name)}] = {local}"]))
+            continue
         if f.is_map:
             assert f.map_key is not None and f.map_value is not None
             init.append(f"{local}: dict[{py.value_ann(f.map_key)}, "
@@ -830,7 +956,9 @@ def _decode_lines(py: _Python, m: MessageType) -> list[str]:
             lines += [f"if f{f.number} is None:",
                       f"    raise MissingRequiredFieldError({q(m.py_path)}, {q(f.proto_name)})"]
     lines.append("msg = new_instance(cls)")
-    lines += [f"msg.{_storage(f)} = f{f.number}" for f in m.fields]
+    lines += [f"msg.{_storage(f)} = f{f.number}" for f in m.fields if f.number not in sparse]
+    if present is not None:
+        lines.append(f"msg.{present.slot} = present")
     lines += ['msg._unknown = b"" if unknown is None else bytes(unknown)', "return msg"]
     return lines
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from struct import error as struct_error
-from typing import ClassVar, Self
+from typing import Any, ClassVar, Self
 
 from runtime.errors import (
     MissingRequiredFieldError,
@@ -23779,77 +23779,153 @@ class BaseCommand:
         ("watchTcAssignmentsClose", "watchTcAssignmentsClose", "watchTcAssignmentsClose"),
     )
 
+    _PRESENT_TAGS: ClassVar[dict[str, bytes]] = {
+        "connect": b"\x12",
+        "connected": b"\x1a",
+        "subscribe": b"\x22",
+        "producer": b"\x2a",
+        "send": b"\x32",
+        "send_receipt": b"\x3a",
+        "send_error": b"\x42",
+        "message": b"\x4a",
+        "ack": b"\x52",
+        "flow": b"\x5a",
+        "unsubscribe": b"\x62",
+        "success": b"\x6a",
+        "error": b"\x72",
+        "close_producer": b"\x7a",
+        "close_consumer": b"\x82\x01",
+        "producer_success": b"\x8a\x01",
+        "ping": b"\x92\x01",
+        "pong": b"\x9a\x01",
+        "redeliverUnacknowledgedMessages": b"\xa2\x01",
+        "partitionMetadata": b"\xaa\x01",
+        "partitionMetadataResponse": b"\xb2\x01",
+        "lookupTopic": b"\xba\x01",
+        "lookupTopicResponse": b"\xc2\x01",
+        "consumerStats": b"\xca\x01",
+        "consumerStatsResponse": b"\xd2\x01",
+        "reachedEndOfTopic": b"\xda\x01",
+        "seek": b"\xe2\x01",
+        "getLastMessageId": b"\xea\x01",
+        "getLastMessageIdResponse": b"\xf2\x01",
+        "active_consumer_change": b"\xfa\x01",
+        "getTopicsOfNamespace": b"\x82\x02",
+        "getTopicsOfNamespaceResponse": b"\x8a\x02",
+        "getSchema": b"\x92\x02",
+        "getSchemaResponse": b"\x9a\x02",
+        "authChallenge": b"\xa2\x02",
+        "authResponse": b"\xaa\x02",
+        "ackResponse": b"\xb2\x02",
+        "getOrCreateSchema": b"\xba\x02",
+        "getOrCreateSchemaResponse": b"\xc2\x02",
+        "newTxn": b"\x92\x03",
+        "newTxnResponse": b"\x9a\x03",
+        "addPartitionToTxn": b"\xa2\x03",
+        "addPartitionToTxnResponse": b"\xaa\x03",
+        "addSubscriptionToTxn": b"\xb2\x03",
+        "addSubscriptionToTxnResponse": b"\xba\x03",
+        "endTxn": b"\xc2\x03",
+        "endTxnResponse": b"\xca\x03",
+        "endTxnOnPartition": b"\xd2\x03",
+        "endTxnOnPartitionResponse": b"\xda\x03",
+        "endTxnOnSubscription": b"\xe2\x03",
+        "endTxnOnSubscriptionResponse": b"\xea\x03",
+        "tcClientConnectRequest": b"\xf2\x03",
+        "tcClientConnectResponse": b"\xfa\x03",
+        "watchTopicList": b"\x82\x04",
+        "watchTopicListSuccess": b"\x8a\x04",
+        "watchTopicUpdate": b"\x92\x04",
+        "watchTopicListClose": b"\x9a\x04",
+        "topicMigrated": b"\xa2\x04",
+        "scalableTopicLookup": b"\xb2\x04",
+        "scalableTopicUpdate": b"\xba\x04",
+        "scalableTopicClose": b"\xc2\x04",
+        "scalableTopicSubscribe": b"\xca\x04",
+        "scalableTopicSubscribeResponse": b"\xd2\x04",
+        "scalableTopicAssignmentUpdate": b"\xda\x04",
+        "watchScalableTopics": b"\xe2\x04",
+        "watchScalableTopicsUpdate": b"\xea\x04",
+        "watchScalableTopicsClose": b"\xf2\x04",
+        "watchTcAssignments": b"\xfa\x04",
+        "watchTcAssignmentsUpdate": b"\x82\x05",
+        "watchTcAssignmentsClose": b"\x8a\x05",
+    }
+    _PRESENT_RANK: ClassVar[dict[str, int]] = {
+        "connect": 2,
+        "connected": 3,
+        "subscribe": 4,
+        "producer": 5,
+        "send": 6,
+        "send_receipt": 7,
+        "send_error": 8,
+        "message": 9,
+        "ack": 10,
+        "flow": 11,
+        "unsubscribe": 12,
+        "success": 13,
+        "error": 14,
+        "close_producer": 15,
+        "close_consumer": 16,
+        "producer_success": 17,
+        "ping": 18,
+        "pong": 19,
+        "redeliverUnacknowledgedMessages": 20,
+        "partitionMetadata": 21,
+        "partitionMetadataResponse": 22,
+        "lookupTopic": 23,
+        "lookupTopicResponse": 24,
+        "consumerStats": 25,
+        "consumerStatsResponse": 26,
+        "reachedEndOfTopic": 27,
+        "seek": 28,
+        "getLastMessageId": 29,
+        "getLastMessageIdResponse": 30,
+        "active_consumer_change": 31,
+        "getTopicsOfNamespace": 32,
+        "getTopicsOfNamespaceResponse": 33,
+        "getSchema": 34,
+        "getSchemaResponse": 35,
+        "authChallenge": 36,
+        "authResponse": 37,
+        "ackResponse": 38,
+        "getOrCreateSchema": 39,
+        "getOrCreateSchemaResponse": 40,
+        "newTxn": 50,
+        "newTxnResponse": 51,
+        "addPartitionToTxn": 52,
+        "addPartitionToTxnResponse": 53,
+        "addSubscriptionToTxn": 54,
+        "addSubscriptionToTxnResponse": 55,
+        "endTxn": 56,
+        "endTxnResponse": 57,
+        "endTxnOnPartition": 58,
+        "endTxnOnPartitionResponse": 59,
+        "endTxnOnSubscription": 60,
+        "endTxnOnSubscriptionResponse": 61,
+        "tcClientConnectRequest": 62,
+        "tcClientConnectResponse": 63,
+        "watchTopicList": 64,
+        "watchTopicListSuccess": 65,
+        "watchTopicUpdate": 66,
+        "watchTopicListClose": 67,
+        "topicMigrated": 68,
+        "scalableTopicLookup": 70,
+        "scalableTopicUpdate": 71,
+        "scalableTopicClose": 72,
+        "scalableTopicSubscribe": 73,
+        "scalableTopicSubscribeResponse": 74,
+        "scalableTopicAssignmentUpdate": 75,
+        "watchScalableTopics": 76,
+        "watchScalableTopicsUpdate": 77,
+        "watchScalableTopicsClose": 78,
+        "watchTcAssignments": 79,
+        "watchTcAssignmentsUpdate": 80,
+        "watchTcAssignmentsClose": 81,
+    }
+
     type_: BaseCommand.Type
-    connect: CommandConnect | None
-    connected: CommandConnected | None
-    subscribe: CommandSubscribe | None
-    producer: CommandProducer | None
-    send: CommandSend | None
-    send_receipt: CommandSendReceipt | None
-    send_error: CommandSendError | None
-    message: CommandMessage | None
-    ack: CommandAck | None
-    flow: CommandFlow | None
-    unsubscribe: CommandUnsubscribe | None
-    success: CommandSuccess | None
-    error: CommandError | None
-    close_producer: CommandCloseProducer | None
-    close_consumer: CommandCloseConsumer | None
-    producer_success: CommandProducerSuccess | None
-    ping: CommandPing | None
-    pong: CommandPong | None
-    redeliverUnacknowledgedMessages: CommandRedeliverUnacknowledgedMessages | None
-    partitionMetadata: CommandPartitionedTopicMetadata | None
-    partitionMetadataResponse: CommandPartitionedTopicMetadataResponse | None
-    lookupTopic: CommandLookupTopic | None
-    lookupTopicResponse: CommandLookupTopicResponse | None
-    consumerStats: CommandConsumerStats | None
-    consumerStatsResponse: CommandConsumerStatsResponse | None
-    reachedEndOfTopic: CommandReachedEndOfTopic | None
-    seek: CommandSeek | None
-    getLastMessageId: CommandGetLastMessageId | None
-    getLastMessageIdResponse: CommandGetLastMessageIdResponse | None
-    active_consumer_change: CommandActiveConsumerChange | None
-    getTopicsOfNamespace: CommandGetTopicsOfNamespace | None
-    getTopicsOfNamespaceResponse: CommandGetTopicsOfNamespaceResponse | None
-    getSchema: CommandGetSchema | None
-    getSchemaResponse: CommandGetSchemaResponse | None
-    authChallenge: CommandAuthChallenge | None
-    authResponse: CommandAuthResponse | None
-    ackResponse: CommandAckResponse | None
-    getOrCreateSchema: CommandGetOrCreateSchema | None
-    getOrCreateSchemaResponse: CommandGetOrCreateSchemaResponse | None
-    newTxn: CommandNewTxn | None
-    newTxnResponse: CommandNewTxnResponse | None
-    addPartitionToTxn: CommandAddPartitionToTxn | None
-    addPartitionToTxnResponse: CommandAddPartitionToTxnResponse | None
-    addSubscriptionToTxn: CommandAddSubscriptionToTxn | None
-    addSubscriptionToTxnResponse: CommandAddSubscriptionToTxnResponse | None
-    endTxn: CommandEndTxn | None
-    endTxnResponse: CommandEndTxnResponse | None
-    endTxnOnPartition: CommandEndTxnOnPartition | None
-    endTxnOnPartitionResponse: CommandEndTxnOnPartitionResponse | None
-    endTxnOnSubscription: CommandEndTxnOnSubscription | None
-    endTxnOnSubscriptionResponse: CommandEndTxnOnSubscriptionResponse | None
-    tcClientConnectRequest: CommandTcClientConnectRequest | None
-    tcClientConnectResponse: CommandTcClientConnectResponse | None
-    watchTopicList: CommandWatchTopicList | None
-    watchTopicListSuccess: CommandWatchTopicListSuccess | None
-    watchTopicUpdate: CommandWatchTopicUpdate | None
-    watchTopicListClose: CommandWatchTopicListClose | None
-    topicMigrated: CommandTopicMigrated | None
-    scalableTopicLookup: CommandScalableTopicLookup | None
-    scalableTopicUpdate: CommandScalableTopicUpdate | None
-    scalableTopicClose: CommandScalableTopicClose | None
-    scalableTopicSubscribe: CommandScalableTopicSubscribe | None
-    scalableTopicSubscribeResponse: CommandScalableTopicSubscribeResponse | None
-    scalableTopicAssignmentUpdate: CommandScalableTopicAssignmentUpdate | None
-    watchScalableTopics: CommandWatchScalableTopics | None
-    watchScalableTopicsUpdate: CommandWatchScalableTopicsUpdate | None
-    watchScalableTopicsClose: CommandWatchScalableTopicsClose | None
-    watchTcAssignments: CommandWatchTcAssignments | None
-    watchTcAssignmentsUpdate: CommandWatchTcAssignmentsUpdate | None
-    watchTcAssignmentsClose: CommandWatchTcAssignmentsClose | None
+    _present: dict[str, Any]
     _unknown: bytes
 
     def __init__(
@@ -23929,357 +24005,1396 @@ class BaseCommand:
     ) -> None:
         """Create a BaseCommand; type_ required."""
         self.type_ = type_
-        self.connect = connect
-        self.connected = connected
-        self.subscribe = subscribe
-        self.producer = producer
-        self.send = send
-        self.send_receipt = send_receipt
-        self.send_error = send_error
-        self.message = message
-        self.ack = ack
-        self.flow = flow
-        self.unsubscribe = unsubscribe
-        self.success = success
-        self.error = error
-        self.close_producer = close_producer
-        self.close_consumer = close_consumer
-        self.producer_success = producer_success
-        self.ping = ping
-        self.pong = pong
-        self.redeliverUnacknowledgedMessages = redeliverUnacknowledgedMessages
-        self.partitionMetadata = partitionMetadata
-        self.partitionMetadataResponse = partitionMetadataResponse
-        self.lookupTopic = lookupTopic
-        self.lookupTopicResponse = lookupTopicResponse
-        self.consumerStats = consumerStats
-        self.consumerStatsResponse = consumerStatsResponse
-        self.reachedEndOfTopic = reachedEndOfTopic
-        self.seek = seek
-        self.getLastMessageId = getLastMessageId
-        self.getLastMessageIdResponse = getLastMessageIdResponse
-        self.active_consumer_change = active_consumer_change
-        self.getTopicsOfNamespace = getTopicsOfNamespace
-        self.getTopicsOfNamespaceResponse = getTopicsOfNamespaceResponse
-        self.getSchema = getSchema
-        self.getSchemaResponse = getSchemaResponse
-        self.authChallenge = authChallenge
-        self.authResponse = authResponse
-        self.ackResponse = ackResponse
-        self.getOrCreateSchema = getOrCreateSchema
-        self.getOrCreateSchemaResponse = getOrCreateSchemaResponse
-        self.newTxn = newTxn
-        self.newTxnResponse = newTxnResponse
-        self.addPartitionToTxn = addPartitionToTxn
-        self.addPartitionToTxnResponse = addPartitionToTxnResponse
-        self.addSubscriptionToTxn = addSubscriptionToTxn
-        self.addSubscriptionToTxnResponse = addSubscriptionToTxnResponse
-        self.endTxn = endTxn
-        self.endTxnResponse = endTxnResponse
-        self.endTxnOnPartition = endTxnOnPartition
-        self.endTxnOnPartitionResponse = endTxnOnPartitionResponse
-        self.endTxnOnSubscription = endTxnOnSubscription
-        self.endTxnOnSubscriptionResponse = endTxnOnSubscriptionResponse
-        self.tcClientConnectRequest = tcClientConnectRequest
-        self.tcClientConnectResponse = tcClientConnectResponse
-        self.watchTopicList = watchTopicList
-        self.watchTopicListSuccess = watchTopicListSuccess
-        self.watchTopicUpdate = watchTopicUpdate
-        self.watchTopicListClose = watchTopicListClose
-        self.topicMigrated = topicMigrated
-        self.scalableTopicLookup = scalableTopicLookup
-        self.scalableTopicUpdate = scalableTopicUpdate
-        self.scalableTopicClose = scalableTopicClose
-        self.scalableTopicSubscribe = scalableTopicSubscribe
-        self.scalableTopicSubscribeResponse = scalableTopicSubscribeResponse
-        self.scalableTopicAssignmentUpdate = scalableTopicAssignmentUpdate
-        self.watchScalableTopics = watchScalableTopics
-        self.watchScalableTopicsUpdate = watchScalableTopicsUpdate
-        self.watchScalableTopicsClose = watchScalableTopicsClose
-        self.watchTcAssignments = watchTcAssignments
-        self.watchTcAssignmentsUpdate = watchTcAssignmentsUpdate
-        self.watchTcAssignmentsClose = watchTcAssignmentsClose
+        _given: dict[str, Any] = {}
+        if connect is not None:
+            _given["connect"] = connect
+        if connected is not None:
+            _given["connected"] = connected
+        if subscribe is not None:
+            _given["subscribe"] = subscribe
+        if producer is not None:
+            _given["producer"] = producer
+        if send is not None:
+            _given["send"] = send
+        if send_receipt is not None:
+            _given["send_receipt"] = send_receipt
+        if send_error is not None:
+            _given["send_error"] = send_error
+        if message is not None:
+            _given["message"] = message
+        if ack is not None:
+            _given["ack"] = ack
+        if flow is not None:
+            _given["flow"] = flow
+        if unsubscribe is not None:
+            _given["unsubscribe"] = unsubscribe
+        if success is not None:
+            _given["success"] = success
+        if error is not None:
+            _given["error"] = error
+        if close_producer is not None:
+            _given["close_producer"] = close_producer
+        if close_consumer is not None:
+            _given["close_consumer"] = close_consumer
+        if producer_success is not None:
+            _given["producer_success"] = producer_success
+        if ping is not None:
+            _given["ping"] = ping
+        if pong is not None:
+            _given["pong"] = pong
+        if redeliverUnacknowledgedMessages is not None:
+            _given["redeliverUnacknowledgedMessages"] = redeliverUnacknowledgedMessages
+        if partitionMetadata is not None:
+            _given["partitionMetadata"] = partitionMetadata
+        if partitionMetadataResponse is not None:
+            _given["partitionMetadataResponse"] = partitionMetadataResponse
+        if lookupTopic is not None:
+            _given["lookupTopic"] = lookupTopic
+        if lookupTopicResponse is not None:
+            _given["lookupTopicResponse"] = lookupTopicResponse
+        if consumerStats is not None:
+            _given["consumerStats"] = consumerStats
+        if consumerStatsResponse is not None:
+            _given["consumerStatsResponse"] = consumerStatsResponse
+        if reachedEndOfTopic is not None:
+            _given["reachedEndOfTopic"] = reachedEndOfTopic
+        if seek is not None:
+            _given["seek"] = seek
+        if getLastMessageId is not None:
+            _given["getLastMessageId"] = getLastMessageId
+        if getLastMessageIdResponse is not None:
+            _given["getLastMessageIdResponse"] = getLastMessageIdResponse
+        if active_consumer_change is not None:
+            _given["active_consumer_change"] = active_consumer_change
+        if getTopicsOfNamespace is not None:
+            _given["getTopicsOfNamespace"] = getTopicsOfNamespace
+        if getTopicsOfNamespaceResponse is not None:
+            _given["getTopicsOfNamespaceResponse"] = getTopicsOfNamespaceResponse
+        if getSchema is not None:
+            _given["getSchema"] = getSchema
+        if getSchemaResponse is not None:
+            _given["getSchemaResponse"] = getSchemaResponse
+        if authChallenge is not None:
+            _given["authChallenge"] = authChallenge
+        if authResponse is not None:
+            _given["authResponse"] = authResponse
+        if ackResponse is not None:
+            _given["ackResponse"] = ackResponse
+        if getOrCreateSchema is not None:
+            _given["getOrCreateSchema"] = getOrCreateSchema
+        if getOrCreateSchemaResponse is not None:
+            _given["getOrCreateSchemaResponse"] = getOrCreateSchemaResponse
+        if newTxn is not None:
+            _given["newTxn"] = newTxn
+        if newTxnResponse is not None:
+            _given["newTxnResponse"] = newTxnResponse
+        if addPartitionToTxn is not None:
+            _given["addPartitionToTxn"] = addPartitionToTxn
+        if addPartitionToTxnResponse is not None:
+            _given["addPartitionToTxnResponse"] = addPartitionToTxnResponse
+        if addSubscriptionToTxn is not None:
+            _given["addSubscriptionToTxn"] = addSubscriptionToTxn
+        if addSubscriptionToTxnResponse is not None:
+            _given["addSubscriptionToTxnResponse"] = addSubscriptionToTxnResponse
+        if endTxn is not None:
+            _given["endTxn"] = endTxn
+        if endTxnResponse is not None:
+            _given["endTxnResponse"] = endTxnResponse
+        if endTxnOnPartition is not None:
+            _given["endTxnOnPartition"] = endTxnOnPartition
+        if endTxnOnPartitionResponse is not None:
+            _given["endTxnOnPartitionResponse"] = endTxnOnPartitionResponse
+        if endTxnOnSubscription is not None:
+            _given["endTxnOnSubscription"] = endTxnOnSubscription
+        if endTxnOnSubscriptionResponse is not None:
+            _given["endTxnOnSubscriptionResponse"] = endTxnOnSubscriptionResponse
+        if tcClientConnectRequest is not None:
+            _given["tcClientConnectRequest"] = tcClientConnectRequest
+        if tcClientConnectResponse is not None:
+            _given["tcClientConnectResponse"] = tcClientConnectResponse
+        if watchTopicList is not None:
+            _given["watchTopicList"] = watchTopicList
+        if watchTopicListSuccess is not None:
+            _given["watchTopicListSuccess"] = watchTopicListSuccess
+        if watchTopicUpdate is not None:
+            _given["watchTopicUpdate"] = watchTopicUpdate
+        if watchTopicListClose is not None:
+            _given["watchTopicListClose"] = watchTopicListClose
+        if topicMigrated is not None:
+            _given["topicMigrated"] = topicMigrated
+        if scalableTopicLookup is not None:
+            _given["scalableTopicLookup"] = scalableTopicLookup
+        if scalableTopicUpdate is not None:
+            _given["scalableTopicUpdate"] = scalableTopicUpdate
+        if scalableTopicClose is not None:
+            _given["scalableTopicClose"] = scalableTopicClose
+        if scalableTopicSubscribe is not None:
+            _given["scalableTopicSubscribe"] = scalableTopicSubscribe
+        if scalableTopicSubscribeResponse is not None:
+            _given["scalableTopicSubscribeResponse"] = scalableTopicSubscribeResponse
+        if scalableTopicAssignmentUpdate is not None:
+            _given["scalableTopicAssignmentUpdate"] = scalableTopicAssignmentUpdate
+        if watchScalableTopics is not None:
+            _given["watchScalableTopics"] = watchScalableTopics
+        if watchScalableTopicsUpdate is not None:
+            _given["watchScalableTopicsUpdate"] = watchScalableTopicsUpdate
+        if watchScalableTopicsClose is not None:
+            _given["watchScalableTopicsClose"] = watchScalableTopicsClose
+        if watchTcAssignments is not None:
+            _given["watchTcAssignments"] = watchTcAssignments
+        if watchTcAssignmentsUpdate is not None:
+            _given["watchTcAssignmentsUpdate"] = watchTcAssignmentsUpdate
+        if watchTcAssignmentsClose is not None:
+            _given["watchTcAssignmentsClose"] = watchTcAssignmentsClose
+        self._present = _given
         self._unknown = b""
+
+    @property
+    def connect(self) -> CommandConnect | None:
+        """The connect field (number 2)."""
+        value: CommandConnect | None = self._present.get("connect")
+        return value
+
+    @connect.setter
+    def connect(self, value: CommandConnect | None) -> None:
+        if value is None:
+            self._present.pop("connect", None)
+        else:
+            self._present["connect"] = value
+
+    @property
+    def connected(self) -> CommandConnected | None:
+        """The connected field (number 3)."""
+        value: CommandConnected | None = self._present.get("connected")
+        return value
+
+    @connected.setter
+    def connected(self, value: CommandConnected | None) -> None:
+        if value is None:
+            self._present.pop("connected", None)
+        else:
+            self._present["connected"] = value
+
+    @property
+    def subscribe(self) -> CommandSubscribe | None:
+        """The subscribe field (number 4)."""
+        value: CommandSubscribe | None = self._present.get("subscribe")
+        return value
+
+    @subscribe.setter
+    def subscribe(self, value: CommandSubscribe | None) -> None:
+        if value is None:
+            self._present.pop("subscribe", None)
+        else:
+            self._present["subscribe"] = value
+
+    @property
+    def producer(self) -> CommandProducer | None:
+        """The producer field (number 5)."""
+        value: CommandProducer | None = self._present.get("producer")
+        return value
+
+    @producer.setter
+    def producer(self, value: CommandProducer | None) -> None:
+        if value is None:
+            self._present.pop("producer", None)
+        else:
+            self._present["producer"] = value
+
+    @property
+    def send(self) -> CommandSend | None:
+        """The send field (number 6)."""
+        value: CommandSend | None = self._present.get("send")
+        return value
+
+    @send.setter
+    def send(self, value: CommandSend | None) -> None:
+        if value is None:
+            self._present.pop("send", None)
+        else:
+            self._present["send"] = value
+
+    @property
+    def send_receipt(self) -> CommandSendReceipt | None:
+        """The send_receipt field (number 7)."""
+        value: CommandSendReceipt | None = self._present.get("send_receipt")
+        return value
+
+    @send_receipt.setter
+    def send_receipt(self, value: CommandSendReceipt | None) -> None:
+        if value is None:
+            self._present.pop("send_receipt", None)
+        else:
+            self._present["send_receipt"] = value
+
+    @property
+    def send_error(self) -> CommandSendError | None:
+        """The send_error field (number 8)."""
+        value: CommandSendError | None = self._present.get("send_error")
+        return value
+
+    @send_error.setter
+    def send_error(self, value: CommandSendError | None) -> None:
+        if value is None:
+            self._present.pop("send_error", None)
+        else:
+            self._present["send_error"] = value
+
+    @property
+    def message(self) -> CommandMessage | None:
+        """The message field (number 9)."""
+        value: CommandMessage | None = self._present.get("message")
+        return value
+
+    @message.setter
+    def message(self, value: CommandMessage | None) -> None:
+        if value is None:
+            self._present.pop("message", None)
+        else:
+            self._present["message"] = value
+
+    @property
+    def ack(self) -> CommandAck | None:
+        """The ack field (number 10)."""
+        value: CommandAck | None = self._present.get("ack")
+        return value
+
+    @ack.setter
+    def ack(self, value: CommandAck | None) -> None:
+        if value is None:
+            self._present.pop("ack", None)
+        else:
+            self._present["ack"] = value
+
+    @property
+    def flow(self) -> CommandFlow | None:
+        """The flow field (number 11)."""
+        value: CommandFlow | None = self._present.get("flow")
+        return value
+
+    @flow.setter
+    def flow(self, value: CommandFlow | None) -> None:
+        if value is None:
+            self._present.pop("flow", None)
+        else:
+            self._present["flow"] = value
+
+    @property
+    def unsubscribe(self) -> CommandUnsubscribe | None:
+        """The unsubscribe field (number 12)."""
+        value: CommandUnsubscribe | None = self._present.get("unsubscribe")
+        return value
+
+    @unsubscribe.setter
+    def unsubscribe(self, value: CommandUnsubscribe | None) -> None:
+        if value is None:
+            self._present.pop("unsubscribe", None)
+        else:
+            self._present["unsubscribe"] = value
+
+    @property
+    def success(self) -> CommandSuccess | None:
+        """The success field (number 13)."""
+        value: CommandSuccess | None = self._present.get("success")
+        return value
+
+    @success.setter
+    def success(self, value: CommandSuccess | None) -> None:
+        if value is None:
+            self._present.pop("success", None)
+        else:
+            self._present["success"] = value
+
+    @property
+    def error(self) -> CommandError | None:
+        """The error field (number 14)."""
+        value: CommandError | None = self._present.get("error")
+        return value
+
+    @error.setter
+    def error(self, value: CommandError | None) -> None:
+        if value is None:
+            self._present.pop("error", None)
+        else:
+            self._present["error"] = value
+
+    @property
+    def close_producer(self) -> CommandCloseProducer | None:
+        """The close_producer field (number 15)."""
+        value: CommandCloseProducer | None = self._present.get("close_producer")
+        return value
+
+    @close_producer.setter
+    def close_producer(self, value: CommandCloseProducer | None) -> None:
+        if value is None:
+            self._present.pop("close_producer", None)
+        else:
+            self._present["close_producer"] = value
+
+    @property
+    def close_consumer(self) -> CommandCloseConsumer | None:
+        """The close_consumer field (number 16)."""
+        value: CommandCloseConsumer | None = self._present.get("close_consumer")
+        return value
+
+    @close_consumer.setter
+    def close_consumer(self, value: CommandCloseConsumer | None) -> None:
+        if value is None:
+            self._present.pop("close_consumer", None)
+        else:
+            self._present["close_consumer"] = value
+
+    @property
+    def producer_success(self) -> CommandProducerSuccess | None:
+        """The producer_success field (number 17)."""
+        value: CommandProducerSuccess | None = self._present.get("producer_success")
+        return value
+
+    @producer_success.setter
+    def producer_success(self, value: CommandProducerSuccess | None) -> None:
+        if value is None:
+            self._present.pop("producer_success", None)
+        else:
+            self._present["producer_success"] = value
+
+    @property
+    def ping(self) -> CommandPing | None:
+        """The ping field (number 18)."""
+        value: CommandPing | None = self._present.get("ping")
+        return value
+
+    @ping.setter
+    def ping(self, value: CommandPing | None) -> None:
+        if value is None:
+            self._present.pop("ping", None)
+        else:
+            self._present["ping"] = value
+
+    @property
+    def pong(self) -> CommandPong | None:
+        """The pong field (number 19)."""
+        value: CommandPong | None = self._present.get("pong")
+        return value
+
+    @pong.setter
+    def pong(self, value: CommandPong | None) -> None:
+        if value is None:
+            self._present.pop("pong", None)
+        else:
+            self._present["pong"] = value
+
+    @property
+    def redeliverUnacknowledgedMessages(self) -> CommandRedeliverUnacknowledgedMessages | None:
+        """The redeliverUnacknowledgedMessages field (number 20)."""
+        value: CommandRedeliverUnacknowledgedMessages | None = self._present.get(
+            "redeliverUnacknowledgedMessages"
+        )
+        return value
+
+    @redeliverUnacknowledgedMessages.setter
+    def redeliverUnacknowledgedMessages(
+        self,
+        value: CommandRedeliverUnacknowledgedMessages | None,
+    ) -> None:
+        if value is None:
+            self._present.pop("redeliverUnacknowledgedMessages", None)
+        else:
+            self._present["redeliverUnacknowledgedMessages"] = value
+
+    @property
+    def partitionMetadata(self) -> CommandPartitionedTopicMetadata | None:
+        """The partitionMetadata field (number 21)."""
+        value: CommandPartitionedTopicMetadata | None = self._present.get("partitionMetadata")
+        return value
+
+    @partitionMetadata.setter
+    def partitionMetadata(self, value: CommandPartitionedTopicMetadata | None) -> None:
+        if value is None:
+            self._present.pop("partitionMetadata", None)
+        else:
+            self._present["partitionMetadata"] = value
+
+    @property
+    def partitionMetadataResponse(self) -> CommandPartitionedTopicMetadataResponse | None:
+        """The partitionMetadataResponse field (number 22)."""
+        value: CommandPartitionedTopicMetadataResponse | None = self._present.get(
+            "partitionMetadataResponse"
+        )
+        return value
+
+    @partitionMetadataResponse.setter
+    def partitionMetadataResponse(
+        self,
+        value: CommandPartitionedTopicMetadataResponse | None,
+    ) -> None:
+        if value is None:
+            self._present.pop("partitionMetadataResponse", None)
+        else:
+            self._present["partitionMetadataResponse"] = value
+
+    @property
+    def lookupTopic(self) -> CommandLookupTopic | None:
+        """The lookupTopic field (number 23)."""
+        value: CommandLookupTopic | None = self._present.get("lookupTopic")
+        return value
+
+    @lookupTopic.setter
+    def lookupTopic(self, value: CommandLookupTopic | None) -> None:
+        if value is None:
+            self._present.pop("lookupTopic", None)
+        else:
+            self._present["lookupTopic"] = value
+
+    @property
+    def lookupTopicResponse(self) -> CommandLookupTopicResponse | None:
+        """The lookupTopicResponse field (number 24)."""
+        value: CommandLookupTopicResponse | None = self._present.get("lookupTopicResponse")
+        return value
+
+    @lookupTopicResponse.setter
+    def lookupTopicResponse(self, value: CommandLookupTopicResponse | None) -> None:
+        if value is None:
+            self._present.pop("lookupTopicResponse", None)
+        else:
+            self._present["lookupTopicResponse"] = value
+
+    @property
+    def consumerStats(self) -> CommandConsumerStats | None:
+        """The consumerStats field (number 25)."""
+        value: CommandConsumerStats | None = self._present.get("consumerStats")
+        return value
+
+    @consumerStats.setter
+    def consumerStats(self, value: CommandConsumerStats | None) -> None:
+        if value is None:
+            self._present.pop("consumerStats", None)
+        else:
+            self._present["consumerStats"] = value
+
+    @property
+    def consumerStatsResponse(self) -> CommandConsumerStatsResponse | None:
+        """The consumerStatsResponse field (number 26)."""
+        value: CommandConsumerStatsResponse | None = self._present.get("consumerStatsResponse")
+        return value
+
+    @consumerStatsResponse.setter
+    def consumerStatsResponse(self, value: CommandConsumerStatsResponse | None) -> None:
+        if value is None:
+            self._present.pop("consumerStatsResponse", None)
+        else:
+            self._present["consumerStatsResponse"] = value
+
+    @property
+    def reachedEndOfTopic(self) -> CommandReachedEndOfTopic | None:
+        """The reachedEndOfTopic field (number 27)."""
+        value: CommandReachedEndOfTopic | None = self._present.get("reachedEndOfTopic")
+        return value
+
+    @reachedEndOfTopic.setter
+    def reachedEndOfTopic(self, value: CommandReachedEndOfTopic | None) -> None:
+        if value is None:
+            self._present.pop("reachedEndOfTopic", None)
+        else:
+            self._present["reachedEndOfTopic"] = value
+
+    @property
+    def seek(self) -> CommandSeek | None:
+        """The seek field (number 28)."""
+        value: CommandSeek | None = self._present.get("seek")
+        return value
+
+    @seek.setter
+    def seek(self, value: CommandSeek | None) -> None:
+        if value is None:
+            self._present.pop("seek", None)
+        else:
+            self._present["seek"] = value
+
+    @property
+    def getLastMessageId(self) -> CommandGetLastMessageId | None:
+        """The getLastMessageId field (number 29)."""
+        value: CommandGetLastMessageId | None = self._present.get("getLastMessageId")
+        return value
+
+    @getLastMessageId.setter
+    def getLastMessageId(self, value: CommandGetLastMessageId | None) -> None:
+        if value is None:
+            self._present.pop("getLastMessageId", None)
+        else:
+            self._present["getLastMessageId"] = value
+
+    @property
+    def getLastMessageIdResponse(self) -> CommandGetLastMessageIdResponse | None:
+        """The getLastMessageIdResponse field (number 30)."""
+        value: CommandGetLastMessageIdResponse | None = self._present.get(
+            "getLastMessageIdResponse"
+        )
+        return value
+
+    @getLastMessageIdResponse.setter
+    def getLastMessageIdResponse(self, value: CommandGetLastMessageIdResponse | None) -> None:
+        if value is None:
+            self._present.pop("getLastMessageIdResponse", None)
+        else:
+            self._present["getLastMessageIdResponse"] = value
+
+    @property
+    def active_consumer_change(self) -> CommandActiveConsumerChange | None:
+        """The active_consumer_change field (number 31)."""
+        value: CommandActiveConsumerChange | None = self._present.get("active_consumer_change")
+        return value
+
+    @active_consumer_change.setter
+    def active_consumer_change(self, value: CommandActiveConsumerChange | None) -> None:
+        if value is None:
+            self._present.pop("active_consumer_change", None)
+        else:
+            self._present["active_consumer_change"] = value
+
+    @property
+    def getTopicsOfNamespace(self) -> CommandGetTopicsOfNamespace | None:
+        """The getTopicsOfNamespace field (number 32)."""
+        value: CommandGetTopicsOfNamespace | None = self._present.get("getTopicsOfNamespace")
+        return value
+
+    @getTopicsOfNamespace.setter
+    def getTopicsOfNamespace(self, value: CommandGetTopicsOfNamespace | None) -> None:
+        if value is None:
+            self._present.pop("getTopicsOfNamespace", None)
+        else:
+            self._present["getTopicsOfNamespace"] = value
+
+    @property
+    def getTopicsOfNamespaceResponse(self) -> CommandGetTopicsOfNamespaceResponse | None:
+        """The getTopicsOfNamespaceResponse field (number 33)."""
+        value: CommandGetTopicsOfNamespaceResponse | None = self._present.get(
+            "getTopicsOfNamespaceResponse"
+        )
+        return value
+
+    @getTopicsOfNamespaceResponse.setter
+    def getTopicsOfNamespaceResponse(
+        self,
+        value: CommandGetTopicsOfNamespaceResponse | None,
+    ) -> None:
+        if value is None:
+            self._present.pop("getTopicsOfNamespaceResponse", None)
+        else:
+            self._present["getTopicsOfNamespaceResponse"] = value
+
+    @property
+    def getSchema(self) -> CommandGetSchema | None:
+        """The getSchema field (number 34)."""
+        value: CommandGetSchema | None = self._present.get("getSchema")
+        return value
+
+    @getSchema.setter
+    def getSchema(self, value: CommandGetSchema | None) -> None:
+        if value is None:
+            self._present.pop("getSchema", None)
+        else:
+            self._present["getSchema"] = value
+
+    @property
+    def getSchemaResponse(self) -> CommandGetSchemaResponse | None:
+        """The getSchemaResponse field (number 35)."""
+        value: CommandGetSchemaResponse | None = self._present.get("getSchemaResponse")
+        return value
+
+    @getSchemaResponse.setter
+    def getSchemaResponse(self, value: CommandGetSchemaResponse | None) -> None:
+        if value is None:
+            self._present.pop("getSchemaResponse", None)
+        else:
+            self._present["getSchemaResponse"] = value
+
+    @property
+    def authChallenge(self) -> CommandAuthChallenge | None:
+        """The authChallenge field (number 36)."""
+        value: CommandAuthChallenge | None = self._present.get("authChallenge")
+        return value
+
+    @authChallenge.setter
+    def authChallenge(self, value: CommandAuthChallenge | None) -> None:
+        if value is None:
+            self._present.pop("authChallenge", None)
+        else:
+            self._present["authChallenge"] = value
+
+    @property
+    def authResponse(self) -> CommandAuthResponse | None:
+        """The authResponse field (number 37)."""
+        value: CommandAuthResponse | None = self._present.get("authResponse")
+        return value
+
+    @authResponse.setter
+    def authResponse(self, value: CommandAuthResponse | None) -> None:
+        if value is None:
+            self._present.pop("authResponse", None)
+        else:
+            self._present["authResponse"] = value
+
+    @property
+    def ackResponse(self) -> CommandAckResponse | None:
+        """The ackResponse field (number 38)."""
+        value: CommandAckResponse | None = self._present.get("ackResponse")
+        return value
+
+    @ackResponse.setter
+    def ackResponse(self, value: CommandAckResponse | None) -> None:
+        if value is None:
+            self._present.pop("ackResponse", None)
+        else:
+            self._present["ackResponse"] = value
+
+    @property
+    def getOrCreateSchema(self) -> CommandGetOrCreateSchema | None:
+        """The getOrCreateSchema field (number 39)."""
+        value: CommandGetOrCreateSchema | None = self._present.get("getOrCreateSchema")
+        return value
+
+    @getOrCreateSchema.setter
+    def getOrCreateSchema(self, value: CommandGetOrCreateSchema | None) -> None:
+        if value is None:
+            self._present.pop("getOrCreateSchema", None)
+        else:
+            self._present["getOrCreateSchema"] = value
+
+    @property
+    def getOrCreateSchemaResponse(self) -> CommandGetOrCreateSchemaResponse | None:
+        """The getOrCreateSchemaResponse field (number 40)."""
+        value: CommandGetOrCreateSchemaResponse | None = self._present.get(
+            "getOrCreateSchemaResponse"
+        )
+        return value
+
+    @getOrCreateSchemaResponse.setter
+    def getOrCreateSchemaResponse(self, value: CommandGetOrCreateSchemaResponse | None) -> None:
+        if value is None:
+            self._present.pop("getOrCreateSchemaResponse", None)
+        else:
+            self._present["getOrCreateSchemaResponse"] = value
+
+    @property
+    def newTxn(self) -> CommandNewTxn | None:
+        """Transaction commands."""
+        value: CommandNewTxn | None = self._present.get("newTxn")
+        return value
+
+    @newTxn.setter
+    def newTxn(self, value: CommandNewTxn | None) -> None:
+        if value is None:
+            self._present.pop("newTxn", None)
+        else:
+            self._present["newTxn"] = value
+
+    @property
+    def newTxnResponse(self) -> CommandNewTxnResponse | None:
+        """The newTxnResponse field (number 51)."""
+        value: CommandNewTxnResponse | None = self._present.get("newTxnResponse")
+        return value
+
+    @newTxnResponse.setter
+    def newTxnResponse(self, value: CommandNewTxnResponse | None) -> None:
+        if value is None:
+            self._present.pop("newTxnResponse", None)
+        else:
+            self._present["newTxnResponse"] = value
+
+    @property
+    def addPartitionToTxn(self) -> CommandAddPartitionToTxn | None:
+        """The addPartitionToTxn field (number 52)."""
+        value: CommandAddPartitionToTxn | None = self._present.get("addPartitionToTxn")
+        return value
+
+    @addPartitionToTxn.setter
+    def addPartitionToTxn(self, value: CommandAddPartitionToTxn | None) -> None:
+        if value is None:
+            self._present.pop("addPartitionToTxn", None)
+        else:
+            self._present["addPartitionToTxn"] = value
+
+    @property
+    def addPartitionToTxnResponse(self) -> CommandAddPartitionToTxnResponse | None:
+        """The addPartitionToTxnResponse field (number 53)."""
+        value: CommandAddPartitionToTxnResponse | None = self._present.get(
+            "addPartitionToTxnResponse"
+        )
+        return value
+
+    @addPartitionToTxnResponse.setter
+    def addPartitionToTxnResponse(self, value: CommandAddPartitionToTxnResponse | None) -> None:
+        if value is None:
+            self._present.pop("addPartitionToTxnResponse", None)
+        else:
+            self._present["addPartitionToTxnResponse"] = value
+
+    @property
+    def addSubscriptionToTxn(self) -> CommandAddSubscriptionToTxn | None:
+        """The addSubscriptionToTxn field (number 54)."""
+        value: CommandAddSubscriptionToTxn | None = self._present.get("addSubscriptionToTxn")
+        return value
+
+    @addSubscriptionToTxn.setter
+    def addSubscriptionToTxn(self, value: CommandAddSubscriptionToTxn | None) -> None:
+        if value is None:
+            self._present.pop("addSubscriptionToTxn", None)
+        else:
+            self._present["addSubscriptionToTxn"] = value
+
+    @property
+    def addSubscriptionToTxnResponse(self) -> CommandAddSubscriptionToTxnResponse | None:
+        """The addSubscriptionToTxnResponse field (number 55)."""
+        value: CommandAddSubscriptionToTxnResponse | None = self._present.get(
+            "addSubscriptionToTxnResponse"
+        )
+        return value
+
+    @addSubscriptionToTxnResponse.setter
+    def addSubscriptionToTxnResponse(
+        self,
+        value: CommandAddSubscriptionToTxnResponse | None,
+    ) -> None:
+        if value is None:
+            self._present.pop("addSubscriptionToTxnResponse", None)
+        else:
+            self._present["addSubscriptionToTxnResponse"] = value
+
+    @property
+    def endTxn(self) -> CommandEndTxn | None:
+        """The endTxn field (number 56)."""
+        value: CommandEndTxn | None = self._present.get("endTxn")
+        return value
+
+    @endTxn.setter
+    def endTxn(self, value: CommandEndTxn | None) -> None:
+        if value is None:
+            self._present.pop("endTxn", None)
+        else:
+            self._present["endTxn"] = value
+
+    @property
+    def endTxnResponse(self) -> CommandEndTxnResponse | None:
+        """The endTxnResponse field (number 57)."""
+        value: CommandEndTxnResponse | None = self._present.get("endTxnResponse")
+        return value
+
+    @endTxnResponse.setter
+    def endTxnResponse(self, value: CommandEndTxnResponse | None) -> None:
+        if value is None:
+            self._present.pop("endTxnResponse", None)
+        else:
+            self._present["endTxnResponse"] = value
+
+    @property
+    def endTxnOnPartition(self) -> CommandEndTxnOnPartition | None:
+        """The endTxnOnPartition field (number 58)."""
+        value: CommandEndTxnOnPartition | None = self._present.get("endTxnOnPartition")
+        return value
+
+    @endTxnOnPartition.setter
+    def endTxnOnPartition(self, value: CommandEndTxnOnPartition | None) -> None:
+        if value is None:
+            self._present.pop("endTxnOnPartition", None)
+        else:
+            self._present["endTxnOnPartition"] = value
+
+    @property
+    def endTxnOnPartitionResponse(self) -> CommandEndTxnOnPartitionResponse | None:
+        """The endTxnOnPartitionResponse field (number 59)."""
+        value: CommandEndTxnOnPartitionResponse | None = self._present.get(
+            "endTxnOnPartitionResponse"
+        )
+        return value
+
+    @endTxnOnPartitionResponse.setter
+    def endTxnOnPartitionResponse(self, value: CommandEndTxnOnPartitionResponse | None) -> None:
+        if value is None:
+            self._present.pop("endTxnOnPartitionResponse", None)
+        else:
+            self._present["endTxnOnPartitionResponse"] = value
+
+    @property
+    def endTxnOnSubscription(self) -> CommandEndTxnOnSubscription | None:
+        """The endTxnOnSubscription field (number 60)."""
+        value: CommandEndTxnOnSubscription | None = self._present.get("endTxnOnSubscription")
+        return value
+
+    @endTxnOnSubscription.setter
+    def endTxnOnSubscription(self, value: CommandEndTxnOnSubscription | None) -> None:
+        if value is None:
+            self._present.pop("endTxnOnSubscription", None)
+        else:
+            self._present["endTxnOnSubscription"] = value
+
+    @property
+    def endTxnOnSubscriptionResponse(self) -> CommandEndTxnOnSubscriptionResponse | None:
+        """The endTxnOnSubscriptionResponse field (number 61)."""
+        value: CommandEndTxnOnSubscriptionResponse | None = self._present.get(
+            "endTxnOnSubscriptionResponse"
+        )
+        return value
+
+    @endTxnOnSubscriptionResponse.setter
+    def endTxnOnSubscriptionResponse(
+        self,
+        value: CommandEndTxnOnSubscriptionResponse | None,
+    ) -> None:
+        if value is None:
+            self._present.pop("endTxnOnSubscriptionResponse", None)
+        else:
+            self._present["endTxnOnSubscriptionResponse"] = value
+
+    @property
+    def tcClientConnectRequest(self) -> CommandTcClientConnectRequest | None:
+        """The tcClientConnectRequest field (number 62)."""
+        value: CommandTcClientConnectRequest | None = self._present.get("tcClientConnectRequest")
+        return value
+
+    @tcClientConnectRequest.setter
+    def tcClientConnectRequest(self, value: CommandTcClientConnectRequest | None) -> None:
+        if value is None:
+            self._present.pop("tcClientConnectRequest", None)
+        else:
+            self._present["tcClientConnectRequest"] = value
+
+    @property
+    def tcClientConnectResponse(self) -> CommandTcClientConnectResponse | None:
+        """The tcClientConnectResponse field (number 63)."""
+        value: CommandTcClientConnectResponse | None = self._present.get("tcClientConnectResponse")
+        return value
+
+    @tcClientConnectResponse.setter
+    def tcClientConnectResponse(self, value: CommandTcClientConnectResponse | None) -> None:
+        if value is None:
+            self._present.pop("tcClientConnectResponse", None)
+        else:
+            self._present["tcClientConnectResponse"] = value
+
+    @property
+    def watchTopicList(self) -> CommandWatchTopicList | None:
+        """Topic-list watch commands."""
+        value: CommandWatchTopicList | None = self._present.get("watchTopicList")
+        return value
+
+    @watchTopicList.setter
+    def watchTopicList(self, value: CommandWatchTopicList | None) -> None:
+        if value is None:
+            self._present.pop("watchTopicList", None)
+        else:
+            self._present["watchTopicList"] = value
+
+    @property
+    def watchTopicListSuccess(self) -> CommandWatchTopicListSuccess | None:
+        """The watchTopicListSuccess field (number 65)."""
+        value: CommandWatchTopicListSuccess | None = self._present.get("watchTopicListSuccess")
+        return value
+
+    @watchTopicListSuccess.setter
+    def watchTopicListSuccess(self, value: CommandWatchTopicListSuccess | None) -> None:
+        if value is None:
+            self._present.pop("watchTopicListSuccess", None)
+        else:
+            self._present["watchTopicListSuccess"] = value
+
+    @property
+    def watchTopicUpdate(self) -> CommandWatchTopicUpdate | None:
+        """The watchTopicUpdate field (number 66)."""
+        value: CommandWatchTopicUpdate | None = self._present.get("watchTopicUpdate")
+        return value
+
+    @watchTopicUpdate.setter
+    def watchTopicUpdate(self, value: CommandWatchTopicUpdate | None) -> None:
+        if value is None:
+            self._present.pop("watchTopicUpdate", None)
+        else:
+            self._present["watchTopicUpdate"] = value
+
+    @property
+    def watchTopicListClose(self) -> CommandWatchTopicListClose | None:
+        """The watchTopicListClose field (number 67)."""
+        value: CommandWatchTopicListClose | None = self._present.get("watchTopicListClose")
+        return value
+
+    @watchTopicListClose.setter
+    def watchTopicListClose(self, value: CommandWatchTopicListClose | None) -> None:
+        if value is None:
+            self._present.pop("watchTopicListClose", None)
+        else:
+            self._present["watchTopicListClose"] = value
+
+    @property
+    def topicMigrated(self) -> CommandTopicMigrated | None:
+        """The topicMigrated field (number 68)."""
+        value: CommandTopicMigrated | None = self._present.get("topicMigrated")
+        return value
+
+    @topicMigrated.setter
+    def topicMigrated(self, value: CommandTopicMigrated | None) -> None:
+        if value is None:
+            self._present.pop("topicMigrated", None)
+        else:
+            self._present["topicMigrated"] = value
+
+    @property
+    def scalableTopicLookup(self) -> CommandScalableTopicLookup | None:
+        """Scalable-topic commands."""
+        value: CommandScalableTopicLookup | None = self._present.get("scalableTopicLookup")
+        return value
+
+    @scalableTopicLookup.setter
+    def scalableTopicLookup(self, value: CommandScalableTopicLookup | None) -> None:
+        if value is None:
+            self._present.pop("scalableTopicLookup", None)
+        else:
+            self._present["scalableTopicLookup"] = value
+
+    @property
+    def scalableTopicUpdate(self) -> CommandScalableTopicUpdate | None:
+        """The scalableTopicUpdate field (number 71)."""
+        value: CommandScalableTopicUpdate | None = self._present.get("scalableTopicUpdate")
+        return value
+
+    @scalableTopicUpdate.setter
+    def scalableTopicUpdate(self, value: CommandScalableTopicUpdate | None) -> None:
+        if value is None:
+            self._present.pop("scalableTopicUpdate", None)
+        else:
+            self._present["scalableTopicUpdate"] = value
+
+    @property
+    def scalableTopicClose(self) -> CommandScalableTopicClose | None:
+        """The scalableTopicClose field (number 72)."""
+        value: CommandScalableTopicClose | None = self._present.get("scalableTopicClose")
+        return value
+
+    @scalableTopicClose.setter
+    def scalableTopicClose(self, value: CommandScalableTopicClose | None) -> None:
+        if value is None:
+            self._present.pop("scalableTopicClose", None)
+        else:
+            self._present["scalableTopicClose"] = value
+
+    @property
+    def scalableTopicSubscribe(self) -> CommandScalableTopicSubscribe | None:
+        """The scalableTopicSubscribe field (number 73)."""
+        value: CommandScalableTopicSubscribe | None = self._present.get("scalableTopicSubscribe")
+        return value
+
+    @scalableTopicSubscribe.setter
+    def scalableTopicSubscribe(self, value: CommandScalableTopicSubscribe | None) -> None:
+        if value is None:
+            self._present.pop("scalableTopicSubscribe", None)
+        else:
+            self._present["scalableTopicSubscribe"] = value
+
+    @property
+    def scalableTopicSubscribeResponse(self) -> CommandScalableTopicSubscribeResponse | None:
+        """The scalableTopicSubscribeResponse field (number 74)."""
+        value: CommandScalableTopicSubscribeResponse | None = self._present.get(
+            "scalableTopicSubscribeResponse"
+        )
+        return value
+
+    @scalableTopicSubscribeResponse.setter
+    def scalableTopicSubscribeResponse(
+        self,
+        value: CommandScalableTopicSubscribeResponse | None,
+    ) -> None:
+        if value is None:
+            self._present.pop("scalableTopicSubscribeResponse", None)
+        else:
+            self._present["scalableTopicSubscribeResponse"] = value
+
+    @property
+    def scalableTopicAssignmentUpdate(self) -> CommandScalableTopicAssignmentUpdate | None:
+        """The scalableTopicAssignmentUpdate field (number 75)."""
+        value: CommandScalableTopicAssignmentUpdate | None = self._present.get(
+            "scalableTopicAssignmentUpdate"
+        )
+        return value
+
+    @scalableTopicAssignmentUpdate.setter
+    def scalableTopicAssignmentUpdate(
+        self,
+        value: CommandScalableTopicAssignmentUpdate | None,
+    ) -> None:
+        if value is None:
+            self._present.pop("scalableTopicAssignmentUpdate", None)
+        else:
+            self._present["scalableTopicAssignmentUpdate"] = value
+
+    @property
+    def watchScalableTopics(self) -> CommandWatchScalableTopics | None:
+        """The watchScalableTopics field (number 76)."""
+        value: CommandWatchScalableTopics | None = self._present.get("watchScalableTopics")
+        return value
+
+    @watchScalableTopics.setter
+    def watchScalableTopics(self, value: CommandWatchScalableTopics | None) -> None:
+        if value is None:
+            self._present.pop("watchScalableTopics", None)
+        else:
+            self._present["watchScalableTopics"] = value
+
+    @property
+    def watchScalableTopicsUpdate(self) -> CommandWatchScalableTopicsUpdate | None:
+        """The watchScalableTopicsUpdate field (number 77)."""
+        value: CommandWatchScalableTopicsUpdate | None = self._present.get(
+            "watchScalableTopicsUpdate"
+        )
+        return value
+
+    @watchScalableTopicsUpdate.setter
+    def watchScalableTopicsUpdate(self, value: CommandWatchScalableTopicsUpdate | None) -> None:
+        if value is None:
+            self._present.pop("watchScalableTopicsUpdate", None)
+        else:
+            self._present["watchScalableTopicsUpdate"] = value
+
+    @property
+    def watchScalableTopicsClose(self) -> CommandWatchScalableTopicsClose | None:
+        """The watchScalableTopicsClose field (number 78)."""
+        value: CommandWatchScalableTopicsClose | None = self._present.get(
+            "watchScalableTopicsClose"
+        )
+        return value
+
+    @watchScalableTopicsClose.setter
+    def watchScalableTopicsClose(self, value: CommandWatchScalableTopicsClose | None) -> None:
+        if value is None:
+            self._present.pop("watchScalableTopicsClose", None)
+        else:
+            self._present["watchScalableTopicsClose"] = value
+
+    @property
+    def watchTcAssignments(self) -> CommandWatchTcAssignments | None:
+        """The watchTcAssignments field (number 79)."""
+        value: CommandWatchTcAssignments | None = self._present.get("watchTcAssignments")
+        return value
+
+    @watchTcAssignments.setter
+    def watchTcAssignments(self, value: CommandWatchTcAssignments | None) -> None:
+        if value is None:
+            self._present.pop("watchTcAssignments", None)
+        else:
+            self._present["watchTcAssignments"] = value
+
+    @property
+    def watchTcAssignmentsUpdate(self) -> CommandWatchTcAssignmentsUpdate | None:
+        """The watchTcAssignmentsUpdate field (number 80)."""
+        value: CommandWatchTcAssignmentsUpdate | None = self._present.get(
+            "watchTcAssignmentsUpdate"
+        )
+        return value
+
+    @watchTcAssignmentsUpdate.setter
+    def watchTcAssignmentsUpdate(self, value: CommandWatchTcAssignmentsUpdate | None) -> None:
+        if value is None:
+            self._present.pop("watchTcAssignmentsUpdate", None)
+        else:
+            self._present["watchTcAssignmentsUpdate"] = value
+
+    @property
+    def watchTcAssignmentsClose(self) -> CommandWatchTcAssignmentsClose | None:
+        """The watchTcAssignmentsClose field (number 81)."""
+        value: CommandWatchTcAssignmentsClose | None = self._present.get("watchTcAssignmentsClose")
+        return value
+
+    @watchTcAssignmentsClose.setter
+    def watchTcAssignmentsClose(self, value: CommandWatchTcAssignmentsClose | None) -> None:
+        if value is None:
+            self._present.pop("watchTcAssignmentsClose", None)
+        else:
+            self._present["watchTcAssignmentsClose"] = value
+
+    def __copy__(self) -> Self:
+        """A shallow copy with its own record of which fields are set."""
+        other = new_instance(type(self))
+        other.type_ = self.type_
+        other._present = dict(self._present)
+        other._unknown = self._unknown
+        return other
 
     def has_connect(self) -> bool:
         """Whether connect is set; an unset field is not written."""
-        return self.connect is not None
+        return "connect" in self._present
 
     def has_connected(self) -> bool:
         """Whether connected is set; an unset field is not written."""
-        return self.connected is not None
+        return "connected" in self._present
 
     def has_subscribe(self) -> bool:
         """Whether subscribe is set; an unset field is not written."""
-        return self.subscribe is not None
+        return "subscribe" in self._present
 
     def has_producer(self) -> bool:
         """Whether producer is set; an unset field is not written."""
-        return self.producer is not None
+        return "producer" in self._present
 
     def has_send(self) -> bool:
         """Whether send is set; an unset field is not written."""
-        return self.send is not None
+        return "send" in self._present
 
     def has_send_receipt(self) -> bool:
         """Whether send_receipt is set; an unset field is not written."""
-        return self.send_receipt is not None
+        return "send_receipt" in self._present
 
     def has_send_error(self) -> bool:
         """Whether send_error is set; an unset field is not written."""
-        return self.send_error is not None
+        return "send_error" in self._present
 
     def has_message(self) -> bool:
         """Whether message is set; an unset field is not written."""
-        return self.message is not None
+        return "message" in self._present
 
     def has_ack(self) -> bool:
         """Whether ack is set; an unset field is not written."""
-        return self.ack is not None
+        return "ack" in self._present
 
     def has_flow(self) -> bool:
         """Whether flow is set; an unset field is not written."""
-        return self.flow is not None
+        return "flow" in self._present
 
     def has_unsubscribe(self) -> bool:
         """Whether unsubscribe is set; an unset field is not written."""
-        return self.unsubscribe is not None
+        return "unsubscribe" in self._present
 
     def has_success(self) -> bool:
         """Whether success is set; an unset field is not written."""
-        return self.success is not None
+        return "success" in self._present
 
     def has_error(self) -> bool:
         """Whether error is set; an unset field is not written."""
-        return self.error is not None
+        return "error" in self._present
 
     def has_close_producer(self) -> bool:
         """Whether close_producer is set; an unset field is not written."""
-        return self.close_producer is not None
+        return "close_producer" in self._present
 
     def has_close_consumer(self) -> bool:
         """Whether close_consumer is set; an unset field is not written."""
-        return self.close_consumer is not None
+        return "close_consumer" in self._present
 
     def has_producer_success(self) -> bool:
         """Whether producer_success is set; an unset field is not written."""
-        return self.producer_success is not None
+        return "producer_success" in self._present
 
     def has_ping(self) -> bool:
         """Whether ping is set; an unset field is not written."""
-        return self.ping is not None
+        return "ping" in self._present
 
     def has_pong(self) -> bool:
         """Whether pong is set; an unset field is not written."""
-        return self.pong is not None
+        return "pong" in self._present
 
     def has_redeliverUnacknowledgedMessages(self) -> bool:
         """Whether redeliverUnacknowledgedMessages is set; an unset field is not written."""
-        return self.redeliverUnacknowledgedMessages is not None
+        return "redeliverUnacknowledgedMessages" in self._present
 
     def has_partitionMetadata(self) -> bool:
         """Whether partitionMetadata is set; an unset field is not written."""
-        return self.partitionMetadata is not None
+        return "partitionMetadata" in self._present
 
     def has_partitionMetadataResponse(self) -> bool:
         """Whether partitionMetadataResponse is set; an unset field is not written."""
-        return self.partitionMetadataResponse is not None
+        return "partitionMetadataResponse" in self._present
 
     def has_lookupTopic(self) -> bool:
         """Whether lookupTopic is set; an unset field is not written."""
-        return self.lookupTopic is not None
+        return "lookupTopic" in self._present
 
     def has_lookupTopicResponse(self) -> bool:
         """Whether lookupTopicResponse is set; an unset field is not written."""
-        return self.lookupTopicResponse is not None
+        return "lookupTopicResponse" in self._present
 
     def has_consumerStats(self) -> bool:
         """Whether consumerStats is set; an unset field is not written."""
-        return self.consumerStats is not None
+        return "consumerStats" in self._present
 
     def has_consumerStatsResponse(self) -> bool:
         """Whether consumerStatsResponse is set; an unset field is not written."""
-        return self.consumerStatsResponse is not None
+        return "consumerStatsResponse" in self._present
 
     def has_reachedEndOfTopic(self) -> bool:
         """Whether reachedEndOfTopic is set; an unset field is not written."""
-        return self.reachedEndOfTopic is not None
+        return "reachedEndOfTopic" in self._present
 
     def has_seek(self) -> bool:
         """Whether seek is set; an unset field is not written."""
-        return self.seek is not None
+        return "seek" in self._present
 
     def has_getLastMessageId(self) -> bool:
         """Whether getLastMessageId is set; an unset field is not written."""
-        return self.getLastMessageId is not None
+        return "getLastMessageId" in self._present
 
     def has_getLastMessageIdResponse(self) -> bool:
         """Whether getLastMessageIdResponse is set; an unset field is not written."""
-        return self.getLastMessageIdResponse is not None
+        return "getLastMessageIdResponse" in self._present
 
     def has_active_consumer_change(self) -> bool:
         """Whether active_consumer_change is set; an unset field is not written."""
-        return self.active_consumer_change is not None
+        return "active_consumer_change" in self._present
 
     def has_getTopicsOfNamespace(self) -> bool:
         """Whether getTopicsOfNamespace is set; an unset field is not written."""
-        return self.getTopicsOfNamespace is not None
+        return "getTopicsOfNamespace" in self._present
 
     def has_getTopicsOfNamespaceResponse(self) -> bool:
         """Whether getTopicsOfNamespaceResponse is set; an unset field is not written."""
-        return self.getTopicsOfNamespaceResponse is not None
+        return "getTopicsOfNamespaceResponse" in self._present
 
     def has_getSchema(self) -> bool:
         """Whether getSchema is set; an unset field is not written."""
-        return self.getSchema is not None
+        return "getSchema" in self._present
 
     def has_getSchemaResponse(self) -> bool:
         """Whether getSchemaResponse is set; an unset field is not written."""
-        return self.getSchemaResponse is not None
+        return "getSchemaResponse" in self._present
 
     def has_authChallenge(self) -> bool:
         """Whether authChallenge is set; an unset field is not written."""
-        return self.authChallenge is not None
+        return "authChallenge" in self._present
 
     def has_authResponse(self) -> bool:
         """Whether authResponse is set; an unset field is not written."""
-        return self.authResponse is not None
+        return "authResponse" in self._present
 
     def has_ackResponse(self) -> bool:
         """Whether ackResponse is set; an unset field is not written."""
-        return self.ackResponse is not None
+        return "ackResponse" in self._present
 
     def has_getOrCreateSchema(self) -> bool:
         """Whether getOrCreateSchema is set; an unset field is not written."""
-        return self.getOrCreateSchema is not None
+        return "getOrCreateSchema" in self._present
 
     def has_getOrCreateSchemaResponse(self) -> bool:
         """Whether getOrCreateSchemaResponse is set; an unset field is not written."""
-        return self.getOrCreateSchemaResponse is not None
+        return "getOrCreateSchemaResponse" in self._present
 
     def has_newTxn(self) -> bool:
         """Whether newTxn is set; an unset field is not written."""
-        return self.newTxn is not None
+        return "newTxn" in self._present
 
     def has_newTxnResponse(self) -> bool:
         """Whether newTxnResponse is set; an unset field is not written."""
-        return self.newTxnResponse is not None
+        return "newTxnResponse" in self._present
 
     def has_addPartitionToTxn(self) -> bool:
         """Whether addPartitionToTxn is set; an unset field is not written."""
-        return self.addPartitionToTxn is not None
+        return "addPartitionToTxn" in self._present
 
     def has_addPartitionToTxnResponse(self) -> bool:
         """Whether addPartitionToTxnResponse is set; an unset field is not written."""
-        return self.addPartitionToTxnResponse is not None
+        return "addPartitionToTxnResponse" in self._present
 
     def has_addSubscriptionToTxn(self) -> bool:
         """Whether addSubscriptionToTxn is set; an unset field is not written."""
-        return self.addSubscriptionToTxn is not None
+        return "addSubscriptionToTxn" in self._present
 
     def has_addSubscriptionToTxnResponse(self) -> bool:
         """Whether addSubscriptionToTxnResponse is set; an unset field is not written."""
-        return self.addSubscriptionToTxnResponse is not None
+        return "addSubscriptionToTxnResponse" in self._present
 
     def has_endTxn(self) -> bool:
         """Whether endTxn is set; an unset field is not written."""
-        return self.endTxn is not None
+        return "endTxn" in self._present
 
     def has_endTxnResponse(self) -> bool:
         """Whether endTxnResponse is set; an unset field is not written."""
-        return self.endTxnResponse is not None
+        return "endTxnResponse" in self._present
 
     def has_endTxnOnPartition(self) -> bool:
         """Whether endTxnOnPartition is set; an unset field is not written."""
-        return self.endTxnOnPartition is not None
+        return "endTxnOnPartition" in self._present
 
     def has_endTxnOnPartitionResponse(self) -> bool:
         """Whether endTxnOnPartitionResponse is set; an unset field is not written."""
-        return self.endTxnOnPartitionResponse is not None
+        return "endTxnOnPartitionResponse" in self._present
 
     def has_endTxnOnSubscription(self) -> bool:
         """Whether endTxnOnSubscription is set; an unset field is not written."""
-        return self.endTxnOnSubscription is not None
+        return "endTxnOnSubscription" in self._present
 
     def has_endTxnOnSubscriptionResponse(self) -> bool:
         """Whether endTxnOnSubscriptionResponse is set; an unset field is not written."""
-        return self.endTxnOnSubscriptionResponse is not None
+        return "endTxnOnSubscriptionResponse" in self._present
 
     def has_tcClientConnectRequest(self) -> bool:
         """Whether tcClientConnectRequest is set; an unset field is not written."""
-        return self.tcClientConnectRequest is not None
+        return "tcClientConnectRequest" in self._present
 
     def has_tcClientConnectResponse(self) -> bool:
         """Whether tcClientConnectResponse is set; an unset field is not written."""
-        return self.tcClientConnectResponse is not None
+        return "tcClientConnectResponse" in self._present
 
     def has_watchTopicList(self) -> bool:
         """Whether watchTopicList is set; an unset field is not written."""
-        return self.watchTopicList is not None
+        return "watchTopicList" in self._present
 
     def has_watchTopicListSuccess(self) -> bool:
         """Whether watchTopicListSuccess is set; an unset field is not written."""
-        return self.watchTopicListSuccess is not None
+        return "watchTopicListSuccess" in self._present
 
     def has_watchTopicUpdate(self) -> bool:
         """Whether watchTopicUpdate is set; an unset field is not written."""
-        return self.watchTopicUpdate is not None
+        return "watchTopicUpdate" in self._present
 
     def has_watchTopicListClose(self) -> bool:
         """Whether watchTopicListClose is set; an unset field is not written."""
-        return self.watchTopicListClose is not None
+        return "watchTopicListClose" in self._present
 
     def has_topicMigrated(self) -> bool:
         """Whether topicMigrated is set; an unset field is not written."""
-        return self.topicMigrated is not None
+        return "topicMigrated" in self._present
 
     def has_scalableTopicLookup(self) -> bool:
         """Whether scalableTopicLookup is set; an unset field is not written."""
-        return self.scalableTopicLookup is not None
+        return "scalableTopicLookup" in self._present
 
     def has_scalableTopicUpdate(self) -> bool:
         """Whether scalableTopicUpdate is set; an unset field is not written."""
-        return self.scalableTopicUpdate is not None
+        return "scalableTopicUpdate" in self._present
 
     def has_scalableTopicClose(self) -> bool:
         """Whether scalableTopicClose is set; an unset field is not written."""
-        return self.scalableTopicClose is not None
+        return "scalableTopicClose" in self._present
 
     def has_scalableTopicSubscribe(self) -> bool:
         """Whether scalableTopicSubscribe is set; an unset field is not written."""
-        return self.scalableTopicSubscribe is not None
+        return "scalableTopicSubscribe" in self._present
 
     def has_scalableTopicSubscribeResponse(self) -> bool:
         """Whether scalableTopicSubscribeResponse is set; an unset field is not written."""
-        return self.scalableTopicSubscribeResponse is not None
+        return "scalableTopicSubscribeResponse" in self._present
 
     def has_scalableTopicAssignmentUpdate(self) -> bool:
         """Whether scalableTopicAssignmentUpdate is set; an unset field is not written."""
-        return self.scalableTopicAssignmentUpdate is not None
+        return "scalableTopicAssignmentUpdate" in self._present
 
     def has_watchScalableTopics(self) -> bool:
         """Whether watchScalableTopics is set; an unset field is not written."""
-        return self.watchScalableTopics is not None
+        return "watchScalableTopics" in self._present
 
     def has_watchScalableTopicsUpdate(self) -> bool:
         """Whether watchScalableTopicsUpdate is set; an unset field is not written."""
-        return self.watchScalableTopicsUpdate is not None
+        return "watchScalableTopicsUpdate" in self._present
 
     def has_watchScalableTopicsClose(self) -> bool:
         """Whether watchScalableTopicsClose is set; an unset field is not written."""
-        return self.watchScalableTopicsClose is not None
+        return "watchScalableTopicsClose" in self._present
 
     def has_watchTcAssignments(self) -> bool:
         """Whether watchTcAssignments is set; an unset field is not written."""
-        return self.watchTcAssignments is not None
+        return "watchTcAssignments" in self._present
 
     def has_watchTcAssignmentsUpdate(self) -> bool:
         """Whether watchTcAssignmentsUpdate is set; an unset field is not written."""
-        return self.watchTcAssignmentsUpdate is not None
+        return "watchTcAssignmentsUpdate" in self._present
 
     def has_watchTcAssignmentsClose(self) -> bool:
         """Whether watchTcAssignmentsClose is set; an unset field is not written."""
-        return self.watchTcAssignmentsClose is not None
+        return "watchTcAssignmentsClose" in self._present
 
     @property
     def unknown_fields(self) -> bytes:
@@ -24311,632 +25426,15 @@ class BaseCommand:
             raise RequiredFieldUnsetError("BaseCommand", "type")
         parts.append(b"\x08")
         parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
-        v2 = self.connect
-        if v2 is not None:
-            parts.append(b"\x12")
-            sub = []
-            v2._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v3 = self.connected
-        if v3 is not None:
-            parts.append(b"\x1a")
-            sub = []
-            v3._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v4 = self.subscribe
-        if v4 is not None:
-            parts.append(b"\x22")
-            sub = []
-            v4._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v5 = self.producer
-        if v5 is not None:
-            parts.append(b"\x2a")
-            sub = []
-            v5._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v6 = self.send
-        if v6 is not None:
-            parts.append(b"\x32")
-            sub = []
-            v6._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v7 = self.send_receipt
-        if v7 is not None:
-            parts.append(b"\x3a")
-            sub = []
-            v7._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v8 = self.send_error
-        if v8 is not None:
-            parts.append(b"\x42")
-            sub = []
-            v8._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v9 = self.message
-        if v9 is not None:
-            parts.append(b"\x4a")
-            sub = []
-            v9._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v10 = self.ack
-        if v10 is not None:
-            parts.append(b"\x52")
-            sub = []
-            v10._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v11 = self.flow
-        if v11 is not None:
-            parts.append(b"\x5a")
-            sub = []
-            v11._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v12 = self.unsubscribe
-        if v12 is not None:
-            parts.append(b"\x62")
-            sub = []
-            v12._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v13 = self.success
-        if v13 is not None:
-            parts.append(b"\x6a")
-            sub = []
-            v13._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v14 = self.error
-        if v14 is not None:
-            parts.append(b"\x72")
-            sub = []
-            v14._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v15 = self.close_producer
-        if v15 is not None:
-            parts.append(b"\x7a")
-            sub = []
-            v15._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v16 = self.close_consumer
-        if v16 is not None:
-            parts.append(b"\x82\x01")
-            sub = []
-            v16._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v17 = self.producer_success
-        if v17 is not None:
-            parts.append(b"\x8a\x01")
-            sub = []
-            v17._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v18 = self.ping
-        if v18 is not None:
-            parts.append(b"\x92\x01")
-            sub = []
-            v18._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v19 = self.pong
-        if v19 is not None:
-            parts.append(b"\x9a\x01")
-            sub = []
-            v19._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v20 = self.redeliverUnacknowledgedMessages
-        if v20 is not None:
-            parts.append(b"\xa2\x01")
-            sub = []
-            v20._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v21 = self.partitionMetadata
-        if v21 is not None:
-            parts.append(b"\xaa\x01")
-            sub = []
-            v21._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v22 = self.partitionMetadataResponse
-        if v22 is not None:
-            parts.append(b"\xb2\x01")
-            sub = []
-            v22._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v23 = self.lookupTopic
-        if v23 is not None:
-            parts.append(b"\xba\x01")
-            sub = []
-            v23._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v24 = self.lookupTopicResponse
-        if v24 is not None:
-            parts.append(b"\xc2\x01")
-            sub = []
-            v24._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v25 = self.consumerStats
-        if v25 is not None:
-            parts.append(b"\xca\x01")
-            sub = []
-            v25._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v26 = self.consumerStatsResponse
-        if v26 is not None:
-            parts.append(b"\xd2\x01")
-            sub = []
-            v26._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v27 = self.reachedEndOfTopic
-        if v27 is not None:
-            parts.append(b"\xda\x01")
-            sub = []
-            v27._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v28 = self.seek
-        if v28 is not None:
-            parts.append(b"\xe2\x01")
-            sub = []
-            v28._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v29 = self.getLastMessageId
-        if v29 is not None:
-            parts.append(b"\xea\x01")
-            sub = []
-            v29._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v30 = self.getLastMessageIdResponse
-        if v30 is not None:
-            parts.append(b"\xf2\x01")
-            sub = []
-            v30._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v31 = self.active_consumer_change
-        if v31 is not None:
-            parts.append(b"\xfa\x01")
-            sub = []
-            v31._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v32 = self.getTopicsOfNamespace
-        if v32 is not None:
-            parts.append(b"\x82\x02")
-            sub = []
-            v32._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v33 = self.getTopicsOfNamespaceResponse
-        if v33 is not None:
-            parts.append(b"\x8a\x02")
-            sub = []
-            v33._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v34 = self.getSchema
-        if v34 is not None:
-            parts.append(b"\x92\x02")
-            sub = []
-            v34._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v35 = self.getSchemaResponse
-        if v35 is not None:
-            parts.append(b"\x9a\x02")
-            sub = []
-            v35._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v36 = self.authChallenge
-        if v36 is not None:
-            parts.append(b"\xa2\x02")
-            sub = []
-            v36._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v37 = self.authResponse
-        if v37 is not None:
-            parts.append(b"\xaa\x02")
-            sub = []
-            v37._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v38 = self.ackResponse
-        if v38 is not None:
-            parts.append(b"\xb2\x02")
-            sub = []
-            v38._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v39 = self.getOrCreateSchema
-        if v39 is not None:
-            parts.append(b"\xba\x02")
-            sub = []
-            v39._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v40 = self.getOrCreateSchemaResponse
-        if v40 is not None:
-            parts.append(b"\xc2\x02")
-            sub = []
-            v40._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v50 = self.newTxn
-        if v50 is not None:
-            parts.append(b"\x92\x03")
-            sub = []
-            v50._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v51 = self.newTxnResponse
-        if v51 is not None:
-            parts.append(b"\x9a\x03")
-            sub = []
-            v51._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v52 = self.addPartitionToTxn
-        if v52 is not None:
-            parts.append(b"\xa2\x03")
-            sub = []
-            v52._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v53 = self.addPartitionToTxnResponse
-        if v53 is not None:
-            parts.append(b"\xaa\x03")
-            sub = []
-            v53._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v54 = self.addSubscriptionToTxn
-        if v54 is not None:
-            parts.append(b"\xb2\x03")
-            sub = []
-            v54._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v55 = self.addSubscriptionToTxnResponse
-        if v55 is not None:
-            parts.append(b"\xba\x03")
-            sub = []
-            v55._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v56 = self.endTxn
-        if v56 is not None:
-            parts.append(b"\xc2\x03")
-            sub = []
-            v56._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v57 = self.endTxnResponse
-        if v57 is not None:
-            parts.append(b"\xca\x03")
-            sub = []
-            v57._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v58 = self.endTxnOnPartition
-        if v58 is not None:
-            parts.append(b"\xd2\x03")
-            sub = []
-            v58._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v59 = self.endTxnOnPartitionResponse
-        if v59 is not None:
-            parts.append(b"\xda\x03")
-            sub = []
-            v59._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v60 = self.endTxnOnSubscription
-        if v60 is not None:
-            parts.append(b"\xe2\x03")
-            sub = []
-            v60._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v61 = self.endTxnOnSubscriptionResponse
-        if v61 is not None:
-            parts.append(b"\xea\x03")
-            sub = []
-            v61._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v62 = self.tcClientConnectRequest
-        if v62 is not None:
-            parts.append(b"\xf2\x03")
-            sub = []
-            v62._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v63 = self.tcClientConnectResponse
-        if v63 is not None:
-            parts.append(b"\xfa\x03")
-            sub = []
-            v63._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v64 = self.watchTopicList
-        if v64 is not None:
-            parts.append(b"\x82\x04")
-            sub = []
-            v64._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v65 = self.watchTopicListSuccess
-        if v65 is not None:
-            parts.append(b"\x8a\x04")
-            sub = []
-            v65._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v66 = self.watchTopicUpdate
-        if v66 is not None:
-            parts.append(b"\x92\x04")
-            sub = []
-            v66._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v67 = self.watchTopicListClose
-        if v67 is not None:
-            parts.append(b"\x9a\x04")
-            sub = []
-            v67._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v68 = self.topicMigrated
-        if v68 is not None:
-            parts.append(b"\xa2\x04")
-            sub = []
-            v68._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v70 = self.scalableTopicLookup
-        if v70 is not None:
-            parts.append(b"\xb2\x04")
-            sub = []
-            v70._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v71 = self.scalableTopicUpdate
-        if v71 is not None:
-            parts.append(b"\xba\x04")
-            sub = []
-            v71._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v72 = self.scalableTopicClose
-        if v72 is not None:
-            parts.append(b"\xc2\x04")
-            sub = []
-            v72._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v73 = self.scalableTopicSubscribe
-        if v73 is not None:
-            parts.append(b"\xca\x04")
-            sub = []
-            v73._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v74 = self.scalableTopicSubscribeResponse
-        if v74 is not None:
-            parts.append(b"\xd2\x04")
-            sub = []
-            v74._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v75 = self.scalableTopicAssignmentUpdate
-        if v75 is not None:
-            parts.append(b"\xda\x04")
-            sub = []
-            v75._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v76 = self.watchScalableTopics
-        if v76 is not None:
-            parts.append(b"\xe2\x04")
-            sub = []
-            v76._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v77 = self.watchScalableTopicsUpdate
-        if v77 is not None:
-            parts.append(b"\xea\x04")
-            sub = []
-            v77._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v78 = self.watchScalableTopicsClose
-        if v78 is not None:
-            parts.append(b"\xf2\x04")
-            sub = []
-            v78._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v79 = self.watchTcAssignments
-        if v79 is not None:
-            parts.append(b"\xfa\x04")
-            sub = []
-            v79._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v80 = self.watchTcAssignmentsUpdate
-        if v80 is not None:
-            parts.append(b"\x82\x05")
-            sub = []
-            v80._encode(sub)
-            data = b"".join(sub)
-            size = len(data)
-            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(data)
-        v81 = self.watchTcAssignmentsClose
-        if v81 is not None:
-            parts.append(b"\x8a\x05")
-            sub = []
-            v81._encode(sub)
+        present = self._present
+        tags = self._PRESENT_TAGS
+        if len(present) > 1:
+            rank = self._PRESENT_RANK
+            present = {n: present[n] for n in sorted(present, key=rank.__getitem__)}
+        for name, value in present.items():
+            parts.append(tags[name])
+            sub = []
+            value._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -24953,77 +25451,8 @@ class BaseCommand:
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
+        present: dict[str, Any] = {}
         f1: BaseCommand.Type | None = None
-        f2: CommandConnect | None = None
-        f3: CommandConnected | None = None
-        f4: CommandSubscribe | None = None
-        f5: CommandProducer | None = None
-        f6: CommandSend | None = None
-        f7: CommandSendReceipt | None = None
-        f8: CommandSendError | None = None
-        f9: CommandMessage | None = None
-        f10: CommandAck | None = None
-        f11: CommandFlow | None = None
-        f12: CommandUnsubscribe | None = None
-        f13: CommandSuccess | None = None
-        f14: CommandError | None = None
-        f15: CommandCloseProducer | None = None
-        f16: CommandCloseConsumer | None = None
-        f17: CommandProducerSuccess | None = None
-        f18: CommandPing | None = None
-        f19: CommandPong | None = None
-        f20: CommandRedeliverUnacknowledgedMessages | None = None
-        f21: CommandPartitionedTopicMetadata | None = None
-        f22: CommandPartitionedTopicMetadataResponse | None = None
-        f23: CommandLookupTopic | None = None
-        f24: CommandLookupTopicResponse | None = None
-        f25: CommandConsumerStats | None = None
-        f26: CommandConsumerStatsResponse | None = None
-        f27: CommandReachedEndOfTopic | None = None
-        f28: CommandSeek | None = None
-        f29: CommandGetLastMessageId | None = None
-        f30: CommandGetLastMessageIdResponse | None = None
-        f31: CommandActiveConsumerChange | None = None
-        f32: CommandGetTopicsOfNamespace | None = None
-        f33: CommandGetTopicsOfNamespaceResponse | None = None
-        f34: CommandGetSchema | None = None
-        f35: CommandGetSchemaResponse | None = None
-        f36: CommandAuthChallenge | None = None
-        f37: CommandAuthResponse | None = None
-        f38: CommandAckResponse | None = None
-        f39: CommandGetOrCreateSchema | None = None
-        f40: CommandGetOrCreateSchemaResponse | None = None
-        f50: CommandNewTxn | None = None
-        f51: CommandNewTxnResponse | None = None
-        f52: CommandAddPartitionToTxn | None = None
-        f53: CommandAddPartitionToTxnResponse | None = None
-        f54: CommandAddSubscriptionToTxn | None = None
-        f55: CommandAddSubscriptionToTxnResponse | None = None
-        f56: CommandEndTxn | None = None
-        f57: CommandEndTxnResponse | None = None
-        f58: CommandEndTxnOnPartition | None = None
-        f59: CommandEndTxnOnPartitionResponse | None = None
-        f60: CommandEndTxnOnSubscription | None = None
-        f61: CommandEndTxnOnSubscriptionResponse | None = None
-        f62: CommandTcClientConnectRequest | None = None
-        f63: CommandTcClientConnectResponse | None = None
-        f64: CommandWatchTopicList | None = None
-        f65: CommandWatchTopicListSuccess | None = None
-        f66: CommandWatchTopicUpdate | None = None
-        f67: CommandWatchTopicListClose | None = None
-        f68: CommandTopicMigrated | None = None
-        f70: CommandScalableTopicLookup | None = None
-        f71: CommandScalableTopicUpdate | None = None
-        f72: CommandScalableTopicClose | None = None
-        f73: CommandScalableTopicSubscribe | None = None
-        f74: CommandScalableTopicSubscribeResponse | None = None
-        f75: CommandScalableTopicAssignmentUpdate | None = None
-        f76: CommandWatchScalableTopics | None = None
-        f77: CommandWatchScalableTopicsUpdate | None = None
-        f78: CommandWatchScalableTopicsClose | None = None
-        f79: CommandWatchTcAssignments | None = None
-        f80: CommandWatchTcAssignmentsUpdate | None = None
-        f81: CommandWatchTcAssignmentsClose | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -25063,6 +25492,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.connect")
                                     f2 = CommandConnect.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["connect"] = f2
                                 elif tag == 26:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25074,6 +25504,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.connected")
                                     f3 = CommandConnected.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["connected"] = f3
                                 elif tag == 34:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25085,6 +25516,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.subscribe")
                                     f4 = CommandSubscribe.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["subscribe"] = f4
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
                                     unknown = add_unknown(unknown, buf[start:pos])
@@ -25100,6 +25532,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.producer")
                                     f5 = CommandProducer.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["producer"] = f5
                                 elif tag == 50:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25111,6 +25544,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.send")
                                     f6 = CommandSend.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["send"] = f6
                                 elif tag == 58:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25122,6 +25556,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.send_receipt")
                                     f7 = CommandSendReceipt.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["send_receipt"] = f7
                                 elif tag == 66:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25133,6 +25568,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.send_error")
                                     f8 = CommandSendError.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["send_error"] = f8
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
                                     unknown = add_unknown(unknown, buf[start:pos])
@@ -25149,6 +25585,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.message")
                                     f9 = CommandMessage.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["message"] = f9
                                 elif tag == 82:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25160,6 +25597,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.ack")
                                     f10 = CommandAck.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["ack"] = f10
                                 elif tag == 90:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25171,6 +25609,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.flow")
                                     f11 = CommandFlow.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["flow"] = f11
                                 elif tag == 98:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25182,6 +25621,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.unsubscribe")
                                     f12 = CommandUnsubscribe.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["unsubscribe"] = f12
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
                                     unknown = add_unknown(unknown, buf[start:pos])
@@ -25197,6 +25637,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.success")
                                     f13 = CommandSuccess.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["success"] = f13
                                 elif tag == 114:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25208,6 +25649,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.error")
                                     f14 = CommandError.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["error"] = f14
                                 elif tag == 122:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25219,6 +25661,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.close_producer")
                                     f15 = CommandCloseProducer.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["close_producer"] = f15
                                 elif tag == 130:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25230,6 +25673,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.close_consumer")
                                     f16 = CommandCloseConsumer.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["close_consumer"] = f16
                                 elif tag == 138:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25241,6 +25685,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.producer_success")
                                     f17 = CommandProducerSuccess.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["producer_success"] = f17
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
                                     unknown = add_unknown(unknown, buf[start:pos])
@@ -25258,6 +25703,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.ping")
                                     f18 = CommandPing.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["ping"] = f18
                                 elif tag == 154:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25269,6 +25715,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.pong")
                                     f19 = CommandPong.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["pong"] = f19
                                 elif tag == 162:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25286,6 +25733,7 @@ class BaseCommand:
                                         vend,
                                     )
                                     pos = vend
+                                    present["redeliverUnacknowledgedMessages"] = f20
                                 elif tag == 170:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25301,6 +25749,7 @@ class BaseCommand:
                                         vend,
                                     )
                                     pos = vend
+                                    present["partitionMetadata"] = f21
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
                                     unknown = add_unknown(unknown, buf[start:pos])
@@ -25320,6 +25769,7 @@ class BaseCommand:
                                         vend,
                                     )
                                     pos = vend
+                                    present["partitionMetadataResponse"] = f22
                                 elif tag == 186:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25331,6 +25781,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.lookupTopic")
                                     f23 = CommandLookupTopic.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["lookupTopic"] = f23
                                 elif tag == 194:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25342,6 +25793,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.lookupTopicResponse")
                                     f24 = CommandLookupTopicResponse.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["lookupTopicResponse"] = f24
                                 elif tag == 202:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25353,6 +25805,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.consumerStats")
                                     f25 = CommandConsumerStats.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["consumerStats"] = f25
                                 elif tag == 210:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25364,6 +25817,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.consumerStatsResponse")
                                     f26 = CommandConsumerStatsResponse.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["consumerStatsResponse"] = f26
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
                                     unknown = add_unknown(unknown, buf[start:pos])
@@ -25380,6 +25834,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.reachedEndOfTopic")
                                     f27 = CommandReachedEndOfTopic.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["reachedEndOfTopic"] = f27
                                 elif tag == 226:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25391,6 +25846,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.seek")
                                     f28 = CommandSeek.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["seek"] = f28
                                 elif tag == 234:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25402,6 +25858,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.getLastMessageId")
                                     f29 = CommandGetLastMessageId.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["getLastMessageId"] = f29
                                 elif tag == 242:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25417,6 +25874,7 @@ class BaseCommand:
                                         vend,
                                     )
                                     pos = vend
+                                    present["getLastMessageIdResponse"] = f30
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
                                     unknown = add_unknown(unknown, buf[start:pos])
@@ -25432,6 +25890,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.active_consumer_change")
                                     f31 = CommandActiveConsumerChange.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["active_consumer_change"] = f31
                                 elif tag == 258:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25443,6 +25902,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.getTopicsOfNamespace")
                                     f32 = CommandGetTopicsOfNamespace.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["getTopicsOfNamespace"] = f32
                                 elif tag == 266:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25458,6 +25918,7 @@ class BaseCommand:
                                         vend,
                                     )
                                     pos = vend
+                                    present["getTopicsOfNamespaceResponse"] = f33
                                 elif tag == 274:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25469,6 +25930,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.getSchema")
                                     f34 = CommandGetSchema.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["getSchema"] = f34
                                 elif tag == 282:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25480,6 +25942,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.getSchemaResponse")
                                     f35 = CommandGetSchemaResponse.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["getSchemaResponse"] = f35
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
                                     unknown = add_unknown(unknown, buf[start:pos])
@@ -25498,6 +25961,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.authChallenge")
                                     f36 = CommandAuthChallenge.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["authChallenge"] = f36
                                 elif tag == 298:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25509,6 +25973,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.authResponse")
                                     f37 = CommandAuthResponse.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["authResponse"] = f37
                                 elif tag == 306:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25520,6 +25985,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.ackResponse")
                                     f38 = CommandAckResponse.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["ackResponse"] = f38
                                 elif tag == 314:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25531,6 +25997,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.getOrCreateSchema")
                                     f39 = CommandGetOrCreateSchema.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["getOrCreateSchema"] = f39
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
                                     unknown = add_unknown(unknown, buf[start:pos])
@@ -25550,6 +26017,7 @@ class BaseCommand:
                                         vend,
                                     )
                                     pos = vend
+                                    present["getOrCreateSchemaResponse"] = f40
                                 elif tag == 402:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25561,6 +26029,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.newTxn")
                                     f50 = CommandNewTxn.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["newTxn"] = f50
                                 elif tag == 410:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25572,6 +26041,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.newTxnResponse")
                                     f51 = CommandNewTxnResponse.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["newTxnResponse"] = f51
                                 elif tag == 418:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25583,6 +26053,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.addPartitionToTxn")
                                     f52 = CommandAddPartitionToTxn.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["addPartitionToTxn"] = f52
                                 elif tag == 426:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25598,6 +26069,7 @@ class BaseCommand:
                                         vend,
                                     )
                                     pos = vend
+                                    present["addPartitionToTxnResponse"] = f53
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
                                     unknown = add_unknown(unknown, buf[start:pos])
@@ -25614,6 +26086,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.addSubscriptionToTxn")
                                     f54 = CommandAddSubscriptionToTxn.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["addSubscriptionToTxn"] = f54
                                 elif tag == 442:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25629,6 +26102,7 @@ class BaseCommand:
                                         vend,
                                     )
                                     pos = vend
+                                    present["addSubscriptionToTxnResponse"] = f55
                                 elif tag == 450:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25640,6 +26114,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.endTxn")
                                     f56 = CommandEndTxn.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["endTxn"] = f56
                                 elif tag == 458:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25651,6 +26126,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.endTxnResponse")
                                     f57 = CommandEndTxnResponse.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["endTxnResponse"] = f57
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
                                     unknown = add_unknown(unknown, buf[start:pos])
@@ -25666,6 +26142,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.endTxnOnPartition")
                                     f58 = CommandEndTxnOnPartition.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["endTxnOnPartition"] = f58
                                 elif tag == 474:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25681,6 +26158,7 @@ class BaseCommand:
                                         vend,
                                     )
                                     pos = vend
+                                    present["endTxnOnPartitionResponse"] = f59
                                 elif tag == 482:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25692,6 +26170,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.endTxnOnSubscription")
                                     f60 = CommandEndTxnOnSubscription.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["endTxnOnSubscription"] = f60
                                 elif tag == 490:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25707,6 +26186,7 @@ class BaseCommand:
                                         vend,
                                     )
                                     pos = vend
+                                    present["endTxnOnSubscriptionResponse"] = f61
                                 elif tag == 498:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25718,6 +26198,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.tcClientConnectRequest")
                                     f62 = CommandTcClientConnectRequest.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["tcClientConnectRequest"] = f62
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
                                     unknown = add_unknown(unknown, buf[start:pos])
@@ -25735,6 +26216,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.tcClientConnectResponse")
                                     f63 = CommandTcClientConnectResponse.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["tcClientConnectResponse"] = f63
                                 elif tag == 514:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25746,6 +26228,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.watchTopicList")
                                     f64 = CommandWatchTopicList.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["watchTopicList"] = f64
                                 elif tag == 522:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25757,6 +26240,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.watchTopicListSuccess")
                                     f65 = CommandWatchTopicListSuccess.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["watchTopicListSuccess"] = f65
                                 elif tag == 530:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25768,6 +26252,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.watchTopicUpdate")
                                     f66 = CommandWatchTopicUpdate.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["watchTopicUpdate"] = f66
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
                                     unknown = add_unknown(unknown, buf[start:pos])
@@ -25783,6 +26268,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.watchTopicListClose")
                                     f67 = CommandWatchTopicListClose.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["watchTopicListClose"] = f67
                                 elif tag == 546:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25794,6 +26280,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.topicMigrated")
                                     f68 = CommandTopicMigrated.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["topicMigrated"] = f68
                                 elif tag == 562:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25805,6 +26292,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.scalableTopicLookup")
                                     f70 = CommandScalableTopicLookup.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["scalableTopicLookup"] = f70
                                 elif tag == 570:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25816,6 +26304,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.scalableTopicUpdate")
                                     f71 = CommandScalableTopicUpdate.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["scalableTopicUpdate"] = f71
                                 elif tag == 578:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25827,6 +26316,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.scalableTopicClose")
                                     f72 = CommandScalableTopicClose.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["scalableTopicClose"] = f72
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
                                     unknown = add_unknown(unknown, buf[start:pos])
@@ -25843,6 +26333,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.scalableTopicSubscribe")
                                     f73 = CommandScalableTopicSubscribe.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["scalableTopicSubscribe"] = f73
                                 elif tag == 594:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25860,6 +26351,7 @@ class BaseCommand:
                                         vend,
                                     )
                                     pos = vend
+                                    present["scalableTopicSubscribeResponse"] = f74
                                 elif tag == 602:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25875,6 +26367,7 @@ class BaseCommand:
                                         vend,
                                     )
                                     pos = vend
+                                    present["scalableTopicAssignmentUpdate"] = f75
                                 elif tag == 610:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25886,6 +26379,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.watchScalableTopics")
                                     f76 = CommandWatchScalableTopics.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["watchScalableTopics"] = f76
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
                                     unknown = add_unknown(unknown, buf[start:pos])
@@ -25905,6 +26399,7 @@ class BaseCommand:
                                         vend,
                                     )
                                     pos = vend
+                                    present["watchScalableTopicsUpdate"] = f77
                                 elif tag == 626:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25920,6 +26415,7 @@ class BaseCommand:
                                         vend,
                                     )
                                     pos = vend
+                                    present["watchScalableTopicsClose"] = f78
                                 elif tag == 634:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25931,6 +26427,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.watchTcAssignments")
                                     f79 = CommandWatchTcAssignments.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["watchTcAssignments"] = f79
                                 elif tag == 642:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25946,6 +26443,7 @@ class BaseCommand:
                                         vend,
                                     )
                                     pos = vend
+                                    present["watchTcAssignmentsUpdate"] = f80
                                 elif tag == 650:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25957,6 +26455,7 @@ class BaseCommand:
                                         raise truncated("BaseCommand.watchTcAssignmentsClose")
                                     f81 = CommandWatchTcAssignmentsClose.decode_from(buf, pos, vend)
                                     pos = vend
+                                    present["watchTcAssignmentsClose"] = f81
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
                                     unknown = add_unknown(unknown, buf[start:pos])
@@ -25968,76 +26467,7 @@ class BaseCommand:
             raise MissingRequiredFieldError("BaseCommand", "type")
         msg = new_instance(cls)
         msg.type_ = f1
-        msg.connect = f2
-        msg.connected = f3
-        msg.subscribe = f4
-        msg.producer = f5
-        msg.send = f6
-        msg.send_receipt = f7
-        msg.send_error = f8
-        msg.message = f9
-        msg.ack = f10
-        msg.flow = f11
-        msg.unsubscribe = f12
-        msg.success = f13
-        msg.error = f14
-        msg.close_producer = f15
-        msg.close_consumer = f16
-        msg.producer_success = f17
-        msg.ping = f18
-        msg.pong = f19
-        msg.redeliverUnacknowledgedMessages = f20
-        msg.partitionMetadata = f21
-        msg.partitionMetadataResponse = f22
-        msg.lookupTopic = f23
-        msg.lookupTopicResponse = f24
-        msg.consumerStats = f25
-        msg.consumerStatsResponse = f26
-        msg.reachedEndOfTopic = f27
-        msg.seek = f28
-        msg.getLastMessageId = f29
-        msg.getLastMessageIdResponse = f30
-        msg.active_consumer_change = f31
-        msg.getTopicsOfNamespace = f32
-        msg.getTopicsOfNamespaceResponse = f33
-        msg.getSchema = f34
-        msg.getSchemaResponse = f35
-        msg.authChallenge = f36
-        msg.authResponse = f37
-        msg.ackResponse = f38
-        msg.getOrCreateSchema = f39
-        msg.getOrCreateSchemaResponse = f40
-        msg.newTxn = f50
-        msg.newTxnResponse = f51
-        msg.addPartitionToTxn = f52
-        msg.addPartitionToTxnResponse = f53
-        msg.addSubscriptionToTxn = f54
-        msg.addSubscriptionToTxnResponse = f55
-        msg.endTxn = f56
-        msg.endTxnResponse = f57
-        msg.endTxnOnPartition = f58
-        msg.endTxnOnPartitionResponse = f59
-        msg.endTxnOnSubscription = f60
-        msg.endTxnOnSubscriptionResponse = f61
-        msg.tcClientConnectRequest = f62
-        msg.tcClientConnectResponse = f63
-        msg.watchTopicList = f64
-        msg.watchTopicListSuccess = f65
-        msg.watchTopicUpdate = f66
-        msg.watchTopicListClose = f67
-        msg.topicMigrated = f68
-        msg.scalableTopicLookup = f70
-        msg.scalableTopicUpdate = f71
-        msg.scalableTopicClose = f72
-        msg.scalableTopicSubscribe = f73
-        msg.scalableTopicSubscribeResponse = f74
-        msg.scalableTopicAssignmentUpdate = f75
-        msg.watchScalableTopics = f76
-        msg.watchScalableTopicsUpdate = f77
-        msg.watchScalableTopicsClose = f78
-        msg.watchTcAssignments = f79
-        msg.watchTcAssignmentsUpdate = f80
-        msg.watchTcAssignmentsClose = f81
+        msg._present = present
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 

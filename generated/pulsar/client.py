@@ -81,7 +81,8 @@ class PulsarRequests:
         name, body = command_of(frame)
         for request, fields in _ANSWERS.get(name, ()):
             key = (request, tuple(field_of(body, f) for f in fields))
-            if self.pending.answer(key, frame):
+            # The decoded command, not the frame: the waiting request must not decode it again.
+            if self.pending.answer(key, (name, body)):
                 return True
         return False
 
@@ -98,10 +99,10 @@ class PulsarRequests:
         except BaseException:
             self.pending.forget(key, future)
             raise
-        answer = await self.pending.wait(
+        answer: tuple[str, Any] = await self.pending.wait(
             key, future, self.timeout if timeout is None else timeout, what
         )
-        return command_of(answer)
+        return answer
 
     async def connect(
         self,

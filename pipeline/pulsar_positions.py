@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from itertools import groupby
 
 from clients.pulsar.lookup import TopicName
-from clients.pulsar.message import Message, MessageId
+from clients.pulsar.message import EntryInfo, Message, MessageId
 
 EARLIEST = "earliest"
 LATEST = "latest"
@@ -196,6 +196,12 @@ class ReadRange:
         if self.start is not None and not after_start(mid, self.start, self.start_inclusive):
             take = False
         return take, done
+
+    def takes_whole(self, entry: EntryInfo) -> bool:
+        """Is every message of ``entry`` in range (so it needs no look message by message)?"""
+        key = (entry.ledger_id, entry.entry_id)
+        return ((self._low is None or key > self._low) and key < self._high
+                and self._published_in_range(entry.metadata.publish_time))
 
     def select(self, msgs: list[Message]) -> tuple[list[Message], bool]:
         """The messages of ``msgs`` in range, and whether the range's end has been reached."""

@@ -10,7 +10,7 @@ the per-message work to what really differs: payload, key, properties and event 
 from __future__ import annotations
 
 from itertools import groupby
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -24,7 +24,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from clients.pulsar.message import EntryInfo, Message, MessageId
+from clients.pulsar.consumer import entry_messages, uniform_layout
+from clients.pulsar.message import EntryInfo, Message, MessageId, ReceivedEntry
 from runtime.protowire import SMALL_VARINTS, varint_bytes
 from runtime.spark_rows import RowCodec
 
@@ -118,10 +119,11 @@ class _EntryColumns:
         self.batched = entry.batch_size > 0
 
 
-# Column order of the row schema, for the builder's per-column pieces.
-_KEY, _TOPIC, _ID, _ID_BYTES, _PUBLISH, _EVENT, _PROPS, _PRODUCER, _REDELIVERY = range(9)
-_TYPES = [pa.binary(), pa.string(), pa.string(), pa.binary(), _TIMESTAMP, _TIMESTAMP,
-          _PROPERTIES, pa.string(), pa.int32()]
+# Column order of the builder's per-column pieces (the row schema's, less ``partition``).
+(_KEY, _VALUE, _TOPIC, _ID, _ID_BYTES, _PUBLISH, _EVENT, _PROPS, _PRODUCER,
+ _REDELIVERY) = range(10)
+_TYPES = [pa.binary(), pa.binary(), pa.string(), pa.string(), pa.binary(), _TIMESTAMP,
+          _TIMESTAMP, _PROPERTIES, pa.string(), pa.int32()]
 
 
 class _Pieces:
@@ -150,64 +152,89 @@ class _Pieces:
 
 
 class RowBatchBuilder:
-    """Collects received messages and turns them into Arrow batches of the row schema."""
+    """Collects received messages, or whole entries, and turns them into Arrow batches of the
+    row schema, in the order they were added."""
 
     def __init__(self, codec: RowCodec[Any] | None, partition: int) -> None:
         self.codec = codec
         self.partition = partition
         self.schema = arrow_schema(codec)
-        self.msgs: list[Message] = []
+        self.items: list[Message | ReceivedEntry] = []
+        self.count = 0
 
     def add(self, msg: Message) -> None:
-        self.msgs.append(msg)
+        self.items.append(msg)
+        self.count += 1
 
     def extend(self, msgs: list[Message]) -> None:
-        self.msgs.extend(msgs)
+        self.items.extend(msgs)
+        self.count += len(msgs)
+
+    def add_entry(self, entry: ReceivedEntry) -> None:
+        """All the messages of an entry (``Consumer.receive_entries``), not yet split."""
+        self.items.append(entry)
+        self.count += entry.info.batch_size or 1
 
     def __len__(self) -> int:
-        return len(self.msgs)
+        return self.count
 
     def take(self) -> pa.RecordBatch:
-        """The Arrow batch of the messages added so far; the builder starts empty again."""
-        msgs, self.msgs = self.msgs, []
+        """The Arrow batch of what was added so far; the builder starts empty again."""
+        items, self.items, count, self.count = self.items, [], self.count, 0
         pieces = _Pieces()
         part = self.partition
+        for is_entry, group in groupby(items, _is_entry):
+            if is_entry:
+                for entry in group:
+                    assert isinstance(entry, ReceivedEntry)
+                    self._entry(entry, part, pieces)
+            else:
+                self._messages(cast(list[Message], list(group)), part, pieces)
+        (key, value, topic, ids, id_bytes, publish, event, props, producer,
+         redelivery) = pieces.columns()
+        columns = [key, value, topic, pa.repeat(pa.scalar(part, pa.int32()), count), ids,
+                   id_bytes, publish, event, props, producer, redelivery]
+        if self.codec is not None:
+            decode = self.codec.python_type.decode
+            decoded: list[Any] = []
+            for data in value.to_pylist():
+                try:
+                    decoded.append(decode(data))
+                except Exception:
+                    decoded.append(None)
+            columns.append(self.codec.to_arrow(decoded))
+        return pa.RecordBatch.from_arrays(columns, schema=self.schema)
+
+    def _messages(self, msgs: list[Message], part: int, pieces: _Pieces) -> None:
         for entry, group in groupby(msgs, Message.entry):
             run = list(group)
             cols = _EntryColumns(entry, part)
             if not (cols.batched and len(run) >= _VECTOR_RUN and self._vector_run(run, cols,
                                                                                   pieces)):
                 self._list_run(run, cols, pieces)
-        key, topic, ids, id_bytes, publish, event, props, producer, redelivery = \
-            pieces.columns()
-        values = [m.data() for m in msgs]
-        columns = [key, pa.array(values, pa.binary()), topic,
-                   pa.repeat(pa.scalar(part, pa.int32()), len(msgs)), ids, id_bytes, publish,
-                   event, props, producer, redelivery]
-        if self.codec is not None:
-            decode = self.codec.python_type.decode
-            decoded: list[Any] = []
-            for value in values:
-                try:
-                    decoded.append(decode(value))
-                except Exception:
-                    decoded.append(None)
-            columns.append(self.codec.to_arrow(decoded))
-        return pa.RecordBatch.from_arrays(columns, schema=self.schema)
+
+    def _entry(self, entry: ReceivedEntry, part: int, pieces: _Pieces) -> None:
+        """A whole entry: a long batch of fixed-size records straight from its buffer."""
+        info = entry.info
+        count = info.batch_size
+        layout = uniform_layout(entry.data, count) if count >= _VECTOR_RUN else None
+        if layout is None or count > _INDEX_LIMIT:
+            self._messages(entry_messages(entry), part, pieces)
+            return
+        header, size, stride = layout
+        records = pa.FixedSizeBinaryArray.from_buffers(
+            pa.binary(stride), count, [None, pa.py_buffer(entry.data)])
+        values = pc.binary_slice(records, header, header + size).cast(pa.binary())
+        self._add_uniform(_EntryColumns(info, part), 0, count, values, pieces)
 
     @staticmethod
-    def _vector_run(run: list[Message], cols: _EntryColumns, pieces: _Pieces) -> bool:
-        """Add a long run of one batch with Arrow kernels; False when it does not qualify
-        (per-message metadata, or batch indexes that are not consecutive)."""
-        k = len(run)
-        first = run[0].batch_index()
-        if run[-1].batch_index() - first != k - 1 or first + k > _INDEX_LIMIT:
-            return False  # indexes only grow within an entry: consecutive iff the ends fit
-        if any(map(Message.single_metadata, run)):  # metadata objects are always true
-            return False
+    def _add_uniform(cols: _EntryColumns, first: int, k: int, values: pa.Array,
+                     pieces: _Pieces) -> None:
+        """Rows ``first`` to ``first + k - 1`` of a batch without per-message metadata."""
         text, index_bytes = _index_tables()
         pieces.add_arrays([
             pa.nulls(k, pa.binary()),
+            values,
             pa.repeat(pa.scalar(cols.topic, pa.string()), k),
             pc.binary_join_element_wise(pa.scalar(cols.id_text), text.slice(first, k), ""),
             pc.binary_join_element_wise(pa.scalar(cols.id_head), index_bytes.slice(first, k),
@@ -218,13 +245,27 @@ class RowBatchBuilder:
             pa.repeat(pa.scalar(cols.producer, pa.string()), k),
             pa.repeat(pa.scalar(cols.redelivery, pa.int32()), k),
         ])
+
+    @classmethod
+    def _vector_run(cls, run: list[Message], cols: _EntryColumns, pieces: _Pieces) -> bool:
+        """Add a long run of one batch with Arrow kernels; False when it does not qualify
+        (per-message metadata, or batch indexes that are not consecutive)."""
+        k = len(run)
+        first = run[0].batch_index()
+        if run[-1].batch_index() - first != k - 1 or first + k > _INDEX_LIMIT:
+            return False  # indexes only grow within an entry: consecutive iff the ends fit
+        if any(map(Message.single_metadata, run)):  # metadata objects are always true
+            return False
+        cls._add_uniform(cols, first, k, pa.array([m.data() for m in run], pa.binary()),
+                         pieces)
         return True
 
     @staticmethod
     def _list_run(run: list[Message], cols: _EntryColumns, pieces: _Pieces) -> None:
         k = len(run)
-        (keys, topics, ids, id_bytes, publish, events, props, producers,
+        (keys, values, topics, ids, id_bytes, publish, events, props, producers,
          redeliveries) = pieces.values
+        values += [m.data() for m in run]
         publish += [cols.publish] * k
         producers += [cols.producer] * k
         topics += [cols.topic] * k
@@ -253,3 +294,7 @@ class RowBatchBuilder:
                             else None)
                 events.append(smeta.event_time * 1000 if smeta.event_time > 0 else None)
                 props.append([(kv.key, kv.value) for kv in smeta.properties])
+
+
+def _is_entry(item: Message | ReceivedEntry) -> bool:
+    return type(item) is ReceivedEntry

@@ -77,6 +77,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import importlib
+import logging
 import pkgutil
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -96,6 +97,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructField, StructType
 
 from clients.pulsar import PulsarClient
+from clients.pulsar.consumer import entry_messages
 from clients.pulsar.errors import Timeout
 from clients.pulsar.lookup import TopicName
 from clients.pulsar.message import MessageId
@@ -116,7 +118,10 @@ from pipeline.pulsar_positions import (
 )
 from pipeline.pulsar_rows import MESSAGE_FIELDS, MESSAGE_SCHEMA, RowBatchBuilder
 from pipeline.pulsar_sink import PulsarStreamWriter, PulsarWriter
+from runtime.errors import DecodeError
 from runtime.spark_rows import RowCodec
+
+log = logging.getLogger(__name__)
 
 SOURCE_NAME = "pulsar"
 
@@ -374,24 +379,39 @@ async def read_partition(options: dict[str, str], part: PulsarPartition,
         consumer = await client.subscribe(
             part.topic, _subscription(), durable=False, initial_position="earliest",
             start_message_id=entry_of(start) if start is not None else None,
-            receiver_queue_size=int(options.get("receiver_queue_size", "5000")))
+            receiver_queue_size=int(options.get("receiver_queue_size", "5000")),
+            deliver_entries=True)
         done = False
         first = True
         while not done:
             try:
-                msgs = await consumer.batch_receive(batch_rows - len(rows),
-                                                    timeout_millis=timeout)
+                entries = await consumer.receive_entries(256, timeout_millis=timeout)
             except Exception as exc:
                 raise RuntimeError(f"{part.topic}: no message within {timeout} ms before the "
                                    f"planned end {last}") from exc
             if first:
-                check_start(part.topic, msgs[0].message_id(),
+                info = entries[0].info
+                check_start(part.topic, MessageId(-1, info.ledger_id, info.entry_id),
                             None if part.start_inclusive else start, fail_on_data_loss)
                 first = False
-            kept, done = wanted.select(msgs)
-            rows.extend(kept)
-            if len(rows) >= batch_rows:
-                yield rows.take()
+            for entry in entries:
+                if wanted.takes_whole(entry.info):
+                    rows.add_entry(entry)
+                else:
+                    try:
+                        msgs = entry_messages(entry)
+                    except DecodeError as exc:
+                        # As the consumer does with messages: a batch that does not split is
+                        # dropped with a warning rather than failing the whole read.
+                        log.warning("%s: skipping entry %d:%d: %s", part.topic,
+                                    entry.info.ledger_id, entry.info.entry_id, exc)
+                        continue
+                    kept, done = wanted.select(msgs)
+                    rows.extend(kept)
+                if len(rows) >= batch_rows:
+                    yield rows.take()
+                if done:
+                    break
         await consumer.close()
     if len(rows):
         yield rows.take()

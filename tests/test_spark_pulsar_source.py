@@ -22,7 +22,8 @@ if (java_version() or 0) < 17:
 
 from clients.pulsar import PulsarClient  # noqa: E402
 from clients.pulsar.broker import BrokerThread  # noqa: E402
-from clients.pulsar.message import Message, MessageId  # noqa: E402
+from clients.pulsar.consumer import entry_messages  # noqa: E402
+from clients.pulsar.message import Message, MessageId, ReceivedEntry  # noqa: E402
 from generated.demo import spark as demo_rows  # noqa: E402
 from generated.demo.events import OrderPlaced  # noqa: E402
 from pipeline.capture_decode import local_session  # noqa: E402
@@ -275,14 +276,33 @@ def test_row_builder_matches_each_message(broker: BrokerThread) -> None:
             await single.flush()
             plain = await client.create_producer(topic, batching_max_messages=200)
             for i in range(400):  # uniform batches: the columns are built with Arrow kernels
-                plain.send_async(b"p%d" % i)
+                plain.send_async(b"p%03d" % i)  # one size: fixed-size records
             await plain.flush()
             consumer = await client.subscribe(topic, "rows", durable=False,
                                               initial_position="earliest")
             msgs: list[Message] = []
             while len(msgs) < 1105:
                 msgs += await consumer.batch_receive(1000, timeout_millis=10_000)
+            # The same topic as whole entries, as the data source reads it.
+            reader = await client.subscribe(topic, "entries", durable=False,
+                                            initial_position="earliest", deliver_entries=True)
+            with pytest.raises(TypeError, match="receive_entries"):
+                await reader.receive(timeout_millis=1)
+            entries: list[ReceivedEntry] = []
+            while sum(e.info.batch_size or 1 for e in entries) < 1105:
+                entries += await reader.receive_entries(1000, timeout_millis=10_000)
         assert sum(m.single_metadata() is None and m.batch_index() >= 0 for m in msgs) >= 400
+        split = [m for e in entries for m in entry_messages(e)]
+        assert [(m.message_id(), m.data(), m.properties()) for m in split] == \
+            [(m.message_id(), m.data(), m.properties()) for m in msgs]
+        for part in (-1, 3):
+            by_message = RowBatchBuilder(None, part)
+            by_message.extend(msgs)
+            by_entry = RowBatchBuilder(None, part)
+            for entry in entries:
+                by_entry.add_entry(entry)
+            assert len(by_entry) == 1105
+            assert by_entry.take().equals(by_message.take())
         # Whole entries, and a range starting inside a uniform batch.
         for part, chosen in ((-1, msgs), (3, msgs), (-1, msgs[705 + 37:] + msgs[:40])):
             builder = RowBatchBuilder(None, part)

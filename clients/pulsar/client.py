@@ -255,11 +255,14 @@ class PulsarClient:
         key_shared_mode: pb.KeySharedMode = pb.KeySharedMode.AUTO_SPLIT,
         key_shared_ranges: list[tuple[int, int]] | None = None,
         allow_out_of_order_delivery: bool = False,
+        deliver_entries: bool = False,
     ) -> Consumer:
         """Subscribe to ``topic`` (every partition of it, if it is partitioned).
 
         ``subscription_type`` (or the official name ``consumer_type``) is ``"Exclusive"``
         (the default), ``"Shared"``, ``"Failover"`` or ``"Key_Shared"``, or a ``ConsumerType``.
+        With ``deliver_entries`` the consumer hands over whole entries through
+        ``receive_entries`` instead of messages, for bulk readers that do not acknowledge.
         """
         self._check_open()
         kind = subscription_type if subscription_type is not None else consumer_type
@@ -281,6 +284,7 @@ class PulsarClient:
             key_shared_ranges=list(key_shared_ranges or []),
             allow_out_of_order_delivery=allow_out_of_order_delivery,
             start_message_id=start_message_id,
+            deliver_entries=deliver_entries,
         )
         name = str(TopicName.parse(topic))
         partitions = await self.lookup.partitions(name)

@@ -46,7 +46,7 @@ from clients.pulsar.acks import (
 )
 from clients.pulsar.batching import split_batch
 from clients.pulsar.connection import ClientConnection
-from clients.pulsar.message import EntryInfo, Message, MessageId
+from clients.pulsar.message import EntryInfo, Message, MessageId, ReceivedEntry
 from clients.pulsar.producer import RETRIABLE
 from generated.pulsar import pulsar_api as pb
 from generated.pulsar.frames import Payload
@@ -128,15 +128,28 @@ def _plain_batch(buf: bytes, count: int, info: EntryInfo) -> list[Message] | Non
 
 
 def _uniform_batch(buf: bytes, count: int, info: EntryInfo) -> list[Message] | None:
-    """``_plain_batch`` for a batch of entries that all have the same layout (payloads of one
-    size, sequence ids of one varint length: fixed-size records), checked a column at a time.
+    """``_plain_batch`` for a batch of fixed-size records (see ``uniform_layout``)."""
+    layout = uniform_layout(buf, count)
+    if layout is None:
+        return None
+    header, size, stride = layout
+    return [Message(buf[o:o + size], i, info, None)
+            for i, o in enumerate(range(header, header + len(buf), stride))]
+
+
+def uniform_layout(buf: bytes, count: int) -> tuple[int, int, int] | None:
+    """(header, payload size, stride) when a batched payload is ``count`` records that all have
+    the same layout (payloads of one size, sequence ids of one varint length), checked a
+    column at a time; None when it is not so regular.
+
+    Record ``i``'s payload is then ``buf[header + i * stride:][:size]``, and it has no
+    per-message metadata beyond ``payload_size`` and ``sequence_id``.
 
     Entries of the same size tile the buffer with a fixed stride, so ``buf[k::stride]`` is byte
     ``k`` of every entry. Every byte up to the sequence id's value (the size prefix, the
     ``payload_size`` field, the ``sequence_id`` tag) must be the same in every entry; the
     sequence id's bytes must all carry the continuation bit but the last, which must not.
-    Then every entry is one that ``split_batch``'s fast path accepts. None if the batch is not
-    so regular.
+    Then every entry is one that ``split_batch``'s fast path accepts.
     """
     end = len(buf)
     if end < 8:  # two entries hold at least 12 bytes
@@ -173,8 +186,22 @@ def _uniform_batch(buf: bytes, count: int, info: EntryInfo) -> list[Message] | N
                 return None
         if max(buf[last::stride]) >= 0x80:
             return None
-    return [Message(buf[o:o + size], i, info, None)
-            for i, o in enumerate(range(mend, mend + end, stride))]
+    return mend, size, stride
+
+
+def entry_messages(entry: ReceivedEntry) -> list[Message]:
+    """The messages of an entry that ``Consumer.receive_entries`` delivered.
+
+    Raises a ``DecodeError`` subclass when its batch does not split.
+    """
+    info = entry.info
+    if not info.batch_size:
+        return [Message(entry.data, -1, info, None)]
+    messages = _plain_batch(entry.data, info.batch_size, info)
+    if messages is not None:
+        return messages
+    return [Message(d, i, info, s)
+            for i, (d, s) in enumerate(split_batch(entry.data, info.batch_size))]
 
 
 class ConsumerType(enum.Enum):
@@ -249,6 +276,7 @@ class ConsumerConfig:
     key_shared_ranges: list[tuple[int, int]] = field(default_factory=list)
     allow_out_of_order_delivery: bool = False
     start_message_id: MessageId | None = None
+    deliver_entries: bool = False
 
 
 class _State(enum.Enum):
@@ -459,6 +487,13 @@ class _TopicConsumer:
             self.taken(meta.num_messages_in_batch if meta.has_num_messages_in_batch() else 1)
             return
         parent = self.parent
+        if self.conf.deliver_entries:
+            count = meta.num_messages_in_batch if meta.has_num_messages_in_batch() else 0
+            self.received += count or 1
+            parent._enqueue_entry(ReceivedEntry(
+                EntryInfo(ledger, entry, self.partition, count, meta, cmd.redelivery_count,
+                          self, self.topic), data))
+            return
         if meta.has_num_messages_in_batch():
             count = meta.num_messages_in_batch
             info = EntryInfo(ledger, entry, self.partition, count, meta, cmd.redelivery_count,
@@ -743,6 +778,7 @@ class Consumer:
         self._children: list[_TopicConsumer] = []
         self._by_partition: dict[int, _TopicConsumer] = {}
         self._queue: deque[Message] = deque()
+        self._entries: deque[ReceivedEntry] = deque()  # with deliver_entries instead
         # One future per waiting receive(): cancelling one wait must not disturb the others.
         self._waiters: list[asyncio.Future[None]] = []
         self._closed = False
@@ -764,6 +800,11 @@ class Consumer:
         if self._waiters:
             self._wake()
 
+    def _enqueue_entry(self, entry: ReceivedEntry) -> None:
+        self._entries.append(entry)
+        if self._waiters:
+            self._wake()
+
     def _wake(self) -> None:
         waiters, self._waiters = self._waiters, []
         for waiter in waiters:
@@ -772,6 +813,12 @@ class Consumer:
 
     def _drop_queued(self, child: _TopicConsumer) -> int:
         """Remove ``child``'s messages from the queue; return how many there were."""
+        if self._entries:
+            kept_entries = deque(e for e in self._entries if e.info.consumer is not child)
+            dropped_messages = sum(e.info.batch_size or 1 for e in self._entries
+                                   if e.info.consumer is child)
+            self._entries = kept_entries
+            return dropped_messages
         queue = self._queue
         if not queue:
             return 0
@@ -790,6 +837,8 @@ class Consumer:
 
     async def receive(self, timeout_millis: int | None = None) -> Message:
         """The next message; waits for one (at most ``timeout_millis``, then ``Timeout``)."""
+        if self._conf.deliver_entries:
+            raise TypeError("this consumer delivers entries: use receive_entries()")
         try:
             msg = self._queue.popleft()
         except IndexError:
@@ -813,6 +862,8 @@ class Consumer:
         """
         if max_messages < 1:
             raise ValueError("max_messages must be at least 1")
+        if self._conf.deliver_entries:
+            raise TypeError("this consumer delivers entries: use receive_entries()")
         if not self._queue:
             await self._wait(timeout_millis)
         queue = self._queue
@@ -833,10 +884,36 @@ class Consumer:
             owner.taken(n)
         return msgs
 
+    async def receive_entries(self, max_entries: int = 100,
+                              timeout_millis: int | None = None) -> list[ReceivedEntry]:
+        """For a consumer subscribed with ``deliver_entries=True``: the entries received so
+        far, whole and not yet split into messages, ``max_entries`` at most, waiting for at
+        least one as ``receive`` waits for a message.
+
+        For bulk readers that do not acknowledge (the Spark data source): a batch entry costs
+        one object instead of one per message. ``entry_messages`` splits one when needed.
+        Entries are delivered as the broker sent them: an ack set on a batch (what a durable
+        subscription's partial acknowledgements leave) is not applied.
+        """
+        if max_entries < 1:
+            raise ValueError("max_entries must be at least 1")
+        if not self._entries:
+            await self._wait(timeout_millis)
+        entries = self._entries
+        taken = [entries.popleft() for _ in range(min(max_entries, len(entries)))]
+        counts: dict[_TopicConsumer, int] = {}
+        for entry in taken:
+            owner = entry.info.consumer
+            if owner is not None:
+                counts[owner] = counts.get(owner, 0) + (entry.info.batch_size or 1)
+        for owner, n in counts.items():
+            owner.taken(n)
+        return taken
+
     async def _wait(self, timeout_millis: int | None) -> None:
         loop = asyncio.get_running_loop()
         deadline = None if timeout_millis is None else loop.time() + timeout_millis / 1000.0
-        while not self._queue:
+        while not self._queue and not self._entries:
             if self._closed:
                 raise errors.AlreadyClosed("the consumer is closed")
             if self._error is not None:
@@ -1004,6 +1081,7 @@ class Consumer:
     def _close_queue(self) -> None:
         self._closed = True
         self._queue.clear()
+        self._entries.clear()
         self._wake()
         self._client._forget_consumer(self)
 

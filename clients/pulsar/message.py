@@ -143,6 +143,23 @@ class EntryInfo:
         self.topic = topic
 
 
+class ReceivedEntry:
+    """One entry as the broker sent it (payload decompressed), not yet split into messages.
+
+    What ``Consumer.receive_entries`` delivers; ``consumer.entry_messages`` splits it.
+    """
+
+    __slots__ = ("info", "data")
+
+    def __init__(self, info: EntryInfo, data: bytes) -> None:
+        self.info = info
+        self.data = data
+
+    def __repr__(self) -> str:
+        return (f"ReceivedEntry({self.info.ledger_id}:{self.info.entry_id}, "
+                f"{self.info.batch_size or 1} messages, {len(self.data)} bytes)")
+
+
 class Message:
     """One received message."""
 

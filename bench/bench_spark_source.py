@@ -25,6 +25,11 @@ Rows, each the best of ``RUNS`` runs (``BENCH_SPARK_SOURCE_RUNS``, default 2):
   durable subscription, ``await consumer.acknowledge(await consumer.receive())`` per
   message), for comparison with that benchmark's definition of the consume rate; the
   target lines are judged against the plain ``client`` row, which is faster.
+* 1 property: a third, non-partitioned topic of ``N / 5`` messages that each carry one
+  property, so every message has its own metadata in the batch: client and spark rows as
+  above. Without per-message metadata the data source builds a batch's columns straight
+  from its buffer; with it, each message is split out and its metadata decoded, by the
+  client and by the data source alike.
 * ceiling: the same action on a Python data source that only yields one prebuilt Arrow
   batch of 10,000 rows of the same schema (built by our row builder from real messages of
   the topic) ``N / 10,000`` times, with no Pulsar at all: what Spark's side of a Python
@@ -61,6 +66,9 @@ MESSAGE_SIZE = 100
 TARGET_RATIO = 0.5
 SPLIT = "spark, min_partitions=2"
 CONSUME = "client, receive+ack"
+PROPS = "1 property"  # a 1-partition topic whose messages each carry one property
+N_PROPS = max(N // 5, 10_000)
+COUNTS = {PROPS: N_PROPS}
 
 
 def _load() -> str:
@@ -68,11 +76,12 @@ def _load() -> str:
         return " ".join(f.read().split()[:3])
 
 
-async def _produce(url: str, topic: str, count: int) -> None:
+async def _produce(url: str, topic: str, count: int, properties: bool = False) -> None:
     async with PulsarClient(url) as client:
         producer = await client.create_producer(topic, max_pending_messages=0)
         for i in range(count):
-            producer.send_async(i.to_bytes(8, "big") + bytes(MESSAGE_SIZE - 8))
+            producer.send_async(i.to_bytes(8, "big") + bytes(MESSAGE_SIZE - 8),
+                                properties={"n": str(i % 1000)} if properties else None)
         await producer.flush()
 
 
@@ -179,12 +188,14 @@ def main() -> None:
           "embedded, in a child process, messages in memory; Spark local[2]")
     single = "persistent://public/default/bench-source-1"
     double = "persistent://public/default/bench-source-2"
+    props = "persistent://public/default/bench-source-props"
     broker = BrokerProcess(partitioned={double: 2}, extra_args=("--log-level", "WARNING"))
     url = broker.start()
     results: dict[tuple[str, str], list[float]] = {}
     try:
         asyncio.run(_produce(url, single, N))
         asyncio.run(_produce(url, double, N))
+        asyncio.run(_produce(url, props, N_PROPS, properties=True))
         asyncio.run(_pin(url, single))
         asyncio.run(_produce(url, "bench-source-warmup", 50_000))
         _PrebuiltSource.batch = asyncio.run(_sample_batch(url, single, 10_000))
@@ -196,9 +207,10 @@ def main() -> None:
         _spark_read(spark, url, "persistent://public/default/bench-source-warmup")
         _spark_ceiling(spark)
         for _ in range(RUNS):
-            for label, topic in (("1 partition", single), ("2 partitions", double)):
+            for label, topic in (("1 partition", single), ("2 partitions", double),
+                                 (PROPS, props)):
                 results.setdefault((label, "client"), []).append(
-                    asyncio.run(_client_read(url, topic, N)))
+                    asyncio.run(_client_read(url, topic, COUNTS.get(label, N))))
                 results.setdefault((label, "spark"), []).append(_spark_read(spark, url, topic))
             results.setdefault(("1 partition", SPLIT), []).append(
                 _spark_read(spark, url, single, min_partitions=2))
@@ -215,11 +227,12 @@ def main() -> None:
     print(header)
     print("-" * len(header))
     verdicts: list[str] = []
-    for label in ("1 partition", "2 partitions"):
+    for label in ("1 partition", "2 partitions", PROPS):
         readers = ["client", "spark"] + ([SPLIT, CONSUME] if label == "1 partition" else [])
-        rates = {who: N / min(results[(label, who)]) for who in readers}
+        n = COUNTS.get(label, N)
+        rates = {who: n / min(results[(label, who)]) for who in readers}
         for who in readers:
-            runs = ", ".join(f"{N / t / 1000:,.0f}k" for t in results[(label, who)])
+            runs = ", ".join(f"{n / t / 1000:,.0f}k" for t in results[(label, who)])
             shown = (f"{rates[who] / rates['client']:.2f}x" if who not in ("client", CONSUME)
                      else "")
             print(f"{label:<13} {who:<25} {rates[who]:>14,.0f} {runs:>26} {shown:>13}")

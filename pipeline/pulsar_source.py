@@ -36,9 +36,11 @@ every topic partition a non-durable subscription asks the broker for its last me
 message; as the start, after it. Each topic partition becomes one input partition; its
 task subscribes with our ``PulsarClient`` (created inside ``read()``: clients hold sockets
 and locks, which do not pickle) on a fresh non-durable subscription positioned at the
-start's entry, and streams Arrow batches of ``batch_rows`` until it has passed the planned
-end. So a read returns exactly the messages that were there when it was planned, however
-many are published meanwhile; a partition with nothing in range is not even subscribed to.
+start's entry, receives whole entries (``deliver_entries``: a batch of fixed-size records
+becomes Arrow columns straight from its buffer; other entries are split into messages), and
+streams Arrow batches of ``batch_rows`` until it has passed the planned end. So a read
+returns exactly the messages that were there when it was planned, however many are
+published meanwhile; a partition with nothing in range is not even subscribed to.
 A message that never comes (deleted by retention while reading) fails the task after
 ``read_timeout_ms`` rather than returning a silently shorter result.
 

@@ -47,7 +47,8 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from clients.pulsar import PulsarClient
+from pipeline.pulsar_options import client as client_for
+from pipeline.pulsar_options import required
 
 log = logging.getLogger(__name__)
 
@@ -63,13 +64,6 @@ class PulsarCommit(WriterCommitMessage):
 
     producer_name: str
     messages: int
-
-
-def _required(options: dict[str, str], name: str) -> str:
-    value = options.get(name)
-    if not value:
-        raise ValueError(f"the pulsar data source needs the option {name!r}")
-    return value
 
 
 def _texts(column: Any) -> list[str | None]:
@@ -89,11 +83,9 @@ async def write_rows(options: dict[str, str], name: str, batches: Iterator[Any],
 
     Returns only when the broker has acknowledged each message.
     """
-    topic = _required(options, "topic")
+    topic = required(options, "topic")
     sent = 0
-    async with PulsarClient(_required(options, "service_url"),
-                            operation_timeout_seconds=float(
-                                options.get("operation_timeout_seconds", "30"))) as client:
+    async with client_for(options) as client:
         producer = await client.create_producer(topic, producer_name=name,
                                                 block_if_queue_full=True,
                                                 batching_enabled=True)
@@ -123,8 +115,8 @@ async def write_rows(options: dict[str, str], name: str, batches: Iterator[Any],
 
 
 def _check_schema(options: dict[str, str], schema: StructType) -> None:
-    _required(options, "service_url")
-    _required(options, "topic")
+    required(options, "service_url")
+    required(options, "topic")
     if "value" not in schema.fieldNames():
         raise ValueError("writing to pulsar needs a 'value' column")
 

@@ -103,6 +103,7 @@ from clients.pulsar.consumer import entry_messages
 from clients.pulsar.errors import Timeout
 from clients.pulsar.lookup import TopicName
 from clients.pulsar.message import MessageId
+from pipeline.pulsar_options import client as client_for
 from pipeline.pulsar_positions import (
     EARLIEST,
     LATEST,
@@ -159,13 +160,6 @@ def message_codec(full_name: str) -> RowCodec[Any]:
 # --- options --------------------------------------------------------------------------------------
 
 
-def _required(options: dict[str, str], name: str) -> str:
-    value = options.get(name)
-    if not value:
-        raise ValueError(f"the pulsar data source needs the option {name!r}")
-    return value
-
-
 def _named_topics(options: dict[str, str]) -> list[str]:
     topics = [t.strip() for t in options.get("topics", "").split(",") if t.strip()]
     if options.get("topic"):
@@ -190,12 +184,6 @@ async def resolve_topics(client: PulsarClient, options: dict[str, str]) -> list[
     if pattern:
         return await client.get_topics_matching(pattern)
     return _named_topics(options)
-
-
-def _client(options: dict[str, str]) -> PulsarClient:
-    return PulsarClient(_required(options, "service_url"),
-                        operation_timeout_seconds=float(
-                            options.get("operation_timeout_seconds", "30")))
 
 
 # --- reading --------------------------------------------------------------------------------------
@@ -255,7 +243,7 @@ async def plan_partitions(options: dict[str, str]) -> list[PulsarPartition]:
     start_time = parse_time(options, "starting_time")
     end_time = parse_time(options, "ending_time")
     parts: list[PulsarPartition] = []
-    async with _client(options) as client:
+    async with client_for(options) as client:
         topics = await resolve_topics(client, options)
         found = await asyncio.gather(*(last_message_ids(client, t) for t in topics))
         for names in found:
@@ -377,7 +365,7 @@ async def read_partition(options: dict[str, str], part: PulsarPartition,
     wanted = ReadRange(start, part.start_inclusive, last, end, part.start_time, part.end_time)
     timeout = int(options.get("read_timeout_ms", "30000"))
     rows = RowBatchBuilder(codec, part.partition)
-    async with _client(options) as client:
+    async with client_for(options) as client:
         consumer = await client.subscribe(
             part.topic, _subscription(), durable=False, initial_position="earliest",
             start_message_id=entry_of(start) if start is not None else None,

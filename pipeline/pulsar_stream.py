@@ -54,6 +54,7 @@ from pyspark.sql.types import StructType
 
 from clients.pulsar import PulsarClient
 from clients.pulsar.message import MessageId
+from pipeline.pulsar_options import client as client_for
 from pipeline.pulsar_positions import (
     EARLIEST,
     after_start,
@@ -63,7 +64,6 @@ from pipeline.pulsar_positions import (
 )
 from pipeline.pulsar_source import (
     PulsarPartition,
-    _client,
     _subscription,
     check_start,
     check_topic_options,
@@ -127,7 +127,7 @@ def _flag(options: dict[str, str], name: str, default: bool) -> bool:
 async def last_positions(options: dict[str, str]) -> dict[str, str]:
     """Every topic partition's last message id, as offset positions."""
     out: dict[str, str] = {}
-    async with _client(options) as client:
+    async with client_for(options) as client:
         topics = await resolve_topics(client, options)
         for names in await asyncio.gather(*(last_message_ids(client, t) for t in topics)):
             for name, last in names:
@@ -184,7 +184,7 @@ async def plan_end(options: dict[str, str], start: dict[str, str], latest: dict[
         return dict(sorted(end.items()))
     share = max(1, max_rows // len(pending))
     timeout = int(options.get("read_timeout_ms", "30000"))
-    async with _client(options) as client:
+    async with client_for(options) as client:
         for name, pos in sorted(pending.items()):
             last = decode_position(pos)
             assert last is not None

@@ -39,7 +39,6 @@ anything else -1).
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -53,6 +52,7 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from clients.pulsar import PulsarClient
+from clients.pulsar.lookup import TopicName
 from clients.pulsar.message import MessageId
 from pipeline.pulsar_options import client as client_for
 from pipeline.pulsar_positions import (
@@ -75,7 +75,6 @@ from pipeline.pulsar_source import (
 )
 
 BEFORE_FIRST = "-1:-1:-1"
-_PARTITION_SUFFIX = re.compile(r"-partition-(\d+)$")
 
 
 def encode_position(msg_id: MessageId) -> str:
@@ -91,12 +90,6 @@ def decode_position(text: str) -> MessageId | None:
     return MessageId(-1, ledger, entry, batch)
 
 
-def _key(msg_id: MessageId | None) -> tuple[int, int, int]:
-    if msg_id is None:
-        return (-1, -1, -1)
-    return (msg_id.ledger_id(), msg_id.entry_id(), msg_id.batch_index())
-
-
 def _is_after(end: MessageId | None, start: MessageId | None) -> bool:
     """Does the position ``end`` include messages after ``start``?"""
     if end is None:
@@ -110,11 +103,6 @@ def _is_after(end: MessageId | None, start: MessageId | None) -> bool:
     if start.batch_index() < 0:  # the whole entry is already read
         return False
     return end.batch_index() < 0 or end.batch_index() > start.batch_index()
-
-
-def partition_index(name: str) -> int:
-    match = _PARTITION_SUFFIX.search(name)
-    return int(match.group(1)) if match else -1
 
 
 def _flag(options: dict[str, str], name: str, default: bool) -> bool:
@@ -242,7 +230,7 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             after = decode_position(start.get(name, BEFORE_FIRST))
             if last is None or not _is_after(last, after):
                 continue
-            parts.append(PulsarPartition(name, partition_index(name),
+            parts.append(PulsarPartition(name, TopicName.parse(name).partition_index,
                                          after.serialize() if after is not None else None,
                                          False, last.serialize()))
         return parts

@@ -283,6 +283,8 @@ def test_row_builder_matches_each_message(broker: BrokerThread) -> None:
             msgs: list[Message] = []
             while len(msgs) < 1105:
                 msgs += await consumer.batch_receive(1000, timeout_millis=10_000)
+            with pytest.raises(TypeError, match="deliver_entries=True"):
+                await consumer.receive_entries(1, timeout_millis=1)
             # The same topic as whole entries, as the data source reads it.
             reader = await client.subscribe(topic, "entries", durable=False,
                                             initial_position="earliest", deliver_entries=True)

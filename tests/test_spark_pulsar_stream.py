@@ -29,7 +29,6 @@ from pipeline.pulsar_stream import (  # noqa: E402
     _is_after,
     decode_position,
     encode_position,
-    partition_index,
 )
 
 _names = itertools.count()
@@ -96,8 +95,6 @@ def test_positions() -> None:
     assert _is_after(decode_position("12:7:3"), decode_position("12:7:2"))
     assert _is_after(decode_position("1:0:-1"), None)
     assert not _is_after(None, None)
-    assert partition_index("persistent://public/default/t-partition-3") == 3
-    assert partition_index("persistent://public/default/t") == -1
 
 
 def test_stream_restarts_from_checkpoint(spark: Any, broker: BrokerThread,

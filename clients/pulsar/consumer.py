@@ -31,6 +31,7 @@ import enum
 import logging
 import uuid
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from struct import Struct
 from struct import error as struct_error
@@ -766,6 +767,16 @@ class _TopicConsumer:
         return self.state is _State.READY and self.cnx is not None and self.cnx.is_open
 
 
+def _release(taken: Iterable[tuple[_TopicConsumer | None, int]]) -> None:
+    """Tell each topic consumer how many of its messages the application took (flow control)."""
+    counts: dict[_TopicConsumer, int] = {}
+    for owner, n in taken:
+        if owner is not None:
+            counts[owner] = counts.get(owner, 0) + n
+    for owner, n in counts.items():
+        owner.taken(n)
+
+
 class Consumer:
     """A subscription's consumer on a topic (all of its partitions, if it has several)."""
 
@@ -874,14 +885,8 @@ class Consumer:
             msgs = [queue.popleft() for _ in range(max_messages)]
         if len(self._children) == 1:
             self._children[0].taken(len(msgs))
-            return msgs
-        taken: dict[_TopicConsumer, int] = {}
-        for msg in msgs:
-            owner = msg._entry.consumer
-            if owner is not None:
-                taken[owner] = taken.get(owner, 0) + 1
-        for owner, n in taken.items():
-            owner.taken(n)
+        else:
+            _release((m._entry.consumer, 1) for m in msgs)
         return msgs
 
     async def receive_entries(self, max_entries: int = 100,
@@ -897,17 +902,14 @@ class Consumer:
         """
         if max_entries < 1:
             raise ValueError("max_entries must be at least 1")
+        if not self._conf.deliver_entries:
+            raise TypeError("this consumer delivers messages: subscribe with "
+                            "deliver_entries=True to receive entries")
         if not self._entries:
             await self._wait(timeout_millis)
         entries = self._entries
         taken = [entries.popleft() for _ in range(min(max_entries, len(entries)))]
-        counts: dict[_TopicConsumer, int] = {}
-        for entry in taken:
-            owner = entry.info.consumer
-            if owner is not None:
-                counts[owner] = counts.get(owner, 0) + (entry.info.batch_size or 1)
-        for owner, n in counts.items():
-            owner.taken(n)
+        _release((e.info.consumer, e.info.batch_size or 1) for e in taken)
         return taken
 
     async def _wait(self, timeout_millis: int | None) -> None:

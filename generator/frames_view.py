@@ -936,6 +936,8 @@ class _Encoder:
         self.available: dict[str, str] = {}  # computed field -> expression holding its value
         self.index = "_"
         self.current: FrameField | None = None
+        self.buf = "out"  # the bytearray the fields are appended to
+        self.tail: FrameField | None = None  # bytes appended after a checksum that covers them
 
     def name(self, n: str) -> str:
         if n in self.params:
@@ -996,13 +998,13 @@ class _Encoder:
     def pack(self, f: FrameField, value: str) -> list[str]:
         if f.kind == "varint":
             self.ctx.uses.add("protowire:varint_bytes")
-            return [f"out += varint_bytes({value})"]
+            return [f"{self.buf} += varint_bytes({value})"]
         if f.kind == "bool":
-            return [f"out.append(1 if {value} else 0)"]
+            return [f"{self.buf}.append(1 if {value} else 0)"]
         if f.width == 1 and not f.signed:
-            return [f"out.append({value})"]
+            return [f"{self.buf}.append({value})"]
         packer = self.ctx.packer(f.width, f.signed, f.order)
-        return [f"out += {packer}.pack({value})"]
+        return [f"{self.buf} += {packer}.pack({value})"]
 
     def computed_value(self, f: FrameField) -> list[str]:
         """Statements setting ``v_<name>`` for a computed wire integer; [] if patched later."""
@@ -1023,17 +1025,46 @@ class _Encoder:
 
     def field(self, f: FrameField) -> None:
         s = self.s
-        if any(g.checksum is not None and g.checksum.start == f.name for g in s.fields):
-            self.out.append(f"s_{f.name} = len(out)")
+        if any(g.checksum is not None and g.checksum.start == f.name
+               and not self.covers_the_rest(g) for g in s.fields):
+            self.out.append(f"s_{f.name} = len({self.buf})")
         for g in _range_starts(s, f):
-            self.out.append(f"s_{g.name} = len(out)")
+            self.out.append(f"s_{g.name} = len({self.buf})")
         self.out += self.one(f)
         for g in _range_ends(s, f):
             packer = self.ctx.packer(g.width, g.signed, g.order)
-            self.out.append(f"{packer}.pack_into(out, p_{g.name}, len(out) - s_{g.name})")
+            self.out.append(f"{packer}.pack_into({self.buf}, p_{g.name}, "
+                            f"len({self.buf}) - s_{g.name})")
+
+    def covers_the_rest(self, f: FrameField) -> bool:
+        """Whether checksum ``f`` can be written after its range, from a buffer of its own.
+
+        True when the range starts at the next field and nothing else in the struct is filled
+        in afterwards: then the covered fields are encoded first into ``covered``, and the sum
+        is computed over that and written before it, with no placeholder to patch.
+        """
+        assert f.checksum is not None
+        s = self.s
+        wire = [g for g in s.fields if g.wire]
+        after = wire[wire.index(f) + 1:]
+        if not after or after[0].name != f.checksum.start:
+            return False
+        return not any(g is not f and (g.checksum is not None or g.size_of == "rest"
+                                       or g.size_range is not None)
+                       for g in s.fields)
+
+    def raw_tail(self) -> FrameField | None:
+        """The struct's last field when it is plain bytes running to the end, else None."""
+        last = [g for g in self.s.fields if g.wire][-1]
+        plain = (last.kind == "bytes" and last.size == "rest" and last.when is None
+                 and not last.optional and last.prefix is None and last.length is None
+                 and last.const is None)
+        return last if plain else None
 
     def one(self, f: FrameField) -> list[str]:
         s = self.s
+        if f is self.tail:
+            return []  # written after the checksum that covers it
         if not f.wire:
             if f.computed or f.derive is None:
                 return []
@@ -1046,26 +1077,41 @@ class _Encoder:
                 "EncodeError", f"{s.name}.{f.name} = {{self.{f.name}!r}} does not fit the "
                 "bits the spec gives it"))]
         if f.marker:
-            return [f"if self.{f.name}:", f"    out += {bytes_literal(_const_bytes(f))}"]
+            return [f"if self.{f.name}:", f"    {self.buf} += {bytes_literal(_const_bytes(f))}"]
         if f.const is not None:
             self.available[f.name] = str(f.const)
-            return [f"out += {bytes_literal(_const_bytes(f))}"]
+            return [f"{self.buf} += {bytes_literal(_const_bytes(f))}"]
         if f.checksum is not None:
             algo = f.checksum.algorithm
             self.ctx.uses.add(f"checksums:{algo}")
             packer = self.ctx.packer(f.width, f.signed, f.order)
+            if self.covers_the_rest(f):
+                self.buf = "covered"
+                self.tail = self.raw_tail()
+                if self.tail is None:
+                    self.patches += [f"out += {packer}.pack({algo}(covered))", "out += covered"]
+                    return [f"# {f.name} covers the fields after it: they are encoded first.",
+                            "covered = bytearray()"]
+                # The trailing bytes (a payload, often large) are summed where they are, never
+                # copied into ``covered``: the sum continues from the one over ``covered``.
+                data = f"self.{self.tail.name}"
+                self.patches += [f"out += {packer}.pack({algo}({data}, {algo}(covered)))",
+                                 "out += covered", f"out += {data}"]
+                return [f"# {f.name} covers the fields after it: they are encoded first.",
+                        "covered = bytearray()"]
             self.patches += [
-                "with memoryview(out) as view:",
-                f"    {packer}.pack_into(out, p_{f.name}, {algo}(view[s_{f.checksum.start}:]))",
+                f"with memoryview({self.buf}) as view:",
+                f"    {packer}.pack_into({self.buf}, p_{f.name}, "
+                f"{algo}(view[s_{f.checksum.start}:]))",
             ]
-            return [f"p_{f.name} = len(out)", f"out += bytes({f.width})"]
+            return [f"p_{f.name} = len({self.buf})", f"{self.buf} += bytes({f.width})"]
         if f.size_of == "rest":
             packer = self.ctx.packer(f.width, f.signed, f.order)
-            self.patches.insert(0, f"{packer}.pack_into(out, p_{f.name}, "
-                                   f"len(out) - p_{f.name} - {f.width})")
-            return [f"p_{f.name} = len(out)", f"out += bytes({f.width})"]
+            self.patches.insert(0, f"{packer}.pack_into({self.buf}, p_{f.name}, "
+                                   f"len({self.buf}) - p_{f.name} - {f.width})")
+            return [f"p_{f.name} = len({self.buf})", f"{self.buf} += bytes({f.width})"]
         if f.size_range is not None:
-            return [f"p_{f.name} = len(out)", f"out += bytes({f.width})"]
+            return [f"p_{f.name} = len({self.buf})", f"{self.buf} += bytes({f.width})"]
         if f.computed:
             if f.when is not None:
                 cond = self.render(f.when, f, parens=False)
@@ -1138,7 +1184,9 @@ class _Encoder:
         elif el.kind == "uuid":
             one = [f"{out} += item.bytes"]
         else:
-            one = [x.replace("out", out, 1) for x in self.pack(el, "item")]
+            saved, self.buf = self.buf, out
+            one = self.pack(el, "item")
+            self.buf = saved
         self.index = "_"
         head = f"for {index}, item in enumerate(self.{f.name}):" if index else \
             f"for item in self.{f.name}:"
@@ -1149,12 +1197,12 @@ class _Encoder:
         if f.kind in ("int", "varint", "bool"):
             return self.pack(f, value)
         if f.kind == "uuid":
-            return [f"out += {value}.bytes"]
+            return [f"{self.buf} += {value}.bytes"]
         sized = f.size_field is not None
         if f.kind in ("bytes", "string"):
             data = value if f.kind == "bytes" else self.str_bytes(f, value)
             if sized:
-                return [f"out += b_{f.name}"]
+                return [f"{self.buf} += b_{f.name}"]
             lines = []
             if f.kind == "string" or f.prefix is not None:
                 lines.append(f"data_{f.name} = {data}")
@@ -1166,19 +1214,19 @@ class _Encoder:
                     fmt=False))]
             if f.prefix is not None:
                 lines += self.prefix(f, f"len({data})")
-            return [*lines, f"out += {data}"]
+            return [*lines, f"{self.buf} += {data}"]
         if f.kind in ("proto", "struct", "switch"):
             if sized:
-                return [f"out += b_{f.name}"]
+                return [f"{self.buf} += b_{f.name}"]
             args = self.struct_args(f) if f.kind == "struct" else ""
             if f.prefix is not None:
                 return [f"data_{f.name} = {value}.encode({args.lstrip(', ')})",
-                        *self.prefix(f, f"len(data_{f.name})"), f"out += data_{f.name}"]
-            return [f"{value}.encode_to(out{args})"]
+                        *self.prefix(f, f"len(data_{f.name})"), f"{self.buf} += data_{f.name}"]
+            return [f"{value}.encode_to({self.buf}{args})"]
         if f.kind == "array":
             if sized:
-                return [f"out += b_{f.name}"]
-            return self.array_write(f, "out")
+                return [f"{self.buf} += b_{f.name}"]
+            return self.array_write(f, self.buf)
         if f.kind == "blocks":
             cw, cs = INT_TYPES[f.block_count]
             lw, ls = INT_TYPES[f.block_length]
@@ -1187,11 +1235,11 @@ class _Encoder:
             size = f.block_size
             lines = [
                 f"content = {value}.encode({self.struct_args(f).lstrip(', ')})",
-                f"out += {cp}.pack((len(content) + {size - 1}) // {size})",
+                f"{self.buf} += {cp}.pack((len(content) + {size - 1}) // {size})",
                 f"for i in range(0, len(content), {size}):",
                 f"    block = content[i : i + {size}]",
-                f"    out += {lp}.pack(len(block))",
-                "    out += block",
+                f"    {self.buf} += {lp}.pack(len(block))",
+                f"    {self.buf} += block",
             ]
             if f.max_blocks is not None:
                 self.ctx.uses.add("errors:EncodeError")
@@ -1205,9 +1253,9 @@ class _Encoder:
         assert f.prefix is not None
         if f.prefix == "varint":
             self.ctx.uses.add("protowire:varint_bytes")
-            return [f"out += varint_bytes({length})"]
+            return [f"{self.buf} += varint_bytes({length})"]
         width, signed = INT_TYPES[f.prefix]
-        return [f"out += {self.ctx.packer(width, signed, self.ctx.spec.byte_order)}"
+        return [f"{self.buf} += {self.ctx.packer(width, signed, self.ctx.spec.byte_order)}"
                 f".pack({length})"]
 
 

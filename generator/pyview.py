@@ -179,6 +179,17 @@ class MessageView:
     present: str = ""  # slot holding the dict of present sparse fields; "" when there are none
     class_lines: list[str] = field(default_factory=list)  # class attributes after FIELD_NAMES
     copy_lines: list[str] = field(default_factory=list)  # body of __copy__, sparse messages only
+    fields_dict: str = ""  # TypedDict of the sparse fields, taken as **_fields; "" when none
+
+
+@dataclass
+class FieldsDictView:
+    """A module-level TypedDict: the optional message fields one sparse message takes."""
+
+    name: str
+    path: str  # the message's dotted path in the module
+    doc: str
+    fields: list[tuple[str, str]]  # (field name, annotation)
 
 
 @dataclass
@@ -215,6 +226,7 @@ class ModuleView:
     stdlib_imports: list[str]
     runtime_imports: list[str]
     exports: list[str]
+    fields_dicts: list[FieldsDictView] = field(default_factory=list)
 
 
 class _Python:
@@ -328,6 +340,7 @@ def build_module(proto: ProtoFile, module_of: dict[str, str]) -> ModuleView:
             collect(v.nested_messages)
 
     collect(messages)
+    fields_dicts = [_fields_dict_view(v) for v in _walk(messages) if v.fields_dict]
     text = proto.comment or f"Typed protobuf bindings for {proto.path}."
     if proto.package:
         text += f"\n\nProtobuf package: ``{proto.package}``."
@@ -336,6 +349,9 @@ def build_module(proto: ProtoFile, module_of: dict[str, str]) -> ModuleView:
     if enums or nested:
         stdlib.append("import enum")
     typing_names = "Any, ClassVar, Self" if re.search(r"\bAny\b", body) else "ClassVar, Self"
+    if fields_dicts:
+        typing_names += ", TypedDict, Unpack"
+        body += "\npresent_fields spell_out_fields"
     stdlib_from = ["from dataclasses import dataclass", f"from typing import {typing_names}"]
     if "copysign(" in body:
         stdlib_from.append("from math import copysign")
@@ -351,6 +367,26 @@ def build_module(proto: ProtoFile, module_of: dict[str, str]) -> ModuleView:
         stdlib_imports=sorted(stdlib) + sorted(stdlib_from),
         runtime_imports=_runtime_imports(body, bool(messages), bool(enums + nested)),
         exports=sorted([m.name for m in messages] + [e.name for e in enums]),
+        fields_dicts=fields_dicts,
+    )
+
+
+def _walk(views: list[MessageView]) -> list[MessageView]:
+    """Every message view, nested ones right after their parent."""
+    out = []
+    for v in views:
+        out.append(v)
+        out += _walk(v.nested_messages)
+    return out
+
+
+def _fields_dict_view(v: MessageView) -> FieldsDictView:
+    return FieldsDictView(
+        name=v.fields_dict,
+        path=v.path,
+        doc=docstring(f"{v.path}'s optional message fields: keywords of its constructor.",
+                      "    "),
+        fields=[(f.name, f.setter_ann) for f in v.fields if f.sparse],
     )
 
 
@@ -365,7 +401,8 @@ _RUNTIME_MODULES = {
         "sint64_bytes", "skip_field", "str_bytes", "to_int32", "to_int64", "truncated",
         "uint32_bytes", "uint64_bytes", "unpack_double", "unpack_fixed32", "unpack_fixed64",
         "unpack_float", "unpack_sfixed32", "unpack_sfixed64", "unzigzag", "unzigzag32",
-        "varint_bytes", "message_repr", "new_instance", "number_table", "BytesLike",
+        "varint_bytes", "message_repr", "new_instance", "number_table", "present_fields",
+        "spell_out_fields", "BytesLike",
     ),
 }
 
@@ -458,11 +495,17 @@ def _message_view(py: _Python, m: MessageType, depth: int) -> MessageView:
         nested_enums=[_enum_view(e, depth + 1) for e in m.enums],
         nested_messages=[_message_view(py, n, depth + 1) for n in m.messages
                          if not n.is_map_entry],
-        init_lines=_init_lines(fields, present),
+        init_lines=_init_lines(fields, present, m.py_path),
         present=present.slot if present else "",
         class_lines=_present_tables(m, present) if present else [],
         copy_lines=_copy_lines(fields, present) if present else [],
+        fields_dict=_fields_dict_name(m) if present else "",
     )
+
+
+def _fields_dict_name(m: MessageType) -> str:
+    # Proto names start with a letter, so a leading underscore keeps it clear of the messages.
+    return "_" + m.py_path.replace(".", "_") + "_Fields"
 
 
 @dataclass
@@ -509,16 +552,12 @@ def _copy_lines(fields: list[FieldView], present: _Present) -> list[str]:
     return lines
 
 
-def _init_lines(fields: list[FieldView], present: _Present | None) -> list[str]:
-    """Body of ``__init__`` after the docstring: sparse fields enter the dict only when set."""
+def _init_lines(fields: list[FieldView], present: _Present | None, owner: str) -> list[str]:
+    """Body of ``__init__`` after the docstring: sparse fields come in as ``**_fields``."""
     lines = [f"self.{fv.storage} = {fv.init_expr}" for fv in fields if not fv.sparse]
     if present is not None:
-        # Parameters are field names, and those never start with "_" without ending in "_".
-        lines.append("_given: dict[str, Any] = {}")
-        for fv in fields:
-            if fv.sparse:
-                lines += [f"if {fv.name} is not None:", f"    _given[{fv.key}] = {fv.name}"]
-        lines.append(f"self.{present.slot} = _given")
+        lines.append(f"self.{present.slot} = present_fields(_fields, self.{present.tags}, "
+                     f"{q(owner)})")
     return [*lines, 'self._unknown = b""']
 
 

@@ -12,7 +12,7 @@ import enum
 import inspect
 import math
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ForwardRef, TypeAlias, TypeVar
 
 from runtime.errors import (
@@ -291,6 +291,25 @@ def message_repr(msg: Any) -> str:
     return f"{type(msg).__name__}({', '.join(parts)})"
 
 
+def present_fields(given: Mapping[str, object], known: Mapping[str, object],
+                   owner: str) -> dict[str, Any]:
+    """The dict of set fields a sparse message keeps, from its ``**_fields`` keyword arguments.
+
+    ``given`` is normally the fresh dict CPython built for the call, and is kept as it is. A
+    None value is dropped (the field stays unset, as for every other field), and a name that is
+    not one of the message's fields raises the ``TypeError`` a written-out signature would.
+    """
+    for name, value in given.items():
+        if value is None or name not in known:
+            break
+    else:
+        return given if type(given) is dict else dict(given)
+    for name in given:
+        if name not in known:
+            raise TypeError(f"{owner}.__init__() got an unexpected keyword argument {name!r}")
+    return {name: value for name, value in given.items() if value is not None}
+
+
 def spell_out_fields(message_type: type, options: type) -> None:
     """Show ``message_type.__init__(..., **_fields: Unpack[options])`` with its fields spelled out.
 
@@ -298,24 +317,25 @@ def spell_out_fields(message_type: type, options: type) -> None:
     ``options`` (mypy checks each keyword exactly as for a written-out parameter): CPython fills
     in every keyword-only default that was not passed with a dict lookup per call, which for
     seventy optional fields costs more than building the message. This gives ``inspect.signature``
-    and ``typing.get_type_hints`` the written-out form: each optional field a keyword-only
-    parameter whose default is what the unset field reads as.
+    and ``typing.get_type_hints`` the written-out form: every field a keyword-only parameter, in
+    declaration order, the optional ones defaulting to None.
     """
     init = message_type.__dict__["__init__"]
     signature = inspect.signature(init)
-    params = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    params = {name: p for name, p in signature.parameters.items()
+              if p.kind is not p.VAR_KEYWORD}
     annotations = {k: v for k, v in init.__annotations__.items() if k not in ("_fields", "return")}
     for name, annotation in options.__annotations__.items():
         if isinstance(annotation, ForwardRef):
             annotation = annotation.__forward_arg__
-        default = message_type.__dict__.get(name)
-        default = None if isinstance(default, property) else default
-        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
-                                        annotation=annotation))
+        params[name] = inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None,
+                                         annotation=annotation)
         annotations[name] = annotation
+    order = ["self", *(name for name, _, _ in getattr(message_type, "FIELD_NAMES", ()))]
+    ordered = [params.pop(name) for name in order if name in params] + list(params.values())
     annotations["return"] = init.__annotations__.get("return", "None")
     init.__annotations__ = annotations
-    setattr(init, "__signature__", signature.replace(parameters=params))  # noqa: B010
+    setattr(init, "__signature__", signature.replace(parameters=ordered))  # noqa: B010
 
 
 def number_table(enum_type: type[_E]) -> dict[int, _E]:

@@ -12,6 +12,7 @@ import importlib.util
 import inspect
 import subprocess
 import sys
+import typing
 from types import ModuleType
 from typing import Any
 
@@ -222,3 +223,25 @@ def test_proto3_nested_holder_matches_official(generated: tuple[ModuleType, Modu
                                                data: st.DataObject) -> None:
     tree = data.draw(message_values(official[1].Outer.DESCRIPTOR))
     _check_against_official(generated[1], official[1], "Outer", tree)
+
+
+def test_constructor_keeps_the_keyword_dict_and_rejects_unknown_names() -> None:
+    send = _send()
+    cmd = BaseCommand(type_=SEND, send=send)
+    assert cmd.send is send and cmd.has_send() and not cmd.has_flow()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'sned'"):
+        BaseCommand(type_=SEND, send=None, **{"sned": send})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="unexpected keyword argument '_present'"):
+        BaseCommand(type_=SEND, **{"_present": {}})  # type: ignore[arg-type]
+    fields = {"send": send, "flow": None}
+    cmd = BaseCommand(type_=SEND, **fields)  # type: ignore[arg-type]
+    assert cmd.send is send and not cmd.has_flow()
+    assert fields == {"send": send, "flow": None}  # the caller's dict is never kept or changed
+    cmd.flow = CommandFlow(consumer_id=1, messagePermits=2)
+    assert fields == {"send": send, "flow": None}
+
+
+def test_signature_is_spelled_out_in_field_order() -> None:
+    hints = typing.get_type_hints(BaseCommand.__init__)
+    assert hints["send"] == CommandSend | None
+    assert "_fields" not in hints

@@ -33,6 +33,10 @@ def test_application_passes_mypy_strict(case: str) -> None:
         ("bad_misspelled_field.py", '"CommandSend" has no attribute "sequenceid"'),
         ("bad_missing_required.py", 'Missing named argument "messagePermits"'),
         ("bad_wrong_enum.py", 'Argument "subType" to "CommandSubscribe" has incompatible type'),
+        # BaseCommand takes its sub-commands as **_fields typed by a TypedDict: still exact.
+        ("bad_envelope_keyword.py", 'Unexpected keyword argument "flwo" for "BaseCommand"'),
+        ("bad_envelope_type.py",
+         'Argument "send" to "BaseCommand" has incompatible type "CommandFlow"'),
     ],
 )
 def test_misuse_fails_mypy(case: str, expected: str) -> None:

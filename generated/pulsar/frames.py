@@ -138,16 +138,15 @@ class Payload:
         if self.broker_entry is not None:
             self.broker_entry.encode_to(out)
         out += b"\x0e\x01"
-        p_checksum = len(out)
-        out += bytes(4)
-        s_metadata_size = len(out)
+        # checksum covers the fields after it: they are encoded first.
+        covered = bytearray()
         b_metadata = self.metadata.encode()
         v_metadata_size = len(b_metadata)
-        out += _U32BE.pack(v_metadata_size)
-        out += b_metadata
+        covered += _U32BE.pack(v_metadata_size)
+        covered += b_metadata
+        out += _U32BE.pack(crc32c(self.data, crc32c(covered)))
+        out += covered
         out += self.data
-        with memoryview(out) as view:
-            _U32BE.pack_into(out, p_checksum, crc32c(view[s_metadata_size:]))
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview) -> Self:

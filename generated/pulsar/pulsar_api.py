@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from struct import error as struct_error
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, TypedDict, Unpack
 
 from runtime.errors import (
     MissingRequiredFieldError,
@@ -34,8 +34,10 @@ from runtime.protowire import (
     new_instance,
     number_table,
     pack_double,
+    present_fields,
     read_varint,
     skip_field,
+    spell_out_fields,
     to_int32,
     to_int64,
     truncated,
@@ -23932,221 +23934,11 @@ class BaseCommand:
         self,
         *,
         type_: BaseCommand.Type,
-        connect: CommandConnect | None = None,
-        connected: CommandConnected | None = None,
-        subscribe: CommandSubscribe | None = None,
-        producer: CommandProducer | None = None,
-        send: CommandSend | None = None,
-        send_receipt: CommandSendReceipt | None = None,
-        send_error: CommandSendError | None = None,
-        message: CommandMessage | None = None,
-        ack: CommandAck | None = None,
-        flow: CommandFlow | None = None,
-        unsubscribe: CommandUnsubscribe | None = None,
-        success: CommandSuccess | None = None,
-        error: CommandError | None = None,
-        close_producer: CommandCloseProducer | None = None,
-        close_consumer: CommandCloseConsumer | None = None,
-        producer_success: CommandProducerSuccess | None = None,
-        ping: CommandPing | None = None,
-        pong: CommandPong | None = None,
-        redeliverUnacknowledgedMessages: CommandRedeliverUnacknowledgedMessages | None = None,
-        partitionMetadata: CommandPartitionedTopicMetadata | None = None,
-        partitionMetadataResponse: CommandPartitionedTopicMetadataResponse | None = None,
-        lookupTopic: CommandLookupTopic | None = None,
-        lookupTopicResponse: CommandLookupTopicResponse | None = None,
-        consumerStats: CommandConsumerStats | None = None,
-        consumerStatsResponse: CommandConsumerStatsResponse | None = None,
-        reachedEndOfTopic: CommandReachedEndOfTopic | None = None,
-        seek: CommandSeek | None = None,
-        getLastMessageId: CommandGetLastMessageId | None = None,
-        getLastMessageIdResponse: CommandGetLastMessageIdResponse | None = None,
-        active_consumer_change: CommandActiveConsumerChange | None = None,
-        getTopicsOfNamespace: CommandGetTopicsOfNamespace | None = None,
-        getTopicsOfNamespaceResponse: CommandGetTopicsOfNamespaceResponse | None = None,
-        getSchema: CommandGetSchema | None = None,
-        getSchemaResponse: CommandGetSchemaResponse | None = None,
-        authChallenge: CommandAuthChallenge | None = None,
-        authResponse: CommandAuthResponse | None = None,
-        ackResponse: CommandAckResponse | None = None,
-        getOrCreateSchema: CommandGetOrCreateSchema | None = None,
-        getOrCreateSchemaResponse: CommandGetOrCreateSchemaResponse | None = None,
-        newTxn: CommandNewTxn | None = None,
-        newTxnResponse: CommandNewTxnResponse | None = None,
-        addPartitionToTxn: CommandAddPartitionToTxn | None = None,
-        addPartitionToTxnResponse: CommandAddPartitionToTxnResponse | None = None,
-        addSubscriptionToTxn: CommandAddSubscriptionToTxn | None = None,
-        addSubscriptionToTxnResponse: CommandAddSubscriptionToTxnResponse | None = None,
-        endTxn: CommandEndTxn | None = None,
-        endTxnResponse: CommandEndTxnResponse | None = None,
-        endTxnOnPartition: CommandEndTxnOnPartition | None = None,
-        endTxnOnPartitionResponse: CommandEndTxnOnPartitionResponse | None = None,
-        endTxnOnSubscription: CommandEndTxnOnSubscription | None = None,
-        endTxnOnSubscriptionResponse: CommandEndTxnOnSubscriptionResponse | None = None,
-        tcClientConnectRequest: CommandTcClientConnectRequest | None = None,
-        tcClientConnectResponse: CommandTcClientConnectResponse | None = None,
-        watchTopicList: CommandWatchTopicList | None = None,
-        watchTopicListSuccess: CommandWatchTopicListSuccess | None = None,
-        watchTopicUpdate: CommandWatchTopicUpdate | None = None,
-        watchTopicListClose: CommandWatchTopicListClose | None = None,
-        topicMigrated: CommandTopicMigrated | None = None,
-        scalableTopicLookup: CommandScalableTopicLookup | None = None,
-        scalableTopicUpdate: CommandScalableTopicUpdate | None = None,
-        scalableTopicClose: CommandScalableTopicClose | None = None,
-        scalableTopicSubscribe: CommandScalableTopicSubscribe | None = None,
-        scalableTopicSubscribeResponse: CommandScalableTopicSubscribeResponse | None = None,
-        scalableTopicAssignmentUpdate: CommandScalableTopicAssignmentUpdate | None = None,
-        watchScalableTopics: CommandWatchScalableTopics | None = None,
-        watchScalableTopicsUpdate: CommandWatchScalableTopicsUpdate | None = None,
-        watchScalableTopicsClose: CommandWatchScalableTopicsClose | None = None,
-        watchTcAssignments: CommandWatchTcAssignments | None = None,
-        watchTcAssignmentsUpdate: CommandWatchTcAssignmentsUpdate | None = None,
-        watchTcAssignmentsClose: CommandWatchTcAssignmentsClose | None = None,
+        **_fields: Unpack[_BaseCommand_Fields],
     ) -> None:
         """Create a BaseCommand; type_ required."""
         self.type_ = type_
-        _given: dict[str, Any] = {}
-        if connect is not None:
-            _given["connect"] = connect
-        if connected is not None:
-            _given["connected"] = connected
-        if subscribe is not None:
-            _given["subscribe"] = subscribe
-        if producer is not None:
-            _given["producer"] = producer
-        if send is not None:
-            _given["send"] = send
-        if send_receipt is not None:
-            _given["send_receipt"] = send_receipt
-        if send_error is not None:
-            _given["send_error"] = send_error
-        if message is not None:
-            _given["message"] = message
-        if ack is not None:
-            _given["ack"] = ack
-        if flow is not None:
-            _given["flow"] = flow
-        if unsubscribe is not None:
-            _given["unsubscribe"] = unsubscribe
-        if success is not None:
-            _given["success"] = success
-        if error is not None:
-            _given["error"] = error
-        if close_producer is not None:
-            _given["close_producer"] = close_producer
-        if close_consumer is not None:
-            _given["close_consumer"] = close_consumer
-        if producer_success is not None:
-            _given["producer_success"] = producer_success
-        if ping is not None:
-            _given["ping"] = ping
-        if pong is not None:
-            _given["pong"] = pong
-        if redeliverUnacknowledgedMessages is not None:
-            _given["redeliverUnacknowledgedMessages"] = redeliverUnacknowledgedMessages
-        if partitionMetadata is not None:
-            _given["partitionMetadata"] = partitionMetadata
-        if partitionMetadataResponse is not None:
-            _given["partitionMetadataResponse"] = partitionMetadataResponse
-        if lookupTopic is not None:
-            _given["lookupTopic"] = lookupTopic
-        if lookupTopicResponse is not None:
-            _given["lookupTopicResponse"] = lookupTopicResponse
-        if consumerStats is not None:
-            _given["consumerStats"] = consumerStats
-        if consumerStatsResponse is not None:
-            _given["consumerStatsResponse"] = consumerStatsResponse
-        if reachedEndOfTopic is not None:
-            _given["reachedEndOfTopic"] = reachedEndOfTopic
-        if seek is not None:
-            _given["seek"] = seek
-        if getLastMessageId is not None:
-            _given["getLastMessageId"] = getLastMessageId
-        if getLastMessageIdResponse is not None:
-            _given["getLastMessageIdResponse"] = getLastMessageIdResponse
-        if active_consumer_change is not None:
-            _given["active_consumer_change"] = active_consumer_change
-        if getTopicsOfNamespace is not None:
-            _given["getTopicsOfNamespace"] = getTopicsOfNamespace
-        if getTopicsOfNamespaceResponse is not None:
-            _given["getTopicsOfNamespaceResponse"] = getTopicsOfNamespaceResponse
-        if getSchema is not None:
-            _given["getSchema"] = getSchema
-        if getSchemaResponse is not None:
-            _given["getSchemaResponse"] = getSchemaResponse
-        if authChallenge is not None:
-            _given["authChallenge"] = authChallenge
-        if authResponse is not None:
-            _given["authResponse"] = authResponse
-        if ackResponse is not None:
-            _given["ackResponse"] = ackResponse
-        if getOrCreateSchema is not None:
-            _given["getOrCreateSchema"] = getOrCreateSchema
-        if getOrCreateSchemaResponse is not None:
-            _given["getOrCreateSchemaResponse"] = getOrCreateSchemaResponse
-        if newTxn is not None:
-            _given["newTxn"] = newTxn
-        if newTxnResponse is not None:
-            _given["newTxnResponse"] = newTxnResponse
-        if addPartitionToTxn is not None:
-            _given["addPartitionToTxn"] = addPartitionToTxn
-        if addPartitionToTxnResponse is not None:
-            _given["addPartitionToTxnResponse"] = addPartitionToTxnResponse
-        if addSubscriptionToTxn is not None:
-            _given["addSubscriptionToTxn"] = addSubscriptionToTxn
-        if addSubscriptionToTxnResponse is not None:
-            _given["addSubscriptionToTxnResponse"] = addSubscriptionToTxnResponse
-        if endTxn is not None:
-            _given["endTxn"] = endTxn
-        if endTxnResponse is not None:
-            _given["endTxnResponse"] = endTxnResponse
-        if endTxnOnPartition is not None:
-            _given["endTxnOnPartition"] = endTxnOnPartition
-        if endTxnOnPartitionResponse is not None:
-            _given["endTxnOnPartitionResponse"] = endTxnOnPartitionResponse
-        if endTxnOnSubscription is not None:
-            _given["endTxnOnSubscription"] = endTxnOnSubscription
-        if endTxnOnSubscriptionResponse is not None:
-            _given["endTxnOnSubscriptionResponse"] = endTxnOnSubscriptionResponse
-        if tcClientConnectRequest is not None:
-            _given["tcClientConnectRequest"] = tcClientConnectRequest
-        if tcClientConnectResponse is not None:
-            _given["tcClientConnectResponse"] = tcClientConnectResponse
-        if watchTopicList is not None:
-            _given["watchTopicList"] = watchTopicList
-        if watchTopicListSuccess is not None:
-            _given["watchTopicListSuccess"] = watchTopicListSuccess
-        if watchTopicUpdate is not None:
-            _given["watchTopicUpdate"] = watchTopicUpdate
-        if watchTopicListClose is not None:
-            _given["watchTopicListClose"] = watchTopicListClose
-        if topicMigrated is not None:
-            _given["topicMigrated"] = topicMigrated
-        if scalableTopicLookup is not None:
-            _given["scalableTopicLookup"] = scalableTopicLookup
-        if scalableTopicUpdate is not None:
-            _given["scalableTopicUpdate"] = scalableTopicUpdate
-        if scalableTopicClose is not None:
-            _given["scalableTopicClose"] = scalableTopicClose
-        if scalableTopicSubscribe is not None:
-            _given["scalableTopicSubscribe"] = scalableTopicSubscribe
-        if scalableTopicSubscribeResponse is not None:
-            _given["scalableTopicSubscribeResponse"] = scalableTopicSubscribeResponse
-        if scalableTopicAssignmentUpdate is not None:
-            _given["scalableTopicAssignmentUpdate"] = scalableTopicAssignmentUpdate
-        if watchScalableTopics is not None:
-            _given["watchScalableTopics"] = watchScalableTopics
-        if watchScalableTopicsUpdate is not None:
-            _given["watchScalableTopicsUpdate"] = watchScalableTopicsUpdate
-        if watchScalableTopicsClose is not None:
-            _given["watchScalableTopicsClose"] = watchScalableTopicsClose
-        if watchTcAssignments is not None:
-            _given["watchTcAssignments"] = watchTcAssignments
-        if watchTcAssignmentsUpdate is not None:
-            _given["watchTcAssignmentsUpdate"] = watchTcAssignmentsUpdate
-        if watchTcAssignmentsClose is not None:
-            _given["watchTcAssignmentsClose"] = watchTcAssignmentsClose
-        self._present = _given
+        self._present = present_fields(_fields, self._PRESENT_TAGS, "BaseCommand")
         self._unknown = b""
 
     @property
@@ -26499,3 +26291,85 @@ _CommandAck_ValidationError_BY_NUMBER = number_table(CommandAck.ValidationError)
 _CommandTopicMigrated_ResourceType_BY_NUMBER = number_table(CommandTopicMigrated.ResourceType)
 _CommandGetTopicsOfNamespace_Mode_BY_NUMBER = number_table(CommandGetTopicsOfNamespace.Mode)
 _BaseCommand_Type_BY_NUMBER = number_table(BaseCommand.Type)
+
+
+# Messages with many optional message fields take them as **_fields: CPython would otherwise fill
+# in every default that was not passed, one dict lookup each, on every construction.
+
+
+class _BaseCommand_Fields(TypedDict, total=False):
+    """BaseCommand's optional message fields: keywords of its constructor."""
+
+    connect: CommandConnect | None
+    connected: CommandConnected | None
+    subscribe: CommandSubscribe | None
+    producer: CommandProducer | None
+    send: CommandSend | None
+    send_receipt: CommandSendReceipt | None
+    send_error: CommandSendError | None
+    message: CommandMessage | None
+    ack: CommandAck | None
+    flow: CommandFlow | None
+    unsubscribe: CommandUnsubscribe | None
+    success: CommandSuccess | None
+    error: CommandError | None
+    close_producer: CommandCloseProducer | None
+    close_consumer: CommandCloseConsumer | None
+    producer_success: CommandProducerSuccess | None
+    ping: CommandPing | None
+    pong: CommandPong | None
+    redeliverUnacknowledgedMessages: CommandRedeliverUnacknowledgedMessages | None
+    partitionMetadata: CommandPartitionedTopicMetadata | None
+    partitionMetadataResponse: CommandPartitionedTopicMetadataResponse | None
+    lookupTopic: CommandLookupTopic | None
+    lookupTopicResponse: CommandLookupTopicResponse | None
+    consumerStats: CommandConsumerStats | None
+    consumerStatsResponse: CommandConsumerStatsResponse | None
+    reachedEndOfTopic: CommandReachedEndOfTopic | None
+    seek: CommandSeek | None
+    getLastMessageId: CommandGetLastMessageId | None
+    getLastMessageIdResponse: CommandGetLastMessageIdResponse | None
+    active_consumer_change: CommandActiveConsumerChange | None
+    getTopicsOfNamespace: CommandGetTopicsOfNamespace | None
+    getTopicsOfNamespaceResponse: CommandGetTopicsOfNamespaceResponse | None
+    getSchema: CommandGetSchema | None
+    getSchemaResponse: CommandGetSchemaResponse | None
+    authChallenge: CommandAuthChallenge | None
+    authResponse: CommandAuthResponse | None
+    ackResponse: CommandAckResponse | None
+    getOrCreateSchema: CommandGetOrCreateSchema | None
+    getOrCreateSchemaResponse: CommandGetOrCreateSchemaResponse | None
+    newTxn: CommandNewTxn | None
+    newTxnResponse: CommandNewTxnResponse | None
+    addPartitionToTxn: CommandAddPartitionToTxn | None
+    addPartitionToTxnResponse: CommandAddPartitionToTxnResponse | None
+    addSubscriptionToTxn: CommandAddSubscriptionToTxn | None
+    addSubscriptionToTxnResponse: CommandAddSubscriptionToTxnResponse | None
+    endTxn: CommandEndTxn | None
+    endTxnResponse: CommandEndTxnResponse | None
+    endTxnOnPartition: CommandEndTxnOnPartition | None
+    endTxnOnPartitionResponse: CommandEndTxnOnPartitionResponse | None
+    endTxnOnSubscription: CommandEndTxnOnSubscription | None
+    endTxnOnSubscriptionResponse: CommandEndTxnOnSubscriptionResponse | None
+    tcClientConnectRequest: CommandTcClientConnectRequest | None
+    tcClientConnectResponse: CommandTcClientConnectResponse | None
+    watchTopicList: CommandWatchTopicList | None
+    watchTopicListSuccess: CommandWatchTopicListSuccess | None
+    watchTopicUpdate: CommandWatchTopicUpdate | None
+    watchTopicListClose: CommandWatchTopicListClose | None
+    topicMigrated: CommandTopicMigrated | None
+    scalableTopicLookup: CommandScalableTopicLookup | None
+    scalableTopicUpdate: CommandScalableTopicUpdate | None
+    scalableTopicClose: CommandScalableTopicClose | None
+    scalableTopicSubscribe: CommandScalableTopicSubscribe | None
+    scalableTopicSubscribeResponse: CommandScalableTopicSubscribeResponse | None
+    scalableTopicAssignmentUpdate: CommandScalableTopicAssignmentUpdate | None
+    watchScalableTopics: CommandWatchScalableTopics | None
+    watchScalableTopicsUpdate: CommandWatchScalableTopicsUpdate | None
+    watchScalableTopicsClose: CommandWatchScalableTopicsClose | None
+    watchTcAssignments: CommandWatchTcAssignments | None
+    watchTcAssignmentsUpdate: CommandWatchTcAssignmentsUpdate | None
+    watchTcAssignmentsClose: CommandWatchTcAssignmentsClose | None
+
+
+spell_out_fields(BaseCommand, _BaseCommand_Fields)

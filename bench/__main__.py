@@ -12,7 +12,9 @@ import sys
 import time
 
 # Short names, in the order they run; the module for NAME is bench.bench_NAME.
-BENCHMARKS: tuple[str, ...] = ("protobuf", "frames", "spark_decode", "client", "spark_source")
+BENCHMARKS: tuple[str, ...] = (
+    "protobuf", "frames", "instructions", "spark_decode", "client", "spark_source",
+)
 
 
 def _module_name(name: str) -> str:

@@ -1,0 +1,56 @@
+"""Child process of ``bench instructions``: ``python -m bench.bench_instructions_worker N STMT``
+runs the statement N times (N may be 0) against the frame benchmark's fixtures."""
+
+from __future__ import annotations
+
+import sys
+
+from bench.bench_frames import (
+    NUM_MESSAGES,
+    PRODUCER_ID,
+    PRODUCER_NAME,
+    PROPERTIES,
+    PUBLISH_TIME,
+    SEQUENCE_ID,
+    ours_decode,
+    ours_encode,
+    struct_decode,
+    struct_encode,
+)
+from generated.pulsar import pulsar_api as pb
+
+WIRE = ours_encode()
+
+
+def build_send_command() -> pb.BaseCommand:
+    return pb.BaseCommand(
+        type_=pb.BaseCommand.Type.SEND,
+        send=pb.CommandSend(producer_id=PRODUCER_ID, sequence_id=SEQUENCE_ID,
+                            num_messages=NUM_MESSAGES),
+    )
+
+
+def build_metadata() -> pb.MessageMetadata:
+    return pb.MessageMetadata(
+        producer_name=PRODUCER_NAME,
+        sequence_id=SEQUENCE_ID,
+        publish_time=PUBLISH_TIME,
+        properties=[pb.KeyValue(key=k, value=v) for k, v in PROPERTIES],
+    )
+
+
+SEND_COMMAND = build_send_command()
+METADATA = build_metadata()
+METADATA_BYTES = METADATA.encode()
+FIXTURES = (WIRE, SEND_COMMAND, METADATA, METADATA_BYTES, ours_decode, struct_decode,
+            struct_encode)
+
+
+def main() -> None:
+    iterations, statement = int(sys.argv[1]), sys.argv[2]
+    code = compile(f"for _ in range({iterations}):\n    {statement}\n", "<bench>", "exec")
+    exec(code, globals())  # noqa: S102 (the statements are this package's own OPS)
+
+
+if __name__ == "__main__":
+    main()

@@ -9,7 +9,7 @@ recorded in ``calls`` (unimplemented ones too), which is how tests see what a cl
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any
 
@@ -77,13 +77,21 @@ class _RecordingHandler:
 
 
 class ControllerServer:
-    """``async with ControllerServer(table, store_address) as uri``: ``tcp://127.0.0.1:PORT``."""
+    """``async with ControllerServer(table, store_address) as uri``: ``tcp://127.0.0.1:PORT``.
+
+    ``after_call``, when given, is awaited after each RPC has changed the state and before it
+    is answered; a controller whose ``table`` mirrors a store in another process sends the
+    changes there with it (see ``remote``), so a client that is told a stream exists finds its
+    segments in the store.
+    """
 
     def __init__(self, table: SegmentTable, store: tuple[str, int], *,
-                 host: str = "127.0.0.1", port: int = 0) -> None:
+                 host: str = "127.0.0.1", port: int = 0,
+                 after_call: Callable[[], Awaitable[None]] | None = None) -> None:
         self.host = host
         self.port = port
         self.state = ControllerState(table, store)
+        self.after_call = after_call
         self.calls: list[str] = []
         self._server: Any = None
 
@@ -125,6 +133,9 @@ class ControllerServer:
         method = getattr(self.state, name)
 
         async def behaviour(request: Any, context: Any) -> Any:
-            return method(request)
+            response = method(request)
+            if self.after_call is not None:
+                await self.after_call()
+            return response
 
         return behaviour

@@ -1,0 +1,237 @@
+"""``python -m clients.pravega store|controller|standalone``: run the embedded Pravega servers.
+
+``store`` runs the segment store alone (enough for our ``SegmentWriter``/``SegmentReader``);
+``controller`` runs the gRPC controller for a store running elsewhere; ``standalone`` runs
+both in one process, the controller sending clients to the store: what the real ``pravega``
+client needs, given the controller's URI. Each prints one line per listening service once it
+listens (``listening on tcp://HOST:PORT`` for a single service, ``store listening on ...``
+and ``controller listening on ...`` for two) and stops on SIGINT or SIGTERM with status 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+
+from generated.pravega import frames
+
+from .controller import ControllerServer, RemoteSegmentTable
+from .store import EmbeddedSegmentStore
+from .store.session import DEFAULT_READ_SIZE
+
+__all__ = ["READY_PREFIX", "register_controller", "register_standalone", "register_store"]
+
+READY_PREFIX = "listening on "
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+# Upstream Pravega's defaults, so clients configured for a real deployment find these.
+STORE_PORT = 12345
+CONTROLLER_PORT = 9090
+
+# Starts the services, registering how to stop each on the stack, and prints the ready lines.
+_Serve = Callable[[contextlib.AsyncExitStack], Awaitable[None]]
+
+
+def register_store(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``store`` subcommand."""
+    parser = subparsers.add_parser(
+        "store", help="run the embedded segment store",
+        description="Run the embedded Pravega segment store. Prints 'listening on "
+        "tcp://HOST:PORT' once ready.")
+    _add_host(parser)
+    parser.add_argument("--port", type=_port, default=STORE_PORT, metavar="PORT",
+                        help=f"port (default {STORE_PORT}; 0 picks a free one)")
+    _add_store_options(parser)
+    _add_log_level(parser)
+    parser.set_defaults(func=_run_store)
+
+
+def register_controller(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
+                        ) -> None:
+    """Add the ``controller`` subcommand."""
+    parser = subparsers.add_parser(
+        "controller", help="run the gRPC controller for a segment store running elsewhere",
+        description="Run the test Pravega controller over gRPC, creating, sealing and "
+        "deleting stream segments in the segment store at --store and sending clients there. "
+        "Scopes and streams are kept in memory. Prints 'listening on tcp://HOST:PORT' (the "
+        "controller URI) once ready.")
+    _add_host(parser)
+    parser.add_argument("--port", type=_port, default=CONTROLLER_PORT, metavar="PORT",
+                        help=f"port (default {CONTROLLER_PORT}; 0 picks a free one)")
+    parser.add_argument("--store", type=_address, required=True, metavar="HOST:PORT",
+                        help="the segment store: the controller connects to it, and clients "
+                        "are sent to it")
+    parser.add_argument("--advertised-host", metavar="HOST",
+                        help="the host the controller gives clients as its own (default: "
+                        "--host); set it when listening on 0.0.0.0")
+    _add_log_level(parser)
+    parser.set_defaults(func=_run_controller)
+
+
+def register_standalone(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
+                        ) -> None:
+    """Add the ``standalone`` subcommand."""
+    parser = subparsers.add_parser(
+        "standalone", help="run the segment store and the controller together",
+        description="Run the embedded segment store and the gRPC controller in one process, "
+        "the controller sending clients to the store. Prints 'store listening on "
+        "tcp://HOST:PORT', then 'controller listening on tcp://HOST:PORT' (the URI to give a "
+        "Pravega client) once both are ready.")
+    _add_host(parser)
+    parser.add_argument("--controller-port", type=_port, default=CONTROLLER_PORT, metavar="PORT",
+                        help=f"controller port (default {CONTROLLER_PORT}; 0 picks a free one)")
+    parser.add_argument("--store-port", type=_port, default=STORE_PORT, metavar="PORT",
+                        help=f"segment store port (default {STORE_PORT}; 0 picks a free one)")
+    parser.add_argument("--advertised-host", metavar="HOST",
+                        help="the host the controller tells clients to reach both services at "
+                        "(default: --host); set it when listening on 0.0.0.0")
+    _add_store_options(parser)
+    _add_log_level(parser)
+    parser.set_defaults(func=_run_standalone)
+
+
+# ---- running -----------------------------------------------------------------------------
+
+
+def _run_store(args: argparse.Namespace) -> int:
+    async def serve(stack: contextlib.AsyncExitStack) -> None:
+        store = await _start_store(stack, args, args.port)
+        _ready(None, _url(store.host, store.port))
+
+    return _run(args, serve)
+
+
+def _run_controller(args: argparse.Namespace) -> int:
+    async def serve(stack: contextlib.AsyncExitStack) -> None:
+        table = RemoteSegmentTable(args.store)
+        stack.push_async_callback(table.close)
+        controller = ControllerServer(table, args.store, host=args.host, port=args.port,
+                                      after_call=table.sync)
+        await _start_controller(stack, controller)
+        if args.advertised_host:
+            controller.state.controller = (args.advertised_host, controller.port)
+        _ready(None, controller.uri)
+
+    return _run(args, serve)
+
+
+def _run_standalone(args: argparse.Namespace) -> int:
+    async def serve(stack: contextlib.AsyncExitStack) -> None:
+        store = await _start_store(stack, args, args.store_port)
+        advertised = args.advertised_host or args.host
+        controller = ControllerServer(store.table, (advertised, store.port), host=args.host,
+                                      port=args.controller_port)
+        await _start_controller(stack, controller)
+        # What getControllerServerList answers: the host clients can reach, not 0.0.0.0.
+        controller.state.controller = (advertised, controller.port)
+        _ready("store", _url(store.host, store.port))
+        _ready("controller", controller.uri)
+
+    return _run(args, serve)
+
+
+class _CannotListen(Exception):
+    """A server could not bind its address; reported as one line, not a traceback."""
+
+
+def _run(args: argparse.Namespace, serve: _Serve) -> int:
+    logging.basicConfig(level=args.log_level,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        return asyncio.run(_serve_until_signalled(serve))
+    except _CannotListen as exc:
+        print(f"python -m clients.pravega {args.command}: {exc}", file=sys.stderr)
+        return 1
+
+
+async def _serve_until_signalled(serve: _Serve) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    # Installed before anything listens, so a signal during start-up is a clean stop too.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with contextlib.AsyncExitStack() as stack:
+        await serve(stack)
+        await stop.wait()
+    return 0
+
+
+async def _start_store(stack: contextlib.AsyncExitStack, args: argparse.Namespace,
+                       port: int) -> EmbeddedSegmentStore:
+    store = EmbeddedSegmentStore(host=args.host, port=port, directory=args.data_dir,
+                                 max_frame_size=args.max_frame_size,
+                                 max_read_size=args.max_read_size)
+    try:
+        await store.start()
+    except OSError as exc:
+        raise _CannotListen(f"the segment store cannot listen on {args.host}:{port}: {exc}") \
+            from exc
+    stack.push_async_callback(store.stop)
+    return store
+
+
+async def _start_controller(stack: contextlib.AsyncExitStack,
+                            controller: ControllerServer) -> None:
+    try:
+        await controller.start()
+    except (OSError, RuntimeError) as exc:  # grpcio reports a failed bind as RuntimeError
+        raise _CannotListen(f"the controller cannot listen on {controller.host}:"
+                            f"{controller.port}: {exc}") from exc
+    stack.push_async_callback(controller.stop)
+
+
+def _url(host: str, port: int) -> str:
+    return f"tcp://{host}:{port}"
+
+
+def _ready(service: str | None, url: str) -> None:
+    label = f"{service} " if service else ""
+    print(f"{label}{READY_PREFIX}{url}", flush=True)
+
+
+# ---- options -----------------------------------------------------------------------------
+
+
+def _add_host(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to listen on (default 127.0.0.1)")
+
+
+def _add_store_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data-dir", help="keep segments in this directory across restarts "
+                        "(default: in memory only)")
+    parser.add_argument("--max-read-size", type=_positive, default=DEFAULT_READ_SIZE,
+                        metavar="BYTES",
+                        help=f"most bytes one read returns (default {DEFAULT_READ_SIZE})")
+    parser.add_argument("--max-frame-size", type=_positive,
+                        default=frames.DEFAULT_MAX_FRAME_SIZE, metavar="BYTES",
+                        help="largest frame accepted (default "
+                        f"{frames.DEFAULT_MAX_FRAME_SIZE})")
+
+
+def _add_log_level(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, default="INFO",
+                        help="logging level (default INFO)")
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"expected a port 0..65535, got {text!r}")
+    return int(text)
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return int(text)
+
+
+def _address(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
+    return host, int(port)

@@ -1,0 +1,40 @@
+"""``python -m clients.tubemq <command>``.
+
+Each command adds itself with ``register(subparsers)``, setting ``func`` (``args -> exit
+status``) as its default; to add one, append its ``register`` to ``COMMANDS``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+from clients.tubemq import cli
+
+Registrar = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
+
+COMMANDS: list[Registrar] = [
+    cli.register,
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``python -m clients.tubemq`` parser, one subcommand per entry of ``COMMANDS``."""
+    parser = argparse.ArgumentParser(prog="python -m clients.tubemq",
+                                     description="TubeMQ tools built on protoframe.")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for register in COMMANDS:
+        register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse ``argv`` (default: the command line), run the command, return its exit status."""
+    args = build_parser().parse_args(argv)
+    status: int = args.func(args)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -45,6 +45,7 @@ class ClientModuleView:
     machines_imports: list[str] = field(default_factory=list)  # lines importing from .machines
     allocator_args: str = ""  # the id range, for an allocated field narrower than 64 bits
     answer_arg: str = "body"  # what field_of reads correlation fields from
+    handle_frame_doc: str = ""
 
 
 class _Types:
@@ -125,6 +126,12 @@ def build_client_module(spec: FrameSpec) -> ClientModuleView:
         machines_imports=machines_imports,
         allocator_args=_allocator_args(spec),
         answer_arg="Command(body, frame)" if spec.frame_context else "body",
+        handle_frame_doc=docstring(
+            "Complete the request ``frame`` answers; return False if it answers none.\n\n"
+            "``command`` is the frame's ``(name, body)`` when the caller has it already: "
+            f"``{title}Protocol.command(frame)`` gives, for a frame its ``receive_data`` "
+            "returned, the command the machines decoded, so that the body is not decoded a "
+            "second time. Without it the frame is named here with ``command_of``.", "        "),
     )
 
 

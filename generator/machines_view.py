@@ -72,6 +72,11 @@ class MachinesModuleView:
     # What the state machines are given for a command: its body, or (when answers are
     # correlated by fields of the frame) a Command holding the body and the frame.
     machine_arg: str = "body"
+    # Whether naming a command decodes its body (routes with a payload): then the protocol
+    # keeps the commands receive_data decoded, and ``command(frame)`` hands them out.
+    caches_commands: bool = False
+    receive_data_doc: str = ""
+    command_doc: str = ""
 
 
 def snake(name: str) -> str:
@@ -163,6 +168,7 @@ def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
             *[f"    {q(b.command)}: {b.name}," for b in builders],
             "}",
         ]
+    caches = any(route.payload is not None for route in spec.routes)
     extra_exports = (["Command"] if spec.frame_context else []) + \
         (["frame_of", *[b.name for b in builders]] if builders else [])
     return MachinesModuleView(
@@ -201,7 +207,38 @@ def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
         error_imports="DecodeError, UnknownCommandError" if spec.routes else "DecodeError",
         uses_dataclass=spec.frame_context,
         machine_arg="Command(body, frame)" if spec.frame_context else "body",
+        caches_commands=caches,
+        receive_data_doc=_receive_data_doc(caches),
+        command_doc=_command_doc(f"{title}Requests" if spec.requests else None, caches),
     )
+
+
+def _receive_data_doc(caches: bool) -> str:
+    text = "Decode received bytes; check and dispatch each whole frame; return them in order.\n\n"
+    if caches:
+        text += ("Each frame's command is decoded here, once: until the next call, "
+                 "``command(frame)`` gives it back for every frame this call handled.\n\n")
+    text += ("A ``DecodeError`` is raised after the frames decoded before it were handled; "
+             "they are in its ``frames_before``.")
+    return docstring(text, "        ")
+
+
+def _command_doc(requests: str | None, caches: bool) -> str:
+    """``command``'s docstring; ``requests`` is the client class, if the spec has requests."""
+    use = f" (``{requests}.handle_frame(frame, command)``)" if requests else ""
+    if caches:
+        text = ("The command name of ``frame`` and its body, as ``command_of(frame)`` gives "
+                "them, without decoding the body again when it can.\n\n"
+                "For a frame the latest ``receive_data`` call handled, this is the command it "
+                "decoded: the very body the machines checked and the hook was given. Pass it "
+                f"on{use} so that the frame's body is decoded once; any other frame is "
+                "decoded now.")
+    else:
+        text = ("The command name of ``frame`` and its body: ``command_of(frame)``.\n\n"
+                "Here a body is part of the decoded frame, so naming a command decodes "
+                "nothing; ``command`` is there so that a connection can pass the command "
+                f"on{use} the same way for every protocol.")
+    return docstring(text, "        ")
 
 
 def _command_class(spec: FrameSpec) -> list[str]:

@@ -69,10 +69,10 @@ def record_consume_frames(client: TankClient) -> tuple[list[frames.ConsumeReques
             sent.append(frame.body)
         await send(frame)
 
-    def handle_frame(frame: frames.Frame) -> bool:
+    def handle_frame(frame: frames.Frame, command: tuple[str, Any] | None = None) -> bool:
         if isinstance(frame.body, frames.ConsumeResponse):
             got.append(frame.body)
-        return handle(frame)
+        return handle(frame, command)
 
     client.conn.send_frame = send_frame  # type: ignore[method-assign]
     client.requests.handle_frame = handle_frame  # type: ignore[method-assign]

@@ -3,7 +3,8 @@
 ``TubeMQConnection`` drives a ``runtime.connection.Connection`` with the generated
 ``TubemqProtocol`` (every frame is checked against the spec's state machines) and offers the
 generated ``TubemqRequests`` as ``requests``: each call numbers its frame with a fresh
-``serial_no`` and waits for the response carrying the same one. ``call`` turns the two ways a
+``serial_no`` and waits for the response carrying the same one. A response's body is decoded
+once, by the machines; the requests are given that decoded command. ``call`` turns the two ways a
 call can fail into typed errors (``RpcException`` for an exception answer, ``ServerError`` for
 ``success = false``).
 """
@@ -77,9 +78,12 @@ class TubeMQConnection:
         return self.conn.is_open
 
     def _on_frame(self, frame: Frame) -> None:
+        # The machines decoded the frame's body when it arrived; hand that on rather than have
+        # the requests decode it again. (A frame whose method or body could not be read failed
+        # in receive_data already, closing the connection; the guard is for anything else.)
         try:
-            answered = self.requests.handle_frame(frame)
-        except DecodeError as exc:  # an answer whose method or body we cannot read
+            answered = self.requests.handle_frame(frame, self.protocol.command(frame))
+        except DecodeError as exc:
             self.conn.abort(exc)
             return
         if not answered:

@@ -27,16 +27,10 @@ from clients.tubemq.topics import BrokerInfo, TopicPartitions
 from generated.tubemq import broker_service as bs
 from generated.tubemq import master_service as ms
 from generated.tubemq.frames import Frame
-from generated.tubemq.machines import (
-    Command,
-    TubemqProtocol,
-    command_of,
-    frame_of,
-    frame_of_exception,
-)
+from generated.tubemq.machines import TubemqProtocol, frame_of, frame_of_exception
 from generated.tubemq.rpc import RspExceptionBody
 from runtime.connection import Connection
-from runtime.errors import DecodeError, UnknownCommandError
+from runtime.errors import UnknownCommandError
 
 __all__ = ["EmbeddedTubeMQ"]
 
@@ -90,29 +84,21 @@ class _State:
 
 class _PeerProtocol(TubemqProtocol):
     """The server's side of the machines; a request naming a method the spec does not know is
-    passed on (to be answered with an exception) instead of failing the whole read."""
+    passed on (to be answered with an exception) instead of failing the whole read.
+
+    Every other frame is decoded, checked and recorded by the generated ``receive_data``, and
+    ``command(frame)`` gives the session that decoded command: a request's body is decoded once.
+    """
 
     def __init__(self) -> None:
         super().__init__(server=True)
 
-    def receive_data(self, data: bytes) -> list[Frame]:
+    def _handle(self, frame: Frame) -> None:
         try:
-            received = self.decoder.feed(data)
-        except DecodeError as exc:
-            exc.frames_before = [f for f in exc.frames_before
-                                 if isinstance(f, Frame) and self._check(f)]
-            raise
-        return [f for f in received if self._check(f)]
-
-    def _check(self, frame: Frame) -> bool:
-        try:
-            name, body = command_of(frame)
+            super()._handle(frame)
         except UnknownCommandError:
             if frame.content.request is None:
                 raise
-            return True
-        self.machines.received(name, Command(body, frame))
-        return True
 
 
 class _Session:
@@ -121,12 +107,15 @@ class _Session:
     def __init__(self, peer: EmbeddedTubeMQ, role: str) -> None:
         self.peer = peer
         self.role = role
-        self.conn: Connection[Frame] = Connection(_PeerProtocol(), self.on_frame,
+        self.protocol = _PeerProtocol()
+        self.conn: Connection[Frame] = Connection(self.protocol, self.on_frame,
                                                   keepalive_interval=None, name=role)
 
     def on_frame(self, frame: Frame) -> None:
         try:
-            name, body = command_of(frame)
+            # What receive_data decoded; only a request of an unknown method is named again
+            # here, to raise the UnknownCommandError it raised there (no body is decoded).
+            name, body = self.protocol.command(frame)
         except UnknownCommandError as exc:
             self.fail(frame, UNSUPPORTED_EXCEPTION, str(exc))
             return

@@ -84,9 +84,17 @@ class PravegaRequests:
         self.pending = RequestTable()
         self.next_id = IdAllocator()
 
-    def handle_frame(self, frame: frames.Frame) -> bool:
-        """Complete the request ``frame`` answers; return False if it answers none."""
-        name, body = command_of(frame)
+    def handle_frame(
+        self, frame: frames.Frame, command: tuple[str, Any] | None = None
+    ) -> bool:
+        """Complete the request ``frame`` answers; return False if it answers none.
+
+        ``command`` is the frame's ``(name, body)`` when the caller has it already:
+        ``PravegaProtocol.command(frame)`` gives, for a frame its ``receive_data`` returned, the
+        command the machines decoded, so that the body is not decoded a second time. Without it the
+        frame is named here with ``command_of``.
+        """
+        name, body = command_of(frame) if command is None else command
         for request, fields in _ANSWERS.get(name, ()):
             key = (request, tuple(field_of(body, f) for f in fields))
             # The decoded command, not the frame: the waiting request must not decode it again.

@@ -206,8 +206,8 @@ class PravegaProtocol:
     def receive_data(self, data: bytes) -> list[frames.Frame]:
         """Decode received bytes; check and dispatch each whole frame; return them in order.
 
-        A ``DecodeError`` is raised after the frames decoded before it were handled; they are in
-        its ``frames_before``.
+        A ``DecodeError`` is raised after the frames decoded before it were handled; they are in its
+        ``frames_before``.
         """
         try:
             received = self.decoder.feed(data)
@@ -224,6 +224,15 @@ class PravegaProtocol:
         name, body = command_of(frame)
         self.machines.received(name, body)
         getattr(self, _HOOKS[name])(body, frame)
+
+    def command(self, frame: frames.Frame) -> tuple[str, Any]:
+        """The command name of ``frame`` and its body: ``command_of(frame)``.
+
+        Here a body is part of the decoded frame, so naming a command decodes nothing; ``command``
+        is there so that a connection can pass the command on (``PravegaRequests.handle_frame(frame,
+        command)``) the same way for every protocol.
+        """
+        return command_of(frame)
 
     def state(self, machine: str, key: Hashable = None) -> str:
         """The current state of one entity of a machine, by the spec's state name."""

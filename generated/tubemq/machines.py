@@ -871,6 +871,9 @@ class TubemqProtocol:
     ) -> None:
         self.machines = MachineSet(MACHINES, INTERACTIONS, field_of, server=server)
         self.decoder = frames.StreamDecoder(max_frame_size)
+        # The command of each frame the latest receive_data call handled, by the frame's id
+        # (an entry holds its frame, so that id cannot be reused while the entry lives).
+        self._commands: dict[int, tuple[frames.Frame, str, Any]] = {}
 
     def send(self, frame: frames.Frame) -> bytes:
         """Check an outgoing frame against the machines and return its bytes."""
@@ -881,9 +884,13 @@ class TubemqProtocol:
     def receive_data(self, data: bytes) -> list[frames.Frame]:
         """Decode received bytes; check and dispatch each whole frame; return them in order.
 
-        A ``DecodeError`` is raised after the frames decoded before it were handled; they are in
-        its ``frames_before``.
+        Each frame's command is decoded here, once: until the next call, ``command(frame)`` gives it
+        back for every frame this call handled.
+
+        A ``DecodeError`` is raised after the frames decoded before it were handled; they are in its
+        ``frames_before``.
         """
+        self._commands.clear()
         try:
             received = self.decoder.feed(data)
         except DecodeError as exc:
@@ -897,8 +904,23 @@ class TubemqProtocol:
 
     def _handle(self, frame: frames.Frame) -> None:
         name, body = command_of(frame)
+        self._commands[id(frame)] = (frame, name, body)
         self.machines.received(name, Command(body, frame))
         getattr(self, _HOOKS[name])(body, frame)
+
+    def command(self, frame: frames.Frame) -> tuple[str, Any]:
+        """The command name of ``frame`` and its body, as ``command_of(frame)`` gives them, without
+        decoding the body again when it can.
+
+        For a frame the latest ``receive_data`` call handled, this is the command it decoded: the
+        very body the machines checked and the hook was given. Pass it on
+        (``TubemqRequests.handle_frame(frame, command)``) so that the frame's body is decoded once;
+        any other frame is decoded now.
+        """
+        found = self._commands.get(id(frame))
+        if found is None:
+            return command_of(frame)
+        return found[1], found[2]
 
     def state(self, machine: str, key: Hashable = None) -> str:
         """The current state of one entity of a machine, by the spec's state name."""

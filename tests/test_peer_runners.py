@@ -416,7 +416,7 @@ def test_tubemq_peer_serves_our_producer_and_consumer() -> None:
     ("pravega", ["controller", "--store", "nowhere"], "expected HOST:PORT"),
     ("pravega", ["standalone", "--log-level", "loud"], "invalid choice: 'LOUD'"),
     ("tubemq", ["peer", "--partitions", "0"], "expected a positive integer"),
-    ("tubemq", ["peer", "--port", "0"], "unrecognized arguments: --port"),
+    ("tubemq", ["peer", "--master-port", "65536"], "expected a port number 0-65535"),
 ])
 def test_a_bad_option_exits_with_status_2(package: str, args: list[str],
                                           complaint: str) -> None:
@@ -442,3 +442,16 @@ def test_an_address_in_use_exits_with_status_1_and_says_so(package: str, args: l
             assert runner.finish() == 1
             assert runner.lines.get(timeout=STOP_TIMEOUT) == ""  # never ready
             assert f"{complaint}{port}" in runner.stderr_text()
+
+
+@pytest.mark.parametrize("option", ["--master-port", "--broker-port"])
+def test_tubemq_peer_listens_on_the_ports_it_is_given(option: str) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with running("tubemq", "peer", option, str(port)) as runner:
+            assert runner.finish() == 1
+            assert runner.lines.get(timeout=STOP_TIMEOUT) == ""  # never ready
+            assert "cannot listen on 127.0.0.1" in runner.stderr_text()
+            assert str(port) in runner.stderr_text()

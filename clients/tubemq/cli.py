@@ -1,10 +1,10 @@
 """``python -m clients.tubemq peer``: run the embedded TubeMQ master and broker until SIGINT or
 SIGTERM.
 
-``EmbeddedTubeMQ`` always listens on free ports, so there is no ``--port``: the command prints
-``master listening on tcp://HOST:PORT`` (the address producers and consumers are given, as
-``HOST:PORT``) and ``broker listening on tcp://HOST:PORT`` (where the master sends them) once
-both listen. Messages are kept in memory; every topic is created on first use with
+The command prints ``master listening on tcp://HOST:PORT`` (the address producers and
+consumers are given, as ``HOST:PORT``) and ``broker listening on tcp://HOST:PORT`` (where the
+master sends them) once both listen; ``--master-port`` and ``--broker-port`` default to 0, a
+free port each. Messages are kept in memory; every topic is created on first use with
 ``--partitions`` partitions.
 """
 
@@ -28,12 +28,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """Add the ``peer`` subcommand."""
     parser = subparsers.add_parser(
         "peer", help="run the embedded TubeMQ master and broker",
-        description="Run the embedded TubeMQ master and broker (messages in memory only) on "
-        "free ports. Prints 'master listening on tcp://HOST:PORT', then 'broker listening on "
+        description="Run the embedded TubeMQ master and broker (messages in memory only). "
+        "Prints 'master listening on tcp://HOST:PORT', then 'broker listening on "
         "tcp://HOST:PORT', once both are ready; clients are given the master's HOST:PORT.")
     parser.add_argument("--host", default="127.0.0.1",
                         help="address both listen on, and the broker's address the master "
                         "gives clients (default 127.0.0.1)")
+    parser.add_argument("--master-port", type=_port, default=0,
+                        help="the master's port, the one clients are given (default 0: a free "
+                        "port)")
+    parser.add_argument("--broker-port", type=_port, default=0,
+                        help="the broker's port (default 0: a free port)")
     parser.add_argument("--partitions", type=_positive, default=2,
                         help="partitions of every topic, created on first use (default 2)")
     parser.add_argument("--broker-id", type=_positive, default=1,
@@ -56,7 +61,8 @@ async def _serve(args: argparse.Namespace) -> int:
     # Installed before listening, so a signal during start-up is a clean stop too.
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    peer = EmbeddedTubeMQ(partitions=args.partitions, host=args.host, broker_id=args.broker_id)
+    peer = EmbeddedTubeMQ(partitions=args.partitions, host=args.host, broker_id=args.broker_id,
+                          master_port=args.master_port, broker_port=args.broker_port)
     try:
         await peer.start()
     except OSError as exc:
@@ -71,6 +77,12 @@ async def _serve(args: argparse.Namespace) -> int:
     finally:
         await peer.stop()
     return 0
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number 0-65535, got {text!r}")
+    return int(text)
 
 
 def _positive(text: str) -> int:

@@ -141,18 +141,18 @@ class _Session:
 
 class EmbeddedTubeMQ:
     """A master and a broker on ``host``; ``async with EmbeddedTubeMQ() as peer:`` starts both
-    on free ports (``peer.master`` is the address clients are given)."""
+    (``peer.master`` is the address clients are given). Port 0, the default, picks a free one."""
 
     def __init__(self, *, partitions: int = 2, host: str = "127.0.0.1",
-                 broker_id: int = 1) -> None:
+                 broker_id: int = 1, master_port: int = 0, broker_port: int = 0) -> None:
         self.host = host
         self.broker_id = broker_id
         self.state = _State(partitions)
         self.standby = False  # while set, every master call is answered with StandbyException
         self.sessions: list[_Session] = []
         self._servers: list[asyncio.Server] = []
-        self.master_port = 0
-        self.broker_port = 0
+        self.master_port = master_port
+        self.broker_port = broker_port
         self.handlers: dict[str, Callable[[Any], Any]] = {
             "REGISTER_P2M": self._register_p2m, "HEARTBEAT_P2M": self._heartbeat_p2m,
             "CLOSE_P2M": self._close_p2m, "REGISTER_C2M": self._register_c2m,
@@ -173,8 +173,9 @@ class EmbeddedTubeMQ:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         for role in ("master", "broker"):
+            wanted = self.master_port if role == "master" else self.broker_port
             server = await loop.create_server(functools.partial(self._accept, role),
-                                              self.host, 0)
+                                              self.host, wanted)
             self._servers.append(server)
             port = server.sockets[0].getsockname()[1]
             if role == "master":

@@ -9,9 +9,13 @@ async with EmbeddedSegmentStore() as store:
     await writer.write(b"event")                 # the event number, once acknowledged
     events = await SegmentReader(connection, "scope/stream/0.#epoch.0").read_all()
 ```
+
+``SegmentWriter.connect(host, port, segment, retry=RetryPolicy(...))`` opens a writer on a
+connection of its own that survives losing it: events are sent again after a reconnect
+without being lost or stored twice, until the policy gives up (``StoreUnreachable``).
 """
 
-from .connection import PravegaConnection
+from .connection import ConnectionOptions, PravegaConnection
 from .controller import ControllerServer
 from .errors import (
     AppendRuleViolation,
@@ -25,11 +29,13 @@ from .errors import (
     SegmentIsSealed,
     SegmentIsTruncated,
     ServerError,
+    StoreUnreachable,
     UnexpectedCommand,
     WrongHost,
 )
 from .events import ReadEvent
 from .reader import SegmentReader
+from .reconnect import RetryPolicy
 from .store import EmbeddedSegmentStore
 from .writer import SegmentWriter
 
@@ -37,6 +43,7 @@ __all__ = [
     "AppendRuleViolation",
     "AuthTokenCheckFailed",
     "ConditionalCheckFailed",
+    "ConnectionOptions",
     "ControllerServer",
     "EmbeddedSegmentStore",
     "IncompatibleVersion",
@@ -45,12 +52,14 @@ __all__ = [
     "PravegaConnection",
     "PravegaError",
     "ReadEvent",
+    "RetryPolicy",
     "SegmentAlreadyExists",
     "SegmentIsSealed",
     "SegmentIsTruncated",
     "SegmentReader",
     "SegmentWriter",
     "ServerError",
+    "StoreUnreachable",
     "UnexpectedCommand",
     "WrongHost",
 ]

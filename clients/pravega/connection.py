@@ -4,13 +4,16 @@
 and refuses a server whose range does not overlap (``IncompatibleVersion``). Replies that
 answer a request go to the generated ``PravegaRequests``; the rest (DATA_APPENDED and the
 failures of appends, which no request waits for) go to the listeners registered with
-``add_listener``, which is how writers hear about their appends.
+``add_listener``, which is how writers hear about their appends. ``ConnectionOptions`` holds
+the settings of ``connect`` as one value, for code that connects again later (a writer that
+reconnects).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import TracebackType
 
 from generated.pravega import frames
@@ -21,11 +24,20 @@ from runtime.errors import ConnectionClosed
 
 from .versions import HIGH_VERSION, LOW_VERSION, check_overlap
 
-__all__ = ["DEFAULT_KEEPALIVE_INTERVAL", "PravegaConnection", "PravegaKeepalive"]
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_KEEPALIVE_INTERVAL",
+    "DEFAULT_REQUEST_TIMEOUT",
+    "ConnectionOptions",
+    "PravegaConnection",
+    "PravegaKeepalive",
+]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_KEEPALIVE_INTERVAL = 20.0
+DEFAULT_REQUEST_TIMEOUT = 30.0
+DEFAULT_CONNECT_TIMEOUT = 10.0
 
 Listener = Callable[[frames.Frame], None]
 
@@ -62,7 +74,8 @@ class PravegaConnection:
     @classmethod
     async def connect(cls, host: str, port: int, *,
                       keepalive_interval: float | None = DEFAULT_KEEPALIVE_INTERVAL,
-                      request_timeout: float = 30.0, connect_timeout: float = 10.0,
+                      request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+                      connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
                       versions: tuple[int, int] = (LOW_VERSION, HIGH_VERSION),
                       ) -> PravegaConnection:
         """Connect and exchange HELLO; raises ``IncompatibleVersion`` or ``ConnectionClosed``.
@@ -127,3 +140,20 @@ class PravegaConnection:
             log.debug("%r: unsolicited %r", self.connection, frame.body)
         for listener in list(self._listeners):
             listener(frame)
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionOptions:
+    """The keyword arguments of ``PravegaConnection.connect``, kept to connect again later."""
+
+    keepalive_interval: float | None = DEFAULT_KEEPALIVE_INTERVAL
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    versions: tuple[int, int] = (LOW_VERSION, HIGH_VERSION)
+
+    async def connect(self, host: str, port: int) -> PravegaConnection:
+        """``PravegaConnection.connect(host, port)`` with these options."""
+        return await PravegaConnection.connect(
+            host, port, keepalive_interval=self.keepalive_interval,
+            request_timeout=self.request_timeout, connect_timeout=self.connect_timeout,
+            versions=self.versions)

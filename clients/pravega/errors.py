@@ -2,7 +2,8 @@
 
 ``RequestFailed`` from the generated requests names the answering command; ``reply_error``
 turns it (or any failure reply body) into the matching subclass of ``PravegaError``, so code
-catches ``NoSuchSegment`` rather than comparing command names.
+catches ``NoSuchSegment`` rather than comparing command names. ``StoreUnreachable`` is the
+client's own: a writer that reconnects gave up on getting back to its segment store.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ __all__ = [
     "SegmentIsSealed",
     "SegmentIsTruncated",
     "ServerError",
+    "StoreUnreachable",
     "UnexpectedCommand",
     "WrongHost",
     "reply_error",
@@ -105,6 +107,25 @@ class AppendRuleViolation(PravegaError):
 
 class UnexpectedCommand(PravegaError):
     """A peer sent a command that only the other side sends; its connection is closed."""
+
+
+class StoreUnreachable(PravegaError):
+    """No connection to the segment store could be made within the writer's ``RetryPolicy``.
+
+    ``attempts`` and ``elapsed`` (seconds) say how hard the writer tried; ``lost`` is why the
+    connection it had ended (None when it never had one). ``__cause__`` is the failure of the
+    last attempt (a refused connection, a timeout, ...).
+    """
+
+    def __init__(self, address: str, attempts: int, elapsed: float,
+                 lost: BaseException | None = None) -> None:
+        what = f"lost ({lost}) and not re-established" if lost is not None else "not opened"
+        super().__init__(f"connection to the segment store at {address} {what}: "
+                         f"gave up after {attempts} attempts in {elapsed:.2f} s")
+        self.address = address
+        self.attempts = attempts
+        self.elapsed = elapsed
+        self.lost = lost
 
 
 def reply_error(reply: object) -> PravegaError:

@@ -2,6 +2,7 @@
 
 Writers frame each payload with ``frame_events``; readers cut segment bytes back into events
 with ``EventScanner``, which keeps an event split across two reads until its rest arrives.
+``drop_events`` cuts the first records off append data (the store, for events it holds).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from generated.pravega import frames
 from runtime.errors import SizeMismatchError
 
-__all__ = ["EVENT_HEADER_SIZE", "EventScanner", "ReadEvent", "frame_events"]
+__all__ = ["EVENT_HEADER_SIZE", "EventScanner", "ReadEvent", "drop_events", "frame_events"]
 
 EVENT_HEADER_SIZE = 8
 _HEADER = struct.Struct(">ii")
@@ -22,6 +23,20 @@ _HEADER = struct.Struct(">ii")
 def frame_events(payloads: Iterable[bytes]) -> bytes:
     """The append data for ``payloads``: each one as a whole EVENT record, in order."""
     return frames.EventRun(events=[frames.Event(data=p) for p in payloads]).encode()
+
+
+def drop_events(data: bytes, count: int) -> bytes:
+    """``data`` (whole records, as appends carry them) without its first ``count`` records;
+    raises ``SizeMismatchError`` if it does not hold that many."""
+    pos = 0
+    for index in range(count):
+        if len(data) - pos < EVENT_HEADER_SIZE:
+            raise SizeMismatchError(f"append data ends after {index} of {count} records")
+        _, length = _HEADER.unpack_from(data, pos)
+        pos += EVENT_HEADER_SIZE + length
+        if length < 0 or pos > len(data):
+            raise SizeMismatchError(f"record {index} of the append data does not fit it")
+    return data[pos:]
 
 
 @dataclass(frozen=True, slots=True)

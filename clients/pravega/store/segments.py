@@ -5,11 +5,19 @@ each writer). With a directory, a segment's bytes go to ``<name>.data`` (appende
 and flushed before an append is acknowledged) and its metadata to ``<name>.meta.json``
 (rewritten on change); ``SegmentTable`` reloads both when it is created again on the same
 directory.
+
+Writers' last event numbers are what make appends idempotent (a writer that reconnects sends
+again every event above the number the store reports), so they must never disagree with the
+bytes. The metadata also records the segment's length. Each append writes the data file first
+and then replaces the metadata, and it is acknowledged only after both. A crash between the
+two leaves the data file longer than the metadata says, and loading cuts it back: nobody was
+told those bytes were stored, and their writer sends them again.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from dataclasses import dataclass, field
@@ -18,6 +26,8 @@ from urllib.parse import quote, unquote
 from uuid import UUID
 
 __all__ = ["Segment", "SegmentTable"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -63,7 +73,8 @@ class SegmentTable:
 
     def append(self, segment: Segment, data: bytes, writer_id: UUID | None = None,
                last_event_number: int | None = None) -> None:
-        """Add ``data`` at the end of ``segment`` (durably, with a directory)."""
+        """Add ``data`` at the end of ``segment`` (durably, with a directory), recording
+        ``last_event_number`` as ``writer_id``'s last event with it."""
         segment.data += data
         segment.last_modified_ms = int(time.time() * 1000)
         if self.directory is not None:
@@ -72,7 +83,7 @@ class SegmentTable:
                 out.flush()
         if writer_id is not None and last_event_number is not None:
             segment.writers[writer_id] = last_event_number
-            self._write_meta(segment)
+        self._write_meta(segment)  # the new length, even without a writer (see the docstring)
 
     def seal(self, segment: Segment) -> None:
         """Refuse further appends to ``segment``."""
@@ -104,6 +115,7 @@ class SegmentTable:
         meta = {
             "sealed": segment.sealed,
             "writers": {str(k): v for k, v in segment.writers.items()},
+            "length": segment.length,
         }
         path = self._meta_path(segment.name)
         temporary = path.with_suffix(".tmp")
@@ -116,9 +128,20 @@ class SegmentTable:
             name = unquote(meta_path.name.removesuffix(".meta.json"))
             meta = json.loads(meta_path.read_text())
             data_path = self._data_path(name)
+            data = bytearray(data_path.read_bytes()) if data_path.exists() else bytearray()
+            length = int(meta.get("length", len(data)))  # older files: trust the data
+            if len(data) > length:
+                # An append whose metadata was never written (a crash between the two); it
+                # was never acknowledged, so its writer sends it again. Keeping it would
+                # store it twice.
+                log.warning("segment %s: dropping %d unacknowledged bytes past offset %d",
+                            name, len(data) - length, length)
+                del data[length:]
+                with data_path.open("r+b") as out:
+                    out.truncate(length)
             segment = Segment(
                 name,
-                bytearray(data_path.read_bytes()) if data_path.exists() else bytearray(),
+                data,
                 bool(meta["sealed"]),
                 {UUID(k): int(v) for k, v in meta["writers"].items()},
             )

@@ -4,6 +4,11 @@
 the protocol has replies for (a missing segment, a sealed one, a read past the end) are
 replies; a broken rule (append block rules, a writer that never set up, a command only a
 server sends) raises a ``PravegaError``, and the caller closes this connection and no other.
+
+Appends are idempotent: the segment keeps each writer's last event number and stores no event
+at or below it, so a writer that reconnects may send again whatever it has no acknowledgement
+for. Events are numbered one by one, so an append of ``num_events`` ending at
+``last_event_number`` holds the events after ``last_event_number - num_events``.
 """
 
 from __future__ import annotations
@@ -14,9 +19,11 @@ from uuid import UUID
 
 from generated.pravega import frames
 from generated.pravega.machines import command_of
+from runtime.errors import DecodeError
 
 from ..appends import NO_EVENT_NUMBER, Append, AppendAssembler
-from ..errors import IncompatibleVersion, PravegaError, UnexpectedCommand
+from ..errors import AppendRuleViolation, IncompatibleVersion, PravegaError, UnexpectedCommand
+from ..events import drop_events
 from ..versions import HIGH_VERSION, LOW_VERSION, check_overlap
 from .segments import Segment, SegmentTable
 
@@ -122,7 +129,14 @@ class StoreSession:
             return refusal
         stored = segment.writers.get(append.writer_id, NO_EVENT_NUMBER)
         if append.last_event_number > stored:
-            self.table.append(segment, append.data, append.writer_id, append.last_event_number)
+            data = append.data
+            first = append.last_event_number - append.num_events + 1
+            if stored >= first:
+                # The segment holds the first of these events already: another connection of
+                # this writer brought them (it reconnected while this connection's bytes were
+                # still on their way). Store only the rest, so no event is stored twice.
+                data = _without_events(data, stored - first + 1)
+            self.table.append(segment, data, append.writer_id, append.last_event_number)
         # else: a writer resending events the segment already holds; acknowledge, store nothing
         return [_data_appended(append, segment)]
 
@@ -131,6 +145,8 @@ class StoreSession:
         segment, refusal = self._segment_for_append(append)
         if segment is None:
             return refusal
+        if body.event_number <= segment.writers.get(body.writer_id, NO_EVENT_NUMBER):
+            return [_data_appended(append, segment)]  # held already: sent again after a loss
         if segment.length != body.expected_offset:
             return [frames.ConditionalCheckFailed(writer_id=body.writer_id,
                                                   event_number=body.event_number,
@@ -180,6 +196,13 @@ class StoreSession:
             is_sealed=segment.sealed, is_deleted=False,
             last_modified=segment.last_modified_ms, write_offset=segment.length,
             start_offset=0)]
+
+
+def _without_events(data: bytes, count: int) -> bytes:
+    try:
+        return drop_events(data, count)
+    except DecodeError as exc:
+        raise AppendRuleViolation(f"append data is not whole events: {exc}") from exc
 
 
 def _no_such_segment(request_id: int, segment: str, offset: int = -1) -> frames.NoSuchSegment:

@@ -13,8 +13,8 @@ implementation's decoder must read the expected values back from the bytes ours 
 ours and upb must encode identical bytes, so no cell times wrong or skipped work.
 
 Each cell is microseconds per operation, the best of ``REPEATS`` runs after calibrating the
-iteration count so that a cell takes about ``CELL_SECONDS``; the garbage collector is off
-while a run is timed (as ``timeit`` does).
+iteration count so that a cell takes about ``CELL_SECONDS``; the runs of one row's columns
+alternate, and the garbage collector is off while a run is timed (as ``timeit`` does).
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ SPEC_DIR = REPO / "specs"
 PROTO = SPEC_DIR / "pulsar" / "PulsarApi.proto"
 GENERATED_MODULE = REPO / "generated" / "pulsar" / "pulsar_api.py"
 
-REPEATS = 5
-CELL_SECONDS = 0.25  # wall time for one cell, all repeats together
+REPEATS = 15
+CELL_SECONDS = 0.45  # wall time for one cell, all repeats together
 CALIBRATE_NS = 5_000_000  # grow the iteration count until one run takes this long
 GENERATE_RUNS = 3
 
@@ -552,22 +552,30 @@ def _run_read(fn: Read, data: bytes, n: int) -> int:
     return time.perf_counter_ns() - started
 
 
-def measure(run: Callable[[int], int]) -> float:
-    """Best time of ``REPEATS`` runs, in microseconds per operation."""
+def measure(*runs: Callable[[int], int]) -> list[float]:
+    """Best time of ``REPEATS`` runs of each of ``runs``, in microseconds per operation.
+
+    The runs of one row alternate (a, b, c, a, b, c, ...): a change in machine load or clock
+    speed then hits every column of the row alike, and the ratios stay meaningful.
+    """
     gc.collect()
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        n = 1
-        while (elapsed := run(n)) < CALIBRATE_NS:
-            n *= 2 if elapsed > CALIBRATE_NS // 10 else 10
-        per_op_ns = elapsed / n
-        n = max(1, int(CELL_SECONDS * 1e9 / REPEATS / per_op_ns))
-        best = min(run(n) for _ in range(REPEATS))
+        counts = []
+        for run in runs:
+            n = 1
+            while (elapsed := run(n)) < CALIBRATE_NS:
+                n *= 2 if elapsed > CALIBRATE_NS // 10 else 10
+            counts.append(max(1, int(CELL_SECONDS * 1e9 / REPEATS / (elapsed / n))))
+        best = [float("inf")] * len(runs)
+        for _ in range(REPEATS):
+            for i, (run, n) in enumerate(zip(runs, counts, strict=True)):
+                best[i] = min(best[i], run(n) / n)
     finally:
         if was_enabled:
             gc.enable()
-    return best / n / 1000.0
+    return [ns / 1000.0 for ns in best]
 
 
 def _noop_build() -> bytes:
@@ -694,8 +702,8 @@ def main() -> None:
         notes.extend(check_notes)
         print(f"checked: {', '.join(codecs)} decode the expected values; ours == upb bytes")
 
-        overhead_build = measure(partial(_run_build, _noop_build))
-        overhead_read = measure(partial(_run_read, _noop_read, b""))
+        overhead_build, overhead_read = measure(partial(_run_build, _noop_build),
+                                                partial(_run_read, _noop_read, b""))
 
         print()
         labels = {c.key: f"{c.title} [{len(inputs[c.key])} B]" for c in CASES}
@@ -707,16 +715,13 @@ def main() -> None:
         for case in CASES:
             label = labels[case.key]
             for op in OPERATIONS:
-                cells: dict[str, float | None] = {}
-                for impl in IMPLS:
-                    if impl not in codecs:
-                        cells[impl] = None
-                        continue
-                    codec = codecs[impl][case.key]
-                    if op == "build+encode":
-                        cells[impl] = measure(partial(_run_build, codec.build))
-                    else:
-                        cells[impl] = measure(partial(_run_read, codec.read, inputs[case.key]))
+                present = [impl for impl in IMPLS if impl in codecs]
+                runs = [partial(_run_build, codecs[impl][case.key].build)
+                        if op == "build+encode" else
+                        partial(_run_read, codecs[impl][case.key].read, inputs[case.key])
+                        for impl in present]
+                cells: dict[str, float | None] = dict.fromkeys(IMPLS)
+                cells.update(zip(present, measure(*runs), strict=True))
                 base = cells["ours"]
                 assert base is not None
                 print(f"{label:<{width}} {op:<13} {_fmt_us(base):>9} {_fmt_us(cells['upb']):>9} "

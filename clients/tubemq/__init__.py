@@ -12,10 +12,10 @@ requests) and ``runtime.connection``::
 """
 
 from clients.tubemq.connection import TubeMQConnection
-from clients.tubemq.consumer import Consumer, Message
+from clients.tubemq.consumer import Consumer, Message, Rebalance
 from clients.tubemq.errors import MasterStandby, RpcException, ServerError, TubeMQError
 from clients.tubemq.peer import EmbeddedTubeMQ
 from clients.tubemq.producer import Producer, SendResult
 
-__all__ = ["Consumer", "EmbeddedTubeMQ", "MasterStandby", "Message", "Producer",
+__all__ = ["Consumer", "EmbeddedTubeMQ", "MasterStandby", "Message", "Producer", "Rebalance",
            "RpcException", "SendResult", "ServerError", "TubeMQConnection", "TubeMQError"]

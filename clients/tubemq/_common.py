@@ -51,19 +51,26 @@ class Heartbeat:
     def __init__(self, name: str, interval: float | None,
                  beat: Callable[[], Awaitable[object]]) -> None:
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
         if interval:
             self._task = asyncio.get_running_loop().create_task(self._run(name, interval, beat))
 
-    @staticmethod
-    async def _run(name: str, interval: float, beat: Callable[[], Awaitable[object]]) -> None:
-        while True:
+    async def _run(self, name: str, interval: float,
+                   beat: Callable[[], Awaitable[object]]) -> None:
+        # The flag, not only the cancel, ends the loop: on Python 3.11 a wait_for inside
+        # ``beat`` whose awaitable completes just as the cancel arrives returns normally,
+        # dropping the cancel, and ``stop`` would then wait for ever.
+        while not self._stopping:
             await asyncio.sleep(interval)
+            if self._stopping:
+                break
             try:
                 await beat()
             except Exception as exc:
                 log.warning("%s: heartbeat failed: %s", name, exc)
 
     async def stop(self) -> None:
+        self._stopping = True
         task, self._task = self._task, None
         if task is not None:
             task.cancel()

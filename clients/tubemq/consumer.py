@@ -1,23 +1,43 @@
-"""A TubeMQ consumer in a group: registers with the master, takes the partitions it is given,
-registers with their brokers and pulls messages, committing offsets when asked to.
+"""A TubeMQ consumer in a group: registers with the master, takes the partitions the master
+gives it, registers with their brokers and pulls messages, committing offsets when asked to.
 
-Our master assigns partitions in its register answer (``topicInfo``); upstream masters may
-instead move partitions with rebalance events in heartbeat answers, which this client does
-not follow. Offsets are committed explicitly (``manualCommitOffset``): ``get_messages`` reads
-on from the last fetch, and ``commit`` makes that position the group's, so a consumer that
-registers again later starts after the last commit.
+Partitions come and go as the master rebalances the group (``clients.tubemq.rebalance``): a
+heartbeat answer may carry an ``EventProto``; for a ``DISCONNECT`` the consumer unregisters
+the partitions named in its ``subscribeInfo`` at their broker (``REGISTER_C2B``, opType 32),
+for a ``CONNECT`` it registers them (opType 31), and either way it reports the event (same
+``rebalanceId`` and ``opType``, ``status`` DONE or FAILED) with what it now holds
+(``subscribeInfo``, ``reportSubscribeInfo``) in the next heartbeat, which ``heartbeat`` sends
+at once so the master can go on with the rebalance. ``create`` sends the first heartbeat
+itself, so a consumer alone in its group holds every partition when ``create`` returns.
+``on_rebalance`` and ``wait_for_assignment`` let an application see its partitions change.
+
+Offsets are committed explicitly (``manualCommitOffset``): ``get_messages`` reads on from the
+last fetch, and ``commit`` makes that position the group's, so a consumer that takes a
+partition later starts after the last commit. A partition with a fetched, uncommitted batch
+is released only after that batch is committed (or ``release_timeout`` passes), so a
+rebalance does not hand the batch to another consumer as well.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import socket
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from clients.tubemq._common import Heartbeat, log, new_client_id
 from clients.tubemq.connection import DEFAULT_TIMEOUT, TubeMQConnection
-from clients.tubemq.errors import NOT_FOUND, ServerError, TubeMQError
-from clients.tubemq.topics import BrokerInfo, parse_topic_info
+from clients.tubemq.errors import NOT_FOUND, NOT_REGISTERED, ServerError, TubeMQError
+from clients.tubemq.rebalance import (
+    CONNECTS,
+    DISCONNECTS,
+    EventStatus,
+    EventType,
+    SubscribeInfo,
+    parse_subscribe_info,
+)
+from clients.tubemq.topics import BrokerInfo
 from generated.tubemq.broker_service import (
     CommitOffsetRequestC2B,
     GetMessageRequestC2B,
@@ -26,11 +46,12 @@ from generated.tubemq.broker_service import (
 )
 from generated.tubemq.master_service import (
     CloseRequestC2M,
+    EventProto,
     HeartRequestC2M,
     RegisterRequestC2M,
 )
 
-__all__ = ["Consumer", "Message", "OP_REGISTER", "OP_UNREGISTER"]
+__all__ = ["Consumer", "Message", "OP_REGISTER", "OP_UNREGISTER", "Rebalance"]
 
 OP_REGISTER = 31  # RegisterRequestC2B.opType: take a partition
 OP_UNREGISTER = 32  # ... and release it
@@ -47,50 +68,87 @@ class Message:
     checksum: int
 
 
+@dataclass(frozen=True, slots=True)
+class Rebalance:
+    """One rebalance event as this consumer carried it out (what ``on_rebalance`` is given).
+
+    ``changed`` are the partitions the event named (taken for a CONNECT, released for a
+    DISCONNECT), ``partitions`` those held afterwards, ``ok`` whether every step succeeded.
+    """
+
+    rebalance_id: int
+    op: EventType
+    changed: frozenset[int]
+    partitions: frozenset[int]
+    ok: bool
+
+
+def _idle_event() -> asyncio.Event:
+    event = asyncio.Event()
+    event.set()
+    return event
+
+
 @dataclass(slots=True)
 class _Partition:
     broker: BrokerInfo
     partition: int
     conn: TubeMQConnection
+    releasing: bool = False  # a DISCONNECT is under way: no new fetches
+    # Cleared from a fetch until its batch is committed (or the fetch found nothing).
+    idle: asyncio.Event = field(default_factory=_idle_event)
 
 
 class Consumer:
     """Reads one topic as a member of ``group``; create it with ``await Consumer.create()``."""
 
     def __init__(self, master: TubeMQConnection, topic: str, group: str, client_id: str,
-                 timeout: float) -> None:
+                 timeout: float, *, on_rebalance: Callable[[Rebalance], object] | None = None,
+                 release_timeout: float = 5.0) -> None:
         self.master = master
         self.topic = topic
         self.group = group
         self.client_id = client_id
         self.timeout = timeout
+        self.on_rebalance = on_rebalance
+        self.release_timeout = release_timeout
         self.partitions: dict[int, _Partition] = {}
         self._brokers: dict[str, TubeMQConnection] = {}
         self._next = itertools.count()
         self._heartbeat: Heartbeat | None = None
         self._closed = False
+        # Heartbeats carry event reports and event handling changes ``partitions``: one at a
+        # time, whether from the background task or a direct call.
+        self._beat_lock = asyncio.Lock()
+        self._handled: int | None = None  # rebalanceId of the last event carried out
+        self._report: EventProto | None = None  # its outcome, for the next heartbeat
+        self._changed = asyncio.Event()  # set (and replaced) whenever ``partitions`` changes
 
     @classmethod
     async def create(cls, master: str, topic: str, group: str, *,
                      client_id: str | None = None, heartbeat_interval: float | None = 10.0,
-                     timeout: float = DEFAULT_TIMEOUT) -> Consumer:
-        """Join ``group`` at the master ``host:port`` and register for every partition of
-        ``topic`` the master assigns."""
+                     timeout: float = DEFAULT_TIMEOUT,
+                     on_rebalance: Callable[[Rebalance], object] | None = None,
+                     release_timeout: float = 5.0) -> Consumer:
+        """Join ``group`` at the master ``host:port`` and take the partitions of ``topic`` the
+        master's first heartbeat answer gives (all of them when alone in the group).
+
+        Later changes arrive with the heartbeats every ``heartbeat_interval`` seconds (None:
+        only when ``heartbeat`` is called); ``on_rebalance`` is called after each event is
+        carried out. A partition being released waits up to ``release_timeout`` seconds for
+        its fetched batch to be committed.
+        """
         conn = await TubeMQConnection.open(master, timeout=timeout)
-        self = cls(conn, topic, group, client_id or new_client_id("consumer"), timeout)
+        self = cls(conn, topic, group, client_id or new_client_id("consumer"), timeout,
+                   on_rebalance=on_rebalance, release_timeout=release_timeout)
         try:
-            answer = await conn.checked("REGISTER_C2M", conn.requests.register_consumer_to_master(
+            await conn.checked("REGISTER_C2M", conn.requests.register_consumer_to_master(
                 RegisterRequestC2M(clientId=self.client_id, groupName=group,
                                    hostName=socket.gethostname(), topicList=[topic],
                                    requireBound=False)))
-            for text in answer.topicInfo:
-                info = parse_topic_info(text)
-                if info.topic != topic:
-                    continue
-                broker = await self._broker(info.broker.address)
-                for p in range(info.partitions):
-                    await self._register(broker, p)
-                    self.partitions[p] = _Partition(info.broker, p, broker)
+            # The master answers the register with the topic's layout only; what this
+            # consumer holds comes as events, the first in this heartbeat's answer.
+            await self._beat_master()
         except BaseException:
             for c in [conn, *self._brokers.values()]:
                 c.close()
@@ -112,12 +170,35 @@ class Consumer:
             RegisterRequestC2B(opType=op_type, clientId=self.client_id, groupName=self.group,
                                topicName=self.topic, partitionId=partition, readStatus=0)))
 
+    # -- assignment --------------------------------------------------------------------------
+    @property
+    def assignment(self) -> frozenset[int]:
+        """The partitions this consumer holds now."""
+        return frozenset(self.partitions)
+
+    async def wait_for_assignment(self, predicate: Callable[[frozenset[int]], bool],
+                                  timeout: float) -> frozenset[int]:
+        """Wait until ``predicate(assignment)`` holds and return that assignment; raises
+        ``TimeoutError`` after ``timeout`` seconds."""
+        async with asyncio.timeout(timeout):
+            while not predicate(self.assignment):
+                await self._changed.wait()
+        return self.assignment
+
+    def _assignment_changed(self) -> None:
+        # Waiters hold the old event; wake them and give later waiters a fresh one.
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+
+    def _subscribe_infos(self, parts: list[_Partition]) -> list[str]:
+        return [str(SubscribeInfo(self.client_id, self.group, p.broker, self.topic, p.partition))
+                for p in parts]
+
+    # -- heartbeats and rebalance events -----------------------------------------------------
     async def heartbeat(self) -> None:
-        """Tell the master and every broker this consumer is alive."""
-        master = self.master
-        await master.checked("HEARTBEAT_C2M", master.requests.consumer_heartbeat_to_master(
-            HeartRequestC2M(clientId=self.client_id, groupName=self.group,
-                            reportSubscribeInfo=False)))
+        """Tell the master and every broker this consumer is alive, carrying out (and
+        reporting) any rebalance event the master answers with."""
+        await self._beat_master()
         by_conn: dict[int, tuple[TubeMQConnection, list[str]]] = {}
         for part in self.partitions.values():
             entry = by_conn.setdefault(id(part.conn), (part.conn, []))
@@ -127,44 +208,190 @@ class Consumer:
                 HeartBeatRequestC2B(clientId=self.client_id, groupName=self.group, readStatus=0,
                                     partitionInfo=infos)))
 
+    async def _beat_master(self) -> None:
+        async with self._beat_lock:
+            # A handled event is reported at once, and the answer to that report may carry
+            # the rebalance's next step (a CONNECT after the DISCONNECTs); a few rounds at
+            # most, the rest waits for the next heartbeat.
+            for _ in range(4):
+                event = await self._heartbeat_master()
+                if event is None or event.rebalanceId == self._handled:
+                    # Nothing new: the master resends an event until it sees the report.
+                    if self._report is None:
+                        return
+                    continue
+                await self._carry_out(event)
+
+    async def _heartbeat_master(self) -> EventProto | None:
+        master = self.master
+        report, self._report = self._report, None
+        try:
+            answer = await master.checked("HEARTBEAT_C2M",
+                                          master.requests.consumer_heartbeat_to_master(
+                HeartRequestC2M(clientId=self.client_id, groupName=self.group,
+                                subscribeInfo=self._subscribe_infos(
+                                    list(self.partitions.values())),
+                                reportSubscribeInfo=True, event=report)))
+        except ServerError as exc:
+            if exc.err_code == NOT_REGISTERED:
+                # The master dropped this consumer (it stayed quiet too long) and has given
+                # its partitions to others: stop reading them.
+                await self._release_all()
+            else:
+                self._report = self._report or report  # not delivered: try again
+            raise
+        except BaseException:
+            self._report = self._report or report
+            raise
+        return answer.event
+
+    async def _carry_out(self, event: EventProto) -> None:
+        """Do what a rebalance event asks and keep its report for the next heartbeat."""
+        ok = True
+        changed: set[int] = set()
+        infos: list[SubscribeInfo] = []
+        for text in event.subscribeInfo:
+            try:
+                info = parse_subscribe_info(text)
+            except ValueError:
+                log.warning("consumer %s: rebalance entry %r", self.client_id, text)
+                ok = False
+                continue
+            if info.topic == self.topic and info.group == self.group:
+                infos.append(info)
+        if event.opType in DISCONNECTS:
+            parts = [self.partitions[i.partition] for i in infos if i.partition in self.partitions]
+            for part in parts:
+                part.releasing = True
+            for part in parts:
+                ok = await self._release(part) and ok
+                changed.add(part.partition)
+        elif event.opType in CONNECTS:
+            for info in infos:
+                if info.partition in self.partitions:
+                    continue
+                try:
+                    broker = await self._broker(info.broker.address)
+                    await self._register(broker, info.partition)
+                except TubeMQError as exc:  # ConnectionClosed is one too
+                    log.warning("consumer %s: taking partition %d: %s", self.client_id,
+                                info.partition, exc)
+                    ok = False
+                    continue
+                self.partitions[info.partition] = _Partition(info.broker, info.partition, broker)
+                changed.add(info.partition)
+        # REPORT and anything newer: nothing to do but answer with what is held.
+        status = EventStatus.DONE if ok else EventStatus.FAILED
+        self._handled = event.rebalanceId
+        self._report = EventProto(rebalanceId=event.rebalanceId, opType=event.opType,
+                                  status=int(status), subscribeInfo=list(event.subscribeInfo))
+        if changed:
+            self._assignment_changed()
+        if self.on_rebalance is not None:
+            try:
+                op = EventType(event.opType)
+            except ValueError:  # a type this client does not know: it only reported
+                op = EventType.REPORT
+            try:
+                self.on_rebalance(Rebalance(event.rebalanceId, op, frozenset(changed),
+                                            self.assignment, ok))
+            except Exception:
+                log.exception("consumer %s: on_rebalance failed", self.client_id)
+
+    async def _release(self, part: _Partition) -> bool:
+        """Unregister ``part`` at its broker once its fetched batch is committed."""
+        try:
+            async with asyncio.timeout(self.release_timeout):
+                await part.idle.wait()
+        except TimeoutError:
+            # Not committed in time: the batch goes to the partition's next holder as well.
+            log.warning("consumer %s: releasing partition %d with an uncommitted batch",
+                        self.client_id, part.partition)
+        self.partitions.pop(part.partition, None)
+        if not part.conn.is_open:
+            return True  # the broker dropped the registration with the connection
+        try:
+            await self._register(part.conn, part.partition, OP_UNREGISTER)
+        except TubeMQError as exc:
+            log.warning("consumer %s: releasing partition %d: %s", self.client_id,
+                        part.partition, exc)
+            return False
+        return True
+
+    async def _release_all(self) -> None:
+        parts = list(self.partitions.values())
+        for part in parts:
+            part.releasing = True
+            part.idle.set()  # the group has moved on: nothing left to wait for
+        for part in parts:
+            await self._release(part)
+        if parts:
+            self._assignment_changed()
+
     def _partition(self, partition: int | None) -> _Partition:
         if self._closed:
             raise TubeMQError(f"consumer {self.client_id} is closed")
         if not self.partitions:
             raise TubeMQError(f"{self.topic}: no partitions assigned to {self.client_id}")
         if partition is None:
-            keys = sorted(self.partitions)
+            keys = sorted(p for p, part in self.partitions.items() if not part.releasing)
+            if not keys:
+                raise TubeMQError(f"{self.topic}: every partition of {self.client_id} is "
+                                  "being released")
             return self.partitions[keys[next(self._next) % len(keys)]]
-        try:
-            return self.partitions[partition]
-        except KeyError:
+        part = self.partitions.get(partition)
+        if part is None or part.releasing:
             raise TubeMQError(f"{self.topic}: partition {partition} is not assigned to "
-                              f"{self.client_id}") from None
+                              f"{self.client_id}")
+        return part
 
     async def get_messages(self, partition: int | None = None) -> list[Message]:
-        """The next messages of one partition (round robin when None); [] when none wait."""
+        """The next messages of one partition (round robin when None); [] when none wait.
+
+        Until they are committed the partition stays with this consumer: a rebalance taking
+        it away waits (up to ``release_timeout``) for ``commit``.
+        """
         part = self._partition(partition)
         conn = part.conn
+        part.idle.clear()
         try:
             answer = await conn.checked("GET_MESSAGE_C2B", conn.requests.get_message_from_broker(
                 GetMessageRequestC2B(clientId=self.client_id, partitionId=part.partition,
                                      groupName=self.group, topicName=self.topic,
                                      lastPackConsumed=True, manualCommitOffset=True)))
         except ServerError as exc:
+            part.idle.set()
             if exc.err_code == NOT_FOUND:
                 return []
             raise
+        except BaseException:
+            part.idle.set()
+            raise
+        if not answer.messages:
+            part.idle.set()
         return [Message(part.partition, m.messageId, m.payLoadData, m.flag, m.checkSum)
                 for m in answer.messages]
 
     async def commit(self, partition: int) -> int:
-        """Commit what was fetched from ``partition``; return the committed offset."""
-        part = self._partition(partition)
+        """Commit what was fetched from ``partition``; return the committed offset.
+
+        A partition being released can still be committed: that is what its release waits for.
+        """
+        if self._closed:
+            raise TubeMQError(f"consumer {self.client_id} is closed")
+        part = self.partitions.get(partition)
+        if part is None:
+            raise TubeMQError(f"{self.topic}: partition {partition} is not assigned to "
+                              f"{self.client_id}")
         conn = part.conn
-        answer = await conn.checked("COMMIT_OFFSET_C2B", conn.requests.commit_offset_to_broker(
-            CommitOffsetRequestC2B(clientId=self.client_id, topicName=self.topic,
-                                   partitionId=part.partition, groupName=self.group,
-                                   lastPackConsumed=True)))
+        try:
+            answer = await conn.checked("COMMIT_OFFSET_C2B",
+                                        conn.requests.commit_offset_to_broker(
+                CommitOffsetRequestC2B(clientId=self.client_id, topicName=self.topic,
+                                       partitionId=part.partition, groupName=self.group,
+                                       lastPackConsumed=True)))
+        finally:
+            part.idle.set()
         return answer.currOffset
 
     async def close(self) -> None:
@@ -189,3 +416,6 @@ class Consumer:
         finally:
             for conn in [self.master, *self._brokers.values()]:
                 conn.close()
+            # Nothing is held any more; waiters on the assignment see that.
+            self.partitions.clear()
+            self._assignment_changed()

@@ -4,15 +4,28 @@ host, built from the same generated frames, machines and builders as the client.
 The master registers producers and consumers and tells them where topics live (every topic
 has ``partitions`` partitions on the one broker); the broker stores messages in memory per
 topic and partition and hands them to consumer groups, each with its own fetch position and
-committed offset per partition. Frames are checked against the spec's state machines from
-the server's side: a frame that does not decode, or that the machines forbid, closes that
-connection and no other. A call naming a method this peer does not serve is answered with
-an exception, as upstream servers answer it; so is every master call while ``standby`` is set.
+committed offset per partition.
+
+The master also balances each group's partitions across the group's consumers, as upstream
+masters do (see ``clients.tubemq.rebalance``): it keeps every consumer it has heard from within
+``consumer_timeout`` seconds, deals each topic's partitions round-robin over the subscribed
+consumers sorted by id, and moves partitions with rebalance events in heartbeat answers, one
+event per consumer at a time, each resent until the consumer reports it. Every ``DISCONNECT``
+goes out first; a partition is only offered in a ``CONNECT`` once no other consumer of the
+group holds it (by the consumers' reports) or is being offered it, so no two consumers of a
+group ever hold one partition at once. A consumer that closes or expires leaves the group at
+once (an expired one's broker registrations are dropped too, so its reads fail).
+
+Frames are checked against the spec's state machines from the server's side: a frame that
+does not decode, or that the machines forbid, closes that connection and no other. A call
+naming a method this peer does not serve is answered with an exception, as upstream servers
+answer it; so is every master call while ``standby`` is set.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import time
@@ -22,7 +35,20 @@ from typing import Any
 
 from clients.tubemq._common import checksum
 from clients.tubemq.consumer import OP_REGISTER, OP_UNREGISTER
-from clients.tubemq.errors import BAD_REQUEST, NOT_FOUND, STANDBY_EXCEPTION, SUCCESS
+from clients.tubemq.errors import (
+    BAD_REQUEST,
+    NOT_FOUND,
+    NOT_REGISTERED,
+    STANDBY_EXCEPTION,
+    SUCCESS,
+)
+from clients.tubemq.rebalance import (
+    EventStatus,
+    EventType,
+    SubscribeInfo,
+    assign_partitions,
+    parse_subscribe_info,
+)
 from clients.tubemq.topics import BrokerInfo, TopicPartitions
 from generated.tubemq import broker_service as bs
 from generated.tubemq import master_service as ms
@@ -67,16 +93,43 @@ class _Group:
     fetched: int = 0
 
 
+# A partition of a topic, as the master balances them: (topic, partitionId).
+_Part = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class _Event:
+    """A rebalance event sent to a consumer and not yet reported back."""
+
+    rebalance_id: int
+    op: EventType
+    parts: frozenset[_Part]
+
+
+@dataclass
+class _Member:
+    """A consumer in a group, as the master knows it."""
+
+    client_id: str
+    group: str
+    topics: list[str]
+    last_seen: float  # time.monotonic() of its last register or heartbeat
+    # What it holds, by its own last report (HeartRequestC2M.subscribeInfo).
+    held: set[_Part] = field(default_factory=set)
+    pending: _Event | None = None
+
+
 @dataclass
 class _State:
     partitions: int
     topics: dict[str, list[list[Stored]]] = field(default_factory=dict)
     groups: dict[tuple[str, str, int], _Group] = field(default_factory=dict)
     producers: dict[str, list[str]] = field(default_factory=dict)
-    consumers: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
+    consumers: dict[str, _Member] = field(default_factory=dict)
     # (group, topic, partition) -> the client holding it
     holders: dict[tuple[str, str, int], str] = field(default_factory=dict)
     next_id: int = 1
+    next_rebalance_id: int = 1
 
     def log_of(self, topic: str) -> list[list[Stored]]:
         return self.topics.setdefault(topic, [[] for _ in range(self.partitions)])
@@ -144,8 +197,12 @@ class EmbeddedTubeMQ:
     (``peer.master`` is the address clients are given). Port 0, the default, picks a free one."""
 
     def __init__(self, *, partitions: int = 2, host: str = "127.0.0.1",
-                 broker_id: int = 1, master_port: int = 0, broker_port: int = 0) -> None:
+                 broker_id: int = 1, master_port: int = 0, broker_port: int = 0,
+                 consumer_timeout: float = 30.0) -> None:
         self.host = host
+        # A consumer not heard from (register or heartbeat) for this long leaves its group.
+        self.consumer_timeout = consumer_timeout
+        self._sweeper: asyncio.Task[None] | None = None
         self.broker_id = broker_id
         self.state = _State(partitions)
         self.standby = False  # while set, every master call is answered with StandbyException
@@ -182,6 +239,7 @@ class EmbeddedTubeMQ:
                 self.master_port = port
             else:
                 self.broker_port = port
+        self._sweeper = loop.create_task(self._sweep_forever())
 
     def _accept(self, role: str) -> Connection[Frame]:
         session = _Session(self, role)
@@ -190,6 +248,11 @@ class EmbeddedTubeMQ:
         return session.conn
 
     async def stop(self) -> None:
+        sweeper, self._sweeper = self._sweeper, None
+        if sweeper is not None:
+            sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweeper
         for server in self._servers:
             server.close()
         for session in list(self.sessions):
@@ -232,16 +295,150 @@ class EmbeddedTubeMQ:
         if not body.groupName or not body.topicList:
             return ms.RegisterResponseM2C(success=False, errCode=BAD_REQUEST,
                                           errMsg="groupName and topicList are required")
-        self.state.consumers[body.clientId] = (body.groupName, list(body.topicList))
+        self.expire_consumers()
+        member = self.state.consumers.get(body.clientId)
+        if member is None or member.group != body.groupName:
+            if member is not None:  # the same id in another group: it left the first one
+                self._leave(member)
+            member = _Member(body.clientId, body.groupName, [], time.monotonic())
+            self.state.consumers[body.clientId] = member
+            # A consumer registering again says what it still holds (subscribeInfo).
+            member.held = self._reported(member, body.subscribeInfo)
+        member.topics = list(dict.fromkeys(body.topicList))
+        member.last_seen = time.monotonic()
+        self._rebalance(member.group)
+        # The partitions themselves come as CONNECT events in heartbeat answers.
         return ms.RegisterResponseM2C(success=True, errCode=SUCCESS, errMsg="OK",
-                                      topicInfo=self._layout(list(body.topicList)))
+                                      topicInfo=self._layout(member.topics))
 
     def _heartbeat_c2m(self, body: ms.HeartRequestC2M) -> ms.HeartResponseM2C:
-        return ms.HeartResponseM2C(success=True, errCode=SUCCESS, errMsg="OK")
+        self.expire_consumers()
+        member = self.state.consumers.get(body.clientId)
+        if member is None or member.group != body.groupName:
+            # Upstream answers a consumer it no longer knows the same way: it must register.
+            return ms.HeartResponseM2C(success=False, errCode=NOT_REGISTERED,
+                                       errMsg=f"{body.clientId} is not registered in "
+                                              f"{body.groupName}")
+        member.last_seen = time.monotonic()
+        report = body.event
+        if (report is not None and member.pending is not None
+                and report.rebalanceId == member.pending.rebalance_id):
+            if not body.reportSubscribeInfo:
+                # No holdings reported: take the event's outcome at its word.
+                if report.status == EventStatus.DONE and member.pending.op == EventType.CONNECT:
+                    member.held |= member.pending.parts
+                elif member.pending.op == EventType.DISCONNECT:
+                    member.held -= member.pending.parts
+            member.pending = None
+        if body.reportSubscribeInfo:
+            member.held = self._reported(member, body.subscribeInfo)
+        self._rebalance(member.group)
+        return ms.HeartResponseM2C(success=True, errCode=SUCCESS, errMsg="OK",
+                                   event=self._event_proto(member))
 
     def _close_c2m(self, body: ms.CloseRequestC2M) -> ms.CloseResponseM2C:
-        self.state.consumers.pop(body.clientId, None)
+        member = self.state.consumers.get(body.clientId)
+        if member is not None:
+            self._leave(member)
         return ms.CloseResponseM2C(success=True, errCode=SUCCESS, errMsg="OK")
+
+    # -- master: group membership and rebalancing ---------------------------------------------
+    def _reported(self, member: _Member, infos: list[str]) -> set[_Part]:
+        """The partitions of ``member``'s own entries in a consumer's subscribeInfo list."""
+        held: set[_Part] = set()
+        for text in infos:
+            try:
+                info = parse_subscribe_info(text)
+            except ValueError:
+                log.warning("master: %s reported %r", member.client_id, text)
+                continue
+            if info.consumer_id == member.client_id and info.group == member.group:
+                held.add((info.topic, info.partition))
+        return held
+
+    def _event_proto(self, member: _Member) -> ms.EventProto | None:
+        event = member.pending
+        if event is None:
+            return None
+        infos = [str(SubscribeInfo(member.client_id, member.group, self.broker, topic, p))
+                 for topic, p in sorted(event.parts)]
+        return ms.EventProto(rebalanceId=event.rebalance_id, opType=int(event.op),
+                             status=int(EventStatus.TODO), subscribeInfo=infos)
+
+    def _leave(self, member: _Member) -> None:
+        """``member`` is out of its group; whatever it held is free for the others."""
+        self.state.consumers.pop(member.client_id, None)
+        self._rebalance(member.group)
+
+    def expire_consumers(self) -> list[str]:
+        """Drop every consumer not heard from within ``consumer_timeout``; their ids."""
+        deadline = time.monotonic() - self.consumer_timeout
+        gone = [m for m in self.state.consumers.values() if m.last_seen < deadline]
+        for member in gone:
+            log.info("master: consumer %s of %s expired", member.client_id, member.group)
+            # The broker forgets it too: its reads and commits fail from now on, and what it
+            # fetched without committing is handed out again.
+            for where, holder in list(self.state.holders.items()):
+                if holder == member.client_id and where[0] == member.group:
+                    del self.state.holders[where]
+                    group = self.state.groups.get(where)
+                    if group is not None:
+                        group.fetched = group.committed
+            self._leave(member)
+        return [m.client_id for m in gone]
+
+    async def _sweep_forever(self) -> None:
+        # Expiry also runs on every consumer call to the master; this catches a group whose
+        # consumers all went quiet.
+        interval = min(1.0, max(0.01, self.consumer_timeout / 4))
+        while True:
+            await asyncio.sleep(interval)
+            self.expire_consumers()
+
+    def assignment(self, group: str) -> dict[str, set[_Part]]:
+        """Where ``group``'s partitions should be: consumer id -> (topic, partitionId)s."""
+        members = [m for m in self.state.consumers.values() if m.group == group]
+        target: dict[str, set[_Part]] = {m.client_id: set() for m in members}
+        for topic in sorted({t for m in members for t in m.topics}):
+            readers = [m.client_id for m in members if topic in m.topics]
+            dealt = assign_partitions(range(self.state.partitions), readers)
+            for client_id, parts in dealt.items():
+                target[client_id] |= {(topic, p) for p in parts}
+        return target
+
+    def _rebalance(self, group: str) -> None:
+        """Queue the next events that move ``group`` towards ``assignment(group)``.
+
+        A consumer with an unreported event gets nothing new. Releases go out first; a
+        partition is offered only when no other member holds it or is being offered it, so the
+        CONNECT for a moved partition waits for its DISCONNECT's report (or its holder's exit).
+        """
+        target = self.assignment(group)
+        members = sorted((m for m in self.state.consumers.values() if m.group == group),
+                         key=lambda m: m.client_id)
+        for member in members:
+            lost = member.held - target[member.client_id]
+            if member.pending is None and lost:
+                member.pending = self._new_event(EventType.DISCONNECT, lost)
+        claimed: dict[_Part, str] = {}
+        for member in members:
+            for part in member.held:
+                claimed[part] = member.client_id
+            if member.pending is not None and member.pending.op == EventType.CONNECT:
+                for part in member.pending.parts:
+                    claimed[part] = member.client_id
+        for member in members:
+            if member.pending is not None:
+                continue
+            free = {part for part in target[member.client_id] - member.held
+                    if claimed.setdefault(part, member.client_id) == member.client_id}
+            if free:
+                member.pending = self._new_event(EventType.CONNECT, free)
+
+    def _new_event(self, op: EventType, parts: set[_Part]) -> _Event:
+        event = _Event(self.state.next_rebalance_id, op, frozenset(parts))
+        self.state.next_rebalance_id += 1
+        return event
 
     # -- broker ------------------------------------------------------------------------------
     def _partition_error(self, topic: str, partition: int) -> str | None:
@@ -275,7 +472,10 @@ class EmbeddedTubeMQ:
         group = self.state.groups.setdefault(where, _Group())
         size = len(self.state.log_of(body.topicName)[body.partitionId])
         if body.opType == OP_UNREGISTER:
-            self.state.holders.pop(where, None)
+            # Only the holder's release counts: a consumer the master already moved on from
+            # must not free a partition someone else has taken since.
+            if self.state.holders.get(where) == body.clientId:
+                del self.state.holders[where]
         else:
             self.state.holders[where] = body.clientId
             group.fetched = group.committed  # what was fetched and not committed comes again

@@ -89,7 +89,8 @@ class ConsumerState(enum.Enum):
 class PartitionState(enum.Enum):
     """A consumer's hold on one partition of a broker, identified by partitionId: registered with
     REGISTER_C2B (opType 31), read with GET_MESSAGE_C2B and COMMIT_OFFSET_C2B, and released with
-    REGISTER_C2B again (opType 32, unregister).
+    REGISTER_C2B again (opType 32, unregister); a rebalance may later give a released partition
+    back, so it can be registered again.
     """
 
     IDLE = "idle"
@@ -708,6 +709,7 @@ PARTITION_MACHINE = MachineDef(
     key_of=_key_partition,
     rules=[
         Rule("idle", "registering", Direction.SEND, "REGISTER_C2B", guard=_guard_partition_0),
+        Rule("released", "registering", Direction.SEND, "REGISTER_C2B", guard=_guard_partition_0),
         Rule(
             "registering",
             "consuming",

@@ -332,14 +332,7 @@ def build_module(proto: ProtoFile, module_of: dict[str, str]) -> ModuleView:
             messages.append(_message_view(py, m, 0))
             py.bound.add(m.py_name)  # the classes after it may name it in their defaults
     enums = [_enum_view(e, 0) for e in proto.enums]
-    nested: list[EnumView] = []
-
-    def collect(views: list[MessageView]) -> None:
-        for v in views:
-            nested.extend(v.nested_enums)
-            collect(v.nested_messages)
-
-    collect(messages)
+    nested = [e for v in _walk(messages) for e in v.nested_enums]
     fields_dicts = [_fields_dict_view(v) for v in _walk(messages) if v.fields_dict]
     text = proto.comment or f"Typed protobuf bindings for {proto.path}."
     if proto.package:

@@ -3,7 +3,7 @@
 
 Wall-clock cells on a shared two-core machine move by 20-30% between runs, which hides changes
 of a few percent. Callgrind counts the machine instructions the process executes instead: the
-same binary, inputs and environment give the same count whatever else the machine is doing. So
+same code gives the same count to within 0.2%, whatever else the machine is doing. So
 this is the measure to compare two versions of the generated code with; the timed benchmarks
 stay the measure of speed (instructions are not all equally expensive: ours does more
 allocations and branchy interpreter work per instruction than the ``struct`` code, so its

@@ -6,7 +6,8 @@ generated ``TubemqRequests`` as ``requests``: each call numbers its frame with a
 ``serial_no`` and waits for the response carrying the same one. A response's body is decoded
 once, by the machines; the requests are given that decoded command. ``call`` turns the two ways a
 call can fail into typed errors (``RpcException`` for an exception answer, ``ServerError`` for
-``success = false``).
+``success = false``, or for an error code other than 200 in the v2 answers, which have no
+``success``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from generated.tubemq.rpc import RspExceptionBody
 from runtime.connection import Connection
 from runtime.errors import ConnectionClosed, DecodeError, RequestFailed
 
-__all__ = ["Outcome", "TubeMQConnection", "parse_address"]
+__all__ = ["CodeOutcome", "Outcome", "TubeMQConnection", "parse_address"]
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +44,19 @@ class Outcome(Protocol):
     def errMsg(self) -> str: ...  # noqa: N802 - the .proto's name
 
 
+class CodeOutcome(Protocol):
+    """What a v2 response message says about the call's success: errCode 200 alone."""
+
+    @property
+    def errCode(self) -> int: ...  # noqa: N802 - the .proto's name
+
+    @property
+    def errMsg(self) -> str: ...  # noqa: N802 - the .proto's name
+
+
 R = TypeVar("R")
 OutcomeT = TypeVar("OutcomeT", bound=Outcome)
+CodeOutcomeT = TypeVar("CodeOutcomeT", bound=CodeOutcome)
 
 
 def parse_address(address: str) -> tuple[str, int]:
@@ -106,6 +118,14 @@ class TubeMQConnection:
             raise ServerError(method, response.errCode, response.errMsg)
         if response.errCode not in (0, SUCCESS):
             log.debug("%s: success with error code %d", method, response.errCode)
+        return response
+
+    async def checked_code(self, method: str,
+                           request: Awaitable[CodeOutcomeT]) -> CodeOutcomeT:
+        """``call`` for a v2 answer: an errCode other than 200 raises ``ServerError``."""
+        response = await self.call(method, request)
+        if response.errCode != SUCCESS:
+            raise ServerError(method, response.errCode, response.errMsg)
         return response
 
     def close(self) -> None:

@@ -16,6 +16,16 @@ last fetch, and ``commit`` makes that position the group's, so a consumer that t
 partition later starts after the last commit. A partition with a fetched, uncommitted batch
 is released only after that batch is committed (or ``release_timeout`` passes), so a
 rebalance does not hand the batch to another consumer as well.
+
+With ``master_protocol="v2"`` the consumer talks to the master with the v2 calls instead and
+balances itself (upstream's client-side balancing): it registers as node ``node_id`` of
+``source_count`` (``REGISTER_C2M_V2``), asks for the partition layout (``GET_PART_META_C2M``,
+also ``partition_meta``), and takes every partition whose place in the layout (sorted by
+broker id, then partition) is ``node_id`` modulo ``source_count``. Its heartbeats
+(``HEARTBEAT_C2M_V2``) report what it holds and the versions of the broker list and layout it
+has; an answer with a newer layout makes it take and release partitions to match. No
+rebalance events arrive this way, so ``on_rebalance`` is not called; ``wait_for_assignment``
+works for both. Either way the consumer leaves with ``CLOSE_C2M``.
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ import itertools
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from clients.tubemq._common import Heartbeat, log, new_client_id
 from clients.tubemq.connection import DEFAULT_TIMEOUT, TubeMQConnection
@@ -37,7 +48,7 @@ from clients.tubemq.rebalance import (
     SubscribeInfo,
     parse_subscribe_info,
 )
-from clients.tubemq.topics import BrokerInfo
+from clients.tubemq.topics import BrokerInfo, parse_topic_info
 from generated.tubemq.broker_service import (
     CommitOffsetRequestC2B,
     GetMessageRequestC2B,
@@ -45,13 +56,23 @@ from generated.tubemq.broker_service import (
     RegisterRequestC2B,
 )
 from generated.tubemq.master_service import (
+    ClientSubRepInfo,
     CloseRequestC2M,
     EventProto,
+    GetPartMetaRequestC2M,
     HeartRequestC2M,
+    HeartRequestC2MV2,
     RegisterRequestC2M,
+    RegisterRequestC2MV2,
 )
 
-__all__ = ["Consumer", "Message", "OP_REGISTER", "OP_UNREGISTER", "Rebalance"]
+__all__ = ["Consumer", "MasterProtocol", "Message", "OP_REGISTER", "OP_UNREGISTER",
+           "Rebalance"]
+
+# Which calls a consumer makes to the master: v1 (methods 4 to 6, rebalance events) or v2
+# (methods 20 to 22 and 6, client-side balancing).
+MasterProtocol = Literal["v1", "v2"]
+UNKNOWN_VERSION = -1  # brokerConfigId / topicMetaInfoId of a list not received yet
 
 OP_REGISTER = 31  # RegisterRequestC2B.opType: take a partition
 OP_UNREGISTER = 32  # ... and release it
@@ -83,6 +104,13 @@ class Rebalance:
     ok: bool
 
 
+def _check_options(master_protocol: str, source_count: int, node_id: int) -> None:
+    if master_protocol not in ("v1", "v2"):
+        raise ValueError(f"master_protocol must be 'v1' or 'v2', not {master_protocol!r}")
+    if source_count <= 0 or not 0 <= node_id < source_count:
+        raise ValueError(f"node_id {node_id} is not one of source_count {source_count}")
+
+
 def _idle_event() -> asyncio.Event:
     event = asyncio.Event()
     event.set()
@@ -104,7 +132,9 @@ class Consumer:
 
     def __init__(self, master: TubeMQConnection, topic: str, group: str, client_id: str,
                  timeout: float, *, on_rebalance: Callable[[Rebalance], object] | None = None,
-                 release_timeout: float = 5.0) -> None:
+                 release_timeout: float = 5.0, master_protocol: MasterProtocol = "v1",
+                 source_count: int = 1, node_id: int = 0) -> None:
+        _check_options(master_protocol, source_count, node_id)
         self.master = master
         self.topic = topic
         self.group = group
@@ -123,13 +153,20 @@ class Consumer:
         self._handled: int | None = None  # rebalanceId of the last event carried out
         self._report: EventProto | None = None  # its outcome, for the next heartbeat
         self._changed = asyncio.Event()  # set (and replaced) whenever ``partitions`` changes
+        self.master_protocol: MasterProtocol = master_protocol
+        # v2 only: this consumer's place among the group's, and the master's list versions.
+        self.source_count = source_count
+        self.node_id = node_id
+        self.broker_config_id = UNKNOWN_VERSION
+        self.topic_meta_id = UNKNOWN_VERSION
 
     @classmethod
     async def create(cls, master: str, topic: str, group: str, *,
                      client_id: str | None = None, heartbeat_interval: float | None = 10.0,
                      timeout: float = DEFAULT_TIMEOUT,
                      on_rebalance: Callable[[Rebalance], object] | None = None,
-                     release_timeout: float = 5.0) -> Consumer:
+                     release_timeout: float = 5.0, master_protocol: MasterProtocol = "v1",
+                     source_count: int = 1, node_id: int = 0) -> Consumer:
         """Join ``group`` at the master ``host:port`` and take the partitions of ``topic`` the
         master's first heartbeat answer gives (all of them when alone in the group).
 
@@ -137,18 +174,21 @@ class Consumer:
         only when ``heartbeat`` is called); ``on_rebalance`` is called after each event is
         carried out. A partition being released waits up to ``release_timeout`` seconds for
         its fetched batch to be committed.
+
+        ``master_protocol="v2"`` uses the master's v2 calls: the consumer takes its share
+        (``node_id`` of ``source_count``) of the partitions itself, before ``create`` returns.
         """
+        _check_options(master_protocol, source_count, node_id)  # before connecting
         conn = await TubeMQConnection.open(master, timeout=timeout)
         self = cls(conn, topic, group, client_id or new_client_id("consumer"), timeout,
-                   on_rebalance=on_rebalance, release_timeout=release_timeout)
+                   on_rebalance=on_rebalance, release_timeout=release_timeout,
+                   master_protocol=master_protocol, source_count=source_count,
+                   node_id=node_id)
         try:
-            await conn.checked("REGISTER_C2M", conn.requests.register_consumer_to_master(
-                RegisterRequestC2M(clientId=self.client_id, groupName=group,
-                                   hostName=socket.gethostname(), topicList=[topic],
-                                   requireBound=False)))
-            # The master answers the register with the topic's layout only; what this
-            # consumer holds comes as events, the first in this heartbeat's answer.
-            await self._beat_master()
+            if master_protocol == "v2":
+                await self._join_v2()
+            else:
+                await self._join_v1()
         except BaseException:
             for c in [conn, *self._brokers.values()]:
                 c.close()
@@ -156,6 +196,116 @@ class Consumer:
         self._heartbeat = Heartbeat(f"consumer {self.client_id}", heartbeat_interval,
                                     self.heartbeat)
         return self
+
+    async def _join_v1(self) -> None:
+        conn = self.master
+        await conn.checked("REGISTER_C2M", conn.requests.register_consumer_to_master(
+            RegisterRequestC2M(clientId=self.client_id, groupName=self.group,
+                               hostName=socket.gethostname(), topicList=[self.topic],
+                               requireBound=False)))
+        # The master answers the register with the topic's layout only; what this consumer
+        # holds comes as events, the first in this heartbeat's answer.
+        await self._beat_master()
+
+    # -- the v2 master calls: client-side balancing --------------------------------------------
+    async def _join_v2(self) -> None:
+        master = self.master
+        answer = await master.checked_code(
+            "REGISTER_C2M_V2", master.requests.register_consumer_to_master_v2(
+                RegisterRequestC2MV2(clientId=self.client_id, groupName=self.group,
+                                     hostName=socket.gethostname(),
+                                     sourceCount=self.source_count, nodeId=self.node_id,
+                                     topicList=[self.topic],
+                                     subRepInfo=self._sub_rep_info(report=False))))
+        if answer.brokerConfigId is not None:
+            self.broker_config_id = answer.brokerConfigId
+        async with self._beat_lock:
+            await self._fetch_part_meta()
+
+    def _sub_rep_info(self, *, report: bool) -> ClientSubRepInfo:
+        return ClientSubRepInfo(
+            brokerConfigId=self.broker_config_id, topicMetaInfoId=self.topic_meta_id,
+            reportSubInfo=report,
+            partSubInfo=self._subscribe_infos(list(self.partitions.values())) if report else [])
+
+    async def partition_meta(self) -> frozenset[int]:
+        """v2: ask the master where the topic's partitions are (``GET_PART_META_C2M``), take
+        this consumer's share of them and release the rest; return what is held."""
+        if self.master_protocol != "v2":
+            raise TubeMQError("partition_meta needs master_protocol='v2'")
+        async with self._beat_lock:
+            await self._fetch_part_meta()
+        return self.assignment
+
+    async def _fetch_part_meta(self) -> None:
+        master = self.master
+        answer = await master.checked_code(
+            "GET_PART_META_C2M", master.requests.get_part_meta_from_master(
+                GetPartMetaRequestC2M(clientId=self.client_id, groupName=self.group,
+                                      brokerConfigId=self.broker_config_id,
+                                      topicMetaInfoId=self.topic_meta_id)))
+        if answer.brokerConfigId is not None:
+            self.broker_config_id = answer.brokerConfigId
+        await self._take_share(answer.topicMetaInfoList)
+        if answer.topicMetaInfoId is not None:
+            self.topic_meta_id = answer.topicMetaInfoId
+
+    async def _take_share(self, layout: list[str]) -> None:
+        """Hold exactly this node's share of the topic's partitions in ``layout``."""
+        places: list[tuple[int, int, BrokerInfo]] = []
+        for text in layout:
+            try:
+                info = parse_topic_info(text)
+            except ValueError:
+                log.warning("consumer %s: partition layout entry %r", self.client_id, text)
+                continue
+            if info.topic == self.topic:
+                places += [(info.broker.broker_id, p, info.broker)
+                           for p in range(info.partitions)]
+        places.sort(key=lambda place: place[:2])
+        mine = {p: broker for i, (_, p, broker) in enumerate(places)
+                if i % self.source_count == self.node_id}
+        changed = False
+        for part in [p for n, p in self.partitions.items() if n not in mine]:
+            part.releasing = True
+            await self._release(part)
+            changed = True
+        for partition, broker in sorted(mine.items()):
+            held = self.partitions.get(partition)
+            if held is not None and held.broker == broker:
+                continue
+            try:
+                conn = await self._broker(broker.address)
+                await self._register(conn, partition)
+            except TubeMQError as exc:  # ConnectionClosed is one too
+                log.warning("consumer %s: taking partition %d: %s", self.client_id,
+                            partition, exc)
+                continue
+            self.partitions[partition] = _Partition(broker, partition, conn)
+            changed = True
+        if changed:
+            self._assignment_changed()
+
+    async def _beat_master_v2(self) -> None:
+        master = self.master
+        try:
+            answer = await master.checked_code(
+                "HEARTBEAT_C2M_V2", master.requests.consumer_heartbeat_to_master_v2(
+                    HeartRequestC2MV2(clientId=self.client_id, groupName=self.group,
+                                      subRepInfo=self._sub_rep_info(report=True))))
+        except ServerError as exc:
+            if exc.err_code == NOT_REGISTERED:
+                await self._release_all()  # the master forgot this consumer
+            raise
+        if answer.brokerConfigId is not None:
+            self.broker_config_id = answer.brokerConfigId
+        if answer.topicMetaInfoId is None or answer.topicMetaInfoId == self.topic_meta_id:
+            return
+        if answer.topicMetaInfoList:
+            await self._take_share(answer.topicMetaInfoList)
+            self.topic_meta_id = answer.topicMetaInfoId
+        else:  # a newer layout, not sent along: ask for it
+            await self._fetch_part_meta()
 
     async def _broker(self, address: str) -> TubeMQConnection:
         conn = self._brokers.get(address)
@@ -210,6 +360,9 @@ class Consumer:
 
     async def _beat_master(self) -> None:
         async with self._beat_lock:
+            if self.master_protocol == "v2":
+                await self._beat_master_v2()
+                return
             # A handled event is reported at once, and the answer to that report may carry
             # the rebalance's next step (a CONNECT after the DISCONNECTs); a few rounds at
             # most, the rest waits for the next heartbeat.

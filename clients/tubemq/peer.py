@@ -16,6 +16,19 @@ group holds it (by the consumers' reports) or is being offered it, so no two con
 group ever hold one partition at once. A consumer that closes or expires leaves the group at
 once (an expired one's broker registrations are dropped too, so its reads fail).
 
+The master also serves the v2 consumer calls, for consumers that choose their own partitions
+(client-side balancing): a v2 register is answered with the broker list, and the v2
+heartbeat and GET_PART_META with the partition layout, each list with a version number
+(``brokerConfigId``, ``topicMetaInfoId``) so that a consumer reporting the current versions
+gets ids only. The lists use the v1 formats: ``brokerId:host:port`` per broker and
+``brokerId:host:port-topic:partitionNum`` per topic (``clients.tubemq.topics``). Brokers may
+register with the master too (``clients.tubemq.broker_link``): the master records each one
+(``brokers``) with its status and reported configuration, asks for the configuration again
+(``needReportData``) when a heartbeat names a version it has not seen, and fails the heartbeat
+of a broker it does not know so that it registers again. With ``register_broker`` the
+embedded broker registers itself with the embedded master at ``start``. Clients are still
+sent to the embedded broker alone.
+
 Frames are checked against the spec's state machines from the server's side: a frame that
 does not decode, or that the machines forbid, closes that connection and no other. A call
 naming a method this peer does not serve is answered with an exception, as upstream servers
@@ -34,6 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clients.tubemq._common import checksum
+from clients.tubemq.broker_link import BrokerRegistration
 from clients.tubemq.consumer import OP_REGISTER, OP_UNREGISTER
 from clients.tubemq.errors import (
     BAD_REQUEST,
@@ -71,9 +85,18 @@ _ANSWER = {"REGISTER_P2M": "REGISTER_M2P", "HEARTBEAT_P2M": "HEARTBEAT_M2P",
            "HEARTBEAT_C2M": "HEARTBEAT_M2C", "CLOSE_C2M": "CLOSE_M2C",
            "SEND_MESSAGE_P2B": "SEND_MESSAGE_B2P", "REGISTER_C2B": "REGISTER_B2C",
            "HEARTBEAT_C2B": "HEARTBEAT_B2C", "GET_MESSAGE_C2B": "GET_MESSAGE_B2C",
-           "COMMIT_OFFSET_C2B": "COMMIT_OFFSET_B2C"}
+           "COMMIT_OFFSET_C2B": "COMMIT_OFFSET_B2C", "REGISTER_B2M": "REGISTER_M2B",
+           "HEARTBEAT_B2M": "HEARTBEAT_M2B", "CLOSE_B2M": "CLOSE_M2B",
+           "REGISTER_C2M_V2": "REGISTER_M2C_V2", "HEARTBEAT_C2M_V2": "HEARTBEAT_M2C_V2",
+           "GET_PART_META_C2M": "GET_PART_META_M2C"}
 _MASTER_CALLS = frozenset({"REGISTER_P2M", "HEARTBEAT_P2M", "CLOSE_P2M", "REGISTER_C2M",
-                           "HEARTBEAT_C2M", "CLOSE_C2M"})
+                           "HEARTBEAT_C2M", "CLOSE_C2M", "REGISTER_B2M", "HEARTBEAT_B2M",
+                           "CLOSE_B2M", "REGISTER_C2M_V2", "HEARTBEAT_C2M_V2",
+                           "GET_PART_META_C2M"})
+# The version numbers of the master's broker list and partition layout: the embedded broker
+# and its partition count do not change while the peer runs.
+BROKER_CONFIG_ID = 1
+TOPIC_META_ID = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,12 +143,43 @@ class _Member:
 
 
 @dataclass
+class _BalancedMember:
+    """A v2 consumer: it chose its own partitions, and the master only records them."""
+
+    client_id: str
+    group: str
+    topics: list[str]
+    source_count: int
+    node_id: int
+    last_seen: float
+    held: set[_Part] = field(default_factory=set)
+
+
+@dataclass
+class RegisteredBroker:
+    """A broker registered with the master, as it last reported itself."""
+
+    broker_id: str
+    online: bool
+    read_status: int
+    write_status: int
+    conf_id: int
+    conf_checksum: int
+    default_conf: str
+    topic_confs: list[str]
+    last_seen: float
+    heartbeats: int = 0
+
+
+@dataclass
 class _State:
     partitions: int
     topics: dict[str, list[list[Stored]]] = field(default_factory=dict)
     groups: dict[tuple[str, str, int], _Group] = field(default_factory=dict)
     producers: dict[str, list[str]] = field(default_factory=dict)
     consumers: dict[str, _Member] = field(default_factory=dict)
+    balanced: dict[str, _BalancedMember] = field(default_factory=dict)  # v2 consumers
+    brokers: dict[str, RegisteredBroker] = field(default_factory=dict)
     # (group, topic, partition) -> the client holding it
     holders: dict[tuple[str, str, int], str] = field(default_factory=dict)
     next_id: int = 1
@@ -198,12 +252,15 @@ class EmbeddedTubeMQ:
 
     def __init__(self, *, partitions: int = 2, host: str = "127.0.0.1",
                  broker_id: int = 1, master_port: int = 0, broker_port: int = 0,
-                 consumer_timeout: float = 30.0) -> None:
+                 consumer_timeout: float = 30.0, register_broker: bool = False) -> None:
         self.host = host
         # A consumer not heard from (register or heartbeat) for this long leaves its group.
         self.consumer_timeout = consumer_timeout
         self._sweeper: asyncio.Task[None] | None = None
         self.broker_id = broker_id
+        # When set, the broker registers itself with the master at start (and heartbeats).
+        self.register_broker = register_broker
+        self.broker_link: BrokerRegistration | None = None
         self.state = _State(partitions)
         self.standby = False  # while set, every master call is answered with StandbyException
         self.sessions: list[_Session] = []
@@ -216,7 +273,11 @@ class EmbeddedTubeMQ:
             "HEARTBEAT_C2M": self._heartbeat_c2m, "CLOSE_C2M": self._close_c2m,
             "SEND_MESSAGE_P2B": self._send_message, "REGISTER_C2B": self._register_c2b,
             "HEARTBEAT_C2B": self._heartbeat_c2b, "GET_MESSAGE_C2B": self._get_message,
-            "COMMIT_OFFSET_C2B": self._commit_offset,
+            "COMMIT_OFFSET_C2B": self._commit_offset, "REGISTER_B2M": self._register_b2m,
+            "HEARTBEAT_B2M": self._heartbeat_b2m, "CLOSE_B2M": self._close_b2m,
+            "REGISTER_C2M_V2": self._register_c2m_v2,
+            "HEARTBEAT_C2M_V2": self._heartbeat_c2m_v2,
+            "GET_PART_META_C2M": self._get_part_meta,
         }
 
     @property
@@ -240,6 +301,9 @@ class EmbeddedTubeMQ:
             else:
                 self.broker_port = port
         self._sweeper = loop.create_task(self._sweep_forever())
+        if self.register_broker:
+            self.broker_link = await BrokerRegistration.create(
+                self.master, self.broker_id, partitions=self.state.partitions)
 
     def _accept(self, role: str) -> Connection[Frame]:
         session = _Session(self, role)
@@ -248,6 +312,12 @@ class EmbeddedTubeMQ:
         return session.conn
 
     async def stop(self) -> None:
+        link, self.broker_link = self.broker_link, None
+        if link is not None:
+            try:
+                await link.close()
+            except Exception as exc:  # the peer stops either way
+                log.warning("broker: leaving the master: %s", exc)
         sweeper, self._sweeper = self._sweeper, None
         if sweeper is not None:
             sweeper.cancel()
@@ -296,6 +366,7 @@ class EmbeddedTubeMQ:
             return ms.RegisterResponseM2C(success=False, errCode=BAD_REQUEST,
                                           errMsg="groupName and topicList are required")
         self.expire_consumers()
+        self.state.balanced.pop(body.clientId, None)  # a v2 consumer turning v1
         member = self.state.consumers.get(body.clientId)
         if member is None or member.group != body.groupName:
             if member is not None:  # the same id in another group: it left the first one
@@ -340,7 +411,131 @@ class EmbeddedTubeMQ:
         member = self.state.consumers.get(body.clientId)
         if member is not None:
             self._leave(member)
+        # v2 consumers leave with the same call.
+        self.state.balanced.pop(body.clientId, None)
         return ms.CloseResponseM2C(success=True, errCode=SUCCESS, errMsg="OK")
+
+    # -- master: v2 consumers ----------------------------------------------------------------
+    def _broker_list(self, known: int | None) -> list[str]:
+        """The broker list, unless the client already has version ``known`` of it."""
+        return [] if known == BROKER_CONFIG_ID else [str(self.broker)]
+
+    def _register_c2m_v2(self, body: ms.RegisterRequestC2MV2) -> ms.RegisterResponseM2CV2:
+        problem = None
+        if not body.groupName or not body.topicList:
+            problem = "groupName and topicList are required"
+        elif body.sourceCount <= 0 or not 0 <= body.nodeId < body.sourceCount:
+            problem = f"nodeId {body.nodeId} is not one of sourceCount {body.sourceCount}"
+        elif body.clientId in self.state.consumers:
+            problem = f"{body.clientId} is registered as a v1 consumer"
+        if problem is not None:
+            return ms.RegisterResponseM2CV2(errCode=BAD_REQUEST, errMsg=problem)
+        self.expire_consumers()
+        member = _BalancedMember(body.clientId, body.groupName,
+                                 list(dict.fromkeys(body.topicList)), body.sourceCount,
+                                 body.nodeId, time.monotonic())
+        report = body.subRepInfo
+        if report is not None:
+            member.held = self._held_v2(member, report)
+        self.state.balanced[body.clientId] = member
+        known = report.brokerConfigId if report is not None else None
+        return ms.RegisterResponseM2CV2(errCode=SUCCESS, errMsg="OK",
+                                        brokerConfigId=BROKER_CONFIG_ID,
+                                        brokerConfigList=self._broker_list(known))
+
+    def _member_v2(self, client_id: str, group: str) -> _BalancedMember | None:
+        self.expire_consumers()
+        member = self.state.balanced.get(client_id)
+        return member if member is not None and member.group == group else None
+
+    def _heartbeat_c2m_v2(self, body: ms.HeartRequestC2MV2) -> ms.HeartResponseM2CV2:
+        member = self._member_v2(body.clientId, body.groupName)
+        if member is None:
+            return ms.HeartResponseM2CV2(errCode=NOT_REGISTERED,
+                                         errMsg=f"{body.clientId} is not registered in "
+                                                f"{body.groupName}")
+        member.last_seen = time.monotonic()
+        report = body.subRepInfo
+        if report is not None and report.reportSubInfo:
+            member.held = self._held_v2(member, report)
+        stale = report is None or report.topicMetaInfoId != TOPIC_META_ID
+        return ms.HeartResponseM2CV2(
+            errCode=SUCCESS, errMsg="OK", brokerConfigId=BROKER_CONFIG_ID,
+            brokerConfigList=self._broker_list(report.brokerConfigId if report else None),
+            topicMetaInfoId=TOPIC_META_ID,
+            topicMetaInfoList=self._layout(member.topics) if stale else [])
+
+    def _get_part_meta(self, body: ms.GetPartMetaRequestC2M) -> ms.GetPartMetaResponseM2C:
+        member = self._member_v2(body.clientId, body.groupName)
+        if member is None:
+            return ms.GetPartMetaResponseM2C(errCode=NOT_REGISTERED,
+                                             errMsg=f"{body.clientId} is not registered in "
+                                                    f"{body.groupName}")
+        member.last_seen = time.monotonic()
+        # Asked for, so sent whatever the client says it has.
+        return ms.GetPartMetaResponseM2C(errCode=SUCCESS, errMsg="OK",
+                                         brokerConfigId=BROKER_CONFIG_ID,
+                                         topicMetaInfoId=TOPIC_META_ID,
+                                         topicMetaInfoList=self._layout(member.topics),
+                                         brokerConfigList=[str(self.broker)])
+
+    def _held_v2(self, member: _BalancedMember, report: ms.ClientSubRepInfo) -> set[_Part]:
+        probe = _Member(member.client_id, member.group, member.topics, member.last_seen)
+        return self._reported(probe, report.partSubInfo)
+
+    # -- master: brokers ----------------------------------------------------------------------
+    def _register_b2m(self, body: ms.RegisterRequestB2M) -> ms.RegisterResponseM2B:
+        if not body.clientId:
+            return ms.RegisterResponseM2B(success=False, errCode=BAD_REQUEST,
+                                          errMsg="clientId (the broker id) is required",
+                                          stopRead=True, stopWrite=True, takeConfInfo=False)
+        self.state.brokers[body.clientId] = RegisteredBroker(
+            body.clientId, body.brokerOnline, body.readStatusRpt, body.writeStatusRpt,
+            body.curBrokerConfId, body.confCheckSumId, body.brokerDefaultConfInfo,
+            list(body.brokerTopicSetConfInfo), time.monotonic())
+        log.info("master: broker %s registered", body.clientId)
+        # The broker's own configuration stands: nothing to take, nothing stopped.
+        return ms.RegisterResponseM2B(
+            success=True, errCode=SUCCESS, errMsg="OK", stopRead=False, stopWrite=False,
+            takeConfInfo=False,
+            enableBrokerInfo=ms.EnableBrokerFunInfo(
+                enableConsumeAuthenticate=False, enableConsumeAuthorize=False,
+                enableProduceAuthenticate=False, enableProduceAuthorize=False),
+            curBrokerConfId=body.curBrokerConfId, confCheckSumId=body.confCheckSumId)
+
+    def _heartbeat_b2m(self, body: ms.HeartRequestB2M) -> ms.HeartResponseM2B:
+        broker = self.state.brokers.get(body.brokerId)
+        if broker is None:
+            # As for consumers: a broker the master does not know must register again.
+            return ms.HeartResponseM2B(
+                success=False, errCode=NOT_REGISTERED,
+                errMsg=f"broker {body.brokerId} is not registered", stopRead=False,
+                stopWrite=False, curBrokerConfId=body.curBrokerConfId,
+                confCheckSumId=body.confCheckSumId, needReportData=True, takeConfInfo=False,
+                takeRemoveTopicInfo=False)
+        broker.online = body.brokerOnline
+        broker.read_status = body.readStatusRpt
+        broker.write_status = body.writeStatusRpt
+        broker.last_seen = time.monotonic()
+        broker.heartbeats += 1
+        if body.takeConfInfo:
+            broker.conf_id = body.curBrokerConfId
+            broker.conf_checksum = body.confCheckSumId
+            if body.brokerDefaultConfInfo is not None:
+                broker.default_conf = body.brokerDefaultConfInfo
+            broker.topic_confs = list(body.brokerTopicSetConfInfo)
+        # A configuration version the master has not seen: ask for the configuration.
+        unseen = (body.curBrokerConfId, body.confCheckSumId) != (broker.conf_id,
+                                                                 broker.conf_checksum)
+        return ms.HeartResponseM2B(
+            success=True, errCode=SUCCESS, errMsg="OK", stopRead=False, stopWrite=False,
+            curBrokerConfId=broker.conf_id, confCheckSumId=broker.conf_checksum,
+            needReportData=unseen, takeConfInfo=False, takeRemoveTopicInfo=False)
+
+    def _close_b2m(self, body: ms.CloseRequestB2M) -> ms.CloseResponseM2B:
+        if self.state.brokers.pop(body.brokerId, None) is not None:
+            log.info("master: broker %s went offline", body.brokerId)
+        return ms.CloseResponseM2B(success=True, errCode=SUCCESS, errMsg="OK")
 
     # -- master: group membership and rebalancing ---------------------------------------------
     def _reported(self, member: _Member, infos: list[str]) -> set[_Part]:
@@ -373,19 +568,28 @@ class EmbeddedTubeMQ:
     def expire_consumers(self) -> list[str]:
         """Drop every consumer not heard from within ``consumer_timeout``; their ids."""
         deadline = time.monotonic() - self.consumer_timeout
+        gone_v2 = [m for m in self.state.balanced.values() if m.last_seen < deadline]
+        for balanced in gone_v2:
+            log.info("master: v2 consumer %s of %s expired", balanced.client_id,
+                     balanced.group)
+            del self.state.balanced[balanced.client_id]
+            self._drop_holdings(balanced.client_id, balanced.group)
         gone = [m for m in self.state.consumers.values() if m.last_seen < deadline]
         for member in gone:
             log.info("master: consumer %s of %s expired", member.client_id, member.group)
-            # The broker forgets it too: its reads and commits fail from now on, and what it
-            # fetched without committing is handed out again.
-            for where, holder in list(self.state.holders.items()):
-                if holder == member.client_id and where[0] == member.group:
-                    del self.state.holders[where]
-                    group = self.state.groups.get(where)
-                    if group is not None:
-                        group.fetched = group.committed
+            self._drop_holdings(member.client_id, member.group)
             self._leave(member)
-        return [m.client_id for m in gone]
+        return [m.client_id for m in gone_v2] + [m.client_id for m in gone]
+
+    def _drop_holdings(self, client_id: str, group_name: str) -> None:
+        # The broker forgets an expired consumer too: its reads and commits fail from now on,
+        # and what it fetched without committing is handed out again.
+        for where, holder in list(self.state.holders.items()):
+            if holder == client_id and where[0] == group_name:
+                del self.state.holders[where]
+                group = self.state.groups.get(where)
+                if group is not None:
+                    group.fetched = group.committed
 
     async def _sweep_forever(self) -> None:
         # Expiry also runs on every consumer call to the master; this catches a group whose

@@ -20,15 +20,21 @@ from .machines import (
     Command,
     command_of,
     field_of,
+    frame_of_close_b2m,
     frame_of_close_c2m,
     frame_of_close_p2m,
     frame_of_commit_offset_c2b,
     frame_of_get_message_c2b,
+    frame_of_get_part_meta_c2m,
+    frame_of_heartbeat_b2m,
     frame_of_heartbeat_c2b,
     frame_of_heartbeat_c2m,
+    frame_of_heartbeat_c2m_v2,
     frame_of_heartbeat_p2m,
+    frame_of_register_b2m,
     frame_of_register_c2b,
     frame_of_register_c2m,
+    frame_of_register_c2m_v2,
     frame_of_register_p2m,
     frame_of_send_message_p2b,
 )
@@ -40,6 +46,7 @@ __all__ = [
 
 # For each answering command: the requests it may answer and their correlation fields.
 _ANSWERS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
+    "CLOSE_M2B": (("CLOSE_B2M", ("serial_no",)),),
     "CLOSE_M2C": (("CLOSE_C2M", ("serial_no",)),),
     "CLOSE_M2P": (("CLOSE_P2M", ("serial_no",)),),
     "COMMIT_OFFSET_B2C": (("COMMIT_OFFSET_C2B", ("serial_no",)),),
@@ -50,6 +57,12 @@ _ANSWERS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
         ("REGISTER_C2M", ("serial_no",)),
         ("HEARTBEAT_C2M", ("serial_no",)),
         ("CLOSE_C2M", ("serial_no",)),
+        ("REGISTER_B2M", ("serial_no",)),
+        ("HEARTBEAT_B2M", ("serial_no",)),
+        ("CLOSE_B2M", ("serial_no",)),
+        ("REGISTER_C2M_V2", ("serial_no",)),
+        ("HEARTBEAT_C2M_V2", ("serial_no",)),
+        ("GET_PART_META_C2M", ("serial_no",)),
         ("SEND_MESSAGE_P2B", ("serial_no",)),
         ("REGISTER_C2B", ("serial_no",)),
         ("HEARTBEAT_C2B", ("serial_no",)),
@@ -57,11 +70,16 @@ _ANSWERS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
         ("COMMIT_OFFSET_C2B", ("serial_no",)),
     ),
     "GET_MESSAGE_B2C": (("GET_MESSAGE_C2B", ("serial_no",)),),
+    "GET_PART_META_M2C": (("GET_PART_META_C2M", ("serial_no",)),),
     "HEARTBEAT_B2C": (("HEARTBEAT_C2B", ("serial_no",)),),
+    "HEARTBEAT_M2B": (("HEARTBEAT_B2M", ("serial_no",)),),
     "HEARTBEAT_M2C": (("HEARTBEAT_C2M", ("serial_no",)),),
+    "HEARTBEAT_M2C_V2": (("HEARTBEAT_C2M_V2", ("serial_no",)),),
     "HEARTBEAT_M2P": (("HEARTBEAT_P2M", ("serial_no",)),),
     "REGISTER_B2C": (("REGISTER_C2B", ("serial_no",)),),
+    "REGISTER_M2B": (("REGISTER_B2M", ("serial_no",)),),
     "REGISTER_M2C": (("REGISTER_C2M", ("serial_no",)),),
+    "REGISTER_M2C_V2": (("REGISTER_C2M_V2", ("serial_no",)),),
     "REGISTER_M2P": (("REGISTER_P2M", ("serial_no",)),),
     "SEND_MESSAGE_B2P": (("SEND_MESSAGE_P2B", ("serial_no",)),),
 }
@@ -223,6 +241,115 @@ class TubemqRequests:
         )
         if name == "CLOSE_M2C":
             assert isinstance(answer, master_service.CloseResponseM2C)
+            return answer
+        raise RequestFailed(name, answer)
+
+    async def register_broker_to_master(
+        self,
+        request: master_service.RegisterRequestB2M,
+        *,
+        timeout: float | None = None,
+    ) -> master_service.RegisterResponseM2B:
+        """Send REGISTER_B2M and return its REGISTER_M2B; raises ``RequestFailed`` on EXCEPTION."""
+        serial_no = self.next_id()
+        frame = frame_of_register_b2m(request, serial_no=serial_no)
+        name, answer = await self._call(
+            ("REGISTER_B2M", (frame.serial_no,)), frame, timeout, "REGISTER_B2M"
+        )
+        if name == "REGISTER_M2B":
+            assert isinstance(answer, master_service.RegisterResponseM2B)
+            return answer
+        raise RequestFailed(name, answer)
+
+    async def broker_heartbeat_to_master(
+        self,
+        request: master_service.HeartRequestB2M,
+        *,
+        timeout: float | None = None,
+    ) -> master_service.HeartResponseM2B:
+        """Send HEARTBEAT_B2M and return its HEARTBEAT_M2B; raises ``RequestFailed`` on EXCEPTION.
+        """
+        serial_no = self.next_id()
+        frame = frame_of_heartbeat_b2m(request, serial_no=serial_no)
+        name, answer = await self._call(
+            ("HEARTBEAT_B2M", (frame.serial_no,)), frame, timeout, "HEARTBEAT_B2M"
+        )
+        if name == "HEARTBEAT_M2B":
+            assert isinstance(answer, master_service.HeartResponseM2B)
+            return answer
+        raise RequestFailed(name, answer)
+
+    async def close_broker_to_master(
+        self,
+        request: master_service.CloseRequestB2M,
+        *,
+        timeout: float | None = None,
+    ) -> master_service.CloseResponseM2B:
+        """Send CLOSE_B2M and return its CLOSE_M2B; raises ``RequestFailed`` on EXCEPTION."""
+        serial_no = self.next_id()
+        frame = frame_of_close_b2m(request, serial_no=serial_no)
+        name, answer = await self._call(
+            ("CLOSE_B2M", (frame.serial_no,)), frame, timeout, "CLOSE_B2M"
+        )
+        if name == "CLOSE_M2B":
+            assert isinstance(answer, master_service.CloseResponseM2B)
+            return answer
+        raise RequestFailed(name, answer)
+
+    async def register_consumer_to_master_v2(
+        self,
+        request: master_service.RegisterRequestC2MV2,
+        *,
+        timeout: float | None = None,
+    ) -> master_service.RegisterResponseM2CV2:
+        """Send REGISTER_C2M_V2 and return its REGISTER_M2C_V2; raises ``RequestFailed`` on
+        EXCEPTION.
+        """
+        serial_no = self.next_id()
+        frame = frame_of_register_c2m_v2(request, serial_no=serial_no)
+        name, answer = await self._call(
+            ("REGISTER_C2M_V2", (frame.serial_no,)), frame, timeout, "REGISTER_C2M_V2"
+        )
+        if name == "REGISTER_M2C_V2":
+            assert isinstance(answer, master_service.RegisterResponseM2CV2)
+            return answer
+        raise RequestFailed(name, answer)
+
+    async def consumer_heartbeat_to_master_v2(
+        self,
+        request: master_service.HeartRequestC2MV2,
+        *,
+        timeout: float | None = None,
+    ) -> master_service.HeartResponseM2CV2:
+        """Send HEARTBEAT_C2M_V2 and return its HEARTBEAT_M2C_V2; raises ``RequestFailed`` on
+        EXCEPTION.
+        """
+        serial_no = self.next_id()
+        frame = frame_of_heartbeat_c2m_v2(request, serial_no=serial_no)
+        name, answer = await self._call(
+            ("HEARTBEAT_C2M_V2", (frame.serial_no,)), frame, timeout, "HEARTBEAT_C2M_V2"
+        )
+        if name == "HEARTBEAT_M2C_V2":
+            assert isinstance(answer, master_service.HeartResponseM2CV2)
+            return answer
+        raise RequestFailed(name, answer)
+
+    async def get_part_meta_from_master(
+        self,
+        request: master_service.GetPartMetaRequestC2M,
+        *,
+        timeout: float | None = None,
+    ) -> master_service.GetPartMetaResponseM2C:
+        """Send GET_PART_META_C2M and return its GET_PART_META_M2C; raises ``RequestFailed`` on
+        EXCEPTION.
+        """
+        serial_no = self.next_id()
+        frame = frame_of_get_part_meta_c2m(request, serial_no=serial_no)
+        name, answer = await self._call(
+            ("GET_PART_META_C2M", (frame.serial_no,)), frame, timeout, "GET_PART_META_C2M"
+        )
+        if name == "GET_PART_META_M2C":
+            assert isinstance(answer, master_service.GetPartMetaResponseM2C)
             return answer
         raise RequestFailed(name, answer)
 

@@ -10,8 +10,9 @@ or RspExceptionBody (ERROR, FATAL) for a response (flag 1). The method's own req
 response message travels serialized inside RequestBody.request / RspResponseBody.data.
 
 .proto files: RPC.proto describes every upstream message; BrokerService.proto describes all
-of upstream's broker messages; MasterService.proto describes the subset producers and
-consumers use (register, heartbeat and close, methods 1 to 6, and the messages they embed).
+of upstream's broker messages; MasterService.proto describes the messages of the master's
+methods (1 to 9 and 20 to 22) and those they embed, not upstream's v2 broker messages that
+no method id carries.
 
 Peer quirks this spec accepts: the C++ client sends its content buffer whole, so zero bytes
 may follow the third message (RpcContent ignores trailing bytes, as Java's decoder does);
@@ -23,9 +24,10 @@ Commands are named inside the content (the commands: routes below): a request by
 RequestBody.method, its body the method's message serialized in RequestBody.request; a
 success by RspResponseBody.method, its body serialized in RspResponseBody.data; a failure
 is EXCEPTION, whose body is the RspExceptionBody. A response pairs with its request by the
-frame's serial_no, which the client numbers itself. Not declared: the broker's own calls to
-the master (methods 7 to 9), the v2 consumer calls (20 to 22) and the broker-side producer
-calls upstream does not implement (11, 12, 14, 19).
+frame's serial_no, which the client numbers itself. Declared: every method upstream decodes,
+the master's (1 to 9: producers, consumers and brokers registering, heartbeating and
+closing; 20 to 22: the v2 consumer calls) and the broker's (13, 15 to 18). Not declared: the
+broker-side calls upstream does not implement (11, 12, 14, 19).
 
 Frame layouts and codecs generated from specs/tubemq/tubemq.yaml.
 """

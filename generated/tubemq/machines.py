@@ -27,6 +27,7 @@ from runtime.machine import (
 from . import broker_service, frames, master_service, rpc
 
 __all__ = [
+    "BrokerState",
     "Command",
     "ConsumerState",
     "INTERACTIONS",
@@ -37,7 +38,9 @@ __all__ = [
     "command_of",
     "field_of",
     "frame_of",
+    "frame_of_close_b2m",
     "frame_of_close_c2m",
+    "frame_of_close_m2b",
     "frame_of_close_m2c",
     "frame_of_close_m2p",
     "frame_of_close_p2m",
@@ -46,16 +49,26 @@ __all__ = [
     "frame_of_exception",
     "frame_of_get_message_b2c",
     "frame_of_get_message_c2b",
+    "frame_of_get_part_meta_c2m",
+    "frame_of_get_part_meta_m2c",
     "frame_of_heartbeat_b2c",
+    "frame_of_heartbeat_b2m",
     "frame_of_heartbeat_c2b",
     "frame_of_heartbeat_c2m",
+    "frame_of_heartbeat_c2m_v2",
+    "frame_of_heartbeat_m2b",
     "frame_of_heartbeat_m2c",
+    "frame_of_heartbeat_m2c_v2",
     "frame_of_heartbeat_m2p",
     "frame_of_heartbeat_p2m",
     "frame_of_register_b2c",
+    "frame_of_register_b2m",
     "frame_of_register_c2b",
     "frame_of_register_c2m",
+    "frame_of_register_c2m_v2",
+    "frame_of_register_m2b",
     "frame_of_register_m2c",
+    "frame_of_register_m2c_v2",
     "frame_of_register_m2p",
     "frame_of_register_p2m",
     "frame_of_send_message_b2p",
@@ -76,7 +89,29 @@ class ProducerState(enum.Enum):
 
 
 class ConsumerState(enum.Enum):
-    """A consumer's session with the master, identified by its clientId."""
+    """A consumer's session with the master, identified by its clientId. It registers either with
+    REGISTER_C2M (the master deals it partitions with rebalance events) or with REGISTER_C2M_V2
+    (it asks for the partitions' metadata with GET_PART_META_C2M, at any time while registered,
+    and chooses its own); each way has its own heartbeat, and both leave with CLOSE_C2M.
+    """
+
+    IDLE = "idle"
+    REGISTERING = "registering"
+    REGISTERED = "registered"
+    HEARTBEATING = "heartbeating"
+    REGISTERING_V2 = "registering_v2"
+    REGISTERED_V2 = "registered_v2"
+    HEARTBEATING_V2 = "heartbeating_v2"
+    CLOSING = "closing"
+    CLOSED = "closed"
+
+
+class BrokerState(enum.Enum):
+    """A broker's session with its master. A broker keeps one connection to the master, so there is
+    one session per connection (the register names the broker by clientId, the heartbeat and
+    close by brokerId). A failed heartbeat means the master no longer knows the broker, which
+    registers again.
+    """
 
     IDLE = "idle"
     REGISTERING = "registering"
@@ -150,6 +185,18 @@ def _guard_consumer_2(seen: Command) -> bool:
     return bool(not body.success)
 
 
+def _guard_consumer_12(seen: Command) -> bool:
+    """Guard: errCode == 200."""
+    body: master_service.RegisterResponseM2CV2 = seen.body
+    return bool(body.errCode == 200)
+
+
+def _guard_consumer_13(seen: Command) -> bool:
+    """Guard: errCode != 200."""
+    body: master_service.RegisterResponseM2CV2 = seen.body
+    return bool(body.errCode != 200)
+
+
 def _key_consumer(command: str, seen: Command) -> Hashable:
     """The consumer an entity command concerns: its clientId field."""
     if command in _CONSUMER_KEYED:
@@ -159,9 +206,36 @@ def _key_consumer(command: str, seen: Command) -> Hashable:
 
 _CONSUMER_KEYED = frozenset({
     "CLOSE_C2M",
+    "GET_PART_META_C2M",
     "HEARTBEAT_C2M",
+    "HEARTBEAT_C2M_V2",
     "REGISTER_C2M",
+    "REGISTER_C2M_V2",
 })
+
+
+def _guard_broker_1(seen: Command) -> bool:
+    """Guard: success."""
+    body: master_service.RegisterResponseM2B = seen.body
+    return bool(body.success)
+
+
+def _guard_broker_2(seen: Command) -> bool:
+    """Guard: not success."""
+    body: master_service.RegisterResponseM2B = seen.body
+    return bool(not body.success)
+
+
+def _guard_broker_5(seen: Command) -> bool:
+    """Guard: success."""
+    body: master_service.HeartResponseM2B = seen.body
+    return bool(body.success)
+
+
+def _guard_broker_6(seen: Command) -> bool:
+    """Guard: not success."""
+    body: master_service.HeartResponseM2B = seen.body
+    return bool(not body.success)
 
 
 def _guard_partition_0(seen: Command) -> bool:
@@ -309,6 +383,53 @@ def frame_of_close_c2m(body: master_service.CloseRequestC2M, *, serial_no: int) 
     )
 
 
+def frame_of_register_b2m(
+    body: master_service.RegisterRequestB2M,
+    *,
+    serial_no: int,
+) -> frames.Frame:
+    """A frame carrying REGISTER_B2M, with ``body`` serialized into content.request.body.request."""
+    return frames.Frame(
+        serial_no=serial_no,
+        content=frames.RpcContent(
+            conn_header=rpc.RpcConnHeader(flag=0),
+            request=frames.RpcRequest(
+                header=rpc.RequestHeader(serviceType=1, protocolVer=3),
+                body=rpc.RequestBody(method=7, request=body.encode()),
+            ),
+        ),
+    )
+
+
+def frame_of_heartbeat_b2m(body: master_service.HeartRequestB2M, *, serial_no: int) -> frames.Frame:
+    """A frame carrying HEARTBEAT_B2M, with ``body`` serialized into content.request.body.request.
+    """
+    return frames.Frame(
+        serial_no=serial_no,
+        content=frames.RpcContent(
+            conn_header=rpc.RpcConnHeader(flag=0),
+            request=frames.RpcRequest(
+                header=rpc.RequestHeader(serviceType=1, protocolVer=3),
+                body=rpc.RequestBody(method=8, request=body.encode()),
+            ),
+        ),
+    )
+
+
+def frame_of_close_b2m(body: master_service.CloseRequestB2M, *, serial_no: int) -> frames.Frame:
+    """A frame carrying CLOSE_B2M, with ``body`` serialized into content.request.body.request."""
+    return frames.Frame(
+        serial_no=serial_no,
+        content=frames.RpcContent(
+            conn_header=rpc.RpcConnHeader(flag=0),
+            request=frames.RpcRequest(
+                header=rpc.RequestHeader(serviceType=1, protocolVer=3),
+                body=rpc.RequestBody(method=9, request=body.encode()),
+            ),
+        ),
+    )
+
+
 def frame_of_send_message_p2b(
     body: broker_service.SendMessageRequestP2B,
     *,
@@ -400,6 +521,65 @@ def frame_of_commit_offset_c2b(
             request=frames.RpcRequest(
                 header=rpc.RequestHeader(serviceType=2, protocolVer=3),
                 body=rpc.RequestBody(method=18, request=body.encode()),
+            ),
+        ),
+    )
+
+
+def frame_of_register_c2m_v2(
+    body: master_service.RegisterRequestC2MV2,
+    *,
+    serial_no: int,
+) -> frames.Frame:
+    """A frame carrying REGISTER_C2M_V2, with ``body`` serialized into content.request.body.request.
+    """
+    return frames.Frame(
+        serial_no=serial_no,
+        content=frames.RpcContent(
+            conn_header=rpc.RpcConnHeader(flag=0),
+            request=frames.RpcRequest(
+                header=rpc.RequestHeader(serviceType=1, protocolVer=3),
+                body=rpc.RequestBody(method=20, request=body.encode()),
+            ),
+        ),
+    )
+
+
+def frame_of_heartbeat_c2m_v2(
+    body: master_service.HeartRequestC2MV2,
+    *,
+    serial_no: int,
+) -> frames.Frame:
+    """A frame carrying HEARTBEAT_C2M_V2, with ``body`` serialized into
+    content.request.body.request.
+    """
+    return frames.Frame(
+        serial_no=serial_no,
+        content=frames.RpcContent(
+            conn_header=rpc.RpcConnHeader(flag=0),
+            request=frames.RpcRequest(
+                header=rpc.RequestHeader(serviceType=1, protocolVer=3),
+                body=rpc.RequestBody(method=21, request=body.encode()),
+            ),
+        ),
+    )
+
+
+def frame_of_get_part_meta_c2m(
+    body: master_service.GetPartMetaRequestC2M,
+    *,
+    serial_no: int,
+) -> frames.Frame:
+    """A frame carrying GET_PART_META_C2M, with ``body`` serialized into
+    content.request.body.request.
+    """
+    return frames.Frame(
+        serial_no=serial_no,
+        content=frames.RpcContent(
+            conn_header=rpc.RpcConnHeader(flag=0),
+            request=frames.RpcRequest(
+                header=rpc.RequestHeader(serviceType=1, protocolVer=3),
+                body=rpc.RequestBody(method=22, request=body.encode()),
             ),
         ),
     )
@@ -505,6 +685,56 @@ def frame_of_close_m2c(body: master_service.CloseResponseM2C, *, serial_no: int)
     )
 
 
+def frame_of_register_m2b(
+    body: master_service.RegisterResponseM2B,
+    *,
+    serial_no: int,
+) -> frames.Frame:
+    """A frame carrying REGISTER_M2B, with ``body`` serialized into content.response.body.data."""
+    return frames.Frame(
+        serial_no=serial_no,
+        content=frames.RpcContent(
+            conn_header=rpc.RpcConnHeader(flag=1),
+            response=frames.RpcResponse(
+                header=rpc.ResponseHeader(status=rpc.ResponseHeader.Status.SUCCESS, protocolVer=3),
+                body=rpc.RspResponseBody(method=7, data=body.encode()),
+            ),
+        ),
+    )
+
+
+def frame_of_heartbeat_m2b(
+    body: master_service.HeartResponseM2B,
+    *,
+    serial_no: int,
+) -> frames.Frame:
+    """A frame carrying HEARTBEAT_M2B, with ``body`` serialized into content.response.body.data."""
+    return frames.Frame(
+        serial_no=serial_no,
+        content=frames.RpcContent(
+            conn_header=rpc.RpcConnHeader(flag=1),
+            response=frames.RpcResponse(
+                header=rpc.ResponseHeader(status=rpc.ResponseHeader.Status.SUCCESS, protocolVer=3),
+                body=rpc.RspResponseBody(method=8, data=body.encode()),
+            ),
+        ),
+    )
+
+
+def frame_of_close_m2b(body: master_service.CloseResponseM2B, *, serial_no: int) -> frames.Frame:
+    """A frame carrying CLOSE_M2B, with ``body`` serialized into content.response.body.data."""
+    return frames.Frame(
+        serial_no=serial_no,
+        content=frames.RpcContent(
+            conn_header=rpc.RpcConnHeader(flag=1),
+            response=frames.RpcResponse(
+                header=rpc.ResponseHeader(status=rpc.ResponseHeader.Status.SUCCESS, protocolVer=3),
+                body=rpc.RspResponseBody(method=9, data=body.encode()),
+            ),
+        ),
+    )
+
+
 def frame_of_send_message_b2p(
     body: broker_service.SendMessageResponseB2P,
     *,
@@ -598,6 +828,63 @@ def frame_of_commit_offset_b2c(
     )
 
 
+def frame_of_register_m2c_v2(
+    body: master_service.RegisterResponseM2CV2,
+    *,
+    serial_no: int,
+) -> frames.Frame:
+    """A frame carrying REGISTER_M2C_V2, with ``body`` serialized into content.response.body.data.
+    """
+    return frames.Frame(
+        serial_no=serial_no,
+        content=frames.RpcContent(
+            conn_header=rpc.RpcConnHeader(flag=1),
+            response=frames.RpcResponse(
+                header=rpc.ResponseHeader(status=rpc.ResponseHeader.Status.SUCCESS, protocolVer=3),
+                body=rpc.RspResponseBody(method=20, data=body.encode()),
+            ),
+        ),
+    )
+
+
+def frame_of_heartbeat_m2c_v2(
+    body: master_service.HeartResponseM2CV2,
+    *,
+    serial_no: int,
+) -> frames.Frame:
+    """A frame carrying HEARTBEAT_M2C_V2, with ``body`` serialized into content.response.body.data.
+    """
+    return frames.Frame(
+        serial_no=serial_no,
+        content=frames.RpcContent(
+            conn_header=rpc.RpcConnHeader(flag=1),
+            response=frames.RpcResponse(
+                header=rpc.ResponseHeader(status=rpc.ResponseHeader.Status.SUCCESS, protocolVer=3),
+                body=rpc.RspResponseBody(method=21, data=body.encode()),
+            ),
+        ),
+    )
+
+
+def frame_of_get_part_meta_m2c(
+    body: master_service.GetPartMetaResponseM2C,
+    *,
+    serial_no: int,
+) -> frames.Frame:
+    """A frame carrying GET_PART_META_M2C, with ``body`` serialized into content.response.body.data.
+    """
+    return frames.Frame(
+        serial_no=serial_no,
+        content=frames.RpcContent(
+            conn_header=rpc.RpcConnHeader(flag=1),
+            response=frames.RpcResponse(
+                header=rpc.ResponseHeader(status=rpc.ResponseHeader.Status.SUCCESS, protocolVer=3),
+                body=rpc.RspResponseBody(method=22, data=body.encode()),
+            ),
+        ),
+    )
+
+
 def frame_of_exception(body: rpc.RspExceptionBody, *, serial_no: int) -> frames.Frame:
     """A frame carrying EXCEPTION, with ``body`` as content.response.exception."""
     return frames.Frame(
@@ -627,22 +914,34 @@ _BUILDERS: dict[str, Callable[..., frames.Frame]] = {
     "REGISTER_C2M": frame_of_register_c2m,
     "HEARTBEAT_C2M": frame_of_heartbeat_c2m,
     "CLOSE_C2M": frame_of_close_c2m,
+    "REGISTER_B2M": frame_of_register_b2m,
+    "HEARTBEAT_B2M": frame_of_heartbeat_b2m,
+    "CLOSE_B2M": frame_of_close_b2m,
     "SEND_MESSAGE_P2B": frame_of_send_message_p2b,
     "REGISTER_C2B": frame_of_register_c2b,
     "HEARTBEAT_C2B": frame_of_heartbeat_c2b,
     "GET_MESSAGE_C2B": frame_of_get_message_c2b,
     "COMMIT_OFFSET_C2B": frame_of_commit_offset_c2b,
+    "REGISTER_C2M_V2": frame_of_register_c2m_v2,
+    "HEARTBEAT_C2M_V2": frame_of_heartbeat_c2m_v2,
+    "GET_PART_META_C2M": frame_of_get_part_meta_c2m,
     "REGISTER_M2P": frame_of_register_m2p,
     "HEARTBEAT_M2P": frame_of_heartbeat_m2p,
     "CLOSE_M2P": frame_of_close_m2p,
     "REGISTER_M2C": frame_of_register_m2c,
     "HEARTBEAT_M2C": frame_of_heartbeat_m2c,
     "CLOSE_M2C": frame_of_close_m2c,
+    "REGISTER_M2B": frame_of_register_m2b,
+    "HEARTBEAT_M2B": frame_of_heartbeat_m2b,
+    "CLOSE_M2B": frame_of_close_m2b,
     "SEND_MESSAGE_B2P": frame_of_send_message_b2p,
     "REGISTER_B2C": frame_of_register_b2c,
     "HEARTBEAT_B2C": frame_of_heartbeat_b2c,
     "GET_MESSAGE_B2C": frame_of_get_message_b2c,
     "COMMIT_OFFSET_B2C": frame_of_commit_offset_b2c,
+    "REGISTER_M2C_V2": frame_of_register_m2c_v2,
+    "HEARTBEAT_M2C_V2": frame_of_heartbeat_m2c_v2,
+    "GET_PART_META_M2C": frame_of_get_part_meta_m2c,
     "EXCEPTION": frame_of_exception,
 }
 
@@ -699,6 +998,64 @@ CONSUMER_MACHINE = MachineDef(
         Rule("closing", "closing", Direction.RECEIVE, "HEARTBEAT_M2C"),
         Rule("closing", "closed", Direction.RECEIVE, "CLOSE_M2C"),
         Rule("closing", "closed", Direction.RECEIVE, "EXCEPTION"),
+        Rule("idle", "registering_v2", Direction.SEND, "REGISTER_C2M_V2"),
+        Rule(
+            "registering_v2",
+            "registered_v2",
+            Direction.RECEIVE,
+            "REGISTER_M2C_V2",
+            guard=_guard_consumer_12,
+        ),
+        Rule(
+            "registering_v2",
+            "closed",
+            Direction.RECEIVE,
+            "REGISTER_M2C_V2",
+            guard=_guard_consumer_13,
+        ),
+        Rule("registering_v2", "closed", Direction.RECEIVE, "EXCEPTION"),
+        Rule("registered_v2", "heartbeating_v2", Direction.SEND, "HEARTBEAT_C2M_V2"),
+        Rule("heartbeating_v2", "heartbeating_v2", Direction.SEND, "HEARTBEAT_C2M_V2"),
+        Rule("heartbeating_v2", "registered_v2", Direction.RECEIVE, "HEARTBEAT_M2C_V2"),
+        Rule("registered_v2", "registered_v2", Direction.SEND, "GET_PART_META_C2M"),
+        Rule("heartbeating_v2", "heartbeating_v2", Direction.SEND, "GET_PART_META_C2M"),
+        Rule("registered_v2", "registered_v2", Direction.RECEIVE, "GET_PART_META_M2C"),
+        Rule("heartbeating_v2", "heartbeating_v2", Direction.RECEIVE, "GET_PART_META_M2C"),
+        Rule("registered_v2", "registered_v2", Direction.RECEIVE, "EXCEPTION"),
+        Rule("heartbeating_v2", "registered_v2", Direction.RECEIVE, "EXCEPTION"),
+        Rule("registered_v2", "closing", Direction.SEND, "CLOSE_C2M"),
+        Rule("heartbeating_v2", "closing", Direction.SEND, "CLOSE_C2M"),
+        Rule("closing", "closing", Direction.RECEIVE, "HEARTBEAT_M2C_V2"),
+        Rule("closing", "closing", Direction.RECEIVE, "GET_PART_META_M2C"),
+    ],
+)
+
+
+BROKER_MACHINE = MachineDef(
+    name="broker",
+    initial=BrokerState.IDLE.value,
+    key_of=None,
+    rules=[
+        Rule("idle", "registering", Direction.SEND, "REGISTER_B2M"),
+        Rule("registering", "registered", Direction.RECEIVE, "REGISTER_M2B", guard=_guard_broker_1),
+        Rule("registering", "closed", Direction.RECEIVE, "REGISTER_M2B", guard=_guard_broker_2),
+        Rule("registering", "closed", Direction.RECEIVE, "EXCEPTION"),
+        Rule("registered", "heartbeating", Direction.SEND, "HEARTBEAT_B2M"),
+        Rule("heartbeating", "heartbeating", Direction.SEND, "HEARTBEAT_B2M"),
+        Rule(
+            "heartbeating",
+            "registered",
+            Direction.RECEIVE,
+            "HEARTBEAT_M2B",
+            guard=_guard_broker_5,
+        ),
+        Rule("heartbeating", "idle", Direction.RECEIVE, "HEARTBEAT_M2B", guard=_guard_broker_6),
+        Rule("heartbeating", "registered", Direction.RECEIVE, "EXCEPTION"),
+        Rule("registered", "closing", Direction.SEND, "CLOSE_B2M"),
+        Rule("heartbeating", "closing", Direction.SEND, "CLOSE_B2M"),
+        Rule("closing", "closing", Direction.RECEIVE, "HEARTBEAT_M2B"),
+        Rule("closing", "closed", Direction.RECEIVE, "CLOSE_M2B"),
+        Rule("closing", "closed", Direction.RECEIVE, "EXCEPTION"),
     ],
 )
 
@@ -744,7 +1101,7 @@ PARTITION_MACHINE = MachineDef(
     ],
 )
 
-MACHINES: list[MachineDef] = [PRODUCER_MACHINE, CONSUMER_MACHINE, PARTITION_MACHINE]
+MACHINES: list[MachineDef] = [PRODUCER_MACHINE, CONSUMER_MACHINE, BROKER_MACHINE, PARTITION_MACHINE]
 
 INTERACTIONS: list[Interaction] = [
     Interaction("REGISTER_P2M", frozenset({"REGISTER_M2P", "EXCEPTION"}), ("serial_no", )),
@@ -753,6 +1110,16 @@ INTERACTIONS: list[Interaction] = [
     Interaction("REGISTER_C2M", frozenset({"REGISTER_M2C", "EXCEPTION"}), ("serial_no", )),
     Interaction("HEARTBEAT_C2M", frozenset({"HEARTBEAT_M2C", "EXCEPTION"}), ("serial_no", )),
     Interaction("CLOSE_C2M", frozenset({"CLOSE_M2C", "EXCEPTION"}), ("serial_no", )),
+    Interaction("REGISTER_B2M", frozenset({"REGISTER_M2B", "EXCEPTION"}), ("serial_no", )),
+    Interaction("HEARTBEAT_B2M", frozenset({"HEARTBEAT_M2B", "EXCEPTION"}), ("serial_no", )),
+    Interaction("CLOSE_B2M", frozenset({"CLOSE_M2B", "EXCEPTION"}), ("serial_no", )),
+    Interaction("REGISTER_C2M_V2", frozenset({"REGISTER_M2C_V2", "EXCEPTION"}), ("serial_no", )),
+    Interaction("HEARTBEAT_C2M_V2", frozenset({"HEARTBEAT_M2C_V2", "EXCEPTION"}), ("serial_no", )),
+    Interaction(
+        "GET_PART_META_C2M",
+        frozenset({"GET_PART_META_M2C", "EXCEPTION"}),
+        ("serial_no", ),
+    ),
     Interaction("SEND_MESSAGE_P2B", frozenset({"SEND_MESSAGE_B2P", "EXCEPTION"}), ("serial_no", )),
     Interaction("REGISTER_C2B", frozenset({"REGISTER_B2C", "EXCEPTION"}), ("serial_no", )),
     Interaction("HEARTBEAT_C2B", frozenset({"HEARTBEAT_B2C", "EXCEPTION"}), ("serial_no", )),
@@ -789,11 +1156,17 @@ _ROUTE_0: dict[int, tuple[str, Callable[[bytes], Any]]] = {
     4: ("REGISTER_C2M", master_service.RegisterRequestC2M.decode),
     5: ("HEARTBEAT_C2M", master_service.HeartRequestC2M.decode),
     6: ("CLOSE_C2M", master_service.CloseRequestC2M.decode),
+    7: ("REGISTER_B2M", master_service.RegisterRequestB2M.decode),
+    8: ("HEARTBEAT_B2M", master_service.HeartRequestB2M.decode),
+    9: ("CLOSE_B2M", master_service.CloseRequestB2M.decode),
     13: ("SEND_MESSAGE_P2B", broker_service.SendMessageRequestP2B.decode),
     15: ("REGISTER_C2B", broker_service.RegisterRequestC2B.decode),
     16: ("HEARTBEAT_C2B", broker_service.HeartBeatRequestC2B.decode),
     17: ("GET_MESSAGE_C2B", broker_service.GetMessageRequestC2B.decode),
     18: ("COMMIT_OFFSET_C2B", broker_service.CommitOffsetRequestC2B.decode),
+    20: ("REGISTER_C2M_V2", master_service.RegisterRequestC2MV2.decode),
+    21: ("HEARTBEAT_C2M_V2", master_service.HeartRequestC2MV2.decode),
+    22: ("GET_PART_META_C2M", master_service.GetPartMetaRequestC2M.decode),
 }
 
 
@@ -824,11 +1197,17 @@ _ROUTE_1: dict[int, tuple[str, Callable[[bytes], Any]]] = {
     4: ("REGISTER_M2C", master_service.RegisterResponseM2C.decode),
     5: ("HEARTBEAT_M2C", master_service.HeartResponseM2C.decode),
     6: ("CLOSE_M2C", master_service.CloseResponseM2C.decode),
+    7: ("REGISTER_M2B", master_service.RegisterResponseM2B.decode),
+    8: ("HEARTBEAT_M2B", master_service.HeartResponseM2B.decode),
+    9: ("CLOSE_M2B", master_service.CloseResponseM2B.decode),
     13: ("SEND_MESSAGE_B2P", broker_service.SendMessageResponseB2P.decode),
     15: ("REGISTER_B2C", broker_service.RegisterResponseB2C.decode),
     16: ("HEARTBEAT_B2C", broker_service.HeartBeatResponseB2C.decode),
     17: ("GET_MESSAGE_B2C", broker_service.GetMessageResponseB2C.decode),
     18: ("COMMIT_OFFSET_B2C", broker_service.CommitOffsetResponseB2C.decode),
+    20: ("REGISTER_M2C_V2", master_service.RegisterResponseM2CV2.decode),
+    21: ("HEARTBEAT_M2C_V2", master_service.HeartResponseM2CV2.decode),
+    22: ("GET_PART_META_M2C", master_service.GetPartMetaResponseM2C.decode),
 }
 
 
@@ -958,6 +1337,21 @@ class TubemqProtocol:
         on it.
         """
 
+    def on_register_b2m(self, body: master_service.RegisterRequestB2M, frame: frames.Frame) -> None:
+        """Called after a REGISTER_B2M command arrives and passes the state machines; override to
+        act on it.
+        """
+
+    def on_heartbeat_b2m(self, body: master_service.HeartRequestB2M, frame: frames.Frame) -> None:
+        """Called after a HEARTBEAT_B2M command arrives and passes the state machines; override to
+        act on it.
+        """
+
+    def on_close_b2m(self, body: master_service.CloseRequestB2M, frame: frames.Frame) -> None:
+        """Called after a CLOSE_B2M command arrives and passes the state machines; override to act
+        on it.
+        """
+
     def on_send_message_p2b(
         self,
         body: broker_service.SendMessageRequestP2B,
@@ -999,6 +1393,33 @@ class TubemqProtocol:
         to act on it.
         """
 
+    def on_register_c2m_v2(
+        self,
+        body: master_service.RegisterRequestC2MV2,
+        frame: frames.Frame,
+    ) -> None:
+        """Called after a REGISTER_C2M_V2 command arrives and passes the state machines; override to
+        act on it.
+        """
+
+    def on_heartbeat_c2m_v2(
+        self,
+        body: master_service.HeartRequestC2MV2,
+        frame: frames.Frame,
+    ) -> None:
+        """Called after a HEARTBEAT_C2M_V2 command arrives and passes the state machines; override
+        to act on it.
+        """
+
+    def on_get_part_meta_c2m(
+        self,
+        body: master_service.GetPartMetaRequestC2M,
+        frame: frames.Frame,
+    ) -> None:
+        """Called after a GET_PART_META_C2M command arrives and passes the state machines; override
+        to act on it.
+        """
+
     def on_register_m2p(
         self,
         body: master_service.RegisterResponseM2P,
@@ -1034,6 +1455,25 @@ class TubemqProtocol:
 
     def on_close_m2c(self, body: master_service.CloseResponseM2C, frame: frames.Frame) -> None:
         """Called after a CLOSE_M2C command arrives and passes the state machines; override to act
+        on it.
+        """
+
+    def on_register_m2b(
+        self,
+        body: master_service.RegisterResponseM2B,
+        frame: frames.Frame,
+    ) -> None:
+        """Called after a REGISTER_M2B command arrives and passes the state machines; override to
+        act on it.
+        """
+
+    def on_heartbeat_m2b(self, body: master_service.HeartResponseM2B, frame: frames.Frame) -> None:
+        """Called after a HEARTBEAT_M2B command arrives and passes the state machines; override to
+        act on it.
+        """
+
+    def on_close_m2b(self, body: master_service.CloseResponseM2B, frame: frames.Frame) -> None:
+        """Called after a CLOSE_M2B command arrives and passes the state machines; override to act
         on it.
         """
 
@@ -1082,6 +1522,33 @@ class TubemqProtocol:
         to act on it.
         """
 
+    def on_register_m2c_v2(
+        self,
+        body: master_service.RegisterResponseM2CV2,
+        frame: frames.Frame,
+    ) -> None:
+        """Called after a REGISTER_M2C_V2 command arrives and passes the state machines; override to
+        act on it.
+        """
+
+    def on_heartbeat_m2c_v2(
+        self,
+        body: master_service.HeartResponseM2CV2,
+        frame: frames.Frame,
+    ) -> None:
+        """Called after a HEARTBEAT_M2C_V2 command arrives and passes the state machines; override
+        to act on it.
+        """
+
+    def on_get_part_meta_m2c(
+        self,
+        body: master_service.GetPartMetaResponseM2C,
+        frame: frames.Frame,
+    ) -> None:
+        """Called after a GET_PART_META_M2C command arrives and passes the state machines; override
+        to act on it.
+        """
+
     def on_exception(self, body: rpc.RspExceptionBody, frame: frames.Frame) -> None:
         """Called after a EXCEPTION command arrives and passes the state machines; override to act
         on it.
@@ -1095,21 +1562,33 @@ _HOOKS: dict[str, str] = {
     "REGISTER_C2M": "on_register_c2m",
     "HEARTBEAT_C2M": "on_heartbeat_c2m",
     "CLOSE_C2M": "on_close_c2m",
+    "REGISTER_B2M": "on_register_b2m",
+    "HEARTBEAT_B2M": "on_heartbeat_b2m",
+    "CLOSE_B2M": "on_close_b2m",
     "SEND_MESSAGE_P2B": "on_send_message_p2b",
     "REGISTER_C2B": "on_register_c2b",
     "HEARTBEAT_C2B": "on_heartbeat_c2b",
     "GET_MESSAGE_C2B": "on_get_message_c2b",
     "COMMIT_OFFSET_C2B": "on_commit_offset_c2b",
+    "REGISTER_C2M_V2": "on_register_c2m_v2",
+    "HEARTBEAT_C2M_V2": "on_heartbeat_c2m_v2",
+    "GET_PART_META_C2M": "on_get_part_meta_c2m",
     "REGISTER_M2P": "on_register_m2p",
     "HEARTBEAT_M2P": "on_heartbeat_m2p",
     "CLOSE_M2P": "on_close_m2p",
     "REGISTER_M2C": "on_register_m2c",
     "HEARTBEAT_M2C": "on_heartbeat_m2c",
     "CLOSE_M2C": "on_close_m2c",
+    "REGISTER_M2B": "on_register_m2b",
+    "HEARTBEAT_M2B": "on_heartbeat_m2b",
+    "CLOSE_M2B": "on_close_m2b",
     "SEND_MESSAGE_B2P": "on_send_message_b2p",
     "REGISTER_B2C": "on_register_b2c",
     "HEARTBEAT_B2C": "on_heartbeat_b2c",
     "GET_MESSAGE_B2C": "on_get_message_b2c",
     "COMMIT_OFFSET_B2C": "on_commit_offset_b2c",
+    "REGISTER_M2C_V2": "on_register_m2c_v2",
+    "HEARTBEAT_M2C_V2": "on_heartbeat_m2c_v2",
+    "GET_PART_META_M2C": "on_get_part_meta_m2c",
     "EXCEPTION": "on_exception",
 }

@@ -100,31 +100,48 @@ __all__ = [
     "ApprovedClientConfig",
     "AuthenticateInfo",
     "AuthorizedInfo",
+    "ClientSubRepInfo",
+    "CloseRequestB2M",
     "CloseRequestC2M",
     "CloseRequestP2M",
+    "CloseResponseM2B",
     "CloseResponseM2C",
     "CloseResponseM2P",
+    "ClusterConfig",
     "CommitOffsetRequestC2B",
     "CommitOffsetResponseB2C",
+    "EnableBrokerFunInfo",
     "EventProto",
     "FRAME",
     "Frame",
     "GetMessageRequestC2B",
     "GetMessageResponseB2C",
+    "GetPartMetaRequestC2M",
+    "GetPartMetaResponseM2C",
     "HeartBeatRequestC2B",
     "HeartBeatResponseB2C",
+    "HeartRequestB2M",
     "HeartRequestC2M",
+    "HeartRequestC2MV2",
     "HeartRequestP2M",
+    "HeartResponseM2B",
     "HeartResponseM2C",
+    "HeartResponseM2CV2",
     "HeartResponseM2P",
     "MESSAGES",
     "MasterAuthorizedInfo",
+    "MasterBrokerAuthorizedInfo",
     "MasterCertificateInfo",
+    "OpsTaskInfo",
+    "RegisterRequestB2M",
     "RegisterRequestC2B",
     "RegisterRequestC2M",
+    "RegisterRequestC2MV2",
     "RegisterRequestP2M",
     "RegisterResponseB2C",
+    "RegisterResponseM2B",
     "RegisterResponseM2C",
+    "RegisterResponseM2CV2",
     "RegisterResponseM2P",
     "RequestBody",
     "RequestHeader",
@@ -799,6 +816,453 @@ _FIELDS_CloseResponseM2C = [
     pa.field("errMsg", pa.string(), nullable=False),
 ]
 _ARROW_CloseResponseM2C = pa.struct(_FIELDS_CloseResponseM2C)
+
+# The EnableBrokerFunInfo message (EnableBrokerFunInfo).
+_SPARK_EnableBrokerFunInfo = StructType([
+    StructField("enableConsumeAuthenticate", BooleanType(), False),
+    StructField("enableConsumeAuthorize", BooleanType(), False),
+    StructField("enableProduceAuthenticate", BooleanType(), False),
+    StructField("enableProduceAuthorize", BooleanType(), False),
+    StructField("enableVisitTokenCheck", BooleanType(), True),
+])
+_FIELDS_EnableBrokerFunInfo = [
+    pa.field("enableConsumeAuthenticate", pa.bool_(), nullable=False),
+    pa.field("enableConsumeAuthorize", pa.bool_(), nullable=False),
+    pa.field("enableProduceAuthenticate", pa.bool_(), nullable=False),
+    pa.field("enableProduceAuthorize", pa.bool_(), nullable=False),
+    pa.field("enableVisitTokenCheck", pa.bool_()),
+]
+_ARROW_EnableBrokerFunInfo = pa.struct(_FIELDS_EnableBrokerFunInfo)
+
+# The MasterBrokerAuthorizedInfo message (MasterBrokerAuthorizedInfo).
+_SPARK_MasterBrokerAuthorizedInfo = StructType([
+    StructField("visitAuthorizedToken", StringType(), False),
+    StructField("authAuthorizedToken", StringType(), True),
+])
+_FIELDS_MasterBrokerAuthorizedInfo = [
+    pa.field("visitAuthorizedToken", pa.string(), nullable=False),
+    pa.field("authAuthorizedToken", pa.string()),
+]
+_ARROW_MasterBrokerAuthorizedInfo = pa.struct(_FIELDS_MasterBrokerAuthorizedInfo)
+
+# The ClusterConfig message (ClusterConfig).
+_SPARK_ClusterConfig = StructType([
+    StructField("configId", LongType(), False),
+    StructField("maxMsgSize", IntegerType(), True),
+])
+_FIELDS_ClusterConfig = [
+    pa.field("configId", pa.int64(), nullable=False),
+    pa.field("maxMsgSize", pa.int32()),
+]
+_ARROW_ClusterConfig = pa.struct(_FIELDS_ClusterConfig)
+
+# The RegisterRequestB2M message (RegisterRequestB2M).
+_SPARK_RegisterRequestB2M = StructType([
+    StructField("clientId", StringType(), False),
+    StructField("brokerOnline", BooleanType(), False),
+    StructField("enableTls", BooleanType(), False),
+    StructField("readStatusRpt", IntegerType(), False),
+    StructField("writeStatusRpt", IntegerType(), False),
+    StructField("curBrokerConfId", LongType(), False),
+    StructField("confCheckSumId", IntegerType(), False),
+    StructField("brokerDefaultConfInfo", StringType(), False),
+    StructField("brokerTopicSetConfInfo", ArrayType(StringType(), False), False),
+    StructField("ssdStoreId", LongType(), True),
+    StructField("flowCheckId", LongType(), True),
+    StructField("qryPriorityId", IntegerType(), True),
+    StructField("tlsPort", IntegerType(), True),
+    StructField("authInfo", _SPARK_MasterCertificateInfo, True),
+    StructField("clsConfig", _SPARK_ClusterConfig, True),
+])
+_FIELDS_RegisterRequestB2M = [
+    pa.field("clientId", pa.string(), nullable=False),
+    pa.field("brokerOnline", pa.bool_(), nullable=False),
+    pa.field("enableTls", pa.bool_(), nullable=False),
+    pa.field("readStatusRpt", pa.int32(), nullable=False),
+    pa.field("writeStatusRpt", pa.int32(), nullable=False),
+    pa.field("curBrokerConfId", pa.int64(), nullable=False),
+    pa.field("confCheckSumId", pa.int32(), nullable=False),
+    pa.field("brokerDefaultConfInfo", pa.string(), nullable=False),
+    pa.field(
+        "brokerTopicSetConfInfo",
+        pa.list_(pa.field("element", pa.string(), nullable=False)),
+        nullable=False,
+    ),
+    pa.field("ssdStoreId", pa.int64()),
+    pa.field("flowCheckId", pa.int64()),
+    pa.field("qryPriorityId", pa.int32()),
+    pa.field("tlsPort", pa.int32()),
+    pa.field("authInfo", _ARROW_MasterCertificateInfo),
+    pa.field("clsConfig", _ARROW_ClusterConfig),
+]
+_ARROW_RegisterRequestB2M = pa.struct(_FIELDS_RegisterRequestB2M)
+
+# The RegisterResponseM2B message (RegisterResponseM2B).
+_SPARK_RegisterResponseM2B = StructType([
+    StructField("success", BooleanType(), False),
+    StructField("errCode", IntegerType(), False),
+    StructField("errMsg", StringType(), False),
+    StructField("stopRead", BooleanType(), False),
+    StructField("stopWrite", BooleanType(), False),
+    StructField("takeConfInfo", BooleanType(), False),
+    StructField("enableBrokerInfo", _SPARK_EnableBrokerFunInfo, True),
+    StructField("curBrokerConfId", LongType(), True),
+    StructField("confCheckSumId", IntegerType(), True),
+    StructField("brokerDefaultConfInfo", StringType(), True),
+    StructField("brokerTopicSetConfInfo", ArrayType(StringType(), False), False),
+    StructField("ssdStoreId", LongType(), True),
+    StructField("flowCheckId", LongType(), True),
+    StructField("flowControlInfo", StringType(), True),
+    StructField("qryPriorityId", IntegerType(), True),
+    StructField("authorizedInfo", _SPARK_MasterAuthorizedInfo, True),
+    StructField("brokerAuthorizedInfo", _SPARK_MasterBrokerAuthorizedInfo, True),
+    StructField("clsConfig", _SPARK_ClusterConfig, True),
+])
+_FIELDS_RegisterResponseM2B = [
+    pa.field("success", pa.bool_(), nullable=False),
+    pa.field("errCode", pa.int32(), nullable=False),
+    pa.field("errMsg", pa.string(), nullable=False),
+    pa.field("stopRead", pa.bool_(), nullable=False),
+    pa.field("stopWrite", pa.bool_(), nullable=False),
+    pa.field("takeConfInfo", pa.bool_(), nullable=False),
+    pa.field("enableBrokerInfo", _ARROW_EnableBrokerFunInfo),
+    pa.field("curBrokerConfId", pa.int64()),
+    pa.field("confCheckSumId", pa.int32()),
+    pa.field("brokerDefaultConfInfo", pa.string()),
+    pa.field(
+        "brokerTopicSetConfInfo",
+        pa.list_(pa.field("element", pa.string(), nullable=False)),
+        nullable=False,
+    ),
+    pa.field("ssdStoreId", pa.int64()),
+    pa.field("flowCheckId", pa.int64()),
+    pa.field("flowControlInfo", pa.string()),
+    pa.field("qryPriorityId", pa.int32()),
+    pa.field("authorizedInfo", _ARROW_MasterAuthorizedInfo),
+    pa.field("brokerAuthorizedInfo", _ARROW_MasterBrokerAuthorizedInfo),
+    pa.field("clsConfig", _ARROW_ClusterConfig),
+]
+_ARROW_RegisterResponseM2B = pa.struct(_FIELDS_RegisterResponseM2B)
+
+# The HeartRequestB2M message (HeartRequestB2M).
+_SPARK_HeartRequestB2M = StructType([
+    StructField("brokerId", StringType(), False),
+    StructField("brokerOnline", BooleanType(), False),
+    StructField("readStatusRpt", IntegerType(), False),
+    StructField("writeStatusRpt", IntegerType(), False),
+    StructField("curBrokerConfId", LongType(), False),
+    StructField("confCheckSumId", IntegerType(), False),
+    StructField("takeConfInfo", BooleanType(), False),
+    StructField("takeRemovedTopicInfo", BooleanType(), False),
+    StructField("brokerDefaultConfInfo", StringType(), True),
+    StructField("brokerTopicSetConfInfo", ArrayType(StringType(), False), False),
+    StructField("removedTopicsInfo", ArrayType(StringType(), False), False),
+    StructField("ssdStoreId", LongType(), True),
+    StructField("flowCheckId", LongType(), True),
+    StructField("qryPriorityId", IntegerType(), True),
+    StructField("authInfo", _SPARK_MasterCertificateInfo, True),
+    StructField("clsConfig", _SPARK_ClusterConfig, True),
+])
+_FIELDS_HeartRequestB2M = [
+    pa.field("brokerId", pa.string(), nullable=False),
+    pa.field("brokerOnline", pa.bool_(), nullable=False),
+    pa.field("readStatusRpt", pa.int32(), nullable=False),
+    pa.field("writeStatusRpt", pa.int32(), nullable=False),
+    pa.field("curBrokerConfId", pa.int64(), nullable=False),
+    pa.field("confCheckSumId", pa.int32(), nullable=False),
+    pa.field("takeConfInfo", pa.bool_(), nullable=False),
+    pa.field("takeRemovedTopicInfo", pa.bool_(), nullable=False),
+    pa.field("brokerDefaultConfInfo", pa.string()),
+    pa.field(
+        "brokerTopicSetConfInfo",
+        pa.list_(pa.field("element", pa.string(), nullable=False)),
+        nullable=False,
+    ),
+    pa.field(
+        "removedTopicsInfo",
+        pa.list_(pa.field("element", pa.string(), nullable=False)),
+        nullable=False,
+    ),
+    pa.field("ssdStoreId", pa.int64()),
+    pa.field("flowCheckId", pa.int64()),
+    pa.field("qryPriorityId", pa.int32()),
+    pa.field("authInfo", _ARROW_MasterCertificateInfo),
+    pa.field("clsConfig", _ARROW_ClusterConfig),
+]
+_ARROW_HeartRequestB2M = pa.struct(_FIELDS_HeartRequestB2M)
+
+# The HeartResponseM2B message (HeartResponseM2B).
+_SPARK_HeartResponseM2B = StructType([
+    StructField("success", BooleanType(), False),
+    StructField("errCode", IntegerType(), False),
+    StructField("errMsg", StringType(), False),
+    StructField("stopRead", BooleanType(), False),
+    StructField("stopWrite", BooleanType(), False),
+    StructField("curBrokerConfId", LongType(), False),
+    StructField("confCheckSumId", IntegerType(), False),
+    StructField("needReportData", BooleanType(), False),
+    StructField("takeConfInfo", BooleanType(), False),
+    StructField("takeRemoveTopicInfo", BooleanType(), False),
+    StructField("brokerDefaultConfInfo", StringType(), True),
+    StructField("brokerTopicSetConfInfo", ArrayType(StringType(), False), False),
+    StructField("removeTopicConfInfo", ArrayType(StringType(), False), False),
+    StructField("ssdStoreId", LongType(), True),
+    StructField("flowCheckId", LongType(), True),
+    StructField("flowControlInfo", StringType(), True),
+    StructField("qryPriorityId", IntegerType(), True),
+    StructField("authorizedInfo", _SPARK_MasterAuthorizedInfo, True),
+    StructField("brokerAuthorizedInfo", _SPARK_MasterBrokerAuthorizedInfo, True),
+    StructField("clsConfig", _SPARK_ClusterConfig, True),
+])
+_FIELDS_HeartResponseM2B = [
+    pa.field("success", pa.bool_(), nullable=False),
+    pa.field("errCode", pa.int32(), nullable=False),
+    pa.field("errMsg", pa.string(), nullable=False),
+    pa.field("stopRead", pa.bool_(), nullable=False),
+    pa.field("stopWrite", pa.bool_(), nullable=False),
+    pa.field("curBrokerConfId", pa.int64(), nullable=False),
+    pa.field("confCheckSumId", pa.int32(), nullable=False),
+    pa.field("needReportData", pa.bool_(), nullable=False),
+    pa.field("takeConfInfo", pa.bool_(), nullable=False),
+    pa.field("takeRemoveTopicInfo", pa.bool_(), nullable=False),
+    pa.field("brokerDefaultConfInfo", pa.string()),
+    pa.field(
+        "brokerTopicSetConfInfo",
+        pa.list_(pa.field("element", pa.string(), nullable=False)),
+        nullable=False,
+    ),
+    pa.field(
+        "removeTopicConfInfo",
+        pa.list_(pa.field("element", pa.string(), nullable=False)),
+        nullable=False,
+    ),
+    pa.field("ssdStoreId", pa.int64()),
+    pa.field("flowCheckId", pa.int64()),
+    pa.field("flowControlInfo", pa.string()),
+    pa.field("qryPriorityId", pa.int32()),
+    pa.field("authorizedInfo", _ARROW_MasterAuthorizedInfo),
+    pa.field("brokerAuthorizedInfo", _ARROW_MasterBrokerAuthorizedInfo),
+    pa.field("clsConfig", _ARROW_ClusterConfig),
+]
+_ARROW_HeartResponseM2B = pa.struct(_FIELDS_HeartResponseM2B)
+
+# The CloseRequestB2M message (CloseRequestB2M).
+_SPARK_CloseRequestB2M = StructType([
+    StructField("brokerId", StringType(), False),
+    StructField("authInfo", _SPARK_MasterCertificateInfo, True),
+])
+_FIELDS_CloseRequestB2M = [
+    pa.field("brokerId", pa.string(), nullable=False),
+    pa.field("authInfo", _ARROW_MasterCertificateInfo),
+]
+_ARROW_CloseRequestB2M = pa.struct(_FIELDS_CloseRequestB2M)
+
+# The CloseResponseM2B message (CloseResponseM2B).
+_SPARK_CloseResponseM2B = StructType([
+    StructField("success", BooleanType(), False),
+    StructField("errCode", IntegerType(), False),
+    StructField("errMsg", StringType(), False),
+])
+_FIELDS_CloseResponseM2B = [
+    pa.field("success", pa.bool_(), nullable=False),
+    pa.field("errCode", pa.int32(), nullable=False),
+    pa.field("errMsg", pa.string(), nullable=False),
+]
+_ARROW_CloseResponseM2B = pa.struct(_FIELDS_CloseResponseM2B)
+
+# The ClientSubRepInfo message (ClientSubRepInfo).
+_SPARK_ClientSubRepInfo = StructType([
+    StructField("brokerConfigId", LongType(), False),
+    StructField("topicMetaInfoId", LongType(), False),
+    StructField("lstAssignedTime", LongType(), True),
+    StructField("reportSubInfo", BooleanType(), True),
+    StructField("partSubInfo", ArrayType(StringType(), False), False),
+])
+_FIELDS_ClientSubRepInfo = [
+    pa.field("brokerConfigId", pa.int64(), nullable=False),
+    pa.field("topicMetaInfoId", pa.int64(), nullable=False),
+    pa.field("lstAssignedTime", pa.int64()),
+    pa.field("reportSubInfo", pa.bool_()),
+    pa.field(
+        "partSubInfo",
+        pa.list_(pa.field("element", pa.string(), nullable=False)),
+        nullable=False,
+    ),
+]
+_ARROW_ClientSubRepInfo = pa.struct(_FIELDS_ClientSubRepInfo)
+
+# The OpsTaskInfo message (OpsTaskInfo).
+_SPARK_OpsTaskInfo = StructType([
+    StructField("groupFlowCheckId", LongType(), True),
+    StructField("defFlowCheckId", LongType(), True),
+    StructField("qryPriorityId", IntegerType(), True),
+    StructField("csmFrmMaxOffsetCtrlId", LongType(), True),
+    StructField("requireAuth", BooleanType(), True),
+    StructField("defFlowControlInfo", StringType(), True),
+    StructField("groupFlowControlInfo", StringType(), True),
+])
+_FIELDS_OpsTaskInfo = [
+    pa.field("groupFlowCheckId", pa.int64()),
+    pa.field("defFlowCheckId", pa.int64()),
+    pa.field("qryPriorityId", pa.int32()),
+    pa.field("csmFrmMaxOffsetCtrlId", pa.int64()),
+    pa.field("requireAuth", pa.bool_()),
+    pa.field("defFlowControlInfo", pa.string()),
+    pa.field("groupFlowControlInfo", pa.string()),
+]
+_ARROW_OpsTaskInfo = pa.struct(_FIELDS_OpsTaskInfo)
+
+# The RegisterRequestC2MV2 message (RegisterRequestC2MV2).
+_SPARK_RegisterRequestC2MV2 = StructType([
+    StructField("clientId", StringType(), False),
+    StructField("groupName", StringType(), False),
+    StructField("hostName", StringType(), False),
+    StructField("sourceCount", IntegerType(), False),
+    StructField("nodeId", IntegerType(), False),
+    StructField("topicList", ArrayType(StringType(), False), False),
+    StructField("topicCondition", ArrayType(StringType(), False), False),
+    StructField("subRepInfo", _SPARK_ClientSubRepInfo, True),
+    StructField("opsTaskInfo", _SPARK_OpsTaskInfo, True),
+    StructField("authInfo", _SPARK_MasterCertificateInfo, True),
+    StructField("jdkVersion", StringType(), True),
+])
+_FIELDS_RegisterRequestC2MV2 = [
+    pa.field("clientId", pa.string(), nullable=False),
+    pa.field("groupName", pa.string(), nullable=False),
+    pa.field("hostName", pa.string(), nullable=False),
+    pa.field("sourceCount", pa.int32(), nullable=False),
+    pa.field("nodeId", pa.int32(), nullable=False),
+    pa.field(
+        "topicList",
+        pa.list_(pa.field("element", pa.string(), nullable=False)),
+        nullable=False,
+    ),
+    pa.field(
+        "topicCondition",
+        pa.list_(pa.field("element", pa.string(), nullable=False)),
+        nullable=False,
+    ),
+    pa.field("subRepInfo", _ARROW_ClientSubRepInfo),
+    pa.field("opsTaskInfo", _ARROW_OpsTaskInfo),
+    pa.field("authInfo", _ARROW_MasterCertificateInfo),
+    pa.field("jdkVersion", pa.string()),
+]
+_ARROW_RegisterRequestC2MV2 = pa.struct(_FIELDS_RegisterRequestC2MV2)
+
+# The RegisterResponseM2CV2 message (RegisterResponseM2CV2).
+_SPARK_RegisterResponseM2CV2 = StructType([
+    StructField("errCode", IntegerType(), False),
+    StructField("errMsg", StringType(), False),
+    StructField("brokerConfigId", LongType(), True),
+    StructField("brokerConfigList", ArrayType(StringType(), False), False),
+    StructField("opsTaskInfo", _SPARK_OpsTaskInfo, True),
+    StructField("authorizedInfo", _SPARK_MasterAuthorizedInfo, True),
+])
+_FIELDS_RegisterResponseM2CV2 = [
+    pa.field("errCode", pa.int32(), nullable=False),
+    pa.field("errMsg", pa.string(), nullable=False),
+    pa.field("brokerConfigId", pa.int64()),
+    pa.field(
+        "brokerConfigList",
+        pa.list_(pa.field("element", pa.string(), nullable=False)),
+        nullable=False,
+    ),
+    pa.field("opsTaskInfo", _ARROW_OpsTaskInfo),
+    pa.field("authorizedInfo", _ARROW_MasterAuthorizedInfo),
+]
+_ARROW_RegisterResponseM2CV2 = pa.struct(_FIELDS_RegisterResponseM2CV2)
+
+# The HeartRequestC2MV2 message (HeartRequestC2MV2).
+_SPARK_HeartRequestC2MV2 = StructType([
+    StructField("clientId", StringType(), False),
+    StructField("groupName", StringType(), False),
+    StructField("subRepInfo", _SPARK_ClientSubRepInfo, True),
+    StructField("opsTaskInfo", _SPARK_OpsTaskInfo, True),
+    StructField("authInfo", _SPARK_MasterCertificateInfo, True),
+])
+_FIELDS_HeartRequestC2MV2 = [
+    pa.field("clientId", pa.string(), nullable=False),
+    pa.field("groupName", pa.string(), nullable=False),
+    pa.field("subRepInfo", _ARROW_ClientSubRepInfo),
+    pa.field("opsTaskInfo", _ARROW_OpsTaskInfo),
+    pa.field("authInfo", _ARROW_MasterCertificateInfo),
+]
+_ARROW_HeartRequestC2MV2 = pa.struct(_FIELDS_HeartRequestC2MV2)
+
+# The HeartResponseM2CV2 message (HeartResponseM2CV2).
+_SPARK_HeartResponseM2CV2 = StructType([
+    StructField("errCode", IntegerType(), False),
+    StructField("errMsg", StringType(), False),
+    StructField("brokerConfigId", LongType(), True),
+    StructField("brokerConfigList", ArrayType(StringType(), False), False),
+    StructField("topicMetaInfoId", LongType(), True),
+    StructField("topicMetaInfoList", ArrayType(StringType(), False), False),
+    StructField("opsTaskInfo", _SPARK_OpsTaskInfo, True),
+    StructField("authorizedInfo", _SPARK_MasterAuthorizedInfo, True),
+])
+_FIELDS_HeartResponseM2CV2 = [
+    pa.field("errCode", pa.int32(), nullable=False),
+    pa.field("errMsg", pa.string(), nullable=False),
+    pa.field("brokerConfigId", pa.int64()),
+    pa.field(
+        "brokerConfigList",
+        pa.list_(pa.field("element", pa.string(), nullable=False)),
+        nullable=False,
+    ),
+    pa.field("topicMetaInfoId", pa.int64()),
+    pa.field(
+        "topicMetaInfoList",
+        pa.list_(pa.field("element", pa.string(), nullable=False)),
+        nullable=False,
+    ),
+    pa.field("opsTaskInfo", _ARROW_OpsTaskInfo),
+    pa.field("authorizedInfo", _ARROW_MasterAuthorizedInfo),
+]
+_ARROW_HeartResponseM2CV2 = pa.struct(_FIELDS_HeartResponseM2CV2)
+
+# The GetPartMetaRequestC2M message (GetPartMetaRequestC2M).
+_SPARK_GetPartMetaRequestC2M = StructType([
+    StructField("clientId", StringType(), False),
+    StructField("groupName", StringType(), False),
+    StructField("brokerConfigId", LongType(), False),
+    StructField("topicMetaInfoId", LongType(), False),
+    StructField("authInfo", _SPARK_MasterCertificateInfo, True),
+])
+_FIELDS_GetPartMetaRequestC2M = [
+    pa.field("clientId", pa.string(), nullable=False),
+    pa.field("groupName", pa.string(), nullable=False),
+    pa.field("brokerConfigId", pa.int64(), nullable=False),
+    pa.field("topicMetaInfoId", pa.int64(), nullable=False),
+    pa.field("authInfo", _ARROW_MasterCertificateInfo),
+]
+_ARROW_GetPartMetaRequestC2M = pa.struct(_FIELDS_GetPartMetaRequestC2M)
+
+# The GetPartMetaResponseM2C message (GetPartMetaResponseM2C).
+_SPARK_GetPartMetaResponseM2C = StructType([
+    StructField("errCode", IntegerType(), False),
+    StructField("errMsg", StringType(), False),
+    StructField("brokerConfigId", LongType(), True),
+    StructField("topicMetaInfoId", LongType(), True),
+    StructField("topicMetaInfoList", ArrayType(StringType(), False), False),
+    StructField("brokerConfigList", ArrayType(StringType(), False), False),
+])
+_FIELDS_GetPartMetaResponseM2C = [
+    pa.field("errCode", pa.int32(), nullable=False),
+    pa.field("errMsg", pa.string(), nullable=False),
+    pa.field("brokerConfigId", pa.int64()),
+    pa.field("topicMetaInfoId", pa.int64()),
+    pa.field(
+        "topicMetaInfoList",
+        pa.list_(pa.field("element", pa.string(), nullable=False)),
+        nullable=False,
+    ),
+    pa.field(
+        "brokerConfigList",
+        pa.list_(pa.field("element", pa.string(), nullable=False)),
+        nullable=False,
+    ),
+]
+_ARROW_GetPartMetaResponseM2C = pa.struct(_FIELDS_GetPartMetaResponseM2C)
 
 # The RpcConnHeader message (RpcConnHeader).
 _SPARK_RpcConnHeader = StructType([
@@ -2610,6 +3074,1129 @@ def _arrow_CloseResponseM2C(values: Sequence[master_service.CloseResponseM2C | N
     return struct_array(arrays, fields, len(rows), take)
 
 
+def _row_EnableBrokerFunInfo(m: master_service.EnableBrokerFunInfo) -> dict[str, Any]:
+    """The row of a EnableBrokerFunInfo: field name -> row value."""
+    return {
+        "enableConsumeAuthenticate": m.enableConsumeAuthenticate,
+        "enableConsumeAuthorize": m.enableConsumeAuthorize,
+        "enableProduceAuthenticate": m.enableProduceAuthenticate,
+        "enableProduceAuthorize": m.enableProduceAuthorize,
+        "enableVisitTokenCheck": m._enableVisitTokenCheck,
+    }
+
+
+def _value_EnableBrokerFunInfo(row: RowLike) -> master_service.EnableBrokerFunInfo:
+    """The EnableBrokerFunInfo a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["enableConsumeAuthenticate"]
+    v1 = r["enableConsumeAuthorize"]
+    v2 = r["enableProduceAuthenticate"]
+    v3 = r["enableProduceAuthorize"]
+    v4 = r["enableVisitTokenCheck"]
+    value = master_service.EnableBrokerFunInfo(
+        enableConsumeAuthenticate=required(v0, "EnableBrokerFunInfo.enableConsumeAuthenticate"),
+        enableConsumeAuthorize=required(v1, "EnableBrokerFunInfo.enableConsumeAuthorize"),
+        enableProduceAuthenticate=required(v2, "EnableBrokerFunInfo.enableProduceAuthenticate"),
+        enableProduceAuthorize=required(v3, "EnableBrokerFunInfo.enableProduceAuthorize"),
+        enableVisitTokenCheck=v4,
+    )
+    return value
+
+
+def _arrow_EnableBrokerFunInfo(values: Sequence[master_service.EnableBrokerFunInfo | None]) -> Any:
+    """An Arrow struct column of EnableBrokerFunInfo values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_EnableBrokerFunInfo)
+    fields = _FIELDS_EnableBrokerFunInfo
+    v0 = [m.enableConsumeAuthenticate for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.enableConsumeAuthorize for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.enableProduceAuthenticate for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    v3 = [m.enableProduceAuthorize for m in rows]
+    c3 = pa.array(v3, fields[3].type)
+    v4 = [m._enableVisitTokenCheck for m in rows]
+    c4 = pa.array(v4, fields[4].type)
+    arrays = [c0, c1, c2, c3, c4]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_MasterBrokerAuthorizedInfo(m: master_service.MasterBrokerAuthorizedInfo) -> dict[str, Any]:
+    """The row of a MasterBrokerAuthorizedInfo: field name -> row value."""
+    return {
+        "visitAuthorizedToken": m.visitAuthorizedToken,
+        "authAuthorizedToken": m._authAuthorizedToken,
+    }
+
+
+def _value_MasterBrokerAuthorizedInfo(row: RowLike) -> master_service.MasterBrokerAuthorizedInfo:
+    """The MasterBrokerAuthorizedInfo a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["visitAuthorizedToken"]
+    v1 = r["authAuthorizedToken"]
+    value = master_service.MasterBrokerAuthorizedInfo(
+        visitAuthorizedToken=required(v0, "MasterBrokerAuthorizedInfo.visitAuthorizedToken"),
+        authAuthorizedToken=v1,
+    )
+    return value
+
+
+def _arrow_MasterBrokerAuthorizedInfo(
+    values: Sequence[master_service.MasterBrokerAuthorizedInfo | None]
+) -> Any:
+    """An Arrow struct column of MasterBrokerAuthorizedInfo values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_MasterBrokerAuthorizedInfo)
+    fields = _FIELDS_MasterBrokerAuthorizedInfo
+    v0 = [m.visitAuthorizedToken for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m._authAuthorizedToken for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    arrays = [c0, c1]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_ClusterConfig(m: master_service.ClusterConfig) -> dict[str, Any]:
+    """The row of a ClusterConfig: field name -> row value."""
+    return {
+        "configId": m.configId,
+        "maxMsgSize": m._maxMsgSize,
+    }
+
+
+def _value_ClusterConfig(row: RowLike) -> master_service.ClusterConfig:
+    """The ClusterConfig a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["configId"]
+    v1 = r["maxMsgSize"]
+    value = master_service.ClusterConfig(
+        configId=required(v0, "ClusterConfig.configId"),
+        maxMsgSize=v1,
+    )
+    return value
+
+
+def _arrow_ClusterConfig(values: Sequence[master_service.ClusterConfig | None]) -> Any:
+    """An Arrow struct column of ClusterConfig values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_ClusterConfig)
+    fields = _FIELDS_ClusterConfig
+    v0 = [m.configId for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m._maxMsgSize for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    arrays = [c0, c1]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_RegisterRequestB2M(m: master_service.RegisterRequestB2M) -> dict[str, Any]:
+    """The row of a RegisterRequestB2M: field name -> row value."""
+    x13 = m.authInfo
+    x14 = m.clsConfig
+    return {
+        "clientId": m.clientId,
+        "brokerOnline": m.brokerOnline,
+        "enableTls": m.enableTls,
+        "readStatusRpt": m.readStatusRpt,
+        "writeStatusRpt": m.writeStatusRpt,
+        "curBrokerConfId": m.curBrokerConfId,
+        "confCheckSumId": m.confCheckSumId,
+        "brokerDefaultConfInfo": m.brokerDefaultConfInfo,
+        "brokerTopicSetConfInfo": list(m.brokerTopicSetConfInfo),
+        "ssdStoreId": m._ssdStoreId,
+        "flowCheckId": m._flowCheckId,
+        "qryPriorityId": m._qryPriorityId,
+        "tlsPort": m._tlsPort,
+        "authInfo": None if x13 is None else _row_MasterCertificateInfo(x13),
+        "clsConfig": None if x14 is None else _row_ClusterConfig(x14),
+    }
+
+
+def _value_RegisterRequestB2M(row: RowLike) -> master_service.RegisterRequestB2M:
+    """The RegisterRequestB2M a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["clientId"]
+    v1 = r["brokerOnline"]
+    v2 = r["enableTls"]
+    v3 = r["readStatusRpt"]
+    v4 = r["writeStatusRpt"]
+    v5 = r["curBrokerConfId"]
+    v6 = r["confCheckSumId"]
+    v7 = r["brokerDefaultConfInfo"]
+    v8 = r["brokerTopicSetConfInfo"]
+    v9 = r["ssdStoreId"]
+    v10 = r["flowCheckId"]
+    v11 = r["qryPriorityId"]
+    v12 = r["tlsPort"]
+    v13 = r["authInfo"]
+    v14 = r["clsConfig"]
+    value = master_service.RegisterRequestB2M(
+        clientId=required(v0, "RegisterRequestB2M.clientId"),
+        brokerOnline=required(v1, "RegisterRequestB2M.brokerOnline"),
+        enableTls=required(v2, "RegisterRequestB2M.enableTls"),
+        readStatusRpt=required(v3, "RegisterRequestB2M.readStatusRpt"),
+        writeStatusRpt=required(v4, "RegisterRequestB2M.writeStatusRpt"),
+        curBrokerConfId=required(v5, "RegisterRequestB2M.curBrokerConfId"),
+        confCheckSumId=required(v6, "RegisterRequestB2M.confCheckSumId"),
+        brokerDefaultConfInfo=required(v7, "RegisterRequestB2M.brokerDefaultConfInfo"),
+        brokerTopicSetConfInfo=list(v8 or ()),
+        ssdStoreId=v9,
+        flowCheckId=v10,
+        qryPriorityId=v11,
+        tlsPort=v12,
+        authInfo=None if v13 is None else _value_MasterCertificateInfo(v13),
+        clsConfig=None if v14 is None else _value_ClusterConfig(v14),
+    )
+    return value
+
+
+def _arrow_RegisterRequestB2M(values: Sequence[master_service.RegisterRequestB2M | None]) -> Any:
+    """An Arrow struct column of RegisterRequestB2M values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_RegisterRequestB2M)
+    fields = _FIELDS_RegisterRequestB2M
+    v0 = [m.clientId for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.brokerOnline for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.enableTls for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    v3 = [m.readStatusRpt for m in rows]
+    c3 = pa.array(v3, fields[3].type)
+    v4 = [m.writeStatusRpt for m in rows]
+    c4 = pa.array(v4, fields[4].type)
+    v5 = [m.curBrokerConfId for m in rows]
+    c5 = pa.array(v5, fields[5].type)
+    v6 = [m.confCheckSumId for m in rows]
+    c6 = pa.array(v6, fields[6].type)
+    v7 = [m.brokerDefaultConfInfo for m in rows]
+    c7 = pa.array(v7, fields[7].type)
+    v8 = [m.brokerTopicSetConfInfo for m in rows]
+    c8 = pa.array(v8, fields[8].type)
+    v9 = [m._ssdStoreId for m in rows]
+    c9 = pa.array(v9, fields[9].type)
+    v10 = [m._flowCheckId for m in rows]
+    c10 = pa.array(v10, fields[10].type)
+    v11 = [m._qryPriorityId for m in rows]
+    c11 = pa.array(v11, fields[11].type)
+    v12 = [m._tlsPort for m in rows]
+    c12 = pa.array(v12, fields[12].type)
+    v13 = [m.authInfo for m in rows]
+    c13 = _arrow_MasterCertificateInfo(v13)
+    v14 = [m.clsConfig for m in rows]
+    c14 = _arrow_ClusterConfig(v14)
+    arrays = [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_RegisterResponseM2B(m: master_service.RegisterResponseM2B) -> dict[str, Any]:
+    """The row of a RegisterResponseM2B: field name -> row value."""
+    x6 = m.enableBrokerInfo
+    x15 = m.authorizedInfo
+    x16 = m.brokerAuthorizedInfo
+    x17 = m.clsConfig
+    return {
+        "success": m.success,
+        "errCode": m.errCode,
+        "errMsg": m.errMsg,
+        "stopRead": m.stopRead,
+        "stopWrite": m.stopWrite,
+        "takeConfInfo": m.takeConfInfo,
+        "enableBrokerInfo": None if x6 is None else _row_EnableBrokerFunInfo(x6),
+        "curBrokerConfId": m._curBrokerConfId,
+        "confCheckSumId": m._confCheckSumId,
+        "brokerDefaultConfInfo": m._brokerDefaultConfInfo,
+        "brokerTopicSetConfInfo": list(m.brokerTopicSetConfInfo),
+        "ssdStoreId": m._ssdStoreId,
+        "flowCheckId": m._flowCheckId,
+        "flowControlInfo": m._flowControlInfo,
+        "qryPriorityId": m._qryPriorityId,
+        "authorizedInfo": None if x15 is None else _row_MasterAuthorizedInfo(x15),
+        "brokerAuthorizedInfo": None if x16 is None else _row_MasterBrokerAuthorizedInfo(x16),
+        "clsConfig": None if x17 is None else _row_ClusterConfig(x17),
+    }
+
+
+def _value_RegisterResponseM2B(row: RowLike) -> master_service.RegisterResponseM2B:
+    """The RegisterResponseM2B a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["success"]
+    v1 = r["errCode"]
+    v2 = r["errMsg"]
+    v3 = r["stopRead"]
+    v4 = r["stopWrite"]
+    v5 = r["takeConfInfo"]
+    v6 = r["enableBrokerInfo"]
+    v7 = r["curBrokerConfId"]
+    v8 = r["confCheckSumId"]
+    v9 = r["brokerDefaultConfInfo"]
+    v10 = r["brokerTopicSetConfInfo"]
+    v11 = r["ssdStoreId"]
+    v12 = r["flowCheckId"]
+    v13 = r["flowControlInfo"]
+    v14 = r["qryPriorityId"]
+    v15 = r["authorizedInfo"]
+    v16 = r["brokerAuthorizedInfo"]
+    v17 = r["clsConfig"]
+    value = master_service.RegisterResponseM2B(
+        success=required(v0, "RegisterResponseM2B.success"),
+        errCode=required(v1, "RegisterResponseM2B.errCode"),
+        errMsg=required(v2, "RegisterResponseM2B.errMsg"),
+        stopRead=required(v3, "RegisterResponseM2B.stopRead"),
+        stopWrite=required(v4, "RegisterResponseM2B.stopWrite"),
+        takeConfInfo=required(v5, "RegisterResponseM2B.takeConfInfo"),
+        enableBrokerInfo=None if v6 is None else _value_EnableBrokerFunInfo(v6),
+        curBrokerConfId=v7,
+        confCheckSumId=v8,
+        brokerDefaultConfInfo=v9,
+        brokerTopicSetConfInfo=list(v10 or ()),
+        ssdStoreId=v11,
+        flowCheckId=v12,
+        flowControlInfo=v13,
+        qryPriorityId=v14,
+        authorizedInfo=None if v15 is None else _value_MasterAuthorizedInfo(v15),
+        brokerAuthorizedInfo=None if v16 is None else _value_MasterBrokerAuthorizedInfo(v16),
+        clsConfig=None if v17 is None else _value_ClusterConfig(v17),
+    )
+    return value
+
+
+def _arrow_RegisterResponseM2B(values: Sequence[master_service.RegisterResponseM2B | None]) -> Any:
+    """An Arrow struct column of RegisterResponseM2B values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_RegisterResponseM2B)
+    fields = _FIELDS_RegisterResponseM2B
+    v0 = [m.success for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.errCode for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.errMsg for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    v3 = [m.stopRead for m in rows]
+    c3 = pa.array(v3, fields[3].type)
+    v4 = [m.stopWrite for m in rows]
+    c4 = pa.array(v4, fields[4].type)
+    v5 = [m.takeConfInfo for m in rows]
+    c5 = pa.array(v5, fields[5].type)
+    v6 = [m.enableBrokerInfo for m in rows]
+    c6 = _arrow_EnableBrokerFunInfo(v6)
+    v7 = [m._curBrokerConfId for m in rows]
+    c7 = pa.array(v7, fields[7].type)
+    v8 = [m._confCheckSumId for m in rows]
+    c8 = pa.array(v8, fields[8].type)
+    v9 = [m._brokerDefaultConfInfo for m in rows]
+    c9 = pa.array(v9, fields[9].type)
+    v10 = [m.brokerTopicSetConfInfo for m in rows]
+    c10 = pa.array(v10, fields[10].type)
+    v11 = [m._ssdStoreId for m in rows]
+    c11 = pa.array(v11, fields[11].type)
+    v12 = [m._flowCheckId for m in rows]
+    c12 = pa.array(v12, fields[12].type)
+    v13 = [m._flowControlInfo for m in rows]
+    c13 = pa.array(v13, fields[13].type)
+    v14 = [m._qryPriorityId for m in rows]
+    c14 = pa.array(v14, fields[14].type)
+    v15 = [m.authorizedInfo for m in rows]
+    c15 = _arrow_MasterAuthorizedInfo(v15)
+    v16 = [m.brokerAuthorizedInfo for m in rows]
+    c16 = _arrow_MasterBrokerAuthorizedInfo(v16)
+    v17 = [m.clsConfig for m in rows]
+    c17 = _arrow_ClusterConfig(v17)
+    arrays = [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_HeartRequestB2M(m: master_service.HeartRequestB2M) -> dict[str, Any]:
+    """The row of a HeartRequestB2M: field name -> row value."""
+    x14 = m.authInfo
+    x15 = m.clsConfig
+    return {
+        "brokerId": m.brokerId,
+        "brokerOnline": m.brokerOnline,
+        "readStatusRpt": m.readStatusRpt,
+        "writeStatusRpt": m.writeStatusRpt,
+        "curBrokerConfId": m.curBrokerConfId,
+        "confCheckSumId": m.confCheckSumId,
+        "takeConfInfo": m.takeConfInfo,
+        "takeRemovedTopicInfo": m.takeRemovedTopicInfo,
+        "brokerDefaultConfInfo": m._brokerDefaultConfInfo,
+        "brokerTopicSetConfInfo": list(m.brokerTopicSetConfInfo),
+        "removedTopicsInfo": list(m.removedTopicsInfo),
+        "ssdStoreId": m._ssdStoreId,
+        "flowCheckId": m._flowCheckId,
+        "qryPriorityId": m._qryPriorityId,
+        "authInfo": None if x14 is None else _row_MasterCertificateInfo(x14),
+        "clsConfig": None if x15 is None else _row_ClusterConfig(x15),
+    }
+
+
+def _value_HeartRequestB2M(row: RowLike) -> master_service.HeartRequestB2M:
+    """The HeartRequestB2M a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["brokerId"]
+    v1 = r["brokerOnline"]
+    v2 = r["readStatusRpt"]
+    v3 = r["writeStatusRpt"]
+    v4 = r["curBrokerConfId"]
+    v5 = r["confCheckSumId"]
+    v6 = r["takeConfInfo"]
+    v7 = r["takeRemovedTopicInfo"]
+    v8 = r["brokerDefaultConfInfo"]
+    v9 = r["brokerTopicSetConfInfo"]
+    v10 = r["removedTopicsInfo"]
+    v11 = r["ssdStoreId"]
+    v12 = r["flowCheckId"]
+    v13 = r["qryPriorityId"]
+    v14 = r["authInfo"]
+    v15 = r["clsConfig"]
+    value = master_service.HeartRequestB2M(
+        brokerId=required(v0, "HeartRequestB2M.brokerId"),
+        brokerOnline=required(v1, "HeartRequestB2M.brokerOnline"),
+        readStatusRpt=required(v2, "HeartRequestB2M.readStatusRpt"),
+        writeStatusRpt=required(v3, "HeartRequestB2M.writeStatusRpt"),
+        curBrokerConfId=required(v4, "HeartRequestB2M.curBrokerConfId"),
+        confCheckSumId=required(v5, "HeartRequestB2M.confCheckSumId"),
+        takeConfInfo=required(v6, "HeartRequestB2M.takeConfInfo"),
+        takeRemovedTopicInfo=required(v7, "HeartRequestB2M.takeRemovedTopicInfo"),
+        brokerDefaultConfInfo=v8,
+        brokerTopicSetConfInfo=list(v9 or ()),
+        removedTopicsInfo=list(v10 or ()),
+        ssdStoreId=v11,
+        flowCheckId=v12,
+        qryPriorityId=v13,
+        authInfo=None if v14 is None else _value_MasterCertificateInfo(v14),
+        clsConfig=None if v15 is None else _value_ClusterConfig(v15),
+    )
+    return value
+
+
+def _arrow_HeartRequestB2M(values: Sequence[master_service.HeartRequestB2M | None]) -> Any:
+    """An Arrow struct column of HeartRequestB2M values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_HeartRequestB2M)
+    fields = _FIELDS_HeartRequestB2M
+    v0 = [m.brokerId for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.brokerOnline for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.readStatusRpt for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    v3 = [m.writeStatusRpt for m in rows]
+    c3 = pa.array(v3, fields[3].type)
+    v4 = [m.curBrokerConfId for m in rows]
+    c4 = pa.array(v4, fields[4].type)
+    v5 = [m.confCheckSumId for m in rows]
+    c5 = pa.array(v5, fields[5].type)
+    v6 = [m.takeConfInfo for m in rows]
+    c6 = pa.array(v6, fields[6].type)
+    v7 = [m.takeRemovedTopicInfo for m in rows]
+    c7 = pa.array(v7, fields[7].type)
+    v8 = [m._brokerDefaultConfInfo for m in rows]
+    c8 = pa.array(v8, fields[8].type)
+    v9 = [m.brokerTopicSetConfInfo for m in rows]
+    c9 = pa.array(v9, fields[9].type)
+    v10 = [m.removedTopicsInfo for m in rows]
+    c10 = pa.array(v10, fields[10].type)
+    v11 = [m._ssdStoreId for m in rows]
+    c11 = pa.array(v11, fields[11].type)
+    v12 = [m._flowCheckId for m in rows]
+    c12 = pa.array(v12, fields[12].type)
+    v13 = [m._qryPriorityId for m in rows]
+    c13 = pa.array(v13, fields[13].type)
+    v14 = [m.authInfo for m in rows]
+    c14 = _arrow_MasterCertificateInfo(v14)
+    v15 = [m.clsConfig for m in rows]
+    c15 = _arrow_ClusterConfig(v15)
+    arrays = [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_HeartResponseM2B(m: master_service.HeartResponseM2B) -> dict[str, Any]:
+    """The row of a HeartResponseM2B: field name -> row value."""
+    x17 = m.authorizedInfo
+    x18 = m.brokerAuthorizedInfo
+    x19 = m.clsConfig
+    return {
+        "success": m.success,
+        "errCode": m.errCode,
+        "errMsg": m.errMsg,
+        "stopRead": m.stopRead,
+        "stopWrite": m.stopWrite,
+        "curBrokerConfId": m.curBrokerConfId,
+        "confCheckSumId": m.confCheckSumId,
+        "needReportData": m.needReportData,
+        "takeConfInfo": m.takeConfInfo,
+        "takeRemoveTopicInfo": m.takeRemoveTopicInfo,
+        "brokerDefaultConfInfo": m._brokerDefaultConfInfo,
+        "brokerTopicSetConfInfo": list(m.brokerTopicSetConfInfo),
+        "removeTopicConfInfo": list(m.removeTopicConfInfo),
+        "ssdStoreId": m._ssdStoreId,
+        "flowCheckId": m._flowCheckId,
+        "flowControlInfo": m._flowControlInfo,
+        "qryPriorityId": m._qryPriorityId,
+        "authorizedInfo": None if x17 is None else _row_MasterAuthorizedInfo(x17),
+        "brokerAuthorizedInfo": None if x18 is None else _row_MasterBrokerAuthorizedInfo(x18),
+        "clsConfig": None if x19 is None else _row_ClusterConfig(x19),
+    }
+
+
+def _value_HeartResponseM2B(row: RowLike) -> master_service.HeartResponseM2B:
+    """The HeartResponseM2B a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["success"]
+    v1 = r["errCode"]
+    v2 = r["errMsg"]
+    v3 = r["stopRead"]
+    v4 = r["stopWrite"]
+    v5 = r["curBrokerConfId"]
+    v6 = r["confCheckSumId"]
+    v7 = r["needReportData"]
+    v8 = r["takeConfInfo"]
+    v9 = r["takeRemoveTopicInfo"]
+    v10 = r["brokerDefaultConfInfo"]
+    v11 = r["brokerTopicSetConfInfo"]
+    v12 = r["removeTopicConfInfo"]
+    v13 = r["ssdStoreId"]
+    v14 = r["flowCheckId"]
+    v15 = r["flowControlInfo"]
+    v16 = r["qryPriorityId"]
+    v17 = r["authorizedInfo"]
+    v18 = r["brokerAuthorizedInfo"]
+    v19 = r["clsConfig"]
+    value = master_service.HeartResponseM2B(
+        success=required(v0, "HeartResponseM2B.success"),
+        errCode=required(v1, "HeartResponseM2B.errCode"),
+        errMsg=required(v2, "HeartResponseM2B.errMsg"),
+        stopRead=required(v3, "HeartResponseM2B.stopRead"),
+        stopWrite=required(v4, "HeartResponseM2B.stopWrite"),
+        curBrokerConfId=required(v5, "HeartResponseM2B.curBrokerConfId"),
+        confCheckSumId=required(v6, "HeartResponseM2B.confCheckSumId"),
+        needReportData=required(v7, "HeartResponseM2B.needReportData"),
+        takeConfInfo=required(v8, "HeartResponseM2B.takeConfInfo"),
+        takeRemoveTopicInfo=required(v9, "HeartResponseM2B.takeRemoveTopicInfo"),
+        brokerDefaultConfInfo=v10,
+        brokerTopicSetConfInfo=list(v11 or ()),
+        removeTopicConfInfo=list(v12 or ()),
+        ssdStoreId=v13,
+        flowCheckId=v14,
+        flowControlInfo=v15,
+        qryPriorityId=v16,
+        authorizedInfo=None if v17 is None else _value_MasterAuthorizedInfo(v17),
+        brokerAuthorizedInfo=None if v18 is None else _value_MasterBrokerAuthorizedInfo(v18),
+        clsConfig=None if v19 is None else _value_ClusterConfig(v19),
+    )
+    return value
+
+
+def _arrow_HeartResponseM2B(values: Sequence[master_service.HeartResponseM2B | None]) -> Any:
+    """An Arrow struct column of HeartResponseM2B values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_HeartResponseM2B)
+    fields = _FIELDS_HeartResponseM2B
+    v0 = [m.success for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.errCode for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.errMsg for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    v3 = [m.stopRead for m in rows]
+    c3 = pa.array(v3, fields[3].type)
+    v4 = [m.stopWrite for m in rows]
+    c4 = pa.array(v4, fields[4].type)
+    v5 = [m.curBrokerConfId for m in rows]
+    c5 = pa.array(v5, fields[5].type)
+    v6 = [m.confCheckSumId for m in rows]
+    c6 = pa.array(v6, fields[6].type)
+    v7 = [m.needReportData for m in rows]
+    c7 = pa.array(v7, fields[7].type)
+    v8 = [m.takeConfInfo for m in rows]
+    c8 = pa.array(v8, fields[8].type)
+    v9 = [m.takeRemoveTopicInfo for m in rows]
+    c9 = pa.array(v9, fields[9].type)
+    v10 = [m._brokerDefaultConfInfo for m in rows]
+    c10 = pa.array(v10, fields[10].type)
+    v11 = [m.brokerTopicSetConfInfo for m in rows]
+    c11 = pa.array(v11, fields[11].type)
+    v12 = [m.removeTopicConfInfo for m in rows]
+    c12 = pa.array(v12, fields[12].type)
+    v13 = [m._ssdStoreId for m in rows]
+    c13 = pa.array(v13, fields[13].type)
+    v14 = [m._flowCheckId for m in rows]
+    c14 = pa.array(v14, fields[14].type)
+    v15 = [m._flowControlInfo for m in rows]
+    c15 = pa.array(v15, fields[15].type)
+    v16 = [m._qryPriorityId for m in rows]
+    c16 = pa.array(v16, fields[16].type)
+    v17 = [m.authorizedInfo for m in rows]
+    c17 = _arrow_MasterAuthorizedInfo(v17)
+    v18 = [m.brokerAuthorizedInfo for m in rows]
+    c18 = _arrow_MasterBrokerAuthorizedInfo(v18)
+    v19 = [m.clsConfig for m in rows]
+    c19 = _arrow_ClusterConfig(v19)
+    arrays = [
+        c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19,
+    ]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_CloseRequestB2M(m: master_service.CloseRequestB2M) -> dict[str, Any]:
+    """The row of a CloseRequestB2M: field name -> row value."""
+    x1 = m.authInfo
+    return {
+        "brokerId": m.brokerId,
+        "authInfo": None if x1 is None else _row_MasterCertificateInfo(x1),
+    }
+
+
+def _value_CloseRequestB2M(row: RowLike) -> master_service.CloseRequestB2M:
+    """The CloseRequestB2M a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["brokerId"]
+    v1 = r["authInfo"]
+    value = master_service.CloseRequestB2M(
+        brokerId=required(v0, "CloseRequestB2M.brokerId"),
+        authInfo=None if v1 is None else _value_MasterCertificateInfo(v1),
+    )
+    return value
+
+
+def _arrow_CloseRequestB2M(values: Sequence[master_service.CloseRequestB2M | None]) -> Any:
+    """An Arrow struct column of CloseRequestB2M values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_CloseRequestB2M)
+    fields = _FIELDS_CloseRequestB2M
+    v0 = [m.brokerId for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.authInfo for m in rows]
+    c1 = _arrow_MasterCertificateInfo(v1)
+    arrays = [c0, c1]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_CloseResponseM2B(m: master_service.CloseResponseM2B) -> dict[str, Any]:
+    """The row of a CloseResponseM2B: field name -> row value."""
+    return {
+        "success": m.success,
+        "errCode": m.errCode,
+        "errMsg": m.errMsg,
+    }
+
+
+def _value_CloseResponseM2B(row: RowLike) -> master_service.CloseResponseM2B:
+    """The CloseResponseM2B a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["success"]
+    v1 = r["errCode"]
+    v2 = r["errMsg"]
+    value = master_service.CloseResponseM2B(
+        success=required(v0, "CloseResponseM2B.success"),
+        errCode=required(v1, "CloseResponseM2B.errCode"),
+        errMsg=required(v2, "CloseResponseM2B.errMsg"),
+    )
+    return value
+
+
+def _arrow_CloseResponseM2B(values: Sequence[master_service.CloseResponseM2B | None]) -> Any:
+    """An Arrow struct column of CloseResponseM2B values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_CloseResponseM2B)
+    fields = _FIELDS_CloseResponseM2B
+    v0 = [m.success for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.errCode for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.errMsg for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    arrays = [c0, c1, c2]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_ClientSubRepInfo(m: master_service.ClientSubRepInfo) -> dict[str, Any]:
+    """The row of a ClientSubRepInfo: field name -> row value."""
+    return {
+        "brokerConfigId": m.brokerConfigId,
+        "topicMetaInfoId": m.topicMetaInfoId,
+        "lstAssignedTime": m._lstAssignedTime,
+        "reportSubInfo": m._reportSubInfo,
+        "partSubInfo": list(m.partSubInfo),
+    }
+
+
+def _value_ClientSubRepInfo(row: RowLike) -> master_service.ClientSubRepInfo:
+    """The ClientSubRepInfo a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["brokerConfigId"]
+    v1 = r["topicMetaInfoId"]
+    v2 = r["lstAssignedTime"]
+    v3 = r["reportSubInfo"]
+    v4 = r["partSubInfo"]
+    value = master_service.ClientSubRepInfo(
+        brokerConfigId=required(v0, "ClientSubRepInfo.brokerConfigId"),
+        topicMetaInfoId=required(v1, "ClientSubRepInfo.topicMetaInfoId"),
+        lstAssignedTime=v2,
+        reportSubInfo=v3,
+        partSubInfo=list(v4 or ()),
+    )
+    return value
+
+
+def _arrow_ClientSubRepInfo(values: Sequence[master_service.ClientSubRepInfo | None]) -> Any:
+    """An Arrow struct column of ClientSubRepInfo values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_ClientSubRepInfo)
+    fields = _FIELDS_ClientSubRepInfo
+    v0 = [m.brokerConfigId for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.topicMetaInfoId for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m._lstAssignedTime for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    v3 = [m._reportSubInfo for m in rows]
+    c3 = pa.array(v3, fields[3].type)
+    v4 = [m.partSubInfo for m in rows]
+    c4 = pa.array(v4, fields[4].type)
+    arrays = [c0, c1, c2, c3, c4]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_OpsTaskInfo(m: master_service.OpsTaskInfo) -> dict[str, Any]:
+    """The row of a OpsTaskInfo: field name -> row value."""
+    return {
+        "groupFlowCheckId": m._groupFlowCheckId,
+        "defFlowCheckId": m._defFlowCheckId,
+        "qryPriorityId": m._qryPriorityId,
+        "csmFrmMaxOffsetCtrlId": m._csmFrmMaxOffsetCtrlId,
+        "requireAuth": m._requireAuth,
+        "defFlowControlInfo": m._defFlowControlInfo,
+        "groupFlowControlInfo": m._groupFlowControlInfo,
+    }
+
+
+def _value_OpsTaskInfo(row: RowLike) -> master_service.OpsTaskInfo:
+    """The OpsTaskInfo a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["groupFlowCheckId"]
+    v1 = r["defFlowCheckId"]
+    v2 = r["qryPriorityId"]
+    v3 = r["csmFrmMaxOffsetCtrlId"]
+    v4 = r["requireAuth"]
+    v5 = r["defFlowControlInfo"]
+    v6 = r["groupFlowControlInfo"]
+    value = master_service.OpsTaskInfo(
+        groupFlowCheckId=v0,
+        defFlowCheckId=v1,
+        qryPriorityId=v2,
+        csmFrmMaxOffsetCtrlId=v3,
+        requireAuth=v4,
+        defFlowControlInfo=v5,
+        groupFlowControlInfo=v6,
+    )
+    return value
+
+
+def _arrow_OpsTaskInfo(values: Sequence[master_service.OpsTaskInfo | None]) -> Any:
+    """An Arrow struct column of OpsTaskInfo values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_OpsTaskInfo)
+    fields = _FIELDS_OpsTaskInfo
+    v0 = [m._groupFlowCheckId for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m._defFlowCheckId for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m._qryPriorityId for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    v3 = [m._csmFrmMaxOffsetCtrlId for m in rows]
+    c3 = pa.array(v3, fields[3].type)
+    v4 = [m._requireAuth for m in rows]
+    c4 = pa.array(v4, fields[4].type)
+    v5 = [m._defFlowControlInfo for m in rows]
+    c5 = pa.array(v5, fields[5].type)
+    v6 = [m._groupFlowControlInfo for m in rows]
+    c6 = pa.array(v6, fields[6].type)
+    arrays = [c0, c1, c2, c3, c4, c5, c6]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_RegisterRequestC2MV2(m: master_service.RegisterRequestC2MV2) -> dict[str, Any]:
+    """The row of a RegisterRequestC2MV2: field name -> row value."""
+    x7 = m.subRepInfo
+    x8 = m.opsTaskInfo
+    x9 = m.authInfo
+    return {
+        "clientId": m.clientId,
+        "groupName": m.groupName,
+        "hostName": m.hostName,
+        "sourceCount": m.sourceCount,
+        "nodeId": m.nodeId,
+        "topicList": list(m.topicList),
+        "topicCondition": list(m.topicCondition),
+        "subRepInfo": None if x7 is None else _row_ClientSubRepInfo(x7),
+        "opsTaskInfo": None if x8 is None else _row_OpsTaskInfo(x8),
+        "authInfo": None if x9 is None else _row_MasterCertificateInfo(x9),
+        "jdkVersion": m._jdkVersion,
+    }
+
+
+def _value_RegisterRequestC2MV2(row: RowLike) -> master_service.RegisterRequestC2MV2:
+    """The RegisterRequestC2MV2 a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["clientId"]
+    v1 = r["groupName"]
+    v2 = r["hostName"]
+    v3 = r["sourceCount"]
+    v4 = r["nodeId"]
+    v5 = r["topicList"]
+    v6 = r["topicCondition"]
+    v7 = r["subRepInfo"]
+    v8 = r["opsTaskInfo"]
+    v9 = r["authInfo"]
+    v10 = r["jdkVersion"]
+    value = master_service.RegisterRequestC2MV2(
+        clientId=required(v0, "RegisterRequestC2MV2.clientId"),
+        groupName=required(v1, "RegisterRequestC2MV2.groupName"),
+        hostName=required(v2, "RegisterRequestC2MV2.hostName"),
+        sourceCount=required(v3, "RegisterRequestC2MV2.sourceCount"),
+        nodeId=required(v4, "RegisterRequestC2MV2.nodeId"),
+        topicList=list(v5 or ()),
+        topicCondition=list(v6 or ()),
+        subRepInfo=None if v7 is None else _value_ClientSubRepInfo(v7),
+        opsTaskInfo=None if v8 is None else _value_OpsTaskInfo(v8),
+        authInfo=None if v9 is None else _value_MasterCertificateInfo(v9),
+        jdkVersion=v10,
+    )
+    return value
+
+
+def _arrow_RegisterRequestC2MV2(
+    values: Sequence[master_service.RegisterRequestC2MV2 | None]
+) -> Any:
+    """An Arrow struct column of RegisterRequestC2MV2 values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_RegisterRequestC2MV2)
+    fields = _FIELDS_RegisterRequestC2MV2
+    v0 = [m.clientId for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.groupName for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.hostName for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    v3 = [m.sourceCount for m in rows]
+    c3 = pa.array(v3, fields[3].type)
+    v4 = [m.nodeId for m in rows]
+    c4 = pa.array(v4, fields[4].type)
+    v5 = [m.topicList for m in rows]
+    c5 = pa.array(v5, fields[5].type)
+    v6 = [m.topicCondition for m in rows]
+    c6 = pa.array(v6, fields[6].type)
+    v7 = [m.subRepInfo for m in rows]
+    c7 = _arrow_ClientSubRepInfo(v7)
+    v8 = [m.opsTaskInfo for m in rows]
+    c8 = _arrow_OpsTaskInfo(v8)
+    v9 = [m.authInfo for m in rows]
+    c9 = _arrow_MasterCertificateInfo(v9)
+    v10 = [m._jdkVersion for m in rows]
+    c10 = pa.array(v10, fields[10].type)
+    arrays = [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_RegisterResponseM2CV2(m: master_service.RegisterResponseM2CV2) -> dict[str, Any]:
+    """The row of a RegisterResponseM2CV2: field name -> row value."""
+    x4 = m.opsTaskInfo
+    x5 = m.authorizedInfo
+    return {
+        "errCode": m.errCode,
+        "errMsg": m.errMsg,
+        "brokerConfigId": m._brokerConfigId,
+        "brokerConfigList": list(m.brokerConfigList),
+        "opsTaskInfo": None if x4 is None else _row_OpsTaskInfo(x4),
+        "authorizedInfo": None if x5 is None else _row_MasterAuthorizedInfo(x5),
+    }
+
+
+def _value_RegisterResponseM2CV2(row: RowLike) -> master_service.RegisterResponseM2CV2:
+    """The RegisterResponseM2CV2 a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["errCode"]
+    v1 = r["errMsg"]
+    v2 = r["brokerConfigId"]
+    v3 = r["brokerConfigList"]
+    v4 = r["opsTaskInfo"]
+    v5 = r["authorizedInfo"]
+    value = master_service.RegisterResponseM2CV2(
+        errCode=required(v0, "RegisterResponseM2CV2.errCode"),
+        errMsg=required(v1, "RegisterResponseM2CV2.errMsg"),
+        brokerConfigId=v2,
+        brokerConfigList=list(v3 or ()),
+        opsTaskInfo=None if v4 is None else _value_OpsTaskInfo(v4),
+        authorizedInfo=None if v5 is None else _value_MasterAuthorizedInfo(v5),
+    )
+    return value
+
+
+def _arrow_RegisterResponseM2CV2(
+    values: Sequence[master_service.RegisterResponseM2CV2 | None]
+) -> Any:
+    """An Arrow struct column of RegisterResponseM2CV2 values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_RegisterResponseM2CV2)
+    fields = _FIELDS_RegisterResponseM2CV2
+    v0 = [m.errCode for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.errMsg for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m._brokerConfigId for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    v3 = [m.brokerConfigList for m in rows]
+    c3 = pa.array(v3, fields[3].type)
+    v4 = [m.opsTaskInfo for m in rows]
+    c4 = _arrow_OpsTaskInfo(v4)
+    v5 = [m.authorizedInfo for m in rows]
+    c5 = _arrow_MasterAuthorizedInfo(v5)
+    arrays = [c0, c1, c2, c3, c4, c5]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_HeartRequestC2MV2(m: master_service.HeartRequestC2MV2) -> dict[str, Any]:
+    """The row of a HeartRequestC2MV2: field name -> row value."""
+    x2 = m.subRepInfo
+    x3 = m.opsTaskInfo
+    x4 = m.authInfo
+    return {
+        "clientId": m.clientId,
+        "groupName": m.groupName,
+        "subRepInfo": None if x2 is None else _row_ClientSubRepInfo(x2),
+        "opsTaskInfo": None if x3 is None else _row_OpsTaskInfo(x3),
+        "authInfo": None if x4 is None else _row_MasterCertificateInfo(x4),
+    }
+
+
+def _value_HeartRequestC2MV2(row: RowLike) -> master_service.HeartRequestC2MV2:
+    """The HeartRequestC2MV2 a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["clientId"]
+    v1 = r["groupName"]
+    v2 = r["subRepInfo"]
+    v3 = r["opsTaskInfo"]
+    v4 = r["authInfo"]
+    value = master_service.HeartRequestC2MV2(
+        clientId=required(v0, "HeartRequestC2MV2.clientId"),
+        groupName=required(v1, "HeartRequestC2MV2.groupName"),
+        subRepInfo=None if v2 is None else _value_ClientSubRepInfo(v2),
+        opsTaskInfo=None if v3 is None else _value_OpsTaskInfo(v3),
+        authInfo=None if v4 is None else _value_MasterCertificateInfo(v4),
+    )
+    return value
+
+
+def _arrow_HeartRequestC2MV2(values: Sequence[master_service.HeartRequestC2MV2 | None]) -> Any:
+    """An Arrow struct column of HeartRequestC2MV2 values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_HeartRequestC2MV2)
+    fields = _FIELDS_HeartRequestC2MV2
+    v0 = [m.clientId for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.groupName for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.subRepInfo for m in rows]
+    c2 = _arrow_ClientSubRepInfo(v2)
+    v3 = [m.opsTaskInfo for m in rows]
+    c3 = _arrow_OpsTaskInfo(v3)
+    v4 = [m.authInfo for m in rows]
+    c4 = _arrow_MasterCertificateInfo(v4)
+    arrays = [c0, c1, c2, c3, c4]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_HeartResponseM2CV2(m: master_service.HeartResponseM2CV2) -> dict[str, Any]:
+    """The row of a HeartResponseM2CV2: field name -> row value."""
+    x6 = m.opsTaskInfo
+    x7 = m.authorizedInfo
+    return {
+        "errCode": m.errCode,
+        "errMsg": m.errMsg,
+        "brokerConfigId": m._brokerConfigId,
+        "brokerConfigList": list(m.brokerConfigList),
+        "topicMetaInfoId": m._topicMetaInfoId,
+        "topicMetaInfoList": list(m.topicMetaInfoList),
+        "opsTaskInfo": None if x6 is None else _row_OpsTaskInfo(x6),
+        "authorizedInfo": None if x7 is None else _row_MasterAuthorizedInfo(x7),
+    }
+
+
+def _value_HeartResponseM2CV2(row: RowLike) -> master_service.HeartResponseM2CV2:
+    """The HeartResponseM2CV2 a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["errCode"]
+    v1 = r["errMsg"]
+    v2 = r["brokerConfigId"]
+    v3 = r["brokerConfigList"]
+    v4 = r["topicMetaInfoId"]
+    v5 = r["topicMetaInfoList"]
+    v6 = r["opsTaskInfo"]
+    v7 = r["authorizedInfo"]
+    value = master_service.HeartResponseM2CV2(
+        errCode=required(v0, "HeartResponseM2CV2.errCode"),
+        errMsg=required(v1, "HeartResponseM2CV2.errMsg"),
+        brokerConfigId=v2,
+        brokerConfigList=list(v3 or ()),
+        topicMetaInfoId=v4,
+        topicMetaInfoList=list(v5 or ()),
+        opsTaskInfo=None if v6 is None else _value_OpsTaskInfo(v6),
+        authorizedInfo=None if v7 is None else _value_MasterAuthorizedInfo(v7),
+    )
+    return value
+
+
+def _arrow_HeartResponseM2CV2(values: Sequence[master_service.HeartResponseM2CV2 | None]) -> Any:
+    """An Arrow struct column of HeartResponseM2CV2 values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_HeartResponseM2CV2)
+    fields = _FIELDS_HeartResponseM2CV2
+    v0 = [m.errCode for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.errMsg for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m._brokerConfigId for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    v3 = [m.brokerConfigList for m in rows]
+    c3 = pa.array(v3, fields[3].type)
+    v4 = [m._topicMetaInfoId for m in rows]
+    c4 = pa.array(v4, fields[4].type)
+    v5 = [m.topicMetaInfoList for m in rows]
+    c5 = pa.array(v5, fields[5].type)
+    v6 = [m.opsTaskInfo for m in rows]
+    c6 = _arrow_OpsTaskInfo(v6)
+    v7 = [m.authorizedInfo for m in rows]
+    c7 = _arrow_MasterAuthorizedInfo(v7)
+    arrays = [c0, c1, c2, c3, c4, c5, c6, c7]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_GetPartMetaRequestC2M(m: master_service.GetPartMetaRequestC2M) -> dict[str, Any]:
+    """The row of a GetPartMetaRequestC2M: field name -> row value."""
+    x4 = m.authInfo
+    return {
+        "clientId": m.clientId,
+        "groupName": m.groupName,
+        "brokerConfigId": m.brokerConfigId,
+        "topicMetaInfoId": m.topicMetaInfoId,
+        "authInfo": None if x4 is None else _row_MasterCertificateInfo(x4),
+    }
+
+
+def _value_GetPartMetaRequestC2M(row: RowLike) -> master_service.GetPartMetaRequestC2M:
+    """The GetPartMetaRequestC2M a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["clientId"]
+    v1 = r["groupName"]
+    v2 = r["brokerConfigId"]
+    v3 = r["topicMetaInfoId"]
+    v4 = r["authInfo"]
+    value = master_service.GetPartMetaRequestC2M(
+        clientId=required(v0, "GetPartMetaRequestC2M.clientId"),
+        groupName=required(v1, "GetPartMetaRequestC2M.groupName"),
+        brokerConfigId=required(v2, "GetPartMetaRequestC2M.brokerConfigId"),
+        topicMetaInfoId=required(v3, "GetPartMetaRequestC2M.topicMetaInfoId"),
+        authInfo=None if v4 is None else _value_MasterCertificateInfo(v4),
+    )
+    return value
+
+
+def _arrow_GetPartMetaRequestC2M(
+    values: Sequence[master_service.GetPartMetaRequestC2M | None]
+) -> Any:
+    """An Arrow struct column of GetPartMetaRequestC2M values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_GetPartMetaRequestC2M)
+    fields = _FIELDS_GetPartMetaRequestC2M
+    v0 = [m.clientId for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.groupName for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.brokerConfigId for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    v3 = [m.topicMetaInfoId for m in rows]
+    c3 = pa.array(v3, fields[3].type)
+    v4 = [m.authInfo for m in rows]
+    c4 = _arrow_MasterCertificateInfo(v4)
+    arrays = [c0, c1, c2, c3, c4]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_GetPartMetaResponseM2C(m: master_service.GetPartMetaResponseM2C) -> dict[str, Any]:
+    """The row of a GetPartMetaResponseM2C: field name -> row value."""
+    return {
+        "errCode": m.errCode,
+        "errMsg": m.errMsg,
+        "brokerConfigId": m._brokerConfigId,
+        "topicMetaInfoId": m._topicMetaInfoId,
+        "topicMetaInfoList": list(m.topicMetaInfoList),
+        "brokerConfigList": list(m.brokerConfigList),
+    }
+
+
+def _value_GetPartMetaResponseM2C(row: RowLike) -> master_service.GetPartMetaResponseM2C:
+    """The GetPartMetaResponseM2C a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["errCode"]
+    v1 = r["errMsg"]
+    v2 = r["brokerConfigId"]
+    v3 = r["topicMetaInfoId"]
+    v4 = r["topicMetaInfoList"]
+    v5 = r["brokerConfigList"]
+    value = master_service.GetPartMetaResponseM2C(
+        errCode=required(v0, "GetPartMetaResponseM2C.errCode"),
+        errMsg=required(v1, "GetPartMetaResponseM2C.errMsg"),
+        brokerConfigId=v2,
+        topicMetaInfoId=v3,
+        topicMetaInfoList=list(v4 or ()),
+        brokerConfigList=list(v5 or ()),
+    )
+    return value
+
+
+def _arrow_GetPartMetaResponseM2C(
+    values: Sequence[master_service.GetPartMetaResponseM2C | None]
+) -> Any:
+    """An Arrow struct column of GetPartMetaResponseM2C values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_GetPartMetaResponseM2C)
+    fields = _FIELDS_GetPartMetaResponseM2C
+    v0 = [m.errCode for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.errMsg for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m._brokerConfigId for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    v3 = [m._topicMetaInfoId for m in rows]
+    c3 = pa.array(v3, fields[3].type)
+    v4 = [m.topicMetaInfoList for m in rows]
+    c4 = pa.array(v4, fields[4].type)
+    v5 = [m.brokerConfigList for m in rows]
+    c5 = pa.array(v5, fields[5].type)
+    arrays = [c0, c1, c2, c3, c4, c5]
+    return struct_array(arrays, fields, len(rows), take)
+
+
 def _row_RpcConnHeader(m: rpc.RpcConnHeader) -> dict[str, Any]:
     """The row of a RpcConnHeader: field name -> row value."""
     return {
@@ -3343,6 +4930,210 @@ CloseResponseM2C = RowCodec(
 )
 
 
+# The EnableBrokerFunInfo message (EnableBrokerFunInfo).
+EnableBrokerFunInfo = RowCodec(
+    "EnableBrokerFunInfo",
+    master_service.EnableBrokerFunInfo,
+    _SPARK_EnableBrokerFunInfo,
+    _ARROW_EnableBrokerFunInfo,
+    _row_EnableBrokerFunInfo,
+    _value_EnableBrokerFunInfo,
+    _arrow_EnableBrokerFunInfo,
+)
+
+
+# The MasterBrokerAuthorizedInfo message (MasterBrokerAuthorizedInfo).
+MasterBrokerAuthorizedInfo = RowCodec(
+    "MasterBrokerAuthorizedInfo",
+    master_service.MasterBrokerAuthorizedInfo,
+    _SPARK_MasterBrokerAuthorizedInfo,
+    _ARROW_MasterBrokerAuthorizedInfo,
+    _row_MasterBrokerAuthorizedInfo,
+    _value_MasterBrokerAuthorizedInfo,
+    _arrow_MasterBrokerAuthorizedInfo,
+)
+
+
+# The ClusterConfig message (ClusterConfig).
+ClusterConfig = RowCodec(
+    "ClusterConfig",
+    master_service.ClusterConfig,
+    _SPARK_ClusterConfig,
+    _ARROW_ClusterConfig,
+    _row_ClusterConfig,
+    _value_ClusterConfig,
+    _arrow_ClusterConfig,
+)
+
+
+# The RegisterRequestB2M message (RegisterRequestB2M).
+RegisterRequestB2M = RowCodec(
+    "RegisterRequestB2M",
+    master_service.RegisterRequestB2M,
+    _SPARK_RegisterRequestB2M,
+    _ARROW_RegisterRequestB2M,
+    _row_RegisterRequestB2M,
+    _value_RegisterRequestB2M,
+    _arrow_RegisterRequestB2M,
+)
+
+
+# The RegisterResponseM2B message (RegisterResponseM2B).
+RegisterResponseM2B = RowCodec(
+    "RegisterResponseM2B",
+    master_service.RegisterResponseM2B,
+    _SPARK_RegisterResponseM2B,
+    _ARROW_RegisterResponseM2B,
+    _row_RegisterResponseM2B,
+    _value_RegisterResponseM2B,
+    _arrow_RegisterResponseM2B,
+)
+
+
+# The HeartRequestB2M message (HeartRequestB2M).
+HeartRequestB2M = RowCodec(
+    "HeartRequestB2M",
+    master_service.HeartRequestB2M,
+    _SPARK_HeartRequestB2M,
+    _ARROW_HeartRequestB2M,
+    _row_HeartRequestB2M,
+    _value_HeartRequestB2M,
+    _arrow_HeartRequestB2M,
+)
+
+
+# The HeartResponseM2B message (HeartResponseM2B).
+HeartResponseM2B = RowCodec(
+    "HeartResponseM2B",
+    master_service.HeartResponseM2B,
+    _SPARK_HeartResponseM2B,
+    _ARROW_HeartResponseM2B,
+    _row_HeartResponseM2B,
+    _value_HeartResponseM2B,
+    _arrow_HeartResponseM2B,
+)
+
+
+# The CloseRequestB2M message (CloseRequestB2M).
+CloseRequestB2M = RowCodec(
+    "CloseRequestB2M",
+    master_service.CloseRequestB2M,
+    _SPARK_CloseRequestB2M,
+    _ARROW_CloseRequestB2M,
+    _row_CloseRequestB2M,
+    _value_CloseRequestB2M,
+    _arrow_CloseRequestB2M,
+)
+
+
+# The CloseResponseM2B message (CloseResponseM2B).
+CloseResponseM2B = RowCodec(
+    "CloseResponseM2B",
+    master_service.CloseResponseM2B,
+    _SPARK_CloseResponseM2B,
+    _ARROW_CloseResponseM2B,
+    _row_CloseResponseM2B,
+    _value_CloseResponseM2B,
+    _arrow_CloseResponseM2B,
+)
+
+
+# The ClientSubRepInfo message (ClientSubRepInfo).
+ClientSubRepInfo = RowCodec(
+    "ClientSubRepInfo",
+    master_service.ClientSubRepInfo,
+    _SPARK_ClientSubRepInfo,
+    _ARROW_ClientSubRepInfo,
+    _row_ClientSubRepInfo,
+    _value_ClientSubRepInfo,
+    _arrow_ClientSubRepInfo,
+)
+
+
+# The OpsTaskInfo message (OpsTaskInfo).
+OpsTaskInfo = RowCodec(
+    "OpsTaskInfo",
+    master_service.OpsTaskInfo,
+    _SPARK_OpsTaskInfo,
+    _ARROW_OpsTaskInfo,
+    _row_OpsTaskInfo,
+    _value_OpsTaskInfo,
+    _arrow_OpsTaskInfo,
+)
+
+
+# The RegisterRequestC2MV2 message (RegisterRequestC2MV2).
+RegisterRequestC2MV2 = RowCodec(
+    "RegisterRequestC2MV2",
+    master_service.RegisterRequestC2MV2,
+    _SPARK_RegisterRequestC2MV2,
+    _ARROW_RegisterRequestC2MV2,
+    _row_RegisterRequestC2MV2,
+    _value_RegisterRequestC2MV2,
+    _arrow_RegisterRequestC2MV2,
+)
+
+
+# The RegisterResponseM2CV2 message (RegisterResponseM2CV2).
+RegisterResponseM2CV2 = RowCodec(
+    "RegisterResponseM2CV2",
+    master_service.RegisterResponseM2CV2,
+    _SPARK_RegisterResponseM2CV2,
+    _ARROW_RegisterResponseM2CV2,
+    _row_RegisterResponseM2CV2,
+    _value_RegisterResponseM2CV2,
+    _arrow_RegisterResponseM2CV2,
+)
+
+
+# The HeartRequestC2MV2 message (HeartRequestC2MV2).
+HeartRequestC2MV2 = RowCodec(
+    "HeartRequestC2MV2",
+    master_service.HeartRequestC2MV2,
+    _SPARK_HeartRequestC2MV2,
+    _ARROW_HeartRequestC2MV2,
+    _row_HeartRequestC2MV2,
+    _value_HeartRequestC2MV2,
+    _arrow_HeartRequestC2MV2,
+)
+
+
+# The HeartResponseM2CV2 message (HeartResponseM2CV2).
+HeartResponseM2CV2 = RowCodec(
+    "HeartResponseM2CV2",
+    master_service.HeartResponseM2CV2,
+    _SPARK_HeartResponseM2CV2,
+    _ARROW_HeartResponseM2CV2,
+    _row_HeartResponseM2CV2,
+    _value_HeartResponseM2CV2,
+    _arrow_HeartResponseM2CV2,
+)
+
+
+# The GetPartMetaRequestC2M message (GetPartMetaRequestC2M).
+GetPartMetaRequestC2M = RowCodec(
+    "GetPartMetaRequestC2M",
+    master_service.GetPartMetaRequestC2M,
+    _SPARK_GetPartMetaRequestC2M,
+    _ARROW_GetPartMetaRequestC2M,
+    _row_GetPartMetaRequestC2M,
+    _value_GetPartMetaRequestC2M,
+    _arrow_GetPartMetaRequestC2M,
+)
+
+
+# The GetPartMetaResponseM2C message (GetPartMetaResponseM2C).
+GetPartMetaResponseM2C = RowCodec(
+    "GetPartMetaResponseM2C",
+    master_service.GetPartMetaResponseM2C,
+    _SPARK_GetPartMetaResponseM2C,
+    _ARROW_GetPartMetaResponseM2C,
+    _row_GetPartMetaResponseM2C,
+    _value_GetPartMetaResponseM2C,
+    _arrow_GetPartMetaResponseM2C,
+)
+
+
 # The RpcConnHeader message (RpcConnHeader).
 RpcConnHeader = RowCodec(
     "RpcConnHeader",
@@ -3493,6 +5284,23 @@ MESSAGES: dict[str, RowCodec[Any]] = {
     "HeartResponseM2C": HeartResponseM2C,
     "CloseRequestC2M": CloseRequestC2M,
     "CloseResponseM2C": CloseResponseM2C,
+    "EnableBrokerFunInfo": EnableBrokerFunInfo,
+    "MasterBrokerAuthorizedInfo": MasterBrokerAuthorizedInfo,
+    "ClusterConfig": ClusterConfig,
+    "RegisterRequestB2M": RegisterRequestB2M,
+    "RegisterResponseM2B": RegisterResponseM2B,
+    "HeartRequestB2M": HeartRequestB2M,
+    "HeartResponseM2B": HeartResponseM2B,
+    "CloseRequestB2M": CloseRequestB2M,
+    "CloseResponseM2B": CloseResponseM2B,
+    "ClientSubRepInfo": ClientSubRepInfo,
+    "OpsTaskInfo": OpsTaskInfo,
+    "RegisterRequestC2MV2": RegisterRequestC2MV2,
+    "RegisterResponseM2CV2": RegisterResponseM2CV2,
+    "HeartRequestC2MV2": HeartRequestC2MV2,
+    "HeartResponseM2CV2": HeartResponseM2CV2,
+    "GetPartMetaRequestC2M": GetPartMetaRequestC2M,
+    "GetPartMetaResponseM2C": GetPartMetaResponseM2C,
     "RpcConnHeader": RpcConnHeader,
     "RequestHeader": RequestHeader,
     "RequestBody": RequestBody,
@@ -3540,11 +5348,17 @@ _COMMAND_NAMES_0: dict[int, str] = {
     4: "REGISTER_C2M",
     5: "HEARTBEAT_C2M",
     6: "CLOSE_C2M",
+    7: "REGISTER_B2M",
+    8: "HEARTBEAT_B2M",
+    9: "CLOSE_B2M",
     13: "SEND_MESSAGE_P2B",
     15: "REGISTER_C2B",
     16: "HEARTBEAT_C2B",
     17: "GET_MESSAGE_C2B",
     18: "COMMIT_OFFSET_C2B",
+    20: "REGISTER_C2M_V2",
+    21: "HEARTBEAT_C2M_V2",
+    22: "GET_PART_META_C2M",
 }
 
 # The commands of content.response.body, by method.
@@ -3555,11 +5369,17 @@ _COMMAND_NAMES_1: dict[int, str] = {
     4: "REGISTER_M2C",
     5: "HEARTBEAT_M2C",
     6: "CLOSE_M2C",
+    7: "REGISTER_M2B",
+    8: "HEARTBEAT_M2B",
+    9: "CLOSE_M2B",
     13: "SEND_MESSAGE_B2P",
     15: "REGISTER_B2C",
     16: "HEARTBEAT_B2C",
     17: "GET_MESSAGE_B2C",
     18: "COMMIT_OFFSET_B2C",
+    20: "REGISTER_M2C_V2",
+    21: "HEARTBEAT_M2C_V2",
+    22: "GET_PART_META_M2C",
 }
 
 

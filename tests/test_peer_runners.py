@@ -416,7 +416,7 @@ def test_tubemq_peer_serves_our_producer_and_consumer() -> None:
     ("pravega", ["controller", "--store", "nowhere"], "expected HOST:PORT"),
     ("pravega", ["standalone", "--log-level", "loud"], "invalid choice: 'LOUD'"),
     ("tubemq", ["peer", "--partitions", "0"], "expected a positive integer"),
-    ("tubemq", ["peer", "--master-port", "65536"], "expected a port number 0-65535"),
+    ("tubemq", ["peer", "--master-port", "65536"], "expected a port 0..65535"),
 ])
 def test_a_bad_option_exits_with_status_2(package: str, args: list[str],
                                           complaint: str) -> None:

@@ -13,21 +13,25 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import logging
-import signal
 import sys
 from collections.abc import Awaitable, Callable
 
 from generated.pravega import frames
+from runtime.cli import (
+    READY_PREFIX,
+    add_log_level,
+    port_number,
+    positive_int,
+    start_logging,
+    stop_on_signals,
+)
 
 from .controller import ControllerServer, RemoteSegmentTable
 from .store import EmbeddedSegmentStore
 from .store.session import DEFAULT_READ_SIZE
 
-__all__ = ["READY_PREFIX", "register_controller", "register_standalone", "register_store"]
+__all__ = ["register_controller", "register_standalone", "register_store"]
 
-READY_PREFIX = "listening on "
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 # Upstream Pravega's defaults, so clients configured for a real deployment find these.
 STORE_PORT = 12345
 CONTROLLER_PORT = 9090
@@ -43,10 +47,10 @@ def register_store(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
         description="Run the embedded Pravega segment store. Prints 'listening on "
         "tcp://HOST:PORT' once ready.")
     _add_host(parser)
-    parser.add_argument("--port", type=_port, default=STORE_PORT, metavar="PORT",
+    parser.add_argument("--port", type=port_number, default=STORE_PORT, metavar="PORT",
                         help=f"port (default {STORE_PORT}; 0 picks a free one)")
     _add_store_options(parser)
-    _add_log_level(parser)
+    add_log_level(parser)
     parser.set_defaults(func=_run_store)
 
 
@@ -60,7 +64,7 @@ def register_controller(subparsers: argparse._SubParsersAction[argparse.Argument
         "Scopes and streams are kept in memory. Prints 'listening on tcp://HOST:PORT' (the "
         "controller URI) once ready.")
     _add_host(parser)
-    parser.add_argument("--port", type=_port, default=CONTROLLER_PORT, metavar="PORT",
+    parser.add_argument("--port", type=port_number, default=CONTROLLER_PORT, metavar="PORT",
                         help=f"port (default {CONTROLLER_PORT}; 0 picks a free one)")
     parser.add_argument("--store", type=_address, required=True, metavar="HOST:PORT",
                         help="the segment store: the controller connects to it, and clients "
@@ -68,7 +72,7 @@ def register_controller(subparsers: argparse._SubParsersAction[argparse.Argument
     parser.add_argument("--advertised-host", metavar="HOST",
                         help="the host the controller gives clients as its own (default: "
                         "--host); set it when listening on 0.0.0.0")
-    _add_log_level(parser)
+    add_log_level(parser)
     parser.set_defaults(func=_run_controller)
 
 
@@ -82,15 +86,16 @@ def register_standalone(subparsers: argparse._SubParsersAction[argparse.Argument
         "tcp://HOST:PORT', then 'controller listening on tcp://HOST:PORT' (the URI to give a "
         "Pravega client) once both are ready.")
     _add_host(parser)
-    parser.add_argument("--controller-port", type=_port, default=CONTROLLER_PORT, metavar="PORT",
+    parser.add_argument("--controller-port", type=port_number, default=CONTROLLER_PORT,
+                        metavar="PORT",
                         help=f"controller port (default {CONTROLLER_PORT}; 0 picks a free one)")
-    parser.add_argument("--store-port", type=_port, default=STORE_PORT, metavar="PORT",
+    parser.add_argument("--store-port", type=port_number, default=STORE_PORT, metavar="PORT",
                         help=f"segment store port (default {STORE_PORT}; 0 picks a free one)")
     parser.add_argument("--advertised-host", metavar="HOST",
                         help="the host the controller tells clients to reach both services at "
                         "(default: --host); set it when listening on 0.0.0.0")
     _add_store_options(parser)
-    _add_log_level(parser)
+    add_log_level(parser)
     parser.set_defaults(func=_run_standalone)
 
 
@@ -139,8 +144,7 @@ class _CannotListen(Exception):
 
 
 def _run(args: argparse.Namespace, serve: _Serve) -> int:
-    logging.basicConfig(level=args.log_level,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    start_logging(args.log_level)
     try:
         return asyncio.run(_serve_until_signalled(serve))
     except _CannotListen as exc:
@@ -149,11 +153,7 @@ def _run(args: argparse.Namespace, serve: _Serve) -> int:
 
 
 async def _serve_until_signalled(serve: _Serve) -> int:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    # Installed before anything listens, so a signal during start-up is a clean stop too.
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_on_signals()
     async with contextlib.AsyncExitStack() as stack:
         await serve(stack)
         await stop.wait()
@@ -204,30 +204,16 @@ def _add_host(parser: argparse.ArgumentParser) -> None:
 def _add_store_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", help="keep segments in this directory across restarts "
                         "(default: in memory only)")
-    parser.add_argument("--max-read-size", type=_positive, default=DEFAULT_READ_SIZE,
+    parser.add_argument("--max-read-size", type=positive_int, default=DEFAULT_READ_SIZE,
                         metavar="BYTES",
                         help=f"most bytes one read returns (default {DEFAULT_READ_SIZE})")
-    parser.add_argument("--max-frame-size", type=_positive,
+    parser.add_argument("--max-frame-size", type=positive_int,
                         default=frames.DEFAULT_MAX_FRAME_SIZE, metavar="BYTES",
                         help="largest frame accepted (default "
                         f"{frames.DEFAULT_MAX_FRAME_SIZE})")
 
 
-def _add_log_level(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, default="INFO",
-                        help="logging level (default INFO)")
 
-
-def _port(text: str) -> int:
-    if not text.isdigit() or int(text) > 65535:
-        raise argparse.ArgumentTypeError(f"expected a port 0..65535, got {text!r}")
-    return int(text)
-
-
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return int(text)
 
 
 def _address(text: str) -> tuple[str, int]:

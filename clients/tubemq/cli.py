@@ -12,16 +12,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
-import signal
 import sys
 
 from clients.tubemq.peer import EmbeddedTubeMQ
+from runtime.cli import (
+    READY_PREFIX,
+    add_log_level,
+    port_number,
+    positive_int,
+    start_logging,
+    stop_on_signals,
+)
 
-__all__ = ["READY_PREFIX", "register"]
+__all__ = ["register"]
 
-READY_PREFIX = "listening on "
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -34,33 +38,27 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--host", default="127.0.0.1",
                         help="address both listen on, and the broker's address the master "
                         "gives clients (default 127.0.0.1)")
-    parser.add_argument("--master-port", type=_port, default=0,
+    parser.add_argument("--master-port", type=port_number, default=0,
                         help="the master's port, the one clients are given (default 0: a free "
                         "port)")
-    parser.add_argument("--broker-port", type=_port, default=0,
+    parser.add_argument("--broker-port", type=port_number, default=0,
                         help="the broker's port (default 0: a free port)")
-    parser.add_argument("--partitions", type=_positive, default=2,
+    parser.add_argument("--partitions", type=positive_int, default=2,
                         help="partitions of every topic, created on first use (default 2)")
-    parser.add_argument("--broker-id", type=_positive, default=1,
+    parser.add_argument("--broker-id", type=positive_int, default=1,
                         help="the broker's id in what the master tells clients (default 1)")
-    parser.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, default="INFO",
-                        help="logging level (default INFO)")
+    add_log_level(parser)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the master and broker as ``args`` say; the exit status (1 if they cannot listen)."""
-    logging.basicConfig(level=args.log_level,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    start_logging(args.log_level)
     return asyncio.run(_serve(args))
 
 
 async def _serve(args: argparse.Namespace) -> int:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    # Installed before listening, so a signal during start-up is a clean stop too.
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_on_signals()
     peer = EmbeddedTubeMQ(partitions=args.partitions, host=args.host, broker_id=args.broker_id,
                           master_port=args.master_port, broker_port=args.broker_port)
     try:
@@ -79,13 +77,3 @@ async def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _port(text: str) -> int:
-    if not text.isdigit() or int(text) > 65535:
-        raise argparse.ArgumentTypeError(f"expected a port number 0-65535, got {text!r}")
-    return int(text)
-
-
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return int(text)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import signal
 
-from .server import READY_PREFIX, EmbeddedBroker
+from runtime.cli import READY_PREFIX, stop_on_signals
+
+from .server import EmbeddedBroker
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -52,10 +53,7 @@ async def _serve(args: argparse.Namespace, partitioned: list[tuple[str, int]]) -
     url = await broker.start()
     for topic, count in partitioned:
         broker.create_partitioned_topic(topic, count)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_on_signals()
     print(f"{READY_PREFIX}{url}", flush=True)
     try:
         await stop.wait()

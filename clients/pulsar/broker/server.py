@@ -20,6 +20,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from runtime.cli import READY_PREFIX
+
 from .session import Session
 from .state import BrokerState
 from .storage import FileStorage, Storage
@@ -29,7 +31,6 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 _REPO_ROOT = Path(__file__).resolve().parents[3]
-READY_PREFIX = "listening on "
 
 
 class _Connection(asyncio.Protocol):

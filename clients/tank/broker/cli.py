@@ -8,19 +8,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
-import signal
 import sys
 
 from generated.tank import frames
+from runtime.cli import (
+    READY_PREFIX,
+    add_log_level,
+    port_number,
+    positive_int,
+    start_logging,
+    stop_on_signals,
+)
 
 from .server import EmbeddedTankBroker
 from .state import MAX_PARTITIONS
 
-__all__ = ["READY_PREFIX", "register"]
+__all__ = ["register"]
 
-READY_PREFIX = "listening on "
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 DEFAULT_PORT = 11011  # what TANK's own broker and tools use
 
 
@@ -32,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "'listening on tcp://HOST:PORT' once ready.")
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=_port, default=DEFAULT_PORT, metavar="PORT",
+    parser.add_argument("--port", type=port_number, default=DEFAULT_PORT, metavar="PORT",
                         help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")
     parser.add_argument("--topic", type=_topic, action="append", default=[],
                         metavar="NAME=PARTITIONS",
@@ -42,27 +46,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         "(default: answer 'unknown topic')")
     parser.add_argument("--compress", action="store_true",
                         help="store, and so serve, every bundle Snappy-compressed")
-    parser.add_argument("--max-frame-size", type=_positive,
+    parser.add_argument("--max-frame-size", type=positive_int,
                         default=frames.DEFAULT_MAX_FRAME_SIZE, metavar="BYTES",
                         help=f"largest frame accepted (default {frames.DEFAULT_MAX_FRAME_SIZE})")
-    parser.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, default="INFO",
-                        help="logging level (default INFO)")
+    add_log_level(parser)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the broker as ``args`` say; the exit status (1 if it cannot listen)."""
-    logging.basicConfig(level=args.log_level,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    start_logging(args.log_level)
     return asyncio.run(_serve(args))
 
 
 async def _serve(args: argparse.Namespace) -> int:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    # Installed before listening, so a signal during start-up is a clean stop too.
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_on_signals()
     broker = EmbeddedTankBroker(host=args.host, port=args.port, topics=dict(args.topic),
                                 auto_create=args.auto_create, compress=args.compress,
                                 max_frame_size=args.max_frame_size)
@@ -80,16 +78,6 @@ async def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _port(text: str) -> int:
-    if not text.isdigit() or int(text) > 65535:
-        raise argparse.ArgumentTypeError(f"expected a port 0..65535, got {text!r}")
-    return int(text)
-
-
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return int(text)
 
 
 def _partitions(text: str) -> int:

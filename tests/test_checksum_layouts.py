@@ -59,7 +59,7 @@ def build(frames: Any, tag: int, body: bytes, n: int, text: str, kind: int, head
                         b=frames.Covered(n=n, text=text), body=last)
 
 
-VALUES = dict(tag=0xBEEF, body=b"skipped-range", n=7, text="héllo", head=b"hd",
+VALUES: dict[str, Any] = dict(tag=0xBEEF, body=b"skipped-range", n=7, text="héllo", head=b"hd",
               data=b"x" * 300)
 
 

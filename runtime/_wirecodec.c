@@ -1,0 +1,992 @@
+/*
+ * Compiled protobuf codec for generated messages, driven by the per-message layout tables the
+ * generator emits (see runtime/compiled.py for how a table is installed on its class).
+ *
+ * It is a fast path, not a second implementation of the rules. It encodes and decodes what
+ * is well formed and uses plain types; on anything else (a truncated buffer, a bad varint,
+ * invalid UTF-8, a missing required field, an out-of-range or unusual value, a group) it gives
+ * up without side effects and the generated Python codec handles the whole message. So every
+ * error, and every corner of the semantics, is the Python codec's, which stays the reference.
+ *
+ * Give-up is signalled by returning -1 (or NULL) with no Python exception set; a set exception
+ * (only MemoryError in practice) propagates.
+ *
+ * Slots are read and written through the offsets of the classes' member descriptors, as
+ * CPython's own slot descriptors do.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Field kinds; the numbers match runtime/compiled.py. */
+enum {
+    K_INT32 = 1, K_INT64, K_UINT32, K_UINT64, K_SINT32, K_SINT64, K_BOOL, K_ENUM,
+    K_FIXED32, K_SFIXED32, K_FIXED64, K_SFIXED64, K_FLOAT, K_DOUBLE, K_STRING, K_BYTES,
+    K_MESSAGE, K_OPEN_ENUM, K_KIND_END
+};
+/* How a field is held. */
+enum { M_REQUIRED = 0, M_OPTIONAL, M_REPEATED, M_PACKED, M_SPARSE, M_MODE_END };
+
+#define MAX_DEPTH 64
+
+typedef struct CodecObject CodecObject;
+
+typedef struct {
+    uint32_t number;
+    int kind;
+    int mode;
+    int wire;
+    Py_ssize_t offset;   /* slot offset; -1 for sparse fields */
+    PyObject *key;       /* sparse key (str) */
+    PyObject *extra;     /* message class, or the number -> member dict of an enum */
+    CodecObject *sub;    /* codec of a message field's class, resolved on first use */
+} FieldInfo;
+
+struct CodecObject {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyTypeObject *cls;
+    Py_ssize_t nfields;
+    FieldInfo *fields;        /* in field-number order */
+    Py_ssize_t unknown_offset;
+    Py_ssize_t present_offset; /* -1 without sparse fields */
+    PyObject *sparse_index;   /* key -> index into fields */
+    int32_t *by_tag;          /* tag -> index + 1, negative for a packed repeated field */
+    Py_ssize_t *slotted;      /* indexes of the fields with a slot of their own */
+    Py_ssize_t nslotted;
+    uint32_t tag_limit;
+    PyObject *py_encode;      /* the generated Python methods, for whatever this gives up on */
+    PyObject *py_decode_from;
+};
+
+static PyTypeObject Codec_Type;
+static PyObject *registry;  /* class -> codec */
+
+/* ------------------------------------------------------------------------------------------ */
+/* output buffer */
+
+typedef struct {
+    char *data;
+    Py_ssize_t len, cap;
+    char inline_data[512];
+} Out;
+
+static void out_init(Out *o) { o->data = o->inline_data; o->len = 0; o->cap = sizeof o->inline_data; }
+static void out_free(Out *o) { if (o->data != o->inline_data) PyMem_Free(o->data); }
+
+static int out_reserve(Out *o, Py_ssize_t extra) {
+    if (o->len + extra <= o->cap) return 0;
+    Py_ssize_t cap = o->cap * 2;
+    while (cap < o->len + extra) cap *= 2;
+    char *p;
+    if (o->data == o->inline_data) {
+        p = PyMem_Malloc(cap);
+        if (p) memcpy(p, o->data, o->len);
+    } else {
+        p = PyMem_Realloc(o->data, cap);
+    }
+    if (!p) { PyErr_NoMemory(); return -1; }
+    o->data = p;
+    o->cap = cap;
+    return 0;
+}
+
+static inline int put_varint(Out *o, uint64_t v) {
+    if (out_reserve(o, 10) < 0) return -1;
+    char *p = o->data + o->len;
+    while (v >= 0x80) { *p++ = (char)(v | 0x80); v >>= 7; }
+    *p++ = (char)v;
+    o->len = p - o->data;
+    return 0;
+}
+
+static inline int put_bytes(Out *o, const char *src, Py_ssize_t n) {
+    if (out_reserve(o, n) < 0) return -1;
+    memcpy(o->data + o->len, src, n);
+    o->len += n;
+    return 0;
+}
+
+static int varint_size(uint64_t v) { int n = 1; while (v >= 0x80) { v >>= 7; n++; } return n; }
+
+/* Write the length of what was written since `mark` (where one byte was reserved) in front of
+   it, moving it along when the prefix needs more than one byte. */
+static int close_len(Out *o, Py_ssize_t mark) {
+    uint64_t size = (uint64_t)(o->len - mark - 1);
+    int n = varint_size(size);
+    if (n > 1) {
+        if (out_reserve(o, n - 1) < 0) return -1;
+        memmove(o->data + mark + n, o->data + mark + 1, (size_t)size);
+        o->len += n - 1;
+    }
+    char *p = o->data + mark;
+    while (size >= 0x80) { *p++ = (char)(size | 0x80); size >>= 7; }
+    *p = (char)size;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* encoding */
+
+static CodecObject *resolve_sub(FieldInfo *f) {
+    if (f->sub == NULL) {
+        PyObject *c = PyDict_GetItemWithError(registry, f->extra);
+        if (c == NULL) return NULL;
+        Py_INCREF(c);
+        f->sub = (CodecObject *)c;
+    }
+    return f->sub;
+}
+
+static int encode_message(CodecObject *codec, PyObject *obj, Out *o, int depth);
+
+/* The value of field f, without its tag. -1: give up (or an error is set). */
+static int encode_value(FieldInfo *f, PyObject *v, Out *o, int depth) {
+    int overflow;
+    switch (f->kind) {
+    case K_INT32: case K_ENUM: case K_OPEN_ENUM: {
+        if (!PyLong_Check(v)) return -1;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (overflow || x < INT32_MIN || x > INT32_MAX) { PyErr_Clear(); return -1; }
+        return put_varint(o, (uint64_t)x);
+    }
+    case K_INT64: {
+        if (!PyLong_Check(v)) return -1;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (overflow || (x == -1 && PyErr_Occurred())) { PyErr_Clear(); return -1; }
+        return put_varint(o, (uint64_t)x);
+    }
+    case K_UINT32: case K_UINT64: {
+        if (!PyLong_Check(v)) return -1;
+        unsigned long long x = PyLong_AsUnsignedLongLong(v);
+        if (x == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); return -1; }
+        if (f->kind == K_UINT32 && x > UINT32_MAX) return -1;
+        return put_varint(o, x);
+    }
+    case K_SINT32: case K_SINT64: {
+        if (!PyLong_Check(v)) return -1;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (overflow || (x == -1 && PyErr_Occurred())) { PyErr_Clear(); return -1; }
+        if (f->kind == K_SINT32) {
+            if (x < INT32_MIN || x > INT32_MAX) return -1;
+            uint32_t z = ((uint32_t)x << 1) ^ (uint32_t)((int32_t)x >> 31);
+            return put_varint(o, z);
+        }
+        uint64_t z = ((uint64_t)x << 1) ^ (uint64_t)(x >> 63);
+        return put_varint(o, z);
+    }
+    case K_BOOL:
+        if (v == Py_True) return put_varint(o, 1);
+        if (v == Py_False) return put_varint(o, 0);
+        return -1;
+    case K_FIXED32: case K_SFIXED32: case K_FIXED64: case K_SFIXED64: {
+        if (!PyLong_Check(v)) return -1;
+        int wide = f->kind == K_FIXED64 || f->kind == K_SFIXED64;
+        uint64_t bits;
+        if (f->kind == K_FIXED32 || f->kind == K_FIXED64) {
+            unsigned long long x = PyLong_AsUnsignedLongLong(v);
+            if (x == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); return -1; }
+            if (!wide && x > UINT32_MAX) return -1;
+            bits = x;
+        } else {
+            long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+            if (overflow || (x == -1 && PyErr_Occurred())) { PyErr_Clear(); return -1; }
+            if (!wide && (x < INT32_MIN || x > INT32_MAX)) return -1;
+            bits = (uint64_t)x;
+        }
+        unsigned char b[8];
+        for (int i = 0; i < 8; i++) b[i] = (unsigned char)(bits >> (8 * i));
+        return put_bytes(o, (const char *)b, wide ? 8 : 4);
+    }
+    case K_FLOAT: case K_DOUBLE: {
+        double x;
+        if (PyFloat_CheckExact(v)) x = PyFloat_AS_DOUBLE(v);
+        else if (PyLong_CheckExact(v)) {
+            x = PyLong_AsDouble(v);
+            if (x == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return -1; }
+        } else return -1;
+        unsigned char b[8];
+        if (f->kind == K_FLOAT) {
+            float y = (float)x;
+            /* Beyond float32's range the value is stored as infinity, as upb does. */
+            if (isinf(y) && !isinf(x)) y = (float)copysign(INFINITY, x);
+            if (PyFloat_Pack4(y, (char *)b, 1) < 0) { PyErr_Clear(); return -1; }
+            return put_bytes(o, (const char *)b, 4);
+        }
+        if (PyFloat_Pack8(x, (char *)b, 1) < 0) { PyErr_Clear(); return -1; }
+        return put_bytes(o, (const char *)b, 8);
+    }
+    case K_STRING: {
+        if (!PyUnicode_Check(v)) return -1;
+        Py_ssize_t n;
+        const char *s = PyUnicode_AsUTF8AndSize(v, &n);
+        if (s == NULL) { PyErr_Clear(); return -1; }
+        if (put_varint(o, (uint64_t)n) < 0) return -1;
+        return put_bytes(o, s, n);
+    }
+    case K_BYTES:
+        if (!PyBytes_CheckExact(v)) return -1;
+        if (put_varint(o, (uint64_t)PyBytes_GET_SIZE(v)) < 0) return -1;
+        return put_bytes(o, PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v));
+    case K_MESSAGE: {
+        CodecObject *sub = resolve_sub(f);
+        if (sub == NULL || Py_TYPE(v) != sub->cls || depth >= MAX_DEPTH) return -1;
+        if (out_reserve(o, 1) < 0) return -1;
+        Py_ssize_t mark = o->len++;
+        if (encode_message(sub, v, o, depth + 1) < 0) return -1;
+        return close_len(o, mark);
+    }
+    }
+    return -1;
+}
+
+static int encode_field(FieldInfo *f, PyObject *v, Out *o, int depth) {
+    if (f->mode == M_REPEATED || f->mode == M_PACKED) {
+        if (!PyList_CheckExact(v)) return -1;
+        Py_ssize_t n = PyList_GET_SIZE(v);
+        if (n == 0) return 0;
+        if (f->mode == M_PACKED) {
+            if (put_varint(o, (uint64_t)f->number << 3 | 2) < 0 || out_reserve(o, 1) < 0)
+                return -1;
+            Py_ssize_t mark = o->len++;
+            for (Py_ssize_t i = 0; i < n; i++)
+                if (encode_value(f, PyList_GET_ITEM(v, i), o, depth) < 0) return -1;
+            return close_len(o, mark);
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (put_varint(o, (uint64_t)f->number << 3 | (uint64_t)f->wire) < 0) return -1;
+            if (encode_value(f, PyList_GET_ITEM(v, i), o, depth) < 0) return -1;
+        }
+        return 0;
+    }
+    if (put_varint(o, (uint64_t)f->number << 3 | (uint64_t)f->wire) < 0) return -1;
+    return encode_value(f, v, o, depth);
+}
+
+static inline PyObject *slot(PyObject *obj, Py_ssize_t offset) {
+    return *(PyObject **)((char *)obj + offset);
+}
+
+static int compare_index(const void *a, const void *b) {
+    return (int)(*(const Py_ssize_t *)a - *(const Py_ssize_t *)b);
+}
+
+static int encode_message(CodecObject *codec, PyObject *obj, Out *o, int depth) {
+    /* The sparse fields that are set, in field order. */
+    Py_ssize_t present_idx[32];
+    Py_ssize_t npresent = 0, next_present = 0;
+    PyObject *present = NULL;
+    if (codec->present_offset >= 0) {
+        present = slot(obj, codec->present_offset);
+        if (present == NULL || !PyDict_CheckExact(present)) return -1;
+        Py_ssize_t n = PyDict_GET_SIZE(present);
+        if (n > (Py_ssize_t)(sizeof present_idx / sizeof present_idx[0])) return -1;
+        Py_ssize_t it = 0;
+        PyObject *key, *value;
+        while (PyDict_Next(present, &it, &key, &value)) {
+            PyObject *index = PyDict_GetItemWithError(codec->sparse_index, key);
+            if (index == NULL) { PyErr_Clear(); return -1; }
+            present_idx[npresent++] = PyLong_AsSsize_t(index);
+        }
+        if (npresent > 1) qsort(present_idx, (size_t)npresent, sizeof present_idx[0], compare_index);
+    }
+    for (Py_ssize_t i = 0; i < codec->nfields; i++) {
+        FieldInfo *f = &codec->fields[i];
+        PyObject *v;
+        if (f->mode == M_SPARSE) {
+            if (next_present >= npresent || present_idx[next_present] != i) continue;
+            next_present++;
+            v = PyDict_GetItemWithError(present, f->key);
+            if (v == NULL) { PyErr_Clear(); return -1; }
+        } else {
+            v = slot(obj, f->offset);
+            if (v == NULL) return -1;
+        }
+        if (v == Py_None) {
+            /* Python's encoder raises for an unset required field, and for a None kept in
+               the present dict by hand. */
+            if (f->mode == M_REQUIRED || f->mode == M_SPARSE) return -1;
+            continue;
+        }
+        if (encode_field(f, v, o, depth) < 0) return -1;
+    }
+    PyObject *unknown = slot(obj, codec->unknown_offset);
+    if (unknown == NULL || !PyBytes_CheckExact(unknown)) return -1;
+    if (PyBytes_GET_SIZE(unknown))
+        return put_bytes(o, PyBytes_AS_STRING(unknown), PyBytes_GET_SIZE(unknown));
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* decoding */
+
+typedef struct {
+    const unsigned char *buf;
+    Py_ssize_t pos;
+} Reader;
+
+/* An unsigned varint, at most ten bytes, ending before `end`. -1: give up. */
+static inline int read_varint(Reader *r, Py_ssize_t end, uint64_t *out) {
+    uint64_t result = 0;
+    for (int shift = 0; shift < 70; shift += 7) {
+        if (r->pos >= end) return -1;
+        unsigned char b = r->buf[r->pos++];
+        result |= (uint64_t)(b & 0x7F) << shift;
+        if (b < 0x80) { *out = result; return 0; }
+    }
+    return -1;
+}
+
+/* Skip the value of an unknown field. -1: give up (groups, bad wire types, overruns). */
+static int skip_value(Reader *r, Py_ssize_t end, uint64_t tag) {
+    uint64_t n;
+    if (tag >> 3 == 0) return -1;
+    switch (tag & 7) {
+    case 0: return read_varint(r, end, &n);
+    case 1: n = 8; break;
+    case 2: if (read_varint(r, end, &n) < 0) return -1; break;
+    case 5: n = 4; break;
+    default: return -1;
+    }
+    if (n > (uint64_t)(end - r->pos)) return -1;
+    r->pos += (Py_ssize_t)n;
+    return 0;
+}
+
+static int append_unknown(PyObject **unknown, const unsigned char *p, Py_ssize_t n) {
+    if (*unknown == NULL) {
+        *unknown = PyByteArray_FromStringAndSize((const char *)p, n);
+        return *unknown == NULL ? -1 : 0;
+    }
+    Py_ssize_t old = PyByteArray_GET_SIZE(*unknown);
+    if (PyByteArray_Resize(*unknown, old + n) < 0) return -1;
+    memcpy(PyByteArray_AS_STRING(*unknown) + old, p, (size_t)n);
+    return 0;
+}
+
+static PyObject *decode_message(CodecObject *codec, const unsigned char *buf, Py_ssize_t pos,
+                                Py_ssize_t end, int depth);
+
+/* One value of field f at r->pos. Returns a new reference; NULL with no error: give up.
+   For a closed enum whose number is unknown, sets *unknown_number and returns Py_None. */
+static PyObject *decode_value(FieldInfo *f, Reader *r, Py_ssize_t end, int depth,
+                              int *unknown_number, int64_t *number) {
+    uint64_t raw;
+    switch (f->kind) {
+    case K_INT32:
+        if (read_varint(r, end, &raw) < 0) return NULL;
+        return PyLong_FromLong((int32_t)(uint32_t)raw);
+    case K_INT64:
+        if (read_varint(r, end, &raw) < 0) return NULL;
+        return PyLong_FromLongLong((int64_t)raw);
+    case K_UINT32:
+        if (read_varint(r, end, &raw) < 0) return NULL;
+        return PyLong_FromUnsignedLong((uint32_t)raw);
+    case K_UINT64:
+        if (read_varint(r, end, &raw) < 0) return NULL;
+        return PyLong_FromUnsignedLongLong(raw);
+    case K_SINT32: {
+        if (read_varint(r, end, &raw) < 0) return NULL;
+        uint32_t z = (uint32_t)raw;
+        return PyLong_FromLong((int32_t)((z >> 1) ^ (0u - (z & 1))));
+    }
+    case K_SINT64:
+        if (read_varint(r, end, &raw) < 0) return NULL;
+        return PyLong_FromLongLong((int64_t)((raw >> 1) ^ (0u - (raw & 1))));
+    case K_BOOL:
+        if (read_varint(r, end, &raw) < 0) return NULL;
+        return Py_NewRef(raw ? Py_True : Py_False);
+    case K_ENUM: case K_OPEN_ENUM: {
+        if (read_varint(r, end, &raw) < 0) return NULL;
+        int32_t x = (int32_t)(uint32_t)raw;
+        PyObject *key = PyLong_FromLong(x);
+        if (key == NULL) return NULL;
+        PyObject *member = PyDict_GetItemWithError(f->extra, key);
+        if (member != NULL) { Py_DECREF(key); return Py_NewRef(member); }
+        if (PyErr_Occurred()) { Py_DECREF(key); return NULL; }
+        if (f->kind == K_OPEN_ENUM) return key;
+        Py_DECREF(key);
+        *unknown_number = 1;
+        *number = x;
+        return Py_NewRef(Py_None);
+    }
+    case K_FIXED32: case K_SFIXED32: case K_FLOAT: {
+        if (end - r->pos < 4) return NULL;
+        const unsigned char *p = r->buf + r->pos;
+        r->pos += 4;
+        uint32_t bits = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16
+                        | (uint32_t)p[3] << 24;
+        if (f->kind == K_FIXED32) return PyLong_FromUnsignedLong(bits);
+        if (f->kind == K_SFIXED32) return PyLong_FromLong((int32_t)bits);
+        double x = PyFloat_Unpack4((const char *)p, 1);
+        if (x == -1.0 && PyErr_Occurred()) return NULL;
+        return PyFloat_FromDouble(x);
+    }
+    case K_FIXED64: case K_SFIXED64: case K_DOUBLE: {
+        if (end - r->pos < 8) return NULL;
+        const unsigned char *p = r->buf + r->pos;
+        r->pos += 8;
+        uint64_t bits = 0;
+        for (int i = 7; i >= 0; i--) bits = bits << 8 | p[i];
+        if (f->kind == K_FIXED64) return PyLong_FromUnsignedLongLong(bits);
+        if (f->kind == K_SFIXED64) return PyLong_FromLongLong((int64_t)bits);
+        double x = PyFloat_Unpack8((const char *)p, 1);
+        if (x == -1.0 && PyErr_Occurred()) return NULL;
+        return PyFloat_FromDouble(x);
+    }
+    case K_STRING: case K_BYTES: case K_MESSAGE: {
+        uint64_t n;
+        if (read_varint(r, end, &n) < 0 || n > (uint64_t)(end - r->pos)) return NULL;
+        const unsigned char *p = r->buf + r->pos;
+        Py_ssize_t start = r->pos;
+        r->pos += (Py_ssize_t)n;
+        if (f->kind == K_BYTES) return PyBytes_FromStringAndSize((const char *)p, (Py_ssize_t)n);
+        if (f->kind == K_STRING) {
+            PyObject *s = PyUnicode_DecodeUTF8((const char *)p, (Py_ssize_t)n, NULL);
+            if (s == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) PyErr_Clear();
+            return s;
+        }
+        CodecObject *sub = resolve_sub(f);
+        if (sub == NULL || depth >= MAX_DEPTH) return NULL;
+        return decode_message(sub, r->buf, start, r->pos, depth + 1);
+    }
+    }
+    return NULL;
+}
+
+/* Append the unknown form of a closed-enum number met inside a packed run: an unpacked varint
+   field, as the Python codec writes it. */
+static int append_unknown_enum(PyObject **unknown, uint32_t number, int64_t value) {
+    unsigned char tmp[20];
+    int n = 0;
+    uint64_t v = (uint64_t)number << 3;
+    while (v >= 0x80) { tmp[n++] = (unsigned char)(v | 0x80); v >>= 7; }
+    tmp[n++] = (unsigned char)v;
+    v = (uint64_t)value;
+    while (v >= 0x80) { tmp[n++] = (unsigned char)(v | 0x80); v >>= 7; }
+    tmp[n++] = (unsigned char)v;
+    return append_unknown(unknown, tmp, n);
+}
+
+/* The field a tag past the table names: index + 1, negative for the packed form, 0 for none. */
+static int32_t find_far_tag(CodecObject *codec, uint64_t tag) {
+    uint64_t number = tag >> 3;
+    Py_ssize_t lo = 0, hi = codec->nfields;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (codec->fields[mid].number < number) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo == codec->nfields || codec->fields[lo].number != number) return 0;
+    FieldInfo *f = &codec->fields[lo];
+    int wire = (int)(tag & 7);
+    if (wire == f->wire) return (int32_t)(lo + 1);
+    if (wire == 2 && (f->mode == M_REPEATED || f->mode == M_PACKED)) return -(int32_t)(lo + 1);
+    return 0;
+}
+
+static PyObject *decode_message(CodecObject *codec, const unsigned char *buf, Py_ssize_t pos,
+                                Py_ssize_t end, int depth) {
+    Py_ssize_t nf = codec->nfields;
+    PyObject *small[128];
+    PyObject **vals = nf <= 128 ? small : PyMem_Calloc((size_t)nf, sizeof(PyObject *));
+    if (vals == NULL) return PyErr_NoMemory();
+    if (vals == small) memset(small, 0, (size_t)nf * sizeof(PyObject *));
+    PyObject *present = NULL, *unknown = NULL, *result = NULL;
+    if (codec->present_offset >= 0 && (present = PyDict_New()) == NULL) goto done;
+    Reader r = {buf, pos};
+    while (r.pos < end) {
+        Py_ssize_t start = r.pos;
+        uint64_t tag;
+        if (read_varint(&r, end, &tag) < 0) goto done;
+        int32_t entry = tag < codec->tag_limit ? codec->by_tag[tag] : find_far_tag(codec, tag);
+        if (entry == 0) {
+            if (skip_value(&r, end, tag) < 0) goto done;
+            if (append_unknown(&unknown, buf + start, r.pos - start) < 0) goto done;
+            continue;
+        }
+        int packed = entry < 0;
+        FieldInfo *f = &codec->fields[(packed ? -entry : entry) - 1];
+        Py_ssize_t i = f - codec->fields;
+        int unknown_number = 0;
+        int64_t number = 0;
+        if (packed) {
+            uint64_t n;
+            if (read_varint(&r, end, &n) < 0 || n > (uint64_t)(end - r.pos)) goto done;
+            Py_ssize_t pend = r.pos + (Py_ssize_t)n;
+            if (vals[i] == NULL && (vals[i] = PyList_New(0)) == NULL) goto done;
+            while (r.pos < pend) {
+                unknown_number = 0;
+                PyObject *v = decode_value(f, &r, pend, depth, &unknown_number, &number);
+                if (v == NULL) goto done;
+                if (unknown_number) {
+                    Py_DECREF(v);
+                    if (append_unknown_enum(&unknown, f->number, number) < 0) goto done;
+                    continue;
+                }
+                int rc = PyList_Append(vals[i], v);
+                Py_DECREF(v);
+                if (rc < 0) goto done;
+            }
+            continue;
+        }
+        PyObject *v = decode_value(f, &r, end, depth, &unknown_number, &number);
+        if (v == NULL) goto done;
+        if (unknown_number) {
+            Py_DECREF(v);
+            if (append_unknown(&unknown, buf + start, r.pos - start) < 0) goto done;
+            continue;
+        }
+        if (f->mode == M_SPARSE) {
+            int rc = PyDict_SetItem(present, f->key, v);
+            Py_DECREF(v);
+            if (rc < 0) goto done;
+        } else if (f->mode == M_REPEATED || f->mode == M_PACKED) {
+            if (vals[i] == NULL && (vals[i] = PyList_New(0)) == NULL) { Py_DECREF(v); goto done; }
+            int rc = PyList_Append(vals[i], v);
+            Py_DECREF(v);
+            if (rc < 0) goto done;
+        } else {
+            Py_XSETREF(vals[i], v);
+        }
+    }
+    for (Py_ssize_t k = 0; k < codec->nslotted; k++) {
+        Py_ssize_t i = codec->slotted[k];
+        FieldInfo *f = &codec->fields[i];
+        if (f->mode == M_REQUIRED && vals[i] == NULL) goto done;
+        if ((f->mode == M_REPEATED || f->mode == M_PACKED) && vals[i] == NULL
+                && (vals[i] = PyList_New(0)) == NULL)
+            goto done;
+    }
+    PyObject *unknown_bytes;
+    if (unknown == NULL) unknown_bytes = PyBytes_FromStringAndSize(NULL, 0);
+    else unknown_bytes = PyBytes_FromStringAndSize(PyByteArray_AS_STRING(unknown),
+                                                   PyByteArray_GET_SIZE(unknown));
+    if (unknown_bytes == NULL) goto done;
+    PyTypeObject *cls = codec->cls;
+    PyObject *obj = cls->tp_alloc(cls, 0);
+    if (obj == NULL) { Py_DECREF(unknown_bytes); goto done; }
+    for (Py_ssize_t k = 0; k < codec->nslotted; k++) {
+        Py_ssize_t i = codec->slotted[k];
+        FieldInfo *f = &codec->fields[i];
+        PyObject *v = vals[i];
+        vals[i] = NULL;
+        *(PyObject **)((char *)obj + f->offset) = v ? v : Py_NewRef(Py_None);
+    }
+    if (codec->present_offset >= 0) {
+        *(PyObject **)((char *)obj + codec->present_offset) = present;
+        present = NULL;
+    }
+    *(PyObject **)((char *)obj + codec->unknown_offset) = unknown_bytes;
+    result = obj;
+done:
+    for (Py_ssize_t k = 0; k < codec->nslotted; k++) Py_XDECREF(vals[codec->slotted[k]]);
+    if (vals != small) PyMem_Free(vals);
+    Py_XDECREF(present);
+    Py_XDECREF(unknown);
+    return result;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* the codec object: the message class's encode method, and its decode and decode_from */
+
+static PyTypeObject ClassMethod_Type;
+
+static PyObject *codec_encode(CodecObject *codec, PyObject *obj) {
+    if (Py_TYPE(obj) == codec->cls) {
+        Out o;
+        out_init(&o);
+        if (encode_message(codec, obj, &o, 0) == 0) {
+            PyObject *result = PyBytes_FromStringAndSize(o.data, o.len);
+            out_free(&o);
+            return result;
+        }
+        out_free(&o);
+        if (PyErr_Occurred()) return NULL;
+    }
+    return PyObject_CallOneArg(codec->py_encode, obj);
+}
+
+static PyObject *codec_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+                                  PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 1 || (kwnames && PyTuple_GET_SIZE(kwnames))) {
+        PyErr_SetString(PyExc_TypeError, "encode() takes no arguments");
+        return NULL;
+    }
+    return codec_encode((CodecObject *)self, args[0]);
+}
+
+/* As a class attribute the codec is the `encode` method: flagged as a method descriptor, so
+   `msg.encode()` calls it with msg and no bound-method object is made. */
+static PyObject *codec_descr_get(PyObject *self, PyObject *obj, PyObject *type) {
+    if (obj == NULL || obj == Py_None) return Py_NewRef(self);
+    return PyMethod_New(self, obj);
+}
+
+static PyObject *fallback_decode_from(CodecObject *codec, PyObject *cls, PyObject *buf,
+                                      PyObject *pos, PyObject *end) {
+    PyObject *args[4] = {cls, buf, pos, end};
+    return PyObject_Vectorcall(codec->py_decode_from, args, 4, NULL);
+}
+
+static PyObject *decode_from_impl(CodecObject *codec, PyObject *cls, PyObject *const *args) {
+    PyObject *buf = args[0];
+    if ((PyTypeObject *)cls == codec->cls && PyBytes_CheckExact(buf)
+            && PyLong_CheckExact(args[1]) && PyLong_CheckExact(args[2])) {
+        Py_ssize_t pos = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
+        if (PyErr_Occurred()) PyErr_Clear();
+        else if (0 <= pos && pos <= end && end <= PyBytes_GET_SIZE(buf)) {
+            PyObject *msg = decode_message(codec, (const unsigned char *)PyBytes_AS_STRING(buf),
+                                           pos, end, 0);
+            if (msg != NULL || PyErr_Occurred()) return msg;
+        }
+    }
+    return fallback_decode_from(codec, cls, buf, args[1], args[2]);
+}
+
+static PyObject *decode_impl(CodecObject *codec, PyObject *cls, PyObject *data) {
+    PyObject *buf;
+    if (PyBytes_CheckExact(data)) {
+        if ((PyTypeObject *)cls == codec->cls) {
+            PyObject *msg = decode_message(codec, (const unsigned char *)PyBytes_AS_STRING(data),
+                                           0, PyBytes_GET_SIZE(data), 0);
+            if (msg != NULL || PyErr_Occurred()) return msg;
+        }
+        buf = Py_NewRef(data);
+    } else {
+        buf = PyBytes_FromObject(data);
+        if (buf == NULL) return NULL;
+        if ((PyTypeObject *)cls == codec->cls) {
+            PyObject *msg = decode_message(codec, (const unsigned char *)PyBytes_AS_STRING(buf),
+                                           0, PyBytes_GET_SIZE(buf), 0);
+            if (msg != NULL || PyErr_Occurred()) { Py_DECREF(buf); return msg; }
+        }
+    }
+    PyObject *start = PyLong_FromLong(0), *end = PyLong_FromSsize_t(PyBytes_GET_SIZE(buf));
+    PyObject *msg = NULL;
+    if (start && end) msg = fallback_decode_from(codec, cls, buf, start, end);
+    Py_XDECREF(start);
+    Py_XDECREF(end);
+    Py_DECREF(buf);
+    return msg;
+}
+
+/* decode_from(cls, buf, pos, end): the classmethod, for any class. */
+static PyObject *codec_decode_from(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "decode_from() takes buf, pos and end");
+        return NULL;
+    }
+    return decode_from_impl((CodecObject *)self, args[0], args + 1);
+}
+
+/* decode_from(buf, pos, end) for the codec's own class. */
+static PyObject *codec_own_decode_from(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "decode_from() takes buf, pos and end");
+        return NULL;
+    }
+    CodecObject *codec = (CodecObject *)self;
+    return decode_from_impl(codec, (PyObject *)codec->cls, args);
+}
+
+/* decode(cls, data): the classmethod, for any class; data is any bytes-like object. */
+static PyObject *codec_decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "decode() takes one argument");
+        return NULL;
+    }
+    return decode_impl((CodecObject *)self, args[0], args[1]);
+}
+
+/* decode(data) for the codec's own class. */
+static PyObject *codec_own_decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 1) {
+        PyErr_SetString(PyExc_TypeError, "decode() takes one argument");
+        return NULL;
+    }
+    CodecObject *codec = (CodecObject *)self;
+    return decode_impl(codec, (PyObject *)codec->cls, args[0]);
+}
+
+static PyMethodDef codec_methods[] = {
+    {"decode", (PyCFunction)(void (*)(void))codec_decode, METH_FASTCALL,
+     "decode(cls, data): the message class's decode."},
+    {"decode_from", (PyCFunction)(void (*)(void))codec_decode_from, METH_FASTCALL,
+     "decode_from(cls, buf, pos, end): the message class's decode_from."},
+    {"own_decode", (PyCFunction)(void (*)(void))codec_own_decode, METH_FASTCALL,
+     "decode(data) for the codec's own class."},
+    {"own_decode_from", (PyCFunction)(void (*)(void))codec_own_decode_from, METH_FASTCALL,
+     "decode_from(buf, pos, end) for the codec's own class."},
+    {NULL, NULL, 0, NULL},
+};
+
+static Py_ssize_t member_offset(PyTypeObject *cls, PyObject *name) {
+    PyObject *descr = PyDict_GetItemWithError(cls->tp_dict, name);
+    if (descr == NULL || Py_TYPE(descr) != &PyMemberDescr_Type) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "%s.%U is not a slot", cls->tp_name, name);
+        return -1;
+    }
+    PyMemberDef *def = ((PyMemberDescrObject *)descr)->d_member;
+    if (def->type != T_OBJECT_EX) {
+        PyErr_Format(PyExc_TypeError, "%s.%U is not an object slot", cls->tp_name, name);
+        return -1;
+    }
+    return def->offset;
+}
+
+static int codec_traverse(CodecObject *self, visitproc visit, void *arg) {
+    Py_VISIT(self->cls);
+    Py_VISIT(self->sparse_index);
+    Py_VISIT(self->py_encode);
+    Py_VISIT(self->py_decode_from);
+    for (Py_ssize_t i = 0; i < self->nfields; i++) {
+        Py_VISIT(self->fields[i].key);
+        Py_VISIT(self->fields[i].extra);
+        Py_VISIT((PyObject *)self->fields[i].sub);
+    }
+    return 0;
+}
+
+static int codec_clear(CodecObject *self) {
+    Py_CLEAR(self->cls);
+    Py_CLEAR(self->sparse_index);
+    Py_CLEAR(self->py_encode);
+    Py_CLEAR(self->py_decode_from);
+    for (Py_ssize_t i = 0; i < self->nfields; i++) {
+        Py_CLEAR(self->fields[i].key);
+        Py_CLEAR(self->fields[i].extra);
+        Py_CLEAR(self->fields[i].sub);
+    }
+    return 0;
+}
+
+static void codec_dealloc(CodecObject *self) {
+    PyObject_GC_UnTrack(self);
+    codec_clear(self);
+    PyMem_Free(self->fields);
+    PyMem_Free(self->by_tag);
+    PyMem_Free(self->slotted);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static const int wire_of_kind[K_KIND_END] = {
+    [K_INT32] = 0, [K_INT64] = 0, [K_UINT32] = 0, [K_UINT64] = 0, [K_SINT32] = 0,
+    [K_SINT64] = 0, [K_BOOL] = 0, [K_ENUM] = 0, [K_OPEN_ENUM] = 0, [K_FIXED32] = 5,
+    [K_SFIXED32] = 5, [K_FLOAT] = 5, [K_FIXED64] = 1, [K_SFIXED64] = 1, [K_DOUBLE] = 1,
+    [K_STRING] = 2, [K_BYTES] = 2, [K_MESSAGE] = 2,
+};
+
+/* Codec(cls, fields, present_slot, py_encode, py_decode_from)
+   fields: (number, kind, mode, storage, extra) per field, in field-number order; storage is
+   the slot name, or the key in the present dict for sparse fields. */
+static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    PyObject *cls, *fields, *present_slot, *py_encode, *py_decode_from;
+    if (kwds && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "Codec() takes positional arguments");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "O!O!OOO:Codec", &PyType_Type, &cls, &PyTuple_Type, &fields,
+                          &present_slot, &py_encode, &py_decode_from))
+        return NULL;
+    CodecObject *self = (CodecObject *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->vectorcall = codec_vectorcall;
+    self->cls = (PyTypeObject *)Py_NewRef(cls);
+    self->py_encode = Py_NewRef(py_encode);
+    self->py_decode_from = Py_NewRef(py_decode_from);
+    self->present_offset = -1;
+    Py_ssize_t nf = PyTuple_GET_SIZE(fields);
+    self->fields = PyMem_Calloc(nf ? (size_t)nf : 1, sizeof(FieldInfo));
+    if (self->fields == NULL) { PyErr_NoMemory(); goto fail; }
+    self->nfields = nf;
+    PyObject *unknown_name = PyUnicode_InternFromString("_unknown");
+    if (unknown_name == NULL) goto fail;
+    self->unknown_offset = member_offset(self->cls, unknown_name);
+    Py_DECREF(unknown_name);
+    if (self->unknown_offset < 0) goto fail;
+    if (present_slot != Py_None) {
+        self->present_offset = member_offset(self->cls, present_slot);
+        if (self->present_offset < 0) goto fail;
+        if ((self->sparse_index = PyDict_New()) == NULL) goto fail;
+    }
+    uint32_t max_number = 0, last = 0;
+    for (Py_ssize_t i = 0; i < nf; i++) {
+        FieldInfo *f = &self->fields[i];
+        unsigned int number;
+        PyObject *storage, *extra;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(fields, i), "IiiUO:field", &number, &f->kind,
+                              &f->mode, &storage, &extra))
+            goto fail;
+        if (number == 0 || number >= (1u << 29) || number <= last || f->kind <= 0
+                || f->kind >= K_KIND_END || f->mode < 0 || f->mode >= M_MODE_END) {
+            PyErr_Format(PyExc_ValueError, "%s: bad layout for field %u", self->cls->tp_name,
+                         number);
+            goto fail;
+        }
+        last = number;
+        f->number = number;
+        f->wire = wire_of_kind[f->kind];
+        if (number > max_number) max_number = number;
+        if ((f->kind == K_MESSAGE && !PyType_Check(extra))
+                || ((f->kind == K_ENUM || f->kind == K_OPEN_ENUM) && !PyDict_Check(extra))) {
+            PyErr_Format(PyExc_TypeError, "%s: field %u has the wrong table entry",
+                         self->cls->tp_name, number);
+            goto fail;
+        }
+        f->extra = Py_NewRef(extra);
+        if (f->mode == M_SPARSE) {
+            if (self->present_offset < 0 || f->kind != K_MESSAGE) {
+                PyErr_Format(PyExc_ValueError, "%s: sparse field %u without a present slot",
+                             self->cls->tp_name, number);
+                goto fail;
+            }
+            f->offset = -1;
+            f->key = Py_NewRef(storage);
+            PyObject *index = PyLong_FromSsize_t(i);
+            if (index == NULL) goto fail;
+            int rc = PyDict_SetItem(self->sparse_index, storage, index);
+            Py_DECREF(index);
+            if (rc < 0) goto fail;
+        } else if ((f->offset = member_offset(self->cls, storage)) < 0) {
+            goto fail;
+        }
+    }
+    self->slotted = PyMem_Calloc(nf ? (size_t)nf : 1, sizeof(Py_ssize_t));
+    if (self->slotted == NULL) { PyErr_NoMemory(); goto fail; }
+    for (Py_ssize_t i = 0; i < nf; i++)
+        if (self->fields[i].mode != M_SPARSE) self->slotted[self->nslotted++] = i;
+    /* Tags up to two bytes (fields below 2048) are looked up in a table, others searched. */
+    self->tag_limit = max_number < 2048 ? (max_number << 3) + 8 : 2048 << 3;
+    self->by_tag = PyMem_Calloc(self->tag_limit, sizeof(int32_t));
+    if (self->by_tag == NULL) { PyErr_NoMemory(); goto fail; }
+    for (Py_ssize_t i = 0; i < nf; i++) {
+        FieldInfo *f = &self->fields[i];
+        if (f->number >= 2048) break;
+        self->by_tag[f->number << 3 | (uint32_t)f->wire] = (int32_t)(i + 1);
+        int repeated = f->mode == M_REPEATED || f->mode == M_PACKED;
+        if (repeated && f->wire != 2)  /* both forms of a repeated scalar are accepted */
+            self->by_tag[f->number << 3 | 2] = -(int32_t)(i + 1);
+    }
+    if (PyDict_SetItem(registry, cls, (PyObject *)self) < 0) goto fail;
+    return (PyObject *)self;
+fail:
+    Py_DECREF(self);
+    return NULL;
+}
+
+static PyTypeObject Codec_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "runtime._wirecodec.Codec",
+    .tp_doc = "The compiled encode/decode of one generated message class.",
+    .tp_basicsize = sizeof(CodecObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL
+                | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_new = codec_new,
+    .tp_dealloc = (destructor)codec_dealloc,
+    .tp_traverse = (traverseproc)codec_traverse,
+    .tp_clear = (inquiry)codec_clear,
+    .tp_vectorcall_offset = offsetof(CodecObject, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_descr_get = codec_descr_get,
+    .tp_methods = codec_methods,
+};
+
+/* A classmethod that skips making a bound method for the class it was made for: looked up
+   on that class (or an instance of it) it hands out one prepared callable; on a subclass it
+   binds `general` to the subclass, as classmethod does. */
+typedef struct {
+    PyObject_HEAD
+    PyTypeObject *cls;
+    PyObject *own;
+    PyObject *general;
+} ClassMethodObject;
+
+static PyObject *classmethod_get(PyObject *self, PyObject *obj, PyObject *type) {
+    ClassMethodObject *cm = (ClassMethodObject *)self;
+    if (type == NULL) type = (PyObject *)Py_TYPE(obj);
+    if ((PyTypeObject *)type == cm->cls) return Py_NewRef(cm->own);
+    return PyMethod_New(cm->general, type);
+}
+
+static PyObject *classmethod_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    PyObject *cls, *own, *general;
+    if (kwds && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "ClassMethod() takes positional arguments");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "O!OO:ClassMethod", &PyType_Type, &cls, &own, &general))
+        return NULL;
+    ClassMethodObject *self = (ClassMethodObject *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->cls = (PyTypeObject *)Py_NewRef(cls);
+    self->own = Py_NewRef(own);
+    self->general = Py_NewRef(general);
+    return (PyObject *)self;
+}
+
+static int classmethod_traverse(ClassMethodObject *self, visitproc visit, void *arg) {
+    Py_VISIT(self->cls);
+    Py_VISIT(self->own);
+    Py_VISIT(self->general);
+    return 0;
+}
+
+static int classmethod_clear(ClassMethodObject *self) {
+    Py_CLEAR(self->cls);
+    Py_CLEAR(self->own);
+    Py_CLEAR(self->general);
+    return 0;
+}
+
+static void classmethod_dealloc(ClassMethodObject *self) {
+    PyObject_GC_UnTrack(self);
+    classmethod_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMemberDef classmethod_members[] = {
+    {"__func__", T_OBJECT, offsetof(ClassMethodObject, general), READONLY,
+     "The function taking the class first."},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject ClassMethod_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "runtime._wirecodec.ClassMethod",
+    .tp_doc = "ClassMethod(cls, own, general): a classmethod with a prepared binding for cls.",
+    .tp_basicsize = sizeof(ClassMethodObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = classmethod_new,
+    .tp_dealloc = (destructor)classmethod_dealloc,
+    .tp_traverse = (traverseproc)classmethod_traverse,
+    .tp_clear = (inquiry)classmethod_clear,
+    .tp_descr_get = classmethod_get,
+    .tp_members = classmethod_members,
+};
+
+static struct PyModuleDef wirecodec_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "runtime._wirecodec",
+    .m_doc = "Compiled fast path of the generated protobuf codecs (see runtime/compiled.py).",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC PyInit__wirecodec(void) {
+    if (PyType_Ready(&Codec_Type) < 0 || PyType_Ready(&ClassMethod_Type) < 0) return NULL;
+    PyObject *m = PyModule_Create(&wirecodec_module);
+    if (m == NULL) return NULL;
+    registry = PyDict_New();
+    if (registry == NULL || PyModule_AddObjectRef(m, "registry", registry) < 0
+            || PyModule_AddObjectRef(m, "Codec", (PyObject *)&Codec_Type) < 0
+            || PyModule_AddObjectRef(m, "ClassMethod", (PyObject *)&ClassMethod_Type) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,34 @@
+"""Type stub of the C extension runtime/_wirecodec.c (see runtime/compiled.py)."""
+
+from collections.abc import Callable
+from typing import Any
+
+registry: dict[type, Codec]
+
+class Codec:
+    """The compiled encode/decode of one generated message class."""
+
+    def __init__(
+        self,
+        cls: type,
+        fields: tuple[tuple[int, int, int, str, object], ...],
+        present_slot: str | None,
+        py_encode: Callable[[Any], bytes],
+        py_decode_from: Callable[..., Any],
+        /,
+    ) -> None: ...
+    def __call__(self, message: Any, /) -> bytes: ...
+    def decode(self, cls: type, data: bytes | bytearray | memoryview, /) -> Any: ...
+    def decode_from(self, cls: type, buf: bytes, pos: int, end: int, /) -> Any: ...
+    def own_decode(self, data: bytes | bytearray | memoryview, /) -> Any: ...
+    def own_decode_from(self, buf: bytes, pos: int, end: int, /) -> Any: ...
+
+class ClassMethod:
+    """A classmethod with a prepared binding for the class it was made for."""
+
+    __func__: Callable[..., Any]
+
+    def __init__(
+        self, cls: type, own: Callable[..., Any], general: Callable[..., Any], /
+    ) -> None: ...
+    def __get__(self, obj: object, owner: type | None = None, /) -> Callable[..., Any]: ...

@@ -227,6 +227,8 @@ class ModuleView:
     runtime_imports: list[str]
     exports: list[str]
     fields_dicts: list[FieldsDictView] = field(default_factory=list)
+    # Lines of the layout tables given to runtime.compiled.install_layouts; empty: none.
+    compiled_layouts: list[str] = field(default_factory=list)
 
 
 class _Python:
@@ -334,6 +336,8 @@ def build_module(proto: ProtoFile, module_of: dict[str, str]) -> ModuleView:
     enums = [_enum_view(e, 0) for e in proto.enums]
     nested = [e for v in _walk(messages) for e in v.nested_enums]
     fields_dicts = [_fields_dict_view(v) for v in _walk(messages) if v.fields_dict]
+    layouts = [line for m in proto.all_messages() if not m.is_map_entry
+               for line in _compiled_layout(py, m)]
     text = proto.comment or f"Typed protobuf bindings for {proto.path}."
     if proto.package:
         text += f"\n\nProtobuf package: ``{proto.package}``."
@@ -345,6 +349,8 @@ def build_module(proto: ProtoFile, module_of: dict[str, str]) -> ModuleView:
     if fields_dicts:
         typing_names += ", TypedDict, Unpack"
         body += "\npresent_fields spell_out_fields"
+    if layouts:
+        body += "\ninstall_layouts"
     stdlib_from = ["from dataclasses import dataclass", f"from typing import {typing_names}"]
     if "copysign(" in body:
         stdlib_from.append("from math import copysign")
@@ -361,6 +367,7 @@ def build_module(proto: ProtoFile, module_of: dict[str, str]) -> ModuleView:
         runtime_imports=_runtime_imports(body, bool(messages), bool(enums + nested)),
         exports=sorted([m.name for m in messages] + [e.name for e in enums]),
         fields_dicts=fields_dicts,
+        compiled_layouts=layouts,
     )
 
 
@@ -384,6 +391,7 @@ def _fields_dict_view(v: MessageView) -> FieldsDictView:
 
 
 _RUNTIME_MODULES = {
+    "runtime.compiled": ("install_layouts",),
     "runtime.errors": (
         "MissingRequiredFieldError", "RequiredFieldUnsetError", "ValueOutOfRangeError",
     ),
@@ -494,6 +502,42 @@ def _message_view(py: _Python, m: MessageType, depth: int) -> MessageView:
         copy_lines=_copy_lines(fields, present) if present else [],
         fields_dict=_fields_dict_name(m) if present else "",
     )
+
+
+def _compiled_layout(py: _Python, m: MessageType) -> list[str]:
+    """Lines of ``m``'s entry in the table handed to ``install_layouts``.
+
+    The compiled codec covers proto2 messages and proto3 ones whose fields all have explicit
+    presence; a message with map fields, oneofs or implicit-presence fields gets no entry and
+    keeps the Python codec alone.
+    """
+    if m.oneofs or any(f.is_map or f.presence is Presence.IMPLICIT for f in m.fields):
+        return []
+    sparse = {f.number for f in m.sparse_fields()}
+    present = _present_names(m).slot if sparse else None
+    rows = []
+    for f in sorted(m.fields, key=lambda f: f.number):
+        t = f.type
+        kind = t.kind
+        extra = "None"
+        if kind == "enum":
+            assert t.enum is not None
+            kind = "enum" if t.enum.closed else "open_enum"
+            extra = py.enum_map(t.enum)
+        elif kind == "message":
+            assert t.message is not None
+            extra = py.ref(t.message.full_name, t.message.py_path)
+        if f.number in sparse:
+            mode, storage = "sparse", f.py_name
+        elif f.label is Label.REPEATED:
+            mode, storage = ("packed" if f.packed else "repeated"), f.py_name
+        else:
+            mode = "required" if f.presence is Presence.REQUIRED else "optional"
+            storage = _storage(f)
+        rows.append(f"        ({f.number}, {q(kind)}, {q(mode)}, {q(storage)}, {extra}),")
+    if not rows:
+        return [f"    ({m.py_path}, None, ()),"]
+    return [f"    ({m.py_path}, {q(present) if present else 'None'}, (", *rows, "    )),"]
 
 
 def _fields_dict_name(m: MessageType) -> str:

@@ -18,6 +18,9 @@ from math import copysign
 from struct import error as struct_error
 from typing import ClassVar, Self
 
+from runtime.compiled import (
+    install_layouts,
+)
 from runtime.errors import (
     ValueOutOfRangeError,
 )
@@ -5513,3 +5516,34 @@ _CreateReaderGroupResponse_Status_BY_NUMBER = number_table(CreateReaderGroupResp
 _ReaderGroupConfigResponse_Status_BY_NUMBER = number_table(ReaderGroupConfigResponse.Status)
 _DeleteReaderGroupStatus_Status_BY_NUMBER = number_table(DeleteReaderGroupStatus.Status)
 _UpdateReaderGroupResponse_Status_BY_NUMBER = number_table(UpdateReaderGroupResponse.Status)
+
+
+# Layout of each message for the compiled codec (runtime/compiled.py): field number, type, how
+# the field is held, its slot (or key), and the class or enum table it refers to. A message not
+# listed here keeps the Python codec alone.
+install_layouts((
+    (ServerRequest, None, ()),
+    (ServerResponse, None, (
+        (1, "message", "repeated", "nodeURI", NodeUri),
+    )),
+    (ScopesRequest, None, (
+        (1, "message", "optional", "continuationToken", ContinuationToken),
+    )),
+    (ScopesResponse, None, (
+        (1, "string", "repeated", "scopes", None),
+        (2, "message", "optional", "continuationToken", ContinuationToken),
+    )),
+    (StreamsInScopeRequest, None, (
+        (1, "message", "optional", "scope", ScopeInfo),
+        (2, "message", "optional", "continuationToken", ContinuationToken),
+    )),
+    (Tags, None, (
+        (1, "string", "repeated", "tag", None),
+    )),
+    (StreamConfig, None, (
+        (1, "message", "optional", "streamInfo", StreamInfo),
+        (2, "message", "optional", "scalingPolicy", ScalingPolicy),
+        (3, "message", "optional", "retentionPolicy", RetentionPolicy),
+        (4, "message", "optional", "tags", Tags),
+    )),
+))

@@ -11,6 +11,9 @@ from dataclasses import dataclass
 from struct import error as struct_error
 from typing import ClassVar, Self
 
+from runtime.compiled import (
+    install_layouts,
+)
 from runtime.errors import (
     MissingRequiredFieldError,
     RequiredFieldUnsetError,
@@ -3729,3 +3732,115 @@ class CommitOffsetResponseB2C:
 
 
 # Number -> member tables: a dict lookup is several times faster than calling the enum class.
+
+
+# Layout of each message for the compiled codec (runtime/compiled.py): field number, type, how
+# the field is held, its slot (or key), and the class or enum table it refers to. A message not
+# listed here keeps the Python codec alone.
+install_layouts((
+    (TransferedMessage, None, (
+        (1, "int64", "required", "messageId", None),
+        (2, "int32", "required", "checkSum", None),
+        (3, "bytes", "required", "payLoadData", None),
+        (4, "int32", "required", "flag", None),
+    )),
+    (AuthorizedInfo, None, (
+        (1, "int64", "required", "visitAuthorizedToken", None),
+        (2, "string", "optional", "_authAuthorizedToken", None),
+    )),
+    (SendMessageRequestP2B, None, (
+        (1, "string", "required", "clientId", None),
+        (2, "string", "required", "topicName", None),
+        (3, "int32", "required", "partitionId", None),
+        (4, "bytes", "required", "data", None),
+        (5, "int32", "required", "flag", None),
+        (6, "int32", "required", "checkSum", None),
+        (7, "int32", "required", "sentAddr", None),
+        (8, "string", "optional", "_msgType", None),
+        (9, "string", "optional", "_msgTime", None),
+        (10, "message", "optional", "authInfo", AuthorizedInfo),
+    )),
+    (SendMessageResponseB2P, None, (
+        (1, "bool", "required", "success", None),
+        (2, "int32", "required", "errCode", None),
+        (3, "string", "required", "errMsg", None),
+        (4, "bool", "optional", "_requireAuth", None),
+        (5, "int64", "optional", "_messageId", None),
+        (6, "int64", "optional", "_appendTime", None),
+        (7, "int64", "optional", "_appendOffset", None),
+    )),
+    (RegisterRequestC2B, None, (
+        (1, "int32", "required", "opType", None),
+        (2, "string", "required", "clientId", None),
+        (3, "string", "required", "groupName", None),
+        (4, "string", "required", "topicName", None),
+        (5, "int32", "required", "partitionId", None),
+        (6, "int32", "required", "readStatus", None),
+        (7, "string", "repeated", "filterCondStr", None),
+        (8, "int64", "optional", "_currOffset", None),
+        (9, "string", "optional", "_sessionKey", None),
+        (10, "int64", "optional", "_sessionTime", None),
+        (11, "int64", "optional", "_ssdStoreId", None),
+        (12, "int32", "optional", "_qryPriorityId", None),
+        (13, "message", "optional", "authInfo", AuthorizedInfo),
+    )),
+    (RegisterResponseB2C, None, (
+        (1, "bool", "required", "success", None),
+        (2, "int32", "required", "errCode", None),
+        (3, "string", "required", "errMsg", None),
+        (4, "int64", "optional", "_currOffset", None),
+        (5, "int64", "optional", "_maxOffset", None),
+    )),
+    (HeartBeatRequestC2B, None, (
+        (1, "string", "required", "clientId", None),
+        (2, "string", "required", "groupName", None),
+        (3, "int32", "required", "readStatus", None),
+        (4, "string", "repeated", "partitionInfo", None),
+        (5, "int64", "optional", "_ssdStoreId", None),
+        (6, "int32", "optional", "_qryPriorityId", None),
+        (7, "message", "optional", "authInfo", AuthorizedInfo),
+    )),
+    (HeartBeatResponseB2C, None, (
+        (1, "bool", "required", "success", None),
+        (2, "int32", "required", "errCode", None),
+        (3, "string", "required", "errMsg", None),
+        (4, "bool", "optional", "_hasPartFailure", None),
+        (5, "string", "repeated", "failureInfo", None),
+        (6, "bool", "optional", "_requireAuth", None),
+    )),
+    (GetMessageRequestC2B, None, (
+        (1, "string", "required", "clientId", None),
+        (2, "int32", "required", "partitionId", None),
+        (3, "string", "required", "groupName", None),
+        (4, "string", "required", "topicName", None),
+        (5, "bool", "optional", "_lastPackConsumed", None),
+        (6, "bool", "optional", "_manualCommitOffset", None),
+        (7, "bool", "optional", "_escFlowCtrl", None),
+    )),
+    (GetMessageResponseB2C, None, (
+        (1, "bool", "required", "success", None),
+        (2, "int32", "required", "errCode", None),
+        (3, "string", "optional", "_errMsg", None),
+        (4, "message", "repeated", "messages", TransferedMessage),
+        (5, "int64", "optional", "_currOffset", None),
+        (6, "int32", "optional", "_minLimitTime", None),
+        (7, "bool", "optional", "_escFlowCtrl", None),
+        (8, "int64", "optional", "_currDataDlt", None),
+        (9, "bool", "optional", "_requireSlow", None),
+        (10, "int64", "optional", "_maxOffset", None),
+    )),
+    (CommitOffsetRequestC2B, None, (
+        (1, "string", "required", "clientId", None),
+        (2, "string", "required", "topicName", None),
+        (3, "int32", "required", "partitionId", None),
+        (4, "string", "required", "groupName", None),
+        (5, "bool", "optional", "_lastPackConsumed", None),
+    )),
+    (CommitOffsetResponseB2C, None, (
+        (1, "bool", "required", "success", None),
+        (2, "int32", "required", "errCode", None),
+        (3, "string", "required", "errMsg", None),
+        (4, "int64", "optional", "_currOffset", None),
+        (5, "int64", "optional", "_maxOffset", None),
+    )),
+))

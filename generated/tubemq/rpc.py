@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from struct import error as struct_error
 from typing import ClassVar, Self
 
+from runtime.compiled import (
+    install_layouts,
+)
 from runtime.errors import (
     MissingRequiredFieldError,
     RequiredFieldUnsetError,
@@ -1152,3 +1155,38 @@ class RspResponseBody:
 
 # Number -> member tables: a dict lookup is several times faster than calling the enum class.
 _ResponseHeader_Status_BY_NUMBER = number_table(ResponseHeader.Status)
+
+
+# Layout of each message for the compiled codec (runtime/compiled.py): field number, type, how
+# the field is held, its slot (or key), and the class or enum table it refers to. A message not
+# listed here keeps the Python codec alone.
+install_layouts((
+    (RpcConnHeader, None, (
+        (1, "int32", "required", "flag", None),
+        (2, "int64", "optional", "_traceId", None),
+        (3, "int64", "optional", "_spanId", None),
+        (4, "int64", "optional", "_parentId", None),
+    )),
+    (RequestHeader, None, (
+        (1, "int32", "optional", "_serviceType", None),
+        (2, "int32", "optional", "_protocolVer", None),
+    )),
+    (RequestBody, None, (
+        (1, "int32", "required", "method", None),
+        (2, "int64", "optional", "_timeout", None),
+        (3, "bytes", "optional", "_request", None),
+    )),
+    (ResponseHeader, None, (
+        (1, "enum", "required", "status", _ResponseHeader_Status_BY_NUMBER),
+        (2, "int32", "optional", "_serviceType", None),
+        (3, "int32", "optional", "_protocolVer", None),
+    )),
+    (RspExceptionBody, None, (
+        (1, "string", "required", "exceptionName", None),
+        (2, "string", "optional", "_stackTrace", None),
+    )),
+    (RspResponseBody, None, (
+        (1, "int32", "required", "method", None),
+        (2, "bytes", "required", "data", None),
+    )),
+))

@@ -47,6 +47,7 @@ from crc32c import crc32c as _crc32c
 
 from generated.pulsar import pulsar_api as pb
 from generated.pulsar.frames import Batch, BatchEntry, Frame, Payload
+from runtime import compiled
 
 REPEATS = 5
 CELL_SECONDS = 0.2  # wall time for one cell, all repeats together
@@ -620,6 +621,7 @@ class Row:
 def main() -> None:
     print(f"Python {platform.python_version()} ({platform.python_implementation()}), "
           f"construct {_version('construct')} (compiled), crc32c {_version('crc32c')}")
+    print(f"our protobuf codec: {compiled.describe()}")
     wire = check_frame()
     batches = [BatchCase("1000 msgs, payload_size only", make_batch(False)),
                BatchCase("1000 msgs, payload_size + 1 property", make_batch(True))]

@@ -26,6 +26,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from runtime import compiled
+
 ITERATIONS = 2000
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -75,6 +77,7 @@ def main() -> None:
         print("valgrind is not installed; on Debian or Ubuntu: sudo apt-get install valgrind")
         return
     print(f"instructions per operation (callgrind), {ITERATIONS} iterations less an empty run")
+    print(f"our protobuf codec: {compiled.describe()}")
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         empty = pool.submit(count, "pass", 0)
         totals = list(pool.map(lambda op: count(op.statement, ITERATIONS), OPS))

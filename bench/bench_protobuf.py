@@ -38,6 +38,7 @@ from typing import Any
 
 from generated.pulsar import pulsar_api as ours
 from generator.build import generate
+from runtime import compiled
 
 REPO = Path(__file__).resolve().parent.parent
 SPEC_DIR = REPO / "specs"
@@ -678,6 +679,7 @@ def main() -> None:
     print(f"Python {platform.python_version()} ({platform.python_implementation()}), "
           f"protobuf {_version('protobuf')} backend={api_implementation.Type()}, "
           f"betterproto {_version('betterproto')}")
+    print(f"our protobuf codec: {compiled.describe()}")
     codecs: dict[str, dict[str, Codec]] = {"ours": ours_codecs()}
     notes: list[str] = []
     with tempfile.TemporaryDirectory(prefix="protoframe-bench-") as tmp_name:

@@ -68,6 +68,15 @@ def available() -> bool:
     return _wirecodec is not None and not os.environ.get("PROTOFRAME_PURE_PYTHON")
 
 
+def describe() -> str:
+    """Which protobuf codec runs, for benchmark headers."""
+    if _wirecodec is None:
+        return "Python (runtime._wirecodec is not built)"
+    if not available():
+        return "Python (PROTOFRAME_PURE_PYTHON is set)"
+    return "compiled (runtime._wirecodec)"
+
+
 def install_layouts(layouts: Iterable[MessageLayout]) -> None:
     """Give each message class of a generated module the compiled codec, when it is available.
 

@@ -649,28 +649,20 @@ static PyObject *decode_from_impl(CodecObject *codec, PyObject *cls, PyObject *c
 }
 
 static PyObject *decode_impl(CodecObject *codec, PyObject *cls, PyObject *data) {
-    PyObject *buf;
-    if (PyBytes_CheckExact(data)) {
-        if ((PyTypeObject *)cls == codec->cls) {
-            PyObject *msg = decode_message(codec, (const unsigned char *)PyBytes_AS_STRING(data),
-                                           0, PyBytes_GET_SIZE(data), 0);
-            if (msg != NULL || PyErr_Occurred()) return msg;
-        }
-        buf = Py_NewRef(data);
-    } else {
-        buf = PyBytes_FromObject(data);
-        if (buf == NULL) return NULL;
-        if ((PyTypeObject *)cls == codec->cls) {
-            PyObject *msg = decode_message(codec, (const unsigned char *)PyBytes_AS_STRING(buf),
-                                           0, PyBytes_GET_SIZE(buf), 0);
-            if (msg != NULL || PyErr_Occurred()) { Py_DECREF(buf); return msg; }
-        }
-    }
-    PyObject *start = PyLong_FromLong(0), *end = PyLong_FromSsize_t(PyBytes_GET_SIZE(buf));
+    /* bytes(data), exactly as the Python codec's decode converts its argument. */
+    PyObject *buf = PyBytes_CheckExact(data) ? Py_NewRef(data)
+                                             : PyObject_CallOneArg((PyObject *)&PyBytes_Type, data);
+    if (buf == NULL) return NULL;
     PyObject *msg = NULL;
-    if (start && end) msg = fallback_decode_from(codec, cls, buf, start, end);
-    Py_XDECREF(start);
-    Py_XDECREF(end);
+    if ((PyTypeObject *)cls == codec->cls)
+        msg = decode_message(codec, (const unsigned char *)PyBytes_AS_STRING(buf), 0,
+                             PyBytes_GET_SIZE(buf), 0);
+    if (msg == NULL && !PyErr_Occurred()) {
+        PyObject *start = PyLong_FromLong(0), *end = PyLong_FromSsize_t(PyBytes_GET_SIZE(buf));
+        if (start && end) msg = fallback_decode_from(codec, cls, buf, start, end);
+        Py_XDECREF(start);
+        Py_XDECREF(end);
+    }
     Py_DECREF(buf);
     return msg;
 }

@@ -423,6 +423,12 @@ def test_subclasses_buffers_and_arguments() -> None:
                  (b"xx" + wire, 2, 2 + len(wire))):
         assert _outcome(lambda: pa.CommandSend.decode_from(*args)) == _python(  # noqa: B023
             lambda: pa.CommandSend.decode_from(*args))  # noqa: B023
+    # decode converts its argument with bytes(), as the Python codec does: an int is that
+    # many zero bytes, a str is refused with bytes()'s own error.
+    odd_inputs: list[Any] = [5, 0, "text", [8, 1, 16, 2], object()]
+    for data in odd_inputs:
+        assert _outcome(lambda: pa.CommandSend.decode(data)) == _python(  # noqa: B023
+            lambda: pa.CommandSend.decode(data))  # noqa: B023
     with pytest.raises(TypeError):
         pa.CommandSend.decode()  # type: ignore[call-arg]
     with pytest.raises(TypeError):

@@ -13,6 +13,10 @@
  *
  * Slots are read and written through the offsets of the classes' member descriptors, as
  * CPython's own slot descriptors do.
+ *
+ * The same tables also give each class a compiled constructor (see "the compiled constructor"
+ * below): cls(**kwargs) fills the slots the way the generated __init__ would, and leaves
+ * anything unusual to type.__call__ and that __init__.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -41,6 +45,8 @@ typedef struct {
     int wire;
     Py_ssize_t offset;   /* slot offset; -1 for sparse fields */
     PyObject *key;       /* sparse key (str) */
+    PyObject *storage;   /* slot name, or the sparse key */
+    PyObject *keyword;   /* the __init__ keyword (borrowed from the codec's keywords) */
     PyObject *extra;     /* message class, or the number -> member dict of an enum */
     CodecObject *sub;    /* codec of a message field's class, resolved on first use */
 } FieldInfo;
@@ -60,6 +66,14 @@ struct CodecObject {
     uint32_t tag_limit;
     PyObject *py_encode;      /* the generated Python methods, for whatever this gives up on */
     PyObject *py_decode_from;
+    PyObject *present_name;   /* name of the present-fields slot, or NULL */
+    /* The compiled constructor; keywords is NULL until install_constructor prepares it. */
+    PyObject *keywords;       /* tuple: each field's __init__ keyword, in field order */
+    PyObject *keyword_index;  /* keyword -> index into fields */
+    PyObject *py_init;        /* the generated __init__ the constructor stands in for */
+    vectorcallfunc saved_vectorcall;  /* cls->tp_vectorcall before the constructor went in */
+    unsigned int ctor_version;  /* cls's version tag when last found intact; 0: check again */
+    int ctor_on;
 };
 
 static PyTypeObject Codec_Type;
@@ -705,6 +719,272 @@ static PyObject *codec_own_decode(PyObject *self, PyObject *const *args, Py_ssiz
     return decode_impl(codec, (PyObject *)codec->cls, args[0]);
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* the compiled constructor: cls(**kwargs) without running the generated __init__
+ *
+ * The generated __init__ of a class with a layout table only stores its keywords: a required
+ * or optional field's value as given (optional ones default to None), a repeated field's
+ * `value or []`, the sparse fields that are not None in a fresh dict of present fields
+ * (runtime.protowire.present_fields), and b"" as the unknown fields. Building the instance
+ * here, by slot offset, saves the Python frame, the binding of thirty-odd keyword defaults
+ * and a descriptor call per field.
+ *
+ * It is installed as the class's tp_vectorcall, which CPython (3.11) calls for cls(...) in
+ * place of type.__call__ when it is set; it is not inherited, so subclasses keep the ordinary
+ * path. Like the codec it is a fast path only: positional arguments, a keyword that is not a
+ * field (or comes twice), a missing required keyword, a repeated value that is neither a list
+ * nor None (its truth value is Python's business), or a class changed since install (another
+ * __init__, __new__ or __setattr__, a slot replaced) all go to type.__call__, so every error
+ * and its text is the Python __init__'s. */
+
+static PyObject *str_init;     /* "__init__" */
+static PyObject *str_unknown;  /* "_unknown" */
+static PyObject *empty_bytes;  /* b"" */
+
+#define CTOR_INLINE 128
+
+/* cls(*args, **kwargs) as without the constructor: type.__call__ runs __new__ and the Python
+   __init__, with the recursion check CPython makes around any tp_call. */
+static PyObject *ctor_fallback(PyObject *cls, PyObject *const *args, Py_ssize_t nargs,
+                               PyObject *kwnames) {
+    PyObject *tuple = PyTuple_New(nargs), *kwargs = NULL, *result = NULL;
+    if (tuple == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < nargs; i++) PyTuple_SET_ITEM(tuple, i, Py_NewRef(args[i]));
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (nkw) {
+        if ((kwargs = PyDict_New()) == NULL) goto done;
+        for (Py_ssize_t j = 0; j < nkw; j++)
+            if (PyDict_SetItem(kwargs, PyTuple_GET_ITEM(kwnames, j), args[nargs + j]) < 0)
+                goto done;
+    }
+    if (Py_EnterRecursiveCall(" while calling a Python object") == 0) {
+        result = PyType_Type.tp_call(cls, tuple, kwargs);
+        Py_LeaveRecursiveCall();
+    }
+done:
+    Py_DECREF(tuple);
+    Py_XDECREF(kwargs);
+    return result;
+}
+
+/* Whether `name` on cls is still the object slot at `offset`. */
+static int slot_intact(PyTypeObject *cls, PyObject *name, Py_ssize_t offset) {
+    PyObject *descr = _PyType_Lookup(cls, name);  /* borrowed; never sets an error */
+    if (descr == NULL || Py_TYPE(descr) != &PyMemberDescr_Type) return 0;
+    PyMemberDef *def = ((PyMemberDescrObject *)descr)->d_member;
+    return def->type == T_OBJECT_EX && def->offset == offset;
+}
+
+/* Whether cls still builds its instances as when the constructor went in: object's __new__,
+   the generated __init__, plain attribute setting, every field in its slot. */
+static int ctor_class_intact(CodecObject *codec) {
+    PyTypeObject *cls = codec->cls;
+    if (cls->tp_new != PyBaseObject_Type.tp_new || cls->tp_setattro != PyObject_GenericSetAttr
+            || cls->tp_alloc != PyType_GenericAlloc
+            || PyType_HasFeature(cls, Py_TPFLAGS_IS_ABSTRACT)
+            || _PyType_Lookup(cls, str_init) != codec->py_init
+            || !slot_intact(cls, str_unknown, codec->unknown_offset)
+            || (codec->present_offset >= 0
+                && !slot_intact(cls, codec->present_name, codec->present_offset)))
+        return 0;
+    for (Py_ssize_t k = 0; k < codec->nslotted; k++) {
+        FieldInfo *f = &codec->fields[codec->slotted[k]];
+        if (!slot_intact(cls, f->storage, f->offset)) return 0;
+    }
+    return 1;
+}
+
+static PyObject *ctor_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                                 PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    PyTypeObject *cls = (PyTypeObject *)callable;
+    if (nargs) return ctor_fallback(callable, args, nargs, kwnames);
+    PyObject *found = PyDict_GetItemWithError(registry, callable);
+    if (found == NULL) {
+        if (PyErr_Occurred()) return NULL;
+        return ctor_fallback(callable, args, nargs, kwnames);
+    }
+    CodecObject *codec = (CodecObject *)found;
+    if (!codec->ctor_on || codec->cls != cls || nkw > codec->nfields)
+        return ctor_fallback(callable, args, nargs, kwnames);
+    /* Any assignment to a class attribute gives the class a new version tag (they are never
+       reused), so the class is looked over again only after a change; an unchanged tag is
+       the common case and costs one comparison. */
+    if (!PyType_HasFeature(cls, Py_TPFLAGS_VALID_VERSION_TAG)
+            || cls->tp_version_tag != codec->ctor_version) {
+        if (!ctor_class_intact(codec)) return ctor_fallback(callable, args, nargs, kwnames);
+        /* _PyType_Lookup gave the class a tag if it had none (unless they ran out). */
+        codec->ctor_version = PyType_HasFeature(cls, Py_TPFLAGS_VALID_VERSION_TAG)
+                              ? cls->tp_version_tag : 0;
+    }
+
+    Py_ssize_t nf = codec->nfields;
+    PyObject *vals_inline[CTOR_INLINE];   /* field index -> the value given (borrowed) */
+    Py_ssize_t order_inline[CTOR_INLINE]; /* keyword position -> field index */
+    PyObject **vals = vals_inline;
+    Py_ssize_t *order = order_inline;
+    PyObject *present = NULL, *obj = NULL;
+    int give_up = 1;
+    if (nf > CTOR_INLINE) {
+        vals = PyMem_Calloc((size_t)nf, sizeof(PyObject *));
+        order = PyMem_Calloc((size_t)nf, sizeof(Py_ssize_t));
+        if (vals == NULL || order == NULL) { PyErr_NoMemory(); give_up = 0; goto done; }
+    } else {
+        memset(vals_inline, 0, (size_t)nf * sizeof(PyObject *));
+    }
+    /* Callers mostly pass interned keywords in field order: try the field after the last one
+       by identity, then look the keyword up (by identity, then equality) in the index. */
+    Py_ssize_t cursor = 0;
+    for (Py_ssize_t j = 0; j < nkw; j++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, j);
+        Py_ssize_t i;
+        if (cursor < nf && codec->fields[cursor].keyword == name) {
+            i = cursor;
+        } else {
+            /* A str subclass could compare in Python code: not for the fast path. */
+            if (!PyUnicode_CheckExact(name)) goto done;
+            PyObject *index = PyDict_GetItemWithError(codec->keyword_index, name);
+            if (index == NULL) {
+                if (PyErr_Occurred()) give_up = 0;
+                goto done;  /* not a field: Python's TypeError */
+            }
+            i = PyLong_AsSsize_t(index);
+        }
+        if (vals[i] != NULL) goto done;  /* the same field twice */
+        vals[i] = args[j];
+        order[j] = i;
+        cursor = i + 1;
+    }
+    for (Py_ssize_t k = 0; k < codec->nslotted; k++) {
+        FieldInfo *f = &codec->fields[codec->slotted[k]];
+        PyObject *v = vals[codec->slotted[k]];
+        if (f->mode == M_REQUIRED && v == NULL) goto done;
+        if ((f->mode == M_REPEATED || f->mode == M_PACKED) && v != NULL && v != Py_None
+                && !PyList_CheckExact(v))
+            goto done;
+    }
+    give_up = 0;
+    if (codec->present_offset >= 0) {
+        /* present_fields: the sparse fields given, but for None, in the order given. */
+        if ((present = PyDict_New()) == NULL) goto done;
+        for (Py_ssize_t j = 0; j < nkw; j++) {
+            FieldInfo *f = &codec->fields[order[j]];
+            if (f->mode == M_SPARSE && args[j] != Py_None
+                    && PyDict_SetItem(present, f->key, args[j]) < 0)
+                goto done;
+        }
+    }
+    if ((obj = cls->tp_alloc(cls, 0)) == NULL) goto done;
+    for (Py_ssize_t k = 0; k < codec->nslotted; k++) {
+        FieldInfo *f = &codec->fields[codec->slotted[k]];
+        PyObject *v = vals[codec->slotted[k]];
+        if (f->mode == M_REPEATED || f->mode == M_PACKED) {
+            /* `value or []`: an empty list given is replaced by a new one, like None. */
+            if (v == NULL || v == Py_None || PyList_GET_SIZE(v) == 0) {
+                if ((v = PyList_New(0)) == NULL) { Py_CLEAR(obj); goto done; }
+            } else {
+                Py_INCREF(v);
+            }
+        } else {
+            v = Py_NewRef(v ? v : Py_None);
+        }
+        *(PyObject **)((char *)obj + f->offset) = v;
+    }
+    if (codec->present_offset >= 0) {
+        *(PyObject **)((char *)obj + codec->present_offset) = present;
+        present = NULL;
+    }
+    *(PyObject **)((char *)obj + codec->unknown_offset) = Py_NewRef(empty_bytes);
+done:
+    Py_XDECREF(present);
+    if (vals != vals_inline) PyMem_Free(vals);
+    if (order != order_inline) PyMem_Free(order);
+    if (give_up) return ctor_fallback(callable, args, nargs, kwnames);
+    return obj;
+}
+
+/* install_constructor(keywords, init): make cls(**kwargs) the compiled constructor.
+   keywords: the __init__ keyword of each field, in the order of the layout table; init: the
+   generated __init__ (while it is the class's __init__, the constructor runs). False when the
+   class cannot have one (a metaclass of its own, or a type that is not a plain heap type). */
+static PyObject *codec_install_constructor(PyObject *self, PyObject *const *args,
+                                           Py_ssize_t nargs) {
+    CodecObject *codec = (CodecObject *)self;
+    if (nargs != 2 || !PyTuple_CheckExact(args[0])
+            || PyTuple_GET_SIZE(args[0]) != codec->nfields) {
+        PyErr_SetString(PyExc_TypeError,
+                        "install_constructor() takes one keyword per field and __init__");
+        return NULL;
+    }
+    PyTypeObject *cls = codec->cls;
+    /* A metaclass may define __call__, which the vectorcall would skip. */
+    if (Py_TYPE(cls) != &PyType_Type || !PyType_HasFeature(cls, Py_TPFLAGS_HEAPTYPE)
+            || PyType_HasFeature(cls, Py_TPFLAGS_IMMUTABLETYPE))
+        Py_RETURN_FALSE;
+    PyObject *keywords = PyTuple_New(codec->nfields), *index = PyDict_New();
+    if (keywords == NULL || index == NULL) goto fail;
+    for (Py_ssize_t i = 0; i < codec->nfields; i++) {
+        PyObject *name = PyTuple_GET_ITEM(args[0], i);
+        if (!PyUnicode_CheckExact(name)) {
+            PyErr_SetString(PyExc_TypeError, "install_constructor(): keywords are str");
+            goto fail;
+        }
+        Py_INCREF(name);
+        PyUnicode_InternInPlace(&name);  /* as the keywords of calls compiled by Python are */
+        PyTuple_SET_ITEM(keywords, i, name);
+        PyObject *number = PyLong_FromSsize_t(i);
+        if (number == NULL) goto fail;
+        int rc = PyDict_SetItem(index, name, number);
+        Py_DECREF(number);
+        if (rc < 0) goto fail;
+    }
+    if (PyDict_GET_SIZE(index) != codec->nfields) {
+        PyErr_SetString(PyExc_ValueError, "install_constructor(): a keyword comes twice");
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < codec->nfields; i++)
+        codec->fields[i].keyword = PyTuple_GET_ITEM(keywords, i);
+    Py_XSETREF(codec->keywords, keywords);
+    Py_XSETREF(codec->keyword_index, index);
+    Py_XSETREF(codec->py_init, Py_NewRef(args[1]));
+    codec->saved_vectorcall = cls->tp_vectorcall == ctor_vectorcall ? NULL : cls->tp_vectorcall;
+    codec->ctor_version = 0;
+    codec->ctor_on = 1;
+    cls->tp_vectorcall = ctor_vectorcall;
+    Py_RETURN_TRUE;
+fail:
+    Py_XDECREF(keywords);
+    Py_XDECREF(index);
+    return NULL;
+}
+
+/* enable_constructor(on): switch the installed constructor off (cls(...) runs __init__ again)
+   or back on. */
+static PyObject *codec_enable_constructor(PyObject *self, PyObject *on) {
+    CodecObject *codec = (CodecObject *)self;
+    int enable = PyObject_IsTrue(on);
+    if (enable < 0) return NULL;
+    if (codec->keywords == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "the constructor is not installed");
+        return NULL;
+    }
+    codec->ctor_on = enable;
+    codec->cls->tp_vectorcall = enable ? ctor_vectorcall : codec->saved_vectorcall;
+    Py_RETURN_NONE;
+}
+
+static PyObject *codec_constructor_enabled(PyObject *self, void *closure) {
+    CodecObject *codec = (CodecObject *)self;
+    return PyBool_FromLong(codec->ctor_on && codec->cls->tp_vectorcall == ctor_vectorcall);
+}
+
+static PyGetSetDef codec_getset[] = {
+    {"constructor_enabled", codec_constructor_enabled, NULL,
+     "Whether cls(...) runs the compiled constructor.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 static PyMethodDef codec_methods[] = {
     {"decode", (PyCFunction)(void (*)(void))codec_decode, METH_FASTCALL,
      "decode(cls, data): the message class's decode."},
@@ -714,6 +994,10 @@ static PyMethodDef codec_methods[] = {
      "decode(data) for the codec's own class."},
     {"own_decode_from", (PyCFunction)(void (*)(void))codec_own_decode_from, METH_FASTCALL,
      "decode_from(buf, pos, end) for the codec's own class."},
+    {"install_constructor", (PyCFunction)(void (*)(void))codec_install_constructor,
+     METH_FASTCALL, "install_constructor(keywords, init): the compiled constructor for cls."},
+    {"enable_constructor", codec_enable_constructor, METH_O,
+     "enable_constructor(on): switch the compiled constructor on or off."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -737,8 +1021,13 @@ static int codec_traverse(CodecObject *self, visitproc visit, void *arg) {
     Py_VISIT(self->sparse_index);
     Py_VISIT(self->py_encode);
     Py_VISIT(self->py_decode_from);
+    Py_VISIT(self->present_name);
+    Py_VISIT(self->keywords);
+    Py_VISIT(self->keyword_index);
+    Py_VISIT(self->py_init);
     for (Py_ssize_t i = 0; i < self->nfields; i++) {
         Py_VISIT(self->fields[i].key);
+        Py_VISIT(self->fields[i].storage);
         Py_VISIT(self->fields[i].extra);
         Py_VISIT((PyObject *)self->fields[i].sub);
     }
@@ -750,8 +1039,14 @@ static int codec_clear(CodecObject *self) {
     Py_CLEAR(self->sparse_index);
     Py_CLEAR(self->py_encode);
     Py_CLEAR(self->py_decode_from);
+    Py_CLEAR(self->present_name);
+    Py_CLEAR(self->keywords);
+    Py_CLEAR(self->keyword_index);
+    Py_CLEAR(self->py_init);
     for (Py_ssize_t i = 0; i < self->nfields; i++) {
         Py_CLEAR(self->fields[i].key);
+        Py_CLEAR(self->fields[i].storage);
+        self->fields[i].keyword = NULL;
         Py_CLEAR(self->fields[i].extra);
         Py_CLEAR(self->fields[i].sub);
     }
@@ -805,6 +1100,7 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     if (present_slot != Py_None) {
         self->present_offset = member_offset(self->cls, present_slot);
         if (self->present_offset < 0) goto fail;
+        self->present_name = Py_NewRef(present_slot);
         if ((self->sparse_index = PyDict_New()) == NULL) goto fail;
     }
     uint32_t max_number = 0, last = 0;
@@ -832,6 +1128,7 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
             goto fail;
         }
         f->extra = Py_NewRef(extra);
+        f->storage = Py_NewRef(storage);
         if (f->mode == M_SPARSE) {
             if (self->present_offset < 0 || f->kind != K_MESSAGE) {
                 PyErr_Format(PyExc_ValueError, "%s: sparse field %u without a present slot",
@@ -887,6 +1184,7 @@ static PyTypeObject Codec_Type = {
     .tp_call = PyVectorcall_Call,
     .tp_descr_get = codec_descr_get,
     .tp_methods = codec_methods,
+    .tp_getset = codec_getset,
 };
 
 /* A classmethod that skips making a bound method for the class it was made for: looked up
@@ -974,6 +1272,13 @@ PyMODINIT_FUNC PyInit__wirecodec(void) {
     PyObject *m = PyModule_Create(&wirecodec_module);
     if (m == NULL) return NULL;
     registry = PyDict_New();
+    str_init = PyUnicode_InternFromString("__init__");
+    str_unknown = PyUnicode_InternFromString("_unknown");
+    empty_bytes = PyBytes_FromStringAndSize(NULL, 0);
+    if (str_init == NULL || str_unknown == NULL || empty_bytes == NULL) {
+        Py_DECREF(m);
+        return NULL;
+    }
     if (registry == NULL || PyModule_AddObjectRef(m, "registry", registry) < 0
             || PyModule_AddObjectRef(m, "Codec", (PyObject *)&Codec_Type) < 0
             || PyModule_AddObjectRef(m, "ClassMethod", (PyObject *)&ClassMethod_Type) < 0) {

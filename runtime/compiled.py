@@ -13,7 +13,17 @@ value of an unusual type, a group) it leaves the whole message to the Python cod
 their types and their messages are the Python codec's. ``tests/test_compiled_codec.py`` checks
 that both give the same bytes, values and errors.
 
-Set ``PROTOFRAME_PURE_PYTHON=1`` in the environment to keep the Python codec everywhere.
+The same table gives the class a compiled constructor: ``Cls(**kwargs)`` fills the instance's
+slots in C exactly as the generated ``__init__`` would (the keywords are the attribute names of
+the class's ``FIELD_NAMES``). It too is a fast path: positional arguments, a keyword that is
+not a field, a missing required keyword, a repeated value that is neither a list nor None, or
+a class whose ``__init__``, ``__new__``, ``__setattr__`` or slots changed after install go
+through ``type.__call__`` and the Python ``__init__``, which raises its own errors. Subclasses
+always take that path. ``tests/test_compiled_constructors.py`` checks both build the same
+instances and raise the same errors.
+
+Set ``PROTOFRAME_PURE_PYTHON=1`` in the environment to keep the Python codec and constructors
+everywhere.
 """
 
 from __future__ import annotations
@@ -61,6 +71,8 @@ _METHODS = ("encode", "decode", "decode_from")
 _python_methods: dict[type, tuple[Any, Any, Any]] = {}
 # class -> the compiled methods install_layouts() put in their place.
 _compiled_methods: dict[type, tuple[Any, Any, Any]] = {}
+# class -> the codec whose compiled constructor install_layouts() gave it.
+_constructors: dict[type, Any] = {}
 
 
 def available() -> bool:
@@ -78,7 +90,8 @@ def describe() -> str:
 
 
 def install_layouts(layouts: Iterable[MessageLayout]) -> None:
-    """Give each message class of a generated module the compiled codec, when it is available.
+    """Give each message class of a generated module the compiled codec and constructor, when
+    the extension is available.
 
     Called once, at the end of the module, with the generator's layout tables.
     """
@@ -96,6 +109,18 @@ def install_layouts(layouts: Iterable[MessageLayout]) -> None:
         _python_methods[cls] = python
         _compiled_methods[cls] = compiled
         _set_methods(cls, compiled)
+        keywords = _keywords(cls, fields)
+        if keywords is not None and codec.install_constructor(keywords, cls.__dict__["__init__"]):
+            _constructors[cls] = codec
+
+
+def _keywords(cls: type, fields: tuple[FieldLayout, ...]) -> tuple[str, ...] | None:
+    """The ``__init__`` keyword of each field of a layout table, from ``cls.FIELD_NAMES``
+    (rows of attribute name, storage, proto name); None if a field is not there."""
+    by_storage = {storage: name for name, storage, _ in getattr(cls, "FIELD_NAMES", ())}
+    if "__init__" not in cls.__dict__ or any(f[3] not in by_storage for f in fields):
+        return None
+    return tuple(by_storage[storage] for _, _, _, storage, _ in fields)
 
 
 def is_compiled(cls: type) -> bool:
@@ -104,17 +129,27 @@ def is_compiled(cls: type) -> bool:
     return compiled is not None and cls.__dict__["encode"] is compiled[0]
 
 
+def has_compiled_constructor(cls: type) -> bool:
+    """Whether ``cls(**kwargs)`` currently runs the compiled constructor."""
+    codec = _constructors.get(cls)
+    return codec is not None and bool(codec.constructor_enabled)
+
+
 @contextmanager
 def pure_python() -> Iterator[None]:
-    """Run the generated Python codec of every message inside the block (for tests and
-    benchmarks that compare the two); not thread-safe."""
+    """Run the generated Python codec and ``__init__`` of every message inside the block (for
+    tests and benchmarks that compare the two); not thread-safe."""
     for cls, python in _python_methods.items():
         _set_methods(cls, python)
+    for codec in _constructors.values():
+        codec.enable_constructor(False)
     try:
         yield
     finally:
         for cls, compiled in _compiled_methods.items():
             _set_methods(cls, compiled)
+        for codec in _constructors.values():
+            codec.enable_constructor(True)
 
 
 def _set_methods(cls: type, methods: tuple[Any, Any, Any]) -> None:

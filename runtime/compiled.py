@@ -93,9 +93,15 @@ def install_layouts(layouts: Iterable[MessageLayout]) -> None:
         codec = _wirecodec.Codec(cls, table, present_slot, python[0], decode_from)
         compiled = (codec, _wirecodec.ClassMethod(cls, codec.own_decode, codec.decode),
                     _wirecodec.ClassMethod(cls, codec.own_decode_from, codec.decode_from))
-        _python_methods[cls] = python
-        _compiled_methods[cls] = compiled
-        _set_methods(cls, compiled)
+        register(cls, python, compiled)
+
+
+def register(cls: type, python: tuple[Any, Any, Any], compiled: tuple[Any, Any, Any]) -> None:
+    """Put ``compiled`` (encode, decode, decode_from) in place of ``python`` on ``cls``, and
+    let :func:`pure_python` swap them back (``runtime.compiled_frames`` uses this too)."""
+    _python_methods[cls] = python
+    _compiled_methods[cls] = compiled
+    _set_methods(cls, compiled)
 
 
 def is_compiled(cls: type) -> bool:

@@ -13,15 +13,17 @@ export SPARK_LOCAL_IP := 127.0.0.1
 
 venv: $(STAMP)
 
-# The install also compiles runtime/_wirecodec.c, the optional fast path of the protobuf codecs
-# (needs a C compiler and Python's headers; without them the Python codecs run, and this says so).
-$(STAMP): pyproject.toml setup.py runtime/_wirecodec.c
+# The install also compiles runtime/_wirecodec.c and runtime/_framecodec.c, the optional fast
+# paths of the protobuf and frame codecs (needs a C compiler and Python's headers; without them
+# the Python codecs run, and this says so).
+$(STAMP): pyproject.toml setup.py runtime/_wirecodec.c runtime/_framecodec.c
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,spark]'
-	@$(PY) -c 'import runtime._wirecodec' 2>/dev/null || echo "note: the compiled codec \
-	(runtime/_wirecodec.c) did not build, so the slower Python codecs run; to build it install \
-	a C compiler and Python's headers (sudo apt-get install gcc python3-dev) and run make again."
+	@$(PY) -c 'import runtime._wirecodec, runtime._framecodec' 2>/dev/null || echo "note: the \
+	compiled codecs (runtime/_wirecodec.c, runtime/_framecodec.c) did not build, so the slower \
+	Python codecs run; to build them install a C compiler and Python's headers \
+	(sudo apt-get install gcc python3-dev) and run make again."
 	@touch $(STAMP)
 
 generate: $(STAMP)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from generator.errors import SpecError, SpecErrors
 from generator.expr import Expr
 from generator.frame_ir import INT_TYPES, FrameField, FrameSpec, StructDef
+from generator.frame_layouts import layout_lines
 from generator.pyview import bytes_literal, docstring, q
 
 _STRUCT_CODES = {(1, False): "B", (2, False): "H", (4, False): "I", (8, False): "Q",
@@ -39,6 +40,7 @@ class ClassView:
     decode_kw: str = ""  # keyword parameters of decode after data
     decode_args: str = ""  # how decode() passes them on to decode_from
     run_lines: list[str] = field(default_factory=list)  # decode_run's body, when it has one
+    check_end: bool = False  # decoding rejects bytes left after the last field
 
 
 @dataclass
@@ -59,6 +61,7 @@ class FramesModuleView:
     command_table: list[str]
     exports: list[str]
     stream_doc: str = ""
+    layout_lines: list[str] = field(default_factory=list)  # install_frame_layouts(...)
 
 
 @dataclass
@@ -99,6 +102,11 @@ def build_frames_module(spec: FrameSpec) -> FramesModuleView:
         raise SpecErrors(errors)
     directional = _directional(spec.frame)
     command_table = _command_table(ctx, spec) + ctx.tables
+    layouts = layout_lines(
+        ordered, {c.name: c.check_end for c in classes},
+        lambda m: ctx.proto_ref(m.py_path, m.full_name), spec.byte_order)
+    if layouts:
+        ctx.uses.add("compiled_frames:install_frame_layouts")
     imports = ["from dataclasses import dataclass", "from struct import Struct",
                "from struct import error as struct_error", "from typing import Self"]
     if "Callable" in ctx.uses:
@@ -147,6 +155,7 @@ def build_frames_module(spec: FrameSpec) -> FramesModuleView:
         command_table=command_table,
         exports=sorted([c.name for c in classes] + ["StreamDecoder", "frame_length"]),
         stream_doc=docstring(stream_doc, "    "),
+        layout_lines=layouts,
     )
 
 
@@ -391,7 +400,8 @@ def _class_view(ctx: _Ctx, s: StructDef, aliases: list[str]) -> ClassView:
     args = "".join(f", {p.name}={p.name}" for p in s.params)
     if _directional(s):
         args = ", to_server=to_server"
-    decode_lines = _Decoder(ctx, s).lines()
+    decoder = _Decoder(ctx, s)
+    decode_lines = decoder.lines()
     return ClassView(
         name=s.name,
         doc=docstring("\n".join(doc_lines), "    "),
@@ -406,6 +416,7 @@ def _class_view(ctx: _Ctx, s: StructDef, aliases: list[str]) -> ClassView:
         encode_args="".join(f", {p.name}={p.name}" for p in s.params),
         decode_kw=kw,
         decode_args=args,
+        check_end=decoder.consumes_rest and s.trailing != "ignore",
     )
 
 

@@ -106,12 +106,10 @@ def install_layouts(layouts: Iterable[MessageLayout]) -> None:
         codec = _wirecodec.Codec(cls, table, present_slot, python[0], decode_from)
         compiled = (codec, _wirecodec.ClassMethod(cls, codec.own_decode, codec.decode),
                     _wirecodec.ClassMethod(cls, codec.own_decode_from, codec.decode_from))
-        _python_methods[cls] = python
-        _compiled_methods[cls] = compiled
-        _set_methods(cls, compiled)
+        register(cls, python, compiled)
         keywords = _keywords(cls, fields)
         if keywords is not None and codec.install_constructor(keywords, cls.__dict__["__init__"]):
-            _constructors[cls] = codec
+            register_constructor(cls, codec)
 
 
 def _keywords(cls: type, fields: tuple[FieldLayout, ...]) -> tuple[str, ...] | None:
@@ -121,6 +119,20 @@ def _keywords(cls: type, fields: tuple[FieldLayout, ...]) -> tuple[str, ...] | N
     if "__init__" not in cls.__dict__ or any(f[3] not in by_storage for f in fields):
         return None
     return tuple(by_storage[storage] for _, _, _, storage, _ in fields)
+
+
+def register(cls: type, python: tuple[Any, Any, Any], compiled: tuple[Any, Any, Any]) -> None:
+    """Put ``compiled`` (encode, decode, decode_from) in place of ``python`` on ``cls``, and
+    let :func:`pure_python` swap them back (``runtime.compiled_frames`` uses this too)."""
+    _python_methods[cls] = python
+    _compiled_methods[cls] = compiled
+    _set_methods(cls, compiled)
+
+
+def register_constructor(cls: type, codec: Any) -> None:
+    """Let :func:`pure_python` switch ``codec``'s installed constructor for ``cls`` off and on
+    (``codec`` has ``enable_constructor`` and ``constructor_enabled``)."""
+    _constructors[cls] = codec
 
 
 def is_compiled(cls: type) -> bool:

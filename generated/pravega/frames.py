@@ -26,6 +26,7 @@ from struct import error as struct_error
 from typing import Self
 from uuid import UUID
 
+from runtime.compiled_frames import install_frame_layouts
 from runtime.errors import (
     BadMagicError,
     FrameTooLargeError,
@@ -4699,3 +4700,129 @@ class StreamDecoder(FrameStream[Frame]):
             return frame
 
         super().__init__(frame_length, decode, max_frame_size)
+
+
+# The compiled fast path of the codecs above, where the C extension is built (see
+# runtime/compiled_frames.py); these methods stay the reference and run on whatever it gives up on.
+install_frame_layouts((
+    (FlushToStorage, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (FlushedToStorage, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (ListStorageChunks, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (StorageChunksListed, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (UpdateSegmentPolicy, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (SegmentPolicyUpdated, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (GetSegmentAttribute, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (SegmentAttribute, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (UpdateSegmentAttribute, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (SegmentAttributeUpdated, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (TruncateSegment, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (SegmentTruncated, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (CreateTransientSegment, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (LocateOffset, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (OffsetLocated, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (InvalidEventNumber, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (MergeSegments, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (SegmentsMerged, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (GetTableSegmentInfo, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (TableSegmentInfo, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (CreateTableSegment, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (DeleteTableSegment, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (UpdateTableEntries, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (TableEntriesUpdated, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (RemoveTableKeys, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (TableKeysRemoved, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (ReadTable, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (TableRead, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (TableSegmentNotEmpty, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (TableKeyDoesNotExist, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (TableKeyBadVersion, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (ReadTableKeys, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (TableKeysRead, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (ReadTableEntries, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (TableEntriesRead, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (TableEntriesDeltaRead, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (ReadTableEntriesDelta, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (ConditionalBlockEnd, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (MergeSegmentsBatch, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+    (SegmentsBatchMerged, True, (
+        ("bytes", "payload", None, None, None),
+    )),
+))

@@ -13,6 +13,7 @@ from struct import error as struct_error
 from typing import Self
 
 from runtime.checksums import crc32c
+from runtime.compiled_frames import install_frame_layouts
 from runtime.compression import decompress
 from runtime.errors import (
     BadMagicError,
@@ -577,3 +578,34 @@ class StreamDecoder(FrameStream[Frame]):
             return frame
 
         super().__init__(frame_length, decode, max_frame_size)
+
+
+# The compiled fast path of the codecs above, where the C extension is built (see
+# runtime/compiled_frames.py); these methods stay the reference and run on whatever it gives up on.
+install_frame_layouts((
+    (BrokerEntry, False, (
+        ("const", "magic", "u16be", 0xe02, None),
+        ("size", "metadata_size", "u32be", "metadata", None),
+        ("proto", "metadata", None, pulsar_api.BrokerEntryMetadata, "metadata_size"),
+    )),
+    (Payload, True, (
+        ("struct", "broker_entry", None, BrokerEntry, ("u16be", 0xe02)),
+        ("const", "magic", "u16be", 0xe01, None),
+        ("checksum", "checksum", "u32be", "crc32c", None),
+        ("size", "metadata_size", "u32be", "metadata", None),
+        ("proto", "metadata", None, pulsar_api.MessageMetadata, "metadata_size"),
+        ("bytes", "data", None, None, None),
+    )),
+    (Frame, True, (
+        ("size_rest", "total_size", "u32be", None, None),
+        ("size", "command_size", "u32be", "command", None),
+        (
+            "envelope",
+            "command",
+            None,
+            pulsar_api.BaseCommand,
+            ("command_size", "type_", _BODY_FIELDS),
+        ),
+        ("struct", "payload", None, Payload, "remaining"),
+    )),
+))

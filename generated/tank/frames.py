@@ -38,6 +38,7 @@ from struct import Struct
 from struct import error as struct_error
 from typing import Self
 
+from runtime.compiled_frames import install_frame_layouts
 from runtime.errors import (
     EncodeError,
     FrameTooLargeError,
@@ -1977,3 +1978,14 @@ class StreamDecoder(FrameStream[Frame]):
             return frame
 
         super().__init__(frame_length, decode, max_frame_size)
+
+
+# The compiled fast path of the codecs above, where the C extension is built (see
+# runtime/compiled_frames.py); these methods stay the reference and run on whatever it gives up on.
+install_frame_layouts((
+    (ConsumePartition, False, (
+        ("int", "partition", "u16le", None, None),
+        ("int", "abs_seq_num", "u64le", None, None),
+        ("int", "fetch_size", "u32le", None, None),
+    )),
+))

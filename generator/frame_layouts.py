@@ -1,0 +1,160 @@
+"""Layout tables for the compiled frame codec (``runtime/compiled_frames.py``).
+
+A struct gets a table when every item of its layout is one the compiled codec knows: stored
+fixed-width integers, constants, unsigned sizes of a later protobuf or bytes field or of the
+rest of the struct, a checksum from the next field to the end of a struct that fills its
+region, protobuf messages sized by such a size (a dispatching envelope included), bytes sized
+by one or running to the end, and nested structs (themselves with a table) that are always
+there, there when bytes remain, or there when a peeked integer matches. Anything else (params,
+switches, arrays, strings, conditions, bit-fields, markers, prefixes, blocks, a direction, a
+trailing-bytes policy) keeps the struct, and every struct holding it, on the Python codec.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from generator.frame_ir import INT_TYPES, FrameField, StructDef
+from generator.ir import MessageType
+from generator.pyview import q
+
+_WIDTH = 100
+
+
+def _int_type(width: int, signed: bool, order: str) -> str:
+    name = f"{'i' if signed else 'u'}{width * 8}"
+    return name if width == 1 else name + ("le" if order == "little" else "be")
+
+
+def _early_checksum(s: StructDef, f: FrameField) -> bool:
+    """The checksum is checked as soon as it is read (see ``_Decoder.early_checksum``)."""
+    assert f.checksum is not None
+    fills = any(g.size == "rest" or g.until_end or g.when_remaining or g.size_of == "rest"
+                for g in s.fields)
+    names = [g.name for g in s.fields]
+    i = names.index(f.name)
+    return fills and i + 1 < len(names) and names[i + 1] == f.checksum.start
+
+
+def _plain(f: FrameField) -> bool:
+    """No item the compiled codec leaves to Python (conditions, expressions, prefixes...)."""
+    return (f.wire and f.when is None and f.value is None and f.count_of is None
+            and f.size_range is None and not f.is_switch_key and not f.args
+            and f.prefix is None and f.length is None and f.default is None
+            and not f.marker)
+
+
+def _unsigned_size_for(s: StructDef, f: FrameField) -> bool:
+    """``f`` is sized by an unsigned size field of ``s`` that comes before it."""
+    if f.size is None or f.size == "rest" or "." in f.size:
+        return False
+    size = s.field(f.size)
+    return (size is not None and size.kind == "int" and size.size_of == f.name
+            and not size.signed and s.fields.index(size) < s.fields.index(f))
+
+
+def _row(s: StructDef, f: FrameField, tabled: set[str], ref: Callable[[MessageType], str],
+         byte_order: str) -> str | None:
+    """``f``'s row of the table, or None when the compiled codec cannot take it."""
+    if not _plain(f):
+        return None
+    name = q(f.name)
+    if f.kind == "int":
+        if f.optional:
+            return None
+        int_type = q(_int_type(f.width, f.signed, f.order))
+        if f.const is not None:
+            return f"({q('const')}, {name}, {int_type}, {f.const:#x}, None)"
+        if f.checksum is not None:
+            if not _early_checksum(s, f) or f.signed:
+                return None
+            return f"({q('checksum')}, {name}, {int_type}, {q(f.checksum.algorithm)}, None)"
+        if f.size_of == "rest":
+            return None if f.signed else f"({q('size_rest')}, {name}, {int_type}, None, None)"
+        if f.size_of is not None:
+            target = s.field(f.size_of)
+            if target is None or target.kind not in ("proto", "bytes") or f.signed:
+                return None
+            return f"({q('size')}, {name}, {int_type}, {q(f.size_of)}, None)"
+        if f.computed:
+            return None
+        return f"({q('int')}, {name}, {int_type}, None, None)"
+    if f.kind == "proto":
+        if f.optional or f.message is None or not _unsigned_size_for(s, f):
+            return None
+        cls = ref(f.message)
+        assert f.size is not None
+        if f.dispatch_on is None:
+            return f"({q('proto')}, {name}, None, {cls}, {q(f.size)})"
+        envelope = f"({q(f.size)}, {q(f.dispatch_on.py_name)}, _BODY_FIELDS)"
+        return f"({q('envelope')}, {name}, None, {cls}, {envelope})"
+    if f.kind == "bytes":
+        if f.optional or f.compression is not None and f.size != "rest":
+            return None
+        if f.size == "rest":
+            return f"({q('bytes')}, {name}, None, None, None)"
+        if f.size is None or not _unsigned_size_for(s, f):
+            return None
+        return f"({q('bytes')}, {name}, None, {q(f.size)}, None)"
+    if f.kind == "struct":
+        if f.struct is None or f.struct.name not in tabled or f.size is not None:
+            return None
+        if f.when_peek is not None:
+            kind, equals = f.when_peek
+            width, signed = INT_TYPES[kind]
+            presence = f"({q(_int_type(width, signed, byte_order))}, {equals:#x})"
+        elif f.when_remaining:
+            presence = q("remaining")
+        elif f.optional:
+            return None
+        else:
+            presence = "None"
+        return f"({q('struct')}, {name}, None, {f.struct.name}, {presence})"
+    return None
+
+
+def layout_lines(structs: list[StructDef], check_end: dict[str, bool],
+                 ref: Callable[[MessageType], str], byte_order: str) -> list[str]:
+    """The ``install_frame_layouts(...)`` call for the structs that can be compiled.
+
+    ``structs`` are in dependency order (nested ones first); ``check_end`` says for each
+    struct whether its decoder rejects bytes after the last field; ``ref`` gives the expression
+    naming a protobuf message's class in the frames module.
+    """
+    tabled: set[str] = set()
+    entries: list[str] = []
+    for s in structs:
+        if s.params or s.trailing != "error" or len(s.fields) > 64:
+            continue
+        if any(c.directional for f in s.fields for c in f.cases):
+            continue
+        rows = [_row(s, f, tabled, ref, byte_order) for f in s.fields]
+        if not rows or any(r is None for r in rows):
+            continue
+        tabled.add(s.name)
+        entries.append(f"    ({s.name}, {check_end[s.name]}, (")
+        for r in rows:
+            assert r is not None
+            entries += _wrapped(r)
+        entries.append("    )),")
+    if not entries:
+        return []
+    return ["install_frame_layouts((", *entries, "))"]
+
+
+def _wrapped(row: str) -> list[str]:
+    """A row as lines of the table, one item a line when it is too long for one."""
+    line = f"        {row},"
+    if len(line) <= _WIDTH:
+        return [line]
+    items, depth, start = [], 0, 1
+    for i, ch in enumerate(row):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 1:
+            items.append(row[start:i].strip())
+            start = i + 1
+    items.append(row[start:-1].strip())
+    return ["        (", *[f"            {item}," for item in items], "        ),"]

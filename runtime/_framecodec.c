@@ -1,0 +1,712 @@
+/*
+ * Compiled frame codec for generated frame structs, driven by the per-struct layout tables the
+ * generator writes at the end of each frames module (see runtime/compiled_frames.py).
+ *
+ * Like runtime/_wirecodec.c it is a fast path, not a second set of rules. The tables cover the
+ * common frame items only: fixed-width integers, constants, sizes, checksums that run to the
+ * end of their struct, embedded protobuf messages, bytes, and nested structs (always there,
+ * there when bytes remain, or there when a peeked value matches). Whatever is not well formed
+ * or not plain (a bad magic, a size running past its region, a checksum mismatch, a missing
+ * command body, a value of an unusual type or out of range) makes it give up without side
+ * effects, and the generated Python method does the whole struct again and raises its error.
+ *
+ * Give-up is signalled by returning -1 (or NULL) with no Python exception set. Errors raised by
+ * the Python code it calls (the protobuf codecs, the checksum functions) also mean give-up: they
+ * are cleared, and the Python path raises them again in context.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Row operations; the numbers match runtime/compiled_frames.py. */
+enum {
+    OP_INT = 1,     /* a stored integer */
+    OP_CONST,       /* a constant: written on encode, checked on decode */
+    OP_SIZE,        /* byte size of a later field (row `index`) */
+    OP_SIZE_REST,   /* byte size of everything after it: the struct's region ends there */
+    OP_CHECKSUM,    /* checksum (function `obj`) of the bytes from the next field to the end */
+    OP_PROTO,       /* protobuf message `obj`, sized by row `index` */
+    OP_BYTES,       /* bytes sized by row `index`, or the rest of the region (index -1) */
+    OP_STRUCT,      /* nested struct (codec `obj`); presence in `index` */
+    OP_END
+};
+enum { PRESENT_ALWAYS = 0, PRESENT_REMAINING = 1, PRESENT_PEEK = 2 };
+#define F_SIGNED 1
+#define F_BIG 2
+#define MAX_ROWS 64
+#define MAX_DEPTH 32
+
+typedef struct FrameCodecObject FrameCodecObject;
+
+typedef struct {
+    int op;
+    int width;
+    int flags;
+    Py_ssize_t index;
+    unsigned long long number;  /* const value, peek value */
+    Py_ssize_t offset;          /* slot offset of a stored field, -1 for computed ones */
+    PyObject *obj;              /* message class, checksum function or nested codec */
+    PyObject *dispatch_attr;    /* for a protobuf envelope: the attribute naming the command */
+    PyObject *body_fields;      /* ... and the dict from its value to the body attribute */
+} Row;
+
+struct FrameCodecObject {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyTypeObject *cls;
+    Py_ssize_t nrows;
+    Row *rows;
+    int check_end;              /* bytes left after the last field are an error */
+    PyObject *py_encode;        /* the generated Python methods, for whatever this gives up on */
+    PyObject *py_decode;
+    PyObject *py_decode_from;
+};
+
+static PyTypeObject FrameCodec_Type;
+static PyObject *str_decode_from, *str_encode;
+
+/* ------------------------------------------------------------------------------------------ */
+/* integers */
+
+static unsigned long long read_uint(const unsigned char *p, int width, int big) {
+    unsigned long long v = 0;
+    if (big) {
+        for (int i = 0; i < width; i++) v = v << 8 | p[i];
+    } else {
+        for (int i = width - 1; i >= 0; i--) v = v << 8 | p[i];
+    }
+    return v;
+}
+
+static void write_uint(unsigned char *p, unsigned long long v, int width, int big) {
+    if (big) {
+        for (int i = width - 1; i >= 0; i--, v >>= 8) p[i] = (unsigned char)v;
+    } else {
+        for (int i = 0; i < width; i++, v >>= 8) p[i] = (unsigned char)v;
+    }
+}
+
+static PyObject *int_value(unsigned long long raw, int width, int flags) {
+    if (!(flags & F_SIGNED)) return PyLong_FromUnsignedLongLong(raw);
+    int bits = width * 8;
+    long long v = (long long)raw;
+    if (bits < 64 && (raw >> (bits - 1)) & 1) v = (long long)(raw | (~0ULL << bits));
+    return PyLong_FromLongLong(v);
+}
+
+/* The wire form of int `value` for a field of `width` bytes; 0 if it does not fit (or is not
+   an int), which the Python code reports as out of range. */
+static int int_raw(PyObject *value, int width, int flags, unsigned long long *raw) {
+    if (!PyLong_Check(value)) return 0;
+    int bits = width * 8;
+    if (flags & F_SIGNED) {
+        int overflow;
+        long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (overflow || (v == -1 && PyErr_Occurred())) { PyErr_Clear(); return 0; }
+        if (bits < 64 && (v < -(1LL << (bits - 1)) || v >= (1LL << (bits - 1)))) return 0;
+        *raw = (unsigned long long)v & (bits < 64 ? (1ULL << bits) - 1 : ~0ULL);
+        return 1;
+    }
+    unsigned long long v = PyLong_AsUnsignedLongLong(value);
+    if (v == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+    if (bits < 64 && v >> bits) return 0;
+    *raw = v;
+    return 1;
+}
+
+static inline PyObject *slot(PyObject *obj, Py_ssize_t offset) {
+    return *(PyObject **)((char *)obj + offset);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* decoding */
+
+static int checksum_matches(PyObject *fn, const unsigned char *p, Py_ssize_t n,
+                            unsigned long long sent) {
+    PyObject *view = PyMemoryView_FromMemory((char *)p, n, PyBUF_READ);
+    if (view == NULL) return 0;
+    PyObject *actual = PyObject_CallOneArg(fn, view);
+    Py_DECREF(view);
+    if (actual == NULL) return 0;
+    unsigned long long v = PyLong_AsUnsignedLongLong(actual);
+    Py_DECREF(actual);
+    return !PyErr_Occurred() && v == sent;
+}
+
+/* Decode the protobuf message of row `r` from buf[pos:vend] with its class's decode_from. */
+static PyObject *decode_proto(const Row *r, PyObject *buf, Py_ssize_t pos, Py_ssize_t vend) {
+    PyObject *method = PyObject_GetAttr(r->obj, str_decode_from);
+    if (method == NULL) return NULL;
+    PyObject *args[3] = {buf, PyLong_FromSsize_t(pos), PyLong_FromSsize_t(vend)};
+    PyObject *result = NULL;
+    if (args[1] && args[2]) result = PyObject_Vectorcall(method, args, 3, NULL);
+    Py_DECREF(method);
+    Py_XDECREF(args[1]);
+    Py_XDECREF(args[2]);
+    PyObject *msg = result;  /* a protobuf decode_from reads to vend and returns the message */
+    if (msg == NULL || r->dispatch_attr == NULL) return msg;
+    /* A protobuf envelope must carry the body its command type names. */
+    PyObject *type = PyObject_GetAttr(msg, r->dispatch_attr), *body = NULL;
+    if (type != NULL) {
+        PyObject *name = PyDict_GetItemWithError(r->body_fields, type);
+        if (name != NULL) body = PyObject_GetAttr(msg, name);
+        Py_DECREF(type);
+    }
+    if (body == NULL || body == Py_None) {
+        Py_XDECREF(body);
+        Py_DECREF(msg);
+        return NULL;
+    }
+    Py_DECREF(body);
+    return msg;
+}
+
+/* Decode codec's struct from buf[*pos:end]; on success *pos is the position after it. NULL
+   means give up (any exception is cleared by the caller). */
+static PyObject *decode_struct(FrameCodecObject *c, PyObject *buf, Py_ssize_t *ppos,
+                               Py_ssize_t end, int depth) {
+    const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(buf);
+    Py_ssize_t pos = *ppos;
+    Py_ssize_t sizes[MAX_ROWS];
+    PyObject *values[MAX_ROWS];
+    PyObject *obj = NULL;
+    Py_ssize_t i, n = c->nrows;
+    if (depth > MAX_DEPTH) return NULL;
+    for (i = 0; i < n; i++) values[i] = NULL;
+    for (i = 0; i < n; i++) {
+        const Row *r = &c->rows[i];
+        switch (r->op) {
+        case OP_INT: case OP_CONST: case OP_SIZE: case OP_SIZE_REST: case OP_CHECKSUM: {
+            if (pos + r->width > end) goto give_up;
+            unsigned long long raw = read_uint(data + pos, r->width, r->flags & F_BIG);
+            pos += r->width;
+            if (r->op == OP_INT) {
+                if ((values[i] = int_value(raw, r->width, r->flags)) == NULL) goto give_up;
+            } else if (r->op == OP_CONST) {
+                if (raw != r->number) goto give_up;
+            } else if (r->op == OP_SIZE) {
+                if (r->flags & F_SIGNED || raw > (unsigned long long)PY_SSIZE_T_MAX) goto give_up;
+                sizes[i] = (Py_ssize_t)raw;
+            } else if (r->op == OP_SIZE_REST) {
+                if (r->flags & F_SIGNED || raw > (unsigned long long)(end - pos)) goto give_up;
+                end = pos + (Py_ssize_t)raw;
+            } else if (!checksum_matches(r->obj, data + pos, end - pos, raw)) {
+                goto give_up;
+            }
+            break;
+        }
+        case OP_PROTO: case OP_BYTES: {
+            Py_ssize_t vend = end;
+            if (r->index >= 0) {
+                if (sizes[r->index] > end - pos) goto give_up;
+                vend = pos + sizes[r->index];
+            }
+            if (r->op == OP_BYTES)
+                values[i] = PyBytes_FromStringAndSize((const char *)data + pos, vend - pos);
+            else
+                values[i] = decode_proto(r, buf, pos, vend);
+            if (values[i] == NULL) goto give_up;
+            pos = vend;
+            break;
+        }
+        case OP_STRUCT: {
+            int present = 1;
+            if (r->index == PRESENT_REMAINING) {
+                present = pos < end;
+            } else if (r->index == PRESENT_PEEK) {
+                present = pos + r->width <= end
+                          && read_uint(data + pos, r->width, r->flags & F_BIG) == r->number;
+            }
+            if (!present) {
+                values[i] = Py_NewRef(Py_None);
+                break;
+            }
+            values[i] = decode_struct((FrameCodecObject *)r->obj, buf, &pos, end, depth + 1);
+            if (values[i] == NULL) goto give_up;
+            break;
+        }
+        default:
+            goto give_up;
+        }
+    }
+    if (c->check_end && pos != end) goto give_up;
+    obj = c->cls->tp_alloc(c->cls, 0);
+    if (obj == NULL) goto give_up;
+    for (i = 0; i < n; i++) {
+        if (c->rows[i].offset >= 0) {
+            *(PyObject **)((char *)obj + c->rows[i].offset) = values[i];
+            values[i] = NULL;
+        }
+    }
+    *ppos = pos;
+    return obj;
+give_up:
+    for (i = 0; i < n; i++) Py_XDECREF(values[i]);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* encoding */
+
+typedef struct {
+    char *data;
+    Py_ssize_t len, cap;
+    char inline_data[512];
+} Out;
+
+static void out_init(Out *o) { o->data = o->inline_data; o->len = 0; o->cap = sizeof o->inline_data; }
+static void out_free(Out *o) { if (o->data != o->inline_data) PyMem_Free(o->data); }
+
+static int out_reserve(Out *o, Py_ssize_t extra) {
+    if (o->len + extra <= o->cap) return 0;
+    Py_ssize_t cap = o->cap;
+    while (cap < o->len + extra) cap *= 2;
+    char *d = PyMem_Malloc(cap);
+    if (d == NULL) return -1;
+    memcpy(d, o->data, o->len);
+    out_free(o);
+    o->data = d;
+    o->cap = cap;
+    return 0;
+}
+
+static int out_write(Out *o, const char *p, Py_ssize_t n) {
+    if (out_reserve(o, n) < 0) return -1;
+    memcpy(o->data + o->len, p, n);
+    o->len += n;
+    return 0;
+}
+
+static int out_uint(Out *o, unsigned long long v, int width, int flags) {
+    if (out_reserve(o, width) < 0) return -1;
+    write_uint((unsigned char *)o->data + o->len, v, width, flags & F_BIG);
+    o->len += width;
+    return 0;
+}
+
+/* Whether `v` (a byte count) fits a size field of the row's width. */
+static int size_fits(const Row *r, Py_ssize_t v) {
+    int bits = r->width * 8 - ((r->flags & F_SIGNED) ? 1 : 0);
+    return bits >= 63 || (unsigned long long)v >> bits == 0;
+}
+
+/* Append codec's struct `obj` to `o`. 0 on success, -1 to give up. */
+static int encode_struct(FrameCodecObject *c, PyObject *obj, Out *o, int depth) {
+    Py_ssize_t i, n = c->nrows;
+    Py_ssize_t at[MAX_ROWS];       /* where each row's bytes start */
+    PyObject *encoded[MAX_ROWS];   /* protobuf bytes, made when their size field is reached */
+    int rc = -1;
+    if (depth > MAX_DEPTH || Py_TYPE(obj) != c->cls) return -1;
+    for (i = 0; i < n; i++) encoded[i] = NULL;
+    for (i = 0; i < n; i++) {
+        const Row *r = &c->rows[i];
+        at[i] = o->len;
+        switch (r->op) {
+        case OP_INT: {
+            unsigned long long raw;
+            if (!int_raw(slot(obj, r->offset), r->width, r->flags, &raw)) goto done;
+            if (out_uint(o, raw, r->width, r->flags) < 0) goto done;
+            break;
+        }
+        case OP_CONST:
+            if (out_uint(o, r->number, r->width, r->flags) < 0) goto done;
+            break;
+        case OP_SIZE: {
+            /* The measured field comes later; encode it now, as the Python code does. */
+            const Row *t = &c->rows[r->index];
+            PyObject *v = slot(obj, t->offset);
+            if (t->op == OP_PROTO) {
+                v = PyObject_CallMethodNoArgs(v, str_encode);
+                if (v == NULL) goto done;
+                encoded[r->index] = v;
+                if (!PyBytes_CheckExact(v)) goto done;
+            } else if (!PyBytes_CheckExact(v)) {
+                goto done;
+            }
+            if (!size_fits(r, PyBytes_GET_SIZE(v))) goto done;
+            if (out_uint(o, (unsigned long long)PyBytes_GET_SIZE(v), r->width, r->flags) < 0)
+                goto done;
+            break;
+        }
+        case OP_SIZE_REST: case OP_CHECKSUM:
+            if (out_uint(o, 0, r->width, r->flags) < 0) goto done;  /* filled in at the end */
+            break;
+        case OP_PROTO: case OP_BYTES: {
+            PyObject *v = r->op == OP_PROTO ? encoded[i] : slot(obj, r->offset);
+            if (v == NULL || !PyBytes_CheckExact(v)) goto done;
+            if (out_write(o, PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v)) < 0) goto done;
+            break;
+        }
+        case OP_STRUCT: {
+            PyObject *v = slot(obj, r->offset);
+            if (v == Py_None && r->index != PRESENT_ALWAYS) break;
+            if (encode_struct((FrameCodecObject *)r->obj, v, o, depth + 1) < 0) goto done;
+            break;
+        }
+        default:
+            goto done;
+        }
+    }
+    /* Sizes of the rest first, then checksums (which may cover them), as the Python code. */
+    for (i = 0; i < n; i++) {
+        const Row *r = &c->rows[i];
+        if (r->op != OP_SIZE_REST) continue;
+        Py_ssize_t size = o->len - at[i] - r->width;
+        if (!size_fits(r, size)) goto done;
+        write_uint((unsigned char *)o->data + at[i], (unsigned long long)size, r->width,
+                   r->flags & F_BIG);
+    }
+    for (i = 0; i < n; i++) {
+        const Row *r = &c->rows[i];
+        if (r->op != OP_CHECKSUM) continue;
+        Py_ssize_t start = at[i] + r->width;
+        PyObject *view = PyMemoryView_FromMemory(o->data + start, o->len - start, PyBUF_READ);
+        if (view == NULL) goto done;
+        PyObject *sum = PyObject_CallOneArg(r->obj, view);
+        Py_DECREF(view);
+        if (sum == NULL) goto done;
+        unsigned long long raw;
+        int ok = int_raw(sum, r->width, r->flags, &raw);
+        Py_DECREF(sum);
+        if (!ok) goto done;
+        write_uint((unsigned char *)o->data + at[i], raw, r->width, r->flags & F_BIG);
+    }
+    rc = 0;
+done:
+    for (i = 0; i < n; i++) Py_XDECREF(encoded[i]);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* the codec object: the struct class's encode method, and its decode and decode_from */
+
+static PyObject *codec_encode(FrameCodecObject *c, PyObject *obj) {
+    if (Py_TYPE(obj) == c->cls) {
+        Out o;
+        out_init(&o);
+        int rc = encode_struct(c, obj, &o, 0);
+        PyObject *result = rc == 0 ? PyBytes_FromStringAndSize(o.data, o.len) : NULL;
+        out_free(&o);
+        if (result != NULL) return result;
+        PyErr_Clear();
+    }
+    return PyObject_CallOneArg(c->py_encode, obj);
+}
+
+static PyObject *codec_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+                                  PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 1 || (kwnames && PyTuple_GET_SIZE(kwnames))) {
+        /* Anything but plain `value.encode()` (the params of a struct that has them) is the
+           Python method's business. */
+        FrameCodecObject *c = (FrameCodecObject *)self;
+        return PyObject_Vectorcall(c->py_encode, args, nargsf, kwnames);
+    }
+    return codec_encode((FrameCodecObject *)self, args[0]);
+}
+
+/* As a class attribute the codec is the `encode` method: flagged as a method descriptor, so
+   `frame.encode()` calls it with the frame and no bound-method object is made. */
+static PyObject *codec_descr_get(PyObject *self, PyObject *obj, PyObject *type) {
+    if (obj == NULL || obj == Py_None) return Py_NewRef(self);
+    return PyMethod_New(self, obj);
+}
+
+static PyObject *fallback_decode_from(FrameCodecObject *c, PyObject *cls, PyObject *buf,
+                                      PyObject *pos, PyObject *end) {
+    PyObject *args[4] = {cls, buf, pos, end};
+    return PyObject_Vectorcall(c->py_decode_from, args, 4, NULL);
+}
+
+static PyObject *decode_from_impl(FrameCodecObject *c, PyObject *cls, PyObject *const *args) {
+    PyObject *buf = args[0];
+    if ((PyTypeObject *)cls == c->cls && PyBytes_CheckExact(buf)
+            && PyLong_CheckExact(args[1]) && PyLong_CheckExact(args[2])) {
+        Py_ssize_t pos = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+        } else if (0 <= pos && pos <= end && end <= PyBytes_GET_SIZE(buf)) {
+            PyObject *obj = decode_struct(c, buf, &pos, end, 0);
+            if (obj != NULL) {
+                PyObject *at = PyLong_FromSsize_t(pos);
+                if (at == NULL) {
+                    Py_DECREF(obj);
+                    return NULL;
+                }
+                PyObject *result = PyTuple_Pack(2, obj, at);
+                Py_DECREF(obj);
+                Py_DECREF(at);
+                return result;
+            }
+            PyErr_Clear();
+        }
+    }
+    return fallback_decode_from(c, cls, buf, args[1], args[2]);
+}
+
+static PyObject *decode_impl(FrameCodecObject *c, PyObject *cls, PyObject *data) {
+    if ((PyTypeObject *)cls == c->cls && PyBytes_CheckExact(data)) {
+        Py_ssize_t pos = 0;
+        PyObject *obj = decode_struct(c, data, &pos, PyBytes_GET_SIZE(data), 0);
+        if (obj != NULL && pos == PyBytes_GET_SIZE(data)) return obj;
+        Py_XDECREF(obj);
+        PyErr_Clear();
+    }
+    /* The Python decode converts the argument, checks the length and raises in context. */
+    PyObject *args[2] = {cls, data};
+    return PyObject_Vectorcall(c->py_decode, args, 2, NULL);
+}
+
+static PyObject *codec_decode_from(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "decode_from() takes buf, pos and end");
+        return NULL;
+    }
+    return decode_from_impl((FrameCodecObject *)self, args[0], args + 1);
+}
+
+static PyObject *codec_own_decode_from(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "decode_from() takes buf, pos and end");
+        return NULL;
+    }
+    FrameCodecObject *c = (FrameCodecObject *)self;
+    return decode_from_impl(c, (PyObject *)c->cls, args);
+}
+
+static PyObject *codec_decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "decode() takes one argument");
+        return NULL;
+    }
+    return decode_impl((FrameCodecObject *)self, args[0], args[1]);
+}
+
+static PyObject *codec_own_decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 1) {
+        PyErr_SetString(PyExc_TypeError, "decode() takes one argument");
+        return NULL;
+    }
+    FrameCodecObject *c = (FrameCodecObject *)self;
+    return decode_impl(c, (PyObject *)c->cls, args[0]);
+}
+
+static PyMethodDef codec_methods[] = {
+    {"decode", (PyCFunction)(void (*)(void))codec_decode, METH_FASTCALL,
+     "decode(cls, data): the struct class's decode."},
+    {"decode_from", (PyCFunction)(void (*)(void))codec_decode_from, METH_FASTCALL,
+     "decode_from(cls, buf, pos, end): the struct class's decode_from."},
+    {"own_decode", (PyCFunction)(void (*)(void))codec_own_decode, METH_FASTCALL,
+     "decode(data) for the codec's own class."},
+    {"own_decode_from", (PyCFunction)(void (*)(void))codec_own_decode_from, METH_FASTCALL,
+     "decode_from(buf, pos, end) for the codec's own class."},
+    {NULL, NULL, 0, NULL},
+};
+
+/* ------------------------------------------------------------------------------------------ */
+/* construction */
+
+static Py_ssize_t member_offset(PyTypeObject *cls, PyObject *name) {
+    PyObject *descr = PyDict_GetItemWithError(cls->tp_dict, name);
+    if (descr == NULL || Py_TYPE(descr) != &PyMemberDescr_Type) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "%s.%U is not a slot", cls->tp_name, name);
+        return -1;
+    }
+    PyMemberDef *def = ((PyMemberDescrObject *)descr)->d_member;
+    if (def->type != T_OBJECT_EX) {
+        PyErr_Format(PyExc_TypeError, "%s.%U is not an object slot", cls->tp_name, name);
+        return -1;
+    }
+    return def->offset;
+}
+
+static int codec_traverse(FrameCodecObject *self, visitproc visit, void *arg) {
+    Py_VISIT(self->cls);
+    Py_VISIT(self->py_encode);
+    Py_VISIT(self->py_decode);
+    Py_VISIT(self->py_decode_from);
+    for (Py_ssize_t i = 0; i < self->nrows; i++) {
+        Py_VISIT(self->rows[i].obj);
+        Py_VISIT(self->rows[i].dispatch_attr);
+        Py_VISIT(self->rows[i].body_fields);
+    }
+    return 0;
+}
+
+static int codec_clear(FrameCodecObject *self) {
+    Py_CLEAR(self->cls);
+    Py_CLEAR(self->py_encode);
+    Py_CLEAR(self->py_decode);
+    Py_CLEAR(self->py_decode_from);
+    for (Py_ssize_t i = 0; i < self->nrows; i++) {
+        Py_CLEAR(self->rows[i].obj);
+        Py_CLEAR(self->rows[i].dispatch_attr);
+        Py_CLEAR(self->rows[i].body_fields);
+    }
+    return 0;
+}
+
+static void codec_dealloc(FrameCodecObject *self) {
+    PyObject_GC_UnTrack(self);
+    codec_clear(self);
+    PyMem_Free(self->rows);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int bad_row(Py_ssize_t i, const char *why) {
+    PyErr_Format(PyExc_ValueError, "FrameCodec row %zd: %s", i, why);
+    return -1;
+}
+
+/* Check row i against the others: the references the codec follows without checking. */
+static int check_row(FrameCodecObject *self, Py_ssize_t i) {
+    Row *r = &self->rows[i];
+    if (r->op <= 0 || r->op >= OP_END) return bad_row(i, "unknown operation");
+    if (r->op <= OP_CHECKSUM && r->width != 1 && r->width != 2 && r->width != 4
+            && r->width != 8)
+        return bad_row(i, "integer width must be 1, 2, 4 or 8");
+    int stored = r->op == OP_INT || r->op == OP_PROTO || r->op == OP_BYTES
+                 || r->op == OP_STRUCT;
+    if (stored != (r->offset >= 0)) return bad_row(i, "stored fields, and only they, need a slot");
+    if (r->op == OP_SIZE) {
+        if (r->index <= i || r->index >= self->nrows) return bad_row(i, "size of a later row");
+        Row *t = &self->rows[r->index];
+        if ((t->op != OP_PROTO && t->op != OP_BYTES) || t->index != i)
+            return bad_row(i, "the measured row must be protobuf or bytes sized by this one");
+    }
+    if ((r->op == OP_PROTO || r->op == OP_BYTES) && r->index >= 0
+            && (r->index >= i || self->rows[r->index].op != OP_SIZE))
+        return bad_row(i, "sized by an earlier size row");
+    if (r->op == OP_PROTO && r->index < 0) return bad_row(i, "a protobuf field needs a size row");
+    if (r->op == OP_CHECKSUM && !PyCallable_Check(r->obj))
+        return bad_row(i, "a checksum needs its function");
+    if (r->op == OP_PROTO && !PyType_Check(r->obj)) return bad_row(i, "needs the message class");
+    if (r->op == OP_PROTO && (r->dispatch_attr == NULL) != (r->body_fields == NULL))
+        return bad_row(i, "dispatch needs its attribute and body table");
+    if (r->body_fields != NULL && !PyDict_Check(r->body_fields))
+        return bad_row(i, "the body table must be a dict");
+    if (r->op == OP_STRUCT) {
+        if (r->obj == NULL || Py_TYPE(r->obj) != &FrameCodec_Type)
+            return bad_row(i, "needs the nested struct's codec");
+        if (r->index < PRESENT_ALWAYS || r->index > PRESENT_PEEK)
+            return bad_row(i, "unknown presence");
+        if (r->index == PRESENT_PEEK && r->width != 1 && r->width != 2 && r->width != 4
+                && r->width != 8)
+            return bad_row(i, "peek width must be 1, 2, 4 or 8");
+    }
+    return 0;
+}
+
+/* FrameCodec(cls, rows, check_end, py_encode, py_decode, py_decode_from)
+   rows: (op, slot, width, flags, index, number, obj, dispatch_attr, body_fields) per field, in
+   wire order; see runtime/compiled_frames.py. */
+static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    PyObject *cls, *rows, *py_encode, *py_decode, *py_decode_from;
+    int check_end;
+    if (kwds && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "FrameCodec() takes positional arguments");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "O!O!pOOO:FrameCodec", &PyType_Type, &cls, &PyTuple_Type,
+                          &rows, &check_end, &py_encode, &py_decode, &py_decode_from))
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(rows);
+    if (n > MAX_ROWS) {
+        PyErr_Format(PyExc_ValueError, "FrameCodec: at most %d rows", MAX_ROWS);
+        return NULL;
+    }
+    FrameCodecObject *self = (FrameCodecObject *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->vectorcall = codec_vectorcall;
+    self->cls = (PyTypeObject *)Py_NewRef(cls);
+    self->check_end = check_end;
+    self->py_encode = Py_NewRef(py_encode);
+    self->py_decode = Py_NewRef(py_decode);
+    self->py_decode_from = Py_NewRef(py_decode_from);
+    self->rows = PyMem_Calloc(n ? n : 1, sizeof(Row));
+    if (self->rows == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *row = PyTuple_GET_ITEM(rows, i), *slot_name, *obj, *attr, *body;
+        Row *r = &self->rows[i];
+        if (!PyArg_ParseTuple(row, "iOiinKOOO:FrameCodec row", &r->op, &slot_name, &r->width,
+                              &r->flags, &r->index, &r->number, &obj, &attr, &body))
+            goto fail;
+        r->obj = obj == Py_None ? NULL : Py_NewRef(obj);
+        r->dispatch_attr = attr == Py_None ? NULL : Py_NewRef(attr);
+        r->body_fields = body == Py_None ? NULL : Py_NewRef(body);
+        self->nrows = i + 1;
+        r->offset = -1;
+        if (slot_name != Py_None) {
+            if (!PyUnicode_Check(slot_name)) {
+                bad_row(i, "slot names are str");
+                goto fail;
+            }
+            if ((r->offset = member_offset(self->cls, slot_name)) < 0) goto fail;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (check_row(self, i) < 0) goto fail;
+    return (PyObject *)self;
+fail:
+    Py_DECREF(self);
+    return NULL;
+}
+
+static PyObject *codec_name(PyObject *self, void *closure) {
+    return PyUnicode_FromString("encode");
+}
+
+static PyObject *codec_qualname(PyObject *self, void *closure) {
+    return PyUnicode_FromFormat("%s.encode", ((FrameCodecObject *)self)->cls->tp_name);
+}
+
+static PyGetSetDef codec_getset[] = {
+    {"__name__", codec_name, NULL, "The method's name.", NULL},
+    {"__qualname__", codec_qualname, NULL, "The method's qualified name.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject FrameCodec_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "runtime._framecodec.FrameCodec",
+    .tp_doc = "The compiled encode/decode of one generated frame struct.",
+    .tp_basicsize = sizeof(FrameCodecObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL
+                | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_new = codec_new,
+    .tp_dealloc = (destructor)codec_dealloc,
+    .tp_traverse = (traverseproc)codec_traverse,
+    .tp_clear = (inquiry)codec_clear,
+    .tp_vectorcall_offset = offsetof(FrameCodecObject, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_descr_get = codec_descr_get,
+    .tp_methods = codec_methods,
+    .tp_getset = codec_getset,
+};
+
+static struct PyModuleDef framecodec_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "runtime._framecodec",
+    .m_doc = "Compiled fast path of the generated frame codecs (see runtime/compiled_frames.py).",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC PyInit__framecodec(void) {
+    if (PyType_Ready(&FrameCodec_Type) < 0) return NULL;
+    str_decode_from = PyUnicode_InternFromString("decode_from");
+    str_encode = PyUnicode_InternFromString("encode");
+    if (str_decode_from == NULL || str_encode == NULL) return NULL;
+    PyObject *m = PyModule_Create(&framecodec_module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddObjectRef(m, "FrameCodec", (PyObject *)&FrameCodec_Type) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,125 @@
+"""The compiled fast path of the generated frame codecs, and how it is switched on.
+
+Every generated frame struct has a straight-line Python ``encode`` / ``decode`` /
+``decode_from``: that code is the reference. A struct whose layout uses only the common items
+(fixed-width integers, constants, sizes, a checksum running from the next field to the end,
+sized protobuf messages, bytes, nested structs that are always there, there when bytes remain
+or there when a peeked value matches) also gets a layout table at the end of the generated
+module, passed to :func:`install_frame_layouts`. When the C extension ``runtime._framecodec``
+is built, that puts a compiled codec driven by the table in place of the three methods.
+
+As with the protobuf codec (``runtime.compiled``), the compiled code handles well-formed input
+and plain values only, and leaves everything else to the Python methods, so every error comes
+from them. ``PROTOFRAME_PURE_PYTHON=1`` and ``runtime.compiled.pure_python()`` switch this off
+too. ``tests/test_compiled_frames.py`` checks both against each other.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from types import ModuleType
+from typing import Any, TypeAlias
+
+from runtime import checksums, compiled
+
+_framecodec: ModuleType | None
+try:
+    from runtime import _framecodec
+except ImportError:  # not built: no C compiler at install time, or a source checkout
+    _framecodec = None
+
+# One item of a struct's layout: (op, name, int_type, ref, extra), in wire order.
+#   op "int":       a stored integer;                        int_type like "u32be", "i16le", "u8"
+#   op "const":     a constant, ref its value
+#   op "size":      the byte size of the later field named by ref
+#   op "size_rest": the byte size of everything after it (the struct's region ends there)
+#   op "checksum":  ref ("crc32c" or "crc32") over the next field to the end of the struct
+#   op "proto":     a protobuf message (ref its class) sized by the size field named by extra
+#   op "envelope":  the same, selecting a command: extra is (size field, the attribute holding
+#                   the command type, the dict from command type to its body attribute)
+#   op "bytes":     bytes sized by the size field named by ref, or the rest when ref is None
+#   op "struct":    a nested struct (ref its class); extra None (always there), "remaining"
+#                   (there when bytes remain) or (int_type, value) (there when a peek matches)
+FrameRow: TypeAlias = tuple[str, str, str | None, Any, Any]
+# (struct class, whether bytes left after the last field are an error, its rows)
+FrameLayout: TypeAlias = tuple[type, bool, tuple[FrameRow, ...]]
+
+_OPS = {name: code for code, name in enumerate(
+    ("int", "const", "size", "size_rest", "checksum", "proto", "bytes", "struct"), start=1)}
+_STORED = {"int", "proto", "envelope", "bytes", "struct"}
+_PRESENCE = {None: 0, "remaining": 1}
+_PEEK = 2
+_SIGNED, _BIG = 1, 2
+_INT_TYPE = re.compile(r"([ui])(8|16|32|64)(be|le)?")
+_CHECKSUMS = {"crc32c": checksums.crc32c, "crc32": checksums.crc32}
+_METHODS = ("encode", "decode", "decode_from")
+
+
+def available() -> bool:
+    """Whether the frame extension is built and the compiled codecs are switched on."""
+    return _framecodec is not None and compiled.available()
+
+
+def install_frame_layouts(layouts: Iterable[FrameLayout]) -> None:
+    """Give each struct class of a generated frames module the compiled codec, if available.
+
+    Called once, at the end of the module, with the generator's layout tables; a struct's
+    nested structs come before it.
+    """
+    if not available():
+        return
+    assert _framecodec is not None and compiled._wirecodec is not None
+    codecs: dict[type, Any] = {}
+    for cls, check_end, rows in layouts:
+        table = _c_rows(rows, codecs)
+        python = tuple(cls.__dict__[name] for name in _METHODS)
+        codec = _framecodec.FrameCodec(cls, table, check_end, python[0], python[1].__func__,
+                                       python[2].__func__)
+        class_method = compiled._wirecodec.ClassMethod
+        methods = (codec, class_method(cls, codec.own_decode, codec.decode),
+                   class_method(cls, codec.own_decode_from, codec.decode_from))
+        codecs[cls] = codec
+        compiled.register(cls, python, methods)
+
+
+def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any]) -> tuple[tuple[Any, ...], ...]:
+    """The rows as the extension takes them: (op, slot, width, flags, index, number, obj,
+    dispatch attribute, body table), names resolved to row indexes."""
+    index = {row[1]: i for i, row in enumerate(rows)}
+    out = []
+    for op, name, int_type, ref, extra in rows:
+        width, flags = _int_type(int_type) if int_type else (0, 0)
+        slot = name if op in _STORED else None
+        at, number, obj, attr, body = -1, 0, None, None, None
+        if op == "const":
+            number = ref
+        elif op == "size":
+            at = index[ref]
+        elif op == "checksum":
+            obj = _CHECKSUMS[ref]
+        elif op == "proto":
+            obj, at = ref, index[extra]
+        elif op == "envelope":
+            obj, at = ref, index[extra[0]]
+            attr, body = extra[1], extra[2]
+            op = "proto"
+        elif op == "bytes":
+            at = -1 if ref is None else index[ref]
+        elif op == "struct":
+            obj = codecs[ref]
+            if isinstance(extra, tuple):
+                at, number = _PEEK, extra[1]
+                width, flags = _int_type(extra[0])
+            else:
+                at = _PRESENCE[extra]
+        out.append((_OPS[op], slot, width, flags, at, number, obj, attr, body))
+    return tuple(out)
+
+
+def _int_type(name: str) -> tuple[int, int]:
+    match = _INT_TYPE.fullmatch(name)
+    if match is None:
+        raise ValueError(f"not an integer type: {name!r}")
+    flags = (_SIGNED if match[1] == "i" else 0) | (_BIG if match[3] != "le" else 0)
+    return int(match[2]) // 8, flags

@@ -47,6 +47,7 @@ typedef struct {
     Py_ssize_t index;
     unsigned long long number;  /* const value, peek value */
     Py_ssize_t offset;          /* slot offset of a stored field, -1 for computed ones */
+    PyObject *name;             /* the stored field's slot name (its constructor keyword) */
     PyObject *obj;              /* message class, checksum function or nested codec */
     PyObject *dispatch_attr;    /* for a protobuf envelope: the attribute naming the command */
     PyObject *body_fields;      /* ... and the dict from its value to the body attribute */
@@ -62,10 +63,16 @@ struct FrameCodecObject {
     PyObject *py_encode;        /* the generated Python methods, for whatever this gives up on */
     PyObject *py_decode;
     PyObject *py_decode_from;
+    /* The compiled constructor; py_init is NULL until install_constructor puts it in. */
+    PyObject *py_init;          /* the dataclass __init__ it stands in for */
+    int ctor_on;
+    unsigned int ctor_version;  /* the class's version tag when last found unchanged, or 0 */
+    vectorcallfunc saved_vectorcall;
 };
 
 static PyTypeObject FrameCodec_Type;
-static PyObject *str_decode_from, *str_encode;
+static PyObject *str_decode_from, *str_encode, *str_init;
+static PyObject *registry;  /* class -> codec, for the constructors */
 
 /* ------------------------------------------------------------------------------------------ */
 /* integers */
@@ -493,6 +500,155 @@ static PyObject *codec_own_decode(PyObject *self, PyObject *const *args, Py_ssiz
     return decode_impl(c, (PyObject *)c->cls, args[0]);
 }
 
+
+/* ------------------------------------------------------------------------------------------ */
+/* the compiled constructor: cls(**kwargs) without running the dataclass __init__
+ *
+ * The __init__ dataclasses write for a struct with a table only stores its keywords: every
+ * stored field's value as given, None for an optional nested struct left out. Storing them
+ * here, by slot offset, saves the Python frame and a descriptor call per field. As in
+ * runtime/_wirecodec.c it is installed as the class's tp_vectorcall (not inherited, so
+ * subclasses keep the ordinary path), and anything else (positional arguments, an unknown or
+ * repeated keyword, a missing required one, a class whose __init__, __new__, __setattr__ or
+ * slots changed since) goes through type.__call__ and the dataclass __init__, which raises
+ * its own errors. */
+
+static PyObject *ctor_fallback(PyObject *cls, PyObject *const *args, Py_ssize_t nargs,
+                               PyObject *kwnames) {
+    PyObject *tuple = PyTuple_New(nargs), *kwargs = NULL, *result = NULL;
+    if (tuple == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < nargs; i++) PyTuple_SET_ITEM(tuple, i, Py_NewRef(args[i]));
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (nkw) {
+        if ((kwargs = PyDict_New()) == NULL) goto done;
+        for (Py_ssize_t j = 0; j < nkw; j++)
+            if (PyDict_SetItem(kwargs, PyTuple_GET_ITEM(kwnames, j), args[nargs + j]) < 0)
+                goto done;
+    }
+    if (Py_EnterRecursiveCall(" while calling a Python object") == 0) {
+        result = PyType_Type.tp_call(cls, tuple, kwargs);
+        Py_LeaveRecursiveCall();
+    }
+done:
+    Py_DECREF(tuple);
+    Py_XDECREF(kwargs);
+    return result;
+}
+
+static int slot_intact(PyTypeObject *cls, PyObject *name, Py_ssize_t offset) {
+    PyObject *descr = _PyType_Lookup(cls, name);  /* borrowed; never sets an error */
+    if (descr == NULL || Py_TYPE(descr) != &PyMemberDescr_Type) return 0;
+    PyMemberDef *def = ((PyMemberDescrObject *)descr)->d_member;
+    return def->type == T_OBJECT_EX && def->offset == offset;
+}
+
+static int ctor_class_intact(FrameCodecObject *c) {
+    PyTypeObject *cls = c->cls;
+    if (cls->tp_new != PyBaseObject_Type.tp_new || cls->tp_setattro != PyObject_GenericSetAttr
+            || cls->tp_alloc != PyType_GenericAlloc
+            || PyType_HasFeature(cls, Py_TPFLAGS_IS_ABSTRACT)
+            || _PyType_Lookup(cls, str_init) != c->py_init)
+        return 0;
+    for (Py_ssize_t i = 0; i < c->nrows; i++)
+        if (c->rows[i].offset >= 0 && !slot_intact(cls, c->rows[i].name, c->rows[i].offset))
+            return 0;
+    return 1;
+}
+
+static PyObject *ctor_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                                 PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    PyTypeObject *cls = (PyTypeObject *)callable;
+    if (nargs) return ctor_fallback(callable, args, nargs, kwnames);
+    PyObject *found = PyDict_GetItemWithError(registry, callable);
+    if (found == NULL) {
+        if (PyErr_Occurred()) return NULL;
+        return ctor_fallback(callable, args, nargs, kwnames);
+    }
+    FrameCodecObject *c = (FrameCodecObject *)found;
+    Py_ssize_t n = c->nrows;
+    if (!c->ctor_on || c->cls != cls || nkw > n)
+        return ctor_fallback(callable, args, nargs, kwnames);
+    /* A class attribute assignment gives the class a new version tag (never reused), so the
+       class is looked over again only after a change. */
+    if (!PyType_HasFeature(cls, Py_TPFLAGS_VALID_VERSION_TAG)
+            || cls->tp_version_tag != c->ctor_version) {
+        if (!ctor_class_intact(c)) return ctor_fallback(callable, args, nargs, kwnames);
+        c->ctor_version = PyType_HasFeature(cls, Py_TPFLAGS_VALID_VERSION_TAG)
+                          ? cls->tp_version_tag : 0;
+    }
+    PyObject *vals[MAX_ROWS];
+    for (Py_ssize_t i = 0; i < n; i++) vals[i] = NULL;
+    Py_ssize_t cursor = 0;
+    for (Py_ssize_t j = 0; j < nkw; j++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, j);
+        Py_ssize_t i = -1;
+        /* Mostly interned keywords in field order: the next stored row, by identity. */
+        while (cursor < n && c->rows[cursor].offset < 0) cursor++;
+        if (cursor < n && c->rows[cursor].name == name) {
+            i = cursor;
+        } else {
+            if (!PyUnicode_CheckExact(name)) return ctor_fallback(callable, args, nargs, kwnames);
+            for (Py_ssize_t k = 0; k < n && i < 0; k++)
+                if (c->rows[k].offset >= 0 && PyUnicode_Compare(c->rows[k].name, name) == 0)
+                    i = k;
+            if (PyErr_Occurred()) return NULL;
+        }
+        if (i < 0 || vals[i] != NULL) return ctor_fallback(callable, args, nargs, kwnames);
+        vals[i] = args[j];
+        cursor = i + 1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const Row *r = &c->rows[i];
+        int optional = r->op == OP_STRUCT && r->index != PRESENT_ALWAYS;
+        if (r->offset >= 0 && vals[i] == NULL && !optional)
+            return ctor_fallback(callable, args, nargs, kwnames);
+    }
+    PyObject *obj = cls->tp_alloc(cls, 0);
+    if (obj == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (c->rows[i].offset >= 0)
+            *(PyObject **)((char *)obj + c->rows[i].offset) =
+                Py_NewRef(vals[i] ? vals[i] : Py_None);
+    return obj;
+}
+
+/* install_constructor(init): make cls(**kwargs) the compiled constructor while `init` (the
+   dataclass __init__) is the class's __init__. False if the class is not a plain heap type. */
+static PyObject *codec_install_constructor(PyObject *self, PyObject *init) {
+    FrameCodecObject *c = (FrameCodecObject *)self;
+    PyTypeObject *cls = c->cls;
+    if (Py_TYPE(cls) != &PyType_Type || !PyType_HasFeature(cls, Py_TPFLAGS_HEAPTYPE))
+        Py_RETURN_FALSE;
+    if (PyDict_SetItem(registry, (PyObject *)cls, self) < 0) return NULL;
+    Py_XSETREF(c->py_init, Py_NewRef(init));
+    c->ctor_version = 0;
+    c->ctor_on = 1;
+    c->saved_vectorcall = cls->tp_vectorcall == ctor_vectorcall ? NULL : cls->tp_vectorcall;
+    cls->tp_vectorcall = ctor_vectorcall;
+    Py_RETURN_TRUE;
+}
+
+/* enable_constructor(on): switch the installed constructor off (cls(...) runs __init__) or on. */
+static PyObject *codec_enable_constructor(PyObject *self, PyObject *on) {
+    FrameCodecObject *c = (FrameCodecObject *)self;
+    int enable = PyObject_IsTrue(on);
+    if (enable < 0) return NULL;
+    if (c->py_init == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "the constructor is not installed");
+        return NULL;
+    }
+    c->ctor_on = enable;
+    c->cls->tp_vectorcall = enable ? ctor_vectorcall : c->saved_vectorcall;
+    Py_RETURN_NONE;
+}
+
+static PyObject *codec_constructor_enabled(PyObject *self, void *closure) {
+    FrameCodecObject *c = (FrameCodecObject *)self;
+    return PyBool_FromLong(c->ctor_on && c->cls->tp_vectorcall == ctor_vectorcall);
+}
+
 static PyMethodDef codec_methods[] = {
     {"decode", (PyCFunction)(void (*)(void))codec_decode, METH_FASTCALL,
      "decode(cls, data): the struct class's decode."},
@@ -502,6 +658,10 @@ static PyMethodDef codec_methods[] = {
      "decode(data) for the codec's own class."},
     {"own_decode_from", (PyCFunction)(void (*)(void))codec_own_decode_from, METH_FASTCALL,
      "decode_from(buf, pos, end) for the codec's own class."},
+    {"install_constructor", codec_install_constructor, METH_O,
+     "install_constructor(init): the compiled constructor for cls."},
+    {"enable_constructor", codec_enable_constructor, METH_O,
+     "enable_constructor(on): switch the compiled constructor on or off."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -528,7 +688,9 @@ static int codec_traverse(FrameCodecObject *self, visitproc visit, void *arg) {
     Py_VISIT(self->py_encode);
     Py_VISIT(self->py_decode);
     Py_VISIT(self->py_decode_from);
+    Py_VISIT(self->py_init);
     for (Py_ssize_t i = 0; i < self->nrows; i++) {
+        Py_VISIT(self->rows[i].name);
         Py_VISIT(self->rows[i].obj);
         Py_VISIT(self->rows[i].dispatch_attr);
         Py_VISIT(self->rows[i].body_fields);
@@ -541,7 +703,9 @@ static int codec_clear(FrameCodecObject *self) {
     Py_CLEAR(self->py_encode);
     Py_CLEAR(self->py_decode);
     Py_CLEAR(self->py_decode_from);
+    Py_CLEAR(self->py_init);
     for (Py_ssize_t i = 0; i < self->nrows; i++) {
+        Py_CLEAR(self->rows[i].name);
         Py_CLEAR(self->rows[i].obj);
         Py_CLEAR(self->rows[i].dispatch_attr);
         Py_CLEAR(self->rows[i].body_fields);
@@ -643,10 +807,13 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
         self->nrows = i + 1;
         r->offset = -1;
         if (slot_name != Py_None) {
-            if (!PyUnicode_Check(slot_name)) {
+            if (!PyUnicode_CheckExact(slot_name)) {
                 bad_row(i, "slot names are str");
                 goto fail;
             }
+            Py_INCREF(slot_name);
+            PyUnicode_InternInPlace(&slot_name);
+            r->name = slot_name;
             if ((r->offset = member_offset(self->cls, slot_name)) < 0) goto fail;
         }
     }
@@ -669,6 +836,8 @@ static PyObject *codec_qualname(PyObject *self, void *closure) {
 static PyGetSetDef codec_getset[] = {
     {"__name__", codec_name, NULL, "The method's name.", NULL},
     {"__qualname__", codec_qualname, NULL, "The method's qualified name.", NULL},
+    {"constructor_enabled", codec_constructor_enabled, NULL,
+     "Whether cls(...) runs the compiled constructor.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -701,7 +870,10 @@ PyMODINIT_FUNC PyInit__framecodec(void) {
     if (PyType_Ready(&FrameCodec_Type) < 0) return NULL;
     str_decode_from = PyUnicode_InternFromString("decode_from");
     str_encode = PyUnicode_InternFromString("encode");
-    if (str_decode_from == NULL || str_encode == NULL) return NULL;
+    str_init = PyUnicode_InternFromString("__init__");
+    registry = PyDict_New();
+    if (str_decode_from == NULL || str_encode == NULL || str_init == NULL || registry == NULL)
+        return NULL;
     PyObject *m = PyModule_Create(&framecodec_module);
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "FrameCodec", (PyObject *)&FrameCodec_Type) < 0) {

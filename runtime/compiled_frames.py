@@ -8,9 +8,13 @@ or there when a peeked value matches) also gets a layout table at the end of the
 module, passed to :func:`install_frame_layouts`. When the C extension ``runtime._framecodec``
 is built, that puts a compiled codec driven by the table in place of the three methods.
 
+The table also gives the class a compiled constructor: ``Cls(**kwargs)`` stores the keywords
+in the instance's slots as the dataclass ``__init__`` would (None for an optional nested struct
+left out).
+
 As with the protobuf codec (``runtime.compiled``), the compiled code handles well-formed input
-and plain values only, and leaves everything else to the Python methods, so every error comes
-from them. ``PROTOFRAME_PURE_PYTHON=1`` and ``runtime.compiled.pure_python()`` switch this off
+and plain values only, and leaves everything else to the Python methods (positional or
+unknown arguments to the dataclass ``__init__``), so every error comes from them. ``PROTOFRAME_PURE_PYTHON=1`` and ``runtime.compiled.pure_python()`` switch this off
 too. ``tests/test_compiled_frames.py`` checks both against each other.
 """
 
@@ -81,6 +85,8 @@ def install_frame_layouts(layouts: Iterable[FrameLayout]) -> None:
                    class_method(cls, codec.own_decode_from, codec.decode_from))
         codecs[cls] = codec
         compiled.register(cls, python, methods)
+        if codec.install_constructor(cls.__dict__["__init__"]):
+            compiled.register_constructor(cls, codec)
 
 
 def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any]) -> tuple[tuple[Any, ...], ...]:

@@ -270,3 +270,80 @@ def test_no_reference_or_memory_leaks() -> None:
     after = sys.getrefcount(raw), sys.getrefcount(frame.command), sys.getallocatedblocks()
     assert after[:2] == before[:2]
     assert after[2] - before[2] < 200  # a leak of one block per call would show 2,000+
+
+
+# --- constructors -------------------------------------------------------------------------------
+
+
+def _slots(obj: object) -> list[tuple[str, Any]]:
+    return [(name, getattr(obj, name, "<unset>")) for name in type(obj).__slots__]
+
+
+def test_frame_structs_get_compiled_constructors() -> None:
+    for cls in (Frame, Payload, BrokerEntry, tank_frames.ConsumePartition):
+        assert compiled.has_compiled_constructor(cls)
+    assert not compiled.has_compiled_constructor(Batch)
+    with compiled.pure_python():
+        assert not compiled.has_compiled_constructor(Frame)
+    assert compiled.has_compiled_constructor(Frame)
+
+
+_CMD = pb.BaseCommand(type_=pb.BaseCommand.Type.PING, ping=pb.CommandPing())
+_MD = pb.MessageMetadata(producer_name="p", sequence_id=1, publish_time=2)
+_CALLS: list[tuple[type, tuple[Any, ...], dict[str, Any]]] = [
+    (Frame, (), {"command": _CMD}),
+    (Frame, (), {"payload": None, "command": _CMD}),
+    (Frame, (), {"command": _CMD, "payload": "anything"}),
+    (Frame, (), {}),
+    (Frame, (_CMD,), {}),
+    (Frame, (), {"command": _CMD, "size": 3}),
+    (Payload, (), {"metadata": _MD, "data": b"x"}),
+    (Payload, (), {"data": b"x", "metadata": _MD, "broker_entry": None}),
+    (Payload, (), {"metadata": _MD}),
+    (BrokerEntry, (), {"metadata": pb.BrokerEntryMetadata()}),
+    (tank_frames.ConsumePartition, (), {"partition": 1, "abs_seq_num": 2, "fetch_size": 3}),
+    (tank_frames.ConsumePartition, (), {"fetch_size": 3, "partition": 1, "abs_seq_num": -1}),
+    (tank_frames.ConsumePartition, (), {"partition": 1, "abs_seq_num": 2}),
+]
+
+
+@pytest.mark.parametrize(("cls", "args", "kwargs"), _CALLS)
+def test_constructor_matches_the_dataclass_init(cls: type, args: tuple[Any, ...],
+                                                kwargs: dict[str, Any]) -> None:
+    fast, python = _both(lambda: _slots(cls(*args, **kwargs)))
+    assert fast == python
+    if fast[0] == "value":
+        obj = cls(*args, **kwargs)
+        for name, value in kwargs.items():
+            assert getattr(obj, name) is value  # stored as given, not copied
+
+
+def test_constructor_keywords_need_not_be_interned() -> None:
+    name = "".join(["com", "mand"])
+    assert _slots(Frame(**{name: _CMD})) == _slots(Frame(command=_CMD))
+
+
+def test_constructor_follows_class_changes_and_skips_subclasses() -> None:
+    class Mine(Frame):
+        __slots__ = ("extra",)
+
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.extra = 1
+
+    assert Mine(command=_CMD).extra == 1
+    original = Frame.__init__
+    seen: list[str] = []
+
+    def spy(self: Frame, **kwargs: Any) -> None:
+        seen.append("init")
+        original(self, **kwargs)
+
+    Frame.__init__ = spy  # type: ignore[method-assign]
+    try:
+        Frame(command=_CMD)
+    finally:
+        Frame.__init__ = original  # type: ignore[method-assign]
+    assert seen == ["init"]
+    Frame(command=_CMD)
+    assert seen == ["init"]  # back on the compiled constructor

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from generator.frame_ir import INT_TYPES, FrameField, StructDef
 from generator.ir import MessageType
-from generator.pyview import q
+from generator.pyview import present_slot, q
 
 _WIDTH = 100
 
@@ -86,7 +86,13 @@ def _row(s: StructDef, f: FrameField, tabled: set[str], ref: Callable[[MessageTy
         assert f.size is not None
         if f.dispatch_on is None:
             return f"({q('proto')}, {name}, None, {cls}, {q(f.size)})"
-        envelope = f"({q(f.size)}, {q(f.dispatch_on.py_name)}, _BODY_FIELDS)"
+        # Where the bodies are kept when all are sparse fields: the codec then looks in that
+        # dict instead of calling each body's property.
+        sparse = {g.number for g in f.message.sparse_fields()}
+        slot = present_slot(f.message)
+        present = q(slot) if slot and all(c.field.number in sparse for c in f.commands) \
+            else "None"
+        envelope = f"({q(f.size)}, {q(f.dispatch_on.py_name)}, _BODY_FIELDS, {present})"
         return f"({q('envelope')}, {name}, None, {cls}, {envelope})"
     if f.kind == "bytes":
         if f.optional or f.compression is not None and f.size != "rest":

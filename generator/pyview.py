@@ -554,6 +554,11 @@ class _Present:
     rank: str  # ClassVar: field name -> field number, to encode in number order
 
 
+def present_slot(m: MessageType) -> str | None:
+    """The slot holding ``m``'s dict of present sparse fields, or None if it has none."""
+    return _present_names(m).slot if m.sparse_fields() else None
+
+
 def _present_names(m: MessageType) -> _Present:
     # Explicit-presence scalars live in "_" + name, so a field called "present" would own
     # "_present": step aside with trailing underscores rather than collide.

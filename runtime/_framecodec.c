@@ -51,6 +51,8 @@ typedef struct {
     PyObject *obj;              /* message class, checksum function or nested codec */
     PyObject *dispatch_attr;    /* for a protobuf envelope: the attribute naming the command */
     PyObject *body_fields;      /* ... and the dict from its value to the body attribute */
+    Py_ssize_t present_offset;  /* ... and the slot of the message's dict of present bodies,
+                                   or -1 to ask for each body by attribute */
 } Row;
 
 struct FrameCodecObject {
@@ -158,7 +160,12 @@ static PyObject *decode_proto(const Row *r, PyObject *buf, Py_ssize_t pos, Py_ss
     PyObject *type = PyObject_GetAttr(msg, r->dispatch_attr), *body = NULL;
     if (type != NULL) {
         PyObject *name = PyDict_GetItemWithError(r->body_fields, type);
-        if (name != NULL) body = PyObject_GetAttr(msg, name);
+        PyObject *present = r->present_offset >= 0 && Py_TYPE(msg) == (PyTypeObject *)r->obj
+                            ? slot(msg, r->present_offset) : NULL;
+        if (name != NULL && present != NULL && PyDict_CheckExact(present))
+            body = Py_XNewRef(PyDict_GetItemWithError(present, name));
+        else if (name != NULL)
+            body = PyObject_GetAttr(msg, name);
         Py_DECREF(type);
     }
     if (body == NULL || body == Py_None) {
@@ -765,7 +772,8 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
 }
 
 /* FrameCodec(cls, rows, check_end, py_encode, py_decode, py_decode_from)
-   rows: (op, slot, width, flags, index, number, obj, dispatch_attr, body_fields) per field, in
+   rows: (op, slot, width, flags, index, number, obj, dispatch_attr, body_fields, present_slot)
+   per field, in
    wire order; see runtime/compiled_frames.py. */
 static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     PyObject *cls, *rows, *py_encode, *py_decode, *py_decode_from;
@@ -796,11 +804,20 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
         goto fail;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *row = PyTuple_GET_ITEM(rows, i), *slot_name, *obj, *attr, *body;
+        PyObject *row = PyTuple_GET_ITEM(rows, i), *slot_name, *obj, *attr, *body, *present;
         Row *r = &self->rows[i];
-        if (!PyArg_ParseTuple(row, "iOiinKOOO:FrameCodec row", &r->op, &slot_name, &r->width,
-                              &r->flags, &r->index, &r->number, &obj, &attr, &body))
+        if (!PyArg_ParseTuple(row, "iOiinKOOOO:FrameCodec row", &r->op, &slot_name, &r->width,
+                              &r->flags, &r->index, &r->number, &obj, &attr, &body, &present))
             goto fail;
+        r->present_offset = -1;
+        if (present != Py_None) {
+            if (!PyUnicode_Check(present) || !PyType_Check(obj)) {
+                bad_row(i, "a present-dict slot is the name of a slot of the message class");
+                goto fail;
+            }
+            r->present_offset = member_offset((PyTypeObject *)obj, present);
+            if (r->present_offset < 0) goto fail;
+        }
         r->obj = obj == Py_None ? NULL : Py_NewRef(obj);
         r->dispatch_attr = attr == Py_None ? NULL : Py_NewRef(attr);
         r->body_fields = body == Py_None ? NULL : Py_NewRef(body);

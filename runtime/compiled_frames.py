@@ -14,8 +14,9 @@ left out).
 
 As with the protobuf codec (``runtime.compiled``), the compiled code handles well-formed input
 and plain values only, and leaves everything else to the Python methods (positional or
-unknown arguments to the dataclass ``__init__``), so every error comes from them. ``PROTOFRAME_PURE_PYTHON=1`` and ``runtime.compiled.pure_python()`` switch this off
-too. ``tests/test_compiled_frames.py`` checks both against each other.
+unknown arguments to the dataclass ``__init__``), so every error comes from them.
+``PROTOFRAME_PURE_PYTHON=1`` and ``runtime.compiled.pure_python()`` switch this off too.
+``tests/test_compiled_frames.py`` checks both against each other.
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ except ImportError:  # not built: no C compiler at install time, or a source che
 #   op "checksum":  ref ("crc32c" or "crc32") over the next field to the end of the struct
 #   op "proto":     a protobuf message (ref its class) sized by the size field named by extra
 #   op "envelope":  the same, selecting a command: extra is (size field, the attribute holding
-#                   the command type, the dict from command type to its body attribute)
+#                   the command type, the dict from command type to its body attribute, and
+#                   the slot of the message's dict of present sparse fields when every body is
+#                   kept there, else None)
 #   op "bytes":     bytes sized by the size field named by ref, or the rest when ref is None
 #   op "struct":    a nested struct (ref its class); extra None (always there), "remaining"
 #                   (there when bytes remain) or (int_type, value) (there when a peek matches)
@@ -91,13 +94,13 @@ def install_frame_layouts(layouts: Iterable[FrameLayout]) -> None:
 
 def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any]) -> tuple[tuple[Any, ...], ...]:
     """The rows as the extension takes them: (op, slot, width, flags, index, number, obj,
-    dispatch attribute, body table), names resolved to row indexes."""
+    dispatch attribute, body table, present-dict slot), names resolved to row indexes."""
     index = {row[1]: i for i, row in enumerate(rows)}
     out = []
     for op, name, int_type, ref, extra in rows:
         width, flags = _int_type(int_type) if int_type else (0, 0)
         slot = name if op in _STORED else None
-        at, number, obj, attr, body = -1, 0, None, None, None
+        at, number, obj, attr, body, present = -1, 0, None, None, None, None
         if op == "const":
             number = ref
         elif op == "size":
@@ -108,7 +111,7 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any]) -> tuple[tuple[
             obj, at = ref, index[extra]
         elif op == "envelope":
             obj, at = ref, index[extra[0]]
-            attr, body = extra[1], extra[2]
+            attr, body, present = extra[1], extra[2], extra[3]
             op = "proto"
         elif op == "bytes":
             at = -1 if ref is None else index[ref]
@@ -119,7 +122,7 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any]) -> tuple[tuple[
                 width, flags = _int_type(extra[0])
             else:
                 at = _PRESENCE[extra]
-        out.append((_OPS[op], slot, width, flags, at, number, obj, attr, body))
+        out.append((_OPS[op], slot, width, flags, at, number, obj, attr, body, present))
     return tuple(out)
 
 

@@ -167,6 +167,24 @@ def test_stream_decoder_gives_the_same_frames_and_errors() -> None:
     assert kind == "value" and frames.count("Frame(") >= 40  # entries may hold several
 
 
+def _command_frame(command: pb.BaseCommand) -> bytes:
+    body = command.encode()
+    return (len(body) + 4).to_bytes(4, "big") + len(body).to_bytes(4, "big") + body
+
+
+def test_envelope_body_check_matches() -> None:
+    send = pb.CommandSend(producer_id=1, sequence_id=2)
+    Type = pb.BaseCommand.Type
+    cases = [
+        pb.BaseCommand(type_=Type.SEND, send=send),  # the body its type names
+        pb.BaseCommand(type_=Type.SEND),  # no body
+        pb.BaseCommand(type_=Type.PING, send=send),  # another command's body only
+        pb.BaseCommand(type_=Type.PING, ping=pb.CommandPing(), send=send),  # and its own
+    ]
+    outcomes = [_same(lambda: Frame.decode(_command_frame(c)))[0] for c in cases]  # noqa: B023
+    assert outcomes == ["value", "raised", "raised", "value"]
+
+
 def test_decode_from_with_odd_arguments_matches() -> None:
     raw = CORPUS[0]
     odd: list[tuple[Any, int, int]] = [
@@ -276,7 +294,8 @@ def test_no_reference_or_memory_leaks() -> None:
 
 
 def _slots(obj: object) -> list[tuple[str, Any]]:
-    return [(name, getattr(obj, name, "<unset>")) for name in type(obj).__slots__]
+    names: tuple[str, ...] = getattr(type(obj), "__slots__")  # noqa: B009 - typed as object
+    return [(name, getattr(obj, name, "<unset>")) for name in names]
 
 
 def test_frame_structs_get_compiled_constructors() -> None:
@@ -320,7 +339,8 @@ def test_constructor_matches_the_dataclass_init(cls: type, args: tuple[Any, ...]
 
 def test_constructor_keywords_need_not_be_interned() -> None:
     name = "".join(["com", "mand"])
-    assert _slots(Frame(**{name: _CMD})) == _slots(Frame(command=_CMD))
+    kwargs: dict[str, Any] = {name: _CMD}
+    assert _slots(Frame(**kwargs)) == _slots(Frame(command=_CMD))
 
 
 def test_constructor_follows_class_changes_and_skips_subclasses() -> None:

@@ -604,7 +604,7 @@ install_frame_layouts((
             "command",
             None,
             pulsar_api.BaseCommand,
-            ("command_size", "type_", _BODY_FIELDS),
+            ("command_size", "type_", _BODY_FIELDS, "_present"),
         ),
         ("struct", "payload", None, Payload, "remaining"),
     )),

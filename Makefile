@@ -16,7 +16,7 @@ venv: $(STAMP)
 # The install also compiles runtime/_wirecodec.c and runtime/_framecodec.c, the optional fast
 # paths of the protobuf and frame codecs (needs a C compiler and Python's headers; without them
 # the Python codecs run, and this says so).
-$(STAMP): pyproject.toml setup.py runtime/_wirecodec.c runtime/_framecodec.c
+$(STAMP): pyproject.toml setup.py runtime/_wirecodec.c runtime/_framecodec.c runtime/_codec_common.h
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,spark]'

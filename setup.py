@@ -12,8 +12,8 @@ FLAGS = ["-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter",
 
 setup(
     ext_modules=[
-        Extension(f"runtime.{name}", sources=[f"runtime/{name}.c"], extra_compile_args=FLAGS,
-                  optional=True)
+        Extension(f"runtime.{name}", sources=[f"runtime/{name}.c"],
+                  depends=["runtime/_codec_common.h"], extra_compile_args=FLAGS, optional=True)
         for name in ("_wirecodec", "_framecodec")
     ]
 )

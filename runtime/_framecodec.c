@@ -14,9 +14,7 @@
  * the Python code it calls (the protobuf codecs, the checksum functions) also mean give-up: they
  * are cleared, and the Python path raises them again in context.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <structmember.h>
+#include "_codec_common.h"
 #include <stdint.h>
 #include <string.h>
 
@@ -123,10 +121,6 @@ static int int_raw(PyObject *value, int width, int flags, unsigned long long *ra
     if (bits < 64 && v >> bits) return 0;
     *raw = v;
     return 1;
-}
-
-static inline PyObject *slot(PyObject *obj, Py_ssize_t offset) {
-    return *(PyObject **)((char *)obj + offset);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -264,28 +258,6 @@ give_up:
 /* ------------------------------------------------------------------------------------------ */
 /* encoding */
 
-typedef struct {
-    char *data;
-    Py_ssize_t len, cap;
-    char inline_data[512];
-} Out;
-
-static void out_init(Out *o) { o->data = o->inline_data; o->len = 0; o->cap = sizeof o->inline_data; }
-static void out_free(Out *o) { if (o->data != o->inline_data) PyMem_Free(o->data); }
-
-static int out_reserve(Out *o, Py_ssize_t extra) {
-    if (o->len + extra <= o->cap) return 0;
-    Py_ssize_t cap = o->cap;
-    while (cap < o->len + extra) cap *= 2;
-    char *d = PyMem_Malloc(cap);
-    if (d == NULL) return -1;
-    memcpy(d, o->data, o->len);
-    out_free(o);
-    o->data = d;
-    o->cap = cap;
-    return 0;
-}
-
 static int out_write(Out *o, const char *p, Py_ssize_t n) {
     if (out_reserve(o, n) < 0) return -1;
     memcpy(o->data + o->len, p, n);
@@ -421,13 +393,6 @@ static PyObject *codec_vectorcall(PyObject *self, PyObject *const *args, size_t 
     return codec_encode((FrameCodecObject *)self, args[0]);
 }
 
-/* As a class attribute the codec is the `encode` method: flagged as a method descriptor, so
-   `frame.encode()` calls it with the frame and no bound-method object is made. */
-static PyObject *codec_descr_get(PyObject *self, PyObject *obj, PyObject *type) {
-    if (obj == NULL || obj == Py_None) return Py_NewRef(self);
-    return PyMethod_New(self, obj);
-}
-
 static PyObject *fallback_decode_from(FrameCodecObject *c, PyObject *cls, PyObject *buf,
                                       PyObject *pos, PyObject *end) {
     PyObject *args[4] = {cls, buf, pos, end};
@@ -507,7 +472,6 @@ static PyObject *codec_own_decode(PyObject *self, PyObject *const *args, Py_ssiz
     return decode_impl(c, (PyObject *)c->cls, args[0]);
 }
 
-
 /* ------------------------------------------------------------------------------------------ */
 /* the compiled constructor: cls(**kwargs) without running the dataclass __init__
  *
@@ -519,35 +483,6 @@ static PyObject *codec_own_decode(PyObject *self, PyObject *const *args, Py_ssiz
  * repeated keyword, a missing required one, a class whose __init__, __new__, __setattr__ or
  * slots changed since) goes through type.__call__ and the dataclass __init__, which raises
  * its own errors. */
-
-static PyObject *ctor_fallback(PyObject *cls, PyObject *const *args, Py_ssize_t nargs,
-                               PyObject *kwnames) {
-    PyObject *tuple = PyTuple_New(nargs), *kwargs = NULL, *result = NULL;
-    if (tuple == NULL) return NULL;
-    for (Py_ssize_t i = 0; i < nargs; i++) PyTuple_SET_ITEM(tuple, i, Py_NewRef(args[i]));
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    if (nkw) {
-        if ((kwargs = PyDict_New()) == NULL) goto done;
-        for (Py_ssize_t j = 0; j < nkw; j++)
-            if (PyDict_SetItem(kwargs, PyTuple_GET_ITEM(kwnames, j), args[nargs + j]) < 0)
-                goto done;
-    }
-    if (Py_EnterRecursiveCall(" while calling a Python object") == 0) {
-        result = PyType_Type.tp_call(cls, tuple, kwargs);
-        Py_LeaveRecursiveCall();
-    }
-done:
-    Py_DECREF(tuple);
-    Py_XDECREF(kwargs);
-    return result;
-}
-
-static int slot_intact(PyTypeObject *cls, PyObject *name, Py_ssize_t offset) {
-    PyObject *descr = _PyType_Lookup(cls, name);  /* borrowed; never sets an error */
-    if (descr == NULL || Py_TYPE(descr) != &PyMemberDescr_Type) return 0;
-    PyMemberDef *def = ((PyMemberDescrObject *)descr)->d_member;
-    return def->type == T_OBJECT_EX && def->offset == offset;
-}
 
 static int ctor_class_intact(FrameCodecObject *c) {
     PyTypeObject *cls = c->cls;
@@ -674,21 +609,6 @@ static PyMethodDef codec_methods[] = {
 
 /* ------------------------------------------------------------------------------------------ */
 /* construction */
-
-static Py_ssize_t member_offset(PyTypeObject *cls, PyObject *name) {
-    PyObject *descr = PyDict_GetItemWithError(cls->tp_dict, name);
-    if (descr == NULL || Py_TYPE(descr) != &PyMemberDescr_Type) {
-        if (!PyErr_Occurred())
-            PyErr_Format(PyExc_TypeError, "%s.%U is not a slot", cls->tp_name, name);
-        return -1;
-    }
-    PyMemberDef *def = ((PyMemberDescrObject *)descr)->d_member;
-    if (def->type != T_OBJECT_EX) {
-        PyErr_Format(PyExc_TypeError, "%s.%U is not an object slot", cls->tp_name, name);
-        return -1;
-    }
-    return def->offset;
-}
 
 static int codec_traverse(FrameCodecObject *self, visitproc visit, void *arg) {
     Py_VISIT(self->cls);
@@ -871,7 +791,7 @@ static PyTypeObject FrameCodec_Type = {
     .tp_clear = (inquiry)codec_clear,
     .tp_vectorcall_offset = offsetof(FrameCodecObject, vectorcall),
     .tp_call = PyVectorcall_Call,
-    .tp_descr_get = codec_descr_get,
+    .tp_descr_get = method_descr_get,
     .tp_methods = codec_methods,
     .tp_getset = codec_getset,
 };

@@ -18,9 +18,7 @@
  * below): cls(**kwargs) fills the slots the way the generated __init__ would, and leaves
  * anything unusual to type.__call__ and that __init__.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <structmember.h>
+#include "_codec_common.h"
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -78,35 +76,6 @@ struct CodecObject {
 
 static PyTypeObject Codec_Type;
 static PyObject *registry;  /* class -> codec */
-
-/* ------------------------------------------------------------------------------------------ */
-/* output buffer */
-
-typedef struct {
-    char *data;
-    Py_ssize_t len, cap;
-    char inline_data[512];
-} Out;
-
-static void out_init(Out *o) { o->data = o->inline_data; o->len = 0; o->cap = sizeof o->inline_data; }
-static void out_free(Out *o) { if (o->data != o->inline_data) PyMem_Free(o->data); }
-
-static int out_reserve(Out *o, Py_ssize_t extra) {
-    if (o->len + extra <= o->cap) return 0;
-    Py_ssize_t cap = o->cap * 2;
-    while (cap < o->len + extra) cap *= 2;
-    char *p;
-    if (o->data == o->inline_data) {
-        p = PyMem_Malloc(cap);
-        if (p) memcpy(p, o->data, o->len);
-    } else {
-        p = PyMem_Realloc(o->data, cap);
-    }
-    if (!p) { PyErr_NoMemory(); return -1; }
-    o->data = p;
-    o->cap = cap;
-    return 0;
-}
 
 static inline int put_varint(Out *o, uint64_t v) {
     if (out_reserve(o, 10) < 0) return -1;
@@ -278,10 +247,6 @@ static int encode_field(FieldInfo *f, PyObject *v, Out *o, int depth) {
     }
     if (put_varint(o, (uint64_t)f->number << 3 | (uint64_t)f->wire) < 0) return -1;
     return encode_value(f, v, o, depth);
-}
-
-static inline PyObject *slot(PyObject *obj, Py_ssize_t offset) {
-    return *(PyObject **)((char *)obj + offset);
 }
 
 static int compare_index(const void *a, const void *b) {
@@ -634,13 +599,6 @@ static PyObject *codec_vectorcall(PyObject *self, PyObject *const *args, size_t 
     return codec_encode((CodecObject *)self, args[0]);
 }
 
-/* As a class attribute the codec is the `encode` method: flagged as a method descriptor, so
-   `msg.encode()` calls it with msg and no bound-method object is made. */
-static PyObject *codec_descr_get(PyObject *self, PyObject *obj, PyObject *type) {
-    if (obj == NULL || obj == Py_None) return Py_NewRef(self);
-    return PyMethod_New(self, obj);
-}
-
 static PyObject *fallback_decode_from(CodecObject *codec, PyObject *cls, PyObject *buf,
                                       PyObject *pos, PyObject *end) {
     PyObject *args[4] = {cls, buf, pos, end};
@@ -742,38 +700,6 @@ static PyObject *str_unknown;  /* "_unknown" */
 static PyObject *empty_bytes;  /* b"" */
 
 #define CTOR_INLINE 128
-
-/* cls(*args, **kwargs) as without the constructor: type.__call__ runs __new__ and the Python
-   __init__, with the recursion check CPython makes around any tp_call. */
-static PyObject *ctor_fallback(PyObject *cls, PyObject *const *args, Py_ssize_t nargs,
-                               PyObject *kwnames) {
-    PyObject *tuple = PyTuple_New(nargs), *kwargs = NULL, *result = NULL;
-    if (tuple == NULL) return NULL;
-    for (Py_ssize_t i = 0; i < nargs; i++) PyTuple_SET_ITEM(tuple, i, Py_NewRef(args[i]));
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    if (nkw) {
-        if ((kwargs = PyDict_New()) == NULL) goto done;
-        for (Py_ssize_t j = 0; j < nkw; j++)
-            if (PyDict_SetItem(kwargs, PyTuple_GET_ITEM(kwnames, j), args[nargs + j]) < 0)
-                goto done;
-    }
-    if (Py_EnterRecursiveCall(" while calling a Python object") == 0) {
-        result = PyType_Type.tp_call(cls, tuple, kwargs);
-        Py_LeaveRecursiveCall();
-    }
-done:
-    Py_DECREF(tuple);
-    Py_XDECREF(kwargs);
-    return result;
-}
-
-/* Whether `name` on cls is still the object slot at `offset`. */
-static int slot_intact(PyTypeObject *cls, PyObject *name, Py_ssize_t offset) {
-    PyObject *descr = _PyType_Lookup(cls, name);  /* borrowed; never sets an error */
-    if (descr == NULL || Py_TYPE(descr) != &PyMemberDescr_Type) return 0;
-    PyMemberDef *def = ((PyMemberDescrObject *)descr)->d_member;
-    return def->type == T_OBJECT_EX && def->offset == offset;
-}
 
 /* Whether cls still builds its instances as when the constructor went in: object's __new__,
    the generated __init__, plain attribute setting, every field in its slot. */
@@ -1001,21 +927,6 @@ static PyMethodDef codec_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static Py_ssize_t member_offset(PyTypeObject *cls, PyObject *name) {
-    PyObject *descr = PyDict_GetItemWithError(cls->tp_dict, name);
-    if (descr == NULL || Py_TYPE(descr) != &PyMemberDescr_Type) {
-        if (!PyErr_Occurred())
-            PyErr_Format(PyExc_TypeError, "%s.%U is not a slot", cls->tp_name, name);
-        return -1;
-    }
-    PyMemberDef *def = ((PyMemberDescrObject *)descr)->d_member;
-    if (def->type != T_OBJECT_EX) {
-        PyErr_Format(PyExc_TypeError, "%s.%U is not an object slot", cls->tp_name, name);
-        return -1;
-    }
-    return def->offset;
-}
-
 static int codec_traverse(CodecObject *self, visitproc visit, void *arg) {
     Py_VISIT(self->cls);
     Py_VISIT(self->sparse_index);
@@ -1182,7 +1093,7 @@ static PyTypeObject Codec_Type = {
     .tp_clear = (inquiry)codec_clear,
     .tp_vectorcall_offset = offsetof(CodecObject, vectorcall),
     .tp_call = PyVectorcall_Call,
-    .tp_descr_get = codec_descr_get,
+    .tp_descr_get = method_descr_get,
     .tp_methods = codec_methods,
     .tp_getset = codec_getset,
 };

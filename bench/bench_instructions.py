@@ -44,6 +44,8 @@ class Op:
 OPS: tuple[Op, ...] = (
     Op("Frame build+encode [112 B]", "ours", "ours_encode()"),
     Op("Frame build+encode [112 B]", "struct", "struct_encode()"),
+    Op("Frame encode, already built", "ours", "BUILT.encode()"),
+    Op("Frame encode, already built", "struct", "struct_encode()"),
     Op("Frame decode+read [112 B]", "ours", "ours_decode(WIRE)"),
     Op("Frame decode+read [112 B]", "struct", "struct_decode(WIRE)"),
     Op("  BaseCommand(SEND) build", "ours", "build_send_command()"),

@@ -18,8 +18,10 @@ from bench.bench_frames import (
     struct_encode,
 )
 from generated.pulsar import pulsar_api as pb
+from generated.pulsar.frames import Frame
 
 WIRE = ours_encode()
+BUILT = Frame.decode(WIRE)
 
 
 def build_send_command() -> pb.BaseCommand:
@@ -42,7 +44,7 @@ def build_metadata() -> pb.MessageMetadata:
 SEND_COMMAND = build_send_command()
 METADATA = build_metadata()
 METADATA_BYTES = METADATA.encode()
-FIXTURES = (WIRE, SEND_COMMAND, METADATA, METADATA_BYTES, ours_decode, struct_decode,
+FIXTURES = (WIRE, BUILT, SEND_COMMAND, METADATA, METADATA_BYTES, ours_decode, struct_decode,
             struct_encode)
 
 

@@ -391,10 +391,13 @@ def test_store_down_past_the_retry_budget(policy: RetryPolicy) -> None:
         assert isinstance(error, StoreUnreachable), error
         assert all(o is error for o in outcomes)
         assert isinstance(error.lost, ConnectionClosed)  # why the connection ended
-        assert isinstance(error.__cause__, ConnectionClosed)  # the last attempt: refused
         if policy.max_attempts is not None:
+            assert isinstance(error.__cause__, ConnectionClosed)  # the last attempt: refused
             assert error.attempts == policy.max_attempts
         else:
+            # The last attempt is refused, or, on a loaded machine, cut short by the end of
+            # the budget, which bounds every attempt.
+            assert isinstance(error.__cause__, ConnectionClosed | TimeoutError), error.__cause__
             assert error.attempts >= 2 and error.elapsed < 0.5
         with pytest.raises(StoreUnreachable):
             await writer.write(b"later")

@@ -26,16 +26,6 @@ def _int_type(width: int, signed: bool, order: str) -> str:
     return name if width == 1 else name + ("le" if order == "little" else "be")
 
 
-def _early_checksum(s: StructDef, f: FrameField) -> bool:
-    """The checksum is checked as soon as it is read (see ``_Decoder.early_checksum``)."""
-    assert f.checksum is not None
-    fills = any(g.size == "rest" or g.until_end or g.when_remaining or g.size_of == "rest"
-                for g in s.fields)
-    names = [g.name for g in s.fields]
-    i = names.index(f.name)
-    return fills and i + 1 < len(names) and names[i + 1] == f.checksum.start
-
-
 def _plain(f: FrameField) -> bool:
     """No item the compiled codec leaves to Python (conditions, expressions, prefixes...)."""
     return (f.wire and f.when is None and f.value is None and f.count_of is None
@@ -53,8 +43,8 @@ def _unsigned_size_for(s: StructDef, f: FrameField) -> bool:
             and not size.signed and s.fields.index(size) < s.fields.index(f))
 
 
-def _row(s: StructDef, f: FrameField, tabled: set[str], ref: Callable[[MessageType], str],
-         byte_order: str) -> str | None:
+def _row(s: StructDef, f: FrameField, tabled: set[str], early: frozenset[str],
+         ref: Callable[[MessageType], str], byte_order: str) -> str | None:
     """``f``'s row of the table, or None when the compiled codec cannot take it."""
     if not _plain(f):
         return None
@@ -66,7 +56,7 @@ def _row(s: StructDef, f: FrameField, tabled: set[str], ref: Callable[[MessageTy
         if f.const is not None:
             return f"({q('const')}, {name}, {int_type}, {f.const:#x}, None)"
         if f.checksum is not None:
-            if not _early_checksum(s, f) or f.signed:
+            if f.name not in early or f.signed:
                 return None
             return f"({q('checksum')}, {name}, {int_type}, {q(f.checksum.algorithm)}, None)"
         if f.size_of == "rest":
@@ -119,26 +109,27 @@ def _row(s: StructDef, f: FrameField, tabled: set[str], ref: Callable[[MessageTy
     return None
 
 
-def layout_lines(structs: list[StructDef], check_end: dict[str, bool],
+def layout_lines(structs: list[StructDef], decoding: dict[str, tuple[bool, frozenset[str]]],
                  ref: Callable[[MessageType], str], byte_order: str) -> list[str]:
     """The ``install_frame_layouts(...)`` call for the structs that can be compiled.
 
-    ``structs`` are in dependency order (nested ones first); ``check_end`` says for each
-    struct whether its decoder rejects bytes after the last field; ``ref`` gives the expression
-    naming a protobuf message's class in the frames module.
+    ``structs`` are in dependency order (nested ones first), directional frames left out;
+    ``decoding`` gives for each struct what its generated decoder does: whether it rejects
+    bytes after the last field, and which checksums it verifies as soon as they are read (the
+    only kind the compiled codec checks); ``ref`` gives the expression naming a protobuf
+    message's class in the frames module.
     """
     tabled: set[str] = set()
     entries: list[str] = []
     for s in structs:
         if s.params or s.trailing != "error" or len(s.fields) > 64:
             continue
-        if any(c.directional for f in s.fields for c in f.cases):
-            continue
-        rows = [_row(s, f, tabled, ref, byte_order) for f in s.fields]
+        check_end, early = decoding[s.name]
+        rows = [_row(s, f, tabled, early, ref, byte_order) for f in s.fields]
         if not rows or any(r is None for r in rows):
             continue
         tabled.add(s.name)
-        entries.append(f"    ({s.name}, {check_end[s.name]}, (")
+        entries.append(f"    ({s.name}, {check_end}, (")
         for r in rows:
             assert r is not None
             entries += _wrapped(r)

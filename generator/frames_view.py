@@ -41,6 +41,7 @@ class ClassView:
     decode_args: str = ""  # how decode() passes them on to decode_from
     run_lines: list[str] = field(default_factory=list)  # decode_run's body, when it has one
     check_end: bool = False  # decoding rejects bytes left after the last field
+    early_checksums: frozenset[str] = frozenset()  # checksums verified as soon as they are read
 
 
 @dataclass
@@ -103,7 +104,8 @@ def build_frames_module(spec: FrameSpec) -> FramesModuleView:
     directional = _directional(spec.frame)
     command_table = _command_table(ctx, spec) + ctx.tables
     layouts = layout_lines(
-        ordered, {c.name: c.check_end for c in classes},
+        [s for s in ordered if not _directional(s)],
+        {c.name: (c.check_end, c.early_checksums) for c in classes},
         lambda m: ctx.proto_ref(m.py_path, m.full_name), spec.byte_order)
     if layouts:
         ctx.uses.add("compiled_frames:install_frame_layouts")
@@ -417,6 +419,7 @@ def _class_view(ctx: _Ctx, s: StructDef, aliases: list[str]) -> ClassView:
         decode_kw=kw,
         decode_args=args,
         check_end=decoder.consumes_rest and s.trailing != "ignore",
+        early_checksums=frozenset(f.name for f in s.fields if decoder.early_checksum(f)),
     )
 
 

@@ -426,7 +426,9 @@ def test_a_store_that_drops_every_connection_is_given_up_on() -> None:
             await asyncio.wait_for(future, 5)
         # Set up again and again, each attempt counted against one budget: no progress.
         assert writer.reconnects >= 2
-        assert info.value.attempts == writer.reconnects
+        # Every attempt sets up, except perhaps the last, which the end of the budget may cut
+        # short (seen on a loaded machine: 8 attempts, 7 set up).
+        assert writer.reconnects <= info.value.attempts <= writer.reconnects + 1
         assert store.table.segments[SEGMENT].length == 0
         await writer.close()
         await proxy.stop()

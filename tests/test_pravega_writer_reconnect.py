@@ -398,7 +398,10 @@ def test_store_down_past_the_retry_budget(policy: RetryPolicy) -> None:
             # The last attempt is refused, or, on a loaded machine, cut short by the end of
             # the budget, which bounds every attempt.
             assert isinstance(error.__cause__, ConnectionClosed | TimeoutError), error.__cause__
-            assert error.attempts >= 2 and error.elapsed < 0.5
+            # Giving up happens at the end of the budget: an attempt it cuts short ends there,
+            # give or take the event loop's scheduling (0.5004 s seen under CI load).
+            assert policy.timeout is not None
+            assert error.attempts >= 2 and error.elapsed < policy.timeout + 0.1
         with pytest.raises(StoreUnreachable):
             await writer.write(b"later")
         await writer.close()

@@ -11,6 +11,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
+#include <stdint.h>
 #include <string.h>
 
 /* ------------------------------------------------------------------------------------------ */
@@ -82,6 +83,105 @@ static inline int slot_intact(PyTypeObject *cls, PyObject *name, Py_ssize_t offs
     if (descr == NULL || Py_TYPE(descr) != &PyMemberDescr_Type) return 0;
     PyMemberDef *def = ((PyMemberDescrObject *)descr)->d_member;
     return def->type == T_OBJECT_EX && def->offset == offset;
+}
+
+/* What runtime._wirecodec lends runtime._framecodec, through a capsule, so that a frame's
+   protobuf parts are written straight into the frame's buffer. */
+#define WIRECODEC_CAPSULE "runtime._wirecodec._C_API"
+
+typedef struct {
+    /* Append obj's protobuf encoding to o, if its class's `encode` is still the compiled
+       codec. 0 when done; -1 to give up, leaving o->len to the caller to roll back (an error
+       is set only when memory ran out). */
+    int (*encode_into)(PyObject *obj, Out *o);
+} WireCodecAPI;
+
+/* ------------------------------------------------------------------------------------------ */
+/* integers */
+
+/* v (an int) as an unsigned 64-bit value; 0 if it is negative or does not fit, with no error
+   set. The signed conversion comes first because CPython does it digit by digit, while the
+   unsigned one goes through a byte array for anything above 2**30. */
+static inline int as_u64(PyObject *v, unsigned long long *out) {
+    int overflow;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow == 0) {
+        if (x < 0) {
+            PyErr_Clear();  /* -1 may mean an error (not an int) */
+            return 0;
+        }
+        *out = (unsigned long long)x;
+        return 1;
+    }
+    if (overflow < 0) return 0;
+    unsigned long long u = PyLong_AsUnsignedLongLong(v);
+    if (u == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    *out = u;
+    return 1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* class -> codec, for the compiled constructors */
+
+/* An open-addressing table keyed by the class's address. The constructors look their codec up
+   on every call, and a dict lookup with a type key (hash, generic compare) costs several times
+   more. It holds a reference to each class and codec; entries are replaced, never removed. */
+typedef struct {
+    PyObject *cls;
+    PyObject *codec;
+} TypeEntry;
+
+typedef struct {
+    TypeEntry *entries;
+    size_t mask;  /* capacity - 1; the capacity is a power of two */
+    size_t used;
+} TypeTable;
+
+static inline size_t type_table_hash(const PyObject *cls) {
+    uintptr_t x = (uintptr_t)cls;
+    return (size_t)(x >> 4 ^ x >> 13);
+}
+
+/* The codec for cls (borrowed), or NULL. */
+static inline PyObject *type_table_get(const TypeTable *t, const PyObject *cls) {
+    if (t->entries == NULL) return NULL;
+    for (size_t h = type_table_hash(cls) & t->mask;; h = (h + 1) & t->mask) {
+        if (t->entries[h].cls == cls) return t->entries[h].codec;
+        if (t->entries[h].cls == NULL) return NULL;
+    }
+}
+
+static int type_table_put(TypeTable *t, PyObject *cls, PyObject *codec) {
+    if (t->entries == NULL || (t->used + 1) * 2 > t->mask + 1) {
+        size_t cap = t->entries == NULL ? 64 : (t->mask + 1) * 2;
+        TypeEntry *grown = PyMem_Calloc(cap, sizeof(TypeEntry));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (size_t i = 0; t->entries != NULL && i <= t->mask; i++) {
+            if (t->entries[i].cls == NULL) continue;
+            size_t h = type_table_hash(t->entries[i].cls) & (cap - 1);
+            while (grown[h].cls != NULL) h = (h + 1) & (cap - 1);
+            grown[h] = t->entries[i];
+        }
+        PyMem_Free(t->entries);
+        t->entries = grown;
+        t->mask = cap - 1;
+    }
+    size_t h = type_table_hash(cls) & t->mask;
+    while (t->entries[h].cls != NULL && t->entries[h].cls != cls) h = (h + 1) & t->mask;
+    if (t->entries[h].cls == cls) {
+        Py_SETREF(t->entries[h].codec, Py_NewRef(codec));
+    } else {
+        t->entries[h].cls = Py_NewRef(cls);
+        t->entries[h].codec = Py_NewRef(codec);
+        t->used++;
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -73,6 +73,8 @@ struct FrameCodecObject {
 static PyTypeObject FrameCodec_Type;
 static PyObject *str_decode_from, *str_encode, *str_init;
 static PyObject *registry;  /* class -> codec, for the constructors */
+static TypeTable ctor_codecs;  /* the same, for lookups on every call */
+static const WireCodecAPI *wire_api;  /* runtime._wirecodec's, or NULL without it */
 
 /* ------------------------------------------------------------------------------------------ */
 /* integers */
@@ -116,8 +118,8 @@ static int int_raw(PyObject *value, int width, int flags, unsigned long long *ra
         *raw = (unsigned long long)v & (bits < 64 ? (1ULL << bits) - 1 : ~0ULL);
         return 1;
     }
-    unsigned long long v = PyLong_AsUnsignedLongLong(value);
-    if (v == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+    unsigned long long v;
+    if (!as_u64(value, &v)) return 0;
     if (bits < 64 && v >> bits) return 0;
     *raw = v;
     return 1;
@@ -126,12 +128,20 @@ static int int_raw(PyObject *value, int width, int flags, unsigned long long *ra
 /* ------------------------------------------------------------------------------------------ */
 /* decoding */
 
+/* fn(p[:n]), the checksum function of a row. A short run is passed as a copy: for a few
+   hundred bytes a bytes object costs less than a memoryview with its managed buffer. */
+static PyObject *call_checksum(PyObject *fn, const char *p, Py_ssize_t n) {
+    PyObject *arg = n <= 2048 ? PyBytes_FromStringAndSize(p, n)
+                              : PyMemoryView_FromMemory((char *)p, n, PyBUF_READ);
+    if (arg == NULL) return NULL;
+    PyObject *sum = PyObject_CallOneArg(fn, arg);
+    Py_DECREF(arg);
+    return sum;
+}
+
 static int checksum_matches(PyObject *fn, const unsigned char *p, Py_ssize_t n,
                             unsigned long long sent) {
-    PyObject *view = PyMemoryView_FromMemory((char *)p, n, PyBUF_READ);
-    if (view == NULL) return 0;
-    PyObject *actual = PyObject_CallOneArg(fn, view);
-    Py_DECREF(view);
+    PyObject *actual = call_checksum(fn, (const char *)p, n);
     if (actual == NULL) return 0;
     unsigned long long v = PyLong_AsUnsignedLongLong(actual);
     Py_DECREF(actual);
@@ -303,6 +313,22 @@ static int encode_struct(FrameCodecObject *c, PyObject *obj, Out *o, int depth) 
             /* The measured field comes later; encode it now, as the Python code does. */
             const Row *t = &c->rows[r->index];
             PyObject *v = slot(obj, t->offset);
+            if (t->op == OP_PROTO && r->index == i + 1 && wire_api != NULL) {
+                /* The message comes right after its size: written in place by the protobuf
+                   codec, then measured; the size is filled in and the message's row done. */
+                if (out_uint(o, 0, r->width, r->flags) < 0) goto done;
+                Py_ssize_t start = o->len;
+                if (wire_api->encode_into(v, o) == 0) {
+                    Py_ssize_t size = o->len - start;
+                    if (!size_fits(r, size)) goto done;
+                    write_uint((unsigned char *)o->data + at[i], (unsigned long long)size,
+                               r->width, r->flags & F_BIG);
+                    at[++i] = start;
+                    break;
+                }
+                if (PyErr_Occurred()) goto done;
+                o->len = at[i];  /* not for the compiled codec: through its encode method */
+            }
             if (t->op == OP_PROTO) {
                 v = PyObject_CallMethodNoArgs(v, str_encode);
                 if (v == NULL) goto done;
@@ -348,10 +374,7 @@ static int encode_struct(FrameCodecObject *c, PyObject *obj, Out *o, int depth) 
         const Row *r = &c->rows[i];
         if (r->op != OP_CHECKSUM) continue;
         Py_ssize_t start = at[i] + r->width;
-        PyObject *view = PyMemoryView_FromMemory(o->data + start, o->len - start, PyBUF_READ);
-        if (view == NULL) goto done;
-        PyObject *sum = PyObject_CallOneArg(r->obj, view);
-        Py_DECREF(view);
+        PyObject *sum = call_checksum(r->obj, o->data + start, o->len - start);
         if (sum == NULL) goto done;
         unsigned long long raw;
         int ok = int_raw(sum, r->width, r->flags, &raw);
@@ -503,11 +526,8 @@ static PyObject *ctor_vectorcall(PyObject *callable, PyObject *const *args, size
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     PyTypeObject *cls = (PyTypeObject *)callable;
     if (nargs) return ctor_fallback(callable, args, nargs, kwnames);
-    PyObject *found = PyDict_GetItemWithError(registry, callable);
-    if (found == NULL) {
-        if (PyErr_Occurred()) return NULL;
-        return ctor_fallback(callable, args, nargs, kwnames);
-    }
+    PyObject *found = type_table_get(&ctor_codecs, callable);
+    if (found == NULL) return ctor_fallback(callable, args, nargs, kwnames);
     FrameCodecObject *c = (FrameCodecObject *)found;
     Py_ssize_t n = c->nrows;
     if (!c->ctor_on || c->cls != cls || nkw > n)
@@ -531,7 +551,11 @@ static PyObject *ctor_vectorcall(PyObject *callable, PyObject *const *args, size
         if (cursor < n && c->rows[cursor].name == name) {
             i = cursor;
         } else {
-            if (!PyUnicode_CheckExact(name)) return ctor_fallback(callable, args, nargs, kwnames);
+            /* Out of order (an optional field left out): by identity, then by equality. */
+            for (Py_ssize_t k = 0; k < n && i < 0; k++)
+                if (c->rows[k].offset >= 0 && c->rows[k].name == name) i = k;
+            if (i < 0 && !PyUnicode_CheckExact(name))
+                return ctor_fallback(callable, args, nargs, kwnames);
             for (Py_ssize_t k = 0; k < n && i < 0; k++)
                 if (c->rows[k].offset >= 0 && PyUnicode_Compare(c->rows[k].name, name) == 0)
                     i = k;
@@ -563,7 +587,9 @@ static PyObject *codec_install_constructor(PyObject *self, PyObject *init) {
     PyTypeObject *cls = c->cls;
     if (Py_TYPE(cls) != &PyType_Type || !PyType_HasFeature(cls, Py_TPFLAGS_HEAPTYPE))
         Py_RETURN_FALSE;
-    if (PyDict_SetItem(registry, (PyObject *)cls, self) < 0) return NULL;
+    if (PyDict_SetItem(registry, (PyObject *)cls, self) < 0
+            || type_table_put(&ctor_codecs, (PyObject *)cls, self) < 0)
+        return NULL;
     Py_XSETREF(c->py_init, Py_NewRef(init));
     c->ctor_version = 0;
     c->ctor_on = 1;
@@ -811,6 +837,9 @@ PyMODINIT_FUNC PyInit__framecodec(void) {
     registry = PyDict_New();
     if (str_decode_from == NULL || str_encode == NULL || str_init == NULL || registry == NULL)
         return NULL;
+    /* Without the protobuf codec (or with an older one) messages go through their methods. */
+    wire_api = PyCapsule_Import(WIRECODEC_CAPSULE, 0);
+    if (wire_api == NULL) PyErr_Clear();
     PyObject *m = PyModule_Create(&framecodec_module);
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "FrameCodec", (PyObject *)&FrameCodec_Type) < 0) {

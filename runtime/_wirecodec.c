@@ -61,6 +61,9 @@ struct CodecObject {
     int32_t *by_tag;          /* tag -> index + 1, negative for a packed repeated field */
     Py_ssize_t *slotted;      /* indexes of the fields with a slot of their own */
     Py_ssize_t nslotted;
+    Py_ssize_t *slot_offset;  /* per slotted field: its offset, and */
+    char *slot_repeated;      /* whether it holds a list */
+    Py_ssize_t nrequired;     /* how many fields are required */
     uint32_t tag_limit;
     PyObject *py_encode;      /* the generated Python methods, for whatever this gives up on */
     PyObject *py_decode_from;
@@ -76,6 +79,7 @@ struct CodecObject {
 
 static PyTypeObject Codec_Type;
 static PyObject *registry;  /* class -> codec */
+static TypeTable codecs;    /* the same, for lookups on every call */
 
 static inline int put_varint(Out *o, uint64_t v) {
     if (out_reserve(o, 10) < 0) return -1;
@@ -144,8 +148,8 @@ static int encode_value(FieldInfo *f, PyObject *v, Out *o, int depth) {
     }
     case K_UINT32: case K_UINT64: {
         if (!PyLong_Check(v)) return -1;
-        unsigned long long x = PyLong_AsUnsignedLongLong(v);
-        if (x == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); return -1; }
+        unsigned long long x;
+        if (!as_u64(v, &x)) return -1;
         if (f->kind == K_UINT32 && x > UINT32_MAX) return -1;
         return put_varint(o, x);
     }
@@ -170,8 +174,8 @@ static int encode_value(FieldInfo *f, PyObject *v, Out *o, int depth) {
         int wide = f->kind == K_FIXED64 || f->kind == K_SFIXED64;
         uint64_t bits;
         if (f->kind == K_FIXED32 || f->kind == K_FIXED64) {
-            unsigned long long x = PyLong_AsUnsignedLongLong(v);
-            if (x == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); return -1; }
+            unsigned long long x;
+            if (!as_u64(v, &x)) return -1;
             if (!wide && x > UINT32_MAX) return -1;
             bits = x;
         } else {
@@ -249,46 +253,51 @@ static int encode_field(FieldInfo *f, PyObject *v, Out *o, int depth) {
     return encode_value(f, v, o, depth);
 }
 
-static int compare_index(const void *a, const void *b) {
-    return (int)(*(const Py_ssize_t *)a - *(const Py_ssize_t *)b);
-}
-
 static int encode_message(CodecObject *codec, PyObject *obj, Out *o, int depth) {
-    /* The sparse fields that are set, in field order. */
+    /* The sparse fields that are set, with their values, in field order. */
     Py_ssize_t present_idx[32];
-    Py_ssize_t npresent = 0, next_present = 0;
-    PyObject *present = NULL;
+    PyObject *present_val[32];
+    Py_ssize_t npresent = 0;
     if (codec->present_offset >= 0) {
-        present = slot(obj, codec->present_offset);
+        PyObject *present = slot(obj, codec->present_offset);
         if (present == NULL || !PyDict_CheckExact(present)) return -1;
-        Py_ssize_t n = PyDict_GET_SIZE(present);
-        if (n > (Py_ssize_t)(sizeof present_idx / sizeof present_idx[0])) return -1;
+        if (PyDict_GET_SIZE(present) > (Py_ssize_t)(sizeof present_idx / sizeof present_idx[0]))
+            return -1;
         Py_ssize_t it = 0;
         PyObject *key, *value;
         while (PyDict_Next(present, &it, &key, &value)) {
             PyObject *index = PyDict_GetItemWithError(codec->sparse_index, key);
             if (index == NULL) { PyErr_Clear(); return -1; }
-            present_idx[npresent++] = PyLong_AsSsize_t(index);
+            /* Python's encoder raises for a None kept in the present dict by hand. */
+            if (value == Py_None) return -1;
+            /* Insertion sort: a handful of entries at most. */
+            Py_ssize_t idx = PyLong_AsSsize_t(index), k = npresent++;
+            for (; k > 0 && present_idx[k - 1] > idx; k--) {
+                present_idx[k] = present_idx[k - 1];
+                present_val[k] = present_val[k - 1];
+            }
+            present_idx[k] = idx;
+            present_val[k] = value;
         }
-        if (npresent > 1) qsort(present_idx, (size_t)npresent, sizeof present_idx[0], compare_index);
     }
-    for (Py_ssize_t i = 0; i < codec->nfields; i++) {
-        FieldInfo *f = &codec->fields[i];
+    /* The fields with a slot and the sparse ones set, merged in field order; the unset sparse
+       fields (most of BaseCommand's) are never visited. */
+    Py_ssize_t s = 0, p = 0, nslotted = codec->nslotted;
+    while (s < nslotted || p < npresent) {
+        FieldInfo *f;
         PyObject *v;
-        if (f->mode == M_SPARSE) {
-            if (next_present >= npresent || present_idx[next_present] != i) continue;
-            next_present++;
-            v = PyDict_GetItemWithError(present, f->key);
-            if (v == NULL) { PyErr_Clear(); return -1; }
-        } else {
+        if (p >= npresent || (s < nslotted && codec->slotted[s] < present_idx[p])) {
+            f = &codec->fields[codec->slotted[s++]];
             v = slot(obj, f->offset);
             if (v == NULL) return -1;
-        }
-        if (v == Py_None) {
-            /* Python's encoder raises for an unset required field, and for a None kept in
-               the present dict by hand. */
-            if (f->mode == M_REQUIRED || f->mode == M_SPARSE) return -1;
-            continue;
+            if (v == Py_None) {
+                /* Python's encoder raises for an unset required field. */
+                if (f->mode == M_REQUIRED) return -1;
+                continue;
+            }
+        } else {
+            f = &codec->fields[present_idx[p]];
+            v = present_val[p++];
         }
         if (encode_field(f, v, o, depth) < 0) return -1;
     }
@@ -589,6 +598,20 @@ static PyObject *codec_encode(CodecObject *codec, PyObject *obj) {
     return PyObject_CallOneArg(codec->py_encode, obj);
 }
 
+static PyObject *str_encode;  /* "encode" */
+
+/* WireCodecAPI.encode_into: as `obj.encode()` would, without the method call and the bytes. */
+static int encode_into(PyObject *obj, Out *o) {
+    PyTypeObject *cls = Py_TYPE(obj);
+    CodecObject *codec = (CodecObject *)type_table_get(&codecs, (PyObject *)cls);
+    if (codec == NULL || codec->cls != cls
+            || _PyType_Lookup(cls, str_encode) != (PyObject *)codec)
+        return -1;
+    return encode_message(codec, obj, o, 0);
+}
+
+static WireCodecAPI wire_api = {encode_into};
+
 static PyObject *codec_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
                                   PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
@@ -726,11 +749,8 @@ static PyObject *ctor_vectorcall(PyObject *callable, PyObject *const *args, size
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     PyTypeObject *cls = (PyTypeObject *)callable;
     if (nargs) return ctor_fallback(callable, args, nargs, kwnames);
-    PyObject *found = PyDict_GetItemWithError(registry, callable);
-    if (found == NULL) {
-        if (PyErr_Occurred()) return NULL;
-        return ctor_fallback(callable, args, nargs, kwnames);
-    }
+    PyObject *found = type_table_get(&codecs, callable);
+    if (found == NULL) return ctor_fallback(callable, args, nargs, kwnames);
     CodecObject *codec = (CodecObject *)found;
     if (!codec->ctor_on || codec->cls != cls || nkw > codec->nfields)
         return ctor_fallback(callable, args, nargs, kwnames);
@@ -761,7 +781,7 @@ static PyObject *ctor_vectorcall(PyObject *callable, PyObject *const *args, size
     }
     /* Callers mostly pass interned keywords in field order: try the field after the last one
        by identity, then look the keyword up (by identity, then equality) in the index. */
-    Py_ssize_t cursor = 0;
+    Py_ssize_t cursor = 0, nrequired = 0;
     for (Py_ssize_t j = 0; j < nkw; j++) {
         PyObject *name = PyTuple_GET_ITEM(kwnames, j);
         Py_ssize_t i;
@@ -778,18 +798,19 @@ static PyObject *ctor_vectorcall(PyObject *callable, PyObject *const *args, size
             i = PyLong_AsSsize_t(index);
         }
         if (vals[i] != NULL) goto done;  /* the same field twice */
-        vals[i] = args[j];
+        PyObject *v = args[j];
+        int mode = codec->fields[i].mode;
+        if (mode == M_REQUIRED) {
+            nrequired++;
+        } else if ((mode == M_REPEATED || mode == M_PACKED) && v != Py_None
+                   && !PyList_CheckExact(v)) {
+            goto done;
+        }
+        vals[i] = v;
         order[j] = i;
         cursor = i + 1;
     }
-    for (Py_ssize_t k = 0; k < codec->nslotted; k++) {
-        FieldInfo *f = &codec->fields[codec->slotted[k]];
-        PyObject *v = vals[codec->slotted[k]];
-        if (f->mode == M_REQUIRED && v == NULL) goto done;
-        if ((f->mode == M_REPEATED || f->mode == M_PACKED) && v != NULL && v != Py_None
-                && !PyList_CheckExact(v))
-            goto done;
-    }
+    if (nrequired != codec->nrequired) goto done;  /* one is missing */
     give_up = 0;
     if (codec->present_offset >= 0) {
         /* present_fields: the sparse fields given, but for None, in the order given. */
@@ -802,20 +823,19 @@ static PyObject *ctor_vectorcall(PyObject *callable, PyObject *const *args, size
         }
     }
     if ((obj = cls->tp_alloc(cls, 0)) == NULL) goto done;
+    const Py_ssize_t *slotted = codec->slotted, *slot_offset = codec->slot_offset;
+    const char *slot_repeated = codec->slot_repeated;
     for (Py_ssize_t k = 0; k < codec->nslotted; k++) {
-        FieldInfo *f = &codec->fields[codec->slotted[k]];
-        PyObject *v = vals[codec->slotted[k]];
-        if (f->mode == M_REPEATED || f->mode == M_PACKED) {
-            /* `value or []`: an empty list given is replaced by a new one, like None. */
-            if (v == NULL || v == Py_None || PyList_GET_SIZE(v) == 0) {
-                if ((v = PyList_New(0)) == NULL) { Py_CLEAR(obj); goto done; }
-            } else {
-                Py_INCREF(v);
-            }
-        } else {
+        PyObject *v = vals[slotted[k]];
+        if (!slot_repeated[k]) {
             v = Py_NewRef(v ? v : Py_None);
+        } else if (v == NULL || v == Py_None || PyList_GET_SIZE(v) == 0) {
+            /* `value or []`: an empty list given is replaced by a new one, like None. */
+            if ((v = PyList_New(0)) == NULL) { Py_CLEAR(obj); goto done; }
+        } else {
+            Py_INCREF(v);
         }
-        *(PyObject **)((char *)obj + f->offset) = v;
+        *(PyObject **)((char *)obj + slot_offset[k]) = v;
     }
     if (codec->present_offset >= 0) {
         *(PyObject **)((char *)obj + codec->present_offset) = present;
@@ -970,6 +990,8 @@ static void codec_dealloc(CodecObject *self) {
     PyMem_Free(self->fields);
     PyMem_Free(self->by_tag);
     PyMem_Free(self->slotted);
+    PyMem_Free(self->slot_offset);
+    PyMem_Free(self->slot_repeated);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -1058,9 +1080,20 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
         }
     }
     self->slotted = PyMem_Calloc(nf ? (size_t)nf : 1, sizeof(Py_ssize_t));
-    if (self->slotted == NULL) { PyErr_NoMemory(); goto fail; }
-    for (Py_ssize_t i = 0; i < nf; i++)
-        if (self->fields[i].mode != M_SPARSE) self->slotted[self->nslotted++] = i;
+    self->slot_offset = PyMem_Calloc(nf ? (size_t)nf : 1, sizeof(Py_ssize_t));
+    self->slot_repeated = PyMem_Calloc(nf ? (size_t)nf : 1, 1);
+    if (self->slotted == NULL || self->slot_offset == NULL || self->slot_repeated == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < nf; i++) {
+        FieldInfo *f = &self->fields[i];
+        if (f->mode == M_REQUIRED) self->nrequired++;
+        if (f->mode == M_SPARSE) continue;
+        self->slot_offset[self->nslotted] = f->offset;
+        self->slot_repeated[self->nslotted] = f->mode == M_REPEATED || f->mode == M_PACKED;
+        self->slotted[self->nslotted++] = i;
+    }
     /* Tags up to two bytes (fields below 2048) are looked up in a table, others searched. */
     self->tag_limit = max_number < 2048 ? (max_number << 3) + 8 : 2048 << 3;
     self->by_tag = PyMem_Calloc(self->tag_limit, sizeof(int32_t));
@@ -1073,7 +1106,9 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
         if (repeated && f->wire != 2)  /* both forms of a repeated scalar are accepted */
             self->by_tag[f->number << 3 | 2] = -(int32_t)(i + 1);
     }
-    if (PyDict_SetItem(registry, cls, (PyObject *)self) < 0) goto fail;
+    if (PyDict_SetItem(registry, cls, (PyObject *)self) < 0
+            || type_table_put(&codecs, cls, (PyObject *)self) < 0)
+        goto fail;
     return (PyObject *)self;
 fail:
     Py_DECREF(self);
@@ -1186,7 +1221,15 @@ PyMODINIT_FUNC PyInit__wirecodec(void) {
     str_init = PyUnicode_InternFromString("__init__");
     str_unknown = PyUnicode_InternFromString("_unknown");
     empty_bytes = PyBytes_FromStringAndSize(NULL, 0);
-    if (str_init == NULL || str_unknown == NULL || empty_bytes == NULL) {
+    str_encode = PyUnicode_InternFromString("encode");
+    if (str_init == NULL || str_unknown == NULL || empty_bytes == NULL || str_encode == NULL) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    PyObject *capsule = PyCapsule_New(&wire_api, WIRECODEC_CAPSULE, NULL);
+    int added = capsule != NULL && PyModule_AddObjectRef(m, "_C_API", capsule) == 0;
+    Py_XDECREF(capsule);
+    if (!added) {
         Py_DECREF(m);
         return NULL;
     }

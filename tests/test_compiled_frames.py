@@ -221,6 +221,39 @@ def test_unusual_struct_and_message_values_match() -> None:
     _same(Frame(command=frame.command, payload="x").encode)  # type: ignore[arg-type]
 
 
+def test_messages_the_protobuf_codec_gives_up_on_go_through_their_method() -> None:
+    # The frame codec writes a message straight into the frame's buffer; when the protobuf
+    # codec gives up part way (a tuple where it takes only lists), what it wrote is dropped and
+    # the message's own encode method runs.
+    frame = _send_frame()
+    metadata = frame.payload.metadata if frame.payload else None
+    assert metadata is not None
+    metadata.properties = [pb.KeyValue(key="k", value="v")]
+    plain = frame.encode()
+    metadata.properties = tuple(metadata.properties)  # type: ignore[assignment]
+    assert _same(frame.encode) == ("value", repr(plain))
+
+
+def test_a_replaced_message_encode_is_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
+    frame = _send_frame()
+    other = pb.MessageMetadata(producer_name="other", sequence_id=5, publish_time=6)
+    wire = other.encode()
+    monkeypatch.setattr(pb.MessageMetadata, "encode", lambda self: wire)
+    back = Frame.decode(frame.encode())
+    assert back.payload is not None and back.payload.metadata == other
+
+
+def test_message_subclasses_in_frames_match() -> None:
+    class MyCommand(pb.BaseCommand):
+        __slots__ = ()
+
+    frame = _send_frame()
+    mine = MyCommand(type_=pb.BaseCommand.Type.SEND,
+                     send=pb.CommandSend(producer_id=1, sequence_id=1))
+    odd = Frame(command=mine, payload=frame.payload)
+    assert _same(odd.encode) == ("value", repr(frame.encode()))
+
+
 def test_subclasses_take_the_python_path() -> None:
     class MyFrame(Frame):
         __slots__ = ()

@@ -391,7 +391,7 @@ def _fields_dict_view(v: MessageView) -> FieldsDictView:
 
 
 _RUNTIME_MODULES = {
-    "runtime.compiled": ("install_layouts",),
+    "runtime.compiled": ("ProtoEnumType", "install_layouts"),
     "runtime.errors": (
         "MissingRequiredFieldError", "RequiredFieldUnsetError", "ValueOutOfRangeError",
     ),
@@ -414,7 +414,7 @@ def _runtime_imports(body: str, has_messages: bool, has_enums: bool) -> list[str
     if has_messages:
         words |= {"message_repr", "BytesLike", "ValueOutOfRangeError"}
     if has_enums:
-        words.add("number_table")
+        words |= {"number_table", "ProtoEnumType"}
     out = []
     for module, names in _RUNTIME_MODULES.items():
         used = sorted((n for n in names if n in words), key=_isort_key)

@@ -1206,11 +1206,78 @@ static PyTypeObject ClassMethod_Type = {
     .tp_members = classmethod_members,
 };
 
+/* ------------------------------------------------------------------------------------------ */
+/* member access on the generated enums' metaclass */
+
+/* CPython 3.11's enum.EnumType defines __getattr__, so type attribute lookup on an enum class
+   goes through the generic hook, which calls type.__getattribute__ as a Python-level method
+   (a wrapper object and a call) before it gets to the member. Members are class attributes
+   anyway, so this looks a name up as type does, and only for a name that lookup does not find
+   calls the metaclass's __getattr__, as the hook would. */
+
+static PyObject *str_getattr;          /* "__getattr__" */
+static PyTypeObject *fast_metaclass;   /* the metaclass given to set_class_getattr */
+static getattrofunc saved_getattro;    /* its tp_getattro before */
+
+static PyObject *class_getattro(PyObject *cls, PyObject *name) {
+    PyObject *res = PyType_Type.tp_getattro(cls, name);
+    if (res != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError)) return res;
+    /* _PyType_Lookup may not be called with an exception set (it can clear it). */
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyObject *hook = _PyType_Lookup(Py_TYPE(cls), str_getattr);
+    if (hook == NULL) {
+        PyErr_Restore(type, value, traceback);
+        return NULL;
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(traceback);
+    Py_INCREF(hook);
+    res = PyObject_CallFunctionObjArgs(hook, cls, name, NULL);
+    Py_DECREF(hook);
+    return res;
+}
+
+/* set_class_getattr(metaclass, on): the lookup above for the classes of `metaclass` (a
+   subclass of type), or back to what it had. Only one metaclass is ever given. */
+static PyObject *set_class_getattr(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyType_Check(args[0])
+            || !PyType_IsSubtype((PyTypeObject *)args[0], &PyType_Type)
+            || !PyType_HasFeature((PyTypeObject *)args[0], Py_TPFLAGS_HEAPTYPE)) {
+        PyErr_SetString(PyExc_TypeError, "set_class_getattr() takes a metaclass and a bool");
+        return NULL;
+    }
+    PyTypeObject *meta = (PyTypeObject *)args[0];
+    int on = PyObject_IsTrue(args[1]);
+    if (on < 0) return NULL;
+    if (fast_metaclass != NULL && fast_metaclass != meta) {
+        PyErr_SetString(PyExc_ValueError, "set_class_getattr() serves one metaclass");
+        return NULL;
+    }
+    if (fast_metaclass == NULL) {
+        fast_metaclass = (PyTypeObject *)Py_NewRef(meta);
+        saved_getattro = meta->tp_getattro;
+    }
+    /* (From 3.12 on EnumType has no __getattr__ and the lookup is type's already.) */
+    if (on && meta->tp_getattro == saved_getattro && saved_getattro != PyType_Type.tp_getattro)
+        meta->tp_getattro = class_getattro;
+    if (!on && meta->tp_getattro == class_getattro) meta->tp_getattro = saved_getattro;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef wirecodec_functions[] = {
+    {"set_class_getattr", (PyCFunction)(void (*)(void))set_class_getattr, METH_FASTCALL,
+     "set_class_getattr(metaclass, on): plain type attribute lookup for its classes."},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef wirecodec_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "runtime._wirecodec",
     .m_doc = "Compiled fast path of the generated protobuf codecs (see runtime/compiled.py).",
     .m_size = -1,
+    .m_methods = wirecodec_functions,
 };
 
 PyMODINIT_FUNC PyInit__wirecodec(void) {
@@ -1222,7 +1289,9 @@ PyMODINIT_FUNC PyInit__wirecodec(void) {
     str_unknown = PyUnicode_InternFromString("_unknown");
     empty_bytes = PyBytes_FromStringAndSize(NULL, 0);
     str_encode = PyUnicode_InternFromString("encode");
-    if (str_init == NULL || str_unknown == NULL || empty_bytes == NULL || str_encode == NULL) {
+    str_getattr = PyUnicode_InternFromString("__getattr__");
+    if (str_init == NULL || str_unknown == NULL || empty_bytes == NULL || str_encode == NULL
+            || str_getattr == NULL) {
         Py_DECREF(m);
         return NULL;
     }

@@ -19,6 +19,7 @@ from struct import error as struct_error
 from typing import ClassVar, Self
 
 from runtime.compiled import (
+    ProtoEnumType,
     install_layouts,
 )
 from runtime.errors import (
@@ -372,7 +373,7 @@ class CreateScopeStatus:
     """The CreateScopeStatus message (io.pravega.controller.stream.api.grpc.v1.CreateScopeStatus).
     """
 
-    class Status(enum.IntEnum):
+    class Status(enum.IntEnum, metaclass=ProtoEnumType):
         """The Status enum of io.pravega.controller.stream.api.grpc.v1.CreateScopeStatus.Status."""
 
         SUCCESS = 0
@@ -477,7 +478,7 @@ class DeleteScopeStatus:
     """The DeleteScopeStatus message (io.pravega.controller.stream.api.grpc.v1.DeleteScopeStatus).
     """
 
-    class Status(enum.IntEnum):
+    class Status(enum.IntEnum, metaclass=ProtoEnumType):
         """The Status enum of io.pravega.controller.stream.api.grpc.v1.DeleteScopeStatus.Status."""
 
         SUCCESS = 0
@@ -1020,7 +1021,7 @@ class StreamInfo:
     """Names a stream; accessOperation says what a delegation token asked for with it should allow.
     """
 
-    class AccessOperation(enum.IntEnum):
+    class AccessOperation(enum.IntEnum, metaclass=ProtoEnumType):
         """The AccessOperation enum of
         io.pravega.controller.stream.api.grpc.v1.StreamInfo.AccessOperation.
         """
@@ -1324,7 +1325,7 @@ class StreamsInScopeResponse:
     (io.pravega.controller.stream.api.grpc.v1.StreamsInScopeResponse).
     """
 
-    class Status(enum.IntEnum):
+    class Status(enum.IntEnum, metaclass=ProtoEnumType):
         """The Status enum of
         io.pravega.controller.stream.api.grpc.v1.StreamsInScopeResponse.Status.
         """
@@ -1486,7 +1487,7 @@ class StreamsInScopeResponse:
 class ScalingPolicy:
     """How many segments a stream starts with (minNumSegments) and when it would scale."""
 
-    class ScalingPolicyType(enum.IntEnum):
+    class ScalingPolicyType(enum.IntEnum, metaclass=ProtoEnumType):
         """The ScalingPolicyType enum of
         io.pravega.controller.stream.api.grpc.v1.ScalingPolicy.ScalingPolicyType.
         """
@@ -1677,7 +1678,7 @@ class ScalingPolicy:
 class RetentionPolicy:
     """The RetentionPolicy message (io.pravega.controller.stream.api.grpc.v1.RetentionPolicy)."""
 
-    class RetentionPolicyType(enum.IntEnum):
+    class RetentionPolicyType(enum.IntEnum, metaclass=ProtoEnumType):
         """The RetentionPolicyType enum of
         io.pravega.controller.stream.api.grpc.v1.RetentionPolicy.RetentionPolicyType.
         """
@@ -2140,7 +2141,7 @@ class CreateStreamStatus:
     """The CreateStreamStatus message (io.pravega.controller.stream.api.grpc.v1.CreateStreamStatus).
     """
 
-    class Status(enum.IntEnum):
+    class Status(enum.IntEnum, metaclass=ProtoEnumType):
         """The Status enum of io.pravega.controller.stream.api.grpc.v1.CreateStreamStatus.Status."""
 
         SUCCESS = 0
@@ -2246,7 +2247,7 @@ class UpdateStreamStatus:
     """The UpdateStreamStatus message (io.pravega.controller.stream.api.grpc.v1.UpdateStreamStatus).
     """
 
-    class Status(enum.IntEnum):
+    class Status(enum.IntEnum, metaclass=ProtoEnumType):
         """The Status enum of io.pravega.controller.stream.api.grpc.v1.UpdateStreamStatus.Status."""
 
         SUCCESS = 0
@@ -2351,7 +2352,7 @@ class DeleteStreamStatus:
     """The DeleteStreamStatus message (io.pravega.controller.stream.api.grpc.v1.DeleteStreamStatus).
     """
 
-    class Status(enum.IntEnum):
+    class Status(enum.IntEnum, metaclass=ProtoEnumType):
         """The Status enum of io.pravega.controller.stream.api.grpc.v1.DeleteStreamStatus.Status."""
 
         SUCCESS = 0
@@ -4049,7 +4050,7 @@ class RemoveWriterResponse:
     (io.pravega.controller.stream.api.grpc.v1.RemoveWriterResponse).
     """
 
-    class Status(enum.IntEnum):
+    class Status(enum.IntEnum, metaclass=ProtoEnumType):
         """The Status enum of io.pravega.controller.stream.api.grpc.v1.RemoveWriterResponse.Status.
         """
 
@@ -4319,7 +4320,7 @@ class TimestampResponse:
     """The TimestampResponse message (io.pravega.controller.stream.api.grpc.v1.TimestampResponse).
     """
 
-    class Status(enum.IntEnum):
+    class Status(enum.IntEnum, metaclass=ProtoEnumType):
         """The Status enum of io.pravega.controller.stream.api.grpc.v1.TimestampResponse.Status."""
 
         SUCCESS = 0
@@ -4425,7 +4426,7 @@ class ReaderGroupConfiguration:
     (io.pravega.controller.stream.api.grpc.v1.ReaderGroupConfiguration).
     """
 
-    class RetentionType(enum.IntEnum):
+    class RetentionType(enum.IntEnum, metaclass=ProtoEnumType):
         """The RetentionType enum of
         io.pravega.controller.stream.api.grpc.v1.ReaderGroupConfiguration.RetentionType.
         """
@@ -4983,7 +4984,7 @@ class CreateReaderGroupResponse:
     (io.pravega.controller.stream.api.grpc.v1.CreateReaderGroupResponse).
     """
 
-    class Status(enum.IntEnum):
+    class Status(enum.IntEnum, metaclass=ProtoEnumType):
         """The Status enum of
         io.pravega.controller.stream.api.grpc.v1.CreateReaderGroupResponse.Status.
         """
@@ -5122,7 +5123,7 @@ class ReaderGroupConfigResponse:
     (io.pravega.controller.stream.api.grpc.v1.ReaderGroupConfigResponse).
     """
 
-    class Status(enum.IntEnum):
+    class Status(enum.IntEnum, metaclass=ProtoEnumType):
         """The Status enum of
         io.pravega.controller.stream.api.grpc.v1.ReaderGroupConfigResponse.Status.
         """
@@ -5260,7 +5261,7 @@ class DeleteReaderGroupStatus:
     (io.pravega.controller.stream.api.grpc.v1.DeleteReaderGroupStatus).
     """
 
-    class Status(enum.IntEnum):
+    class Status(enum.IntEnum, metaclass=ProtoEnumType):
         """The Status enum of
         io.pravega.controller.stream.api.grpc.v1.DeleteReaderGroupStatus.Status.
         """
@@ -5367,7 +5368,7 @@ class UpdateReaderGroupResponse:
     (io.pravega.controller.stream.api.grpc.v1.UpdateReaderGroupResponse).
     """
 
-    class Status(enum.IntEnum):
+    class Status(enum.IntEnum, metaclass=ProtoEnumType):
         """The Status enum of
         io.pravega.controller.stream.api.grpc.v1.UpdateReaderGroupResponse.Status.
         """

@@ -19,6 +19,7 @@ from struct import error as struct_error
 from typing import Any, ClassVar, Self, TypedDict, Unpack
 
 from runtime.compiled import (
+    ProtoEnumType,
     install_layouts,
 )
 from runtime.errors import (
@@ -156,7 +157,7 @@ __all__ = [
 ]
 
 
-class CompressionType(enum.IntEnum):
+class CompressionType(enum.IntEnum, metaclass=ProtoEnumType):
     """Codec applied to a message payload."""
 
     NONE = 0
@@ -167,7 +168,7 @@ class CompressionType(enum.IntEnum):
 
 
 
-class ProducerAccessMode(enum.IntEnum):
+class ProducerAccessMode(enum.IntEnum, metaclass=ProtoEnumType):
     """How a producer shares a topic with other producers."""
 
     Shared = 0
@@ -181,7 +182,7 @@ class ProducerAccessMode(enum.IntEnum):
 
 
 
-class ServerError(enum.IntEnum):
+class ServerError(enum.IntEnum, metaclass=ProtoEnumType):
     """Error codes the broker returns in error and response commands."""
 
     UnknownError = 0
@@ -231,7 +232,7 @@ class ServerError(enum.IntEnum):
 
 
 
-class AuthMethod(enum.IntEnum):
+class AuthMethod(enum.IntEnum, metaclass=ProtoEnumType):
     """Legacy authentication method codes; auth_method_name replaces them."""
 
     AuthMethodNone = 0
@@ -240,7 +241,7 @@ class AuthMethod(enum.IntEnum):
 
 
 
-class ProtocolVersion(enum.IntEnum):
+class ProtocolVersion(enum.IntEnum, metaclass=ProtoEnumType):
     """Protocol versions; each one marks a set of features a peer may rely on."""
 
     v0 = 0
@@ -290,7 +291,7 @@ class ProtocolVersion(enum.IntEnum):
 
 
 
-class KeySharedMode(enum.IntEnum):
+class KeySharedMode(enum.IntEnum, metaclass=ProtoEnumType):
     """How a Key_Shared subscription spreads the key-hash space over consumers."""
 
     AUTO_SPLIT = 0
@@ -300,7 +301,7 @@ class KeySharedMode(enum.IntEnum):
 
 
 
-class SegmentState(enum.IntEnum):
+class SegmentState(enum.IntEnum, metaclass=ProtoEnumType):
     """Lifecycle state of a scalable-topic segment."""
 
     ACTIVE = 0
@@ -310,7 +311,7 @@ class SegmentState(enum.IntEnum):
 
 
 
-class ScalableConsumerType(enum.IntEnum):
+class ScalableConsumerType(enum.IntEnum, metaclass=ProtoEnumType):
     """Kind of consumer that registers with a scalable topic's controller."""
 
     STREAM = 0
@@ -320,7 +321,7 @@ class ScalableConsumerType(enum.IntEnum):
 
 
 
-class TxnAction(enum.IntEnum):
+class TxnAction(enum.IntEnum, metaclass=ProtoEnumType):
     """How a transaction ends."""
 
     COMMIT = 0
@@ -339,7 +340,7 @@ class Schema:
         properties: Free-form properties attached to the schema.
     """
 
-    class Type(enum.IntEnum):
+    class Type(enum.IntEnum, metaclass=ProtoEnumType):
         """Kind of schema; decides how schema_data is read and how payloads are encoded."""
 
         None_ = 0
@@ -5409,7 +5410,7 @@ class CommandSubscribe:
         subscription_properties: Properties stored on the subscription itself.
     """
 
-    class SubType(enum.IntEnum):
+    class SubType(enum.IntEnum, metaclass=ProtoEnumType):
         """Subscription type: how messages are shared among the subscription's consumers."""
 
         Exclusive = 0
@@ -5418,7 +5419,7 @@ class CommandSubscribe:
         Key_Shared = 3
 
 
-    class InitialPosition(enum.IntEnum):
+    class InitialPosition(enum.IntEnum, metaclass=ProtoEnumType):
         """Where a new subscription starts when no start_message_id is given."""
 
         Latest = 0
@@ -6466,7 +6467,7 @@ class CommandPartitionedTopicMetadata:
 class CommandPartitionedTopicMetadataResponse:
     """Broker -> client: result of CommandPartitionedTopicMetadata."""
 
-    class LookupType(enum.IntEnum):
+    class LookupType(enum.IntEnum, metaclass=ProtoEnumType):
         """Whether the metadata lookup succeeded."""
 
         Success = 0
@@ -7126,7 +7127,7 @@ class CommandLookupTopic:
 class CommandLookupTopicResponse:
     """Broker -> client: result of CommandLookupTopic."""
 
-    class LookupType(enum.IntEnum):
+    class LookupType(enum.IntEnum, metaclass=ProtoEnumType):
         """What the client should do next."""
 
         Redirect = 0
@@ -9198,14 +9199,14 @@ class CommandAck:
         message_id: Messages acknowledged; several are allowed for individual acks.
     """
 
-    class AckType(enum.IntEnum):
+    class AckType(enum.IntEnum, metaclass=ProtoEnumType):
         """Whether the ack covers the listed messages only or everything up to them."""
 
         Individual = 0
         Cumulative = 1
 
 
-    class ValidationError(enum.IntEnum):
+    class ValidationError(enum.IntEnum, metaclass=ProtoEnumType):
         """Reason a message was dropped by the client as unreadable before reaching the app."""
 
         UncompressedSizeCorruption = 0
@@ -10674,7 +10675,7 @@ class CommandTopicMigrated:
         resource_id: Producer id or consumer id, depending on resource_type.
     """
 
-    class ResourceType(enum.IntEnum):
+    class ResourceType(enum.IntEnum, metaclass=ProtoEnumType):
         """Whether resource_id names a producer or a consumer."""
 
         Producer = 0
@@ -13445,7 +13446,7 @@ class CommandGetTopicsOfNamespace:
         properties: Context properties supplied by the client.
     """
 
-    class Mode(enum.IntEnum):
+    class Mode(enum.IntEnum, metaclass=ProtoEnumType):
         """Which kinds of topic to list."""
 
         PERSISTENT = 0
@@ -23607,7 +23608,7 @@ class BaseCommand:
         scalableTopicLookup: Scalable-topic commands.
     """
 
-    class Type(enum.IntEnum):
+    class Type(enum.IntEnum, metaclass=ProtoEnumType):
         """Which command the frame carries; each value matches the field with the same number."""
 
         CONNECT = 2

@@ -14,6 +14,7 @@ from struct import error as struct_error
 from typing import ClassVar, Self
 
 from runtime.compiled import (
+    ProtoEnumType,
     install_layouts,
 )
 from runtime.errors import (
@@ -664,7 +665,7 @@ class RequestBody:
 class ResponseHeader:
     """Second message of a response: whether the call succeeded."""
 
-    class Status(enum.IntEnum):
+    class Status(enum.IntEnum, metaclass=ProtoEnumType):
         """The Status enum of ResponseHeader.Status."""
 
         SUCCESS = 0

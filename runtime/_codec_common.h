@@ -185,6 +185,62 @@ static int type_table_put(TypeTable *t, PyObject *cls, PyObject *codec) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* deallocation */
+
+/* tp_dealloc for a class with a compiled constructor: what CPython's subtype_dealloc does for a
+   class whose base is object and which has no __dict__ or __weakref__ (every generated message
+   and frame struct), without the checks for what such a class cannot have. A subclass keeps
+   subtype_dealloc, which clears its own slots, dict and weak references and then calls this
+   for the slots of the class below it. */
+static void slotted_dealloc(PyObject *self) {
+    PyTypeObject *type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    Py_TRASHCAN_BEGIN(self, slotted_dealloc)
+    if (type->tp_finalize != NULL) {
+        /* A __del__ added to the class: it runs once (a subclass's ran already), and may
+           resurrect the object. */
+        PyObject_GC_Track(self);
+        if (PyObject_CallFinalizerFromDealloc(self) < 0) goto end;
+        PyObject_GC_UnTrack(self);
+    }
+    PyTypeObject *base = type;
+    while (base->tp_dealloc != slotted_dealloc) base = base->tp_base;
+    /* A class statement's tp_members are its __slots__, ended by an empty entry. */
+    for (PyMemberDef *mp = base->tp_members; mp != NULL && mp->name != NULL; mp++) {
+        if (mp->type != T_OBJECT_EX || (mp->flags & READONLY)) continue;
+        PyObject **addr = (PyObject **)((char *)self + mp->offset);
+        PyObject *obj = *addr;
+        if (obj != NULL) {
+            *addr = NULL;
+            Py_DECREF(obj);
+        }
+    }
+    type->tp_free(self);
+    Py_DECREF(type);  /* a heap type's instances hold a reference to it */
+end:
+    Py_TRASHCAN_END
+}
+
+/* Put slotted_dealloc on cls if it can stand in there; *saved gets the tp_dealloc it had. */
+static inline void install_slotted_dealloc(PyTypeObject *cls, destructor *saved) {
+    if (cls->tp_dealloc == slotted_dealloc) return;  /* installed before */
+    if (cls->tp_base == &PyBaseObject_Type && cls->tp_dictoffset == 0
+            && cls->tp_weaklistoffset == 0 && cls->tp_itemsize == 0
+            && !PyType_HasFeature(cls, Py_TPFLAGS_MANAGED_DICT)
+            && PyType_HasFeature(cls, Py_TPFLAGS_HEAPTYPE) && PyType_IS_GC(cls)
+            && cls->tp_del == NULL) {
+        *saved = cls->tp_dealloc;
+        cls->tp_dealloc = slotted_dealloc;
+    }
+}
+
+/* Switch between slotted_dealloc and the tp_dealloc it replaced (NULL: none was). Objects
+   made under either are freed right by both. */
+static inline void enable_slotted_dealloc(PyTypeObject *cls, destructor saved, int on) {
+    if (saved != NULL) cls->tp_dealloc = on ? slotted_dealloc : saved;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* the compiled constructors' way out, and the codecs' method binding */
 
 /* cls(*args, **kwargs) as without a compiled constructor: type.__call__ runs __new__ and the

@@ -68,6 +68,7 @@ struct FrameCodecObject {
     int ctor_on;
     unsigned int ctor_version;  /* the class's version tag when last found unchanged, or 0 */
     vectorcallfunc saved_vectorcall;
+    destructor saved_dealloc;  /* cls->tp_dealloc before slotted_dealloc, or NULL */
 };
 
 static PyTypeObject FrameCodec_Type;
@@ -595,6 +596,7 @@ static PyObject *codec_install_constructor(PyObject *self, PyObject *init) {
     c->ctor_on = 1;
     c->saved_vectorcall = cls->tp_vectorcall == ctor_vectorcall ? NULL : cls->tp_vectorcall;
     cls->tp_vectorcall = ctor_vectorcall;
+    install_slotted_dealloc(cls, &c->saved_dealloc);
     Py_RETURN_TRUE;
 }
 
@@ -609,6 +611,7 @@ static PyObject *codec_enable_constructor(PyObject *self, PyObject *on) {
     }
     c->ctor_on = enable;
     c->cls->tp_vectorcall = enable ? ctor_vectorcall : c->saved_vectorcall;
+    enable_slotted_dealloc(c->cls, c->saved_dealloc, enable);
     Py_RETURN_NONE;
 }
 

@@ -73,6 +73,7 @@ struct CodecObject {
     PyObject *keyword_index;  /* keyword -> index into fields */
     PyObject *py_init;        /* the generated __init__ the constructor stands in for */
     vectorcallfunc saved_vectorcall;  /* cls->tp_vectorcall before the constructor went in */
+    destructor saved_dealloc;  /* cls->tp_dealloc before slotted_dealloc, or NULL */
     unsigned int ctor_version;  /* cls's version tag when last found intact; 0: check again */
     int ctor_on;
 };
@@ -898,6 +899,7 @@ static PyObject *codec_install_constructor(PyObject *self, PyObject *const *args
     codec->ctor_version = 0;
     codec->ctor_on = 1;
     cls->tp_vectorcall = ctor_vectorcall;
+    install_slotted_dealloc(cls, &codec->saved_dealloc);
     Py_RETURN_TRUE;
 fail:
     Py_XDECREF(keywords);
@@ -917,6 +919,7 @@ static PyObject *codec_enable_constructor(PyObject *self, PyObject *on) {
     }
     codec->ctor_on = enable;
     codec->cls->tp_vectorcall = enable ? ctor_vectorcall : codec->saved_vectorcall;
+    enable_slotted_dealloc(codec->cls, codec->saved_dealloc, enable);
     Py_RETURN_NONE;
 }
 

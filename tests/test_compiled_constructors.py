@@ -629,3 +629,114 @@ def test_reference_counts_and_gc() -> None:
     gc.collect()
     assert gc.garbage == []
     assert counts() == before
+
+
+# --- deallocation -------------------------------------------------------------------------------
+#
+# Classes with a compiled constructor also get a compiled tp_dealloc (slotted_dealloc in
+# runtime/_codec_common.h): it must free every slot once, run a __del__ added to the class,
+# leave subclasses' own slots, dicts and weak references to CPython, and not overflow the C
+# stack on deep nesting.
+
+
+class _Freed:
+    """Counts how many of its instances were freed."""
+
+    count = 0
+
+    def __del__(self) -> None:
+        type(self).count += 1
+
+
+def test_dealloc_frees_every_slot_once() -> None:
+    _Freed.count = 0
+    for _ in range(100):
+        pa.MessageMetadata(producer_name=_Freed(), sequence_id=_Freed(),  # type: ignore[arg-type]
+                           publish_time=_Freed(), replicated_from=_Freed(),  # type: ignore[arg-type]
+                           properties=[_Freed()])  # type: ignore[list-item]
+        cmd = pa.BaseCommand(type_=_Freed(), send=_Freed())  # type: ignore[arg-type]
+        cmd._unknown = _Freed()  # type: ignore[assignment]
+        del cmd
+    assert _Freed.count == 100 * 8
+
+
+def test_dealloc_leaves_subclass_dicts_and_weakrefs_to_cpython() -> None:
+    import weakref
+
+    class WithDict(pa.KeyValue):
+        pass  # a __dict__ and __weakref__ of its own
+
+    class WithSlot(pa.KeyValue):
+        __slots__ = ("extra",)
+        extra: object
+
+    _Freed.count = 0
+    called: list[object] = []
+    obj = WithDict(key=_Freed(), value=_Freed())  # type: ignore[arg-type]
+    obj.more = _Freed()  # type: ignore[attr-defined]
+    ref = weakref.ref(obj, called.append)
+    del obj
+    assert _Freed.count == 3 and ref() is None and len(called) == 1
+    other = WithSlot(key=_Freed(), value=_Freed())  # type: ignore[arg-type]
+    other.extra = _Freed()
+    del other
+    assert _Freed.count == 6
+
+
+def test_dealloc_runs_a_del_added_to_the_class(fresh_leaf: type) -> None:
+    leaf_cls: Any = fresh_leaf
+    saved: list[Any] = []
+    ran: list[int] = []
+
+    def resurrect(self: Any) -> None:
+        ran.append(self.id_)
+        if self.id_ == 1:
+            saved.append(self)
+
+    leaf_cls.__del__ = resurrect
+    leaf = leaf_cls(id_=1, label="kept", children=[leaf_cls(id_=2)])
+    del leaf
+    gc.collect()
+    # id 1 came back to life in __del__, fields and all; it still holds id 2.
+    assert ran == [1] and saved[0].label == "kept" and saved[0].children[0].id_ == 2
+    saved.clear()  # a finalizer runs once: id 1 is freed now, and id 2 with it
+    gc.collect()
+    assert ran == [1, 2]
+
+
+def test_dealloc_of_deep_nesting_does_not_overflow_the_stack(fresh_leaf: type) -> None:
+    leaf_cls: Any = fresh_leaf
+    _Freed.count = 0
+    root = leaf_cls(id_=0, label=_Freed())
+    for i in range(1, 300_000):
+        root = leaf_cls(id_=i, children=[root])
+    del root  # CPython's trashcan defers the nested frees; without it this would crash
+    assert _Freed.count == 1
+
+
+@pytest.mark.skipif(sys.maxsize < 2**32, reason="reads tp_dealloc at its 64-bit offset")
+def test_pure_python_switches_the_dealloc_off_and_back_on() -> None:
+    import ctypes
+
+    def dealloc_of(cls: type) -> int:
+        """The type's tp_dealloc pointer, read from the type object."""
+        return ctypes.c_void_p.from_address(id(cls) + _TP_DEALLOC_OFFSET).value or 0
+
+    compiled_dealloc = dealloc_of(pa.KeyValue)
+    assert compiled_dealloc == dealloc_of(pa.CommandSend)
+
+    class Plain:
+        __slots__ = ("a",)
+
+    assert dealloc_of(Plain) != compiled_dealloc
+    with compiled.pure_python():
+        assert dealloc_of(pa.KeyValue) == dealloc_of(Plain)
+        _Freed.count = 0
+        pa.KeyValue(key=_Freed(), value=_Freed())  # type: ignore[arg-type]
+        assert _Freed.count == 2
+    assert dealloc_of(pa.KeyValue) == compiled_dealloc
+
+
+# PyTypeObject starts ob_refcnt, ob_type, ob_size, tp_name, tp_basicsize, tp_itemsize, then
+# tp_dealloc: six 8-byte fields before it.
+_TP_DEALLOC_OFFSET = 6 * 8

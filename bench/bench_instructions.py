@@ -1,5 +1,6 @@
 """Instructions per operation, counted by valgrind's callgrind: the frame and protobuf cases of
-``bench frames`` and ``bench protobuf``, ours beside the hand-written ``struct`` code.
+``bench frames`` and ``bench protobuf``, ours beside the hand-written ``struct`` code and, for
+the whole frame, compiled ``construct``.
 
 Wall-clock cells on a shared two-core machine move by 20-30% between runs, which hides changes
 of a few percent. Callgrind counts the machine instructions the process executes instead: the
@@ -44,10 +45,13 @@ class Op:
 OPS: tuple[Op, ...] = (
     Op("Frame build+encode [112 B]", "ours", "ours_encode()"),
     Op("Frame build+encode [112 B]", "struct", "struct_encode()"),
+    Op("Frame build+encode [112 B]", "construct", "construct_encode()"),
     Op("Frame encode, already built", "ours", "BUILT.encode()"),
     Op("Frame encode, already built", "struct", "struct_encode()"),
+    Op("Frame encode, already built", "construct", "construct_encode()"),
     Op("Frame decode+read [112 B]", "ours", "ours_decode(WIRE)"),
     Op("Frame decode+read [112 B]", "struct", "struct_decode(WIRE)"),
+    Op("Frame decode+read [112 B]", "construct", "construct_decode(WIRE)"),
     Op("  BaseCommand(SEND) build", "ours", "build_send_command()"),
     Op("  BaseCommand(SEND) encode", "ours", "SEND_COMMAND.encode()"),
     Op("  MessageMetadata build", "ours", "build_metadata()"),
@@ -88,13 +92,19 @@ def main() -> None:
     for op, total in zip(OPS, totals, strict=True):
         rows.setdefault(op.row, {})[op.column] = (total - base) // ITERATIONS
     width = max(len(r) for r in rows) + 2
-    print(f"{'operation':<{width}} {'ours':>10} {'struct':>10} {'ours/struct':>12}")
-    print("-" * (width + 35))
+    print(f"{'operation':<{width}} {'ours':>10} {'struct':>10} {'construct':>10} "
+          f"{'ours/struct':>12} {'construct/ours':>15}")
+    print("-" * (width + 62))
     for row, cols in rows.items():
-        ours, hand = cols["ours"], cols.get("struct")
+        ours, hand, con = cols["ours"], cols.get("struct"), cols.get("construct")
         ratio = "" if hand is None else f"{ours / hand:.2f}x"
+        con_ratio = "" if con is None else f"{con / ours:.2f}x"
         hand_text = "" if hand is None else f"{hand:,}"
-        print(f"{row:<{width}} {ours:>10,} {hand_text:>10} {ratio:>12}")
+        con_text = "" if con is None else f"{con:,}"
+        print(f"{row:<{width}} {ours:>10,} {hand_text:>10} {con_text:>10} {ratio:>12} "
+              f"{con_ratio:>15}")
+    print("(construct: its compiled framing and the struct column's protobuf helpers, as in\n"
+          " `bench frames`; instruction counts are not times, see docs/performance.md)")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@ from bench.bench_frames import (
     PROPERTIES,
     PUBLISH_TIME,
     SEQUENCE_ID,
+    construct_decode,
+    construct_encode,
     ours_decode,
     ours_encode,
     struct_decode,
@@ -45,7 +47,7 @@ SEND_COMMAND = build_send_command()
 METADATA = build_metadata()
 METADATA_BYTES = METADATA.encode()
 FIXTURES = (WIRE, BUILT, SEND_COMMAND, METADATA, METADATA_BYTES, ours_decode, struct_decode,
-            struct_encode)
+            struct_encode, construct_decode, construct_encode)
 
 
 def main() -> None:

@@ -203,8 +203,10 @@ static void slotted_dealloc(PyObject *self) {
         if (PyObject_CallFinalizerFromDealloc(self) < 0) goto end;
         PyObject_GC_UnTrack(self);
     }
+    /* The slots to clear are those of the class it was installed on, whose base is object
+       (a subclass's own were cleared before): the class just above object. */
     PyTypeObject *base = type;
-    while (base->tp_dealloc != slotted_dealloc) base = base->tp_base;
+    while (base->tp_base != NULL && base->tp_base != &PyBaseObject_Type) base = base->tp_base;
     /* A class statement's tp_members are its __slots__, ended by an empty entry. */
     for (PyMemberDef *mp = base->tp_members; mp != NULL && mp->name != NULL; mp++) {
         if (mp->type != T_OBJECT_EX || (mp->flags & READONLY)) continue;

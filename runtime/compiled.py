@@ -168,19 +168,21 @@ def pure_python() -> Iterator[None]:
     """Run the generated Python codec and ``__init__`` of every message, and plain
     ``EnumType`` member access, inside the block (for tests and benchmarks that compare the
     two); not thread-safe."""
-    for cls, python in _python_methods.items():
-        _set_methods(cls, python)
-    for codec in _constructors.values():
-        codec.enable_constructor(False)
-    _set_enum_access(False)
+    _use_compiled(False)
     try:
         yield
     finally:
-        for cls, compiled in _compiled_methods.items():
-            _set_methods(cls, compiled)
-        for codec in _constructors.values():
-            codec.enable_constructor(True)
-        _set_enum_access(True)
+        _use_compiled(True)
+
+
+def _use_compiled(on: bool) -> None:
+    # A function of its own, so that no loop variable keeps a class alive while the
+    # pure_python() block runs (reference-count tests watch the classes).
+    for cls, methods in (_compiled_methods if on else _python_methods).items():
+        _set_methods(cls, methods)
+    for codec in _constructors.values():
+        codec.enable_constructor(on)
+    _set_enum_access(on)
 
 
 def _set_enum_access(fast: bool) -> None:

@@ -124,11 +124,12 @@ static inline int as_u64(PyObject *v, unsigned long long *out) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* class -> codec, for the compiled constructors */
+/* class -> codec */
 
-/* An open-addressing table keyed by the class's address. The constructors look their codec up
-   on every call, and a dict lookup with a type key (hash, generic compare) costs several times
-   more. It holds a reference to each class and codec; entries are replaced, never removed. */
+/* An open-addressing table keyed by the class's address. The constructors and the in-place
+   encode look a codec up on every call, and a dict lookup with a type key (hash, generic
+   compare) costs several times more. It holds a reference to each class and codec; entries
+   are replaced, never removed. */
 typedef struct {
     PyObject *cls;
     PyObject *codec;

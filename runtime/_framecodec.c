@@ -73,8 +73,7 @@ struct FrameCodecObject {
 
 static PyTypeObject FrameCodec_Type;
 static PyObject *str_decode_from, *str_encode, *str_init;
-static PyObject *registry;  /* class -> codec, for the constructors */
-static TypeTable ctor_codecs;  /* the same, for lookups on every call */
+static TypeTable ctor_codecs;  /* class -> codec, for the constructors */
 static const WireCodecAPI *wire_api;  /* runtime._wirecodec's, or NULL without it */
 
 /* ------------------------------------------------------------------------------------------ */
@@ -588,9 +587,7 @@ static PyObject *codec_install_constructor(PyObject *self, PyObject *init) {
     PyTypeObject *cls = c->cls;
     if (Py_TYPE(cls) != &PyType_Type || !PyType_HasFeature(cls, Py_TPFLAGS_HEAPTYPE))
         Py_RETURN_FALSE;
-    if (PyDict_SetItem(registry, (PyObject *)cls, self) < 0
-            || type_table_put(&ctor_codecs, (PyObject *)cls, self) < 0)
-        return NULL;
+    if (type_table_put(&ctor_codecs, (PyObject *)cls, self) < 0) return NULL;
     Py_XSETREF(c->py_init, Py_NewRef(init));
     c->ctor_version = 0;
     c->ctor_on = 1;
@@ -837,8 +834,7 @@ PyMODINIT_FUNC PyInit__framecodec(void) {
     str_decode_from = PyUnicode_InternFromString("decode_from");
     str_encode = PyUnicode_InternFromString("encode");
     str_init = PyUnicode_InternFromString("__init__");
-    registry = PyDict_New();
-    if (str_decode_from == NULL || str_encode == NULL || str_init == NULL || registry == NULL)
+    if (str_decode_from == NULL || str_encode == NULL || str_init == NULL)
         return NULL;
     /* Without the protobuf codec (or with an older one) messages go through their methods. */
     wire_api = PyCapsule_Import(WIRECODEC_CAPSULE, 0);

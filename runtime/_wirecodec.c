@@ -79,8 +79,7 @@ struct CodecObject {
 };
 
 static PyTypeObject Codec_Type;
-static PyObject *registry;  /* class -> codec */
-static TypeTable codecs;    /* the same, for lookups on every call */
+static TypeTable codecs;    /* class -> codec */
 
 static inline int put_varint(Out *o, uint64_t v) {
     if (out_reserve(o, 10) < 0) return -1;
@@ -121,7 +120,7 @@ static int close_len(Out *o, Py_ssize_t mark) {
 
 static CodecObject *resolve_sub(FieldInfo *f) {
     if (f->sub == NULL) {
-        PyObject *c = PyDict_GetItemWithError(registry, f->extra);
+        PyObject *c = type_table_get(&codecs, f->extra);
         if (c == NULL) return NULL;
         Py_INCREF(c);
         f->sub = (CodecObject *)c;
@@ -1109,9 +1108,7 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
         if (repeated && f->wire != 2)  /* both forms of a repeated scalar are accepted */
             self->by_tag[f->number << 3 | 2] = -(int32_t)(i + 1);
     }
-    if (PyDict_SetItem(registry, cls, (PyObject *)self) < 0
-            || type_table_put(&codecs, cls, (PyObject *)self) < 0)
-        goto fail;
+    if (type_table_put(&codecs, cls, (PyObject *)self) < 0) goto fail;
     return (PyObject *)self;
 fail:
     Py_DECREF(self);
@@ -1287,7 +1284,6 @@ PyMODINIT_FUNC PyInit__wirecodec(void) {
     if (PyType_Ready(&Codec_Type) < 0 || PyType_Ready(&ClassMethod_Type) < 0) return NULL;
     PyObject *m = PyModule_Create(&wirecodec_module);
     if (m == NULL) return NULL;
-    registry = PyDict_New();
     str_init = PyUnicode_InternFromString("__init__");
     str_unknown = PyUnicode_InternFromString("_unknown");
     empty_bytes = PyBytes_FromStringAndSize(NULL, 0);
@@ -1305,8 +1301,7 @@ PyMODINIT_FUNC PyInit__wirecodec(void) {
         Py_DECREF(m);
         return NULL;
     }
-    if (registry == NULL || PyModule_AddObjectRef(m, "registry", registry) < 0
-            || PyModule_AddObjectRef(m, "Codec", (PyObject *)&Codec_Type) < 0
+    if (PyModule_AddObjectRef(m, "Codec", (PyObject *)&Codec_Type) < 0
             || PyModule_AddObjectRef(m, "ClassMethod", (PyObject *)&ClassMethod_Type) < 0) {
         Py_DECREF(m);
         return NULL;

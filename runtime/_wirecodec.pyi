@@ -3,8 +3,6 @@
 from collections.abc import Callable
 from typing import Any
 
-registry: dict[type, Codec]
-
 def set_class_getattr(metaclass: type, on: bool, /) -> None:
     """Plain type attribute lookup (``__getattr__`` only for what it misses) for the classes of
     ``metaclass``, or back to what it had."""

@@ -20,17 +20,18 @@ $(STAMP): pyproject.toml setup.py runtime/_wirecodec.c runtime/_framecodec.c run
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,spark]'
-	@$(PY) -c 'import runtime._wirecodec, runtime._framecodec' 2>/dev/null || echo "note: the \
+	@$(PY) -c 'import protoframe.runtime._wirecodec, protoframe.runtime._framecodec' 2>/dev/null || echo "note: the \
 	compiled codecs (runtime/_wirecodec.c, runtime/_framecodec.c) did not build, so the slower \
 	Python codecs run; to build them install a C compiler and Python's headers \
 	(sudo apt-get install gcc python3-dev) and run make again."
 	@touch $(STAMP)
 
+# The repository is configured like a user's project ([tool.protoframe] in pyproject.toml).
 generate: $(STAMP)
-	$(PY) -m generator generate
+	$(VENV)/bin/protoframe generate
 
 check: $(STAMP)
-	$(PY) -m generator --check
+	$(VENV)/bin/protoframe check
 
 typecheck: $(STAMP)
 	$(PY) -m mypy --strict
@@ -49,13 +50,13 @@ java-check:
 	fi
 
 test: $(STAMP) java-check
-	$(PY) -m generator --check
+	$(VENV)/bin/protoframe check
 	$(PY) -m mypy --strict
 	$(PY) -m ruff check .
 	$(PY) -m pytest
 
 run: $(STAMP) generate
-	$(PY) -m clients.pulsar.demo
+	$(PY) -m protoframe.clients.pulsar.demo
 
 bench: $(STAMP) java-check
 	$(PY) -m bench

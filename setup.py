@@ -12,7 +12,7 @@ FLAGS = ["-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter",
 
 setup(
     ext_modules=[
-        Extension(f"runtime.{name}", sources=[f"runtime/{name}.c"],
+        Extension(f"protoframe.runtime.{name}", sources=[f"runtime/{name}.c"],
                   depends=["runtime/_codec_common.h"], extra_compile_args=FLAGS, optional=True)
         for name in ("_wirecodec", "_framecodec")
     ]

@@ -62,8 +62,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from clients.pulsar import PulsarClient
-from clients.pulsar.broker import BrokerProcess
+from protoframe.clients.pulsar import PulsarClient
+from protoframe.clients.pulsar.broker import BrokerProcess
 
 N = int(os.environ.get("BENCH_CLIENT_N", "200000"))
 RUNS = int(os.environ.get("BENCH_CLIENT_RUNS", "3"))

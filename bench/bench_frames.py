@@ -45,9 +45,9 @@ from typing import Any
 import construct as cs
 from crc32c import crc32c as _crc32c
 
-from generated.pulsar import pulsar_api as pb
-from generated.pulsar.frames import Batch, BatchEntry, Frame, Payload
-from runtime import compiled
+from protoframe.generated.pulsar import pulsar_api as pb
+from protoframe.generated.pulsar.frames import Batch, BatchEntry, Frame, Payload
+from protoframe.runtime import compiled
 
 REPEATS = 5
 CELL_SECONDS = 0.2  # wall time for one cell, all repeats together

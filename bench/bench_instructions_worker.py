@@ -19,8 +19,8 @@ from bench.bench_frames import (
     struct_decode,
     struct_encode,
 )
-from generated.pulsar import pulsar_api as pb
-from generated.pulsar.frames import Frame
+from protoframe.generated.pulsar import pulsar_api as pb
+from protoframe.generated.pulsar.frames import Frame
 
 WIRE = ours_encode()
 BUILT = Frame.decode(WIRE)

@@ -36,9 +36,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from generated.pulsar import pulsar_api as ours
-from generator.build import generate
-from runtime import compiled
+from protoframe.generated.pulsar import pulsar_api as ours
+from protoframe.generator.build import generate
+from protoframe.runtime import compiled
 
 REPO = Path(__file__).resolve().parent.parent
 SPEC_DIR = REPO / "specs"

@@ -53,7 +53,7 @@ TARGET = 3.0
 
 
 def _frames(count: int) -> list[bytes]:
-    from generated.pulsar import frames, pulsar_api
+    from protoframe.generated.pulsar import frames, pulsar_api
 
     out = []
     for i in range(count):
@@ -73,7 +73,7 @@ def _frames(count: int) -> list[bytes]:
 
 
 def _write_capture(path: Path, count: int, wire: list[bytes]) -> None:
-    from runtime.capture import CaptureWriter, Direction
+    from protoframe.runtime.capture import CaptureWriter, Direction
 
     with CaptureWriter(path, buffer_size=1 << 20) as writer:
         write = writer.write
@@ -198,7 +198,7 @@ def udf_decode(frame: bytes) -> tuple[Any, ...]:
 
 
 def main() -> None:
-    from pipeline.capture_decode import JAVA_HINT, java_version
+    from protoframe.pipeline.capture_decode import JAVA_HINT, java_version
 
     if (java_version() or 0) < 17:
         print(f"skipped: {JAVA_HINT}")
@@ -224,8 +224,8 @@ def _run(work: Path) -> None:
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
 
-    from generated.pulsar import spark as pulsar_spark
-    from pipeline.capture_decode import (
+    from protoframe.generated.pulsar import spark as pulsar_spark
+    from protoframe.pipeline.capture_decode import (
         CAPTURE_FIELDS,
         capture_schema,
         decode_captures,

@@ -56,9 +56,9 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from clients.pulsar import PulsarClient
-from clients.pulsar.broker import BrokerProcess
-from pipeline.pulsar_rows import MESSAGE_SCHEMA, RowBatchBuilder
+from protoframe.clients.pulsar import PulsarClient
+from protoframe.clients.pulsar.broker import BrokerProcess
+from protoframe.pipeline.pulsar_rows import MESSAGE_SCHEMA, RowBatchBuilder
 
 N = int(os.environ.get("BENCH_SPARK_SOURCE_N", "1000000"))
 RUNS = int(os.environ.get("BENCH_SPARK_SOURCE_RUNS", "2"))
@@ -180,8 +180,8 @@ def _spark_ceiling(spark: Any) -> float:
 
 
 def main() -> None:
-    from pipeline.capture_decode import local_session
-    from pipeline.pulsar_source import register
+    from protoframe.pipeline.capture_decode import local_session
+    from protoframe.pipeline.pulsar_source import register
 
     print(f"Python {platform.python_version()}, {os.cpu_count()} CPUs, load average {_load()}")
     print(f"{N:,} messages of {MESSAGE_SIZE} bytes per topic, best of {RUNS} runs; broker: "

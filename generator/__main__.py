@@ -1,7 +1,7 @@
-"""Allows ``python -m generator``."""
+"""Allows ``python -m protoframe.generator`` (the same as ``protoframe``)."""
 
 import sys
 
-from generator.cli import main
+from protoframe.generator.cli import main
 
 sys.exit(main())

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 import jinja2
 
-from generator.expr import Expr
-from generator.frame_ir import (
+from protoframe.generator.expr import Expr
+from protoframe.generator.frame_ir import (
     CommandInfo,
     FrameField,
     FrameSpec,
@@ -30,8 +30,8 @@ from generator.frame_ir import (
     StructDef,
     Transition,
 )
-from generator.ir import MessageType, Protocol
-from generator.render import render
+from protoframe.generator.ir import MessageType, Protocol
+from protoframe.generator.render import render
 
 TEMPLATE = "markdown/protocol.md.j2"
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from generator.expr import Expr
-from generator.ir import EnumType, EnumValue, Field, MessageType, SourceLocation
+from protoframe.generator.expr import Expr
+from protoframe.generator.ir import EnumType, EnumValue, Field, MessageType, SourceLocation
 
 INT_TYPES = {
     "u8": (1, False), "u16": (2, False), "u32": (4, False), "u64": (8, False),

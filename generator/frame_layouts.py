@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from generator.frame_ir import INT_TYPES, FrameField, StructDef
-from generator.ir import MessageType
-from generator.pyview import present_slot, q
+from protoframe.generator.frame_ir import INT_TYPES, FrameField, StructDef
+from protoframe.generator.ir import MessageType
+from protoframe.generator.pyview import present_slot, q
 
 _WIDTH = 100
 

@@ -10,14 +10,15 @@ import json
 import keyword
 import re
 from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 
-from generator.errors import SpecError, SpecErrors
-from generator.expr import Expr, ExprError, parse
-from generator.frame_ir import (
+from protoframe.generator.errors import SpecError, SpecErrors
+from protoframe.generator.expr import Expr, ExprError, parse
+from protoframe.generator.frame_ir import (
     INT_TYPES,
     Assignment,
     BuildLeaf,
@@ -39,17 +40,18 @@ from generator.frame_ir import (
     StructDef,
     Transition,
 )
-from generator.ir import Field, Label, MessageType, Presence, Protocol, SourceLocation
-from generator.spec_yaml import LocDict, LocList, load_spec, locate
+from protoframe.generator.ir import Field, Label, MessageType, Presence, Protocol, SourceLocation
+from protoframe.generator.spec_yaml import LocDict, LocList, load_spec, locate
 
-SCHEMA_PATH = Path(__file__).resolve().parent / "spec_schema.json"
 PathT = list[str | int]
 
 
 @cache
 def spec_schema() -> dict[str, Any]:
     """The JSON Schema every spec is validated against (shipped with the generator)."""
-    schema: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    text = resources.files("protoframe.generator").joinpath("spec_schema.json").read_text(
+        encoding="utf-8")
+    schema: dict[str, Any] = json.loads(text)
     return schema
 
 

@@ -16,11 +16,11 @@ import ast
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from generator.errors import SpecError, SpecErrors
-from generator.expr import Expr
-from generator.frame_ir import INT_TYPES, FrameField, FrameSpec, StructDef
-from generator.frame_layouts import layout_lines
-from generator.pyview import bytes_literal, docstring, q
+from protoframe.generator.errors import SpecError, SpecErrors
+from protoframe.generator.expr import Expr
+from protoframe.generator.frame_ir import INT_TYPES, FrameField, FrameSpec, StructDef
+from protoframe.generator.frame_layouts import layout_lines
+from protoframe.generator.pyview import bytes_literal, docstring, q
 
 _STRUCT_CODES = {(1, False): "B", (2, False): "H", (4, False): "I", (8, False): "Q",
                  (1, True): "b", (2, True): "h", (4, True): "i", (8, True): "q"}
@@ -126,14 +126,16 @@ def build_frames_module(spec: FrameSpec) -> FramesModuleView:
     for m, names in sorted(runtime.items()):
         plain = [n for n in names if " as " not in n]
         # isort keeps each aliased import on its own line.
-        runtime_imports += [f"from runtime.{m} import {n}" for n in names if " as " in n]
+        runtime_imports += [f"from protoframe.runtime.{m} import {n}"
+                            for n in names if " as " in n]
         if not plain:
             continue
-        line = f"from runtime.{m} import {', '.join(plain)}"
+        line = f"from protoframe.runtime.{m} import {', '.join(plain)}"
         if len(line) > 100:
-            line = f"from runtime.{m} import (\n" + "".join(f"    {n},\n" for n in plain) + ")"
+            line = (f"from protoframe.runtime.{m} import (\n"
+                    + "".join(f"    {n},\n" for n in plain) + ")")
         runtime_imports.append(line)
-    runtime_imports.append("from runtime.stream import FrameStream")
+    runtime_imports.append("from protoframe.runtime.stream import FrameStream")
     doc = spec.doc.strip() or f"Frames of the {spec.protocol} protocol."
     stream_doc = ("Incremental decoder: ``feed(data)`` returns every "
                   f"{spec.frame.name} the bytes complete.")

@@ -11,9 +11,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from generator.errors import SpecError
-from generator.expr import Expr
-from generator.frame_ir import (
+from protoframe.generator.errors import SpecError
+from protoframe.generator.expr import Expr
+from protoframe.generator.frame_ir import (
     BuildLeaf,
     BuildNode,
     CommandInfo,
@@ -25,7 +25,7 @@ from generator.frame_ir import (
     Route,
     RoutedCommand,
 )
-from generator.pyview import docstring, q
+from protoframe.generator.pyview import docstring, q
 
 
 @dataclass

@@ -6,8 +6,8 @@ from pathlib import Path, PurePosixPath
 
 from google.protobuf import descriptor_pb2 as d
 
-from generator.errors import SpecError, SpecErrors
-from generator.ir import (
+from protoframe.generator.errors import SpecError, SpecErrors
+from protoframe.generator.ir import (
     EnumType,
     EnumValue,
     Field,
@@ -20,8 +20,8 @@ from generator.ir import (
     ProtoFile,
     SourceLocation,
 )
-from generator.naming import ENUM_HELPERS, MESSAGE_HELPERS, module_name, py_identifier
-from generator.protoc import compile_protos
+from protoframe.generator.naming import ENUM_HELPERS, MESSAGE_HELPERS, module_name, py_identifier
+from protoframe.generator.protoc import compile_protos
 
 FDP = d.FieldDescriptorProto
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from google.protobuf import descriptor_pb2
 
-from generator.errors import SpecError, SpecErrors
+from protoframe.generator.errors import SpecError, SpecErrors
 
 _PROTOC_LOCATION = re.compile(r"^(?P<file>[^:\n]+\.proto):(?P<line>\d+):(?P<col>\d+): (?P<msg>.*)$")
 

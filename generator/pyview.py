@@ -13,7 +13,7 @@ import re
 import textwrap
 from dataclasses import dataclass, field
 
-from generator.ir import (
+from protoframe.generator.ir import (
     PACKABLE,
     EnumType,
     EnumValue,
@@ -391,11 +391,11 @@ def _fields_dict_view(v: MessageView) -> FieldsDictView:
 
 
 _RUNTIME_MODULES = {
-    "runtime.compiled": ("ProtoEnumType", "install_layouts"),
-    "runtime.errors": (
+    "protoframe.runtime.compiled": ("ProtoEnumType", "install_layouts"),
+    "protoframe.runtime.errors": (
         "MissingRequiredFieldError", "RequiredFieldUnsetError", "ValueOutOfRangeError",
     ),
-    "runtime.protowire": (
+    "protoframe.runtime.protowire": (
         "SMALL_VARINTS", "add_unknown", "bool_bytes", "decode_str", "int32_bytes",
         "int64_bytes", "invalid_utf8", "pack_double", "pack_fixed32", "pack_fixed64",
         "pack_float", "pack_sfixed32", "pack_sfixed64", "read_varint", "sint32_bytes",

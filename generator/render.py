@@ -1,18 +1,15 @@
-"""Renders views through the Jinja2 templates in ``templates/``."""
+"""Renders views through the Jinja2 templates shipped in ``protoframe/templates``."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import jinja2
-
-TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
 
 
 def environment() -> jinja2.Environment:
     """The one Jinja2 environment: strict about undefined names, no autoescaping (it is code)."""
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
+        # Through the package, never the checkout: the templates ship as package data.
+        loader=jinja2.PackageLoader("protoframe", "templates"),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,

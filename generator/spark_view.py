@@ -17,10 +17,18 @@ import re
 import textwrap
 from dataclasses import dataclass, field
 
-from generator.errors import SpecError, SpecErrors
-from generator.frame_ir import FrameField, FrameSpec, StructDef
-from generator.ir import EnumType, Field, FieldType, Label, MessageType, Presence, Protocol
-from generator.pyview import bytes_literal, docstring, q, varint_literal
+from protoframe.generator.errors import SpecError, SpecErrors
+from protoframe.generator.frame_ir import FrameField, FrameSpec, StructDef
+from protoframe.generator.ir import (
+    EnumType,
+    Field,
+    FieldType,
+    Label,
+    MessageType,
+    Presence,
+    Protocol,
+)
+from protoframe.generator.pyview import bytes_literal, docstring, q, varint_literal
 
 TYPE_MAPPING = """\
 Type mapping (Spark type / Arrow type):
@@ -479,10 +487,12 @@ class _Builder:
             stdlib.append("from uuid import UUID")
         spark = sorted(n for n in _SPARK_NAMES if n in words | {"StructType"})
         runtime_names = sorted((n for n in _RUNTIME_NAMES if n in words), key=_isort_key)
-        runtime = ["from runtime.spark_rows import ("] + [f"    {n}," for n in runtime_names]
+        runtime = ["from protoframe.runtime.spark_rows import ("]
+        runtime += [f"    {n}," for n in runtime_names]
         runtime.append(")")
         if frame is not None:
-            runtime.insert(0, "from runtime.errors import ChecksumFailure, DecodeError")
+            runtime.insert(
+                0, "from protoframe.runtime.errors import ChecksumFailure, DecodeError")
         files = ", ".join(p.path.split("/")[-1] for p in self.protocol.files)
         intro = (f"Spark schemas and row/Arrow conversions for the {self.protocol.name} "
                  f"protocol.\n\nEvery message of {files or 'its .proto files'}"

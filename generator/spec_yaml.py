@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from generator.errors import SpecError
+from protoframe.generator.errors import SpecError
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,11 +55,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
 
-from runtime.capture import read_columns, split_offsets
-from runtime.spark_rows import RowCodec
+from protoframe import import_root
+from protoframe.runtime.capture import read_columns, split_offsets
+from protoframe.runtime.spark_rows import RowCodec
 
 SOURCE_NAME = "protoframe_capture"
-REPO = Path(__file__).resolve().parent.parent
 JAVA_HINT = ("Spark needs Java 17 or newer; install it with "
              "`apt-get install openjdk-17-jre-headless` (or set JAVA_HOME).")
 
@@ -103,7 +103,7 @@ def generated_spark(protocol: str) -> SparkModule:
     """
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", protocol):
         raise ValueError(f"not a protocol name: {protocol!r}")
-    package = protocol if "." in protocol else f"generated.{protocol}"
+    package = protocol if "." in protocol else f"protoframe.generated.{protocol}"
     module = importlib.import_module(f"{package}.spark")
     if not hasattr(module, "FRAME"):
         raise ValueError(f"protocol {protocol!r} has no frame spec, so nothing to decode")
@@ -143,16 +143,16 @@ def local_session(app_name: str = "protoframe", master: str = "local[2]",
     """A local SparkSession set up for protoframe (tests, benchmarks, notebooks).
 
     Binds to 127.0.0.1 (``SPARK_LOCAL_IP``), runs Python workers with this interpreter and
-    puts the repository on their ``PYTHONPATH`` (they import ``generated``, ``runtime`` and
-    ``pipeline``), disables the UI and uses few shuffle partitions.
+    puts the directory holding ``protoframe`` on their ``PYTHONPATH`` (they import its
+    ``generated``, ``runtime`` and ``pipeline``), disables the UI and uses few shuffle partitions.
     """
     require_java()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    if str(REPO) not in paths:
-        os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO), *paths])
+    if import_root() not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([import_root(), *paths])
     settings = {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from clients.pulsar import PulsarClient
+from protoframe.clients.pulsar import PulsarClient
 
 
 def required(options: dict[str, str], name: str) -> str:

@@ -42,8 +42,8 @@ import re
 from dataclasses import dataclass
 from itertools import groupby
 
-from clients.pulsar.lookup import TopicName
-from clients.pulsar.message import EntryInfo, Message, MessageId
+from protoframe.clients.pulsar.lookup import TopicName
+from protoframe.clients.pulsar.message import EntryInfo, Message, MessageId
 
 EARLIEST = "earliest"
 LATEST = "latest"

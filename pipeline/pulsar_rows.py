@@ -24,10 +24,10 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from clients.pulsar.consumer import entry_messages, uniform_layout
-from clients.pulsar.message import EntryInfo, Message, MessageId, ReceivedEntry
-from runtime.protowire import SMALL_VARINTS, varint_bytes
-from runtime.spark_rows import RowCodec
+from protoframe.clients.pulsar.consumer import entry_messages, uniform_layout
+from protoframe.clients.pulsar.message import EntryInfo, Message, MessageId, ReceivedEntry
+from protoframe.runtime.protowire import SMALL_VARINTS, varint_bytes
+from protoframe.runtime.spark_rows import RowCodec
 
 MESSAGE_FIELDS = [
     StructField("key", BinaryType(), True),

@@ -47,8 +47,8 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from pipeline.pulsar_options import client as client_for
-from pipeline.pulsar_options import required
+from protoframe.pipeline.pulsar_options import client as client_for
+from protoframe.pipeline.pulsar_options import required
 
 log = logging.getLogger(__name__)
 

@@ -98,13 +98,13 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructField, StructType
 
-from clients.pulsar import PulsarClient
-from clients.pulsar.consumer import entry_messages
-from clients.pulsar.errors import Timeout
-from clients.pulsar.lookup import TopicName
-from clients.pulsar.message import MessageId
-from pipeline.pulsar_options import client as client_for
-from pipeline.pulsar_positions import (
+from protoframe.clients.pulsar import PulsarClient
+from protoframe.clients.pulsar.consumer import entry_messages
+from protoframe.clients.pulsar.errors import Timeout
+from protoframe.clients.pulsar.lookup import TopicName
+from protoframe.clients.pulsar.message import MessageId
+from protoframe.pipeline.pulsar_options import client as client_for
+from protoframe.pipeline.pulsar_positions import (
     EARLIEST,
     LATEST,
     Bounds,
@@ -119,10 +119,10 @@ from pipeline.pulsar_positions import (
     split_counts,
     split_range,
 )
-from pipeline.pulsar_rows import MESSAGE_FIELDS, MESSAGE_SCHEMA, RowBatchBuilder
-from pipeline.pulsar_sink import PulsarStreamWriter, PulsarWriter
-from runtime.errors import DecodeError
-from runtime.spark_rows import RowCodec
+from protoframe.pipeline.pulsar_rows import MESSAGE_FIELDS, MESSAGE_SCHEMA, RowBatchBuilder
+from protoframe.pipeline.pulsar_sink import PulsarStreamWriter, PulsarWriter
+from protoframe.runtime.errors import DecodeError
+from protoframe.runtime.spark_rows import RowCodec
 
 log = logging.getLogger(__name__)
 
@@ -142,13 +142,12 @@ def message_codec(full_name: str) -> RowCodec[Any]:
 
     Looks through every ``generated.<protocol>.spark`` module's ``MESSAGES``.
     """
-    import generated
-
+    from protoframe import generated
     for info in pkgutil.iter_modules(generated.__path__):
         if not info.ispkg:
             continue
         try:
-            module = importlib.import_module(f"generated.{info.name}.spark")
+            module = importlib.import_module(f"protoframe.generated.{info.name}.spark")
         except ModuleNotFoundError:
             continue
         codec = getattr(module, "MESSAGES", {}).get(full_name)
@@ -473,7 +472,7 @@ class PulsarDataSource(DataSource):
         return PulsarReader(dict(self.options), schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        from pipeline.pulsar_stream import PulsarStreamReader
+        from protoframe.pipeline.pulsar_stream import PulsarStreamReader
 
         return PulsarStreamReader(dict(self.options), schema)
 

@@ -51,18 +51,18 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from clients.pulsar import PulsarClient
-from clients.pulsar.lookup import TopicName
-from clients.pulsar.message import MessageId
-from pipeline.pulsar_options import client as client_for
-from pipeline.pulsar_positions import (
+from protoframe.clients.pulsar import PulsarClient
+from protoframe.clients.pulsar.lookup import TopicName
+from protoframe.clients.pulsar.message import MessageId
+from protoframe.pipeline.pulsar_options import client as client_for
+from protoframe.pipeline.pulsar_positions import (
     EARLIEST,
     after_start,
     before_last,
     entry_of,
     parse_offsets,
 )
-from pipeline.pulsar_source import (
+from protoframe.pipeline.pulsar_source import (
     PulsarPartition,
     _subscription,
     check_start,

@@ -806,7 +806,7 @@ static PyGetSetDef codec_getset[] = {
 
 static PyTypeObject FrameCodec_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "runtime._framecodec.FrameCodec",
+    .tp_name = "protoframe.runtime._framecodec.FrameCodec",
     .tp_doc = "The compiled encode/decode of one generated frame struct.",
     .tp_basicsize = sizeof(FrameCodecObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL
@@ -824,7 +824,7 @@ static PyTypeObject FrameCodec_Type = {
 
 static struct PyModuleDef framecodec_module = {
     PyModuleDef_HEAD_INIT,
-    .m_name = "runtime._framecodec",
+    .m_name = "protoframe.runtime._framecodec",
     .m_doc = "Compiled fast path of the generated frame codecs (see runtime/compiled_frames.py).",
     .m_size = -1,
 };

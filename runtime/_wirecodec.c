@@ -1117,7 +1117,7 @@ fail:
 
 static PyTypeObject Codec_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "runtime._wirecodec.Codec",
+    .tp_name = "protoframe.runtime._wirecodec.Codec",
     .tp_doc = "The compiled encode/decode of one generated message class.",
     .tp_basicsize = sizeof(CodecObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL
@@ -1194,7 +1194,7 @@ static PyMemberDef classmethod_members[] = {
 
 static PyTypeObject ClassMethod_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "runtime._wirecodec.ClassMethod",
+    .tp_name = "protoframe.runtime._wirecodec.ClassMethod",
     .tp_doc = "ClassMethod(cls, own, general): a classmethod with a prepared binding for cls.",
     .tp_basicsize = sizeof(ClassMethodObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
@@ -1274,7 +1274,7 @@ static PyMethodDef wirecodec_functions[] = {
 
 static struct PyModuleDef wirecodec_module = {
     PyModuleDef_HEAD_INIT,
-    .m_name = "runtime._wirecodec",
+    .m_name = "protoframe.runtime._wirecodec",
     .m_doc = "Compiled fast path of the generated protobuf codecs (see runtime/compiled.py).",
     .m_size = -1,
     .m_methods = wirecodec_functions,

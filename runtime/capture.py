@@ -35,7 +35,7 @@ from struct import Struct
 from types import TracebackType
 from typing import BinaryIO, NamedTuple
 
-from runtime.errors import DecodeError, FrameTooLargeError, TruncatedError
+from protoframe.runtime.errors import DecodeError, FrameTooLargeError, TruncatedError
 
 MAGIC = b"PFCAP\x01\r\n"
 HEADER = Struct(">QBII")  # timestamp_ns, direction, connection_id, length

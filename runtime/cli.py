@@ -1,4 +1,4 @@
-"""Pieces shared by the command-line runners of the embedded peers (``python -m clients.<p>``).
+"""Pieces shared by the embedded peers' command-line runners (``python -m protoframe.clients.<p>``).
 
 Every runner prints ``<READY_PREFIX>tcp://HOST:PORT`` once it listens (tests and scripts wait for
 that line), validates its numbers with the argparse types below (a bad value exits with status 2),

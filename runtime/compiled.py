@@ -40,7 +40,7 @@ from typing import Any, TypeAlias
 
 _wirecodec: ModuleType | None
 try:
-    from runtime import _wirecodec
+    from protoframe.runtime import _wirecodec
 except ImportError:  # not built: no C compiler at install time, or a source checkout
     _wirecodec = None
 

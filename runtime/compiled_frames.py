@@ -26,11 +26,11 @@ from collections.abc import Iterable
 from types import ModuleType
 from typing import Any, TypeAlias
 
-from runtime import checksums, compiled
+from protoframe.runtime import checksums, compiled
 
 _framecodec: ModuleType | None
 try:
-    from runtime import _framecodec
+    from protoframe.runtime import _framecodec
 except ImportError:  # not built: no C compiler at install time, or a source checkout
     _framecodec = None
 

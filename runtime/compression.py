@@ -35,7 +35,7 @@ import cramjam
 import lz4.block
 import zstandard
 
-from runtime.errors import DecompressionError, ProtoframeError
+from protoframe.runtime.errors import DecompressionError, ProtoframeError
 
 __all__ = [
     "CODECS",

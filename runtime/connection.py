@@ -34,8 +34,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
-from runtime.correlation import RequestTable
-from runtime.errors import ChecksumFailure, ConnectionClosed, DecodeError
+from protoframe.runtime.correlation import RequestTable
+from protoframe.runtime.errors import ChecksumFailure, ConnectionClosed, DecodeError
 
 __all__ = [
     "Authentication",

@@ -12,7 +12,7 @@ import itertools
 from collections.abc import Hashable
 from typing import Any
 
-from runtime.errors import ConnectionClosed, RequestTimeout
+from protoframe.runtime.errors import ConnectionClosed, RequestTimeout
 
 
 class RequestTable:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from runtime.errors import ProtoframeError
+from protoframe.runtime.errors import ProtoframeError
 
 
 class ProtocolViolation(ProtoframeError):

@@ -8,7 +8,7 @@ bytes and back.
 
 from __future__ import annotations
 
-from runtime.errors import InvalidUtf8Error
+from protoframe.runtime.errors import InvalidUtf8Error
 
 
 def encode(text: str) -> bytes:

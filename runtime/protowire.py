@@ -15,7 +15,7 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import Any, ForwardRef, TypeAlias, TypeVar
 
-from runtime.errors import (
+from protoframe.runtime.errors import (
     InvalidUtf8Error,
     MalformedVarintError,
     TruncatedError,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from runtime.errors import DecodeError, FrameTooLargeError
+from protoframe.runtime.errors import DecodeError, FrameTooLargeError
 
 T = TypeVar("T")
 

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from generator.build import generate
-from generator.output import write_files
+from protoframe.generator.build import generate
+from protoframe.generator.output import write_files
 
 DATA = Path(__file__).resolve().parent / "data"
 

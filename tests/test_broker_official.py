@@ -16,7 +16,7 @@ from typing import Any
 import pulsar
 import pytest
 
-from clients.pulsar.broker import BrokerThread
+from protoframe.clients.pulsar.broker import BrokerThread
 
 _names = itertools.count()
 RECEIVE_MS = 5000

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from clients.pulsar.broker import EmbeddedBroker
-from clients.pulsar.broker.storage import FileStorage
-from clients.pulsar.broker.topics import InvalidTopicName, normalize_topic
-from generated.pulsar import frames
-from generated.pulsar.pulsar_api import (
+from protoframe.clients.pulsar.broker import EmbeddedBroker
+from protoframe.clients.pulsar.broker.storage import FileStorage
+from protoframe.clients.pulsar.broker.topics import InvalidTopicName, normalize_topic
+from protoframe.generated.pulsar import frames
+from protoframe.generated.pulsar.pulsar_api import (
     BaseCommand,
     CommandAck,
     CommandCloseConsumer,
@@ -243,7 +243,7 @@ def test_topic_names_are_normalised() -> None:
 
 @run
 async def test_malformed_frame_closes_only_that_connection(caplog: Any) -> None:
-    caplog.set_level(logging.WARNING, logger="clients.pulsar.broker")
+    caplog.set_level(logging.WARNING, logger="protoframe.clients.pulsar.broker")
     async with EmbeddedBroker(port=0) as url:
         good = await RawClient.connect(url)
         bad = await RawClient.connect(url)
@@ -262,7 +262,7 @@ async def test_malformed_frame_closes_only_that_connection(caplog: Any) -> None:
 
 @run
 async def test_oversize_frame_closes_the_connection(caplog: Any) -> None:
-    caplog.set_level(logging.WARNING, logger="clients.pulsar.broker")
+    caplog.set_level(logging.WARNING, logger="protoframe.clients.pulsar.broker")
     async with EmbeddedBroker(port=0) as url:
         client = await RawClient.connect(url)
         other = await RawClient.connect(url)
@@ -276,7 +276,7 @@ async def test_oversize_frame_closes_the_connection(caplog: Any) -> None:
 
 @run
 async def test_protocol_violation_closes_the_connection(caplog: Any) -> None:
-    caplog.set_level(logging.WARNING, logger="clients.pulsar.broker")
+    caplog.set_level(logging.WARNING, logger="protoframe.clients.pulsar.broker")
     async with EmbeddedBroker(port=0) as url:
         client = await RawClient.connect(url)
         other = await RawClient.connect(url)
@@ -535,7 +535,7 @@ async def test_a_torn_log_tail_is_cut_off(tmp_path: Path, caplog: Any) -> None:
     log_file = tmp_path / "broker.log"
     with open(log_file, "ab") as f:
         f.write(struct.pack(">II", 1000, 0) + b"half a record")  # a crash mid-write
-    caplog.set_level(logging.WARNING, logger="clients.pulsar.broker")
+    caplog.set_level(logging.WARNING, logger="protoframe.clients.pulsar.broker")
     async with EmbeddedBroker(port=0, data_dir=tmp_path) as url:
         client = await RawClient.connect(url)
         await client.subscribe("torn", "sub", permits=10)

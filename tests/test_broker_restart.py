@@ -10,7 +10,7 @@ from typing import Any
 
 import pulsar
 
-from clients.pulsar.broker import BrokerProcess
+from protoframe.clients.pulsar.broker import BrokerProcess
 
 RECEIVE_MS = 5000
 TOPIC = "persistent://durable/ns/orders"

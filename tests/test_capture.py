@@ -17,12 +17,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generated.pulsar import frames, pulsar_api
-from generated.pulsar import spark as pulsar_spark
-from generator.build import generate
-from generator.output import write_files
-from pipeline.capture_decode import capture_schema, decode_batches, decode_parts, generated_spark
-from runtime.capture import (
+from protoframe.generated.pulsar import frames, pulsar_api
+from protoframe.generated.pulsar import spark as pulsar_spark
+from protoframe.generator.build import generate
+from protoframe.generator.output import write_files
+from protoframe.pipeline.capture_decode import (
+    capture_schema,
+    decode_batches,
+    decode_parts,
+    generated_spark,
+)
+from protoframe.runtime.capture import (
     HEADER_SIZE,
     MAGIC,
     CaptureFormatError,
@@ -35,7 +40,7 @@ from runtime.capture import (
     split_offsets,
     write_records,
 )
-from runtime.errors import FrameTooLargeError, TruncatedError
+from protoframe.runtime.errors import FrameTooLargeError, TruncatedError
 from tests.generate_helpers import import_generated
 from tests.test_spark_rows import DEMO_YAML
 

@@ -19,9 +19,9 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from generated.pulsar import frames, pulsar_api
-from generated.pulsar import spark as pulsar_spark
-from pipeline.capture_decode import (
+from protoframe.generated.pulsar import frames, pulsar_api
+from protoframe.generated.pulsar import spark as pulsar_spark
+from protoframe.pipeline.capture_decode import (
     RAW_SCHEMA,
     capture_schema,
     decode_captures,
@@ -29,8 +29,8 @@ from pipeline.capture_decode import (
     read_captures,
     require_java,
 )
-from pipeline.queries import command_counts, latency_summary, pulsar_send_latency
-from runtime.capture import CaptureWriter, Direction
+from protoframe.pipeline.queries import command_counts, latency_summary, pulsar_send_latency
+from protoframe.runtime.capture import CaptureWriter, Direction
 
 Type = pulsar_api.BaseCommand.Type
 MS = 1_000_000

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtime.errors import ChecksumMismatchError
+from protoframe.runtime.errors import ChecksumMismatchError
 from tests.generate_helpers import generate_package, import_generated
 
 PACKAGE = "sums_pkg"

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from clients.pulsar import (
+from protoframe.clients.pulsar import (
     AuthenticationToken,
     ConsumerBusy,
     CumulativeAcknowledgementNotAllowedError,
@@ -19,12 +19,12 @@ from clients.pulsar import (
     PulsarClient,
     Timeout,
 )
-from clients.pulsar.broker import BrokerThread, EmbeddedBroker
-from clients.pulsar.broker.session import Session
-from clients.pulsar.producer import CompressionName
-from clients.pulsar.routing import murmur3_32
-from clients.pulsar.sync import Client as SyncClient
-from generated.pulsar import pulsar_api as pb
+from protoframe.clients.pulsar.broker import BrokerThread, EmbeddedBroker
+from protoframe.clients.pulsar.broker.session import Session
+from protoframe.clients.pulsar.producer import CompressionName
+from protoframe.clients.pulsar.routing import murmur3_32
+from protoframe.clients.pulsar.sync import Client as SyncClient
+from protoframe.generated.pulsar import pulsar_api as pb
 
 Scenario = Callable[[str, EmbeddedBroker], Awaitable[None]]
 

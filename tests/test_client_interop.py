@@ -14,10 +14,10 @@ from typing import Any
 import pulsar
 import pytest
 
-from clients.pulsar import PulsarClient
-from clients.pulsar.broker import BrokerThread
-from clients.pulsar.producer import CompressionName
-from clients.pulsar.routing import murmur3_32
+from protoframe.clients.pulsar import PulsarClient
+from protoframe.clients.pulsar.broker import BrokerThread
+from protoframe.clients.pulsar.producer import CompressionName
+from protoframe.clients.pulsar.routing import murmur3_32
 
 
 @pytest.fixture(scope="module")

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from clients.pulsar import Message, PulsarClient, Timeout
-from clients.pulsar.broker import EmbeddedBroker
-from clients.pulsar.broker.session import Session
-from generated.pulsar import pulsar_api as pb
+from protoframe.clients.pulsar import Message, PulsarClient, Timeout
+from protoframe.clients.pulsar.broker import EmbeddedBroker
+from protoframe.clients.pulsar.broker.session import Session
+from protoframe.generated.pulsar import pulsar_api as pb
 
 Scenario = Callable[[str, EmbeddedBroker], Awaitable[None]]
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from clients.pulsar import ConnectError, PulsarClient
-from clients.pulsar.broker import EmbeddedBroker
-from clients.pulsar.broker.session import Session
-from generated.pulsar import pulsar_api as pb
+from protoframe.clients.pulsar import ConnectError, PulsarClient
+from protoframe.clients.pulsar.broker import EmbeddedBroker
+from protoframe.clients.pulsar.broker.session import Session
+from protoframe.generated.pulsar import pulsar_api as pb
 
 
 @pytest.fixture(scope="module")

@@ -8,20 +8,20 @@ from typing import Any
 
 import pytest
 
-from clients.pulsar import errors
-from clients.pulsar.acks import (
+from protoframe.clients.pulsar import errors
+from protoframe.clients.pulsar.acks import (
     AckGroupingTracker,
     NegativeAckTracker,
     Position,
     ack_set_words,
     build_ack_commands,
 )
-from clients.pulsar.auth import AuthenticationBasic, AuthenticationToken
-from clients.pulsar.batching import BatchBuilder, append_entry, split_batch
-from clients.pulsar.connection import split_url
-from clients.pulsar.lookup import TopicName
-from clients.pulsar.message import MessageId
-from clients.pulsar.routing import (
+from protoframe.clients.pulsar.auth import AuthenticationBasic, AuthenticationToken
+from protoframe.clients.pulsar.batching import BatchBuilder, append_entry, split_batch
+from protoframe.clients.pulsar.connection import split_url
+from protoframe.clients.pulsar.lookup import TopicName
+from protoframe.clients.pulsar.message import MessageId
+from protoframe.clients.pulsar.routing import (
     HashingScheme,
     RoundRobinRouter,
     SinglePartitionRouter,
@@ -30,9 +30,9 @@ from clients.pulsar.routing import (
     murmur3_32_hash,
     sign_safe_mod,
 )
-from generated.pulsar import pulsar_api as pb
-from generated.pulsar.frames import Batch, BatchEntry, Payload
-from runtime.errors import ConnectionClosed, DecodeError, RequestFailed, RequestTimeout
+from protoframe.generated.pulsar import pulsar_api as pb
+from protoframe.generated.pulsar.frames import Batch, BatchEntry, Payload
+from protoframe.runtime.errors import ConnectionClosed, DecodeError, RequestFailed, RequestTimeout
 
 VECTORS = Path(__file__).parent / "data" / "pulsar_vectors"
 
@@ -328,7 +328,7 @@ class _StubConnection:
 
 def _lookup(answers: dict[str, pb.CommandLookupTopicResponse], *, tls: bool = False,
             max_redirects: int = 20) -> tuple[Any, list[tuple[str, str, bool]]]:
-    from clients.pulsar.lookup import LookupService
+    from protoframe.clients.pulsar.lookup import LookupService
 
     asked: list[tuple[str, str, bool]] = []
 

@@ -24,14 +24,14 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from generated.demo import events
-from generated.pravega import controller
-from generated.pulsar import pulsar_api as pa
-from generated.tubemq import broker_service, master_service, rpc
-from generator.ir import Presence
-from generator.proto_model import load_protocol
-from runtime import compiled
-from runtime.errors import DecodeError
+from protoframe.generated.demo import events
+from protoframe.generated.pravega import controller
+from protoframe.generated.pulsar import pulsar_api as pa
+from protoframe.generated.tubemq import broker_service, master_service, rpc
+from protoframe.generator.ir import Presence
+from protoframe.generator.proto_model import load_protocol
+from protoframe.runtime import compiled
+from protoframe.runtime.errors import DecodeError
 from tests.generate_helpers import DATA, generate_package, import_generated
 from tests.official import official_module
 from tests.proto_values import build_ours, class_index, message_values
@@ -119,7 +119,8 @@ def test_pure_python_switch_swaps_every_class_and_back() -> None:
 
 
 def test_environment_variable_keeps_the_python_codec() -> None:
-    code = ("from runtime import compiled; from generated.pulsar import pulsar_api as p; "
+    code = ("from protoframe.runtime import compiled; "
+            "from protoframe.generated.pulsar import pulsar_api as p; "
             "print(compiled.available(), compiled.is_compiled(p.BaseCommand))")
     env = {**os.environ, "PROTOFRAME_PURE_PYTHON": "1"}
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True,

@@ -27,10 +27,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generated.pulsar import pulsar_api as pa
-from generator.build import generate
-from generator.output import write_files
-from runtime import compiled
+from protoframe.generated.pulsar import pulsar_api as pa
+from protoframe.generator.build import generate
+from protoframe.generator.output import write_files
+from protoframe.runtime import compiled
 from tests.generate_helpers import generate_package, import_generated
 from tests.proto_values import class_index
 
@@ -308,8 +308,8 @@ def test_pure_python_switches_the_constructors_off_and_back_on() -> None:
 
 
 def test_environment_variable_keeps_the_python_constructors() -> None:
-    code = ("import sys\nfrom runtime import compiled\n"
-            "from generated.pulsar import pulsar_api as p\ncalls = []\n"
+    code = ("import sys\nfrom protoframe.runtime import compiled\n"
+            "from protoframe.generated.pulsar import pulsar_api as p\ncalls = []\n"
             "sys.setprofile(lambda f, e, a: calls.append(f.f_code.co_name) if e == 'call' "
             "else None)\n"
             "p.KeyValue(key='k', value='v')\nsys.setprofile(None)\n"

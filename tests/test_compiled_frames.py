@@ -21,13 +21,20 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generated.pravega import frames as pravega_frames
-from generated.pulsar import pulsar_api as pb
-from generated.pulsar.frames import Batch, BatchEntry, BrokerEntry, Frame, Payload, StreamDecoder
-from generated.tank import frames as tank_frames
-from generated.tubemq import frames as tubemq_frames
-from runtime import compiled, compiled_frames
-from runtime.errors import ChecksumFailure
+from protoframe.generated.pravega import frames as pravega_frames
+from protoframe.generated.pulsar import pulsar_api as pb
+from protoframe.generated.pulsar.frames import (
+    Batch,
+    BatchEntry,
+    BrokerEntry,
+    Frame,
+    Payload,
+    StreamDecoder,
+)
+from protoframe.generated.tank import frames as tank_frames
+from protoframe.generated.tubemq import frames as tubemq_frames
+from protoframe.runtime import compiled, compiled_frames
+from protoframe.runtime.errors import ChecksumFailure
 from tests.test_frame_fuzz import CORPUS, mutate
 from tests.test_pulsar_frames import payload_frames, simple_frames
 
@@ -90,7 +97,8 @@ def test_pure_python_switch_swaps_frames_too() -> None:
 
 
 def test_environment_switch_keeps_the_python_frame_codec() -> None:
-    code = ("from runtime import compiled; from generated.pulsar.frames import Frame; "
+    code = ("from protoframe.runtime import compiled; "
+            "from protoframe.generated.pulsar.frames import Frame; "
             "print(compiled.is_compiled(Frame))")
     env = {**os.environ, "PROTOFRAME_PURE_PYTHON": "1"}
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,

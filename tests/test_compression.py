@@ -14,7 +14,7 @@ import zstandard
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from runtime.compression import (
+from protoframe.runtime.compression import (
     CODECS,
     DEFAULT_MAX_SIZE,
     Codec,
@@ -23,7 +23,7 @@ from runtime.compression import (
     decompress,
     get_codec,
 )
-from runtime.errors import DecodeError, DecompressionError, ProtoframeError
+from protoframe.runtime.errors import DecodeError, DecompressionError, ProtoframeError
 
 COMPRESSING = [c for c in CODECS if c != "NONE"]
 SAMPLE = b"protoframe pulsar payload " * 200 + bytes(range(256))

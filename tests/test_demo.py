@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from clients.pulsar import demo
+from protoframe.clients.pulsar import demo
 
 
 def test_demo_produces_and_consumes_typed_events(

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from generated.pravega import controller
-from generated.pulsar import pulsar_api
-from generated.tubemq import rpc
-from runtime import compiled
+from protoframe.generated.pravega import controller
+from protoframe.generated.pulsar import pulsar_api
+from protoframe.generated.tubemq import rpc
+from protoframe.runtime import compiled
 
 _fast = pytest.mark.skipif(
     not compiled.available(),
@@ -96,7 +96,7 @@ def test_names_only_the_member_map_holds_come_from_getattr() -> None:
 
 @_fast
 def test_the_switch_serves_one_metaclass_only() -> None:
-    from runtime import _wirecodec
+    from protoframe.runtime import _wirecodec
 
     class Other(enum.EnumType):
         pass

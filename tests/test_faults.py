@@ -25,10 +25,17 @@ from typing import Any
 
 import pytest
 
-from clients.pulsar import Message, MessageId, Producer, PulsarClient, SendFuture, Timeout
-from clients.pulsar.broker import BrokerProcess, EmbeddedBroker
-from clients.pulsar.consumer import SubscriptionTypeName
-from generated.pulsar import pulsar_api as pb
+from protoframe.clients.pulsar import (
+    Message,
+    MessageId,
+    Producer,
+    PulsarClient,
+    SendFuture,
+    Timeout,
+)
+from protoframe.clients.pulsar.broker import BrokerProcess, EmbeddedBroker
+from protoframe.clients.pulsar.consumer import SubscriptionTypeName
+from protoframe.generated.pulsar import pulsar_api as pb
 from tests.faultproxy import FaultProxy
 
 N = 10_000

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from generated.pulsar.frames import (
+from protoframe.generated.pulsar.frames import (
     Batch,
     BatchEntry,
     BrokerEntry,
@@ -21,7 +21,7 @@ from generated.pulsar.frames import (
     Payload,
     StreamDecoder,
 )
-from generated.pulsar.pulsar_api import (
+from protoframe.generated.pulsar.pulsar_api import (
     BaseCommand,
     BrokerEntryMetadata,
     CommandConnect,
@@ -30,8 +30,8 @@ from generated.pulsar.pulsar_api import (
     MessageMetadata,
     SingleMessageMetadata,
 )
-from runtime.checksums import crc32c
-from runtime.errors import (
+from protoframe.runtime.checksums import crc32c
+from protoframe.runtime.errors import (
     BadMagicError,
     ChecksumFailure,
     ChecksumMismatchError,
@@ -42,7 +42,7 @@ from runtime.errors import (
     TruncatedError,
     UnknownCommandError,
 )
-from runtime.protowire import varint_bytes
+from protoframe.runtime.protowire import varint_bytes
 
 VECTORS = Path(__file__).resolve().parent / "data" / "pulsar_vectors"
 Type = BaseCommand.Type

@@ -27,7 +27,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generated.pulsar.frames import (
+from protoframe.generated.pulsar.frames import (
     Batch,
     BatchEntry,
     BrokerEntry,
@@ -35,7 +35,7 @@ from generated.pulsar.frames import (
     Payload,
     StreamDecoder,
 )
-from generated.pulsar.pulsar_api import (
+from protoframe.generated.pulsar.pulsar_api import (
     BaseCommand,
     BrokerEntryMetadata,
     CommandMessage,
@@ -46,10 +46,10 @@ from generated.pulsar.pulsar_api import (
     MessageMetadata,
     SingleMessageMetadata,
 )
-from runtime.checksums import crc32c
-from runtime.compression import compress
-from runtime.errors import DecodeError
-from runtime.protowire import read_varint
+from protoframe.runtime.checksums import crc32c
+from protoframe.runtime.compression import compress
+from protoframe.runtime.errors import DecodeError
+from protoframe.runtime.protowire import read_varint
 from tests.fuzzing import Case, Failure, Mutator, StreamTarget, run_campaign, u32_field_op
 
 VECTORS = Path(__file__).resolve().parent / "data" / "pulsar_vectors"

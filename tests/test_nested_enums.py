@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from generator.wrap import wrap_source
+from protoframe.generator.wrap import wrap_source
 from tests.generate_helpers import DATA, generate_package, import_generated
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,11 +1,11 @@
 """The command-line runners of the embedded peers, as the processes a user starts.
 
-Each test starts ``python -m clients.<protocol> <command> ...`` with free ports on 127.0.0.1,
-reads the ready line(s) from its stdout, does a real round trip with our own client (and, for
-Pravega, with the real ``pravega`` client when it is installed), then sends SIGTERM (or SIGINT)
-and expects exit status 0. Bad options must exit with argparse's status 2, an address in use
-with status 1 and a one-line reason. Every wait is bounded; every process started is killed,
-by its own handle, if it is still running at the end.
+Each test starts ``python -m protoframe.clients.<protocol> <command> ...`` with free ports on
+127.0.0.1, reads the ready line(s) from its stdout, does a real round trip with our own client
+(and, for Pravega, with the real ``pravega`` client when it is installed), then sends SIGTERM
+(or SIGINT) and expects exit status 0. Bad options must exit with argparse's status 2, an
+address in use with status 1 and a one-line reason. Every wait is bounded; every process started
+is killed, by its own handle, if it is still running at the end.
 """
 
 from __future__ import annotations
@@ -31,12 +31,17 @@ from urllib.parse import urlsplit
 import grpc  # type: ignore[import-untyped]
 import pytest
 
-from clients.pravega import EmbeddedSegmentStore, PravegaConnection, SegmentReader, SegmentWriter
-from clients.pravega.controller import SERVICE, RemoteSegmentTable, segment_name
-from clients.tank import FIRST_AVAILABLE, Message, TankClient
-from clients.tubemq import Consumer, Producer
-from generated.pravega import controller as pb
-from runtime.errors import ConnectionClosed
+from protoframe.clients.pravega import (
+    EmbeddedSegmentStore,
+    PravegaConnection,
+    SegmentReader,
+    SegmentWriter,
+)
+from protoframe.clients.pravega.controller import SERVICE, RemoteSegmentTable, segment_name
+from protoframe.clients.tank import FIRST_AVAILABLE, Message, TankClient
+from protoframe.clients.tubemq import Consumer, Producer
+from protoframe.generated.pravega import controller as pb
+from protoframe.runtime.errors import ConnectionClosed
 
 ROOT = Path(__file__).resolve().parent.parent
 READY_TIMEOUT = 30.0
@@ -55,7 +60,8 @@ class Runner:
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", f"clients.{package}", *args], cwd=ROOT, env=env, text=True,
+            [sys.executable, "-m", f"protoframe.clients.{package}", *args], cwd=ROOT, env=env,
+            text=True,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.lines: queue.Queue[str] = queue.Queue()
         self.stderr: list[str] = []

@@ -14,7 +14,7 @@ from uuid import UUID
 
 import pytest
 
-from clients.pravega import (
+from protoframe.clients.pravega import (
     AppendRuleViolation,
     EmbeddedSegmentStore,
     PravegaConnection,
@@ -22,9 +22,9 @@ from clients.pravega import (
     SegmentWriter,
     UnexpectedCommand,
 )
-from clients.pravega.appends import AppendAssembler, split_into_block
-from generated.pravega import frames
-from runtime.errors import DecodeError
+from protoframe.clients.pravega.appends import AppendAssembler, split_into_block
+from protoframe.generated.pravega import frames
+from protoframe.runtime.errors import DecodeError
 
 SEGMENT = "s/t/0.#epoch.0"
 WRITER = UUID("00112233-4455-6677-8899-aabbccddeeff")

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from clients.pravega import (
+from protoframe.clients.pravega import (
     ConditionalCheckFailed,
     EmbeddedSegmentStore,
     IncompatibleVersion,
@@ -29,10 +29,10 @@ from clients.pravega import (
     SegmentWriter,
     ServerError,
 )
-from clients.pravega.errors import reply_error
-from clients.pravega.versions import HIGH_VERSION, LOW_VERSION
-from generated.pravega import frames
-from runtime.errors import ConnectionClosed, RequestFailed
+from protoframe.clients.pravega.errors import reply_error
+from protoframe.clients.pravega.versions import HIGH_VERSION, LOW_VERSION
+from protoframe.generated.pravega import frames
+from protoframe.runtime.errors import ConnectionClosed, RequestFailed
 
 SEGMENT = "scope/stream/0.#epoch.0"
 Scenario = Callable[[EmbeddedSegmentStore], Awaitable[None]]

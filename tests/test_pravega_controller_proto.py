@@ -19,9 +19,9 @@ from google.protobuf import descriptor_pool, message_factory
 from google.protobuf.descriptor_pb2 import DescriptorProto, FieldDescriptorProto
 from google.protobuf.descriptor_pb2 import FileDescriptorProto as FileProto
 
-from clients.pravega.controller import RPCS, SERVICE
-from generated.pravega import controller as pb
-from generator.protoc import compile_protos
+from protoframe.clients.pravega.controller import RPCS, SERVICE
+from protoframe.generated.pravega import controller as pb
+from protoframe.generator.protoc import compile_protos
 
 ROOT = Path(__file__).resolve().parent.parent
 OURS = ROOT / "specs" / "pravega"

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generated.pravega import frames as pv
-from generated.pravega.frames import (
+from protoframe.generated.pravega import frames as pv
+from protoframe.generated.pravega.frames import (
     AppendBlockEnd,
     ConditionalAppend,
     CreateSegment,
@@ -42,11 +42,11 @@ from generated.pravega.frames import (
     StreamSegmentInfo,
     WrongHost,
 )
-from generated.pravega.machines import command_of
-from generator.frame_ir import FrameField, StructDef
-from generator.frame_model import load_frame_spec
-from generator.proto_model import load_protocol
-from runtime.errors import (
+from protoframe.generated.pravega.machines import command_of
+from protoframe.generator.frame_ir import FrameField, StructDef
+from protoframe.generator.frame_model import load_frame_spec
+from protoframe.generator.proto_model import load_protocol
+from protoframe.runtime.errors import (
     BadMagicError,
     EncodeError,
     FrameTooLargeError,

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from generated.pravega import frames as pv
-from generated.pravega.frames import Frame, StreamDecoder
-from generator.frame_ir import FrameField, StructDef
-from generator.frame_model import load_frame_spec
-from generator.proto_model import load_protocol
+from protoframe.generated.pravega import frames as pv
+from protoframe.generated.pravega.frames import Frame, StreamDecoder
+from protoframe.generator.frame_ir import FrameField, StructDef
+from protoframe.generator.frame_model import load_frame_spec
+from protoframe.generator.proto_model import load_protocol
 from tests.fuzzing import Case, Failure, Mutator, StreamTarget, run_campaign, u32_field_op
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -20,15 +20,15 @@ from typing import Any
 
 import pytest
 
-from clients.pravega import (
+from protoframe.clients.pravega import (
     ControllerServer,
     EmbeddedSegmentStore,
     PravegaConnection,
     SegmentReader,
     SegmentWriter,
 )
-from clients.pravega.controller import segment_name
-from generated.pravega import controller as pb
+from protoframe.clients.pravega.controller import segment_name
+from protoframe.generated.pravega import controller as pb
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("pravega_client") is None,

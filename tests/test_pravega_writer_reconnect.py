@@ -28,7 +28,7 @@ from uuid import UUID
 
 import pytest
 
-from clients.pravega import (
+from protoframe.clients.pravega import (
     ConditionalCheckFailed,
     ConnectionOptions,
     EmbeddedSegmentStore,
@@ -40,10 +40,10 @@ from clients.pravega import (
     SegmentWriter,
     StoreUnreachable,
 )
-from clients.pravega.events import frame_events
-from clients.pravega.store import SegmentTable
-from generated.pravega import frames
-from runtime.errors import ConnectionClosed
+from protoframe.clients.pravega.events import frame_events
+from protoframe.clients.pravega.store import SegmentTable
+from protoframe.generated.pravega import frames
+from protoframe.runtime.errors import ConnectionClosed
 from tests.faultproxy import FaultProxy
 
 SEGMENT = "scope/stream/0.#epoch.0"

@@ -114,7 +114,7 @@ def test_holder_matches_official_runtime(ours: Any, theirs: Any, data: st.DataOb
 def test_out_of_range_fixed_values_raise_typed_errors_and_floats_saturate(
     ours: Any, theirs: Any
 ) -> None:
-    from runtime.errors import ValueOutOfRangeError
+    from protoframe.runtime.errors import ValueOutOfRangeError
 
     for bad in (dict(fx32=-1), dict(sfx32=2**31), dict(fx64=2**64), dict(sfx64=-(2**63) - 1)):
         with pytest.raises(ValueOutOfRangeError, match="sample.v3.Scalars"):

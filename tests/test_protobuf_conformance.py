@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generated.pulsar import pulsar_api
+from protoframe.generated.pulsar import pulsar_api
 from tests.official import official_module
 from tests.proto_values import build_official, build_ours, class_index, message_values
 

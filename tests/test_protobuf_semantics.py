@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from generated.pulsar.pulsar_api import (
+from protoframe.generated.pulsar.pulsar_api import (
     BaseCommand,
     CommandFlow,
     CommandSend,
@@ -14,7 +14,7 @@ from generated.pulsar.pulsar_api import (
     MessageMetadata,
     Schema,
 )
-from runtime.errors import (
+from protoframe.runtime.errors import (
     DecodeError,
     InvalidUtf8Error,
     MalformedVarintError,

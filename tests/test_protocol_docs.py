@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from generator.build import generate
-from generator.spec_yaml import load_spec
+from protoframe.generator.build import generate
+from protoframe.generator.spec_yaml import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 PULSAR_SPEC = ROOT / "specs" / "pulsar" / "pulsar.yaml"
@@ -272,7 +272,7 @@ def marked_blocks(text: str, marker: str) -> list[tuple[str, str]]:
 
 
 def test_spec_language_indexes_every_schema_key() -> None:
-    from generator.frame_model import spec_schema
+    from protoframe.generator.frame_model import spec_schema
 
     text = LANGUAGE_DOC.read_text(encoding="utf-8")
     index = text[text.index("## Key index"):]
@@ -283,7 +283,7 @@ def test_spec_language_indexes_every_schema_key() -> None:
 @pytest.fixture(scope="module")
 def example(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The worked example of docs/spec-language.md, generated as the doc says."""
-    from generator.output import write_docs, write_files
+    from protoframe.generator.output import write_docs, write_files
 
     tmp = tmp_path_factory.mktemp("example")
     [(rel, spec_text)] = marked_blocks(LANGUAGE_DOC.read_text(encoding="utf-8"), "example-spec")

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from generated.pulsar.frames import (
+from protoframe.generated.pulsar.frames import (
     Batch,
     BatchEntry,
     BrokerEntry,
@@ -30,7 +30,7 @@ from generated.pulsar.frames import (
     StreamDecoder,
     frame_length,
 )
-from generated.pulsar.pulsar_api import (
+from protoframe.generated.pulsar.pulsar_api import (
     BaseCommand,
     BrokerEntryMetadata,
     CommandConnect,
@@ -40,10 +40,10 @@ from generated.pulsar.pulsar_api import (
     MessageMetadata,
     SingleMessageMetadata,
 )
-from runtime.checksums import crc32c
-from runtime.compression import CODECS, compress
-from runtime.errors import FrameTooLargeError
-from runtime.protowire import read_varint
+from protoframe.runtime.checksums import crc32c
+from protoframe.runtime.compression import CODECS, compress
+from protoframe.runtime.errors import FrameTooLargeError
+from protoframe.runtime.protowire import read_varint
 
 VECTORS = Path(__file__).resolve().parent / "data" / "pulsar_vectors"
 Type = BaseCommand.Type

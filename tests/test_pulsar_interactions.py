@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from generated.pulsar import pulsar_api as pb
-from generated.pulsar.client import PulsarRequests
-from generated.pulsar.frames import Frame, Payload
-from generated.pulsar.machines import ProtocolViolation, PulsarProtocol, command_of
-from runtime.errors import ConnectionClosed, RequestFailed, RequestTimeout
+from protoframe.generated.pulsar import pulsar_api as pb
+from protoframe.generated.pulsar.client import PulsarRequests
+from protoframe.generated.pulsar.frames import Frame, Payload
+from protoframe.generated.pulsar.machines import ProtocolViolation, PulsarProtocol, command_of
+from protoframe.runtime.errors import ConnectionClosed, RequestFailed, RequestTimeout
 
 T = pb.BaseCommand.Type
 

@@ -8,9 +8,9 @@ pytest.importorskip("pyspark")
 
 import random  # noqa: E402
 
-from clients.pulsar.message import EntryInfo, Message, MessageId  # noqa: E402
-from generated.pulsar.pulsar_api import MessageMetadata  # noqa: E402
-from pipeline.pulsar_positions import (  # noqa: E402
+from protoframe.clients.pulsar.message import EntryInfo, Message, MessageId  # noqa: E402
+from protoframe.generated.pulsar.pulsar_api import MessageMetadata  # noqa: E402
+from protoframe.pipeline.pulsar_positions import (  # noqa: E402
     Bounds,
     ReadRange,
     after_start,

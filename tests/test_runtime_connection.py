@@ -16,18 +16,18 @@ from typing import Any
 
 import pytest
 
-from generated.pulsar import pulsar_api as pb
-from generated.pulsar.client import PulsarRequests
-from generated.pulsar.frames import Frame, Payload, StreamDecoder
-from generated.pulsar.machines import PulsarProtocol, command_of
-from runtime.backoff import Backoff
-from runtime.connection import (
+from protoframe.generated.pulsar import pulsar_api as pb
+from protoframe.generated.pulsar.client import PulsarRequests
+from protoframe.generated.pulsar.frames import Frame, Payload, StreamDecoder
+from protoframe.generated.pulsar.machines import PulsarProtocol, command_of
+from protoframe.runtime.backoff import Backoff
+from protoframe.runtime.connection import (
     Connection,
     ConnectionPool,
     make_ssl_context,
     open_connection,
 )
-from runtime.errors import ChecksumFailure, ConnectionClosed, RequestTimeout
+from protoframe.runtime.errors import ChecksumFailure, ConnectionClosed, RequestTimeout
 
 T = pb.BaseCommand.Type
 

@@ -6,8 +6,8 @@ import struct
 
 import pytest
 
-from runtime.errors import DecodeError, FrameTooLargeError, SizeMismatchError
-from runtime.stream import FrameStream
+from protoframe.runtime.errors import DecodeError, FrameTooLargeError, SizeMismatchError
+from protoframe.runtime.stream import FrameStream
 
 
 def frame_length(buf: bytes, pos: int, end: int, limit: int) -> int | None:

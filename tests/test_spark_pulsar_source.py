@@ -15,20 +15,20 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
-from pipeline.capture_decode import java_version  # noqa: E402
+from protoframe.pipeline.capture_decode import java_version  # noqa: E402
 
 if (java_version() or 0) < 17:
     pytest.skip("Spark needs Java 17+", allow_module_level=True)
 
-from clients.pulsar import PulsarClient  # noqa: E402
-from clients.pulsar.broker import BrokerThread  # noqa: E402
-from clients.pulsar.consumer import entry_messages  # noqa: E402
-from clients.pulsar.message import Message, MessageId, ReceivedEntry  # noqa: E402
-from generated.demo import spark as demo_rows  # noqa: E402
-from generated.demo.events import OrderPlaced  # noqa: E402
-from pipeline.capture_decode import local_session  # noqa: E402
-from pipeline.pulsar_rows import MESSAGE_SCHEMA  # noqa: E402
-from pipeline.pulsar_source import register  # noqa: E402
+from protoframe.clients.pulsar import PulsarClient  # noqa: E402
+from protoframe.clients.pulsar.broker import BrokerThread  # noqa: E402
+from protoframe.clients.pulsar.consumer import entry_messages  # noqa: E402
+from protoframe.clients.pulsar.message import Message, MessageId, ReceivedEntry  # noqa: E402
+from protoframe.generated.demo import spark as demo_rows  # noqa: E402
+from protoframe.generated.demo.events import OrderPlaced  # noqa: E402
+from protoframe.pipeline.capture_decode import local_session  # noqa: E402
+from protoframe.pipeline.pulsar_rows import MESSAGE_SCHEMA  # noqa: E402
+from protoframe.pipeline.pulsar_source import register  # noqa: E402
 
 _names = itertools.count()
 
@@ -257,7 +257,7 @@ def test_client_lists_topics_and_last_ids(broker: BrokerThread) -> None:
 
 def test_row_builder_matches_each_message(broker: BrokerThread) -> None:
     """The per-entry column shortcuts give what each message's own accessors give."""
-    from pipeline.pulsar_rows import RowBatchBuilder
+    from protoframe.pipeline.pulsar_rows import RowBatchBuilder
 
     topic = f"persistent://public/default/spark-rows-{next(_names)}"
 

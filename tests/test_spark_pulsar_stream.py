@@ -13,18 +13,18 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
-from pipeline.capture_decode import java_version  # noqa: E402
+from protoframe.pipeline.capture_decode import java_version  # noqa: E402
 
 if (java_version() or 0) < 17:
     pytest.skip("Spark needs Java 17+", allow_module_level=True)
 
-from clients.pulsar import PulsarClient  # noqa: E402
-from clients.pulsar.broker import BrokerThread  # noqa: E402
-from clients.pulsar.message import MessageId  # noqa: E402
-from generated.demo.events import OrderPlaced  # noqa: E402
-from pipeline.capture_decode import local_session  # noqa: E402
-from pipeline.pulsar_source import register  # noqa: E402
-from pipeline.pulsar_stream import (  # noqa: E402
+from protoframe.clients.pulsar import PulsarClient  # noqa: E402
+from protoframe.clients.pulsar.broker import BrokerThread  # noqa: E402
+from protoframe.clients.pulsar.message import MessageId  # noqa: E402
+from protoframe.generated.demo.events import OrderPlaced  # noqa: E402
+from protoframe.pipeline.capture_decode import local_session  # noqa: E402
+from protoframe.pipeline.pulsar_source import register  # noqa: E402
+from protoframe.pipeline.pulsar_stream import (  # noqa: E402
     BEFORE_FIRST,
     _is_after,
     decode_position,

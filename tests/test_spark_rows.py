@@ -41,12 +41,12 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from generated.pulsar import frames, pulsar_api
-from generated.pulsar import spark as pulsar_spark
-from generator.build import generate
-from generator.output import write_files
-from pipeline.capture_decode import local_session, require_java
-from runtime.spark_rows import RowCodec, RowError
+from protoframe.generated.pulsar import frames, pulsar_api
+from protoframe.generated.pulsar import spark as pulsar_spark
+from protoframe.generator.build import generate
+from protoframe.generator.output import write_files
+from protoframe.pipeline.capture_decode import local_session, require_java
+from protoframe.runtime.spark_rows import RowCodec, RowError
 from tests.generate_helpers import generate_package, import_generated
 from tests.official import official_module
 from tests.proto_values import build_ours, class_index, message_values
@@ -274,7 +274,7 @@ def _generated_spark_modules() -> list[ModuleType]:
 
     out = []
     for path in sorted((ROOT / "generated").glob("*/spark.py")):
-        out.append(importlib.import_module(f"generated.{path.parent.name}.spark"))
+        out.append(importlib.import_module(f"protoframe.generated.{path.parent.name}.spark"))
     return out
 
 

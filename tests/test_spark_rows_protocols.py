@@ -26,20 +26,25 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
-from generated.pravega import controller as pravega_controller
-from generated.pravega import frames as pravega_frames
-from generated.pravega import machines as pravega_machines
-from generated.pravega import spark as pravega_spark
-from generated.tank import frames as tank_frames
-from generated.tank import machines as tank_machines
-from generated.tank import spark as tank_spark
-from generated.tubemq import broker_service, master_service, rpc
-from generated.tubemq import frames as tubemq_frames
-from generated.tubemq import machines as tubemq_machines
-from generated.tubemq import spark as tubemq_spark
-from pipeline.capture_decode import capture_schema, decode_captures, local_session, require_java
-from runtime.capture import CaptureWriter, Direction
-from runtime.spark_rows import RowCodec
+from protoframe.generated.pravega import controller as pravega_controller
+from protoframe.generated.pravega import frames as pravega_frames
+from protoframe.generated.pravega import machines as pravega_machines
+from protoframe.generated.pravega import spark as pravega_spark
+from protoframe.generated.tank import frames as tank_frames
+from protoframe.generated.tank import machines as tank_machines
+from protoframe.generated.tank import spark as tank_spark
+from protoframe.generated.tubemq import broker_service, master_service, rpc
+from protoframe.generated.tubemq import frames as tubemq_frames
+from protoframe.generated.tubemq import machines as tubemq_machines
+from protoframe.generated.tubemq import spark as tubemq_spark
+from protoframe.pipeline.capture_decode import (
+    capture_schema,
+    decode_captures,
+    local_session,
+    require_java,
+)
+from protoframe.runtime.capture import CaptureWriter, Direction
+from protoframe.runtime.spark_rows import RowCodec
 from tests.official import official_module
 from tests.proto_values import build_ours, class_index, message_values
 from tests.test_pravega_frames import COMMANDS as PRAVEGA_COMMANDS

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generated.pulsar.pulsar_api import (
+from protoframe.generated.pulsar.pulsar_api import (
     BaseCommand,
     CommandAck,
     CommandFlow,

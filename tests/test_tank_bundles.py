@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clients.tank.bundles import (
+from protoframe.clients.tank.bundles import (
     HAVE_KEY,
     SEQ_NUM_PREV_PLUS_ONE,
     USE_LAST_SPECIFIED_TS,
@@ -23,7 +23,7 @@ from clients.tank.bundles import (
     should_compress,
     split_chunk,
 )
-from clients.tank.errors import (
+from protoframe.clients.tank.errors import (
     BoundaryCheckError,
     InvalidMessageError,
     InvalidSeqNumError,
@@ -32,16 +32,16 @@ from clients.tank.errors import (
     UnknownPartitionError,
     UnknownTopicError,
 )
-from clients.tank.messages import ConsumedMessage, Message
-from clients.tank.responses import (
+from protoframe.clients.tank.messages import ConsumedMessage, Message
+from protoframe.clients.tank.responses import (
     MalformedResponseError,
     consume_outcomes,
     produce_outcomes,
     read_partition,
 )
-from generated.tank import frames
-from runtime.errors import DecodeError, DecompressionError
-from runtime.protowire import varint_bytes
+from protoframe.generated.tank import frames
+from protoframe.runtime.errors import DecodeError, DecompressionError
+from protoframe.runtime.protowire import varint_bytes
 
 
 def entry(bundle: frames.Bundle) -> bytes:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from clients.tank import (
+from protoframe.clients.tank import (
     FIRST_AVAILABLE,
     TAIL,
     BoundaryCheckError,
@@ -24,10 +24,10 @@ from clients.tank import (
     UnknownPartitionError,
     UnknownTopicError,
 )
-from clients.tank.broker import EmbeddedTankBroker
-from clients.tank.bundles import split_chunk
-from generated.tank import frames
-from runtime.errors import ConnectionClosed
+from protoframe.clients.tank.broker import EmbeddedTankBroker
+from protoframe.clients.tank.bundles import split_chunk
+from protoframe.generated.tank import frames
+from protoframe.runtime.errors import ConnectionClosed
 
 Scenario = Callable[[TankClient, EmbeddedTankBroker], Awaitable[None]]
 WAIT = 5.0

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generated.tank.frames import (
+from protoframe.generated.tank.frames import (
     Bundle,
     BundleEntry,
     Chunk,
@@ -36,12 +36,12 @@ from generated.tank.frames import (
     ProduceWithSeqnumRequest,
     StreamDecoder,
 )
-from generator.errors import SpecErrors
-from generator.frame_model import load_frame_spec
-from generator.frames_view import build_frames_module
-from generator.ir import Protocol
-from runtime.compression import compress, decompress
-from runtime.errors import (
+from protoframe.generator.errors import SpecErrors
+from protoframe.generator.frame_model import load_frame_spec
+from protoframe.generator.frames_view import build_frames_module
+from protoframe.generator.ir import Protocol
+from protoframe.runtime.compression import compress, decompress
+from protoframe.runtime.errors import (
     EncodeError,
     FrameTooLargeError,
     SizeMismatchError,

@@ -26,13 +26,13 @@ from typing import NamedTuple
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from clients.tank.broker import BadBundle, BrokerState
-from clients.tank.bundles import build_bundle, read_chunk
-from clients.tank.messages import Message
-from clients.tank.responses import consume_outcomes
-from generated.tank import frames
-from runtime.errors import DecodeError
-from runtime.protowire import varint_bytes
+from protoframe.clients.tank.broker import BadBundle, BrokerState
+from protoframe.clients.tank.bundles import build_bundle, read_chunk
+from protoframe.clients.tank.messages import Message
+from protoframe.clients.tank.responses import consume_outcomes
+from protoframe.generated.tank import frames
+from protoframe.runtime.errors import DecodeError
+from protoframe.runtime.protowire import varint_bytes
 from tests.fuzzing import Case, Failure, Mutator, StreamTarget, run_campaign, u32_field_op
 
 MAX_FRAME = 4096

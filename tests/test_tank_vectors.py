@@ -14,9 +14,9 @@ from typing import Any
 import cramjam
 import pytest
 
-from clients.tank.bundles import build_bundle, read_chunk
-from clients.tank.messages import ConsumedMessage, Message
-from generated.tank import frames
+from protoframe.clients.tank.bundles import build_bundle, read_chunk
+from protoframe.clients.tank.messages import ConsumedMessage, Message
+from protoframe.generated.tank import frames
 
 
 def varint(value: int) -> bytes:

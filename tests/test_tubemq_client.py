@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from clients.tubemq import (
+from protoframe.clients.tubemq import (
     Consumer,
     EmbeddedTubeMQ,
     MasterStandby,
@@ -20,13 +20,18 @@ from clients.tubemq import (
     ServerError,
     TubeMQConnection,
 )
-from clients.tubemq.peer import UNSUPPORTED_EXCEPTION
-from generated.tubemq import broker_service as bs
-from generated.tubemq import master_service as ms
-from generated.tubemq.frames import Frame, RpcContent, RpcRequest, StreamDecoder
-from generated.tubemq.machines import command_of, frame_of_heartbeat_p2m
-from generated.tubemq.rpc import RequestBody, RequestHeader, RpcConnHeader, RspExceptionBody
-from runtime.errors import ConnectionClosed
+from protoframe.clients.tubemq.peer import UNSUPPORTED_EXCEPTION
+from protoframe.generated.tubemq import broker_service as bs
+from protoframe.generated.tubemq import master_service as ms
+from protoframe.generated.tubemq.frames import Frame, RpcContent, RpcRequest, StreamDecoder
+from protoframe.generated.tubemq.machines import command_of, frame_of_heartbeat_p2m
+from protoframe.generated.tubemq.rpc import (
+    RequestBody,
+    RequestHeader,
+    RpcConnHeader,
+    RspExceptionBody,
+)
+from protoframe.runtime.errors import ConnectionClosed
 
 Scenario = Callable[[EmbeddedTubeMQ], Awaitable[None]]
 TIMEOUT = 10.0

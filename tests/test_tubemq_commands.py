@@ -21,19 +21,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generated.tubemq import broker_service as bs
-from generated.tubemq import machines as m
-from generated.tubemq import master_service as ms
-from generated.tubemq.client import TubemqRequests
-from generated.tubemq.frames import Frame, RpcContent, RpcRequest, StreamDecoder
-from generated.tubemq.rpc import (
+from protoframe.generated.tubemq import broker_service as bs
+from protoframe.generated.tubemq import machines as m
+from protoframe.generated.tubemq import master_service as ms
+from protoframe.generated.tubemq.client import TubemqRequests
+from protoframe.generated.tubemq.frames import Frame, RpcContent, RpcRequest, StreamDecoder
+from protoframe.generated.tubemq.rpc import (
     RequestBody,
     RequestHeader,
     ResponseHeader,
     RpcConnHeader,
     RspExceptionBody,
 )
-from runtime.errors import MissingRequiredFieldError, RequestFailed, UnknownCommandError
+from protoframe.runtime.errors import MissingRequiredFieldError, RequestFailed, UnknownCommandError
 
 TOKEN = 0xFF7FF4FE
 Builder = Callable[..., Frame]

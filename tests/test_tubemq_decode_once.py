@@ -21,13 +21,13 @@ from typing import Any
 
 import pytest
 
-from clients.tubemq import Consumer, EmbeddedTubeMQ, Producer, TubeMQConnection
-from generated.tubemq import broker_service as bs
-from generated.tubemq import machines, rpc
-from generated.tubemq import master_service as ms
-from generated.tubemq.client import TubemqRequests
-from generated.tubemq.frames import Frame, StreamDecoder
-from generated.tubemq.machines import (
+from protoframe.clients.tubemq import Consumer, EmbeddedTubeMQ, Producer, TubeMQConnection
+from protoframe.generated.tubemq import broker_service as bs
+from protoframe.generated.tubemq import machines, rpc
+from protoframe.generated.tubemq import master_service as ms
+from protoframe.generated.tubemq.client import TubemqRequests
+from protoframe.generated.tubemq.frames import Frame, StreamDecoder
+from protoframe.generated.tubemq.machines import (
     TubemqProtocol,
     command_of,
     frame_of_exception,

@@ -15,10 +15,16 @@ from google.protobuf.descriptor_pb2 import DescriptorProto
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generated.tubemq.broker_service import SendMessageRequestP2B
-from generated.tubemq.frames import Frame, RpcContent, RpcRequest, RpcResponse, StreamDecoder
-from generated.tubemq.master_service import RegisterRequestP2M
-from generated.tubemq.rpc import (
+from protoframe.generated.tubemq.broker_service import SendMessageRequestP2B
+from protoframe.generated.tubemq.frames import (
+    Frame,
+    RpcContent,
+    RpcRequest,
+    RpcResponse,
+    StreamDecoder,
+)
+from protoframe.generated.tubemq.master_service import RegisterRequestP2M
+from protoframe.generated.tubemq.rpc import (
     RequestBody,
     RequestHeader,
     ResponseHeader,
@@ -26,12 +32,12 @@ from generated.tubemq.rpc import (
     RspExceptionBody,
     RspResponseBody,
 )
-from generator.client_view import build_client_module
-from generator.errors import SpecErrors
-from generator.frame_model import load_frame_spec
-from generator.ir import Protocol
-from generator.protoc import compile_protos
-from runtime.errors import (
+from protoframe.generator.client_view import build_client_module
+from protoframe.generator.errors import SpecErrors
+from protoframe.generator.frame_model import load_frame_spec
+from protoframe.generator.ir import Protocol
+from protoframe.generator.protoc import compile_protos
+from protoframe.runtime.errors import (
     BadMagicError,
     EncodeError,
     FrameTooLargeError,

@@ -21,9 +21,9 @@ from __future__ import annotations
 import random
 import struct
 
-from generated.tubemq.frames import Frame, StreamDecoder
-from generated.tubemq.machines import command_of
-from runtime.errors import DecodeError
+from protoframe.generated.tubemq.frames import Frame, StreamDecoder
+from protoframe.generated.tubemq.machines import command_of
+from protoframe.runtime.errors import DecodeError
 from tests.fuzzing import Case, Failure, Mutator, StreamTarget, run_campaign, u32_field_op
 from tests.test_tubemq_commands import COMMANDS, filled
 

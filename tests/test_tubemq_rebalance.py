@@ -13,16 +13,16 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from clients.tubemq import Consumer, EmbeddedTubeMQ, Producer, ServerError, TubeMQError
-from clients.tubemq.consumer import Rebalance
-from clients.tubemq.errors import NOT_REGISTERED
-from clients.tubemq.rebalance import (
+from protoframe.clients.tubemq import Consumer, EmbeddedTubeMQ, Producer, ServerError, TubeMQError
+from protoframe.clients.tubemq.consumer import Rebalance
+from protoframe.clients.tubemq.errors import NOT_REGISTERED
+from protoframe.clients.tubemq.rebalance import (
     EventType,
     SubscribeInfo,
     assign_partitions,
     parse_subscribe_info,
 )
-from clients.tubemq.topics import BrokerInfo
+from protoframe.clients.tubemq.topics import BrokerInfo
 
 TIMEOUT = 20.0  # a whole scenario
 SETTLE = 5.0  # one rebalance

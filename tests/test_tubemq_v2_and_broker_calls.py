@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clients.tubemq import (
+from protoframe.clients.tubemq import (
     BrokerRegistration,
     Consumer,
     EmbeddedTubeMQ,
@@ -26,16 +26,16 @@ from clients.tubemq import (
     ServerError,
     TubeMQConnection,
 )
-from clients.tubemq.broker_link import topic_conf_info
-from clients.tubemq.errors import BAD_REQUEST, NOT_REGISTERED, SUCCESS
-from clients.tubemq.topics import TopicPartitions
-from generated.tubemq import machines as m
-from generated.tubemq import master_service as ms
-from generated.tubemq.client import TubemqRequests
-from generated.tubemq.frames import Frame, StreamDecoder
-from generated.tubemq.machines import TubemqProtocol
-from generated.tubemq.rpc import RspExceptionBody
-from runtime.machine import ProtocolViolation
+from protoframe.clients.tubemq.broker_link import topic_conf_info
+from protoframe.clients.tubemq.errors import BAD_REQUEST, NOT_REGISTERED, SUCCESS
+from protoframe.clients.tubemq.topics import TopicPartitions
+from protoframe.generated.tubemq import machines as m
+from protoframe.generated.tubemq import master_service as ms
+from protoframe.generated.tubemq.client import TubemqRequests
+from protoframe.generated.tubemq.frames import Frame, StreamDecoder
+from protoframe.generated.tubemq.machines import TubemqProtocol
+from protoframe.generated.tubemq.rpc import RspExceptionBody
+from protoframe.runtime.machine import ProtocolViolation
 from tests.test_tubemq_commands import _Loopback, frame_bytes, messages
 
 Builder = Callable[..., Frame]

@@ -1,4 +1,4 @@
-"""``python -m clients.pravega <command>``.
+"""``python -m protoframe.clients.pravega <command>``.
 
 Each command adds itself with a ``register`` function taking the subparsers, setting ``func``
 (``args -> exit status``) as its default; to add one, append its ``register`` to ``COMMANDS``.
@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from clients.pravega import cli
+from protoframe.clients.pravega import cli
 
 Registrar = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
 
@@ -22,8 +22,8 @@ COMMANDS: list[Registrar] = [
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``python -m clients.pravega`` parser, one subcommand per entry of ``COMMANDS``."""
-    parser = argparse.ArgumentParser(prog="python -m clients.pravega",
+    """The ``python -m protoframe.clients.pravega`` parser: a subcommand per ``COMMANDS`` entry."""
+    parser = argparse.ArgumentParser(prog="python -m protoframe.clients.pravega",
                                      description="Pravega servers built on protoframe.")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for register in COMMANDS:

@@ -14,8 +14,8 @@ import struct
 from dataclasses import dataclass
 from uuid import UUID
 
-from generated.pravega import frames
-from runtime.errors import DecodeError
+from protoframe.generated.pravega import frames
+from protoframe.runtime.errors import DecodeError
 
 from .errors import AppendRuleViolation
 

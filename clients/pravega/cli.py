@@ -1,4 +1,5 @@
-"""``python -m clients.pravega store|controller|standalone``: run the embedded Pravega servers.
+"""``python -m protoframe.clients.pravega store|controller|standalone``: the embedded Pravega
+servers.
 
 ``store`` runs the segment store alone (enough for our ``SegmentWriter``/``SegmentReader``);
 ``controller`` runs the gRPC controller for a store running elsewhere; ``standalone`` runs
@@ -16,8 +17,8 @@ import contextlib
 import sys
 from collections.abc import Awaitable, Callable
 
-from generated.pravega import frames
-from runtime.cli import (
+from protoframe.generated.pravega import frames
+from protoframe.runtime.cli import (
     READY_PREFIX,
     add_log_level,
     port_number,
@@ -148,7 +149,7 @@ def _run(args: argparse.Namespace, serve: _Serve) -> int:
     try:
         return asyncio.run(_serve_until_signalled(serve))
     except _CannotListen as exc:
-        print(f"python -m clients.pravega {args.command}: {exc}", file=sys.stderr)
+        print(f"python -m protoframe.clients.pravega {args.command}: {exc}", file=sys.stderr)
         return 1
 
 

@@ -16,11 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 
-from generated.pravega import frames
-from generated.pravega.client import PravegaRequests
-from generated.pravega.machines import PravegaProtocol
-from runtime.connection import Connection, KeepaliveHooks
-from runtime.errors import ConnectionClosed
+from protoframe.generated.pravega import frames
+from protoframe.generated.pravega.client import PravegaRequests
+from protoframe.generated.pravega.machines import PravegaProtocol
+from protoframe.runtime.connection import Connection, KeepaliveHooks
+from protoframe.runtime.errors import ConnectionClosed
 
 from .versions import HIGH_VERSION, LOW_VERSION, check_overlap
 

@@ -8,8 +8,8 @@ client's own: a writer that reconnects gave up on getting back to its segment st
 
 from __future__ import annotations
 
-from generated.pravega import frames
-from runtime.errors import ProtoframeError, RequestFailed
+from protoframe.generated.pravega import frames
+from protoframe.runtime.errors import ProtoframeError, RequestFailed
 
 __all__ = [
     "AppendRuleViolation",

@@ -11,8 +11,8 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from generated.pravega import frames
-from runtime.errors import SizeMismatchError
+from protoframe.generated.pravega import frames
+from protoframe.runtime.errors import SizeMismatchError
 
 __all__ = ["EVENT_HEADER_SIZE", "EventScanner", "ReadEvent", "drop_events", "frame_events"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from generated.pravega import frames
-from runtime.errors import RequestFailed, TruncatedError
+from protoframe.generated.pravega import frames
+from protoframe.runtime.errors import RequestFailed, TruncatedError
 
 from .connection import PravegaConnection
 from .errors import reply_error

@@ -22,8 +22,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from runtime.backoff import Backoff
-from runtime.errors import ConnectionClosed
+from protoframe.runtime.backoff import Backoff
+from protoframe.runtime.errors import ConnectionClosed
 
 from .connection import ConnectionOptions, PravegaConnection
 from .errors import StoreUnreachable

@@ -34,8 +34,8 @@ import uuid
 from collections import deque
 from uuid import UUID
 
-from generated.pravega import frames
-from runtime.errors import ConnectionClosed, RequestFailed
+from protoframe.generated.pravega import frames
+from protoframe.runtime.errors import ConnectionClosed, RequestFailed
 
 from .appends import NO_EVENT_NUMBER, split_into_block
 from .connection import ConnectionOptions, PravegaConnection

@@ -15,10 +15,10 @@ await client.close()
 ``clients.pulsar.demo`` (``make run``) and, in ``clients.pulsar.broker``, an embedded broker.
 """
 
-from clients.pulsar.auth import AuthenticationBasic, AuthenticationToken
-from clients.pulsar.client import PulsarClient
-from clients.pulsar.consumer import Consumer, ConsumerType, InitialPosition
-from clients.pulsar.errors import (
+from protoframe.clients.pulsar.auth import AuthenticationBasic, AuthenticationToken
+from protoframe.clients.pulsar.client import PulsarClient
+from protoframe.clients.pulsar.consumer import Consumer, ConsumerType, InitialPosition
+from protoframe.clients.pulsar.errors import (
     AlreadyClosed,
     AuthenticationError,
     AuthorizationError,
@@ -34,16 +34,16 @@ from clients.pulsar.errors import (
     TopicNotFound,
     TopicTerminated,
 )
-from clients.pulsar.message import Message, MessageId
-from clients.pulsar.producer import (
+from protoframe.clients.pulsar.message import Message, MessageId
+from protoframe.clients.pulsar.producer import (
     CompressionType,
     PartitionsRoutingMode,
     Producer,
     ProducerAccessMode,
     SendFuture,
 )
-from clients.pulsar.routing import HashingScheme
-from runtime.connection import Authentication
+from protoframe.clients.pulsar.routing import HashingScheme
+from protoframe.runtime.connection import Authentication
 
 __all__ = [
     "AlreadyClosed",

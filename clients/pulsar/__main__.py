@@ -1,4 +1,4 @@
-"""``python -m clients.pulsar <command>``.
+"""``python -m protoframe.clients.pulsar <command>``.
 
 Each command lives in its own module and adds itself with ``register(subparsers)``, setting
 ``func`` (``args -> exit status``) as its default; to add one, append its ``register`` to
@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from clients.pulsar.broker import cli as broker_cli
+from protoframe.clients.pulsar.broker import cli as broker_cli
 
 Registrar = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
 
@@ -21,7 +21,7 @@ COMMANDS: list[Registrar] = [
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m clients.pulsar",
+    parser = argparse.ArgumentParser(prog="python -m protoframe.clients.pulsar",
                                      description="Pulsar tools built on protoframe.")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for register in COMMANDS:

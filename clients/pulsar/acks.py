@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from generated.pulsar import pulsar_api as pb
+from protoframe.generated.pulsar import pulsar_api as pb
 
 __all__ = ["AckGroupingTracker", "NegativeAckTracker", "ack_set_words"]
 

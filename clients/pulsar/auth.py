@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from runtime.connection import Authentication, NoAuthentication
+from protoframe.runtime.connection import Authentication, NoAuthentication
 
 __all__ = [
     "Authentication",

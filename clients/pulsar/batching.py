@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from struct import Struct
 
-from generated.pulsar import pulsar_api as pb
-from generated.pulsar.frames import BatchEntry
-from runtime.errors import SizeMismatchError, TruncatedError
-from runtime.protowire import SMALL_VARINTS, read_varint, varint_bytes
+from protoframe.generated.pulsar import pulsar_api as pb
+from protoframe.generated.pulsar.frames import BatchEntry
+from protoframe.runtime.errors import SizeMismatchError, TruncatedError
+from protoframe.runtime.protowire import SMALL_VARINTS, read_varint, varint_bytes
 
 __all__ = [
     "BatchBuilder",

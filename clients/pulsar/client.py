@@ -17,10 +17,10 @@ import ssl
 from collections.abc import Callable
 from typing import Any
 
-from clients.pulsar import errors
-from clients.pulsar.auth import AuthenticationToken
-from clients.pulsar.connection import ClientConnection, split_url
-from clients.pulsar.consumer import (
+from protoframe.clients.pulsar import errors
+from protoframe.clients.pulsar.auth import AuthenticationToken
+from protoframe.clients.pulsar.connection import ClientConnection, split_url
+from protoframe.clients.pulsar.consumer import (
     Consumer,
     ConsumerConfig,
     ConsumerType,
@@ -31,19 +31,24 @@ from clients.pulsar.consumer import (
     parse_initial_position,
     parse_sub_type,
 )
-from clients.pulsar.lookup import LookupService, TopicName
-from clients.pulsar.message import MessageId
-from clients.pulsar.producer import (
+from protoframe.clients.pulsar.lookup import LookupService, TopicName
+from protoframe.clients.pulsar.message import MessageId
+from protoframe.clients.pulsar.producer import (
     CompressionName,
     PartitionsRoutingMode,
     Producer,
     ProducerConfig,
     _TopicProducer,
 )
-from clients.pulsar.routing import HashingScheme
-from generated.pulsar import pulsar_api as pb
-from runtime.connection import Authentication, ConnectionPool, NoAuthentication, make_ssl_context
-from runtime.errors import ConnectionClosed
+from protoframe.clients.pulsar.routing import HashingScheme
+from protoframe.generated.pulsar import pulsar_api as pb
+from protoframe.runtime.connection import (
+    Authentication,
+    ConnectionPool,
+    NoAuthentication,
+    make_ssl_context,
+)
+from protoframe.runtime.errors import ConnectionClosed
 
 __all__ = ["PulsarClient"]
 

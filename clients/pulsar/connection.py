@@ -18,16 +18,16 @@ import ssl
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from generated.pulsar import pulsar_api as pb
-from generated.pulsar.client import PulsarRequests
-from generated.pulsar.frames import Frame
-from generated.pulsar.machines import ProtocolViolation, PulsarProtocol, command_of
-from runtime.connection import Authentication, Connection
-from runtime.errors import ChecksumFailure, ConnectionClosed, DecodeError
+from protoframe.generated.pulsar import pulsar_api as pb
+from protoframe.generated.pulsar.client import PulsarRequests
+from protoframe.generated.pulsar.frames import Frame
+from protoframe.generated.pulsar.machines import ProtocolViolation, PulsarProtocol, command_of
+from protoframe.runtime.connection import Authentication, Connection
+from protoframe.runtime.errors import ChecksumFailure, ConnectionClosed, DecodeError
 
 if TYPE_CHECKING:
-    from clients.pulsar.consumer import _TopicConsumer
-    from clients.pulsar.producer import _TopicProducer
+    from protoframe.clients.pulsar.consumer import _TopicConsumer
+    from protoframe.clients.pulsar.producer import _TopicProducer
 
 __all__ = ["ClientConnection", "ClientProtocol", "PulsarKeepalive", "CLIENT_VERSION",
            "PROTOCOL_VERSION"]

@@ -37,26 +37,26 @@ from struct import Struct
 from struct import error as struct_error
 from typing import TYPE_CHECKING, Literal
 
-from clients.pulsar import errors
-from clients.pulsar.acks import (
+from protoframe.clients.pulsar import errors
+from protoframe.clients.pulsar.acks import (
     AckGroupingTracker,
     NegativeAckTracker,
     Position,
     ack_set_words,
     build_ack_commands,
 )
-from clients.pulsar.batching import split_batch
-from clients.pulsar.connection import ClientConnection
-from clients.pulsar.message import EntryInfo, Message, MessageId, ReceivedEntry
-from clients.pulsar.producer import RETRIABLE
-from generated.pulsar import pulsar_api as pb
-from generated.pulsar.frames import Payload
-from runtime.backoff import Backoff
-from runtime.compression import decompress
-from runtime.errors import DecodeError
+from protoframe.clients.pulsar.batching import split_batch
+from protoframe.clients.pulsar.connection import ClientConnection
+from protoframe.clients.pulsar.message import EntryInfo, Message, MessageId, ReceivedEntry
+from protoframe.clients.pulsar.producer import RETRIABLE
+from protoframe.generated.pulsar import pulsar_api as pb
+from protoframe.generated.pulsar.frames import Payload
+from protoframe.runtime.backoff import Backoff
+from protoframe.runtime.compression import decompress
+from protoframe.runtime.errors import DecodeError
 
 if TYPE_CHECKING:
-    from clients.pulsar.client import PulsarClient
+    from protoframe.clients.pulsar.client import PulsarClient
 
 __all__ = ["Consumer", "ConsumerType", "InitialPosition"]
 

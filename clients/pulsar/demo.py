@@ -20,10 +20,10 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import AsyncIterator
 
-from clients.pulsar import PulsarClient
-from clients.pulsar.broker import EmbeddedBroker
-from generated.demo.events import OrderPlaced
-from generated.pulsar.pulsar_api import (
+from protoframe.clients.pulsar import PulsarClient
+from protoframe.clients.pulsar.broker import EmbeddedBroker
+from protoframe.generated.demo.events import OrderPlaced
+from protoframe.generated.pulsar.pulsar_api import (
     BaseCommand,
     CommandConnect,
     CommandSend,
@@ -123,10 +123,10 @@ def spark_step(url: str, topic: str) -> None:
     """Revenue per currency with Spark, through Pulsar both ways (see the module docstring)."""
     from pyspark.sql import functions as F
 
-    from generated.demo import spark as demo_rows
-    from generated.demo.events import RevenueSummary
-    from pipeline.capture_decode import local_session
-    from pipeline.pulsar_source import register
+    from protoframe.generated.demo import spark as demo_rows
+    from protoframe.generated.demo.events import RevenueSummary
+    from protoframe.pipeline.capture_decode import local_session
+    from protoframe.pipeline.pulsar_source import register
 
     started = time.perf_counter()
     spark = local_session("protoframe-demo")

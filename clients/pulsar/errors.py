@@ -8,8 +8,13 @@ Every broker error code (``ServerError``) maps to one class; ``from_server_error
 
 from __future__ import annotations
 
-from generated.pulsar import pulsar_api as pb
-from runtime.errors import ConnectionClosed, ProtoframeError, RequestFailed, RequestTimeout
+from protoframe.generated.pulsar import pulsar_api as pb
+from protoframe.runtime.errors import (
+    ConnectionClosed,
+    ProtoframeError,
+    RequestFailed,
+    RequestTimeout,
+)
 
 __all__ = [
     "AlreadyClosed",

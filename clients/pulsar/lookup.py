@@ -16,9 +16,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from clients.pulsar.connection import ClientConnection
-from clients.pulsar.errors import InvalidTopicName, LookupError, from_server_error, wrap_error
-from generated.pulsar import pulsar_api as pb
+from protoframe.clients.pulsar.connection import ClientConnection
+from protoframe.clients.pulsar.errors import (
+    InvalidTopicName,
+    LookupError,
+    from_server_error,
+    wrap_error,
+)
+from protoframe.generated.pulsar import pulsar_api as pb
 
 __all__ = ["BrokerAddress", "LookupService", "TopicName"]
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 from functools import total_ordering
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from generated.pulsar import pulsar_api as pb
+from protoframe.generated.pulsar import pulsar_api as pb
 
 if TYPE_CHECKING:
-    from clients.pulsar.consumer import _TopicConsumer
+    from protoframe.clients.pulsar.consumer import _TopicConsumer
 
 __all__ = ["EntryInfo", "Message", "MessageId"]
 

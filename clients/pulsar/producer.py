@@ -36,19 +36,19 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from clients.pulsar import batching, errors
-from clients.pulsar.batching import BatchBuilder, sequence_field, size_field
-from clients.pulsar.connection import ClientConnection
-from clients.pulsar.message import MessageId
-from clients.pulsar.routing import HashingScheme, RoundRobinRouter, SinglePartitionRouter
-from generated.pulsar import pulsar_api as pb
-from generated.pulsar.frames import Frame, Payload
-from runtime.backoff import Backoff
-from runtime.compression import compress
-from runtime.protowire import SMALL_VARINTS as _SMALL_VARINTS
+from protoframe.clients.pulsar import batching, errors
+from protoframe.clients.pulsar.batching import BatchBuilder, sequence_field, size_field
+from protoframe.clients.pulsar.connection import ClientConnection
+from protoframe.clients.pulsar.message import MessageId
+from protoframe.clients.pulsar.routing import HashingScheme, RoundRobinRouter, SinglePartitionRouter
+from protoframe.generated.pulsar import pulsar_api as pb
+from protoframe.generated.pulsar.frames import Frame, Payload
+from protoframe.runtime.backoff import Backoff
+from protoframe.runtime.compression import compress
+from protoframe.runtime.protowire import SMALL_VARINTS as _SMALL_VARINTS
 
 if TYPE_CHECKING:
-    from clients.pulsar.client import PulsarClient
+    from protoframe.clients.pulsar.client import PulsarClient
 
 __all__ = ["CompressionType", "PartitionsRoutingMode", "Producer", "ProducerAccessMode",
            "SendFuture"]

@@ -25,12 +25,12 @@ from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
-from clients.pulsar.client import PulsarClient
-from clients.pulsar.consumer import Consumer as AsyncConsumer
-from clients.pulsar.errors import AlreadyClosed
-from clients.pulsar.message import Message, MessageId
-from clients.pulsar.producer import Producer as AsyncProducer
-from clients.pulsar.producer import SendCallback
+from protoframe.clients.pulsar.client import PulsarClient
+from protoframe.clients.pulsar.consumer import Consumer as AsyncConsumer
+from protoframe.clients.pulsar.errors import AlreadyClosed
+from protoframe.clients.pulsar.message import Message, MessageId
+from protoframe.clients.pulsar.producer import Producer as AsyncProducer
+from protoframe.clients.pulsar.producer import SendCallback
 
 __all__ = ["Client", "Consumer", "Producer"]
 

@@ -1,4 +1,4 @@
-"""``python -m clients.tank <command>``.
+"""``python -m protoframe.clients.tank <command>``.
 
 Each command lives in its own module and adds itself with ``register(subparsers)``, setting
 ``func`` (``args -> exit status``) as its default; to add one, append its ``register`` to
@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from clients.tank.broker import cli as broker_cli
+from protoframe.clients.tank.broker import cli as broker_cli
 
 Registrar = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
 
@@ -21,8 +21,8 @@ COMMANDS: list[Registrar] = [
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``python -m clients.tank`` parser, one subcommand per entry of ``COMMANDS``."""
-    parser = argparse.ArgumentParser(prog="python -m clients.tank",
+    """The ``python -m protoframe.clients.tank`` parser: a subcommand per ``COMMANDS`` entry."""
+    parser = argparse.ArgumentParser(prog="python -m protoframe.clients.tank",
                                      description="TANK tools built on protoframe.")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for register in COMMANDS:

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 
 import cramjam
 
-from generated.tank import frames
-from runtime.compression import decompress
-from runtime.errors import DecodeError, DecompressionError
-from runtime.protowire import read_varint
+from protoframe.generated.tank import frames
+from protoframe.runtime.compression import decompress
+from protoframe.runtime.errors import DecodeError, DecompressionError
+from protoframe.runtime.protowire import read_varint
 
 from .errors import InvalidMessageError
 from .messages import ConsumedMessage, Message

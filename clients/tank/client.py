@@ -20,11 +20,11 @@ import logging
 from collections.abc import Sequence
 from types import TracebackType
 
-from generated.tank import frames
-from generated.tank.client import TankRequests
-from generated.tank.machines import TankProtocol
-from runtime.connection import Connection
-from runtime.errors import ConnectionClosed
+from protoframe.generated.tank import frames
+from protoframe.generated.tank.client import TankRequests
+from protoframe.generated.tank.machines import TankProtocol
+from protoframe.runtime.connection import Connection
+from protoframe.runtime.errors import ConnectionClosed
 
 from .bundles import DEFAULT_MAX_UNCOMPRESSED, build_bundle
 from .errors import FetchTooSmallError, InvalidMessageError

@@ -12,7 +12,7 @@ from __future__ import annotations
 import socket
 import struct
 
-from runtime.errors import ProtoframeError
+from protoframe.runtime.errors import ProtoframeError
 
 __all__ = [
     "BoundaryCheckError",

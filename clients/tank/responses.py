@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from generated.tank import frames
-from runtime.errors import DecodeError
+from protoframe.generated.tank import frames
+from protoframe.runtime.errors import DecodeError
 
 from .bundles import DEFAULT_MAX_UNCOMPRESSED, ChunkContents, read_chunk
 from .errors import (

@@ -11,12 +11,12 @@ requests) and ``runtime.connection``::
         await consumer.commit(messages[0].partition)
 """
 
-from clients.tubemq.broker_link import BrokerRegistration
-from clients.tubemq.connection import TubeMQConnection
-from clients.tubemq.consumer import Consumer, Message, Rebalance
-from clients.tubemq.errors import MasterStandby, RpcException, ServerError, TubeMQError
-from clients.tubemq.peer import EmbeddedTubeMQ
-from clients.tubemq.producer import Producer, SendResult
+from protoframe.clients.tubemq.broker_link import BrokerRegistration
+from protoframe.clients.tubemq.connection import TubeMQConnection
+from protoframe.clients.tubemq.consumer import Consumer, Message, Rebalance
+from protoframe.clients.tubemq.errors import MasterStandby, RpcException, ServerError, TubeMQError
+from protoframe.clients.tubemq.peer import EmbeddedTubeMQ
+from protoframe.clients.tubemq.producer import Producer, SendResult
 
 __all__ = ["BrokerRegistration", "Consumer", "EmbeddedTubeMQ", "MasterStandby", "Message",
            "Producer", "Rebalance", "RpcException", "SendResult", "ServerError",

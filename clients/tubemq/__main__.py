@@ -1,4 +1,4 @@
-"""``python -m clients.tubemq <command>``.
+"""``python -m protoframe.clients.tubemq <command>``.
 
 Each command adds itself with ``register(subparsers)``, setting ``func`` (``args -> exit
 status``) as its default; to add one, append its ``register`` to ``COMMANDS``.
@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from clients.tubemq import cli
+from protoframe.clients.tubemq import cli
 
 Registrar = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
 
@@ -20,8 +20,8 @@ COMMANDS: list[Registrar] = [
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``python -m clients.tubemq`` parser, one subcommand per entry of ``COMMANDS``."""
-    parser = argparse.ArgumentParser(prog="python -m clients.tubemq",
+    """The ``python -m protoframe.clients.tubemq`` parser: a subcommand per ``COMMANDS`` entry."""
+    parser = argparse.ArgumentParser(prog="python -m protoframe.clients.tubemq",
                                      description="TubeMQ tools built on protoframe.")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for register in COMMANDS:

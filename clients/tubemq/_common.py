@@ -12,9 +12,9 @@ import socket
 import zlib
 from collections.abc import Awaitable, Callable
 
-from clients.tubemq.connection import TubeMQConnection
+from protoframe.clients.tubemq.connection import TubeMQConnection
 
-log = logging.getLogger("clients.tubemq")
+log = logging.getLogger("protoframe.clients.tubemq")
 
 _ids = itertools.count(1)
 

@@ -18,10 +18,10 @@ import asyncio
 import zlib
 from collections.abc import Mapping
 
-from clients.tubemq._common import Heartbeat, int32, log
-from clients.tubemq.connection import DEFAULT_TIMEOUT, TubeMQConnection
-from clients.tubemq.errors import NOT_REGISTERED, ServerError
-from generated.tubemq.master_service import (
+from protoframe.clients.tubemq._common import Heartbeat, int32, log
+from protoframe.clients.tubemq.connection import DEFAULT_TIMEOUT, TubeMQConnection
+from protoframe.clients.tubemq.errors import NOT_REGISTERED, ServerError
+from protoframe.generated.tubemq.master_service import (
     CloseRequestB2M,
     HeartRequestB2M,
     HeartResponseM2B,

@@ -1,5 +1,5 @@
-"""``python -m clients.tubemq peer``: run the embedded TubeMQ master and broker until SIGINT or
-SIGTERM.
+"""``python -m protoframe.clients.tubemq peer``: run the embedded TubeMQ master and broker
+until SIGINT or SIGTERM.
 
 The command prints ``master listening on tcp://HOST:PORT`` (the address producers and
 consumers are given, as ``HOST:PORT``) and ``broker listening on tcp://HOST:PORT`` (where the
@@ -14,8 +14,8 @@ import argparse
 import asyncio
 import sys
 
-from clients.tubemq.peer import EmbeddedTubeMQ
-from runtime.cli import (
+from protoframe.clients.tubemq.peer import EmbeddedTubeMQ
+from protoframe.runtime.cli import (
     READY_PREFIX,
     add_log_level,
     port_number,
@@ -65,7 +65,7 @@ async def _serve(args: argparse.Namespace) -> int:
         await peer.start()
     except OSError as exc:
         await peer.stop()  # the master may be listening when the broker could not
-        print(f"python -m clients.tubemq peer: cannot listen on {args.host}: {exc}",
+        print(f"python -m protoframe.clients.tubemq peer: cannot listen on {args.host}: {exc}",
               file=sys.stderr)
         return 1
     try:

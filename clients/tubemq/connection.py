@@ -16,13 +16,13 @@ import logging
 from collections.abc import Awaitable
 from typing import Protocol, TypeVar
 
-from clients.tubemq.errors import SUCCESS, ServerError, rpc_exception
-from generated.tubemq.client import TubemqRequests
-from generated.tubemq.frames import Frame
-from generated.tubemq.machines import TubemqProtocol
-from generated.tubemq.rpc import RspExceptionBody
-from runtime.connection import Connection
-from runtime.errors import ConnectionClosed, DecodeError, RequestFailed
+from protoframe.clients.tubemq.errors import SUCCESS, ServerError, rpc_exception
+from protoframe.generated.tubemq.client import TubemqRequests
+from protoframe.generated.tubemq.frames import Frame
+from protoframe.generated.tubemq.machines import TubemqProtocol
+from protoframe.generated.tubemq.rpc import RspExceptionBody
+from protoframe.runtime.connection import Connection
+from protoframe.runtime.errors import ConnectionClosed, DecodeError, RequestFailed
 
 __all__ = ["CodeOutcome", "Outcome", "TubeMQConnection", "parse_address"]
 

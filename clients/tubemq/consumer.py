@@ -37,10 +37,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from clients.tubemq._common import Heartbeat, log, new_client_id
-from clients.tubemq.connection import DEFAULT_TIMEOUT, TubeMQConnection
-from clients.tubemq.errors import NOT_FOUND, NOT_REGISTERED, ServerError, TubeMQError
-from clients.tubemq.rebalance import (
+from protoframe.clients.tubemq._common import Heartbeat, log, new_client_id
+from protoframe.clients.tubemq.connection import DEFAULT_TIMEOUT, TubeMQConnection
+from protoframe.clients.tubemq.errors import NOT_FOUND, NOT_REGISTERED, ServerError, TubeMQError
+from protoframe.clients.tubemq.rebalance import (
     CONNECTS,
     DISCONNECTS,
     EventStatus,
@@ -48,14 +48,14 @@ from clients.tubemq.rebalance import (
     SubscribeInfo,
     parse_subscribe_info,
 )
-from clients.tubemq.topics import BrokerInfo, parse_topic_info
-from generated.tubemq.broker_service import (
+from protoframe.clients.tubemq.topics import BrokerInfo, parse_topic_info
+from protoframe.generated.tubemq.broker_service import (
     CommitOffsetRequestC2B,
     GetMessageRequestC2B,
     HeartBeatRequestC2B,
     RegisterRequestC2B,
 )
-from generated.tubemq.master_service import (
+from protoframe.generated.tubemq.master_service import (
     ClientSubRepInfo,
     CloseRequestC2M,
     EventProto,

@@ -8,7 +8,7 @@ or it may answer normally with ``success = false`` and an error code, which beco
 
 from __future__ import annotations
 
-from runtime.errors import ProtoframeError
+from protoframe.runtime.errors import ProtoframeError
 
 __all__ = ["MasterStandby", "RpcException", "ServerError", "TubeMQError"]
 

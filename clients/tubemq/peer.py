@@ -46,31 +46,31 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from clients.tubemq._common import checksum
-from clients.tubemq.broker_link import BrokerRegistration
-from clients.tubemq.consumer import OP_REGISTER, OP_UNREGISTER
-from clients.tubemq.errors import (
+from protoframe.clients.tubemq._common import checksum
+from protoframe.clients.tubemq.broker_link import BrokerRegistration
+from protoframe.clients.tubemq.consumer import OP_REGISTER, OP_UNREGISTER
+from protoframe.clients.tubemq.errors import (
     BAD_REQUEST,
     NOT_FOUND,
     NOT_REGISTERED,
     STANDBY_EXCEPTION,
     SUCCESS,
 )
-from clients.tubemq.rebalance import (
+from protoframe.clients.tubemq.rebalance import (
     EventStatus,
     EventType,
     SubscribeInfo,
     assign_partitions,
     parse_subscribe_info,
 )
-from clients.tubemq.topics import BrokerInfo, TopicPartitions
-from generated.tubemq import broker_service as bs
-from generated.tubemq import master_service as ms
-from generated.tubemq.frames import Frame
-from generated.tubemq.machines import TubemqProtocol, frame_of, frame_of_exception
-from generated.tubemq.rpc import RspExceptionBody
-from runtime.connection import Connection
-from runtime.errors import UnknownCommandError
+from protoframe.clients.tubemq.topics import BrokerInfo, TopicPartitions
+from protoframe.generated.tubemq import broker_service as bs
+from protoframe.generated.tubemq import master_service as ms
+from protoframe.generated.tubemq.frames import Frame
+from protoframe.generated.tubemq.machines import TubemqProtocol, frame_of, frame_of_exception
+from protoframe.generated.tubemq.rpc import RspExceptionBody
+from protoframe.runtime.connection import Connection
+from protoframe.runtime.errors import UnknownCommandError
 
 __all__ = ["EmbeddedTubeMQ"]
 

@@ -14,12 +14,12 @@ import socket
 import time
 from dataclasses import dataclass
 
-from clients.tubemq._common import Heartbeat, checksum, local_ipv4, log, new_client_id
-from clients.tubemq.connection import DEFAULT_TIMEOUT, TubeMQConnection
-from clients.tubemq.errors import TubeMQError
-from clients.tubemq.topics import TopicPartitions, parse_topic_info
-from generated.tubemq.broker_service import SendMessageRequestP2B
-from generated.tubemq.master_service import (
+from protoframe.clients.tubemq._common import Heartbeat, checksum, local_ipv4, log, new_client_id
+from protoframe.clients.tubemq.connection import DEFAULT_TIMEOUT, TubeMQConnection
+from protoframe.clients.tubemq.errors import TubeMQError
+from protoframe.clients.tubemq.topics import TopicPartitions, parse_topic_info
+from protoframe.generated.tubemq.broker_service import SendMessageRequestP2B
+from protoframe.generated.tubemq.master_service import (
     CloseRequestP2M,
     HeartRequestP2M,
     RegisterRequestP2M,

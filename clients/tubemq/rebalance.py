@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import IntEnum
 
-from clients.tubemq.topics import BrokerInfo
+from protoframe.clients.tubemq.topics import BrokerInfo
 
 __all__ = ["EventStatus", "EventType", "SubscribeInfo", "assign_partitions",
            "parse_subscribe_info"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from generated.pulsar.pulsar_api import (
+from protoframe.generated.pulsar.pulsar_api import (
     BaseCommand,
     CommandAck,
     CommandSend,

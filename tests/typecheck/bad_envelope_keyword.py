@@ -1,6 +1,6 @@
 """Misuse: BaseCommand's optional sub-commands are typed keywords; a misspelled one is an error."""
 
-from generated.pulsar.pulsar_api import BaseCommand, CommandFlow
+from protoframe.generated.pulsar.pulsar_api import BaseCommand, CommandFlow
 
 cmd = BaseCommand(
     type_=BaseCommand.Type.FLOW,

@@ -1,6 +1,6 @@
 """Misuse: a sub-command of the wrong message type for its BaseCommand keyword."""
 
-from generated.pulsar.pulsar_api import BaseCommand, CommandFlow
+from protoframe.generated.pulsar.pulsar_api import BaseCommand, CommandFlow
 
 cmd = BaseCommand(
     type_=BaseCommand.Type.SEND,

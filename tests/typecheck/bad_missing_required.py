@@ -1,5 +1,5 @@
 """Must fail mypy: a required field left out of the constructor."""
 
-from generated.pulsar.pulsar_api import CommandFlow
+from protoframe.generated.pulsar.pulsar_api import CommandFlow
 
 CommandFlow(consumer_id=1)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
-from clients.pulsar import (
+from protoframe.clients.pulsar import (
     AuthenticationToken,
     CompressionType,
     Consumer,
@@ -21,7 +21,7 @@ from clients.pulsar import (
     Timeout,
     TopicNotFound,
 )
-from clients.pulsar.sync import Client
+from protoframe.clients.pulsar.sync import Client
 
 
 async def produce(client: PulsarClient, topic: str) -> list[MessageId]:

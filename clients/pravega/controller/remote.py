@@ -14,7 +14,7 @@ import logging
 from collections import deque
 from typing import Literal
 
-from runtime.errors import ConnectionClosed, RequestFailed, RequestTimeout
+from protoframe.runtime.errors import ConnectionClosed, RequestFailed, RequestTimeout
 
 from ..connection import PravegaConnection
 from ..errors import reply_error

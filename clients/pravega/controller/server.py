@@ -15,7 +15,7 @@ from typing import Any
 
 import grpc  # type: ignore[import-untyped]
 
-from generated.pravega import controller as pb
+from protoframe.generated.pravega import controller as pb
 
 from ..store.segments import SegmentTable
 from .state import ControllerState

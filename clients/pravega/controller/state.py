@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from generated.pravega import controller as pb
+from protoframe.generated.pravega import controller as pb
 
 from ..store.segments import SegmentTable
 

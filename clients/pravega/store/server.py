@@ -14,9 +14,9 @@ import os
 from collections import Counter, deque
 from types import TracebackType
 
-from generated.pravega import frames
-from generated.pravega.machines import PravegaProtocol, command_of
-from runtime.connection import Connection
+from protoframe.generated.pravega import frames
+from protoframe.generated.pravega.machines import PravegaProtocol, command_of
+from protoframe.runtime.connection import Connection
 
 from ..errors import PravegaError
 from .segments import SegmentTable

@@ -17,9 +17,9 @@ from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
-from generated.pravega import frames
-from generated.pravega.machines import command_of
-from runtime.errors import DecodeError
+from protoframe.generated.pravega import frames
+from protoframe.generated.pravega.machines import command_of
+from protoframe.runtime.errors import DecodeError
 
 from ..appends import NO_EVENT_NUMBER, Append, AppendAssembler
 from ..errors import AppendRuleViolation, IncompatibleVersion, PravegaError, UnexpectedCommand

@@ -1,4 +1,4 @@
-"""``python -m clients.pulsar broker``: run the embedded broker until SIGINT or SIGTERM."""
+"""``python -m protoframe.clients.pulsar broker``: the embedded broker, until SIGINT or SIGTERM."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import asyncio
 import logging
 
-from runtime.cli import READY_PREFIX, stop_on_signals
+from protoframe.runtime.cli import READY_PREFIX, stop_on_signals
 
 from .server import EmbeddedBroker
 

@@ -2,8 +2,8 @@
 
 ``EmbeddedBroker`` serves in the running event loop (``async with EmbeddedBroker() as url``).
 ``BrokerThread`` runs one in a background thread with its own loop, and ``BrokerProcess`` in a
-child process (``python -m clients.pulsar broker``); both suit synchronous clients such as the
-official one, which block the thread that calls them.
+child process (``python -m protoframe.clients.pulsar broker``); both suit synchronous clients
+such as the official one, which block the thread that calls them.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from runtime.cli import READY_PREFIX
+from protoframe import import_root
+from protoframe.runtime.cli import READY_PREFIX
 
 from .session import Session
 from .state import BrokerState
@@ -30,7 +30,6 @@ from .topics import DEFAULT_RETENTION_BYTES
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-_REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 class _Connection(asyncio.Protocol):
@@ -193,7 +192,7 @@ class BrokerThread:
 
 
 class BrokerProcess:
-    """The broker in a child process (``python -m clients.pulsar broker``).
+    """The broker in a child process (``python -m protoframe.clients.pulsar broker``).
 
     ``kill()`` ends it with SIGKILL, as a crash would; ``stop()`` asks it to shut down.
     """
@@ -202,7 +201,7 @@ class BrokerProcess:
                  data_dir: str | os.PathLike[str] | None = None,
                  partitioned: dict[str, int] | None = None, extra_args: tuple[str, ...] = (),
                  stderr: Any = None) -> None:
-        self.args = [sys.executable, "-m", "clients.pulsar", "broker", "--host", host,
+        self.args = [sys.executable, "-m", "protoframe.clients.pulsar", "broker", "--host", host,
                      "--port", str(port), *extra_args]
         if data_dir is not None:
             self.args += ["--data-dir", os.fspath(data_dir)]
@@ -215,8 +214,8 @@ class BrokerProcess:
     def start(self, timeout: float = 30.0) -> str:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(_REPO_ROOT), env.get("PYTHONPATH", "")) if p)
-        self.process = subprocess.Popen(self.args, cwd=_REPO_ROOT, env=env, text=True,
+            p for p in (import_root(), env.get("PYTHONPATH", "")) if p)
+        self.process = subprocess.Popen(self.args, env=env, text=True,
                                         stdout=subprocess.PIPE, stderr=self.stderr)
         lines: queue.Queue[str] = queue.Queue()
         stdout = self.process.stdout

@@ -14,9 +14,9 @@ import logging
 import struct
 from dataclasses import dataclass
 
-from generated.pulsar import frames
-from generated.pulsar.machines import ProtocolViolation, PulsarProtocol, command_of
-from generated.pulsar.pulsar_api import (
+from protoframe.generated.pulsar import frames
+from protoframe.generated.pulsar.machines import ProtocolViolation, PulsarProtocol, command_of
+from protoframe.generated.pulsar.pulsar_api import (
     BaseCommand,
     CommandAck,
     CommandAckResponse,
@@ -58,7 +58,7 @@ from generated.pulsar.pulsar_api import (
     MessageIdData,
     ServerError,
 )
-from runtime.errors import ChecksumFailure, DecodeError
+from protoframe.runtime.errors import ChecksumFailure, DecodeError
 
 from .state import BrokerState
 from .subscriptions import Consumer, ConsumerBusy, Subscription, SubType

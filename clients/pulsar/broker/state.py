@@ -12,7 +12,7 @@ import logging
 import secrets
 from collections.abc import Callable
 
-from generated.pulsar.pulsar_api import CommandSend, CommandSubscribe, MessageMetadata
+from protoframe.generated.pulsar.pulsar_api import CommandSend, CommandSubscribe, MessageMetadata
 
 from . import storage as st
 from .storage import Storage

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from generated.pulsar.pulsar_api import CommandSubscribe
+from protoframe.generated.pulsar.pulsar_api import CommandSubscribe
 
 from .topics import Entry, Topic
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from generated.pulsar import frames
-from runtime.errors import SizeMismatchError
-from runtime.stream import FrameStream
+from protoframe.generated.pulsar import frames
+from protoframe.runtime.errors import SizeMismatchError
+from protoframe.runtime.stream import FrameStream
 
 _U32 = struct.Struct(">I")
 _FRAME_HEAD = struct.Struct(">II")

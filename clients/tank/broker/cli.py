@@ -1,4 +1,4 @@
-"""``python -m clients.tank broker``: run the embedded TANK broker until SIGINT or SIGTERM.
+"""``python -m protoframe.clients.tank broker``: the embedded TANK broker, until SIGINT or SIGTERM.
 
 The broker keeps its partitions in memory, so there is no data directory: what was produced
 is gone when it stops. It prints ``listening on tcp://HOST:PORT`` once it listens.
@@ -10,8 +10,8 @@ import argparse
 import asyncio
 import sys
 
-from generated.tank import frames
-from runtime.cli import (
+from protoframe.generated.tank import frames
+from protoframe.runtime.cli import (
     READY_PREFIX,
     add_log_level,
     port_number,
@@ -67,7 +67,8 @@ async def _serve(args: argparse.Namespace) -> int:
     try:
         host, port = await broker.start()
     except OSError as exc:
-        print(f"python -m clients.tank broker: cannot listen on {args.host}:{args.port}: {exc}",
+        print(f"python -m protoframe.clients.tank broker: cannot listen on "
+              f"{args.host}:{args.port}: {exc}",
               file=sys.stderr)
         return 1
     print(f"{READY_PREFIX}tcp://{host}:{port}", flush=True)

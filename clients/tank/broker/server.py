@@ -15,9 +15,9 @@ import logging
 from collections.abc import Mapping
 from types import TracebackType
 
-from generated.tank import frames
-from generated.tank.machines import TankProtocol
-from runtime.connection import Connection
+from protoframe.generated.tank import frames
+from protoframe.generated.tank.machines import TankProtocol
+from protoframe.runtime.connection import Connection
 
 from .state import BadBundle, BrokerState
 

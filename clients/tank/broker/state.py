@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from clients.tank.bundles import (
+from protoframe.clients.tank.bundles import (
     CODEC_NONE,
     CODEC_SNAPPY,
     build_bundle,
     bundle_messages,
     seq_nums_of,
 )
-from clients.tank.errors import (
+from protoframe.clients.tank.errors import (
     BOUNDARY_CHECK,
     INVALID_SEQ_NUMS,
     OK,
@@ -26,9 +26,9 @@ from clients.tank.errors import (
     UNKNOWN_PARTITION_PRODUCE,
     UNKNOWN_TOPIC,
 )
-from clients.tank.messages import Message
-from generated.tank import frames
-from runtime.errors import DecodeError, ProtoframeError
+from protoframe.clients.tank.messages import Message
+from protoframe.generated.tank import frames
+from protoframe.runtime.errors import DecodeError, ProtoframeError
 
 from .log import PartitionLog
 

@@ -1,7 +1,11 @@
-"""Command line: ``python -m generator [--check] generate [options]``.
+"""The ``protoframe`` command: ``generate``, ``check`` and ``init``.
 
-Exit status: 0 on success, 1 when ``--check`` finds stale files, 2 on bad input (every
-problem printed as ``file:line:column: message``, nothing written).
+Settings come from ``[tool.protoframe]`` in the project's ``pyproject.toml`` (or a
+``protoframe.toml``), found from the working directory upwards; flags override them (see
+``protoframe.generator.config``).
+
+Exit status: 0 on success, 1 when ``check`` finds stale files, 2 on bad input (every problem
+printed as ``file:line:column: message``, nothing written).
 """
 
 from __future__ import annotations
@@ -11,45 +15,76 @@ import sys
 import time
 from pathlib import Path
 
-from generator.build import generate
-from generator.errors import SpecError, SpecErrors
-from generator.output import stale_docs, stale_files, write_docs, write_files
+from protoframe.generator.build import generate
+from protoframe.generator.config import OUTPUTS, Overrides, Settings, load_settings
+from protoframe.generator.errors import SpecError, SpecErrors
+from protoframe.generator.output import (
+    OutputConflict,
+    plan_docs,
+    plan_files,
+    write_plan,
+)
+from protoframe.generator.scaffold import scaffold
 
 EXIT_OK, EXIT_STALE, EXIT_BAD_INPUT = 0, 1, 2
 
 
+def _version() -> str:
+    from protoframe import __version__
+
+    return __version__
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m generator",
-        description="Generate typed Python bindings from protocol specs.",
+        prog="protoframe",
+        description="Generate typed Python bindings from protocol specs (.proto files and a "
+                    "YAML frame spec per protocol).",
     )
-    parser.add_argument("--check", action="store_true",
-                        help="do not write; exit 1 naming each generated file that is stale")
-    sub = parser.add_subparsers(dest="command")
-    gen = sub.add_parser("generate", help="regenerate the bindings (the default command)")
-    for p in (parser, gen):
-        p.add_argument("--spec-dir", default=argparse.SUPPRESS,
+    parser.add_argument("--version", action="version", version=f"protoframe {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    gen = sub.add_parser("generate", help="write the bindings (and docs) the specs describe")
+    check = sub.add_parser("check", help="write nothing; exit 1 naming each stale file")
+    for p in (gen, check):
+        p.add_argument("--config", type=Path, default=None,
+                       help="settings file (default: the nearest protoframe.toml, or "
+                            "pyproject.toml with [tool.protoframe])")
+        p.add_argument("--spec-dir", type=Path, default=None,
                        help="directory with one sub-directory per protocol (default: specs)")
-        p.add_argument("--out", default=argparse.SUPPRESS,
-                       help="output directory (default: generated)")
-        p.add_argument("--docs-out", default=argparse.SUPPRESS,
-                       help="where protocol reference pages go (default: docs/protocols)")
-        p.add_argument("--protocol", action="append", default=argparse.SUPPRESS,
+        p.add_argument("--out", type=Path, default=None,
+                       help="the generated package's directory (default: generated)")
+        p.add_argument("--docs-out", type=Path, default=None,
+                       help="write reference pages there (selects the docs output)")
+        p.add_argument("--outputs", default=None,
+                       help=f"comma-separated, of: {', '.join(OUTPUTS)} "
+                            "(default: bindings,frames)")
+        p.add_argument("--protocol", action="append", default=None,
                        help="only this protocol; may be repeated (default: all)")
-    gen.add_argument("--check", action="store_true", default=argparse.SUPPRESS,
-                     help="same as the top-level --check")
+    gen.add_argument("--check", action="store_true", help="same as `protoframe check`")
+    init = sub.add_parser("init", help="start a new protocol: a commented starter spec")
+    init.add_argument("name", help="the protocol's name, a Python identifier (e.g. kv)")
+    init.add_argument("--config", type=Path, default=None, help="settings file")
+    init.add_argument("--spec-dir", type=Path, default=None,
+                      help="where protocols live (default: the configured spec-dir, or specs)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    spec_dir = Path(getattr(args, "spec_dir", "specs"))
-    out_dir = Path(getattr(args, "out", "generated"))
-    docs_dir = Path(getattr(args, "docs_out", "docs/protocols"))
-    protocols: list[str] | None = getattr(args, "protocol", None)
-    started = time.perf_counter()
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_BAD_INPUT
     try:
-        output = generate(spec_dir, spec_dir.as_posix().rstrip("/"), protocols)
+        if args.command == "init":
+            return _init(args)
+        settings = load_settings(Path.cwd(), Overrides(
+            config=args.config, spec_dir=args.spec_dir, out=args.out, docs_out=args.docs_out,
+            outputs=[o.strip() for o in args.outputs.split(",") if o.strip()]
+            if args.outputs is not None else None,
+            protocols=args.protocol))
+        check = args.command == "check" or bool(getattr(args, "check", False))
+        return _run(settings, check)
     except SpecErrors as exc:
         for error in exc.errors:
             print(f"error: {error}", file=sys.stderr)
@@ -57,29 +92,48 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except SpecError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        print("nothing was generated", file=sys.stderr)
         return EXIT_BAD_INPUT
+
+
+def _run(settings: Settings, check: bool) -> int:
+    started = time.perf_counter()
+    output = generate(settings.spec_dir, settings.display(settings.spec_dir),
+                      list(settings.protocols) if settings.protocols else None,
+                      outputs=settings.outputs)
+    for note in output.notes:
+        print(f"note: {note}", file=sys.stderr)
     elapsed = time.perf_counter() - started
-    if args.check:
-        stale = [(out_dir / rel).as_posix()
-                 for rel in stale_files(out_dir, output.files, output.protocols)]
-        stale += [(docs_dir / rel).as_posix()
-                  for rel in stale_docs(docs_dir, output.docs, output.protocols)]
-        if stale:
-            for path in stale:
-                print(f"stale: {path}", file=sys.stderr)
-            print("generated code is out of date: run `make generate` and commit the result",
-                  file=sys.stderr)
+    try:
+        plan = plan_files(settings.out, output.files, output.protocols, output.optional)
+        if settings.docs_out is not None:
+            plan += plan_docs(settings.docs_out, output.docs, output.protocols)
+    except OutputConflict as exc:
+        raise SpecErrors([SpecError(str(exc), settings.display(exc.path))]) from None
+    if check:
+        if plan:
+            for change in plan:
+                print(f"stale: {settings.display(change.path)}", file=sys.stderr)
+            print("generated code is out of date: run `protoframe generate`", file=sys.stderr)
             return EXIT_STALE
         print(f"generated code is up to date ({len(output.files)} files)")
         return EXIT_OK
-    changed = [(out_dir / rel).as_posix()
-               for rel in write_files(out_dir, output.files, output.protocols)]
-    changed += [(docs_dir / rel).as_posix()
-                for rel in write_docs(docs_dir, output.docs, output.protocols)]
-    for path in changed:
-        print(f"wrote {path}")
-    print(f"{len(changed)} file(s) changed, {len(output.files)} checked, "
+    write_plan(plan)
+    for change in plan:
+        verb = "removed" if change.text is None else "wrote"
+        print(f"{verb} {settings.display(change.path)}")
+    print(f"{len(plan)} file(s) changed, {len(output.files)} checked, "
           f"protocols: {', '.join(output.protocols)} ({elapsed:.2f} s)")
+    return EXIT_OK
+
+
+def _init(args: argparse.Namespace) -> int:
+    settings = load_settings(Path.cwd(), Overrides(config=args.config, spec_dir=args.spec_dir))
+    written = scaffold(settings.spec_dir, args.name)
+    for path in written:
+        print(f"wrote {settings.display(path)}")
+    print(f"next: edit them, then run `protoframe generate` (the bindings go to "
+          f"{settings.display(settings.out)}/{args.name}/)")
     return EXIT_OK
 
 

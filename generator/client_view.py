@@ -11,10 +11,10 @@ from __future__ import annotations
 import keyword
 from dataclasses import dataclass, field
 
-from generator.frame_ir import CommandInfo, FrameField, FrameSpec, Request, StructDef
-from generator.ir import Field, Label, Presence
-from generator.machines_view import builder_name, builder_params
-from generator.pyview import docstring, q
+from protoframe.generator.frame_ir import CommandInfo, FrameField, FrameSpec, Request, StructDef
+from protoframe.generator.ir import Field, Label, Presence
+from protoframe.generator.machines_view import builder_name, builder_params
+from protoframe.generator.pyview import docstring, q
 
 
 @dataclass
@@ -183,9 +183,13 @@ def _tuple(items: list[str]) -> str:
     return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
 
 
+# Names a request method's body uses itself: a parameter named so gets a trailing underscore.
+_METHOD_NAMES = frozenset({"self", "timeout", "body", "frame", "name", "answer", "request"})
+
+
 def _param_name(name: str, taken: set[str]) -> str:
     out = name
-    if keyword.iskeyword(out) or out in ("self", "timeout"):
+    if keyword.iskeyword(out) or out in _METHOD_NAMES:
         out += "_"
     while out in taken:
         out += "_"

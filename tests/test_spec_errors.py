@@ -123,12 +123,12 @@ def run_generator(tmp_path: Path, spec_name: str, spec_text: str) -> Run:
     out = tmp_path / "out"
     env = {"PYTHONPATH": str(ROOT), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
     result = subprocess.run(
-        [sys.executable, "-m", "generator", "generate", "--spec-dir",
+        [sys.executable, "-m", "protoframe", "generate", "--spec-dir",
          str(tmp_path / "specs"), "--out", str(out)],
         cwd=tmp_path, capture_output=True, text=True, check=False, env=env, timeout=120,
     )
     return Run(result.returncode, result.stdout, result.stderr,
-               f"{(tmp_path / 'specs').as_posix()}/mini/{spec_name}", out, tmp_path)
+               f"specs/mini/{spec_name}", out, tmp_path)
 
 
 def error_lines(run: Run) -> list[str]:
@@ -272,7 +272,7 @@ def test_bad_spec_leaves_existing_output_untouched(tmp_path: Path) -> None:
     spec.write_text(GOOD_SPEC.replace("struct: Payload", "struct: Paylod"))
     env = {"PYTHONPATH": str(ROOT), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
     result = subprocess.run(
-        [sys.executable, "-m", "generator", "generate", "--spec-dir", str(tmp_path / "specs"),
+        [sys.executable, "-m", "protoframe", "generate", "--spec-dir", str(tmp_path / "specs"),
          "--out", str(good.out)],
         cwd=tmp_path, capture_output=True, text=True, check=False, env=env, timeout=120,
     )
@@ -341,12 +341,12 @@ def run_routed(tmp_path: Path, spec_text: str) -> Run:
     (protocol / "rpcmini.yaml").write_text(spec_text)
     env = {"PYTHONPATH": str(ROOT), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
     result = subprocess.run(
-        [sys.executable, "-m", "generator", "generate", "--spec-dir",
+        [sys.executable, "-m", "protoframe", "generate", "--spec-dir",
          str(tmp_path / "specs"), "--out", str(tmp_path / "out")],
         cwd=tmp_path, capture_output=True, text=True, check=False, env=env, timeout=120,
     )
     return Run(result.returncode, result.stdout, result.stderr,
-               f"{(tmp_path / 'specs').as_posix()}/rpcmini/rpcmini.yaml", tmp_path / "out",
+               "specs/rpcmini/rpcmini.yaml", tmp_path / "out",
                tmp_path)
 
 

@@ -1,0 +1,296 @@
+"""protoframe as a user gets it: a wheel, installed into a fresh virtual environment.
+
+The wheel is built from a copy of this checkout; the environment and the user's project live
+in a temporary directory outside the repository, and nothing of the checkout is put on any path.
+In that project (its own ``pyproject.toml`` settings, its own protocol and application) the
+installed ``protoframe`` command scaffolds, generates and checks; ``mypy --strict`` passes on
+the application and its generated package with no ``MYPYPATH``; and Spark finds
+``format("pulsar")`` through ``pyspark_protoframe`` with no ``register()`` call.
+
+These are the slowest tests of the suite (a wheel build and two installs, from the package
+cache after the first run), so ``make test-fast`` leaves them out.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+
+# What a copy of the checkout leaves out: environments, caches and build output.
+IGNORED = shutil.ignore_patterns(".git", ".venv*", "build", "dist", "*.egg-info", "__pycache__",
+                                 ".mypy_cache", ".ruff_cache", ".pytest_cache", ".hypothesis",
+                                 "*.so", "spark-warehouse", "metastore_db")
+
+
+@dataclass
+class Env:
+    """The fresh environment: its interpreter and the site-packages names the wheel added."""
+
+    python: Path
+    bin: Path
+    added: set[str]
+    site: Path
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """An environment with none of the checkout on it (no PYTHONPATH, no MYPYPATH)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "MYPYPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    env.update(extra)
+    return env
+
+
+def sh(*args: str | Path, cwd: Path, timeout: float = 900,
+       env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run([str(a) for a in args], cwd=cwd, capture_output=True, text=True,
+                            timeout=timeout, check=False, env=env or clean_env())
+    return result
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 0, (result.args, result.stdout[-4000:], result.stderr[-4000:])
+    return result.stdout
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+    base = tmp_path_factory.mktemp("wheel")
+    source = base / "source"
+    shutil.copytree(ROOT, source, symlinks=True, ignore=IGNORED)
+    dist = base / "dist"
+    ok(sh(sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", dist, source,
+          cwd=base))
+    [wheel] = dist.glob("protoframe-*.whl")
+    venv = base / "venv"
+    # The interpreter this suite runs on, but not its environment: the base installation.
+    ok(sh(sys.executable, "-m", "venv", venv, cwd=base))
+    python = venv / "bin" / "python"
+    site = Path(ok(sh(python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))",
+                      cwd=base)).strip())
+    before = {p.name for p in site.iterdir()}
+    ok(sh(python, "-m", "pip", "install", "--quiet", "--no-deps", wheel, cwd=base))
+    added = {p.name for p in site.iterdir()} - before
+    extras = "[spark]" if importable("pyspark") else ""
+    ok(sh(python, "-m", "pip", "install", "--quiet", f"{wheel}{extras}", "mypy", cwd=base))
+    yield Env(python=python, bin=venv / "bin", added=added, site=site)
+
+
+def importable(name: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
+
+
+def test_the_wheel_adds_one_import_root(installed: Env) -> None:
+    names = {n for n in installed.added if not n.endswith((".dist-info", ".pth"))}
+    assert names == {"protoframe", "pyspark_protoframe"}, installed.added
+    assert not any(n.endswith(".pth") for n in installed.added), installed.added
+    shipped = installed.site / "protoframe"
+    assert (shipped / "templates" / "python" / "frames.py.j2").is_file()
+    assert (shipped / "generator" / "spec_schema.json").is_file()
+    assert (shipped / "py.typed").is_file() and (shipped / "runtime" / "py.typed").is_file()
+
+
+SPEC = textwrap.dedent("""\
+    # A made-up telemetry protocol: readings from sensors, acknowledged by sequence number.
+    protocol: telemetry
+    doc: Sensor readings over TCP.
+    proto: [telemetry.proto]
+    structs:
+      Report:
+        fields:
+          - {name: seq, type: u32}
+          - {name: reading, type: proto, message: Reading}
+      Ack:
+        fields:
+          - {name: seq, type: u32}
+          - {name: status, type: u8}
+    frame:
+      name: Frame
+      fields:
+        - {name: magic, type: u16, const: 0x5445}
+        - {name: size, type: u32, size_of: rest}
+        - {name: kind, type: u8}
+        - name: body
+          type: switch
+          on: kind
+          cases:
+            1: Report
+            2: {to_client: Ack}
+    interactions:
+      allocate: seq
+      requests:
+        - {request: REPORT, response: ACK, correlate: [seq]}
+    """)
+
+PROTO = textwrap.dedent("""\
+    syntax = "proto3";
+    package telemetry;
+    message Reading {
+      string sensor = 1;
+      double value = 2;
+      map<string, string> labels = 3;
+    }
+    """)
+
+APP = textwrap.dedent("""\
+    \"\"\"A tiny application on its generated package.\"\"\"
+
+    from telemetry_app.proto.telemetry import frames
+    from telemetry_app.proto.telemetry.telemetry import Reading
+
+
+    def report(seq: int, sensor: str, value: float) -> bytes:
+        reading = Reading(sensor=sensor, value=value, labels={"site": "north"})
+        return frames.Frame(body=frames.Report(seq=seq, reading=reading)).encode()
+
+
+    def main() -> None:
+        data = report(7, "t1", 21.5) + report(8, "t2", -3.25)
+        decoded = frames.StreamDecoder().feed(data[:5]) + frames.StreamDecoder().feed(b"")
+        assert decoded == []
+        stream = frames.StreamDecoder()
+        frames_out = stream.feed(data[:9]) + stream.feed(data[9:])
+        values = []
+        for frame in frames_out:
+            assert isinstance(frame.body, frames.Report)
+            values.append((frame.body.seq, frame.body.reading.sensor, frame.body.reading.value,
+                           dict(frame.body.reading.labels)))
+        print(values)
+
+
+    if __name__ == "__main__":
+        main()
+    """)
+
+
+def test_a_users_project_from_init_to_mypy(installed: Env, tmp_path: Path) -> None:
+    project = tmp_path / "user-project"
+    (project / "src" / "telemetry_app" / "proto").mkdir(parents=True)
+    (project / "pyproject.toml").write_text(textwrap.dedent("""\
+        [project]
+        name = "telemetry-app"
+        version = "0.1"
+
+        [tool.protoframe]
+        spec-dir = "protocols"
+        out = "src/telemetry_app/proto"
+        outputs = ["bindings", "frames"]
+
+        [tool.mypy]
+        strict = true
+        mypy_path = "src"
+        """))
+    (project / "src" / "telemetry_app" / "__init__.py").write_text('"""The app."""\n')
+    own_init = project / "src" / "telemetry_app" / "proto" / "__init__.py"
+    own_init.write_text('"""Protocol bindings (generated below this package)."""\n')
+    protoframe = installed.bin / "protoframe"
+    # The imported protoframe is the installed wheel, not the checkout.
+    where = ok(sh(installed.python, "-c", "import protoframe; print(protoframe.__file__)",
+                  cwd=project)).strip()
+    assert Path(where).is_relative_to(installed.site), where
+    assert not Path(where).resolve().is_relative_to(ROOT)
+
+    # `init` scaffolds a starter that generates; then the user's own protocol beside it.
+    ok(sh(protoframe, "init", "starter", cwd=project))
+    (project / "protocols" / "telemetry").mkdir()
+    (project / "protocols" / "telemetry" / "telemetry.proto").write_text(PROTO)
+    (project / "protocols" / "telemetry" / "telemetry.yaml").write_text(SPEC)
+    first = sh(protoframe, "generate", cwd=project)
+    assert first.returncode == 0, first.stderr
+    assert "wrote src/telemetry_app/proto/telemetry/frames.py" in first.stdout
+    assert own_init.read_text() == '"""Protocol bindings (generated below this package)."""\n'
+    out = project / "src" / "telemetry_app" / "proto"
+    assert not list(out.rglob("spark.py")) and not (project / "docs").exists()
+    assert ok(sh(protoframe, "check", cwd=project)).startswith("generated code is up to date")
+
+    # mypy --strict on the application and the generated package, with no MYPYPATH.
+    (project / "src" / "telemetry_app" / "main.py").write_text(APP)
+    mypy = sh(installed.python, "-m", "mypy", "--no-incremental", "src", cwd=project)
+    assert mypy.returncode == 0, mypy.stdout
+    assert "Success: no issues found" in mypy.stdout
+    ran = ok(sh(installed.python, "-m", "telemetry_app.main", cwd=project,
+                env=clean_env(PYTHONPATH=str(project / "src"))))
+    assert ran.strip() == ("[(7, 't1', 21.5, {'site': 'north'}), "
+                           "(8, 't2', -3.25, {'site': 'north'})]")
+
+    # A spec edit makes check fail, naming the file; generate brings it back.
+    spec = project / "protocols" / "telemetry" / "telemetry.yaml"
+    spec.write_text(SPEC.replace("{name: status, type: u8}", "{name: status, type: u16}"))
+    stale = sh(protoframe, "check", cwd=project)
+    assert stale.returncode == 1
+    assert "stale: src/telemetry_app/proto/telemetry/frames.py" in stale.stderr
+    assert "run `protoframe generate`" in stale.stderr
+    ok(sh(protoframe, "generate", cwd=project))
+    ok(sh(protoframe, "check", cwd=project))
+
+
+SPARK_JOB = textwrap.dedent("""\
+    import asyncio
+    import os
+    import sys
+
+    from pyspark.sql import SparkSession
+
+    from protoframe.clients.pulsar import PulsarClient
+    from protoframe.clients.pulsar.broker import BrokerThread
+
+
+    async def produce(url: str) -> None:
+        async with PulsarClient(url) as client:
+            producer = await client.create_producer("wheel-topic")
+            for i in range(5):
+                await producer.send(f"m{i}".encode(), properties={"n": str(i)})
+
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    with BrokerThread() as broker:
+        asyncio.run(produce(broker.url))
+        spark = (SparkSession.builder.master("local[1]").appName("wheel")
+                 .config("spark.ui.enabled", "false")
+                 .config("spark.driver.host", "127.0.0.1")
+                 .config("spark.driver.bindAddress", "127.0.0.1").getOrCreate())
+        try:
+            rows = (spark.read.format("pulsar").option("service_url", broker.url)
+                    .option("topic", "wheel-topic").load()
+                    .select("value", "properties").collect())
+            print(sorted(bytes(r.value).decode() for r in rows))
+        finally:
+            spark.stop()
+    """)
+
+
+def test_spark_finds_the_pulsar_source_without_register(installed: Env, tmp_path: Path) -> None:
+    if not importable("pyspark"):
+        pytest.skip("the spark extra is not installed here, so the wheel got no pyspark")
+    from protoframe.pipeline.capture_decode import java_version
+
+    if (java_version() or 0) < 17:
+        pytest.skip("Spark needs Java 17+ (apt-get install openjdk-17-jre-headless)")
+    job = tmp_path / "job.py"
+    job.write_text(SPARK_JOB)
+    env = clean_env(SPARK_LOCAL_IP="127.0.0.1")
+    result = sh(installed.python, job, cwd=tmp_path, env=env, timeout=600)
+    assert result.returncode == 0, result.stderr[-6000:]
+    assert result.stdout.strip().splitlines()[-1] == "['m0', 'm1', 'm2', 'm3', 'm4']"
+    assert "register" not in SPARK_JOB
+
+
+def test_the_wheel_carries_the_compiled_codecs_when_they_build_here(installed: Env) -> None:
+    if not importable("protoframe.runtime._wirecodec"):
+        pytest.skip("the compiled codecs do not build on this machine (no C compiler?)")
+    code = ("import protoframe.runtime._wirecodec as w, protoframe.runtime._framecodec as f; "
+            "print(w.__file__); print(f.__file__)")
+    for line in ok(sh(installed.python, "-c", code, cwd=installed.site.parent)).splitlines():
+        assert Path(line).is_relative_to(installed.site), line

@@ -42,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
                     "YAML frame spec per protocol).",
     )
     parser.add_argument("--version", action="version", version=f"protoframe {_version()}")
+    # The spelling before `protoframe check` existed, kept for scripts that use it.
+    parser.add_argument("--check", dest="legacy_check", action="store_true",
+                        help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     gen = sub.add_parser("generate", help="write the bindings (and docs) the specs describe")
     check = sub.add_parser("check", help="write nothing; exit 1 naming each stale file")
@@ -72,6 +75,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.command is None and args.legacy_check:
+        args = parser.parse_args(["check"])
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_BAD_INPUT

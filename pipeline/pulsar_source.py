@@ -23,7 +23,8 @@ listed when the read is planned (``persistent://public/default/orders-.*``); the
 ``starting_offsets``, ``ending_offsets``, ``starting_time``, ``ending_time``
 (``pipeline.pulsar_positions``: earliest, latest, message ids per partition, publish
 times); ``value_type``, the protobuf full name of a generated message (any
-``generated/<protocol>/spark.py`` ``MESSAGES`` entry), which adds a typed ``decoded``
+``generated/<protocol>/spark.py`` ``MESSAGES`` entry, or ``"<package>:<full name>"`` for a
+package generated in the user's project with the spark output), which adds a typed ``decoded``
 struct column (null where the value does not decode); ``read_timeout_ms`` (default 30000),
 how long a task waits for the next message before failing; ``batch_rows`` (default 10000),
 rows per Arrow batch; ``receiver_queue_size`` (default 5000), messages a task's consumer may
@@ -140,8 +141,22 @@ def register(spark: SparkSession) -> None:
 def message_codec(full_name: str) -> RowCodec[Any]:
     """The generated ``RowCodec`` of the message ``full_name`` ("demo.events.OrderPlaced").
 
-    Looks through every ``generated.<protocol>.spark`` module's ``MESSAGES``.
+    A plain full name is looked for in every ``protoframe.generated.<protocol>.spark`` module's
+    ``MESSAGES``; ``"<package>:<full name>"`` names the generated protocol package it is in,
+    for bindings generated in a user's own project with the spark output
+    (``"myapp.proto.telemetry:telemetry.Reading"`` reads ``myapp.proto.telemetry.spark``).
     """
+    if ":" in full_name:
+        package, _, name = full_name.partition(":")
+        try:
+            module = importlib.import_module(f"{package}.spark")
+        except ModuleNotFoundError as exc:
+            raise ValueError(f"value_type {full_name!r}: cannot import {package}.spark ({exc}); "
+                             "generate that package with the spark output") from None
+        codec = getattr(module, "MESSAGES", {}).get(name)
+        if codec is None:
+            raise ValueError(f"value_type {full_name!r}: {package}.spark has no message {name!r}")
+        return codec  # type: ignore[no-any-return]
     from protoframe import generated
     for info in pkgutil.iter_modules(generated.__path__):
         if not info.ispkg:
@@ -153,7 +168,8 @@ def message_codec(full_name: str) -> RowCodec[Any]:
         codec = getattr(module, "MESSAGES", {}).get(full_name)
         if codec is not None:
             return codec  # type: ignore[no-any-return]
-    raise ValueError(f"value_type {full_name!r}: no generated message has that full name")
+    raise ValueError(f"value_type {full_name!r}: no generated message has that full name "
+                     "(for your own generated package, write \"<package>:<full name>\")")
 
 
 # --- options --------------------------------------------------------------------------------------

@@ -245,13 +245,15 @@ SPARK_JOB = textwrap.dedent("""\
 
     from protoframe.clients.pulsar import PulsarClient
     from protoframe.clients.pulsar.broker import BrokerThread
+    from telemetry_app.proto.telemetry.telemetry import Reading
 
 
     async def produce(url: str) -> None:
         async with PulsarClient(url) as client:
             producer = await client.create_producer("wheel-topic")
             for i in range(5):
-                await producer.send(f"m{i}".encode(), properties={"n": str(i)})
+                value = Reading(sensor=f"s{i}", value=i / 2, labels={"n": str(i)})
+                await producer.send(value.encode(), properties={"n": str(i)})
 
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -262,29 +264,49 @@ SPARK_JOB = textwrap.dedent("""\
                  .config("spark.driver.host", "127.0.0.1")
                  .config("spark.driver.bindAddress", "127.0.0.1").getOrCreate())
         try:
-            rows = (spark.read.format("pulsar").option("service_url", broker.url)
-                    .option("topic", "wheel-topic").load()
-                    .select("value", "properties").collect())
-            print(sorted(bytes(r.value).decode() for r in rows))
+            df = (spark.read.format("pulsar").option("service_url", broker.url)
+                  .option("topic", "wheel-topic")
+                  .option("value_type", "telemetry_app.proto.telemetry:telemetry.Reading")
+                  .load())
+            print(df.schema["decoded"].dataType.simpleString())
+            rows = df.select("properties", "decoded").collect()
+            print(sorted((r.properties["n"], r.decoded.sensor, r.decoded.value,
+                          dict(r.decoded.labels)) for r in rows))
         finally:
             spark.stop()
     """)
 
 
 def test_spark_finds_the_pulsar_source_without_register(installed: Env, tmp_path: Path) -> None:
+    """format("pulsar") from the wheel alone, decoding values with the user's own spark.py."""
     if not importable("pyspark"):
         pytest.skip("the spark extra is not installed here, so the wheel got no pyspark")
     from protoframe.pipeline.capture_decode import java_version
 
     if (java_version() or 0) < 17:
         pytest.skip("Spark needs Java 17+ (apt-get install openjdk-17-jre-headless)")
-    job = tmp_path / "job.py"
+    project = tmp_path / "spark-project"
+    (project / "protocols" / "telemetry").mkdir(parents=True)
+    (project / "protocols" / "telemetry" / "telemetry.proto").write_text(PROTO)
+    (project / "src" / "telemetry_app").mkdir(parents=True)
+    (project / "src" / "telemetry_app" / "__init__.py").write_text("")
+    (project / "protoframe.toml").write_text(
+        'spec-dir = "protocols"\nout = "src/telemetry_app/proto"\n'
+        'outputs = ["bindings", "frames", "spark"]\n')
+    ok(sh(installed.bin / "protoframe", "generate", cwd=project))
+    assert (project / "src" / "telemetry_app" / "proto" / "telemetry" / "spark.py").is_file()
+    job = project / "job.py"
     job.write_text(SPARK_JOB)
-    env = clean_env(SPARK_LOCAL_IP="127.0.0.1")
-    result = sh(installed.python, job, cwd=tmp_path, env=env, timeout=600)
-    assert result.returncode == 0, result.stderr[-6000:]
-    assert result.stdout.strip().splitlines()[-1] == "['m0', 'm1', 'm2', 'm3', 'm4']"
     assert "register" not in SPARK_JOB
+    # Spark's Python workers inherit this environment: the user's package is on their path.
+    env = clean_env(SPARK_LOCAL_IP="127.0.0.1", PYTHONPATH=str(project / "src"))
+    result = sh(installed.python, job, cwd=project, env=env, timeout=600)
+    assert result.returncode == 0, result.stderr[-6000:]
+    schema, values = result.stdout.strip().splitlines()[-2:]
+    assert schema == "struct<sensor:string,value:double,labels:map<string,string>>"
+    assert values == ("[('0', 's0', 0.0, {'n': '0'}), ('1', 's1', 0.5, {'n': '1'}), "
+                      "('2', 's2', 1.0, {'n': '2'}), ('3', 's3', 1.5, {'n': '3'}), "
+                      "('4', 's4', 2.0, {'n': '4'})]")
 
 
 def test_the_wheel_carries_the_compiled_codecs_when_they_build_here(installed: Env) -> None:

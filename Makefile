@@ -9,7 +9,7 @@ JAVA := $(if $(JAVA_HOME),$(JAVA_HOME)/bin/java,java)
 # Spark binds to loopback only (no hostname lookups, nothing listening outside).
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: venv generate check test run bench lint typecheck clean java-check
+.PHONY: venv generate check test test-fast run bench lint typecheck clean java-check
 
 venv: $(STAMP)
 
@@ -54,6 +54,14 @@ test: $(STAMP) java-check
 	$(PY) -m mypy --strict
 	$(PY) -m ruff check .
 	$(PY) -m pytest
+
+# The everyday loop (under 2 minutes): no Spark, no interop peers, no wheel build; mypy runs
+# incrementally from its cache.
+test-fast: $(STAMP)
+	$(VENV)/bin/protoframe check
+	$(PY) -m ruff check .
+	$(PY) -m mypy --strict
+	$(PY) -m pytest -q -m "not slow and not spark and not interop"
 
 run: $(STAMP) generate
 	$(PY) -m protoframe.clients.pulsar.demo

@@ -14,7 +14,7 @@ import jinja2
 
 from protoframe.generator.client_view import build_client_module
 from protoframe.generator.docs_view import build_protocol_doc
-from protoframe.generator.errors import SpecError, SpecErrors
+from protoframe.generator.errors import GeneratorBug, SpecError, SpecErrors
 from protoframe.generator.frame_model import load_frame_spec
 from protoframe.generator.frames_view import build_frames_module
 from protoframe.generator.ir import Protocol
@@ -159,7 +159,9 @@ def _render_protocol(
     modules = []
     for output, module, source, text in files:
         if output in outputs:
-            out.files[f"{protocol.name}/{module}.py"] = text
+            rel = f"{protocol.name}/{module}.py"
+            check_compiles(text, rel, source)
+            out.files[rel] = text
             modules.append((module, source))
     if not modules:
         return
@@ -173,3 +175,14 @@ def _render_protocol(
             "",
         ),
     )
+
+
+def check_compiles(text: str, rel: str, source: str) -> None:
+    """Raise ``GeneratorBug`` unless ``text`` compiles: broken output is never written."""
+    try:
+        compile(text, rel, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        line = (exc.text or "").strip()
+        raise GeneratorBug(f"the generated {rel} does not compile ({exc.msg}, line {exc.lineno}"
+                           f": {line!r}); this is a bug in protoframe, not in the spec: please "
+                           "report it with this spec", source) from None

@@ -5,7 +5,8 @@ Settings come from ``[tool.protoframe]`` in the project's ``pyproject.toml`` (or
 ``protoframe.generator.config``).
 
 Exit status: 0 on success, 1 when ``check`` finds stale files, 2 on bad input (every problem
-printed as ``file:line:column: message``, nothing written).
+printed as ``file:line:column: message``, nothing written), 3 when the generator produced a
+module that does not compile (a protoframe bug; nothing written).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from protoframe.generator.build import generate
 from protoframe.generator.config import OUTPUTS, Overrides, Settings, load_settings
-from protoframe.generator.errors import SpecError, SpecErrors
+from protoframe.generator.errors import GeneratorBug, SpecError, SpecErrors
 from protoframe.generator.output import (
     OutputConflict,
     plan_docs,
@@ -26,7 +27,7 @@ from protoframe.generator.output import (
 )
 from protoframe.generator.scaffold import scaffold
 
-EXIT_OK, EXIT_STALE, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_STALE, EXIT_BAD_INPUT, EXIT_GENERATOR_BUG = 0, 1, 2, 3
 
 
 def _version() -> str:
@@ -99,6 +100,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         print("nothing was generated", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except GeneratorBug as exc:
+        print(f"internal error: {exc}", file=sys.stderr)
+        print("nothing was generated", file=sys.stderr)
+        return EXIT_GENERATOR_BUG
 
 
 def _run(settings: Settings, check: bool) -> int:

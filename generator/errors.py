@@ -33,3 +33,13 @@ class SpecErrors(Exception):
     def __init__(self, errors: list[SpecError]) -> None:
         super().__init__("\n".join(str(e) for e in errors))
         self.errors = errors
+
+
+class GeneratorBug(Exception):
+    """The generator produced a module that does not compile: a bug in protoframe, not in the
+    spec. Nothing is written; the CLI exits with status 3 naming the spec that triggered it."""
+
+    def __init__(self, message: str, source: str) -> None:
+        super().__init__(f"{source}: {message}")
+        self.message = message
+        self.source = source

@@ -421,6 +421,10 @@ class _Builder:
                     target.size = f.name
             if f.size_of is not None and f.kind not in ("int", "varint"):
                 self.error("a size field must be an integer", [*fpath, "type"])
+            elif f.size_of == "rest" and f.kind == "varint":
+                # The size of the rest is patched in after the rest is encoded, in place.
+                self.error("size_of: rest needs a fixed-width integer (u8 to u64), since it is "
+                           "filled in after what follows is encoded", [*fpath, "type"])
             if f.count_of is not None:
                 target = struct.field(f.count_of)
                 if target is None or target.kind != "array" or f.count_of not in later:

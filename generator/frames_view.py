@@ -826,6 +826,8 @@ class _Decoder:
         index = f"i_{f.name}" if any("_index" in e.names for e in f.args.values()) else "_"
         self.index = index
         items = f"a_{f.name}"
+        # Named for the field: two arrays of one struct may hold different element types.
+        item = f"e_{f.name}"
         lines = [f"{items}: list[{item_ann}] = []"]
         if f.until_end and el.kind == "struct" and el.struct is not None \
                 and el.struct.name in self.ctx.runs:
@@ -835,13 +837,13 @@ class _Decoder:
         if el.kind == "struct":
             assert el.struct is not None
             args = _call_args(f.args, self.s, self.name, f)
-            one = [f"item, pos = {el.struct.name}.decode_from(buf, pos, end{args})",
-                   f"{items}.append(item)"]
+            one = [f"{item}, pos = {el.struct.name}.decode_from(buf, pos, end{args})",
+                   f"{items}.append({item})"]
         elif el.kind == "uuid":
             one = [*self.need("16", el), f"{items}.append(UUID(bytes=buf[pos : pos + 16]))",
                    "pos += 16"]
         else:
-            one = [*self.int_read(el, "item"), f"{items}.append(item)"]
+            one = [*self.int_read(el, item), f"{items}.append({item})"]
         if f.until_end:
             if not self.in_range:
                 self.consumes_rest = True
@@ -1195,17 +1197,18 @@ class _Encoder:
                 f"{f.count.text} says {{{count}}}"))]
         index = f"i_{f.name}" if any("_index" in e.names for e in f.args.values()) else ""
         self.index = index or "_"
+        item = f"e_{f.name}"
         if el.kind == "struct":
-            one = [f"item.encode_to({out}{self.struct_args(f)})"]
+            one = [f"{item}.encode_to({out}{self.struct_args(f)})"]
         elif el.kind == "uuid":
-            one = [f"{out} += item.bytes"]
+            one = [f"{out} += {item}.bytes"]
         else:
             saved, self.buf = self.buf, out
-            one = self.pack(el, "item")
+            one = self.pack(el, item)
             self.buf = saved
         self.index = "_"
-        head = f"for {index}, item in enumerate(self.{f.name}):" if index else \
-            f"for item in self.{f.name}:"
+        head = f"for {index}, {item} in enumerate(self.{f.name}):" if index else \
+            f"for {item} in self.{f.name}:"
         return [*lines, head, *["    " + x for x in one]]
 
     def write(self, f: FrameField) -> list[str]:

@@ -23,8 +23,16 @@ def wrap_source(text: str, limit: int = LIMIT) -> str:
                 in_doc = not in_doc
             out.append(line)
             continue
-        out.extend(_wrap_line(line, limit))
+        wrapped = _wrap_line(line, limit)
+        # A line's brackets stay as they were, or the line stays as it was: a long line is a
+        # lint finding, a broken one a SyntaxError.
+        out.extend(wrapped if _balance("".join(wrapped)) == _balance(line) else [line])
     return "\n".join(out)
+
+
+def _balance(text: str) -> int:
+    """Opening minus closing brackets outside string literals."""
+    return sum(1 if ch in "([{" else -1 for _, ch, _ in _scan(text))
 
 
 def _wrap_line(line: str, limit: int, depth: int = 0) -> list[str]:
@@ -118,10 +126,16 @@ def _outer_brackets(body: str) -> tuple[int, int] | None:
         for pos2, ch2, depth2 in brackets[i + 1 :]:
             if depth2 == 0 and ch2 in ")]}":
                 rest = body[pos2 + 1 :].strip()
-                if rest in ("", ":", ",") or rest.startswith(("->", "from ")):
+                if rest in ("", ":", ",") or rest.startswith(("->", "from ")) or _opens(rest):
                     return pos, pos2
                 break
     return None
+
+
+def _opens(rest: str) -> bool:
+    """``rest`` is ``= {`` (or ``[``, ``(``): the line opens a value continued below it, so
+    the only place to break it is inside the brackets before the ``=``."""
+    return len(rest) >= 2 and rest[0] == "=" and rest[1:].strip() in ("(", "[", "{")
 
 
 def _split_commas(inner: str) -> list[str]:

@@ -170,6 +170,9 @@ CASES = [
     Case("yaml_unclosed_flow.yaml", "name: command_size", "{",
          "invalid YAML: expected ',' or '}', but got '{'"),
     Case("duplicate_key.yaml", "message: Ping", "message", "duplicate key 'message'"),
+    # Once an uncaught KeyError from the emitter.
+    Case("varint_size_of_rest.yaml", "name: total_size", "varint",
+         "size_of: rest needs a fixed-width integer"),
 ]
 
 

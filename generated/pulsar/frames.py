@@ -349,8 +349,8 @@ class Batch:
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this value to ``out``."""
-        for item in self.entries:
-            item.encode_to(out)
+        for e_entries in self.entries:
+            e_entries.encode_to(out)
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview) -> Self:
@@ -574,7 +574,10 @@ class StreamDecoder(FrameStream[Frame]):
         def decode(buf: bytes, pos: int, end: int) -> Frame:
             frame, used = Frame.decode_from(buf, pos, end)
             if used != end:
-                raise SizeMismatchError(f"Frame: {end - used} bytes left in the frame")
+                raise SizeMismatchError(
+                    f"Frame: {end - used} bytes left "
+                    "in the frame"
+                )
             return frame
 
         super().__init__(frame_length, decode, max_frame_size)

@@ -253,8 +253,13 @@ class MessageSet:
                 f"MessageSet.messages has {len(self.messages)} "
                 f"items; count says {(count)}"
             )
-        for i_messages, item in enumerate(self.messages):
-            item.encode_to(out, sparse=sparse, first=i_messages == 0, last=i_messages == count - 1)
+        for i_messages, e_messages in enumerate(self.messages):
+            e_messages.encode_to(
+                out,
+                sparse=sparse,
+                first=i_messages == 0,
+                last=i_messages == count - 1,
+            )
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, *, count: int, sparse: bool) -> Self:
@@ -278,7 +283,7 @@ class MessageSet:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         a_messages: list[Message] = []
         for i_messages in range(count):
-            item, pos = Message.decode_from(
+            e_messages, pos = Message.decode_from(
                 buf,
                 pos,
                 end,
@@ -286,7 +291,7 @@ class MessageSet:
                 first=i_messages == 0,
                 last=i_messages == count - 1,
             )
-            a_messages.append(item)
+            a_messages.append(e_messages)
         f_messages = a_messages
         obj = cls.__new__(cls)
         obj.messages = f_messages
@@ -571,8 +576,8 @@ class Chunk:
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this value to ``out``."""
-        for item in self.bundles:
-            item.encode_to(out)
+        for e_bundles in self.bundles:
+            e_bundles.encode_to(out)
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview) -> Self:
@@ -728,8 +733,8 @@ class ProduceTopic:
         out += _U8LE.pack(len(data_name))
         out += data_name
         out.append(v_partitions_cnt)
-        for item in self.partitions:
-            item.encode_to(out, with_seqnum=with_seqnum)
+        for e_partitions in self.partitions:
+            e_partitions.encode_to(out, with_seqnum=with_seqnum)
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, *, with_seqnum: bool) -> Self:
@@ -758,8 +763,8 @@ class ProduceTopic:
         pos += 1
         a_partitions: list[ProducePartition] = []
         for _ in range(f_partitions_cnt):
-            item, pos = ProducePartition.decode_from(buf, pos, end, with_seqnum=with_seqnum)
-            a_partitions.append(item)
+            e_partitions, pos = ProducePartition.decode_from(buf, pos, end, with_seqnum=with_seqnum)
+            a_partitions.append(e_partitions)
         f_partitions = a_partitions
         obj = cls.__new__(cls)
         obj.name = f_name
@@ -805,8 +810,8 @@ class ProduceRequest:
         out.append(self.required_acks)
         out += _U32LE.pack(self.ack_timeout)
         out.append(v_topics_cnt)
-        for item in self.topics:
-            item.encode_to(out, with_seqnum=False)
+        for e_topics in self.topics:
+            e_topics.encode_to(out, with_seqnum=False)
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview) -> Self:
@@ -851,8 +856,8 @@ class ProduceRequest:
         pos += 1
         a_topics: list[ProduceTopic] = []
         for _ in range(f_topics_cnt):
-            item, pos = ProduceTopic.decode_from(buf, pos, end, with_seqnum=False)
-            a_topics.append(item)
+            e_topics, pos = ProduceTopic.decode_from(buf, pos, end, with_seqnum=False)
+            a_topics.append(e_topics)
         f_topics = a_topics
         obj = cls.__new__(cls)
         obj.client_version = f_client_version
@@ -898,8 +903,8 @@ class ProduceWithSeqnumRequest:
         out.append(self.required_acks)
         out += _U32LE.pack(self.ack_timeout)
         out.append(v_topics_cnt)
-        for item in self.topics:
-            item.encode_to(out, with_seqnum=True)
+        for e_topics in self.topics:
+            e_topics.encode_to(out, with_seqnum=True)
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview) -> Self:
@@ -964,8 +969,8 @@ class ProduceWithSeqnumRequest:
         pos += 1
         a_topics: list[ProduceTopic] = []
         for _ in range(f_topics_cnt):
-            item, pos = ProduceTopic.decode_from(buf, pos, end, with_seqnum=True)
-            a_topics.append(item)
+            e_topics, pos = ProduceTopic.decode_from(buf, pos, end, with_seqnum=True)
+            a_topics.append(e_topics)
         f_topics = a_topics
         obj = cls.__new__(cls)
         obj.client_version = f_client_version
@@ -1117,8 +1122,8 @@ class ProduceResponse:
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this value to ``out``."""
         out += _U32LE.pack(self.request_id)
-        for item in self.statuses:
-            item.encode_to(out)
+        for e_statuses in self.statuses:
+            e_statuses.encode_to(out)
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview) -> Self:
@@ -1235,8 +1240,8 @@ class ConsumeTopic:
         out += _U8LE.pack(len(data_name))
         out += data_name
         out.append(v_partitions_cnt)
-        for item in self.partitions:
-            item.encode_to(out)
+        for e_partitions in self.partitions:
+            e_partitions.encode_to(out)
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview) -> Self:
@@ -1265,8 +1270,8 @@ class ConsumeTopic:
         pos += 1
         a_partitions: list[ConsumePartition] = []
         for _ in range(f_partitions_cnt):
-            item, pos = ConsumePartition.decode_from(buf, pos, end)
-            a_partitions.append(item)
+            e_partitions, pos = ConsumePartition.decode_from(buf, pos, end)
+            a_partitions.append(e_partitions)
         f_partitions = a_partitions
         obj = cls.__new__(cls)
         obj.name = f_name
@@ -1326,8 +1331,8 @@ class ConsumeRequest:
                 "client_version >= 3"
             )
         out.append(v_topics_cnt)
-        for item in self.topics:
-            item.encode_to(out)
+        for e_topics in self.topics:
+            e_topics.encode_to(out)
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview) -> Self:
@@ -1378,8 +1383,8 @@ class ConsumeRequest:
         pos += 1
         a_topics: list[ConsumeTopic] = []
         for _ in range(f_topics_cnt):
-            item, pos = ConsumeTopic.decode_from(buf, pos, end)
-            a_topics.append(item)
+            e_topics, pos = ConsumeTopic.decode_from(buf, pos, end)
+            a_topics.append(e_topics)
         f_topics = a_topics
         obj = cls.__new__(cls)
         obj.client_version = f_client_version
@@ -1641,8 +1646,8 @@ class ConsumeTopicResult:
                     f"ConsumeTopicResult.partitions has {len(self.partitions)} "
                     f"items; partitions_cnt says {(self.partitions_cnt)}"
                 )
-            for item in self.partitions:
-                item.encode_to(out)
+            for e_partitions in self.partitions:
+                e_partitions.encode_to(out)
         elif self.partitions is not None:
             raise EncodeError(
                 "ConsumeTopicResult.partitions must be None "
@@ -1685,8 +1690,8 @@ class ConsumeTopicResult:
         if not f_unknown:
             a_partitions: list[ConsumePartitionResult] = []
             for _ in range(f_partitions_cnt):
-                item, pos = ConsumePartitionResult.decode_from(buf, pos, end)
-                a_partitions.append(item)
+                e_partitions, pos = ConsumePartitionResult.decode_from(buf, pos, end)
+                a_partitions.append(e_partitions)
             f_partitions = a_partitions
         obj = cls.__new__(cls)
         obj.name = f_name
@@ -1728,8 +1733,8 @@ class ConsumeResponse:
         s_header_length = len(out)
         out += _U32LE.pack(self.request_id)
         out.append(v_topics_cnt)
-        for item in self.topics:
-            item.encode_to(out)
+        for e_topics in self.topics:
+            e_topics.encode_to(out)
         _U32LE.pack_into(out, p_header_length, len(out) - s_header_length)
         out += self.chunks
 
@@ -1767,8 +1772,8 @@ class ConsumeResponse:
             pos += 1
             a_topics: list[ConsumeTopicResult] = []
             for _ in range(f_topics_cnt):
-                item, pos = ConsumeTopicResult.decode_from(buf, pos, end)
-                a_topics.append(item)
+                e_topics, pos = ConsumeTopicResult.decode_from(buf, pos, end)
+                a_topics.append(e_topics)
             f_topics = a_topics
         except TruncatedError as exc:
             raise SizeMismatchError(
@@ -1974,7 +1979,10 @@ class StreamDecoder(FrameStream[Frame]):
         def decode(buf: bytes, pos: int, end: int) -> Frame:
             frame, used = Frame.decode_from(buf, pos, end, to_server=to_server)
             if used != end:
-                raise SizeMismatchError(f"Frame: {end - used} bytes left in the frame")
+                raise SizeMismatchError(
+                    f"Frame: {end - used} bytes left "
+                    "in the frame"
+                )
             return frame
 
         super().__init__(frame_length, decode, max_frame_size)

@@ -504,7 +504,10 @@ class StreamDecoder(FrameStream[Frame]):
         def decode(buf: bytes, pos: int, end: int) -> Frame:
             frame, used = Frame.decode_from(buf, pos, end)
             if used != end:
-                raise SizeMismatchError(f"Frame: {end - used} bytes left in the frame")
+                raise SizeMismatchError(
+                    f"Frame: {end - used} bytes left "
+                    "in the frame"
+                )
             return frame
 
         super().__init__(frame_length, decode, max_frame_size)

@@ -55,13 +55,13 @@ test: $(STAMP) java-check
 	$(PY) -m ruff check .
 	$(PY) -m pytest
 
-# The everyday loop (under 2 minutes): no Spark, no interop peers, no wheel build; mypy runs
-# incrementally from its cache.
+# The everyday loop (under 2 minutes): no Spark, no interop peers, no wheel build, no fuzzing
+# campaigns (markers from tests/conftest.py), on two processes; mypy runs incrementally.
 test-fast: $(STAMP)
 	$(VENV)/bin/protoframe check
 	$(PY) -m ruff check .
 	$(PY) -m mypy --strict
-	$(PY) -m pytest -q -m "not slow and not spark and not interop"
+	$(PY) -m pytest -q -n 2 -m "not slow and not spark and not interop"
 
 run: $(STAMP) generate
 	$(PY) -m protoframe.clients.pulsar.demo

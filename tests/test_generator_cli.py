@@ -143,6 +143,7 @@ def test_helper_name_collision_is_renamed_not_dropped(tmp_path: Path) -> None:
         assert name in text
 
 
+@pytest.mark.slow
 def test_generated_proto3_code_passes_mypy_strict_and_ruff(project: Path) -> None:
     assert run_cli("generate", "--protocol", "proto3", cwd=project).returncode == 0
     target = str(project / "generated" / "proto3")

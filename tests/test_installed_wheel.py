@@ -1,8 +1,9 @@
 """protoframe as a user gets it: a wheel, installed into a fresh virtual environment.
 
-The wheel is built from a copy of this checkout; the environment and the user's project live
-in a temporary directory outside the repository, and nothing of the checkout is put on any path.
-In that project (its own ``pyproject.toml`` settings, its own protocol and application) the
+The wheel is built from a copy of this checkout; the environment and the user's project (a copy
+of ``examples/telemetry``) live in a temporary directory outside the repository, and nothing of
+the checkout is put on any path. In that project (its own ``pyproject.toml`` settings, its own
+protocol and application) the
 installed ``protoframe`` command scaffolds, generates and checks; ``mypy --strict`` passes on
 the application and its generated package with no ``MYPYPATH``; and Spark finds
 ``format("pulsar")`` through ``pyspark_protoframe`` with no ``register()`` call.
@@ -25,7 +26,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+pytestmark = pytest.mark.timeout(1800)  # slow: see tests/conftest.py
 
 # What a copy of the checkout leaves out: environments, caches and build output.
 IGNORED = shutil.ignore_patterns(".git", ".venv*", "build", "dist", "*.egg-info", "__pycache__",
@@ -102,99 +103,20 @@ def test_the_wheel_adds_one_import_root(installed: Env) -> None:
     assert (shipped / "py.typed").is_file() and (shipped / "runtime" / "py.typed").is_file()
 
 
-SPEC = textwrap.dedent("""\
-    # A made-up telemetry protocol: readings from sensors, acknowledged by sequence number.
-    protocol: telemetry
-    doc: Sensor readings over TCP.
-    proto: [telemetry.proto]
-    structs:
-      Report:
-        fields:
-          - {name: seq, type: u32}
-          - {name: reading, type: proto, message: Reading}
-      Ack:
-        fields:
-          - {name: seq, type: u32}
-          - {name: status, type: u8}
-    frame:
-      name: Frame
-      fields:
-        - {name: magic, type: u16, const: 0x5445}
-        - {name: size, type: u32, size_of: rest}
-        - {name: kind, type: u8}
-        - name: body
-          type: switch
-          on: kind
-          cases:
-            1: Report
-            2: {to_client: Ack}
-    interactions:
-      allocate: seq
-      requests:
-        - {request: REPORT, response: ACK, correlate: [seq]}
-    """)
-
-PROTO = textwrap.dedent("""\
-    syntax = "proto3";
-    package telemetry;
-    message Reading {
-      string sensor = 1;
-      double value = 2;
-      map<string, string> labels = 3;
-    }
-    """)
-
-APP = textwrap.dedent("""\
-    \"\"\"A tiny application on its generated package.\"\"\"
-
-    from telemetry_app.proto.telemetry import frames
-    from telemetry_app.proto.telemetry.telemetry import Reading
+EXAMPLE = ROOT / "examples" / "telemetry"
 
 
-    def report(seq: int, sensor: str, value: float) -> bytes:
-        reading = Reading(sensor=sensor, value=value, labels={"site": "north"})
-        return frames.Frame(body=frames.Report(seq=seq, reading=reading)).encode()
-
-
-    def main() -> None:
-        data = report(7, "t1", 21.5) + report(8, "t2", -3.25)
-        decoded = frames.StreamDecoder().feed(data[:5]) + frames.StreamDecoder().feed(b"")
-        assert decoded == []
-        stream = frames.StreamDecoder()
-        frames_out = stream.feed(data[:9]) + stream.feed(data[9:])
-        values = []
-        for frame in frames_out:
-            assert isinstance(frame.body, frames.Report)
-            values.append((frame.body.seq, frame.body.reading.sensor, frame.body.reading.value,
-                           dict(frame.body.reading.labels)))
-        print(values)
-
-
-    if __name__ == "__main__":
-        main()
-    """)
+def user_project(tmp_path: Path) -> Path:
+    """A copy of examples/telemetry, a user's project, with nothing generated in it yet."""
+    project = tmp_path / "user-project"
+    shutil.copytree(EXAMPLE, project, ignore=IGNORED)
+    return project
 
 
 def test_a_users_project_from_init_to_mypy(installed: Env, tmp_path: Path) -> None:
-    project = tmp_path / "user-project"
-    (project / "src" / "telemetry_app" / "proto").mkdir(parents=True)
-    (project / "pyproject.toml").write_text(textwrap.dedent("""\
-        [project]
-        name = "telemetry-app"
-        version = "0.1"
-
-        [tool.protoframe]
-        spec-dir = "protocols"
-        out = "src/telemetry_app/proto"
-        outputs = ["bindings", "frames"]
-
-        [tool.mypy]
-        strict = true
-        mypy_path = "src"
-        """))
-    (project / "src" / "telemetry_app" / "__init__.py").write_text('"""The app."""\n')
+    project = user_project(tmp_path)
     own_init = project / "src" / "telemetry_app" / "proto" / "__init__.py"
-    own_init.write_text('"""Protocol bindings (generated below this package)."""\n')
+    own_text = own_init.read_text()
     protoframe = installed.bin / "protoframe"
     # The imported protoframe is the installed wheel, not the checkout.
     where = ok(sh(installed.python, "-c", "import protoframe; print(protoframe.__file__)",
@@ -202,22 +124,19 @@ def test_a_users_project_from_init_to_mypy(installed: Env, tmp_path: Path) -> No
     assert Path(where).is_relative_to(installed.site), where
     assert not Path(where).resolve().is_relative_to(ROOT)
 
-    # `init` scaffolds a starter that generates; then the user's own protocol beside it.
+    # `init` scaffolds a starter beside the project's own protocol; both generate.
     ok(sh(protoframe, "init", "starter", cwd=project))
-    (project / "protocols" / "telemetry").mkdir()
-    (project / "protocols" / "telemetry" / "telemetry.proto").write_text(PROTO)
-    (project / "protocols" / "telemetry" / "telemetry.yaml").write_text(SPEC)
     first = sh(protoframe, "generate", cwd=project)
     assert first.returncode == 0, first.stderr
     assert "wrote src/telemetry_app/proto/telemetry/frames.py" in first.stdout
-    assert own_init.read_text() == '"""Protocol bindings (generated below this package)."""\n'
+    assert "wrote src/telemetry_app/proto/starter/client.py" in first.stdout
+    assert own_init.read_text() == own_text
     out = project / "src" / "telemetry_app" / "proto"
     assert not list(out.rglob("spark.py")) and not (project / "docs").exists()
     assert ok(sh(protoframe, "check", cwd=project)).startswith("generated code is up to date")
 
     # mypy --strict on the application and the generated package, with no MYPYPATH.
-    (project / "src" / "telemetry_app" / "main.py").write_text(APP)
-    mypy = sh(installed.python, "-m", "mypy", "--no-incremental", "src", cwd=project)
+    mypy = sh(installed.python, "-m", "mypy", "--no-incremental", cwd=project)
     assert mypy.returncode == 0, mypy.stdout
     assert "Success: no issues found" in mypy.stdout
     ran = ok(sh(installed.python, "-m", "telemetry_app.main", cwd=project,
@@ -227,7 +146,8 @@ def test_a_users_project_from_init_to_mypy(installed: Env, tmp_path: Path) -> No
 
     # A spec edit makes check fail, naming the file; generate brings it back.
     spec = project / "protocols" / "telemetry" / "telemetry.yaml"
-    spec.write_text(SPEC.replace("{name: status, type: u8}", "{name: status, type: u16}"))
+    spec.write_text(spec.read_text().replace("{name: status, type: u8}",
+                                             "{name: status, type: u16}"))
     stale = sh(protoframe, "check", cwd=project)
     assert stale.returncode == 1
     assert "stale: src/telemetry_app/proto/telemetry/frames.py" in stale.stderr
@@ -285,15 +205,9 @@ def test_spark_finds_the_pulsar_source_without_register(installed: Env, tmp_path
 
     if (java_version() or 0) < 17:
         pytest.skip("Spark needs Java 17+ (apt-get install openjdk-17-jre-headless)")
-    project = tmp_path / "spark-project"
-    (project / "protocols" / "telemetry").mkdir(parents=True)
-    (project / "protocols" / "telemetry" / "telemetry.proto").write_text(PROTO)
-    (project / "src" / "telemetry_app").mkdir(parents=True)
-    (project / "src" / "telemetry_app" / "__init__.py").write_text("")
-    (project / "protoframe.toml").write_text(
-        'spec-dir = "protocols"\nout = "src/telemetry_app/proto"\n'
-        'outputs = ["bindings", "frames", "spark"]\n')
-    ok(sh(installed.bin / "protoframe", "generate", cwd=project))
+    project = user_project(tmp_path)
+    ok(sh(installed.bin / "protoframe", "generate", "--outputs", "bindings,frames,spark",
+          cwd=project))
     assert (project / "src" / "telemetry_app" / "proto" / "telemetry" / "spark.py").is_file()
     job = project / "job.py"
     job.write_text(SPARK_JOB)

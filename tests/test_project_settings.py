@@ -198,6 +198,7 @@ def test_bad_settings_are_positioned(project: Path) -> None:
     assert "not valid TOML" in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_init_scaffolds_a_protocol_that_generates_and_type_checks(tmp_path: Path) -> None:
     write(tmp_path / "pyproject.toml", '[tool.protoframe]\nout = "app_proto"\n')
     result = run("init", "echo", cwd=tmp_path)

@@ -1,0 +1,1 @@
+"""An application that reports sensor readings with the telemetry protocol."""

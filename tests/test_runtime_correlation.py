@@ -1,0 +1,99 @@
+"""protoframe.runtime.correlation on its own: the request table and the id allocator."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from protoframe.runtime.correlation import IdAllocator, RequestTable
+from protoframe.runtime.errors import ConnectionClosed, RequestTimeout
+
+
+def test_answers_complete_requests_by_key_oldest_first() -> None:
+    async def main() -> None:
+        table = RequestTable()
+        first, second = table.expect(("GET", 1)), table.expect(("GET", 1))
+        other = table.expect(("GET", 2))
+        assert len(table) == 3
+        assert table.answer(("GET", 2), "two")
+        assert table.answer(("GET", 1), "a") and table.answer(("GET", 1), "b")
+        assert (await first, await second, await other) == ("a", "b", "two")
+        assert len(table) == 0
+        assert not table.answer(("GET", 1), "late")  # nobody waits any more
+
+    asyncio.run(main())
+
+
+def test_an_answer_skips_requests_already_done() -> None:
+    async def main() -> None:
+        table = RequestTable()
+        cancelled, waiting = table.expect("k"), table.expect("k")
+        cancelled.cancel()
+        assert table.answer("k", 42)
+        assert await waiting == 42 and len(table) == 0
+
+    asyncio.run(main())
+
+
+def test_wait_times_out_with_the_requests_name_and_forgets_it() -> None:
+    async def main() -> None:
+        table = RequestTable()
+        future = table.expect("k")
+        with pytest.raises(RequestTimeout, match=r"LOOKUP: no answer within 0.01 s"):
+            await table.wait("k", future, 0.01, "LOOKUP")
+        assert len(table) == 0
+        assert not table.answer("k", "too late")
+
+    asyncio.run(main())
+
+
+def test_a_cancelled_wait_forgets_the_request() -> None:
+    async def main() -> None:
+        table = RequestTable()
+        future = table.expect("k")
+        task = asyncio.create_task(table.wait("k", future, None, "GET"))
+        await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert len(table) == 0
+
+    asyncio.run(main())
+
+
+def test_forget_removes_only_that_request() -> None:
+    async def main() -> None:
+        table = RequestTable()
+        gone, kept = table.expect("k"), table.expect("k")
+        table.forget("k", gone)
+        table.forget("k", gone)  # twice is harmless
+        table.forget("other", kept)  # a key it is not under: nothing happens
+        assert table.answer("k", 1) and await kept == 1 and not gone.done()
+
+    asyncio.run(main())
+
+
+def test_fail_all_fails_pending_requests_and_refuses_new_ones() -> None:
+    async def main() -> None:
+        table = RequestTable()
+        pending = [table.expect(k) for k in ("a", "b", "b")]
+        done = table.expect("c")
+        table.answer("c", "ok")
+        table.fail_all(ConnectionClosed("peer went away"))
+        for future in pending:
+            with pytest.raises(ConnectionClosed, match="peer went away"):
+                await future
+        assert await done == "ok" and len(table) == 0
+        with pytest.raises(ConnectionClosed, match="peer went away"):
+            table.expect("d")
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("limit", [1, 3, 2**32])
+def test_id_allocator_counts_from_zero_and_wraps_at_its_limit(limit: int) -> None:
+    allocate = IdAllocator(limit)
+    ids = [allocate() for _ in range(7)]
+    assert ids == [i % limit for i in range(7)]
+    assert IdAllocator()() == 0

@@ -205,6 +205,15 @@ class _Builder:
         )
 
     # -- fields -------------------------------------------------------------------------------
+    def type_names(self) -> set[str]:
+        """The struct and frame type names the spec declares."""
+        structs = self.root.get("structs", LocDict())
+        frame = self.root.get("frame", LocDict())
+        names = set(structs) if isinstance(structs, dict) else set()
+        if isinstance(frame, dict) and isinstance(frame.get("name"), str):
+            names.add(frame["name"])
+        return names
+
     def params(self, body: LocDict, path: PathT) -> list[Param]:
         out: list[Param] = []
         for name, kind in body.get("params", LocDict()).items():
@@ -224,6 +233,11 @@ class _Builder:
             if keyword.iskeyword(name) or name.startswith("_"):
                 self.error(f"invalid identifier {name!r}: a Python keyword or private name",
                            [*fpath, "name"])
+            elif name in _ANNOTATION_NAMES or name in self.type_names():
+                # A class attribute of that name would be what mypy sees in the annotations
+                # of the class's other fields and methods.
+                self.error(f"field name {name!r} would hide the type {name} in the generated "
+                           "class's annotations; choose another name", [*fpath, "name"])
             if name in seen:
                 self.error(f"duplicate field name {name!r}", [*fpath, "name"])
             seen.add(name)
@@ -978,6 +992,11 @@ class _Builder:
 
 
 # Names the generated encode/decode methods use for their own parameters and locals.
+# Types that generated frame classes name in their annotations (field types, method
+# signatures): a field of the same name would hide them inside the class body.
+_ANNOTATION_NAMES = frozenset({"int", "str", "bytes", "bool", "bytearray", "memoryview", "list",
+                               "dict", "tuple", "float", "Self", "UUID", "Any", "Callable"})
+
 _RESERVED_PARAMS = {"self", "cls", "buf", "pos", "end", "out", "data", "to_server", "obj",
                     "item", "bad", "vend", "content", "parts", "used", "n", "cases", "exc",
                     "decode_body", "view", "block", "actual", "max_size", "i", "frame"}

@@ -34,6 +34,7 @@ SLOW_MODULES = frozenset({
     "test_nested_enums",
     "test_peer_runners",
     "test_pravega_fuzz",
+    "test_spec_fuzz",
     "test_tank_fuzz",
     "test_tubemq_fuzz",
     "test_typecheck",

@@ -9,6 +9,8 @@ needed, or wrap an expression in parentheses.
 
 from __future__ import annotations
 
+import keyword
+
 LIMIT = 100
 
 
@@ -57,8 +59,14 @@ def _wrap_once(line: str, limit: int) -> list[str]:
         head, inner, tail = body[: start + 1], body[start + 1 : end], body[end:]
         parts = _split_commas(inner)
         one = inner_indent + inner.strip()
-        if len(one) <= limit and len(parts) <= 1:
-            lines = [one]
+        if len(parts) <= 1:
+            if len(one) <= limit:
+                lines = [one]
+            elif _takes_trailing_comma(body, start, inner.strip()):
+                lines = [one + ","]
+            else:
+                # A comprehension breaks before its `for`; anything else stays whole.
+                lines = [inner_indent + x for x in _split_comprehension(inner.strip())]
         else:
             lines = [inner_indent + p.strip() + "," for p in parts if p.strip()]
         return [indent + head, *lines, indent + tail]
@@ -125,6 +133,8 @@ def _outer_brackets(body: str) -> tuple[int, int] | None:
             continue
         for pos2, ch2, depth2 in brackets[i + 1 :]:
             if depth2 == 0 and ch2 in ")]}":
+                if not body[pos + 1 : pos2].strip():
+                    break  # an empty pair: nothing to break inside it
                 rest = body[pos2 + 1 :].strip()
                 if rest in ("", ":", ",") or rest.startswith(("->", "from ")) or _opens(rest):
                     return pos, pos2
@@ -164,6 +174,30 @@ def _split_commas(inner: str) -> list[str]:
         i += 1
     parts.append(inner[start:])
     return [p for p in parts if p.strip()]
+
+
+def _takes_trailing_comma(body: str, start: int, inner: str) -> bool:
+    """Whether one element between the brackets at ``start`` may have a comma after it.
+
+    Only in a call's arguments and in a list, set or dict display: after a parenthesized
+    expression it makes a tuple, in a subscript it changes the key, and after a
+    comprehension it is a syntax error.
+    """
+    if _split_comprehension(inner) != [inner]:
+        return False
+    head = body[:start].rstrip()
+    word = head.split(" ")[-1] if head else ""
+    follows_value = bool(head) and (head[-1].isalnum() or head[-1] in "_)]") \
+        and not keyword.iskeyword(word)
+    return follows_value if body[start] == "(" else not follows_value
+
+
+def _split_comprehension(inner: str) -> list[str]:
+    """``x for y in z [if c]`` as ``x`` / ``for y in z [if c]``; anything else unchanged."""
+    cut = next((pos for pos, word in _top_level_words(inner) if word == "for"), None)
+    if cut is None or cut == 0:
+        return [inner]
+    return [inner[:cut].strip(), inner[cut:].strip()]
 
 
 def _split_conditional(value: str) -> list[str] | None:

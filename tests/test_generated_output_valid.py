@@ -6,6 +6,7 @@ or a traceback from inside the generator, while generation reported success (or 
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -135,3 +136,48 @@ def test_output_that_does_not_compile_is_a_bug_exit_3_and_nothing_written(
     monkeypatch.chdir(tmp_path)
     assert main(["generate"]) == EXIT_GENERATOR_BUG
     assert sorted(p.name for p in tmp_path.iterdir()) == ["specs"]
+
+
+# Found by tests/test_spec_fuzz.py: the row conversion of an array in spark.py is a long list
+# comprehension, which the wrapper once gave a trailing comma (`[x for y in z,]`), then split
+# at the empty `()` it ends with.
+COMPREHENSION = """\
+protocol: fz
+structs:
+  AVeryLongStructNameForFuzzingTheWrapper0:
+    fields:
+    - {name: pos, type: u8, count_of: struct_error}
+    - {name: struct_error, type: array, of: u64}
+frame:
+  name: Frame
+  fields:
+  - {name: length, type: u32, size_of: rest}
+  - {name: op, type: u8}
+  - name: body
+    type: switch
+    'on': op
+    cases:
+      1: AVeryLongStructNameForFuzzingTheWrapper0
+"""
+
+
+def test_a_long_comprehension_breaks_before_its_for(tmp_path: Path) -> None:
+    (tmp_path / "specs" / "fz").mkdir(parents=True)
+    (tmp_path / "specs" / "fz" / "fz.yaml").write_text(COMPREHENSION)
+    spark = generate(tmp_path / "specs", "specs", ["fz"]).files["fz/spark.py"]
+    assert ('                uint64_value(y, "AVeryLongStructNameForFuzzingTheWrapper0.'
+            'struct_error")\n                for y in v0 or ()\n') in spark
+
+
+@pytest.mark.parametrize(("line", "comma"), [
+    ("x = call(" + "a" * 100 + ")", True),            # a call's one argument
+    ("x = [" + "a" * 100 + "]", True),                # a list display
+    ("x = table[" + "a" * 100 + "]", False),          # a subscript: the key would change
+    ("x = y or (" + "a" * 100 + ")", False),          # parentheses: a tuple would appear
+    ("x = f([a for a in " + "b" * 100 + "])", False),  # a comprehension
+])
+def test_one_long_element_gets_a_comma_only_where_it_means_nothing(line: str,
+                                                                   comma: bool) -> None:
+    wrapped = wrap_source(line)
+    assert ast.dump(ast.parse(wrapped)) == ast.dump(ast.parse(line))  # the same program
+    assert any(x.endswith(("a,", "b,")) for x in wrapped.splitlines()) is comma, wrapped

@@ -1209,9 +1209,10 @@ static PyTypeObject ClassMethod_Type = {
 /* ------------------------------------------------------------------------------------------ */
 /* member access on the generated enums' metaclass */
 
-/* CPython 3.11's enum.EnumType defines __getattr__, so type attribute lookup on an enum class
-   goes through the generic hook, which calls type.__getattribute__ as a Python-level method
-   (a wrapper object and a call) before it gets to the member. Members are class attributes
+/* CPython 3.11's enum.EnumType defines __getattr__ (and runtime.compiled.ProtoEnumType keeps
+   it from 3.12 on, where EnumType dropped it), so type attribute lookup on an enum class goes
+   through the generic hook, which calls type.__getattribute__ as a Python-level method (a
+   wrapper object and a call) before it gets to the member. Members are class attributes
    anyway, so this looks a name up as type does, and only for a name that lookup does not find
    calls the metaclass's __getattr__, as the hook would. */
 
@@ -1259,7 +1260,7 @@ static PyObject *set_class_getattr(PyObject *module, PyObject *const *args, Py_s
         fast_metaclass = (PyTypeObject *)Py_NewRef(meta);
         saved_getattro = meta->tp_getattro;
     }
-    /* (From 3.12 on EnumType has no __getattr__ and the lookup is type's already.) */
+    /* A metaclass without __getattr__ has type's lookup already. */
     if (on && meta->tp_getattro == saved_getattro && saved_getattro != PyType_Type.tp_getattro)
         meta->tp_getattro = class_getattro;
     if (!on && meta->tp_getattro == class_getattro) meta->tp_getattro = saved_getattro;

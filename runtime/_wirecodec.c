@@ -757,12 +757,11 @@ static PyObject *ctor_vectorcall(PyObject *callable, PyObject *const *args, size
     /* Any assignment to a class attribute gives the class a new version tag (they are never
        reused), so the class is looked over again only after a change; an unchanged tag is
        the common case and costs one comparison. */
-    if (!PyType_HasFeature(cls, Py_TPFLAGS_VALID_VERSION_TAG)
-            || cls->tp_version_tag != codec->ctor_version) {
+    unsigned int version = valid_version_tag(cls);
+    if (version == 0 || version != codec->ctor_version) {
         if (!ctor_class_intact(codec)) return ctor_fallback(callable, args, nargs, kwnames);
         /* _PyType_Lookup gave the class a tag if it had none (unless they ran out). */
-        codec->ctor_version = PyType_HasFeature(cls, Py_TPFLAGS_VALID_VERSION_TAG)
-                              ? cls->tp_version_tag : 0;
+        codec->ctor_version = valid_version_tag(cls);
     }
 
     Py_ssize_t nf = codec->nfields;
@@ -927,9 +926,16 @@ static PyObject *codec_constructor_enabled(PyObject *self, void *closure) {
     return PyBool_FromLong(codec->ctor_on && codec->cls->tp_vectorcall == ctor_vectorcall);
 }
 
+static PyObject *codec_constructor_version(PyObject *self, void *closure) {
+    return PyLong_FromUnsignedLong(((CodecObject *)self)->ctor_version);
+}
+
 static PyGetSetDef codec_getset[] = {
     {"constructor_enabled", codec_constructor_enabled, NULL,
      "Whether cls(...) runs the compiled constructor.", NULL},
+    {"constructor_version", codec_constructor_version, NULL,
+     "The class's version tag when the constructor last found it unchanged (0: none; it "
+     "looks the class over on the next call).", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -9,14 +9,19 @@ JAVA := $(if $(JAVA_HOME),$(JAVA_HOME)/bin/java,java)
 # Spark binds to loopback only (no hostname lookups, nothing listening outside).
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: venv generate check test test-fast run bench lint typecheck clean java-check
+# The Python versions `make test-versions` runs the suite on, each that this machine has.
+TEST_VERSIONS := 3.11 3.12 3.13
+CODEC_DEPS := pyproject.toml setup.py runtime/_wirecodec.c runtime/_framecodec.c \
+	runtime/_codec_common.h
+
+.PHONY: venv generate check test test-fast test-versions run bench lint typecheck clean java-check
 
 venv: $(STAMP)
 
 # The install also compiles runtime/_wirecodec.c and runtime/_framecodec.c, the optional fast
 # paths of the protobuf and frame codecs (needs a C compiler and Python's headers; without them
 # the Python codecs run, and this says so).
-$(STAMP): pyproject.toml setup.py runtime/_wirecodec.c runtime/_framecodec.c runtime/_codec_common.h
+$(STAMP): $(CODEC_DEPS)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,spark]'
@@ -63,6 +68,49 @@ test-fast: $(STAMP)
 	$(PY) -m mypy --strict
 	$(PY) -m pytest -q -n 2 -m "not slow and not spark and not interop"
 
+# mypy --strict and pytest on each of TEST_VERSIONS that .ci/find-python finds, each in its own
+# .venv-3.X with the dev extra (not spark: its tests skip). It says which versions it found and
+# which it skipped, runs them all, and fails if any run failed.
+test-versions:
+	@found=; skipped=; \
+	for v in $(TEST_VERSIONS); do \
+		if py=$$(.ci/find-python $$v); then \
+			echo "test-versions: Python $$v: $$py"; found="$$found $$v"; \
+		else \
+			echo "test-versions: Python $$v: not found (python$$v on PATH or under" \
+				"$${PYENV_ROOT:-~/.pyenv}/versions), skipped"; \
+			skipped="$$skipped $$v"; \
+		fi; \
+	done; \
+	if [ -z "$$found" ]; then echo "test-versions: none of $(TEST_VERSIONS) found"; exit 1; fi; \
+	passed=; failed=; \
+	for v in $$found; do \
+		echo "test-versions: === Python $$v ==="; \
+		if $(MAKE) --no-print-directory test-version-$$v; then passed="$$passed $$v"; \
+		else failed="$$failed $$v"; fi; \
+	done; \
+	echo "test-versions: passed:$${passed:- none}; failed:$${failed:- none};" \
+		"skipped:$${skipped:- none}"; \
+	test -z "$$failed"
+
+test-version-%: .venv-%/.installed-stamp
+	.venv-$*/bin/python -m mypy --strict --python-version $*
+	.venv-$*/bin/python -m pytest -rs
+
+# An editable install per version, like .venv's; each builds its own compiled codecs in place
+# (runtime/_wirecodec.cpython-3XX-*.so: the version is in the name).
+.PRECIOUS: .venv-%/.installed-stamp
+.venv-%/.installed-stamp: $(CODEC_DEPS)
+	@py=$$(.ci/find-python $*) || { echo "no working python$* found"; exit 1; }; \
+	.venv-$*/bin/python -c 'import sys; sys.exit("%d.%d" % sys.version_info[:2] != "$*")' \
+		2>/dev/null || $$py -m venv --clear .venv-$*
+	.venv-$*/bin/python -m pip install --quiet --upgrade pip
+	.venv-$*/bin/python -m pip install --quiet -e '.[dev]'
+	@.venv-$*/bin/python -c 'import protoframe.runtime._wirecodec, protoframe.runtime._framecodec' \
+	2>/dev/null || echo "note: the compiled codecs did not build for Python $*, so its tests of \
+	them skip; to build them install a C compiler and Python $*'s headers."
+	@touch $@
+
 run: $(STAMP) generate
 	$(PY) -m protoframe.clients.pulsar.demo
 
@@ -70,4 +118,4 @@ bench: $(STAMP) java-check
 	$(PY) -m bench
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) $(TEST_VERSIONS:%=.venv-%) .mypy_cache .ruff_cache .pytest_cache .hypothesis

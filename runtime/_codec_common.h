@@ -85,6 +85,18 @@ static inline int slot_intact(PyTypeObject *cls, PyObject *name, Py_ssize_t offs
     return def->type == T_OBJECT_EX && def->offset == offset;
 }
 
+/* cls's version tag, or 0 if it has none that is valid. Assigning a class attribute (anything
+   that calls PyType_Modified) zeroes the tag, and the next one given is a number never used
+   before. Up to 3.12 a valid tag is also flagged Py_TPFLAGS_VALID_VERSION_TAG; 3.13 no longer
+   sets that flag, and a tag of 0 is the only sign of none. */
+static inline unsigned int valid_version_tag(PyTypeObject *cls) {
+#if PY_VERSION_HEX >= 0x030D0000
+    return cls->tp_version_tag;
+#else
+    return PyType_HasFeature(cls, Py_TPFLAGS_VALID_VERSION_TAG) ? cls->tp_version_tag : 0;
+#endif
+}
+
 /* What runtime._wirecodec lends runtime._framecodec, through a capsule, so that a frame's
    protobuf parts are written straight into the frame's buffer. */
 #define WIRECODEC_CAPSULE "runtime._wirecodec._C_API"

@@ -534,11 +534,10 @@ static PyObject *ctor_vectorcall(PyObject *callable, PyObject *const *args, size
         return ctor_fallback(callable, args, nargs, kwnames);
     /* A class attribute assignment gives the class a new version tag (never reused), so the
        class is looked over again only after a change. */
-    if (!PyType_HasFeature(cls, Py_TPFLAGS_VALID_VERSION_TAG)
-            || cls->tp_version_tag != c->ctor_version) {
+    unsigned int version = valid_version_tag(cls);
+    if (version == 0 || version != c->ctor_version) {
         if (!ctor_class_intact(c)) return ctor_fallback(callable, args, nargs, kwnames);
-        c->ctor_version = PyType_HasFeature(cls, Py_TPFLAGS_VALID_VERSION_TAG)
-                          ? cls->tp_version_tag : 0;
+        c->ctor_version = valid_version_tag(cls);
     }
     PyObject *vals[MAX_ROWS];
     for (Py_ssize_t i = 0; i < n; i++) vals[i] = NULL;
@@ -792,6 +791,10 @@ static PyObject *codec_name(PyObject *self, void *closure) {
     return PyUnicode_FromString("encode");
 }
 
+static PyObject *codec_constructor_version(PyObject *self, void *closure) {
+    return PyLong_FromUnsignedLong(((FrameCodecObject *)self)->ctor_version);
+}
+
 static PyObject *codec_qualname(PyObject *self, void *closure) {
     return PyUnicode_FromFormat("%s.encode", ((FrameCodecObject *)self)->cls->tp_name);
 }
@@ -801,6 +804,9 @@ static PyGetSetDef codec_getset[] = {
     {"__qualname__", codec_qualname, NULL, "The method's qualified name.", NULL},
     {"constructor_enabled", codec_constructor_enabled, NULL,
      "Whether cls(...) runs the compiled constructor.", NULL},
+    {"constructor_version", codec_constructor_version, NULL,
+     "The class's version tag when the constructor last found it unchanged (0: none; it "
+     "looks the class over on the next call).", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -757,12 +757,11 @@ static PyObject *ctor_vectorcall(PyObject *callable, PyObject *const *args, size
     /* Any assignment to a class attribute gives the class a new version tag (they are never
        reused), so the class is looked over again only after a change; an unchanged tag is
        the common case and costs one comparison. */
-    if (!PyType_HasFeature(cls, Py_TPFLAGS_VALID_VERSION_TAG)
-            || cls->tp_version_tag != codec->ctor_version) {
+    unsigned int version = valid_version_tag(cls);
+    if (version == 0 || version != codec->ctor_version) {
         if (!ctor_class_intact(codec)) return ctor_fallback(callable, args, nargs, kwnames);
         /* _PyType_Lookup gave the class a tag if it had none (unless they ran out). */
-        codec->ctor_version = PyType_HasFeature(cls, Py_TPFLAGS_VALID_VERSION_TAG)
-                              ? cls->tp_version_tag : 0;
+        codec->ctor_version = valid_version_tag(cls);
     }
 
     Py_ssize_t nf = codec->nfields;
@@ -927,9 +926,16 @@ static PyObject *codec_constructor_enabled(PyObject *self, void *closure) {
     return PyBool_FromLong(codec->ctor_on && codec->cls->tp_vectorcall == ctor_vectorcall);
 }
 
+static PyObject *codec_constructor_version(PyObject *self, void *closure) {
+    return PyLong_FromUnsignedLong(((CodecObject *)self)->ctor_version);
+}
+
 static PyGetSetDef codec_getset[] = {
     {"constructor_enabled", codec_constructor_enabled, NULL,
      "Whether cls(...) runs the compiled constructor.", NULL},
+    {"constructor_version", codec_constructor_version, NULL,
+     "The class's version tag when the constructor last found it unchanged (0: none; it "
+     "looks the class over on the next call).", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -1209,9 +1215,10 @@ static PyTypeObject ClassMethod_Type = {
 /* ------------------------------------------------------------------------------------------ */
 /* member access on the generated enums' metaclass */
 
-/* CPython 3.11's enum.EnumType defines __getattr__, so type attribute lookup on an enum class
-   goes through the generic hook, which calls type.__getattribute__ as a Python-level method
-   (a wrapper object and a call) before it gets to the member. Members are class attributes
+/* CPython 3.11's enum.EnumType defines __getattr__ (and runtime.compiled.ProtoEnumType keeps
+   it from 3.12 on, where EnumType dropped it), so type attribute lookup on an enum class goes
+   through the generic hook, which calls type.__getattribute__ as a Python-level method (a
+   wrapper object and a call) before it gets to the member. Members are class attributes
    anyway, so this looks a name up as type does, and only for a name that lookup does not find
    calls the metaclass's __getattr__, as the hook would. */
 
@@ -1259,7 +1266,7 @@ static PyObject *set_class_getattr(PyObject *module, PyObject *const *args, Py_s
         fast_metaclass = (PyTypeObject *)Py_NewRef(meta);
         saved_getattro = meta->tp_getattro;
     }
-    /* (From 3.12 on EnumType has no __getattr__ and the lookup is type's already.) */
+    /* A metaclass without __getattr__ has type's lookup already. */
     if (on && meta->tp_getattro == saved_getattro && saved_getattro != PyType_Type.tp_getattro)
         meta->tp_getattro = class_getattro;
     if (!on && meta->tp_getattro == class_getattro) meta->tp_getattro = saved_getattro;

@@ -33,10 +33,11 @@ from __future__ import annotations
 
 import enum
 import os
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from types import ModuleType
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 _wirecodec: ModuleType | None
 try:
@@ -94,15 +95,33 @@ def describe() -> str:
 
 
 class ProtoEnumType(enum.EnumType):
-    """The metaclass of generated enums: ``enum.EnumType`` with faster member access.
+    """The metaclass of generated enums: Python 3.11's ``enum.EnumType``, with faster member
+    access.
 
     On CPython 3.11 ``EnumType`` defines ``__getattr__``, which sends every attribute lookup on
     an enum class (``CompressionType.LZ4``) through CPython's generic hook: about 80 ns, where
     a plain class attribute takes 10 ns. Members are class attributes anyway, so with the C
     extension the classes of this metaclass look a name up as ``type`` does and call
     ``__getattr__`` only when that finds nothing, as the hook would. Nothing else differs, and
-    without the extension (or inside :func:`pure_python`) it is ``EnumType`` unchanged.
+    without the extension (or inside :func:`pure_python`) it is 3.11's ``EnumType``.
+
+    Python 3.12 dropped ``EnumType.__getattr__``; this metaclass keeps it, so that generated
+    enums behave alike on every version: a name found in ``_member_map_`` only is still the
+    member, and a name that is not there raises ``AttributeError(name)``.
     """
+
+    # Hidden from type checkers, for which every attribute of an enum class would exist.
+    if sys.version_info >= (3, 12) and not TYPE_CHECKING:
+
+        def __getattr__(cls, name):
+            # As in 3.11's enum.py.
+            if len(name) > 4 and name[:2] == name[-2:] == "__" and name[2] != "_" \
+                    and name[-3] != "_":
+                raise AttributeError(name)
+            try:
+                return cls._member_map_[name]
+            except KeyError:
+                raise AttributeError(name) from None
 
 
 def install_layouts(layouts: Iterable[MessageLayout]) -> None:

@@ -127,7 +127,9 @@ def as_mapping(row: RowLike) -> Mapping[str, Any]:
     if isinstance(row, dict):
         return row
     if isinstance(row, Row):
-        return row.asDict()
+        # Annotated so that it type-checks the same without pyspark installed (Row is then Any).
+        mapping: dict[str, Any] = row.asDict()
+        return mapping
     raise RowError(f"expected a dict or a pyspark Row, got {type(row).__name__}")
 
 

@@ -16,12 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
-from protoframe.generated.pulsar import frames, pulsar_api
-from protoframe.generated.pulsar import spark as pulsar_spark
-from protoframe.pipeline.capture_decode import (
+pytest.importorskip("pyspark")
+
+from pyspark.sql import SparkSession  # noqa: E402
+from pyspark.sql import functions as F  # noqa: E402
+
+from protoframe.generated.pulsar import frames, pulsar_api  # noqa: E402
+from protoframe.generated.pulsar import spark as pulsar_spark  # noqa: E402
+from protoframe.pipeline.capture_decode import (  # noqa: E402
     RAW_SCHEMA,
     capture_schema,
     decode_captures,
@@ -29,8 +32,8 @@ from protoframe.pipeline.capture_decode import (
     read_captures,
     require_java,
 )
-from protoframe.pipeline.queries import command_counts, latency_summary, pulsar_send_latency
-from protoframe.runtime.capture import CaptureWriter, Direction
+from protoframe.pipeline.queries import command_counts, latency_summary, pulsar_send_latency  # noqa: E402
+from protoframe.runtime.capture import CaptureWriter, Direction  # noqa: E402
 
 Type = pulsar_api.BaseCommand.Type
 MS = 1_000_000

@@ -201,6 +201,40 @@ def test_send_futures_behave_as_asyncio_futures() -> None:
     run(scenario)
 
 
+def test_cancelling_the_task_that_awaits_a_send_future_cancels_that_future() -> None:
+    async def scenario(url: str, broker: EmbeddedBroker) -> None:
+        async with PulsarClient(url) as client:
+            producer = await client.create_producer("cancel-waiter",
+                                                    batching_max_publish_delay_ms=300)
+            first, second = producer.send_async(b"a"), producer.send_async(b"b")
+
+            async def wait(future: Awaitable[MessageId]) -> MessageId:
+                return await future
+
+            task = asyncio.create_task(wait(first))
+            await asyncio.sleep(0)  # the task is now waiting on `first`
+            assert task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert first.cancelled() and not second.done()
+            assert (await second).batch_index() == 1
+            # A task cancelled once the send finished, before it resumed, leaves the result
+            # alone: the callback (registered first, so it runs first) cancels it in between.
+            third = producer.send_async(b"c")
+            cancelled: list[bool] = []
+            third.add_done_callback(lambda _: cancelled.append(late.cancel()))
+            late = asyncio.create_task(wait(third))
+            with pytest.raises(asyncio.CancelledError):
+                await late
+            assert cancelled == [True]
+            assert not third.cancelled() and isinstance(third.result(), MessageId)
+            consumer = await client.subscribe("cancel-waiter", "s", initial_position="earliest")
+            got = await receive_n(consumer, 3)
+            assert [m.data() for m in got] == [b"a", b"b", b"c"]
+
+    run(scenario)
+
+
 def test_pending_queue_limit_fails_or_blocks() -> None:
     async def scenario(url: str, broker: EmbeddedBroker) -> None:
         async with PulsarClient(url) as client:

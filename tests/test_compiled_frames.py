@@ -9,12 +9,14 @@ a checksum failure the frame it carries and the position).
 from __future__ import annotations
 
 import gc
+import importlib.util
 import os
 import random
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -22,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from protoframe.generated.pravega import frames as pravega_frames
+from protoframe.generated.pulsar import frames as frames_module
 from protoframe.generated.pulsar import pulsar_api as pb
 from protoframe.generated.pulsar.frames import (
     Batch,
@@ -365,6 +368,36 @@ _CALLS: list[tuple[type, tuple[Any, ...], dict[str, Any]]] = [
     (tank_frames.ConsumePartition, (), {"fetch_size": 3, "partition": 1, "abs_seq_num": -1}),
     (tank_frames.ConsumePartition, (), {"partition": 1, "abs_seq_num": 2}),
 ]
+
+
+def test_an_unchanged_frame_struct_is_looked_over_once() -> None:
+    """As for messages: the class is checked again only after its version tag changed. On a
+    Payload class of its own, as the version tags of a class are limited (see
+    tests/test_compiled_constructors.py)."""
+    fresh = _fresh_frames()
+    codec = compiled._constructors[fresh.Payload]
+    fresh.Payload(metadata=_MD, data=b"")
+    version = codec.constructor_version
+    assert version != 0
+    fresh.Payload(metadata=_MD, data=b"")
+    assert codec.constructor_version == version
+    fresh.Payload.probe = 1
+    fresh.Payload(metadata=_MD, data=b"")
+    assert codec.constructor_version not in (0, version)
+
+
+def _fresh_frames() -> ModuleType:
+    """Another copy of the generated Pulsar frames module, with classes of its own."""
+    name = f"{frames_module.__package__}._fresh_frames"
+    spec = importlib.util.spec_from_file_location(name, frames_module.__file__)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while the class is made
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[name]
+    return module
 
 
 @pytest.mark.parametrize(("cls", "args", "kwargs"), _CALLS)

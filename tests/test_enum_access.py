@@ -1,12 +1,14 @@
 """Member access on generated enums (runtime.compiled.ProtoEnumType) against plain EnumType.
 
 With the C extension the enums' metaclass looks class attributes up as ``type`` does and calls
-``EnumType.__getattr__`` only for names that lookup misses; every lookup must give what
-``enum.EnumType`` gives, value or error.
+its ``__getattr__`` (3.11's ``EnumType.__getattr__``, which ProtoEnumType keeps on 3.12 and
+later) only for names that lookup misses; every lookup must give what 3.11's ``enum.EnumType``
+gives, value or error, on every Python version.
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import inspect
 from collections.abc import Iterator
@@ -83,7 +85,7 @@ def test_names_only_the_member_map_holds_come_from_getattr() -> None:
         GREEN = 2
 
     # Take GREEN out of the class dict (EnumType forbids `del Colour.GREEN`): only
-    # EnumType.__getattr__, which reads _member_map_, still finds it.
+    # the metaclass's __getattr__, which reads _member_map_, still finds it.
     type.__delattr__(Colour, "GREEN")
     assert "GREEN" not in vars(Colour)
     assert Colour.GREEN is Colour(2)
@@ -92,6 +94,22 @@ def test_names_only_the_member_map_holds_come_from_getattr() -> None:
     with pytest.raises(AttributeError):
         _ = Colour.BLUE  # type: ignore[attr-defined]
     assert not hasattr(Colour, "__blue__")
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["as-installed", "pure-python"])
+def test_generated_enums_behave_as_on_python_3_11(fast: bool) -> None:
+    """Python 3.12 dropped EnumType.__getattr__; ProtoEnumType keeps it, extension or not."""
+    class Colour(enum.IntEnum, metaclass=compiled.ProtoEnumType):
+        RED = 1
+        GREEN = 2
+
+    type.__delattr__(Colour, "GREEN")
+    with contextlib.nullcontext() if fast else compiled.pure_python():
+        assert Colour.GREEN is Colour(2)
+        for name in ("BLUE", "__blue__"):
+            with pytest.raises(AttributeError) as info:
+                getattr(Colour, name)
+            assert info.value.args == (name,)
 
 
 @_fast

@@ -11,7 +11,6 @@ is killed, by its own handle, if it is still running at the end.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import os
 import queue
@@ -42,6 +41,7 @@ from protoframe.clients.tank import FIRST_AVAILABLE, Message, TankClient
 from protoframe.clients.tubemq import Consumer, Producer
 from protoframe.generated.pravega import controller as pb
 from protoframe.runtime.errors import ConnectionClosed
+from tests.peer_clients import needs_pravega
 
 ROOT = Path(__file__).resolve().parent.parent
 READY_TIMEOUT = 30.0
@@ -361,8 +361,7 @@ def pravega(deployment: str) -> Iterator[tuple[tuple[str, int], tuple[str, int],
             yield store, controller, [controller_runner, store_runner]
 
 
-@pytest.mark.skipif(importlib.util.find_spec("pravega_client") is None,
-                    reason="the real pravega client (pip package pravega) is not installed")
+@needs_pravega
 @pytest.mark.parametrize("deployment", ["standalone", "split"])
 def test_the_real_pravega_client_writes_through_the_runners(deployment: str) -> None:
     events = ["first", "second", "third"]

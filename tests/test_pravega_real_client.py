@@ -11,7 +11,6 @@ does not implement).
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import struct
 import sys
@@ -29,11 +28,9 @@ from protoframe.clients.pravega import (
 )
 from protoframe.clients.pravega.controller import segment_name
 from protoframe.generated.pravega import controller as pb
+from tests.peer_clients import needs_pravega
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("pravega_client") is None,
-    reason="the pravega package (import pravega_client) has no wheel for this platform "
-           "or is not installed; pip install -e '.[dev]' installs it")
+pytestmark = needs_pravega
 
 PEER_TIMEOUT = 25.0
 

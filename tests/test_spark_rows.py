@@ -20,13 +20,17 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, cast
 
-import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from pyspark.sql import Row, SparkSession
-from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import (
+
+pytest.importorskip("pyspark")
+pytest.importorskip("pyarrow")
+
+import pyarrow as pa  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from pyspark.sql import Row, SparkSession  # noqa: E402
+from pyspark.sql.pandas.types import to_arrow_schema  # noqa: E402
+from pyspark.sql.types import (  # noqa: E402
     ArrayType,
     BinaryType,
     BooleanType,
@@ -41,15 +45,15 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from protoframe.generated.pulsar import frames, pulsar_api
-from protoframe.generated.pulsar import spark as pulsar_spark
-from protoframe.generator.build import generate
-from protoframe.generator.output import write_files
-from protoframe.pipeline.capture_decode import local_session, require_java
-from protoframe.runtime.spark_rows import RowCodec, RowError
-from tests.generate_helpers import generate_package, import_generated
-from tests.official import official_module
-from tests.proto_values import build_ours, class_index, message_values
+from protoframe.generated.pulsar import frames, pulsar_api  # noqa: E402
+from protoframe.generated.pulsar import spark as pulsar_spark  # noqa: E402
+from protoframe.generator.build import generate  # noqa: E402
+from protoframe.generator.output import write_files  # noqa: E402
+from protoframe.pipeline.capture_decode import local_session, require_java  # noqa: E402
+from protoframe.runtime.spark_rows import RowCodec, RowError  # noqa: E402
+from tests.generate_helpers import generate_package, import_generated  # noqa: E402
+from tests.official import official_module  # noqa: E402
+from tests.proto_values import build_ours, class_index, message_values  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 VECTORS = ROOT / "tests" / "data" / "pulsar_vectors"

@@ -20,40 +20,44 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, cast
 
-import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from pyspark.sql import SparkSession
 
-from protoframe.generated.pravega import controller as pravega_controller
-from protoframe.generated.pravega import frames as pravega_frames
-from protoframe.generated.pravega import machines as pravega_machines
-from protoframe.generated.pravega import spark as pravega_spark
-from protoframe.generated.tank import frames as tank_frames
-from protoframe.generated.tank import machines as tank_machines
-from protoframe.generated.tank import spark as tank_spark
-from protoframe.generated.tubemq import broker_service, master_service, rpc
-from protoframe.generated.tubemq import frames as tubemq_frames
-from protoframe.generated.tubemq import machines as tubemq_machines
-from protoframe.generated.tubemq import spark as tubemq_spark
-from protoframe.pipeline.capture_decode import (
+pytest.importorskip("pyspark")
+pytest.importorskip("pyarrow")
+
+import pyarrow as pa  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from pyspark.sql import SparkSession  # noqa: E402
+
+from protoframe.generated.pravega import controller as pravega_controller  # noqa: E402
+from protoframe.generated.pravega import frames as pravega_frames  # noqa: E402
+from protoframe.generated.pravega import machines as pravega_machines  # noqa: E402
+from protoframe.generated.pravega import spark as pravega_spark  # noqa: E402
+from protoframe.generated.tank import frames as tank_frames  # noqa: E402
+from protoframe.generated.tank import machines as tank_machines  # noqa: E402
+from protoframe.generated.tank import spark as tank_spark  # noqa: E402
+from protoframe.generated.tubemq import broker_service, master_service, rpc  # noqa: E402
+from protoframe.generated.tubemq import frames as tubemq_frames  # noqa: E402
+from protoframe.generated.tubemq import machines as tubemq_machines  # noqa: E402
+from protoframe.generated.tubemq import spark as tubemq_spark  # noqa: E402
+from protoframe.pipeline.capture_decode import (  # noqa: E402
     capture_schema,
     decode_captures,
     local_session,
     require_java,
 )
-from protoframe.runtime.capture import CaptureWriter, Direction
-from protoframe.runtime.spark_rows import RowCodec
-from tests.official import official_module
-from tests.proto_values import build_ours, class_index, message_values
-from tests.test_pravega_frames import COMMANDS as PRAVEGA_COMMANDS
-from tests.test_pravega_frames import VECTORS as PRAVEGA_VECTORS
-from tests.test_pravega_frames import _struct_strategy as pravega_struct
-from tests.test_spark_rows import _spark_shaped
-from tests.test_tank_frames import PRODUCE, REQUESTS, RESPONSES, TO_CLIENT, TO_SERVER
-from tests.test_tubemq_commands import COMMANDS as TUBEMQ_COMMANDS
-from tests.test_tubemq_commands import messages as tubemq_messages
+from protoframe.runtime.capture import CaptureWriter, Direction  # noqa: E402
+from protoframe.runtime.spark_rows import RowCodec  # noqa: E402
+from tests.official import official_module  # noqa: E402
+from tests.proto_values import build_ours, class_index, message_values  # noqa: E402
+from tests.test_pravega_frames import COMMANDS as PRAVEGA_COMMANDS  # noqa: E402
+from tests.test_pravega_frames import VECTORS as PRAVEGA_VECTORS  # noqa: E402
+from tests.test_pravega_frames import _struct_strategy as pravega_struct  # noqa: E402
+from tests.test_spark_rows import _spark_shaped  # noqa: E402
+from tests.test_tank_frames import PRODUCE, REQUESTS, RESPONSES, TO_CLIENT, TO_SERVER  # noqa: E402
+from tests.test_tubemq_commands import COMMANDS as TUBEMQ_COMMANDS  # noqa: E402
+from tests.test_tubemq_commands import messages as tubemq_messages  # noqa: E402
 
 SLOW = [HealthCheck.too_slow, HealthCheck.data_too_large]
 

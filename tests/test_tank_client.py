@@ -321,12 +321,17 @@ def test_request_ids_wrap_at_the_range_of_the_u32_field() -> None:
 
 def test_connect_failures_are_connection_closed() -> None:
     async def main() -> None:
-        silent = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+        # The server keeps each writer: from Python 3.13 on, asyncio closes a connection whose
+        # writer is garbage-collected, so one it dropped would close rather than stay silent.
+        held: list[asyncio.StreamWriter] = []
+        silent = await asyncio.start_server(lambda r, w: held.append(w), "127.0.0.1", 0)
         port = silent.sockets[0].getsockname()[1]
         try:
             with pytest.raises(ConnectionClosed, match="greeting"):
                 await TankClient("127.0.0.1", port, connect_timeout=0.2).connect()
         finally:
+            for writer in held:
+                writer.close()
             silent.close()
             await silent.wait_closed()
         with pytest.raises(ConnectionClosed):

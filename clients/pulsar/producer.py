@@ -281,7 +281,17 @@ class SendFuture:
 
     def __await__(self) -> Generator[Any, None, MessageId]:
         if not self.done():
-            yield from self._op.waiter().__await__()
+            waiter = self._op.waiter()
+            try:
+                yield from waiter.__await__()
+            except asyncio.CancelledError:
+                # A task cancels the future it waits on, which here is the waiter standing in
+                # for this one: cancel this one too, as it would an asyncio future.
+                # asyncio.wait_for() relies on that from 3.12 on (it cancels the awaiting task
+                # where 3.11 called cancel() on the awaitable itself).
+                if waiter.cancelled():
+                    self.cancel()
+                raise
         return self.result()
 
     __iter__ = __await__

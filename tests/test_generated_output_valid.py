@@ -122,10 +122,8 @@ def test_output_that_does_not_compile_is_a_bug_exit_3_and_nothing_written(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "specs" / "pg").mkdir(parents=True)
     (tmp_path / "specs" / "pg" / "pg.yaml").write_text(LONG_NAMES)
-    real = build.wrap_source
-
     def broken(text: str) -> str:
-        out = real(text)
+        out = wrap_source(text)
         return out.replace("class Query:", "class Query(:", 1) if "class Query:" in out else out
 
     monkeypatch.setattr(build, "wrap_source", broken)

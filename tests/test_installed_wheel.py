@@ -45,9 +45,12 @@ class Env:
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    """An environment with none of the checkout on it (no PYTHONPATH, no MYPYPATH)."""
+    """An environment with none of the checkout on it: no PYTHONPATH or MYPYPATH, and none of
+    the PYSPARK_* settings that earlier Spark tests of this process leave pointing at the
+    development environment's interpreter (Spark looks data sources up with the driver's)."""
     env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "MYPYPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+           if k not in ("PYTHONPATH", "MYPYPATH", "VIRTUAL_ENV", "PYTHONHOME")
+           and not k.startswith("PYSPARK_")}
     env.update(extra)
     return env
 
@@ -176,7 +179,7 @@ SPARK_JOB = textwrap.dedent("""\
                 await producer.send(value.encode(), properties={"n": str(i)})
 
 
-    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     with BrokerThread() as broker:
         asyncio.run(produce(broker.url))
         spark = (SparkSession.builder.master("local[1]").appName("wheel")
@@ -215,7 +218,9 @@ def test_spark_finds_the_pulsar_source_without_register(installed: Env, tmp_path
     # Spark's Python workers inherit this environment: the user's package is on their path.
     env = clean_env(SPARK_LOCAL_IP="127.0.0.1", PYTHONPATH=str(project / "src"))
     result = sh(installed.python, job, cwd=project, env=env, timeout=600)
-    assert result.returncode == 0, result.stderr[-6000:]
+    # Spark logs why a lookup of Python data sources failed, then goes on without them.
+    skipped = [line for line in result.stderr.splitlines() if "Python Data Source" in line]
+    assert result.returncode == 0, "\n".join([*skipped, result.stderr[-4000:]])
     schema, values = result.stdout.strip().splitlines()[-2:]
     assert schema == "struct<sensor:string,value:double,labels:map<string,string>>"
     assert values == ("[('0', 's0', 0.0, {'n': '0'}), ('1', 's1', 0.5, {'n': '1'}), "

@@ -15,6 +15,8 @@ import jinja2
 from protoframe.generator.client_view import build_client_module
 from protoframe.generator.docs_view import build_protocol_doc
 from protoframe.generator.errors import GeneratorBug, SpecError, SpecErrors
+from protoframe.generator.frame_checks import check_protocol
+from protoframe.generator.frame_ir import FrameSpec
 from protoframe.generator.frame_model import load_frame_spec
 from protoframe.generator.frames_view import build_frames_module
 from protoframe.generator.ir import Protocol
@@ -118,12 +120,31 @@ def generate(spec_dir: Path, display_root: str, protocols: list[str] | None = No
     return out
 
 
+def load_frame_specs(spec_dir: Path, display_root: str,
+                     protocol: Protocol) -> list[FrameSpec]:
+    """Every frame spec of ``protocol``, each built and checked on its own and then together
+    with the protocol's .proto files: the whole validation, before any output is built."""
+    specs: list[FrameSpec] = []
+    errors: list[SpecError] = []
+    for spec_path in sorted((spec_dir / protocol.name).glob("*.yaml")):
+        display = f"{display_root}/{protocol.name}/{spec_path.name}"
+        try:
+            specs.append(load_frame_spec(spec_path, display, protocol))
+        except SpecErrors as exc:
+            errors.extend(exc.errors)
+    errors += check_protocol(protocol, specs, f"{display_root}/{protocol.name}")
+    if errors:
+        raise SpecErrors(errors)
+    return specs
+
+
 def _render_protocol(
     env: jinja2.Environment, spec_dir: Path, display_root: str, protocol: Protocol, out: Output,
     outputs: frozenset[str],
 ) -> None:
-    # Every view is built whatever ``outputs`` selects: views still find some spec errors, and
-    # whether a spec is accepted must not depend on which outputs a project asks for.
+    frame_specs = load_frame_specs(spec_dir, display_root, protocol)
+    # Every view is built whatever ``outputs`` selects, so that a bug showing in one of them
+    # (output that does not compile) never depends on which outputs a project asks for.
     module_of: dict[str, str] = {}
     for proto in protocol.files:
         for msg in proto.all_messages():
@@ -135,11 +156,8 @@ def _render_protocol(
         view = build_module(proto, module_of)
         files.append(("bindings", proto.module, proto.path,
                       wrap_source(render(env, "python/proto_module.py.j2", m=view))))
-    frame_specs = []  # for spark.py
-    for spec_path in sorted((spec_dir / protocol.name).glob("*.yaml")):
-        display = f"{display_root}/{protocol.name}/{spec_path.name}"
-        spec = load_frame_spec(spec_path, display, protocol)
-        frame_specs.append(spec)
+    for spec in frame_specs:
+        display = spec.path
         files.append(("frames", "frames", display, wrap_source(
             render(env, "python/frames.py.j2", m=build_frames_module(spec)))))
         if spec.machines or spec.requests or spec.routes:

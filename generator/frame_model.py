@@ -18,6 +18,7 @@ import jsonschema
 
 from protoframe.generator.errors import SpecError, SpecErrors
 from protoframe.generator.expr import Expr, ExprError, parse
+from protoframe.generator.frame_checks import check_frame_spec
 from protoframe.generator.frame_ir import (
     INT_TYPES,
     Assignment,
@@ -65,6 +66,9 @@ def load_frame_spec(path: Path, display: str, protocol: Protocol) -> FrameSpec:
     spec = builder.build()
     if builder.errors:
         raise SpecErrors(builder.errors)
+    errors = check_frame_spec(spec)
+    if errors:
+        raise SpecErrors(errors)
     return spec
 
 

@@ -16,8 +16,9 @@ import ast
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from protoframe.generator.errors import SpecError, SpecErrors
+from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.expr import Expr
+from protoframe.generator.frame_checks import frame_length_field
 from protoframe.generator.frame_ir import INT_TYPES, FrameField, FrameSpec, StructDef
 from protoframe.generator.frame_layouts import layout_lines
 from protoframe.generator.pyview import bytes_literal, docstring, q
@@ -88,19 +89,13 @@ class _Ctx:
 
 def build_frames_module(spec: FrameSpec) -> FramesModuleView:
     ctx = _Ctx(spec)
-    errors: list[SpecError] = []
     classes: list[ClassView] = []
     aliases: list[str] = []
     ordered = _dependency_order(spec)
     ctx.runs = _run_structs(ordered)
     for struct in ordered:
-        try:
-            classes.append(_class_view(ctx, struct, aliases))
-        except SpecError as exc:
-            errors.append(exc)
-    length_lines = _length_lines(ctx, spec.frame, errors)
-    if errors:
-        raise SpecErrors(errors)
+        classes.append(_class_view(ctx, struct, aliases))
+    length_lines = _length_lines(ctx, spec.frame)
     directional = _directional(spec.frame)
     command_table = _command_table(ctx, spec) + ctx.tables
     layouts = layout_lines(
@@ -203,8 +198,9 @@ def _held(f: FrameField) -> StructDef | None:
     return f.struct if f.kind in ("struct", "blocks") else None
 
 
-def _error(f: FrameField, message: str) -> SpecError:
-    return SpecError(message, f.location.path, f.location.line, f.location.column)
+def _error(f: FrameField, message: str) -> GeneratorBug:
+    # frame_checks has ruled this out before any emitter ran: reaching it is our bug.
+    return GeneratorBug(message, str(f.location))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1352,70 +1348,60 @@ def _magic_checks(ctx: _Ctx, frame: StructDef, upto: int) -> list[str]:
     return lines
 
 
-def _length_lines(ctx: _Ctx, frame: StructDef, errors: list[SpecError]) -> list[str]:
+def _length_lines(ctx: _Ctx, frame: StructDef) -> list[str]:
     """Body of ``frame_length(buf, pos, end, limit)``: the frame size once the header is in."""
-    offset = 0
-    for i, f in enumerate(frame.fields):
-        size_rest = f.size_of == "rest" or (
-            f.size_of is not None and f.size_of == frame.fields[-1].name
-            and all(g.fixed_size is not None for g in frame.fields[i + 1 : -1]))
-        if size_rest and f.kind == "int":
-            between = sum(g.fixed_size or 0 for g in frame.fields[i + 1 : -1]) \
-                if f.size_of != "rest" else 0
-            header = offset + f.width
-            packer = ctx.packer(f.width, f.signed, f.order)
-            ctx.uses.add("errors:FrameTooLargeError")
-            ctx.uses.add("errors:SizeMismatchError")
-            return [
-                f"if end - pos < {header}:",
-                "    return None",
-                *_magic_checks(ctx, frame, header),
-                f"size: int = {header + between} + {packer}.unpack_from(buf, pos + {offset})[0]",
-                f"if size < {header + between}:",
-                "    raise SizeMismatchError(f\"negative frame length {size}\")",
-                "if size > limit:",
-                "    raise FrameTooLargeError(f\"frame of {size} bytes is over the "
-                "{limit}-byte limit\")",
-                "return size",
-            ]
-        if f.kind == "blocks":
-            cw, cs = INT_TYPES[f.block_count]
-            lw, ls = INT_TYPES[f.block_length]
-            cp = ctx.packer(cw, cs, ctx.spec.byte_order)
-            lp = ctx.packer(lw, ls, ctx.spec.byte_order)
-            ctx.uses.add("errors:FrameTooLargeError")
-            most = f"min({f.max_blocks}, limit // {lw})" if f.max_blocks else f"limit // {lw}"
-            return [
-                f"p = pos + {offset}",
-                f"if end - p < {cw}:",
-                "    return None",
-                *_magic_checks(ctx, frame, offset),
-                f"count: int = {cp}.unpack_from(buf, p)[0]",
-                f"p += {cw}",
-                f"if count > {most}:",
-                "    raise FrameTooLargeError(f\"{count} blocks: over the limit\")",
-                "for _ in range(count):",
-                f"    if end - p < {lw}:",
-                "        return None",
-                f"    n: int = {lp}.unpack_from(buf, p)[0]",
-                f"    if n > {f.block_size}:",
-                f"        raise FrameTooLargeError(f\"block of {{n}} bytes: blocks hold up to "
-                f"{f.block_size}\")",
-                f"    p += {lw} + n",
-                "    if p - pos > limit:",
-                "        raise FrameTooLargeError(f\"frame over the {limit}-byte limit\")",
-                "if p > end:",
-                "    return None",
-                "return p - pos",
-            ]
-        if f.fixed_size is None:
-            break
-        offset += f.fixed_size
-    loc = frame.location
-    errors.append(SpecError("cannot tell a frame's length from its header: the frame needs a "
-                            "size_of field after fixed-size fields only, or a blocks field",
-                            loc.path, loc.line, loc.column))
-    return []
+    length = frame_length_field(frame)
+    if length is None:
+        raise GeneratorBug("no frame length field (frame_checks lets no such frame through)",
+                           str(frame.location))
+    f, offset = length.field, length.offset
+    if length.kind == "size":
+        between = length.between
+        header = offset + f.width
+        packer = ctx.packer(f.width, f.signed, f.order)
+        ctx.uses.add("errors:FrameTooLargeError")
+        ctx.uses.add("errors:SizeMismatchError")
+        return [
+            f"if end - pos < {header}:",
+            "    return None",
+            *_magic_checks(ctx, frame, header),
+            f"size: int = {header + between} + {packer}.unpack_from(buf, pos + {offset})[0]",
+            f"if size < {header + between}:",
+            "    raise SizeMismatchError(f\"negative frame length {size}\")",
+            "if size > limit:",
+            "    raise FrameTooLargeError(f\"frame of {size} bytes is over the "
+            "{limit}-byte limit\")",
+            "return size",
+        ]
+    cw, cs = INT_TYPES[f.block_count]
+    lw, ls = INT_TYPES[f.block_length]
+    cp = ctx.packer(cw, cs, ctx.spec.byte_order)
+    lp = ctx.packer(lw, ls, ctx.spec.byte_order)
+    ctx.uses.add("errors:FrameTooLargeError")
+    most = f"min({f.max_blocks}, limit // {lw})" if f.max_blocks else f"limit // {lw}"
+    return [
+        f"p = pos + {offset}",
+        f"if end - p < {cw}:",
+        "    return None",
+        *_magic_checks(ctx, frame, offset),
+        f"count: int = {cp}.unpack_from(buf, p)[0]",
+        f"p += {cw}",
+        f"if count > {most}:",
+        "    raise FrameTooLargeError(f\"{count} blocks: over the limit\")",
+        "for _ in range(count):",
+        f"    if end - p < {lw}:",
+        "        return None",
+        f"    n: int = {lp}.unpack_from(buf, p)[0]",
+        f"    if n > {f.block_size}:",
+        f"        raise FrameTooLargeError(f\"block of {{n}} bytes: blocks hold up to "
+        f"{f.block_size}\")",
+        f"    p += {lw} + n",
+        "    if p - pos > limit:",
+        "        raise FrameTooLargeError(f\"frame over the {limit}-byte limit\")",
+        "if p > end:",
+        "    return None",
+        "return p - pos",
+    ]
 
 
 def _command_table(ctx: _Ctx, spec: FrameSpec) -> list[str]:

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from protoframe.generator.errors import SpecError
+from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.expr import Expr
 from protoframe.generator.frame_ir import (
     BuildLeaf,
@@ -470,9 +470,8 @@ def _naming(spec: FrameSpec, body_type: object) -> tuple[list[str], str]:
             expr = (f"body = frame.{f.name}\n"
                     "return _COMMANDS[type(body)], body")
             return lines, expr
-    loc = frame.location
-    raise SpecError("machines need a frame with a dispatch or switch field to name commands",
-                    loc.path, loc.line, loc.column)
+    raise GeneratorBug("no field names commands (frame_checks lets no such spec through)",
+                       str(frame.location))
 
 
 def _machine_view(spec: FrameSpec, m: Machine, functions: list[str],
@@ -554,8 +553,8 @@ def _guard_function(spec: FrameSpec, name: str, command: str, when: Expr) -> lis
                         if v.proto_name == n:
                             mod = spec.proto_modules[enum.full_name]
                             return f"{mod}.{enum.py_path}.{v.py_name}"
-            raise SpecError(f"guard names {n!r}, which is neither a field of {command} nor a "
-                            "value of one of its enums", spec.path)
+            raise GeneratorBug(f"guard names {n!r}, not a field of {command} nor a value of "
+                               "its enums (frame_checks lets no such guard through)", spec.path)
 
     if spec.frame_context:
         return [

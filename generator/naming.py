@@ -42,3 +42,35 @@ def module_name(proto_stem: str) -> str:
     if not s or s[0].isdigit():
         s = "proto_" + s
     return py_identifier(s)
+
+
+# Names the generated Spark module defines or imports; a codec named like one gets a "_".
+SPARK_MODULE_NAMES = frozenset({
+    "Any", "Decimal", "Sequence", "UUID", "pa", "annotations", "MESSAGES", "STRUCTS", "FRAME",
+    "decode_frame", "command_name", "RowCodec", "RowLike", "ArrayType", "BinaryType",
+    "BooleanType", "DecimalType", "DoubleType", "FloatType", "IntegerType", "LongType",
+    "MapType", "StringType", "StructField", "StructType", "ChecksumFailure", "DecodeError",
+    "frames",
+})
+
+
+def _spark_safe(name: str) -> str:
+    if keyword.iskeyword(name) or keyword.issoftkeyword(name) or hasattr(builtins, name) \
+            or name in SPARK_MODULE_NAMES:
+        return name + "_"
+    return name
+
+
+def spark_message_key(py_path: str) -> str:
+    """The name of a message's codec in the Spark module (``Outer.Inner`` -> ``Outer_Inner``)."""
+    return _spark_safe(py_path.replace(".", "_"))
+
+
+def spark_struct_key(name: str) -> str:
+    """The name of a frame struct's codec in the Spark module."""
+    return _spark_safe(name)
+
+
+def union_key(struct: str, switch: str) -> str:
+    """The name of a switch field's union codec (and schema) in the Spark module."""
+    return f"{struct}_{switch}_union"

@@ -11,13 +11,11 @@ The generated module is the only one that imports pyspark and pyarrow; nothing e
 
 from __future__ import annotations
 
-import builtins
-import keyword
 import re
 import textwrap
 from dataclasses import dataclass, field
 
-from protoframe.generator.errors import SpecError, SpecErrors
+from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.frame_ir import FrameField, FrameSpec, StructDef
 from protoframe.generator.ir import (
     EnumType,
@@ -28,6 +26,7 @@ from protoframe.generator.ir import (
     Presence,
     Protocol,
 )
+from protoframe.generator.naming import spark_message_key, spark_struct_key, union_key
 from protoframe.generator.pyview import bytes_literal, docstring, q, varint_literal
 
 TYPE_MAPPING = """\
@@ -80,15 +79,6 @@ the message holding it (directly, e.g. MessageIdData.first_chunk_message_id, or 
 other messages) is BinaryType holding the field's protobuf encoding; decode it with the
 message class (or ``from_row`` does it for you).
 """
-
-# Names the generated module defines or imports; a codec named like one gets a trailing "_".
-_MODULE_NAMES = frozenset({
-    "Any", "Decimal", "Sequence", "UUID", "pa", "annotations", "MESSAGES", "STRUCTS", "FRAME",
-    "decode_frame", "command_name", "RowCodec", "RowLike", "ArrayType", "BinaryType",
-    "BooleanType", "DecimalType", "DoubleType", "FloatType", "IntegerType", "LongType",
-    "MapType", "StringType", "StructField", "StructType", "ChecksumFailure", "DecodeError",
-    "frames",
-})
 
 _SCALARS: dict[str, tuple[str, str]] = {  # proto scalar -> (Spark type, Arrow type)
     "int32": ("IntegerType()", "pa.int32()"),
@@ -207,17 +197,6 @@ def build_spark_module(protocol: Protocol, specs: list[FrameSpec],
     return _Builder(protocol, specs, display_root).build()
 
 
-def _flat(py_path: str) -> str:
-    return py_path.replace(".", "_")
-
-
-def _safe(name: str) -> str:
-    if keyword.iskeyword(name) or keyword.issoftkeyword(name) or hasattr(builtins, name) \
-            or name in _MODULE_NAMES:
-        return name + "_"
-    return name
-
-
 def _storage(f: Field) -> str:
     """The attribute holding a field, as pyview generates it (see FIELD_NAMES).
 
@@ -308,7 +287,6 @@ class _Builder:
         self.enums: dict[str, EnumType] = {}  # enum key -> enum, for the name tables
         self.keys: dict[str, str] = {}  # full name / struct name -> public key
         self.recursive = self._recursive_fields()
-        self.errors: list[SpecError] = []
 
     # -- naming -------------------------------------------------------------------------------
 
@@ -318,29 +296,18 @@ class _Builder:
         return f"{module}.{py_path}"
 
     def enum_key(self, enum: EnumType) -> str:
-        key = _flat(enum.py_path)
+        key = enum.py_path.replace(".", "_")
         self.enums.setdefault(key, enum)
         return key
 
     def _assign_keys(self) -> None:
-        owners: dict[str, str] = {}
-        named: list[tuple[str, str, str]] = [(m.full_name, _safe(_flat(m.py_path)),
-                                              f"message {m.full_name}") for m in self.messages]
+        # Distinct by construction: frame_checks.check_protocol rejects a spec where two would
+        # collide, before any output is built.
+        for m in self.messages:
+            self.keys[m.full_name] = spark_message_key(m.py_path)
         for spec in self.specs:
-            named += [(s.name, _safe(s.name), f"frame struct {s.name} ({spec.path})")
-                      for s in _structs(spec)]
             for s in _structs(spec):
-                for f in s.data_fields:
-                    if f.kind == "switch":
-                        named.append((_union_key(s, f), _union_key(s, f),
-                                      f"switch {s.name}.{f.name}"))
-        for ident, key, what in named:
-            if key in owners and owners[key] != what:
-                self.errors.append(SpecError(
-                    f"spark.py: {what} and {owners[key]} would both be named {key!r}",
-                    self.display_root + "/" + self.protocol.name))
-            owners[key] = what
-            self.keys[ident] = key
+                self.keys[s.name] = spark_struct_key(s.name)
 
     # -- recursion ------------------------------------------------------------------------------
 
@@ -445,10 +412,10 @@ class _Builder:
             assert f.struct is not None
             return self._struct_kind(self.keys[f.struct.name], f"frames.{f.struct.name}")
         if f.kind == "switch":
-            key = _union_key(owner, f)
+            key = union_key(owner.name, f.name)
             return self._struct_kind(key, f"_{key}_T")
-        raise SpecError(f"spark.py: frame field kind {f.kind!r} has no Spark mapping",
-                        f.location.path, f.location.line, f.location.column)
+        raise GeneratorBug(f"spark.py: frame field kind {f.kind!r} has no Spark mapping",
+                           str(f.location))
 
     # -- building -------------------------------------------------------------------------------
 
@@ -460,17 +427,12 @@ class _Builder:
         frame: FrameView | None = None
         for spec in self.specs:
             self.modules.add("frames")
-            try:
-                for s in _struct_order(spec):
-                    for f in s.data_fields:
-                        if f.kind == "switch":
-                            codecs.append(self.union_codec(s, f))
-                    codecs.append(self.struct_codec(s))
-                frame = self.frame_view(spec)
-            except SpecError as exc:
-                self.errors.append(exc)
-        if self.errors:
-            raise SpecErrors(self.errors)
+            for s in _struct_order(spec):
+                for f in s.data_fields:
+                    if f.kind == "switch":
+                        codecs.append(self.union_codec(s, f))
+                codecs.append(self.struct_codec(s))
+            frame = self.frame_view(spec)
         enum_lines = self.enum_lines()
         text = "\n".join(line for c in codecs for line in
                          c.schema_lines + c.row_lines + c.value_lines + c.arrow_lines)
@@ -582,7 +544,7 @@ class _Builder:
         return self.codec(key, s.name, f"frames.{s.name}", f"{s.name} frame struct", columns)
 
     def union_codec(self, s: StructDef, f: FrameField) -> CodecView:
-        key = _union_key(s, f)
+        key = union_key(s.name, f.name)
         members = [(m.name, self.keys[m.name]) for m in _alternatives(f)]
         py_type = f"_{key}_T"
         schema = [f"{py_type}: TypeAlias = ("]
@@ -911,7 +873,7 @@ def _struct_refs(f: FrameField) -> list[StructDef]:
 
 
 def _struct_order(spec: FrameSpec) -> list[StructDef]:
-    """Structs after the structs they hold; a struct that holds itself is an error."""
+    """Structs after the structs they hold (frame_checks has ruled out cycles)."""
     out: list[StructDef] = []
     state: dict[str, int] = {}  # 1: being visited, 2: done
 
@@ -919,9 +881,7 @@ def _struct_order(spec: FrameSpec) -> list[StructDef]:
         if state.get(s.name) == 2:
             return
         if state.get(s.name) == 1:
-            loc = s.location
-            raise SpecError(f"spark.py: struct {s.name} contains itself; Spark schemas cannot "
-                            "be recursive", loc.path, loc.line, loc.column)
+            raise GeneratorBug(f"spark.py: struct {s.name} contains itself", str(s.location))
         state[s.name] = 1
         for f in s.data_fields:
             for dep in _struct_refs(f):
@@ -942,10 +902,6 @@ def _alternatives(f: FrameField) -> list[StructDef]:
             if all(s is not o for o in out):
                 out.append(s)
     return out
-
-
-def _union_key(s: StructDef, f: FrameField) -> str:
-    return f"{s.name}_{f.name}_union"
 
 
 _SPARK_NAMES = (

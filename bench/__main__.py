@@ -13,7 +13,7 @@ import time
 
 # Short names, in the order they run; the module for NAME is bench.bench_NAME.
 BENCHMARKS: tuple[str, ...] = (
-    "protobuf", "frames", "instructions", "spark_decode", "client", "spark_source",
+    "protobuf", "imports", "frames", "instructions", "spark_decode", "client", "spark_source",
 )
 
 

@@ -180,6 +180,18 @@ class MessageView:
     class_lines: list[str] = field(default_factory=list)  # class attributes after FIELD_NAMES
     copy_lines: list[str] = field(default_factory=list)  # body of __copy__, sparse messages only
     fields_dict: str = ""  # TypedDict of the sparse fields, taken as **_fields; "" when none
+    indent: int = 0  # columns the class body is indented by
+
+    @property
+    def slots_lines(self) -> list[str]:
+        """``__slots__``: every attribute an instance has, in declaration order."""
+        names = [f.storage for f in self.fields if not f.sparse]
+        names += [self.present] if self.present else []
+        names.append("_unknown")
+        one = f"__slots__ = ({', '.join(q(n) for n in names)}{',' if len(names) == 1 else ''})"
+        if len(one) + self.indent <= 100:
+            return [one]
+        return ["__slots__ = (", *(f"    {q(n)}," for n in names), ")"]
 
 
 @dataclass
@@ -351,7 +363,7 @@ def build_module(proto: ProtoFile, module_of: dict[str, str]) -> ModuleView:
         body += "\npresent_fields spell_out_fields"
     if layouts:
         body += "\ninstall_layouts"
-    stdlib_from = ["from dataclasses import dataclass", f"from typing import {typing_names}"]
+    stdlib_from = [f"from typing import {typing_names}"]
     if "copysign(" in body:
         stdlib_from.append("from math import copysign")
     if "struct_error" in body or messages:
@@ -402,8 +414,8 @@ _RUNTIME_MODULES = {
         "sint64_bytes", "skip_field", "str_bytes", "to_int32", "to_int64", "truncated",
         "uint32_bytes", "uint64_bytes", "unpack_double", "unpack_fixed32", "unpack_fixed64",
         "unpack_float", "unpack_sfixed32", "unpack_sfixed64", "unzigzag", "unzigzag32",
-        "varint_bytes", "message_repr", "new_instance", "number_table", "present_fields",
-        "spell_out_fields", "BytesLike",
+        "varint_bytes", "Message", "message_repr", "new_instance", "number_table",
+        "present_fields", "spell_out_fields", "BytesLike",
     ),
 }
 
@@ -412,7 +424,7 @@ def _runtime_imports(body: str, has_messages: bool, has_enums: bool) -> list[str
     """Import lines for exactly the runtime helpers the generated code uses."""
     words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", body))
     if has_messages:
-        words |= {"message_repr", "BytesLike", "ValueOutOfRangeError"}
+        words |= {"Message", "message_repr", "BytesLike", "ValueOutOfRangeError"}
     if has_enums:
         words |= {"number_table", "ProtoEnumType"}
     out = []
@@ -501,6 +513,7 @@ def _message_view(py: _Python, m: MessageType, depth: int) -> MessageView:
         class_lines=_present_tables(m, present) if present else [],
         copy_lines=_copy_lines(fields, present) if present else [],
         fields_dict=_fields_dict_name(m) if present else "",
+        indent=len(ind),
     )
 
 

@@ -11,12 +11,21 @@ The distribution has one import root. Its parts:
 - ``protoframe.pipeline``: Spark jobs and the ``format("pulsar")`` data source.
 """
 
-from importlib.metadata import PackageNotFoundError, version
 
-try:
-    __version__ = version("protoframe")
-except PackageNotFoundError:  # a checkout on sys.path without an install
-    __version__ = "0+unknown"
+
+def __getattr__(name: str) -> str:
+    # importlib.metadata takes longer to import than the generated bindings themselves, so
+    # the version is looked up only when something asks for it.
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            found = version("protoframe")
+        except PackageNotFoundError:  # a checkout on sys.path without an install
+            found = "0+unknown"
+        globals()["__version__"] = found
+        return found
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def import_root() -> str:

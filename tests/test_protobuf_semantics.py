@@ -187,3 +187,19 @@ def test_decode_accepts_bytearray_and_memoryview() -> None:
 def test_repr_lists_set_fields() -> None:
     text = repr(MessageIdData(ledgerId=1, entryId=2, partition=0))
     assert text == "MessageIdData(ledgerId=1, entryId=2, partition=0)"
+
+
+def test_messages_compare_by_class_and_every_field_and_are_unhashable() -> None:
+    from protoframe.runtime.protowire import Message
+
+    a = KeyValue(key="k", value="v")
+    assert isinstance(a, Message)
+    assert a == KeyValue(key="k", value="v")
+    assert a != KeyValue(key="k", value="w")
+    assert a != ("k", "v")
+    with_unknown = KeyValue.decode(a.encode() + bytes.fromhex("1801"))  # field 3 = 1
+    assert with_unknown.unknown_fields == bytes.fromhex("1801")
+    assert with_unknown != a
+    with pytest.raises(TypeError):
+        hash(a)
+    assert not hasattr(a, "__dict__")

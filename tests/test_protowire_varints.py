@@ -46,3 +46,15 @@ def test_eleven_bytes_are_rejected_and_a_cut_varint_runs_off_the_end() -> None:
     for length in range(1, 10):
         with pytest.raises(IndexError):
             read_varint(b"\x80" * length, 0)
+
+
+def test_small_varint_tables_hold_the_encodings_they_stand_for() -> None:
+    """The tables are built by slicing one buffer (for import time); each entry must still be
+    exactly the varint encoding of its index."""
+    from protoframe.runtime.protowire import _CONTINUED, SMALL_VARINTS
+
+    assert len(SMALL_VARINTS) == len(_CONTINUED) == 1 << 14
+    for i in range(1 << 14):
+        low, high = i & 0x7F, i >> 7
+        assert SMALL_VARINTS[i] == (bytes((i,)) if i < 128 else bytes((low | 0x80, high)))
+        assert _CONTINUED[i] == bytes((low | 0x80, high | 0x80))

@@ -8,7 +8,6 @@ Protobuf package: ``demo.events``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from struct import error as struct_error
 from typing import ClassVar, Self
 
@@ -18,6 +17,7 @@ from protoframe.runtime.errors import (
 from protoframe.runtime.protowire import (
     SMALL_VARINTS,
     BytesLike,
+    Message,
     add_unknown,
     int64_bytes,
     invalid_utf8,
@@ -36,8 +36,7 @@ __all__ = [
 ]
 
 
-@dataclass(slots=True, init=False, repr=False)
-class OrderPlaced:
+class OrderPlaced(Message):
     """An order placed in the demo shop; the message value on the orders topic.
 
     Attributes:
@@ -60,6 +59,15 @@ class OrderPlaced:
         ("placed_at_ms", "placed_at_ms", "placed_at_ms"),
     )
 
+    __slots__ = (
+        "order_id",
+        "customer",
+        "amount_cents",
+        "currency",
+        "items",
+        "placed_at_ms",
+        "_unknown",
+    )
     order_id: str
     customer: str
     amount_cents: int
@@ -283,8 +291,7 @@ class OrderPlaced:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class RevenueSummary:
+class RevenueSummary(Message):
     """Revenue of one currency over a window; what the demo's Spark step writes back."""
 
     FULL_NAME: ClassVar[str] = "demo.events.RevenueSummary"
@@ -294,6 +301,7 @@ class RevenueSummary:
         ("amount_cents", "amount_cents", "amount_cents"),
     )
 
+    __slots__ = ("currency", "orders", "amount_cents", "_unknown")
     currency: str
     orders: int
     amount_cents: int

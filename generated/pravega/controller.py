@@ -13,7 +13,6 @@ Protobuf package: ``io.pravega.controller.stream.api.grpc.v1``.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 from math import copysign
 from struct import error as struct_error
 from typing import ClassVar, Self
@@ -28,6 +27,7 @@ from protoframe.runtime.errors import (
 from protoframe.runtime.protowire import (
     SMALL_VARINTS,
     BytesLike,
+    Message,
     add_unknown,
     int32_bytes,
     int64_bytes,
@@ -88,14 +88,14 @@ __all__ = [
 ]
 
 
-@dataclass(slots=True, init=False, repr=False)
-class ServerRequest:
+class ServerRequest(Message):
     """The ServerRequest message (io.pravega.controller.stream.api.grpc.v1.ServerRequest)."""
 
     FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.ServerRequest"
     FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
     )
 
+    __slots__ = ("_unknown",)
     _unknown: bytes
 
     def __init__(self) -> None:
@@ -161,8 +161,7 @@ class ServerRequest:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class ServerResponse:
+class ServerResponse(Message):
     """Every controller node, as host and port."""
 
     FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.ServerResponse"
@@ -170,6 +169,7 @@ class ServerResponse:
         ("nodeURI", "nodeURI", "nodeURI"),
     )
 
+    __slots__ = ("nodeURI", "_unknown")
     nodeURI: list[NodeUri]
     _unknown: bytes
 
@@ -265,8 +265,7 @@ class ServerResponse:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class ScopeInfo:
+class ScopeInfo(Message):
     """The ScopeInfo message (io.pravega.controller.stream.api.grpc.v1.ScopeInfo)."""
 
     FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.ScopeInfo"
@@ -274,6 +273,7 @@ class ScopeInfo:
         ("scope", "scope", "scope"),
     )
 
+    __slots__ = ("scope", "_unknown")
     scope: str
     _unknown: bytes
 
@@ -368,8 +368,7 @@ class ScopeInfo:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CreateScopeStatus:
+class CreateScopeStatus(Message):
     """The CreateScopeStatus message (io.pravega.controller.stream.api.grpc.v1.CreateScopeStatus).
     """
 
@@ -387,6 +386,7 @@ class CreateScopeStatus:
         ("status", "status", "status"),
     )
 
+    __slots__ = ("status", "_unknown")
     status: CreateScopeStatus.Status | int
     _unknown: bytes
 
@@ -473,8 +473,7 @@ class CreateScopeStatus:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class DeleteScopeStatus:
+class DeleteScopeStatus(Message):
     """The DeleteScopeStatus message (io.pravega.controller.stream.api.grpc.v1.DeleteScopeStatus).
     """
 
@@ -492,6 +491,7 @@ class DeleteScopeStatus:
         ("status", "status", "status"),
     )
 
+    __slots__ = ("status", "_unknown")
     status: DeleteScopeStatus.Status | int
     _unknown: bytes
 
@@ -578,8 +578,7 @@ class DeleteScopeStatus:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class ExistsResponse:
+class ExistsResponse(Message):
     """Answer to the check*Exists RPCs."""
 
     FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.ExistsResponse"
@@ -587,6 +586,7 @@ class ExistsResponse:
         ("exists", "exists", "exists"),
     )
 
+    __slots__ = ("exists", "_unknown")
     exists: bool
     _unknown: bytes
 
@@ -671,8 +671,7 @@ class ExistsResponse:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class ContinuationToken:
+class ContinuationToken(Message):
     """Paging through listings: empty on the first call and when nothing is left."""
 
     FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.ContinuationToken"
@@ -680,6 +679,7 @@ class ContinuationToken:
         ("token", "token", "token"),
     )
 
+    __slots__ = ("token", "_unknown")
     token: str
     _unknown: bytes
 
@@ -774,8 +774,7 @@ class ContinuationToken:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class ScopesRequest:
+class ScopesRequest(Message):
     """The ScopesRequest message (io.pravega.controller.stream.api.grpc.v1.ScopesRequest)."""
 
     FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.ScopesRequest"
@@ -783,6 +782,7 @@ class ScopesRequest:
         ("continuationToken", "continuationToken", "continuationToken"),
     )
 
+    __slots__ = ("continuationToken", "_unknown")
     continuationToken: ContinuationToken | None
     _unknown: bytes
 
@@ -882,8 +882,7 @@ class ScopesRequest:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class ScopesResponse:
+class ScopesResponse(Message):
     """The ScopesResponse message (io.pravega.controller.stream.api.grpc.v1.ScopesResponse)."""
 
     FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.ScopesResponse"
@@ -892,6 +891,7 @@ class ScopesResponse:
         ("continuationToken", "continuationToken", "continuationToken"),
     )
 
+    __slots__ = ("scopes", "continuationToken", "_unknown")
     scopes: list[str]
     continuationToken: ContinuationToken | None
     _unknown: bytes
@@ -1016,8 +1016,7 @@ class ScopesResponse:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class StreamInfo:
+class StreamInfo(Message):
     """Names a stream; accessOperation says what a delegation token asked for with it should allow.
     """
 
@@ -1041,6 +1040,7 @@ class StreamInfo:
         ("accessOperation", "accessOperation", "accessOperation"),
     )
 
+    __slots__ = ("scope", "stream", "accessOperation", "_unknown")
     scope: str
     stream: str
     accessOperation: StreamInfo.AccessOperation | int
@@ -1179,8 +1179,7 @@ class StreamInfo:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class StreamsInScopeRequest:
+class StreamsInScopeRequest(Message):
     """The StreamsInScopeRequest message
     (io.pravega.controller.stream.api.grpc.v1.StreamsInScopeRequest).
     """
@@ -1191,6 +1190,7 @@ class StreamsInScopeRequest:
         ("continuationToken", "continuationToken", "continuationToken"),
     )
 
+    __slots__ = ("scope", "continuationToken", "_unknown")
     scope: ScopeInfo | None
     continuationToken: ContinuationToken | None
     _unknown: bytes
@@ -1319,8 +1319,7 @@ class StreamsInScopeRequest:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class StreamsInScopeResponse:
+class StreamsInScopeResponse(Message):
     """The StreamsInScopeResponse message
     (io.pravega.controller.stream.api.grpc.v1.StreamsInScopeResponse).
     """
@@ -1342,6 +1341,7 @@ class StreamsInScopeResponse:
         ("status", "status", "status"),
     )
 
+    __slots__ = ("streams", "continuationToken", "status", "_unknown")
     streams: list[StreamInfo]
     continuationToken: ContinuationToken | None
     status: StreamsInScopeResponse.Status | int
@@ -1483,8 +1483,7 @@ class StreamsInScopeResponse:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class ScalingPolicy:
+class ScalingPolicy(Message):
     """How many segments a stream starts with (minNumSegments) and when it would scale."""
 
     class ScalingPolicyType(enum.IntEnum, metaclass=ProtoEnumType):
@@ -1505,6 +1504,7 @@ class ScalingPolicy:
         ("minNumSegments", "minNumSegments", "minNumSegments"),
     )
 
+    __slots__ = ("scaleType", "targetRate", "scaleFactor", "minNumSegments", "_unknown")
     scaleType: ScalingPolicy.ScalingPolicyType | int
     targetRate: int
     scaleFactor: int
@@ -1674,8 +1674,7 @@ class ScalingPolicy:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class RetentionPolicy:
+class RetentionPolicy(Message):
     """The RetentionPolicy message (io.pravega.controller.stream.api.grpc.v1.RetentionPolicy)."""
 
     class RetentionPolicyType(enum.IntEnum, metaclass=ProtoEnumType):
@@ -1695,6 +1694,7 @@ class RetentionPolicy:
         ("retentionMax", "retentionMax", "retentionMax"),
     )
 
+    __slots__ = ("retentionType", "retentionParam", "retentionMax", "_unknown")
     retentionType: RetentionPolicy.RetentionPolicyType | int
     retentionParam: int
     retentionMax: int
@@ -1835,8 +1835,7 @@ class RetentionPolicy:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class Tags:
+class Tags(Message):
     """The Tags message (io.pravega.controller.stream.api.grpc.v1.Tags)."""
 
     FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.Tags"
@@ -1844,6 +1843,7 @@ class Tags:
         ("tag", "tag", "tag"),
     )
 
+    __slots__ = ("tag", "_unknown")
     tag: list[str]
     _unknown: bytes
 
@@ -1938,8 +1938,7 @@ class Tags:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class StreamConfig:
+class StreamConfig(Message):
     """The StreamConfig message (io.pravega.controller.stream.api.grpc.v1.StreamConfig)."""
 
     FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.StreamConfig"
@@ -1950,6 +1949,7 @@ class StreamConfig:
         ("tags", "tags", "tags"),
     )
 
+    __slots__ = ("streamInfo", "scalingPolicy", "retentionPolicy", "tags", "_unknown")
     streamInfo: StreamInfo | None
     scalingPolicy: ScalingPolicy | None
     retentionPolicy: RetentionPolicy | None
@@ -2136,8 +2136,7 @@ class StreamConfig:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CreateStreamStatus:
+class CreateStreamStatus(Message):
     """The CreateStreamStatus message (io.pravega.controller.stream.api.grpc.v1.CreateStreamStatus).
     """
 
@@ -2156,6 +2155,7 @@ class CreateStreamStatus:
         ("status", "status", "status"),
     )
 
+    __slots__ = ("status", "_unknown")
     status: CreateStreamStatus.Status | int
     _unknown: bytes
 
@@ -2242,8 +2242,7 @@ class CreateStreamStatus:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class UpdateStreamStatus:
+class UpdateStreamStatus(Message):
     """The UpdateStreamStatus message (io.pravega.controller.stream.api.grpc.v1.UpdateStreamStatus).
     """
 
@@ -2261,6 +2260,7 @@ class UpdateStreamStatus:
         ("status", "status", "status"),
     )
 
+    __slots__ = ("status", "_unknown")
     status: UpdateStreamStatus.Status | int
     _unknown: bytes
 
@@ -2347,8 +2347,7 @@ class UpdateStreamStatus:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class DeleteStreamStatus:
+class DeleteStreamStatus(Message):
     """The DeleteStreamStatus message (io.pravega.controller.stream.api.grpc.v1.DeleteStreamStatus).
     """
 
@@ -2366,6 +2365,7 @@ class DeleteStreamStatus:
         ("status", "status", "status"),
     )
 
+    __slots__ = ("status", "_unknown")
     status: DeleteStreamStatus.Status | int
     _unknown: bytes
 
@@ -2452,8 +2452,7 @@ class DeleteStreamStatus:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class StreamCut:
+class StreamCut(Message):
     """A position in a stream: segment id -> offset in that segment."""
 
     FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.StreamCut"
@@ -2462,6 +2461,7 @@ class StreamCut:
         ("cut", "cut", "cut"),
     )
 
+    __slots__ = ("streamInfo", "cut", "_unknown")
     streamInfo: StreamInfo | None
     cut: dict[int, int]
     _unknown: bytes
@@ -2635,8 +2635,7 @@ class StreamCut:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class SegmentId:
+class SegmentId(Message):
     """segmentId packs the epoch that created the segment (high 32 bits) and its number (low 32)."""
 
     FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.SegmentId"
@@ -2645,6 +2644,7 @@ class SegmentId:
         ("segmentId", "segmentId", "segmentId"),
     )
 
+    __slots__ = ("streamInfo", "segmentId", "_unknown")
     streamInfo: StreamInfo | None
     segmentId: int
     _unknown: bytes
@@ -2771,8 +2771,7 @@ class SegmentId:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class SegmentRange:
+class SegmentRange(Message):
     """A segment and the part [minKey, maxKey) of the routing-key space it owns."""
 
     FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.SegmentRange"
@@ -2782,6 +2781,7 @@ class SegmentRange:
         ("maxKey", "maxKey", "maxKey"),
     )
 
+    __slots__ = ("segmentId", "minKey", "maxKey", "_unknown")
     segmentId: SegmentId | None
     minKey: float
     maxKey: float
@@ -2905,8 +2905,7 @@ class SegmentRange:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class SegmentRanges:
+class SegmentRanges(Message):
     """The SegmentRanges message (io.pravega.controller.stream.api.grpc.v1.SegmentRanges)."""
 
     FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.SegmentRanges"
@@ -2915,6 +2914,7 @@ class SegmentRanges:
         ("delegationToken", "delegationToken", "delegationToken"),
     )
 
+    __slots__ = ("segmentRanges", "delegationToken", "_unknown")
     segmentRanges: list[SegmentRange]
     delegationToken: str
     _unknown: bytes
@@ -3035,8 +3035,7 @@ class SegmentRanges:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class GetEpochSegmentsRequest:
+class GetEpochSegmentsRequest(Message):
     """The GetEpochSegmentsRequest message
     (io.pravega.controller.stream.api.grpc.v1.GetEpochSegmentsRequest).
     """
@@ -3047,6 +3046,7 @@ class GetEpochSegmentsRequest:
         ("epoch", "epoch", "epoch"),
     )
 
+    __slots__ = ("streamInfo", "epoch", "_unknown")
     streamInfo: StreamInfo | None
     epoch: int
     _unknown: bytes
@@ -3173,8 +3173,7 @@ class GetEpochSegmentsRequest:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class GetSegmentsRequest:
+class GetSegmentsRequest(Message):
     """The GetSegmentsRequest message (io.pravega.controller.stream.api.grpc.v1.GetSegmentsRequest).
     """
 
@@ -3184,6 +3183,7 @@ class GetSegmentsRequest:
         ("timestamp", "timestamp", "timestamp"),
     )
 
+    __slots__ = ("streamInfo", "timestamp", "_unknown")
     streamInfo: StreamInfo | None
     timestamp: int
     _unknown: bytes
@@ -3310,12 +3310,10 @@ class GetSegmentsRequest:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class SegmentsAtTime:
+class SegmentsAtTime(Message):
     """Where each segment of a stream was at a time (our streams: at offset 0)."""
 
-    @dataclass(slots=True, init=False, repr=False)
-    class SegmentLocation:
+    class SegmentLocation(Message):
         """The SegmentLocation message
         (io.pravega.controller.stream.api.grpc.v1.SegmentsAtTime.SegmentLocation).
         """
@@ -3328,6 +3326,7 @@ class SegmentsAtTime:
             ("offset", "offset", "offset"),
         )
 
+        __slots__ = ("segmentId", "offset", "_unknown")
         segmentId: SegmentId | None
         offset: int
         _unknown: bytes
@@ -3459,6 +3458,7 @@ class SegmentsAtTime:
         ("delegationToken", "delegationToken", "delegationToken"),
     )
 
+    __slots__ = ("segments", "delegationToken", "_unknown")
     segments: list[SegmentsAtTime.SegmentLocation]
     delegationToken: str
     _unknown: bytes
@@ -3579,8 +3579,7 @@ class SegmentsAtTime:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class NodeUri:
+class NodeUri(Message):
     """The segment store that owns a segment."""
 
     FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.NodeUri"
@@ -3589,6 +3588,7 @@ class NodeUri:
         ("port", "port", "port"),
     )
 
+    __slots__ = ("endpoint", "port", "_unknown")
     endpoint: str
     port: int
     _unknown: bytes
@@ -3710,8 +3710,7 @@ class NodeUri:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class SegmentValidityResponse:
+class SegmentValidityResponse(Message):
     """The SegmentValidityResponse message
     (io.pravega.controller.stream.api.grpc.v1.SegmentValidityResponse).
     """
@@ -3721,6 +3720,7 @@ class SegmentValidityResponse:
         ("response", "response", "response"),
     )
 
+    __slots__ = ("response", "_unknown")
     response: bool
     _unknown: bytes
 
@@ -3805,8 +3805,7 @@ class SegmentValidityResponse:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class DelegationToken:
+class DelegationToken(Message):
     """The DelegationToken message (io.pravega.controller.stream.api.grpc.v1.DelegationToken)."""
 
     FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.DelegationToken"
@@ -3814,6 +3813,7 @@ class DelegationToken:
         ("delegationToken", "delegationToken", "delegationToken"),
     )
 
+    __slots__ = ("delegationToken", "_unknown")
     delegationToken: str
     _unknown: bytes
 
@@ -3908,8 +3908,7 @@ class DelegationToken:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class RemoveWriterRequest:
+class RemoveWriterRequest(Message):
     """The RemoveWriterRequest message
     (io.pravega.controller.stream.api.grpc.v1.RemoveWriterRequest).
     """
@@ -3920,6 +3919,7 @@ class RemoveWriterRequest:
         ("stream", "stream", "stream"),
     )
 
+    __slots__ = ("writer", "stream", "_unknown")
     writer: str
     stream: StreamInfo | None
     _unknown: bytes
@@ -4044,8 +4044,7 @@ class RemoveWriterRequest:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class RemoveWriterResponse:
+class RemoveWriterResponse(Message):
     """The RemoveWriterResponse message
     (io.pravega.controller.stream.api.grpc.v1.RemoveWriterResponse).
     """
@@ -4065,6 +4064,7 @@ class RemoveWriterResponse:
         ("result", "result", "result"),
     )
 
+    __slots__ = ("result", "_unknown")
     result: RemoveWriterResponse.Status | int
     _unknown: bytes
 
@@ -4151,8 +4151,7 @@ class RemoveWriterResponse:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class TimestampFromWriter:
+class TimestampFromWriter(Message):
     """The TimestampFromWriter message
     (io.pravega.controller.stream.api.grpc.v1.TimestampFromWriter).
     """
@@ -4164,6 +4163,7 @@ class TimestampFromWriter:
         ("timestamp", "timestamp", "timestamp"),
     )
 
+    __slots__ = ("writer", "position", "timestamp", "_unknown")
     writer: str
     position: StreamCut | None
     timestamp: int
@@ -4315,8 +4315,7 @@ class TimestampFromWriter:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class TimestampResponse:
+class TimestampResponse(Message):
     """The TimestampResponse message (io.pravega.controller.stream.api.grpc.v1.TimestampResponse).
     """
 
@@ -4334,6 +4333,7 @@ class TimestampResponse:
         ("result", "result", "result"),
     )
 
+    __slots__ = ("result", "_unknown")
     result: TimestampResponse.Status | int
     _unknown: bytes
 
@@ -4420,8 +4420,7 @@ class TimestampResponse:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class ReaderGroupConfiguration:
+class ReaderGroupConfiguration(Message):
     """The ReaderGroupConfiguration message
     (io.pravega.controller.stream.api.grpc.v1.ReaderGroupConfiguration).
     """
@@ -4458,6 +4457,19 @@ class ReaderGroupConfiguration:
         ("endingStreamCuts", "endingStreamCuts", "endingStreamCuts"),
     )
 
+    __slots__ = (
+        "scope",
+        "readerGroupName",
+        "groupRefreshTimeMillis",
+        "automaticCheckpointIntervalMillis",
+        "maxOutstandingCheckpointRequest",
+        "retentionType",
+        "generation",
+        "readerGroupId",
+        "startingStreamCuts",
+        "endingStreamCuts",
+        "_unknown",
+    )
     scope: str
     readerGroupName: str
     groupRefreshTimeMillis: int
@@ -4794,8 +4806,7 @@ class ReaderGroupConfiguration:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class ReaderGroupInfo:
+class ReaderGroupInfo(Message):
     """The ReaderGroupInfo message (io.pravega.controller.stream.api.grpc.v1.ReaderGroupInfo)."""
 
     FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.ReaderGroupInfo"
@@ -4806,6 +4817,7 @@ class ReaderGroupInfo:
         ("generation", "generation", "generation"),
     )
 
+    __slots__ = ("scope", "readerGroup", "readerGroupId", "generation", "_unknown")
     scope: str
     readerGroup: str
     readerGroupId: str
@@ -4978,8 +4990,7 @@ class ReaderGroupInfo:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CreateReaderGroupResponse:
+class CreateReaderGroupResponse(Message):
     """The CreateReaderGroupResponse message
     (io.pravega.controller.stream.api.grpc.v1.CreateReaderGroupResponse).
     """
@@ -5001,6 +5012,7 @@ class CreateReaderGroupResponse:
         ("config", "config", "config"),
     )
 
+    __slots__ = ("status", "config", "_unknown")
     status: CreateReaderGroupResponse.Status | int
     config: ReaderGroupConfiguration | None
     _unknown: bytes
@@ -5117,8 +5129,7 @@ class CreateReaderGroupResponse:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class ReaderGroupConfigResponse:
+class ReaderGroupConfigResponse(Message):
     """The ReaderGroupConfigResponse message
     (io.pravega.controller.stream.api.grpc.v1.ReaderGroupConfigResponse).
     """
@@ -5139,6 +5150,7 @@ class ReaderGroupConfigResponse:
         ("status", "status", "status"),
     )
 
+    __slots__ = ("config", "status", "_unknown")
     config: ReaderGroupConfiguration | None
     status: ReaderGroupConfigResponse.Status | int
     _unknown: bytes
@@ -5255,8 +5267,7 @@ class ReaderGroupConfigResponse:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class DeleteReaderGroupStatus:
+class DeleteReaderGroupStatus(Message):
     """The DeleteReaderGroupStatus message
     (io.pravega.controller.stream.api.grpc.v1.DeleteReaderGroupStatus).
     """
@@ -5276,6 +5287,7 @@ class DeleteReaderGroupStatus:
         ("status", "status", "status"),
     )
 
+    __slots__ = ("status", "_unknown")
     status: DeleteReaderGroupStatus.Status | int
     _unknown: bytes
 
@@ -5362,8 +5374,7 @@ class DeleteReaderGroupStatus:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class UpdateReaderGroupResponse:
+class UpdateReaderGroupResponse(Message):
     """The UpdateReaderGroupResponse message
     (io.pravega.controller.stream.api.grpc.v1.UpdateReaderGroupResponse).
     """
@@ -5385,6 +5396,7 @@ class UpdateReaderGroupResponse:
         ("generation", "generation", "generation"),
     )
 
+    __slots__ = ("status", "generation", "_unknown")
     status: UpdateReaderGroupResponse.Status | int
     generation: int
     _unknown: bytes

@@ -14,7 +14,6 @@ Protobuf package: ``pulsar.proto``.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 from struct import error as struct_error
 from typing import Any, ClassVar, Self, TypedDict, Unpack
 
@@ -30,6 +29,7 @@ from protoframe.runtime.errors import (
 from protoframe.runtime.protowire import (
     SMALL_VARINTS,
     BytesLike,
+    Message,
     add_unknown,
     int32_bytes,
     int64_bytes,
@@ -329,8 +329,7 @@ class TxnAction(enum.IntEnum, metaclass=ProtoEnumType):
 
 
 
-@dataclass(slots=True, init=False, repr=False)
-class Schema:
+class Schema(Message):
     """A schema as exchanged on the wire: its name, kind, encoded definition and properties.
 
     Attributes:
@@ -381,6 +380,7 @@ class Schema:
         ("properties", "properties", "properties"),
     )
 
+    __slots__ = ("name", "schema_data", "type_", "properties", "_unknown")
     name: str
     schema_data: bytes
     type_: Schema.Type
@@ -553,8 +553,7 @@ class Schema:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class MessageIdData:
+class MessageIdData(Message):
     """Identifies one message: BookKeeper ledger and entry, plus partition and batch position.
 
     Attributes:
@@ -575,6 +574,16 @@ class MessageIdData:
         ("first_chunk_message_id", "first_chunk_message_id", "first_chunk_message_id"),
     )
 
+    __slots__ = (
+        "ledgerId",
+        "entryId",
+        "_partition",
+        "_batch_index",
+        "ack_set",
+        "_batch_size",
+        "first_chunk_message_id",
+        "_unknown",
+    )
     ledgerId: int
     entryId: int
     _partition: int | None
@@ -926,8 +935,7 @@ class MessageIdData:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class KeyValue:
+class KeyValue(Message):
     """A string key paired with a string value."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.KeyValue"
@@ -936,6 +944,7 @@ class KeyValue:
         ("value", "value", "value"),
     )
 
+    __slots__ = ("key", "value", "_unknown")
     key: str
     value: str
     _unknown: bytes
@@ -1063,8 +1072,7 @@ class KeyValue:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class KeyLongValue:
+class KeyLongValue(Message):
     """A string key paired with an unsigned 64-bit value."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.KeyLongValue"
@@ -1073,6 +1081,7 @@ class KeyLongValue:
         ("value", "value", "value"),
     )
 
+    __slots__ = ("key", "value", "_unknown")
     key: str
     value: int
     _unknown: bytes
@@ -1199,8 +1208,7 @@ class KeyLongValue:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class IntRange:
+class IntRange(Message):
     """A closed range of integers; both start and end are included."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.IntRange"
@@ -1209,6 +1217,7 @@ class IntRange:
         ("end", "end", "end"),
     )
 
+    __slots__ = ("start", "end", "_unknown")
     start: int
     end: int
     _unknown: bytes
@@ -1338,8 +1347,7 @@ class IntRange:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class EncryptionKeys:
+class EncryptionKeys(Message):
     """One encrypted copy of the data key used to encrypt a message payload.
 
     Attributes:
@@ -1355,6 +1363,7 @@ class EncryptionKeys:
         ("metadata", "metadata", "metadata"),
     )
 
+    __slots__ = ("key", "value", "metadata", "_unknown")
     key: str
     value: bytes
     metadata: list[KeyValue]
@@ -1503,8 +1512,7 @@ class EncryptionKeys:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class MessageMetadata:
+class MessageMetadata(Message):
     """Metadata the producer stores with every entry (one message, or a whole batch).
 
     Attributes:
@@ -1555,6 +1563,41 @@ class MessageMetadata:
         ("entry_hash_max", "_entry_hash_max", "entry_hash_max"),
     )
 
+    __slots__ = (
+        "producer_name",
+        "sequence_id",
+        "publish_time",
+        "properties",
+        "_replicated_from",
+        "_partition_key",
+        "replicate_to",
+        "_compression",
+        "_uncompressed_size",
+        "_num_messages_in_batch",
+        "_event_time",
+        "encryption_keys",
+        "_encryption_algo",
+        "_encryption_param",
+        "_schema_version",
+        "_partition_key_b64_encoded",
+        "_ordering_key",
+        "_deliver_at_time",
+        "_marker_type",
+        "_txnid_least_bits",
+        "_txnid_most_bits",
+        "_highest_sequence_id",
+        "_null_value",
+        "_uuid",
+        "_num_chunks_from_msg",
+        "_total_chunk_msg_size",
+        "_chunk_id",
+        "_null_partition_key",
+        "compacted_batch_indexes",
+        "_schema_id",
+        "_entry_hash_min",
+        "_entry_hash_max",
+        "_unknown",
+    )
     producer_name: str
     sequence_id: int
     publish_time: int
@@ -2905,8 +2948,7 @@ class MessageMetadata:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class SingleMessageMetadata:
+class SingleMessageMetadata(Message):
     """Per-message header that precedes each message inside a batched payload.
 
     Attributes:
@@ -2927,6 +2969,19 @@ class SingleMessageMetadata:
         ("null_partition_key", "_null_partition_key", "null_partition_key"),
     )
 
+    __slots__ = (
+        "properties",
+        "_partition_key",
+        "payload_size",
+        "_compacted_out",
+        "_event_time",
+        "_partition_key_b64_encoded",
+        "_ordering_key",
+        "_sequence_id",
+        "_null_value",
+        "_null_partition_key",
+        "_unknown",
+    )
     properties: list[KeyValue]
     _partition_key: str | None
     payload_size: int
@@ -3352,8 +3407,7 @@ class SingleMessageMetadata:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class BrokerEntryMetadata:
+class BrokerEntryMetadata(Message):
     """Metadata the broker prepends to a stored entry."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.BrokerEntryMetadata"
@@ -3362,6 +3416,7 @@ class BrokerEntryMetadata:
         ("index", "_index", "index"),
     )
 
+    __slots__ = ("_broker_timestamp", "_index", "_unknown")
     _broker_timestamp: int | None
     _index: int | None
     _unknown: bytes
@@ -3517,8 +3572,7 @@ class BrokerEntryMetadata:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandConnect:
+class CommandConnect(Message):
     """Client -> broker: the first command on a connection; carries version and credentials.
 
     Attributes:
@@ -3541,6 +3595,20 @@ class CommandConnect:
         ("proxy_version", "_proxy_version", "proxy_version"),
     )
 
+    __slots__ = (
+        "client_version",
+        "_auth_method",
+        "_auth_method_name",
+        "_auth_data",
+        "_protocol_version",
+        "_proxy_to_broker_url",
+        "_original_principal",
+        "_original_auth_data",
+        "_original_auth_method",
+        "feature_flags",
+        "_proxy_version",
+        "_unknown",
+    )
     client_version: str
     _auth_method: AuthMethod | None
     _auth_method_name: str | None
@@ -4043,8 +4111,7 @@ class CommandConnect:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class FeatureFlags:
+class FeatureFlags(Message):
     """Optional capabilities a peer announces during the connect handshake."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.FeatureFlags"
@@ -4080,6 +4147,18 @@ class FeatureFlags:
         ),
     )
 
+    __slots__ = (
+        "_supports_auth_refresh",
+        "_supports_broker_entry_metadata",
+        "_supports_partial_producer",
+        "_supports_topic_watchers",
+        "_supports_get_partitioned_metadata_without_auto_creation",
+        "_supports_repl_dedup_by_lid_and_eid",
+        "_supports_topic_watcher_reconcile",
+        "_supports_scalable_topics",
+        "_supports_tc_metadata_discovery",
+        "_unknown",
+    )
     _supports_auth_refresh: bool | None
     _supports_broker_entry_metadata: bool | None
     _supports_partial_producer: bool | None
@@ -4446,8 +4525,7 @@ class FeatureFlags:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandConnected:
+class CommandConnected(Message):
     """Broker -> client: the connection is established.
 
     Attributes:
@@ -4463,6 +4541,13 @@ class CommandConnected:
         ("feature_flags", "feature_flags", "feature_flags"),
     )
 
+    __slots__ = (
+        "server_version",
+        "_protocol_version",
+        "_max_message_size",
+        "feature_flags",
+        "_unknown",
+    )
     server_version: str
     _protocol_version: int | None
     _max_message_size: int | None
@@ -4678,8 +4763,7 @@ class CommandConnected:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandAuthResponse:
+class CommandAuthResponse(Message):
     """Client -> broker: answer to an authentication challenge."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandAuthResponse"
@@ -4689,6 +4773,7 @@ class CommandAuthResponse:
         ("protocol_version", "_protocol_version", "protocol_version"),
     )
 
+    __slots__ = ("_client_version", "response", "_protocol_version", "_unknown")
     _client_version: str | None
     response: AuthData | None
     _protocol_version: int | None
@@ -4874,8 +4959,7 @@ class CommandAuthResponse:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandAuthChallenge:
+class CommandAuthChallenge(Message):
     """Broker -> client: asks the client to (re-)authenticate."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandAuthChallenge"
@@ -4885,6 +4969,7 @@ class CommandAuthChallenge:
         ("protocol_version", "_protocol_version", "protocol_version"),
     )
 
+    __slots__ = ("_server_version", "challenge", "_protocol_version", "_unknown")
     _server_version: str | None
     challenge: AuthData | None
     _protocol_version: int | None
@@ -5070,8 +5155,7 @@ class CommandAuthChallenge:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class AuthData:
+class AuthData(Message):
     """Authentication payload exchanged during multi-step (e.g. SASL) authentication."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.AuthData"
@@ -5080,6 +5164,7 @@ class AuthData:
         ("auth_data", "_auth_data", "auth_data"),
     )
 
+    __slots__ = ("_auth_method_name", "_auth_data", "_unknown")
     _auth_method_name: str | None
     _auth_data: bytes | None
     _unknown: bytes
@@ -5230,8 +5315,7 @@ class AuthData:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class KeySharedMeta:
+class KeySharedMeta(Message):
     """Settings of a consumer on a Key_Shared subscription.
 
     Attributes:
@@ -5245,6 +5329,7 @@ class KeySharedMeta:
         ("allowOutOfOrderDelivery", "_allowOutOfOrderDelivery", "allowOutOfOrderDelivery"),
     )
 
+    __slots__ = ("keySharedMode", "hashRanges", "_allowOutOfOrderDelivery", "_unknown")
     keySharedMode: KeySharedMode
     hashRanges: list[IntRange]
     _allowOutOfOrderDelivery: bool | None
@@ -5396,8 +5481,7 @@ class KeySharedMeta:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandSubscribe:
+class CommandSubscribe(Message):
     """Client -> broker: attach a consumer to a subscription on a topic.
 
     Attributes:
@@ -5457,6 +5541,28 @@ class CommandSubscribe:
         ("consumer_epoch", "_consumer_epoch", "consumer_epoch"),
     )
 
+    __slots__ = (
+        "topic",
+        "subscription",
+        "subType",
+        "consumer_id",
+        "request_id",
+        "_consumer_name",
+        "_priority_level",
+        "_durable",
+        "start_message_id",
+        "metadata",
+        "_read_compacted",
+        "schema",
+        "_initialPosition",
+        "_replicate_subscription_state",
+        "_force_topic_creation",
+        "_start_message_rollback_duration_sec",
+        "keySharedMeta",
+        "subscription_properties",
+        "_consumer_epoch",
+        "_unknown",
+    )
     topic: str
     subscription: str
     subType: CommandSubscribe.SubType
@@ -6161,8 +6267,7 @@ class CommandSubscribe:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandPartitionedTopicMetadata:
+class CommandPartitionedTopicMetadata(Message):
     """Client -> broker: ask how many partitions a topic has."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandPartitionedTopicMetadata"
@@ -6179,6 +6284,15 @@ class CommandPartitionedTopicMetadata:
         ),
     )
 
+    __slots__ = (
+        "topic",
+        "request_id",
+        "_original_principal",
+        "_original_auth_data",
+        "_original_auth_method",
+        "_metadata_auto_creation_enabled",
+        "_unknown",
+    )
     topic: str
     request_id: int
     _original_principal: str | None
@@ -6463,8 +6577,7 @@ class CommandPartitionedTopicMetadata:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandPartitionedTopicMetadataResponse:
+class CommandPartitionedTopicMetadataResponse(Message):
     """Broker -> client: result of CommandPartitionedTopicMetadata."""
 
     class LookupType(enum.IntEnum, metaclass=ProtoEnumType):
@@ -6483,6 +6596,7 @@ class CommandPartitionedTopicMetadataResponse:
         ("message", "_message", "message"),
     )
 
+    __slots__ = ("_partitions", "request_id", "_response", "_error", "_message", "_unknown")
     _partitions: int | None
     request_id: int
     _response: CommandPartitionedTopicMetadataResponse.LookupType | None
@@ -6746,8 +6860,7 @@ class CommandPartitionedTopicMetadataResponse:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandLookupTopic:
+class CommandLookupTopic(Message):
     """Client -> broker: find the broker that serves a topic.
 
     Attributes:
@@ -6766,6 +6879,17 @@ class CommandLookupTopic:
         ("properties", "properties", "properties"),
     )
 
+    __slots__ = (
+        "topic",
+        "request_id",
+        "_authoritative",
+        "_original_principal",
+        "_original_auth_data",
+        "_original_auth_method",
+        "_advertised_listener_name",
+        "properties",
+        "_unknown",
+    )
     topic: str
     request_id: int
     _authoritative: bool | None
@@ -7123,8 +7247,7 @@ class CommandLookupTopic:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandLookupTopicResponse:
+class CommandLookupTopicResponse(Message):
     """Broker -> client: result of CommandLookupTopic."""
 
     class LookupType(enum.IntEnum, metaclass=ProtoEnumType):
@@ -7149,6 +7272,17 @@ class CommandLookupTopicResponse:
         ("proxy_through_service_url", "_proxy_through_service_url", "proxy_through_service_url"),
     )
 
+    __slots__ = (
+        "_brokerServiceUrl",
+        "_brokerServiceUrlTls",
+        "_response",
+        "request_id",
+        "_authoritative",
+        "_error",
+        "_message",
+        "_proxy_through_service_url",
+        "_unknown",
+    )
     _brokerServiceUrl: str | None
     _brokerServiceUrlTls: str | None
     _response: CommandLookupTopicResponse.LookupType | None
@@ -7520,8 +7654,7 @@ class CommandLookupTopicResponse:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandProducer:
+class CommandProducer(Message):
     """Client -> broker: create a producer on a topic.
 
     Attributes:
@@ -7550,6 +7683,22 @@ class CommandProducer:
         ("initial_subscription_name", "_initial_subscription_name", "initial_subscription_name"),
     )
 
+    __slots__ = (
+        "topic",
+        "producer_id",
+        "request_id",
+        "_producer_name",
+        "_encrypted",
+        "metadata",
+        "schema",
+        "_epoch",
+        "_user_provided_producer_name",
+        "_producer_access_mode",
+        "_topic_epoch",
+        "_txn_enabled",
+        "_initial_subscription_name",
+        "_unknown",
+    )
     topic: str
     producer_id: int
     request_id: int
@@ -8075,8 +8224,7 @@ class CommandProducer:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandSend:
+class CommandSend(Message):
     """Client -> broker: header of a publish; the message metadata and payload follow it.
 
     Attributes:
@@ -8096,6 +8244,18 @@ class CommandSend:
         ("message_id", "message_id", "message_id"),
     )
 
+    __slots__ = (
+        "producer_id",
+        "sequence_id",
+        "_num_messages",
+        "_txnid_least_bits",
+        "_txnid_most_bits",
+        "_highest_sequence_id",
+        "_is_chunk",
+        "_marker",
+        "message_id",
+        "_unknown",
+    )
     producer_id: int
     sequence_id: int
     _num_messages: int | None
@@ -8495,8 +8655,7 @@ class CommandSend:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandSendReceipt:
+class CommandSendReceipt(Message):
     """Broker -> client: a sent message was persisted.
 
     Attributes:
@@ -8512,6 +8671,7 @@ class CommandSendReceipt:
         ("highest_sequence_id", "_highest_sequence_id", "highest_sequence_id"),
     )
 
+    __slots__ = ("producer_id", "sequence_id", "message_id", "_highest_sequence_id", "_unknown")
     producer_id: int
     sequence_id: int
     message_id: MessageIdData | None
@@ -8712,8 +8872,7 @@ class CommandSendReceipt:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandSendError:
+class CommandSendError(Message):
     """Broker -> client: a sent message could not be persisted."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandSendError"
@@ -8724,6 +8883,7 @@ class CommandSendError:
         ("message", "message", "message"),
     )
 
+    __slots__ = ("producer_id", "sequence_id", "error", "message", "_unknown")
     producer_id: int
     sequence_id: int
     error: ServerError
@@ -8903,8 +9063,7 @@ class CommandSendError:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandMessage:
+class CommandMessage(Message):
     """Broker -> client: header of a delivered message; metadata and payload follow it.
 
     Attributes:
@@ -8920,6 +9079,14 @@ class CommandMessage:
         ("consumer_epoch", "_consumer_epoch", "consumer_epoch"),
     )
 
+    __slots__ = (
+        "consumer_id",
+        "message_id",
+        "_redelivery_count",
+        "ack_set",
+        "_consumer_epoch",
+        "_unknown",
+    )
     consumer_id: int
     message_id: MessageIdData
     _redelivery_count: int | None
@@ -9191,8 +9358,7 @@ class CommandMessage:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandAck:
+class CommandAck(Message):
     """Client -> broker: acknowledge one or more messages.
 
     Attributes:
@@ -9228,6 +9394,17 @@ class CommandAck:
         ("request_id", "_request_id", "request_id"),
     )
 
+    __slots__ = (
+        "consumer_id",
+        "ack_type",
+        "message_id",
+        "_validation_error",
+        "properties",
+        "_txnid_least_bits",
+        "_txnid_most_bits",
+        "_request_id",
+        "_unknown",
+    )
     consumer_id: int
     ack_type: CommandAck.AckType
     message_id: list[MessageIdData]
@@ -9574,8 +9751,7 @@ class CommandAck:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandAckResponse:
+class CommandAckResponse(Message):
     """Broker -> client: outcome of an acknowledgement that asked for a receipt."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandAckResponse"
@@ -9588,6 +9764,15 @@ class CommandAckResponse:
         ("request_id", "_request_id", "request_id"),
     )
 
+    __slots__ = (
+        "consumer_id",
+        "_txnid_least_bits",
+        "_txnid_most_bits",
+        "_error",
+        "_message",
+        "_request_id",
+        "_unknown",
+    )
     consumer_id: int
     _txnid_least_bits: int | None
     _txnid_most_bits: int | None
@@ -9895,8 +10080,7 @@ class CommandAckResponse:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandActiveConsumerChange:
+class CommandActiveConsumerChange(Message):
     """Broker -> client: a Failover consumer became active or stopped being active."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandActiveConsumerChange"
@@ -9905,6 +10089,7 @@ class CommandActiveConsumerChange:
         ("is_active", "_is_active", "is_active"),
     )
 
+    __slots__ = ("consumer_id", "_is_active", "_unknown")
     consumer_id: int
     _is_active: bool | None
     _unknown: bytes
@@ -10035,8 +10220,7 @@ class CommandActiveConsumerChange:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandFlow:
+class CommandFlow(Message):
     """Client -> broker: grant the broker more delivery permits for a consumer.
 
     Attributes:
@@ -10050,6 +10234,7 @@ class CommandFlow:
         ("messagePermits", "messagePermits", "messagePermits"),
     )
 
+    __slots__ = ("consumer_id", "messagePermits", "_unknown")
     consumer_id: int
     messagePermits: int
     _unknown: bytes
@@ -10178,8 +10363,7 @@ class CommandFlow:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandUnsubscribe:
+class CommandUnsubscribe(Message):
     """Client -> broker: remove the consumer's subscription."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandUnsubscribe"
@@ -10189,6 +10373,7 @@ class CommandUnsubscribe:
         ("force", "_force", "force"),
     )
 
+    __slots__ = ("consumer_id", "request_id", "_force", "_unknown")
     consumer_id: int
     request_id: int
     _force: bool | None
@@ -10348,8 +10533,7 @@ class CommandUnsubscribe:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandSeek:
+class CommandSeek(Message):
     """Client -> broker: move a consumer's cursor to a message id or a publish time."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandSeek"
@@ -10360,6 +10544,7 @@ class CommandSeek:
         ("message_publish_time", "_message_publish_time", "message_publish_time"),
     )
 
+    __slots__ = ("consumer_id", "request_id", "message_id", "_message_publish_time", "_unknown")
     consumer_id: int
     request_id: int
     message_id: MessageIdData | None
@@ -10560,8 +10745,7 @@ class CommandSeek:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandReachedEndOfTopic:
+class CommandReachedEndOfTopic(Message):
     """Broker -> client: the topic was terminated and the consumer has read all of it."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandReachedEndOfTopic"
@@ -10569,6 +10753,7 @@ class CommandReachedEndOfTopic:
         ("consumer_id", "consumer_id", "consumer_id"),
     )
 
+    __slots__ = ("consumer_id", "_unknown")
     consumer_id: int
     _unknown: bytes
 
@@ -10667,8 +10852,7 @@ class CommandReachedEndOfTopic:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandTopicMigrated:
+class CommandTopicMigrated(Message):
     """Broker -> client: the topic moved to another cluster; reconnect there.
 
     Attributes:
@@ -10690,6 +10874,13 @@ class CommandTopicMigrated:
         ("brokerServiceUrlTls", "_brokerServiceUrlTls", "brokerServiceUrlTls"),
     )
 
+    __slots__ = (
+        "resource_id",
+        "resource_type",
+        "_brokerServiceUrl",
+        "_brokerServiceUrlTls",
+        "_unknown",
+    )
     resource_id: int
     resource_type: CommandTopicMigrated.ResourceType
     _brokerServiceUrl: str | None
@@ -10898,8 +11089,7 @@ class CommandTopicMigrated:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandCloseProducer:
+class CommandCloseProducer(Message):
     """Either direction: close a producer."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandCloseProducer"
@@ -10914,6 +11104,13 @@ class CommandCloseProducer:
         ),
     )
 
+    __slots__ = (
+        "producer_id",
+        "request_id",
+        "_assignedBrokerServiceUrl",
+        "_assignedBrokerServiceUrlTls",
+        "_unknown",
+    )
     producer_id: int
     request_id: int
     _assignedBrokerServiceUrl: str | None
@@ -11127,8 +11324,7 @@ class CommandCloseProducer:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandCloseConsumer:
+class CommandCloseConsumer(Message):
     """Either direction: close a consumer."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandCloseConsumer"
@@ -11143,6 +11339,13 @@ class CommandCloseConsumer:
         ),
     )
 
+    __slots__ = (
+        "consumer_id",
+        "request_id",
+        "_assignedBrokerServiceUrl",
+        "_assignedBrokerServiceUrlTls",
+        "_unknown",
+    )
     consumer_id: int
     request_id: int
     _assignedBrokerServiceUrl: str | None
@@ -11356,8 +11559,7 @@ class CommandCloseConsumer:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandRedeliverUnacknowledgedMessages:
+class CommandRedeliverUnacknowledgedMessages(Message):
     """Client -> broker: deliver unacknowledged messages again.
 
     Attributes:
@@ -11371,6 +11573,7 @@ class CommandRedeliverUnacknowledgedMessages:
         ("consumer_epoch", "_consumer_epoch", "consumer_epoch"),
     )
 
+    __slots__ = ("consumer_id", "message_ids", "_consumer_epoch", "_unknown")
     consumer_id: int
     message_ids: list[MessageIdData]
     _consumer_epoch: int | None
@@ -11538,8 +11741,7 @@ class CommandRedeliverUnacknowledgedMessages:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandSuccess:
+class CommandSuccess(Message):
     """Broker -> client: generic success for a request.
 
     Attributes:
@@ -11552,6 +11754,7 @@ class CommandSuccess:
         ("schema", "schema", "schema"),
     )
 
+    __slots__ = ("request_id", "schema", "_unknown")
     request_id: int
     schema: Schema | None
     _unknown: bytes
@@ -11680,8 +11883,7 @@ class CommandSuccess:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandProducerSuccess:
+class CommandProducerSuccess(Message):
     """Broker -> client: the producer from CommandProducer was created.
 
     Attributes:
@@ -11698,6 +11900,15 @@ class CommandProducerSuccess:
         ("producer_ready", "_producer_ready", "producer_ready"),
     )
 
+    __slots__ = (
+        "request_id",
+        "producer_name",
+        "_last_sequence_id",
+        "_schema_version",
+        "_topic_epoch",
+        "_producer_ready",
+        "_unknown",
+    )
     request_id: int
     producer_name: str
     _last_sequence_id: int | None
@@ -11982,8 +12193,7 @@ class CommandProducerSuccess:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandError:
+class CommandError(Message):
     """Broker -> client: generic failure for a request."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandError"
@@ -11993,6 +12203,7 @@ class CommandError:
         ("message", "message", "message"),
     )
 
+    __slots__ = ("request_id", "error", "message", "_unknown")
     request_id: int
     error: ServerError
     message: str
@@ -12143,14 +12354,14 @@ class CommandError:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandPing:
+class CommandPing(Message):
     """Either direction: keep-alive probe sent after a period of silence."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandPing"
     FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
     )
 
+    __slots__ = ("_unknown",)
     _unknown: bytes
 
     def __init__(self) -> None:
@@ -12216,14 +12427,14 @@ class CommandPing:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandPong:
+class CommandPong(Message):
     """Either direction: reply to CommandPing."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandPong"
     FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
     )
 
+    __slots__ = ("_unknown",)
     _unknown: bytes
 
     def __init__(self) -> None:
@@ -12289,8 +12500,7 @@ class CommandPong:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandConsumerStats:
+class CommandConsumerStats(Message):
     """Client -> broker: ask for a consumer's statistics."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandConsumerStats"
@@ -12299,6 +12509,7 @@ class CommandConsumerStats:
         ("consumer_id", "consumer_id", "consumer_id"),
     )
 
+    __slots__ = ("request_id", "consumer_id", "_unknown")
     request_id: int
     consumer_id: int
     _unknown: bytes
@@ -12426,8 +12637,7 @@ class CommandConsumerStats:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandConsumerStatsResponse:
+class CommandConsumerStatsResponse(Message):
     """Broker -> client: a consumer's statistics."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandConsumerStatsResponse"
@@ -12454,6 +12664,25 @@ class CommandConsumerStatsResponse:
         ("messageAckRate", "_messageAckRate", "messageAckRate"),
     )
 
+    __slots__ = (
+        "request_id",
+        "_error_code",
+        "_error_message",
+        "_msgRateOut",
+        "_msgThroughputOut",
+        "_msgRateRedeliver",
+        "_consumerName",
+        "_availablePermits",
+        "_unackedMessages",
+        "_blockedConsumerOnUnackedMsgs",
+        "_address",
+        "_connectedSince",
+        "_type_",
+        "_msgRateExpired",
+        "_msgBacklog",
+        "_messageAckRate",
+        "_unknown",
+    )
     request_id: int
     _error_code: ServerError | None
     _error_message: str | None
@@ -13123,8 +13352,7 @@ class CommandConsumerStatsResponse:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandGetLastMessageId:
+class CommandGetLastMessageId(Message):
     """Client -> broker: ask for the id of the last message in the consumer's topic."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandGetLastMessageId"
@@ -13133,6 +13361,7 @@ class CommandGetLastMessageId:
         ("request_id", "request_id", "request_id"),
     )
 
+    __slots__ = ("consumer_id", "request_id", "_unknown")
     consumer_id: int
     request_id: int
     _unknown: bytes
@@ -13260,8 +13489,7 @@ class CommandGetLastMessageId:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandGetLastMessageIdResponse:
+class CommandGetLastMessageIdResponse(Message):
     """Broker -> client: the last message id of the topic.
 
     Attributes:
@@ -13279,6 +13507,7 @@ class CommandGetLastMessageIdResponse:
         ),
     )
 
+    __slots__ = ("last_message_id", "request_id", "consumer_mark_delete_position", "_unknown")
     last_message_id: MessageIdData
     request_id: int
     consumer_mark_delete_position: MessageIdData | None
@@ -13437,8 +13666,7 @@ class CommandGetLastMessageIdResponse:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandGetTopicsOfNamespace:
+class CommandGetTopicsOfNamespace(Message):
     """Client -> broker: list the topics of a namespace.
 
     Attributes:
@@ -13464,6 +13692,15 @@ class CommandGetTopicsOfNamespace:
         ("properties", "properties", "properties"),
     )
 
+    __slots__ = (
+        "request_id",
+        "namespace",
+        "_mode",
+        "_topics_pattern",
+        "_topics_hash",
+        "properties",
+        "_unknown",
+    )
     request_id: int
     namespace: str
     _mode: CommandGetTopicsOfNamespace.Mode | None
@@ -13740,8 +13977,7 @@ class CommandGetTopicsOfNamespace:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandGetTopicsOfNamespaceResponse:
+class CommandGetTopicsOfNamespaceResponse(Message):
     """Broker -> client: the topics of a namespace."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandGetTopicsOfNamespaceResponse"
@@ -13753,6 +13989,7 @@ class CommandGetTopicsOfNamespaceResponse:
         ("changed", "_changed", "changed"),
     )
 
+    __slots__ = ("request_id", "topics", "_filtered", "_topics_hash", "_changed", "_unknown")
     request_id: int
     topics: list[str]
     _filtered: bool | None
@@ -13984,8 +14221,7 @@ class CommandGetTopicsOfNamespaceResponse:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandWatchTopicList:
+class CommandWatchTopicList(Message):
     """Client -> broker: watch a namespace for topics matching a pattern.
 
     Attributes:
@@ -14001,6 +14237,14 @@ class CommandWatchTopicList:
         ("topics_hash", "_topics_hash", "topics_hash"),
     )
 
+    __slots__ = (
+        "request_id",
+        "watcher_id",
+        "namespace",
+        "topics_pattern",
+        "_topics_hash",
+        "_unknown",
+    )
     request_id: int
     watcher_id: int
     namespace: str
@@ -14229,8 +14473,7 @@ class CommandWatchTopicList:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandWatchTopicListSuccess:
+class CommandWatchTopicListSuccess(Message):
     """Broker -> client: the topic-list watch is open; carries the current matches."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandWatchTopicListSuccess"
@@ -14241,6 +14484,7 @@ class CommandWatchTopicListSuccess:
         ("topics_hash", "topics_hash", "topics_hash"),
     )
 
+    __slots__ = ("request_id", "watcher_id", "topic", "topics_hash", "_unknown")
     request_id: int
     watcher_id: int
     topic: list[str]
@@ -14423,8 +14667,7 @@ class CommandWatchTopicListSuccess:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandWatchTopicUpdate:
+class CommandWatchTopicUpdate(Message):
     """Broker -> client: topics were added to or removed from a watched list.
 
     Attributes:
@@ -14439,6 +14682,7 @@ class CommandWatchTopicUpdate:
         ("topics_hash", "topics_hash", "topics_hash"),
     )
 
+    __slots__ = ("watcher_id", "new_topics", "deleted_topics", "topics_hash", "_unknown")
     watcher_id: int
     new_topics: list[str]
     deleted_topics: list[str]
@@ -14616,8 +14860,7 @@ class CommandWatchTopicUpdate:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandWatchTopicListClose:
+class CommandWatchTopicListClose(Message):
     """Client -> broker: stop a topic-list watch."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandWatchTopicListClose"
@@ -14626,6 +14869,7 @@ class CommandWatchTopicListClose:
         ("watcher_id", "watcher_id", "watcher_id"),
     )
 
+    __slots__ = ("request_id", "watcher_id", "_unknown")
     request_id: int
     watcher_id: int
     _unknown: bytes
@@ -14753,8 +14997,7 @@ class CommandWatchTopicListClose:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class SegmentInfoProto:
+class SegmentInfoProto(Message):
     """One segment of a scalable topic: its hash range, state and place in the split/merge graph.
 
     Attributes:
@@ -14784,6 +15027,21 @@ class SegmentInfoProto:
         ("entry_bucket_splits", "entry_bucket_splits", "entry_bucket_splits"),
     )
 
+    __slots__ = (
+        "segment_id",
+        "hash_start",
+        "hash_end",
+        "state",
+        "parent_ids",
+        "child_ids",
+        "created_at_epoch",
+        "_sealed_at_epoch",
+        "created_at_ms",
+        "_sealed_at_ms",
+        "_legacy_topic_name",
+        "entry_bucket_splits",
+        "_unknown",
+    )
     segment_id: int
     hash_start: int
     hash_end: int
@@ -15336,8 +15594,7 @@ class SegmentInfoProto:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class SegmentBrokerAddress:
+class SegmentBrokerAddress(Message):
     """Broker serving one segment of a scalable topic."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.SegmentBrokerAddress"
@@ -15347,6 +15604,7 @@ class SegmentBrokerAddress:
         ("broker_url_tls", "_broker_url_tls", "broker_url_tls"),
     )
 
+    __slots__ = ("segment_id", "broker_url", "_broker_url_tls", "_unknown")
     segment_id: int
     broker_url: str
     _broker_url_tls: str | None
@@ -15517,8 +15775,7 @@ class SegmentBrokerAddress:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class ScalableTopicDAG:
+class ScalableTopicDAG(Message):
     """Layout of a scalable topic: its segment graph and where each segment is served.
 
     Attributes:
@@ -15534,6 +15791,14 @@ class ScalableTopicDAG:
         ("controller_broker_url_tls", "_controller_broker_url_tls", "controller_broker_url_tls"),
     )
 
+    __slots__ = (
+        "epoch",
+        "segments",
+        "segment_brokers",
+        "_controller_broker_url",
+        "_controller_broker_url_tls",
+        "_unknown",
+    )
     epoch: int
     segments: list[SegmentInfoProto]
     segment_brokers: list[SegmentBrokerAddress]
@@ -15769,8 +16034,7 @@ class ScalableTopicDAG:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandScalableTopicLookup:
+class CommandScalableTopicLookup(Message):
     """Client -> broker: look up a scalable topic's layout and keep watching it.
 
     Attributes:
@@ -15785,6 +16049,7 @@ class CommandScalableTopicLookup:
         ("create_if_missing", "_create_if_missing", "create_if_missing"),
     )
 
+    __slots__ = ("session_id", "topic", "_create_if_missing", "_unknown")
     session_id: int
     topic: str
     _create_if_missing: bool | None
@@ -15943,8 +16208,7 @@ class CommandScalableTopicLookup:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandScalableTopicUpdate:
+class CommandScalableTopicUpdate(Message):
     """Broker -> client: a scalable topic's layout, as the first answer or as a later push."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandScalableTopicUpdate"
@@ -15956,6 +16220,7 @@ class CommandScalableTopicUpdate:
         ("resolved_topic_name", "_resolved_topic_name", "resolved_topic_name"),
     )
 
+    __slots__ = ("session_id", "dag", "_error", "_message", "_resolved_topic_name", "_unknown")
     session_id: int
     dag: ScalableTopicDAG | None
     _error: ServerError | None
@@ -16208,8 +16473,7 @@ class CommandScalableTopicUpdate:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandScalableTopicClose:
+class CommandScalableTopicClose(Message):
     """Client -> broker: stop a scalable-topic layout watch."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandScalableTopicClose"
@@ -16217,6 +16481,7 @@ class CommandScalableTopicClose:
         ("session_id", "session_id", "session_id"),
     )
 
+    __slots__ = ("session_id", "_unknown")
     session_id: int
     _unknown: bytes
 
@@ -16315,8 +16580,7 @@ class CommandScalableTopicClose:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class ScalableAssignedSegment:
+class ScalableAssignedSegment(Message):
     """A segment handed to a scalable-topic consumer.
 
     Attributes:
@@ -16335,6 +16599,14 @@ class ScalableAssignedSegment:
         ("bucket_ranges", "bucket_ranges", "bucket_ranges"),
     )
 
+    __slots__ = (
+        "segment_id",
+        "hash_start",
+        "hash_end",
+        "segment_topic",
+        "bucket_ranges",
+        "_unknown",
+    )
     segment_id: int
     hash_start: int
     hash_end: int
@@ -16549,8 +16821,7 @@ class ScalableAssignedSegment:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class ScalableConsumerAssignment:
+class ScalableConsumerAssignment(Message):
     """The segments assigned to one scalable-topic consumer.
 
     Attributes:
@@ -16563,6 +16834,7 @@ class ScalableConsumerAssignment:
         ("segments", "segments", "segments"),
     )
 
+    __slots__ = ("layout_epoch", "segments", "_unknown")
     layout_epoch: int
     segments: list[ScalableAssignedSegment]
     _unknown: bytes
@@ -16687,8 +16959,7 @@ class ScalableConsumerAssignment:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandScalableTopicSubscribe:
+class CommandScalableTopicSubscribe(Message):
     """Client -> broker: register a Stream or Checkpoint consumer and get its first assignment.
 
     Attributes:
@@ -16705,6 +16976,15 @@ class CommandScalableTopicSubscribe:
         ("consumer_type", "consumer_type", "consumer_type"),
     )
 
+    __slots__ = (
+        "request_id",
+        "topic",
+        "subscription",
+        "consumer_name",
+        "consumer_id",
+        "consumer_type",
+        "_unknown",
+    )
     request_id: int
     topic: str
     subscription: str
@@ -16943,8 +17223,7 @@ class CommandScalableTopicSubscribe:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandScalableTopicSubscribeResponse:
+class CommandScalableTopicSubscribeResponse(Message):
     """Broker -> client: result of CommandScalableTopicSubscribe; assignment is absent on error."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandScalableTopicSubscribeResponse"
@@ -16955,6 +17234,7 @@ class CommandScalableTopicSubscribeResponse:
         ("assignment", "assignment", "assignment"),
     )
 
+    __slots__ = ("request_id", "_error", "_message", "assignment", "_unknown")
     request_id: int
     _error: ServerError | None
     _message: str | None
@@ -17163,8 +17443,7 @@ class CommandScalableTopicSubscribeResponse:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandScalableTopicAssignmentUpdate:
+class CommandScalableTopicAssignmentUpdate(Message):
     """Broker -> client: a new assignment after a rebalance."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandScalableTopicAssignmentUpdate"
@@ -17173,6 +17452,7 @@ class CommandScalableTopicAssignmentUpdate:
         ("assignment", "assignment", "assignment"),
     )
 
+    __slots__ = ("consumer_id", "assignment", "_unknown")
     consumer_id: int
     assignment: ScalableConsumerAssignment
     _unknown: bytes
@@ -17300,8 +17580,7 @@ class CommandScalableTopicAssignmentUpdate:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandWatchScalableTopics:
+class CommandWatchScalableTopics(Message):
     """Client -> broker: watch the scalable topics of a namespace that match property filters.
 
     Attributes:
@@ -17318,6 +17597,7 @@ class CommandWatchScalableTopics:
         ("current_hash", "_current_hash", "current_hash"),
     )
 
+    __slots__ = ("watch_id", "namespace", "property_filters", "_current_hash", "_unknown")
     watch_id: int
     namespace: str
     property_filters: list[KeyValue]
@@ -17514,8 +17794,7 @@ class CommandWatchScalableTopics:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class ScalableTopicsSnapshot:
+class ScalableTopicsSnapshot(Message):
     """The complete set of matching scalable topics; replaces the client's set."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.ScalableTopicsSnapshot"
@@ -17523,6 +17802,7 @@ class ScalableTopicsSnapshot:
         ("topics", "topics", "topics"),
     )
 
+    __slots__ = ("topics", "_unknown")
     topics: list[str]
     _unknown: bytes
 
@@ -17617,8 +17897,7 @@ class ScalableTopicsSnapshot:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class ScalableTopicsDiff:
+class ScalableTopicsDiff(Message):
     """A change to the matching set; apply removed before added."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.ScalableTopicsDiff"
@@ -17627,6 +17906,7 @@ class ScalableTopicsDiff:
         ("removed", "removed", "removed"),
     )
 
+    __slots__ = ("added", "removed", "_unknown")
     added: list[str]
     removed: list[str]
     _unknown: bytes
@@ -17748,8 +18028,7 @@ class ScalableTopicsDiff:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandWatchScalableTopicsUpdate:
+class CommandWatchScalableTopicsUpdate(Message):
     """Broker -> client: a snapshot or a diff of a scalable-topics watch, or an error."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandWatchScalableTopicsUpdate"
@@ -17761,6 +18040,7 @@ class CommandWatchScalableTopicsUpdate:
         ("message", "_message", "message"),
     )
 
+    __slots__ = ("watch_id", "_snapshot", "_diff", "_error", "_message", "_unknown")
     watch_id: int
     _snapshot: ScalableTopicsSnapshot | None
     _diff: ScalableTopicsDiff | None
@@ -18030,8 +18310,7 @@ class CommandWatchScalableTopicsUpdate:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandWatchScalableTopicsClose:
+class CommandWatchScalableTopicsClose(Message):
     """Client -> broker: stop a scalable-topics watch."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandWatchScalableTopicsClose"
@@ -18039,6 +18318,7 @@ class CommandWatchScalableTopicsClose:
         ("watch_id", "watch_id", "watch_id"),
     )
 
+    __slots__ = ("watch_id", "_unknown")
     watch_id: int
     _unknown: bytes
 
@@ -18137,8 +18417,7 @@ class CommandWatchScalableTopicsClose:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandWatchTcAssignments:
+class CommandWatchTcAssignments(Message):
     """Client -> broker: watch which broker leads each transaction coordinator partition.
 
     Attributes:
@@ -18150,6 +18429,7 @@ class CommandWatchTcAssignments:
         ("watch_id", "watch_id", "watch_id"),
     )
 
+    __slots__ = ("watch_id", "_unknown")
     watch_id: int
     _unknown: bytes
 
@@ -18248,8 +18528,7 @@ class CommandWatchTcAssignments:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class TcAssignment:
+class TcAssignment(Message):
     """Leader of one transaction coordinator partition.
 
     Attributes:
@@ -18263,6 +18542,7 @@ class TcAssignment:
         ("broker_service_url_tls", "_broker_service_url_tls", "broker_service_url_tls"),
     )
 
+    __slots__ = ("tc_id", "_broker_service_url", "_broker_service_url_tls", "_unknown")
     tc_id: int
     _broker_service_url: str | None
     _broker_service_url_tls: str | None
@@ -18447,8 +18727,7 @@ class TcAssignment:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class TcAssignmentsSnapshot:
+class TcAssignmentsSnapshot(Message):
     """The full coordinator-to-leader map; partitions without a leader are left out.
 
     Attributes:
@@ -18461,6 +18740,7 @@ class TcAssignmentsSnapshot:
         ("assignments", "assignments", "assignments"),
     )
 
+    __slots__ = ("parallelism", "assignments", "_unknown")
     parallelism: int
     assignments: list[TcAssignment]
     _unknown: bytes
@@ -18586,8 +18866,7 @@ class TcAssignmentsSnapshot:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandWatchTcAssignmentsUpdate:
+class CommandWatchTcAssignmentsUpdate(Message):
     """Broker -> client: the current coordinator map in full, or an error."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandWatchTcAssignmentsUpdate"
@@ -18598,6 +18877,7 @@ class CommandWatchTcAssignmentsUpdate:
         ("message", "_message", "message"),
     )
 
+    __slots__ = ("watch_id", "snapshot", "_error", "_message", "_unknown")
     watch_id: int
     snapshot: TcAssignmentsSnapshot | None
     _error: ServerError | None
@@ -18806,8 +19086,7 @@ class CommandWatchTcAssignmentsUpdate:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandWatchTcAssignmentsClose:
+class CommandWatchTcAssignmentsClose(Message):
     """Client -> broker: stop a coordinator assignment watch."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandWatchTcAssignmentsClose"
@@ -18815,6 +19094,7 @@ class CommandWatchTcAssignmentsClose:
         ("watch_id", "watch_id", "watch_id"),
     )
 
+    __slots__ = ("watch_id", "_unknown")
     watch_id: int
     _unknown: bytes
 
@@ -18913,8 +19193,7 @@ class CommandWatchTcAssignmentsClose:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandGetSchema:
+class CommandGetSchema(Message):
     """Client -> broker: fetch a topic's schema."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandGetSchema"
@@ -18924,6 +19203,7 @@ class CommandGetSchema:
         ("schema_version", "_schema_version", "schema_version"),
     )
 
+    __slots__ = ("request_id", "topic", "_schema_version", "_unknown")
     request_id: int
     topic: str
     _schema_version: bytes | None
@@ -19089,8 +19369,7 @@ class CommandGetSchema:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandGetSchemaResponse:
+class CommandGetSchemaResponse(Message):
     """Broker -> client: the requested schema."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandGetSchemaResponse"
@@ -19102,6 +19381,14 @@ class CommandGetSchemaResponse:
         ("schema_version", "_schema_version", "schema_version"),
     )
 
+    __slots__ = (
+        "request_id",
+        "_error_code",
+        "_error_message",
+        "schema",
+        "_schema_version",
+        "_unknown",
+    )
     request_id: int
     _error_code: ServerError | None
     _error_message: str | None
@@ -19349,8 +19636,7 @@ class CommandGetSchemaResponse:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandGetOrCreateSchema:
+class CommandGetOrCreateSchema(Message):
     """Client -> broker: register a schema on a topic, or find the matching registered one."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandGetOrCreateSchema"
@@ -19361,6 +19647,7 @@ class CommandGetOrCreateSchema:
         ("producerName", "_producerName", "producerName"),
     )
 
+    __slots__ = ("request_id", "topic", "schema", "_producerName", "_unknown")
     request_id: int
     topic: str
     schema: Schema
@@ -19560,8 +19847,7 @@ class CommandGetOrCreateSchema:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandGetOrCreateSchemaResponse:
+class CommandGetOrCreateSchemaResponse(Message):
     """Broker -> client: the version of the registered schema."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandGetOrCreateSchemaResponse"
@@ -19572,6 +19858,7 @@ class CommandGetOrCreateSchemaResponse:
         ("schema_version", "_schema_version", "schema_version"),
     )
 
+    __slots__ = ("request_id", "_error_code", "_error_message", "_schema_version", "_unknown")
     request_id: int
     _error_code: ServerError | None
     _error_message: str | None
@@ -19789,8 +20076,7 @@ class CommandGetOrCreateSchemaResponse:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandTcClientConnectRequest:
+class CommandTcClientConnectRequest(Message):
     """Client -> broker: connect to a transaction coordinator.
 
     Attributes:
@@ -19804,6 +20090,7 @@ class CommandTcClientConnectRequest:
         ("scalable", "_scalable", "scalable"),
     )
 
+    __slots__ = ("request_id", "tc_id", "_scalable", "_unknown")
     request_id: int
     tc_id: int
     _scalable: bool | None
@@ -19963,8 +20250,7 @@ class CommandTcClientConnectRequest:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandTcClientConnectResponse:
+class CommandTcClientConnectResponse(Message):
     """Broker -> client: result of CommandTcClientConnectRequest."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandTcClientConnectResponse"
@@ -19974,6 +20260,7 @@ class CommandTcClientConnectResponse:
         ("message", "_message", "message"),
     )
 
+    __slots__ = ("request_id", "_error", "_message", "_unknown")
     request_id: int
     _error: ServerError | None
     _message: str | None
@@ -20152,8 +20439,7 @@ class CommandTcClientConnectResponse:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandNewTxn:
+class CommandNewTxn(Message):
     """Client -> coordinator: open a transaction."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandNewTxn"
@@ -20164,6 +20450,7 @@ class CommandNewTxn:
         ("scalable", "_scalable", "scalable"),
     )
 
+    __slots__ = ("request_id", "_txn_ttl_millis", "_tc_id", "_scalable", "_unknown")
     request_id: int
     _txn_ttl_millis: int | None
     _tc_id: int | None
@@ -20380,8 +20667,7 @@ class CommandNewTxn:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandNewTxnResponse:
+class CommandNewTxnResponse(Message):
     """Coordinator -> client: the id of the new transaction."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandNewTxnResponse"
@@ -20393,6 +20679,14 @@ class CommandNewTxnResponse:
         ("message", "_message", "message"),
     )
 
+    __slots__ = (
+        "request_id",
+        "_txnid_least_bits",
+        "_txnid_most_bits",
+        "_error",
+        "_message",
+        "_unknown",
+    )
     request_id: int
     _txnid_least_bits: int | None
     _txnid_most_bits: int | None
@@ -20657,8 +20951,7 @@ class CommandNewTxnResponse:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandAddPartitionToTxn:
+class CommandAddPartitionToTxn(Message):
     """Client -> coordinator: record the topic partitions a transaction publishes to.
 
     Attributes:
@@ -20674,6 +20967,14 @@ class CommandAddPartitionToTxn:
         ("scalable", "_scalable", "scalable"),
     )
 
+    __slots__ = (
+        "request_id",
+        "_txnid_least_bits",
+        "_txnid_most_bits",
+        "partitions",
+        "_scalable",
+        "_unknown",
+    )
     request_id: int
     _txnid_least_bits: int | None
     _txnid_most_bits: int | None
@@ -20915,8 +21216,7 @@ class CommandAddPartitionToTxn:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandAddPartitionToTxnResponse:
+class CommandAddPartitionToTxnResponse(Message):
     """Coordinator -> client: result of CommandAddPartitionToTxn."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandAddPartitionToTxnResponse"
@@ -20928,6 +21228,14 @@ class CommandAddPartitionToTxnResponse:
         ("message", "_message", "message"),
     )
 
+    __slots__ = (
+        "request_id",
+        "_txnid_least_bits",
+        "_txnid_most_bits",
+        "_error",
+        "_message",
+        "_unknown",
+    )
     request_id: int
     _txnid_least_bits: int | None
     _txnid_most_bits: int | None
@@ -21192,8 +21500,7 @@ class CommandAddPartitionToTxnResponse:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class Subscription:
+class Subscription(Message):
     """A subscription on a topic, as referenced by transactions."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.Subscription"
@@ -21202,6 +21509,7 @@ class Subscription:
         ("subscription", "subscription", "subscription"),
     )
 
+    __slots__ = ("topic", "subscription", "_unknown")
     topic: str
     subscription: str
     _unknown: bytes
@@ -21329,8 +21637,7 @@ class Subscription:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandAddSubscriptionToTxn:
+class CommandAddSubscriptionToTxn(Message):
     """Client -> coordinator: record the subscriptions a transaction acknowledges on."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandAddSubscriptionToTxn"
@@ -21342,6 +21649,14 @@ class CommandAddSubscriptionToTxn:
         ("scalable", "_scalable", "scalable"),
     )
 
+    __slots__ = (
+        "request_id",
+        "_txnid_least_bits",
+        "_txnid_most_bits",
+        "subscription",
+        "_scalable",
+        "_unknown",
+    )
     request_id: int
     _txnid_least_bits: int | None
     _txnid_most_bits: int | None
@@ -21584,8 +21899,7 @@ class CommandAddSubscriptionToTxn:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandAddSubscriptionToTxnResponse:
+class CommandAddSubscriptionToTxnResponse(Message):
     """Coordinator -> client: result of CommandAddSubscriptionToTxn."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandAddSubscriptionToTxnResponse"
@@ -21597,6 +21911,14 @@ class CommandAddSubscriptionToTxnResponse:
         ("message", "_message", "message"),
     )
 
+    __slots__ = (
+        "request_id",
+        "_txnid_least_bits",
+        "_txnid_most_bits",
+        "_error",
+        "_message",
+        "_unknown",
+    )
     request_id: int
     _txnid_least_bits: int | None
     _txnid_most_bits: int | None
@@ -21861,8 +22183,7 @@ class CommandAddSubscriptionToTxnResponse:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandEndTxn:
+class CommandEndTxn(Message):
     """Client -> coordinator: commit or abort a transaction."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandEndTxn"
@@ -21874,6 +22195,14 @@ class CommandEndTxn:
         ("scalable", "_scalable", "scalable"),
     )
 
+    __slots__ = (
+        "request_id",
+        "_txnid_least_bits",
+        "_txnid_most_bits",
+        "_txn_action",
+        "_scalable",
+        "_unknown",
+    )
     request_id: int
     _txnid_least_bits: int | None
     _txnid_most_bits: int | None
@@ -22128,8 +22457,7 @@ class CommandEndTxn:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandEndTxnResponse:
+class CommandEndTxnResponse(Message):
     """Coordinator -> client: result of CommandEndTxn."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandEndTxnResponse"
@@ -22141,6 +22469,14 @@ class CommandEndTxnResponse:
         ("message", "_message", "message"),
     )
 
+    __slots__ = (
+        "request_id",
+        "_txnid_least_bits",
+        "_txnid_most_bits",
+        "_error",
+        "_message",
+        "_unknown",
+    )
     request_id: int
     _txnid_least_bits: int | None
     _txnid_most_bits: int | None
@@ -22405,8 +22741,7 @@ class CommandEndTxnResponse:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandEndTxnOnPartition:
+class CommandEndTxnOnPartition(Message):
     """Coordinator -> broker: apply a transaction's outcome to one topic partition."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandEndTxnOnPartition"
@@ -22423,6 +22758,15 @@ class CommandEndTxnOnPartition:
         ),
     )
 
+    __slots__ = (
+        "request_id",
+        "_txnid_least_bits",
+        "_txnid_most_bits",
+        "_topic",
+        "_txn_action",
+        "_txnid_least_bits_of_low_watermark",
+        "_unknown",
+    )
     request_id: int
     _txnid_least_bits: int | None
     _txnid_most_bits: int | None
@@ -22730,8 +23074,7 @@ class CommandEndTxnOnPartition:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandEndTxnOnPartitionResponse:
+class CommandEndTxnOnPartitionResponse(Message):
     """Broker -> coordinator: result of CommandEndTxnOnPartition."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandEndTxnOnPartitionResponse"
@@ -22743,6 +23086,14 @@ class CommandEndTxnOnPartitionResponse:
         ("message", "_message", "message"),
     )
 
+    __slots__ = (
+        "request_id",
+        "_txnid_least_bits",
+        "_txnid_most_bits",
+        "_error",
+        "_message",
+        "_unknown",
+    )
     request_id: int
     _txnid_least_bits: int | None
     _txnid_most_bits: int | None
@@ -23007,8 +23358,7 @@ class CommandEndTxnOnPartitionResponse:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandEndTxnOnSubscription:
+class CommandEndTxnOnSubscription(Message):
     """Coordinator -> broker: apply a transaction's outcome to one subscription."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandEndTxnOnSubscription"
@@ -23025,6 +23375,15 @@ class CommandEndTxnOnSubscription:
         ),
     )
 
+    __slots__ = (
+        "request_id",
+        "_txnid_least_bits",
+        "_txnid_most_bits",
+        "subscription",
+        "_txn_action",
+        "_txnid_least_bits_of_low_watermark",
+        "_unknown",
+    )
     request_id: int
     _txnid_least_bits: int | None
     _txnid_most_bits: int | None
@@ -23320,8 +23679,7 @@ class CommandEndTxnOnSubscription:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommandEndTxnOnSubscriptionResponse:
+class CommandEndTxnOnSubscriptionResponse(Message):
     """Broker -> coordinator: result of CommandEndTxnOnSubscription."""
 
     FULL_NAME: ClassVar[str] = "pulsar.proto.CommandEndTxnOnSubscriptionResponse"
@@ -23333,6 +23691,14 @@ class CommandEndTxnOnSubscriptionResponse:
         ("message", "_message", "message"),
     )
 
+    __slots__ = (
+        "request_id",
+        "_txnid_least_bits",
+        "_txnid_most_bits",
+        "_error",
+        "_message",
+        "_unknown",
+    )
     request_id: int
     _txnid_least_bits: int | None
     _txnid_most_bits: int | None
@@ -23597,8 +23963,7 @@ class CommandEndTxnOnSubscriptionResponse:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class BaseCommand:
+class BaseCommand(Message):
     """Envelope of every command frame: type names the command, and exactly the matching
     field is set.
 
@@ -23930,6 +24295,7 @@ class BaseCommand:
         "watchTcAssignmentsClose": 81,
     }
 
+    __slots__ = ("type_", "_present", "_unknown")
     type_: BaseCommand.Type
     _present: dict[str, Any]
     _unknown: bytes

@@ -7,7 +7,6 @@ is described here, with the same names, numbers, types and labels.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from struct import error as struct_error
 from typing import ClassVar, Self
 
@@ -22,6 +21,7 @@ from protoframe.runtime.errors import (
 from protoframe.runtime.protowire import (
     SMALL_VARINTS,
     BytesLike,
+    Message,
     add_unknown,
     int32_bytes,
     int64_bytes,
@@ -52,8 +52,7 @@ __all__ = [
 ]
 
 
-@dataclass(slots=True, init=False, repr=False)
-class TransferedMessage:
+class TransferedMessage(Message):
     """One stored message as a broker hands it to a consumer."""
 
     FULL_NAME: ClassVar[str] = "TransferedMessage"
@@ -64,6 +63,7 @@ class TransferedMessage:
         ("flag", "flag", "flag"),
     )
 
+    __slots__ = ("messageId", "checkSum", "payLoadData", "flag", "_unknown")
     messageId: int
     checkSum: int
     payLoadData: bytes
@@ -248,8 +248,7 @@ class TransferedMessage:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class AuthorizedInfo:
+class AuthorizedInfo(Message):
     """Tokens a client got from the master, shown to the broker."""
 
     FULL_NAME: ClassVar[str] = "AuthorizedInfo"
@@ -258,6 +257,7 @@ class AuthorizedInfo:
         ("authAuthorizedToken", "_authAuthorizedToken", "authAuthorizedToken"),
     )
 
+    __slots__ = ("visitAuthorizedToken", "_authAuthorizedToken", "_unknown")
     visitAuthorizedToken: int
     _authAuthorizedToken: str | None
     _unknown: bytes
@@ -399,8 +399,7 @@ class AuthorizedInfo:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class SendMessageRequestP2B:
+class SendMessageRequestP2B(Message):
     """Method 13: a producer sends a message to one partition."""
 
     FULL_NAME: ClassVar[str] = "SendMessageRequestP2B"
@@ -417,6 +416,19 @@ class SendMessageRequestP2B:
         ("authInfo", "authInfo", "authInfo"),
     )
 
+    __slots__ = (
+        "clientId",
+        "topicName",
+        "partitionId",
+        "data",
+        "flag",
+        "checkSum",
+        "sentAddr",
+        "_msgType",
+        "_msgTime",
+        "authInfo",
+        "_unknown",
+    )
     clientId: str
     topicName: str
     partitionId: int
@@ -808,8 +820,7 @@ class SendMessageRequestP2B:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class SendMessageResponseB2P:
+class SendMessageResponseB2P(Message):
     """The SendMessageResponseB2P message (SendMessageResponseB2P)."""
 
     FULL_NAME: ClassVar[str] = "SendMessageResponseB2P"
@@ -823,6 +834,16 @@ class SendMessageResponseB2P:
         ("appendOffset", "_appendOffset", "appendOffset"),
     )
 
+    __slots__ = (
+        "success",
+        "errCode",
+        "errMsg",
+        "_requireAuth",
+        "_messageId",
+        "_appendTime",
+        "_appendOffset",
+        "_unknown",
+    )
     success: bool
     errCode: int
     errMsg: str
@@ -1137,8 +1158,7 @@ class SendMessageResponseB2P:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class RegisterRequestC2B:
+class RegisterRequestC2B(Message):
     """Method 15: a consumer registers with (opType 31) or leaves (opType 32) a partition."""
 
     FULL_NAME: ClassVar[str] = "RegisterRequestC2B"
@@ -1158,6 +1178,22 @@ class RegisterRequestC2B:
         ("authInfo", "authInfo", "authInfo"),
     )
 
+    __slots__ = (
+        "opType",
+        "clientId",
+        "groupName",
+        "topicName",
+        "partitionId",
+        "readStatus",
+        "filterCondStr",
+        "_currOffset",
+        "_sessionKey",
+        "_sessionTime",
+        "_ssdStoreId",
+        "_qryPriorityId",
+        "authInfo",
+        "_unknown",
+    )
     opType: int
     clientId: str
     groupName: str
@@ -1685,8 +1721,7 @@ class RegisterRequestC2B:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class RegisterResponseB2C:
+class RegisterResponseB2C(Message):
     """The RegisterResponseB2C message (RegisterResponseB2C)."""
 
     FULL_NAME: ClassVar[str] = "RegisterResponseB2C"
@@ -1698,6 +1733,7 @@ class RegisterResponseB2C:
         ("maxOffset", "_maxOffset", "maxOffset"),
     )
 
+    __slots__ = ("success", "errCode", "errMsg", "_currOffset", "_maxOffset", "_unknown")
     success: bool
     errCode: int
     errMsg: str
@@ -1931,8 +1967,7 @@ class RegisterResponseB2C:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class HeartBeatRequestC2B:
+class HeartBeatRequestC2B(Message):
     """Method 16: a consumer's heartbeat for the partitions it holds.
 
     Attributes:
@@ -1950,6 +1985,16 @@ class HeartBeatRequestC2B:
         ("authInfo", "authInfo", "authInfo"),
     )
 
+    __slots__ = (
+        "clientId",
+        "groupName",
+        "readStatus",
+        "partitionInfo",
+        "_ssdStoreId",
+        "_qryPriorityId",
+        "authInfo",
+        "_unknown",
+    )
     clientId: str
     groupName: str
     readStatus: int
@@ -2254,8 +2299,7 @@ class HeartBeatRequestC2B:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class HeartBeatResponseB2C:
+class HeartBeatResponseB2C(Message):
     """The HeartBeatResponseB2C message (HeartBeatResponseB2C).
 
     Attributes:
@@ -2272,6 +2316,15 @@ class HeartBeatResponseB2C:
         ("requireAuth", "_requireAuth", "requireAuth"),
     )
 
+    __slots__ = (
+        "success",
+        "errCode",
+        "errMsg",
+        "_hasPartFailure",
+        "failureInfo",
+        "_requireAuth",
+        "_unknown",
+    )
     success: bool
     errCode: int
     errMsg: str
@@ -2508,8 +2561,7 @@ class HeartBeatResponseB2C:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class GetMessageRequestC2B:
+class GetMessageRequestC2B(Message):
     """Method 17: a consumer fetches messages from a partition."""
 
     FULL_NAME: ClassVar[str] = "GetMessageRequestC2B"
@@ -2523,6 +2575,16 @@ class GetMessageRequestC2B:
         ("escFlowCtrl", "_escFlowCtrl", "escFlowCtrl"),
     )
 
+    __slots__ = (
+        "clientId",
+        "partitionId",
+        "groupName",
+        "topicName",
+        "_lastPackConsumed",
+        "_manualCommitOffset",
+        "_escFlowCtrl",
+        "_unknown",
+    )
     clientId: str
     partitionId: int
     groupName: str
@@ -2808,8 +2870,7 @@ class GetMessageRequestC2B:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class GetMessageResponseB2C:
+class GetMessageResponseB2C(Message):
     """The GetMessageResponseB2C message (GetMessageResponseB2C)."""
 
     FULL_NAME: ClassVar[str] = "GetMessageResponseB2C"
@@ -2826,6 +2887,19 @@ class GetMessageResponseB2C:
         ("maxOffset", "_maxOffset", "maxOffset"),
     )
 
+    __slots__ = (
+        "success",
+        "errCode",
+        "_errMsg",
+        "messages",
+        "_currOffset",
+        "_minLimitTime",
+        "_escFlowCtrl",
+        "_currDataDlt",
+        "_requireSlow",
+        "_maxOffset",
+        "_unknown",
+    )
     success: bool
     errCode: int
     _errMsg: str | None
@@ -3256,8 +3330,7 @@ class GetMessageResponseB2C:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommitOffsetRequestC2B:
+class CommitOffsetRequestC2B(Message):
     """Method 18: a consumer commits its offset in a partition."""
 
     FULL_NAME: ClassVar[str] = "CommitOffsetRequestC2B"
@@ -3269,6 +3342,14 @@ class CommitOffsetRequestC2B:
         ("lastPackConsumed", "_lastPackConsumed", "lastPackConsumed"),
     )
 
+    __slots__ = (
+        "clientId",
+        "topicName",
+        "partitionId",
+        "groupName",
+        "_lastPackConsumed",
+        "_unknown",
+    )
     clientId: str
     topicName: str
     partitionId: int
@@ -3485,8 +3566,7 @@ class CommitOffsetRequestC2B:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CommitOffsetResponseB2C:
+class CommitOffsetResponseB2C(Message):
     """The CommitOffsetResponseB2C message (CommitOffsetResponseB2C)."""
 
     FULL_NAME: ClassVar[str] = "CommitOffsetResponseB2C"
@@ -3498,6 +3578,7 @@ class CommitOffsetResponseB2C:
         ("maxOffset", "_maxOffset", "maxOffset"),
     )
 
+    __slots__ = ("success", "errCode", "errMsg", "_currOffset", "_maxOffset", "_unknown")
     success: bool
     errCode: int
     errMsg: str

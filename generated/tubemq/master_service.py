@@ -12,7 +12,6 @@ match upstream.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from struct import error as struct_error
 from typing import ClassVar, Self
 
@@ -27,6 +26,7 @@ from protoframe.runtime.errors import (
 from protoframe.runtime.protowire import (
     SMALL_VARINTS,
     BytesLike,
+    Message,
     add_unknown,
     int32_bytes,
     int64_bytes,
@@ -79,8 +79,7 @@ __all__ = [
 ]
 
 
-@dataclass(slots=True, init=False, repr=False)
-class AuthenticateInfo:
+class AuthenticateInfo(Message):
     """Credentials a client presents when authentication is on."""
 
     FULL_NAME: ClassVar[str] = "AuthenticateInfo"
@@ -92,6 +91,7 @@ class AuthenticateInfo:
         ("signature", "signature", "signature"),
     )
 
+    __slots__ = ("userName", "timestamp", "nonce", "othParams", "signature", "_unknown")
     userName: str
     timestamp: int
     nonce: int
@@ -306,8 +306,7 @@ class AuthenticateInfo:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class MasterCertificateInfo:
+class MasterCertificateInfo(Message):
     """Either credentials or a token the master issued earlier."""
 
     FULL_NAME: ClassVar[str] = "MasterCertificateInfo"
@@ -316,6 +315,7 @@ class MasterCertificateInfo:
         ("authorizedToken", "_authorizedToken", "authorizedToken"),
     )
 
+    __slots__ = ("authInfo", "_authorizedToken", "_unknown")
     authInfo: AuthenticateInfo | None
     _authorizedToken: str | None
     _unknown: bytes
@@ -457,8 +457,7 @@ class MasterCertificateInfo:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class MasterAuthorizedInfo:
+class MasterAuthorizedInfo(Message):
     """Tokens the master hands back for later calls."""
 
     FULL_NAME: ClassVar[str] = "MasterAuthorizedInfo"
@@ -467,6 +466,7 @@ class MasterAuthorizedInfo:
         ("authAuthorizedToken", "_authAuthorizedToken", "authAuthorizedToken"),
     )
 
+    __slots__ = ("visitAuthorizedToken", "_authAuthorizedToken", "_unknown")
     visitAuthorizedToken: int
     _authAuthorizedToken: str | None
     _unknown: bytes
@@ -608,8 +608,7 @@ class MasterAuthorizedInfo:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class ApprovedClientConfig:
+class ApprovedClientConfig(Message):
     """Client settings the master approves, by configuration id."""
 
     FULL_NAME: ClassVar[str] = "ApprovedClientConfig"
@@ -618,6 +617,7 @@ class ApprovedClientConfig:
         ("maxMsgSize", "_maxMsgSize", "maxMsgSize"),
     )
 
+    __slots__ = ("configId", "_maxMsgSize", "_unknown")
     configId: int
     _maxMsgSize: int | None
     _unknown: bytes
@@ -761,8 +761,7 @@ class ApprovedClientConfig:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class RegisterRequestP2M:
+class RegisterRequestP2M(Message):
     """Method 1: a producer registers, naming the topics it will publish to."""
 
     FULL_NAME: ClassVar[str] = "RegisterRequestP2M"
@@ -776,6 +775,16 @@ class RegisterRequestP2M:
         ("appdConfig", "appdConfig", "appdConfig"),
     )
 
+    __slots__ = (
+        "clientId",
+        "topicList",
+        "brokerCheckSum",
+        "hostName",
+        "authInfo",
+        "_jdkVersion",
+        "appdConfig",
+        "_unknown",
+    )
     clientId: str
     topicList: list[str]
     brokerCheckSum: int
@@ -1062,8 +1071,7 @@ class RegisterRequestP2M:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class RegisterResponseM2P:
+class RegisterResponseM2P(Message):
     """The RegisterResponseM2P message (RegisterResponseM2P)."""
 
     FULL_NAME: ClassVar[str] = "RegisterResponseM2P"
@@ -1077,6 +1085,16 @@ class RegisterResponseM2P:
         ("appdConfig", "appdConfig", "appdConfig"),
     )
 
+    __slots__ = (
+        "success",
+        "errCode",
+        "errMsg",
+        "brokerCheckSum",
+        "brokerInfos",
+        "authorizedInfo",
+        "appdConfig",
+        "_unknown",
+    )
     success: bool
     errCode: int
     errMsg: str
@@ -1343,8 +1361,7 @@ class RegisterResponseM2P:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class HeartRequestP2M:
+class HeartRequestP2M(Message):
     """Method 2: a producer's periodic heartbeat."""
 
     FULL_NAME: ClassVar[str] = "HeartRequestP2M"
@@ -1357,6 +1374,15 @@ class HeartRequestP2M:
         ("appdConfig", "appdConfig", "appdConfig"),
     )
 
+    __slots__ = (
+        "clientId",
+        "brokerCheckSum",
+        "hostName",
+        "topicList",
+        "authInfo",
+        "appdConfig",
+        "_unknown",
+    )
     clientId: str
     brokerCheckSum: int
     hostName: str
@@ -1597,8 +1623,7 @@ class HeartRequestP2M:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class HeartResponseM2P:
+class HeartResponseM2P(Message):
     """The HeartResponseM2P message (HeartResponseM2P).
 
     Attributes:
@@ -1618,6 +1643,18 @@ class HeartResponseM2P:
         ("appdConfig", "appdConfig", "appdConfig"),
     )
 
+    __slots__ = (
+        "success",
+        "errCode",
+        "errMsg",
+        "brokerCheckSum",
+        "topicInfos",
+        "brokerInfos",
+        "_requireAuth",
+        "authorizedInfo",
+        "appdConfig",
+        "_unknown",
+    )
     success: bool
     errCode: int
     errMsg: str
@@ -1940,8 +1977,7 @@ class HeartResponseM2P:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CloseRequestP2M:
+class CloseRequestP2M(Message):
     """Method 3: a producer leaves."""
 
     FULL_NAME: ClassVar[str] = "CloseRequestP2M"
@@ -1950,6 +1986,7 @@ class CloseRequestP2M:
         ("authInfo", "authInfo", "authInfo"),
     )
 
+    __slots__ = ("clientId", "authInfo", "_unknown")
     clientId: str
     authInfo: MasterCertificateInfo | None
     _unknown: bytes
@@ -2077,8 +2114,7 @@ class CloseRequestP2M:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CloseResponseM2P:
+class CloseResponseM2P(Message):
     """The CloseResponseM2P message (CloseResponseM2P)."""
 
     FULL_NAME: ClassVar[str] = "CloseResponseM2P"
@@ -2088,6 +2124,7 @@ class CloseResponseM2P:
         ("errMsg", "errMsg", "errMsg"),
     )
 
+    __slots__ = ("success", "errCode", "errMsg", "_unknown")
     success: bool
     errCode: int
     errMsg: str
@@ -2233,8 +2270,7 @@ class CloseResponseM2P:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class EventProto:
+class EventProto(Message):
     """A rebalance instruction (master to consumer) or its outcome (consumer to master).
 
     Attributes:
@@ -2249,6 +2285,7 @@ class EventProto:
         ("subscribeInfo", "subscribeInfo", "subscribeInfo"),
     )
 
+    __slots__ = ("_rebalanceId", "_opType", "_status", "subscribeInfo", "_unknown")
     _rebalanceId: int | None
     _opType: int | None
     _status: int | None
@@ -2475,8 +2512,7 @@ class EventProto:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class RegisterRequestC2M:
+class RegisterRequestC2M(Message):
     """Method 4: a consumer joins its group, naming the topics it reads.
 
     Attributes:
@@ -2506,6 +2542,28 @@ class RegisterRequestC2M:
         ("jdkVersion", "_jdkVersion", "jdkVersion"),
     )
 
+    __slots__ = (
+        "clientId",
+        "groupName",
+        "hostName",
+        "topicList",
+        "subscribeInfo",
+        "topicCondition",
+        "_requireBound",
+        "_sessionTime",
+        "_sessionKey",
+        "_totalCount",
+        "_requiredPartition",
+        "_notAllocated",
+        "_selectBig",
+        "_groupFlowCheckId",
+        "_defFlowCheckId",
+        "_ssdStoreId",
+        "_qryPriorityId",
+        "authInfo",
+        "_jdkVersion",
+        "_unknown",
+    )
     clientId: str
     groupName: str
     hostName: str
@@ -3263,8 +3321,7 @@ class RegisterRequestC2M:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class RegisterResponseM2C:
+class RegisterResponseM2C(Message):
     """The RegisterResponseM2C message (RegisterResponseM2C).
 
     Attributes:
@@ -3287,6 +3344,21 @@ class RegisterResponseM2C:
         ("authorizedInfo", "authorizedInfo", "authorizedInfo"),
     )
 
+    __slots__ = (
+        "success",
+        "errCode",
+        "errMsg",
+        "topicInfo",
+        "_notAllocated",
+        "_defFlowCheckId",
+        "_defFlowControlInfo",
+        "_groupFlowCheckId",
+        "_groupFlowControlInfo",
+        "_ssdStoreId",
+        "_qryPriorityId",
+        "authorizedInfo",
+        "_unknown",
+    )
     success: bool
     errCode: int
     errMsg: str
@@ -3784,8 +3856,7 @@ class RegisterResponseM2C:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class HeartRequestC2M:
+class HeartRequestC2M(Message):
     """Method 5: a consumer's periodic sign of life, optionally reporting what it holds."""
 
     FULL_NAME: ClassVar[str] = "HeartRequestC2M"
@@ -3802,6 +3873,19 @@ class HeartRequestC2M:
         ("authInfo", "authInfo", "authInfo"),
     )
 
+    __slots__ = (
+        "clientId",
+        "groupName",
+        "subscribeInfo",
+        "reportSubscribeInfo",
+        "event",
+        "_defFlowCheckId",
+        "_groupFlowCheckId",
+        "_ssdStoreId",
+        "_qryPriorityId",
+        "authInfo",
+        "_unknown",
+    )
     clientId: str
     groupName: str
     subscribeInfo: list[str]
@@ -4211,8 +4295,7 @@ class HeartRequestC2M:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class HeartResponseM2C:
+class HeartResponseM2C(Message):
     """The HeartResponseM2C message (HeartResponseM2C)."""
 
     FULL_NAME: ClassVar[str] = "HeartResponseM2C"
@@ -4232,6 +4315,22 @@ class HeartResponseM2C:
         ("authorizedInfo", "authorizedInfo", "authorizedInfo"),
     )
 
+    __slots__ = (
+        "success",
+        "errCode",
+        "errMsg",
+        "event",
+        "_notAllocated",
+        "_defFlowCheckId",
+        "_defFlowControlInfo",
+        "_groupFlowCheckId",
+        "_groupFlowControlInfo",
+        "_ssdStoreId",
+        "_qryPriorityId",
+        "_requireAuth",
+        "authorizedInfo",
+        "_unknown",
+    )
     success: bool
     errCode: int
     errMsg: str
@@ -4771,8 +4870,7 @@ class HeartResponseM2C:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CloseRequestC2M:
+class CloseRequestC2M(Message):
     """Method 6: a consumer leaves its group."""
 
     FULL_NAME: ClassVar[str] = "CloseRequestC2M"
@@ -4782,6 +4880,7 @@ class CloseRequestC2M:
         ("authInfo", "authInfo", "authInfo"),
     )
 
+    __slots__ = ("clientId", "groupName", "authInfo", "_unknown")
     clientId: str
     groupName: str
     authInfo: MasterCertificateInfo | None
@@ -4939,8 +5038,7 @@ class CloseRequestC2M:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CloseResponseM2C:
+class CloseResponseM2C(Message):
     """The CloseResponseM2C message (CloseResponseM2C)."""
 
     FULL_NAME: ClassVar[str] = "CloseResponseM2C"
@@ -4950,6 +5048,7 @@ class CloseResponseM2C:
         ("errMsg", "errMsg", "errMsg"),
     )
 
+    __slots__ = ("success", "errCode", "errMsg", "_unknown")
     success: bool
     errCode: int
     errMsg: str
@@ -5095,8 +5194,7 @@ class CloseResponseM2C:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class EnableBrokerFunInfo:
+class EnableBrokerFunInfo(Message):
     """Which checks the master asks a broker to make on its clients."""
 
     FULL_NAME: ClassVar[str] = "EnableBrokerFunInfo"
@@ -5108,6 +5206,14 @@ class EnableBrokerFunInfo:
         ("enableVisitTokenCheck", "_enableVisitTokenCheck", "enableVisitTokenCheck"),
     )
 
+    __slots__ = (
+        "enableConsumeAuthenticate",
+        "enableConsumeAuthorize",
+        "enableProduceAuthenticate",
+        "enableProduceAuthorize",
+        "_enableVisitTokenCheck",
+        "_unknown",
+    )
     enableConsumeAuthenticate: bool
     enableConsumeAuthorize: bool
     enableProduceAuthenticate: bool
@@ -5283,8 +5389,7 @@ class EnableBrokerFunInfo:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class MasterBrokerAuthorizedInfo:
+class MasterBrokerAuthorizedInfo(Message):
     """Like MasterAuthorizedInfo, but the visit token is text."""
 
     FULL_NAME: ClassVar[str] = "MasterBrokerAuthorizedInfo"
@@ -5293,6 +5398,7 @@ class MasterBrokerAuthorizedInfo:
         ("authAuthorizedToken", "_authAuthorizedToken", "authAuthorizedToken"),
     )
 
+    __slots__ = ("visitAuthorizedToken", "_authAuthorizedToken", "_unknown")
     visitAuthorizedToken: str
     _authAuthorizedToken: str | None
     _unknown: bytes
@@ -5434,8 +5540,7 @@ class MasterBrokerAuthorizedInfo:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class ClusterConfig:
+class ClusterConfig(Message):
     """Cluster-wide settings, by configuration id."""
 
     FULL_NAME: ClassVar[str] = "ClusterConfig"
@@ -5444,6 +5549,7 @@ class ClusterConfig:
         ("maxMsgSize", "_maxMsgSize", "maxMsgSize"),
     )
 
+    __slots__ = ("configId", "_maxMsgSize", "_unknown")
     configId: int
     _maxMsgSize: int | None
     _unknown: bytes
@@ -5587,8 +5693,7 @@ class ClusterConfig:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class RegisterRequestB2M:
+class RegisterRequestB2M(Message):
     """Method 7: a broker comes online and reports its configuration. clientId is the broker's id.
 
     Attributes:
@@ -5617,6 +5722,24 @@ class RegisterRequestB2M:
         ("clsConfig", "clsConfig", "clsConfig"),
     )
 
+    __slots__ = (
+        "clientId",
+        "brokerOnline",
+        "enableTls",
+        "readStatusRpt",
+        "writeStatusRpt",
+        "curBrokerConfId",
+        "confCheckSumId",
+        "brokerDefaultConfInfo",
+        "brokerTopicSetConfInfo",
+        "_ssdStoreId",
+        "_flowCheckId",
+        "_qryPriorityId",
+        "_tlsPort",
+        "authInfo",
+        "clsConfig",
+        "_unknown",
+    )
     clientId: str
     brokerOnline: bool
     enableTls: bool
@@ -6176,8 +6299,7 @@ class RegisterRequestB2M:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class RegisterResponseM2B:
+class RegisterResponseM2B(Message):
     """The RegisterResponseM2B message (RegisterResponseM2B).
 
     Attributes:
@@ -6207,6 +6329,27 @@ class RegisterResponseM2B:
         ("clsConfig", "clsConfig", "clsConfig"),
     )
 
+    __slots__ = (
+        "success",
+        "errCode",
+        "errMsg",
+        "stopRead",
+        "stopWrite",
+        "takeConfInfo",
+        "enableBrokerInfo",
+        "_curBrokerConfId",
+        "_confCheckSumId",
+        "_brokerDefaultConfInfo",
+        "brokerTopicSetConfInfo",
+        "_ssdStoreId",
+        "_flowCheckId",
+        "_flowControlInfo",
+        "_qryPriorityId",
+        "authorizedInfo",
+        "brokerAuthorizedInfo",
+        "clsConfig",
+        "_unknown",
+    )
     success: bool
     errCode: int
     errMsg: str
@@ -6872,8 +7015,7 @@ class RegisterResponseM2B:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class HeartRequestB2M:
+class HeartRequestB2M(Message):
     """Method 8: a registered broker's periodic status report."""
 
     FULL_NAME: ClassVar[str] = "HeartRequestB2M"
@@ -6896,6 +7038,25 @@ class HeartRequestB2M:
         ("clsConfig", "clsConfig", "clsConfig"),
     )
 
+    __slots__ = (
+        "brokerId",
+        "brokerOnline",
+        "readStatusRpt",
+        "writeStatusRpt",
+        "curBrokerConfId",
+        "confCheckSumId",
+        "takeConfInfo",
+        "takeRemovedTopicInfo",
+        "_brokerDefaultConfInfo",
+        "brokerTopicSetConfInfo",
+        "removedTopicsInfo",
+        "_ssdStoreId",
+        "_flowCheckId",
+        "_qryPriorityId",
+        "authInfo",
+        "clsConfig",
+        "_unknown",
+    )
     brokerId: str
     brokerOnline: bool
     readStatusRpt: int
@@ -7470,8 +7631,7 @@ class HeartRequestB2M:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class HeartResponseM2B:
+class HeartResponseM2B(Message):
     """The HeartResponseM2B message (HeartResponseM2B).
 
     Attributes:
@@ -7503,6 +7663,29 @@ class HeartResponseM2B:
         ("clsConfig", "clsConfig", "clsConfig"),
     )
 
+    __slots__ = (
+        "success",
+        "errCode",
+        "errMsg",
+        "stopRead",
+        "stopWrite",
+        "curBrokerConfId",
+        "confCheckSumId",
+        "needReportData",
+        "takeConfInfo",
+        "takeRemoveTopicInfo",
+        "_brokerDefaultConfInfo",
+        "brokerTopicSetConfInfo",
+        "removeTopicConfInfo",
+        "_ssdStoreId",
+        "_flowCheckId",
+        "_flowControlInfo",
+        "_qryPriorityId",
+        "authorizedInfo",
+        "brokerAuthorizedInfo",
+        "clsConfig",
+        "_unknown",
+    )
     success: bool
     errCode: int
     errMsg: str
@@ -8172,8 +8355,7 @@ class HeartResponseM2B:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CloseRequestB2M:
+class CloseRequestB2M(Message):
     """Method 9: a broker goes offline."""
 
     FULL_NAME: ClassVar[str] = "CloseRequestB2M"
@@ -8182,6 +8364,7 @@ class CloseRequestB2M:
         ("authInfo", "authInfo", "authInfo"),
     )
 
+    __slots__ = ("brokerId", "authInfo", "_unknown")
     brokerId: str
     authInfo: MasterCertificateInfo | None
     _unknown: bytes
@@ -8309,8 +8492,7 @@ class CloseRequestB2M:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class CloseResponseM2B:
+class CloseResponseM2B(Message):
     """The CloseResponseM2B message (CloseResponseM2B)."""
 
     FULL_NAME: ClassVar[str] = "CloseResponseM2B"
@@ -8320,6 +8502,7 @@ class CloseResponseM2B:
         ("errMsg", "errMsg", "errMsg"),
     )
 
+    __slots__ = ("success", "errCode", "errMsg", "_unknown")
     success: bool
     errCode: int
     errMsg: str
@@ -8465,8 +8648,7 @@ class CloseResponseM2B:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class ClientSubRepInfo:
+class ClientSubRepInfo(Message):
     """What a v2 consumer knows and holds: the versions of the broker and partition lists it has,
     and optionally the partitions it has taken.
     """
@@ -8480,6 +8662,14 @@ class ClientSubRepInfo:
         ("partSubInfo", "partSubInfo", "partSubInfo"),
     )
 
+    __slots__ = (
+        "brokerConfigId",
+        "topicMetaInfoId",
+        "_lstAssignedTime",
+        "_reportSubInfo",
+        "partSubInfo",
+        "_unknown",
+    )
     brokerConfigId: int
     topicMetaInfoId: int
     _lstAssignedTime: int | None
@@ -8710,8 +8900,7 @@ class ClientSubRepInfo:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class OpsTaskInfo:
+class OpsTaskInfo(Message):
     """Flow control and priority settings, exchanged both ways."""
 
     FULL_NAME: ClassVar[str] = "OpsTaskInfo"
@@ -8725,6 +8914,16 @@ class OpsTaskInfo:
         ("groupFlowControlInfo", "_groupFlowControlInfo", "groupFlowControlInfo"),
     )
 
+    __slots__ = (
+        "_groupFlowCheckId",
+        "_defFlowCheckId",
+        "_qryPriorityId",
+        "_csmFrmMaxOffsetCtrlId",
+        "_requireAuth",
+        "_defFlowControlInfo",
+        "_groupFlowControlInfo",
+        "_unknown",
+    )
     _groupFlowCheckId: int | None
     _defFlowCheckId: int | None
     _qryPriorityId: int | None
@@ -9093,8 +9292,7 @@ class OpsTaskInfo:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class RegisterRequestC2MV2:
+class RegisterRequestC2MV2(Message):
     """Method 20: a consumer joins its group as node nodeId of sourceCount, choosing its
     partitions itself instead of waiting for rebalance events.
     """
@@ -9114,6 +9312,20 @@ class RegisterRequestC2MV2:
         ("jdkVersion", "_jdkVersion", "jdkVersion"),
     )
 
+    __slots__ = (
+        "clientId",
+        "groupName",
+        "hostName",
+        "sourceCount",
+        "nodeId",
+        "topicList",
+        "topicCondition",
+        "subRepInfo",
+        "opsTaskInfo",
+        "authInfo",
+        "_jdkVersion",
+        "_unknown",
+    )
     clientId: str
     groupName: str
     hostName: str
@@ -9512,8 +9724,7 @@ class RegisterRequestC2MV2:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class RegisterResponseM2CV2:
+class RegisterResponseM2CV2(Message):
     """The RegisterResponseM2CV2 message (RegisterResponseM2CV2)."""
 
     FULL_NAME: ClassVar[str] = "RegisterResponseM2CV2"
@@ -9526,6 +9737,15 @@ class RegisterResponseM2CV2:
         ("authorizedInfo", "authorizedInfo", "authorizedInfo"),
     )
 
+    __slots__ = (
+        "errCode",
+        "errMsg",
+        "_brokerConfigId",
+        "brokerConfigList",
+        "opsTaskInfo",
+        "authorizedInfo",
+        "_unknown",
+    )
     errCode: int
     errMsg: str
     _brokerConfigId: int | None
@@ -9783,8 +10003,7 @@ class RegisterResponseM2CV2:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class HeartRequestC2MV2:
+class HeartRequestC2MV2(Message):
     """Method 21: a v2 consumer's periodic heartbeat."""
 
     FULL_NAME: ClassVar[str] = "HeartRequestC2MV2"
@@ -9796,6 +10015,7 @@ class HeartRequestC2MV2:
         ("authInfo", "authInfo", "authInfo"),
     )
 
+    __slots__ = ("clientId", "groupName", "subRepInfo", "opsTaskInfo", "authInfo", "_unknown")
     clientId: str
     groupName: str
     subRepInfo: ClientSubRepInfo | None
@@ -10011,8 +10231,7 @@ class HeartRequestC2MV2:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class HeartResponseM2CV2:
+class HeartResponseM2CV2(Message):
     """The HeartResponseM2CV2 message (HeartResponseM2CV2)."""
 
     FULL_NAME: ClassVar[str] = "HeartResponseM2CV2"
@@ -10027,6 +10246,17 @@ class HeartResponseM2CV2:
         ("authorizedInfo", "authorizedInfo", "authorizedInfo"),
     )
 
+    __slots__ = (
+        "errCode",
+        "errMsg",
+        "_brokerConfigId",
+        "brokerConfigList",
+        "_topicMetaInfoId",
+        "topicMetaInfoList",
+        "opsTaskInfo",
+        "authorizedInfo",
+        "_unknown",
+    )
     errCode: int
     errMsg: str
     _brokerConfigId: int | None
@@ -10357,8 +10587,7 @@ class HeartResponseM2CV2:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class GetPartMetaRequestC2M:
+class GetPartMetaRequestC2M(Message):
     """Method 22: a v2 consumer asks where its topics' partitions are."""
 
     FULL_NAME: ClassVar[str] = "GetPartMetaRequestC2M"
@@ -10370,6 +10599,14 @@ class GetPartMetaRequestC2M:
         ("authInfo", "authInfo", "authInfo"),
     )
 
+    __slots__ = (
+        "clientId",
+        "groupName",
+        "brokerConfigId",
+        "topicMetaInfoId",
+        "authInfo",
+        "_unknown",
+    )
     clientId: str
     groupName: str
     brokerConfigId: int
@@ -10589,8 +10826,7 @@ class GetPartMetaRequestC2M:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class GetPartMetaResponseM2C:
+class GetPartMetaResponseM2C(Message):
     """The GetPartMetaResponseM2C message (GetPartMetaResponseM2C)."""
 
     FULL_NAME: ClassVar[str] = "GetPartMetaResponseM2C"
@@ -10603,6 +10839,15 @@ class GetPartMetaResponseM2C:
         ("brokerConfigList", "brokerConfigList", "brokerConfigList"),
     )
 
+    __slots__ = (
+        "errCode",
+        "errMsg",
+        "_brokerConfigId",
+        "_topicMetaInfoId",
+        "topicMetaInfoList",
+        "brokerConfigList",
+        "_unknown",
+    )
     errCode: int
     errMsg: str
     _brokerConfigId: int | None

@@ -9,7 +9,6 @@ messages, field names, numbers, types and labels, so the bytes are interchangeab
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 from struct import error as struct_error
 from typing import ClassVar, Self
 
@@ -25,6 +24,7 @@ from protoframe.runtime.errors import (
 from protoframe.runtime.protowire import (
     SMALL_VARINTS,
     BytesLike,
+    Message,
     add_unknown,
     int32_bytes,
     int64_bytes,
@@ -50,8 +50,7 @@ __all__ = [
 ]
 
 
-@dataclass(slots=True, init=False, repr=False)
-class RpcConnHeader:
+class RpcConnHeader(Message):
     """First message of every content: what kind of RPC this is, plus optional tracing ids.
 
     Attributes:
@@ -66,6 +65,7 @@ class RpcConnHeader:
         ("parentId", "_parentId", "parentId"),
     )
 
+    __slots__ = ("flag", "_traceId", "_spanId", "_parentId", "_unknown")
     flag: int
     _traceId: int | None
     _spanId: int | None
@@ -297,8 +297,7 @@ class RpcConnHeader:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class RequestHeader:
+class RequestHeader(Message):
     """Second message of a request: which service it is for and the sender's protocol version."""
 
     FULL_NAME: ClassVar[str] = "RequestHeader"
@@ -307,6 +306,7 @@ class RequestHeader:
         ("protocolVer", "_protocolVer", "protocolVer"),
     )
 
+    __slots__ = ("_serviceType", "_protocolVer", "_unknown")
     _serviceType: int | None
     _protocolVer: int | None
     _unknown: bytes
@@ -464,8 +464,7 @@ class RequestHeader:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class RequestBody:
+class RequestBody(Message):
     """Third message of a request: the method called and its serialized argument.
 
     Attributes:
@@ -479,6 +478,7 @@ class RequestBody:
         ("request", "_request", "request"),
     )
 
+    __slots__ = ("method", "_timeout", "_request", "_unknown")
     method: int
     _timeout: int | None
     _request: bytes | None
@@ -661,8 +661,7 @@ class RequestBody:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class ResponseHeader:
+class ResponseHeader(Message):
     """Second message of a response: whether the call succeeded."""
 
     class Status(enum.IntEnum, metaclass=ProtoEnumType):
@@ -680,6 +679,7 @@ class ResponseHeader:
         ("protocolVer", "_protocolVer", "protocolVer"),
     )
 
+    __slots__ = ("status", "_serviceType", "_protocolVer", "_unknown")
     status: ResponseHeader.Status
     _serviceType: int | None
     _protocolVer: int | None
@@ -861,8 +861,7 @@ class ResponseHeader:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class RspExceptionBody:
+class RspExceptionBody(Message):
     """Third message of a failed response: the exception the server raised.
 
     Attributes:
@@ -875,6 +874,7 @@ class RspExceptionBody:
         ("stackTrace", "_stackTrace", "stackTrace"),
     )
 
+    __slots__ = ("exceptionName", "_stackTrace", "_unknown")
     exceptionName: str
     _stackTrace: str | None
     _unknown: bytes
@@ -1016,8 +1016,7 @@ class RspExceptionBody:
         return message_repr(self)
 
 
-@dataclass(slots=True, init=False, repr=False)
-class RspResponseBody:
+class RspResponseBody(Message):
     """Third message of a successful response: the method's result.
 
     Attributes:
@@ -1030,6 +1029,7 @@ class RspResponseBody:
         ("data", "data", "data"),
     )
 
+    __slots__ = ("method", "data", "_unknown")
     method: int
     data: bytes
     _unknown: bytes

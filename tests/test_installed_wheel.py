@@ -204,7 +204,7 @@ def test_spark_finds_the_pulsar_source_without_register(installed: Env, tmp_path
     """format("pulsar") from the wheel alone, decoding values with the user's own spark.py."""
     if not importable("pyspark"):
         pytest.skip("the spark extra is not installed here, so the wheel got no pyspark")
-    from protoframe.pipeline.capture_decode import java_version
+    from protoframe.pipeline.spark_session import java_version
 
     if (java_version() or 0) < 17:
         pytest.skip("Spark needs Java 17+ (apt-get install openjdk-17-jre-headless)")

@@ -125,8 +125,8 @@ def spark_step(url: str, topic: str) -> None:
 
     from protoframe.generated.demo import spark as demo_rows
     from protoframe.generated.demo.events import RevenueSummary
-    from protoframe.pipeline.capture_decode import local_session
     from protoframe.pipeline.pulsar_source import register
+    from protoframe.pipeline.spark_session import local_session
 
     started = time.perf_counter()
     spark = local_session("protoframe-demo")

@@ -112,7 +112,7 @@ test-version-%: .venv-%/.installed-stamp
 	@touch $@
 
 run: $(STAMP) generate
-	$(PY) -m protoframe.clients.pulsar.demo
+	$(PY) examples/pulsar_demo/demo.py
 
 bench: $(STAMP) java-check
 	$(PY) -m bench

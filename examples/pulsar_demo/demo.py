@@ -1,4 +1,4 @@
-"""``make run``: typed events through Pulsar, end to end.
+"""``make run``: typed events through Pulsar, end to end (``python examples/pulsar_demo/demo.py``).
 
 Starts the embedded broker (or uses ``PULSAR_URL`` to talk to a real cluster), produces
 ``OrderPlaced`` events encoded with the generated bindings, consumes and decodes them, and

@@ -73,7 +73,7 @@ def _frames(count: int) -> list[bytes]:
 
 
 def _write_capture(path: Path, count: int, wire: list[bytes]) -> None:
-    from protoframe.runtime.capture import CaptureWriter, Direction
+    from protoframe.runtime.codec.capture import CaptureWriter, Direction
 
     with CaptureWriter(path, buffer_size=1 << 20) as writer:
         write = writer.write

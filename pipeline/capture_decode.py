@@ -1,6 +1,6 @@
 """Decode frame captures into typed Spark DataFrames, for any generated protocol.
 
-The driver walks each capture file's record headers once (``runtime/capture.py``'s
+The driver walks each capture file's record headers once (``runtime/codec/capture.py``'s
 ``split_offsets``) and cuts it into record-aligned byte ranges, so one large file is read by
 several tasks. Then:
 
@@ -53,8 +53,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
 
-from protoframe.runtime.capture import read_columns, split_offsets
-from protoframe.runtime.spark_rows import RowCodec
+from protoframe.runtime.codec.capture import read_columns, split_offsets
+from protoframe.runtime.spark.rows import RowCodec
 
 SOURCE_NAME = "protoframe_capture"
 

@@ -31,7 +31,7 @@ from protoframe.pipeline.pulsar_options import client as client_for
 from protoframe.pipeline.pulsar_positions import ReadRange, entry_of
 from protoframe.pipeline.pulsar_rows import RowBatchBuilder
 from protoframe.runtime.errors import DecodeError
-from protoframe.runtime.spark_rows import RowCodec
+from protoframe.runtime.spark.rows import RowCodec
 
 log = logging.getLogger(__name__)
 

@@ -7,8 +7,8 @@ from google.protobuf.internal import encoder
 from hypothesis import given
 from hypothesis import strategies as st
 
+from protoframe.runtime.codec.protowire import MASK64, read_varint, varint_bytes
 from protoframe.runtime.errors import MalformedVarintError
-from protoframe.runtime.protowire import MASK64, read_varint, varint_bytes
 
 # The largest value of each varint length, one more, and the bit patterns in between.
 BOUNDARIES = sorted({v for n in range(1, 11) for v in ((1 << 7 * n) - 1, 1 << 7 * n)

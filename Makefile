@@ -14,7 +14,8 @@ TEST_VERSIONS := 3.11 3.12 3.13
 CODEC_DEPS := pyproject.toml setup.py runtime/codec/_wirecodec.c runtime/codec/_framecodec.c \
 	runtime/codec/_codec_common.h
 
-.PHONY: venv generate check test test-fast test-versions run bench lint typecheck clean java-check
+.PHONY: venv generate check imports test test-fast test-versions run bench lint typecheck clean \
+	java-check
 
 venv: $(STAMP)
 
@@ -55,16 +56,23 @@ java-check:
 		exit 1; \
 	fi
 
+# lint-imports: the import contracts of [tool.importlinter] in pyproject.toml.
+imports: $(STAMP)
+	$(VENV)/bin/lint-imports
+
 test: $(STAMP) java-check
 	$(VENV)/bin/protoframe check
+	$(VENV)/bin/lint-imports
 	$(PY) -m mypy --strict
 	$(PY) -m ruff check .
 	$(PY) -m pytest
 
-# The everyday loop (under 2 minutes): no Spark, no interop peers, no wheel build, no fuzzing
-# campaigns (markers from tests/conftest.py), on two processes; mypy runs incrementally.
+# The everyday loop (under 2 minutes): the import contracts, then no Spark, no interop peers, no
+# wheel build, no fuzzing campaigns (markers from tests/conftest.py), on two processes; mypy runs
+# incrementally.
 test-fast: $(STAMP)
 	$(VENV)/bin/protoframe check
+	$(VENV)/bin/lint-imports
 	$(PY) -m ruff check .
 	$(PY) -m mypy --strict
 	$(PY) -m pytest -q -n 2 -m "not slow and not spark and not interop"

@@ -11,24 +11,26 @@ export SPARK_LOCAL_IP := 127.0.0.1
 
 # The Python versions `make test-versions` runs the suite on, each that this machine has.
 TEST_VERSIONS := 3.11 3.12 3.13
-CODEC_DEPS := pyproject.toml setup.py runtime/_wirecodec.c runtime/_framecodec.c \
-	runtime/_codec_common.h
+CODEC_DEPS := pyproject.toml setup.py runtime/codec/_wirecodec.c runtime/codec/_framecodec.c \
+	runtime/codec/_codec_common.h
 
-.PHONY: venv generate check test test-fast test-versions run bench lint typecheck clean java-check
+.PHONY: venv generate check imports test test-fast test-versions run bench lint typecheck clean \
+	java-check
 
 venv: $(STAMP)
 
-# The install also compiles runtime/_wirecodec.c and runtime/_framecodec.c, the optional fast
-# paths of the protobuf and frame codecs (needs a C compiler and Python's headers; without them
-# the Python codecs run, and this says so).
+# The install also compiles runtime/codec/_wirecodec.c and runtime/codec/_framecodec.c, the
+# optional fast paths of the protobuf and frame codecs (needs a C compiler and Python's headers;
+# without them the Python codecs run, and this says so).
 $(STAMP): $(CODEC_DEPS)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,spark]'
-	@$(PY) -c 'import protoframe.runtime._wirecodec, protoframe.runtime._framecodec' 2>/dev/null || echo "note: the \
-	compiled codecs (runtime/_wirecodec.c, runtime/_framecodec.c) did not build, so the slower \
-	Python codecs run; to build them install a C compiler and Python's headers \
-	(sudo apt-get install gcc python3-dev) and run make again."
+	@$(PY) -c 'import protoframe.runtime.codec._wirecodec, protoframe.runtime.codec._framecodec' \
+	2>/dev/null || echo "note: the compiled codecs (runtime/codec/_wirecodec.c, \
+	runtime/codec/_framecodec.c) did not build, so the slower Python codecs run; to build them \
+	install a C compiler and Python's headers (sudo apt-get install gcc python3-dev) and run \
+	make again."
 	@touch $(STAMP)
 
 # The repository is configured like a user's project ([tool.protoframe] in pyproject.toml).
@@ -54,16 +56,23 @@ java-check:
 		exit 1; \
 	fi
 
+# lint-imports: the import contracts of [tool.importlinter] in pyproject.toml.
+imports: $(STAMP)
+	$(VENV)/bin/lint-imports
+
 test: $(STAMP) java-check
 	$(VENV)/bin/protoframe check
+	$(VENV)/bin/lint-imports
 	$(PY) -m mypy --strict
 	$(PY) -m ruff check .
 	$(PY) -m pytest
 
-# The everyday loop (under 2 minutes): no Spark, no interop peers, no wheel build, no fuzzing
-# campaigns (markers from tests/conftest.py), on two processes; mypy runs incrementally.
+# The everyday loop (under 2 minutes): the import contracts, then no Spark, no interop peers, no
+# wheel build, no fuzzing campaigns (markers from tests/conftest.py), on two processes; mypy runs
+# incrementally.
 test-fast: $(STAMP)
 	$(VENV)/bin/protoframe check
+	$(VENV)/bin/lint-imports
 	$(PY) -m ruff check .
 	$(PY) -m mypy --strict
 	$(PY) -m pytest -q -n 2 -m "not slow and not spark and not interop"
@@ -98,7 +107,7 @@ test-version-%: .venv-%/.installed-stamp
 	.venv-$*/bin/python -m pytest -rs
 
 # An editable install per version, like .venv's; each builds its own compiled codecs in place
-# (runtime/_wirecodec.cpython-3XX-*.so: the version is in the name).
+# (runtime/codec/_wirecodec.cpython-3XX-*.so: the version is in the name).
 .PRECIOUS: .venv-%/.installed-stamp
 .venv-%/.installed-stamp: $(CODEC_DEPS)
 	@py=$$(.ci/find-python $*) || { echo "no working python$* found"; exit 1; }; \
@@ -106,13 +115,13 @@ test-version-%: .venv-%/.installed-stamp
 		2>/dev/null || $$py -m venv --clear .venv-$*
 	.venv-$*/bin/python -m pip install --quiet --upgrade pip
 	.venv-$*/bin/python -m pip install --quiet -e '.[dev]'
-	@.venv-$*/bin/python -c 'import protoframe.runtime._wirecodec, protoframe.runtime._framecodec' \
-	2>/dev/null || echo "note: the compiled codecs did not build for Python $*, so its tests of \
+	@.venv-$*/bin/python -c \
+	'import protoframe.runtime.codec._wirecodec, protoframe.runtime.codec._framecodec' 2>/dev/null || echo "note: the compiled codecs did not build for Python $*, so its tests of \
 	them skip; to build them install a C compiler and Python $*'s headers."
 	@touch $@
 
 run: $(STAMP) generate
-	$(PY) -m protoframe.clients.pulsar.demo
+	$(PY) examples/pulsar_demo/demo.py
 
 bench: $(STAMP) java-check
 	$(PY) -m bench

@@ -1,7 +1,7 @@
 """Build of the optional C extensions; everything else is declared in pyproject.toml.
 
-``runtime/_wirecodec.c`` is the compiled fast path of the generated protobuf codecs and
-``runtime/_framecodec.c`` that of the generated frame codecs. Both are optional: without a C
+``runtime/codec/_wirecodec.c`` is the compiled fast path of the generated protobuf codecs and
+``runtime/codec/_framecodec.c`` that of the generated frame codecs. Both are optional: without a C
 compiler the install still succeeds and the Python codecs run.
 """
 
@@ -12,8 +12,9 @@ FLAGS = ["-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter",
 
 setup(
     ext_modules=[
-        Extension(f"protoframe.runtime.{name}", sources=[f"runtime/{name}.c"],
-                  depends=["runtime/_codec_common.h"], extra_compile_args=FLAGS, optional=True)
+        Extension(f"protoframe.runtime.codec.{name}", sources=[f"runtime/codec/{name}.c"],
+                  depends=["runtime/codec/_codec_common.h"], extra_compile_args=FLAGS,
+                  optional=True)
         for name in ("_wirecodec", "_framecodec")
     ]
 )

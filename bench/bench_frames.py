@@ -47,7 +47,7 @@ from crc32c import crc32c as _crc32c
 
 from protoframe.generated.pulsar import pulsar_api as pb
 from protoframe.generated.pulsar.frames import Batch, BatchEntry, Frame, Payload
-from protoframe.runtime import compiled
+from protoframe.runtime.codec import compiled
 
 REPEATS = 5
 CELL_SECONDS = 0.2  # wall time for one cell, all repeats together

@@ -52,7 +52,7 @@ def main() -> None:
         cache = tmp / "pycache"
         rows = [
             ("ours", "protoframe.generated.pulsar.pulsar_api", REPO),
-            ("ours, runtime only", "protoframe.runtime.protowire", REPO),
+            ("ours, runtime only", "protoframe.runtime.codec.protowire", REPO),
             ("protoc upb", "PulsarApi_pb2", pb2),
             ("protobuf runtime only", "google.protobuf.internal.builder", pb2),
         ]

@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from protoframe.runtime import compiled
+from protoframe.runtime.codec import compiled
 
 ITERATIONS = 2000
 ROOT = Path(__file__).resolve().parent.parent

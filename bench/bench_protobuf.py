@@ -3,7 +3,8 @@
 Three implementations of specs/pulsar/PulsarApi.proto are timed on the messages a Pulsar client
 builds and parses most:
 
-* ours: ``generated.pulsar.pulsar_api`` (protoframe's generated code over runtime/protowire.py);
+* ours: ``generated.pulsar.pulsar_api`` (protoframe's generated code over
+  runtime/codec/protowire.py);
 * upb: the official ``protobuf`` runtime (C upb backend) running protoc's ``--python_out`` code;
 * betterproto: betterproto 1.2.5 (pure Python), generated with its protoc plugin.
 
@@ -38,7 +39,7 @@ from typing import Any
 
 from protoframe.generated.pulsar import pulsar_api as ours
 from protoframe.generator.build import generate
-from protoframe.runtime import compiled
+from protoframe.runtime.codec import compiled
 
 REPO = Path(__file__).resolve().parent.parent
 SPEC_DIR = REPO / "specs"

@@ -73,7 +73,7 @@ def _frames(count: int) -> list[bytes]:
 
 
 def _write_capture(path: Path, count: int, wire: list[bytes]) -> None:
-    from protoframe.runtime.capture import CaptureWriter, Direction
+    from protoframe.runtime.codec.capture import CaptureWriter, Direction
 
     with CaptureWriter(path, buffer_size=1 << 20) as writer:
         write = writer.write
@@ -198,7 +198,7 @@ def udf_decode(frame: bytes) -> tuple[Any, ...]:
 
 
 def main() -> None:
-    from protoframe.pipeline.capture_decode import JAVA_HINT, java_version
+    from protoframe.pipeline.spark_session import JAVA_HINT, java_version
 
     if (java_version() or 0) < 17:
         print(f"skipped: {JAVA_HINT}")
@@ -229,9 +229,9 @@ def _run(work: Path) -> None:
         CAPTURE_FIELDS,
         capture_schema,
         decode_captures,
-        local_session,
         read_captures,
     )
+    from protoframe.pipeline.spark_session import local_session
 
     wire = _frames(DISTINCT)
     captures = {}

@@ -180,8 +180,8 @@ def _spark_ceiling(spark: Any) -> float:
 
 
 def main() -> None:
-    from protoframe.pipeline.capture_decode import local_session
     from protoframe.pipeline.pulsar_source import register
+    from protoframe.pipeline.spark_session import local_session
 
     print(f"Python {platform.python_version()}, {os.cpu_count()} CPUs, load average {_load()}")
     print(f"{N:,} messages of {MESSAGE_SIZE} bytes per topic, best of {RUNS} runs; broker: "

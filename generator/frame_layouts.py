@@ -1,4 +1,4 @@
-"""Layout tables for the compiled frame codec (``runtime/compiled_frames.py``).
+"""Layout tables for the compiled frame codec (``runtime/codec/compiled_frames.py``).
 
 A struct gets a table when every item of its layout is one the compiled codec knows: stored
 fixed-width integers, constants, unsigned sizes of a later protobuf or bytes field or of the

@@ -118,7 +118,9 @@ def build_frames_module(spec: FrameSpec) -> FramesModuleView:
         module, name = use.split(":")
         runtime.setdefault(module, []).append(name)
     runtime_imports = []
-    for m, names in sorted(runtime.items()):
+    for key, names in sorted(runtime.items()):
+        # Uses name a module of the codec layer, or the errors every layer shares.
+        m = key if key == "errors" else f"codec.{key}"
         plain = [n for n in names if " as " not in n]
         # isort keeps each aliased import on its own line.
         runtime_imports += [f"from protoframe.runtime.{m} import {n}"
@@ -130,7 +132,7 @@ def build_frames_module(spec: FrameSpec) -> FramesModuleView:
             line = (f"from protoframe.runtime.{m} import (\n"
                     + "".join(f"    {n},\n" for n in plain) + ")")
         runtime_imports.append(line)
-    runtime_imports.append("from protoframe.runtime.stream import FrameStream")
+    runtime_imports.append("from protoframe.runtime.codec.stream import FrameStream")
     doc = spec.doc.strip() or f"Frames of the {spec.protocol} protocol."
     stream_doc = ("Incremental decoder: ``feed(data)`` returns every "
                   f"{spec.frame.name} the bytes complete.")

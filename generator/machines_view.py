@@ -1,6 +1,6 @@
 """The Python view of a spec's interactions and state machines (``machines.py``).
 
-Machines are data (state enums and rule tables) run by ``runtime.machine``; what is generated
+Machines are data (state enums and rule tables) run by ``runtime.engine.machine``; what is generated
 is everything protocol-specific: how to name a frame's command, where its body is, where an
 entity's key lives in each command, the guards, and one typed ``on_<command>`` hook per command.
 """

@@ -239,7 +239,7 @@ class ModuleView:
     runtime_imports: list[str]
     exports: list[str]
     fields_dicts: list[FieldsDictView] = field(default_factory=list)
-    # Lines of the layout tables given to runtime.compiled.install_layouts; empty: none.
+    # Lines of the layout tables given to runtime.codec.compiled.install_layouts; empty: none.
     compiled_layouts: list[str] = field(default_factory=list)
 
 
@@ -402,12 +402,10 @@ def _fields_dict_view(v: MessageView) -> FieldsDictView:
     )
 
 
+# In isort's order of the modules, so that the generated import block is sorted as written.
 _RUNTIME_MODULES = {
-    "protoframe.runtime.compiled": ("ProtoEnumType", "install_layouts"),
-    "protoframe.runtime.errors": (
-        "MissingRequiredFieldError", "RequiredFieldUnsetError", "ValueOutOfRangeError",
-    ),
-    "protoframe.runtime.protowire": (
+    "protoframe.runtime.codec.compiled": ("ProtoEnumType", "install_layouts"),
+    "protoframe.runtime.codec.protowire": (
         "SMALL_VARINTS", "add_unknown", "bool_bytes", "decode_str", "int32_bytes",
         "int64_bytes", "invalid_utf8", "pack_double", "pack_fixed32", "pack_fixed64",
         "pack_float", "pack_sfixed32", "pack_sfixed64", "read_varint", "sint32_bytes",
@@ -416,6 +414,9 @@ _RUNTIME_MODULES = {
         "unpack_float", "unpack_sfixed32", "unpack_sfixed64", "unzigzag", "unzigzag32",
         "varint_bytes", "Message", "message_repr", "new_instance", "number_table",
         "present_fields", "spell_out_fields", "BytesLike",
+    ),
+    "protoframe.runtime.errors": (
+        "MissingRequiredFieldError", "RequiredFieldUnsetError", "ValueOutOfRangeError",
     ),
 }
 

@@ -6,7 +6,7 @@ row -> value, and values -> Arrow struct column. ``TYPE_MAPPING`` below is the d
 mapping; it is printed into each generated module's docstring.
 
 The generated module is the only one that imports pyspark and pyarrow; nothing else under
-``generated/`` imports it. Its helpers live in ``runtime/spark_rows.py``.
+``generated/`` imports it. Its helpers live in ``runtime/spark/rows.py``.
 """
 
 from __future__ import annotations
@@ -449,7 +449,7 @@ class _Builder:
             stdlib.append("from uuid import UUID")
         spark = sorted(n for n in _SPARK_NAMES if n in words | {"StructType"})
         runtime_names = sorted((n for n in _RUNTIME_NAMES if n in words), key=_isort_key)
-        runtime = ["from protoframe.runtime.spark_rows import ("]
+        runtime = ["from protoframe.runtime.spark.rows import ("]
         runtime += [f"    {n}," for n in runtime_names]
         runtime.append(")")
         if frame is not None:

@@ -1,6 +1,6 @@
 """Decode frame captures into typed Spark DataFrames, for any generated protocol.
 
-The driver walks each capture file's record headers once (``runtime/capture.py``'s
+The driver walks each capture file's record headers once (``runtime/codec/capture.py``'s
 ``split_offsets``) and cuts it into record-aligned byte ranges, so one large file is read by
 several tasks. Then:
 
@@ -30,7 +30,8 @@ The decoded DataFrame has one row per frame (one command):
                                         MessageMetadata, data) when the frame has one
 
 Java 17+ must be installed (``apt-get install openjdk-17-jre-headless``); ``local_session``
-checks it and sets up a local session the way the tests and benchmarks use it.
+(``pipeline.spark_session``) checks it and sets up a local session the way the tests and
+benchmarks use it.
 """
 
 from __future__ import annotations
@@ -41,9 +42,6 @@ import importlib
 import json
 import os
 import re
-import shutil
-import subprocess
-import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -55,13 +53,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
 
-from protoframe import import_root
-from protoframe.runtime.capture import read_columns, split_offsets
-from protoframe.runtime.spark_rows import RowCodec
+from protoframe.runtime.codec.capture import read_columns, split_offsets
+from protoframe.runtime.spark.rows import RowCodec
 
 SOURCE_NAME = "protoframe_capture"
-JAVA_HINT = ("Spark needs Java 17 or newer; install it with "
-             "`apt-get install openjdk-17-jre-headless` (or set JAVA_HOME).")
 
 _DIRECTIONS = pa.array(["in", "out"], pa.string())  # capture direction byte -> name
 
@@ -108,67 +103,6 @@ def generated_spark(protocol: str) -> SparkModule:
     if not hasattr(module, "FRAME"):
         raise ValueError(f"protocol {protocol!r} has no frame spec, so nothing to decode")
     return cast(SparkModule, module)
-
-
-# --- the session --------------------------------------------------------------------------------
-
-
-def java_version() -> int | None:
-    """The major version of the ``java`` Spark would start, or None when there is none."""
-    home = os.environ.get("JAVA_HOME")
-    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
-    if not java or not Path(java).exists():
-        return None
-    try:
-        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    match = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
-    if not match:
-        return None
-    major = int(match.group(1))
-    return int(match.group(2) or 0) if major == 1 else major  # "1.8" is Java 8
-
-
-def require_java(minimum: int = 17) -> None:
-    """Raise RuntimeError, saying how to install it, unless Java ``minimum``+ is available."""
-    found = java_version()
-    if found is None or found < minimum:
-        have = "no java" if found is None else f"Java {found}"
-        raise RuntimeError(f"{JAVA_HINT} Found: {have}.")
-
-
-def local_session(app_name: str = "protoframe", master: str = "local[2]",
-                  conf: dict[str, str] | None = None) -> SparkSession:
-    """A local SparkSession set up for protoframe (tests, benchmarks, notebooks).
-
-    Binds to 127.0.0.1 (``SPARK_LOCAL_IP``), runs Python workers with this interpreter and
-    puts the directory holding ``protoframe`` on their ``PYTHONPATH`` (they import its
-    ``generated``, ``runtime`` and ``pipeline``), disables the UI and uses few shuffle partitions.
-    """
-    require_java()
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    if import_root() not in paths:
-        os.environ["PYTHONPATH"] = os.pathsep.join([import_root(), *paths])
-    settings = {
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.shuffle.partitions": "2",
-        "spark.default.parallelism": "2",
-        "spark.driver.host": "127.0.0.1",
-        "spark.driver.bindAddress": "127.0.0.1",
-        "spark.sql.execution.arrow.pyspark.enabled": "true",
-    }
-    settings.update(conf or {})
-    builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
 
 
 # --- reading capture files ----------------------------------------------------------------------

@@ -26,8 +26,8 @@ from pyspark.sql.types import (
 
 from protoframe.clients.pulsar.consumer import entry_messages, uniform_layout
 from protoframe.clients.pulsar.message import EntryInfo, Message, MessageId, ReceivedEntry
-from protoframe.runtime.protowire import SMALL_VARINTS, varint_bytes
-from protoframe.runtime.spark_rows import RowCodec
+from protoframe.runtime.codec.protowire import SMALL_VARINTS, varint_bytes
+from protoframe.runtime.spark.rows import RowCodec
 
 MESSAGE_FIELDS = [
     StructField("key", BinaryType(), True),

@@ -62,9 +62,8 @@ from protoframe.pipeline.pulsar_positions import (
     entry_of,
     parse_offsets,
 )
-from protoframe.pipeline.pulsar_source import (
+from protoframe.pipeline.pulsar_reading import (
     PulsarPartition,
-    _subscription,
     check_start,
     check_topic_options,
     iterate,
@@ -72,6 +71,7 @@ from protoframe.pipeline.pulsar_source import (
     message_codec,
     read_partition,
     resolve_topics,
+    subscription_name,
 )
 
 BEFORE_FIRST = "-1:-1:-1"
@@ -127,7 +127,7 @@ async def _nth_after(client: PulsarClient, topic: str, after: MessageId | None,
                      last: MessageId, count: int, timeout: int, fail: bool) -> MessageId:
     """The id of the ``count``-th message after ``after``, or ``last`` if that comes first."""
     consumer = await client.subscribe(
-        topic, _subscription(), durable=False, initial_position="earliest",
+        topic, subscription_name(), durable=False, initial_position="earliest",
         start_message_id=entry_of(after) if after is not None else None,
         receiver_queue_size=1000)
     try:

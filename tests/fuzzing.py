@@ -28,8 +28,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, NamedTuple, TypeVar
 
+from protoframe.runtime.codec.stream import FrameStream
 from protoframe.runtime.errors import DecodeError, FrameTooLargeError
-from protoframe.runtime.stream import FrameStream
 
 T = TypeVar("T")
 

@@ -1,4 +1,4 @@
-"""The capture format (runtime/capture.py): the writer, the reader and the record-aligned
+"""The capture format (runtime/codec/capture.py): the writer, the reader and the record-aligned
 splits, and the taps that cut byte streams into frames.
 
 None of it needs pyarrow or pyspark; tests/test_capture_decode.py tests the decoding step of
@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protoframe.generated.pulsar import frames, pulsar_api
-from protoframe.runtime.capture import (
+from protoframe.runtime.codec.capture import (
     HEADER_SIZE,
     MAGIC,
     CaptureFormatError,

@@ -27,7 +27,7 @@ from protoframe.pipeline.capture_decode import (  # noqa: E402
     decode_parts,
     generated_spark,
 )
-from protoframe.runtime.capture import (  # noqa: E402
+from protoframe.runtime.codec.capture import (  # noqa: E402
     CaptureRecord,
     Direction,
     split_offsets,

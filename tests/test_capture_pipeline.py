@@ -28,12 +28,11 @@ from protoframe.pipeline.capture_decode import (  # noqa: E402
     RAW_SCHEMA,
     capture_schema,
     decode_captures,
-    local_session,
     read_captures,
-    require_java,
 )
 from protoframe.pipeline.queries import command_counts, latency_summary, pulsar_send_latency  # noqa: E402
-from protoframe.runtime.capture import CaptureWriter, Direction  # noqa: E402
+from protoframe.pipeline.spark_session import local_session, require_java  # noqa: E402
+from protoframe.runtime.codec.capture import CaptureWriter, Direction  # noqa: E402
 
 Type = pulsar_api.BaseCommand.Type
 MS = 1_000_000

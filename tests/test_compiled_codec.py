@@ -1,4 +1,5 @@
-"""The compiled codec (runtime/_wirecodec.c) against the generated Python codec it stands in for.
+"""The compiled codec (runtime/codec/_wirecodec.c) against the generated Python codec it stands in
+for.
 
 The Python codec is the reference: for every input, valid or damaged, and every value, plain
 or odd, the compiled codec must give the same bytes, the same decoded message (unknown fields
@@ -30,7 +31,7 @@ from protoframe.generated.pulsar import pulsar_api as pa
 from protoframe.generated.tubemq import broker_service, master_service, rpc
 from protoframe.generator.ir import Presence
 from protoframe.generator.proto_model import load_protocol
-from protoframe.runtime import compiled
+from protoframe.runtime.codec import compiled
 from protoframe.runtime.errors import DecodeError
 from tests.generate_helpers import DATA, generate_package, import_generated
 from tests.official import official_module
@@ -40,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.skipif(
     not compiled.available(),
-    reason="runtime._wirecodec is not built (no C compiler when installing?) or "
+    reason="runtime.codec._wirecodec is not built (no C compiler when installing?) or "
     "PROTOFRAME_PURE_PYTHON is set; the Python codec runs everywhere",
 )
 
@@ -119,7 +120,7 @@ def test_pure_python_switch_swaps_every_class_and_back() -> None:
 
 
 def test_environment_variable_keeps_the_python_codec() -> None:
-    code = ("from protoframe.runtime import compiled; "
+    code = ("from protoframe.runtime.codec import compiled; "
             "from protoframe.generated.pulsar import pulsar_api as p; "
             "print(compiled.available(), compiled.is_compiled(p.BaseCommand))")
     env = {**os.environ, "PROTOFRAME_PURE_PYTHON": "1"}

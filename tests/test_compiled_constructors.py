@@ -1,5 +1,5 @@
-"""The compiled constructors (runtime/_wirecodec.c) against the generated ``__init__`` they stand
-in for.
+"""The compiled constructors (runtime/codec/_wirecodec.c) against the generated ``__init__`` they
+stand in for.
 
 The generated ``__init__`` is the reference: for every set of keywords, plain or odd, ``Cls(**kw)``
 must build the same instance (every slot, ``_unknown`` and the dict of present fields included,
@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from protoframe.generated.pulsar import pulsar_api as pa
 from protoframe.generator.build import generate
 from protoframe.generator.output import write_files
-from protoframe.runtime import compiled
+from protoframe.runtime.codec import compiled
 from tests.generate_helpers import generate_package, import_generated
 from tests.proto_values import class_index
 
@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.skipif(
     not compiled.available(),
-    reason="runtime._wirecodec is not built (no C compiler when installing?) or "
+    reason="runtime.codec._wirecodec is not built (no C compiler when installing?) or "
     "PROTOFRAME_PURE_PYTHON is set; the Python constructors run everywhere",
 )
 
@@ -326,7 +326,7 @@ def test_pure_python_switches_the_constructors_off_and_back_on() -> None:
 
 
 def test_environment_variable_keeps_the_python_constructors() -> None:
-    code = ("import sys\nfrom protoframe.runtime import compiled\n"
+    code = ("import sys\nfrom protoframe.runtime.codec import compiled\n"
             "from protoframe.generated.pulsar import pulsar_api as p\ncalls = []\n"
             "sys.setprofile(lambda f, e, a: calls.append(f.f_code.co_name) if e == 'call' "
             "else None)\n"
@@ -652,7 +652,7 @@ def test_reference_counts_and_gc() -> None:
 # --- deallocation -------------------------------------------------------------------------------
 #
 # Classes with a compiled constructor also get a compiled tp_dealloc (slotted_dealloc in
-# runtime/_codec_common.h): it must free every slot once, run a __del__ added to the class,
+# runtime/codec/_codec_common.h): it must free every slot once, run a __del__ added to the class,
 # leave subclasses' own slots, dicts and weak references to CPython, and not overflow the C
 # stack on deep nesting.
 

@@ -1,4 +1,4 @@
-"""The compiled frame codec (runtime/_framecodec.c) against the generated Python methods.
+"""The compiled frame codec (runtime/codec/_framecodec.c) against the generated Python methods.
 
 The generated Python ``encode`` / ``decode`` / ``decode_from`` of a frame struct are the
 reference: for every input, valid or damaged, and every value, plain or odd, the compiled
@@ -36,7 +36,7 @@ from protoframe.generated.pulsar.frames import (
 )
 from protoframe.generated.tank import frames as tank_frames
 from protoframe.generated.tubemq import frames as tubemq_frames
-from protoframe.runtime import compiled, compiled_frames
+from protoframe.runtime.codec import compiled, compiled_frames
 from protoframe.runtime.errors import ChecksumFailure
 from tests.test_frame_fuzz import CORPUS, mutate
 from tests.test_pulsar_frames import payload_frames, simple_frames
@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.skipif(
     not compiled_frames.available(),
-    reason="runtime._framecodec is not built (no C compiler when installing?) or "
+    reason="runtime.codec._framecodec is not built (no C compiler when installing?) or "
     "PROTOFRAME_PURE_PYTHON is set; the Python frame codecs run everywhere",
 )
 
@@ -100,7 +100,7 @@ def test_pure_python_switch_swaps_frames_too() -> None:
 
 
 def test_environment_switch_keeps_the_python_frame_codec() -> None:
-    code = ("from protoframe.runtime import compiled; "
+    code = ("from protoframe.runtime.codec import compiled; "
             "from protoframe.generated.pulsar.frames import Frame; "
             "print(compiled.is_compiled(Frame))")
     env = {**os.environ, "PROTOFRAME_PURE_PYTHON": "1"}

@@ -1,4 +1,4 @@
-"""Tests for runtime.compression: round trips, wire-format facts, and hostile input."""
+"""Tests for runtime.codec.compression: round trips, wire-format facts, and hostile input."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import zstandard
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from protoframe.runtime.compression import (
+from protoframe.runtime.codec.compression import (
     CODECS,
     DEFAULT_MAX_SIZE,
     Codec,

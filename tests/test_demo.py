@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
 import pytest
 
-from protoframe.clients.pulsar import demo
+DEMO = Path(__file__).resolve().parent.parent / "examples" / "pulsar_demo" / "demo.py"
+
+
+@pytest.fixture
+def demo() -> ModuleType:
+    """The example is a script outside the package: loaded from its file, as make run runs it."""
+    spec = importlib.util.spec_from_file_location("pulsar_demo", DEMO)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_demo_produces_and_consumes_typed_events(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    demo: ModuleType, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("PULSAR_URL", raising=False)
     monkeypatch.setattr(demo, "EVENTS", 300)

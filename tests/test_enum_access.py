@@ -1,4 +1,4 @@
-"""Member access on generated enums (runtime.compiled.ProtoEnumType) against plain EnumType.
+"""Member access on generated enums (runtime.codec.compiled.ProtoEnumType) against plain EnumType.
 
 With the C extension the enums' metaclass looks class attributes up as ``type`` does and calls
 its ``__getattr__`` (3.11's ``EnumType.__getattr__``, which ProtoEnumType keeps on 3.12 and
@@ -20,11 +20,11 @@ import pytest
 from protoframe.generated.pravega import controller
 from protoframe.generated.pulsar import pulsar_api
 from protoframe.generated.tubemq import rpc
-from protoframe.runtime import compiled
+from protoframe.runtime.codec import compiled
 
 _fast = pytest.mark.skipif(
     not compiled.available(),
-    reason="runtime._wirecodec is not built or PROTOFRAME_PURE_PYTHON is set",
+    reason="runtime.codec._wirecodec is not built or PROTOFRAME_PURE_PYTHON is set",
 )
 
 
@@ -114,7 +114,7 @@ def test_generated_enums_behave_as_on_python_3_11(fast: bool) -> None:
 
 @_fast
 def test_the_switch_serves_one_metaclass_only() -> None:
-    from protoframe.runtime import _wirecodec
+    from protoframe.runtime.codec import _wirecodec
 
     class Other(enum.EnumType):
         pass

@@ -30,7 +30,8 @@ from protoframe.generated.pulsar.pulsar_api import (
     MessageMetadata,
     SingleMessageMetadata,
 )
-from protoframe.runtime.checksums import crc32c
+from protoframe.runtime.codec.checksums import crc32c
+from protoframe.runtime.codec.protowire import varint_bytes
 from protoframe.runtime.errors import (
     BadMagicError,
     ChecksumFailure,
@@ -42,7 +43,6 @@ from protoframe.runtime.errors import (
     TruncatedError,
     UnknownCommandError,
 )
-from protoframe.runtime.protowire import varint_bytes
 
 VECTORS = Path(__file__).resolve().parent / "data" / "pulsar_vectors"
 Type = BaseCommand.Type

@@ -46,10 +46,10 @@ from protoframe.generated.pulsar.pulsar_api import (
     MessageMetadata,
     SingleMessageMetadata,
 )
-from protoframe.runtime.checksums import crc32c
-from protoframe.runtime.compression import compress
+from protoframe.runtime.codec.checksums import crc32c
+from protoframe.runtime.codec.compression import compress
+from protoframe.runtime.codec.protowire import read_varint
 from protoframe.runtime.errors import DecodeError
-from protoframe.runtime.protowire import read_varint
 from tests.fuzzing import Case, Failure, Mutator, StreamTarget, run_campaign, u32_field_op
 
 VECTORS = Path(__file__).resolve().parent / "data" / "pulsar_vectors"

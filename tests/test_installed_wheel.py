@@ -204,7 +204,7 @@ def test_spark_finds_the_pulsar_source_without_register(installed: Env, tmp_path
     """format("pulsar") from the wheel alone, decoding values with the user's own spark.py."""
     if not importable("pyspark"):
         pytest.skip("the spark extra is not installed here, so the wheel got no pyspark")
-    from protoframe.pipeline.capture_decode import java_version
+    from protoframe.pipeline.spark_session import java_version
 
     if (java_version() or 0) < 17:
         pytest.skip("Spark needs Java 17+ (apt-get install openjdk-17-jre-headless)")
@@ -229,9 +229,10 @@ def test_spark_finds_the_pulsar_source_without_register(installed: Env, tmp_path
 
 
 def test_the_wheel_carries_the_compiled_codecs_when_they_build_here(installed: Env) -> None:
-    if not importable("protoframe.runtime._wirecodec"):
+    if not importable("protoframe.runtime.codec._wirecodec"):
         pytest.skip("the compiled codecs do not build on this machine (no C compiler?)")
-    code = ("import protoframe.runtime._wirecodec as w, protoframe.runtime._framecodec as f; "
+    code = ("import protoframe.runtime.codec._wirecodec as w, "
+            "protoframe.runtime.codec._framecodec as f; "
             "print(w.__file__); print(f.__file__)")
     for line in ok(sh(installed.python, "-c", code, cwd=installed.site.parent)).splitlines():
         assert Path(line).is_relative_to(installed.site), line

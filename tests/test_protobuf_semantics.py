@@ -190,7 +190,7 @@ def test_repr_lists_set_fields() -> None:
 
 
 def test_messages_compare_by_class_and_every_field_and_are_unhashable() -> None:
-    from protoframe.runtime.protowire import Message
+    from protoframe.runtime.codec.protowire import Message
 
     a = KeyValue(key="k", value="v")
     assert isinstance(a, Message)

@@ -7,8 +7,8 @@ from google.protobuf.internal import encoder
 from hypothesis import given
 from hypothesis import strategies as st
 
+from protoframe.runtime.codec.protowire import MASK64, read_varint, varint_bytes
 from protoframe.runtime.errors import MalformedVarintError
-from protoframe.runtime.protowire import MASK64, read_varint, varint_bytes
 
 # The largest value of each varint length, one more, and the bit patterns in between.
 BOUNDARIES = sorted({v for n in range(1, 11) for v in ((1 << 7 * n) - 1, 1 << 7 * n)
@@ -51,7 +51,7 @@ def test_eleven_bytes_are_rejected_and_a_cut_varint_runs_off_the_end() -> None:
 def test_small_varint_tables_hold_the_encodings_they_stand_for() -> None:
     """The tables are built by slicing one buffer (for import time); each entry must still be
     exactly the varint encoding of its index."""
-    from protoframe.runtime.protowire import _CONTINUED, SMALL_VARINTS
+    from protoframe.runtime.codec.protowire import _CONTINUED, SMALL_VARINTS
 
     assert len(SMALL_VARINTS) == len(_CONTINUED) == 1 << 14
     for i in range(1 << 14):

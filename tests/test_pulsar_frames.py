@@ -40,10 +40,10 @@ from protoframe.generated.pulsar.pulsar_api import (
     MessageMetadata,
     SingleMessageMetadata,
 )
-from protoframe.runtime.checksums import crc32c
-from protoframe.runtime.compression import CODECS, compress
+from protoframe.runtime.codec.checksums import crc32c
+from protoframe.runtime.codec.compression import CODECS, compress
+from protoframe.runtime.codec.protowire import read_varint
 from protoframe.runtime.errors import FrameTooLargeError
-from protoframe.runtime.protowire import read_varint
 
 VECTORS = Path(__file__).resolve().parent / "data" / "pulsar_vectors"
 Type = BaseCommand.Type

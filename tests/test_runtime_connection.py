@@ -1,4 +1,4 @@
-"""runtime.connection and runtime.backoff against small asyncio peers on 127.0.0.1.
+"""runtime.io.connection and runtime.io.backoff against small asyncio peers on 127.0.0.1.
 
 The peer speaks the generated PulsarProtocol(server=True), but nothing here is Pulsar-specific
 beyond the frames it exchanges: the runtime only sees a sans-IO protocol object.
@@ -20,14 +20,14 @@ from protoframe.generated.pulsar import pulsar_api as pb
 from protoframe.generated.pulsar.client import PulsarRequests
 from protoframe.generated.pulsar.frames import Frame, Payload, StreamDecoder
 from protoframe.generated.pulsar.machines import PulsarProtocol, command_of
-from protoframe.runtime.backoff import Backoff
-from protoframe.runtime.connection import (
+from protoframe.runtime.errors import ChecksumFailure, ConnectionClosed, RequestTimeout
+from protoframe.runtime.io.backoff import Backoff
+from protoframe.runtime.io.connection import (
     Connection,
     ConnectionPool,
     make_ssl_context,
     open_connection,
 )
-from protoframe.runtime.errors import ChecksumFailure, ConnectionClosed, RequestTimeout
 
 T = pb.BaseCommand.Type
 

@@ -1,4 +1,4 @@
-"""protoframe.runtime.correlation on its own: the request table and the id allocator."""
+"""protoframe.runtime.engine.correlation on its own: the request table and the id allocator."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from protoframe.runtime.correlation import IdAllocator, RequestTable
+from protoframe.runtime.engine.correlation import IdAllocator, RequestTable
 from protoframe.runtime.errors import ConnectionClosed, RequestTimeout
 
 

@@ -1,4 +1,4 @@
-"""``runtime.stream.FrameStream``: what a bad frame header does to the stream."""
+"""``runtime.codec.stream.FrameStream``: what a bad frame header does to the stream."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import struct
 
 import pytest
 
+from protoframe.runtime.codec.stream import FrameStream
 from protoframe.runtime.errors import DecodeError, FrameTooLargeError, SizeMismatchError
-from protoframe.runtime.stream import FrameStream
 
 
 def frame_length(buf: bytes, pos: int, end: int, limit: int) -> int | None:

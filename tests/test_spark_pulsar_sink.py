@@ -20,16 +20,16 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
-from protoframe.pipeline.capture_decode import java_version  # noqa: E402
+from protoframe.pipeline.spark_session import java_version  # noqa: E402
 
 if (java_version() or 0) < 17:
     pytest.skip("Spark needs Java 17+", allow_module_level=True)
 
 from protoframe.clients.pulsar import PulsarClient  # noqa: E402
 from protoframe.clients.pulsar.broker import BrokerThread  # noqa: E402
-from protoframe.pipeline.capture_decode import local_session  # noqa: E402
 from protoframe.pipeline.pulsar_sink import BATCH_SEQUENCE_SPAN, stream_prefix, write_rows  # noqa: E402
 from protoframe.pipeline.pulsar_source import register  # noqa: E402
+from protoframe.pipeline.spark_session import local_session  # noqa: E402
 
 _names = itertools.count()
 

@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
-from protoframe.pipeline.capture_decode import java_version  # noqa: E402
+from protoframe.pipeline.spark_session import java_version  # noqa: E402
 
 if (java_version() or 0) < 17:
     pytest.skip("Spark needs Java 17+", allow_module_level=True)
@@ -26,9 +26,9 @@ from protoframe.clients.pulsar.consumer import entry_messages  # noqa: E402
 from protoframe.clients.pulsar.message import Message, MessageId, ReceivedEntry  # noqa: E402
 from protoframe.generated.demo import spark as demo_rows  # noqa: E402
 from protoframe.generated.demo.events import OrderPlaced  # noqa: E402
-from protoframe.pipeline.capture_decode import local_session  # noqa: E402
 from protoframe.pipeline.pulsar_rows import MESSAGE_SCHEMA  # noqa: E402
 from protoframe.pipeline.pulsar_source import register  # noqa: E402
+from protoframe.pipeline.spark_session import local_session  # noqa: E402
 
 _names = itertools.count()
 

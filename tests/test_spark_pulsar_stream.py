@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
-from protoframe.pipeline.capture_decode import java_version  # noqa: E402
+from protoframe.pipeline.spark_session import java_version  # noqa: E402
 
 if (java_version() or 0) < 17:
     pytest.skip("Spark needs Java 17+", allow_module_level=True)
@@ -22,7 +22,6 @@ from protoframe.clients.pulsar import PulsarClient  # noqa: E402
 from protoframe.clients.pulsar.broker import BrokerThread  # noqa: E402
 from protoframe.clients.pulsar.message import MessageId  # noqa: E402
 from protoframe.generated.demo.events import OrderPlaced  # noqa: E402
-from protoframe.pipeline.capture_decode import local_session  # noqa: E402
 from protoframe.pipeline.pulsar_source import register  # noqa: E402
 from protoframe.pipeline.pulsar_stream import (  # noqa: E402
     BEFORE_FIRST,
@@ -30,6 +29,7 @@ from protoframe.pipeline.pulsar_stream import (  # noqa: E402
     decode_position,
     encode_position,
 )
+from protoframe.pipeline.spark_session import local_session  # noqa: E402
 
 _names = itertools.count()
 

@@ -49,8 +49,8 @@ from protoframe.generated.pulsar import frames, pulsar_api  # noqa: E402
 from protoframe.generated.pulsar import spark as pulsar_spark  # noqa: E402
 from protoframe.generator.build import generate  # noqa: E402
 from protoframe.generator.output import write_files  # noqa: E402
-from protoframe.pipeline.capture_decode import local_session, require_java  # noqa: E402
-from protoframe.runtime.spark_rows import RowCodec, RowError  # noqa: E402
+from protoframe.pipeline.spark_session import local_session, require_java  # noqa: E402
+from protoframe.runtime.spark.rows import RowCodec, RowError  # noqa: E402
 from tests.generate_helpers import generate_package, import_generated  # noqa: E402
 from tests.official import official_module  # noqa: E402
 from tests.proto_values import build_ours, class_index, message_values  # noqa: E402

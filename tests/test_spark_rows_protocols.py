@@ -41,14 +41,10 @@ from protoframe.generated.tubemq import broker_service, master_service, rpc  # n
 from protoframe.generated.tubemq import frames as tubemq_frames  # noqa: E402
 from protoframe.generated.tubemq import machines as tubemq_machines  # noqa: E402
 from protoframe.generated.tubemq import spark as tubemq_spark  # noqa: E402
-from protoframe.pipeline.capture_decode import (  # noqa: E402
-    capture_schema,
-    decode_captures,
-    local_session,
-    require_java,
-)
-from protoframe.runtime.capture import CaptureWriter, Direction  # noqa: E402
-from protoframe.runtime.spark_rows import RowCodec  # noqa: E402
+from protoframe.pipeline.capture_decode import capture_schema, decode_captures  # noqa: E402
+from protoframe.pipeline.spark_session import local_session, require_java  # noqa: E402
+from protoframe.runtime.codec.capture import CaptureWriter, Direction  # noqa: E402
+from protoframe.runtime.spark.rows import RowCodec  # noqa: E402
 from tests.official import official_module  # noqa: E402
 from tests.proto_values import build_ours, class_index, message_values  # noqa: E402
 from tests.test_pravega_frames import COMMANDS as PRAVEGA_COMMANDS  # noqa: E402

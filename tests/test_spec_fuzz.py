@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from protoframe.generator.build import generate
 from protoframe.generator.output import write_files
-from protoframe.runtime import compiled
+from protoframe.runtime.codec import compiled
 
 ROOT = Path(__file__).resolve().parent.parent
 

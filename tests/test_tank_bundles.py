@@ -40,8 +40,8 @@ from protoframe.clients.tank.responses import (
     read_partition,
 )
 from protoframe.generated.tank import frames
+from protoframe.runtime.codec.protowire import varint_bytes
 from protoframe.runtime.errors import DecodeError, DecompressionError
-from protoframe.runtime.protowire import varint_bytes
 
 
 def entry(bundle: frames.Bundle) -> bytes:

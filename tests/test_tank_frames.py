@@ -40,7 +40,7 @@ from protoframe.generator.errors import SpecErrors
 from protoframe.generator.frame_model import load_frame_spec
 from protoframe.generator.frames_view import build_frames_module
 from protoframe.generator.ir import Protocol
-from protoframe.runtime.compression import compress, decompress
+from protoframe.runtime.codec.compression import compress, decompress
 from protoframe.runtime.errors import (
     EncodeError,
     FrameTooLargeError,

@@ -31,8 +31,8 @@ from protoframe.clients.tank.bundles import build_bundle, read_chunk
 from protoframe.clients.tank.messages import Message
 from protoframe.clients.tank.responses import consume_outcomes
 from protoframe.generated.tank import frames
+from protoframe.runtime.codec.protowire import varint_bytes
 from protoframe.runtime.errors import DecodeError
-from protoframe.runtime.protowire import varint_bytes
 from tests.fuzzing import Case, Failure, Mutator, StreamTarget, run_campaign, u32_field_op
 
 MAX_FRAME = 4096

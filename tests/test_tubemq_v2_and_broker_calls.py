@@ -35,7 +35,7 @@ from protoframe.generated.tubemq.client import TubemqRequests
 from protoframe.generated.tubemq.frames import Frame, StreamDecoder
 from protoframe.generated.tubemq.machines import TubemqProtocol
 from protoframe.generated.tubemq.rpc import RspExceptionBody
-from protoframe.runtime.machine import ProtocolViolation
+from protoframe.runtime.engine.machine import ProtocolViolation
 from tests.test_tubemq_commands import _Loopback, frame_bytes, messages
 
 Builder = Callable[..., Frame]

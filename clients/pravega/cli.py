@@ -18,7 +18,7 @@ import sys
 from collections.abc import Awaitable, Callable
 
 from protoframe.generated.pravega import frames
-from protoframe.runtime.cli import (
+from protoframe.runtime.io.cli import (
     READY_PREFIX,
     add_log_level,
     port_number,

@@ -19,8 +19,8 @@ from types import TracebackType
 from protoframe.generated.pravega import frames
 from protoframe.generated.pravega.client import PravegaRequests
 from protoframe.generated.pravega.machines import PravegaProtocol
-from protoframe.runtime.connection import Connection, KeepaliveHooks
 from protoframe.runtime.errors import ConnectionClosed
+from protoframe.runtime.io.connection import Connection, KeepaliveHooks
 
 from .versions import HIGH_VERSION, LOW_VERSION, check_overlap
 

@@ -1,6 +1,6 @@
 """Getting back to a segment store after a lost connection: how hard to try, and the trying.
 
-``RetryPolicy`` is what a user configures: the backoff between attempts (``runtime.backoff``)
+``RetryPolicy`` is what a user configures: the backoff between attempts (``runtime.io.backoff``)
 and when to give up (a number of attempts, a time, or both). ``RetryBudget`` is what is left of
 it during one outage. ``Redialer`` makes attempts (connect, HELLO, then the caller's set-up,
 such as SETUP_APPEND) until one succeeds, the budget runs out (``StoreUnreachable``), or the
@@ -22,8 +22,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from protoframe.runtime.backoff import Backoff
 from protoframe.runtime.errors import ConnectionClosed
+from protoframe.runtime.io.backoff import Backoff
 
 from .connection import ConnectionOptions, PravegaConnection
 from .errors import StoreUnreachable

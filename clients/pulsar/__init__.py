@@ -11,8 +11,8 @@ await consumer.acknowledge(msg)
 await client.close()
 ```
 
-``clients.pulsar.sync.Client`` is the same client for synchronous code. Also here:
-``clients.pulsar.demo`` (``make run``) and, in ``clients.pulsar.broker``, an embedded broker.
+``clients.pulsar.sync.Client`` is the same client for synchronous code. Also here, in
+``clients.pulsar.broker``, an embedded broker (``make run`` runs ``examples/pulsar_demo``).
 """
 
 from protoframe.clients.pulsar.auth import AuthenticationBasic, AuthenticationToken
@@ -43,7 +43,7 @@ from protoframe.clients.pulsar.producer import (
     SendFuture,
 )
 from protoframe.clients.pulsar.routing import HashingScheme
-from protoframe.runtime.connection import Authentication
+from protoframe.runtime.io.connection import Authentication
 
 __all__ = [
     "AlreadyClosed",

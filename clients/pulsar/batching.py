@@ -22,8 +22,8 @@ from struct import Struct
 
 from protoframe.generated.pulsar import pulsar_api as pb
 from protoframe.generated.pulsar.frames import BatchEntry
+from protoframe.runtime.codec.protowire import SMALL_VARINTS, read_varint, varint_bytes
 from protoframe.runtime.errors import SizeMismatchError, TruncatedError
-from protoframe.runtime.protowire import SMALL_VARINTS, read_varint, varint_bytes
 
 __all__ = [
     "BatchBuilder",

@@ -1,6 +1,6 @@
 """``PulsarClient``: the asyncio entry point, shaped like the official client.
 
-One client holds one connection per broker (``runtime.connection.ConnectionPool``), shared by
+One client holds one connection per broker (``runtime.io.connection.ConnectionPool``), shared by
 all its producers and consumers, plus the lookup service that finds which broker serves a
 topic. Creating a producer or consumer asks for the topic's partitions first
 (PARTITIONED_METADATA), then looks up and connects each partition (LOOKUP, then PRODUCER or
@@ -42,13 +42,13 @@ from protoframe.clients.pulsar.producer import (
 )
 from protoframe.clients.pulsar.routing import HashingScheme
 from protoframe.generated.pulsar import pulsar_api as pb
-from protoframe.runtime.connection import (
+from protoframe.runtime.errors import ConnectionClosed
+from protoframe.runtime.io.connection import (
     Authentication,
     ConnectionPool,
     NoAuthentication,
     make_ssl_context,
 )
-from protoframe.runtime.errors import ConnectionClosed
 
 __all__ = ["PulsarClient"]
 

@@ -1,6 +1,6 @@
 """One client connection to a Pulsar broker: handshake, dispatch and shared use.
 
-``ClientConnection`` owns a ``runtime.connection.Connection`` driving a ``ClientProtocol`` (the
+``ClientConnection`` owns a ``runtime.io.connection.Connection`` driving a ``ClientProtocol`` (the
 generated ``PulsarProtocol``, which checks every frame against the spec's state machines), the
 generated ``PulsarRequests`` for request/response commands, and the producers and consumers
 that use the connection; any number of them share one connection, their commands interleave.
@@ -22,8 +22,8 @@ from protoframe.generated.pulsar import pulsar_api as pb
 from protoframe.generated.pulsar.client import PulsarRequests
 from protoframe.generated.pulsar.frames import Frame
 from protoframe.generated.pulsar.machines import ProtocolViolation, PulsarProtocol, command_of
-from protoframe.runtime.connection import Authentication, Connection
 from protoframe.runtime.errors import ChecksumFailure, ConnectionClosed, DecodeError
+from protoframe.runtime.io.connection import Authentication, Connection
 
 if TYPE_CHECKING:
     from protoframe.clients.pulsar.consumer import _TopicConsumer

@@ -51,9 +51,9 @@ from protoframe.clients.pulsar.message import EntryInfo, Message, MessageId, Rec
 from protoframe.clients.pulsar.producer import RETRIABLE
 from protoframe.generated.pulsar import pulsar_api as pb
 from protoframe.generated.pulsar.frames import Payload
-from protoframe.runtime.backoff import Backoff
-from protoframe.runtime.compression import decompress
+from protoframe.runtime.codec.compression import decompress
 from protoframe.runtime.errors import DecodeError
+from protoframe.runtime.io.backoff import Backoff
 
 if TYPE_CHECKING:
     from protoframe.clients.pulsar.client import PulsarClient

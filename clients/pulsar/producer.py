@@ -43,9 +43,9 @@ from protoframe.clients.pulsar.message import MessageId
 from protoframe.clients.pulsar.routing import HashingScheme, RoundRobinRouter, SinglePartitionRouter
 from protoframe.generated.pulsar import pulsar_api as pb
 from protoframe.generated.pulsar.frames import Frame, Payload
-from protoframe.runtime.backoff import Backoff
-from protoframe.runtime.compression import compress
-from protoframe.runtime.protowire import SMALL_VARINTS as _SMALL_VARINTS
+from protoframe.runtime.codec.compression import compress
+from protoframe.runtime.codec.protowire import SMALL_VARINTS as _SMALL_VARINTS
+from protoframe.runtime.io.backoff import Backoff
 
 if TYPE_CHECKING:
     from protoframe.clients.pulsar.client import PulsarClient

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 import cramjam
 
 from protoframe.generated.tank import frames
-from protoframe.runtime.compression import decompress
+from protoframe.runtime.codec.compression import decompress
+from protoframe.runtime.codec.protowire import read_varint
 from protoframe.runtime.errors import DecodeError, DecompressionError
-from protoframe.runtime.protowire import read_varint
 
 from .errors import InvalidMessageError
 from .messages import ConsumedMessage, Message

@@ -1,6 +1,6 @@
 """The asyncio TANK client: produce and consume over one broker connection.
 
-This is the thin I/O layer. ``runtime.connection.Connection`` runs the socket around the
+This is the thin I/O layer. ``runtime.io.connection.Connection`` runs the socket around the
 generated ``TankProtocol`` (bytes in, frames out), the generated ``TankRequests`` correlates
 answers by request id, and the decisions live in sans-IO modules: ``bundles`` lays messages
 out and reads chunks back, ``responses`` reads answers against their requests.
@@ -23,8 +23,8 @@ from types import TracebackType
 from protoframe.generated.tank import frames
 from protoframe.generated.tank.client import TankRequests
 from protoframe.generated.tank.machines import TankProtocol
-from protoframe.runtime.connection import Connection
 from protoframe.runtime.errors import ConnectionClosed
+from protoframe.runtime.io.connection import Connection
 
 from .bundles import DEFAULT_MAX_UNCOMPRESSED, build_bundle
 from .errors import FetchTooSmallError, InvalidMessageError

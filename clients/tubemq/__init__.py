@@ -1,7 +1,7 @@
 """A typed asyncio TubeMQ (Apache InLong) client and an embedded master and broker.
 
 Built on the bindings generated from ``specs/tubemq`` (frames, state machines, typed
-requests) and ``runtime.connection``::
+requests) and ``runtime.io.connection``::
 
     async with EmbeddedTubeMQ() as peer:
         producer = await Producer.create(peer.master, "topic")

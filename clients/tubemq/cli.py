@@ -15,7 +15,7 @@ import asyncio
 import sys
 
 from protoframe.clients.tubemq.peer import EmbeddedTubeMQ
-from protoframe.runtime.cli import (
+from protoframe.runtime.io.cli import (
     READY_PREFIX,
     add_log_level,
     port_number,

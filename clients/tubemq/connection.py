@@ -1,6 +1,6 @@
 """One connection to a TubeMQ master or broker, with the generated typed requests on it.
 
-``TubeMQConnection`` drives a ``runtime.connection.Connection`` with the generated
+``TubeMQConnection`` drives a ``runtime.io.connection.Connection`` with the generated
 ``TubemqProtocol`` (every frame is checked against the spec's state machines) and offers the
 generated ``TubemqRequests`` as ``requests``: each call numbers its frame with a fresh
 ``serial_no`` and waits for the response carrying the same one. A response's body is decoded
@@ -21,8 +21,8 @@ from protoframe.generated.tubemq.client import TubemqRequests
 from protoframe.generated.tubemq.frames import Frame
 from protoframe.generated.tubemq.machines import TubemqProtocol
 from protoframe.generated.tubemq.rpc import RspExceptionBody
-from protoframe.runtime.connection import Connection
 from protoframe.runtime.errors import ConnectionClosed, DecodeError, RequestFailed
+from protoframe.runtime.io.connection import Connection
 
 __all__ = ["CodeOutcome", "Outcome", "TubeMQConnection", "parse_address"]
 

@@ -69,8 +69,8 @@ from protoframe.generated.tubemq import master_service as ms
 from protoframe.generated.tubemq.frames import Frame
 from protoframe.generated.tubemq.machines import TubemqProtocol, frame_of, frame_of_exception
 from protoframe.generated.tubemq.rpc import RspExceptionBody
-from protoframe.runtime.connection import Connection
 from protoframe.runtime.errors import UnknownCommandError
+from protoframe.runtime.io.connection import Connection
 
 __all__ = ["EmbeddedTubeMQ"]
 

@@ -11,10 +11,7 @@ from __future__ import annotations
 from struct import error as struct_error
 from typing import ClassVar, Self
 
-from protoframe.runtime.errors import (
-    ValueOutOfRangeError,
-)
-from protoframe.runtime.protowire import (
+from protoframe.runtime.codec.protowire import (
     SMALL_VARINTS,
     BytesLike,
     Message,
@@ -28,6 +25,9 @@ from protoframe.runtime.protowire import (
     to_int64,
     truncated,
     varint_bytes,
+)
+from protoframe.runtime.errors import (
+    ValueOutOfRangeError,
 )
 
 __all__ = [

@@ -73,7 +73,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from protoframe.runtime.spark_rows import (
+from protoframe.runtime.spark.rows import (
     RowCodec,
     RowLike,
     as_mapping,

@@ -13,7 +13,7 @@ from collections.abc import Hashable
 from typing import Any, Protocol
 from uuid import UUID
 
-from protoframe.runtime.correlation import IdAllocator, RequestTable
+from protoframe.runtime.engine.correlation import IdAllocator, RequestTable
 from protoframe.runtime.errors import RequestFailed
 
 from . import frames

@@ -17,14 +17,11 @@ from math import copysign
 from struct import error as struct_error
 from typing import ClassVar, Self
 
-from protoframe.runtime.compiled import (
+from protoframe.runtime.codec.compiled import (
     ProtoEnumType,
     install_layouts,
 )
-from protoframe.runtime.errors import (
-    ValueOutOfRangeError,
-)
-from protoframe.runtime.protowire import (
+from protoframe.runtime.codec.protowire import (
     SMALL_VARINTS,
     BytesLike,
     Message,
@@ -43,6 +40,9 @@ from protoframe.runtime.protowire import (
     truncated,
     unpack_double,
     varint_bytes,
+)
+from protoframe.runtime.errors import (
+    ValueOutOfRangeError,
 )
 
 __all__ = [
@@ -5531,7 +5531,7 @@ _DeleteReaderGroupStatus_Status_BY_NUMBER = number_table(DeleteReaderGroupStatus
 _UpdateReaderGroupResponse_Status_BY_NUMBER = number_table(UpdateReaderGroupResponse.Status)
 
 
-# Layout of each message for the compiled codec (runtime/compiled.py): field number, type, how
+# Layout of each message for the compiled codec (runtime/codec/compiled.py): field number, type, how
 # the field is held, its slot (or key), and the class or enum table it refers to. A message not
 # listed here keeps the Python codec alone.
 install_layouts((

@@ -26,7 +26,11 @@ from struct import error as struct_error
 from typing import Self
 from uuid import UUID
 
-from protoframe.runtime.compiled_frames import install_frame_layouts
+from protoframe.runtime.codec.compiled_frames import install_frame_layouts
+from protoframe.runtime.codec.mutf8 import decode as mutf8_decode
+from protoframe.runtime.codec.mutf8 import encode as mutf8_encode
+from protoframe.runtime.codec.protowire import truncated
+from protoframe.runtime.codec.stream import FrameStream
 from protoframe.runtime.errors import (
     BadMagicError,
     FrameTooLargeError,
@@ -35,10 +39,6 @@ from protoframe.runtime.errors import (
     UnknownCommandError,
     ValueOutOfRangeError,
 )
-from protoframe.runtime.mutf8 import decode as mutf8_decode
-from protoframe.runtime.mutf8 import encode as mutf8_encode
-from protoframe.runtime.protowire import truncated
-from protoframe.runtime.stream import FrameStream
 
 __all__ = [
     "AppendBlock",
@@ -4706,7 +4706,8 @@ class StreamDecoder(FrameStream[Frame]):
 
 
 # The compiled fast path of the codecs above, where the C extension is built (see
-# runtime/compiled_frames.py); these methods stay the reference and run on whatever it gives up on.
+# runtime/codec/compiled_frames.py); these methods stay the reference and run on whatever it gives
+# up on.
 install_frame_layouts((
     (FlushToStorage, True, (
         ("bytes", "payload", None, None, None),

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
-from protoframe.runtime.errors import DecodeError
-from protoframe.runtime.machine import (
+from protoframe.runtime.engine.machine import (
     Interaction,
     MachineDef,
     MachineSet,
     ProtocolViolation,
 )
+from protoframe.runtime.errors import DecodeError
 
 from . import frames
 

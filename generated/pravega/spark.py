@@ -81,7 +81,7 @@ from pyspark.sql.types import (
 )
 
 from protoframe.runtime.errors import ChecksumFailure, DecodeError
-from protoframe.runtime.spark_rows import (
+from protoframe.runtime.spark.rows import (
     RowCodec,
     RowLike,
     as_mapping,

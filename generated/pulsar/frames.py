@@ -12,9 +12,11 @@ from struct import Struct
 from struct import error as struct_error
 from typing import Self
 
-from protoframe.runtime.checksums import crc32c
-from protoframe.runtime.compiled_frames import install_frame_layouts
-from protoframe.runtime.compression import decompress
+from protoframe.runtime.codec.checksums import crc32c
+from protoframe.runtime.codec.compiled_frames import install_frame_layouts
+from protoframe.runtime.codec.compression import decompress
+from protoframe.runtime.codec.protowire import truncated
+from protoframe.runtime.codec.stream import FrameStream
 from protoframe.runtime.errors import (
     BadMagicError,
     ChecksumFailure,
@@ -26,8 +28,6 @@ from protoframe.runtime.errors import (
     UnknownCommandError,
     ValueOutOfRangeError,
 )
-from protoframe.runtime.protowire import truncated
-from protoframe.runtime.stream import FrameStream
 
 from . import pulsar_api
 
@@ -584,7 +584,8 @@ class StreamDecoder(FrameStream[Frame]):
 
 
 # The compiled fast path of the codecs above, where the C extension is built (see
-# runtime/compiled_frames.py); these methods stay the reference and run on whatever it gives up on.
+# runtime/codec/compiled_frames.py); these methods stay the reference and run on whatever it gives
+# up on.
 install_frame_layouts((
     (BrokerEntry, False, (
         ("const", "magic", "u16be", 0xe02, None),

@@ -12,8 +12,7 @@ import enum
 from collections.abc import Hashable
 from typing import Any, cast
 
-from protoframe.runtime.errors import DecodeError
-from protoframe.runtime.machine import (
+from protoframe.runtime.engine.machine import (
     NO_KEY,
     Direction,
     Interaction,
@@ -22,6 +21,7 @@ from protoframe.runtime.machine import (
     ProtocolViolation,
     Rule,
 )
+from protoframe.runtime.errors import DecodeError
 
 from . import frames, pulsar_api
 

@@ -17,16 +17,11 @@ import enum
 from struct import error as struct_error
 from typing import Any, ClassVar, Self, TypedDict, Unpack
 
-from protoframe.runtime.compiled import (
+from protoframe.runtime.codec.compiled import (
     ProtoEnumType,
     install_layouts,
 )
-from protoframe.runtime.errors import (
-    MissingRequiredFieldError,
-    RequiredFieldUnsetError,
-    ValueOutOfRangeError,
-)
-from protoframe.runtime.protowire import (
+from protoframe.runtime.codec.protowire import (
     SMALL_VARINTS,
     BytesLike,
     Message,
@@ -49,6 +44,11 @@ from protoframe.runtime.protowire import (
     uint64_bytes,
     unpack_double,
     varint_bytes,
+)
+from protoframe.runtime.errors import (
+    MissingRequiredFieldError,
+    RequiredFieldUnsetError,
+    ValueOutOfRangeError,
 )
 
 __all__ = [
@@ -26745,7 +26745,7 @@ class _BaseCommand_Fields(TypedDict, total=False):
 spell_out_fields(BaseCommand, _BaseCommand_Fields)
 
 
-# Layout of each message for the compiled codec (runtime/compiled.py): field number, type, how
+# Layout of each message for the compiled codec (runtime/codec/compiled.py): field number, type, how
 # the field is held, its slot (or key), and the class or enum table it refers to. A message not
 # listed here keeps the Python codec alone.
 install_layouts((

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any, Protocol
 
-from protoframe.runtime.correlation import IdAllocator, RequestTable
+from protoframe.runtime.engine.correlation import IdAllocator, RequestTable
 from protoframe.runtime.errors import RequestFailed
 
 from . import frames

@@ -24,7 +24,7 @@ What this spec cannot express, and why:
   Chunk.decode accepts whole bundles only.
 - A bundle's Snappy-compressed message set (codec 1): compression here only describes raw
   bytes, so Bundle keeps them in compressed and MessageSet.decode reads them once the
-  caller has decompressed them (runtime.compression's SNAPPY is the same raw block format).
+  caller has decompressed them (runtime.codec.compression's SNAPPY is the same raw block format).
 - The bundle flags' bit 7 ("extra flags", never read or written by TANK's code) is ignored.
 
 Frame layouts and codecs generated from specs/tank/tank.yaml.
@@ -38,7 +38,9 @@ from struct import Struct
 from struct import error as struct_error
 from typing import Self
 
-from protoframe.runtime.compiled_frames import install_frame_layouts
+from protoframe.runtime.codec.compiled_frames import install_frame_layouts
+from protoframe.runtime.codec.protowire import decode_str, read_varint, truncated, varint_bytes
+from protoframe.runtime.codec.stream import FrameStream
 from protoframe.runtime.errors import (
     EncodeError,
     FrameTooLargeError,
@@ -47,8 +49,6 @@ from protoframe.runtime.errors import (
     UnknownCommandError,
     ValueOutOfRangeError,
 )
-from protoframe.runtime.protowire import decode_str, read_varint, truncated, varint_bytes
-from protoframe.runtime.stream import FrameStream
 
 __all__ = [
     "Bundle",
@@ -1989,7 +1989,8 @@ class StreamDecoder(FrameStream[Frame]):
 
 
 # The compiled fast path of the codecs above, where the C extension is built (see
-# runtime/compiled_frames.py); these methods stay the reference and run on whatever it gives up on.
+# runtime/codec/compiled_frames.py); these methods stay the reference and run on whatever it gives
+# up on.
 install_frame_layouts((
     (ConsumePartition, False, (
         ("int", "partition", "u16le", None, None),

@@ -80,7 +80,7 @@ from pyspark.sql.types import (
 )
 
 from protoframe.runtime.errors import ChecksumFailure, DecodeError
-from protoframe.runtime.spark_rows import (
+from protoframe.runtime.spark.rows import (
     DECIMAL_20,
     RowCodec,
     RowLike,

@@ -39,6 +39,8 @@ from struct import Struct
 from struct import error as struct_error
 from typing import Self
 
+from protoframe.runtime.codec.protowire import read_varint, truncated, varint_bytes
+from protoframe.runtime.codec.stream import FrameStream
 from protoframe.runtime.errors import (
     BadMagicError,
     EncodeError,
@@ -47,8 +49,6 @@ from protoframe.runtime.errors import (
     TruncatedError,
     ValueOutOfRangeError,
 )
-from protoframe.runtime.protowire import read_varint, truncated, varint_bytes
-from protoframe.runtime.stream import FrameStream
 
 from . import rpc
 

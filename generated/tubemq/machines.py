@@ -13,8 +13,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, cast
 
-from protoframe.runtime.errors import DecodeError, UnknownCommandError
-from protoframe.runtime.machine import (
+from protoframe.runtime.engine.machine import (
     NO_KEY,
     Direction,
     Interaction,
@@ -23,6 +22,7 @@ from protoframe.runtime.machine import (
     ProtocolViolation,
     Rule,
 )
+from protoframe.runtime.errors import DecodeError, UnknownCommandError
 
 from . import broker_service, frames, master_service, rpc
 

@@ -15,15 +15,10 @@ from __future__ import annotations
 from struct import error as struct_error
 from typing import ClassVar, Self
 
-from protoframe.runtime.compiled import (
+from protoframe.runtime.codec.compiled import (
     install_layouts,
 )
-from protoframe.runtime.errors import (
-    MissingRequiredFieldError,
-    RequiredFieldUnsetError,
-    ValueOutOfRangeError,
-)
-from protoframe.runtime.protowire import (
+from protoframe.runtime.codec.protowire import (
     SMALL_VARINTS,
     BytesLike,
     Message,
@@ -39,6 +34,11 @@ from protoframe.runtime.protowire import (
     to_int64,
     truncated,
     varint_bytes,
+)
+from protoframe.runtime.errors import (
+    MissingRequiredFieldError,
+    RequiredFieldUnsetError,
+    ValueOutOfRangeError,
 )
 
 __all__ = [
@@ -11117,7 +11117,7 @@ class GetPartMetaResponseM2C(Message):
 # Number -> member tables: a dict lookup is several times faster than calling the enum class.
 
 
-# Layout of each message for the compiled codec (runtime/compiled.py): field number, type, how
+# Layout of each message for the compiled codec (runtime/codec/compiled.py): field number, type, how
 # the field is held, its slot (or key), and the class or enum table it refers to. A message not
 # listed here keeps the Python codec alone.
 install_layouts((

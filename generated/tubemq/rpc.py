@@ -12,16 +12,11 @@ import enum
 from struct import error as struct_error
 from typing import ClassVar, Self
 
-from protoframe.runtime.compiled import (
+from protoframe.runtime.codec.compiled import (
     ProtoEnumType,
     install_layouts,
 )
-from protoframe.runtime.errors import (
-    MissingRequiredFieldError,
-    RequiredFieldUnsetError,
-    ValueOutOfRangeError,
-)
-from protoframe.runtime.protowire import (
+from protoframe.runtime.codec.protowire import (
     SMALL_VARINTS,
     BytesLike,
     Message,
@@ -38,6 +33,11 @@ from protoframe.runtime.protowire import (
     to_int64,
     truncated,
     varint_bytes,
+)
+from protoframe.runtime.errors import (
+    MissingRequiredFieldError,
+    RequiredFieldUnsetError,
+    ValueOutOfRangeError,
 )
 
 __all__ = [
@@ -1158,7 +1158,7 @@ class RspResponseBody(Message):
 _ResponseHeader_Status_BY_NUMBER = number_table(ResponseHeader.Status)
 
 
-# Layout of each message for the compiled codec (runtime/compiled.py): field number, type, how
+# Layout of each message for the compiled codec (runtime/codec/compiled.py): field number, type, how
 # the field is held, its slot (or key), and the class or enum table it refers to. A message not
 # listed here keeps the Python codec alone.
 install_layouts((

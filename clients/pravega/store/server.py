@@ -1,6 +1,6 @@
 """The embedded segment store: an asyncio TCP server whose connections run ``StoreSession``s.
 
-Each connection is a ``runtime.connection.Connection`` driving the generated
+Each connection is a ``runtime.io.connection.Connection`` driving the generated
 ``PravegaProtocol(server=True)``; a frame that does not decode, or a command that breaks a
 rule, closes that connection (logged with its reason) and leaves the server and every other
 connection running.
@@ -16,7 +16,7 @@ from types import TracebackType
 
 from protoframe.generated.pravega import frames
 from protoframe.generated.pravega.machines import PravegaProtocol, command_of
-from protoframe.runtime.connection import Connection
+from protoframe.runtime.io.connection import Connection
 
 from ..errors import PravegaError
 from .segments import SegmentTable

@@ -6,7 +6,7 @@ import argparse
 import asyncio
 import logging
 
-from protoframe.runtime.cli import READY_PREFIX, stop_on_signals
+from protoframe.runtime.io.cli import READY_PREFIX, stop_on_signals
 
 from .server import EmbeddedBroker
 

@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from protoframe import import_root
-from protoframe.runtime.cli import READY_PREFIX
+from protoframe.runtime.io.cli import READY_PREFIX
 
 from .session import Session
 from .state import BrokerState

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import crc32c as _crc32c
 
-from protoframe.runtime.checksums import crc32c
+from protoframe.runtime.codec.checksums import crc32c
 
 from .subscriptions import Subscription, mask_to_words, words_to_mask
 from .topics import Entry, Topic

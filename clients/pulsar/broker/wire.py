@@ -12,8 +12,8 @@ import struct
 from dataclasses import dataclass
 
 from protoframe.generated.pulsar import frames
+from protoframe.runtime.codec.stream import FrameStream
 from protoframe.runtime.errors import SizeMismatchError
-from protoframe.runtime.stream import FrameStream
 
 _U32 = struct.Struct(">I")
 _FRAME_HEAD = struct.Struct(">II")

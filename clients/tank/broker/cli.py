@@ -11,7 +11,7 @@ import asyncio
 import sys
 
 from protoframe.generated.tank import frames
-from protoframe.runtime.cli import (
+from protoframe.runtime.io.cli import (
     READY_PREFIX,
     add_log_level,
     port_number,

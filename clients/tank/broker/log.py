@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
-from protoframe.runtime.protowire import varint_bytes
+from protoframe.runtime.codec.protowire import varint_bytes
 
 __all__ = ["LogRead", "PartitionLog", "StoredBundle"]
 

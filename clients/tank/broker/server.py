@@ -1,6 +1,6 @@
 """The embedded TANK broker's asyncio side: a TCP server and one session per connection.
 
-Each connection is a ``runtime.connection.Connection`` driving the generated ``TankProtocol``
+Each connection is a ``runtime.io.connection.Connection`` driving the generated ``TankProtocol``
 in its server role, so bytes are decoded by the same generated stream decoder the client uses.
 A frame that does not decode, or a bundle that cannot be read, closes that connection only.
 A consume that cannot be answered yet (fewer than ``min_bytes`` available) waits in a task of
@@ -17,7 +17,7 @@ from types import TracebackType
 
 from protoframe.generated.tank import frames
 from protoframe.generated.tank.machines import TankProtocol
-from protoframe.runtime.connection import Connection
+from protoframe.runtime.io.connection import Connection
 
 from .state import BadBundle, BrokerState
 

@@ -1,4 +1,4 @@
-"""Type stub of the C extension runtime/_framecodec.c (see runtime/compiled_frames.py)."""
+"""Type stub of the C extension runtime/codec/_framecodec.c (see codec/compiled_frames.py)."""
 
 from collections.abc import Callable
 from typing import Any

@@ -3,9 +3,9 @@
 Every generated message has a straight-line Python ``encode`` / ``decode`` / ``decode_from``:
 that code is the reference. Each generated module ends with a layout table per message (field
 number, type, how the field is held, the slot or key holding it, and the message class or enum
-table it refers to), passed to :func:`install_layouts`. When the C extension ``runtime._wirecodec``
-is built (``pip install`` compiles it; it is optional), ``install_layouts`` puts a compiled codec
-driven by that table in place of the three methods.
+table it refers to), passed to :func:`install_layouts`. When the C extension
+``runtime.codec._wirecodec`` is built (``pip install`` compiles it; it is optional),
+``install_layouts`` puts a compiled codec driven by that table in place of the three methods.
 
 The compiled codec handles well-formed input and plain values. On anything else (truncated or
 malformed bytes, invalid UTF-8, a missing required field, a value out of its field's range, a
@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 _wirecodec: ModuleType | None
 try:
-    from protoframe.runtime import _wirecodec
+    from protoframe.runtime.codec import _wirecodec
 except ImportError:  # not built: no C compiler at install time, or a source checkout
     _wirecodec = None
 
@@ -88,10 +88,10 @@ def available() -> bool:
 def describe() -> str:
     """Which protobuf codec runs, for benchmark headers."""
     if _wirecodec is None:
-        return "Python (runtime._wirecodec is not built)"
+        return "Python (runtime.codec._wirecodec is not built)"
     if not available():
         return "Python (PROTOFRAME_PURE_PYTHON is set)"
-    return "compiled (runtime._wirecodec)"
+    return "compiled (runtime.codec._wirecodec)"
 
 
 class ProtoEnumType(enum.EnumType):
@@ -158,7 +158,7 @@ def _keywords(cls: type, fields: tuple[FieldLayout, ...]) -> tuple[str, ...] | N
 
 def register(cls: type, python: tuple[Any, Any, Any], compiled: tuple[Any, Any, Any]) -> None:
     """Put ``compiled`` (encode, decode, decode_from) in place of ``python`` on ``cls``, and
-    let :func:`pure_python` swap them back (``runtime.compiled_frames`` uses this too)."""
+    let :func:`pure_python` swap them back (``runtime.codec.compiled_frames`` uses this too)."""
     _python_methods[cls] = python
     _compiled_methods[cls] = compiled
     _set_methods(cls, compiled)

@@ -7,7 +7,7 @@ from typing import Protocol
 
 import crc32c as _crc32c
 
-from protoframe.runtime.protowire import BytesLike
+from protoframe.runtime.codec.protowire import BytesLike
 
 
 class Checksum(Protocol):

@@ -1,6 +1,6 @@
 /*
  * Compiled protobuf codec for generated messages, driven by the per-message layout tables the
- * generator emits (see runtime/compiled.py for how a table is installed on its class).
+ * generator emits (see runtime/codec/compiled.py for how a table is installed on its class).
  *
  * It is a fast path, not a second implementation of the rules. It encodes and decodes what
  * is well formed and uses plain types; on anything else (a truncated buffer, a bad varint,
@@ -23,7 +23,7 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Field kinds; the numbers match runtime/compiled.py. */
+/* Field kinds; the numbers match runtime/codec/compiled.py. */
 enum {
     K_INT32 = 1, K_INT64, K_UINT32, K_UINT64, K_SINT32, K_SINT64, K_BOOL, K_ENUM,
     K_FIXED32, K_SFIXED32, K_FIXED64, K_SFIXED64, K_FLOAT, K_DOUBLE, K_STRING, K_BYTES,
@@ -706,7 +706,7 @@ static PyObject *codec_own_decode(PyObject *self, PyObject *const *args, Py_ssiz
  * The generated __init__ of a class with a layout table only stores its keywords: a required
  * or optional field's value as given (optional ones default to None), a repeated field's
  * `value or []`, the sparse fields that are not None in a fresh dict of present fields
- * (runtime.protowire.present_fields), and b"" as the unknown fields. Building the instance
+ * (runtime.codec.protowire.present_fields), and b"" as the unknown fields. Building the instance
  * here, by slot offset, saves the Python frame, the binding of thirty-odd keyword defaults
  * and a descriptor call per field.
  *
@@ -1123,7 +1123,7 @@ fail:
 
 static PyTypeObject Codec_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "protoframe.runtime._wirecodec.Codec",
+    .tp_name = "protoframe.runtime.codec._wirecodec.Codec",
     .tp_doc = "The compiled encode/decode of one generated message class.",
     .tp_basicsize = sizeof(CodecObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL
@@ -1200,7 +1200,7 @@ static PyMemberDef classmethod_members[] = {
 
 static PyTypeObject ClassMethod_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "protoframe.runtime._wirecodec.ClassMethod",
+    .tp_name = "protoframe.runtime.codec._wirecodec.ClassMethod",
     .tp_doc = "ClassMethod(cls, own, general): a classmethod with a prepared binding for cls.",
     .tp_basicsize = sizeof(ClassMethodObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
@@ -1215,7 +1215,7 @@ static PyTypeObject ClassMethod_Type = {
 /* ------------------------------------------------------------------------------------------ */
 /* member access on the generated enums' metaclass */
 
-/* CPython 3.11's enum.EnumType defines __getattr__ (and runtime.compiled.ProtoEnumType keeps
+/* CPython 3.11's enum.EnumType defines __getattr__ (and runtime.codec.compiled.ProtoEnumType keeps
    it from 3.12 on, where EnumType dropped it), so type attribute lookup on an enum class goes
    through the generic hook, which calls type.__getattribute__ as a Python-level method (a
    wrapper object and a call) before it gets to the member. Members are class attributes
@@ -1281,8 +1281,8 @@ static PyMethodDef wirecodec_functions[] = {
 
 static struct PyModuleDef wirecodec_module = {
     PyModuleDef_HEAD_INIT,
-    .m_name = "protoframe.runtime._wirecodec",
-    .m_doc = "Compiled fast path of the generated protobuf codecs (see runtime/compiled.py).",
+    .m_name = "protoframe.runtime.codec._wirecodec",
+    .m_doc = "Compiled fast path of the generated protobuf codecs (see runtime/codec/compiled.py).",
     .m_size = -1,
     .m_methods = wirecodec_functions,
 };

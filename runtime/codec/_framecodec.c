@@ -1,8 +1,8 @@
 /*
  * Compiled frame codec for generated frame structs, driven by the per-struct layout tables the
- * generator writes at the end of each frames module (see runtime/compiled_frames.py).
+ * generator writes at the end of each frames module (see runtime/codec/compiled_frames.py).
  *
- * Like runtime/_wirecodec.c it is a fast path, not a second set of rules. The tables cover the
+ * Like runtime/codec/_wirecodec.c it is a fast path, not a second set of rules. The tables cover the
  * common frame items only: fixed-width integers, constants, sizes, checksums that run to the
  * end of their struct, embedded protobuf messages, bytes, and nested structs (always there,
  * there when bytes remain, or there when a peeked value matches). Whatever is not well formed
@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Row operations; the numbers match runtime/compiled_frames.py. */
+/* Row operations; the numbers match runtime/codec/compiled_frames.py. */
 enum {
     OP_INT = 1,     /* a stored integer */
     OP_CONST,       /* a constant: written on encode, checked on decode */
@@ -74,7 +74,7 @@ struct FrameCodecObject {
 static PyTypeObject FrameCodec_Type;
 static PyObject *str_decode_from, *str_encode, *str_init;
 static TypeTable ctor_codecs;  /* class -> codec, for the constructors */
-static const WireCodecAPI *wire_api;  /* runtime._wirecodec's, or NULL without it */
+static const WireCodecAPI *wire_api;  /* runtime.codec._wirecodec's, or NULL without it */
 
 /* ------------------------------------------------------------------------------------------ */
 /* integers */
@@ -501,7 +501,7 @@ static PyObject *codec_own_decode(PyObject *self, PyObject *const *args, Py_ssiz
  * The __init__ dataclasses write for a struct with a table only stores its keywords: every
  * stored field's value as given, None for an optional nested struct left out. Storing them
  * here, by slot offset, saves the Python frame and a descriptor call per field. As in
- * runtime/_wirecodec.c it is installed as the class's tp_vectorcall (not inherited, so
+ * runtime/codec/_wirecodec.c it is installed as the class's tp_vectorcall (not inherited, so
  * subclasses keep the ordinary path), and anything else (positional arguments, an unknown or
  * repeated keyword, a missing required one, a class whose __init__, __new__, __setattr__ or
  * slots changed since) goes through type.__call__ and the dataclass __init__, which raises
@@ -719,7 +719,7 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
 /* FrameCodec(cls, rows, check_end, py_encode, py_decode, py_decode_from)
    rows: (op, slot, width, flags, index, number, obj, dispatch_attr, body_fields, present_slot)
    per field, in
-   wire order; see runtime/compiled_frames.py. */
+   wire order; see runtime/codec/compiled_frames.py. */
 static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     PyObject *cls, *rows, *py_encode, *py_decode, *py_decode_from;
     int check_end;
@@ -812,7 +812,7 @@ static PyGetSetDef codec_getset[] = {
 
 static PyTypeObject FrameCodec_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "protoframe.runtime._framecodec.FrameCodec",
+    .tp_name = "protoframe.runtime.codec._framecodec.FrameCodec",
     .tp_doc = "The compiled encode/decode of one generated frame struct.",
     .tp_basicsize = sizeof(FrameCodecObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL
@@ -830,8 +830,8 @@ static PyTypeObject FrameCodec_Type = {
 
 static struct PyModuleDef framecodec_module = {
     PyModuleDef_HEAD_INIT,
-    .m_name = "protoframe.runtime._framecodec",
-    .m_doc = "Compiled fast path of the generated frame codecs (see runtime/compiled_frames.py).",
+    .m_name = "protoframe.runtime.codec._framecodec",
+    .m_doc = "Compiled fast path of the generated frame codecs (see runtime/codec/compiled_frames.py).",
     .m_size = -1,
 };
 

@@ -21,7 +21,7 @@ around it and knows nothing of any particular protocol:
   arrived for twice that long.
 
 ``ConnectionPool`` keeps one connection per address for every user of it; ``Backoff`` (in
-``runtime.backoff``) spaces out reconnection attempts; ``Authentication`` is the interface
+``runtime.io.backoff``) spaces out reconnection attempts; ``Authentication`` is the interface
 credential plug-ins implement (the protocol client decides how to send them).
 """
 
@@ -34,7 +34,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
-from protoframe.runtime.correlation import RequestTable
+from protoframe.runtime.engine.correlation import RequestTable
 from protoframe.runtime.errors import ChecksumFailure, ConnectionClosed, DecodeError
 
 __all__ = [

@@ -5,17 +5,17 @@ Every generated frame struct has a straight-line Python ``encode`` / ``decode`` 
 (fixed-width integers, constants, sizes, a checksum running from the next field to the end,
 sized protobuf messages, bytes, nested structs that are always there, there when bytes remain
 or there when a peeked value matches) also gets a layout table at the end of the generated
-module, passed to :func:`install_frame_layouts`. When the C extension ``runtime._framecodec``
+module, passed to :func:`install_frame_layouts`. When the C extension ``runtime.codec._framecodec``
 is built, that puts a compiled codec driven by the table in place of the three methods.
 
 The table also gives the class a compiled constructor: ``Cls(**kwargs)`` stores the keywords
 in the instance's slots as the dataclass ``__init__`` would (None for an optional nested struct
 left out).
 
-As with the protobuf codec (``runtime.compiled``), the compiled code handles well-formed input
+As with the protobuf codec (``runtime.codec.compiled``), the compiled code handles well-formed input
 and plain values only, and leaves everything else to the Python methods (positional or
 unknown arguments to the dataclass ``__init__``), so every error comes from them.
-``PROTOFRAME_PURE_PYTHON=1`` and ``runtime.compiled.pure_python()`` switch this off too.
+``PROTOFRAME_PURE_PYTHON=1`` and ``runtime.codec.compiled.pure_python()`` switch this off too.
 ``tests/test_compiled_frames.py`` checks both against each other.
 """
 
@@ -26,11 +26,11 @@ from collections.abc import Iterable
 from types import ModuleType
 from typing import Any, TypeAlias
 
-from protoframe.runtime import checksums, compiled
+from protoframe.runtime.codec import checksums, compiled
 
 _framecodec: ModuleType | None
 try:
-    from protoframe.runtime import _framecodec
+    from protoframe.runtime.codec import _framecodec
 except ImportError:  # not built: no C compiler at install time, or a source checkout
     _framecodec = None
 

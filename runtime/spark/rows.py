@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 from pyspark.sql import Row
 from pyspark.sql.types import StructType
 
-from protoframe.runtime.protowire import int32_bytes, read_varint, skip_field, to_int32
+from protoframe.runtime.codec.protowire import int32_bytes, read_varint, skip_field, to_int32
 
 T = TypeVar("T")
 E = TypeVar("E", bound=enum.IntEnum)

@@ -1,6 +1,6 @@
 /*
- * What the two compiled codecs share (runtime/_wirecodec.c for protobuf messages,
- * runtime/_framecodec.c for frame structs): the growable output buffer, slot access by member
+ * What the two compiled codecs share (runtime/codec/_wirecodec.c for protobuf messages,
+ * runtime/codec/_framecodec.c for frame structs): the growable output buffer, slot access by member
  * offset, the checks that a class still holds its fields in the slots a codec found, the
  * fallback of the compiled constructors, and the binding that makes a codec an `encode` method.
  * Each file includes it once; the functions are static, so each module has its own copy.
@@ -97,9 +97,9 @@ static inline unsigned int valid_version_tag(PyTypeObject *cls) {
 #endif
 }
 
-/* What runtime._wirecodec lends runtime._framecodec, through a capsule, so that a frame's
+/* What runtime.codec._wirecodec lends runtime.codec._framecodec, through a capsule, so that a frame's
    protobuf parts are written straight into the frame's buffer. */
-#define WIRECODEC_CAPSULE "runtime._wirecodec._C_API"
+#define WIRECODEC_CAPSULE "runtime.codec._wirecodec._C_API"
 
 typedef struct {
     /* Append obj's protobuf encoding to o, if its class's `encode` is still the compiled

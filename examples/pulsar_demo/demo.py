@@ -1,4 +1,4 @@
-"""``make run``: typed events through Pulsar, end to end.
+"""``make run``: typed events through Pulsar, end to end (``python examples/pulsar_demo/demo.py``).
 
 Starts the embedded broker (or uses ``PULSAR_URL`` to talk to a real cluster), produces
 ``OrderPlaced`` events encoded with the generated bindings, consumes and decodes them, and
@@ -125,8 +125,8 @@ def spark_step(url: str, topic: str) -> None:
 
     from protoframe.generated.demo import spark as demo_rows
     from protoframe.generated.demo.events import RevenueSummary
-    from protoframe.pipeline.capture_decode import local_session
     from protoframe.pipeline.pulsar_source import register
+    from protoframe.pipeline.spark_session import local_session
 
     started = time.perf_counter()
     spark = local_session("protoframe-demo")

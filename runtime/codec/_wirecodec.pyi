@@ -1,4 +1,4 @@
-"""Type stub of the C extension runtime/_wirecodec.c (see runtime/compiled.py)."""
+"""Type stub of the C extension runtime/codec/_wirecodec.c (see runtime/codec/compiled.py)."""
 
 from collections.abc import Callable
 from typing import Any

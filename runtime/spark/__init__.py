@@ -1,0 +1,2 @@
+"""What the generated Spark modules share (``rows``); importing ``rows`` needs pyspark and
+pyarrow (the spark extra)."""

@@ -479,10 +479,16 @@ def _machine_view(spec: FrameSpec, m: Machine, functions: list[str],
     enum = "".join(p.capitalize() for p in m.name.split("_")) + "State"
     const = m.name.upper() + "_MACHINE"
     rules: list[str] = []
+    guards: set[str] = set()
     for i, t in enumerate(m.transitions):
         guard = "None"
         if t.when is not None:
-            guard = f"_guard_{m.name}_{i}"
+            # Named for what it decides: this machine taking this command to this state.
+            guard = f"_guard_{m.name}_{(t.receive or t.send or t.event or '').lower()}_to_" \
+                    f"{t.target}"
+            if guard in guards:
+                guard += f"_{i}"
+            guards.add(guard)
             functions += _guard_function(spec, guard, t.receive or t.send or "", t.when)
         if t.event is not None:
             head = f"None, None, event={q(t.event)}"

@@ -115,17 +115,19 @@ _CONSUMER_KEYED = frozenset({
 })
 
 
-def _guard_lookup_1(body: pulsar_api.CommandLookupTopicResponse) -> bool:
+def _guard_lookup_lookup_response_to_connected(body: pulsar_api.CommandLookupTopicResponse) -> bool:
     """Guard: response == Connect."""
     return bool(body.response == pulsar_api.CommandLookupTopicResponse.LookupType.Connect)
 
 
-def _guard_lookup_2(body: pulsar_api.CommandLookupTopicResponse) -> bool:
+def _guard_lookup_lookup_response_to_redirected(
+    body: pulsar_api.CommandLookupTopicResponse
+) -> bool:
     """Guard: response == Redirect."""
     return bool(body.response == pulsar_api.CommandLookupTopicResponse.LookupType.Redirect)
 
 
-def _guard_lookup_3(body: pulsar_api.CommandLookupTopicResponse) -> bool:
+def _guard_lookup_lookup_response_to_failed(body: pulsar_api.CommandLookupTopicResponse) -> bool:
     """Guard: response == Failed."""
     return bool(body.response == pulsar_api.CommandLookupTopicResponse.LookupType.Failed)
 
@@ -228,9 +230,27 @@ LOOKUP_MACHINE = MachineDef(
     key_of=_key_lookup,
     rules=[
         Rule("idle", "pending", Direction.SEND, "LOOKUP"),
-        Rule("pending", "connected", Direction.RECEIVE, "LOOKUP_RESPONSE", guard=_guard_lookup_1),
-        Rule("pending", "redirected", Direction.RECEIVE, "LOOKUP_RESPONSE", guard=_guard_lookup_2),
-        Rule("pending", "failed", Direction.RECEIVE, "LOOKUP_RESPONSE", guard=_guard_lookup_3),
+        Rule(
+            "pending",
+            "connected",
+            Direction.RECEIVE,
+            "LOOKUP_RESPONSE",
+            guard=_guard_lookup_lookup_response_to_connected,
+        ),
+        Rule(
+            "pending",
+            "redirected",
+            Direction.RECEIVE,
+            "LOOKUP_RESPONSE",
+            guard=_guard_lookup_lookup_response_to_redirected,
+        ),
+        Rule(
+            "pending",
+            "failed",
+            Direction.RECEIVE,
+            "LOOKUP_RESPONSE",
+            guard=_guard_lookup_lookup_response_to_failed,
+        ),
     ],
 )
 

@@ -147,13 +147,13 @@ class Command:
     frame: frames.Frame
 
 
-def _guard_producer_1(seen: Command) -> bool:
+def _guard_producer_register_m2p_to_registered(seen: Command) -> bool:
     """Guard: success."""
     body: master_service.RegisterResponseM2P = seen.body
     return bool(body.success)
 
 
-def _guard_producer_2(seen: Command) -> bool:
+def _guard_producer_register_m2p_to_closed(seen: Command) -> bool:
     """Guard: not success."""
     body: master_service.RegisterResponseM2P = seen.body
     return bool(not body.success)
@@ -173,25 +173,25 @@ _PRODUCER_KEYED = frozenset({
 })
 
 
-def _guard_consumer_1(seen: Command) -> bool:
+def _guard_consumer_register_m2c_to_registered(seen: Command) -> bool:
     """Guard: success."""
     body: master_service.RegisterResponseM2C = seen.body
     return bool(body.success)
 
 
-def _guard_consumer_2(seen: Command) -> bool:
+def _guard_consumer_register_m2c_to_closed(seen: Command) -> bool:
     """Guard: not success."""
     body: master_service.RegisterResponseM2C = seen.body
     return bool(not body.success)
 
 
-def _guard_consumer_12(seen: Command) -> bool:
+def _guard_consumer_register_m2c_v2_to_registered_v2(seen: Command) -> bool:
     """Guard: errCode == 200."""
     body: master_service.RegisterResponseM2CV2 = seen.body
     return bool(body.errCode == 200)
 
 
-def _guard_consumer_13(seen: Command) -> bool:
+def _guard_consumer_register_m2c_v2_to_closed(seen: Command) -> bool:
     """Guard: errCode != 200."""
     body: master_service.RegisterResponseM2CV2 = seen.body
     return bool(body.errCode != 200)
@@ -214,49 +214,49 @@ _CONSUMER_KEYED = frozenset({
 })
 
 
-def _guard_broker_1(seen: Command) -> bool:
+def _guard_broker_register_m2b_to_registered(seen: Command) -> bool:
     """Guard: success."""
     body: master_service.RegisterResponseM2B = seen.body
     return bool(body.success)
 
 
-def _guard_broker_2(seen: Command) -> bool:
+def _guard_broker_register_m2b_to_closed(seen: Command) -> bool:
     """Guard: not success."""
     body: master_service.RegisterResponseM2B = seen.body
     return bool(not body.success)
 
 
-def _guard_broker_5(seen: Command) -> bool:
+def _guard_broker_heartbeat_m2b_to_registered(seen: Command) -> bool:
     """Guard: success."""
     body: master_service.HeartResponseM2B = seen.body
     return bool(body.success)
 
 
-def _guard_broker_6(seen: Command) -> bool:
+def _guard_broker_heartbeat_m2b_to_idle(seen: Command) -> bool:
     """Guard: not success."""
     body: master_service.HeartResponseM2B = seen.body
     return bool(not body.success)
 
 
-def _guard_partition_0(seen: Command) -> bool:
+def _guard_partition_register_c2b_to_registering(seen: Command) -> bool:
     """Guard: opType == 31."""
     body: broker_service.RegisterRequestC2B = seen.body
     return bool(body.opType == 31)
 
 
-def _guard_partition_1(seen: Command) -> bool:
+def _guard_partition_register_b2c_to_consuming(seen: Command) -> bool:
     """Guard: success."""
     body: broker_service.RegisterResponseB2C = seen.body
     return bool(body.success)
 
 
-def _guard_partition_2(seen: Command) -> bool:
+def _guard_partition_register_b2c_to_released(seen: Command) -> bool:
     """Guard: not success."""
     body: broker_service.RegisterResponseB2C = seen.body
     return bool(not body.success)
 
 
-def _guard_partition_9(seen: Command) -> bool:
+def _guard_partition_register_c2b_to_unregistering(seen: Command) -> bool:
     """Guard: opType == 32."""
     body: broker_service.RegisterRequestC2B = seen.body
     return bool(body.opType == 32)
@@ -957,9 +957,15 @@ PRODUCER_MACHINE = MachineDef(
             "registered",
             Direction.RECEIVE,
             "REGISTER_M2P",
-            guard=_guard_producer_1,
+            guard=_guard_producer_register_m2p_to_registered,
         ),
-        Rule("registering", "closed", Direction.RECEIVE, "REGISTER_M2P", guard=_guard_producer_2),
+        Rule(
+            "registering",
+            "closed",
+            Direction.RECEIVE,
+            "REGISTER_M2P",
+            guard=_guard_producer_register_m2p_to_closed,
+        ),
         Rule("registering", "closed", Direction.RECEIVE, "EXCEPTION"),
         Rule("registered", "heartbeating", Direction.SEND, "HEARTBEAT_P2M"),
         Rule("heartbeating", "heartbeating", Direction.SEND, "HEARTBEAT_P2M"),
@@ -985,9 +991,15 @@ CONSUMER_MACHINE = MachineDef(
             "registered",
             Direction.RECEIVE,
             "REGISTER_M2C",
-            guard=_guard_consumer_1,
+            guard=_guard_consumer_register_m2c_to_registered,
         ),
-        Rule("registering", "closed", Direction.RECEIVE, "REGISTER_M2C", guard=_guard_consumer_2),
+        Rule(
+            "registering",
+            "closed",
+            Direction.RECEIVE,
+            "REGISTER_M2C",
+            guard=_guard_consumer_register_m2c_to_closed,
+        ),
         Rule("registering", "closed", Direction.RECEIVE, "EXCEPTION"),
         Rule("registered", "heartbeating", Direction.SEND, "HEARTBEAT_C2M"),
         Rule("heartbeating", "heartbeating", Direction.SEND, "HEARTBEAT_C2M"),
@@ -1004,14 +1016,14 @@ CONSUMER_MACHINE = MachineDef(
             "registered_v2",
             Direction.RECEIVE,
             "REGISTER_M2C_V2",
-            guard=_guard_consumer_12,
+            guard=_guard_consumer_register_m2c_v2_to_registered_v2,
         ),
         Rule(
             "registering_v2",
             "closed",
             Direction.RECEIVE,
             "REGISTER_M2C_V2",
-            guard=_guard_consumer_13,
+            guard=_guard_consumer_register_m2c_v2_to_closed,
         ),
         Rule("registering_v2", "closed", Direction.RECEIVE, "EXCEPTION"),
         Rule("registered_v2", "heartbeating_v2", Direction.SEND, "HEARTBEAT_C2M_V2"),
@@ -1037,8 +1049,20 @@ BROKER_MACHINE = MachineDef(
     key_of=None,
     rules=[
         Rule("idle", "registering", Direction.SEND, "REGISTER_B2M"),
-        Rule("registering", "registered", Direction.RECEIVE, "REGISTER_M2B", guard=_guard_broker_1),
-        Rule("registering", "closed", Direction.RECEIVE, "REGISTER_M2B", guard=_guard_broker_2),
+        Rule(
+            "registering",
+            "registered",
+            Direction.RECEIVE,
+            "REGISTER_M2B",
+            guard=_guard_broker_register_m2b_to_registered,
+        ),
+        Rule(
+            "registering",
+            "closed",
+            Direction.RECEIVE,
+            "REGISTER_M2B",
+            guard=_guard_broker_register_m2b_to_closed,
+        ),
         Rule("registering", "closed", Direction.RECEIVE, "EXCEPTION"),
         Rule("registered", "heartbeating", Direction.SEND, "HEARTBEAT_B2M"),
         Rule("heartbeating", "heartbeating", Direction.SEND, "HEARTBEAT_B2M"),
@@ -1047,9 +1071,15 @@ BROKER_MACHINE = MachineDef(
             "registered",
             Direction.RECEIVE,
             "HEARTBEAT_M2B",
-            guard=_guard_broker_5,
+            guard=_guard_broker_heartbeat_m2b_to_registered,
         ),
-        Rule("heartbeating", "idle", Direction.RECEIVE, "HEARTBEAT_M2B", guard=_guard_broker_6),
+        Rule(
+            "heartbeating",
+            "idle",
+            Direction.RECEIVE,
+            "HEARTBEAT_M2B",
+            guard=_guard_broker_heartbeat_m2b_to_idle,
+        ),
         Rule("heartbeating", "registered", Direction.RECEIVE, "EXCEPTION"),
         Rule("registered", "closing", Direction.SEND, "CLOSE_B2M"),
         Rule("heartbeating", "closing", Direction.SEND, "CLOSE_B2M"),
@@ -1065,21 +1095,33 @@ PARTITION_MACHINE = MachineDef(
     initial=PartitionState.IDLE.value,
     key_of=_key_partition,
     rules=[
-        Rule("idle", "registering", Direction.SEND, "REGISTER_C2B", guard=_guard_partition_0),
-        Rule("released", "registering", Direction.SEND, "REGISTER_C2B", guard=_guard_partition_0),
+        Rule(
+            "idle",
+            "registering",
+            Direction.SEND,
+            "REGISTER_C2B",
+            guard=_guard_partition_register_c2b_to_registering,
+        ),
+        Rule(
+            "released",
+            "registering",
+            Direction.SEND,
+            "REGISTER_C2B",
+            guard=_guard_partition_register_c2b_to_registering,
+        ),
         Rule(
             "registering",
             "consuming",
             Direction.RECEIVE,
             "REGISTER_B2C",
-            guard=_guard_partition_1,
+            guard=_guard_partition_register_b2c_to_consuming,
         ),
         Rule(
             "registering",
             "released",
             Direction.RECEIVE,
             "REGISTER_B2C",
-            guard=_guard_partition_2,
+            guard=_guard_partition_register_b2c_to_released,
         ),
         Rule("registering", "released", Direction.RECEIVE, "EXCEPTION"),
         Rule("consuming", "consuming", Direction.SEND, "GET_MESSAGE_C2B"),
@@ -1092,7 +1134,7 @@ PARTITION_MACHINE = MachineDef(
             "unregistering",
             Direction.SEND,
             "REGISTER_C2B",
-            guard=_guard_partition_9,
+            guard=_guard_partition_register_c2b_to_unregistering,
         ),
         Rule("unregistering", "unregistering", Direction.RECEIVE, "GET_MESSAGE_B2C"),
         Rule("unregistering", "unregistering", Direction.RECEIVE, "COMMIT_OFFSET_B2C"),

@@ -205,6 +205,18 @@ static int type_table_put(TypeTable *t, PyObject *cls, PyObject *codec) {
    and frame struct), without the checks for what such a class cannot have. A subclass keeps
    subtype_dealloc, which clears its own slots, dict and weak references and then calls this
    for the slots of the class below it. */
+/* Whether a class adds nothing to its instances' memory: object itself, or a class statement
+   with `__slots__ = ()` directly on object, such as runtime.codec.protowire.Message, the base
+   of the generated message classes. The slots slotted_dealloc clears are those of the class
+   just above such a base. */
+static inline int adds_no_storage(PyTypeObject *t) {
+    return t == &PyBaseObject_Type
+        || (t->tp_base == &PyBaseObject_Type && PyType_HasFeature(t, Py_TPFLAGS_HEAPTYPE)
+            && t->tp_basicsize == PyBaseObject_Type.tp_basicsize && t->tp_itemsize == 0
+            && t->tp_dictoffset == 0 && t->tp_weaklistoffset == 0
+            && !PyType_HasFeature(t, Py_TPFLAGS_MANAGED_DICT) && t->tp_del == NULL);
+}
+
 static void slotted_dealloc(PyObject *self) {
     PyTypeObject *type = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
@@ -216,10 +228,10 @@ static void slotted_dealloc(PyObject *self) {
         if (PyObject_CallFinalizerFromDealloc(self) < 0) goto end;
         PyObject_GC_UnTrack(self);
     }
-    /* The slots to clear are those of the class it was installed on, whose base is object
-       (a subclass's own were cleared before): the class just above object. */
+    /* The slots to clear are those of the class it was installed on (a subclass's own were
+       cleared before): the class just above object, or above a storage-less base. */
     PyTypeObject *base = type;
-    while (base->tp_base != NULL && base->tp_base != &PyBaseObject_Type) base = base->tp_base;
+    while (base->tp_base != NULL && !adds_no_storage(base->tp_base)) base = base->tp_base;
     /* A class statement's tp_members are its __slots__, ended by an empty entry. */
     for (PyMemberDef *mp = base->tp_members; mp != NULL && mp->name != NULL; mp++) {
         if (mp->type != T_OBJECT_EX || (mp->flags & READONLY)) continue;
@@ -239,7 +251,7 @@ end:
 /* Put slotted_dealloc on cls if it can stand in there; *saved gets the tp_dealloc it had. */
 static inline void install_slotted_dealloc(PyTypeObject *cls, destructor *saved) {
     if (cls->tp_dealloc == slotted_dealloc) return;  /* installed before */
-    if (cls->tp_base == &PyBaseObject_Type && cls->tp_dictoffset == 0
+    if (adds_no_storage(cls->tp_base) && cls->tp_dictoffset == 0
             && cls->tp_weaklistoffset == 0 && cls->tp_itemsize == 0
             && !PyType_HasFeature(cls, Py_TPFLAGS_MANAGED_DICT)
             && PyType_HasFeature(cls, Py_TPFLAGS_HEAPTYPE) && PyType_IS_GC(cls)

@@ -498,7 +498,7 @@ def _machine_view(spec: FrameSpec, m: Machine, functions: list[str],
             head = f"Direction.RECEIVE, {q(t.receive or '')}"
         for source in t.sources:
             g = "" if guard == "None" else f", guard={guard}"
-            rules.append(f"Rule({q(source)}, {q(t.target)}, {head}{g})")
+            rules.append(f"Rule({enum}.{source.upper()}, {enum}.{t.target.upper()}, {head}{g})")
     key_fn = None
     if m.key is not None:
         key_fn = f"_key_{m.name}"

@@ -82,7 +82,7 @@ def test_producer_lifecycle_and_violations() -> None:
     # Broker-initiated close ends the producer; its id can be used again.
     client.receive_data(server.send(frame(T.CLOSE_PRODUCER, close_producer=
                                           pb.CommandCloseProducer(producer_id=0, request_id=9))))
-    assert client.state("producer", 0) == "idle"
+    assert client.state("producer", 0) == "closed"
 
 
 def test_error_response_is_routed_to_the_requesting_consumer() -> None:
@@ -96,14 +96,14 @@ def test_error_response_is_routed_to_the_requesting_consumer() -> None:
         topic="t", request_id=1))))
     client.receive_data(server.send(frame(T.ERROR, error=pb.CommandError(
         request_id=1, error=pb.ServerError.TopicNotFound, message="no"))))
-    assert client.state("consumer", 3) == "idle"  # closed, then forgotten
+    assert client.state("consumer", 3) == "closed"  # and it reads so (the id may start over)
     assert client.state("lookup", 1) == "pending"
     client.receive_data(server.send(frame(T.LOOKUP_RESPONSE, lookupTopicResponse=
                                           pb.CommandLookupTopicResponse(
                                               request_id=1,
                                               response=pb.CommandLookupTopicResponse.LookupType
                                               .Redirect))))
-    assert client.state("lookup", 1) == "idle"
+    assert client.state("lookup", 1) == "redirected"
 
 
 class Broker:

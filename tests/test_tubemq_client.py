@@ -87,7 +87,7 @@ def test_producer_register_heartbeat_send_close() -> None:
         await producer.close()
         assert peer.state.producers == {}
         # The machine forgets a closed producer: it is back to its initial state.
-        assert producer.master.protocol.state("producer", "p1") == "idle"
+        assert producer.master.protocol.state("producer", "p1") == "closed"
 
     run(scenario)
 

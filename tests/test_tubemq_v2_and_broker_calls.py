@@ -209,17 +209,17 @@ def test_broker_session() -> None:
     assert wire.state("broker") == "closing"
     wire.receive("HEARTBEAT_M2B", heart_m2b(), beat)
     wire.receive("CLOSE_M2B", ms.CloseResponseM2B(success=True, errCode=200, errMsg=""), close)
-    assert wire.state("broker") == "idle"  # final state reached: the session is forgotten
+    assert wire.state("broker") == "closed"  # final state reached: the session ends there
 
 
 def test_broker_refused_or_failing() -> None:
     wire = Wire()
     serial = wire.send("REGISTER_B2M", reg_b2m())
     wire.receive("REGISTER_M2B", reg_m2b(success=False), serial)
-    assert wire.state("broker") == "idle"
+    assert wire.state("broker") == "closed"
     serial = wire.send("REGISTER_B2M", reg_b2m())
     wire.receive("EXCEPTION", RspExceptionBody(exceptionName="E"), serial)
-    assert wire.state("broker") == "idle"
+    assert wire.state("broker") == "closed"
 
 
 @pytest.mark.parametrize(("name", "body"), [
@@ -277,7 +277,7 @@ def test_v2_consumer_session() -> None:
     close = wire.send("CLOSE_C2M", ms.CloseRequestC2M(clientId="c", groupName="g"))
     assert wire.state("consumer", "c") == "closing"
     wire.receive("CLOSE_M2C", ms.CloseResponseM2C(success=True, errCode=200, errMsg=""), close)
-    assert wire.state("consumer", "c") == "idle"
+    assert wire.state("consumer", "c") == "closed"
 
 
 def test_v2_consumer_out_of_order() -> None:
@@ -324,7 +324,7 @@ def test_v2_register_refused() -> None:
     wire = Wire()
     serial = wire.send("REGISTER_C2M_V2", reg_c2m_v2())
     wire.receive("REGISTER_M2C_V2", ms.RegisterResponseM2CV2(errCode=400, errMsg="no"), serial)
-    assert wire.state("consumer", "c") == "idle"
+    assert wire.state("consumer", "c") == "closed"
     with pytest.raises(ProtocolViolation):
         wire.send("HEARTBEAT_C2M_V2", heart_c2m_v2())
 
@@ -510,7 +510,7 @@ def test_broker_registers_heartbeats_and_closes() -> None:
             await link.close()
             closed = True
             assert "42" not in peer.state.brokers
-            assert protocol.state("broker") == "idle"
+            assert protocol.state("broker") == "closed"
         finally:
             if not closed:
                 await link.close()
@@ -525,7 +525,7 @@ def test_master_asks_for_a_configuration_it_has_not_seen() -> None:
             calls = conn.requests
             bad = await calls.register_broker_to_master(reg_b2m(""))
             assert not bad.success and bad.errCode == BAD_REQUEST
-            assert conn.protocol.state("broker") == "idle"  # a refused register ends it
+            assert conn.protocol.state("broker") == "closed"  # a refused register ends it
             await conn.checked("REGISTER_B2M", calls.register_broker_to_master(reg_b2m("9")))
             beat = heart_b2m("9")
             beat.curBrokerConfId = 5

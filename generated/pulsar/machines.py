@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 
-class ConnectionState(enum.Enum):
+class ConnectionState(enum.StrEnum):
     """The connection handshake, keepalive and close."""
 
     IDLE = "idle"
@@ -48,7 +48,7 @@ class ConnectionState(enum.Enum):
     CLOSED = "closed"
 
 
-class ProducerState(enum.Enum):
+class ProducerState(enum.StrEnum):
     """One producer on a connection, created by PRODUCER and identified by producer_id."""
 
     IDLE = "idle"
@@ -58,7 +58,7 @@ class ProducerState(enum.Enum):
     CLOSED = "closed"
 
 
-class ConsumerState(enum.Enum):
+class ConsumerState(enum.StrEnum):
     """One consumer on a connection, created by SUBSCRIBE and identified by consumer_id."""
 
     IDLE = "idle"
@@ -68,7 +68,7 @@ class ConsumerState(enum.Enum):
     CLOSED = "closed"
 
 
-class LookupState(enum.Enum):
+class LookupState(enum.StrEnum):
     """A topic lookup, which the broker may redirect to another broker."""
 
     IDLE = "idle"
@@ -155,98 +155,108 @@ _ATTRS: dict[str, str] = {"type": "type_"}
 
 CONNECTION_MACHINE = MachineDef(
     name="connection",
-    initial=ConnectionState.IDLE.value,
+    initial=ConnectionState.IDLE,
     key_of=None,
     rules=[
-        Rule("idle", "connecting", Direction.SEND, "CONNECT"),
-        Rule("connecting", "connected", Direction.RECEIVE, "CONNECTED"),
-        Rule("connecting", "closed", Direction.RECEIVE, "ERROR"),
-        Rule("connected", "connected", Direction.SEND, "PING"),
-        Rule("connected", "connected", Direction.RECEIVE, "PING"),
-        Rule("connected", "connected", Direction.SEND, "PONG"),
-        Rule("connected", "connected", Direction.RECEIVE, "PONG"),
-        Rule("idle", "closed", None, None, event="close"),
-        Rule("connecting", "closed", None, None, event="close"),
-        Rule("connected", "closed", None, None, event="close"),
+        Rule(ConnectionState.IDLE, ConnectionState.CONNECTING, Direction.SEND, "CONNECT"),
+        Rule(ConnectionState.CONNECTING, ConnectionState.CONNECTED, Direction.RECEIVE, "CONNECTED"),
+        Rule(ConnectionState.CONNECTING, ConnectionState.CLOSED, Direction.RECEIVE, "ERROR"),
+        Rule(ConnectionState.CONNECTED, ConnectionState.CONNECTED, Direction.SEND, "PING"),
+        Rule(ConnectionState.CONNECTED, ConnectionState.CONNECTED, Direction.RECEIVE, "PING"),
+        Rule(ConnectionState.CONNECTED, ConnectionState.CONNECTED, Direction.SEND, "PONG"),
+        Rule(ConnectionState.CONNECTED, ConnectionState.CONNECTED, Direction.RECEIVE, "PONG"),
+        Rule(ConnectionState.IDLE, ConnectionState.CLOSED, None, None, event="close"),
+        Rule(ConnectionState.CONNECTING, ConnectionState.CLOSED, None, None, event="close"),
+        Rule(ConnectionState.CONNECTED, ConnectionState.CLOSED, None, None, event="close"),
     ],
 )
 
 
 PRODUCER_MACHINE = MachineDef(
     name="producer",
-    initial=ProducerState.IDLE.value,
+    initial=ProducerState.IDLE,
     key_of=_key_producer,
     rules=[
-        Rule("idle", "creating", Direction.SEND, "PRODUCER"),
-        Rule("creating", "ready", Direction.RECEIVE, "PRODUCER_SUCCESS"),
-        Rule("creating", "closed", Direction.RECEIVE, "ERROR"),
-        Rule("ready", "ready", Direction.SEND, "SEND"),
-        Rule("ready", "ready", Direction.RECEIVE, "SEND_RECEIPT"),
-        Rule("ready", "ready", Direction.RECEIVE, "SEND_ERROR"),
-        Rule("ready", "closing", Direction.SEND, "CLOSE_PRODUCER"),
-        Rule("creating", "closing", Direction.SEND, "CLOSE_PRODUCER"),
-        Rule("closing", "closing", Direction.RECEIVE, "SEND_RECEIPT"),
-        Rule("closing", "closed", Direction.RECEIVE, "SUCCESS"),
-        Rule("creating", "closed", Direction.RECEIVE, "CLOSE_PRODUCER"),
-        Rule("ready", "closed", Direction.RECEIVE, "CLOSE_PRODUCER"),
-        Rule("closing", "closed", Direction.RECEIVE, "CLOSE_PRODUCER"),
+        Rule(ProducerState.IDLE, ProducerState.CREATING, Direction.SEND, "PRODUCER"),
+        Rule(ProducerState.CREATING, ProducerState.READY, Direction.RECEIVE, "PRODUCER_SUCCESS"),
+        Rule(ProducerState.CREATING, ProducerState.CLOSED, Direction.RECEIVE, "ERROR"),
+        Rule(ProducerState.READY, ProducerState.READY, Direction.SEND, "SEND"),
+        Rule(ProducerState.READY, ProducerState.READY, Direction.RECEIVE, "SEND_RECEIPT"),
+        Rule(ProducerState.READY, ProducerState.READY, Direction.RECEIVE, "SEND_ERROR"),
+        Rule(ProducerState.READY, ProducerState.CLOSING, Direction.SEND, "CLOSE_PRODUCER"),
+        Rule(ProducerState.CREATING, ProducerState.CLOSING, Direction.SEND, "CLOSE_PRODUCER"),
+        Rule(ProducerState.CLOSING, ProducerState.CLOSING, Direction.RECEIVE, "SEND_RECEIPT"),
+        Rule(ProducerState.CLOSING, ProducerState.CLOSED, Direction.RECEIVE, "SUCCESS"),
+        Rule(ProducerState.CREATING, ProducerState.CLOSED, Direction.RECEIVE, "CLOSE_PRODUCER"),
+        Rule(ProducerState.READY, ProducerState.CLOSED, Direction.RECEIVE, "CLOSE_PRODUCER"),
+        Rule(ProducerState.CLOSING, ProducerState.CLOSED, Direction.RECEIVE, "CLOSE_PRODUCER"),
     ],
 )
 
 
 CONSUMER_MACHINE = MachineDef(
     name="consumer",
-    initial=ConsumerState.IDLE.value,
+    initial=ConsumerState.IDLE,
     key_of=_key_consumer,
     rules=[
-        Rule("idle", "subscribing", Direction.SEND, "SUBSCRIBE"),
-        Rule("subscribing", "active", Direction.RECEIVE, "SUCCESS"),
-        Rule("subscribing", "closed", Direction.RECEIVE, "ERROR"),
-        Rule("active", "active", Direction.SEND, "FLOW"),
-        Rule("active", "active", Direction.RECEIVE, "MESSAGE"),
-        Rule("active", "active", Direction.SEND, "ACK"),
-        Rule("active", "active", Direction.SEND, "REDELIVER_UNACKNOWLEDGED_MESSAGES"),
-        Rule("active", "active", Direction.SEND, "SEEK"),
-        Rule("active", "active", Direction.RECEIVE, "SUCCESS"),
-        Rule("active", "active", Direction.RECEIVE, "ERROR"),
-        Rule("active", "active", Direction.RECEIVE, "REACHED_END_OF_TOPIC"),
-        Rule("active", "active", Direction.RECEIVE, "ACTIVE_CONSUMER_CHANGE"),
-        Rule("subscribing", "closing", Direction.SEND, "CLOSE_CONSUMER"),
-        Rule("active", "closing", Direction.SEND, "CLOSE_CONSUMER"),
-        Rule("active", "closing", Direction.SEND, "UNSUBSCRIBE"),
-        Rule("closing", "closing", Direction.RECEIVE, "MESSAGE"),
-        Rule("closing", "closed", Direction.RECEIVE, "SUCCESS"),
-        Rule("closing", "active", Direction.RECEIVE, "ERROR"),
-        Rule("subscribing", "closed", Direction.RECEIVE, "CLOSE_CONSUMER"),
-        Rule("active", "closed", Direction.RECEIVE, "CLOSE_CONSUMER"),
-        Rule("closing", "closed", Direction.RECEIVE, "CLOSE_CONSUMER"),
+        Rule(ConsumerState.IDLE, ConsumerState.SUBSCRIBING, Direction.SEND, "SUBSCRIBE"),
+        Rule(ConsumerState.SUBSCRIBING, ConsumerState.ACTIVE, Direction.RECEIVE, "SUCCESS"),
+        Rule(ConsumerState.SUBSCRIBING, ConsumerState.CLOSED, Direction.RECEIVE, "ERROR"),
+        Rule(ConsumerState.ACTIVE, ConsumerState.ACTIVE, Direction.SEND, "FLOW"),
+        Rule(ConsumerState.ACTIVE, ConsumerState.ACTIVE, Direction.RECEIVE, "MESSAGE"),
+        Rule(ConsumerState.ACTIVE, ConsumerState.ACTIVE, Direction.SEND, "ACK"),
+        Rule(
+            ConsumerState.ACTIVE,
+            ConsumerState.ACTIVE,
+            Direction.SEND,
+            "REDELIVER_UNACKNOWLEDGED_MESSAGES",
+        ),
+        Rule(ConsumerState.ACTIVE, ConsumerState.ACTIVE, Direction.SEND, "SEEK"),
+        Rule(ConsumerState.ACTIVE, ConsumerState.ACTIVE, Direction.RECEIVE, "SUCCESS"),
+        Rule(ConsumerState.ACTIVE, ConsumerState.ACTIVE, Direction.RECEIVE, "ERROR"),
+        Rule(ConsumerState.ACTIVE, ConsumerState.ACTIVE, Direction.RECEIVE, "REACHED_END_OF_TOPIC"),
+        Rule(
+            ConsumerState.ACTIVE,
+            ConsumerState.ACTIVE,
+            Direction.RECEIVE,
+            "ACTIVE_CONSUMER_CHANGE",
+        ),
+        Rule(ConsumerState.SUBSCRIBING, ConsumerState.CLOSING, Direction.SEND, "CLOSE_CONSUMER"),
+        Rule(ConsumerState.ACTIVE, ConsumerState.CLOSING, Direction.SEND, "CLOSE_CONSUMER"),
+        Rule(ConsumerState.ACTIVE, ConsumerState.CLOSING, Direction.SEND, "UNSUBSCRIBE"),
+        Rule(ConsumerState.CLOSING, ConsumerState.CLOSING, Direction.RECEIVE, "MESSAGE"),
+        Rule(ConsumerState.CLOSING, ConsumerState.CLOSED, Direction.RECEIVE, "SUCCESS"),
+        Rule(ConsumerState.CLOSING, ConsumerState.ACTIVE, Direction.RECEIVE, "ERROR"),
+        Rule(ConsumerState.SUBSCRIBING, ConsumerState.CLOSED, Direction.RECEIVE, "CLOSE_CONSUMER"),
+        Rule(ConsumerState.ACTIVE, ConsumerState.CLOSED, Direction.RECEIVE, "CLOSE_CONSUMER"),
+        Rule(ConsumerState.CLOSING, ConsumerState.CLOSED, Direction.RECEIVE, "CLOSE_CONSUMER"),
     ],
 )
 
 
 LOOKUP_MACHINE = MachineDef(
     name="lookup",
-    initial=LookupState.IDLE.value,
+    initial=LookupState.IDLE,
     key_of=_key_lookup,
     rules=[
-        Rule("idle", "pending", Direction.SEND, "LOOKUP"),
+        Rule(LookupState.IDLE, LookupState.PENDING, Direction.SEND, "LOOKUP"),
         Rule(
-            "pending",
-            "connected",
+            LookupState.PENDING,
+            LookupState.CONNECTED,
             Direction.RECEIVE,
             "LOOKUP_RESPONSE",
             guard=_guard_lookup_lookup_response_to_connected,
         ),
         Rule(
-            "pending",
-            "redirected",
+            LookupState.PENDING,
+            LookupState.REDIRECTED,
             Direction.RECEIVE,
             "LOOKUP_RESPONSE",
             guard=_guard_lookup_lookup_response_to_redirected,
         ),
         Rule(
-            "pending",
-            "failed",
+            LookupState.PENDING,
+            LookupState.FAILED,
             Direction.RECEIVE,
             "LOOKUP_RESPONSE",
             guard=_guard_lookup_lookup_response_to_failed,

@@ -77,7 +77,7 @@ __all__ = [
 ]
 
 
-class ProducerState(enum.Enum):
+class ProducerState(enum.StrEnum):
     """A producer's session with the master, identified by its clientId."""
 
     IDLE = "idle"
@@ -88,7 +88,7 @@ class ProducerState(enum.Enum):
     CLOSED = "closed"
 
 
-class ConsumerState(enum.Enum):
+class ConsumerState(enum.StrEnum):
     """A consumer's session with the master, identified by its clientId. It registers either with
     REGISTER_C2M (the master deals it partitions with rebalance events) or with REGISTER_C2M_V2
     (it asks for the partitions' metadata with GET_PART_META_C2M, at any time while registered,
@@ -106,7 +106,7 @@ class ConsumerState(enum.Enum):
     CLOSED = "closed"
 
 
-class BrokerState(enum.Enum):
+class BrokerState(enum.StrEnum):
     """A broker's session with its master. A broker keeps one connection to the master, so there is
     one session per connection (the register names the broker by clientId, the heartbeat and
     close by brokerId). A failed heartbeat means the master no longer knows the broker, which
@@ -121,7 +121,7 @@ class BrokerState(enum.Enum):
     CLOSED = "closed"
 
 
-class PartitionState(enum.Enum):
+class PartitionState(enum.StrEnum):
     """A consumer's hold on one partition of a broker, identified by partitionId: registered with
     REGISTER_C2B (opType 31), read with GET_MESSAGE_C2B and COMMIT_OFFSET_C2B, and released with
     REGISTER_C2B again (opType 32, unregister); a rebalance may later give a released partition
@@ -948,198 +948,293 @@ _BUILDERS: dict[str, Callable[..., frames.Frame]] = {
 
 PRODUCER_MACHINE = MachineDef(
     name="producer",
-    initial=ProducerState.IDLE.value,
+    initial=ProducerState.IDLE,
     key_of=_key_producer,
     rules=[
-        Rule("idle", "registering", Direction.SEND, "REGISTER_P2M"),
+        Rule(ProducerState.IDLE, ProducerState.REGISTERING, Direction.SEND, "REGISTER_P2M"),
         Rule(
-            "registering",
-            "registered",
+            ProducerState.REGISTERING,
+            ProducerState.REGISTERED,
             Direction.RECEIVE,
             "REGISTER_M2P",
             guard=_guard_producer_register_m2p_to_registered,
         ),
         Rule(
-            "registering",
-            "closed",
+            ProducerState.REGISTERING,
+            ProducerState.CLOSED,
             Direction.RECEIVE,
             "REGISTER_M2P",
             guard=_guard_producer_register_m2p_to_closed,
         ),
-        Rule("registering", "closed", Direction.RECEIVE, "EXCEPTION"),
-        Rule("registered", "heartbeating", Direction.SEND, "HEARTBEAT_P2M"),
-        Rule("heartbeating", "heartbeating", Direction.SEND, "HEARTBEAT_P2M"),
-        Rule("heartbeating", "registered", Direction.RECEIVE, "HEARTBEAT_M2P"),
-        Rule("heartbeating", "registered", Direction.RECEIVE, "EXCEPTION"),
-        Rule("registered", "closing", Direction.SEND, "CLOSE_P2M"),
-        Rule("heartbeating", "closing", Direction.SEND, "CLOSE_P2M"),
-        Rule("closing", "closing", Direction.RECEIVE, "HEARTBEAT_M2P"),
-        Rule("closing", "closed", Direction.RECEIVE, "CLOSE_M2P"),
-        Rule("closing", "closed", Direction.RECEIVE, "EXCEPTION"),
+        Rule(ProducerState.REGISTERING, ProducerState.CLOSED, Direction.RECEIVE, "EXCEPTION"),
+        Rule(ProducerState.REGISTERED, ProducerState.HEARTBEATING, Direction.SEND, "HEARTBEAT_P2M"),
+        Rule(
+            ProducerState.HEARTBEATING,
+            ProducerState.HEARTBEATING,
+            Direction.SEND,
+            "HEARTBEAT_P2M",
+        ),
+        Rule(
+            ProducerState.HEARTBEATING,
+            ProducerState.REGISTERED,
+            Direction.RECEIVE,
+            "HEARTBEAT_M2P",
+        ),
+        Rule(ProducerState.HEARTBEATING, ProducerState.REGISTERED, Direction.RECEIVE, "EXCEPTION"),
+        Rule(ProducerState.REGISTERED, ProducerState.CLOSING, Direction.SEND, "CLOSE_P2M"),
+        Rule(ProducerState.HEARTBEATING, ProducerState.CLOSING, Direction.SEND, "CLOSE_P2M"),
+        Rule(ProducerState.CLOSING, ProducerState.CLOSING, Direction.RECEIVE, "HEARTBEAT_M2P"),
+        Rule(ProducerState.CLOSING, ProducerState.CLOSED, Direction.RECEIVE, "CLOSE_M2P"),
+        Rule(ProducerState.CLOSING, ProducerState.CLOSED, Direction.RECEIVE, "EXCEPTION"),
     ],
 )
 
 
 CONSUMER_MACHINE = MachineDef(
     name="consumer",
-    initial=ConsumerState.IDLE.value,
+    initial=ConsumerState.IDLE,
     key_of=_key_consumer,
     rules=[
-        Rule("idle", "registering", Direction.SEND, "REGISTER_C2M"),
+        Rule(ConsumerState.IDLE, ConsumerState.REGISTERING, Direction.SEND, "REGISTER_C2M"),
         Rule(
-            "registering",
-            "registered",
+            ConsumerState.REGISTERING,
+            ConsumerState.REGISTERED,
             Direction.RECEIVE,
             "REGISTER_M2C",
             guard=_guard_consumer_register_m2c_to_registered,
         ),
         Rule(
-            "registering",
-            "closed",
+            ConsumerState.REGISTERING,
+            ConsumerState.CLOSED,
             Direction.RECEIVE,
             "REGISTER_M2C",
             guard=_guard_consumer_register_m2c_to_closed,
         ),
-        Rule("registering", "closed", Direction.RECEIVE, "EXCEPTION"),
-        Rule("registered", "heartbeating", Direction.SEND, "HEARTBEAT_C2M"),
-        Rule("heartbeating", "heartbeating", Direction.SEND, "HEARTBEAT_C2M"),
-        Rule("heartbeating", "registered", Direction.RECEIVE, "HEARTBEAT_M2C"),
-        Rule("heartbeating", "registered", Direction.RECEIVE, "EXCEPTION"),
-        Rule("registered", "closing", Direction.SEND, "CLOSE_C2M"),
-        Rule("heartbeating", "closing", Direction.SEND, "CLOSE_C2M"),
-        Rule("closing", "closing", Direction.RECEIVE, "HEARTBEAT_M2C"),
-        Rule("closing", "closed", Direction.RECEIVE, "CLOSE_M2C"),
-        Rule("closing", "closed", Direction.RECEIVE, "EXCEPTION"),
-        Rule("idle", "registering_v2", Direction.SEND, "REGISTER_C2M_V2"),
+        Rule(ConsumerState.REGISTERING, ConsumerState.CLOSED, Direction.RECEIVE, "EXCEPTION"),
+        Rule(ConsumerState.REGISTERED, ConsumerState.HEARTBEATING, Direction.SEND, "HEARTBEAT_C2M"),
         Rule(
-            "registering_v2",
-            "registered_v2",
+            ConsumerState.HEARTBEATING,
+            ConsumerState.HEARTBEATING,
+            Direction.SEND,
+            "HEARTBEAT_C2M",
+        ),
+        Rule(
+            ConsumerState.HEARTBEATING,
+            ConsumerState.REGISTERED,
+            Direction.RECEIVE,
+            "HEARTBEAT_M2C",
+        ),
+        Rule(ConsumerState.HEARTBEATING, ConsumerState.REGISTERED, Direction.RECEIVE, "EXCEPTION"),
+        Rule(ConsumerState.REGISTERED, ConsumerState.CLOSING, Direction.SEND, "CLOSE_C2M"),
+        Rule(ConsumerState.HEARTBEATING, ConsumerState.CLOSING, Direction.SEND, "CLOSE_C2M"),
+        Rule(ConsumerState.CLOSING, ConsumerState.CLOSING, Direction.RECEIVE, "HEARTBEAT_M2C"),
+        Rule(ConsumerState.CLOSING, ConsumerState.CLOSED, Direction.RECEIVE, "CLOSE_M2C"),
+        Rule(ConsumerState.CLOSING, ConsumerState.CLOSED, Direction.RECEIVE, "EXCEPTION"),
+        Rule(ConsumerState.IDLE, ConsumerState.REGISTERING_V2, Direction.SEND, "REGISTER_C2M_V2"),
+        Rule(
+            ConsumerState.REGISTERING_V2,
+            ConsumerState.REGISTERED_V2,
             Direction.RECEIVE,
             "REGISTER_M2C_V2",
             guard=_guard_consumer_register_m2c_v2_to_registered_v2,
         ),
         Rule(
-            "registering_v2",
-            "closed",
+            ConsumerState.REGISTERING_V2,
+            ConsumerState.CLOSED,
             Direction.RECEIVE,
             "REGISTER_M2C_V2",
             guard=_guard_consumer_register_m2c_v2_to_closed,
         ),
-        Rule("registering_v2", "closed", Direction.RECEIVE, "EXCEPTION"),
-        Rule("registered_v2", "heartbeating_v2", Direction.SEND, "HEARTBEAT_C2M_V2"),
-        Rule("heartbeating_v2", "heartbeating_v2", Direction.SEND, "HEARTBEAT_C2M_V2"),
-        Rule("heartbeating_v2", "registered_v2", Direction.RECEIVE, "HEARTBEAT_M2C_V2"),
-        Rule("registered_v2", "registered_v2", Direction.SEND, "GET_PART_META_C2M"),
-        Rule("heartbeating_v2", "heartbeating_v2", Direction.SEND, "GET_PART_META_C2M"),
-        Rule("registered_v2", "registered_v2", Direction.RECEIVE, "GET_PART_META_M2C"),
-        Rule("heartbeating_v2", "heartbeating_v2", Direction.RECEIVE, "GET_PART_META_M2C"),
-        Rule("registered_v2", "registered_v2", Direction.RECEIVE, "EXCEPTION"),
-        Rule("heartbeating_v2", "registered_v2", Direction.RECEIVE, "EXCEPTION"),
-        Rule("registered_v2", "closing", Direction.SEND, "CLOSE_C2M"),
-        Rule("heartbeating_v2", "closing", Direction.SEND, "CLOSE_C2M"),
-        Rule("closing", "closing", Direction.RECEIVE, "HEARTBEAT_M2C_V2"),
-        Rule("closing", "closing", Direction.RECEIVE, "GET_PART_META_M2C"),
+        Rule(ConsumerState.REGISTERING_V2, ConsumerState.CLOSED, Direction.RECEIVE, "EXCEPTION"),
+        Rule(
+            ConsumerState.REGISTERED_V2,
+            ConsumerState.HEARTBEATING_V2,
+            Direction.SEND,
+            "HEARTBEAT_C2M_V2",
+        ),
+        Rule(
+            ConsumerState.HEARTBEATING_V2,
+            ConsumerState.HEARTBEATING_V2,
+            Direction.SEND,
+            "HEARTBEAT_C2M_V2",
+        ),
+        Rule(
+            ConsumerState.HEARTBEATING_V2,
+            ConsumerState.REGISTERED_V2,
+            Direction.RECEIVE,
+            "HEARTBEAT_M2C_V2",
+        ),
+        Rule(
+            ConsumerState.REGISTERED_V2,
+            ConsumerState.REGISTERED_V2,
+            Direction.SEND,
+            "GET_PART_META_C2M",
+        ),
+        Rule(
+            ConsumerState.HEARTBEATING_V2,
+            ConsumerState.HEARTBEATING_V2,
+            Direction.SEND,
+            "GET_PART_META_C2M",
+        ),
+        Rule(
+            ConsumerState.REGISTERED_V2,
+            ConsumerState.REGISTERED_V2,
+            Direction.RECEIVE,
+            "GET_PART_META_M2C",
+        ),
+        Rule(
+            ConsumerState.HEARTBEATING_V2,
+            ConsumerState.HEARTBEATING_V2,
+            Direction.RECEIVE,
+            "GET_PART_META_M2C",
+        ),
+        Rule(
+            ConsumerState.REGISTERED_V2,
+            ConsumerState.REGISTERED_V2,
+            Direction.RECEIVE,
+            "EXCEPTION",
+        ),
+        Rule(
+            ConsumerState.HEARTBEATING_V2,
+            ConsumerState.REGISTERED_V2,
+            Direction.RECEIVE,
+            "EXCEPTION",
+        ),
+        Rule(ConsumerState.REGISTERED_V2, ConsumerState.CLOSING, Direction.SEND, "CLOSE_C2M"),
+        Rule(ConsumerState.HEARTBEATING_V2, ConsumerState.CLOSING, Direction.SEND, "CLOSE_C2M"),
+        Rule(ConsumerState.CLOSING, ConsumerState.CLOSING, Direction.RECEIVE, "HEARTBEAT_M2C_V2"),
+        Rule(ConsumerState.CLOSING, ConsumerState.CLOSING, Direction.RECEIVE, "GET_PART_META_M2C"),
     ],
 )
 
 
 BROKER_MACHINE = MachineDef(
     name="broker",
-    initial=BrokerState.IDLE.value,
+    initial=BrokerState.IDLE,
     key_of=None,
     rules=[
-        Rule("idle", "registering", Direction.SEND, "REGISTER_B2M"),
+        Rule(BrokerState.IDLE, BrokerState.REGISTERING, Direction.SEND, "REGISTER_B2M"),
         Rule(
-            "registering",
-            "registered",
+            BrokerState.REGISTERING,
+            BrokerState.REGISTERED,
             Direction.RECEIVE,
             "REGISTER_M2B",
             guard=_guard_broker_register_m2b_to_registered,
         ),
         Rule(
-            "registering",
-            "closed",
+            BrokerState.REGISTERING,
+            BrokerState.CLOSED,
             Direction.RECEIVE,
             "REGISTER_M2B",
             guard=_guard_broker_register_m2b_to_closed,
         ),
-        Rule("registering", "closed", Direction.RECEIVE, "EXCEPTION"),
-        Rule("registered", "heartbeating", Direction.SEND, "HEARTBEAT_B2M"),
-        Rule("heartbeating", "heartbeating", Direction.SEND, "HEARTBEAT_B2M"),
+        Rule(BrokerState.REGISTERING, BrokerState.CLOSED, Direction.RECEIVE, "EXCEPTION"),
+        Rule(BrokerState.REGISTERED, BrokerState.HEARTBEATING, Direction.SEND, "HEARTBEAT_B2M"),
+        Rule(BrokerState.HEARTBEATING, BrokerState.HEARTBEATING, Direction.SEND, "HEARTBEAT_B2M"),
         Rule(
-            "heartbeating",
-            "registered",
+            BrokerState.HEARTBEATING,
+            BrokerState.REGISTERED,
             Direction.RECEIVE,
             "HEARTBEAT_M2B",
             guard=_guard_broker_heartbeat_m2b_to_registered,
         ),
         Rule(
-            "heartbeating",
-            "idle",
+            BrokerState.HEARTBEATING,
+            BrokerState.IDLE,
             Direction.RECEIVE,
             "HEARTBEAT_M2B",
             guard=_guard_broker_heartbeat_m2b_to_idle,
         ),
-        Rule("heartbeating", "registered", Direction.RECEIVE, "EXCEPTION"),
-        Rule("registered", "closing", Direction.SEND, "CLOSE_B2M"),
-        Rule("heartbeating", "closing", Direction.SEND, "CLOSE_B2M"),
-        Rule("closing", "closing", Direction.RECEIVE, "HEARTBEAT_M2B"),
-        Rule("closing", "closed", Direction.RECEIVE, "CLOSE_M2B"),
-        Rule("closing", "closed", Direction.RECEIVE, "EXCEPTION"),
+        Rule(BrokerState.HEARTBEATING, BrokerState.REGISTERED, Direction.RECEIVE, "EXCEPTION"),
+        Rule(BrokerState.REGISTERED, BrokerState.CLOSING, Direction.SEND, "CLOSE_B2M"),
+        Rule(BrokerState.HEARTBEATING, BrokerState.CLOSING, Direction.SEND, "CLOSE_B2M"),
+        Rule(BrokerState.CLOSING, BrokerState.CLOSING, Direction.RECEIVE, "HEARTBEAT_M2B"),
+        Rule(BrokerState.CLOSING, BrokerState.CLOSED, Direction.RECEIVE, "CLOSE_M2B"),
+        Rule(BrokerState.CLOSING, BrokerState.CLOSED, Direction.RECEIVE, "EXCEPTION"),
     ],
 )
 
 
 PARTITION_MACHINE = MachineDef(
     name="partition",
-    initial=PartitionState.IDLE.value,
+    initial=PartitionState.IDLE,
     key_of=_key_partition,
     rules=[
         Rule(
-            "idle",
-            "registering",
+            PartitionState.IDLE,
+            PartitionState.REGISTERING,
             Direction.SEND,
             "REGISTER_C2B",
             guard=_guard_partition_register_c2b_to_registering,
         ),
         Rule(
-            "released",
-            "registering",
+            PartitionState.RELEASED,
+            PartitionState.REGISTERING,
             Direction.SEND,
             "REGISTER_C2B",
             guard=_guard_partition_register_c2b_to_registering,
         ),
         Rule(
-            "registering",
-            "consuming",
+            PartitionState.REGISTERING,
+            PartitionState.CONSUMING,
             Direction.RECEIVE,
             "REGISTER_B2C",
             guard=_guard_partition_register_b2c_to_consuming,
         ),
         Rule(
-            "registering",
-            "released",
+            PartitionState.REGISTERING,
+            PartitionState.RELEASED,
             Direction.RECEIVE,
             "REGISTER_B2C",
             guard=_guard_partition_register_b2c_to_released,
         ),
-        Rule("registering", "released", Direction.RECEIVE, "EXCEPTION"),
-        Rule("consuming", "consuming", Direction.SEND, "GET_MESSAGE_C2B"),
-        Rule("consuming", "consuming", Direction.RECEIVE, "GET_MESSAGE_B2C"),
-        Rule("consuming", "consuming", Direction.SEND, "COMMIT_OFFSET_C2B"),
-        Rule("consuming", "consuming", Direction.RECEIVE, "COMMIT_OFFSET_B2C"),
-        Rule("consuming", "consuming", Direction.RECEIVE, "EXCEPTION"),
+        Rule(PartitionState.REGISTERING, PartitionState.RELEASED, Direction.RECEIVE, "EXCEPTION"),
+        Rule(PartitionState.CONSUMING, PartitionState.CONSUMING, Direction.SEND, "GET_MESSAGE_C2B"),
         Rule(
-            "consuming",
-            "unregistering",
+            PartitionState.CONSUMING,
+            PartitionState.CONSUMING,
+            Direction.RECEIVE,
+            "GET_MESSAGE_B2C",
+        ),
+        Rule(
+            PartitionState.CONSUMING,
+            PartitionState.CONSUMING,
+            Direction.SEND,
+            "COMMIT_OFFSET_C2B",
+        ),
+        Rule(
+            PartitionState.CONSUMING,
+            PartitionState.CONSUMING,
+            Direction.RECEIVE,
+            "COMMIT_OFFSET_B2C",
+        ),
+        Rule(PartitionState.CONSUMING, PartitionState.CONSUMING, Direction.RECEIVE, "EXCEPTION"),
+        Rule(
+            PartitionState.CONSUMING,
+            PartitionState.UNREGISTERING,
             Direction.SEND,
             "REGISTER_C2B",
             guard=_guard_partition_register_c2b_to_unregistering,
         ),
-        Rule("unregistering", "unregistering", Direction.RECEIVE, "GET_MESSAGE_B2C"),
-        Rule("unregistering", "unregistering", Direction.RECEIVE, "COMMIT_OFFSET_B2C"),
-        Rule("unregistering", "released", Direction.RECEIVE, "REGISTER_B2C"),
-        Rule("unregistering", "released", Direction.RECEIVE, "EXCEPTION"),
+        Rule(
+            PartitionState.UNREGISTERING,
+            PartitionState.UNREGISTERING,
+            Direction.RECEIVE,
+            "GET_MESSAGE_B2C",
+        ),
+        Rule(
+            PartitionState.UNREGISTERING,
+            PartitionState.UNREGISTERING,
+            Direction.RECEIVE,
+            "COMMIT_OFFSET_B2C",
+        ),
+        Rule(
+            PartitionState.UNREGISTERING,
+            PartitionState.RELEASED,
+            Direction.RECEIVE,
+            "REGISTER_B2C",
+        ),
+        Rule(PartitionState.UNREGISTERING, PartitionState.RELEASED, Direction.RECEIVE, "EXCEPTION"),
     ],
 )
 

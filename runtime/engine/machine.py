@@ -21,6 +21,7 @@ class ProtocolViolation(ProtoframeError):
 
     def __init__(self, machine: str, key: Hashable, state: str, direction: str,
                  command: str) -> None:
+        state = str(state)  # a generated state enum member (a StrEnum) reads as its value
         who = machine if key is None else f"{machine} {key!r}"
         super().__init__(f"{who}: cannot {direction} {command} in state {state!r}")
         self.machine = machine
@@ -42,6 +43,8 @@ class Direction(Enum):
 
 Guard = Callable[[Any], bool]
 KeyOf = Callable[[str, Any], Hashable]
+# How many ended entities per machine keep their final state readable (``MachineSet.state``).
+FINISHED_KEPT = 1024
 NO_KEY: Hashable = object()  # "this command says nothing about this machine's entities"
 
 
@@ -98,6 +101,10 @@ class MachineSet:
         self.server = server
         self._field_of = field_of
         self.states: dict[str, dict[Hashable, str]] = {m.name: {} for m in machines}
+        # The final state each entity reached, for the most recent FINISHED_KEPT of them: an
+        # entity in a final state is forgotten (its id may be used again, starting over), but
+        # asking for its state still says where it ended rather than the initial state.
+        self.finished: dict[str, dict[Hashable, str]] = {m.name: {} for m in machines}
         self._pending: dict[tuple[str, tuple[Any, ...]], list[tuple[str, Hashable]]] = {}
         self._by_request = {i.request: i for i in interactions}
         self._answering: dict[str, list[Interaction]] = {}
@@ -107,8 +114,12 @@ class MachineSet:
                 self._answering.setdefault(name, []).append(i)
 
     def state(self, machine: str, key: Hashable = None) -> str:
-        """Current state of one entity (the initial state if it was never seen)."""
-        return self.states[machine].get(key, self.machines[machine].initial)
+        """Current state of one entity: the final state it reached if it ended (and has not
+        started over since), the initial state if it was never seen."""
+        current = self.states[machine].get(key)
+        if current is not None:
+            return current
+        return self.finished[machine].get(key, self.machines[machine].initial)
 
     def sent(self, command: str, body: Any) -> None:
         """Record a command this side sends; raises ``ProtocolViolation`` if not allowed."""
@@ -121,7 +132,7 @@ class MachineSet:
     def event(self, machine: str, name: str, key: Hashable = None) -> None:
         """Apply a named event (such as ``close``) to one entity."""
         m = self.machines[machine]
-        state = self.state(machine, key)
+        state = self.states[machine].get(key, m.initial)  # an ended entity starts over
         rules = m.index.get((state, None, f"event:{name}"))
         if not rules:
             raise ProtocolViolation(machine, key, state, "handle event", name)
@@ -189,8 +200,15 @@ class MachineSet:
         raise ProtocolViolation(m.name, key, state, direction.value, command)
 
     def _move(self, m: MachineDef, key: Hashable, target: str) -> None:
-        # Entities that reach a final state are forgotten, so their ids can be used again.
+        # Entities that reach a final state are forgotten, so their ids can be used again; the
+        # state they ended in stays readable, for a bounded number of them.
+        finished = self.finished[m.name]
         if target in m.terminal:
             self.states[m.name].pop(key, None)
+            finished.pop(key, None)
+            finished[key] = target
+            if len(finished) > FINISHED_KEPT:
+                del finished[next(iter(finished))]
         else:
             self.states[m.name][key] = target
+            finished.pop(key, None)

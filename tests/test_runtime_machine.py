@@ -1,0 +1,104 @@
+"""The state-machine engine (runtime/engine/machine.py) on a small hand-made machine: typed
+states, keyed entities, guards, violations and final states."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import pytest
+
+from protoframe.runtime.engine import machine as engine
+from protoframe.runtime.engine.machine import (
+    NO_KEY,
+    Direction,
+    Interaction,
+    MachineDef,
+    MachineSet,
+    ProtocolViolation,
+    Rule,
+)
+
+
+class Job(enum.StrEnum):
+    IDLE = "idle"
+    RUNNING = "running"
+    DONE = "done"
+
+
+def _key(command: str, body: Any) -> Any:
+    return body["job"] if "job" in body else NO_KEY
+
+
+JOB = MachineDef(
+    name="job",
+    initial=Job.IDLE,
+    key_of=_key,
+    rules=[
+        Rule(Job.IDLE, Job.RUNNING, Direction.SEND, "START"),
+        Rule(Job.RUNNING, Job.RUNNING, Direction.RECEIVE, "PROGRESS",
+             guard=lambda body: body["percent"] < 100),
+        Rule(Job.RUNNING, Job.DONE, Direction.RECEIVE, "PROGRESS",
+             guard=lambda body: body["percent"] == 100),
+        Rule(Job.RUNNING, Job.DONE, None, None, event="cancel"),
+    ],
+)
+
+
+def machines() -> MachineSet:
+    return MachineSet([JOB], [Interaction("START", frozenset({"PROGRESS"}), ("job",))],
+                      lambda body, name: body[name])
+
+
+def test_states_are_the_generated_enum_and_compare_as_text() -> None:
+    m = machines()
+    assert m.state("job", 1) is Job.IDLE
+    m.sent("START", {"job": 1})
+    assert m.state("job", 1) is Job.RUNNING and m.state("job", 1) == "running"
+    assert m.state("job", 2) is Job.IDLE  # other entities are untouched
+
+
+def test_guards_choose_the_transition() -> None:
+    m = machines()
+    m.sent("START", {"job": 1})
+    m.received("PROGRESS", {"job": 1, "percent": 50})
+    assert m.state("job", 1) is Job.RUNNING
+    m.received("PROGRESS", {"job": 1, "percent": 100})
+    assert m.state("job", 1) is Job.DONE
+
+
+def test_a_command_in_the_wrong_state_is_a_violation_naming_the_state() -> None:
+    m = machines()
+    with pytest.raises(ProtocolViolation) as caught:
+        m.received("PROGRESS", {"job": 7, "percent": 1})
+    assert str(caught.value) == "job 7: cannot receive PROGRESS in state 'idle'"
+    assert caught.value.state == "idle"
+
+
+def test_final_state_stays_readable_and_the_id_can_start_over() -> None:
+    m = machines()
+    m.sent("START", {"job": 1})
+    m.event("job", "cancel", 1)
+    assert m.state("job", 1) is Job.DONE  # once read back as idle: the end was invisible
+    assert 1 not in m.states["job"]  # but the live table forgets it
+    m.sent("START", {"job": 1})  # the id is reused: it starts over from idle
+    assert m.state("job", 1) is Job.RUNNING
+
+
+def test_remembered_final_states_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(engine, "FINISHED_KEPT", 3)
+    m = machines()
+    for job in range(5):
+        m.sent("START", {"job": job})
+        m.event("job", "cancel", job)
+    assert len(m.finished["job"]) == 3
+    assert [m.state("job", j) for j in range(5)] == [Job.IDLE, Job.IDLE, Job.DONE, Job.DONE,
+                                                     Job.DONE]
+
+
+def test_events_on_an_ended_entity_start_from_the_initial_state() -> None:
+    m = machines()
+    m.sent("START", {"job": 1})
+    m.event("job", "cancel", 1)
+    with pytest.raises(ProtocolViolation, match="in state 'idle'"):
+        m.event("job", "cancel", 1)

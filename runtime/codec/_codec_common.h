@@ -97,8 +97,8 @@ static inline unsigned int valid_version_tag(PyTypeObject *cls) {
 #endif
 }
 
-/* What runtime.codec._wirecodec lends runtime.codec._framecodec, through a capsule, so that a frame's
-   protobuf parts are written straight into the frame's buffer. */
+/* What runtime.codec._wirecodec lends runtime.codec._framecodec, through a capsule, so that a
+   frame's protobuf parts are written straight into the frame's buffer. */
 #define WIRECODEC_CAPSULE "runtime.codec._wirecodec._C_API"
 
 typedef struct {

@@ -2,8 +2,8 @@
  * Compiled frame codec for generated frame structs, driven by the per-struct layout tables the
  * generator writes at the end of each frames module (see runtime/codec/compiled_frames.py).
  *
- * Like runtime/codec/_wirecodec.c it is a fast path, not a second set of rules. The tables cover the
- * common frame items only: fixed-width integers, constants, sizes, checksums that run to the
+ * Like runtime/codec/_wirecodec.c it is a fast path, not a second set of rules. The tables cover
+ * the common frame items only: fixed-width integers, constants, sizes, checksums that run to the
  * end of their struct, embedded protobuf messages, bytes, and nested structs (always there,
  * there when bytes remain, or there when a peeked value matches). Whatever is not well formed
  * or not plain (a bad magic, a size running past its region, a checksum mismatch, a missing
@@ -831,7 +831,8 @@ static PyTypeObject FrameCodec_Type = {
 static struct PyModuleDef framecodec_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "protoframe.runtime.codec._framecodec",
-    .m_doc = "Compiled fast path of the generated frame codecs (see runtime/codec/compiled_frames.py).",
+    .m_doc = "Compiled fast path of the generated frame codecs "
+             "(see runtime/codec/compiled_frames.py).",
     .m_size = -1,
 };
 

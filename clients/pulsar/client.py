@@ -26,8 +26,9 @@ from protoframe.clients.pulsar.consumer import (
     ConsumerType,
     InitialPosition,
     InitialPositionName,
+    ReceiveQueue,
     SubscriptionTypeName,
-    _TopicConsumer,
+    TopicConsumer,
     parse_initial_position,
     parse_sub_type,
 )
@@ -38,9 +39,10 @@ from protoframe.clients.pulsar.producer import (
     PartitionsRoutingMode,
     Producer,
     ProducerConfig,
-    _TopicProducer,
+    TopicProducer,
 )
 from protoframe.clients.pulsar.routing import HashingScheme
+from protoframe.clients.pulsar.session import Session
 from protoframe.generated.pulsar import pulsar_api as pb
 from protoframe.runtime.connection import (
     Authentication,
@@ -49,6 +51,7 @@ from protoframe.runtime.connection import (
     make_ssl_context,
 )
 from protoframe.runtime.errors import ConnectionClosed
+from protoframe.runtime.retry import RetryPolicy
 
 __all__ = ["PulsarClient"]
 
@@ -82,6 +85,8 @@ class PulsarClient:
         tls_private_key_file_path: str | None = None,
         listener_name: str | None = None,
         max_lookup_redirects: int = 20,
+        create_retry_policy: RetryPolicy | None = None,
+        reconnect_retry_policy: RetryPolicy | None = None,
     ) -> None:
         if not (service_url.startswith("pulsar://") or service_url.startswith("pulsar+ssl://")):
             raise errors.InvalidUrl(
@@ -107,6 +112,10 @@ class PulsarClient:
         self.lookup = LookupService(self.service_url, self.get_connection, use_tls=tls,
                                     max_redirects=max_lookup_redirects,
                                     listener_name=listener_name)
+        self._session = Session(self.lookup, self.get_connection,
+                                operation_timeout=self.operation_timeout, forget=self._forget,
+                                create_retry=create_retry_policy,
+                                reconnect_retry=reconnect_retry_policy)
         self._producer_ids = itertools.count()
         self._consumer_ids = itertools.count()
         self._producers: list[Producer] = []
@@ -212,10 +221,11 @@ class PulsarClient:
         parsed = TopicName.parse(name)
         if partitions > 0:
             children = [
-                _TopicProducer(self, str(parsed.partition(i)), i, conf, next(self._producer_ids))
+                TopicProducer(self._session, str(parsed.partition(i)), i, conf,
+                              next(self._producer_ids))
                 for i in range(partitions)]
         else:
-            children = [_TopicProducer(self, name, -1, conf, next(self._producer_ids))]
+            children = [TopicProducer(self._session, name, -1, conf, next(self._producer_ids))]
         if len(children) > 1 and producer_name is not None:
             for child in children:
                 child.producer_name = f"{producer_name}-{child.partition}"
@@ -224,13 +234,15 @@ class PulsarClient:
         except BaseException:
             await asyncio.gather(*(c.close() for c in children), return_exceptions=True)
             raise
-        producer = Producer(self, name, children, conf)
+        producer = Producer(self._session, name, children, conf)
         self._producers.append(producer)
         return producer
 
-    def _forget_producer(self, producer: Producer) -> None:
-        if producer in self._producers:
-            self._producers.remove(producer)
+    def _forget(self, handle: object) -> None:
+        if isinstance(handle, Producer) and handle in self._producers:
+            self._producers.remove(handle)
+        elif isinstance(handle, Consumer) and handle in self._consumers:
+            self._consumers.remove(handle)
 
     # ---- consumers --------------------------------------------------------------------------
 
@@ -294,19 +306,19 @@ class PulsarClient:
         name = str(TopicName.parse(topic))
         partitions = await self.lookup.partitions(name)
         parsed = TopicName.parse(name)
-        consumer = Consumer(self, name, subscription_name, conf)
+        queue = ReceiveQueue()
         if partitions > 0:
             children = [
-                _TopicConsumer(self, consumer, str(parsed.partition(i)), i, subscription_name,
-                               conf, next(self._consumer_ids))
+                TopicConsumer(self._session, queue, str(parsed.partition(i)), i,
+                              subscription_name, conf, next(self._consumer_ids))
                 for i in range(partitions)]
             if consumer_name is None:
                 for child in children[1:]:
                     child.consumer_name = children[0].consumer_name
         else:
-            children = [_TopicConsumer(self, consumer, name, -1, subscription_name, conf,
-                                       next(self._consumer_ids))]
-        consumer._attach(children)
+            children = [TopicConsumer(self._session, queue, name, -1, subscription_name, conf,
+                                      next(self._consumer_ids))]
+        consumer = Consumer(self._session, name, subscription_name, conf, queue, children)
         try:
             await asyncio.gather(*(c.start() for c in children))
         except BaseException:
@@ -314,10 +326,6 @@ class PulsarClient:
             raise
         self._consumers.append(consumer)
         return consumer
-
-    def _forget_consumer(self, consumer: Consumer) -> None:
-        if consumer in self._consumers:
-            self._consumers.remove(consumer)
 
     # ---- other ------------------------------------------------------------------------------
 

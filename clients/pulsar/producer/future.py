@@ -89,13 +89,15 @@ class SendOp:
         else:
             self.callbacks.append(callback)
 
-    def take_callbacks(self, handle: SendFuture, fn: object = None) -> list[_HandleCallback]:
-        """Remove (and return) the done-callbacks ``handle`` registered (only ``fn``, if given)."""
+    def take_callbacks(self, handle: SendFuture, fn: object = None
+                       ) -> list[_HandleCallback | _Waiter]:
+        """Remove (and return) the done-callbacks ``handle`` registered (only ``fn``, if given;
+        else its waiting tasks' too)."""
         callbacks = self.callbacks
         if not callbacks:
             return []
-        taken = [c for c in callbacks if isinstance(c, _HandleCallback) and c.future is handle
-                 and (fn is None or c.fn == fn)]
+        taken = [c for c in callbacks if isinstance(c, _HandleCallback | _Waiter)
+                 and c.future is handle and (fn is None or c.fn == fn)]
         if taken:
             self.callbacks = [c for c in callbacks if c not in taken]
         return taken
@@ -117,17 +119,40 @@ class _HandleCallback:
         self.loop.call_soon(self.fn, self.future, context=self.context)
 
 
+class _Waiter:
+    """A task awaiting one ``SendFuture``: woken when the send finishes or that future is
+    cancelled (as a task awaiting an asyncio future is)."""
+
+    __slots__ = ("future", "waiter")
+
+    def __init__(self, future: SendFuture, waiter: asyncio.Future[None]) -> None:
+        self.future = future
+        self.waiter = waiter
+
+    @property
+    def fn(self) -> object:
+        return self.waiter  # never a user's callback: remove_done_callback leaves it alone
+
+    def __call__(self) -> None:
+        if not self.waiter.done():
+            self.waiter.set_result(None)
+
+
 class SendFuture:
     """The result of ``send_async``: an ``asyncio.Future`` of the message's ``MessageId``.
 
     It implements the future protocol (``asyncio.isfuture`` is true, so ``await``, ``gather``,
     ``wait``, ``wait_for``, ``shield`` and ``add_done_callback`` work as with any future) while
-    costing three slots per message: what it waits for belongs to the whole batch, and an
+    costing four slots per message: what it waits for belongs to the whole batch, and an
     asyncio future is made only for a caller that actually waits. Cancelling it stops the wait,
     not the send: the message may still be stored.
+
+    Where asyncio itself reaches past the protocol (``gather`` asks a cancelled child for
+    ``_cancel_message`` and ``_make_cancelled_error()``), it has those too, so it behaves as an
+    asyncio future on 3.11 to 3.13 (tests/test_pulsar_send_future.py compares the two).
     """
 
-    __slots__ = ("_op", "_index", "_cancelled")
+    __slots__ = ("_op", "_index", "_cancelled", "_cancel_message")
 
     # Marks this class as a future for asyncio.isfuture(); never set on instances, because
     # __await__ yields a real asyncio future rather than this object.
@@ -137,6 +162,7 @@ class SendFuture:
         self._op = op
         self._index = index
         self._cancelled = False
+        self._cancel_message: Any = None
 
     def done(self) -> bool:
         return self._cancelled or self._op.done
@@ -149,13 +175,19 @@ class SendFuture:
         if self.done():
             return False
         self._cancelled = True
+        self._cancel_message = msg
         for callback in self._op.take_callbacks(self):
             callback()
         return True
 
+    def _make_cancelled_error(self) -> asyncio.CancelledError:
+        if self._cancel_message is None:
+            return asyncio.CancelledError()
+        return asyncio.CancelledError(self._cancel_message)
+
     def result(self) -> MessageId:
         if self._cancelled:
-            raise asyncio.CancelledError()
+            raise self._make_cancelled_error()
         op = self._op
         if not op.done:
             raise asyncio.InvalidStateError("the send is not finished")
@@ -165,7 +197,7 @@ class SendFuture:
 
     def exception(self) -> BaseException | None:
         if self._cancelled:
-            raise asyncio.CancelledError()
+            raise self._make_cancelled_error()
         op = self._op
         if not op.done:
             raise asyncio.InvalidStateError("the send is not finished")
@@ -189,16 +221,17 @@ class SendFuture:
 
     def __await__(self) -> Generator[Any, None, MessageId]:
         if not self.done():
-            waiter = self._op.waiter()
+            waiter: asyncio.Future[None] = self.get_loop().create_future()
+            self._op.add_callback(_Waiter(self, waiter))
             try:
                 yield from waiter.__await__()
-            except asyncio.CancelledError:
+            except asyncio.CancelledError as exc:
                 # A task cancels the future it waits on, which here is the waiter standing in
                 # for this one: cancel this one too, as it would an asyncio future.
                 # asyncio.wait_for() relies on that from 3.12 on (it cancels the awaiting task
                 # where 3.11 called cancel() on the awaitable itself).
                 if waiter.cancelled():
-                    self.cancel()
+                    self.cancel(exc.args[0] if exc.args else None)
                 raise
         return self.result()
 

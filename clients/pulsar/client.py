@@ -14,7 +14,7 @@ import itertools
 import logging
 import re
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from protoframe.clients.pulsar import errors
@@ -216,24 +216,13 @@ class PulsarClient:
             hashing_scheme=hashing_scheme,
             message_router=message_router,
         )
-        name = str(TopicName.parse(topic))
-        partitions = await self.lookup.partitions(name)
-        parsed = TopicName.parse(name)
-        if partitions > 0:
-            children = [
-                TopicProducer(self._session, str(parsed.partition(i)), i, conf,
-                              next(self._producer_ids))
-                for i in range(partitions)]
-        else:
-            children = [TopicProducer(self._session, name, -1, conf, next(self._producer_ids))]
+        name, parts = await self._partitions_of(topic)
+        children = [TopicProducer(self._session, part, index, conf, next(self._producer_ids))
+                    for part, index in parts]
         if len(children) > 1 and producer_name is not None:
             for child in children:
                 child.producer_name = f"{producer_name}-{child.partition}"
-        try:
-            await asyncio.gather(*(c.start() for c in children))
-        except BaseException:
-            await asyncio.gather(*(c.close() for c in children), return_exceptions=True)
-            raise
+        await _start_all(children)
         producer = Producer(self._session, name, children, conf)
         self._producers.append(producer)
         return producer
@@ -303,27 +292,16 @@ class PulsarClient:
             start_message_id=start_message_id,
             deliver_entries=deliver_entries,
         )
-        name = str(TopicName.parse(topic))
-        partitions = await self.lookup.partitions(name)
-        parsed = TopicName.parse(name)
+        name, parts = await self._partitions_of(topic)
         queue = ReceiveQueue()
-        if partitions > 0:
-            children = [
-                TopicConsumer(self._session, queue, str(parsed.partition(i)), i,
-                              subscription_name, conf, next(self._consumer_ids))
-                for i in range(partitions)]
-            if consumer_name is None:
-                for child in children[1:]:
-                    child.consumer_name = children[0].consumer_name
-        else:
-            children = [TopicConsumer(self._session, queue, name, -1, subscription_name, conf,
-                                      next(self._consumer_ids))]
+        children = [TopicConsumer(self._session, queue, part, index, subscription_name, conf,
+                                  next(self._consumer_ids))
+                    for part, index in parts]
+        if consumer_name is None:
+            for child in children[1:]:
+                child.consumer_name = children[0].consumer_name
         consumer = Consumer(self._session, name, subscription_name, conf, queue, children)
-        try:
-            await asyncio.gather(*(c.start() for c in children))
-        except BaseException:
-            await asyncio.gather(*(c.close() for c in children), return_exceptions=True)
-            raise
+        await _start_all(children)
         self._consumers.append(consumer)
         return consumer
 
@@ -331,11 +309,16 @@ class PulsarClient:
 
     async def get_topic_partitions(self, topic: str) -> list[str]:
         """The partition topic names of ``topic`` (just ``topic`` if it is not partitioned)."""
+        return [part for part, _ in (await self._partitions_of(topic))[1]]
+
+    async def _partitions_of(self, topic: str) -> tuple[str, list[tuple[str, int]]]:
+        """``topic``'s full name, and its partitions' names and indexes (the topic itself, as
+        partition -1, when it is not partitioned)."""
         name = TopicName.parse(topic)
         partitions = await self.lookup.partitions(str(name))
         if partitions == 0:
-            return [str(name)]
-        return [str(name.partition(i)) for i in range(partitions)]
+            return str(name), [(str(name), -1)]
+        return str(name), [(str(name.partition(i)), i) for i in range(partitions)]
 
     async def get_topics_of_namespace(
             self, namespace: str, *,
@@ -397,3 +380,12 @@ class PulsarClient:
 
     async def __aexit__(self, *exc: Any) -> None:
         await self.close()
+
+
+async def _start_all(handles: Sequence[TopicProducer] | Sequence[TopicConsumer]) -> None:
+    """Start every partition's handle; if any fails, close them all."""
+    try:
+        await asyncio.gather(*(h.start() for h in handles))
+    except BaseException:
+        await asyncio.gather(*(h.close() for h in handles), return_exceptions=True)
+        raise

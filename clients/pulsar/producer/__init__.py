@@ -1,8 +1,9 @@
 """Producers: batching, compression, sequence ids, receipts, resend on reconnect, partitions.
 
 ``options`` (``ProducerConfig`` and its names), ``future`` (``SendFuture`` and the send op it
-belongs to), ``handle`` (``TopicProducer``: one topic or partition, batches, receipts) and
-``producer`` (``Producer``, what applications hold: routing over partitions).
+belongs to), ``payloads`` (a closed batch or one message as metadata and compressed bytes),
+``handle`` (``TopicProducer``: one topic or partition, batches, receipts) and ``producer``
+(``Producer``, what applications hold: routing over partitions).
 
 Hot path (``send_async`` of plain data with batching, ``TopicProducer.send_simple``): the
 message becomes four byte strings appended to the open batch's list (u32 size, two cached

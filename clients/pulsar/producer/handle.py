@@ -23,10 +23,10 @@ from protoframe.clients.pulsar.connection import ClientConnection
 from protoframe.clients.pulsar.handle import HandleState, TopicHandle
 from protoframe.clients.pulsar.producer.future import SendFuture, SendOp
 from protoframe.clients.pulsar.producer.options import ProducerConfig
+from protoframe.clients.pulsar.producer.payloads import batch_payload, compressed_payload
 from protoframe.clients.pulsar.session import Session
 from protoframe.generated.pulsar import pulsar_api as pb
-from protoframe.generated.pulsar.frames import Frame, Payload
-from protoframe.runtime.compression import compress
+from protoframe.generated.pulsar.frames import Frame
 from protoframe.runtime.protowire import SMALL_VARINTS as _SMALL_VARINTS
 
 __all__ = ["TopicProducer"]
@@ -71,7 +71,6 @@ class TopicProducer(TopicHandle[pb.CommandProducerSuccess]):
         self._batch_max_messages = max(1, conf.batching_max_messages)
         self._batch_max_bytes = max(1, conf.batching_max_bytes)
         self._batch_delay = max(conf.batching_max_publish_delay_ms, 0) / 1000.0
-        self._codec = conf.compression_type.name
         self._compression = conf.compression_type
         self._send_timeout = conf.send_timeout_millis / 1000.0
         self._timeout_timer: asyncio.TimerHandle | None = None
@@ -260,7 +259,6 @@ class TopicProducer(TopicHandle[pb.CommandProducerSuccess]):
         op = SendOp(self.partition, self._loop, time.monotonic())
         op.sequence_id = op.highest_sequence_id = seq
         op.num_messages = 1
-        payload_data = data
         meta = pb.MessageMetadata(
             producer_name=self.producer_name, sequence_id=seq,
             publish_time=int(time.time() * 1000),
@@ -271,15 +269,12 @@ class TopicProducer(TopicHandle[pb.CommandProducerSuccess]):
         )
         if disable_replication:
             meta.replicate_to = ["__local__"]
-        if self._compression is not pb.CompressionType.NONE:
-            payload_data = compress(self._codec, data)
-            meta.compression = self._compression
-            meta.uncompressed_size = len(data)
-        if len(payload_data) > self.max_message_size:
+        payload = compressed_payload(meta, data, self._compression)
+        if len(payload.data) > self.max_message_size:
             raise errors.MessageTooBig(
-                f"{len(payload_data)} bytes is over the broker's limit of "
+                f"{len(payload.data)} bytes is over the broker's limit of "
                 f"{self.max_message_size}")
-        op.payload = Payload(metadata=meta, data=payload_data)
+        op.payload = payload
         self.pending_messages += 1
         self._enqueue(op)
         return SendFuture(op, -1)
@@ -299,24 +294,13 @@ class TopicProducer(TopicHandle[pb.CommandProducerSuccess]):
         self._batch_op = None
         if op is None or not batch.count:
             return
-        raw = batch.payload()
-        meta = pb.MessageMetadata(
-            producer_name=self.producer_name, sequence_id=batch.first_sequence_id,
-            publish_time=int(time.time() * 1000), num_messages_in_batch=batch.count,
-            partition_key=batch.common_key(),
-        )
-        if batch.last_sequence_id != batch.first_sequence_id:
-            meta.highest_sequence_id = batch.last_sequence_id
-        data = raw
-        if self._compression is not pb.CompressionType.NONE:
-            data = compress(self._codec, raw)
-            meta.compression = self._compression
-            meta.uncompressed_size = len(raw)
+        payload = batch_payload(batch, self.producer_name, self._compression)
+        data = payload.data
         op.sequence_id = batch.first_sequence_id
         op.highest_sequence_id = batch.last_sequence_id
         op.num_messages = batch.count
         op.batch_size = batch.count
-        op.payload = Payload(metadata=meta, data=data)
+        op.payload = payload
         if len(data) > self.max_message_size:
             self.pending_messages -= batch.count
             op.finish(-1, -1, errors.MessageTooBig(

@@ -99,13 +99,9 @@ class Producer:
                 replication_clusters is None and not disable_replication:
             return single.send_simple(content)
         producer = single if single is not None else self._choose(partition_key)
-        if deliver_after_ms is not None:
-            deliver_at = int(time.time() * 1000) + deliver_after_ms
-        if isinstance(ordering_key, str):
-            ordering_key = ordering_key.encode()
-        future = producer.send_async(content, properties, partition_key, ordering_key,
-                                     event_timestamp, sequence_id, deliver_at,
-                                     replication_clusters, disable_replication)
+        future = _queue(producer, content, properties, partition_key, ordering_key,
+                        event_timestamp, sequence_id, deliver_at, deliver_after_ms,
+                        replication_clusters, disable_replication)
         if callback is not None:
             def done(f: SendFuture) -> None:
                 error = f.exception()
@@ -130,14 +126,9 @@ class Producer:
         producer = self._single if self._single is not None else self._choose(partition_key)
         if self._conf.block_if_queue_full and not producer.has_room():
             await producer.wait_for_room()
-        if deliver_after_ms is not None:
-            deliver_at = int(time.time() * 1000) + deliver_after_ms
-        if isinstance(ordering_key, str):
-            ordering_key = ordering_key.encode()
-        future = producer.send_async(content, properties, partition_key, ordering_key,
-                                     event_timestamp, sequence_id, deliver_at,
-                                     replication_clusters, disable_replication)
-        return await future
+        return await _queue(producer, content, properties, partition_key, ordering_key,
+                            event_timestamp, sequence_id, deliver_at, deliver_after_ms,
+                            replication_clusters, disable_replication)
 
     async def flush(self) -> None:
         """Send every open batch and wait for the receipts of everything sent so far."""
@@ -156,3 +147,18 @@ class Producer:
 
     def __repr__(self) -> str:
         return f"<Producer {self._topic} ({self._partitions} partition(s))>"
+
+
+def _queue(producer: TopicProducer, content: bytes, properties: dict[str, str] | None,
+           partition_key: str | None, ordering_key: bytes | str | None,
+           event_timestamp: int | None, sequence_id: int | None, deliver_at: int | None,
+           deliver_after_ms: int | None, replication_clusters: list[str] | None,
+           disable_replication: bool) -> SendFuture:
+    """``producer.send_async`` with the public API's conveniences turned into message fields."""
+    if deliver_after_ms is not None:
+        deliver_at = int(time.time() * 1000) + deliver_after_ms
+    if isinstance(ordering_key, str):
+        ordering_key = ordering_key.encode()
+    return producer.send_async(content, properties, partition_key, ordering_key,
+                               event_timestamp, sequence_id, deliver_at, replication_clusters,
+                               disable_replication)

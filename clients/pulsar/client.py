@@ -67,6 +67,11 @@ class PulsarClient:
     ``tls_trust_certs_file_path``, or the system store). ``auth``/``authentication`` is an
     ``Authentication`` plug-in (``AuthenticationToken("...")``) or a token string.
     Nothing is connected until the first producer or consumer is created.
+
+    ``create_retry_policy`` (``runtime.retry.RetryPolicy``) spaces the attempts at creating a
+    producer or subscribing after a transient failure (default: 0.1 s doubling to 2 s, within
+    the operation timeout); ``reconnect_retry_policy`` those at getting one back after a lost
+    connection (default: 0.1 s doubling to 30 s, without end until it is closed).
     """
 
     def __init__(

@@ -14,7 +14,7 @@ import itertools
 import logging
 import re
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from protoframe.clients.pulsar import errors
@@ -26,8 +26,9 @@ from protoframe.clients.pulsar.consumer import (
     ConsumerType,
     InitialPosition,
     InitialPositionName,
+    ReceiveQueue,
     SubscriptionTypeName,
-    _TopicConsumer,
+    TopicConsumer,
     parse_initial_position,
     parse_sub_type,
 )
@@ -38,9 +39,10 @@ from protoframe.clients.pulsar.producer import (
     PartitionsRoutingMode,
     Producer,
     ProducerConfig,
-    _TopicProducer,
+    TopicProducer,
 )
 from protoframe.clients.pulsar.routing import HashingScheme
+from protoframe.clients.pulsar.session import Session
 from protoframe.generated.pulsar import pulsar_api as pb
 from protoframe.runtime.errors import ConnectionClosed
 from protoframe.runtime.io.connection import (
@@ -49,6 +51,7 @@ from protoframe.runtime.io.connection import (
     NoAuthentication,
     make_ssl_context,
 )
+from protoframe.runtime.io.retry import RetryPolicy
 
 __all__ = ["PulsarClient"]
 
@@ -64,6 +67,11 @@ class PulsarClient:
     ``tls_trust_certs_file_path``, or the system store). ``auth``/``authentication`` is an
     ``Authentication`` plug-in (``AuthenticationToken("...")``) or a token string.
     Nothing is connected until the first producer or consumer is created.
+
+    ``create_retry_policy`` (``runtime.io.retry.RetryPolicy``) spaces the attempts at creating a
+    producer or subscribing after a transient failure (default: 0.1 s doubling to 2 s, within
+    the operation timeout); ``reconnect_retry_policy`` those at getting one back after a lost
+    connection (default: 0.1 s doubling to 30 s, without end until it is closed).
     """
 
     def __init__(
@@ -82,6 +90,8 @@ class PulsarClient:
         tls_private_key_file_path: str | None = None,
         listener_name: str | None = None,
         max_lookup_redirects: int = 20,
+        create_retry_policy: RetryPolicy | None = None,
+        reconnect_retry_policy: RetryPolicy | None = None,
     ) -> None:
         if not (service_url.startswith("pulsar://") or service_url.startswith("pulsar+ssl://")):
             raise errors.InvalidUrl(
@@ -107,6 +117,10 @@ class PulsarClient:
         self.lookup = LookupService(self.service_url, self.get_connection, use_tls=tls,
                                     max_redirects=max_lookup_redirects,
                                     listener_name=listener_name)
+        self._session = Session(self.lookup, self.get_connection,
+                                operation_timeout=self.operation_timeout, forget=self._forget,
+                                create_retry=create_retry_policy,
+                                reconnect_retry=reconnect_retry_policy)
         self._producer_ids = itertools.count()
         self._consumer_ids = itertools.count()
         self._producers: list[Producer] = []
@@ -207,30 +221,22 @@ class PulsarClient:
             hashing_scheme=hashing_scheme,
             message_router=message_router,
         )
-        name = str(TopicName.parse(topic))
-        partitions = await self.lookup.partitions(name)
-        parsed = TopicName.parse(name)
-        if partitions > 0:
-            children = [
-                _TopicProducer(self, str(parsed.partition(i)), i, conf, next(self._producer_ids))
-                for i in range(partitions)]
-        else:
-            children = [_TopicProducer(self, name, -1, conf, next(self._producer_ids))]
+        name, parts = await self._partitions_of(topic)
+        children = [TopicProducer(self._session, part, index, conf, next(self._producer_ids))
+                    for part, index in parts]
         if len(children) > 1 and producer_name is not None:
             for child in children:
                 child.producer_name = f"{producer_name}-{child.partition}"
-        try:
-            await asyncio.gather(*(c.start() for c in children))
-        except BaseException:
-            await asyncio.gather(*(c.close() for c in children), return_exceptions=True)
-            raise
-        producer = Producer(self, name, children, conf)
+        await _start_all(children)
+        producer = Producer(self._session, name, children, conf)
         self._producers.append(producer)
         return producer
 
-    def _forget_producer(self, producer: Producer) -> None:
-        if producer in self._producers:
-            self._producers.remove(producer)
+    def _forget(self, handle: object) -> None:
+        if isinstance(handle, Producer) and handle in self._producers:
+            self._producers.remove(handle)
+        elif isinstance(handle, Consumer) and handle in self._consumers:
+            self._consumers.remove(handle)
 
     # ---- consumers --------------------------------------------------------------------------
 
@@ -291,43 +297,33 @@ class PulsarClient:
             start_message_id=start_message_id,
             deliver_entries=deliver_entries,
         )
-        name = str(TopicName.parse(topic))
-        partitions = await self.lookup.partitions(name)
-        parsed = TopicName.parse(name)
-        consumer = Consumer(self, name, subscription_name, conf)
-        if partitions > 0:
-            children = [
-                _TopicConsumer(self, consumer, str(parsed.partition(i)), i, subscription_name,
-                               conf, next(self._consumer_ids))
-                for i in range(partitions)]
-            if consumer_name is None:
-                for child in children[1:]:
-                    child.consumer_name = children[0].consumer_name
-        else:
-            children = [_TopicConsumer(self, consumer, name, -1, subscription_name, conf,
-                                       next(self._consumer_ids))]
-        consumer._attach(children)
-        try:
-            await asyncio.gather(*(c.start() for c in children))
-        except BaseException:
-            await asyncio.gather(*(c.close() for c in children), return_exceptions=True)
-            raise
+        name, parts = await self._partitions_of(topic)
+        queue = ReceiveQueue()
+        children = [TopicConsumer(self._session, queue, part, index, subscription_name, conf,
+                                  next(self._consumer_ids))
+                    for part, index in parts]
+        if consumer_name is None:
+            for child in children[1:]:
+                child.consumer_name = children[0].consumer_name
+        consumer = Consumer(self._session, name, subscription_name, conf, queue, children)
+        await _start_all(children)
         self._consumers.append(consumer)
         return consumer
-
-    def _forget_consumer(self, consumer: Consumer) -> None:
-        if consumer in self._consumers:
-            self._consumers.remove(consumer)
 
     # ---- other ------------------------------------------------------------------------------
 
     async def get_topic_partitions(self, topic: str) -> list[str]:
         """The partition topic names of ``topic`` (just ``topic`` if it is not partitioned)."""
+        return [part for part, _ in (await self._partitions_of(topic))[1]]
+
+    async def _partitions_of(self, topic: str) -> tuple[str, list[tuple[str, int]]]:
+        """``topic``'s full name, and its partitions' names and indexes (the topic itself, as
+        partition -1, when it is not partitioned)."""
         name = TopicName.parse(topic)
         partitions = await self.lookup.partitions(str(name))
         if partitions == 0:
-            return [str(name)]
-        return [str(name.partition(i)) for i in range(partitions)]
+            return str(name), [(str(name), -1)]
+        return str(name), [(str(name.partition(i)), i) for i in range(partitions)]
 
     async def get_topics_of_namespace(
             self, namespace: str, *,
@@ -389,3 +385,12 @@ class PulsarClient:
 
     async def __aexit__(self, *exc: Any) -> None:
         await self.close()
+
+
+async def _start_all(handles: Sequence[TopicProducer] | Sequence[TopicConsumer]) -> None:
+    """Start every partition's handle; if any fails, close them all."""
+    try:
+        await asyncio.gather(*(h.start() for h in handles))
+    except BaseException:
+        await asyncio.gather(*(h.close() for h in handles), return_exceptions=True)
+        raise

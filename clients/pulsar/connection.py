@@ -16,21 +16,17 @@ from __future__ import annotations
 import logging
 import ssl
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from protoframe.generated.pulsar import pulsar_api as pb
 from protoframe.generated.pulsar.client import PulsarRequests
-from protoframe.generated.pulsar.frames import Frame
+from protoframe.generated.pulsar.frames import Frame, Payload
 from protoframe.generated.pulsar.machines import ProtocolViolation, PulsarProtocol, command_of
 from protoframe.runtime.errors import ChecksumFailure, ConnectionClosed, DecodeError
 from protoframe.runtime.io.connection import Authentication, Connection
 
-if TYPE_CHECKING:
-    from protoframe.clients.pulsar.consumer import _TopicConsumer
-    from protoframe.clients.pulsar.producer import _TopicProducer
-
-__all__ = ["ClientConnection", "ClientProtocol", "PulsarKeepalive", "CLIENT_VERSION",
-           "PROTOCOL_VERSION"]
+__all__ = ["ClientConnection", "ClientProtocol", "ConsumerEvents", "ProducerEvents",
+           "PulsarKeepalive", "CLIENT_VERSION", "PROTOCOL_VERSION"]
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +85,37 @@ class PulsarKeepalive:
         return frame.command.type_ is T.PING
 
 
+class _HandleEvents(Protocol):
+    """What a connection tells every producer and consumer registered on it."""
+
+    def connection_closed(self, cnx: ClientConnection, exc: BaseException) -> None: ...
+
+    def closed_by_broker(self, cnx: ClientConnection) -> None: ...
+
+
+class ProducerEvents(_HandleEvents, Protocol):
+    """What a connection calls on a producer registered in ``ClientConnection.producers``."""
+
+    def receipt_received(self, body: pb.CommandSendReceipt, cnx: ClientConnection) -> None: ...
+
+    def send_error_received(self, body: pb.CommandSendError, cnx: ClientConnection
+                            ) -> None: ...
+
+
+class ConsumerEvents(_HandleEvents, Protocol):
+    """What a connection calls on a consumer registered in ``ClientConnection.consumers``."""
+
+    def message_received(self, cmd: pb.CommandMessage, payload: Payload,
+                         cnx: ClientConnection) -> None: ...
+
+    def corrupt_message_received(self, cmd: pb.CommandMessage, payload: Payload | None,
+                                 cnx: ClientConnection) -> None: ...
+
+    def reached_end_of_topic(self) -> None: ...
+
+    def active_changed(self, is_active: bool) -> None: ...
+
+
 class _ConnectOptions(Protocol):
     """What a connection needs from the client that makes it."""
 
@@ -113,8 +140,8 @@ class ClientConnection:
             keepalive=PulsarKeepalive(), keepalive_interval=options.keepalive_interval,
             name=physical if logical == physical else f"{logical} via {physical}")
         self.requests = PulsarRequests(self.conn, timeout=options.operation_timeout)
-        self.producers: dict[int, _TopicProducer] = {}
-        self.consumers: dict[int, _TopicConsumer] = {}
+        self.producers: dict[int, ProducerEvents] = {}
+        self.consumers: dict[int, ConsumerEvents] = {}
         self.max_message_size = 5 * 1024 * 1024
         self.server_version = ""
         self.protocol_version = 0

@@ -17,6 +17,10 @@ from protoframe.runtime.errors import (
 )
 
 __all__ = [
+    "CONSUMER_FATAL",
+    "PRODUCER_FATAL",
+    "RETRIABLE",
+    "RETRIABLE_CODES",
     "AlreadyClosed",
     "AuthenticationError",
     "AuthorizationError",
@@ -237,10 +241,26 @@ _BY_CODE: dict[pb.ServerError, type[PulsarException]] = {
 }
 
 # Codes after which an operation may succeed if retried (after a new lookup).
-RETRIABLE: frozenset[pb.ServerError] = frozenset({
+RETRIABLE_CODES: frozenset[pb.ServerError] = frozenset({
     ServerError.ServiceNotReady, ServerError.TooManyRequests, ServerError.MetadataError,
     ServerError.PersistenceError, ServerError.UnknownError,
 })
+
+# Errors worth another attempt while creating a producer or consumer (after a new lookup).
+RETRIABLE: tuple[type[BaseException], ...] = (
+    ConnectError, ServiceUnitNotReady, TooManyLookupRequestException, BrokerMetadataError,
+    BrokerPersistenceError, NotConnected, ConnectionError)
+
+# Errors after which a producer cannot recover by reconnecting: its pending sends fail.
+PRODUCER_FATAL: tuple[type[BaseException], ...] = (
+    TopicTerminated, ProducerFenced, NotAllowedError, AuthorizationError, AuthenticationError,
+    IncompatibleSchema, ProducerBlockedQuotaExceededError,
+    ProducerBlockedQuotaExceededException, InvalidTopicName, TopicNotFound)
+
+# Errors after which a consumer cannot subscribe again: its receive raises them.
+CONSUMER_FATAL: tuple[type[BaseException], ...] = (
+    AuthorizationError, AuthenticationError, TopicNotFound, SubscriptionNotFound,
+    InvalidTopicName, IncompatibleSchema, NotAllowedError, ConsumerAssignError)
 
 
 def from_server_error(code: pb.ServerError | int, message: str = "") -> PulsarException:

@@ -11,14 +11,12 @@ a ``MessageId`` on demand; acknowledging a ``Message`` never needs one.
 from __future__ import annotations
 
 from functools import total_ordering
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
+from protoframe.clients.pulsar.acks import AckGroupingTracker
 from protoframe.generated.pulsar import pulsar_api as pb
 
-if TYPE_CHECKING:
-    from protoframe.clients.pulsar.consumer import _TopicConsumer
-
-__all__ = ["EntryInfo", "Message", "MessageId"]
+__all__ = ["EntryInfo", "EntryOwner", "Message", "MessageId"]
 
 _MASK64 = 0xFFFF_FFFF_FFFF_FFFF
 _SIGN64 = 1 << 63
@@ -121,6 +119,23 @@ MessageId.earliest = MessageId(-1, -1, -1, -1)
 MessageId.latest = MessageId(-1, (1 << 63) - 1, (1 << 63) - 1, -1)
 
 
+class EntryOwner(Protocol):
+    """What a received entry needs of the topic consumer it came from: its flow control and
+    its acknowledgements (a ``consumer.TopicConsumer``)."""
+
+    permits: int
+    refill: int
+    index_acks: bool
+    tracker: AckGroupingTracker
+
+    def taken(self, count: int = 1) -> None: ...
+
+    def ack_cumulative(self, ledger: int, entry: int, index: int, size: int,
+                       info: EntryInfo | None) -> None: ...
+
+    def negative_ack(self, ledger: int, entry: int) -> None: ...
+
+
 class EntryInfo:
     """What the messages of one received entry share (see the module docstring)."""
 
@@ -129,7 +144,7 @@ class EntryInfo:
 
     def __init__(self, ledger_id: int, entry_id: int, partition: int, batch_size: int,
                  metadata: pb.MessageMetadata, redelivery_count: int,
-                 consumer: _TopicConsumer | None, topic: str) -> None:
+                 consumer: EntryOwner | None, topic: str) -> None:
         self.ledger_id = ledger_id
         self.entry_id = entry_id
         self.partition = partition

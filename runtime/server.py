@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
-from collections import deque
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
@@ -27,9 +26,6 @@ log = logging.getLogger(__name__)
 
 F = TypeVar("F")
 S = TypeVar("S", bound="Session[Any]")
-
-# Why recent connections ended, kept for tests and diagnosis: bounded, a server may run long.
-CLOSED_REASONS_KEPT = 64
 
 
 class Session(Generic[F]):
@@ -81,7 +77,6 @@ class Server(Generic[S]):
         self._keepalive = keepalive
         self.name = name
         self.sessions: set[S] = set()
-        self.closed_reasons: deque[ConnectionClosed] = deque(maxlen=CLOSED_REASONS_KEPT)
         self.host = ""
         self.port = 0
         self._server: asyncio.Server | None = None
@@ -98,7 +93,6 @@ class Server(Generic[S]):
 
         def ended(reason: ConnectionClosed) -> None:
             self.sessions.discard(session)
-            self.closed_reasons.append(reason)
             session.connection_lost(reason)
 
         connection.on_close(ended)

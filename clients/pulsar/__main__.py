@@ -1,38 +1,25 @@
 """``python -m protoframe.clients.pulsar <command>``.
 
-Each command lives in its own module and adds itself with ``register(subparsers)``, setting
-``func`` (``args -> exit status``) as its default; to add one, append its ``register`` to
-``COMMANDS``.
+Each command adds itself with ``register(subparsers)``, setting ``func`` (``args -> exit
+status``) as its default; to add one, append its ``register`` to ``COMMANDS``.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
-from collections.abc import Callable
 
 from protoframe.clients.pulsar.broker import cli as broker_cli
+from protoframe.runtime import cli as runtime_cli
 
-Registrar = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
-
-COMMANDS: list[Registrar] = [
+PROG = "python -m protoframe.clients.pulsar"
+COMMANDS: list[runtime_cli.Registrar] = [
     broker_cli.register,
 ]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m protoframe.clients.pulsar",
-                                     description="Pulsar tools built on protoframe.")
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for register in COMMANDS:
-        register(subparsers)
-    return parser
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    status: int = args.func(args)
-    return status
+    """Parse ``argv`` (default: the command line), run the command, return its exit status."""
+    return runtime_cli.main(PROG, "Pulsar tools built on protoframe.", COMMANDS, argv)
 
 
 if __name__ == "__main__":

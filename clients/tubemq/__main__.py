@@ -6,34 +6,20 @@ status``) as its default; to add one, append its ``register`` to ``COMMANDS``.
 
 from __future__ import annotations
 
-import argparse
 import sys
-from collections.abc import Callable
 
 from protoframe.clients.tubemq import cli
+from protoframe.runtime import cli as runtime_cli
 
-Registrar = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
-
-COMMANDS: list[Registrar] = [
+PROG = "python -m protoframe.clients.tubemq"
+COMMANDS: list[runtime_cli.Registrar] = [
     cli.register,
 ]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``python -m protoframe.clients.tubemq`` parser: a subcommand per ``COMMANDS`` entry."""
-    parser = argparse.ArgumentParser(prog="python -m protoframe.clients.tubemq",
-                                     description="TubeMQ tools built on protoframe.")
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for register in COMMANDS:
-        register(subparsers)
-    return parser
-
-
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` (default: the command line), run the command, return its exit status."""
-    args = build_parser().parse_args(argv)
-    status: int = args.func(args)
-    return status
+    return runtime_cli.main(PROG, "TubeMQ tools built on protoframe.", COMMANDS, argv)
 
 
 if __name__ == "__main__":

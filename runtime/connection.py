@@ -291,6 +291,8 @@ class Connection(asyncio.Protocol, Generic[F]):
                     log.exception("%r: corrupt-frame handler failed", self)
             else:
                 log.warning("%r: dropped a frame: %s", self, exc)
+            if self._close_reason is not None or self._closed is not None:
+                return  # the handler closed the connection: read nothing more from it
             try:
                 frames = self.protocol.receive_data(b"")
             except DecodeError as again:
@@ -379,7 +381,15 @@ class Connection(asyncio.Protocol, Generic[F]):
         queued), so many small frames cost one system call rather than one each.
         """
         self._check_open()
-        data = self.protocol.send(frame)
+        self._queue(self.protocol.send(frame))
+
+    def write_raw(self, data: bytes) -> None:
+        """Queue bytes encoded already (a frame's tail a server copies from storage, say), as
+        ``write`` queues a frame's: they bypass ``protocol.send`` and its checks."""
+        self._check_open()
+        self._queue(data)
+
+    def _queue(self, data: bytes) -> None:
         self.bytes_sent += len(data)
         self._out.append(data)
         self._out_size += len(data)

@@ -46,10 +46,16 @@ class KeepaliveHooks(Protocol[F]):
 
 
 class KeepalivePolicy(ABC, Generic[F]):
-    """One connection's keepalive: a timer that fires every ``interval`` seconds."""
+    """One connection's keepalive: a timer that fires every ``interval`` seconds.
 
-    def __init__(self, interval: float) -> None:
+    ``on_expired(reason)`` is called when the peer is found dead; by default the connection
+    is aborted with ``reason``.
+    """
+
+    def __init__(self, interval: float, *,
+                 on_expired: Callable[[ConnectionClosed], None] | None = None) -> None:
         self.interval = interval
+        self.on_expired = on_expired
         self.connection: Connection[F] | None = None
         self._handle: asyncio.TimerHandle | None = None
 
@@ -85,6 +91,14 @@ class KeepalivePolicy(ABC, Generic[F]):
         if connection.closed is None and connection.is_open:
             self._schedule()
 
+    def expire(self, connection: Connection[F], why: str) -> None:
+        """The peer is dead: tell ``on_expired``, or abort the connection."""
+        reason = ConnectionClosed(f"{connection.name or 'connection'}: {why}")
+        if self.on_expired is not None:
+            self.on_expired(reason)
+        else:
+            connection.abort(reason)
+
     def _send(self, connection: Connection[F], frame: F) -> None:
         try:
             connection.write(frame)
@@ -109,9 +123,8 @@ class PingPong(KeepalivePolicy[F]):
     def tick(self, connection: Connection[F], now: float) -> None:
         idle = now - connection.last_received
         if idle >= 2 * self.interval:
-            connection.abort(ConnectionClosed(
-                f"{connection.name or 'connection'}: nothing received for {idle:.1f} s "
-                f"(keepalive interval {self.interval} s)"))
+            self.expire(connection, f"nothing received for {idle:.1f} s "
+                                    f"(keepalive interval {self.interval} s)")
             return
         self._send(connection, self.hooks.ping())
 
@@ -125,8 +138,9 @@ class PingWhenQuiet(KeepalivePolicy[F]):
     """
 
     def __init__(self, ping: Callable[[], F], interval: float, *,
-                 may_ping: Callable[[], bool] = lambda: True) -> None:
-        super().__init__(interval)
+                 may_ping: Callable[[], bool] = lambda: True,
+                 on_expired: Callable[[ConnectionClosed], None] | None = None) -> None:
+        super().__init__(interval, on_expired=on_expired)
         self.ping = ping
         self.may_ping = may_ping
         self.outstanding = False
@@ -137,8 +151,7 @@ class PingWhenQuiet(KeepalivePolicy[F]):
             self._seen = connection.bytes_received
             self.outstanding = False
         elif self.outstanding:
-            connection.abort(ConnectionClosed(
-                f"{connection.name or 'connection'}: keepalive: no answer to a ping"))
+            self.expire(connection, "keepalive: no answer to a ping")
         elif self.may_ping():
             self.outstanding = True
             self._send(connection, self.ping())

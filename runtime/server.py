@@ -105,6 +105,11 @@ class Server(Generic[S]):
         self.port = self._server.sockets[0].getsockname()[1]
         log.info("%s listening on %s:%d", self.name, host, self.port)
 
+    async def serve_forever(self) -> None:
+        """Wait until the server is stopped (or the waiting task cancelled)."""
+        assert self._server is not None, "stopped"
+        await self._server.serve_forever()
+
     def abort_all(self, reason: BaseException | None = None) -> None:
         """Close every connection at once (the server keeps listening)."""
         for session in list(self.sessions):

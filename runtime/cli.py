@@ -18,7 +18,8 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 
 __all__ = ["LOG_LEVELS", "READY_PREFIX", "CannotListen", "Registrar", "Serve", "add_log_level",
-           "build_parser", "main", "port_number", "positive_int", "ready", "run_servers",
+           "build_parser", "main", "port_number", "positive_int", "ready", "run_main",
+           "run_servers",
            "start_logging", "stop_on_signals"]
 
 # Adds one subcommand to the subparsers, with ``func`` (``args -> exit status``) as its default.
@@ -81,6 +82,12 @@ def main(prog: str, description: str, commands: Sequence[Registrar],
     args = build_parser(prog, description, commands).parse_args(argv)
     status: int = args.func(args)
     return status
+
+
+def run_main(package: str, description: str, commands: Sequence[Registrar]) -> None:
+    """A ``__main__``: ``python -m <package> <command>`` runs the command and exits with its
+    status."""
+    sys.exit(main(f"python -m {package}", description, commands))
 
 
 class CannotListen(Exception):

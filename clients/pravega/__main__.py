@@ -1,28 +1,9 @@
-"""``python -m protoframe.clients.pravega <command>``.
-
-Each command adds itself with ``register(subparsers)``, setting ``func`` (``args -> exit
-status``) as its default; to add one, append its ``register`` to ``COMMANDS``.
-"""
-
-from __future__ import annotations
-
-import sys
+"""``python -m protoframe.clients.pravega <command>``: a subcommand per ``COMMANDS`` entry."""
 
 from protoframe.clients.pravega import cli
-from protoframe.runtime import cli as runtime_cli
+from protoframe.runtime.cli import Registrar, run_main
 
-PROG = "python -m protoframe.clients.pravega"
-COMMANDS: list[runtime_cli.Registrar] = [
-    cli.register_store,
-    cli.register_controller,
-    cli.register_standalone,
-]
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Parse ``argv`` (default: the command line), run the command, return its exit status."""
-    return runtime_cli.main(PROG, "Pravega servers built on protoframe.", COMMANDS, argv)
-
+COMMANDS: list[Registrar] = [cli.register_store, cli.register_controller, cli.register_standalone]
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main("protoframe.clients.pravega", "Pravega servers built on protoframe.", COMMANDS)

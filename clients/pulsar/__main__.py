@@ -1,26 +1,9 @@
-"""``python -m protoframe.clients.pulsar <command>``.
-
-Each command adds itself with ``register(subparsers)``, setting ``func`` (``args -> exit
-status``) as its default; to add one, append its ``register`` to ``COMMANDS``.
-"""
-
-from __future__ import annotations
-
-import sys
+"""``python -m protoframe.clients.pulsar <command>``: a subcommand per ``COMMANDS`` entry."""
 
 from protoframe.clients.pulsar.broker import cli as broker_cli
-from protoframe.runtime import cli as runtime_cli
+from protoframe.runtime.cli import Registrar, run_main
 
-PROG = "python -m protoframe.clients.pulsar"
-COMMANDS: list[runtime_cli.Registrar] = [
-    broker_cli.register,
-]
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Parse ``argv`` (default: the command line), run the command, return its exit status."""
-    return runtime_cli.main(PROG, "Pulsar tools built on protoframe.", COMMANDS, argv)
-
+COMMANDS: list[Registrar] = [broker_cli.register]
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main("protoframe.clients.pulsar", "Pulsar tools built on protoframe.", COMMANDS)

@@ -1,9 +1,9 @@
 """Keepalive policies: how a ``Connection`` keeps an idle connection alive and finds a dead one.
 
-A policy is made for one connection (``serve`` and ``Endpoint`` take a factory, or build one
-from ``interval``): the connection calls ``start`` once it is connected, ``received`` with
-every frame (a True answer means the policy consumed it) and ``stop`` when it ends. The
-policies differ in what they send and when they give up:
+A policy is made for one connection (``Connection`` and ``Endpoint`` take one, ``serve`` a
+factory making one a connection): the connection calls ``start`` once it is connected,
+``received`` with every frame (a True answer means the policy consumed it) and ``stop`` when
+it ends. The policies differ in what they send and when they give up:
 
 * ``PingPong``: both sides ping and answer pings; a ping goes out every ``interval`` seconds
   and the connection is closed when nothing at all arrived for twice that long.

@@ -45,10 +45,6 @@ _ANSWER = {"REGISTER_P2M": "REGISTER_M2P", "HEARTBEAT_P2M": "HEARTBEAT_M2P",
            "HEARTBEAT_B2M": "HEARTBEAT_M2B", "CLOSE_B2M": "CLOSE_M2B",
            "REGISTER_C2M_V2": "REGISTER_M2C_V2", "HEARTBEAT_C2M_V2": "HEARTBEAT_M2C_V2",
            "GET_PART_META_C2M": "GET_PART_META_M2C"}
-_MASTER_CALLS = frozenset({"REGISTER_P2M", "HEARTBEAT_P2M", "CLOSE_P2M", "REGISTER_C2M",
-                           "HEARTBEAT_C2M", "CLOSE_C2M", "REGISTER_B2M", "HEARTBEAT_B2M",
-                           "CLOSE_B2M", "REGISTER_C2M_V2", "HEARTBEAT_C2M_V2",
-                           "GET_PART_META_C2M"})
 
 
 class _PeerProtocol(TubemqProtocol):
@@ -91,7 +87,7 @@ class _Session(Session[Frame]):
         if handler is None or name not in _ANSWER:
             self.fail(frame, UNSUPPORTED_EXCEPTION, f"{self.role} does not serve {name}")
             return
-        if self.peer.standby and name in _MASTER_CALLS:
+        if self.peer.standby and name in self.peer.master_role.handlers:
             self.fail(frame, STANDBY_EXCEPTION, "this master is a standby")
             return
         try:
@@ -121,16 +117,16 @@ class EmbeddedTubeMQ:
         self.register_broker = register_broker
         self.broker_link: BrokerRegistration | None = None
         self.state = PeerState(partitions)
-        self.masters = Master(self.state, lambda: self.broker,
-                              consumer_timeout=consumer_timeout)
-        self.brokers = Broker(self.state)
+        self.master_role = Master(self.state, lambda: self.broker,
+                                  consumer_timeout=consumer_timeout)
+        self.broker_role = Broker(self.state)
         self.standby = False  # while set, every master call is answered with StandbyException
         self._servers: list[Server[_Session]] = []
         self.master_port = master_port
         self.broker_port = broker_port
-        # One table for both roles, as before the split: tests replace entries in it.
-        self.handlers: dict[str, Callable[[Any], Any]] = {**self.masters.handlers,
-                                                          **self.brokers.handlers}
+        # One table for both roles (a session answers by name; tests replace entries here).
+        self.handlers: dict[str, Callable[[Any], Any]] = {**self.master_role.handlers,
+                                                          **self.broker_role.handlers}
 
     @property
     def master(self) -> str:
@@ -143,7 +139,7 @@ class EmbeddedTubeMQ:
     @property
     def consumer_timeout(self) -> float:
         """A consumer not heard from (register or heartbeat) for this long leaves its group."""
-        return self.masters.consumer_timeout
+        return self.master_role.consumer_timeout
 
     @property
     def sessions(self) -> list[_Session]:
@@ -160,7 +156,7 @@ class EmbeddedTubeMQ:
                 self.master_port = server.port
             else:
                 self.broker_port = server.port
-        self._sweeper = asyncio.get_running_loop().create_task(self.masters.sweep_forever())
+        self._sweeper = asyncio.get_running_loop().create_task(self.master_role.sweep_forever())
         if self.register_broker:
             self.broker_link = await BrokerRegistration.create(
                 self.master, self.broker_id, partitions=self.state.partitions)
@@ -189,12 +185,12 @@ class EmbeddedTubeMQ:
 
     def messages(self, topic: str, partition: int) -> list[Stored]:
         """What the broker holds for one partition."""
-        return self.brokers.messages(topic, partition)
+        return self.broker_role.messages(topic, partition)
 
     def expire_consumers(self) -> list[str]:
         """Drop every consumer not heard from within ``consumer_timeout``; their ids."""
-        return self.masters.expire_consumers()
+        return self.master_role.expire_consumers()
 
     def assignment(self, group: str) -> dict[str, set[Part]]:
         """Where ``group``'s partitions should be: consumer id -> (topic, partitionId)s."""
-        return self.masters.assignment(group)
+        return self.master_role.assignment(group)

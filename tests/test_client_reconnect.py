@@ -64,7 +64,7 @@ def test_producer_resends_pending_messages_after_a_dropped_connection(batching: 
                 # send it again (the broker's deduplication keeps one copy).
                 self.transport.abort()
 
-        Session.on_send = spy  # type: ignore[method-assign]
+        Session.on_send = spy  # type: ignore[method-assign, assignment]
         try:
             async with PulsarClient(url) as client:
                 producer = await client.create_producer(
@@ -160,7 +160,7 @@ def test_corrupt_message_is_not_delivered_and_acked_as_checksum_mismatch() -> No
             acks.append(body)
             original(self, body, frame)
 
-        Session.on_ack = spy  # type: ignore[method-assign]
+        Session.on_ack = spy  # type: ignore[method-assign, assignment]
         try:
             async with PulsarClient(url) as client:
                 producer = await client.create_producer("corrupt", batching_enabled=False)

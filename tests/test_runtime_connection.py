@@ -28,6 +28,7 @@ from protoframe.runtime.io.connection import (
     make_ssl_context,
     open_connection,
 )
+from protoframe.runtime.io.endpoint import Endpoint
 
 T = pb.BaseCommand.Type
 
@@ -165,16 +166,19 @@ def test_requests_correlate_and_every_pending_request_fails_on_disconnect() -> N
         assert answer.brokerServiceUrl == "pulsar://127.0.0.1:1"
         server.hold.add("LOOKUP")
         waiting = [asyncio.ensure_future(requests.lookup_topic("t", timeout=10)) for _ in range(3)]
-        # The connection's own table too, for protocol-agnostic callers.
-        own = asyncio.ensure_future(conn.request(("PING", ()), frame(T.PING, ping=pb.CommandPing()),
-                                                 timeout=10))
+        # An Endpoint's requests too: it ties them to its connection's end by itself.
+        endpoint = Endpoint(PulsarProtocol(), lambda c: PulsarRequests(c, timeout=2.0))
+        await endpoint.connect("127.0.0.1", server.port)
+        await endpoint.requests.connect("test", protocol_version=21)
+        own = asyncio.ensure_future(endpoint.requests.lookup_topic("t", timeout=10))
         await asyncio.sleep(0.05)
-        assert len(requests.pending) == 3 and len(conn.pending) == 1
+        assert len(requests.pending) == 3 and len(endpoint.requests.pending) == 1
         await server.stop()  # the peer goes away
         for task in [*waiting, own]:
             with pytest.raises(ConnectionClosed):
                 await task
-        assert len(requests.pending) == 0 and len(conn.pending) == 0
+        assert len(requests.pending) == 0 and len(endpoint.requests.pending) == 0
+        assert not endpoint.is_open
         assert conn.closed is not None and not conn.is_open
         with pytest.raises(ConnectionClosed):
             await conn.send_frame(frame(T.PING, ping=pb.CommandPing()))

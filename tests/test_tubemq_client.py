@@ -243,7 +243,7 @@ def test_requests_fail_when_the_connection_goes() -> None:
 
         def drop(body: ms.RegisterRequestP2M) -> ms.RegisterResponseM2P:
             for session in list(peer.sessions):
-                session.conn.abort()
+                session.connection.abort()
             raise RuntimeError("the connection is gone")
 
         peer.handlers["REGISTER_P2M"] = drop

@@ -12,19 +12,17 @@ and ``controller listening on ...`` for two) and stops on SIGINT or SIGTERM with
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
-import sys
-from collections.abc import Awaitable, Callable
 
 from protoframe.generated.pravega import frames
 from protoframe.runtime.io.cli import (
-    READY_PREFIX,
+    CannotListen,
+    Serve,
     add_log_level,
     port_number,
     positive_int,
-    start_logging,
-    stop_on_signals,
+    ready,
+    run_servers,
 )
 
 from .controller import ControllerServer, RemoteSegmentTable
@@ -36,9 +34,6 @@ __all__ = ["register_controller", "register_standalone", "register_store"]
 # Upstream Pravega's defaults, so clients configured for a real deployment find these.
 STORE_PORT = 12345
 CONTROLLER_PORT = 9090
-
-# Starts the services, registering how to stop each on the stack, and prints the ready lines.
-_Serve = Callable[[contextlib.AsyncExitStack], Awaitable[None]]
 
 
 def register_store(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -106,7 +101,7 @@ def register_standalone(subparsers: argparse._SubParsersAction[argparse.Argument
 def _run_store(args: argparse.Namespace) -> int:
     async def serve(stack: contextlib.AsyncExitStack) -> None:
         store = await _start_store(stack, args, args.port)
-        _ready(None, _url(store.host, store.port))
+        ready(None, _url(store.host, store.port))
 
     return _run(args, serve)
 
@@ -120,7 +115,7 @@ def _run_controller(args: argparse.Namespace) -> int:
         await _start_controller(stack, controller)
         if args.advertised_host:
             controller.state.controller = (args.advertised_host, controller.port)
-        _ready(None, controller.uri)
+        ready(None, controller.uri)
 
     return _run(args, serve)
 
@@ -134,31 +129,15 @@ def _run_standalone(args: argparse.Namespace) -> int:
         await _start_controller(stack, controller)
         # What getControllerServerList answers: the host clients can reach, not 0.0.0.0.
         controller.state.controller = (advertised, controller.port)
-        _ready("store", _url(store.host, store.port))
-        _ready("controller", controller.uri)
+        ready("store", _url(store.host, store.port))
+        ready("controller", controller.uri)
 
     return _run(args, serve)
 
 
-class _CannotListen(Exception):
-    """A server could not bind its address; reported as one line, not a traceback."""
-
-
-def _run(args: argparse.Namespace, serve: _Serve) -> int:
-    start_logging(args.log_level)
-    try:
-        return asyncio.run(_serve_until_signalled(serve))
-    except _CannotListen as exc:
-        print(f"python -m protoframe.clients.pravega {args.command}: {exc}", file=sys.stderr)
-        return 1
-
-
-async def _serve_until_signalled(serve: _Serve) -> int:
-    stop = stop_on_signals()
-    async with contextlib.AsyncExitStack() as stack:
-        await serve(stack)
-        await stop.wait()
-    return 0
+def _run(args: argparse.Namespace, serve: Serve) -> int:
+    return run_servers(f"python -m protoframe.clients.pravega {args.command}", args.log_level,
+                       serve)
 
 
 async def _start_store(stack: contextlib.AsyncExitStack, args: argparse.Namespace,
@@ -169,7 +148,7 @@ async def _start_store(stack: contextlib.AsyncExitStack, args: argparse.Namespac
     try:
         await store.start()
     except OSError as exc:
-        raise _CannotListen(f"the segment store cannot listen on {args.host}:{port}: {exc}") \
+        raise CannotListen(f"the segment store cannot listen on {args.host}:{port}: {exc}") \
             from exc
     stack.push_async_callback(store.stop)
     return store
@@ -180,18 +159,13 @@ async def _start_controller(stack: contextlib.AsyncExitStack,
     try:
         await controller.start()
     except (OSError, RuntimeError) as exc:  # grpcio reports a failed bind as RuntimeError
-        raise _CannotListen(f"the controller cannot listen on {controller.host}:"
+        raise CannotListen(f"the controller cannot listen on {controller.host}:"
                             f"{controller.port}: {exc}") from exc
     stack.push_async_callback(controller.stop)
 
 
 def _url(host: str, port: int) -> str:
     return f"tcp://{host}:{port}"
-
-
-def _ready(service: str | None, url: str) -> None:
-    label = f"{service} " if service else ""
-    print(f"{label}{READY_PREFIX}{url}", flush=True)
 
 
 # ---- options -----------------------------------------------------------------------------

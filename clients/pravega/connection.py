@@ -11,7 +11,6 @@ reconnects).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
@@ -20,7 +19,9 @@ from protoframe.generated.pravega import frames
 from protoframe.generated.pravega.client import PravegaRequests
 from protoframe.generated.pravega.machines import PravegaProtocol
 from protoframe.runtime.errors import ConnectionClosed
-from protoframe.runtime.io.connection import Connection, KeepaliveHooks
+from protoframe.runtime.io.connection import Connection
+from protoframe.runtime.io.endpoint import Endpoint
+from protoframe.runtime.io.keepalive import KeepaliveHooks, PingPong
 
 from .versions import HIGH_VERSION, LOW_VERSION, check_overlap
 
@@ -31,9 +32,8 @@ __all__ = [
     "ConnectionOptions",
     "PravegaConnection",
     "PravegaKeepalive",
+    "keepalive_policy",
 ]
-
-log = logging.getLogger(__name__)
 
 DEFAULT_KEEPALIVE_INTERVAL = 20.0
 DEFAULT_REQUEST_TIMEOUT = 30.0
@@ -46,8 +46,9 @@ class PravegaKeepalive(KeepaliveHooks[frames.Frame]):
     """KEEP_ALIVE in both directions, with the client never answering one.
 
     The segment store echoes every KEEP_ALIVE it gets, so a KEEP_ALIVE arriving at the
-    client is an answer; echoing it back would bounce the same frame forever. The runtime
-    still counts it as traffic, which is what keeps the idle check from closing.
+    client is an answer (to ``requests.keep_alive`` when one waits); echoing it back would
+    bounce the same frame forever. The runtime still counts it as traffic, which is what
+    keeps the idle check from closing.
     """
 
     def ping(self) -> frames.Frame:
@@ -60,16 +61,19 @@ class PravegaKeepalive(KeepaliveHooks[frames.Frame]):
         return False
 
 
+def keepalive_policy(interval: float | None) -> PingPong[frames.Frame] | None:
+    """The client's keepalive: a KEEP_ALIVE every ``interval`` seconds."""
+    return PingPong(PravegaKeepalive(), interval) if interval else None
+
+
 class PravegaConnection:
     """One connection to a segment store; ``requests`` sends the typed requests over it."""
 
-    def __init__(self, connection: Connection[frames.Frame], *, request_timeout: float) -> None:
-        self.connection = connection
-        self.requests = PravegaRequests(connection, timeout=request_timeout)
+    def __init__(self, endpoint: Endpoint[frames.Frame, PravegaRequests]) -> None:
+        self.endpoint = endpoint
+        self.connection: Connection[frames.Frame] = endpoint.connection
+        self.requests = endpoint.requests
         self.server_versions: tuple[int, int] | None = None
-        self._listeners: list[Listener] = []
-        connection.on_frame = self._on_frame
-        connection.on_close(self.requests.connection_lost)
 
     @classmethod
     async def connect(cls, host: str, port: int, *,
@@ -83,11 +87,12 @@ class PravegaConnection:
         ``versions`` is the ``(low, high)`` range we announce; tests lower it to see a server
         refuse us.
         """
-        connection: Connection[frames.Frame] = Connection(
-            PravegaProtocol(), keepalive=PravegaKeepalive(),
-            keepalive_interval=keepalive_interval, name=f"pravega {host}:{port}")
-        await connection.connect(host, port, timeout=connect_timeout)
-        self = cls(connection, request_timeout=request_timeout)
+        endpoint = Endpoint(
+            PravegaProtocol(), lambda c: PravegaRequests(c, timeout=request_timeout),
+            keepalive=keepalive_policy(keepalive_interval), name=f"pravega {host}:{port}")
+        await endpoint.connect(host, port, timeout=connect_timeout)
+        self = cls(endpoint)
+        connection = endpoint.connection
         try:
             hello = await self.requests.hello(versions[1], versions[0])
             self.server_versions = (hello.low_version, hello.high_version)
@@ -104,16 +109,15 @@ class PravegaConnection:
 
     def add_listener(self, listener: Listener) -> None:
         """Call ``listener(frame)`` for every frame that answers no request."""
-        self._listeners.append(listener)
+        self.endpoint.add_listener(listener)
 
     def remove_listener(self, listener: Listener) -> None:
         """Stop calling ``listener``."""
-        if listener in self._listeners:
-            self._listeners.remove(listener)
+        self.endpoint.remove_listener(listener)
 
     def on_close(self, listener: Callable[[ConnectionClosed], None]) -> None:
         """Call ``listener(reason)`` once when the connection ends."""
-        self.connection.on_close(listener)
+        self.endpoint.on_close(listener)
 
     async def send(self, frame: frames.Frame) -> None:
         """Send a frame that expects no direct answer (appends); waits for buffer room."""
@@ -130,16 +134,6 @@ class PravegaConnection:
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
         await self.close()
-
-    def _on_frame(self, frame: frames.Frame) -> None:
-        if self.requests.handle_frame(frame):
-            return
-        if isinstance(frame.body, frames.KeepAlive):
-            return  # the echo of our keepalive; receiving it was the point
-        if not self._listeners:
-            log.debug("%r: unsolicited %r", self.connection, frame.body)
-        for listener in list(self._listeners):
-            listener(frame)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,39 +1,9 @@
-"""``python -m protoframe.clients.pulsar <command>``.
-
-Each command lives in its own module and adds itself with ``register(subparsers)``, setting
-``func`` (``args -> exit status``) as its default; to add one, append its ``register`` to
-``COMMANDS``.
-"""
-
-from __future__ import annotations
-
-import argparse
-import sys
-from collections.abc import Callable
+"""``python -m protoframe.clients.pulsar <command>``: a subcommand per ``COMMANDS`` entry."""
 
 from protoframe.clients.pulsar.broker import cli as broker_cli
+from protoframe.runtime.io.cli import Registrar, run_main
 
-Registrar = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
-
-COMMANDS: list[Registrar] = [
-    broker_cli.register,
-]
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m protoframe.clients.pulsar",
-                                     description="Pulsar tools built on protoframe.")
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for register in COMMANDS:
-        register(subparsers)
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    status: int = args.func(args)
-    return status
-
+COMMANDS: list[Registrar] = [broker_cli.register]
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main("protoframe.clients.pulsar", "Pulsar tools built on protoframe.", COMMANDS)

@@ -1,21 +1,20 @@
 """The asyncio TANK client: produce and consume over one broker connection.
 
-This is the thin I/O layer. ``runtime.io.connection.Connection`` runs the socket around the
-generated ``TankProtocol`` (bytes in, frames out), the generated ``TankRequests`` correlates
-answers by request id, and the decisions live in sans-IO modules: ``bundles`` lays messages
-out and reads chunks back, ``responses`` reads answers against their requests.
+This is the thin I/O layer. A ``runtime.io.endpoint.Endpoint`` runs the socket around the
+generated ``TankProtocol`` (bytes in, frames out) with the generated ``TankRequests``, which
+correlates answers by request id; the decisions live in sans-IO modules: ``bundles`` lays
+messages out and reads chunks back, ``responses`` reads answers against their requests.
 
 TANK has no ping reply: the broker greets a new connection with a ping and ignores the pings
 it receives. So ``connect`` waits for the greeting (proof that a TANK broker answered), and
-keepalive sends a ping after ``keepalive_interval`` seconds without sending anything, to keep
-idle connections open through middleboxes; a dead broker shows up as ``ConnectionClosed`` or
-``RequestTimeout`` on the next request.
+keepalive (``runtime.io.keepalive.IdlePing``) sends a ping after ``keepalive_interval`` seconds
+without sending anything, to keep idle connections open through middleboxes; a dead broker
+shows up as ``ConnectionClosed`` or ``RequestTimeout`` on the next request.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Sequence
 from types import TracebackType
@@ -25,6 +24,8 @@ from protoframe.generated.tank.client import TankRequests
 from protoframe.generated.tank.machines import TankProtocol
 from protoframe.runtime.errors import ConnectionClosed
 from protoframe.runtime.io.connection import Connection
+from protoframe.runtime.io.endpoint import Endpoint
+from protoframe.runtime.io.keepalive import IdlePing
 
 from .bundles import DEFAULT_MAX_UNCOMPRESSED, build_bundle
 from .errors import FetchTooSmallError, InvalidMessageError
@@ -66,12 +67,14 @@ class TankClient:
         self.keepalive_interval = keepalive_interval
         self.max_fetch_size = max_fetch_size
         self.expect_greeting = expect_greeting
-        self.conn: Connection[frames.Frame] = Connection(
-            TankProtocol(), self._on_frame, keepalive_interval=None, name=f"tank {host}:{port}")
-        self.requests = TankRequests(self.conn, timeout=operation_timeout)
-        self.conn.on_close(self.requests.connection_lost)
+        self.endpoint = Endpoint(
+            TankProtocol(), lambda c: TankRequests(c, timeout=operation_timeout),
+            keepalive=IdlePing(_ping, keepalive_interval) if keepalive_interval else None,
+            name=f"tank {host}:{port}")
+        self.endpoint.add_listener(self._on_greeting)
+        self.conn: Connection[frames.Frame] = self.endpoint.connection
+        self.requests = self.endpoint.requests
         self._greeting: asyncio.Future[None] | None = None
-        self._keepalive: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
         return f"<TankClient {self.host}:{self.port}>"
@@ -95,8 +98,6 @@ class TankClient:
                 self.conn.abort(ConnectionClosed(
                     f"{self.conn.name}: no greeting within {self.connect_timeout} s"))
                 raise self.conn.closed or ConnectionClosed("no greeting") from None
-        if self.keepalive_interval:
-            self._keepalive = loop.create_task(self._keep_alive(self.keepalive_interval))
 
     @property
     def is_connected(self) -> bool:
@@ -105,11 +106,6 @@ class TankClient:
 
     async def close(self) -> None:
         """Close the connection; requests still waiting fail with ``ConnectionClosed``."""
-        if self._keepalive is not None:
-            self._keepalive.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._keepalive
-            self._keepalive = None
         self.conn.close()
         await asyncio.wait_for(self.conn.wait_closed(), self.operation_timeout)
 
@@ -123,28 +119,19 @@ class TankClient:
 
     async def ping(self) -> None:
         """Send a ping. The broker does not answer it; it only shows the connection is used."""
-        await self.conn.send_frame(frames.Frame(body=frames.Ping()))
+        await self.conn.send_frame(_ping())
 
-    def _on_frame(self, frame: frames.Frame) -> None:
+    def _on_greeting(self, frame: frames.Frame) -> None:
         if isinstance(frame.body, frames.Ping):
             if self._greeting is not None and not self._greeting.done():
                 self._greeting.set_result(None)
             return
-        if not self.requests.handle_frame(frame):
-            log.debug("%r: an answer to no waiting request: %s", self, type(frame.body).__name__)
+        log.debug("%r: an answer to no waiting request: %s", self, type(frame.body).__name__)
 
     def _fail_greeting(self, exc: ConnectionClosed) -> None:
         if self._greeting is not None and not self._greeting.done():
             self._greeting.set_exception(exc)
             self._greeting.exception()  # retrieved here: connect may have stopped waiting
-
-    async def _keep_alive(self, interval: float) -> None:
-        sent = self.conn.bytes_sent
-        while self.conn.is_open:
-            await asyncio.sleep(interval)
-            if self.conn.bytes_sent == sent and self.conn.is_open:
-                self.conn.write(frames.Frame(body=frames.Ping()))
-            sent = self.conn.bytes_sent
 
     # -- produce --------------------------------------------------------------------------------
 
@@ -232,6 +219,10 @@ class TankClient:
         elif from_seq_num != TAIL:
             next_seq = max(next_seq, from_seq_num)
         return ConsumeResult(contents.messages, next_seq, highwater)
+
+
+def _ping() -> frames.Frame:
+    return frames.Frame(body=frames.Ping())
 
 
 def _check_address(topic: str, partition: int) -> None:

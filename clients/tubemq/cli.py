@@ -11,17 +11,16 @@ free port each. Messages are kept in memory; every topic is created on first use
 from __future__ import annotations
 
 import argparse
-import asyncio
-import sys
+import contextlib
 
 from protoframe.clients.tubemq.peer import EmbeddedTubeMQ
 from protoframe.runtime.io.cli import (
-    READY_PREFIX,
+    CannotListen,
     add_log_level,
     port_number,
     positive_int,
-    start_logging,
-    stop_on_signals,
+    ready,
+    run_servers,
 )
 
 __all__ = ["register"]
@@ -53,27 +52,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     """Run the master and broker as ``args`` say; the exit status (1 if they cannot listen)."""
-    start_logging(args.log_level)
-    return asyncio.run(_serve(args))
+    async def serve(stack: contextlib.AsyncExitStack) -> None:
+        peer = EmbeddedTubeMQ(partitions=args.partitions, host=args.host,
+                              broker_id=args.broker_id, master_port=args.master_port,
+                              broker_port=args.broker_port)
+        try:
+            await peer.start()
+        except OSError as exc:
+            await peer.stop()  # the master may be listening when the broker could not
+            raise CannotListen(f"cannot listen on {args.host}: {exc}") from exc
+        stack.push_async_callback(peer.stop)
+        ready("master", f"tcp://{peer.master}")
+        ready("broker", f"tcp://{peer.broker.address}")
 
-
-async def _serve(args: argparse.Namespace) -> int:
-    stop = stop_on_signals()
-    peer = EmbeddedTubeMQ(partitions=args.partitions, host=args.host, broker_id=args.broker_id,
-                          master_port=args.master_port, broker_port=args.broker_port)
-    try:
-        await peer.start()
-    except OSError as exc:
-        await peer.stop()  # the master may be listening when the broker could not
-        print(f"python -m protoframe.clients.tubemq peer: cannot listen on {args.host}: {exc}",
-              file=sys.stderr)
-        return 1
-    try:
-        print(f"master {READY_PREFIX}tcp://{peer.master}", flush=True)
-        print(f"broker {READY_PREFIX}tcp://{peer.broker.address}", flush=True)
-        await stop.wait()
-    finally:
-        await peer.stop()
-    return 0
-
-
+    return run_servers("python -m protoframe.clients.tubemq peer", args.log_level, serve)

@@ -1,7 +1,7 @@
 """One connection to a TubeMQ master or broker, with the generated typed requests on it.
 
-``TubeMQConnection`` drives a ``runtime.io.connection.Connection`` with the generated
-``TubemqProtocol`` (every frame is checked against the spec's state machines) and offers the
+``TubeMQConnection`` is a ``runtime.io.endpoint.Endpoint``: a connection driving the generated
+``TubemqProtocol`` (every frame is checked against the spec's state machines), with the
 generated ``TubemqRequests`` as ``requests``: each call numbers its frame with a fresh
 ``serial_no`` and waits for the response carrying the same one. A response's body is decoded
 once, by the machines; the requests are given that decoded command. ``call`` turns the two ways a
@@ -21,8 +21,9 @@ from protoframe.generated.tubemq.client import TubemqRequests
 from protoframe.generated.tubemq.frames import Frame
 from protoframe.generated.tubemq.machines import TubemqProtocol
 from protoframe.generated.tubemq.rpc import RspExceptionBody
-from protoframe.runtime.errors import ConnectionClosed, DecodeError, RequestFailed
+from protoframe.runtime.errors import ConnectionClosed, RequestFailed
 from protoframe.runtime.io.connection import Connection
+from protoframe.runtime.io.endpoint import Endpoint
 
 __all__ = ["CodeOutcome", "Outcome", "TubeMQConnection", "parse_address"]
 
@@ -67,39 +68,22 @@ def parse_address(address: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-class TubeMQConnection:
+class TubeMQConnection(Endpoint[Frame, TubemqRequests]):
     """A connection to one master or broker, opened with ``open``."""
 
     def __init__(self, name: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
-        self.protocol = TubemqProtocol()
-        self.conn: Connection[Frame] = Connection(self.protocol, self._on_frame,
-                                                  keepalive_interval=None, name=name)
-        self.requests = TubemqRequests(self.conn, timeout=timeout)
-        self.conn.on_close(self.requests.connection_lost)
+        protocol = TubemqProtocol()
+        super().__init__(protocol, lambda c: TubemqRequests(c, timeout=timeout), name=name)
+        self.protocol: TubemqProtocol = protocol
+        self.conn: Connection[Frame] = self.connection
 
     @classmethod
     async def open(cls, address: str, *, timeout: float = DEFAULT_TIMEOUT) -> TubeMQConnection:
         """Connect to ``host:port``; raises ``ConnectionClosed`` when that fails."""
         host, port = parse_address(address)
         self = cls(address, timeout=timeout)
-        await self.conn.connect(host, port, timeout=timeout)
+        await self.connect(host, port, timeout=timeout)
         return self
-
-    @property
-    def is_open(self) -> bool:
-        return self.conn.is_open
-
-    def _on_frame(self, frame: Frame) -> None:
-        # The machines decoded the frame's body when it arrived; hand that on rather than have
-        # the requests decode it again. (A frame whose method or body could not be read failed
-        # in receive_data already, closing the connection; the guard is for anything else.)
-        try:
-            answered = self.requests.handle_frame(frame, self.protocol.command(frame))
-        except DecodeError as exc:
-            self.conn.abort(exc)
-            return
-        if not answered:
-            log.debug("%r: a frame no request waits for (serial %d)", self.conn, frame.serial_no)
 
     async def call(self, method: str, request: Awaitable[R]) -> R:
         """Await a generated request; an exception answer raises ``RpcException``."""
@@ -128,9 +112,6 @@ class TubeMQConnection:
             raise ServerError(method, response.errCode, response.errMsg)
         return response
 
-    def close(self) -> None:
+    def close(self, reason: BaseException | None = None) -> None:
         """Close the connection; requests still waiting fail with ``ConnectionClosed``."""
-        self.conn.close(ConnectionClosed(f"{self.conn.name}: closed by the client"))
-
-    async def wait_closed(self) -> None:
-        await self.conn.wait_closed()
+        super().close(reason or ConnectionClosed(f"{self.conn.name}: closed by the client"))

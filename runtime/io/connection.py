@@ -13,12 +13,14 @@ around it and knows nothing of any particular protocol:
   also waits while the transport's buffer is above its high-water mark (``drain``), so a fast
   producer cannot grow it without bound; ``writable`` and ``on_writable`` let callers hold
   data back instead.
-* requests: ``pending`` is a ``RequestTable``; ``request`` sends a frame and waits for the
-  frame that answers it. When the connection ends, every pending request and every close
-  listener gets a ``ConnectionClosed``: nothing is left waiting.
-* keepalive: with ``KeepaliveHooks``, a ping from the peer is answered at once, a ping is sent
-  every ``keepalive_interval`` seconds and the connection is closed when nothing at all has
-  arrived for twice that long.
+* closing: when the connection ends, every close listener (the generated requests' among
+  them, see ``runtime.io.endpoint``) and every ``drain`` waiter gets a ``ConnectionClosed``:
+  nothing is left waiting.
+* keepalive: a ``KeepalivePolicy`` (``runtime.io.keepalive``) sees every received frame first and
+  runs a timer while the connection is open. ``KeepaliveHooks`` with ``keepalive_interval``
+  stands for ``PingPong``: a ping from the peer is answered at once, a ping is sent every
+  ``keepalive_interval`` seconds and the connection is closed when nothing at all has arrived
+  for twice that long.
 
 ``ConnectionPool`` keeps one connection per address for every user of it; ``Backoff`` (in
 ``runtime.io.backoff``) spaces out reconnection attempts; ``Authentication`` is the interface
@@ -34,8 +36,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
-from protoframe.runtime.engine.correlation import RequestTable
 from protoframe.runtime.errors import ChecksumFailure, ConnectionClosed, DecodeError
+from protoframe.runtime.io.keepalive import KeepaliveHooks, KeepalivePolicy, PingPong
 
 __all__ = [
     "Authentication",
@@ -43,6 +45,7 @@ __all__ = [
     "ConnectionPool",
     "FrameProtocol",
     "KeepaliveHooks",
+    "KeepalivePolicy",
     "NoAuthentication",
     "make_ssl_context",
     "open_connection",
@@ -64,16 +67,6 @@ class FrameProtocol(Protocol[F]):
     def receive_data(self, data: bytes) -> Sequence[F]: ...
 
     def send(self, frame: F) -> bytes: ...
-
-
-class KeepaliveHooks(Protocol[F]):
-    """The protocol-specific part of keepalive: what a ping and its answer look like."""
-
-    def ping(self) -> F: ...
-
-    def pong(self) -> F: ...
-
-    def is_ping(self, frame: F) -> bool: ...
 
 
 class Authentication(ABC):
@@ -145,7 +138,7 @@ class Connection(asyncio.Protocol, Generic[F]):
         on_frame: Callable[[F], None] | None = None,
         *,
         on_corrupt_frame: Callable[[F, ChecksumFailure], None] | None = None,
-        keepalive: KeepaliveHooks[F] | None = None,
+        keepalive: KeepaliveHooks[F] | KeepalivePolicy[F] | None = None,
         keepalive_interval: float | None = DEFAULT_KEEPALIVE_INTERVAL,
         high_water: int = DEFAULT_HIGH_WATER,
         low_water: int = DEFAULT_LOW_WATER,
@@ -154,10 +147,13 @@ class Connection(asyncio.Protocol, Generic[F]):
         self.protocol = protocol
         self.on_frame: Callable[[F], None] = on_frame or _ignore
         self.on_corrupt_frame = on_corrupt_frame
-        self.keepalive = keepalive
-        self.keepalive_interval = keepalive_interval
+        if isinstance(keepalive, KeepalivePolicy):
+            self.keepalive: KeepalivePolicy[F] | None = keepalive
+        elif keepalive is not None and keepalive_interval:
+            self.keepalive = PingPong(keepalive, keepalive_interval)
+        else:
+            self.keepalive = None
         self.name = name
-        self.pending = RequestTable()
         self._high_water = high_water
         self._low_water = low_water
         self._transport: asyncio.Transport | None = None
@@ -172,7 +168,6 @@ class Connection(asyncio.Protocol, Generic[F]):
         self._closed: ConnectionClosed | None = None
         self._close_reason: ConnectionClosed | None = None
         self._closed_future: asyncio.Future[None] | None = None
-        self._keepalive_handle: asyncio.TimerHandle | None = None
         self.last_received = 0.0
         self.bytes_received = 0
         self.bytes_sent = 0
@@ -252,9 +247,8 @@ class Connection(asyncio.Protocol, Generic[F]):
         self._loop = asyncio.get_running_loop()
         self.last_received = self._loop.time()
         transport.set_write_buffer_limits(self._high_water, self._low_water)
-        if self.keepalive is not None and self.keepalive_interval:
-            self._keepalive_handle = self._loop.call_later(
-                self.keepalive_interval, self._keepalive_tick)
+        if self.keepalive is not None:
+            self.keepalive.start(self)
 
     def data_received(self, data: bytes) -> None:
         loop = self._loop
@@ -277,8 +271,7 @@ class Connection(asyncio.Protocol, Generic[F]):
         for frame in frames:
             if self._closed is not None:
                 return
-            if keepalive is not None and keepalive.is_ping(frame):
-                self._answer_ping(keepalive)
+            if keepalive is not None and keepalive.received(frame):
                 continue
             try:
                 on_frame(frame)
@@ -298,6 +291,8 @@ class Connection(asyncio.Protocol, Generic[F]):
                     log.exception("%r: corrupt-frame handler failed", self)
             else:
                 log.warning("%r: dropped a frame: %s", self, exc)
+            if self._close_reason is not None or self._closed is not None:
+                return  # the handler closed the connection: read nothing more from it
             try:
                 frames = self.protocol.receive_data(b"")
             except DecodeError as again:
@@ -330,10 +325,8 @@ class Connection(asyncio.Protocol, Generic[F]):
             self._flush_handle = None
         self._out = []
         self._out_size = 0
-        if self._keepalive_handle is not None:
-            self._keepalive_handle.cancel()
-            self._keepalive_handle = None
-        self.pending.fail_all(reason)
+        if self.keepalive is not None:
+            self.keepalive.stop()
         waiters, self._drain_waiters = self._drain_waiters, []
         for waiter in waiters:
             if not waiter.done():
@@ -388,7 +381,15 @@ class Connection(asyncio.Protocol, Generic[F]):
         queued), so many small frames cost one system call rather than one each.
         """
         self._check_open()
-        data = self.protocol.send(frame)
+        self._queue(self.protocol.send(frame))
+
+    def write_raw(self, data: bytes) -> None:
+        """Queue bytes encoded already (a frame's tail a server copies from storage, say), as
+        ``write`` queues a frame's: they bypass ``protocol.send`` and its checks."""
+        self._check_open()
+        self._queue(data)
+
+    def _queue(self, data: bytes) -> None:
         self.bytes_sent += len(data)
         self._out.append(data)
         self._out_size += len(data)
@@ -442,48 +443,6 @@ class Connection(asyncio.Protocol, Generic[F]):
         self.write(frame)
         if self._paused:
             await self.drain()
-
-    async def request(self, key: Hashable, frame: F, timeout: float | None = None,
-                      what: str = "request") -> Any:
-        """Send ``frame`` and return what ``answer(key, ...)`` is later called with."""
-        future = self.pending.expect(key)
-        try:
-            await self.send_frame(frame)
-        except BaseException:
-            self.pending.forget(key, future)
-            raise
-        return await self.pending.wait(key, future, timeout, what)
-
-    def answer(self, key: Hashable, value: Any) -> bool:
-        """Complete the oldest ``request`` waiting on ``key``."""
-        return self.pending.answer(key, value)
-
-    # ---- keepalive ---------------------------------------------------------------------------
-
-    def _answer_ping(self, keepalive: KeepaliveHooks[F]) -> None:
-        try:
-            self.write(keepalive.pong())
-        except Exception as exc:
-            log.debug("%r: could not answer a ping: %s", self, exc)
-
-    def _keepalive_tick(self) -> None:
-        self._keepalive_handle = None
-        if self._closed is not None or self.keepalive is None or not self.keepalive_interval:
-            return
-        loop = self._loop
-        assert loop is not None
-        interval = self.keepalive_interval
-        idle = loop.time() - self.last_received
-        if idle >= 2 * interval:
-            self.abort(ConnectionClosed(
-                f"{self.name or 'connection'}: nothing received for {idle:.1f} s "
-                f"(keepalive interval {interval} s)"))
-            return
-        try:
-            self.write(self.keepalive.ping())
-        except Exception as exc:
-            log.debug("%r: could not send a ping: %s", self, exc)
-        self._keepalive_handle = loop.call_later(interval, self._keepalive_tick)
 
     # ---- closing -----------------------------------------------------------------------------
 

@@ -1,14 +1,12 @@
-"""The embedded segment store: an asyncio TCP server whose connections run ``StoreSession``s.
+"""The embedded segment store: ``runtime.io.server.serve`` with a ``StoreSession`` a connection.
 
-Each connection is a ``runtime.io.connection.Connection`` driving the generated
-``PravegaProtocol(server=True)``; a frame that does not decode, or a command that breaks a
-rule, closes that connection (logged with its reason) and leaves the server and every other
-connection running.
+Each connection drives the generated ``PravegaProtocol(server=True)``; a frame that does not
+decode, or a command that breaks a rule, closes that connection (logged with its reason) and
+leaves the server and every other connection running.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 from collections import Counter, deque
@@ -16,7 +14,9 @@ from types import TracebackType
 
 from protoframe.generated.pravega import frames
 from protoframe.generated.pravega.machines import PravegaProtocol, command_of
+from protoframe.runtime.errors import ConnectionClosed
 from protoframe.runtime.io.connection import Connection
+from protoframe.runtime.io.server import Server, Session, serve
 
 from ..errors import PravegaError
 from .segments import SegmentTable
@@ -25,6 +25,29 @@ from .session import DEFAULT_READ_SIZE, StoreSession
 __all__ = ["EmbeddedSegmentStore"]
 
 log = logging.getLogger(__name__)
+
+
+class _Served(Session[frames.Frame]):
+    """One connection: its commands counted, answered by a ``StoreSession``."""
+
+    def __init__(self, store: EmbeddedSegmentStore) -> None:
+        super().__init__(PravegaProtocol(server=True, max_frame_size=store.max_frame_size))
+        self.store = store
+        self.session = StoreSession(store.table, max_read_size=store.max_read_size)
+
+    def frame_received(self, frame: frames.Frame) -> None:
+        self.store.received[command_of(frame)[0]] += 1
+        try:
+            replies = self.session.handle(frame)
+        except PravegaError as exc:
+            self.connection.abort(exc)
+            return
+        self.connection.write_many(replies)
+        if self.session.close_reason is not None:
+            self.connection.close(self.session.close_reason)
+
+    def connection_lost(self, reason: ConnectionClosed) -> None:
+        self.store.closed_reasons.append(reason)
 
 
 class EmbeddedSegmentStore:
@@ -43,34 +66,34 @@ class EmbeddedSegmentStore:
         self.table = SegmentTable(directory)
         self.max_frame_size = max_frame_size
         self.max_read_size = max_read_size
-        self.connections: set[Connection[frames.Frame]] = set()
         # Why recent connections ended, oldest first (bounded: a server may run for long).
         self.closed_reasons: deque[BaseException] = deque(maxlen=64)
         self.received: Counter[str] = Counter()  # commands received, by name: what peers use
-        self._server: asyncio.Server | None = None
+        self._server: Server[_Served] | None = None
 
     @property
     def address(self) -> tuple[str, int]:
         """``(host, port)`` to connect to (the port is known after ``start``)."""
         return self.host, self.port
 
+    @property
+    def connections(self) -> set[Connection[frames.Frame]]:
+        """The open connections."""
+        sessions = self._server.sessions if self._server is not None else ()
+        return {served.connection for served in sessions}
+
     async def start(self) -> tuple[str, int]:
         """Listen and return the address."""
-        loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(self._accept, self.host, self.port)
-        self.port = self._server.sockets[0].getsockname()[1]
-        log.info("segment store listening on %s:%d", self.host, self.port)
+        self._server = await serve(self.host, self.port, lambda: _Served(self),
+                                   name="segment store")
+        self.port = self._server.port
         return self.address
 
     async def stop(self) -> None:
         """Stop listening and drop every connection."""
-        if self._server is None:
-            return
-        self._server.close()
-        for connection in list(self.connections):
-            connection.abort()
-        await self._server.wait_closed()
-        self._server = None
+        server, self._server = self._server, None
+        if server is not None:
+            await server.stop()
 
     async def __aenter__(self) -> EmbeddedSegmentStore:
         await self.start()
@@ -79,29 +102,3 @@ class EmbeddedSegmentStore:
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
         await self.stop()
-
-    def _accept(self) -> Connection[frames.Frame]:
-        session = StoreSession(self.table, max_read_size=self.max_read_size)
-        protocol = PravegaProtocol(server=True, max_frame_size=self.max_frame_size)
-        connection: Connection[frames.Frame] = Connection(
-            protocol, keepalive_interval=None, name="segment store connection")
-
-        def on_frame(frame: frames.Frame) -> None:
-            self.received[command_of(frame)[0]] += 1
-            try:
-                replies = session.handle(frame)
-            except PravegaError as exc:
-                connection.abort(exc)
-                return
-            connection.write_many(replies)
-            if session.close_reason is not None:
-                connection.close(session.close_reason)
-
-        def on_close(reason: BaseException) -> None:
-            self.connections.discard(connection)
-            self.closed_reasons.append(reason)
-
-        connection.on_frame = on_frame
-        connection.on_close(on_close)
-        self.connections.add(connection)
-        return connection

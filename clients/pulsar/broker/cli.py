@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-import logging
+import contextlib
 
-from protoframe.runtime.io.cli import READY_PREFIX, stop_on_signals
+from protoframe.runtime.io.cli import CannotListen, ready, run_servers
 
 from .server import EmbeddedBroker
 
@@ -35,28 +34,27 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=args.log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    """Run the broker as ``args`` say; the exit status (1 if it cannot listen)."""
     partitioned: list[tuple[str, int]] = []
     for spec in args.partitioned_topic:
         topic, sep, count = spec.rpartition("=")
         if not sep or not topic or not count.isdigit() or int(count) < 1:
             raise SystemExit(f"--partitioned-topic expects TOPIC=N, got {spec!r}")
         partitioned.append((topic, int(count)))
-    return asyncio.run(_serve(args, partitioned))
 
+    async def serve(stack: contextlib.AsyncExitStack) -> None:
+        broker = EmbeddedBroker(host=args.host, port=args.port, data_dir=args.data_dir,
+                                keepalive_interval=args.keepalive or None,
+                                fsync=not args.no_fsync, advertised_url=args.advertised_url)
+        try:
+            url = await broker.start()
+        except OSError as exc:
+            await broker.stop()  # the storage may be open already
+            raise CannotListen(f"cannot listen on {args.host}:{args.port}: {exc}") from exc
+        stack.push_async_callback(broker.stop)
+        for topic, count in partitioned:
+            broker.create_partitioned_topic(topic, count)
+        ready(None, url)
 
-async def _serve(args: argparse.Namespace, partitioned: list[tuple[str, int]]) -> int:
-    broker = EmbeddedBroker(host=args.host, port=args.port, data_dir=args.data_dir,
-                            keepalive_interval=args.keepalive or None,
-                            fsync=not args.no_fsync, advertised_url=args.advertised_url)
-    url = await broker.start()
-    for topic, count in partitioned:
-        broker.create_partitioned_topic(topic, count)
-    stop = stop_on_signals()
-    print(f"{READY_PREFIX}{url}", flush=True)
-    try:
-        await stop.wait()
-    finally:
-        await broker.stop()
-    return 0
+    return run_servers("python -m protoframe.clients.pulsar broker", args.log_level.upper(),
+                       serve)

@@ -1,4 +1,4 @@
-"""Running the broker: an asyncio TCP server, in this event loop, a thread or a subprocess.
+"""Running the broker: a ``runtime.io.server`` server, in this event loop, a thread or a subprocess.
 
 ``EmbeddedBroker`` serves in the running event loop (``async with EmbeddedBroker() as url``).
 ``BrokerThread`` runs one in a background thread with its own loop, and ``BrokerProcess`` in a
@@ -21,6 +21,8 @@ from typing import Any, TypeVar
 
 from protoframe import import_root
 from protoframe.runtime.io.cli import READY_PREFIX
+from protoframe.runtime.io.keepalive import PingWhenQuiet
+from protoframe.runtime.io.server import Server, serve
 
 from .session import Session
 from .state import BrokerState
@@ -30,29 +32,6 @@ from .topics import DEFAULT_RETENTION_BYTES
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-
-class _Connection(asyncio.Protocol):
-    def __init__(self, broker: EmbeddedBroker) -> None:
-        self.broker = broker
-        self.session: Session | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.session = Session(self.broker.state, transport,
-                               keepalive_interval=self.broker.keepalive_interval,
-                               service_url=self.broker.advertised_url)
-        self.broker.sessions.add(self.session)
-        log.debug("connection from %s", self.session.peer)
-
-    def data_received(self, data: bytes) -> None:
-        assert self.session is not None
-        self.session.feed(data)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if self.session is not None:
-            self.session.connection_lost()
-            self.broker.sessions.discard(self.session)
 
 
 class EmbeddedBroker:
@@ -78,16 +57,25 @@ class EmbeddedBroker:
         self.advertised_url = advertised_url
         storage = FileStorage(data_dir, fsync=fsync) if data_dir is not None else Storage()
         self.state = BrokerState(storage, retention_bytes=retention_bytes)
-        self.sessions: set[Session] = set()
-        self._server: asyncio.Server | None = None
+        self._server: Server[Session] | None = None
         self.url = ""
+
+    @property
+    def sessions(self) -> set[Session]:
+        """The sessions of the open connections."""
+        return self._server.sessions if self._server is not None else set()
+
+    def _keepalive(self, session: Session) -> PingWhenQuiet[Any] | None:
+        return session.keepalive(self.keepalive_interval) if self.keepalive_interval else None
 
     async def start(self) -> str:
         """Recover from the data directory, listen, and return the service URL."""
         self.state.recover()
-        loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(lambda: _Connection(self), self.host, self.port)
-        self.port = self._server.sockets[0].getsockname()[1]
+        self._server = await serve(
+            self.host, self.port,
+            lambda: Session(self.state, service_url=self.advertised_url),
+            keepalive=self._keepalive, name="Pulsar broker")
+        self.port = self._server.port
         host = "127.0.0.1" if self.host in ("", "0.0.0.0") else self.host
         self.url = f"pulsar://{f'[{host}]' if ':' in host else host}:{self.port}"
         log.info("broker listening on %s (data dir: %s)", self.url, self.data_dir or "none")
@@ -95,12 +83,11 @@ class EmbeddedBroker:
 
     async def stop(self) -> None:
         """Stop listening, close every connection, and write what is pending."""
-        if self._server is not None:
-            self._server.close()
-            for session in list(self.sessions):
+        server, self._server = self._server, None
+        if server is not None:
+            for session in list(server.sessions):
                 session.abort("broker shutting down", logging.INFO)
-            await self._server.wait_closed()
-            self._server = None
+            await server.stop()
         await self.state.storage.close()
 
     async def serve_forever(self) -> None:

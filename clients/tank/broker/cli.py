@@ -7,17 +7,16 @@ is gone when it stops. It prints ``listening on tcp://HOST:PORT`` once it listen
 from __future__ import annotations
 
 import argparse
-import asyncio
-import sys
+import contextlib
 
 from protoframe.generated.tank import frames
 from protoframe.runtime.io.cli import (
-    READY_PREFIX,
+    CannotListen,
     add_log_level,
     port_number,
     positive_int,
-    start_logging,
-    stop_on_signals,
+    ready,
+    run_servers,
 )
 
 from .server import EmbeddedTankBroker
@@ -55,30 +54,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     """Run the broker as ``args`` say; the exit status (1 if it cannot listen)."""
-    start_logging(args.log_level)
-    return asyncio.run(_serve(args))
+    async def serve(stack: contextlib.AsyncExitStack) -> None:
+        broker = EmbeddedTankBroker(host=args.host, port=args.port, topics=dict(args.topic),
+                                    auto_create=args.auto_create, compress=args.compress,
+                                    max_frame_size=args.max_frame_size)
+        try:
+            host, port = await broker.start()
+        except OSError as exc:
+            raise CannotListen(f"cannot listen on {args.host}:{args.port}: {exc}") from exc
+        stack.push_async_callback(broker.stop)
+        ready(None, f"tcp://{host}:{port}")
 
-
-async def _serve(args: argparse.Namespace) -> int:
-    stop = stop_on_signals()
-    broker = EmbeddedTankBroker(host=args.host, port=args.port, topics=dict(args.topic),
-                                auto_create=args.auto_create, compress=args.compress,
-                                max_frame_size=args.max_frame_size)
-    try:
-        host, port = await broker.start()
-    except OSError as exc:
-        print(f"python -m protoframe.clients.tank broker: cannot listen on "
-              f"{args.host}:{args.port}: {exc}",
-              file=sys.stderr)
-        return 1
-    print(f"{READY_PREFIX}tcp://{host}:{port}", flush=True)
-    try:
-        await stop.wait()
-    finally:
-        await broker.stop()
-    return 0
-
-
+    return run_servers("python -m protoframe.clients.tank broker", args.log_level, serve)
 
 
 def _partitions(text: str) -> int:

@@ -1,7 +1,7 @@
-"""The embedded TANK broker's asyncio side: a TCP server and one session per connection.
+"""The embedded TANK broker's asyncio side: ``runtime.io.server.serve``, one session a connection.
 
-Each connection is a ``runtime.io.connection.Connection`` driving the generated ``TankProtocol``
-in its server role, so bytes are decoded by the same generated stream decoder the client uses.
+Each connection drives the generated ``TankProtocol`` in its server role, so bytes are decoded
+by the same generated stream decoder the client uses.
 A frame that does not decode, or a bundle that cannot be read, closes that connection only.
 A consume that cannot be answered yet (fewer than ``min_bytes`` available) waits in a task of
 its own for up to ``max_wait_ms``, so later requests on the connection are not held up.
@@ -17,7 +17,8 @@ from types import TracebackType
 
 from protoframe.generated.tank import frames
 from protoframe.generated.tank.machines import TankProtocol
-from protoframe.runtime.io.connection import Connection
+from protoframe.runtime.errors import ConnectionClosed
+from protoframe.runtime.io.server import Server, Session, serve
 
 from .state import BadBundle, BrokerState
 
@@ -30,27 +31,25 @@ _PING = frames.Frame(body=frames.Ping())
 MAX_WAIT_SECONDS = 60.0
 
 
-class _Session(Connection[frames.Frame]):
+class _Session(Session[frames.Frame]):
     """One client connection: greets it with a ping, answers its requests."""
 
     def __init__(self, broker: EmbeddedTankBroker) -> None:
-        super().__init__(TankProtocol(server=True, max_frame_size=broker.max_frame_size),
-                         self._on_frame, keepalive_interval=None, name="tank session")
+        super().__init__(TankProtocol(server=True, max_frame_size=broker.max_frame_size))
         self.broker = broker
         self._waiting: set[asyncio.Task[None]] = set()
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        super().connection_made(transport)
-        self.broker.sessions.add(self)
-        self.write(_PING)  # TANK brokers introduce themselves this way
+    def connection_made(self) -> None:
+        self.connection.write(_PING)  # TANK brokers introduce themselves this way
 
-    def connection_lost(self, exc: Exception | None) -> None:
-        super().connection_lost(exc)
-        self.broker.sessions.discard(self)
+    def connection_lost(self, reason: ConnectionClosed) -> None:
         for task in self._waiting:
             task.cancel()
 
-    def _on_frame(self, frame: frames.Frame) -> None:
+    def write(self, frame: frames.Frame) -> None:
+        self.connection.write(frame)
+
+    def frame_received(self, frame: frames.Frame) -> None:
         body = frame.body
         state = self.broker.state
         try:
@@ -70,7 +69,7 @@ class _Session(Connection[frames.Frame]):
                     task.add_done_callback(self._waiting.discard)
             # A received ping needs nothing: TANK brokers ignore them.
         except BadBundle as exc:
-            self.abort(exc)
+            self.connection.abort(exc)
 
     async def _consume_later(self, request: frames.ConsumeRequest) -> None:
         loop = asyncio.get_running_loop()
@@ -82,7 +81,7 @@ class _Session(Connection[frames.Frame]):
             response, ready = self.broker.state.consume(request)
             if ready or loop.time() >= deadline:
                 break
-        if self.is_open:
+        if self.connection.is_open:
             self.write(frames.Frame(body=response))
 
 
@@ -105,27 +104,26 @@ class EmbeddedTankBroker:
         self.port = port
         self.max_frame_size = max_frame_size
         self.state = BrokerState(topics, auto_create=auto_create, compress=compress)
-        self.sessions: set[_Session] = set()
-        self._server: asyncio.Server | None = None
+        self._server: Server[_Session] | None = None
         self._appended: asyncio.Event | None = None
+
+    @property
+    def sessions(self) -> set[_Session]:
+        """The sessions of the open connections."""
+        return self._server.sessions if self._server is not None else set()
 
     async def start(self) -> tuple[str, int]:
         """Listen; return the (host, port) clients connect to."""
-        loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(lambda: _Session(self), self.host, self.port)
-        self.port = self._server.sockets[0].getsockname()[1]
-        log.info("TANK broker listening on %s:%d", self.host, self.port)
+        self._server = await serve(self.host, self.port, lambda: _Session(self),
+                                   name="TANK broker")
+        self.port = self._server.port
         return self.host, self.port
 
     async def stop(self) -> None:
         """Stop listening and close every connection."""
-        if self._server is None:
-            return
-        self._server.close()
-        for session in list(self.sessions):
-            session.abort()
-        await self._server.wait_closed()
-        self._server = None
+        server, self._server = self._server, None
+        if server is not None:
+            await server.stop()
 
     async def __aenter__(self) -> tuple[str, int]:
         return await self.start()

@@ -1,0 +1,449 @@
+"""The broker's answers to each client command: the ``on_*`` hooks of ``PulsarProtocol``.
+
+``Commands`` is the protocol side of a session, without I/O: each hook reads the broker state
+and answers with ``_emit``, which the session (``session.Session``) sends through the
+connection. Request ids are echoed, never used as keys: clients (the official C++ one among
+them) reuse them.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from abc import abstractmethod
+from dataclasses import dataclass
+
+from protoframe.generated.pulsar import frames
+from protoframe.generated.pulsar.machines import PulsarProtocol
+from protoframe.generated.pulsar.pulsar_api import (
+    BaseCommand,
+    CommandAck,
+    CommandAckResponse,
+    CommandCloseConsumer,
+    CommandCloseProducer,
+    CommandConnect,
+    CommandConnected,
+    CommandConsumerStats,
+    CommandConsumerStatsResponse,
+    CommandError,
+    CommandFlow,
+    CommandGetLastMessageId,
+    CommandGetLastMessageIdResponse,
+    CommandGetOrCreateSchema,
+    CommandGetOrCreateSchemaResponse,
+    CommandGetSchema,
+    CommandGetSchemaResponse,
+    CommandGetTopicsOfNamespace,
+    CommandGetTopicsOfNamespaceResponse,
+    CommandLookupTopic,
+    CommandLookupTopicResponse,
+    CommandPartitionedTopicMetadata,
+    CommandPartitionedTopicMetadataResponse,
+    CommandPing,
+    CommandPong,
+    CommandProducer,
+    CommandProducerSuccess,
+    CommandRedeliverUnacknowledgedMessages,
+    CommandSeek,
+    CommandSend,
+    CommandSendError,
+    CommandSendReceipt,
+    CommandSubscribe,
+    CommandSuccess,
+    CommandUnsubscribe,
+    FeatureFlags,
+    MessageIdData,
+    ServerError,
+)
+
+from .state import BrokerState
+from .subscriptions import Consumer, ConsumerBusy, SubType
+from .topics import UINT64_MASK, Entry, InvalidTopicName, Topic, normalize_topic
+from .wire import RawFrame
+
+__all__ = ["MAX_MESSAGE_SIZE", "MAX_PROTOCOL_VERSION", "NO_REQUEST", "SERVER_VERSION",
+           "FRAME_PADDING", "Commands", "Producer"]
+
+log = logging.getLogger(__name__)
+
+Type = BaseCommand.Type
+
+MAX_MESSAGE_SIZE = 5 * 1024 * 1024
+# Room for the command and metadata around a message of MAX_MESSAGE_SIZE (Pulsar's padding).
+FRAME_PADDING = 10 * 1024
+MAX_PROTOCOL_VERSION = 21
+SERVER_VERSION = "protoframe-broker-0.1"
+NO_REQUEST = UINT64_MASK  # request id of broker-initiated closes (-1 as the Java broker sends)
+_SCHEMA_VERSION_0 = struct.pack(">q", 0)
+
+
+@dataclass(eq=False)
+class Producer:
+    producer_id: int
+    topic: Topic
+    name: str
+    closing: bool = False  # CLOSE_PRODUCER received; SUCCESS follows the pending receipts
+
+
+class Commands(PulsarProtocol):
+    """The command hooks of one connection's session; the I/O is the subclass's."""
+
+    broker: BrokerState
+    peer: str
+    service_url: str
+    producers: dict[int, Producer]
+    consumers: dict[int, Consumer]
+
+    @property
+    @abstractmethod
+    def closed(self) -> bool:
+        """The connection is closed or closing: nothing more is sent."""
+
+    @abstractmethod
+    def _emit(self, command: BaseCommand) -> None:
+        """Send a command through the state machines."""
+
+    @abstractmethod
+    def _emit_unchecked(self, command: BaseCommand) -> None:
+        """Send a command the generated machines do not model (see on_seek)."""
+
+    @abstractmethod
+    def _safely(self, what: str, action: BaseCommand) -> None:
+        """Emit from outside the connection's read (callbacks, other sessions' dispatch)."""
+
+    # The session is its consumers' DeliverySink (``subscriptions``).
+
+    @abstractmethod
+    def deliver(self, consumer: Consumer, entry: Entry, redelivery_count: int,
+                ack_set: list[int]) -> None: ...
+
+    @abstractmethod
+    def active_consumer_change(self, consumer: Consumer, is_active: bool) -> None: ...
+
+    @abstractmethod
+    def force_close(self, consumer: Consumer) -> None: ...
+
+    # --- answers ---------------------------------------------------------------------------
+
+    def _error(self, request_id: int, error: ServerError, message: str) -> None:
+        self._emit(BaseCommand(type_=Type.ERROR, error=CommandError(
+            request_id=request_id, error=error, message=message)))
+
+    def _success(self, request_id: int) -> None:
+        self._emit(BaseCommand(type_=Type.SUCCESS, success=CommandSuccess(request_id=request_id)))
+
+    def _send_error(self, producer_id: int, sequence_id: int, error: ServerError,
+                    message: str) -> None:
+        self._emit(BaseCommand(type_=Type.SEND_ERROR, send_error=CommandSendError(
+            producer_id=producer_id, sequence_id=sequence_id, error=error, message=message)))
+
+    def _topic_name(self, name: str) -> str | None:
+        try:
+            return normalize_topic(name)
+        except InvalidTopicName:
+            return None
+
+    # --- connection ------------------------------------------------------------------------
+
+    def on_connect(self, body: CommandConnect, frame: frames.Frame) -> None:
+        version = min(body.protocol_version, MAX_PROTOCOL_VERSION)
+        log.debug("connection %s: CONNECT from %s, protocol %d", self.peer, body.client_version,
+                  body.protocol_version)
+        self._emit(BaseCommand(type_=Type.CONNECTED, connected=CommandConnected(
+            server_version=SERVER_VERSION, protocol_version=version,
+            max_message_size=MAX_MESSAGE_SIZE, feature_flags=FeatureFlags())))
+
+    def on_ping(self, body: CommandPing, frame: frames.Frame) -> None:
+        self._emit(BaseCommand(type_=Type.PONG, pong=CommandPong()))
+
+    # --- lookups ---------------------------------------------------------------------------
+
+    def on_partitioned_metadata(self, body: CommandPartitionedTopicMetadata,
+                                frame: frames.Frame) -> None:
+        LookupType = CommandPartitionedTopicMetadataResponse.LookupType
+        name = self._topic_name(body.topic)
+        if name is None:
+            answer = CommandPartitionedTopicMetadataResponse(
+                request_id=body.request_id, response=LookupType.Failed,
+                error=ServerError.InvalidTopicName, message=f"invalid topic name {body.topic!r}")
+        else:
+            answer = CommandPartitionedTopicMetadataResponse(
+                request_id=body.request_id, response=LookupType.Success,
+                partitions=self.broker.partitions_of(name))
+        self._emit(BaseCommand(type_=Type.PARTITIONED_METADATA_RESPONSE,
+                               partitionMetadataResponse=answer))
+
+    def on_lookup(self, body: CommandLookupTopic, frame: frames.Frame) -> None:
+        LookupType = CommandLookupTopicResponse.LookupType
+        if self._topic_name(body.topic) is None:
+            answer = CommandLookupTopicResponse(
+                request_id=body.request_id, response=LookupType.Failed,
+                error=ServerError.InvalidTopicName, message=f"invalid topic name {body.topic!r}")
+        else:
+            # This broker owns every topic: connect here (at the address the client used).
+            answer = CommandLookupTopicResponse(
+                request_id=body.request_id, response=LookupType.Connect,
+                brokerServiceUrl=self.service_url, authoritative=True)
+        self._emit(BaseCommand(type_=Type.LOOKUP_RESPONSE, lookupTopicResponse=answer))
+
+    def on_get_topics_of_namespace(self, body: CommandGetTopicsOfNamespace,
+                                   frame: frames.Frame) -> None:
+        self._emit(BaseCommand(
+            type_=Type.GET_TOPICS_OF_NAMESPACE_RESPONSE,
+            getTopicsOfNamespaceResponse=CommandGetTopicsOfNamespaceResponse(
+                request_id=body.request_id,
+                topics=self.broker.topics_of_namespace(body.namespace))))
+
+    def on_get_schema(self, body: CommandGetSchema, frame: frames.Frame) -> None:
+        self._emit(BaseCommand(type_=Type.GET_SCHEMA_RESPONSE, getSchemaResponse=(
+            CommandGetSchemaResponse(request_id=body.request_id,
+                                     error_code=ServerError.TopicNotFound,
+                                     error_message="this broker keeps no schemas"))))
+
+    def on_get_or_create_schema(self, body: CommandGetOrCreateSchema,
+                                frame: frames.Frame) -> None:
+        self._emit(BaseCommand(
+            type_=Type.GET_OR_CREATE_SCHEMA_RESPONSE,
+            getOrCreateSchemaResponse=CommandGetOrCreateSchemaResponse(
+                request_id=body.request_id, schema_version=_SCHEMA_VERSION_0)))
+
+    # --- producers -------------------------------------------------------------------------
+
+    def on_producer(self, body: CommandProducer, frame: frames.Frame) -> None:
+        name = self._topic_name(body.topic)
+        if name is None:
+            self._error(body.request_id, ServerError.InvalidTopicName,
+                        f"invalid topic name {body.topic!r}")
+            return
+        topic = self.broker.topic(name)
+        producer_name = body.producer_name or self.broker.new_producer_name()
+        if producer_name in topic.producer_names:
+            self._error(body.request_id, ServerError.ProducerBusy,
+                        f"producer {producer_name!r} is already connected to {name}")
+            return
+        topic.producer_names.add(producer_name)
+        self.producers[body.producer_id] = Producer(body.producer_id, topic, producer_name)
+        answer = CommandProducerSuccess(
+            request_id=body.request_id, producer_name=producer_name,
+            last_sequence_id=topic.dedup.last_sequence_id(producer_name))
+        if body.schema is not None:
+            answer.schema_version = _SCHEMA_VERSION_0
+        self._emit(BaseCommand(type_=Type.PRODUCER_SUCCESS, producer_success=answer))
+
+    def on_send(self, body: CommandSend, frame: frames.Frame) -> None:
+        producer = self.producers.get(body.producer_id)
+        payload = frame.payload
+        if producer is None or payload is None:
+            self._send_error(body.producer_id, body.sequence_id, ServerError.UnknownError,
+                             "SEND without a payload" if producer else "unknown producer")
+            return
+        raw = frame.raw_payload if isinstance(frame, RawFrame) else payload.encode()
+        producer_id, sequence_id = body.producer_id, body.sequence_id
+        ledger_id = producer.topic.ledger_id
+        highest = body.highest_sequence_id if body.has_highest_sequence_id() else None
+
+        def done(entry_id: int, error: Exception | None) -> None:
+            if self.closed or self.producers.get(producer_id) is not producer:
+                return
+            if error is not None:
+                self._send_error(producer_id, sequence_id, ServerError.PersistenceError,
+                                 str(error))
+                return
+            ledger = ledger_id if entry_id >= 0 else UINT64_MASK
+            receipt = CommandSendReceipt(
+                producer_id=producer_id, sequence_id=sequence_id,
+                message_id=MessageIdData(ledgerId=ledger, entryId=entry_id & UINT64_MASK))
+            if highest is not None:
+                receipt.highest_sequence_id = highest
+            self._safely("SEND_RECEIPT", BaseCommand(type_=Type.SEND_RECEIPT,
+                                                     send_receipt=receipt))
+
+        self.broker.publish(producer.topic, producer.name, body, payload.metadata, raw, done)
+
+    def on_close_producer(self, body: CommandCloseProducer, frame: frames.Frame) -> None:
+        producer = self.producers.get(body.producer_id)
+        request_id = body.request_id
+        if producer is None:
+            self._success(request_id)
+            return
+        producer.closing = True
+
+        def closed(error: Exception | None) -> None:
+            # After the receipts of everything this producer sent before closing.
+            if self.producers.get(producer.producer_id) is producer:
+                del self.producers[producer.producer_id]
+                producer.topic.producer_names.discard(producer.name)
+                if not self.closed:
+                    self._safely("SUCCESS", BaseCommand(
+                        type_=Type.SUCCESS, success=CommandSuccess(request_id=request_id)))
+
+        self.broker.storage.commit(closed)
+
+    # --- consumers -------------------------------------------------------------------------
+
+    def on_subscribe(self, body: CommandSubscribe, frame: frames.Frame) -> None:
+        name = self._topic_name(body.topic)
+        if name is None:
+            self._error(body.request_id, ServerError.InvalidTopicName,
+                        f"invalid topic name {body.topic!r}")
+            return
+        topic = self.broker.topic(name)
+        sub = self.broker.subscription(topic, body)
+        try:
+            sub.check_consumer(body.subType)
+        except ConsumerBusy as exc:
+            self._error(body.request_id, ServerError.ConsumerBusy, str(exc))
+            return
+        ranges: list[tuple[int, int]] = []
+        meta = body.keySharedMeta
+        if body.subType == SubType.Key_Shared and meta is not None and meta.hashRanges:
+            ranges = [(r.start, r.end) for r in meta.hashRanges]
+        consumer = Consumer(self, body.consumer_id, sub, name=body.consumer_name or "",
+                            priority=body.priority_level, hash_ranges=ranges)
+        self.consumers[body.consumer_id] = consumer
+        self._success(body.request_id)
+        sub.add_consumer(consumer, body.subType)
+
+    def on_flow(self, body: CommandFlow, frame: frames.Frame) -> None:
+        consumer = self.consumers.get(body.consumer_id)
+        if consumer is not None:
+            consumer.subscription.flow(consumer, body.messagePermits)
+
+    def on_ack(self, body: CommandAck, frame: frames.Frame) -> None:
+        consumer = self.consumers.get(body.consumer_id)
+        if consumer is not None:
+            sub = consumer.subscription
+            ledger = sub.topic.ledger_id
+            changed = False
+            if body.ack_type == CommandAck.AckType.Cumulative:
+                if sub.sub_type not in (SubType.Shared, SubType.Key_Shared):
+                    for mid in body.message_id[:1]:
+                        if mid.ledgerId == ledger:
+                            changed = sub.ack_cumulative(mid.entryId, mid.ack_set)
+            else:
+                for mid in body.message_id:
+                    if mid.ledgerId == ledger:
+                        changed = sub.ack(consumer, mid.entryId, mid.ack_set) or changed
+            if changed:
+                self.broker.cursor_changed(sub)
+        if body.has_request_id():
+            consumer_id, request_id = body.consumer_id, body.request_id
+
+            def acked(error: Exception | None) -> None:
+                answer = CommandAckResponse(consumer_id=consumer_id, request_id=request_id)
+                if error is not None:
+                    answer.error = ServerError.PersistenceError
+                    answer.message = str(error)
+                self._safely("ACK_RESPONSE", BaseCommand(type_=Type.ACK_RESPONSE,
+                                                         ackResponse=answer))
+
+            self.broker.storage.commit(acked)
+
+    def on_redeliver_unacknowledged_messages(self, body: CommandRedeliverUnacknowledgedMessages,
+                                             frame: frames.Frame) -> None:
+        consumer = self.consumers.get(body.consumer_id)
+        if consumer is None:
+            return
+        sub = consumer.subscription
+        ids = [m.entryId for m in body.message_ids if m.ledgerId == sub.topic.ledger_id]
+        sub.redeliver(consumer, ids if body.message_ids else None)
+
+    def on_seek(self, body: CommandSeek, frame: frames.Frame) -> None:
+        consumer = self.consumers.get(body.consumer_id)
+        if consumer is None:
+            self._error(body.request_id, ServerError.ConsumerNotFound, "unknown consumer")
+            return
+        sub = consumer.subscription
+        topic = sub.topic
+        if body.message_id is not None:
+            position = self.broker.seek_position(topic, body.message_id.ledgerId,
+                                                 body.message_id.entryId)
+        elif body.has_message_publish_time():
+            position = topic.find_by_publish_time(body.message_publish_time)
+        else:
+            self._error(body.request_id, ServerError.MetadataError,
+                        "SEEK needs a message id or a publish time")
+            return
+        sub.reset(position)
+        self.broker.cursor_changed(sub)
+        # As Pulsar does: every consumer of the subscription is closed and reconnects, which
+        # gives it fresh permits and an empty queue.
+        for other in list(sub.consumers):
+            other.sink.force_close(other)
+        # The generated consumer machine has no transition for SEEK's SUCCESS (and the consumer
+        # has just been closed), so this answer bypasses the machines.
+        self._emit_unchecked(BaseCommand(type_=Type.SUCCESS,
+                                         success=CommandSuccess(request_id=body.request_id)))
+
+    def on_unsubscribe(self, body: CommandUnsubscribe, frame: frames.Frame) -> None:
+        consumer = self.consumers.get(body.consumer_id)
+        if consumer is None:
+            self._error(body.request_id, ServerError.ConsumerNotFound, "unknown consumer")
+            return
+        sub = consumer.subscription
+        others = [c for c in sub.consumers if c is not consumer]
+        if others and not body.force:
+            self._error(body.request_id, ServerError.ConsumerBusy,
+                        f"subscription {sub.name!r} has other connected consumers")
+            return
+        for other in others:
+            other.sink.force_close(other)
+        del self.consumers[body.consumer_id]
+        sub.remove_consumer(consumer)
+        self.broker.delete_subscription(sub)
+        self._success_when_durable(body.request_id)
+
+    def on_close_consumer(self, body: CommandCloseConsumer, frame: frames.Frame) -> None:
+        consumer = self.consumers.pop(body.consumer_id, None)
+        if consumer is not None:
+            self._detach(consumer)
+        self._success_when_durable(body.request_id)
+
+    def _success_when_durable(self, request_id: int) -> None:
+        """SUCCESS once the cursor changes made so far are on disk: a consumer whose close (or
+        unsubscribe) returned has its acknowledgements persisted."""
+        self.broker.storage.commit(lambda error: self._safely("SUCCESS", BaseCommand(
+            type_=Type.SUCCESS, success=CommandSuccess(request_id=request_id))))
+
+    def _detach(self, consumer: Consumer) -> None:
+        sub = consumer.subscription
+        sub.remove_consumer(consumer)
+        if not sub.durable and not sub.consumers:
+            self.broker.delete_subscription(sub)
+
+    def on_get_last_message_id(self, body: CommandGetLastMessageId,
+                               frame: frames.Frame) -> None:
+        consumer = self.consumers.get(body.consumer_id)
+        if consumer is None:
+            self._error(body.request_id, ServerError.ConsumerNotFound, "unknown consumer")
+            return
+        sub = consumer.subscription
+        topic = sub.topic
+        last = MessageIdData(ledgerId=topic.ledger_id, entryId=topic.durable_id & UINT64_MASK)
+        entry = topic.entry(topic.durable_id)
+        if entry is not None and entry.is_batch:
+            last.batch_index = entry.num_messages - 1
+        if topic.partition >= 0:
+            last.partition = topic.partition
+        mark = MessageIdData(ledgerId=topic.ledger_id, entryId=sub.mark_delete & UINT64_MASK)
+        self._emit(BaseCommand(
+            type_=Type.GET_LAST_MESSAGE_ID_RESPONSE,
+            getLastMessageIdResponse=CommandGetLastMessageIdResponse(
+                last_message_id=last, request_id=body.request_id,
+                consumer_mark_delete_position=mark)))
+
+    def on_consumer_stats(self, body: CommandConsumerStats, frame: frames.Frame) -> None:
+        consumer = self.consumers.get(body.consumer_id)
+        answer = CommandConsumerStatsResponse(request_id=body.request_id)
+        if consumer is None:
+            answer.error_code = ServerError.ConsumerNotFound
+            answer.error_message = "unknown consumer"
+        else:
+            sub = consumer.subscription
+            answer.consumerName = consumer.name
+            answer.availablePermits = max(consumer.permits, 0)
+            answer.unackedMessages = len(consumer.pending)
+            answer.type_ = sub.sub_type.name
+            answer.msgBacklog = sub.backlog
+            answer.address = self.peer
+        self._emit(BaseCommand(type_=Type.CONSUMER_STATS_RESPONSE, consumerStatsResponse=answer))

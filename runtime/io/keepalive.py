@@ -21,18 +21,36 @@ import asyncio
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from protoframe.runtime.errors import ConnectionClosed
-
-if TYPE_CHECKING:
-    from protoframe.runtime.io.connection import Connection
 
 __all__ = ["IdlePing", "KeepaliveHooks", "KeepalivePolicy", "PingPong", "PingWhenQuiet"]
 
 log = logging.getLogger(__name__)
 
 F = TypeVar("F")
+F_contra = TypeVar("F_contra", contravariant=True)
+
+
+class Connection(Protocol[F_contra]):
+    """What a policy uses of the connection it keeps alive (``runtime.io.connection``'s
+    ``Connection`` has it all; declared here so that keepalive does not import it back)."""
+
+    name: str
+    last_received: float
+    bytes_received: int
+    bytes_sent: int
+
+    @property
+    def is_open(self) -> bool: ...
+
+    @property
+    def closed(self) -> ConnectionClosed | None: ...
+
+    def write(self, frame: F_contra) -> None: ...
+
+    def abort(self, reason: BaseException | None = None) -> None: ...
 
 
 class KeepaliveHooks(Protocol[F]):

@@ -22,13 +22,10 @@ from protoframe.generated.pulsar.frames import Frame, Payload, StreamDecoder
 from protoframe.generated.pulsar.machines import PulsarProtocol, command_of
 from protoframe.runtime.errors import ChecksumFailure, ConnectionClosed, RequestTimeout
 from protoframe.runtime.io.backoff import Backoff
-from protoframe.runtime.io.connection import (
-    Connection,
-    ConnectionPool,
-    make_ssl_context,
-    open_connection,
-)
+from protoframe.runtime.io.connection import Connection, open_connection
 from protoframe.runtime.io.endpoint import Endpoint
+from protoframe.runtime.io.pool import ConnectionPool
+from protoframe.runtime.io.tls import make_ssl_context
 
 T = pb.BaseCommand.Type
 

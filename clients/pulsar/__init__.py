@@ -43,7 +43,7 @@ from protoframe.clients.pulsar.producer import (
     SendFuture,
 )
 from protoframe.clients.pulsar.routing import HashingScheme
-from protoframe.runtime.io.connection import Authentication
+from protoframe.runtime.io.auth import Authentication
 
 __all__ = [
     "AlreadyClosed",

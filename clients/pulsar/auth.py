@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from protoframe.runtime.io.connection import Authentication, NoAuthentication
+from protoframe.runtime.io.auth import Authentication, NoAuthentication
 
 __all__ = [
     "Authentication",

@@ -45,13 +45,10 @@ from protoframe.clients.pulsar.routing import HashingScheme
 from protoframe.clients.pulsar.session import Session
 from protoframe.generated.pulsar import pulsar_api as pb
 from protoframe.runtime.errors import ConnectionClosed
-from protoframe.runtime.io.connection import (
-    Authentication,
-    ConnectionPool,
-    NoAuthentication,
-    make_ssl_context,
-)
+from protoframe.runtime.io.auth import Authentication, NoAuthentication
+from protoframe.runtime.io.pool import ConnectionPool
 from protoframe.runtime.io.retry import RetryPolicy
+from protoframe.runtime.io.tls import make_ssl_context
 
 __all__ = ["PulsarClient"]
 

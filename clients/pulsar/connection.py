@@ -23,7 +23,8 @@ from protoframe.generated.pulsar.client import PulsarRequests
 from protoframe.generated.pulsar.frames import Frame, Payload
 from protoframe.generated.pulsar.machines import ProtocolViolation, PulsarProtocol, command_of
 from protoframe.runtime.errors import ChecksumFailure, ConnectionClosed, DecodeError
-from protoframe.runtime.io.connection import Authentication, Connection
+from protoframe.runtime.io.auth import Authentication
+from protoframe.runtime.io.connection import Connection
 
 __all__ = ["ClientConnection", "ClientProtocol", "ConsumerEvents", "ProducerEvents",
            "PulsarKeepalive", "CLIENT_VERSION", "PROTOCOL_VERSION"]

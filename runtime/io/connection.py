@@ -22,9 +22,10 @@ around it and knows nothing of any particular protocol:
   ``keepalive_interval`` seconds and the connection is closed when nothing at all has arrived
   for twice that long.
 
-``ConnectionPool`` keeps one connection per address for every user of it; ``Backoff`` (in
-``runtime.io.backoff``) spaces out reconnection attempts; ``Authentication`` is the interface
-credential plug-ins implement (the protocol client decides how to send them).
+Beside it in ``runtime.io``: ``pool.ConnectionPool`` keeps one connection per address for every
+user of it; ``backoff`` and ``retry`` space out reconnection attempts; ``auth.Authentication``
+is the interface credential plug-ins implement (the protocol client decides how to send them);
+``tls.make_ssl_context`` makes the context ``connect`` takes.
 """
 
 from __future__ import annotations
@@ -32,29 +33,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
-from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
 from protoframe.runtime.errors import ChecksumFailure, ConnectionClosed, DecodeError
 from protoframe.runtime.io.keepalive import KeepaliveHooks, KeepalivePolicy, PingPong
 
 __all__ = [
-    "Authentication",
     "Connection",
-    "ConnectionPool",
     "FrameProtocol",
     "KeepaliveHooks",
     "KeepalivePolicy",
-    "NoAuthentication",
-    "make_ssl_context",
     "open_connection",
 ]
 
 log = logging.getLogger(__name__)
 
 F = TypeVar("F")
-K = TypeVar("K", bound=Hashable)
 
 DEFAULT_KEEPALIVE_INTERVAL = 30.0
 DEFAULT_HIGH_WATER = 1 << 20
@@ -67,62 +62,6 @@ class FrameProtocol(Protocol[F]):
     def receive_data(self, data: bytes) -> Sequence[F]: ...
 
     def send(self, frame: F) -> bytes: ...
-
-
-class Authentication(ABC):
-    """A credential plug-in: a method name and the bytes that prove the identity.
-
-    ``auth_data`` is asked for on every (re)connect, so a plug-in may hand out fresh
-    credentials each time; ``challenge`` answers a server's (re)authentication challenge.
-    """
-
-    @property
-    @abstractmethod
-    def method_name(self) -> str:
-        """The name the server knows this method by (``"token"``, ``"none"``, ...)."""
-
-    @abstractmethod
-    def auth_data(self) -> bytes:
-        """The credentials to send when connecting."""
-
-    def challenge(self, data: bytes) -> bytes:
-        """Answer a challenge from the server; by default, send the credentials again."""
-        return self.auth_data()
-
-
-class NoAuthentication(Authentication):
-    """No credentials."""
-
-    @property
-    def method_name(self) -> str:
-        return "none"
-
-    def auth_data(self) -> bytes:
-        return b""
-
-
-def make_ssl_context(
-    ca_file: str | None = None,
-    *,
-    verify: bool = True,
-    check_hostname: bool = True,
-    cert_file: str | None = None,
-    key_file: str | None = None,
-) -> ssl.SSLContext:
-    """A client TLS context trusting ``ca_file`` (or the system store when None).
-
-    ``verify=False`` accepts any certificate (for tests and insecure setups only);
-    ``cert_file``/``key_file`` add a client certificate.
-    """
-    context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=ca_file)
-    if not verify:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    else:
-        context.check_hostname = check_hostname
-    if cert_file is not None:
-        context.load_cert_chain(cert_file, key_file)
-    return context
 
 
 class Connection(asyncio.Protocol, Generic[F]):
@@ -510,83 +449,3 @@ async def open_connection(
     await connection.connect(host, port, ssl_context=ssl_context,
                              server_hostname=server_hostname, timeout=connect_timeout)
     return connection
-
-
-def _consume_outcome(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled():
-        future.exception()
-
-
-class _Poolable(Protocol):
-    @property
-    def is_open(self) -> bool: ...
-
-    def close(self) -> None: ...
-
-
-C = TypeVar("C", bound=_Poolable)
-
-
-class ConnectionPool(Generic[K, C]):
-    """One connection per key (an address), shared by everyone who asks for it.
-
-    ``connect(key)`` makes a new connection; callers asking for the same key while it is
-    being made share its result. A connection that has closed is replaced on the next ``get``.
-    """
-
-    def __init__(self, connect: Callable[[K], Awaitable[C]]) -> None:
-        self._connect = connect
-        self._connections: dict[K, C] = {}
-        self._connecting: dict[K, asyncio.Future[C]] = {}
-        self._closed = False
-
-    def __len__(self) -> int:
-        return sum(1 for c in self._connections.values() if c.is_open)
-
-    def connections(self) -> list[C]:
-        return [c for c in self._connections.values() if c.is_open]
-
-    def peek(self, key: K) -> C | None:
-        """The open connection for ``key``, if there is one (never connects)."""
-        conn = self._connections.get(key)
-        return conn if conn is not None and conn.is_open else None
-
-    async def get(self, key: K) -> C:
-        if self._closed:
-            raise ConnectionClosed("connection pool is closed")
-        conn = self._connections.get(key)
-        if conn is not None and conn.is_open:
-            return conn
-        pending = self._connecting.get(key)
-        if pending is None:
-            pending = asyncio.ensure_future(self._make(key))
-            # Read the outcome even if every caller gave up waiting (no "never retrieved").
-            pending.add_done_callback(_consume_outcome)
-            self._connecting[key] = pending
-        return await asyncio.shield(pending)
-
-    async def _make(self, key: K) -> C:
-        try:
-            conn = await self._connect(key)
-            if self._closed:
-                conn.close()
-                raise ConnectionClosed("connection pool is closed")
-            self._connections[key] = conn
-            return conn
-        finally:
-            self._connecting.pop(key, None)
-
-    def discard(self, key: K, conn: C | None = None) -> None:
-        """Forget the connection for ``key`` (only if it is ``conn``, when given)."""
-        current = self._connections.get(key)
-        if current is not None and (conn is None or current is conn):
-            del self._connections[key]
-
-    def close(self) -> None:
-        """Close every connection; later ``get`` calls fail."""
-        self._closed = True
-        for pending in self._connecting.values():
-            pending.cancel()
-        conns, self._connections = list(self._connections.values()), {}
-        for conn in conns:
-            conn.close()

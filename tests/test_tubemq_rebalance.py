@@ -20,6 +20,7 @@ from protoframe.clients.tubemq.rebalance import (
     EventType,
     SubscribeInfo,
     assign_partitions,
+    node_share,
     parse_subscribe_info,
 )
 from protoframe.clients.tubemq.topics import BrokerInfo
@@ -274,3 +275,13 @@ def test_a_second_group_gets_every_partition_on_its_own() -> None:
         await producer.close()
 
     run(scenario)
+
+
+def test_node_share_deals_layout_places_by_broker_then_partition() -> None:
+    layout = ["2:10.0.0.2:8123-t:2", "1:10.0.0.1:8123-t:3", "1:10.0.0.1:8123-other:4", "junk"]
+    shares = [node_share(layout, "t", 2, node) for node in (0, 1)]
+    # Places (broker, partition): (1, 0) (1, 1) (1, 2) (2, 0) (2, 1); node 0 takes the even
+    # places, node 1 the odd ones.
+    assert {p: b.broker_id for p, b in shares[0][0].items()} == {0: 1, 2: 1, 1: 2}
+    assert {p: b.broker_id for p, b in shares[1][0].items()} == {1: 1, 0: 2}
+    assert shares[0][1] == shares[1][1] == ["junk"]

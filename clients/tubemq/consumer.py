@@ -34,21 +34,27 @@ import asyncio
 import itertools
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Literal
 
 from protoframe.clients.tubemq._common import Heartbeat, log, new_client_id
 from protoframe.clients.tubemq.connection import DEFAULT_TIMEOUT, TubeMQConnection
 from protoframe.clients.tubemq.errors import NOT_FOUND, NOT_REGISTERED, ServerError, TubeMQError
+from protoframe.clients.tubemq.partition import (
+    OP_REGISTER,
+    OP_UNREGISTER,
+    HeldPartition,
+    Message,
+    Rebalance,
+)
 from protoframe.clients.tubemq.rebalance import (
     CONNECTS,
     DISCONNECTS,
     EventStatus,
     EventType,
     SubscribeInfo,
+    node_share,
     parse_subscribe_info,
 )
-from protoframe.clients.tubemq.topics import BrokerInfo, parse_topic_info
 from protoframe.generated.tubemq.broker_service import (
     CommitOffsetRequestC2B,
     GetMessageRequestC2B,
@@ -74,57 +80,11 @@ __all__ = ["Consumer", "MasterProtocol", "Message", "OP_REGISTER", "OP_UNREGISTE
 MasterProtocol = Literal["v1", "v2"]
 UNKNOWN_VERSION = -1  # brokerConfigId / topicMetaInfoId of a list not received yet
 
-OP_REGISTER = 31  # RegisterRequestC2B.opType: take a partition
-OP_UNREGISTER = 32  # ... and release it
-
-
-@dataclass(frozen=True, slots=True)
-class Message:
-    """One message as a broker hands it out."""
-
-    partition: int
-    message_id: int
-    data: bytes
-    flag: int
-    checksum: int
-
-
-@dataclass(frozen=True, slots=True)
-class Rebalance:
-    """One rebalance event as this consumer carried it out (what ``on_rebalance`` is given).
-
-    ``changed`` are the partitions the event named (taken for a CONNECT, released for a
-    DISCONNECT), ``partitions`` those held afterwards, ``ok`` whether every step succeeded.
-    """
-
-    rebalance_id: int
-    op: EventType
-    changed: frozenset[int]
-    partitions: frozenset[int]
-    ok: bool
-
-
 def _check_options(master_protocol: str, source_count: int, node_id: int) -> None:
     if master_protocol not in ("v1", "v2"):
         raise ValueError(f"master_protocol must be 'v1' or 'v2', not {master_protocol!r}")
     if source_count <= 0 or not 0 <= node_id < source_count:
         raise ValueError(f"node_id {node_id} is not one of source_count {source_count}")
-
-
-def _idle_event() -> asyncio.Event:
-    event = asyncio.Event()
-    event.set()
-    return event
-
-
-@dataclass(slots=True)
-class _Partition:
-    broker: BrokerInfo
-    partition: int
-    conn: TubeMQConnection
-    releasing: bool = False  # a DISCONNECT is under way: no new fetches
-    # Cleared from a fetch until its batch is committed (or the fetch found nothing).
-    idle: asyncio.Event = field(default_factory=_idle_event)
 
 
 class Consumer:
@@ -142,7 +102,7 @@ class Consumer:
         self.timeout = timeout
         self.on_rebalance = on_rebalance
         self.release_timeout = release_timeout
-        self.partitions: dict[int, _Partition] = {}
+        self.partitions: dict[int, HeldPartition] = {}
         self._brokers: dict[str, TubeMQConnection] = {}
         self._next = itertools.count()
         self._heartbeat: Heartbeat | None = None
@@ -252,19 +212,9 @@ class Consumer:
 
     async def _take_share(self, layout: list[str]) -> None:
         """Hold exactly this node's share of the topic's partitions in ``layout``."""
-        places: list[tuple[int, int, BrokerInfo]] = []
-        for text in layout:
-            try:
-                info = parse_topic_info(text)
-            except ValueError:
-                log.warning("consumer %s: partition layout entry %r", self.client_id, text)
-                continue
-            if info.topic == self.topic:
-                places += [(info.broker.broker_id, p, info.broker)
-                           for p in range(info.partitions)]
-        places.sort(key=lambda place: place[:2])
-        mine = {p: broker for i, (_, p, broker) in enumerate(places)
-                if i % self.source_count == self.node_id}
+        mine, unreadable = node_share(layout, self.topic, self.source_count, self.node_id)
+        for text in unreadable:
+            log.warning("consumer %s: partition layout entry %r", self.client_id, text)
         changed = False
         for part in [p for n, p in self.partitions.items() if n not in mine]:
             part.releasing = True
@@ -281,7 +231,7 @@ class Consumer:
                 log.warning("consumer %s: taking partition %d: %s", self.client_id,
                             partition, exc)
                 continue
-            self.partitions[partition] = _Partition(broker, partition, conn)
+            self.partitions[partition] = HeldPartition(broker, partition, conn)
             changed = True
         if changed:
             self._assignment_changed()
@@ -340,7 +290,7 @@ class Consumer:
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
 
-    def _subscribe_infos(self, parts: list[_Partition]) -> list[str]:
+    def _subscribe_infos(self, parts: list[HeldPartition]) -> list[str]:
         return [str(SubscribeInfo(self.client_id, self.group, p.broker, self.topic, p.partition))
                 for p in parts]
 
@@ -431,7 +381,7 @@ class Consumer:
                                 info.partition, exc)
                     ok = False
                     continue
-                self.partitions[info.partition] = _Partition(info.broker, info.partition, broker)
+                self.partitions[info.partition] = HeldPartition(info.broker, info.partition, broker)
                 changed.add(info.partition)
         # REPORT and anything newer: nothing to do but answer with what is held.
         status = EventStatus.DONE if ok else EventStatus.FAILED
@@ -451,7 +401,7 @@ class Consumer:
             except Exception:
                 log.exception("consumer %s: on_rebalance failed", self.client_id)
 
-    async def _release(self, part: _Partition) -> bool:
+    async def _release(self, part: HeldPartition) -> bool:
         """Unregister ``part`` at its broker once its fetched batch is committed."""
         try:
             async with asyncio.timeout(self.release_timeout):
@@ -481,7 +431,7 @@ class Consumer:
         if parts:
             self._assignment_changed()
 
-    def _partition(self, partition: int | None) -> _Partition:
+    def _partition(self, partition: int | None) -> HeldPartition:
         if self._closed:
             raise TubeMQError(f"consumer {self.client_id} is closed")
         if not self.partitions:

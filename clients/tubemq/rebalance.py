@@ -20,9 +20,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import IntEnum
 
-from protoframe.clients.tubemq.topics import BrokerInfo
+from protoframe.clients.tubemq.topics import BrokerInfo, parse_topic_info
 
-__all__ = ["EventStatus", "EventType", "SubscribeInfo", "assign_partitions",
+__all__ = ["EventStatus", "EventType", "SubscribeInfo", "assign_partitions", "node_share",
            "parse_subscribe_info"]
 
 
@@ -94,3 +94,27 @@ def assign_partitions(partitions: Iterable[int], consumers: Iterable[str]) -> di
     for i, partition in enumerate(sorted(set(partitions))):
         result[members[i % len(members)]].add(partition)
     return result
+
+
+def node_share(layout: Iterable[str], topic: str, source_count: int,
+               node_id: int) -> tuple[dict[int, BrokerInfo], list[str]]:
+    """The partitions of ``topic`` that node ``node_id`` of ``source_count`` takes in a
+    client-balanced group (master protocol v2), with the broker holding each; and the layout
+    entries that could not be read.
+
+    Every partition of the layout (``TopicInfo`` strings) has a place, sorted by broker id
+    and then partition; a node takes the places equal to its id modulo ``source_count``.
+    """
+    places: list[tuple[int, int, BrokerInfo]] = []
+    unreadable: list[str] = []
+    for text in layout:
+        try:
+            info = parse_topic_info(text)
+        except ValueError:
+            unreadable.append(text)
+            continue
+        if info.topic == topic:
+            places += [(info.broker.broker_id, p, info.broker) for p in range(info.partitions)]
+    places.sort(key=lambda place: place[:2])
+    mine = {p: broker for i, (_, p, broker) in enumerate(places) if i % source_count == node_id}
+    return mine, unreadable

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 from protoframe.clients.tubemq._common import checksum
-from protoframe.clients.tubemq.consumer import OP_REGISTER, OP_UNREGISTER
 from protoframe.clients.tubemq.errors import BAD_REQUEST, NOT_FOUND, SUCCESS
+from protoframe.clients.tubemq.partition import OP_REGISTER, OP_UNREGISTER
 from protoframe.generated.tubemq import broker_service as bs
 
 from .state import Group, PeerState, Stored

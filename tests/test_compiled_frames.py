@@ -441,3 +441,15 @@ def test_constructor_follows_class_changes_and_skips_subclasses() -> None:
     assert seen == ["init"]
     Frame(command=_CMD)
     assert seen == ["init"]  # back on the compiled constructor
+
+
+def test_frame_codec_finds_the_protobuf_codec_on_its_own() -> None:
+    """Without the protobuf codec's C API a frame's protobuf parts go through their classes'
+    methods: still right, but slower. Its capsule is named by the full module path, so it is
+    found however the package is installed, even when _framecodec is imported first."""
+    pytest.importorskip("protoframe.runtime.codec._framecodec")
+    code = ("from protoframe.runtime.codec import _framecodec; "
+            "print(_framecodec.HAS_WIRE_API)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, timeout=60)
+    assert done.stdout.strip() == "1"

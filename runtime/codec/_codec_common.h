@@ -99,7 +99,7 @@ static inline unsigned int valid_version_tag(PyTypeObject *cls) {
 
 /* What runtime.codec._wirecodec lends runtime.codec._framecodec, through a capsule, so that a
    frame's protobuf parts are written straight into the frame's buffer. */
-#define WIRECODEC_CAPSULE "runtime.codec._wirecodec._C_API"
+#define WIRECODEC_CAPSULE "protoframe.runtime.codec._wirecodec._C_API"
 
 typedef struct {
     /* Append obj's protobuf encoding to o, if its class's `encode` is still the compiled

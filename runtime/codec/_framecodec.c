@@ -843,12 +843,18 @@ PyMODINIT_FUNC PyInit__framecodec(void) {
     str_init = PyUnicode_InternFromString("__init__");
     if (str_decode_from == NULL || str_encode == NULL || str_init == NULL)
         return NULL;
-    /* Without the protobuf codec (or with an older one) messages go through their methods. */
+    /* Without the protobuf codec (or with an older one) messages go through their methods.
+       PyCapsule_Import imports only the capsule's top-level package and looks the rest up as
+       attributes, so the extension module is imported first. */
+    PyObject *wire_module = PyImport_ImportModule("protoframe.runtime.codec._wirecodec");
+    if (wire_module == NULL) PyErr_Clear();
+    Py_XDECREF(wire_module);
     wire_api = PyCapsule_Import(WIRECODEC_CAPSULE, 0);
     if (wire_api == NULL) PyErr_Clear();
     PyObject *m = PyModule_Create(&framecodec_module);
     if (m == NULL) return NULL;
-    if (PyModule_AddObjectRef(m, "FrameCodec", (PyObject *)&FrameCodec_Type) < 0) {
+    if (PyModule_AddObjectRef(m, "FrameCodec", (PyObject *)&FrameCodec_Type) < 0
+            || PyModule_AddIntConstant(m, "HAS_WIRE_API", wire_api != NULL) < 0) {
         Py_DECREF(m);
         return NULL;
     }

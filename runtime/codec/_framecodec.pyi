@@ -3,6 +3,10 @@
 from collections.abc import Callable
 from typing import Any
 
+# 1 when the protobuf codec's C API was found: a frame's protobuf parts are then written and
+# read in place, without calling their classes' methods.
+HAS_WIRE_API: int
+
 class FrameCodec:
     """The compiled encode/decode of one generated frame struct."""
 

@@ -61,7 +61,7 @@ test: $(STAMP) java-check
 	$(PY) -m pytest
 
 # The everyday loop (under 2 minutes): no Spark, no interop peers, no wheel build, no fuzzing
-# campaigns (markers from tests/conftest.py), on two processes; mypy runs incrementally.
+# campaigns (markers: see tests/conftest.py), on two processes; mypy runs incrementally.
 test-fast: $(STAMP)
 	$(VENV)/bin/protoframe check
 	$(PY) -m ruff check .

@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protoframe.runtime.errors import ChecksumMismatchError
-from tests.generate_helpers import generate_package, import_generated
+from tests.support.generate import generate_package, import_generated
 
 PACKAGE = "sums_pkg"
 

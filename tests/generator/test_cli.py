@@ -10,9 +10,7 @@ from pathlib import Path
 import pytest
 
 from protoframe.generator.build import generate
-from tests.generate_helpers import DATA
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.paths import DATA, ROOT
 
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

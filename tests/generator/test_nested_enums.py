@@ -20,9 +20,10 @@ from typing import Any
 import pytest
 
 from protoframe.generator.wrap import wrap_source
-from tests.generate_helpers import DATA, generate_package, import_generated
+from tests.support.generate import generate_package, import_generated
+from tests.support.paths import DATA, ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow  # runs mypy --strict on the generated package
 
 
 @pytest.fixture(scope="module")

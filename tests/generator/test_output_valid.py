@@ -19,8 +19,9 @@ from protoframe.generator.cli import EXIT_GENERATOR_BUG, main
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.output import write_files
 from protoframe.generator.wrap import wrap_source
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow  # runs mypy --strict on generated modules
 
 # A long frame name makes the switch's decoder table's annotation longer than a line; the
 # wrapper once broke the line at the value's opening brace: `= (\n{\n)`.

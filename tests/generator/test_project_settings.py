@@ -13,9 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.generate_helpers import DATA
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.paths import DATA, ROOT
 
 PROTO = 'syntax = "proto3";\npackage tiny;\nmessage Ping { uint32 id = 1; string text = 2; }\n'
 

@@ -13,8 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.generate_helpers import DATA, generate_package, import_generated
-from tests.proto_values import build_official, build_ours, class_index, message_values
+from tests.support.generate import generate_package, import_generated
+from tests.support.paths import DATA
+from tests.support.proto_values import build_official, build_ours, class_index, message_values
 
 
 @pytest.fixture(scope="module")

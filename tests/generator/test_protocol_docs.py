@@ -11,8 +11,8 @@ import pytest
 
 from protoframe.generator.build import generate
 from protoframe.generator.spec_yaml import load_spec
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 PULSAR_SPEC = ROOT / "specs" / "pulsar" / "pulsar.yaml"
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 TRANSITION = re.compile(r"^(\S+) --> (\S+?)(?:: (.*))?$")

@@ -28,9 +28,10 @@ from protoframe.generated.pulsar.pulsar_api import (
     CommandSend,
     MessageIdData,
 )
-from tests.generate_helpers import DATA, generate_package, import_generated
-from tests.official import official_module
-from tests.proto_values import build_official, build_ours, class_index, message_values
+from tests.support.generate import generate_package, import_generated
+from tests.support.official import official_module
+from tests.support.paths import DATA
+from tests.support.proto_values import build_official, build_ours, class_index, message_values
 
 PB = official_module("pulsar", "PulsarApi.proto")
 SEND = BaseCommand.Type.SEND

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-BAD_SPECS = Path(__file__).resolve().parent / "data" / "bad_specs"
+from tests.support.paths import DATA, ROOT
+
+BAD_SPECS = DATA / "bad_specs"
 
 MINI_PROTO = """\
 syntax = "proto2";

@@ -30,8 +30,9 @@ from hypothesis import strategies as st
 from protoframe.generator.build import generate
 from protoframe.generator.output import write_files
 from protoframe.runtime import compiled
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow  # each random spec is generated, compiled and type-checked
 
 INTS = {f"{s}{w}": (w // 8, s == "i") for s in "ui" for w in (8, 16, 32, 64)}
 # Names generated code uses for itself: a field called so must not shadow or be shadowed.

@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.paths import ROOT
+
+pytestmark = pytest.mark.slow  # runs mypy --strict as a subprocess per case
+
 CASES = Path(__file__).resolve().parent / "typecheck"
 
 

@@ -25,8 +25,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-pytestmark = pytest.mark.timeout(1800)  # slow: see tests/conftest.py
+from tests.support.paths import ROOT
+
+pytestmark = pytest.mark.timeout(1800)  # marked slow by tests/install/conftest.py
 
 # What a copy of the checkout leaves out: environments, caches and build output.
 IGNORED = shutil.ignore_patterns(".git", ".venv*", "build", "dist", "*.egg-info", "__pycache__",

@@ -28,7 +28,7 @@ from protoframe.clients.pravega import (
 )
 from protoframe.clients.pravega.controller import segment_name
 from protoframe.generated.pravega import controller as pb
-from tests.peer_clients import needs_pravega
+from tests.support.peer_clients import needs_pravega
 
 pytestmark = needs_pravega
 

@@ -41,9 +41,11 @@ from protoframe.clients.tank import FIRST_AVAILABLE, Message, TankClient
 from protoframe.clients.tubemq import Consumer, Producer
 from protoframe.generated.pravega import controller as pb
 from protoframe.runtime.errors import ConnectionClosed
-from tests.peer_clients import needs_pravega
+from tests.support.paths import ROOT
+from tests.support.peer_clients import needs_pravega
 
-ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow  # starts every embedded peer as a subprocess
+
 READY_TIMEOUT = 30.0
 STOP_TIMEOUT = 30.0
 CLIENT_TIMEOUT = 20.0
@@ -327,6 +329,7 @@ def test_the_separate_controller_keeps_changes_the_store_could_not_take_yet() ->
 REAL_WRITER = r"""
 import json, sys
 import pravega_client
+from tests.support.paths import ROOT
 
 uri, scope, stream, *events = sys.argv[1:]
 manager = pravega_client.StreamManager(uri, False, False)

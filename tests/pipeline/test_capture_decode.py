@@ -33,9 +33,9 @@ from protoframe.runtime.capture import (  # noqa: E402
     split_offsets,
     write_records,
 )
-from tests.generate_helpers import import_generated  # noqa: E402
-from tests.test_capture import _pulsar_frames  # noqa: E402
-from tests.test_spark_rows import DEMO_YAML  # noqa: E402
+from tests.runtime.test_capture import _pulsar_frames  # noqa: E402
+from tests.runtime.test_spark_rows import DEMO_YAML  # noqa: E402
+from tests.support.generate import import_generated  # noqa: E402
 
 
 def _raw_batch(records: list[CaptureRecord]) -> pa.RecordBatch:

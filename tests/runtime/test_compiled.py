@@ -32,11 +32,10 @@ from protoframe.generator.ir import Presence
 from protoframe.generator.proto_model import load_protocol
 from protoframe.runtime import compiled
 from protoframe.runtime.errors import DecodeError
-from tests.generate_helpers import DATA, generate_package, import_generated
-from tests.official import official_module
-from tests.proto_values import build_ours, class_index, message_values
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.generate import generate_package, import_generated
+from tests.support.official import official_module
+from tests.support.paths import DATA, ROOT
+from tests.support.proto_values import build_ours, class_index, message_values
 
 pytestmark = pytest.mark.skipif(
     not compiled.available(),

@@ -31,10 +31,9 @@ from protoframe.generated.pulsar import pulsar_api as pa
 from protoframe.generator.build import generate
 from protoframe.generator.output import write_files
 from protoframe.runtime import compiled
-from tests.generate_helpers import generate_package, import_generated
-from tests.proto_values import class_index
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.generate import generate_package, import_generated
+from tests.support.paths import ROOT
+from tests.support.proto_values import class_index
 
 pytestmark = pytest.mark.skipif(
     not compiled.available(),

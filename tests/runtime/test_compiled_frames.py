@@ -15,7 +15,6 @@ import random
 import subprocess
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -38,10 +37,9 @@ from protoframe.generated.tank import frames as tank_frames
 from protoframe.generated.tubemq import frames as tubemq_frames
 from protoframe.runtime import compiled, compiled_frames
 from protoframe.runtime.errors import ChecksumFailure
-from tests.test_frame_fuzz import CORPUS, mutate
-from tests.test_pulsar_frames import payload_frames, simple_frames
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.generated.pulsar.test_frames import payload_frames, simple_frames
+from tests.generated.pulsar.test_fuzz import CORPUS, mutate
+from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.skipif(
     not compiled_frames.available(),

@@ -51,11 +51,13 @@ from protoframe.generator.build import generate  # noqa: E402
 from protoframe.generator.output import write_files  # noqa: E402
 from protoframe.pipeline.capture_decode import local_session, require_java  # noqa: E402
 from protoframe.runtime.spark_rows import RowCodec, RowError  # noqa: E402
-from tests.generate_helpers import generate_package, import_generated  # noqa: E402
-from tests.official import official_module  # noqa: E402
-from tests.proto_values import build_ours, class_index, message_values  # noqa: E402
+from tests.support.generate import generate_package, import_generated  # noqa: E402
+from tests.support.official import official_module  # noqa: E402
+from tests.support.paths import ROOT  # noqa: E402
+from tests.support.proto_values import build_ours, class_index, message_values  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.spark  # needs the spark extra; some tests start a Spark session
+
 VECTORS = ROOT / "tests" / "data" / "pulsar_vectors"
 PB = official_module("pulsar", "PulsarApi.proto")
 OURS = class_index(pulsar_api)

@@ -49,15 +49,17 @@ from protoframe.pipeline.capture_decode import (  # noqa: E402
 )
 from protoframe.runtime.capture import CaptureWriter, Direction  # noqa: E402
 from protoframe.runtime.spark_rows import RowCodec  # noqa: E402
-from tests.official import official_module  # noqa: E402
-from tests.proto_values import build_ours, class_index, message_values  # noqa: E402
-from tests.test_pravega_frames import COMMANDS as PRAVEGA_COMMANDS  # noqa: E402
-from tests.test_pravega_frames import VECTORS as PRAVEGA_VECTORS  # noqa: E402
-from tests.test_pravega_frames import _struct_strategy as pravega_struct  # noqa: E402
-from tests.test_spark_rows import _spark_shaped  # noqa: E402
-from tests.test_tank_frames import PRODUCE, REQUESTS, RESPONSES, TO_CLIENT, TO_SERVER  # noqa: E402
-from tests.test_tubemq_commands import COMMANDS as TUBEMQ_COMMANDS  # noqa: E402
-from tests.test_tubemq_commands import messages as tubemq_messages  # noqa: E402
+from tests.generated.pravega.test_frames import COMMANDS as PRAVEGA_COMMANDS  # noqa: E402
+from tests.generated.pravega.test_frames import VECTORS as PRAVEGA_VECTORS  # noqa: E402
+from tests.generated.pravega.test_frames import _struct_strategy as pravega_struct  # noqa: E402
+from tests.generated.tank.test_frames import PRODUCE, REQUESTS, RESPONSES, TO_CLIENT, TO_SERVER  # noqa: E402
+from tests.generated.tubemq.test_commands import COMMANDS as TUBEMQ_COMMANDS  # noqa: E402
+from tests.generated.tubemq.test_commands import messages as tubemq_messages  # noqa: E402
+from tests.runtime.test_spark_rows import _spark_shaped  # noqa: E402
+from tests.support.official import official_module  # noqa: E402
+from tests.support.proto_values import build_ours, class_index, message_values  # noqa: E402
+
+pytestmark = pytest.mark.spark  # needs the spark extra; some tests start a Spark session
 
 SLOW = [HealthCheck.too_slow, HealthCheck.data_too_large]
 

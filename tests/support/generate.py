@@ -10,8 +10,7 @@ from types import ModuleType
 
 from protoframe.generator.build import generate
 from protoframe.generator.output import write_files
-
-DATA = Path(__file__).resolve().parent / "data"
+from tests.support.paths import DATA
 
 
 def generate_package(tmp: Path, protocol: str, package: str = "gen_pkg") -> Path:

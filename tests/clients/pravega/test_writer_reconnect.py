@@ -44,7 +44,7 @@ from protoframe.clients.pravega.events import frame_events
 from protoframe.clients.pravega.store import SegmentTable
 from protoframe.generated.pravega import frames
 from protoframe.runtime.errors import ConnectionClosed
-from tests.faultproxy import FaultProxy
+from tests.clients.faultproxy import FaultProxy
 
 SEGMENT = "scope/stream/0.#epoch.0"
 EVENTS = 2000

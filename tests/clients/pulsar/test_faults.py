@@ -6,7 +6,7 @@
   de-duplication keeps one copy, so the topic holds every message once, in order. A consumer
   that acknowledged the first half resumes after its last acknowledgement, across the broker's
   restart and across its own.
-* A TCP proxy (``tests.faultproxy``) that cuts connections at seeded-random points, in both
+* A TCP proxy (``tests.clients.faultproxy``) that cuts connections at seeded-random points, in both
   directions and often mid-frame, while one client produces and another consumes: nothing is
   lost, every duplicate delivery is a redelivery, and the topic holds each message once.
 
@@ -36,7 +36,9 @@ from protoframe.clients.pulsar import (
 from protoframe.clients.pulsar.broker import BrokerProcess, EmbeddedBroker
 from protoframe.clients.pulsar.consumer import SubscriptionTypeName
 from protoframe.generated.pulsar import pulsar_api as pb
-from tests.faultproxy import FaultProxy
+from tests.clients.faultproxy import FaultProxy
+
+pytestmark = pytest.mark.slow  # broker restarts and cut connections under load take minutes
 
 N = 10_000
 HALF = N // 2

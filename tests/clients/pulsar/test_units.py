@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,8 +32,9 @@ from protoframe.clients.pulsar.routing import (
 from protoframe.generated.pulsar import pulsar_api as pb
 from protoframe.generated.pulsar.frames import Batch, BatchEntry, Payload
 from protoframe.runtime.errors import ConnectionClosed, DecodeError, RequestFailed, RequestTimeout
+from tests.support.paths import DATA
 
-VECTORS = Path(__file__).parent / "data" / "pulsar_vectors"
+VECTORS = DATA / "pulsar_vectors"
 
 # ---- routing ----------------------------------------------------------------------------------
 

@@ -36,7 +36,7 @@ from protoframe.generated.tubemq.frames import Frame, StreamDecoder
 from protoframe.generated.tubemq.machines import TubemqProtocol
 from protoframe.generated.tubemq.rpc import RspExceptionBody
 from protoframe.runtime.machine import ProtocolViolation
-from tests.test_tubemq_commands import _Loopback, frame_bytes, messages
+from tests.generated.tubemq.test_commands import _Loopback, frame_bytes, messages
 
 Builder = Callable[..., Frame]
 

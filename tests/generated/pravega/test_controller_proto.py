@@ -22,8 +22,8 @@ from google.protobuf.descriptor_pb2 import FileDescriptorProto as FileProto
 from protoframe.clients.pravega.controller import RPCS, SERVICE
 from protoframe.generated.pravega import controller as pb
 from protoframe.generator.protoc import compile_protos
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 OURS = ROOT / "specs" / "pravega"
 UPSTREAM = ROOT.parent / "shared" / "reference" / "pravega"
 PACKAGE = "io.pravega.controller.stream.api.grpc.v1"

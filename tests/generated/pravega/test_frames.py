@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import struct
-from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -55,8 +54,8 @@ from protoframe.runtime.errors import (
     TruncatedError,
     UnknownCommandError,
 )
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 WRITER = UUID("00112233-4455-6677-8899-aabbccddeeff")
 WRITER_HEX = "00112233445566778899aabbccddeeff"
 

@@ -2,7 +2,7 @@
 
 A seeded mutator damages a corpus of valid commands (one of every command in the spec, with
 random field values, plus hand-built vectors) and feeds the result to ``StreamDecoder`` in
-random chunks. Every case checks the properties listed in ``tests.fuzzing`` (only
+random chunks. Every case checks the properties listed in ``fuzzing.py`` (only
 ``runtime.errors.DecodeError`` subclasses escape; the buffer stays under ``max_frame_size``;
 a bad frame is skipped and draining makes progress; a bad header, such as a negative length,
 stops the stream), and that every frame that decodes re-encodes to bytes that decode to the
@@ -13,18 +13,21 @@ from __future__ import annotations
 
 import random
 import struct
-from pathlib import Path
 from typing import Any
 from uuid import UUID
+
+import pytest
 
 from protoframe.generated.pravega import frames as pv
 from protoframe.generated.pravega.frames import Frame, StreamDecoder
 from protoframe.generator.frame_ir import FrameField, StructDef
 from protoframe.generator.frame_model import load_frame_spec
 from protoframe.generator.proto_model import load_protocol
-from tests.fuzzing import Case, Failure, Mutator, StreamTarget, run_campaign, u32_field_op
+from tests.generated.fuzzing import Case, Failure, Mutator, StreamTarget, run_campaign, u32_field_op
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow  # a seeded fuzzing campaign of thousands of cases
+
 SEED = 0x9A7E6A
 MAX_FRAME = 4096
 TARGET_CASES = 20_000

@@ -9,7 +9,6 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 from functools import partial
-from pathlib import Path
 
 import pytest
 
@@ -43,8 +42,9 @@ from protoframe.runtime.errors import (
     UnknownCommandError,
 )
 from protoframe.runtime.protowire import varint_bytes
+from tests.support.paths import DATA
 
-VECTORS = Path(__file__).resolve().parent / "data" / "pulsar_vectors"
+VECTORS = DATA / "pulsar_vectors"
 Type = BaseCommand.Type
 U32 = struct.Struct(">I")
 

@@ -14,7 +14,6 @@ import typing
 import zlib
 from collections.abc import Callable
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -44,8 +43,9 @@ from protoframe.runtime.checksums import crc32c
 from protoframe.runtime.compression import CODECS, compress
 from protoframe.runtime.errors import FrameTooLargeError
 from protoframe.runtime.protowire import read_varint
+from tests.support.paths import DATA, ROOT
 
-VECTORS = Path(__file__).resolve().parent / "data" / "pulsar_vectors"
+VECTORS = DATA / "pulsar_vectors"
 Type = BaseCommand.Type
 
 
@@ -214,7 +214,7 @@ any_frames = simple_frames | payload_frames
 
 
 def test_vectors_are_the_peer_files() -> None:
-    shared = Path(__file__).resolve().parents[2] / "shared" / "reference" / "pulsar"
+    shared = ROOT.parent / "shared" / "reference" / "pulsar"
     names = sorted(p.name for p in VECTORS.glob("*.bin"))
     assert names == [
         "go_brokerEntryMeta.bin", "go_rawBatchMessage1.bin", "go_rawBatchMessage10.bin",

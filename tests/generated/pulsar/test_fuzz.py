@@ -2,7 +2,7 @@
 
 A seeded mutator damages a corpus of valid frames (bit flips, byte inserts and deletes,
 truncations, corrupted size fields, splices) and feeds the results to ``StreamDecoder`` in
-random chunks. Every case checks the properties listed in ``tests.fuzzing`` (only
+random chunks. Every case checks the properties listed in ``fuzzing.py`` (only
 ``DecodeError`` subclasses escape, never ``IndexError``, ``struct.error``,
 ``UnicodeDecodeError``, ``KeyError``, ``AttributeError``...; the buffer stays under
 ``max_frame_size``; a bad frame is skipped and draining makes progress; a bad header stops
@@ -21,9 +21,9 @@ import random
 import struct
 import types
 import typing
-from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -50,9 +50,12 @@ from protoframe.runtime.checksums import crc32c
 from protoframe.runtime.compression import compress
 from protoframe.runtime.errors import DecodeError
 from protoframe.runtime.protowire import read_varint
-from tests.fuzzing import Case, Failure, Mutator, StreamTarget, run_campaign, u32_field_op
+from tests.generated.fuzzing import Case, Failure, Mutator, StreamTarget, run_campaign, u32_field_op
+from tests.support.paths import DATA
 
-VECTORS = Path(__file__).resolve().parent / "data" / "pulsar_vectors"
+pytestmark = pytest.mark.slow  # a seeded fuzzing campaign of thousands of cases
+
+VECTORS = DATA / "pulsar_vectors"
 MAX_FRAME = 64 * 1024
 SEED = 0x5EED_F00D
 TARGET_CASES = 200_000

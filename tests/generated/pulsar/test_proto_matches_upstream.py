@@ -19,7 +19,9 @@ from google.protobuf.descriptor_pb2 import (
     FileDescriptorSet,
 )
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from tests.support.paths import ROOT
+
+REPO_ROOT = ROOT
 OUR_PROTO = REPO_ROOT / "specs" / "pulsar" / "PulsarApi.proto"
 UPSTREAM_PROTO = REPO_ROOT.parent / "shared" / "reference" / "pulsar" / "PulsarApi.proto"
 UPSTREAM_MISSING = (

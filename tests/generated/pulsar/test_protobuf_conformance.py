@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from protoframe.generated.pulsar import pulsar_api
-from tests.official import official_module
-from tests.proto_values import build_official, build_ours, class_index, message_values
+from tests.support.official import official_module
+from tests.support.proto_values import build_official, build_ours, class_index, message_values
 
 PB = official_module("pulsar", "PulsarApi.proto")
 OURS = class_index(pulsar_api)

@@ -24,7 +24,7 @@ from protoframe.runtime.errors import (
     ValueOutOfRangeError,
     WireTypeError,
 )
-from tests.official import official_module
+from tests.support.official import official_module
 
 PB = official_module("pulsar", "PulsarApi.proto")
 

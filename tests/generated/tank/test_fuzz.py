@@ -4,7 +4,7 @@ A seeded mutator damages a corpus of valid frames (requests to the broker, respo
 client: bundles plain, keyed, sparse, Snappy-compressed, with cut tails) and feeds the result to
 ``StreamDecoder`` in random chunks. For every case:
 
-* the properties listed in ``tests.fuzzing``: only ``runtime.errors.DecodeError`` subclasses
+* the properties listed in ``fuzzing.py``: only ``runtime.errors.DecodeError`` subclasses
   escape; the buffer stays under ``max_frame_size``; a failed ``feed`` skips the bad frame, so
   draining with ``feed(b"")`` always makes progress; a bad header stops the stream;
 * every frame that decodes re-encodes to the same bytes, and goes one step further: a consume
@@ -23,6 +23,7 @@ import struct
 from functools import partial
 from typing import NamedTuple
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -33,7 +34,9 @@ from protoframe.clients.tank.responses import consume_outcomes
 from protoframe.generated.tank import frames
 from protoframe.runtime.errors import DecodeError
 from protoframe.runtime.protowire import varint_bytes
-from tests.fuzzing import Case, Failure, Mutator, StreamTarget, run_campaign, u32_field_op
+from tests.generated.fuzzing import Case, Failure, Mutator, StreamTarget, run_campaign, u32_field_op
+
+pytestmark = pytest.mark.slow  # a seeded fuzzing campaign of thousands of cases
 
 MAX_FRAME = 4096
 SEED = 0x7A4C

@@ -44,8 +44,8 @@ from protoframe.runtime.errors import (
     SizeMismatchError,
     TruncatedError,
 )
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 UPSTREAM = ROOT.parent / "shared" / "reference" / "tubemq"
 Status = ResponseHeader.Status
 

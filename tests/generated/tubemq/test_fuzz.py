@@ -6,7 +6,7 @@ bits set) and feeds them to ``StreamDecoder`` in random chunks; every decoded fr
 through ``command_of``, which reads the method inside the content and decodes the serialized
 body. For every case:
 
-* the properties listed in ``tests.fuzzing``: only ``runtime.errors.DecodeError`` subclasses
+* the properties listed in ``fuzzing.py``: only ``runtime.errors.DecodeError`` subclasses
   escape; the buffer stays under ``max_frame_size``; a failed ``feed`` skips the bad frame, so
   draining with ``feed(b"")`` makes progress; no case takes longer than ``CASE_LIMIT``; a bad
   header stops the stream. A wrong begin token is one: without it the frame's length is
@@ -21,11 +21,15 @@ from __future__ import annotations
 import random
 import struct
 
+import pytest
+
 from protoframe.generated.tubemq.frames import Frame, StreamDecoder
 from protoframe.generated.tubemq.machines import command_of
 from protoframe.runtime.errors import DecodeError
-from tests.fuzzing import Case, Failure, Mutator, StreamTarget, run_campaign, u32_field_op
-from tests.test_tubemq_commands import COMMANDS, filled
+from tests.generated.fuzzing import Case, Failure, Mutator, StreamTarget, run_campaign, u32_field_op
+from tests.generated.tubemq.test_commands import COMMANDS, filled
+
+pytestmark = pytest.mark.slow  # a seeded fuzzing campaign of thousands of cases
 
 SEED = 0x7B3E_F00D
 CASES = 20_000

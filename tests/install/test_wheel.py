@@ -205,10 +205,11 @@ def test_spark_finds_the_pulsar_source_without_register(installed: Env, tmp_path
     """format("pulsar") from the wheel alone, decoding values with the user's own spark.py."""
     if not importable("pyspark"):
         pytest.skip("the spark extra is not installed here, so the wheel got no pyspark")
-    from protoframe.pipeline.capture_decode import java_version
+    from tests.support.spark import java_missing
 
-    if (java_version() or 0) < 17:
-        pytest.skip("Spark needs Java 17+ (apt-get install openjdk-17-jre-headless)")
+    reason = java_missing()
+    if reason is not None:
+        pytest.skip(reason)
     project = user_project(tmp_path)
     ok(sh(installed.bin / "protoframe", "generate", "--outputs", "bindings,frames,spark",
           cwd=project))

@@ -10,7 +10,6 @@ connection. Expected values are computed from the same frames in plain Python.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,9 +27,7 @@ from protoframe.pipeline.capture_decode import (  # noqa: E402
     RAW_SCHEMA,
     capture_schema,
     decode_captures,
-    local_session,
     read_captures,
-    require_java,
 )
 from protoframe.pipeline.queries import command_counts, latency_summary, pulsar_send_latency  # noqa: E402
 from protoframe.runtime.capture import CaptureWriter, Direction  # noqa: E402
@@ -115,17 +112,6 @@ def _build_capture(directory: Path) -> Capture:
                 record(Direction.OUT, bytes(corrupt), "SEND", now + 60 * MS)
                 record(Direction.IN, b"\x00\x00\x00\x03\x00\x00\x00", None, now + 61 * MS)
     return cap
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    try:
-        require_java()
-    except RuntimeError as exc:
-        pytest.skip(str(exc))
-    session = local_session("protoframe-test-capture-pipeline")
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="module")

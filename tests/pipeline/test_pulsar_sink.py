@@ -11,7 +11,6 @@ import asyncio
 import itertools
 import json
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,31 +19,15 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
-from protoframe.pipeline.capture_decode import java_version  # noqa: E402
+from tests.support.spark import skip_module_without_java  # noqa: E402
 
-if (java_version() or 0) < 17:
-    pytest.skip("Spark needs Java 17+", allow_module_level=True)
+skip_module_without_java()
 
 from protoframe.clients.pulsar import PulsarClient  # noqa: E402
 from protoframe.clients.pulsar.broker import BrokerThread  # noqa: E402
-from protoframe.pipeline.capture_decode import local_session  # noqa: E402
 from protoframe.pipeline.pulsar_sink import BATCH_SEQUENCE_SPAN, stream_prefix, write_rows  # noqa: E402
-from protoframe.pipeline.pulsar_source import register  # noqa: E402
 
 _names = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def broker() -> Iterator[BrokerThread]:
-    with BrokerThread() as thread:
-        yield thread
-
-
-@pytest.fixture(scope="module")
-def spark() -> Any:
-    session = local_session("protoframe-pulsar-sink")
-    register(session)
-    return session
 
 
 def write_inputs(directory: Path, files: int, rows: int) -> None:

@@ -7,7 +7,6 @@ import datetime as dt
 import itertools
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,10 +14,9 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
-from protoframe.pipeline.capture_decode import java_version  # noqa: E402
+from tests.support.spark import skip_module_without_java  # noqa: E402
 
-if (java_version() or 0) < 17:
-    pytest.skip("Spark needs Java 17+", allow_module_level=True)
+skip_module_without_java()
 
 from protoframe.clients.pulsar import PulsarClient  # noqa: E402
 from protoframe.clients.pulsar.broker import BrokerThread  # noqa: E402
@@ -26,24 +24,9 @@ from protoframe.clients.pulsar.consumer import entry_messages  # noqa: E402
 from protoframe.clients.pulsar.message import Message, MessageId, ReceivedEntry  # noqa: E402
 from protoframe.generated.demo import spark as demo_rows  # noqa: E402
 from protoframe.generated.demo.events import OrderPlaced  # noqa: E402
-from protoframe.pipeline.capture_decode import local_session  # noqa: E402
 from protoframe.pipeline.pulsar_rows import MESSAGE_SCHEMA  # noqa: E402
-from protoframe.pipeline.pulsar_source import register  # noqa: E402
 
 _names = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def broker() -> Iterator[BrokerThread]:
-    with BrokerThread() as thread:
-        yield thread
-
-
-@pytest.fixture(scope="module")
-def spark() -> Any:
-    session = local_session("protoframe-pulsar-source")
-    register(session)
-    return session
 
 
 def orders(count: int) -> list[OrderPlaced]:

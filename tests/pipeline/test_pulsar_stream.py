@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,17 +12,14 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
-from protoframe.pipeline.capture_decode import java_version  # noqa: E402
+from tests.support.spark import skip_module_without_java  # noqa: E402
 
-if (java_version() or 0) < 17:
-    pytest.skip("Spark needs Java 17+", allow_module_level=True)
+skip_module_without_java()
 
 from protoframe.clients.pulsar import PulsarClient  # noqa: E402
 from protoframe.clients.pulsar.broker import BrokerThread  # noqa: E402
 from protoframe.clients.pulsar.message import MessageId  # noqa: E402
 from protoframe.generated.demo.events import OrderPlaced  # noqa: E402
-from protoframe.pipeline.capture_decode import local_session  # noqa: E402
-from protoframe.pipeline.pulsar_source import register  # noqa: E402
 from protoframe.pipeline.pulsar_stream import (  # noqa: E402
     BEFORE_FIRST,
     _is_after,
@@ -32,19 +28,6 @@ from protoframe.pipeline.pulsar_stream import (  # noqa: E402
 )
 
 _names = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def broker() -> Iterator[BrokerThread]:
-    with BrokerThread() as thread:
-        yield thread
-
-
-@pytest.fixture(scope="module")
-def spark() -> Any:
-    session = local_session("protoframe-pulsar-stream")
-    register(session)
-    return session
 
 
 async def produce(url: str, topic: str, first: int, count: int, batching: bool = True) -> None:

@@ -7,9 +7,7 @@ beyond the frames it exchanges: the runtime only sees a sans-IO protocol object.
 from __future__ import annotations
 
 import asyncio
-import shutil
 import ssl
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -423,20 +421,6 @@ def test_pool_shares_one_connection_per_address_and_replaces_closed_ones() -> No
 
 
 # ---- TLS --------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    if shutil.which("openssl") is None:
-        pytest.skip("the openssl command is not installed")
-    directory = tmp_path_factory.mktemp("tls")
-    cert, key = directory / "cert.pem", directory / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
-         "-out", str(cert), "-days", "2", "-subj", "/CN=localhost",
-         "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
-        check=True, capture_output=True, timeout=60)
-    return cert, key
 
 
 def test_tls_with_a_ca_file(certificate: tuple[Path, Path]) -> None:

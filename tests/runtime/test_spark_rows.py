@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 import shutil
 import textwrap
-from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from types import ModuleType
@@ -49,7 +48,6 @@ from protoframe.generated.pulsar import frames, pulsar_api  # noqa: E402
 from protoframe.generated.pulsar import spark as pulsar_spark  # noqa: E402
 from protoframe.generator.build import generate  # noqa: E402
 from protoframe.generator.output import write_files  # noqa: E402
-from protoframe.pipeline.capture_decode import local_session, require_java  # noqa: E402
 from protoframe.runtime.spark_rows import RowCodec, RowError  # noqa: E402
 from tests.support.generate import generate_package, import_generated  # noqa: E402
 from tests.support.official import official_module  # noqa: E402
@@ -519,17 +517,6 @@ def test_bad_rows_raise_row_error() -> None:
 
 
 # --- a real Spark session ---------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    try:
-        require_java()
-    except RuntimeError as exc:
-        pytest.skip(str(exc))
-    session = local_session("protoframe-test-spark-rows")
-    yield session
-    session.stop()
 
 
 SPARK_TYPES = ["MessageIdData", "CommandSend", "MessageMetadata", "BaseCommand"]

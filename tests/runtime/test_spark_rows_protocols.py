@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -44,8 +44,6 @@ from protoframe.generated.tubemq import spark as tubemq_spark  # noqa: E402
 from protoframe.pipeline.capture_decode import (  # noqa: E402
     capture_schema,
     decode_captures,
-    local_session,
-    require_java,
 )
 from protoframe.runtime.capture import CaptureWriter, Direction  # noqa: E402
 from protoframe.runtime.spark_rows import RowCodec  # noqa: E402
@@ -323,17 +321,6 @@ def _tubemq_capture(directory: Path) -> Recorded:
     good = entries[0][1]
     entries.append((Direction.OUT, struct.pack(">I", 0xFF7FF4FF) + good[4:], None, None))
     return _record(directory, "tubemq", tubemq_spark.FRAME, entries)
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    try:
-        require_java()
-    except RuntimeError as exc:
-        pytest.skip(str(exc))
-    session = local_session("protoframe-test-spark-rows-protocols")
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="module")

@@ -25,20 +25,7 @@ from protoframe.clients.pulsar.producer import CompressionName
 from protoframe.clients.pulsar.routing import murmur3_32
 from protoframe.clients.pulsar.sync import Client as SyncClient
 from protoframe.generated.pulsar import pulsar_api as pb
-
-Scenario = Callable[[str, EmbeddedBroker], Awaitable[None]]
-
-
-def run(scenario: Scenario, timeout: float = 30, **broker_options: Any) -> None:
-    async def main() -> None:
-        broker = EmbeddedBroker(port=0, **broker_options)
-        url = await broker.start()
-        try:
-            await asyncio.wait_for(scenario(url, broker), timeout)
-        finally:
-            await broker.stop()
-
-    asyncio.run(main())
+from tests.clients.pulsar.scenarios import run
 
 
 async def receive_n(consumer: Any, n: int, timeout: float = 5.0, ack: bool = True

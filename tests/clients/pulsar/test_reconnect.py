@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -13,20 +12,7 @@ from protoframe.clients.pulsar import Message, PulsarClient, Timeout
 from protoframe.clients.pulsar.broker import EmbeddedBroker
 from protoframe.clients.pulsar.broker.session import Session
 from protoframe.generated.pulsar import pulsar_api as pb
-
-Scenario = Callable[[str, EmbeddedBroker], Awaitable[None]]
-
-
-def run(scenario: Scenario, timeout: float = 40, **broker_options: Any) -> None:
-    async def main() -> None:
-        broker = EmbeddedBroker(port=0, **broker_options)
-        url = await broker.start()
-        try:
-            await asyncio.wait_for(scenario(url, broker), timeout)
-        finally:
-            await broker.stop()
-
-    asyncio.run(main())
+from tests.clients.pulsar.scenarios import run
 
 
 def drop_connections(broker: EmbeddedBroker) -> int:
@@ -95,7 +81,7 @@ def test_producer_resends_pending_messages_after_a_dropped_connection(batching: 
         finally:
             Session.on_send = original  # type: ignore[method-assign]
 
-    run(scenario)
+    run(scenario, timeout=40)
 
 
 def test_consumer_resubscribes_after_a_dropped_connection() -> None:
@@ -122,7 +108,7 @@ def test_consumer_resubscribes_after_a_dropped_connection() -> None:
             assert seen == {str(i).encode() for i in range(60)}
             assert consumer.is_connected() and producer.is_connected()
 
-    run(scenario)
+    run(scenario, timeout=40)
 
 
 def test_keepalive_closes_a_dead_connection_and_the_client_recovers() -> None:
@@ -148,7 +134,7 @@ def test_keepalive_closes_a_dead_connection_and_the_client_recovers() -> None:
             got = [m.data() for m in await receive_all(consumer)]
             assert got == [b"before", b"during", b"after"]
 
-    run(scenario, keepalive_interval=1.0)
+    run(scenario, timeout=40, keepalive_interval=1.0)
 
 
 def test_corrupt_message_is_not_delivered_and_acked_as_checksum_mismatch() -> None:
@@ -182,7 +168,7 @@ def test_corrupt_message_is_not_delivered_and_acked_as_checksum_mismatch() -> No
         finally:
             Session.on_ack = original  # type: ignore[method-assign]
 
-    run(scenario)
+    run(scenario, timeout=40)
 
 
 def test_closing_the_client_fails_nothing_silently() -> None:
@@ -198,4 +184,4 @@ def test_closing_the_client_fails_nothing_silently() -> None:
             await waiting
         assert client.connection_count() == 0
 
-    run(scenario)
+    run(scenario, timeout=40)

@@ -21,6 +21,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
+
+from tests.support.examples import FAST_EXAMPLES
+
+# The everyday loop (make test-fast: --hypothesis-profile=fast) draws fewer examples; make test
+# runs hypothesis' defaults and every count as written (tests/support/examples.py).
+settings.register_profile("fast", max_examples=FAST_EXAMPLES)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

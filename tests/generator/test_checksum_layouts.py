@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protoframe.runtime.errors import ChecksumMismatchError
+from tests.support.examples import scaled
 from tests.support.generate import generate_package, import_generated
 
 PACKAGE = "sums_pkg"
@@ -76,7 +77,7 @@ def test_each_strategy_writes_the_sum_the_reference_libraries_compute(frames: An
        text=st.text(max_size=60).filter(lambda t: len(t.encode()) < 256),
        kind=st.sampled_from([1, 2]), head=st.binary(max_size=255),
        data=st.binary(max_size=2000))
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=scaled(150), deadline=None)
 def test_round_trip_against_bytes_packed_by_hand(frames: Any, tag: int, body: bytes, n: int,
                                                  text: str, kind: int, head: bytes,
                                                  data: bytes) -> None:

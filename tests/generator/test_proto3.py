@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.examples import scaled
 from tests.support.generate import generate_package, import_generated
 from tests.support.paths import DATA
 from tests.support.proto_values import build_official, build_ours, class_index, message_values
@@ -91,7 +92,7 @@ def test_names_are_renamed_by_the_documented_rule(ours: Any) -> None:
     assert [p for _, _, p in ours.Holder.FIELD_NAMES][-3:] == ["from", "type", "encode"]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=scaled(60), deadline=None)
 @given(data=st.data())
 def test_scalars_match_official_runtime(ours: Any, theirs: Any, data: st.DataObject) -> None:
     tree = data.draw(message_values(theirs.Scalars.DESCRIPTOR))
@@ -102,7 +103,7 @@ def test_scalars_match_official_runtime(ours: Any, theirs: Any, data: st.DataObj
     assert ours.Scalars.decode(official.SerializeToString()).encode() == mine.encode()
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=scaled(60), deadline=None)
 @given(data=st.data())
 def test_holder_matches_official_runtime(ours: Any, theirs: Any, data: st.DataObject) -> None:
     tree = data.draw(message_values(theirs.Holder.DESCRIPTOR))

@@ -28,6 +28,7 @@ from protoframe.generated.pulsar.pulsar_api import (
     CommandSend,
     MessageIdData,
 )
+from tests.support.examples import scaled
 from tests.support.generate import generate_package, import_generated
 from tests.support.official import official_module
 from tests.support.paths import DATA
@@ -208,7 +209,7 @@ def _check_against_official(ours: ModuleType, theirs: ModuleType, name: str,
     assert type(mine).decode(data) == mine
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=scaled(150), deadline=None)
 @given(data=st.data())
 def test_proto2_envelope_matches_official(generated: tuple[ModuleType, ModuleType],
                                           official: tuple[ModuleType, ModuleType],
@@ -217,7 +218,7 @@ def test_proto2_envelope_matches_official(generated: tuple[ModuleType, ModuleTyp
     _check_against_official(generated[0], official[0], "Envelope", tree)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=scaled(100), deadline=None)
 @given(data=st.data())
 def test_proto3_nested_holder_matches_official(generated: tuple[ModuleType, ModuleType],
                                                official: tuple[ModuleType, ModuleType],

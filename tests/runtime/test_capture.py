@@ -30,6 +30,7 @@ from protoframe.runtime.capture import (
     write_records,
 )
 from protoframe.runtime.errors import FrameTooLargeError, TruncatedError
+from tests.support.examples import scaled
 
 Type = pulsar_api.BaseCommand.Type
 
@@ -48,7 +49,7 @@ def test_layout_is_the_documented_one() -> None:
     assert MAGIC == b"PFCAP\x01\r\n" and HEADER_SIZE == 17
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=scaled(60), deadline=None)
 @given(records=RECORDS)
 def test_write_read_round_trip(records: list[CaptureRecord]) -> None:
     data = capture_bytes(records)
@@ -58,7 +59,7 @@ def test_write_read_round_trip(records: list[CaptureRecord]) -> None:
     assert all(len(ts) <= 7 for ts, _, _, _ in columns)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=scaled(40), deadline=None)
 @given(records=RECORDS, parts=st.integers(1, 9))
 def test_splits_are_record_aligned_and_cover_the_file(tmp_path_factory: pytest.TempPathFactory,
                                                       records: list[CaptureRecord],
@@ -138,7 +139,7 @@ def _pulsar_frames() -> list[bytes]:
     return [connect.encode(), send.encode(), connect.encode()]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=scaled(40), deadline=None)
 @given(cuts=st.lists(st.integers(0, 300), max_size=8))
 def test_tap_cuts_a_byte_stream_into_frames(cuts: list[int]) -> None:
     wire = _pulsar_frames()

@@ -32,6 +32,7 @@ from protoframe.generator.ir import Presence
 from protoframe.generator.proto_model import load_protocol
 from protoframe.runtime import compiled
 from protoframe.runtime.errors import DecodeError
+from tests.support.examples import scaled
 from tests.support.generate import generate_package, import_generated
 from tests.support.official import official_module
 from tests.support.paths import DATA, ROOT
@@ -146,7 +147,7 @@ def _check_round_trip(msg: Any) -> None:
 
 
 @pytest.mark.parametrize("desc", DESCRIPTORS, ids=lambda d: d.full_name.split(".", 2)[-1])
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=scaled(20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_pulsar_messages_match_the_python_codec(desc: Any, data: st.DataObject) -> None:
     msg = build_ours(OURS, desc, data.draw(message_values(desc)))
@@ -185,7 +186,7 @@ def test_every_kind_is_compiled(kinds: tuple[ModuleType, ModuleType]) -> None:
 
 
 @pytest.mark.parametrize("which", ["Kinds", "Explicit"])
-@settings(max_examples=150, deadline=None, suppress_health_check=[
+@settings(max_examples=scaled(150), deadline=None, suppress_health_check=[
     HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_every_kind_matches_the_python_codec_and_upb(
@@ -262,7 +263,7 @@ def _compare_damaged(samples: list[tuple[Any, bytes]], rounds: int, seed: int) -
 
 
 def test_damaged_pulsar_bytes_decode_or_fail_alike() -> None:
-    _compare_damaged(_samples(DESCRIPTORS, OURS, 2), 4000, seed=7)
+    _compare_damaged(_samples(DESCRIPTORS, OURS, 2), scaled(4000), seed=7)
 
 
 def test_damaged_bytes_of_every_kind_decode_or_fail_alike(
@@ -272,7 +273,7 @@ def test_damaged_bytes_of_every_kind_decode_or_fail_alike(
     for module, official, name in ((kinds[0], kinds_official[0], "Kinds"),
                                    (kinds[1], kinds_official[1], "Explicit")):
         samples += _samples([getattr(official, name).DESCRIPTOR], class_index(module), 40)
-    _compare_damaged(samples, 3000, seed=11)
+    _compare_damaged(samples, scaled(3000), seed=11)
 
 
 def test_unknown_fields_are_kept_alike() -> None:

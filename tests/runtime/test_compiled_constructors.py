@@ -31,6 +31,7 @@ from protoframe.generated.pulsar import pulsar_api as pa
 from protoframe.generator.build import generate
 from protoframe.generator.output import write_files
 from protoframe.runtime import compiled
+from tests.support.examples import scaled
 from tests.support.generate import generate_package, import_generated
 from tests.support.paths import ROOT
 from tests.support.proto_values import class_index
@@ -378,14 +379,14 @@ def test_keywords_that_are_not_interned() -> None:
 
 
 @pytest.mark.parametrize("name,cls", PULSAR_COMPILED, ids=[n for n, _ in PULSAR_COMPILED])
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=scaled(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_pulsar_instances_match_the_python_init(name: str, cls: type, data: st.DataObject) -> None:
     kwargs = _draw_kwargs(data, cls)
     _compare(cls, kwargs, fast_expected=_fast_expected(_modes(cls), kwargs))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[
+@settings(max_examples=scaled(300), deadline=None, suppress_health_check=[
     HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_test_package_instances_match_the_python_init(test_classes: list[type],

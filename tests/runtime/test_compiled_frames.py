@@ -39,6 +39,7 @@ from protoframe.runtime import compiled, compiled_frames
 from protoframe.runtime.errors import ChecksumFailure
 from tests.generated.pulsar.test_frames import payload_frames, simple_frames
 from tests.generated.pulsar.test_fuzz import CORPUS, mutate
+from tests.support.examples import scaled
 from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.skipif(
@@ -110,7 +111,7 @@ def test_environment_switch_keeps_the_python_frame_codec() -> None:
 # --- valid frames -------------------------------------------------------------------------------
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=scaled(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frame=simple_frames | payload_frames)
 def test_encode_and_decode_match_the_python_codec(frame: Frame) -> None:
     kind, raw = _same(frame.encode)
@@ -148,7 +149,7 @@ def test_damaged_frames_give_the_python_codecs_outcome() -> None:
     rng = random.Random(0xC0DEC)
     outcomes = {"value": 0, "raised": 0}
     kinds: set[type] = set()
-    cases = 6000
+    cases = scaled(6000)
     for _ in range(cases):
         data = mutate(rng.choice(CORPUS), rng)
         end = len(data)
@@ -291,7 +292,7 @@ def test_integer_fields_match_including_out_of_range(values: dict[str, Any]) -> 
         assert _same(lambda: tank_frames.ConsumePartition.decode(raw))[0] == "value"
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=scaled(100), deadline=None)
 @given(partition=st.integers(0, 2**16 - 1), seq=st.integers(0, 2**64 - 1),
        size=st.integers(0, 2**32 - 1), junk=st.binary(max_size=20))
 def test_little_endian_integers_round_trip(partition: int, seq: int, size: int,

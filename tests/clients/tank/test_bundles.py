@@ -42,6 +42,7 @@ from protoframe.clients.tank.responses import (
 from protoframe.generated.tank import frames
 from protoframe.runtime.errors import DecodeError, DecompressionError
 from protoframe.runtime.protowire import varint_bytes
+from tests.support.examples import scaled
 
 
 def entry(bundle: frames.Bundle) -> bytes:
@@ -254,7 +255,7 @@ _messages = st.lists(st.builds(
     timestamp=st.sampled_from([0, 1, 1_700_000_000_000, 2**64 - 1])), min_size=1, max_size=25)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=scaled(150), deadline=None)
 @given(batches=st.lists(st.tuples(_messages, st.booleans(), st.booleans(), st.integers(1, 50)),
                         min_size=1, max_size=4),
        base=st.integers(1, 1000), cut=st.integers(0, 200))

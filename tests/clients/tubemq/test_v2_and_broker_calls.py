@@ -37,6 +37,7 @@ from protoframe.generated.tubemq.machines import TubemqProtocol
 from protoframe.generated.tubemq.rpc import RspExceptionBody
 from protoframe.runtime.machine import ProtocolViolation
 from tests.generated.tubemq.test_commands import _Loopback, frame_bytes, messages
+from tests.support.examples import scaled
 
 Builder = Callable[..., Frame]
 
@@ -63,7 +64,7 @@ TIMEOUT = 15.0
 
 
 @pytest.mark.parametrize("call", NEW_CALLS, ids=IDS)
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=scaled(30), deadline=None)
 @given(data=st.data(), serial_no=st.integers(0, 2**32 - 1))
 def test_request_and_response_round_trip(call: tuple[Any, ...], data: st.DataObject,
                                          serial_no: int) -> None:

@@ -54,6 +54,7 @@ from protoframe.runtime.errors import (
     TruncatedError,
     UnknownCommandError,
 )
+from tests.support.examples import scaled
 from tests.support.paths import ROOT
 
 WRITER = UUID("00112233-4455-6677-8899-aabbccddeeff")
@@ -385,7 +386,7 @@ def test_every_command_of_the_spec_is_in_the_round_trip() -> None:
         "GetStreamSegmentInfo", "StreamSegmentInfo"}
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=scaled(300), deadline=None)
 @given(st.one_of([_struct_strategy(s) for s in COMMANDS]))
 def test_round_trip_every_command(body: Any) -> None:
     frame = Frame(body=body)

@@ -43,6 +43,7 @@ from protoframe.runtime.checksums import crc32c
 from protoframe.runtime.compression import CODECS, compress
 from protoframe.runtime.errors import FrameTooLargeError
 from protoframe.runtime.protowire import read_varint
+from tests.support.examples import scaled
 from tests.support.paths import DATA, ROOT
 
 VECTORS = DATA / "pulsar_vectors"
@@ -436,7 +437,7 @@ def test_minimal_simple_command_round_trips(command_type: BaseCommand.Type) -> N
     assert StreamDecoder().feed(raw) == [frame]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=scaled(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frame=simple_frames)
 def test_simple_command_frames_round_trip(frame: Frame) -> None:
     raw = frame.encode()
@@ -446,7 +447,7 @@ def test_simple_command_frames_round_trip(frame: Frame) -> None:
     assert back.encode() == raw
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=scaled(200), deadline=None)
 @given(frame=payload_frames)
 def test_payload_frames_round_trip(frame: Frame) -> None:
     raw = frame.encode()
@@ -462,7 +463,7 @@ def test_payload_frames_round_trip(frame: Frame) -> None:
     assert struct.unpack_from(">I", raw, start + 2)[0] == crc32c(raw[start + 6:])
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=scaled(200), deadline=None)
 @given(batch=batches)
 def test_batches_round_trip_and_fill_payload_size(batch: Batch) -> None:
     raw = batch.encode()
@@ -497,7 +498,7 @@ def _compressed_frame(codec: str, batch: Batch, compressor: Callable[[bytes], by
 
 
 @pytest.mark.parametrize("codec", CODECS)
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=scaled(60), deadline=None)
 @given(batch=batches)
 @example(batch=Batch(entries=[]))
 @example(batch=Batch(entries=[_batch_entry(i) for i in range(10)]))
@@ -515,7 +516,7 @@ def test_codec_names_match_compression_type() -> None:
     assert list(CODECS) == [c.name for c in CompressionType]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=scaled(60), deadline=None)
 @given(batch=batches)
 def test_java_style_zlib_stream_is_accepted(batch: Batch) -> None:
     raw = batch.encode()
@@ -538,7 +539,7 @@ def _feed_all(decoder: StreamDecoder, chunks: list[bytes]) -> list[Frame]:
     return out
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=scaled(40), deadline=None)
 @given(frames=st.lists(any_frames, min_size=1, max_size=4))
 def test_stream_one_byte_at_a_time(frames: list[Frame]) -> None:
     wire = b"".join(f.encode() for f in frames)
@@ -551,7 +552,7 @@ def test_stream_one_byte_at_a_time(frames: list[Frame]) -> None:
     assert decoder.buffered == 0
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=scaled(100), deadline=None)
 @given(frames=st.lists(any_frames, max_size=12))
 def test_stream_many_frames_in_one_feed(frames: list[Frame]) -> None:
     wire = b"".join(f.encode() for f in frames)
@@ -561,7 +562,7 @@ def test_stream_many_frames_in_one_feed(frames: list[Frame]) -> None:
     assert decoder.feed(b"") == []
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=scaled(150), deadline=None)
 @given(frames=st.lists(any_frames, max_size=8), data=st.data())
 def test_stream_arbitrary_splits(frames: list[Frame], data: st.DataObject) -> None:
     wire = b"".join(f.encode() for f in frames)

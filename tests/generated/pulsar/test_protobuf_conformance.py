@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from protoframe.generated.pulsar import pulsar_api
+from tests.support.examples import scaled
 from tests.support.official import official_module
 from tests.support.proto_values import build_official, build_ours, class_index, message_values
 
@@ -48,7 +49,7 @@ def test_every_message_has_a_generated_class() -> None:
 
 
 @pytest.mark.parametrize("desc", DESCRIPTORS, ids=lambda d: d.full_name.split(".", 2)[-1])
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=scaled(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_matches_official_runtime(desc: Any, data: st.DataObject) -> None:
     tree = data.draw(message_values(desc))

@@ -48,6 +48,7 @@ from protoframe.runtime.errors import (
     TruncatedError,
     UnknownCommandError,
 )
+from tests.support.examples import scaled
 
 
 def h(text: str) -> bytes:
@@ -432,7 +433,7 @@ RESPONSES = st.one_of(
               chunks=blob))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=scaled(300), deadline=None)
 @given(REQUESTS)
 def test_round_trip_every_request(body: Any) -> None:
     frame = Frame(body=body)
@@ -442,7 +443,7 @@ def test_round_trip_every_request(body: Any) -> None:
     assert StreamDecoder(to_server=True).feed(wire + wire) == [frame, frame]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=scaled(300), deadline=None)
 @given(RESPONSES)
 def test_round_trip_every_response(body: Any) -> None:
     frame = Frame(body=body)

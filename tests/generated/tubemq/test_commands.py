@@ -34,6 +34,7 @@ from protoframe.generated.tubemq.rpc import (
     RspExceptionBody,
 )
 from protoframe.runtime.errors import MissingRequiredFieldError, RequestFailed, UnknownCommandError
+from tests.support.examples import scaled
 
 TOKEN = 0xFF7FF4FE
 Builder = Callable[..., Frame]
@@ -159,7 +160,7 @@ def _strategy(tp: Any) -> st.SearchStrategy[Any]:
 
 
 @pytest.mark.parametrize(("name", "build", "cls"), COMMANDS, ids=[c[0] for c in COMMANDS])
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=scaled(25), deadline=None)
 @given(data=st.data(), serial_no=st.integers(0, 2**32 - 1))
 def test_round_trip_in_a_frame(name: str, build: Builder, cls: type, data: st.DataObject,
                                serial_no: int) -> None:

@@ -44,6 +44,7 @@ from protoframe.runtime.errors import (
     SizeMismatchError,
     TruncatedError,
 )
+from tests.support.examples import scaled
 from tests.support.paths import ROOT
 
 UPSTREAM = ROOT.parent / "shared" / "reference" / "tubemq"
@@ -297,7 +298,7 @@ contents = st.one_of(
               response=responses()))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=scaled(200), deadline=None)
 @given(st.integers(0, 2**32 - 1), contents)
 def test_round_trip_every_frame_kind(serial_no: int, content: RpcContent) -> None:
     frame = Frame(serial_no=serial_no, content=content)

@@ -1,4 +1,4 @@
-"""What the stream-decoder fuzz tests (``tests/test_*_fuzz.py``) share.
+"""What the stream-decoder fuzz tests (``tests/generated/<protocol>/test_fuzz.py``) share.
 
 Each protocol's test keeps what only it knows: its corpus of valid frames, its
 protocol-aware mutations and header fix-ups, and the oracle ``check_frame`` every decoded

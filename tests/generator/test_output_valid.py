@@ -137,9 +137,9 @@ def test_output_that_does_not_compile_is_a_bug_exit_3_and_nothing_written(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["specs"]
 
 
-# Found by tests/test_spec_fuzz.py: the row conversion of an array in spark.py is a long list
-# comprehension, which the wrapper once gave a trailing comma (`[x for y in z,]`), then split
-# at the empty `()` it ends with.
+# Found by tests/generator/test_spec_fuzz.py: the row conversion of an array in spark.py is a
+# long list comprehension, which the wrapper once gave a trailing comma (`[x for y in z,]`),
+# then split at the empty `()` it ends with.
 COMPREHENSION = """\
 protocol: fz
 structs:

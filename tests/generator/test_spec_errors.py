@@ -174,7 +174,7 @@ CASES = [
     # Once an uncaught KeyError from the emitter.
     Case("varint_size_of_rest.yaml", "name: total_size", "varint",
          "size_of: rest needs a fixed-width integer"),
-    # Once a frames.py that failed mypy --strict (found by tests/test_spec_fuzz.py).
+    # Once a frames.py that failed mypy --strict (found by tests/generator/test_spec_fuzz.py).
     Case("field_hides_a_type.yaml", "name: bytes", "bytes",
          "field name 'bytes' would hide the type bytes"),
 ]

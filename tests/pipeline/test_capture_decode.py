@@ -1,7 +1,7 @@
 """The decoding step of the Spark pipeline (pipeline/capture_decode.py), without Spark.
 
 ``decode_batches`` (the ``mapInArrow`` body) and ``decode_parts`` run directly on Arrow
-batches; tests/test_capture_pipeline.py runs the same code inside Spark. The module imports
+batches; tests/pipeline/test_capture_spark.py runs the same code inside Spark. The module imports
 pyspark and pyarrow, which only the spark extra installs.
 """
 

@@ -1,8 +1,9 @@
 """The capture format (runtime/capture.py): the writer, the reader and the record-aligned
 splits, and the taps that cut byte streams into frames.
 
-None of it needs pyarrow or pyspark; tests/test_capture_decode.py tests the decoding step of
-the Spark pipeline on Arrow batches, and tests/test_capture_pipeline.py inside Spark.
+None of it needs pyarrow or pyspark; tests/pipeline/test_capture_decode.py tests the decoding
+step of the Spark pipeline on Arrow batches, and tests/pipeline/test_capture_spark.py inside
+Spark.
 """
 
 from __future__ import annotations

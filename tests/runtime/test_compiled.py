@@ -3,7 +3,8 @@
 The Python codec is the reference: for every input, valid or damaged, and every value, plain
 or odd, the compiled codec must give the same bytes, the same decoded message (unknown fields
 included) or the same error type and message. Correctness against the official runtime is
-covered by tests/test_protobuf_conformance.py, which runs on whichever codec is installed.
+covered by tests/generated/pulsar/test_protobuf_conformance.py, which runs on whichever codec
+is installed.
 """
 
 from __future__ import annotations

@@ -372,7 +372,7 @@ _CALLS: list[tuple[type, tuple[Any, ...], dict[str, Any]]] = [
 def test_an_unchanged_frame_struct_is_looked_over_once() -> None:
     """As for messages: the class is checked again only after its version tag changed. On a
     Payload class of its own, as the version tags of a class are limited (see
-    tests/test_compiled_constructors.py)."""
+    tests/runtime/test_compiled_constructors.py)."""
     fresh = _fresh_frames()
     codec = compiled._constructors[fresh.Payload]
     fresh.Payload(metadata=_MD, data=b"")

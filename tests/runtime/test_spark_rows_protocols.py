@@ -5,7 +5,7 @@
   frames -> RecordBatch -> frames, the batch having ``FRAME.arrow_schema``; columns with null
   rows stay valid for a strict cast;
 - every message of TubeMQ's .proto files and of Pravega's controller.proto survives the same
-  round trips, with values driven by the official descriptors (tests/proto_values.py);
+  round trips, with values driven by the official descriptors (tests/support/proto_values.py);
 - a real local Spark session decodes a capture of each protocol with
   ``decode_captures``: row counts, command types, errors and decoded fields, and the rows
   come back as the frames that were captured.

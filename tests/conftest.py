@@ -36,14 +36,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.spark)
 
 
-@pytest.fixture(scope="module")
-def spark(request: pytest.FixtureRequest) -> Iterator[Any]:
-    """A local Spark session per module (skipped without Java 17+), named after the module."""
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One local Spark session for the run (skipped without Java 17+), stopped at its end.
+
+    One for all, as the Pulsar source tests always shared one: stopping and starting the
+    SparkContext again costs seconds, and once made a later streaming test fail.
+    """
     # Imported here: pyspark is an optional extra, and the modules that ask for a session
     # importorskip it first.
     from tests.support.spark import spark_session
 
-    yield from spark_session(f"protoframe-test-{request.module.__name__.rsplit('.', 1)[-1]}")
+    yield from spark_session("protoframe-tests")
 
 
 @pytest.fixture(scope="module")

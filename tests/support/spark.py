@@ -34,7 +34,7 @@ def skip_module_without_java() -> None:
 
 
 def spark_session(app_name: str) -> Iterator[SparkSession]:
-    """The body of a ``spark`` fixture: a local session, stopped after its last test."""
+    """The body of the ``spark`` fixture: a local session, stopped after its last test."""
     reason = java_missing()
     if reason is not None:
         pytest.skip(reason)

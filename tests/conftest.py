@@ -41,7 +41,7 @@ def spark() -> Iterator[Any]:
     """One local Spark session for the run (skipped without Java 17+), stopped at its end.
 
     One for all, as the Pulsar source tests always shared one: stopping and starting the
-    SparkContext again costs seconds, and once made a later streaming test fail.
+    SparkContext again per module costs seconds each time.
     """
     # Imported here: pyspark is an optional extra, and the modules that ask for a session
     # importorskip it first.

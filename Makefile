@@ -68,14 +68,15 @@ test: $(STAMP) java-check
 	$(PY) -m pytest
 
 # The everyday loop (under 2 minutes): the import contracts, then no Spark, no interop peers, no
-# wheel build, no fuzzing campaigns (markers from tests/conftest.py), on two processes; mypy runs
-# incrementally.
+# wheel build, no fuzzing campaigns (markers: see tests/conftest.py), a fifth of the random
+# examples (the hypothesis profile "fast": tests/support/examples.py), on two processes; mypy
+# runs incrementally.
 test-fast: $(STAMP)
 	$(VENV)/bin/protoframe check
 	$(VENV)/bin/lint-imports
 	$(PY) -m ruff check .
 	$(PY) -m mypy --strict
-	$(PY) -m pytest -q -n 2 -m "not slow and not spark and not interop"
+	$(PY) -m pytest -q -n 2 -m "not slow and not spark and not interop" --hypothesis-profile=fast
 
 # mypy --strict and pytest on each of TEST_VERSIONS that .ci/find-python finds, each in its own
 # .venv-3.X with the dev extra (not spark: its tests skip). It says which versions it found and

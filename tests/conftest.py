@@ -2,58 +2,65 @@
 
 ``make test`` runs everything; ``make test-fast`` (the everyday loop) leaves out
 
-- ``spark``: every test that needs the spark extra: it starts a Spark session (it asks for
-  a ``spark`` fixture) or lives in a module of Spark schemas, rows and sources;
-- ``interop``: tests against other implementations run as peers: the official
-  ``pulsar-client`` and the real ``pravega`` client;
-- ``slow``: the wheel built and installed into a fresh environment, fuzzing campaigns,
-  restarts under load, and ``mypy`` or the peers run as subprocesses.
-
-Markers are given here, from fixtures and module names, so that a new Spark or interop test is
-classified by what it uses rather than by remembering a decorator.
+- ``spark``: every test that needs the spark extra: all of ``tests/pipeline/`` (its
+  conftest.py), the modules of Spark rows that say so, and any test that asks for a ``spark``
+  fixture (marked here, so that a new one is classified by what it uses);
+- ``interop``: all of ``tests/interop/``: tests against other implementations run as peers (the
+  official ``pulsar-client``, the real ``pravega`` client);
+- ``slow``: all of ``tests/install/`` (the wheel installed into a fresh environment), and the
+  modules that say so (``pytestmark``): fuzzing campaigns, restarts under load, ``mypy`` or the
+  peers run as subprocesses.
 """
 
 from __future__ import annotations
 
-import pytest
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
-SPARK_MODULES = frozenset({
-    "test_capture_pipeline",
-    "test_pulsar_positions",
-    "test_spark_pulsar_sink",
-    "test_spark_pulsar_source",
-    "test_spark_pulsar_stream",
-    "test_spark_rows",
-    "test_spark_rows_protocols",
-})
-SLOW_MODULES = frozenset({
-    "test_faults",
-    "test_frame_fuzz",
-    "test_generated_output_valid",
-    "test_installed_wheel",
-    "test_nested_enums",
-    "test_peer_runners",
-    "test_pravega_fuzz",
-    "test_spec_fuzz",
-    "test_tank_fuzz",
-    "test_tubemq_fuzz",
-    "test_typecheck",
-})
-INTEROP_MODULES = frozenset({
-    "test_broker_official",
-    "test_broker_restart",
-    "test_client_interop",
-    "test_pravega_real_client",
-})
+import pytest
+from hypothesis import settings
+
+from tests.support.examples import FAST_EXAMPLES
+
+# The everyday loop (make test-fast: --hypothesis-profile=fast) draws fewer examples; make test
+# runs hypothesis' defaults and every count as written (tests/support/examples.py).
+settings.register_profile("fast", max_examples=FAST_EXAMPLES)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        owner = getattr(item, "module", None)
-        module = owner.__name__.rsplit(".", 1)[-1] if owner is not None else ""
-        if module in SPARK_MODULES or "spark" in getattr(item, "fixturenames", ()):
+        if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)
-        if module in SLOW_MODULES:
-            item.add_marker(pytest.mark.slow)
-        if module in INTEROP_MODULES:
-            item.add_marker(pytest.mark.interop)
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One local Spark session for the run (skipped without Java 17+), stopped at its end.
+
+    One for all, as the Pulsar source tests always shared one: stopping and starting the
+    SparkContext again per module costs seconds each time.
+    """
+    # Imported here: pyspark is an optional extra, and the modules that ask for a session
+    # importorskip it first.
+    from tests.support.spark import spark_session
+
+    yield from spark_session("protoframe-tests")
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A self-signed certificate and key for localhost and 127.0.0.1 (TLS tests)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl command is not installed")
+    directory = tmp_path_factory.mktemp("tls")
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+         "-out", str(cert), "-days", "2", "-subj", "/CN=localhost",
+         "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+        check=True, capture_output=True, timeout=60)
+    return cert, key
+

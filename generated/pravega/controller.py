@@ -6,7 +6,7 @@
 """The part of Pravega's controller gRPC API that a client needs to create scopes and streams,
 find a stream's segments and the segment store that owns them, and manage reader groups.
 Our own copy: package, service, message and field names, numbers, types and nesting are
-upstream's (tests/test_pravega_controller_proto.py compares them field by field); the
+upstream's (tests/generated/pravega/test_controller_proto.py compares them field by field); the
 comments and the selection are ours. Messages and RPCs not listed here are not used by our
 controller.
 

@@ -8,7 +8,8 @@
 Written for protoframe from the protocol's facts (message and enum names, field numbers,
 types, labels and defaults), so it is wire-compatible with Pulsar brokers and clients.
 Declaration order follows the upstream schema to keep reviews against it simple; the test
-tests/test_pulsar_proto_matches_upstream.py checks that the two stay structurally identical.
+tests/generated/pulsar/test_proto_matches_upstream.py checks that the two stay structurally
+identical.
 Leading comments here become docstrings in the generated Python bindings.
 
 Protobuf package: ``pulsar.proto``.

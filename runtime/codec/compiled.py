@@ -10,7 +10,7 @@ table it refers to), passed to :func:`install_layouts`. When the C extension
 The compiled codec handles well-formed input and plain values. On anything else (truncated or
 malformed bytes, invalid UTF-8, a missing required field, a value out of its field's range, a
 value of an unusual type, a group) it leaves the whole message to the Python code, so errors,
-their types and their messages are the Python codec's. ``tests/test_compiled_codec.py`` checks
+their types and their messages are the Python codec's. ``tests/runtime/test_compiled.py`` checks
 that both give the same bytes, values and errors.
 
 The same table gives the class a compiled constructor: ``Cls(**kwargs)`` fills the instance's
@@ -19,7 +19,7 @@ the class's ``FIELD_NAMES``). It too is a fast path: positional arguments, a key
 not a field, a missing required keyword, a repeated value that is neither a list nor None, or
 a class whose ``__init__``, ``__new__``, ``__setattr__`` or slots changed after install go
 through ``type.__call__`` and the Python ``__init__``, which raises its own errors. Subclasses
-always take that path. ``tests/test_compiled_constructors.py`` checks both build the same
+always take that path. ``tests/runtime/test_compiled_constructors.py`` checks both build the same
 instances and raise the same errors.
 
 Generated enums have :class:`ProtoEnumType` as their metaclass, for faster member access with

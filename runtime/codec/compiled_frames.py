@@ -16,7 +16,7 @@ As with the protobuf codec (``runtime.codec.compiled``), the compiled code handl
 and plain values only, and leaves everything else to the Python methods (positional or
 unknown arguments to the dataclass ``__init__``), so every error comes from them.
 ``PROTOFRAME_PURE_PYTHON=1`` and ``runtime.codec.compiled.pure_python()`` switch this off too.
-``tests/test_compiled_frames.py`` checks both against each other.
+``tests/runtime/test_compiled_frames.py`` checks both against each other.
 """
 
 from __future__ import annotations

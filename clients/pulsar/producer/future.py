@@ -149,7 +149,7 @@ class SendFuture:
 
     Where asyncio itself reaches past the protocol (``gather`` asks a cancelled child for
     ``_cancel_message`` and ``_make_cancelled_error()``), it has those too, so it behaves as an
-    asyncio future on 3.11 to 3.13 (tests/test_pulsar_send_future.py compares the two).
+    asyncio future on 3.11 to 3.13 (tests/clients/pulsar/test_send_future.py compares the two).
     """
 
     __slots__ = ("_op", "_index", "_cancelled", "_cancel_message")

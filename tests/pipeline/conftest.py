@@ -1,0 +1,37 @@
+"""Everything here needs the spark extra (pyspark, pyarrow; most of it a Spark session and
+Java 17+): marked ``spark``, which ``make test-fast`` leaves out.
+
+The Pulsar source and sink tests share the embedded broker and a session with ``format("pulsar")``
+registered; the capture tests get the same session (registering changes nothing for them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from protoframe.clients.pulsar.broker import BrokerThread
+from tests.support.markers import mark_folder
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    mark_folder(items, Path(__file__).parent, pytest.mark.spark)
+
+
+@pytest.fixture(scope="module")
+def broker() -> Iterator[BrokerThread]:
+    """The embedded Pulsar broker on its own thread (Spark's tasks connect from other threads)."""
+    with BrokerThread() as thread:
+        yield thread
+
+
+@pytest.fixture(scope="module")
+def spark(spark: Any) -> Any:
+    """tests/conftest.py's session, with the Pulsar data source registered."""
+    from protoframe.pipeline.pulsar_source import register
+
+    register(spark)
+    return spark

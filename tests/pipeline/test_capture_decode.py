@@ -1,0 +1,116 @@
+"""The decoding step of the Spark pipeline (pipeline/capture_decode.py), without Spark.
+
+``decode_batches`` (the ``mapInArrow`` body) and ``decode_parts`` run directly on Arrow
+batches; tests/pipeline/test_capture_spark.py runs the same code inside Spark. The module imports
+pyspark and pyarrow, which only the spark extra installs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+pytest.importorskip("pyspark")
+pytest.importorskip("pyarrow")
+
+import pyarrow as pa  # noqa: E402
+
+from protoframe.generated.pulsar import frames  # noqa: E402
+from protoframe.generated.pulsar import spark as pulsar_spark  # noqa: E402
+from protoframe.generator.build import generate  # noqa: E402
+from protoframe.generator.output import write_files  # noqa: E402
+from protoframe.pipeline.capture_decode import (  # noqa: E402
+    capture_schema,
+    decode_batches,
+    decode_parts,
+    generated_spark,
+)
+from protoframe.runtime.codec.capture import (  # noqa: E402
+    CaptureRecord,
+    Direction,
+    split_offsets,
+    write_records,
+)
+from tests.runtime.test_capture import _pulsar_frames  # noqa: E402
+from tests.runtime.test_spark_rows import DEMO_YAML  # noqa: E402
+from tests.support.generate import import_generated  # noqa: E402
+
+
+def _raw_batch(records: list[CaptureRecord]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pydict({
+        "ts_ns": pa.array([r.timestamp_ns for r in records], pa.int64()),
+        "direction": pa.array(["out" if r.direction else "in" for r in records]),
+        "connection_id": pa.array([r.connection_id for r in records], pa.int64()),
+        "frame": pa.array([r.frame for r in records], pa.binary()),
+    })
+
+
+def test_decode_batches_pulsar() -> None:
+    wire = _pulsar_frames()
+    corrupt = bytearray(wire[1])
+    corrupt[-1] ^= 0xFF  # the payload no longer matches its crc32c
+    records = [CaptureRecord(i, Direction(i % 2), 3, f) for i, f in
+               enumerate([*wire, bytes(corrupt), b"\x00\x00\x00\x02\x00"])]
+    (out,) = decode_batches("pulsar", "client", iter([_raw_batch(records)]))
+    assert out.schema.names == capture_schema("pulsar").fieldNames()
+    rows = out.to_pylist()
+    assert [r["command_type"] for r in rows] == ["CONNECT", "SEND", "CONNECT", "SEND", None]
+    assert [r["frame_size"] for r in rows] == [len(r.frame) for r in records]
+    assert rows[0]["error"] is None and rows[0]["payload"] is None
+    assert rows[1]["payload"]["data"] == b"hello"
+    assert rows[1]["payload"]["metadata"]["producer_name"] == "p"
+    assert rows[3]["error"].startswith("ChecksumFailure")  # decoded all the same
+    assert rows[3]["command"]["send"]["sequence_id"] == 2
+    assert rows[4]["error"] is not None and rows[4]["command"] is None
+    decoded = [frames.Frame.decode(f) for f in wire]
+    assert [pulsar_spark.FRAME.from_row(r) for r in rows[:3]] == decoded
+    assert generated_spark("pulsar") is pulsar_spark
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
+    tmp = tmp_path_factory.mktemp("capture_demo")
+    (tmp / "specs" / "demo").mkdir(parents=True)
+    (tmp / "specs" / "demo" / "demo.yaml").write_text(DEMO_YAML)
+    out = generate(tmp / "specs", "specs", ["demo"])
+    write_files(tmp / "capture_demo_pkg", out.files, out.protocols)
+    return import_generated(tmp, "demo.frames", "capture_demo_pkg")
+
+
+def test_decode_batches_any_protocol(demo: ModuleType) -> None:
+    wire = [demo.Frame(body=demo.Bye(reason="done")).encode(), b"\x00\x00\x00\x01\x07"]
+    records = [CaptureRecord(1, Direction.IN, 9, f) for f in wire]
+    (out,) = decode_batches("capture_demo_pkg.demo", "server", iter([_raw_batch(records)]))
+    rows = out.to_pylist()
+    assert [r["command_type"] for r in rows] == ["BYE", None]
+    assert rows[0]["body"] == {"Hello": None, "Bye": {"reason": "done"}}
+    assert rows[1]["error"].startswith("UnknownCommandError")
+    assert out.schema.names == capture_schema("capture_demo_pkg.demo").fieldNames()
+
+
+def test_decode_batches_rejects_what_it_cannot_decode_with() -> None:
+    with pytest.raises(ValueError, match="side"):
+        next(decode_batches("pulsar", "peer", iter([])))
+    with pytest.raises(ValueError, match="not a protocol name"):
+        generated_spark("../etc")
+
+
+def test_decode_parts_reads_and_decodes_file_ranges(tmp_path: Path) -> None:
+    wire = _pulsar_frames()
+    records = [CaptureRecord(i, Direction(i % 2), 1 + i % 3, wire[i % 3]) for i in range(50)]
+    path = tmp_path / "c.pfcap"
+    write_records(path, records)
+    ranges = split_offsets(path, 4)
+    parts = pa.RecordBatch.from_pydict({"path": [str(path)] * len(ranges),
+                                        "start": [a for a, _ in ranges],
+                                        "end": [b for _, b in ranges]})
+    out = list(decode_parts("pulsar", "client", True, 7, iter([parts])))
+    assert all(b.num_rows <= 7 for b in out)
+    rows = [r for b in out for r in b.to_pylist()]
+    assert [(r["ts_ns"], r["connection_id"], r["frame_size"]) for r in rows] == [
+        (r.timestamp_ns, r.connection_id, len(r.frame)) for r in records]
+    assert [r["direction"] for r in rows] == ["in", "out"] * 25
+    assert [r["command_type"] for r in rows] == ["CONNECT", "SEND", "CONNECT"] * 16 + [
+        "CONNECT", "SEND"]

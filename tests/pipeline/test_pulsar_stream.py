@@ -1,0 +1,153 @@
+"""``readStream.format("pulsar")``: micro-batches, checkpoints and limits on the embedded broker."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyspark")
+pytest.importorskip("pyarrow")
+
+from tests.support.spark import skip_module_without_java  # noqa: E402
+
+skip_module_without_java()
+
+from protoframe.clients.pulsar import PulsarClient  # noqa: E402
+from protoframe.clients.pulsar.broker import BrokerThread  # noqa: E402
+from protoframe.clients.pulsar.message import MessageId  # noqa: E402
+from protoframe.generated.demo.events import OrderPlaced  # noqa: E402
+from protoframe.pipeline.pulsar_stream import (  # noqa: E402
+    BEFORE_FIRST,
+    _is_after,
+    decode_position,
+    encode_position,
+)
+
+_names = itertools.count()
+
+
+async def produce(url: str, topic: str, first: int, count: int, batching: bool = True) -> None:
+    async with PulsarClient(url) as client:
+        producer = await client.create_producer(topic, block_if_queue_full=True,
+                                                batching_enabled=batching)
+        for i in range(first, first + count):
+            order = OrderPlaced(order_id=f"o-{i}", customer=f"c{i % 5}", amount_cents=i)
+            producer.send_async(order.encode(), partition_key=order.customer,
+                                properties={"n": str(i)})
+        await producer.flush()
+
+
+def run(spark: Any, broker: BrokerThread, topic: str, out: Path, checkpoint: Path,
+        fails: bool = False, **options: str) -> Any:
+    stream = (spark.readStream.format("pulsar").option("service_url", broker.url)
+              .option("topic", topic).option("read_timeout_ms", "15000")
+              .option("value_type", OrderPlaced.FULL_NAME))
+    for name, value in options.items():
+        stream = stream.option(name, value)
+    query = (stream.load().selectExpr("cast(properties['n'] as int) as n", "partition",
+                                      "message_id", "decoded.order_id as order_id")
+             .writeStream.format("parquet").option("path", str(out))
+             .option("checkpointLocation", str(checkpoint))
+             .trigger(availableNow=True).start())
+    if fails:
+        with pytest.raises(Exception, match="no longer exists"):
+            query.awaitTermination(60)
+        return query
+    query.awaitTermination(60)
+    assert query.exception() is None
+    return query
+
+
+def numbers(spark: Any, out: Path) -> list[int]:
+    return sorted(r.n for r in spark.read.parquet(str(out)).collect())
+
+
+def test_positions() -> None:
+    mid = MessageId(3, 12, 7, 2)
+    assert encode_position(mid) == "12:7:2"
+    back = decode_position("12:7:2")
+    assert back is not None and (back.ledger_id(), back.entry_id(), back.batch_index()) == (
+        12, 7, 2)
+    assert decode_position(BEFORE_FIRST) is None
+    assert _is_after(decode_position("12:8:-1"), decode_position("12:7:-1"))
+    assert not _is_after(decode_position("12:7:-1"), decode_position("12:7:-1"))
+    assert _is_after(decode_position("12:7:3"), decode_position("12:7:2"))
+    assert _is_after(decode_position("1:0:-1"), None)
+    assert not _is_after(None, None)
+
+
+def test_stream_restarts_from_checkpoint(spark: Any, broker: BrokerThread,
+                                         tmp_path: Path) -> None:
+    topic = broker.create_partitioned_topic(
+        f"persistent://public/default/stream-{next(_names)}", 2)
+    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+    asyncio.run(produce(broker.url, topic, 0, 40))
+    run(spark, broker, topic, out, checkpoint)
+    assert numbers(spark, out) == list(range(40))
+    rows = spark.read.parquet(str(out)).collect()
+    assert {r.partition for r in rows} == {0, 1}
+    assert all(r.order_id == f"o-{r.n}" for r in rows)
+
+    asyncio.run(produce(broker.url, topic, 40, 25))
+    run(spark, broker, topic, out, checkpoint)
+    assert numbers(spark, out) == list(range(65))  # no loss, no duplicates
+
+    # Nothing new: another run adds nothing.
+    run(spark, broker, topic, out, checkpoint)
+    assert numbers(spark, out) == list(range(65))
+
+
+def test_max_records_per_trigger(spark: Any, broker: BrokerThread, tmp_path: Path) -> None:
+    topic = f"persistent://public/default/stream-limit-{next(_names)}"
+    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+    asyncio.run(produce(broker.url, topic, 0, 23))
+    query = run(spark, broker, topic, out, checkpoint, max_records_per_trigger="10")
+    sizes = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+    assert sizes == [10, 10, 3]
+    assert numbers(spark, out) == list(range(23))
+    assert {r.partition for r in spark.read.parquet(str(out)).collect()} == {-1}
+
+    asyncio.run(produce(broker.url, topic, 23, 12))
+    query = run(spark, broker, topic, out, checkpoint, max_records_per_trigger="10")
+    sizes = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+    assert sizes == [10, 2]
+    assert numbers(spark, out) == list(range(35))
+
+
+def test_starting_offsets_latest(spark: Any, broker: BrokerThread, tmp_path: Path) -> None:
+    topic = f"persistent://public/default/stream-latest-{next(_names)}"
+    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+    asyncio.run(produce(broker.url, topic, 0, 5))
+    run(spark, broker, topic, out, checkpoint, starting_offsets="latest")
+    asyncio.run(produce(broker.url, topic, 5, 4))
+    run(spark, broker, topic, out, checkpoint, starting_offsets="latest")
+    assert numbers(spark, out) == [5, 6, 7, 8]
+
+
+def drop_oldest(broker: BrokerThread, topic: str, count: int) -> None:
+    """Simulate retention: the broker forgets the ``count`` oldest entries of ``topic``."""
+
+    def drop() -> None:
+        stored = broker.broker.state.topics[topic]
+        stored.size -= sum(len(e.payload) for e in stored.entries[:count])
+        del stored.entries[:count]
+        stored.first_id += count
+
+    broker.call(drop)
+
+
+def test_fail_on_data_loss(spark: Any, broker: BrokerThread, tmp_path: Path) -> None:
+    topic = f"persistent://public/default/stream-loss-{next(_names)}"
+    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+    asyncio.run(produce(broker.url, topic, 0, 10, batching=False))  # one entry each
+    run(spark, broker, topic, out, checkpoint)
+    asyncio.run(produce(broker.url, topic, 10, 5, batching=False))
+    drop_oldest(broker, topic, 12)  # the last one read (9) and two unread (10, 11) are gone
+    run(spark, broker, topic, out, checkpoint, fails=True)
+    assert numbers(spark, out) == list(range(10))
+    run(spark, broker, topic, out, checkpoint, fail_on_data_loss="false")
+    assert numbers(spark, out) == [*range(10), 12, 13, 14]

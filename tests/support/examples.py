@@ -1,0 +1,24 @@
+"""How many random cases a test draws: all of them in ``make test``, a fifth in ``make test-fast``.
+
+``make test-fast`` loads the hypothesis profile ``fast`` (registered in tests/conftest.py),
+whose ``max_examples`` is a fifth of hypothesis' default. Tests that set their own
+``max_examples``, and seeded campaigns that do not use hypothesis, pass their full count
+through ``scaled`` to follow the same ratio; ``make test`` keeps every count as written.
+"""
+
+from __future__ import annotations
+
+from hypothesis import settings
+
+DEFAULT_EXAMPLES = 100  # hypothesis' own default max_examples: the full-size ratio
+FAST_EXAMPLES = 20
+FLOOR = 10  # a smaller sample than this says too little to be worth running at all
+
+
+def scaled(count: int) -> int:
+    """``count`` in the active profile's proportion, but never below ``min(count, FLOOR)``."""
+    active = settings.default
+    ratio = (active.max_examples if active is not None else DEFAULT_EXAMPLES) / DEFAULT_EXAMPLES
+    if ratio >= 1:
+        return count
+    return max(min(count, FLOOR), round(count * ratio))

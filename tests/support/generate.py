@@ -1,0 +1,31 @@
+"""Generate a test spec directory into a temporary package and import it."""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from protoframe.generator.build import generate
+from protoframe.generator.output import write_files
+from tests.support.paths import DATA
+
+
+def generate_package(tmp: Path, protocol: str, package: str = "gen_pkg") -> Path:
+    """Copy ``tests/data/<protocol>`` into a spec dir under ``tmp`` and generate it there."""
+    spec_dir = tmp / "specs"
+    shutil.copytree(DATA / protocol, spec_dir / protocol)
+    out = generate(spec_dir, "specs", [protocol])
+    write_files(tmp / package, out.files, out.protocols)
+    return tmp / package
+
+
+def import_generated(tmp: Path, module: str, package: str = "gen_pkg") -> ModuleType:
+    """Import ``<package>.<module>`` from a directory made by ``generate_package``."""
+    if str(tmp) not in sys.path:
+        sys.path.insert(0, str(tmp))
+    for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
+        del sys.modules[name]
+    return importlib.import_module(f"{package}.{module}")

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-DEMO = Path(__file__).resolve().parent.parent / "examples" / "pulsar_demo" / "demo.py"
+from tests.support.paths import ROOT
+
+DEMO = ROOT / "examples" / "pulsar_demo" / "demo.py"
 
 
 @pytest.fixture

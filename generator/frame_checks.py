@@ -162,31 +162,36 @@ def _check_paths(s: StructDef) -> list[SpecError]:
     for f in s.fields:
         for expr in _exprs(f):
             for head_name, chain in _chains(expr):
-                message = path_error(s.field(head_name), chain, expr)
+                _, message = path_attrs(s.field(head_name), chain, expr)
                 if message is not None:
                     errors.append(_at(f.location, message))
     return errors
 
 
-def path_error(head: FrameField | None, chain: list[str], expr: Expr) -> str | None:
-    """Why ``head.<chain>`` names nothing, or None when it resolves."""
+def path_attrs(head: FrameField | None, chain: list[str],
+               expr: Expr) -> tuple[list[str], str | None]:
+    """The Python attributes of ``head.<chain>`` (proto fields by their Python names, struct
+    fields as written), and why the path names nothing (None when it resolves)."""
+    out: list[str] = []
     msg = head.message if head is not None else None
     struct = head.struct if head is not None and head.kind == "struct" else None
     for part in chain:
         if msg is not None:
             pf = next((x for x in msg.fields if x.proto_name == part), None)
             if pf is None:
-                return f"{expr.text!r}: {msg.proto_name} has no field {part!r}"
+                return out, f"{expr.text!r}: {msg.proto_name} has no field {part!r}"
+            out.append(pf.py_name)
             msg, struct = pf.type.message, None
         elif struct is not None:
             sf = struct.field(part)
             if sf is None or sf.computed:
-                return f"{expr.text!r}: {struct.name} has no data field {part!r}"
+                return out, f"{expr.text!r}: {struct.name} has no data field {part!r}"
+            out.append(part)
             msg = sf.message
             struct = sf.struct if sf.kind == "struct" else None
         else:
-            return f"{expr.text!r}: cannot look up {part!r} here"
-    return None
+            return out, f"{expr.text!r}: cannot look up {part!r} here"
+    return out, None
 
 
 def _check_encode_order(s: StructDef) -> list[SpecError]:

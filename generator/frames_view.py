@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.expr import Expr
-from protoframe.generator.frame_checks import frame_length_field
+from protoframe.generator.frame_checks import frame_length_field, path_attrs
 from protoframe.generator.frame_ir import INT_TYPES, FrameField, FrameSpec, StructDef
 from protoframe.generator.frame_layouts import layout_lines
 from protoframe.generator.pyview import bytes_literal, docstring, q
@@ -272,27 +272,11 @@ def _render(expr: Expr, s: StructDef, resolve: Callable[[str], str], where: Fram
 
 def _attr_names(head: FrameField | None, chain: list[str], expr: Expr,
                 where: FrameField) -> list[str]:
-    """Python attribute names for ``head.a.b...``: proto fields by py name, struct fields as is."""
-    out: list[str] = []
-    msg = head.message if head is not None else None
-    struct = head.struct if head is not None and head.kind == "struct" else None
-    for part in chain:
-        if msg is not None:
-            pf = next((x for x in msg.fields if x.proto_name == part), None)
-            if pf is None:
-                raise _error(where, f"{expr.text!r}: {msg.proto_name} has no field {part!r}")
-            out.append(pf.py_name)
-            msg, struct = pf.type.message, None
-        elif struct is not None:
-            sf = struct.field(part)
-            if sf is None or sf.computed:
-                raise _error(where, f"{expr.text!r}: {struct.name} has no data field {part!r}")
-            out.append(part)
-            msg = sf.message
-            struct = sf.struct if sf.kind == "struct" else None
-        else:
-            raise _error(where, f"{expr.text!r}: cannot look up {part!r} here")
-    return out
+    """Python attribute names for ``head.a.b...`` (frame_checks has ruled out bad paths)."""
+    attrs, error = path_attrs(head, chain, expr)
+    if error is not None:
+        raise _error(where, error)
+    return attrs
 
 
 # ---------------------------------------------------------------------------------------------

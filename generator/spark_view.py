@@ -16,6 +16,7 @@ import textwrap
 from dataclasses import dataclass, field
 
 from protoframe.generator.errors import GeneratorBug
+from protoframe.generator.frame_checks import struct_refs, structs_of
 from protoframe.generator.frame_ir import FrameField, FrameSpec, StructDef
 from protoframe.generator.ir import (
     EnumType,
@@ -306,7 +307,7 @@ class _Builder:
         for m in self.messages:
             self.keys[m.full_name] = spark_message_key(m.py_path)
         for spec in self.specs:
-            for s in _structs(spec):
+            for s in structs_of(spec):
                 self.keys[s.name] = spark_struct_key(s.name)
 
     # -- recursion ------------------------------------------------------------------------------
@@ -483,7 +484,7 @@ class _Builder:
             enum_lines=enum_lines,
             codecs=codecs,
             messages=[(m.full_name, self.keys[m.full_name]) for m in self.messages],
-            structs=[(s.name, self.keys[s.name]) for spec in self.specs for s in _structs(spec)],
+            structs=[(s.name, self.keys[s.name]) for spec in self.specs for s in structs_of(spec)],
             frame=frame,
         )
 
@@ -860,18 +861,6 @@ def _dependency_order(messages: list[MessageType],
     return out
 
 
-def _structs(spec: FrameSpec) -> list[StructDef]:
-    """The spec's structs and its frame, in declaration order."""
-    return [*spec.structs, spec.frame]
-
-
-def _struct_refs(f: FrameField) -> list[StructDef]:
-    out = [f.struct] if f.struct is not None else []
-    if f.element is not None and f.element.struct is not None:
-        out.append(f.element.struct)
-    return out + _alternatives(f)
-
-
 def _struct_order(spec: FrameSpec) -> list[StructDef]:
     """Structs after the structs they hold (frame_checks has ruled out cycles)."""
     out: list[StructDef] = []
@@ -884,12 +873,12 @@ def _struct_order(spec: FrameSpec) -> list[StructDef]:
             raise GeneratorBug(f"spark.py: struct {s.name} contains itself", str(s.location))
         state[s.name] = 1
         for f in s.data_fields:
-            for dep in _struct_refs(f):
+            for dep in struct_refs(f):
                 visit(dep)
         state[s.name] = 2
         out.append(s)
 
-    for s in _structs(spec):
+    for s in structs_of(spec):
         visit(s)
     return out
 

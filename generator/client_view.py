@@ -11,7 +11,23 @@ from __future__ import annotations
 import keyword
 from dataclasses import dataclass, field
 
-from protoframe.generator.frame_ir import CommandInfo, FrameField, FrameSpec, Request, StructDef
+from protoframe.generator.frame_ir import (
+    ArrayField,
+    BoolField,
+    BytesField,
+    CommandInfo,
+    FrameField,
+    FrameSpec,
+    IntField,
+    ProtoField,
+    Request,
+    StringField,
+    StructDef,
+    SwitchField,
+    UuidField,
+    VarintField,
+    nested_struct,
+)
 from protoframe.generator.ir import Field, Label, Presence
 from protoframe.generator.machines_view import builder_name, builder_params
 from protoframe.generator.pyview import docstring, q
@@ -84,7 +100,8 @@ class _Types:
 def build_client_module(spec: FrameSpec) -> ClientModuleView:
     types = _Types(spec)
     frame_extra = [f for f in spec.frame.data_fields
-                   if f.dispatch_on is None and f.kind != "switch"]
+                   if not (isinstance(f, ProtoField) and f.dispatch_on is not None)
+                   and not isinstance(f, SwitchField)]
     methods = [_method(spec, types, r, frame_extra) for r in spec.requests]
     answers: dict[str, list[str]] = {}
     # Correlated requests first: an answer carrying ids must not complete an uncorrelated one.
@@ -174,7 +191,7 @@ def _allocator_args(spec: FrameSpec) -> str:
 
 def _frame_id_limit(f: FrameField) -> int:
     """How many ids a frame integer holds (varints and 64-bit fields: the default)."""
-    if f.kind != "int":
+    if not isinstance(f, IntField):
         return _DEFAULT_ID_LIMIT
     return min(1 << (8 * f.width - f.signed), _DEFAULT_ID_LIMIT)
 
@@ -225,7 +242,8 @@ def _method(spec: FrameSpec, types: _Types, r: Request,
             assigns.append(f"{f.py_name}={pname}")
         body_type = types.body_type(info)
         build = [f"body = {body_type}(" + ", ".join(assigns) + ")"]
-        envelope = next(f for f in spec.frame.fields if f.dispatch_on is not None)
+        envelope = next(f for f in spec.frame.fields
+                        if isinstance(f, ProtoField) and f.dispatch_on is not None)
         assert envelope.message is not None and envelope.dispatch_on is not None
         env_type = types.proto(envelope.message.full_name, envelope.message.py_path)
         enum = envelope.dispatch_on.type.enum
@@ -254,7 +272,7 @@ def _method(spec: FrameSpec, types: _Types, r: Request,
                 required.append(f"{pname}: {ann}")
             assigns.append(f"{sf.name}={pname}")
         build = [f"body = frames.{struct.name}(" + ", ".join(assigns) + ")"]
-        switch = next(f for f in spec.frame.fields if f.kind == "switch")
+        switch = next(f for f in spec.frame.fields if isinstance(f, SwitchField))
         frame_args = [f"{switch.name}=body"]
         correlate_attr = {sf.name: f"body.{sf.name}" for sf in struct.data_fields}
     for extra in (f for f in frame_extra if f.name in r.frame_fields):
@@ -345,22 +363,22 @@ def _zero(ann: str) -> str:
 
 
 def _struct_ann(types: _Types, f: FrameField) -> str:
-    if f.kind in ("int", "varint"):
+    if isinstance(f, IntField | VarintField):
         return "int"
-    if f.kind == "bool":
+    if isinstance(f, BoolField):
         return "bool"
-    if f.kind == "bytes":
+    if isinstance(f, BytesField):
         return "bytes"
-    if f.kind == "string":
+    if isinstance(f, StringField):
         return "str"
-    if f.kind == "uuid":
+    if isinstance(f, UuidField):
         types.uses_uuid = True
         return "UUID"
-    if f.kind == "proto" and f.message is not None:
+    if isinstance(f, ProtoField) and f.message is not None:
         return types.proto(f.message.full_name, f.message.py_path)
-    if f.struct is not None:
-        return f"frames.{f.struct.name}"
-    if f.kind == "array" and f.element is not None:
+    if (held := nested_struct(f)) is not None:
+        return f"frames.{held.name}"
+    if isinstance(f, ArrayField) and f.element is not None:
         return f"list[{_struct_ann(types, f.element)}]"
     return "Any"
 

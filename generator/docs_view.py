@@ -22,13 +22,24 @@ import jinja2
 
 from protoframe.generator.expr import Expr
 from protoframe.generator.frame_ir import (
+    ArrayField,
+    BlocksField,
+    BoolField,
+    BytesField,
     CommandInfo,
     FrameField,
     FrameSpec,
+    IntField,
     Machine,
+    ProtoField,
     Request,
+    StringField,
     StructDef,
+    StructField,
+    SwitchField,
     Transition,
+    UuidField,
+    VarintField,
 )
 from protoframe.generator.ir import MessageType, Protocol
 from protoframe.generator.render import render
@@ -230,7 +241,7 @@ def _size_text(n: int) -> str:
 def _byte_order(spec: FrameSpec) -> str:
     text = "big-endian (network order)" if spec.byte_order == "big" else "little-endian"
     overrides = [f"`{s.name}.{f.name}`" for s in [spec.frame, *spec.structs] for f in s.fields
-                 if f.kind == "int" and f.order != spec.byte_order]
+                 if isinstance(f, IntField) and f.order != spec.byte_order]
     if overrides:
         text += "; fields with their own `order`: " + ", ".join(overrides)
     return text
@@ -260,9 +271,9 @@ def _layout(spec: FrameSpec, s: StructDef, names: _ProtoNames,
             cell(_notes(spec, s, f, names)),
         ])
         offset = None if offset is None or size is None else offset + size
-        if f.kind == "switch":
+        if isinstance(f, SwitchField):
             key = s.field(f.switch_on or "")
-            width = key.width if key is not None and key.kind == "int" else 0
+            width = key.width if isinstance(key, IntField) else 0
             switches.append((f"Cases of `{f.name}`, selected by `{f.switch_on}`",
                              _cases_table(f, anchors, width)))
     table = Table(["#", "field", "type", "offset", "size (bytes)", "notes"], rows)
@@ -288,30 +299,26 @@ def _link(name: str, anchors: dict[str, str]) -> str:
 
 def _type_text(spec: FrameSpec, f: FrameField, names: _ProtoNames,
                anchors: dict[str, str]) -> str:
-    if f.kind == "int":
-        t = f"{'i' if f.signed else 'u'}{f.width * 8}"
-        if f.width > 1 and f.order != spec.byte_order:
-            t += f" ({f.order}-endian)"
-        return t
-    if f.kind == "string":
-        return f"string ({f.encoding})"
-    if f.kind == "proto":
-        assert f.message is not None
-        return f"proto `{names(f.message.full_name)}`"
-    if f.kind == "struct":
-        assert f.struct is not None
-        return f"struct {_link(f.struct.name, anchors)}"
-    if f.kind == "blocks":
-        assert f.struct is not None
-        return f"blocks of {_link(f.struct.name, anchors)}"
-    if f.kind == "array":
-        assert f.element is not None
-        el = f.element
-        if el.kind == "struct" and el.struct is not None:
-            return f"array of {_link(el.struct.name, anchors)}"
-        return f"array of {_type_text(spec, el, names, anchors)}"
-    if f.kind == "switch":
-        return f"switch on `{f.switch_on}`"
+    match f:
+        case IntField():
+            t = f"{'i' if f.signed else 'u'}{f.width * 8}"
+            if f.width > 1 and f.order != spec.byte_order:
+                t += f" ({f.order}-endian)"
+            return t
+        case StringField():
+            return f"string ({f.encoding})"
+        case ProtoField(message=message) if message is not None:
+            return f"proto `{names(message.full_name)}`"
+        case StructField(struct=held) if held is not None:
+            return f"struct {_link(held.name, anchors)}"
+        case BlocksField(struct=held) if held is not None:
+            return f"blocks of {_link(held.name, anchors)}"
+        case ArrayField(element=StructField(struct=held)) if held is not None:
+            return f"array of {_link(held.name, anchors)}"
+        case ArrayField(element=element) if element is not None:
+            return f"array of {_type_text(spec, element, names, anchors)}"
+        case SwitchField():
+            return f"switch on `{f.switch_on}`"
     return f.kind  # varint, bool, uuid, bytes
 
 
@@ -321,10 +328,9 @@ def _size_col(spec: FrameSpec, s: StructDef, f: FrameField) -> str:
     fixed = f.fixed_size
     if fixed is not None:
         return str(fixed)
-    if f.kind in ("int", "bool", "uuid") and f.optional:
-        base = {"bool": 1, "uuid": 16}.get(f.kind, f.width)
-        return f"{base}, or 0 when absent"
-    if f.kind == "varint":
+    if isinstance(f, IntField | BoolField | UuidField) and f.optional:
+        return f"{f.width_when_present}, or 0 when absent"
+    if isinstance(f, VarintField):
         return "1–10 (varint)"
     if f.length is not None:
         return f"{f.length}, or 0 when absent"
@@ -334,17 +340,16 @@ def _size_col(spec: FrameSpec, s: StructDef, f: FrameField) -> str:
         return f"`{f.size}`"
     if f.prefix is not None:
         return f"{f.prefix} length prefix + length"
-    if f.kind in ("bytes", "string", "proto"):
+    if isinstance(f, BytesField | StringField | ProtoField):
         return "the rest"
-    if f.kind == "array":
-        assert f.element is not None
+    if isinstance(f, ArrayField) and f.element is not None:
         each = f.element.fixed_size
         per = f" × {each}" if each is not None else " items"
         if f.until_end:
             return "items to the end" if each is None else f"the rest (items of {each})"
         assert f.count is not None
         return f"`{expr_text(f.count)}`{per}"
-    if f.kind == "blocks":
+    if isinstance(f, BlocksField):
         return (f"{f.block_count} count, then per block {f.block_length} length + up to "
                 f"{f.block_size}")
     return "variable"
@@ -352,11 +357,12 @@ def _size_col(spec: FrameSpec, s: StructDef, f: FrameField) -> str:
 
 def _notes(spec: FrameSpec, s: StructDef, f: FrameField, names: _ProtoNames) -> str:
     notes: list[str] = []
+    width = f.width if isinstance(f, IntField) else 0
     if f.marker and f.const is not None:
-        notes.append(f"marker {_hex(f.const, f.width)}: present when the next {f.width} "
+        notes.append(f"marker {_hex(f.const, width)}: present when the next {width} "
                      "bytes hold it; stored as a bool")
     elif f.const is not None:
-        notes.append(f"constant {_hex(f.const, f.width)}, checked on decode")
+        notes.append(f"constant {_hex(f.const, width)}, checked on decode")
     if f.derive is not None:
         notes.append(f"no bytes of its own: decode computes `{expr_text(f.derive)}`")
     if f.value is not None:
@@ -375,7 +381,8 @@ def _notes(spec: FrameSpec, s: StructDef, f: FrameField, names: _ProtoNames) -> 
         notes.append(f"{f.checksum.algorithm} of the bytes from `{f.checksum.start}` to the "
                      f"end of `{s.name}`, checked on decode")
     if f.is_switch_key:
-        sw = next((g for g in s.fields if g.switch_on == f.name), None)
+        sw = next((g for g in s.fields if isinstance(g, SwitchField)
+                   and g.switch_on == f.name), None)
         if sw is not None:
             notes.append(f"selects the case of `{sw.name}`; set from its type on encode")
     if f.when is not None:
@@ -388,7 +395,7 @@ def _notes(spec: FrameSpec, s: StructDef, f: FrameField, names: _ProtoNames) -> 
         notes.append("present when bytes remain")
     if f.default is not None:
         notes.append(f"default `{_default(f.default)}` when absent")
-    if f.dispatch_on is not None:
+    if isinstance(f, ProtoField) and f.dispatch_on is not None:
         enum = f.dispatch_on.type.enum
         enum_name = names(enum.full_name) if enum is not None else "?"
         notes.append(f"dispatch: `{f.dispatch_on.proto_name}` ({enum_name}) names the command; "
@@ -398,11 +405,11 @@ def _notes(spec: FrameSpec, s: StructDef, f: FrameField, names: _ProtoNames) -> 
         if f.compression.uncompressed_size is not None:
             text += f", uncompressed size in `{f.compression.uncompressed_size}`"
         notes.append(text + f"; `decompressed_{f.name}()` undoes it")
-    if f.kind == "switch" and s.is_frame and f.cases:
+    if isinstance(f, SwitchField) and s.is_frame and f.cases:
         notes.append("the command (see Commands)")
     if f.args:
         notes.append("args: " + _join(f"`{k}` = `{expr_text(v)}`" for k, v in f.args.items()))
-    if f.kind == "blocks" and f.max_blocks is not None:
+    if isinstance(f, BlocksField) and f.max_blocks is not None:
         notes.append(f"at most {f.max_blocks} blocks")
     if f.doc:
         notes.append(f.doc.strip())
@@ -426,7 +433,7 @@ def _default(value: int | str | bool) -> str:
     return str(value)
 
 
-def _cases_table(f: FrameField, anchors: dict[str, str], width: int) -> Table:
+def _cases_table(f: SwitchField, anchors: dict[str, str], width: int) -> Table:
     rows = []
     for c in f.cases:
         if c.to_server is c.to_client:
@@ -455,11 +462,11 @@ def _case_value(value: int, width: int) -> str:
 def _commands_intro(spec: FrameSpec) -> str:
     parts = []
     for f in spec.frame.fields:
-        if f.dispatch_on is not None and f.message is not None:
+        if isinstance(f, ProtoField) and f.dispatch_on is not None and f.message is not None:
             parts.append(f"`{f.name}.{f.dispatch_on.proto_name}` names the command and the "
                          f"field of `{f.message.proto_name}` with the same number holds its "
                          "body")
-        elif f.kind == "switch":
+        elif isinstance(f, SwitchField):
             parts.append(f"`{f.switch_on}` selects the layout of `{f.name}`")
     if spec.routes:
         return _routes_intro(spec)
@@ -534,8 +541,10 @@ def _commands_table(spec: FrameSpec, names: _ProtoNames, anchors: dict[str, str]
             for cmd in (t.send, t.receive):
                 if cmd in used_by and m.name not in used_by[cmd]:
                     used_by[cmd].append(m.name)
-    envelope = {c.name: f for f in spec.frame.fields for c in f.commands}
-    switch_of = {c.name: f for f in spec.frame.fields for c in f.cases}
+    envelope = {c.name: f for f in spec.frame.fields if isinstance(f, ProtoField)
+                for c in f.commands}
+    switch_of = {c.name: f for f in spec.frame.fields if isinstance(f, SwitchField)
+                 for c in f.cases}
     rows = []
     for name, info in spec.commands.items():
         body, carried = _body(spec, info, names, anchors, envelope.get(name),
@@ -556,15 +565,15 @@ def _commands_table(spec: FrameSpec, names: _ProtoNames, anchors: dict[str, str]
 def _key_width(spec: FrameSpec) -> int:
     """Width of the frame's switch key, for showing negative case values in hex."""
     for f in spec.frame.fields:
-        if f.kind == "switch" and f.switch_on is not None:
+        if isinstance(f, SwitchField) and f.switch_on is not None:
             key = spec.frame.field(f.switch_on)
-            if key is not None and key.kind == "int":
+            if isinstance(key, IntField):
                 return key.width
     return 0
 
 
 def _body(spec: FrameSpec, info: CommandInfo, names: _ProtoNames, anchors: dict[str, str],
-          envelope: FrameField | None, switch: FrameField | None) -> tuple[str, str]:
+          envelope: ProtoField | None, switch: SwitchField | None) -> tuple[str, str]:
     if info.routed is not None and info.route is not None:
         route = info.route
         msg_or_none = info.body_message

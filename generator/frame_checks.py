@@ -17,12 +17,26 @@ from dataclasses import dataclass
 
 from protoframe.generator.errors import SpecError
 from protoframe.generator.expr import Expr
-from protoframe.generator.frame_ir import FrameField, FrameSpec, StructDef
+from protoframe.generator.frame_ir import (
+    ArrayField,
+    BlocksField,
+    BytesField,
+    FrameField,
+    FrameSpec,
+    IntField,
+    ProtoField,
+    StringField,
+    StructDef,
+    StructField,
+    SwitchField,
+    held_struct,
+    nested_struct,
+)
 from protoframe.generator.ir import Protocol, SourceLocation
 from protoframe.generator.naming import spark_message_key, spark_struct_key, union_key
 
 # What ``size_of: <field>`` can measure: fields whose bytes the encoder produces first.
-MEASURABLE = frozenset({"bytes", "string", "proto", "struct", "switch", "array"})
+MEASURABLE = (BytesField, StringField, ProtoField, StructField, SwitchField, ArrayField)
 
 
 def check_frame_spec(spec: FrameSpec) -> list[SpecError]:
@@ -36,7 +50,8 @@ def check_frame_spec(spec: FrameSpec) -> list[SpecError]:
     if frame_length_field(spec.frame) is None:
         errors.append(_frame_length_error(spec.frame))
     if (spec.machines or spec.requests) and not spec.routes and not any(
-            f.dispatch_on is not None or f.kind == "switch" for f in spec.frame.fields):
+            isinstance(f, ProtoField) and f.dispatch_on is not None
+            or isinstance(f, SwitchField) for f in spec.frame.fields):
         errors.append(_at(spec.frame.location, "machines and interactions need a frame with a "
                           "dispatch or switch field (or commands: routes) to name commands"))
     errors += _check_guards(spec)
@@ -54,7 +69,7 @@ def check_protocol(protocol: Protocol, specs: list[FrameSpec], display: str) -> 
         for s in structs_of(spec):
             named.append((spark_struct_key(s.name), f"frame struct {s.name}", s.location))
             named += [(union_key(s.name, f.name), f"switch {s.name}.{f.name}", f.location)
-                      for f in s.data_fields if f.kind == "switch"]
+                      for f in s.data_fields if isinstance(f, SwitchField)]
     for key, what, loc in named:
         if key in owners and owners[key] != what:
             message = (f"{what} and {owners[key]} would have the same name {key!r} in the "
@@ -79,7 +94,7 @@ class LengthField:
     """
 
     kind: str
-    field: FrameField
+    field: IntField | BlocksField
     offset: int
     between: int = 0
 
@@ -91,11 +106,11 @@ def frame_length_field(frame: StructDef) -> LengthField | None:
         size_rest = f.size_of == "rest" or (
             f.size_of is not None and f.size_of == frame.fields[-1].name
             and all(g.fixed_size is not None for g in frame.fields[i + 1 : -1]))
-        if size_rest and f.kind == "int":
+        if size_rest and isinstance(f, IntField):
             between = sum(g.fixed_size or 0 for g in frame.fields[i + 1 : -1]) \
                 if f.size_of != "rest" else 0
             return LengthField("size", f, offset, between)
-        if f.kind == "blocks":
+        if isinstance(f, BlocksField):
             return LengthField("blocks", f, offset)
         if f.fixed_size is None:
             return None
@@ -107,7 +122,7 @@ def _frame_length_error(frame: StructDef) -> SpecError:
     # Blame the field that is the real cause: a length of the wrong type, a length that does
     # not cover the frame's end, or the variable-size field that hides what follows it.
     for i, f in enumerate(frame.fields):
-        if f.size_of is not None and f.kind != "int":
+        if f.size_of is not None and not isinstance(f, IntField):
             return _at(f.location, f"the frame's length {f.name!r} is a {f.kind}: a frame "
                                    "length must be a fixed-width integer (u8 ... u64, i8 ... i64)")
         if f.size_of is not None and f.size_of != "rest" and f.size_of != frame.fields[-1].name:
@@ -119,7 +134,7 @@ def _frame_length_error(frame: StructDef) -> SpecError:
             return _at(later.location, f"{later.name!r} has no fixed size, so the frame length "
                                        f"{f.name!r} cannot tell where the frame ends; use "
                                        "size_of: rest")
-        if f.fixed_size is None and f.kind != "blocks":
+        if f.fixed_size is None and not isinstance(f, BlocksField):
             return _at(f.location, f"cannot tell a frame's length from its header: {f.name!r} "
                                    "has no fixed size and comes before any size_of field; the "
                                    "frame needs a size_of field after fixed-size fields only, "
@@ -134,11 +149,12 @@ def _at(loc: SourceLocation, message: str) -> SpecError:
 
 def _exprs(f: FrameField) -> Iterator[Expr]:
     """The expressions written on a field, in the scope of the struct holding it."""
-    for e in (f.value, f.derive, f.when, f.count):
+    count = f.count if isinstance(f, ArrayField) else None
+    for e in (f.value, f.derive, f.when, count):
         if e is not None:
             yield e
     yield from f.args.values()
-    if f.element is not None:
+    if isinstance(f, ArrayField) and f.element is not None:
         yield from f.element.args.values()
 
 
@@ -173,8 +189,8 @@ def path_attrs(head: FrameField | None, chain: list[str],
     """The Python attributes of ``head.<chain>`` (proto fields by their Python names, struct
     fields as written), and why the path names nothing (None when it resolves)."""
     out: list[str] = []
-    msg = head.message if head is not None else None
-    struct = head.struct if head is not None and head.kind == "struct" else None
+    msg = head.message if isinstance(head, ProtoField) else None
+    struct = head.struct if isinstance(head, StructField) else None
     for part in chain:
         if msg is not None:
             pf = next((x for x in msg.fields if x.proto_name == part), None)
@@ -187,8 +203,8 @@ def path_attrs(head: FrameField | None, chain: list[str],
             if sf is None or sf.computed:
                 return out, f"{expr.text!r}: {struct.name} has no data field {part!r}"
             out.append(part)
-            msg = sf.message
-            struct = sf.struct if sf.kind == "struct" else None
+            msg = sf.message if isinstance(sf, ProtoField) else None
+            struct = sf.struct if isinstance(sf, StructField) else None
         else:
             return out, f"{expr.text!r}: cannot look up {part!r} here"
     return out, None
@@ -240,9 +256,11 @@ def _check_encode_order(s: StructDef) -> list[SpecError]:
 
 def _held_exprs(f: FrameField) -> list[Expr]:
     """The expressions encoding what ``f`` holds evaluates: an array's count, params' args."""
-    out = [f.count] if f.count is not None and not f.count_from_field else []
+    out: list[Expr] = []
+    if isinstance(f, ArrayField) and f.count is not None and not f.count_from_field:
+        out.append(f.count)
     out += f.args.values()
-    if f.element is not None:
+    if isinstance(f, ArrayField) and f.element is not None:
         out += f.element.args.values()
     return out
 
@@ -252,7 +270,7 @@ def _check_measured(s: StructDef) -> list[SpecError]:
     for f in s.fields:
         if f.size_of is not None and f.size_of != "rest":
             target = s.field(f.size_of)
-            if target is not None and target.kind not in MEASURABLE:
+            if target is not None and not isinstance(target, MEASURABLE):
                 errors.append(_at(f.location, f"size_of cannot measure {target.name!r}, whose "
                                               f"type is {target.kind}: only bytes, strings, "
                                               "messages, structs, switches and arrays have a "
@@ -286,10 +304,12 @@ def _check_recursion(spec: FrameSpec) -> list[SpecError]:
 
 def struct_refs(f: FrameField) -> list[StructDef]:
     """The structs a field holds: its own, its elements', its switch cases'."""
-    out = [f.struct] if f.struct is not None else []
-    if f.element is not None and f.element.struct is not None:
-        out.append(f.element.struct)
-    for case in f.cases:
+    own = nested_struct(f)
+    out = [own] if own is not None else []
+    element = held_struct(f.element) if isinstance(f, ArrayField) and f.element else None
+    if element is not None:
+        out.append(element)
+    for case in f.cases if isinstance(f, SwitchField) else []:
         for s in case.structs:
             if all(s is not o for o in out):
                 out.append(s)

@@ -10,6 +10,7 @@ code view only has to read it. The keys of the spec language are described in
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from protoframe.generator.expr import Expr
 from protoframe.generator.ir import EnumType, EnumValue, Field, MessageType, SourceLocation
@@ -84,7 +85,15 @@ class ProtoCommand:
 
 @dataclass
 class FrameField:
-    """One item of a struct layout.
+    """One item of a struct layout: what every kind of field has.
+
+    Each kind of field is a subclass (``IntField``, ``ArrayField``, ...) carrying only what
+    that kind needs; consumers ``match`` on the classes. The keys kept here are the ones the
+    spec language allows on a field of any kind: whether it is there (``when``...), what
+    computes it (``const``, ``value``, ``size_of``...) and what bounds its bytes (``size``,
+    ``prefix``, ``length``). The builder and ``frame_checks`` reject the combinations that make
+    no sense for a kind, with the position of the offending key, so they are kept on the model
+    the checks read.
 
     A field is *data* (an attribute of the generated class) unless it is *computed*: a
     constant, a size, a count, a checksum, a switch key or a ``value:`` expression, all worked
@@ -103,13 +112,10 @@ class FrameField:
       holder's scope (``_index`` is an array element's position).
     """
 
+    kind: ClassVar[str]  # the spec's name for the kind, for messages (never to branch on)
     name: str
-    kind: str  # int, varint, bool, uuid, bytes, string, proto, struct, array, switch, blocks
     doc: str
     location: SourceLocation
-    width: int = 0
-    signed: bool = False
-    order: str = "big"
     const: int | None = None
     value: Expr | None = None
     derive: Expr | None = None  # no bytes of its own: decode computes it from earlier fields
@@ -123,25 +129,10 @@ class FrameField:
     default: int | str | bool | None = None
     length: int | None = None  # fixed byte length
     size: str | None = None  # "rest", a field name, or a dotted proto field reference
-    size_field: FrameField | None = None  # resolved: the size field that bounds this one
+    size_field: IntField | VarintField | None = None  # resolved: the size field bounding it
     prefix: str | None = None
-    encoding: str = "utf8"
-    message: MessageType | None = None
-    struct: StructDef | None = None
-    dispatch_on: Field | None = None
-    commands: list[ProtoCommand] = field(default_factory=list)
-    element: FrameField | None = None  # array element (a nameless field)
-    count: Expr | None = None
-    count_from_field: bool = False  # count comes from a count_of field (always consistent)
-    args: dict[str, Expr] = field(default_factory=dict)  # params of the struct it holds
-    until_end: bool = False
     compression: Compression | None = None
-    switch_on: str | None = None
-    cases: list[Case] = field(default_factory=list)
-    block_count: str = "u32"
-    block_length: str = "u32"
-    block_size: int = 8192
-    max_blocks: int | None = None
+    args: dict[str, Expr] = field(default_factory=dict)  # params of the struct it holds
 
     is_switch_key: bool = False
 
@@ -179,15 +170,138 @@ class FrameField:
     @property
     def width_when_present(self) -> int | None:
         """Bytes the field takes when it is there (whether or not it is optional)."""
-        if self.kind == "int":
-            return self.width
-        if self.kind == "bool":
-            return 1
-        if self.kind == "uuid":
-            return 16
-        if self.kind == "bytes" and self.length is not None:
-            return self.length
         return None
+
+
+@dataclass
+class IntField(FrameField):
+    """A fixed-width integer (``u8`` .. ``i64``)."""
+
+    kind: ClassVar[str] = "int"
+    width: int = 0
+    signed: bool = False
+    order: str = "big"
+
+    @property
+    def width_when_present(self) -> int | None:
+        return self.width
+
+
+@dataclass
+class VarintField(FrameField):
+    """A protobuf-style base-128 varint."""
+
+    kind: ClassVar[str] = "varint"
+
+
+@dataclass
+class BoolField(FrameField):
+    """One byte, 0 or 1."""
+
+    kind: ClassVar[str] = "bool"
+
+    @property
+    def width_when_present(self) -> int | None:
+        return 1
+
+
+@dataclass
+class UuidField(FrameField):
+    """Sixteen bytes, a ``uuid.UUID`` in Python."""
+
+    kind: ClassVar[str] = "uuid"
+
+    @property
+    def width_when_present(self) -> int | None:
+        return 16
+
+
+@dataclass
+class BytesField(FrameField):
+    """Raw bytes, bounded by ``length``, ``prefix`` or ``size``."""
+
+    kind: ClassVar[str] = "bytes"
+
+    @property
+    def width_when_present(self) -> int | None:
+        return self.length
+
+
+@dataclass
+class StringField(FrameField):
+    """Text, bounded like bytes, in ``encoding``."""
+
+    kind: ClassVar[str] = "string"
+    encoding: str = "utf8"
+
+
+@dataclass
+class ProtoField(FrameField):
+    """A serialized protobuf message; with ``dispatch`` it names the frame's commands."""
+
+    kind: ClassVar[str] = "proto"
+    message: MessageType | None = None  # None only while the spec has errors
+    dispatch_on: Field | None = None
+    commands: list[ProtoCommand] = field(default_factory=list)
+
+
+@dataclass
+class StructField(FrameField):
+    """A nested struct (also an array's struct element)."""
+
+    kind: ClassVar[str] = "struct"
+    struct: StructDef | None = None  # None only while the spec has errors
+
+
+@dataclass
+class ArrayField(FrameField):
+    """Repeated elements: ``element`` is a nameless field of a scalar or struct kind."""
+
+    kind: ClassVar[str] = "array"
+    element: FrameField | None = None  # None only while the spec has errors
+    count: Expr | None = None
+    count_from_field: bool = False  # count comes from a count_of field (always consistent)
+    until_end: bool = False
+
+
+@dataclass
+class SwitchField(FrameField):
+    """A struct chosen by the value of an earlier integer field (``on``)."""
+
+    kind: ClassVar[str] = "switch"
+    switch_on: str | None = None
+    cases: list[Case] = field(default_factory=list)
+
+
+@dataclass
+class BlocksField(FrameField):
+    """A struct's bytes cut into length-prefixed blocks (TANK's bundles)."""
+
+    kind: ClassVar[str] = "blocks"
+    struct: StructDef | None = None  # None only while the spec has errors
+    block_count: str = "u32"
+    block_length: str = "u32"
+    block_size: int = 8192
+    max_blocks: int | None = None
+
+
+def nested_struct(f: FrameField) -> StructDef | None:
+    """The struct a struct or blocks field holds (None for every other kind)."""
+    return f.struct if isinstance(f, StructField | BlocksField) else None
+
+
+def nested_message(f: FrameField) -> MessageType | None:
+    """The message a proto field holds (None for every other kind)."""
+    return f.message if isinstance(f, ProtoField) else None
+
+
+def held_struct(f: FrameField) -> StructDef | None:
+    """The struct a field holds: its own (struct, blocks) or its elements' (array)."""
+    if isinstance(f, StructField | BlocksField):
+        return f.struct
+    if isinstance(f, ArrayField) and f.element is not None:
+        return held_struct(f.element)
+    return None
 
 
 @dataclass

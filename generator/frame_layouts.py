@@ -14,7 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from protoframe.generator.frame_ir import INT_TYPES, FrameField, StructDef
+from protoframe.generator.frame_ir import (
+    INT_TYPES,
+    BytesField,
+    FrameField,
+    IntField,
+    ProtoField,
+    StructDef,
+    StructField,
+)
 from protoframe.generator.ir import MessageType
 from protoframe.generator.pyview import present_slot, q
 
@@ -39,7 +47,7 @@ def _unsigned_size_for(s: StructDef, f: FrameField) -> bool:
     if f.size is None or f.size == "rest" or "." in f.size:
         return False
     size = s.field(f.size)
-    return (size is not None and size.kind == "int" and size.size_of == f.name
+    return (isinstance(size, IntField) and size.size_of == f.name
             and not size.signed and s.fields.index(size) < s.fields.index(f))
 
 
@@ -49,7 +57,7 @@ def _row(s: StructDef, f: FrameField, tabled: set[str], early: frozenset[str],
     if not _plain(f):
         return None
     name = q(f.name)
-    if f.kind == "int":
+    if isinstance(f, IntField):
         if f.optional:
             return None
         int_type = q(_int_type(f.width, f.signed, f.order))
@@ -63,13 +71,13 @@ def _row(s: StructDef, f: FrameField, tabled: set[str], early: frozenset[str],
             return None if f.signed else f"({q('size_rest')}, {name}, {int_type}, None, None)"
         if f.size_of is not None:
             target = s.field(f.size_of)
-            if target is None or target.kind not in ("proto", "bytes") or f.signed:
+            if not isinstance(target, ProtoField | BytesField) or f.signed:
                 return None
             return f"({q('size')}, {name}, {int_type}, {q(f.size_of)}, None)"
         if f.computed:
             return None
         return f"({q('int')}, {name}, {int_type}, None, None)"
-    if f.kind == "proto":
+    if isinstance(f, ProtoField):
         if f.optional or f.message is None or not _unsigned_size_for(s, f):
             return None
         cls = ref(f.message)
@@ -84,7 +92,7 @@ def _row(s: StructDef, f: FrameField, tabled: set[str], early: frozenset[str],
             else "None"
         envelope = f"({q(f.size)}, {q(f.dispatch_on.py_name)}, _BODY_FIELDS, {present})"
         return f"({q('envelope')}, {name}, None, {cls}, {envelope})"
-    if f.kind == "bytes":
+    if isinstance(f, BytesField):
         if f.optional or f.compression is not None and f.size != "rest":
             return None
         if f.size == "rest":
@@ -92,7 +100,7 @@ def _row(s: StructDef, f: FrameField, tabled: set[str], early: frozenset[str],
         if f.size is None or not _unsigned_size_for(s, f):
             return None
         return f"({q('bytes')}, {name}, None, {q(f.size)}, None)"
-    if f.kind == "struct":
+    if isinstance(f, StructField):
         if f.struct is None or f.struct.name not in tabled or f.size is not None:
             return None
         if f.when_peek is not None:

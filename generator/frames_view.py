@@ -19,7 +19,26 @@ from dataclasses import dataclass, field
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.expr import Expr
 from protoframe.generator.frame_checks import frame_length_field, path_attrs
-from protoframe.generator.frame_ir import INT_TYPES, FrameField, FrameSpec, StructDef
+from protoframe.generator.frame_ir import (
+    INT_TYPES,
+    ArrayField,
+    BlocksField,
+    BoolField,
+    BytesField,
+    FrameField,
+    FrameSpec,
+    IntField,
+    ProtoField,
+    StringField,
+    StructDef,
+    StructField,
+    SwitchField,
+    UuidField,
+    VarintField,
+    held_struct,
+    nested_message,
+    nested_struct,
+)
 from protoframe.generator.frame_layouts import layout_lines
 from protoframe.generator.pyview import bytes_literal, docstring, q
 
@@ -161,7 +180,8 @@ def build_frames_module(spec: FrameSpec) -> FramesModuleView:
 
 
 def _directional(s: StructDef) -> bool:
-    return s.is_frame and any(c.directional for f in s.fields for c in f.cases)
+    return s.is_frame and any(c.directional for f in s.fields if isinstance(f, SwitchField)
+                              for c in f.cases)
 
 
 def _dependency_order(spec: FrameSpec) -> list[StructDef]:
@@ -185,24 +205,40 @@ def _dependency_order(spec: FrameSpec) -> list[StructDef]:
 
 
 def _struct_deps(f: FrameField) -> list[StructDef]:
-    deps = [f.struct] if f.struct is not None else []
-    if f.element is not None and f.element.struct is not None:
-        deps.append(f.element.struct)
-    for c in f.cases:
+    own = nested_struct(f)
+    deps = [own] if own is not None else []
+    element = held_struct(f.element) if isinstance(f, ArrayField) and f.element else None
+    if element is not None:
+        deps.append(element)
+    for c in f.cases if isinstance(f, SwitchField) else []:
         deps += c.structs
     return deps
-
-
-def _held(f: FrameField) -> StructDef | None:
-    """The struct a struct, blocks or array-of-struct field holds."""
-    if f.element is not None:
-        return f.element.struct
-    return f.struct if f.kind in ("struct", "blocks") else None
 
 
 def _error(f: FrameField, message: str) -> GeneratorBug:
     # frame_checks has ruled this out before any emitter ran: reaching it is our bug.
     return GeneratorBug(message, str(f.location))
+
+
+def _struct(f: StructField | BlocksField) -> StructDef:
+    """The struct ``f`` holds, which the builder resolved (or rejected the spec)."""
+    if f.struct is None:
+        raise _error(f, f"{f.name!r}: unresolved struct")
+    return f.struct
+
+
+def _element(f: ArrayField) -> FrameField:
+    """The element of array ``f``, which the builder resolved (or rejected the spec)."""
+    if f.element is None:
+        raise _error(f, f"{f.name!r}: array without an element")
+    return f.element
+
+
+def _int(f: FrameField) -> IntField:
+    """``f`` as the fixed-width integer the checks made sure it is (sizes, checksums...)."""
+    if not isinstance(f, IntField):
+        raise _error(f, f"{f.name!r} is a {f.kind} where a fixed-width integer is needed")
+    return f
 
 
 # ---------------------------------------------------------------------------------------------
@@ -284,29 +320,27 @@ def _attr_names(head: FrameField | None, chain: list[str], expr: Expr,
 
 
 def _ann(ctx: _Ctx, struct: StructDef, f: FrameField) -> str:
-    if f.kind in ("int", "varint"):
-        return "int"
-    if f.kind == "bool":
-        return "bool"
-    if f.kind == "uuid":
-        ctx.uses.add("UUID")
-        return "UUID"
-    if f.kind == "bytes":
-        return "bytes"
-    if f.kind == "string":
-        return "str"
-    if f.kind == "proto":
-        assert f.message is not None
-        return ctx.proto_ref(f.message.py_path, f.message.full_name)
-    if f.kind in ("struct", "blocks"):
-        assert f.struct is not None
-        return f.struct.name
-    if f.kind == "array":
-        assert f.element is not None
-        return f"list[{_ann(ctx, struct, f.element)}]"
-    if f.kind == "switch":
-        return _alias_name(struct, f)
-    raise AssertionError(f.kind)
+    match f:
+        case IntField() | VarintField():
+            return "int"
+        case BoolField():
+            return "bool"
+        case UuidField():
+            ctx.uses.add("UUID")
+            return "UUID"
+        case BytesField():
+            return "bytes"
+        case StringField():
+            return "str"
+        case ProtoField(message=message) if message is not None:
+            return ctx.proto_ref(message.py_path, message.full_name)
+        case StructField(struct=held) | BlocksField(struct=held) if held is not None:
+            return held.name
+        case ArrayField(element=element) if element is not None:
+            return f"list[{_ann(ctx, struct, element)}]"
+        case SwitchField():
+            return _alias_name(struct, f)
+    raise _error(f, f"{f.name!r}: no type for a {f.kind} field")
 
 
 def _alias_name(struct: StructDef, f: FrameField) -> str:
@@ -319,8 +353,8 @@ def _has_checksum(s: StructDef, seen: frozenset[str] = frozenset()) -> bool:
     for f in s.fields:
         if f.checksum is not None:
             return True
-        if f.kind in ("struct", "blocks") and f.struct is not None and \
-                _has_checksum(f.struct, seen | {s.name}):
+        held = nested_struct(f)
+        if held is not None and _has_checksum(held, seen | {s.name}):
             return True
     return False
 
@@ -334,11 +368,11 @@ def _run_structs(structs: list[StructDef]) -> set[str]:
     runs: set[str] = set()
     for s in structs:
         for f in s.fields:
-            el = f.element
-            if (f.kind == "array" and f.until_end and not f.args and el is not None
-                    and el.kind == "struct" and el.struct is not None
-                    and not el.struct.params and not _directional(el.struct)):
-                runs.add(el.struct.name)
+            if not isinstance(f, ArrayField) or not f.until_end or f.args:
+                continue
+            el = held_struct(f.element) if isinstance(f.element, StructField) else None
+            if el is not None and not el.params and not _directional(el):
+                runs.add(el.name)
     return runs
 
 
@@ -355,7 +389,7 @@ def _class_view(ctx: _Ctx, s: StructDef, aliases: list[str]) -> ClassView:
     fields: list[tuple[str, str]] = []
     for f in s.data_fields:
         ann = _ann(ctx, s, f)
-        if f.kind == "switch":
+        if isinstance(f, SwitchField):
             members = sorted({c.name for case in f.cases for c in case.structs})
             alias = f"{_alias_name(s, f)} = " + " | ".join(members)
             if len(alias) > 100:
@@ -459,8 +493,8 @@ class _Decoder:
 
     def lines(self) -> list[str]:
         s = self.s
-        checksum_wrap = any(f.kind in ("struct", "blocks") and f.struct is not None
-                            and _has_checksum(f.struct) for f in s.fields)
+        checksum_wrap = any(_has_checksum(held) for f in s.fields
+                            if (held := nested_struct(f)) is not None)
         if checksum_wrap:
             self.out.append("bad: ChecksumFailure | None = None")
             self.ctx.uses.add("errors:ChecksumFailure")
@@ -538,7 +572,8 @@ class _Decoder:
         return i + 1 < len(names) and names[i + 1] == f.checksum.start
 
     def consumes_to_end(self) -> bool:
-        return any(g.size == "rest" or g.until_end or g.when_remaining or g.size_of == "rest"
+        return any(g.size == "rest" or isinstance(g, ArrayField) and g.until_end
+                   or g.when_remaining or g.size_of == "rest"
                    for g in self.s.fields)
 
     def field(self, f: FrameField) -> None:
@@ -564,8 +599,9 @@ class _Decoder:
             self.out += body
         elif f.marker:
             assert f.const is not None
-            width = f.width
-            packer = self.ctx.packer(width, f.signed, f.order)
+            marker = _int(f)
+            width = marker.width
+            packer = self.ctx.packer(width, marker.signed, marker.order)
             self.out += [f"f_{f.name} = False",
                          f"if pos + {width} <= end and {packer}.unpack_from(buf, pos)[0] == "
                          f"{f.const:#x}:",
@@ -618,7 +654,7 @@ class _Decoder:
         return self.ctx.spec.byte_order
 
     def int_read(self, f: FrameField, target: str) -> list[str]:
-        if f.kind == "varint":
+        if isinstance(f, VarintField):
             self.ctx.uses.add("protowire:read_varint")
             self.ctx.uses.add("protowire:truncated")
             return ["try:",
@@ -627,13 +663,14 @@ class _Decoder:
                     f"    raise truncated({self.where(f)}) from None",
                     "if pos > end:",
                     f"    raise truncated({self.where(f)})"]
-        if f.kind == "bool":
+        if isinstance(f, BoolField):
             return [*self.need("1", f), f"{target} = buf[pos] != 0", "pos += 1"]
-        if f.width == 1 and not f.signed:
+        i = _int(f)
+        if i.width == 1 and not i.signed:
             return [*self.need("1", f), f"{target} = buf[pos]", "pos += 1"]
-        packer = self.ctx.packer(f.width, f.signed, f.order)
-        return [*self.need(str(f.width), f), f"{target} = {packer}.unpack_from(buf, pos)[0]",
-                f"pos += {f.width}"]
+        packer = self.ctx.packer(i.width, i.signed, i.order)
+        return [*self.need(str(i.width), f), f"{target} = {packer}.unpack_from(buf, pos)[0]",
+                f"pos += {i.width}"]
 
     def region_end(self, f: FrameField) -> tuple[list[str], str]:
         """Statements computing ``vend``, the end of a sized field's bytes, and its name."""
@@ -647,16 +684,20 @@ class _Decoder:
         if f.size is not None:
             ref = "f_" + f.size if "." not in f.size else self.dotted(f.size)
             check = "vend > end"
-            if f.size_field is None or f.size_field.signed:  # signed, or a proto field
+            if not isinstance(f.size_field, IntField | VarintField) or \
+                    isinstance(f.size_field, IntField) and f.size_field.signed:  # or a proto field
                 check = f"{ref} < 0 or vend > end"
             return [f"vend = pos + {ref}", f"if {check}:",
                     *_indent(self.overrun(f, f"size {{{ref}}} runs past the end of its "
                                              "region"))], "vend"
         if f.prefix is not None:
-            fake = FrameField(name=f.name, kind="varint" if f.prefix == "varint" else "int",
-                              doc="", location=f.location, order=self.s_order())
-            if f.prefix != "varint":
-                fake.width, fake.signed = INT_TYPES[f.prefix]
+            fake: IntField | VarintField
+            if f.prefix == "varint":
+                fake = VarintField(name=f.name, doc="", location=f.location)
+            else:
+                width, signed = INT_TYPES[f.prefix]
+                fake = IntField(name=f.name, doc="", location=f.location, width=width,
+                                signed=signed, order=self.s_order())
             lines = self.int_read(fake, "n")
             self.ctx.uses.add("protowire:truncated")
             lines += ["vend = pos + n", "if n < 0 or vend > end:",
@@ -669,8 +710,9 @@ class _Decoder:
     def dotted(self, ref: str) -> str:
         head, *rest = ref.split(".")
         target = self.s.field(head)
-        assert target is not None and target.message is not None
-        msg = target.message
+        msg = nested_message(target) if target is not None else None
+        if msg is None:
+            raise GeneratorBug(f"{ref!r} does not go through a message", str(self.s.location))
         attrs = []
         for part in rest:
             pf = next(x for x in msg.fields if x.proto_name == part)
@@ -682,10 +724,10 @@ class _Decoder:
     def read(self, f: FrameField) -> list[str]:
         target = f"f_{f.name}"
         if f.derive is not None:
-            if f.kind == "bool":
+            if isinstance(f, BoolField):
                 return [f"{target} = bool({self.render(f.derive, f, parens=False)})"]
             return [f"{target} = {self.render(f.derive, f, parens=False)}"]
-        if f.kind in ("int", "varint", "bool"):
+        if isinstance(f, IntField | VarintField | BoolField):
             lines = self.int_read(f, target)
             if f.const is not None and not f.marker:
                 self.ctx.uses.add("errors:BadMagicError")
@@ -693,7 +735,7 @@ class _Decoder:
                     "BadMagicError", f"{self.s.name}.{f.name}: expected {f.const:#x}, got "
                     f"{{{target}:#x}}"))]
             if f.size_of == "rest":
-                check = f"{target} < 0 or " if f.signed else ""
+                check = f"{target} < 0 or " if isinstance(f, IntField) and f.signed else ""
                 lines += [f"if {check}pos + {target} > end:",
                           *_indent(self.overrun(f, f"{{{target}}} bytes announced, "
                                                    "{end - pos} there")),
@@ -701,14 +743,14 @@ class _Decoder:
                 self.consumes_rest = True
                 self.bounded = True
             return lines
-        if f.kind == "uuid":
+        if isinstance(f, UuidField):
             return [*self.need("16", f), f"{target} = UUID(bytes=buf[pos : pos + 16])",
                     "pos += 16"]
-        if f.kind in ("bytes", "string", "proto"):
+        if isinstance(f, BytesField | StringField | ProtoField):
             lines, vend = self.region_end(f)
-            if f.kind == "bytes":
+            if isinstance(f, BytesField):
                 lines.append(f"{target} = buf[pos:{vend}]")
-            elif f.kind == "string":
+            elif isinstance(f, StringField):
                 if f.encoding == "mutf8":
                     self.ctx.uses.add("mutf8:decode as mutf8_decode")
                     lines.append(f"{target} = mutf8_decode(buf[pos:{vend}], {self.where(f)})")
@@ -719,22 +761,21 @@ class _Decoder:
                 lines += self.sized_call(f, self.proto_read(f, target, vend), vend)
             lines.append(f"pos = {vend}")
             return lines
-        if f.kind == "struct":
-            assert f.struct is not None
+        if isinstance(f, StructField):
             lines, vend = self.region_end(f) if (f.size or f.prefix or f.length) else ([], "end")
             args = _call_args(f.args, self.s, self.name, f)
-            call = f"{f.struct.name}.decode_from(buf, pos, {vend}{args})"
+            call = f"{_struct(f).name}.decode_from(buf, pos, {vend}{args})"
             lines += self.struct_call(f, target, call, vend)
             return lines
-        if f.kind == "array":
+        if isinstance(f, ArrayField):
             return self.array(f, target)
-        if f.kind == "switch":
+        if isinstance(f, SwitchField):
             return self.switch(f, target)
-        if f.kind == "blocks":
+        if isinstance(f, BlocksField):
             return self.blocks(f, target)
-        raise AssertionError(f.kind)
+        raise _error(f, f"{f.name!r}: no decoder for a {f.kind} field")
 
-    def proto_read(self, f: FrameField, target: str, vend: str) -> list[str]:
+    def proto_read(self, f: ProtoField, target: str, vend: str) -> list[str]:
         assert f.message is not None
         ref = self.ctx.proto_ref(f.message.py_path, f.message.full_name)
         if f.dispatch_on is None:
@@ -764,15 +805,14 @@ class _Decoder:
                 *_indent(_raise("SizeMismatchError", f"{self.s.name}.{f.name}: declared size "
                                 "too small for the content ({exc})", suffix=" from exc"))]
 
-    def struct_call(self, f: FrameField, target: str, call: str, vend: str) -> list[str]:
-        assert f.struct is not None
+    def struct_call(self, f: StructField, target: str, call: str, vend: str) -> list[str]:
         check = []
         if vend != "end":
             self.ctx.uses.add("errors:SizeMismatchError")
             check = [f"if pos != {vend}:", *_indent(_raise(
                 "SizeMismatchError", f"{self.s.name}.{f.name}: content does not fill its "
                 "declared size", fmt=False))]
-        if not _has_checksum(f.struct):
+        if not _has_checksum(_struct(f)):
             return [*self.sized_call(f, [f"{target}, pos = {call}"], vend), *check]
         return [
             "try:",
@@ -783,16 +823,16 @@ class _Decoder:
             *check,
         ]
 
-    def checksum_value(self, f: FrameField, target: str) -> list[str]:
+    def checksum_value(self, f: StructField, target: str) -> list[str]:
         """Keep what a nested struct decoded before its checksum failed, if anything."""
-        assert f.struct is not None
+        name = _struct(f).name
         if f.optional:
-            return [f"    {target} = exc.value if isinstance(exc.value, {f.struct.name}) "
+            return [f"    {target} = exc.value if isinstance(exc.value, {name}) "
                     "else None", "    pos = exc.pos"]
-        return ["    if not isinstance(exc.value, " + f.struct.name + "):", "        raise",
+        return ["    if not isinstance(exc.value, " + name + "):", "        raise",
                 f"    {target}, pos = exc.value, exc.pos"]
 
-    def dispatch_check(self, f: FrameField, target: str) -> list[str]:
+    def dispatch_check(self, f: ProtoField, target: str) -> list[str]:
         assert f.dispatch_on is not None and f.message is not None
         self.ctx.uses.add("errors:MissingBodyError")
         return [
@@ -801,9 +841,8 @@ class _Decoder:
             f"{{{target}.{f.dispatch_on.py_name}.name}} lacks its body field\")",
         ]
 
-    def array(self, f: FrameField, target: str) -> list[str]:
-        assert f.element is not None
-        el = f.element
+    def array(self, f: ArrayField, target: str) -> list[str]:
+        el = _element(f)
         item_ann = _ann(self.ctx, self.s, el)
         index = f"i_{f.name}" if any("_index" in e.names for e in f.args.values()) else "_"
         self.index = index
@@ -811,17 +850,16 @@ class _Decoder:
         # Named for the field: two arrays of one struct may hold different element types.
         item = f"e_{f.name}"
         lines = [f"{items}: list[{item_ann}] = []"]
-        if f.until_end and el.kind == "struct" and el.struct is not None \
+        if f.until_end and isinstance(el, StructField) and el.struct is not None \
                 and el.struct.name in self.ctx.runs:
             if not self.in_range:
                 self.consumes_rest = True
             return [f"{target}, pos = {el.struct.name}.decode_run(buf, pos, end)"]
-        if el.kind == "struct":
-            assert el.struct is not None
+        if isinstance(el, StructField):
             args = _call_args(f.args, self.s, self.name, f)
-            one = [f"{item}, pos = {el.struct.name}.decode_from(buf, pos, end{args})",
+            one = [f"{item}, pos = {_struct(el).name}.decode_from(buf, pos, end{args})",
                    f"{items}.append({item})"]
-        elif el.kind == "uuid":
+        elif isinstance(el, UuidField):
             one = [*self.need("16", el), f"{items}.append(UUID(bytes=buf[pos : pos + 16]))",
                    "pos += 16"]
         else:
@@ -841,7 +879,7 @@ class _Decoder:
         self.index = "_"
         return lines
 
-    def switch(self, f: FrameField, target: str) -> list[str]:
+    def switch(self, f: SwitchField, target: str) -> list[str]:
         self.ctx.uses.add("errors:UnknownCommandError")
         self.ctx.uses.add("Callable")
         lines, vend = self.region_end(f) if (f.size or f.prefix) else ([], "end")
@@ -874,8 +912,7 @@ class _Decoder:
                 "body left over"))]
         return lines
 
-    def blocks(self, f: FrameField, target: str) -> list[str]:
-        assert f.struct is not None
+    def blocks(self, f: BlocksField, target: str) -> list[str]:
         cw, cs = INT_TYPES[f.block_count]
         lw, ls = INT_TYPES[f.block_length]
         cp = self.ctx.packer(cw, cs, self.s_order())
@@ -903,7 +940,7 @@ class _Decoder:
             "    parts.append(buf[pos : pos + n])",
             "    pos += n",
             "content = b\"\".join(parts)",
-            *self.sized_call(f, [f"{target}, used = {f.struct.name}.decode_from(content, 0, "
+            *self.sized_call(f, [f"{target}, used = {_struct(f).name}.decode_from(content, 0, "
                                 f"len(content){args})"], "content"),
             "if used != len(content):",
             *_indent(_raise("SizeMismatchError", f"{self.s.name}.{f.name}: "
@@ -912,7 +949,7 @@ class _Decoder:
         return lines
 
 
-def _case_table(f: FrameField, direction: str, name: str, decoder_type: str) -> list[str]:
+def _case_table(f: SwitchField, direction: str, name: str, decoder_type: str) -> list[str]:
     lines = [f"{name}: dict[int, {decoder_type}] = {{"]
     for c in f.cases:
         struct = getattr(c, direction)
@@ -985,8 +1022,9 @@ class _Encoder:
     def dotted_attr(self, ref: str) -> str:
         head, *rest = ref.split(".")
         target = self.s.field(head)
-        assert target is not None and target.message is not None
-        msg = target.message
+        msg = nested_message(target) if target is not None else None
+        if msg is None:
+            raise GeneratorBug(f"{ref!r} does not go through a message", str(self.s.location))
         attrs = []
         for part in rest:
             pf = next(x for x in msg.fields if x.proto_name == part)
@@ -996,14 +1034,15 @@ class _Encoder:
         return f"self.{head}." + ".".join(attrs)
 
     def pack(self, f: FrameField, value: str) -> list[str]:
-        if f.kind == "varint":
+        if isinstance(f, VarintField):
             self.ctx.uses.add("protowire:varint_bytes")
             return [f"{self.buf} += varint_bytes({value})"]
-        if f.kind == "bool":
+        if isinstance(f, BoolField):
             return [f"{self.buf}.append(1 if {value} else 0)"]
-        if f.width == 1 and not f.signed:
+        i = _int(f)
+        if i.width == 1 and not i.signed:
             return [f"{self.buf}.append({value})"]
-        packer = self.ctx.packer(f.width, f.signed, f.order)
+        packer = self.ctx.packer(i.width, i.signed, i.order)
         return [f"{self.buf} += {packer}.pack({value})"]
 
     def computed_value(self, f: FrameField) -> list[str]:
@@ -1016,7 +1055,7 @@ class _Encoder:
             assert target is not None
             return [*self.pre_encode(target), f"v_{f.name} = len(b_{target.name})"]
         if f.is_switch_key:
-            sw = next(g for g in s.fields if g.switch_on == f.name)
+            sw = next(g for g in s.fields if isinstance(g, SwitchField) and g.switch_on == f.name)
             return [f"v_{f.name} = _{s.name.upper()}_{sw.name.upper()}_CODES"
                     f"[type(self.{sw.name})]"]
         if f.value is not None:
@@ -1032,7 +1071,8 @@ class _Encoder:
             self.out.append(f"s_{g.name} = len({self.buf})")
         self.out += self.one(f)
         for g in _range_ends(s, f):
-            packer = self.ctx.packer(g.width, g.signed, g.order)
+            size = _int(g)
+            packer = self.ctx.packer(size.width, size.signed, size.order)
             self.out.append(f"{packer}.pack_into({self.buf}, p_{g.name}, "
                             f"len({self.buf}) - s_{g.name})")
 
@@ -1056,7 +1096,7 @@ class _Encoder:
     def raw_tail(self) -> FrameField | None:
         """The struct's last field when it is plain bytes running to the end, else None."""
         last = [g for g in self.s.fields if g.wire][-1]
-        plain = (last.kind == "bytes" and last.size == "rest" and last.when is None
+        plain = (isinstance(last, BytesField) and last.size == "rest" and last.when is None
                  and not last.optional and last.prefix is None and last.length is None
                  and last.const is None)
         return last if plain else None
@@ -1071,8 +1111,8 @@ class _Encoder:
             # A stored bit-field: the value: expressions put it on the wire; make sure it
             # survives the trip (fits its bits) by deriving it back.
             self.ctx.uses.add("errors:EncodeError")
-            back = self.render(f.derive, f, parens=f.kind != "bool")
-            back = f"bool({back})" if f.kind == "bool" else back
+            back = self.render(f.derive, f, parens=not isinstance(f, BoolField))
+            back = f"bool({back})" if isinstance(f, BoolField) else back
             return [f"if {back} != self.{f.name}:", *_indent(_raise(
                 "EncodeError", f"{s.name}.{f.name} = {{self.{f.name}!r}} does not fit the "
                 "bits the spec gives it"))]
@@ -1084,7 +1124,8 @@ class _Encoder:
         if f.checksum is not None:
             algo = f.checksum.algorithm
             self.ctx.uses.add(f"checksums:{algo}")
-            packer = self.ctx.packer(f.width, f.signed, f.order)
+            i = _int(f)
+            packer = self.ctx.packer(i.width, i.signed, i.order)
             if self.covers_the_rest(f):
                 self.buf = "covered"
                 self.tail = self.raw_tail()
@@ -1104,14 +1145,15 @@ class _Encoder:
                 f"    {packer}.pack_into({self.buf}, p_{f.name}, "
                 f"{algo}(view[s_{f.checksum.start}:]))",
             ]
-            return [f"p_{f.name} = len({self.buf})", f"{self.buf} += bytes({f.width})"]
+            return [f"p_{f.name} = len({self.buf})", f"{self.buf} += bytes({i.width})"]
         if f.size_of == "rest":
-            packer = self.ctx.packer(f.width, f.signed, f.order)
+            i = _int(f)
+            packer = self.ctx.packer(i.width, i.signed, i.order)
             self.patches.insert(0, f"{packer}.pack_into({self.buf}, p_{f.name}, "
-                                   f"len({self.buf}) - p_{f.name} - {f.width})")
-            return [f"p_{f.name} = len({self.buf})", f"{self.buf} += bytes({f.width})"]
+                                   f"len({self.buf}) - p_{f.name} - {i.width})")
+            return [f"p_{f.name} = len({self.buf})", f"{self.buf} += bytes({i.width})"]
         if f.size_range is not None:
-            return [f"p_{f.name} = len({self.buf})", f"{self.buf} += bytes({f.width})"]
+            return [f"p_{f.name} = len({self.buf})", f"{self.buf} += bytes({_int(f).width})"]
         if f.computed:
             if f.when is not None:
                 cond = self.render(f.when, f, parens=False)
@@ -1146,30 +1188,29 @@ class _Encoder:
     def pre_encode(self, f: FrameField) -> list[str]:
         """Encode a sized field ahead of its size, into ``b_<name>``."""
         value = f"self.{f.name}"
-        if f.kind == "bytes":
+        if isinstance(f, BytesField):
             return [f"b_{f.name} = {value}"]
-        if f.kind == "string":
+        if isinstance(f, StringField):
             return [f"b_{f.name} = {self.str_bytes(f, value)}"]
-        if f.kind in ("proto", "struct"):
+        if isinstance(f, ProtoField | StructField):
             call = f"{value}.encode({self.struct_args(f).lstrip(', ')})"
             if f.optional:
                 return [f"b_{f.name} = b\"\" if {value} is None else {call}"]
             return [f"b_{f.name} = {call}"]
-        if f.kind == "switch":
+        if isinstance(f, SwitchField):
             return [f"b_{f.name} = {value}.encode()"]
-        if f.kind == "array":
+        if isinstance(f, ArrayField):
             return ["buf = bytearray()", *self.array_write(f, "buf"), f"b_{f.name} = buf"]
         raise _error(f, f"size_of cannot measure a {f.kind} field")
 
-    def str_bytes(self, f: FrameField, value: str) -> str:
+    def str_bytes(self, f: StringField, value: str) -> str:
         if f.encoding == "mutf8":
             self.ctx.uses.add("mutf8:encode as mutf8_encode")
             return f"mutf8_encode({value})"
         return f"{value}.encode()"
 
-    def array_write(self, f: FrameField, out: str) -> list[str]:
-        assert f.element is not None
-        el = f.element
+    def array_write(self, f: ArrayField, out: str) -> list[str]:
+        el = _element(f)
         lines: list[str] = []
         if f.count is not None and not f.count_from_field:
             self.ctx.uses.add("errors:EncodeError")
@@ -1180,9 +1221,9 @@ class _Encoder:
         index = f"i_{f.name}" if any("_index" in e.names for e in f.args.values()) else ""
         self.index = index or "_"
         item = f"e_{f.name}"
-        if el.kind == "struct":
+        if isinstance(el, StructField):
             one = [f"{item}.encode_to({out}{self.struct_args(f)})"]
-        elif el.kind == "uuid":
+        elif isinstance(el, UuidField):
             one = [f"{out} += {item}.bytes"]
         else:
             saved, self.buf = self.buf, out
@@ -1195,17 +1236,17 @@ class _Encoder:
 
     def write(self, f: FrameField) -> list[str]:
         value = f"self.{f.name}"
-        if f.kind in ("int", "varint", "bool"):
+        if isinstance(f, IntField | VarintField | BoolField):
             return self.pack(f, value)
-        if f.kind == "uuid":
+        if isinstance(f, UuidField):
             return [f"{self.buf} += {value}.bytes"]
         sized = f.size_field is not None
-        if f.kind in ("bytes", "string"):
-            data = value if f.kind == "bytes" else self.str_bytes(f, value)
+        if isinstance(f, BytesField | StringField):
+            data = value if isinstance(f, BytesField) else self.str_bytes(f, value)
             if sized:
                 return [f"{self.buf} += b_{f.name}"]
             lines = []
-            if f.kind == "string" or f.prefix is not None:
+            if isinstance(f, StringField) or f.prefix is not None:
                 lines.append(f"data_{f.name} = {data}")
                 data = f"data_{f.name}"
             if f.length is not None:
@@ -1216,19 +1257,19 @@ class _Encoder:
             if f.prefix is not None:
                 lines += self.prefix(f, f"len({data})")
             return [*lines, f"{self.buf} += {data}"]
-        if f.kind in ("proto", "struct", "switch"):
+        if isinstance(f, ProtoField | StructField | SwitchField):
             if sized:
                 return [f"{self.buf} += b_{f.name}"]
-            args = self.struct_args(f) if f.kind == "struct" else ""
+            args = self.struct_args(f) if isinstance(f, StructField) else ""
             if f.prefix is not None:
                 return [f"data_{f.name} = {value}.encode({args.lstrip(', ')})",
                         *self.prefix(f, f"len(data_{f.name})"), f"{self.buf} += data_{f.name}"]
             return [f"{value}.encode_to({self.buf}{args})"]
-        if f.kind == "array":
+        if isinstance(f, ArrayField):
             if sized:
                 return [f"{self.buf} += b_{f.name}"]
             return self.array_write(f, self.buf)
-        if f.kind == "blocks":
+        if isinstance(f, BlocksField):
             cw, cs = INT_TYPES[f.block_count]
             lw, ls = INT_TYPES[f.block_length]
             cp = self.ctx.packer(cw, cs, self.ctx.spec.byte_order)
@@ -1248,7 +1289,7 @@ class _Encoder:
                     "EncodeError", f"{self.s.name}.{f.name}: {{len(content)}} bytes need "
                     f"more than {f.max_blocks} blocks"))]
             return lines
-        raise AssertionError(f.kind)
+        raise _error(f, f"{f.name!r}: no encoder for a {f.kind} field")
 
     def prefix(self, f: FrameField, length: str) -> list[str]:
         assert f.prefix is not None
@@ -1262,7 +1303,7 @@ class _Encoder:
 
 def _const_bytes(f: FrameField) -> bytes:
     assert f.const is not None
-    if f.kind == "varint":
+    if isinstance(f, VarintField):
         out = bytearray()
         v = f.const
         while v > 0x7F:
@@ -1270,8 +1311,9 @@ def _const_bytes(f: FrameField) -> bytes:
             v >>= 7
         out.append(v)
         return bytes(out)
-    return f.const.to_bytes(f.width, "little" if f.order == "little" else "big",
-                            signed=f.signed)
+    i = _int(f)
+    return f.const.to_bytes(i.width, "little" if i.order == "little" else "big",
+                            signed=i.signed)
 
 
 def _extras(ctx: _Ctx, s: StructDef) -> list[str]:
@@ -1301,8 +1343,7 @@ def _decompress_method(ctx: _Ctx, s: StructDef, f: FrameField) -> list[str]:
 def _attr_path(s: StructDef, ref: str) -> str:
     head, *rest = ref.split(".")
     target = s.field(head)
-    assert target is not None
-    msg = target.message
+    msg = nested_message(target) if target is not None else None
     attrs = [head]
     for part in rest:
         assert msg is not None
@@ -1323,7 +1364,7 @@ def _magic_checks(ctx: _Ctx, frame: StructDef, upto: int) -> list[str]:
     for f in frame.fields:
         if offset >= upto or f.fixed_size is None:
             break
-        if f.const is not None and f.kind == "int" and not f.marker:
+        if f.const is not None and isinstance(f, IntField) and not f.marker:
             packer = ctx.packer(f.width, f.signed, f.order)
             ctx.uses.add("errors:BadMagicError")
             lines += [f"magic = {packer}.unpack_from(buf, pos + {offset})[0]",
@@ -1341,7 +1382,7 @@ def _length_lines(ctx: _Ctx, frame: StructDef) -> list[str]:
         raise GeneratorBug("no frame length field (frame_checks lets no such frame through)",
                            str(frame.location))
     f, offset = length.field, length.offset
-    if length.kind == "size":
+    if isinstance(f, IntField):
         between = length.between
         header = offset + f.width
         packer = ctx.packer(f.width, f.signed, f.order)
@@ -1393,7 +1434,7 @@ def _length_lines(ctx: _Ctx, frame: StructDef) -> list[str]:
 def _command_table(ctx: _Ctx, spec: FrameSpec) -> list[str]:
     lines: list[str] = []
     for f in spec.frame.fields:
-        if f.dispatch_on is not None and f.message is not None:
+        if isinstance(f, ProtoField) and f.dispatch_on is not None and f.message is not None:
             enum = f.dispatch_on.type.enum
             assert enum is not None
             enum_ref = ctx.proto_ref(enum.py_path, enum.full_name)
@@ -1405,7 +1446,7 @@ def _command_table(ctx: _Ctx, spec: FrameSpec) -> list[str]:
             lines.append("}")
     for s in [*spec.structs, spec.frame]:
         for f in s.fields:
-            if f.kind == "switch":
+            if isinstance(f, SwitchField):
                 name = f"_{s.name.upper()}_{f.name.upper()}_CODES"
                 lines.append(f"{name}: dict[type[{_alias_name(s, f)}], int] = {{")
                 seen: set[str] = set()

@@ -21,9 +21,11 @@ from protoframe.generator.frame_ir import (
     FrameSpec,
     Machine,
     PathStep,
+    ProtoField,
     Request,
     Route,
     RoutedCommand,
+    SwitchField,
 )
 from protoframe.generator.pyview import docstring, q
 
@@ -195,7 +197,8 @@ def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
         body_expr=body_expr,
         keyed=any(mv.key_of for mv in machines),
         decoder_args=", to_server=server" if any(
-            c.to_server is not c.to_client for f in spec.frame.fields for c in f.cases) else "",
+            c.to_server is not c.to_client for f in spec.frame.fields
+            if isinstance(f, SwitchField) for c in f.cases) else "",
         exports=sorted([f"{title}Protocol", "MACHINES", "INTERACTIONS", "command_of", "field_of"]
                        + [m.enum for m in machines] + extra_exports),
         command_of_doc=docstring(
@@ -453,7 +456,7 @@ def _naming(spec: FrameSpec, body_type: object) -> tuple[list[str], str]:
                 f'raise UnknownCommandError("{frame.name}: no route of the spec names a command")')
         return lines[1:], expr
     for f in frame.fields:
-        if f.dispatch_on is not None:
+        if isinstance(f, ProtoField) and f.dispatch_on is not None:
             lines = ["_COMMANDS: dict[int, tuple[str, str]] = {"]
             lines += [f"    {c.value}: ({q(c.name)}, {q(c.field.py_name)}),"
                       for c in f.commands]
@@ -461,7 +464,7 @@ def _naming(spec: FrameSpec, body_type: object) -> tuple[list[str], str]:
             expr = (f"name, attr = _COMMANDS[frame.{f.name}.{f.dispatch_on.py_name}]\n"
                     f"return name, getattr(frame.{f.name}, attr)")
             return lines, expr
-        if f.kind == "switch":
+        if isinstance(f, SwitchField):
             lines = ["_COMMANDS: dict[type, str] = {"]
             for c in f.cases:
                 for s in c.structs:

@@ -17,7 +17,22 @@ from dataclasses import dataclass, field
 
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.frame_checks import struct_refs, structs_of
-from protoframe.generator.frame_ir import FrameField, FrameSpec, StructDef
+from protoframe.generator.frame_ir import (
+    ArrayField,
+    BlocksField,
+    BoolField,
+    BytesField,
+    FrameField,
+    FrameSpec,
+    IntField,
+    ProtoField,
+    StringField,
+    StructDef,
+    StructField,
+    SwitchField,
+    UuidField,
+    VarintField,
+)
 from protoframe.generator.ir import (
     EnumType,
     Field,
@@ -389,32 +404,32 @@ class _Builder:
     def frame_kind(self, owner: StructDef, f: FrameField) -> _Kind:
         if f.marker:
             return _Kind("BooleanType()", "pa.bool_()", "bool")
-        if f.kind == "int":
-            if f.width == 8 and not f.signed:
+        match f:
+            case IntField(width=8, signed=False):
                 return self._decimal_kind()
-            if f.width < 4 or (f.width == 4 and f.signed):
-                return _Kind("IntegerType()", "pa.int32()", "int")
-            return _Kind("LongType()", "pa.int64()", "int")
-        if f.kind == "varint":
-            return self._decimal_kind()
-        if f.kind == "bool":
-            return _Kind("BooleanType()", "pa.bool_()", "bool")
-        if f.kind == "uuid":
-            return _Kind("StringType()", "pa.string()", "UUID", row="str({})", value="UUID({})",
-                         column="text_array({})", lists="text_lists_array({})")
-        if f.kind == "bytes":
-            return _Kind("BinaryType()", "pa.binary()", "bytes", value="binary_value({})")
-        if f.kind == "string":
-            return _Kind("StringType()", "pa.string()", "str")
-        if f.kind == "proto":
-            assert f.message is not None
-            return self.proto_kind(FieldType("message", message=f.message))
-        if f.kind in ("struct", "blocks"):
-            assert f.struct is not None
-            return self._struct_kind(self.keys[f.struct.name], f"frames.{f.struct.name}")
-        if f.kind == "switch":
-            key = union_key(owner.name, f.name)
-            return self._struct_kind(key, f"_{key}_T")
+            case IntField(width=width, signed=signed):
+                if width < 4 or (width == 4 and signed):
+                    return _Kind("IntegerType()", "pa.int32()", "int")
+                return _Kind("LongType()", "pa.int64()", "int")
+            case VarintField():
+                return self._decimal_kind()
+            case BoolField():
+                return _Kind("BooleanType()", "pa.bool_()", "bool")
+            case UuidField():
+                return _Kind("StringType()", "pa.string()", "UUID", row="str({})",
+                             value="UUID({})", column="text_array({})",
+                             lists="text_lists_array({})")
+            case BytesField():
+                return _Kind("BinaryType()", "pa.binary()", "bytes", value="binary_value({})")
+            case StringField():
+                return _Kind("StringType()", "pa.string()", "str")
+            case ProtoField(message=message) if message is not None:
+                return self.proto_kind(FieldType("message", message=message))
+            case StructField(struct=held) | BlocksField(struct=held) if held is not None:
+                return self._struct_kind(self.keys[held.name], f"frames.{held.name}")
+            case SwitchField():
+                key = union_key(owner.name, f.name)
+                return self._struct_kind(key, f"_{key}_T")
         raise GeneratorBug(f"spark.py: frame field kind {f.kind!r} has no Spark mapping",
                            str(f.location))
 
@@ -430,7 +445,7 @@ class _Builder:
             self.modules.add("frames")
             for s in _struct_order(spec):
                 for f in s.data_fields:
-                    if f.kind == "switch":
+                    if isinstance(f, SwitchField):
                         codecs.append(self.union_codec(s, f))
                 codecs.append(self.struct_codec(s))
             frame = self.frame_view(spec)
@@ -535,8 +550,7 @@ class _Builder:
             where = q(f"{s.name}.{f.name}")
             nullable = f.optional and not f.marker and not (
                 f.when_remaining and f.default is not None)
-            if f.kind == "array":
-                assert f.element is not None
+            if isinstance(f, ArrayField) and f.element is not None:
                 kind = self.frame_kind(s, f.element)
                 columns.append(_Column(f.name, f.name, f.name, "list", kind, nullable, where))
             else:
@@ -544,7 +558,7 @@ class _Builder:
                                        nullable, where))
         return self.codec(key, s.name, f"frames.{s.name}", f"{s.name} frame struct", columns)
 
-    def union_codec(self, s: StructDef, f: FrameField) -> CodecView:
+    def union_codec(self, s: StructDef, f: SwitchField) -> CodecView:
         key = union_key(s.name, f.name)
         members = [(m.name, self.keys[m.name]) for m in _alternatives(f)]
         py_type = f"_{key}_T"
@@ -593,7 +607,8 @@ class _Builder:
     def frame_view(self, spec: FrameSpec) -> FrameView:
         frame = spec.frame
         key = self.keys[frame.name]
-        directional = any(c.to_server is not c.to_client for f in frame.fields for c in f.cases)
+        directional = any(c.directional for f in frame.fields if isinstance(f, SwitchField)
+                          for c in f.cases)
         decode = f"frames.{frame.name}.decode(data" + (", to_server=to_server)" if directional
                                                         else ")")
         py_type = f"frames.{frame.name}"
@@ -601,14 +616,14 @@ class _Builder:
             names, tables = self.route_names(spec)
             return FrameView(key, py_type, decode, names, tables)
         for f in frame.fields:
-            if f.dispatch_on is not None:
+            if isinstance(f, ProtoField) and f.dispatch_on is not None:
                 enum = f.dispatch_on.type.enum
                 assert enum is not None
                 return FrameView(key, py_type, decode, _fit(
                     "", "return ",
                     f"enum_name(_NAMES_{self.enum_key(enum)}, "
                     f"frame.{f.name}.{f.dispatch_on.py_name})", ""))
-            if f.kind == "switch":
+            if isinstance(f, SwitchField):
                 lines = [f"body = frame.{f.name}"]
                 for case in f.cases:
                     for s in case.structs:
@@ -883,7 +898,7 @@ def _struct_order(spec: FrameSpec) -> list[StructDef]:
     return out
 
 
-def _alternatives(f: FrameField) -> list[StructDef]:
+def _alternatives(f: SwitchField) -> list[StructDef]:
     """The distinct structs a switch field can hold, in case order."""
     out: list[StructDef] = []
     for case in f.cases:

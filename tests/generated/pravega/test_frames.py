@@ -42,7 +42,17 @@ from protoframe.generated.pravega.frames import (
     WrongHost,
 )
 from protoframe.generated.pravega.machines import command_of
-from protoframe.generator.frame_ir import FrameField, StructDef
+from protoframe.generator.frame_ir import (
+    ArrayField,
+    BoolField,
+    BytesField,
+    FrameField,
+    IntField,
+    StringField,
+    StructDef,
+    StructField,
+    UuidField,
+)
 from protoframe.generator.frame_model import load_frame_spec
 from protoframe.generator.proto_model import load_protocol
 from protoframe.runtime.errors import (
@@ -324,23 +334,23 @@ _text = st.text(st.characters(codec="utf-16", exclude_categories=["Cs"]), max_si
 
 
 def _strategy(f: FrameField) -> st.SearchStrategy[Any]:
-    if f.kind == "int":
+    if isinstance(f, IntField):
         bits = f.width * 8
         if f.signed:
             return st.integers(-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
         return st.integers(0, (1 << bits) - 1)
-    if f.kind == "bool":
+    if isinstance(f, BoolField):
         return st.booleans()
-    if f.kind == "uuid":
+    if isinstance(f, UuidField):
         return st.uuids()
-    if f.kind == "string":
+    if isinstance(f, StringField):
         return _text
-    if f.kind == "bytes":
+    if isinstance(f, BytesField):
         return st.binary(max_size=40)
-    if f.kind == "struct":
+    if isinstance(f, StructField):
         assert f.struct is not None
         return _struct_strategy(f.struct)
-    if f.kind == "array":
+    if isinstance(f, ArrayField):
         assert f.element is not None
         return st.lists(_strategy(f.element), max_size=3)
     raise AssertionError(f.kind)

@@ -20,7 +20,17 @@ import pytest
 
 from protoframe.generated.pravega import frames as pv
 from protoframe.generated.pravega.frames import Frame, StreamDecoder
-from protoframe.generator.frame_ir import FrameField, StructDef
+from protoframe.generator.frame_ir import (
+    ArrayField,
+    BoolField,
+    BytesField,
+    FrameField,
+    IntField,
+    StringField,
+    StructDef,
+    StructField,
+    UuidField,
+)
 from protoframe.generator.frame_model import load_frame_spec
 from protoframe.generator.proto_model import load_protocol
 from tests.generated.fuzzing import Case, Failure, Mutator, StreamTarget, run_campaign, u32_field_op
@@ -42,23 +52,23 @@ COMMANDS = [c.case.structs[0] for c in SPEC.commands.values() if c.case is not N
 
 
 def _value(f: FrameField, rng: random.Random) -> Any:
-    if f.kind == "int":
+    if isinstance(f, IntField):
         bits = f.width * 8
         low, high = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if f.signed else \
             (0, (1 << bits) - 1)
         return rng.choice([low, high, 0, 1, -1 if f.signed else 2, rng.randint(low, high)])
-    if f.kind == "bool":
+    if isinstance(f, BoolField):
         return rng.random() < 0.5
-    if f.kind == "uuid":
+    if isinstance(f, UuidField):
         return UUID(int=rng.getrandbits(128))
-    if f.kind == "string":
+    if isinstance(f, StringField):
         return rng.choice(["", "s", "scope/stream/0.#epoch.0", "a\x00b\u00e9\U0001f600"])
-    if f.kind == "bytes":
+    if isinstance(f, BytesField):
         return rng.randbytes(rng.choice([0, 1, 8, 40]))
-    if f.kind == "struct":
+    if isinstance(f, StructField):
         assert f.struct is not None
         return _build(f.struct, rng)
-    assert f.element is not None, f.kind
+    assert isinstance(f, ArrayField) and f.element is not None, f.kind
     return [_value(f.element, rng) for _ in range(rng.randint(0, 3))]
 
 

@@ -24,7 +24,7 @@ from protoframe.generator.frame_ir import (
     StructField,
 )
 from protoframe.generator.ir import MessageType
-from protoframe.generator.pyview import present_slot, q
+from protoframe.generator.pyview import q
 
 _WIDTH = 100
 
@@ -87,7 +87,7 @@ def _row(s: StructDef, f: FrameField, tabled: set[str], early: frozenset[str],
         # Where the bodies are kept when all are sparse fields: the codec then looks in that
         # dict instead of calling each body's property.
         sparse = {g.number for g in f.message.sparse_fields()}
-        slot = present_slot(f.message)
+        slot = f.message.present.slot if f.message.present is not None else None
         present = q(slot) if slot and all(c.field.number in sparse for c in f.commands) \
             else "None"
         envelope = f"({q(f.size)}, {q(f.dispatch_on.py_name)}, _BODY_FIELDS, {present})"

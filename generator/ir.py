@@ -125,6 +125,7 @@ class Field:
     map_key: FieldType | None = None  # set for map fields, whose type is the entry message
     map_value: FieldType | None = None
     location: SourceLocation | None = None
+    storage: str = ""  # the attribute holding the value (set by naming.name_protocol)
 
     @property
     def is_map(self) -> bool:
@@ -138,6 +139,15 @@ class Oneof:
     proto_name: str
     py_name: str
     fields: list[Field]
+
+
+@dataclass(frozen=True)
+class PresentNames:
+    """Names of the class attributes that hold a sparse message's present fields."""
+
+    slot: str  # the dict: field name -> value, only for fields that are set
+    tags: str  # ClassVar: field name -> encoded tag
+    rank: str  # ClassVar: field name -> field number, to encode in number order
 
 
 @dataclass(slots=True)
@@ -155,6 +165,8 @@ class MessageType:
     comment: str
     is_map_entry: bool = False
     location: SourceLocation | None = None
+    # The attributes keeping its sparse fields, when it has some (set by naming.name_protocol).
+    present: PresentNames | None = None
 
     def sparse_fields(self) -> list[Field]:
         """The fields kept in one dict of present values rather than a slot each.

@@ -1,4 +1,4 @@
-"""How protobuf names become Python names.
+"""How protobuf names become Python names, and the pass that fixes them on the model.
 
 The rule (documented in README.md, "Naming"): a name is kept as written unless it is a Python
 keyword or soft keyword, the name of a builtin, or a name the generated code itself defines on
@@ -12,6 +12,8 @@ from __future__ import annotations
 import builtins
 import keyword
 import re
+
+from protoframe.generator.ir import Field, Label, MessageType, Presence, PresentNames, Protocol
 
 PYTHON_RESERVED = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | frozenset(
     name for name in dir(builtins) if not name.startswith("_")
@@ -74,3 +76,36 @@ def spark_struct_key(name: str) -> str:
 def union_key(struct: str, switch: str) -> str:
     """The name of a switch field's union codec (and schema) in the Spark module."""
     return f"{struct}_{switch}_union"
+
+
+def name_protocol(protocol: Protocol) -> None:
+    """Fix the generated names emitters read from the model: each field's storage attribute and
+    each sparse message's present-field names. Run once, after the model is built."""
+    for proto in protocol.files:
+        for m in proto.all_messages():
+            for f in m.fields:
+                f.storage = _storage(f)
+            m.present = _present_names(m) if m.sparse_fields() else None
+
+
+def _storage(f: Field) -> str:
+    """The attribute holding a field: explicit-presence scalars (and oneof members) sit behind
+    a property, in ``_<name>``; reading the property gives None when the field is unset."""
+    if f.presence is Presence.EXPLICIT and f.label is not Label.REPEATED and (
+        f.type.kind != "message" or f.oneof is not None
+    ):
+        return "_" + f.py_name
+    return f.py_name
+
+
+def _present_names(m: MessageType) -> PresentNames:
+    # Explicit-presence scalars live in "_" + name, so a field called "present" would own
+    # "_present": step aside with trailing underscores rather than collide.
+    taken = {"_" + f.py_name for f in m.fields} | {f.py_name for f in m.fields}
+
+    def free(name: str) -> str:
+        while name in taken:
+            name += "_"
+        return name
+
+    return PresentNames(free("_present"), free("_PRESENT_TAGS"), free("_PRESENT_RANK"))

@@ -20,7 +20,13 @@ from protoframe.generator.ir import (
     ProtoFile,
     SourceLocation,
 )
-from protoframe.generator.naming import ENUM_HELPERS, MESSAGE_HELPERS, module_name, py_identifier
+from protoframe.generator.naming import (
+    ENUM_HELPERS,
+    MESSAGE_HELPERS,
+    module_name,
+    name_protocol,
+    py_identifier,
+)
 from protoframe.generator.protoc import compile_protos
 
 FDP = d.FieldDescriptorProto
@@ -66,6 +72,7 @@ def load_protocol(spec_dir: Path, protocol: str, display_root: str) -> Protocol:
             proto.files.append(builder.build_file(fd))
     if builder.errors:
         raise SpecErrors(builder.errors)
+    name_protocol(proto)
     return proto
 
 

@@ -22,6 +22,7 @@ from protoframe.generator.ir import (
     Label,
     MessageType,
     Presence,
+    PresentNames,
     ProtoFile,
 )
 
@@ -468,7 +469,7 @@ def _message_view(py: _Python, m: MessageType, depth: int) -> MessageView:
     ind = "    " * (depth + 1)
     fields = [_field_view(py, m, f) for f in m.fields]
     sparse = {f.number for f in m.sparse_fields()}
-    present = _present_names(m) if sparse else None
+    present = m.present
     for fv in fields:
         if present is not None and fv.number in sparse:
             fv.sparse, fv.key = True, q(fv.name)
@@ -528,7 +529,7 @@ def _compiled_layout(py: _Python, m: MessageType) -> list[str]:
     if m.oneofs or any(f.is_map or f.presence is Presence.IMPLICIT for f in m.fields):
         return []
     sparse = {f.number for f in m.sparse_fields()}
-    present = _present_names(m).slot if sparse else None
+    present = m.present.slot if m.present is not None else None
     rows = []
     for f in sorted(m.fields, key=lambda f: f.number):
         t = f.type
@@ -547,7 +548,7 @@ def _compiled_layout(py: _Python, m: MessageType) -> list[str]:
             mode, storage = ("packed" if f.packed else "repeated"), f.py_name
         else:
             mode = "required" if f.presence is Presence.REQUIRED else "optional"
-            storage = _storage(f)
+            storage = f.storage
         rows.append(f"        ({f.number}, {q(kind)}, {q(mode)}, {q(storage)}, {extra}),")
     if not rows:
         return [f"    ({m.py_path}, None, ()),"]
@@ -559,34 +560,7 @@ def _fields_dict_name(m: MessageType) -> str:
     return "_" + m.py_path.replace(".", "_") + "_Fields"
 
 
-@dataclass
-class _Present:
-    """Names of the class attributes that hold a sparse message's present fields."""
-
-    slot: str  # the dict: field name -> value, only for fields that are set
-    tags: str  # ClassVar: field name -> encoded tag
-    rank: str  # ClassVar: field name -> field number, to encode in number order
-
-
-def present_slot(m: MessageType) -> str | None:
-    """The slot holding ``m``'s dict of present sparse fields, or None if it has none."""
-    return _present_names(m).slot if m.sparse_fields() else None
-
-
-def _present_names(m: MessageType) -> _Present:
-    # Explicit-presence scalars live in "_" + name, so a field called "present" would own
-    # "_present": step aside with trailing underscores rather than collide.
-    taken = {"_" + f.py_name for f in m.fields} | {f.py_name for f in m.fields}
-
-    def free(name: str) -> str:
-        while name in taken:
-            name += "_"
-        return name
-
-    return _Present(free("_present"), free("_PRESENT_TAGS"), free("_PRESENT_RANK"))
-
-
-def _present_tables(m: MessageType, present: _Present) -> list[str]:
+def _present_tables(m: MessageType, present: PresentNames) -> list[str]:
     fields = sorted(m.sparse_fields(), key=lambda f: f.number)
     lines = ["", f"{present.tags}: ClassVar[dict[str, bytes]] = {{"]
     lines += [f"    {q(f.py_name)}: {_tag(f.number, 2)}," for f in fields]
@@ -595,7 +569,7 @@ def _present_tables(m: MessageType, present: _Present) -> list[str]:
     return [*lines, "}"]
 
 
-def _copy_lines(fields: list[FieldView], present: _Present) -> list[str]:
+def _copy_lines(fields: list[FieldView], present: PresentNames) -> list[str]:
     """Body of ``__copy__``: the copy gets its own dict of present fields.
 
     Without it a shallow copy would share the dict, and unsetting a field of the copy would
@@ -608,7 +582,7 @@ def _copy_lines(fields: list[FieldView], present: _Present) -> list[str]:
     return lines
 
 
-def _init_lines(fields: list[FieldView], present: _Present | None, owner: str) -> list[str]:
+def _init_lines(fields: list[FieldView], present: PresentNames | None, owner: str) -> list[str]:
     """Body of ``__init__`` after the docstring: sparse fields come in as ``**_fields``."""
     lines = [f"self.{fv.storage} = {fv.init_expr}" for fv in fields if not fv.sparse]
     if present is not None:
@@ -652,7 +626,7 @@ def _field_view(py: _Python, m: MessageType, f: Field) -> FieldView:
     if f.type.kind == "message":
         ann = f"{value} | None"
         return FieldView(
-            name=f.py_name, proto_name=f.proto_name, number=f.number, storage=_storage(f),
+            name=f.py_name, proto_name=f.proto_name, number=f.number, storage=f.storage,
             ann=ann, storage_ann=ann, init_ann=f"{ann} = None", init_expr=f.py_name,
             is_property=f.oneof is not None, default_expr="None", has_method=True,
             comment=f.comment,
@@ -755,7 +729,7 @@ def _nonzero(t: FieldType, var: str) -> str:
     return var
 
 
-def _encode_lines(m: MessageType, present: _Present | None) -> list[str]:
+def _encode_lines(m: MessageType, present: PresentNames | None) -> list[str]:
     """Body of ``_encode(self, parts)``: fields in number order, then unknown fields."""
     lines: list[str] = []
     sparse = {f.number for f in m.sparse_fields()}
@@ -782,7 +756,7 @@ def _encode_lines(m: MessageType, present: _Present | None) -> list[str]:
     return _declare_lists([*lines, "if self._unknown:", "    parts.append(self._unknown)"])
 
 
-def _present_prefix(present: _Present, multi: bool) -> list[str]:
+def _present_prefix(present: PresentNames, multi: bool) -> list[str]:
     """Statements putting the present sparse fields in number order, in ``present``."""
     lines = [f"present = self.{present.slot}", f"tags = self.{present.tags}"]
     if multi:
@@ -794,7 +768,7 @@ def _present_prefix(present: _Present, multi: bool) -> list[str]:
     return [*lines, "    present = {n: present[n] for n in sorted(present, key=rank.__getitem__)}"]
 
 
-def _present_run(present: _Present, run: list[Field] | None) -> list[str]:
+def _present_run(present: PresentNames, run: list[Field] | None) -> list[str]:
     """A loop writing the present sparse fields (of ``run`` only, when there are several)."""
     body = ["parts.append(tags[name])", "sub = []", "value._encode(sub)",
             "data = b\"\".join(sub)", *_len_prefixed("data", "parts")]
@@ -835,21 +809,12 @@ def _encode_field(m: MessageType, f: Field) -> list[str]:
         return lines + ["    " + s for s in _field_bytes(f.type, f.number, item)]
     body = _field_bytes(f.type, f.number, v)
     if f.presence is Presence.REQUIRED:
-        return [f"{v} = self.{_storage(f)}",
+        return [f"{v} = self.{f.storage}",
                 f"if {v} is None:",
                 f"    raise RequiredFieldUnsetError({q(m.py_path)}, {q(f.proto_name)})",
                 *body]
     cond = f"{v} is not None" if f.presence is Presence.EXPLICIT else _nonzero(f.type, v)
-    return [f"{v} = self.{_storage(f)}", f"if {cond}:", *["    " + s for s in body]]
-
-
-def _storage(f: Field) -> str:
-    """The attribute holding a field: explicit-presence scalars hide behind a property."""
-    if f.presence is Presence.EXPLICIT and f.label is not Label.REPEATED and (
-        f.type.kind != "message" or f.oneof is not None
-    ):
-        return "_" + f.py_name
-    return f.py_name
+    return [f"{v} = self.{f.storage}", f"if {cond}:", *["    " + s for s in body]]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -955,7 +920,7 @@ def _map_case(py: _Python, f: Field, where: str) -> _Case:
     return _Case(f.number << 3 | 2, body)
 
 
-def _decode_lines(py: _Python, m: MessageType, present: _Present | None) -> list[str]:
+def _decode_lines(py: _Python, m: MessageType, present: PresentNames | None) -> list[str]:
     """Body of ``decode_from(cls, buf, pos, end)``.
 
     Fields are read into locals and stored into the new instance's slots at the end. Unknown
@@ -1051,7 +1016,7 @@ def _decode_lines(py: _Python, m: MessageType, present: _Present | None) -> list
             lines += [f"if f{f.number} is None:",
                       f"    raise MissingRequiredFieldError({q(m.py_path)}, {q(f.proto_name)})"]
     lines.append("msg = new_instance(cls)")
-    lines += [f"msg.{_storage(f)} = f{f.number}" for f in m.fields if f.number not in sparse]
+    lines += [f"msg.{f.storage} = f{f.number}" for f in m.fields if f.number not in sparse]
     if present is not None:
         lines.append(f"msg.{present.slot} = present")
     lines += ['msg._unknown = b"" if unknown is None else bytes(unknown)', "return msg"]

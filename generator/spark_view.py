@@ -213,19 +213,6 @@ def build_spark_module(protocol: Protocol, specs: list[FrameSpec],
     return _Builder(protocol, specs, display_root).build()
 
 
-def _storage(f: Field) -> str:
-    """The attribute holding a field, as pyview generates it (see FIELD_NAMES).
-
-    Explicit-presence scalars (and oneof members) sit behind a property, in ``_<name>``;
-    reading the attribute gives None when the field is unset.
-    """
-    if f.presence is Presence.EXPLICIT and f.label is not Label.REPEATED and not f.is_map and (
-        f.type.kind != "message" or f.oneof is not None
-    ):
-        return "_" + f.py_name
-    return f.py_name
-
-
 def _fit(indent: str, head: str, expr: str, tail: str) -> list[str]:
     """``head expr tail`` on one line, or ``expr`` on a line of its own in parentheses.
 
@@ -535,7 +522,7 @@ class _Builder:
             kind = self.proto_kind(f.type, (m.full_name, f.number) in self.recursive)
             shape = "list" if f.label is Label.REPEATED else "one"
             nullable = shape == "one" and f.presence is Presence.EXPLICIT
-            columns.append(_Column(name=f.proto_name, attr=f.py_name, storage=_storage(f),
+            columns.append(_Column(name=f.proto_name, attr=f.py_name, storage=f.storage,
                                    shape=shape, kind=kind, nullable=nullable, where=where,
                                    number=f.number))
         return self.codec(key, m.full_name, py_type, f"{m.proto_name} message ({m.full_name})",

@@ -271,6 +271,10 @@ class SwitchField(FrameField):
     kind: ClassVar[str] = "switch"
     switch_on: str | None = None
     cases: list[Case] = field(default_factory=list)
+    # Generated names, set by naming.name_frame_spec: the type alias of the union of its case
+    # structs, and the prefix of its module-level tables (``<prefix>_CODES`` ...).
+    alias: str = ""
+    tables: str = ""
 
 
 @dataclass

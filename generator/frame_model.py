@@ -24,6 +24,7 @@ from protoframe.generator.frame_checks import check_frame_spec
 from protoframe.generator.frame_ir import FrameSpec, StructDef
 from protoframe.generator.interaction_builder import InteractionBuilder
 from protoframe.generator.ir import Protocol
+from protoframe.generator.naming import name_frame_spec
 from protoframe.generator.spec_yaml import LocDict, LocList, load_spec, locate
 
 
@@ -49,6 +50,7 @@ def load_frame_spec(path: Path, display: str, protocol: Protocol) -> FrameSpec:
     errors = check_frame_spec(spec)
     if errors:
         raise SpecErrors(errors)
+    name_frame_spec(spec)
     return spec
 
 

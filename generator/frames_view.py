@@ -339,12 +339,8 @@ def _ann(ctx: _Ctx, struct: StructDef, f: FrameField) -> str:
         case ArrayField(element=element) if element is not None:
             return f"list[{_ann(ctx, struct, element)}]"
         case SwitchField():
-            return _alias_name(struct, f)
+            return f.alias
     raise _error(f, f"{f.name!r}: no type for a {f.kind} field")
-
-
-def _alias_name(struct: StructDef, f: FrameField) -> str:
-    return struct.name + "".join(p.capitalize() for p in f.name.split("_"))
 
 
 def _has_checksum(s: StructDef, seen: frozenset[str] = frozenset()) -> bool:
@@ -391,9 +387,9 @@ def _class_view(ctx: _Ctx, s: StructDef, aliases: list[str]) -> ClassView:
         ann = _ann(ctx, s, f)
         if isinstance(f, SwitchField):
             members = sorted({c.name for case in f.cases for c in case.structs})
-            alias = f"{_alias_name(s, f)} = " + " | ".join(members)
+            alias = f"{f.alias} = " + " | ".join(members)
             if len(alias) > 100:
-                alias = f"{_alias_name(s, f)} = (\n    " + "\n    | ".join(members) + "\n)"
+                alias = f"{f.alias} = (\n    " + "\n    | ".join(members) + "\n)"
             aliases.append(alias)
         if f.marker:
             fields.append((f.name, "bool = False"))
@@ -884,8 +880,8 @@ class _Decoder:
         self.ctx.uses.add("Callable")
         lines, vend = self.region_end(f) if (f.size or f.prefix) else ([], "end")
         key = f"f_{f.switch_on}"
-        alias = _alias_name(self.s, f)
-        base = f"_{self.s.name.upper()}_{f.name.upper()}"
+        alias = f.alias
+        base = f.tables
         decoder_type = f"Callable[[bytes, int, int], tuple[{alias}, int]]"
         directional = any(c.directional for c in f.cases)
         if directional:
@@ -1056,7 +1052,7 @@ class _Encoder:
             return [*self.pre_encode(target), f"v_{f.name} = len(b_{target.name})"]
         if f.is_switch_key:
             sw = next(g for g in s.fields if isinstance(g, SwitchField) and g.switch_on == f.name)
-            return [f"v_{f.name} = _{s.name.upper()}_{sw.name.upper()}_CODES"
+            return [f"v_{f.name} = {sw.tables}_CODES"
                     f"[type(self.{sw.name})]"]
         if f.value is not None:
             return [f"v_{f.name} = {self.render(f.value, f, parens=False)}"]
@@ -1447,8 +1443,8 @@ def _command_table(ctx: _Ctx, spec: FrameSpec) -> list[str]:
     for s in [*spec.structs, spec.frame]:
         for f in s.fields:
             if isinstance(f, SwitchField):
-                name = f"_{s.name.upper()}_{f.name.upper()}_CODES"
-                lines.append(f"{name}: dict[type[{_alias_name(s, f)}], int] = {{")
+                name = f"{f.tables}_CODES"
+                lines.append(f"{name}: dict[type[{f.alias}], int] = {{")
                 seen: set[str] = set()
                 for c in f.cases:
                     for st in c.structs:

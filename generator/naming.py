@@ -13,6 +13,7 @@ import builtins
 import keyword
 import re
 
+from protoframe.generator.frame_ir import FrameSpec, SwitchField
 from protoframe.generator.ir import Field, Label, MessageType, Presence, PresentNames, Protocol
 
 PYTHON_RESERVED = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | frozenset(
@@ -109,3 +110,14 @@ def _present_names(m: MessageType) -> PresentNames:
         return name
 
     return PresentNames(free("_present"), free("_PRESENT_TAGS"), free("_PRESENT_RANK"))
+
+
+def name_frame_spec(spec: FrameSpec) -> None:
+    """Fix the generated names emitters read from a frame model: each switch's union alias
+    (``Frame`` + ``command_body`` -> ``FrameCommandBody``) and its tables' prefix. Run once,
+    after validation."""
+    for s in [*spec.structs, spec.frame]:
+        for f in s.fields:
+            if isinstance(f, SwitchField):
+                f.alias = s.name + "".join(p.capitalize() for p in f.name.split("_"))
+                f.tables = f"_{s.name.upper()}_{f.name.upper()}"

@@ -10,6 +10,9 @@ async with EmbeddedSegmentStore() as store:
     events = await SegmentReader(connection, "scope/stream/0.#epoch.0").read_all()
 ```
 
+``TableSegmentClient`` reads and writes a table segment (versioned keys and values, conditional
+updates, paged scans).
+
 ``SegmentWriter.connect(host, port, segment, retry=RetryPolicy(...))`` opens a writer on a
 connection of its own that survives losing it: events are sent again after a reconnect
 without being lost or stored twice, until the policy gives up (``StoreUnreachable``).
@@ -30,6 +33,9 @@ from .errors import (
     SegmentIsTruncated,
     ServerError,
     StoreUnreachable,
+    TableKeyBadVersion,
+    TableKeyDoesNotExist,
+    TableSegmentNotEmpty,
     UnexpectedCommand,
     WrongHost,
 )
@@ -37,9 +43,12 @@ from .events import ReadEvent
 from .reader import SegmentReader
 from .reconnect import RetryPolicy
 from .store import EmbeddedSegmentStore
+from .tables import NO_VERSION, NOT_EXISTS, TableChanges, TableEntry, TableSegmentClient
 from .writer import SegmentWriter
 
 __all__ = [
+    "NOT_EXISTS",
+    "NO_VERSION",
     "AppendRuleViolation",
     "AuthTokenCheckFailed",
     "ConditionalCheckFailed",
@@ -60,6 +69,12 @@ __all__ = [
     "SegmentWriter",
     "ServerError",
     "StoreUnreachable",
+    "TableChanges",
+    "TableEntry",
+    "TableKeyBadVersion",
+    "TableKeyDoesNotExist",
+    "TableSegmentClient",
+    "TableSegmentNotEmpty",
     "UnexpectedCommand",
     "WrongHost",
 ]

@@ -26,6 +26,8 @@ from ..errors import AppendRuleViolation, IncompatibleVersion, PravegaError, Une
 from ..events import drop_events
 from ..versions import HIGH_VERSION, LOW_VERSION, check_overlap
 from .segments import Segment, SegmentTable
+from .table_requests import TableRequests
+from .tables import TableStore
 
 __all__ = ["DEFAULT_READ_SIZE", "StoreSession"]
 
@@ -41,8 +43,14 @@ class StoreSession:
     """
 
     def __init__(self, table: SegmentTable, *, max_read_size: int = DEFAULT_READ_SIZE,
-                 versions: tuple[int, int] = (LOW_VERSION, HIGH_VERSION)) -> None:
+                 versions: tuple[int, int] = (LOW_VERSION, HIGH_VERSION),
+                 tables: TableStore | None = None,
+                 max_frame_size: int = frames.DEFAULT_MAX_FRAME_SIZE) -> None:
         self.table = table
+        self.tables = tables if tables is not None else TableStore()
+        table_requests = TableRequests(
+            self.tables, max_read_size=max_read_size, max_frame_size=max_frame_size,
+            name_taken=lambda name: table.get(name) is not None)
         self.max_read_size = max_read_size
         self.versions = versions
         self.appends = AppendAssembler()
@@ -60,6 +68,7 @@ class StoreSession:
             "GET_STREAM_SEGMENT_INFO": self._segment_info,
             "SEAL_SEGMENT": self._seal_segment,
             "DELETE_SEGMENT": self._delete_segment,
+            **table_requests.handlers,
         }
 
     def handle(self, frame: frames.Frame) -> list[frames.Frame]:
@@ -87,7 +96,7 @@ class StoreSession:
     # ---- segment management ----------------------------------------------------------------
 
     def _create_segment(self, body: frames.CreateSegment) -> list[frames.FrameBody]:
-        if self.table.create(body.segment) is None:
+        if self.tables.get(body.segment) is not None or self.table.create(body.segment) is None:
             return [frames.SegmentAlreadyExists(request_id=body.request_id,
                                                 segment=body.segment)]
         return [frames.SegmentCreated(request_id=body.request_id, segment=body.segment)]

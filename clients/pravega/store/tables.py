@@ -9,7 +9,8 @@ With a directory, each table segment is ``<name>.table`` there: its records in t
 happened, each batch written and flushed (to the OS, as segments are) before the update is
 acknowledged, and replayed when the store starts again. A record cut short by a crash was
 never acknowledged and is dropped on load. Records are ours (a tag, then the key and the value
-with i32 lengths), not Pravega's on-disk format.
+with i32 lengths), not Pravega's on-disk format; the file starts with a settings record (the
+fixed key length as its key length, no key or value bytes).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_PUT, _REMOVE = 1, 2
+_PUT, _REMOVE, _SETTINGS = 1, 2, 3
 _HEADER = struct.Struct(">Bii")  # tag, key length, value length
 
 
@@ -135,7 +136,7 @@ class TableStore:
         segment = TableSegment(name, key_length=key_length)
         self.segments[name] = segment
         if self.directory is not None:
-            self._path(name).write_bytes(b"")
+            self._path(name).write_bytes(_HEADER.pack(_SETTINGS, key_length, 0))
         return segment
 
     def delete(self, name: str) -> bool:
@@ -195,6 +196,9 @@ class TableStore:
             segment = TableSegment(name)
             data = path.read_bytes()
             position = 0
+            if len(data) >= _HEADER.size and data[0] == _SETTINGS:
+                segment.key_length = max(_HEADER.unpack_from(data)[1], 0)
+                position = _HEADER.size
             while position + _HEADER.size <= len(data):
                 tag, key_size, value_size = _HEADER.unpack_from(data, position)
                 end = position + _HEADER.size + key_size + value_size

@@ -279,3 +279,21 @@ def test_store_keeps_table_segments_in_its_directory(tmp_path: Path) -> None:
 async def _only_b_and_c(store: EmbeddedSegmentStore) -> None:
     table = await open_table(store, create=False)
     assert [e.key async for e in table.entries()] == [b"b", b"c"]
+
+
+def test_a_fixed_key_length_survives_a_restart(tmp_path: Path) -> None:
+    async def create(store: EmbeddedSegmentStore) -> None:
+        connection = await PravegaConnection.connect(*store.address, request_timeout=5.0)
+        fixed = await TableSegmentClient.create(connection, "fixed", key_length=2)
+        await fixed.put(b"ab", b"v")
+
+    async def check(store: EmbeddedSegmentStore) -> None:
+        connection = await PravegaConnection.connect(*store.address, request_timeout=5.0)
+        fixed = TableSegmentClient(connection, "fixed")
+        assert (await fixed.info()).key_length == 2
+        assert (await fixed.get(b"ab")) is not None
+        with pytest.raises(ServerError, match="2 bytes"):
+            await fixed.put(b"abc", b"v")
+
+    run(create, directory=tmp_path)
+    run(check, directory=tmp_path)

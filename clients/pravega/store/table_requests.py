@@ -196,9 +196,7 @@ class TableRequests:
         if token and not token.startswith(_TOKEN_MARK):
             return "not a continuation token of this segment store"
         after = token[len(_TOKEN_MARK):] if token else None
-        keys = table.sorted_keys_after(after)
-        if from_key:
-            keys = [k for k in keys if k >= from_key]
+        keys = table.keys_from(after, from_key or None, count)
         entries: list[TableEntry] = []
         size = 0
         for key in keys:

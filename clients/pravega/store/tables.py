@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import struct
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,6 +75,8 @@ class TableSegment:
     changed_at: dict[bytes, int] = field(default_factory=dict)
     length: int = 0
     key_length: int = 0
+    # The live keys in byte order, kept as they change so a page does not sort the table.
+    ordered: list[bytes] = field(default_factory=list)
 
     def check(self, key: bytes, expected: int) -> None:
         """Raise the refusal for an update of ``key`` conditional on ``expected``."""
@@ -94,17 +97,23 @@ class TableSegment:
         self.length += record_size(key, value)
         self.changed_at[key] = version
         if value is None:
-            self.entries.pop(key, None)
+            if self.entries.pop(key, None) is not None:
+                del self.ordered[bisect_left(self.ordered, key)]
         else:
+            if key not in self.entries:
+                insort(self.ordered, key)
             self.entries[key] = TableEntry(key, value, version)
         return version
 
-    def sorted_keys_after(self, after: bytes | None) -> list[bytes]:
-        """Live keys in byte order, those above ``after`` only when it is given."""
-        keys = sorted(self.entries)
-        if after is None:
-            return keys
-        return [k for k in keys if k > after]
+    def keys_from(self, after: bytes | None, lowest: bytes | None = None,
+                  limit: int | None = None) -> list[bytes]:
+        """Live keys in byte order: above ``after`` and at or above ``lowest`` (each when
+        given), at most ``limit`` of them."""
+        start = bisect_right(self.ordered, after) if after is not None else 0
+        if lowest is not None:
+            start = max(start, bisect_left(self.ordered, lowest))
+        end = len(self.ordered) if limit is None else start + max(limit, 0)
+        return self.ordered[start:end]
 
     def changes_since(self, position: int
                       ) -> list[tuple[int, bytes, TableEntry | None]]:

@@ -115,9 +115,13 @@ def test_removals() -> None:
         with pytest.raises(TableKeyBadVersion):
             await table.remove(b"k", version=version + 1)
         assert await table.get(b"k") is not None
+        await table.put_all([(b"j", b"1", None), (b"l", b"2", None)])
         await table.remove(b"k", version=version)
         assert await table.get(b"k") is None
+        assert [k async for k, _ in table.keys()] == [b"j", b"l"]  # scans skip it too
+        await table.remove_all([(b"j", None), (b"l", None)])
         assert (await table.info()).entry_count == 0
+        assert [k async for k, _ in table.keys()] == []
 
     run(scenario)
 

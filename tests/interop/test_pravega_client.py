@@ -66,6 +66,9 @@ elif job["kind"] == "read_group":
         return events
 
     result["events"] = asyncio.run(read())
+    # Going offline hands the reader's positions back to the group's state.
+    result["positions"] = {str(number): offset for number, offset
+                           in group.get_streamcut().get_segment_offset_map().items()}
     print(json.dumps(result), flush=True)
     # The Rust runtime can hang while the interpreter exits after a reader group has read
     # several segments (every object dropped, nothing more sent to our peers): the result
@@ -192,10 +195,14 @@ def test_real_reader_group_reads_what_both_writers_wrote(segments: int) -> None:
                 await asyncio.gather(*(writer.write(p) for p in ours
                                        if p.endswith(b" in %d" % number)))
         expected = sorted([t.encode() for _, t in theirs] + ours)
-        result = await run_peer(controller.uri, {
-            "kind": "read_group", "scope": "interop", "stream": "grouped", "group": "group-1",
-            "count": len(expected), "seconds": 15})
+        read_job = {"kind": "read_group", "scope": "interop", "stream": "grouped",
+                    "group": "group-1", "count": len(expected), "seconds": 15}
+        result = await run_peer(controller.uri, read_job)
         assert sorted(bytes.fromhex(e) for e in result["events"]) == expected
+        # The group's position in each segment is the segment's end, as read.
+        lengths = {str(n): store.table.segments[segment_name("interop", "grouped", n)].length
+                   for n in range(segments)}
+        assert result["positions"] == lengths
         # The reader group kept its state in a table segment of ours, through the table
         # commands; our table client reads what it wrote there.
         assert {"CREATE_TABLE_SEGMENT", "UPDATE_TABLE_ENTRIES",
@@ -209,5 +216,15 @@ def test_real_reader_group_reads_what_both_writers_wrote(segments: int) -> None:
         for number in range(segments):  # each stream segment is named in the group's state
             name = segment_name("interop", "grouped", number).encode()
             assert any(name in key for key in keys), (name, keys)
+        # A later process's reader in the same group resumes from those positions: it reads
+        # the events written since, and none of the earlier ones again.
+        later = [b"later %d" % n for n in range(segments)]
+        async with await PravegaConnection.connect(*store.address) as connection:
+            for number, payload in enumerate(later):
+                writer = await SegmentWriter.open(
+                    connection, segment_name("interop", "grouped", number))
+                await writer.write(payload)
+        result = await run_peer(controller.uri, {**read_job, "count": len(later)})
+        assert sorted(bytes.fromhex(e) for e in result["events"]) == later
 
     run(scenario)

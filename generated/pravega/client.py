@@ -34,6 +34,7 @@ _ANSWERS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
         ("CREATE_SEGMENT", ("request_id",)),
         ("SEAL_SEGMENT", ("request_id",)),
         ("DELETE_SEGMENT", ("request_id",)),
+        ("TRUNCATE_SEGMENT", ("request_id",)),
         ("CREATE_TABLE_SEGMENT", ("request_id",)),
         ("DELETE_TABLE_SEGMENT", ("request_id",)),
         ("GET_TABLE_SEGMENT_INFO", ("request_id",)),
@@ -64,6 +65,7 @@ _ANSWERS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
         ("READ_SEGMENT", ("request_id",)),
         ("SEAL_SEGMENT", ("request_id",)),
         ("DELETE_SEGMENT", ("request_id",)),
+        ("TRUNCATE_SEGMENT", ("request_id",)),
         ("DELETE_TABLE_SEGMENT", ("request_id",)),
         ("GET_TABLE_SEGMENT_INFO", ("request_id",)),
         ("UPDATE_TABLE_ENTRIES", ("request_id",)),
@@ -92,11 +94,13 @@ _ANSWERS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     ),
     "SEGMENT_IS_TRUNCATED": (
         ("READ_SEGMENT", ("request_id",)),
+        ("TRUNCATE_SEGMENT", ("request_id",)),
         ("UPDATE_TABLE_ENTRIES", ("request_id",)),
         ("REMOVE_TABLE_KEYS", ("request_id",)),
     ),
     "SEGMENT_READ": (("READ_SEGMENT", ("request_id",)),),
     "SEGMENT_SEALED": (("SEAL_SEGMENT", ("request_id",)),),
+    "SEGMENT_TRUNCATED": (("TRUNCATE_SEGMENT", ("request_id",)),),
     "STREAM_SEGMENT_INFO": (("GET_STREAM_SEGMENT_INFO", ("request_id",)),),
     "TABLE_ENTRIES_DELTA_READ": (("READ_TABLE_ENTRIES_DELTA", ("request_id",)),),
     "TABLE_ENTRIES_READ": (("READ_TABLE_ENTRIES", ("request_id",)),),
@@ -121,6 +125,7 @@ _ANSWERS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
         ("CREATE_SEGMENT", ("request_id",)),
         ("SEAL_SEGMENT", ("request_id",)),
         ("DELETE_SEGMENT", ("request_id",)),
+        ("TRUNCATE_SEGMENT", ("request_id",)),
         ("CREATE_TABLE_SEGMENT", ("request_id",)),
         ("DELETE_TABLE_SEGMENT", ("request_id",)),
         ("GET_TABLE_SEGMENT_INFO", ("request_id",)),
@@ -414,6 +419,33 @@ class PravegaRequests:
         )
         if name == "SEGMENT_DELETED":
             assert isinstance(answer, frames.SegmentDeleted)
+            return answer
+        raise RequestFailed(name, answer)
+
+    async def truncate_segment(
+        self,
+        segment: str,
+        truncation_offset: int,
+        delegation_token: str,
+        *,
+        timeout: float | None = None,
+    ) -> frames.SegmentTruncated:
+        """Send TRUNCATE_SEGMENT and return its SEGMENT_TRUNCATED; raises ``RequestFailed`` on
+        WRONG_HOST, NO_SUCH_SEGMENT, SEGMENT_IS_TRUNCATED, AUTH_TOKEN_CHECK_FAILED.
+        """
+        request_id = self.next_id()
+        body = frames.TruncateSegment(
+            request_id=request_id,
+            segment=segment,
+            truncation_offset=truncation_offset,
+            delegation_token=delegation_token,
+        )
+        frame = frames.Frame(body=body)
+        name, answer = await self._call(
+            ("TRUNCATE_SEGMENT", (body.request_id,)), frame, timeout, "TRUNCATE_SEGMENT"
+        )
+        if name == "SEGMENT_TRUNCATED":
+            assert isinstance(answer, frames.SegmentTruncated)
             return answer
         raise RequestFailed(name, answer)
 

@@ -1583,6 +1583,152 @@ class SegmentCreated:
 
 
 @dataclass(slots=True, kw_only=True)
+class TruncateSegment:
+    """Drops a segment's data before truncation_offset: the segment's start offset becomes
+    truncation_offset, which must lie between the current start offset and the length (else
+    SEGMENT_IS_TRUNCATED with the start offset). A sealed segment may be truncated too.
+    """
+
+    request_id: int
+    segment: str
+    truncation_offset: int
+    delegation_token: str
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"TruncateSegment: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += _I64BE.pack(self.request_id)
+        data_segment = mutf8_encode(self.segment)
+        out += _U16BE.pack(len(data_segment))
+        out += data_segment
+        out += _I64BE.pack(self.truncation_offset)
+        data_delegation_token = mutf8_encode(self.delegation_token)
+        out += _U16BE.pack(len(data_delegation_token))
+        out += data_delegation_token
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"TruncateSegment: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        if pos + 8 > end:
+            raise SizeMismatchError("TruncateSegment.request_id: needs 8 more bytes")
+        f_request_id = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        if pos + 2 > end:
+            raise SizeMismatchError("TruncateSegment.segment: needs 2 more bytes")
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("TruncateSegment.segment")
+        f_segment = mutf8_decode(buf[pos:vend], "TruncateSegment.segment")
+        pos = vend
+        if pos + 8 > end:
+            raise SizeMismatchError(
+                "TruncateSegment.truncation_offset: needs "
+                "8 more bytes"
+            )
+        f_truncation_offset = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        if pos + 2 > end:
+            raise SizeMismatchError(
+                "TruncateSegment.delegation_token: needs 2 "
+                "more bytes"
+            )
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("TruncateSegment.delegation_token")
+        f_delegation_token = mutf8_decode(buf[pos:vend], "TruncateSegment.delegation_token")
+        pos = vend
+        pos = end  # trailing bytes this spec does not know are skipped
+        obj = cls.__new__(cls)
+        obj.request_id = f_request_id
+        obj.segment = f_segment
+        obj.truncation_offset = f_truncation_offset
+        obj.delegation_token = f_delegation_token
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class SegmentTruncated:
+    """Confirms TRUNCATE_SEGMENT."""
+
+    request_id: int
+    segment: str
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"SegmentTruncated: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += _I64BE.pack(self.request_id)
+        data_segment = mutf8_encode(self.segment)
+        out += _U16BE.pack(len(data_segment))
+        out += data_segment
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"SegmentTruncated: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        if pos + 8 > end:
+            raise SizeMismatchError("SegmentTruncated.request_id: needs 8 more bytes")
+        f_request_id = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        if pos + 2 > end:
+            raise SizeMismatchError("SegmentTruncated.segment: needs 2 more bytes")
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("SegmentTruncated.segment")
+        f_segment = mutf8_decode(buf[pos:vend], "SegmentTruncated.segment")
+        pos = vend
+        pos = end  # trailing bytes this spec does not know are skipped
+        obj = cls.__new__(cls)
+        obj.request_id = f_request_id
+        obj.segment = f_segment
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
 class SealSegment:
     """Seals a segment so that no more appends are accepted."""
 
@@ -5030,98 +5176,6 @@ class SegmentAttributeUpdated:
 
 
 @dataclass(slots=True, kw_only=True)
-class TruncateSegment:
-    """TRUNCATE_SEGMENT (38): payload not modelled here, kept as bytes."""
-
-    payload: bytes
-
-    def encode(self) -> bytes:
-        """The wire form of this value; sizes, counts and checksums are filled in.
-
-        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
-        """
-        out = bytearray()
-        try:
-            self.encode_to(out)
-        except struct_error as exc:
-            raise ValueOutOfRangeError(f"TruncateSegment: {exc}") from None
-        return bytes(out)
-
-    def encode_to(self, out: bytearray) -> None:
-        """Append the wire form of this value to ``out``."""
-        out += self.payload
-
-    @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
-        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
-        buf = data if type(data) is bytes else bytes(data)
-        obj, pos = cls.decode_from(buf, 0, len(buf))
-        if pos != len(buf):
-            raise SizeMismatchError(f"TruncateSegment: {len(buf) - pos} bytes after the value")
-        return obj
-
-    @classmethod
-    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
-        """Decode from ``buf[pos:end]``; return the value and the position after it."""
-        f_payload = buf[pos:end]
-        pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"TruncateSegment: {end - pos} bytes left over "
-                "after the last field"
-            )
-        obj = cls.__new__(cls)
-        obj.payload = f_payload
-        return obj, pos
-
-
-@dataclass(slots=True, kw_only=True)
-class SegmentTruncated:
-    """SEGMENT_TRUNCATED (39): payload not modelled here, kept as bytes."""
-
-    payload: bytes
-
-    def encode(self) -> bytes:
-        """The wire form of this value; sizes, counts and checksums are filled in.
-
-        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
-        """
-        out = bytearray()
-        try:
-            self.encode_to(out)
-        except struct_error as exc:
-            raise ValueOutOfRangeError(f"SegmentTruncated: {exc}") from None
-        return bytes(out)
-
-    def encode_to(self, out: bytearray) -> None:
-        """Append the wire form of this value to ``out``."""
-        out += self.payload
-
-    @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
-        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
-        buf = data if type(data) is bytes else bytes(data)
-        obj, pos = cls.decode_from(buf, 0, len(buf))
-        if pos != len(buf):
-            raise SizeMismatchError(f"SegmentTruncated: {len(buf) - pos} bytes after the value")
-        return obj
-
-    @classmethod
-    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
-        """Decode from ``buf[pos:end]``; return the value and the position after it."""
-        f_payload = buf[pos:end]
-        pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"SegmentTruncated: {end - pos} bytes left "
-                "over after the last field"
-            )
-        obj = cls.__new__(cls)
-        obj.payload = f_payload
-        return obj, pos
-
-
-@dataclass(slots=True, kw_only=True)
 class CreateTransientSegment:
     """CREATE_TRANSIENT_SEGMENT (40): payload not modelled here, kept as bytes."""
 
@@ -5882,12 +5936,6 @@ install_frame_layouts((
         ("bytes", "payload", None, None, None),
     )),
     (SegmentAttributeUpdated, True, (
-        ("bytes", "payload", None, None, None),
-    )),
-    (TruncateSegment, True, (
-        ("bytes", "payload", None, None, None),
-    )),
-    (SegmentTruncated, True, (
         ("bytes", "payload", None, None, None),
     )),
     (CreateTransientSegment, True, (

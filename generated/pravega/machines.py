@@ -104,6 +104,19 @@ INTERACTIONS: list[Interaction] = [
         ("request_id", ),
     ),
     Interaction(
+        "TRUNCATE_SEGMENT",
+        frozenset(
+            {
+                "SEGMENT_TRUNCATED",
+                "WRONG_HOST",
+                "NO_SUCH_SEGMENT",
+                "SEGMENT_IS_TRUNCATED",
+                "AUTH_TOKEN_CHECK_FAILED",
+            },
+        ),
+        ("request_id", ),
+    ),
+    Interaction(
         "CREATE_TABLE_SEGMENT",
         frozenset(
             {

@@ -1158,6 +1158,32 @@ _FIELDS_SegmentCreated = [
 ]
 _ARROW_SegmentCreated = pa.struct(_FIELDS_SegmentCreated)
 
+# The TruncateSegment frame struct.
+_SPARK_TruncateSegment = StructType([
+    StructField("request_id", LongType(), False),
+    StructField("segment", StringType(), False),
+    StructField("truncation_offset", LongType(), False),
+    StructField("delegation_token", StringType(), False),
+])
+_FIELDS_TruncateSegment = [
+    pa.field("request_id", pa.int64(), nullable=False),
+    pa.field("segment", pa.string(), nullable=False),
+    pa.field("truncation_offset", pa.int64(), nullable=False),
+    pa.field("delegation_token", pa.string(), nullable=False),
+]
+_ARROW_TruncateSegment = pa.struct(_FIELDS_TruncateSegment)
+
+# The SegmentTruncated frame struct.
+_SPARK_SegmentTruncated = StructType([
+    StructField("request_id", LongType(), False),
+    StructField("segment", StringType(), False),
+])
+_FIELDS_SegmentTruncated = [
+    pa.field("request_id", pa.int64(), nullable=False),
+    pa.field("segment", pa.string(), nullable=False),
+]
+_ARROW_SegmentTruncated = pa.struct(_FIELDS_SegmentTruncated)
+
 # The SealSegment frame struct.
 _SPARK_SealSegment = StructType([
     StructField("request_id", LongType(), False),
@@ -1775,24 +1801,6 @@ _FIELDS_SegmentAttributeUpdated = [
     pa.field("payload", pa.binary(), nullable=False),
 ]
 _ARROW_SegmentAttributeUpdated = pa.struct(_FIELDS_SegmentAttributeUpdated)
-
-# The TruncateSegment frame struct.
-_SPARK_TruncateSegment = StructType([
-    StructField("payload", BinaryType(), False),
-])
-_FIELDS_TruncateSegment = [
-    pa.field("payload", pa.binary(), nullable=False),
-]
-_ARROW_TruncateSegment = pa.struct(_FIELDS_TruncateSegment)
-
-# The SegmentTruncated frame struct.
-_SPARK_SegmentTruncated = StructType([
-    StructField("payload", BinaryType(), False),
-])
-_FIELDS_SegmentTruncated = [
-    pa.field("payload", pa.binary(), nullable=False),
-]
-_ARROW_SegmentTruncated = pa.struct(_FIELDS_SegmentTruncated)
 
 # The CreateTransientSegment frame struct.
 _SPARK_CreateTransientSegment = StructType([
@@ -4366,6 +4374,84 @@ def _arrow_SegmentCreated(values: Sequence[frames.SegmentCreated | None]) -> Any
     return struct_array(arrays, fields, len(rows), take)
 
 
+def _row_TruncateSegment(m: frames.TruncateSegment) -> dict[str, Any]:
+    """The row of a TruncateSegment: field name -> row value."""
+    return {
+        "request_id": m.request_id,
+        "segment": m.segment,
+        "truncation_offset": m.truncation_offset,
+        "delegation_token": m.delegation_token,
+    }
+
+
+def _value_TruncateSegment(row: RowLike) -> frames.TruncateSegment:
+    """The TruncateSegment a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["request_id"]
+    v1 = r["segment"]
+    v2 = r["truncation_offset"]
+    v3 = r["delegation_token"]
+    value = frames.TruncateSegment(
+        request_id=required(v0, "TruncateSegment.request_id"),
+        segment=required(v1, "TruncateSegment.segment"),
+        truncation_offset=required(v2, "TruncateSegment.truncation_offset"),
+        delegation_token=required(v3, "TruncateSegment.delegation_token"),
+    )
+    return value
+
+
+def _arrow_TruncateSegment(values: Sequence[frames.TruncateSegment | None]) -> Any:
+    """An Arrow struct column of TruncateSegment values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_TruncateSegment)
+    fields = _FIELDS_TruncateSegment
+    v0 = [m.request_id for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.segment for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.truncation_offset for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    v3 = [m.delegation_token for m in rows]
+    c3 = pa.array(v3, fields[3].type)
+    arrays = [c0, c1, c2, c3]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_SegmentTruncated(m: frames.SegmentTruncated) -> dict[str, Any]:
+    """The row of a SegmentTruncated: field name -> row value."""
+    return {
+        "request_id": m.request_id,
+        "segment": m.segment,
+    }
+
+
+def _value_SegmentTruncated(row: RowLike) -> frames.SegmentTruncated:
+    """The SegmentTruncated a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["request_id"]
+    v1 = r["segment"]
+    value = frames.SegmentTruncated(
+        request_id=required(v0, "SegmentTruncated.request_id"),
+        segment=required(v1, "SegmentTruncated.segment"),
+    )
+    return value
+
+
+def _arrow_SegmentTruncated(values: Sequence[frames.SegmentTruncated | None]) -> Any:
+    """An Arrow struct column of SegmentTruncated values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_SegmentTruncated)
+    fields = _FIELDS_SegmentTruncated
+    v0 = [m.request_id for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.segment for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    arrays = [c0, c1]
+    return struct_array(arrays, fields, len(rows), take)
+
+
 def _row_SealSegment(m: frames.SealSegment) -> dict[str, Any]:
     """The row of a SealSegment: field name -> row value."""
     return {
@@ -6124,64 +6210,6 @@ def _arrow_SegmentAttributeUpdated(values: Sequence[frames.SegmentAttributeUpdat
     return struct_array(arrays, fields, len(rows), take)
 
 
-def _row_TruncateSegment(m: frames.TruncateSegment) -> dict[str, Any]:
-    """The row of a TruncateSegment: field name -> row value."""
-    return {
-        "payload": m.payload,
-    }
-
-
-def _value_TruncateSegment(row: RowLike) -> frames.TruncateSegment:
-    """The TruncateSegment a row holds (a dict or a pyspark Row)."""
-    r = as_mapping(row)
-    v0 = r["payload"]
-    value = frames.TruncateSegment(
-        payload=binary_value(required(v0, "TruncateSegment.payload")),
-    )
-    return value
-
-
-def _arrow_TruncateSegment(values: Sequence[frames.TruncateSegment | None]) -> Any:
-    """An Arrow struct column of TruncateSegment values (None: null)."""
-    rows, take = present(values)
-    if not rows:
-        return null_column(len(values), _ARROW_TruncateSegment)
-    fields = _FIELDS_TruncateSegment
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
-    return struct_array(arrays, fields, len(rows), take)
-
-
-def _row_SegmentTruncated(m: frames.SegmentTruncated) -> dict[str, Any]:
-    """The row of a SegmentTruncated: field name -> row value."""
-    return {
-        "payload": m.payload,
-    }
-
-
-def _value_SegmentTruncated(row: RowLike) -> frames.SegmentTruncated:
-    """The SegmentTruncated a row holds (a dict or a pyspark Row)."""
-    r = as_mapping(row)
-    v0 = r["payload"]
-    value = frames.SegmentTruncated(
-        payload=binary_value(required(v0, "SegmentTruncated.payload")),
-    )
-    return value
-
-
-def _arrow_SegmentTruncated(values: Sequence[frames.SegmentTruncated | None]) -> Any:
-    """An Arrow struct column of SegmentTruncated values (None: null)."""
-    rows, take = present(values)
-    if not rows:
-        return null_column(len(values), _ARROW_SegmentTruncated)
-    fields = _FIELDS_SegmentTruncated
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
-    return struct_array(arrays, fields, len(rows), take)
-
-
 def _row_CreateTransientSegment(m: frames.CreateTransientSegment) -> dict[str, Any]:
     """The row of a CreateTransientSegment: field name -> row value."""
     return {
@@ -7709,6 +7737,30 @@ SegmentCreated = RowCodec(
 )
 
 
+# The TruncateSegment frame struct.
+TruncateSegment = RowCodec(
+    "TruncateSegment",
+    frames.TruncateSegment,
+    _SPARK_TruncateSegment,
+    _ARROW_TruncateSegment,
+    _row_TruncateSegment,
+    _value_TruncateSegment,
+    _arrow_TruncateSegment,
+)
+
+
+# The SegmentTruncated frame struct.
+SegmentTruncated = RowCodec(
+    "SegmentTruncated",
+    frames.SegmentTruncated,
+    _SPARK_SegmentTruncated,
+    _ARROW_SegmentTruncated,
+    _row_SegmentTruncated,
+    _value_SegmentTruncated,
+    _arrow_SegmentTruncated,
+)
+
+
 # The SealSegment frame struct.
 SealSegment = RowCodec(
     "SealSegment",
@@ -8237,30 +8289,6 @@ SegmentAttributeUpdated = RowCodec(
 )
 
 
-# The TruncateSegment frame struct.
-TruncateSegment = RowCodec(
-    "TruncateSegment",
-    frames.TruncateSegment,
-    _SPARK_TruncateSegment,
-    _ARROW_TruncateSegment,
-    _row_TruncateSegment,
-    _value_TruncateSegment,
-    _arrow_TruncateSegment,
-)
-
-
-# The SegmentTruncated frame struct.
-SegmentTruncated = RowCodec(
-    "SegmentTruncated",
-    frames.SegmentTruncated,
-    _SPARK_SegmentTruncated,
-    _ARROW_SegmentTruncated,
-    _row_SegmentTruncated,
-    _value_SegmentTruncated,
-    _arrow_SegmentTruncated,
-)
-
-
 # The CreateTransientSegment frame struct.
 CreateTransientSegment = RowCodec(
     "CreateTransientSegment",
@@ -8446,6 +8474,8 @@ STRUCTS: dict[str, RowCodec[Any]] = {
     "StreamSegmentInfo": StreamSegmentInfo,
     "CreateSegment": CreateSegment,
     "SegmentCreated": SegmentCreated,
+    "TruncateSegment": TruncateSegment,
+    "SegmentTruncated": SegmentTruncated,
     "SealSegment": SealSegment,
     "SegmentSealed": SegmentSealed,
     "DeleteSegment": DeleteSegment,
@@ -8490,8 +8520,6 @@ STRUCTS: dict[str, RowCodec[Any]] = {
     "SegmentAttribute": SegmentAttribute,
     "UpdateSegmentAttribute": UpdateSegmentAttribute,
     "SegmentAttributeUpdated": SegmentAttributeUpdated,
-    "TruncateSegment": TruncateSegment,
-    "SegmentTruncated": SegmentTruncated,
     "CreateTransientSegment": CreateTransientSegment,
     "LocateOffset": LocateOffset,
     "OffsetLocated": OffsetLocated,

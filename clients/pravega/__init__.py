@@ -13,6 +13,9 @@ async with EmbeddedSegmentStore() as store:
 ``TableSegmentClient`` reads and writes a table segment (versioned keys and values, conditional
 updates, paged scans).
 
+``truncate_segment`` drops a segment's data before an offset (reads below it then raise
+``SegmentIsTruncated``); ``segment_info`` gives its start offset and length.
+
 ``SegmentWriter.connect(host, port, segment, retry=RetryPolicy(...))`` opens a writer on a
 connection of its own that survives losing it: events are sent again after a reconnect
 without being lost or stored twice, until the policy gives up (``StoreUnreachable``).
@@ -42,6 +45,7 @@ from .errors import (
 from .events import ReadEvent
 from .reader import SegmentReader
 from .reconnect import RetryPolicy
+from .segments import SegmentInfo, segment_info, truncate_segment
 from .store import EmbeddedSegmentStore
 from .tables import NO_VERSION, NOT_EXISTS, TableChanges, TableEntry, TableSegmentClient
 from .writer import SegmentWriter
@@ -63,6 +67,7 @@ __all__ = [
     "ReadEvent",
     "RetryPolicy",
     "SegmentAlreadyExists",
+    "SegmentInfo",
     "SegmentIsSealed",
     "SegmentIsTruncated",
     "SegmentReader",
@@ -77,4 +82,6 @@ __all__ = [
     "TableSegmentNotEmpty",
     "UnexpectedCommand",
     "WrongHost",
+    "segment_info",
+    "truncate_segment",
 ]

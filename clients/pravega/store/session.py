@@ -68,6 +68,7 @@ class StoreSession:
             "GET_STREAM_SEGMENT_INFO": self._segment_info,
             "SEAL_SEGMENT": self._seal_segment,
             "DELETE_SEGMENT": self._delete_segment,
+            "TRUNCATE_SEGMENT": self._truncate_segment,
             **table_requests.handlers,
         }
 
@@ -112,6 +113,16 @@ class StoreSession:
         if not self.table.delete(body.segment):
             return [_no_such_segment(body.request_id, body.segment)]
         return [frames.SegmentDeleted(request_id=body.request_id, segment=body.segment)]
+
+    def _truncate_segment(self, body: frames.TruncateSegment) -> list[frames.FrameBody]:
+        segment = self.table.get(body.segment)
+        if segment is None:
+            return [_no_such_segment(body.request_id, body.segment)]
+        if not segment.start_offset <= body.truncation_offset <= segment.length:
+            # As the Java store answers an offset it cannot truncate at: with the start offset.
+            return [_truncated(body.request_id, segment, body.truncation_offset)]
+        self.table.truncate(segment, body.truncation_offset)
+        return [frames.SegmentTruncated(request_id=body.request_id, segment=body.segment)]
 
     # ---- appends ---------------------------------------------------------------------------
 
@@ -179,6 +190,8 @@ class StoreSession:
         segment = self.table.get(body.segment)
         if segment is None:
             return [_no_such_segment(body.request_id, body.segment, body.offset)]
+        if 0 <= body.offset < segment.start_offset:
+            return [_truncated(body.request_id, segment, body.offset)]
         if body.offset < 0 or body.offset > segment.length:
             return [frames.ErrorMessage(
                 request_id=body.request_id, segment=body.segment,
@@ -189,7 +202,7 @@ class StoreSession:
         at_tail = end == segment.length
         return [frames.SegmentRead(segment=body.segment, offset=body.offset, at_tail=at_tail,
                                    end_of_segment=at_tail and segment.sealed,
-                                   data=bytes(segment.data[body.offset:end]),
+                                   data=segment.read(body.offset, end),
                                    request_id=body.request_id)]
 
     def _segment_info(self, body: frames.GetStreamSegmentInfo) -> list[frames.FrameBody]:
@@ -204,7 +217,7 @@ class StoreSession:
             request_id=body.request_id, segment=body.segment, exists=True,
             is_sealed=segment.sealed, is_deleted=False,
             last_modified=segment.last_modified_ms, write_offset=segment.length,
-            start_offset=0)]
+            start_offset=segment.start_offset)]
 
 
 def _without_events(data: bytes, count: int) -> bytes:
@@ -221,6 +234,11 @@ def _no_such_segment(request_id: int, segment: str, offset: int = -1) -> frames.
 def _sealed(request_id: int, segment: Segment) -> frames.SegmentIsSealed:
     return frames.SegmentIsSealed(request_id=request_id, segment=segment.name,
                                   offset=segment.length)
+
+
+def _truncated(request_id: int, segment: Segment, offset: int) -> frames.SegmentIsTruncated:
+    return frames.SegmentIsTruncated(request_id=request_id, segment=segment.name,
+                                     start_offset=segment.start_offset, offset=offset)
 
 
 def _data_appended(append: Append, segment: Segment) -> frames.DataAppended:

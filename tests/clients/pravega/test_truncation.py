@@ -24,8 +24,11 @@ from protoframe.clients.pravega import (
     segment_info,
     truncate_segment,
 )
+from protoframe.clients.pravega.controller import segment_name
+from protoframe.clients.pravega.controller.state import ControllerState
 from protoframe.clients.pravega.events import frame_events
 from protoframe.clients.pravega.store import SegmentTable
+from protoframe.generated.pravega import controller as pb
 
 SEGMENT = "scope/stream/0.#epoch.0"
 EVENTS = [f"event {i}".encode() * (1 + i % 3) for i in range(10)]
@@ -178,3 +181,22 @@ def test_segment_table_keeps_the_start_offset_on_disk(tmp_path: Path) -> None:
     reloaded = SegmentTable(tmp_path).get(SEGMENT)
     assert reloaded is not None
     assert (reloaded.start_offset, reloaded.length, bytes(reloaded.data)) == (4, 12, b"456789ab")
+
+
+def test_the_controller_places_the_head_of_a_stream_at_each_segment_start_offset() -> None:
+    """A reader group that starts at the head of a truncated stream starts after the cut."""
+    table = SegmentTable()
+    state = ControllerState(table, ("127.0.0.1", 1))
+    state.createScope(pb.ScopeInfo(scope="scope"))
+    state.createStream(pb.StreamConfig(
+        streamInfo=pb.StreamInfo(scope="scope", stream="stream"),
+        scalingPolicy=pb.ScalingPolicy(minNumSegments=2)))
+    second = table.get(segment_name("scope", "stream", 1))
+    assert second is not None
+    table.append(second, frame_events(EVENTS))
+    table.truncate(second, 30)
+
+    head = state.getSegments(pb.GetSegmentsRequest(
+        streamInfo=pb.StreamInfo(scope="scope", stream="stream"), timestamp=0))
+    assert {(s.segmentId or pb.SegmentId()).segmentId: s.offset
+            for s in head.segments} == {0: 0, 1: 30}

@@ -10,6 +10,12 @@ async with EmbeddedSegmentStore() as store:
     events = await SegmentReader(connection, "scope/stream/0.#epoch.0").read_all()
 ```
 
+``TableSegmentClient`` reads and writes a table segment (versioned keys and values, conditional
+updates, paged scans).
+
+``truncate_segment`` drops a segment's data before an offset (reads below it then raise
+``SegmentIsTruncated``); ``segment_info`` gives its start offset and length.
+
 ``SegmentWriter.connect(host, port, segment, retry=RetryPolicy(...))`` opens a writer on a
 connection of its own that survives losing it: events are sent again after a reconnect
 without being lost or stored twice, until the policy gives up (``StoreUnreachable``).
@@ -30,16 +36,23 @@ from .errors import (
     SegmentIsTruncated,
     ServerError,
     StoreUnreachable,
+    TableKeyBadVersion,
+    TableKeyDoesNotExist,
+    TableSegmentNotEmpty,
     UnexpectedCommand,
     WrongHost,
 )
 from .events import ReadEvent
 from .reader import SegmentReader
 from .reconnect import RetryPolicy
+from .segments import SegmentInfo, segment_info, truncate_segment
 from .store import EmbeddedSegmentStore
+from .tables import NO_VERSION, NOT_EXISTS, TableChanges, TableEntry, TableSegmentClient
 from .writer import SegmentWriter
 
 __all__ = [
+    "NOT_EXISTS",
+    "NO_VERSION",
     "AppendRuleViolation",
     "AuthTokenCheckFailed",
     "ConditionalCheckFailed",
@@ -54,12 +67,21 @@ __all__ = [
     "ReadEvent",
     "RetryPolicy",
     "SegmentAlreadyExists",
+    "SegmentInfo",
     "SegmentIsSealed",
     "SegmentIsTruncated",
     "SegmentReader",
     "SegmentWriter",
     "ServerError",
     "StoreUnreachable",
+    "TableChanges",
+    "TableEntry",
+    "TableKeyBadVersion",
+    "TableKeyDoesNotExist",
+    "TableSegmentClient",
+    "TableSegmentNotEmpty",
     "UnexpectedCommand",
     "WrongHost",
+    "segment_info",
+    "truncate_segment",
 ]

@@ -177,11 +177,12 @@ def _add_host(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_store_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data-dir", help="keep segments in this directory across restarts "
-                        "(default: in memory only)")
+    parser.add_argument("--data-dir", help="keep segments and table segments in this directory "
+                        "across restarts (default: in memory only)")
     parser.add_argument("--max-read-size", type=positive_int, default=DEFAULT_READ_SIZE,
                         metavar="BYTES",
-                        help=f"most bytes one read returns (default {DEFAULT_READ_SIZE})")
+                        help="most bytes one read (or page of table entries) returns "
+                        f"(default {DEFAULT_READ_SIZE})")
     parser.add_argument("--max-frame-size", type=positive_int,
                         default=frames.DEFAULT_MAX_FRAME_SIZE, metavar="BYTES",
                         help="largest frame accepted (default "

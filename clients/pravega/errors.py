@@ -24,6 +24,9 @@ __all__ = [
     "SegmentIsTruncated",
     "ServerError",
     "StoreUnreachable",
+    "TableKeyBadVersion",
+    "TableKeyDoesNotExist",
+    "TableSegmentNotEmpty",
     "UnexpectedCommand",
     "WrongHost",
     "reply_error",
@@ -85,6 +88,19 @@ class SegmentIsTruncated(SegmentError):
         self.start_offset = start_offset
 
 
+class TableSegmentNotEmpty(SegmentError):
+    """DELETE_TABLE_SEGMENT with must_be_empty found keys in the table segment."""
+
+
+class TableKeyDoesNotExist(SegmentError):
+    """A conditional table update or removal named a key that is absent; nothing changed."""
+
+
+class TableKeyBadVersion(SegmentError):
+    """A conditional table update or removal named a version the key does not have (or the
+    key exists and was required absent); nothing changed."""
+
+
 class ConditionalCheckFailed(PravegaError):
     """A conditional append's expected offset was not the segment's length."""
 
@@ -142,6 +158,12 @@ def reply_error(reply: object) -> PravegaError:
             return SegmentAlreadyExists("segment already exists", body.segment, body)
         case frames.SegmentIsTruncated():
             return SegmentIsTruncated(body.segment, body.start_offset, body)
+        case frames.TableSegmentNotEmpty():
+            return TableSegmentNotEmpty("table segment is not empty", body.segment, body)
+        case frames.TableKeyDoesNotExist():
+            return TableKeyDoesNotExist("table key does not exist", body.segment, body)
+        case frames.TableKeyBadVersion():
+            return TableKeyBadVersion("table key has another version", body.segment, body)
         case frames.ConditionalCheckFailed():
             return ConditionalCheckFailed(
                 f"conditional append {body.event_number} refused: offset mismatch", body)

@@ -34,10 +34,30 @@ _ANSWERS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
         ("CREATE_SEGMENT", ("request_id",)),
         ("SEAL_SEGMENT", ("request_id",)),
         ("DELETE_SEGMENT", ("request_id",)),
+        ("TRUNCATE_SEGMENT", ("request_id",)),
+        ("CREATE_TABLE_SEGMENT", ("request_id",)),
+        ("DELETE_TABLE_SEGMENT", ("request_id",)),
+        ("GET_TABLE_SEGMENT_INFO", ("request_id",)),
+        ("UPDATE_TABLE_ENTRIES", ("request_id",)),
+        ("REMOVE_TABLE_KEYS", ("request_id",)),
+        ("READ_TABLE", ("request_id",)),
+        ("READ_TABLE_KEYS", ("request_id",)),
+        ("READ_TABLE_ENTRIES", ("request_id",)),
+        ("READ_TABLE_ENTRIES_DELTA", ("request_id",)),
     ),
     "CONDITIONAL_CHECK_FAILED": (("CONDITIONAL_APPEND", ("request_id",)),),
     "DATA_APPENDED": (("CONDITIONAL_APPEND", ("request_id",)),),
-    "ERROR_MESSAGE": (("READ_SEGMENT", ("request_id",)), ("CREATE_SEGMENT", ("request_id",)),),
+    "ERROR_MESSAGE": (
+        ("READ_SEGMENT", ("request_id",)),
+        ("CREATE_SEGMENT", ("request_id",)),
+        ("CREATE_TABLE_SEGMENT", ("request_id",)),
+        ("UPDATE_TABLE_ENTRIES", ("request_id",)),
+        ("REMOVE_TABLE_KEYS", ("request_id",)),
+        ("READ_TABLE", ("request_id",)),
+        ("READ_TABLE_KEYS", ("request_id",)),
+        ("READ_TABLE_ENTRIES", ("request_id",)),
+        ("READ_TABLE_ENTRIES_DELTA", ("request_id",)),
+    ),
     "HELLO": (("HELLO", ()),),
     "KEEP_ALIVE": (("KEEP_ALIVE", ()),),
     "NO_SUCH_SEGMENT": (
@@ -45,15 +65,59 @@ _ANSWERS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
         ("READ_SEGMENT", ("request_id",)),
         ("SEAL_SEGMENT", ("request_id",)),
         ("DELETE_SEGMENT", ("request_id",)),
+        ("TRUNCATE_SEGMENT", ("request_id",)),
+        ("DELETE_TABLE_SEGMENT", ("request_id",)),
+        ("GET_TABLE_SEGMENT_INFO", ("request_id",)),
+        ("UPDATE_TABLE_ENTRIES", ("request_id",)),
+        ("REMOVE_TABLE_KEYS", ("request_id",)),
+        ("READ_TABLE", ("request_id",)),
+        ("READ_TABLE_KEYS", ("request_id",)),
+        ("READ_TABLE_ENTRIES", ("request_id",)),
+        ("READ_TABLE_ENTRIES_DELTA", ("request_id",)),
     ),
-    "SEGMENT_ALREADY_EXISTS": (("CREATE_SEGMENT", ("request_id",)),),
-    "SEGMENT_CREATED": (("CREATE_SEGMENT", ("request_id",)),),
-    "SEGMENT_DELETED": (("DELETE_SEGMENT", ("request_id",)),),
-    "SEGMENT_IS_SEALED": (("SETUP_APPEND", ("request_id",)),),
-    "SEGMENT_IS_TRUNCATED": (("READ_SEGMENT", ("request_id",)),),
+    "SEGMENT_ALREADY_EXISTS": (
+        ("CREATE_SEGMENT", ("request_id",)),
+        ("CREATE_TABLE_SEGMENT", ("request_id",)),
+    ),
+    "SEGMENT_CREATED": (
+        ("CREATE_SEGMENT", ("request_id",)),
+        ("CREATE_TABLE_SEGMENT", ("request_id",)),
+    ),
+    "SEGMENT_DELETED": (
+        ("DELETE_SEGMENT", ("request_id",)),
+        ("DELETE_TABLE_SEGMENT", ("request_id",)),
+    ),
+    "SEGMENT_IS_SEALED": (
+        ("SETUP_APPEND", ("request_id",)),
+        ("UPDATE_TABLE_ENTRIES", ("request_id",)),
+        ("REMOVE_TABLE_KEYS", ("request_id",)),
+    ),
+    "SEGMENT_IS_TRUNCATED": (
+        ("READ_SEGMENT", ("request_id",)),
+        ("TRUNCATE_SEGMENT", ("request_id",)),
+        ("UPDATE_TABLE_ENTRIES", ("request_id",)),
+        ("REMOVE_TABLE_KEYS", ("request_id",)),
+    ),
     "SEGMENT_READ": (("READ_SEGMENT", ("request_id",)),),
     "SEGMENT_SEALED": (("SEAL_SEGMENT", ("request_id",)),),
+    "SEGMENT_TRUNCATED": (("TRUNCATE_SEGMENT", ("request_id",)),),
     "STREAM_SEGMENT_INFO": (("GET_STREAM_SEGMENT_INFO", ("request_id",)),),
+    "TABLE_ENTRIES_DELTA_READ": (("READ_TABLE_ENTRIES_DELTA", ("request_id",)),),
+    "TABLE_ENTRIES_READ": (("READ_TABLE_ENTRIES", ("request_id",)),),
+    "TABLE_ENTRIES_UPDATED": (("UPDATE_TABLE_ENTRIES", ("request_id",)),),
+    "TABLE_KEYS_READ": (("READ_TABLE_KEYS", ("request_id",)),),
+    "TABLE_KEYS_REMOVED": (("REMOVE_TABLE_KEYS", ("request_id",)),),
+    "TABLE_KEY_BAD_VERSION": (
+        ("UPDATE_TABLE_ENTRIES", ("request_id",)),
+        ("REMOVE_TABLE_KEYS", ("request_id",)),
+    ),
+    "TABLE_KEY_DOES_NOT_EXIST": (
+        ("UPDATE_TABLE_ENTRIES", ("request_id",)),
+        ("REMOVE_TABLE_KEYS", ("request_id",)),
+    ),
+    "TABLE_READ": (("READ_TABLE", ("request_id",)),),
+    "TABLE_SEGMENT_INFO": (("GET_TABLE_SEGMENT_INFO", ("request_id",)),),
+    "TABLE_SEGMENT_NOT_EMPTY": (("DELETE_TABLE_SEGMENT", ("request_id",)),),
     "WRONG_HOST": (
         ("SETUP_APPEND", ("request_id",)),
         ("READ_SEGMENT", ("request_id",)),
@@ -61,6 +125,16 @@ _ANSWERS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
         ("CREATE_SEGMENT", ("request_id",)),
         ("SEAL_SEGMENT", ("request_id",)),
         ("DELETE_SEGMENT", ("request_id",)),
+        ("TRUNCATE_SEGMENT", ("request_id",)),
+        ("CREATE_TABLE_SEGMENT", ("request_id",)),
+        ("DELETE_TABLE_SEGMENT", ("request_id",)),
+        ("GET_TABLE_SEGMENT_INFO", ("request_id",)),
+        ("UPDATE_TABLE_ENTRIES", ("request_id",)),
+        ("REMOVE_TABLE_KEYS", ("request_id",)),
+        ("READ_TABLE", ("request_id",)),
+        ("READ_TABLE_KEYS", ("request_id",)),
+        ("READ_TABLE_ENTRIES", ("request_id",)),
+        ("READ_TABLE_ENTRIES_DELTA", ("request_id",)),
     ),
 }
 
@@ -345,5 +419,304 @@ class PravegaRequests:
         )
         if name == "SEGMENT_DELETED":
             assert isinstance(answer, frames.SegmentDeleted)
+            return answer
+        raise RequestFailed(name, answer)
+
+    async def truncate_segment(
+        self,
+        segment: str,
+        truncation_offset: int,
+        delegation_token: str,
+        *,
+        timeout: float | None = None,
+    ) -> frames.SegmentTruncated:
+        """Send TRUNCATE_SEGMENT and return its SEGMENT_TRUNCATED; raises ``RequestFailed`` on
+        WRONG_HOST, NO_SUCH_SEGMENT, SEGMENT_IS_TRUNCATED, AUTH_TOKEN_CHECK_FAILED.
+        """
+        request_id = self.next_id()
+        body = frames.TruncateSegment(
+            request_id=request_id,
+            segment=segment,
+            truncation_offset=truncation_offset,
+            delegation_token=delegation_token,
+        )
+        frame = frames.Frame(body=body)
+        name, answer = await self._call(
+            ("TRUNCATE_SEGMENT", (body.request_id,)), frame, timeout, "TRUNCATE_SEGMENT"
+        )
+        if name == "SEGMENT_TRUNCATED":
+            assert isinstance(answer, frames.SegmentTruncated)
+            return answer
+        raise RequestFailed(name, answer)
+
+    async def create_table_segment(
+        self,
+        segment: str,
+        delegation_token: str,
+        *,
+        sorted_deprecated: bool = False,
+        key_length: int = 0,
+        rollover_size_bytes: int = 0,
+        timeout: float | None = None,
+    ) -> frames.SegmentCreated:
+        """Send CREATE_TABLE_SEGMENT and return its SEGMENT_CREATED; raises ``RequestFailed`` on
+        WRONG_HOST, SEGMENT_ALREADY_EXISTS, AUTH_TOKEN_CHECK_FAILED, ERROR_MESSAGE.
+        """
+        request_id = self.next_id()
+        body = frames.CreateTableSegment(
+            request_id=request_id,
+            segment=segment,
+            delegation_token=delegation_token,
+            sorted_deprecated=sorted_deprecated,
+            key_length=key_length,
+            rollover_size_bytes=rollover_size_bytes,
+        )
+        frame = frames.Frame(body=body)
+        name, answer = await self._call(
+            ("CREATE_TABLE_SEGMENT", (body.request_id,)), frame, timeout, "CREATE_TABLE_SEGMENT"
+        )
+        if name == "SEGMENT_CREATED":
+            assert isinstance(answer, frames.SegmentCreated)
+            return answer
+        raise RequestFailed(name, answer)
+
+    async def delete_table_segment(
+        self,
+        segment: str,
+        must_be_empty: bool,
+        delegation_token: str,
+        *,
+        timeout: float | None = None,
+    ) -> frames.SegmentDeleted:
+        """Send DELETE_TABLE_SEGMENT and return its SEGMENT_DELETED; raises ``RequestFailed`` on
+        WRONG_HOST, NO_SUCH_SEGMENT, TABLE_SEGMENT_NOT_EMPTY, AUTH_TOKEN_CHECK_FAILED.
+        """
+        request_id = self.next_id()
+        body = frames.DeleteTableSegment(
+            request_id=request_id,
+            segment=segment,
+            must_be_empty=must_be_empty,
+            delegation_token=delegation_token,
+        )
+        frame = frames.Frame(body=body)
+        name, answer = await self._call(
+            ("DELETE_TABLE_SEGMENT", (body.request_id,)), frame, timeout, "DELETE_TABLE_SEGMENT"
+        )
+        if name == "SEGMENT_DELETED":
+            assert isinstance(answer, frames.SegmentDeleted)
+            return answer
+        raise RequestFailed(name, answer)
+
+    async def get_table_segment_info(
+        self,
+        segment: str,
+        delegation_token: str,
+        *,
+        timeout: float | None = None,
+    ) -> frames.TableSegmentInfo:
+        """Send GET_TABLE_SEGMENT_INFO and return its TABLE_SEGMENT_INFO; raises ``RequestFailed``
+        on WRONG_HOST, NO_SUCH_SEGMENT, AUTH_TOKEN_CHECK_FAILED.
+        """
+        request_id = self.next_id()
+        body = frames.GetTableSegmentInfo(
+            request_id=request_id,
+            segment=segment,
+            delegation_token=delegation_token,
+        )
+        frame = frames.Frame(body=body)
+        name, answer = await self._call(
+            ("GET_TABLE_SEGMENT_INFO", (body.request_id,)), frame, timeout, "GET_TABLE_SEGMENT_INFO"
+        )
+        if name == "TABLE_SEGMENT_INFO":
+            assert isinstance(answer, frames.TableSegmentInfo)
+            return answer
+        raise RequestFailed(name, answer)
+
+    async def update_table_entries(
+        self,
+        segment: str,
+        delegation_token: str,
+        entries: list[frames.TableEntry],
+        *,
+        table_segment_offset: int = -1,
+        timeout: float | None = None,
+    ) -> frames.TableEntriesUpdated:
+        """Send UPDATE_TABLE_ENTRIES and return its TABLE_ENTRIES_UPDATED; raises ``RequestFailed``
+        on WRONG_HOST, NO_SUCH_SEGMENT, TABLE_KEY_DOES_NOT_EXIST, TABLE_KEY_BAD_VERSION,
+        SEGMENT_IS_TRUNCATED, SEGMENT_IS_SEALED, AUTH_TOKEN_CHECK_FAILED, ERROR_MESSAGE.
+        """
+        request_id = self.next_id()
+        body = frames.UpdateTableEntries(
+            request_id=request_id,
+            segment=segment,
+            delegation_token=delegation_token,
+            entries=entries,
+            table_segment_offset=table_segment_offset,
+        )
+        frame = frames.Frame(body=body)
+        name, answer = await self._call(
+            ("UPDATE_TABLE_ENTRIES", (body.request_id,)), frame, timeout, "UPDATE_TABLE_ENTRIES"
+        )
+        if name == "TABLE_ENTRIES_UPDATED":
+            assert isinstance(answer, frames.TableEntriesUpdated)
+            return answer
+        raise RequestFailed(name, answer)
+
+    async def remove_table_keys(
+        self,
+        segment: str,
+        delegation_token: str,
+        keys: list[frames.TableKey],
+        *,
+        table_segment_offset: int = -1,
+        timeout: float | None = None,
+    ) -> frames.TableKeysRemoved:
+        """Send REMOVE_TABLE_KEYS and return its TABLE_KEYS_REMOVED; raises ``RequestFailed`` on
+        WRONG_HOST, NO_SUCH_SEGMENT, TABLE_KEY_DOES_NOT_EXIST, TABLE_KEY_BAD_VERSION,
+        SEGMENT_IS_TRUNCATED, SEGMENT_IS_SEALED, AUTH_TOKEN_CHECK_FAILED, ERROR_MESSAGE.
+        """
+        request_id = self.next_id()
+        body = frames.RemoveTableKeys(
+            request_id=request_id,
+            segment=segment,
+            delegation_token=delegation_token,
+            keys=keys,
+            table_segment_offset=table_segment_offset,
+        )
+        frame = frames.Frame(body=body)
+        name, answer = await self._call(
+            ("REMOVE_TABLE_KEYS", (body.request_id,)), frame, timeout, "REMOVE_TABLE_KEYS"
+        )
+        if name == "TABLE_KEYS_REMOVED":
+            assert isinstance(answer, frames.TableKeysRemoved)
+            return answer
+        raise RequestFailed(name, answer)
+
+    async def read_table(
+        self,
+        segment: str,
+        delegation_token: str,
+        keys: list[frames.TableKey],
+        *,
+        timeout: float | None = None,
+    ) -> frames.TableRead:
+        """Send READ_TABLE and return its TABLE_READ; raises ``RequestFailed`` on WRONG_HOST,
+        NO_SUCH_SEGMENT, AUTH_TOKEN_CHECK_FAILED, ERROR_MESSAGE.
+        """
+        request_id = self.next_id()
+        body = frames.ReadTable(
+            request_id=request_id,
+            segment=segment,
+            delegation_token=delegation_token,
+            keys=keys,
+        )
+        frame = frames.Frame(body=body)
+        name, answer = await self._call(
+            ("READ_TABLE", (body.request_id,)), frame, timeout, "READ_TABLE"
+        )
+        if name == "TABLE_READ":
+            assert isinstance(answer, frames.TableRead)
+            return answer
+        raise RequestFailed(name, answer)
+
+    async def read_table_keys(
+        self,
+        segment: str,
+        delegation_token: str,
+        suggested_key_count: int,
+        continuation_token: bytes,
+        *,
+        prefix_filter: bytes | None = None,
+        from_key: bytes | None = None,
+        to_key: bytes | None = None,
+        timeout: float | None = None,
+    ) -> frames.TableKeysRead:
+        """Send READ_TABLE_KEYS and return its TABLE_KEYS_READ; raises ``RequestFailed`` on
+        WRONG_HOST, NO_SUCH_SEGMENT, AUTH_TOKEN_CHECK_FAILED, ERROR_MESSAGE.
+        """
+        request_id = self.next_id()
+        body = frames.ReadTableKeys(
+            request_id=request_id,
+            segment=segment,
+            delegation_token=delegation_token,
+            suggested_key_count=suggested_key_count,
+            continuation_token=continuation_token,
+            prefix_filter=prefix_filter,
+            from_key=from_key,
+            to_key=to_key,
+        )
+        frame = frames.Frame(body=body)
+        name, answer = await self._call(
+            ("READ_TABLE_KEYS", (body.request_id,)), frame, timeout, "READ_TABLE_KEYS"
+        )
+        if name == "TABLE_KEYS_READ":
+            assert isinstance(answer, frames.TableKeysRead)
+            return answer
+        raise RequestFailed(name, answer)
+
+    async def read_table_entries(
+        self,
+        segment: str,
+        delegation_token: str,
+        suggested_entry_count: int,
+        continuation_token: bytes,
+        *,
+        prefix_filter: bytes | None = None,
+        from_key: bytes | None = None,
+        to_key: bytes | None = None,
+        timeout: float | None = None,
+    ) -> frames.TableEntriesRead:
+        """Send READ_TABLE_ENTRIES and return its TABLE_ENTRIES_READ; raises ``RequestFailed`` on
+        WRONG_HOST, NO_SUCH_SEGMENT, AUTH_TOKEN_CHECK_FAILED, ERROR_MESSAGE.
+        """
+        request_id = self.next_id()
+        body = frames.ReadTableEntries(
+            request_id=request_id,
+            segment=segment,
+            delegation_token=delegation_token,
+            suggested_entry_count=suggested_entry_count,
+            continuation_token=continuation_token,
+            prefix_filter=prefix_filter,
+            from_key=from_key,
+            to_key=to_key,
+        )
+        frame = frames.Frame(body=body)
+        name, answer = await self._call(
+            ("READ_TABLE_ENTRIES", (body.request_id,)), frame, timeout, "READ_TABLE_ENTRIES"
+        )
+        if name == "TABLE_ENTRIES_READ":
+            assert isinstance(answer, frames.TableEntriesRead)
+            return answer
+        raise RequestFailed(name, answer)
+
+    async def read_table_entries_delta(
+        self,
+        segment: str,
+        delegation_token: str,
+        from_position: int,
+        suggested_entry_count: int,
+        *,
+        timeout: float | None = None,
+    ) -> frames.TableEntriesDeltaRead:
+        """Send READ_TABLE_ENTRIES_DELTA and return its TABLE_ENTRIES_DELTA_READ; raises
+        ``RequestFailed`` on WRONG_HOST, NO_SUCH_SEGMENT, AUTH_TOKEN_CHECK_FAILED, ERROR_MESSAGE.
+        """
+        request_id = self.next_id()
+        body = frames.ReadTableEntriesDelta(
+            request_id=request_id,
+            segment=segment,
+            delegation_token=delegation_token,
+            from_position=from_position,
+            suggested_entry_count=suggested_entry_count,
+        )
+        frame = frames.Frame(body=body)
+        name, answer = await self._call(
+            ("READ_TABLE_ENTRIES_DELTA", (body.request_id,)),
+            frame,
+            timeout,
+            "READ_TABLE_ENTRIES_DELTA",
+        )
+        if name == "TABLE_ENTRIES_DELTA_READ":
+            assert isinstance(answer, frames.TableEntriesDeltaRead)
             return answer
         raise RequestFailed(name, answer)

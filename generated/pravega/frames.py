@@ -36,6 +36,7 @@ from protoframe.runtime.codec.protowire import truncated
 from protoframe.runtime.codec.stream import FrameStream
 from protoframe.runtime.errors import (
     BadMagicError,
+    EncodeError,
     FrameTooLargeError,
     SizeMismatchError,
     TruncatedError,
@@ -105,6 +106,8 @@ __all__ = [
     "TableEntriesDeltaRead",
     "TableEntriesRead",
     "TableEntriesUpdated",
+    "TableEntry",
+    "TableKey",
     "TableKeyBadVersion",
     "TableKeyDoesNotExist",
     "TableKeysRead",
@@ -112,6 +115,7 @@ __all__ = [
     "TableRead",
     "TableSegmentInfo",
     "TableSegmentNotEmpty",
+    "TableValue",
     "TruncateSegment",
     "UpdateSegmentAttribute",
     "UpdateSegmentPolicy",
@@ -1579,6 +1583,152 @@ class SegmentCreated:
 
 
 @dataclass(slots=True, kw_only=True)
+class TruncateSegment:
+    """Drops a segment's data before truncation_offset: the segment's start offset becomes
+    truncation_offset, which must lie between the current start offset and the length (else
+    SEGMENT_IS_TRUNCATED with the start offset). A sealed segment may be truncated too.
+    """
+
+    request_id: int
+    segment: str
+    truncation_offset: int
+    delegation_token: str
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"TruncateSegment: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += _I64BE.pack(self.request_id)
+        data_segment = mutf8_encode(self.segment)
+        out += _U16BE.pack(len(data_segment))
+        out += data_segment
+        out += _I64BE.pack(self.truncation_offset)
+        data_delegation_token = mutf8_encode(self.delegation_token)
+        out += _U16BE.pack(len(data_delegation_token))
+        out += data_delegation_token
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"TruncateSegment: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        if pos + 8 > end:
+            raise SizeMismatchError("TruncateSegment.request_id: needs 8 more bytes")
+        f_request_id = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        if pos + 2 > end:
+            raise SizeMismatchError("TruncateSegment.segment: needs 2 more bytes")
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("TruncateSegment.segment")
+        f_segment = mutf8_decode(buf[pos:vend], "TruncateSegment.segment")
+        pos = vend
+        if pos + 8 > end:
+            raise SizeMismatchError(
+                "TruncateSegment.truncation_offset: needs "
+                "8 more bytes"
+            )
+        f_truncation_offset = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        if pos + 2 > end:
+            raise SizeMismatchError(
+                "TruncateSegment.delegation_token: needs 2 "
+                "more bytes"
+            )
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("TruncateSegment.delegation_token")
+        f_delegation_token = mutf8_decode(buf[pos:vend], "TruncateSegment.delegation_token")
+        pos = vend
+        pos = end  # trailing bytes this spec does not know are skipped
+        obj = cls.__new__(cls)
+        obj.request_id = f_request_id
+        obj.segment = f_segment
+        obj.truncation_offset = f_truncation_offset
+        obj.delegation_token = f_delegation_token
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class SegmentTruncated:
+    """Confirms TRUNCATE_SEGMENT."""
+
+    request_id: int
+    segment: str
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"SegmentTruncated: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += _I64BE.pack(self.request_id)
+        data_segment = mutf8_encode(self.segment)
+        out += _U16BE.pack(len(data_segment))
+        out += data_segment
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"SegmentTruncated: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        if pos + 8 > end:
+            raise SizeMismatchError("SegmentTruncated.request_id: needs 8 more bytes")
+        f_request_id = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        if pos + 2 > end:
+            raise SizeMismatchError("SegmentTruncated.segment: needs 2 more bytes")
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("SegmentTruncated.segment")
+        f_segment = mutf8_decode(buf[pos:vend], "SegmentTruncated.segment")
+        pos = vend
+        pos = end  # trailing bytes this spec does not know are skipped
+        obj = cls.__new__(cls)
+        obj.request_id = f_request_id
+        obj.segment = f_segment
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
 class SealSegment:
     """Seals a segment so that no more appends are accepted."""
 
@@ -2546,6 +2696,2022 @@ class ErrorMessage:
 
 
 @dataclass(slots=True, kw_only=True)
+class TableKey:
+    """A table key and its version. The Java peers leave the version off an empty key (and
+    read an empty key as having none); the Rust client never sends one.
+
+
+    Attributes:
+        data: The key's bytes.
+        key_version: Long.MIN_VALUE for none, -1 for a key that must not (or does not) exist.
+    """
+
+    data: bytes
+    key_version: int | None = None
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"TableKey: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        v_payload_length = 12 + len(self.data)
+        out += _I32BE.pack(v_payload_length)
+        data_data = self.data
+        out += _I32BE.pack(len(data_data))
+        out += data_data
+        if len(self.data) > 0 and v_payload_length == v_payload_length:
+            if self.key_version is None:
+                raise EncodeError(
+                    "TableKey.key_version must be set when len(data) "
+                    "> 0 and payload_length == payload_length"
+                )
+            out += _I64BE.pack(self.key_version)
+        elif self.key_version is not None:
+            raise EncodeError(
+                "TableKey.key_version must be None unless "
+                "len(data) > 0 and payload_length == payload_length"
+            )
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"TableKey: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        if pos + 4 > end:
+            raise SizeMismatchError("TableKey.payload_length: needs 4 more bytes")
+        f_payload_length = _I32BE.unpack_from(buf, pos)[0]
+        pos += 4
+        if pos + 4 > end:
+            raise SizeMismatchError("TableKey.data: needs 4 more bytes")
+        n = _I32BE.unpack_from(buf, pos)[0]
+        pos += 4
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("TableKey.data")
+        f_data = buf[pos:vend]
+        pos = vend
+        f_key_version = None
+        if len(f_data) > 0 and f_payload_length == f_payload_length:
+            if pos + 8 > end:
+                raise SizeMismatchError("TableKey.key_version: needs 8 more bytes")
+            f_key_version = _I64BE.unpack_from(buf, pos)[0]
+            pos += 8
+        obj = cls.__new__(cls)
+        obj.data = f_data
+        obj.key_version = f_key_version
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class TableValue:
+    """A table value.
+
+    Attributes:
+        data: The value's bytes.
+    """
+
+    data: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"TableValue: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        p_payload_length = len(out)
+        out += bytes(4)
+        data_data = self.data
+        out += _I32BE.pack(len(data_data))
+        out += data_data
+        _I32BE.pack_into(out, p_payload_length, len(out) - p_payload_length - 4)
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"TableValue: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        if pos + 4 > end:
+            raise SizeMismatchError("TableValue.payload_length: needs 4 more bytes")
+        f_payload_length = _I32BE.unpack_from(buf, pos)[0]
+        pos += 4
+        if f_payload_length < 0 or pos + f_payload_length > end:
+            raise SizeMismatchError(
+                f"TableValue.payload_length: {f_payload_length} "
+                f"bytes announced, {end - pos} there"
+            )
+        end = pos + f_payload_length
+        if pos + 4 > end:
+            raise SizeMismatchError("TableValue.data: needs 4 more bytes")
+        n = _I32BE.unpack_from(buf, pos)[0]
+        pos += 4
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("TableValue.data")
+        f_data = buf[pos:vend]
+        pos = vend
+        if pos != end:
+            raise SizeMismatchError(
+                f"TableValue: {end - pos} bytes left over after "
+                "the last field"
+            )
+        obj = cls.__new__(cls)
+        obj.data = f_data
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class TableEntry:
+    """One key with its value."""
+
+    key: TableKey
+    value: TableValue
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"TableEntry: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        self.key.encode_to(out)
+        self.value.encode_to(out)
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"TableEntry: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        f_key, pos = TableKey.decode_from(buf, pos, end)
+        f_value, pos = TableValue.decode_from(buf, pos, end)
+        obj = cls.__new__(cls)
+        obj.key = f_key
+        obj.value = f_value
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class CreateTableSegment:
+    """Creates a table segment.
+
+    Attributes:
+        sorted_deprecated: Sorted table segments are gone; the flag is read and ignored.
+        key_length: A fixed key length, or 0 for keys of any length.
+    """
+
+    request_id: int
+    segment: str
+    delegation_token: str
+    sorted_deprecated: bool = False
+    key_length: int = 0
+    rollover_size_bytes: int = 0
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"CreateTableSegment: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += _I64BE.pack(self.request_id)
+        data_segment = mutf8_encode(self.segment)
+        out += _U16BE.pack(len(data_segment))
+        out += data_segment
+        data_delegation_token = mutf8_encode(self.delegation_token)
+        out += _U16BE.pack(len(data_delegation_token))
+        out += data_delegation_token
+        out.append(1 if self.sorted_deprecated else 0)
+        out += _I32BE.pack(self.key_length)
+        out += _I64BE.pack(self.rollover_size_bytes)
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"CreateTableSegment: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        if pos + 8 > end:
+            raise SizeMismatchError("CreateTableSegment.request_id: needs 8 more bytes")
+        f_request_id = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        if pos + 2 > end:
+            raise SizeMismatchError("CreateTableSegment.segment: needs 2 more bytes")
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("CreateTableSegment.segment")
+        f_segment = mutf8_decode(buf[pos:vend], "CreateTableSegment.segment")
+        pos = vend
+        if pos + 2 > end:
+            raise SizeMismatchError(
+                "CreateTableSegment.delegation_token: needs "
+                "2 more bytes"
+            )
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("CreateTableSegment.delegation_token")
+        f_delegation_token = mutf8_decode(buf[pos:vend], "CreateTableSegment.delegation_token")
+        pos = vend
+        f_sorted_deprecated = False
+        if end - pos >= 1:
+            if pos + 1 > end:
+                raise SizeMismatchError(
+                    "CreateTableSegment.sorted_deprecated: needs "
+                    "1 more bytes"
+                )
+            f_sorted_deprecated = buf[pos] != 0
+            pos += 1
+        f_key_length = 0
+        if end - pos >= 4:
+            if pos + 4 > end:
+                raise SizeMismatchError("CreateTableSegment.key_length: needs 4 more bytes")
+            f_key_length = _I32BE.unpack_from(buf, pos)[0]
+            pos += 4
+        f_rollover_size_bytes = 0
+        if end - pos >= 8:
+            if pos + 8 > end:
+                raise SizeMismatchError(
+                    "CreateTableSegment.rollover_size_bytes: needs "
+                    "8 more bytes"
+                )
+            f_rollover_size_bytes = _I64BE.unpack_from(buf, pos)[0]
+            pos += 8
+        pos = end  # trailing bytes this spec does not know are skipped
+        obj = cls.__new__(cls)
+        obj.request_id = f_request_id
+        obj.segment = f_segment
+        obj.delegation_token = f_delegation_token
+        obj.sorted_deprecated = f_sorted_deprecated
+        obj.key_length = f_key_length
+        obj.rollover_size_bytes = f_rollover_size_bytes
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class DeleteTableSegment:
+    """Deletes a table segment, if must_be_empty only when it holds no keys."""
+
+    request_id: int
+    segment: str
+    must_be_empty: bool
+    delegation_token: str
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"DeleteTableSegment: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += _I64BE.pack(self.request_id)
+        data_segment = mutf8_encode(self.segment)
+        out += _U16BE.pack(len(data_segment))
+        out += data_segment
+        out.append(1 if self.must_be_empty else 0)
+        data_delegation_token = mutf8_encode(self.delegation_token)
+        out += _U16BE.pack(len(data_delegation_token))
+        out += data_delegation_token
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"DeleteTableSegment: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        if pos + 8 > end:
+            raise SizeMismatchError("DeleteTableSegment.request_id: needs 8 more bytes")
+        f_request_id = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        if pos + 2 > end:
+            raise SizeMismatchError("DeleteTableSegment.segment: needs 2 more bytes")
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("DeleteTableSegment.segment")
+        f_segment = mutf8_decode(buf[pos:vend], "DeleteTableSegment.segment")
+        pos = vend
+        if pos + 1 > end:
+            raise SizeMismatchError(
+                "DeleteTableSegment.must_be_empty: needs 1 "
+                "more bytes"
+            )
+        f_must_be_empty = buf[pos] != 0
+        pos += 1
+        if pos + 2 > end:
+            raise SizeMismatchError(
+                "DeleteTableSegment.delegation_token: needs "
+                "2 more bytes"
+            )
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("DeleteTableSegment.delegation_token")
+        f_delegation_token = mutf8_decode(buf[pos:vend], "DeleteTableSegment.delegation_token")
+        pos = vend
+        pos = end  # trailing bytes this spec does not know are skipped
+        obj = cls.__new__(cls)
+        obj.request_id = f_request_id
+        obj.segment = f_segment
+        obj.must_be_empty = f_must_be_empty
+        obj.delegation_token = f_delegation_token
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class GetTableSegmentInfo:
+    """Asks for a table segment's size and entry count."""
+
+    request_id: int
+    segment: str
+    delegation_token: str
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"GetTableSegmentInfo: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += _I64BE.pack(self.request_id)
+        data_segment = mutf8_encode(self.segment)
+        out += _U16BE.pack(len(data_segment))
+        out += data_segment
+        data_delegation_token = mutf8_encode(self.delegation_token)
+        out += _U16BE.pack(len(data_delegation_token))
+        out += data_delegation_token
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"GetTableSegmentInfo: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        if pos + 8 > end:
+            raise SizeMismatchError(
+                "GetTableSegmentInfo.request_id: needs 8 more "
+                "bytes"
+            )
+        f_request_id = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        if pos + 2 > end:
+            raise SizeMismatchError("GetTableSegmentInfo.segment: needs 2 more bytes")
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("GetTableSegmentInfo.segment")
+        f_segment = mutf8_decode(buf[pos:vend], "GetTableSegmentInfo.segment")
+        pos = vend
+        if pos + 2 > end:
+            raise SizeMismatchError(
+                "GetTableSegmentInfo.delegation_token: needs "
+                "2 more bytes"
+            )
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("GetTableSegmentInfo.delegation_token")
+        f_delegation_token = mutf8_decode(buf[pos:vend], "GetTableSegmentInfo.delegation_token")
+        pos = vend
+        pos = end  # trailing bytes this spec does not know are skipped
+        obj = cls.__new__(cls)
+        obj.request_id = f_request_id
+        obj.segment = f_segment
+        obj.delegation_token = f_delegation_token
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class TableSegmentInfo:
+    """Answers GET_TABLE_SEGMENT_INFO.
+
+    Attributes:
+        length: The table segment's length: where the next update goes.
+        entry_count: Keys that hold a value.
+        key_length: The fixed key length, or 0.
+    """
+
+    request_id: int
+    segment: str
+    start_offset: int
+    length: int
+    entry_count: int
+    key_length: int
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"TableSegmentInfo: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += _I64BE.pack(self.request_id)
+        data_segment = mutf8_encode(self.segment)
+        out += _U16BE.pack(len(data_segment))
+        out += data_segment
+        out += _I64BE.pack(self.start_offset)
+        out += _I64BE.pack(self.length)
+        out += _I64BE.pack(self.entry_count)
+        out += _I32BE.pack(self.key_length)
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"TableSegmentInfo: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        if pos + 8 > end:
+            raise SizeMismatchError("TableSegmentInfo.request_id: needs 8 more bytes")
+        f_request_id = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        if pos + 2 > end:
+            raise SizeMismatchError("TableSegmentInfo.segment: needs 2 more bytes")
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("TableSegmentInfo.segment")
+        f_segment = mutf8_decode(buf[pos:vend], "TableSegmentInfo.segment")
+        pos = vend
+        if pos + 8 > end:
+            raise SizeMismatchError("TableSegmentInfo.start_offset: needs 8 more bytes")
+        f_start_offset = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        if pos + 8 > end:
+            raise SizeMismatchError("TableSegmentInfo.length: needs 8 more bytes")
+        f_length = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        if pos + 8 > end:
+            raise SizeMismatchError("TableSegmentInfo.entry_count: needs 8 more bytes")
+        f_entry_count = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        if pos + 4 > end:
+            raise SizeMismatchError("TableSegmentInfo.key_length: needs 4 more bytes")
+        f_key_length = _I32BE.unpack_from(buf, pos)[0]
+        pos += 4
+        pos = end  # trailing bytes this spec does not know are skipped
+        obj = cls.__new__(cls)
+        obj.request_id = f_request_id
+        obj.segment = f_segment
+        obj.start_offset = f_start_offset
+        obj.length = f_length
+        obj.entry_count = f_entry_count
+        obj.key_length = f_key_length
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class UpdateTableEntries:
+    """Puts entries into a table segment, all or none: every conditional key must match its
+    version, or nothing is written.
+
+
+    Attributes:
+        table_segment_offset: Write only if the table segment's length is this; -1 for any length.
+            The Java store answers a mismatch with SEGMENT_IS_TRUNCATED.
+    """
+
+    request_id: int
+    segment: str
+    delegation_token: str
+    entries: list[TableEntry]
+    table_segment_offset: int = -1
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"UpdateTableEntries: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        v_entry_count = len(self.entries)
+        out += _I64BE.pack(self.request_id)
+        data_segment = mutf8_encode(self.segment)
+        out += _U16BE.pack(len(data_segment))
+        out += data_segment
+        data_delegation_token = mutf8_encode(self.delegation_token)
+        out += _U16BE.pack(len(data_delegation_token))
+        out += data_delegation_token
+        out += _I32BE.pack(v_entry_count)
+        for e_entries in self.entries:
+            e_entries.encode_to(out)
+        out += _I64BE.pack(self.table_segment_offset)
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"UpdateTableEntries: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        if pos + 8 > end:
+            raise SizeMismatchError("UpdateTableEntries.request_id: needs 8 more bytes")
+        f_request_id = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        if pos + 2 > end:
+            raise SizeMismatchError("UpdateTableEntries.segment: needs 2 more bytes")
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("UpdateTableEntries.segment")
+        f_segment = mutf8_decode(buf[pos:vend], "UpdateTableEntries.segment")
+        pos = vend
+        if pos + 2 > end:
+            raise SizeMismatchError(
+                "UpdateTableEntries.delegation_token: needs "
+                "2 more bytes"
+            )
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("UpdateTableEntries.delegation_token")
+        f_delegation_token = mutf8_decode(buf[pos:vend], "UpdateTableEntries.delegation_token")
+        pos = vend
+        if pos + 4 > end:
+            raise SizeMismatchError(
+                "UpdateTableEntries.entry_count: needs 4 more "
+                "bytes"
+            )
+        f_entry_count = _I32BE.unpack_from(buf, pos)[0]
+        pos += 4
+        a_entries: list[TableEntry] = []
+        for _ in range(f_entry_count):
+            e_entries, pos = TableEntry.decode_from(buf, pos, end)
+            a_entries.append(e_entries)
+        f_entries = a_entries
+        f_table_segment_offset = -1
+        if end - pos >= 8:
+            if pos + 8 > end:
+                raise SizeMismatchError(
+                    "UpdateTableEntries.table_segment_offset: "
+                    "needs 8 more bytes"
+                )
+            f_table_segment_offset = _I64BE.unpack_from(buf, pos)[0]
+            pos += 8
+        pos = end  # trailing bytes this spec does not know are skipped
+        obj = cls.__new__(cls)
+        obj.request_id = f_request_id
+        obj.segment = f_segment
+        obj.delegation_token = f_delegation_token
+        obj.entries = f_entries
+        obj.table_segment_offset = f_table_segment_offset
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class TableEntriesUpdated:
+    """Answers UPDATE_TABLE_ENTRIES with each entry's new version, in request order."""
+
+    request_id: int
+    updated_versions: list[int]
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"TableEntriesUpdated: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        v_version_count = len(self.updated_versions)
+        out += _I64BE.pack(self.request_id)
+        out += _I32BE.pack(v_version_count)
+        for e_updated_versions in self.updated_versions:
+            out += _I64BE.pack(e_updated_versions)
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"TableEntriesUpdated: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        if pos + 8 > end:
+            raise SizeMismatchError(
+                "TableEntriesUpdated.request_id: needs 8 more "
+                "bytes"
+            )
+        f_request_id = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        if pos + 4 > end:
+            raise SizeMismatchError(
+                "TableEntriesUpdated.version_count: needs "
+                "4 more bytes"
+            )
+        f_version_count = _I32BE.unpack_from(buf, pos)[0]
+        pos += 4
+        a_updated_versions: list[int] = []
+        for _ in range(f_version_count):
+            if pos + 8 > end:
+                raise SizeMismatchError("TableEntriesUpdated.item: needs 8 more bytes")
+            e_updated_versions = _I64BE.unpack_from(buf, pos)[0]
+            pos += 8
+            a_updated_versions.append(e_updated_versions)
+        f_updated_versions = a_updated_versions
+        pos = end  # trailing bytes this spec does not know are skipped
+        obj = cls.__new__(cls)
+        obj.request_id = f_request_id
+        obj.updated_versions = f_updated_versions
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class RemoveTableKeys:
+    """Removes keys from a table segment, all or none, each conditional on its version.
+
+    Attributes:
+        table_segment_offset: Remove only if the table segment's length is this; -1 for any length.
+    """
+
+    request_id: int
+    segment: str
+    delegation_token: str
+    keys: list[TableKey]
+    table_segment_offset: int = -1
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"RemoveTableKeys: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        v_key_count = len(self.keys)
+        out += _I64BE.pack(self.request_id)
+        data_segment = mutf8_encode(self.segment)
+        out += _U16BE.pack(len(data_segment))
+        out += data_segment
+        data_delegation_token = mutf8_encode(self.delegation_token)
+        out += _U16BE.pack(len(data_delegation_token))
+        out += data_delegation_token
+        out += _I32BE.pack(v_key_count)
+        for e_keys in self.keys:
+            e_keys.encode_to(out)
+        out += _I64BE.pack(self.table_segment_offset)
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"RemoveTableKeys: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        if pos + 8 > end:
+            raise SizeMismatchError("RemoveTableKeys.request_id: needs 8 more bytes")
+        f_request_id = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        if pos + 2 > end:
+            raise SizeMismatchError("RemoveTableKeys.segment: needs 2 more bytes")
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("RemoveTableKeys.segment")
+        f_segment = mutf8_decode(buf[pos:vend], "RemoveTableKeys.segment")
+        pos = vend
+        if pos + 2 > end:
+            raise SizeMismatchError(
+                "RemoveTableKeys.delegation_token: needs 2 "
+                "more bytes"
+            )
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("RemoveTableKeys.delegation_token")
+        f_delegation_token = mutf8_decode(buf[pos:vend], "RemoveTableKeys.delegation_token")
+        pos = vend
+        if pos + 4 > end:
+            raise SizeMismatchError("RemoveTableKeys.key_count: needs 4 more bytes")
+        f_key_count = _I32BE.unpack_from(buf, pos)[0]
+        pos += 4
+        a_keys: list[TableKey] = []
+        for _ in range(f_key_count):
+            e_keys, pos = TableKey.decode_from(buf, pos, end)
+            a_keys.append(e_keys)
+        f_keys = a_keys
+        f_table_segment_offset = -1
+        if end - pos >= 8:
+            if pos + 8 > end:
+                raise SizeMismatchError(
+                    "RemoveTableKeys.table_segment_offset: needs "
+                    "8 more bytes"
+                )
+            f_table_segment_offset = _I64BE.unpack_from(buf, pos)[0]
+            pos += 8
+        pos = end  # trailing bytes this spec does not know are skipped
+        obj = cls.__new__(cls)
+        obj.request_id = f_request_id
+        obj.segment = f_segment
+        obj.delegation_token = f_delegation_token
+        obj.keys = f_keys
+        obj.table_segment_offset = f_table_segment_offset
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class TableKeysRemoved:
+    """Answers REMOVE_TABLE_KEYS."""
+
+    request_id: int
+    segment: str
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"TableKeysRemoved: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += _I64BE.pack(self.request_id)
+        data_segment = mutf8_encode(self.segment)
+        out += _U16BE.pack(len(data_segment))
+        out += data_segment
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"TableKeysRemoved: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        if pos + 8 > end:
+            raise SizeMismatchError("TableKeysRemoved.request_id: needs 8 more bytes")
+        f_request_id = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        if pos + 2 > end:
+            raise SizeMismatchError("TableKeysRemoved.segment: needs 2 more bytes")
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("TableKeysRemoved.segment")
+        f_segment = mutf8_decode(buf[pos:vend], "TableKeysRemoved.segment")
+        pos = vend
+        pos = end  # trailing bytes this spec does not know are skipped
+        obj = cls.__new__(cls)
+        obj.request_id = f_request_id
+        obj.segment = f_segment
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class ReadTable:
+    """Reads the values of the given keys (their versions are ignored)."""
+
+    request_id: int
+    segment: str
+    delegation_token: str
+    keys: list[TableKey]
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"ReadTable: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        v_key_count = len(self.keys)
+        out += _I64BE.pack(self.request_id)
+        data_segment = mutf8_encode(self.segment)
+        out += _U16BE.pack(len(data_segment))
+        out += data_segment
+        data_delegation_token = mutf8_encode(self.delegation_token)
+        out += _U16BE.pack(len(data_delegation_token))
+        out += data_delegation_token
+        out += _I32BE.pack(v_key_count)
+        for e_keys in self.keys:
+            e_keys.encode_to(out)
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"ReadTable: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        if pos + 8 > end:
+            raise SizeMismatchError("ReadTable.request_id: needs 8 more bytes")
+        f_request_id = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        if pos + 2 > end:
+            raise SizeMismatchError("ReadTable.segment: needs 2 more bytes")
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("ReadTable.segment")
+        f_segment = mutf8_decode(buf[pos:vend], "ReadTable.segment")
+        pos = vend
+        if pos + 2 > end:
+            raise SizeMismatchError("ReadTable.delegation_token: needs 2 more bytes")
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("ReadTable.delegation_token")
+        f_delegation_token = mutf8_decode(buf[pos:vend], "ReadTable.delegation_token")
+        pos = vend
+        if pos + 4 > end:
+            raise SizeMismatchError("ReadTable.key_count: needs 4 more bytes")
+        f_key_count = _I32BE.unpack_from(buf, pos)[0]
+        pos += 4
+        a_keys: list[TableKey] = []
+        for _ in range(f_key_count):
+            e_keys, pos = TableKey.decode_from(buf, pos, end)
+            a_keys.append(e_keys)
+        f_keys = a_keys
+        pos = end  # trailing bytes this spec does not know are skipped
+        obj = cls.__new__(cls)
+        obj.request_id = f_request_id
+        obj.segment = f_segment
+        obj.delegation_token = f_delegation_token
+        obj.keys = f_keys
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class TableRead:
+    """Answers READ_TABLE with one entry per requested key, in request order; a missing key
+    comes back with version NOT_EXISTS (-1) and an empty value.
+    """
+
+    request_id: int
+    segment: str
+    entries: list[TableEntry]
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"TableRead: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        v_entry_count = len(self.entries)
+        out += _I64BE.pack(self.request_id)
+        data_segment = mutf8_encode(self.segment)
+        out += _U16BE.pack(len(data_segment))
+        out += data_segment
+        out += _I32BE.pack(v_entry_count)
+        for e_entries in self.entries:
+            e_entries.encode_to(out)
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"TableRead: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        if pos + 8 > end:
+            raise SizeMismatchError("TableRead.request_id: needs 8 more bytes")
+        f_request_id = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        if pos + 2 > end:
+            raise SizeMismatchError("TableRead.segment: needs 2 more bytes")
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("TableRead.segment")
+        f_segment = mutf8_decode(buf[pos:vend], "TableRead.segment")
+        pos = vend
+        if pos + 4 > end:
+            raise SizeMismatchError("TableRead.entry_count: needs 4 more bytes")
+        f_entry_count = _I32BE.unpack_from(buf, pos)[0]
+        pos += 4
+        a_entries: list[TableEntry] = []
+        for _ in range(f_entry_count):
+            e_entries, pos = TableEntry.decode_from(buf, pos, end)
+            a_entries.append(e_entries)
+        f_entries = a_entries
+        pos = end  # trailing bytes this spec does not know are skipped
+        obj = cls.__new__(cls)
+        obj.request_id = f_request_id
+        obj.segment = f_segment
+        obj.entries = f_entries
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class ReadTableKeys:
+    """Reads a page of keys. The continuation token is empty for the first page and then the
+    one the previous page returned. The Rust client stops after the continuation token;
+    Java peers add a deprecated prefix filter (always empty) and from/to key bounds.
+    """
+
+    request_id: int
+    segment: str
+    delegation_token: str
+    suggested_key_count: int
+    continuation_token: bytes
+    prefix_filter: bytes | None = None
+    from_key: bytes | None = None
+    to_key: bytes | None = None
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"ReadTableKeys: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += _I64BE.pack(self.request_id)
+        data_segment = mutf8_encode(self.segment)
+        out += _U16BE.pack(len(data_segment))
+        out += data_segment
+        data_delegation_token = mutf8_encode(self.delegation_token)
+        out += _U16BE.pack(len(data_delegation_token))
+        out += data_delegation_token
+        out += _I32BE.pack(self.suggested_key_count)
+        data_continuation_token = self.continuation_token
+        out += _I32BE.pack(len(data_continuation_token))
+        out += data_continuation_token
+        if self.prefix_filter is not None:
+            data_prefix_filter = self.prefix_filter
+            out += _I32BE.pack(len(data_prefix_filter))
+            out += data_prefix_filter
+        if self.from_key is not None:
+            data_from_key = self.from_key
+            out += _I32BE.pack(len(data_from_key))
+            out += data_from_key
+        if self.to_key is not None:
+            data_to_key = self.to_key
+            out += _I32BE.pack(len(data_to_key))
+            out += data_to_key
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"ReadTableKeys: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        if pos + 8 > end:
+            raise SizeMismatchError("ReadTableKeys.request_id: needs 8 more bytes")
+        f_request_id = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        if pos + 2 > end:
+            raise SizeMismatchError("ReadTableKeys.segment: needs 2 more bytes")
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("ReadTableKeys.segment")
+        f_segment = mutf8_decode(buf[pos:vend], "ReadTableKeys.segment")
+        pos = vend
+        if pos + 2 > end:
+            raise SizeMismatchError(
+                "ReadTableKeys.delegation_token: needs 2 more "
+                "bytes"
+            )
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("ReadTableKeys.delegation_token")
+        f_delegation_token = mutf8_decode(buf[pos:vend], "ReadTableKeys.delegation_token")
+        pos = vend
+        if pos + 4 > end:
+            raise SizeMismatchError(
+                "ReadTableKeys.suggested_key_count: needs "
+                "4 more bytes"
+            )
+        f_suggested_key_count = _I32BE.unpack_from(buf, pos)[0]
+        pos += 4
+        if pos + 4 > end:
+            raise SizeMismatchError(
+                "ReadTableKeys.continuation_token: needs 4 "
+                "more bytes"
+            )
+        n = _I32BE.unpack_from(buf, pos)[0]
+        pos += 4
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("ReadTableKeys.continuation_token")
+        f_continuation_token = buf[pos:vend]
+        pos = vend
+        f_prefix_filter = None
+        if pos < end:
+            if pos + 4 > end:
+                raise SizeMismatchError("ReadTableKeys.prefix_filter: needs 4 more bytes")
+            n = _I32BE.unpack_from(buf, pos)[0]
+            pos += 4
+            vend = pos + n
+            if n < 0 or vend > end:
+                raise truncated("ReadTableKeys.prefix_filter")
+            f_prefix_filter = buf[pos:vend]
+            pos = vend
+        f_from_key = None
+        if pos < end:
+            if pos + 4 > end:
+                raise SizeMismatchError("ReadTableKeys.from_key: needs 4 more bytes")
+            n = _I32BE.unpack_from(buf, pos)[0]
+            pos += 4
+            vend = pos + n
+            if n < 0 or vend > end:
+                raise truncated("ReadTableKeys.from_key")
+            f_from_key = buf[pos:vend]
+            pos = vend
+        f_to_key = None
+        if pos < end:
+            if pos + 4 > end:
+                raise SizeMismatchError("ReadTableKeys.to_key: needs 4 more bytes")
+            n = _I32BE.unpack_from(buf, pos)[0]
+            pos += 4
+            vend = pos + n
+            if n < 0 or vend > end:
+                raise truncated("ReadTableKeys.to_key")
+            f_to_key = buf[pos:vend]
+            pos = vend
+        pos = end  # trailing bytes this spec does not know are skipped
+        obj = cls.__new__(cls)
+        obj.request_id = f_request_id
+        obj.segment = f_segment
+        obj.delegation_token = f_delegation_token
+        obj.suggested_key_count = f_suggested_key_count
+        obj.continuation_token = f_continuation_token
+        obj.prefix_filter = f_prefix_filter
+        obj.from_key = f_from_key
+        obj.to_key = f_to_key
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class TableKeysRead:
+    """A page of keys, and the token that continues after it."""
+
+    request_id: int
+    segment: str
+    keys: list[TableKey]
+    continuation_token: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"TableKeysRead: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        v_key_count = len(self.keys)
+        out += _I64BE.pack(self.request_id)
+        data_segment = mutf8_encode(self.segment)
+        out += _U16BE.pack(len(data_segment))
+        out += data_segment
+        out += _I32BE.pack(v_key_count)
+        for e_keys in self.keys:
+            e_keys.encode_to(out)
+        data_continuation_token = self.continuation_token
+        out += _I32BE.pack(len(data_continuation_token))
+        out += data_continuation_token
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"TableKeysRead: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        if pos + 8 > end:
+            raise SizeMismatchError("TableKeysRead.request_id: needs 8 more bytes")
+        f_request_id = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        if pos + 2 > end:
+            raise SizeMismatchError("TableKeysRead.segment: needs 2 more bytes")
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("TableKeysRead.segment")
+        f_segment = mutf8_decode(buf[pos:vend], "TableKeysRead.segment")
+        pos = vend
+        if pos + 4 > end:
+            raise SizeMismatchError("TableKeysRead.key_count: needs 4 more bytes")
+        f_key_count = _I32BE.unpack_from(buf, pos)[0]
+        pos += 4
+        a_keys: list[TableKey] = []
+        for _ in range(f_key_count):
+            e_keys, pos = TableKey.decode_from(buf, pos, end)
+            a_keys.append(e_keys)
+        f_keys = a_keys
+        if pos + 4 > end:
+            raise SizeMismatchError(
+                "TableKeysRead.continuation_token: needs 4 "
+                "more bytes"
+            )
+        n = _I32BE.unpack_from(buf, pos)[0]
+        pos += 4
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("TableKeysRead.continuation_token")
+        f_continuation_token = buf[pos:vend]
+        pos = vend
+        pos = end  # trailing bytes this spec does not know are skipped
+        obj = cls.__new__(cls)
+        obj.request_id = f_request_id
+        obj.segment = f_segment
+        obj.keys = f_keys
+        obj.continuation_token = f_continuation_token
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class ReadTableEntries:
+    """Reads a page of entries; continuation and bounds as for READ_TABLE_KEYS."""
+
+    request_id: int
+    segment: str
+    delegation_token: str
+    suggested_entry_count: int
+    continuation_token: bytes
+    prefix_filter: bytes | None = None
+    from_key: bytes | None = None
+    to_key: bytes | None = None
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"ReadTableEntries: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += _I64BE.pack(self.request_id)
+        data_segment = mutf8_encode(self.segment)
+        out += _U16BE.pack(len(data_segment))
+        out += data_segment
+        data_delegation_token = mutf8_encode(self.delegation_token)
+        out += _U16BE.pack(len(data_delegation_token))
+        out += data_delegation_token
+        out += _I32BE.pack(self.suggested_entry_count)
+        data_continuation_token = self.continuation_token
+        out += _I32BE.pack(len(data_continuation_token))
+        out += data_continuation_token
+        if self.prefix_filter is not None:
+            data_prefix_filter = self.prefix_filter
+            out += _I32BE.pack(len(data_prefix_filter))
+            out += data_prefix_filter
+        if self.from_key is not None:
+            data_from_key = self.from_key
+            out += _I32BE.pack(len(data_from_key))
+            out += data_from_key
+        if self.to_key is not None:
+            data_to_key = self.to_key
+            out += _I32BE.pack(len(data_to_key))
+            out += data_to_key
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"ReadTableEntries: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        if pos + 8 > end:
+            raise SizeMismatchError("ReadTableEntries.request_id: needs 8 more bytes")
+        f_request_id = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        if pos + 2 > end:
+            raise SizeMismatchError("ReadTableEntries.segment: needs 2 more bytes")
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("ReadTableEntries.segment")
+        f_segment = mutf8_decode(buf[pos:vend], "ReadTableEntries.segment")
+        pos = vend
+        if pos + 2 > end:
+            raise SizeMismatchError(
+                "ReadTableEntries.delegation_token: needs "
+                "2 more bytes"
+            )
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("ReadTableEntries.delegation_token")
+        f_delegation_token = mutf8_decode(buf[pos:vend], "ReadTableEntries.delegation_token")
+        pos = vend
+        if pos + 4 > end:
+            raise SizeMismatchError(
+                "ReadTableEntries.suggested_entry_count: needs "
+                "4 more bytes"
+            )
+        f_suggested_entry_count = _I32BE.unpack_from(buf, pos)[0]
+        pos += 4
+        if pos + 4 > end:
+            raise SizeMismatchError(
+                "ReadTableEntries.continuation_token: needs "
+                "4 more bytes"
+            )
+        n = _I32BE.unpack_from(buf, pos)[0]
+        pos += 4
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("ReadTableEntries.continuation_token")
+        f_continuation_token = buf[pos:vend]
+        pos = vend
+        f_prefix_filter = None
+        if pos < end:
+            if pos + 4 > end:
+                raise SizeMismatchError(
+                    "ReadTableEntries.prefix_filter: needs 4 more "
+                    "bytes"
+                )
+            n = _I32BE.unpack_from(buf, pos)[0]
+            pos += 4
+            vend = pos + n
+            if n < 0 or vend > end:
+                raise truncated("ReadTableEntries.prefix_filter")
+            f_prefix_filter = buf[pos:vend]
+            pos = vend
+        f_from_key = None
+        if pos < end:
+            if pos + 4 > end:
+                raise SizeMismatchError("ReadTableEntries.from_key: needs 4 more bytes")
+            n = _I32BE.unpack_from(buf, pos)[0]
+            pos += 4
+            vend = pos + n
+            if n < 0 or vend > end:
+                raise truncated("ReadTableEntries.from_key")
+            f_from_key = buf[pos:vend]
+            pos = vend
+        f_to_key = None
+        if pos < end:
+            if pos + 4 > end:
+                raise SizeMismatchError("ReadTableEntries.to_key: needs 4 more bytes")
+            n = _I32BE.unpack_from(buf, pos)[0]
+            pos += 4
+            vend = pos + n
+            if n < 0 or vend > end:
+                raise truncated("ReadTableEntries.to_key")
+            f_to_key = buf[pos:vend]
+            pos = vend
+        pos = end  # trailing bytes this spec does not know are skipped
+        obj = cls.__new__(cls)
+        obj.request_id = f_request_id
+        obj.segment = f_segment
+        obj.delegation_token = f_delegation_token
+        obj.suggested_entry_count = f_suggested_entry_count
+        obj.continuation_token = f_continuation_token
+        obj.prefix_filter = f_prefix_filter
+        obj.from_key = f_from_key
+        obj.to_key = f_to_key
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class TableEntriesRead:
+    """A page of entries, and the token that continues after it."""
+
+    request_id: int
+    segment: str
+    entries: list[TableEntry]
+    continuation_token: bytes
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"TableEntriesRead: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        v_entry_count = len(self.entries)
+        out += _I64BE.pack(self.request_id)
+        data_segment = mutf8_encode(self.segment)
+        out += _U16BE.pack(len(data_segment))
+        out += data_segment
+        out += _I32BE.pack(v_entry_count)
+        for e_entries in self.entries:
+            e_entries.encode_to(out)
+        data_continuation_token = self.continuation_token
+        out += _I32BE.pack(len(data_continuation_token))
+        out += data_continuation_token
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"TableEntriesRead: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        if pos + 8 > end:
+            raise SizeMismatchError("TableEntriesRead.request_id: needs 8 more bytes")
+        f_request_id = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        if pos + 2 > end:
+            raise SizeMismatchError("TableEntriesRead.segment: needs 2 more bytes")
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("TableEntriesRead.segment")
+        f_segment = mutf8_decode(buf[pos:vend], "TableEntriesRead.segment")
+        pos = vend
+        if pos + 4 > end:
+            raise SizeMismatchError("TableEntriesRead.entry_count: needs 4 more bytes")
+        f_entry_count = _I32BE.unpack_from(buf, pos)[0]
+        pos += 4
+        a_entries: list[TableEntry] = []
+        for _ in range(f_entry_count):
+            e_entries, pos = TableEntry.decode_from(buf, pos, end)
+            a_entries.append(e_entries)
+        f_entries = a_entries
+        if pos + 4 > end:
+            raise SizeMismatchError(
+                "TableEntriesRead.continuation_token: needs "
+                "4 more bytes"
+            )
+        n = _I32BE.unpack_from(buf, pos)[0]
+        pos += 4
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("TableEntriesRead.continuation_token")
+        f_continuation_token = buf[pos:vend]
+        pos = vend
+        pos = end  # trailing bytes this spec does not know are skipped
+        obj = cls.__new__(cls)
+        obj.request_id = f_request_id
+        obj.segment = f_segment
+        obj.entries = f_entries
+        obj.continuation_token = f_continuation_token
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class ReadTableEntriesDelta:
+    """Reads the entries changed at or after a table segment offset."""
+
+    request_id: int
+    segment: str
+    delegation_token: str
+    from_position: int
+    suggested_entry_count: int
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"ReadTableEntriesDelta: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += _I64BE.pack(self.request_id)
+        data_segment = mutf8_encode(self.segment)
+        out += _U16BE.pack(len(data_segment))
+        out += data_segment
+        data_delegation_token = mutf8_encode(self.delegation_token)
+        out += _U16BE.pack(len(data_delegation_token))
+        out += data_delegation_token
+        out += _I64BE.pack(self.from_position)
+        out += _I32BE.pack(self.suggested_entry_count)
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(
+                f"ReadTableEntriesDelta: {len(buf) - pos} bytes after the value"
+            )
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        if pos + 8 > end:
+            raise SizeMismatchError(
+                "ReadTableEntriesDelta.request_id: needs 8 "
+                "more bytes"
+            )
+        f_request_id = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        if pos + 2 > end:
+            raise SizeMismatchError("ReadTableEntriesDelta.segment: needs 2 more bytes")
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("ReadTableEntriesDelta.segment")
+        f_segment = mutf8_decode(buf[pos:vend], "ReadTableEntriesDelta.segment")
+        pos = vend
+        if pos + 2 > end:
+            raise SizeMismatchError(
+                "ReadTableEntriesDelta.delegation_token: needs "
+                "2 more bytes"
+            )
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("ReadTableEntriesDelta.delegation_token")
+        f_delegation_token = mutf8_decode(buf[pos:vend], "ReadTableEntriesDelta.delegation_token")
+        pos = vend
+        if pos + 8 > end:
+            raise SizeMismatchError(
+                "ReadTableEntriesDelta.from_position: needs "
+                "8 more bytes"
+            )
+        f_from_position = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        if pos + 4 > end:
+            raise SizeMismatchError(
+                "ReadTableEntriesDelta.suggested_entry_count: "
+                "needs 4 more bytes"
+            )
+        f_suggested_entry_count = _I32BE.unpack_from(buf, pos)[0]
+        pos += 4
+        pos = end  # trailing bytes this spec does not know are skipped
+        obj = cls.__new__(cls)
+        obj.request_id = f_request_id
+        obj.segment = f_segment
+        obj.delegation_token = f_delegation_token
+        obj.from_position = f_from_position
+        obj.suggested_entry_count = f_suggested_entry_count
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class TableEntriesDeltaRead:
+    """Answers READ_TABLE_ENTRIES_DELTA: the latest entry of each key changed in the range
+    read, whether the reader must drop what it holds first (should_clear: its position was
+    truncated away), whether the range reached the end, and the position to continue from.
+    """
+
+    request_id: int
+    segment: str
+    entries: list[TableEntry]
+    should_clear: bool
+    reached_end: bool
+    last_position: int
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"TableEntriesDeltaRead: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        v_entry_count = len(self.entries)
+        out += _I64BE.pack(self.request_id)
+        data_segment = mutf8_encode(self.segment)
+        out += _U16BE.pack(len(data_segment))
+        out += data_segment
+        out += _I32BE.pack(v_entry_count)
+        for e_entries in self.entries:
+            e_entries.encode_to(out)
+        out.append(1 if self.should_clear else 0)
+        out.append(1 if self.reached_end else 0)
+        out += _I64BE.pack(self.last_position)
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(
+                f"TableEntriesDeltaRead: {len(buf) - pos} bytes after the value"
+            )
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        if pos + 8 > end:
+            raise SizeMismatchError(
+                "TableEntriesDeltaRead.request_id: needs 8 "
+                "more bytes"
+            )
+        f_request_id = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        if pos + 2 > end:
+            raise SizeMismatchError("TableEntriesDeltaRead.segment: needs 2 more bytes")
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("TableEntriesDeltaRead.segment")
+        f_segment = mutf8_decode(buf[pos:vend], "TableEntriesDeltaRead.segment")
+        pos = vend
+        if pos + 4 > end:
+            raise SizeMismatchError(
+                "TableEntriesDeltaRead.entry_count: needs "
+                "4 more bytes"
+            )
+        f_entry_count = _I32BE.unpack_from(buf, pos)[0]
+        pos += 4
+        a_entries: list[TableEntry] = []
+        for _ in range(f_entry_count):
+            e_entries, pos = TableEntry.decode_from(buf, pos, end)
+            a_entries.append(e_entries)
+        f_entries = a_entries
+        if pos + 1 > end:
+            raise SizeMismatchError(
+                "TableEntriesDeltaRead.should_clear: needs "
+                "1 more bytes"
+            )
+        f_should_clear = buf[pos] != 0
+        pos += 1
+        if pos + 1 > end:
+            raise SizeMismatchError(
+                "TableEntriesDeltaRead.reached_end: needs "
+                "1 more bytes"
+            )
+        f_reached_end = buf[pos] != 0
+        pos += 1
+        if pos + 8 > end:
+            raise SizeMismatchError(
+                "TableEntriesDeltaRead.last_position: needs "
+                "8 more bytes"
+            )
+        f_last_position = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        pos = end  # trailing bytes this spec does not know are skipped
+        obj = cls.__new__(cls)
+        obj.request_id = f_request_id
+        obj.segment = f_segment
+        obj.entries = f_entries
+        obj.should_clear = f_should_clear
+        obj.reached_end = f_reached_end
+        obj.last_position = f_last_position
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class TableSegmentNotEmpty:
+    """DELETE_TABLE_SEGMENT with must_be_empty found keys."""
+
+    request_id: int
+    segment: str
+    server_stack_trace: str
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"TableSegmentNotEmpty: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += _I64BE.pack(self.request_id)
+        data_segment = mutf8_encode(self.segment)
+        out += _U16BE.pack(len(data_segment))
+        out += data_segment
+        data_server_stack_trace = mutf8_encode(self.server_stack_trace)
+        out += _U16BE.pack(len(data_server_stack_trace))
+        out += data_server_stack_trace
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"TableSegmentNotEmpty: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        if pos + 8 > end:
+            raise SizeMismatchError(
+                "TableSegmentNotEmpty.request_id: needs 8 "
+                "more bytes"
+            )
+        f_request_id = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        if pos + 2 > end:
+            raise SizeMismatchError("TableSegmentNotEmpty.segment: needs 2 more bytes")
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("TableSegmentNotEmpty.segment")
+        f_segment = mutf8_decode(buf[pos:vend], "TableSegmentNotEmpty.segment")
+        pos = vend
+        if pos + 2 > end:
+            raise SizeMismatchError(
+                "TableSegmentNotEmpty.server_stack_trace: "
+                "needs 2 more bytes"
+            )
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("TableSegmentNotEmpty.server_stack_trace")
+        f_server_stack_trace = mutf8_decode(
+            buf[pos:vend],
+            "TableSegmentNotEmpty.server_stack_trace",
+        )
+        pos = vend
+        pos = end  # trailing bytes this spec does not know are skipped
+        obj = cls.__new__(cls)
+        obj.request_id = f_request_id
+        obj.segment = f_segment
+        obj.server_stack_trace = f_server_stack_trace
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class TableKeyDoesNotExist:
+    """A conditional update or removal named a version for a key that is absent."""
+
+    request_id: int
+    segment: str
+    server_stack_trace: str
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"TableKeyDoesNotExist: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += _I64BE.pack(self.request_id)
+        data_segment = mutf8_encode(self.segment)
+        out += _U16BE.pack(len(data_segment))
+        out += data_segment
+        data_server_stack_trace = mutf8_encode(self.server_stack_trace)
+        out += _U16BE.pack(len(data_server_stack_trace))
+        out += data_server_stack_trace
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"TableKeyDoesNotExist: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        if pos + 8 > end:
+            raise SizeMismatchError(
+                "TableKeyDoesNotExist.request_id: needs 8 "
+                "more bytes"
+            )
+        f_request_id = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        if pos + 2 > end:
+            raise SizeMismatchError("TableKeyDoesNotExist.segment: needs 2 more bytes")
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("TableKeyDoesNotExist.segment")
+        f_segment = mutf8_decode(buf[pos:vend], "TableKeyDoesNotExist.segment")
+        pos = vend
+        if pos + 2 > end:
+            raise SizeMismatchError(
+                "TableKeyDoesNotExist.server_stack_trace: "
+                "needs 2 more bytes"
+            )
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("TableKeyDoesNotExist.server_stack_trace")
+        f_server_stack_trace = mutf8_decode(
+            buf[pos:vend],
+            "TableKeyDoesNotExist.server_stack_trace",
+        )
+        pos = vend
+        pos = end  # trailing bytes this spec does not know are skipped
+        obj = cls.__new__(cls)
+        obj.request_id = f_request_id
+        obj.segment = f_segment
+        obj.server_stack_trace = f_server_stack_trace
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
+class TableKeyBadVersion:
+    """A conditional update or removal named a version the key does not have."""
+
+    request_id: int
+    segment: str
+    server_stack_trace: str
+
+    def encode(self) -> bytes:
+        """The wire form of this value; sizes, counts and checksums are filled in.
+
+        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
+        """
+        out = bytearray()
+        try:
+            self.encode_to(out)
+        except struct_error as exc:
+            raise ValueOutOfRangeError(f"TableKeyBadVersion: {exc}") from None
+        return bytes(out)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this value to ``out``."""
+        out += _I64BE.pack(self.request_id)
+        data_segment = mutf8_encode(self.segment)
+        out += _U16BE.pack(len(data_segment))
+        out += data_segment
+        data_server_stack_trace = mutf8_encode(self.server_stack_trace)
+        out += _U16BE.pack(len(data_server_stack_trace))
+        out += data_server_stack_trace
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
+        buf = data if type(data) is bytes else bytes(data)
+        obj, pos = cls.decode_from(buf, 0, len(buf))
+        if pos != len(buf):
+            raise SizeMismatchError(f"TableKeyBadVersion: {len(buf) - pos} bytes after the value")
+        return obj
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
+        """Decode from ``buf[pos:end]``; return the value and the position after it."""
+        if pos + 8 > end:
+            raise SizeMismatchError("TableKeyBadVersion.request_id: needs 8 more bytes")
+        f_request_id = _I64BE.unpack_from(buf, pos)[0]
+        pos += 8
+        if pos + 2 > end:
+            raise SizeMismatchError("TableKeyBadVersion.segment: needs 2 more bytes")
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("TableKeyBadVersion.segment")
+        f_segment = mutf8_decode(buf[pos:vend], "TableKeyBadVersion.segment")
+        pos = vend
+        if pos + 2 > end:
+            raise SizeMismatchError(
+                "TableKeyBadVersion.server_stack_trace: needs "
+                "2 more bytes"
+            )
+        n = _U16BE.unpack_from(buf, pos)[0]
+        pos += 2
+        vend = pos + n
+        if n < 0 or vend > end:
+            raise truncated("TableKeyBadVersion.server_stack_trace")
+        f_server_stack_trace = mutf8_decode(buf[pos:vend], "TableKeyBadVersion.server_stack_trace")
+        pos = vend
+        pos = end  # trailing bytes this spec does not know are skipped
+        obj = cls.__new__(cls)
+        obj.request_id = f_request_id
+        obj.segment = f_segment
+        obj.server_stack_trace = f_server_stack_trace
+        return obj, pos
+
+
+@dataclass(slots=True, kw_only=True)
 class FlushToStorage:
     """FLUSH_TO_STORAGE (-3): payload not modelled here, kept as bytes."""
 
@@ -3010,98 +5176,6 @@ class SegmentAttributeUpdated:
 
 
 @dataclass(slots=True, kw_only=True)
-class TruncateSegment:
-    """TRUNCATE_SEGMENT (38): payload not modelled here, kept as bytes."""
-
-    payload: bytes
-
-    def encode(self) -> bytes:
-        """The wire form of this value; sizes, counts and checksums are filled in.
-
-        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
-        """
-        out = bytearray()
-        try:
-            self.encode_to(out)
-        except struct_error as exc:
-            raise ValueOutOfRangeError(f"TruncateSegment: {exc}") from None
-        return bytes(out)
-
-    def encode_to(self, out: bytearray) -> None:
-        """Append the wire form of this value to ``out``."""
-        out += self.payload
-
-    @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
-        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
-        buf = data if type(data) is bytes else bytes(data)
-        obj, pos = cls.decode_from(buf, 0, len(buf))
-        if pos != len(buf):
-            raise SizeMismatchError(f"TruncateSegment: {len(buf) - pos} bytes after the value")
-        return obj
-
-    @classmethod
-    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
-        """Decode from ``buf[pos:end]``; return the value and the position after it."""
-        f_payload = buf[pos:end]
-        pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"TruncateSegment: {end - pos} bytes left over "
-                "after the last field"
-            )
-        obj = cls.__new__(cls)
-        obj.payload = f_payload
-        return obj, pos
-
-
-@dataclass(slots=True, kw_only=True)
-class SegmentTruncated:
-    """SEGMENT_TRUNCATED (39): payload not modelled here, kept as bytes."""
-
-    payload: bytes
-
-    def encode(self) -> bytes:
-        """The wire form of this value; sizes, counts and checksums are filled in.
-
-        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
-        """
-        out = bytearray()
-        try:
-            self.encode_to(out)
-        except struct_error as exc:
-            raise ValueOutOfRangeError(f"SegmentTruncated: {exc}") from None
-        return bytes(out)
-
-    def encode_to(self, out: bytearray) -> None:
-        """Append the wire form of this value to ``out``."""
-        out += self.payload
-
-    @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
-        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
-        buf = data if type(data) is bytes else bytes(data)
-        obj, pos = cls.decode_from(buf, 0, len(buf))
-        if pos != len(buf):
-            raise SizeMismatchError(f"SegmentTruncated: {len(buf) - pos} bytes after the value")
-        return obj
-
-    @classmethod
-    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
-        """Decode from ``buf[pos:end]``; return the value and the position after it."""
-        f_payload = buf[pos:end]
-        pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"SegmentTruncated: {end - pos} bytes left "
-                "over after the last field"
-            )
-        obj = cls.__new__(cls)
-        obj.payload = f_payload
-        return obj, pos
-
-
-@dataclass(slots=True, kw_only=True)
 class CreateTransientSegment:
     """CREATE_TRANSIENT_SEGMENT (40): payload not modelled here, kept as bytes."""
 
@@ -3373,884 +5447,6 @@ class SegmentsMerged:
             raise SizeMismatchError(
                 f"SegmentsMerged: {end - pos} bytes left over "
                 "after the last field"
-            )
-        obj = cls.__new__(cls)
-        obj.payload = f_payload
-        return obj, pos
-
-
-@dataclass(slots=True, kw_only=True)
-class GetTableSegmentInfo:
-    """GET_TABLE_SEGMENT_INFO (68): payload not modelled here, kept as bytes."""
-
-    payload: bytes
-
-    def encode(self) -> bytes:
-        """The wire form of this value; sizes, counts and checksums are filled in.
-
-        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
-        """
-        out = bytearray()
-        try:
-            self.encode_to(out)
-        except struct_error as exc:
-            raise ValueOutOfRangeError(f"GetTableSegmentInfo: {exc}") from None
-        return bytes(out)
-
-    def encode_to(self, out: bytearray) -> None:
-        """Append the wire form of this value to ``out``."""
-        out += self.payload
-
-    @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
-        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
-        buf = data if type(data) is bytes else bytes(data)
-        obj, pos = cls.decode_from(buf, 0, len(buf))
-        if pos != len(buf):
-            raise SizeMismatchError(f"GetTableSegmentInfo: {len(buf) - pos} bytes after the value")
-        return obj
-
-    @classmethod
-    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
-        """Decode from ``buf[pos:end]``; return the value and the position after it."""
-        f_payload = buf[pos:end]
-        pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"GetTableSegmentInfo: {end - pos} bytes left "
-                "over after the last field"
-            )
-        obj = cls.__new__(cls)
-        obj.payload = f_payload
-        return obj, pos
-
-
-@dataclass(slots=True, kw_only=True)
-class TableSegmentInfo:
-    """TABLE_SEGMENT_INFO (69): payload not modelled here, kept as bytes."""
-
-    payload: bytes
-
-    def encode(self) -> bytes:
-        """The wire form of this value; sizes, counts and checksums are filled in.
-
-        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
-        """
-        out = bytearray()
-        try:
-            self.encode_to(out)
-        except struct_error as exc:
-            raise ValueOutOfRangeError(f"TableSegmentInfo: {exc}") from None
-        return bytes(out)
-
-    def encode_to(self, out: bytearray) -> None:
-        """Append the wire form of this value to ``out``."""
-        out += self.payload
-
-    @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
-        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
-        buf = data if type(data) is bytes else bytes(data)
-        obj, pos = cls.decode_from(buf, 0, len(buf))
-        if pos != len(buf):
-            raise SizeMismatchError(f"TableSegmentInfo: {len(buf) - pos} bytes after the value")
-        return obj
-
-    @classmethod
-    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
-        """Decode from ``buf[pos:end]``; return the value and the position after it."""
-        f_payload = buf[pos:end]
-        pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"TableSegmentInfo: {end - pos} bytes left "
-                "over after the last field"
-            )
-        obj = cls.__new__(cls)
-        obj.payload = f_payload
-        return obj, pos
-
-
-@dataclass(slots=True, kw_only=True)
-class CreateTableSegment:
-    """CREATE_TABLE_SEGMENT (70): payload not modelled here, kept as bytes."""
-
-    payload: bytes
-
-    def encode(self) -> bytes:
-        """The wire form of this value; sizes, counts and checksums are filled in.
-
-        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
-        """
-        out = bytearray()
-        try:
-            self.encode_to(out)
-        except struct_error as exc:
-            raise ValueOutOfRangeError(f"CreateTableSegment: {exc}") from None
-        return bytes(out)
-
-    def encode_to(self, out: bytearray) -> None:
-        """Append the wire form of this value to ``out``."""
-        out += self.payload
-
-    @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
-        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
-        buf = data if type(data) is bytes else bytes(data)
-        obj, pos = cls.decode_from(buf, 0, len(buf))
-        if pos != len(buf):
-            raise SizeMismatchError(f"CreateTableSegment: {len(buf) - pos} bytes after the value")
-        return obj
-
-    @classmethod
-    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
-        """Decode from ``buf[pos:end]``; return the value and the position after it."""
-        f_payload = buf[pos:end]
-        pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"CreateTableSegment: {end - pos} bytes left "
-                "over after the last field"
-            )
-        obj = cls.__new__(cls)
-        obj.payload = f_payload
-        return obj, pos
-
-
-@dataclass(slots=True, kw_only=True)
-class DeleteTableSegment:
-    """DELETE_TABLE_SEGMENT (71): payload not modelled here, kept as bytes."""
-
-    payload: bytes
-
-    def encode(self) -> bytes:
-        """The wire form of this value; sizes, counts and checksums are filled in.
-
-        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
-        """
-        out = bytearray()
-        try:
-            self.encode_to(out)
-        except struct_error as exc:
-            raise ValueOutOfRangeError(f"DeleteTableSegment: {exc}") from None
-        return bytes(out)
-
-    def encode_to(self, out: bytearray) -> None:
-        """Append the wire form of this value to ``out``."""
-        out += self.payload
-
-    @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
-        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
-        buf = data if type(data) is bytes else bytes(data)
-        obj, pos = cls.decode_from(buf, 0, len(buf))
-        if pos != len(buf):
-            raise SizeMismatchError(f"DeleteTableSegment: {len(buf) - pos} bytes after the value")
-        return obj
-
-    @classmethod
-    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
-        """Decode from ``buf[pos:end]``; return the value and the position after it."""
-        f_payload = buf[pos:end]
-        pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"DeleteTableSegment: {end - pos} bytes left "
-                "over after the last field"
-            )
-        obj = cls.__new__(cls)
-        obj.payload = f_payload
-        return obj, pos
-
-
-@dataclass(slots=True, kw_only=True)
-class UpdateTableEntries:
-    """UPDATE_TABLE_ENTRIES (74): payload not modelled here, kept as bytes."""
-
-    payload: bytes
-
-    def encode(self) -> bytes:
-        """The wire form of this value; sizes, counts and checksums are filled in.
-
-        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
-        """
-        out = bytearray()
-        try:
-            self.encode_to(out)
-        except struct_error as exc:
-            raise ValueOutOfRangeError(f"UpdateTableEntries: {exc}") from None
-        return bytes(out)
-
-    def encode_to(self, out: bytearray) -> None:
-        """Append the wire form of this value to ``out``."""
-        out += self.payload
-
-    @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
-        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
-        buf = data if type(data) is bytes else bytes(data)
-        obj, pos = cls.decode_from(buf, 0, len(buf))
-        if pos != len(buf):
-            raise SizeMismatchError(f"UpdateTableEntries: {len(buf) - pos} bytes after the value")
-        return obj
-
-    @classmethod
-    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
-        """Decode from ``buf[pos:end]``; return the value and the position after it."""
-        f_payload = buf[pos:end]
-        pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"UpdateTableEntries: {end - pos} bytes left "
-                "over after the last field"
-            )
-        obj = cls.__new__(cls)
-        obj.payload = f_payload
-        return obj, pos
-
-
-@dataclass(slots=True, kw_only=True)
-class TableEntriesUpdated:
-    """TABLE_ENTRIES_UPDATED (75): payload not modelled here, kept as bytes."""
-
-    payload: bytes
-
-    def encode(self) -> bytes:
-        """The wire form of this value; sizes, counts and checksums are filled in.
-
-        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
-        """
-        out = bytearray()
-        try:
-            self.encode_to(out)
-        except struct_error as exc:
-            raise ValueOutOfRangeError(f"TableEntriesUpdated: {exc}") from None
-        return bytes(out)
-
-    def encode_to(self, out: bytearray) -> None:
-        """Append the wire form of this value to ``out``."""
-        out += self.payload
-
-    @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
-        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
-        buf = data if type(data) is bytes else bytes(data)
-        obj, pos = cls.decode_from(buf, 0, len(buf))
-        if pos != len(buf):
-            raise SizeMismatchError(f"TableEntriesUpdated: {len(buf) - pos} bytes after the value")
-        return obj
-
-    @classmethod
-    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
-        """Decode from ``buf[pos:end]``; return the value and the position after it."""
-        f_payload = buf[pos:end]
-        pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"TableEntriesUpdated: {end - pos} bytes left "
-                "over after the last field"
-            )
-        obj = cls.__new__(cls)
-        obj.payload = f_payload
-        return obj, pos
-
-
-@dataclass(slots=True, kw_only=True)
-class RemoveTableKeys:
-    """REMOVE_TABLE_KEYS (76): payload not modelled here, kept as bytes."""
-
-    payload: bytes
-
-    def encode(self) -> bytes:
-        """The wire form of this value; sizes, counts and checksums are filled in.
-
-        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
-        """
-        out = bytearray()
-        try:
-            self.encode_to(out)
-        except struct_error as exc:
-            raise ValueOutOfRangeError(f"RemoveTableKeys: {exc}") from None
-        return bytes(out)
-
-    def encode_to(self, out: bytearray) -> None:
-        """Append the wire form of this value to ``out``."""
-        out += self.payload
-
-    @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
-        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
-        buf = data if type(data) is bytes else bytes(data)
-        obj, pos = cls.decode_from(buf, 0, len(buf))
-        if pos != len(buf):
-            raise SizeMismatchError(f"RemoveTableKeys: {len(buf) - pos} bytes after the value")
-        return obj
-
-    @classmethod
-    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
-        """Decode from ``buf[pos:end]``; return the value and the position after it."""
-        f_payload = buf[pos:end]
-        pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"RemoveTableKeys: {end - pos} bytes left over "
-                "after the last field"
-            )
-        obj = cls.__new__(cls)
-        obj.payload = f_payload
-        return obj, pos
-
-
-@dataclass(slots=True, kw_only=True)
-class TableKeysRemoved:
-    """TABLE_KEYS_REMOVED (77): payload not modelled here, kept as bytes."""
-
-    payload: bytes
-
-    def encode(self) -> bytes:
-        """The wire form of this value; sizes, counts and checksums are filled in.
-
-        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
-        """
-        out = bytearray()
-        try:
-            self.encode_to(out)
-        except struct_error as exc:
-            raise ValueOutOfRangeError(f"TableKeysRemoved: {exc}") from None
-        return bytes(out)
-
-    def encode_to(self, out: bytearray) -> None:
-        """Append the wire form of this value to ``out``."""
-        out += self.payload
-
-    @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
-        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
-        buf = data if type(data) is bytes else bytes(data)
-        obj, pos = cls.decode_from(buf, 0, len(buf))
-        if pos != len(buf):
-            raise SizeMismatchError(f"TableKeysRemoved: {len(buf) - pos} bytes after the value")
-        return obj
-
-    @classmethod
-    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
-        """Decode from ``buf[pos:end]``; return the value and the position after it."""
-        f_payload = buf[pos:end]
-        pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"TableKeysRemoved: {end - pos} bytes left "
-                "over after the last field"
-            )
-        obj = cls.__new__(cls)
-        obj.payload = f_payload
-        return obj, pos
-
-
-@dataclass(slots=True, kw_only=True)
-class ReadTable:
-    """READ_TABLE (78): payload not modelled here, kept as bytes."""
-
-    payload: bytes
-
-    def encode(self) -> bytes:
-        """The wire form of this value; sizes, counts and checksums are filled in.
-
-        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
-        """
-        out = bytearray()
-        try:
-            self.encode_to(out)
-        except struct_error as exc:
-            raise ValueOutOfRangeError(f"ReadTable: {exc}") from None
-        return bytes(out)
-
-    def encode_to(self, out: bytearray) -> None:
-        """Append the wire form of this value to ``out``."""
-        out += self.payload
-
-    @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
-        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
-        buf = data if type(data) is bytes else bytes(data)
-        obj, pos = cls.decode_from(buf, 0, len(buf))
-        if pos != len(buf):
-            raise SizeMismatchError(f"ReadTable: {len(buf) - pos} bytes after the value")
-        return obj
-
-    @classmethod
-    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
-        """Decode from ``buf[pos:end]``; return the value and the position after it."""
-        f_payload = buf[pos:end]
-        pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"ReadTable: {end - pos} bytes left over after "
-                "the last field"
-            )
-        obj = cls.__new__(cls)
-        obj.payload = f_payload
-        return obj, pos
-
-
-@dataclass(slots=True, kw_only=True)
-class TableRead:
-    """TABLE_READ (79): payload not modelled here, kept as bytes."""
-
-    payload: bytes
-
-    def encode(self) -> bytes:
-        """The wire form of this value; sizes, counts and checksums are filled in.
-
-        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
-        """
-        out = bytearray()
-        try:
-            self.encode_to(out)
-        except struct_error as exc:
-            raise ValueOutOfRangeError(f"TableRead: {exc}") from None
-        return bytes(out)
-
-    def encode_to(self, out: bytearray) -> None:
-        """Append the wire form of this value to ``out``."""
-        out += self.payload
-
-    @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
-        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
-        buf = data if type(data) is bytes else bytes(data)
-        obj, pos = cls.decode_from(buf, 0, len(buf))
-        if pos != len(buf):
-            raise SizeMismatchError(f"TableRead: {len(buf) - pos} bytes after the value")
-        return obj
-
-    @classmethod
-    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
-        """Decode from ``buf[pos:end]``; return the value and the position after it."""
-        f_payload = buf[pos:end]
-        pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"TableRead: {end - pos} bytes left over after "
-                "the last field"
-            )
-        obj = cls.__new__(cls)
-        obj.payload = f_payload
-        return obj, pos
-
-
-@dataclass(slots=True, kw_only=True)
-class TableSegmentNotEmpty:
-    """TABLE_SEGMENT_NOT_EMPTY (80): payload not modelled here, kept as bytes."""
-
-    payload: bytes
-
-    def encode(self) -> bytes:
-        """The wire form of this value; sizes, counts and checksums are filled in.
-
-        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
-        """
-        out = bytearray()
-        try:
-            self.encode_to(out)
-        except struct_error as exc:
-            raise ValueOutOfRangeError(f"TableSegmentNotEmpty: {exc}") from None
-        return bytes(out)
-
-    def encode_to(self, out: bytearray) -> None:
-        """Append the wire form of this value to ``out``."""
-        out += self.payload
-
-    @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
-        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
-        buf = data if type(data) is bytes else bytes(data)
-        obj, pos = cls.decode_from(buf, 0, len(buf))
-        if pos != len(buf):
-            raise SizeMismatchError(f"TableSegmentNotEmpty: {len(buf) - pos} bytes after the value")
-        return obj
-
-    @classmethod
-    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
-        """Decode from ``buf[pos:end]``; return the value and the position after it."""
-        f_payload = buf[pos:end]
-        pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"TableSegmentNotEmpty: {end - pos} bytes left "
-                "over after the last field"
-            )
-        obj = cls.__new__(cls)
-        obj.payload = f_payload
-        return obj, pos
-
-
-@dataclass(slots=True, kw_only=True)
-class TableKeyDoesNotExist:
-    """TABLE_KEY_DOES_NOT_EXIST (81): payload not modelled here, kept as bytes."""
-
-    payload: bytes
-
-    def encode(self) -> bytes:
-        """The wire form of this value; sizes, counts and checksums are filled in.
-
-        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
-        """
-        out = bytearray()
-        try:
-            self.encode_to(out)
-        except struct_error as exc:
-            raise ValueOutOfRangeError(f"TableKeyDoesNotExist: {exc}") from None
-        return bytes(out)
-
-    def encode_to(self, out: bytearray) -> None:
-        """Append the wire form of this value to ``out``."""
-        out += self.payload
-
-    @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
-        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
-        buf = data if type(data) is bytes else bytes(data)
-        obj, pos = cls.decode_from(buf, 0, len(buf))
-        if pos != len(buf):
-            raise SizeMismatchError(f"TableKeyDoesNotExist: {len(buf) - pos} bytes after the value")
-        return obj
-
-    @classmethod
-    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
-        """Decode from ``buf[pos:end]``; return the value and the position after it."""
-        f_payload = buf[pos:end]
-        pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"TableKeyDoesNotExist: {end - pos} bytes left "
-                "over after the last field"
-            )
-        obj = cls.__new__(cls)
-        obj.payload = f_payload
-        return obj, pos
-
-
-@dataclass(slots=True, kw_only=True)
-class TableKeyBadVersion:
-    """TABLE_KEY_BAD_VERSION (82): payload not modelled here, kept as bytes."""
-
-    payload: bytes
-
-    def encode(self) -> bytes:
-        """The wire form of this value; sizes, counts and checksums are filled in.
-
-        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
-        """
-        out = bytearray()
-        try:
-            self.encode_to(out)
-        except struct_error as exc:
-            raise ValueOutOfRangeError(f"TableKeyBadVersion: {exc}") from None
-        return bytes(out)
-
-    def encode_to(self, out: bytearray) -> None:
-        """Append the wire form of this value to ``out``."""
-        out += self.payload
-
-    @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
-        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
-        buf = data if type(data) is bytes else bytes(data)
-        obj, pos = cls.decode_from(buf, 0, len(buf))
-        if pos != len(buf):
-            raise SizeMismatchError(f"TableKeyBadVersion: {len(buf) - pos} bytes after the value")
-        return obj
-
-    @classmethod
-    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
-        """Decode from ``buf[pos:end]``; return the value and the position after it."""
-        f_payload = buf[pos:end]
-        pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"TableKeyBadVersion: {end - pos} bytes left "
-                "over after the last field"
-            )
-        obj = cls.__new__(cls)
-        obj.payload = f_payload
-        return obj, pos
-
-
-@dataclass(slots=True, kw_only=True)
-class ReadTableKeys:
-    """READ_TABLE_KEYS (83): payload not modelled here, kept as bytes."""
-
-    payload: bytes
-
-    def encode(self) -> bytes:
-        """The wire form of this value; sizes, counts and checksums are filled in.
-
-        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
-        """
-        out = bytearray()
-        try:
-            self.encode_to(out)
-        except struct_error as exc:
-            raise ValueOutOfRangeError(f"ReadTableKeys: {exc}") from None
-        return bytes(out)
-
-    def encode_to(self, out: bytearray) -> None:
-        """Append the wire form of this value to ``out``."""
-        out += self.payload
-
-    @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
-        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
-        buf = data if type(data) is bytes else bytes(data)
-        obj, pos = cls.decode_from(buf, 0, len(buf))
-        if pos != len(buf):
-            raise SizeMismatchError(f"ReadTableKeys: {len(buf) - pos} bytes after the value")
-        return obj
-
-    @classmethod
-    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
-        """Decode from ``buf[pos:end]``; return the value and the position after it."""
-        f_payload = buf[pos:end]
-        pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"ReadTableKeys: {end - pos} bytes left over "
-                "after the last field"
-            )
-        obj = cls.__new__(cls)
-        obj.payload = f_payload
-        return obj, pos
-
-
-@dataclass(slots=True, kw_only=True)
-class TableKeysRead:
-    """TABLE_KEYS_READ (84): payload not modelled here, kept as bytes."""
-
-    payload: bytes
-
-    def encode(self) -> bytes:
-        """The wire form of this value; sizes, counts and checksums are filled in.
-
-        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
-        """
-        out = bytearray()
-        try:
-            self.encode_to(out)
-        except struct_error as exc:
-            raise ValueOutOfRangeError(f"TableKeysRead: {exc}") from None
-        return bytes(out)
-
-    def encode_to(self, out: bytearray) -> None:
-        """Append the wire form of this value to ``out``."""
-        out += self.payload
-
-    @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
-        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
-        buf = data if type(data) is bytes else bytes(data)
-        obj, pos = cls.decode_from(buf, 0, len(buf))
-        if pos != len(buf):
-            raise SizeMismatchError(f"TableKeysRead: {len(buf) - pos} bytes after the value")
-        return obj
-
-    @classmethod
-    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
-        """Decode from ``buf[pos:end]``; return the value and the position after it."""
-        f_payload = buf[pos:end]
-        pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"TableKeysRead: {end - pos} bytes left over "
-                "after the last field"
-            )
-        obj = cls.__new__(cls)
-        obj.payload = f_payload
-        return obj, pos
-
-
-@dataclass(slots=True, kw_only=True)
-class ReadTableEntries:
-    """READ_TABLE_ENTRIES (85): payload not modelled here, kept as bytes."""
-
-    payload: bytes
-
-    def encode(self) -> bytes:
-        """The wire form of this value; sizes, counts and checksums are filled in.
-
-        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
-        """
-        out = bytearray()
-        try:
-            self.encode_to(out)
-        except struct_error as exc:
-            raise ValueOutOfRangeError(f"ReadTableEntries: {exc}") from None
-        return bytes(out)
-
-    def encode_to(self, out: bytearray) -> None:
-        """Append the wire form of this value to ``out``."""
-        out += self.payload
-
-    @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
-        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
-        buf = data if type(data) is bytes else bytes(data)
-        obj, pos = cls.decode_from(buf, 0, len(buf))
-        if pos != len(buf):
-            raise SizeMismatchError(f"ReadTableEntries: {len(buf) - pos} bytes after the value")
-        return obj
-
-    @classmethod
-    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
-        """Decode from ``buf[pos:end]``; return the value and the position after it."""
-        f_payload = buf[pos:end]
-        pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"ReadTableEntries: {end - pos} bytes left "
-                "over after the last field"
-            )
-        obj = cls.__new__(cls)
-        obj.payload = f_payload
-        return obj, pos
-
-
-@dataclass(slots=True, kw_only=True)
-class TableEntriesRead:
-    """TABLE_ENTRIES_READ (86): payload not modelled here, kept as bytes."""
-
-    payload: bytes
-
-    def encode(self) -> bytes:
-        """The wire form of this value; sizes, counts and checksums are filled in.
-
-        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
-        """
-        out = bytearray()
-        try:
-            self.encode_to(out)
-        except struct_error as exc:
-            raise ValueOutOfRangeError(f"TableEntriesRead: {exc}") from None
-        return bytes(out)
-
-    def encode_to(self, out: bytearray) -> None:
-        """Append the wire form of this value to ``out``."""
-        out += self.payload
-
-    @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
-        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
-        buf = data if type(data) is bytes else bytes(data)
-        obj, pos = cls.decode_from(buf, 0, len(buf))
-        if pos != len(buf):
-            raise SizeMismatchError(f"TableEntriesRead: {len(buf) - pos} bytes after the value")
-        return obj
-
-    @classmethod
-    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
-        """Decode from ``buf[pos:end]``; return the value and the position after it."""
-        f_payload = buf[pos:end]
-        pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"TableEntriesRead: {end - pos} bytes left "
-                "over after the last field"
-            )
-        obj = cls.__new__(cls)
-        obj.payload = f_payload
-        return obj, pos
-
-
-@dataclass(slots=True, kw_only=True)
-class TableEntriesDeltaRead:
-    """TABLE_ENTRIES_DELTA_READ (87): payload not modelled here, kept as bytes."""
-
-    payload: bytes
-
-    def encode(self) -> bytes:
-        """The wire form of this value; sizes, counts and checksums are filled in.
-
-        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
-        """
-        out = bytearray()
-        try:
-            self.encode_to(out)
-        except struct_error as exc:
-            raise ValueOutOfRangeError(f"TableEntriesDeltaRead: {exc}") from None
-        return bytes(out)
-
-    def encode_to(self, out: bytearray) -> None:
-        """Append the wire form of this value to ``out``."""
-        out += self.payload
-
-    @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
-        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
-        buf = data if type(data) is bytes else bytes(data)
-        obj, pos = cls.decode_from(buf, 0, len(buf))
-        if pos != len(buf):
-            raise SizeMismatchError(
-                f"TableEntriesDeltaRead: {len(buf) - pos} bytes after the value"
-            )
-        return obj
-
-    @classmethod
-    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
-        """Decode from ``buf[pos:end]``; return the value and the position after it."""
-        f_payload = buf[pos:end]
-        pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"TableEntriesDeltaRead: {end - pos} bytes "
-                "left over after the last field"
-            )
-        obj = cls.__new__(cls)
-        obj.payload = f_payload
-        return obj, pos
-
-
-@dataclass(slots=True, kw_only=True)
-class ReadTableEntriesDelta:
-    """READ_TABLE_ENTRIES_DELTA (88): payload not modelled here, kept as bytes."""
-
-    payload: bytes
-
-    def encode(self) -> bytes:
-        """The wire form of this value; sizes, counts and checksums are filled in.
-
-        Raises ``EncodeError`` (``ValueOutOfRangeError`` for a number its field cannot hold).
-        """
-        out = bytearray()
-        try:
-            self.encode_to(out)
-        except struct_error as exc:
-            raise ValueOutOfRangeError(f"ReadTableEntriesDelta: {exc}") from None
-        return bytes(out)
-
-    def encode_to(self, out: bytearray) -> None:
-        """Append the wire form of this value to ``out``."""
-        out += self.payload
-
-    @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
-        """Decode a buffer holding exactly one value; raises a ``DecodeError`` subclass."""
-        buf = data if type(data) is bytes else bytes(data)
-        obj, pos = cls.decode_from(buf, 0, len(buf))
-        if pos != len(buf):
-            raise SizeMismatchError(
-                f"ReadTableEntriesDelta: {len(buf) - pos} bytes after the value"
-            )
-        return obj
-
-    @classmethod
-    def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
-        """Decode from ``buf[pos:end]``; return the value and the position after it."""
-        f_payload = buf[pos:end]
-        pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"ReadTableEntriesDelta: {end - pos} bytes "
-                "left over after the last field"
             )
         obj = cls.__new__(cls)
         obj.payload = f_payload
@@ -4742,12 +5938,6 @@ install_frame_layouts((
     (SegmentAttributeUpdated, True, (
         ("bytes", "payload", None, None, None),
     )),
-    (TruncateSegment, True, (
-        ("bytes", "payload", None, None, None),
-    )),
-    (SegmentTruncated, True, (
-        ("bytes", "payload", None, None, None),
-    )),
     (CreateTransientSegment, True, (
         ("bytes", "payload", None, None, None),
     )),
@@ -4764,63 +5954,6 @@ install_frame_layouts((
         ("bytes", "payload", None, None, None),
     )),
     (SegmentsMerged, True, (
-        ("bytes", "payload", None, None, None),
-    )),
-    (GetTableSegmentInfo, True, (
-        ("bytes", "payload", None, None, None),
-    )),
-    (TableSegmentInfo, True, (
-        ("bytes", "payload", None, None, None),
-    )),
-    (CreateTableSegment, True, (
-        ("bytes", "payload", None, None, None),
-    )),
-    (DeleteTableSegment, True, (
-        ("bytes", "payload", None, None, None),
-    )),
-    (UpdateTableEntries, True, (
-        ("bytes", "payload", None, None, None),
-    )),
-    (TableEntriesUpdated, True, (
-        ("bytes", "payload", None, None, None),
-    )),
-    (RemoveTableKeys, True, (
-        ("bytes", "payload", None, None, None),
-    )),
-    (TableKeysRemoved, True, (
-        ("bytes", "payload", None, None, None),
-    )),
-    (ReadTable, True, (
-        ("bytes", "payload", None, None, None),
-    )),
-    (TableRead, True, (
-        ("bytes", "payload", None, None, None),
-    )),
-    (TableSegmentNotEmpty, True, (
-        ("bytes", "payload", None, None, None),
-    )),
-    (TableKeyDoesNotExist, True, (
-        ("bytes", "payload", None, None, None),
-    )),
-    (TableKeyBadVersion, True, (
-        ("bytes", "payload", None, None, None),
-    )),
-    (ReadTableKeys, True, (
-        ("bytes", "payload", None, None, None),
-    )),
-    (TableKeysRead, True, (
-        ("bytes", "payload", None, None, None),
-    )),
-    (ReadTableEntries, True, (
-        ("bytes", "payload", None, None, None),
-    )),
-    (TableEntriesRead, True, (
-        ("bytes", "payload", None, None, None),
-    )),
-    (TableEntriesDeltaRead, True, (
-        ("bytes", "payload", None, None, None),
-    )),
-    (ReadTableEntriesDelta, True, (
         ("bytes", "payload", None, None, None),
     )),
     (ConditionalBlockEnd, True, (

@@ -103,6 +103,138 @@ INTERACTIONS: list[Interaction] = [
         frozenset({"SEGMENT_DELETED", "WRONG_HOST", "NO_SUCH_SEGMENT", "AUTH_TOKEN_CHECK_FAILED"}),
         ("request_id", ),
     ),
+    Interaction(
+        "TRUNCATE_SEGMENT",
+        frozenset(
+            {
+                "SEGMENT_TRUNCATED",
+                "WRONG_HOST",
+                "NO_SUCH_SEGMENT",
+                "SEGMENT_IS_TRUNCATED",
+                "AUTH_TOKEN_CHECK_FAILED",
+            },
+        ),
+        ("request_id", ),
+    ),
+    Interaction(
+        "CREATE_TABLE_SEGMENT",
+        frozenset(
+            {
+                "SEGMENT_CREATED",
+                "WRONG_HOST",
+                "SEGMENT_ALREADY_EXISTS",
+                "AUTH_TOKEN_CHECK_FAILED",
+                "ERROR_MESSAGE",
+            },
+        ),
+        ("request_id", ),
+    ),
+    Interaction(
+        "DELETE_TABLE_SEGMENT",
+        frozenset(
+            {
+                "SEGMENT_DELETED",
+                "WRONG_HOST",
+                "NO_SUCH_SEGMENT",
+                "TABLE_SEGMENT_NOT_EMPTY",
+                "AUTH_TOKEN_CHECK_FAILED",
+            },
+        ),
+        ("request_id", ),
+    ),
+    Interaction(
+        "GET_TABLE_SEGMENT_INFO",
+        frozenset(
+            {"TABLE_SEGMENT_INFO", "WRONG_HOST", "NO_SUCH_SEGMENT", "AUTH_TOKEN_CHECK_FAILED"}
+        ),
+        ("request_id", ),
+    ),
+    Interaction(
+        "UPDATE_TABLE_ENTRIES",
+        frozenset(
+            {
+                "TABLE_ENTRIES_UPDATED",
+                "WRONG_HOST",
+                "NO_SUCH_SEGMENT",
+                "TABLE_KEY_DOES_NOT_EXIST",
+                "TABLE_KEY_BAD_VERSION",
+                "SEGMENT_IS_TRUNCATED",
+                "SEGMENT_IS_SEALED",
+                "AUTH_TOKEN_CHECK_FAILED",
+                "ERROR_MESSAGE",
+            },
+        ),
+        ("request_id", ),
+    ),
+    Interaction(
+        "REMOVE_TABLE_KEYS",
+        frozenset(
+            {
+                "TABLE_KEYS_REMOVED",
+                "WRONG_HOST",
+                "NO_SUCH_SEGMENT",
+                "TABLE_KEY_DOES_NOT_EXIST",
+                "TABLE_KEY_BAD_VERSION",
+                "SEGMENT_IS_TRUNCATED",
+                "SEGMENT_IS_SEALED",
+                "AUTH_TOKEN_CHECK_FAILED",
+                "ERROR_MESSAGE",
+            },
+        ),
+        ("request_id", ),
+    ),
+    Interaction(
+        "READ_TABLE",
+        frozenset(
+            {
+                "TABLE_READ",
+                "WRONG_HOST",
+                "NO_SUCH_SEGMENT",
+                "AUTH_TOKEN_CHECK_FAILED",
+                "ERROR_MESSAGE",
+            },
+        ),
+        ("request_id", ),
+    ),
+    Interaction(
+        "READ_TABLE_KEYS",
+        frozenset(
+            {
+                "TABLE_KEYS_READ",
+                "WRONG_HOST",
+                "NO_SUCH_SEGMENT",
+                "AUTH_TOKEN_CHECK_FAILED",
+                "ERROR_MESSAGE",
+            },
+        ),
+        ("request_id", ),
+    ),
+    Interaction(
+        "READ_TABLE_ENTRIES",
+        frozenset(
+            {
+                "TABLE_ENTRIES_READ",
+                "WRONG_HOST",
+                "NO_SUCH_SEGMENT",
+                "AUTH_TOKEN_CHECK_FAILED",
+                "ERROR_MESSAGE",
+            },
+        ),
+        ("request_id", ),
+    ),
+    Interaction(
+        "READ_TABLE_ENTRIES_DELTA",
+        frozenset(
+            {
+                "TABLE_ENTRIES_DELTA_READ",
+                "WRONG_HOST",
+                "NO_SUCH_SEGMENT",
+                "AUTH_TOKEN_CHECK_FAILED",
+                "ERROR_MESSAGE",
+            },
+        ),
+        ("request_id", ),
+    ),
 ]
 
 _COMMANDS: dict[type, str] = {

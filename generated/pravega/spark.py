@@ -202,6 +202,8 @@ __all__ = [
     "TableEntriesDeltaRead",
     "TableEntriesRead",
     "TableEntriesUpdated",
+    "TableEntry",
+    "TableKey",
     "TableKeyBadVersion",
     "TableKeyDoesNotExist",
     "TableKeysRead",
@@ -209,6 +211,7 @@ __all__ = [
     "TableRead",
     "TableSegmentInfo",
     "TableSegmentNotEmpty",
+    "TableValue",
     "Tags",
     "TimestampFromWriter",
     "TimestampResponse",
@@ -1155,6 +1158,32 @@ _FIELDS_SegmentCreated = [
 ]
 _ARROW_SegmentCreated = pa.struct(_FIELDS_SegmentCreated)
 
+# The TruncateSegment frame struct.
+_SPARK_TruncateSegment = StructType([
+    StructField("request_id", LongType(), False),
+    StructField("segment", StringType(), False),
+    StructField("truncation_offset", LongType(), False),
+    StructField("delegation_token", StringType(), False),
+])
+_FIELDS_TruncateSegment = [
+    pa.field("request_id", pa.int64(), nullable=False),
+    pa.field("segment", pa.string(), nullable=False),
+    pa.field("truncation_offset", pa.int64(), nullable=False),
+    pa.field("delegation_token", pa.string(), nullable=False),
+]
+_ARROW_TruncateSegment = pa.struct(_FIELDS_TruncateSegment)
+
+# The SegmentTruncated frame struct.
+_SPARK_SegmentTruncated = StructType([
+    StructField("request_id", LongType(), False),
+    StructField("segment", StringType(), False),
+])
+_FIELDS_SegmentTruncated = [
+    pa.field("request_id", pa.int64(), nullable=False),
+    pa.field("segment", pa.string(), nullable=False),
+]
+_ARROW_SegmentTruncated = pa.struct(_FIELDS_SegmentTruncated)
+
 # The SealSegment frame struct.
 _SPARK_SealSegment = StructType([
     StructField("request_id", LongType(), False),
@@ -1319,6 +1348,370 @@ _FIELDS_ErrorMessage = [
 ]
 _ARROW_ErrorMessage = pa.struct(_FIELDS_ErrorMessage)
 
+# The TableKey frame struct.
+_SPARK_TableKey = StructType([
+    StructField("data", BinaryType(), False),
+    StructField("key_version", LongType(), True),
+])
+_FIELDS_TableKey = [
+    pa.field("data", pa.binary(), nullable=False),
+    pa.field("key_version", pa.int64()),
+]
+_ARROW_TableKey = pa.struct(_FIELDS_TableKey)
+
+# The TableValue frame struct.
+_SPARK_TableValue = StructType([
+    StructField("data", BinaryType(), False),
+])
+_FIELDS_TableValue = [
+    pa.field("data", pa.binary(), nullable=False),
+]
+_ARROW_TableValue = pa.struct(_FIELDS_TableValue)
+
+# The TableEntry frame struct.
+_SPARK_TableEntry = StructType([
+    StructField("key", _SPARK_TableKey, False),
+    StructField("value", _SPARK_TableValue, False),
+])
+_FIELDS_TableEntry = [
+    pa.field("key", _ARROW_TableKey, nullable=False),
+    pa.field("value", _ARROW_TableValue, nullable=False),
+]
+_ARROW_TableEntry = pa.struct(_FIELDS_TableEntry)
+
+# The CreateTableSegment frame struct.
+_SPARK_CreateTableSegment = StructType([
+    StructField("request_id", LongType(), False),
+    StructField("segment", StringType(), False),
+    StructField("delegation_token", StringType(), False),
+    StructField("sorted_deprecated", BooleanType(), False),
+    StructField("key_length", IntegerType(), False),
+    StructField("rollover_size_bytes", LongType(), False),
+])
+_FIELDS_CreateTableSegment = [
+    pa.field("request_id", pa.int64(), nullable=False),
+    pa.field("segment", pa.string(), nullable=False),
+    pa.field("delegation_token", pa.string(), nullable=False),
+    pa.field("sorted_deprecated", pa.bool_(), nullable=False),
+    pa.field("key_length", pa.int32(), nullable=False),
+    pa.field("rollover_size_bytes", pa.int64(), nullable=False),
+]
+_ARROW_CreateTableSegment = pa.struct(_FIELDS_CreateTableSegment)
+
+# The DeleteTableSegment frame struct.
+_SPARK_DeleteTableSegment = StructType([
+    StructField("request_id", LongType(), False),
+    StructField("segment", StringType(), False),
+    StructField("must_be_empty", BooleanType(), False),
+    StructField("delegation_token", StringType(), False),
+])
+_FIELDS_DeleteTableSegment = [
+    pa.field("request_id", pa.int64(), nullable=False),
+    pa.field("segment", pa.string(), nullable=False),
+    pa.field("must_be_empty", pa.bool_(), nullable=False),
+    pa.field("delegation_token", pa.string(), nullable=False),
+]
+_ARROW_DeleteTableSegment = pa.struct(_FIELDS_DeleteTableSegment)
+
+# The GetTableSegmentInfo frame struct.
+_SPARK_GetTableSegmentInfo = StructType([
+    StructField("request_id", LongType(), False),
+    StructField("segment", StringType(), False),
+    StructField("delegation_token", StringType(), False),
+])
+_FIELDS_GetTableSegmentInfo = [
+    pa.field("request_id", pa.int64(), nullable=False),
+    pa.field("segment", pa.string(), nullable=False),
+    pa.field("delegation_token", pa.string(), nullable=False),
+]
+_ARROW_GetTableSegmentInfo = pa.struct(_FIELDS_GetTableSegmentInfo)
+
+# The TableSegmentInfo frame struct.
+_SPARK_TableSegmentInfo = StructType([
+    StructField("request_id", LongType(), False),
+    StructField("segment", StringType(), False),
+    StructField("start_offset", LongType(), False),
+    StructField("length", LongType(), False),
+    StructField("entry_count", LongType(), False),
+    StructField("key_length", IntegerType(), False),
+])
+_FIELDS_TableSegmentInfo = [
+    pa.field("request_id", pa.int64(), nullable=False),
+    pa.field("segment", pa.string(), nullable=False),
+    pa.field("start_offset", pa.int64(), nullable=False),
+    pa.field("length", pa.int64(), nullable=False),
+    pa.field("entry_count", pa.int64(), nullable=False),
+    pa.field("key_length", pa.int32(), nullable=False),
+]
+_ARROW_TableSegmentInfo = pa.struct(_FIELDS_TableSegmentInfo)
+
+# The UpdateTableEntries frame struct.
+_SPARK_UpdateTableEntries = StructType([
+    StructField("request_id", LongType(), False),
+    StructField("segment", StringType(), False),
+    StructField("delegation_token", StringType(), False),
+    StructField("entries", ArrayType(_SPARK_TableEntry, False), False),
+    StructField("table_segment_offset", LongType(), False),
+])
+_FIELDS_UpdateTableEntries = [
+    pa.field("request_id", pa.int64(), nullable=False),
+    pa.field("segment", pa.string(), nullable=False),
+    pa.field("delegation_token", pa.string(), nullable=False),
+    pa.field(
+        "entries",
+        pa.list_(pa.field("element", _ARROW_TableEntry, nullable=False)),
+        nullable=False,
+    ),
+    pa.field("table_segment_offset", pa.int64(), nullable=False),
+]
+_ARROW_UpdateTableEntries = pa.struct(_FIELDS_UpdateTableEntries)
+
+# The TableEntriesUpdated frame struct.
+_SPARK_TableEntriesUpdated = StructType([
+    StructField("request_id", LongType(), False),
+    StructField("updated_versions", ArrayType(LongType(), False), False),
+])
+_FIELDS_TableEntriesUpdated = [
+    pa.field("request_id", pa.int64(), nullable=False),
+    pa.field(
+        "updated_versions",
+        pa.list_(pa.field("element", pa.int64(), nullable=False)),
+        nullable=False,
+    ),
+]
+_ARROW_TableEntriesUpdated = pa.struct(_FIELDS_TableEntriesUpdated)
+
+# The RemoveTableKeys frame struct.
+_SPARK_RemoveTableKeys = StructType([
+    StructField("request_id", LongType(), False),
+    StructField("segment", StringType(), False),
+    StructField("delegation_token", StringType(), False),
+    StructField("keys", ArrayType(_SPARK_TableKey, False), False),
+    StructField("table_segment_offset", LongType(), False),
+])
+_FIELDS_RemoveTableKeys = [
+    pa.field("request_id", pa.int64(), nullable=False),
+    pa.field("segment", pa.string(), nullable=False),
+    pa.field("delegation_token", pa.string(), nullable=False),
+    pa.field(
+        "keys",
+        pa.list_(pa.field("element", _ARROW_TableKey, nullable=False)),
+        nullable=False,
+    ),
+    pa.field("table_segment_offset", pa.int64(), nullable=False),
+]
+_ARROW_RemoveTableKeys = pa.struct(_FIELDS_RemoveTableKeys)
+
+# The TableKeysRemoved frame struct.
+_SPARK_TableKeysRemoved = StructType([
+    StructField("request_id", LongType(), False),
+    StructField("segment", StringType(), False),
+])
+_FIELDS_TableKeysRemoved = [
+    pa.field("request_id", pa.int64(), nullable=False),
+    pa.field("segment", pa.string(), nullable=False),
+]
+_ARROW_TableKeysRemoved = pa.struct(_FIELDS_TableKeysRemoved)
+
+# The ReadTable frame struct.
+_SPARK_ReadTable = StructType([
+    StructField("request_id", LongType(), False),
+    StructField("segment", StringType(), False),
+    StructField("delegation_token", StringType(), False),
+    StructField("keys", ArrayType(_SPARK_TableKey, False), False),
+])
+_FIELDS_ReadTable = [
+    pa.field("request_id", pa.int64(), nullable=False),
+    pa.field("segment", pa.string(), nullable=False),
+    pa.field("delegation_token", pa.string(), nullable=False),
+    pa.field(
+        "keys",
+        pa.list_(pa.field("element", _ARROW_TableKey, nullable=False)),
+        nullable=False,
+    ),
+]
+_ARROW_ReadTable = pa.struct(_FIELDS_ReadTable)
+
+# The TableRead frame struct.
+_SPARK_TableRead = StructType([
+    StructField("request_id", LongType(), False),
+    StructField("segment", StringType(), False),
+    StructField("entries", ArrayType(_SPARK_TableEntry, False), False),
+])
+_FIELDS_TableRead = [
+    pa.field("request_id", pa.int64(), nullable=False),
+    pa.field("segment", pa.string(), nullable=False),
+    pa.field(
+        "entries",
+        pa.list_(pa.field("element", _ARROW_TableEntry, nullable=False)),
+        nullable=False,
+    ),
+]
+_ARROW_TableRead = pa.struct(_FIELDS_TableRead)
+
+# The ReadTableKeys frame struct.
+_SPARK_ReadTableKeys = StructType([
+    StructField("request_id", LongType(), False),
+    StructField("segment", StringType(), False),
+    StructField("delegation_token", StringType(), False),
+    StructField("suggested_key_count", IntegerType(), False),
+    StructField("continuation_token", BinaryType(), False),
+    StructField("prefix_filter", BinaryType(), True),
+    StructField("from_key", BinaryType(), True),
+    StructField("to_key", BinaryType(), True),
+])
+_FIELDS_ReadTableKeys = [
+    pa.field("request_id", pa.int64(), nullable=False),
+    pa.field("segment", pa.string(), nullable=False),
+    pa.field("delegation_token", pa.string(), nullable=False),
+    pa.field("suggested_key_count", pa.int32(), nullable=False),
+    pa.field("continuation_token", pa.binary(), nullable=False),
+    pa.field("prefix_filter", pa.binary()),
+    pa.field("from_key", pa.binary()),
+    pa.field("to_key", pa.binary()),
+]
+_ARROW_ReadTableKeys = pa.struct(_FIELDS_ReadTableKeys)
+
+# The TableKeysRead frame struct.
+_SPARK_TableKeysRead = StructType([
+    StructField("request_id", LongType(), False),
+    StructField("segment", StringType(), False),
+    StructField("keys", ArrayType(_SPARK_TableKey, False), False),
+    StructField("continuation_token", BinaryType(), False),
+])
+_FIELDS_TableKeysRead = [
+    pa.field("request_id", pa.int64(), nullable=False),
+    pa.field("segment", pa.string(), nullable=False),
+    pa.field(
+        "keys",
+        pa.list_(pa.field("element", _ARROW_TableKey, nullable=False)),
+        nullable=False,
+    ),
+    pa.field("continuation_token", pa.binary(), nullable=False),
+]
+_ARROW_TableKeysRead = pa.struct(_FIELDS_TableKeysRead)
+
+# The ReadTableEntries frame struct.
+_SPARK_ReadTableEntries = StructType([
+    StructField("request_id", LongType(), False),
+    StructField("segment", StringType(), False),
+    StructField("delegation_token", StringType(), False),
+    StructField("suggested_entry_count", IntegerType(), False),
+    StructField("continuation_token", BinaryType(), False),
+    StructField("prefix_filter", BinaryType(), True),
+    StructField("from_key", BinaryType(), True),
+    StructField("to_key", BinaryType(), True),
+])
+_FIELDS_ReadTableEntries = [
+    pa.field("request_id", pa.int64(), nullable=False),
+    pa.field("segment", pa.string(), nullable=False),
+    pa.field("delegation_token", pa.string(), nullable=False),
+    pa.field("suggested_entry_count", pa.int32(), nullable=False),
+    pa.field("continuation_token", pa.binary(), nullable=False),
+    pa.field("prefix_filter", pa.binary()),
+    pa.field("from_key", pa.binary()),
+    pa.field("to_key", pa.binary()),
+]
+_ARROW_ReadTableEntries = pa.struct(_FIELDS_ReadTableEntries)
+
+# The TableEntriesRead frame struct.
+_SPARK_TableEntriesRead = StructType([
+    StructField("request_id", LongType(), False),
+    StructField("segment", StringType(), False),
+    StructField("entries", ArrayType(_SPARK_TableEntry, False), False),
+    StructField("continuation_token", BinaryType(), False),
+])
+_FIELDS_TableEntriesRead = [
+    pa.field("request_id", pa.int64(), nullable=False),
+    pa.field("segment", pa.string(), nullable=False),
+    pa.field(
+        "entries",
+        pa.list_(pa.field("element", _ARROW_TableEntry, nullable=False)),
+        nullable=False,
+    ),
+    pa.field("continuation_token", pa.binary(), nullable=False),
+]
+_ARROW_TableEntriesRead = pa.struct(_FIELDS_TableEntriesRead)
+
+# The ReadTableEntriesDelta frame struct.
+_SPARK_ReadTableEntriesDelta = StructType([
+    StructField("request_id", LongType(), False),
+    StructField("segment", StringType(), False),
+    StructField("delegation_token", StringType(), False),
+    StructField("from_position", LongType(), False),
+    StructField("suggested_entry_count", IntegerType(), False),
+])
+_FIELDS_ReadTableEntriesDelta = [
+    pa.field("request_id", pa.int64(), nullable=False),
+    pa.field("segment", pa.string(), nullable=False),
+    pa.field("delegation_token", pa.string(), nullable=False),
+    pa.field("from_position", pa.int64(), nullable=False),
+    pa.field("suggested_entry_count", pa.int32(), nullable=False),
+]
+_ARROW_ReadTableEntriesDelta = pa.struct(_FIELDS_ReadTableEntriesDelta)
+
+# The TableEntriesDeltaRead frame struct.
+_SPARK_TableEntriesDeltaRead = StructType([
+    StructField("request_id", LongType(), False),
+    StructField("segment", StringType(), False),
+    StructField("entries", ArrayType(_SPARK_TableEntry, False), False),
+    StructField("should_clear", BooleanType(), False),
+    StructField("reached_end", BooleanType(), False),
+    StructField("last_position", LongType(), False),
+])
+_FIELDS_TableEntriesDeltaRead = [
+    pa.field("request_id", pa.int64(), nullable=False),
+    pa.field("segment", pa.string(), nullable=False),
+    pa.field(
+        "entries",
+        pa.list_(pa.field("element", _ARROW_TableEntry, nullable=False)),
+        nullable=False,
+    ),
+    pa.field("should_clear", pa.bool_(), nullable=False),
+    pa.field("reached_end", pa.bool_(), nullable=False),
+    pa.field("last_position", pa.int64(), nullable=False),
+]
+_ARROW_TableEntriesDeltaRead = pa.struct(_FIELDS_TableEntriesDeltaRead)
+
+# The TableSegmentNotEmpty frame struct.
+_SPARK_TableSegmentNotEmpty = StructType([
+    StructField("request_id", LongType(), False),
+    StructField("segment", StringType(), False),
+    StructField("server_stack_trace", StringType(), False),
+])
+_FIELDS_TableSegmentNotEmpty = [
+    pa.field("request_id", pa.int64(), nullable=False),
+    pa.field("segment", pa.string(), nullable=False),
+    pa.field("server_stack_trace", pa.string(), nullable=False),
+]
+_ARROW_TableSegmentNotEmpty = pa.struct(_FIELDS_TableSegmentNotEmpty)
+
+# The TableKeyDoesNotExist frame struct.
+_SPARK_TableKeyDoesNotExist = StructType([
+    StructField("request_id", LongType(), False),
+    StructField("segment", StringType(), False),
+    StructField("server_stack_trace", StringType(), False),
+])
+_FIELDS_TableKeyDoesNotExist = [
+    pa.field("request_id", pa.int64(), nullable=False),
+    pa.field("segment", pa.string(), nullable=False),
+    pa.field("server_stack_trace", pa.string(), nullable=False),
+]
+_ARROW_TableKeyDoesNotExist = pa.struct(_FIELDS_TableKeyDoesNotExist)
+
+# The TableKeyBadVersion frame struct.
+_SPARK_TableKeyBadVersion = StructType([
+    StructField("request_id", LongType(), False),
+    StructField("segment", StringType(), False),
+    StructField("server_stack_trace", StringType(), False),
+])
+_FIELDS_TableKeyBadVersion = [
+    pa.field("request_id", pa.int64(), nullable=False),
+    pa.field("segment", pa.string(), nullable=False),
+    pa.field("server_stack_trace", pa.string(), nullable=False),
+]
+_ARROW_TableKeyBadVersion = pa.struct(_FIELDS_TableKeyBadVersion)
+
 # The FlushToStorage frame struct.
 _SPARK_FlushToStorage = StructType([
     StructField("payload", BinaryType(), False),
@@ -1409,24 +1802,6 @@ _FIELDS_SegmentAttributeUpdated = [
 ]
 _ARROW_SegmentAttributeUpdated = pa.struct(_FIELDS_SegmentAttributeUpdated)
 
-# The TruncateSegment frame struct.
-_SPARK_TruncateSegment = StructType([
-    StructField("payload", BinaryType(), False),
-])
-_FIELDS_TruncateSegment = [
-    pa.field("payload", pa.binary(), nullable=False),
-]
-_ARROW_TruncateSegment = pa.struct(_FIELDS_TruncateSegment)
-
-# The SegmentTruncated frame struct.
-_SPARK_SegmentTruncated = StructType([
-    StructField("payload", BinaryType(), False),
-])
-_FIELDS_SegmentTruncated = [
-    pa.field("payload", pa.binary(), nullable=False),
-]
-_ARROW_SegmentTruncated = pa.struct(_FIELDS_SegmentTruncated)
-
 # The CreateTransientSegment frame struct.
 _SPARK_CreateTransientSegment = StructType([
     StructField("payload", BinaryType(), False),
@@ -1480,177 +1855,6 @@ _FIELDS_SegmentsMerged = [
     pa.field("payload", pa.binary(), nullable=False),
 ]
 _ARROW_SegmentsMerged = pa.struct(_FIELDS_SegmentsMerged)
-
-# The GetTableSegmentInfo frame struct.
-_SPARK_GetTableSegmentInfo = StructType([
-    StructField("payload", BinaryType(), False),
-])
-_FIELDS_GetTableSegmentInfo = [
-    pa.field("payload", pa.binary(), nullable=False),
-]
-_ARROW_GetTableSegmentInfo = pa.struct(_FIELDS_GetTableSegmentInfo)
-
-# The TableSegmentInfo frame struct.
-_SPARK_TableSegmentInfo = StructType([
-    StructField("payload", BinaryType(), False),
-])
-_FIELDS_TableSegmentInfo = [
-    pa.field("payload", pa.binary(), nullable=False),
-]
-_ARROW_TableSegmentInfo = pa.struct(_FIELDS_TableSegmentInfo)
-
-# The CreateTableSegment frame struct.
-_SPARK_CreateTableSegment = StructType([
-    StructField("payload", BinaryType(), False),
-])
-_FIELDS_CreateTableSegment = [
-    pa.field("payload", pa.binary(), nullable=False),
-]
-_ARROW_CreateTableSegment = pa.struct(_FIELDS_CreateTableSegment)
-
-# The DeleteTableSegment frame struct.
-_SPARK_DeleteTableSegment = StructType([
-    StructField("payload", BinaryType(), False),
-])
-_FIELDS_DeleteTableSegment = [
-    pa.field("payload", pa.binary(), nullable=False),
-]
-_ARROW_DeleteTableSegment = pa.struct(_FIELDS_DeleteTableSegment)
-
-# The UpdateTableEntries frame struct.
-_SPARK_UpdateTableEntries = StructType([
-    StructField("payload", BinaryType(), False),
-])
-_FIELDS_UpdateTableEntries = [
-    pa.field("payload", pa.binary(), nullable=False),
-]
-_ARROW_UpdateTableEntries = pa.struct(_FIELDS_UpdateTableEntries)
-
-# The TableEntriesUpdated frame struct.
-_SPARK_TableEntriesUpdated = StructType([
-    StructField("payload", BinaryType(), False),
-])
-_FIELDS_TableEntriesUpdated = [
-    pa.field("payload", pa.binary(), nullable=False),
-]
-_ARROW_TableEntriesUpdated = pa.struct(_FIELDS_TableEntriesUpdated)
-
-# The RemoveTableKeys frame struct.
-_SPARK_RemoveTableKeys = StructType([
-    StructField("payload", BinaryType(), False),
-])
-_FIELDS_RemoveTableKeys = [
-    pa.field("payload", pa.binary(), nullable=False),
-]
-_ARROW_RemoveTableKeys = pa.struct(_FIELDS_RemoveTableKeys)
-
-# The TableKeysRemoved frame struct.
-_SPARK_TableKeysRemoved = StructType([
-    StructField("payload", BinaryType(), False),
-])
-_FIELDS_TableKeysRemoved = [
-    pa.field("payload", pa.binary(), nullable=False),
-]
-_ARROW_TableKeysRemoved = pa.struct(_FIELDS_TableKeysRemoved)
-
-# The ReadTable frame struct.
-_SPARK_ReadTable = StructType([
-    StructField("payload", BinaryType(), False),
-])
-_FIELDS_ReadTable = [
-    pa.field("payload", pa.binary(), nullable=False),
-]
-_ARROW_ReadTable = pa.struct(_FIELDS_ReadTable)
-
-# The TableRead frame struct.
-_SPARK_TableRead = StructType([
-    StructField("payload", BinaryType(), False),
-])
-_FIELDS_TableRead = [
-    pa.field("payload", pa.binary(), nullable=False),
-]
-_ARROW_TableRead = pa.struct(_FIELDS_TableRead)
-
-# The TableSegmentNotEmpty frame struct.
-_SPARK_TableSegmentNotEmpty = StructType([
-    StructField("payload", BinaryType(), False),
-])
-_FIELDS_TableSegmentNotEmpty = [
-    pa.field("payload", pa.binary(), nullable=False),
-]
-_ARROW_TableSegmentNotEmpty = pa.struct(_FIELDS_TableSegmentNotEmpty)
-
-# The TableKeyDoesNotExist frame struct.
-_SPARK_TableKeyDoesNotExist = StructType([
-    StructField("payload", BinaryType(), False),
-])
-_FIELDS_TableKeyDoesNotExist = [
-    pa.field("payload", pa.binary(), nullable=False),
-]
-_ARROW_TableKeyDoesNotExist = pa.struct(_FIELDS_TableKeyDoesNotExist)
-
-# The TableKeyBadVersion frame struct.
-_SPARK_TableKeyBadVersion = StructType([
-    StructField("payload", BinaryType(), False),
-])
-_FIELDS_TableKeyBadVersion = [
-    pa.field("payload", pa.binary(), nullable=False),
-]
-_ARROW_TableKeyBadVersion = pa.struct(_FIELDS_TableKeyBadVersion)
-
-# The ReadTableKeys frame struct.
-_SPARK_ReadTableKeys = StructType([
-    StructField("payload", BinaryType(), False),
-])
-_FIELDS_ReadTableKeys = [
-    pa.field("payload", pa.binary(), nullable=False),
-]
-_ARROW_ReadTableKeys = pa.struct(_FIELDS_ReadTableKeys)
-
-# The TableKeysRead frame struct.
-_SPARK_TableKeysRead = StructType([
-    StructField("payload", BinaryType(), False),
-])
-_FIELDS_TableKeysRead = [
-    pa.field("payload", pa.binary(), nullable=False),
-]
-_ARROW_TableKeysRead = pa.struct(_FIELDS_TableKeysRead)
-
-# The ReadTableEntries frame struct.
-_SPARK_ReadTableEntries = StructType([
-    StructField("payload", BinaryType(), False),
-])
-_FIELDS_ReadTableEntries = [
-    pa.field("payload", pa.binary(), nullable=False),
-]
-_ARROW_ReadTableEntries = pa.struct(_FIELDS_ReadTableEntries)
-
-# The TableEntriesRead frame struct.
-_SPARK_TableEntriesRead = StructType([
-    StructField("payload", BinaryType(), False),
-])
-_FIELDS_TableEntriesRead = [
-    pa.field("payload", pa.binary(), nullable=False),
-]
-_ARROW_TableEntriesRead = pa.struct(_FIELDS_TableEntriesRead)
-
-# The TableEntriesDeltaRead frame struct.
-_SPARK_TableEntriesDeltaRead = StructType([
-    StructField("payload", BinaryType(), False),
-])
-_FIELDS_TableEntriesDeltaRead = [
-    pa.field("payload", pa.binary(), nullable=False),
-]
-_ARROW_TableEntriesDeltaRead = pa.struct(_FIELDS_TableEntriesDeltaRead)
-
-# The ReadTableEntriesDelta frame struct.
-_SPARK_ReadTableEntriesDelta = StructType([
-    StructField("payload", BinaryType(), False),
-])
-_FIELDS_ReadTableEntriesDelta = [
-    pa.field("payload", pa.binary(), nullable=False),
-]
-_ARROW_ReadTableEntriesDelta = pa.struct(_FIELDS_ReadTableEntriesDelta)
 
 # The ConditionalBlockEnd frame struct.
 _SPARK_ConditionalBlockEnd = StructType([
@@ -4170,6 +4374,84 @@ def _arrow_SegmentCreated(values: Sequence[frames.SegmentCreated | None]) -> Any
     return struct_array(arrays, fields, len(rows), take)
 
 
+def _row_TruncateSegment(m: frames.TruncateSegment) -> dict[str, Any]:
+    """The row of a TruncateSegment: field name -> row value."""
+    return {
+        "request_id": m.request_id,
+        "segment": m.segment,
+        "truncation_offset": m.truncation_offset,
+        "delegation_token": m.delegation_token,
+    }
+
+
+def _value_TruncateSegment(row: RowLike) -> frames.TruncateSegment:
+    """The TruncateSegment a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["request_id"]
+    v1 = r["segment"]
+    v2 = r["truncation_offset"]
+    v3 = r["delegation_token"]
+    value = frames.TruncateSegment(
+        request_id=required(v0, "TruncateSegment.request_id"),
+        segment=required(v1, "TruncateSegment.segment"),
+        truncation_offset=required(v2, "TruncateSegment.truncation_offset"),
+        delegation_token=required(v3, "TruncateSegment.delegation_token"),
+    )
+    return value
+
+
+def _arrow_TruncateSegment(values: Sequence[frames.TruncateSegment | None]) -> Any:
+    """An Arrow struct column of TruncateSegment values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_TruncateSegment)
+    fields = _FIELDS_TruncateSegment
+    v0 = [m.request_id for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.segment for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.truncation_offset for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    v3 = [m.delegation_token for m in rows]
+    c3 = pa.array(v3, fields[3].type)
+    arrays = [c0, c1, c2, c3]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_SegmentTruncated(m: frames.SegmentTruncated) -> dict[str, Any]:
+    """The row of a SegmentTruncated: field name -> row value."""
+    return {
+        "request_id": m.request_id,
+        "segment": m.segment,
+    }
+
+
+def _value_SegmentTruncated(row: RowLike) -> frames.SegmentTruncated:
+    """The SegmentTruncated a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["request_id"]
+    v1 = r["segment"]
+    value = frames.SegmentTruncated(
+        request_id=required(v0, "SegmentTruncated.request_id"),
+        segment=required(v1, "SegmentTruncated.segment"),
+    )
+    return value
+
+
+def _arrow_SegmentTruncated(values: Sequence[frames.SegmentTruncated | None]) -> Any:
+    """An Arrow struct column of SegmentTruncated values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_SegmentTruncated)
+    fields = _FIELDS_SegmentTruncated
+    v0 = [m.request_id for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.segment for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    arrays = [c0, c1]
+    return struct_array(arrays, fields, len(rows), take)
+
+
 def _row_SealSegment(m: frames.SealSegment) -> dict[str, Any]:
     """The row of a SealSegment: field name -> row value."""
     return {
@@ -4658,6 +4940,986 @@ def _arrow_ErrorMessage(values: Sequence[frames.ErrorMessage | None]) -> Any:
     return struct_array(arrays, fields, len(rows), take)
 
 
+def _row_TableKey(m: frames.TableKey) -> dict[str, Any]:
+    """The row of a TableKey: field name -> row value."""
+    return {
+        "data": m.data,
+        "key_version": m.key_version,
+    }
+
+
+def _value_TableKey(row: RowLike) -> frames.TableKey:
+    """The TableKey a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["data"]
+    v1 = r["key_version"]
+    value = frames.TableKey(
+        data=binary_value(required(v0, "TableKey.data")),
+        key_version=v1,
+    )
+    return value
+
+
+def _arrow_TableKey(values: Sequence[frames.TableKey | None]) -> Any:
+    """An Arrow struct column of TableKey values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_TableKey)
+    fields = _FIELDS_TableKey
+    v0 = [m.data for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.key_version for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    arrays = [c0, c1]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_TableValue(m: frames.TableValue) -> dict[str, Any]:
+    """The row of a TableValue: field name -> row value."""
+    return {
+        "data": m.data,
+    }
+
+
+def _value_TableValue(row: RowLike) -> frames.TableValue:
+    """The TableValue a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["data"]
+    value = frames.TableValue(
+        data=binary_value(required(v0, "TableValue.data")),
+    )
+    return value
+
+
+def _arrow_TableValue(values: Sequence[frames.TableValue | None]) -> Any:
+    """An Arrow struct column of TableValue values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_TableValue)
+    fields = _FIELDS_TableValue
+    v0 = [m.data for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    arrays = [c0]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_TableEntry(m: frames.TableEntry) -> dict[str, Any]:
+    """The row of a TableEntry: field name -> row value."""
+    return {
+        "key": _row_TableKey(m.key),
+        "value": _row_TableValue(m.value),
+    }
+
+
+def _value_TableEntry(row: RowLike) -> frames.TableEntry:
+    """The TableEntry a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["key"]
+    v1 = r["value"]
+    value = frames.TableEntry(
+        key=_value_TableKey(required(v0, "TableEntry.key")),
+        value=_value_TableValue(required(v1, "TableEntry.value")),
+    )
+    return value
+
+
+def _arrow_TableEntry(values: Sequence[frames.TableEntry | None]) -> Any:
+    """An Arrow struct column of TableEntry values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_TableEntry)
+    fields = _FIELDS_TableEntry
+    v0 = [m.key for m in rows]
+    c0 = _arrow_TableKey(v0)
+    v1 = [m.value for m in rows]
+    c1 = _arrow_TableValue(v1)
+    arrays = [c0, c1]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_CreateTableSegment(m: frames.CreateTableSegment) -> dict[str, Any]:
+    """The row of a CreateTableSegment: field name -> row value."""
+    return {
+        "request_id": m.request_id,
+        "segment": m.segment,
+        "delegation_token": m.delegation_token,
+        "sorted_deprecated": m.sorted_deprecated,
+        "key_length": m.key_length,
+        "rollover_size_bytes": m.rollover_size_bytes,
+    }
+
+
+def _value_CreateTableSegment(row: RowLike) -> frames.CreateTableSegment:
+    """The CreateTableSegment a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["request_id"]
+    v1 = r["segment"]
+    v2 = r["delegation_token"]
+    v3 = r["sorted_deprecated"]
+    v4 = r["key_length"]
+    v5 = r["rollover_size_bytes"]
+    value = frames.CreateTableSegment(
+        request_id=required(v0, "CreateTableSegment.request_id"),
+        segment=required(v1, "CreateTableSegment.segment"),
+        delegation_token=required(v2, "CreateTableSegment.delegation_token"),
+        sorted_deprecated=required(v3, "CreateTableSegment.sorted_deprecated"),
+        key_length=required(v4, "CreateTableSegment.key_length"),
+        rollover_size_bytes=required(v5, "CreateTableSegment.rollover_size_bytes"),
+    )
+    return value
+
+
+def _arrow_CreateTableSegment(values: Sequence[frames.CreateTableSegment | None]) -> Any:
+    """An Arrow struct column of CreateTableSegment values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_CreateTableSegment)
+    fields = _FIELDS_CreateTableSegment
+    v0 = [m.request_id for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.segment for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.delegation_token for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    v3 = [m.sorted_deprecated for m in rows]
+    c3 = pa.array(v3, fields[3].type)
+    v4 = [m.key_length for m in rows]
+    c4 = pa.array(v4, fields[4].type)
+    v5 = [m.rollover_size_bytes for m in rows]
+    c5 = pa.array(v5, fields[5].type)
+    arrays = [c0, c1, c2, c3, c4, c5]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_DeleteTableSegment(m: frames.DeleteTableSegment) -> dict[str, Any]:
+    """The row of a DeleteTableSegment: field name -> row value."""
+    return {
+        "request_id": m.request_id,
+        "segment": m.segment,
+        "must_be_empty": m.must_be_empty,
+        "delegation_token": m.delegation_token,
+    }
+
+
+def _value_DeleteTableSegment(row: RowLike) -> frames.DeleteTableSegment:
+    """The DeleteTableSegment a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["request_id"]
+    v1 = r["segment"]
+    v2 = r["must_be_empty"]
+    v3 = r["delegation_token"]
+    value = frames.DeleteTableSegment(
+        request_id=required(v0, "DeleteTableSegment.request_id"),
+        segment=required(v1, "DeleteTableSegment.segment"),
+        must_be_empty=required(v2, "DeleteTableSegment.must_be_empty"),
+        delegation_token=required(v3, "DeleteTableSegment.delegation_token"),
+    )
+    return value
+
+
+def _arrow_DeleteTableSegment(values: Sequence[frames.DeleteTableSegment | None]) -> Any:
+    """An Arrow struct column of DeleteTableSegment values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_DeleteTableSegment)
+    fields = _FIELDS_DeleteTableSegment
+    v0 = [m.request_id for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.segment for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.must_be_empty for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    v3 = [m.delegation_token for m in rows]
+    c3 = pa.array(v3, fields[3].type)
+    arrays = [c0, c1, c2, c3]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_GetTableSegmentInfo(m: frames.GetTableSegmentInfo) -> dict[str, Any]:
+    """The row of a GetTableSegmentInfo: field name -> row value."""
+    return {
+        "request_id": m.request_id,
+        "segment": m.segment,
+        "delegation_token": m.delegation_token,
+    }
+
+
+def _value_GetTableSegmentInfo(row: RowLike) -> frames.GetTableSegmentInfo:
+    """The GetTableSegmentInfo a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["request_id"]
+    v1 = r["segment"]
+    v2 = r["delegation_token"]
+    value = frames.GetTableSegmentInfo(
+        request_id=required(v0, "GetTableSegmentInfo.request_id"),
+        segment=required(v1, "GetTableSegmentInfo.segment"),
+        delegation_token=required(v2, "GetTableSegmentInfo.delegation_token"),
+    )
+    return value
+
+
+def _arrow_GetTableSegmentInfo(values: Sequence[frames.GetTableSegmentInfo | None]) -> Any:
+    """An Arrow struct column of GetTableSegmentInfo values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_GetTableSegmentInfo)
+    fields = _FIELDS_GetTableSegmentInfo
+    v0 = [m.request_id for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.segment for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.delegation_token for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    arrays = [c0, c1, c2]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_TableSegmentInfo(m: frames.TableSegmentInfo) -> dict[str, Any]:
+    """The row of a TableSegmentInfo: field name -> row value."""
+    return {
+        "request_id": m.request_id,
+        "segment": m.segment,
+        "start_offset": m.start_offset,
+        "length": m.length,
+        "entry_count": m.entry_count,
+        "key_length": m.key_length,
+    }
+
+
+def _value_TableSegmentInfo(row: RowLike) -> frames.TableSegmentInfo:
+    """The TableSegmentInfo a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["request_id"]
+    v1 = r["segment"]
+    v2 = r["start_offset"]
+    v3 = r["length"]
+    v4 = r["entry_count"]
+    v5 = r["key_length"]
+    value = frames.TableSegmentInfo(
+        request_id=required(v0, "TableSegmentInfo.request_id"),
+        segment=required(v1, "TableSegmentInfo.segment"),
+        start_offset=required(v2, "TableSegmentInfo.start_offset"),
+        length=required(v3, "TableSegmentInfo.length"),
+        entry_count=required(v4, "TableSegmentInfo.entry_count"),
+        key_length=required(v5, "TableSegmentInfo.key_length"),
+    )
+    return value
+
+
+def _arrow_TableSegmentInfo(values: Sequence[frames.TableSegmentInfo | None]) -> Any:
+    """An Arrow struct column of TableSegmentInfo values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_TableSegmentInfo)
+    fields = _FIELDS_TableSegmentInfo
+    v0 = [m.request_id for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.segment for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.start_offset for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    v3 = [m.length for m in rows]
+    c3 = pa.array(v3, fields[3].type)
+    v4 = [m.entry_count for m in rows]
+    c4 = pa.array(v4, fields[4].type)
+    v5 = [m.key_length for m in rows]
+    c5 = pa.array(v5, fields[5].type)
+    arrays = [c0, c1, c2, c3, c4, c5]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_UpdateTableEntries(m: frames.UpdateTableEntries) -> dict[str, Any]:
+    """The row of a UpdateTableEntries: field name -> row value."""
+    x3 = m.entries
+    return {
+        "request_id": m.request_id,
+        "segment": m.segment,
+        "delegation_token": m.delegation_token,
+        "entries": [_row_TableEntry(y) for y in x3],
+        "table_segment_offset": m.table_segment_offset,
+    }
+
+
+def _value_UpdateTableEntries(row: RowLike) -> frames.UpdateTableEntries:
+    """The UpdateTableEntries a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["request_id"]
+    v1 = r["segment"]
+    v2 = r["delegation_token"]
+    v3 = r["entries"]
+    v4 = r["table_segment_offset"]
+    value = frames.UpdateTableEntries(
+        request_id=required(v0, "UpdateTableEntries.request_id"),
+        segment=required(v1, "UpdateTableEntries.segment"),
+        delegation_token=required(v2, "UpdateTableEntries.delegation_token"),
+        entries=[_value_TableEntry(y) for y in v3 or ()],
+        table_segment_offset=required(v4, "UpdateTableEntries.table_segment_offset"),
+    )
+    return value
+
+
+def _arrow_UpdateTableEntries(values: Sequence[frames.UpdateTableEntries | None]) -> Any:
+    """An Arrow struct column of UpdateTableEntries values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_UpdateTableEntries)
+    fields = _FIELDS_UpdateTableEntries
+    v0 = [m.request_id for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.segment for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.delegation_token for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    v3 = [m.entries for m in rows]
+    c3 = list_array(v3, _arrow_TableEntry, fields[3].type)
+    v4 = [m.table_segment_offset for m in rows]
+    c4 = pa.array(v4, fields[4].type)
+    arrays = [c0, c1, c2, c3, c4]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_TableEntriesUpdated(m: frames.TableEntriesUpdated) -> dict[str, Any]:
+    """The row of a TableEntriesUpdated: field name -> row value."""
+    return {
+        "request_id": m.request_id,
+        "updated_versions": list(m.updated_versions),
+    }
+
+
+def _value_TableEntriesUpdated(row: RowLike) -> frames.TableEntriesUpdated:
+    """The TableEntriesUpdated a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["request_id"]
+    v1 = r["updated_versions"]
+    value = frames.TableEntriesUpdated(
+        request_id=required(v0, "TableEntriesUpdated.request_id"),
+        updated_versions=list(v1 or ()),
+    )
+    return value
+
+
+def _arrow_TableEntriesUpdated(values: Sequence[frames.TableEntriesUpdated | None]) -> Any:
+    """An Arrow struct column of TableEntriesUpdated values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_TableEntriesUpdated)
+    fields = _FIELDS_TableEntriesUpdated
+    v0 = [m.request_id for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.updated_versions for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    arrays = [c0, c1]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_RemoveTableKeys(m: frames.RemoveTableKeys) -> dict[str, Any]:
+    """The row of a RemoveTableKeys: field name -> row value."""
+    x3 = m.keys
+    return {
+        "request_id": m.request_id,
+        "segment": m.segment,
+        "delegation_token": m.delegation_token,
+        "keys": [_row_TableKey(y) for y in x3],
+        "table_segment_offset": m.table_segment_offset,
+    }
+
+
+def _value_RemoveTableKeys(row: RowLike) -> frames.RemoveTableKeys:
+    """The RemoveTableKeys a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["request_id"]
+    v1 = r["segment"]
+    v2 = r["delegation_token"]
+    v3 = r["keys"]
+    v4 = r["table_segment_offset"]
+    value = frames.RemoveTableKeys(
+        request_id=required(v0, "RemoveTableKeys.request_id"),
+        segment=required(v1, "RemoveTableKeys.segment"),
+        delegation_token=required(v2, "RemoveTableKeys.delegation_token"),
+        keys=[_value_TableKey(y) for y in v3 or ()],
+        table_segment_offset=required(v4, "RemoveTableKeys.table_segment_offset"),
+    )
+    return value
+
+
+def _arrow_RemoveTableKeys(values: Sequence[frames.RemoveTableKeys | None]) -> Any:
+    """An Arrow struct column of RemoveTableKeys values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_RemoveTableKeys)
+    fields = _FIELDS_RemoveTableKeys
+    v0 = [m.request_id for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.segment for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.delegation_token for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    v3 = [m.keys for m in rows]
+    c3 = list_array(v3, _arrow_TableKey, fields[3].type)
+    v4 = [m.table_segment_offset for m in rows]
+    c4 = pa.array(v4, fields[4].type)
+    arrays = [c0, c1, c2, c3, c4]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_TableKeysRemoved(m: frames.TableKeysRemoved) -> dict[str, Any]:
+    """The row of a TableKeysRemoved: field name -> row value."""
+    return {
+        "request_id": m.request_id,
+        "segment": m.segment,
+    }
+
+
+def _value_TableKeysRemoved(row: RowLike) -> frames.TableKeysRemoved:
+    """The TableKeysRemoved a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["request_id"]
+    v1 = r["segment"]
+    value = frames.TableKeysRemoved(
+        request_id=required(v0, "TableKeysRemoved.request_id"),
+        segment=required(v1, "TableKeysRemoved.segment"),
+    )
+    return value
+
+
+def _arrow_TableKeysRemoved(values: Sequence[frames.TableKeysRemoved | None]) -> Any:
+    """An Arrow struct column of TableKeysRemoved values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_TableKeysRemoved)
+    fields = _FIELDS_TableKeysRemoved
+    v0 = [m.request_id for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.segment for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    arrays = [c0, c1]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_ReadTable(m: frames.ReadTable) -> dict[str, Any]:
+    """The row of a ReadTable: field name -> row value."""
+    x3 = m.keys
+    return {
+        "request_id": m.request_id,
+        "segment": m.segment,
+        "delegation_token": m.delegation_token,
+        "keys": [_row_TableKey(y) for y in x3],
+    }
+
+
+def _value_ReadTable(row: RowLike) -> frames.ReadTable:
+    """The ReadTable a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["request_id"]
+    v1 = r["segment"]
+    v2 = r["delegation_token"]
+    v3 = r["keys"]
+    value = frames.ReadTable(
+        request_id=required(v0, "ReadTable.request_id"),
+        segment=required(v1, "ReadTable.segment"),
+        delegation_token=required(v2, "ReadTable.delegation_token"),
+        keys=[_value_TableKey(y) for y in v3 or ()],
+    )
+    return value
+
+
+def _arrow_ReadTable(values: Sequence[frames.ReadTable | None]) -> Any:
+    """An Arrow struct column of ReadTable values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_ReadTable)
+    fields = _FIELDS_ReadTable
+    v0 = [m.request_id for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.segment for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.delegation_token for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    v3 = [m.keys for m in rows]
+    c3 = list_array(v3, _arrow_TableKey, fields[3].type)
+    arrays = [c0, c1, c2, c3]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_TableRead(m: frames.TableRead) -> dict[str, Any]:
+    """The row of a TableRead: field name -> row value."""
+    x2 = m.entries
+    return {
+        "request_id": m.request_id,
+        "segment": m.segment,
+        "entries": [_row_TableEntry(y) for y in x2],
+    }
+
+
+def _value_TableRead(row: RowLike) -> frames.TableRead:
+    """The TableRead a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["request_id"]
+    v1 = r["segment"]
+    v2 = r["entries"]
+    value = frames.TableRead(
+        request_id=required(v0, "TableRead.request_id"),
+        segment=required(v1, "TableRead.segment"),
+        entries=[_value_TableEntry(y) for y in v2 or ()],
+    )
+    return value
+
+
+def _arrow_TableRead(values: Sequence[frames.TableRead | None]) -> Any:
+    """An Arrow struct column of TableRead values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_TableRead)
+    fields = _FIELDS_TableRead
+    v0 = [m.request_id for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.segment for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.entries for m in rows]
+    c2 = list_array(v2, _arrow_TableEntry, fields[2].type)
+    arrays = [c0, c1, c2]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_ReadTableKeys(m: frames.ReadTableKeys) -> dict[str, Any]:
+    """The row of a ReadTableKeys: field name -> row value."""
+    return {
+        "request_id": m.request_id,
+        "segment": m.segment,
+        "delegation_token": m.delegation_token,
+        "suggested_key_count": m.suggested_key_count,
+        "continuation_token": m.continuation_token,
+        "prefix_filter": m.prefix_filter,
+        "from_key": m.from_key,
+        "to_key": m.to_key,
+    }
+
+
+def _value_ReadTableKeys(row: RowLike) -> frames.ReadTableKeys:
+    """The ReadTableKeys a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["request_id"]
+    v1 = r["segment"]
+    v2 = r["delegation_token"]
+    v3 = r["suggested_key_count"]
+    v4 = r["continuation_token"]
+    v5 = r["prefix_filter"]
+    v6 = r["from_key"]
+    v7 = r["to_key"]
+    value = frames.ReadTableKeys(
+        request_id=required(v0, "ReadTableKeys.request_id"),
+        segment=required(v1, "ReadTableKeys.segment"),
+        delegation_token=required(v2, "ReadTableKeys.delegation_token"),
+        suggested_key_count=required(v3, "ReadTableKeys.suggested_key_count"),
+        continuation_token=binary_value(required(v4, "ReadTableKeys.continuation_token")),
+        prefix_filter=None if v5 is None else binary_value(v5),
+        from_key=None if v6 is None else binary_value(v6),
+        to_key=None if v7 is None else binary_value(v7),
+    )
+    return value
+
+
+def _arrow_ReadTableKeys(values: Sequence[frames.ReadTableKeys | None]) -> Any:
+    """An Arrow struct column of ReadTableKeys values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_ReadTableKeys)
+    fields = _FIELDS_ReadTableKeys
+    v0 = [m.request_id for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.segment for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.delegation_token for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    v3 = [m.suggested_key_count for m in rows]
+    c3 = pa.array(v3, fields[3].type)
+    v4 = [m.continuation_token for m in rows]
+    c4 = pa.array(v4, fields[4].type)
+    v5 = [m.prefix_filter for m in rows]
+    c5 = pa.array(v5, fields[5].type)
+    v6 = [m.from_key for m in rows]
+    c6 = pa.array(v6, fields[6].type)
+    v7 = [m.to_key for m in rows]
+    c7 = pa.array(v7, fields[7].type)
+    arrays = [c0, c1, c2, c3, c4, c5, c6, c7]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_TableKeysRead(m: frames.TableKeysRead) -> dict[str, Any]:
+    """The row of a TableKeysRead: field name -> row value."""
+    x2 = m.keys
+    return {
+        "request_id": m.request_id,
+        "segment": m.segment,
+        "keys": [_row_TableKey(y) for y in x2],
+        "continuation_token": m.continuation_token,
+    }
+
+
+def _value_TableKeysRead(row: RowLike) -> frames.TableKeysRead:
+    """The TableKeysRead a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["request_id"]
+    v1 = r["segment"]
+    v2 = r["keys"]
+    v3 = r["continuation_token"]
+    value = frames.TableKeysRead(
+        request_id=required(v0, "TableKeysRead.request_id"),
+        segment=required(v1, "TableKeysRead.segment"),
+        keys=[_value_TableKey(y) for y in v2 or ()],
+        continuation_token=binary_value(required(v3, "TableKeysRead.continuation_token")),
+    )
+    return value
+
+
+def _arrow_TableKeysRead(values: Sequence[frames.TableKeysRead | None]) -> Any:
+    """An Arrow struct column of TableKeysRead values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_TableKeysRead)
+    fields = _FIELDS_TableKeysRead
+    v0 = [m.request_id for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.segment for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.keys for m in rows]
+    c2 = list_array(v2, _arrow_TableKey, fields[2].type)
+    v3 = [m.continuation_token for m in rows]
+    c3 = pa.array(v3, fields[3].type)
+    arrays = [c0, c1, c2, c3]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_ReadTableEntries(m: frames.ReadTableEntries) -> dict[str, Any]:
+    """The row of a ReadTableEntries: field name -> row value."""
+    return {
+        "request_id": m.request_id,
+        "segment": m.segment,
+        "delegation_token": m.delegation_token,
+        "suggested_entry_count": m.suggested_entry_count,
+        "continuation_token": m.continuation_token,
+        "prefix_filter": m.prefix_filter,
+        "from_key": m.from_key,
+        "to_key": m.to_key,
+    }
+
+
+def _value_ReadTableEntries(row: RowLike) -> frames.ReadTableEntries:
+    """The ReadTableEntries a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["request_id"]
+    v1 = r["segment"]
+    v2 = r["delegation_token"]
+    v3 = r["suggested_entry_count"]
+    v4 = r["continuation_token"]
+    v5 = r["prefix_filter"]
+    v6 = r["from_key"]
+    v7 = r["to_key"]
+    value = frames.ReadTableEntries(
+        request_id=required(v0, "ReadTableEntries.request_id"),
+        segment=required(v1, "ReadTableEntries.segment"),
+        delegation_token=required(v2, "ReadTableEntries.delegation_token"),
+        suggested_entry_count=required(v3, "ReadTableEntries.suggested_entry_count"),
+        continuation_token=binary_value(required(v4, "ReadTableEntries.continuation_token")),
+        prefix_filter=None if v5 is None else binary_value(v5),
+        from_key=None if v6 is None else binary_value(v6),
+        to_key=None if v7 is None else binary_value(v7),
+    )
+    return value
+
+
+def _arrow_ReadTableEntries(values: Sequence[frames.ReadTableEntries | None]) -> Any:
+    """An Arrow struct column of ReadTableEntries values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_ReadTableEntries)
+    fields = _FIELDS_ReadTableEntries
+    v0 = [m.request_id for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.segment for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.delegation_token for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    v3 = [m.suggested_entry_count for m in rows]
+    c3 = pa.array(v3, fields[3].type)
+    v4 = [m.continuation_token for m in rows]
+    c4 = pa.array(v4, fields[4].type)
+    v5 = [m.prefix_filter for m in rows]
+    c5 = pa.array(v5, fields[5].type)
+    v6 = [m.from_key for m in rows]
+    c6 = pa.array(v6, fields[6].type)
+    v7 = [m.to_key for m in rows]
+    c7 = pa.array(v7, fields[7].type)
+    arrays = [c0, c1, c2, c3, c4, c5, c6, c7]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_TableEntriesRead(m: frames.TableEntriesRead) -> dict[str, Any]:
+    """The row of a TableEntriesRead: field name -> row value."""
+    x2 = m.entries
+    return {
+        "request_id": m.request_id,
+        "segment": m.segment,
+        "entries": [_row_TableEntry(y) for y in x2],
+        "continuation_token": m.continuation_token,
+    }
+
+
+def _value_TableEntriesRead(row: RowLike) -> frames.TableEntriesRead:
+    """The TableEntriesRead a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["request_id"]
+    v1 = r["segment"]
+    v2 = r["entries"]
+    v3 = r["continuation_token"]
+    value = frames.TableEntriesRead(
+        request_id=required(v0, "TableEntriesRead.request_id"),
+        segment=required(v1, "TableEntriesRead.segment"),
+        entries=[_value_TableEntry(y) for y in v2 or ()],
+        continuation_token=binary_value(required(v3, "TableEntriesRead.continuation_token")),
+    )
+    return value
+
+
+def _arrow_TableEntriesRead(values: Sequence[frames.TableEntriesRead | None]) -> Any:
+    """An Arrow struct column of TableEntriesRead values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_TableEntriesRead)
+    fields = _FIELDS_TableEntriesRead
+    v0 = [m.request_id for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.segment for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.entries for m in rows]
+    c2 = list_array(v2, _arrow_TableEntry, fields[2].type)
+    v3 = [m.continuation_token for m in rows]
+    c3 = pa.array(v3, fields[3].type)
+    arrays = [c0, c1, c2, c3]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_ReadTableEntriesDelta(m: frames.ReadTableEntriesDelta) -> dict[str, Any]:
+    """The row of a ReadTableEntriesDelta: field name -> row value."""
+    return {
+        "request_id": m.request_id,
+        "segment": m.segment,
+        "delegation_token": m.delegation_token,
+        "from_position": m.from_position,
+        "suggested_entry_count": m.suggested_entry_count,
+    }
+
+
+def _value_ReadTableEntriesDelta(row: RowLike) -> frames.ReadTableEntriesDelta:
+    """The ReadTableEntriesDelta a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["request_id"]
+    v1 = r["segment"]
+    v2 = r["delegation_token"]
+    v3 = r["from_position"]
+    v4 = r["suggested_entry_count"]
+    value = frames.ReadTableEntriesDelta(
+        request_id=required(v0, "ReadTableEntriesDelta.request_id"),
+        segment=required(v1, "ReadTableEntriesDelta.segment"),
+        delegation_token=required(v2, "ReadTableEntriesDelta.delegation_token"),
+        from_position=required(v3, "ReadTableEntriesDelta.from_position"),
+        suggested_entry_count=required(v4, "ReadTableEntriesDelta.suggested_entry_count"),
+    )
+    return value
+
+
+def _arrow_ReadTableEntriesDelta(values: Sequence[frames.ReadTableEntriesDelta | None]) -> Any:
+    """An Arrow struct column of ReadTableEntriesDelta values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_ReadTableEntriesDelta)
+    fields = _FIELDS_ReadTableEntriesDelta
+    v0 = [m.request_id for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.segment for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.delegation_token for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    v3 = [m.from_position for m in rows]
+    c3 = pa.array(v3, fields[3].type)
+    v4 = [m.suggested_entry_count for m in rows]
+    c4 = pa.array(v4, fields[4].type)
+    arrays = [c0, c1, c2, c3, c4]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_TableEntriesDeltaRead(m: frames.TableEntriesDeltaRead) -> dict[str, Any]:
+    """The row of a TableEntriesDeltaRead: field name -> row value."""
+    x2 = m.entries
+    return {
+        "request_id": m.request_id,
+        "segment": m.segment,
+        "entries": [_row_TableEntry(y) for y in x2],
+        "should_clear": m.should_clear,
+        "reached_end": m.reached_end,
+        "last_position": m.last_position,
+    }
+
+
+def _value_TableEntriesDeltaRead(row: RowLike) -> frames.TableEntriesDeltaRead:
+    """The TableEntriesDeltaRead a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["request_id"]
+    v1 = r["segment"]
+    v2 = r["entries"]
+    v3 = r["should_clear"]
+    v4 = r["reached_end"]
+    v5 = r["last_position"]
+    value = frames.TableEntriesDeltaRead(
+        request_id=required(v0, "TableEntriesDeltaRead.request_id"),
+        segment=required(v1, "TableEntriesDeltaRead.segment"),
+        entries=[_value_TableEntry(y) for y in v2 or ()],
+        should_clear=required(v3, "TableEntriesDeltaRead.should_clear"),
+        reached_end=required(v4, "TableEntriesDeltaRead.reached_end"),
+        last_position=required(v5, "TableEntriesDeltaRead.last_position"),
+    )
+    return value
+
+
+def _arrow_TableEntriesDeltaRead(values: Sequence[frames.TableEntriesDeltaRead | None]) -> Any:
+    """An Arrow struct column of TableEntriesDeltaRead values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_TableEntriesDeltaRead)
+    fields = _FIELDS_TableEntriesDeltaRead
+    v0 = [m.request_id for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.segment for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.entries for m in rows]
+    c2 = list_array(v2, _arrow_TableEntry, fields[2].type)
+    v3 = [m.should_clear for m in rows]
+    c3 = pa.array(v3, fields[3].type)
+    v4 = [m.reached_end for m in rows]
+    c4 = pa.array(v4, fields[4].type)
+    v5 = [m.last_position for m in rows]
+    c5 = pa.array(v5, fields[5].type)
+    arrays = [c0, c1, c2, c3, c4, c5]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_TableSegmentNotEmpty(m: frames.TableSegmentNotEmpty) -> dict[str, Any]:
+    """The row of a TableSegmentNotEmpty: field name -> row value."""
+    return {
+        "request_id": m.request_id,
+        "segment": m.segment,
+        "server_stack_trace": m.server_stack_trace,
+    }
+
+
+def _value_TableSegmentNotEmpty(row: RowLike) -> frames.TableSegmentNotEmpty:
+    """The TableSegmentNotEmpty a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["request_id"]
+    v1 = r["segment"]
+    v2 = r["server_stack_trace"]
+    value = frames.TableSegmentNotEmpty(
+        request_id=required(v0, "TableSegmentNotEmpty.request_id"),
+        segment=required(v1, "TableSegmentNotEmpty.segment"),
+        server_stack_trace=required(v2, "TableSegmentNotEmpty.server_stack_trace"),
+    )
+    return value
+
+
+def _arrow_TableSegmentNotEmpty(values: Sequence[frames.TableSegmentNotEmpty | None]) -> Any:
+    """An Arrow struct column of TableSegmentNotEmpty values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_TableSegmentNotEmpty)
+    fields = _FIELDS_TableSegmentNotEmpty
+    v0 = [m.request_id for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.segment for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.server_stack_trace for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    arrays = [c0, c1, c2]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_TableKeyDoesNotExist(m: frames.TableKeyDoesNotExist) -> dict[str, Any]:
+    """The row of a TableKeyDoesNotExist: field name -> row value."""
+    return {
+        "request_id": m.request_id,
+        "segment": m.segment,
+        "server_stack_trace": m.server_stack_trace,
+    }
+
+
+def _value_TableKeyDoesNotExist(row: RowLike) -> frames.TableKeyDoesNotExist:
+    """The TableKeyDoesNotExist a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["request_id"]
+    v1 = r["segment"]
+    v2 = r["server_stack_trace"]
+    value = frames.TableKeyDoesNotExist(
+        request_id=required(v0, "TableKeyDoesNotExist.request_id"),
+        segment=required(v1, "TableKeyDoesNotExist.segment"),
+        server_stack_trace=required(v2, "TableKeyDoesNotExist.server_stack_trace"),
+    )
+    return value
+
+
+def _arrow_TableKeyDoesNotExist(values: Sequence[frames.TableKeyDoesNotExist | None]) -> Any:
+    """An Arrow struct column of TableKeyDoesNotExist values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_TableKeyDoesNotExist)
+    fields = _FIELDS_TableKeyDoesNotExist
+    v0 = [m.request_id for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.segment for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.server_stack_trace for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    arrays = [c0, c1, c2]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_TableKeyBadVersion(m: frames.TableKeyBadVersion) -> dict[str, Any]:
+    """The row of a TableKeyBadVersion: field name -> row value."""
+    return {
+        "request_id": m.request_id,
+        "segment": m.segment,
+        "server_stack_trace": m.server_stack_trace,
+    }
+
+
+def _value_TableKeyBadVersion(row: RowLike) -> frames.TableKeyBadVersion:
+    """The TableKeyBadVersion a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["request_id"]
+    v1 = r["segment"]
+    v2 = r["server_stack_trace"]
+    value = frames.TableKeyBadVersion(
+        request_id=required(v0, "TableKeyBadVersion.request_id"),
+        segment=required(v1, "TableKeyBadVersion.segment"),
+        server_stack_trace=required(v2, "TableKeyBadVersion.server_stack_trace"),
+    )
+    return value
+
+
+def _arrow_TableKeyBadVersion(values: Sequence[frames.TableKeyBadVersion | None]) -> Any:
+    """An Arrow struct column of TableKeyBadVersion values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_TableKeyBadVersion)
+    fields = _FIELDS_TableKeyBadVersion
+    v0 = [m.request_id for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.segment for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.server_stack_trace for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    arrays = [c0, c1, c2]
+    return struct_array(arrays, fields, len(rows), take)
+
+
 def _row_FlushToStorage(m: frames.FlushToStorage) -> dict[str, Any]:
     """The row of a FlushToStorage: field name -> row value."""
     return {
@@ -4948,64 +6210,6 @@ def _arrow_SegmentAttributeUpdated(values: Sequence[frames.SegmentAttributeUpdat
     return struct_array(arrays, fields, len(rows), take)
 
 
-def _row_TruncateSegment(m: frames.TruncateSegment) -> dict[str, Any]:
-    """The row of a TruncateSegment: field name -> row value."""
-    return {
-        "payload": m.payload,
-    }
-
-
-def _value_TruncateSegment(row: RowLike) -> frames.TruncateSegment:
-    """The TruncateSegment a row holds (a dict or a pyspark Row)."""
-    r = as_mapping(row)
-    v0 = r["payload"]
-    value = frames.TruncateSegment(
-        payload=binary_value(required(v0, "TruncateSegment.payload")),
-    )
-    return value
-
-
-def _arrow_TruncateSegment(values: Sequence[frames.TruncateSegment | None]) -> Any:
-    """An Arrow struct column of TruncateSegment values (None: null)."""
-    rows, take = present(values)
-    if not rows:
-        return null_column(len(values), _ARROW_TruncateSegment)
-    fields = _FIELDS_TruncateSegment
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
-    return struct_array(arrays, fields, len(rows), take)
-
-
-def _row_SegmentTruncated(m: frames.SegmentTruncated) -> dict[str, Any]:
-    """The row of a SegmentTruncated: field name -> row value."""
-    return {
-        "payload": m.payload,
-    }
-
-
-def _value_SegmentTruncated(row: RowLike) -> frames.SegmentTruncated:
-    """The SegmentTruncated a row holds (a dict or a pyspark Row)."""
-    r = as_mapping(row)
-    v0 = r["payload"]
-    value = frames.SegmentTruncated(
-        payload=binary_value(required(v0, "SegmentTruncated.payload")),
-    )
-    return value
-
-
-def _arrow_SegmentTruncated(values: Sequence[frames.SegmentTruncated | None]) -> Any:
-    """An Arrow struct column of SegmentTruncated values (None: null)."""
-    rows, take = present(values)
-    if not rows:
-        return null_column(len(values), _ARROW_SegmentTruncated)
-    fields = _FIELDS_SegmentTruncated
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
-    return struct_array(arrays, fields, len(rows), take)
-
-
 def _row_CreateTransientSegment(m: frames.CreateTransientSegment) -> dict[str, Any]:
     """The row of a CreateTransientSegment: field name -> row value."""
     return {
@@ -5174,557 +6378,6 @@ def _arrow_SegmentsMerged(values: Sequence[frames.SegmentsMerged | None]) -> Any
     if not rows:
         return null_column(len(values), _ARROW_SegmentsMerged)
     fields = _FIELDS_SegmentsMerged
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
-    return struct_array(arrays, fields, len(rows), take)
-
-
-def _row_GetTableSegmentInfo(m: frames.GetTableSegmentInfo) -> dict[str, Any]:
-    """The row of a GetTableSegmentInfo: field name -> row value."""
-    return {
-        "payload": m.payload,
-    }
-
-
-def _value_GetTableSegmentInfo(row: RowLike) -> frames.GetTableSegmentInfo:
-    """The GetTableSegmentInfo a row holds (a dict or a pyspark Row)."""
-    r = as_mapping(row)
-    v0 = r["payload"]
-    value = frames.GetTableSegmentInfo(
-        payload=binary_value(required(v0, "GetTableSegmentInfo.payload")),
-    )
-    return value
-
-
-def _arrow_GetTableSegmentInfo(values: Sequence[frames.GetTableSegmentInfo | None]) -> Any:
-    """An Arrow struct column of GetTableSegmentInfo values (None: null)."""
-    rows, take = present(values)
-    if not rows:
-        return null_column(len(values), _ARROW_GetTableSegmentInfo)
-    fields = _FIELDS_GetTableSegmentInfo
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
-    return struct_array(arrays, fields, len(rows), take)
-
-
-def _row_TableSegmentInfo(m: frames.TableSegmentInfo) -> dict[str, Any]:
-    """The row of a TableSegmentInfo: field name -> row value."""
-    return {
-        "payload": m.payload,
-    }
-
-
-def _value_TableSegmentInfo(row: RowLike) -> frames.TableSegmentInfo:
-    """The TableSegmentInfo a row holds (a dict or a pyspark Row)."""
-    r = as_mapping(row)
-    v0 = r["payload"]
-    value = frames.TableSegmentInfo(
-        payload=binary_value(required(v0, "TableSegmentInfo.payload")),
-    )
-    return value
-
-
-def _arrow_TableSegmentInfo(values: Sequence[frames.TableSegmentInfo | None]) -> Any:
-    """An Arrow struct column of TableSegmentInfo values (None: null)."""
-    rows, take = present(values)
-    if not rows:
-        return null_column(len(values), _ARROW_TableSegmentInfo)
-    fields = _FIELDS_TableSegmentInfo
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
-    return struct_array(arrays, fields, len(rows), take)
-
-
-def _row_CreateTableSegment(m: frames.CreateTableSegment) -> dict[str, Any]:
-    """The row of a CreateTableSegment: field name -> row value."""
-    return {
-        "payload": m.payload,
-    }
-
-
-def _value_CreateTableSegment(row: RowLike) -> frames.CreateTableSegment:
-    """The CreateTableSegment a row holds (a dict or a pyspark Row)."""
-    r = as_mapping(row)
-    v0 = r["payload"]
-    value = frames.CreateTableSegment(
-        payload=binary_value(required(v0, "CreateTableSegment.payload")),
-    )
-    return value
-
-
-def _arrow_CreateTableSegment(values: Sequence[frames.CreateTableSegment | None]) -> Any:
-    """An Arrow struct column of CreateTableSegment values (None: null)."""
-    rows, take = present(values)
-    if not rows:
-        return null_column(len(values), _ARROW_CreateTableSegment)
-    fields = _FIELDS_CreateTableSegment
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
-    return struct_array(arrays, fields, len(rows), take)
-
-
-def _row_DeleteTableSegment(m: frames.DeleteTableSegment) -> dict[str, Any]:
-    """The row of a DeleteTableSegment: field name -> row value."""
-    return {
-        "payload": m.payload,
-    }
-
-
-def _value_DeleteTableSegment(row: RowLike) -> frames.DeleteTableSegment:
-    """The DeleteTableSegment a row holds (a dict or a pyspark Row)."""
-    r = as_mapping(row)
-    v0 = r["payload"]
-    value = frames.DeleteTableSegment(
-        payload=binary_value(required(v0, "DeleteTableSegment.payload")),
-    )
-    return value
-
-
-def _arrow_DeleteTableSegment(values: Sequence[frames.DeleteTableSegment | None]) -> Any:
-    """An Arrow struct column of DeleteTableSegment values (None: null)."""
-    rows, take = present(values)
-    if not rows:
-        return null_column(len(values), _ARROW_DeleteTableSegment)
-    fields = _FIELDS_DeleteTableSegment
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
-    return struct_array(arrays, fields, len(rows), take)
-
-
-def _row_UpdateTableEntries(m: frames.UpdateTableEntries) -> dict[str, Any]:
-    """The row of a UpdateTableEntries: field name -> row value."""
-    return {
-        "payload": m.payload,
-    }
-
-
-def _value_UpdateTableEntries(row: RowLike) -> frames.UpdateTableEntries:
-    """The UpdateTableEntries a row holds (a dict or a pyspark Row)."""
-    r = as_mapping(row)
-    v0 = r["payload"]
-    value = frames.UpdateTableEntries(
-        payload=binary_value(required(v0, "UpdateTableEntries.payload")),
-    )
-    return value
-
-
-def _arrow_UpdateTableEntries(values: Sequence[frames.UpdateTableEntries | None]) -> Any:
-    """An Arrow struct column of UpdateTableEntries values (None: null)."""
-    rows, take = present(values)
-    if not rows:
-        return null_column(len(values), _ARROW_UpdateTableEntries)
-    fields = _FIELDS_UpdateTableEntries
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
-    return struct_array(arrays, fields, len(rows), take)
-
-
-def _row_TableEntriesUpdated(m: frames.TableEntriesUpdated) -> dict[str, Any]:
-    """The row of a TableEntriesUpdated: field name -> row value."""
-    return {
-        "payload": m.payload,
-    }
-
-
-def _value_TableEntriesUpdated(row: RowLike) -> frames.TableEntriesUpdated:
-    """The TableEntriesUpdated a row holds (a dict or a pyspark Row)."""
-    r = as_mapping(row)
-    v0 = r["payload"]
-    value = frames.TableEntriesUpdated(
-        payload=binary_value(required(v0, "TableEntriesUpdated.payload")),
-    )
-    return value
-
-
-def _arrow_TableEntriesUpdated(values: Sequence[frames.TableEntriesUpdated | None]) -> Any:
-    """An Arrow struct column of TableEntriesUpdated values (None: null)."""
-    rows, take = present(values)
-    if not rows:
-        return null_column(len(values), _ARROW_TableEntriesUpdated)
-    fields = _FIELDS_TableEntriesUpdated
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
-    return struct_array(arrays, fields, len(rows), take)
-
-
-def _row_RemoveTableKeys(m: frames.RemoveTableKeys) -> dict[str, Any]:
-    """The row of a RemoveTableKeys: field name -> row value."""
-    return {
-        "payload": m.payload,
-    }
-
-
-def _value_RemoveTableKeys(row: RowLike) -> frames.RemoveTableKeys:
-    """The RemoveTableKeys a row holds (a dict or a pyspark Row)."""
-    r = as_mapping(row)
-    v0 = r["payload"]
-    value = frames.RemoveTableKeys(
-        payload=binary_value(required(v0, "RemoveTableKeys.payload")),
-    )
-    return value
-
-
-def _arrow_RemoveTableKeys(values: Sequence[frames.RemoveTableKeys | None]) -> Any:
-    """An Arrow struct column of RemoveTableKeys values (None: null)."""
-    rows, take = present(values)
-    if not rows:
-        return null_column(len(values), _ARROW_RemoveTableKeys)
-    fields = _FIELDS_RemoveTableKeys
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
-    return struct_array(arrays, fields, len(rows), take)
-
-
-def _row_TableKeysRemoved(m: frames.TableKeysRemoved) -> dict[str, Any]:
-    """The row of a TableKeysRemoved: field name -> row value."""
-    return {
-        "payload": m.payload,
-    }
-
-
-def _value_TableKeysRemoved(row: RowLike) -> frames.TableKeysRemoved:
-    """The TableKeysRemoved a row holds (a dict or a pyspark Row)."""
-    r = as_mapping(row)
-    v0 = r["payload"]
-    value = frames.TableKeysRemoved(
-        payload=binary_value(required(v0, "TableKeysRemoved.payload")),
-    )
-    return value
-
-
-def _arrow_TableKeysRemoved(values: Sequence[frames.TableKeysRemoved | None]) -> Any:
-    """An Arrow struct column of TableKeysRemoved values (None: null)."""
-    rows, take = present(values)
-    if not rows:
-        return null_column(len(values), _ARROW_TableKeysRemoved)
-    fields = _FIELDS_TableKeysRemoved
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
-    return struct_array(arrays, fields, len(rows), take)
-
-
-def _row_ReadTable(m: frames.ReadTable) -> dict[str, Any]:
-    """The row of a ReadTable: field name -> row value."""
-    return {
-        "payload": m.payload,
-    }
-
-
-def _value_ReadTable(row: RowLike) -> frames.ReadTable:
-    """The ReadTable a row holds (a dict or a pyspark Row)."""
-    r = as_mapping(row)
-    v0 = r["payload"]
-    value = frames.ReadTable(
-        payload=binary_value(required(v0, "ReadTable.payload")),
-    )
-    return value
-
-
-def _arrow_ReadTable(values: Sequence[frames.ReadTable | None]) -> Any:
-    """An Arrow struct column of ReadTable values (None: null)."""
-    rows, take = present(values)
-    if not rows:
-        return null_column(len(values), _ARROW_ReadTable)
-    fields = _FIELDS_ReadTable
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
-    return struct_array(arrays, fields, len(rows), take)
-
-
-def _row_TableRead(m: frames.TableRead) -> dict[str, Any]:
-    """The row of a TableRead: field name -> row value."""
-    return {
-        "payload": m.payload,
-    }
-
-
-def _value_TableRead(row: RowLike) -> frames.TableRead:
-    """The TableRead a row holds (a dict or a pyspark Row)."""
-    r = as_mapping(row)
-    v0 = r["payload"]
-    value = frames.TableRead(
-        payload=binary_value(required(v0, "TableRead.payload")),
-    )
-    return value
-
-
-def _arrow_TableRead(values: Sequence[frames.TableRead | None]) -> Any:
-    """An Arrow struct column of TableRead values (None: null)."""
-    rows, take = present(values)
-    if not rows:
-        return null_column(len(values), _ARROW_TableRead)
-    fields = _FIELDS_TableRead
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
-    return struct_array(arrays, fields, len(rows), take)
-
-
-def _row_TableSegmentNotEmpty(m: frames.TableSegmentNotEmpty) -> dict[str, Any]:
-    """The row of a TableSegmentNotEmpty: field name -> row value."""
-    return {
-        "payload": m.payload,
-    }
-
-
-def _value_TableSegmentNotEmpty(row: RowLike) -> frames.TableSegmentNotEmpty:
-    """The TableSegmentNotEmpty a row holds (a dict or a pyspark Row)."""
-    r = as_mapping(row)
-    v0 = r["payload"]
-    value = frames.TableSegmentNotEmpty(
-        payload=binary_value(required(v0, "TableSegmentNotEmpty.payload")),
-    )
-    return value
-
-
-def _arrow_TableSegmentNotEmpty(values: Sequence[frames.TableSegmentNotEmpty | None]) -> Any:
-    """An Arrow struct column of TableSegmentNotEmpty values (None: null)."""
-    rows, take = present(values)
-    if not rows:
-        return null_column(len(values), _ARROW_TableSegmentNotEmpty)
-    fields = _FIELDS_TableSegmentNotEmpty
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
-    return struct_array(arrays, fields, len(rows), take)
-
-
-def _row_TableKeyDoesNotExist(m: frames.TableKeyDoesNotExist) -> dict[str, Any]:
-    """The row of a TableKeyDoesNotExist: field name -> row value."""
-    return {
-        "payload": m.payload,
-    }
-
-
-def _value_TableKeyDoesNotExist(row: RowLike) -> frames.TableKeyDoesNotExist:
-    """The TableKeyDoesNotExist a row holds (a dict or a pyspark Row)."""
-    r = as_mapping(row)
-    v0 = r["payload"]
-    value = frames.TableKeyDoesNotExist(
-        payload=binary_value(required(v0, "TableKeyDoesNotExist.payload")),
-    )
-    return value
-
-
-def _arrow_TableKeyDoesNotExist(values: Sequence[frames.TableKeyDoesNotExist | None]) -> Any:
-    """An Arrow struct column of TableKeyDoesNotExist values (None: null)."""
-    rows, take = present(values)
-    if not rows:
-        return null_column(len(values), _ARROW_TableKeyDoesNotExist)
-    fields = _FIELDS_TableKeyDoesNotExist
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
-    return struct_array(arrays, fields, len(rows), take)
-
-
-def _row_TableKeyBadVersion(m: frames.TableKeyBadVersion) -> dict[str, Any]:
-    """The row of a TableKeyBadVersion: field name -> row value."""
-    return {
-        "payload": m.payload,
-    }
-
-
-def _value_TableKeyBadVersion(row: RowLike) -> frames.TableKeyBadVersion:
-    """The TableKeyBadVersion a row holds (a dict or a pyspark Row)."""
-    r = as_mapping(row)
-    v0 = r["payload"]
-    value = frames.TableKeyBadVersion(
-        payload=binary_value(required(v0, "TableKeyBadVersion.payload")),
-    )
-    return value
-
-
-def _arrow_TableKeyBadVersion(values: Sequence[frames.TableKeyBadVersion | None]) -> Any:
-    """An Arrow struct column of TableKeyBadVersion values (None: null)."""
-    rows, take = present(values)
-    if not rows:
-        return null_column(len(values), _ARROW_TableKeyBadVersion)
-    fields = _FIELDS_TableKeyBadVersion
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
-    return struct_array(arrays, fields, len(rows), take)
-
-
-def _row_ReadTableKeys(m: frames.ReadTableKeys) -> dict[str, Any]:
-    """The row of a ReadTableKeys: field name -> row value."""
-    return {
-        "payload": m.payload,
-    }
-
-
-def _value_ReadTableKeys(row: RowLike) -> frames.ReadTableKeys:
-    """The ReadTableKeys a row holds (a dict or a pyspark Row)."""
-    r = as_mapping(row)
-    v0 = r["payload"]
-    value = frames.ReadTableKeys(
-        payload=binary_value(required(v0, "ReadTableKeys.payload")),
-    )
-    return value
-
-
-def _arrow_ReadTableKeys(values: Sequence[frames.ReadTableKeys | None]) -> Any:
-    """An Arrow struct column of ReadTableKeys values (None: null)."""
-    rows, take = present(values)
-    if not rows:
-        return null_column(len(values), _ARROW_ReadTableKeys)
-    fields = _FIELDS_ReadTableKeys
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
-    return struct_array(arrays, fields, len(rows), take)
-
-
-def _row_TableKeysRead(m: frames.TableKeysRead) -> dict[str, Any]:
-    """The row of a TableKeysRead: field name -> row value."""
-    return {
-        "payload": m.payload,
-    }
-
-
-def _value_TableKeysRead(row: RowLike) -> frames.TableKeysRead:
-    """The TableKeysRead a row holds (a dict or a pyspark Row)."""
-    r = as_mapping(row)
-    v0 = r["payload"]
-    value = frames.TableKeysRead(
-        payload=binary_value(required(v0, "TableKeysRead.payload")),
-    )
-    return value
-
-
-def _arrow_TableKeysRead(values: Sequence[frames.TableKeysRead | None]) -> Any:
-    """An Arrow struct column of TableKeysRead values (None: null)."""
-    rows, take = present(values)
-    if not rows:
-        return null_column(len(values), _ARROW_TableKeysRead)
-    fields = _FIELDS_TableKeysRead
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
-    return struct_array(arrays, fields, len(rows), take)
-
-
-def _row_ReadTableEntries(m: frames.ReadTableEntries) -> dict[str, Any]:
-    """The row of a ReadTableEntries: field name -> row value."""
-    return {
-        "payload": m.payload,
-    }
-
-
-def _value_ReadTableEntries(row: RowLike) -> frames.ReadTableEntries:
-    """The ReadTableEntries a row holds (a dict or a pyspark Row)."""
-    r = as_mapping(row)
-    v0 = r["payload"]
-    value = frames.ReadTableEntries(
-        payload=binary_value(required(v0, "ReadTableEntries.payload")),
-    )
-    return value
-
-
-def _arrow_ReadTableEntries(values: Sequence[frames.ReadTableEntries | None]) -> Any:
-    """An Arrow struct column of ReadTableEntries values (None: null)."""
-    rows, take = present(values)
-    if not rows:
-        return null_column(len(values), _ARROW_ReadTableEntries)
-    fields = _FIELDS_ReadTableEntries
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
-    return struct_array(arrays, fields, len(rows), take)
-
-
-def _row_TableEntriesRead(m: frames.TableEntriesRead) -> dict[str, Any]:
-    """The row of a TableEntriesRead: field name -> row value."""
-    return {
-        "payload": m.payload,
-    }
-
-
-def _value_TableEntriesRead(row: RowLike) -> frames.TableEntriesRead:
-    """The TableEntriesRead a row holds (a dict or a pyspark Row)."""
-    r = as_mapping(row)
-    v0 = r["payload"]
-    value = frames.TableEntriesRead(
-        payload=binary_value(required(v0, "TableEntriesRead.payload")),
-    )
-    return value
-
-
-def _arrow_TableEntriesRead(values: Sequence[frames.TableEntriesRead | None]) -> Any:
-    """An Arrow struct column of TableEntriesRead values (None: null)."""
-    rows, take = present(values)
-    if not rows:
-        return null_column(len(values), _ARROW_TableEntriesRead)
-    fields = _FIELDS_TableEntriesRead
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
-    return struct_array(arrays, fields, len(rows), take)
-
-
-def _row_TableEntriesDeltaRead(m: frames.TableEntriesDeltaRead) -> dict[str, Any]:
-    """The row of a TableEntriesDeltaRead: field name -> row value."""
-    return {
-        "payload": m.payload,
-    }
-
-
-def _value_TableEntriesDeltaRead(row: RowLike) -> frames.TableEntriesDeltaRead:
-    """The TableEntriesDeltaRead a row holds (a dict or a pyspark Row)."""
-    r = as_mapping(row)
-    v0 = r["payload"]
-    value = frames.TableEntriesDeltaRead(
-        payload=binary_value(required(v0, "TableEntriesDeltaRead.payload")),
-    )
-    return value
-
-
-def _arrow_TableEntriesDeltaRead(values: Sequence[frames.TableEntriesDeltaRead | None]) -> Any:
-    """An Arrow struct column of TableEntriesDeltaRead values (None: null)."""
-    rows, take = present(values)
-    if not rows:
-        return null_column(len(values), _ARROW_TableEntriesDeltaRead)
-    fields = _FIELDS_TableEntriesDeltaRead
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
-    return struct_array(arrays, fields, len(rows), take)
-
-
-def _row_ReadTableEntriesDelta(m: frames.ReadTableEntriesDelta) -> dict[str, Any]:
-    """The row of a ReadTableEntriesDelta: field name -> row value."""
-    return {
-        "payload": m.payload,
-    }
-
-
-def _value_ReadTableEntriesDelta(row: RowLike) -> frames.ReadTableEntriesDelta:
-    """The ReadTableEntriesDelta a row holds (a dict or a pyspark Row)."""
-    r = as_mapping(row)
-    v0 = r["payload"]
-    value = frames.ReadTableEntriesDelta(
-        payload=binary_value(required(v0, "ReadTableEntriesDelta.payload")),
-    )
-    return value
-
-
-def _arrow_ReadTableEntriesDelta(values: Sequence[frames.ReadTableEntriesDelta | None]) -> Any:
-    """An Arrow struct column of ReadTableEntriesDelta values (None: null)."""
-    rows, take = present(values)
-    if not rows:
-        return null_column(len(values), _ARROW_ReadTableEntriesDelta)
-    fields = _FIELDS_ReadTableEntriesDelta
     v0 = [m.payload for m in rows]
     c0 = pa.array(v0, fields[0].type)
     arrays = [c0]
@@ -7084,6 +7737,30 @@ SegmentCreated = RowCodec(
 )
 
 
+# The TruncateSegment frame struct.
+TruncateSegment = RowCodec(
+    "TruncateSegment",
+    frames.TruncateSegment,
+    _SPARK_TruncateSegment,
+    _ARROW_TruncateSegment,
+    _row_TruncateSegment,
+    _value_TruncateSegment,
+    _arrow_TruncateSegment,
+)
+
+
+# The SegmentTruncated frame struct.
+SegmentTruncated = RowCodec(
+    "SegmentTruncated",
+    frames.SegmentTruncated,
+    _SPARK_SegmentTruncated,
+    _ARROW_SegmentTruncated,
+    _row_SegmentTruncated,
+    _value_SegmentTruncated,
+    _arrow_SegmentTruncated,
+)
+
+
 # The SealSegment frame struct.
 SealSegment = RowCodec(
     "SealSegment",
@@ -7228,6 +7905,270 @@ ErrorMessage = RowCodec(
 )
 
 
+# The TableKey frame struct.
+TableKey = RowCodec(
+    "TableKey",
+    frames.TableKey,
+    _SPARK_TableKey,
+    _ARROW_TableKey,
+    _row_TableKey,
+    _value_TableKey,
+    _arrow_TableKey,
+)
+
+
+# The TableValue frame struct.
+TableValue = RowCodec(
+    "TableValue",
+    frames.TableValue,
+    _SPARK_TableValue,
+    _ARROW_TableValue,
+    _row_TableValue,
+    _value_TableValue,
+    _arrow_TableValue,
+)
+
+
+# The TableEntry frame struct.
+TableEntry = RowCodec(
+    "TableEntry",
+    frames.TableEntry,
+    _SPARK_TableEntry,
+    _ARROW_TableEntry,
+    _row_TableEntry,
+    _value_TableEntry,
+    _arrow_TableEntry,
+)
+
+
+# The CreateTableSegment frame struct.
+CreateTableSegment = RowCodec(
+    "CreateTableSegment",
+    frames.CreateTableSegment,
+    _SPARK_CreateTableSegment,
+    _ARROW_CreateTableSegment,
+    _row_CreateTableSegment,
+    _value_CreateTableSegment,
+    _arrow_CreateTableSegment,
+)
+
+
+# The DeleteTableSegment frame struct.
+DeleteTableSegment = RowCodec(
+    "DeleteTableSegment",
+    frames.DeleteTableSegment,
+    _SPARK_DeleteTableSegment,
+    _ARROW_DeleteTableSegment,
+    _row_DeleteTableSegment,
+    _value_DeleteTableSegment,
+    _arrow_DeleteTableSegment,
+)
+
+
+# The GetTableSegmentInfo frame struct.
+GetTableSegmentInfo = RowCodec(
+    "GetTableSegmentInfo",
+    frames.GetTableSegmentInfo,
+    _SPARK_GetTableSegmentInfo,
+    _ARROW_GetTableSegmentInfo,
+    _row_GetTableSegmentInfo,
+    _value_GetTableSegmentInfo,
+    _arrow_GetTableSegmentInfo,
+)
+
+
+# The TableSegmentInfo frame struct.
+TableSegmentInfo = RowCodec(
+    "TableSegmentInfo",
+    frames.TableSegmentInfo,
+    _SPARK_TableSegmentInfo,
+    _ARROW_TableSegmentInfo,
+    _row_TableSegmentInfo,
+    _value_TableSegmentInfo,
+    _arrow_TableSegmentInfo,
+)
+
+
+# The UpdateTableEntries frame struct.
+UpdateTableEntries = RowCodec(
+    "UpdateTableEntries",
+    frames.UpdateTableEntries,
+    _SPARK_UpdateTableEntries,
+    _ARROW_UpdateTableEntries,
+    _row_UpdateTableEntries,
+    _value_UpdateTableEntries,
+    _arrow_UpdateTableEntries,
+)
+
+
+# The TableEntriesUpdated frame struct.
+TableEntriesUpdated = RowCodec(
+    "TableEntriesUpdated",
+    frames.TableEntriesUpdated,
+    _SPARK_TableEntriesUpdated,
+    _ARROW_TableEntriesUpdated,
+    _row_TableEntriesUpdated,
+    _value_TableEntriesUpdated,
+    _arrow_TableEntriesUpdated,
+)
+
+
+# The RemoveTableKeys frame struct.
+RemoveTableKeys = RowCodec(
+    "RemoveTableKeys",
+    frames.RemoveTableKeys,
+    _SPARK_RemoveTableKeys,
+    _ARROW_RemoveTableKeys,
+    _row_RemoveTableKeys,
+    _value_RemoveTableKeys,
+    _arrow_RemoveTableKeys,
+)
+
+
+# The TableKeysRemoved frame struct.
+TableKeysRemoved = RowCodec(
+    "TableKeysRemoved",
+    frames.TableKeysRemoved,
+    _SPARK_TableKeysRemoved,
+    _ARROW_TableKeysRemoved,
+    _row_TableKeysRemoved,
+    _value_TableKeysRemoved,
+    _arrow_TableKeysRemoved,
+)
+
+
+# The ReadTable frame struct.
+ReadTable = RowCodec(
+    "ReadTable",
+    frames.ReadTable,
+    _SPARK_ReadTable,
+    _ARROW_ReadTable,
+    _row_ReadTable,
+    _value_ReadTable,
+    _arrow_ReadTable,
+)
+
+
+# The TableRead frame struct.
+TableRead = RowCodec(
+    "TableRead",
+    frames.TableRead,
+    _SPARK_TableRead,
+    _ARROW_TableRead,
+    _row_TableRead,
+    _value_TableRead,
+    _arrow_TableRead,
+)
+
+
+# The ReadTableKeys frame struct.
+ReadTableKeys = RowCodec(
+    "ReadTableKeys",
+    frames.ReadTableKeys,
+    _SPARK_ReadTableKeys,
+    _ARROW_ReadTableKeys,
+    _row_ReadTableKeys,
+    _value_ReadTableKeys,
+    _arrow_ReadTableKeys,
+)
+
+
+# The TableKeysRead frame struct.
+TableKeysRead = RowCodec(
+    "TableKeysRead",
+    frames.TableKeysRead,
+    _SPARK_TableKeysRead,
+    _ARROW_TableKeysRead,
+    _row_TableKeysRead,
+    _value_TableKeysRead,
+    _arrow_TableKeysRead,
+)
+
+
+# The ReadTableEntries frame struct.
+ReadTableEntries = RowCodec(
+    "ReadTableEntries",
+    frames.ReadTableEntries,
+    _SPARK_ReadTableEntries,
+    _ARROW_ReadTableEntries,
+    _row_ReadTableEntries,
+    _value_ReadTableEntries,
+    _arrow_ReadTableEntries,
+)
+
+
+# The TableEntriesRead frame struct.
+TableEntriesRead = RowCodec(
+    "TableEntriesRead",
+    frames.TableEntriesRead,
+    _SPARK_TableEntriesRead,
+    _ARROW_TableEntriesRead,
+    _row_TableEntriesRead,
+    _value_TableEntriesRead,
+    _arrow_TableEntriesRead,
+)
+
+
+# The ReadTableEntriesDelta frame struct.
+ReadTableEntriesDelta = RowCodec(
+    "ReadTableEntriesDelta",
+    frames.ReadTableEntriesDelta,
+    _SPARK_ReadTableEntriesDelta,
+    _ARROW_ReadTableEntriesDelta,
+    _row_ReadTableEntriesDelta,
+    _value_ReadTableEntriesDelta,
+    _arrow_ReadTableEntriesDelta,
+)
+
+
+# The TableEntriesDeltaRead frame struct.
+TableEntriesDeltaRead = RowCodec(
+    "TableEntriesDeltaRead",
+    frames.TableEntriesDeltaRead,
+    _SPARK_TableEntriesDeltaRead,
+    _ARROW_TableEntriesDeltaRead,
+    _row_TableEntriesDeltaRead,
+    _value_TableEntriesDeltaRead,
+    _arrow_TableEntriesDeltaRead,
+)
+
+
+# The TableSegmentNotEmpty frame struct.
+TableSegmentNotEmpty = RowCodec(
+    "TableSegmentNotEmpty",
+    frames.TableSegmentNotEmpty,
+    _SPARK_TableSegmentNotEmpty,
+    _ARROW_TableSegmentNotEmpty,
+    _row_TableSegmentNotEmpty,
+    _value_TableSegmentNotEmpty,
+    _arrow_TableSegmentNotEmpty,
+)
+
+
+# The TableKeyDoesNotExist frame struct.
+TableKeyDoesNotExist = RowCodec(
+    "TableKeyDoesNotExist",
+    frames.TableKeyDoesNotExist,
+    _SPARK_TableKeyDoesNotExist,
+    _ARROW_TableKeyDoesNotExist,
+    _row_TableKeyDoesNotExist,
+    _value_TableKeyDoesNotExist,
+    _arrow_TableKeyDoesNotExist,
+)
+
+
+# The TableKeyBadVersion frame struct.
+TableKeyBadVersion = RowCodec(
+    "TableKeyBadVersion",
+    frames.TableKeyBadVersion,
+    _SPARK_TableKeyBadVersion,
+    _ARROW_TableKeyBadVersion,
+    _row_TableKeyBadVersion,
+    _value_TableKeyBadVersion,
+    _arrow_TableKeyBadVersion,
+)
+
+
 # The FlushToStorage frame struct.
 FlushToStorage = RowCodec(
     "FlushToStorage",
@@ -7348,30 +8289,6 @@ SegmentAttributeUpdated = RowCodec(
 )
 
 
-# The TruncateSegment frame struct.
-TruncateSegment = RowCodec(
-    "TruncateSegment",
-    frames.TruncateSegment,
-    _SPARK_TruncateSegment,
-    _ARROW_TruncateSegment,
-    _row_TruncateSegment,
-    _value_TruncateSegment,
-    _arrow_TruncateSegment,
-)
-
-
-# The SegmentTruncated frame struct.
-SegmentTruncated = RowCodec(
-    "SegmentTruncated",
-    frames.SegmentTruncated,
-    _SPARK_SegmentTruncated,
-    _ARROW_SegmentTruncated,
-    _row_SegmentTruncated,
-    _value_SegmentTruncated,
-    _arrow_SegmentTruncated,
-)
-
-
 # The CreateTransientSegment frame struct.
 CreateTransientSegment = RowCodec(
     "CreateTransientSegment",
@@ -7441,234 +8358,6 @@ SegmentsMerged = RowCodec(
     _row_SegmentsMerged,
     _value_SegmentsMerged,
     _arrow_SegmentsMerged,
-)
-
-
-# The GetTableSegmentInfo frame struct.
-GetTableSegmentInfo = RowCodec(
-    "GetTableSegmentInfo",
-    frames.GetTableSegmentInfo,
-    _SPARK_GetTableSegmentInfo,
-    _ARROW_GetTableSegmentInfo,
-    _row_GetTableSegmentInfo,
-    _value_GetTableSegmentInfo,
-    _arrow_GetTableSegmentInfo,
-)
-
-
-# The TableSegmentInfo frame struct.
-TableSegmentInfo = RowCodec(
-    "TableSegmentInfo",
-    frames.TableSegmentInfo,
-    _SPARK_TableSegmentInfo,
-    _ARROW_TableSegmentInfo,
-    _row_TableSegmentInfo,
-    _value_TableSegmentInfo,
-    _arrow_TableSegmentInfo,
-)
-
-
-# The CreateTableSegment frame struct.
-CreateTableSegment = RowCodec(
-    "CreateTableSegment",
-    frames.CreateTableSegment,
-    _SPARK_CreateTableSegment,
-    _ARROW_CreateTableSegment,
-    _row_CreateTableSegment,
-    _value_CreateTableSegment,
-    _arrow_CreateTableSegment,
-)
-
-
-# The DeleteTableSegment frame struct.
-DeleteTableSegment = RowCodec(
-    "DeleteTableSegment",
-    frames.DeleteTableSegment,
-    _SPARK_DeleteTableSegment,
-    _ARROW_DeleteTableSegment,
-    _row_DeleteTableSegment,
-    _value_DeleteTableSegment,
-    _arrow_DeleteTableSegment,
-)
-
-
-# The UpdateTableEntries frame struct.
-UpdateTableEntries = RowCodec(
-    "UpdateTableEntries",
-    frames.UpdateTableEntries,
-    _SPARK_UpdateTableEntries,
-    _ARROW_UpdateTableEntries,
-    _row_UpdateTableEntries,
-    _value_UpdateTableEntries,
-    _arrow_UpdateTableEntries,
-)
-
-
-# The TableEntriesUpdated frame struct.
-TableEntriesUpdated = RowCodec(
-    "TableEntriesUpdated",
-    frames.TableEntriesUpdated,
-    _SPARK_TableEntriesUpdated,
-    _ARROW_TableEntriesUpdated,
-    _row_TableEntriesUpdated,
-    _value_TableEntriesUpdated,
-    _arrow_TableEntriesUpdated,
-)
-
-
-# The RemoveTableKeys frame struct.
-RemoveTableKeys = RowCodec(
-    "RemoveTableKeys",
-    frames.RemoveTableKeys,
-    _SPARK_RemoveTableKeys,
-    _ARROW_RemoveTableKeys,
-    _row_RemoveTableKeys,
-    _value_RemoveTableKeys,
-    _arrow_RemoveTableKeys,
-)
-
-
-# The TableKeysRemoved frame struct.
-TableKeysRemoved = RowCodec(
-    "TableKeysRemoved",
-    frames.TableKeysRemoved,
-    _SPARK_TableKeysRemoved,
-    _ARROW_TableKeysRemoved,
-    _row_TableKeysRemoved,
-    _value_TableKeysRemoved,
-    _arrow_TableKeysRemoved,
-)
-
-
-# The ReadTable frame struct.
-ReadTable = RowCodec(
-    "ReadTable",
-    frames.ReadTable,
-    _SPARK_ReadTable,
-    _ARROW_ReadTable,
-    _row_ReadTable,
-    _value_ReadTable,
-    _arrow_ReadTable,
-)
-
-
-# The TableRead frame struct.
-TableRead = RowCodec(
-    "TableRead",
-    frames.TableRead,
-    _SPARK_TableRead,
-    _ARROW_TableRead,
-    _row_TableRead,
-    _value_TableRead,
-    _arrow_TableRead,
-)
-
-
-# The TableSegmentNotEmpty frame struct.
-TableSegmentNotEmpty = RowCodec(
-    "TableSegmentNotEmpty",
-    frames.TableSegmentNotEmpty,
-    _SPARK_TableSegmentNotEmpty,
-    _ARROW_TableSegmentNotEmpty,
-    _row_TableSegmentNotEmpty,
-    _value_TableSegmentNotEmpty,
-    _arrow_TableSegmentNotEmpty,
-)
-
-
-# The TableKeyDoesNotExist frame struct.
-TableKeyDoesNotExist = RowCodec(
-    "TableKeyDoesNotExist",
-    frames.TableKeyDoesNotExist,
-    _SPARK_TableKeyDoesNotExist,
-    _ARROW_TableKeyDoesNotExist,
-    _row_TableKeyDoesNotExist,
-    _value_TableKeyDoesNotExist,
-    _arrow_TableKeyDoesNotExist,
-)
-
-
-# The TableKeyBadVersion frame struct.
-TableKeyBadVersion = RowCodec(
-    "TableKeyBadVersion",
-    frames.TableKeyBadVersion,
-    _SPARK_TableKeyBadVersion,
-    _ARROW_TableKeyBadVersion,
-    _row_TableKeyBadVersion,
-    _value_TableKeyBadVersion,
-    _arrow_TableKeyBadVersion,
-)
-
-
-# The ReadTableKeys frame struct.
-ReadTableKeys = RowCodec(
-    "ReadTableKeys",
-    frames.ReadTableKeys,
-    _SPARK_ReadTableKeys,
-    _ARROW_ReadTableKeys,
-    _row_ReadTableKeys,
-    _value_ReadTableKeys,
-    _arrow_ReadTableKeys,
-)
-
-
-# The TableKeysRead frame struct.
-TableKeysRead = RowCodec(
-    "TableKeysRead",
-    frames.TableKeysRead,
-    _SPARK_TableKeysRead,
-    _ARROW_TableKeysRead,
-    _row_TableKeysRead,
-    _value_TableKeysRead,
-    _arrow_TableKeysRead,
-)
-
-
-# The ReadTableEntries frame struct.
-ReadTableEntries = RowCodec(
-    "ReadTableEntries",
-    frames.ReadTableEntries,
-    _SPARK_ReadTableEntries,
-    _ARROW_ReadTableEntries,
-    _row_ReadTableEntries,
-    _value_ReadTableEntries,
-    _arrow_ReadTableEntries,
-)
-
-
-# The TableEntriesRead frame struct.
-TableEntriesRead = RowCodec(
-    "TableEntriesRead",
-    frames.TableEntriesRead,
-    _SPARK_TableEntriesRead,
-    _ARROW_TableEntriesRead,
-    _row_TableEntriesRead,
-    _value_TableEntriesRead,
-    _arrow_TableEntriesRead,
-)
-
-
-# The TableEntriesDeltaRead frame struct.
-TableEntriesDeltaRead = RowCodec(
-    "TableEntriesDeltaRead",
-    frames.TableEntriesDeltaRead,
-    _SPARK_TableEntriesDeltaRead,
-    _ARROW_TableEntriesDeltaRead,
-    _row_TableEntriesDeltaRead,
-    _value_TableEntriesDeltaRead,
-    _arrow_TableEntriesDeltaRead,
-)
-
-
-# The ReadTableEntriesDelta frame struct.
-ReadTableEntriesDelta = RowCodec(
-    "ReadTableEntriesDelta",
-    frames.ReadTableEntriesDelta,
-    _SPARK_ReadTableEntriesDelta,
-    _ARROW_ReadTableEntriesDelta,
-    _row_ReadTableEntriesDelta,
-    _value_ReadTableEntriesDelta,
-    _arrow_ReadTableEntriesDelta,
 )
 
 
@@ -7785,6 +8474,8 @@ STRUCTS: dict[str, RowCodec[Any]] = {
     "StreamSegmentInfo": StreamSegmentInfo,
     "CreateSegment": CreateSegment,
     "SegmentCreated": SegmentCreated,
+    "TruncateSegment": TruncateSegment,
+    "SegmentTruncated": SegmentTruncated,
     "SealSegment": SealSegment,
     "SegmentSealed": SegmentSealed,
     "DeleteSegment": DeleteSegment,
@@ -7797,6 +8488,28 @@ STRUCTS: dict[str, RowCodec[Any]] = {
     "OperationUnsupported": OperationUnsupported,
     "AuthTokenCheckFailed": AuthTokenCheckFailed,
     "ErrorMessage": ErrorMessage,
+    "TableKey": TableKey,
+    "TableValue": TableValue,
+    "TableEntry": TableEntry,
+    "CreateTableSegment": CreateTableSegment,
+    "DeleteTableSegment": DeleteTableSegment,
+    "GetTableSegmentInfo": GetTableSegmentInfo,
+    "TableSegmentInfo": TableSegmentInfo,
+    "UpdateTableEntries": UpdateTableEntries,
+    "TableEntriesUpdated": TableEntriesUpdated,
+    "RemoveTableKeys": RemoveTableKeys,
+    "TableKeysRemoved": TableKeysRemoved,
+    "ReadTable": ReadTable,
+    "TableRead": TableRead,
+    "ReadTableKeys": ReadTableKeys,
+    "TableKeysRead": TableKeysRead,
+    "ReadTableEntries": ReadTableEntries,
+    "TableEntriesRead": TableEntriesRead,
+    "ReadTableEntriesDelta": ReadTableEntriesDelta,
+    "TableEntriesDeltaRead": TableEntriesDeltaRead,
+    "TableSegmentNotEmpty": TableSegmentNotEmpty,
+    "TableKeyDoesNotExist": TableKeyDoesNotExist,
+    "TableKeyBadVersion": TableKeyBadVersion,
     "FlushToStorage": FlushToStorage,
     "FlushedToStorage": FlushedToStorage,
     "ListStorageChunks": ListStorageChunks,
@@ -7807,33 +8520,12 @@ STRUCTS: dict[str, RowCodec[Any]] = {
     "SegmentAttribute": SegmentAttribute,
     "UpdateSegmentAttribute": UpdateSegmentAttribute,
     "SegmentAttributeUpdated": SegmentAttributeUpdated,
-    "TruncateSegment": TruncateSegment,
-    "SegmentTruncated": SegmentTruncated,
     "CreateTransientSegment": CreateTransientSegment,
     "LocateOffset": LocateOffset,
     "OffsetLocated": OffsetLocated,
     "InvalidEventNumber": InvalidEventNumber,
     "MergeSegments": MergeSegments,
     "SegmentsMerged": SegmentsMerged,
-    "GetTableSegmentInfo": GetTableSegmentInfo,
-    "TableSegmentInfo": TableSegmentInfo,
-    "CreateTableSegment": CreateTableSegment,
-    "DeleteTableSegment": DeleteTableSegment,
-    "UpdateTableEntries": UpdateTableEntries,
-    "TableEntriesUpdated": TableEntriesUpdated,
-    "RemoveTableKeys": RemoveTableKeys,
-    "TableKeysRemoved": TableKeysRemoved,
-    "ReadTable": ReadTable,
-    "TableRead": TableRead,
-    "TableSegmentNotEmpty": TableSegmentNotEmpty,
-    "TableKeyDoesNotExist": TableKeyDoesNotExist,
-    "TableKeyBadVersion": TableKeyBadVersion,
-    "ReadTableKeys": ReadTableKeys,
-    "TableKeysRead": TableKeysRead,
-    "ReadTableEntries": ReadTableEntries,
-    "TableEntriesRead": TableEntriesRead,
-    "TableEntriesDeltaRead": TableEntriesDeltaRead,
-    "ReadTableEntriesDelta": ReadTableEntriesDelta,
     "ConditionalBlockEnd": ConditionalBlockEnd,
     "MergeSegmentsBatch": MergeSegmentsBatch,
     "SegmentsBatchMerged": SegmentsBatchMerged,

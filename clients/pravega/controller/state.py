@@ -171,15 +171,21 @@ class ControllerState:
             self._range(info.scope, info.stream, number, count) for number in range(count)])
 
     def getSegments(self, request: pb.GetSegmentsRequest) -> pb.SegmentsAtTime:
-        """Where each segment starts at any time: offset 0, nothing is ever truncated."""
+        """Where each segment's data starts now, whatever the time asked: its start offset,
+        so a reader group that starts at the stream's head skips what was truncated."""
         info = request.streamInfo or pb.StreamInfo()
         stream = self.streams.get((info.scope, info.stream))
         count = stream.segment_count if stream is not None else 0
         return pb.SegmentsAtTime(segments=[
             pb.SegmentsAtTime.SegmentLocation(
                 segmentId=pb.SegmentId(streamInfo=_info(info.scope, info.stream),
-                                       segmentId=number), offset=0)
+                                       segmentId=number),
+                offset=self._start_offset(info.scope, info.stream, number))
             for number in range(count)])
+
+    def _start_offset(self, scope: str, stream: str, number: int) -> int:
+        segment = self.table.get(segment_name(scope, stream, number))
+        return segment.start_offset if segment is not None else 0
 
     def getURI(self, request: pb.SegmentId) -> pb.NodeUri:
         """The one segment store owns every segment."""

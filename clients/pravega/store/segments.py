@@ -1,17 +1,19 @@
 """The segment store's data: named segments of bytes, in memory and optionally in a directory.
 
-Each segment is its bytes plus a little metadata (sealed or not, the last event number of
-each writer). With a directory, a segment's bytes go to ``<name>.data`` (appended
-and flushed before an append is acknowledged) and its metadata to ``<name>.meta.json``
-(rewritten on change); ``SegmentTable`` reloads both when it is created again on the same
-directory.
+Each segment is its bytes plus a little metadata (sealed or not, its start offset, the last
+event number of each writer). Truncation moves the start offset forward and drops the bytes
+before it from memory; offsets stay those of the whole segment. With a directory, a
+segment's bytes go to ``<name>.data`` (appended and flushed before an append is acknowledged)
+and its metadata to ``<name>.meta.json`` (rewritten on change); ``SegmentTable`` reloads both
+when it is created again on the same directory.
 
 Writers' last event numbers are what make appends idempotent (a writer that reconnects sends
 again every event above the number the store reports), so they must never disagree with the
 bytes. The metadata also records the segment's length. Each append writes the data file first
 and then replaces the metadata, and it is acknowledged only after both. A crash between the
 two leaves the data file longer than the metadata says, and loading cuts it back: nobody was
-told those bytes were stored, and their writer sends them again.
+told those bytes were stored, and their writer sends them again. The data file keeps the
+truncated bytes (it is only ever appended to); loading skips them.
 """
 
 from __future__ import annotations
@@ -32,18 +34,24 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Segment:
-    """One segment: its bytes, whether it is sealed, and each writer's last event number."""
+    """One segment: its bytes from ``start_offset`` on, whether it is sealed, and each
+    writer's last event number."""
 
     name: str
     data: bytearray = field(default_factory=bytearray)
     sealed: bool = False
     writers: dict[UUID, int] = field(default_factory=dict)
     last_modified_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    start_offset: int = 0
 
     @property
     def length(self) -> int:
-        """Bytes in the segment: the offset the next append lands at."""
-        return len(self.data)
+        """Bytes ever appended to the segment: the offset the next append lands at."""
+        return self.start_offset + len(self.data)
+
+    def read(self, offset: int, end: int) -> bytes:
+        """The bytes at segment offsets ``offset`` (not below ``start_offset``) to ``end``."""
+        return bytes(self.data[offset - self.start_offset:end - self.start_offset])
 
 
 class SegmentTable:
@@ -90,6 +98,17 @@ class SegmentTable:
         segment.sealed = True
         self._write_meta(segment)
 
+    def truncate(self, segment: Segment, offset: int) -> None:
+        """Drop ``segment``'s bytes before ``offset``, which must lie between its start offset
+        and its length."""
+        if not segment.start_offset <= offset <= segment.length:
+            raise ValueError(f"truncation offset {offset} outside "
+                             f"[{segment.start_offset}, {segment.length}]")
+        del segment.data[:offset - segment.start_offset]
+        segment.start_offset = offset
+        segment.last_modified_ms = int(time.time() * 1000)
+        self._write_meta(segment)
+
     def delete(self, name: str) -> bool:
         """Forget a segment; False if there was none."""
         if self.segments.pop(name, None) is None:
@@ -116,6 +135,7 @@ class SegmentTable:
             "sealed": segment.sealed,
             "writers": {str(k): v for k, v in segment.writers.items()},
             "length": segment.length,
+            "start_offset": segment.start_offset,
         }
         path = self._meta_path(segment.name)
         temporary = path.with_suffix(".tmp")
@@ -139,10 +159,13 @@ class SegmentTable:
                 del data[length:]
                 with data_path.open("r+b") as out:
                     out.truncate(length)
+            start = int(meta.get("start_offset", 0))  # older files: never truncated
+            del data[:start]
             segment = Segment(
                 name,
                 data,
                 bool(meta["sealed"]),
                 {UUID(k): int(v) for k, v in meta["writers"].items()},
+                start_offset=start,
             )
             self.segments[name] = segment

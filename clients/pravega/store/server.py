@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 from collections import Counter, deque
+from pathlib import Path
 from types import TracebackType
 
 from protoframe.generated.pravega import frames
@@ -21,6 +22,7 @@ from protoframe.runtime.io.server import Server, Session, serve
 from ..errors import PravegaError
 from .segments import SegmentTable
 from .session import DEFAULT_READ_SIZE, StoreSession
+from .tables import TableStore
 
 __all__ = ["EmbeddedSegmentStore"]
 
@@ -33,7 +35,8 @@ class _Served(Session[frames.Frame]):
     def __init__(self, store: EmbeddedSegmentStore) -> None:
         super().__init__(PravegaProtocol(server=True, max_frame_size=store.max_frame_size))
         self.store = store
-        self.session = StoreSession(store.table, max_read_size=store.max_read_size)
+        self.session = StoreSession(store.table, max_read_size=store.max_read_size,
+                                    tables=store.tables, max_frame_size=store.max_frame_size)
 
     def frame_received(self, frame: frames.Frame) -> None:
         self.store.received[command_of(frame)[0]] += 1
@@ -54,7 +57,7 @@ class EmbeddedSegmentStore:
     """A segment store in the running event loop: ``async with EmbeddedSegmentStore() as s``.
 
     ``port=0`` picks a free port (``start`` returns ``(host, port)``). ``directory`` keeps
-    segments on disk across restarts; without it they live in memory.
+    segments and table segments on disk across restarts; without it they live in memory.
     """
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0,
@@ -64,6 +67,8 @@ class EmbeddedSegmentStore:
         self.host = host
         self.port = port
         self.table = SegmentTable(directory)
+        # Table segments live beside the stream segments, in a folder of their own.
+        self.tables = TableStore(Path(directory) / "tables" if directory is not None else None)
         self.max_frame_size = max_frame_size
         self.max_read_size = max_read_size
         # Why recent connections ended, oldest first (bounded: a server may run for long).

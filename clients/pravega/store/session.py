@@ -26,6 +26,8 @@ from ..errors import AppendRuleViolation, IncompatibleVersion, PravegaError, Une
 from ..events import drop_events
 from ..versions import HIGH_VERSION, LOW_VERSION, check_overlap
 from .segments import Segment, SegmentTable
+from .table_requests import TableRequests
+from .tables import TableStore
 
 __all__ = ["DEFAULT_READ_SIZE", "StoreSession"]
 
@@ -41,8 +43,14 @@ class StoreSession:
     """
 
     def __init__(self, table: SegmentTable, *, max_read_size: int = DEFAULT_READ_SIZE,
-                 versions: tuple[int, int] = (LOW_VERSION, HIGH_VERSION)) -> None:
+                 versions: tuple[int, int] = (LOW_VERSION, HIGH_VERSION),
+                 tables: TableStore | None = None,
+                 max_frame_size: int = frames.DEFAULT_MAX_FRAME_SIZE) -> None:
         self.table = table
+        self.tables = tables if tables is not None else TableStore()
+        table_requests = TableRequests(
+            self.tables, max_read_size=max_read_size, max_frame_size=max_frame_size,
+            name_taken=lambda name: table.get(name) is not None)
         self.max_read_size = max_read_size
         self.versions = versions
         self.appends = AppendAssembler()
@@ -60,6 +68,8 @@ class StoreSession:
             "GET_STREAM_SEGMENT_INFO": self._segment_info,
             "SEAL_SEGMENT": self._seal_segment,
             "DELETE_SEGMENT": self._delete_segment,
+            "TRUNCATE_SEGMENT": self._truncate_segment,
+            **table_requests.handlers,
         }
 
     def handle(self, frame: frames.Frame) -> list[frames.Frame]:
@@ -87,7 +97,7 @@ class StoreSession:
     # ---- segment management ----------------------------------------------------------------
 
     def _create_segment(self, body: frames.CreateSegment) -> list[frames.FrameBody]:
-        if self.table.create(body.segment) is None:
+        if self.tables.get(body.segment) is not None or self.table.create(body.segment) is None:
             return [frames.SegmentAlreadyExists(request_id=body.request_id,
                                                 segment=body.segment)]
         return [frames.SegmentCreated(request_id=body.request_id, segment=body.segment)]
@@ -103,6 +113,16 @@ class StoreSession:
         if not self.table.delete(body.segment):
             return [_no_such_segment(body.request_id, body.segment)]
         return [frames.SegmentDeleted(request_id=body.request_id, segment=body.segment)]
+
+    def _truncate_segment(self, body: frames.TruncateSegment) -> list[frames.FrameBody]:
+        segment = self.table.get(body.segment)
+        if segment is None:
+            return [_no_such_segment(body.request_id, body.segment)]
+        if not segment.start_offset <= body.truncation_offset <= segment.length:
+            # As the Java store answers an offset it cannot truncate at: with the start offset.
+            return [_truncated(body.request_id, segment, body.truncation_offset)]
+        self.table.truncate(segment, body.truncation_offset)
+        return [frames.SegmentTruncated(request_id=body.request_id, segment=body.segment)]
 
     # ---- appends ---------------------------------------------------------------------------
 
@@ -170,6 +190,8 @@ class StoreSession:
         segment = self.table.get(body.segment)
         if segment is None:
             return [_no_such_segment(body.request_id, body.segment, body.offset)]
+        if 0 <= body.offset < segment.start_offset:
+            return [_truncated(body.request_id, segment, body.offset)]
         if body.offset < 0 or body.offset > segment.length:
             return [frames.ErrorMessage(
                 request_id=body.request_id, segment=body.segment,
@@ -180,7 +202,7 @@ class StoreSession:
         at_tail = end == segment.length
         return [frames.SegmentRead(segment=body.segment, offset=body.offset, at_tail=at_tail,
                                    end_of_segment=at_tail and segment.sealed,
-                                   data=bytes(segment.data[body.offset:end]),
+                                   data=segment.read(body.offset, end),
                                    request_id=body.request_id)]
 
     def _segment_info(self, body: frames.GetStreamSegmentInfo) -> list[frames.FrameBody]:
@@ -195,7 +217,7 @@ class StoreSession:
             request_id=body.request_id, segment=body.segment, exists=True,
             is_sealed=segment.sealed, is_deleted=False,
             last_modified=segment.last_modified_ms, write_offset=segment.length,
-            start_offset=0)]
+            start_offset=segment.start_offset)]
 
 
 def _without_events(data: bytes, count: int) -> bytes:
@@ -212,6 +234,11 @@ def _no_such_segment(request_id: int, segment: str, offset: int = -1) -> frames.
 def _sealed(request_id: int, segment: Segment) -> frames.SegmentIsSealed:
     return frames.SegmentIsSealed(request_id=request_id, segment=segment.name,
                                   offset=segment.length)
+
+
+def _truncated(request_id: int, segment: Segment, offset: int) -> frames.SegmentIsTruncated:
+    return frames.SegmentIsTruncated(request_id=request_id, segment=segment.name,
+                                     start_offset=segment.start_offset, offset=offset)
 
 
 def _data_appended(append: Append, segment: Segment) -> frames.DataAppended:

@@ -11,6 +11,7 @@ same frame. Bounded by a case count and a time budget.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import struct
 from typing import Any
@@ -33,6 +34,7 @@ from protoframe.generator.frame_ir import (
 )
 from protoframe.generator.frame_model import load_frame_spec
 from protoframe.generator.proto_model import load_protocol
+from protoframe.runtime.errors import EncodeError
 from tests.generated.fuzzing import Case, Failure, Mutator, StreamTarget, run_campaign, u32_field_op
 from tests.support.paths import ROOT
 
@@ -73,7 +75,16 @@ def _value(f: FrameField, rng: random.Random) -> Any:
 
 
 def _build(s: StructDef, rng: random.Random) -> Any:
-    return getattr(pv, s.name)(**{f.name: _value(f, rng) for f in s.data_fields})
+    value = getattr(pv, s.name)(**{f.name: _value(f, rng) for f in s.data_fields})
+    conditional = [f.name for f in s.data_fields if f.when is not None]
+    if conditional:
+        # A field present only under a condition (a table key's version, absent when the
+        # key is empty) must be None exactly when its condition fails.
+        try:
+            value.encode()
+        except EncodeError:
+            value = dataclasses.replace(value, **dict.fromkeys(conditional))
+    return value
 
 
 def build_corpus() -> list[bytes]:

@@ -1,0 +1,123 @@
+"""The Python view of a spec's command table (``commands.py``).
+
+Every command is listed once, with its hook and what names it on the wire, and every request
+with the commands answering it; ``frames``, ``machines`` and ``client`` read their lookups from
+this module instead of each carrying its own copy of the list.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from protoframe.generator.frame_ir import FrameSpec, Request
+from protoframe.generator.pyview import docstring, q
+
+
+@dataclass
+class CommandsModuleView:
+    source: str
+    module_doc: str
+    hooks_class: str  # the generated hooks Protocol (in machines.py) the hook names refer to
+    # The columns of a row besides name and hook, as (attribute, annotation, comment).
+    columns: list[tuple[str, str, str]]
+    rows: list[str]  # CommandDef(...) expressions
+    # Lookups built from the rows at import, as (name, annotation, expression, comment).
+    lookups: list[tuple[str, str, str, str]]
+    interactions: list[str]
+    local_imports: list[str] = field(default_factory=list)
+    prelude: list[str] = field(default_factory=list)  # aliases the rows use
+
+
+def snake(name: str) -> str:
+    if name == name.upper():  # already UPPER_SNAKE: a digit before a capital is no boundary
+        return name.lower()
+    s = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name)
+    return s.lower()
+
+
+def hook_name(command: str) -> str:
+    """The hooks method a received ``command`` is dispatched to."""
+    return "on_" + snake(command)
+
+
+def protocol_title(spec: FrameSpec) -> str:
+    return "".join(p.capitalize() for p in re.split(r"[_\W]+", spec.protocol) if p)
+
+
+def has_commands_module(spec: FrameSpec) -> bool:
+    """Whether the spec has commands to list (frames of an envelope read its body fields)."""
+    return bool(spec.machines or spec.requests or spec.routes or spec.commands
+                or any(f.dispatch_on is not None for f in spec.frame.fields))
+
+
+def build_commands_module(spec: FrameSpec) -> CommandsModuleView:
+    title = protocol_title(spec)
+    columns: list[tuple[str, str, str]] = []
+    rows: list[str] = []
+    lookups: list[tuple[str, str, str, str]] = []
+    imports: list[str] = []
+    prelude: list[str] = []
+    envelope = next((f for f in spec.frame.fields if f.dispatch_on is not None), None)
+    switch = next((f for f in spec.frame.fields if f.kind == "switch"), None)
+    if envelope is not None and envelope.message is not None and not spec.routes:
+        enum = envelope.dispatch_on.type.enum if envelope.dispatch_on is not None else None
+        assert enum is not None and envelope.dispatch_on is not None
+        module = spec.proto_modules[enum.full_name]
+        enum_ref = f"{module}.{enum.py_path}"
+        imports.append(f"from . import {module}")
+        prelude.append(f"_Type = {enum_ref}")
+        selector = envelope.dispatch_on.py_name
+        envelope_name = envelope.message.proto_name
+        columns = [
+            (selector, enum_ref,
+             f"the {envelope_name}.{envelope.dispatch_on.proto_name} value naming it"),
+            ("body", "str", f"the {envelope_name} field holding its body"),
+        ]
+        rows = [f"CommandDef({q(c.name)}, {q(hook_name(c.name))}, _Type.{c.enum_member}, "
+                f"{q(c.field.py_name)})" for c in envelope.commands]
+        lookups = [
+            ("BY_TYPE", f"dict[{enum_ref}, tuple[str, str]]",
+             f"{{c.{selector}: (c.name, c.body) for c in COMMANDS}}",
+             "Name and body field by type: how machines.command_of names a frame's command."),
+            ("BODY_FIELDS", f"dict[{enum_ref}, str]",
+             f"{{c.{selector}: c.body for c in COMMANDS}}",
+             "Body field by type: how frames checks (and the compiled codec finds) a body."),
+        ]
+    elif switch is not None and not spec.routes:
+        imports.append("from . import frames")
+        columns = [("bodies", "tuple[type, ...]", "the frame body classes carrying it")]
+        for c in switch.cases:
+            bodies = ", ".join(f"frames.{s.name}" for s in c.structs)
+            if len(c.structs) == 1:
+                bodies += ","
+            rows.append(f"CommandDef({q(c.name)}, {q(hook_name(c.name))}, ({bodies}))")
+        lookups = [("BY_BODY", "dict[type, str]",
+                    "{body: c.name for c in COMMANDS for body in c.bodies}",
+                    "Command by body class: how machines.command_of names a frame's command.")]
+    else:
+        rows = [f"CommandDef({q(name)}, {q(hook_name(name))})" for name in spec.commands]
+    lookups.append(("HOOKS", "dict[str, str]", "{c.name: c.hook for c in COMMANDS}",
+                    f"Hook by command: what a {title}Protocol dispatches a received one to."))
+    return CommandsModuleView(
+        source=spec.path,
+        module_doc=docstring(
+            f"The commands of the {spec.protocol} protocol, generated from {spec.path}.\n\n"
+            "Each command is listed once (``COMMANDS``), with the hook a received one is "
+            "dispatched to and what names it on the wire, and each request once "
+            "(``INTERACTIONS``), with the commands answering it; frames, machines and client "
+            "read their lookups from here.", ""),
+        hooks_class=f"{title}Hooks",
+        columns=columns,
+        rows=rows,
+        lookups=lookups,
+        interactions=[_interaction(r) for r in spec.requests],
+        local_imports=imports,
+        prelude=prelude,
+    )
+
+
+def _interaction(r: Request) -> str:
+    answers = ", ".join(q(n) for n in [r.response, *r.errors])
+    correlate = "".join(q(c) + ", " for c in r.correlate)
+    return f"Interaction({q(r.request)}, frozenset({{{answers}}}), ({correlate}))"

@@ -27,6 +27,7 @@ class CommandsModuleView:
     interactions: list[str]
     local_imports: list[str] = field(default_factory=list)
     prelude: list[str] = field(default_factory=list)  # aliases the rows use
+    routed: bool = False  # rows carry body decoders (Callable, Any)
 
 
 def snake(name: str) -> str:
@@ -95,6 +96,10 @@ def build_commands_module(spec: FrameSpec) -> CommandsModuleView:
         lookups = [("BY_BODY", "dict[type, str]",
                     "{body: c.name for c in COMMANDS for body in c.bodies}",
                     "Command by body class: how machines.command_of names a frame's command.")]
+    elif spec.routes:
+        columns, rows, lookups, modules = _routed(spec)
+        if modules:
+            imports.append(f"from . import {', '.join(sorted(modules))}")
     else:
         rows = [f"CommandDef({q(name)}, {q(hook_name(name))})" for name in spec.commands]
     lookups.append(("HOOKS", "dict[str, str]", "{c.name: c.hook for c in COMMANDS}",
@@ -114,7 +119,52 @@ def build_commands_module(spec: FrameSpec) -> CommandsModuleView:
         interactions=[_interaction(r) for r in spec.requests],
         local_imports=imports,
         prelude=prelude,
+        routed=bool(spec.routes),
     )
+
+
+def route_table(index: int) -> str:
+    """The lookup of ``commands.py`` from the value naming a command on route ``index``."""
+    return f"ROUTE_{index}"
+
+
+def _routed(spec: FrameSpec) -> tuple[list[tuple[str, str, str]], list[str],
+                                      list[tuple[str, str, str, str]], set[str]]:
+    """Columns, rows and lookups of commands named by routes (``commands:``), and the protobuf
+    modules their decoders come from."""
+    columns = [
+        ("route", "int", "the spec's route naming it (machines._route_<n>)"),
+        ("value", "int | None", "the value naming it there; None: the route's only one"),
+        ("decode", "Callable[[bytes], Any] | None", "its serialized body's decoder, if any"),
+    ]
+    rows: list[str] = []
+    lookups: list[tuple[str, str, str, str]] = []
+    modules: set[str] = set()
+    for route in spec.routes:
+        for cmd in route.commands:
+            decode = "None"
+            if route.payload is not None and cmd.message is not None:
+                module = spec.proto_modules[cmd.message.full_name]
+                modules.add(module)
+                decode = f"{module}.{cmd.message.py_path}.decode"
+            rows.append(f"CommandDef({q(cmd.name)}, {q(hook_name(cmd.name))}, {route.index}, "
+                        f"{cmd.value}, {decode})")
+        if route.on is None:
+            continue
+        where = f"{route.part.text}.{route.on.text}"
+        if route.payload is not None:
+            lookups.append((
+                route_table(route.index), "dict[int, tuple[str, Callable[[bytes], Any]]]",
+                f"{{\n    c.value: (c.name, c.decode)\n    for c in COMMANDS\n    if c.route == "
+                f"{route.index} and c.value is not None and c.decode is not None\n}}",
+                f"Name and body decoder by {where}: how machines names such a frame's command."))
+        else:
+            lookups.append((
+                route_table(route.index), "dict[int, str]",
+                f"{{\n    c.value: c.name for c in COMMANDS if c.route == {route.index} and "
+                "c.value is not None\n}",
+                f"Name by {where}: how machines names such a frame's command."))
+    return columns, rows, lookups, modules
 
 
 def _interaction(r: Request) -> str:

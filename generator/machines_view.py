@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from protoframe.generator.commands_view import hook_name, protocol_title
+from protoframe.generator.commands_view import hook_name, protocol_title, route_table
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.expr import Expr
 from protoframe.generator.frame_ir import (
@@ -183,7 +183,7 @@ def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
         frame_name=spec.frame.name,
         local_imports=["from . import " + ", ".join(sorted({"frames", *proto_mods})),
                        "from .commands import " + ", ".join(
-                           sorted({"HOOKS", "INTERACTIONS", *([lookup] if lookup else [])}))],
+                           sorted({"HOOKS", "INTERACTIONS", *lookup}))],
         machines=machines,
         functions=functions,
         name_table=name_table,
@@ -369,7 +369,7 @@ def _leaf(spec: FrameSpec, route: Route, cmd: RoutedCommand, leaf: BuildLeaf,
 def _route_function(spec: FrameSpec, route: Route) -> tuple[list[str], str]:
     """A function naming the command of a frame the route applies to (else None)."""
     name = f"_route_{route.index}"
-    table = f"_ROUTE_{route.index}"
+    table = route_table(route.index)
     frame = spec.frame.name
     lines = ["", "", f"def {name}(frame: frames.{frame}) -> tuple[str, Any] | None:"]
     if route.on is not None:
@@ -400,22 +400,6 @@ def _route_function(spec: FrameSpec, route: Route) -> tuple[list[str], str]:
     return lines, name
 
 
-def _route_table(spec: FrameSpec, route: Route) -> list[str]:
-    if route.on is None:
-        return []
-    table = f"_ROUTE_{route.index}"
-    if route.payload is None:
-        lines = ["", "", f"{table}: dict[int, str] = {{"]
-        lines += [f"    {c.value}: {q(c.name)}," for c in route.commands]
-        return [*lines, "}"]
-    lines = ["", "", f"{table}: dict[int, tuple[str, Callable[[bytes], Any]]] = {{"]
-    for c in route.commands:
-        assert c.message is not None
-        msg = f"{spec.proto_modules[c.message.full_name]}.{c.message.py_path}"
-        lines.append(f"    {c.value}: ({q(c.name)}, {msg}.decode),")
-    return [*lines, "}"]
-
-
 def _walk(lines: list[str], base: str, steps: list[PathStep]) -> str:
     """Emit the checks along a path; return the expression for its end."""
     expr = base
@@ -438,7 +422,7 @@ def _field_attrs(spec: FrameSpec) -> list[tuple[str, str]]:
     return sorted(names.items())
 
 
-def _naming(spec: FrameSpec, body_type: object) -> tuple[list[str], str, str | None]:
+def _naming(spec: FrameSpec, body_type: object) -> tuple[list[str], str, list[str]]:
     """How ``command_of`` names a frame's command: the functions and tables it uses, its body,
     and the lookup of ``commands.py`` it reads (if any)."""
     frame = spec.frame
@@ -447,7 +431,7 @@ def _naming(spec: FrameSpec, body_type: object) -> tuple[list[str], str, str | N
         names = []
         for route in spec.routes:
             fn, name = _route_function(spec, route)
-            lines += fn + _route_table(spec, route)
+            lines += fn
             names.append(name)
         lines += ["", "", f"_ROUTES = ({', '.join(names)}{',' if len(names) == 1 else ''})"]
         expr = ("for route in _ROUTES:\n"
@@ -455,16 +439,16 @@ def _naming(spec: FrameSpec, body_type: object) -> tuple[list[str], str, str | N
                 "    if found is not None:\n"
                 "        return found\n"
                 f'raise UnknownCommandError("{frame.name}: no route of the spec names a command")')
-        return lines[1:], expr, None
+        return lines[1:], expr, [route_table(r.index) for r in spec.routes if r.on is not None]
     for f in frame.fields:
         if f.dispatch_on is not None:
             expr = (f"name, attr = BY_TYPE[frame.{f.name}.{f.dispatch_on.py_name}]\n"
                     f"return name, getattr(frame.{f.name}, attr)")
-            return [], expr, "BY_TYPE"
+            return [], expr, ["BY_TYPE"]
         if f.kind == "switch":
             expr = (f"body = frame.{f.name}\n"
                     "return BY_BODY[type(body)], body")
-            return [], expr, "BY_BODY"
+            return [], expr, ["BY_BODY"]
     raise GeneratorBug("no field names commands (frame_checks lets no such spec through)",
                        str(frame.location))
 

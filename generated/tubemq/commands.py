@@ -9,14 +9,19 @@ frames, machines and client read their lookups from here.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from protoframe.runtime.engine.machine import Interaction
+
+from . import broker_service, master_service
 
 __all__ = [
     "COMMANDS",
     "CommandDef",
     "INTERACTIONS",
+    "ROUTE_0",
+    "ROUTE_1",
     "HOOKS",
 ]
 
@@ -26,44 +31,131 @@ class CommandDef(NamedTuple):
 
     name: str  # as the spec names it
     hook: str  # the TubemqHooks method a received one is dispatched to
+    route: int  # the spec's route naming it (machines._route_<n>)
+    value: int | None  # the value naming it there; None: the route's only one
+    decode: Callable[[bytes], Any] | None  # its serialized body's decoder, if any
 
 
 COMMANDS: tuple[CommandDef, ...] = (
-    CommandDef("REGISTER_P2M", "on_register_p2m"),
-    CommandDef("HEARTBEAT_P2M", "on_heartbeat_p2m"),
-    CommandDef("CLOSE_P2M", "on_close_p2m"),
-    CommandDef("REGISTER_C2M", "on_register_c2m"),
-    CommandDef("HEARTBEAT_C2M", "on_heartbeat_c2m"),
-    CommandDef("CLOSE_C2M", "on_close_c2m"),
-    CommandDef("REGISTER_B2M", "on_register_b2m"),
-    CommandDef("HEARTBEAT_B2M", "on_heartbeat_b2m"),
-    CommandDef("CLOSE_B2M", "on_close_b2m"),
-    CommandDef("SEND_MESSAGE_P2B", "on_send_message_p2b"),
-    CommandDef("REGISTER_C2B", "on_register_c2b"),
-    CommandDef("HEARTBEAT_C2B", "on_heartbeat_c2b"),
-    CommandDef("GET_MESSAGE_C2B", "on_get_message_c2b"),
-    CommandDef("COMMIT_OFFSET_C2B", "on_commit_offset_c2b"),
-    CommandDef("REGISTER_C2M_V2", "on_register_c2m_v2"),
-    CommandDef("HEARTBEAT_C2M_V2", "on_heartbeat_c2m_v2"),
-    CommandDef("GET_PART_META_C2M", "on_get_part_meta_c2m"),
-    CommandDef("REGISTER_M2P", "on_register_m2p"),
-    CommandDef("HEARTBEAT_M2P", "on_heartbeat_m2p"),
-    CommandDef("CLOSE_M2P", "on_close_m2p"),
-    CommandDef("REGISTER_M2C", "on_register_m2c"),
-    CommandDef("HEARTBEAT_M2C", "on_heartbeat_m2c"),
-    CommandDef("CLOSE_M2C", "on_close_m2c"),
-    CommandDef("REGISTER_M2B", "on_register_m2b"),
-    CommandDef("HEARTBEAT_M2B", "on_heartbeat_m2b"),
-    CommandDef("CLOSE_M2B", "on_close_m2b"),
-    CommandDef("SEND_MESSAGE_B2P", "on_send_message_b2p"),
-    CommandDef("REGISTER_B2C", "on_register_b2c"),
-    CommandDef("HEARTBEAT_B2C", "on_heartbeat_b2c"),
-    CommandDef("GET_MESSAGE_B2C", "on_get_message_b2c"),
-    CommandDef("COMMIT_OFFSET_B2C", "on_commit_offset_b2c"),
-    CommandDef("REGISTER_M2C_V2", "on_register_m2c_v2"),
-    CommandDef("HEARTBEAT_M2C_V2", "on_heartbeat_m2c_v2"),
-    CommandDef("GET_PART_META_M2C", "on_get_part_meta_m2c"),
-    CommandDef("EXCEPTION", "on_exception"),
+    CommandDef("REGISTER_P2M", "on_register_p2m", 0, 1, master_service.RegisterRequestP2M.decode),
+    CommandDef("HEARTBEAT_P2M", "on_heartbeat_p2m", 0, 2, master_service.HeartRequestP2M.decode),
+    CommandDef("CLOSE_P2M", "on_close_p2m", 0, 3, master_service.CloseRequestP2M.decode),
+    CommandDef("REGISTER_C2M", "on_register_c2m", 0, 4, master_service.RegisterRequestC2M.decode),
+    CommandDef("HEARTBEAT_C2M", "on_heartbeat_c2m", 0, 5, master_service.HeartRequestC2M.decode),
+    CommandDef("CLOSE_C2M", "on_close_c2m", 0, 6, master_service.CloseRequestC2M.decode),
+    CommandDef("REGISTER_B2M", "on_register_b2m", 0, 7, master_service.RegisterRequestB2M.decode),
+    CommandDef("HEARTBEAT_B2M", "on_heartbeat_b2m", 0, 8, master_service.HeartRequestB2M.decode),
+    CommandDef("CLOSE_B2M", "on_close_b2m", 0, 9, master_service.CloseRequestB2M.decode),
+    CommandDef(
+        "SEND_MESSAGE_P2B",
+        "on_send_message_p2b",
+        0,
+        13,
+        broker_service.SendMessageRequestP2B.decode,
+    ),
+    CommandDef("REGISTER_C2B", "on_register_c2b", 0, 15, broker_service.RegisterRequestC2B.decode),
+    CommandDef(
+        "HEARTBEAT_C2B",
+        "on_heartbeat_c2b",
+        0,
+        16,
+        broker_service.HeartBeatRequestC2B.decode,
+    ),
+    CommandDef(
+        "GET_MESSAGE_C2B",
+        "on_get_message_c2b",
+        0,
+        17,
+        broker_service.GetMessageRequestC2B.decode,
+    ),
+    CommandDef(
+        "COMMIT_OFFSET_C2B",
+        "on_commit_offset_c2b",
+        0,
+        18,
+        broker_service.CommitOffsetRequestC2B.decode,
+    ),
+    CommandDef(
+        "REGISTER_C2M_V2",
+        "on_register_c2m_v2",
+        0,
+        20,
+        master_service.RegisterRequestC2MV2.decode,
+    ),
+    CommandDef(
+        "HEARTBEAT_C2M_V2",
+        "on_heartbeat_c2m_v2",
+        0,
+        21,
+        master_service.HeartRequestC2MV2.decode,
+    ),
+    CommandDef(
+        "GET_PART_META_C2M",
+        "on_get_part_meta_c2m",
+        0,
+        22,
+        master_service.GetPartMetaRequestC2M.decode,
+    ),
+    CommandDef("REGISTER_M2P", "on_register_m2p", 1, 1, master_service.RegisterResponseM2P.decode),
+    CommandDef("HEARTBEAT_M2P", "on_heartbeat_m2p", 1, 2, master_service.HeartResponseM2P.decode),
+    CommandDef("CLOSE_M2P", "on_close_m2p", 1, 3, master_service.CloseResponseM2P.decode),
+    CommandDef("REGISTER_M2C", "on_register_m2c", 1, 4, master_service.RegisterResponseM2C.decode),
+    CommandDef("HEARTBEAT_M2C", "on_heartbeat_m2c", 1, 5, master_service.HeartResponseM2C.decode),
+    CommandDef("CLOSE_M2C", "on_close_m2c", 1, 6, master_service.CloseResponseM2C.decode),
+    CommandDef("REGISTER_M2B", "on_register_m2b", 1, 7, master_service.RegisterResponseM2B.decode),
+    CommandDef("HEARTBEAT_M2B", "on_heartbeat_m2b", 1, 8, master_service.HeartResponseM2B.decode),
+    CommandDef("CLOSE_M2B", "on_close_m2b", 1, 9, master_service.CloseResponseM2B.decode),
+    CommandDef(
+        "SEND_MESSAGE_B2P",
+        "on_send_message_b2p",
+        1,
+        13,
+        broker_service.SendMessageResponseB2P.decode,
+    ),
+    CommandDef("REGISTER_B2C", "on_register_b2c", 1, 15, broker_service.RegisterResponseB2C.decode),
+    CommandDef(
+        "HEARTBEAT_B2C",
+        "on_heartbeat_b2c",
+        1,
+        16,
+        broker_service.HeartBeatResponseB2C.decode,
+    ),
+    CommandDef(
+        "GET_MESSAGE_B2C",
+        "on_get_message_b2c",
+        1,
+        17,
+        broker_service.GetMessageResponseB2C.decode,
+    ),
+    CommandDef(
+        "COMMIT_OFFSET_B2C",
+        "on_commit_offset_b2c",
+        1,
+        18,
+        broker_service.CommitOffsetResponseB2C.decode,
+    ),
+    CommandDef(
+        "REGISTER_M2C_V2",
+        "on_register_m2c_v2",
+        1,
+        20,
+        master_service.RegisterResponseM2CV2.decode,
+    ),
+    CommandDef(
+        "HEARTBEAT_M2C_V2",
+        "on_heartbeat_m2c_v2",
+        1,
+        21,
+        master_service.HeartResponseM2CV2.decode,
+    ),
+    CommandDef(
+        "GET_PART_META_M2C",
+        "on_get_part_meta_m2c",
+        1,
+        22,
+        master_service.GetPartMetaResponseM2C.decode,
+    ),
+    CommandDef("EXCEPTION", "on_exception", 2, None, None),
 )
 
 # Each request, the commands that may answer it and the fields correlating them.
@@ -94,6 +186,20 @@ INTERACTIONS: list[Interaction] = [
         ("serial_no", ),
     ),
 ]
+
+# Name and body decoder by content.request.body.method: how machines names such a frame's command.
+ROUTE_0: dict[int, tuple[str, Callable[[bytes], Any]]] = {
+    c.value: (c.name, c.decode)
+    for c in COMMANDS
+    if c.route == 0 and c.value is not None and c.decode is not None
+}
+
+# Name and body decoder by content.response.body.method: how machines names such a frame's command.
+ROUTE_1: dict[int, tuple[str, Callable[[bytes], Any]]] = {
+    c.value: (c.name, c.decode)
+    for c in COMMANDS
+    if c.route == 1 and c.value is not None and c.decode is not None
+}
 
 # Hook by command: what a TubemqProtocol dispatches a received one to.
 HOOKS: dict[str, str] = {c.name: c.hook for c in COMMANDS}

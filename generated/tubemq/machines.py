@@ -27,7 +27,7 @@ from protoframe.runtime.engine.machine import (
 from protoframe.runtime.errors import DecodeError, UnknownCommandError
 
 from . import broker_service, frames, master_service, rpc
-from .commands import HOOKS, INTERACTIONS
+from .commands import HOOKS, INTERACTIONS, ROUTE_0, ROUTE_1
 
 __all__ = [
     "BrokerState",
@@ -1255,34 +1255,13 @@ def _route_0(frame: frames.Frame) -> tuple[str, Any] | None:
     if p1 is None:
         return None
     value = p1.body.method
-    found = _ROUTE_0.get(value)
+    found = ROUTE_0.get(value)
     if found is None:
         raise UnknownCommandError(
             f"content.request.body.method: no command has the value {value}"
         )
     command, decode = found
     return command, decode(p1.body.request)
-
-
-_ROUTE_0: dict[int, tuple[str, Callable[[bytes], Any]]] = {
-    1: ("REGISTER_P2M", master_service.RegisterRequestP2M.decode),
-    2: ("HEARTBEAT_P2M", master_service.HeartRequestP2M.decode),
-    3: ("CLOSE_P2M", master_service.CloseRequestP2M.decode),
-    4: ("REGISTER_C2M", master_service.RegisterRequestC2M.decode),
-    5: ("HEARTBEAT_C2M", master_service.HeartRequestC2M.decode),
-    6: ("CLOSE_C2M", master_service.CloseRequestC2M.decode),
-    7: ("REGISTER_B2M", master_service.RegisterRequestB2M.decode),
-    8: ("HEARTBEAT_B2M", master_service.HeartRequestB2M.decode),
-    9: ("CLOSE_B2M", master_service.CloseRequestB2M.decode),
-    13: ("SEND_MESSAGE_P2B", broker_service.SendMessageRequestP2B.decode),
-    15: ("REGISTER_C2B", broker_service.RegisterRequestC2B.decode),
-    16: ("HEARTBEAT_C2B", broker_service.HeartBeatRequestC2B.decode),
-    17: ("GET_MESSAGE_C2B", broker_service.GetMessageRequestC2B.decode),
-    18: ("COMMIT_OFFSET_C2B", broker_service.CommitOffsetRequestC2B.decode),
-    20: ("REGISTER_C2M_V2", master_service.RegisterRequestC2MV2.decode),
-    21: ("HEARTBEAT_C2M_V2", master_service.HeartRequestC2MV2.decode),
-    22: ("GET_PART_META_C2M", master_service.GetPartMetaRequestC2M.decode),
-}
 
 
 def _route_1(frame: frames.Frame) -> tuple[str, Any] | None:
@@ -1296,34 +1275,13 @@ def _route_1(frame: frames.Frame) -> tuple[str, Any] | None:
     if p2 is None:
         return None
     value = p2.method
-    found = _ROUTE_1.get(value)
+    found = ROUTE_1.get(value)
     if found is None:
         raise UnknownCommandError(
             f"content.response.body.method: no command has the value {value}"
         )
     command, decode = found
     return command, decode(p2.data)
-
-
-_ROUTE_1: dict[int, tuple[str, Callable[[bytes], Any]]] = {
-    1: ("REGISTER_M2P", master_service.RegisterResponseM2P.decode),
-    2: ("HEARTBEAT_M2P", master_service.HeartResponseM2P.decode),
-    3: ("CLOSE_M2P", master_service.CloseResponseM2P.decode),
-    4: ("REGISTER_M2C", master_service.RegisterResponseM2C.decode),
-    5: ("HEARTBEAT_M2C", master_service.HeartResponseM2C.decode),
-    6: ("CLOSE_M2C", master_service.CloseResponseM2C.decode),
-    7: ("REGISTER_M2B", master_service.RegisterResponseM2B.decode),
-    8: ("HEARTBEAT_M2B", master_service.HeartResponseM2B.decode),
-    9: ("CLOSE_M2B", master_service.CloseResponseM2B.decode),
-    13: ("SEND_MESSAGE_B2P", broker_service.SendMessageResponseB2P.decode),
-    15: ("REGISTER_B2C", broker_service.RegisterResponseB2C.decode),
-    16: ("HEARTBEAT_B2C", broker_service.HeartBeatResponseB2C.decode),
-    17: ("GET_MESSAGE_B2C", broker_service.GetMessageResponseB2C.decode),
-    18: ("COMMIT_OFFSET_B2C", broker_service.CommitOffsetResponseB2C.decode),
-    20: ("REGISTER_M2C_V2", master_service.RegisterResponseM2CV2.decode),
-    21: ("HEARTBEAT_M2C_V2", master_service.HeartResponseM2CV2.decode),
-    22: ("GET_PART_META_M2C", master_service.GetPartMetaResponseM2C.decode),
-}
 
 
 def _route_2(frame: frames.Frame) -> tuple[str, Any] | None:

@@ -23,7 +23,7 @@ import pytest
 
 from protoframe.clients.tubemq import Consumer, EmbeddedTubeMQ, Producer, TubeMQConnection
 from protoframe.generated.tubemq import broker_service as bs
-from protoframe.generated.tubemq import machines, rpc
+from protoframe.generated.tubemq import commands, rpc
 from protoframe.generated.tubemq import master_service as ms
 from protoframe.generated.tubemq.client import TubemqRequests
 from protoframe.generated.tubemq.frames import Frame, StreamDecoder
@@ -91,7 +91,7 @@ def decodes(monkeypatch: pytest.MonkeyPatch) -> Iterator[Decodes]:
             original = body.__dict__[name].__func__
             monkeypatch.setattr(body, name, classmethod(counted(body, original)))
     # The route tables took each body's decode when the module was imported.
-    for table in (machines._ROUTE_0, machines._ROUTE_1):
+    for table in (commands.ROUTE_0, commands.ROUTE_1):
         for value, (command, decode) in list(table.items()):
             cls = body_of.get(decode)
             if cls is not None:

@@ -13,6 +13,7 @@ from pathlib import Path
 import jinja2
 
 from protoframe.generator.client_view import build_client_module
+from protoframe.generator.commands_view import build_commands_module, has_commands_module
 from protoframe.generator.docs_view import build_protocol_doc
 from protoframe.generator.errors import GeneratorBug, SpecError, SpecErrors
 from protoframe.generator.frame_checks import check_protocol
@@ -160,6 +161,9 @@ def _render_protocol(
         display = spec.path
         files.append(("frames", "frames", display, wrap_source(
             render(env, "python/frames.py.j2", m=build_frames_module(spec)))))
+        if has_commands_module(spec):
+            files.append(("frames", "commands", display, wrap_source(
+                render(env, "python/commands.py.j2", m=build_commands_module(spec)))))
         if spec.machines or spec.requests or spec.routes:
             files.append(("frames", "machines", display, wrap_source(
                 render(env, "python/machines.py.j2", m=build_machines_module(spec)))))

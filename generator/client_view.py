@@ -54,7 +54,6 @@ class ClientModuleView:
     frame_name: str
     local_imports: list[str]
     methods: list[MethodView]
-    answers: list[str]
     allocate: str | None
     exports: list[str]
     uses_uuid: bool = False
@@ -103,13 +102,6 @@ def build_client_module(spec: FrameSpec) -> ClientModuleView:
                    if not (isinstance(f, ProtoField) and f.dispatch_on is not None)
                    and not isinstance(f, SwitchField)]
     methods = [_method(spec, types, r, frame_extra) for r in spec.requests]
-    answers: dict[str, list[str]] = {}
-    # Correlated requests first: an answer carrying ids must not complete an uncorrelated one.
-    for r in sorted(spec.requests, key=lambda r: not r.correlate):
-        for name in [r.response, *r.errors]:
-            answers.setdefault(name, []).append(
-                f"({q(r.request)}, {_tuple([q(c) for c in r.correlate])})")
-    answer_lines = [f"    {q(name)}: ({', '.join(v)},)," for name, v in sorted(answers.items())]
     title = "".join(p.capitalize() for p in spec.protocol.replace("-", "_").split("_"))
     from_machines = ["command_of", "field_of"]
     if spec.frame_context:
@@ -134,10 +126,10 @@ def build_client_module(spec: FrameSpec) -> ClientModuleView:
             "to ``handle_frame``; call ``connection_lost`` when the connection ends so that no "
             "request is left waiting.", "    "),
         frame_name=spec.frame.name,
-        local_imports=["from . import " + ", ".join(sorted({"frames", *types.modules}))],
+        local_imports=["from . import " + ", ".join(sorted({"frames", *types.modules})),
+                       "from .commands import INTERACTIONS"],
         uses_uuid=types.uses_uuid,
         methods=methods,
-        answers=answer_lines,
         allocate=spec.allocate,
         exports=[f"{title}Requests", "FrameSender"],
         machines_imports=machines_imports,
@@ -194,10 +186,6 @@ def _frame_id_limit(f: FrameField) -> int:
     if not isinstance(f, IntField):
         return _DEFAULT_ID_LIMIT
     return min(1 << (8 * f.width - f.signed), _DEFAULT_ID_LIMIT)
-
-
-def _tuple(items: list[str]) -> str:
-    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
 
 
 # Names a request method's body uses itself: a parameter named so gets a trailing underscore.

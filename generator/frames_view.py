@@ -163,7 +163,7 @@ def build_frames_module(spec: FrameSpec) -> FramesModuleView:
         module_doc=docstring(f"{doc}\n\nFrame layouts and codecs generated from {spec.path}.", ""),
         imports=imports,
         runtime_imports=sorted(runtime_imports),
-        local_imports=[f"from . import {m}" for m in sorted(ctx.proto_modules)],
+        local_imports=_local_imports(ctx.proto_modules, spec),
         constants=[f'{name} = Struct("{code}")' for name, code in sorted(ctx.packers.items())],
         aliases=aliases,
         classes=classes,
@@ -1427,6 +1427,14 @@ def _length_lines(ctx: _Ctx, frame: StructDef) -> list[str]:
     ]
 
 
+def _local_imports(proto_modules: set[str], spec: FrameSpec) -> list[str]:
+    # The body fields of an envelope come from the protocol's command table (commands.py).
+    envelope = any(isinstance(f, ProtoField) and f.dispatch_on is not None
+                   for f in spec.frame.fields)
+    modules = sorted(proto_modules | ({"commands"} if envelope else set()))
+    return [f"from . import {', '.join(modules)}"] if modules else []
+
+
 def _command_table(ctx: _Ctx, spec: FrameSpec) -> list[str]:
     lines: list[str] = []
     for f in spec.frame.fields:
@@ -1434,12 +1442,9 @@ def _command_table(ctx: _Ctx, spec: FrameSpec) -> list[str]:
             enum = f.dispatch_on.type.enum
             assert enum is not None
             enum_ref = ctx.proto_ref(enum.py_path, enum.full_name)
-            # Which field of the envelope holds the body, for each command type.
-            lines.append(f"_Type = {enum_ref}")
-            lines.append(f"_BODY_FIELDS: dict[{enum_ref}, str] = {{")
-            lines += [f"    _Type.{c.enum_member}: {q(c.field.py_name)},"
-                      for c in f.commands]
-            lines.append("}")
+            # Which field of the envelope holds the body, for each command type: read from the
+            # protocol's one command table.
+            lines.append(f"_BODY_FIELDS: dict[{enum_ref}, str] = commands.BODY_FIELDS")
     for s in [*spec.structs, spec.frame]:
         for f in s.fields:
             if isinstance(f, SwitchField):

@@ -2,15 +2,17 @@
 
 Machines are data (state enums and rule tables) run by ``runtime.engine.machine``; what is generated
 is everything protocol-specific: how to name a frame's command, where its body is, where an
-entity's key lives in each command, the guards, and one typed ``on_<command>`` hook per command.
+entity's key lives in each command, the guards, and the typed hooks ``Protocol`` (one optional
+``on_<command>`` method per command) that an object given to the generated protocol implements.
+The command list itself and the interactions are read from the generated ``commands.py``.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from protoframe.generator.commands_view import hook_name, protocol_title, route_table
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.expr import Expr
 from protoframe.generator.frame_ir import (
@@ -22,7 +24,6 @@ from protoframe.generator.frame_ir import (
     Machine,
     PathStep,
     ProtoField,
-    Request,
     Route,
     RoutedCommand,
     SwitchField,
@@ -59,11 +60,12 @@ class MachinesModuleView:
     frame_name: str
     local_imports: list[str]
     machines: list[MachineView]
-    interactions: list[str]
     functions: list[str]  # source lines of helper functions
     name_table: list[str]
     hooks: list[HookView]
     body_expr: str  # how to get (name, body) from a frame, see template
+    hooks_class: str
+    hooks_doc: str
     exports: list[str]
     decoder_args: str = ""  # a server decodes what clients send, where layouts differ
     keyed: bool = False  # whether any machine has a key function
@@ -77,15 +79,10 @@ class MachinesModuleView:
     # Whether naming a command decodes its body (routes with a payload): then the protocol
     # keeps the commands receive_data decoded, and ``command(frame)`` hands them out.
     caches_commands: bool = False
+    # Whether naming a command can fail (routes): the violation policy then decides.
+    names_unknown: bool = False
     receive_data_doc: str = ""
     command_doc: str = ""
-
-
-def snake(name: str) -> str:
-    if name == name.upper():  # already UPPER_SNAKE: a digit before a capital is no boundary
-        return name.lower()
-    s = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name)
-    return s.lower()
 
 
 def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
@@ -106,23 +103,18 @@ def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
     if spec.frame_context:
         functions += _command_class(spec)
     machines = [_machine_view(spec, m, functions, body_type) for m in spec.machines]
-    interactions = [
-        f"Interaction({q(r.request)}, frozenset({{{', '.join(q(n) for n in _answers(r))}}}), "
-        f"({''.join(q(c) + ', ' for c in r.correlate)}))"
-        for r in spec.requests
-    ]
     hooks = [
         HookView(
-            name="on_" + snake(name).lower(),
+            name=hook_name(name),
             command=name,
             body_type=body_type(info),
-            doc=docstring(f"Called after a {name} command arrives and passes the state "
-                          "machines; override to act on it.", "        "),
+            doc=docstring(f"A {name} command arrived and passed the state machines.",
+                          "            "),
         )
         for name, info in spec.commands.items()
     ]
-    name_table, body_expr = _naming(spec, body_type)
-    title = "".join(p.capitalize() for p in re.split(r"[_\W]+", spec.protocol) if p)
+    name_table, body_expr, lookup = _naming(spec, body_type)
+    title = protocol_title(spec)
     attrs = _field_attrs(spec)
     if spec.frame_context:
         on_frame = sorted({c for r in spec.requests for c in r.frame_correlate})
@@ -184,22 +176,35 @@ def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
         class_doc=docstring(
             f"One {spec.protocol} connection, as seen by a client (or, with ``server=True``, by "
             "the peer that answers it).\n\n``receive_data`` decodes bytes into frames, checks "
-            "each against the state machines (raising ``ProtocolViolation`` when the spec "
-            "forbids it) and calls the matching ``on_<command>`` hook; ``send`` checks an "
-            "outgoing frame the same way and returns its bytes.", "    "),
+            "each against the state machines and calls the matching method of ``hooks`` (a "
+            f"``{title}Hooks``), if it has one; ``send`` checks an outgoing frame the same way "
+            "and returns its bytes. A received frame the machines refuse (or that names no "
+            "command of the spec) goes to ``on_violation``, which keeps it, drops it or raises; "
+            "the default, ``refuse``, raises the ``ProtocolViolation`` (or "
+            "``UnknownCommandError``).", "    "),
         frame_name=spec.frame.name,
-        local_imports=["from . import " + ", ".join(sorted({"frames", *proto_mods}))],
+        local_imports=["from . import " + ", ".join(sorted({"frames", *proto_mods})),
+                       "from .commands import " + ", ".join(
+                           sorted({"HOOKS", "INTERACTIONS", *lookup}))],
         machines=machines,
-        interactions=interactions,
         functions=functions,
         name_table=name_table,
         hooks=hooks,
         body_expr=body_expr,
+        hooks_class=f"{title}Hooks",
+        hooks_doc=docstring(
+            f"What an object given to ``{title}Protocol(hooks=...)`` may implement: one method "
+            "per command, called after a received command passes the state machines.\n\n"
+            "Every method is optional: subclass this class and define the ones you need. They "
+            "are declared here for type checkers only, so that mypy checks each one you define "
+            "against its command's body type; at run time the protocol calls just the methods "
+            "your object has.", "    "),
         keyed=any(mv.key_of for mv in machines),
         decoder_args=", to_server=server" if any(
             c.to_server is not c.to_client for f in spec.frame.fields
             if isinstance(f, SwitchField) for c in f.cases) else "",
-        exports=sorted([f"{title}Protocol", "MACHINES", "INTERACTIONS", "command_of", "field_of"]
+        exports=sorted([f"{title}Protocol", f"{title}Hooks", "MACHINES", "INTERACTIONS",
+                        "command_of", "field_of"]
                        + [m.enum for m in machines] + extra_exports),
         command_of_doc=docstring(
             "The command name of a frame (as the spec names it) and its body.\n\nRaises "
@@ -211,6 +216,7 @@ def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
         uses_dataclass=spec.frame_context,
         machine_arg="Command(body, frame)" if spec.frame_context else "body",
         caches_commands=caches,
+        names_unknown=bool(spec.routes),
         receive_data_doc=_receive_data_doc(caches),
         command_doc=_command_doc(f"{title}Requests" if spec.requests else None, caches),
     )
@@ -221,8 +227,9 @@ def _receive_data_doc(caches: bool) -> str:
     if caches:
         text += ("Each frame's command is decoded here, once: until the next call, "
                  "``command(frame)`` gives it back for every frame this call handled.\n\n")
-    text += ("A ``DecodeError`` is raised after the frames decoded before it were handled; "
-             "they are in its ``frames_before``.")
+    text += ("A frame the machines refuse goes to ``on_violation``; only the frames it keeps are "
+             "returned. A ``DecodeError`` is raised after the frames decoded before it were "
+             "handled; those kept are in its ``frames_before``.")
     return docstring(text, "        ")
 
 
@@ -365,7 +372,7 @@ def _leaf(spec: FrameSpec, route: Route, cmd: RoutedCommand, leaf: BuildLeaf,
 def _route_function(spec: FrameSpec, route: Route) -> tuple[list[str], str]:
     """A function naming the command of a frame the route applies to (else None)."""
     name = f"_route_{route.index}"
-    table = f"_ROUTE_{route.index}"
+    table = route_table(route.index)
     frame = spec.frame.name
     lines = ["", "", f"def {name}(frame: frames.{frame}) -> tuple[str, Any] | None:"]
     if route.on is not None:
@@ -396,22 +403,6 @@ def _route_function(spec: FrameSpec, route: Route) -> tuple[list[str], str]:
     return lines, name
 
 
-def _route_table(spec: FrameSpec, route: Route) -> list[str]:
-    if route.on is None:
-        return []
-    table = f"_ROUTE_{route.index}"
-    if route.payload is None:
-        lines = ["", "", f"{table}: dict[int, str] = {{"]
-        lines += [f"    {c.value}: {q(c.name)}," for c in route.commands]
-        return [*lines, "}"]
-    lines = ["", "", f"{table}: dict[int, tuple[str, Callable[[bytes], Any]]] = {{"]
-    for c in route.commands:
-        assert c.message is not None
-        msg = f"{spec.proto_modules[c.message.full_name]}.{c.message.py_path}"
-        lines.append(f"    {c.value}: ({q(c.name)}, {msg}.decode),")
-    return [*lines, "}"]
-
-
 def _walk(lines: list[str], base: str, steps: list[PathStep]) -> str:
     """Emit the checks along a path; return the expression for its end."""
     expr = base
@@ -425,10 +416,6 @@ def _walk(lines: list[str], base: str, steps: list[PathStep]) -> str:
     return expr
 
 
-def _answers(r: Request) -> list[str]:
-    return [r.response, *r.errors]
-
-
 def _field_attrs(spec: FrameSpec) -> list[tuple[str, str]]:
     names: dict[str, str] = {}
     for info in spec.commands.values():
@@ -438,15 +425,16 @@ def _field_attrs(spec: FrameSpec) -> list[tuple[str, str]]:
     return sorted(names.items())
 
 
-def _naming(spec: FrameSpec, body_type: object) -> tuple[list[str], str]:
-    """A table from the frame's selector to command names, and how ``command_of`` uses it."""
+def _naming(spec: FrameSpec, body_type: object) -> tuple[list[str], str, list[str]]:
+    """How ``command_of`` names a frame's command: the functions and tables it uses, its body,
+    and the lookup of ``commands.py`` it reads (if any)."""
     frame = spec.frame
     if spec.routes:
         lines: list[str] = []
         names = []
         for route in spec.routes:
             fn, name = _route_function(spec, route)
-            lines += fn + _route_table(spec, route)
+            lines += fn
             names.append(name)
         lines += ["", "", f"_ROUTES = ({', '.join(names)}{',' if len(names) == 1 else ''})"]
         expr = ("for route in _ROUTES:\n"
@@ -454,25 +442,16 @@ def _naming(spec: FrameSpec, body_type: object) -> tuple[list[str], str]:
                 "    if found is not None:\n"
                 "        return found\n"
                 f'raise UnknownCommandError("{frame.name}: no route of the spec names a command")')
-        return lines[1:], expr
+        return lines[1:], expr, [route_table(r.index) for r in spec.routes if r.on is not None]
     for f in frame.fields:
         if isinstance(f, ProtoField) and f.dispatch_on is not None:
-            lines = ["_COMMANDS: dict[int, tuple[str, str]] = {"]
-            lines += [f"    {c.value}: ({q(c.name)}, {q(c.field.py_name)}),"
-                      for c in f.commands]
-            lines.append("}")
-            expr = (f"name, attr = _COMMANDS[frame.{f.name}.{f.dispatch_on.py_name}]\n"
+            expr = (f"name, attr = BY_TYPE[frame.{f.name}.{f.dispatch_on.py_name}]\n"
                     f"return name, getattr(frame.{f.name}, attr)")
-            return lines, expr
+            return [], expr, ["BY_TYPE"]
         if isinstance(f, SwitchField):
-            lines = ["_COMMANDS: dict[type, str] = {"]
-            for c in f.cases:
-                for s in c.structs:
-                    lines.append(f"    frames.{s.name}: {q(c.name)},")
-            lines.append("}")
             expr = (f"body = frame.{f.name}\n"
-                    "return _COMMANDS[type(body)], body")
-            return lines, expr
+                    "return BY_BODY[type(body)], body")
+            return [], expr, ["BY_BODY"]
     raise GeneratorBug("no field names commands (frame_checks lets no such spec through)",
                        str(frame.location))
 

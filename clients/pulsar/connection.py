@@ -1,7 +1,8 @@
 """One client connection to a Pulsar broker: handshake, dispatch and shared use.
 
-``ClientConnection`` owns a ``runtime.io.connection.Connection`` driving a ``ClientProtocol`` (the
-generated ``PulsarProtocol``, which checks every frame against the spec's state machines), the
+``ClientConnection`` owns a ``runtime.io.connection.Connection`` driving the generated
+``PulsarProtocol`` (``client_protocol()``: it checks every frame against the spec's state
+machines, and drops the frames they refuse), the
 generated ``PulsarRequests`` for request/response commands, and the producers and consumers
 that use the connection; any number of them share one connection, their commands interleave.
 
@@ -21,13 +22,13 @@ from typing import Protocol
 from protoframe.generated.pulsar import pulsar_api as pb
 from protoframe.generated.pulsar.client import PulsarRequests
 from protoframe.generated.pulsar.frames import Frame, Payload
-from protoframe.generated.pulsar.machines import ProtocolViolation, PulsarProtocol, command_of
-from protoframe.runtime.errors import ChecksumFailure, ConnectionClosed, DecodeError
+from protoframe.generated.pulsar.machines import ProtocolViolation, PulsarProtocol
+from protoframe.runtime.errors import ChecksumFailure, ConnectionClosed, UnknownCommandError
 from protoframe.runtime.io.auth import Authentication
 from protoframe.runtime.io.connection import Connection
 
-__all__ = ["ClientConnection", "ClientProtocol", "ConsumerEvents", "ProducerEvents",
-           "PulsarKeepalive", "CLIENT_VERSION", "PROTOCOL_VERSION"]
+__all__ = ["ClientConnection", "ConsumerEvents", "ProducerEvents", "PulsarKeepalive",
+           "CLIENT_VERSION", "PROTOCOL_VERSION", "client_protocol", "drop_refused"]
 
 log = logging.getLogger(__name__)
 
@@ -38,33 +39,25 @@ PROTOCOL_VERSION = 21
 FRAME_PADDING = 10 * 1024
 
 
-class ClientProtocol(PulsarProtocol):
-    """``PulsarProtocol`` that drops a received frame the state machines refuse (and logs it)
-    instead of raising for the whole read, which would lose the frames after it."""
+def client_protocol() -> PulsarProtocol:
+    """The client's ``PulsarProtocol``: a received frame the state machines refuse is dropped
+    (and logged) by ``drop_refused`` instead of failing the whole read, which would lose the
+    frames after it."""
+    return PulsarProtocol(on_violation=drop_refused)
 
-    def receive_data(self, data: bytes) -> list[Frame]:
-        try:
-            frames = self.decoder.feed(data)
-        except DecodeError as exc:
-            exc.frames_before = [f for f in exc.frames_before
-                                 if isinstance(f, Frame) and self._accept(f)]
-            raise
-        return [f for f in frames if self._accept(f)]
 
-    def _accept(self, frame: Frame) -> bool:
-        name, body = command_of(frame)
-        try:
-            self.machines.received(name, body)
-        except ProtocolViolation as exc:
-            if name in _ANSWERS:
-                # An answer still goes to the request waiting for it: the spec's consumer
-                # machine has no transition for SEEK's SUCCESS (nor for it arriving after the
-                # broker closed the consumer, as brokers do on seek).
-                log.debug("answer outside the state machines: %s", exc)
-                return True
-            log.warning("dropping a frame the protocol does not allow here: %s", exc)
-            return False
+def drop_refused(error: ProtocolViolation | UnknownCommandError, frame: Frame) -> bool:
+    """The client's violation policy: drop a refused frame, but keep an answer."""
+    if not isinstance(error, ProtocolViolation):
+        raise error
+    if error.command in _ANSWERS:
+        # An answer still goes to the request waiting for it: the spec's consumer machine has
+        # no transition for SEEK's SUCCESS (nor for it arriving after the broker closed the
+        # consumer, as brokers do on seek).
+        log.debug("answer outside the state machines: %s", error)
         return True
+    log.warning("dropping a frame the protocol does not allow here: %s", error)
+    return False
 
 
 _ANSWERS = frozenset({"SUCCESS", "ERROR"})
@@ -135,7 +128,7 @@ class ClientConnection:
         self.options = options
         self.logical = logical
         self.physical = physical
-        self.protocol = ClientProtocol()
+        self.protocol = client_protocol()
         self.conn: Connection[Frame] = Connection(
             self.protocol, self._on_frame, on_corrupt_frame=self._on_corrupt_frame,
             keepalive=PulsarKeepalive(), keepalive_interval=options.keepalive_interval,

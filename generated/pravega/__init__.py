@@ -4,6 +4,7 @@
 Modules:
     controller: from specs/pravega/controller.proto
     frames: from specs/pravega/pravega.yaml
+    commands: from specs/pravega/pravega.yaml
     machines: from specs/pravega/pravega.yaml
     client: from specs/pravega/pravega.yaml
     spark: from specs/pravega

@@ -14,9 +14,11 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from protoframe.runtime.engine.correlation import IdAllocator, RequestTable
+from protoframe.runtime.engine.machine import answering
 from protoframe.runtime.errors import RequestFailed
 
 from . import frames
+from .commands import INTERACTIONS
 from .machines import command_of, field_of
 
 __all__ = [
@@ -26,116 +28,8 @@ __all__ = [
 
 # For each answering command: the requests it may answer and their correlation fields.
 _ANSWERS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
-    "APPEND_SETUP": (("SETUP_APPEND", ("request_id",)),),
-    "AUTH_TOKEN_CHECK_FAILED": (
-        ("SETUP_APPEND", ("request_id",)),
-        ("READ_SEGMENT", ("request_id",)),
-        ("GET_STREAM_SEGMENT_INFO", ("request_id",)),
-        ("CREATE_SEGMENT", ("request_id",)),
-        ("SEAL_SEGMENT", ("request_id",)),
-        ("DELETE_SEGMENT", ("request_id",)),
-        ("TRUNCATE_SEGMENT", ("request_id",)),
-        ("CREATE_TABLE_SEGMENT", ("request_id",)),
-        ("DELETE_TABLE_SEGMENT", ("request_id",)),
-        ("GET_TABLE_SEGMENT_INFO", ("request_id",)),
-        ("UPDATE_TABLE_ENTRIES", ("request_id",)),
-        ("REMOVE_TABLE_KEYS", ("request_id",)),
-        ("READ_TABLE", ("request_id",)),
-        ("READ_TABLE_KEYS", ("request_id",)),
-        ("READ_TABLE_ENTRIES", ("request_id",)),
-        ("READ_TABLE_ENTRIES_DELTA", ("request_id",)),
-    ),
-    "CONDITIONAL_CHECK_FAILED": (("CONDITIONAL_APPEND", ("request_id",)),),
-    "DATA_APPENDED": (("CONDITIONAL_APPEND", ("request_id",)),),
-    "ERROR_MESSAGE": (
-        ("READ_SEGMENT", ("request_id",)),
-        ("CREATE_SEGMENT", ("request_id",)),
-        ("CREATE_TABLE_SEGMENT", ("request_id",)),
-        ("UPDATE_TABLE_ENTRIES", ("request_id",)),
-        ("REMOVE_TABLE_KEYS", ("request_id",)),
-        ("READ_TABLE", ("request_id",)),
-        ("READ_TABLE_KEYS", ("request_id",)),
-        ("READ_TABLE_ENTRIES", ("request_id",)),
-        ("READ_TABLE_ENTRIES_DELTA", ("request_id",)),
-    ),
-    "HELLO": (("HELLO", ()),),
-    "KEEP_ALIVE": (("KEEP_ALIVE", ()),),
-    "NO_SUCH_SEGMENT": (
-        ("SETUP_APPEND", ("request_id",)),
-        ("READ_SEGMENT", ("request_id",)),
-        ("SEAL_SEGMENT", ("request_id",)),
-        ("DELETE_SEGMENT", ("request_id",)),
-        ("TRUNCATE_SEGMENT", ("request_id",)),
-        ("DELETE_TABLE_SEGMENT", ("request_id",)),
-        ("GET_TABLE_SEGMENT_INFO", ("request_id",)),
-        ("UPDATE_TABLE_ENTRIES", ("request_id",)),
-        ("REMOVE_TABLE_KEYS", ("request_id",)),
-        ("READ_TABLE", ("request_id",)),
-        ("READ_TABLE_KEYS", ("request_id",)),
-        ("READ_TABLE_ENTRIES", ("request_id",)),
-        ("READ_TABLE_ENTRIES_DELTA", ("request_id",)),
-    ),
-    "SEGMENT_ALREADY_EXISTS": (
-        ("CREATE_SEGMENT", ("request_id",)),
-        ("CREATE_TABLE_SEGMENT", ("request_id",)),
-    ),
-    "SEGMENT_CREATED": (
-        ("CREATE_SEGMENT", ("request_id",)),
-        ("CREATE_TABLE_SEGMENT", ("request_id",)),
-    ),
-    "SEGMENT_DELETED": (
-        ("DELETE_SEGMENT", ("request_id",)),
-        ("DELETE_TABLE_SEGMENT", ("request_id",)),
-    ),
-    "SEGMENT_IS_SEALED": (
-        ("SETUP_APPEND", ("request_id",)),
-        ("UPDATE_TABLE_ENTRIES", ("request_id",)),
-        ("REMOVE_TABLE_KEYS", ("request_id",)),
-    ),
-    "SEGMENT_IS_TRUNCATED": (
-        ("READ_SEGMENT", ("request_id",)),
-        ("TRUNCATE_SEGMENT", ("request_id",)),
-        ("UPDATE_TABLE_ENTRIES", ("request_id",)),
-        ("REMOVE_TABLE_KEYS", ("request_id",)),
-    ),
-    "SEGMENT_READ": (("READ_SEGMENT", ("request_id",)),),
-    "SEGMENT_SEALED": (("SEAL_SEGMENT", ("request_id",)),),
-    "SEGMENT_TRUNCATED": (("TRUNCATE_SEGMENT", ("request_id",)),),
-    "STREAM_SEGMENT_INFO": (("GET_STREAM_SEGMENT_INFO", ("request_id",)),),
-    "TABLE_ENTRIES_DELTA_READ": (("READ_TABLE_ENTRIES_DELTA", ("request_id",)),),
-    "TABLE_ENTRIES_READ": (("READ_TABLE_ENTRIES", ("request_id",)),),
-    "TABLE_ENTRIES_UPDATED": (("UPDATE_TABLE_ENTRIES", ("request_id",)),),
-    "TABLE_KEYS_READ": (("READ_TABLE_KEYS", ("request_id",)),),
-    "TABLE_KEYS_REMOVED": (("REMOVE_TABLE_KEYS", ("request_id",)),),
-    "TABLE_KEY_BAD_VERSION": (
-        ("UPDATE_TABLE_ENTRIES", ("request_id",)),
-        ("REMOVE_TABLE_KEYS", ("request_id",)),
-    ),
-    "TABLE_KEY_DOES_NOT_EXIST": (
-        ("UPDATE_TABLE_ENTRIES", ("request_id",)),
-        ("REMOVE_TABLE_KEYS", ("request_id",)),
-    ),
-    "TABLE_READ": (("READ_TABLE", ("request_id",)),),
-    "TABLE_SEGMENT_INFO": (("GET_TABLE_SEGMENT_INFO", ("request_id",)),),
-    "TABLE_SEGMENT_NOT_EMPTY": (("DELETE_TABLE_SEGMENT", ("request_id",)),),
-    "WRONG_HOST": (
-        ("SETUP_APPEND", ("request_id",)),
-        ("READ_SEGMENT", ("request_id",)),
-        ("GET_STREAM_SEGMENT_INFO", ("request_id",)),
-        ("CREATE_SEGMENT", ("request_id",)),
-        ("SEAL_SEGMENT", ("request_id",)),
-        ("DELETE_SEGMENT", ("request_id",)),
-        ("TRUNCATE_SEGMENT", ("request_id",)),
-        ("CREATE_TABLE_SEGMENT", ("request_id",)),
-        ("DELETE_TABLE_SEGMENT", ("request_id",)),
-        ("GET_TABLE_SEGMENT_INFO", ("request_id",)),
-        ("UPDATE_TABLE_ENTRIES", ("request_id",)),
-        ("REMOVE_TABLE_KEYS", ("request_id",)),
-        ("READ_TABLE", ("request_id",)),
-        ("READ_TABLE_KEYS", ("request_id",)),
-        ("READ_TABLE_ENTRIES", ("request_id",)),
-        ("READ_TABLE_ENTRIES_DELTA", ("request_id",)),
-    ),
+    name: tuple((i.request, i.correlate) for i in found)
+    for name, found in answering(INTERACTIONS).items()
 }
 
 

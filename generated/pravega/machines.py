@@ -9,25 +9,31 @@ it never touches a socket, so the client and an embedded peer share it.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from protoframe.runtime.engine.machine import (
-    Interaction,
     MachineDef,
     MachineSet,
     ProtocolViolation,
+    ViolationPolicy,
+    hook_table,
+    refuse,
 )
 from protoframe.runtime.errors import DecodeError
 
 from . import frames
+from .commands import BY_BODY, HOOKS, INTERACTIONS
 
 __all__ = [
     "INTERACTIONS",
     "MACHINES",
+    "PravegaHooks",
     "PravegaProtocol",
     "command_of",
     "field_of",
     "ProtocolViolation",
+    "ViolationPolicy",
+    "refuse",
 ]
 
 
@@ -40,293 +46,436 @@ _ATTRS: dict[str, str] = {}
 
 MACHINES: list[MachineDef] = []
 
-INTERACTIONS: list[Interaction] = [
-    Interaction("HELLO", frozenset({"HELLO"}), ()),
-    Interaction("KEEP_ALIVE", frozenset({"KEEP_ALIVE"}), ()),
-    Interaction(
-        "SETUP_APPEND",
-        frozenset(
-            {
-                "APPEND_SETUP",
-                "WRONG_HOST",
-                "NO_SUCH_SEGMENT",
-                "SEGMENT_IS_SEALED",
-                "AUTH_TOKEN_CHECK_FAILED",
-            },
-        ),
-        ("request_id", ),
-    ),
-    Interaction(
-        "CONDITIONAL_APPEND",
-        frozenset({"DATA_APPENDED", "CONDITIONAL_CHECK_FAILED"}),
-        ("request_id", ),
-    ),
-    Interaction(
-        "READ_SEGMENT",
-        frozenset(
-            {
-                "SEGMENT_READ",
-                "WRONG_HOST",
-                "NO_SUCH_SEGMENT",
-                "SEGMENT_IS_TRUNCATED",
-                "AUTH_TOKEN_CHECK_FAILED",
-                "ERROR_MESSAGE",
-            },
-        ),
-        ("request_id", ),
-    ),
-    Interaction(
-        "GET_STREAM_SEGMENT_INFO",
-        frozenset({"STREAM_SEGMENT_INFO", "WRONG_HOST", "AUTH_TOKEN_CHECK_FAILED"}),
-        ("request_id", ),
-    ),
-    Interaction(
-        "CREATE_SEGMENT",
-        frozenset(
-            {
-                "SEGMENT_CREATED",
-                "WRONG_HOST",
-                "SEGMENT_ALREADY_EXISTS",
-                "AUTH_TOKEN_CHECK_FAILED",
-                "ERROR_MESSAGE",
-            },
-        ),
-        ("request_id", ),
-    ),
-    Interaction(
-        "SEAL_SEGMENT",
-        frozenset({"SEGMENT_SEALED", "WRONG_HOST", "NO_SUCH_SEGMENT", "AUTH_TOKEN_CHECK_FAILED"}),
-        ("request_id", ),
-    ),
-    Interaction(
-        "DELETE_SEGMENT",
-        frozenset({"SEGMENT_DELETED", "WRONG_HOST", "NO_SUCH_SEGMENT", "AUTH_TOKEN_CHECK_FAILED"}),
-        ("request_id", ),
-    ),
-    Interaction(
-        "TRUNCATE_SEGMENT",
-        frozenset(
-            {
-                "SEGMENT_TRUNCATED",
-                "WRONG_HOST",
-                "NO_SUCH_SEGMENT",
-                "SEGMENT_IS_TRUNCATED",
-                "AUTH_TOKEN_CHECK_FAILED",
-            },
-        ),
-        ("request_id", ),
-    ),
-    Interaction(
-        "CREATE_TABLE_SEGMENT",
-        frozenset(
-            {
-                "SEGMENT_CREATED",
-                "WRONG_HOST",
-                "SEGMENT_ALREADY_EXISTS",
-                "AUTH_TOKEN_CHECK_FAILED",
-                "ERROR_MESSAGE",
-            },
-        ),
-        ("request_id", ),
-    ),
-    Interaction(
-        "DELETE_TABLE_SEGMENT",
-        frozenset(
-            {
-                "SEGMENT_DELETED",
-                "WRONG_HOST",
-                "NO_SUCH_SEGMENT",
-                "TABLE_SEGMENT_NOT_EMPTY",
-                "AUTH_TOKEN_CHECK_FAILED",
-            },
-        ),
-        ("request_id", ),
-    ),
-    Interaction(
-        "GET_TABLE_SEGMENT_INFO",
-        frozenset(
-            {"TABLE_SEGMENT_INFO", "WRONG_HOST", "NO_SUCH_SEGMENT", "AUTH_TOKEN_CHECK_FAILED"}
-        ),
-        ("request_id", ),
-    ),
-    Interaction(
-        "UPDATE_TABLE_ENTRIES",
-        frozenset(
-            {
-                "TABLE_ENTRIES_UPDATED",
-                "WRONG_HOST",
-                "NO_SUCH_SEGMENT",
-                "TABLE_KEY_DOES_NOT_EXIST",
-                "TABLE_KEY_BAD_VERSION",
-                "SEGMENT_IS_TRUNCATED",
-                "SEGMENT_IS_SEALED",
-                "AUTH_TOKEN_CHECK_FAILED",
-                "ERROR_MESSAGE",
-            },
-        ),
-        ("request_id", ),
-    ),
-    Interaction(
-        "REMOVE_TABLE_KEYS",
-        frozenset(
-            {
-                "TABLE_KEYS_REMOVED",
-                "WRONG_HOST",
-                "NO_SUCH_SEGMENT",
-                "TABLE_KEY_DOES_NOT_EXIST",
-                "TABLE_KEY_BAD_VERSION",
-                "SEGMENT_IS_TRUNCATED",
-                "SEGMENT_IS_SEALED",
-                "AUTH_TOKEN_CHECK_FAILED",
-                "ERROR_MESSAGE",
-            },
-        ),
-        ("request_id", ),
-    ),
-    Interaction(
-        "READ_TABLE",
-        frozenset(
-            {
-                "TABLE_READ",
-                "WRONG_HOST",
-                "NO_SUCH_SEGMENT",
-                "AUTH_TOKEN_CHECK_FAILED",
-                "ERROR_MESSAGE",
-            },
-        ),
-        ("request_id", ),
-    ),
-    Interaction(
-        "READ_TABLE_KEYS",
-        frozenset(
-            {
-                "TABLE_KEYS_READ",
-                "WRONG_HOST",
-                "NO_SUCH_SEGMENT",
-                "AUTH_TOKEN_CHECK_FAILED",
-                "ERROR_MESSAGE",
-            },
-        ),
-        ("request_id", ),
-    ),
-    Interaction(
-        "READ_TABLE_ENTRIES",
-        frozenset(
-            {
-                "TABLE_ENTRIES_READ",
-                "WRONG_HOST",
-                "NO_SUCH_SEGMENT",
-                "AUTH_TOKEN_CHECK_FAILED",
-                "ERROR_MESSAGE",
-            },
-        ),
-        ("request_id", ),
-    ),
-    Interaction(
-        "READ_TABLE_ENTRIES_DELTA",
-        frozenset(
-            {
-                "TABLE_ENTRIES_DELTA_READ",
-                "WRONG_HOST",
-                "NO_SUCH_SEGMENT",
-                "AUTH_TOKEN_CHECK_FAILED",
-                "ERROR_MESSAGE",
-            },
-        ),
-        ("request_id", ),
-    ),
-]
-
-_COMMANDS: dict[type, str] = {
-    frames.Hello: "HELLO",
-    frames.StorageChunksListed: "STORAGE_CHUNKS_LISTED",
-    frames.ListStorageChunks: "LIST_STORAGE_CHUNKS",
-    frames.FlushedToStorage: "FLUSHED_TO_STORAGE",
-    frames.FlushToStorage: "FLUSH_TO_STORAGE",
-    frames.SetupAppend: "SETUP_APPEND",
-    frames.AppendSetup: "APPEND_SETUP",
-    frames.AppendBlock: "APPEND_BLOCK",
-    frames.AppendBlockEnd: "APPEND_BLOCK_END",
-    frames.ConditionalAppend: "CONDITIONAL_APPEND",
-    frames.DataAppended: "DATA_APPENDED",
-    frames.ConditionalCheckFailed: "CONDITIONAL_CHECK_FAILED",
-    frames.ReadSegment: "READ_SEGMENT",
-    frames.SegmentRead: "SEGMENT_READ",
-    frames.GetStreamSegmentInfo: "GET_STREAM_SEGMENT_INFO",
-    frames.StreamSegmentInfo: "STREAM_SEGMENT_INFO",
-    frames.CreateSegment: "CREATE_SEGMENT",
-    frames.SegmentCreated: "SEGMENT_CREATED",
-    frames.SealSegment: "SEAL_SEGMENT",
-    frames.SegmentSealed: "SEGMENT_SEALED",
-    frames.DeleteSegment: "DELETE_SEGMENT",
-    frames.SegmentDeleted: "SEGMENT_DELETED",
-    frames.UpdateSegmentPolicy: "UPDATE_SEGMENT_POLICY",
-    frames.SegmentPolicyUpdated: "SEGMENT_POLICY_UPDATED",
-    frames.GetSegmentAttribute: "GET_SEGMENT_ATTRIBUTE",
-    frames.SegmentAttribute: "SEGMENT_ATTRIBUTE",
-    frames.UpdateSegmentAttribute: "UPDATE_SEGMENT_ATTRIBUTE",
-    frames.SegmentAttributeUpdated: "SEGMENT_ATTRIBUTE_UPDATED",
-    frames.TruncateSegment: "TRUNCATE_SEGMENT",
-    frames.SegmentTruncated: "SEGMENT_TRUNCATED",
-    frames.CreateTransientSegment: "CREATE_TRANSIENT_SEGMENT",
-    frames.LocateOffset: "LOCATE_OFFSET",
-    frames.OffsetLocated: "OFFSET_LOCATED",
-    frames.WrongHost: "WRONG_HOST",
-    frames.SegmentIsSealed: "SEGMENT_IS_SEALED",
-    frames.SegmentAlreadyExists: "SEGMENT_ALREADY_EXISTS",
-    frames.NoSuchSegment: "NO_SUCH_SEGMENT",
-    frames.InvalidEventNumber: "INVALID_EVENT_NUMBER",
-    frames.SegmentIsTruncated: "SEGMENT_IS_TRUNCATED",
-    frames.OperationUnsupported: "OPERATION_UNSUPPORTED",
-    frames.MergeSegments: "MERGE_SEGMENTS",
-    frames.SegmentsMerged: "SEGMENTS_MERGED",
-    frames.AuthTokenCheckFailed: "AUTH_TOKEN_CHECK_FAILED",
-    frames.ErrorMessage: "ERROR_MESSAGE",
-    frames.GetTableSegmentInfo: "GET_TABLE_SEGMENT_INFO",
-    frames.TableSegmentInfo: "TABLE_SEGMENT_INFO",
-    frames.CreateTableSegment: "CREATE_TABLE_SEGMENT",
-    frames.DeleteTableSegment: "DELETE_TABLE_SEGMENT",
-    frames.UpdateTableEntries: "UPDATE_TABLE_ENTRIES",
-    frames.TableEntriesUpdated: "TABLE_ENTRIES_UPDATED",
-    frames.RemoveTableKeys: "REMOVE_TABLE_KEYS",
-    frames.TableKeysRemoved: "TABLE_KEYS_REMOVED",
-    frames.ReadTable: "READ_TABLE",
-    frames.TableRead: "TABLE_READ",
-    frames.TableSegmentNotEmpty: "TABLE_SEGMENT_NOT_EMPTY",
-    frames.TableKeyDoesNotExist: "TABLE_KEY_DOES_NOT_EXIST",
-    frames.TableKeyBadVersion: "TABLE_KEY_BAD_VERSION",
-    frames.ReadTableKeys: "READ_TABLE_KEYS",
-    frames.TableKeysRead: "TABLE_KEYS_READ",
-    frames.ReadTableEntries: "READ_TABLE_ENTRIES",
-    frames.TableEntriesRead: "TABLE_ENTRIES_READ",
-    frames.TableEntriesDeltaRead: "TABLE_ENTRIES_DELTA_READ",
-    frames.ReadTableEntriesDelta: "READ_TABLE_ENTRIES_DELTA",
-    frames.ConditionalBlockEnd: "CONDITIONAL_BLOCK_END",
-    frames.MergeSegmentsBatch: "MERGE_SEGMENTS_BATCH",
-    frames.SegmentsBatchMerged: "SEGMENTS_BATCH_MERGED",
-    frames.KeepAlive: "KEEP_ALIVE",
-}
-
 
 def command_of(frame: frames.Frame) -> tuple[str, Any]:
     """The command name of a frame (as the spec names it) and its body."""
     body = frame.body
-    return _COMMANDS[type(body)], body
+    return BY_BODY[type(body)], body
+
+
+class PravegaHooks(Protocol):
+    """What an object given to ``PravegaProtocol(hooks=...)`` may implement: one method per command,
+    called after a received command passes the state machines.
+
+    Every method is optional: subclass this class and define the ones you need. They are declared
+    here for type checkers only, so that mypy checks each one you define against its command's body
+    type; at run time the protocol calls just the methods your object has.
+    """
+
+    if TYPE_CHECKING:
+
+        def on_hello(self, body: frames.Hello, frame: frames.Frame) -> None:
+            """A HELLO command arrived and passed the state machines."""
+            return None
+
+        def on_storage_chunks_listed(
+            self,
+            body: frames.StorageChunksListed,
+            frame: frames.Frame,
+        ) -> None:
+            """A STORAGE_CHUNKS_LISTED command arrived and passed the state machines."""
+            return None
+
+        def on_list_storage_chunks(
+            self,
+            body: frames.ListStorageChunks,
+            frame: frames.Frame,
+        ) -> None:
+            """A LIST_STORAGE_CHUNKS command arrived and passed the state machines."""
+            return None
+
+        def on_flushed_to_storage(self, body: frames.FlushedToStorage, frame: frames.Frame) -> None:
+            """A FLUSHED_TO_STORAGE command arrived and passed the state machines."""
+            return None
+
+        def on_flush_to_storage(self, body: frames.FlushToStorage, frame: frames.Frame) -> None:
+            """A FLUSH_TO_STORAGE command arrived and passed the state machines."""
+            return None
+
+        def on_setup_append(self, body: frames.SetupAppend, frame: frames.Frame) -> None:
+            """A SETUP_APPEND command arrived and passed the state machines."""
+            return None
+
+        def on_append_setup(self, body: frames.AppendSetup, frame: frames.Frame) -> None:
+            """A APPEND_SETUP command arrived and passed the state machines."""
+            return None
+
+        def on_append_block(self, body: frames.AppendBlock, frame: frames.Frame) -> None:
+            """A APPEND_BLOCK command arrived and passed the state machines."""
+            return None
+
+        def on_append_block_end(self, body: frames.AppendBlockEnd, frame: frames.Frame) -> None:
+            """A APPEND_BLOCK_END command arrived and passed the state machines."""
+            return None
+
+        def on_conditional_append(
+            self,
+            body: frames.ConditionalAppend,
+            frame: frames.Frame,
+        ) -> None:
+            """A CONDITIONAL_APPEND command arrived and passed the state machines."""
+            return None
+
+        def on_data_appended(self, body: frames.DataAppended, frame: frames.Frame) -> None:
+            """A DATA_APPENDED command arrived and passed the state machines."""
+            return None
+
+        def on_conditional_check_failed(
+            self,
+            body: frames.ConditionalCheckFailed,
+            frame: frames.Frame,
+        ) -> None:
+            """A CONDITIONAL_CHECK_FAILED command arrived and passed the state machines."""
+            return None
+
+        def on_read_segment(self, body: frames.ReadSegment, frame: frames.Frame) -> None:
+            """A READ_SEGMENT command arrived and passed the state machines."""
+            return None
+
+        def on_segment_read(self, body: frames.SegmentRead, frame: frames.Frame) -> None:
+            """A SEGMENT_READ command arrived and passed the state machines."""
+            return None
+
+        def on_get_stream_segment_info(
+            self,
+            body: frames.GetStreamSegmentInfo,
+            frame: frames.Frame,
+        ) -> None:
+            """A GET_STREAM_SEGMENT_INFO command arrived and passed the state machines."""
+            return None
+
+        def on_stream_segment_info(
+            self,
+            body: frames.StreamSegmentInfo,
+            frame: frames.Frame,
+        ) -> None:
+            """A STREAM_SEGMENT_INFO command arrived and passed the state machines."""
+            return None
+
+        def on_create_segment(self, body: frames.CreateSegment, frame: frames.Frame) -> None:
+            """A CREATE_SEGMENT command arrived and passed the state machines."""
+            return None
+
+        def on_segment_created(self, body: frames.SegmentCreated, frame: frames.Frame) -> None:
+            """A SEGMENT_CREATED command arrived and passed the state machines."""
+            return None
+
+        def on_seal_segment(self, body: frames.SealSegment, frame: frames.Frame) -> None:
+            """A SEAL_SEGMENT command arrived and passed the state machines."""
+            return None
+
+        def on_segment_sealed(self, body: frames.SegmentSealed, frame: frames.Frame) -> None:
+            """A SEGMENT_SEALED command arrived and passed the state machines."""
+            return None
+
+        def on_delete_segment(self, body: frames.DeleteSegment, frame: frames.Frame) -> None:
+            """A DELETE_SEGMENT command arrived and passed the state machines."""
+            return None
+
+        def on_segment_deleted(self, body: frames.SegmentDeleted, frame: frames.Frame) -> None:
+            """A SEGMENT_DELETED command arrived and passed the state machines."""
+            return None
+
+        def on_update_segment_policy(
+            self,
+            body: frames.UpdateSegmentPolicy,
+            frame: frames.Frame,
+        ) -> None:
+            """A UPDATE_SEGMENT_POLICY command arrived and passed the state machines."""
+            return None
+
+        def on_segment_policy_updated(
+            self,
+            body: frames.SegmentPolicyUpdated,
+            frame: frames.Frame,
+        ) -> None:
+            """A SEGMENT_POLICY_UPDATED command arrived and passed the state machines."""
+            return None
+
+        def on_get_segment_attribute(
+            self,
+            body: frames.GetSegmentAttribute,
+            frame: frames.Frame,
+        ) -> None:
+            """A GET_SEGMENT_ATTRIBUTE command arrived and passed the state machines."""
+            return None
+
+        def on_segment_attribute(self, body: frames.SegmentAttribute, frame: frames.Frame) -> None:
+            """A SEGMENT_ATTRIBUTE command arrived and passed the state machines."""
+            return None
+
+        def on_update_segment_attribute(
+            self,
+            body: frames.UpdateSegmentAttribute,
+            frame: frames.Frame,
+        ) -> None:
+            """A UPDATE_SEGMENT_ATTRIBUTE command arrived and passed the state machines."""
+            return None
+
+        def on_segment_attribute_updated(
+            self,
+            body: frames.SegmentAttributeUpdated,
+            frame: frames.Frame,
+        ) -> None:
+            """A SEGMENT_ATTRIBUTE_UPDATED command arrived and passed the state machines."""
+            return None
+
+        def on_truncate_segment(self, body: frames.TruncateSegment, frame: frames.Frame) -> None:
+            """A TRUNCATE_SEGMENT command arrived and passed the state machines."""
+            return None
+
+        def on_segment_truncated(self, body: frames.SegmentTruncated, frame: frames.Frame) -> None:
+            """A SEGMENT_TRUNCATED command arrived and passed the state machines."""
+            return None
+
+        def on_create_transient_segment(
+            self,
+            body: frames.CreateTransientSegment,
+            frame: frames.Frame,
+        ) -> None:
+            """A CREATE_TRANSIENT_SEGMENT command arrived and passed the state machines."""
+            return None
+
+        def on_locate_offset(self, body: frames.LocateOffset, frame: frames.Frame) -> None:
+            """A LOCATE_OFFSET command arrived and passed the state machines."""
+            return None
+
+        def on_offset_located(self, body: frames.OffsetLocated, frame: frames.Frame) -> None:
+            """A OFFSET_LOCATED command arrived and passed the state machines."""
+            return None
+
+        def on_wrong_host(self, body: frames.WrongHost, frame: frames.Frame) -> None:
+            """A WRONG_HOST command arrived and passed the state machines."""
+            return None
+
+        def on_segment_is_sealed(self, body: frames.SegmentIsSealed, frame: frames.Frame) -> None:
+            """A SEGMENT_IS_SEALED command arrived and passed the state machines."""
+            return None
+
+        def on_segment_already_exists(
+            self,
+            body: frames.SegmentAlreadyExists,
+            frame: frames.Frame,
+        ) -> None:
+            """A SEGMENT_ALREADY_EXISTS command arrived and passed the state machines."""
+            return None
+
+        def on_no_such_segment(self, body: frames.NoSuchSegment, frame: frames.Frame) -> None:
+            """A NO_SUCH_SEGMENT command arrived and passed the state machines."""
+            return None
+
+        def on_invalid_event_number(
+            self,
+            body: frames.InvalidEventNumber,
+            frame: frames.Frame,
+        ) -> None:
+            """A INVALID_EVENT_NUMBER command arrived and passed the state machines."""
+            return None
+
+        def on_segment_is_truncated(
+            self,
+            body: frames.SegmentIsTruncated,
+            frame: frames.Frame,
+        ) -> None:
+            """A SEGMENT_IS_TRUNCATED command arrived and passed the state machines."""
+            return None
+
+        def on_operation_unsupported(
+            self,
+            body: frames.OperationUnsupported,
+            frame: frames.Frame,
+        ) -> None:
+            """A OPERATION_UNSUPPORTED command arrived and passed the state machines."""
+            return None
+
+        def on_merge_segments(self, body: frames.MergeSegments, frame: frames.Frame) -> None:
+            """A MERGE_SEGMENTS command arrived and passed the state machines."""
+            return None
+
+        def on_segments_merged(self, body: frames.SegmentsMerged, frame: frames.Frame) -> None:
+            """A SEGMENTS_MERGED command arrived and passed the state machines."""
+            return None
+
+        def on_auth_token_check_failed(
+            self,
+            body: frames.AuthTokenCheckFailed,
+            frame: frames.Frame,
+        ) -> None:
+            """A AUTH_TOKEN_CHECK_FAILED command arrived and passed the state machines."""
+            return None
+
+        def on_error_message(self, body: frames.ErrorMessage, frame: frames.Frame) -> None:
+            """A ERROR_MESSAGE command arrived and passed the state machines."""
+            return None
+
+        def on_get_table_segment_info(
+            self,
+            body: frames.GetTableSegmentInfo,
+            frame: frames.Frame,
+        ) -> None:
+            """A GET_TABLE_SEGMENT_INFO command arrived and passed the state machines."""
+            return None
+
+        def on_table_segment_info(self, body: frames.TableSegmentInfo, frame: frames.Frame) -> None:
+            """A TABLE_SEGMENT_INFO command arrived and passed the state machines."""
+            return None
+
+        def on_create_table_segment(
+            self,
+            body: frames.CreateTableSegment,
+            frame: frames.Frame,
+        ) -> None:
+            """A CREATE_TABLE_SEGMENT command arrived and passed the state machines."""
+            return None
+
+        def on_delete_table_segment(
+            self,
+            body: frames.DeleteTableSegment,
+            frame: frames.Frame,
+        ) -> None:
+            """A DELETE_TABLE_SEGMENT command arrived and passed the state machines."""
+            return None
+
+        def on_update_table_entries(
+            self,
+            body: frames.UpdateTableEntries,
+            frame: frames.Frame,
+        ) -> None:
+            """A UPDATE_TABLE_ENTRIES command arrived and passed the state machines."""
+            return None
+
+        def on_table_entries_updated(
+            self,
+            body: frames.TableEntriesUpdated,
+            frame: frames.Frame,
+        ) -> None:
+            """A TABLE_ENTRIES_UPDATED command arrived and passed the state machines."""
+            return None
+
+        def on_remove_table_keys(self, body: frames.RemoveTableKeys, frame: frames.Frame) -> None:
+            """A REMOVE_TABLE_KEYS command arrived and passed the state machines."""
+            return None
+
+        def on_table_keys_removed(self, body: frames.TableKeysRemoved, frame: frames.Frame) -> None:
+            """A TABLE_KEYS_REMOVED command arrived and passed the state machines."""
+            return None
+
+        def on_read_table(self, body: frames.ReadTable, frame: frames.Frame) -> None:
+            """A READ_TABLE command arrived and passed the state machines."""
+            return None
+
+        def on_table_read(self, body: frames.TableRead, frame: frames.Frame) -> None:
+            """A TABLE_READ command arrived and passed the state machines."""
+            return None
+
+        def on_table_segment_not_empty(
+            self,
+            body: frames.TableSegmentNotEmpty,
+            frame: frames.Frame,
+        ) -> None:
+            """A TABLE_SEGMENT_NOT_EMPTY command arrived and passed the state machines."""
+            return None
+
+        def on_table_key_does_not_exist(
+            self,
+            body: frames.TableKeyDoesNotExist,
+            frame: frames.Frame,
+        ) -> None:
+            """A TABLE_KEY_DOES_NOT_EXIST command arrived and passed the state machines."""
+            return None
+
+        def on_table_key_bad_version(
+            self,
+            body: frames.TableKeyBadVersion,
+            frame: frames.Frame,
+        ) -> None:
+            """A TABLE_KEY_BAD_VERSION command arrived and passed the state machines."""
+            return None
+
+        def on_read_table_keys(self, body: frames.ReadTableKeys, frame: frames.Frame) -> None:
+            """A READ_TABLE_KEYS command arrived and passed the state machines."""
+            return None
+
+        def on_table_keys_read(self, body: frames.TableKeysRead, frame: frames.Frame) -> None:
+            """A TABLE_KEYS_READ command arrived and passed the state machines."""
+            return None
+
+        def on_read_table_entries(self, body: frames.ReadTableEntries, frame: frames.Frame) -> None:
+            """A READ_TABLE_ENTRIES command arrived and passed the state machines."""
+            return None
+
+        def on_table_entries_read(self, body: frames.TableEntriesRead, frame: frames.Frame) -> None:
+            """A TABLE_ENTRIES_READ command arrived and passed the state machines."""
+            return None
+
+        def on_table_entries_delta_read(
+            self,
+            body: frames.TableEntriesDeltaRead,
+            frame: frames.Frame,
+        ) -> None:
+            """A TABLE_ENTRIES_DELTA_READ command arrived and passed the state machines."""
+            return None
+
+        def on_read_table_entries_delta(
+            self,
+            body: frames.ReadTableEntriesDelta,
+            frame: frames.Frame,
+        ) -> None:
+            """A READ_TABLE_ENTRIES_DELTA command arrived and passed the state machines."""
+            return None
+
+        def on_conditional_block_end(
+            self,
+            body: frames.ConditionalBlockEnd,
+            frame: frames.Frame,
+        ) -> None:
+            """A CONDITIONAL_BLOCK_END command arrived and passed the state machines."""
+            return None
+
+        def on_merge_segments_batch(
+            self,
+            body: frames.MergeSegmentsBatch,
+            frame: frames.Frame,
+        ) -> None:
+            """A MERGE_SEGMENTS_BATCH command arrived and passed the state machines."""
+            return None
+
+        def on_segments_batch_merged(
+            self,
+            body: frames.SegmentsBatchMerged,
+            frame: frames.Frame,
+        ) -> None:
+            """A SEGMENTS_BATCH_MERGED command arrived and passed the state machines."""
+            return None
+
+        def on_keep_alive(self, body: frames.KeepAlive, frame: frames.Frame) -> None:
+            """A KEEP_ALIVE command arrived and passed the state machines."""
+            return None
 
 
 class PravegaProtocol:
     """One pravega connection, as seen by a client (or, with ``server=True``, by the peer that
     answers it).
 
-    ``receive_data`` decodes bytes into frames, checks each against the state machines (raising
-    ``ProtocolViolation`` when the spec forbids it) and calls the matching ``on_<command>`` hook;
-    ``send`` checks an outgoing frame the same way and returns its bytes.
+    ``receive_data`` decodes bytes into frames, checks each against the state machines and calls the
+    matching method of ``hooks`` (a ``PravegaHooks``), if it has one; ``send`` checks an outgoing
+    frame the same way and returns its bytes. A received frame the machines refuse (or that names no
+    command of the spec) goes to ``on_violation``, which keeps it, drops it or raises; the default,
+    ``refuse``, raises the ``ProtocolViolation`` (or ``UnknownCommandError``).
     """
 
     def __init__(
-        self, *, server: bool = False, max_frame_size: int = frames.DEFAULT_MAX_FRAME_SIZE
+        self,
+        *,
+        server: bool = False,
+        max_frame_size: int = frames.DEFAULT_MAX_FRAME_SIZE,
+        hooks: PravegaHooks | None = None,
+        on_violation: ViolationPolicy[frames.Frame] = refuse,
     ) -> None:
         self.machines = MachineSet(MACHINES, INTERACTIONS, field_of, server=server)
+        self.hooks = hooks
+        self.on_violation = on_violation
+        self._hooks = hook_table(hooks, HOOKS)
         self.decoder = frames.StreamDecoder(max_frame_size)
 
     def send(self, frame: frames.Frame) -> bytes:
@@ -338,24 +487,31 @@ class PravegaProtocol:
     def receive_data(self, data: bytes) -> list[frames.Frame]:
         """Decode received bytes; check and dispatch each whole frame; return them in order.
 
-        A ``DecodeError`` is raised after the frames decoded before it were handled; they are in its
-        ``frames_before``.
+        A frame the machines refuse goes to ``on_violation``; only the frames it keeps are returned.
+        A ``DecodeError`` is raised after the frames decoded before it were handled; those kept are
+        in its ``frames_before``.
         """
         try:
             received = self.decoder.feed(data)
         except DecodeError as exc:
-            for frame in exc.frames_before:
-                assert isinstance(frame, frames.Frame)
-                self._handle(frame)
+            exc.frames_before = [frame for frame in exc.frames_before
+                                 if isinstance(frame, frames.Frame)
+                                 and self._handle(frame)]
             raise
-        for frame in received:
-            self._handle(frame)
-        return received
+        return [frame for frame in received if self._handle(frame)]
 
-    def _handle(self, frame: frames.Frame) -> None:
+    def _handle(self, frame: frames.Frame) -> bool:
+        """Check and dispatch one received frame; whether it is kept."""
         name, body = command_of(frame)
-        self.machines.received(name, body)
-        getattr(self, _HOOKS[name])(body, frame)
+        try:
+            self.machines.received(name, body)
+        except ProtocolViolation as exc:
+            if not self.on_violation(exc, frame):
+                return False
+        hook = self._hooks.get(name)
+        if hook is not None:
+            hook(body, frame)
+        return True
 
     def command(self, frame: frames.Frame) -> tuple[str, Any]:
         """The command name of ``frame`` and its body: ``command_of(frame)``.
@@ -369,493 +525,3 @@ class PravegaProtocol:
     def state(self, machine: str, key: Hashable = None) -> str:
         """The current state of one entity of a machine, by the spec's state name."""
         return self.machines.state(machine, key)
-
-    def on_hello(self, body: frames.Hello, frame: frames.Frame) -> None:
-        """Called after a HELLO command arrives and passes the state machines; override to act on
-        it.
-        """
-
-    def on_storage_chunks_listed(
-        self,
-        body: frames.StorageChunksListed,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a STORAGE_CHUNKS_LISTED command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_list_storage_chunks(self, body: frames.ListStorageChunks, frame: frames.Frame) -> None:
-        """Called after a LIST_STORAGE_CHUNKS command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_flushed_to_storage(self, body: frames.FlushedToStorage, frame: frames.Frame) -> None:
-        """Called after a FLUSHED_TO_STORAGE command arrives and passes the state machines; override
-        to act on it.
-        """
-
-    def on_flush_to_storage(self, body: frames.FlushToStorage, frame: frames.Frame) -> None:
-        """Called after a FLUSH_TO_STORAGE command arrives and passes the state machines; override
-        to act on it.
-        """
-
-    def on_setup_append(self, body: frames.SetupAppend, frame: frames.Frame) -> None:
-        """Called after a SETUP_APPEND command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_append_setup(self, body: frames.AppendSetup, frame: frames.Frame) -> None:
-        """Called after a APPEND_SETUP command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_append_block(self, body: frames.AppendBlock, frame: frames.Frame) -> None:
-        """Called after a APPEND_BLOCK command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_append_block_end(self, body: frames.AppendBlockEnd, frame: frames.Frame) -> None:
-        """Called after a APPEND_BLOCK_END command arrives and passes the state machines; override
-        to act on it.
-        """
-
-    def on_conditional_append(self, body: frames.ConditionalAppend, frame: frames.Frame) -> None:
-        """Called after a CONDITIONAL_APPEND command arrives and passes the state machines; override
-        to act on it.
-        """
-
-    def on_data_appended(self, body: frames.DataAppended, frame: frames.Frame) -> None:
-        """Called after a DATA_APPENDED command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_conditional_check_failed(
-        self,
-        body: frames.ConditionalCheckFailed,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a CONDITIONAL_CHECK_FAILED command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_read_segment(self, body: frames.ReadSegment, frame: frames.Frame) -> None:
-        """Called after a READ_SEGMENT command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_segment_read(self, body: frames.SegmentRead, frame: frames.Frame) -> None:
-        """Called after a SEGMENT_READ command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_get_stream_segment_info(
-        self,
-        body: frames.GetStreamSegmentInfo,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a GET_STREAM_SEGMENT_INFO command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_stream_segment_info(self, body: frames.StreamSegmentInfo, frame: frames.Frame) -> None:
-        """Called after a STREAM_SEGMENT_INFO command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_create_segment(self, body: frames.CreateSegment, frame: frames.Frame) -> None:
-        """Called after a CREATE_SEGMENT command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_segment_created(self, body: frames.SegmentCreated, frame: frames.Frame) -> None:
-        """Called after a SEGMENT_CREATED command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_seal_segment(self, body: frames.SealSegment, frame: frames.Frame) -> None:
-        """Called after a SEAL_SEGMENT command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_segment_sealed(self, body: frames.SegmentSealed, frame: frames.Frame) -> None:
-        """Called after a SEGMENT_SEALED command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_delete_segment(self, body: frames.DeleteSegment, frame: frames.Frame) -> None:
-        """Called after a DELETE_SEGMENT command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_segment_deleted(self, body: frames.SegmentDeleted, frame: frames.Frame) -> None:
-        """Called after a SEGMENT_DELETED command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_update_segment_policy(
-        self,
-        body: frames.UpdateSegmentPolicy,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a UPDATE_SEGMENT_POLICY command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_segment_policy_updated(
-        self,
-        body: frames.SegmentPolicyUpdated,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a SEGMENT_POLICY_UPDATED command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_get_segment_attribute(
-        self,
-        body: frames.GetSegmentAttribute,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a GET_SEGMENT_ATTRIBUTE command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_segment_attribute(self, body: frames.SegmentAttribute, frame: frames.Frame) -> None:
-        """Called after a SEGMENT_ATTRIBUTE command arrives and passes the state machines; override
-        to act on it.
-        """
-
-    def on_update_segment_attribute(
-        self,
-        body: frames.UpdateSegmentAttribute,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a UPDATE_SEGMENT_ATTRIBUTE command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_segment_attribute_updated(
-        self,
-        body: frames.SegmentAttributeUpdated,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a SEGMENT_ATTRIBUTE_UPDATED command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_truncate_segment(self, body: frames.TruncateSegment, frame: frames.Frame) -> None:
-        """Called after a TRUNCATE_SEGMENT command arrives and passes the state machines; override
-        to act on it.
-        """
-
-    def on_segment_truncated(self, body: frames.SegmentTruncated, frame: frames.Frame) -> None:
-        """Called after a SEGMENT_TRUNCATED command arrives and passes the state machines; override
-        to act on it.
-        """
-
-    def on_create_transient_segment(
-        self,
-        body: frames.CreateTransientSegment,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a CREATE_TRANSIENT_SEGMENT command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_locate_offset(self, body: frames.LocateOffset, frame: frames.Frame) -> None:
-        """Called after a LOCATE_OFFSET command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_offset_located(self, body: frames.OffsetLocated, frame: frames.Frame) -> None:
-        """Called after a OFFSET_LOCATED command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_wrong_host(self, body: frames.WrongHost, frame: frames.Frame) -> None:
-        """Called after a WRONG_HOST command arrives and passes the state machines; override to act
-        on it.
-        """
-
-    def on_segment_is_sealed(self, body: frames.SegmentIsSealed, frame: frames.Frame) -> None:
-        """Called after a SEGMENT_IS_SEALED command arrives and passes the state machines; override
-        to act on it.
-        """
-
-    def on_segment_already_exists(
-        self,
-        body: frames.SegmentAlreadyExists,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a SEGMENT_ALREADY_EXISTS command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_no_such_segment(self, body: frames.NoSuchSegment, frame: frames.Frame) -> None:
-        """Called after a NO_SUCH_SEGMENT command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_invalid_event_number(self, body: frames.InvalidEventNumber, frame: frames.Frame) -> None:
-        """Called after a INVALID_EVENT_NUMBER command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_segment_is_truncated(self, body: frames.SegmentIsTruncated, frame: frames.Frame) -> None:
-        """Called after a SEGMENT_IS_TRUNCATED command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_operation_unsupported(
-        self,
-        body: frames.OperationUnsupported,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a OPERATION_UNSUPPORTED command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_merge_segments(self, body: frames.MergeSegments, frame: frames.Frame) -> None:
-        """Called after a MERGE_SEGMENTS command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_segments_merged(self, body: frames.SegmentsMerged, frame: frames.Frame) -> None:
-        """Called after a SEGMENTS_MERGED command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_auth_token_check_failed(
-        self,
-        body: frames.AuthTokenCheckFailed,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a AUTH_TOKEN_CHECK_FAILED command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_error_message(self, body: frames.ErrorMessage, frame: frames.Frame) -> None:
-        """Called after a ERROR_MESSAGE command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_get_table_segment_info(
-        self,
-        body: frames.GetTableSegmentInfo,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a GET_TABLE_SEGMENT_INFO command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_table_segment_info(self, body: frames.TableSegmentInfo, frame: frames.Frame) -> None:
-        """Called after a TABLE_SEGMENT_INFO command arrives and passes the state machines; override
-        to act on it.
-        """
-
-    def on_create_table_segment(self, body: frames.CreateTableSegment, frame: frames.Frame) -> None:
-        """Called after a CREATE_TABLE_SEGMENT command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_delete_table_segment(self, body: frames.DeleteTableSegment, frame: frames.Frame) -> None:
-        """Called after a DELETE_TABLE_SEGMENT command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_update_table_entries(self, body: frames.UpdateTableEntries, frame: frames.Frame) -> None:
-        """Called after a UPDATE_TABLE_ENTRIES command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_table_entries_updated(
-        self,
-        body: frames.TableEntriesUpdated,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a TABLE_ENTRIES_UPDATED command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_remove_table_keys(self, body: frames.RemoveTableKeys, frame: frames.Frame) -> None:
-        """Called after a REMOVE_TABLE_KEYS command arrives and passes the state machines; override
-        to act on it.
-        """
-
-    def on_table_keys_removed(self, body: frames.TableKeysRemoved, frame: frames.Frame) -> None:
-        """Called after a TABLE_KEYS_REMOVED command arrives and passes the state machines; override
-        to act on it.
-        """
-
-    def on_read_table(self, body: frames.ReadTable, frame: frames.Frame) -> None:
-        """Called after a READ_TABLE command arrives and passes the state machines; override to act
-        on it.
-        """
-
-    def on_table_read(self, body: frames.TableRead, frame: frames.Frame) -> None:
-        """Called after a TABLE_READ command arrives and passes the state machines; override to act
-        on it.
-        """
-
-    def on_table_segment_not_empty(
-        self,
-        body: frames.TableSegmentNotEmpty,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a TABLE_SEGMENT_NOT_EMPTY command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_table_key_does_not_exist(
-        self,
-        body: frames.TableKeyDoesNotExist,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a TABLE_KEY_DOES_NOT_EXIST command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_table_key_bad_version(
-        self,
-        body: frames.TableKeyBadVersion,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a TABLE_KEY_BAD_VERSION command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_read_table_keys(self, body: frames.ReadTableKeys, frame: frames.Frame) -> None:
-        """Called after a READ_TABLE_KEYS command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_table_keys_read(self, body: frames.TableKeysRead, frame: frames.Frame) -> None:
-        """Called after a TABLE_KEYS_READ command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_read_table_entries(self, body: frames.ReadTableEntries, frame: frames.Frame) -> None:
-        """Called after a READ_TABLE_ENTRIES command arrives and passes the state machines; override
-        to act on it.
-        """
-
-    def on_table_entries_read(self, body: frames.TableEntriesRead, frame: frames.Frame) -> None:
-        """Called after a TABLE_ENTRIES_READ command arrives and passes the state machines; override
-        to act on it.
-        """
-
-    def on_table_entries_delta_read(
-        self,
-        body: frames.TableEntriesDeltaRead,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a TABLE_ENTRIES_DELTA_READ command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_read_table_entries_delta(
-        self,
-        body: frames.ReadTableEntriesDelta,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a READ_TABLE_ENTRIES_DELTA command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_conditional_block_end(
-        self,
-        body: frames.ConditionalBlockEnd,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a CONDITIONAL_BLOCK_END command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_merge_segments_batch(self, body: frames.MergeSegmentsBatch, frame: frames.Frame) -> None:
-        """Called after a MERGE_SEGMENTS_BATCH command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_segments_batch_merged(
-        self,
-        body: frames.SegmentsBatchMerged,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a SEGMENTS_BATCH_MERGED command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_keep_alive(self, body: frames.KeepAlive, frame: frames.Frame) -> None:
-        """Called after a KEEP_ALIVE command arrives and passes the state machines; override to act
-        on it.
-        """
-
-
-_HOOKS: dict[str, str] = {
-    "HELLO": "on_hello",
-    "STORAGE_CHUNKS_LISTED": "on_storage_chunks_listed",
-    "LIST_STORAGE_CHUNKS": "on_list_storage_chunks",
-    "FLUSHED_TO_STORAGE": "on_flushed_to_storage",
-    "FLUSH_TO_STORAGE": "on_flush_to_storage",
-    "SETUP_APPEND": "on_setup_append",
-    "APPEND_SETUP": "on_append_setup",
-    "APPEND_BLOCK": "on_append_block",
-    "APPEND_BLOCK_END": "on_append_block_end",
-    "CONDITIONAL_APPEND": "on_conditional_append",
-    "DATA_APPENDED": "on_data_appended",
-    "CONDITIONAL_CHECK_FAILED": "on_conditional_check_failed",
-    "READ_SEGMENT": "on_read_segment",
-    "SEGMENT_READ": "on_segment_read",
-    "GET_STREAM_SEGMENT_INFO": "on_get_stream_segment_info",
-    "STREAM_SEGMENT_INFO": "on_stream_segment_info",
-    "CREATE_SEGMENT": "on_create_segment",
-    "SEGMENT_CREATED": "on_segment_created",
-    "SEAL_SEGMENT": "on_seal_segment",
-    "SEGMENT_SEALED": "on_segment_sealed",
-    "DELETE_SEGMENT": "on_delete_segment",
-    "SEGMENT_DELETED": "on_segment_deleted",
-    "UPDATE_SEGMENT_POLICY": "on_update_segment_policy",
-    "SEGMENT_POLICY_UPDATED": "on_segment_policy_updated",
-    "GET_SEGMENT_ATTRIBUTE": "on_get_segment_attribute",
-    "SEGMENT_ATTRIBUTE": "on_segment_attribute",
-    "UPDATE_SEGMENT_ATTRIBUTE": "on_update_segment_attribute",
-    "SEGMENT_ATTRIBUTE_UPDATED": "on_segment_attribute_updated",
-    "TRUNCATE_SEGMENT": "on_truncate_segment",
-    "SEGMENT_TRUNCATED": "on_segment_truncated",
-    "CREATE_TRANSIENT_SEGMENT": "on_create_transient_segment",
-    "LOCATE_OFFSET": "on_locate_offset",
-    "OFFSET_LOCATED": "on_offset_located",
-    "WRONG_HOST": "on_wrong_host",
-    "SEGMENT_IS_SEALED": "on_segment_is_sealed",
-    "SEGMENT_ALREADY_EXISTS": "on_segment_already_exists",
-    "NO_SUCH_SEGMENT": "on_no_such_segment",
-    "INVALID_EVENT_NUMBER": "on_invalid_event_number",
-    "SEGMENT_IS_TRUNCATED": "on_segment_is_truncated",
-    "OPERATION_UNSUPPORTED": "on_operation_unsupported",
-    "MERGE_SEGMENTS": "on_merge_segments",
-    "SEGMENTS_MERGED": "on_segments_merged",
-    "AUTH_TOKEN_CHECK_FAILED": "on_auth_token_check_failed",
-    "ERROR_MESSAGE": "on_error_message",
-    "GET_TABLE_SEGMENT_INFO": "on_get_table_segment_info",
-    "TABLE_SEGMENT_INFO": "on_table_segment_info",
-    "CREATE_TABLE_SEGMENT": "on_create_table_segment",
-    "DELETE_TABLE_SEGMENT": "on_delete_table_segment",
-    "UPDATE_TABLE_ENTRIES": "on_update_table_entries",
-    "TABLE_ENTRIES_UPDATED": "on_table_entries_updated",
-    "REMOVE_TABLE_KEYS": "on_remove_table_keys",
-    "TABLE_KEYS_REMOVED": "on_table_keys_removed",
-    "READ_TABLE": "on_read_table",
-    "TABLE_READ": "on_table_read",
-    "TABLE_SEGMENT_NOT_EMPTY": "on_table_segment_not_empty",
-    "TABLE_KEY_DOES_NOT_EXIST": "on_table_key_does_not_exist",
-    "TABLE_KEY_BAD_VERSION": "on_table_key_bad_version",
-    "READ_TABLE_KEYS": "on_read_table_keys",
-    "TABLE_KEYS_READ": "on_table_keys_read",
-    "READ_TABLE_ENTRIES": "on_read_table_entries",
-    "TABLE_ENTRIES_READ": "on_table_entries_read",
-    "TABLE_ENTRIES_DELTA_READ": "on_table_entries_delta_read",
-    "READ_TABLE_ENTRIES_DELTA": "on_read_table_entries_delta",
-    "CONDITIONAL_BLOCK_END": "on_conditional_block_end",
-    "MERGE_SEGMENTS_BATCH": "on_merge_segments_batch",
-    "SEGMENTS_BATCH_MERGED": "on_segments_batch_merged",
-    "KEEP_ALIVE": "on_keep_alive",
-}

@@ -4,6 +4,7 @@
 Modules:
     pulsar_api: from specs/pulsar/PulsarApi.proto
     frames: from specs/pulsar/pulsar.yaml
+    commands: from specs/pulsar/pulsar.yaml
     machines: from specs/pulsar/pulsar.yaml
     client: from specs/pulsar/pulsar.yaml
     spark: from specs/pulsar

@@ -13,9 +13,11 @@ from collections.abc import Hashable
 from typing import Any, Protocol
 
 from protoframe.runtime.engine.correlation import IdAllocator, RequestTable
+from protoframe.runtime.engine.machine import answering
 from protoframe.runtime.errors import RequestFailed
 
 from . import frames, pulsar_api
+from .commands import INTERACTIONS
 from .machines import command_of, field_of
 
 __all__ = [
@@ -25,35 +27,8 @@ __all__ = [
 
 # For each answering command: the requests it may answer and their correlation fields.
 _ANSWERS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
-    "CONNECTED": (("CONNECT", ()),),
-    "CONSUMER_STATS_RESPONSE": (("CONSUMER_STATS", ("request_id",)),),
-    "ERROR": (
-        ("PRODUCER", ("request_id",)),
-        ("SUBSCRIBE", ("request_id",)),
-        ("CLOSE_PRODUCER", ("request_id",)),
-        ("CLOSE_CONSUMER", ("request_id",)),
-        ("UNSUBSCRIBE", ("request_id",)),
-        ("SEEK", ("request_id",)),
-        ("GET_LAST_MESSAGE_ID", ("request_id",)),
-        ("GET_TOPICS_OF_NAMESPACE", ("request_id",)),
-        ("CONNECT", ()),
-    ),
-    "GET_LAST_MESSAGE_ID_RESPONSE": (("GET_LAST_MESSAGE_ID", ("request_id",)),),
-    "GET_SCHEMA_RESPONSE": (("GET_SCHEMA", ("request_id",)),),
-    "GET_TOPICS_OF_NAMESPACE_RESPONSE": (("GET_TOPICS_OF_NAMESPACE", ("request_id",)),),
-    "LOOKUP_RESPONSE": (("LOOKUP", ("request_id",)),),
-    "PARTITIONED_METADATA_RESPONSE": (("PARTITIONED_METADATA", ("request_id",)),),
-    "PONG": (("PING", ()),),
-    "PRODUCER_SUCCESS": (("PRODUCER", ("request_id",)),),
-    "SEND_ERROR": (("SEND", ("producer_id", "sequence_id")),),
-    "SEND_RECEIPT": (("SEND", ("producer_id", "sequence_id")),),
-    "SUCCESS": (
-        ("SUBSCRIBE", ("request_id",)),
-        ("CLOSE_PRODUCER", ("request_id",)),
-        ("CLOSE_CONSUMER", ("request_id",)),
-        ("UNSUBSCRIBE", ("request_id",)),
-        ("SEEK", ("request_id",)),
-    ),
+    name: tuple((i.request, i.correlate) for i in found)
+    for name, found in answering(INTERACTIONS).items()
 }
 
 

@@ -32,7 +32,7 @@ from protoframe.runtime.errors import (
     ValueOutOfRangeError,
 )
 
-from . import pulsar_api
+from . import commands, pulsar_api
 
 __all__ = [
     "Batch",
@@ -479,79 +479,7 @@ class Frame:
         return obj, pos
 
 
-_Type = pulsar_api.BaseCommand.Type
-_BODY_FIELDS: dict[pulsar_api.BaseCommand.Type, str] = {
-    _Type.CONNECT: "connect",
-    _Type.CONNECTED: "connected",
-    _Type.SUBSCRIBE: "subscribe",
-    _Type.PRODUCER: "producer",
-    _Type.SEND: "send",
-    _Type.SEND_RECEIPT: "send_receipt",
-    _Type.SEND_ERROR: "send_error",
-    _Type.MESSAGE: "message",
-    _Type.ACK: "ack",
-    _Type.FLOW: "flow",
-    _Type.UNSUBSCRIBE: "unsubscribe",
-    _Type.SUCCESS: "success",
-    _Type.ERROR: "error",
-    _Type.CLOSE_PRODUCER: "close_producer",
-    _Type.CLOSE_CONSUMER: "close_consumer",
-    _Type.PRODUCER_SUCCESS: "producer_success",
-    _Type.PING: "ping",
-    _Type.PONG: "pong",
-    _Type.REDELIVER_UNACKNOWLEDGED_MESSAGES: "redeliverUnacknowledgedMessages",
-    _Type.PARTITIONED_METADATA: "partitionMetadata",
-    _Type.PARTITIONED_METADATA_RESPONSE: "partitionMetadataResponse",
-    _Type.LOOKUP: "lookupTopic",
-    _Type.LOOKUP_RESPONSE: "lookupTopicResponse",
-    _Type.CONSUMER_STATS: "consumerStats",
-    _Type.CONSUMER_STATS_RESPONSE: "consumerStatsResponse",
-    _Type.REACHED_END_OF_TOPIC: "reachedEndOfTopic",
-    _Type.SEEK: "seek",
-    _Type.GET_LAST_MESSAGE_ID: "getLastMessageId",
-    _Type.GET_LAST_MESSAGE_ID_RESPONSE: "getLastMessageIdResponse",
-    _Type.ACTIVE_CONSUMER_CHANGE: "active_consumer_change",
-    _Type.GET_TOPICS_OF_NAMESPACE: "getTopicsOfNamespace",
-    _Type.GET_TOPICS_OF_NAMESPACE_RESPONSE: "getTopicsOfNamespaceResponse",
-    _Type.GET_SCHEMA: "getSchema",
-    _Type.GET_SCHEMA_RESPONSE: "getSchemaResponse",
-    _Type.AUTH_CHALLENGE: "authChallenge",
-    _Type.AUTH_RESPONSE: "authResponse",
-    _Type.ACK_RESPONSE: "ackResponse",
-    _Type.GET_OR_CREATE_SCHEMA: "getOrCreateSchema",
-    _Type.GET_OR_CREATE_SCHEMA_RESPONSE: "getOrCreateSchemaResponse",
-    _Type.NEW_TXN: "newTxn",
-    _Type.NEW_TXN_RESPONSE: "newTxnResponse",
-    _Type.ADD_PARTITION_TO_TXN: "addPartitionToTxn",
-    _Type.ADD_PARTITION_TO_TXN_RESPONSE: "addPartitionToTxnResponse",
-    _Type.ADD_SUBSCRIPTION_TO_TXN: "addSubscriptionToTxn",
-    _Type.ADD_SUBSCRIPTION_TO_TXN_RESPONSE: "addSubscriptionToTxnResponse",
-    _Type.END_TXN: "endTxn",
-    _Type.END_TXN_RESPONSE: "endTxnResponse",
-    _Type.END_TXN_ON_PARTITION: "endTxnOnPartition",
-    _Type.END_TXN_ON_PARTITION_RESPONSE: "endTxnOnPartitionResponse",
-    _Type.END_TXN_ON_SUBSCRIPTION: "endTxnOnSubscription",
-    _Type.END_TXN_ON_SUBSCRIPTION_RESPONSE: "endTxnOnSubscriptionResponse",
-    _Type.TC_CLIENT_CONNECT_REQUEST: "tcClientConnectRequest",
-    _Type.TC_CLIENT_CONNECT_RESPONSE: "tcClientConnectResponse",
-    _Type.WATCH_TOPIC_LIST: "watchTopicList",
-    _Type.WATCH_TOPIC_LIST_SUCCESS: "watchTopicListSuccess",
-    _Type.WATCH_TOPIC_UPDATE: "watchTopicUpdate",
-    _Type.WATCH_TOPIC_LIST_CLOSE: "watchTopicListClose",
-    _Type.TOPIC_MIGRATED: "topicMigrated",
-    _Type.SCALABLE_TOPIC_LOOKUP: "scalableTopicLookup",
-    _Type.SCALABLE_TOPIC_UPDATE: "scalableTopicUpdate",
-    _Type.SCALABLE_TOPIC_CLOSE: "scalableTopicClose",
-    _Type.SCALABLE_TOPIC_SUBSCRIBE: "scalableTopicSubscribe",
-    _Type.SCALABLE_TOPIC_SUBSCRIBE_RESPONSE: "scalableTopicSubscribeResponse",
-    _Type.SCALABLE_TOPIC_ASSIGNMENT_UPDATE: "scalableTopicAssignmentUpdate",
-    _Type.WATCH_SCALABLE_TOPICS: "watchScalableTopics",
-    _Type.WATCH_SCALABLE_TOPICS_UPDATE: "watchScalableTopicsUpdate",
-    _Type.WATCH_SCALABLE_TOPICS_CLOSE: "watchScalableTopicsClose",
-    _Type.WATCH_TC_ASSIGNMENTS: "watchTcAssignments",
-    _Type.WATCH_TC_ASSIGNMENTS_UPDATE: "watchTcAssignmentsUpdate",
-    _Type.WATCH_TC_ASSIGNMENTS_CLOSE: "watchTcAssignmentsClose",
-}
+_BODY_FIELDS: dict[pulsar_api.BaseCommand.Type, str] = commands.BODY_FIELDS
 
 
 def frame_length(buf: bytes, pos: int, end: int, limit: int) -> int | None:

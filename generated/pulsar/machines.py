@@ -10,20 +10,23 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Hashable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from protoframe.runtime.engine.machine import (
     NO_KEY,
     Direction,
-    Interaction,
     MachineDef,
     MachineSet,
     ProtocolViolation,
     Rule,
+    ViolationPolicy,
+    hook_table,
+    refuse,
 )
 from protoframe.runtime.errors import DecodeError
 
 from . import frames, pulsar_api
+from .commands import BY_TYPE, HOOKS, INTERACTIONS
 
 __all__ = [
     "ConnectionState",
@@ -32,10 +35,13 @@ __all__ = [
     "LookupState",
     "MACHINES",
     "ProducerState",
+    "PulsarHooks",
     "PulsarProtocol",
     "command_of",
     "field_of",
     "ProtocolViolation",
+    "ViolationPolicy",
+    "refuse",
 ]
 
 
@@ -271,133 +277,524 @@ MACHINES: list[MachineDef] = [
     LOOKUP_MACHINE,
 ]
 
-INTERACTIONS: list[Interaction] = [
-    Interaction("CONNECT", frozenset({"CONNECTED", "ERROR"}), ()),
-    Interaction("PING", frozenset({"PONG"}), ()),
-    Interaction("LOOKUP", frozenset({"LOOKUP_RESPONSE"}), ("request_id", )),
-    Interaction(
-        "PARTITIONED_METADATA",
-        frozenset({"PARTITIONED_METADATA_RESPONSE"}),
-        ("request_id", ),
-    ),
-    Interaction("PRODUCER", frozenset({"PRODUCER_SUCCESS", "ERROR"}), ("request_id", )),
-    Interaction("SUBSCRIBE", frozenset({"SUCCESS", "ERROR"}), ("request_id", )),
-    Interaction("CLOSE_PRODUCER", frozenset({"SUCCESS", "ERROR"}), ("request_id", )),
-    Interaction("CLOSE_CONSUMER", frozenset({"SUCCESS", "ERROR"}), ("request_id", )),
-    Interaction("UNSUBSCRIBE", frozenset({"SUCCESS", "ERROR"}), ("request_id", )),
-    Interaction("SEEK", frozenset({"SUCCESS", "ERROR"}), ("request_id", )),
-    Interaction(
-        "SEND",
-        frozenset({"SEND_RECEIPT", "SEND_ERROR"}),
-        ("producer_id", "sequence_id", ),
-    ),
-    Interaction(
-        "GET_LAST_MESSAGE_ID",
-        frozenset({"GET_LAST_MESSAGE_ID_RESPONSE", "ERROR"}),
-        ("request_id", ),
-    ),
-    Interaction(
-        "GET_TOPICS_OF_NAMESPACE",
-        frozenset({"GET_TOPICS_OF_NAMESPACE_RESPONSE", "ERROR"}),
-        ("request_id", ),
-    ),
-    Interaction("GET_SCHEMA", frozenset({"GET_SCHEMA_RESPONSE"}), ("request_id", )),
-    Interaction("CONSUMER_STATS", frozenset({"CONSUMER_STATS_RESPONSE"}), ("request_id", )),
-]
-
-_COMMANDS: dict[int, tuple[str, str]] = {
-    2: ("CONNECT", "connect"),
-    3: ("CONNECTED", "connected"),
-    4: ("SUBSCRIBE", "subscribe"),
-    5: ("PRODUCER", "producer"),
-    6: ("SEND", "send"),
-    7: ("SEND_RECEIPT", "send_receipt"),
-    8: ("SEND_ERROR", "send_error"),
-    9: ("MESSAGE", "message"),
-    10: ("ACK", "ack"),
-    11: ("FLOW", "flow"),
-    12: ("UNSUBSCRIBE", "unsubscribe"),
-    13: ("SUCCESS", "success"),
-    14: ("ERROR", "error"),
-    15: ("CLOSE_PRODUCER", "close_producer"),
-    16: ("CLOSE_CONSUMER", "close_consumer"),
-    17: ("PRODUCER_SUCCESS", "producer_success"),
-    18: ("PING", "ping"),
-    19: ("PONG", "pong"),
-    20: ("REDELIVER_UNACKNOWLEDGED_MESSAGES", "redeliverUnacknowledgedMessages"),
-    21: ("PARTITIONED_METADATA", "partitionMetadata"),
-    22: ("PARTITIONED_METADATA_RESPONSE", "partitionMetadataResponse"),
-    23: ("LOOKUP", "lookupTopic"),
-    24: ("LOOKUP_RESPONSE", "lookupTopicResponse"),
-    25: ("CONSUMER_STATS", "consumerStats"),
-    26: ("CONSUMER_STATS_RESPONSE", "consumerStatsResponse"),
-    27: ("REACHED_END_OF_TOPIC", "reachedEndOfTopic"),
-    28: ("SEEK", "seek"),
-    29: ("GET_LAST_MESSAGE_ID", "getLastMessageId"),
-    30: ("GET_LAST_MESSAGE_ID_RESPONSE", "getLastMessageIdResponse"),
-    31: ("ACTIVE_CONSUMER_CHANGE", "active_consumer_change"),
-    32: ("GET_TOPICS_OF_NAMESPACE", "getTopicsOfNamespace"),
-    33: ("GET_TOPICS_OF_NAMESPACE_RESPONSE", "getTopicsOfNamespaceResponse"),
-    34: ("GET_SCHEMA", "getSchema"),
-    35: ("GET_SCHEMA_RESPONSE", "getSchemaResponse"),
-    36: ("AUTH_CHALLENGE", "authChallenge"),
-    37: ("AUTH_RESPONSE", "authResponse"),
-    38: ("ACK_RESPONSE", "ackResponse"),
-    39: ("GET_OR_CREATE_SCHEMA", "getOrCreateSchema"),
-    40: ("GET_OR_CREATE_SCHEMA_RESPONSE", "getOrCreateSchemaResponse"),
-    50: ("NEW_TXN", "newTxn"),
-    51: ("NEW_TXN_RESPONSE", "newTxnResponse"),
-    52: ("ADD_PARTITION_TO_TXN", "addPartitionToTxn"),
-    53: ("ADD_PARTITION_TO_TXN_RESPONSE", "addPartitionToTxnResponse"),
-    54: ("ADD_SUBSCRIPTION_TO_TXN", "addSubscriptionToTxn"),
-    55: ("ADD_SUBSCRIPTION_TO_TXN_RESPONSE", "addSubscriptionToTxnResponse"),
-    56: ("END_TXN", "endTxn"),
-    57: ("END_TXN_RESPONSE", "endTxnResponse"),
-    58: ("END_TXN_ON_PARTITION", "endTxnOnPartition"),
-    59: ("END_TXN_ON_PARTITION_RESPONSE", "endTxnOnPartitionResponse"),
-    60: ("END_TXN_ON_SUBSCRIPTION", "endTxnOnSubscription"),
-    61: ("END_TXN_ON_SUBSCRIPTION_RESPONSE", "endTxnOnSubscriptionResponse"),
-    62: ("TC_CLIENT_CONNECT_REQUEST", "tcClientConnectRequest"),
-    63: ("TC_CLIENT_CONNECT_RESPONSE", "tcClientConnectResponse"),
-    64: ("WATCH_TOPIC_LIST", "watchTopicList"),
-    65: ("WATCH_TOPIC_LIST_SUCCESS", "watchTopicListSuccess"),
-    66: ("WATCH_TOPIC_UPDATE", "watchTopicUpdate"),
-    67: ("WATCH_TOPIC_LIST_CLOSE", "watchTopicListClose"),
-    68: ("TOPIC_MIGRATED", "topicMigrated"),
-    70: ("SCALABLE_TOPIC_LOOKUP", "scalableTopicLookup"),
-    71: ("SCALABLE_TOPIC_UPDATE", "scalableTopicUpdate"),
-    72: ("SCALABLE_TOPIC_CLOSE", "scalableTopicClose"),
-    73: ("SCALABLE_TOPIC_SUBSCRIBE", "scalableTopicSubscribe"),
-    74: ("SCALABLE_TOPIC_SUBSCRIBE_RESPONSE", "scalableTopicSubscribeResponse"),
-    75: ("SCALABLE_TOPIC_ASSIGNMENT_UPDATE", "scalableTopicAssignmentUpdate"),
-    76: ("WATCH_SCALABLE_TOPICS", "watchScalableTopics"),
-    77: ("WATCH_SCALABLE_TOPICS_UPDATE", "watchScalableTopicsUpdate"),
-    78: ("WATCH_SCALABLE_TOPICS_CLOSE", "watchScalableTopicsClose"),
-    79: ("WATCH_TC_ASSIGNMENTS", "watchTcAssignments"),
-    80: ("WATCH_TC_ASSIGNMENTS_UPDATE", "watchTcAssignmentsUpdate"),
-    81: ("WATCH_TC_ASSIGNMENTS_CLOSE", "watchTcAssignmentsClose"),
-}
-
 
 def command_of(frame: frames.Frame) -> tuple[str, Any]:
     """The command name of a frame (as the spec names it) and its body."""
-    name, attr = _COMMANDS[frame.command.type_]
+    name, attr = BY_TYPE[frame.command.type_]
     return name, getattr(frame.command, attr)
+
+
+class PulsarHooks(Protocol):
+    """What an object given to ``PulsarProtocol(hooks=...)`` may implement: one method per command,
+    called after a received command passes the state machines.
+
+    Every method is optional: subclass this class and define the ones you need. They are declared
+    here for type checkers only, so that mypy checks each one you define against its command's body
+    type; at run time the protocol calls just the methods your object has.
+    """
+
+    if TYPE_CHECKING:
+
+        def on_connect(self, body: pulsar_api.CommandConnect, frame: frames.Frame) -> None:
+            """A CONNECT command arrived and passed the state machines."""
+            return None
+
+        def on_connected(self, body: pulsar_api.CommandConnected, frame: frames.Frame) -> None:
+            """A CONNECTED command arrived and passed the state machines."""
+            return None
+
+        def on_subscribe(self, body: pulsar_api.CommandSubscribe, frame: frames.Frame) -> None:
+            """A SUBSCRIBE command arrived and passed the state machines."""
+            return None
+
+        def on_producer(self, body: pulsar_api.CommandProducer, frame: frames.Frame) -> None:
+            """A PRODUCER command arrived and passed the state machines."""
+            return None
+
+        def on_send(self, body: pulsar_api.CommandSend, frame: frames.Frame) -> None:
+            """A SEND command arrived and passed the state machines."""
+            return None
+
+        def on_send_receipt(self, body: pulsar_api.CommandSendReceipt, frame: frames.Frame) -> None:
+            """A SEND_RECEIPT command arrived and passed the state machines."""
+            return None
+
+        def on_send_error(self, body: pulsar_api.CommandSendError, frame: frames.Frame) -> None:
+            """A SEND_ERROR command arrived and passed the state machines."""
+            return None
+
+        def on_message(self, body: pulsar_api.CommandMessage, frame: frames.Frame) -> None:
+            """A MESSAGE command arrived and passed the state machines."""
+            return None
+
+        def on_ack(self, body: pulsar_api.CommandAck, frame: frames.Frame) -> None:
+            """A ACK command arrived and passed the state machines."""
+            return None
+
+        def on_flow(self, body: pulsar_api.CommandFlow, frame: frames.Frame) -> None:
+            """A FLOW command arrived and passed the state machines."""
+            return None
+
+        def on_unsubscribe(self, body: pulsar_api.CommandUnsubscribe, frame: frames.Frame) -> None:
+            """A UNSUBSCRIBE command arrived and passed the state machines."""
+            return None
+
+        def on_success(self, body: pulsar_api.CommandSuccess, frame: frames.Frame) -> None:
+            """A SUCCESS command arrived and passed the state machines."""
+            return None
+
+        def on_error(self, body: pulsar_api.CommandError, frame: frames.Frame) -> None:
+            """A ERROR command arrived and passed the state machines."""
+            return None
+
+        def on_close_producer(
+            self,
+            body: pulsar_api.CommandCloseProducer,
+            frame: frames.Frame,
+        ) -> None:
+            """A CLOSE_PRODUCER command arrived and passed the state machines."""
+            return None
+
+        def on_close_consumer(
+            self,
+            body: pulsar_api.CommandCloseConsumer,
+            frame: frames.Frame,
+        ) -> None:
+            """A CLOSE_CONSUMER command arrived and passed the state machines."""
+            return None
+
+        def on_producer_success(
+            self,
+            body: pulsar_api.CommandProducerSuccess,
+            frame: frames.Frame,
+        ) -> None:
+            """A PRODUCER_SUCCESS command arrived and passed the state machines."""
+            return None
+
+        def on_ping(self, body: pulsar_api.CommandPing, frame: frames.Frame) -> None:
+            """A PING command arrived and passed the state machines."""
+            return None
+
+        def on_pong(self, body: pulsar_api.CommandPong, frame: frames.Frame) -> None:
+            """A PONG command arrived and passed the state machines."""
+            return None
+
+        def on_redeliver_unacknowledged_messages(
+            self,
+            body: pulsar_api.CommandRedeliverUnacknowledgedMessages,
+            frame: frames.Frame,
+        ) -> None:
+            """A REDELIVER_UNACKNOWLEDGED_MESSAGES command arrived and passed the state machines."""
+            return None
+
+        def on_partitioned_metadata(
+            self,
+            body: pulsar_api.CommandPartitionedTopicMetadata,
+            frame: frames.Frame,
+        ) -> None:
+            """A PARTITIONED_METADATA command arrived and passed the state machines."""
+            return None
+
+        def on_partitioned_metadata_response(
+            self,
+            body: pulsar_api.CommandPartitionedTopicMetadataResponse,
+            frame: frames.Frame,
+        ) -> None:
+            """A PARTITIONED_METADATA_RESPONSE command arrived and passed the state machines."""
+            return None
+
+        def on_lookup(self, body: pulsar_api.CommandLookupTopic, frame: frames.Frame) -> None:
+            """A LOOKUP command arrived and passed the state machines."""
+            return None
+
+        def on_lookup_response(
+            self,
+            body: pulsar_api.CommandLookupTopicResponse,
+            frame: frames.Frame,
+        ) -> None:
+            """A LOOKUP_RESPONSE command arrived and passed the state machines."""
+            return None
+
+        def on_consumer_stats(
+            self,
+            body: pulsar_api.CommandConsumerStats,
+            frame: frames.Frame,
+        ) -> None:
+            """A CONSUMER_STATS command arrived and passed the state machines."""
+            return None
+
+        def on_consumer_stats_response(
+            self,
+            body: pulsar_api.CommandConsumerStatsResponse,
+            frame: frames.Frame,
+        ) -> None:
+            """A CONSUMER_STATS_RESPONSE command arrived and passed the state machines."""
+            return None
+
+        def on_reached_end_of_topic(
+            self,
+            body: pulsar_api.CommandReachedEndOfTopic,
+            frame: frames.Frame,
+        ) -> None:
+            """A REACHED_END_OF_TOPIC command arrived and passed the state machines."""
+            return None
+
+        def on_seek(self, body: pulsar_api.CommandSeek, frame: frames.Frame) -> None:
+            """A SEEK command arrived and passed the state machines."""
+            return None
+
+        def on_get_last_message_id(
+            self,
+            body: pulsar_api.CommandGetLastMessageId,
+            frame: frames.Frame,
+        ) -> None:
+            """A GET_LAST_MESSAGE_ID command arrived and passed the state machines."""
+            return None
+
+        def on_get_last_message_id_response(
+            self,
+            body: pulsar_api.CommandGetLastMessageIdResponse,
+            frame: frames.Frame,
+        ) -> None:
+            """A GET_LAST_MESSAGE_ID_RESPONSE command arrived and passed the state machines."""
+            return None
+
+        def on_active_consumer_change(
+            self,
+            body: pulsar_api.CommandActiveConsumerChange,
+            frame: frames.Frame,
+        ) -> None:
+            """A ACTIVE_CONSUMER_CHANGE command arrived and passed the state machines."""
+            return None
+
+        def on_get_topics_of_namespace(
+            self,
+            body: pulsar_api.CommandGetTopicsOfNamespace,
+            frame: frames.Frame,
+        ) -> None:
+            """A GET_TOPICS_OF_NAMESPACE command arrived and passed the state machines."""
+            return None
+
+        def on_get_topics_of_namespace_response(
+            self,
+            body: pulsar_api.CommandGetTopicsOfNamespaceResponse,
+            frame: frames.Frame,
+        ) -> None:
+            """A GET_TOPICS_OF_NAMESPACE_RESPONSE command arrived and passed the state machines."""
+            return None
+
+        def on_get_schema(self, body: pulsar_api.CommandGetSchema, frame: frames.Frame) -> None:
+            """A GET_SCHEMA command arrived and passed the state machines."""
+            return None
+
+        def on_get_schema_response(
+            self,
+            body: pulsar_api.CommandGetSchemaResponse,
+            frame: frames.Frame,
+        ) -> None:
+            """A GET_SCHEMA_RESPONSE command arrived and passed the state machines."""
+            return None
+
+        def on_auth_challenge(
+            self,
+            body: pulsar_api.CommandAuthChallenge,
+            frame: frames.Frame,
+        ) -> None:
+            """A AUTH_CHALLENGE command arrived and passed the state machines."""
+            return None
+
+        def on_auth_response(
+            self,
+            body: pulsar_api.CommandAuthResponse,
+            frame: frames.Frame,
+        ) -> None:
+            """A AUTH_RESPONSE command arrived and passed the state machines."""
+            return None
+
+        def on_ack_response(self, body: pulsar_api.CommandAckResponse, frame: frames.Frame) -> None:
+            """A ACK_RESPONSE command arrived and passed the state machines."""
+            return None
+
+        def on_get_or_create_schema(
+            self,
+            body: pulsar_api.CommandGetOrCreateSchema,
+            frame: frames.Frame,
+        ) -> None:
+            """A GET_OR_CREATE_SCHEMA command arrived and passed the state machines."""
+            return None
+
+        def on_get_or_create_schema_response(
+            self,
+            body: pulsar_api.CommandGetOrCreateSchemaResponse,
+            frame: frames.Frame,
+        ) -> None:
+            """A GET_OR_CREATE_SCHEMA_RESPONSE command arrived and passed the state machines."""
+            return None
+
+        def on_new_txn(self, body: pulsar_api.CommandNewTxn, frame: frames.Frame) -> None:
+            """A NEW_TXN command arrived and passed the state machines."""
+            return None
+
+        def on_new_txn_response(
+            self,
+            body: pulsar_api.CommandNewTxnResponse,
+            frame: frames.Frame,
+        ) -> None:
+            """A NEW_TXN_RESPONSE command arrived and passed the state machines."""
+            return None
+
+        def on_add_partition_to_txn(
+            self,
+            body: pulsar_api.CommandAddPartitionToTxn,
+            frame: frames.Frame,
+        ) -> None:
+            """A ADD_PARTITION_TO_TXN command arrived and passed the state machines."""
+            return None
+
+        def on_add_partition_to_txn_response(
+            self,
+            body: pulsar_api.CommandAddPartitionToTxnResponse,
+            frame: frames.Frame,
+        ) -> None:
+            """A ADD_PARTITION_TO_TXN_RESPONSE command arrived and passed the state machines."""
+            return None
+
+        def on_add_subscription_to_txn(
+            self,
+            body: pulsar_api.CommandAddSubscriptionToTxn,
+            frame: frames.Frame,
+        ) -> None:
+            """A ADD_SUBSCRIPTION_TO_TXN command arrived and passed the state machines."""
+            return None
+
+        def on_add_subscription_to_txn_response(
+            self,
+            body: pulsar_api.CommandAddSubscriptionToTxnResponse,
+            frame: frames.Frame,
+        ) -> None:
+            """A ADD_SUBSCRIPTION_TO_TXN_RESPONSE command arrived and passed the state machines."""
+            return None
+
+        def on_end_txn(self, body: pulsar_api.CommandEndTxn, frame: frames.Frame) -> None:
+            """A END_TXN command arrived and passed the state machines."""
+            return None
+
+        def on_end_txn_response(
+            self,
+            body: pulsar_api.CommandEndTxnResponse,
+            frame: frames.Frame,
+        ) -> None:
+            """A END_TXN_RESPONSE command arrived and passed the state machines."""
+            return None
+
+        def on_end_txn_on_partition(
+            self,
+            body: pulsar_api.CommandEndTxnOnPartition,
+            frame: frames.Frame,
+        ) -> None:
+            """A END_TXN_ON_PARTITION command arrived and passed the state machines."""
+            return None
+
+        def on_end_txn_on_partition_response(
+            self,
+            body: pulsar_api.CommandEndTxnOnPartitionResponse,
+            frame: frames.Frame,
+        ) -> None:
+            """A END_TXN_ON_PARTITION_RESPONSE command arrived and passed the state machines."""
+            return None
+
+        def on_end_txn_on_subscription(
+            self,
+            body: pulsar_api.CommandEndTxnOnSubscription,
+            frame: frames.Frame,
+        ) -> None:
+            """A END_TXN_ON_SUBSCRIPTION command arrived and passed the state machines."""
+            return None
+
+        def on_end_txn_on_subscription_response(
+            self,
+            body: pulsar_api.CommandEndTxnOnSubscriptionResponse,
+            frame: frames.Frame,
+        ) -> None:
+            """A END_TXN_ON_SUBSCRIPTION_RESPONSE command arrived and passed the state machines."""
+            return None
+
+        def on_tc_client_connect_request(
+            self,
+            body: pulsar_api.CommandTcClientConnectRequest,
+            frame: frames.Frame,
+        ) -> None:
+            """A TC_CLIENT_CONNECT_REQUEST command arrived and passed the state machines."""
+            return None
+
+        def on_tc_client_connect_response(
+            self,
+            body: pulsar_api.CommandTcClientConnectResponse,
+            frame: frames.Frame,
+        ) -> None:
+            """A TC_CLIENT_CONNECT_RESPONSE command arrived and passed the state machines."""
+            return None
+
+        def on_watch_topic_list(
+            self,
+            body: pulsar_api.CommandWatchTopicList,
+            frame: frames.Frame,
+        ) -> None:
+            """A WATCH_TOPIC_LIST command arrived and passed the state machines."""
+            return None
+
+        def on_watch_topic_list_success(
+            self,
+            body: pulsar_api.CommandWatchTopicListSuccess,
+            frame: frames.Frame,
+        ) -> None:
+            """A WATCH_TOPIC_LIST_SUCCESS command arrived and passed the state machines."""
+            return None
+
+        def on_watch_topic_update(
+            self,
+            body: pulsar_api.CommandWatchTopicUpdate,
+            frame: frames.Frame,
+        ) -> None:
+            """A WATCH_TOPIC_UPDATE command arrived and passed the state machines."""
+            return None
+
+        def on_watch_topic_list_close(
+            self,
+            body: pulsar_api.CommandWatchTopicListClose,
+            frame: frames.Frame,
+        ) -> None:
+            """A WATCH_TOPIC_LIST_CLOSE command arrived and passed the state machines."""
+            return None
+
+        def on_topic_migrated(
+            self,
+            body: pulsar_api.CommandTopicMigrated,
+            frame: frames.Frame,
+        ) -> None:
+            """A TOPIC_MIGRATED command arrived and passed the state machines."""
+            return None
+
+        def on_scalable_topic_lookup(
+            self,
+            body: pulsar_api.CommandScalableTopicLookup,
+            frame: frames.Frame,
+        ) -> None:
+            """A SCALABLE_TOPIC_LOOKUP command arrived and passed the state machines."""
+            return None
+
+        def on_scalable_topic_update(
+            self,
+            body: pulsar_api.CommandScalableTopicUpdate,
+            frame: frames.Frame,
+        ) -> None:
+            """A SCALABLE_TOPIC_UPDATE command arrived and passed the state machines."""
+            return None
+
+        def on_scalable_topic_close(
+            self,
+            body: pulsar_api.CommandScalableTopicClose,
+            frame: frames.Frame,
+        ) -> None:
+            """A SCALABLE_TOPIC_CLOSE command arrived and passed the state machines."""
+            return None
+
+        def on_scalable_topic_subscribe(
+            self,
+            body: pulsar_api.CommandScalableTopicSubscribe,
+            frame: frames.Frame,
+        ) -> None:
+            """A SCALABLE_TOPIC_SUBSCRIBE command arrived and passed the state machines."""
+            return None
+
+        def on_scalable_topic_subscribe_response(
+            self,
+            body: pulsar_api.CommandScalableTopicSubscribeResponse,
+            frame: frames.Frame,
+        ) -> None:
+            """A SCALABLE_TOPIC_SUBSCRIBE_RESPONSE command arrived and passed the state machines."""
+            return None
+
+        def on_scalable_topic_assignment_update(
+            self,
+            body: pulsar_api.CommandScalableTopicAssignmentUpdate,
+            frame: frames.Frame,
+        ) -> None:
+            """A SCALABLE_TOPIC_ASSIGNMENT_UPDATE command arrived and passed the state machines."""
+            return None
+
+        def on_watch_scalable_topics(
+            self,
+            body: pulsar_api.CommandWatchScalableTopics,
+            frame: frames.Frame,
+        ) -> None:
+            """A WATCH_SCALABLE_TOPICS command arrived and passed the state machines."""
+            return None
+
+        def on_watch_scalable_topics_update(
+            self,
+            body: pulsar_api.CommandWatchScalableTopicsUpdate,
+            frame: frames.Frame,
+        ) -> None:
+            """A WATCH_SCALABLE_TOPICS_UPDATE command arrived and passed the state machines."""
+            return None
+
+        def on_watch_scalable_topics_close(
+            self,
+            body: pulsar_api.CommandWatchScalableTopicsClose,
+            frame: frames.Frame,
+        ) -> None:
+            """A WATCH_SCALABLE_TOPICS_CLOSE command arrived and passed the state machines."""
+            return None
+
+        def on_watch_tc_assignments(
+            self,
+            body: pulsar_api.CommandWatchTcAssignments,
+            frame: frames.Frame,
+        ) -> None:
+            """A WATCH_TC_ASSIGNMENTS command arrived and passed the state machines."""
+            return None
+
+        def on_watch_tc_assignments_update(
+            self,
+            body: pulsar_api.CommandWatchTcAssignmentsUpdate,
+            frame: frames.Frame,
+        ) -> None:
+            """A WATCH_TC_ASSIGNMENTS_UPDATE command arrived and passed the state machines."""
+            return None
+
+        def on_watch_tc_assignments_close(
+            self,
+            body: pulsar_api.CommandWatchTcAssignmentsClose,
+            frame: frames.Frame,
+        ) -> None:
+            """A WATCH_TC_ASSIGNMENTS_CLOSE command arrived and passed the state machines."""
+            return None
 
 
 class PulsarProtocol:
     """One pulsar connection, as seen by a client (or, with ``server=True``, by the peer that
     answers it).
 
-    ``receive_data`` decodes bytes into frames, checks each against the state machines (raising
-    ``ProtocolViolation`` when the spec forbids it) and calls the matching ``on_<command>`` hook;
-    ``send`` checks an outgoing frame the same way and returns its bytes.
+    ``receive_data`` decodes bytes into frames, checks each against the state machines and calls the
+    matching method of ``hooks`` (a ``PulsarHooks``), if it has one; ``send`` checks an outgoing
+    frame the same way and returns its bytes. A received frame the machines refuse (or that names no
+    command of the spec) goes to ``on_violation``, which keeps it, drops it or raises; the default,
+    ``refuse``, raises the ``ProtocolViolation`` (or ``UnknownCommandError``).
     """
 
     def __init__(
-        self, *, server: bool = False, max_frame_size: int = frames.DEFAULT_MAX_FRAME_SIZE
+        self,
+        *,
+        server: bool = False,
+        max_frame_size: int = frames.DEFAULT_MAX_FRAME_SIZE,
+        hooks: PulsarHooks | None = None,
+        on_violation: ViolationPolicy[frames.Frame] = refuse,
     ) -> None:
         self.machines = MachineSet(MACHINES, INTERACTIONS, field_of, server=server)
+        self.hooks = hooks
+        self.on_violation = on_violation
+        self._hooks = hook_table(hooks, HOOKS)
         self.decoder = frames.StreamDecoder(max_frame_size)
 
     def send(self, frame: frames.Frame) -> bytes:
@@ -409,24 +806,31 @@ class PulsarProtocol:
     def receive_data(self, data: bytes) -> list[frames.Frame]:
         """Decode received bytes; check and dispatch each whole frame; return them in order.
 
-        A ``DecodeError`` is raised after the frames decoded before it were handled; they are in its
-        ``frames_before``.
+        A frame the machines refuse goes to ``on_violation``; only the frames it keeps are returned.
+        A ``DecodeError`` is raised after the frames decoded before it were handled; those kept are
+        in its ``frames_before``.
         """
         try:
             received = self.decoder.feed(data)
         except DecodeError as exc:
-            for frame in exc.frames_before:
-                assert isinstance(frame, frames.Frame)
-                self._handle(frame)
+            exc.frames_before = [frame for frame in exc.frames_before
+                                 if isinstance(frame, frames.Frame)
+                                 and self._handle(frame)]
             raise
-        for frame in received:
-            self._handle(frame)
-        return received
+        return [frame for frame in received if self._handle(frame)]
 
-    def _handle(self, frame: frames.Frame) -> None:
+    def _handle(self, frame: frames.Frame) -> bool:
+        """Check and dispatch one received frame; whether it is kept."""
         name, body = command_of(frame)
-        self.machines.received(name, body)
-        getattr(self, _HOOKS[name])(body, frame)
+        try:
+            self.machines.received(name, body)
+        except ProtocolViolation as exc:
+            if not self.on_violation(exc, frame):
+                return False
+        hook = self._hooks.get(name)
+        if hook is not None:
+            hook(body, frame)
+        return True
 
     def command(self, frame: frames.Frame) -> tuple[str, Any]:
         """The command name of ``frame`` and its body: ``command_of(frame)``.
@@ -440,593 +844,3 @@ class PulsarProtocol:
     def state(self, machine: str, key: Hashable = None) -> str:
         """The current state of one entity of a machine, by the spec's state name."""
         return self.machines.state(machine, key)
-
-    def on_connect(self, body: pulsar_api.CommandConnect, frame: frames.Frame) -> None:
-        """Called after a CONNECT command arrives and passes the state machines; override to act on
-        it.
-        """
-
-    def on_connected(self, body: pulsar_api.CommandConnected, frame: frames.Frame) -> None:
-        """Called after a CONNECTED command arrives and passes the state machines; override to act
-        on it.
-        """
-
-    def on_subscribe(self, body: pulsar_api.CommandSubscribe, frame: frames.Frame) -> None:
-        """Called after a SUBSCRIBE command arrives and passes the state machines; override to act
-        on it.
-        """
-
-    def on_producer(self, body: pulsar_api.CommandProducer, frame: frames.Frame) -> None:
-        """Called after a PRODUCER command arrives and passes the state machines; override to act on
-        it.
-        """
-
-    def on_send(self, body: pulsar_api.CommandSend, frame: frames.Frame) -> None:
-        """Called after a SEND command arrives and passes the state machines; override to act on it.
-        """
-
-    def on_send_receipt(self, body: pulsar_api.CommandSendReceipt, frame: frames.Frame) -> None:
-        """Called after a SEND_RECEIPT command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_send_error(self, body: pulsar_api.CommandSendError, frame: frames.Frame) -> None:
-        """Called after a SEND_ERROR command arrives and passes the state machines; override to act
-        on it.
-        """
-
-    def on_message(self, body: pulsar_api.CommandMessage, frame: frames.Frame) -> None:
-        """Called after a MESSAGE command arrives and passes the state machines; override to act on
-        it.
-        """
-
-    def on_ack(self, body: pulsar_api.CommandAck, frame: frames.Frame) -> None:
-        """Called after a ACK command arrives and passes the state machines; override to act on it.
-        """
-
-    def on_flow(self, body: pulsar_api.CommandFlow, frame: frames.Frame) -> None:
-        """Called after a FLOW command arrives and passes the state machines; override to act on it.
-        """
-
-    def on_unsubscribe(self, body: pulsar_api.CommandUnsubscribe, frame: frames.Frame) -> None:
-        """Called after a UNSUBSCRIBE command arrives and passes the state machines; override to act
-        on it.
-        """
-
-    def on_success(self, body: pulsar_api.CommandSuccess, frame: frames.Frame) -> None:
-        """Called after a SUCCESS command arrives and passes the state machines; override to act on
-        it.
-        """
-
-    def on_error(self, body: pulsar_api.CommandError, frame: frames.Frame) -> None:
-        """Called after a ERROR command arrives and passes the state machines; override to act on
-        it.
-        """
-
-    def on_close_producer(self, body: pulsar_api.CommandCloseProducer, frame: frames.Frame) -> None:
-        """Called after a CLOSE_PRODUCER command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_close_consumer(self, body: pulsar_api.CommandCloseConsumer, frame: frames.Frame) -> None:
-        """Called after a CLOSE_CONSUMER command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_producer_success(
-        self,
-        body: pulsar_api.CommandProducerSuccess,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a PRODUCER_SUCCESS command arrives and passes the state machines; override
-        to act on it.
-        """
-
-    def on_ping(self, body: pulsar_api.CommandPing, frame: frames.Frame) -> None:
-        """Called after a PING command arrives and passes the state machines; override to act on it.
-        """
-
-    def on_pong(self, body: pulsar_api.CommandPong, frame: frames.Frame) -> None:
-        """Called after a PONG command arrives and passes the state machines; override to act on it.
-        """
-
-    def on_redeliver_unacknowledged_messages(
-        self,
-        body: pulsar_api.CommandRedeliverUnacknowledgedMessages,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a REDELIVER_UNACKNOWLEDGED_MESSAGES command arrives and passes the state
-        machines; override to act on it.
-        """
-
-    def on_partitioned_metadata(
-        self,
-        body: pulsar_api.CommandPartitionedTopicMetadata,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a PARTITIONED_METADATA command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_partitioned_metadata_response(
-        self,
-        body: pulsar_api.CommandPartitionedTopicMetadataResponse,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a PARTITIONED_METADATA_RESPONSE command arrives and passes the state
-        machines; override to act on it.
-        """
-
-    def on_lookup(self, body: pulsar_api.CommandLookupTopic, frame: frames.Frame) -> None:
-        """Called after a LOOKUP command arrives and passes the state machines; override to act on
-        it.
-        """
-
-    def on_lookup_response(
-        self,
-        body: pulsar_api.CommandLookupTopicResponse,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a LOOKUP_RESPONSE command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_consumer_stats(self, body: pulsar_api.CommandConsumerStats, frame: frames.Frame) -> None:
-        """Called after a CONSUMER_STATS command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_consumer_stats_response(
-        self,
-        body: pulsar_api.CommandConsumerStatsResponse,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a CONSUMER_STATS_RESPONSE command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_reached_end_of_topic(
-        self,
-        body: pulsar_api.CommandReachedEndOfTopic,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a REACHED_END_OF_TOPIC command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_seek(self, body: pulsar_api.CommandSeek, frame: frames.Frame) -> None:
-        """Called after a SEEK command arrives and passes the state machines; override to act on it.
-        """
-
-    def on_get_last_message_id(
-        self,
-        body: pulsar_api.CommandGetLastMessageId,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a GET_LAST_MESSAGE_ID command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_get_last_message_id_response(
-        self,
-        body: pulsar_api.CommandGetLastMessageIdResponse,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a GET_LAST_MESSAGE_ID_RESPONSE command arrives and passes the state
-        machines; override to act on it.
-        """
-
-    def on_active_consumer_change(
-        self,
-        body: pulsar_api.CommandActiveConsumerChange,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a ACTIVE_CONSUMER_CHANGE command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_get_topics_of_namespace(
-        self,
-        body: pulsar_api.CommandGetTopicsOfNamespace,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a GET_TOPICS_OF_NAMESPACE command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_get_topics_of_namespace_response(
-        self,
-        body: pulsar_api.CommandGetTopicsOfNamespaceResponse,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a GET_TOPICS_OF_NAMESPACE_RESPONSE command arrives and passes the state
-        machines; override to act on it.
-        """
-
-    def on_get_schema(self, body: pulsar_api.CommandGetSchema, frame: frames.Frame) -> None:
-        """Called after a GET_SCHEMA command arrives and passes the state machines; override to act
-        on it.
-        """
-
-    def on_get_schema_response(
-        self,
-        body: pulsar_api.CommandGetSchemaResponse,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a GET_SCHEMA_RESPONSE command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_auth_challenge(self, body: pulsar_api.CommandAuthChallenge, frame: frames.Frame) -> None:
-        """Called after a AUTH_CHALLENGE command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_auth_response(self, body: pulsar_api.CommandAuthResponse, frame: frames.Frame) -> None:
-        """Called after a AUTH_RESPONSE command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_ack_response(self, body: pulsar_api.CommandAckResponse, frame: frames.Frame) -> None:
-        """Called after a ACK_RESPONSE command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_get_or_create_schema(
-        self,
-        body: pulsar_api.CommandGetOrCreateSchema,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a GET_OR_CREATE_SCHEMA command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_get_or_create_schema_response(
-        self,
-        body: pulsar_api.CommandGetOrCreateSchemaResponse,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a GET_OR_CREATE_SCHEMA_RESPONSE command arrives and passes the state
-        machines; override to act on it.
-        """
-
-    def on_new_txn(self, body: pulsar_api.CommandNewTxn, frame: frames.Frame) -> None:
-        """Called after a NEW_TXN command arrives and passes the state machines; override to act on
-        it.
-        """
-
-    def on_new_txn_response(
-        self,
-        body: pulsar_api.CommandNewTxnResponse,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a NEW_TXN_RESPONSE command arrives and passes the state machines; override
-        to act on it.
-        """
-
-    def on_add_partition_to_txn(
-        self,
-        body: pulsar_api.CommandAddPartitionToTxn,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a ADD_PARTITION_TO_TXN command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_add_partition_to_txn_response(
-        self,
-        body: pulsar_api.CommandAddPartitionToTxnResponse,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a ADD_PARTITION_TO_TXN_RESPONSE command arrives and passes the state
-        machines; override to act on it.
-        """
-
-    def on_add_subscription_to_txn(
-        self,
-        body: pulsar_api.CommandAddSubscriptionToTxn,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a ADD_SUBSCRIPTION_TO_TXN command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_add_subscription_to_txn_response(
-        self,
-        body: pulsar_api.CommandAddSubscriptionToTxnResponse,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a ADD_SUBSCRIPTION_TO_TXN_RESPONSE command arrives and passes the state
-        machines; override to act on it.
-        """
-
-    def on_end_txn(self, body: pulsar_api.CommandEndTxn, frame: frames.Frame) -> None:
-        """Called after a END_TXN command arrives and passes the state machines; override to act on
-        it.
-        """
-
-    def on_end_txn_response(
-        self,
-        body: pulsar_api.CommandEndTxnResponse,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a END_TXN_RESPONSE command arrives and passes the state machines; override
-        to act on it.
-        """
-
-    def on_end_txn_on_partition(
-        self,
-        body: pulsar_api.CommandEndTxnOnPartition,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a END_TXN_ON_PARTITION command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_end_txn_on_partition_response(
-        self,
-        body: pulsar_api.CommandEndTxnOnPartitionResponse,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a END_TXN_ON_PARTITION_RESPONSE command arrives and passes the state
-        machines; override to act on it.
-        """
-
-    def on_end_txn_on_subscription(
-        self,
-        body: pulsar_api.CommandEndTxnOnSubscription,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a END_TXN_ON_SUBSCRIPTION command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_end_txn_on_subscription_response(
-        self,
-        body: pulsar_api.CommandEndTxnOnSubscriptionResponse,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a END_TXN_ON_SUBSCRIPTION_RESPONSE command arrives and passes the state
-        machines; override to act on it.
-        """
-
-    def on_tc_client_connect_request(
-        self,
-        body: pulsar_api.CommandTcClientConnectRequest,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a TC_CLIENT_CONNECT_REQUEST command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_tc_client_connect_response(
-        self,
-        body: pulsar_api.CommandTcClientConnectResponse,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a TC_CLIENT_CONNECT_RESPONSE command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_watch_topic_list(
-        self,
-        body: pulsar_api.CommandWatchTopicList,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a WATCH_TOPIC_LIST command arrives and passes the state machines; override
-        to act on it.
-        """
-
-    def on_watch_topic_list_success(
-        self,
-        body: pulsar_api.CommandWatchTopicListSuccess,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a WATCH_TOPIC_LIST_SUCCESS command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_watch_topic_update(
-        self,
-        body: pulsar_api.CommandWatchTopicUpdate,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a WATCH_TOPIC_UPDATE command arrives and passes the state machines; override
-        to act on it.
-        """
-
-    def on_watch_topic_list_close(
-        self,
-        body: pulsar_api.CommandWatchTopicListClose,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a WATCH_TOPIC_LIST_CLOSE command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_topic_migrated(self, body: pulsar_api.CommandTopicMigrated, frame: frames.Frame) -> None:
-        """Called after a TOPIC_MIGRATED command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_scalable_topic_lookup(
-        self,
-        body: pulsar_api.CommandScalableTopicLookup,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a SCALABLE_TOPIC_LOOKUP command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_scalable_topic_update(
-        self,
-        body: pulsar_api.CommandScalableTopicUpdate,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a SCALABLE_TOPIC_UPDATE command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_scalable_topic_close(
-        self,
-        body: pulsar_api.CommandScalableTopicClose,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a SCALABLE_TOPIC_CLOSE command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_scalable_topic_subscribe(
-        self,
-        body: pulsar_api.CommandScalableTopicSubscribe,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a SCALABLE_TOPIC_SUBSCRIBE command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_scalable_topic_subscribe_response(
-        self,
-        body: pulsar_api.CommandScalableTopicSubscribeResponse,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a SCALABLE_TOPIC_SUBSCRIBE_RESPONSE command arrives and passes the state
-        machines; override to act on it.
-        """
-
-    def on_scalable_topic_assignment_update(
-        self,
-        body: pulsar_api.CommandScalableTopicAssignmentUpdate,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a SCALABLE_TOPIC_ASSIGNMENT_UPDATE command arrives and passes the state
-        machines; override to act on it.
-        """
-
-    def on_watch_scalable_topics(
-        self,
-        body: pulsar_api.CommandWatchScalableTopics,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a WATCH_SCALABLE_TOPICS command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_watch_scalable_topics_update(
-        self,
-        body: pulsar_api.CommandWatchScalableTopicsUpdate,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a WATCH_SCALABLE_TOPICS_UPDATE command arrives and passes the state
-        machines; override to act on it.
-        """
-
-    def on_watch_scalable_topics_close(
-        self,
-        body: pulsar_api.CommandWatchScalableTopicsClose,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a WATCH_SCALABLE_TOPICS_CLOSE command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_watch_tc_assignments(
-        self,
-        body: pulsar_api.CommandWatchTcAssignments,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a WATCH_TC_ASSIGNMENTS command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_watch_tc_assignments_update(
-        self,
-        body: pulsar_api.CommandWatchTcAssignmentsUpdate,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a WATCH_TC_ASSIGNMENTS_UPDATE command arrives and passes the state machines;
-        override to act on it.
-        """
-
-    def on_watch_tc_assignments_close(
-        self,
-        body: pulsar_api.CommandWatchTcAssignmentsClose,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a WATCH_TC_ASSIGNMENTS_CLOSE command arrives and passes the state machines;
-        override to act on it.
-        """
-
-
-_HOOKS: dict[str, str] = {
-    "CONNECT": "on_connect",
-    "CONNECTED": "on_connected",
-    "SUBSCRIBE": "on_subscribe",
-    "PRODUCER": "on_producer",
-    "SEND": "on_send",
-    "SEND_RECEIPT": "on_send_receipt",
-    "SEND_ERROR": "on_send_error",
-    "MESSAGE": "on_message",
-    "ACK": "on_ack",
-    "FLOW": "on_flow",
-    "UNSUBSCRIBE": "on_unsubscribe",
-    "SUCCESS": "on_success",
-    "ERROR": "on_error",
-    "CLOSE_PRODUCER": "on_close_producer",
-    "CLOSE_CONSUMER": "on_close_consumer",
-    "PRODUCER_SUCCESS": "on_producer_success",
-    "PING": "on_ping",
-    "PONG": "on_pong",
-    "REDELIVER_UNACKNOWLEDGED_MESSAGES": "on_redeliver_unacknowledged_messages",
-    "PARTITIONED_METADATA": "on_partitioned_metadata",
-    "PARTITIONED_METADATA_RESPONSE": "on_partitioned_metadata_response",
-    "LOOKUP": "on_lookup",
-    "LOOKUP_RESPONSE": "on_lookup_response",
-    "CONSUMER_STATS": "on_consumer_stats",
-    "CONSUMER_STATS_RESPONSE": "on_consumer_stats_response",
-    "REACHED_END_OF_TOPIC": "on_reached_end_of_topic",
-    "SEEK": "on_seek",
-    "GET_LAST_MESSAGE_ID": "on_get_last_message_id",
-    "GET_LAST_MESSAGE_ID_RESPONSE": "on_get_last_message_id_response",
-    "ACTIVE_CONSUMER_CHANGE": "on_active_consumer_change",
-    "GET_TOPICS_OF_NAMESPACE": "on_get_topics_of_namespace",
-    "GET_TOPICS_OF_NAMESPACE_RESPONSE": "on_get_topics_of_namespace_response",
-    "GET_SCHEMA": "on_get_schema",
-    "GET_SCHEMA_RESPONSE": "on_get_schema_response",
-    "AUTH_CHALLENGE": "on_auth_challenge",
-    "AUTH_RESPONSE": "on_auth_response",
-    "ACK_RESPONSE": "on_ack_response",
-    "GET_OR_CREATE_SCHEMA": "on_get_or_create_schema",
-    "GET_OR_CREATE_SCHEMA_RESPONSE": "on_get_or_create_schema_response",
-    "NEW_TXN": "on_new_txn",
-    "NEW_TXN_RESPONSE": "on_new_txn_response",
-    "ADD_PARTITION_TO_TXN": "on_add_partition_to_txn",
-    "ADD_PARTITION_TO_TXN_RESPONSE": "on_add_partition_to_txn_response",
-    "ADD_SUBSCRIPTION_TO_TXN": "on_add_subscription_to_txn",
-    "ADD_SUBSCRIPTION_TO_TXN_RESPONSE": "on_add_subscription_to_txn_response",
-    "END_TXN": "on_end_txn",
-    "END_TXN_RESPONSE": "on_end_txn_response",
-    "END_TXN_ON_PARTITION": "on_end_txn_on_partition",
-    "END_TXN_ON_PARTITION_RESPONSE": "on_end_txn_on_partition_response",
-    "END_TXN_ON_SUBSCRIPTION": "on_end_txn_on_subscription",
-    "END_TXN_ON_SUBSCRIPTION_RESPONSE": "on_end_txn_on_subscription_response",
-    "TC_CLIENT_CONNECT_REQUEST": "on_tc_client_connect_request",
-    "TC_CLIENT_CONNECT_RESPONSE": "on_tc_client_connect_response",
-    "WATCH_TOPIC_LIST": "on_watch_topic_list",
-    "WATCH_TOPIC_LIST_SUCCESS": "on_watch_topic_list_success",
-    "WATCH_TOPIC_UPDATE": "on_watch_topic_update",
-    "WATCH_TOPIC_LIST_CLOSE": "on_watch_topic_list_close",
-    "TOPIC_MIGRATED": "on_topic_migrated",
-    "SCALABLE_TOPIC_LOOKUP": "on_scalable_topic_lookup",
-    "SCALABLE_TOPIC_UPDATE": "on_scalable_topic_update",
-    "SCALABLE_TOPIC_CLOSE": "on_scalable_topic_close",
-    "SCALABLE_TOPIC_SUBSCRIBE": "on_scalable_topic_subscribe",
-    "SCALABLE_TOPIC_SUBSCRIBE_RESPONSE": "on_scalable_topic_subscribe_response",
-    "SCALABLE_TOPIC_ASSIGNMENT_UPDATE": "on_scalable_topic_assignment_update",
-    "WATCH_SCALABLE_TOPICS": "on_watch_scalable_topics",
-    "WATCH_SCALABLE_TOPICS_UPDATE": "on_watch_scalable_topics_update",
-    "WATCH_SCALABLE_TOPICS_CLOSE": "on_watch_scalable_topics_close",
-    "WATCH_TC_ASSIGNMENTS": "on_watch_tc_assignments",
-    "WATCH_TC_ASSIGNMENTS_UPDATE": "on_watch_tc_assignments_update",
-    "WATCH_TC_ASSIGNMENTS_CLOSE": "on_watch_tc_assignments_close",
-}

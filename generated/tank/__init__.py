@@ -3,6 +3,7 @@
 
 Modules:
     frames: from specs/tank/tank.yaml
+    commands: from specs/tank/tank.yaml
     machines: from specs/tank/tank.yaml
     client: from specs/tank/tank.yaml
     spark: from specs/tank

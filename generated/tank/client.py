@@ -13,9 +13,11 @@ from collections.abc import Hashable
 from typing import Any, Protocol
 
 from protoframe.runtime.engine.correlation import IdAllocator, RequestTable
+from protoframe.runtime.engine.machine import answering
 from protoframe.runtime.errors import RequestFailed
 
 from . import frames
+from .commands import INTERACTIONS
 from .machines import command_of, field_of
 
 __all__ = [
@@ -25,8 +27,8 @@ __all__ = [
 
 # For each answering command: the requests it may answer and their correlation fields.
 _ANSWERS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
-    "CONSUME": (("CONSUME", ("request_id",)),),
-    "PRODUCE": (("PRODUCE", ("request_id",)), ("PRODUCE_WITH_SEQNUM", ("request_id",)),),
+    name: tuple((i.request, i.correlate) for i in found)
+    for name, found in answering(INTERACTIONS).items()
 }
 
 

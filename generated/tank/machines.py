@@ -9,25 +9,31 @@ never touches a socket, so the client and an embedded peer share it.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from protoframe.runtime.engine.machine import (
-    Interaction,
     MachineDef,
     MachineSet,
     ProtocolViolation,
+    ViolationPolicy,
+    hook_table,
+    refuse,
 )
 from protoframe.runtime.errors import DecodeError
 
 from . import frames
+from .commands import BY_BODY, HOOKS, INTERACTIONS
 
 __all__ = [
     "INTERACTIONS",
     "MACHINES",
+    "TankHooks",
     "TankProtocol",
     "command_of",
     "field_of",
     "ProtocolViolation",
+    "ViolationPolicy",
+    "refuse",
 ]
 
 
@@ -40,41 +46,76 @@ _ATTRS: dict[str, str] = {}
 
 MACHINES: list[MachineDef] = []
 
-INTERACTIONS: list[Interaction] = [
-    Interaction("PRODUCE", frozenset({"PRODUCE"}), ("request_id", )),
-    Interaction("PRODUCE_WITH_SEQNUM", frozenset({"PRODUCE"}), ("request_id", )),
-    Interaction("CONSUME", frozenset({"CONSUME"}), ("request_id", )),
-]
-
-_COMMANDS: dict[type, str] = {
-    frames.ProduceRequest: "PRODUCE",
-    frames.ProduceResponse: "PRODUCE",
-    frames.ConsumeRequest: "CONSUME",
-    frames.ConsumeResponse: "CONSUME",
-    frames.Ping: "PING",
-    frames.ProduceWithSeqnumRequest: "PRODUCE_WITH_SEQNUM",
-}
-
 
 def command_of(frame: frames.Frame) -> tuple[str, Any]:
     """The command name of a frame (as the spec names it) and its body."""
     body = frame.body
-    return _COMMANDS[type(body)], body
+    return BY_BODY[type(body)], body
+
+
+class TankHooks(Protocol):
+    """What an object given to ``TankProtocol(hooks=...)`` may implement: one method per command,
+    called after a received command passes the state machines.
+
+    Every method is optional: subclass this class and define the ones you need. They are declared
+    here for type checkers only, so that mypy checks each one you define against its command's body
+    type; at run time the protocol calls just the methods your object has.
+    """
+
+    if TYPE_CHECKING:
+
+        def on_produce(
+            self,
+            body: frames.ProduceRequest | frames.ProduceResponse,
+            frame: frames.Frame,
+        ) -> None:
+            """A PRODUCE command arrived and passed the state machines."""
+            return None
+
+        def on_consume(
+            self,
+            body: frames.ConsumeRequest | frames.ConsumeResponse,
+            frame: frames.Frame,
+        ) -> None:
+            """A CONSUME command arrived and passed the state machines."""
+            return None
+
+        def on_ping(self, body: frames.Ping, frame: frames.Frame) -> None:
+            """A PING command arrived and passed the state machines."""
+            return None
+
+        def on_produce_with_seqnum(
+            self,
+            body: frames.ProduceWithSeqnumRequest,
+            frame: frames.Frame,
+        ) -> None:
+            """A PRODUCE_WITH_SEQNUM command arrived and passed the state machines."""
+            return None
 
 
 class TankProtocol:
     """One tank connection, as seen by a client (or, with ``server=True``, by the peer that answers
     it).
 
-    ``receive_data`` decodes bytes into frames, checks each against the state machines (raising
-    ``ProtocolViolation`` when the spec forbids it) and calls the matching ``on_<command>`` hook;
-    ``send`` checks an outgoing frame the same way and returns its bytes.
+    ``receive_data`` decodes bytes into frames, checks each against the state machines and calls the
+    matching method of ``hooks`` (a ``TankHooks``), if it has one; ``send`` checks an outgoing frame
+    the same way and returns its bytes. A received frame the machines refuse (or that names no
+    command of the spec) goes to ``on_violation``, which keeps it, drops it or raises; the default,
+    ``refuse``, raises the ``ProtocolViolation`` (or ``UnknownCommandError``).
     """
 
     def __init__(
-        self, *, server: bool = False, max_frame_size: int = frames.DEFAULT_MAX_FRAME_SIZE
+        self,
+        *,
+        server: bool = False,
+        max_frame_size: int = frames.DEFAULT_MAX_FRAME_SIZE,
+        hooks: TankHooks | None = None,
+        on_violation: ViolationPolicy[frames.Frame] = refuse,
     ) -> None:
         self.machines = MachineSet(MACHINES, INTERACTIONS, field_of, server=server)
+        self.hooks = hooks
+        self.on_violation = on_violation
+        self._hooks = hook_table(hooks, HOOKS)
         self.decoder = frames.StreamDecoder(max_frame_size, to_server=server)
 
     def send(self, frame: frames.Frame) -> bytes:
@@ -86,24 +127,31 @@ class TankProtocol:
     def receive_data(self, data: bytes) -> list[frames.Frame]:
         """Decode received bytes; check and dispatch each whole frame; return them in order.
 
-        A ``DecodeError`` is raised after the frames decoded before it were handled; they are in its
-        ``frames_before``.
+        A frame the machines refuse goes to ``on_violation``; only the frames it keeps are returned.
+        A ``DecodeError`` is raised after the frames decoded before it were handled; those kept are
+        in its ``frames_before``.
         """
         try:
             received = self.decoder.feed(data)
         except DecodeError as exc:
-            for frame in exc.frames_before:
-                assert isinstance(frame, frames.Frame)
-                self._handle(frame)
+            exc.frames_before = [frame for frame in exc.frames_before
+                                 if isinstance(frame, frames.Frame)
+                                 and self._handle(frame)]
             raise
-        for frame in received:
-            self._handle(frame)
-        return received
+        return [frame for frame in received if self._handle(frame)]
 
-    def _handle(self, frame: frames.Frame) -> None:
+    def _handle(self, frame: frames.Frame) -> bool:
+        """Check and dispatch one received frame; whether it is kept."""
         name, body = command_of(frame)
-        self.machines.received(name, body)
-        getattr(self, _HOOKS[name])(body, frame)
+        try:
+            self.machines.received(name, body)
+        except ProtocolViolation as exc:
+            if not self.on_violation(exc, frame):
+                return False
+        hook = self._hooks.get(name)
+        if hook is not None:
+            hook(body, frame)
+        return True
 
     def command(self, frame: frames.Frame) -> tuple[str, Any]:
         """The command name of ``frame`` and its body: ``command_of(frame)``.
@@ -117,42 +165,3 @@ class TankProtocol:
     def state(self, machine: str, key: Hashable = None) -> str:
         """The current state of one entity of a machine, by the spec's state name."""
         return self.machines.state(machine, key)
-
-    def on_produce(
-        self,
-        body: frames.ProduceRequest | frames.ProduceResponse,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a PRODUCE command arrives and passes the state machines; override to act on
-        it.
-        """
-
-    def on_consume(
-        self,
-        body: frames.ConsumeRequest | frames.ConsumeResponse,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a CONSUME command arrives and passes the state machines; override to act on
-        it.
-        """
-
-    def on_ping(self, body: frames.Ping, frame: frames.Frame) -> None:
-        """Called after a PING command arrives and passes the state machines; override to act on it.
-        """
-
-    def on_produce_with_seqnum(
-        self,
-        body: frames.ProduceWithSeqnumRequest,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a PRODUCE_WITH_SEQNUM command arrives and passes the state machines;
-        override to act on it.
-        """
-
-
-_HOOKS: dict[str, str] = {
-    "PRODUCE": "on_produce",
-    "CONSUME": "on_consume",
-    "PING": "on_ping",
-    "PRODUCE_WITH_SEQNUM": "on_produce_with_seqnum",
-}

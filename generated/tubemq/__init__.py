@@ -6,6 +6,7 @@ Modules:
     master_service: from specs/tubemq/MasterService.proto
     rpc: from specs/tubemq/RPC.proto
     frames: from specs/tubemq/tubemq.yaml
+    commands: from specs/tubemq/tubemq.yaml
     machines: from specs/tubemq/tubemq.yaml
     client: from specs/tubemq/tubemq.yaml
     spark: from specs/tubemq

@@ -13,9 +13,11 @@ from collections.abc import Hashable
 from typing import Any, Protocol
 
 from protoframe.runtime.engine.correlation import IdAllocator, RequestTable
+from protoframe.runtime.engine.machine import answering
 from protoframe.runtime.errors import RequestFailed
 
 from . import broker_service, frames, master_service
+from .commands import INTERACTIONS
 from .machines import (
     Command,
     command_of,
@@ -46,42 +48,8 @@ __all__ = [
 
 # For each answering command: the requests it may answer and their correlation fields.
 _ANSWERS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
-    "CLOSE_M2B": (("CLOSE_B2M", ("serial_no",)),),
-    "CLOSE_M2C": (("CLOSE_C2M", ("serial_no",)),),
-    "CLOSE_M2P": (("CLOSE_P2M", ("serial_no",)),),
-    "COMMIT_OFFSET_B2C": (("COMMIT_OFFSET_C2B", ("serial_no",)),),
-    "EXCEPTION": (
-        ("REGISTER_P2M", ("serial_no",)),
-        ("HEARTBEAT_P2M", ("serial_no",)),
-        ("CLOSE_P2M", ("serial_no",)),
-        ("REGISTER_C2M", ("serial_no",)),
-        ("HEARTBEAT_C2M", ("serial_no",)),
-        ("CLOSE_C2M", ("serial_no",)),
-        ("REGISTER_B2M", ("serial_no",)),
-        ("HEARTBEAT_B2M", ("serial_no",)),
-        ("CLOSE_B2M", ("serial_no",)),
-        ("REGISTER_C2M_V2", ("serial_no",)),
-        ("HEARTBEAT_C2M_V2", ("serial_no",)),
-        ("GET_PART_META_C2M", ("serial_no",)),
-        ("SEND_MESSAGE_P2B", ("serial_no",)),
-        ("REGISTER_C2B", ("serial_no",)),
-        ("HEARTBEAT_C2B", ("serial_no",)),
-        ("GET_MESSAGE_C2B", ("serial_no",)),
-        ("COMMIT_OFFSET_C2B", ("serial_no",)),
-    ),
-    "GET_MESSAGE_B2C": (("GET_MESSAGE_C2B", ("serial_no",)),),
-    "GET_PART_META_M2C": (("GET_PART_META_C2M", ("serial_no",)),),
-    "HEARTBEAT_B2C": (("HEARTBEAT_C2B", ("serial_no",)),),
-    "HEARTBEAT_M2B": (("HEARTBEAT_B2M", ("serial_no",)),),
-    "HEARTBEAT_M2C": (("HEARTBEAT_C2M", ("serial_no",)),),
-    "HEARTBEAT_M2C_V2": (("HEARTBEAT_C2M_V2", ("serial_no",)),),
-    "HEARTBEAT_M2P": (("HEARTBEAT_P2M", ("serial_no",)),),
-    "REGISTER_B2C": (("REGISTER_C2B", ("serial_no",)),),
-    "REGISTER_M2B": (("REGISTER_B2M", ("serial_no",)),),
-    "REGISTER_M2C": (("REGISTER_C2M", ("serial_no",)),),
-    "REGISTER_M2C_V2": (("REGISTER_C2M_V2", ("serial_no",)),),
-    "REGISTER_M2P": (("REGISTER_P2M", ("serial_no",)),),
-    "SEND_MESSAGE_B2P": (("SEND_MESSAGE_P2B", ("serial_no",)),),
+    name: tuple((i.request, i.correlate) for i in found)
+    for name, found in answering(INTERACTIONS).items()
 }
 
 

@@ -11,20 +11,23 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from protoframe.runtime.engine.machine import (
     NO_KEY,
     Direction,
-    Interaction,
     MachineDef,
     MachineSet,
     ProtocolViolation,
     Rule,
+    ViolationPolicy,
+    hook_table,
+    refuse,
 )
 from protoframe.runtime.errors import DecodeError, UnknownCommandError
 
 from . import broker_service, frames, master_service, rpc
+from .commands import HOOKS, INTERACTIONS, ROUTE_0, ROUTE_1
 
 __all__ = [
     "BrokerState",
@@ -34,6 +37,7 @@ __all__ = [
     "MACHINES",
     "PartitionState",
     "ProducerState",
+    "TubemqHooks",
     "TubemqProtocol",
     "command_of",
     "field_of",
@@ -74,6 +78,8 @@ __all__ = [
     "frame_of_send_message_b2p",
     "frame_of_send_message_p2b",
     "ProtocolViolation",
+    "ViolationPolicy",
+    "refuse",
 ]
 
 
@@ -1240,34 +1246,6 @@ PARTITION_MACHINE = MachineDef(
 
 MACHINES: list[MachineDef] = [PRODUCER_MACHINE, CONSUMER_MACHINE, BROKER_MACHINE, PARTITION_MACHINE]
 
-INTERACTIONS: list[Interaction] = [
-    Interaction("REGISTER_P2M", frozenset({"REGISTER_M2P", "EXCEPTION"}), ("serial_no", )),
-    Interaction("HEARTBEAT_P2M", frozenset({"HEARTBEAT_M2P", "EXCEPTION"}), ("serial_no", )),
-    Interaction("CLOSE_P2M", frozenset({"CLOSE_M2P", "EXCEPTION"}), ("serial_no", )),
-    Interaction("REGISTER_C2M", frozenset({"REGISTER_M2C", "EXCEPTION"}), ("serial_no", )),
-    Interaction("HEARTBEAT_C2M", frozenset({"HEARTBEAT_M2C", "EXCEPTION"}), ("serial_no", )),
-    Interaction("CLOSE_C2M", frozenset({"CLOSE_M2C", "EXCEPTION"}), ("serial_no", )),
-    Interaction("REGISTER_B2M", frozenset({"REGISTER_M2B", "EXCEPTION"}), ("serial_no", )),
-    Interaction("HEARTBEAT_B2M", frozenset({"HEARTBEAT_M2B", "EXCEPTION"}), ("serial_no", )),
-    Interaction("CLOSE_B2M", frozenset({"CLOSE_M2B", "EXCEPTION"}), ("serial_no", )),
-    Interaction("REGISTER_C2M_V2", frozenset({"REGISTER_M2C_V2", "EXCEPTION"}), ("serial_no", )),
-    Interaction("HEARTBEAT_C2M_V2", frozenset({"HEARTBEAT_M2C_V2", "EXCEPTION"}), ("serial_no", )),
-    Interaction(
-        "GET_PART_META_C2M",
-        frozenset({"GET_PART_META_M2C", "EXCEPTION"}),
-        ("serial_no", ),
-    ),
-    Interaction("SEND_MESSAGE_P2B", frozenset({"SEND_MESSAGE_B2P", "EXCEPTION"}), ("serial_no", )),
-    Interaction("REGISTER_C2B", frozenset({"REGISTER_B2C", "EXCEPTION"}), ("serial_no", )),
-    Interaction("HEARTBEAT_C2B", frozenset({"HEARTBEAT_B2C", "EXCEPTION"}), ("serial_no", )),
-    Interaction("GET_MESSAGE_C2B", frozenset({"GET_MESSAGE_B2C", "EXCEPTION"}), ("serial_no", )),
-    Interaction(
-        "COMMIT_OFFSET_C2B",
-        frozenset({"COMMIT_OFFSET_B2C", "EXCEPTION"}),
-        ("serial_no", ),
-    ),
-]
-
 
 def _route_0(frame: frames.Frame) -> tuple[str, Any] | None:
     """The command of a frame that has content.request, named by content.request.body.method; None
@@ -1277,34 +1255,13 @@ def _route_0(frame: frames.Frame) -> tuple[str, Any] | None:
     if p1 is None:
         return None
     value = p1.body.method
-    found = _ROUTE_0.get(value)
+    found = ROUTE_0.get(value)
     if found is None:
         raise UnknownCommandError(
             f"content.request.body.method: no command has the value {value}"
         )
     command, decode = found
     return command, decode(p1.body.request)
-
-
-_ROUTE_0: dict[int, tuple[str, Callable[[bytes], Any]]] = {
-    1: ("REGISTER_P2M", master_service.RegisterRequestP2M.decode),
-    2: ("HEARTBEAT_P2M", master_service.HeartRequestP2M.decode),
-    3: ("CLOSE_P2M", master_service.CloseRequestP2M.decode),
-    4: ("REGISTER_C2M", master_service.RegisterRequestC2M.decode),
-    5: ("HEARTBEAT_C2M", master_service.HeartRequestC2M.decode),
-    6: ("CLOSE_C2M", master_service.CloseRequestC2M.decode),
-    7: ("REGISTER_B2M", master_service.RegisterRequestB2M.decode),
-    8: ("HEARTBEAT_B2M", master_service.HeartRequestB2M.decode),
-    9: ("CLOSE_B2M", master_service.CloseRequestB2M.decode),
-    13: ("SEND_MESSAGE_P2B", broker_service.SendMessageRequestP2B.decode),
-    15: ("REGISTER_C2B", broker_service.RegisterRequestC2B.decode),
-    16: ("HEARTBEAT_C2B", broker_service.HeartBeatRequestC2B.decode),
-    17: ("GET_MESSAGE_C2B", broker_service.GetMessageRequestC2B.decode),
-    18: ("COMMIT_OFFSET_C2B", broker_service.CommitOffsetRequestC2B.decode),
-    20: ("REGISTER_C2M_V2", master_service.RegisterRequestC2MV2.decode),
-    21: ("HEARTBEAT_C2M_V2", master_service.HeartRequestC2MV2.decode),
-    22: ("GET_PART_META_C2M", master_service.GetPartMetaRequestC2M.decode),
-}
 
 
 def _route_1(frame: frames.Frame) -> tuple[str, Any] | None:
@@ -1318,34 +1275,13 @@ def _route_1(frame: frames.Frame) -> tuple[str, Any] | None:
     if p2 is None:
         return None
     value = p2.method
-    found = _ROUTE_1.get(value)
+    found = ROUTE_1.get(value)
     if found is None:
         raise UnknownCommandError(
             f"content.response.body.method: no command has the value {value}"
         )
     command, decode = found
     return command, decode(p2.data)
-
-
-_ROUTE_1: dict[int, tuple[str, Callable[[bytes], Any]]] = {
-    1: ("REGISTER_M2P", master_service.RegisterResponseM2P.decode),
-    2: ("HEARTBEAT_M2P", master_service.HeartResponseM2P.decode),
-    3: ("CLOSE_M2P", master_service.CloseResponseM2P.decode),
-    4: ("REGISTER_M2C", master_service.RegisterResponseM2C.decode),
-    5: ("HEARTBEAT_M2C", master_service.HeartResponseM2C.decode),
-    6: ("CLOSE_M2C", master_service.CloseResponseM2C.decode),
-    7: ("REGISTER_M2B", master_service.RegisterResponseM2B.decode),
-    8: ("HEARTBEAT_M2B", master_service.HeartResponseM2B.decode),
-    9: ("CLOSE_M2B", master_service.CloseResponseM2B.decode),
-    13: ("SEND_MESSAGE_B2P", broker_service.SendMessageResponseB2P.decode),
-    15: ("REGISTER_B2C", broker_service.RegisterResponseB2C.decode),
-    16: ("HEARTBEAT_B2C", broker_service.HeartBeatResponseB2C.decode),
-    17: ("GET_MESSAGE_B2C", broker_service.GetMessageResponseB2C.decode),
-    18: ("COMMIT_OFFSET_B2C", broker_service.CommitOffsetResponseB2C.decode),
-    20: ("REGISTER_M2C_V2", master_service.RegisterResponseM2CV2.decode),
-    21: ("HEARTBEAT_M2C_V2", master_service.HeartResponseM2CV2.decode),
-    22: ("GET_PART_META_M2C", master_service.GetPartMetaResponseM2C.decode),
-}
 
 
 def _route_2(frame: frames.Frame) -> tuple[str, Any] | None:
@@ -1375,19 +1311,293 @@ def command_of(frame: frames.Frame) -> tuple[str, Any]:
     raise UnknownCommandError("Frame: no route of the spec names a command")
 
 
+class TubemqHooks(Protocol):
+    """What an object given to ``TubemqProtocol(hooks=...)`` may implement: one method per command,
+    called after a received command passes the state machines.
+
+    Every method is optional: subclass this class and define the ones you need. They are declared
+    here for type checkers only, so that mypy checks each one you define against its command's body
+    type; at run time the protocol calls just the methods your object has.
+    """
+
+    if TYPE_CHECKING:
+
+        def on_register_p2m(
+            self,
+            body: master_service.RegisterRequestP2M,
+            frame: frames.Frame,
+        ) -> None:
+            """A REGISTER_P2M command arrived and passed the state machines."""
+            return None
+
+        def on_heartbeat_p2m(
+            self,
+            body: master_service.HeartRequestP2M,
+            frame: frames.Frame,
+        ) -> None:
+            """A HEARTBEAT_P2M command arrived and passed the state machines."""
+            return None
+
+        def on_close_p2m(self, body: master_service.CloseRequestP2M, frame: frames.Frame) -> None:
+            """A CLOSE_P2M command arrived and passed the state machines."""
+            return None
+
+        def on_register_c2m(
+            self,
+            body: master_service.RegisterRequestC2M,
+            frame: frames.Frame,
+        ) -> None:
+            """A REGISTER_C2M command arrived and passed the state machines."""
+            return None
+
+        def on_heartbeat_c2m(
+            self,
+            body: master_service.HeartRequestC2M,
+            frame: frames.Frame,
+        ) -> None:
+            """A HEARTBEAT_C2M command arrived and passed the state machines."""
+            return None
+
+        def on_close_c2m(self, body: master_service.CloseRequestC2M, frame: frames.Frame) -> None:
+            """A CLOSE_C2M command arrived and passed the state machines."""
+            return None
+
+        def on_register_b2m(
+            self,
+            body: master_service.RegisterRequestB2M,
+            frame: frames.Frame,
+        ) -> None:
+            """A REGISTER_B2M command arrived and passed the state machines."""
+            return None
+
+        def on_heartbeat_b2m(
+            self,
+            body: master_service.HeartRequestB2M,
+            frame: frames.Frame,
+        ) -> None:
+            """A HEARTBEAT_B2M command arrived and passed the state machines."""
+            return None
+
+        def on_close_b2m(self, body: master_service.CloseRequestB2M, frame: frames.Frame) -> None:
+            """A CLOSE_B2M command arrived and passed the state machines."""
+            return None
+
+        def on_send_message_p2b(
+            self,
+            body: broker_service.SendMessageRequestP2B,
+            frame: frames.Frame,
+        ) -> None:
+            """A SEND_MESSAGE_P2B command arrived and passed the state machines."""
+            return None
+
+        def on_register_c2b(
+            self,
+            body: broker_service.RegisterRequestC2B,
+            frame: frames.Frame,
+        ) -> None:
+            """A REGISTER_C2B command arrived and passed the state machines."""
+            return None
+
+        def on_heartbeat_c2b(
+            self,
+            body: broker_service.HeartBeatRequestC2B,
+            frame: frames.Frame,
+        ) -> None:
+            """A HEARTBEAT_C2B command arrived and passed the state machines."""
+            return None
+
+        def on_get_message_c2b(
+            self,
+            body: broker_service.GetMessageRequestC2B,
+            frame: frames.Frame,
+        ) -> None:
+            """A GET_MESSAGE_C2B command arrived and passed the state machines."""
+            return None
+
+        def on_commit_offset_c2b(
+            self,
+            body: broker_service.CommitOffsetRequestC2B,
+            frame: frames.Frame,
+        ) -> None:
+            """A COMMIT_OFFSET_C2B command arrived and passed the state machines."""
+            return None
+
+        def on_register_c2m_v2(
+            self,
+            body: master_service.RegisterRequestC2MV2,
+            frame: frames.Frame,
+        ) -> None:
+            """A REGISTER_C2M_V2 command arrived and passed the state machines."""
+            return None
+
+        def on_heartbeat_c2m_v2(
+            self,
+            body: master_service.HeartRequestC2MV2,
+            frame: frames.Frame,
+        ) -> None:
+            """A HEARTBEAT_C2M_V2 command arrived and passed the state machines."""
+            return None
+
+        def on_get_part_meta_c2m(
+            self,
+            body: master_service.GetPartMetaRequestC2M,
+            frame: frames.Frame,
+        ) -> None:
+            """A GET_PART_META_C2M command arrived and passed the state machines."""
+            return None
+
+        def on_register_m2p(
+            self,
+            body: master_service.RegisterResponseM2P,
+            frame: frames.Frame,
+        ) -> None:
+            """A REGISTER_M2P command arrived and passed the state machines."""
+            return None
+
+        def on_heartbeat_m2p(
+            self,
+            body: master_service.HeartResponseM2P,
+            frame: frames.Frame,
+        ) -> None:
+            """A HEARTBEAT_M2P command arrived and passed the state machines."""
+            return None
+
+        def on_close_m2p(self, body: master_service.CloseResponseM2P, frame: frames.Frame) -> None:
+            """A CLOSE_M2P command arrived and passed the state machines."""
+            return None
+
+        def on_register_m2c(
+            self,
+            body: master_service.RegisterResponseM2C,
+            frame: frames.Frame,
+        ) -> None:
+            """A REGISTER_M2C command arrived and passed the state machines."""
+            return None
+
+        def on_heartbeat_m2c(
+            self,
+            body: master_service.HeartResponseM2C,
+            frame: frames.Frame,
+        ) -> None:
+            """A HEARTBEAT_M2C command arrived and passed the state machines."""
+            return None
+
+        def on_close_m2c(self, body: master_service.CloseResponseM2C, frame: frames.Frame) -> None:
+            """A CLOSE_M2C command arrived and passed the state machines."""
+            return None
+
+        def on_register_m2b(
+            self,
+            body: master_service.RegisterResponseM2B,
+            frame: frames.Frame,
+        ) -> None:
+            """A REGISTER_M2B command arrived and passed the state machines."""
+            return None
+
+        def on_heartbeat_m2b(
+            self,
+            body: master_service.HeartResponseM2B,
+            frame: frames.Frame,
+        ) -> None:
+            """A HEARTBEAT_M2B command arrived and passed the state machines."""
+            return None
+
+        def on_close_m2b(self, body: master_service.CloseResponseM2B, frame: frames.Frame) -> None:
+            """A CLOSE_M2B command arrived and passed the state machines."""
+            return None
+
+        def on_send_message_b2p(
+            self,
+            body: broker_service.SendMessageResponseB2P,
+            frame: frames.Frame,
+        ) -> None:
+            """A SEND_MESSAGE_B2P command arrived and passed the state machines."""
+            return None
+
+        def on_register_b2c(
+            self,
+            body: broker_service.RegisterResponseB2C,
+            frame: frames.Frame,
+        ) -> None:
+            """A REGISTER_B2C command arrived and passed the state machines."""
+            return None
+
+        def on_heartbeat_b2c(
+            self,
+            body: broker_service.HeartBeatResponseB2C,
+            frame: frames.Frame,
+        ) -> None:
+            """A HEARTBEAT_B2C command arrived and passed the state machines."""
+            return None
+
+        def on_get_message_b2c(
+            self,
+            body: broker_service.GetMessageResponseB2C,
+            frame: frames.Frame,
+        ) -> None:
+            """A GET_MESSAGE_B2C command arrived and passed the state machines."""
+            return None
+
+        def on_commit_offset_b2c(
+            self,
+            body: broker_service.CommitOffsetResponseB2C,
+            frame: frames.Frame,
+        ) -> None:
+            """A COMMIT_OFFSET_B2C command arrived and passed the state machines."""
+            return None
+
+        def on_register_m2c_v2(
+            self,
+            body: master_service.RegisterResponseM2CV2,
+            frame: frames.Frame,
+        ) -> None:
+            """A REGISTER_M2C_V2 command arrived and passed the state machines."""
+            return None
+
+        def on_heartbeat_m2c_v2(
+            self,
+            body: master_service.HeartResponseM2CV2,
+            frame: frames.Frame,
+        ) -> None:
+            """A HEARTBEAT_M2C_V2 command arrived and passed the state machines."""
+            return None
+
+        def on_get_part_meta_m2c(
+            self,
+            body: master_service.GetPartMetaResponseM2C,
+            frame: frames.Frame,
+        ) -> None:
+            """A GET_PART_META_M2C command arrived and passed the state machines."""
+            return None
+
+        def on_exception(self, body: rpc.RspExceptionBody, frame: frames.Frame) -> None:
+            """A EXCEPTION command arrived and passed the state machines."""
+            return None
+
+
 class TubemqProtocol:
     """One tubemq connection, as seen by a client (or, with ``server=True``, by the peer that
     answers it).
 
-    ``receive_data`` decodes bytes into frames, checks each against the state machines (raising
-    ``ProtocolViolation`` when the spec forbids it) and calls the matching ``on_<command>`` hook;
-    ``send`` checks an outgoing frame the same way and returns its bytes.
+    ``receive_data`` decodes bytes into frames, checks each against the state machines and calls the
+    matching method of ``hooks`` (a ``TubemqHooks``), if it has one; ``send`` checks an outgoing
+    frame the same way and returns its bytes. A received frame the machines refuse (or that names no
+    command of the spec) goes to ``on_violation``, which keeps it, drops it or raises; the default,
+    ``refuse``, raises the ``ProtocolViolation`` (or ``UnknownCommandError``).
     """
 
     def __init__(
-        self, *, server: bool = False, max_frame_size: int = frames.DEFAULT_MAX_FRAME_SIZE
+        self,
+        *,
+        server: bool = False,
+        max_frame_size: int = frames.DEFAULT_MAX_FRAME_SIZE,
+        hooks: TubemqHooks | None = None,
+        on_violation: ViolationPolicy[frames.Frame] = refuse,
     ) -> None:
         self.machines = MachineSet(MACHINES, INTERACTIONS, field_of, server=server)
+        self.hooks = hooks
+        self.on_violation = on_violation
+        self._hooks = hook_table(hooks, HOOKS)
         self.decoder = frames.StreamDecoder(max_frame_size)
         # The command of each frame the latest receive_data call handled, by the frame's id
         # (an entry holds its frame, so that id cannot be reused while the entry lives).
@@ -1405,26 +1615,36 @@ class TubemqProtocol:
         Each frame's command is decoded here, once: until the next call, ``command(frame)`` gives it
         back for every frame this call handled.
 
-        A ``DecodeError`` is raised after the frames decoded before it were handled; they are in its
-        ``frames_before``.
+        A frame the machines refuse goes to ``on_violation``; only the frames it keeps are returned.
+        A ``DecodeError`` is raised after the frames decoded before it were handled; those kept are
+        in its ``frames_before``.
         """
         self._commands.clear()
         try:
             received = self.decoder.feed(data)
         except DecodeError as exc:
-            for frame in exc.frames_before:
-                assert isinstance(frame, frames.Frame)
-                self._handle(frame)
+            exc.frames_before = [frame for frame in exc.frames_before
+                                 if isinstance(frame, frames.Frame)
+                                 and self._handle(frame)]
             raise
-        for frame in received:
-            self._handle(frame)
-        return received
+        return [frame for frame in received if self._handle(frame)]
 
-    def _handle(self, frame: frames.Frame) -> None:
-        name, body = command_of(frame)
+    def _handle(self, frame: frames.Frame) -> bool:
+        """Check and dispatch one received frame; whether it is kept."""
+        try:
+            name, body = command_of(frame)
+        except UnknownCommandError as exc:
+            return self.on_violation(exc, frame)
         self._commands[id(frame)] = (frame, name, body)
-        self.machines.received(name, Command(body, frame))
-        getattr(self, _HOOKS[name])(body, frame)
+        try:
+            self.machines.received(name, Command(body, frame))
+        except ProtocolViolation as exc:
+            if not self.on_violation(exc, frame):
+                return False
+        hook = self._hooks.get(name)
+        if hook is not None:
+            hook(body, frame)
+        return True
 
     def command(self, frame: frames.Frame) -> tuple[str, Any]:
         """The command name of ``frame`` and its body, as ``command_of(frame)`` gives them, without
@@ -1443,289 +1663,3 @@ class TubemqProtocol:
     def state(self, machine: str, key: Hashable = None) -> str:
         """The current state of one entity of a machine, by the spec's state name."""
         return self.machines.state(machine, key)
-
-    def on_register_p2m(self, body: master_service.RegisterRequestP2M, frame: frames.Frame) -> None:
-        """Called after a REGISTER_P2M command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_heartbeat_p2m(self, body: master_service.HeartRequestP2M, frame: frames.Frame) -> None:
-        """Called after a HEARTBEAT_P2M command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_close_p2m(self, body: master_service.CloseRequestP2M, frame: frames.Frame) -> None:
-        """Called after a CLOSE_P2M command arrives and passes the state machines; override to act
-        on it.
-        """
-
-    def on_register_c2m(self, body: master_service.RegisterRequestC2M, frame: frames.Frame) -> None:
-        """Called after a REGISTER_C2M command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_heartbeat_c2m(self, body: master_service.HeartRequestC2M, frame: frames.Frame) -> None:
-        """Called after a HEARTBEAT_C2M command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_close_c2m(self, body: master_service.CloseRequestC2M, frame: frames.Frame) -> None:
-        """Called after a CLOSE_C2M command arrives and passes the state machines; override to act
-        on it.
-        """
-
-    def on_register_b2m(self, body: master_service.RegisterRequestB2M, frame: frames.Frame) -> None:
-        """Called after a REGISTER_B2M command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_heartbeat_b2m(self, body: master_service.HeartRequestB2M, frame: frames.Frame) -> None:
-        """Called after a HEARTBEAT_B2M command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_close_b2m(self, body: master_service.CloseRequestB2M, frame: frames.Frame) -> None:
-        """Called after a CLOSE_B2M command arrives and passes the state machines; override to act
-        on it.
-        """
-
-    def on_send_message_p2b(
-        self,
-        body: broker_service.SendMessageRequestP2B,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a SEND_MESSAGE_P2B command arrives and passes the state machines; override
-        to act on it.
-        """
-
-    def on_register_c2b(self, body: broker_service.RegisterRequestC2B, frame: frames.Frame) -> None:
-        """Called after a REGISTER_C2B command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_heartbeat_c2b(
-        self,
-        body: broker_service.HeartBeatRequestC2B,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a HEARTBEAT_C2B command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_get_message_c2b(
-        self,
-        body: broker_service.GetMessageRequestC2B,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a GET_MESSAGE_C2B command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_commit_offset_c2b(
-        self,
-        body: broker_service.CommitOffsetRequestC2B,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a COMMIT_OFFSET_C2B command arrives and passes the state machines; override
-        to act on it.
-        """
-
-    def on_register_c2m_v2(
-        self,
-        body: master_service.RegisterRequestC2MV2,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a REGISTER_C2M_V2 command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_heartbeat_c2m_v2(
-        self,
-        body: master_service.HeartRequestC2MV2,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a HEARTBEAT_C2M_V2 command arrives and passes the state machines; override
-        to act on it.
-        """
-
-    def on_get_part_meta_c2m(
-        self,
-        body: master_service.GetPartMetaRequestC2M,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a GET_PART_META_C2M command arrives and passes the state machines; override
-        to act on it.
-        """
-
-    def on_register_m2p(
-        self,
-        body: master_service.RegisterResponseM2P,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a REGISTER_M2P command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_heartbeat_m2p(self, body: master_service.HeartResponseM2P, frame: frames.Frame) -> None:
-        """Called after a HEARTBEAT_M2P command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_close_m2p(self, body: master_service.CloseResponseM2P, frame: frames.Frame) -> None:
-        """Called after a CLOSE_M2P command arrives and passes the state machines; override to act
-        on it.
-        """
-
-    def on_register_m2c(
-        self,
-        body: master_service.RegisterResponseM2C,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a REGISTER_M2C command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_heartbeat_m2c(self, body: master_service.HeartResponseM2C, frame: frames.Frame) -> None:
-        """Called after a HEARTBEAT_M2C command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_close_m2c(self, body: master_service.CloseResponseM2C, frame: frames.Frame) -> None:
-        """Called after a CLOSE_M2C command arrives and passes the state machines; override to act
-        on it.
-        """
-
-    def on_register_m2b(
-        self,
-        body: master_service.RegisterResponseM2B,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a REGISTER_M2B command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_heartbeat_m2b(self, body: master_service.HeartResponseM2B, frame: frames.Frame) -> None:
-        """Called after a HEARTBEAT_M2B command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_close_m2b(self, body: master_service.CloseResponseM2B, frame: frames.Frame) -> None:
-        """Called after a CLOSE_M2B command arrives and passes the state machines; override to act
-        on it.
-        """
-
-    def on_send_message_b2p(
-        self,
-        body: broker_service.SendMessageResponseB2P,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a SEND_MESSAGE_B2P command arrives and passes the state machines; override
-        to act on it.
-        """
-
-    def on_register_b2c(
-        self,
-        body: broker_service.RegisterResponseB2C,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a REGISTER_B2C command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_heartbeat_b2c(
-        self,
-        body: broker_service.HeartBeatResponseB2C,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a HEARTBEAT_B2C command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_get_message_b2c(
-        self,
-        body: broker_service.GetMessageResponseB2C,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a GET_MESSAGE_B2C command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_commit_offset_b2c(
-        self,
-        body: broker_service.CommitOffsetResponseB2C,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a COMMIT_OFFSET_B2C command arrives and passes the state machines; override
-        to act on it.
-        """
-
-    def on_register_m2c_v2(
-        self,
-        body: master_service.RegisterResponseM2CV2,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a REGISTER_M2C_V2 command arrives and passes the state machines; override to
-        act on it.
-        """
-
-    def on_heartbeat_m2c_v2(
-        self,
-        body: master_service.HeartResponseM2CV2,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a HEARTBEAT_M2C_V2 command arrives and passes the state machines; override
-        to act on it.
-        """
-
-    def on_get_part_meta_m2c(
-        self,
-        body: master_service.GetPartMetaResponseM2C,
-        frame: frames.Frame,
-    ) -> None:
-        """Called after a GET_PART_META_M2C command arrives and passes the state machines; override
-        to act on it.
-        """
-
-    def on_exception(self, body: rpc.RspExceptionBody, frame: frames.Frame) -> None:
-        """Called after a EXCEPTION command arrives and passes the state machines; override to act
-        on it.
-        """
-
-
-_HOOKS: dict[str, str] = {
-    "REGISTER_P2M": "on_register_p2m",
-    "HEARTBEAT_P2M": "on_heartbeat_p2m",
-    "CLOSE_P2M": "on_close_p2m",
-    "REGISTER_C2M": "on_register_c2m",
-    "HEARTBEAT_C2M": "on_heartbeat_c2m",
-    "CLOSE_C2M": "on_close_c2m",
-    "REGISTER_B2M": "on_register_b2m",
-    "HEARTBEAT_B2M": "on_heartbeat_b2m",
-    "CLOSE_B2M": "on_close_b2m",
-    "SEND_MESSAGE_P2B": "on_send_message_p2b",
-    "REGISTER_C2B": "on_register_c2b",
-    "HEARTBEAT_C2B": "on_heartbeat_c2b",
-    "GET_MESSAGE_C2B": "on_get_message_c2b",
-    "COMMIT_OFFSET_C2B": "on_commit_offset_c2b",
-    "REGISTER_C2M_V2": "on_register_c2m_v2",
-    "HEARTBEAT_C2M_V2": "on_heartbeat_c2m_v2",
-    "GET_PART_META_C2M": "on_get_part_meta_c2m",
-    "REGISTER_M2P": "on_register_m2p",
-    "HEARTBEAT_M2P": "on_heartbeat_m2p",
-    "CLOSE_M2P": "on_close_m2p",
-    "REGISTER_M2C": "on_register_m2c",
-    "HEARTBEAT_M2C": "on_heartbeat_m2c",
-    "CLOSE_M2C": "on_close_m2c",
-    "REGISTER_M2B": "on_register_m2b",
-    "HEARTBEAT_M2B": "on_heartbeat_m2b",
-    "CLOSE_M2B": "on_close_m2b",
-    "SEND_MESSAGE_B2P": "on_send_message_b2p",
-    "REGISTER_B2C": "on_register_b2c",
-    "HEARTBEAT_B2C": "on_heartbeat_b2c",
-    "GET_MESSAGE_B2C": "on_get_message_b2c",
-    "COMMIT_OFFSET_B2C": "on_commit_offset_b2c",
-    "REGISTER_M2C_V2": "on_register_m2c_v2",
-    "HEARTBEAT_M2C_V2": "on_heartbeat_m2c_v2",
-    "GET_PART_META_M2C": "on_get_part_meta_m2c",
-    "EXCEPTION": "on_exception",
-}

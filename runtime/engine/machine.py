@@ -8,12 +8,12 @@ a state where the spec does not allow it. It holds no sockets and does no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, TypeAlias, TypeVar
 
-from protoframe.runtime.errors import ProtoframeError
+from protoframe.runtime.errors import ProtoframeError, UnknownCommandError
 
 
 class ProtocolViolation(ProtoframeError):
@@ -39,6 +39,33 @@ class Direction(Enum):
 
     def flipped(self) -> Direction:
         return Direction.RECEIVE if self is Direction.SEND else Direction.SEND
+
+
+F = TypeVar("F")
+
+# What a generated protocol does with a received frame it cannot accept: the machines refuse it
+# (``ProtocolViolation``) or no command of the spec is named by it (``UnknownCommandError``).
+# Return True to keep the frame (it is dispatched and returned as if allowed), False to drop it,
+# or raise to fail the read; ``refuse``, the default, raises the error.
+ViolationPolicy: TypeAlias = Callable[[ProtocolViolation | UnknownCommandError, F], bool]
+
+
+def refuse(error: ProtocolViolation | UnknownCommandError, frame: object) -> bool:
+    """The default violation policy: the read fails with ``error``."""
+    raise error
+
+
+def hook_table(hooks: object, names: Mapping[str, str]) -> dict[str, Callable[[Any, Any], None]]:
+    """The methods of ``hooks`` by the command each handles (``names``: command -> method name):
+    only those it defines, so that a command without a hook costs one failed lookup."""
+    table: dict[str, Callable[[Any, Any], None]] = {}
+    if hooks is None:
+        return table
+    for command, method in names.items():
+        hook = getattr(hooks, method, None)
+        if hook is not None:
+            table[command] = hook
+    return table
 
 
 Guard = Callable[[Any], bool]
@@ -91,6 +118,16 @@ class Interaction:
     correlate: tuple[str, ...]
 
 
+def answering(interactions: list[Interaction]) -> dict[str, tuple[Interaction, ...]]:
+    """For each answering command, the interactions it may answer: correlated ones first, so
+    that an answer carrying ids never goes to a request waiting for an uncorrelated answer."""
+    found: dict[str, list[Interaction]] = {}
+    for i in sorted(interactions, key=lambda i: not i.correlate):
+        for name in sorted(i.answers):
+            found.setdefault(name, []).append(i)
+    return {name: tuple(found[name]) for name in sorted(found)}
+
+
 class MachineSet:
     """The states of every entity on one connection, for one side (client or server)."""
 
@@ -107,11 +144,7 @@ class MachineSet:
         self.finished: dict[str, dict[Hashable, str]] = {m.name: {} for m in machines}
         self._pending: dict[tuple[str, tuple[Any, ...]], list[tuple[str, Hashable]]] = {}
         self._by_request = {i.request: i for i in interactions}
-        self._answering: dict[str, list[Interaction]] = {}
-        # Correlated requests first: an answer carrying ids must not go to an uncorrelated one.
-        for i in sorted(interactions, key=lambda i: not i.correlate):
-            for name in i.answers:
-                self._answering.setdefault(name, []).append(i)
+        self._answering = answering(interactions)
 
     def state(self, machine: str, key: Hashable = None) -> str:
         """Current state of one entity: the final state it reached if it ended (and has not
@@ -180,7 +213,7 @@ class MachineSet:
 
     def _route_answer(self, command: str, body: Any) -> tuple[str, Hashable] | None:
         """The (machine, key) whose pending request this command answers, if any."""
-        for interaction in self._answering.get(command, []):
+        for interaction in self._answering.get(command, ()):
             values = tuple(self._field_of(body, f) for f in interaction.correlate)
             waiting = self._pending.get((interaction.request, values))
             if waiting:

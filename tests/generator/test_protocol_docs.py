@@ -297,8 +297,9 @@ def example(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_spec_language_excerpts_are_real_output(example: Path) -> None:
     excerpts = marked_blocks(LANGUAGE_DOC.read_text(encoding="utf-8"), "excerpt")
-    assert {rel for rel, _ in excerpts} == {"generated/kv/frames.py", "generated/kv/machines.py",
-                                            "generated/kv/client.py", "docs/protocols/kv.md"}
+    assert {rel for rel, _ in excerpts} == {"generated/kv/frames.py", "generated/kv/commands.py",
+                                            "generated/kv/machines.py", "generated/kv/client.py",
+                                            "docs/protocols/kv.md"}
     for rel, excerpt in excerpts:
         actual = [line.strip() for line in (example / rel).read_text().splitlines()]
         pos = 0

@@ -23,7 +23,7 @@ def mypy(path: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("case", ["app_ok.py", "pulsar_app_ok.py"])
+@pytest.mark.parametrize("case", ["app_ok.py", "pulsar_app_ok.py", "hooks_ok.py"])
 def test_application_passes_mypy_strict(case: str) -> None:
     result = mypy(CASES / case)
     assert result.returncode == 0, result.stdout
@@ -40,6 +40,9 @@ def test_application_passes_mypy_strict(case: str) -> None:
         ("bad_envelope_keyword.py", 'Unexpected keyword argument "flwo" for "BaseCommand"'),
         ("bad_envelope_type.py",
          'Argument "send" to "BaseCommand" has incompatible type "CommandFlow"'),
+        # Hooks are declared on the generated PulsarHooks: a hook object's are checked.
+        ("bad_hook_signature.py",
+         'Argument 1 of "on_send_receipt" is incompatible with supertype'),
     ],
 )
 def test_misuse_fails_mypy(case: str, expected: str) -> None:

@@ -17,7 +17,11 @@ from protoframe.runtime.engine.machine import (
     MachineSet,
     ProtocolViolation,
     Rule,
+    answering,
+    hook_table,
+    refuse,
 )
+from protoframe.runtime.errors import UnknownCommandError
 
 
 class Job(enum.StrEnum):
@@ -102,3 +106,41 @@ def test_events_on_an_ended_entity_start_from_the_initial_state() -> None:
     m.event("job", "cancel", 1)
     with pytest.raises(ProtocolViolation, match="in state 'idle'"):
         m.event("job", "cancel", 1)
+
+
+def test_answering_puts_correlated_requests_first() -> None:
+    plain = Interaction("HELLO", frozenset({"OK", "FAIL"}), ())
+    first = Interaction("GET", frozenset({"OK", "FAIL"}), ("id",))
+    second = Interaction("PUT", frozenset({"DONE", "FAIL"}), ("id",))
+    table = answering([plain, first, second])
+    assert list(table) == ["DONE", "FAIL", "OK"]
+    assert table["FAIL"] == (first, second, plain)
+    assert table["OK"] == (first, plain)
+    assert table["DONE"] == (second,)
+
+
+def test_hook_table_holds_only_the_methods_an_object_defines() -> None:
+    class Hooks:
+        def __init__(self) -> None:
+            self.got: list[tuple[str, object]] = []
+
+        def on_start(self, body: object, frame: object) -> None:
+            self.got.append(("start", body))
+
+    hooks = Hooks()
+    table = hook_table(hooks, {"START": "on_start", "STOP": "on_stop"})
+    assert set(table) == {"START"}
+    table["START"]({"job": 1}, None)
+    assert hooks.got == [("start", {"job": 1})]
+    assert hook_table(None, {"START": "on_start"}) == {}
+
+
+@pytest.mark.parametrize("error", [
+    ProtocolViolation("job", 1, "idle", "receive", "STOP"),
+    UnknownCommandError("no command has the value 9"),
+])
+def test_refuse_raises_the_error_it_is_given(
+        error: ProtocolViolation | UnknownCommandError) -> None:
+    with pytest.raises(type(error)) as raised:
+        refuse(error, object())
+    assert raised.value is error

@@ -1,4 +1,4 @@
-"""The broker's answers to each client command: the ``on_*`` hooks of ``PulsarProtocol``.
+"""The broker's answers to each client command: the ``on_*`` methods of ``PulsarHooks``.
 
 ``Commands`` is the protocol side of a session, without I/O: each hook reads the broker state
 and answers with ``_emit``, which the session (``session.Session``) sends through the
@@ -14,7 +14,7 @@ from abc import abstractmethod
 from dataclasses import dataclass
 
 from protoframe.generated.pulsar import frames
-from protoframe.generated.pulsar.machines import PulsarProtocol
+from protoframe.generated.pulsar.machines import PulsarHooks
 from protoframe.generated.pulsar.pulsar_api import (
     BaseCommand,
     CommandAck,
@@ -85,8 +85,9 @@ class Producer:
     closing: bool = False  # CLOSE_PRODUCER received; SUCCESS follows the pending receipts
 
 
-class Commands(PulsarProtocol):
-    """The command hooks of one connection's session; the I/O is the subclass's."""
+class Commands(PulsarHooks):
+    """The command hooks of one connection's session, given to its ``PulsarProtocol``; the I/O
+    is the subclass's."""
 
     broker: BrokerState
     peer: str

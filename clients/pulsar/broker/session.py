@@ -1,11 +1,12 @@
 """One client connection of the broker: the command hooks (``commands.Commands``) driven by
 the runtime's shared connection (``runtime.io.server``).
 
-The connection does the I/O: received bytes go to the ``PulsarProtocol`` whose hooks answer
-them, answers are coalesced into one write per event-loop tick, keepalive pings a quiet client
-(``PingWhenQuiet``) and drops one that stays silent. A frame that does not decode, is too large,
-or breaks the protocol's state machines closes this connection only (with a logged reason); a
-SEND whose payload fails its CRC32C is answered with SEND_ERROR(ChecksumError) and not stored.
+The connection does the I/O: received bytes go to the session's ``PulsarProtocol``, which calls
+the session's hooks to answer them; answers are coalesced into one write per event-loop tick,
+keepalive pings a quiet client (``PingWhenQuiet``) and drops one that stays silent. A frame that
+does not decode, is too large, or breaks the protocol's state machines closes this connection
+only (with a logged reason); a SEND whose payload fails its CRC32C is answered with
+SEND_ERROR(ChecksumError) and not stored.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import asyncio
 import logging
 
 from protoframe.generated.pulsar import frames
-from protoframe.generated.pulsar.machines import ProtocolViolation, command_of
+from protoframe.generated.pulsar.machines import ProtocolViolation, PulsarProtocol, command_of
 from protoframe.generated.pulsar.pulsar_api import (
     BaseCommand,
     CommandActiveConsumerChange,
@@ -52,9 +53,10 @@ class Session(Commands, ServedSession[frames.Frame]):
 
     def __init__(self, state: BrokerState, *, service_url: str | None = None) -> None:
         limit = MAX_MESSAGE_SIZE + FRAME_PADDING
-        Commands.__init__(self, server=True, max_frame_size=limit)
-        ServedSession.__init__(self, self)
-        self.decoder = RawStreamDecoder(limit)
+        # The session uses the protocol (its hooks answer what arrives) rather than being one.
+        self.protocol: PulsarProtocol
+        ServedSession.__init__(self, PulsarProtocol(server=True, hooks=self))
+        self.protocol.decoder = RawStreamDecoder(limit)
         self.broker = state
         self.advertised_url = service_url
         self.peer = "?"
@@ -68,7 +70,7 @@ class Session(Commands, ServedSession[frames.Frame]):
         connected), drop it when the next ``interval`` is quiet too."""
         return PingWhenQuiet(
             lambda: frames.Frame(command=BaseCommand(type_=Type.PING, ping=CommandPing())),
-            interval, may_ping=lambda: self.state("connection") == "connected",
+            interval, may_ping=lambda: self.protocol.state("connection") == "connected",
             on_expired=lambda reason: self.abort("keepalive: no answer to PING"))
 
     # --- I/O -------------------------------------------------------------------------------
@@ -162,7 +164,7 @@ class Session(Commands, ServedSession[frames.Frame]):
             return
         body = frame.command.send
         try:
-            self.machines.received("SEND", body)
+            self.protocol.machines.received("SEND", body)
             log.warning("connection %s: producer %d sent a corrupt message (sequence id %d): %s",
                         self.peer, body.producer_id, body.sequence_id, exc)
             self._send_error(body.producer_id, body.sequence_id, ServerError.ChecksumError,
@@ -185,7 +187,7 @@ class Session(Commands, ServedSession[frames.Frame]):
         if redelivery_count:
             message.redelivery_count = redelivery_count
         try:
-            self.machines.sent("MESSAGE", message)
+            self.protocol.machines.sent("MESSAGE", message)
         except ProtocolViolation as exc:
             self.abort(f"cannot deliver: {exc}")
             return

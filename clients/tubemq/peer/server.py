@@ -20,7 +20,12 @@ from protoframe.clients.tubemq.broker_link import BrokerRegistration
 from protoframe.clients.tubemq.errors import STANDBY_EXCEPTION
 from protoframe.clients.tubemq.topics import BrokerInfo
 from protoframe.generated.tubemq.frames import Frame
-from protoframe.generated.tubemq.machines import TubemqProtocol, frame_of, frame_of_exception
+from protoframe.generated.tubemq.machines import (
+    ProtocolViolation,
+    TubemqProtocol,
+    frame_of,
+    frame_of_exception,
+)
 from protoframe.generated.tubemq.rpc import RspExceptionBody
 from protoframe.runtime.errors import UnknownCommandError
 from protoframe.runtime.io.server import Server, Session, serve
@@ -47,31 +52,25 @@ _ANSWER = {"REGISTER_P2M": "REGISTER_M2P", "HEARTBEAT_P2M": "HEARTBEAT_M2P",
            "GET_PART_META_C2M": "GET_PART_META_M2C"}
 
 
-class _PeerProtocol(TubemqProtocol):
-    """The server's side of the machines; a request naming a method the spec does not know is
-    passed on (to be answered with an exception) instead of failing the whole read.
+def _pass_unknown_requests(error: ProtocolViolation | UnknownCommandError, frame: Frame) -> bool:
+    """The peer's violation policy: a request naming a method the spec does not know is passed
+    on (to be answered with an exception) instead of failing the whole read; anything else the
+    machines refuse fails it.
 
     Every other frame is decoded, checked and recorded by the generated ``receive_data``, and
     ``command(frame)`` gives the session that decoded command: a request's body is decoded once.
     """
-
-    def __init__(self) -> None:
-        super().__init__(server=True)
-
-    def _handle(self, frame: Frame) -> None:
-        try:
-            super()._handle(frame)
-        except UnknownCommandError:
-            if frame.content.request is None:
-                raise
+    if isinstance(error, UnknownCommandError) and frame.content.request is not None:
+        return True
+    raise error
 
 
 class _Session(Session[Frame]):
     """One accepted connection to the master or the broker."""
 
     def __init__(self, peer: EmbeddedTubeMQ, role: str) -> None:
-        self.protocol: _PeerProtocol
-        super().__init__(_PeerProtocol())
+        self.protocol: TubemqProtocol
+        super().__init__(TubemqProtocol(server=True, on_violation=_pass_unknown_requests))
         self.peer = peer
         self.role = role
 

@@ -23,11 +23,12 @@ import pytest
 
 from protoframe.clients.tubemq import Consumer, EmbeddedTubeMQ, Producer, TubeMQConnection
 from protoframe.generated.tubemq import broker_service as bs
-from protoframe.generated.tubemq import machines, rpc
+from protoframe.generated.tubemq import commands, rpc
 from protoframe.generated.tubemq import master_service as ms
 from protoframe.generated.tubemq.client import TubemqRequests
 from protoframe.generated.tubemq.frames import Frame, StreamDecoder
 from protoframe.generated.tubemq.machines import (
+    TubemqHooks,
     TubemqProtocol,
     command_of,
     frame_of_exception,
@@ -90,7 +91,7 @@ def decodes(monkeypatch: pytest.MonkeyPatch) -> Iterator[Decodes]:
             original = body.__dict__[name].__func__
             monkeypatch.setattr(body, name, classmethod(counted(body, original)))
     # The route tables took each body's decode when the module was imported.
-    for table in (machines._ROUTE_0, machines._ROUTE_1):
+    for table in (commands.ROUTE_0, commands.ROUTE_1):
         for value, (command, decode) in list(table.items()):
             cls = body_of.get(decode)
             if cls is not None:
@@ -193,9 +194,8 @@ class _Unused:
         raise AssertionError("nothing is sent here")
 
 
-class _Hooked(TubemqProtocol):
+class _Hooked(TubemqHooks):
     def __init__(self) -> None:
-        super().__init__()
         self.hooked: list[object] = []
 
     def on_register_m2p(self, body: ms.RegisterResponseM2P, frame: Frame) -> None:
@@ -203,7 +203,8 @@ class _Hooked(TubemqProtocol):
 
 
 def test_command_gives_back_what_receive_data_decoded(decodes: Decodes) -> None:
-    protocol = _Hooked()
+    hooks = _Hooked()
+    protocol = TubemqProtocol(hooks=hooks)
     requests = TubemqRequests(_Unused())
     first = frame_of_register_m2p(
         ms.RegisterResponseM2P(success=True, errCode=200, errMsg="", brokerCheckSum=1),
@@ -214,7 +215,7 @@ def test_command_gives_back_what_receive_data_decoded(decodes: Decodes) -> None:
     assert decodes.received == Counter({"RegisterResponseM2P": 1})
     name, body = protocol.command(received[0])
     assert name == "REGISTER_M2P"
-    assert body is protocol.hooked[0]  # the very object the machines and the hook were given
+    assert body is hooks.hooked[0]  # the very object the machines and the hook were given
     assert protocol.command(received[1])[0] == "EXCEPTION"
     assert not requests.handle_frame(received[0], protocol.command(received[0]))
     assert decodes.received == Counter({"RegisterResponseM2P": 1})

@@ -10,8 +10,19 @@ import pytest
 from protoframe.generated.pulsar import pulsar_api as pb
 from protoframe.generated.pulsar.client import PulsarRequests
 from protoframe.generated.pulsar.frames import Frame, Payload
-from protoframe.generated.pulsar.machines import ProtocolViolation, PulsarProtocol, command_of
-from protoframe.runtime.errors import ConnectionClosed, RequestFailed, RequestTimeout
+from protoframe.generated.pulsar.machines import (
+    ProtocolViolation,
+    PulsarHooks,
+    PulsarProtocol,
+    command_of,
+)
+from protoframe.runtime.errors import (
+    ConnectionClosed,
+    DecodeError,
+    RequestFailed,
+    RequestTimeout,
+    UnknownCommandError,
+)
 
 T = pb.BaseCommand.Type
 
@@ -20,11 +31,10 @@ def frame(kind: pb.BaseCommand.Type, **body: Any) -> Frame:
     return Frame(command=pb.BaseCommand(type_=kind, **body))
 
 
-class Recorder(PulsarProtocol):
-    """A protocol that records the hooks it gets."""
+class Recorder(PulsarHooks):
+    """Hooks that record what they get (two of them: a hook object has only those it needs)."""
 
-    def __init__(self, server: bool = False) -> None:
-        super().__init__(server=server)
+    def __init__(self) -> None:
         self.seen: list[str] = []
 
     def on_connected(self, body: pb.CommandConnected, frame: Frame) -> None:
@@ -32,6 +42,12 @@ class Recorder(PulsarProtocol):
 
     def on_send_receipt(self, body: pb.CommandSendReceipt, frame: Frame) -> None:
         self.seen.append(f"receipt {body.producer_id}/{body.sequence_id}")
+
+
+def recorded(server: bool = False) -> tuple[PulsarProtocol, list[str]]:
+    """A protocol using a ``Recorder``, and what the recorder has seen."""
+    hooks = Recorder()
+    return PulsarProtocol(server=server, hooks=hooks), hooks.seen
 
 
 def handshake(client: PulsarProtocol, server: PulsarProtocol) -> None:
@@ -42,11 +58,11 @@ def handshake(client: PulsarProtocol, server: PulsarProtocol) -> None:
 
 
 def test_handshake_moves_both_sides_and_calls_hooks() -> None:
-    client, server = Recorder(), Recorder(server=True)
+    (client, seen), (server, _) = recorded(), recorded(server=True)
     assert client.state("connection") == "idle"
     handshake(client, server)
     assert client.state("connection") == server.state("connection") == "connected"
-    assert client.seen == ["connected srv"]
+    assert seen == ["connected srv"]
 
 
 def test_command_before_connect_is_a_violation() -> None:
@@ -57,7 +73,7 @@ def test_command_before_connect_is_a_violation() -> None:
 
 
 def test_producer_lifecycle_and_violations() -> None:
-    client, server = Recorder(), Recorder(server=True)
+    (client, seen), (server, _) = recorded(), recorded(server=True)
     handshake(client, server)
     server.receive_data(client.send(frame(T.PRODUCER, producer=pb.CommandProducer(
         topic="persistent://a/b/c", producer_id=0, request_id=5))))
@@ -73,7 +89,7 @@ def test_producer_lifecycle_and_violations() -> None:
                                                                       sequence_id=0))))
     client.receive_data(server.send(frame(T.SEND_RECEIPT, send_receipt=pb.CommandSendReceipt(
         producer_id=0, sequence_id=0))))
-    assert client.seen[-1] == "receipt 0/0"
+    assert seen[-1] == "receipt 0/0"
     # A receipt for a producer that was never created is refused.
     stray = frame(T.SEND_RECEIPT, send_receipt=pb.CommandSendReceipt(producer_id=9,
                                                                      sequence_id=0))
@@ -104,6 +120,57 @@ def test_error_response_is_routed_to_the_requesting_consumer() -> None:
                                               response=pb.CommandLookupTopicResponse.LookupType
                                               .Redirect))))
     assert client.state("lookup", 1) == "redirected"
+
+
+# A frame whose command does not decode: the DecodeError a read raises after the frames before it.
+UNDECODABLE = b"\x00\x00\x00\x05\x00\x00\x00\x01\xff"
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_the_violation_policy_passed_in_decides_what_a_refused_frame_does(keep: bool) -> None:
+    refused: list[tuple[str, Frame]] = []
+
+    def policy(error: ProtocolViolation | UnknownCommandError, received: Frame) -> bool:
+        assert isinstance(error, ProtocolViolation)
+        refused.append((error.command, received))
+        return keep
+
+    hooks = Recorder()
+    client = PulsarProtocol(hooks=hooks, on_violation=policy)
+    client.send(frame(T.CONNECT, connect=pb.CommandConnect(client_version="t")))
+    stray = frame(T.SEND_RECEIPT, send_receipt=pb.CommandSendReceipt(producer_id=9,
+                                                                     sequence_id=0))
+    connected = frame(T.CONNECTED, connected=pb.CommandConnected(server_version="srv"))
+    received = client.receive_data(stray.encode() + connected.encode())
+    assert refused == [("SEND_RECEIPT", stray)]
+    # A kept frame is dispatched and returned as if allowed; a dropped one is neither, and
+    # the frames after it are still handled.
+    assert received == ([stray, connected] if keep else [connected])
+    assert hooks.seen == (["receipt 9/0", "connected srv"] if keep else ["connected srv"])
+    assert client.state("connection") == "connected"
+    # Frames decoded before a decode error go through the same policy.
+    ping = frame(T.PING, ping=pb.CommandPing())
+    with pytest.raises(DecodeError) as failed:
+        client.receive_data(stray.encode() + ping.encode() + UNDECODABLE)
+    assert failed.value.frames_before == ([stray, ping] if keep else [ping])
+    assert [name for name, _ in refused] == ["SEND_RECEIPT", "SEND_RECEIPT"]
+
+
+def test_without_a_policy_a_refused_frame_fails_the_read() -> None:
+    client = PulsarProtocol(hooks=Recorder())
+    client.send(frame(T.CONNECT, connect=pb.CommandConnect(client_version="t")))
+    stray = frame(T.SEND_RECEIPT, send_receipt=pb.CommandSendReceipt(producer_id=9,
+                                                                     sequence_id=0))
+    with pytest.raises(ProtocolViolation, match="producer 9: cannot receive SEND_RECEIPT"):
+        client.receive_data(stray.encode())
+
+
+def test_hooks_are_declared_for_type_checkers_only() -> None:
+    # A hook object has only the methods it defines; the protocol has none of its own.
+    assert [n for n in dir(PulsarHooks) if n.startswith("on_")] == []
+    assert [n for n in dir(PulsarProtocol) if n.startswith("on_")] == []
+    assert [n for n in dir(Recorder) if n.startswith("on_")] == ["on_connected",
+                                                                 "on_send_receipt"]
 
 
 class Broker:

@@ -25,6 +25,7 @@ from protoframe.generated.tubemq import broker_service as bs
 from protoframe.generated.tubemq import machines as m
 from protoframe.generated.tubemq import master_service as ms
 from protoframe.generated.tubemq.client import TubemqRequests
+from protoframe.generated.tubemq.commands import HOOKS
 from protoframe.generated.tubemq.frames import Frame, RpcContent, RpcRequest, StreamDecoder
 from protoframe.generated.tubemq.rpc import (
     RequestBody,
@@ -177,7 +178,7 @@ def test_round_trip_in_a_frame(name: str, build: Builder, cls: type, data: st.Da
 
 
 def test_every_routed_command_is_covered() -> None:
-    assert {c[0] for c in COMMANDS} == set(m._HOOKS)
+    assert {c[0] for c in COMMANDS} == set(HOOKS)
 
 
 # -- hand-written bytes -------------------------------------------------------------------------

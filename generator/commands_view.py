@@ -1,0 +1,176 @@
+"""The Python view of a spec's command table (``commands.py``).
+
+Every command is listed once, with its hook and what names it on the wire, and every request
+with the commands answering it; ``frames``, ``machines`` and ``client`` read their lookups from
+this module instead of each carrying its own copy of the list.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from protoframe.generator.frame_ir import FrameSpec, ProtoField, Request, SwitchField
+from protoframe.generator.pyview import docstring, q
+
+
+@dataclass
+class CommandsModuleView:
+    source: str
+    module_doc: str
+    hooks_class: str  # the generated hooks Protocol (in machines.py) the hook names refer to
+    # The columns of a row besides name and hook, as (attribute, annotation, comment).
+    columns: list[tuple[str, str, str]]
+    rows: list[str]  # CommandDef(...) expressions
+    # Lookups built from the rows at import, as (name, annotation, expression, comment).
+    lookups: list[tuple[str, str, str, str]]
+    interactions: list[str]
+    local_imports: list[str] = field(default_factory=list)
+    prelude: list[str] = field(default_factory=list)  # aliases the rows use
+    routed: bool = False  # rows carry body decoders (Callable, Any)
+
+
+def snake(name: str) -> str:
+    if name == name.upper():  # already UPPER_SNAKE: a digit before a capital is no boundary
+        return name.lower()
+    s = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name)
+    return s.lower()
+
+
+def hook_name(command: str) -> str:
+    """The hooks method a received ``command`` is dispatched to."""
+    return "on_" + snake(command)
+
+
+def protocol_title(spec: FrameSpec) -> str:
+    return "".join(p.capitalize() for p in re.split(r"[_\W]+", spec.protocol) if p)
+
+
+def has_commands_module(spec: FrameSpec) -> bool:
+    """Whether the spec has commands to list (frames of an envelope read its body fields)."""
+    return bool(spec.machines or spec.requests or spec.routes or spec.commands
+                or any(isinstance(f, ProtoField) and f.dispatch_on is not None
+                       for f in spec.frame.fields))
+
+
+def build_commands_module(spec: FrameSpec) -> CommandsModuleView:
+    title = protocol_title(spec)
+    columns: list[tuple[str, str, str]] = []
+    rows: list[str] = []
+    lookups: list[tuple[str, str, str, str]] = []
+    imports: list[str] = []
+    prelude: list[str] = []
+    envelope = next((f for f in spec.frame.fields
+                     if isinstance(f, ProtoField) and f.dispatch_on is not None), None)
+    switch = next((f for f in spec.frame.fields if isinstance(f, SwitchField)), None)
+    if envelope is not None and envelope.dispatch_on is not None and envelope.message is not None \
+            and not spec.routes:
+        enum = envelope.dispatch_on.type.enum
+        assert enum is not None
+        module = spec.proto_modules[enum.full_name]
+        enum_ref = f"{module}.{enum.py_path}"
+        imports.append(f"from . import {module}")
+        prelude.append(f"_Type = {enum_ref}")
+        selector = envelope.dispatch_on.py_name
+        envelope_name = envelope.message.proto_name
+        columns = [
+            (selector, enum_ref,
+             f"the {envelope_name}.{envelope.dispatch_on.proto_name} value naming it"),
+            ("body", "str", f"the {envelope_name} field holding its body"),
+        ]
+        rows = [f"CommandDef({q(c.name)}, {q(hook_name(c.name))}, _Type.{c.enum_member}, "
+                f"{q(c.field.py_name)})" for c in envelope.commands]
+        lookups = [
+            ("BY_TYPE", f"dict[{enum_ref}, tuple[str, str]]",
+             f"{{c.{selector}: (c.name, c.body) for c in COMMANDS}}",
+             "Name and body field by type: how machines.command_of names a frame's command."),
+            ("BODY_FIELDS", f"dict[{enum_ref}, str]",
+             f"{{c.{selector}: c.body for c in COMMANDS}}",
+             "Body field by type: how frames checks (and the compiled codec finds) a body."),
+        ]
+    elif switch is not None and not spec.routes:
+        imports.append("from . import frames")
+        columns = [("bodies", "tuple[type, ...]", "the frame body classes carrying it")]
+        for c in switch.cases:
+            bodies = ", ".join(f"frames.{s.name}" for s in c.structs)
+            if len(c.structs) == 1:
+                bodies += ","
+            rows.append(f"CommandDef({q(c.name)}, {q(hook_name(c.name))}, ({bodies}))")
+        lookups = [("BY_BODY", "dict[type, str]",
+                    "{body: c.name for c in COMMANDS for body in c.bodies}",
+                    "Command by body class: how machines.command_of names a frame's command.")]
+    elif spec.routes:
+        columns, rows, lookups, modules = _routed(spec)
+        if modules:
+            imports.append(f"from . import {', '.join(sorted(modules))}")
+    else:
+        rows = [f"CommandDef({q(name)}, {q(hook_name(name))})" for name in spec.commands]
+    lookups.append(("HOOKS", "dict[str, str]", "{c.name: c.hook for c in COMMANDS}",
+                    f"Hook by command: what a {title}Protocol dispatches a received one to."))
+    return CommandsModuleView(
+        source=spec.path,
+        module_doc=docstring(
+            f"The commands of the {spec.protocol} protocol, generated from {spec.path}.\n\n"
+            "Each command is listed once (``COMMANDS``), with the hook a received one is "
+            "dispatched to and what names it on the wire, and each request once "
+            "(``INTERACTIONS``), with the commands answering it; frames, machines and client "
+            "read their lookups from here.", ""),
+        hooks_class=f"{title}Hooks",
+        columns=columns,
+        rows=rows,
+        lookups=lookups,
+        interactions=[_interaction(r) for r in spec.requests],
+        local_imports=imports,
+        prelude=prelude,
+        routed=bool(spec.routes),
+    )
+
+
+def route_table(index: int) -> str:
+    """The lookup of ``commands.py`` from the value naming a command on route ``index``."""
+    return f"ROUTE_{index}"
+
+
+def _routed(spec: FrameSpec) -> tuple[list[tuple[str, str, str]], list[str],
+                                      list[tuple[str, str, str, str]], set[str]]:
+    """Columns, rows and lookups of commands named by routes (``commands:``), and the protobuf
+    modules their decoders come from."""
+    columns = [
+        ("route", "int", "the spec's route naming it (machines._route_<n>)"),
+        ("value", "int | None", "the value naming it there; None: the route's only one"),
+        ("decode", "Callable[[bytes], Any] | None", "its serialized body's decoder, if any"),
+    ]
+    rows: list[str] = []
+    lookups: list[tuple[str, str, str, str]] = []
+    modules: set[str] = set()
+    for route in spec.routes:
+        for cmd in route.commands:
+            decode = "None"
+            if route.payload is not None and cmd.message is not None:
+                module = spec.proto_modules[cmd.message.full_name]
+                modules.add(module)
+                decode = f"{module}.{cmd.message.py_path}.decode"
+            rows.append(f"CommandDef({q(cmd.name)}, {q(hook_name(cmd.name))}, {route.index}, "
+                        f"{cmd.value}, {decode})")
+        if route.on is None:
+            continue
+        where = f"{route.part.text}.{route.on.text}"
+        if route.payload is not None:
+            lookups.append((
+                route_table(route.index), "dict[int, tuple[str, Callable[[bytes], Any]]]",
+                f"{{\n    c.value: (c.name, c.decode)\n    for c in COMMANDS\n    if c.route == "
+                f"{route.index} and c.value is not None and c.decode is not None\n}}",
+                f"Name and body decoder by {where}: how machines names such a frame's command."))
+        else:
+            lookups.append((
+                route_table(route.index), "dict[int, str]",
+                f"{{\n    c.value: c.name for c in COMMANDS if c.route == {route.index} and "
+                "c.value is not None\n}",
+                f"Name by {where}: how machines names such a frame's command."))
+    return columns, rows, lookups, modules
+
+
+def _interaction(r: Request) -> str:
+    answers = ", ".join(q(n) for n in [r.response, *r.errors])
+    correlate = "".join(q(c) + ", " for c in r.correlate)
+    return f"Interaction({q(r.request)}, frozenset({{{answers}}}), ({correlate}))"

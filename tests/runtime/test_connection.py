@@ -290,6 +290,9 @@ class RawProtocol:
     def send(self, f: Frame) -> bytes:
         return f.encode()
 
+    def command(self, f: Frame) -> tuple[str, Any]:
+        return command_of(f)
+
 
 def message_frame(entry: int, data: bytes) -> bytes:
     meta = pb.MessageMetadata(producer_name="p", sequence_id=entry, publish_time=1)
@@ -349,6 +352,58 @@ def test_garbage_closes_the_connection() -> None:
         with pytest.raises(ConnectionClosed):
             await task
         assert conn.closed is not None
+        await server.stop()
+
+    run(scenario)
+
+
+def test_endpoint_offers_frames_to_before_requests_first_and_corrupt_ones_to_its_hook() -> None:
+    async def scenario() -> None:
+        server = await FakeServer().start()
+        seen: list[str] = []
+        taken: list[int] = []
+        corrupt: list[int] = []
+        listened: list[str] = []
+        take = {"MESSAGE"}
+
+        def before(f: Frame) -> bool:
+            name = command_of(f)[0]
+            seen.append(name)
+            if name not in take:
+                return False
+            if f.command.message is not None:
+                taken.append(f.command.message.message_id.entryId)
+            return True
+
+        def on_corrupt(f: Frame, exc: ChecksumFailure) -> None:
+            assert f.command.message is not None
+            corrupt.append(f.command.message.message_id.entryId)
+
+        endpoint = Endpoint(RawProtocol(), lambda c: PulsarRequests(c, timeout=2.0),
+                            before_requests=before, on_corrupt_frame=on_corrupt)
+        endpoint.add_listener(lambda f: listened.append(command_of(f)[0]))
+        await endpoint.connect("127.0.0.1", server.port)
+        # An answer the hook leaves goes on to its request, not to the listeners.
+        await endpoint.requests.connect("test", protocol_version=21)
+        assert seen == ["CONNECTED"] and listened == []
+        peer = server.peers[0]
+        bad = bytearray(message_frame(2, b"two"))
+        bad[-1] ^= 0xFF
+        peer.write_raw(message_frame(1, b"one") + bytes(bad) + message_frame(3, b"three")
+                       + frame(T.PONG, pong=pb.CommandPong()).encode())
+        for _ in range(100):
+            if listened:
+                break
+            await asyncio.sleep(0.01)
+        assert taken == [1, 3] and corrupt == [2]
+        assert listened == ["PONG"]  # neither taken nor an answer
+        # The hook runs before the requests: an answer it takes never reaches its request.
+        take.add("LOOKUP_RESPONSE")
+        with pytest.raises(RequestTimeout):
+            await endpoint.requests.lookup_topic("t", timeout=0.3)
+        assert seen[-1] == "LOOKUP_RESPONSE" and endpoint.is_open
+        endpoint.close()
+        await endpoint.wait_closed()
         await server.stop()
 
     run(scenario)

@@ -7,10 +7,10 @@ and the requests failing when it ends. On top it keeps the producers and consume
 connection; any number of them share one connection, their commands interleave.
 
 Received frames that are not answers are dispatched on their command type before any request is
-looked up (the endpoint's ``before_requests``): MESSAGE to its consumer, SEND_RECEIPT/SEND_ERROR
-to its producer, CLOSE_PRODUCER/CLOSE_CONSUMER to the producer/consumer the broker closes;
-everything else goes to the requests. A MESSAGE whose checksum fails goes to its consumer too
-(the endpoint's ``on_corrupt_frame``).
+looked up (the endpoint's ``route``): MESSAGE to its consumer, SEND_RECEIPT/SEND_ERROR to its
+producer, CLOSE_PRODUCER/CLOSE_CONSUMER to the producer/consumer the broker closes; everything
+else goes on to the endpoint's ``dispatch`` and the requests. A MESSAGE whose checksum fails
+goes to its consumer too (the endpoint's ``on_corrupt_frame``).
 """
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ class ClientConnection:
             self.protocol, lambda c: PulsarRequests(c, timeout=options.operation_timeout),
             keepalive=PingPong(PulsarKeepalive(), interval) if interval else None,
             name=physical if logical == physical else f"{logical} via {physical}",
-            before_requests=self._dispatch_first, on_corrupt_frame=self._on_corrupt_frame)
+            route=self._on_frame, on_corrupt_frame=self._on_corrupt_frame)
         self.conn: Connection[Frame] = self.endpoint.connection
         self.requests = self.endpoint.requests
         self.producers: dict[int, ProducerEvents] = {}
@@ -238,14 +238,14 @@ class ClientConnection:
 
     # ---- dispatch ----------------------------------------------------------------------------
 
-    def _dispatch_first(self, frame: Frame) -> bool:
+    def _on_frame(self, frame: Frame) -> None:
         # A list indexed by the type's number: hashing an enum member costs a Python call.
         kind = frame.command.type_
         handler = self._by_number[kind] if kind < len(self._by_number) else None
-        if handler is None:
-            return False
-        handler(frame)
-        return True
+        if handler is not None:
+            handler(frame)
+        else:
+            self.endpoint.dispatch(frame)
 
     def _on_message(self, frame: Frame) -> None:
         body = frame.command.message

@@ -357,7 +357,7 @@ def test_garbage_closes_the_connection() -> None:
     run(scenario)
 
 
-def test_endpoint_offers_frames_to_before_requests_first_and_corrupt_ones_to_its_hook() -> None:
+def test_endpoint_offers_frames_to_its_route_first_and_corrupt_ones_to_its_hook() -> None:
     async def scenario() -> None:
         server = await FakeServer().start()
         seen: list[str] = []
@@ -366,24 +366,23 @@ def test_endpoint_offers_frames_to_before_requests_first_and_corrupt_ones_to_its
         listened: list[str] = []
         take = {"MESSAGE"}
 
-        def before(f: Frame) -> bool:
+        def route(f: Frame) -> None:
             name = command_of(f)[0]
             seen.append(name)
             if name not in take:
-                return False
-            if f.command.message is not None:
+                endpoint.dispatch(f)
+            elif f.command.message is not None:
                 taken.append(f.command.message.message_id.entryId)
-            return True
 
         def on_corrupt(f: Frame, exc: ChecksumFailure) -> None:
             assert f.command.message is not None
             corrupt.append(f.command.message.message_id.entryId)
 
         endpoint = Endpoint(RawProtocol(), lambda c: PulsarRequests(c, timeout=2.0),
-                            before_requests=before, on_corrupt_frame=on_corrupt)
+                            route=route, on_corrupt_frame=on_corrupt)
         endpoint.add_listener(lambda f: listened.append(command_of(f)[0]))
         await endpoint.connect("127.0.0.1", server.port)
-        # An answer the hook leaves goes on to its request, not to the listeners.
+        # An answer the route hands on goes to its request, not to the listeners.
         await endpoint.requests.connect("test", protocol_version=21)
         assert seen == ["CONNECTED"] and listened == []
         peer = server.peers[0]
@@ -397,7 +396,7 @@ def test_endpoint_offers_frames_to_before_requests_first_and_corrupt_ones_to_its
             await asyncio.sleep(0.01)
         assert taken == [1, 3] and corrupt == [2]
         assert listened == ["PONG"]  # neither taken nor an answer
-        # The hook runs before the requests: an answer it takes never reaches its request.
+        # The route runs before the requests: an answer it keeps never reaches its request.
         take.add("LOOKUP_RESPONSE")
         with pytest.raises(RequestTimeout):
             await endpoint.requests.lookup_topic("t", timeout=0.3)

@@ -22,6 +22,7 @@ from protoframe.runtime.errors import ChecksumFailure, ConnectionClosed, Request
 from protoframe.runtime.io.backoff import Backoff
 from protoframe.runtime.io.connection import Connection, open_connection
 from protoframe.runtime.io.endpoint import Endpoint
+from protoframe.runtime.io.keepalive import IdlePing, KeepalivePolicy, PingPong, PingWhenQuiet
 from protoframe.runtime.io.pool import ConnectionPool
 from protoframe.runtime.io.tls import make_ssl_context
 
@@ -270,6 +271,56 @@ def test_keepalive_pings_and_closes_a_silent_connection() -> None:
         assert conn.closed is not None and "nothing received" in str(conn.closed)
         with pytest.raises(ConnectionClosed):
             await task
+        await server.stop()
+
+    run(scenario)
+
+
+class TakesPongs(KeepalivePolicy[Frame]):
+    """A policy of a test's own: overrides ``received`` and leaves ``may_take`` as it is."""
+
+    def __init__(self) -> None:
+        super().__init__(30.0)
+        self.seen: list[str] = []
+
+    def received(self, frame: Frame) -> bool:
+        self.seen.append(command_of(frame)[0])
+        return frame.command.type_ is T.PONG
+
+    def tick(self, connection: Any, now: float) -> None:
+        pass
+
+
+def test_only_the_frames_a_policy_may_take_reach_it() -> None:
+    # Ping-answering policies are asked about pings only, policies that take nothing are not
+    # asked at all: the per-frame cost on a busy connection (python -m bench client).
+    may_take = PingPong(Keepalive(), 30).may_take
+    assert may_take is not None
+    assert may_take(frame(T.PING, ping=pb.CommandPing()))
+    assert not may_take(frame(T.PONG, pong=pb.CommandPong()))
+    assert PingWhenQuiet(Keepalive().ping, 30).may_take is None
+    assert IdlePing(Keepalive().ping, 30).may_take is None
+
+    async def scenario() -> None:
+        server = await FakeServer().start()
+        policy = TakesPongs()
+        got: list[str] = []
+        conn: Connection[Frame] = await open_connection(
+            "127.0.0.1", server.port, RawProtocol(), lambda f: got.append(command_of(f)[0]),
+            keepalive=policy)
+        for _ in range(100):
+            if server.peers:
+                break
+            await asyncio.sleep(0.01)
+        server.peers[0].write_raw(frame(T.PONG, pong=pb.CommandPong()).encode()
+                                  + message_frame(1, b"one"))
+        for _ in range(100):
+            if got:
+                break
+            await asyncio.sleep(0.01)
+        # A policy overriding ``received`` sees every frame; the one it takes goes no further.
+        assert policy.seen == ["PONG", "MESSAGE"] and got == ["MESSAGE"]
+        conn.close()
         await server.stop()
 
     run(scenario)

@@ -1,15 +1,17 @@
 """One client connection to a Pulsar broker: handshake, dispatch and shared use.
 
-``ClientConnection`` owns a ``runtime.io.connection.Connection`` driving the generated
-``PulsarProtocol`` (``client_protocol()``: it checks every frame against the spec's state
-machines, and drops the frames they refuse), the
-generated ``PulsarRequests`` for request/response commands, and the producers and consumers
-that use the connection; any number of them share one connection, their commands interleave.
+``ClientConnection`` owns a ``runtime.io.endpoint.Endpoint``: the connection driving the
+generated ``PulsarProtocol`` (``client_protocol()``: it checks every frame against the spec's
+state machines, and drops the frames they refuse), the generated ``PulsarRequests`` for
+request/response commands on it, and the requests failing when it ends. On top it keeps the
+producers and consumers that use the connection; any number of them share one connection, their
+commands interleave.
 
-Received frames are dispatched on their command type without going through the generic
-request table where they are not answers: MESSAGE to its consumer, SEND_RECEIPT/SEND_ERROR to
-its producer, CLOSE_PRODUCER/CLOSE_CONSUMER to the producer/consumer the broker closes;
-everything else is offered to ``PulsarRequests.handle_frame``.
+Received frames that are not answers are dispatched on their command type before any request is
+looked up (the endpoint's ``route``): MESSAGE to its consumer, SEND_RECEIPT/SEND_ERROR to its
+producer, CLOSE_PRODUCER/CLOSE_CONSUMER to the producer/consumer the broker closes; everything
+else goes on to the endpoint's ``dispatch`` and the requests. A MESSAGE whose checksum fails
+goes to its consumer too (the endpoint's ``on_corrupt_frame``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from protoframe.generated.pulsar.machines import ProtocolViolation, PulsarProtoc
 from protoframe.runtime.errors import ChecksumFailure, ConnectionClosed, UnknownCommandError
 from protoframe.runtime.io.auth import Authentication
 from protoframe.runtime.io.connection import Connection
+from protoframe.runtime.io.endpoint import Endpoint
+from protoframe.runtime.io.keepalive import PingPong
 
 __all__ = ["ClientConnection", "ConsumerEvents", "ProducerEvents", "PulsarKeepalive",
            "CLIENT_VERSION", "PROTOCOL_VERSION", "client_protocol", "drop_refused"]
@@ -129,17 +133,20 @@ class ClientConnection:
         self.logical = logical
         self.physical = physical
         self.protocol = client_protocol()
-        self.conn: Connection[Frame] = Connection(
-            self.protocol, self._on_frame, on_corrupt_frame=self._on_corrupt_frame,
-            keepalive=PulsarKeepalive(), keepalive_interval=options.keepalive_interval,
-            name=physical if logical == physical else f"{logical} via {physical}")
-        self.requests = PulsarRequests(self.conn, timeout=options.operation_timeout)
+        interval = options.keepalive_interval
+        self.endpoint = Endpoint(
+            self.protocol, lambda c: PulsarRequests(c, timeout=options.operation_timeout),
+            keepalive=PingPong(PulsarKeepalive(), interval) if interval else None,
+            name=physical if logical == physical else f"{logical} via {physical}",
+            route=self._on_frame, on_corrupt_frame=self._on_corrupt_frame)
+        self.conn: Connection[Frame] = self.endpoint.connection
+        self.requests = self.endpoint.requests
         self.producers: dict[int, ProducerEvents] = {}
         self.consumers: dict[int, ConsumerEvents] = {}
         self.max_message_size = 5 * 1024 * 1024
         self.server_version = ""
         self.protocol_version = 0
-        self.conn.on_close(self._closed)
+        self.endpoint.on_close(self._closed)
         self._close_listeners: list[Callable[[ClientConnection, ConnectionClosed], None]] = []
         self._dispatch: dict[pb.BaseCommand.Type, Callable[[Frame], None]] = {
             T.MESSAGE: self._on_message,
@@ -171,8 +178,8 @@ class ClientConnection:
         context = self.options.ssl_context() if tls else None
         if tls and context is None:
             raise ConnectionClosed(f"{self.physical}: TLS address but no TLS configuration")
-        await self.conn.connect(host, port, ssl_context=context,
-                                timeout=self.options.connection_timeout)
+        await self.endpoint.connect(host, port, ssl_context=context,
+                                    timeout=self.options.connection_timeout)
         auth = self.options.authentication
         proxy_to = None
         if self.logical != self.physical:
@@ -189,7 +196,7 @@ class ClientConnection:
                 timeout=self.options.operation_timeout,
             )
         except BaseException:
-            self.conn.abort()
+            self.endpoint.abort()
             raise
         self.server_version = connected.server_version
         self.protocol_version = connected.protocol_version
@@ -201,10 +208,10 @@ class ClientConnection:
         self._close_listeners.append(listener)
 
     def close(self) -> None:
-        self.conn.close()
+        self.endpoint.close()
 
     def _closed(self, exc: ConnectionClosed) -> None:
-        self.requests.connection_lost(exc)
+        # The endpoint has failed the waiting requests already (its close listener is first).
         producers, self.producers = list(self.producers.values()), {}
         consumers, self.consumers = list(self.consumers.values()), {}
         for producer in producers:
@@ -230,8 +237,8 @@ class ClientConnection:
         handler = self._by_number[kind] if kind < len(self._by_number) else None
         if handler is not None:
             handler(frame)
-        elif not self.requests.handle_frame(frame):
-            log.debug("%r: unexpected %s", self, frame.command.type_.name)
+        else:
+            self.endpoint.dispatch(frame)
 
     def _on_message(self, frame: Frame) -> None:
         body = frame.command.message

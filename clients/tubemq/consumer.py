@@ -38,7 +38,7 @@ from typing import Literal
 
 from protoframe.clients.tubemq._common import Heartbeat, log, new_client_id
 from protoframe.clients.tubemq.connection import DEFAULT_TIMEOUT, TubeMQConnection
-from protoframe.clients.tubemq.errors import NOT_FOUND, NOT_REGISTERED, ServerError, TubeMQError
+from protoframe.clients.tubemq.errors import NOT_REGISTERED, ServerError, TubeMQError
 from protoframe.clients.tubemq.partition import (
     OP_REGISTER,
     OP_UNREGISTER,
@@ -56,8 +56,6 @@ from protoframe.clients.tubemq.rebalance import (
     parse_subscribe_info,
 )
 from protoframe.generated.tubemq.broker_service import (
-    CommitOffsetRequestC2B,
-    GetMessageRequestC2B,
     HeartBeatRequestC2B,
     RegisterRequestC2B,
 )
@@ -454,26 +452,7 @@ class Consumer:
         Until they are committed the partition stays with this consumer: a rebalance taking
         it away waits (up to ``release_timeout``) for ``commit``.
         """
-        part = self._partition(partition)
-        conn = part.conn
-        part.idle.clear()
-        try:
-            answer = await conn.checked("GET_MESSAGE_C2B", conn.requests.get_message_from_broker(
-                GetMessageRequestC2B(clientId=self.client_id, partitionId=part.partition,
-                                     groupName=self.group, topicName=self.topic,
-                                     lastPackConsumed=True, manualCommitOffset=True)))
-        except ServerError as exc:
-            part.idle.set()
-            if exc.err_code == NOT_FOUND:
-                return []
-            raise
-        except BaseException:
-            part.idle.set()
-            raise
-        if not answer.messages:
-            part.idle.set()
-        return [Message(part.partition, m.messageId, m.payLoadData, m.flag, m.checkSum)
-                for m in answer.messages]
+        return await self._partition(partition).fetch(self.client_id, self.group, self.topic)
 
     async def commit(self, partition: int) -> int:
         """Commit what was fetched from ``partition``; return the committed offset.
@@ -486,16 +465,7 @@ class Consumer:
         if part is None:
             raise TubeMQError(f"{self.topic}: partition {partition} is not assigned to "
                               f"{self.client_id}")
-        conn = part.conn
-        try:
-            answer = await conn.checked("COMMIT_OFFSET_C2B",
-                                        conn.requests.commit_offset_to_broker(
-                CommitOffsetRequestC2B(clientId=self.client_id, topicName=self.topic,
-                                       partitionId=part.partition, groupName=self.group,
-                                       lastPackConsumed=True)))
-        finally:
-            part.idle.set()
-        return answer.currOffset
+        return await part.commit(self.client_id, self.group, self.topic)
 
     async def close(self) -> None:
         """Release every partition, leave the group, close the connections (once)."""

@@ -1,4 +1,5 @@
-"""What a TubeMQ consumer hands out and keeps: messages, rebalance records, held partitions."""
+"""What a TubeMQ consumer hands out and keeps: messages, rebalance records, held partitions
+(and a held partition's fetches and commits at its broker)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ import asyncio
 from dataclasses import dataclass, field
 
 from protoframe.clients.tubemq.connection import TubeMQConnection
+from protoframe.clients.tubemq.errors import NOT_FOUND, ServerError
 from protoframe.clients.tubemq.rebalance import EventType
 from protoframe.clients.tubemq.topics import BrokerInfo
+from protoframe.generated.tubemq.broker_service import CommitOffsetRequestC2B, GetMessageRequestC2B
 
 __all__ = ["OP_REGISTER", "OP_UNREGISTER", "HeldPartition", "Message", "Rebalance"]
 
@@ -57,3 +60,39 @@ class HeldPartition:
     releasing: bool = False  # a DISCONNECT is under way: no new fetches
     # Cleared from a fetch until its batch is committed (or the fetch found nothing).
     idle: asyncio.Event = field(default_factory=_idle_event)
+
+    async def fetch(self, client_id: str, group: str, topic: str) -> list[Message]:
+        """The next messages (GET_MESSAGE_C2B); [] when none wait. Until ``commit`` the
+        partition is not idle (a release waits for it)."""
+        conn = self.conn
+        self.idle.clear()
+        try:
+            answer = await conn.checked("GET_MESSAGE_C2B", conn.requests.get_message_from_broker(
+                GetMessageRequestC2B(clientId=client_id, partitionId=self.partition,
+                                     groupName=group, topicName=topic,
+                                     lastPackConsumed=True, manualCommitOffset=True)))
+        except ServerError as exc:
+            self.idle.set()
+            if exc.err_code == NOT_FOUND:
+                return []
+            raise
+        except BaseException:
+            self.idle.set()
+            raise
+        if not answer.messages:
+            self.idle.set()
+        return [Message(self.partition, m.messageId, m.payLoadData, m.flag, m.checkSum)
+                for m in answer.messages]
+
+    async def commit(self, client_id: str, group: str, topic: str) -> int:
+        """Commit what was fetched (COMMIT_OFFSET_C2B); return the committed offset."""
+        conn = self.conn
+        try:
+            answer = await conn.checked("COMMIT_OFFSET_C2B",
+                                        conn.requests.commit_offset_to_broker(
+                CommitOffsetRequestC2B(clientId=client_id, topicName=topic,
+                                       partitionId=self.partition, groupName=group,
+                                       lastPackConsumed=True)))
+        finally:
+            self.idle.set()
+        return answer.currOffset

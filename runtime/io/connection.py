@@ -206,11 +206,15 @@ class Connection(asyncio.Protocol, Generic[F]):
 
     def _dispatch(self, frames: Sequence[F]) -> None:
         keepalive = self.keepalive
+        # Only the frames the policy's quick test picks reach ``received``: one call per frame
+        # for a ping-answering policy, none for the others (``python -m bench client``).
+        may_take = keepalive.may_take if keepalive is not None else None
+        take = keepalive.received if keepalive is not None else None
         on_frame = self.on_frame
         for frame in frames:
             if self._closed is not None:
                 return
-            if keepalive is not None and keepalive.received(frame):
+            if may_take is not None and may_take(frame) and take is not None and take(frame):
                 continue
             try:
                 on_frame(frame)

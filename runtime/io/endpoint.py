@@ -7,6 +7,14 @@ connection ends, and each received frame offered to the requests first and to th
 listeners when it answers none. ``Endpoint`` does them once. It hands the requests the command
 the protocol's machines decoded already (``protocol.command(frame)``), so no body is decoded
 twice; a frame whose body cannot be read closes the connection.
+
+Two hooks let a client keep its own paths without rewiring the rest. ``route`` gets every frame
+before the requests do; it handles the frames it routes itself and hands the others on to
+``Endpoint.dispatch``: a client whose busiest frames answer no request (messages pushed to a
+consumer, receipts of sends) sends them where they go without a request lookup, and without a
+call layer of the endpoint's in front (``python -m bench client``: the Pulsar client's MESSAGE
+and SEND_RECEIPT frames). ``on_corrupt_frame`` gets a frame whose checksum failed (the
+connection reads on after it), for a client that tells its owner which message was lost.
 """
 
 from __future__ import annotations
@@ -16,7 +24,7 @@ import ssl
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
-from protoframe.runtime.errors import ConnectionClosed, DecodeError
+from protoframe.runtime.errors import ChecksumFailure, ConnectionClosed, DecodeError
 from protoframe.runtime.io.connection import Connection, FrameProtocol
 from protoframe.runtime.io.keepalive import KeepalivePolicy
 
@@ -46,15 +54,22 @@ class Requests(Protocol[F_contra]):
 class Endpoint(Generic[F, R]):
     """``connection`` driving ``protocol``, and ``requests = make_requests(connection)`` on it.
 
-    Frames no request waits for (and that the keepalive policy did not take) go to the
-    listeners added with ``add_listener``, in order; with none, they are logged and dropped.
+    Each received frame the keepalive policy did not take goes to ``route`` when there is one,
+    which passes the frames it does not take to ``dispatch``; ``dispatch`` offers a frame to the
+    requests, and the frames no request waits for go to the listeners added with
+    ``add_listener``, in order; with none, they are logged and dropped. A frame whose checksum
+    failed goes to ``on_corrupt_frame`` (logged and dropped without one).
     """
 
     def __init__(self, protocol: CommandProtocol[F], make_requests: Callable[[Connection[F]], R],
-                 *, keepalive: KeepalivePolicy[F] | None = None, name: str = "") -> None:
+                 *, keepalive: KeepalivePolicy[F] | None = None, name: str = "",
+                 route: Callable[[F], None] | None = None,
+                 on_corrupt_frame: Callable[[F, ChecksumFailure], None] | None = None) -> None:
         self.protocol = protocol
         self.connection: Connection[F] = Connection(
-            protocol, self._on_frame, keepalive=keepalive, keepalive_interval=None, name=name)
+            protocol, route if route is not None else self.dispatch,
+            on_corrupt_frame=on_corrupt_frame, keepalive=keepalive, keepalive_interval=None,
+            name=name)
         self.requests: R = make_requests(self.connection)
         self.connection.on_close(self.requests.connection_lost)
         self._listeners: list[Callable[[F], None]] = []
@@ -108,7 +123,8 @@ class Endpoint(Generic[F, R]):
     async def wait_closed(self) -> None:
         await self.connection.wait_closed()
 
-    def _on_frame(self, frame: F) -> None:
+    def dispatch(self, frame: F) -> None:
+        """Offer ``frame`` to the requests, then to the listeners (what ``route`` hands on)."""
         try:
             answered = self.requests.handle_frame(frame, self.protocol.command(frame))
         except DecodeError as exc:

@@ -2,8 +2,8 @@
 
 A policy is made for one connection (``Connection`` and ``Endpoint`` take one, ``serve`` a
 factory making one a connection): the connection calls ``start`` once it is connected,
-``received`` with every frame (a True answer means the policy consumed it) and ``stop`` when
-it ends. The policies differ in what they send and when they give up:
+``received`` with every frame ``may_take`` picks (a True answer means the policy consumed it)
+and ``stop`` when it ends. The policies differ in what they send and when they give up:
 
 * ``PingPong``: both sides ping and answer pings; a ping goes out every ``interval`` seconds
   and the connection is closed when nothing at all arrived for twice that long.
@@ -76,6 +76,11 @@ class KeepalivePolicy(ABC, Generic[F]):
         self.on_expired = on_expired
         self.connection: Connection[F] | None = None
         self._handle: asyncio.TimerHandle | None = None
+        # The test a connection runs on each received frame: only those it says yes to go to
+        # ``received``. None: the policy takes no frames, and is not asked; a policy that
+        # overrides ``received`` sees every frame unless it narrows this.
+        self.may_take: Callable[[F], bool] | None = (
+            None if type(self).received is KeepalivePolicy.received else _every_frame)
 
     def start(self, connection: Connection[F]) -> None:
         """Begin timing ``connection`` (called when it is connected)."""
@@ -130,6 +135,7 @@ class PingPong(KeepalivePolicy[F]):
     def __init__(self, hooks: KeepaliveHooks[F], interval: float) -> None:
         super().__init__(interval)
         self.hooks = hooks
+        self.may_take = hooks.is_ping
 
     def received(self, frame: F) -> bool:
         if not self.hooks.is_ping(frame):
@@ -145,6 +151,10 @@ class PingPong(KeepalivePolicy[F]):
                                     f"(keepalive interval {self.interval} s)")
             return
         self._send(connection, self.hooks.ping())
+
+
+def _every_frame(frame: object) -> bool:
+    return True
 
 
 class PingWhenQuiet(KeepalivePolicy[F]):

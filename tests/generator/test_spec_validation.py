@@ -17,7 +17,7 @@ import pytest
 from protoframe.generator.build import load_frame_specs
 from protoframe.generator.errors import SpecError, SpecErrors
 from protoframe.generator.proto_model import load_protocol
-from tests.generator.test_spec_errors import (
+from tests.generator.spec_cases import (
     BAD_SPECS,
     CASES,
     GOOD_SPEC,

@@ -33,9 +33,9 @@ from protoframe.runtime.codec.capture import (  # noqa: E402
     split_offsets,
     write_records,
 )
-from tests.runtime.test_capture import _pulsar_frames  # noqa: E402
-from tests.runtime.test_spark_rows import DEMO_YAML  # noqa: E402
 from tests.support.generate import import_generated  # noqa: E402
+from tests.support.pulsar_frames import sample_wire_frames  # noqa: E402
+from tests.support.spark_rows import DEMO_YAML  # noqa: E402
 
 
 def _raw_batch(records: list[CaptureRecord]) -> pa.RecordBatch:
@@ -48,7 +48,7 @@ def _raw_batch(records: list[CaptureRecord]) -> pa.RecordBatch:
 
 
 def test_decode_batches_pulsar() -> None:
-    wire = _pulsar_frames()
+    wire = sample_wire_frames()
     corrupt = bytearray(wire[1])
     corrupt[-1] ^= 0xFF  # the payload no longer matches its crc32c
     records = [CaptureRecord(i, Direction(i % 2), 3, f) for i, f in
@@ -98,7 +98,7 @@ def test_decode_batches_rejects_what_it_cannot_decode_with() -> None:
 
 
 def test_decode_parts_reads_and_decodes_file_ranges(tmp_path: Path) -> None:
-    wire = _pulsar_frames()
+    wire = sample_wire_frames()
     records = [CaptureRecord(i, Direction(i % 2), 1 + i % 3, wire[i % 3]) for i in range(50)]
     path = tmp_path / "c.pfcap"
     write_records(path, records)

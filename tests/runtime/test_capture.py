@@ -32,6 +32,7 @@ from protoframe.runtime.codec.capture import (
 )
 from protoframe.runtime.errors import FrameTooLargeError, TruncatedError
 from tests.support.examples import scaled
+from tests.support.pulsar_frames import sample_wire_frames
 
 Type = pulsar_api.BaseCommand.Type
 
@@ -129,21 +130,10 @@ def test_writer_is_safe_across_threads(tmp_path: Path) -> None:
         assert r.frame == r.connection_id.to_bytes(4, "big") * (r.timestamp_ns % 17)
 
 
-def _pulsar_frames() -> list[bytes]:
-    connect = frames.Frame(command=pulsar_api.BaseCommand(
-        type_=Type.CONNECT, connect=pulsar_api.CommandConnect(client_version="t")))
-    send = frames.Frame(
-        command=pulsar_api.BaseCommand(type_=Type.SEND, send=pulsar_api.CommandSend(
-            producer_id=1, sequence_id=2, num_messages=1)),
-        payload=frames.Payload(metadata=pulsar_api.MessageMetadata(
-            producer_name="p", sequence_id=2, publish_time=3), data=b"hello"))
-    return [connect.encode(), send.encode(), connect.encode()]
-
-
 @settings(max_examples=scaled(40), deadline=None)
 @given(cuts=st.lists(st.integers(0, 300), max_size=8))
 def test_tap_cuts_a_byte_stream_into_frames(cuts: list[int]) -> None:
-    wire = _pulsar_frames()
+    wire = sample_wire_frames()
     stream = b"".join(wire)
     out = io.BytesIO()
     writer = CaptureWriter(out, clock=lambda: 5)

@@ -37,10 +37,10 @@ from protoframe.generated.tank import frames as tank_frames
 from protoframe.generated.tubemq import frames as tubemq_frames
 from protoframe.runtime.codec import compiled, compiled_frames
 from protoframe.runtime.errors import ChecksumFailure
-from tests.generated.pulsar.test_frames import payload_frames, simple_frames
-from tests.generated.pulsar.test_fuzz import CORPUS, mutate
+from tests.generated.pulsar.corpus import CORPUS, mutate
 from tests.support.examples import scaled
 from tests.support.paths import ROOT
+from tests.support.pulsar_frames import payload_frames, simple_frames
 
 pytestmark = pytest.mark.skipif(
     not compiled_frames.available(),

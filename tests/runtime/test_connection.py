@@ -22,6 +22,7 @@ from protoframe.runtime.errors import ChecksumFailure, ConnectionClosed, Request
 from protoframe.runtime.io.backoff import Backoff
 from protoframe.runtime.io.connection import Connection, open_connection
 from protoframe.runtime.io.endpoint import Endpoint
+from protoframe.runtime.io.keepalive import IdlePing, KeepalivePolicy, PingPong, PingWhenQuiet
 from protoframe.runtime.io.pool import ConnectionPool
 from protoframe.runtime.io.tls import make_ssl_context
 
@@ -275,6 +276,56 @@ def test_keepalive_pings_and_closes_a_silent_connection() -> None:
     run(scenario)
 
 
+class TakesPongs(KeepalivePolicy[Frame]):
+    """A policy of a test's own: overrides ``received`` and leaves ``may_take`` as it is."""
+
+    def __init__(self) -> None:
+        super().__init__(30.0)
+        self.seen: list[str] = []
+
+    def received(self, frame: Frame) -> bool:
+        self.seen.append(command_of(frame)[0])
+        return frame.command.type_ is T.PONG
+
+    def tick(self, connection: Any, now: float) -> None:
+        pass
+
+
+def test_only_the_frames_a_policy_may_take_reach_it() -> None:
+    # Ping-answering policies are asked about pings only, policies that take nothing are not
+    # asked at all: the per-frame cost on a busy connection (python -m bench client).
+    may_take = PingPong(Keepalive(), 30).may_take
+    assert may_take is not None
+    assert may_take(frame(T.PING, ping=pb.CommandPing()))
+    assert not may_take(frame(T.PONG, pong=pb.CommandPong()))
+    assert PingWhenQuiet(Keepalive().ping, 30).may_take is None
+    assert IdlePing(Keepalive().ping, 30).may_take is None
+
+    async def scenario() -> None:
+        server = await FakeServer().start()
+        policy = TakesPongs()
+        got: list[str] = []
+        conn: Connection[Frame] = await open_connection(
+            "127.0.0.1", server.port, RawProtocol(), lambda f: got.append(command_of(f)[0]),
+            keepalive=policy)
+        for _ in range(100):
+            if server.peers:
+                break
+            await asyncio.sleep(0.01)
+        server.peers[0].write_raw(frame(T.PONG, pong=pb.CommandPong()).encode()
+                                  + message_frame(1, b"one"))
+        for _ in range(100):
+            if got:
+                break
+            await asyncio.sleep(0.01)
+        # A policy overriding ``received`` sees every frame; the one it takes goes no further.
+        assert policy.seen == ["PONG", "MESSAGE"] and got == ["MESSAGE"]
+        conn.close()
+        await server.stop()
+
+    run(scenario)
+
+
 # ---- decoding problems ------------------------------------------------------------------------
 
 
@@ -289,6 +340,9 @@ class RawProtocol:
 
     def send(self, f: Frame) -> bytes:
         return f.encode()
+
+    def command(self, f: Frame) -> tuple[str, Any]:
+        return command_of(f)
 
 
 def message_frame(entry: int, data: bytes) -> bytes:
@@ -349,6 +403,57 @@ def test_garbage_closes_the_connection() -> None:
         with pytest.raises(ConnectionClosed):
             await task
         assert conn.closed is not None
+        await server.stop()
+
+    run(scenario)
+
+
+def test_endpoint_offers_frames_to_its_route_first_and_corrupt_ones_to_its_hook() -> None:
+    async def scenario() -> None:
+        server = await FakeServer().start()
+        seen: list[str] = []
+        taken: list[int] = []
+        corrupt: list[int] = []
+        listened: list[str] = []
+        take = {"MESSAGE"}
+
+        def route(f: Frame) -> None:
+            name = command_of(f)[0]
+            seen.append(name)
+            if name not in take:
+                endpoint.dispatch(f)
+            elif f.command.message is not None:
+                taken.append(f.command.message.message_id.entryId)
+
+        def on_corrupt(f: Frame, exc: ChecksumFailure) -> None:
+            assert f.command.message is not None
+            corrupt.append(f.command.message.message_id.entryId)
+
+        endpoint = Endpoint(RawProtocol(), lambda c: PulsarRequests(c, timeout=2.0),
+                            route=route, on_corrupt_frame=on_corrupt)
+        endpoint.add_listener(lambda f: listened.append(command_of(f)[0]))
+        await endpoint.connect("127.0.0.1", server.port)
+        # An answer the route hands on goes to its request, not to the listeners.
+        await endpoint.requests.connect("test", protocol_version=21)
+        assert seen == ["CONNECTED"] and listened == []
+        peer = server.peers[0]
+        bad = bytearray(message_frame(2, b"two"))
+        bad[-1] ^= 0xFF
+        peer.write_raw(message_frame(1, b"one") + bytes(bad) + message_frame(3, b"three")
+                       + frame(T.PONG, pong=pb.CommandPong()).encode())
+        for _ in range(100):
+            if listened:
+                break
+            await asyncio.sleep(0.01)
+        assert taken == [1, 3] and corrupt == [2]
+        assert listened == ["PONG"]  # neither taken nor an answer
+        # The route runs before the requests: an answer it keeps never reaches its request.
+        take.add("LOOKUP_RESPONSE")
+        with pytest.raises(RequestTimeout):
+            await endpoint.requests.lookup_topic("t", timeout=0.3)
+        assert seen[-1] == "LOOKUP_RESPONSE" and endpoint.is_open
+        endpoint.close()
+        await endpoint.wait_closed()
         await server.stop()
 
     run(scenario)

@@ -27,7 +27,7 @@ pytest.importorskip("pyarrow")
 import pyarrow as pa  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from pyspark.sql import Row, SparkSession  # noqa: E402
+from pyspark.sql import SparkSession  # noqa: E402
 from pyspark.sql.pandas.types import to_arrow_schema  # noqa: E402
 from pyspark.sql.types import (  # noqa: E402
     ArrayType,
@@ -53,6 +53,7 @@ from tests.support.generate import generate_package, import_generated  # noqa: E
 from tests.support.official import official_module  # noqa: E402
 from tests.support.paths import ROOT  # noqa: E402
 from tests.support.proto_values import build_ours, class_index, message_values  # noqa: E402
+from tests.support.spark_rows import DEMO_YAML, spark_shaped  # noqa: E402
 
 pytestmark = pytest.mark.spark  # needs the spark extra; some tests start a Spark session
 
@@ -85,19 +86,6 @@ def _message(desc: Any, tree: dict[str, Any]) -> Any:
     return type(msg).decode(msg.encode())
 
 
-def _spark_shaped(value: Any, data_type: DataType) -> Any:
-    """A to_row value as ``DataFrame.collect()`` returns it: structs as Row objects."""
-    if value is None:
-        return None
-    if isinstance(data_type, StructType):
-        return Row(**{f.name: _spark_shaped(value[f.name], f.dataType) for f in data_type.fields})
-    if isinstance(data_type, ArrayType):
-        return [_spark_shaped(v, data_type.elementType) for v in value]
-    if isinstance(data_type, MapType):
-        return {k: _spark_shaped(v, data_type.valueType) for k, v in value.items()}
-    return value
-
-
 # --- generated packages outside generated/ --------------------------------------------------
 
 
@@ -120,44 +108,6 @@ message Closed {
 }
 """
 
-DEMO_YAML = """\
-protocol: demo
-doc: A made-up protocol with every frame field kind spark.py maps.
-byte_order: big
-structs:
-  Item:
-    fields:
-      - {name: tag, type: u8}
-      - {name: weight, type: i16}
-  Hello:
-    fields:
-      - {name: id, type: uuid}
-      - {name: small, type: i8}
-      - {name: medium, type: u16}
-      - {name: signed, type: i32}
-      - {name: wide, type: u32}
-      - {name: big, type: i64}
-      - {name: huge, type: u64}
-      - {name: var, type: varint}
-      - {name: flag, type: bool}
-      - {name: name, type: string, prefix: u16}
-      - {name: blob, type: bytes, prefix: u32}
-      - {name: count, type: u16, count_of: numbers}
-      - {name: numbers, type: array, of: u64}
-      - {name: item_count, type: u8, count_of: items}
-      - {name: items, type: array, of: Item}
-      - {name: has_extra, type: u8}
-      - {name: extra, type: u32, when: "has_extra != 0"}
-  Bye:
-    fields:
-      - {name: reason, type: string, size: rest}
-frame:
-  name: Frame
-  fields:
-    - {name: size, type: u32, size_of: rest}
-    - {name: kind, type: u8}
-    - {name: body, type: switch, on: kind, cases: {1: Hello, 2: Bye}}
-"""
 
 
 def _generate_inline(tmp: Path, protocol: str, files: dict[str, str], package: str) -> None:
@@ -333,7 +283,7 @@ def test_message_row_message(desc: Any, data: st.DataObject) -> None:
     row = codec.to_row(msg)
     assert list(row) == codec.spark_schema.fieldNames()
     assert codec.from_row(row) == msg
-    assert codec.from_row(_spark_shaped(row, codec.spark_schema)) == msg
+    assert codec.from_row(spark_shaped(row, codec.spark_schema)) == msg
 
 
 @pytest.mark.parametrize("desc", DESCRIPTORS, ids=lambda d: d.full_name.split(".", 2)[-1])
@@ -464,7 +414,7 @@ def test_proto3_maps_oneofs_and_renamed_fields(proto3: ModuleType) -> None:
     row = proto3.Holder.to_row(holder)
     assert row["counts"] == {"a": 1, "b": -5} and row["from"] == 5 and row["text"] is None
     assert proto3.Holder.from_row(row) == holder
-    assert proto3.Holder.from_row(_spark_shaped(row, proto3.Holder.spark_schema)) == holder
+    assert proto3.Holder.from_row(spark_shaped(row, proto3.Holder.spark_schema)) == holder
     values = [holder, sample.Holder()]
     assert proto3.Holder.from_record_batch(proto3.Holder.to_record_batch(values)) == values
 

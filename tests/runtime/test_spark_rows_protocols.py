@@ -50,12 +50,12 @@ from protoframe.runtime.spark.rows import RowCodec  # noqa: E402
 from tests.generated.pravega.test_frames import COMMANDS as PRAVEGA_COMMANDS  # noqa: E402
 from tests.generated.pravega.test_frames import VECTORS as PRAVEGA_VECTORS  # noqa: E402
 from tests.generated.pravega.test_frames import _struct_strategy as pravega_struct  # noqa: E402
-from tests.generated.tank.test_frames import PRODUCE, REQUESTS, RESPONSES, TO_CLIENT, TO_SERVER  # noqa: E402
-from tests.generated.tubemq.test_commands import COMMANDS as TUBEMQ_COMMANDS  # noqa: E402
-from tests.generated.tubemq.test_commands import messages as tubemq_messages  # noqa: E402
-from tests.runtime.test_spark_rows import _spark_shaped  # noqa: E402
 from tests.support.official import official_module  # noqa: E402
 from tests.support.proto_values import build_ours, class_index, message_values  # noqa: E402
+from tests.support.spark_rows import spark_shaped  # noqa: E402
+from tests.support.tank_frames import PRODUCE, REQUESTS, RESPONSES, TO_CLIENT, TO_SERVER  # noqa: E402
+from tests.support.tubemq_commands import COMMANDS as TUBEMQ_COMMANDS  # noqa: E402
+from tests.support.tubemq_commands import messages as tubemq_messages  # noqa: E402
 
 pytestmark = pytest.mark.spark  # needs the spark extra; some tests start a Spark session
 
@@ -103,7 +103,7 @@ def test_frame_row_frame(protocol: str, data: st.DataObject) -> None:
     row = codec.to_row(frame)
     assert list(row) == codec.spark_schema.fieldNames()
     assert codec.from_row(row) == frame
-    assert codec.from_row(_spark_shaped(row, codec.spark_schema)) == frame
+    assert codec.from_row(spark_shaped(row, codec.spark_schema)) == frame
     # The capture pipeline's command_type is the name the state machines use.
     assert module.command_name(frame) == machines.command_of(frame)[0]
 
@@ -209,7 +209,7 @@ def test_message_row_message(proto: ProtoFile, desc: Any, data: st.DataObject) -
     row = codec.to_row(msg)
     assert list(row) == codec.spark_schema.fieldNames()
     assert codec.from_row(row) == msg
-    assert codec.from_row(_spark_shaped(row, codec.spark_schema)) == msg
+    assert codec.from_row(spark_shaped(row, codec.spark_schema)) == msg
 
 
 @pytest.mark.parametrize(("proto", "desc"), MESSAGE_CASES, ids=_message_id)

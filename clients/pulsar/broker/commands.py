@@ -56,9 +56,10 @@ from protoframe.generated.pulsar.pulsar_api import (
     ServerError,
 )
 
+from .entries import Entry
 from .state import BrokerState
 from .subscriptions import Consumer, ConsumerBusy, SubType
-from .topics import UINT64_MASK, Entry, InvalidTopicName, Topic, normalize_topic
+from .topics import UINT64_MASK, InvalidTopicName, Topic, normalize_topic
 from .wire import RawFrame
 
 __all__ = ["MAX_MESSAGE_SIZE", "MAX_PROTOCOL_VERSION", "NO_REQUEST", "SERVER_VERSION",

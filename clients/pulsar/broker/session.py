@@ -36,9 +36,9 @@ from .commands import (
     Commands,
     Producer,
 )
+from .entries import Entry
 from .state import BrokerState
 from .subscriptions import Consumer, Subscription
-from .topics import Entry
 from .wire import RawStreamDecoder, frame_with_payload
 
 log = logging.getLogger(__name__)

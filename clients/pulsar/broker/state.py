@@ -15,6 +15,7 @@ from collections.abc import Callable
 from protoframe.generated.pulsar.pulsar_api import CommandSend, CommandSubscribe, MessageMetadata
 
 from . import storage as st
+from .entries import EntryLog
 from .storage import Storage
 from .subscriptions import Subscription, SubType
 from .topics import (
@@ -168,7 +169,7 @@ class BrokerState:
         self.storage.cursor_changed(sub)
         return sub
 
-    def _before(self, topic: Topic, ledger: int, entry: int) -> int:
+    def _before(self, topic: EntryLog, ledger: int, entry: int) -> int:
         """The mark-delete position that makes (ledger, entry) the next entry delivered."""
         ledger, entry = signed64(ledger), signed64(entry)
         if ledger < topic.ledger_id or entry < 0:
@@ -177,11 +178,16 @@ class BrokerState:
             return topic.last_id
         return max(entry, topic.first_available_id) - 1
 
-    def seek_position(self, topic: Topic, ledger: int, entry: int) -> int:
+    def seek_position(self, topic: EntryLog, ledger: int, entry: int) -> int:
         return self._before(topic, ledger, entry) + 1
 
+    def _topic_of(self, sub: Subscription) -> Topic:
+        # A subscription reads its topic as an ``EntryLog`` (so that topics and subscriptions
+        # do not import each other); the topic with its subscriptions is held here.
+        return self._by_ledger[sub.topic.ledger_id]
+
     def delete_subscription(self, sub: Subscription) -> None:
-        topic = sub.topic
+        topic = self._topic_of(sub)
         if topic.subscriptions.get(sub.name) is sub:
             del topic.subscriptions[sub.name]
             if sub.durable:
@@ -189,7 +195,7 @@ class BrokerState:
 
     def cursor_changed(self, sub: Subscription) -> None:
         self.storage.cursor_changed(sub)
-        topic = sub.topic
+        topic = self._topic_of(sub)
         if topic.trim():
             log.debug("%s: trimmed entries up to %d", topic.name, topic.first_id - 1)
 

@@ -26,8 +26,9 @@ import crc32c as _crc32c
 
 from protoframe.runtime.codec.checksums import crc32c
 
+from .entries import Entry
 from .subscriptions import Subscription, mask_to_words, words_to_mask
-from .topics import Entry, Topic
+from .topics import Topic
 
 log = logging.getLogger(__name__)
 

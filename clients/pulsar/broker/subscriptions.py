@@ -17,7 +17,7 @@ from typing import Protocol
 
 from protoframe.generated.pulsar.pulsar_api import CommandSubscribe
 
-from .topics import Entry, Topic
+from .entries import Entry, EntryLog
 
 SubType = CommandSubscribe.SubType
 KEY_HASH_RANGE = 65536
@@ -77,7 +77,7 @@ def key_hash(key: bytes) -> int:
 class Subscription:
     """One subscription on one topic."""
 
-    def __init__(self, topic: Topic, name: str, sub_type: SubType, mark_delete: int,
+    def __init__(self, topic: EntryLog, name: str, sub_type: SubType, mark_delete: int,
                  *, durable: bool = True) -> None:
         self.topic = topic
         self.name = name

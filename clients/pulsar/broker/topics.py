@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from .dedup import DedupState
-
-if TYPE_CHECKING:
-    from .subscriptions import Subscription
+from .entries import Entry
+from .subscriptions import Subscription
 
 PARTITION_SUFFIX = "-partition-"
 DEFAULT_PREFIX = "persistent://public/default/"
@@ -75,25 +73,9 @@ def namespace_of(name: str) -> str:
     return "/".join(parts[:-1])
 
 
-@dataclass(slots=True)
-class Entry:
-    """One stored entry: a single message or a whole batch, kept as the bytes the producer sent.
-
-    ``payload`` is the frame's payload section (magic, checksum, metadata, data), so it is
-    forwarded to consumers without re-encoding. ``key`` is what Key_Shared routes on.
-    """
-
-    entry_id: int
-    payload: bytes
-    num_messages: int
-    is_batch: bool
-    publish_time: int
-    key: bytes
-
-
 @dataclass(eq=False)
 class Topic:
-    """One (non-partitioned) topic or one partition of a partitioned topic."""
+    """One (non-partitioned) topic or one partition of a partitioned topic (an ``EntryLog``)."""
 
     name: str
     ledger_id: int

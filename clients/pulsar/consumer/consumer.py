@@ -138,6 +138,9 @@ class Consumer:
 
     async def acknowledge(self, message: Message | MessageId) -> None:
         """Acknowledge one message (sent grouped: within 100 ms or per 1000)."""
+        # The hot path has one copy, in ``acknowledge_nowait``; calling it costs this coroutine
+        # about 55 ns a message (9% of an awaited acknowledge alone, 1-2% of a receive and
+        # acknowledge in bench/bench_client.py's consume phase, ``ours`` against ``ours-nowait``).
         self.acknowledge_nowait(message)
 
     def acknowledge_nowait(self, message: Message | MessageId) -> None:

@@ -36,8 +36,8 @@ from protoframe.generated.tubemq.frames import Frame, StreamDecoder
 from protoframe.generated.tubemq.machines import TubemqProtocol
 from protoframe.generated.tubemq.rpc import RspExceptionBody
 from protoframe.runtime.engine.machine import ProtocolViolation
-from tests.generated.tubemq.test_commands import _Loopback, frame_bytes, messages
 from tests.support.examples import scaled
+from tests.support.tubemq_commands import Loopback, frame_bytes, messages
 
 Builder = Callable[..., Frame]
 
@@ -300,7 +300,7 @@ def test_v2_consumer_out_of_order() -> None:
 
 def test_the_client_pairs_v2_answers_by_serial_and_method() -> None:
     async def main() -> None:
-        transport = _Loopback()
+        transport = Loopback()
         client = TubemqRequests(transport, timeout=5.0)
         register = asyncio.ensure_future(client.register_consumer_to_master_v2(reg_c2m_v2()))
         meta = asyncio.ensure_future(client.get_part_meta_from_master(meta_c2m()))

@@ -27,7 +27,7 @@ from protoframe.generated.tubemq.frames import Frame, StreamDecoder
 from protoframe.generated.tubemq.machines import command_of
 from protoframe.runtime.errors import DecodeError
 from tests.generated.fuzzing import Case, Failure, Mutator, StreamTarget, run_campaign, u32_field_op
-from tests.generated.tubemq.test_commands import COMMANDS, filled
+from tests.support.tubemq_commands import COMMANDS, filled
 
 pytestmark = pytest.mark.slow  # a seeded fuzzing campaign of thousands of cases
 

@@ -1,0 +1,168 @@
+"""The bad-spec cases shared by the CLI's error tests (``test_spec_errors``) and the validation
+pass's (``test_spec_validation``): a tiny .proto and a good spec beside it, each file of
+tests/data/bad_specs with the line, column and message its error must have, and how a
+position is found in the YAML text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from tests.support.paths import DATA
+
+BAD_SPECS = DATA / "bad_specs"
+
+MINI_PROTO = """\
+syntax = "proto2";
+package mini;
+
+message Hello {
+  required uint64 request_id = 1;
+  optional string client = 2;
+}
+message Welcome { required uint64 request_id = 1; }
+message Ping {}
+message Pong {}
+
+// The BaseCommand-like envelope: type selects the field with the same number.
+message Envelope {
+  enum Type {
+    HELLO = 2;
+    WELCOME = 3;
+    PING = 4;
+    PONG = 5;
+  }
+  required Type type = 1;
+  optional Hello hello = 2;
+  optional Welcome welcome = 3;
+  optional Ping ping = 4;
+  optional Pong pong = 5;
+}
+"""
+
+GOOD_SPEC = """\
+protocol: mini
+proto: [mini.proto]
+structs:
+  Payload:
+    fields:
+      - {name: magic, type: u16, const: 0x0e01}
+      - {name: data, type: bytes, size: rest}
+frame:
+  name: Frame
+  fields:
+    - {name: total_size, type: u32, size_of: rest}
+    - {name: command_size, type: u32, size_of: command}
+    - name: command
+      type: proto
+      message: Envelope
+      size: command_size
+      dispatch: {on: type, by: field_number}
+    - {name: payload, type: struct, struct: Payload, when_remaining: true}
+interactions:
+  allocate: request_id
+  requests:
+    - {request: HELLO, response: WELCOME, correlate: [request_id]}
+    - {request: PING, response: PONG}
+machines:
+  connection:
+    initial: idle
+    states: [idle, ready, closed]
+    transitions:
+      - {from: idle, send: HELLO, to: ready}
+      - {from: ready, receive: PING, to: ready}
+      - {from: [idle, ready], event: close, to: closed}
+"""
+
+
+@dataclass(frozen=True)
+class Case:
+    file: str
+    line_has: str  # a substring identifying the line the error must point at
+    token: str  # the error's column is where this starts on that line
+    message: str  # a fragment the message must contain
+
+    @property
+    def id(self) -> str:
+        return self.file.removesuffix(".yaml")
+
+
+def position(text: str, line_has: str, token: str) -> tuple[int, int]:
+    """1-based (line, column) of ``token`` on the only line containing ``line_has``."""
+    lines = [i for i, line in enumerate(text.splitlines()) if line_has in line]
+    assert len(lines) == 1, f"{line_has!r} is on lines {[i + 1 for i in lines]}"
+    line = text.splitlines()[lines[0]]
+    column = line.index(token, line.index(line_has) if token in line_has else 0)
+    return lines[0] + 1, column + 1
+
+
+CASES = [
+    Case("unknown_field_type.yaml", "name: total_size", "u24", "'u24' is not one of"),
+    Case("unknown_proto_message.yaml", "message: Envelop", "Envelop",
+         "unknown proto message 'Envelop'"),
+    Case("size_of_nothing.yaml", "size_of: nonexistent", "nonexistent",
+         "size_of: 'nonexistent' is not a field after 'length'"),
+    Case("size_names_later_field.yaml", "name: body,", "body_size",
+         "size: 'body_size' does not name a field before 'body'"),
+    Case("duplicate_dispatch_value.yaml", '"0x01": Close', '"0x01"',
+         "dispatch value 1 is duplicated"),
+    Case("duplicate_dispatch_key.yaml", "0x10: Close", "0x10", "duplicate key '16'"),
+    Case("keyword_identifier.yaml", "name: class", "class", "invalid identifier 'class'"),
+    Case("invalid_identifier.yaml", "name: 1abc", "1abc", "'1abc' is not a valid identifier"),
+    Case("unknown_key.yaml", "sizeof: command", "sizeof", "unknown key 'sizeof'"),
+    Case("unknown_struct.yaml", "struct: Paylod", "Paylod", "unknown struct 'Paylod'"),
+    Case("machine_unknown_state.yaml", "to: gone", "gone", "unknown state 'gone'"),
+    Case("interaction_unknown_command.yaml", "response: HELO", "HELO",
+         "unknown command 'HELO'"),
+    Case("correlation_not_on_command.yaml", "request: PING", "request_id",
+         "correlation field 'request_id' is not a field of PING"),
+    Case("yaml_syntax_error.yaml", "name: Frame: Envelope", ": Envelope",
+         "invalid YAML: mapping values are not allowed here"),
+    # The missing "}" is on the line before; the parser notices at the next "{".
+    Case("yaml_unclosed_flow.yaml", "name: command_size", "{",
+         "invalid YAML: expected ',' or '}', but got '{'"),
+    Case("duplicate_key.yaml", "message: Ping", "message", "duplicate key 'message'"),
+    # Once an uncaught KeyError from the emitter.
+    Case("varint_size_of_rest.yaml", "name: total_size", "varint",
+         "size_of: rest needs a fixed-width integer"),
+    # Once a frames.py that failed mypy --strict (found by tests/generator/test_spec_fuzz.py).
+    Case("field_hides_a_type.yaml", "name: bytes", "bytes",
+         "field name 'bytes' would hide the type bytes"),
+    # The checks below were once made by the emitters (so whether a spec was rejected could
+    # depend on which outputs were asked for); frame_checks makes them before any output.
+    Case("expression_path_unknown_field.yaml", "name: extra", "extra",
+         "'command.pingg.x == 1': Envelope has no field 'pingg'"),
+    Case("computed_before_known.yaml", "name: echo", "echo",
+         "'later' is computed where encoding cannot know it yet"),
+    Case("size_of_cannot_measure.yaml", "name: n,", "n,",
+         "size_of cannot measure 'm', whose type is int"),
+    Case("struct_contains_itself.yaml", "  Payload:", "Payload",
+         "struct Payload contains itself"),
+    Case("spark_name_collision.yaml", "  Hello:", "Hello",
+         "frame struct Hello and message mini.Hello would have the same name 'Hello'"),
+    Case("machines_without_commands.yaml", "name: Frame", "name",
+         "machines and interactions need a frame with a dispatch or switch field"),
+    Case("guard_unknown_name.yaml", "request_idd", "{",
+         "guard names 'request_idd', which is neither a field of HELLO"),
+    # Once positioned at the frame, whatever the cause; now at the field that is the cause.
+    Case("frame_length_after_variable_field.yaml", "name: tag", "tag",
+         "'tag' has no fixed size and comes before any size_of field"),
+    Case("frame_length_not_at_end.yaml", "name: total_size", "total_size",
+         "'total_size' measures 'command', not the end of the frame"),
+]
+
+
+MACHINE_CASES = [
+    pytest.param(
+        Case("machine_duplicate_state.yaml", "states: [idle, ready, idle]", "idle]",
+             "duplicate state 'idle'"),
+        id="machine_duplicate_state",
+    ),
+    pytest.param(
+        Case("machine_states_differ_in_case.yaml", "states: [idle, ready, Idle]", "Idle",
+             "Idle"),
+        id="machine_states_differ_in_case",
+    ),
+]

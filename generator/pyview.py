@@ -24,6 +24,7 @@ from protoframe.generator.ir import (
     Presence,
     ProtoFile,
 )
+from protoframe.runtime.codec.vocabulary import FIELD_KINDS, FIELD_MODES
 
 # How each scalar is encoded: (wire type, function producing the value's bytes).
 _ENCODERS: dict[str, tuple[int, str]] = {
@@ -548,6 +549,9 @@ def _compiled_layout(py: _Python, m: MessageType) -> list[str]:
         else:
             mode = "required" if f.presence is Presence.REQUIRED else "optional"
             storage = _storage(f)
+        if kind not in FIELD_KINDS or mode not in FIELD_MODES:
+            raise ValueError(f"{m.full_name}.{f.proto_name}: the compiled codec has no word "
+                             f"for {kind}, {mode}")
         rows.append(f"        ({f.number}, {q(kind)}, {q(mode)}, {q(storage)}, {extra}),")
     if not rows:
         return [f"    ({m.py_path}, None, ()),"]

@@ -12,7 +12,8 @@ export SPARK_LOCAL_IP := 127.0.0.1
 # The Python versions `make test-versions` runs the suite on, each that this machine has.
 TEST_VERSIONS := 3.11 3.12 3.13
 CODEC_DEPS := pyproject.toml setup.py runtime/codec/_wirecodec.c runtime/codec/_framecodec.c \
-	runtime/codec/_codec_common.h
+	runtime/codec/_codec_common.h runtime/codec/_vocabulary.h
+VOCABULARY := runtime/codec/vocabulary.py
 
 .PHONY: venv generate check imports test test-fast test-versions run bench lint typecheck clean \
 	java-check
@@ -33,12 +34,17 @@ $(STAMP): $(CODEC_DEPS)
 	make again."
 	@touch $(STAMP)
 
+# The C codecs' enums, written from the one Python definition of the layout tables' words.
+runtime/codec/_vocabulary.h: $(VOCABULARY)
+	$(PYTHON) $(VOCABULARY) > $@.tmp && mv $@.tmp $@
+
 # The repository is configured like a user's project ([tool.protoframe] in pyproject.toml).
 generate: $(STAMP)
 	$(VENV)/bin/protoframe generate
 
 check: $(STAMP)
 	$(VENV)/bin/protoframe check
+	$(PY) $(VOCABULARY) --check runtime/codec/_vocabulary.h
 
 typecheck: $(STAMP)
 	$(PY) -m mypy --strict

@@ -13,8 +13,8 @@ FLAGS = ["-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter",
 setup(
     ext_modules=[
         Extension(f"protoframe.runtime.codec.{name}", sources=[f"runtime/codec/{name}.c"],
-                  depends=["runtime/codec/_codec_common.h"], extra_compile_args=FLAGS,
-                  optional=True)
+                  depends=["runtime/codec/_codec_common.h", "runtime/codec/_vocabulary.h"],
+                  extra_compile_args=FLAGS, optional=True)
         for name in ("_wirecodec", "_framecodec")
     ]
 )

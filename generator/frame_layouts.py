@@ -25,8 +25,16 @@ from protoframe.generator.frame_ir import (
 )
 from protoframe.generator.ir import MessageType
 from protoframe.generator.pyview import q
+from protoframe.runtime.codec.vocabulary import ENVELOPE, FRAME_OPS
 
 _WIDTH = 100
+
+
+def _op(name: str) -> str:
+    """A row's operation, quoted; only the words runtime/codec/vocabulary.py defines."""
+    if name not in FRAME_OPS and name != ENVELOPE:
+        raise ValueError(f"not an operation of the compiled frame codec: {name!r}")
+    return q(name)
 
 
 def _int_type(width: int, signed: bool, order: str) -> str:
@@ -62,28 +70,28 @@ def _row(s: StructDef, f: FrameField, tabled: set[str], early: frozenset[str],
             return None
         int_type = q(_int_type(f.width, f.signed, f.order))
         if f.const is not None:
-            return f"({q('const')}, {name}, {int_type}, {f.const:#x}, None)"
+            return f"({_op('const')}, {name}, {int_type}, {f.const:#x}, None)"
         if f.checksum is not None:
             if f.name not in early or f.signed:
                 return None
-            return f"({q('checksum')}, {name}, {int_type}, {q(f.checksum.algorithm)}, None)"
+            return f"({_op('checksum')}, {name}, {int_type}, {q(f.checksum.algorithm)}, None)"
         if f.size_of == "rest":
-            return None if f.signed else f"({q('size_rest')}, {name}, {int_type}, None, None)"
+            return None if f.signed else f"({_op('size_rest')}, {name}, {int_type}, None, None)"
         if f.size_of is not None:
             target = s.field(f.size_of)
             if not isinstance(target, ProtoField | BytesField) or f.signed:
                 return None
-            return f"({q('size')}, {name}, {int_type}, {q(f.size_of)}, None)"
+            return f"({_op('size')}, {name}, {int_type}, {q(f.size_of)}, None)"
         if f.computed:
             return None
-        return f"({q('int')}, {name}, {int_type}, None, None)"
+        return f"({_op('int')}, {name}, {int_type}, None, None)"
     if isinstance(f, ProtoField):
         if f.optional or f.message is None or not _unsigned_size_for(s, f):
             return None
         cls = ref(f.message)
         assert f.size is not None
         if f.dispatch_on is None:
-            return f"({q('proto')}, {name}, None, {cls}, {q(f.size)})"
+            return f"({_op('proto')}, {name}, None, {cls}, {q(f.size)})"
         # Where the bodies are kept when all are sparse fields: the codec then looks in that
         # dict instead of calling each body's property.
         sparse = {g.number for g in f.message.sparse_fields()}
@@ -91,15 +99,15 @@ def _row(s: StructDef, f: FrameField, tabled: set[str], early: frozenset[str],
         present = q(slot) if slot and all(c.field.number in sparse for c in f.commands) \
             else "None"
         envelope = f"({q(f.size)}, {q(f.dispatch_on.py_name)}, _BODY_FIELDS, {present})"
-        return f"({q('envelope')}, {name}, None, {cls}, {envelope})"
+        return f"({_op('envelope')}, {name}, None, {cls}, {envelope})"
     if isinstance(f, BytesField):
         if f.optional or f.compression is not None and f.size != "rest":
             return None
         if f.size == "rest":
-            return f"({q('bytes')}, {name}, None, None, None)"
+            return f"({_op('bytes')}, {name}, None, None, None)"
         if f.size is None or not _unsigned_size_for(s, f):
             return None
-        return f"({q('bytes')}, {name}, None, {q(f.size)}, None)"
+        return f"({_op('bytes')}, {name}, None, {q(f.size)}, None)"
     if isinstance(f, StructField):
         if f.struct is None or f.struct.name not in tabled or f.size is not None:
             return None
@@ -113,7 +121,7 @@ def _row(s: StructDef, f: FrameField, tabled: set[str], early: frozenset[str],
             return None
         else:
             presence = "None"
-        return f"({q('struct')}, {name}, None, {f.struct.name}, {presence})"
+        return f"({_op('struct')}, {name}, None, {f.struct.name}, {presence})"
     return None
 
 

@@ -13,6 +13,7 @@ import re
 import textwrap
 from dataclasses import dataclass, field
 
+from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.ir import (
     PACKABLE,
     EnumType,
@@ -25,6 +26,7 @@ from protoframe.generator.ir import (
     PresentNames,
     ProtoFile,
 )
+from protoframe.runtime.codec.vocabulary import FIELD_KINDS, FIELD_MODES
 
 # How each scalar is encoded: (wire type, function producing the value's bytes).
 _ENCODERS: dict[str, tuple[int, str]] = {
@@ -549,6 +551,9 @@ def _compiled_layout(py: _Python, m: MessageType) -> list[str]:
         else:
             mode = "required" if f.presence is Presence.REQUIRED else "optional"
             storage = f.storage
+        if kind not in FIELD_KINDS or mode not in FIELD_MODES:
+            raise GeneratorBug(f"{m.full_name}.{f.proto_name}: the compiled codec has no word "
+                               f"for {kind}, {mode}", str(f.location))
         rows.append(f"        ({f.number}, {q(kind)}, {q(mode)}, {q(storage)}, {extra}),")
     if not rows:
         return [f"    ({m.py_path}, None, ()),"]

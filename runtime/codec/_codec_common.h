@@ -14,6 +14,39 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_vocabulary.h"
+
+/* ------------------------------------------------------------------------------------------ */
+/* the layout tables' vocabulary */
+
+/* Export the numbering this module was compiled with as module.VOCABULARY (vocabulary ->
+   name -> number), which runtime.codec.vocabulary.check_built compares with its own at
+   import. 0, or -1 with an exception set. */
+static int add_vocabulary(PyObject *module) {
+    PyObject *all = PyDict_New();
+    if (all == NULL) return -1;
+    for (const VocabularyWord *w = VOCABULARY_WORDS; w->vocabulary != NULL; w++) {
+        PyObject *words = PyDict_GetItemString(all, w->vocabulary);  /* borrowed */
+        if (words == NULL) {
+            if ((words = PyDict_New()) == NULL) goto fail;
+            int put = PyDict_SetItemString(all, w->vocabulary, words);
+            Py_DECREF(words);
+            if (put < 0) goto fail;
+        }
+        PyObject *number = PyLong_FromLong(w->number);
+        if (number == NULL) goto fail;
+        int put = PyDict_SetItemString(words, w->name, number);
+        Py_DECREF(number);
+        if (put < 0) goto fail;
+    }
+    if (PyModule_AddObjectRef(module, "VOCABULARY", all) < 0) goto fail;
+    Py_DECREF(all);
+    return 0;
+fail:
+    Py_DECREF(all);
+    return -1;
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* output buffer */
 
@@ -231,7 +264,10 @@ static void slotted_dealloc(PyObject *self) {
     /* The slots to clear are those of the class it was installed on (a subclass's own were
        cleared before): the class just above object, or above a storage-less base. */
     PyTypeObject *base = type;
-    while (base->tp_base != NULL && !adds_no_storage(base->tp_base)) base = base->tp_base;
+    /* Called as the type's own tp_dealloc, it is the class it was installed on (a subclass
+       has subtype_dealloc): no walk, which would test a storage-less base on every free. */
+    if (type->tp_dealloc != slotted_dealloc)
+        while (base->tp_base != NULL && !adds_no_storage(base->tp_base)) base = base->tp_base;
     /* A class statement's tp_members are its __slots__, ended by an empty entry. */
     for (PyMemberDef *mp = base->tp_members; mp != NULL && mp->name != NULL; mp++) {
         if (mp->type != T_OBJECT_EX || (mp->flags & READONLY)) continue;

@@ -18,19 +18,8 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Row operations; the numbers match runtime/codec/compiled_frames.py. */
-enum {
-    OP_INT = 1,     /* a stored integer */
-    OP_CONST,       /* a constant: written on encode, checked on decode */
-    OP_SIZE,        /* byte size of a later field (row `index`) */
-    OP_SIZE_REST,   /* byte size of everything after it: the struct's region ends there */
-    OP_CHECKSUM,    /* checksum (function `obj`) of the bytes from the next field to the end */
-    OP_PROTO,       /* protobuf message `obj`, sized by row `index` */
-    OP_BYTES,       /* bytes sized by row `index`, or the rest of the region (index -1) */
-    OP_STRUCT,      /* nested struct (codec `obj`); presence in `index` */
-    OP_END
-};
-enum { PRESENT_ALWAYS = 0, PRESENT_REMAINING = 1, PRESENT_PEEK = 2 };
+/* Row operations (OP_*) and a nested struct's presence (PRESENT_*): _vocabulary.h, from
+   vocabulary.py, which says what each does. */
 #define F_SIGNED 1
 #define F_BIG 2
 #define MAX_ROWS 64
@@ -799,7 +788,14 @@ static PyObject *codec_qualname(PyObject *self, void *closure) {
     return PyUnicode_FromFormat("%s.encode", ((FrameCodecObject *)self)->cls->tp_name);
 }
 
+static PyObject *codec_wrapped(PyObject *self, void *closure) {
+    return Py_NewRef(((FrameCodecObject *)self)->py_encode);
+}
+
 static PyGetSetDef codec_getset[] = {
+    /* As on runtime.codec._wirecodec's Codec: the codec is the class's `encode`. */
+    {"__wrapped__", codec_wrapped, NULL, "The generated Python encode this stands in for.",
+     NULL},
     {"__name__", codec_name, NULL, "The method's name.", NULL},
     {"__qualname__", codec_qualname, NULL, "The method's qualified name.", NULL},
     {"constructor_enabled", codec_constructor_enabled, NULL,
@@ -854,7 +850,8 @@ PyMODINIT_FUNC PyInit__framecodec(void) {
     PyObject *m = PyModule_Create(&framecodec_module);
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "FrameCodec", (PyObject *)&FrameCodec_Type) < 0
-            || PyModule_AddIntConstant(m, "HAS_WIRE_API", wire_api != NULL) < 0) {
+            || PyModule_AddIntConstant(m, "HAS_WIRE_API", wire_api != NULL) < 0
+            || add_vocabulary(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -6,6 +6,8 @@ from typing import Any
 # 1 when the protobuf codec's C API was found: a frame's protobuf parts are then written and
 # read in place, without calling their classes' methods.
 HAS_WIRE_API: int
+# The layout tables' numbering it was compiled with (runtime/codec/vocabulary.py).
+VOCABULARY: dict[str, dict[str, int]]
 
 class FrameCodec:
     """The compiled encode/decode of one generated frame struct."""
@@ -20,6 +22,8 @@ class FrameCodec:
         py_decode_from: Callable[..., Any],
         /,
     ) -> None: ...
+    __wrapped__: Callable[..., bytes]
+
     def __call__(self, value: Any, /) -> bytes: ...
     def decode(self, cls: type, data: bytes | bytearray | memoryview, /) -> Any: ...
     def decode_from(self, cls: type, buf: bytes, pos: int, end: int, /) -> Any: ...

@@ -23,14 +23,7 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Field kinds; the numbers match runtime/codec/compiled.py. */
-enum {
-    K_INT32 = 1, K_INT64, K_UINT32, K_UINT64, K_SINT32, K_SINT64, K_BOOL, K_ENUM,
-    K_FIXED32, K_SFIXED32, K_FIXED64, K_SFIXED64, K_FLOAT, K_DOUBLE, K_STRING, K_BYTES,
-    K_MESSAGE, K_OPEN_ENUM, K_KIND_END
-};
-/* How a field is held. */
-enum { M_REQUIRED = 0, M_OPTIONAL, M_REPEATED, M_PACKED, M_SPARSE, M_MODE_END };
+/* Field kinds (K_*) and how a field is held (M_*): _vocabulary.h, from vocabulary.py. */
 
 #define MAX_DEPTH 64
 
@@ -930,7 +923,15 @@ static PyObject *codec_constructor_version(PyObject *self, void *closure) {
     return PyLong_FromUnsignedLong(((CodecObject *)self)->ctor_version);
 }
 
+static PyObject *codec_wrapped(PyObject *self, void *closure) {
+    return Py_NewRef(((CodecObject *)self)->py_encode);
+}
+
 static PyGetSetDef codec_getset[] = {
+    /* The codec is the class's `encode`, so Cls.encode.__wrapped__ (and, through the bound
+       method, msg.encode.__wrapped__) is the generated Python encode. */
+    {"__wrapped__", codec_wrapped, NULL, "The generated Python encode this stands in for.",
+     NULL},
     {"constructor_enabled", codec_constructor_enabled, NULL,
      "Whether cls(...) runs the compiled constructor.", NULL},
     {"constructor_version", codec_constructor_version, NULL,
@@ -1147,6 +1148,7 @@ typedef struct {
     PyTypeObject *cls;
     PyObject *own;
     PyObject *general;
+    PyObject *wrapped;  /* the Python function it stands in for (None: not given) */
 } ClassMethodObject;
 
 static PyObject *classmethod_get(PyObject *self, PyObject *obj, PyObject *type) {
@@ -1157,18 +1159,20 @@ static PyObject *classmethod_get(PyObject *self, PyObject *obj, PyObject *type) 
 }
 
 static PyObject *classmethod_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
-    PyObject *cls, *own, *general;
+    PyObject *cls, *own, *general, *wrapped = Py_None;
     if (kwds && PyDict_GET_SIZE(kwds)) {
         PyErr_SetString(PyExc_TypeError, "ClassMethod() takes positional arguments");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "O!OO:ClassMethod", &PyType_Type, &cls, &own, &general))
+    if (!PyArg_ParseTuple(args, "O!OO|O:ClassMethod", &PyType_Type, &cls, &own, &general,
+                          &wrapped))
         return NULL;
     ClassMethodObject *self = (ClassMethodObject *)type->tp_alloc(type, 0);
     if (self == NULL) return NULL;
     self->cls = (PyTypeObject *)Py_NewRef(cls);
     self->own = Py_NewRef(own);
     self->general = Py_NewRef(general);
+    self->wrapped = Py_NewRef(wrapped);
     return (PyObject *)self;
 }
 
@@ -1176,6 +1180,7 @@ static int classmethod_traverse(ClassMethodObject *self, visitproc visit, void *
     Py_VISIT(self->cls);
     Py_VISIT(self->own);
     Py_VISIT(self->general);
+    Py_VISIT(self->wrapped);
     return 0;
 }
 
@@ -1183,6 +1188,7 @@ static int classmethod_clear(ClassMethodObject *self) {
     Py_CLEAR(self->cls);
     Py_CLEAR(self->own);
     Py_CLEAR(self->general);
+    Py_CLEAR(self->wrapped);
     return 0;
 }
 
@@ -1195,13 +1201,18 @@ static void classmethod_dealloc(ClassMethodObject *self) {
 static PyMemberDef classmethod_members[] = {
     {"__func__", T_OBJECT, offsetof(ClassMethodObject, general), READONLY,
      "The function taking the class first."},
+    /* On the descriptor, not on what it hands out: that is a builtin bound method, which
+       takes no attributes, and wrapping it would cost a call on every decode. */
+    {"__wrapped__", T_OBJECT, offsetof(ClassMethodObject, wrapped), READONLY,
+     "The generated Python function this stands in for (it takes the class first)."},
     {NULL, 0, 0, 0, NULL},
 };
 
 static PyTypeObject ClassMethod_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "protoframe.runtime.codec._wirecodec.ClassMethod",
-    .tp_doc = "ClassMethod(cls, own, general): a classmethod with a prepared binding for cls.",
+    .tp_doc = "ClassMethod(cls, own, general, wrapped=None): a classmethod with a prepared "
+              "binding for cls; wrapped is the Python function it stands in for.",
     .tp_basicsize = sizeof(ClassMethodObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_new = classmethod_new,
@@ -1309,7 +1320,8 @@ PyMODINIT_FUNC PyInit__wirecodec(void) {
         return NULL;
     }
     if (PyModule_AddObjectRef(m, "Codec", (PyObject *)&Codec_Type) < 0
-            || PyModule_AddObjectRef(m, "ClassMethod", (PyObject *)&ClassMethod_Type) < 0) {
+            || PyModule_AddObjectRef(m, "ClassMethod", (PyObject *)&ClassMethod_Type) < 0
+            || add_vocabulary(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -3,6 +3,8 @@
 from collections.abc import Callable
 from typing import Any
 
+VOCABULARY: dict[str, dict[str, int]]
+
 def set_class_getattr(metaclass: type, on: bool, /) -> None:
     """Plain type attribute lookup (``__getattr__`` only for what it misses) for the classes of
     ``metaclass``, or back to what it had."""
@@ -19,6 +21,8 @@ class Codec:
         py_decode_from: Callable[..., Any],
         /,
     ) -> None: ...
+    __wrapped__: Callable[[Any], bytes]
+
     def __call__(self, message: Any, /) -> bytes: ...
     def decode(self, cls: type, data: bytes | bytearray | memoryview, /) -> Any: ...
     def decode_from(self, cls: type, buf: bytes, pos: int, end: int, /) -> Any: ...
@@ -35,8 +39,14 @@ class ClassMethod:
     """A classmethod with a prepared binding for the class it was made for."""
 
     __func__: Callable[..., Any]
+    __wrapped__: Callable[..., Any] | None
 
     def __init__(
-        self, cls: type, own: Callable[..., Any], general: Callable[..., Any], /
+        self,
+        cls: type,
+        own: Callable[..., Any],
+        general: Callable[..., Any],
+        wrapped: Callable[..., Any] | None = None,
+        /,
     ) -> None: ...
     def __get__(self, obj: object, owner: type | None = None, /) -> Callable[..., Any]: ...

@@ -26,7 +26,9 @@ Generated enums have :class:`ProtoEnumType` as their metaclass, for faster membe
 the extension (see there).
 
 Set ``PROTOFRAME_PURE_PYTHON=1`` in the environment to keep the Python codec and constructors
-everywhere.
+everywhere. Without switching, :func:`python_function` (or ``__wrapped__`` on ``Cls.encode`` and
+on the class's ``decode`` / ``decode_from`` descriptors) gives the Python code a compiled method
+stands in for.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from protoframe.runtime.codec import vocabulary
+
 _wirecodec: ModuleType | None
 try:
     from protoframe.runtime.codec import _wirecodec
@@ -46,29 +50,18 @@ except ImportError:  # not built: no C compiler at install time, or a source che
     _wirecodec = None
 
 # One field of a layout table: (number, kind, mode, storage, extra).
-#   kind: a protobuf scalar type name, "enum", "open_enum" (proto3: unknown numbers are kept
-#         as ints) or "message"
-#   mode: "required", "optional" (None is unset), "repeated", "packed" (repeated, written
-#         packed) or "sparse" (an optional message kept in the class's dict of present fields)
+#   kind, mode: words of runtime.codec.vocabulary's FIELD_KINDS and FIELD_MODES
 #   storage: the slot's name, or the key in the present dict
 #   extra: the message class, the number -> member dict of an enum, or None
 FieldLayout: TypeAlias = tuple[int, str, str, str, object]
 # (message class, name of its present-fields slot or None, its fields in number order)
 MessageLayout: TypeAlias = tuple[type, str | None, tuple[FieldLayout, ...]]
 
-KINDS: dict[str, int] = {
-    name: code
-    for code, name in enumerate(
-        ("int32", "int64", "uint32", "uint64", "sint32", "sint64", "bool", "enum", "fixed32",
-         "sfixed32", "fixed64", "sfixed64", "float", "double", "string", "bytes", "message",
-         "open_enum"),
-        start=1,
-    )
-}
-MODES: dict[str, int] = {
-    name: code
-    for code, name in enumerate(("required", "optional", "repeated", "packed", "sparse"))
-}
+KINDS = vocabulary.KINDS
+MODES = vocabulary.MODES
+if _wirecodec is not None:
+    vocabulary.check_built(_wirecodec.__name__, getattr(_wirecodec, "VOCABULARY", None),
+                           ("FIELD_KINDS", "FIELD_MODES"))
 
 _METHODS = ("encode", "decode", "decode_from")
 
@@ -139,8 +132,11 @@ def install_layouts(layouts: Iterable[MessageLayout]) -> None:
         python = tuple(cls.__dict__[name] for name in _METHODS)
         decode_from: Callable[..., Any] = python[2].__func__
         codec = _wirecodec.Codec(cls, table, present_slot, python[0], decode_from)
-        compiled = (codec, _wirecodec.ClassMethod(cls, codec.own_decode, codec.decode),
-                    _wirecodec.ClassMethod(cls, codec.own_decode_from, codec.decode_from))
+        compiled = (codec,
+                    _wirecodec.ClassMethod(cls, codec.own_decode, codec.decode,
+                                           python[1].__func__),
+                    _wirecodec.ClassMethod(cls, codec.own_decode_from, codec.decode_from,
+                                           decode_from))
         register(cls, python, compiled)
         keywords = _keywords(cls, fields)
         if keywords is not None and codec.install_constructor(keywords, cls.__dict__["__init__"]):
@@ -168,6 +164,25 @@ def register_constructor(cls: type, codec: Any) -> None:
     """Let :func:`pure_python` switch ``codec``'s installed constructor for ``cls`` off and on
     (``codec`` has ``enable_constructor`` and ``constructor_enabled``)."""
     _constructors[cls] = codec
+
+
+def python_function(cls: type, name: str) -> Callable[..., Any]:
+    """The generated Python function behind ``cls.encode``, ``cls.decode`` or
+    ``cls.decode_from``, whether or not the compiled codec stands in for it: the code to step
+    through in a debugger (``decode`` and ``decode_from`` take the class first).
+
+    The compiled ``encode`` carries it as ``__wrapped__`` too, and so does the class's
+    ``decode`` descriptor (``inspect.getattr_static(cls, "decode").__wrapped__``); what
+    ``cls.decode`` hands out is a builtin method, which can carry no attribute.
+    """
+    index = _METHODS.index(name)
+    for klass in cls.__mro__:
+        python = _python_methods.get(klass)
+        method = python[index] if python is not None else klass.__dict__.get(name)
+        if method is not None:
+            function: Callable[..., Any] = getattr(method, "__func__", method)
+            return function
+    raise AttributeError(f"{cls.__name__} has no {name}")
 
 
 def is_compiled(cls: type) -> bool:

@@ -26,13 +26,16 @@ from collections.abc import Iterable
 from types import ModuleType
 from typing import Any, TypeAlias
 
-from protoframe.runtime.codec import checksums, compiled
+from protoframe.runtime.codec import checksums, compiled, vocabulary
 
 _framecodec: ModuleType | None
 try:
     from protoframe.runtime.codec import _framecodec
 except ImportError:  # not built: no C compiler at install time, or a source checkout
     _framecodec = None
+if _framecodec is not None:
+    vocabulary.check_built(_framecodec.__name__, getattr(_framecodec, "VOCABULARY", None),
+                           ("FRAME_OPS", "FRAME_PRESENCE"))
 
 # One item of a struct's layout: (op, name, int_type, ref, extra), in wire order.
 #   op "int":       a stored integer;                        int_type like "u32be", "i16le", "u8"
@@ -52,11 +55,10 @@ FrameRow: TypeAlias = tuple[str, str, str | None, Any, Any]
 # (struct class, whether bytes left after the last field are an error, its rows)
 FrameLayout: TypeAlias = tuple[type, bool, tuple[FrameRow, ...]]
 
-_OPS = {name: code for code, name in enumerate(
-    ("int", "const", "size", "size_rest", "checksum", "proto", "bytes", "struct"), start=1)}
-_STORED = {"int", "proto", "envelope", "bytes", "struct"}
-_PRESENCE = {None: 0, "remaining": 1}
-_PEEK = 2
+_OPS = vocabulary.OPS
+_STORED = {"int", "proto", vocabulary.ENVELOPE, "bytes", "struct"}
+_PRESENCE = {None: vocabulary.PRESENCE["always"], "remaining": vocabulary.PRESENCE["remaining"]}
+_PEEK = vocabulary.PRESENCE["peek"]
 _SIGNED, _BIG = 1, 2
 _INT_TYPE = re.compile(r"([ui])(8|16|32|64)(be|le)?")
 _CHECKSUMS = {"crc32c": checksums.crc32c, "crc32": checksums.crc32}
@@ -84,8 +86,10 @@ def install_frame_layouts(layouts: Iterable[FrameLayout]) -> None:
         codec = _framecodec.FrameCodec(cls, table, check_end, python[0], python[1].__func__,
                                        python[2].__func__)
         class_method = compiled._wirecodec.ClassMethod
-        methods = (codec, class_method(cls, codec.own_decode, codec.decode),
-                   class_method(cls, codec.own_decode_from, codec.decode_from))
+        methods = (codec,
+                   class_method(cls, codec.own_decode, codec.decode, python[1].__func__),
+                   class_method(cls, codec.own_decode_from, codec.decode_from,
+                                python[2].__func__))
         codecs[cls] = codec
         compiled.register(cls, python, methods)
         if codec.install_constructor(cls.__dict__["__init__"]):
@@ -109,7 +113,7 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any]) -> tuple[tuple[
             obj = _CHECKSUMS[ref]
         elif op == "proto":
             obj, at = ref, index[extra]
-        elif op == "envelope":
+        elif op == vocabulary.ENVELOPE:
             obj, at = ref, index[extra[0]]
             attr, body, present = extra[1], extra[2], extra[3]
             op = "proto"

@@ -1,0 +1,140 @@
+"""The words of the compiled codecs' layout tables, and the numbers the C code knows them by.
+
+The generator writes these names into the tables of generated modules, ``runtime.codec.compiled``
+and ``runtime.codec.compiled_frames`` turn them into numbers, and ``_wirecodec.c`` and
+``_framecodec.c`` switch on those numbers. They are defined here only: the C enums come from
+``_vocabulary.h``, which ``python runtime/codec/vocabulary.py`` writes from this module (``make``
+does, when this file changes; ``make check`` fails when the header is stale). Each C module
+also exports the numbering it was compiled with (``VOCABULARY``), and :func:`check_built`
+refuses an extension built from another vocabulary, so a stale build cannot misread a table.
+
+This module imports nothing of protoframe, so that the build can run it as a script.
+"""
+
+from __future__ import annotations
+
+import sys
+from types import MappingProxyType
+from typing import Final
+
+# How a protobuf field's value is written (kind) and held (mode), in a protobuf layout row:
+#   kind: a protobuf scalar type name, "enum", "open_enum" (proto3: unknown numbers are kept
+#         as ints) or "message"
+#   mode: "required", "optional" (None is unset), "repeated", "packed" (repeated, written
+#         packed) or "sparse" (an optional message kept in the class's dict of present fields)
+FIELD_KINDS: Final = (
+    "int32", "int64", "uint32", "uint64", "sint32", "sint64", "bool", "enum", "fixed32",
+    "sfixed32", "fixed64", "sfixed64", "float", "double", "string", "bytes", "message",
+    "open_enum",
+)
+FIELD_MODES: Final = ("required", "optional", "repeated", "packed", "sparse")
+
+# What one row of a frame struct's layout does (see runtime/codec/compiled_frames.py):
+#   int        a stored integer
+#   const      a constant: written on encode, checked on decode
+#   size       the byte size of a later field
+#   size_rest  the byte size of everything after it: the struct's region ends there
+#   checksum   a checksum of the bytes from the next field to the end
+#   proto      a sized protobuf message
+#   bytes      bytes sized by a size field, or the rest of the region
+#   struct     a nested struct, there as FRAME_PRESENCE says: always, when bytes remain, or
+#              when a peeked integer matches
+FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "bytes", "struct")
+# A row of the generated table only: a protobuf envelope, which the C codec takes as "proto"
+# with a command dispatch.
+ENVELOPE: Final = "envelope"
+FRAME_PRESENCE: Final = ("always", "remaining", "peek")
+
+# Each vocabulary as the C code names it: (export name, enum prefix, first number, names,
+# name of the end marker, or "" for none).
+_C_ENUMS: Final = (
+    ("FIELD_KINDS", "K", 1, FIELD_KINDS, "K_KIND_END"),
+    ("FIELD_MODES", "M", 0, FIELD_MODES, "M_MODE_END"),
+    ("FRAME_OPS", "OP", 1, FRAME_OPS, "OP_END"),
+    ("FRAME_PRESENCE", "PRESENT", 0, FRAME_PRESENCE, ""),
+)
+
+
+def _numbered(first: int, names: tuple[str, ...]) -> MappingProxyType[str, int]:
+    return MappingProxyType({name: first + i for i, name in enumerate(names)})
+
+
+# name -> number, for each vocabulary, as the C enums number them.
+NUMBERS: Final = MappingProxyType({
+    export: _numbered(first, names) for export, _, first, names, _ in _C_ENUMS
+})
+KINDS: Final = NUMBERS["FIELD_KINDS"]
+MODES: Final = NUMBERS["FIELD_MODES"]
+OPS: Final = NUMBERS["FRAME_OPS"]
+PRESENCE: Final = NUMBERS["FRAME_PRESENCE"]
+
+HEADER_PATH: Final = "runtime/codec/_vocabulary.h"
+
+
+def c_header() -> str:
+    """The text of ``_vocabulary.h``: one enum per vocabulary, and the table each C module
+    exports as ``VOCABULARY`` for :func:`check_built`."""
+    lines = [
+        "/* Generated from runtime/codec/vocabulary.py by `python runtime/codec/vocabulary.py`",
+        "   (make runs it). DO NOT EDIT: change vocabulary.py and run make. */",
+        "#ifndef PROTOFRAME_VOCABULARY_H",
+        "#define PROTOFRAME_VOCABULARY_H",
+        "",
+    ]
+    table = []
+    for export, prefix, first, names, end in _C_ENUMS:
+        items = [f"{prefix}_{name.upper()} = {number}"
+                 for name, number in _numbered(first, names).items()]
+        if end:
+            items.append(f"{end} = {first + len(names)}")
+        lines.append(f"enum {{ /* {export} */")
+        lines += [f"    {item}," for item in items]
+        lines += ["};", ""]
+        table += [f'    {{"{export}", "{name}", {prefix}_{name.upper()}}},' for name in names]
+    lines += [
+        "/* (vocabulary, name, number) for each word; ended by a NULL vocabulary. */",
+        "typedef struct { const char *vocabulary, *name; int number; } VocabularyWord;",
+        "static const VocabularyWord VOCABULARY_WORDS[] = {",
+        *table,
+        "    {NULL, NULL, 0},",
+        "};",
+        "",
+        "#endif",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def check_built(module_name: str, built: object, wanted: tuple[str, ...]) -> None:
+    """Raise ImportError unless ``built`` (a C module's ``VOCABULARY``: vocabulary -> name ->
+    number) numbers the ``wanted`` vocabularies as :data:`NUMBERS` does."""
+    if not isinstance(built, dict):
+        raise ImportError(f"{module_name} exports no VOCABULARY: it was built from older "
+                          "sources; rebuild it (make venv, or pip install again)")
+    for export in wanted:
+        mine, theirs = dict(NUMBERS[export]), built.get(export)
+        if theirs != mine:
+            raise ImportError(
+                f"{module_name} was compiled with another {export} than "
+                f"runtime/codec/vocabulary.py defines ({theirs} against {mine}): regenerate "
+                f"{HEADER_PATH} and rebuild (make venv)")
+
+
+def main(argv: list[str]) -> int:
+    """``vocabulary.py``: print the header; ``vocabulary.py --check FILE``: exit 1 if FILE is
+    not what it would print."""
+    if argv[:1] == ["--check"] and len(argv) == 2:
+        with open(argv[1], encoding="utf-8") as f:
+            if f.read() == c_header():
+                return 0
+        print(f"{argv[1]} is stale: run make (it runs runtime/codec/vocabulary.py)",
+              file=sys.stderr)
+        return 1
+    if argv:
+        print("usage: vocabulary.py [--check HEADER]", file=sys.stderr)
+        return 2
+    sys.stdout.write(c_header())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

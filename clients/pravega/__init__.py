@@ -13,6 +13,10 @@ async with EmbeddedSegmentStore() as store:
 ``TableSegmentClient`` reads and writes a table segment (versioned keys and values, conditional
 updates, paged scans).
 
+``ReaderGroup`` keeps a reader group's state (who holds which segment, and each segment's
+read position) in a table segment; ``GroupReader`` joins it, reads its fair share of the
+segments and records its positions, so a successor resumes where it stopped.
+
 ``truncate_segment`` drops a segment's data before an offset (reads below it then raise
 ``SegmentIsTruncated``); ``segment_info`` gives its start offset and length.
 
@@ -43,7 +47,9 @@ from .errors import (
     WrongHost,
 )
 from .events import ReadEvent
+from .group_reader import GroupEvent, GroupReader
 from .reader import SegmentReader
+from .reader_group import ReaderGroup, SegmentNotHeld
 from .reconnect import RetryPolicy
 from .segments import SegmentInfo, segment_info, truncate_segment
 from .store import EmbeddedSegmentStore
@@ -58,6 +64,8 @@ __all__ = [
     "ConditionalCheckFailed",
     "ConnectionOptions",
     "ControllerServer",
+    "GroupEvent",
+    "GroupReader",
     "EmbeddedSegmentStore",
     "IncompatibleVersion",
     "NoSuchSegment",
@@ -65,11 +73,13 @@ __all__ = [
     "PravegaConnection",
     "PravegaError",
     "ReadEvent",
+    "ReaderGroup",
     "RetryPolicy",
     "SegmentAlreadyExists",
     "SegmentInfo",
     "SegmentIsSealed",
     "SegmentIsTruncated",
+    "SegmentNotHeld",
     "SegmentReader",
     "SegmentWriter",
     "ServerError",

@@ -1,0 +1,100 @@
+"""An event reader that is a member of a reader group.
+
+```python
+reader = await GroupReader.join(group, "reader-1", checkpoint_every=100)
+events = await reader.read_available()   # what its segments hold now, from the recorded spot
+await reader.checkpoint()                # store its positions in the group
+await reader.close()                     # store them, free its segments, leave the group
+```
+
+A segment's position only moves past an event once the event was returned to the caller, and
+is stored on ``checkpoint()``, every ``checkpoint_every`` events and on ``close()``: a reader
+taking the segment over later starts there, so nothing checkpointed is read twice.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from .connection import PravegaConnection
+from .events import EVENT_HEADER_SIZE, ReadEvent
+from .reader import SegmentReader
+from .reader_group import ReaderGroup
+
+__all__ = ["GroupEvent", "GroupReader"]
+
+GroupEvent = tuple[str, ReadEvent]  # the segment it came from, and the event
+
+
+class GroupReader:
+    """Reader ``reader_id`` of ``group``; ``positions`` are those of the segments it holds."""
+
+    def __init__(self, group: ReaderGroup, reader_id: str, *,
+                 checkpoint_every: int | None = None) -> None:
+        self.group = group
+        self.reader_id = reader_id
+        self.checkpoint_every = checkpoint_every
+        self.positions: dict[str, int] = {}
+        self._since_checkpoint = 0
+        self.closed = False
+
+    @property
+    def connection(self) -> PravegaConnection:
+        return self.group.table.connection
+
+    @classmethod
+    async def join(cls, group: ReaderGroup, reader_id: str | None = None, *,
+                   checkpoint_every: int | None = None) -> GroupReader:
+        """Join ``group`` and take a fair share of its free segments."""
+        reader = cls(group, reader_id or uuid.uuid4().hex, checkpoint_every=checkpoint_every)
+        await group.add_reader(reader.reader_id)
+        await reader.rebalance()
+        return reader
+
+    @property
+    def segments(self) -> list[str]:
+        return sorted(self.positions)
+
+    async def rebalance(self) -> None:
+        """Give back segments over the fair share (at their current positions), then take
+        free ones up to it."""
+        share = await self.group.fair_share()
+        for segment in self.segments[share:]:
+            await self.group.record(self.reader_id, segment, self.positions.pop(segment),
+                                    release=True)
+        wanted = share - len(self.positions)
+        if wanted > 0:
+            for claim in await self.group.acquire(self.reader_id, wanted):
+                self.positions[claim.segment] = claim.offset
+
+    async def read_available(self) -> list[GroupEvent]:
+        """Every event its segments hold past their positions, up to each one's tail."""
+        if self.closed:
+            raise RuntimeError("the reader is closed")
+        events: list[GroupEvent] = []
+        for segment in self.segments:
+            reader = SegmentReader(self.connection, segment, offset=self.positions[segment],
+                                   delegation_token=self.group.table.delegation_token)
+            async for event in reader.events():
+                events.append((segment, event))
+                self.positions[segment] = event.offset + EVENT_HEADER_SIZE + len(event.data)
+                self._since_checkpoint += 1
+                if self.checkpoint_every and self._since_checkpoint >= self.checkpoint_every:
+                    await self.checkpoint()
+        return events
+
+    async def checkpoint(self) -> None:
+        """Store the position of every segment it holds."""
+        for segment, offset in sorted(self.positions.items()):
+            await self.group.record(self.reader_id, segment, offset)
+        self._since_checkpoint = 0
+
+    async def close(self) -> None:
+        """Store its positions, free its segments and leave the group."""
+        if self.closed:
+            return
+        self.closed = True
+        for segment, offset in sorted(self.positions.items()):
+            await self.group.record(self.reader_id, segment, offset, release=True)
+        self.positions.clear()
+        await self.group.remove_reader(self.reader_id)

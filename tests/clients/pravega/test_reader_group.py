@@ -1,0 +1,182 @@
+"""Our reader group and group event reader against the embedded segment store, over TCP on
+127.0.0.1.
+
+Covers two readers splitting three segments fairly and reading every event exactly once
+(also when a second reader joins late and the first gives back its excess), a closed reader's
+successor resuming after the recorded positions, periodic checkpoints, a version conflict on a
+segment's entry decided again on the fresh entry, and that a reader cannot record a segment
+it does not hold.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from protoframe.clients.pravega import EmbeddedSegmentStore, PravegaConnection, SegmentWriter
+from protoframe.clients.pravega.controller import segment_name
+from protoframe.clients.pravega.group_reader import GroupEvent, GroupReader
+from protoframe.clients.pravega.group_state import SegmentClaim, encode_claim, segment_key
+from protoframe.clients.pravega.reader_group import ReaderGroup, SegmentNotHeld
+
+SEGMENTS = [segment_name("scope", "stream", n) for n in range(3)]
+Scenario = Callable[[EmbeddedSegmentStore], Awaitable[None]]
+
+
+def run(scenario: Scenario, timeout: float = 15.0) -> None:
+    async def main() -> None:
+        async with EmbeddedSegmentStore() as store:
+            await asyncio.wait_for(scenario(store), timeout)
+
+    asyncio.run(main())
+
+
+async def connect(store: EmbeddedSegmentStore) -> PravegaConnection:
+    return await PravegaConnection.connect(*store.address, request_timeout=5.0)
+
+
+async def write(connection: PravegaConnection, count: int, start: int = 0) -> list[bytes]:
+    """``count`` events spread over the segments (created if needed); their payloads."""
+    payloads = [f"event {i}".encode() for i in range(start, start + count)]
+    for index, segment in enumerate(SEGMENTS):
+        if start == 0:
+            await connection.requests.create_segment(segment, 0, 0, "")
+        writer = await SegmentWriter.open(connection, segment)
+        for payload in payloads[index::len(SEGMENTS)]:
+            writer.write(payload)
+        await writer.flush()
+    return payloads
+
+
+def payloads(events: list[GroupEvent]) -> list[bytes]:
+    return [event.data for _, event in events]
+
+
+def test_two_readers_split_three_segments_and_read_every_event_once() -> None:
+    async def scenario(store: EmbeddedSegmentStore) -> None:
+        connection = await connect(store)
+        written = await write(connection, 30)
+        group = await ReaderGroup.create(connection, "scope", "group", SEGMENTS)
+        other = await connect(store)
+        # Both members before either takes a share, so each takes ceil(3 / 2) at most.
+        await group.add_reader("a")
+        await group.add_reader("b")
+        a = await GroupReader.join(group, "a")
+        b = await GroupReader.join(ReaderGroup.join(other, "scope", "group"), "b")
+        assert (len(a.segments), len(b.segments)) == (2, 1)
+        assert not set(a.segments) & set(b.segments)
+        claims = await group.claims()
+        assert {c.segment: c.owner for c in claims.values()} == (
+            {s: "a" for s in a.segments} | {s: "b" for s in b.segments})
+        read = payloads(await a.read_available()) + payloads(await b.read_available())
+        assert sorted(read) == sorted(written) and len(read) == len(set(read))
+        assert payloads(await a.read_available()) == []  # nothing new: nothing again
+        more = await write(connection, 6, start=30)
+        read = payloads(await a.read_available()) + payloads(await b.read_available())
+        assert sorted(read) == sorted(more)
+
+    run(scenario)
+
+
+def test_a_late_reader_gets_the_excess_of_the_first() -> None:
+    async def scenario(store: EmbeddedSegmentStore) -> None:
+        connection = await connect(store)
+        written = await write(connection, 12)
+        group = await ReaderGroup.create(connection, "scope", "group", SEGMENTS)
+        a = await GroupReader.join(group, "a")
+        assert a.segments == sorted(SEGMENTS)  # alone: it holds all three
+        first = await a.read_available()
+        assert sorted(payloads(first)) == sorted(written)
+        b = await GroupReader.join(group, "b")
+        assert b.segments == []  # nothing free yet
+        await a.rebalance()  # share is now 2: it gives one back at its position
+        assert len(a.segments) == 2
+        await b.rebalance()
+        assert len(b.segments) == 1 and b.segments[0] not in a.segments
+        assert await b.read_available() == []  # a had read it to the end
+        more = await write(connection, 9, start=12)
+        read = payloads(await a.read_available()) + payloads(await b.read_available())
+        assert sorted(read) == sorted(more)
+
+    run(scenario)
+
+
+def test_a_new_reader_resumes_after_the_closed_ones_position() -> None:
+    async def scenario(store: EmbeddedSegmentStore) -> None:
+        connection = await connect(store)
+        written = await write(connection, 15)
+        group = await ReaderGroup.create(connection, "scope", "group", SEGMENTS)
+        first = await GroupReader.join(group, "first")
+        seen = payloads(await first.read_available())
+        await first.close()
+        assert await group.readers() == []
+        claims = await group.claims()
+        assert all(c.owner is None and c.offset > 0 for c in claims.values())
+        more = await write(connection, 6, start=15)
+        # A new connection and a new group handle, as a new process would have.
+        again = ReaderGroup.join(await connect(store), "scope", "group")
+        second = await GroupReader.join(again, "second")
+        assert second.segments == sorted(SEGMENTS)
+        rest = payloads(await second.read_available())
+        assert sorted(rest) == sorted(more)
+        assert sorted(seen + rest) == sorted(written + more)
+
+    run(scenario)
+
+
+def test_unrecorded_events_are_read_again_and_checkpoints_record_periodically() -> None:
+    async def scenario(store: EmbeddedSegmentStore) -> None:
+        connection = await connect(store)
+        await write(connection, 9)
+        group = await ReaderGroup.create(connection, "scope", "group", SEGMENTS)
+        reader = await GroupReader.join(group, "r", checkpoint_every=4)
+        events = await reader.read_available()
+        assert len(events) == 9
+        # Checkpoints after the 4th and 8th event: the 9th event's position is not stored.
+        stored = {c.segment: c.offset for c in (await group.claims()).values()}
+        ninth_segment, ninth = events[8]
+        assert stored[ninth_segment] == ninth.offset
+        await reader.checkpoint()
+        stored = {c.segment: c.offset for c in (await group.claims()).values()}
+        assert stored == reader.positions
+
+    run(scenario)
+
+
+def test_a_version_conflict_is_decided_again_on_the_fresh_entry() -> None:
+    async def scenario(store: EmbeddedSegmentStore) -> None:
+        connection = await connect(store)
+        group = await ReaderGroup.create(connection, "scope", "group", SEGMENTS[:1])
+        rival = ReaderGroup.join(await connect(store), "scope", "group")
+        seen: list[SegmentClaim] = []
+        rival_put: list[asyncio.Task[int]] = []
+
+        def decide(claim: SegmentClaim) -> tuple[str | None, int] | None:
+            seen.append(claim)
+            if len(seen) == 1:
+                # Between our read and our put, the rival takes the segment.
+                rival_put.append(asyncio.ensure_future(rival.table.put(
+                    segment_key(SEGMENTS[0]), encode_claim("rival", 0),
+                    version=claim.version)))
+            return ("us", 0) if claim.owner is None else None
+
+        original_put = group.table.put
+
+        async def put_after_rival(key: bytes, value: bytes, *, version: int | None = None
+                                  ) -> int:
+            await asyncio.gather(*rival_put)
+            return await original_put(key, value, version=version)
+
+        group.table.put = put_after_rival  # type: ignore[method-assign]
+        assert await group.change(SEGMENTS[0], decide) is None
+        assert group.conflicts == 1
+        assert [c.owner for c in seen] == [None, "rival"]
+        assert seen[1].version > seen[0].version
+        assert (await group.claims())[SEGMENTS[0]].owner == "rival"
+        with pytest.raises(SegmentNotHeld):
+            await group.record("us", SEGMENTS[0], 0)
+        assert await group.acquire("us", 1) == []
+
+    run(scenario)

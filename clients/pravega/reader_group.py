@@ -137,6 +137,21 @@ class ReaderGroup:
                 taken.append(got)
         return taken
 
+    async def reader_offline(self, reader: str) -> list[str]:
+        """Free every segment ``reader`` holds, at its last recorded position, and drop it
+        from the members: for a reader that died without ``close()``. Events it read after
+        its last checkpoint are read again by the next holder. The segments freed."""
+        freed: list[str] = []
+        for claim in (await self.claims()).values():
+            if claim.owner != reader:
+                continue
+            got = await self.change(claim.segment,
+                                    lambda c: (None, c.offset) if c.owner == reader else None)
+            if got is not None:
+                freed.append(claim.segment)
+        await self.remove_reader(reader)
+        return sorted(freed)
+
     async def record(self, reader: str, segment: str, offset: int, *, release: bool = False
                      ) -> None:
         """Store ``reader``'s position in ``segment``; ``release`` also frees the segment.

@@ -4,14 +4,17 @@
 Covers two readers splitting three segments fairly and reading every event exactly once
 (also when a second reader joins late and the first gives back its excess), a closed reader's
 successor resuming after the recorded positions, periodic checkpoints, a version conflict on a
-segment's entry decided again on the fresh entry, and that a reader cannot record a segment
-it does not hold.
+segment's entry decided again on the fresh entry, that a reader cannot record a segment it
+does not hold, four readers racing for three segments, a dead reader's segments freed at its
+last checkpoint, and positions kept across a store restart on its directory.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,9 +28,9 @@ SEGMENTS = [segment_name("scope", "stream", n) for n in range(3)]
 Scenario = Callable[[EmbeddedSegmentStore], Awaitable[None]]
 
 
-def run(scenario: Scenario, timeout: float = 15.0) -> None:
+def run(scenario: Scenario, timeout: float = 15.0, **options: Any) -> None:
     async def main() -> None:
-        async with EmbeddedSegmentStore() as store:
+        async with EmbeddedSegmentStore(**options) as store:
             await asyncio.wait_for(scenario(store), timeout)
 
     asyncio.run(main())
@@ -180,3 +183,72 @@ def test_a_version_conflict_is_decided_again_on_the_fresh_entry() -> None:
         assert await group.acquire("us", 1) == []
 
     run(scenario)
+
+
+def test_readers_joining_at_once_never_share_a_segment() -> None:
+    async def scenario(store: EmbeddedSegmentStore) -> None:
+        connection = await connect(store)
+        written = await write(connection, 30)
+        await ReaderGroup.create(connection, "scope", "group", SEGMENTS)
+        groups = [ReaderGroup.join(await connect(store), "scope", "group") for _ in range(4)]
+        # Four members race for three segments, each over its own connection.
+        readers = await asyncio.gather(*(GroupReader.join(g, f"r{i}")
+                                         for i, g in enumerate(groups)))
+        held = [s for r in readers for s in r.segments]
+        assert len(held) == len(set(held))
+        claims = await groups[0].claims()
+        assert sorted(s for s, c in claims.items() if c.owner is not None) == sorted(held)
+        for reader in readers:
+            for segment in reader.segments:
+                assert claims[segment].owner == reader.reader_id
+        read: list[bytes] = []
+        for _ in range(3):  # rebalancing until every segment has a holder
+            for reader in readers:
+                await reader.rebalance()
+                read += payloads(await reader.read_available())
+        assert sorted(read) == sorted(written) and len(read) == len(set(read))
+
+    run(scenario)
+
+
+def test_a_dead_readers_segments_resume_from_its_last_checkpoint() -> None:
+    async def scenario(store: EmbeddedSegmentStore) -> None:
+        connection = await connect(store)
+        written = await write(connection, 9)
+        group = await ReaderGroup.create(connection, "scope", "group", SEGMENTS)
+        dead = await GroupReader.join(group, "dead")
+        checkpointed = payloads(await dead.read_available())
+        await dead.checkpoint()
+        more = await write(connection, 6, start=9)
+        lost = payloads(await dead.read_available())  # read, never checkpointed, never closed
+        assert sorted(lost) == sorted(more)
+        assert await group.reader_offline("dead") == sorted(SEGMENTS)
+        assert await group.readers() == []
+        heir = await GroupReader.join(group, "heir")
+        again = payloads(await heir.read_available())
+        assert sorted(again) == sorted(more)  # from the checkpoint on: the unrecorded ones
+        assert sorted(checkpointed) == sorted(written)
+
+    run(scenario)
+
+
+def test_positions_survive_a_store_restart(tmp_path: Path) -> None:
+    async def first(store: EmbeddedSegmentStore) -> None:
+        connection = await connect(store)
+        await write(connection, 12)
+        group = await ReaderGroup.create(connection, "scope", "group", SEGMENTS)
+        reader = await GroupReader.join(group, "r")
+        assert len(await reader.read_available()) == 12
+        await reader.close()
+        await write(connection, 3, start=12)
+
+    async def second(store: EmbeddedSegmentStore) -> None:
+        connection = await connect(store)
+        # Creating it again keeps the entries (and positions) already there.
+        group = await ReaderGroup.create(connection, "scope", "group", SEGMENTS)
+        reader = await GroupReader.join(group, "r2")
+        assert sorted(payloads(await reader.read_available())) == [
+            b"event 12", b"event 13", b"event 14"]
+
+    run(first, directory=tmp_path)
+    run(second, directory=tmp_path)

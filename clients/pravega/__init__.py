@@ -15,7 +15,8 @@ updates, paged scans).
 
 ``ReaderGroup`` keeps a reader group's state (who holds which segment, and each segment's
 read position) in a table segment; ``GroupReader`` joins it, reads its fair share of the
-segments and records its positions, so a successor resumes where it stopped.
+segments and records its positions, so a successor resumes where it stopped;
+``current_segments`` asks a controller for the segments of a stream to build it on.
 
 ``truncate_segment`` drops a segment's data before an offset (reads below it then raise
 ``SegmentIsTruncated``); ``segment_info`` gives its start offset and length.
@@ -53,6 +54,7 @@ from .reader_group import ReaderGroup, SegmentNotHeld
 from .reconnect import RetryPolicy
 from .segments import SegmentInfo, segment_info, truncate_segment
 from .store import EmbeddedSegmentStore
+from .stream_segments import current_segments
 from .tables import NO_VERSION, NOT_EXISTS, TableChanges, TableEntry, TableSegmentClient
 from .writer import SegmentWriter
 
@@ -92,6 +94,7 @@ __all__ = [
     "TableSegmentNotEmpty",
     "UnexpectedCommand",
     "WrongHost",
+    "current_segments",
     "segment_info",
     "truncate_segment",
 ]

@@ -12,17 +12,29 @@ last checkpoint, and positions kept across a store restart on its directory.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import grpc  # type: ignore[import-untyped]
 import pytest
 
-from protoframe.clients.pravega import EmbeddedSegmentStore, PravegaConnection, SegmentWriter
-from protoframe.clients.pravega.controller import segment_name
+from protoframe.clients.pravega import (
+    EmbeddedSegmentStore,
+    PravegaConnection,
+    SegmentAlreadyExists,
+    SegmentWriter,
+)
+from protoframe.clients.pravega.controller import ControllerServer, segment_name
+from protoframe.clients.pravega.controller.server import SERVICE
+from protoframe.clients.pravega.errors import reply_error
 from protoframe.clients.pravega.group_reader import GroupEvent, GroupReader
 from protoframe.clients.pravega.group_state import SegmentClaim, encode_claim, segment_key
 from protoframe.clients.pravega.reader_group import ReaderGroup, SegmentNotHeld
+from protoframe.clients.pravega.stream_segments import current_segments
+from protoframe.generated.pravega import controller as pb
+from protoframe.runtime.errors import RequestFailed
 
 SEGMENTS = [segment_name("scope", "stream", n) for n in range(3)]
 Scenario = Callable[[EmbeddedSegmentStore], Awaitable[None]]
@@ -41,16 +53,23 @@ async def connect(store: EmbeddedSegmentStore) -> PravegaConnection:
 
 
 async def write(connection: PravegaConnection, count: int, start: int = 0) -> list[bytes]:
-    """``count`` events spread over the segments (created if needed); their payloads."""
+    """``count`` events spread over the segments (created if missing); their payloads."""
     payloads = [f"event {i}".encode() for i in range(start, start + count)]
     for index, segment in enumerate(SEGMENTS):
-        if start == 0:
-            await connection.requests.create_segment(segment, 0, 0, "")
+        with contextlib.suppress(SegmentAlreadyExists):
+            await create_segment(connection, segment)
         writer = await SegmentWriter.open(connection, segment)
         for payload in payloads[index::len(SEGMENTS)]:
             writer.write(payload)
         await writer.flush()
     return payloads
+
+
+async def create_segment(connection: PravegaConnection, segment: str) -> None:
+    try:
+        await connection.requests.create_segment(segment, 0, 0, "")
+    except RequestFailed as exc:
+        raise reply_error(exc) from None
 
 
 def payloads(events: list[GroupEvent]) -> list[bytes]:
@@ -252,3 +271,27 @@ def test_positions_survive_a_store_restart(tmp_path: Path) -> None:
 
     run(first, directory=tmp_path)
     run(second, directory=tmp_path)
+
+
+def test_a_group_over_the_segments_the_controller_names() -> None:
+    async def scenario(store: EmbeddedSegmentStore) -> None:
+        async with ControllerServer(store.table, store.address) as uri:
+            async with grpc.aio.insecure_channel(uri.removeprefix("tcp://")) as channel:
+                for method, message in [
+                        ("createScope", pb.ScopeInfo(scope="scope")),
+                        ("createStream", pb.StreamConfig(
+                            streamInfo=pb.StreamInfo(scope="scope", stream="stream"),
+                            scalingPolicy=pb.ScalingPolicy(minNumSegments=3)))]:
+                    await channel.unary_unary(
+                        f"/{SERVICE}/{method}", request_serializer=lambda m: m.encode(),
+                        response_deserializer=lambda b: b)(message, timeout=5.0)
+            segments = await current_segments(uri, "scope", "stream")
+            assert segments == SEGMENTS
+            assert await current_segments(uri, "scope", "absent") == []
+        connection = await connect(store)
+        written = await write(connection, 9)
+        group = await ReaderGroup.create(connection, "scope", "group", segments)
+        reader = await GroupReader.join(group)
+        assert sorted(payloads(await reader.read_available())) == sorted(written)
+
+    run(scenario)

@@ -9,7 +9,8 @@ await reader.close()                     # store them, free its segments, leave 
 
 A segment's position only moves past an event once the event was returned to the caller, and
 is stored on ``checkpoint()``, every ``checkpoint_every`` events and on ``close()``: a reader
-taking the segment over later starts there, so nothing checkpointed is read twice.
+taking the segment over later starts there, so nothing checkpointed is read twice. A position
+below a segment's truncation point moves up to it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import uuid
 
 from .connection import PravegaConnection
+from .errors import SegmentIsTruncated
 from .events import EVENT_HEADER_SIZE, ReadEvent
 from .reader import SegmentReader
 from .reader_group import ReaderGroup
@@ -73,15 +75,26 @@ class GroupReader:
             raise RuntimeError("the reader is closed")
         events: list[GroupEvent] = []
         for segment in self.segments:
-            reader = SegmentReader(self.connection, segment, offset=self.positions[segment],
-                                   delegation_token=self.group.table.delegation_token)
-            async for event in reader.events():
-                events.append((segment, event))
-                self.positions[segment] = event.offset + EVENT_HEADER_SIZE + len(event.data)
-                self._since_checkpoint += 1
-                if self.checkpoint_every and self._since_checkpoint >= self.checkpoint_every:
-                    await self.checkpoint()
+            try:
+                await self._read_segment(segment, events)
+            except SegmentIsTruncated as exc:
+                if exc.start_offset <= self.positions[segment]:
+                    raise
+                # The data before the cut is gone for every reader: go on from where the
+                # segment now starts, as a reader group that starts at a stream's head does.
+                self.positions[segment] = exc.start_offset
+                await self._read_segment(segment, events)
         return events
+
+    async def _read_segment(self, segment: str, events: list[GroupEvent]) -> None:
+        reader = SegmentReader(self.connection, segment, offset=self.positions[segment],
+                               delegation_token=self.group.table.delegation_token)
+        async for event in reader.events():
+            events.append((segment, event))
+            self.positions[segment] = event.offset + EVENT_HEADER_SIZE + len(event.data)
+            self._since_checkpoint += 1
+            if self.checkpoint_every and self._since_checkpoint >= self.checkpoint_every:
+                await self.checkpoint()
 
     async def checkpoint(self) -> None:
         """Store the position of every segment it holds."""

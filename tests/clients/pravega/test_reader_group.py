@@ -6,7 +6,8 @@ Covers two readers splitting three segments fairly and reading every event exact
 successor resuming after the recorded positions, periodic checkpoints, a version conflict on a
 segment's entry decided again on the fresh entry, that a reader cannot record a segment it
 does not hold, four readers racing for three segments, a dead reader's segments freed at its
-last checkpoint, and positions kept across a store restart on its directory.
+last checkpoint, positions kept across a store restart on its directory, a position below a
+truncation moved up to it, and a group over the segments the controller names.
 """
 
 from __future__ import annotations
@@ -24,11 +25,15 @@ from protoframe.clients.pravega import (
     EmbeddedSegmentStore,
     PravegaConnection,
     SegmentAlreadyExists,
+    SegmentReader,
     SegmentWriter,
+    segment_info,
+    truncate_segment,
 )
 from protoframe.clients.pravega.controller import ControllerServer, segment_name
 from protoframe.clients.pravega.controller.server import SERVICE
 from protoframe.clients.pravega.errors import reply_error
+from protoframe.clients.pravega.events import EVENT_HEADER_SIZE
 from protoframe.clients.pravega.group_reader import GroupEvent, GroupReader
 from protoframe.clients.pravega.group_state import SegmentClaim, encode_claim, segment_key
 from protoframe.clients.pravega.reader_group import ReaderGroup, SegmentNotHeld
@@ -293,5 +298,24 @@ def test_a_group_over_the_segments_the_controller_names() -> None:
         group = await ReaderGroup.create(connection, "scope", "group", segments)
         reader = await GroupReader.join(group)
         assert sorted(payloads(await reader.read_available())) == sorted(written)
+
+    run(scenario)
+
+
+def test_a_position_below_a_truncation_moves_up_to_it() -> None:
+    async def scenario(store: EmbeddedSegmentStore) -> None:
+        connection = await connect(store)
+        await write(connection, 6)
+        group = await ReaderGroup.create(connection, "scope", "group", SEGMENTS)
+        info = await segment_info(connection, SEGMENTS[0])
+        # Cut the first segment after its first event, which no reader has read.
+        first_event = (await SegmentReader(connection, SEGMENTS[0]).read_all())[0]
+        cut = first_event.offset + EVENT_HEADER_SIZE + len(first_event.data)
+        await truncate_segment(connection, SEGMENTS[0], cut)
+        reader = await GroupReader.join(group, "r")
+        read = payloads(await reader.read_available())
+        assert first_event.data not in read
+        assert sorted(read) == sorted(f"event {i}".encode() for i in range(1, 6))
+        assert reader.positions[SEGMENTS[0]] == info.length
 
     run(scenario)

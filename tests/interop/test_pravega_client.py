@@ -33,7 +33,8 @@ from tests.support.peer_clients import needs_pravega
 
 pytestmark = needs_pravega
 
-PEER_TIMEOUT = 25.0
+# Generous: the real client takes ~11 s here, and over 30 s when the 2-core machine is loaded.
+PEER_TIMEOUT = 60.0
 
 # The subprocess: argv = controller URI, then a JSON job; prints one JSON result line.
 PEER = r"""
@@ -120,7 +121,7 @@ def run(scenario: Scenario) -> None:
     asyncio.run(main())
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(150)
 @pytest.mark.parametrize("segments", [1, 3])
 def test_real_client_writes_and_our_reader_reads(segments: int) -> None:
     events = [[f"key-{i % 5}", f"event {i} " + "x" * (i % 13)] for i in range(60)]
@@ -152,7 +153,7 @@ def test_real_client_writes_and_our_reader_reads(segments: int) -> None:
     run(scenario)
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(150)
 def test_real_client_reads_what_our_writer_wrote() -> None:
     payloads = [b"from protoframe %d" % i for i in range(25)] + [bytes(range(256))]
 
@@ -177,7 +178,7 @@ def test_real_client_reads_what_our_writer_wrote() -> None:
     run(scenario)
 
 
-@pytest.mark.timeout(90)
+@pytest.mark.timeout(200)
 @pytest.mark.parametrize("segments", [1, 3])
 def test_real_reader_group_reads_what_both_writers_wrote(segments: int) -> None:
     theirs = [[f"key-{i % 7}", f"theirs {i}"] for i in range(30)]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,17 +32,11 @@ from protoframe.clients.pravega.errors import reply_error
 from protoframe.clients.pravega.versions import HIGH_VERSION, LOW_VERSION
 from protoframe.generated.pravega import frames
 from protoframe.runtime.errors import ConnectionClosed, RequestFailed
+from tests.support.pravega_store import Scenario, run_in_store
 
 SEGMENT = "scope/stream/0.#epoch.0"
-Scenario = Callable[[EmbeddedSegmentStore], Awaitable[None]]
-
-
 def run(scenario: Scenario, timeout: float = 10.0, **options: Any) -> None:
-    async def main() -> None:
-        async with EmbeddedSegmentStore(**options) as store:
-            await asyncio.wait_for(scenario(store), timeout)
-
-    asyncio.run(main())
+    run_in_store(scenario, timeout, **options)
 
 
 async def connect(store: EmbeddedSegmentStore, **options: Any) -> PravegaConnection:

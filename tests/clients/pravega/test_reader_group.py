@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,17 +39,11 @@ from protoframe.clients.pravega.reader_group import ReaderGroup, SegmentNotHeld
 from protoframe.clients.pravega.stream_segments import current_segments
 from protoframe.generated.pravega import controller as pb
 from protoframe.runtime.errors import RequestFailed
+from tests.support.pravega_store import Scenario, run_in_store
 
 SEGMENTS = [segment_name("scope", "stream", n) for n in range(3)]
-Scenario = Callable[[EmbeddedSegmentStore], Awaitable[None]]
-
-
 def run(scenario: Scenario, timeout: float = 15.0, **options: Any) -> None:
-    async def main() -> None:
-        async with EmbeddedSegmentStore(**options) as store:
-            await asyncio.wait_for(scenario(store), timeout)
-
-    asyncio.run(main())
+    run_in_store(scenario, timeout, **options)
 
 
 async def connect(store: EmbeddedSegmentStore) -> PravegaConnection:

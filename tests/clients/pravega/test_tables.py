@@ -8,8 +8,6 @@ bounds on a request's memory, and a store restart on its directory.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,17 +28,11 @@ from protoframe.clients.pravega import (
     TableSegmentNotEmpty,
 )
 from protoframe.clients.pravega.store.tables import record_size
+from tests.support.pravega_store import Scenario, run_in_store
 
 TABLE = "_system/_tables/scope/readerGroup"
-Scenario = Callable[[EmbeddedSegmentStore], Awaitable[None]]
-
-
 def run(scenario: Scenario, timeout: float = 10.0, **options: Any) -> None:
-    async def main() -> None:
-        async with EmbeddedSegmentStore(**options) as store:
-            await asyncio.wait_for(scenario(store), timeout)
-
-    asyncio.run(main())
+    run_in_store(scenario, timeout, **options)
 
 
 async def open_table(store: EmbeddedSegmentStore, *, create: bool = True,

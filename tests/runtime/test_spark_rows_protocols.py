@@ -47,10 +47,10 @@ from protoframe.pipeline.capture_decode import (  # noqa: E402
 )
 from protoframe.runtime.codec.capture import CaptureWriter, Direction  # noqa: E402
 from protoframe.runtime.spark.rows import RowCodec  # noqa: E402
-from tests.generated.pravega.test_frames import COMMANDS as PRAVEGA_COMMANDS  # noqa: E402
-from tests.generated.pravega.test_frames import VECTORS as PRAVEGA_VECTORS  # noqa: E402
-from tests.generated.pravega.test_frames import _struct_strategy as pravega_struct  # noqa: E402
 from tests.support.official import official_module  # noqa: E402
+from tests.support.pravega_frames import COMMANDS as PRAVEGA_COMMANDS  # noqa: E402
+from tests.support.pravega_frames import VECTORS as PRAVEGA_VECTORS  # noqa: E402
+from tests.support.pravega_frames import struct_strategy as pravega_struct  # noqa: E402
 from tests.support.proto_values import build_ours, class_index, message_values  # noqa: E402
 from tests.support.spark_rows import spark_shaped  # noqa: E402
 from tests.support.tank_frames import PRODUCE, REQUESTS, RESPONSES, TO_CLIENT, TO_SERVER  # noqa: E402

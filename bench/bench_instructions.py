@@ -10,10 +10,14 @@ stay the measure of speed (instructions are not all equally expensive: ours does
 allocations and branchy interpreter work per instruction than the ``struct`` code, so its
 time ratio runs above its instruction ratio).
 
-Each operation runs ``ITERATIONS`` times in a child process under ``valgrind --tool=callgrind``;
-one more child runs none. The difference divided by ``ITERATIONS`` is the cost of one
-operation, the start-up and imports cancelled out. Needs valgrind (Debian's
-``valgrind`` package); without it this prints how to install it and stops.
+Each operation runs in two child processes under ``valgrind --tool=callgrind``: one runs the
+statement ``LOW`` times, the other ``HIGH`` times, with the same argument lengths. The
+difference divided by ``HIGH - LOW`` is the cost of one operation: start-up, imports and
+everything the first calls do once (caches filled, lazy imports, specialisation) cancel out,
+because both processes do them. Subtracting a separate empty run instead left those one-off
+costs in and moved rows by up to 30% between runs; two paddings of the environment give the
+same count to the instruction with this method. Needs valgrind (Debian's ``valgrind``
+package); without it this prints how to install it and stops.
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ from pathlib import Path
 
 from protoframe.runtime.codec import compiled
 
-ITERATIONS = 2000
+LOW = 1000
+HIGH = 3000
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -65,9 +70,11 @@ _COLLECTED = re.compile(r"Collected : (\d+)")
 def count(statement: str, iterations: int) -> int:
     """Instructions the worker process executes running ``statement`` ``iterations`` times."""
     env = dict(os.environ, PYTHONHASHSEED="0")
+    # The count is zero-padded so both runs of one statement have argv of the same length.
     result = subprocess.run(
         ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-         sys.executable, "-m", "bench.bench_instructions_worker", str(iterations), statement],
+         sys.executable, "-m", "bench.bench_instructions_worker", f"{iterations:06d}",
+         statement],
         capture_output=True, text=True, cwd=ROOT, env=env, check=False, timeout=600,
     )
     found = _COLLECTED.search(result.stderr)
@@ -76,21 +83,22 @@ def count(statement: str, iterations: int) -> int:
     return int(found.group(1))
 
 
+def per_operation(statement: str) -> int:
+    """Instructions of one run of ``statement``: the slope between ``LOW`` and ``HIGH`` runs."""
+    return (count(statement, HIGH) - count(statement, LOW)) // (HIGH - LOW)
 
 
 def main() -> None:
     if shutil.which("valgrind") is None:
         print("valgrind is not installed; on Debian or Ubuntu: sudo apt-get install valgrind")
         return
-    print(f"instructions per operation (callgrind), {ITERATIONS} iterations less an empty run")
+    print(f"instructions per operation (callgrind): ({HIGH} runs - {LOW} runs) / {HIGH - LOW}")
     print(f"our protobuf codec: {compiled.describe()}")
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        empty = pool.submit(count, "pass", 0)
-        totals = list(pool.map(lambda op: count(op.statement, ITERATIONS), OPS))
-    base = empty.result()
+        costs = list(pool.map(lambda op: per_operation(op.statement), OPS))
     rows: dict[str, dict[str, int]] = {}
-    for op, total in zip(OPS, totals, strict=True):
-        rows.setdefault(op.row, {})[op.column] = (total - base) // ITERATIONS
+    for op, cost in zip(OPS, costs, strict=True):
+        rows.setdefault(op.row, {})[op.column] = cost
     width = max(len(r) for r in rows) + 2
     print(f"{'operation':<{width}} {'ours':>10} {'struct':>10} {'construct':>10} "
           f"{'ours/struct':>12} {'construct/ours':>15}")

@@ -1,5 +1,5 @@
 """Child process of ``bench instructions``: ``python -m bench.bench_instructions_worker N STMT``
-runs the statement N times (N may be 0) against the frame benchmark's fixtures."""
+runs the statement N times against the frame benchmark's fixtures."""
 
 from __future__ import annotations
 

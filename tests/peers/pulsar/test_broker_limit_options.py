@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 
 import pytest
 
-from protoframe.clients.pulsar.broker import EmbeddedBroker
+from protoframe.clients.pulsar.broker import BrokerProcess, EmbeddedBroker
 from protoframe.clients.pulsar.broker.cli import limits_of, register
 from protoframe.clients.pulsar.broker.limits import Limits
 from protoframe.generated.pulsar.pulsar_api import (
@@ -101,3 +102,21 @@ async def test_the_message_size_limit_is_what_connected_announces() -> None:
         await client.producer("size")
         await client.publish(1, 0, b"x" * 100_000)  # far over the frame limit
         assert await client.closed_by_broker()
+
+
+@run
+async def test_the_command_line_options_reach_the_broker() -> None:
+    process = BrokerProcess(extra_args=("--max-name-length", "40",
+                                        "--max-message-size", "4096"))
+    url = await asyncio.to_thread(process.start, 60.0)
+    try:
+        client = await RawClient.connect(url, handshake=False)
+        await client.send(BaseCommand(type_=Type.CONNECT, connect=CommandConnect(
+            client_version="t", protocol_version=20)))
+        connected = (await client.expect(Type.CONNECTED)).command.connected
+        assert connected is not None and connected.max_message_size == 4096
+        refused(await client.producer("t", name="x" * 41), ServerError.NotAllowedError,
+                "limit of 40")
+        await client.close()
+    finally:
+        await asyncio.to_thread(process.stop)

@@ -7,6 +7,7 @@ import contextlib
 
 from protoframe.runtime.io.cli import CannotListen, ready, run_servers
 
+from . import limits as lim
 from .server import EmbeddedBroker
 
 
@@ -30,7 +31,55 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--keepalive", type=float, default=30.0,
                         help="seconds between keepalive PINGs (0 disables them)")
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    add_limit_options(parser)
     parser.set_defaults(func=run)
+
+
+def add_limit_options(parser: argparse.ArgumentParser) -> None:
+    """The ``limits.Limits`` options: what one command may carry (named as Pulsar's settings
+    where Pulsar has one)."""
+    group = parser.add_argument_group(
+        "limits", "commands over a limit are refused with an error naming it; nothing is stored")
+    group.add_argument("--max-message-size", type=int, default=lim.MAX_MESSAGE_SIZE,
+                       metavar="BYTES", help="largest message or batch (Pulsar's "
+                       "maxMessageSize; default %(default)s)")
+    group.add_argument("--max-name-length", type=int, default=lim.MAX_NAME_LENGTH,
+                       metavar="BYTES", help="longest topic (fully qualified), producer, "
+                       f"subscription or consumer name, at most {lim.LOG_NAME_LIMIT} "
+                       "(default %(default)s)")
+    group.add_argument("--max-metadata-entries", type=int, default=lim.MAX_METADATA_ENTRIES,
+                       metavar="N", help="most key-value pairs in a producer's or consumer's "
+                       "metadata or a subscription's properties (default %(default)s)")
+    group.add_argument("--max-metadata-size", type=int, default=lim.MAX_METADATA_SIZE,
+                       metavar="BYTES", help="their keys and values together "
+                       "(default %(default)s)")
+    group.add_argument("--max-messages-per-batch", type=int,
+                       default=lim.MAX_MESSAGES_PER_BATCH, metavar="N",
+                       help="most messages in one batch (default %(default)s)")
+    group.add_argument("--max-hash-ranges", type=int, default=lim.MAX_HASH_RANGES, metavar="N",
+                       help="most hash ranges a Key_Shared consumer may claim "
+                       "(default %(default)s)")
+    group.add_argument("--broker-deduplication-producer-inactivity-timeout-minutes",
+                       type=float, default=lim.DEDUP_INACTIVITY_MINUTES, metavar="MINUTES",
+                       dest="dedup_inactivity_minutes",
+                       help="forget the deduplication state of a producer name no producer "
+                       "has used for this long (Pulsar's "
+                       "brokerDeduplicationProducerInactivityTimeoutMinutes; "
+                       "default %(default)s)")
+
+
+def limits_of(args: argparse.Namespace) -> lim.Limits:
+    """The ``Limits`` the options ask for; exits with a message if one is out of range."""
+    try:
+        return lim.Limits(
+            max_message_size=args.max_message_size, max_name_length=args.max_name_length,
+            max_metadata_entries=args.max_metadata_entries,
+            max_metadata_size=args.max_metadata_size,
+            max_messages_per_batch=args.max_messages_per_batch,
+            max_hash_ranges=args.max_hash_ranges,
+            dedup_inactivity_minutes=args.dedup_inactivity_minutes)
+    except ValueError as exc:
+        raise SystemExit(f"broker: {exc}") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,11 +90,13 @@ def run(args: argparse.Namespace) -> int:
         if not sep or not topic or not count.isdigit() or int(count) < 1:
             raise SystemExit(f"--partitioned-topic expects TOPIC=N, got {spec!r}")
         partitioned.append((topic, int(count)))
+    limits = limits_of(args)
 
     async def serve(stack: contextlib.AsyncExitStack) -> None:
         broker = EmbeddedBroker(host=args.host, port=args.port, data_dir=args.data_dir,
                                 keepalive_interval=args.keepalive or None,
-                                fsync=not args.no_fsync, advertised_url=args.advertised_url)
+                                fsync=not args.no_fsync, advertised_url=args.advertised_url,
+                                limits=limits)
         try:
             url = await broker.start()
         except OSError as exc:

@@ -53,13 +53,16 @@ from protoframe.generated.pulsar.pulsar_api import (
     CommandUnsubscribe,
     FeatureFlags,
     MessageIdData,
+    MessageMetadata,
     ServerError,
 )
 
 from .entries import Entry
+from .limits import MAX_MESSAGE_SIZE, LimitExceeded, check_int64
 from .state import BrokerState
-from .subscriptions import Consumer, ConsumerBusy, SubType
+from .subscriptions import KEY_HASH_RANGE, Consumer, ConsumerBusy, SubType, words_for
 from .topics import UINT64_MASK, InvalidTopicName, Topic, normalize_topic
+from .unsupported import UnsupportedRequests
 from .wire import RawFrame
 
 __all__ = ["MAX_MESSAGE_SIZE", "MAX_PROTOCOL_VERSION", "NO_REQUEST", "SERVER_VERSION",
@@ -69,7 +72,6 @@ log = logging.getLogger(__name__)
 
 Type = BaseCommand.Type
 
-MAX_MESSAGE_SIZE = 5 * 1024 * 1024
 # Room for the command and metadata around a message of MAX_MESSAGE_SIZE (Pulsar's padding).
 FRAME_PADDING = 10 * 1024
 MAX_PROTOCOL_VERSION = 21
@@ -86,9 +88,10 @@ class Producer:
     closing: bool = False  # CLOSE_PRODUCER received; SUCCESS follows the pending receipts
 
 
-class Commands(PulsarHooks):
+class Commands(UnsupportedRequests, PulsarHooks):
     """The command hooks of one connection's session, given to its ``PulsarProtocol``; the I/O
-    is the subclass's."""
+    is the subclass's. Every request gets an answer: the ones this broker does not serve get an
+    error from ``UnsupportedRequests``."""
 
     broker: BrokerState
     peer: str
@@ -139,11 +142,16 @@ class Commands(PulsarHooks):
         self._emit(BaseCommand(type_=Type.SEND_ERROR, send_error=CommandSendError(
             producer_id=producer_id, sequence_id=sequence_id, error=error, message=message)))
 
-    def _topic_name(self, name: str) -> str | None:
+    def _topic_name(self, name: str) -> tuple[str | None, str]:
+        """The fully qualified name of a topic, or None and why it is refused."""
         try:
-            return normalize_topic(name)
+            full = normalize_topic(name)
+            self.broker.limits.check_name("topic name", full)
         except InvalidTopicName:
-            return None
+            return None, f"invalid topic name {name!r}"
+        except LimitExceeded as exc:
+            return None, f"invalid topic name: {exc}"
+        return full, ""
 
     # --- connection ------------------------------------------------------------------------
 
@@ -153,7 +161,7 @@ class Commands(PulsarHooks):
                   body.protocol_version)
         self._emit(BaseCommand(type_=Type.CONNECTED, connected=CommandConnected(
             server_version=SERVER_VERSION, protocol_version=version,
-            max_message_size=MAX_MESSAGE_SIZE, feature_flags=FeatureFlags())))
+            max_message_size=self.broker.limits.max_message_size, feature_flags=FeatureFlags())))
 
     def on_ping(self, body: CommandPing, frame: frames.Frame) -> None:
         self._emit(BaseCommand(type_=Type.PONG, pong=CommandPong()))
@@ -163,11 +171,11 @@ class Commands(PulsarHooks):
     def on_partitioned_metadata(self, body: CommandPartitionedTopicMetadata,
                                 frame: frames.Frame) -> None:
         LookupType = CommandPartitionedTopicMetadataResponse.LookupType
-        name = self._topic_name(body.topic)
+        name, refusal = self._topic_name(body.topic)
         if name is None:
             answer = CommandPartitionedTopicMetadataResponse(
                 request_id=body.request_id, response=LookupType.Failed,
-                error=ServerError.InvalidTopicName, message=f"invalid topic name {body.topic!r}")
+                error=ServerError.InvalidTopicName, message=refusal)
         else:
             answer = CommandPartitionedTopicMetadataResponse(
                 request_id=body.request_id, response=LookupType.Success,
@@ -177,10 +185,11 @@ class Commands(PulsarHooks):
 
     def on_lookup(self, body: CommandLookupTopic, frame: frames.Frame) -> None:
         LookupType = CommandLookupTopicResponse.LookupType
-        if self._topic_name(body.topic) is None:
+        name, refusal = self._topic_name(body.topic)
+        if name is None:
             answer = CommandLookupTopicResponse(
                 request_id=body.request_id, response=LookupType.Failed,
-                error=ServerError.InvalidTopicName, message=f"invalid topic name {body.topic!r}")
+                error=ServerError.InvalidTopicName, message=refusal)
         else:
             # This broker owns every topic: connect here (at the address the client used).
             answer = CommandLookupTopicResponse(
@@ -212,10 +221,17 @@ class Commands(PulsarHooks):
     # --- producers -------------------------------------------------------------------------
 
     def on_producer(self, body: CommandProducer, frame: frames.Frame) -> None:
-        name = self._topic_name(body.topic)
+        name, refusal = self._topic_name(body.topic)
         if name is None:
-            self._error(body.request_id, ServerError.InvalidTopicName,
-                        f"invalid topic name {body.topic!r}")
+            self._error(body.request_id, ServerError.InvalidTopicName, refusal)
+            return
+        limits = self.broker.limits
+        try:
+            if body.producer_name:
+                limits.check_name("producer name", body.producer_name)
+            limits.check_metadata("producer metadata", body.metadata)
+        except LimitExceeded as exc:
+            self._error(body.request_id, ServerError.NotAllowedError, str(exc))
             return
         topic = self.broker.topic(name)
         producer_name = body.producer_name or self.broker.new_producer_name()
@@ -224,6 +240,7 @@ class Commands(PulsarHooks):
                         f"producer {producer_name!r} is already connected to {name}")
             return
         topic.producer_names.add(producer_name)
+        topic.dedup.producer_connected(producer_name)
         self.producers[body.producer_id] = Producer(body.producer_id, topic, producer_name)
         answer = CommandProducerSuccess(
             request_id=body.request_id, producer_name=producer_name,
@@ -238,6 +255,12 @@ class Commands(PulsarHooks):
         if producer is None or payload is None:
             self._send_error(body.producer_id, body.sequence_id, ServerError.UnknownError,
                              "SEND without a payload" if producer else "unknown producer")
+            return
+        try:
+            self._check_send(body, payload.metadata)
+        except LimitExceeded as exc:
+            self._send_error(body.producer_id, body.sequence_id, ServerError.MetadataError,
+                             str(exc))
             return
         raw = frame.raw_payload if isinstance(frame, RawFrame) else payload.encode()
         producer_id, sequence_id = body.producer_id, body.sequence_id
@@ -262,6 +285,18 @@ class Commands(PulsarHooks):
 
         self.broker.publish(producer.topic, producer.name, body, payload.metadata, raw, done)
 
+    def _check_send(self, body: CommandSend, metadata: MessageMetadata) -> None:
+        """What the log stores of a SEND must fit it: integers in int64, a batch's size in the
+        range its ack sets are tracked in."""
+        check_int64("sequence_id", body.sequence_id)
+        if body.has_highest_sequence_id():
+            check_int64("highest_sequence_id", body.highest_sequence_id)
+        if metadata.has_highest_sequence_id():
+            check_int64("metadata highest_sequence_id", metadata.highest_sequence_id)
+        check_int64("publish_time", metadata.publish_time)
+        if metadata.has_num_messages_in_batch():
+            self.broker.limits.check_batch_size(metadata.num_messages_in_batch)
+
     def on_close_producer(self, body: CommandCloseProducer, frame: frames.Frame) -> None:
         producer = self.producers.get(body.producer_id)
         request_id = body.request_id
@@ -275,6 +310,7 @@ class Commands(PulsarHooks):
             if self.producers.get(producer.producer_id) is producer:
                 del self.producers[producer.producer_id]
                 producer.topic.producer_names.discard(producer.name)
+                producer.topic.dedup.producer_disconnected(producer.name)
                 if not self.closed:
                     self._safely("SUCCESS", BaseCommand(
                         type_=Type.SUCCESS, success=CommandSuccess(request_id=request_id)))
@@ -284,10 +320,24 @@ class Commands(PulsarHooks):
     # --- consumers -------------------------------------------------------------------------
 
     def on_subscribe(self, body: CommandSubscribe, frame: frames.Frame) -> None:
-        name = self._topic_name(body.topic)
+        name, refusal = self._topic_name(body.topic)
         if name is None:
-            self._error(body.request_id, ServerError.InvalidTopicName,
-                        f"invalid topic name {body.topic!r}")
+            self._error(body.request_id, ServerError.InvalidTopicName, refusal)
+            return
+        ranges: list[tuple[int, int]] = []
+        meta = body.keySharedMeta
+        if body.subType == SubType.Key_Shared and meta is not None and meta.hashRanges:
+            ranges = [(r.start, r.end) for r in meta.hashRanges]
+        limits = self.broker.limits
+        try:
+            limits.check_name("subscription name", body.subscription)
+            if body.consumer_name:
+                limits.check_name("consumer name", body.consumer_name)
+            limits.check_metadata("consumer metadata", body.metadata)
+            limits.check_metadata("subscription properties", body.subscription_properties)
+            limits.check_hash_ranges(ranges, KEY_HASH_RANGE)
+        except LimitExceeded as exc:
+            self._error(body.request_id, ServerError.NotAllowedError, str(exc))
             return
         topic = self.broker.topic(name)
         sub = self.broker.subscription(topic, body)
@@ -296,10 +346,6 @@ class Commands(PulsarHooks):
         except ConsumerBusy as exc:
             self._error(body.request_id, ServerError.ConsumerBusy, str(exc))
             return
-        ranges: list[tuple[int, int]] = []
-        meta = body.keySharedMeta
-        if body.subType == SubType.Key_Shared and meta is not None and meta.hashRanges:
-            ranges = [(r.start, r.end) for r in meta.hashRanges]
         consumer = Consumer(self, body.consumer_id, sub, name=body.consumer_name or "",
                             priority=body.priority_level, hash_ranges=ranges)
         self.consumers[body.consumer_id] = consumer
@@ -311,8 +357,34 @@ class Commands(PulsarHooks):
         if consumer is not None:
             consumer.subscription.flow(consumer, body.messagePermits)
 
+    def _ack_set_refusal(self, consumer: Consumer, body: CommandAck) -> str:
+        """Why an ACK's ack sets cannot be applied ("" if they can): an ack set has one bit
+        per message of its entry, so one longer than the entry's batch is refused before any
+        work is done on it."""
+        topic = consumer.subscription.topic
+        for mid in body.message_id:
+            if not mid.ack_set:
+                continue
+            entry = topic.entry(mid.entryId) if mid.ledgerId == topic.ledger_id else None
+            count = entry.num_messages if entry is not None \
+                else self.broker.limits.max_messages_per_batch
+            if len(mid.ack_set) > words_for(count):
+                return (f"ack set of {len(mid.ack_set)} words for entry {mid.entryId}, which "
+                        f"holds {count} messages (at most {words_for(count)} words)")
+        return ""
+
     def on_ack(self, body: CommandAck, frame: frames.Frame) -> None:
         consumer = self.consumers.get(body.consumer_id)
+        refusal = self._ack_set_refusal(consumer, body) if consumer is not None else ""
+        if refusal:
+            log.warning("connection %s: consumer %d: ACK refused: %s", self.peer,
+                        body.consumer_id, refusal)
+            if body.has_request_id():
+                self._safely("ACK_RESPONSE", BaseCommand(
+                    type_=Type.ACK_RESPONSE, ackResponse=CommandAckResponse(
+                        consumer_id=body.consumer_id, request_id=body.request_id,
+                        error=ServerError.NotAllowedError, message=refusal)))
+            return
         if consumer is not None:
             sub = consumer.subscription
             ledger = sub.topic.ledger_id

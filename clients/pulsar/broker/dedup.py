@@ -4,18 +4,26 @@ A SEND whose sequence id is at or below the highest one already stored for its p
 a resend (after a reconnect, or by a restarted producer with the same name); it is acknowledged
 with the id of the entry that holds the original, and not stored again. The state is rebuilt
 from the log on restart, so it survives the broker.
+
+As in Pulsar (``brokerDeduplicationProducerInactivityTimeoutMinutes``), the state of a producer
+name that has had no producer connected for ``inactivity_timeout`` seconds is dropped: a client
+that makes up a fresh name for every producer would otherwise grow it without end. A producer that
+comes back under that name afterwards starts a new sequence.
 """
 
 from __future__ import annotations
 
 import bisect
+import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 # How many recent entries per producer name are remembered to answer resends with their
 # original ids; clients resend only what is still in flight, far fewer than this.
 WINDOW = 4096
 UNKNOWN_ENTRY = -1
+DEFAULT_INACTIVITY_TIMEOUT = 6 * 3600.0
 
 
 @dataclass(slots=True)
@@ -28,8 +36,58 @@ class _ProducerSeq:
 class DedupState:
     """Sequence ids of the producers of one topic."""
 
-    def __init__(self) -> None:
+    def __init__(self, inactivity_timeout: float = DEFAULT_INACTIVITY_TIMEOUT,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._producers: dict[str, _ProducerSeq] = {}
+        self.inactivity_timeout = inactivity_timeout
+        self._clock = clock
+        self._connected: dict[str, int] = {}  # name -> producers connected under it
+        # Names without a connected producer, with the time they became inactive. Inserted in
+        # time order (a name that goes inactive again moves to the end), so the ones to expire
+        # are always at the front.
+        self._inactive: dict[str, float] = {}
+
+    def __len__(self) -> int:
+        """How many producer names have state."""
+        return len(self._producers)
+
+    def producer_connected(self, producer_name: str) -> None:
+        self._connected[producer_name] = self._connected.get(producer_name, 0) + 1
+        self._inactive.pop(producer_name, None)
+        self.expire()
+
+    def producer_disconnected(self, producer_name: str) -> None:
+        count = self._connected.get(producer_name, 0) - 1
+        if count > 0:
+            self._connected[producer_name] = count
+            return
+        self._connected.pop(producer_name, None)
+        if producer_name in self._producers:
+            self._inactive.pop(producer_name, None)
+            self._inactive[producer_name] = self._clock()
+        self.expire()
+
+    def expire(self) -> int:
+        """Drop the state of names inactive for longer than the timeout; how many went."""
+        now = self._clock()
+        dropped = 0
+        inactive = self._inactive
+        while inactive:
+            name, since = next(iter(inactive.items()))
+            if now - since < self.inactivity_timeout:
+                break
+            del inactive[name]
+            self._producers.pop(name, None)
+            dropped += 1
+        return dropped
+
+    def _new(self, producer_name: str) -> _ProducerSeq:
+        seq = self._producers[producer_name] = _ProducerSeq()
+        if producer_name not in self._connected:
+            # Known from the log (recovery) rather than from a connected producer: inactive
+            # from now on.
+            self._inactive[producer_name] = self._clock()
+        return seq
 
     def last_sequence_id(self, producer_name: str) -> int:
         """Highest sequence id stored for ``producer_name``; -1 if none."""
@@ -56,7 +114,7 @@ class DedupState:
         """Note that ``entry_id`` holds sequence ids ``first..highest`` of ``producer_name``."""
         seq = self._producers.get(producer_name)
         if seq is None:
-            seq = self._producers[producer_name] = _ProducerSeq()
+            seq = self._new(producer_name)
         if highest > seq.highest:
             seq.highest = highest
         if not seq.recent or first > seq.recent[-1][0]:
@@ -77,7 +135,7 @@ class DedupState:
     def restore(self, name: str, highest: int, first: int, last: int, entry_id: int) -> None:
         seq = self._producers.get(name)
         if seq is None:
-            seq = self._producers[name] = _ProducerSeq()
+            seq = self._new(name)
         seq.highest = max(seq.highest, highest)
         if entry_id != UNKNOWN_ENTRY and (not seq.recent or first > seq.recent[-1][0]):
             seq.recent.append((first, last, entry_id))

@@ -24,6 +24,7 @@ from protoframe.runtime.io.cli import READY_PREFIX
 from protoframe.runtime.io.keepalive import PingWhenQuiet
 from protoframe.runtime.io.server import Server, serve
 
+from .limits import Limits
 from .session import Session
 from .state import BrokerState
 from .storage import FileStorage, Storage
@@ -49,14 +50,14 @@ class EmbeddedBroker:
                  data_dir: str | os.PathLike[str] | None = None,
                  keepalive_interval: float | None = 30.0, fsync: bool = True,
                  retention_bytes: int = DEFAULT_RETENTION_BYTES,
-                 advertised_url: str | None = None) -> None:
+                 advertised_url: str | None = None, limits: Limits | None = None) -> None:
         self.host = host
         self.port = port
         self.data_dir = data_dir
         self.keepalive_interval = keepalive_interval
         self.advertised_url = advertised_url
         storage = FileStorage(data_dir, fsync=fsync) if data_dir is not None else Storage()
-        self.state = BrokerState(storage, retention_bytes=retention_bytes)
+        self.state = BrokerState(storage, retention_bytes=retention_bytes, limits=limits)
         self._server: Server[Session] | None = None
         self.url = ""
 

@@ -6,13 +6,15 @@ the session's hooks to answer them; answers are coalesced into one write per eve
 keepalive pings a quiet client (``PingWhenQuiet``) and drops one that stays silent. A frame that
 does not decode, is too large, or breaks the protocol's state machines closes this connection
 only (with a logged reason); a SEND whose payload fails its CRC32C is answered with
-SEND_ERROR(ChecksumError) and not stored.
+SEND_ERROR(ChecksumError) and not stored. Until CONNECTED has gone out, anything but CONNECT is
+answered with ERROR and closes the connection (``HandshakeProtocol``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 from protoframe.generated.pulsar import frames
 from protoframe.generated.pulsar.machines import ProtocolViolation, PulsarProtocol, command_of
@@ -20,6 +22,7 @@ from protoframe.generated.pulsar.pulsar_api import (
     BaseCommand,
     CommandActiveConsumerChange,
     CommandCloseConsumer,
+    CommandError,
     CommandMessage,
     CommandPing,
     MessageIdData,
@@ -48,14 +51,32 @@ Type = BaseCommand.Type
 __all__ = ["MAX_MESSAGE_SIZE", "Producer", "Session", "Subscription"]
 
 
+class HandshakeProtocol(PulsarProtocol):
+    """``PulsarProtocol`` that lets nothing but CONNECT through before the connection is
+    connected: the generated machines check each entity (producer, consumer) on its own, so
+    without this a PRODUCER and a SEND with no CONNECT would store a message."""
+
+    def __init__(self, session: Session) -> None:
+        super().__init__(server=True, hooks=session)
+        self.session = session
+
+    def _handle(self, frame: frames.Frame) -> bool:
+        if self.machines.state("connection") != "connected":
+            name, body = command_of(frame)
+            if name != "CONNECT":
+                self.session.refuse_before_connect(name, body)
+                return False
+        return super()._handle(frame)
+
+
 class Session(Commands, ServedSession[frames.Frame]):
     """The broker's side of one connection."""
 
     def __init__(self, state: BrokerState, *, service_url: str | None = None) -> None:
-        limit = MAX_MESSAGE_SIZE + FRAME_PADDING
+        limit = state.limits.max_message_size + FRAME_PADDING
         # The session uses the protocol (its hooks answer what arrives) rather than being one.
         self.protocol: PulsarProtocol
-        ServedSession.__init__(self, PulsarProtocol(server=True, hooks=self))
+        ServedSession.__init__(self, HandshakeProtocol(self))
         self.protocol.decoder = RawStreamDecoder(limit)
         self.broker = state
         self.advertised_url = service_url
@@ -152,9 +173,19 @@ class Session(Commands, ServedSession[frames.Frame]):
         producers, self.producers = self.producers, {}
         for producer in producers.values():
             producer.topic.producer_names.discard(producer.name)
+            producer.topic.dedup.producer_disconnected(producer.name)
         consumers, self.consumers = self.consumers, {}
         for consumer in consumers.values():
             self._detach(consumer)
+
+    def refuse_before_connect(self, name: str, body: Any) -> None:
+        """Answer a command that came before CONNECT with ERROR, then close the connection."""
+        request_id = getattr(body, "request_id", None)
+        self._emit_unchecked(BaseCommand(type_=Type.ERROR, error=CommandError(
+            request_id=request_id if isinstance(request_id, int) else NO_REQUEST,
+            error=ServerError.NotAllowedError,
+            message=f"{name} before CONNECT: a connection must start with CONNECT")))
+        self.abort(f"{name} before CONNECT")
 
     def corrupt_frame(self, frame: frames.Frame, exc: ChecksumFailure) -> None:
         """Answer a SEND whose payload fails its checksum (the connection goes on); anything

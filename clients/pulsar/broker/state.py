@@ -10,12 +10,15 @@ import asyncio
 import itertools
 import logging
 import secrets
+import time
 from collections.abc import Callable
 
 from protoframe.generated.pulsar.pulsar_api import CommandSend, CommandSubscribe, MessageMetadata
 
 from . import storage as st
+from .dedup import DedupState
 from .entries import EntryLog
+from .limits import Limits
 from .storage import Storage
 from .subscriptions import Subscription, SubType
 from .topics import (
@@ -44,9 +47,12 @@ class BrokerState:
     """Everything one broker holds, shared by its connections."""
 
     def __init__(self, storage: Storage | None = None, *, name_prefix: str = "protoframe",
-                 retention_bytes: int = DEFAULT_RETENTION_BYTES) -> None:
+                 retention_bytes: int = DEFAULT_RETENTION_BYTES, limits: Limits | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.storage = storage if storage is not None else Storage()
         self.retention_bytes = retention_bytes
+        self.limits = limits if limits is not None else Limits()
+        self.clock = clock  # for deduplication state expiry; tests pass their own
         self.topics: dict[str, Topic] = {}
         self._by_ledger: dict[int, Topic] = {}
         self.partitioned: dict[str, int] = {}
@@ -70,7 +76,8 @@ class BrokerState:
         return topic
 
     def _add_topic(self, name: str, ledger_id: int) -> Topic:
-        topic = Topic(name=name, ledger_id=ledger_id, retention_bytes=self.retention_bytes)
+        topic = Topic(name=name, ledger_id=ledger_id, retention_bytes=self.retention_bytes,
+                      dedup=DedupState(self.limits.dedup_inactivity_seconds, self.clock))
         self.topics[name] = topic
         self._by_ledger[ledger_id] = topic
         self._next_ledger = max(self._next_ledger, ledger_id + 1)

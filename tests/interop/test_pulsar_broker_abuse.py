@@ -289,3 +289,21 @@ def test_frames_parked_one_byte_short_hold_at_most_the_budget(official: Any) -> 
         for raw in still_open:
             assert raw.closed_by_broker(30), "a parked frame outlived the frame deadline"
         trip.once()
+
+
+def test_a_silent_connected_client_is_pinged_then_closed_while_the_official_one_works(
+        official: Any) -> None:
+    # Pulsar's keepalive: after keepAliveIntervalSeconds with nothing received the broker sends
+    # PING; if the next interval brings nothing either, it closes the connection. The official
+    # client answers the PING and goes on working after the idle time.
+    with running("--keep-alive-interval-seconds", "1") as broker:
+        trip = RoundTrip(official(broker.url))
+        trip.once()
+        silent = Raw(port_of(broker))
+        began = time.monotonic()
+        silent.sock.settimeout(10)
+        silent.expect(Type.PING)
+        assert silent.closed_by_broker(10), "a client that does not answer PING was kept"
+        assert time.monotonic() - began >= 1.5
+        time.sleep(2.5)  # idle for more than two intervals
+        trip.once()

@@ -38,7 +38,12 @@ class FrameStream(Generic[T]):
         self._frame_length = frame_length
         self._decode = decode_frame
         self.max_frame_size = max_frame_size
-        self._pending = b""
+        # Bytes of an unfinished frame grow in place: a frame trickled in n pieces costs O(size)
+        # copying, not O(n * size) as re-joining the whole tail on every read would.
+        self._pending = bytearray()
+        # The size of the frame in progress once its header has arrived (0: not yet); below it
+        # a read only appends, with no header parsing and no decode attempt.
+        self._need = 0
         self._broken: DecodeError | None = None
 
     @property
@@ -46,12 +51,25 @@ class FrameStream(Generic[T]):
         """Bytes received that do not yet make a whole frame."""
         return len(self._pending)
 
+    @property
+    def expected(self) -> int:
+        """The size the header of the frame in progress announced (0: no header yet)."""
+        return self._need
+
     def feed(self, data: bytes | bytearray | memoryview) -> list[T]:
         """Add received bytes; return the frames they complete, in order."""
         if self._broken is not None:
             raise _stopped(self._broken)
-        buf = self._pending + bytes(data) if self._pending else bytes(data)
+        pending = self._pending
+        if pending:
+            pending += data
+            if len(pending) < self._need:
+                return []
+            buf = bytes(pending)
+        else:
+            buf = data if isinstance(data, bytes) else bytes(data)
         pos, end = 0, len(buf)
+        need = 0
         frames: list[T] = []
         limit = self.max_frame_size
         try:
@@ -60,7 +78,7 @@ class FrameStream(Generic[T]):
                     size = self._frame_length(buf, pos, end, limit)
                 except DecodeError as exc:
                     self._broken = exc
-                    self._pending = b""
+                    self._keep(b"", 0)
                     raise
                 if size is None:
                     if end - pos > limit:
@@ -69,15 +87,23 @@ class FrameStream(Generic[T]):
                         raise self._broken
                     break
                 if end - pos < size:
+                    need = size
                     break
                 start, pos = pos, pos + size
                 frames.append(self._decode(buf, start, pos))
         except DecodeError as exc:
             exc.frames_before = frames
-            self._pending = buf[pos:] if self._broken is None else b""
+            if self._broken is None:
+                self._keep(buf[pos:], 0)
+            else:
+                self._keep(b"", 0)
             raise
-        self._pending = buf[pos:] if pos < end else b""
+        self._keep(buf[pos:] if pos < end else b"", need)
         return frames
+
+    def _keep(self, tail: bytes, need: int) -> None:
+        self._pending = bytearray(tail)
+        self._need = need
 
 
 def _stopped(cause: DecodeError) -> DecodeError:

@@ -109,6 +109,7 @@ class Connection(asyncio.Protocol, Generic[F]):
         self._closed_future: asyncio.Future[None] | None = None
         self.last_received = 0.0
         self.bytes_received = 0
+        self.frames_received = 0
         self.bytes_sent = 0
 
     def __repr__(self) -> str:
@@ -202,6 +203,7 @@ class Connection(asyncio.Protocol, Generic[F]):
         except Exception as exc:  # a protocol violation: the peer cannot be trusted any more
             self.abort(exc)
             return
+        self.frames_received += len(frames)
         self._dispatch(frames)
 
     def _dispatch(self, frames: Sequence[F]) -> None:
@@ -223,6 +225,7 @@ class Connection(asyncio.Protocol, Generic[F]):
 
     def _decode_failed(self, exc: DecodeError) -> None:
         while True:
+            self.frames_received += len(exc.frames_before) + isinstance(exc, ChecksumFailure)
             self._dispatch(exc.frames_before)  # type: ignore[arg-type]
             if not isinstance(exc, ChecksumFailure):
                 self.abort(exc)
@@ -244,6 +247,7 @@ class Connection(asyncio.Protocol, Generic[F]):
             except Exception as other:
                 self.abort(other)
                 return
+            self.frames_received += len(frames)
             self._dispatch(frames)
             return
 

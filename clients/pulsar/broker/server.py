@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from protoframe import import_root
 from protoframe.runtime.io.cli import READY_PREFIX
 from protoframe.runtime.io.keepalive import PingWhenQuiet
+from protoframe.runtime.io.limits import ConnectionLimits
 from protoframe.runtime.io.server import Server, serve
 
 from .limits import Limits
@@ -34,6 +35,14 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+# What a client may hold of the broker unless told otherwise (``EmbeddedBroker``): a fixed
+# ceiling on connections and on bytes parked in unfinished frames, and deadlines for the
+# handshake and for a frame, so that memory is bounded by configuration rather than traffic.
+DEFAULT_MAX_CONNECTIONS = 10_000
+DEFAULT_HANDSHAKE_TIMEOUT = 30.0
+DEFAULT_FRAME_TIMEOUT = 60.0
+DEFAULT_MAX_PENDING_FRAME_BYTES = 64 << 20
+
 
 class EmbeddedBroker:
     """A Pulsar broker in the running event loop.
@@ -44,18 +53,42 @@ class EmbeddedBroker:
     to the address they connected to, or to ``advertised_url`` when set (a broker behind a
     TCP proxy or a NAT must name the address clients can reach, as Pulsar's
     ``advertisedAddress`` does).
+
+    What clients may hold (0 or None: no limit): ``max_connections`` open at once (Pulsar's
+    ``brokerMaxConnections``; more are closed when accepted); ``handshake_timeout`` seconds to
+    send CONNECT; ``frame_timeout`` seconds to finish a frame once its first byte arrived;
+    ``max_pending_frame_bytes`` in unfinished frames over all connections and
+    ``max_pending_frame_bytes_per_connection`` on one (default: the largest frame allowed).
+    A client quiet for ``keepalive_interval`` is PINGed and closed if the next interval is
+    quiet too (Pulsar's ``keepAliveIntervalSeconds``). The connection that goes over a limit
+    is closed; the others are untouched.
+
+    What one command may carry (names, metadata, integer ranges, batch sizes, ack sets) is
+    ``limits`` (``clients.pulsar.broker.limits``): a command over one gets an error answer
+    naming the limit and changes nothing.
     """
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0,
                  data_dir: str | os.PathLike[str] | None = None,
                  keepalive_interval: float | None = 30.0, fsync: bool = True,
                  retention_bytes: int = DEFAULT_RETENTION_BYTES,
-                 advertised_url: str | None = None, limits: Limits | None = None) -> None:
+                 advertised_url: str | None = None,
+                 max_connections: int = DEFAULT_MAX_CONNECTIONS,
+                 handshake_timeout: float | None = DEFAULT_HANDSHAKE_TIMEOUT,
+                 frame_timeout: float | None = DEFAULT_FRAME_TIMEOUT,
+                 max_pending_frame_bytes: int = DEFAULT_MAX_PENDING_FRAME_BYTES,
+                 max_pending_frame_bytes_per_connection: int = 0,
+                 limits: Limits | None = None) -> None:
         self.host = host
         self.port = port
         self.data_dir = data_dir
         self.keepalive_interval = keepalive_interval
         self.advertised_url = advertised_url
+        self.connection_limits = ConnectionLimits(
+            max_connections=max_connections, handshake_timeout=handshake_timeout or None,
+            frame_timeout=frame_timeout or None,
+            max_partial_bytes=max_pending_frame_bytes_per_connection,
+            max_partial_bytes_total=max_pending_frame_bytes)
         storage = FileStorage(data_dir, fsync=fsync) if data_dir is not None else Storage()
         self.state = BrokerState(storage, retention_bytes=retention_bytes, limits=limits)
         self._server: Server[Session] | None = None
@@ -75,7 +108,7 @@ class EmbeddedBroker:
         self._server = await serve(
             self.host, self.port,
             lambda: Session(self.state, service_url=self.advertised_url),
-            keepalive=self._keepalive, name="Pulsar broker")
+            keepalive=self._keepalive, name="Pulsar broker", limits=self.connection_limits)
         self.port = self._server.port
         host = "127.0.0.1" if self.host in ("", "0.0.0.0") else self.host
         self.url = f"pulsar://{f'[{host}]' if ':' in host else host}:{self.port}"

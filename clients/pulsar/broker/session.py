@@ -106,7 +106,12 @@ class Session(Commands, ServedSession[frames.Frame]):
         # What LOOKUP answers: the address this connection came to, unless one is advertised.
         self.service_url = self.advertised_url or \
             f"pulsar://{f'[{host}]' if ':' in host else host}:{port}"
+        self.connection.on_writable(self._resume_delivery)
         log.debug("connection from %s", self.peer)
+
+    @property
+    def established(self) -> bool:
+        return self.protocol.state("connection") == "connected"
 
     def frame_received(self, frame: frames.Frame) -> None:
         # The hooks answered it inside receive_data; what is left is tracing.
@@ -225,6 +230,21 @@ class Session(Commands, ServedSession[frames.Frame]):
         command = BaseCommand(type_=Type.MESSAGE, message=message).encode()
         self.connection.write_raw(frame_with_payload(command, entry.payload))
         self.connection.write_raw(entry.payload)
+        if not self.connection.writable:
+            # Output backpressure: a client that does not read must not make the broker hold
+            # its whole backlog in the transport's buffer (permits are no limit: 10^9 is legal).
+            for held in self.consumers.values():
+                held.paused = True
+
+    def _resume_delivery(self) -> None:
+        """The transport's buffer drained below its low-water mark: dispatch again."""
+        subscriptions = []
+        for consumer in self.consumers.values():
+            if consumer.paused:
+                consumer.paused = False
+                subscriptions.append(consumer.subscription)
+        for subscription in subscriptions:
+            subscription.dispatch()
 
     def active_consumer_change(self, consumer: Consumer, is_active: bool) -> None:
         if self.consumers.get(consumer.consumer_id) is consumer:

@@ -54,6 +54,13 @@ class Consumer:
     pending: set[int] = field(default_factory=set)  # entry ids delivered and not acked
     hash_ranges: list[tuple[int, int]] = field(default_factory=list)  # Key_Shared STICKY
     active: bool = False  # Failover: this consumer is the one receiving
+    # Its connection's output buffer is over the high-water mark: no dispatch to it, permits
+    # or not, until the session says the buffer has drained (and dispatches again).
+    paused: bool = False
+
+    @property
+    def ready(self) -> bool:
+        return self.permits > 0 and not self.paused
 
 
 def words_for(num_messages: int) -> int:
@@ -175,7 +182,7 @@ class Subscription:
                 self._dispatch_key_shared()
             else:
                 consumer = self.active_consumer
-                while consumer is not None and consumer.permits > 0:
+                while consumer is not None and consumer.ready:
                     entry = self._next_entry()
                     if entry is None:
                         break
@@ -184,7 +191,7 @@ class Subscription:
             self._dispatching = False
 
     def _dispatch_shared(self) -> None:
-        ready = [c for c in self.consumers if c.permits > 0]
+        ready = [c for c in self.consumers if c.ready]
         while ready:
             entry = self._next_entry()
             if entry is None:
@@ -192,7 +199,7 @@ class Subscription:
             consumer = ready[self._rr % len(ready)]
             self._rr += 1
             self._deliver(consumer, entry)
-            if consumer.permits <= 0:
+            if not consumer.ready:
                 ready.remove(consumer)
 
     def _dispatch_key_shared(self) -> None:
@@ -201,8 +208,8 @@ class Subscription:
             if entry is None:
                 return
             consumer = self._consumer_for_key(entry.key)
-            if consumer is None or consumer.permits <= 0:
-                return  # keep per-key order: wait for that consumer's permits
+            if consumer is None or not consumer.ready:
+                return  # keep per-key order: wait for that consumer's permits (or buffer)
             taken = self._next_entry()
             assert taken is entry
             self._deliver(consumer, entry)

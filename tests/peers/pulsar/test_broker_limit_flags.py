@@ -30,7 +30,7 @@ def test_the_defaults_bound_every_limit() -> None:
             args.max_pending_frame_bytes, args.max_pending_frame_bytes_per_connection,
             args.keepalive) == (DEFAULT_MAX_CONNECTIONS, DEFAULT_HANDSHAKE_TIMEOUT,
                                 DEFAULT_FRAME_TIMEOUT, DEFAULT_MAX_PENDING_FRAME_BYTES, 0, 30.0)
-    assert EmbeddedBroker().limits == ConnectionLimits(
+    assert EmbeddedBroker().connection_limits == ConnectionLimits(
         max_connections=DEFAULT_MAX_CONNECTIONS, handshake_timeout=DEFAULT_HANDSHAKE_TIMEOUT,
         frame_timeout=DEFAULT_FRAME_TIMEOUT, max_partial_bytes=0,
         max_partial_bytes_total=DEFAULT_MAX_PENDING_FRAME_BYTES)
@@ -48,7 +48,7 @@ def test_pulsars_names_and_ours_reach_the_broker() -> None:
                             max_pending_frame_bytes=args.max_pending_frame_bytes,
                             max_pending_frame_bytes_per_connection=(
                                 args.max_pending_frame_bytes_per_connection))
-    assert broker.limits == ConnectionLimits(
+    assert broker.connection_limits == ConnectionLimits(
         max_connections=7, handshake_timeout=2.5, frame_timeout=None, max_partial_bytes=10,
         max_partial_bytes_total=1000)
 

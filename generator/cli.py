@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+from protoframe.generator.api_summary import summarize
 from protoframe.generator.build import generate
 from protoframe.generator.config import OUTPUTS, Overrides, Settings, load_settings
 from protoframe.generator.errors import GeneratorBug, SpecError, SpecErrors
@@ -128,10 +129,13 @@ def _run(settings: Settings, check: bool) -> int:
             return EXIT_STALE
         print(f"generated code is up to date ({len(output.files)} files)")
         return EXIT_OK
+    api = summarize(plan, settings.display)  # before writing: it reads the old modules
     write_plan(plan)
     for change in plan:
         verb = "removed" if change.text is None else "wrote"
         print(f"{verb} {settings.display(change.path)}")
+    for line in api:
+        print(line)
     print(f"{len(plan)} file(s) changed, {len(output.files)} checked, "
           f"protocols: {', '.join(output.protocols)} ({elapsed:.2f} s)")
     return EXIT_OK

@@ -47,8 +47,10 @@ def protocol_title(spec: FrameSpec) -> str:
 
 
 def has_commands_module(spec: FrameSpec) -> bool:
-    """Whether the spec has commands to list (frames of an envelope read its body fields)."""
+    """Whether the spec has commands to list (frames of an envelope read its body fields), or
+    a protocol version to export."""
     return bool(spec.machines or spec.requests or spec.routes or spec.commands
+                or spec.protocol_version is not None
                 or any(isinstance(f, ProtoField) and f.dispatch_on is not None
                        for f in spec.frame.fields))
 
@@ -107,6 +109,12 @@ def build_commands_module(spec: FrameSpec) -> CommandsModuleView:
         rows = [f"CommandDef({q(name)}, {q(hook_name(name))})" for name in spec.commands]
     lookups.append(("HOOKS", "dict[str, str]", "{c.name: c.hook for c in COMMANDS}",
                     f"Hook by command: what a {title}Protocol dispatches a received one to."))
+    version = spec.protocol_version
+    if version is not None:
+        # A plain int, not the enum member: it goes into int32 fields of the handshake.
+        lookups.append(("PROTOCOL_VERSION", "int", str(max(v.number for v in version.values)),
+                        f"The newest {version.proto_name} of the spec: the protocol version a "
+                        "peer generated from it speaks."))
     return CommandsModuleView(
         source=spec.path,
         module_doc=docstring(

@@ -489,6 +489,8 @@ class FrameSpec:
     proto_modules: dict[str, str]  # full name of a proto type -> generated module
     enums_used: list[EnumType] = field(default_factory=list)
     routes: list[Route] = field(default_factory=list)  # commands named inside the frame
+    # The enum whose newest value is the protocol version (``protocol_version:``), if named.
+    protocol_version: EnumType | None = None
 
     @property
     def frame_context(self) -> bool:

@@ -23,7 +23,7 @@ from protoframe.generator.errors import SpecError, SpecErrors
 from protoframe.generator.frame_checks import check_frame_spec
 from protoframe.generator.frame_ir import FrameSpec, StructDef
 from protoframe.generator.interaction_builder import InteractionBuilder
-from protoframe.generator.ir import Protocol
+from protoframe.generator.ir import EnumType, Protocol
 from protoframe.generator.naming import name_frame_spec
 from protoframe.generator.spec_yaml import LocDict, LocList, load_spec, locate
 
@@ -153,4 +153,24 @@ class _Builder(InteractionBuilder):
             machines=machines,
             proto_modules=self.proto_modules,
             routes=routes,
+            protocol_version=self.version_enum(root.get("protocol_version")),
         )
+
+    def version_enum(self, name: str | None) -> EnumType | None:
+        """The enum ``protocol_version:`` names, among the protocol's .proto files."""
+        if name is None:
+            return None
+        found = [enum for proto in self.protocol.files for enum in proto.all_enums()
+                 if name in (enum.full_name, enum.py_path) or enum.full_name.endswith("." + name)]
+        if not found:
+            self.error(f"unknown proto enum {name!r} (not in this protocol's .proto files)",
+                       ["protocol_version"])
+            return None
+        if len(found) > 1:
+            self.error(f"proto enum name {name!r} is ambiguous: "
+                       f"{', '.join(e.full_name for e in found)}", ["protocol_version"])
+            return None
+        if not found[0].values:
+            self.error(f"proto enum {name!r} has no values", ["protocol_version"])
+            return None
+        return found[0]

@@ -777,7 +777,7 @@ class _Decoder:
         if f.dispatch_on is None:
             return [f"{target} = {ref}.decode_from(buf, pos, {vend})"]
         self.ctx.uses.add("errors:MissingRequiredFieldError")
-        self.ctx.uses.add("errors:UnknownCommandError")
+        self.ctx.uses.add("protowire:unknown_command_type")
         on = f.dispatch_on.proto_name
         return [
             "try:",
@@ -785,8 +785,8 @@ class _Decoder:
             "except MissingRequiredFieldError as exc:",
             f"    if exc.field_name != {q(on)}:",
             "        raise",
-            f"    raise UnknownCommandError(\"{f.message.proto_name}.{on} is missing "
-            "or not a known command type\") from exc",
+            f"    raise unknown_command_type({q(f.message.proto_name + '.' + on)}, buf, pos, "
+            f"{vend}, {f.dispatch_on.number}) from exc",
             *self.dispatch_check(f, target),
         ]
 
@@ -876,7 +876,7 @@ class _Decoder:
         return lines
 
     def switch(self, f: SwitchField, target: str) -> list[str]:
-        self.ctx.uses.add("errors:UnknownCommandError")
+        self.ctx.uses.add("errors:UnknownCommandTypeError")
         self.ctx.uses.add("Callable")
         lines, vend = self.region_end(f) if (f.size or f.prefix) else ([], "end")
         key = f"f_{f.switch_on}"
@@ -897,8 +897,9 @@ class _Decoder:
         lines += [
             f"decode_body = {table}.get({key})",
             "if decode_body is None:",
-            *_indent(_raise("UnknownCommandError", f"{self.s.name}.{f.switch_on}: no layout "
-                            f"for {{{key}}}{' ' + unknown if unknown else ''}")),
+            *_indent(_raise("UnknownCommandTypeError", f"{self.s.name}.{f.switch_on}: no "
+                            f"layout for {{{key}}}{' ' + unknown if unknown else ''}",
+                            extra=f", {key}")),
         ]
         lines += self.sized_call(f, [f"{target}, pos = decode_body(buf, pos, {vend})"], vend)
         if vend != "end":

@@ -212,7 +212,10 @@ def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
             "``DecodeError`` when its serialized body does not decode.", "    ")
         if spec.routes else MachinesModuleView.command_of_doc,
         abc_imports="Callable, Hashable" if spec.routes else "Hashable",
-        error_imports="DecodeError, UnknownCommandError" if spec.routes else "DecodeError",
+        error_imports=("DecodeError, UnknownCommandError"
+                       + (", UnknownCommandTypeError" if any(r.on is not None
+                                                            for r in spec.routes) else "")
+                       if spec.routes else "DecodeError"),
         uses_dataclass=spec.frame_context,
         machine_arg="Command(body, frame)" if spec.frame_context else "body",
         caches_commands=caches,
@@ -391,8 +394,9 @@ def _route_function(spec: FrameSpec, route: Route) -> tuple[list[str], str]:
         f"    value = {on}",
         f"    found = {table}.get(value)",
         "    if found is None:",
-        "        raise UnknownCommandError(",
-        f'            f"{route.part.text}.{route.on.text}: no command has the value {{value}}"',
+        "        raise UnknownCommandTypeError(",
+        f'            f"{route.part.text}.{route.on.text}: no command has the value {{value}}",',
+        "            value,",
         "        )",
     ]
     if route.payload is None:

@@ -52,7 +52,7 @@ def compile_protos(proto_dir: Path, files: list[str], display_dir: str) -> list[
         ]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0 or not os.path.exists(out):
-            raise _protoc_errors(proc.stderr or proc.stdout, display_dir)
+            raise _protoc_errors(proc.stderr or proc.stdout, proto_dir, display_dir)
         data = Path(out).read_bytes()
     fds = descriptor_pb2.FileDescriptorSet()
     fds.ParseFromString(data)
@@ -61,7 +61,7 @@ def compile_protos(proto_dir: Path, files: list[str], display_dir: str) -> list[
     return [f for f in fds.file if f.name in wanted or not f.name.startswith("google/protobuf/")]
 
 
-def _protoc_errors(text: str, display_dir: str) -> SpecErrors:
+def _protoc_errors(text: str, proto_dir: Path, display_dir: str) -> SpecErrors:
     errors: list[SpecError] = []
     for raw in text.splitlines():
         line = raw.strip()
@@ -72,7 +72,7 @@ def _protoc_errors(text: str, display_dir: str) -> SpecErrors:
             errors.append(
                 SpecError(
                     m["msg"],
-                    f"{display_dir}/{m['file']}",
+                    _display_path(m["file"], proto_dir, display_dir),
                     int(m["line"]),
                     int(m["col"]),
                 )
@@ -82,3 +82,22 @@ def _protoc_errors(text: str, display_dir: str) -> SpecErrors:
     if not errors:
         errors.append(SpecError("protoc failed without a message", display_dir))
     return SpecErrors(errors)
+
+
+def _display_path(reported: str, proto_dir: Path, display_dir: str) -> str:
+    """``reported`` as the user sees it: ``display_dir/<file>``.
+
+    protoc names a file by its import path (relative to ``-I``) in syntax errors, but by the
+    path it opened on disk (``proto_dir/<file>``, relative to the working directory) in
+    semantic ones (a duplicate or reserved field number); prefixing the latter would name the
+    spec directory twice.
+    """
+    on_disk = Path(reported)
+    if on_disk.is_file():
+        try:
+            rel = on_disk.resolve().relative_to(proto_dir.resolve())
+        except ValueError:
+            rel = None
+        if rel is not None:
+            return f"{display_dir}/{rel.as_posix()}"
+    return f"{display_dir}/{reported}"

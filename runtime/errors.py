@@ -69,6 +69,19 @@ class UnknownCommandError(DecodeError):
     """A dispatch value selects no known frame or command layout."""
 
 
+class UnknownCommandTypeError(UnknownCommandError):
+    """The value naming a frame's command is a number this peer's generated code does not know,
+    most likely a command a newer version of the protocol added.
+
+    ``command_type`` is that number, as it was on the wire. Stream decoders skip the whole frame
+    before raising, so the frames after it still decode.
+    """
+
+    def __init__(self, message: str, command_type: int) -> None:
+        super().__init__(message)
+        self.command_type = command_type
+
+
 class DecompressionError(DecodeError):
     """A compressed payload could not be decompressed, or its size was not as declared."""
 

@@ -12,6 +12,11 @@ looked up (the endpoint's ``route``): MESSAGE to its consumer, SEND_RECEIPT/SEND
 producer, CLOSE_PRODUCER/CLOSE_CONSUMER to the producer/consumer the broker closes; everything
 else goes on to the endpoint's ``dispatch`` and the requests. A MESSAGE whose checksum fails
 goes to its consumer too (the endpoint's ``on_corrupt_frame``).
+
+A command type the generated code does not know (one a newer broker added) closes the
+connection: the reason's cause is an ``UnknownCommandTypeError`` carrying the number. Pulsar's
+Java client does the same (its decoder cannot parse the command, and ``exceptionCaught`` closes
+the channel); ignoring it instead could leave a request waiting for an answer that came in it.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import Protocol
 
 from protoframe.generated.pulsar import pulsar_api as pb
 from protoframe.generated.pulsar.client import PulsarRequests
+from protoframe.generated.pulsar.commands import PROTOCOL_VERSION
 from protoframe.generated.pulsar.frames import Frame, Payload
 from protoframe.generated.pulsar.machines import ProtocolViolation, PulsarProtocol
 from protoframe.runtime.errors import ChecksumFailure, ConnectionClosed, UnknownCommandError
@@ -38,7 +44,6 @@ log = logging.getLogger(__name__)
 
 T = pb.BaseCommand.Type
 CLIENT_VERSION = "protoframe-pulsar-0.1"
-PROTOCOL_VERSION = 21
 # Room for the command and metadata around a payload of max_message_size (as the Java client).
 FRAME_PADDING = 10 * 1024
 

@@ -40,7 +40,7 @@ from protoframe.runtime.errors import (
     FrameTooLargeError,
     SizeMismatchError,
     TruncatedError,
-    UnknownCommandError,
+    UnknownCommandTypeError,
     ValueOutOfRangeError,
 )
 
@@ -5643,7 +5643,7 @@ class Frame:
             raise truncated("Frame.body")
         decode_body = _FRAME_BODY_DECODERS.get(f_type)
         if decode_body is None:
-            raise UnknownCommandError(f"Frame.type: no layout for {f_type}")
+            raise UnknownCommandTypeError(f"Frame.type: no layout for {f_type}", f_type)
         try:
             f_body, pos = decode_body(buf, pos, vend)
         except TruncatedError as exc:

@@ -22,6 +22,7 @@ __all__ = [
     "BY_TYPE",
     "BODY_FIELDS",
     "HOOKS",
+    "PROTOCOL_VERSION",
 ]
 
 _Type = pulsar_api.BaseCommand.Type
@@ -354,3 +355,6 @@ BODY_FIELDS: dict[pulsar_api.BaseCommand.Type, str] = {c.type_: c.body for c in 
 
 # Hook by command: what a PulsarProtocol dispatches a received one to.
 HOOKS: dict[str, str] = {c.name: c.hook for c in COMMANDS}
+
+# The newest ProtocolVersion of the spec: the protocol version a peer generated from it speaks.
+PROTOCOL_VERSION: int = 21

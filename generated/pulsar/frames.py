@@ -18,7 +18,7 @@ from typing import Self
 from protoframe.runtime.codec.checksums import crc32c
 from protoframe.runtime.codec.compiled_frames import install_frame_layouts
 from protoframe.runtime.codec.compression import decompress
-from protoframe.runtime.codec.protowire import truncated
+from protoframe.runtime.codec.protowire import truncated, unknown_command_type
 from protoframe.runtime.codec.stream import FrameStream
 from protoframe.runtime.errors import (
     BadMagicError,
@@ -28,7 +28,6 @@ from protoframe.runtime.errors import (
     MissingRequiredFieldError,
     SizeMismatchError,
     TruncatedError,
-    UnknownCommandError,
     ValueOutOfRangeError,
 )
 
@@ -445,9 +444,7 @@ class Frame:
             except MissingRequiredFieldError as exc:
                 if exc.field_name != "type":
                     raise
-                raise UnknownCommandError(
-                    "BaseCommand.type is missing or not a known command type"
-                ) from exc
+                raise unknown_command_type("BaseCommand.type", buf, pos, vend, 1) from exc
             if getattr(f_command, _BODY_FIELDS[f_command.type_]) is None:
                 raise MissingBodyError(
                     f"BaseCommand of type {f_command.type_.name} lacks its body field"

@@ -49,7 +49,7 @@ from protoframe.runtime.errors import (
     FrameTooLargeError,
     SizeMismatchError,
     TruncatedError,
-    UnknownCommandError,
+    UnknownCommandTypeError,
     ValueOutOfRangeError,
 )
 
@@ -1899,9 +1899,9 @@ class Frame:
             raise truncated("Frame.body")
         decode_body = (_FRAME_BODY_TO_SERVER if to_server else _FRAME_BODY_TO_CLIENT).get(f_msg_id)
         if decode_body is None:
-            raise UnknownCommandError(
+            raise UnknownCommandTypeError(
                 f"Frame.msg_id: no layout for {f_msg_id} sent "
-                f"{'to' if to_server else 'from'} the server"
+                f"{'to' if to_server else 'from'} the server", f_msg_id
             )
         try:
             f_body, pos = decode_body(buf, pos, vend)

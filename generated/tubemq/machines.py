@@ -24,7 +24,7 @@ from protoframe.runtime.engine.machine import (
     hook_table,
     refuse,
 )
-from protoframe.runtime.errors import DecodeError, UnknownCommandError
+from protoframe.runtime.errors import DecodeError, UnknownCommandError, UnknownCommandTypeError
 
 from . import broker_service, frames, master_service, rpc
 from .commands import HOOKS, INTERACTIONS, ROUTE_0, ROUTE_1
@@ -1257,8 +1257,9 @@ def _route_0(frame: frames.Frame) -> tuple[str, Any] | None:
     value = p1.body.method
     found = ROUTE_0.get(value)
     if found is None:
-        raise UnknownCommandError(
-            f"content.request.body.method: no command has the value {value}"
+        raise UnknownCommandTypeError(
+            f"content.request.body.method: no command has the value {value}",
+            value,
         )
     command, decode = found
     return command, decode(p1.body.request)
@@ -1277,8 +1278,9 @@ def _route_1(frame: frames.Frame) -> tuple[str, Any] | None:
     value = p2.method
     found = ROUTE_1.get(value)
     if found is None:
-        raise UnknownCommandError(
-            f"content.response.body.method: no command has the value {value}"
+        raise UnknownCommandTypeError(
+            f"content.response.body.method: no command has the value {value}",
+            value,
         )
     command, decode = found
     return command, decode(p2.data)

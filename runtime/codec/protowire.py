@@ -19,6 +19,8 @@ from protoframe.runtime.errors import (
     InvalidUtf8Error,
     MalformedVarintError,
     TruncatedError,
+    UnknownCommandError,
+    UnknownCommandTypeError,
     ValueOutOfRangeError,
     WireTypeError,
 )
@@ -291,6 +293,31 @@ def skip_field(buf: bytes, pos: int, end: int, tag: int) -> int:
     if pos > end:
         raise TruncatedError(f"field {tag >> 3} runs past the end of its message")
     return pos
+
+
+def unknown_command_type(field: str, buf: bytes, pos: int, end: int,
+                         number: int) -> UnknownCommandError:
+    """The error for a message in ``buf[pos:end]`` whose required enum field ``number``, naming
+    its command, did not decode.
+
+    A closed enum keeps a number it does not define among the unknown fields, so to the message
+    the field is absent; the bytes tell an unknown command type (``UnknownCommandTypeError``,
+    carrying the number) from a field that really is missing. The bytes decoded up to the
+    required-field check, so they are well-formed.
+    """
+    found: int | None = None
+    while pos < end:
+        tag, pos = read_varint(buf, pos)
+        if tag == number << 3 | WIRE_VARINT:
+            raw, pos = read_varint(buf, pos)
+            found = to_int32(raw)  # all of them unknown: the last one, as for any field
+        else:
+            pos = skip_field(buf, pos, end, tag)
+    if found is None:
+        return UnknownCommandError(f"{field} is missing: the message names no command")
+    return UnknownCommandTypeError(
+        f"{field} is {found}, not a command type this peer knows (one from a newer version of "
+        "the protocol?)", found)
 
 
 def truncated(message: str) -> TruncatedError:

@@ -97,6 +97,30 @@ def test_syntax_error_reports_file_line_column_and_writes_nothing(project: Path)
     assert snapshot(project / "generated") == before
 
 
+@pytest.mark.parametrize("spec_dir", ["specs", "absolute"])
+def test_semantic_error_names_the_file_once(tmp_path: Path, spec_dir: str) -> None:
+    # protoc names the file by its disk path in semantic errors (by its import path in
+    # syntax errors): neither may come out with the spec directory twice.
+    make_specs(tmp_path, {"bad/bad.proto": (
+        'syntax = "proto2";\n'
+        "message A {\n"
+        "  optional int32 x = 1;\n"
+        "  optional int32 y = 1;\n"
+        "  reserved 7;\n"
+        "  optional int32 z = 7;\n"
+        "}\n"
+    )})
+    where = str(tmp_path / "specs") if spec_dir == "absolute" else spec_dir
+    result = run_cli("generate", "--spec-dir", where, cwd=tmp_path)
+    assert result.returncode == 2
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert "error: specs/bad/bad.proto:4:22: Field number 1 has already been used in \"A\" by " \
+        'field "x". Next available field number is 2.' in errors
+    assert 'error: specs/bad/bad.proto:5:12: Field "z" uses reserved number 7.' in errors
+    assert all(line.startswith("error: specs/bad/bad.proto:") for line in errors), errors
+    assert not (tmp_path / "generated").exists()
+
+
 def test_missing_import_is_reported(tmp_path: Path) -> None:
     make_specs(tmp_path, {"p/a.proto": 'syntax = "proto2";\nimport "missing.proto";\n'})
     result = run_cli("generate", cwd=tmp_path)

@@ -36,7 +36,12 @@ from protoframe.generated.pulsar.frames import (
 from protoframe.generated.tank import frames as tank_frames
 from protoframe.generated.tubemq import frames as tubemq_frames
 from protoframe.runtime.codec import compiled, compiled_frames
-from protoframe.runtime.errors import ChecksumFailure
+from protoframe.runtime.codec.protowire import varint_bytes
+from protoframe.runtime.errors import (
+    ChecksumFailure,
+    UnknownCommandError,
+    UnknownCommandTypeError,
+)
 from tests.generated.pulsar.corpus import CORPUS, mutate
 from tests.support.examples import scaled
 from tests.support.paths import ROOT
@@ -193,6 +198,36 @@ def test_envelope_body_check_matches() -> None:
     ]
     outcomes = [_same(lambda: Frame.decode(_command_frame(c)))[0] for c in cases]  # noqa: B023
     assert outcomes == ["value", "raised", "raised", "value"]
+
+
+def test_unknown_command_types_match() -> None:
+    # A command type this peer's enum lacks (a newer protocol's), alone, with a known body, after
+    # or before a known type (which stays in force), twice (the last wins), negative; and a
+    # missing type.
+    ping = pb.BaseCommand(type_=pb.BaseCommand.Type.PING, ping=pb.CommandPing()).encode()[2:]
+
+    def typed(*values: int) -> bytes:
+        return b"".join(b"\x08" + varint_bytes(v & (2**64 - 1)) for v in values)
+
+    commands = [typed(1000), typed(1000) + ping, typed(18, 1000) + ping, typed(1000, 18) + ping,
+                typed(1000, 1001) + ping, typed(-7) + ping, ping]
+    found = []
+    for command in commands:
+        raw = (len(command) + 4).to_bytes(4, "big") + len(command).to_bytes(4, "big") + command
+
+        def number() -> object:
+            try:
+                Frame.decode(raw)  # noqa: B023
+            except UnknownCommandTypeError as exc:
+                return exc.command_type
+            except UnknownCommandError:
+                return "missing"
+            return None
+
+        _same(lambda: Frame.decode(raw))  # noqa: B023
+        _same(lambda: StreamDecoder().feed(raw + raw))  # noqa: B023
+        found.append(_same(number)[1])
+    assert found == ["1000", "1000", "None", "None", "1001", "-7", "'missing'"]
 
 
 def test_decode_from_with_odd_arguments_matches() -> None:

@@ -14,6 +14,7 @@ from abc import abstractmethod
 from dataclasses import dataclass
 
 from protoframe.generated.pulsar import frames
+from protoframe.generated.pulsar.commands import PROTOCOL_VERSION
 from protoframe.generated.pulsar.machines import PulsarHooks
 from protoframe.generated.pulsar.pulsar_api import (
     BaseCommand,
@@ -74,7 +75,7 @@ Type = BaseCommand.Type
 
 # Room for the command and metadata around a message of MAX_MESSAGE_SIZE (Pulsar's padding).
 FRAME_PADDING = 10 * 1024
-MAX_PROTOCOL_VERSION = 21
+MAX_PROTOCOL_VERSION = PROTOCOL_VERSION  # the newest of the spec's ProtocolVersion
 SERVER_VERSION = "protoframe-broker-0.1"
 NO_REQUEST = UINT64_MASK  # request id of broker-initiated closes (-1 as the Java broker sends)
 _SCHEMA_VERSION_0 = struct.pack(">q", 0)

@@ -38,6 +38,7 @@ from protoframe.runtime.errors import (
     SizeMismatchError,
     TruncatedError,
     UnknownCommandError,
+    UnknownCommandTypeError,
 )
 from tests.support.examples import scaled
 from tests.support.paths import ROOT
@@ -164,8 +165,9 @@ def test_append_records() -> None:
 
 
 def test_unknown_type_code() -> None:
-    with pytest.raises(UnknownCommandError):
+    with pytest.raises(UnknownCommandError) as info:
         Frame.decode(h("000003e7 00000000"))
+    assert isinstance(info.value, UnknownCommandTypeError) and info.value.command_type == 999
     with pytest.raises(UnknownCommandError):
         StreamDecoder().feed(h("00000000 00000000"))  # EVENT is not a top-level command
 

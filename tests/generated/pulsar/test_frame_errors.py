@@ -38,9 +38,11 @@ from protoframe.runtime.errors import (
     DecodeError,
     FrameTooLargeError,
     MissingBodyError,
+    MissingRequiredFieldError,
     SizeMismatchError,
     TruncatedError,
     UnknownCommandError,
+    UnknownCommandTypeError,
 )
 from tests.support.paths import DATA
 
@@ -228,13 +230,45 @@ def test_oversize_refused_with_the_body_never_buffered() -> None:
 def test_unknown_command_type() -> None:
     command = b"\x08" + varint_bytes(1000)  # BaseCommand.type = 1000
     exc = raises(lambda: Frame.decode(frame_from_command(command)))
-    assert type(exc) is UnknownCommandError
+    assert type(exc) is UnknownCommandTypeError
+    assert isinstance(exc, UnknownCommandError)
+    assert exc.command_type == 1000
+    assert str(exc).startswith("BaseCommand.type is 1000, not a command type this peer knows")
+    assert "required" not in str(exc)
 
 
 def test_unknown_command_type_with_a_known_body() -> None:
     ping_body = ping_frame().command.encode()[2:]  # the `ping` field, without the type
     command = b"\x08" + varint_bytes(1000) + ping_body
-    assert type(raises(lambda: Frame.decode(frame_from_command(command)))) is UnknownCommandError
+    exc = raises(lambda: Frame.decode(frame_from_command(command)))
+    assert type(exc) is UnknownCommandTypeError
+    assert exc.command_type == 1000
+
+
+@pytest.mark.parametrize(("types", "expected"), [
+    ([1000, 18], None),  # the last value of a singular field wins: PING, a known one
+    # An unknown value replaces nothing (protobuf keeps it among the unknown fields).
+    ([18, 1000], None),
+    ([1000, 1001], 1001),
+    ([-1], -1),  # an int32 enum: ten bytes on the wire, read back negative
+    ([2**31 - 1], 2**31 - 1),
+])
+def test_the_command_type_reported_is_the_one_in_force(types: list[int],
+                                                        expected: int | None) -> None:
+    ping_body = ping_frame().command.encode()[2:]
+    command = b"".join(b"\x08" + varint_bytes(t & (2**64 - 1)) for t in types) + ping_body
+    if expected is None:
+        assert Frame.decode(frame_from_command(command)).command.type_ is Type.PING
+        return
+    exc = raises(lambda: Frame.decode(frame_from_command(command)))
+    assert isinstance(exc, UnknownCommandTypeError) and exc.command_type == expected
+
+
+def test_the_proto_message_alone_still_reports_a_missing_required_field() -> None:
+    # Without the frame, BaseCommand is a plain proto2 message: an unknown value of its closed
+    # enum goes to the unknown fields, so the required field is absent (protobuf's rule).
+    with pytest.raises(MissingRequiredFieldError):
+        BaseCommand.decode(b"\x08" + varint_bytes(1000))
 
 
 def test_missing_command_type() -> None:

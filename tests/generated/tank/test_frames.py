@@ -40,6 +40,7 @@ from protoframe.runtime.errors import (
     SizeMismatchError,
     TruncatedError,
     UnknownCommandError,
+    UnknownCommandTypeError,
 )
 from tests.support.examples import scaled
 from tests.support.tank_frames import (
@@ -84,8 +85,10 @@ def test_one_id_two_layouts() -> None:
     assert isinstance(Frame.decode(PRODUCE_WIRE, to_server=True).body, ProduceRequest)
     assert isinstance(Frame.decode(PRODUCE_RESPONSE_WIRE).body, ProduceResponse)
     # ProduceWithSeqnum exists only towards the broker (which answers it with 0x1).
-    with pytest.raises(UnknownCommandError):
+    with pytest.raises(UnknownCommandError) as info:
         Frame.decode(PRODUCE_SEQ_WIRE, to_server=False)
+    assert isinstance(info.value, UnknownCommandTypeError)
+    assert info.value.command_type == PRODUCE_SEQ_WIRE[0]
     # Read the wrong way, a request does not fit the response layout.
     with pytest.raises(SizeMismatchError):
         Frame.decode(CONSUME_WIRE, to_server=False)

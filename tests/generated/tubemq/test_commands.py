@@ -29,7 +29,12 @@ from protoframe.generated.tubemq.rpc import (
     RpcConnHeader,
     RspExceptionBody,
 )
-from protoframe.runtime.errors import MissingRequiredFieldError, RequestFailed, UnknownCommandError
+from protoframe.runtime.errors import (
+    MissingRequiredFieldError,
+    RequestFailed,
+    UnknownCommandError,
+    UnknownCommandTypeError,
+)
 from tests.support.examples import scaled
 from tests.support.tubemq_commands import (
     COMMANDS,
@@ -128,8 +133,9 @@ def test_unknown_method_and_bad_body() -> None:
             request=RpcRequest(header=RequestHeader(serviceType=1),
                                body=RequestBody(method=method, request=data))))
 
-    with pytest.raises(UnknownCommandError, match="no command has the value 11"):
+    with pytest.raises(UnknownCommandError, match="no command has the value 11") as info:
         m.command_of(request(11, b""))
+    assert isinstance(info.value, UnknownCommandTypeError) and info.value.command_type == 11
     with pytest.raises(MissingRequiredFieldError):
         m.command_of(request(1, b""))  # RegisterRequestP2M without its required fields
 

@@ -15,9 +15,11 @@ from typing import Any
 import pytest
 
 from protoframe.clients.pulsar.broker import EmbeddedBroker
+from protoframe.clients.pulsar.broker.commands import MAX_PROTOCOL_VERSION
 from protoframe.clients.pulsar.broker.storage import FileStorage
 from protoframe.clients.pulsar.broker.topics import InvalidTopicName, normalize_topic
 from protoframe.generated.pulsar import frames
+from protoframe.generated.pulsar.commands import PROTOCOL_VERSION
 from protoframe.generated.pulsar.pulsar_api import (
     BaseCommand,
     CommandAck,
@@ -36,9 +38,11 @@ from protoframe.generated.pulsar.pulsar_api import (
     CommandSubscribe,
     MessageIdData,
     MessageMetadata,
+    ProtocolVersion,
     ServerError,
     SingleMessageMetadata,
 )
+from protoframe.runtime.codec.protowire import varint_bytes
 
 Type = BaseCommand.Type
 SubType = CommandSubscribe.SubType
@@ -286,6 +290,32 @@ async def test_protocol_violation_closes_the_connection(caplog: Any) -> None:
         await other.expect(Type.PONG)
         await other.close()
     assert any("ProtocolViolation" in r.getMessage() for r in caplog.records)
+
+
+@run
+async def test_an_unknown_command_type_closes_the_connection_unanswered(caplog: Any) -> None:
+    # As Pulsar's broker: ServerCnx cannot parse a BaseCommand whose type its enum lacks, and
+    # its exceptionCaught logs a warning and closes the connection without an answer.
+    caplog.set_level(logging.WARNING, logger="protoframe.clients.pulsar.broker")
+    async with EmbeddedBroker(port=0) as url:
+        client = await RawClient.connect(url)
+        other = await RawClient.connect(url)
+        ping = BaseCommand(type_=Type.PING, ping=CommandPing()).encode()[2:]
+        command = b"\x08" + varint_bytes(1000) + ping  # type 1000, with a PING body
+        await client.send_bytes(struct.pack(">II", len(command) + 4, len(command)) + command)
+        with pytest.raises(ConnectionError):
+            frame = await client.recv()
+            raise AssertionError(f"answered with {frame.command!r}")
+        await other.send(BaseCommand(type_=Type.PING, ping=CommandPing()))
+        await other.expect(Type.PONG)
+        await other.close()
+    warnings = [r.getMessage() for r in caplog.records]
+    assert any("UnknownCommandTypeError: BaseCommand.type is 1000" in w for w in warnings), \
+        warnings
+
+
+def test_the_broker_accepts_up_to_the_specs_newest_protocol_version() -> None:
+    assert MAX_PROTOCOL_VERSION == PROTOCOL_VERSION == max(v.value for v in ProtocolVersion)
 
 
 @run

@@ -30,7 +30,7 @@ from protoframe.generator.spec_yaml import LocDict, load_spec, locate
 GROUPS = {
     "kind": "FRAME_FIELD_TYPE_CHANGED", "signed": "FRAME_FIELD_TYPE_CHANGED",
     "holds": "FRAME_FIELD_TYPE_CHANGED", "encoding": "FRAME_FIELD_TYPE_CHANGED",
-    "switch_on": "FRAME_FIELD_TYPE_CHANGED", "blocks": "FRAME_FIELD_TYPE_CHANGED",
+    "switch_on": "FRAME_FIELD_TYPE_CHANGED", "blocks": "FRAME_SIZE_CHANGED",
     "width": "FRAME_FIELD_WIDTH_CHANGED", "order": "FRAME_FIELD_BYTE_ORDER_CHANGED",
     "const": "FRAME_CONST_CHANGED",
     "size_of": "FRAME_SIZE_CHANGED", "size_range": "FRAME_SIZE_CHANGED",

@@ -1,7 +1,8 @@
 """The protobuf side of a protocol, flattened for comparison: messages, fields, enums.
 
 Built from the validated IR (``proto_model.load_protocol``). Reserved numbers and names are
-not in the IR (generation never needs them), so they are read from protoc's descriptors.
+not in the IR (generation never needs them), so they are read from the descriptors protoc
+produced for it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from pathlib import Path
 from google.protobuf import descriptor_pb2 as d
 
 from protoframe.generator.ir import EnumType, Field, FieldType, Label, MessageType, Protocol
-from protoframe.generator.protoc import compile_protos
 
 # What a field reads as when the .proto gives no default (proto2's implicit defaults).
 _IMPLICIT_DEFAULTS = {"string": "", "bytes": "", "bool": "false", "double": "0", "float": "0"}
@@ -101,7 +101,8 @@ def _field(f: Field) -> FieldSnap:
                      location=str(f.location) if f.location else None)
 
 
-def proto_snapshot(protocol: Protocol, spec_dir: Path, display_root: str) -> ProtoSnapshot:
+def proto_snapshot(protocol: Protocol, descriptors: list[d.FileDescriptorProto]) -> ProtoSnapshot:
+    """``protocol``'s IR with the reserved numbers and names of its ``descriptors``."""
     snap = ProtoSnapshot()
     for proto in protocol.files:
         for msg in proto.all_messages():
@@ -110,9 +111,11 @@ def proto_snapshot(protocol: Protocol, spec_dir: Path, display_root: str) -> Pro
             snap.messages[msg.full_name] = _message(msg, Path(proto.path).name)
         for enum in proto.all_enums():
             snap.enums[enum.full_name] = _enum(enum, Path(proto.path).name)
-    if protocol.files:
-        _add_reserved(snap, spec_dir / protocol.name, f"{display_root}/{protocol.name}",
-                      [Path(p.path).name for p in protocol.files])
+    for fd in descriptors:
+        for msg in fd.message_type:
+            _reserved_message(snap, msg, fd.package)
+        for enum in fd.enum_type:
+            _reserved_enum(snap, enum, fd.package)
     return snap
 
 
@@ -129,16 +132,6 @@ def _enum(enum: EnumType, path: str) -> EnumSnap:
                                       str(v.location) if v.location else None)
                             for v in enum.values],
                     closed=enum.closed)
-
-
-def _add_reserved(snap: ProtoSnapshot, proto_dir: Path, display_dir: str,
-                  files: list[str]) -> None:
-    for fd in compile_protos(proto_dir, files, display_dir):
-        prefix = fd.package
-        for msg in fd.message_type:
-            _reserved_message(snap, msg, prefix)
-        for enum in fd.enum_type:
-            _reserved_enum(snap, enum, prefix)
 
 
 def _join(prefix: str, name: str) -> str:

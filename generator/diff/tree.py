@@ -8,6 +8,8 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from google.protobuf.descriptor_pb2 import FileDescriptorProto
+
 from protoframe.generator.build import discover_protocols, load_frame_specs
 from protoframe.generator.diff.frame_snapshot import FrameSnapshot, frame_snapshot
 from protoframe.generator.diff.lock import Lock, lock_path, read_lock
@@ -27,10 +29,11 @@ class ProtocolSnapshot:
 
 def load_protocol_snapshot(spec_dir: Path, display_root: str, name: str) -> ProtocolSnapshot:
     """One protocol, validated exactly as ``protoframe generate`` validates it."""
-    protocol = load_protocol(spec_dir, name, display_root)
+    descriptors: list[FileDescriptorProto] = []
+    protocol = load_protocol(spec_dir, name, display_root, descriptors)
     specs = load_frame_specs(spec_dir, display_root, protocol)
     snap = ProtocolSnapshot(name, f"{display_root}/{name}",
-                            proto_snapshot(protocol, spec_dir, display_root))
+                            proto_snapshot(protocol, descriptors))
     for spec in specs:
         file = Path(spec.path).name
         snap.frames[file] = frame_snapshot(spec, spec_dir / name / file)

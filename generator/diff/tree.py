@@ -66,8 +66,8 @@ def load_tree(spec_dir: Path, display_root: str,
 
 def extract_revision(spec_dir: Path, ref: str, into: Path) -> Path:
     """Write ``spec_dir`` as it is at git revision ``ref`` under ``into``; return its path."""
-    def git(*args: str) -> bytes:
-        proc = subprocess.run(["git", "-C", str(spec_dir), *args], capture_output=True,
+    def git(*args: str, where: Path = spec_dir) -> bytes:
+        proc = subprocess.run(["git", "-C", str(where), *args], capture_output=True,
                               check=False)
         if proc.returncode != 0:
             message = proc.stderr.decode(errors="replace").strip()
@@ -75,7 +75,8 @@ def extract_revision(spec_dir: Path, ref: str, into: Path) -> Path:
         return proc.stdout
 
     prefix = git("rev-parse", "--show-prefix").decode().strip().rstrip("/")
-    data = git("archive", "--format=tar", ref, "--", prefix or ".")
+    top = Path(git("rev-parse", "--show-toplevel").decode().strip())
+    data = git("archive", "--format=tar", ref, "--", prefix or ".", where=top)
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         tar.extractall(into, filter="data")
     return into / prefix if prefix else into

@@ -133,9 +133,10 @@ def _attrs(f: FrameField) -> dict[str, str]:
         a["switch_on"] = str(f.switch_on)
     if isinstance(f, ArrayField):
         if f.element is not None:
-            for key, value in _attrs(f.element).items():
-                a[key if key in ("kind",) else key] = value
-            a["kind"] = f"array of {_attrs(f.element)['kind']}"
+            # The element's layout is the array's: its width, order, held struct...
+            element = _attrs(f.element)
+            a.update(element)
+            a["kind"] = f"array of {element['kind']}"
         if f.count is not None:
             a["count"] = f.count.text
         if f.until_end:

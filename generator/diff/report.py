@@ -10,8 +10,8 @@ from protoframe.generator.diff.settings import DiffSettings
 _HEADINGS = {
     "wire-breaking": "wire-breaking: peers on the old version misread or reject what the new "
                      "one sends (or the reverse)",
-    "source-breaking": "source-breaking: the same bytes, but code written against the old "
-                       "generated API no longer type-checks",
+    "source-breaking": "source-breaking: peers still understand each other, but code "
+                       "written against the old generated API no longer type-checks",
     "compatible": "compatible: changed, breaking neither peers nor code",
     "additive": "additive",
 }

@@ -1,4 +1,4 @@
-"""The ``protoframe`` command: ``generate``, ``check`` and ``init``.
+"""The ``protoframe`` command: ``generate``, ``check``, ``init`` and ``diff``.
 
 Settings come from ``[tool.protoframe]`` in the project's ``pyproject.toml`` (or a
 ``protoframe.toml``), found from the working directory upwards; flags override them (see
@@ -19,6 +19,7 @@ from pathlib import Path
 from protoframe.generator.api_summary import summarize
 from protoframe.generator.build import generate
 from protoframe.generator.config import OUTPUTS, Overrides, Settings, load_settings
+from protoframe.generator.diff import command as diff_command
 from protoframe.generator.errors import GeneratorBug, SpecError, SpecErrors
 from protoframe.generator.output import (
     OutputConflict,
@@ -71,6 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     init.add_argument("--config", type=Path, default=None, help="settings file")
     init.add_argument("--spec-dir", type=Path, default=None,
                       help="where protocols live (default: the configured spec-dir, or specs)")
+    diff_command.add_parser(sub)
     return parser
 
 
@@ -85,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "init":
             return _init(args)
+        if args.command == "diff":
+            return diff_command.run(args)
         settings = load_settings(Path.cwd(), Overrides(
             config=args.config, spec_dir=args.spec_dir, out=args.out, docs_out=args.docs_out,
             outputs=[o.strip() for o in args.outputs.split(",") if o.strip()]

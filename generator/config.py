@@ -40,6 +40,8 @@ DEFAULT_OUTPUTS = ("bindings", "frames")
 NEEDS = {"frames": "bindings", "spark": "frames"}
 DEFAULTS = {"spec-dir": "specs", "out": "generated", "docs-out": "docs/protocols"}
 KEYS = ("spec-dir", "out", "docs-out", "outputs", "protocols")
+# Sub-tables other commands read: [tool.protoframe.diff] (protoframe.generator.diff.settings).
+TABLES = ("diff",)
 Position = tuple[str, int, int]  # file, line, column (0: unknown) of a setting
 
 
@@ -123,7 +125,7 @@ def load_settings(cwd: Path, overrides: Overrides) -> Settings:
         return _locate_key(source, key)
 
     for key in table:
-        if key not in KEYS:
+        if key not in KEYS and key not in TABLES:
             errors.append(SpecError(f"unknown setting {key!r} (known: {', '.join(KEYS)})",
                                     *where(key)))
     paths: dict[str, Path | None] = {}

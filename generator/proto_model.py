@@ -55,14 +55,20 @@ _MSG_FIELD, _MSG_NESTED, _MSG_ENUM = 2, 3, 4
 _ENUM_VALUE = 2
 
 
-def load_protocol(spec_dir: Path, protocol: str, display_root: str) -> Protocol:
-    """Compile every .proto file of ``spec_dir/protocol`` and build its IR."""
+def load_protocol(spec_dir: Path, protocol: str, display_root: str,
+                  descriptors_out: list[d.FileDescriptorProto] | None = None) -> Protocol:
+    """Compile every .proto file of ``spec_dir/protocol`` and build its IR.
+
+    ``descriptors_out`` receives protoc's descriptors, for readers of what the IR leaves out
+    (``protoframe diff`` reads reserved numbers) without compiling twice."""
     proto_dir = spec_dir / protocol
     files = sorted(p.name for p in proto_dir.glob("*.proto"))
     display_dir = f"{display_root}/{protocol}"
     if not files:
         return Protocol(name=protocol)
     descriptors = compile_protos(proto_dir, files, display_dir)
+    if descriptors_out is not None:
+        descriptors_out.extend(descriptors)
     builder = _Builder(display_dir)
     for fd in descriptors:
         builder.index_types(fd)

@@ -8,6 +8,7 @@ import contextlib
 from protoframe.runtime.io.cli import CannotListen, ready, run_servers
 
 from .server import EmbeddedBroker
+from .storage import DEFAULT_CACHE_BYTES, CorruptLogError
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -27,6 +28,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--no-fsync", action="store_true",
                         help="write the log without fsync (survives a process crash, "
                         "not a power loss)")
+    parser.add_argument("--repair", action="store_true",
+                        help="start even if the log is damaged in the middle: the damaged "
+                        "bytes are moved to <data-dir>/quarantine/ with a report and the rest "
+                        "is kept (without it the broker refuses to start on such a log)")
+    parser.add_argument("--managed-ledger-cache-size-mb", type=float,
+                        default=DEFAULT_CACHE_BYTES / 2**20, metavar="MB",
+                        help="memory for payloads read back from the log (default "
+                        f"{DEFAULT_CACHE_BYTES // 2**20})")
     parser.add_argument("--keepalive", type=float, default=30.0,
                         help="seconds between keepalive PINGs (0 disables them)")
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
@@ -45,9 +54,14 @@ def run(args: argparse.Namespace) -> int:
     async def serve(stack: contextlib.AsyncExitStack) -> None:
         broker = EmbeddedBroker(host=args.host, port=args.port, data_dir=args.data_dir,
                                 keepalive_interval=args.keepalive or None,
-                                fsync=not args.no_fsync, advertised_url=args.advertised_url)
+                                fsync=not args.no_fsync, advertised_url=args.advertised_url,
+                                repair=args.repair,
+                                cache_bytes=int(args.managed_ledger_cache_size_mb * 2**20))
         try:
             url = await broker.start()
+        except CorruptLogError as exc:
+            await broker.stop()
+            raise CannotListen(f"refusing to start: {exc}") from exc
         except OSError as exc:
             await broker.stop()  # the storage may be open already
             raise CannotListen(f"cannot listen on {args.host}:{args.port}: {exc}") from exc

@@ -26,7 +26,7 @@ from protoframe.runtime.io.server import Server, serve
 
 from .session import Session
 from .state import BrokerState
-from .storage import FileStorage, Storage
+from .storage import DEFAULT_CACHE_BYTES, FileStorage, Storage
 from .topics import DEFAULT_RETENTION_BYTES
 
 log = logging.getLogger(__name__)
@@ -42,20 +42,24 @@ class EmbeddedBroker:
     entries are kept until a topic holds more than ``retention_bytes``. Lookups send clients
     to the address they connected to, or to ``advertised_url`` when set (a broker behind a
     TCP proxy or a NAT must name the address clients can reach, as Pulsar's
-    ``advertisedAddress`` does).
+    ``advertisedAddress`` does). A log damaged in the middle stops ``start`` with
+    ``storage.CorruptLogError`` unless ``repair``; persisted payloads are read back through a
+    cache of ``cache_bytes``.
     """
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0,
                  data_dir: str | os.PathLike[str] | None = None,
                  keepalive_interval: float | None = 30.0, fsync: bool = True,
                  retention_bytes: int = DEFAULT_RETENTION_BYTES,
-                 advertised_url: str | None = None) -> None:
+                 advertised_url: str | None = None, repair: bool = False,
+                 cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
         self.host = host
         self.port = port
         self.data_dir = data_dir
         self.keepalive_interval = keepalive_interval
         self.advertised_url = advertised_url
-        storage = FileStorage(data_dir, fsync=fsync) if data_dir is not None else Storage()
+        storage = (FileStorage(data_dir, fsync=fsync, repair=repair, cache_bytes=cache_bytes)
+                   if data_dir is not None else Storage())
         self.state = BrokerState(storage, retention_bytes=retention_bytes)
         self._server: Server[Session] | None = None
         self.url = ""

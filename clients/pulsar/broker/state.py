@@ -321,12 +321,18 @@ class BrokerState:
                       named: dict[int, int]) -> dict[str, list[int]]:
         """Entry ids the log shows existed but holds no more (after damage), per topic; a topic
         continues numbering after them, so that new messages never reuse a lost id."""
+        # A damaged record's entry id may itself be damaged: one is believed only if it is
+        # within as many ids of the topic's end as there are damaged records naming it.
+        damaged: dict[int, list[int]] = {}
         for damage in getattr(self.storage, "damage", []):
             for ledger, entry_id in damage.entries:
-                named[ledger] = max(named.get(ledger, -1), entry_id)
+                damaged.setdefault(ledger, []).append(entry_id)
         missing: dict[str, list[int]] = {}
         for topic in self.topics.values():
-            reached, last = named.get(topic.ledger_id, -1), topic.last_id
+            last = topic.last_id
+            ids = damaged.get(topic.ledger_id, [])
+            plausible = [i for i in ids if last < i <= last + len(ids)]
+            reached = max([named.get(topic.ledger_id, -1), *plausible])
             lost = [topic.first_id + i for i, e in enumerate(topic.entries) if e is None]
             if reached > last:
                 topic.reserve_to(reached)

@@ -48,9 +48,10 @@ async def produce(url: str, topics: list[str], count: int, size: int = 100) -> A
     return acked
 
 
-async def consume_all(url: str, topic: str, subscription: str, *,
-                      quiet: float = 1.0) -> dict[int, bytes]:
-    """Everything a new Earliest subscription gets from ``topic`` until it is quiet."""
+async def consume_all(url: str, topic: str, subscription: str, *, quiet: float = 1.0,
+                      expect: int | None = None) -> dict[int, bytes]:
+    """Everything a new Earliest subscription gets from ``topic`` until it is quiet for
+    ``quiet`` seconds (or once it has ``expect`` messages)."""
     client = await RawClient.connect(url)
     await client.send(BaseCommand(type_=Type.SUBSCRIBE, subscribe=CommandSubscribe(
         topic=topic, subscription=subscription, subType=CommandSubscribe.SubType.Exclusive,
@@ -59,7 +60,7 @@ async def consume_all(url: str, topic: str, subscription: str, *,
     await client.flow(1, 1_000_000)
     got: dict[int, bytes] = {}
     try:
-        while True:
+        while expect is None or len(got) < expect:
             entry_id, data = await _next(client, quiet)
             assert entry_id not in got, f"entry {entry_id} delivered twice"
             got[entry_id] = data

@@ -131,8 +131,8 @@ def scan(fd: int, size: int, entry_check: EntryCheck) -> Iterator[ScanItem]:
 class EntryCheck:
     """Decides whether a record body whose checksum holds is usable, and names damaged ones."""
 
-    def usable(self, body: bytes) -> str | None:
-        """None if usable, else why not."""
+    def usable(self, body: bytes, body_offset: int) -> str | None:
+        """None if usable, else why not (``body_offset``: where the body is in the file)."""
         return None
 
     def names(self, body: bytes) -> tuple[int, int] | None:
@@ -157,7 +157,7 @@ def _try_v2(window: _Window, pos: int, check: EntryCheck) -> tuple[ScannedRecord
     body = window.read(body_offset, size)
     if crc32c(body) != body_crc:
         return None, "record fails its checksum", body_offset + size
-    why = check.usable(body)
+    why = check.usable(body, body_offset)
     if why is not None:
         return None, why, body_offset + size
     return ScannedRecord(pos, body_offset, body), "", body_offset + size
@@ -206,7 +206,8 @@ def _scan_v1(window: _Window, check: EntryCheck) -> Iterator[ScanItem]:
         if size == 0 or body_offset + size > window.size:
             break
         body = window.read(body_offset, size)
-        reason = "record fails its checksum" if crc32c(body) != body_crc else check.usable(body)
+        reason = ("record fails its checksum" if crc32c(body) != body_crc
+                  else check.usable(body, body_offset))
         if reason is not None:
             damage = Damage(pos, window.size, body_offset + size >= window.size, reason)
             name = check.names(body)

@@ -185,15 +185,6 @@ def encode_dedup(topic: Topic) -> list[bytes]:
             for name, highest, first, last, entry_id in topic.dedup.snapshot()]
 
 
-def _entry_payload_at(body: bytes) -> int:
-    """Where the payload starts in an entry record's body."""
-    name, pos = _read_str(body, _ENTRY_HEAD.size)
-    (key_size,) = _U32.unpack_from(body, pos)
-    if pos + 4 + key_size > len(body):
-        raise ValueError("key runs past the record")
-    return pos + 4 + int(key_size)
-
-
 def decode_record(body: bytes, body_offset: int = -1) -> Record:
     """A record from its body; an entry's payload is copied out unless ``body_offset`` (where
     the body is in the log) is given, when only its place is kept."""
@@ -256,16 +247,21 @@ frame_record = lf.frame_record
 
 
 class _RecordCheck(lf.EntryCheck):
-    """A record is usable if it decodes and, for an entry, its message passes its CRC32C."""
+    """A record is usable if it decodes and, for an entry, its message passes its CRC32C. The
+    last usable record stays decoded (``decoded``) so that loading does not decode it again."""
 
-    def usable(self, body: bytes) -> str | None:
+    def __init__(self) -> None:
+        self.decoded: tuple[int, Record] | None = None
+
+    def usable(self, body: bytes, body_offset: int) -> str | None:
         try:
-            decode_record(body, 0)
-            if body[0] == _ENTRY and not lf.message_crc_ok(
-                    memoryview(body)[_entry_payload_at(body):]):
+            record = decode_record(body, body_offset)
+            if isinstance(record, EntryRecord) and not lf.message_crc_ok(
+                    memoryview(body)[record.payload_offset - body_offset:]):
                 return "message fails its CRC32C"
         except (ValueError, IndexError, struct.error, UnicodeDecodeError) as exc:
             return f"record is unreadable: {exc}"
+        self.decoded = body_offset, record
         return None
 
     def names(self, body: bytes) -> tuple[int, int] | None:
@@ -411,9 +407,12 @@ class FileStorage(Storage):
             return
         self._read_fd = os.open(self.path, os.O_RDONLY)
         size = self._loaded_size = os.fstat(self._read_fd).st_size
-        for item in lf.scan(self._read_fd, size, _RecordCheck()):
+        check = _RecordCheck()
+        for item in lf.scan(self._read_fd, size, check):
             if isinstance(item, lf.Damage):
                 self.damage.append(item)
+            elif check.decoded is not None and check.decoded[0] == item.body_offset:
+                yield check.decoded[1]
             else:
                 yield decode_record(item.body, item.body_offset)
 
@@ -505,7 +504,10 @@ class FileStorage(Storage):
                     pos += len(data)
                     continue
                 head, entry = item
-                payload = entry.payload
+                # Straight from the old log: a compaction must not churn the cache.
+                payload = (os.pread(self._read_fd, entry.size, entry.offset)
+                           if entry.source is self and self._read_fd is not None
+                           else entry.payload)
                 checksum = int(_crc32c.crc32c(payload, _crc32c.crc32c(head)))
                 header = lf.record_header(len(head) + len(payload), checksum)
                 f.write(header)

@@ -137,7 +137,7 @@ class BrokerState:
         last_chunk = not chunked or metadata.chunk_id >= metadata.num_chunks_from_msg - 1
         if last_chunk:
             original = topic.dedup.duplicate_of(producer_name, first)
-            if original is not None:
+            if original is not None and original not in topic.failed_ids:
                 log.debug("%s: duplicate sequence id %d from %s (entry %d)", topic.name, first,
                           producer_name, original)
                 self.storage.commit(lambda error: done(original, error))

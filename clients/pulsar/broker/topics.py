@@ -90,6 +90,9 @@ class Topic:
     partition: int = -1
     retention_bytes: int = DEFAULT_RETENTION_BYTES
     size: int = 0  # payload bytes of the entries held
+    # Entries whose write failed: a resend of their message is stored, not answered as a
+    # duplicate of something that is not on disk.
+    failed_ids: set[int] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.partition = partition_index(self.name)
@@ -120,6 +123,7 @@ class Topic:
 
     def forget(self, entry_id: int) -> None:
         """An entry that could not be written: its id stays used, and nothing is served."""
+        self.failed_ids.add(entry_id)
         index = entry_id - self.first_id
         if 0 <= index < len(self.entries):
             entry = self.entries[index]

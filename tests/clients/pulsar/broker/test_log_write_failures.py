@@ -108,9 +108,12 @@ async def test_a_failed_write_is_cut_back_and_the_next_one_succeeds(
         assert (await _send(client, 1, b"boom")).type_ == Type.SEND_ERROR
         assert failed and b"boom" not in log_file.read_bytes()
         assert (await _send(client, 2, b"m2")).type_ == Type.SEND_RECEIPT
+        # A resend of the failed message is stored, not taken for a duplicate of it.
+        answer = await _send(client, 1, b"boom again")
+        assert answer.type_ == Type.SEND_RECEIPT and answer.send_receipt.message_id.entryId == 3
         got = await consume_all(url, "disk", "live", quiet=0.5)
-        assert list(got.values()) == [b"m0", b"m2"]
+        assert list(got.values()) == [b"m0", b"m2", b"boom again"]
         await client.close()
     async with EmbeddedBroker(port=0, data_dir=tmp_path) as url:
         got = await consume_all(url, "disk", "r")
-        assert list(got.values()) == [b"m0", b"m2"]
+        assert got == {0: b"m0", 2: b"m2", 3: b"boom again"}

@@ -133,7 +133,7 @@ def drop_oldest(broker: BrokerThread, topic: str, count: int) -> None:
 
     def drop() -> None:
         stored = broker.broker.state.topics[topic]
-        stored.size -= sum(len(e.payload) for e in stored.entries[:count])
+        stored.size -= sum(e.size for e in stored.entries[:count] if e is not None)
         del stored.entries[:count]
         stored.first_id += count
 

@@ -15,6 +15,7 @@ from .server import (
     DEFAULT_MAX_PENDING_FRAME_BYTES,
     EmbeddedBroker,
 )
+from .storage import DEFAULT_CACHE_BYTES, CorruptLogError
 
 
 def _count(text: str) -> int:
@@ -50,6 +51,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--no-fsync", action="store_true",
                         help="write the log without fsync (survives a process crash, "
                         "not a power loss)")
+    parser.add_argument("--repair", action="store_true",
+                        help="start even if the log is damaged in the middle: the damaged "
+                        "bytes are moved to <data-dir>/quarantine/ with a report and the rest "
+                        "is kept (without it the broker refuses to start on such a log)")
+    parser.add_argument("--managed-ledger-cache-size-mb", type=float,
+                        default=DEFAULT_CACHE_BYTES / 2**20, metavar="MB",
+                        help="memory for payloads read back from the log (default "
+                        f"{DEFAULT_CACHE_BYTES // 2**20})")
     parser.add_argument("--keepalive", "--keep-alive-interval-seconds", type=_seconds,
                         default=30.0, dest="keepalive",
                         help="PING a client quiet this long, close it if the next interval is "
@@ -148,9 +157,14 @@ def run(args: argparse.Namespace) -> int:
                                 max_pending_frame_bytes=args.max_pending_frame_bytes,
                                 max_pending_frame_bytes_per_connection=(
                                     args.max_pending_frame_bytes_per_connection),
-                                limits=limits)
+                                limits=limits,
+                                repair=args.repair,
+                                cache_bytes=int(args.managed_ledger_cache_size_mb * 2**20))
         try:
             url = await broker.start()
+        except CorruptLogError as exc:
+            await broker.stop()
+            raise CannotListen(f"refusing to start: {exc}") from exc
         except OSError as exc:
             await broker.stop()  # the storage may be open already
             raise CannotListen(f"cannot listen on {args.host}:{args.port}: {exc}") from exc

@@ -28,7 +28,7 @@ from protoframe.runtime.io.server import Server, serve
 from .limits import Limits
 from .session import Session
 from .state import BrokerState
-from .storage import FileStorage, Storage
+from .storage import DEFAULT_CACHE_BYTES, FileStorage, Storage
 from .topics import DEFAULT_RETENTION_BYTES
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,9 @@ class EmbeddedBroker:
     entries are kept until a topic holds more than ``retention_bytes``. Lookups send clients
     to the address they connected to, or to ``advertised_url`` when set (a broker behind a
     TCP proxy or a NAT must name the address clients can reach, as Pulsar's
-    ``advertisedAddress`` does).
+    ``advertisedAddress`` does). A log damaged in the middle stops ``start`` with
+    ``storage.CorruptLogError`` unless ``repair``; persisted payloads are read back through a
+    cache of ``cache_bytes``.
 
     What clients may hold (0 or None: no limit): ``max_connections`` open at once (Pulsar's
     ``brokerMaxConnections``; more are closed when accepted); ``handshake_timeout`` seconds to
@@ -78,7 +80,8 @@ class EmbeddedBroker:
                  frame_timeout: float | None = DEFAULT_FRAME_TIMEOUT,
                  max_pending_frame_bytes: int = DEFAULT_MAX_PENDING_FRAME_BYTES,
                  max_pending_frame_bytes_per_connection: int = 0,
-                 limits: Limits | None = None) -> None:
+                 limits: Limits | None = None, repair: bool = False,
+                 cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
         self.host = host
         self.port = port
         self.data_dir = data_dir
@@ -89,7 +92,8 @@ class EmbeddedBroker:
             frame_timeout=frame_timeout or None,
             max_partial_bytes=max_pending_frame_bytes_per_connection,
             max_partial_bytes_total=max_pending_frame_bytes)
-        storage = FileStorage(data_dir, fsync=fsync) if data_dir is not None else Storage()
+        storage = (FileStorage(data_dir, fsync=fsync, repair=repair, cache_bytes=cache_bytes)
+                   if data_dir is not None else Storage())
         self.state = BrokerState(storage, retention_bytes=retention_bytes, limits=limits)
         self._server: Server[Session] | None = None
         self.url = ""

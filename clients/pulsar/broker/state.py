@@ -17,9 +17,9 @@ from protoframe.generated.pulsar.pulsar_api import CommandSend, CommandSubscribe
 
 from . import storage as st
 from .dedup import DedupState
-from .entries import EntryLog
+from .entries import Entry, EntryLog
 from .limits import Limits
-from .storage import Storage
+from .storage import ENCODING_ERRORS, Storage, StorageError
 from .subscriptions import Subscription, SubType
 from .topics import (
     DEFAULT_RETENTION_BYTES,
@@ -71,13 +71,23 @@ class BrokerState:
         """The topic called ``name`` (fully qualified), created if it does not exist."""
         topic = self.topics.get(name)
         if topic is None:
-            topic = self._add_topic(name, self._next_ledger)
-            self.storage.topic_created(topic)
+            topic = self._new_topic(name, self._next_ledger)
+            try:
+                self.storage.topic_created(topic)  # first: nothing is held that is not stored
+            except ENCODING_ERRORS as exc:
+                raise StorageError(f"cannot store topic {name[:100]!r}: {exc}") from exc
+            self._register(topic)
         return topic
 
+    def _new_topic(self, name: str, ledger_id: int) -> Topic:
+        return Topic(name=name, ledger_id=ledger_id, retention_bytes=self.retention_bytes,
+                     dedup=DedupState(self.limits.dedup_inactivity_seconds, self.clock))
+
     def _add_topic(self, name: str, ledger_id: int) -> Topic:
-        topic = Topic(name=name, ledger_id=ledger_id, retention_bytes=self.retention_bytes,
-                      dedup=DedupState(self.limits.dedup_inactivity_seconds, self.clock))
+        return self._register(self._new_topic(name, ledger_id))
+
+    def _register(self, topic: Topic) -> Topic:
+        name, ledger_id = topic.name, topic.ledger_id
         self.topics[name] = topic
         self._by_ledger[ledger_id] = topic
         self._next_ledger = max(self._next_ledger, ledger_id + 1)
@@ -91,8 +101,12 @@ class BrokerState:
         if partition_index(name) >= 0:
             raise ValueError(f"{name} is a partition name")
         if self.partitioned.get(name) != partitions:
+            try:
+                self.storage.partitioned_topic_created(name, partitions)
+            except ENCODING_ERRORS as exc:
+                raise StorageError(f"cannot store partitioned topic {name[:100]!r}: "
+                                   f"{exc}") from exc
             self.partitioned[name] = partitions
-            self.storage.partitioned_topic_created(name, partitions)
         for index in range(partitions):
             self.topic(partition_name(name, index))
         return name
@@ -131,7 +145,7 @@ class BrokerState:
         last_chunk = not chunked or metadata.chunk_id >= metadata.num_chunks_from_msg - 1
         if last_chunk:
             original = topic.dedup.duplicate_of(producer_name, first)
-            if original is not None:
+            if original is not None and original not in topic.failed_ids:
                 log.debug("%s: duplicate sequence id %d from %s (entry %d)", topic.name, first,
                           producer_name, original)
                 self.storage.commit(lambda error: done(original, error))
@@ -139,13 +153,25 @@ class BrokerState:
         is_batch = metadata.has_num_messages_in_batch()
         key = metadata.ordering_key if metadata.has_ordering_key() else (
             metadata.partition_key.encode() if metadata.has_partition_key() else b"")
-        entry = topic.append(payload, metadata.num_messages_in_batch if is_batch else 1, is_batch,
-                             metadata.publish_time, key)
+        entry = Entry(topic.next_entry_id, payload,
+                      metadata.num_messages_in_batch if is_batch else 1, is_batch,
+                      metadata.publish_time, key)
+        # Stored first: an entry that cannot be encoded fails this SEND alone and leaves no
+        # trace in memory (nothing served that a restart would not find).
+        try:
+            self.storage.entry_added(topic, entry, producer_name if last_chunk else "", first,
+                                     highest)
+        except ENCODING_ERRORS as exc:
+            log.warning("%s: cannot store an entry from %.100r: %s", topic.name, producer_name,
+                        exc)
+            error = StorageError(f"cannot store the message: {exc}")
+            self.storage.commit(lambda _: done(-1, error))
+            return
+        topic.add(entry)
         if last_chunk:
             topic.dedup.record(producer_name, first, highest, entry.entry_id)
         self.entries_in += 1
         self.messages_in += entry.num_messages
-        self.storage.entry_added(topic, entry, producer_name if last_chunk else "", first, highest)
         entry_id = entry.entry_id
 
         def persisted(error: Exception | None) -> None:
@@ -172,6 +198,12 @@ class BrokerState:
             mark_delete = topic.last_id
         sub = Subscription(topic, body.subscription, body.subType, mark_delete,
                            durable=body.durable)
+        if sub.durable:
+            try:
+                self.storage.check_cursor(sub)
+            except ENCODING_ERRORS as exc:
+                raise StorageError(f"cannot store subscription {sub.name[:100]!r}: "
+                                   f"{exc}") from exc
         topic.subscriptions[sub.name] = sub
         self.storage.cursor_changed(sub)
         return sub
@@ -225,18 +257,29 @@ class BrokerState:
     # --- recovery --------------------------------------------------------------------------
 
     def recover(self) -> None:
-        """Rebuild the state from the storage's log, then compact the log."""
-        records = self.storage.load()
-        if not records:
-            return
-        entries = 0
-        for record in records:
+        """Rebuild the state from the storage's log (streamed), then compact the log.
+
+        Raises ``storage.CorruptLogError`` when the log is damaged in the middle and the
+        storage was not opened to repair it.
+        """
+        entries = records = 0
+        orphans: dict[int, list[int]] = {}  # entries of ledgers whose topic record was lost
+        named: dict[int, int] = {}  # highest entry id each ledger is known to have reached
+        for record in self.storage.load():
+            records += 1
             if isinstance(record, st.EntryRecord):
-                topic = self._by_ledger[record.ledger_id]
+                topic = self._by_ledger.get(record.ledger_id)
+                if topic is None:
+                    orphans.setdefault(record.ledger_id, []).append(record.entry_id)
+                    continue
                 if record.entry_id < topic.next_entry_id:
                     continue
-                topic.append(record.payload, record.num_messages, record.is_batch,
-                             record.publish_time, record.key, entry_id=record.entry_id)
+                topic.add(Entry.in_log(record.entry_id, self.storage, record.payload_offset,
+                                       record.payload_size, record.num_messages,
+                                       record.is_batch, record.publish_time, record.key)
+                          if record.payload_offset >= 0 else
+                          Entry(record.entry_id, record.payload, record.num_messages,
+                                record.is_batch, record.publish_time, record.key), holes=True)
                 topic.durable_id = record.entry_id
                 if record.producer_name:
                     topic.dedup.record(record.producer_name, record.first_sequence_id,
@@ -247,7 +290,11 @@ class BrokerState:
                                                                         record.ledger_id)
                 topic.skip_to(record.next_entry_id)
             elif isinstance(record, st.CursorRecord):
-                topic = self._by_ledger[record.ledger_id]
+                topic = self._by_ledger.get(record.ledger_id)
+                if topic is None:
+                    continue
+                reached = max([record.mark_delete, *record.acked])
+                named[record.ledger_id] = max(named.get(record.ledger_id, -1), reached)
                 sub = topic.subscriptions.get(record.subscription)
                 if sub is None:
                     sub = Subscription(topic, record.subscription, SubType(record.sub_type),
@@ -256,17 +303,50 @@ class BrokerState:
                 sub.sub_type = SubType(record.sub_type)
                 sub.restore(record.mark_delete, record.acked, record.partial)
             elif isinstance(record, st.SubscriptionDeletedRecord):
-                self._by_ledger[record.ledger_id].subscriptions.pop(record.subscription, None)
+                topic = self._by_ledger.get(record.ledger_id)
+                if topic is not None:
+                    topic.subscriptions.pop(record.subscription, None)
             elif isinstance(record, st.PartitionedRecord):
                 self.partitioned[record.name] = record.partitions
             elif isinstance(record, st.DedupRecord):
-                self._by_ledger[record.ledger_id].dedup.restore(
-                    record.producer_name, record.highest, record.first, record.last,
-                    record.entry_id)
+                topic = self._by_ledger.get(record.ledger_id)
+                if topic is not None:
+                    topic.dedup.restore(record.producer_name, record.highest, record.first,
+                                        record.last, record.entry_id)
+        missing = self._lost_entries(orphans, named)
+        self.storage.finish_recovery({t.ledger_id: t.name for t in self.topics.values()},
+                                     missing)
+        if not self.storage.had_data:
+            return
         for topic in self.topics.values():
             topic.trim(force=True)
         self.storage.rewrite(st.snapshot_bodies(self.topics.values(), self.partitioned))
         log.info("recovered %d topics, %d entries, %d subscriptions from %d log records",
                  len(self.topics), entries,
-                 sum(len(t.subscriptions) for t in self.topics.values()), len(records))
+                 sum(len(t.subscriptions) for t in self.topics.values()), records)
 
+    def _lost_entries(self, orphans: dict[int, list[int]],
+                      named: dict[int, int]) -> dict[str, list[int]]:
+        """Entry ids the log shows existed but holds no more (after damage), per topic; a topic
+        continues numbering after them, so that new messages never reuse a lost id."""
+        # A damaged record's entry id may itself be damaged: one is believed only if it is
+        # within as many ids of the topic's end as there are damaged records naming it.
+        damaged: dict[int, list[int]] = {}
+        for damage in getattr(self.storage, "damage", []):
+            for ledger, entry_id in damage.entries:
+                damaged.setdefault(ledger, []).append(entry_id)
+        missing: dict[str, list[int]] = {}
+        for topic in self.topics.values():
+            last = topic.last_id
+            ids = damaged.get(topic.ledger_id, [])
+            plausible = [i for i in ids if last < i <= last + len(ids)]
+            reached = max([named.get(topic.ledger_id, -1), *plausible])
+            lost = [topic.first_id + i for i, e in enumerate(topic.entries) if e is None]
+            if reached > last:
+                topic.reserve_to(reached)
+                lost += range(last + 1, reached + 1)
+            if lost:
+                missing[topic.name] = lost
+        for ledger, ids in orphans.items():
+            missing[f"ledger {ledger} (its topic record was lost)"] = ids
+        return missing

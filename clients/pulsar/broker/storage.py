@@ -6,17 +6,27 @@ appended during one event-loop tick are written and fsynced together on a worker
 commit's callback runs only after the data appended before it is on disk. The broker sends
 SEND_RECEIPT from that callback, so an acknowledged message survives a crash.
 
-Each record is ``u32 length, u32 crc32c(body), body`` and the body starts with a type byte. On
-start the log is replayed; a torn or corrupt tail (a crash during a write) is cut off, and the
-live state is written to a fresh log that replaces the old one (compaction).
+Records are framed as ``logframes`` describes and each body starts with a type byte. On start
+the log is streamed and replayed: a torn tail (a crash during a write) is cut off (a copy of the
+cut bytes is kept in ``quarantine/``); damage with valid records after it refuses the start
+with a report (``CorruptLogError``) unless the storage was opened with ``repair``, which moves
+the damaged bytes to ``quarantine/`` and goes on with the rest. Entries whose message fails
+Pulsar's CRC32C count as damage. The live state is then written to a fresh log that replaces
+the old one (compaction).
+
+Persisted entries keep only their place in the log; their payloads are read back on demand
+through a cache of ``cache_bytes``, so a backlog costs disk, not memory.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import struct
+import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -24,8 +34,7 @@ from pathlib import Path
 
 import crc32c as _crc32c
 
-from protoframe.runtime.codec.checksums import crc32c
-
+from . import logframes as lf
 from .entries import Entry
 from .subscriptions import Subscription, mask_to_words, words_to_mask
 from .topics import Topic
@@ -33,10 +42,12 @@ from .topics import Topic
 log = logging.getLogger(__name__)
 
 LOG_NAME = "broker.log"
+QUARANTINE = "quarantine"
+DAMAGE_REPORT = "broker.log.damage.json"
+DEFAULT_CACHE_BYTES = 32 * 1024 * 1024
 
 CommitCallback = Callable[[Exception | None], None]
 
-_HDR = struct.Struct(">II")
 _STR = struct.Struct(">H")
 _U32 = struct.Struct(">I")
 _I64 = struct.Struct(">q")
@@ -51,6 +62,14 @@ _DEDUP_HEAD = struct.Struct(">BQqqqq")
 
 class StorageError(Exception):
     """The log could not be written."""
+
+
+class CorruptLogError(Exception):
+    """The log is damaged where valid records follow; ``report`` says what the damage covers."""
+
+    def __init__(self, message: str, report: dict[str, object]) -> None:
+        super().__init__(message)
+        self.report = report
 
 
 @dataclass(slots=True)
@@ -71,7 +90,9 @@ class EntryRecord:
     highest_sequence_id: int
     producer_name: str
     key: bytes
-    payload: bytes
+    payload: bytes  # empty when read from a log: the payload stays there
+    payload_offset: int = -1
+    payload_size: int = 0
 
 
 @dataclass(slots=True)
@@ -164,7 +185,9 @@ def encode_dedup(topic: Topic) -> list[bytes]:
             for name, highest, first, last, entry_id in topic.dedup.snapshot()]
 
 
-def decode_record(body: bytes) -> Record:
+def decode_record(body: bytes, body_offset: int = -1) -> Record:
+    """A record from its body; an entry's payload is copied out unless ``body_offset`` (where
+    the body is in the log) is given, when only its place is kept."""
     kind = body[0]
     if kind == _ENTRY:
         (_, ledger, entry_id, num, flags, publish_time, first,
@@ -174,8 +197,13 @@ def decode_record(body: bytes) -> Record:
         pos += 4
         key = body[pos:pos + key_size]
         pos += key_size
+        if pos > len(body):
+            raise ValueError("key runs past the record")
+        if body_offset < 0:
+            return EntryRecord(ledger, entry_id, num, bool(flags & 1), publish_time, first,
+                               highest, name.decode(), key, body[pos:], -1, len(body) - pos)
         return EntryRecord(ledger, entry_id, num, bool(flags & 1), publish_time, first, highest,
-                           name.decode(), key, body[pos:])
+                           name.decode(), key, b"", body_offset + pos, len(body) - pos)
     if kind == _TOPIC:
         (_, ledger, next_entry_id) = _TOPIC_HEAD.unpack_from(body, 0)
         name, _ = _read_str(body, _TOPIC_HEAD.size)
@@ -215,29 +243,32 @@ def decode_record(body: bytes) -> Record:
     raise ValueError(f"unknown record type {kind}")
 
 
-def frame_record(body: bytes) -> bytes:
-    return _HDR.pack(len(body), crc32c(body)) + body
+frame_record = lf.frame_record
 
 
-def read_records(data: bytes) -> tuple[list[Record], int]:
-    """Records of a log image and the length of its valid prefix."""
-    records: list[Record] = []
-    pos, end = 0, len(data)
-    view = memoryview(data)
-    while pos + 8 <= end:
-        size, checksum = _HDR.unpack_from(data, pos)
-        if size == 0 or pos + 8 + size > end:
-            break
-        if crc32c(view[pos + 8:pos + 8 + size]) != checksum:
-            log.warning("log record at offset %d fails its checksum", pos)
-            break
+class _RecordCheck(lf.EntryCheck):
+    """A record is usable if it decodes and, for an entry, its message passes its CRC32C. The
+    last usable record stays decoded (``decoded``) so that loading does not decode it again."""
+
+    def __init__(self) -> None:
+        self.decoded: tuple[int, Record] | None = None
+
+    def usable(self, body: bytes, body_offset: int) -> str | None:
         try:
-            records.append(decode_record(data[pos + 8:pos + 8 + size]))
+            record = decode_record(body, body_offset)
+            if isinstance(record, EntryRecord) and not lf.message_crc_ok(
+                    memoryview(body)[record.payload_offset - body_offset:]):
+                return "message fails its CRC32C"
         except (ValueError, IndexError, struct.error, UnicodeDecodeError) as exc:
-            log.warning("log record at offset %d is unreadable: %s", pos, exc)
-            break
-        pos += 8 + size
-    return records, pos
+            return f"record is unreadable: {exc}"
+        self.decoded = body_offset, record
+        return None
+
+    def names(self, body: bytes) -> tuple[int, int] | None:
+        if len(body) >= _ENTRY_HEAD.size and body[0] == _ENTRY:
+            (_, ledger, entry_id, *_rest) = _ENTRY_HEAD.unpack_from(body, 0)
+            return int(ledger), int(entry_id)
+        return None
 
 
 class Storage:
@@ -245,18 +276,35 @@ class Storage:
 
     persistent = False
 
-    def load(self) -> list[Record]:
-        return []
+    def load(self) -> Iterator[Record]:
+        """The records of the log, streamed; ``finish_recovery`` once they are applied."""
+        return iter(())
 
-    def rewrite(self, bodies: Iterable[bytes]) -> None:
+    def finish_recovery(self, names: dict[int, str], missing: dict[str, list[int]]) -> None:
+        """Decide about damage found while loading (raise ``CorruptLogError`` to refuse)."""
+
+    @property
+    def had_data(self) -> bool:
+        return False
+
+    def rewrite(self, bodies: Iterable[SnapshotItem]) -> None:
         """Replace the log with these records (compaction)."""
 
+    def read_payload(self, offset: int, size: int) -> bytes:
+        """A persisted entry's payload (entries in memory storage keep theirs)."""
+        raise StorageError("memory storage holds no log to read from")
+
     def topic_created(self, topic: Topic) -> None:
-        """A new topic, with its ledger id."""
+        """A new topic, with its ledger id; raises before anything is queued if it cannot be
+        encoded."""
 
     def entry_added(self, topic: Topic, entry: Entry, producer_name: str, first: int,
                     highest: int) -> None:
-        """A new entry; durable once a later commit completes."""
+        """A new entry; durable once a later commit completes. Raises (with nothing queued)
+        if the entry cannot be encoded."""
+
+    def check_cursor(self, sub: Subscription) -> None:
+        """Raise if the subscription's cursor cannot be written."""
 
     def cursor_changed(self, sub: Subscription) -> None:
         """A subscription's cursor moved; it is written with the next commit."""
@@ -277,18 +325,68 @@ class Storage:
 
 MemoryStorage = Storage
 
+# A compaction record: a whole body, or an entry's head with the entry whose payload follows.
+SnapshotItem = bytes | tuple[bytes, Entry]
+
+ENCODING_ERRORS = (struct.error, ValueError, OverflowError, UnicodeEncodeError)
+
+
+class PayloadCache:
+    """The most recently used payloads, up to ``capacity`` bytes."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.size = 0
+        self._items: OrderedDict[int, bytes] = OrderedDict()
+
+    def get(self, offset: int) -> bytes | None:
+        data = self._items.get(offset)
+        if data is not None:
+            self._items.move_to_end(offset)
+        return data
+
+    def put(self, offset: int, data: bytes) -> None:
+        if len(data) > self.capacity or offset in self._items:
+            return
+        self._items[offset] = data
+        self.size += len(data)
+        while self.size > self.capacity:
+            _, old = self._items.popitem(last=False)
+            self.size -= len(old)
+
+    def clear(self) -> None:
+        self._items.clear()
+        self.size = 0
+
+
+@dataclass(slots=True)
+class _Batch:
+    """What one group commit writes, and what to do when it is on disk (or fails)."""
+
+    chunks: list[bytes]
+    entries: list[tuple[Topic, Entry, int]]  # with the payload's offset in ``chunks``
+    cursors: list[Subscription]
+
 
 class FileStorage(Storage):
     """The append-only log in a data directory."""
 
     persistent = True
 
-    def __init__(self, directory: str | os.PathLike[str], *, fsync: bool = True) -> None:
+    def __init__(self, directory: str | os.PathLike[str], *, fsync: bool = True,
+                 repair: bool = False, cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
         self.directory = Path(directory)
         self.path = self.directory / LOG_NAME
         self.fsync = fsync
+        self.repair = repair
+        self.cache = PayloadCache(cache_bytes)
         self._fd: int | None = None
+        self._read_fd: int | None = None
+        self._end = 0  # size of the log once every queued write is done
+        self._write_base = 0  # where the batch being written starts
         self._chunks: list[bytes] = []
+        self._queued = 0  # bytes in _chunks
+        self._entries: list[tuple[Topic, Entry, int]] = []
         self._dirty: dict[int, Subscription] = {}
         self._pending_callbacks: list[CommitCallback] = []
         self._inflight_callbacks: list[CommitCallback] = []
@@ -296,37 +394,139 @@ class FileStorage(Storage):
         self._scheduled = False
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="broker-log")
         self._closed = False
+        self._loaded_size = 0
+        self.damage: list[lf.Damage] = []
         self.bytes_written = 0
 
-    def load(self) -> list[Record]:
+    # --- recovery --------------------------------------------------------------------------
+
+    def load(self) -> Iterator[Record]:
         self.directory.mkdir(parents=True, exist_ok=True)
-        data = self.path.read_bytes() if self.path.exists() else b""
-        records, valid = read_records(data)
-        if valid < len(data):
-            log.warning("%s: cutting off %d bytes of torn or corrupt tail at offset %d",
-                        self.path, len(data) - valid, valid)
-            with open(self.path, "r+b") as f:
-                f.truncate(valid)
-                os.fsync(f.fileno())
-        self._open()
-        return records
+        if not self.path.exists():
+            self._open()
+            return
+        self._read_fd = os.open(self.path, os.O_RDONLY)
+        size = self._loaded_size = os.fstat(self._read_fd).st_size
+        check = _RecordCheck()
+        for item in lf.scan(self._read_fd, size, check):
+            if isinstance(item, lf.Damage):
+                self.damage.append(item)
+            elif check.decoded is not None and check.decoded[0] == item.body_offset:
+                yield check.decoded[1]
+            else:
+                yield decode_record(item.body, item.body_offset)
+
+    @property
+    def had_data(self) -> bool:
+        return self._loaded_size > 0
+
+    def finish_recovery(self, names: dict[int, str], missing: dict[str, list[int]]) -> None:
+        if not self.damage:
+            if self._fd is None:
+                self._open()
+            return
+        report = self._report(names, missing)
+        middle = [d for d in self.damage if not d.tail]
+        if middle and not self.repair:
+            self._write_report(report)
+            raise CorruptLogError(
+                f"{self.path} is damaged where valid records follow, so acknowledged data "
+                f"may be in it; the broker does not start on it.\n{_describe(report)}\n"
+                f"Report: {self.directory / DAMAGE_REPORT}. Start with --repair to move the "
+                f"damaged bytes to {self.directory / QUARANTINE}/ and go on with the rest.",
+                report)
+        where = self._quarantine(report)
+        for damage in self.damage:
+            what = "torn or corrupt tail" if damage.tail else "damaged range (--repair)"
+            log.warning("%s: cutting off %d bytes of %s at offset %d (%s); copy in %s",
+                        self.path, damage.size, what, damage.start, damage.reason, where)
+        if report["missing"]:
+            log.warning("%s: entries lost with the removed bytes: %s", self.path,
+                        report["missing"])
+        if self._fd is None:
+            self._open()
+
+    def _report(self, names: dict[int, str], missing: dict[str, list[int]]) -> dict[str, object]:
+        regions = []
+        for damage in self.damage:
+            regions.append({
+                "start": damage.start, "end": damage.end, "bytes": damage.size,
+                "tail": damage.tail, "reason": damage.reason,
+                "entries": [{"topic": names.get(ledger, f"ledger {ledger}"), "ledger": ledger,
+                             "entry_id": entry_id} for ledger, entry_id in damage.entries]})
+        return {"log": str(self.path), "size": self._loaded_size, "regions": regions,
+                "missing": {topic: _ranges(ids) for topic, ids in missing.items() if ids}}
+
+    def _write_report(self, report: dict[str, object]) -> None:
+        (self.directory / DAMAGE_REPORT).write_text(json.dumps(report, indent=2) + "\n")
+
+    def _quarantine(self, report: dict[str, object]) -> Path:
+        """Copy every removed range next to the log, with the report; return the folder."""
+        assert self._read_fd is not None
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        where = self.directory / QUARANTINE / stamp
+        suffix = 1
+        while where.exists():
+            suffix += 1
+            where = self.directory / QUARANTINE / f"{stamp}-{suffix}"
+        where.mkdir(parents=True)
+        for damage in self.damage:
+            with open(where / f"bytes-{damage.start}-{damage.end}.bin", "wb") as out:
+                pos = damage.start
+                while pos < damage.end:
+                    chunk = os.pread(self._read_fd, min(1 << 20, damage.end - pos), pos)
+                    if not chunk:
+                        break
+                    out.write(chunk)
+                    pos += len(chunk)
+        (where / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+        return where
 
     def _open(self) -> None:
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._end = os.fstat(self._fd).st_size
+        if self._end == 0:
+            os.write(self._fd, lf.FILE_MAGIC)
+            self._end = len(lf.FILE_MAGIC)
+        if self._read_fd is None:
+            self._read_fd = os.open(self.path, os.O_RDONLY)
 
-    def rewrite(self, bodies: Iterable[bytes]) -> None:
+    def rewrite(self, bodies: Iterable[SnapshotItem]) -> None:
         tmp = self.path.with_name(LOG_NAME + ".compact")
+        moved: list[tuple[Entry, int]] = []
         with open(tmp, "wb") as f:
-            for body in bodies:
-                f.write(frame_record(body))
+            f.write(lf.FILE_MAGIC)
+            pos = len(lf.FILE_MAGIC)
+            for item in bodies:
+                if isinstance(item, bytes):
+                    data = frame_record(item)
+                    f.write(data)
+                    pos += len(data)
+                    continue
+                head, entry = item
+                # Straight from the old log: a compaction must not churn the cache.
+                payload = (os.pread(self._read_fd, entry.size, entry.offset)
+                           if entry.source is self and self._read_fd is not None
+                           else entry.payload)
+                checksum = int(_crc32c.crc32c(payload, _crc32c.crc32c(head)))
+                header = lf.record_header(len(head) + len(payload), checksum)
+                f.write(header)
+                f.write(head)
+                f.write(payload)
+                moved.append((entry, pos + len(header) + len(head)))
+                pos += len(header) + len(head) + len(payload)
             f.flush()
             os.fsync(f.fileno())
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        for fd in (self._fd, self._read_fd):
+            if fd is not None:
+                os.close(fd)
+        self._fd = self._read_fd = None
         os.replace(tmp, self.path)
         self._sync_directory()
         self._open()
+        self.cache.clear()
+        for entry, offset in moved:
+            entry.stored(self, offset)
 
     def _sync_directory(self) -> None:
         fd = os.open(self.directory, os.O_RDONLY)
@@ -334,6 +534,20 @@ class FileStorage(Storage):
             os.fsync(fd)
         finally:
             os.close(fd)
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def read_payload(self, offset: int, size: int) -> bytes:
+        data = self.cache.get(offset)
+        if data is None:
+            assert self._read_fd is not None, "the log is closed"
+            data = os.pread(self._read_fd, size, offset)
+            if len(data) != size:
+                raise StorageError(f"{self.path}: short read at {offset}")
+            self.cache.put(offset, data)
+        return data
+
+    # --- writing ---------------------------------------------------------------------------
 
     def topic_created(self, topic: Topic) -> None:
         self._add(frame_record(encode_topic(topic)))
@@ -343,8 +557,14 @@ class FileStorage(Storage):
         head = entry_head(topic, entry, producer_name, first, highest)
         payload = entry.payload
         checksum = int(_crc32c.crc32c(payload, _crc32c.crc32c(head)))  # of head + payload
-        self._chunks.append(_HDR.pack(len(head) + len(payload), checksum) + head)
+        header = lf.record_header(len(head) + len(payload), checksum)
+        self._entries.append((topic, entry, self._queued + len(header) + len(head)))
+        self._chunks.append(header + head)
+        self._queued += len(header) + len(head)
         self._add(payload)
+
+    def check_cursor(self, sub: Subscription) -> None:
+        encode_cursor(sub)
 
     def cursor_changed(self, sub: Subscription) -> None:
         if sub.durable:
@@ -362,6 +582,7 @@ class FileStorage(Storage):
 
     def _add(self, chunk: bytes) -> None:
         self._chunks.append(chunk)
+        self._queued += len(chunk)
         self._schedule()
 
     def _schedule(self) -> None:
@@ -378,41 +599,81 @@ class FileStorage(Storage):
         else:
             callback(None)
 
+    def _take_batch(self) -> _Batch:
+        """Everything queued, with the dirty cursors encoded; a cursor that cannot be encoded
+        is left out (and logged) rather than stopping every other write."""
+        cursors = []
+        for sub in self._dirty.values():
+            try:
+                self._chunks.append(frame_record(encode_cursor(sub)))
+            except ENCODING_ERRORS as exc:
+                log.error("%s: cursor of subscription %.100r cannot be written: %s",
+                          sub.topic.name, sub.name, exc)
+                continue
+            cursors.append(sub)
+        self._dirty.clear()
+        batch = _Batch(self._chunks, self._entries, cursors)
+        self._chunks, self._entries, self._queued = [], [], 0
+        return batch
+
     def _start_write(self) -> None:
         self._scheduled = False
         if self._writing is not None or self._closed:
             return
-        for sub in self._dirty.values():
-            self._chunks.append(frame_record(encode_cursor(sub)))
-        self._dirty.clear()
-        chunks, self._chunks = self._chunks, []
-        self._inflight_callbacks, self._pending_callbacks = self._pending_callbacks, []
-        if not chunks:
+        try:
+            batch = self._take_batch()
+        finally:
+            self._inflight_callbacks, self._pending_callbacks = self._pending_callbacks, []
+        if not batch.chunks:
             self._finish(None)
             return
         loop = asyncio.get_running_loop()
-        self._writing = loop.run_in_executor(self._executor, self._write, chunks)
-        self._writing.add_done_callback(self._written)
+        base = self._end
+        self._end += sum(len(c) for c in batch.chunks)
+        self._write_base = base
+        self._writing = loop.run_in_executor(self._executor, self._write, batch.chunks)
+        self._writing.add_done_callback(lambda future: self._written(future, batch, base))
 
     def _write(self, chunks: list[bytes]) -> None:
-        """On the worker thread: append and make durable."""
+        """On the worker thread: append and make durable; on failure, cut back to where the
+        batch started, so that no partial batch stays in front of later ones."""
         assert self._fd is not None
+        base = self._write_base
         data = b"".join(chunks)
         view = memoryview(data)
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
-        if self.fsync:
-            os.fsync(self._fd)
+        try:
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+            if self.fsync:
+                os.fsync(self._fd)
+        except BaseException:
+            try:
+                os.ftruncate(self._fd, base)
+            except OSError as exc:
+                log.error("cannot cut %s back to %d after a failed write: %s", self.path, base,
+                          exc)
+            raise
         self.bytes_written += len(data)
 
-    def _written(self, future: asyncio.Future[None]) -> None:
+    def _written(self, future: asyncio.Future[None], batch: _Batch, base: int) -> None:
         self._writing = None
         error: Exception | None = None
         exc = future.exception()
-        if exc is not None:
+        if exc is None:
+            for _topic, entry, at in batch.entries:
+                self.cache.put(base + at, entry.payload)
+                entry.stored(self, base + at)
+        else:
             log.error("writing the log %s failed: %s", self.path, exc)
             error = StorageError(f"cannot write {self.path}: {exc}")
+            self._end = base
+            # Nothing of the batch is on disk: its entries are never served (their ids stay
+            # unused) and its cursors are written again with the next batch.
+            for topic, entry, _at in batch.entries:
+                topic.forget(entry.entry_id)
+            for sub in batch.cursors:
+                self._dirty.setdefault(id(sub), sub)
         self._finish(error)
         if (self._chunks or self._dirty) and not self._closed:
             self._start_write()
@@ -432,23 +693,51 @@ class FileStorage(Storage):
                 await self._writing
             except Exception:
                 pass
-        if self._chunks or self._dirty:
-            for sub in self._dirty.values():
-                self._chunks.append(frame_record(encode_cursor(sub)))
-            self._dirty.clear()
-            chunks, self._chunks = self._chunks, []
-            if self._fd is not None:
-                self._write(chunks)
+        if (self._chunks or self._dirty) and self._fd is not None:
+            batch = self._take_batch()
+            self._write_base = self._end
+            self._end += sum(len(c) for c in batch.chunks)
+            self._write(batch.chunks)
         self._inflight_callbacks += self._pending_callbacks
         self._pending_callbacks = []
         self._finish(None)
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        for fd in (self._fd, self._read_fd):
+            if fd is not None:
+                os.close(fd)
+        self._fd = self._read_fd = None
         self._executor.shutdown(wait=True)
 
 
-def snapshot_bodies(topics: Iterable[Topic], partitioned: dict[str, int]) -> Iterator[bytes]:
+def _ranges(ids: list[int]) -> list[list[int]]:
+    """[[first, last], ...] of sorted ids."""
+    out: list[list[int]] = []
+    for i in sorted(ids):
+        if out and i == out[-1][1] + 1:
+            out[-1][1] = i
+        else:
+            out.append([i, i])
+    return out
+
+
+def _describe(report: dict[str, object]) -> str:
+    lines = []
+    regions = report["regions"]
+    assert isinstance(regions, list)
+    for region in regions:
+        entries = ", ".join(f"{e['topic']} entry {e['entry_id']}" for e in region["entries"])
+        lines.append(f"  bytes {region['start']}-{region['end']} ({region['bytes']} bytes, "
+                     f"{'tail' if region['tail'] else 'middle'}): {region['reason']}"
+                     + (f"; held {entries}" if entries else ""))
+    missing = report["missing"]
+    assert isinstance(missing, dict)
+    for topic, ranges in missing.items():
+        lines.append(f"  {topic}: entries "
+                     + ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in ranges)
+                     + " missing")
+    return "\n".join(lines)
+
+
+def snapshot_bodies(topics: Iterable[Topic], partitioned: dict[str, int]) -> Iterator[SnapshotItem]:
     """The records that rebuild the live state (used to compact the log)."""
     for name, partitions in partitioned.items():
         yield encode_partitioned(name, partitions)
@@ -457,7 +746,8 @@ def snapshot_bodies(topics: Iterable[Topic], partitioned: dict[str, int]) -> Ite
         yield _TOPIC_HEAD.pack(_TOPIC, topic.ledger_id, topic.first_available_id) + _str(topic.name)
         yield from encode_dedup(topic)
         for entry in topic.entries:
-            yield entry_head(topic, entry, "", 0, 0) + entry.payload
+            if entry is not None:
+                yield entry_head(topic, entry, "", 0, 0), entry
         for sub in topic.subscriptions.values():
             if sub.durable:
                 yield encode_cursor(sub)

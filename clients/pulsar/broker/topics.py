@@ -79,7 +79,8 @@ class Topic:
 
     name: str
     ledger_id: int
-    entries: list[Entry] = field(default_factory=list)
+    # None stands for an entry lost to damage in the log (repaired): ids stay positions.
+    entries: list[Entry | None] = field(default_factory=list)
     first_id: int = 0  # entry id of entries[0]; older entries were trimmed
     next_entry_id: int = 0
     durable_id: int = NO_ENTRY  # highest entry id that is persisted, so dispatchable
@@ -89,6 +90,9 @@ class Topic:
     partition: int = -1
     retention_bytes: int = DEFAULT_RETENTION_BYTES
     size: int = 0  # payload bytes of the entries held
+    # Entries whose write failed: a resend of their message is stored, not answered as a
+    # duplicate of something that is not on disk.
+    failed_ids: set[int] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.partition = partition_index(self.name)
@@ -96,18 +100,46 @@ class Topic:
     def append(self, payload: bytes, num_messages: int, is_batch: bool, publish_time: int,
                key: bytes, entry_id: int | None = None) -> Entry:
         """Add an entry with the next id (or with ``entry_id``, when replaying the log)."""
-        if entry_id is None:
-            entry_id = self.next_entry_id
-        elif entry_id < self.next_entry_id or (self.entries and entry_id != self.next_entry_id):
+        entry = Entry(self.next_entry_id if entry_id is None else entry_id, payload,
+                      num_messages, is_batch, publish_time, key)
+        self.add(entry)
+        return entry
+
+    def add(self, entry: Entry, *, holes: bool = False) -> None:
+        """Add a built entry; with ``holes`` (a repaired log) missing ids before it are kept
+        as gaps that nothing is delivered from."""
+        entry_id = entry.entry_id
+        if entry_id < self.next_entry_id or (
+                self.entries and entry_id != self.next_entry_id and not holes):
             raise ValueError(f"{self.name}: entry {entry_id} out of order, "
                              f"expected {self.next_entry_id}")
-        entry = Entry(entry_id, payload, num_messages, is_batch, publish_time, key)
         if not self.entries:
             self.first_id = entry_id
+        else:
+            self.entries.extend([None] * (entry_id - self.next_entry_id))
         self.entries.append(entry)
-        self.size += len(payload)
+        self.size += entry.size
         self.next_entry_id = entry_id + 1
-        return entry
+
+    def forget(self, entry_id: int) -> None:
+        """An entry that could not be written: its id stays used, and nothing is served."""
+        self.failed_ids.add(entry_id)
+        index = entry_id - self.first_id
+        if 0 <= index < len(self.entries):
+            entry = self.entries[index]
+            if entry is not None:
+                self.size -= entry.size
+                self.entries[index] = None
+
+    def reserve_to(self, entry_id: int) -> None:
+        """Number new entries after ``entry_id`` (ids up to it were lost to log damage)."""
+        if entry_id < self.next_entry_id:
+            return
+        if not self.entries:
+            self.skip_to(entry_id + 1)
+            return
+        self.entries.extend([None] * (entry_id + 1 - self.next_entry_id))
+        self.next_entry_id = entry_id + 1
 
     def entry(self, entry_id: int) -> Entry | None:
         index = entry_id - self.first_id
@@ -133,7 +165,7 @@ class Topic:
     def find_by_publish_time(self, timestamp: int) -> int:
         """Id of the first entry published at or after ``timestamp`` (ms)."""
         for entry in self.entries:
-            if entry.publish_time >= timestamp:
+            if entry is not None and entry.publish_time >= timestamp:
                 return entry.entry_id
         return self.next_entry_id
 
@@ -150,10 +182,10 @@ class Topic:
         upto = min(sub.mark_delete for sub in self.subscriptions.values())
         excess = self.size - self.retention_bytes
         count = dropped = 0
-        for entry in self.entries:
-            if entry.entry_id > upto or dropped >= excess:
+        for index, entry in enumerate(self.entries):
+            if self.first_id + index > upto or dropped >= excess:
                 break
-            dropped += len(entry.payload)
+            dropped += entry.size if entry is not None else 0
             count += 1
         if count == 0 or (not force and count < 256 and count < len(self.entries)):
             return 0

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from typing import Any
 
 import pytest
 
 from protoframe.clients.pulsar import Message, PulsarClient, Timeout
 from protoframe.clients.pulsar.broker import EmbeddedBroker
+from protoframe.clients.pulsar.broker.entries import Entry
 from protoframe.clients.pulsar.broker.session import Session
 from protoframe.generated.pulsar import pulsar_api as pb
 from tests.clients.pulsar.scenarios import run
@@ -154,9 +154,11 @@ def test_corrupt_message_is_not_delivered_and_acked_as_checksum_mismatch() -> No
                     await producer.send(f"message {i}".encode())
                 topic = broker.state.topics["persistent://public/default/corrupt"]
                 entry = topic.entries[1]
+                assert entry is not None
                 damaged = bytearray(entry.payload)
                 damaged[-1] ^= 0xFF  # a flipped bit in the data: the checksum fails
-                topic.entries[1] = dataclasses.replace(entry, payload=bytes(damaged))
+                topic.entries[1] = Entry(entry.entry_id, bytes(damaged), entry.num_messages,
+                                         entry.is_batch, entry.publish_time, entry.key)
                 consumer = await client.subscribe("corrupt", "s", initial_position="earliest")
                 got = await receive_all(consumer)
                 assert [m.data() for m in got] == [b"message 0", b"message 2"]

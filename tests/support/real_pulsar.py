@@ -233,7 +233,15 @@ def start(timeout: float = 300) -> RealPulsar:
     return pulsar
 
 
+def _exit(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def main() -> None:
+    # Started in the background, a shell leaves SIGINT ignored: both signals stop it, by the
+    # finally below.
+    signal.signal(signal.SIGINT, _exit)
+    signal.signal(signal.SIGTERM, _exit)
     pulsar = start()
     print(f"Apache Pulsar standalone up in {pulsar.startup_seconds:.1f} s (pid "
           f"{pulsar.process.pid}, data in {pulsar.directory})\n"

@@ -182,8 +182,12 @@ def _namespace_ready(web_url: str) -> bool:
         return False
 
 
-def start(timeout: float = 300) -> RealPulsar:
-    """Start a standalone and return once it answers a lookup; raise (and stop it) otherwise."""
+def start(timeout: float = 240) -> RealPulsar:
+    """Start a standalone and return once it answers a lookup; raise (and stop it) otherwise.
+
+    The default ``timeout`` stays under pytest's per-test limit (300 s, which counts the
+    session fixture's start-up against the first test), so a slow start fails with the
+    standalone's log rather than with pytest-timeout's stack dump."""
     reason = unavailable_reason()
     if reason is not None:
         raise RuntimeError(reason)

@@ -16,7 +16,7 @@ CODEC_DEPS := pyproject.toml setup.py runtime/codec/_wirecodec.c runtime/codec/_
 VOCABULARY := runtime/codec/vocabulary.py
 
 .PHONY: venv generate check imports test test-fast test-versions run bench lint typecheck clean \
-	java-check
+	java-check pulsar
 
 venv: $(STAMP)
 
@@ -62,11 +62,25 @@ java-check:
 		exit 1; \
 	fi
 
+# Apache Pulsar's broker (standalone) and its dependencies, from Maven into interop/pulsar/target/lib
+# (git-ignored; Maven's own cache is ~/.m2), for the tests against the real broker
+# (tests/support/real_pulsar.py). Without Maven those tests skip, and this says so.
+PULSAR_LIB := interop/pulsar/target/lib
+pulsar: $(PULSAR_LIB)/.fetched
+
+$(PULSAR_LIB)/.fetched: interop/pulsar/pom.xml
+	@if command -v mvn >/dev/null 2>&1; then \
+		cd interop/pulsar && rm -rf target/lib && mvn -B -q -Dstyle.color=never package && touch target/lib/.fetched; \
+	else \
+		echo "note: mvn is not installed, so the tests against Apache Pulsar skip;" \
+			"install Maven (sudo apt-get install maven) and run make pulsar."; \
+	fi
+
 # lint-imports: the import contracts of [tool.importlinter] in pyproject.toml.
 imports: $(STAMP)
 	$(VENV)/bin/lint-imports
 
-test: $(STAMP) java-check
+test: $(STAMP) java-check pulsar
 	$(VENV)/bin/protoframe check
 	$(VENV)/bin/lint-imports
 	$(PY) -m mypy --strict

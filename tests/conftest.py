@@ -23,7 +23,9 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
+from tests.support import real_pulsar as real_pulsar_module
 from tests.support.examples import FAST_EXAMPLES
+from tests.support.real_pulsar import RealPulsar
 
 # The everyday loop (make test-fast: --hypothesis-profile=fast) draws fewer examples; make test
 # runs hypothesis' defaults and every count as written (tests/support/examples.py).
@@ -48,6 +50,23 @@ def spark() -> Iterator[Any]:
     from tests.support.spark import spark_session
 
     yield from spark_session("protoframe-tests")
+
+
+@pytest.fixture(scope="session")
+def real_pulsar(request: pytest.FixtureRequest) -> Iterator[RealPulsar]:
+    """One Apache Pulsar standalone for the run (skipped with the reason when Java 17+ or the
+    jars of ``make pulsar`` are missing), stopped by its pid at the end."""
+    reason = real_pulsar_module.unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    pulsar = real_pulsar_module.start()
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled():
+        print(f"\n[Apache Pulsar standalone up in {pulsar.startup_seconds:.1f} s at {pulsar.url}]")
+    try:
+        yield pulsar
+    finally:
+        pulsar.stop()
 
 
 @pytest.fixture(scope="module")

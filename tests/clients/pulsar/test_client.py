@@ -1,4 +1,5 @@
-"""The asyncio Pulsar client against the embedded broker (127.0.0.1, in this event loop)."""
+"""The asyncio Pulsar client against the embedded broker (127.0.0.1, in this event loop), and the
+scenarios that take ``target`` also against Apache Pulsar itself (tests/support/real_pulsar.py)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from protoframe.clients.pulsar.producer import CompressionName
 from protoframe.clients.pulsar.routing import murmur3_32
 from protoframe.clients.pulsar.sync import Client as SyncClient
 from protoframe.generated.pulsar import pulsar_api as pb
-from tests.clients.pulsar.scenarios import run
+from tests.clients.pulsar.scenarios import Broker, Target, run
 
 
 async def receive_n(consumer: Any, n: int, timeout: float = 5.0, ack: bool = True
@@ -60,8 +61,8 @@ async def nothing_more(consumer: Any, wait_ms: int = 200) -> bool:
 
 @pytest.mark.parametrize("batching", [True, False], ids=["batched", "single"])
 @pytest.mark.parametrize("codec", ["NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY"])
-def test_round_trip(codec: CompressionName, batching: bool) -> None:
-    async def scenario(url: str, broker: EmbeddedBroker) -> None:
+def test_round_trip(codec: CompressionName, batching: bool, target: Target) -> None:
+    async def scenario(url: str, broker: Broker) -> None:
         async with PulsarClient(url) as client:
             topic = f"round-trip-{codec}-{batching}"
             consumer = await client.subscribe(topic, "sub", initial_position="earliest")
@@ -101,11 +102,17 @@ def test_round_trip(codec: CompressionName, batching: bool) -> None:
                     assert msg.event_timestamp() == 0
             assert await nothing_more(consumer)
 
-    run(scenario)
+    target.run(scenario)
 
 
-def test_send_returns_ids_and_sequence_ids_continue_after_recreate() -> None:
-    async def scenario(url: str, broker: EmbeddedBroker) -> None:
+def test_send_returns_ids_and_sequence_ids_continue_after_recreate(
+        target: Target, request: pytest.FixtureRequest) -> None:
+    if target.name == "pulsar":
+        request.applymarker(pytest.mark.xfail(
+            strict=True, reason="Pulsar reports a re-created producer's last sequence id only "
+            "with deduplication on (else -1, and sequence ids start again at 0); the embedded "
+            "broker always does (docs/embedded-broker.md)"))
+    async def scenario(url: str, broker: Broker) -> None:
         async with PulsarClient(url) as client:
             consumer = await client.subscribe("seq", "sub", initial_position="earliest")
             producer = await client.create_producer("seq", producer_name="named",
@@ -128,11 +135,11 @@ def test_send_returns_ids_and_sequence_ids_continue_after_recreate() -> None:
             got = await receive_n(consumer, 2)
             assert [m.sequence_id() for m in got] == [100, 101]
 
-    run(scenario)
+    target.run(scenario)
 
 
-def test_send_async_futures_callbacks_and_flush() -> None:
-    async def scenario(url: str, broker: EmbeddedBroker) -> None:
+def test_send_async_futures_callbacks_and_flush(target: Target) -> None:
+    async def scenario(url: str, broker: Broker) -> None:
         async with PulsarClient(url) as client:
             producer = await client.create_producer(
                 "futures", batching_max_messages=100, batching_max_publish_delay_ms=1000,
@@ -152,11 +159,11 @@ def test_send_async_futures_callbacks_and_flush() -> None:
             many = await asyncio.gather(*futures[:10])
             assert list(many) == ids[:10]
 
-    run(scenario)
+    target.run(scenario)
 
 
-def test_send_futures_behave_as_asyncio_futures() -> None:
-    async def scenario(url: str, broker: EmbeddedBroker) -> None:
+def test_send_futures_behave_as_asyncio_futures(target: Target) -> None:
+    async def scenario(url: str, broker: Broker) -> None:
         async with PulsarClient(url) as client:
             producer = await client.create_producer("as-futures",
                                                     batching_max_publish_delay_ms=300)
@@ -185,11 +192,11 @@ def test_send_futures_behave_as_asyncio_futures() -> None:
             got = await receive_n(consumer, 6)  # cancelled waits still sent their messages
             assert [m.data() for m in got] == [str(i).encode() for i in range(6)]
 
-    run(scenario)
+    target.run(scenario)
 
 
-def test_cancelling_the_task_that_awaits_a_send_future_cancels_that_future() -> None:
-    async def scenario(url: str, broker: EmbeddedBroker) -> None:
+def test_cancelling_the_task_that_awaits_a_send_future_cancels_that_future(target: Target) -> None:
+    async def scenario(url: str, broker: Broker) -> None:
         async with PulsarClient(url) as client:
             producer = await client.create_producer("cancel-waiter",
                                                     batching_max_publish_delay_ms=300)
@@ -219,11 +226,11 @@ def test_cancelling_the_task_that_awaits_a_send_future_cancels_that_future() -> 
             got = await receive_n(consumer, 3)
             assert [m.data() for m in got] == [b"a", b"b", b"c"]
 
-    run(scenario)
+    target.run(scenario)
 
 
-def test_pending_queue_limit_fails_or_blocks() -> None:
-    async def scenario(url: str, broker: EmbeddedBroker) -> None:
+def test_pending_queue_limit_fails_or_blocks(target: Target) -> None:
+    async def scenario(url: str, broker: Broker) -> None:
         async with PulsarClient(url) as client:
             strict = await client.create_producer("full", max_pending_messages=10,
                                                   batching_max_publish_delay_ms=200)
@@ -239,7 +246,7 @@ def test_pending_queue_limit_fails_or_blocks() -> None:
             ids = await asyncio.gather(*(blocking.send(b"y") for _ in range(40)))
             assert len(set(ids)) == 40
 
-    run(scenario)
+    target.run(scenario)
 
 
 def test_token_authentication_is_sent_on_connect(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -283,18 +290,18 @@ def test_one_connection_is_shared_by_producers_and_consumers() -> None:
 # ---- subscriptions ----------------------------------------------------------------------------
 
 
-def test_exclusive_refuses_a_second_consumer() -> None:
-    async def scenario(url: str, broker: EmbeddedBroker) -> None:
+def test_exclusive_refuses_a_second_consumer(target: Target) -> None:
+    async def scenario(url: str, broker: Broker) -> None:
         async with PulsarClient(url, operation_timeout_seconds=5) as client:
             await client.subscribe("excl", "sub")
             with pytest.raises(ConsumerBusy):
                 await client.subscribe("excl", "sub")
 
-    run(scenario)
+    target.run(scenario)
 
 
-def test_shared_spreads_and_key_shared_keeps_keys_together() -> None:
-    async def scenario(url: str, broker: EmbeddedBroker) -> None:
+def test_shared_spreads_and_key_shared_keeps_keys_together(target: Target) -> None:
+    async def scenario(url: str, broker: Broker) -> None:
         async with PulsarClient(url) as client:
             a = await client.subscribe("shared", "s", subscription_type="Shared",
                                        receiver_queue_size=10)
@@ -338,11 +345,11 @@ def test_shared_spreads_and_key_shared_keeps_keys_together() -> None:
             assert total == 60
             assert not by_consumer["k1"] & by_consumer["k2"]  # a key goes to one consumer
 
-    run(scenario)
+    target.run(scenario)
 
 
-def test_failover_delivers_to_the_active_consumer_then_fails_over() -> None:
-    async def scenario(url: str, broker: EmbeddedBroker) -> None:
+def test_failover_delivers_to_the_active_consumer_then_fails_over(target: Target) -> None:
+    async def scenario(url: str, broker: Broker) -> None:
         async with PulsarClient(url) as client:
             first = await client.subscribe("fo", "f", subscription_type="Failover",
                                            consumer_name="a")
@@ -360,7 +367,7 @@ def test_failover_delivers_to_the_active_consumer_then_fails_over() -> None:
             (msg,) = await receive_n(standby, 1)
             assert msg.data() == b"two"
 
-    run(scenario)
+    target.run(scenario)
 
 
 async def _has_message(consumer: Any) -> bool:
@@ -374,8 +381,8 @@ async def _has_message(consumer: Any) -> bool:
 # ---- acknowledgement and redelivery -----------------------------------------------------------
 
 
-def test_unacked_messages_go_to_the_next_consumer() -> None:
-    async def scenario(url: str, broker: EmbeddedBroker) -> None:
+def test_unacked_messages_go_to_the_next_consumer(target: Target) -> None:
+    async def scenario(url: str, broker: Broker) -> None:
         async with PulsarClient(url) as client:
             producer = await client.create_producer("unacked", batching_enabled=False)
             consumer = await client.subscribe("unacked", "s", subscription_type="Shared",
@@ -392,11 +399,11 @@ def test_unacked_messages_go_to_the_next_consumer() -> None:
             assert all(m.redelivery_count() >= 0 for m in rest)
             assert await nothing_more(again)
 
-    run(scenario)
+    target.run(scenario)
 
 
-def test_negative_ack_redelivers_after_the_delay() -> None:
-    async def scenario(url: str, broker: EmbeddedBroker) -> None:
+def test_negative_ack_redelivers_after_the_delay(target: Target) -> None:
+    async def scenario(url: str, broker: Broker) -> None:
         async with PulsarClient(url) as client:
             consumer = await client.subscribe("nack", "s", subscription_type="Shared",
                                               negative_ack_redelivery_delay_ms=200)
@@ -411,11 +418,11 @@ def test_negative_ack_redelivers_after_the_delay() -> None:
             assert again.redelivery_count() == 1
             assert await nothing_more(consumer)
 
-    run(scenario)
+    target.run(scenario)
 
 
-def test_cumulative_ack() -> None:
-    async def scenario(url: str, broker: EmbeddedBroker) -> None:
+def test_cumulative_ack(target: Target) -> None:
+    async def scenario(url: str, broker: Broker) -> None:
         async with PulsarClient(url) as client:
             producer = await client.create_producer("cumul", batching_enabled=False)
             consumer = await client.subscribe("cumul", "s", initial_position="earliest")
@@ -433,12 +440,13 @@ def test_cumulative_ack() -> None:
             with pytest.raises(CumulativeAcknowledgementNotAllowedError):
                 await shared.acknowledge_cumulative(first)
 
-    run(scenario)
+    target.run(scenario)
 
 
 @pytest.mark.parametrize("batch_index_ack", [False, True])
-def test_batch_messages_ack_the_entry_when_all_are_acked(batch_index_ack: bool) -> None:
-    async def scenario(url: str, broker: EmbeddedBroker) -> None:
+def test_batch_messages_ack_the_entry_when_all_are_acked(batch_index_ack: bool,
+                                                         target: Target) -> None:
+    async def scenario(url: str, broker: Broker) -> None:
         async with PulsarClient(url) as client:
             producer = await client.create_producer("batch-acks", batching_max_messages=10,
                                                     batching_max_publish_delay_ms=1000)
@@ -468,11 +476,11 @@ def test_batch_messages_ack_the_entry_when_all_are_acked(batch_index_ack: bool) 
             last = await client.subscribe("batch-acks", "s", subscription_type="Shared")
             assert await nothing_more(last)
 
-    run(scenario)
+    target.run(scenario)
 
 
-def test_seek_to_a_message_id_and_to_a_time() -> None:
-    async def scenario(url: str, broker: EmbeddedBroker) -> None:
+def test_seek_to_a_message_id_and_to_a_time(target: Target) -> None:
+    async def scenario(url: str, broker: Broker) -> None:
         async with PulsarClient(url) as client:
             producer = await client.create_producer("seek", batching_enabled=False)
             consumer = await client.subscribe("seek", "s", initial_position="earliest")
@@ -492,11 +500,11 @@ def test_seek_to_a_message_id_and_to_a_time() -> None:
             got = await receive_n(consumer, 10)
             assert got[0].data() == b"0"
 
-    run(scenario)
+    target.run(scenario)
 
 
-def test_unsubscribe_and_async_iteration() -> None:
-    async def scenario(url: str, broker: EmbeddedBroker) -> None:
+def test_unsubscribe_and_async_iteration(target: Target) -> None:
+    async def scenario(url: str, broker: Broker) -> None:
         async with PulsarClient(url) as client:
             producer = await client.create_producer("iterate")
             consumer = await client.subscribe("iterate", "s", initial_position="earliest")
@@ -513,14 +521,14 @@ def test_unsubscribe_and_async_iteration() -> None:
             await consumer.unsubscribe()
             assert [m async for m in consumer] == []  # a closed consumer ends iteration
 
-    run(scenario)
+    target.run(scenario)
 
 
 # ---- partitioned topics -----------------------------------------------------------------------
 
 
-def test_partitioned_topic_routes_keys_like_the_java_client() -> None:
-    async def scenario(url: str, broker: EmbeddedBroker) -> None:
+def test_partitioned_topic_routes_keys_like_the_java_client(target: Target) -> None:
+    async def scenario(url: str, broker: Broker) -> None:
         broker.create_partitioned_topic("parts", 4)
         async with PulsarClient(url) as client:
             assert len(await client.get_topic_partitions("parts")) == 4
@@ -547,7 +555,7 @@ def test_partitioned_topic_routes_keys_like_the_java_client() -> None:
             assert sorted(m.data() for m in got if m.partition_key()) == \
                 sorted(k.encode() for k in keys)
 
-    run(scenario)
+    target.run(scenario)
 
 
 # ---- the synchronous facade -------------------------------------------------------------------
@@ -631,8 +639,8 @@ def test_flow_permits_start_at_the_queue_size_and_refill_at_half(
     run(scenario)
 
 
-def test_latest_position_skips_earlier_messages() -> None:
-    async def scenario(url: str, broker: EmbeddedBroker) -> None:
+def test_latest_position_skips_earlier_messages(target: Target) -> None:
+    async def scenario(url: str, broker: Broker) -> None:
         async with PulsarClient(url) as client:
             producer = await client.create_producer("latest")
             await producer.send(b"old")
@@ -643,7 +651,7 @@ def test_latest_position_skips_earlier_messages() -> None:
             early = await client.subscribe("latest", "e", initial_position="earliest")
             assert [m.data() for m in await receive_n(early, 2)] == [b"old", b"new"]
 
-    run(scenario)
+    target.run(scenario)
 
 
 def test_reached_end_of_topic_and_broker_closing_a_producer() -> None:
@@ -715,8 +723,8 @@ def test_auth_challenge_is_answered_with_fresh_credentials(
     run(scenario)
 
 
-def test_a_cancelled_receive_does_not_disturb_other_receivers() -> None:
-    async def scenario(url: str, broker: EmbeddedBroker) -> None:
+def test_a_cancelled_receive_does_not_disturb_other_receivers(target: Target) -> None:
+    async def scenario(url: str, broker: Broker) -> None:
         async with PulsarClient(url) as client:
             consumer = await client.subscribe("waiters", "s")
             first = asyncio.ensure_future(consumer.receive())
@@ -731,4 +739,4 @@ def test_a_cancelled_receive_does_not_disturb_other_receivers() -> None:
             assert msg.data() == b"for the second"
             assert first.cancelled()
 
-    run(scenario)
+    target.run(scenario)

@@ -1,0 +1,102 @@
+"""The real Pravega client's reader group (PyPI ``pravega``, a Rust core, in a subprocess with a
+hard timeout) on streams our controller scaled and truncated.
+
+Our writer writes ``key:sequence`` events, each to the segment owning its routing key; our
+client scales the stream through our controller (1 -> 2 and 2 -> 1) and writes on into the
+successors. The real reader reads every event once, and each key's events in the order written:
+it asked our controller for the successors of the segments it finished. After a stream
+truncation through our controller at a cut in the successors (the segments before it deleted),
+it reads only the events after the cut. The binding has no call to scale or truncate a stream
+itself, so both are done with our client.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+
+from protoframe.clients.pravega import (
+    ControllerServer,
+    EmbeddedSegmentStore,
+    PravegaConnection,
+    SegmentReader,
+    StreamCut,
+    scale_stream,
+    truncate_stream,
+)
+from protoframe.clients.pravega.controller import segment_name
+from tests.interop.test_pravega_client import run, run_peer
+from tests.support.peer_clients import needs_pravega
+from tests.support.pravega_streams import create_stream, write_keyed
+
+pytestmark = needs_pravega
+
+KEYS = [f"key-{i}" for i in range(10)]
+
+
+def by_key(events: list[bytes]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = defaultdict(list)
+    for event in events:
+        key, sequence = event.decode().split(":")
+        out[key].append(int(sequence))
+    return out
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(("before", "after"), [(1, 2), (2, 1)])
+def test_real_reader_group_follows_a_scale_in_order_per_key(before: int, after: int) -> None:
+    async def scenario(store: EmbeddedSegmentStore, controller: ControllerServer) -> None:
+        uri = controller.uri
+        await create_stream(uri, "interop", "scaled", before)
+        old = [(segment_name("interop", "scaled", n), n / before, (n + 1) / before)
+               for n in range(before)]
+        async with await PravegaConnection.connect(*store.address) as connection:
+            written = await write_keyed(connection, old, [(k, s) for s in range(3) for k in KEYS])
+            new = await scale_stream(uri, "interop", "scaled", [name for name, _, _ in old],
+                                     [(n / after, (n + 1) / after) for n in range(after)])
+            ranges = [(name, n / after, (n + 1) / after) for n, name in enumerate(new)]
+            written += await write_keyed(connection, ranges,
+                                         [(k, s) for s in range(3, 6) for k in KEYS])
+        result = await run_peer(uri, {
+            "kind": "read_group", "scope": "interop", "stream": "scaled", "group": "g",
+            "count": len(written), "seconds": 20})
+        read = [bytes.fromhex(e) for e in result["events"]]
+        assert sorted(read) == sorted(written)
+        assert by_key(read) == {key: list(range(6)) for key in KEYS}
+        # The successors of each finished segment, asked with the correctly spelt RPC.
+        assert "getSegmentsImmediatelyFollowing" in controller.calls
+        assert "getSegmentsImmediatlyFollowing" not in controller.calls
+
+    run(scenario)
+
+
+@pytest.mark.timeout(120)
+def test_real_reader_group_starts_at_a_cut_our_controller_truncated_after_a_scale() -> None:
+    async def scenario(store: EmbeddedSegmentStore, controller: ControllerServer) -> None:
+        uri = controller.uri
+        await create_stream(uri, "interop", "cut", 1)
+        first = segment_name("interop", "cut", 0)
+        async with await PravegaConnection.connect(*store.address) as connection:
+            gone = await write_keyed(connection, [(first, 0.0, 1.0)], [(k, 0) for k in KEYS])
+            new = await scale_stream(uri, "interop", "cut", [first], [(0.0, 0.5), (0.5, 1.0)])
+            ranges = [(new[0], 0.0, 0.5), (new[1], 0.5, 1.0)]
+            written = await write_keyed(connection, ranges,
+                                        [(k, s) for s in range(1, 4) for k in KEYS])
+            cut = {}
+            kept: list[bytes] = []
+            for name in new:
+                events = await SegmentReader(connection, name).read_all()
+                cut[name] = events[len(events) // 3].offset
+                kept += [e.data for e in events[len(events) // 3:]]
+            await truncate_stream(uri, StreamCut("interop", "cut", cut))
+        assert store.table.get(first) is None
+        result = await run_peer(uri, {
+            "kind": "read_group", "scope": "interop", "stream": "cut", "group": "g",
+            "count": len(kept), "seconds": 15})
+        read = [bytes.fromhex(e) for e in result["events"]]
+        assert sorted(read) == sorted(kept)
+        assert not set(read) & set(gone) and set(kept) < set(written)
+        assert "getSegments" in controller.calls  # the head: the cut, not epoch 0
+
+    run(scenario)

@@ -7,11 +7,15 @@ successors. The real reader reads every event once, and each key's events in the
 it asked our controller for the successors of the segments it finished. After a stream
 truncation through our controller at a cut in the successors (the segments before it deleted),
 it reads only the events after the cut. The binding has no call to scale or truncate a stream
-itself, so both are done with our client.
+itself, so both are done with our client. The real client's writer, scaled under between two
+batches, finds the sealed segment's successors through our controller and writes on there:
+nothing lost, nothing twice, each key in order.
 """
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from collections import defaultdict
 
 import pytest
@@ -26,13 +30,34 @@ from protoframe.clients.pravega import (
     truncate_stream,
 )
 from protoframe.clients.pravega.controller import segment_name
-from tests.interop.test_pravega_client import run, run_peer
+from tests.interop.test_pravega_client import PEER_TIMEOUT, run, run_peer
 from tests.support.peer_clients import needs_pravega
 from tests.support.pravega_streams import create_stream, write_keyed
 
 pytestmark = needs_pravega
 
 KEYS = [f"key-{i}" for i in range(10)]
+
+# The real writer in a subprocess: argv = controller URI, scope, stream. It writes and flushes
+# events 0-2 of every key, says so, waits for a line on stdin (the scale happens then), writes
+# and flushes events 3-5, and says so again.
+SCALED_WRITER = r"""
+import sys
+import pravega_client
+
+uri, scope, stream = sys.argv[1:4]
+manager = pravega_client.StreamManager(uri, False, False)
+writer = manager.create_writer(scope, stream)
+keys = [f"key-{i}" for i in range(10)]
+for sequences in (range(3), range(3, 6)):
+    for sequence in sequences:
+        for key in keys:
+            writer.write_event_bytes(f"{key}:{sequence}".encode(), routing_key=key)
+    writer.flush()
+    print("flushed", flush=True)
+    if sequences == range(3):
+        sys.stdin.readline()
+"""
 
 
 def by_key(events: list[bytes]) -> dict[str, list[int]]:
@@ -98,5 +123,49 @@ def test_real_reader_group_starts_at_a_cut_our_controller_truncated_after_a_scal
         assert sorted(read) == sorted(kept)
         assert not set(read) & set(gone) and set(kept) < set(written)
         assert "getSegments" in controller.calls  # the head: the cut, not epoch 0
+
+    run(scenario)
+
+
+@pytest.mark.timeout(150)  # two waits on the real client, of up to PEER_TIMEOUT each
+def test_real_writer_moves_to_the_successors_of_a_scaled_segment() -> None:
+    async def scenario(store: EmbeddedSegmentStore, controller: ControllerServer) -> None:
+        uri = controller.uri
+        await create_stream(uri, "interop", "moved", 1)
+        first = segment_name("interop", "moved", 0)
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", SCALED_WRITER, uri, "interop", "moved",
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE)
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            line = await asyncio.wait_for(process.stdout.readline(), PEER_TIMEOUT)
+            assert line == b"flushed\n", line
+            new = await scale_stream(uri, "interop", "moved", [first], [(0.0, 0.5), (0.5, 1.0)])
+            process.stdin.write(b"go\n")
+            await process.stdin.drain()
+            out, err = await asyncio.wait_for(process.communicate(), PEER_TIMEOUT)
+        except BaseException:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+            raise
+        assert process.returncode == 0, err.decode(errors="replace")[-3000:]
+        assert out == b"flushed\n"
+        async with await PravegaConnection.connect(*store.address) as connection:
+            before = [e.data for e in await SegmentReader(connection, first).read_all()]
+            after = [[e.data for e in await SegmentReader(connection, name).read_all()]
+                     for name in new]
+        assert sorted(before) == sorted(f"{k}:{s}".encode() for s in range(3) for k in KEYS)
+        assert all(after), "both successors got events"
+        read = before + sum(after, [])
+        assert sorted(read) == sorted(f"{k}:{s}".encode() for s in range(6) for k in KEYS)
+        # Each key went on in exactly one successor, in the order written.
+        assert by_key(before) == {key: [0, 1, 2] for key in KEYS}
+        parts = [by_key(part) for part in after]
+        for key in KEYS:
+            assert [part.get(key) for part in parts].count([3, 4, 5]) == 1, key
+            assert sum(key in part for part in parts) == 1, key
+        assert "getSegmentsImmediatelyFollowing" in controller.calls, controller.calls
 
     run(scenario)

@@ -9,7 +9,8 @@ truncation through our controller at a cut in the successors (the segments befor
 it reads only the events after the cut. The binding has no call to scale or truncate a stream
 itself, so both are done with our client. The real client's writer, scaled under between two
 batches, finds the sealed segment's successors through our controller and writes on there:
-nothing lost, nothing twice, each key in order.
+nothing lost, nothing twice, each key in order. The binding's one truncation call,
+``ByteStream.truncate``, truncates the segment at the store and never asks the controller.
 """
 
 from __future__ import annotations
@@ -37,6 +38,19 @@ from tests.support.pravega_streams import create_stream, write_keyed
 pytestmark = needs_pravega
 
 KEYS = [f"key-{i}" for i in range(10)]
+
+# The real client's byte stream truncating the stream's one segment at argv[4].
+BYTE_TRUNCATE = r"""
+import os, sys
+import pravega_client
+
+uri, scope, stream, offset = sys.argv[1:5]
+manager = pravega_client.StreamManager(uri, False, False)  # its runtime serves the stream
+stream = manager.create_byte_stream(scope, stream)
+stream.truncate(int(offset))
+print(stream.current_head_offset(), flush=True)
+os._exit(0)  # as after a reader group: the Rust runtime may hang at exit
+"""
 
 # The real writer in a subprocess: argv = controller URI, scope, stream. It writes and flushes
 # events 0-2 of every key, says so, waits for a line on stdin (the scale happens then), writes
@@ -167,5 +181,32 @@ def test_real_writer_moves_to_the_successors_of_a_scaled_segment() -> None:
             assert [part.get(key) for part in parts].count([3, 4, 5]) == 1, key
             assert sum(key in part for part in parts) == 1, key
         assert "getSegmentsImmediatelyFollowing" in controller.calls, controller.calls
+
+    run(scenario)
+
+
+@pytest.mark.timeout(120)
+def test_the_real_clients_byte_stream_truncates_at_the_store_not_through_the_controller(
+        ) -> None:
+    async def scenario(store: EmbeddedSegmentStore, controller: ControllerServer) -> None:
+        await create_stream(controller.uri, "interop", "bytes", 1)
+        name = segment_name("interop", "bytes", 0)
+        async with await PravegaConnection.connect(*store.address) as connection:
+            await write_keyed(connection, [(name, 0.0, 1.0)], [(k, 0) for k in KEYS])
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", BYTE_TRUNCATE, controller.uri, "interop", "bytes", "40",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        try:
+            out, err = await asyncio.wait_for(process.communicate(), PEER_TIMEOUT)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+            raise
+        assert process.returncode == 0, err.decode(errors="replace")[-3000:]
+        assert out == b"40\n"
+        segment = store.table.get(name)
+        assert segment is not None and segment.start_offset == 40
+        assert "TRUNCATE_SEGMENT" in store.received
+        assert "truncateStream" not in controller.calls
 
     run(scenario)

@@ -61,6 +61,7 @@ from .reconnect import RetryPolicy
 from .segments import SegmentInfo, segment_info, truncate_segment
 from .store import EmbeddedSegmentStore
 from .stream_segments import (
+    ControllerError,
     ScaleFailed,
     StreamCut,
     TruncationFailed,
@@ -79,6 +80,7 @@ __all__ = [
     "AuthTokenCheckFailed",
     "ConditionalCheckFailed",
     "ConnectionOptions",
+    "ControllerError",
     "ControllerServer",
     "GroupEvent",
     "GroupReader",

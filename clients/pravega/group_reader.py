@@ -15,11 +15,13 @@ below a segment's truncation point moves up to it.
 A segment read to its sealed end (or deleted, as a stream truncation deletes the segments before
 its cut) is handed back to the group as ended; the group adds its successors once all their
 predecessors ended (see ``reader_group``), and the reader takes its share of them and reads on
-in the same ``read_available`` call.
+in the same ``read_available`` call. If the controller cannot be asked for the successors, the
+reader keeps the segment (at its end) and tries again on its next ``read_available``.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
 
 from .connection import PravegaConnection
@@ -27,8 +29,11 @@ from .errors import NoSuchSegment, SegmentIsTruncated
 from .events import EVENT_HEADER_SIZE, ReadEvent
 from .reader import SegmentReader
 from .reader_group import ReaderGroup
+from .stream_segments import ControllerError
 
 __all__ = ["GroupEvent", "GroupReader"]
+
+log = logging.getLogger(__name__)
 
 GroupEvent = tuple[str, ReadEvent]  # the segment it came from, and the event
 
@@ -86,7 +91,13 @@ class GroupReader:
             for segment in todo:
                 read.add(segment)
                 if await self._read_held(segment, events):
-                    await self.group.end(self.reader_id, segment, self.positions.pop(segment))
+                    try:
+                        await self.group.end(self.reader_id, segment, self.positions[segment])
+                    except ControllerError as exc:
+                        # The events read are the caller's all the same; ending waits.
+                        log.warning("%s: ended, successors unknown for now: %s", segment, exc)
+                        continue
+                    del self.positions[segment]
                     ended = True
             if not ended:
                 break

@@ -187,17 +187,22 @@ class ReaderGroup:
 
     async def end(self, reader: str, segment: str, offset: int) -> list[str]:
         """Mark ``segment``, which ``reader`` holds and read to its end at ``offset``, ended;
-        then add each of its successors whose predecessors have all ended. The segments
-        added (by this call or, racing with it, by another reader's)."""
+        then add each of its successors whose predecessors have all ended. The successors
+        added (by this call, or by another reader's racing with it).
+
+        The successors are asked for first: if the controller cannot be reached, this raises
+        and the segment stays held, to be ended again later, rather than ending with nobody
+        left to add what follows it.
+        """
+        following = await successors(self.controller, segment) \
+            if self.controller is not None else {}
+
         def decide(claim: SegmentClaim) -> tuple[str | None, int]:
             if claim.owner != reader:
                 raise SegmentNotHeld(f"{segment} is held by {claim.owner!r}, not {reader!r}")
             return (None, offset)
 
         await self.change(segment, decide, end=True)
-        if self.controller is None:
-            return []
-        following = await successors(self.controller, segment)
         if not following:
             return []
         claims = await self.claims()

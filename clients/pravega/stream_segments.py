@@ -27,8 +27,13 @@ from .controller.server import SERVICE
 from .controller.state import parse_segment_name, segment_name
 from .errors import PravegaError
 
-__all__ = ["ScaleFailed", "StreamCut", "TruncationFailed", "current_segments", "scale_stream",
-           "successors", "truncate_stream"]
+__all__ = ["ControllerError", "ScaleFailed", "StreamCut", "TruncationFailed",
+           "current_segments", "scale_stream", "successors", "truncate_stream"]
+
+
+class ControllerError(PravegaError):
+    """The controller could not be asked (unreachable, or the call failed): ``reply`` is the
+    gRPC error."""
 
 
 class ScaleFailed(PravegaError):
@@ -54,11 +59,14 @@ def _target(uri: str) -> str:
 
 async def _call(controller: str, method: str, request: Any, response: type[Any],
                 timeout: float) -> Any:
-    async with grpc.aio.insecure_channel(_target(controller)) as channel:
-        call = channel.unary_unary(f"/{SERVICE}/{method}",
-                                   request_serializer=lambda m: m.encode(),
-                                   response_deserializer=response.decode)
-        return await call(request, timeout=timeout)
+    try:
+        async with grpc.aio.insecure_channel(_target(controller)) as channel:
+            call = channel.unary_unary(f"/{SERVICE}/{method}",
+                                       request_serializer=lambda m: m.encode(),
+                                       response_deserializer=response.decode)
+            return await call(request, timeout=timeout)
+    except grpc.aio.AioRpcError as exc:
+        raise ControllerError(f"{controller}: {method} failed: {exc.code()}", exc) from None
 
 
 async def current_segments(controller: str, scope: str, stream: str, *,

@@ -18,6 +18,7 @@ import grpc  # type: ignore[import-untyped]
 import pytest
 
 from protoframe.clients.pravega import (
+    ControllerError,
     ControllerServer,
     EmbeddedSegmentStore,
     GroupEvent,
@@ -237,5 +238,43 @@ def test_a_successor_of_two_segments_waits_for_both() -> None:
             await second.close()
             await first.rebalance()  # the merged segment, freed at its position
             assert first.segments == [merged] and await first.read_available() == []
+
+    run(scenario)
+
+
+def test_an_ended_segment_waits_for_a_reachable_controller() -> None:
+    """Ending a segment asks for its successors first: with the controller unreachable the
+    reader returns what it read and keeps the segment (not ended), and ends it on a later
+    read; with no controller at all the segment just ends."""
+    async def scenario(store: EmbeddedSegmentStore) -> None:
+        async with ControllerServer(store.table, store.address) as uri:
+            await create_stream(uri, "scope", "stream", 1)
+            connection = await connect(store)
+            written = await write_keyed(connection, [(name(0), 0.0, 1.0)],
+                                        [(k, 0) for k in KEYS])
+            (merged,) = await scale_stream(uri, "scope", "stream", [name(0)], [(0.0, 1.0)])
+            after = await write_keyed(connection, [(merged, 0.0, 1.0)],
+                                      [(k, 1) for k in KEYS])
+            async with ControllerServer(store.table, store.address) as gone:
+                pass  # a controller address with nobody listening any more
+            group = await ReaderGroup.create(connection, "scope", "group", [name(0)],
+                                             controller=gone)
+            reader = await GroupReader.join(group, "r")
+            assert sorted(e.data for _, e in await reader.read_available()) == sorted(written)
+            claim = (await group.claims())[name(0)]
+            assert (claim.owner, claim.ended) == ("r", False)
+            assert reader.segments == [name(0)]
+            with pytest.raises(ControllerError):
+                await successors(gone, name(0))
+            group.controller = uri
+            read = [e.data for _, e in await reader.read_available()]
+            assert sorted(read) == sorted(after)
+            assert reader.segments == [merged]
+            lone = await ReaderGroup.create(connection, "scope", "lone", [name(0)])
+            lone_reader = await GroupReader.join(lone, "r")
+            assert sorted(e.data for _, e in await lone_reader.read_available()) == \
+                sorted(written)
+            assert (await lone.claims())[name(0)].ended and lone_reader.segments == []
+            assert merged not in await lone.claims()
 
     run(scenario)

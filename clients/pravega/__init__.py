@@ -16,7 +16,13 @@ updates, paged scans).
 ``ReaderGroup`` keeps a reader group's state (who holds which segment, and each segment's
 read position) in a table segment; ``GroupReader`` joins it, reads its fair share of the
 segments and records its positions, so a successor resumes where it stopped;
-``current_segments`` asks a controller for the segments of a stream to build it on.
+``current_segments`` asks a controller for the segments of a stream to build it on. When a
+held segment ends sealed, the reader asks the controller (``successors``) for the segments that
+replaced it, and the group adds each one once all its predecessors are read to their end.
+
+``scale_stream`` seals segments and creates their successors through the controller;
+``truncate_stream`` drops a stream's data before a ``StreamCut`` (the controller truncates each
+segment of the cut and deletes the segments before it).
 
 ``truncate_segment`` drops a segment's data before an offset (reads below it then raise
 ``SegmentIsTruncated``); ``segment_info`` gives its start offset and length.
@@ -54,7 +60,16 @@ from .reader_group import ReaderGroup, SegmentNotHeld
 from .reconnect import RetryPolicy
 from .segments import SegmentInfo, segment_info, truncate_segment
 from .store import EmbeddedSegmentStore
-from .stream_segments import current_segments
+from .stream_segments import (
+    ControllerError,
+    ScaleFailed,
+    StreamCut,
+    TruncationFailed,
+    current_segments,
+    scale_stream,
+    successors,
+    truncate_stream,
+)
 from .tables import NO_VERSION, NOT_EXISTS, TableChanges, TableEntry, TableSegmentClient
 from .writer import SegmentWriter
 
@@ -65,6 +80,7 @@ __all__ = [
     "AuthTokenCheckFailed",
     "ConditionalCheckFailed",
     "ConnectionOptions",
+    "ControllerError",
     "ControllerServer",
     "GroupEvent",
     "GroupReader",
@@ -77,6 +93,7 @@ __all__ = [
     "ReadEvent",
     "ReaderGroup",
     "RetryPolicy",
+    "ScaleFailed",
     "SegmentAlreadyExists",
     "SegmentInfo",
     "SegmentIsSealed",
@@ -86,15 +103,20 @@ __all__ = [
     "SegmentWriter",
     "ServerError",
     "StoreUnreachable",
+    "StreamCut",
     "TableChanges",
     "TableEntry",
     "TableKeyBadVersion",
     "TableKeyDoesNotExist",
     "TableSegmentClient",
     "TableSegmentNotEmpty",
+    "TruncationFailed",
     "UnexpectedCommand",
     "WrongHost",
     "current_segments",
+    "scale_stream",
     "segment_info",
+    "successors",
     "truncate_segment",
+    "truncate_stream",
 ]

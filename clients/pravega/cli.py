@@ -55,7 +55,7 @@ def register_controller(subparsers: argparse._SubParsersAction[argparse.Argument
     """Add the ``controller`` subcommand."""
     parser = subparsers.add_parser(
         "controller", help="run the gRPC controller for a segment store running elsewhere",
-        description="Run the test Pravega controller over gRPC, creating, sealing and "
+        description="Run the test Pravega controller over gRPC, creating, sealing, truncating and "
         "deleting stream segments in the segment store at --store and sending clients there. "
         "Scopes and streams are kept in memory. Prints 'listening on tcp://HOST:PORT' (the "
         "controller URI) once ready.")

@@ -1,9 +1,11 @@
 """What a reader group keeps in its table segment, one entry per segment and per reader.
 
-A segment's entry says which reader holds it (none when free) and the offset of the first
-event not yet consumed; every change to it is a conditional put at the version read, so two
-readers racing for one segment cannot both win. A reader's entry only says it is a member:
-the member count sets each reader's fair share of the segments.
+A segment's entry says which reader holds it (none when free), the offset of the first event
+not yet consumed, and whether the segment was read to its sealed end (an ended segment is never
+held again; its successors join the group once all their predecessors ended). Every change to
+it is a conditional put at the version read, so two readers racing for one segment cannot both
+win. A reader's entry only says it is a member: the member count sets each reader's fair share
+of the segments.
 """
 
 from __future__ import annotations
@@ -37,19 +39,24 @@ def reader_key(reader: str) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class SegmentClaim:
-    """One segment's entry: its holder (None if free), its read position, and the entry's
-    table version, which the next change of it must be conditioned on."""
+    """One segment's entry: its holder (None if free), its read position, the entry's
+    table version, which the next change of it must be conditioned on, and whether it was
+    read to its end."""
 
     segment: str
     owner: str | None
     offset: int
     version: int
+    ended: bool = False
 
 
-def encode_claim(owner: str | None, offset: int) -> bytes:
+def encode_claim(owner: str | None, offset: int, ended: bool = False) -> bytes:
     if offset < 0:
         raise ValueError(f"negative read position {offset}")
-    return json.dumps({"owner": owner, "offset": offset}, sort_keys=True).encode()
+    if ended and owner is not None:
+        raise ValueError("an ended segment has no holder")
+    return json.dumps({"owner": owner, "offset": offset, "ended": ended},
+                      sort_keys=True).encode()
 
 
 def decode_claim(segment: str, value: bytes, version: int) -> SegmentClaim:
@@ -57,8 +64,10 @@ def decode_claim(segment: str, value: bytes, version: int) -> SegmentClaim:
     try:
         fields = json.loads(value)
         owner, offset = fields["owner"], fields["offset"]
-    except (ValueError, TypeError, KeyError) as exc:
+        ended = fields.get("ended", False)  # entries written before segments could end
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise ValueError(f"{segment}: not a reader group entry: {value!r}") from exc
-    if not (owner is None or isinstance(owner, str)) or not isinstance(offset, int):
+    if not (owner is None or isinstance(owner, str)) or not isinstance(offset, int) \
+            or not isinstance(ended, bool):
         raise ValueError(f"{segment}: not a reader group entry: {value!r}")
-    return SegmentClaim(segment, owner, offset, version)
+    return SegmentClaim(segment, owner, offset, version, ended)

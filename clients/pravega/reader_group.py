@@ -8,6 +8,13 @@ reader = await GroupReader.join(group, "reader-1")     # see group_reader.py
 Each change of a segment's entry reads the entry and puts it back conditioned on the version
 read; a ``TableKeyBadVersion`` means another reader changed it in between, so the change is
 decided again on the fresh entry (``conflicts`` counts these retries).
+
+A segment read to its sealed end is marked ended and never held again. Its successors (asked of
+``controller``) join the group, free and at offset 0, once every one of their predecessors has
+ended, as in Pravega: events of one routing key are then never read out of order. Each reader
+marks its segment ended before it looks at the others, so of two readers ending the last two
+predecessors at once at least one sees both ended, and the successor is added (once: the put
+is conditional on the key not existing).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from .group_state import (
     reader_key,
     segment_key,
 )
+from .stream_segments import successors
 from .table_keys import NOT_EXISTS
 from .tables import TableSegmentClient
 
@@ -45,16 +53,18 @@ class SegmentNotHeld(PravegaError):
 class ReaderGroup:
     """The reader group whose state is the table segment ``table``."""
 
-    def __init__(self, table: TableSegmentClient, scope: str, name: str) -> None:
+    def __init__(self, table: TableSegmentClient, scope: str, name: str, *,
+                 controller: str | None = None) -> None:
         self.table = table
         self.scope = scope
         self.name = name
+        self.controller = controller  # asked for successors; None: ended segments have none
         self.conflicts = 0
 
     @classmethod
     async def create(cls, connection: PravegaConnection, scope: str, name: str,
-                     segments: Sequence[str], *, start_offsets: Sequence[int] | None = None
-                     ) -> ReaderGroup:
+                     segments: Sequence[str], *, start_offsets: Sequence[int] | None = None,
+                     controller: str | None = None) -> ReaderGroup:
         """Create the group for ``segments`` (free, read from ``start_offsets`` or 0), or
         join it if it exists: entries already there, with their positions, are kept."""
         table_name = group_table_name(scope, name)
@@ -65,18 +75,24 @@ class ReaderGroup:
         offsets = list(start_offsets) if start_offsets is not None else [0] * len(segments)
         if len(offsets) != len(segments):
             raise ValueError("one start offset per segment")
+        group = cls(table, scope, name, controller=controller)
         for segment, offset in zip(segments, offsets, strict=True):
-            try:
-                await table.put(segment_key(segment), encode_claim(None, offset),
-                                version=NOT_EXISTS)
-            except TableKeyBadVersion:
-                pass  # another process created the group first: its entry wins
-        return cls(table, scope, name)
+            await group._add_segment(segment, offset)
+        return group
 
     @classmethod
-    def join(cls, connection: PravegaConnection, scope: str, name: str) -> ReaderGroup:
+    def join(cls, connection: PravegaConnection, scope: str, name: str, *,
+             controller: str | None = None) -> ReaderGroup:
         """The existing group ``scope``/``name`` (its requests fail if there is none)."""
-        return cls(TableSegmentClient(connection, group_table_name(scope, name)), scope, name)
+        return cls(TableSegmentClient(connection, group_table_name(scope, name)), scope, name,
+                   controller=controller)
+
+    async def _add_segment(self, segment: str, offset: int) -> None:
+        try:
+            await self.table.put(segment_key(segment), encode_claim(None, offset),
+                                 version=NOT_EXISTS)
+        except TableKeyBadVersion:
+            pass  # another process added it first: its entry wins
 
     async def claims(self) -> dict[str, SegmentClaim]:
         """Every segment's entry, by segment name."""
@@ -99,13 +115,16 @@ class ReaderGroup:
         await self.table.remove(reader_key(reader))
 
     async def fair_share(self) -> int:
-        """How many segments one member should hold: an even split, rounded up."""
-        segments = len(await self.claims())
+        """How many segments one member should hold: an even split of those not ended,
+        rounded up."""
+        segments = sum(not claim.ended for claim in (await self.claims()).values())
         return math.ceil(segments / max(1, len(await self.readers())))
 
-    async def change(self, segment: str, decide: ClaimChange) -> SegmentClaim | None:
+    async def change(self, segment: str, decide: ClaimChange, *, end: bool = False
+                     ) -> SegmentClaim | None:
         """Apply ``decide`` to the segment's entry with a conditional put, deciding again on
-        the fresh entry after each version conflict; the entry written, None if left."""
+        the fresh entry after each version conflict; the entry written, None if left.
+        ``end`` marks the segment ended (``decide`` must then free it)."""
         for _ in range(MAX_ATTEMPTS):
             entry = await self.table.get(segment_key(segment))
             if entry is None:
@@ -114,13 +133,15 @@ class ReaderGroup:
             wanted = decide(current)
             if wanted is None:
                 return None
+            ended = end or current.ended
             try:
-                version = await self.table.put(segment_key(segment), encode_claim(*wanted),
+                version = await self.table.put(segment_key(segment),
+                                               encode_claim(*wanted, ended=ended),
                                                version=current.version)
             except TableKeyBadVersion:
                 self.conflicts += 1
                 continue
-            return SegmentClaim(segment, wanted[0], wanted[1], version)
+            return SegmentClaim(segment, wanted[0], wanted[1], version, ended)
         raise PravegaError(f"{segment}: still conflicting after {MAX_ATTEMPTS} attempts")
 
     async def acquire(self, reader: str, count: int) -> list[SegmentClaim]:
@@ -129,10 +150,11 @@ class ReaderGroup:
         for claim in (await self.claims()).values():
             if len(taken) >= count:
                 break
-            if claim.owner is not None:
+            if claim.owner is not None or claim.ended:
                 continue
             got = await self.change(claim.segment,
-                                    lambda c: (reader, c.offset) if c.owner is None else None)
+                                    lambda c: (reader, c.offset)
+                                    if c.owner is None and not c.ended else None)
             if got is not None:
                 taken.append(got)
         return taken
@@ -162,3 +184,32 @@ class ReaderGroup:
             return (None if release else reader, offset)
 
         await self.change(segment, decide)
+
+    async def end(self, reader: str, segment: str, offset: int) -> list[str]:
+        """Mark ``segment``, which ``reader`` holds and read to its end at ``offset``, ended;
+        then add each of its successors whose predecessors have all ended. The successors
+        added (by this call, or by another reader's racing with it).
+
+        The successors are asked for first: if the controller cannot be reached, this raises
+        and the segment stays held, to be ended again later, rather than ending with nobody
+        left to add what follows it.
+        """
+        following = await successors(self.controller, segment) \
+            if self.controller is not None else {}
+
+        def decide(claim: SegmentClaim) -> tuple[str | None, int]:
+            if claim.owner != reader:
+                raise SegmentNotHeld(f"{segment} is held by {claim.owner!r}, not {reader!r}")
+            return (None, offset)
+
+        await self.change(segment, decide, end=True)
+        if not following:
+            return []
+        claims = await self.claims()
+        added = []
+        for successor, predecessors in sorted(following.items()):
+            # A predecessor the group never had is not the group's to wait for.
+            if all(claims[p].ended for p in predecessors if p in claims):
+                await self._add_segment(successor, 0)
+                added.append(successor)
+        return added

@@ -10,7 +10,8 @@ async for entry in table.entries(): ...                    # every entry, page b
 ```
 
 A refused condition raises ``TableKeyBadVersion`` or ``TableKeyDoesNotExist`` and changes
-nothing; a batch (``put_all``, ``remove_all``) is written all or none.
+nothing; a batch (``put_all``, ``remove_all``) is written all or none. After ``seal()`` the
+table segment is read-only: updates and removals raise ``SegmentIsSealed``.
 """
 
 from __future__ import annotations
@@ -67,6 +68,14 @@ class TableSegmentClient:
         try:
             await self.connection.requests.delete_table_segment(self.name, must_be_empty,
                                                                 self.delegation_token)
+        except RequestFailed as exc:
+            raise reply_error(exc) from None
+
+    async def seal(self) -> None:
+        """Make the table segment read-only (SEAL_SEGMENT, as for a stream segment); sealing
+        a sealed one is no error. ``NoSuchSegment`` if it does not exist."""
+        try:
+            await self.connection.requests.seal_segment(self.name, self.delegation_token)
         except RequestFailed as exc:
             raise reply_error(exc) from None
 

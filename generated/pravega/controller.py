@@ -3,8 +3,9 @@
 # Where the C extension is built, a compiled codec stands in for the Python one below; to step
 # through the Python code, set PROTOFRAME_PURE_PYTHON=1 or call it inside
 # protoframe.runtime.codec.compiled.pure_python().
-"""The part of Pravega's controller gRPC API that a client needs to create scopes and streams,
-find a stream's segments and the segment store that owns them, and manage reader groups.
+"""The part of Pravega's controller gRPC API that a client needs to create, scale and truncate
+streams, find their segments and successors and the segment store that owns them, and manage
+reader groups.
 Our own copy: package, service, message and field names, numbers, types and nesting are
 upstream's (tests/generated/pravega/test_controller_proto.py compares them field by field); the
 comments and the selection are ours. Messages and RPCs not listed here are not used by our
@@ -67,6 +68,10 @@ __all__ = [
     "RemoveWriterRequest",
     "RemoveWriterResponse",
     "RetentionPolicy",
+    "ScaleRequest",
+    "ScaleResponse",
+    "ScaleStatusRequest",
+    "ScaleStatusResponse",
     "ScalingPolicy",
     "ScopeInfo",
     "ScopesRequest",
@@ -83,6 +88,7 @@ __all__ = [
     "StreamInfo",
     "StreamsInScopeRequest",
     "StreamsInScopeResponse",
+    "SuccessorResponse",
     "Tags",
     "TimestampFromWriter",
     "TimestampResponse",
@@ -3314,7 +3320,7 @@ class GetSegmentsRequest(Message):
 
 
 class SegmentsAtTime(Message):
-    """Where each segment of a stream was at a time (our streams: at offset 0)."""
+    """Where each segment at the head of a stream starts (ours: the head, whatever the time)."""
 
     class SegmentLocation(Message):
         """The SegmentLocation message
@@ -3575,6 +3581,1059 @@ class SegmentsAtTime(Message):
         msg = new_instance(cls)
         msg.segments = f1
         msg.delegationToken = f2
+        msg._unknown = b"" if unknown is None else bytes(unknown)
+        return msg
+
+    def __repr__(self) -> str:
+        return message_repr(self)
+
+
+class SuccessorResponse(Message):
+    """The segments created by the scale that sealed a segment and overlap its key range, each
+    with all its predecessors (a reader starts a successor only when every one is read).
+    """
+
+    class SegmentEntry(Message):
+        """The SegmentEntry message
+        (io.pravega.controller.stream.api.grpc.v1.SuccessorResponse.SegmentEntry).
+        """
+
+        FULL_NAME: ClassVar[str] = (
+            "io.pravega.controller.stream.api.grpc.v1.SuccessorResponse.SegmentEntry"
+        )
+        FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+            ("segment", "segment", "segment"),
+            ("value", "value", "value"),
+        )
+
+        __slots__ = ("segment", "value", "_unknown")
+        segment: SegmentRange | None
+        value: list[int]
+        _unknown: bytes
+
+        def __init__(
+            self,
+            *,
+            segment: SegmentRange | None = None,
+            value: list[int] | None = None,
+        ) -> None:
+            """Create a SegmentEntry."""
+            self.segment = segment
+            self.value = value or []
+            self._unknown = b""
+
+        def has_segment(self) -> bool:
+            """Whether segment is set; an unset field is not written."""
+            return self.segment is not None
+
+        @property
+        def unknown_fields(self) -> bytes:
+            """Fields this schema does not declare, kept as read and written back on encode."""
+            return self._unknown
+
+        def encode(self) -> bytes:
+            """Serialize to the protobuf wire format, fields in number order.
+
+            A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+            """
+            parts: list[bytes] = []
+            try:
+                self._encode(parts)
+            except struct_error as exc:
+                # Fixed-width fields are packed with struct, which knows no field names.
+                raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
+            return b"".join(parts)
+
+        def encode_to(self, out: bytearray) -> None:
+            """Append the wire form of this message to ``out``."""
+            out += self.encode()
+
+        def _encode(self, parts: list[bytes]) -> None:
+            """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+            sub: list[bytes]
+            packed: list[bytes]
+            v1 = self.segment
+            if v1 is not None:
+                parts.append(b"\x0a")
+                sub = []
+                v1._encode(sub)
+                data = b"".join(sub)
+                size = len(data)
+                parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+                parts.append(data)
+            v2 = self.value
+            if v2:
+                packed = []
+                for item2 in v2:
+                    if 0 <= item2 < 0x4000:
+                        packed.append(SMALL_VARINTS[item2])
+                    else:
+                        packed.append(int64_bytes(item2))
+                parts.append(b"\x12")
+                data = b"".join(packed)
+                size = len(data)
+                parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+                parts.append(data)
+            if self._unknown:
+                parts.append(self._unknown)
+
+        @classmethod
+        def decode(cls, data: BytesLike) -> Self:
+            """Parse a whole buffer; raises a ``DecodeError`` subclass on bad input."""
+            buf = data if type(data) is bytes else bytes(data)
+            return cls.decode_from(buf, 0, len(buf))
+
+        @classmethod
+        def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
+            """Parse ``buf[pos:end]`` without copying it first."""
+            f1: SegmentRange | None = None
+            f2: list[int] = []
+            unknown: bytearray | None = None
+            try:
+                while pos < end:
+                    start = pos
+                    tag = buf[pos]
+                    if tag < 0x80:
+                        pos += 1
+                    else:
+                        tag, pos = read_varint(buf, pos)
+                    if tag == 10:
+                        n = buf[pos]
+                        if n < 0x80:
+                            pos += 1
+                        else:
+                            n, pos = read_varint(buf, pos)
+                        vend = pos + n
+                        if vend > end:
+                            raise truncated("SuccessorResponse.SegmentEntry.segment")
+                        f1 = SegmentRange.decode_from(buf, pos, vend)
+                        pos = vend
+                    elif tag == 16:
+                        raw = buf[pos]
+                        if raw < 0x80:
+                            pos += 1
+                        elif (b1 := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | b1 << 7
+                            pos += 2
+                        elif (b2 := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            pos += 3
+                        elif (b3 := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                            raw |= b3 << 21
+                            pos += 4
+                        else:
+                            raw, pos = read_varint(buf, pos)
+                            raw = to_int64(raw)
+                        x2 = raw
+                        f2.append(x2)
+                    elif tag == 18:
+                        n = buf[pos]
+                        if n < 0x80:
+                            pos += 1
+                        else:
+                            n, pos = read_varint(buf, pos)
+                        pend = pos + n
+                        if pend > end:
+                            raise truncated("SuccessorResponse.SegmentEntry.value")
+                        while pos < pend:
+                            raw = buf[pos]
+                            if raw < 0x80:
+                                pos += 1
+                            elif (b1 := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | b1 << 7
+                                pos += 2
+                            elif (b2 := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                pos += 3
+                            elif (b3 := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                                raw |= b3 << 21
+                                pos += 4
+                            else:
+                                raw, pos = read_varint(buf, pos)
+                                raw = to_int64(raw)
+                            x2 = raw
+                            f2.append(x2)
+                        if pos != pend:
+                            raise truncated("SuccessorResponse.SegmentEntry.value")
+                    else:
+                        pos = skip_field(buf, pos, end, tag)
+                        unknown = add_unknown(unknown, buf[start:pos])
+            except (IndexError, struct_error):
+                raise truncated("SuccessorResponse.SegmentEntry") from None
+            if pos != end:
+                raise truncated("SuccessorResponse.SegmentEntry")
+            msg = new_instance(cls)
+            msg.segment = f1
+            msg.value = f2
+            msg._unknown = b"" if unknown is None else bytes(unknown)
+            return msg
+
+        def __repr__(self) -> str:
+            return message_repr(self)
+
+    FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.SuccessorResponse"
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("segments", "segments", "segments"),
+        ("delegationToken", "delegationToken", "delegationToken"),
+    )
+
+    __slots__ = ("segments", "delegationToken", "_unknown")
+    segments: list[SuccessorResponse.SegmentEntry]
+    delegationToken: str
+    _unknown: bytes
+
+    def __init__(
+        self,
+        *,
+        segments: list[SuccessorResponse.SegmentEntry] | None = None,
+        delegationToken: str = '',
+    ) -> None:
+        """Create a SuccessorResponse."""
+        self.segments = segments or []
+        self.delegationToken = delegationToken
+        self._unknown = b""
+
+    @property
+    def unknown_fields(self) -> bytes:
+        """Fields this schema does not declare, kept as read and written back on encode."""
+        return self._unknown
+
+    def encode(self) -> bytes:
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
+        parts: list[bytes] = []
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
+        return b"".join(parts)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this message to ``out``."""
+        out += self.encode()
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
+        for item1 in self.segments:
+            parts.append(b"\x0a")
+            sub = []
+            item1._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
+        v2 = self.delegationToken
+        if v2:
+            parts.append(b"\x12")
+            data = v2.encode()
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
+        if self._unknown:
+            parts.append(self._unknown)
+
+    @classmethod
+    def decode(cls, data: BytesLike) -> Self:
+        """Parse a whole buffer; raises a ``DecodeError`` subclass on bad input."""
+        buf = data if type(data) is bytes else bytes(data)
+        return cls.decode_from(buf, 0, len(buf))
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
+        """Parse ``buf[pos:end]`` without copying it first."""
+        f1: list[SuccessorResponse.SegmentEntry] = []
+        f2: str = ''
+        unknown: bytearray | None = None
+        try:
+            while pos < end:
+                start = pos
+                tag = buf[pos]
+                if tag < 0x80:
+                    pos += 1
+                else:
+                    tag, pos = read_varint(buf, pos)
+                if tag == 10:
+                    n = buf[pos]
+                    if n < 0x80:
+                        pos += 1
+                    else:
+                        n, pos = read_varint(buf, pos)
+                    vend = pos + n
+                    if vend > end:
+                        raise truncated("SuccessorResponse.segments")
+                    x1 = SuccessorResponse.SegmentEntry.decode_from(buf, pos, vend)
+                    pos = vend
+                    f1.append(x1)
+                elif tag == 18:
+                    n = buf[pos]
+                    if n < 0x80:
+                        pos += 1
+                    else:
+                        n, pos = read_varint(buf, pos)
+                    vend = pos + n
+                    if vend > end:
+                        raise truncated("SuccessorResponse.delegationToken")
+                    f2 = buf[pos:vend].decode()
+                    pos = vend
+                else:
+                    pos = skip_field(buf, pos, end, tag)
+                    unknown = add_unknown(unknown, buf[start:pos])
+        except (IndexError, struct_error):
+            raise truncated("SuccessorResponse") from None
+        except UnicodeDecodeError as exc:
+            raise invalid_utf8("SuccessorResponse.delegationToken", exc) from None
+        if pos != end:
+            raise truncated("SuccessorResponse")
+        msg = new_instance(cls)
+        msg.segments = f1
+        msg.delegationToken = f2
+        msg._unknown = b"" if unknown is None else bytes(unknown)
+        return msg
+
+    def __repr__(self) -> str:
+        return message_repr(self)
+
+
+class ScaleRequest(Message):
+    """Seal sealedSegments and replace them by segments owning newKeyRanges, which must cover
+    exactly the key ranges sealed.
+    """
+
+    class KeyRangeEntry(Message):
+        """The KeyRangeEntry message
+        (io.pravega.controller.stream.api.grpc.v1.ScaleRequest.KeyRangeEntry).
+        """
+
+        FULL_NAME: ClassVar[str] = (
+            "io.pravega.controller.stream.api.grpc.v1.ScaleRequest.KeyRangeEntry"
+        )
+        FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+            ("start", "start", "start"),
+            ("end", "end", "end"),
+        )
+
+        __slots__ = ("start", "end", "_unknown")
+        start: float
+        end: float
+        _unknown: bytes
+
+        def __init__(
+            self,
+            *,
+            start: float = 0.0,
+            end: float = 0.0,
+        ) -> None:
+            """Create a KeyRangeEntry."""
+            self.start = start
+            self.end = end
+            self._unknown = b""
+
+        @property
+        def unknown_fields(self) -> bytes:
+            """Fields this schema does not declare, kept as read and written back on encode."""
+            return self._unknown
+
+        def encode(self) -> bytes:
+            """Serialize to the protobuf wire format, fields in number order.
+
+            A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+            """
+            parts: list[bytes] = []
+            try:
+                self._encode(parts)
+            except struct_error as exc:
+                # Fixed-width fields are packed with struct, which knows no field names.
+                raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
+            return b"".join(parts)
+
+        def encode_to(self, out: bytearray) -> None:
+            """Append the wire form of this message to ``out``."""
+            out += self.encode()
+
+        def _encode(self, parts: list[bytes]) -> None:
+            """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+            v1 = self.start
+            if v1 or copysign(1.0, v1) < 0:
+                parts.append(b"\x09")
+                parts.append(pack_double(v1))
+            v2 = self.end
+            if v2 or copysign(1.0, v2) < 0:
+                parts.append(b"\x11")
+                parts.append(pack_double(v2))
+            if self._unknown:
+                parts.append(self._unknown)
+
+        @classmethod
+        def decode(cls, data: BytesLike) -> Self:
+            """Parse a whole buffer; raises a ``DecodeError`` subclass on bad input."""
+            buf = data if type(data) is bytes else bytes(data)
+            return cls.decode_from(buf, 0, len(buf))
+
+        @classmethod
+        def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
+            """Parse ``buf[pos:end]`` without copying it first."""
+            f1: float = 0.0
+            f2: float = 0.0
+            unknown: bytearray | None = None
+            try:
+                while pos < end:
+                    start = pos
+                    tag = buf[pos]
+                    if tag < 0x80:
+                        pos += 1
+                    else:
+                        tag, pos = read_varint(buf, pos)
+                    if tag == 9:
+                        f1 = unpack_double(buf, pos)[0]
+                        pos += 8
+                    elif tag == 17:
+                        f2 = unpack_double(buf, pos)[0]
+                        pos += 8
+                    else:
+                        pos = skip_field(buf, pos, end, tag)
+                        unknown = add_unknown(unknown, buf[start:pos])
+            except (IndexError, struct_error):
+                raise truncated("ScaleRequest.KeyRangeEntry") from None
+            if pos != end:
+                raise truncated("ScaleRequest.KeyRangeEntry")
+            msg = new_instance(cls)
+            msg.start = f1
+            msg.end = f2
+            msg._unknown = b"" if unknown is None else bytes(unknown)
+            return msg
+
+        def __repr__(self) -> str:
+            return message_repr(self)
+
+    FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.ScaleRequest"
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("streamInfo", "streamInfo", "streamInfo"),
+        ("sealedSegments", "sealedSegments", "sealedSegments"),
+        ("newKeyRanges", "newKeyRanges", "newKeyRanges"),
+        ("scaleTimestamp", "scaleTimestamp", "scaleTimestamp"),
+    )
+
+    __slots__ = ("streamInfo", "sealedSegments", "newKeyRanges", "scaleTimestamp", "_unknown")
+    streamInfo: StreamInfo | None
+    sealedSegments: list[int]
+    newKeyRanges: list[ScaleRequest.KeyRangeEntry]
+    scaleTimestamp: int
+    _unknown: bytes
+
+    def __init__(
+        self,
+        *,
+        streamInfo: StreamInfo | None = None,
+        sealedSegments: list[int] | None = None,
+        newKeyRanges: list[ScaleRequest.KeyRangeEntry] | None = None,
+        scaleTimestamp: int = 0,
+    ) -> None:
+        """Create a ScaleRequest."""
+        self.streamInfo = streamInfo
+        self.sealedSegments = sealedSegments or []
+        self.newKeyRanges = newKeyRanges or []
+        self.scaleTimestamp = scaleTimestamp
+        self._unknown = b""
+
+    def has_streamInfo(self) -> bool:
+        """Whether streamInfo is set; an unset field is not written."""
+        return self.streamInfo is not None
+
+    @property
+    def unknown_fields(self) -> bytes:
+        """Fields this schema does not declare, kept as read and written back on encode."""
+        return self._unknown
+
+    def encode(self) -> bytes:
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
+        parts: list[bytes] = []
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
+        return b"".join(parts)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this message to ``out``."""
+        out += self.encode()
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
+        packed: list[bytes]
+        v1 = self.streamInfo
+        if v1 is not None:
+            parts.append(b"\x0a")
+            sub = []
+            v1._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
+        v2 = self.sealedSegments
+        if v2:
+            packed = []
+            for item2 in v2:
+                packed.append(SMALL_VARINTS[item2] if 0 <= item2 < 0x4000 else int64_bytes(item2))
+            parts.append(b"\x12")
+            data = b"".join(packed)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
+        for item3 in self.newKeyRanges:
+            parts.append(b"\x1a")
+            sub = []
+            item3._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
+        v4 = self.scaleTimestamp
+        if v4:
+            parts.append(b"\x20")
+            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int64_bytes(v4))
+        if self._unknown:
+            parts.append(self._unknown)
+
+    @classmethod
+    def decode(cls, data: BytesLike) -> Self:
+        """Parse a whole buffer; raises a ``DecodeError`` subclass on bad input."""
+        buf = data if type(data) is bytes else bytes(data)
+        return cls.decode_from(buf, 0, len(buf))
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
+        """Parse ``buf[pos:end]`` without copying it first."""
+        f1: StreamInfo | None = None
+        f2: list[int] = []
+        f3: list[ScaleRequest.KeyRangeEntry] = []
+        f4: int = 0
+        unknown: bytearray | None = None
+        try:
+            while pos < end:
+                start = pos
+                tag = buf[pos]
+                if tag < 0x80:
+                    pos += 1
+                else:
+                    tag, pos = read_varint(buf, pos)
+                if tag == 10:
+                    n = buf[pos]
+                    if n < 0x80:
+                        pos += 1
+                    else:
+                        n, pos = read_varint(buf, pos)
+                    vend = pos + n
+                    if vend > end:
+                        raise truncated("ScaleRequest.streamInfo")
+                    f1 = StreamInfo.decode_from(buf, pos, vend)
+                    pos = vend
+                elif tag == 16:
+                    raw = buf[pos]
+                    if raw < 0x80:
+                        pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
+                    else:
+                        raw, pos = read_varint(buf, pos)
+                        raw = to_int64(raw)
+                    x2 = raw
+                    f2.append(x2)
+                elif tag == 18:
+                    n = buf[pos]
+                    if n < 0x80:
+                        pos += 1
+                    else:
+                        n, pos = read_varint(buf, pos)
+                    pend = pos + n
+                    if pend > end:
+                        raise truncated("ScaleRequest.sealedSegments")
+                    while pos < pend:
+                        raw = buf[pos]
+                        if raw < 0x80:
+                            pos += 1
+                        elif (b1 := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | b1 << 7
+                            pos += 2
+                        elif (b2 := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            pos += 3
+                        elif (b3 := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                            raw |= b3 << 21
+                            pos += 4
+                        else:
+                            raw, pos = read_varint(buf, pos)
+                            raw = to_int64(raw)
+                        x2 = raw
+                        f2.append(x2)
+                    if pos != pend:
+                        raise truncated("ScaleRequest.sealedSegments")
+                elif tag == 26:
+                    n = buf[pos]
+                    if n < 0x80:
+                        pos += 1
+                    else:
+                        n, pos = read_varint(buf, pos)
+                    vend = pos + n
+                    if vend > end:
+                        raise truncated("ScaleRequest.newKeyRanges")
+                    x3 = ScaleRequest.KeyRangeEntry.decode_from(buf, pos, vend)
+                    pos = vend
+                    f3.append(x3)
+                elif tag == 32:
+                    raw = buf[pos]
+                    if raw < 0x80:
+                        pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
+                    else:
+                        raw, pos = read_varint(buf, pos)
+                        raw = to_int64(raw)
+                    f4 = raw
+                else:
+                    pos = skip_field(buf, pos, end, tag)
+                    unknown = add_unknown(unknown, buf[start:pos])
+        except (IndexError, struct_error):
+            raise truncated("ScaleRequest") from None
+        if pos != end:
+            raise truncated("ScaleRequest")
+        msg = new_instance(cls)
+        msg.streamInfo = f1
+        msg.sealedSegments = f2
+        msg.newKeyRanges = f3
+        msg.scaleTimestamp = f4
+        msg._unknown = b"" if unknown is None else bytes(unknown)
+        return msg
+
+    def __repr__(self) -> str:
+        return message_repr(self)
+
+
+class ScaleResponse(Message):
+    """epoch: the epoch the scale started from; checkScale with it reports when it is done."""
+
+    class ScaleStreamStatus(enum.IntEnum, metaclass=ProtoEnumType):
+        """The ScaleStreamStatus enum of
+        io.pravega.controller.stream.api.grpc.v1.ScaleResponse.ScaleStreamStatus.
+        """
+
+        STARTED = 0
+        FAILURE = 1
+        PRECONDITION_FAILED = 2
+
+
+    FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.ScaleResponse"
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("status", "status", "status"),
+        ("segments", "segments", "segments"),
+        ("epoch", "epoch", "epoch"),
+    )
+
+    __slots__ = ("status", "segments", "epoch", "_unknown")
+    status: ScaleResponse.ScaleStreamStatus | int
+    segments: list[SegmentRange]
+    epoch: int
+    _unknown: bytes
+
+    def __init__(
+        self,
+        *,
+        status: ScaleResponse.ScaleStreamStatus | int = ScaleStreamStatus.STARTED,
+        segments: list[SegmentRange] | None = None,
+        epoch: int = 0,
+    ) -> None:
+        """Create a ScaleResponse."""
+        self.status = status
+        self.segments = segments or []
+        self.epoch = epoch
+        self._unknown = b""
+
+    @property
+    def unknown_fields(self) -> bytes:
+        """Fields this schema does not declare, kept as read and written back on encode."""
+        return self._unknown
+
+    def encode(self) -> bytes:
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
+        parts: list[bytes] = []
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
+        return b"".join(parts)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this message to ``out``."""
+        out += self.encode()
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
+        v1 = self.status
+        if v1:
+            parts.append(b"\x08")
+            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
+        for item2 in self.segments:
+            parts.append(b"\x12")
+            sub = []
+            item2._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
+        v3 = self.epoch
+        if v3:
+            parts.append(b"\x18")
+            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
+        if self._unknown:
+            parts.append(self._unknown)
+
+    @classmethod
+    def decode(cls, data: BytesLike) -> Self:
+        """Parse a whole buffer; raises a ``DecodeError`` subclass on bad input."""
+        buf = data if type(data) is bytes else bytes(data)
+        return cls.decode_from(buf, 0, len(buf))
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
+        """Parse ``buf[pos:end]`` without copying it first."""
+        f1: ScaleResponse.ScaleStreamStatus | int = ScaleResponse.ScaleStreamStatus.STARTED
+        f2: list[SegmentRange] = []
+        f3: int = 0
+        unknown: bytearray | None = None
+        try:
+            while pos < end:
+                start = pos
+                tag = buf[pos]
+                if tag < 0x80:
+                    pos += 1
+                else:
+                    tag, pos = read_varint(buf, pos)
+                if tag == 8:
+                    raw = buf[pos]
+                    if raw < 0x80:
+                        pos += 1
+                    else:
+                        raw, pos = read_varint(buf, pos)
+                        raw = to_int32(raw)
+                    f1 = _ScaleResponse_ScaleStreamStatus_BY_NUMBER.get(raw, raw)
+                elif tag == 18:
+                    n = buf[pos]
+                    if n < 0x80:
+                        pos += 1
+                    else:
+                        n, pos = read_varint(buf, pos)
+                    vend = pos + n
+                    if vend > end:
+                        raise truncated("ScaleResponse.segments")
+                    x2 = SegmentRange.decode_from(buf, pos, vend)
+                    pos = vend
+                    f2.append(x2)
+                elif tag == 24:
+                    raw = buf[pos]
+                    if raw < 0x80:
+                        pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
+                    else:
+                        raw, pos = read_varint(buf, pos)
+                        raw = to_int32(raw)
+                    f3 = raw
+                else:
+                    pos = skip_field(buf, pos, end, tag)
+                    unknown = add_unknown(unknown, buf[start:pos])
+        except (IndexError, struct_error):
+            raise truncated("ScaleResponse") from None
+        if pos != end:
+            raise truncated("ScaleResponse")
+        msg = new_instance(cls)
+        msg.status = f1
+        msg.segments = f2
+        msg.epoch = f3
+        msg._unknown = b"" if unknown is None else bytes(unknown)
+        return msg
+
+    def __repr__(self) -> str:
+        return message_repr(self)
+
+
+class ScaleStatusRequest(Message):
+    """The ScaleStatusRequest message (io.pravega.controller.stream.api.grpc.v1.ScaleStatusRequest).
+    """
+
+    FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.ScaleStatusRequest"
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("streamInfo", "streamInfo", "streamInfo"),
+        ("epoch", "epoch", "epoch"),
+    )
+
+    __slots__ = ("streamInfo", "epoch", "_unknown")
+    streamInfo: StreamInfo | None
+    epoch: int
+    _unknown: bytes
+
+    def __init__(
+        self,
+        *,
+        streamInfo: StreamInfo | None = None,
+        epoch: int = 0,
+    ) -> None:
+        """Create a ScaleStatusRequest."""
+        self.streamInfo = streamInfo
+        self.epoch = epoch
+        self._unknown = b""
+
+    def has_streamInfo(self) -> bool:
+        """Whether streamInfo is set; an unset field is not written."""
+        return self.streamInfo is not None
+
+    @property
+    def unknown_fields(self) -> bytes:
+        """Fields this schema does not declare, kept as read and written back on encode."""
+        return self._unknown
+
+    def encode(self) -> bytes:
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
+        parts: list[bytes] = []
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
+        return b"".join(parts)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this message to ``out``."""
+        out += self.encode()
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        sub: list[bytes]
+        v1 = self.streamInfo
+        if v1 is not None:
+            parts.append(b"\x0a")
+            sub = []
+            v1._encode(sub)
+            data = b"".join(sub)
+            size = len(data)
+            parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
+            parts.append(data)
+        v2 = self.epoch
+        if v2:
+            parts.append(b"\x10")
+            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
+        if self._unknown:
+            parts.append(self._unknown)
+
+    @classmethod
+    def decode(cls, data: BytesLike) -> Self:
+        """Parse a whole buffer; raises a ``DecodeError`` subclass on bad input."""
+        buf = data if type(data) is bytes else bytes(data)
+        return cls.decode_from(buf, 0, len(buf))
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
+        """Parse ``buf[pos:end]`` without copying it first."""
+        f1: StreamInfo | None = None
+        f2: int = 0
+        unknown: bytearray | None = None
+        try:
+            while pos < end:
+                start = pos
+                tag = buf[pos]
+                if tag < 0x80:
+                    pos += 1
+                else:
+                    tag, pos = read_varint(buf, pos)
+                if tag == 10:
+                    n = buf[pos]
+                    if n < 0x80:
+                        pos += 1
+                    else:
+                        n, pos = read_varint(buf, pos)
+                    vend = pos + n
+                    if vend > end:
+                        raise truncated("ScaleStatusRequest.streamInfo")
+                    f1 = StreamInfo.decode_from(buf, pos, vend)
+                    pos = vend
+                elif tag == 16:
+                    raw = buf[pos]
+                    if raw < 0x80:
+                        pos += 1
+                    elif (b1 := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | b1 << 7
+                        pos += 2
+                    elif (b2 := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        pos += 3
+                    elif (b3 := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
+                        raw |= b3 << 21
+                        pos += 4
+                    else:
+                        raw, pos = read_varint(buf, pos)
+                        raw = to_int32(raw)
+                    f2 = raw
+                else:
+                    pos = skip_field(buf, pos, end, tag)
+                    unknown = add_unknown(unknown, buf[start:pos])
+        except (IndexError, struct_error):
+            raise truncated("ScaleStatusRequest") from None
+        if pos != end:
+            raise truncated("ScaleStatusRequest")
+        msg = new_instance(cls)
+        msg.streamInfo = f1
+        msg.epoch = f2
+        msg._unknown = b"" if unknown is None else bytes(unknown)
+        return msg
+
+    def __repr__(self) -> str:
+        return message_repr(self)
+
+
+class ScaleStatusResponse(Message):
+    """The ScaleStatusResponse message
+    (io.pravega.controller.stream.api.grpc.v1.ScaleStatusResponse).
+    """
+
+    class ScaleStatus(enum.IntEnum, metaclass=ProtoEnumType):
+        """The ScaleStatus enum of
+        io.pravega.controller.stream.api.grpc.v1.ScaleStatusResponse.ScaleStatus.
+        """
+
+        IN_PROGRESS = 0
+        SUCCESS = 1
+        INVALID_INPUT = 2
+        INTERNAL_ERROR = 3
+
+
+    FULL_NAME: ClassVar[str] = "io.pravega.controller.stream.api.grpc.v1.ScaleStatusResponse"
+    FIELD_NAMES: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("status", "status", "status"),
+    )
+
+    __slots__ = ("status", "_unknown")
+    status: ScaleStatusResponse.ScaleStatus | int
+    _unknown: bytes
+
+    def __init__(
+        self,
+        *,
+        status: ScaleStatusResponse.ScaleStatus | int = ScaleStatus.IN_PROGRESS,
+    ) -> None:
+        """Create a ScaleStatusResponse."""
+        self.status = status
+        self._unknown = b""
+
+    @property
+    def unknown_fields(self) -> bytes:
+        """Fields this schema does not declare, kept as read and written back on encode."""
+        return self._unknown
+
+    def encode(self) -> bytes:
+        """Serialize to the protobuf wire format, fields in number order.
+
+        A value its field cannot hold raises ``ValueOutOfRangeError`` (a ``ValueError``).
+        """
+        parts: list[bytes] = []
+        try:
+            self._encode(parts)
+        except struct_error as exc:
+            # Fixed-width fields are packed with struct, which knows no field names.
+            raise ValueOutOfRangeError(f"{self.FULL_NAME}: {exc}") from None
+        return b"".join(parts)
+
+    def encode_to(self, out: bytearray) -> None:
+        """Append the wire form of this message to ``out``."""
+        out += self.encode()
+
+    def _encode(self, parts: list[bytes]) -> None:
+        """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
+        v1 = self.status
+        if v1:
+            parts.append(b"\x08")
+            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
+        if self._unknown:
+            parts.append(self._unknown)
+
+    @classmethod
+    def decode(cls, data: BytesLike) -> Self:
+        """Parse a whole buffer; raises a ``DecodeError`` subclass on bad input."""
+        buf = data if type(data) is bytes else bytes(data)
+        return cls.decode_from(buf, 0, len(buf))
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
+        """Parse ``buf[pos:end]`` without copying it first."""
+        f1: ScaleStatusResponse.ScaleStatus | int = ScaleStatusResponse.ScaleStatus.IN_PROGRESS
+        unknown: bytearray | None = None
+        try:
+            while pos < end:
+                start = pos
+                tag = buf[pos]
+                if tag < 0x80:
+                    pos += 1
+                else:
+                    tag, pos = read_varint(buf, pos)
+                if tag == 8:
+                    raw = buf[pos]
+                    if raw < 0x80:
+                        pos += 1
+                    else:
+                        raw, pos = read_varint(buf, pos)
+                        raw = to_int32(raw)
+                    f1 = _ScaleStatusResponse_ScaleStatus_BY_NUMBER.get(raw, raw)
+                else:
+                    pos = skip_field(buf, pos, end, tag)
+                    unknown = add_unknown(unknown, buf[start:pos])
+        except (IndexError, struct_error):
+            raise truncated("ScaleStatusResponse") from None
+        if pos != end:
+            raise truncated("ScaleStatusResponse")
+        msg = new_instance(cls)
+        msg.status = f1
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -5523,6 +6582,8 @@ _RetentionPolicy_RetentionPolicyType_BY_NUMBER = number_table(RetentionPolicy.Re
 _CreateStreamStatus_Status_BY_NUMBER = number_table(CreateStreamStatus.Status)
 _UpdateStreamStatus_Status_BY_NUMBER = number_table(UpdateStreamStatus.Status)
 _DeleteStreamStatus_Status_BY_NUMBER = number_table(DeleteStreamStatus.Status)
+_ScaleResponse_ScaleStreamStatus_BY_NUMBER = number_table(ScaleResponse.ScaleStreamStatus)
+_ScaleStatusResponse_ScaleStatus_BY_NUMBER = number_table(ScaleStatusResponse.ScaleStatus)
 _RemoveWriterResponse_Status_BY_NUMBER = number_table(RemoveWriterResponse.Status)
 _TimestampResponse_Status_BY_NUMBER = number_table(TimestampResponse.Status)
 _ReaderGroupConfiguration_RetentionType_BY_NUMBER = number_table(
@@ -5561,5 +6622,9 @@ install_layouts((
         (2, "message", "optional", "scalingPolicy", ScalingPolicy),
         (3, "message", "optional", "retentionPolicy", RetentionPolicy),
         (4, "message", "optional", "tags", Tags),
+    )),
+    (SuccessorResponse.SegmentEntry, None, (
+        (1, "message", "optional", "segment", SegmentRange),
+        (2, "int64", "packed", "value", None),
     )),
 ))

@@ -165,6 +165,11 @@ __all__ = [
     "RemoveWriterResponse",
     "RetentionPolicy",
     "STRUCTS",
+    "ScaleRequest",
+    "ScaleRequest_KeyRangeEntry",
+    "ScaleResponse",
+    "ScaleStatusRequest",
+    "ScaleStatusResponse",
     "ScalingPolicy",
     "ScopeInfo",
     "ScopesRequest",
@@ -199,6 +204,8 @@ __all__ = [
     "StreamSegmentInfo",
     "StreamsInScopeRequest",
     "StreamsInScopeResponse",
+    "SuccessorResponse",
+    "SuccessorResponse_SegmentEntry",
     "TableEntriesDeltaRead",
     "TableEntriesRead",
     "TableEntriesUpdated",
@@ -330,6 +337,28 @@ _NUMBERS_RetentionPolicy_RetentionPolicyType: dict[str, int] = {
     "UNKNOWN": 0,
     "TIME": 1,
     "SIZE": 2,
+}
+_NAMES_ScaleResponse_ScaleStreamStatus: dict[int, str] = {
+    0: "STARTED",
+    1: "FAILURE",
+    2: "PRECONDITION_FAILED",
+}
+_NUMBERS_ScaleResponse_ScaleStreamStatus: dict[str, int] = {
+    "STARTED": 0,
+    "FAILURE": 1,
+    "PRECONDITION_FAILED": 2,
+}
+_NAMES_ScaleStatusResponse_ScaleStatus: dict[int, str] = {
+    0: "IN_PROGRESS",
+    1: "SUCCESS",
+    2: "INVALID_INPUT",
+    3: "INTERNAL_ERROR",
+}
+_NUMBERS_ScaleStatusResponse_ScaleStatus: dict[str, int] = {
+    "IN_PROGRESS": 0,
+    "SUCCESS": 1,
+    "INVALID_INPUT": 2,
+    "INTERNAL_ERROR": 3,
 }
 _NAMES_ScalingPolicy_ScalingPolicyType: dict[int, str] = {
     0: "FIXED_NUM_SEGMENTS",
@@ -734,6 +763,108 @@ _FIELDS_SegmentsAtTime = [
     pa.field("delegationToken", pa.string(), nullable=False),
 ]
 _ARROW_SegmentsAtTime = pa.struct(_FIELDS_SegmentsAtTime)
+
+# The SegmentEntry message
+# (io.pravega.controller.stream.api.grpc.v1.SuccessorResponse.SegmentEntry).
+_SPARK_SuccessorResponse_SegmentEntry = StructType([
+    StructField("segment", _SPARK_SegmentRange, True),
+    StructField("value", ArrayType(LongType(), False), False),
+])
+_FIELDS_SuccessorResponse_SegmentEntry = [
+    pa.field("segment", _ARROW_SegmentRange),
+    pa.field(
+        "value",
+        pa.list_(pa.field("element", pa.int64(), nullable=False)),
+        nullable=False,
+    ),
+]
+_ARROW_SuccessorResponse_SegmentEntry = pa.struct(_FIELDS_SuccessorResponse_SegmentEntry)
+
+# The SuccessorResponse message (io.pravega.controller.stream.api.grpc.v1.SuccessorResponse).
+_SPARK_SuccessorResponse = StructType([
+    StructField("segments", ArrayType(_SPARK_SuccessorResponse_SegmentEntry, False), False),
+    StructField("delegationToken", StringType(), False),
+])
+_FIELDS_SuccessorResponse = [
+    pa.field(
+        "segments",
+        pa.list_(pa.field("element", _ARROW_SuccessorResponse_SegmentEntry, nullable=False)),
+        nullable=False,
+    ),
+    pa.field("delegationToken", pa.string(), nullable=False),
+]
+_ARROW_SuccessorResponse = pa.struct(_FIELDS_SuccessorResponse)
+
+# The KeyRangeEntry message (io.pravega.controller.stream.api.grpc.v1.ScaleRequest.KeyRangeEntry).
+_SPARK_ScaleRequest_KeyRangeEntry = StructType([
+    StructField("start", DoubleType(), False),
+    StructField("end", DoubleType(), False),
+])
+_FIELDS_ScaleRequest_KeyRangeEntry = [
+    pa.field("start", pa.float64(), nullable=False),
+    pa.field("end", pa.float64(), nullable=False),
+]
+_ARROW_ScaleRequest_KeyRangeEntry = pa.struct(_FIELDS_ScaleRequest_KeyRangeEntry)
+
+# The ScaleRequest message (io.pravega.controller.stream.api.grpc.v1.ScaleRequest).
+_SPARK_ScaleRequest = StructType([
+    StructField("streamInfo", _SPARK_StreamInfo, True),
+    StructField("sealedSegments", ArrayType(LongType(), False), False),
+    StructField("newKeyRanges", ArrayType(_SPARK_ScaleRequest_KeyRangeEntry, False), False),
+    StructField("scaleTimestamp", LongType(), False),
+])
+_FIELDS_ScaleRequest = [
+    pa.field("streamInfo", _ARROW_StreamInfo),
+    pa.field(
+        "sealedSegments",
+        pa.list_(pa.field("element", pa.int64(), nullable=False)),
+        nullable=False,
+    ),
+    pa.field(
+        "newKeyRanges",
+        pa.list_(pa.field("element", _ARROW_ScaleRequest_KeyRangeEntry, nullable=False)),
+        nullable=False,
+    ),
+    pa.field("scaleTimestamp", pa.int64(), nullable=False),
+]
+_ARROW_ScaleRequest = pa.struct(_FIELDS_ScaleRequest)
+
+# The ScaleResponse message (io.pravega.controller.stream.api.grpc.v1.ScaleResponse).
+_SPARK_ScaleResponse = StructType([
+    StructField("status", StringType(), False),
+    StructField("segments", ArrayType(_SPARK_SegmentRange, False), False),
+    StructField("epoch", IntegerType(), False),
+])
+_FIELDS_ScaleResponse = [
+    pa.field("status", pa.string(), nullable=False),
+    pa.field(
+        "segments",
+        pa.list_(pa.field("element", _ARROW_SegmentRange, nullable=False)),
+        nullable=False,
+    ),
+    pa.field("epoch", pa.int32(), nullable=False),
+]
+_ARROW_ScaleResponse = pa.struct(_FIELDS_ScaleResponse)
+
+# The ScaleStatusRequest message (io.pravega.controller.stream.api.grpc.v1.ScaleStatusRequest).
+_SPARK_ScaleStatusRequest = StructType([
+    StructField("streamInfo", _SPARK_StreamInfo, True),
+    StructField("epoch", IntegerType(), False),
+])
+_FIELDS_ScaleStatusRequest = [
+    pa.field("streamInfo", _ARROW_StreamInfo),
+    pa.field("epoch", pa.int32(), nullable=False),
+]
+_ARROW_ScaleStatusRequest = pa.struct(_FIELDS_ScaleStatusRequest)
+
+# The ScaleStatusResponse message (io.pravega.controller.stream.api.grpc.v1.ScaleStatusResponse).
+_SPARK_ScaleStatusResponse = StructType([
+    StructField("status", StringType(), False),
+])
+_FIELDS_ScaleStatusResponse = [
+    pa.field("status", pa.string(), nullable=False),
+]
+_ARROW_ScaleStatusResponse = pa.struct(_FIELDS_ScaleStatusResponse)
 
 # The SegmentValidityResponse message
 # (io.pravega.controller.stream.api.grpc.v1.SegmentValidityResponse).
@@ -3102,6 +3233,278 @@ def _arrow_SegmentsAtTime(values: Sequence[controller.SegmentsAtTime | None]) ->
     v1 = [m.delegationToken for m in rows]
     c1 = pa.array(v1, fields[1].type)
     arrays = [c0, c1]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_SuccessorResponse_SegmentEntry(
+    m: controller.SuccessorResponse.SegmentEntry
+) -> dict[str, Any]:
+    """The row of a SuccessorResponse.SegmentEntry: field name -> row value."""
+    x0 = m.segment
+    return {
+        "segment": None if x0 is None else _row_SegmentRange(x0),
+        "value": list(m.value),
+    }
+
+
+def _value_SuccessorResponse_SegmentEntry(
+    row: RowLike
+) -> controller.SuccessorResponse.SegmentEntry:
+    """The SuccessorResponse.SegmentEntry a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["segment"]
+    v1 = r["value"]
+    value = controller.SuccessorResponse.SegmentEntry(
+        segment=None if v0 is None else _value_SegmentRange(v0),
+        value=list(v1 or ()),
+    )
+    return value
+
+
+def _arrow_SuccessorResponse_SegmentEntry(
+    values: Sequence[controller.SuccessorResponse.SegmentEntry | None]
+) -> Any:
+    """An Arrow struct column of SuccessorResponse.SegmentEntry values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_SuccessorResponse_SegmentEntry)
+    fields = _FIELDS_SuccessorResponse_SegmentEntry
+    v0 = [m.segment for m in rows]
+    c0 = _arrow_SegmentRange(v0)
+    v1 = [m.value for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    arrays = [c0, c1]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_SuccessorResponse(m: controller.SuccessorResponse) -> dict[str, Any]:
+    """The row of a SuccessorResponse: field name -> row value."""
+    x0 = m.segments
+    return {
+        "segments": [_row_SuccessorResponse_SegmentEntry(y) for y in x0],
+        "delegationToken": m.delegationToken,
+    }
+
+
+def _value_SuccessorResponse(row: RowLike) -> controller.SuccessorResponse:
+    """The SuccessorResponse a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["segments"]
+    v1 = r["delegationToken"]
+    value = controller.SuccessorResponse(
+        segments=[_value_SuccessorResponse_SegmentEntry(y) for y in v0 or ()],
+        delegationToken=required(v1, "SuccessorResponse.delegationToken"),
+    )
+    return value
+
+
+def _arrow_SuccessorResponse(values: Sequence[controller.SuccessorResponse | None]) -> Any:
+    """An Arrow struct column of SuccessorResponse values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_SuccessorResponse)
+    fields = _FIELDS_SuccessorResponse
+    v0 = [m.segments for m in rows]
+    c0 = list_array(v0, _arrow_SuccessorResponse_SegmentEntry, fields[0].type)
+    v1 = [m.delegationToken for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    arrays = [c0, c1]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_ScaleRequest_KeyRangeEntry(m: controller.ScaleRequest.KeyRangeEntry) -> dict[str, Any]:
+    """The row of a ScaleRequest.KeyRangeEntry: field name -> row value."""
+    return {
+        "start": m.start,
+        "end": m.end,
+    }
+
+
+def _value_ScaleRequest_KeyRangeEntry(row: RowLike) -> controller.ScaleRequest.KeyRangeEntry:
+    """The ScaleRequest.KeyRangeEntry a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["start"]
+    v1 = r["end"]
+    value = controller.ScaleRequest.KeyRangeEntry(
+        start=required(v0, "KeyRangeEntry.start"),
+        end=required(v1, "KeyRangeEntry.end"),
+    )
+    return value
+
+
+def _arrow_ScaleRequest_KeyRangeEntry(
+    values: Sequence[controller.ScaleRequest.KeyRangeEntry | None]
+) -> Any:
+    """An Arrow struct column of ScaleRequest.KeyRangeEntry values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_ScaleRequest_KeyRangeEntry)
+    fields = _FIELDS_ScaleRequest_KeyRangeEntry
+    v0 = [m.start for m in rows]
+    c0 = pa.array(v0, fields[0].type)
+    v1 = [m.end for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    arrays = [c0, c1]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_ScaleRequest(m: controller.ScaleRequest) -> dict[str, Any]:
+    """The row of a ScaleRequest: field name -> row value."""
+    x0 = m.streamInfo
+    x2 = m.newKeyRanges
+    return {
+        "streamInfo": None if x0 is None else _row_StreamInfo(x0),
+        "sealedSegments": list(m.sealedSegments),
+        "newKeyRanges": [_row_ScaleRequest_KeyRangeEntry(y) for y in x2],
+        "scaleTimestamp": m.scaleTimestamp,
+    }
+
+
+def _value_ScaleRequest(row: RowLike) -> controller.ScaleRequest:
+    """The ScaleRequest a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["streamInfo"]
+    v1 = r["sealedSegments"]
+    v2 = r["newKeyRanges"]
+    v3 = r["scaleTimestamp"]
+    value = controller.ScaleRequest(
+        streamInfo=None if v0 is None else _value_StreamInfo(v0),
+        sealedSegments=list(v1 or ()),
+        newKeyRanges=[_value_ScaleRequest_KeyRangeEntry(y) for y in v2 or ()],
+        scaleTimestamp=required(v3, "ScaleRequest.scaleTimestamp"),
+    )
+    return value
+
+
+def _arrow_ScaleRequest(values: Sequence[controller.ScaleRequest | None]) -> Any:
+    """An Arrow struct column of ScaleRequest values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_ScaleRequest)
+    fields = _FIELDS_ScaleRequest
+    v0 = [m.streamInfo for m in rows]
+    c0 = _arrow_StreamInfo(v0)
+    v1 = [m.sealedSegments for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    v2 = [m.newKeyRanges for m in rows]
+    c2 = list_array(v2, _arrow_ScaleRequest_KeyRangeEntry, fields[2].type)
+    v3 = [m.scaleTimestamp for m in rows]
+    c3 = pa.array(v3, fields[3].type)
+    arrays = [c0, c1, c2, c3]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_ScaleResponse(m: controller.ScaleResponse) -> dict[str, Any]:
+    """The row of a ScaleResponse: field name -> row value."""
+    x1 = m.segments
+    return {
+        "status": enum_name(_NAMES_ScaleResponse_ScaleStreamStatus, m.status),
+        "segments": [_row_SegmentRange(y) for y in x1],
+        "epoch": m.epoch,
+    }
+
+
+def _value_ScaleResponse(row: RowLike) -> controller.ScaleResponse:
+    """The ScaleResponse a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["status"]
+    v1 = r["segments"]
+    v2 = r["epoch"]
+    value = controller.ScaleResponse(
+        status=enum_value(
+            required(v0, "ScaleResponse.status"),
+            _NUMBERS_ScaleResponse_ScaleStreamStatus,
+            controller.ScaleResponse.ScaleStreamStatus,
+            "ScaleResponse.status",
+        ),
+        segments=[_value_SegmentRange(y) for y in v1 or ()],
+        epoch=required(v2, "ScaleResponse.epoch"),
+    )
+    return value
+
+
+def _arrow_ScaleResponse(values: Sequence[controller.ScaleResponse | None]) -> Any:
+    """An Arrow struct column of ScaleResponse values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_ScaleResponse)
+    fields = _FIELDS_ScaleResponse
+    v0 = [m.status for m in rows]
+    c0 = enum_array(v0, _NAMES_ScaleResponse_ScaleStreamStatus)
+    v1 = [m.segments for m in rows]
+    c1 = list_array(v1, _arrow_SegmentRange, fields[1].type)
+    v2 = [m.epoch for m in rows]
+    c2 = pa.array(v2, fields[2].type)
+    arrays = [c0, c1, c2]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_ScaleStatusRequest(m: controller.ScaleStatusRequest) -> dict[str, Any]:
+    """The row of a ScaleStatusRequest: field name -> row value."""
+    x0 = m.streamInfo
+    return {
+        "streamInfo": None if x0 is None else _row_StreamInfo(x0),
+        "epoch": m.epoch,
+    }
+
+
+def _value_ScaleStatusRequest(row: RowLike) -> controller.ScaleStatusRequest:
+    """The ScaleStatusRequest a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["streamInfo"]
+    v1 = r["epoch"]
+    value = controller.ScaleStatusRequest(
+        streamInfo=None if v0 is None else _value_StreamInfo(v0),
+        epoch=required(v1, "ScaleStatusRequest.epoch"),
+    )
+    return value
+
+
+def _arrow_ScaleStatusRequest(values: Sequence[controller.ScaleStatusRequest | None]) -> Any:
+    """An Arrow struct column of ScaleStatusRequest values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_ScaleStatusRequest)
+    fields = _FIELDS_ScaleStatusRequest
+    v0 = [m.streamInfo for m in rows]
+    c0 = _arrow_StreamInfo(v0)
+    v1 = [m.epoch for m in rows]
+    c1 = pa.array(v1, fields[1].type)
+    arrays = [c0, c1]
+    return struct_array(arrays, fields, len(rows), take)
+
+
+def _row_ScaleStatusResponse(m: controller.ScaleStatusResponse) -> dict[str, Any]:
+    """The row of a ScaleStatusResponse: field name -> row value."""
+    return {
+        "status": enum_name(_NAMES_ScaleStatusResponse_ScaleStatus, m.status),
+    }
+
+
+def _value_ScaleStatusResponse(row: RowLike) -> controller.ScaleStatusResponse:
+    """The ScaleStatusResponse a row holds (a dict or a pyspark Row)."""
+    r = as_mapping(row)
+    v0 = r["status"]
+    value = controller.ScaleStatusResponse(
+        status=enum_value(
+            required(v0, "ScaleStatusResponse.status"),
+            _NUMBERS_ScaleStatusResponse_ScaleStatus,
+            controller.ScaleStatusResponse.ScaleStatus,
+            "ScaleStatusResponse.status",
+        ),
+    )
+    return value
+
+
+def _arrow_ScaleStatusResponse(values: Sequence[controller.ScaleStatusResponse | None]) -> Any:
+    """An Arrow struct column of ScaleStatusResponse values (None: null)."""
+    rows, take = present(values)
+    if not rows:
+        return null_column(len(values), _ARROW_ScaleStatusResponse)
+    fields = _FIELDS_ScaleStatusResponse
+    v0 = [m.status for m in rows]
+    c0 = enum_array(v0, _NAMES_ScaleStatusResponse_ScaleStatus)
+    arrays = [c0]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -7359,6 +7762,91 @@ SegmentsAtTime = RowCodec(
 )
 
 
+# The SegmentEntry message
+# (io.pravega.controller.stream.api.grpc.v1.SuccessorResponse.SegmentEntry).
+SuccessorResponse_SegmentEntry = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.SuccessorResponse.SegmentEntry",
+    controller.SuccessorResponse.SegmentEntry,
+    _SPARK_SuccessorResponse_SegmentEntry,
+    _ARROW_SuccessorResponse_SegmentEntry,
+    _row_SuccessorResponse_SegmentEntry,
+    _value_SuccessorResponse_SegmentEntry,
+    _arrow_SuccessorResponse_SegmentEntry,
+)
+
+
+# The SuccessorResponse message (io.pravega.controller.stream.api.grpc.v1.SuccessorResponse).
+SuccessorResponse = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.SuccessorResponse",
+    controller.SuccessorResponse,
+    _SPARK_SuccessorResponse,
+    _ARROW_SuccessorResponse,
+    _row_SuccessorResponse,
+    _value_SuccessorResponse,
+    _arrow_SuccessorResponse,
+)
+
+
+# The KeyRangeEntry message (io.pravega.controller.stream.api.grpc.v1.ScaleRequest.KeyRangeEntry).
+ScaleRequest_KeyRangeEntry = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.ScaleRequest.KeyRangeEntry",
+    controller.ScaleRequest.KeyRangeEntry,
+    _SPARK_ScaleRequest_KeyRangeEntry,
+    _ARROW_ScaleRequest_KeyRangeEntry,
+    _row_ScaleRequest_KeyRangeEntry,
+    _value_ScaleRequest_KeyRangeEntry,
+    _arrow_ScaleRequest_KeyRangeEntry,
+)
+
+
+# The ScaleRequest message (io.pravega.controller.stream.api.grpc.v1.ScaleRequest).
+ScaleRequest = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.ScaleRequest",
+    controller.ScaleRequest,
+    _SPARK_ScaleRequest,
+    _ARROW_ScaleRequest,
+    _row_ScaleRequest,
+    _value_ScaleRequest,
+    _arrow_ScaleRequest,
+)
+
+
+# The ScaleResponse message (io.pravega.controller.stream.api.grpc.v1.ScaleResponse).
+ScaleResponse = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.ScaleResponse",
+    controller.ScaleResponse,
+    _SPARK_ScaleResponse,
+    _ARROW_ScaleResponse,
+    _row_ScaleResponse,
+    _value_ScaleResponse,
+    _arrow_ScaleResponse,
+)
+
+
+# The ScaleStatusRequest message (io.pravega.controller.stream.api.grpc.v1.ScaleStatusRequest).
+ScaleStatusRequest = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.ScaleStatusRequest",
+    controller.ScaleStatusRequest,
+    _SPARK_ScaleStatusRequest,
+    _ARROW_ScaleStatusRequest,
+    _row_ScaleStatusRequest,
+    _value_ScaleStatusRequest,
+    _arrow_ScaleStatusRequest,
+)
+
+
+# The ScaleStatusResponse message (io.pravega.controller.stream.api.grpc.v1.ScaleStatusResponse).
+ScaleStatusResponse = RowCodec(
+    "io.pravega.controller.stream.api.grpc.v1.ScaleStatusResponse",
+    controller.ScaleStatusResponse,
+    _SPARK_ScaleStatusResponse,
+    _ARROW_ScaleStatusResponse,
+    _row_ScaleStatusResponse,
+    _value_ScaleStatusResponse,
+    _arrow_ScaleStatusResponse,
+)
+
+
 # The SegmentValidityResponse message
 # (io.pravega.controller.stream.api.grpc.v1.SegmentValidityResponse).
 SegmentValidityResponse = RowCodec(
@@ -8438,6 +8926,15 @@ MESSAGES: dict[str, RowCodec[Any]] = {
     "io.pravega.controller.stream.api.grpc.v1.SegmentsAtTime": SegmentsAtTime,
     "io.pravega.controller.stream.api.grpc.v1.SegmentsAtTime.SegmentLocation":
         SegmentsAtTime_SegmentLocation,
+    "io.pravega.controller.stream.api.grpc.v1.SuccessorResponse": SuccessorResponse,
+    "io.pravega.controller.stream.api.grpc.v1.SuccessorResponse.SegmentEntry":
+        SuccessorResponse_SegmentEntry,
+    "io.pravega.controller.stream.api.grpc.v1.ScaleRequest": ScaleRequest,
+    "io.pravega.controller.stream.api.grpc.v1.ScaleRequest.KeyRangeEntry":
+        ScaleRequest_KeyRangeEntry,
+    "io.pravega.controller.stream.api.grpc.v1.ScaleResponse": ScaleResponse,
+    "io.pravega.controller.stream.api.grpc.v1.ScaleStatusRequest": ScaleStatusRequest,
+    "io.pravega.controller.stream.api.grpc.v1.ScaleStatusResponse": ScaleStatusResponse,
     "io.pravega.controller.stream.api.grpc.v1.NodeUri": NodeUri,
     "io.pravega.controller.stream.api.grpc.v1.SegmentValidityResponse": SegmentValidityResponse,
     "io.pravega.controller.stream.api.grpc.v1.DelegationToken": DelegationToken,

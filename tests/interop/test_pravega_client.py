@@ -3,9 +3,9 @@
 Our embedded segment store and test controller run in the test's event loop on 127.0.0.1;
 the Pravega client runs in a subprocess (in-process it can block while holding the GIL) with
 a hard timeout. It creates a scope and streams over gRPC, writes events through our store, and
-our typed reader reads them back; and it reads, as a byte stream, the events our writer wrote
-(its event reader needs a reader group, whose state lives in table segments, which our store
-does not implement).
+our typed reader reads them back; it reads, as a byte stream, the events our writer wrote;
+and its reader group (its state in our store's table segments) reads with an event reader what
+it and our writer wrote.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """A controller's segment table for a segment store in another process.
 
-``ControllerState`` creates, seals and deletes a stream's segments through a ``SegmentTable``.
-Sharing the store's table works only in one process; ``RemoteSegmentTable`` keeps the
-controller's own (in-memory) view and queues each change, and ``sync`` sends the queue to the
-store as CREATE_SEGMENT, SEAL_SEGMENT and DELETE_SEGMENT over the wire protocol. Given to
+``ControllerState`` creates, seals, truncates and deletes a stream's segments through a
+``SegmentTable``. Sharing the store's table works only in one process; ``RemoteSegmentTable``
+keeps the controller's own (in-memory, dataless) view and queues each change, and ``sync``
+sends the queue to the store as CREATE_SEGMENT, SEAL_SEGMENT, TRUNCATE_SEGMENT and
+DELETE_SEGMENT over the wire protocol. Given to
 ``ControllerServer`` as ``after_call``, it runs before every RPC is answered.
 """
 
@@ -24,7 +25,7 @@ __all__ = ["RemoteSegmentTable"]
 
 log = logging.getLogger(__name__)
 
-Operation = Literal["create", "seal", "delete"]
+Operation = Literal["create", "seal", "truncate", "delete"]
 
 # The refusal that means the store is already as the operation would leave it.
 _ALREADY_DONE: dict[Operation, str] = {"create": "SEGMENT_ALREADY_EXISTS",
@@ -46,6 +47,9 @@ class RemoteSegmentTable(SegmentTable):
         self.store = store
         self.timeout = timeout
         self.pending: deque[tuple[Operation, str]] = deque()
+        # Where each queued truncation cuts: the latest one asked, which the store takes as
+        # well as any earlier one (truncating at the start offset again changes nothing).
+        self.truncate_at: dict[str, int] = {}
         self._connection: PravegaConnection | None = None
         self._lock = asyncio.Lock()
 
@@ -58,6 +62,16 @@ class RemoteSegmentTable(SegmentTable):
     def seal(self, segment: Segment) -> None:
         super().seal(segment)
         self.pending.append(("seal", segment.name))
+
+    def truncation_limit(self, segment: Segment) -> int | None:
+        return None  # the view holds no data: the store refuses an offset past its end
+
+    def truncate(self, segment: Segment, offset: int) -> None:
+        if offset < segment.start_offset:
+            raise ValueError(f"truncation offset {offset} below {segment.start_offset}")
+        segment.start_offset = offset  # the view's length follows; it has no bytes to drop
+        self.truncate_at[segment.name] = offset
+        self.pending.append(("truncate", segment.name))
 
     def delete(self, name: str) -> bool:
         deleted = super().delete(name)
@@ -98,6 +112,8 @@ class RemoteSegmentTable(SegmentTable):
             await requests.create_segment(name, 0, 0, "")
         elif operation == "seal":
             await requests.seal_segment(name, "")
+        elif operation == "truncate":
+            await requests.truncate_segment(name, self.truncate_at[name], "")
         else:
             await requests.delete_segment(name, "")
 

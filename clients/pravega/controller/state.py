@@ -1,10 +1,11 @@
 """What the test controller knows, and its answer to each RPC, without any gRPC.
 
-One segment store, streams that never scale: a stream created with N segments gets segments
-0..N-1 of epoch 0, splitting the routing-key space [0, 1) evenly, created in the store's
-``SegmentTable`` when the stream is. Method names are the RPC names of ``ControllerService``;
-each takes the request message and returns the response message (generated from
-``specs/pravega/controller.proto``).
+One segment store. A stream created with N segments gets segments 0..N-1 of epoch 0, splitting
+the routing-key space [0, 1) evenly; a scale seals some and creates their successors
+(``streams``). Segments are created, sealed, truncated and deleted in the store's
+``SegmentTable`` as the stream changes, before the RPC is answered. Method names are the RPC
+names of ``ControllerService``; each takes the request message and returns the response
+message (generated from ``specs/pravega/controller.proto``).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from dataclasses import dataclass, field
 from protoframe.generated.pravega import controller as pb
 
 from ..store.segments import SegmentTable
+from .streams import ScaleRefused, StreamSegment, StreamSegments
 
-__all__ = ["ControllerState", "segment_name"]
+__all__ = ["ControllerState", "parse_segment_name", "segment_name"]
 
 # Listing RPCs page with a continuation token: everything comes in the first page, and this
 # token marks the (empty) page after it, so a client that pages until it is empty stops.
@@ -29,11 +31,30 @@ def segment_name(scope: str, stream: str, segment_id: int) -> str:
     return f"{scope}/{stream}/{number}.#epoch.{epoch}"
 
 
+def parse_segment_name(name: str) -> tuple[str, str, int]:
+    """Scope, stream and packed segment id of a name ``segment_name`` made."""
+    scope, stream, last = _split_name(name)
+    number, _, epoch = last.partition(".#epoch.")
+    if not (number.isdigit() and epoch.isdigit()):
+        raise ValueError(f"not a stream segment name: {name!r}")
+    return scope, stream, (int(epoch) << 32) | int(number)
+
+
+def _split_name(name: str) -> tuple[str, str, str]:
+    parts = name.split("/")
+    if len(parts) != 3 or not all(parts):
+        raise ValueError(f"not a stream segment name: {name!r}")
+    return parts[0], parts[1], parts[2]
+
+
 @dataclass
 class _Stream:
     config: pb.StreamConfig
-    segment_count: int
+    segments: StreamSegments
     sealed: bool = False
+    # The segments of the last truncation's stream cut: where a reader starting at the head
+    # of the stream starts (epoch 0 until the stream is truncated).
+    head: list[int] | None = None
 
 
 @dataclass
@@ -97,9 +118,10 @@ class ControllerState:
             return pb.CreateStreamStatus(status=status.STREAM_EXISTS)
         policy = request.scalingPolicy
         count = max(1, policy.minNumSegments if policy is not None else 1)
-        self.streams[(info.scope, info.stream)] = _Stream(request, count)
-        for number in range(count):
-            self.table.create(segment_name(info.scope, info.stream, number))
+        stream = _Stream(request, StreamSegments.even(count))
+        self.streams[(info.scope, info.stream)] = stream
+        for segment in stream.segments.current:
+            self.table.create(segment_name(info.scope, info.stream, segment.id))
         return pb.CreateStreamStatus(status=status.SUCCESS)
 
     def checkStreamExists(self, request: pb.StreamInfo) -> pb.ExistsResponse:
@@ -124,10 +146,38 @@ class ControllerState:
         if stream is None:
             return pb.UpdateStreamStatus(status=status.STREAM_NOT_FOUND)
         stream.sealed = True
-        for number in range(stream.segment_count):
-            segment = self.table.get(segment_name(request.scope, request.stream, number))
-            if segment is not None:
-                self.table.seal(segment)
+        self._seal(request.scope, request.stream, [s.id for s in stream.segments.current])
+        return pb.UpdateStreamStatus(status=status.SUCCESS)
+
+    def truncateStream(self, request: pb.StreamCut) -> pb.UpdateStreamStatus:
+        """Drop the stream's data before the stream cut: each segment of the cut is truncated
+        at its offset, and the segments wholly before it are deleted, as Pravega does.
+
+        A cut that is not a position of the whole stream (its segments must cover the key
+        space once) or an offset below 0 or past its segment's end fails, changing nothing.
+        An offset at or below a segment's start offset leaves that segment as it is.
+        """
+        status = pb.UpdateStreamStatus.Status
+        info = request.streamInfo or pb.StreamInfo()
+        stream = self.streams.get((info.scope, info.stream))
+        if stream is None:
+            return pb.UpdateStreamStatus(status=status.STREAM_NOT_FOUND)
+        cut = dict(request.cut)
+        if not stream.segments.is_cut(cut):
+            return pb.UpdateStreamStatus(status=status.FAILURE)
+        segments = {i: self.table.get(segment_name(info.scope, info.stream, i)) for i in cut}
+        for i, offset in cut.items():
+            segment = segments[i]
+            limit = self.table.truncation_limit(segment) if segment is not None else None
+            if offset < 0 or segment is None or (limit is not None and offset > limit):
+                return pb.UpdateStreamStatus(status=status.FAILURE)
+        for i, offset in sorted(cut.items()):
+            segment = segments[i]
+            if segment is not None and offset > segment.start_offset:
+                self.table.truncate(segment, offset)
+        for i in sorted(stream.segments.before(cut)):
+            self.table.delete(segment_name(info.scope, info.stream, i))
+        stream.head = sorted(cut)
         return pb.UpdateStreamStatus(status=status.SUCCESS)
 
     def deleteStream(self, request: pb.StreamInfo) -> pb.DeleteStreamStatus:
@@ -138,8 +188,8 @@ class ControllerState:
             return pb.DeleteStreamStatus(status=status.STREAM_NOT_FOUND)
         if not stream.sealed:
             return pb.DeleteStreamStatus(status=status.STREAM_NOT_SEALED)
-        for number in range(stream.segment_count):
-            self.table.delete(segment_name(request.scope, request.stream, number))
+        for segment_id in stream.segments.segments:
+            self.table.delete(segment_name(request.scope, request.stream, segment_id))
         del self.streams[(request.scope, request.stream)]
         return pb.DeleteStreamStatus(status=status.SUCCESS)
 
@@ -157,35 +207,89 @@ class ControllerState:
     # ---- segments --------------------------------------------------------------------------
 
     def getCurrentSegments(self, request: pb.StreamInfo) -> pb.SegmentRanges:
-        """The stream's segments with their key ranges; none once it is sealed."""
+        """The stream's open segments with their key ranges; none once it is sealed."""
         stream = self.streams.get((request.scope, request.stream))
-        count = stream.segment_count if stream is not None and not stream.sealed else 0
+        current = stream.segments.current if stream is not None and not stream.sealed else []
         return pb.SegmentRanges(segmentRanges=[
-            self._range(request.scope, request.stream, number, count) for number in range(count)])
+            _range(request.scope, request.stream, s) for s in current])
 
     def getEpochSegments(self, request: pb.GetEpochSegmentsRequest) -> pb.SegmentRanges:
         info = request.streamInfo or pb.StreamInfo()
         stream = self.streams.get((info.scope, info.stream))
-        count = stream.segment_count if stream is not None and request.epoch == 0 else 0
+        epoch = stream.segments.in_epoch(request.epoch) if stream is not None else []
         return pb.SegmentRanges(segmentRanges=[
-            self._range(info.scope, info.stream, number, count) for number in range(count)])
+            _range(info.scope, info.stream, s) for s in epoch])
 
     def getSegments(self, request: pb.GetSegmentsRequest) -> pb.SegmentsAtTime:
-        """Where each segment's data starts now, whatever the time asked: its start offset,
-        so a reader group that starts at the stream's head skips what was truncated."""
+        """The head of the stream, whatever the time asked: the segments of its last
+        truncation (of epoch 0 before any), each at its start offset, so a reader group that
+        starts at the head skips what was truncated."""
         info = request.streamInfo or pb.StreamInfo()
         stream = self.streams.get((info.scope, info.stream))
-        count = stream.segment_count if stream is not None else 0
+        if stream is None:
+            head: list[int] = []
+        else:
+            head = stream.head if stream.head is not None else stream.segments.epochs[0]
         return pb.SegmentsAtTime(segments=[
             pb.SegmentsAtTime.SegmentLocation(
                 segmentId=pb.SegmentId(streamInfo=_info(info.scope, info.stream),
-                                       segmentId=number),
-                offset=self._start_offset(info.scope, info.stream, number))
-            for number in range(count)])
+                                       segmentId=i),
+                offset=self._start_offset(info.scope, info.stream, i))
+            for i in head])
 
-    def _start_offset(self, scope: str, stream: str, number: int) -> int:
-        segment = self.table.get(segment_name(scope, stream, number))
+    def _start_offset(self, scope: str, stream: str, segment_id: int) -> int:
+        segment = self.table.get(segment_name(scope, stream, segment_id))
         return segment.start_offset if segment is not None else 0
+
+    def getSegmentsImmediatelyFollowing(self, request: pb.SegmentId) -> pb.SuccessorResponse:
+        """The segments that replaced a sealed one, each with all its predecessors."""
+        info = request.streamInfo or pb.StreamInfo()
+        stream = self.streams.get((info.scope, info.stream))
+        following = stream.segments.following(request.segmentId) if stream is not None else []
+        return pb.SuccessorResponse(segments=[
+            pb.SuccessorResponse.SegmentEntry(segment=_range(info.scope, info.stream, s),
+                                              value=list(s.predecessors))
+            for s in following])
+
+    def getSegmentsImmediatlyFollowing(self, request: pb.SegmentId) -> pb.SuccessorResponse:
+        return self.getSegmentsImmediatelyFollowing(request)
+
+    def scale(self, request: pb.ScaleRequest) -> pb.ScaleResponse:
+        """Seal ``sealedSegments`` and create segments for ``newKeyRanges`` at once (the
+        answer's epoch is the one the scale started from; ``checkScale`` reports it done)."""
+        status = pb.ScaleResponse.ScaleStreamStatus
+        info = request.streamInfo or pb.StreamInfo()
+        stream = self.streams.get((info.scope, info.stream))
+        if stream is None or stream.sealed:
+            return pb.ScaleResponse(status=status.FAILURE)
+        epoch = stream.segments.epoch
+        try:
+            created = stream.segments.scale(
+                request.sealedSegments, [(r.start, r.end) for r in request.newKeyRanges])
+        except ScaleRefused:
+            return pb.ScaleResponse(status=status.PRECONDITION_FAILED, epoch=epoch)
+        # Successors exist before their predecessors are sealed, so a writer refused by a
+        # sealed segment always finds where to go.
+        for segment in created:
+            self.table.create(segment_name(info.scope, info.stream, segment.id))
+        self._seal(info.scope, info.stream, sorted(set(request.sealedSegments)))
+        return pb.ScaleResponse(status=status.STARTED, epoch=epoch, segments=[
+            _range(info.scope, info.stream, s) for s in created])
+
+    def checkScale(self, request: pb.ScaleStatusRequest) -> pb.ScaleStatusResponse:
+        """A scale from ``epoch`` is done once the stream is past it (ours finish at once)."""
+        status = pb.ScaleStatusResponse.ScaleStatus
+        info = request.streamInfo or pb.StreamInfo()
+        stream = self.streams.get((info.scope, info.stream))
+        if stream is None or request.epoch >= stream.segments.epoch or request.epoch < 0:
+            return pb.ScaleStatusResponse(status=status.INVALID_INPUT)
+        return pb.ScaleStatusResponse(status=status.SUCCESS)
+
+    def _seal(self, scope: str, stream: str, ids: list[int]) -> None:
+        for segment_id in ids:
+            segment = self.table.get(segment_name(scope, stream, segment_id))
+            if segment is not None:
+                self.table.seal(segment)
 
     def getURI(self, request: pb.SegmentId) -> pb.NodeUri:
         """The one segment store owns every segment."""
@@ -249,12 +353,11 @@ class ControllerState:
             return pb.DeleteReaderGroupStatus(status=status.RG_NOT_FOUND)
         return pb.DeleteReaderGroupStatus(status=status.SUCCESS)
 
-    # ---- helpers ---------------------------------------------------------------------------
 
-    def _range(self, scope: str, stream: str, number: int, count: int) -> pb.SegmentRange:
-        return pb.SegmentRange(segmentId=pb.SegmentId(streamInfo=_info(scope, stream),
-                                                      segmentId=number),
-                               minKey=number / count, maxKey=(number + 1) / count)
+def _range(scope: str, stream: str, segment: StreamSegment) -> pb.SegmentRange:
+    return pb.SegmentRange(segmentId=pb.SegmentId(streamInfo=_info(scope, stream),
+                                                  segmentId=segment.id),
+                           minKey=segment.low, maxKey=segment.high)
 
 
 def _info(scope: str, stream: str) -> pb.StreamInfo:

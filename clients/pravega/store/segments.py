@@ -109,6 +109,10 @@ class SegmentTable:
         segment.last_modified_ms = int(time.time() * 1000)
         self._write_meta(segment)
 
+    def truncation_limit(self, segment: Segment) -> int | None:
+        """The highest offset ``segment`` can be truncated at (None: not known here)."""
+        return segment.length
+
     def delete(self, name: str) -> bool:
         """Forget a segment; False if there was none."""
         if self.segments.pop(name, None) is None:

@@ -105,7 +105,12 @@ class StoreSession:
     def _seal_segment(self, body: frames.SealSegment) -> list[frames.FrameBody]:
         segment = self.table.get(body.segment)
         if segment is None:
-            return [_no_such_segment(body.request_id, body.segment)]
+            # A table segment is a segment too: sealing it stops its updates, as in Pravega.
+            table = self.tables.get(body.segment)
+            if table is None:
+                return [_no_such_segment(body.request_id, body.segment)]
+            self.tables.seal(table)
+            return [frames.SegmentSealed(request_id=body.request_id, segment=body.segment)]
         self.table.seal(segment)
         return [frames.SegmentSealed(request_id=body.request_id, segment=body.segment)]
 
@@ -207,6 +212,12 @@ class StoreSession:
 
     def _segment_info(self, body: frames.GetStreamSegmentInfo) -> list[frames.FrameBody]:
         segment = self.table.get(body.segment)
+        table = self.tables.get(body.segment) if segment is None else None
+        if table is not None:
+            return [frames.StreamSegmentInfo(
+                request_id=body.request_id, segment=body.segment, exists=True,
+                is_sealed=table.sealed, is_deleted=False, last_modified=0,
+                write_offset=table.length, start_offset=0)]
         if segment is None:
             # As the Java store answers: a missing segment is described, not refused.
             return [frames.StreamSegmentInfo(

@@ -2,9 +2,10 @@
 
 ``TableRequests`` maps each table request body to its reply bodies over a ``TableStore``.
 Refusals the protocol has replies for (a missing table segment or key, a bad version, a table
-segment that is not empty) are replies; malformed requests (an empty key, a continuation token
-we never issued, a reply that would not fit in a frame) are ERROR_MESSAGE with the illegal
-argument code, as the Java store answers an ``IllegalArgumentException``.
+segment that is not empty, an update of a sealed one) are replies; malformed requests (an
+empty key, a continuation token we never issued, a reply that would not fit in a frame) are
+ERROR_MESSAGE with the illegal argument code, as the Java store answers an
+``IllegalArgumentException``.
 
 Memory per request is bounded: a page of keys or entries stops at ``max_read_size`` bytes of
 keys and values (and at the suggested count), and a READ_TABLE whose answer would not fit in
@@ -20,7 +21,14 @@ from typing import Any
 from protoframe.generated.pravega import frames
 
 from ..table_keys import NO_VERSION, NOT_EXISTS, TableEntry
-from .tables import KeyDoesNotExist, TableConflict, TableSegment, TableStore, record_size
+from .tables import (
+    KeyDoesNotExist,
+    TableConflict,
+    TableSealed,
+    TableSegment,
+    TableStore,
+    record_size,
+)
 
 __all__ = ["ILLEGAL_ARGUMENT", "TableRequests"]
 
@@ -97,6 +105,8 @@ class TableRequests:
             versions = self.store.put(table, updates)
         except TableConflict as exc:
             return [_conflict(body.request_id, body.segment, exc)]
+        except TableSealed:
+            return [_sealed(body.request_id, table)]
         return [frames.TableEntriesUpdated(request_id=body.request_id,
                                            updated_versions=versions)]
 
@@ -112,6 +122,8 @@ class TableRequests:
             self.store.remove(table, [(k.data, _version(k)) for k in body.keys])
         except TableConflict as exc:
             return [_conflict(body.request_id, body.segment, exc)]
+        except TableSealed:
+            return [_sealed(body.request_id, table)]
         return [frames.TableKeysRemoved(request_id=body.request_id, segment=body.segment)]
 
     def _check_keys(self, request_id: int, table: TableSegment,
@@ -260,6 +272,10 @@ def _conflict(request_id: int, segment: str, exc: TableConflict) -> frames.Frame
                                            server_stack_trace="")
     return frames.TableKeyBadVersion(request_id=request_id, segment=segment,
                                      server_stack_trace="")
+
+
+def _sealed(request_id: int, table: TableSegment) -> frames.SegmentIsSealed:
+    return frames.SegmentIsSealed(request_id=request_id, segment=table.name, offset=table.length)
 
 
 def _no_such_segment(request_id: int, segment: str, offset: int = -1) -> frames.NoSuchSegment:

@@ -11,6 +11,10 @@ acknowledged, and replayed when the store starts again. A record cut short by a 
 never acknowledged and is dropped on load. Records are ours (a tag, then the key and the value
 with i32 lengths), not Pravega's on-disk format; the file starts with a settings record (the
 fixed key length as its key length, no key or value bytes).
+
+A table segment is sealed, as a stream segment is, by SEAL_SEGMENT: it keeps its entries for
+reads and refuses every update and removal from then on. Sealing is a record of its own in the
+file (no key or value), so it survives a restart; it does not move the segment's length.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ __all__ = [
     "KeyDoesNotExist",
     "TableConflict",
     "TableEntry",
+    "TableSealed",
     "TableSegment",
     "TableStore",
     "record_size",
@@ -40,7 +45,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_PUT, _REMOVE, _SETTINGS = 1, 2, 3
+_PUT, _REMOVE, _SETTINGS, _SEAL = 1, 2, 3, 4
 _HEADER = struct.Struct(">Bii")  # tag, key length, value length
 
 
@@ -55,6 +60,15 @@ class TableConflict(Exception):  # noqa: N818 - a refusal, not an internal failu
     def __init__(self, key: bytes) -> None:
         super().__init__(key)
         self.key = key
+
+
+class TableSealed(Exception):  # noqa: N818 - a refusal, not an internal failure
+    """An update or removal of a sealed table segment; nothing was written."""
+
+
+def _check_open(segment: TableSegment) -> None:
+    if segment.sealed:
+        raise TableSealed(segment.name)
 
 
 class KeyDoesNotExist(TableConflict):
@@ -77,6 +91,7 @@ class TableSegment:
     key_length: int = 0
     # The live keys in byte order, kept as they change so a page does not sort the table.
     ordered: list[bytes] = field(default_factory=list)
+    sealed: bool = False
 
     def check(self, key: bytes, expected: int) -> None:
         """Raise the refusal for an update of ``key`` conditional on ``expected``."""
@@ -148,6 +163,16 @@ class TableStore:
             self._path(name).write_bytes(_HEADER.pack(_SETTINGS, key_length, 0))
         return segment
 
+    def seal(self, segment: TableSegment) -> None:
+        """Refuse further updates and removals of ``segment`` (sealing twice is harmless)."""
+        if segment.sealed:
+            return
+        if self.directory is not None:
+            with self._path(segment.name).open("ab") as file:
+                file.write(_HEADER.pack(_SEAL, 0, 0))
+                file.flush()
+        segment.sealed = True
+
     def delete(self, name: str) -> bool:
         """Forget a table segment; False if there was none."""
         if self.segments.pop(name, None) is None:
@@ -162,7 +187,9 @@ class TableStore:
 
         Every condition is checked against the segment as the batch finds it before anything
         is written, so a refusal (``KeyDoesNotExist``, ``BadKeyVersion``) leaves it unchanged.
+        A sealed segment refuses with ``TableSealed``.
         """
+        _check_open(segment)
         for key, _, expected in updates:
             segment.check(key, expected)
         self._persist(segment, ((key, value) for key, value, _ in updates))
@@ -170,7 +197,8 @@ class TableStore:
 
     def remove(self, segment: TableSegment, keys: Sequence[tuple[bytes, int]]) -> None:
         """Remove ``(key, expected_version)`` keys, all or none; an absent key removed
-        unconditionally is no error (and no record)."""
+        unconditionally is no error (and no record); ``TableSealed`` if sealed."""
+        _check_open(segment)
         for key, expected in keys:
             segment.check(key, expected)
         present = [key for key, _ in keys if key in segment.entries]
@@ -211,9 +239,13 @@ class TableStore:
             while position + _HEADER.size <= len(data):
                 tag, key_size, value_size = _HEADER.unpack_from(data, position)
                 end = position + _HEADER.size + key_size + value_size
-                if tag not in (_PUT, _REMOVE) or key_size < 0 or value_size < 0 \
+                if tag not in (_PUT, _REMOVE, _SEAL) or key_size < 0 or value_size < 0 \
                         or end > len(data):
                     break
+                if tag == _SEAL:
+                    segment.sealed = True
+                    position = end
+                    continue
                 key = data[position + _HEADER.size:position + _HEADER.size + key_size]
                 value = data[position + _HEADER.size + key_size:end]
                 segment.apply(key, value if tag == _PUT else None)

@@ -4,8 +4,8 @@ Both files are compiled with protoc (grpcio-tools) and compared as descriptors: 
 every message we declare (fields: name, number, type, label, message/enum type, proto3
 ``optional``; nested enums and their values; nested messages) and every RPC we declare
 (request and response types) must be upstream's. The one difference is the selection: messages
-and RPCs our controller does not use (``SuccessorResponse``, ``getSegmentsImmediatelyFollowing``
-and others) are left out. A round trip through the official protobuf runtime shows that the
+and RPCs our controller does not use (transactions, key-value tables, subscribers and others)
+are left out. A round trip through the official protobuf runtime shows that the
 bytes are the same.
 """
 
@@ -84,9 +84,11 @@ def test_every_message_matches_upstream_field_by_field(
             [n.name for n in upstream.nested_type], name
         assert len(message.oneof_decl) == len(upstream.oneof_decl) == 0, name
         enum_fields += sum(f.type == FieldDescriptorProto.TYPE_ENUM for f in message.field)
-    # The proto3 enum fields with implicit presence, as upstream declares them.
-    assert enum_fields == 15
+    # The proto3 enum fields with implicit presence, as upstream declares them: 15, and the
+    # status of ScaleResponse and ScaleStatusResponse.
+    assert enum_fields == 17
     assert "SegmentsAtTime.SegmentLocation" in ours
+    assert {"SuccessorResponse.SegmentEntry", "ScaleRequest.KeyRangeEntry"} <= set(ours)
 
 
 def test_every_rpc_matches_upstream(files: tuple[FileProto, FileProto]) -> None:
@@ -139,3 +141,43 @@ def test_our_bytes_parse_with_upstream_schema(files: tuple[FileProto, FileProto]
     assert decoded.scalingPolicy is not None and decoded.scalingPolicy.minNumSegments == 3
     assert decoded.scalingPolicy.scaleType == \
         pb.ScalingPolicy.ScalingPolicyType.BY_RATE_IN_KBYTES_PER_SEC
+
+
+def test_scale_successor_and_cut_bytes_parse_with_upstream_schema(
+        files: tuple[FileProto, FileProto]) -> None:
+    """The messages of scaling, successors and stream truncation, both ways."""
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(files[1])
+
+    def upstream(name: str) -> Any:
+        return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{PACKAGE}.{name}"))
+
+    info = pb.StreamInfo(scope="sc", stream="st")
+    scale = pb.ScaleRequest(streamInfo=info, sealedSegments=[0, (1 << 32) | 3],
+                            newKeyRanges=[pb.ScaleRequest.KeyRangeEntry(start=0.0, end=0.5),
+                                          pb.ScaleRequest.KeyRangeEntry(start=0.5, end=1.0)],
+                            scaleTimestamp=12)
+    parsed = upstream("ScaleRequest").FromString(scale.encode())
+    assert list(parsed.sealedSegments) == [0, (1 << 32) | 3]
+    assert [(r.start, r.end) for r in parsed.newKeyRanges] == [(0.0, 0.5), (0.5, 1.0)]
+    assert pb.ScaleRequest.decode(parsed.SerializeToString()) == scale
+
+    successors = pb.SuccessorResponse(segments=[pb.SuccessorResponse.SegmentEntry(
+        segment=pb.SegmentRange(segmentId=pb.SegmentId(streamInfo=info, segmentId=(2 << 32) | 4),
+                                minKey=0.25, maxKey=1.0),
+        value=[1, (1 << 32) | 3])])
+    parsed = upstream("SuccessorResponse").FromString(successors.encode())
+    assert parsed.segments[0].segment.segmentId.segmentId == (2 << 32) | 4
+    assert list(parsed.segments[0].value) == [1, (1 << 32) | 3]
+    assert pb.SuccessorResponse.decode(parsed.SerializeToString()) == successors
+
+    cut = upstream("StreamCut")()
+    cut.streamInfo.scope = "sc"
+    cut.cut[(1 << 32) | 3] = 120
+    cut.cut[1] = 0
+    assert pb.StreamCut.decode(cut.SerializeToString()).cut == {(1 << 32) | 3: 120, 1: 0}
+
+    response = pb.ScaleResponse(status=pb.ScaleResponse.ScaleStreamStatus.PRECONDITION_FAILED,
+                                epoch=3)
+    parsed = upstream("ScaleResponse").FromString(response.encode())
+    assert (parsed.status, parsed.epoch) == (2, 3)

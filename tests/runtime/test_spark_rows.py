@@ -440,7 +440,7 @@ def test_frame_kinds_round_trip(demo: ModuleType) -> None:
     assert [demo.command_name(v) for v in values] == ["HELLO", "BYE"]
     assert demo.decode_frame(values[1].encode()) == (values[1], None)
     frame, error = demo.decode_frame(b"\x00\x00\x00\x01\x09")
-    assert frame is None and error is not None and error.startswith("UnknownCommandError")
+    assert frame is None and error is not None and error.startswith("UnknownCommandTypeError")
 
 
 # --- bad rows ----------------------------------------------------------------------------------

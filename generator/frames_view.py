@@ -16,6 +16,7 @@ import ast
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from protoframe.generator.codewriter import bytes_literal, docstring, q, raise_line
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.expr import Expr
 from protoframe.generator.frame_checks import frame_length_field, path_attrs
@@ -40,7 +41,6 @@ from protoframe.generator.frame_ir import (
     nested_struct,
 )
 from protoframe.generator.frame_layouts import layout_lines
-from protoframe.generator.pyview import bytes_literal, docstring, q
 
 _STRUCT_CODES = {(1, False): "B", (2, False): "H", (4, False): "I", (8, False): "Q",
                  (1, True): "b", (2, True): "h", (4, True): "i", (8, True): "q"}
@@ -247,29 +247,13 @@ def _int(f: FrameField) -> IntField:
 
 def _raise(exc: str, message: str, *, fmt: bool = True, extra: str = "",
            suffix: str = "") -> list[str]:
-    """``raise exc(message[, extra])[ suffix]``, split so that no line needs wrapping.
+    """``raise exc(message[, extra])[ suffix]``: the message stays one literal."""
+    return [raise_line(exc, message, fmt=fmt, extra=extra, suffix=suffix)]
 
-    The wrapper that runs over generated code cannot split string literals, and the depth a
-    line ends up at is not known here, so long messages become adjacent literals, broken at
-    spaces outside ``{...}``.
-    """
-    prefix = "f" if fmt and "{" in message else ""
-    one = f"raise {exc}({prefix}{q(message)}{extra}){suffix}"
-    if len(one) <= 76:
-        return [one]
-    pieces: list[str] = []
-    depth, start = 0, 0
-    for i, ch in enumerate(message):
-        depth += {"{": 1, "}": -1}.get(ch, 0)
-        if ch == " " and depth == 0 and i - start >= 40:
-            pieces.append(message[start : i + 1])
-            start = i + 1
-    pieces.append(message[start:])
-    lines = [f"raise {exc}("]
-    lines += [f"    {prefix if '{' in piece else ''}{q(piece)}" for piece in pieces]
-    if extra:
-        lines[-1] += extra
-    return [*lines, f"){suffix}"]
+
+def _at(base: str, offset: int) -> str:
+    """``base + offset``, or ``base`` alone for offset 0."""
+    return f"{base} + {offset}" if offset else base
 
 
 def _indent(lines: list[str], depth: int = 1) -> list[str]:
@@ -496,13 +480,17 @@ class _Decoder:
             self.ctx.uses.add("errors:ChecksumFailure")
         for f in s.fields:
             self.field(f)
-        if s.trailing == "ignore":
+        # A last field read to ``end`` has left nothing over: no skip, no check.
+        at_end = bool(self.out) and self.out[-1] == "pos = end"
+        if at_end:
+            pass
+        elif s.trailing == "ignore":
             self.out.append("pos = end  # trailing bytes this spec does not know are skipped")
         elif self.consumes_rest:
             self.ctx.uses.add("errors:SizeMismatchError")
             self.out += ["if pos != end:", *_indent(_raise(
-                "SizeMismatchError", f"{s.name}: {{end - pos}} bytes left over after the "
-                "last field"))]
+                "SizeMismatchError",
+                f"{s.name}: {{end - pos}} bytes left over after the last field"))]
         # Decoded values skip the keyword constructor: every field is already checked here.
         self.out.append("obj = cls.__new__(cls)")
         self.out += [f"obj.{f.name} = f_{f.name}" for f in s.data_fields]
@@ -696,7 +684,9 @@ class _Decoder:
                                 signed=signed, order=self.s_order())
             lines = self.int_read(fake, "n")
             self.ctx.uses.add("protowire:truncated")
-            lines += ["vend = pos + n", "if n < 0 or vend > end:",
+            # An unsigned prefix is never negative.
+            check = "n < 0 or " if isinstance(fake, IntField) and fake.signed else ""
+            lines += ["vend = pos + n", f"if {check}vend > end:",
                       f"    raise truncated({self.where(f)})"]
             return lines, "vend"
         if not self.in_range:
@@ -1363,7 +1353,7 @@ def _magic_checks(ctx: _Ctx, frame: StructDef, upto: int) -> list[str]:
         if f.const is not None and isinstance(f, IntField) and not f.marker:
             packer = ctx.packer(f.width, f.signed, f.order)
             ctx.uses.add("errors:BadMagicError")
-            lines += [f"magic = {packer}.unpack_from(buf, pos + {offset})[0]",
+            lines += [f"magic = {packer}.unpack_from(buf, {_at('pos', offset)})[0]",
                       f"if magic != {f.const:#x}:", *_indent(_raise(
                           "BadMagicError", f"{frame.name}.{f.name}: expected {f.const:#x}, "
                           "got {magic:#x}"))]
@@ -1384,13 +1374,16 @@ def _length_lines(ctx: _Ctx, frame: StructDef) -> list[str]:
         packer = ctx.packer(f.width, f.signed, f.order)
         ctx.uses.add("errors:FrameTooLargeError")
         ctx.uses.add("errors:SizeMismatchError")
+        # An unsigned length cannot make the size smaller than the header.
+        negative = [f"if size < {header + between}:",
+                    "    raise SizeMismatchError(f\"negative frame length {size}\")"]
         return [
             f"if end - pos < {header}:",
             "    return None",
             *_magic_checks(ctx, frame, header),
-            f"size: int = {header + between} + {packer}.unpack_from(buf, pos + {offset})[0]",
-            f"if size < {header + between}:",
-            "    raise SizeMismatchError(f\"negative frame length {size}\")",
+            f"size: int = {header + between} + "
+            f"{packer}.unpack_from(buf, {_at('pos', offset)})[0]",
+            *(negative if f.signed else []),
             "if size > limit:",
             "    raise FrameTooLargeError(f\"frame of {size} bytes is over the "
             "{limit}-byte limit\")",
@@ -1403,7 +1396,7 @@ def _length_lines(ctx: _Ctx, frame: StructDef) -> list[str]:
     ctx.uses.add("errors:FrameTooLargeError")
     most = f"min({f.max_blocks}, limit // {lw})" if f.max_blocks else f"limit // {lw}"
     return [
-        f"p = pos + {offset}",
+        f"p = {_at('pos', offset)}",
         f"if end - p < {cw}:",
         "    return None",
         *_magic_checks(ctx, frame, offset),

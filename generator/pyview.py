@@ -8,11 +8,10 @@ seventy fields costs seven comparisons per field rather than seventy.
 
 from __future__ import annotations
 
-import json
 import re
-import textwrap
 from dataclasses import dataclass, field
 
+from protoframe.generator.codewriter import bytes_literal, docstring, isort_key, q
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.ir import (
     PACKABLE,
@@ -26,6 +25,7 @@ from protoframe.generator.ir import (
     PresentNames,
     ProtoFile,
 )
+from protoframe.generator.linefit import fit_appends
 from protoframe.runtime.codec.vocabulary import FIELD_KINDS, FIELD_MODES
 
 # How each scalar is encoded: (wire type, function producing the value's bytes).
@@ -100,34 +100,6 @@ def varint_literal(value: int) -> bytes:
         value >>= 7
     out.append(value)
     return bytes(out)
-
-
-def bytes_literal(data: bytes) -> str:
-    return 'b"' + "".join(f"\\x{b:02x}" for b in data) + '"'
-
-
-def q(text: str) -> str:
-    """A double-quoted Python string literal."""
-    return json.dumps(text)
-
-
-def docstring(text: str, indent: str, width: int = 100) -> str:
-    """A triple-quoted docstring literal for ``text``, indented and wrapped for its block."""
-    text = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"').strip()
-    room = max(40, width - len(indent))
-    lines: list[str] = []
-    for raw in text.splitlines() or [""]:
-        lead = raw[: len(raw) - len(raw.lstrip())]
-        hang = lead + ("    " if lead else "")
-        # The first line also carries the opening quotes.
-        limit = room - 3 if not lines else room
-        lines += textwrap.wrap(raw, width=limit, initial_indent="", subsequent_indent=hang,
-                               break_long_words=False, break_on_hyphens=False) or [""]
-    if len(lines) == 1 and len(lines[0]) + 6 <= room:
-        return f'"""{lines[0]}"""'
-    body = "\n".join((indent + line) if line.strip() else "" for line in lines[1:])
-    tail = "\n" if len(lines) > 1 else ""
-    return f'"""{lines[0]}\n{body}{tail}{indent}"""'
 
 
 @dataclass
@@ -433,19 +405,12 @@ def _runtime_imports(body: str, has_messages: bool, has_enums: bool) -> list[str
         words |= {"number_table", "ProtoEnumType"}
     out = []
     for module, names in _RUNTIME_MODULES.items():
-        used = sorted((n for n in names if n in words), key=_isort_key)
+        used = sorted((n for n in names if n in words), key=isort_key)
         if used:
             out.append(f"from {module} import (")
             out += [f"    {n}," for n in used]
             out.append(")")
     return out
-
-
-def _isort_key(name: str) -> tuple[int, str]:
-    """isort's order-by-type within one import: CONSTANTS, then Classes, then functions."""
-    if name.isupper() and len(name) > 1:
-        return 0, name
-    return (1 if name[:1].isupper() else 2), name
 
 
 def _all_lines(v: MessageView) -> list[str]:
@@ -507,7 +472,7 @@ def _message_view(py: _Python, m: MessageType, depth: int) -> MessageView:
         init_doc=docstring(init_text, ind + "    "),
         fields=fields,
         oneofs=oneofs,
-        encode_lines=_fit(_encode_lines(m, present), len(ind) + 4),
+        encode_lines=fit_appends(_encode_lines(m, present), len(ind) + 4),
         decode_lines=_decode_lines(py, m, present),
         nested_enums=[_enum_view(e, depth + 1) for e in m.enums],
         nested_messages=[_message_view(py, n, depth + 1) for n in m.messages
@@ -690,23 +655,6 @@ def _len_prefixed(data: str, out: str) -> list[str]:
             f"{out}.append({data})"]
 
 
-_CONDITIONAL_APPEND = re.compile(r"^(\s*)(\w+)\.append\((.+) if (.+) else (.+)\)$")
-
-
-def _fit(lines: list[str], indent: int, limit: int = 100) -> list[str]:
-    """Spell out ``x.append(a if c else b)`` as an if statement where it would be too long."""
-    out: list[str] = []
-    for line in lines:
-        match = _CONDITIONAL_APPEND.match(line)
-        if match is None or indent + len(line) <= limit:
-            out.append(line)
-            continue
-        lead, target, then, cond, other = match.groups()
-        out += [f"{lead}if {cond}:", f"{lead}    {target}.append({then})", f"{lead}else:",
-                f"{lead}    {target}.append({other})"]
-    return out
-
-
 def _field_bytes(t: FieldType, number: int, var: str, out: str = "parts") -> list[str]:
     """Statements appending tag and value of field ``number`` holding ``var`` to ``out``."""
     if t.kind == "bool":
@@ -793,17 +741,17 @@ def _declare_lists(lines: list[str]) -> list[str]:
 
 def _encode_field(m: MessageType, f: Field) -> list[str]:
     """Statements appending one field to ``parts`` (nothing when it is unset or empty)."""
-    v = f"v{f.number}"
+    v = f"v_{f.py_name}"
     if f.is_map:
         assert f.map_key is not None and f.map_value is not None
-        k, val = f"k{f.number}", f"val{f.number}"
+        k, val = f"k_{f.py_name}", f"val_{f.py_name}"
         lines = [f"for {k}, {val} in self.{f.py_name}.items():", "    entry = []"]
         lines += ["    " + s for s in _field_bytes(f.map_key, 1, k, "entry")]
         lines += ["    " + s for s in _field_bytes(f.map_value, 2, val, "entry")]
         lines += [f"    parts.append({_tag(f.number, 2)})", "    data = b\"\".join(entry)"]
         return lines + ["    " + s for s in _len_prefixed("data", "parts")]
     if f.label is Label.REPEATED:
-        item = f"item{f.number}"
+        item = f"item_{f.py_name}"
         if f.packed:
             lines = [f"{v} = self.{f.py_name}", f"if {v}:", "    packed = []",
                      f"    for {item} in {v}:"]
@@ -873,15 +821,16 @@ def _decode_value(
     if kind in _INLINE_VARINTS:
         # Integer fields often hold values of two to four bytes (ids, sizes): read those here
         # rather than through a call. They are below 2**28, so need no sign conversion.
-        lines += ["elif (b1 := buf[pos + 1]) < 0x80:",
-                  "    raw = raw & 0x7F | b1 << 7",
+        # ``second`` .. ``fourth`` are the varint's bytes after the first.
+        lines += ["elif (second := buf[pos + 1]) < 0x80:",
+                  "    raw = raw & 0x7F | second << 7",
                   "    pos += 2",
-                  "elif (b2 := buf[pos + 2]) < 0x80:",
-                  "    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14",
+                  "elif (third := buf[pos + 2]) < 0x80:",
+                  "    raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14",
                   "    pos += 3",
-                  "elif (b3 := buf[pos + 3]) < 0x80:",
-                  "    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14",
-                  "    raw |= b3 << 21",
+                  "elif (fourth := buf[pos + 3]) < 0x80:",
+                  "    raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14",
+                  "    raw |= fourth << 21",
                   "    pos += 4"]
     lines += ["else:", "    raw, pos = read_varint(buf, pos)"]
     if kind in _VARINT_SLOW:
@@ -904,8 +853,8 @@ def _closed_enum(t: FieldType) -> bool:
 
 def _map_case(py: _Python, f: Field, where: str) -> _Case:
     assert f.map_key is not None and f.map_value is not None
-    n = f.number
-    local, k, val, raw_val = f"f{n}", f"k{n}", f"val{n}", f"x{n}"
+    name = f.py_name
+    local, k, val, raw_val = f"f_{name}", f"k_{name}", f"val_{name}", f"x_{name}"
     ktag = varint_literal(1 << 3 | _wire(f.map_key))[0]
     vtag = varint_literal(2 << 3 | _wire(f.map_value))[0]
     body = [*_read_len("eend", where), f"{k} = {_zero_of(py, f.map_key)}",
@@ -938,7 +887,7 @@ def _decode_lines(py: _Python, m: MessageType, present: PresentNames | None) -> 
     if sparse:
         init.append("present: dict[str, Any] = {}")
     for f in m.fields:
-        local, tmp = f"f{f.number}", f"x{f.number}"
+        local, tmp = f"f_{f.py_name}", f"x_{f.py_name}"
         where = f"{m.py_path}.{f.proto_name}"
         if f.number in sparse:
             # A repeated occurrence replaces the earlier value, as for a slot.
@@ -990,7 +939,7 @@ def _decode_lines(py: _Python, m: MessageType, present: PresentNames | None) -> 
         else:
             one = [*_decode_value(py, f.type, local, where)]
         if f.oneof is not None:
-            one += [f"f{g.number} = None" for g in m.fields
+            one += [f"f_{g.py_name} = None" for g in m.fields
                     if g.oneof == f.oneof and g is not f]
         cases.append(_Case(f.number << 3 | _wire(f.type), one))
     cases.sort(key=lambda c: c.tag)
@@ -999,8 +948,8 @@ def _decode_lines(py: _Python, m: MessageType, present: PresentNames | None) -> 
              "            pos += 1"]
     if any(f.number >= 16 for f in m.fields):
         # Fields 16 to 2047 have two-byte tags.
-        lines += ["        elif (b1 := buf[pos + 1]) < 0x80:",
-                  "            tag = tag & 0x7F | b1 << 7",
+        lines += ["        elif (second := buf[pos + 1]) < 0x80:",
+                  "            tag = tag & 0x7F | second << 7",
                   "            pos += 2"]
     lines += ["        else:", "            tag, pos = read_varint(buf, pos)"]
     fallback = ["pos = skip_field(buf, pos, end, tag)",
@@ -1018,10 +967,10 @@ def _decode_lines(py: _Python, m: MessageType, present: PresentNames | None) -> 
     lines += ["if pos != end:", f"    raise truncated({name})"]
     for f in m.fields:
         if f.presence is Presence.REQUIRED:
-            lines += [f"if f{f.number} is None:",
+            lines += [f"if f_{f.py_name} is None:",
                       f"    raise MissingRequiredFieldError({q(m.py_path)}, {q(f.proto_name)})"]
     lines.append("msg = new_instance(cls)")
-    lines += [f"msg.{f.storage} = f{f.number}" for f in m.fields if f.number not in sparse]
+    lines += [f"msg.{f.storage} = f_{f.py_name}" for f in m.fields if f.number not in sparse]
     if present is not None:
         lines.append(f"msg.{present.slot} = present")
     lines += ['msg._unknown = b"" if unknown is None else bytes(unknown)', "return msg"]

@@ -210,10 +210,10 @@ class ServerResponse(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        for item1 in self.nodeURI:
+        for item_nodeURI in self.nodeURI:
             parts.append(b"\x0a")
             sub = []
-            item1._encode(sub)
+            item_nodeURI._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -230,7 +230,7 @@ class ServerResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: list[NodeUri] = []
+        f_nodeURI: list[NodeUri] = []
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -249,9 +249,9 @@ class ServerResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ServerResponse.nodeURI")
-                    x1 = NodeUri.decode_from(buf, pos, vend)
+                    x_nodeURI = NodeUri.decode_from(buf, pos, vend)
                     pos = vend
-                    f1.append(x1)
+                    f_nodeURI.append(x_nodeURI)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -260,7 +260,7 @@ class ServerResponse(Message):
         if pos != end:
             raise truncated("ServerResponse")
         msg = new_instance(cls)
-        msg.nodeURI = f1
+        msg.nodeURI = f_nodeURI
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -313,10 +313,10 @@ class ScopeInfo(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.scope
-        if v1:
+        v_scope = self.scope
+        if v_scope:
             parts.append(b"\x0a")
-            data = v1.encode()
+            data = v_scope.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -332,7 +332,7 @@ class ScopeInfo(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str = ''
+        f_scope: str = ''
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -351,7 +351,7 @@ class ScopeInfo(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ScopeInfo.scope")
-                    f1 = buf[pos:vend].decode()
+                    f_scope = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -363,7 +363,7 @@ class ScopeInfo(Message):
         if pos != end:
             raise truncated("ScopeInfo")
         msg = new_instance(cls)
-        msg.scope = f1
+        msg.scope = f_scope
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -426,10 +426,13 @@ class CreateScopeStatus(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.status
-        if v1:
+        v_status = self.status
+        if v_status:
             parts.append(b"\x08")
-            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
+            if 0 <= v_status < 0x4000:
+                parts.append(SMALL_VARINTS[v_status])
+            else:
+                parts.append(int32_bytes(v_status))
         if self._unknown:
             parts.append(self._unknown)
 
@@ -442,7 +445,7 @@ class CreateScopeStatus(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: CreateScopeStatus.Status | int = CreateScopeStatus.Status.SUCCESS
+        f_status: CreateScopeStatus.Status | int = CreateScopeStatus.Status.SUCCESS
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -459,7 +462,7 @@ class CreateScopeStatus(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f1 = _CreateScopeStatus_Status_BY_NUMBER.get(raw, raw)
+                    f_status = _CreateScopeStatus_Status_BY_NUMBER.get(raw, raw)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -468,7 +471,7 @@ class CreateScopeStatus(Message):
         if pos != end:
             raise truncated("CreateScopeStatus")
         msg = new_instance(cls)
-        msg.status = f1
+        msg.status = f_status
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -531,10 +534,13 @@ class DeleteScopeStatus(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.status
-        if v1:
+        v_status = self.status
+        if v_status:
             parts.append(b"\x08")
-            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
+            if 0 <= v_status < 0x4000:
+                parts.append(SMALL_VARINTS[v_status])
+            else:
+                parts.append(int32_bytes(v_status))
         if self._unknown:
             parts.append(self._unknown)
 
@@ -547,7 +553,7 @@ class DeleteScopeStatus(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: DeleteScopeStatus.Status | int = DeleteScopeStatus.Status.SUCCESS
+        f_status: DeleteScopeStatus.Status | int = DeleteScopeStatus.Status.SUCCESS
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -564,7 +570,7 @@ class DeleteScopeStatus(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f1 = _DeleteScopeStatus_Status_BY_NUMBER.get(raw, raw)
+                    f_status = _DeleteScopeStatus_Status_BY_NUMBER.get(raw, raw)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -573,7 +579,7 @@ class DeleteScopeStatus(Message):
         if pos != end:
             raise truncated("DeleteScopeStatus")
         msg = new_instance(cls)
-        msg.status = f1
+        msg.status = f_status
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -626,9 +632,9 @@ class ExistsResponse(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.exists
-        if v1:
-            parts.append(b"\x08\x01" if v1 else b"\x08\x00")
+        v_exists = self.exists
+        if v_exists:
+            parts.append(b"\x08\x01" if v_exists else b"\x08\x00")
         if self._unknown:
             parts.append(self._unknown)
 
@@ -641,7 +647,7 @@ class ExistsResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: bool = False
+        f_exists: bool = False
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -657,7 +663,7 @@ class ExistsResponse(Message):
                         pos += 1
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw != 0
+                    f_exists = raw != 0
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -666,7 +672,7 @@ class ExistsResponse(Message):
         if pos != end:
             raise truncated("ExistsResponse")
         msg = new_instance(cls)
-        msg.exists = f1
+        msg.exists = f_exists
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -719,10 +725,10 @@ class ContinuationToken(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.token
-        if v1:
+        v_token = self.token
+        if v_token:
             parts.append(b"\x0a")
-            data = v1.encode()
+            data = v_token.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -738,7 +744,7 @@ class ContinuationToken(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str = ''
+        f_token: str = ''
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -757,7 +763,7 @@ class ContinuationToken(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ContinuationToken.token")
-                    f1 = buf[pos:vend].decode()
+                    f_token = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -769,7 +775,7 @@ class ContinuationToken(Message):
         if pos != end:
             raise truncated("ContinuationToken")
         msg = new_instance(cls)
-        msg.token = f1
+        msg.token = f_token
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -827,11 +833,11 @@ class ScopesRequest(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.continuationToken
-        if v1 is not None:
+        v_continuationToken = self.continuationToken
+        if v_continuationToken is not None:
             parts.append(b"\x0a")
             sub = []
-            v1._encode(sub)
+            v_continuationToken._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -848,7 +854,7 @@ class ScopesRequest(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: ContinuationToken | None = None
+        f_continuationToken: ContinuationToken | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -867,7 +873,7 @@ class ScopesRequest(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ScopesRequest.continuationToken")
-                    f1 = ContinuationToken.decode_from(buf, pos, vend)
+                    f_continuationToken = ContinuationToken.decode_from(buf, pos, vend)
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -877,7 +883,7 @@ class ScopesRequest(Message):
         if pos != end:
             raise truncated("ScopesRequest")
         msg = new_instance(cls)
-        msg.continuationToken = f1
+        msg.continuationToken = f_continuationToken
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -939,17 +945,17 @@ class ScopesResponse(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        for item1 in self.scopes:
+        for item_scopes in self.scopes:
             parts.append(b"\x0a")
-            data = item1.encode()
+            data = item_scopes.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.continuationToken
-        if v2 is not None:
+        v_continuationToken = self.continuationToken
+        if v_continuationToken is not None:
             parts.append(b"\x12")
             sub = []
-            v2._encode(sub)
+            v_continuationToken._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -966,8 +972,8 @@ class ScopesResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: list[str] = []
-        f2: ContinuationToken | None = None
+        f_scopes: list[str] = []
+        f_continuationToken: ContinuationToken | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -986,9 +992,9 @@ class ScopesResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ScopesResponse.scopes")
-                    x1 = buf[pos:vend].decode()
+                    x_scopes = buf[pos:vend].decode()
                     pos = vend
-                    f1.append(x1)
+                    f_scopes.append(x_scopes)
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -998,7 +1004,7 @@ class ScopesResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ScopesResponse.continuationToken")
-                    f2 = ContinuationToken.decode_from(buf, pos, vend)
+                    f_continuationToken = ContinuationToken.decode_from(buf, pos, vend)
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -1010,8 +1016,8 @@ class ScopesResponse(Message):
         if pos != end:
             raise truncated("ScopesResponse")
         msg = new_instance(cls)
-        msg.scopes = f1
-        msg.continuationToken = f2
+        msg.scopes = f_scopes
+        msg.continuationToken = f_continuationToken
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -1086,24 +1092,27 @@ class StreamInfo(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.scope
-        if v1:
+        v_scope = self.scope
+        if v_scope:
             parts.append(b"\x0a")
-            data = v1.encode()
+            data = v_scope.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.stream
-        if v2:
+        v_stream = self.stream
+        if v_stream:
             parts.append(b"\x12")
-            data = v2.encode()
+            data = v_stream.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v3 = self.accessOperation
-        if v3:
+        v_accessOperation = self.accessOperation
+        if v_accessOperation:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
+            if 0 <= v_accessOperation < 0x4000:
+                parts.append(SMALL_VARINTS[v_accessOperation])
+            else:
+                parts.append(int32_bytes(v_accessOperation))
         if self._unknown:
             parts.append(self._unknown)
 
@@ -1116,9 +1125,9 @@ class StreamInfo(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str = ''
-        f2: str = ''
-        f3: StreamInfo.AccessOperation | int = StreamInfo.AccessOperation.UNSPECIFIED
+        f_scope: str = ''
+        f_stream: str = ''
+        f_accessOperation: StreamInfo.AccessOperation | int = StreamInfo.AccessOperation.UNSPECIFIED
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -1137,7 +1146,7 @@ class StreamInfo(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("StreamInfo.scope")
-                    f1 = buf[pos:vend].decode()
+                    f_scope = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -1148,7 +1157,7 @@ class StreamInfo(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("StreamInfo.stream")
-                    f2 = buf[pos:vend].decode()
+                    f_stream = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 24:
                     raw = buf[pos]
@@ -1157,7 +1166,7 @@ class StreamInfo(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f3 = _StreamInfo_AccessOperation_BY_NUMBER.get(raw, raw)
+                    f_accessOperation = _StreamInfo_AccessOperation_BY_NUMBER.get(raw, raw)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -1172,9 +1181,9 @@ class StreamInfo(Message):
         if pos != end:
             raise truncated("StreamInfo")
         msg = new_instance(cls)
-        msg.scope = f1
-        msg.stream = f2
-        msg.accessOperation = f3
+        msg.scope = f_scope
+        msg.stream = f_stream
+        msg.accessOperation = f_accessOperation
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -1242,20 +1251,20 @@ class StreamsInScopeRequest(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.scope
-        if v1 is not None:
+        v_scope = self.scope
+        if v_scope is not None:
             parts.append(b"\x0a")
             sub = []
-            v1._encode(sub)
+            v_scope._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.continuationToken
-        if v2 is not None:
+        v_continuationToken = self.continuationToken
+        if v_continuationToken is not None:
             parts.append(b"\x12")
             sub = []
-            v2._encode(sub)
+            v_continuationToken._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -1272,8 +1281,8 @@ class StreamsInScopeRequest(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: ScopeInfo | None = None
-        f2: ContinuationToken | None = None
+        f_scope: ScopeInfo | None = None
+        f_continuationToken: ContinuationToken | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -1292,7 +1301,7 @@ class StreamsInScopeRequest(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("StreamsInScopeRequest.scope")
-                    f1 = ScopeInfo.decode_from(buf, pos, vend)
+                    f_scope = ScopeInfo.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -1303,7 +1312,7 @@ class StreamsInScopeRequest(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("StreamsInScopeRequest.continuationToken")
-                    f2 = ContinuationToken.decode_from(buf, pos, vend)
+                    f_continuationToken = ContinuationToken.decode_from(buf, pos, vend)
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -1313,8 +1322,8 @@ class StreamsInScopeRequest(Message):
         if pos != end:
             raise truncated("StreamsInScopeRequest")
         msg = new_instance(cls)
-        msg.scope = f1
-        msg.continuationToken = f2
+        msg.scope = f_scope
+        msg.continuationToken = f_continuationToken
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -1392,27 +1401,30 @@ class StreamsInScopeResponse(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        for item1 in self.streams:
+        for item_streams in self.streams:
             parts.append(b"\x0a")
             sub = []
-            item1._encode(sub)
+            item_streams._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.continuationToken
-        if v2 is not None:
+        v_continuationToken = self.continuationToken
+        if v_continuationToken is not None:
             parts.append(b"\x12")
             sub = []
-            v2._encode(sub)
+            v_continuationToken._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v3 = self.status
-        if v3:
+        v_status = self.status
+        if v_status:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
+            if 0 <= v_status < 0x4000:
+                parts.append(SMALL_VARINTS[v_status])
+            else:
+                parts.append(int32_bytes(v_status))
         if self._unknown:
             parts.append(self._unknown)
 
@@ -1425,9 +1437,9 @@ class StreamsInScopeResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: list[StreamInfo] = []
-        f2: ContinuationToken | None = None
-        f3: StreamsInScopeResponse.Status | int = StreamsInScopeResponse.Status.SUCCESS
+        f_streams: list[StreamInfo] = []
+        f_continuationToken: ContinuationToken | None = None
+        f_status: StreamsInScopeResponse.Status | int = StreamsInScopeResponse.Status.SUCCESS
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -1446,9 +1458,9 @@ class StreamsInScopeResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("StreamsInScopeResponse.streams")
-                    x1 = StreamInfo.decode_from(buf, pos, vend)
+                    x_streams = StreamInfo.decode_from(buf, pos, vend)
                     pos = vend
-                    f1.append(x1)
+                    f_streams.append(x_streams)
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -1458,7 +1470,7 @@ class StreamsInScopeResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("StreamsInScopeResponse.continuationToken")
-                    f2 = ContinuationToken.decode_from(buf, pos, vend)
+                    f_continuationToken = ContinuationToken.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 24:
                     raw = buf[pos]
@@ -1467,7 +1479,7 @@ class StreamsInScopeResponse(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f3 = _StreamsInScopeResponse_Status_BY_NUMBER.get(raw, raw)
+                    f_status = _StreamsInScopeResponse_Status_BY_NUMBER.get(raw, raw)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -1476,9 +1488,9 @@ class StreamsInScopeResponse(Message):
         if pos != end:
             raise truncated("StreamsInScopeResponse")
         msg = new_instance(cls)
-        msg.streams = f1
-        msg.continuationToken = f2
-        msg.status = f3
+        msg.streams = f_streams
+        msg.continuationToken = f_continuationToken
+        msg.status = f_status
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -1553,22 +1565,34 @@ class ScalingPolicy(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.scaleType
-        if v1:
+        v_scaleType = self.scaleType
+        if v_scaleType:
             parts.append(b"\x08")
-            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
-        v2 = self.targetRate
-        if v2:
+            if 0 <= v_scaleType < 0x4000:
+                parts.append(SMALL_VARINTS[v_scaleType])
+            else:
+                parts.append(int32_bytes(v_scaleType))
+        v_targetRate = self.targetRate
+        if v_targetRate:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
-        v3 = self.scaleFactor
-        if v3:
+            if 0 <= v_targetRate < 0x4000:
+                parts.append(SMALL_VARINTS[v_targetRate])
+            else:
+                parts.append(int32_bytes(v_targetRate))
+        v_scaleFactor = self.scaleFactor
+        if v_scaleFactor:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
-        v4 = self.minNumSegments
-        if v4:
+            if 0 <= v_scaleFactor < 0x4000:
+                parts.append(SMALL_VARINTS[v_scaleFactor])
+            else:
+                parts.append(int32_bytes(v_scaleFactor))
+        v_minNumSegments = self.minNumSegments
+        if v_minNumSegments:
             parts.append(b"\x20")
-            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
+            if 0 <= v_minNumSegments < 0x4000:
+                parts.append(SMALL_VARINTS[v_minNumSegments])
+            else:
+                parts.append(int32_bytes(v_minNumSegments))
         if self._unknown:
             parts.append(self._unknown)
 
@@ -1581,12 +1605,12 @@ class ScalingPolicy(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: ScalingPolicy.ScalingPolicyType | int = (
+        f_scaleType: ScalingPolicy.ScalingPolicyType | int = (
             ScalingPolicy.ScalingPolicyType.FIXED_NUM_SEGMENTS
         )
-        f2: int = 0
-        f3: int = 0
-        f4: int = 0
+        f_targetRate: int = 0
+        f_scaleFactor: int = 0
+        f_minNumSegments: int = 0
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -1603,61 +1627,61 @@ class ScalingPolicy(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f1 = _ScalingPolicy_ScalingPolicyType_BY_NUMBER.get(raw, raw)
+                    f_scaleType = _ScalingPolicy_ScalingPolicyType_BY_NUMBER.get(raw, raw)
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f2 = raw
+                    f_targetRate = raw
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f3 = raw
+                    f_scaleFactor = raw
                 elif tag == 32:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f4 = raw
+                    f_minNumSegments = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -1666,10 +1690,10 @@ class ScalingPolicy(Message):
         if pos != end:
             raise truncated("ScalingPolicy")
         msg = new_instance(cls)
-        msg.scaleType = f1
-        msg.targetRate = f2
-        msg.scaleFactor = f3
-        msg.minNumSegments = f4
+        msg.scaleType = f_scaleType
+        msg.targetRate = f_targetRate
+        msg.scaleFactor = f_scaleFactor
+        msg.minNumSegments = f_minNumSegments
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -1740,18 +1764,27 @@ class RetentionPolicy(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.retentionType
-        if v1:
+        v_retentionType = self.retentionType
+        if v_retentionType:
             parts.append(b"\x08")
-            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
-        v2 = self.retentionParam
-        if v2:
+            if 0 <= v_retentionType < 0x4000:
+                parts.append(SMALL_VARINTS[v_retentionType])
+            else:
+                parts.append(int32_bytes(v_retentionType))
+        v_retentionParam = self.retentionParam
+        if v_retentionParam:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int64_bytes(v2))
-        v3 = self.retentionMax
-        if v3:
+            if 0 <= v_retentionParam < 0x4000:
+                parts.append(SMALL_VARINTS[v_retentionParam])
+            else:
+                parts.append(int64_bytes(v_retentionParam))
+        v_retentionMax = self.retentionMax
+        if v_retentionMax:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int64_bytes(v3))
+            if 0 <= v_retentionMax < 0x4000:
+                parts.append(SMALL_VARINTS[v_retentionMax])
+            else:
+                parts.append(int64_bytes(v_retentionMax))
         if self._unknown:
             parts.append(self._unknown)
 
@@ -1764,9 +1797,11 @@ class RetentionPolicy(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: RetentionPolicy.RetentionPolicyType | int = RetentionPolicy.RetentionPolicyType.UNKNOWN
-        f2: int = 0
-        f3: int = 0
+        f_retentionType: RetentionPolicy.RetentionPolicyType | int = (
+            RetentionPolicy.RetentionPolicyType.UNKNOWN
+        )
+        f_retentionParam: int = 0
+        f_retentionMax: int = 0
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -1783,43 +1818,43 @@ class RetentionPolicy(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f1 = _RetentionPolicy_RetentionPolicyType_BY_NUMBER.get(raw, raw)
+                    f_retentionType = _RetentionPolicy_RetentionPolicyType_BY_NUMBER.get(raw, raw)
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f2 = raw
+                    f_retentionParam = raw
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f3 = raw
+                    f_retentionMax = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -1828,9 +1863,9 @@ class RetentionPolicy(Message):
         if pos != end:
             raise truncated("RetentionPolicy")
         msg = new_instance(cls)
-        msg.retentionType = f1
-        msg.retentionParam = f2
-        msg.retentionMax = f3
+        msg.retentionType = f_retentionType
+        msg.retentionParam = f_retentionParam
+        msg.retentionMax = f_retentionMax
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -1883,9 +1918,9 @@ class Tags(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        for item1 in self.tag:
+        for item_tag in self.tag:
             parts.append(b"\x0a")
-            data = item1.encode()
+            data = item_tag.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -1901,7 +1936,7 @@ class Tags(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: list[str] = []
+        f_tag: list[str] = []
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -1920,9 +1955,9 @@ class Tags(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("Tags.tag")
-                    x1 = buf[pos:vend].decode()
+                    x_tag = buf[pos:vend].decode()
                     pos = vend
-                    f1.append(x1)
+                    f_tag.append(x_tag)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -1933,7 +1968,7 @@ class Tags(Message):
         if pos != end:
             raise truncated("Tags")
         msg = new_instance(cls)
-        msg.tag = f1
+        msg.tag = f_tag
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -2015,38 +2050,38 @@ class StreamConfig(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.streamInfo
-        if v1 is not None:
+        v_streamInfo = self.streamInfo
+        if v_streamInfo is not None:
             parts.append(b"\x0a")
             sub = []
-            v1._encode(sub)
+            v_streamInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.scalingPolicy
-        if v2 is not None:
+        v_scalingPolicy = self.scalingPolicy
+        if v_scalingPolicy is not None:
             parts.append(b"\x12")
             sub = []
-            v2._encode(sub)
+            v_scalingPolicy._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v3 = self.retentionPolicy
-        if v3 is not None:
+        v_retentionPolicy = self.retentionPolicy
+        if v_retentionPolicy is not None:
             parts.append(b"\x1a")
             sub = []
-            v3._encode(sub)
+            v_retentionPolicy._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v4 = self.tags
-        if v4 is not None:
+        v_tags = self.tags
+        if v_tags is not None:
             parts.append(b"\x22")
             sub = []
-            v4._encode(sub)
+            v_tags._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -2063,10 +2098,10 @@ class StreamConfig(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: StreamInfo | None = None
-        f2: ScalingPolicy | None = None
-        f3: RetentionPolicy | None = None
-        f4: Tags | None = None
+        f_streamInfo: StreamInfo | None = None
+        f_scalingPolicy: ScalingPolicy | None = None
+        f_retentionPolicy: RetentionPolicy | None = None
+        f_tags: Tags | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -2085,7 +2120,7 @@ class StreamConfig(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("StreamConfig.streamInfo")
-                    f1 = StreamInfo.decode_from(buf, pos, vend)
+                    f_streamInfo = StreamInfo.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -2096,7 +2131,7 @@ class StreamConfig(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("StreamConfig.scalingPolicy")
-                    f2 = ScalingPolicy.decode_from(buf, pos, vend)
+                    f_scalingPolicy = ScalingPolicy.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 26:
                     n = buf[pos]
@@ -2107,7 +2142,7 @@ class StreamConfig(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("StreamConfig.retentionPolicy")
-                    f3 = RetentionPolicy.decode_from(buf, pos, vend)
+                    f_retentionPolicy = RetentionPolicy.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 34:
                     n = buf[pos]
@@ -2118,7 +2153,7 @@ class StreamConfig(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("StreamConfig.tags")
-                    f4 = Tags.decode_from(buf, pos, vend)
+                    f_tags = Tags.decode_from(buf, pos, vend)
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -2128,10 +2163,10 @@ class StreamConfig(Message):
         if pos != end:
             raise truncated("StreamConfig")
         msg = new_instance(cls)
-        msg.streamInfo = f1
-        msg.scalingPolicy = f2
-        msg.retentionPolicy = f3
-        msg.tags = f4
+        msg.streamInfo = f_streamInfo
+        msg.scalingPolicy = f_scalingPolicy
+        msg.retentionPolicy = f_retentionPolicy
+        msg.tags = f_tags
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -2195,10 +2230,13 @@ class CreateStreamStatus(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.status
-        if v1:
+        v_status = self.status
+        if v_status:
             parts.append(b"\x08")
-            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
+            if 0 <= v_status < 0x4000:
+                parts.append(SMALL_VARINTS[v_status])
+            else:
+                parts.append(int32_bytes(v_status))
         if self._unknown:
             parts.append(self._unknown)
 
@@ -2211,7 +2249,7 @@ class CreateStreamStatus(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: CreateStreamStatus.Status | int = CreateStreamStatus.Status.SUCCESS
+        f_status: CreateStreamStatus.Status | int = CreateStreamStatus.Status.SUCCESS
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -2228,7 +2266,7 @@ class CreateStreamStatus(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f1 = _CreateStreamStatus_Status_BY_NUMBER.get(raw, raw)
+                    f_status = _CreateStreamStatus_Status_BY_NUMBER.get(raw, raw)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -2237,7 +2275,7 @@ class CreateStreamStatus(Message):
         if pos != end:
             raise truncated("CreateStreamStatus")
         msg = new_instance(cls)
-        msg.status = f1
+        msg.status = f_status
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -2300,10 +2338,13 @@ class UpdateStreamStatus(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.status
-        if v1:
+        v_status = self.status
+        if v_status:
             parts.append(b"\x08")
-            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
+            if 0 <= v_status < 0x4000:
+                parts.append(SMALL_VARINTS[v_status])
+            else:
+                parts.append(int32_bytes(v_status))
         if self._unknown:
             parts.append(self._unknown)
 
@@ -2316,7 +2357,7 @@ class UpdateStreamStatus(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: UpdateStreamStatus.Status | int = UpdateStreamStatus.Status.SUCCESS
+        f_status: UpdateStreamStatus.Status | int = UpdateStreamStatus.Status.SUCCESS
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -2333,7 +2374,7 @@ class UpdateStreamStatus(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f1 = _UpdateStreamStatus_Status_BY_NUMBER.get(raw, raw)
+                    f_status = _UpdateStreamStatus_Status_BY_NUMBER.get(raw, raw)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -2342,7 +2383,7 @@ class UpdateStreamStatus(Message):
         if pos != end:
             raise truncated("UpdateStreamStatus")
         msg = new_instance(cls)
-        msg.status = f1
+        msg.status = f_status
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -2405,10 +2446,13 @@ class DeleteStreamStatus(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.status
-        if v1:
+        v_status = self.status
+        if v_status:
             parts.append(b"\x08")
-            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
+            if 0 <= v_status < 0x4000:
+                parts.append(SMALL_VARINTS[v_status])
+            else:
+                parts.append(int32_bytes(v_status))
         if self._unknown:
             parts.append(self._unknown)
 
@@ -2421,7 +2465,7 @@ class DeleteStreamStatus(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: DeleteStreamStatus.Status | int = DeleteStreamStatus.Status.SUCCESS
+        f_status: DeleteStreamStatus.Status | int = DeleteStreamStatus.Status.SUCCESS
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -2438,7 +2482,7 @@ class DeleteStreamStatus(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f1 = _DeleteStreamStatus_Status_BY_NUMBER.get(raw, raw)
+                    f_status = _DeleteStreamStatus_Status_BY_NUMBER.get(raw, raw)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -2447,7 +2491,7 @@ class DeleteStreamStatus(Message):
         if pos != end:
             raise truncated("DeleteStreamStatus")
         msg = new_instance(cls)
-        msg.status = f1
+        msg.status = f_status
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -2510,21 +2554,21 @@ class StreamCut(Message):
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
         entry: list[bytes]
-        v1 = self.streamInfo
-        if v1 is not None:
+        v_streamInfo = self.streamInfo
+        if v_streamInfo is not None:
             parts.append(b"\x0a")
             sub = []
-            v1._encode(sub)
+            v_streamInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        for k2, val2 in self.cut.items():
+        for k_cut, val_cut in self.cut.items():
             entry = []
             entry.append(b"\x08")
-            entry.append(SMALL_VARINTS[k2] if 0 <= k2 < 0x4000 else int64_bytes(k2))
+            entry.append(SMALL_VARINTS[k_cut] if 0 <= k_cut < 0x4000 else int64_bytes(k_cut))
             entry.append(b"\x10")
-            entry.append(SMALL_VARINTS[val2] if 0 <= val2 < 0x4000 else int64_bytes(val2))
+            entry.append(SMALL_VARINTS[val_cut] if 0 <= val_cut < 0x4000 else int64_bytes(val_cut))
             parts.append(b"\x12")
             data = b"".join(entry)
             size = len(data)
@@ -2542,8 +2586,8 @@ class StreamCut(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: StreamInfo | None = None
-        f2: dict[int, int] = {}
+        f_streamInfo: StreamInfo | None = None
+        f_cut: dict[int, int] = {}
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -2562,7 +2606,7 @@ class StreamCut(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("StreamCut.streamInfo")
-                    f1 = StreamInfo.decode_from(buf, pos, vend)
+                    f_streamInfo = StreamInfo.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -2573,8 +2617,8 @@ class StreamCut(Message):
                     eend = pos + n
                     if eend > end:
                         raise truncated("StreamCut.cut")
-                    k2 = 0
-                    val2 = 0
+                    k_cut = 0
+                    val_cut = 0
                     while pos < eend:
                         etag = buf[pos]
                         pos += 1
@@ -2582,45 +2626,45 @@ class StreamCut(Message):
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int64(raw)
-                            k2 = raw
+                            k_cut = raw
                         elif etag == 16:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int64(raw)
-                            val2 = raw
+                            val_cut = raw
                         else:
                             if etag >= 0x80:
                                 etag, pos = read_varint(buf, pos - 1)
                             pos = skip_field(buf, pos, eend, etag)
                     if pos != eend:
                         raise truncated("StreamCut.cut")
-                    f2[k2] = val2
+                    f_cut[k_cut] = val_cut
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -2629,8 +2673,8 @@ class StreamCut(Message):
         if pos != end:
             raise truncated("StreamCut")
         msg = new_instance(cls)
-        msg.streamInfo = f1
-        msg.cut = f2
+        msg.streamInfo = f_streamInfo
+        msg.cut = f_cut
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -2692,19 +2736,22 @@ class SegmentId(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.streamInfo
-        if v1 is not None:
+        v_streamInfo = self.streamInfo
+        if v_streamInfo is not None:
             parts.append(b"\x0a")
             sub = []
-            v1._encode(sub)
+            v_streamInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.segmentId
-        if v2:
+        v_segmentId = self.segmentId
+        if v_segmentId:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int64_bytes(v2))
+            if 0 <= v_segmentId < 0x4000:
+                parts.append(SMALL_VARINTS[v_segmentId])
+            else:
+                parts.append(int64_bytes(v_segmentId))
         if self._unknown:
             parts.append(self._unknown)
 
@@ -2717,8 +2764,8 @@ class SegmentId(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: StreamInfo | None = None
-        f2: int = 0
+        f_streamInfo: StreamInfo | None = None
+        f_segmentId: int = 0
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -2737,26 +2784,26 @@ class SegmentId(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("SegmentId.streamInfo")
-                    f1 = StreamInfo.decode_from(buf, pos, vend)
+                    f_streamInfo = StreamInfo.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f2 = raw
+                    f_segmentId = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -2765,8 +2812,8 @@ class SegmentId(Message):
         if pos != end:
             raise truncated("SegmentId")
         msg = new_instance(cls)
-        msg.streamInfo = f1
-        msg.segmentId = f2
+        msg.streamInfo = f_streamInfo
+        msg.segmentId = f_segmentId
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -2832,23 +2879,23 @@ class SegmentRange(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.segmentId
-        if v1 is not None:
+        v_segmentId = self.segmentId
+        if v_segmentId is not None:
             parts.append(b"\x0a")
             sub = []
-            v1._encode(sub)
+            v_segmentId._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.minKey
-        if v2 or copysign(1.0, v2) < 0:
+        v_minKey = self.minKey
+        if v_minKey or copysign(1.0, v_minKey) < 0:
             parts.append(b"\x11")
-            parts.append(pack_double(v2))
-        v3 = self.maxKey
-        if v3 or copysign(1.0, v3) < 0:
+            parts.append(pack_double(v_minKey))
+        v_maxKey = self.maxKey
+        if v_maxKey or copysign(1.0, v_maxKey) < 0:
             parts.append(b"\x19")
-            parts.append(pack_double(v3))
+            parts.append(pack_double(v_maxKey))
         if self._unknown:
             parts.append(self._unknown)
 
@@ -2861,9 +2908,9 @@ class SegmentRange(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: SegmentId | None = None
-        f2: float = 0.0
-        f3: float = 0.0
+        f_segmentId: SegmentId | None = None
+        f_minKey: float = 0.0
+        f_maxKey: float = 0.0
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -2882,13 +2929,13 @@ class SegmentRange(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("SegmentRange.segmentId")
-                    f1 = SegmentId.decode_from(buf, pos, vend)
+                    f_segmentId = SegmentId.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 17:
-                    f2 = unpack_double(buf, pos)[0]
+                    f_minKey = unpack_double(buf, pos)[0]
                     pos += 8
                 elif tag == 25:
-                    f3 = unpack_double(buf, pos)[0]
+                    f_maxKey = unpack_double(buf, pos)[0]
                     pos += 8
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -2898,9 +2945,9 @@ class SegmentRange(Message):
         if pos != end:
             raise truncated("SegmentRange")
         msg = new_instance(cls)
-        msg.segmentId = f1
-        msg.minKey = f2
-        msg.maxKey = f3
+        msg.segmentId = f_segmentId
+        msg.minKey = f_minKey
+        msg.maxKey = f_maxKey
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -2958,18 +3005,18 @@ class SegmentRanges(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        for item1 in self.segmentRanges:
+        for item_segmentRanges in self.segmentRanges:
             parts.append(b"\x0a")
             sub = []
-            item1._encode(sub)
+            item_segmentRanges._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.delegationToken
-        if v2:
+        v_delegationToken = self.delegationToken
+        if v_delegationToken:
             parts.append(b"\x12")
-            data = v2.encode()
+            data = v_delegationToken.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -2985,8 +3032,8 @@ class SegmentRanges(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: list[SegmentRange] = []
-        f2: str = ''
+        f_segmentRanges: list[SegmentRange] = []
+        f_delegationToken: str = ''
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -3005,9 +3052,9 @@ class SegmentRanges(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("SegmentRanges.segmentRanges")
-                    x1 = SegmentRange.decode_from(buf, pos, vend)
+                    x_segmentRanges = SegmentRange.decode_from(buf, pos, vend)
                     pos = vend
-                    f1.append(x1)
+                    f_segmentRanges.append(x_segmentRanges)
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -3017,7 +3064,7 @@ class SegmentRanges(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("SegmentRanges.delegationToken")
-                    f2 = buf[pos:vend].decode()
+                    f_delegationToken = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -3029,8 +3076,8 @@ class SegmentRanges(Message):
         if pos != end:
             raise truncated("SegmentRanges")
         msg = new_instance(cls)
-        msg.segmentRanges = f1
-        msg.delegationToken = f2
+        msg.segmentRanges = f_segmentRanges
+        msg.delegationToken = f_delegationToken
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -3094,19 +3141,19 @@ class GetEpochSegmentsRequest(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.streamInfo
-        if v1 is not None:
+        v_streamInfo = self.streamInfo
+        if v_streamInfo is not None:
             parts.append(b"\x0a")
             sub = []
-            v1._encode(sub)
+            v_streamInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.epoch
-        if v2:
+        v_epoch = self.epoch
+        if v_epoch:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
+            parts.append(SMALL_VARINTS[v_epoch] if 0 <= v_epoch < 0x4000 else int32_bytes(v_epoch))
         if self._unknown:
             parts.append(self._unknown)
 
@@ -3119,8 +3166,8 @@ class GetEpochSegmentsRequest(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: StreamInfo | None = None
-        f2: int = 0
+        f_streamInfo: StreamInfo | None = None
+        f_epoch: int = 0
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -3139,26 +3186,26 @@ class GetEpochSegmentsRequest(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("GetEpochSegmentsRequest.streamInfo")
-                    f1 = StreamInfo.decode_from(buf, pos, vend)
+                    f_streamInfo = StreamInfo.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f2 = raw
+                    f_epoch = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -3167,8 +3214,8 @@ class GetEpochSegmentsRequest(Message):
         if pos != end:
             raise truncated("GetEpochSegmentsRequest")
         msg = new_instance(cls)
-        msg.streamInfo = f1
-        msg.epoch = f2
+        msg.streamInfo = f_streamInfo
+        msg.epoch = f_epoch
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -3231,19 +3278,22 @@ class GetSegmentsRequest(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.streamInfo
-        if v1 is not None:
+        v_streamInfo = self.streamInfo
+        if v_streamInfo is not None:
             parts.append(b"\x0a")
             sub = []
-            v1._encode(sub)
+            v_streamInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.timestamp
-        if v2:
+        v_timestamp = self.timestamp
+        if v_timestamp:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int64_bytes(v2))
+            if 0 <= v_timestamp < 0x4000:
+                parts.append(SMALL_VARINTS[v_timestamp])
+            else:
+                parts.append(int64_bytes(v_timestamp))
         if self._unknown:
             parts.append(self._unknown)
 
@@ -3256,8 +3306,8 @@ class GetSegmentsRequest(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: StreamInfo | None = None
-        f2: int = 0
+        f_streamInfo: StreamInfo | None = None
+        f_timestamp: int = 0
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -3276,26 +3326,26 @@ class GetSegmentsRequest(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("GetSegmentsRequest.streamInfo")
-                    f1 = StreamInfo.decode_from(buf, pos, vend)
+                    f_streamInfo = StreamInfo.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f2 = raw
+                    f_timestamp = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -3304,8 +3354,8 @@ class GetSegmentsRequest(Message):
         if pos != end:
             raise truncated("GetSegmentsRequest")
         msg = new_instance(cls)
-        msg.streamInfo = f1
-        msg.timestamp = f2
+        msg.streamInfo = f_streamInfo
+        msg.timestamp = f_timestamp
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -3374,19 +3424,22 @@ class SegmentsAtTime(Message):
         def _encode(self, parts: list[bytes]) -> None:
             """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
             sub: list[bytes]
-            v1 = self.segmentId
-            if v1 is not None:
+            v_segmentId = self.segmentId
+            if v_segmentId is not None:
                 parts.append(b"\x0a")
                 sub = []
-                v1._encode(sub)
+                v_segmentId._encode(sub)
                 data = b"".join(sub)
                 size = len(data)
                 parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
                 parts.append(data)
-            v2 = self.offset
-            if v2:
+            v_offset = self.offset
+            if v_offset:
                 parts.append(b"\x10")
-                parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int64_bytes(v2))
+                if 0 <= v_offset < 0x4000:
+                    parts.append(SMALL_VARINTS[v_offset])
+                else:
+                    parts.append(int64_bytes(v_offset))
             if self._unknown:
                 parts.append(self._unknown)
 
@@ -3399,8 +3452,8 @@ class SegmentsAtTime(Message):
         @classmethod
         def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
             """Parse ``buf[pos:end]`` without copying it first."""
-            f1: SegmentId | None = None
-            f2: int = 0
+            f_segmentId: SegmentId | None = None
+            f_offset: int = 0
             unknown: bytearray | None = None
             try:
                 while pos < end:
@@ -3419,26 +3472,26 @@ class SegmentsAtTime(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("SegmentsAtTime.SegmentLocation.segmentId")
-                        f1 = SegmentId.decode_from(buf, pos, vend)
+                        f_segmentId = SegmentId.decode_from(buf, pos, vend)
                         pos = vend
                     elif tag == 16:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        f2 = raw
+                        f_offset = raw
                     else:
                         pos = skip_field(buf, pos, end, tag)
                         unknown = add_unknown(unknown, buf[start:pos])
@@ -3447,8 +3500,8 @@ class SegmentsAtTime(Message):
             if pos != end:
                 raise truncated("SegmentsAtTime.SegmentLocation")
             msg = new_instance(cls)
-            msg.segmentId = f1
-            msg.offset = f2
+            msg.segmentId = f_segmentId
+            msg.offset = f_offset
             msg._unknown = b"" if unknown is None else bytes(unknown)
             return msg
 
@@ -3502,18 +3555,18 @@ class SegmentsAtTime(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        for item1 in self.segments:
+        for item_segments in self.segments:
             parts.append(b"\x0a")
             sub = []
-            item1._encode(sub)
+            item_segments._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.delegationToken
-        if v2:
+        v_delegationToken = self.delegationToken
+        if v_delegationToken:
             parts.append(b"\x12")
-            data = v2.encode()
+            data = v_delegationToken.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -3529,8 +3582,8 @@ class SegmentsAtTime(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: list[SegmentsAtTime.SegmentLocation] = []
-        f2: str = ''
+        f_segments: list[SegmentsAtTime.SegmentLocation] = []
+        f_delegationToken: str = ''
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -3549,9 +3602,9 @@ class SegmentsAtTime(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("SegmentsAtTime.segments")
-                    x1 = SegmentsAtTime.SegmentLocation.decode_from(buf, pos, vend)
+                    x_segments = SegmentsAtTime.SegmentLocation.decode_from(buf, pos, vend)
                     pos = vend
-                    f1.append(x1)
+                    f_segments.append(x_segments)
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -3561,7 +3614,7 @@ class SegmentsAtTime(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("SegmentsAtTime.delegationToken")
-                    f2 = buf[pos:vend].decode()
+                    f_delegationToken = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -3573,8 +3626,8 @@ class SegmentsAtTime(Message):
         if pos != end:
             raise truncated("SegmentsAtTime")
         msg = new_instance(cls)
-        msg.segments = f1
-        msg.delegationToken = f2
+        msg.segments = f_segments
+        msg.delegationToken = f_delegationToken
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -3631,17 +3684,17 @@ class NodeUri(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.endpoint
-        if v1:
+        v_endpoint = self.endpoint
+        if v_endpoint:
             parts.append(b"\x0a")
-            data = v1.encode()
+            data = v_endpoint.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.port
-        if v2:
+        v_port = self.port
+        if v_port:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
+            parts.append(SMALL_VARINTS[v_port] if 0 <= v_port < 0x4000 else int32_bytes(v_port))
         if self._unknown:
             parts.append(self._unknown)
 
@@ -3654,8 +3707,8 @@ class NodeUri(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str = ''
-        f2: int = 0
+        f_endpoint: str = ''
+        f_port: int = 0
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -3674,26 +3727,26 @@ class NodeUri(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("NodeUri.endpoint")
-                    f1 = buf[pos:vend].decode()
+                    f_endpoint = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f2 = raw
+                    f_port = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -3704,8 +3757,8 @@ class NodeUri(Message):
         if pos != end:
             raise truncated("NodeUri")
         msg = new_instance(cls)
-        msg.endpoint = f1
-        msg.port = f2
+        msg.endpoint = f_endpoint
+        msg.port = f_port
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -3760,9 +3813,9 @@ class SegmentValidityResponse(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.response
-        if v1:
-            parts.append(b"\x08\x01" if v1 else b"\x08\x00")
+        v_response = self.response
+        if v_response:
+            parts.append(b"\x08\x01" if v_response else b"\x08\x00")
         if self._unknown:
             parts.append(self._unknown)
 
@@ -3775,7 +3828,7 @@ class SegmentValidityResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: bool = False
+        f_response: bool = False
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -3791,7 +3844,7 @@ class SegmentValidityResponse(Message):
                         pos += 1
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw != 0
+                    f_response = raw != 0
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -3800,7 +3853,7 @@ class SegmentValidityResponse(Message):
         if pos != end:
             raise truncated("SegmentValidityResponse")
         msg = new_instance(cls)
-        msg.response = f1
+        msg.response = f_response
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -3853,10 +3906,10 @@ class DelegationToken(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.delegationToken
-        if v1:
+        v_delegationToken = self.delegationToken
+        if v_delegationToken:
             parts.append(b"\x0a")
-            data = v1.encode()
+            data = v_delegationToken.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -3872,7 +3925,7 @@ class DelegationToken(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str = ''
+        f_delegationToken: str = ''
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -3891,7 +3944,7 @@ class DelegationToken(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("DelegationToken.delegationToken")
-                    f1 = buf[pos:vend].decode()
+                    f_delegationToken = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -3903,7 +3956,7 @@ class DelegationToken(Message):
         if pos != end:
             raise truncated("DelegationToken")
         msg = new_instance(cls)
-        msg.delegationToken = f1
+        msg.delegationToken = f_delegationToken
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -3967,18 +4020,18 @@ class RemoveWriterRequest(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.writer
-        if v1:
+        v_writer = self.writer
+        if v_writer:
             parts.append(b"\x0a")
-            data = v1.encode()
+            data = v_writer.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.stream
-        if v2 is not None:
+        v_stream = self.stream
+        if v_stream is not None:
             parts.append(b"\x12")
             sub = []
-            v2._encode(sub)
+            v_stream._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -3995,8 +4048,8 @@ class RemoveWriterRequest(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str = ''
-        f2: StreamInfo | None = None
+        f_writer: str = ''
+        f_stream: StreamInfo | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -4015,7 +4068,7 @@ class RemoveWriterRequest(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("RemoveWriterRequest.writer")
-                    f1 = buf[pos:vend].decode()
+                    f_writer = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -4026,7 +4079,7 @@ class RemoveWriterRequest(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("RemoveWriterRequest.stream")
-                    f2 = StreamInfo.decode_from(buf, pos, vend)
+                    f_stream = StreamInfo.decode_from(buf, pos, vend)
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -4038,8 +4091,8 @@ class RemoveWriterRequest(Message):
         if pos != end:
             raise truncated("RemoveWriterRequest")
         msg = new_instance(cls)
-        msg.writer = f1
-        msg.stream = f2
+        msg.writer = f_writer
+        msg.stream = f_stream
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -4104,10 +4157,13 @@ class RemoveWriterResponse(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.result
-        if v1:
+        v_result = self.result
+        if v_result:
             parts.append(b"\x08")
-            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
+            if 0 <= v_result < 0x4000:
+                parts.append(SMALL_VARINTS[v_result])
+            else:
+                parts.append(int32_bytes(v_result))
         if self._unknown:
             parts.append(self._unknown)
 
@@ -4120,7 +4176,7 @@ class RemoveWriterResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: RemoveWriterResponse.Status | int = RemoveWriterResponse.Status.SUCCESS
+        f_result: RemoveWriterResponse.Status | int = RemoveWriterResponse.Status.SUCCESS
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -4137,7 +4193,7 @@ class RemoveWriterResponse(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f1 = _RemoveWriterResponse_Status_BY_NUMBER.get(raw, raw)
+                    f_result = _RemoveWriterResponse_Status_BY_NUMBER.get(raw, raw)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -4146,7 +4202,7 @@ class RemoveWriterResponse(Message):
         if pos != end:
             raise truncated("RemoveWriterResponse")
         msg = new_instance(cls)
-        msg.result = f1
+        msg.result = f_result
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -4214,26 +4270,29 @@ class TimestampFromWriter(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.writer
-        if v1:
+        v_writer = self.writer
+        if v_writer:
             parts.append(b"\x0a")
-            data = v1.encode()
+            data = v_writer.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.position
-        if v2 is not None:
+        v_position = self.position
+        if v_position is not None:
             parts.append(b"\x12")
             sub = []
-            v2._encode(sub)
+            v_position._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v3 = self.timestamp
-        if v3:
+        v_timestamp = self.timestamp
+        if v_timestamp:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int64_bytes(v3))
+            if 0 <= v_timestamp < 0x4000:
+                parts.append(SMALL_VARINTS[v_timestamp])
+            else:
+                parts.append(int64_bytes(v_timestamp))
         if self._unknown:
             parts.append(self._unknown)
 
@@ -4246,9 +4305,9 @@ class TimestampFromWriter(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str = ''
-        f2: StreamCut | None = None
-        f3: int = 0
+        f_writer: str = ''
+        f_position: StreamCut | None = None
+        f_timestamp: int = 0
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -4267,7 +4326,7 @@ class TimestampFromWriter(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("TimestampFromWriter.writer")
-                    f1 = buf[pos:vend].decode()
+                    f_writer = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -4278,26 +4337,26 @@ class TimestampFromWriter(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("TimestampFromWriter.position")
-                    f2 = StreamCut.decode_from(buf, pos, vend)
+                    f_position = StreamCut.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f3 = raw
+                    f_timestamp = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -4308,9 +4367,9 @@ class TimestampFromWriter(Message):
         if pos != end:
             raise truncated("TimestampFromWriter")
         msg = new_instance(cls)
-        msg.writer = f1
-        msg.position = f2
-        msg.timestamp = f3
+        msg.writer = f_writer
+        msg.position = f_position
+        msg.timestamp = f_timestamp
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -4373,10 +4432,13 @@ class TimestampResponse(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.result
-        if v1:
+        v_result = self.result
+        if v_result:
             parts.append(b"\x08")
-            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
+            if 0 <= v_result < 0x4000:
+                parts.append(SMALL_VARINTS[v_result])
+            else:
+                parts.append(int32_bytes(v_result))
         if self._unknown:
             parts.append(self._unknown)
 
@@ -4389,7 +4451,7 @@ class TimestampResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: TimestampResponse.Status | int = TimestampResponse.Status.SUCCESS
+        f_result: TimestampResponse.Status | int = TimestampResponse.Status.SUCCESS
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -4406,7 +4468,7 @@ class TimestampResponse(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f1 = _TimestampResponse_Status_BY_NUMBER.get(raw, raw)
+                    f_result = _TimestampResponse_Status_BY_NUMBER.get(raw, raw)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -4415,7 +4477,7 @@ class TimestampResponse(Message):
         if pos != end:
             raise truncated("TimestampResponse")
         msg = new_instance(cls)
-        msg.result = f1
+        msg.result = f_result
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -4537,59 +4599,74 @@ class ReaderGroupConfiguration(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.scope
-        if v1:
+        v_scope = self.scope
+        if v_scope:
             parts.append(b"\x0a")
-            data = v1.encode()
+            data = v_scope.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.readerGroupName
-        if v2:
+        v_readerGroupName = self.readerGroupName
+        if v_readerGroupName:
             parts.append(b"\x12")
-            data = v2.encode()
+            data = v_readerGroupName.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v3 = self.groupRefreshTimeMillis
-        if v3:
+        v_groupRefreshTimeMillis = self.groupRefreshTimeMillis
+        if v_groupRefreshTimeMillis:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int64_bytes(v3))
-        v4 = self.automaticCheckpointIntervalMillis
-        if v4:
+            if 0 <= v_groupRefreshTimeMillis < 0x4000:
+                parts.append(SMALL_VARINTS[v_groupRefreshTimeMillis])
+            else:
+                parts.append(int64_bytes(v_groupRefreshTimeMillis))
+        v_automaticCheckpointIntervalMillis = self.automaticCheckpointIntervalMillis
+        if v_automaticCheckpointIntervalMillis:
             parts.append(b"\x20")
-            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int64_bytes(v4))
-        v5 = self.maxOutstandingCheckpointRequest
-        if v5:
+            if 0 <= v_automaticCheckpointIntervalMillis < 0x4000:
+                parts.append(SMALL_VARINTS[v_automaticCheckpointIntervalMillis])
+            else:
+                parts.append(int64_bytes(v_automaticCheckpointIntervalMillis))
+        v_maxOutstandingCheckpointRequest = self.maxOutstandingCheckpointRequest
+        if v_maxOutstandingCheckpointRequest:
             parts.append(b"\x28")
-            parts.append(SMALL_VARINTS[v5] if 0 <= v5 < 0x4000 else int32_bytes(v5))
-        v6 = self.retentionType
-        if v6:
+            if 0 <= v_maxOutstandingCheckpointRequest < 0x4000:
+                parts.append(SMALL_VARINTS[v_maxOutstandingCheckpointRequest])
+            else:
+                parts.append(int32_bytes(v_maxOutstandingCheckpointRequest))
+        v_retentionType = self.retentionType
+        if v_retentionType:
             parts.append(b"\x30")
-            parts.append(SMALL_VARINTS[v6] if 0 <= v6 < 0x4000 else int32_bytes(v6))
-        v7 = self.generation
-        if v7:
+            if 0 <= v_retentionType < 0x4000:
+                parts.append(SMALL_VARINTS[v_retentionType])
+            else:
+                parts.append(int32_bytes(v_retentionType))
+        v_generation = self.generation
+        if v_generation:
             parts.append(b"\x38")
-            parts.append(SMALL_VARINTS[v7] if 0 <= v7 < 0x4000 else int64_bytes(v7))
-        v8 = self.readerGroupId
-        if v8:
+            if 0 <= v_generation < 0x4000:
+                parts.append(SMALL_VARINTS[v_generation])
+            else:
+                parts.append(int64_bytes(v_generation))
+        v_readerGroupId = self.readerGroupId
+        if v_readerGroupId:
             parts.append(b"\x42")
-            data = v8.encode()
+            data = v_readerGroupId.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        for item9 in self.startingStreamCuts:
+        for item_startingStreamCuts in self.startingStreamCuts:
             parts.append(b"\x4a")
             sub = []
-            item9._encode(sub)
+            item_startingStreamCuts._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        for item10 in self.endingStreamCuts:
+        for item_endingStreamCuts in self.endingStreamCuts:
             parts.append(b"\x52")
             sub = []
-            item10._encode(sub)
+            item_endingStreamCuts._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -4606,16 +4683,16 @@ class ReaderGroupConfiguration(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str = ''
-        f2: str = ''
-        f3: int = 0
-        f4: int = 0
-        f5: int = 0
-        f6: int = 0
-        f7: int = 0
-        f8: str = ''
-        f9: list[StreamCut] = []
-        f10: list[StreamCut] = []
+        f_scope: str = ''
+        f_readerGroupName: str = ''
+        f_groupRefreshTimeMillis: int = 0
+        f_automaticCheckpointIntervalMillis: int = 0
+        f_maxOutstandingCheckpointRequest: int = 0
+        f_retentionType: int = 0
+        f_generation: int = 0
+        f_readerGroupId: str = ''
+        f_startingStreamCuts: list[StreamCut] = []
+        f_endingStreamCuts: list[StreamCut] = []
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -4635,7 +4712,7 @@ class ReaderGroupConfiguration(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("ReaderGroupConfiguration.scope")
-                        f1 = buf[pos:vend].decode()
+                        f_scope = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 18:
                         n = buf[pos]
@@ -4646,62 +4723,62 @@ class ReaderGroupConfiguration(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("ReaderGroupConfiguration.readerGroupName")
-                        f2 = buf[pos:vend].decode()
+                        f_readerGroupName = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 24:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        f3 = raw
+                        f_groupRefreshTimeMillis = raw
                     elif tag == 32:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        f4 = raw
+                        f_automaticCheckpointIntervalMillis = raw
                     elif tag == 40:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        f5 = raw
+                        f_maxOutstandingCheckpointRequest = raw
                     else:
                         pos = skip_field(buf, pos, end, tag)
                         unknown = add_unknown(unknown, buf[start:pos])
@@ -4710,38 +4787,38 @@ class ReaderGroupConfiguration(Message):
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        f6 = raw
+                        f_retentionType = raw
                     elif tag == 56:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        f7 = raw
+                        f_generation = raw
                     elif tag == 66:
                         n = buf[pos]
                         if n < 0x80:
@@ -4751,7 +4828,7 @@ class ReaderGroupConfiguration(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("ReaderGroupConfiguration.readerGroupId")
-                        f8 = buf[pos:vend].decode()
+                        f_readerGroupId = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 74:
                         n = buf[pos]
@@ -4762,9 +4839,9 @@ class ReaderGroupConfiguration(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("ReaderGroupConfiguration.startingStreamCuts")
-                        x9 = StreamCut.decode_from(buf, pos, vend)
+                        x_startingStreamCuts = StreamCut.decode_from(buf, pos, vend)
                         pos = vend
-                        f9.append(x9)
+                        f_startingStreamCuts.append(x_startingStreamCuts)
                     elif tag == 82:
                         n = buf[pos]
                         if n < 0x80:
@@ -4774,9 +4851,9 @@ class ReaderGroupConfiguration(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("ReaderGroupConfiguration.endingStreamCuts")
-                        x10 = StreamCut.decode_from(buf, pos, vend)
+                        x_endingStreamCuts = StreamCut.decode_from(buf, pos, vend)
                         pos = vend
-                        f10.append(x10)
+                        f_endingStreamCuts.append(x_endingStreamCuts)
                     else:
                         pos = skip_field(buf, pos, end, tag)
                         unknown = add_unknown(unknown, buf[start:pos])
@@ -4792,16 +4869,16 @@ class ReaderGroupConfiguration(Message):
         if pos != end:
             raise truncated("ReaderGroupConfiguration")
         msg = new_instance(cls)
-        msg.scope = f1
-        msg.readerGroupName = f2
-        msg.groupRefreshTimeMillis = f3
-        msg.automaticCheckpointIntervalMillis = f4
-        msg.maxOutstandingCheckpointRequest = f5
-        msg.retentionType = f6
-        msg.generation = f7
-        msg.readerGroupId = f8
-        msg.startingStreamCuts = f9
-        msg.endingStreamCuts = f10
+        msg.scope = f_scope
+        msg.readerGroupName = f_readerGroupName
+        msg.groupRefreshTimeMillis = f_groupRefreshTimeMillis
+        msg.automaticCheckpointIntervalMillis = f_automaticCheckpointIntervalMillis
+        msg.maxOutstandingCheckpointRequest = f_maxOutstandingCheckpointRequest
+        msg.retentionType = f_retentionType
+        msg.generation = f_generation
+        msg.readerGroupId = f_readerGroupId
+        msg.startingStreamCuts = f_startingStreamCuts
+        msg.endingStreamCuts = f_endingStreamCuts
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -4866,31 +4943,34 @@ class ReaderGroupInfo(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.scope
-        if v1:
+        v_scope = self.scope
+        if v_scope:
             parts.append(b"\x0a")
-            data = v1.encode()
+            data = v_scope.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.readerGroup
-        if v2:
+        v_readerGroup = self.readerGroup
+        if v_readerGroup:
             parts.append(b"\x12")
-            data = v2.encode()
+            data = v_readerGroup.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v3 = self.readerGroupId
-        if v3:
+        v_readerGroupId = self.readerGroupId
+        if v_readerGroupId:
             parts.append(b"\x1a")
-            data = v3.encode()
+            data = v_readerGroupId.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v4 = self.generation
-        if v4:
+        v_generation = self.generation
+        if v_generation:
             parts.append(b"\x20")
-            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int64_bytes(v4))
+            if 0 <= v_generation < 0x4000:
+                parts.append(SMALL_VARINTS[v_generation])
+            else:
+                parts.append(int64_bytes(v_generation))
         if self._unknown:
             parts.append(self._unknown)
 
@@ -4903,10 +4983,10 @@ class ReaderGroupInfo(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str = ''
-        f2: str = ''
-        f3: str = ''
-        f4: int = 0
+        f_scope: str = ''
+        f_readerGroup: str = ''
+        f_readerGroupId: str = ''
+        f_generation: int = 0
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -4925,7 +5005,7 @@ class ReaderGroupInfo(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ReaderGroupInfo.scope")
-                    f1 = buf[pos:vend].decode()
+                    f_scope = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -4936,7 +5016,7 @@ class ReaderGroupInfo(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ReaderGroupInfo.readerGroup")
-                    f2 = buf[pos:vend].decode()
+                    f_readerGroup = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 26:
                     n = buf[pos]
@@ -4947,26 +5027,26 @@ class ReaderGroupInfo(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ReaderGroupInfo.readerGroupId")
-                    f3 = buf[pos:vend].decode()
+                    f_readerGroupId = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 32:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f4 = raw
+                    f_generation = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -4982,10 +5062,10 @@ class ReaderGroupInfo(Message):
         if pos != end:
             raise truncated("ReaderGroupInfo")
         msg = new_instance(cls)
-        msg.scope = f1
-        msg.readerGroup = f2
-        msg.readerGroupId = f3
-        msg.generation = f4
+        msg.scope = f_scope
+        msg.readerGroup = f_readerGroup
+        msg.readerGroupId = f_readerGroupId
+        msg.generation = f_generation
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -5060,15 +5140,18 @@ class CreateReaderGroupResponse(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.status
-        if v1:
+        v_status = self.status
+        if v_status:
             parts.append(b"\x08")
-            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
-        v2 = self.config
-        if v2 is not None:
+            if 0 <= v_status < 0x4000:
+                parts.append(SMALL_VARINTS[v_status])
+            else:
+                parts.append(int32_bytes(v_status))
+        v_config = self.config
+        if v_config is not None:
             parts.append(b"\x12")
             sub = []
-            v2._encode(sub)
+            v_config._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -5085,8 +5168,8 @@ class CreateReaderGroupResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: CreateReaderGroupResponse.Status | int = CreateReaderGroupResponse.Status.SUCCESS
-        f2: ReaderGroupConfiguration | None = None
+        f_status: CreateReaderGroupResponse.Status | int = CreateReaderGroupResponse.Status.SUCCESS
+        f_config: ReaderGroupConfiguration | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -5103,7 +5186,7 @@ class CreateReaderGroupResponse(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f1 = _CreateReaderGroupResponse_Status_BY_NUMBER.get(raw, raw)
+                    f_status = _CreateReaderGroupResponse_Status_BY_NUMBER.get(raw, raw)
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -5113,7 +5196,7 @@ class CreateReaderGroupResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CreateReaderGroupResponse.config")
-                    f2 = ReaderGroupConfiguration.decode_from(buf, pos, vend)
+                    f_config = ReaderGroupConfiguration.decode_from(buf, pos, vend)
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -5123,8 +5206,8 @@ class CreateReaderGroupResponse(Message):
         if pos != end:
             raise truncated("CreateReaderGroupResponse")
         msg = new_instance(cls)
-        msg.status = f1
-        msg.config = f2
+        msg.status = f_status
+        msg.config = f_config
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -5198,19 +5281,22 @@ class ReaderGroupConfigResponse(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.config
-        if v1 is not None:
+        v_config = self.config
+        if v_config is not None:
             parts.append(b"\x0a")
             sub = []
-            v1._encode(sub)
+            v_config._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.status
-        if v2:
+        v_status = self.status
+        if v_status:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
+            if 0 <= v_status < 0x4000:
+                parts.append(SMALL_VARINTS[v_status])
+            else:
+                parts.append(int32_bytes(v_status))
         if self._unknown:
             parts.append(self._unknown)
 
@@ -5223,8 +5309,8 @@ class ReaderGroupConfigResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: ReaderGroupConfiguration | None = None
-        f2: ReaderGroupConfigResponse.Status | int = ReaderGroupConfigResponse.Status.SUCCESS
+        f_config: ReaderGroupConfiguration | None = None
+        f_status: ReaderGroupConfigResponse.Status | int = ReaderGroupConfigResponse.Status.SUCCESS
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -5243,7 +5329,7 @@ class ReaderGroupConfigResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ReaderGroupConfigResponse.config")
-                    f1 = ReaderGroupConfiguration.decode_from(buf, pos, vend)
+                    f_config = ReaderGroupConfiguration.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 16:
                     raw = buf[pos]
@@ -5252,7 +5338,7 @@ class ReaderGroupConfigResponse(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f2 = _ReaderGroupConfigResponse_Status_BY_NUMBER.get(raw, raw)
+                    f_status = _ReaderGroupConfigResponse_Status_BY_NUMBER.get(raw, raw)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -5261,8 +5347,8 @@ class ReaderGroupConfigResponse(Message):
         if pos != end:
             raise truncated("ReaderGroupConfigResponse")
         msg = new_instance(cls)
-        msg.config = f1
-        msg.status = f2
+        msg.config = f_config
+        msg.status = f_status
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -5327,10 +5413,13 @@ class DeleteReaderGroupStatus(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.status
-        if v1:
+        v_status = self.status
+        if v_status:
             parts.append(b"\x08")
-            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
+            if 0 <= v_status < 0x4000:
+                parts.append(SMALL_VARINTS[v_status])
+            else:
+                parts.append(int32_bytes(v_status))
         if self._unknown:
             parts.append(self._unknown)
 
@@ -5343,7 +5432,7 @@ class DeleteReaderGroupStatus(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: DeleteReaderGroupStatus.Status | int = DeleteReaderGroupStatus.Status.SUCCESS
+        f_status: DeleteReaderGroupStatus.Status | int = DeleteReaderGroupStatus.Status.SUCCESS
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -5360,7 +5449,7 @@ class DeleteReaderGroupStatus(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f1 = _DeleteReaderGroupStatus_Status_BY_NUMBER.get(raw, raw)
+                    f_status = _DeleteReaderGroupStatus_Status_BY_NUMBER.get(raw, raw)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -5369,7 +5458,7 @@ class DeleteReaderGroupStatus(Message):
         if pos != end:
             raise truncated("DeleteReaderGroupStatus")
         msg = new_instance(cls)
-        msg.status = f1
+        msg.status = f_status
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -5439,14 +5528,20 @@ class UpdateReaderGroupResponse(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.status
-        if v1:
+        v_status = self.status
+        if v_status:
             parts.append(b"\x08")
-            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
-        v2 = self.generation
-        if v2:
+            if 0 <= v_status < 0x4000:
+                parts.append(SMALL_VARINTS[v_status])
+            else:
+                parts.append(int32_bytes(v_status))
+        v_generation = self.generation
+        if v_generation:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int64_bytes(v2))
+            if 0 <= v_generation < 0x4000:
+                parts.append(SMALL_VARINTS[v_generation])
+            else:
+                parts.append(int64_bytes(v_generation))
         if self._unknown:
             parts.append(self._unknown)
 
@@ -5459,8 +5554,8 @@ class UpdateReaderGroupResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: UpdateReaderGroupResponse.Status | int = UpdateReaderGroupResponse.Status.SUCCESS
-        f2: int = 0
+        f_status: UpdateReaderGroupResponse.Status | int = UpdateReaderGroupResponse.Status.SUCCESS
+        f_generation: int = 0
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -5477,25 +5572,25 @@ class UpdateReaderGroupResponse(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f1 = _UpdateReaderGroupResponse_Status_BY_NUMBER.get(raw, raw)
+                    f_status = _UpdateReaderGroupResponse_Status_BY_NUMBER.get(raw, raw)
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f2 = raw
+                    f_generation = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -5504,8 +5599,8 @@ class UpdateReaderGroupResponse(Message):
         if pos != end:
             raise truncated("UpdateReaderGroupResponse")
         msg = new_instance(cls)
-        msg.status = f1
-        msg.generation = f2
+        msg.status = f_status
+        msg.generation = f_generation
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 

@@ -300,8 +300,10 @@ _CONDITIONAL_APPEND = re.compile(r"^(\s*)(\w+)\.append\((.+) if (.+) else (.+)\)
 
 
 def fit_appends(lines: list[str], indent: int, limit: int = LIMIT) -> list[str]:
-    """Spell out ``x.append(a if c else b)`` as an if statement where it would be too long.
+    """Fit ``x.append(a if c else b)`` where it would be too long.
 
+    The argument goes on a line of its own, or its three parts on three lines, which compile
+    to the same code; only when even that is too long does it become an if statement.
     ``indent`` is the depth (in columns) the lines will be printed at.
     """
     out: list[str] = []
@@ -311,6 +313,14 @@ def fit_appends(lines: list[str], indent: int, limit: int = LIMIT) -> list[str]:
             out.append(line)
             continue
         lead, target, then, cond, other = match.groups()
+        argument = f"{lead}{INDENT}{then} if {cond} else {other}"
+        if indent + len(argument) <= limit:
+            out += [f"{lead}{target}.append(", argument, f"{lead})"]
+            continue
+        parts = [f"{lead}{INDENT}{then}", f"{lead}{INDENT}if {cond}", f"{lead}{INDENT}else {other}"]
+        if all(indent + len(p) <= limit for p in parts):
+            out += [f"{lead}{target}.append(", *parts, f"{lead})"]
+            continue
         out += [f"{lead}if {cond}:", f"{lead}    {target}.append({then})", f"{lead}else:",
                 f"{lead}    {target}.append({other})"]
     return out

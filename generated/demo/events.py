@@ -136,10 +136,11 @@ class OrderPlaced(Message):
         v_amount_cents = self.amount_cents
         if v_amount_cents:
             parts.append(b"\x18")
-            if 0 <= v_amount_cents < 0x4000:
-                parts.append(SMALL_VARINTS[v_amount_cents])
-            else:
-                parts.append(int64_bytes(v_amount_cents))
+            parts.append(
+                SMALL_VARINTS[v_amount_cents]
+                if 0 <= v_amount_cents < 0x4000
+                else int64_bytes(v_amount_cents)
+            )
         v_currency = self.currency
         if v_currency:
             parts.append(b"\x22")
@@ -156,10 +157,11 @@ class OrderPlaced(Message):
         v_placed_at_ms = self.placed_at_ms
         if v_placed_at_ms:
             parts.append(b"\x30")
-            if 0 <= v_placed_at_ms < 0x4000:
-                parts.append(SMALL_VARINTS[v_placed_at_ms])
-            else:
-                parts.append(int64_bytes(v_placed_at_ms))
+            parts.append(
+                SMALL_VARINTS[v_placed_at_ms]
+                if 0 <= v_placed_at_ms < 0x4000
+                else int64_bytes(v_placed_at_ms)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -360,17 +362,17 @@ class RevenueSummary(Message):
         v_orders = self.orders
         if v_orders:
             parts.append(b"\x10")
-            if 0 <= v_orders < 0x4000:
-                parts.append(SMALL_VARINTS[v_orders])
-            else:
-                parts.append(int64_bytes(v_orders))
+            parts.append(
+                SMALL_VARINTS[v_orders] if 0 <= v_orders < 0x4000 else int64_bytes(v_orders)
+            )
         v_amount_cents = self.amount_cents
         if v_amount_cents:
             parts.append(b"\x18")
-            if 0 <= v_amount_cents < 0x4000:
-                parts.append(SMALL_VARINTS[v_amount_cents])
-            else:
-                parts.append(int64_bytes(v_amount_cents))
+            parts.append(
+                SMALL_VARINTS[v_amount_cents]
+                if 0 <= v_amount_cents < 0x4000
+                else int64_bytes(v_amount_cents)
+            )
         if self._unknown:
             parts.append(self._unknown)
 

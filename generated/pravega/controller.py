@@ -429,10 +429,9 @@ class CreateScopeStatus(Message):
         v_status = self.status
         if v_status:
             parts.append(b"\x08")
-            if 0 <= v_status < 0x4000:
-                parts.append(SMALL_VARINTS[v_status])
-            else:
-                parts.append(int32_bytes(v_status))
+            parts.append(
+                SMALL_VARINTS[v_status] if 0 <= v_status < 0x4000 else int32_bytes(v_status)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -537,10 +536,9 @@ class DeleteScopeStatus(Message):
         v_status = self.status
         if v_status:
             parts.append(b"\x08")
-            if 0 <= v_status < 0x4000:
-                parts.append(SMALL_VARINTS[v_status])
-            else:
-                parts.append(int32_bytes(v_status))
+            parts.append(
+                SMALL_VARINTS[v_status] if 0 <= v_status < 0x4000 else int32_bytes(v_status)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -1109,10 +1107,11 @@ class StreamInfo(Message):
         v_accessOperation = self.accessOperation
         if v_accessOperation:
             parts.append(b"\x18")
-            if 0 <= v_accessOperation < 0x4000:
-                parts.append(SMALL_VARINTS[v_accessOperation])
-            else:
-                parts.append(int32_bytes(v_accessOperation))
+            parts.append(
+                SMALL_VARINTS[v_accessOperation]
+                if 0 <= v_accessOperation < 0x4000
+                else int32_bytes(v_accessOperation)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -1421,10 +1420,9 @@ class StreamsInScopeResponse(Message):
         v_status = self.status
         if v_status:
             parts.append(b"\x18")
-            if 0 <= v_status < 0x4000:
-                parts.append(SMALL_VARINTS[v_status])
-            else:
-                parts.append(int32_bytes(v_status))
+            parts.append(
+                SMALL_VARINTS[v_status] if 0 <= v_status < 0x4000 else int32_bytes(v_status)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -1568,31 +1566,35 @@ class ScalingPolicy(Message):
         v_scaleType = self.scaleType
         if v_scaleType:
             parts.append(b"\x08")
-            if 0 <= v_scaleType < 0x4000:
-                parts.append(SMALL_VARINTS[v_scaleType])
-            else:
-                parts.append(int32_bytes(v_scaleType))
+            parts.append(
+                SMALL_VARINTS[v_scaleType]
+                if 0 <= v_scaleType < 0x4000
+                else int32_bytes(v_scaleType)
+            )
         v_targetRate = self.targetRate
         if v_targetRate:
             parts.append(b"\x10")
-            if 0 <= v_targetRate < 0x4000:
-                parts.append(SMALL_VARINTS[v_targetRate])
-            else:
-                parts.append(int32_bytes(v_targetRate))
+            parts.append(
+                SMALL_VARINTS[v_targetRate]
+                if 0 <= v_targetRate < 0x4000
+                else int32_bytes(v_targetRate)
+            )
         v_scaleFactor = self.scaleFactor
         if v_scaleFactor:
             parts.append(b"\x18")
-            if 0 <= v_scaleFactor < 0x4000:
-                parts.append(SMALL_VARINTS[v_scaleFactor])
-            else:
-                parts.append(int32_bytes(v_scaleFactor))
+            parts.append(
+                SMALL_VARINTS[v_scaleFactor]
+                if 0 <= v_scaleFactor < 0x4000
+                else int32_bytes(v_scaleFactor)
+            )
         v_minNumSegments = self.minNumSegments
         if v_minNumSegments:
             parts.append(b"\x20")
-            if 0 <= v_minNumSegments < 0x4000:
-                parts.append(SMALL_VARINTS[v_minNumSegments])
-            else:
-                parts.append(int32_bytes(v_minNumSegments))
+            parts.append(
+                SMALL_VARINTS[v_minNumSegments]
+                if 0 <= v_minNumSegments < 0x4000
+                else int32_bytes(v_minNumSegments)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -1767,24 +1769,27 @@ class RetentionPolicy(Message):
         v_retentionType = self.retentionType
         if v_retentionType:
             parts.append(b"\x08")
-            if 0 <= v_retentionType < 0x4000:
-                parts.append(SMALL_VARINTS[v_retentionType])
-            else:
-                parts.append(int32_bytes(v_retentionType))
+            parts.append(
+                SMALL_VARINTS[v_retentionType]
+                if 0 <= v_retentionType < 0x4000
+                else int32_bytes(v_retentionType)
+            )
         v_retentionParam = self.retentionParam
         if v_retentionParam:
             parts.append(b"\x10")
-            if 0 <= v_retentionParam < 0x4000:
-                parts.append(SMALL_VARINTS[v_retentionParam])
-            else:
-                parts.append(int64_bytes(v_retentionParam))
+            parts.append(
+                SMALL_VARINTS[v_retentionParam]
+                if 0 <= v_retentionParam < 0x4000
+                else int64_bytes(v_retentionParam)
+            )
         v_retentionMax = self.retentionMax
         if v_retentionMax:
             parts.append(b"\x18")
-            if 0 <= v_retentionMax < 0x4000:
-                parts.append(SMALL_VARINTS[v_retentionMax])
-            else:
-                parts.append(int64_bytes(v_retentionMax))
+            parts.append(
+                SMALL_VARINTS[v_retentionMax]
+                if 0 <= v_retentionMax < 0x4000
+                else int64_bytes(v_retentionMax)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -2233,10 +2238,9 @@ class CreateStreamStatus(Message):
         v_status = self.status
         if v_status:
             parts.append(b"\x08")
-            if 0 <= v_status < 0x4000:
-                parts.append(SMALL_VARINTS[v_status])
-            else:
-                parts.append(int32_bytes(v_status))
+            parts.append(
+                SMALL_VARINTS[v_status] if 0 <= v_status < 0x4000 else int32_bytes(v_status)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -2341,10 +2345,9 @@ class UpdateStreamStatus(Message):
         v_status = self.status
         if v_status:
             parts.append(b"\x08")
-            if 0 <= v_status < 0x4000:
-                parts.append(SMALL_VARINTS[v_status])
-            else:
-                parts.append(int32_bytes(v_status))
+            parts.append(
+                SMALL_VARINTS[v_status] if 0 <= v_status < 0x4000 else int32_bytes(v_status)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -2449,10 +2452,9 @@ class DeleteStreamStatus(Message):
         v_status = self.status
         if v_status:
             parts.append(b"\x08")
-            if 0 <= v_status < 0x4000:
-                parts.append(SMALL_VARINTS[v_status])
-            else:
-                parts.append(int32_bytes(v_status))
+            parts.append(
+                SMALL_VARINTS[v_status] if 0 <= v_status < 0x4000 else int32_bytes(v_status)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -2748,10 +2750,11 @@ class SegmentId(Message):
         v_segmentId = self.segmentId
         if v_segmentId:
             parts.append(b"\x10")
-            if 0 <= v_segmentId < 0x4000:
-                parts.append(SMALL_VARINTS[v_segmentId])
-            else:
-                parts.append(int64_bytes(v_segmentId))
+            parts.append(
+                SMALL_VARINTS[v_segmentId]
+                if 0 <= v_segmentId < 0x4000
+                else int64_bytes(v_segmentId)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -3290,10 +3293,11 @@ class GetSegmentsRequest(Message):
         v_timestamp = self.timestamp
         if v_timestamp:
             parts.append(b"\x10")
-            if 0 <= v_timestamp < 0x4000:
-                parts.append(SMALL_VARINTS[v_timestamp])
-            else:
-                parts.append(int64_bytes(v_timestamp))
+            parts.append(
+                SMALL_VARINTS[v_timestamp]
+                if 0 <= v_timestamp < 0x4000
+                else int64_bytes(v_timestamp)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -3436,10 +3440,9 @@ class SegmentsAtTime(Message):
             v_offset = self.offset
             if v_offset:
                 parts.append(b"\x10")
-                if 0 <= v_offset < 0x4000:
-                    parts.append(SMALL_VARINTS[v_offset])
-                else:
-                    parts.append(int64_bytes(v_offset))
+                parts.append(
+                    SMALL_VARINTS[v_offset] if 0 <= v_offset < 0x4000 else int64_bytes(v_offset)
+                )
             if self._unknown:
                 parts.append(self._unknown)
 
@@ -4160,10 +4163,9 @@ class RemoveWriterResponse(Message):
         v_result = self.result
         if v_result:
             parts.append(b"\x08")
-            if 0 <= v_result < 0x4000:
-                parts.append(SMALL_VARINTS[v_result])
-            else:
-                parts.append(int32_bytes(v_result))
+            parts.append(
+                SMALL_VARINTS[v_result] if 0 <= v_result < 0x4000 else int32_bytes(v_result)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -4289,10 +4291,11 @@ class TimestampFromWriter(Message):
         v_timestamp = self.timestamp
         if v_timestamp:
             parts.append(b"\x18")
-            if 0 <= v_timestamp < 0x4000:
-                parts.append(SMALL_VARINTS[v_timestamp])
-            else:
-                parts.append(int64_bytes(v_timestamp))
+            parts.append(
+                SMALL_VARINTS[v_timestamp]
+                if 0 <= v_timestamp < 0x4000
+                else int64_bytes(v_timestamp)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -4435,10 +4438,9 @@ class TimestampResponse(Message):
         v_result = self.result
         if v_result:
             parts.append(b"\x08")
-            if 0 <= v_result < 0x4000:
-                parts.append(SMALL_VARINTS[v_result])
-            else:
-                parts.append(int32_bytes(v_result))
+            parts.append(
+                SMALL_VARINTS[v_result] if 0 <= v_result < 0x4000 else int32_bytes(v_result)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -4616,38 +4618,43 @@ class ReaderGroupConfiguration(Message):
         v_groupRefreshTimeMillis = self.groupRefreshTimeMillis
         if v_groupRefreshTimeMillis:
             parts.append(b"\x18")
-            if 0 <= v_groupRefreshTimeMillis < 0x4000:
-                parts.append(SMALL_VARINTS[v_groupRefreshTimeMillis])
-            else:
-                parts.append(int64_bytes(v_groupRefreshTimeMillis))
+            parts.append(
+                SMALL_VARINTS[v_groupRefreshTimeMillis]
+                if 0 <= v_groupRefreshTimeMillis < 0x4000
+                else int64_bytes(v_groupRefreshTimeMillis)
+            )
         v_automaticCheckpointIntervalMillis = self.automaticCheckpointIntervalMillis
         if v_automaticCheckpointIntervalMillis:
             parts.append(b"\x20")
-            if 0 <= v_automaticCheckpointIntervalMillis < 0x4000:
-                parts.append(SMALL_VARINTS[v_automaticCheckpointIntervalMillis])
-            else:
-                parts.append(int64_bytes(v_automaticCheckpointIntervalMillis))
+            parts.append(
+                SMALL_VARINTS[v_automaticCheckpointIntervalMillis]
+                if 0 <= v_automaticCheckpointIntervalMillis < 0x4000
+                else int64_bytes(v_automaticCheckpointIntervalMillis)
+            )
         v_maxOutstandingCheckpointRequest = self.maxOutstandingCheckpointRequest
         if v_maxOutstandingCheckpointRequest:
             parts.append(b"\x28")
-            if 0 <= v_maxOutstandingCheckpointRequest < 0x4000:
-                parts.append(SMALL_VARINTS[v_maxOutstandingCheckpointRequest])
-            else:
-                parts.append(int32_bytes(v_maxOutstandingCheckpointRequest))
+            parts.append(
+                SMALL_VARINTS[v_maxOutstandingCheckpointRequest]
+                if 0 <= v_maxOutstandingCheckpointRequest < 0x4000
+                else int32_bytes(v_maxOutstandingCheckpointRequest)
+            )
         v_retentionType = self.retentionType
         if v_retentionType:
             parts.append(b"\x30")
-            if 0 <= v_retentionType < 0x4000:
-                parts.append(SMALL_VARINTS[v_retentionType])
-            else:
-                parts.append(int32_bytes(v_retentionType))
+            parts.append(
+                SMALL_VARINTS[v_retentionType]
+                if 0 <= v_retentionType < 0x4000
+                else int32_bytes(v_retentionType)
+            )
         v_generation = self.generation
         if v_generation:
             parts.append(b"\x38")
-            if 0 <= v_generation < 0x4000:
-                parts.append(SMALL_VARINTS[v_generation])
-            else:
-                parts.append(int64_bytes(v_generation))
+            parts.append(
+                SMALL_VARINTS[v_generation]
+                if 0 <= v_generation < 0x4000
+                else int64_bytes(v_generation)
+            )
         v_readerGroupId = self.readerGroupId
         if v_readerGroupId:
             parts.append(b"\x42")
@@ -4967,10 +4974,11 @@ class ReaderGroupInfo(Message):
         v_generation = self.generation
         if v_generation:
             parts.append(b"\x20")
-            if 0 <= v_generation < 0x4000:
-                parts.append(SMALL_VARINTS[v_generation])
-            else:
-                parts.append(int64_bytes(v_generation))
+            parts.append(
+                SMALL_VARINTS[v_generation]
+                if 0 <= v_generation < 0x4000
+                else int64_bytes(v_generation)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -5143,10 +5151,9 @@ class CreateReaderGroupResponse(Message):
         v_status = self.status
         if v_status:
             parts.append(b"\x08")
-            if 0 <= v_status < 0x4000:
-                parts.append(SMALL_VARINTS[v_status])
-            else:
-                parts.append(int32_bytes(v_status))
+            parts.append(
+                SMALL_VARINTS[v_status] if 0 <= v_status < 0x4000 else int32_bytes(v_status)
+            )
         v_config = self.config
         if v_config is not None:
             parts.append(b"\x12")
@@ -5293,10 +5300,9 @@ class ReaderGroupConfigResponse(Message):
         v_status = self.status
         if v_status:
             parts.append(b"\x10")
-            if 0 <= v_status < 0x4000:
-                parts.append(SMALL_VARINTS[v_status])
-            else:
-                parts.append(int32_bytes(v_status))
+            parts.append(
+                SMALL_VARINTS[v_status] if 0 <= v_status < 0x4000 else int32_bytes(v_status)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -5416,10 +5422,9 @@ class DeleteReaderGroupStatus(Message):
         v_status = self.status
         if v_status:
             parts.append(b"\x08")
-            if 0 <= v_status < 0x4000:
-                parts.append(SMALL_VARINTS[v_status])
-            else:
-                parts.append(int32_bytes(v_status))
+            parts.append(
+                SMALL_VARINTS[v_status] if 0 <= v_status < 0x4000 else int32_bytes(v_status)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -5531,17 +5536,17 @@ class UpdateReaderGroupResponse(Message):
         v_status = self.status
         if v_status:
             parts.append(b"\x08")
-            if 0 <= v_status < 0x4000:
-                parts.append(SMALL_VARINTS[v_status])
-            else:
-                parts.append(int32_bytes(v_status))
+            parts.append(
+                SMALL_VARINTS[v_status] if 0 <= v_status < 0x4000 else int32_bytes(v_status)
+            )
         v_generation = self.generation
         if v_generation:
             parts.append(b"\x10")
-            if 0 <= v_generation < 0x4000:
-                parts.append(SMALL_VARINTS[v_generation])
-            else:
-                parts.append(int64_bytes(v_generation))
+            parts.append(
+                SMALL_VARINTS[v_generation]
+                if 0 <= v_generation < 0x4000
+                else int64_bytes(v_generation)
+            )
         if self._unknown:
             parts.append(self._unknown)
 

@@ -702,45 +702,47 @@ class MessageIdData(Message):
         if v_ledgerId is None:
             raise RequiredFieldUnsetError("MessageIdData", "ledgerId")
         parts.append(b"\x08")
-        if 0 <= v_ledgerId < 0x4000:
-            parts.append(SMALL_VARINTS[v_ledgerId])
-        else:
-            parts.append(uint64_bytes(v_ledgerId))
+        parts.append(
+            SMALL_VARINTS[v_ledgerId] if 0 <= v_ledgerId < 0x4000 else uint64_bytes(v_ledgerId)
+        )
         v_entryId = self.entryId
         if v_entryId is None:
             raise RequiredFieldUnsetError("MessageIdData", "entryId")
         parts.append(b"\x10")
-        if 0 <= v_entryId < 0x4000:
-            parts.append(SMALL_VARINTS[v_entryId])
-        else:
-            parts.append(uint64_bytes(v_entryId))
+        parts.append(
+            SMALL_VARINTS[v_entryId] if 0 <= v_entryId < 0x4000 else uint64_bytes(v_entryId)
+        )
         v_partition = self._partition
         if v_partition is not None:
             parts.append(b"\x18")
-            if 0 <= v_partition < 0x4000:
-                parts.append(SMALL_VARINTS[v_partition])
-            else:
-                parts.append(int32_bytes(v_partition))
+            parts.append(
+                SMALL_VARINTS[v_partition]
+                if 0 <= v_partition < 0x4000
+                else int32_bytes(v_partition)
+            )
         v_batch_index = self._batch_index
         if v_batch_index is not None:
             parts.append(b"\x20")
-            if 0 <= v_batch_index < 0x4000:
-                parts.append(SMALL_VARINTS[v_batch_index])
-            else:
-                parts.append(int32_bytes(v_batch_index))
+            parts.append(
+                SMALL_VARINTS[v_batch_index]
+                if 0 <= v_batch_index < 0x4000
+                else int32_bytes(v_batch_index)
+            )
         for item_ack_set in self.ack_set:
             parts.append(b"\x28")
-            if 0 <= item_ack_set < 0x4000:
-                parts.append(SMALL_VARINTS[item_ack_set])
-            else:
-                parts.append(int64_bytes(item_ack_set))
+            parts.append(
+                SMALL_VARINTS[item_ack_set]
+                if 0 <= item_ack_set < 0x4000
+                else int64_bytes(item_ack_set)
+            )
         v_batch_size = self._batch_size
         if v_batch_size is not None:
             parts.append(b"\x30")
-            if 0 <= v_batch_size < 0x4000:
-                parts.append(SMALL_VARINTS[v_batch_size])
-            else:
-                parts.append(int32_bytes(v_batch_size))
+            parts.append(
+                SMALL_VARINTS[v_batch_size]
+                if 0 <= v_batch_size < 0x4000
+                else int32_bytes(v_batch_size)
+            )
         v_first_chunk_message_id = self.first_chunk_message_id
         if v_first_chunk_message_id is not None:
             parts.append(b"\x3a")
@@ -2187,18 +2189,20 @@ class MessageMetadata(Message):
         if v_sequence_id is None:
             raise RequiredFieldUnsetError("MessageMetadata", "sequence_id")
         parts.append(b"\x10")
-        if 0 <= v_sequence_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_sequence_id])
-        else:
-            parts.append(uint64_bytes(v_sequence_id))
+        parts.append(
+            SMALL_VARINTS[v_sequence_id]
+            if 0 <= v_sequence_id < 0x4000
+            else uint64_bytes(v_sequence_id)
+        )
         v_publish_time = self.publish_time
         if v_publish_time is None:
             raise RequiredFieldUnsetError("MessageMetadata", "publish_time")
         parts.append(b"\x18")
-        if 0 <= v_publish_time < 0x4000:
-            parts.append(SMALL_VARINTS[v_publish_time])
-        else:
-            parts.append(uint64_bytes(v_publish_time))
+        parts.append(
+            SMALL_VARINTS[v_publish_time]
+            if 0 <= v_publish_time < 0x4000
+            else uint64_bytes(v_publish_time)
+        )
         for item_properties in self.properties:
             parts.append(b"\x22")
             sub = []
@@ -2230,31 +2234,35 @@ class MessageMetadata(Message):
         v_compression = self._compression
         if v_compression is not None:
             parts.append(b"\x40")
-            if 0 <= v_compression < 0x4000:
-                parts.append(SMALL_VARINTS[v_compression])
-            else:
-                parts.append(int32_bytes(v_compression))
+            parts.append(
+                SMALL_VARINTS[v_compression]
+                if 0 <= v_compression < 0x4000
+                else int32_bytes(v_compression)
+            )
         v_uncompressed_size = self._uncompressed_size
         if v_uncompressed_size is not None:
             parts.append(b"\x48")
-            if 0 <= v_uncompressed_size < 0x4000:
-                parts.append(SMALL_VARINTS[v_uncompressed_size])
-            else:
-                parts.append(uint32_bytes(v_uncompressed_size))
+            parts.append(
+                SMALL_VARINTS[v_uncompressed_size]
+                if 0 <= v_uncompressed_size < 0x4000
+                else uint32_bytes(v_uncompressed_size)
+            )
         v_num_messages_in_batch = self._num_messages_in_batch
         if v_num_messages_in_batch is not None:
             parts.append(b"\x58")
-            if 0 <= v_num_messages_in_batch < 0x4000:
-                parts.append(SMALL_VARINTS[v_num_messages_in_batch])
-            else:
-                parts.append(int32_bytes(v_num_messages_in_batch))
+            parts.append(
+                SMALL_VARINTS[v_num_messages_in_batch]
+                if 0 <= v_num_messages_in_batch < 0x4000
+                else int32_bytes(v_num_messages_in_batch)
+            )
         v_event_time = self._event_time
         if v_event_time is not None:
             parts.append(b"\x60")
-            if 0 <= v_event_time < 0x4000:
-                parts.append(SMALL_VARINTS[v_event_time])
-            else:
-                parts.append(uint64_bytes(v_event_time))
+            parts.append(
+                SMALL_VARINTS[v_event_time]
+                if 0 <= v_event_time < 0x4000
+                else uint64_bytes(v_event_time)
+            )
         for item_encryption_keys in self.encryption_keys:
             parts.append(b"\x6a")
             sub = []
@@ -2294,38 +2302,43 @@ class MessageMetadata(Message):
         v_deliver_at_time = self._deliver_at_time
         if v_deliver_at_time is not None:
             parts.append(b"\x98\x01")
-            if 0 <= v_deliver_at_time < 0x4000:
-                parts.append(SMALL_VARINTS[v_deliver_at_time])
-            else:
-                parts.append(int64_bytes(v_deliver_at_time))
+            parts.append(
+                SMALL_VARINTS[v_deliver_at_time]
+                if 0 <= v_deliver_at_time < 0x4000
+                else int64_bytes(v_deliver_at_time)
+            )
         v_marker_type = self._marker_type
         if v_marker_type is not None:
             parts.append(b"\xa0\x01")
-            if 0 <= v_marker_type < 0x4000:
-                parts.append(SMALL_VARINTS[v_marker_type])
-            else:
-                parts.append(int32_bytes(v_marker_type))
+            parts.append(
+                SMALL_VARINTS[v_marker_type]
+                if 0 <= v_marker_type < 0x4000
+                else int32_bytes(v_marker_type)
+            )
         v_txnid_least_bits = self._txnid_least_bits
         if v_txnid_least_bits is not None:
             parts.append(b"\xb0\x01")
-            if 0 <= v_txnid_least_bits < 0x4000:
-                parts.append(SMALL_VARINTS[v_txnid_least_bits])
-            else:
-                parts.append(uint64_bytes(v_txnid_least_bits))
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits]
+                if 0 <= v_txnid_least_bits < 0x4000
+                else uint64_bytes(v_txnid_least_bits)
+            )
         v_txnid_most_bits = self._txnid_most_bits
         if v_txnid_most_bits is not None:
             parts.append(b"\xb8\x01")
-            if 0 <= v_txnid_most_bits < 0x4000:
-                parts.append(SMALL_VARINTS[v_txnid_most_bits])
-            else:
-                parts.append(uint64_bytes(v_txnid_most_bits))
+            parts.append(
+                SMALL_VARINTS[v_txnid_most_bits]
+                if 0 <= v_txnid_most_bits < 0x4000
+                else uint64_bytes(v_txnid_most_bits)
+            )
         v_highest_sequence_id = self._highest_sequence_id
         if v_highest_sequence_id is not None:
             parts.append(b"\xc0\x01")
-            if 0 <= v_highest_sequence_id < 0x4000:
-                parts.append(SMALL_VARINTS[v_highest_sequence_id])
-            else:
-                parts.append(uint64_bytes(v_highest_sequence_id))
+            parts.append(
+                SMALL_VARINTS[v_highest_sequence_id]
+                if 0 <= v_highest_sequence_id < 0x4000
+                else uint64_bytes(v_highest_sequence_id)
+            )
         v_null_value = self._null_value
         if v_null_value is not None:
             parts.append(b"\xc8\x01\x01" if v_null_value else b"\xc8\x01\x00")
@@ -2339,33 +2352,35 @@ class MessageMetadata(Message):
         v_num_chunks_from_msg = self._num_chunks_from_msg
         if v_num_chunks_from_msg is not None:
             parts.append(b"\xd8\x01")
-            if 0 <= v_num_chunks_from_msg < 0x4000:
-                parts.append(SMALL_VARINTS[v_num_chunks_from_msg])
-            else:
-                parts.append(int32_bytes(v_num_chunks_from_msg))
+            parts.append(
+                SMALL_VARINTS[v_num_chunks_from_msg]
+                if 0 <= v_num_chunks_from_msg < 0x4000
+                else int32_bytes(v_num_chunks_from_msg)
+            )
         v_total_chunk_msg_size = self._total_chunk_msg_size
         if v_total_chunk_msg_size is not None:
             parts.append(b"\xe0\x01")
-            if 0 <= v_total_chunk_msg_size < 0x4000:
-                parts.append(SMALL_VARINTS[v_total_chunk_msg_size])
-            else:
-                parts.append(int32_bytes(v_total_chunk_msg_size))
+            parts.append(
+                SMALL_VARINTS[v_total_chunk_msg_size]
+                if 0 <= v_total_chunk_msg_size < 0x4000
+                else int32_bytes(v_total_chunk_msg_size)
+            )
         v_chunk_id = self._chunk_id
         if v_chunk_id is not None:
             parts.append(b"\xe8\x01")
-            if 0 <= v_chunk_id < 0x4000:
-                parts.append(SMALL_VARINTS[v_chunk_id])
-            else:
-                parts.append(int32_bytes(v_chunk_id))
+            parts.append(
+                SMALL_VARINTS[v_chunk_id] if 0 <= v_chunk_id < 0x4000 else int32_bytes(v_chunk_id)
+            )
         v_null_partition_key = self._null_partition_key
         if v_null_partition_key is not None:
             parts.append(b"\xf0\x01\x01" if v_null_partition_key else b"\xf0\x01\x00")
         for item_compacted_batch_indexes in self.compacted_batch_indexes:
             parts.append(b"\xf8\x01")
-            if 0 <= item_compacted_batch_indexes < 0x4000:
-                parts.append(SMALL_VARINTS[item_compacted_batch_indexes])
-            else:
-                parts.append(int32_bytes(item_compacted_batch_indexes))
+            parts.append(
+                SMALL_VARINTS[item_compacted_batch_indexes]
+                if 0 <= item_compacted_batch_indexes < 0x4000
+                else int32_bytes(item_compacted_batch_indexes)
+            )
         v_schema_id = self._schema_id
         if v_schema_id is not None:
             parts.append(b"\x82\x02")
@@ -2375,17 +2390,19 @@ class MessageMetadata(Message):
         v_entry_hash_min = self._entry_hash_min
         if v_entry_hash_min is not None:
             parts.append(b"\x88\x02")
-            if 0 <= v_entry_hash_min < 0x4000:
-                parts.append(SMALL_VARINTS[v_entry_hash_min])
-            else:
-                parts.append(uint32_bytes(v_entry_hash_min))
+            parts.append(
+                SMALL_VARINTS[v_entry_hash_min]
+                if 0 <= v_entry_hash_min < 0x4000
+                else uint32_bytes(v_entry_hash_min)
+            )
         v_entry_hash_max = self._entry_hash_max
         if v_entry_hash_max is not None:
             parts.append(b"\x90\x02")
-            if 0 <= v_entry_hash_max < 0x4000:
-                parts.append(SMALL_VARINTS[v_entry_hash_max])
-            else:
-                parts.append(uint32_bytes(v_entry_hash_max))
+            parts.append(
+                SMALL_VARINTS[v_entry_hash_max]
+                if 0 <= v_entry_hash_max < 0x4000
+                else uint32_bytes(v_entry_hash_max)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -3276,20 +3293,22 @@ class SingleMessageMetadata(Message):
         if v_payload_size is None:
             raise RequiredFieldUnsetError("SingleMessageMetadata", "payload_size")
         parts.append(b"\x18")
-        if 0 <= v_payload_size < 0x4000:
-            parts.append(SMALL_VARINTS[v_payload_size])
-        else:
-            parts.append(int32_bytes(v_payload_size))
+        parts.append(
+            SMALL_VARINTS[v_payload_size]
+            if 0 <= v_payload_size < 0x4000
+            else int32_bytes(v_payload_size)
+        )
         v_compacted_out = self._compacted_out
         if v_compacted_out is not None:
             parts.append(b"\x20\x01" if v_compacted_out else b"\x20\x00")
         v_event_time = self._event_time
         if v_event_time is not None:
             parts.append(b"\x28")
-            if 0 <= v_event_time < 0x4000:
-                parts.append(SMALL_VARINTS[v_event_time])
-            else:
-                parts.append(uint64_bytes(v_event_time))
+            parts.append(
+                SMALL_VARINTS[v_event_time]
+                if 0 <= v_event_time < 0x4000
+                else uint64_bytes(v_event_time)
+            )
         v_partition_key_b64_encoded = self._partition_key_b64_encoded
         if v_partition_key_b64_encoded is not None:
             parts.append(b"\x30\x01" if v_partition_key_b64_encoded else b"\x30\x00")
@@ -3302,10 +3321,11 @@ class SingleMessageMetadata(Message):
         v_sequence_id = self._sequence_id
         if v_sequence_id is not None:
             parts.append(b"\x40")
-            if 0 <= v_sequence_id < 0x4000:
-                parts.append(SMALL_VARINTS[v_sequence_id])
-            else:
-                parts.append(uint64_bytes(v_sequence_id))
+            parts.append(
+                SMALL_VARINTS[v_sequence_id]
+                if 0 <= v_sequence_id < 0x4000
+                else uint64_bytes(v_sequence_id)
+            )
         v_null_value = self._null_value
         if v_null_value is not None:
             parts.append(b"\x48\x01" if v_null_value else b"\x48\x00")
@@ -3577,10 +3597,11 @@ class BrokerEntryMetadata(Message):
         v_broker_timestamp = self._broker_timestamp
         if v_broker_timestamp is not None:
             parts.append(b"\x08")
-            if 0 <= v_broker_timestamp < 0x4000:
-                parts.append(SMALL_VARINTS[v_broker_timestamp])
-            else:
-                parts.append(uint64_bytes(v_broker_timestamp))
+            parts.append(
+                SMALL_VARINTS[v_broker_timestamp]
+                if 0 <= v_broker_timestamp < 0x4000
+                else uint64_bytes(v_broker_timestamp)
+            )
         v_index = self._index
         if v_index is not None:
             parts.append(b"\x10")
@@ -3931,10 +3952,11 @@ class CommandConnect(Message):
         v_auth_method = self._auth_method
         if v_auth_method is not None:
             parts.append(b"\x10")
-            if 0 <= v_auth_method < 0x4000:
-                parts.append(SMALL_VARINTS[v_auth_method])
-            else:
-                parts.append(int32_bytes(v_auth_method))
+            parts.append(
+                SMALL_VARINTS[v_auth_method]
+                if 0 <= v_auth_method < 0x4000
+                else int32_bytes(v_auth_method)
+            )
         v_auth_data = self._auth_data
         if v_auth_data is not None:
             parts.append(b"\x1a")
@@ -3944,10 +3966,11 @@ class CommandConnect(Message):
         v_protocol_version = self._protocol_version
         if v_protocol_version is not None:
             parts.append(b"\x20")
-            if 0 <= v_protocol_version < 0x4000:
-                parts.append(SMALL_VARINTS[v_protocol_version])
-            else:
-                parts.append(int32_bytes(v_protocol_version))
+            parts.append(
+                SMALL_VARINTS[v_protocol_version]
+                if 0 <= v_protocol_version < 0x4000
+                else int32_bytes(v_protocol_version)
+            )
         v_auth_method_name = self._auth_method_name
         if v_auth_method_name is not None:
             parts.append(b"\x2a")
@@ -4485,10 +4508,11 @@ class FeatureFlags(Message):
             self._supports_get_partitioned_metadata_without_auto_creation
         )
         if v_supports_get_partitioned_metadata_without_auto_creation is not None:
-            if v_supports_get_partitioned_metadata_without_auto_creation:
-                parts.append(b"\x28\x01")
-            else:
-                parts.append(b"\x28\x00")
+            parts.append(
+                b"\x28\x01"
+                if v_supports_get_partitioned_metadata_without_auto_creation
+                else b"\x28\x00"
+            )
         v_supports_repl_dedup_by_lid_and_eid = self._supports_repl_dedup_by_lid_and_eid
         if v_supports_repl_dedup_by_lid_and_eid is not None:
             parts.append(b"\x30\x01" if v_supports_repl_dedup_by_lid_and_eid else b"\x30\x00")
@@ -4743,17 +4767,19 @@ class CommandConnected(Message):
         v_protocol_version = self._protocol_version
         if v_protocol_version is not None:
             parts.append(b"\x10")
-            if 0 <= v_protocol_version < 0x4000:
-                parts.append(SMALL_VARINTS[v_protocol_version])
-            else:
-                parts.append(int32_bytes(v_protocol_version))
+            parts.append(
+                SMALL_VARINTS[v_protocol_version]
+                if 0 <= v_protocol_version < 0x4000
+                else int32_bytes(v_protocol_version)
+            )
         v_max_message_size = self._max_message_size
         if v_max_message_size is not None:
             parts.append(b"\x18")
-            if 0 <= v_max_message_size < 0x4000:
-                parts.append(SMALL_VARINTS[v_max_message_size])
-            else:
-                parts.append(int32_bytes(v_max_message_size))
+            parts.append(
+                SMALL_VARINTS[v_max_message_size]
+                if 0 <= v_max_message_size < 0x4000
+                else int32_bytes(v_max_message_size)
+            )
         v_feature_flags = self.feature_flags
         if v_feature_flags is not None:
             parts.append(b"\x22")
@@ -4980,10 +5006,11 @@ class CommandAuthResponse(Message):
         v_protocol_version = self._protocol_version
         if v_protocol_version is not None:
             parts.append(b"\x18")
-            if 0 <= v_protocol_version < 0x4000:
-                parts.append(SMALL_VARINTS[v_protocol_version])
-            else:
-                parts.append(int32_bytes(v_protocol_version))
+            parts.append(
+                SMALL_VARINTS[v_protocol_version]
+                if 0 <= v_protocol_version < 0x4000
+                else int32_bytes(v_protocol_version)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -5179,10 +5206,11 @@ class CommandAuthChallenge(Message):
         v_protocol_version = self._protocol_version
         if v_protocol_version is not None:
             parts.append(b"\x18")
-            if 0 <= v_protocol_version < 0x4000:
-                parts.append(SMALL_VARINTS[v_protocol_version])
-            else:
-                parts.append(int32_bytes(v_protocol_version))
+            parts.append(
+                SMALL_VARINTS[v_protocol_version]
+                if 0 <= v_protocol_version < 0x4000
+                else int32_bytes(v_protocol_version)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -5506,10 +5534,11 @@ class KeySharedMeta(Message):
         if v_keySharedMode is None:
             raise RequiredFieldUnsetError("KeySharedMeta", "keySharedMode")
         parts.append(b"\x08")
-        if 0 <= v_keySharedMode < 0x4000:
-            parts.append(SMALL_VARINTS[v_keySharedMode])
-        else:
-            parts.append(int32_bytes(v_keySharedMode))
+        parts.append(
+            SMALL_VARINTS[v_keySharedMode]
+            if 0 <= v_keySharedMode < 0x4000
+            else int32_bytes(v_keySharedMode)
+        )
         for item_hashRanges in self.hashRanges:
             parts.append(b"\x1a")
             sub = []
@@ -5956,26 +5985,27 @@ class CommandSubscribe(Message):
         if v_subType is None:
             raise RequiredFieldUnsetError("CommandSubscribe", "subType")
         parts.append(b"\x18")
-        if 0 <= v_subType < 0x4000:
-            parts.append(SMALL_VARINTS[v_subType])
-        else:
-            parts.append(int32_bytes(v_subType))
+        parts.append(
+            SMALL_VARINTS[v_subType] if 0 <= v_subType < 0x4000 else int32_bytes(v_subType)
+        )
         v_consumer_id = self.consumer_id
         if v_consumer_id is None:
             raise RequiredFieldUnsetError("CommandSubscribe", "consumer_id")
         parts.append(b"\x20")
-        if 0 <= v_consumer_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_consumer_id])
-        else:
-            parts.append(uint64_bytes(v_consumer_id))
+        parts.append(
+            SMALL_VARINTS[v_consumer_id]
+            if 0 <= v_consumer_id < 0x4000
+            else uint64_bytes(v_consumer_id)
+        )
         v_request_id = self.request_id
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandSubscribe", "request_id")
         parts.append(b"\x28")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_consumer_name = self._consumer_name
         if v_consumer_name is not None:
             parts.append(b"\x32")
@@ -5986,10 +6016,11 @@ class CommandSubscribe(Message):
         v_priority_level = self._priority_level
         if v_priority_level is not None:
             parts.append(b"\x38")
-            if 0 <= v_priority_level < 0x4000:
-                parts.append(SMALL_VARINTS[v_priority_level])
-            else:
-                parts.append(int32_bytes(v_priority_level))
+            parts.append(
+                SMALL_VARINTS[v_priority_level]
+                if 0 <= v_priority_level < 0x4000
+                else int32_bytes(v_priority_level)
+            )
         v_durable = self._durable
         if v_durable is not None:
             parts.append(b"\x40\x01" if v_durable else b"\x40\x00")
@@ -6025,10 +6056,11 @@ class CommandSubscribe(Message):
         v_initialPosition = self._initialPosition
         if v_initialPosition is not None:
             parts.append(b"\x68")
-            if 0 <= v_initialPosition < 0x4000:
-                parts.append(SMALL_VARINTS[v_initialPosition])
-            else:
-                parts.append(int32_bytes(v_initialPosition))
+            parts.append(
+                SMALL_VARINTS[v_initialPosition]
+                if 0 <= v_initialPosition < 0x4000
+                else int32_bytes(v_initialPosition)
+            )
         v_replicate_subscription_state = self._replicate_subscription_state
         if v_replicate_subscription_state is not None:
             parts.append(b"\x70\x01" if v_replicate_subscription_state else b"\x70\x00")
@@ -6038,10 +6070,11 @@ class CommandSubscribe(Message):
         v_start_message_rollback_duration_sec = self._start_message_rollback_duration_sec
         if v_start_message_rollback_duration_sec is not None:
             parts.append(b"\x80\x01")
-            if 0 <= v_start_message_rollback_duration_sec < 0x4000:
-                parts.append(SMALL_VARINTS[v_start_message_rollback_duration_sec])
-            else:
-                parts.append(uint64_bytes(v_start_message_rollback_duration_sec))
+            parts.append(
+                SMALL_VARINTS[v_start_message_rollback_duration_sec]
+                if 0 <= v_start_message_rollback_duration_sec < 0x4000
+                else uint64_bytes(v_start_message_rollback_duration_sec)
+            )
         v_keySharedMeta = self.keySharedMeta
         if v_keySharedMeta is not None:
             parts.append(b"\x8a\x01")
@@ -6062,10 +6095,11 @@ class CommandSubscribe(Message):
         v_consumer_epoch = self._consumer_epoch
         if v_consumer_epoch is not None:
             parts.append(b"\x98\x01")
-            if 0 <= v_consumer_epoch < 0x4000:
-                parts.append(SMALL_VARINTS[v_consumer_epoch])
-            else:
-                parts.append(uint64_bytes(v_consumer_epoch))
+            parts.append(
+                SMALL_VARINTS[v_consumer_epoch]
+                if 0 <= v_consumer_epoch < 0x4000
+                else uint64_bytes(v_consumer_epoch)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -6560,10 +6594,11 @@ class CommandPartitionedTopicMetadata(Message):
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandPartitionedTopicMetadata", "request_id")
         parts.append(b"\x10")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_original_principal = self._original_principal
         if v_original_principal is not None:
             parts.append(b"\x1a")
@@ -6858,25 +6893,26 @@ class CommandPartitionedTopicMetadataResponse(Message):
         v_partitions = self._partitions
         if v_partitions is not None:
             parts.append(b"\x08")
-            if 0 <= v_partitions < 0x4000:
-                parts.append(SMALL_VARINTS[v_partitions])
-            else:
-                parts.append(uint32_bytes(v_partitions))
+            parts.append(
+                SMALL_VARINTS[v_partitions]
+                if 0 <= v_partitions < 0x4000
+                else uint32_bytes(v_partitions)
+            )
         v_request_id = self.request_id
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandPartitionedTopicMetadataResponse", "request_id")
         parts.append(b"\x10")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_response = self._response
         if v_response is not None:
             parts.append(b"\x18")
-            if 0 <= v_response < 0x4000:
-                parts.append(SMALL_VARINTS[v_response])
-            else:
-                parts.append(int32_bytes(v_response))
+            parts.append(
+                SMALL_VARINTS[v_response] if 0 <= v_response < 0x4000 else int32_bytes(v_response)
+            )
         v_error = self._error
         if v_error is not None:
             parts.append(b"\x20")
@@ -7196,10 +7232,11 @@ class CommandLookupTopic(Message):
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandLookupTopic", "request_id")
         parts.append(b"\x10")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_authoritative = self._authoritative
         if v_authoritative is not None:
             parts.append(b"\x18\x01" if v_authoritative else b"\x18\x00")
@@ -7630,18 +7667,18 @@ class CommandLookupTopicResponse(Message):
         v_response = self._response
         if v_response is not None:
             parts.append(b"\x18")
-            if 0 <= v_response < 0x4000:
-                parts.append(SMALL_VARINTS[v_response])
-            else:
-                parts.append(int32_bytes(v_response))
+            parts.append(
+                SMALL_VARINTS[v_response] if 0 <= v_response < 0x4000 else int32_bytes(v_response)
+            )
         v_request_id = self.request_id
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandLookupTopicResponse", "request_id")
         parts.append(b"\x20")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_authoritative = self._authoritative
         if v_authoritative is not None:
             parts.append(b"\x28\x01" if v_authoritative else b"\x28\x00")
@@ -8083,18 +8120,20 @@ class CommandProducer(Message):
         if v_producer_id is None:
             raise RequiredFieldUnsetError("CommandProducer", "producer_id")
         parts.append(b"\x10")
-        if 0 <= v_producer_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_producer_id])
-        else:
-            parts.append(uint64_bytes(v_producer_id))
+        parts.append(
+            SMALL_VARINTS[v_producer_id]
+            if 0 <= v_producer_id < 0x4000
+            else uint64_bytes(v_producer_id)
+        )
         v_request_id = self.request_id
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandProducer", "request_id")
         parts.append(b"\x18")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_producer_name = self._producer_name
         if v_producer_name is not None:
             parts.append(b"\x22")
@@ -8132,17 +8171,19 @@ class CommandProducer(Message):
         v_producer_access_mode = self._producer_access_mode
         if v_producer_access_mode is not None:
             parts.append(b"\x50")
-            if 0 <= v_producer_access_mode < 0x4000:
-                parts.append(SMALL_VARINTS[v_producer_access_mode])
-            else:
-                parts.append(int32_bytes(v_producer_access_mode))
+            parts.append(
+                SMALL_VARINTS[v_producer_access_mode]
+                if 0 <= v_producer_access_mode < 0x4000
+                else int32_bytes(v_producer_access_mode)
+            )
         v_topic_epoch = self._topic_epoch
         if v_topic_epoch is not None:
             parts.append(b"\x58")
-            if 0 <= v_topic_epoch < 0x4000:
-                parts.append(SMALL_VARINTS[v_topic_epoch])
-            else:
-                parts.append(uint64_bytes(v_topic_epoch))
+            parts.append(
+                SMALL_VARINTS[v_topic_epoch]
+                if 0 <= v_topic_epoch < 0x4000
+                else uint64_bytes(v_topic_epoch)
+            )
         v_txn_enabled = self._txn_enabled
         if v_txn_enabled is not None:
             parts.append(b"\x60\x01" if v_txn_enabled else b"\x60\x00")
@@ -8598,46 +8639,52 @@ class CommandSend(Message):
         if v_producer_id is None:
             raise RequiredFieldUnsetError("CommandSend", "producer_id")
         parts.append(b"\x08")
-        if 0 <= v_producer_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_producer_id])
-        else:
-            parts.append(uint64_bytes(v_producer_id))
+        parts.append(
+            SMALL_VARINTS[v_producer_id]
+            if 0 <= v_producer_id < 0x4000
+            else uint64_bytes(v_producer_id)
+        )
         v_sequence_id = self.sequence_id
         if v_sequence_id is None:
             raise RequiredFieldUnsetError("CommandSend", "sequence_id")
         parts.append(b"\x10")
-        if 0 <= v_sequence_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_sequence_id])
-        else:
-            parts.append(uint64_bytes(v_sequence_id))
+        parts.append(
+            SMALL_VARINTS[v_sequence_id]
+            if 0 <= v_sequence_id < 0x4000
+            else uint64_bytes(v_sequence_id)
+        )
         v_num_messages = self._num_messages
         if v_num_messages is not None:
             parts.append(b"\x18")
-            if 0 <= v_num_messages < 0x4000:
-                parts.append(SMALL_VARINTS[v_num_messages])
-            else:
-                parts.append(int32_bytes(v_num_messages))
+            parts.append(
+                SMALL_VARINTS[v_num_messages]
+                if 0 <= v_num_messages < 0x4000
+                else int32_bytes(v_num_messages)
+            )
         v_txnid_least_bits = self._txnid_least_bits
         if v_txnid_least_bits is not None:
             parts.append(b"\x20")
-            if 0 <= v_txnid_least_bits < 0x4000:
-                parts.append(SMALL_VARINTS[v_txnid_least_bits])
-            else:
-                parts.append(uint64_bytes(v_txnid_least_bits))
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits]
+                if 0 <= v_txnid_least_bits < 0x4000
+                else uint64_bytes(v_txnid_least_bits)
+            )
         v_txnid_most_bits = self._txnid_most_bits
         if v_txnid_most_bits is not None:
             parts.append(b"\x28")
-            if 0 <= v_txnid_most_bits < 0x4000:
-                parts.append(SMALL_VARINTS[v_txnid_most_bits])
-            else:
-                parts.append(uint64_bytes(v_txnid_most_bits))
+            parts.append(
+                SMALL_VARINTS[v_txnid_most_bits]
+                if 0 <= v_txnid_most_bits < 0x4000
+                else uint64_bytes(v_txnid_most_bits)
+            )
         v_highest_sequence_id = self._highest_sequence_id
         if v_highest_sequence_id is not None:
             parts.append(b"\x30")
-            if 0 <= v_highest_sequence_id < 0x4000:
-                parts.append(SMALL_VARINTS[v_highest_sequence_id])
-            else:
-                parts.append(uint64_bytes(v_highest_sequence_id))
+            parts.append(
+                SMALL_VARINTS[v_highest_sequence_id]
+                if 0 <= v_highest_sequence_id < 0x4000
+                else uint64_bytes(v_highest_sequence_id)
+            )
         v_is_chunk = self._is_chunk
         if v_is_chunk is not None:
             parts.append(b"\x38\x01" if v_is_chunk else b"\x38\x00")
@@ -8932,18 +8979,20 @@ class CommandSendReceipt(Message):
         if v_producer_id is None:
             raise RequiredFieldUnsetError("CommandSendReceipt", "producer_id")
         parts.append(b"\x08")
-        if 0 <= v_producer_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_producer_id])
-        else:
-            parts.append(uint64_bytes(v_producer_id))
+        parts.append(
+            SMALL_VARINTS[v_producer_id]
+            if 0 <= v_producer_id < 0x4000
+            else uint64_bytes(v_producer_id)
+        )
         v_sequence_id = self.sequence_id
         if v_sequence_id is None:
             raise RequiredFieldUnsetError("CommandSendReceipt", "sequence_id")
         parts.append(b"\x10")
-        if 0 <= v_sequence_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_sequence_id])
-        else:
-            parts.append(uint64_bytes(v_sequence_id))
+        parts.append(
+            SMALL_VARINTS[v_sequence_id]
+            if 0 <= v_sequence_id < 0x4000
+            else uint64_bytes(v_sequence_id)
+        )
         v_message_id = self.message_id
         if v_message_id is not None:
             parts.append(b"\x1a")
@@ -8956,10 +9005,11 @@ class CommandSendReceipt(Message):
         v_highest_sequence_id = self._highest_sequence_id
         if v_highest_sequence_id is not None:
             parts.append(b"\x20")
-            if 0 <= v_highest_sequence_id < 0x4000:
-                parts.append(SMALL_VARINTS[v_highest_sequence_id])
-            else:
-                parts.append(uint64_bytes(v_highest_sequence_id))
+            parts.append(
+                SMALL_VARINTS[v_highest_sequence_id]
+                if 0 <= v_highest_sequence_id < 0x4000
+                else uint64_bytes(v_highest_sequence_id)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -9131,18 +9181,20 @@ class CommandSendError(Message):
         if v_producer_id is None:
             raise RequiredFieldUnsetError("CommandSendError", "producer_id")
         parts.append(b"\x08")
-        if 0 <= v_producer_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_producer_id])
-        else:
-            parts.append(uint64_bytes(v_producer_id))
+        parts.append(
+            SMALL_VARINTS[v_producer_id]
+            if 0 <= v_producer_id < 0x4000
+            else uint64_bytes(v_producer_id)
+        )
         v_sequence_id = self.sequence_id
         if v_sequence_id is None:
             raise RequiredFieldUnsetError("CommandSendError", "sequence_id")
         parts.append(b"\x10")
-        if 0 <= v_sequence_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_sequence_id])
-        else:
-            parts.append(uint64_bytes(v_sequence_id))
+        parts.append(
+            SMALL_VARINTS[v_sequence_id]
+            if 0 <= v_sequence_id < 0x4000
+            else uint64_bytes(v_sequence_id)
+        )
         v_error = self.error
         if v_error is None:
             raise RequiredFieldUnsetError("CommandSendError", "error")
@@ -9378,10 +9430,11 @@ class CommandMessage(Message):
         if v_consumer_id is None:
             raise RequiredFieldUnsetError("CommandMessage", "consumer_id")
         parts.append(b"\x08")
-        if 0 <= v_consumer_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_consumer_id])
-        else:
-            parts.append(uint64_bytes(v_consumer_id))
+        parts.append(
+            SMALL_VARINTS[v_consumer_id]
+            if 0 <= v_consumer_id < 0x4000
+            else uint64_bytes(v_consumer_id)
+        )
         v_message_id = self.message_id
         if v_message_id is None:
             raise RequiredFieldUnsetError("CommandMessage", "message_id")
@@ -9395,23 +9448,26 @@ class CommandMessage(Message):
         v_redelivery_count = self._redelivery_count
         if v_redelivery_count is not None:
             parts.append(b"\x18")
-            if 0 <= v_redelivery_count < 0x4000:
-                parts.append(SMALL_VARINTS[v_redelivery_count])
-            else:
-                parts.append(uint32_bytes(v_redelivery_count))
+            parts.append(
+                SMALL_VARINTS[v_redelivery_count]
+                if 0 <= v_redelivery_count < 0x4000
+                else uint32_bytes(v_redelivery_count)
+            )
         for item_ack_set in self.ack_set:
             parts.append(b"\x20")
-            if 0 <= item_ack_set < 0x4000:
-                parts.append(SMALL_VARINTS[item_ack_set])
-            else:
-                parts.append(int64_bytes(item_ack_set))
+            parts.append(
+                SMALL_VARINTS[item_ack_set]
+                if 0 <= item_ack_set < 0x4000
+                else int64_bytes(item_ack_set)
+            )
         v_consumer_epoch = self._consumer_epoch
         if v_consumer_epoch is not None:
             parts.append(b"\x28")
-            if 0 <= v_consumer_epoch < 0x4000:
-                parts.append(SMALL_VARINTS[v_consumer_epoch])
-            else:
-                parts.append(uint64_bytes(v_consumer_epoch))
+            parts.append(
+                SMALL_VARINTS[v_consumer_epoch]
+                if 0 <= v_consumer_epoch < 0x4000
+                else uint64_bytes(v_consumer_epoch)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -9752,18 +9808,18 @@ class CommandAck(Message):
         if v_consumer_id is None:
             raise RequiredFieldUnsetError("CommandAck", "consumer_id")
         parts.append(b"\x08")
-        if 0 <= v_consumer_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_consumer_id])
-        else:
-            parts.append(uint64_bytes(v_consumer_id))
+        parts.append(
+            SMALL_VARINTS[v_consumer_id]
+            if 0 <= v_consumer_id < 0x4000
+            else uint64_bytes(v_consumer_id)
+        )
         v_ack_type = self.ack_type
         if v_ack_type is None:
             raise RequiredFieldUnsetError("CommandAck", "ack_type")
         parts.append(b"\x10")
-        if 0 <= v_ack_type < 0x4000:
-            parts.append(SMALL_VARINTS[v_ack_type])
-        else:
-            parts.append(int32_bytes(v_ack_type))
+        parts.append(
+            SMALL_VARINTS[v_ack_type] if 0 <= v_ack_type < 0x4000 else int32_bytes(v_ack_type)
+        )
         for item_message_id in self.message_id:
             parts.append(b"\x1a")
             sub = []
@@ -9775,10 +9831,11 @@ class CommandAck(Message):
         v_validation_error = self._validation_error
         if v_validation_error is not None:
             parts.append(b"\x20")
-            if 0 <= v_validation_error < 0x4000:
-                parts.append(SMALL_VARINTS[v_validation_error])
-            else:
-                parts.append(int32_bytes(v_validation_error))
+            parts.append(
+                SMALL_VARINTS[v_validation_error]
+                if 0 <= v_validation_error < 0x4000
+                else int32_bytes(v_validation_error)
+            )
         for item_properties in self.properties:
             parts.append(b"\x2a")
             sub = []
@@ -9790,24 +9847,27 @@ class CommandAck(Message):
         v_txnid_least_bits = self._txnid_least_bits
         if v_txnid_least_bits is not None:
             parts.append(b"\x30")
-            if 0 <= v_txnid_least_bits < 0x4000:
-                parts.append(SMALL_VARINTS[v_txnid_least_bits])
-            else:
-                parts.append(uint64_bytes(v_txnid_least_bits))
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits]
+                if 0 <= v_txnid_least_bits < 0x4000
+                else uint64_bytes(v_txnid_least_bits)
+            )
         v_txnid_most_bits = self._txnid_most_bits
         if v_txnid_most_bits is not None:
             parts.append(b"\x38")
-            if 0 <= v_txnid_most_bits < 0x4000:
-                parts.append(SMALL_VARINTS[v_txnid_most_bits])
-            else:
-                parts.append(uint64_bytes(v_txnid_most_bits))
+            parts.append(
+                SMALL_VARINTS[v_txnid_most_bits]
+                if 0 <= v_txnid_most_bits < 0x4000
+                else uint64_bytes(v_txnid_most_bits)
+            )
         v_request_id = self._request_id
         if v_request_id is not None:
             parts.append(b"\x40")
-            if 0 <= v_request_id < 0x4000:
-                parts.append(SMALL_VARINTS[v_request_id])
-            else:
-                parts.append(uint64_bytes(v_request_id))
+            parts.append(
+                SMALL_VARINTS[v_request_id]
+                if 0 <= v_request_id < 0x4000
+                else uint64_bytes(v_request_id)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -10147,24 +10207,27 @@ class CommandAckResponse(Message):
         if v_consumer_id is None:
             raise RequiredFieldUnsetError("CommandAckResponse", "consumer_id")
         parts.append(b"\x08")
-        if 0 <= v_consumer_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_consumer_id])
-        else:
-            parts.append(uint64_bytes(v_consumer_id))
+        parts.append(
+            SMALL_VARINTS[v_consumer_id]
+            if 0 <= v_consumer_id < 0x4000
+            else uint64_bytes(v_consumer_id)
+        )
         v_txnid_least_bits = self._txnid_least_bits
         if v_txnid_least_bits is not None:
             parts.append(b"\x10")
-            if 0 <= v_txnid_least_bits < 0x4000:
-                parts.append(SMALL_VARINTS[v_txnid_least_bits])
-            else:
-                parts.append(uint64_bytes(v_txnid_least_bits))
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits]
+                if 0 <= v_txnid_least_bits < 0x4000
+                else uint64_bytes(v_txnid_least_bits)
+            )
         v_txnid_most_bits = self._txnid_most_bits
         if v_txnid_most_bits is not None:
             parts.append(b"\x18")
-            if 0 <= v_txnid_most_bits < 0x4000:
-                parts.append(SMALL_VARINTS[v_txnid_most_bits])
-            else:
-                parts.append(uint64_bytes(v_txnid_most_bits))
+            parts.append(
+                SMALL_VARINTS[v_txnid_most_bits]
+                if 0 <= v_txnid_most_bits < 0x4000
+                else uint64_bytes(v_txnid_most_bits)
+            )
         v_error = self._error
         if v_error is not None:
             parts.append(b"\x20")
@@ -10179,10 +10242,11 @@ class CommandAckResponse(Message):
         v_request_id = self._request_id
         if v_request_id is not None:
             parts.append(b"\x30")
-            if 0 <= v_request_id < 0x4000:
-                parts.append(SMALL_VARINTS[v_request_id])
-            else:
-                parts.append(uint64_bytes(v_request_id))
+            parts.append(
+                SMALL_VARINTS[v_request_id]
+                if 0 <= v_request_id < 0x4000
+                else uint64_bytes(v_request_id)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -10396,10 +10460,11 @@ class CommandActiveConsumerChange(Message):
         if v_consumer_id is None:
             raise RequiredFieldUnsetError("CommandActiveConsumerChange", "consumer_id")
         parts.append(b"\x08")
-        if 0 <= v_consumer_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_consumer_id])
-        else:
-            parts.append(uint64_bytes(v_consumer_id))
+        parts.append(
+            SMALL_VARINTS[v_consumer_id]
+            if 0 <= v_consumer_id < 0x4000
+            else uint64_bytes(v_consumer_id)
+        )
         v_is_active = self._is_active
         if v_is_active is not None:
             parts.append(b"\x10\x01" if v_is_active else b"\x10\x00")
@@ -10527,18 +10592,20 @@ class CommandFlow(Message):
         if v_consumer_id is None:
             raise RequiredFieldUnsetError("CommandFlow", "consumer_id")
         parts.append(b"\x08")
-        if 0 <= v_consumer_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_consumer_id])
-        else:
-            parts.append(uint64_bytes(v_consumer_id))
+        parts.append(
+            SMALL_VARINTS[v_consumer_id]
+            if 0 <= v_consumer_id < 0x4000
+            else uint64_bytes(v_consumer_id)
+        )
         v_messagePermits = self.messagePermits
         if v_messagePermits is None:
             raise RequiredFieldUnsetError("CommandFlow", "messagePermits")
         parts.append(b"\x10")
-        if 0 <= v_messagePermits < 0x4000:
-            parts.append(SMALL_VARINTS[v_messagePermits])
-        else:
-            parts.append(uint32_bytes(v_messagePermits))
+        parts.append(
+            SMALL_VARINTS[v_messagePermits]
+            if 0 <= v_messagePermits < 0x4000
+            else uint32_bytes(v_messagePermits)
+        )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -10692,18 +10759,20 @@ class CommandUnsubscribe(Message):
         if v_consumer_id is None:
             raise RequiredFieldUnsetError("CommandUnsubscribe", "consumer_id")
         parts.append(b"\x08")
-        if 0 <= v_consumer_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_consumer_id])
-        else:
-            parts.append(uint64_bytes(v_consumer_id))
+        parts.append(
+            SMALL_VARINTS[v_consumer_id]
+            if 0 <= v_consumer_id < 0x4000
+            else uint64_bytes(v_consumer_id)
+        )
         v_request_id = self.request_id
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandUnsubscribe", "request_id")
         parts.append(b"\x10")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_force = self._force
         if v_force is not None:
             parts.append(b"\x18\x01" if v_force else b"\x18\x00")
@@ -10877,18 +10946,20 @@ class CommandSeek(Message):
         if v_consumer_id is None:
             raise RequiredFieldUnsetError("CommandSeek", "consumer_id")
         parts.append(b"\x08")
-        if 0 <= v_consumer_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_consumer_id])
-        else:
-            parts.append(uint64_bytes(v_consumer_id))
+        parts.append(
+            SMALL_VARINTS[v_consumer_id]
+            if 0 <= v_consumer_id < 0x4000
+            else uint64_bytes(v_consumer_id)
+        )
         v_request_id = self.request_id
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandSeek", "request_id")
         parts.append(b"\x10")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_message_id = self.message_id
         if v_message_id is not None:
             parts.append(b"\x1a")
@@ -10901,10 +10972,11 @@ class CommandSeek(Message):
         v_message_publish_time = self._message_publish_time
         if v_message_publish_time is not None:
             parts.append(b"\x20")
-            if 0 <= v_message_publish_time < 0x4000:
-                parts.append(SMALL_VARINTS[v_message_publish_time])
-            else:
-                parts.append(uint64_bytes(v_message_publish_time))
+            parts.append(
+                SMALL_VARINTS[v_message_publish_time]
+                if 0 <= v_message_publish_time < 0x4000
+                else uint64_bytes(v_message_publish_time)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -11064,10 +11136,11 @@ class CommandReachedEndOfTopic(Message):
         if v_consumer_id is None:
             raise RequiredFieldUnsetError("CommandReachedEndOfTopic", "consumer_id")
         parts.append(b"\x08")
-        if 0 <= v_consumer_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_consumer_id])
-        else:
-            parts.append(uint64_bytes(v_consumer_id))
+        parts.append(
+            SMALL_VARINTS[v_consumer_id]
+            if 0 <= v_consumer_id < 0x4000
+            else uint64_bytes(v_consumer_id)
+        )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -11237,18 +11310,20 @@ class CommandTopicMigrated(Message):
         if v_resource_id is None:
             raise RequiredFieldUnsetError("CommandTopicMigrated", "resource_id")
         parts.append(b"\x08")
-        if 0 <= v_resource_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_resource_id])
-        else:
-            parts.append(uint64_bytes(v_resource_id))
+        parts.append(
+            SMALL_VARINTS[v_resource_id]
+            if 0 <= v_resource_id < 0x4000
+            else uint64_bytes(v_resource_id)
+        )
         v_resource_type = self.resource_type
         if v_resource_type is None:
             raise RequiredFieldUnsetError("CommandTopicMigrated", "resource_type")
         parts.append(b"\x10")
-        if 0 <= v_resource_type < 0x4000:
-            parts.append(SMALL_VARINTS[v_resource_type])
-        else:
-            parts.append(int32_bytes(v_resource_type))
+        parts.append(
+            SMALL_VARINTS[v_resource_type]
+            if 0 <= v_resource_type < 0x4000
+            else int32_bytes(v_resource_type)
+        )
         v_brokerServiceUrl = self._brokerServiceUrl
         if v_brokerServiceUrl is not None:
             parts.append(b"\x1a")
@@ -11473,18 +11548,20 @@ class CommandCloseProducer(Message):
         if v_producer_id is None:
             raise RequiredFieldUnsetError("CommandCloseProducer", "producer_id")
         parts.append(b"\x08")
-        if 0 <= v_producer_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_producer_id])
-        else:
-            parts.append(uint64_bytes(v_producer_id))
+        parts.append(
+            SMALL_VARINTS[v_producer_id]
+            if 0 <= v_producer_id < 0x4000
+            else uint64_bytes(v_producer_id)
+        )
         v_request_id = self.request_id
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandCloseProducer", "request_id")
         parts.append(b"\x10")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_assignedBrokerServiceUrl = self._assignedBrokerServiceUrl
         if v_assignedBrokerServiceUrl is not None:
             parts.append(b"\x1a")
@@ -11714,18 +11791,20 @@ class CommandCloseConsumer(Message):
         if v_consumer_id is None:
             raise RequiredFieldUnsetError("CommandCloseConsumer", "consumer_id")
         parts.append(b"\x08")
-        if 0 <= v_consumer_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_consumer_id])
-        else:
-            parts.append(uint64_bytes(v_consumer_id))
+        parts.append(
+            SMALL_VARINTS[v_consumer_id]
+            if 0 <= v_consumer_id < 0x4000
+            else uint64_bytes(v_consumer_id)
+        )
         v_request_id = self.request_id
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandCloseConsumer", "request_id")
         parts.append(b"\x10")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_assignedBrokerServiceUrl = self._assignedBrokerServiceUrl
         if v_assignedBrokerServiceUrl is not None:
             parts.append(b"\x1a")
@@ -11929,10 +12008,11 @@ class CommandRedeliverUnacknowledgedMessages(Message):
         if v_consumer_id is None:
             raise RequiredFieldUnsetError("CommandRedeliverUnacknowledgedMessages", "consumer_id")
         parts.append(b"\x08")
-        if 0 <= v_consumer_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_consumer_id])
-        else:
-            parts.append(uint64_bytes(v_consumer_id))
+        parts.append(
+            SMALL_VARINTS[v_consumer_id]
+            if 0 <= v_consumer_id < 0x4000
+            else uint64_bytes(v_consumer_id)
+        )
         for item_message_ids in self.message_ids:
             parts.append(b"\x12")
             sub = []
@@ -11944,10 +12024,11 @@ class CommandRedeliverUnacknowledgedMessages(Message):
         v_consumer_epoch = self._consumer_epoch
         if v_consumer_epoch is not None:
             parts.append(b"\x18")
-            if 0 <= v_consumer_epoch < 0x4000:
-                parts.append(SMALL_VARINTS[v_consumer_epoch])
-            else:
-                parts.append(uint64_bytes(v_consumer_epoch))
+            parts.append(
+                SMALL_VARINTS[v_consumer_epoch]
+                if 0 <= v_consumer_epoch < 0x4000
+                else uint64_bytes(v_consumer_epoch)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -12100,10 +12181,11 @@ class CommandSuccess(Message):
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandSuccess", "request_id")
         parts.append(b"\x08")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_schema = self.schema
         if v_schema is not None:
             parts.append(b"\x12")
@@ -12332,10 +12414,11 @@ class CommandProducerSuccess(Message):
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandProducerSuccess", "request_id")
         parts.append(b"\x08")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_producer_name = self.producer_name
         if v_producer_name is None:
             raise RequiredFieldUnsetError("CommandProducerSuccess", "producer_name")
@@ -12347,10 +12430,11 @@ class CommandProducerSuccess(Message):
         v_last_sequence_id = self._last_sequence_id
         if v_last_sequence_id is not None:
             parts.append(b"\x18")
-            if 0 <= v_last_sequence_id < 0x4000:
-                parts.append(SMALL_VARINTS[v_last_sequence_id])
-            else:
-                parts.append(int64_bytes(v_last_sequence_id))
+            parts.append(
+                SMALL_VARINTS[v_last_sequence_id]
+                if 0 <= v_last_sequence_id < 0x4000
+                else int64_bytes(v_last_sequence_id)
+            )
         v_schema_version = self._schema_version
         if v_schema_version is not None:
             parts.append(b"\x22")
@@ -12360,10 +12444,11 @@ class CommandProducerSuccess(Message):
         v_topic_epoch = self._topic_epoch
         if v_topic_epoch is not None:
             parts.append(b"\x28")
-            if 0 <= v_topic_epoch < 0x4000:
-                parts.append(SMALL_VARINTS[v_topic_epoch])
-            else:
-                parts.append(uint64_bytes(v_topic_epoch))
+            parts.append(
+                SMALL_VARINTS[v_topic_epoch]
+                if 0 <= v_topic_epoch < 0x4000
+                else uint64_bytes(v_topic_epoch)
+            )
         v_producer_ready = self._producer_ready
         if v_producer_ready is not None:
             parts.append(b"\x30\x01" if v_producer_ready else b"\x30\x00")
@@ -12559,10 +12644,11 @@ class CommandError(Message):
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandError", "request_id")
         parts.append(b"\x08")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_error = self.error
         if v_error is None:
             raise RequiredFieldUnsetError("CommandError", "error")
@@ -12865,18 +12951,20 @@ class CommandConsumerStats(Message):
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandConsumerStats", "request_id")
         parts.append(b"\x08")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_consumer_id = self.consumer_id
         if v_consumer_id is None:
             raise RequiredFieldUnsetError("CommandConsumerStats", "consumer_id")
         parts.append(b"\x20")
-        if 0 <= v_consumer_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_consumer_id])
-        else:
-            parts.append(uint64_bytes(v_consumer_id))
+        parts.append(
+            SMALL_VARINTS[v_consumer_id]
+            if 0 <= v_consumer_id < 0x4000
+            else uint64_bytes(v_consumer_id)
+        )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -13341,17 +13429,19 @@ class CommandConsumerStatsResponse(Message):
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandConsumerStatsResponse", "request_id")
         parts.append(b"\x08")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_error_code = self._error_code
         if v_error_code is not None:
             parts.append(b"\x10")
-            if 0 <= v_error_code < 0x4000:
-                parts.append(SMALL_VARINTS[v_error_code])
-            else:
-                parts.append(int32_bytes(v_error_code))
+            parts.append(
+                SMALL_VARINTS[v_error_code]
+                if 0 <= v_error_code < 0x4000
+                else int32_bytes(v_error_code)
+            )
         v_error_message = self._error_message
         if v_error_message is not None:
             parts.append(b"\x1a")
@@ -13381,17 +13471,19 @@ class CommandConsumerStatsResponse(Message):
         v_availablePermits = self._availablePermits
         if v_availablePermits is not None:
             parts.append(b"\x40")
-            if 0 <= v_availablePermits < 0x4000:
-                parts.append(SMALL_VARINTS[v_availablePermits])
-            else:
-                parts.append(uint64_bytes(v_availablePermits))
+            parts.append(
+                SMALL_VARINTS[v_availablePermits]
+                if 0 <= v_availablePermits < 0x4000
+                else uint64_bytes(v_availablePermits)
+            )
         v_unackedMessages = self._unackedMessages
         if v_unackedMessages is not None:
             parts.append(b"\x48")
-            if 0 <= v_unackedMessages < 0x4000:
-                parts.append(SMALL_VARINTS[v_unackedMessages])
-            else:
-                parts.append(uint64_bytes(v_unackedMessages))
+            parts.append(
+                SMALL_VARINTS[v_unackedMessages]
+                if 0 <= v_unackedMessages < 0x4000
+                else uint64_bytes(v_unackedMessages)
+            )
         v_blockedConsumerOnUnackedMsgs = self._blockedConsumerOnUnackedMsgs
         if v_blockedConsumerOnUnackedMsgs is not None:
             parts.append(b"\x50\x01" if v_blockedConsumerOnUnackedMsgs else b"\x50\x00")
@@ -13423,10 +13515,11 @@ class CommandConsumerStatsResponse(Message):
         v_msgBacklog = self._msgBacklog
         if v_msgBacklog is not None:
             parts.append(b"\x78")
-            if 0 <= v_msgBacklog < 0x4000:
-                parts.append(SMALL_VARINTS[v_msgBacklog])
-            else:
-                parts.append(uint64_bytes(v_msgBacklog))
+            parts.append(
+                SMALL_VARINTS[v_msgBacklog]
+                if 0 <= v_msgBacklog < 0x4000
+                else uint64_bytes(v_msgBacklog)
+            )
         v_messageAckRate = self._messageAckRate
         if v_messageAckRate is not None:
             parts.append(b"\x81\x01")
@@ -13738,18 +13831,20 @@ class CommandGetLastMessageId(Message):
         if v_consumer_id is None:
             raise RequiredFieldUnsetError("CommandGetLastMessageId", "consumer_id")
         parts.append(b"\x08")
-        if 0 <= v_consumer_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_consumer_id])
-        else:
-            parts.append(uint64_bytes(v_consumer_id))
+        parts.append(
+            SMALL_VARINTS[v_consumer_id]
+            if 0 <= v_consumer_id < 0x4000
+            else uint64_bytes(v_consumer_id)
+        )
         v_request_id = self.request_id
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandGetLastMessageId", "request_id")
         parts.append(b"\x10")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -13908,10 +14003,11 @@ class CommandGetLastMessageIdResponse(Message):
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandGetLastMessageIdResponse", "request_id")
         parts.append(b"\x10")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_consumer_mark_delete_position = self.consumer_mark_delete_position
         if v_consumer_mark_delete_position is not None:
             parts.append(b"\x1a")
@@ -14151,10 +14247,11 @@ class CommandGetTopicsOfNamespace(Message):
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandGetTopicsOfNamespace", "request_id")
         parts.append(b"\x08")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_namespace = self.namespace
         if v_namespace is None:
             raise RequiredFieldUnsetError("CommandGetTopicsOfNamespace", "namespace")
@@ -14438,10 +14535,11 @@ class CommandGetTopicsOfNamespaceResponse(Message):
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandGetTopicsOfNamespaceResponse", "request_id")
         parts.append(b"\x08")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         for item_topics in self.topics:
             parts.append(b"\x12")
             data = item_topics.encode()
@@ -14664,18 +14762,20 @@ class CommandWatchTopicList(Message):
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandWatchTopicList", "request_id")
         parts.append(b"\x08")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_watcher_id = self.watcher_id
         if v_watcher_id is None:
             raise RequiredFieldUnsetError("CommandWatchTopicList", "watcher_id")
         parts.append(b"\x10")
-        if 0 <= v_watcher_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_watcher_id])
-        else:
-            parts.append(uint64_bytes(v_watcher_id))
+        parts.append(
+            SMALL_VARINTS[v_watcher_id]
+            if 0 <= v_watcher_id < 0x4000
+            else uint64_bytes(v_watcher_id)
+        )
         v_namespace = self.namespace
         if v_namespace is None:
             raise RequiredFieldUnsetError("CommandWatchTopicList", "namespace")
@@ -14888,18 +14988,20 @@ class CommandWatchTopicListSuccess(Message):
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandWatchTopicListSuccess", "request_id")
         parts.append(b"\x08")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_watcher_id = self.watcher_id
         if v_watcher_id is None:
             raise RequiredFieldUnsetError("CommandWatchTopicListSuccess", "watcher_id")
         parts.append(b"\x10")
-        if 0 <= v_watcher_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_watcher_id])
-        else:
-            parts.append(uint64_bytes(v_watcher_id))
+        parts.append(
+            SMALL_VARINTS[v_watcher_id]
+            if 0 <= v_watcher_id < 0x4000
+            else uint64_bytes(v_watcher_id)
+        )
         for item_topic in self.topic:
             parts.append(b"\x1a")
             data = item_topic.encode()
@@ -15092,10 +15194,11 @@ class CommandWatchTopicUpdate(Message):
         if v_watcher_id is None:
             raise RequiredFieldUnsetError("CommandWatchTopicUpdate", "watcher_id")
         parts.append(b"\x08")
-        if 0 <= v_watcher_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_watcher_id])
-        else:
-            parts.append(uint64_bytes(v_watcher_id))
+        parts.append(
+            SMALL_VARINTS[v_watcher_id]
+            if 0 <= v_watcher_id < 0x4000
+            else uint64_bytes(v_watcher_id)
+        )
         for item_new_topics in self.new_topics:
             parts.append(b"\x12")
             data = item_new_topics.encode()
@@ -15276,18 +15379,20 @@ class CommandWatchTopicListClose(Message):
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandWatchTopicListClose", "request_id")
         parts.append(b"\x08")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_watcher_id = self.watcher_id
         if v_watcher_id is None:
             raise RequiredFieldUnsetError("CommandWatchTopicListClose", "watcher_id")
         parts.append(b"\x10")
-        if 0 <= v_watcher_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_watcher_id])
-        else:
-            parts.append(uint64_bytes(v_watcher_id))
+        parts.append(
+            SMALL_VARINTS[v_watcher_id]
+            if 0 <= v_watcher_id < 0x4000
+            else uint64_bytes(v_watcher_id)
+        )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -15537,26 +15642,27 @@ class SegmentInfoProto(Message):
         if v_segment_id is None:
             raise RequiredFieldUnsetError("SegmentInfoProto", "segment_id")
         parts.append(b"\x08")
-        if 0 <= v_segment_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_segment_id])
-        else:
-            parts.append(uint64_bytes(v_segment_id))
+        parts.append(
+            SMALL_VARINTS[v_segment_id]
+            if 0 <= v_segment_id < 0x4000
+            else uint64_bytes(v_segment_id)
+        )
         v_hash_start = self.hash_start
         if v_hash_start is None:
             raise RequiredFieldUnsetError("SegmentInfoProto", "hash_start")
         parts.append(b"\x10")
-        if 0 <= v_hash_start < 0x4000:
-            parts.append(SMALL_VARINTS[v_hash_start])
-        else:
-            parts.append(uint32_bytes(v_hash_start))
+        parts.append(
+            SMALL_VARINTS[v_hash_start]
+            if 0 <= v_hash_start < 0x4000
+            else uint32_bytes(v_hash_start)
+        )
         v_hash_end = self.hash_end
         if v_hash_end is None:
             raise RequiredFieldUnsetError("SegmentInfoProto", "hash_end")
         parts.append(b"\x18")
-        if 0 <= v_hash_end < 0x4000:
-            parts.append(SMALL_VARINTS[v_hash_end])
-        else:
-            parts.append(uint32_bytes(v_hash_end))
+        parts.append(
+            SMALL_VARINTS[v_hash_end] if 0 <= v_hash_end < 0x4000 else uint32_bytes(v_hash_end)
+        )
         v_state = self.state
         if v_state is None:
             raise RequiredFieldUnsetError("SegmentInfoProto", "state")
@@ -15564,46 +15670,52 @@ class SegmentInfoProto(Message):
         parts.append(SMALL_VARINTS[v_state] if 0 <= v_state < 0x4000 else int32_bytes(v_state))
         for item_parent_ids in self.parent_ids:
             parts.append(b"\x28")
-            if 0 <= item_parent_ids < 0x4000:
-                parts.append(SMALL_VARINTS[item_parent_ids])
-            else:
-                parts.append(uint64_bytes(item_parent_ids))
+            parts.append(
+                SMALL_VARINTS[item_parent_ids]
+                if 0 <= item_parent_ids < 0x4000
+                else uint64_bytes(item_parent_ids)
+            )
         for item_child_ids in self.child_ids:
             parts.append(b"\x30")
-            if 0 <= item_child_ids < 0x4000:
-                parts.append(SMALL_VARINTS[item_child_ids])
-            else:
-                parts.append(uint64_bytes(item_child_ids))
+            parts.append(
+                SMALL_VARINTS[item_child_ids]
+                if 0 <= item_child_ids < 0x4000
+                else uint64_bytes(item_child_ids)
+            )
         v_created_at_epoch = self.created_at_epoch
         if v_created_at_epoch is None:
             raise RequiredFieldUnsetError("SegmentInfoProto", "created_at_epoch")
         parts.append(b"\x38")
-        if 0 <= v_created_at_epoch < 0x4000:
-            parts.append(SMALL_VARINTS[v_created_at_epoch])
-        else:
-            parts.append(uint64_bytes(v_created_at_epoch))
+        parts.append(
+            SMALL_VARINTS[v_created_at_epoch]
+            if 0 <= v_created_at_epoch < 0x4000
+            else uint64_bytes(v_created_at_epoch)
+        )
         v_sealed_at_epoch = self._sealed_at_epoch
         if v_sealed_at_epoch is not None:
             parts.append(b"\x40")
-            if 0 <= v_sealed_at_epoch < 0x4000:
-                parts.append(SMALL_VARINTS[v_sealed_at_epoch])
-            else:
-                parts.append(uint64_bytes(v_sealed_at_epoch))
+            parts.append(
+                SMALL_VARINTS[v_sealed_at_epoch]
+                if 0 <= v_sealed_at_epoch < 0x4000
+                else uint64_bytes(v_sealed_at_epoch)
+            )
         v_created_at_ms = self.created_at_ms
         if v_created_at_ms is None:
             raise RequiredFieldUnsetError("SegmentInfoProto", "created_at_ms")
         parts.append(b"\x48")
-        if 0 <= v_created_at_ms < 0x4000:
-            parts.append(SMALL_VARINTS[v_created_at_ms])
-        else:
-            parts.append(uint64_bytes(v_created_at_ms))
+        parts.append(
+            SMALL_VARINTS[v_created_at_ms]
+            if 0 <= v_created_at_ms < 0x4000
+            else uint64_bytes(v_created_at_ms)
+        )
         v_sealed_at_ms = self._sealed_at_ms
         if v_sealed_at_ms is not None:
             parts.append(b"\x50")
-            if 0 <= v_sealed_at_ms < 0x4000:
-                parts.append(SMALL_VARINTS[v_sealed_at_ms])
-            else:
-                parts.append(uint64_bytes(v_sealed_at_ms))
+            parts.append(
+                SMALL_VARINTS[v_sealed_at_ms]
+                if 0 <= v_sealed_at_ms < 0x4000
+                else uint64_bytes(v_sealed_at_ms)
+            )
         v_legacy_topic_name = self._legacy_topic_name
         if v_legacy_topic_name is not None:
             parts.append(b"\x5a")
@@ -15613,10 +15725,11 @@ class SegmentInfoProto(Message):
             parts.append(data)
         for item_entry_bucket_splits in self.entry_bucket_splits:
             parts.append(b"\x60")
-            if 0 <= item_entry_bucket_splits < 0x4000:
-                parts.append(SMALL_VARINTS[item_entry_bucket_splits])
-            else:
-                parts.append(uint32_bytes(item_entry_bucket_splits))
+            parts.append(
+                SMALL_VARINTS[item_entry_bucket_splits]
+                if 0 <= item_entry_bucket_splits < 0x4000
+                else uint32_bytes(item_entry_bucket_splits)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -16067,10 +16180,11 @@ class SegmentBrokerAddress(Message):
         if v_segment_id is None:
             raise RequiredFieldUnsetError("SegmentBrokerAddress", "segment_id")
         parts.append(b"\x08")
-        if 0 <= v_segment_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_segment_id])
-        else:
-            parts.append(uint64_bytes(v_segment_id))
+        parts.append(
+            SMALL_VARINTS[v_segment_id]
+            if 0 <= v_segment_id < 0x4000
+            else uint64_bytes(v_segment_id)
+        )
         v_broker_url = self.broker_url
         if v_broker_url is None:
             raise RequiredFieldUnsetError("SegmentBrokerAddress", "broker_url")
@@ -16515,10 +16629,11 @@ class CommandScalableTopicLookup(Message):
         if v_session_id is None:
             raise RequiredFieldUnsetError("CommandScalableTopicLookup", "session_id")
         parts.append(b"\x08")
-        if 0 <= v_session_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_session_id])
-        else:
-            parts.append(uint64_bytes(v_session_id))
+        parts.append(
+            SMALL_VARINTS[v_session_id]
+            if 0 <= v_session_id < 0x4000
+            else uint64_bytes(v_session_id)
+        )
         v_topic = self.topic
         if v_topic is None:
             raise RequiredFieldUnsetError("CommandScalableTopicLookup", "topic")
@@ -16734,10 +16849,11 @@ class CommandScalableTopicUpdate(Message):
         if v_session_id is None:
             raise RequiredFieldUnsetError("CommandScalableTopicUpdate", "session_id")
         parts.append(b"\x08")
-        if 0 <= v_session_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_session_id])
-        else:
-            parts.append(uint64_bytes(v_session_id))
+        parts.append(
+            SMALL_VARINTS[v_session_id]
+            if 0 <= v_session_id < 0x4000
+            else uint64_bytes(v_session_id)
+        )
         v_dag = self.dag
         if v_dag is not None:
             parts.append(b"\x12")
@@ -16930,10 +17046,11 @@ class CommandScalableTopicClose(Message):
         if v_session_id is None:
             raise RequiredFieldUnsetError("CommandScalableTopicClose", "session_id")
         parts.append(b"\x08")
-        if 0 <= v_session_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_session_id])
-        else:
-            parts.append(uint64_bytes(v_session_id))
+        parts.append(
+            SMALL_VARINTS[v_session_id]
+            if 0 <= v_session_id < 0x4000
+            else uint64_bytes(v_session_id)
+        )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -17073,26 +17190,27 @@ class ScalableAssignedSegment(Message):
         if v_segment_id is None:
             raise RequiredFieldUnsetError("ScalableAssignedSegment", "segment_id")
         parts.append(b"\x08")
-        if 0 <= v_segment_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_segment_id])
-        else:
-            parts.append(uint64_bytes(v_segment_id))
+        parts.append(
+            SMALL_VARINTS[v_segment_id]
+            if 0 <= v_segment_id < 0x4000
+            else uint64_bytes(v_segment_id)
+        )
         v_hash_start = self.hash_start
         if v_hash_start is None:
             raise RequiredFieldUnsetError("ScalableAssignedSegment", "hash_start")
         parts.append(b"\x10")
-        if 0 <= v_hash_start < 0x4000:
-            parts.append(SMALL_VARINTS[v_hash_start])
-        else:
-            parts.append(uint32_bytes(v_hash_start))
+        parts.append(
+            SMALL_VARINTS[v_hash_start]
+            if 0 <= v_hash_start < 0x4000
+            else uint32_bytes(v_hash_start)
+        )
         v_hash_end = self.hash_end
         if v_hash_end is None:
             raise RequiredFieldUnsetError("ScalableAssignedSegment", "hash_end")
         parts.append(b"\x18")
-        if 0 <= v_hash_end < 0x4000:
-            parts.append(SMALL_VARINTS[v_hash_end])
-        else:
-            parts.append(uint32_bytes(v_hash_end))
+        parts.append(
+            SMALL_VARINTS[v_hash_end] if 0 <= v_hash_end < 0x4000 else uint32_bytes(v_hash_end)
+        )
         v_segment_topic = self.segment_topic
         if v_segment_topic is None:
             raise RequiredFieldUnsetError("ScalableAssignedSegment", "segment_topic")
@@ -17299,10 +17417,11 @@ class ScalableConsumerAssignment(Message):
         if v_layout_epoch is None:
             raise RequiredFieldUnsetError("ScalableConsumerAssignment", "layout_epoch")
         parts.append(b"\x08")
-        if 0 <= v_layout_epoch < 0x4000:
-            parts.append(SMALL_VARINTS[v_layout_epoch])
-        else:
-            parts.append(uint64_bytes(v_layout_epoch))
+        parts.append(
+            SMALL_VARINTS[v_layout_epoch]
+            if 0 <= v_layout_epoch < 0x4000
+            else uint64_bytes(v_layout_epoch)
+        )
         for item_segments in self.segments:
             parts.append(b"\x12")
             sub = []
@@ -17465,10 +17584,11 @@ class CommandScalableTopicSubscribe(Message):
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandScalableTopicSubscribe", "request_id")
         parts.append(b"\x08")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_topic = self.topic
         if v_topic is None:
             raise RequiredFieldUnsetError("CommandScalableTopicSubscribe", "topic")
@@ -17497,18 +17617,20 @@ class CommandScalableTopicSubscribe(Message):
         if v_consumer_id is None:
             raise RequiredFieldUnsetError("CommandScalableTopicSubscribe", "consumer_id")
         parts.append(b"\x28")
-        if 0 <= v_consumer_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_consumer_id])
-        else:
-            parts.append(uint64_bytes(v_consumer_id))
+        parts.append(
+            SMALL_VARINTS[v_consumer_id]
+            if 0 <= v_consumer_id < 0x4000
+            else uint64_bytes(v_consumer_id)
+        )
         v_consumer_type = self.consumer_type
         if v_consumer_type is None:
             raise RequiredFieldUnsetError("CommandScalableTopicSubscribe", "consumer_type")
         parts.append(b"\x30")
-        if 0 <= v_consumer_type < 0x4000:
-            parts.append(SMALL_VARINTS[v_consumer_type])
-        else:
-            parts.append(int32_bytes(v_consumer_type))
+        parts.append(
+            SMALL_VARINTS[v_consumer_type]
+            if 0 <= v_consumer_type < 0x4000
+            else int32_bytes(v_consumer_type)
+        )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -17755,10 +17877,11 @@ class CommandScalableTopicSubscribeResponse(Message):
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandScalableTopicSubscribeResponse", "request_id")
         parts.append(b"\x08")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_error = self._error
         if v_error is not None:
             parts.append(b"\x10")
@@ -17932,10 +18055,11 @@ class CommandScalableTopicAssignmentUpdate(Message):
         if v_consumer_id is None:
             raise RequiredFieldUnsetError("CommandScalableTopicAssignmentUpdate", "consumer_id")
         parts.append(b"\x08")
-        if 0 <= v_consumer_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_consumer_id])
-        else:
-            parts.append(uint64_bytes(v_consumer_id))
+        parts.append(
+            SMALL_VARINTS[v_consumer_id]
+            if 0 <= v_consumer_id < 0x4000
+            else uint64_bytes(v_consumer_id)
+        )
         v_assignment = self.assignment
         if v_assignment is None:
             raise RequiredFieldUnsetError("CommandScalableTopicAssignmentUpdate", "assignment")
@@ -18103,10 +18227,9 @@ class CommandWatchScalableTopics(Message):
         if v_watch_id is None:
             raise RequiredFieldUnsetError("CommandWatchScalableTopics", "watch_id")
         parts.append(b"\x08")
-        if 0 <= v_watch_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_watch_id])
-        else:
-            parts.append(uint64_bytes(v_watch_id))
+        parts.append(
+            SMALL_VARINTS[v_watch_id] if 0 <= v_watch_id < 0x4000 else uint64_bytes(v_watch_id)
+        )
         v_namespace = self.namespace
         if v_namespace is None:
             raise RequiredFieldUnsetError("CommandWatchScalableTopics", "namespace")
@@ -18607,10 +18730,9 @@ class CommandWatchScalableTopicsUpdate(Message):
         if v_watch_id is None:
             raise RequiredFieldUnsetError("CommandWatchScalableTopicsUpdate", "watch_id")
         parts.append(b"\x08")
-        if 0 <= v_watch_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_watch_id])
-        else:
-            parts.append(uint64_bytes(v_watch_id))
+        parts.append(
+            SMALL_VARINTS[v_watch_id] if 0 <= v_watch_id < 0x4000 else uint64_bytes(v_watch_id)
+        )
         v_snapshot = self._snapshot
         if v_snapshot is not None:
             parts.append(b"\x12")
@@ -18803,10 +18925,9 @@ class CommandWatchScalableTopicsClose(Message):
         if v_watch_id is None:
             raise RequiredFieldUnsetError("CommandWatchScalableTopicsClose", "watch_id")
         parts.append(b"\x08")
-        if 0 <= v_watch_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_watch_id])
-        else:
-            parts.append(uint64_bytes(v_watch_id))
+        parts.append(
+            SMALL_VARINTS[v_watch_id] if 0 <= v_watch_id < 0x4000 else uint64_bytes(v_watch_id)
+        )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -18917,10 +19038,9 @@ class CommandWatchTcAssignments(Message):
         if v_watch_id is None:
             raise RequiredFieldUnsetError("CommandWatchTcAssignments", "watch_id")
         parts.append(b"\x08")
-        if 0 <= v_watch_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_watch_id])
-        else:
-            parts.append(uint64_bytes(v_watch_id))
+        parts.append(
+            SMALL_VARINTS[v_watch_id] if 0 <= v_watch_id < 0x4000 else uint64_bytes(v_watch_id)
+        )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -19235,10 +19355,11 @@ class TcAssignmentsSnapshot(Message):
         if v_parallelism is None:
             raise RequiredFieldUnsetError("TcAssignmentsSnapshot", "parallelism")
         parts.append(b"\x08")
-        if 0 <= v_parallelism < 0x4000:
-            parts.append(SMALL_VARINTS[v_parallelism])
-        else:
-            parts.append(uint32_bytes(v_parallelism))
+        parts.append(
+            SMALL_VARINTS[v_parallelism]
+            if 0 <= v_parallelism < 0x4000
+            else uint32_bytes(v_parallelism)
+        )
         for item_assignments in self.assignments:
             parts.append(b"\x12")
             sub = []
@@ -19419,10 +19540,9 @@ class CommandWatchTcAssignmentsUpdate(Message):
         if v_watch_id is None:
             raise RequiredFieldUnsetError("CommandWatchTcAssignmentsUpdate", "watch_id")
         parts.append(b"\x08")
-        if 0 <= v_watch_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_watch_id])
-        else:
-            parts.append(uint64_bytes(v_watch_id))
+        parts.append(
+            SMALL_VARINTS[v_watch_id] if 0 <= v_watch_id < 0x4000 else uint64_bytes(v_watch_id)
+        )
         v_snapshot = self.snapshot
         if v_snapshot is not None:
             parts.append(b"\x12")
@@ -19591,10 +19711,9 @@ class CommandWatchTcAssignmentsClose(Message):
         if v_watch_id is None:
             raise RequiredFieldUnsetError("CommandWatchTcAssignmentsClose", "watch_id")
         parts.append(b"\x08")
-        if 0 <= v_watch_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_watch_id])
-        else:
-            parts.append(uint64_bytes(v_watch_id))
+        parts.append(
+            SMALL_VARINTS[v_watch_id] if 0 <= v_watch_id < 0x4000 else uint64_bytes(v_watch_id)
+        )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -19726,10 +19845,11 @@ class CommandGetSchema(Message):
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandGetSchema", "request_id")
         parts.append(b"\x08")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_topic = self.topic
         if v_topic is None:
             raise RequiredFieldUnsetError("CommandGetSchema", "topic")
@@ -19959,17 +20079,19 @@ class CommandGetSchemaResponse(Message):
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandGetSchemaResponse", "request_id")
         parts.append(b"\x08")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_error_code = self._error_code
         if v_error_code is not None:
             parts.append(b"\x10")
-            if 0 <= v_error_code < 0x4000:
-                parts.append(SMALL_VARINTS[v_error_code])
-            else:
-                parts.append(int32_bytes(v_error_code))
+            parts.append(
+                SMALL_VARINTS[v_error_code]
+                if 0 <= v_error_code < 0x4000
+                else int32_bytes(v_error_code)
+            )
         v_error_message = self._error_message
         if v_error_message is not None:
             parts.append(b"\x1a")
@@ -20183,10 +20305,11 @@ class CommandGetOrCreateSchema(Message):
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandGetOrCreateSchema", "request_id")
         parts.append(b"\x08")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_topic = self.topic
         if v_topic is None:
             raise RequiredFieldUnsetError("CommandGetOrCreateSchema", "topic")
@@ -20430,17 +20553,19 @@ class CommandGetOrCreateSchemaResponse(Message):
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandGetOrCreateSchemaResponse", "request_id")
         parts.append(b"\x08")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_error_code = self._error_code
         if v_error_code is not None:
             parts.append(b"\x10")
-            if 0 <= v_error_code < 0x4000:
-                parts.append(SMALL_VARINTS[v_error_code])
-            else:
-                parts.append(int32_bytes(v_error_code))
+            parts.append(
+                SMALL_VARINTS[v_error_code]
+                if 0 <= v_error_code < 0x4000
+                else int32_bytes(v_error_code)
+            )
         v_error_message = self._error_message
         if v_error_message is not None:
             parts.append(b"\x1a")
@@ -20631,10 +20756,11 @@ class CommandTcClientConnectRequest(Message):
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandTcClientConnectRequest", "request_id")
         parts.append(b"\x08")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_tc_id = self.tc_id
         if v_tc_id is None:
             raise RequiredFieldUnsetError("CommandTcClientConnectRequest", "tc_id")
@@ -20821,10 +20947,11 @@ class CommandTcClientConnectResponse(Message):
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandTcClientConnectResponse", "request_id")
         parts.append(b"\x08")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_error = self._error
         if v_error is not None:
             parts.append(b"\x10")
@@ -21034,17 +21161,19 @@ class CommandNewTxn(Message):
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandNewTxn", "request_id")
         parts.append(b"\x08")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_txn_ttl_millis = self._txn_ttl_millis
         if v_txn_ttl_millis is not None:
             parts.append(b"\x10")
-            if 0 <= v_txn_ttl_millis < 0x4000:
-                parts.append(SMALL_VARINTS[v_txn_ttl_millis])
-            else:
-                parts.append(uint64_bytes(v_txn_ttl_millis))
+            parts.append(
+                SMALL_VARINTS[v_txn_ttl_millis]
+                if 0 <= v_txn_ttl_millis < 0x4000
+                else uint64_bytes(v_txn_ttl_millis)
+            )
         v_tc_id = self._tc_id
         if v_tc_id is not None:
             parts.append(b"\x18")
@@ -21296,24 +21425,27 @@ class CommandNewTxnResponse(Message):
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandNewTxnResponse", "request_id")
         parts.append(b"\x08")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_txnid_least_bits = self._txnid_least_bits
         if v_txnid_least_bits is not None:
             parts.append(b"\x10")
-            if 0 <= v_txnid_least_bits < 0x4000:
-                parts.append(SMALL_VARINTS[v_txnid_least_bits])
-            else:
-                parts.append(uint64_bytes(v_txnid_least_bits))
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits]
+                if 0 <= v_txnid_least_bits < 0x4000
+                else uint64_bytes(v_txnid_least_bits)
+            )
         v_txnid_most_bits = self._txnid_most_bits
         if v_txnid_most_bits is not None:
             parts.append(b"\x18")
-            if 0 <= v_txnid_most_bits < 0x4000:
-                parts.append(SMALL_VARINTS[v_txnid_most_bits])
-            else:
-                parts.append(uint64_bytes(v_txnid_most_bits))
+            parts.append(
+                SMALL_VARINTS[v_txnid_most_bits]
+                if 0 <= v_txnid_most_bits < 0x4000
+                else uint64_bytes(v_txnid_most_bits)
+            )
         v_error = self._error
         if v_error is not None:
             parts.append(b"\x20")
@@ -21576,24 +21708,27 @@ class CommandAddPartitionToTxn(Message):
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandAddPartitionToTxn", "request_id")
         parts.append(b"\x08")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_txnid_least_bits = self._txnid_least_bits
         if v_txnid_least_bits is not None:
             parts.append(b"\x10")
-            if 0 <= v_txnid_least_bits < 0x4000:
-                parts.append(SMALL_VARINTS[v_txnid_least_bits])
-            else:
-                parts.append(uint64_bytes(v_txnid_least_bits))
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits]
+                if 0 <= v_txnid_least_bits < 0x4000
+                else uint64_bytes(v_txnid_least_bits)
+            )
         v_txnid_most_bits = self._txnid_most_bits
         if v_txnid_most_bits is not None:
             parts.append(b"\x18")
-            if 0 <= v_txnid_most_bits < 0x4000:
-                parts.append(SMALL_VARINTS[v_txnid_most_bits])
-            else:
-                parts.append(uint64_bytes(v_txnid_most_bits))
+            parts.append(
+                SMALL_VARINTS[v_txnid_most_bits]
+                if 0 <= v_txnid_most_bits < 0x4000
+                else uint64_bytes(v_txnid_most_bits)
+            )
         for item_partitions in self.partitions:
             parts.append(b"\x22")
             data = item_partitions.encode()
@@ -21863,24 +21998,27 @@ class CommandAddPartitionToTxnResponse(Message):
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandAddPartitionToTxnResponse", "request_id")
         parts.append(b"\x08")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_txnid_least_bits = self._txnid_least_bits
         if v_txnid_least_bits is not None:
             parts.append(b"\x10")
-            if 0 <= v_txnid_least_bits < 0x4000:
-                parts.append(SMALL_VARINTS[v_txnid_least_bits])
-            else:
-                parts.append(uint64_bytes(v_txnid_least_bits))
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits]
+                if 0 <= v_txnid_least_bits < 0x4000
+                else uint64_bytes(v_txnid_least_bits)
+            )
         v_txnid_most_bits = self._txnid_most_bits
         if v_txnid_most_bits is not None:
             parts.append(b"\x18")
-            if 0 <= v_txnid_most_bits < 0x4000:
-                parts.append(SMALL_VARINTS[v_txnid_most_bits])
-            else:
-                parts.append(uint64_bytes(v_txnid_most_bits))
+            parts.append(
+                SMALL_VARINTS[v_txnid_most_bits]
+                if 0 <= v_txnid_most_bits < 0x4000
+                else uint64_bytes(v_txnid_most_bits)
+            )
         v_error = self._error
         if v_error is not None:
             parts.append(b"\x20")
@@ -22277,24 +22415,27 @@ class CommandAddSubscriptionToTxn(Message):
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandAddSubscriptionToTxn", "request_id")
         parts.append(b"\x08")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_txnid_least_bits = self._txnid_least_bits
         if v_txnid_least_bits is not None:
             parts.append(b"\x10")
-            if 0 <= v_txnid_least_bits < 0x4000:
-                parts.append(SMALL_VARINTS[v_txnid_least_bits])
-            else:
-                parts.append(uint64_bytes(v_txnid_least_bits))
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits]
+                if 0 <= v_txnid_least_bits < 0x4000
+                else uint64_bytes(v_txnid_least_bits)
+            )
         v_txnid_most_bits = self._txnid_most_bits
         if v_txnid_most_bits is not None:
             parts.append(b"\x18")
-            if 0 <= v_txnid_most_bits < 0x4000:
-                parts.append(SMALL_VARINTS[v_txnid_most_bits])
-            else:
-                parts.append(uint64_bytes(v_txnid_most_bits))
+            parts.append(
+                SMALL_VARINTS[v_txnid_most_bits]
+                if 0 <= v_txnid_most_bits < 0x4000
+                else uint64_bytes(v_txnid_most_bits)
+            )
         for item_subscription in self.subscription:
             parts.append(b"\x22")
             sub = []
@@ -22564,24 +22705,27 @@ class CommandAddSubscriptionToTxnResponse(Message):
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandAddSubscriptionToTxnResponse", "request_id")
         parts.append(b"\x08")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_txnid_least_bits = self._txnid_least_bits
         if v_txnid_least_bits is not None:
             parts.append(b"\x10")
-            if 0 <= v_txnid_least_bits < 0x4000:
-                parts.append(SMALL_VARINTS[v_txnid_least_bits])
-            else:
-                parts.append(uint64_bytes(v_txnid_least_bits))
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits]
+                if 0 <= v_txnid_least_bits < 0x4000
+                else uint64_bytes(v_txnid_least_bits)
+            )
         v_txnid_most_bits = self._txnid_most_bits
         if v_txnid_most_bits is not None:
             parts.append(b"\x18")
-            if 0 <= v_txnid_most_bits < 0x4000:
-                parts.append(SMALL_VARINTS[v_txnid_most_bits])
-            else:
-                parts.append(uint64_bytes(v_txnid_most_bits))
+            parts.append(
+                SMALL_VARINTS[v_txnid_most_bits]
+                if 0 <= v_txnid_most_bits < 0x4000
+                else uint64_bytes(v_txnid_most_bits)
+            )
         v_error = self._error
         if v_error is not None:
             parts.append(b"\x20")
@@ -22857,31 +23001,35 @@ class CommandEndTxn(Message):
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandEndTxn", "request_id")
         parts.append(b"\x08")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_txnid_least_bits = self._txnid_least_bits
         if v_txnid_least_bits is not None:
             parts.append(b"\x10")
-            if 0 <= v_txnid_least_bits < 0x4000:
-                parts.append(SMALL_VARINTS[v_txnid_least_bits])
-            else:
-                parts.append(uint64_bytes(v_txnid_least_bits))
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits]
+                if 0 <= v_txnid_least_bits < 0x4000
+                else uint64_bytes(v_txnid_least_bits)
+            )
         v_txnid_most_bits = self._txnid_most_bits
         if v_txnid_most_bits is not None:
             parts.append(b"\x18")
-            if 0 <= v_txnid_most_bits < 0x4000:
-                parts.append(SMALL_VARINTS[v_txnid_most_bits])
-            else:
-                parts.append(uint64_bytes(v_txnid_most_bits))
+            parts.append(
+                SMALL_VARINTS[v_txnid_most_bits]
+                if 0 <= v_txnid_most_bits < 0x4000
+                else uint64_bytes(v_txnid_most_bits)
+            )
         v_txn_action = self._txn_action
         if v_txn_action is not None:
             parts.append(b"\x20")
-            if 0 <= v_txn_action < 0x4000:
-                parts.append(SMALL_VARINTS[v_txn_action])
-            else:
-                parts.append(int32_bytes(v_txn_action))
+            parts.append(
+                SMALL_VARINTS[v_txn_action]
+                if 0 <= v_txn_action < 0x4000
+                else int32_bytes(v_txn_action)
+            )
         v_scalable = self._scalable
         if v_scalable is not None:
             parts.append(b"\x28\x01" if v_scalable else b"\x28\x00")
@@ -23143,24 +23291,27 @@ class CommandEndTxnResponse(Message):
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandEndTxnResponse", "request_id")
         parts.append(b"\x08")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_txnid_least_bits = self._txnid_least_bits
         if v_txnid_least_bits is not None:
             parts.append(b"\x10")
-            if 0 <= v_txnid_least_bits < 0x4000:
-                parts.append(SMALL_VARINTS[v_txnid_least_bits])
-            else:
-                parts.append(uint64_bytes(v_txnid_least_bits))
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits]
+                if 0 <= v_txnid_least_bits < 0x4000
+                else uint64_bytes(v_txnid_least_bits)
+            )
         v_txnid_most_bits = self._txnid_most_bits
         if v_txnid_most_bits is not None:
             parts.append(b"\x18")
-            if 0 <= v_txnid_most_bits < 0x4000:
-                parts.append(SMALL_VARINTS[v_txnid_most_bits])
-            else:
-                parts.append(uint64_bytes(v_txnid_most_bits))
+            parts.append(
+                SMALL_VARINTS[v_txnid_most_bits]
+                if 0 <= v_txnid_most_bits < 0x4000
+                else uint64_bytes(v_txnid_most_bits)
+            )
         v_error = self._error
         if v_error is not None:
             parts.append(b"\x20")
@@ -23462,24 +23613,27 @@ class CommandEndTxnOnPartition(Message):
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandEndTxnOnPartition", "request_id")
         parts.append(b"\x08")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_txnid_least_bits = self._txnid_least_bits
         if v_txnid_least_bits is not None:
             parts.append(b"\x10")
-            if 0 <= v_txnid_least_bits < 0x4000:
-                parts.append(SMALL_VARINTS[v_txnid_least_bits])
-            else:
-                parts.append(uint64_bytes(v_txnid_least_bits))
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits]
+                if 0 <= v_txnid_least_bits < 0x4000
+                else uint64_bytes(v_txnid_least_bits)
+            )
         v_txnid_most_bits = self._txnid_most_bits
         if v_txnid_most_bits is not None:
             parts.append(b"\x18")
-            if 0 <= v_txnid_most_bits < 0x4000:
-                parts.append(SMALL_VARINTS[v_txnid_most_bits])
-            else:
-                parts.append(uint64_bytes(v_txnid_most_bits))
+            parts.append(
+                SMALL_VARINTS[v_txnid_most_bits]
+                if 0 <= v_txnid_most_bits < 0x4000
+                else uint64_bytes(v_txnid_most_bits)
+            )
         v_topic = self._topic
         if v_topic is not None:
             parts.append(b"\x22")
@@ -23490,17 +23644,19 @@ class CommandEndTxnOnPartition(Message):
         v_txn_action = self._txn_action
         if v_txn_action is not None:
             parts.append(b"\x28")
-            if 0 <= v_txn_action < 0x4000:
-                parts.append(SMALL_VARINTS[v_txn_action])
-            else:
-                parts.append(int32_bytes(v_txn_action))
+            parts.append(
+                SMALL_VARINTS[v_txn_action]
+                if 0 <= v_txn_action < 0x4000
+                else int32_bytes(v_txn_action)
+            )
         v_txnid_least_bits_of_low_watermark = self._txnid_least_bits_of_low_watermark
         if v_txnid_least_bits_of_low_watermark is not None:
             parts.append(b"\x30")
-            if 0 <= v_txnid_least_bits_of_low_watermark < 0x4000:
-                parts.append(SMALL_VARINTS[v_txnid_least_bits_of_low_watermark])
-            else:
-                parts.append(uint64_bytes(v_txnid_least_bits_of_low_watermark))
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits_of_low_watermark]
+                if 0 <= v_txnid_least_bits_of_low_watermark < 0x4000
+                else uint64_bytes(v_txnid_least_bits_of_low_watermark)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -23784,24 +23940,27 @@ class CommandEndTxnOnPartitionResponse(Message):
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandEndTxnOnPartitionResponse", "request_id")
         parts.append(b"\x08")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_txnid_least_bits = self._txnid_least_bits
         if v_txnid_least_bits is not None:
             parts.append(b"\x10")
-            if 0 <= v_txnid_least_bits < 0x4000:
-                parts.append(SMALL_VARINTS[v_txnid_least_bits])
-            else:
-                parts.append(uint64_bytes(v_txnid_least_bits))
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits]
+                if 0 <= v_txnid_least_bits < 0x4000
+                else uint64_bytes(v_txnid_least_bits)
+            )
         v_txnid_most_bits = self._txnid_most_bits
         if v_txnid_most_bits is not None:
             parts.append(b"\x18")
-            if 0 <= v_txnid_most_bits < 0x4000:
-                parts.append(SMALL_VARINTS[v_txnid_most_bits])
-            else:
-                parts.append(uint64_bytes(v_txnid_most_bits))
+            parts.append(
+                SMALL_VARINTS[v_txnid_most_bits]
+                if 0 <= v_txnid_most_bits < 0x4000
+                else uint64_bytes(v_txnid_most_bits)
+            )
         v_error = self._error
         if v_error is not None:
             parts.append(b"\x20")
@@ -24091,24 +24250,27 @@ class CommandEndTxnOnSubscription(Message):
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandEndTxnOnSubscription", "request_id")
         parts.append(b"\x08")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_txnid_least_bits = self._txnid_least_bits
         if v_txnid_least_bits is not None:
             parts.append(b"\x10")
-            if 0 <= v_txnid_least_bits < 0x4000:
-                parts.append(SMALL_VARINTS[v_txnid_least_bits])
-            else:
-                parts.append(uint64_bytes(v_txnid_least_bits))
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits]
+                if 0 <= v_txnid_least_bits < 0x4000
+                else uint64_bytes(v_txnid_least_bits)
+            )
         v_txnid_most_bits = self._txnid_most_bits
         if v_txnid_most_bits is not None:
             parts.append(b"\x18")
-            if 0 <= v_txnid_most_bits < 0x4000:
-                parts.append(SMALL_VARINTS[v_txnid_most_bits])
-            else:
-                parts.append(uint64_bytes(v_txnid_most_bits))
+            parts.append(
+                SMALL_VARINTS[v_txnid_most_bits]
+                if 0 <= v_txnid_most_bits < 0x4000
+                else uint64_bytes(v_txnid_most_bits)
+            )
         v_subscription = self.subscription
         if v_subscription is not None:
             parts.append(b"\x22")
@@ -24121,17 +24283,19 @@ class CommandEndTxnOnSubscription(Message):
         v_txn_action = self._txn_action
         if v_txn_action is not None:
             parts.append(b"\x28")
-            if 0 <= v_txn_action < 0x4000:
-                parts.append(SMALL_VARINTS[v_txn_action])
-            else:
-                parts.append(int32_bytes(v_txn_action))
+            parts.append(
+                SMALL_VARINTS[v_txn_action]
+                if 0 <= v_txn_action < 0x4000
+                else int32_bytes(v_txn_action)
+            )
         v_txnid_least_bits_of_low_watermark = self._txnid_least_bits_of_low_watermark
         if v_txnid_least_bits_of_low_watermark is not None:
             parts.append(b"\x30")
-            if 0 <= v_txnid_least_bits_of_low_watermark < 0x4000:
-                parts.append(SMALL_VARINTS[v_txnid_least_bits_of_low_watermark])
-            else:
-                parts.append(uint64_bytes(v_txnid_least_bits_of_low_watermark))
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits_of_low_watermark]
+                if 0 <= v_txnid_least_bits_of_low_watermark < 0x4000
+                else uint64_bytes(v_txnid_least_bits_of_low_watermark)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -24413,24 +24577,27 @@ class CommandEndTxnOnSubscriptionResponse(Message):
         if v_request_id is None:
             raise RequiredFieldUnsetError("CommandEndTxnOnSubscriptionResponse", "request_id")
         parts.append(b"\x08")
-        if 0 <= v_request_id < 0x4000:
-            parts.append(SMALL_VARINTS[v_request_id])
-        else:
-            parts.append(uint64_bytes(v_request_id))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         v_txnid_least_bits = self._txnid_least_bits
         if v_txnid_least_bits is not None:
             parts.append(b"\x10")
-            if 0 <= v_txnid_least_bits < 0x4000:
-                parts.append(SMALL_VARINTS[v_txnid_least_bits])
-            else:
-                parts.append(uint64_bytes(v_txnid_least_bits))
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits]
+                if 0 <= v_txnid_least_bits < 0x4000
+                else uint64_bytes(v_txnid_least_bits)
+            )
         v_txnid_most_bits = self._txnid_most_bits
         if v_txnid_most_bits is not None:
             parts.append(b"\x18")
-            if 0 <= v_txnid_most_bits < 0x4000:
-                parts.append(SMALL_VARINTS[v_txnid_most_bits])
-            else:
-                parts.append(uint64_bytes(v_txnid_most_bits))
+            parts.append(
+                SMALL_VARINTS[v_txnid_most_bits]
+                if 0 <= v_txnid_most_bits < 0x4000
+                else uint64_bytes(v_txnid_most_bits)
+            )
         v_error = self._error
         if v_error is not None:
             parts.append(b"\x20")

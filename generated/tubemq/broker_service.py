@@ -116,18 +116,16 @@ class TransferedMessage(Message):
         if v_messageId is None:
             raise RequiredFieldUnsetError("TransferedMessage", "messageId")
         parts.append(b"\x08")
-        if 0 <= v_messageId < 0x4000:
-            parts.append(SMALL_VARINTS[v_messageId])
-        else:
-            parts.append(int64_bytes(v_messageId))
+        parts.append(
+            SMALL_VARINTS[v_messageId] if 0 <= v_messageId < 0x4000 else int64_bytes(v_messageId)
+        )
         v_checkSum = self.checkSum
         if v_checkSum is None:
             raise RequiredFieldUnsetError("TransferedMessage", "checkSum")
         parts.append(b"\x10")
-        if 0 <= v_checkSum < 0x4000:
-            parts.append(SMALL_VARINTS[v_checkSum])
-        else:
-            parts.append(int32_bytes(v_checkSum))
+        parts.append(
+            SMALL_VARINTS[v_checkSum] if 0 <= v_checkSum < 0x4000 else int32_bytes(v_checkSum)
+        )
         v_payLoadData = self.payLoadData
         if v_payLoadData is None:
             raise RequiredFieldUnsetError("TransferedMessage", "payLoadData")
@@ -327,10 +325,11 @@ class AuthorizedInfo(Message):
         if v_visitAuthorizedToken is None:
             raise RequiredFieldUnsetError("AuthorizedInfo", "visitAuthorizedToken")
         parts.append(b"\x08")
-        if 0 <= v_visitAuthorizedToken < 0x4000:
-            parts.append(SMALL_VARINTS[v_visitAuthorizedToken])
-        else:
-            parts.append(int64_bytes(v_visitAuthorizedToken))
+        parts.append(
+            SMALL_VARINTS[v_visitAuthorizedToken]
+            if 0 <= v_visitAuthorizedToken < 0x4000
+            else int64_bytes(v_visitAuthorizedToken)
+        )
         v_authAuthorizedToken = self._authAuthorizedToken
         if v_authAuthorizedToken is not None:
             parts.append(b"\x12")
@@ -565,10 +564,11 @@ class SendMessageRequestP2B(Message):
         if v_partitionId is None:
             raise RequiredFieldUnsetError("SendMessageRequestP2B", "partitionId")
         parts.append(b"\x18")
-        if 0 <= v_partitionId < 0x4000:
-            parts.append(SMALL_VARINTS[v_partitionId])
-        else:
-            parts.append(int32_bytes(v_partitionId))
+        parts.append(
+            SMALL_VARINTS[v_partitionId]
+            if 0 <= v_partitionId < 0x4000
+            else int32_bytes(v_partitionId)
+        )
         v_data = self.data
         if v_data is None:
             raise RequiredFieldUnsetError("SendMessageRequestP2B", "data")
@@ -585,18 +585,16 @@ class SendMessageRequestP2B(Message):
         if v_checkSum is None:
             raise RequiredFieldUnsetError("SendMessageRequestP2B", "checkSum")
         parts.append(b"\x30")
-        if 0 <= v_checkSum < 0x4000:
-            parts.append(SMALL_VARINTS[v_checkSum])
-        else:
-            parts.append(int32_bytes(v_checkSum))
+        parts.append(
+            SMALL_VARINTS[v_checkSum] if 0 <= v_checkSum < 0x4000 else int32_bytes(v_checkSum)
+        )
         v_sentAddr = self.sentAddr
         if v_sentAddr is None:
             raise RequiredFieldUnsetError("SendMessageRequestP2B", "sentAddr")
         parts.append(b"\x38")
-        if 0 <= v_sentAddr < 0x4000:
-            parts.append(SMALL_VARINTS[v_sentAddr])
-        else:
-            parts.append(int32_bytes(v_sentAddr))
+        parts.append(
+            SMALL_VARINTS[v_sentAddr] if 0 <= v_sentAddr < 0x4000 else int32_bytes(v_sentAddr)
+        )
         v_msgType = self._msgType
         if v_msgType is not None:
             parts.append(b"\x42")
@@ -995,10 +993,9 @@ class SendMessageResponseB2P(Message):
         if v_errCode is None:
             raise RequiredFieldUnsetError("SendMessageResponseB2P", "errCode")
         parts.append(b"\x10")
-        if 0 <= v_errCode < 0x4000:
-            parts.append(SMALL_VARINTS[v_errCode])
-        else:
-            parts.append(int32_bytes(v_errCode))
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
         v_errMsg = self.errMsg
         if v_errMsg is None:
             raise RequiredFieldUnsetError("SendMessageResponseB2P", "errMsg")
@@ -1013,24 +1010,27 @@ class SendMessageResponseB2P(Message):
         v_messageId = self._messageId
         if v_messageId is not None:
             parts.append(b"\x28")
-            if 0 <= v_messageId < 0x4000:
-                parts.append(SMALL_VARINTS[v_messageId])
-            else:
-                parts.append(int64_bytes(v_messageId))
+            parts.append(
+                SMALL_VARINTS[v_messageId]
+                if 0 <= v_messageId < 0x4000
+                else int64_bytes(v_messageId)
+            )
         v_appendTime = self._appendTime
         if v_appendTime is not None:
             parts.append(b"\x30")
-            if 0 <= v_appendTime < 0x4000:
-                parts.append(SMALL_VARINTS[v_appendTime])
-            else:
-                parts.append(int64_bytes(v_appendTime))
+            parts.append(
+                SMALL_VARINTS[v_appendTime]
+                if 0 <= v_appendTime < 0x4000
+                else int64_bytes(v_appendTime)
+            )
         v_appendOffset = self._appendOffset
         if v_appendOffset is not None:
             parts.append(b"\x38")
-            if 0 <= v_appendOffset < 0x4000:
-                parts.append(SMALL_VARINTS[v_appendOffset])
-            else:
-                parts.append(int64_bytes(v_appendOffset))
+            parts.append(
+                SMALL_VARINTS[v_appendOffset]
+                if 0 <= v_appendOffset < 0x4000
+                else int64_bytes(v_appendOffset)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -1424,18 +1424,18 @@ class RegisterRequestC2B(Message):
         if v_partitionId is None:
             raise RequiredFieldUnsetError("RegisterRequestC2B", "partitionId")
         parts.append(b"\x28")
-        if 0 <= v_partitionId < 0x4000:
-            parts.append(SMALL_VARINTS[v_partitionId])
-        else:
-            parts.append(int32_bytes(v_partitionId))
+        parts.append(
+            SMALL_VARINTS[v_partitionId]
+            if 0 <= v_partitionId < 0x4000
+            else int32_bytes(v_partitionId)
+        )
         v_readStatus = self.readStatus
         if v_readStatus is None:
             raise RequiredFieldUnsetError("RegisterRequestC2B", "readStatus")
         parts.append(b"\x30")
-        if 0 <= v_readStatus < 0x4000:
-            parts.append(SMALL_VARINTS[v_readStatus])
-        else:
-            parts.append(int32_bytes(v_readStatus))
+        parts.append(
+            SMALL_VARINTS[v_readStatus] if 0 <= v_readStatus < 0x4000 else int32_bytes(v_readStatus)
+        )
         for item_filterCondStr in self.filterCondStr:
             parts.append(b"\x3a")
             data = item_filterCondStr.encode()
@@ -1445,10 +1445,11 @@ class RegisterRequestC2B(Message):
         v_currOffset = self._currOffset
         if v_currOffset is not None:
             parts.append(b"\x40")
-            if 0 <= v_currOffset < 0x4000:
-                parts.append(SMALL_VARINTS[v_currOffset])
-            else:
-                parts.append(int64_bytes(v_currOffset))
+            parts.append(
+                SMALL_VARINTS[v_currOffset]
+                if 0 <= v_currOffset < 0x4000
+                else int64_bytes(v_currOffset)
+            )
         v_sessionKey = self._sessionKey
         if v_sessionKey is not None:
             parts.append(b"\x4a")
@@ -1459,24 +1460,27 @@ class RegisterRequestC2B(Message):
         v_sessionTime = self._sessionTime
         if v_sessionTime is not None:
             parts.append(b"\x50")
-            if 0 <= v_sessionTime < 0x4000:
-                parts.append(SMALL_VARINTS[v_sessionTime])
-            else:
-                parts.append(int64_bytes(v_sessionTime))
+            parts.append(
+                SMALL_VARINTS[v_sessionTime]
+                if 0 <= v_sessionTime < 0x4000
+                else int64_bytes(v_sessionTime)
+            )
         v_ssdStoreId = self._ssdStoreId
         if v_ssdStoreId is not None:
             parts.append(b"\x58")
-            if 0 <= v_ssdStoreId < 0x4000:
-                parts.append(SMALL_VARINTS[v_ssdStoreId])
-            else:
-                parts.append(int64_bytes(v_ssdStoreId))
+            parts.append(
+                SMALL_VARINTS[v_ssdStoreId]
+                if 0 <= v_ssdStoreId < 0x4000
+                else int64_bytes(v_ssdStoreId)
+            )
         v_qryPriorityId = self._qryPriorityId
         if v_qryPriorityId is not None:
             parts.append(b"\x60")
-            if 0 <= v_qryPriorityId < 0x4000:
-                parts.append(SMALL_VARINTS[v_qryPriorityId])
-            else:
-                parts.append(int32_bytes(v_qryPriorityId))
+            parts.append(
+                SMALL_VARINTS[v_qryPriorityId]
+                if 0 <= v_qryPriorityId < 0x4000
+                else int32_bytes(v_qryPriorityId)
+            )
         v_authInfo = self.authInfo
         if v_authInfo is not None:
             parts.append(b"\x6a")
@@ -1875,10 +1879,9 @@ class RegisterResponseB2C(Message):
         if v_errCode is None:
             raise RequiredFieldUnsetError("RegisterResponseB2C", "errCode")
         parts.append(b"\x10")
-        if 0 <= v_errCode < 0x4000:
-            parts.append(SMALL_VARINTS[v_errCode])
-        else:
-            parts.append(int32_bytes(v_errCode))
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
         v_errMsg = self.errMsg
         if v_errMsg is None:
             raise RequiredFieldUnsetError("RegisterResponseB2C", "errMsg")
@@ -1890,17 +1893,19 @@ class RegisterResponseB2C(Message):
         v_currOffset = self._currOffset
         if v_currOffset is not None:
             parts.append(b"\x20")
-            if 0 <= v_currOffset < 0x4000:
-                parts.append(SMALL_VARINTS[v_currOffset])
-            else:
-                parts.append(int64_bytes(v_currOffset))
+            parts.append(
+                SMALL_VARINTS[v_currOffset]
+                if 0 <= v_currOffset < 0x4000
+                else int64_bytes(v_currOffset)
+            )
         v_maxOffset = self._maxOffset
         if v_maxOffset is not None:
             parts.append(b"\x28")
-            if 0 <= v_maxOffset < 0x4000:
-                parts.append(SMALL_VARINTS[v_maxOffset])
-            else:
-                parts.append(int64_bytes(v_maxOffset))
+            parts.append(
+                SMALL_VARINTS[v_maxOffset]
+                if 0 <= v_maxOffset < 0x4000
+                else int64_bytes(v_maxOffset)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -2168,10 +2173,9 @@ class HeartBeatRequestC2B(Message):
         if v_readStatus is None:
             raise RequiredFieldUnsetError("HeartBeatRequestC2B", "readStatus")
         parts.append(b"\x18")
-        if 0 <= v_readStatus < 0x4000:
-            parts.append(SMALL_VARINTS[v_readStatus])
-        else:
-            parts.append(int32_bytes(v_readStatus))
+        parts.append(
+            SMALL_VARINTS[v_readStatus] if 0 <= v_readStatus < 0x4000 else int32_bytes(v_readStatus)
+        )
         for item_partitionInfo in self.partitionInfo:
             parts.append(b"\x22")
             data = item_partitionInfo.encode()
@@ -2181,17 +2185,19 @@ class HeartBeatRequestC2B(Message):
         v_ssdStoreId = self._ssdStoreId
         if v_ssdStoreId is not None:
             parts.append(b"\x28")
-            if 0 <= v_ssdStoreId < 0x4000:
-                parts.append(SMALL_VARINTS[v_ssdStoreId])
-            else:
-                parts.append(int64_bytes(v_ssdStoreId))
+            parts.append(
+                SMALL_VARINTS[v_ssdStoreId]
+                if 0 <= v_ssdStoreId < 0x4000
+                else int64_bytes(v_ssdStoreId)
+            )
         v_qryPriorityId = self._qryPriorityId
         if v_qryPriorityId is not None:
             parts.append(b"\x30")
-            if 0 <= v_qryPriorityId < 0x4000:
-                parts.append(SMALL_VARINTS[v_qryPriorityId])
-            else:
-                parts.append(int32_bytes(v_qryPriorityId))
+            parts.append(
+                SMALL_VARINTS[v_qryPriorityId]
+                if 0 <= v_qryPriorityId < 0x4000
+                else int32_bytes(v_qryPriorityId)
+            )
         v_authInfo = self.authInfo
         if v_authInfo is not None:
             parts.append(b"\x3a")
@@ -2487,10 +2493,9 @@ class HeartBeatResponseB2C(Message):
         if v_errCode is None:
             raise RequiredFieldUnsetError("HeartBeatResponseB2C", "errCode")
         parts.append(b"\x10")
-        if 0 <= v_errCode < 0x4000:
-            parts.append(SMALL_VARINTS[v_errCode])
-        else:
-            parts.append(int32_bytes(v_errCode))
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
         v_errMsg = self.errMsg
         if v_errMsg is None:
             raise RequiredFieldUnsetError("HeartBeatResponseB2C", "errMsg")
@@ -2774,10 +2779,11 @@ class GetMessageRequestC2B(Message):
         if v_partitionId is None:
             raise RequiredFieldUnsetError("GetMessageRequestC2B", "partitionId")
         parts.append(b"\x10")
-        if 0 <= v_partitionId < 0x4000:
-            parts.append(SMALL_VARINTS[v_partitionId])
-        else:
-            parts.append(int32_bytes(v_partitionId))
+        parts.append(
+            SMALL_VARINTS[v_partitionId]
+            if 0 <= v_partitionId < 0x4000
+            else int32_bytes(v_partitionId)
+        )
         v_groupName = self.groupName
         if v_groupName is None:
             raise RequiredFieldUnsetError("GetMessageRequestC2B", "groupName")
@@ -3166,10 +3172,9 @@ class GetMessageResponseB2C(Message):
         if v_errCode is None:
             raise RequiredFieldUnsetError("GetMessageResponseB2C", "errCode")
         parts.append(b"\x10")
-        if 0 <= v_errCode < 0x4000:
-            parts.append(SMALL_VARINTS[v_errCode])
-        else:
-            parts.append(int32_bytes(v_errCode))
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
         v_errMsg = self._errMsg
         if v_errMsg is not None:
             parts.append(b"\x1a")
@@ -3188,37 +3193,41 @@ class GetMessageResponseB2C(Message):
         v_currOffset = self._currOffset
         if v_currOffset is not None:
             parts.append(b"\x28")
-            if 0 <= v_currOffset < 0x4000:
-                parts.append(SMALL_VARINTS[v_currOffset])
-            else:
-                parts.append(int64_bytes(v_currOffset))
+            parts.append(
+                SMALL_VARINTS[v_currOffset]
+                if 0 <= v_currOffset < 0x4000
+                else int64_bytes(v_currOffset)
+            )
         v_minLimitTime = self._minLimitTime
         if v_minLimitTime is not None:
             parts.append(b"\x30")
-            if 0 <= v_minLimitTime < 0x4000:
-                parts.append(SMALL_VARINTS[v_minLimitTime])
-            else:
-                parts.append(int32_bytes(v_minLimitTime))
+            parts.append(
+                SMALL_VARINTS[v_minLimitTime]
+                if 0 <= v_minLimitTime < 0x4000
+                else int32_bytes(v_minLimitTime)
+            )
         v_escFlowCtrl = self._escFlowCtrl
         if v_escFlowCtrl is not None:
             parts.append(b"\x38\x01" if v_escFlowCtrl else b"\x38\x00")
         v_currDataDlt = self._currDataDlt
         if v_currDataDlt is not None:
             parts.append(b"\x40")
-            if 0 <= v_currDataDlt < 0x4000:
-                parts.append(SMALL_VARINTS[v_currDataDlt])
-            else:
-                parts.append(int64_bytes(v_currDataDlt))
+            parts.append(
+                SMALL_VARINTS[v_currDataDlt]
+                if 0 <= v_currDataDlt < 0x4000
+                else int64_bytes(v_currDataDlt)
+            )
         v_requireSlow = self._requireSlow
         if v_requireSlow is not None:
             parts.append(b"\x48\x01" if v_requireSlow else b"\x48\x00")
         v_maxOffset = self._maxOffset
         if v_maxOffset is not None:
             parts.append(b"\x50")
-            if 0 <= v_maxOffset < 0x4000:
-                parts.append(SMALL_VARINTS[v_maxOffset])
-            else:
-                parts.append(int64_bytes(v_maxOffset))
+            parts.append(
+                SMALL_VARINTS[v_maxOffset]
+                if 0 <= v_maxOffset < 0x4000
+                else int64_bytes(v_maxOffset)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -3525,10 +3534,11 @@ class CommitOffsetRequestC2B(Message):
         if v_partitionId is None:
             raise RequiredFieldUnsetError("CommitOffsetRequestC2B", "partitionId")
         parts.append(b"\x18")
-        if 0 <= v_partitionId < 0x4000:
-            parts.append(SMALL_VARINTS[v_partitionId])
-        else:
-            parts.append(int32_bytes(v_partitionId))
+        parts.append(
+            SMALL_VARINTS[v_partitionId]
+            if 0 <= v_partitionId < 0x4000
+            else int32_bytes(v_partitionId)
+        )
         v_groupName = self.groupName
         if v_groupName is None:
             raise RequiredFieldUnsetError("CommitOffsetRequestC2B", "groupName")
@@ -3762,10 +3772,9 @@ class CommitOffsetResponseB2C(Message):
         if v_errCode is None:
             raise RequiredFieldUnsetError("CommitOffsetResponseB2C", "errCode")
         parts.append(b"\x10")
-        if 0 <= v_errCode < 0x4000:
-            parts.append(SMALL_VARINTS[v_errCode])
-        else:
-            parts.append(int32_bytes(v_errCode))
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
         v_errMsg = self.errMsg
         if v_errMsg is None:
             raise RequiredFieldUnsetError("CommitOffsetResponseB2C", "errMsg")
@@ -3777,17 +3786,19 @@ class CommitOffsetResponseB2C(Message):
         v_currOffset = self._currOffset
         if v_currOffset is not None:
             parts.append(b"\x20")
-            if 0 <= v_currOffset < 0x4000:
-                parts.append(SMALL_VARINTS[v_currOffset])
-            else:
-                parts.append(int64_bytes(v_currOffset))
+            parts.append(
+                SMALL_VARINTS[v_currOffset]
+                if 0 <= v_currOffset < 0x4000
+                else int64_bytes(v_currOffset)
+            )
         v_maxOffset = self._maxOffset
         if v_maxOffset is not None:
             parts.append(b"\x28")
-            if 0 <= v_maxOffset < 0x4000:
-                parts.append(SMALL_VARINTS[v_maxOffset])
-            else:
-                parts.append(int64_bytes(v_maxOffset))
+            parts.append(
+                SMALL_VARINTS[v_maxOffset]
+                if 0 <= v_maxOffset < 0x4000
+                else int64_bytes(v_maxOffset)
+            )
         if self._unknown:
             parts.append(self._unknown)
 

@@ -155,10 +155,9 @@ class AuthenticateInfo(Message):
         if v_timestamp is None:
             raise RequiredFieldUnsetError("AuthenticateInfo", "timestamp")
         parts.append(b"\x10")
-        if 0 <= v_timestamp < 0x4000:
-            parts.append(SMALL_VARINTS[v_timestamp])
-        else:
-            parts.append(int64_bytes(v_timestamp))
+        parts.append(
+            SMALL_VARINTS[v_timestamp] if 0 <= v_timestamp < 0x4000 else int64_bytes(v_timestamp)
+        )
         v_nonce = self.nonce
         if v_nonce is None:
             raise RequiredFieldUnsetError("AuthenticateInfo", "nonce")
@@ -533,10 +532,11 @@ class MasterAuthorizedInfo(Message):
         if v_visitAuthorizedToken is None:
             raise RequiredFieldUnsetError("MasterAuthorizedInfo", "visitAuthorizedToken")
         parts.append(b"\x08")
-        if 0 <= v_visitAuthorizedToken < 0x4000:
-            parts.append(SMALL_VARINTS[v_visitAuthorizedToken])
-        else:
-            parts.append(int64_bytes(v_visitAuthorizedToken))
+        parts.append(
+            SMALL_VARINTS[v_visitAuthorizedToken]
+            if 0 <= v_visitAuthorizedToken < 0x4000
+            else int64_bytes(v_visitAuthorizedToken)
+        )
         v_authAuthorizedToken = self._authAuthorizedToken
         if v_authAuthorizedToken is not None:
             parts.append(b"\x12")
@@ -687,17 +687,17 @@ class ApprovedClientConfig(Message):
         if v_configId is None:
             raise RequiredFieldUnsetError("ApprovedClientConfig", "configId")
         parts.append(b"\x08")
-        if 0 <= v_configId < 0x4000:
-            parts.append(SMALL_VARINTS[v_configId])
-        else:
-            parts.append(int64_bytes(v_configId))
+        parts.append(
+            SMALL_VARINTS[v_configId] if 0 <= v_configId < 0x4000 else int64_bytes(v_configId)
+        )
         v_maxMsgSize = self._maxMsgSize
         if v_maxMsgSize is not None:
             parts.append(b"\x10")
-            if 0 <= v_maxMsgSize < 0x4000:
-                parts.append(SMALL_VARINTS[v_maxMsgSize])
-            else:
-                parts.append(int32_bytes(v_maxMsgSize))
+            parts.append(
+                SMALL_VARINTS[v_maxMsgSize]
+                if 0 <= v_maxMsgSize < 0x4000
+                else int32_bytes(v_maxMsgSize)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -898,10 +898,11 @@ class RegisterRequestP2M(Message):
         if v_brokerCheckSum is None:
             raise RequiredFieldUnsetError("RegisterRequestP2M", "brokerCheckSum")
         parts.append(b"\x18")
-        if 0 <= v_brokerCheckSum < 0x4000:
-            parts.append(SMALL_VARINTS[v_brokerCheckSum])
-        else:
-            parts.append(int64_bytes(v_brokerCheckSum))
+        parts.append(
+            SMALL_VARINTS[v_brokerCheckSum]
+            if 0 <= v_brokerCheckSum < 0x4000
+            else int64_bytes(v_brokerCheckSum)
+        )
         v_hostName = self.hostName
         if v_hostName is None:
             raise RequiredFieldUnsetError("RegisterRequestP2M", "hostName")
@@ -1184,10 +1185,9 @@ class RegisterResponseM2P(Message):
         if v_errCode is None:
             raise RequiredFieldUnsetError("RegisterResponseM2P", "errCode")
         parts.append(b"\x10")
-        if 0 <= v_errCode < 0x4000:
-            parts.append(SMALL_VARINTS[v_errCode])
-        else:
-            parts.append(int32_bytes(v_errCode))
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
         v_errMsg = self.errMsg
         if v_errMsg is None:
             raise RequiredFieldUnsetError("RegisterResponseM2P", "errMsg")
@@ -1200,10 +1200,11 @@ class RegisterResponseM2P(Message):
         if v_brokerCheckSum is None:
             raise RequiredFieldUnsetError("RegisterResponseM2P", "brokerCheckSum")
         parts.append(b"\x20")
-        if 0 <= v_brokerCheckSum < 0x4000:
-            parts.append(SMALL_VARINTS[v_brokerCheckSum])
-        else:
-            parts.append(int64_bytes(v_brokerCheckSum))
+        parts.append(
+            SMALL_VARINTS[v_brokerCheckSum]
+            if 0 <= v_brokerCheckSum < 0x4000
+            else int64_bytes(v_brokerCheckSum)
+        )
         for item_brokerInfos in self.brokerInfos:
             parts.append(b"\x2a")
             data = item_brokerInfos.encode()
@@ -1479,10 +1480,11 @@ class HeartRequestP2M(Message):
         if v_brokerCheckSum is None:
             raise RequiredFieldUnsetError("HeartRequestP2M", "brokerCheckSum")
         parts.append(b"\x10")
-        if 0 <= v_brokerCheckSum < 0x4000:
-            parts.append(SMALL_VARINTS[v_brokerCheckSum])
-        else:
-            parts.append(int64_bytes(v_brokerCheckSum))
+        parts.append(
+            SMALL_VARINTS[v_brokerCheckSum]
+            if 0 <= v_brokerCheckSum < 0x4000
+            else int64_bytes(v_brokerCheckSum)
+        )
         v_hostName = self.hostName
         if v_hostName is None:
             raise RequiredFieldUnsetError("HeartRequestP2M", "hostName")
@@ -1776,10 +1778,9 @@ class HeartResponseM2P(Message):
         if v_errCode is None:
             raise RequiredFieldUnsetError("HeartResponseM2P", "errCode")
         parts.append(b"\x10")
-        if 0 <= v_errCode < 0x4000:
-            parts.append(SMALL_VARINTS[v_errCode])
-        else:
-            parts.append(int32_bytes(v_errCode))
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
         v_errMsg = self.errMsg
         if v_errMsg is None:
             raise RequiredFieldUnsetError("HeartResponseM2P", "errMsg")
@@ -1792,10 +1793,11 @@ class HeartResponseM2P(Message):
         if v_brokerCheckSum is None:
             raise RequiredFieldUnsetError("HeartResponseM2P", "brokerCheckSum")
         parts.append(b"\x20")
-        if 0 <= v_brokerCheckSum < 0x4000:
-            parts.append(SMALL_VARINTS[v_brokerCheckSum])
-        else:
-            parts.append(int64_bytes(v_brokerCheckSum))
+        parts.append(
+            SMALL_VARINTS[v_brokerCheckSum]
+            if 0 <= v_brokerCheckSum < 0x4000
+            else int64_bytes(v_brokerCheckSum)
+        )
         for item_topicInfos in self.topicInfos:
             parts.append(b"\x2a")
             data = item_topicInfos.encode()
@@ -2208,10 +2210,9 @@ class CloseResponseM2P(Message):
         if v_errCode is None:
             raise RequiredFieldUnsetError("CloseResponseM2P", "errCode")
         parts.append(b"\x10")
-        if 0 <= v_errCode < 0x4000:
-            parts.append(SMALL_VARINTS[v_errCode])
-        else:
-            parts.append(int32_bytes(v_errCode))
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
         v_errMsg = self.errMsg
         if v_errMsg is None:
             raise RequiredFieldUnsetError("CloseResponseM2P", "errMsg")
@@ -2421,24 +2422,23 @@ class EventProto(Message):
         v_rebalanceId = self._rebalanceId
         if v_rebalanceId is not None:
             parts.append(b"\x08")
-            if 0 <= v_rebalanceId < 0x4000:
-                parts.append(SMALL_VARINTS[v_rebalanceId])
-            else:
-                parts.append(int64_bytes(v_rebalanceId))
+            parts.append(
+                SMALL_VARINTS[v_rebalanceId]
+                if 0 <= v_rebalanceId < 0x4000
+                else int64_bytes(v_rebalanceId)
+            )
         v_opType = self._opType
         if v_opType is not None:
             parts.append(b"\x10")
-            if 0 <= v_opType < 0x4000:
-                parts.append(SMALL_VARINTS[v_opType])
-            else:
-                parts.append(int32_bytes(v_opType))
+            parts.append(
+                SMALL_VARINTS[v_opType] if 0 <= v_opType < 0x4000 else int32_bytes(v_opType)
+            )
         v_status = self._status
         if v_status is not None:
             parts.append(b"\x18")
-            if 0 <= v_status < 0x4000:
-                parts.append(SMALL_VARINTS[v_status])
-            else:
-                parts.append(int32_bytes(v_status))
+            parts.append(
+                SMALL_VARINTS[v_status] if 0 <= v_status < 0x4000 else int32_bytes(v_status)
+            )
         for item_subscribeInfo in self.subscribeInfo:
             parts.append(b"\x22")
             data = item_subscribeInfo.encode()
@@ -2956,10 +2956,11 @@ class RegisterRequestC2M(Message):
         v_sessionTime = self._sessionTime
         if v_sessionTime is not None:
             parts.append(b"\x40")
-            if 0 <= v_sessionTime < 0x4000:
-                parts.append(SMALL_VARINTS[v_sessionTime])
-            else:
-                parts.append(int64_bytes(v_sessionTime))
+            parts.append(
+                SMALL_VARINTS[v_sessionTime]
+                if 0 <= v_sessionTime < 0x4000
+                else int64_bytes(v_sessionTime)
+            )
         v_sessionKey = self._sessionKey
         if v_sessionKey is not None:
             parts.append(b"\x4a")
@@ -2970,10 +2971,11 @@ class RegisterRequestC2M(Message):
         v_totalCount = self._totalCount
         if v_totalCount is not None:
             parts.append(b"\x50")
-            if 0 <= v_totalCount < 0x4000:
-                parts.append(SMALL_VARINTS[v_totalCount])
-            else:
-                parts.append(int32_bytes(v_totalCount))
+            parts.append(
+                SMALL_VARINTS[v_totalCount]
+                if 0 <= v_totalCount < 0x4000
+                else int32_bytes(v_totalCount)
+            )
         v_requiredPartition = self._requiredPartition
         if v_requiredPartition is not None:
             parts.append(b"\x5a")
@@ -2990,31 +2992,35 @@ class RegisterRequestC2M(Message):
         v_groupFlowCheckId = self._groupFlowCheckId
         if v_groupFlowCheckId is not None:
             parts.append(b"\x70")
-            if 0 <= v_groupFlowCheckId < 0x4000:
-                parts.append(SMALL_VARINTS[v_groupFlowCheckId])
-            else:
-                parts.append(int64_bytes(v_groupFlowCheckId))
+            parts.append(
+                SMALL_VARINTS[v_groupFlowCheckId]
+                if 0 <= v_groupFlowCheckId < 0x4000
+                else int64_bytes(v_groupFlowCheckId)
+            )
         v_defFlowCheckId = self._defFlowCheckId
         if v_defFlowCheckId is not None:
             parts.append(b"\x78")
-            if 0 <= v_defFlowCheckId < 0x4000:
-                parts.append(SMALL_VARINTS[v_defFlowCheckId])
-            else:
-                parts.append(int64_bytes(v_defFlowCheckId))
+            parts.append(
+                SMALL_VARINTS[v_defFlowCheckId]
+                if 0 <= v_defFlowCheckId < 0x4000
+                else int64_bytes(v_defFlowCheckId)
+            )
         v_ssdStoreId = self._ssdStoreId
         if v_ssdStoreId is not None:
             parts.append(b"\x80\x01")
-            if 0 <= v_ssdStoreId < 0x4000:
-                parts.append(SMALL_VARINTS[v_ssdStoreId])
-            else:
-                parts.append(int64_bytes(v_ssdStoreId))
+            parts.append(
+                SMALL_VARINTS[v_ssdStoreId]
+                if 0 <= v_ssdStoreId < 0x4000
+                else int64_bytes(v_ssdStoreId)
+            )
         v_qryPriorityId = self._qryPriorityId
         if v_qryPriorityId is not None:
             parts.append(b"\x88\x01")
-            if 0 <= v_qryPriorityId < 0x4000:
-                parts.append(SMALL_VARINTS[v_qryPriorityId])
-            else:
-                parts.append(int32_bytes(v_qryPriorityId))
+            parts.append(
+                SMALL_VARINTS[v_qryPriorityId]
+                if 0 <= v_qryPriorityId < 0x4000
+                else int32_bytes(v_qryPriorityId)
+            )
         v_authInfo = self.authInfo
         if v_authInfo is not None:
             parts.append(b"\x92\x01")
@@ -3623,10 +3629,9 @@ class RegisterResponseM2C(Message):
         if v_errCode is None:
             raise RequiredFieldUnsetError("RegisterResponseM2C", "errCode")
         parts.append(b"\x10")
-        if 0 <= v_errCode < 0x4000:
-            parts.append(SMALL_VARINTS[v_errCode])
-        else:
-            parts.append(int32_bytes(v_errCode))
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
         v_errMsg = self.errMsg
         if v_errMsg is None:
             raise RequiredFieldUnsetError("RegisterResponseM2C", "errMsg")
@@ -3647,10 +3652,11 @@ class RegisterResponseM2C(Message):
         v_defFlowCheckId = self._defFlowCheckId
         if v_defFlowCheckId is not None:
             parts.append(b"\x30")
-            if 0 <= v_defFlowCheckId < 0x4000:
-                parts.append(SMALL_VARINTS[v_defFlowCheckId])
-            else:
-                parts.append(int64_bytes(v_defFlowCheckId))
+            parts.append(
+                SMALL_VARINTS[v_defFlowCheckId]
+                if 0 <= v_defFlowCheckId < 0x4000
+                else int64_bytes(v_defFlowCheckId)
+            )
         v_defFlowControlInfo = self._defFlowControlInfo
         if v_defFlowControlInfo is not None:
             parts.append(b"\x3a")
@@ -3661,10 +3667,11 @@ class RegisterResponseM2C(Message):
         v_groupFlowCheckId = self._groupFlowCheckId
         if v_groupFlowCheckId is not None:
             parts.append(b"\x40")
-            if 0 <= v_groupFlowCheckId < 0x4000:
-                parts.append(SMALL_VARINTS[v_groupFlowCheckId])
-            else:
-                parts.append(int64_bytes(v_groupFlowCheckId))
+            parts.append(
+                SMALL_VARINTS[v_groupFlowCheckId]
+                if 0 <= v_groupFlowCheckId < 0x4000
+                else int64_bytes(v_groupFlowCheckId)
+            )
         v_groupFlowControlInfo = self._groupFlowControlInfo
         if v_groupFlowControlInfo is not None:
             parts.append(b"\x4a")
@@ -3675,17 +3682,19 @@ class RegisterResponseM2C(Message):
         v_ssdStoreId = self._ssdStoreId
         if v_ssdStoreId is not None:
             parts.append(b"\x50")
-            if 0 <= v_ssdStoreId < 0x4000:
-                parts.append(SMALL_VARINTS[v_ssdStoreId])
-            else:
-                parts.append(int64_bytes(v_ssdStoreId))
+            parts.append(
+                SMALL_VARINTS[v_ssdStoreId]
+                if 0 <= v_ssdStoreId < 0x4000
+                else int64_bytes(v_ssdStoreId)
+            )
         v_qryPriorityId = self._qryPriorityId
         if v_qryPriorityId is not None:
             parts.append(b"\x58")
-            if 0 <= v_qryPriorityId < 0x4000:
-                parts.append(SMALL_VARINTS[v_qryPriorityId])
-            else:
-                parts.append(int32_bytes(v_qryPriorityId))
+            parts.append(
+                SMALL_VARINTS[v_qryPriorityId]
+                if 0 <= v_qryPriorityId < 0x4000
+                else int32_bytes(v_qryPriorityId)
+            )
         v_authorizedInfo = self.authorizedInfo
         if v_authorizedInfo is not None:
             parts.append(b"\x62")
@@ -4142,31 +4151,35 @@ class HeartRequestC2M(Message):
         v_defFlowCheckId = self._defFlowCheckId
         if v_defFlowCheckId is not None:
             parts.append(b"\x30")
-            if 0 <= v_defFlowCheckId < 0x4000:
-                parts.append(SMALL_VARINTS[v_defFlowCheckId])
-            else:
-                parts.append(int64_bytes(v_defFlowCheckId))
+            parts.append(
+                SMALL_VARINTS[v_defFlowCheckId]
+                if 0 <= v_defFlowCheckId < 0x4000
+                else int64_bytes(v_defFlowCheckId)
+            )
         v_groupFlowCheckId = self._groupFlowCheckId
         if v_groupFlowCheckId is not None:
             parts.append(b"\x38")
-            if 0 <= v_groupFlowCheckId < 0x4000:
-                parts.append(SMALL_VARINTS[v_groupFlowCheckId])
-            else:
-                parts.append(int64_bytes(v_groupFlowCheckId))
+            parts.append(
+                SMALL_VARINTS[v_groupFlowCheckId]
+                if 0 <= v_groupFlowCheckId < 0x4000
+                else int64_bytes(v_groupFlowCheckId)
+            )
         v_ssdStoreId = self._ssdStoreId
         if v_ssdStoreId is not None:
             parts.append(b"\x40")
-            if 0 <= v_ssdStoreId < 0x4000:
-                parts.append(SMALL_VARINTS[v_ssdStoreId])
-            else:
-                parts.append(int64_bytes(v_ssdStoreId))
+            parts.append(
+                SMALL_VARINTS[v_ssdStoreId]
+                if 0 <= v_ssdStoreId < 0x4000
+                else int64_bytes(v_ssdStoreId)
+            )
         v_qryPriorityId = self._qryPriorityId
         if v_qryPriorityId is not None:
             parts.append(b"\x48")
-            if 0 <= v_qryPriorityId < 0x4000:
-                parts.append(SMALL_VARINTS[v_qryPriorityId])
-            else:
-                parts.append(int32_bytes(v_qryPriorityId))
+            parts.append(
+                SMALL_VARINTS[v_qryPriorityId]
+                if 0 <= v_qryPriorityId < 0x4000
+                else int32_bytes(v_qryPriorityId)
+            )
         v_authInfo = self.authInfo
         if v_authInfo is not None:
             parts.append(b"\x52")
@@ -4646,10 +4659,9 @@ class HeartResponseM2C(Message):
         if v_errCode is None:
             raise RequiredFieldUnsetError("HeartResponseM2C", "errCode")
         parts.append(b"\x10")
-        if 0 <= v_errCode < 0x4000:
-            parts.append(SMALL_VARINTS[v_errCode])
-        else:
-            parts.append(int32_bytes(v_errCode))
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
         v_errMsg = self.errMsg
         if v_errMsg is None:
             raise RequiredFieldUnsetError("HeartResponseM2C", "errMsg")
@@ -4673,10 +4685,11 @@ class HeartResponseM2C(Message):
         v_defFlowCheckId = self._defFlowCheckId
         if v_defFlowCheckId is not None:
             parts.append(b"\x30")
-            if 0 <= v_defFlowCheckId < 0x4000:
-                parts.append(SMALL_VARINTS[v_defFlowCheckId])
-            else:
-                parts.append(int64_bytes(v_defFlowCheckId))
+            parts.append(
+                SMALL_VARINTS[v_defFlowCheckId]
+                if 0 <= v_defFlowCheckId < 0x4000
+                else int64_bytes(v_defFlowCheckId)
+            )
         v_defFlowControlInfo = self._defFlowControlInfo
         if v_defFlowControlInfo is not None:
             parts.append(b"\x3a")
@@ -4687,10 +4700,11 @@ class HeartResponseM2C(Message):
         v_groupFlowCheckId = self._groupFlowCheckId
         if v_groupFlowCheckId is not None:
             parts.append(b"\x40")
-            if 0 <= v_groupFlowCheckId < 0x4000:
-                parts.append(SMALL_VARINTS[v_groupFlowCheckId])
-            else:
-                parts.append(int64_bytes(v_groupFlowCheckId))
+            parts.append(
+                SMALL_VARINTS[v_groupFlowCheckId]
+                if 0 <= v_groupFlowCheckId < 0x4000
+                else int64_bytes(v_groupFlowCheckId)
+            )
         v_groupFlowControlInfo = self._groupFlowControlInfo
         if v_groupFlowControlInfo is not None:
             parts.append(b"\x4a")
@@ -4701,17 +4715,19 @@ class HeartResponseM2C(Message):
         v_ssdStoreId = self._ssdStoreId
         if v_ssdStoreId is not None:
             parts.append(b"\x50")
-            if 0 <= v_ssdStoreId < 0x4000:
-                parts.append(SMALL_VARINTS[v_ssdStoreId])
-            else:
-                parts.append(int64_bytes(v_ssdStoreId))
+            parts.append(
+                SMALL_VARINTS[v_ssdStoreId]
+                if 0 <= v_ssdStoreId < 0x4000
+                else int64_bytes(v_ssdStoreId)
+            )
         v_qryPriorityId = self._qryPriorityId
         if v_qryPriorityId is not None:
             parts.append(b"\x58")
-            if 0 <= v_qryPriorityId < 0x4000:
-                parts.append(SMALL_VARINTS[v_qryPriorityId])
-            else:
-                parts.append(int32_bytes(v_qryPriorityId))
+            parts.append(
+                SMALL_VARINTS[v_qryPriorityId]
+                if 0 <= v_qryPriorityId < 0x4000
+                else int32_bytes(v_qryPriorityId)
+            )
         v_requireAuth = self._requireAuth
         if v_requireAuth is not None:
             parts.append(b"\x60\x01" if v_requireAuth else b"\x60\x00")
@@ -5204,10 +5220,9 @@ class CloseResponseM2C(Message):
         if v_errCode is None:
             raise RequiredFieldUnsetError("CloseResponseM2C", "errCode")
         parts.append(b"\x10")
-        if 0 <= v_errCode < 0x4000:
-            parts.append(SMALL_VARINTS[v_errCode])
-        else:
-            parts.append(int32_bytes(v_errCode))
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
         v_errMsg = self.errMsg
         if v_errMsg is None:
             raise RequiredFieldUnsetError("CloseResponseM2C", "errMsg")
@@ -5718,17 +5733,17 @@ class ClusterConfig(Message):
         if v_configId is None:
             raise RequiredFieldUnsetError("ClusterConfig", "configId")
         parts.append(b"\x08")
-        if 0 <= v_configId < 0x4000:
-            parts.append(SMALL_VARINTS[v_configId])
-        else:
-            parts.append(int64_bytes(v_configId))
+        parts.append(
+            SMALL_VARINTS[v_configId] if 0 <= v_configId < 0x4000 else int64_bytes(v_configId)
+        )
         v_maxMsgSize = self._maxMsgSize
         if v_maxMsgSize is not None:
             parts.append(b"\x10")
-            if 0 <= v_maxMsgSize < 0x4000:
-                parts.append(SMALL_VARINTS[v_maxMsgSize])
-            else:
-                parts.append(int32_bytes(v_maxMsgSize))
+            parts.append(
+                SMALL_VARINTS[v_maxMsgSize]
+                if 0 <= v_maxMsgSize < 0x4000
+                else int32_bytes(v_maxMsgSize)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -6031,34 +6046,38 @@ class RegisterRequestB2M(Message):
         if v_readStatusRpt is None:
             raise RequiredFieldUnsetError("RegisterRequestB2M", "readStatusRpt")
         parts.append(b"\x20")
-        if 0 <= v_readStatusRpt < 0x4000:
-            parts.append(SMALL_VARINTS[v_readStatusRpt])
-        else:
-            parts.append(int32_bytes(v_readStatusRpt))
+        parts.append(
+            SMALL_VARINTS[v_readStatusRpt]
+            if 0 <= v_readStatusRpt < 0x4000
+            else int32_bytes(v_readStatusRpt)
+        )
         v_writeStatusRpt = self.writeStatusRpt
         if v_writeStatusRpt is None:
             raise RequiredFieldUnsetError("RegisterRequestB2M", "writeStatusRpt")
         parts.append(b"\x28")
-        if 0 <= v_writeStatusRpt < 0x4000:
-            parts.append(SMALL_VARINTS[v_writeStatusRpt])
-        else:
-            parts.append(int32_bytes(v_writeStatusRpt))
+        parts.append(
+            SMALL_VARINTS[v_writeStatusRpt]
+            if 0 <= v_writeStatusRpt < 0x4000
+            else int32_bytes(v_writeStatusRpt)
+        )
         v_curBrokerConfId = self.curBrokerConfId
         if v_curBrokerConfId is None:
             raise RequiredFieldUnsetError("RegisterRequestB2M", "curBrokerConfId")
         parts.append(b"\x30")
-        if 0 <= v_curBrokerConfId < 0x4000:
-            parts.append(SMALL_VARINTS[v_curBrokerConfId])
-        else:
-            parts.append(int64_bytes(v_curBrokerConfId))
+        parts.append(
+            SMALL_VARINTS[v_curBrokerConfId]
+            if 0 <= v_curBrokerConfId < 0x4000
+            else int64_bytes(v_curBrokerConfId)
+        )
         v_confCheckSumId = self.confCheckSumId
         if v_confCheckSumId is None:
             raise RequiredFieldUnsetError("RegisterRequestB2M", "confCheckSumId")
         parts.append(b"\x38")
-        if 0 <= v_confCheckSumId < 0x4000:
-            parts.append(SMALL_VARINTS[v_confCheckSumId])
-        else:
-            parts.append(int32_bytes(v_confCheckSumId))
+        parts.append(
+            SMALL_VARINTS[v_confCheckSumId]
+            if 0 <= v_confCheckSumId < 0x4000
+            else int32_bytes(v_confCheckSumId)
+        )
         v_brokerDefaultConfInfo = self.brokerDefaultConfInfo
         if v_brokerDefaultConfInfo is None:
             raise RequiredFieldUnsetError("RegisterRequestB2M", "brokerDefaultConfInfo")
@@ -6076,31 +6095,33 @@ class RegisterRequestB2M(Message):
         v_ssdStoreId = self._ssdStoreId
         if v_ssdStoreId is not None:
             parts.append(b"\x50")
-            if 0 <= v_ssdStoreId < 0x4000:
-                parts.append(SMALL_VARINTS[v_ssdStoreId])
-            else:
-                parts.append(int64_bytes(v_ssdStoreId))
+            parts.append(
+                SMALL_VARINTS[v_ssdStoreId]
+                if 0 <= v_ssdStoreId < 0x4000
+                else int64_bytes(v_ssdStoreId)
+            )
         v_flowCheckId = self._flowCheckId
         if v_flowCheckId is not None:
             parts.append(b"\x58")
-            if 0 <= v_flowCheckId < 0x4000:
-                parts.append(SMALL_VARINTS[v_flowCheckId])
-            else:
-                parts.append(int64_bytes(v_flowCheckId))
+            parts.append(
+                SMALL_VARINTS[v_flowCheckId]
+                if 0 <= v_flowCheckId < 0x4000
+                else int64_bytes(v_flowCheckId)
+            )
         v_qryPriorityId = self._qryPriorityId
         if v_qryPriorityId is not None:
             parts.append(b"\x60")
-            if 0 <= v_qryPriorityId < 0x4000:
-                parts.append(SMALL_VARINTS[v_qryPriorityId])
-            else:
-                parts.append(int32_bytes(v_qryPriorityId))
+            parts.append(
+                SMALL_VARINTS[v_qryPriorityId]
+                if 0 <= v_qryPriorityId < 0x4000
+                else int32_bytes(v_qryPriorityId)
+            )
         v_tlsPort = self._tlsPort
         if v_tlsPort is not None:
             parts.append(b"\x68")
-            if 0 <= v_tlsPort < 0x4000:
-                parts.append(SMALL_VARINTS[v_tlsPort])
-            else:
-                parts.append(int32_bytes(v_tlsPort))
+            parts.append(
+                SMALL_VARINTS[v_tlsPort] if 0 <= v_tlsPort < 0x4000 else int32_bytes(v_tlsPort)
+            )
         v_authInfo = self.authInfo
         if v_authInfo is not None:
             parts.append(b"\x72")
@@ -6721,10 +6742,9 @@ class RegisterResponseM2B(Message):
         if v_errCode is None:
             raise RequiredFieldUnsetError("RegisterResponseM2B", "errCode")
         parts.append(b"\x10")
-        if 0 <= v_errCode < 0x4000:
-            parts.append(SMALL_VARINTS[v_errCode])
-        else:
-            parts.append(int32_bytes(v_errCode))
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
         v_errMsg = self.errMsg
         if v_errMsg is None:
             raise RequiredFieldUnsetError("RegisterResponseM2B", "errMsg")
@@ -6757,17 +6777,19 @@ class RegisterResponseM2B(Message):
         v_curBrokerConfId = self._curBrokerConfId
         if v_curBrokerConfId is not None:
             parts.append(b"\x40")
-            if 0 <= v_curBrokerConfId < 0x4000:
-                parts.append(SMALL_VARINTS[v_curBrokerConfId])
-            else:
-                parts.append(int64_bytes(v_curBrokerConfId))
+            parts.append(
+                SMALL_VARINTS[v_curBrokerConfId]
+                if 0 <= v_curBrokerConfId < 0x4000
+                else int64_bytes(v_curBrokerConfId)
+            )
         v_confCheckSumId = self._confCheckSumId
         if v_confCheckSumId is not None:
             parts.append(b"\x48")
-            if 0 <= v_confCheckSumId < 0x4000:
-                parts.append(SMALL_VARINTS[v_confCheckSumId])
-            else:
-                parts.append(int32_bytes(v_confCheckSumId))
+            parts.append(
+                SMALL_VARINTS[v_confCheckSumId]
+                if 0 <= v_confCheckSumId < 0x4000
+                else int32_bytes(v_confCheckSumId)
+            )
         v_brokerDefaultConfInfo = self._brokerDefaultConfInfo
         if v_brokerDefaultConfInfo is not None:
             parts.append(b"\x52")
@@ -6784,17 +6806,19 @@ class RegisterResponseM2B(Message):
         v_ssdStoreId = self._ssdStoreId
         if v_ssdStoreId is not None:
             parts.append(b"\x60")
-            if 0 <= v_ssdStoreId < 0x4000:
-                parts.append(SMALL_VARINTS[v_ssdStoreId])
-            else:
-                parts.append(int64_bytes(v_ssdStoreId))
+            parts.append(
+                SMALL_VARINTS[v_ssdStoreId]
+                if 0 <= v_ssdStoreId < 0x4000
+                else int64_bytes(v_ssdStoreId)
+            )
         v_flowCheckId = self._flowCheckId
         if v_flowCheckId is not None:
             parts.append(b"\x68")
-            if 0 <= v_flowCheckId < 0x4000:
-                parts.append(SMALL_VARINTS[v_flowCheckId])
-            else:
-                parts.append(int64_bytes(v_flowCheckId))
+            parts.append(
+                SMALL_VARINTS[v_flowCheckId]
+                if 0 <= v_flowCheckId < 0x4000
+                else int64_bytes(v_flowCheckId)
+            )
         v_flowControlInfo = self._flowControlInfo
         if v_flowControlInfo is not None:
             parts.append(b"\x72")
@@ -6805,10 +6829,11 @@ class RegisterResponseM2B(Message):
         v_qryPriorityId = self._qryPriorityId
         if v_qryPriorityId is not None:
             parts.append(b"\x78")
-            if 0 <= v_qryPriorityId < 0x4000:
-                parts.append(SMALL_VARINTS[v_qryPriorityId])
-            else:
-                parts.append(int32_bytes(v_qryPriorityId))
+            parts.append(
+                SMALL_VARINTS[v_qryPriorityId]
+                if 0 <= v_qryPriorityId < 0x4000
+                else int32_bytes(v_qryPriorityId)
+            )
         v_authorizedInfo = self.authorizedInfo
         if v_authorizedInfo is not None:
             parts.append(b"\x82\x01")
@@ -7393,34 +7418,38 @@ class HeartRequestB2M(Message):
         if v_readStatusRpt is None:
             raise RequiredFieldUnsetError("HeartRequestB2M", "readStatusRpt")
         parts.append(b"\x18")
-        if 0 <= v_readStatusRpt < 0x4000:
-            parts.append(SMALL_VARINTS[v_readStatusRpt])
-        else:
-            parts.append(int32_bytes(v_readStatusRpt))
+        parts.append(
+            SMALL_VARINTS[v_readStatusRpt]
+            if 0 <= v_readStatusRpt < 0x4000
+            else int32_bytes(v_readStatusRpt)
+        )
         v_writeStatusRpt = self.writeStatusRpt
         if v_writeStatusRpt is None:
             raise RequiredFieldUnsetError("HeartRequestB2M", "writeStatusRpt")
         parts.append(b"\x20")
-        if 0 <= v_writeStatusRpt < 0x4000:
-            parts.append(SMALL_VARINTS[v_writeStatusRpt])
-        else:
-            parts.append(int32_bytes(v_writeStatusRpt))
+        parts.append(
+            SMALL_VARINTS[v_writeStatusRpt]
+            if 0 <= v_writeStatusRpt < 0x4000
+            else int32_bytes(v_writeStatusRpt)
+        )
         v_curBrokerConfId = self.curBrokerConfId
         if v_curBrokerConfId is None:
             raise RequiredFieldUnsetError("HeartRequestB2M", "curBrokerConfId")
         parts.append(b"\x28")
-        if 0 <= v_curBrokerConfId < 0x4000:
-            parts.append(SMALL_VARINTS[v_curBrokerConfId])
-        else:
-            parts.append(int64_bytes(v_curBrokerConfId))
+        parts.append(
+            SMALL_VARINTS[v_curBrokerConfId]
+            if 0 <= v_curBrokerConfId < 0x4000
+            else int64_bytes(v_curBrokerConfId)
+        )
         v_confCheckSumId = self.confCheckSumId
         if v_confCheckSumId is None:
             raise RequiredFieldUnsetError("HeartRequestB2M", "confCheckSumId")
         parts.append(b"\x30")
-        if 0 <= v_confCheckSumId < 0x4000:
-            parts.append(SMALL_VARINTS[v_confCheckSumId])
-        else:
-            parts.append(int32_bytes(v_confCheckSumId))
+        parts.append(
+            SMALL_VARINTS[v_confCheckSumId]
+            if 0 <= v_confCheckSumId < 0x4000
+            else int32_bytes(v_confCheckSumId)
+        )
         v_takeConfInfo = self.takeConfInfo
         if v_takeConfInfo is None:
             raise RequiredFieldUnsetError("HeartRequestB2M", "takeConfInfo")
@@ -7451,24 +7480,27 @@ class HeartRequestB2M(Message):
         v_ssdStoreId = self._ssdStoreId
         if v_ssdStoreId is not None:
             parts.append(b"\x60")
-            if 0 <= v_ssdStoreId < 0x4000:
-                parts.append(SMALL_VARINTS[v_ssdStoreId])
-            else:
-                parts.append(int64_bytes(v_ssdStoreId))
+            parts.append(
+                SMALL_VARINTS[v_ssdStoreId]
+                if 0 <= v_ssdStoreId < 0x4000
+                else int64_bytes(v_ssdStoreId)
+            )
         v_flowCheckId = self._flowCheckId
         if v_flowCheckId is not None:
             parts.append(b"\x68")
-            if 0 <= v_flowCheckId < 0x4000:
-                parts.append(SMALL_VARINTS[v_flowCheckId])
-            else:
-                parts.append(int64_bytes(v_flowCheckId))
+            parts.append(
+                SMALL_VARINTS[v_flowCheckId]
+                if 0 <= v_flowCheckId < 0x4000
+                else int64_bytes(v_flowCheckId)
+            )
         v_qryPriorityId = self._qryPriorityId
         if v_qryPriorityId is not None:
             parts.append(b"\x70")
-            if 0 <= v_qryPriorityId < 0x4000:
-                parts.append(SMALL_VARINTS[v_qryPriorityId])
-            else:
-                parts.append(int32_bytes(v_qryPriorityId))
+            parts.append(
+                SMALL_VARINTS[v_qryPriorityId]
+                if 0 <= v_qryPriorityId < 0x4000
+                else int32_bytes(v_qryPriorityId)
+            )
         v_authInfo = self.authInfo
         if v_authInfo is not None:
             parts.append(b"\x7a")
@@ -8069,10 +8101,9 @@ class HeartResponseM2B(Message):
         if v_errCode is None:
             raise RequiredFieldUnsetError("HeartResponseM2B", "errCode")
         parts.append(b"\x10")
-        if 0 <= v_errCode < 0x4000:
-            parts.append(SMALL_VARINTS[v_errCode])
-        else:
-            parts.append(int32_bytes(v_errCode))
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
         v_errMsg = self.errMsg
         if v_errMsg is None:
             raise RequiredFieldUnsetError("HeartResponseM2B", "errMsg")
@@ -8093,18 +8124,20 @@ class HeartResponseM2B(Message):
         if v_curBrokerConfId is None:
             raise RequiredFieldUnsetError("HeartResponseM2B", "curBrokerConfId")
         parts.append(b"\x30")
-        if 0 <= v_curBrokerConfId < 0x4000:
-            parts.append(SMALL_VARINTS[v_curBrokerConfId])
-        else:
-            parts.append(int64_bytes(v_curBrokerConfId))
+        parts.append(
+            SMALL_VARINTS[v_curBrokerConfId]
+            if 0 <= v_curBrokerConfId < 0x4000
+            else int64_bytes(v_curBrokerConfId)
+        )
         v_confCheckSumId = self.confCheckSumId
         if v_confCheckSumId is None:
             raise RequiredFieldUnsetError("HeartResponseM2B", "confCheckSumId")
         parts.append(b"\x38")
-        if 0 <= v_confCheckSumId < 0x4000:
-            parts.append(SMALL_VARINTS[v_confCheckSumId])
-        else:
-            parts.append(int32_bytes(v_confCheckSumId))
+        parts.append(
+            SMALL_VARINTS[v_confCheckSumId]
+            if 0 <= v_confCheckSumId < 0x4000
+            else int32_bytes(v_confCheckSumId)
+        )
         v_needReportData = self.needReportData
         if v_needReportData is None:
             raise RequiredFieldUnsetError("HeartResponseM2B", "needReportData")
@@ -8139,17 +8172,19 @@ class HeartResponseM2B(Message):
         v_ssdStoreId = self._ssdStoreId
         if v_ssdStoreId is not None:
             parts.append(b"\x70")
-            if 0 <= v_ssdStoreId < 0x4000:
-                parts.append(SMALL_VARINTS[v_ssdStoreId])
-            else:
-                parts.append(int64_bytes(v_ssdStoreId))
+            parts.append(
+                SMALL_VARINTS[v_ssdStoreId]
+                if 0 <= v_ssdStoreId < 0x4000
+                else int64_bytes(v_ssdStoreId)
+            )
         v_flowCheckId = self._flowCheckId
         if v_flowCheckId is not None:
             parts.append(b"\x78")
-            if 0 <= v_flowCheckId < 0x4000:
-                parts.append(SMALL_VARINTS[v_flowCheckId])
-            else:
-                parts.append(int64_bytes(v_flowCheckId))
+            parts.append(
+                SMALL_VARINTS[v_flowCheckId]
+                if 0 <= v_flowCheckId < 0x4000
+                else int64_bytes(v_flowCheckId)
+            )
         v_flowControlInfo = self._flowControlInfo
         if v_flowControlInfo is not None:
             parts.append(b"\x82\x01")
@@ -8160,10 +8195,11 @@ class HeartResponseM2B(Message):
         v_qryPriorityId = self._qryPriorityId
         if v_qryPriorityId is not None:
             parts.append(b"\x88\x01")
-            if 0 <= v_qryPriorityId < 0x4000:
-                parts.append(SMALL_VARINTS[v_qryPriorityId])
-            else:
-                parts.append(int32_bytes(v_qryPriorityId))
+            parts.append(
+                SMALL_VARINTS[v_qryPriorityId]
+                if 0 <= v_qryPriorityId < 0x4000
+                else int32_bytes(v_qryPriorityId)
+            )
         v_authorizedInfo = self.authorizedInfo
         if v_authorizedInfo is not None:
             parts.append(b"\x92\x01")
@@ -8756,10 +8792,9 @@ class CloseResponseM2B(Message):
         if v_errCode is None:
             raise RequiredFieldUnsetError("CloseResponseM2B", "errCode")
         parts.append(b"\x10")
-        if 0 <= v_errCode < 0x4000:
-            parts.append(SMALL_VARINTS[v_errCode])
-        else:
-            parts.append(int32_bytes(v_errCode))
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
         v_errMsg = self.errMsg
         if v_errMsg is None:
             raise RequiredFieldUnsetError("CloseResponseM2B", "errMsg")
@@ -8962,25 +8997,28 @@ class ClientSubRepInfo(Message):
         if v_brokerConfigId is None:
             raise RequiredFieldUnsetError("ClientSubRepInfo", "brokerConfigId")
         parts.append(b"\x08")
-        if 0 <= v_brokerConfigId < 0x4000:
-            parts.append(SMALL_VARINTS[v_brokerConfigId])
-        else:
-            parts.append(int64_bytes(v_brokerConfigId))
+        parts.append(
+            SMALL_VARINTS[v_brokerConfigId]
+            if 0 <= v_brokerConfigId < 0x4000
+            else int64_bytes(v_brokerConfigId)
+        )
         v_topicMetaInfoId = self.topicMetaInfoId
         if v_topicMetaInfoId is None:
             raise RequiredFieldUnsetError("ClientSubRepInfo", "topicMetaInfoId")
         parts.append(b"\x10")
-        if 0 <= v_topicMetaInfoId < 0x4000:
-            parts.append(SMALL_VARINTS[v_topicMetaInfoId])
-        else:
-            parts.append(int64_bytes(v_topicMetaInfoId))
+        parts.append(
+            SMALL_VARINTS[v_topicMetaInfoId]
+            if 0 <= v_topicMetaInfoId < 0x4000
+            else int64_bytes(v_topicMetaInfoId)
+        )
         v_lstAssignedTime = self._lstAssignedTime
         if v_lstAssignedTime is not None:
             parts.append(b"\x18")
-            if 0 <= v_lstAssignedTime < 0x4000:
-                parts.append(SMALL_VARINTS[v_lstAssignedTime])
-            else:
-                parts.append(int64_bytes(v_lstAssignedTime))
+            parts.append(
+                SMALL_VARINTS[v_lstAssignedTime]
+                if 0 <= v_lstAssignedTime < 0x4000
+                else int64_bytes(v_lstAssignedTime)
+            )
         v_reportSubInfo = self._reportSubInfo
         if v_reportSubInfo is not None:
             parts.append(b"\x20\x01" if v_reportSubInfo else b"\x20\x00")
@@ -9315,31 +9353,35 @@ class OpsTaskInfo(Message):
         v_groupFlowCheckId = self._groupFlowCheckId
         if v_groupFlowCheckId is not None:
             parts.append(b"\x08")
-            if 0 <= v_groupFlowCheckId < 0x4000:
-                parts.append(SMALL_VARINTS[v_groupFlowCheckId])
-            else:
-                parts.append(int64_bytes(v_groupFlowCheckId))
+            parts.append(
+                SMALL_VARINTS[v_groupFlowCheckId]
+                if 0 <= v_groupFlowCheckId < 0x4000
+                else int64_bytes(v_groupFlowCheckId)
+            )
         v_defFlowCheckId = self._defFlowCheckId
         if v_defFlowCheckId is not None:
             parts.append(b"\x10")
-            if 0 <= v_defFlowCheckId < 0x4000:
-                parts.append(SMALL_VARINTS[v_defFlowCheckId])
-            else:
-                parts.append(int64_bytes(v_defFlowCheckId))
+            parts.append(
+                SMALL_VARINTS[v_defFlowCheckId]
+                if 0 <= v_defFlowCheckId < 0x4000
+                else int64_bytes(v_defFlowCheckId)
+            )
         v_qryPriorityId = self._qryPriorityId
         if v_qryPriorityId is not None:
             parts.append(b"\x18")
-            if 0 <= v_qryPriorityId < 0x4000:
-                parts.append(SMALL_VARINTS[v_qryPriorityId])
-            else:
-                parts.append(int32_bytes(v_qryPriorityId))
+            parts.append(
+                SMALL_VARINTS[v_qryPriorityId]
+                if 0 <= v_qryPriorityId < 0x4000
+                else int32_bytes(v_qryPriorityId)
+            )
         v_csmFrmMaxOffsetCtrlId = self._csmFrmMaxOffsetCtrlId
         if v_csmFrmMaxOffsetCtrlId is not None:
             parts.append(b"\x20")
-            if 0 <= v_csmFrmMaxOffsetCtrlId < 0x4000:
-                parts.append(SMALL_VARINTS[v_csmFrmMaxOffsetCtrlId])
-            else:
-                parts.append(int64_bytes(v_csmFrmMaxOffsetCtrlId))
+            parts.append(
+                SMALL_VARINTS[v_csmFrmMaxOffsetCtrlId]
+                if 0 <= v_csmFrmMaxOffsetCtrlId < 0x4000
+                else int64_bytes(v_csmFrmMaxOffsetCtrlId)
+            )
         v_requireAuth = self._requireAuth
         if v_requireAuth is not None:
             parts.append(b"\x28\x01" if v_requireAuth else b"\x28\x00")
@@ -9679,10 +9721,11 @@ class RegisterRequestC2MV2(Message):
         if v_sourceCount is None:
             raise RequiredFieldUnsetError("RegisterRequestC2MV2", "sourceCount")
         parts.append(b"\x20")
-        if 0 <= v_sourceCount < 0x4000:
-            parts.append(SMALL_VARINTS[v_sourceCount])
-        else:
-            parts.append(int32_bytes(v_sourceCount))
+        parts.append(
+            SMALL_VARINTS[v_sourceCount]
+            if 0 <= v_sourceCount < 0x4000
+            else int32_bytes(v_sourceCount)
+        )
         v_nodeId = self.nodeId
         if v_nodeId is None:
             raise RequiredFieldUnsetError("RegisterRequestC2MV2", "nodeId")
@@ -10057,10 +10100,9 @@ class RegisterResponseM2CV2(Message):
         if v_errCode is None:
             raise RequiredFieldUnsetError("RegisterResponseM2CV2", "errCode")
         parts.append(b"\x08")
-        if 0 <= v_errCode < 0x4000:
-            parts.append(SMALL_VARINTS[v_errCode])
-        else:
-            parts.append(int32_bytes(v_errCode))
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
         v_errMsg = self.errMsg
         if v_errMsg is None:
             raise RequiredFieldUnsetError("RegisterResponseM2CV2", "errMsg")
@@ -10072,10 +10114,11 @@ class RegisterResponseM2CV2(Message):
         v_brokerConfigId = self._brokerConfigId
         if v_brokerConfigId is not None:
             parts.append(b"\x18")
-            if 0 <= v_brokerConfigId < 0x4000:
-                parts.append(SMALL_VARINTS[v_brokerConfigId])
-            else:
-                parts.append(int64_bytes(v_brokerConfigId))
+            parts.append(
+                SMALL_VARINTS[v_brokerConfigId]
+                if 0 <= v_brokerConfigId < 0x4000
+                else int64_bytes(v_brokerConfigId)
+            )
         for item_brokerConfigList in self.brokerConfigList:
             parts.append(b"\x22")
             data = item_brokerConfigList.encode()
@@ -10597,10 +10640,9 @@ class HeartResponseM2CV2(Message):
         if v_errCode is None:
             raise RequiredFieldUnsetError("HeartResponseM2CV2", "errCode")
         parts.append(b"\x08")
-        if 0 <= v_errCode < 0x4000:
-            parts.append(SMALL_VARINTS[v_errCode])
-        else:
-            parts.append(int32_bytes(v_errCode))
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
         v_errMsg = self.errMsg
         if v_errMsg is None:
             raise RequiredFieldUnsetError("HeartResponseM2CV2", "errMsg")
@@ -10612,10 +10654,11 @@ class HeartResponseM2CV2(Message):
         v_brokerConfigId = self._brokerConfigId
         if v_brokerConfigId is not None:
             parts.append(b"\x18")
-            if 0 <= v_brokerConfigId < 0x4000:
-                parts.append(SMALL_VARINTS[v_brokerConfigId])
-            else:
-                parts.append(int64_bytes(v_brokerConfigId))
+            parts.append(
+                SMALL_VARINTS[v_brokerConfigId]
+                if 0 <= v_brokerConfigId < 0x4000
+                else int64_bytes(v_brokerConfigId)
+            )
         for item_brokerConfigList in self.brokerConfigList:
             parts.append(b"\x22")
             data = item_brokerConfigList.encode()
@@ -10625,10 +10668,11 @@ class HeartResponseM2CV2(Message):
         v_topicMetaInfoId = self._topicMetaInfoId
         if v_topicMetaInfoId is not None:
             parts.append(b"\x28")
-            if 0 <= v_topicMetaInfoId < 0x4000:
-                parts.append(SMALL_VARINTS[v_topicMetaInfoId])
-            else:
-                parts.append(int64_bytes(v_topicMetaInfoId))
+            parts.append(
+                SMALL_VARINTS[v_topicMetaInfoId]
+                if 0 <= v_topicMetaInfoId < 0x4000
+                else int64_bytes(v_topicMetaInfoId)
+            )
         for item_topicMetaInfoList in self.topicMetaInfoList:
             parts.append(b"\x32")
             data = item_topicMetaInfoList.encode()
@@ -10927,18 +10971,20 @@ class GetPartMetaRequestC2M(Message):
         if v_brokerConfigId is None:
             raise RequiredFieldUnsetError("GetPartMetaRequestC2M", "brokerConfigId")
         parts.append(b"\x18")
-        if 0 <= v_brokerConfigId < 0x4000:
-            parts.append(SMALL_VARINTS[v_brokerConfigId])
-        else:
-            parts.append(int64_bytes(v_brokerConfigId))
+        parts.append(
+            SMALL_VARINTS[v_brokerConfigId]
+            if 0 <= v_brokerConfigId < 0x4000
+            else int64_bytes(v_brokerConfigId)
+        )
         v_topicMetaInfoId = self.topicMetaInfoId
         if v_topicMetaInfoId is None:
             raise RequiredFieldUnsetError("GetPartMetaRequestC2M", "topicMetaInfoId")
         parts.append(b"\x20")
-        if 0 <= v_topicMetaInfoId < 0x4000:
-            parts.append(SMALL_VARINTS[v_topicMetaInfoId])
-        else:
-            parts.append(int64_bytes(v_topicMetaInfoId))
+        parts.append(
+            SMALL_VARINTS[v_topicMetaInfoId]
+            if 0 <= v_topicMetaInfoId < 0x4000
+            else int64_bytes(v_topicMetaInfoId)
+        )
         v_authInfo = self.authInfo
         if v_authInfo is not None:
             parts.append(b"\x2a")
@@ -11188,10 +11234,9 @@ class GetPartMetaResponseM2C(Message):
         if v_errCode is None:
             raise RequiredFieldUnsetError("GetPartMetaResponseM2C", "errCode")
         parts.append(b"\x08")
-        if 0 <= v_errCode < 0x4000:
-            parts.append(SMALL_VARINTS[v_errCode])
-        else:
-            parts.append(int32_bytes(v_errCode))
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
         v_errMsg = self.errMsg
         if v_errMsg is None:
             raise RequiredFieldUnsetError("GetPartMetaResponseM2C", "errMsg")
@@ -11203,17 +11248,19 @@ class GetPartMetaResponseM2C(Message):
         v_brokerConfigId = self._brokerConfigId
         if v_brokerConfigId is not None:
             parts.append(b"\x18")
-            if 0 <= v_brokerConfigId < 0x4000:
-                parts.append(SMALL_VARINTS[v_brokerConfigId])
-            else:
-                parts.append(int64_bytes(v_brokerConfigId))
+            parts.append(
+                SMALL_VARINTS[v_brokerConfigId]
+                if 0 <= v_brokerConfigId < 0x4000
+                else int64_bytes(v_brokerConfigId)
+            )
         v_topicMetaInfoId = self._topicMetaInfoId
         if v_topicMetaInfoId is not None:
             parts.append(b"\x20")
-            if 0 <= v_topicMetaInfoId < 0x4000:
-                parts.append(SMALL_VARINTS[v_topicMetaInfoId])
-            else:
-                parts.append(int64_bytes(v_topicMetaInfoId))
+            parts.append(
+                SMALL_VARINTS[v_topicMetaInfoId]
+                if 0 <= v_topicMetaInfoId < 0x4000
+                else int64_bytes(v_topicMetaInfoId)
+            )
         for item_topicMetaInfoList in self.topicMetaInfoList:
             parts.append(b"\x2a")
             data = item_topicMetaInfoList.encode()

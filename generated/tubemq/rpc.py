@@ -173,24 +173,21 @@ class RpcConnHeader(Message):
         v_traceId = self._traceId
         if v_traceId is not None:
             parts.append(b"\x10")
-            if 0 <= v_traceId < 0x4000:
-                parts.append(SMALL_VARINTS[v_traceId])
-            else:
-                parts.append(int64_bytes(v_traceId))
+            parts.append(
+                SMALL_VARINTS[v_traceId] if 0 <= v_traceId < 0x4000 else int64_bytes(v_traceId)
+            )
         v_spanId = self._spanId
         if v_spanId is not None:
             parts.append(b"\x18")
-            if 0 <= v_spanId < 0x4000:
-                parts.append(SMALL_VARINTS[v_spanId])
-            else:
-                parts.append(int64_bytes(v_spanId))
+            parts.append(
+                SMALL_VARINTS[v_spanId] if 0 <= v_spanId < 0x4000 else int64_bytes(v_spanId)
+            )
         v_parentId = self._parentId
         if v_parentId is not None:
             parts.append(b"\x20")
-            if 0 <= v_parentId < 0x4000:
-                parts.append(SMALL_VARINTS[v_parentId])
-            else:
-                parts.append(int64_bytes(v_parentId))
+            parts.append(
+                SMALL_VARINTS[v_parentId] if 0 <= v_parentId < 0x4000 else int64_bytes(v_parentId)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -395,17 +392,19 @@ class RequestHeader(Message):
         v_serviceType = self._serviceType
         if v_serviceType is not None:
             parts.append(b"\x08")
-            if 0 <= v_serviceType < 0x4000:
-                parts.append(SMALL_VARINTS[v_serviceType])
-            else:
-                parts.append(int32_bytes(v_serviceType))
+            parts.append(
+                SMALL_VARINTS[v_serviceType]
+                if 0 <= v_serviceType < 0x4000
+                else int32_bytes(v_serviceType)
+            )
         v_protocolVer = self._protocolVer
         if v_protocolVer is not None:
             parts.append(b"\x10")
-            if 0 <= v_protocolVer < 0x4000:
-                parts.append(SMALL_VARINTS[v_protocolVer])
-            else:
-                parts.append(int32_bytes(v_protocolVer))
+            parts.append(
+                SMALL_VARINTS[v_protocolVer]
+                if 0 <= v_protocolVer < 0x4000
+                else int32_bytes(v_protocolVer)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -581,10 +580,9 @@ class RequestBody(Message):
         v_timeout = self._timeout
         if v_timeout is not None:
             parts.append(b"\x10")
-            if 0 <= v_timeout < 0x4000:
-                parts.append(SMALL_VARINTS[v_timeout])
-            else:
-                parts.append(int64_bytes(v_timeout))
+            parts.append(
+                SMALL_VARINTS[v_timeout] if 0 <= v_timeout < 0x4000 else int64_bytes(v_timeout)
+            )
         v_request = self._request
         if v_request is not None:
             parts.append(b"\x1a")
@@ -785,17 +783,19 @@ class ResponseHeader(Message):
         v_serviceType = self._serviceType
         if v_serviceType is not None:
             parts.append(b"\x10")
-            if 0 <= v_serviceType < 0x4000:
-                parts.append(SMALL_VARINTS[v_serviceType])
-            else:
-                parts.append(int32_bytes(v_serviceType))
+            parts.append(
+                SMALL_VARINTS[v_serviceType]
+                if 0 <= v_serviceType < 0x4000
+                else int32_bytes(v_serviceType)
+            )
         v_protocolVer = self._protocolVer
         if v_protocolVer is not None:
             parts.append(b"\x18")
-            if 0 <= v_protocolVer < 0x4000:
-                parts.append(SMALL_VARINTS[v_protocolVer])
-            else:
-                parts.append(int32_bytes(v_protocolVer))
+            parts.append(
+                SMALL_VARINTS[v_protocolVer]
+                if 0 <= v_protocolVer < 0x4000
+                else int32_bytes(v_protocolVer)
+            )
         if self._unknown:
             parts.append(self._unknown)
 

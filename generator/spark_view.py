@@ -45,7 +45,7 @@ from protoframe.generator.ir import (
 )
 from protoframe.generator.linefit import fit_expression
 from protoframe.generator.naming import spark_message_key, spark_struct_key, union_key
-from protoframe.generator.pyview import varint_literal
+from protoframe.generator.proto_emit import varint_literal
 
 TYPE_MAPPING = """\
 Type mapping (Spark type / Arrow type):

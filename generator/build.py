@@ -22,7 +22,7 @@ from protoframe.generator.frame_ir import FrameSpec
 from protoframe.generator.frame_model import load_frame_spec
 from protoframe.generator.frames_view import build_frames_module
 from protoframe.generator.ir import Protocol
-from protoframe.generator.linefit import fit_source
+from protoframe.generator.linefit import fit_source, mark_overlong
 from protoframe.generator.machines_view import build_machines_module
 from protoframe.generator.proto_model import load_protocol
 from protoframe.generator.pyview import build_module
@@ -157,26 +157,26 @@ def _render_protocol(
     for proto in protocol.files:
         view = build_module(proto, module_of)
         files.append(("bindings", proto.module, proto.path,
-                      fit_source(render(env, "python/proto_module.py.j2", m=view))))
+                      _fit(render(env, "python/proto_module.py.j2", m=view))))
     for spec in frame_specs:
         display = spec.path
-        files.append(("frames", "frames", display, fit_source(
+        files.append(("frames", "frames", display, _fit(
             render(env, "python/frames.py.j2", m=build_frames_module(spec)))))
         if has_commands_module(spec):
-            files.append(("frames", "commands", display, fit_source(
+            files.append(("frames", "commands", display, _fit(
                 render(env, "python/commands.py.j2", m=build_commands_module(spec)))))
         if spec.machines or spec.requests or spec.routes:
-            files.append(("frames", "machines", display, fit_source(
+            files.append(("frames", "machines", display, _fit(
                 render(env, "python/machines.py.j2", m=build_machines_module(spec)))))
         if spec.requests:
-            files.append(("frames", "client", display, fit_source(
+            files.append(("frames", "client", display, _fit(
                 render(env, "python/client.py.j2", m=build_client_module(spec)))))
         doc = build_protocol_doc(env, spec, protocol)
         if "docs" in outputs:
             out.docs[f"{protocol.name}.md"] = doc
     # Spark schemas and row/Arrow conversions: the only generated module importing pyspark.
     if frame_specs or any(p.messages for p in protocol.files):
-        files.append(("spark", "spark", f"{display_root}/{protocol.name}", fit_source(render(
+        files.append(("spark", "spark", f"{display_root}/{protocol.name}", _fit(render(
             env, "python/spark.py.j2",
             m=build_spark_module(protocol, frame_specs, display_root)))))
     modules = []
@@ -198,6 +198,11 @@ def _render_protocol(
             "",
         ),
     )
+
+
+def _fit(text: str) -> str:
+    """A rendered module under the line policy: fitted, and what cannot be fitted marked."""
+    return mark_overlong(fit_source(text))
 
 
 def check_compiles(text: str, rel: str, source: str) -> None:

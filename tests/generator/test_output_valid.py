@@ -7,6 +7,7 @@ or a traceback from inside the generator, while generation reported success (or 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -73,7 +74,10 @@ def test_long_names_nested_switches_and_two_arrays_compile_type_check_and_round_
         tmp_path: Path) -> None:
     package = generate_into(tmp_path, LONG_NAMES)
     frames = (package / "pg" / "frames.py").read_text()
-    assert max(len(line) for line in frames.splitlines()) <= 100
+    # Every line fits but an error message, which is one literal however long (the line says
+    # so to the lint): it sits alone on its line, nothing else can be shortened.
+    long = [line for line in frames.splitlines() if len(line) > 100]
+    assert all(re.fullmatch(r'\s*f?"[^"]*",?  # noqa: E501', line) for line in long), long
     mypy = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental",
                            "--config-file", str(ROOT / "pyproject.toml"), str(package)],
                           capture_output=True, text=True, cwd=ROOT, check=False)
@@ -165,7 +169,7 @@ def test_a_long_comprehension_breaks_before_its_for(tmp_path: Path) -> None:
     (tmp_path / "specs" / "fz" / "fz.yaml").write_text(COMPREHENSION)
     spark = generate(tmp_path / "specs", "specs", ["fz"]).files["fz/spark.py"]
     assert ('                uint64_value(y, "AVeryLongStructNameForFuzzingTheWrapper0.'
-            'struct_error")\n                for y in v0 or ()\n') in spark
+            'struct_error")\n                for y in v_struct_error or ()\n') in spark
 
 
 @pytest.mark.parametrize(("line", "comma"), [

@@ -11,6 +11,7 @@ from __future__ import annotations
 import keyword
 from dataclasses import dataclass, field
 
+from protoframe.generator.codewriter import docstring, q
 from protoframe.generator.frame_ir import (
     ArrayField,
     BoolField,
@@ -30,7 +31,6 @@ from protoframe.generator.frame_ir import (
 )
 from protoframe.generator.ir import Field, Label, Presence
 from protoframe.generator.machines_view import builder_name, builder_params
-from protoframe.generator.pyview import docstring, q
 
 
 @dataclass

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from protoframe.generator.codewriter import docstring, q
 from protoframe.generator.frame_ir import FrameSpec, ProtoField, Request, SwitchField
-from protoframe.generator.pyview import docstring, q
 
 
 @dataclass

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from protoframe.generator.codewriter import q
 from protoframe.generator.frame_ir import (
     INT_TYPES,
     BytesField,
@@ -24,7 +25,7 @@ from protoframe.generator.frame_ir import (
     StructField,
 )
 from protoframe.generator.ir import MessageType
-from protoframe.generator.pyview import q
+from protoframe.generator.linefit import fit_tuple_row
 from protoframe.runtime.codec.vocabulary import ENVELOPE, FRAME_OPS
 
 _WIDTH = 100
@@ -148,26 +149,8 @@ def layout_lines(structs: list[StructDef], decoding: dict[str, tuple[bool, froze
         entries.append(f"    ({s.name}, {check_end}, (")
         for r in rows:
             assert r is not None
-            entries += _wrapped(r)
+            entries += fit_tuple_row(r, "        ")
         entries.append("    )),")
     if not entries:
         return []
     return ["install_frame_layouts((", *entries, "))"]
-
-
-def _wrapped(row: str) -> list[str]:
-    """A row as lines of the table, one item a line when it is too long for one."""
-    line = f"        {row},"
-    if len(line) <= _WIDTH:
-        return [line]
-    items, depth, start = [], 0, 1
-    for i, ch in enumerate(row):
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 1:
-            items.append(row[start:i].strip())
-            start = i + 1
-    items.append(row[start:-1].strip())
-    return ["        (", *[f"            {item}," for item in items], "        ),"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from protoframe.generator.codewriter import docstring, q
 from protoframe.generator.commands_view import hook_name, protocol_title, route_table
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.expr import Expr
@@ -28,7 +29,6 @@ from protoframe.generator.frame_ir import (
     RoutedCommand,
     SwitchField,
 )
-from protoframe.generator.pyview import docstring, q
 
 
 @dataclass
@@ -410,13 +410,14 @@ def _route_function(spec: FrameSpec, route: Route) -> tuple[list[str], str]:
 def _walk(lines: list[str], base: str, steps: list[PathStep]) -> str:
     """Emit the checks along a path; return the expression for its end."""
     expr = base
-    n = 0
+    path: list[str] = []
     for step in steps:
         expr = f"{expr}.{step.attr}"
+        path.append(step.attr)
         if step.optional:
-            n += 1
-            lines += [f"    p{n} = {expr}", f"    if p{n} is None:", "        return None"]
-            expr = f"p{n}"
+            link = "_".join(path)  # named after its path, which fixes its type
+            lines += [f"    {link} = {expr}", f"    if {link} is None:", "        return None"]
+            expr = link
     return expr
 
 

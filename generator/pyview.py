@@ -1,133 +1,34 @@
 """The Python view of the IR: everything the message templates print, decided here.
 
-For each message this computes annotations, defaults, the body of ``__init__`` and the
-straight-line ``encode_to`` / ``decode_from`` code. Decoding dispatches on the whole tag
-(field number and wire type) through a balanced tree of comparisons, so a message with
-seventy fields costs seven comparisons per field rather than seventy.
+For each message this computes annotations, defaults and the body of ``__init__``; the
+``_encode`` and ``decode_from`` bodies come from ``proto_encoder`` and ``proto_decoder``, what
+both share (the wire tables, ``ModuleContext``) from ``proto_emit``.
 """
 
 from __future__ import annotations
 
-import json
 import re
-import textwrap
 from dataclasses import dataclass, field
 
+from protoframe.generator.codewriter import docstring, isort_key, q
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.ir import (
-    PACKABLE,
     EnumType,
-    EnumValue,
     Field,
-    FieldType,
     Label,
     MessageType,
     Presence,
     PresentNames,
     ProtoFile,
 )
+from protoframe.generator.linefit import fit_appends
+from protoframe.generator.proto_decoder import decode_lines
+from protoframe.generator.proto_emit import (
+    ModuleContext,
+    tag_bytes,
+)
+from protoframe.generator.proto_encoder import encode_lines
 from protoframe.runtime.codec.vocabulary import FIELD_KINDS, FIELD_MODES
-
-# How each scalar is encoded: (wire type, function producing the value's bytes).
-_ENCODERS: dict[str, tuple[int, str]] = {
-    "int32": (0, "int32_bytes"),
-    "int64": (0, "int64_bytes"),
-    "uint32": (0, "uint32_bytes"),
-    "uint64": (0, "uint64_bytes"),
-    "sint32": (0, "sint32_bytes"),
-    "sint64": (0, "sint64_bytes"),
-    "bool": (0, "bool_bytes"),
-    "enum": (0, "int32_bytes"),
-    "fixed32": (5, "pack_fixed32"),
-    "sfixed32": (5, "pack_sfixed32"),
-    "float": (5, "pack_float"),
-    "fixed64": (1, "pack_fixed64"),
-    "sfixed64": (1, "pack_sfixed64"),
-    "double": (1, "pack_double"),
-    "string": (2, "str_bytes"),
-    "bytes": (2, ""),
-    "message": (2, ""),
-}
-
-# Encoders inline the table lookup for small varints and call these for the rest.
-_VARINT_HELPERS = {
-    "int32": "int32_bytes",
-    "int64": "int64_bytes",
-    "uint32": "uint32_bytes",
-    "uint64": "uint64_bytes",
-    "enum": "int32_bytes",
-}
-# Integer kinds whose decoders read two- to four-byte varints inline.
-_INLINE_VARINTS = frozenset({"int32", "int64", "uint32", "uint64", "sint32", "sint64"})
-
-# Conversion of a raw (unsigned, 64-bit) varint to the field's value when it took >1 byte.
-_VARINT_SLOW: dict[str, str] = {
-    "int32": "to_int32({})",
-    "int64": "to_int64({})",
-    "uint32": "{} & 0xFFFFFFFF",
-    "enum": "to_int32({})",
-}
-# Conversion applied to every decoded varint (one-byte ones included).
-_VARINT_ALWAYS: dict[str, str] = {
-    "bool": "{} != 0",
-    "sint32": "unzigzag32({})",
-    "sint64": "unzigzag({})",
-}
-_FIXED_DECODERS = {
-    "fixed32": ("unpack_fixed32", 4),
-    "sfixed32": ("unpack_sfixed32", 4),
-    "float": ("unpack_float", 4),
-    "fixed64": ("unpack_fixed64", 8),
-    "sfixed64": ("unpack_sfixed64", 8),
-    "double": ("unpack_double", 8),
-}
-_PY_SCALAR = {
-    "double": "float",
-    "float": "float",
-    "bool": "bool",
-    "string": "str",
-    "bytes": "bytes",
-}
-_ZERO = {"float": "0.0", "bool": "False", "str": "''", "bytes": "b''", "int": "0"}
-
-LINEAR_CASES = 6  # below this many tags a plain if/elif chain beats a comparison tree
-
-
-def varint_literal(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def bytes_literal(data: bytes) -> str:
-    return 'b"' + "".join(f"\\x{b:02x}" for b in data) + '"'
-
-
-def q(text: str) -> str:
-    """A double-quoted Python string literal."""
-    return json.dumps(text)
-
-
-def docstring(text: str, indent: str, width: int = 100) -> str:
-    """A triple-quoted docstring literal for ``text``, indented and wrapped for its block."""
-    text = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"').strip()
-    room = max(40, width - len(indent))
-    lines: list[str] = []
-    for raw in text.splitlines() or [""]:
-        lead = raw[: len(raw) - len(raw.lstrip())]
-        hang = lead + ("    " if lead else "")
-        # The first line also carries the opening quotes.
-        limit = room - 3 if not lines else room
-        lines += textwrap.wrap(raw, width=limit, initial_indent="", subsequent_indent=hang,
-                               break_long_words=False, break_on_hyphens=False) or [""]
-    if len(lines) == 1 and len(lines[0]) + 6 <= room:
-        return f'"""{lines[0]}"""'
-    body = "\n".join((indent + line) if line.strip() else "" for line in lines[1:])
-    tail = "\n" if len(lines) > 1 else ""
-    return f'"""{lines[0]}\n{body}{tail}{indent}"""'
 
 
 @dataclass
@@ -246,103 +147,9 @@ class ModuleView:
     compiled_layouts: list[str] = field(default_factory=list)
 
 
-class _Python:
-    """Translates IR types to Python annotations and expressions within one module."""
-
-    def __init__(self, proto: ProtoFile, module_of: dict[str, str]) -> None:
-        self.proto = proto
-        self.module_of = module_of  # full_name of a type -> generated module it lives in
-        self.imports: set[str] = set()
-        # Module-level names already bound while a class body runs: the enums (emitted first)
-        # and the top-level messages emitted so far.
-        self.bound: set[str] = {e.py_name for e in proto.enums}
-
-    def ref(self, full_name: str, py_path: str) -> str:
-        module = self.module_of[full_name]
-        if module == self.proto.module:
-            return py_path
-        self.imports.add(f"from . import {module}")
-        return f"{module}.{py_path}"
-
-    def value_ann(self, t: FieldType) -> str:
-        if t.kind == "enum":
-            assert t.enum is not None
-            ann = self.ref(t.enum.full_name, t.enum.py_path)
-            return ann if t.enum.closed else f"{ann} | int"
-        if t.kind == "message":
-            assert t.message is not None
-            return self.ref(t.message.full_name, t.message.py_path)
-        return _PY_SCALAR.get(t.kind, "int")
-
-    def enum_map(self, enum: EnumType) -> str:
-        base = "_" + enum.py_path.replace(".", "_") + "_BY_NUMBER"
-        module = self.module_of[enum.full_name]
-        if module == self.proto.module:
-            return base
-        self.imports.add(f"from . import {module}")
-        return f"{module}.{base}"
-
-    def default_expr(self, f: Field) -> str:
-        """What ``f`` reads as when unset, spelled for code that runs after import."""
-        t = f.type
-        if t.kind == "enum":
-            assert t.enum is not None
-            ref = self.ref(t.enum.full_name, t.enum.py_path)
-            return f"{ref}.{_enum_default(f, t.enum).py_name}"
-        py = _PY_SCALAR.get(t.kind, "int")
-        if f.default is None:
-            return _ZERO[py]
-        if py == "str":
-            return q(f.default)
-        if py == "bytes":
-            return repr(_unescape_c(f.default))
-        if py == "bool":
-            return "True" if f.default == "true" else "False"
-        if py == "float":
-            special = {"inf": "math.inf", "-inf": "-math.inf", "nan": "math.nan"}
-            if f.default in special:
-                self.imports.add("import math")
-                return special[f.default]
-            return repr(float(f.default))
-        return str(int(f.default, 0))
-
-    def class_body_default(self, f: Field, owner: MessageType) -> str | None:
-        """``f``'s default spelled so that it evaluates inside ``owner``'s class body.
-
-        Parameter defaults run while the class statement runs: the class's own nested enums
-        and messages are reachable by their bare names, module-level names only if they are
-        bound by then, and the classes enclosing ``owner`` not at all. None when the default
-        cannot be named there (an enum of an enclosing class or of a later message).
-        """
-        enum = f.type.enum
-        if enum is None or self.module_of[enum.full_name] != self.proto.module:
-            # Scalars are literals; another module's classes are complete once imported.
-            return self.default_expr(f)
-        member = _enum_default(f, enum).py_name
-        path = enum.py_path
-        if path.startswith(owner.py_path + "."):
-            return f"{path[len(owner.py_path) + 1:]}.{member}"
-        in_class = {n.py_name for n in owner.messages} | {e.py_name for e in owner.enums}
-        top = path.split(".", 1)[0]
-        if top in self.bound and top not in in_class:
-            return f"{path}.{member}"
-        return None
-
-
-def _enum_default(f: Field, enum: EnumType) -> EnumValue:
-    """The member an unset enum field reads as: its ``[default = ...]``, else the first."""
-    name = f.default or enum.default.proto_name
-    return next(v for v in enum.values if v.proto_name == name)
-
-
-def _unescape_c(text: str) -> bytes:
-    # protoc reports bytes defaults C-escaped.
-    return text.encode("latin-1").decode("unicode_escape").encode("latin-1")
-
-
 def build_module(proto: ProtoFile, module_of: dict[str, str]) -> ModuleView:
     """The render-ready view of one .proto file's generated module."""
-    py = _Python(proto, module_of)
+    py = ModuleContext(proto, module_of)
     messages = []
     for m in proto.messages:
         if not m.is_map_entry:
@@ -433,19 +240,12 @@ def _runtime_imports(body: str, has_messages: bool, has_enums: bool) -> list[str
         words |= {"number_table", "ProtoEnumType"}
     out = []
     for module, names in _RUNTIME_MODULES.items():
-        used = sorted((n for n in names if n in words), key=_isort_key)
+        used = sorted((n for n in names if n in words), key=isort_key)
         if used:
             out.append(f"from {module} import (")
             out += [f"    {n}," for n in used]
             out.append(")")
     return out
-
-
-def _isort_key(name: str) -> tuple[int, str]:
-    """isort's order-by-type within one import: CONSTANTS, then Classes, then functions."""
-    if name.isupper() and len(name) > 1:
-        return 0, name
-    return (1 if name[:1].isupper() else 2), name
 
 
 def _all_lines(v: MessageView) -> list[str]:
@@ -467,7 +267,7 @@ def _enum_view(e: EnumType, depth: int) -> EnumView:
     )
 
 
-def _message_view(py: _Python, m: MessageType, depth: int) -> MessageView:
+def _message_view(py: ModuleContext, m: MessageType, depth: int) -> MessageView:
     ind = "    " * (depth + 1)
     fields = [_field_view(py, m, f) for f in m.fields]
     sparse = {f.number for f in m.sparse_fields()}
@@ -507,8 +307,8 @@ def _message_view(py: _Python, m: MessageType, depth: int) -> MessageView:
         init_doc=docstring(init_text, ind + "    "),
         fields=fields,
         oneofs=oneofs,
-        encode_lines=_fit(_encode_lines(m, present), len(ind) + 4),
-        decode_lines=_decode_lines(py, m, present),
+        encode_lines=fit_appends(encode_lines(m, present), len(ind) + 4),
+        decode_lines=decode_lines(py, m, present),
         nested_enums=[_enum_view(e, depth + 1) for e in m.enums],
         nested_messages=[_message_view(py, n, depth + 1) for n in m.messages
                          if not n.is_map_entry],
@@ -521,7 +321,7 @@ def _message_view(py: _Python, m: MessageType, depth: int) -> MessageView:
     )
 
 
-def _compiled_layout(py: _Python, m: MessageType) -> list[str]:
+def _compiled_layout(py: ModuleContext, m: MessageType) -> list[str]:
     """Lines of ``m``'s entry in the table handed to ``install_layouts``.
 
     The compiled codec covers proto2 messages and proto3 ones whose fields all have explicit
@@ -568,7 +368,7 @@ def _fields_dict_name(m: MessageType) -> str:
 def _present_tables(m: MessageType, present: PresentNames) -> list[str]:
     fields = sorted(m.sparse_fields(), key=lambda f: f.number)
     lines = ["", f"{present.tags}: ClassVar[dict[str, bytes]] = {{"]
-    lines += [f"    {q(f.py_name)}: {_tag(f.number, 2)}," for f in fields]
+    lines += [f"    {q(f.py_name)}: {tag_bytes(f.number, 2)}," for f in fields]
     lines += ["}", f"{present.rank}: ClassVar[dict[str, int]] = {{"]
     lines += [f"    {q(f.py_name)}: {f.number}," for f in fields]
     return [*lines, "}"]
@@ -603,7 +403,7 @@ def _field_doc(fv: FieldView, ind: str) -> str:
     return docstring(text, ind)
 
 
-def _field_view(py: _Python, m: MessageType, f: Field) -> FieldView:
+def _field_view(py: ModuleContext, m: MessageType, f: Field) -> FieldView:
     if f.is_map:
         assert f.map_key is not None and f.map_value is not None
         ann = f"dict[{py.value_ann(f.map_key)}, {py.value_ann(f.map_value)}]"
@@ -664,397 +464,3 @@ def _field_view(py: _Python, m: MessageType, f: Field) -> FieldView:
 # encoding
 
 
-def _value_bytes(t: FieldType, var: str, out: str = "parts") -> list[str]:
-    """Statements appending the encoded value ``var`` (without its tag) to the list ``out``.
-
-    Small varints and length prefixes come straight from ``SMALL_VARINTS``; the helpers
-    (which also range-check) handle the rest.
-    """
-    kind = t.kind
-    if kind in _VARINT_HELPERS:
-        return [f"{out}.append(SMALL_VARINTS[{var}] if 0 <= {var} < 0x4000 "
-                f"else {_VARINT_HELPERS[kind]}({var}))"]
-    if kind == "string":
-        return [f"data = {var}.encode()", *_len_prefixed("data", out)]
-    if kind == "bytes":
-        return _len_prefixed(var, out)
-    if kind == "message":
-        return ["sub = []", f"{var}._encode(sub)", "data = b\"\".join(sub)",
-                *_len_prefixed("data", out)]
-    return [f"{out}.append({_ENCODERS[kind][1]}({var}))"]
-
-
-def _len_prefixed(data: str, out: str) -> list[str]:
-    return [f"size = len({data})",
-            f"{out}.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))",
-            f"{out}.append({data})"]
-
-
-_CONDITIONAL_APPEND = re.compile(r"^(\s*)(\w+)\.append\((.+) if (.+) else (.+)\)$")
-
-
-def _fit(lines: list[str], indent: int, limit: int = 100) -> list[str]:
-    """Spell out ``x.append(a if c else b)`` as an if statement where it would be too long."""
-    out: list[str] = []
-    for line in lines:
-        match = _CONDITIONAL_APPEND.match(line)
-        if match is None or indent + len(line) <= limit:
-            out.append(line)
-            continue
-        lead, target, then, cond, other = match.groups()
-        out += [f"{lead}if {cond}:", f"{lead}    {target}.append({then})", f"{lead}else:",
-                f"{lead}    {target}.append({other})"]
-    return out
-
-
-def _field_bytes(t: FieldType, number: int, var: str, out: str = "parts") -> list[str]:
-    """Statements appending tag and value of field ``number`` holding ``var`` to ``out``."""
-    if t.kind == "bool":
-        # Tag and value in one constant.
-        true, false = (bytes_literal(varint_literal(number << 3) + bytes([b])) for b in (1, 0))
-        return [f"{out}.append({true} if {var} else {false})"]
-    return [f"{out}.append({_tag(number, _wire(t))})", *_value_bytes(t, var, out)]
-
-
-def _tag(number: int, wire: int) -> str:
-    return bytes_literal(varint_literal(number << 3 | wire))
-
-
-def _wire(t: FieldType) -> int:
-    return _ENCODERS[t.kind][0]
-
-
-def _nonzero(t: FieldType, var: str) -> str:
-    """Condition under which an implicit-presence value is written: not the zero value.
-
-    A negative zero float is not the zero value on the wire, so it is written.
-    """
-    if t.kind in ("float", "double"):
-        return f"{var} or copysign(1.0, {var}) < 0"
-    return var
-
-
-def _encode_lines(m: MessageType, present: PresentNames | None) -> list[str]:
-    """Body of ``_encode(self, parts)``: fields in number order, then unknown fields."""
-    lines: list[str] = []
-    sparse = {f.number for f in m.sparse_fields()}
-    ordered = sorted(m.fields, key=lambda f: f.number)
-    # Runs of sparse fields with no other field numbered between them: each run is written
-    # where its numbers fall, by one loop over the present ones.
-    runs: list[list[Field]] = []
-    for i, f in enumerate(ordered):
-        if f.number in sparse:
-            if i == 0 or ordered[i - 1].number not in sparse:
-                runs.append([])
-            runs[-1].append(f)
-    for f in ordered:
-        if f.number not in sparse:
-            lines += _encode_field(m, f)
-            continue
-        assert present is not None
-        run = next(r for r in runs if f in r)
-        if f is not run[0]:
-            continue
-        if run is runs[0]:
-            lines += _present_prefix(present, len(runs) > 1)
-        lines += _present_run(present, run if len(runs) > 1 else None)
-    return _declare_lists([*lines, "if self._unknown:", "    parts.append(self._unknown)"])
-
-
-def _present_prefix(present: PresentNames, multi: bool) -> list[str]:
-    """Statements putting the present sparse fields in number order, in ``present``."""
-    lines = [f"present = self.{present.slot}", f"tags = self.{present.tags}"]
-    if multi:
-        lines.append(f"rank = self.{present.rank}")
-    lines.append("if len(present) > 1:")
-    if not multi:
-        lines.append(f"    rank = self.{present.rank}")
-    # Mostly one field is set: only two or more need sorting.
-    return [*lines, "    present = {n: present[n] for n in sorted(present, key=rank.__getitem__)}"]
-
-
-def _present_run(present: PresentNames, run: list[Field] | None) -> list[str]:
-    """A loop writing the present sparse fields (of ``run`` only, when there are several)."""
-    body = ["parts.append(tags[name])", "sub = []", "value._encode(sub)",
-            "data = b\"\".join(sub)", *_len_prefixed("data", "parts")]
-    lines = ["for name, value in present.items():"]
-    if run is None:
-        return lines + ["    " + s for s in body]
-    lo, hi = run[0].number, run[-1].number
-    return lines + [f"    if {lo} <= rank[name] <= {hi}:", *["        " + s for s in body]]
-
-
-def _declare_lists(lines: list[str]) -> list[str]:
-    """Annotate, once and up front, the scratch lists the statements fill."""
-    kinds = {"sub": "bytes", "entry": "bytes", "packed": "bytes", "numbers": "int"}
-    used = [name for name in kinds if any(s.strip() == f"{name} = []" for s in lines)]
-    return [f"{name}: list[{kinds[name]}]" for name in used] + lines
-
-
-def _encode_field(m: MessageType, f: Field) -> list[str]:
-    """Statements appending one field to ``parts`` (nothing when it is unset or empty)."""
-    v = f"v{f.number}"
-    if f.is_map:
-        assert f.map_key is not None and f.map_value is not None
-        k, val = f"k{f.number}", f"val{f.number}"
-        lines = [f"for {k}, {val} in self.{f.py_name}.items():", "    entry = []"]
-        lines += ["    " + s for s in _field_bytes(f.map_key, 1, k, "entry")]
-        lines += ["    " + s for s in _field_bytes(f.map_value, 2, val, "entry")]
-        lines += [f"    parts.append({_tag(f.number, 2)})", "    data = b\"\".join(entry)"]
-        return lines + ["    " + s for s in _len_prefixed("data", "parts")]
-    if f.label is Label.REPEATED:
-        item = f"item{f.number}"
-        if f.packed:
-            lines = [f"{v} = self.{f.py_name}", f"if {v}:", "    packed = []",
-                     f"    for {item} in {v}:"]
-            lines += ["        " + s for s in _value_bytes(f.type, item, "packed")]
-            lines += [f"    parts.append({_tag(f.number, 2)})", "    data = b\"\".join(packed)"]
-            return lines + ["    " + s for s in _len_prefixed("data", "parts")]
-        lines = [f"for {item} in self.{f.py_name}:"]
-        return lines + ["    " + s for s in _field_bytes(f.type, f.number, item)]
-    body = _field_bytes(f.type, f.number, v)
-    if f.presence is Presence.REQUIRED:
-        return [f"{v} = self.{f.storage}",
-                f"if {v} is None:",
-                f"    raise RequiredFieldUnsetError({q(m.py_path)}, {q(f.proto_name)})",
-                *body]
-    cond = f"{v} is not None" if f.presence is Presence.EXPLICIT else _nonzero(f.type, v)
-    return [f"{v} = self.{f.storage}", f"if {cond}:", *["    " + s for s in body]]
-
-
-# ---------------------------------------------------------------------------------------------
-# decoding
-
-
-@dataclass
-class _Case:
-    tag: int
-    lines: list[str]
-
-
-def _read_len(end_var: str, where: str, limit: str = "end") -> list[str]:
-    """Statements reading a length prefix and checking it stays inside ``limit``."""
-    return [
-        "n = buf[pos]",
-        "if n < 0x80:",
-        "    pos += 1",
-        "else:",
-        "    n, pos = read_varint(buf, pos)",
-        f"{end_var} = pos + n",
-        f"if {end_var} > {limit}:",
-        f"    raise truncated({q(where)})",
-    ]
-
-
-def _decode_value(
-    py: _Python, t: FieldType, target: str, where: str, limit: str = "end"
-) -> list[str]:
-    """Statements reading one value of type ``t`` at ``pos`` into ``target``.
-
-    For a closed enum an unknown number leaves ``target`` as None (the raw number stays in
-    ``raw``); the caller keeps those bytes as an unknown field, as the official runtimes do.
-    """
-    kind = t.kind
-    if kind in _FIXED_DECODERS:
-        fn, size = _FIXED_DECODERS[kind]
-        return [f"{target} = {fn}(buf, pos)[0]", f"pos += {size}"]
-    if kind == "string":
-        # A UnicodeDecodeError becomes InvalidUtf8Error naming the field, in decode_from.
-        return [*_read_len("vend", where, limit), f"{target} = buf[pos:vend].decode()",
-                "pos = vend"]
-    if kind == "bytes":
-        return [*_read_len("vend", where, limit), f"{target} = buf[pos:vend]", "pos = vend"]
-    if kind == "message":
-        assert t.message is not None
-        ref = py.ref(t.message.full_name, t.message.py_path)
-        return [*_read_len("vend", where, limit),
-                f"{target} = {ref}.decode_from(buf, pos, vend)", "pos = vend"]
-    lines = ["raw = buf[pos]", "if raw < 0x80:", "    pos += 1"]
-    if kind in _INLINE_VARINTS:
-        # Integer fields often hold values of two to four bytes (ids, sizes): read those here
-        # rather than through a call. They are below 2**28, so need no sign conversion.
-        lines += ["elif (b1 := buf[pos + 1]) < 0x80:",
-                  "    raw = raw & 0x7F | b1 << 7",
-                  "    pos += 2",
-                  "elif (b2 := buf[pos + 2]) < 0x80:",
-                  "    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14",
-                  "    pos += 3",
-                  "elif (b3 := buf[pos + 3]) < 0x80:",
-                  "    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14",
-                  "    raw |= b3 << 21",
-                  "    pos += 4"]
-    lines += ["else:", "    raw, pos = read_varint(buf, pos)"]
-    if kind in _VARINT_SLOW:
-        lines.append("    raw = " + _VARINT_SLOW[kind].format("raw"))
-    if kind == "enum":
-        assert t.enum is not None
-        enum_map = py.enum_map(t.enum)
-        default = "" if t.enum.closed else ", raw"
-        lines.append(f"{target} = {enum_map}.get(raw{default})")
-    elif kind in _VARINT_ALWAYS:
-        lines.append(f"{target} = " + _VARINT_ALWAYS[kind].format("raw"))
-    else:
-        lines.append(f"{target} = raw")
-    return lines
-
-
-def _closed_enum(t: FieldType) -> bool:
-    return t.kind == "enum" and t.enum is not None and t.enum.closed
-
-
-def _map_case(py: _Python, f: Field, where: str) -> _Case:
-    assert f.map_key is not None and f.map_value is not None
-    n = f.number
-    local, k, val, raw_val = f"f{n}", f"k{n}", f"val{n}", f"x{n}"
-    ktag = varint_literal(1 << 3 | _wire(f.map_key))[0]
-    vtag = varint_literal(2 << 3 | _wire(f.map_value))[0]
-    body = [*_read_len("eend", where), f"{k} = {_zero_of(py, f.map_key)}",
-            f"{val} = {_zero_of(py, f.map_value)}", "while pos < eend:", "    etag = buf[pos]",
-            "    pos += 1", f"    if etag == {ktag}:"]
-    body += ["        " + s for s in _decode_value(py, f.map_key, k, where, "eend")]
-    body += [f"    elif etag == {vtag}:"]
-    if _closed_enum(f.map_value):
-        body += ["        " + s for s in _decode_value(py, f.map_value, raw_val, where, "eend")]
-        body += [f"        if {raw_val} is not None:", f"            {val} = {raw_val}"]
-    else:
-        body += ["        " + s for s in _decode_value(py, f.map_value, val, where, "eend")]
-    body += ["    else:", "        if etag >= 0x80:",
-             "            etag, pos = read_varint(buf, pos - 1)",
-             "        pos = skip_field(buf, pos, eend, etag)",
-             "if pos != eend:", f"    raise truncated({q(where)})", f"{local}[{k}] = {val}"]
-    return _Case(f.number << 3 | 2, body)
-
-
-def _decode_lines(py: _Python, m: MessageType, present: PresentNames | None) -> list[str]:
-    """Body of ``decode_from(cls, buf, pos, end)``.
-
-    Fields are read into locals and stored into the new instance's slots at the end. Unknown
-    fields are kept in a buffer created only when the first one shows up.
-    """
-    init: list[str] = []
-    cases: list[_Case] = []
-    strings: dict[int, str] = {}  # tag -> field, for the UTF-8 error
-    sparse = {f.number for f in m.sparse_fields()}
-    if sparse:
-        init.append("present: dict[str, Any] = {}")
-    for f in m.fields:
-        local, tmp = f"f{f.number}", f"x{f.number}"
-        where = f"{m.py_path}.{f.proto_name}"
-        if f.number in sparse:
-            # A repeated occurrence replaces the earlier value, as for a slot.
-            read = _decode_value(py, f.type, local, where)
-            cases.append(_Case(f.number << 3 | 2, [*read, f"present[{q(f.py_name)}] = {local}"]))
-            continue
-        if f.is_map:
-            assert f.map_key is not None and f.map_value is not None
-            init.append(f"{local}: dict[{py.value_ann(f.map_key)}, "
-                        f"{py.value_ann(f.map_value)}] = {{}}")
-            cases.append(_map_case(py, f, where))
-            if "string" in (f.map_key.kind, f.map_value.kind):
-                strings[f.number << 3 | 2] = where
-            continue
-        if f.type.kind == "string":
-            strings[f.number << 3 | 2] = where
-        value_ann = py.value_ann(f.type)
-        closed = _closed_enum(f.type)
-        read = _decode_value(py, f.type, tmp, where)
-        if f.label is Label.REPEATED:
-            init.append(f"{local}: list[{value_ann}] = []")
-            if closed:
-                keep = [f"if {tmp} is None:", "    unknown = add_unknown(unknown, buf[start:pos])",
-                        "else:", f"    {local}.append({tmp})"]
-            else:
-                keep = [f"{local}.append({tmp})"]
-            cases.append(_Case(f.number << 3 | _wire(f.type), [*read, *keep]))
-            if f.type.kind in PACKABLE:
-                # Decoders accept both the packed and the unpacked form of a repeated scalar.
-                if closed:
-                    unk_tag = bytes_literal(varint_literal(f.number << 3))
-                    keep = [f"if {tmp} is None:",
-                            f"    unknown = add_unknown(unknown, {unk_tag} + int32_bytes(raw))",
-                            "else:", f"    {local}.append({tmp})"]
-                packed = [*_read_len("pend", where), "while pos < pend:"]
-                packed += ["    " + s for s in _decode_value(py, f.type, tmp, where, "pend")]
-                packed += ["    " + s for s in keep]
-                packed += ["if pos != pend:", f"    raise truncated({q(where)})"]
-                cases.append(_Case(f.number << 3 | 2, packed))
-            continue
-        if f.presence is Presence.IMPLICIT:
-            init.append(f"{local}: {value_ann} = {py.default_expr(f)}")
-        else:
-            init.append(f"{local}: {value_ann} | None = None")
-        if closed:
-            one = [*read, f"if {tmp} is None:",
-                   "    unknown = add_unknown(unknown, buf[start:pos])", "else:",
-                   f"    {local} = {tmp}"]
-        else:
-            one = [*_decode_value(py, f.type, local, where)]
-        if f.oneof is not None:
-            one += [f"f{g.number} = None" for g in m.fields
-                    if g.oneof == f.oneof and g is not f]
-        cases.append(_Case(f.number << 3 | _wire(f.type), one))
-    cases.sort(key=lambda c: c.tag)
-    lines = [*init, "unknown: bytearray | None = None", "try:", "    while pos < end:",
-             "        start = pos", "        tag = buf[pos]", "        if tag < 0x80:",
-             "            pos += 1"]
-    if any(f.number >= 16 for f in m.fields):
-        # Fields 16 to 2047 have two-byte tags.
-        lines += ["        elif (b1 := buf[pos + 1]) < 0x80:",
-                  "            tag = tag & 0x7F | b1 << 7",
-                  "            pos += 2"]
-    lines += ["        else:", "            tag, pos = read_varint(buf, pos)"]
-    fallback = ["pos = skip_field(buf, pos, end, tag)",
-                "unknown = add_unknown(unknown, buf[start:pos])"]
-    lines += ["        " + s for s in _dispatch(cases, fallback)]
-    name = q(m.py_path)
-    lines += ["except (IndexError, struct_error):", f"    raise truncated({name}) from None"]
-    if len(strings) == 1:
-        lines += ["except UnicodeDecodeError as exc:",
-                  f"    raise invalid_utf8({q(next(iter(strings.values())))}, exc) from None"]
-    elif strings:
-        lines += ["except UnicodeDecodeError as exc:", "    where = {"]
-        lines += [f"        {tag}: {q(where)}," for tag, where in sorted(strings.items())]
-        lines += ["    }[tag]", "    raise invalid_utf8(where, exc) from None"]
-    lines += ["if pos != end:", f"    raise truncated({name})"]
-    for f in m.fields:
-        if f.presence is Presence.REQUIRED:
-            lines += [f"if f{f.number} is None:",
-                      f"    raise MissingRequiredFieldError({q(m.py_path)}, {q(f.proto_name)})"]
-    lines.append("msg = new_instance(cls)")
-    lines += [f"msg.{f.storage} = f{f.number}" for f in m.fields if f.number not in sparse]
-    if present is not None:
-        lines.append(f"msg.{present.slot} = present")
-    lines += ['msg._unknown = b"" if unknown is None else bytes(unknown)', "return msg"]
-    return lines
-
-
-def _zero_of(py: _Python, t: FieldType) -> str:
-    if t.kind == "enum":
-        assert t.enum is not None
-        return f"{py.ref(t.enum.full_name, t.enum.py_path)}.{t.enum.default.py_name}"
-    if t.kind == "message":
-        assert t.message is not None
-        return f"{py.ref(t.message.full_name, t.message.py_path)}.decode_from(b'', 0, 0)"
-    return _ZERO[_PY_SCALAR.get(t.kind, "int")]
-
-
-def _dispatch(cases: list[_Case], fallback: list[str]) -> list[str]:
-    """An if/elif chain for few tags, a balanced comparison tree for many."""
-    if not cases:
-        return fallback
-    if len(cases) <= LINEAR_CASES:
-        out: list[str] = []
-        for i, case in enumerate(cases):
-            out.append(f"{'if' if i == 0 else 'elif'} tag == {case.tag}:")
-            out += ["    " + s for s in case.lines]
-        out.append("else:")
-        out += ["    " + s for s in fallback]
-        return out
-    mid = len(cases) // 2
-    pivot = cases[mid].tag
-    return [
-        f"if tag < {pivot}:",
-        *["    " + s for s in _dispatch(cases[:mid], fallback)],
-        "else:",
-        *["    " + s for s in _dispatch(cases[mid:], fallback)],
-    ]

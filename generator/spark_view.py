@@ -15,6 +15,7 @@ import re
 import textwrap
 from dataclasses import dataclass, field
 
+from protoframe.generator.codewriter import bytes_literal, docstring, q
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.frame_checks import struct_refs, structs_of
 from protoframe.generator.frame_ir import (
@@ -42,8 +43,9 @@ from protoframe.generator.ir import (
     Presence,
     Protocol,
 )
+from protoframe.generator.linefit import fit_expression
 from protoframe.generator.naming import spark_message_key, spark_struct_key, union_key
-from protoframe.generator.pyview import bytes_literal, docstring, q, varint_literal
+from protoframe.generator.proto_emit import varint_literal
 
 TYPE_MAPPING = """\
 Type mapping (Spark type / Arrow type):
@@ -213,59 +215,9 @@ def build_spark_module(protocol: Protocol, specs: list[FrameSpec],
     return _Builder(protocol, specs, display_root).build()
 
 
-def _fit(indent: str, head: str, expr: str, tail: str) -> list[str]:
-    """``head expr tail`` on one line, or ``expr`` on a line of its own in parentheses.
-
-    ``head`` ends where an expression may start (after ``=``, ``: `` or ``return``); the
-    parentheses only group, so they change nothing.
-    """
-    one = f"{indent}{head}{expr}{tail}"
-    if len(one) <= LIMIT:
-        return [one]
-    call = _call_parts(expr)
-    if call is not None:  # f(a, b) -> one argument per line
-        callee, args = call
-        lines = [f"{indent}{head}{callee}(", *[f"{indent}    {a}," for a in args],
-                 f"{indent}){tail}"]
-        if all(len(line) <= LIMIT for line in lines):
-            return lines
-    inner = [expr]
-    if len(indent) + 4 + len(expr) > LIMIT and " if " in expr and " else " in expr:
-        value, rest = expr.split(" if ", 1)
-        test, other = rest.split(" else ", 1)
-        inner = [value, f"if {test}", f"else {other}"]
-    return [f"{indent}{head}(", *[f"{indent}    {x}" for x in inner], f"{indent}){tail}"]
-
-
-def _call_parts(expr: str) -> tuple[str, list[str]] | None:
-    """``expr`` as (callee, top-level arguments) when it is one call, else None."""
-    match = re.match(r"[A-Za-z_][A-Za-z0-9_.]*\(", expr)
-    if match is None or not expr.endswith(")"):
-        return None
-    args: list[str] = []
-    depth, start, quote, escaped = 0, match.end(), "", False
-    for i in range(match.end() - 1, len(expr)):
-        ch = expr[i]
-        if quote:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == quote:
-                quote = ""
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-            if depth == 0 and i != len(expr) - 1:
-                return None  # the call ends before the expression does
-        elif ch == "," and depth == 1:
-            args.append(expr[start:i].strip())
-            start = i + 1
-    args.append(expr[start:-1].strip())
-    return expr[: match.end() - 1], [a for a in args if a]
+def _fit_in_body(indent: str, head: str, expr: str, tail: str) -> list[str]:
+    """``linefit.fit_expression`` for a line of a function body (``LIMIT`` leaves its indent)."""
+    return fit_expression(indent, head, expr, tail, LIMIT)
 
 
 def _comment(text: str) -> list[str]:
@@ -558,19 +510,20 @@ class _Builder:
         schema += ["]", f"_ARROW_{key} = pa.struct(_FIELDS_{key})"]
         row = ["return {"]
         for name, k in members:
-            row += _fit("    ", f"{q(name)}: ",
+            row += _fit_in_body("    ", f"{q(name)}: ",
                         f"_row_{k}(m) if isinstance(m, frames.{name}) else None", ",")
         row.append("}")
         where = q(f"{s.name}.{f.name}")
         value = ["r = as_mapping(row)"]
-        for i, (name, k) in enumerate(members):
-            value += [f"a{i} = r[{q(name)}]", f"if a{i} is not None:",
-                      f"    return _value_{k}(a{i})"]
+        for name, k in members:
+            # One name for every alternative: a row's values are all ``Any``.
+            value += [f"alternative = r[{q(name)}]", "if alternative is not None:",
+                      f"    return _value_{k}(alternative)"]
         value.append(f"no_alternative({where})")
         arrow = ["rows, take = present(values)", "if not rows:",
                  f"    return null_column(len(values), _ARROW_{key})", "arrays = ["]
         for name, k in members:
-            arrow += _fit("    ", "", f"_arrow_{k}([x if isinstance(x, frames.{name}) else "
+            arrow += _fit_in_body("    ", "", f"_arrow_{k}([x if isinstance(x, frames.{name}) else "
                                        "None for x in rows])", ",")
         arrow += ["]", f"return struct_array(arrays, _FIELDS_{key}, len(rows), take)"]
         name = f"{s.name}.{f.name}"
@@ -606,7 +559,7 @@ class _Builder:
             if isinstance(f, ProtoField) and f.dispatch_on is not None:
                 enum = f.dispatch_on.type.enum
                 assert enum is not None
-                return FrameView(key, py_type, decode, _fit(
+                return FrameView(key, py_type, decode, _fit_in_body(
                     "", "return ",
                     f"enum_name(_NAMES_{self.enum_key(enum)}, "
                     f"frame.{f.name}.{f.dispatch_on.py_name})", ""))
@@ -630,19 +583,21 @@ class _Builder:
         """
         lines: list[str] = []
         tables: list[str] = []
-        n = 0  # walrus names are unique in the function: each route's links have their types
+        # A link is named after its path: the same path has the same type in every route.
         for route in spec.routes:
             conditions: list[str] = []
             expr = "frame"
             last = len(route.part.steps) - 1
+            path: list[str] = []
             for i, step in enumerate(route.part.steps):
                 expr = f"{expr}.{step.attr}"
+                path.append(step.attr)
                 if step.optional and i == last and route.on is None:  # the part goes unread
                     conditions.append(f"{expr} is not None")
                 elif step.optional:
-                    n += 1
-                    conditions.append(f"(p{n} := {expr}) is not None")
-                    expr = f"p{n}"
+                    link = "_".join(path)
+                    conditions.append(f"({link} := {expr}) is not None")
+                    expr = link
             if route.on is None:
                 body = [f"return {q(route.commands[0].name)}"]
             else:
@@ -651,7 +606,8 @@ class _Builder:
                            f"{table}: dict[int, str] = {{",
                            *[f"    {c.value}: {q(c.name)}," for c in route.commands], "}"]
                 on = ".".join([expr, *(s.attr for s in route.on.steps)])
-                v = f"value{route.index}"  # one per route: their types may differ
+                # Named after its whole path: routes reading other paths may differ in type.
+                v = "_".join([*path, *(s.attr for s in route.on.steps)])
                 body = [f"{v} = {on}", f"return {table}.get({v}) or str(int({v}))"]
             if not conditions:  # the route always applies: later ones never do
                 lines += body
@@ -674,11 +630,11 @@ class _Builder:
         arrow_fields: list[str] = []
         for c in columns:
             spark_type, arrow_type = c.types()
-            spark_fields += _fit("    ", "", f"StructField({q(c.name)}, {spark_type}, "
+            spark_fields += _fit_in_body("    ", "", f"StructField({q(c.name)}, {spark_type}, "
                                            f"{c.nullable})", ",")
             nullable = "" if c.nullable else ", nullable=False"
-            arrow_fields += _fit("    ", "", f"pa.field({q(c.name)}, {arrow_type}{nullable})",
-                                 ",")
+            arrow_fields += _fit_in_body(
+                "    ", "", f"pa.field({q(c.name)}, {arrow_type}{nullable})", ",")
         if columns:
             schema = [f"_SPARK_{key} = StructType([", *spark_fields, "])",
                       f"_FIELDS_{key} = [", *arrow_fields, "]"]
@@ -702,7 +658,7 @@ class _Builder:
         """Body of ``_row_<key>(m)``: one dict display, reading each attribute once."""
         pre: list[str] = []
         items: list[str] = []
-        for i, c in enumerate(columns):
+        for c in columns:
             k = c.kind
             src = f"m.{c.storage}"
             if c.shape == "map":
@@ -710,32 +666,32 @@ class _Builder:
                 if c.key_kind.row == "{}" and k.row == "{}":
                     expr = f"dict({src})"
                 else:
-                    pre.append(f"x{i} = {src}")
+                    pre.append(f"x_{c.attr} = {src}")
                     expr = (f"{{{c.key_kind.row.format('k')}: {k.row.format('y')} "
-                            f"for k, y in x{i}.items()}}")
+                            f"for k, y in x_{c.attr}.items()}}")
             elif c.shape == "list":
                 if k.row == "{}" and not c.nullable:
                     expr = f"list({src})"
                 else:
-                    pre.append(f"x{i} = {src}")
-                    expr = f"list(x{i})" if k.row == "{}" else \
-                        f"[{k.row.format('y')} for y in x{i}]"
+                    pre.append(f"x_{c.attr} = {src}")
+                    expr = f"list(x_{c.attr})" if k.row == "{}" else \
+                        f"[{k.row.format('y')} for y in x_{c.attr}]"
                 if k.enum is not None:
                     expr += f" + unknown_enums(m._unknown, {c.number})"
                 if c.nullable:  # a conditional frame array
-                    expr = f"None if x{i} is None else {expr}"
+                    expr = f"None if x_{c.attr} is None else {expr}"
             elif k.enum is not None and c.nullable:
-                pre.append(f"x{i} = {src}")
-                expr = (f"{k.row.format(f'x{i}')} if x{i} is not None "
+                pre.append(f"x_{c.attr} = {src}")
+                expr = (f"{k.row.format(f'x_{c.attr}')} if x_{c.attr} is not None "
                         f"else unknown_enum(m._unknown, {c.number})")
             elif k.row == "{}":
                 expr = src
             elif c.nullable:
-                pre.append(f"x{i} = {src}")
-                expr = f"None if x{i} is None else {k.row.format(f'x{i}')}"
+                pre.append(f"x_{c.attr} = {src}")
+                expr = f"None if x_{c.attr} is None else {k.row.format(f'x_{c.attr}')}"
             else:
                 expr = k.row.format(src)
-            items += _fit("    ", f"{q(c.name)}: ", expr, ",")
+            items += _fit_in_body("    ", f"{q(c.name)}: ", expr, ",")
         if not items:
             return ["return {}"]
         return [*pre, "return {", *items, "}"]
@@ -745,10 +701,10 @@ class _Builder:
         lines = ["r = as_mapping(row)"] if columns else []
         args: list[str] = []
         unknown = False
-        for i, c in enumerate(columns):
+        for c in columns:
             k = c.kind
-            lines.append(f"v{i} = r[{q(c.name)}]")
-            var = f"v{i}"
+            lines.append(f"v_{c.attr} = r[{q(c.name)}]")
+            var = f"v_{c.attr}"
             if c.shape == "map":
                 assert c.key_kind is not None
                 kexpr = c.key_kind.value.format("k", where=c.where)
@@ -760,11 +716,12 @@ class _Builder:
                 ref = self.ref(k.enum.full_name, k.enum.py_path)
                 tag = bytes_literal(varint_literal(c.number << 3))
                 call = "closed_enums" if c.shape == "list" else "closed_enum"
-                lines += _fit("", f"e{i} = ", f"{call}({var}, _NUMBERS_{key}, {ref}, {tag}, "
-                                             f"unknown, {c.where})", "")
-                expr = f"e{i}"
+                lines += _fit_in_body(
+                    "", f"e_{c.attr} = ",
+                    f"{call}({var}, _NUMBERS_{key}, {ref}, {tag}, unknown, {c.where})", "")
+                expr = f"e_{c.attr}"
                 if c.shape == "one" and not c.nullable:
-                    expr = f"required_enum(e{i}, {c.where})"
+                    expr = f"required_enum(e_{c.attr}, {c.where})"
             elif c.shape == "list" and c.nullable:  # a conditional frame array
                 expr = f"None if {var} is None else " + (
                     f"list({var})" if k.value == "{}" else
@@ -781,7 +738,7 @@ class _Builder:
                 expr = k.value.format(var, where=c.where)
             else:
                 expr = k.value.format(f"required({var}, {c.where})", where=c.where)
-            args += _fit("    ", f"{c.attr}=", expr, ",")
+            args += _fit_in_body("    ", f"{c.attr}=", expr, ",")
         if unknown:
             lines.insert(1, "unknown = bytearray()")
         if args:
@@ -805,24 +762,24 @@ class _Builder:
         for i, c in enumerate(columns):
             k = c.kind
             ftype = f"fields[{i}].type"
-            lines.append(f"v{i} = [m.{c.storage} for m in rows]")
+            lines.append(f"v_{c.attr} = [m.{c.storage} for m in rows]")
             if c.shape == "map":
                 assert c.key_kind is not None
                 keys = c.key_kind.column.format("keys", type=f"{ftype}.key_type")
                 vals = k.column.format("items", type=f"{ftype}.item_type")
-                lines += [f"keys, items = map_entries(v{i})"]
-                expr = f"pa.MapArray.from_arrays(list_offsets(v{i}), {keys}, {vals}, " \
+                lines += [f"keys, items = map_entries(v_{c.attr})"]
+                expr = f"pa.MapArray.from_arrays(list_offsets(v_{c.attr}), {keys}, {vals}, " \
                        f"type={ftype})"
             elif c.shape == "list":
-                expr = k.lists.format(f"v{i}", type=ftype)
+                expr = k.lists.format(f"v_{c.attr}", type=ftype)
                 if k.enum is not None:
                     expr = expr[:-1] + f", unknown, {c.number})"
             else:
-                expr = k.column.format(f"v{i}", type=ftype)
+                expr = k.column.format(f"v_{c.attr}", type=ftype)
                 if k.enum is not None and c.nullable:
                     expr = expr[:-1] + f", unknown, {c.number})"
-            lines += _fit("", f"c{i} = ", expr, "")
-            arrays.append(f"c{i}")
+            lines += _fit_in_body("", f"c_{c.attr} = ", expr, "")
+            arrays.append(f"c_{c.attr}")
         if not columns:
             lines.append(f"return struct_array([], _FIELDS_{key}, len(rows), take)")
             return lines

@@ -119,41 +119,49 @@ class OrderPlaced(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.order_id
-        if v1:
+        v_order_id = self.order_id
+        if v_order_id:
             parts.append(b"\x0a")
-            data = v1.encode()
+            data = v_order_id.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.customer
-        if v2:
+        v_customer = self.customer
+        if v_customer:
             parts.append(b"\x12")
-            data = v2.encode()
+            data = v_customer.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v3 = self.amount_cents
-        if v3:
+        v_amount_cents = self.amount_cents
+        if v_amount_cents:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int64_bytes(v3))
-        v4 = self.currency
-        if v4:
+            parts.append(
+                SMALL_VARINTS[v_amount_cents]
+                if 0 <= v_amount_cents < 0x4000
+                else int64_bytes(v_amount_cents)
+            )
+        v_currency = self.currency
+        if v_currency:
             parts.append(b"\x22")
-            data = v4.encode()
+            data = v_currency.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        for item5 in self.items:
+        for item_items in self.items:
             parts.append(b"\x2a")
-            data = item5.encode()
+            data = item_items.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v6 = self.placed_at_ms
-        if v6:
+        v_placed_at_ms = self.placed_at_ms
+        if v_placed_at_ms:
             parts.append(b"\x30")
-            parts.append(SMALL_VARINTS[v6] if 0 <= v6 < 0x4000 else int64_bytes(v6))
+            parts.append(
+                SMALL_VARINTS[v_placed_at_ms]
+                if 0 <= v_placed_at_ms < 0x4000
+                else int64_bytes(v_placed_at_ms)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -166,12 +174,12 @@ class OrderPlaced(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str = ''
-        f2: str = ''
-        f3: int = 0
-        f4: str = ''
-        f5: list[str] = []
-        f6: int = 0
+        f_order_id: str = ''
+        f_customer: str = ''
+        f_amount_cents: int = 0
+        f_currency: str = ''
+        f_items: list[str] = []
+        f_placed_at_ms: int = 0
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -190,7 +198,7 @@ class OrderPlaced(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("OrderPlaced.order_id")
-                    f1 = buf[pos:vend].decode()
+                    f_order_id = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -201,26 +209,26 @@ class OrderPlaced(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("OrderPlaced.customer")
-                    f2 = buf[pos:vend].decode()
+                    f_customer = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f3 = raw
+                    f_amount_cents = raw
                 elif tag == 34:
                     n = buf[pos]
                     if n < 0x80:
@@ -230,7 +238,7 @@ class OrderPlaced(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("OrderPlaced.currency")
-                    f4 = buf[pos:vend].decode()
+                    f_currency = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 42:
                     n = buf[pos]
@@ -241,27 +249,27 @@ class OrderPlaced(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("OrderPlaced.items")
-                    x5 = buf[pos:vend].decode()
+                    x_items = buf[pos:vend].decode()
                     pos = vend
-                    f5.append(x5)
+                    f_items.append(x_items)
                 elif tag == 48:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f6 = raw
+                    f_placed_at_ms = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -278,12 +286,12 @@ class OrderPlaced(Message):
         if pos != end:
             raise truncated("OrderPlaced")
         msg = new_instance(cls)
-        msg.order_id = f1
-        msg.customer = f2
-        msg.amount_cents = f3
-        msg.currency = f4
-        msg.items = f5
-        msg.placed_at_ms = f6
+        msg.order_id = f_order_id
+        msg.customer = f_customer
+        msg.amount_cents = f_amount_cents
+        msg.currency = f_currency
+        msg.items = f_items
+        msg.placed_at_ms = f_placed_at_ms
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -344,21 +352,27 @@ class RevenueSummary(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.currency
-        if v1:
+        v_currency = self.currency
+        if v_currency:
             parts.append(b"\x0a")
-            data = v1.encode()
+            data = v_currency.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.orders
-        if v2:
+        v_orders = self.orders
+        if v_orders:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int64_bytes(v2))
-        v3 = self.amount_cents
-        if v3:
+            parts.append(
+                SMALL_VARINTS[v_orders] if 0 <= v_orders < 0x4000 else int64_bytes(v_orders)
+            )
+        v_amount_cents = self.amount_cents
+        if v_amount_cents:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int64_bytes(v3))
+            parts.append(
+                SMALL_VARINTS[v_amount_cents]
+                if 0 <= v_amount_cents < 0x4000
+                else int64_bytes(v_amount_cents)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -371,9 +385,9 @@ class RevenueSummary(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str = ''
-        f2: int = 0
-        f3: int = 0
+        f_currency: str = ''
+        f_orders: int = 0
+        f_amount_cents: int = 0
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -392,44 +406,44 @@ class RevenueSummary(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("RevenueSummary.currency")
-                    f1 = buf[pos:vend].decode()
+                    f_currency = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f2 = raw
+                    f_orders = raw
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f3 = raw
+                    f_amount_cents = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -440,9 +454,9 @@ class RevenueSummary(Message):
         if pos != end:
             raise truncated("RevenueSummary")
         msg = new_instance(cls)
-        msg.currency = f1
-        msg.orders = f2
-        msg.amount_cents = f3
+        msg.currency = f_currency
+        msg.orders = f_orders
+        msg.amount_cents = f_amount_cents
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 

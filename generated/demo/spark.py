@@ -146,19 +146,19 @@ def _row_OrderPlaced(m: events.OrderPlaced) -> dict[str, Any]:
 def _value_OrderPlaced(row: RowLike) -> events.OrderPlaced:
     """The OrderPlaced a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["order_id"]
-    v1 = r["customer"]
-    v2 = r["amount_cents"]
-    v3 = r["currency"]
-    v4 = r["items"]
-    v5 = r["placed_at_ms"]
+    v_order_id = r["order_id"]
+    v_customer = r["customer"]
+    v_amount_cents = r["amount_cents"]
+    v_currency = r["currency"]
+    v_items = r["items"]
+    v_placed_at_ms = r["placed_at_ms"]
     value = events.OrderPlaced(
-        order_id=required(v0, "OrderPlaced.order_id"),
-        customer=required(v1, "OrderPlaced.customer"),
-        amount_cents=required(v2, "OrderPlaced.amount_cents"),
-        currency=required(v3, "OrderPlaced.currency"),
-        items=list(v4 or ()),
-        placed_at_ms=required(v5, "OrderPlaced.placed_at_ms"),
+        order_id=required(v_order_id, "OrderPlaced.order_id"),
+        customer=required(v_customer, "OrderPlaced.customer"),
+        amount_cents=required(v_amount_cents, "OrderPlaced.amount_cents"),
+        currency=required(v_currency, "OrderPlaced.currency"),
+        items=list(v_items or ()),
+        placed_at_ms=required(v_placed_at_ms, "OrderPlaced.placed_at_ms"),
     )
     return value
 
@@ -169,19 +169,19 @@ def _arrow_OrderPlaced(values: Sequence[events.OrderPlaced | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_OrderPlaced)
     fields = _FIELDS_OrderPlaced
-    v0 = [m.order_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.customer for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.amount_cents for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.currency for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.items for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m.placed_at_ms for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    arrays = [c0, c1, c2, c3, c4, c5]
+    v_order_id = [m.order_id for m in rows]
+    c_order_id = pa.array(v_order_id, fields[0].type)
+    v_customer = [m.customer for m in rows]
+    c_customer = pa.array(v_customer, fields[1].type)
+    v_amount_cents = [m.amount_cents for m in rows]
+    c_amount_cents = pa.array(v_amount_cents, fields[2].type)
+    v_currency = [m.currency for m in rows]
+    c_currency = pa.array(v_currency, fields[3].type)
+    v_items = [m.items for m in rows]
+    c_items = pa.array(v_items, fields[4].type)
+    v_placed_at_ms = [m.placed_at_ms for m in rows]
+    c_placed_at_ms = pa.array(v_placed_at_ms, fields[5].type)
+    arrays = [c_order_id, c_customer, c_amount_cents, c_currency, c_items, c_placed_at_ms]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -197,13 +197,13 @@ def _row_RevenueSummary(m: events.RevenueSummary) -> dict[str, Any]:
 def _value_RevenueSummary(row: RowLike) -> events.RevenueSummary:
     """The RevenueSummary a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["currency"]
-    v1 = r["orders"]
-    v2 = r["amount_cents"]
+    v_currency = r["currency"]
+    v_orders = r["orders"]
+    v_amount_cents = r["amount_cents"]
     value = events.RevenueSummary(
-        currency=required(v0, "RevenueSummary.currency"),
-        orders=required(v1, "RevenueSummary.orders"),
-        amount_cents=required(v2, "RevenueSummary.amount_cents"),
+        currency=required(v_currency, "RevenueSummary.currency"),
+        orders=required(v_orders, "RevenueSummary.orders"),
+        amount_cents=required(v_amount_cents, "RevenueSummary.amount_cents"),
     )
     return value
 
@@ -214,13 +214,13 @@ def _arrow_RevenueSummary(values: Sequence[events.RevenueSummary | None]) -> Any
     if not rows:
         return null_column(len(values), _ARROW_RevenueSummary)
     fields = _FIELDS_RevenueSummary
-    v0 = [m.currency for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.orders for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.amount_cents for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_currency = [m.currency for m in rows]
+    c_currency = pa.array(v_currency, fields[0].type)
+    v_orders = [m.orders for m in rows]
+    c_orders = pa.array(v_orders, fields[1].type)
+    v_amount_cents = [m.amount_cents for m in rows]
+    c_amount_cents = pa.array(v_amount_cents, fields[2].type)
+    arrays = [c_currency, c_orders, c_amount_cents]
     return struct_array(arrays, fields, len(rows), take)
 
 

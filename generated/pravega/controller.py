@@ -216,10 +216,10 @@ class ServerResponse(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        for item1 in self.nodeURI:
+        for item_nodeURI in self.nodeURI:
             parts.append(b"\x0a")
             sub = []
-            item1._encode(sub)
+            item_nodeURI._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -236,7 +236,7 @@ class ServerResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: list[NodeUri] = []
+        f_nodeURI: list[NodeUri] = []
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -255,9 +255,9 @@ class ServerResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ServerResponse.nodeURI")
-                    x1 = NodeUri.decode_from(buf, pos, vend)
+                    x_nodeURI = NodeUri.decode_from(buf, pos, vend)
                     pos = vend
-                    f1.append(x1)
+                    f_nodeURI.append(x_nodeURI)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -266,7 +266,7 @@ class ServerResponse(Message):
         if pos != end:
             raise truncated("ServerResponse")
         msg = new_instance(cls)
-        msg.nodeURI = f1
+        msg.nodeURI = f_nodeURI
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -319,10 +319,10 @@ class ScopeInfo(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.scope
-        if v1:
+        v_scope = self.scope
+        if v_scope:
             parts.append(b"\x0a")
-            data = v1.encode()
+            data = v_scope.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -338,7 +338,7 @@ class ScopeInfo(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str = ''
+        f_scope: str = ''
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -357,7 +357,7 @@ class ScopeInfo(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ScopeInfo.scope")
-                    f1 = buf[pos:vend].decode()
+                    f_scope = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -369,7 +369,7 @@ class ScopeInfo(Message):
         if pos != end:
             raise truncated("ScopeInfo")
         msg = new_instance(cls)
-        msg.scope = f1
+        msg.scope = f_scope
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -432,10 +432,12 @@ class CreateScopeStatus(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.status
-        if v1:
+        v_status = self.status
+        if v_status:
             parts.append(b"\x08")
-            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
+            parts.append(
+                SMALL_VARINTS[v_status] if 0 <= v_status < 0x4000 else int32_bytes(v_status)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -448,7 +450,7 @@ class CreateScopeStatus(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: CreateScopeStatus.Status | int = CreateScopeStatus.Status.SUCCESS
+        f_status: CreateScopeStatus.Status | int = CreateScopeStatus.Status.SUCCESS
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -465,7 +467,7 @@ class CreateScopeStatus(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f1 = _CreateScopeStatus_Status_BY_NUMBER.get(raw, raw)
+                    f_status = _CreateScopeStatus_Status_BY_NUMBER.get(raw, raw)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -474,7 +476,7 @@ class CreateScopeStatus(Message):
         if pos != end:
             raise truncated("CreateScopeStatus")
         msg = new_instance(cls)
-        msg.status = f1
+        msg.status = f_status
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -537,10 +539,12 @@ class DeleteScopeStatus(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.status
-        if v1:
+        v_status = self.status
+        if v_status:
             parts.append(b"\x08")
-            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
+            parts.append(
+                SMALL_VARINTS[v_status] if 0 <= v_status < 0x4000 else int32_bytes(v_status)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -553,7 +557,7 @@ class DeleteScopeStatus(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: DeleteScopeStatus.Status | int = DeleteScopeStatus.Status.SUCCESS
+        f_status: DeleteScopeStatus.Status | int = DeleteScopeStatus.Status.SUCCESS
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -570,7 +574,7 @@ class DeleteScopeStatus(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f1 = _DeleteScopeStatus_Status_BY_NUMBER.get(raw, raw)
+                    f_status = _DeleteScopeStatus_Status_BY_NUMBER.get(raw, raw)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -579,7 +583,7 @@ class DeleteScopeStatus(Message):
         if pos != end:
             raise truncated("DeleteScopeStatus")
         msg = new_instance(cls)
-        msg.status = f1
+        msg.status = f_status
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -632,9 +636,9 @@ class ExistsResponse(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.exists
-        if v1:
-            parts.append(b"\x08\x01" if v1 else b"\x08\x00")
+        v_exists = self.exists
+        if v_exists:
+            parts.append(b"\x08\x01" if v_exists else b"\x08\x00")
         if self._unknown:
             parts.append(self._unknown)
 
@@ -647,7 +651,7 @@ class ExistsResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: bool = False
+        f_exists: bool = False
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -663,7 +667,7 @@ class ExistsResponse(Message):
                         pos += 1
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw != 0
+                    f_exists = raw != 0
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -672,7 +676,7 @@ class ExistsResponse(Message):
         if pos != end:
             raise truncated("ExistsResponse")
         msg = new_instance(cls)
-        msg.exists = f1
+        msg.exists = f_exists
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -725,10 +729,10 @@ class ContinuationToken(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.token
-        if v1:
+        v_token = self.token
+        if v_token:
             parts.append(b"\x0a")
-            data = v1.encode()
+            data = v_token.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -744,7 +748,7 @@ class ContinuationToken(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str = ''
+        f_token: str = ''
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -763,7 +767,7 @@ class ContinuationToken(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ContinuationToken.token")
-                    f1 = buf[pos:vend].decode()
+                    f_token = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -775,7 +779,7 @@ class ContinuationToken(Message):
         if pos != end:
             raise truncated("ContinuationToken")
         msg = new_instance(cls)
-        msg.token = f1
+        msg.token = f_token
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -833,11 +837,11 @@ class ScopesRequest(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.continuationToken
-        if v1 is not None:
+        v_continuationToken = self.continuationToken
+        if v_continuationToken is not None:
             parts.append(b"\x0a")
             sub = []
-            v1._encode(sub)
+            v_continuationToken._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -854,7 +858,7 @@ class ScopesRequest(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: ContinuationToken | None = None
+        f_continuationToken: ContinuationToken | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -873,7 +877,7 @@ class ScopesRequest(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ScopesRequest.continuationToken")
-                    f1 = ContinuationToken.decode_from(buf, pos, vend)
+                    f_continuationToken = ContinuationToken.decode_from(buf, pos, vend)
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -883,7 +887,7 @@ class ScopesRequest(Message):
         if pos != end:
             raise truncated("ScopesRequest")
         msg = new_instance(cls)
-        msg.continuationToken = f1
+        msg.continuationToken = f_continuationToken
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -945,17 +949,17 @@ class ScopesResponse(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        for item1 in self.scopes:
+        for item_scopes in self.scopes:
             parts.append(b"\x0a")
-            data = item1.encode()
+            data = item_scopes.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.continuationToken
-        if v2 is not None:
+        v_continuationToken = self.continuationToken
+        if v_continuationToken is not None:
             parts.append(b"\x12")
             sub = []
-            v2._encode(sub)
+            v_continuationToken._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -972,8 +976,8 @@ class ScopesResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: list[str] = []
-        f2: ContinuationToken | None = None
+        f_scopes: list[str] = []
+        f_continuationToken: ContinuationToken | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -992,9 +996,9 @@ class ScopesResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ScopesResponse.scopes")
-                    x1 = buf[pos:vend].decode()
+                    x_scopes = buf[pos:vend].decode()
                     pos = vend
-                    f1.append(x1)
+                    f_scopes.append(x_scopes)
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -1004,7 +1008,7 @@ class ScopesResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ScopesResponse.continuationToken")
-                    f2 = ContinuationToken.decode_from(buf, pos, vend)
+                    f_continuationToken = ContinuationToken.decode_from(buf, pos, vend)
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -1016,8 +1020,8 @@ class ScopesResponse(Message):
         if pos != end:
             raise truncated("ScopesResponse")
         msg = new_instance(cls)
-        msg.scopes = f1
-        msg.continuationToken = f2
+        msg.scopes = f_scopes
+        msg.continuationToken = f_continuationToken
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -1092,24 +1096,28 @@ class StreamInfo(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.scope
-        if v1:
+        v_scope = self.scope
+        if v_scope:
             parts.append(b"\x0a")
-            data = v1.encode()
+            data = v_scope.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.stream
-        if v2:
+        v_stream = self.stream
+        if v_stream:
             parts.append(b"\x12")
-            data = v2.encode()
+            data = v_stream.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v3 = self.accessOperation
-        if v3:
+        v_accessOperation = self.accessOperation
+        if v_accessOperation:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
+            parts.append(
+                SMALL_VARINTS[v_accessOperation]
+                if 0 <= v_accessOperation < 0x4000
+                else int32_bytes(v_accessOperation)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -1122,9 +1130,9 @@ class StreamInfo(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str = ''
-        f2: str = ''
-        f3: StreamInfo.AccessOperation | int = StreamInfo.AccessOperation.UNSPECIFIED
+        f_scope: str = ''
+        f_stream: str = ''
+        f_accessOperation: StreamInfo.AccessOperation | int = StreamInfo.AccessOperation.UNSPECIFIED
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -1143,7 +1151,7 @@ class StreamInfo(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("StreamInfo.scope")
-                    f1 = buf[pos:vend].decode()
+                    f_scope = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -1154,7 +1162,7 @@ class StreamInfo(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("StreamInfo.stream")
-                    f2 = buf[pos:vend].decode()
+                    f_stream = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 24:
                     raw = buf[pos]
@@ -1163,7 +1171,7 @@ class StreamInfo(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f3 = _StreamInfo_AccessOperation_BY_NUMBER.get(raw, raw)
+                    f_accessOperation = _StreamInfo_AccessOperation_BY_NUMBER.get(raw, raw)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -1178,9 +1186,9 @@ class StreamInfo(Message):
         if pos != end:
             raise truncated("StreamInfo")
         msg = new_instance(cls)
-        msg.scope = f1
-        msg.stream = f2
-        msg.accessOperation = f3
+        msg.scope = f_scope
+        msg.stream = f_stream
+        msg.accessOperation = f_accessOperation
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -1248,20 +1256,20 @@ class StreamsInScopeRequest(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.scope
-        if v1 is not None:
+        v_scope = self.scope
+        if v_scope is not None:
             parts.append(b"\x0a")
             sub = []
-            v1._encode(sub)
+            v_scope._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.continuationToken
-        if v2 is not None:
+        v_continuationToken = self.continuationToken
+        if v_continuationToken is not None:
             parts.append(b"\x12")
             sub = []
-            v2._encode(sub)
+            v_continuationToken._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -1278,8 +1286,8 @@ class StreamsInScopeRequest(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: ScopeInfo | None = None
-        f2: ContinuationToken | None = None
+        f_scope: ScopeInfo | None = None
+        f_continuationToken: ContinuationToken | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -1298,7 +1306,7 @@ class StreamsInScopeRequest(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("StreamsInScopeRequest.scope")
-                    f1 = ScopeInfo.decode_from(buf, pos, vend)
+                    f_scope = ScopeInfo.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -1309,7 +1317,7 @@ class StreamsInScopeRequest(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("StreamsInScopeRequest.continuationToken")
-                    f2 = ContinuationToken.decode_from(buf, pos, vend)
+                    f_continuationToken = ContinuationToken.decode_from(buf, pos, vend)
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -1319,8 +1327,8 @@ class StreamsInScopeRequest(Message):
         if pos != end:
             raise truncated("StreamsInScopeRequest")
         msg = new_instance(cls)
-        msg.scope = f1
-        msg.continuationToken = f2
+        msg.scope = f_scope
+        msg.continuationToken = f_continuationToken
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -1398,27 +1406,29 @@ class StreamsInScopeResponse(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        for item1 in self.streams:
+        for item_streams in self.streams:
             parts.append(b"\x0a")
             sub = []
-            item1._encode(sub)
+            item_streams._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.continuationToken
-        if v2 is not None:
+        v_continuationToken = self.continuationToken
+        if v_continuationToken is not None:
             parts.append(b"\x12")
             sub = []
-            v2._encode(sub)
+            v_continuationToken._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v3 = self.status
-        if v3:
+        v_status = self.status
+        if v_status:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
+            parts.append(
+                SMALL_VARINTS[v_status] if 0 <= v_status < 0x4000 else int32_bytes(v_status)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -1431,9 +1441,9 @@ class StreamsInScopeResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: list[StreamInfo] = []
-        f2: ContinuationToken | None = None
-        f3: StreamsInScopeResponse.Status | int = StreamsInScopeResponse.Status.SUCCESS
+        f_streams: list[StreamInfo] = []
+        f_continuationToken: ContinuationToken | None = None
+        f_status: StreamsInScopeResponse.Status | int = StreamsInScopeResponse.Status.SUCCESS
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -1452,9 +1462,9 @@ class StreamsInScopeResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("StreamsInScopeResponse.streams")
-                    x1 = StreamInfo.decode_from(buf, pos, vend)
+                    x_streams = StreamInfo.decode_from(buf, pos, vend)
                     pos = vend
-                    f1.append(x1)
+                    f_streams.append(x_streams)
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -1464,7 +1474,7 @@ class StreamsInScopeResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("StreamsInScopeResponse.continuationToken")
-                    f2 = ContinuationToken.decode_from(buf, pos, vend)
+                    f_continuationToken = ContinuationToken.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 24:
                     raw = buf[pos]
@@ -1473,7 +1483,7 @@ class StreamsInScopeResponse(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f3 = _StreamsInScopeResponse_Status_BY_NUMBER.get(raw, raw)
+                    f_status = _StreamsInScopeResponse_Status_BY_NUMBER.get(raw, raw)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -1482,9 +1492,9 @@ class StreamsInScopeResponse(Message):
         if pos != end:
             raise truncated("StreamsInScopeResponse")
         msg = new_instance(cls)
-        msg.streams = f1
-        msg.continuationToken = f2
-        msg.status = f3
+        msg.streams = f_streams
+        msg.continuationToken = f_continuationToken
+        msg.status = f_status
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -1559,22 +1569,38 @@ class ScalingPolicy(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.scaleType
-        if v1:
+        v_scaleType = self.scaleType
+        if v_scaleType:
             parts.append(b"\x08")
-            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
-        v2 = self.targetRate
-        if v2:
+            parts.append(
+                SMALL_VARINTS[v_scaleType]
+                if 0 <= v_scaleType < 0x4000
+                else int32_bytes(v_scaleType)
+            )
+        v_targetRate = self.targetRate
+        if v_targetRate:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
-        v3 = self.scaleFactor
-        if v3:
+            parts.append(
+                SMALL_VARINTS[v_targetRate]
+                if 0 <= v_targetRate < 0x4000
+                else int32_bytes(v_targetRate)
+            )
+        v_scaleFactor = self.scaleFactor
+        if v_scaleFactor:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
-        v4 = self.minNumSegments
-        if v4:
+            parts.append(
+                SMALL_VARINTS[v_scaleFactor]
+                if 0 <= v_scaleFactor < 0x4000
+                else int32_bytes(v_scaleFactor)
+            )
+        v_minNumSegments = self.minNumSegments
+        if v_minNumSegments:
             parts.append(b"\x20")
-            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
+            parts.append(
+                SMALL_VARINTS[v_minNumSegments]
+                if 0 <= v_minNumSegments < 0x4000
+                else int32_bytes(v_minNumSegments)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -1587,12 +1613,12 @@ class ScalingPolicy(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: ScalingPolicy.ScalingPolicyType | int = (
+        f_scaleType: ScalingPolicy.ScalingPolicyType | int = (
             ScalingPolicy.ScalingPolicyType.FIXED_NUM_SEGMENTS
         )
-        f2: int = 0
-        f3: int = 0
-        f4: int = 0
+        f_targetRate: int = 0
+        f_scaleFactor: int = 0
+        f_minNumSegments: int = 0
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -1609,61 +1635,61 @@ class ScalingPolicy(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f1 = _ScalingPolicy_ScalingPolicyType_BY_NUMBER.get(raw, raw)
+                    f_scaleType = _ScalingPolicy_ScalingPolicyType_BY_NUMBER.get(raw, raw)
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f2 = raw
+                    f_targetRate = raw
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f3 = raw
+                    f_scaleFactor = raw
                 elif tag == 32:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f4 = raw
+                    f_minNumSegments = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -1672,10 +1698,10 @@ class ScalingPolicy(Message):
         if pos != end:
             raise truncated("ScalingPolicy")
         msg = new_instance(cls)
-        msg.scaleType = f1
-        msg.targetRate = f2
-        msg.scaleFactor = f3
-        msg.minNumSegments = f4
+        msg.scaleType = f_scaleType
+        msg.targetRate = f_targetRate
+        msg.scaleFactor = f_scaleFactor
+        msg.minNumSegments = f_minNumSegments
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -1746,18 +1772,30 @@ class RetentionPolicy(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.retentionType
-        if v1:
+        v_retentionType = self.retentionType
+        if v_retentionType:
             parts.append(b"\x08")
-            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
-        v2 = self.retentionParam
-        if v2:
+            parts.append(
+                SMALL_VARINTS[v_retentionType]
+                if 0 <= v_retentionType < 0x4000
+                else int32_bytes(v_retentionType)
+            )
+        v_retentionParam = self.retentionParam
+        if v_retentionParam:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int64_bytes(v2))
-        v3 = self.retentionMax
-        if v3:
+            parts.append(
+                SMALL_VARINTS[v_retentionParam]
+                if 0 <= v_retentionParam < 0x4000
+                else int64_bytes(v_retentionParam)
+            )
+        v_retentionMax = self.retentionMax
+        if v_retentionMax:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int64_bytes(v3))
+            parts.append(
+                SMALL_VARINTS[v_retentionMax]
+                if 0 <= v_retentionMax < 0x4000
+                else int64_bytes(v_retentionMax)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -1770,9 +1808,11 @@ class RetentionPolicy(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: RetentionPolicy.RetentionPolicyType | int = RetentionPolicy.RetentionPolicyType.UNKNOWN
-        f2: int = 0
-        f3: int = 0
+        f_retentionType: RetentionPolicy.RetentionPolicyType | int = (
+            RetentionPolicy.RetentionPolicyType.UNKNOWN
+        )
+        f_retentionParam: int = 0
+        f_retentionMax: int = 0
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -1789,43 +1829,43 @@ class RetentionPolicy(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f1 = _RetentionPolicy_RetentionPolicyType_BY_NUMBER.get(raw, raw)
+                    f_retentionType = _RetentionPolicy_RetentionPolicyType_BY_NUMBER.get(raw, raw)
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f2 = raw
+                    f_retentionParam = raw
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f3 = raw
+                    f_retentionMax = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -1834,9 +1874,9 @@ class RetentionPolicy(Message):
         if pos != end:
             raise truncated("RetentionPolicy")
         msg = new_instance(cls)
-        msg.retentionType = f1
-        msg.retentionParam = f2
-        msg.retentionMax = f3
+        msg.retentionType = f_retentionType
+        msg.retentionParam = f_retentionParam
+        msg.retentionMax = f_retentionMax
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -1889,9 +1929,9 @@ class Tags(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        for item1 in self.tag:
+        for item_tag in self.tag:
             parts.append(b"\x0a")
-            data = item1.encode()
+            data = item_tag.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -1907,7 +1947,7 @@ class Tags(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: list[str] = []
+        f_tag: list[str] = []
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -1926,9 +1966,9 @@ class Tags(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("Tags.tag")
-                    x1 = buf[pos:vend].decode()
+                    x_tag = buf[pos:vend].decode()
                     pos = vend
-                    f1.append(x1)
+                    f_tag.append(x_tag)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -1939,7 +1979,7 @@ class Tags(Message):
         if pos != end:
             raise truncated("Tags")
         msg = new_instance(cls)
-        msg.tag = f1
+        msg.tag = f_tag
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -2021,38 +2061,38 @@ class StreamConfig(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.streamInfo
-        if v1 is not None:
+        v_streamInfo = self.streamInfo
+        if v_streamInfo is not None:
             parts.append(b"\x0a")
             sub = []
-            v1._encode(sub)
+            v_streamInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.scalingPolicy
-        if v2 is not None:
+        v_scalingPolicy = self.scalingPolicy
+        if v_scalingPolicy is not None:
             parts.append(b"\x12")
             sub = []
-            v2._encode(sub)
+            v_scalingPolicy._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v3 = self.retentionPolicy
-        if v3 is not None:
+        v_retentionPolicy = self.retentionPolicy
+        if v_retentionPolicy is not None:
             parts.append(b"\x1a")
             sub = []
-            v3._encode(sub)
+            v_retentionPolicy._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v4 = self.tags
-        if v4 is not None:
+        v_tags = self.tags
+        if v_tags is not None:
             parts.append(b"\x22")
             sub = []
-            v4._encode(sub)
+            v_tags._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -2069,10 +2109,10 @@ class StreamConfig(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: StreamInfo | None = None
-        f2: ScalingPolicy | None = None
-        f3: RetentionPolicy | None = None
-        f4: Tags | None = None
+        f_streamInfo: StreamInfo | None = None
+        f_scalingPolicy: ScalingPolicy | None = None
+        f_retentionPolicy: RetentionPolicy | None = None
+        f_tags: Tags | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -2091,7 +2131,7 @@ class StreamConfig(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("StreamConfig.streamInfo")
-                    f1 = StreamInfo.decode_from(buf, pos, vend)
+                    f_streamInfo = StreamInfo.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -2102,7 +2142,7 @@ class StreamConfig(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("StreamConfig.scalingPolicy")
-                    f2 = ScalingPolicy.decode_from(buf, pos, vend)
+                    f_scalingPolicy = ScalingPolicy.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 26:
                     n = buf[pos]
@@ -2113,7 +2153,7 @@ class StreamConfig(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("StreamConfig.retentionPolicy")
-                    f3 = RetentionPolicy.decode_from(buf, pos, vend)
+                    f_retentionPolicy = RetentionPolicy.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 34:
                     n = buf[pos]
@@ -2124,7 +2164,7 @@ class StreamConfig(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("StreamConfig.tags")
-                    f4 = Tags.decode_from(buf, pos, vend)
+                    f_tags = Tags.decode_from(buf, pos, vend)
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -2134,10 +2174,10 @@ class StreamConfig(Message):
         if pos != end:
             raise truncated("StreamConfig")
         msg = new_instance(cls)
-        msg.streamInfo = f1
-        msg.scalingPolicy = f2
-        msg.retentionPolicy = f3
-        msg.tags = f4
+        msg.streamInfo = f_streamInfo
+        msg.scalingPolicy = f_scalingPolicy
+        msg.retentionPolicy = f_retentionPolicy
+        msg.tags = f_tags
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -2201,10 +2241,12 @@ class CreateStreamStatus(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.status
-        if v1:
+        v_status = self.status
+        if v_status:
             parts.append(b"\x08")
-            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
+            parts.append(
+                SMALL_VARINTS[v_status] if 0 <= v_status < 0x4000 else int32_bytes(v_status)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -2217,7 +2259,7 @@ class CreateStreamStatus(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: CreateStreamStatus.Status | int = CreateStreamStatus.Status.SUCCESS
+        f_status: CreateStreamStatus.Status | int = CreateStreamStatus.Status.SUCCESS
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -2234,7 +2276,7 @@ class CreateStreamStatus(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f1 = _CreateStreamStatus_Status_BY_NUMBER.get(raw, raw)
+                    f_status = _CreateStreamStatus_Status_BY_NUMBER.get(raw, raw)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -2243,7 +2285,7 @@ class CreateStreamStatus(Message):
         if pos != end:
             raise truncated("CreateStreamStatus")
         msg = new_instance(cls)
-        msg.status = f1
+        msg.status = f_status
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -2306,10 +2348,12 @@ class UpdateStreamStatus(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.status
-        if v1:
+        v_status = self.status
+        if v_status:
             parts.append(b"\x08")
-            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
+            parts.append(
+                SMALL_VARINTS[v_status] if 0 <= v_status < 0x4000 else int32_bytes(v_status)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -2322,7 +2366,7 @@ class UpdateStreamStatus(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: UpdateStreamStatus.Status | int = UpdateStreamStatus.Status.SUCCESS
+        f_status: UpdateStreamStatus.Status | int = UpdateStreamStatus.Status.SUCCESS
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -2339,7 +2383,7 @@ class UpdateStreamStatus(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f1 = _UpdateStreamStatus_Status_BY_NUMBER.get(raw, raw)
+                    f_status = _UpdateStreamStatus_Status_BY_NUMBER.get(raw, raw)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -2348,7 +2392,7 @@ class UpdateStreamStatus(Message):
         if pos != end:
             raise truncated("UpdateStreamStatus")
         msg = new_instance(cls)
-        msg.status = f1
+        msg.status = f_status
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -2411,10 +2455,12 @@ class DeleteStreamStatus(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.status
-        if v1:
+        v_status = self.status
+        if v_status:
             parts.append(b"\x08")
-            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
+            parts.append(
+                SMALL_VARINTS[v_status] if 0 <= v_status < 0x4000 else int32_bytes(v_status)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -2427,7 +2473,7 @@ class DeleteStreamStatus(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: DeleteStreamStatus.Status | int = DeleteStreamStatus.Status.SUCCESS
+        f_status: DeleteStreamStatus.Status | int = DeleteStreamStatus.Status.SUCCESS
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -2444,7 +2490,7 @@ class DeleteStreamStatus(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f1 = _DeleteStreamStatus_Status_BY_NUMBER.get(raw, raw)
+                    f_status = _DeleteStreamStatus_Status_BY_NUMBER.get(raw, raw)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -2453,7 +2499,7 @@ class DeleteStreamStatus(Message):
         if pos != end:
             raise truncated("DeleteStreamStatus")
         msg = new_instance(cls)
-        msg.status = f1
+        msg.status = f_status
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -2516,21 +2562,21 @@ class StreamCut(Message):
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
         entry: list[bytes]
-        v1 = self.streamInfo
-        if v1 is not None:
+        v_streamInfo = self.streamInfo
+        if v_streamInfo is not None:
             parts.append(b"\x0a")
             sub = []
-            v1._encode(sub)
+            v_streamInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        for k2, val2 in self.cut.items():
+        for k_cut, val_cut in self.cut.items():
             entry = []
             entry.append(b"\x08")
-            entry.append(SMALL_VARINTS[k2] if 0 <= k2 < 0x4000 else int64_bytes(k2))
+            entry.append(SMALL_VARINTS[k_cut] if 0 <= k_cut < 0x4000 else int64_bytes(k_cut))
             entry.append(b"\x10")
-            entry.append(SMALL_VARINTS[val2] if 0 <= val2 < 0x4000 else int64_bytes(val2))
+            entry.append(SMALL_VARINTS[val_cut] if 0 <= val_cut < 0x4000 else int64_bytes(val_cut))
             parts.append(b"\x12")
             data = b"".join(entry)
             size = len(data)
@@ -2548,8 +2594,8 @@ class StreamCut(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: StreamInfo | None = None
-        f2: dict[int, int] = {}
+        f_streamInfo: StreamInfo | None = None
+        f_cut: dict[int, int] = {}
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -2568,7 +2614,7 @@ class StreamCut(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("StreamCut.streamInfo")
-                    f1 = StreamInfo.decode_from(buf, pos, vend)
+                    f_streamInfo = StreamInfo.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -2579,8 +2625,8 @@ class StreamCut(Message):
                     eend = pos + n
                     if eend > end:
                         raise truncated("StreamCut.cut")
-                    k2 = 0
-                    val2 = 0
+                    k_cut = 0
+                    val_cut = 0
                     while pos < eend:
                         etag = buf[pos]
                         pos += 1
@@ -2588,45 +2634,45 @@ class StreamCut(Message):
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int64(raw)
-                            k2 = raw
+                            k_cut = raw
                         elif etag == 16:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int64(raw)
-                            val2 = raw
+                            val_cut = raw
                         else:
                             if etag >= 0x80:
                                 etag, pos = read_varint(buf, pos - 1)
                             pos = skip_field(buf, pos, eend, etag)
                     if pos != eend:
                         raise truncated("StreamCut.cut")
-                    f2[k2] = val2
+                    f_cut[k_cut] = val_cut
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -2635,8 +2681,8 @@ class StreamCut(Message):
         if pos != end:
             raise truncated("StreamCut")
         msg = new_instance(cls)
-        msg.streamInfo = f1
-        msg.cut = f2
+        msg.streamInfo = f_streamInfo
+        msg.cut = f_cut
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -2698,19 +2744,23 @@ class SegmentId(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.streamInfo
-        if v1 is not None:
+        v_streamInfo = self.streamInfo
+        if v_streamInfo is not None:
             parts.append(b"\x0a")
             sub = []
-            v1._encode(sub)
+            v_streamInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.segmentId
-        if v2:
+        v_segmentId = self.segmentId
+        if v_segmentId:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int64_bytes(v2))
+            parts.append(
+                SMALL_VARINTS[v_segmentId]
+                if 0 <= v_segmentId < 0x4000
+                else int64_bytes(v_segmentId)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -2723,8 +2773,8 @@ class SegmentId(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: StreamInfo | None = None
-        f2: int = 0
+        f_streamInfo: StreamInfo | None = None
+        f_segmentId: int = 0
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -2743,26 +2793,26 @@ class SegmentId(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("SegmentId.streamInfo")
-                    f1 = StreamInfo.decode_from(buf, pos, vend)
+                    f_streamInfo = StreamInfo.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f2 = raw
+                    f_segmentId = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -2771,8 +2821,8 @@ class SegmentId(Message):
         if pos != end:
             raise truncated("SegmentId")
         msg = new_instance(cls)
-        msg.streamInfo = f1
-        msg.segmentId = f2
+        msg.streamInfo = f_streamInfo
+        msg.segmentId = f_segmentId
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -2838,23 +2888,23 @@ class SegmentRange(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.segmentId
-        if v1 is not None:
+        v_segmentId = self.segmentId
+        if v_segmentId is not None:
             parts.append(b"\x0a")
             sub = []
-            v1._encode(sub)
+            v_segmentId._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.minKey
-        if v2 or copysign(1.0, v2) < 0:
+        v_minKey = self.minKey
+        if v_minKey or copysign(1.0, v_minKey) < 0:
             parts.append(b"\x11")
-            parts.append(pack_double(v2))
-        v3 = self.maxKey
-        if v3 or copysign(1.0, v3) < 0:
+            parts.append(pack_double(v_minKey))
+        v_maxKey = self.maxKey
+        if v_maxKey or copysign(1.0, v_maxKey) < 0:
             parts.append(b"\x19")
-            parts.append(pack_double(v3))
+            parts.append(pack_double(v_maxKey))
         if self._unknown:
             parts.append(self._unknown)
 
@@ -2867,9 +2917,9 @@ class SegmentRange(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: SegmentId | None = None
-        f2: float = 0.0
-        f3: float = 0.0
+        f_segmentId: SegmentId | None = None
+        f_minKey: float = 0.0
+        f_maxKey: float = 0.0
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -2888,13 +2938,13 @@ class SegmentRange(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("SegmentRange.segmentId")
-                    f1 = SegmentId.decode_from(buf, pos, vend)
+                    f_segmentId = SegmentId.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 17:
-                    f2 = unpack_double(buf, pos)[0]
+                    f_minKey = unpack_double(buf, pos)[0]
                     pos += 8
                 elif tag == 25:
-                    f3 = unpack_double(buf, pos)[0]
+                    f_maxKey = unpack_double(buf, pos)[0]
                     pos += 8
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -2904,9 +2954,9 @@ class SegmentRange(Message):
         if pos != end:
             raise truncated("SegmentRange")
         msg = new_instance(cls)
-        msg.segmentId = f1
-        msg.minKey = f2
-        msg.maxKey = f3
+        msg.segmentId = f_segmentId
+        msg.minKey = f_minKey
+        msg.maxKey = f_maxKey
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -2964,18 +3014,18 @@ class SegmentRanges(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        for item1 in self.segmentRanges:
+        for item_segmentRanges in self.segmentRanges:
             parts.append(b"\x0a")
             sub = []
-            item1._encode(sub)
+            item_segmentRanges._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.delegationToken
-        if v2:
+        v_delegationToken = self.delegationToken
+        if v_delegationToken:
             parts.append(b"\x12")
-            data = v2.encode()
+            data = v_delegationToken.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -2991,8 +3041,8 @@ class SegmentRanges(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: list[SegmentRange] = []
-        f2: str = ''
+        f_segmentRanges: list[SegmentRange] = []
+        f_delegationToken: str = ''
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -3011,9 +3061,9 @@ class SegmentRanges(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("SegmentRanges.segmentRanges")
-                    x1 = SegmentRange.decode_from(buf, pos, vend)
+                    x_segmentRanges = SegmentRange.decode_from(buf, pos, vend)
                     pos = vend
-                    f1.append(x1)
+                    f_segmentRanges.append(x_segmentRanges)
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -3023,7 +3073,7 @@ class SegmentRanges(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("SegmentRanges.delegationToken")
-                    f2 = buf[pos:vend].decode()
+                    f_delegationToken = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -3035,8 +3085,8 @@ class SegmentRanges(Message):
         if pos != end:
             raise truncated("SegmentRanges")
         msg = new_instance(cls)
-        msg.segmentRanges = f1
-        msg.delegationToken = f2
+        msg.segmentRanges = f_segmentRanges
+        msg.delegationToken = f_delegationToken
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -3100,19 +3150,19 @@ class GetEpochSegmentsRequest(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.streamInfo
-        if v1 is not None:
+        v_streamInfo = self.streamInfo
+        if v_streamInfo is not None:
             parts.append(b"\x0a")
             sub = []
-            v1._encode(sub)
+            v_streamInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.epoch
-        if v2:
+        v_epoch = self.epoch
+        if v_epoch:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
+            parts.append(SMALL_VARINTS[v_epoch] if 0 <= v_epoch < 0x4000 else int32_bytes(v_epoch))
         if self._unknown:
             parts.append(self._unknown)
 
@@ -3125,8 +3175,8 @@ class GetEpochSegmentsRequest(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: StreamInfo | None = None
-        f2: int = 0
+        f_streamInfo: StreamInfo | None = None
+        f_epoch: int = 0
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -3145,26 +3195,26 @@ class GetEpochSegmentsRequest(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("GetEpochSegmentsRequest.streamInfo")
-                    f1 = StreamInfo.decode_from(buf, pos, vend)
+                    f_streamInfo = StreamInfo.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f2 = raw
+                    f_epoch = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -3173,8 +3223,8 @@ class GetEpochSegmentsRequest(Message):
         if pos != end:
             raise truncated("GetEpochSegmentsRequest")
         msg = new_instance(cls)
-        msg.streamInfo = f1
-        msg.epoch = f2
+        msg.streamInfo = f_streamInfo
+        msg.epoch = f_epoch
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -3237,19 +3287,23 @@ class GetSegmentsRequest(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.streamInfo
-        if v1 is not None:
+        v_streamInfo = self.streamInfo
+        if v_streamInfo is not None:
             parts.append(b"\x0a")
             sub = []
-            v1._encode(sub)
+            v_streamInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.timestamp
-        if v2:
+        v_timestamp = self.timestamp
+        if v_timestamp:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int64_bytes(v2))
+            parts.append(
+                SMALL_VARINTS[v_timestamp]
+                if 0 <= v_timestamp < 0x4000
+                else int64_bytes(v_timestamp)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -3262,8 +3316,8 @@ class GetSegmentsRequest(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: StreamInfo | None = None
-        f2: int = 0
+        f_streamInfo: StreamInfo | None = None
+        f_timestamp: int = 0
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -3282,26 +3336,26 @@ class GetSegmentsRequest(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("GetSegmentsRequest.streamInfo")
-                    f1 = StreamInfo.decode_from(buf, pos, vend)
+                    f_streamInfo = StreamInfo.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f2 = raw
+                    f_timestamp = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -3310,8 +3364,8 @@ class GetSegmentsRequest(Message):
         if pos != end:
             raise truncated("GetSegmentsRequest")
         msg = new_instance(cls)
-        msg.streamInfo = f1
-        msg.timestamp = f2
+        msg.streamInfo = f_streamInfo
+        msg.timestamp = f_timestamp
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -3380,19 +3434,21 @@ class SegmentsAtTime(Message):
         def _encode(self, parts: list[bytes]) -> None:
             """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
             sub: list[bytes]
-            v1 = self.segmentId
-            if v1 is not None:
+            v_segmentId = self.segmentId
+            if v_segmentId is not None:
                 parts.append(b"\x0a")
                 sub = []
-                v1._encode(sub)
+                v_segmentId._encode(sub)
                 data = b"".join(sub)
                 size = len(data)
                 parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
                 parts.append(data)
-            v2 = self.offset
-            if v2:
+            v_offset = self.offset
+            if v_offset:
                 parts.append(b"\x10")
-                parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int64_bytes(v2))
+                parts.append(
+                    SMALL_VARINTS[v_offset] if 0 <= v_offset < 0x4000 else int64_bytes(v_offset)
+                )
             if self._unknown:
                 parts.append(self._unknown)
 
@@ -3405,8 +3461,8 @@ class SegmentsAtTime(Message):
         @classmethod
         def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
             """Parse ``buf[pos:end]`` without copying it first."""
-            f1: SegmentId | None = None
-            f2: int = 0
+            f_segmentId: SegmentId | None = None
+            f_offset: int = 0
             unknown: bytearray | None = None
             try:
                 while pos < end:
@@ -3425,26 +3481,26 @@ class SegmentsAtTime(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("SegmentsAtTime.SegmentLocation.segmentId")
-                        f1 = SegmentId.decode_from(buf, pos, vend)
+                        f_segmentId = SegmentId.decode_from(buf, pos, vend)
                         pos = vend
                     elif tag == 16:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        f2 = raw
+                        f_offset = raw
                     else:
                         pos = skip_field(buf, pos, end, tag)
                         unknown = add_unknown(unknown, buf[start:pos])
@@ -3453,8 +3509,8 @@ class SegmentsAtTime(Message):
             if pos != end:
                 raise truncated("SegmentsAtTime.SegmentLocation")
             msg = new_instance(cls)
-            msg.segmentId = f1
-            msg.offset = f2
+            msg.segmentId = f_segmentId
+            msg.offset = f_offset
             msg._unknown = b"" if unknown is None else bytes(unknown)
             return msg
 
@@ -3508,18 +3564,18 @@ class SegmentsAtTime(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        for item1 in self.segments:
+        for item_segments in self.segments:
             parts.append(b"\x0a")
             sub = []
-            item1._encode(sub)
+            item_segments._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.delegationToken
-        if v2:
+        v_delegationToken = self.delegationToken
+        if v_delegationToken:
             parts.append(b"\x12")
-            data = v2.encode()
+            data = v_delegationToken.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -3535,8 +3591,8 @@ class SegmentsAtTime(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: list[SegmentsAtTime.SegmentLocation] = []
-        f2: str = ''
+        f_segments: list[SegmentsAtTime.SegmentLocation] = []
+        f_delegationToken: str = ''
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -3555,9 +3611,9 @@ class SegmentsAtTime(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("SegmentsAtTime.segments")
-                    x1 = SegmentsAtTime.SegmentLocation.decode_from(buf, pos, vend)
+                    x_segments = SegmentsAtTime.SegmentLocation.decode_from(buf, pos, vend)
                     pos = vend
-                    f1.append(x1)
+                    f_segments.append(x_segments)
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -3567,7 +3623,7 @@ class SegmentsAtTime(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("SegmentsAtTime.delegationToken")
-                    f2 = buf[pos:vend].decode()
+                    f_delegationToken = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -3579,8 +3635,8 @@ class SegmentsAtTime(Message):
         if pos != end:
             raise truncated("SegmentsAtTime")
         msg = new_instance(cls)
-        msg.segments = f1
-        msg.delegationToken = f2
+        msg.segments = f_segments
+        msg.delegationToken = f_delegationToken
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -3652,23 +3708,24 @@ class SuccessorResponse(Message):
             """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
             sub: list[bytes]
             packed: list[bytes]
-            v1 = self.segment
-            if v1 is not None:
+            v_segment = self.segment
+            if v_segment is not None:
                 parts.append(b"\x0a")
                 sub = []
-                v1._encode(sub)
+                v_segment._encode(sub)
                 data = b"".join(sub)
                 size = len(data)
                 parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
                 parts.append(data)
-            v2 = self.value
-            if v2:
+            v_value = self.value
+            if v_value:
                 packed = []
-                for item2 in v2:
-                    if 0 <= item2 < 0x4000:
-                        packed.append(SMALL_VARINTS[item2])
-                    else:
-                        packed.append(int64_bytes(item2))
+                for item_value in v_value:
+                    packed.append(
+                        SMALL_VARINTS[item_value]
+                        if 0 <= item_value < 0x4000
+                        else int64_bytes(item_value)
+                    )
                 parts.append(b"\x12")
                 data = b"".join(packed)
                 size = len(data)
@@ -3686,8 +3743,8 @@ class SuccessorResponse(Message):
         @classmethod
         def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
             """Parse ``buf[pos:end]`` without copying it first."""
-            f1: SegmentRange | None = None
-            f2: list[int] = []
+            f_segment: SegmentRange | None = None
+            f_value: list[int] = []
             unknown: bytearray | None = None
             try:
                 while pos < end:
@@ -3706,27 +3763,27 @@ class SuccessorResponse(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("SuccessorResponse.SegmentEntry.segment")
-                        f1 = SegmentRange.decode_from(buf, pos, vend)
+                        f_segment = SegmentRange.decode_from(buf, pos, vend)
                         pos = vend
                     elif tag == 16:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        x2 = raw
-                        f2.append(x2)
+                        x_value = raw
+                        f_value.append(x_value)
                     elif tag == 18:
                         n = buf[pos]
                         if n < 0x80:
@@ -3740,21 +3797,21 @@ class SuccessorResponse(Message):
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int64(raw)
-                            x2 = raw
-                            f2.append(x2)
+                            x_value = raw
+                            f_value.append(x_value)
                         if pos != pend:
                             raise truncated("SuccessorResponse.SegmentEntry.value")
                     else:
@@ -3765,8 +3822,8 @@ class SuccessorResponse(Message):
             if pos != end:
                 raise truncated("SuccessorResponse.SegmentEntry")
             msg = new_instance(cls)
-            msg.segment = f1
-            msg.value = f2
+            msg.segment = f_segment
+            msg.value = f_value
             msg._unknown = b"" if unknown is None else bytes(unknown)
             return msg
 
@@ -3820,18 +3877,18 @@ class SuccessorResponse(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        for item1 in self.segments:
+        for item_segments in self.segments:
             parts.append(b"\x0a")
             sub = []
-            item1._encode(sub)
+            item_segments._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.delegationToken
-        if v2:
+        v_delegationToken = self.delegationToken
+        if v_delegationToken:
             parts.append(b"\x12")
-            data = v2.encode()
+            data = v_delegationToken.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -3847,8 +3904,8 @@ class SuccessorResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: list[SuccessorResponse.SegmentEntry] = []
-        f2: str = ''
+        f_segments: list[SuccessorResponse.SegmentEntry] = []
+        f_delegationToken: str = ''
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -3867,9 +3924,9 @@ class SuccessorResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("SuccessorResponse.segments")
-                    x1 = SuccessorResponse.SegmentEntry.decode_from(buf, pos, vend)
+                    x_segments = SuccessorResponse.SegmentEntry.decode_from(buf, pos, vend)
                     pos = vend
-                    f1.append(x1)
+                    f_segments.append(x_segments)
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -3879,7 +3936,7 @@ class SuccessorResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("SuccessorResponse.delegationToken")
-                    f2 = buf[pos:vend].decode()
+                    f_delegationToken = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -3891,8 +3948,8 @@ class SuccessorResponse(Message):
         if pos != end:
             raise truncated("SuccessorResponse")
         msg = new_instance(cls)
-        msg.segments = f1
-        msg.delegationToken = f2
+        msg.segments = f_segments
+        msg.delegationToken = f_delegationToken
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -3958,14 +4015,14 @@ class ScaleRequest(Message):
 
         def _encode(self, parts: list[bytes]) -> None:
             """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-            v1 = self.start
-            if v1 or copysign(1.0, v1) < 0:
+            v_start = self.start
+            if v_start or copysign(1.0, v_start) < 0:
                 parts.append(b"\x09")
-                parts.append(pack_double(v1))
-            v2 = self.end
-            if v2 or copysign(1.0, v2) < 0:
+                parts.append(pack_double(v_start))
+            v_end = self.end
+            if v_end or copysign(1.0, v_end) < 0:
                 parts.append(b"\x11")
-                parts.append(pack_double(v2))
+                parts.append(pack_double(v_end))
             if self._unknown:
                 parts.append(self._unknown)
 
@@ -3978,8 +4035,8 @@ class ScaleRequest(Message):
         @classmethod
         def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
             """Parse ``buf[pos:end]`` without copying it first."""
-            f1: float = 0.0
-            f2: float = 0.0
+            f_start: float = 0.0
+            f_end: float = 0.0
             unknown: bytearray | None = None
             try:
                 while pos < end:
@@ -3990,10 +4047,10 @@ class ScaleRequest(Message):
                     else:
                         tag, pos = read_varint(buf, pos)
                     if tag == 9:
-                        f1 = unpack_double(buf, pos)[0]
+                        f_start = unpack_double(buf, pos)[0]
                         pos += 8
                     elif tag == 17:
-                        f2 = unpack_double(buf, pos)[0]
+                        f_end = unpack_double(buf, pos)[0]
                         pos += 8
                     else:
                         pos = skip_field(buf, pos, end, tag)
@@ -4003,8 +4060,8 @@ class ScaleRequest(Message):
             if pos != end:
                 raise truncated("ScaleRequest.KeyRangeEntry")
             msg = new_instance(cls)
-            msg.start = f1
-            msg.end = f2
+            msg.start = f_start
+            msg.end = f_end
             msg._unknown = b"" if unknown is None else bytes(unknown)
             return msg
 
@@ -4071,37 +4128,45 @@ class ScaleRequest(Message):
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
         packed: list[bytes]
-        v1 = self.streamInfo
-        if v1 is not None:
+        v_streamInfo = self.streamInfo
+        if v_streamInfo is not None:
             parts.append(b"\x0a")
             sub = []
-            v1._encode(sub)
+            v_streamInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.sealedSegments
-        if v2:
+        v_sealedSegments = self.sealedSegments
+        if v_sealedSegments:
             packed = []
-            for item2 in v2:
-                packed.append(SMALL_VARINTS[item2] if 0 <= item2 < 0x4000 else int64_bytes(item2))
+            for item_sealedSegments in v_sealedSegments:
+                packed.append(
+                    SMALL_VARINTS[item_sealedSegments]
+                    if 0 <= item_sealedSegments < 0x4000
+                    else int64_bytes(item_sealedSegments)
+                )
             parts.append(b"\x12")
             data = b"".join(packed)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        for item3 in self.newKeyRanges:
+        for item_newKeyRanges in self.newKeyRanges:
             parts.append(b"\x1a")
             sub = []
-            item3._encode(sub)
+            item_newKeyRanges._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v4 = self.scaleTimestamp
-        if v4:
+        v_scaleTimestamp = self.scaleTimestamp
+        if v_scaleTimestamp:
             parts.append(b"\x20")
-            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int64_bytes(v4))
+            parts.append(
+                SMALL_VARINTS[v_scaleTimestamp]
+                if 0 <= v_scaleTimestamp < 0x4000
+                else int64_bytes(v_scaleTimestamp)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -4114,10 +4179,10 @@ class ScaleRequest(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: StreamInfo | None = None
-        f2: list[int] = []
-        f3: list[ScaleRequest.KeyRangeEntry] = []
-        f4: int = 0
+        f_streamInfo: StreamInfo | None = None
+        f_sealedSegments: list[int] = []
+        f_newKeyRanges: list[ScaleRequest.KeyRangeEntry] = []
+        f_scaleTimestamp: int = 0
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -4136,27 +4201,27 @@ class ScaleRequest(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ScaleRequest.streamInfo")
-                    f1 = StreamInfo.decode_from(buf, pos, vend)
+                    f_streamInfo = StreamInfo.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    x2 = raw
-                    f2.append(x2)
+                    x_sealedSegments = raw
+                    f_sealedSegments.append(x_sealedSegments)
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -4170,21 +4235,21 @@ class ScaleRequest(Message):
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        x2 = raw
-                        f2.append(x2)
+                        x_sealedSegments = raw
+                        f_sealedSegments.append(x_sealedSegments)
                     if pos != pend:
                         raise truncated("ScaleRequest.sealedSegments")
                 elif tag == 26:
@@ -4196,27 +4261,27 @@ class ScaleRequest(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ScaleRequest.newKeyRanges")
-                    x3 = ScaleRequest.KeyRangeEntry.decode_from(buf, pos, vend)
+                    x_newKeyRanges = ScaleRequest.KeyRangeEntry.decode_from(buf, pos, vend)
                     pos = vend
-                    f3.append(x3)
+                    f_newKeyRanges.append(x_newKeyRanges)
                 elif tag == 32:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f4 = raw
+                    f_scaleTimestamp = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -4225,10 +4290,10 @@ class ScaleRequest(Message):
         if pos != end:
             raise truncated("ScaleRequest")
         msg = new_instance(cls)
-        msg.streamInfo = f1
-        msg.sealedSegments = f2
-        msg.newKeyRanges = f3
-        msg.scaleTimestamp = f4
+        msg.streamInfo = f_streamInfo
+        msg.sealedSegments = f_sealedSegments
+        msg.newKeyRanges = f_newKeyRanges
+        msg.scaleTimestamp = f_scaleTimestamp
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -4300,22 +4365,24 @@ class ScaleResponse(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.status
-        if v1:
+        v_status = self.status
+        if v_status:
             parts.append(b"\x08")
-            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
-        for item2 in self.segments:
+            parts.append(
+                SMALL_VARINTS[v_status] if 0 <= v_status < 0x4000 else int32_bytes(v_status)
+            )
+        for item_segments in self.segments:
             parts.append(b"\x12")
             sub = []
-            item2._encode(sub)
+            item_segments._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v3 = self.epoch
-        if v3:
+        v_epoch = self.epoch
+        if v_epoch:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
+            parts.append(SMALL_VARINTS[v_epoch] if 0 <= v_epoch < 0x4000 else int32_bytes(v_epoch))
         if self._unknown:
             parts.append(self._unknown)
 
@@ -4328,9 +4395,9 @@ class ScaleResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: ScaleResponse.ScaleStreamStatus | int = ScaleResponse.ScaleStreamStatus.STARTED
-        f2: list[SegmentRange] = []
-        f3: int = 0
+        f_status: ScaleResponse.ScaleStreamStatus | int = ScaleResponse.ScaleStreamStatus.STARTED
+        f_segments: list[SegmentRange] = []
+        f_epoch: int = 0
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -4347,7 +4414,7 @@ class ScaleResponse(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f1 = _ScaleResponse_ScaleStreamStatus_BY_NUMBER.get(raw, raw)
+                    f_status = _ScaleResponse_ScaleStreamStatus_BY_NUMBER.get(raw, raw)
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -4357,27 +4424,27 @@ class ScaleResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ScaleResponse.segments")
-                    x2 = SegmentRange.decode_from(buf, pos, vend)
+                    x_segments = SegmentRange.decode_from(buf, pos, vend)
                     pos = vend
-                    f2.append(x2)
+                    f_segments.append(x_segments)
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f3 = raw
+                    f_epoch = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -4386,9 +4453,9 @@ class ScaleResponse(Message):
         if pos != end:
             raise truncated("ScaleResponse")
         msg = new_instance(cls)
-        msg.status = f1
-        msg.segments = f2
-        msg.epoch = f3
+        msg.status = f_status
+        msg.segments = f_segments
+        msg.epoch = f_epoch
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -4451,19 +4518,19 @@ class ScaleStatusRequest(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.streamInfo
-        if v1 is not None:
+        v_streamInfo = self.streamInfo
+        if v_streamInfo is not None:
             parts.append(b"\x0a")
             sub = []
-            v1._encode(sub)
+            v_streamInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.epoch
-        if v2:
+        v_epoch = self.epoch
+        if v_epoch:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
+            parts.append(SMALL_VARINTS[v_epoch] if 0 <= v_epoch < 0x4000 else int32_bytes(v_epoch))
         if self._unknown:
             parts.append(self._unknown)
 
@@ -4476,8 +4543,8 @@ class ScaleStatusRequest(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: StreamInfo | None = None
-        f2: int = 0
+        f_streamInfo: StreamInfo | None = None
+        f_epoch: int = 0
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -4496,26 +4563,26 @@ class ScaleStatusRequest(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ScaleStatusRequest.streamInfo")
-                    f1 = StreamInfo.decode_from(buf, pos, vend)
+                    f_streamInfo = StreamInfo.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f2 = raw
+                    f_epoch = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -4524,8 +4591,8 @@ class ScaleStatusRequest(Message):
         if pos != end:
             raise truncated("ScaleStatusRequest")
         msg = new_instance(cls)
-        msg.streamInfo = f1
-        msg.epoch = f2
+        msg.streamInfo = f_streamInfo
+        msg.epoch = f_epoch
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -4591,10 +4658,12 @@ class ScaleStatusResponse(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.status
-        if v1:
+        v_status = self.status
+        if v_status:
             parts.append(b"\x08")
-            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
+            parts.append(
+                SMALL_VARINTS[v_status] if 0 <= v_status < 0x4000 else int32_bytes(v_status)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -4607,7 +4676,9 @@ class ScaleStatusResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: ScaleStatusResponse.ScaleStatus | int = ScaleStatusResponse.ScaleStatus.IN_PROGRESS
+        f_status: ScaleStatusResponse.ScaleStatus | int = (
+            ScaleStatusResponse.ScaleStatus.IN_PROGRESS
+        )
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -4624,7 +4695,7 @@ class ScaleStatusResponse(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f1 = _ScaleStatusResponse_ScaleStatus_BY_NUMBER.get(raw, raw)
+                    f_status = _ScaleStatusResponse_ScaleStatus_BY_NUMBER.get(raw, raw)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -4633,7 +4704,7 @@ class ScaleStatusResponse(Message):
         if pos != end:
             raise truncated("ScaleStatusResponse")
         msg = new_instance(cls)
-        msg.status = f1
+        msg.status = f_status
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -4690,17 +4761,17 @@ class NodeUri(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.endpoint
-        if v1:
+        v_endpoint = self.endpoint
+        if v_endpoint:
             parts.append(b"\x0a")
-            data = v1.encode()
+            data = v_endpoint.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.port
-        if v2:
+        v_port = self.port
+        if v_port:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
+            parts.append(SMALL_VARINTS[v_port] if 0 <= v_port < 0x4000 else int32_bytes(v_port))
         if self._unknown:
             parts.append(self._unknown)
 
@@ -4713,8 +4784,8 @@ class NodeUri(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str = ''
-        f2: int = 0
+        f_endpoint: str = ''
+        f_port: int = 0
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -4733,26 +4804,26 @@ class NodeUri(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("NodeUri.endpoint")
-                    f1 = buf[pos:vend].decode()
+                    f_endpoint = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f2 = raw
+                    f_port = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -4763,8 +4834,8 @@ class NodeUri(Message):
         if pos != end:
             raise truncated("NodeUri")
         msg = new_instance(cls)
-        msg.endpoint = f1
-        msg.port = f2
+        msg.endpoint = f_endpoint
+        msg.port = f_port
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -4819,9 +4890,9 @@ class SegmentValidityResponse(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.response
-        if v1:
-            parts.append(b"\x08\x01" if v1 else b"\x08\x00")
+        v_response = self.response
+        if v_response:
+            parts.append(b"\x08\x01" if v_response else b"\x08\x00")
         if self._unknown:
             parts.append(self._unknown)
 
@@ -4834,7 +4905,7 @@ class SegmentValidityResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: bool = False
+        f_response: bool = False
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -4850,7 +4921,7 @@ class SegmentValidityResponse(Message):
                         pos += 1
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw != 0
+                    f_response = raw != 0
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -4859,7 +4930,7 @@ class SegmentValidityResponse(Message):
         if pos != end:
             raise truncated("SegmentValidityResponse")
         msg = new_instance(cls)
-        msg.response = f1
+        msg.response = f_response
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -4912,10 +4983,10 @@ class DelegationToken(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.delegationToken
-        if v1:
+        v_delegationToken = self.delegationToken
+        if v_delegationToken:
             parts.append(b"\x0a")
-            data = v1.encode()
+            data = v_delegationToken.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -4931,7 +5002,7 @@ class DelegationToken(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str = ''
+        f_delegationToken: str = ''
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -4950,7 +5021,7 @@ class DelegationToken(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("DelegationToken.delegationToken")
-                    f1 = buf[pos:vend].decode()
+                    f_delegationToken = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -4962,7 +5033,7 @@ class DelegationToken(Message):
         if pos != end:
             raise truncated("DelegationToken")
         msg = new_instance(cls)
-        msg.delegationToken = f1
+        msg.delegationToken = f_delegationToken
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -5026,18 +5097,18 @@ class RemoveWriterRequest(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.writer
-        if v1:
+        v_writer = self.writer
+        if v_writer:
             parts.append(b"\x0a")
-            data = v1.encode()
+            data = v_writer.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.stream
-        if v2 is not None:
+        v_stream = self.stream
+        if v_stream is not None:
             parts.append(b"\x12")
             sub = []
-            v2._encode(sub)
+            v_stream._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -5054,8 +5125,8 @@ class RemoveWriterRequest(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str = ''
-        f2: StreamInfo | None = None
+        f_writer: str = ''
+        f_stream: StreamInfo | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -5074,7 +5145,7 @@ class RemoveWriterRequest(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("RemoveWriterRequest.writer")
-                    f1 = buf[pos:vend].decode()
+                    f_writer = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -5085,7 +5156,7 @@ class RemoveWriterRequest(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("RemoveWriterRequest.stream")
-                    f2 = StreamInfo.decode_from(buf, pos, vend)
+                    f_stream = StreamInfo.decode_from(buf, pos, vend)
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -5097,8 +5168,8 @@ class RemoveWriterRequest(Message):
         if pos != end:
             raise truncated("RemoveWriterRequest")
         msg = new_instance(cls)
-        msg.writer = f1
-        msg.stream = f2
+        msg.writer = f_writer
+        msg.stream = f_stream
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -5163,10 +5234,12 @@ class RemoveWriterResponse(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.result
-        if v1:
+        v_result = self.result
+        if v_result:
             parts.append(b"\x08")
-            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
+            parts.append(
+                SMALL_VARINTS[v_result] if 0 <= v_result < 0x4000 else int32_bytes(v_result)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -5179,7 +5252,7 @@ class RemoveWriterResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: RemoveWriterResponse.Status | int = RemoveWriterResponse.Status.SUCCESS
+        f_result: RemoveWriterResponse.Status | int = RemoveWriterResponse.Status.SUCCESS
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -5196,7 +5269,7 @@ class RemoveWriterResponse(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f1 = _RemoveWriterResponse_Status_BY_NUMBER.get(raw, raw)
+                    f_result = _RemoveWriterResponse_Status_BY_NUMBER.get(raw, raw)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -5205,7 +5278,7 @@ class RemoveWriterResponse(Message):
         if pos != end:
             raise truncated("RemoveWriterResponse")
         msg = new_instance(cls)
-        msg.result = f1
+        msg.result = f_result
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -5273,26 +5346,30 @@ class TimestampFromWriter(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.writer
-        if v1:
+        v_writer = self.writer
+        if v_writer:
             parts.append(b"\x0a")
-            data = v1.encode()
+            data = v_writer.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.position
-        if v2 is not None:
+        v_position = self.position
+        if v_position is not None:
             parts.append(b"\x12")
             sub = []
-            v2._encode(sub)
+            v_position._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v3 = self.timestamp
-        if v3:
+        v_timestamp = self.timestamp
+        if v_timestamp:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int64_bytes(v3))
+            parts.append(
+                SMALL_VARINTS[v_timestamp]
+                if 0 <= v_timestamp < 0x4000
+                else int64_bytes(v_timestamp)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -5305,9 +5382,9 @@ class TimestampFromWriter(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str = ''
-        f2: StreamCut | None = None
-        f3: int = 0
+        f_writer: str = ''
+        f_position: StreamCut | None = None
+        f_timestamp: int = 0
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -5326,7 +5403,7 @@ class TimestampFromWriter(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("TimestampFromWriter.writer")
-                    f1 = buf[pos:vend].decode()
+                    f_writer = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -5337,26 +5414,26 @@ class TimestampFromWriter(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("TimestampFromWriter.position")
-                    f2 = StreamCut.decode_from(buf, pos, vend)
+                    f_position = StreamCut.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f3 = raw
+                    f_timestamp = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -5367,9 +5444,9 @@ class TimestampFromWriter(Message):
         if pos != end:
             raise truncated("TimestampFromWriter")
         msg = new_instance(cls)
-        msg.writer = f1
-        msg.position = f2
-        msg.timestamp = f3
+        msg.writer = f_writer
+        msg.position = f_position
+        msg.timestamp = f_timestamp
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -5432,10 +5509,12 @@ class TimestampResponse(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.result
-        if v1:
+        v_result = self.result
+        if v_result:
             parts.append(b"\x08")
-            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
+            parts.append(
+                SMALL_VARINTS[v_result] if 0 <= v_result < 0x4000 else int32_bytes(v_result)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -5448,7 +5527,7 @@ class TimestampResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: TimestampResponse.Status | int = TimestampResponse.Status.SUCCESS
+        f_result: TimestampResponse.Status | int = TimestampResponse.Status.SUCCESS
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -5465,7 +5544,7 @@ class TimestampResponse(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f1 = _TimestampResponse_Status_BY_NUMBER.get(raw, raw)
+                    f_result = _TimestampResponse_Status_BY_NUMBER.get(raw, raw)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -5474,7 +5553,7 @@ class TimestampResponse(Message):
         if pos != end:
             raise truncated("TimestampResponse")
         msg = new_instance(cls)
-        msg.result = f1
+        msg.result = f_result
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -5596,59 +5675,79 @@ class ReaderGroupConfiguration(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.scope
-        if v1:
+        v_scope = self.scope
+        if v_scope:
             parts.append(b"\x0a")
-            data = v1.encode()
+            data = v_scope.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.readerGroupName
-        if v2:
+        v_readerGroupName = self.readerGroupName
+        if v_readerGroupName:
             parts.append(b"\x12")
-            data = v2.encode()
+            data = v_readerGroupName.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v3 = self.groupRefreshTimeMillis
-        if v3:
+        v_groupRefreshTimeMillis = self.groupRefreshTimeMillis
+        if v_groupRefreshTimeMillis:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int64_bytes(v3))
-        v4 = self.automaticCheckpointIntervalMillis
-        if v4:
+            parts.append(
+                SMALL_VARINTS[v_groupRefreshTimeMillis]
+                if 0 <= v_groupRefreshTimeMillis < 0x4000
+                else int64_bytes(v_groupRefreshTimeMillis)
+            )
+        v_automaticCheckpointIntervalMillis = self.automaticCheckpointIntervalMillis
+        if v_automaticCheckpointIntervalMillis:
             parts.append(b"\x20")
-            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int64_bytes(v4))
-        v5 = self.maxOutstandingCheckpointRequest
-        if v5:
+            parts.append(
+                SMALL_VARINTS[v_automaticCheckpointIntervalMillis]
+                if 0 <= v_automaticCheckpointIntervalMillis < 0x4000
+                else int64_bytes(v_automaticCheckpointIntervalMillis)
+            )
+        v_maxOutstandingCheckpointRequest = self.maxOutstandingCheckpointRequest
+        if v_maxOutstandingCheckpointRequest:
             parts.append(b"\x28")
-            parts.append(SMALL_VARINTS[v5] if 0 <= v5 < 0x4000 else int32_bytes(v5))
-        v6 = self.retentionType
-        if v6:
+            parts.append(
+                SMALL_VARINTS[v_maxOutstandingCheckpointRequest]
+                if 0 <= v_maxOutstandingCheckpointRequest < 0x4000
+                else int32_bytes(v_maxOutstandingCheckpointRequest)
+            )
+        v_retentionType = self.retentionType
+        if v_retentionType:
             parts.append(b"\x30")
-            parts.append(SMALL_VARINTS[v6] if 0 <= v6 < 0x4000 else int32_bytes(v6))
-        v7 = self.generation
-        if v7:
+            parts.append(
+                SMALL_VARINTS[v_retentionType]
+                if 0 <= v_retentionType < 0x4000
+                else int32_bytes(v_retentionType)
+            )
+        v_generation = self.generation
+        if v_generation:
             parts.append(b"\x38")
-            parts.append(SMALL_VARINTS[v7] if 0 <= v7 < 0x4000 else int64_bytes(v7))
-        v8 = self.readerGroupId
-        if v8:
+            parts.append(
+                SMALL_VARINTS[v_generation]
+                if 0 <= v_generation < 0x4000
+                else int64_bytes(v_generation)
+            )
+        v_readerGroupId = self.readerGroupId
+        if v_readerGroupId:
             parts.append(b"\x42")
-            data = v8.encode()
+            data = v_readerGroupId.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        for item9 in self.startingStreamCuts:
+        for item_startingStreamCuts in self.startingStreamCuts:
             parts.append(b"\x4a")
             sub = []
-            item9._encode(sub)
+            item_startingStreamCuts._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        for item10 in self.endingStreamCuts:
+        for item_endingStreamCuts in self.endingStreamCuts:
             parts.append(b"\x52")
             sub = []
-            item10._encode(sub)
+            item_endingStreamCuts._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -5665,16 +5764,16 @@ class ReaderGroupConfiguration(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str = ''
-        f2: str = ''
-        f3: int = 0
-        f4: int = 0
-        f5: int = 0
-        f6: int = 0
-        f7: int = 0
-        f8: str = ''
-        f9: list[StreamCut] = []
-        f10: list[StreamCut] = []
+        f_scope: str = ''
+        f_readerGroupName: str = ''
+        f_groupRefreshTimeMillis: int = 0
+        f_automaticCheckpointIntervalMillis: int = 0
+        f_maxOutstandingCheckpointRequest: int = 0
+        f_retentionType: int = 0
+        f_generation: int = 0
+        f_readerGroupId: str = ''
+        f_startingStreamCuts: list[StreamCut] = []
+        f_endingStreamCuts: list[StreamCut] = []
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -5694,7 +5793,7 @@ class ReaderGroupConfiguration(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("ReaderGroupConfiguration.scope")
-                        f1 = buf[pos:vend].decode()
+                        f_scope = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 18:
                         n = buf[pos]
@@ -5705,62 +5804,62 @@ class ReaderGroupConfiguration(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("ReaderGroupConfiguration.readerGroupName")
-                        f2 = buf[pos:vend].decode()
+                        f_readerGroupName = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 24:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        f3 = raw
+                        f_groupRefreshTimeMillis = raw
                     elif tag == 32:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        f4 = raw
+                        f_automaticCheckpointIntervalMillis = raw
                     elif tag == 40:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        f5 = raw
+                        f_maxOutstandingCheckpointRequest = raw
                     else:
                         pos = skip_field(buf, pos, end, tag)
                         unknown = add_unknown(unknown, buf[start:pos])
@@ -5769,38 +5868,38 @@ class ReaderGroupConfiguration(Message):
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        f6 = raw
+                        f_retentionType = raw
                     elif tag == 56:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        f7 = raw
+                        f_generation = raw
                     elif tag == 66:
                         n = buf[pos]
                         if n < 0x80:
@@ -5810,7 +5909,7 @@ class ReaderGroupConfiguration(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("ReaderGroupConfiguration.readerGroupId")
-                        f8 = buf[pos:vend].decode()
+                        f_readerGroupId = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 74:
                         n = buf[pos]
@@ -5821,9 +5920,9 @@ class ReaderGroupConfiguration(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("ReaderGroupConfiguration.startingStreamCuts")
-                        x9 = StreamCut.decode_from(buf, pos, vend)
+                        x_startingStreamCuts = StreamCut.decode_from(buf, pos, vend)
                         pos = vend
-                        f9.append(x9)
+                        f_startingStreamCuts.append(x_startingStreamCuts)
                     elif tag == 82:
                         n = buf[pos]
                         if n < 0x80:
@@ -5833,9 +5932,9 @@ class ReaderGroupConfiguration(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("ReaderGroupConfiguration.endingStreamCuts")
-                        x10 = StreamCut.decode_from(buf, pos, vend)
+                        x_endingStreamCuts = StreamCut.decode_from(buf, pos, vend)
                         pos = vend
-                        f10.append(x10)
+                        f_endingStreamCuts.append(x_endingStreamCuts)
                     else:
                         pos = skip_field(buf, pos, end, tag)
                         unknown = add_unknown(unknown, buf[start:pos])
@@ -5851,16 +5950,16 @@ class ReaderGroupConfiguration(Message):
         if pos != end:
             raise truncated("ReaderGroupConfiguration")
         msg = new_instance(cls)
-        msg.scope = f1
-        msg.readerGroupName = f2
-        msg.groupRefreshTimeMillis = f3
-        msg.automaticCheckpointIntervalMillis = f4
-        msg.maxOutstandingCheckpointRequest = f5
-        msg.retentionType = f6
-        msg.generation = f7
-        msg.readerGroupId = f8
-        msg.startingStreamCuts = f9
-        msg.endingStreamCuts = f10
+        msg.scope = f_scope
+        msg.readerGroupName = f_readerGroupName
+        msg.groupRefreshTimeMillis = f_groupRefreshTimeMillis
+        msg.automaticCheckpointIntervalMillis = f_automaticCheckpointIntervalMillis
+        msg.maxOutstandingCheckpointRequest = f_maxOutstandingCheckpointRequest
+        msg.retentionType = f_retentionType
+        msg.generation = f_generation
+        msg.readerGroupId = f_readerGroupId
+        msg.startingStreamCuts = f_startingStreamCuts
+        msg.endingStreamCuts = f_endingStreamCuts
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -5925,31 +6024,35 @@ class ReaderGroupInfo(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.scope
-        if v1:
+        v_scope = self.scope
+        if v_scope:
             parts.append(b"\x0a")
-            data = v1.encode()
+            data = v_scope.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.readerGroup
-        if v2:
+        v_readerGroup = self.readerGroup
+        if v_readerGroup:
             parts.append(b"\x12")
-            data = v2.encode()
+            data = v_readerGroup.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v3 = self.readerGroupId
-        if v3:
+        v_readerGroupId = self.readerGroupId
+        if v_readerGroupId:
             parts.append(b"\x1a")
-            data = v3.encode()
+            data = v_readerGroupId.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v4 = self.generation
-        if v4:
+        v_generation = self.generation
+        if v_generation:
             parts.append(b"\x20")
-            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int64_bytes(v4))
+            parts.append(
+                SMALL_VARINTS[v_generation]
+                if 0 <= v_generation < 0x4000
+                else int64_bytes(v_generation)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -5962,10 +6065,10 @@ class ReaderGroupInfo(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str = ''
-        f2: str = ''
-        f3: str = ''
-        f4: int = 0
+        f_scope: str = ''
+        f_readerGroup: str = ''
+        f_readerGroupId: str = ''
+        f_generation: int = 0
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -5984,7 +6087,7 @@ class ReaderGroupInfo(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ReaderGroupInfo.scope")
-                    f1 = buf[pos:vend].decode()
+                    f_scope = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -5995,7 +6098,7 @@ class ReaderGroupInfo(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ReaderGroupInfo.readerGroup")
-                    f2 = buf[pos:vend].decode()
+                    f_readerGroup = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 26:
                     n = buf[pos]
@@ -6006,26 +6109,26 @@ class ReaderGroupInfo(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ReaderGroupInfo.readerGroupId")
-                    f3 = buf[pos:vend].decode()
+                    f_readerGroupId = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 32:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f4 = raw
+                    f_generation = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -6041,10 +6144,10 @@ class ReaderGroupInfo(Message):
         if pos != end:
             raise truncated("ReaderGroupInfo")
         msg = new_instance(cls)
-        msg.scope = f1
-        msg.readerGroup = f2
-        msg.readerGroupId = f3
-        msg.generation = f4
+        msg.scope = f_scope
+        msg.readerGroup = f_readerGroup
+        msg.readerGroupId = f_readerGroupId
+        msg.generation = f_generation
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -6119,15 +6222,17 @@ class CreateReaderGroupResponse(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.status
-        if v1:
+        v_status = self.status
+        if v_status:
             parts.append(b"\x08")
-            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
-        v2 = self.config
-        if v2 is not None:
+            parts.append(
+                SMALL_VARINTS[v_status] if 0 <= v_status < 0x4000 else int32_bytes(v_status)
+            )
+        v_config = self.config
+        if v_config is not None:
             parts.append(b"\x12")
             sub = []
-            v2._encode(sub)
+            v_config._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -6144,8 +6249,8 @@ class CreateReaderGroupResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: CreateReaderGroupResponse.Status | int = CreateReaderGroupResponse.Status.SUCCESS
-        f2: ReaderGroupConfiguration | None = None
+        f_status: CreateReaderGroupResponse.Status | int = CreateReaderGroupResponse.Status.SUCCESS
+        f_config: ReaderGroupConfiguration | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -6162,7 +6267,7 @@ class CreateReaderGroupResponse(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f1 = _CreateReaderGroupResponse_Status_BY_NUMBER.get(raw, raw)
+                    f_status = _CreateReaderGroupResponse_Status_BY_NUMBER.get(raw, raw)
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -6172,7 +6277,7 @@ class CreateReaderGroupResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CreateReaderGroupResponse.config")
-                    f2 = ReaderGroupConfiguration.decode_from(buf, pos, vend)
+                    f_config = ReaderGroupConfiguration.decode_from(buf, pos, vend)
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -6182,8 +6287,8 @@ class CreateReaderGroupResponse(Message):
         if pos != end:
             raise truncated("CreateReaderGroupResponse")
         msg = new_instance(cls)
-        msg.status = f1
-        msg.config = f2
+        msg.status = f_status
+        msg.config = f_config
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -6257,19 +6362,21 @@ class ReaderGroupConfigResponse(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.config
-        if v1 is not None:
+        v_config = self.config
+        if v_config is not None:
             parts.append(b"\x0a")
             sub = []
-            v1._encode(sub)
+            v_config._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.status
-        if v2:
+        v_status = self.status
+        if v_status:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
+            parts.append(
+                SMALL_VARINTS[v_status] if 0 <= v_status < 0x4000 else int32_bytes(v_status)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -6282,8 +6389,8 @@ class ReaderGroupConfigResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: ReaderGroupConfiguration | None = None
-        f2: ReaderGroupConfigResponse.Status | int = ReaderGroupConfigResponse.Status.SUCCESS
+        f_config: ReaderGroupConfiguration | None = None
+        f_status: ReaderGroupConfigResponse.Status | int = ReaderGroupConfigResponse.Status.SUCCESS
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -6302,7 +6409,7 @@ class ReaderGroupConfigResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ReaderGroupConfigResponse.config")
-                    f1 = ReaderGroupConfiguration.decode_from(buf, pos, vend)
+                    f_config = ReaderGroupConfiguration.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 16:
                     raw = buf[pos]
@@ -6311,7 +6418,7 @@ class ReaderGroupConfigResponse(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f2 = _ReaderGroupConfigResponse_Status_BY_NUMBER.get(raw, raw)
+                    f_status = _ReaderGroupConfigResponse_Status_BY_NUMBER.get(raw, raw)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -6320,8 +6427,8 @@ class ReaderGroupConfigResponse(Message):
         if pos != end:
             raise truncated("ReaderGroupConfigResponse")
         msg = new_instance(cls)
-        msg.config = f1
-        msg.status = f2
+        msg.config = f_config
+        msg.status = f_status
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -6386,10 +6493,12 @@ class DeleteReaderGroupStatus(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.status
-        if v1:
+        v_status = self.status
+        if v_status:
             parts.append(b"\x08")
-            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
+            parts.append(
+                SMALL_VARINTS[v_status] if 0 <= v_status < 0x4000 else int32_bytes(v_status)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -6402,7 +6511,7 @@ class DeleteReaderGroupStatus(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: DeleteReaderGroupStatus.Status | int = DeleteReaderGroupStatus.Status.SUCCESS
+        f_status: DeleteReaderGroupStatus.Status | int = DeleteReaderGroupStatus.Status.SUCCESS
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -6419,7 +6528,7 @@ class DeleteReaderGroupStatus(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f1 = _DeleteReaderGroupStatus_Status_BY_NUMBER.get(raw, raw)
+                    f_status = _DeleteReaderGroupStatus_Status_BY_NUMBER.get(raw, raw)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -6428,7 +6537,7 @@ class DeleteReaderGroupStatus(Message):
         if pos != end:
             raise truncated("DeleteReaderGroupStatus")
         msg = new_instance(cls)
-        msg.status = f1
+        msg.status = f_status
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -6498,14 +6607,20 @@ class UpdateReaderGroupResponse(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.status
-        if v1:
+        v_status = self.status
+        if v_status:
             parts.append(b"\x08")
-            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
-        v2 = self.generation
-        if v2:
+            parts.append(
+                SMALL_VARINTS[v_status] if 0 <= v_status < 0x4000 else int32_bytes(v_status)
+            )
+        v_generation = self.generation
+        if v_generation:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int64_bytes(v2))
+            parts.append(
+                SMALL_VARINTS[v_generation]
+                if 0 <= v_generation < 0x4000
+                else int64_bytes(v_generation)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -6518,8 +6633,8 @@ class UpdateReaderGroupResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: UpdateReaderGroupResponse.Status | int = UpdateReaderGroupResponse.Status.SUCCESS
-        f2: int = 0
+        f_status: UpdateReaderGroupResponse.Status | int = UpdateReaderGroupResponse.Status.SUCCESS
+        f_generation: int = 0
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -6536,25 +6651,25 @@ class UpdateReaderGroupResponse(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f1 = _UpdateReaderGroupResponse_Status_BY_NUMBER.get(raw, raw)
+                    f_status = _UpdateReaderGroupResponse_Status_BY_NUMBER.get(raw, raw)
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f2 = raw
+                    f_generation = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -6563,8 +6678,8 @@ class UpdateReaderGroupResponse(Message):
         if pos != end:
             raise truncated("UpdateReaderGroupResponse")
         msg = new_instance(cls)
-        msg.status = f1
-        msg.generation = f2
+        msg.status = f_status
+        msg.generation = f_generation
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 

@@ -186,10 +186,7 @@ class Event:
         pos += 4
         vend = pos + f_length
         if f_length < 0 or vend > end:
-            raise SizeMismatchError(
-                f"Event.data: size {f_length} runs past the "
-                "end of its region"
-            )
+            raise SizeMismatchError(f"Event.data: size {f_length} runs past the end of its region")
         f_data = buf[pos:vend]
         pos = vend
         obj = cls.__new__(cls)
@@ -214,8 +211,7 @@ class Event:
             vend = pos + f_length
             if f_length < 0 or vend > end:
                 raise SizeMismatchError(
-                    f"Event.data: size {f_length} runs past the "
-                    "end of its region"
+                    f"Event.data: size {f_length} runs past the end of its region"
                 )
             f_data = buf[pos:vend]
             pos = vend
@@ -280,8 +276,7 @@ class Padding:
         vend = pos + f_length
         if f_length < 0 or vend > end:
             raise SizeMismatchError(
-                f"Padding.zeros: size {f_length} runs past "
-                "the end of its region"
+                f"Padding.zeros: size {f_length} runs past the end of its region"
             )
         f_zeros = buf[pos:vend]
         pos = vend
@@ -347,8 +342,7 @@ class PartialEvent:
         vend = pos + f_length
         if f_length < 0 or vend > end:
             raise SizeMismatchError(
-                f"PartialEvent.data: size {f_length} runs past "
-                "the end of its region"
+                f"PartialEvent.data: size {f_length} runs past the end of its region"
             )
         f_data = buf[pos:vend]
         pos = vend
@@ -394,10 +388,7 @@ class EventRun:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         f_events, pos = Event.decode_run(buf, pos, end)
         if pos != end:
-            raise SizeMismatchError(
-                f"EventRun: {end - pos} bytes left over after "
-                "the last field"
-            )
+            raise SizeMismatchError(f"EventRun: {end - pos} bytes left over after the last field")
         obj = cls.__new__(cls)
         obj.events = f_events
         return obj, pos
@@ -558,7 +549,7 @@ class SetupAppend:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("SetupAppend.segment")
         f_segment = mutf8_decode(buf[pos:vend], "SetupAppend.segment")
         pos = vend
@@ -567,7 +558,7 @@ class SetupAppend:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("SetupAppend.delegation_token")
         f_delegation_token = mutf8_decode(buf[pos:vend], "SetupAppend.delegation_token")
         pos = vend
@@ -636,7 +627,7 @@ class AppendSetup:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("AppendSetup.segment")
         f_segment = mutf8_decode(buf[pos:vend], "AppendSetup.segment")
         pos = vend
@@ -701,11 +692,6 @@ class AppendBlock:
         pos += 16
         f_data = buf[pos:end]
         pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"AppendBlock: {end - pos} bytes left over "
-                "after the last field"
-            )
         obj = cls.__new__(cls)
         obj.writer_id = f_writer_id
         obj.data = f_data
@@ -768,10 +754,7 @@ class AppendBlockEnd:
         f_writer_id = UUID(bytes=buf[pos : pos + 16])
         pos += 16
         if pos + 4 > end:
-            raise SizeMismatchError(
-                "AppendBlockEnd.size_of_whole_events: needs "
-                "4 more bytes"
-            )
+            raise SizeMismatchError("AppendBlockEnd.size_of_whole_events: needs 4 more bytes")
         f_size_of_whole_events = _I32BE.unpack_from(buf, pos)[0]
         pos += 4
         if pos + 4 > end:
@@ -788,10 +771,7 @@ class AppendBlockEnd:
         f_num_events = _I32BE.unpack_from(buf, pos)[0]
         pos += 4
         if pos + 8 > end:
-            raise SizeMismatchError(
-                "AppendBlockEnd.last_event_number: needs 8 "
-                "more bytes"
-            )
+            raise SizeMismatchError("AppendBlockEnd.last_event_number: needs 8 more bytes")
         f_last_event_number = _I64BE.unpack_from(buf, pos)[0]
         pos += 8
         f_request_id = -1
@@ -858,17 +838,11 @@ class ConditionalAppend:
         f_writer_id = UUID(bytes=buf[pos : pos + 16])
         pos += 16
         if pos + 8 > end:
-            raise SizeMismatchError(
-                "ConditionalAppend.event_number: needs 8 more "
-                "bytes"
-            )
+            raise SizeMismatchError("ConditionalAppend.event_number: needs 8 more bytes")
         f_event_number = _I64BE.unpack_from(buf, pos)[0]
         pos += 8
         if pos + 8 > end:
-            raise SizeMismatchError(
-                "ConditionalAppend.expected_offset: needs "
-                "8 more bytes"
-            )
+            raise SizeMismatchError("ConditionalAppend.expected_offset: needs 8 more bytes")
         f_expected_offset = _I64BE.unpack_from(buf, pos)[0]
         pos += 8
         f_event, pos = Event.decode_from(buf, pos, end)
@@ -941,10 +915,7 @@ class DataAppended:
         f_previous_event_number = -1
         if end - pos >= 8:
             if pos + 8 > end:
-                raise SizeMismatchError(
-                    "DataAppended.previous_event_number: needs "
-                    "8 more bytes"
-                )
+                raise SizeMismatchError("DataAppended.previous_event_number: needs 8 more bytes")
             f_previous_event_number = _I64BE.unpack_from(buf, pos)[0]
             pos += 8
         f_request_id = -1
@@ -957,8 +928,7 @@ class DataAppended:
         if end - pos >= 8:
             if pos + 8 > end:
                 raise SizeMismatchError(
-                    "DataAppended.current_segment_write_offset: "
-                    "needs 8 more bytes"
+                    "DataAppended.current_segment_write_offset: needs 8 more bytes"
                 )
             f_current_segment_write_offset = _I64BE.unpack_from(buf, pos)[0]
             pos += 8
@@ -1013,26 +983,17 @@ class ConditionalCheckFailed:
     def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         if pos + 16 > end:
-            raise SizeMismatchError(
-                "ConditionalCheckFailed.writer_id: needs 16 "
-                "more bytes"
-            )
+            raise SizeMismatchError("ConditionalCheckFailed.writer_id: needs 16 more bytes")
         f_writer_id = UUID(bytes=buf[pos : pos + 16])
         pos += 16
         if pos + 8 > end:
-            raise SizeMismatchError(
-                "ConditionalCheckFailed.event_number: needs "
-                "8 more bytes"
-            )
+            raise SizeMismatchError("ConditionalCheckFailed.event_number: needs 8 more bytes")
         f_event_number = _I64BE.unpack_from(buf, pos)[0]
         pos += 8
         f_request_id = -1
         if end - pos >= 8:
             if pos + 8 > end:
-                raise SizeMismatchError(
-                    "ConditionalCheckFailed.request_id: needs "
-                    "8 more bytes"
-                )
+                raise SizeMismatchError("ConditionalCheckFailed.request_id: needs 8 more bytes")
             f_request_id = _I64BE.unpack_from(buf, pos)[0]
             pos += 8
         pos = end  # trailing bytes this spec does not know are skipped
@@ -1094,7 +1055,7 @@ class ReadSegment:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("ReadSegment.segment")
         f_segment = mutf8_decode(buf[pos:vend], "ReadSegment.segment")
         pos = vend
@@ -1111,7 +1072,7 @@ class ReadSegment:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("ReadSegment.delegation_token")
         f_delegation_token = mutf8_decode(buf[pos:vend], "ReadSegment.delegation_token")
         pos = vend
@@ -1184,7 +1145,7 @@ class SegmentRead:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("SegmentRead.segment")
         f_segment = mutf8_decode(buf[pos:vend], "SegmentRead.segment")
         pos = vend
@@ -1269,10 +1230,7 @@ class GetStreamSegmentInfo:
     def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         if pos + 8 > end:
-            raise SizeMismatchError(
-                "GetStreamSegmentInfo.request_id: needs 8 "
-                "more bytes"
-            )
+            raise SizeMismatchError("GetStreamSegmentInfo.request_id: needs 8 more bytes")
         f_request_id = _I64BE.unpack_from(buf, pos)[0]
         pos += 8
         if pos + 2 > end:
@@ -1280,19 +1238,16 @@ class GetStreamSegmentInfo:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("GetStreamSegmentInfo.segment")
         f_segment = mutf8_decode(buf[pos:vend], "GetStreamSegmentInfo.segment")
         pos = vend
         if pos + 2 > end:
-            raise SizeMismatchError(
-                "GetStreamSegmentInfo.delegation_token: needs "
-                "2 more bytes"
-            )
+            raise SizeMismatchError("GetStreamSegmentInfo.delegation_token: needs 2 more bytes")
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("GetStreamSegmentInfo.delegation_token")
         f_delegation_token = mutf8_decode(buf[pos:vend], "GetStreamSegmentInfo.delegation_token")
         pos = vend
@@ -1369,7 +1324,7 @@ class StreamSegmentInfo:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("StreamSegmentInfo.segment")
         f_segment = mutf8_decode(buf[pos:vend], "StreamSegmentInfo.segment")
         pos = vend
@@ -1386,24 +1341,15 @@ class StreamSegmentInfo:
         f_is_deleted = buf[pos] != 0
         pos += 1
         if pos + 8 > end:
-            raise SizeMismatchError(
-                "StreamSegmentInfo.last_modified: needs 8 "
-                "more bytes"
-            )
+            raise SizeMismatchError("StreamSegmentInfo.last_modified: needs 8 more bytes")
         f_last_modified = _I64BE.unpack_from(buf, pos)[0]
         pos += 8
         if pos + 8 > end:
-            raise SizeMismatchError(
-                "StreamSegmentInfo.write_offset: needs 8 more "
-                "bytes"
-            )
+            raise SizeMismatchError("StreamSegmentInfo.write_offset: needs 8 more bytes")
         f_write_offset = _I64BE.unpack_from(buf, pos)[0]
         pos += 8
         if pos + 8 > end:
-            raise SizeMismatchError(
-                "StreamSegmentInfo.start_offset: needs 8 more "
-                "bytes"
-            )
+            raise SizeMismatchError("StreamSegmentInfo.start_offset: needs 8 more bytes")
         f_start_offset = _I64BE.unpack_from(buf, pos)[0]
         pos += 8
         pos = end  # trailing bytes this spec does not know are skipped
@@ -1480,7 +1426,7 @@ class CreateSegment:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("CreateSegment.segment")
         f_segment = mutf8_decode(buf[pos:vend], "CreateSegment.segment")
         pos = vend
@@ -1493,24 +1439,18 @@ class CreateSegment:
         f_scale_type = _I8BE.unpack_from(buf, pos)[0]
         pos += 1
         if pos + 2 > end:
-            raise SizeMismatchError(
-                "CreateSegment.delegation_token: needs 2 more "
-                "bytes"
-            )
+            raise SizeMismatchError("CreateSegment.delegation_token: needs 2 more bytes")
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("CreateSegment.delegation_token")
         f_delegation_token = mutf8_decode(buf[pos:vend], "CreateSegment.delegation_token")
         pos = vend
         f_rollover_size_bytes = 0
         if end - pos >= 8:
             if pos + 8 > end:
-                raise SizeMismatchError(
-                    "CreateSegment.rollover_size_bytes: needs "
-                    "8 more bytes"
-                )
+                raise SizeMismatchError("CreateSegment.rollover_size_bytes: needs 8 more bytes")
             f_rollover_size_bytes = _I64BE.unpack_from(buf, pos)[0]
             pos += 8
         pos = end  # trailing bytes this spec does not know are skipped
@@ -1571,7 +1511,7 @@ class SegmentCreated:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("SegmentCreated.segment")
         f_segment = mutf8_decode(buf[pos:vend], "SegmentCreated.segment")
         pos = vend
@@ -1638,26 +1578,20 @@ class TruncateSegment:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("TruncateSegment.segment")
         f_segment = mutf8_decode(buf[pos:vend], "TruncateSegment.segment")
         pos = vend
         if pos + 8 > end:
-            raise SizeMismatchError(
-                "TruncateSegment.truncation_offset: needs "
-                "8 more bytes"
-            )
+            raise SizeMismatchError("TruncateSegment.truncation_offset: needs 8 more bytes")
         f_truncation_offset = _I64BE.unpack_from(buf, pos)[0]
         pos += 8
         if pos + 2 > end:
-            raise SizeMismatchError(
-                "TruncateSegment.delegation_token: needs 2 "
-                "more bytes"
-            )
+            raise SizeMismatchError("TruncateSegment.delegation_token: needs 2 more bytes")
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("TruncateSegment.delegation_token")
         f_delegation_token = mutf8_decode(buf[pos:vend], "TruncateSegment.delegation_token")
         pos = vend
@@ -1717,7 +1651,7 @@ class SegmentTruncated:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("SegmentTruncated.segment")
         f_segment = mutf8_decode(buf[pos:vend], "SegmentTruncated.segment")
         pos = vend
@@ -1779,7 +1713,7 @@ class SealSegment:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("SealSegment.segment")
         f_segment = mutf8_decode(buf[pos:vend], "SealSegment.segment")
         pos = vend
@@ -1788,7 +1722,7 @@ class SealSegment:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("SealSegment.delegation_token")
         f_delegation_token = mutf8_decode(buf[pos:vend], "SealSegment.delegation_token")
         pos = vend
@@ -1847,7 +1781,7 @@ class SegmentSealed:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("SegmentSealed.segment")
         f_segment = mutf8_decode(buf[pos:vend], "SegmentSealed.segment")
         pos = vend
@@ -1909,19 +1843,16 @@ class DeleteSegment:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("DeleteSegment.segment")
         f_segment = mutf8_decode(buf[pos:vend], "DeleteSegment.segment")
         pos = vend
         if pos + 2 > end:
-            raise SizeMismatchError(
-                "DeleteSegment.delegation_token: needs 2 more "
-                "bytes"
-            )
+            raise SizeMismatchError("DeleteSegment.delegation_token: needs 2 more bytes")
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("DeleteSegment.delegation_token")
         f_delegation_token = mutf8_decode(buf[pos:vend], "DeleteSegment.delegation_token")
         pos = vend
@@ -1980,7 +1911,7 @@ class SegmentDeleted:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("SegmentDeleted.segment")
         f_segment = mutf8_decode(buf[pos:vend], "SegmentDeleted.segment")
         pos = vend
@@ -2046,7 +1977,7 @@ class WrongHost:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("WrongHost.segment")
         f_segment = mutf8_decode(buf[pos:vend], "WrongHost.segment")
         pos = vend
@@ -2055,7 +1986,7 @@ class WrongHost:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("WrongHost.correct_host")
         f_correct_host = mutf8_decode(buf[pos:vend], "WrongHost.correct_host")
         pos = vend
@@ -2066,7 +1997,7 @@ class WrongHost:
             n = _U16BE.unpack_from(buf, pos)[0]
             pos += 2
             vend = pos + n
-            if n < 0 or vend > end:
+            if vend > end:
                 raise truncated("WrongHost.server_stack_trace")
             f_server_stack_trace = mutf8_decode(buf[pos:vend], "WrongHost.server_stack_trace")
             pos = vend
@@ -2136,21 +2067,18 @@ class SegmentIsSealed:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("SegmentIsSealed.segment")
         f_segment = mutf8_decode(buf[pos:vend], "SegmentIsSealed.segment")
         pos = vend
         f_server_stack_trace = ""
         if pos < end:
             if pos + 2 > end:
-                raise SizeMismatchError(
-                    "SegmentIsSealed.server_stack_trace: needs "
-                    "2 more bytes"
-                )
+                raise SizeMismatchError("SegmentIsSealed.server_stack_trace: needs 2 more bytes")
             n = _U16BE.unpack_from(buf, pos)[0]
             pos += 2
             vend = pos + n
-            if n < 0 or vend > end:
+            if vend > end:
                 raise truncated("SegmentIsSealed.server_stack_trace")
             f_server_stack_trace = mutf8_decode(buf[pos:vend], "SegmentIsSealed.server_stack_trace")
             pos = vend
@@ -2212,10 +2140,7 @@ class SegmentAlreadyExists:
     def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         if pos + 8 > end:
-            raise SizeMismatchError(
-                "SegmentAlreadyExists.request_id: needs 8 "
-                "more bytes"
-            )
+            raise SizeMismatchError("SegmentAlreadyExists.request_id: needs 8 more bytes")
         f_request_id = _I64BE.unpack_from(buf, pos)[0]
         pos += 8
         if pos + 2 > end:
@@ -2223,7 +2148,7 @@ class SegmentAlreadyExists:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("SegmentAlreadyExists.segment")
         f_segment = mutf8_decode(buf[pos:vend], "SegmentAlreadyExists.segment")
         pos = vend
@@ -2231,13 +2156,12 @@ class SegmentAlreadyExists:
         if pos < end:
             if pos + 2 > end:
                 raise SizeMismatchError(
-                    "SegmentAlreadyExists.server_stack_trace: "
-                    "needs 2 more bytes"
+                    "SegmentAlreadyExists.server_stack_trace: needs 2 more bytes"
                 )
             n = _U16BE.unpack_from(buf, pos)[0]
             pos += 2
             vend = pos + n
-            if n < 0 or vend > end:
+            if vend > end:
                 raise truncated("SegmentAlreadyExists.server_stack_trace")
             f_server_stack_trace = mutf8_decode(
                 buf[pos:vend],
@@ -2309,21 +2233,18 @@ class NoSuchSegment:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("NoSuchSegment.segment")
         f_segment = mutf8_decode(buf[pos:vend], "NoSuchSegment.segment")
         pos = vend
         f_server_stack_trace = ""
         if pos < end:
             if pos + 2 > end:
-                raise SizeMismatchError(
-                    "NoSuchSegment.server_stack_trace: needs 2 "
-                    "more bytes"
-                )
+                raise SizeMismatchError("NoSuchSegment.server_stack_trace: needs 2 more bytes")
             n = _U16BE.unpack_from(buf, pos)[0]
             pos += 2
             vend = pos + n
-            if n < 0 or vend > end:
+            if vend > end:
                 raise truncated("NoSuchSegment.server_stack_trace")
             f_server_stack_trace = mutf8_decode(buf[pos:vend], "NoSuchSegment.server_stack_trace")
             pos = vend
@@ -2397,28 +2318,22 @@ class SegmentIsTruncated:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("SegmentIsTruncated.segment")
         f_segment = mutf8_decode(buf[pos:vend], "SegmentIsTruncated.segment")
         pos = vend
         if pos + 8 > end:
-            raise SizeMismatchError(
-                "SegmentIsTruncated.start_offset: needs 8 "
-                "more bytes"
-            )
+            raise SizeMismatchError("SegmentIsTruncated.start_offset: needs 8 more bytes")
         f_start_offset = _I64BE.unpack_from(buf, pos)[0]
         pos += 8
         f_server_stack_trace = ""
         if pos < end:
             if pos + 2 > end:
-                raise SizeMismatchError(
-                    "SegmentIsTruncated.server_stack_trace: needs "
-                    "2 more bytes"
-                )
+                raise SizeMismatchError("SegmentIsTruncated.server_stack_trace: needs 2 more bytes")
             n = _U16BE.unpack_from(buf, pos)[0]
             pos += 2
             vend = pos + n
-            if n < 0 or vend > end:
+            if vend > end:
                 raise truncated("SegmentIsTruncated.server_stack_trace")
             f_server_stack_trace = mutf8_decode(
                 buf[pos:vend],
@@ -2484,21 +2399,15 @@ class OperationUnsupported:
     def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         if pos + 8 > end:
-            raise SizeMismatchError(
-                "OperationUnsupported.request_id: needs 8 "
-                "more bytes"
-            )
+            raise SizeMismatchError("OperationUnsupported.request_id: needs 8 more bytes")
         f_request_id = _I64BE.unpack_from(buf, pos)[0]
         pos += 8
         if pos + 2 > end:
-            raise SizeMismatchError(
-                "OperationUnsupported.operation_name: needs "
-                "2 more bytes"
-            )
+            raise SizeMismatchError("OperationUnsupported.operation_name: needs 2 more bytes")
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("OperationUnsupported.operation_name")
         f_operation_name = mutf8_decode(buf[pos:vend], "OperationUnsupported.operation_name")
         pos = vend
@@ -2506,13 +2415,12 @@ class OperationUnsupported:
         if pos < end:
             if pos + 2 > end:
                 raise SizeMismatchError(
-                    "OperationUnsupported.server_stack_trace: "
-                    "needs 2 more bytes"
+                    "OperationUnsupported.server_stack_trace: needs 2 more bytes"
                 )
             n = _U16BE.unpack_from(buf, pos)[0]
             pos += 2
             vend = pos + n
-            if n < 0 or vend > end:
+            if vend > end:
                 raise truncated("OperationUnsupported.server_stack_trace")
             f_server_stack_trace = mutf8_decode(
                 buf[pos:vend],
@@ -2572,23 +2480,19 @@ class AuthTokenCheckFailed:
     def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         if pos + 8 > end:
-            raise SizeMismatchError(
-                "AuthTokenCheckFailed.request_id: needs 8 "
-                "more bytes"
-            )
+            raise SizeMismatchError("AuthTokenCheckFailed.request_id: needs 8 more bytes")
         f_request_id = _I64BE.unpack_from(buf, pos)[0]
         pos += 8
         f_server_stack_trace = ""
         if pos < end:
             if pos + 2 > end:
                 raise SizeMismatchError(
-                    "AuthTokenCheckFailed.server_stack_trace: "
-                    "needs 2 more bytes"
+                    "AuthTokenCheckFailed.server_stack_trace: needs 2 more bytes"
                 )
             n = _U16BE.unpack_from(buf, pos)[0]
             pos += 2
             vend = pos + n
-            if n < 0 or vend > end:
+            if vend > end:
                 raise truncated("AuthTokenCheckFailed.server_stack_trace")
             f_server_stack_trace = mutf8_decode(
                 buf[pos:vend],
@@ -2598,10 +2502,7 @@ class AuthTokenCheckFailed:
         f_error_code = -1
         if end - pos >= 4:
             if pos + 4 > end:
-                raise SizeMismatchError(
-                    "AuthTokenCheckFailed.error_code: needs 4 "
-                    "more bytes"
-                )
+                raise SizeMismatchError("AuthTokenCheckFailed.error_code: needs 4 more bytes")
             f_error_code = _I32BE.unpack_from(buf, pos)[0]
             pos += 4
         pos = end  # trailing bytes this spec does not know are skipped
@@ -2669,7 +2570,7 @@ class ErrorMessage:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("ErrorMessage.segment")
         f_segment = mutf8_decode(buf[pos:vend], "ErrorMessage.segment")
         pos = vend
@@ -2678,7 +2579,7 @@ class ErrorMessage:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("ErrorMessage.message")
         f_message = mutf8_decode(buf[pos:vend], "ErrorMessage.message")
         pos = vend
@@ -2731,14 +2632,12 @@ class TableKey:
         if len(self.data) > 0 and v_payload_length == v_payload_length:
             if self.key_version is None:
                 raise EncodeError(
-                    "TableKey.key_version must be set when len(data) "
-                    "> 0 and payload_length == payload_length"
+                    "TableKey.key_version must be set when len(data) > 0 and payload_length == payload_length",  # noqa: E501
                 )
             out += _I64BE.pack(self.key_version)
         elif self.key_version is not None:
             raise EncodeError(
-                "TableKey.key_version must be None unless "
-                "len(data) > 0 and payload_length == payload_length"
+                "TableKey.key_version must be None unless len(data) > 0 and payload_length == payload_length",  # noqa: E501
             )
 
     @classmethod
@@ -2827,8 +2726,7 @@ class TableValue:
         pos += 4
         if f_payload_length < 0 or pos + f_payload_length > end:
             raise SizeMismatchError(
-                f"TableValue.payload_length: {f_payload_length} "
-                f"bytes announced, {end - pos} there"
+                f"TableValue.payload_length: {f_payload_length} bytes announced, {end - pos} there"
             )
         end = pos + f_payload_length
         if pos + 4 > end:
@@ -2841,10 +2739,7 @@ class TableValue:
         f_data = buf[pos:vend]
         pos = vend
         if pos != end:
-            raise SizeMismatchError(
-                f"TableValue: {end - pos} bytes left over after "
-                "the last field"
-            )
+            raise SizeMismatchError(f"TableValue: {end - pos} bytes left over after the last field")
         obj = cls.__new__(cls)
         obj.data = f_data
         return obj, pos
@@ -2956,29 +2851,23 @@ class CreateTableSegment:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("CreateTableSegment.segment")
         f_segment = mutf8_decode(buf[pos:vend], "CreateTableSegment.segment")
         pos = vend
         if pos + 2 > end:
-            raise SizeMismatchError(
-                "CreateTableSegment.delegation_token: needs "
-                "2 more bytes"
-            )
+            raise SizeMismatchError("CreateTableSegment.delegation_token: needs 2 more bytes")
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("CreateTableSegment.delegation_token")
         f_delegation_token = mutf8_decode(buf[pos:vend], "CreateTableSegment.delegation_token")
         pos = vend
         f_sorted_deprecated = False
         if end - pos >= 1:
             if pos + 1 > end:
-                raise SizeMismatchError(
-                    "CreateTableSegment.sorted_deprecated: needs "
-                    "1 more bytes"
-                )
+                raise SizeMismatchError("CreateTableSegment.sorted_deprecated: needs 1 more bytes")
             f_sorted_deprecated = buf[pos] != 0
             pos += 1
         f_key_length = 0
@@ -2991,8 +2880,7 @@ class CreateTableSegment:
         if end - pos >= 8:
             if pos + 8 > end:
                 raise SizeMismatchError(
-                    "CreateTableSegment.rollover_size_bytes: needs "
-                    "8 more bytes"
+                    "CreateTableSegment.rollover_size_bytes: needs 8 more bytes"
                 )
             f_rollover_size_bytes = _I64BE.unpack_from(buf, pos)[0]
             pos += 8
@@ -3060,26 +2948,20 @@ class DeleteTableSegment:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("DeleteTableSegment.segment")
         f_segment = mutf8_decode(buf[pos:vend], "DeleteTableSegment.segment")
         pos = vend
         if pos + 1 > end:
-            raise SizeMismatchError(
-                "DeleteTableSegment.must_be_empty: needs 1 "
-                "more bytes"
-            )
+            raise SizeMismatchError("DeleteTableSegment.must_be_empty: needs 1 more bytes")
         f_must_be_empty = buf[pos] != 0
         pos += 1
         if pos + 2 > end:
-            raise SizeMismatchError(
-                "DeleteTableSegment.delegation_token: needs "
-                "2 more bytes"
-            )
+            raise SizeMismatchError("DeleteTableSegment.delegation_token: needs 2 more bytes")
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("DeleteTableSegment.delegation_token")
         f_delegation_token = mutf8_decode(buf[pos:vend], "DeleteTableSegment.delegation_token")
         pos = vend
@@ -3135,10 +3017,7 @@ class GetTableSegmentInfo:
     def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         if pos + 8 > end:
-            raise SizeMismatchError(
-                "GetTableSegmentInfo.request_id: needs 8 more "
-                "bytes"
-            )
+            raise SizeMismatchError("GetTableSegmentInfo.request_id: needs 8 more bytes")
         f_request_id = _I64BE.unpack_from(buf, pos)[0]
         pos += 8
         if pos + 2 > end:
@@ -3146,19 +3025,16 @@ class GetTableSegmentInfo:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("GetTableSegmentInfo.segment")
         f_segment = mutf8_decode(buf[pos:vend], "GetTableSegmentInfo.segment")
         pos = vend
         if pos + 2 > end:
-            raise SizeMismatchError(
-                "GetTableSegmentInfo.delegation_token: needs "
-                "2 more bytes"
-            )
+            raise SizeMismatchError("GetTableSegmentInfo.delegation_token: needs 2 more bytes")
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("GetTableSegmentInfo.delegation_token")
         f_delegation_token = mutf8_decode(buf[pos:vend], "GetTableSegmentInfo.delegation_token")
         pos = vend
@@ -3231,7 +3107,7 @@ class TableSegmentInfo:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("TableSegmentInfo.segment")
         f_segment = mutf8_decode(buf[pos:vend], "TableSegmentInfo.segment")
         pos = vend
@@ -3327,27 +3203,21 @@ class UpdateTableEntries:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("UpdateTableEntries.segment")
         f_segment = mutf8_decode(buf[pos:vend], "UpdateTableEntries.segment")
         pos = vend
         if pos + 2 > end:
-            raise SizeMismatchError(
-                "UpdateTableEntries.delegation_token: needs "
-                "2 more bytes"
-            )
+            raise SizeMismatchError("UpdateTableEntries.delegation_token: needs 2 more bytes")
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("UpdateTableEntries.delegation_token")
         f_delegation_token = mutf8_decode(buf[pos:vend], "UpdateTableEntries.delegation_token")
         pos = vend
         if pos + 4 > end:
-            raise SizeMismatchError(
-                "UpdateTableEntries.entry_count: needs 4 more "
-                "bytes"
-            )
+            raise SizeMismatchError("UpdateTableEntries.entry_count: needs 4 more bytes")
         f_entry_count = _I32BE.unpack_from(buf, pos)[0]
         pos += 4
         a_entries: list[TableEntry] = []
@@ -3359,8 +3229,7 @@ class UpdateTableEntries:
         if end - pos >= 8:
             if pos + 8 > end:
                 raise SizeMismatchError(
-                    "UpdateTableEntries.table_segment_offset: "
-                    "needs 8 more bytes"
+                    "UpdateTableEntries.table_segment_offset: needs 8 more bytes"
                 )
             f_table_segment_offset = _I64BE.unpack_from(buf, pos)[0]
             pos += 8
@@ -3414,17 +3283,11 @@ class TableEntriesUpdated:
     def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         if pos + 8 > end:
-            raise SizeMismatchError(
-                "TableEntriesUpdated.request_id: needs 8 more "
-                "bytes"
-            )
+            raise SizeMismatchError("TableEntriesUpdated.request_id: needs 8 more bytes")
         f_request_id = _I64BE.unpack_from(buf, pos)[0]
         pos += 8
         if pos + 4 > end:
-            raise SizeMismatchError(
-                "TableEntriesUpdated.version_count: needs "
-                "4 more bytes"
-            )
+            raise SizeMismatchError("TableEntriesUpdated.version_count: needs 4 more bytes")
         f_version_count = _I32BE.unpack_from(buf, pos)[0]
         pos += 4
         a_updated_versions: list[int] = []
@@ -3504,19 +3367,16 @@ class RemoveTableKeys:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("RemoveTableKeys.segment")
         f_segment = mutf8_decode(buf[pos:vend], "RemoveTableKeys.segment")
         pos = vend
         if pos + 2 > end:
-            raise SizeMismatchError(
-                "RemoveTableKeys.delegation_token: needs 2 "
-                "more bytes"
-            )
+            raise SizeMismatchError("RemoveTableKeys.delegation_token: needs 2 more bytes")
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("RemoveTableKeys.delegation_token")
         f_delegation_token = mutf8_decode(buf[pos:vend], "RemoveTableKeys.delegation_token")
         pos = vend
@@ -3532,10 +3392,7 @@ class RemoveTableKeys:
         f_table_segment_offset = -1
         if end - pos >= 8:
             if pos + 8 > end:
-                raise SizeMismatchError(
-                    "RemoveTableKeys.table_segment_offset: needs "
-                    "8 more bytes"
-                )
+                raise SizeMismatchError("RemoveTableKeys.table_segment_offset: needs 8 more bytes")
             f_table_segment_offset = _I64BE.unpack_from(buf, pos)[0]
             pos += 8
         pos = end  # trailing bytes this spec does not know are skipped
@@ -3595,7 +3452,7 @@ class TableKeysRemoved:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("TableKeysRemoved.segment")
         f_segment = mutf8_decode(buf[pos:vend], "TableKeysRemoved.segment")
         pos = vend
@@ -3662,7 +3519,7 @@ class ReadTable:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("ReadTable.segment")
         f_segment = mutf8_decode(buf[pos:vend], "ReadTable.segment")
         pos = vend
@@ -3671,7 +3528,7 @@ class ReadTable:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("ReadTable.delegation_token")
         f_delegation_token = mutf8_decode(buf[pos:vend], "ReadTable.delegation_token")
         pos = vend
@@ -3747,7 +3604,7 @@ class TableRead:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("TableRead.segment")
         f_segment = mutf8_decode(buf[pos:vend], "TableRead.segment")
         pos = vend
@@ -3843,34 +3700,25 @@ class ReadTableKeys:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("ReadTableKeys.segment")
         f_segment = mutf8_decode(buf[pos:vend], "ReadTableKeys.segment")
         pos = vend
         if pos + 2 > end:
-            raise SizeMismatchError(
-                "ReadTableKeys.delegation_token: needs 2 more "
-                "bytes"
-            )
+            raise SizeMismatchError("ReadTableKeys.delegation_token: needs 2 more bytes")
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("ReadTableKeys.delegation_token")
         f_delegation_token = mutf8_decode(buf[pos:vend], "ReadTableKeys.delegation_token")
         pos = vend
         if pos + 4 > end:
-            raise SizeMismatchError(
-                "ReadTableKeys.suggested_key_count: needs "
-                "4 more bytes"
-            )
+            raise SizeMismatchError("ReadTableKeys.suggested_key_count: needs 4 more bytes")
         f_suggested_key_count = _I32BE.unpack_from(buf, pos)[0]
         pos += 4
         if pos + 4 > end:
-            raise SizeMismatchError(
-                "ReadTableKeys.continuation_token: needs 4 "
-                "more bytes"
-            )
+            raise SizeMismatchError("ReadTableKeys.continuation_token: needs 4 more bytes")
         n = _I32BE.unpack_from(buf, pos)[0]
         pos += 4
         vend = pos + n
@@ -3980,7 +3828,7 @@ class TableKeysRead:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("TableKeysRead.segment")
         f_segment = mutf8_decode(buf[pos:vend], "TableKeysRead.segment")
         pos = vend
@@ -3994,10 +3842,7 @@ class TableKeysRead:
             a_keys.append(e_keys)
         f_keys = a_keys
         if pos + 4 > end:
-            raise SizeMismatchError(
-                "TableKeysRead.continuation_token: needs 4 "
-                "more bytes"
-            )
+            raise SizeMismatchError("TableKeysRead.continuation_token: needs 4 more bytes")
         n = _I32BE.unpack_from(buf, pos)[0]
         pos += 4
         vend = pos + n
@@ -4086,34 +3931,25 @@ class ReadTableEntries:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("ReadTableEntries.segment")
         f_segment = mutf8_decode(buf[pos:vend], "ReadTableEntries.segment")
         pos = vend
         if pos + 2 > end:
-            raise SizeMismatchError(
-                "ReadTableEntries.delegation_token: needs "
-                "2 more bytes"
-            )
+            raise SizeMismatchError("ReadTableEntries.delegation_token: needs 2 more bytes")
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("ReadTableEntries.delegation_token")
         f_delegation_token = mutf8_decode(buf[pos:vend], "ReadTableEntries.delegation_token")
         pos = vend
         if pos + 4 > end:
-            raise SizeMismatchError(
-                "ReadTableEntries.suggested_entry_count: needs "
-                "4 more bytes"
-            )
+            raise SizeMismatchError("ReadTableEntries.suggested_entry_count: needs 4 more bytes")
         f_suggested_entry_count = _I32BE.unpack_from(buf, pos)[0]
         pos += 4
         if pos + 4 > end:
-            raise SizeMismatchError(
-                "ReadTableEntries.continuation_token: needs "
-                "4 more bytes"
-            )
+            raise SizeMismatchError("ReadTableEntries.continuation_token: needs 4 more bytes")
         n = _I32BE.unpack_from(buf, pos)[0]
         pos += 4
         vend = pos + n
@@ -4124,10 +3960,7 @@ class ReadTableEntries:
         f_prefix_filter = None
         if pos < end:
             if pos + 4 > end:
-                raise SizeMismatchError(
-                    "ReadTableEntries.prefix_filter: needs 4 more "
-                    "bytes"
-                )
+                raise SizeMismatchError("ReadTableEntries.prefix_filter: needs 4 more bytes")
             n = _I32BE.unpack_from(buf, pos)[0]
             pos += 4
             vend = pos + n
@@ -4226,7 +4059,7 @@ class TableEntriesRead:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("TableEntriesRead.segment")
         f_segment = mutf8_decode(buf[pos:vend], "TableEntriesRead.segment")
         pos = vend
@@ -4240,10 +4073,7 @@ class TableEntriesRead:
             a_entries.append(e_entries)
         f_entries = a_entries
         if pos + 4 > end:
-            raise SizeMismatchError(
-                "TableEntriesRead.continuation_token: needs "
-                "4 more bytes"
-            )
+            raise SizeMismatchError("TableEntriesRead.continuation_token: needs 4 more bytes")
         n = _I32BE.unpack_from(buf, pos)[0]
         pos += 4
         vend = pos + n
@@ -4309,10 +4139,7 @@ class ReadTableEntriesDelta:
     def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         if pos + 8 > end:
-            raise SizeMismatchError(
-                "ReadTableEntriesDelta.request_id: needs 8 "
-                "more bytes"
-            )
+            raise SizeMismatchError("ReadTableEntriesDelta.request_id: needs 8 more bytes")
         f_request_id = _I64BE.unpack_from(buf, pos)[0]
         pos += 8
         if pos + 2 > end:
@@ -4320,33 +4147,26 @@ class ReadTableEntriesDelta:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("ReadTableEntriesDelta.segment")
         f_segment = mutf8_decode(buf[pos:vend], "ReadTableEntriesDelta.segment")
         pos = vend
         if pos + 2 > end:
-            raise SizeMismatchError(
-                "ReadTableEntriesDelta.delegation_token: needs "
-                "2 more bytes"
-            )
+            raise SizeMismatchError("ReadTableEntriesDelta.delegation_token: needs 2 more bytes")
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("ReadTableEntriesDelta.delegation_token")
         f_delegation_token = mutf8_decode(buf[pos:vend], "ReadTableEntriesDelta.delegation_token")
         pos = vend
         if pos + 8 > end:
-            raise SizeMismatchError(
-                "ReadTableEntriesDelta.from_position: needs "
-                "8 more bytes"
-            )
+            raise SizeMismatchError("ReadTableEntriesDelta.from_position: needs 8 more bytes")
         f_from_position = _I64BE.unpack_from(buf, pos)[0]
         pos += 8
         if pos + 4 > end:
             raise SizeMismatchError(
-                "ReadTableEntriesDelta.suggested_entry_count: "
-                "needs 4 more bytes"
+                "ReadTableEntriesDelta.suggested_entry_count: needs 4 more bytes"
             )
         f_suggested_entry_count = _I32BE.unpack_from(buf, pos)[0]
         pos += 4
@@ -4415,10 +4235,7 @@ class TableEntriesDeltaRead:
     def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         if pos + 8 > end:
-            raise SizeMismatchError(
-                "TableEntriesDeltaRead.request_id: needs 8 "
-                "more bytes"
-            )
+            raise SizeMismatchError("TableEntriesDeltaRead.request_id: needs 8 more bytes")
         f_request_id = _I64BE.unpack_from(buf, pos)[0]
         pos += 8
         if pos + 2 > end:
@@ -4426,15 +4243,12 @@ class TableEntriesDeltaRead:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("TableEntriesDeltaRead.segment")
         f_segment = mutf8_decode(buf[pos:vend], "TableEntriesDeltaRead.segment")
         pos = vend
         if pos + 4 > end:
-            raise SizeMismatchError(
-                "TableEntriesDeltaRead.entry_count: needs "
-                "4 more bytes"
-            )
+            raise SizeMismatchError("TableEntriesDeltaRead.entry_count: needs 4 more bytes")
         f_entry_count = _I32BE.unpack_from(buf, pos)[0]
         pos += 4
         a_entries: list[TableEntry] = []
@@ -4443,24 +4257,15 @@ class TableEntriesDeltaRead:
             a_entries.append(e_entries)
         f_entries = a_entries
         if pos + 1 > end:
-            raise SizeMismatchError(
-                "TableEntriesDeltaRead.should_clear: needs "
-                "1 more bytes"
-            )
+            raise SizeMismatchError("TableEntriesDeltaRead.should_clear: needs 1 more bytes")
         f_should_clear = buf[pos] != 0
         pos += 1
         if pos + 1 > end:
-            raise SizeMismatchError(
-                "TableEntriesDeltaRead.reached_end: needs "
-                "1 more bytes"
-            )
+            raise SizeMismatchError("TableEntriesDeltaRead.reached_end: needs 1 more bytes")
         f_reached_end = buf[pos] != 0
         pos += 1
         if pos + 8 > end:
-            raise SizeMismatchError(
-                "TableEntriesDeltaRead.last_position: needs "
-                "8 more bytes"
-            )
+            raise SizeMismatchError("TableEntriesDeltaRead.last_position: needs 8 more bytes")
         f_last_position = _I64BE.unpack_from(buf, pos)[0]
         pos += 8
         pos = end  # trailing bytes this spec does not know are skipped
@@ -4517,10 +4322,7 @@ class TableSegmentNotEmpty:
     def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         if pos + 8 > end:
-            raise SizeMismatchError(
-                "TableSegmentNotEmpty.request_id: needs 8 "
-                "more bytes"
-            )
+            raise SizeMismatchError("TableSegmentNotEmpty.request_id: needs 8 more bytes")
         f_request_id = _I64BE.unpack_from(buf, pos)[0]
         pos += 8
         if pos + 2 > end:
@@ -4528,19 +4330,16 @@ class TableSegmentNotEmpty:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("TableSegmentNotEmpty.segment")
         f_segment = mutf8_decode(buf[pos:vend], "TableSegmentNotEmpty.segment")
         pos = vend
         if pos + 2 > end:
-            raise SizeMismatchError(
-                "TableSegmentNotEmpty.server_stack_trace: "
-                "needs 2 more bytes"
-            )
+            raise SizeMismatchError("TableSegmentNotEmpty.server_stack_trace: needs 2 more bytes")
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("TableSegmentNotEmpty.server_stack_trace")
         f_server_stack_trace = mutf8_decode(
             buf[pos:vend],
@@ -4598,10 +4397,7 @@ class TableKeyDoesNotExist:
     def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         if pos + 8 > end:
-            raise SizeMismatchError(
-                "TableKeyDoesNotExist.request_id: needs 8 "
-                "more bytes"
-            )
+            raise SizeMismatchError("TableKeyDoesNotExist.request_id: needs 8 more bytes")
         f_request_id = _I64BE.unpack_from(buf, pos)[0]
         pos += 8
         if pos + 2 > end:
@@ -4609,19 +4405,16 @@ class TableKeyDoesNotExist:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("TableKeyDoesNotExist.segment")
         f_segment = mutf8_decode(buf[pos:vend], "TableKeyDoesNotExist.segment")
         pos = vend
         if pos + 2 > end:
-            raise SizeMismatchError(
-                "TableKeyDoesNotExist.server_stack_trace: "
-                "needs 2 more bytes"
-            )
+            raise SizeMismatchError("TableKeyDoesNotExist.server_stack_trace: needs 2 more bytes")
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("TableKeyDoesNotExist.server_stack_trace")
         f_server_stack_trace = mutf8_decode(
             buf[pos:vend],
@@ -4687,19 +4480,16 @@ class TableKeyBadVersion:
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("TableKeyBadVersion.segment")
         f_segment = mutf8_decode(buf[pos:vend], "TableKeyBadVersion.segment")
         pos = vend
         if pos + 2 > end:
-            raise SizeMismatchError(
-                "TableKeyBadVersion.server_stack_trace: needs "
-                "2 more bytes"
-            )
+            raise SizeMismatchError("TableKeyBadVersion.server_stack_trace: needs 2 more bytes")
         n = _U16BE.unpack_from(buf, pos)[0]
         pos += 2
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("TableKeyBadVersion.server_stack_trace")
         f_server_stack_trace = mutf8_decode(buf[pos:vend], "TableKeyBadVersion.server_stack_trace")
         pos = vend
@@ -4747,11 +4537,6 @@ class FlushToStorage:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         f_payload = buf[pos:end]
         pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"FlushToStorage: {end - pos} bytes left over "
-                "after the last field"
-            )
         obj = cls.__new__(cls)
         obj.payload = f_payload
         return obj, pos
@@ -4793,11 +4578,6 @@ class FlushedToStorage:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         f_payload = buf[pos:end]
         pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"FlushedToStorage: {end - pos} bytes left "
-                "over after the last field"
-            )
         obj = cls.__new__(cls)
         obj.payload = f_payload
         return obj, pos
@@ -4839,11 +4619,6 @@ class ListStorageChunks:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         f_payload = buf[pos:end]
         pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"ListStorageChunks: {end - pos} bytes left "
-                "over after the last field"
-            )
         obj = cls.__new__(cls)
         obj.payload = f_payload
         return obj, pos
@@ -4885,11 +4660,6 @@ class StorageChunksListed:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         f_payload = buf[pos:end]
         pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"StorageChunksListed: {end - pos} bytes left "
-                "over after the last field"
-            )
         obj = cls.__new__(cls)
         obj.payload = f_payload
         return obj, pos
@@ -4931,11 +4701,6 @@ class UpdateSegmentPolicy:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         f_payload = buf[pos:end]
         pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"UpdateSegmentPolicy: {end - pos} bytes left "
-                "over after the last field"
-            )
         obj = cls.__new__(cls)
         obj.payload = f_payload
         return obj, pos
@@ -4977,11 +4742,6 @@ class SegmentPolicyUpdated:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         f_payload = buf[pos:end]
         pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"SegmentPolicyUpdated: {end - pos} bytes left "
-                "over after the last field"
-            )
         obj = cls.__new__(cls)
         obj.payload = f_payload
         return obj, pos
@@ -5023,11 +4783,6 @@ class GetSegmentAttribute:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         f_payload = buf[pos:end]
         pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"GetSegmentAttribute: {end - pos} bytes left "
-                "over after the last field"
-            )
         obj = cls.__new__(cls)
         obj.payload = f_payload
         return obj, pos
@@ -5069,11 +4824,6 @@ class SegmentAttribute:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         f_payload = buf[pos:end]
         pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"SegmentAttribute: {end - pos} bytes left "
-                "over after the last field"
-            )
         obj = cls.__new__(cls)
         obj.payload = f_payload
         return obj, pos
@@ -5117,11 +4867,6 @@ class UpdateSegmentAttribute:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         f_payload = buf[pos:end]
         pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"UpdateSegmentAttribute: {end - pos} bytes "
-                "left over after the last field"
-            )
         obj = cls.__new__(cls)
         obj.payload = f_payload
         return obj, pos
@@ -5165,11 +4910,6 @@ class SegmentAttributeUpdated:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         f_payload = buf[pos:end]
         pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"SegmentAttributeUpdated: {end - pos} bytes "
-                "left over after the last field"
-            )
         obj = cls.__new__(cls)
         obj.payload = f_payload
         return obj, pos
@@ -5213,11 +4953,6 @@ class CreateTransientSegment:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         f_payload = buf[pos:end]
         pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"CreateTransientSegment: {end - pos} bytes "
-                "left over after the last field"
-            )
         obj = cls.__new__(cls)
         obj.payload = f_payload
         return obj, pos
@@ -5259,11 +4994,6 @@ class LocateOffset:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         f_payload = buf[pos:end]
         pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"LocateOffset: {end - pos} bytes left over "
-                "after the last field"
-            )
         obj = cls.__new__(cls)
         obj.payload = f_payload
         return obj, pos
@@ -5305,11 +5035,6 @@ class OffsetLocated:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         f_payload = buf[pos:end]
         pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"OffsetLocated: {end - pos} bytes left over "
-                "after the last field"
-            )
         obj = cls.__new__(cls)
         obj.payload = f_payload
         return obj, pos
@@ -5351,11 +5076,6 @@ class InvalidEventNumber:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         f_payload = buf[pos:end]
         pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"InvalidEventNumber: {end - pos} bytes left "
-                "over after the last field"
-            )
         obj = cls.__new__(cls)
         obj.payload = f_payload
         return obj, pos
@@ -5397,11 +5117,6 @@ class MergeSegments:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         f_payload = buf[pos:end]
         pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"MergeSegments: {end - pos} bytes left over "
-                "after the last field"
-            )
         obj = cls.__new__(cls)
         obj.payload = f_payload
         return obj, pos
@@ -5443,11 +5158,6 @@ class SegmentsMerged:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         f_payload = buf[pos:end]
         pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"SegmentsMerged: {end - pos} bytes left over "
-                "after the last field"
-            )
         obj = cls.__new__(cls)
         obj.payload = f_payload
         return obj, pos
@@ -5489,11 +5199,6 @@ class ConditionalBlockEnd:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         f_payload = buf[pos:end]
         pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"ConditionalBlockEnd: {end - pos} bytes left "
-                "over after the last field"
-            )
         obj = cls.__new__(cls)
         obj.payload = f_payload
         return obj, pos
@@ -5535,11 +5240,6 @@ class MergeSegmentsBatch:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         f_payload = buf[pos:end]
         pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"MergeSegmentsBatch: {end - pos} bytes left "
-                "over after the last field"
-            )
         obj = cls.__new__(cls)
         obj.payload = f_payload
         return obj, pos
@@ -5581,11 +5281,6 @@ class SegmentsBatchMerged:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         f_payload = buf[pos:end]
         pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"SegmentsBatchMerged: {end - pos} bytes left "
-                "over after the last field"
-            )
         obj = cls.__new__(cls)
         obj.payload = f_payload
         return obj, pos
@@ -5648,14 +5343,10 @@ class Frame:
             f_body, pos = decode_body(buf, pos, vend)
         except TruncatedError as exc:
             raise SizeMismatchError(
-                "Frame.body: declared size too small for the "
-                f"content ({exc})"
+                f"Frame.body: declared size too small for the content ({exc})"
             ) from exc
         if pos != vend:
-            raise SizeMismatchError(
-                f"Frame.body: {vend - pos} bytes of the body "
-                "left over"
-            )
+            raise SizeMismatchError(f"Frame.body: {vend - pos} bytes of the body left over")
         obj = cls.__new__(cls)
         obj.body = f_body
         return obj, pos
@@ -5895,10 +5586,7 @@ class StreamDecoder(FrameStream[Frame]):
         def decode(buf: bytes, pos: int, end: int) -> Frame:
             frame, used = Frame.decode_from(buf, pos, end)
             if used != end:
-                raise SizeMismatchError(
-                    f"Frame: {end - used} bytes left "
-                    "in the frame"
-                )
+                raise SizeMismatchError(f"Frame: {end - used} bytes left in the frame")
             return frame
 
         super().__init__(frame_length, decode, max_frame_size)

@@ -2264,11 +2264,11 @@ def _row_NodeUri(m: controller.NodeUri) -> dict[str, Any]:
 def _value_NodeUri(row: RowLike) -> controller.NodeUri:
     """The NodeUri a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["endpoint"]
-    v1 = r["port"]
+    v_endpoint = r["endpoint"]
+    v_port = r["port"]
     value = controller.NodeUri(
-        endpoint=required(v0, "NodeUri.endpoint"),
-        port=required(v1, "NodeUri.port"),
+        endpoint=required(v_endpoint, "NodeUri.endpoint"),
+        port=required(v_port, "NodeUri.port"),
     )
     return value
 
@@ -2279,28 +2279,28 @@ def _arrow_NodeUri(values: Sequence[controller.NodeUri | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_NodeUri)
     fields = _FIELDS_NodeUri
-    v0 = [m.endpoint for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.port for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_endpoint = [m.endpoint for m in rows]
+    c_endpoint = pa.array(v_endpoint, fields[0].type)
+    v_port = [m.port for m in rows]
+    c_port = pa.array(v_port, fields[1].type)
+    arrays = [c_endpoint, c_port]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_ServerResponse(m: controller.ServerResponse) -> dict[str, Any]:
     """The row of a ServerResponse: field name -> row value."""
-    x0 = m.nodeURI
+    x_nodeURI = m.nodeURI
     return {
-        "nodeURI": [_row_NodeUri(y) for y in x0],
+        "nodeURI": [_row_NodeUri(y) for y in x_nodeURI],
     }
 
 
 def _value_ServerResponse(row: RowLike) -> controller.ServerResponse:
     """The ServerResponse a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["nodeURI"]
+    v_nodeURI = r["nodeURI"]
     value = controller.ServerResponse(
-        nodeURI=[_value_NodeUri(y) for y in v0 or ()],
+        nodeURI=[_value_NodeUri(y) for y in v_nodeURI or ()],
     )
     return value
 
@@ -2311,9 +2311,9 @@ def _arrow_ServerResponse(values: Sequence[controller.ServerResponse | None]) ->
     if not rows:
         return null_column(len(values), _ARROW_ServerResponse)
     fields = _FIELDS_ServerResponse
-    v0 = [m.nodeURI for m in rows]
-    c0 = list_array(v0, _arrow_NodeUri, fields[0].type)
-    arrays = [c0]
+    v_nodeURI = [m.nodeURI for m in rows]
+    c_nodeURI = list_array(v_nodeURI, _arrow_NodeUri, fields[0].type)
+    arrays = [c_nodeURI]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -2327,9 +2327,9 @@ def _row_ScopeInfo(m: controller.ScopeInfo) -> dict[str, Any]:
 def _value_ScopeInfo(row: RowLike) -> controller.ScopeInfo:
     """The ScopeInfo a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["scope"]
+    v_scope = r["scope"]
     value = controller.ScopeInfo(
-        scope=required(v0, "ScopeInfo.scope"),
+        scope=required(v_scope, "ScopeInfo.scope"),
     )
     return value
 
@@ -2340,9 +2340,9 @@ def _arrow_ScopeInfo(values: Sequence[controller.ScopeInfo | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_ScopeInfo)
     fields = _FIELDS_ScopeInfo
-    v0 = [m.scope for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
+    v_scope = [m.scope for m in rows]
+    c_scope = pa.array(v_scope, fields[0].type)
+    arrays = [c_scope]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -2356,10 +2356,10 @@ def _row_CreateScopeStatus(m: controller.CreateScopeStatus) -> dict[str, Any]:
 def _value_CreateScopeStatus(row: RowLike) -> controller.CreateScopeStatus:
     """The CreateScopeStatus a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["status"]
+    v_status = r["status"]
     value = controller.CreateScopeStatus(
         status=enum_value(
-            required(v0, "CreateScopeStatus.status"),
+            required(v_status, "CreateScopeStatus.status"),
             _NUMBERS_CreateScopeStatus_Status,
             controller.CreateScopeStatus.Status,
             "CreateScopeStatus.status",
@@ -2374,9 +2374,9 @@ def _arrow_CreateScopeStatus(values: Sequence[controller.CreateScopeStatus | Non
     if not rows:
         return null_column(len(values), _ARROW_CreateScopeStatus)
     fields = _FIELDS_CreateScopeStatus
-    v0 = [m.status for m in rows]
-    c0 = enum_array(v0, _NAMES_CreateScopeStatus_Status)
-    arrays = [c0]
+    v_status = [m.status for m in rows]
+    c_status = enum_array(v_status, _NAMES_CreateScopeStatus_Status)
+    arrays = [c_status]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -2390,10 +2390,10 @@ def _row_DeleteScopeStatus(m: controller.DeleteScopeStatus) -> dict[str, Any]:
 def _value_DeleteScopeStatus(row: RowLike) -> controller.DeleteScopeStatus:
     """The DeleteScopeStatus a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["status"]
+    v_status = r["status"]
     value = controller.DeleteScopeStatus(
         status=enum_value(
-            required(v0, "DeleteScopeStatus.status"),
+            required(v_status, "DeleteScopeStatus.status"),
             _NUMBERS_DeleteScopeStatus_Status,
             controller.DeleteScopeStatus.Status,
             "DeleteScopeStatus.status",
@@ -2408,9 +2408,9 @@ def _arrow_DeleteScopeStatus(values: Sequence[controller.DeleteScopeStatus | Non
     if not rows:
         return null_column(len(values), _ARROW_DeleteScopeStatus)
     fields = _FIELDS_DeleteScopeStatus
-    v0 = [m.status for m in rows]
-    c0 = enum_array(v0, _NAMES_DeleteScopeStatus_Status)
-    arrays = [c0]
+    v_status = [m.status for m in rows]
+    c_status = enum_array(v_status, _NAMES_DeleteScopeStatus_Status)
+    arrays = [c_status]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -2424,9 +2424,9 @@ def _row_ExistsResponse(m: controller.ExistsResponse) -> dict[str, Any]:
 def _value_ExistsResponse(row: RowLike) -> controller.ExistsResponse:
     """The ExistsResponse a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["exists"]
+    v_exists = r["exists"]
     value = controller.ExistsResponse(
-        exists=required(v0, "ExistsResponse.exists"),
+        exists=required(v_exists, "ExistsResponse.exists"),
     )
     return value
 
@@ -2437,9 +2437,9 @@ def _arrow_ExistsResponse(values: Sequence[controller.ExistsResponse | None]) ->
     if not rows:
         return null_column(len(values), _ARROW_ExistsResponse)
     fields = _FIELDS_ExistsResponse
-    v0 = [m.exists for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
+    v_exists = [m.exists for m in rows]
+    c_exists = pa.array(v_exists, fields[0].type)
+    arrays = [c_exists]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -2453,9 +2453,9 @@ def _row_ContinuationToken(m: controller.ContinuationToken) -> dict[str, Any]:
 def _value_ContinuationToken(row: RowLike) -> controller.ContinuationToken:
     """The ContinuationToken a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["token"]
+    v_token = r["token"]
     value = controller.ContinuationToken(
-        token=required(v0, "ContinuationToken.token"),
+        token=required(v_token, "ContinuationToken.token"),
     )
     return value
 
@@ -2466,26 +2466,30 @@ def _arrow_ContinuationToken(values: Sequence[controller.ContinuationToken | Non
     if not rows:
         return null_column(len(values), _ARROW_ContinuationToken)
     fields = _FIELDS_ContinuationToken
-    v0 = [m.token for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
+    v_token = [m.token for m in rows]
+    c_token = pa.array(v_token, fields[0].type)
+    arrays = [c_token]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_ScopesRequest(m: controller.ScopesRequest) -> dict[str, Any]:
     """The row of a ScopesRequest: field name -> row value."""
-    x0 = m.continuationToken
+    x_continuationToken = m.continuationToken
     return {
-        "continuationToken": None if x0 is None else _row_ContinuationToken(x0),
+        "continuationToken": (
+            None if x_continuationToken is None else _row_ContinuationToken(x_continuationToken)
+        ),
     }
 
 
 def _value_ScopesRequest(row: RowLike) -> controller.ScopesRequest:
     """The ScopesRequest a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["continuationToken"]
+    v_continuationToken = r["continuationToken"]
     value = controller.ScopesRequest(
-        continuationToken=None if v0 is None else _value_ContinuationToken(v0),
+        continuationToken=(
+            None if v_continuationToken is None else _value_ContinuationToken(v_continuationToken)
+        ),
     )
     return value
 
@@ -2496,29 +2500,33 @@ def _arrow_ScopesRequest(values: Sequence[controller.ScopesRequest | None]) -> A
     if not rows:
         return null_column(len(values), _ARROW_ScopesRequest)
     fields = _FIELDS_ScopesRequest
-    v0 = [m.continuationToken for m in rows]
-    c0 = _arrow_ContinuationToken(v0)
-    arrays = [c0]
+    v_continuationToken = [m.continuationToken for m in rows]
+    c_continuationToken = _arrow_ContinuationToken(v_continuationToken)
+    arrays = [c_continuationToken]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_ScopesResponse(m: controller.ScopesResponse) -> dict[str, Any]:
     """The row of a ScopesResponse: field name -> row value."""
-    x1 = m.continuationToken
+    x_continuationToken = m.continuationToken
     return {
         "scopes": list(m.scopes),
-        "continuationToken": None if x1 is None else _row_ContinuationToken(x1),
+        "continuationToken": (
+            None if x_continuationToken is None else _row_ContinuationToken(x_continuationToken)
+        ),
     }
 
 
 def _value_ScopesResponse(row: RowLike) -> controller.ScopesResponse:
     """The ScopesResponse a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["scopes"]
-    v1 = r["continuationToken"]
+    v_scopes = r["scopes"]
+    v_continuationToken = r["continuationToken"]
     value = controller.ScopesResponse(
-        scopes=list(v0 or ()),
-        continuationToken=None if v1 is None else _value_ContinuationToken(v1),
+        scopes=list(v_scopes or ()),
+        continuationToken=(
+            None if v_continuationToken is None else _value_ContinuationToken(v_continuationToken)
+        ),
     )
     return value
 
@@ -2529,11 +2537,11 @@ def _arrow_ScopesResponse(values: Sequence[controller.ScopesResponse | None]) ->
     if not rows:
         return null_column(len(values), _ARROW_ScopesResponse)
     fields = _FIELDS_ScopesResponse
-    v0 = [m.scopes for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.continuationToken for m in rows]
-    c1 = _arrow_ContinuationToken(v1)
-    arrays = [c0, c1]
+    v_scopes = [m.scopes for m in rows]
+    c_scopes = pa.array(v_scopes, fields[0].type)
+    v_continuationToken = [m.continuationToken for m in rows]
+    c_continuationToken = _arrow_ContinuationToken(v_continuationToken)
+    arrays = [c_scopes, c_continuationToken]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -2549,14 +2557,14 @@ def _row_StreamInfo(m: controller.StreamInfo) -> dict[str, Any]:
 def _value_StreamInfo(row: RowLike) -> controller.StreamInfo:
     """The StreamInfo a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["scope"]
-    v1 = r["stream"]
-    v2 = r["accessOperation"]
+    v_scope = r["scope"]
+    v_stream = r["stream"]
+    v_accessOperation = r["accessOperation"]
     value = controller.StreamInfo(
-        scope=required(v0, "StreamInfo.scope"),
-        stream=required(v1, "StreamInfo.stream"),
+        scope=required(v_scope, "StreamInfo.scope"),
+        stream=required(v_stream, "StreamInfo.stream"),
         accessOperation=enum_value(
-            required(v2, "StreamInfo.accessOperation"),
+            required(v_accessOperation, "StreamInfo.accessOperation"),
             _NUMBERS_StreamInfo_AccessOperation,
             controller.StreamInfo.AccessOperation,
             "StreamInfo.accessOperation",
@@ -2571,34 +2579,38 @@ def _arrow_StreamInfo(values: Sequence[controller.StreamInfo | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_StreamInfo)
     fields = _FIELDS_StreamInfo
-    v0 = [m.scope for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.stream for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.accessOperation for m in rows]
-    c2 = enum_array(v2, _NAMES_StreamInfo_AccessOperation)
-    arrays = [c0, c1, c2]
+    v_scope = [m.scope for m in rows]
+    c_scope = pa.array(v_scope, fields[0].type)
+    v_stream = [m.stream for m in rows]
+    c_stream = pa.array(v_stream, fields[1].type)
+    v_accessOperation = [m.accessOperation for m in rows]
+    c_accessOperation = enum_array(v_accessOperation, _NAMES_StreamInfo_AccessOperation)
+    arrays = [c_scope, c_stream, c_accessOperation]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_StreamsInScopeRequest(m: controller.StreamsInScopeRequest) -> dict[str, Any]:
     """The row of a StreamsInScopeRequest: field name -> row value."""
-    x0 = m.scope
-    x1 = m.continuationToken
+    x_scope = m.scope
+    x_continuationToken = m.continuationToken
     return {
-        "scope": None if x0 is None else _row_ScopeInfo(x0),
-        "continuationToken": None if x1 is None else _row_ContinuationToken(x1),
+        "scope": None if x_scope is None else _row_ScopeInfo(x_scope),
+        "continuationToken": (
+            None if x_continuationToken is None else _row_ContinuationToken(x_continuationToken)
+        ),
     }
 
 
 def _value_StreamsInScopeRequest(row: RowLike) -> controller.StreamsInScopeRequest:
     """The StreamsInScopeRequest a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["scope"]
-    v1 = r["continuationToken"]
+    v_scope = r["scope"]
+    v_continuationToken = r["continuationToken"]
     value = controller.StreamsInScopeRequest(
-        scope=None if v0 is None else _value_ScopeInfo(v0),
-        continuationToken=None if v1 is None else _value_ContinuationToken(v1),
+        scope=None if v_scope is None else _value_ScopeInfo(v_scope),
+        continuationToken=(
+            None if v_continuationToken is None else _value_ContinuationToken(v_continuationToken)
+        ),
     )
     return value
 
@@ -2609,21 +2621,23 @@ def _arrow_StreamsInScopeRequest(values: Sequence[controller.StreamsInScopeReque
     if not rows:
         return null_column(len(values), _ARROW_StreamsInScopeRequest)
     fields = _FIELDS_StreamsInScopeRequest
-    v0 = [m.scope for m in rows]
-    c0 = _arrow_ScopeInfo(v0)
-    v1 = [m.continuationToken for m in rows]
-    c1 = _arrow_ContinuationToken(v1)
-    arrays = [c0, c1]
+    v_scope = [m.scope for m in rows]
+    c_scope = _arrow_ScopeInfo(v_scope)
+    v_continuationToken = [m.continuationToken for m in rows]
+    c_continuationToken = _arrow_ContinuationToken(v_continuationToken)
+    arrays = [c_scope, c_continuationToken]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_StreamsInScopeResponse(m: controller.StreamsInScopeResponse) -> dict[str, Any]:
     """The row of a StreamsInScopeResponse: field name -> row value."""
-    x0 = m.streams
-    x1 = m.continuationToken
+    x_streams = m.streams
+    x_continuationToken = m.continuationToken
     return {
-        "streams": [_row_StreamInfo(y) for y in x0],
-        "continuationToken": None if x1 is None else _row_ContinuationToken(x1),
+        "streams": [_row_StreamInfo(y) for y in x_streams],
+        "continuationToken": (
+            None if x_continuationToken is None else _row_ContinuationToken(x_continuationToken)
+        ),
         "status": enum_name(_NAMES_StreamsInScopeResponse_Status, m.status),
     }
 
@@ -2631,14 +2645,16 @@ def _row_StreamsInScopeResponse(m: controller.StreamsInScopeResponse) -> dict[st
 def _value_StreamsInScopeResponse(row: RowLike) -> controller.StreamsInScopeResponse:
     """The StreamsInScopeResponse a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["streams"]
-    v1 = r["continuationToken"]
-    v2 = r["status"]
+    v_streams = r["streams"]
+    v_continuationToken = r["continuationToken"]
+    v_status = r["status"]
     value = controller.StreamsInScopeResponse(
-        streams=[_value_StreamInfo(y) for y in v0 or ()],
-        continuationToken=None if v1 is None else _value_ContinuationToken(v1),
+        streams=[_value_StreamInfo(y) for y in v_streams or ()],
+        continuationToken=(
+            None if v_continuationToken is None else _value_ContinuationToken(v_continuationToken)
+        ),
         status=enum_value(
-            required(v2, "StreamsInScopeResponse.status"),
+            required(v_status, "StreamsInScopeResponse.status"),
             _NUMBERS_StreamsInScopeResponse_Status,
             controller.StreamsInScopeResponse.Status,
             "StreamsInScopeResponse.status",
@@ -2655,13 +2671,13 @@ def _arrow_StreamsInScopeResponse(
     if not rows:
         return null_column(len(values), _ARROW_StreamsInScopeResponse)
     fields = _FIELDS_StreamsInScopeResponse
-    v0 = [m.streams for m in rows]
-    c0 = list_array(v0, _arrow_StreamInfo, fields[0].type)
-    v1 = [m.continuationToken for m in rows]
-    c1 = _arrow_ContinuationToken(v1)
-    v2 = [m.status for m in rows]
-    c2 = enum_array(v2, _NAMES_StreamsInScopeResponse_Status)
-    arrays = [c0, c1, c2]
+    v_streams = [m.streams for m in rows]
+    c_streams = list_array(v_streams, _arrow_StreamInfo, fields[0].type)
+    v_continuationToken = [m.continuationToken for m in rows]
+    c_continuationToken = _arrow_ContinuationToken(v_continuationToken)
+    v_status = [m.status for m in rows]
+    c_status = enum_array(v_status, _NAMES_StreamsInScopeResponse_Status)
+    arrays = [c_streams, c_continuationToken, c_status]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -2678,20 +2694,20 @@ def _row_ScalingPolicy(m: controller.ScalingPolicy) -> dict[str, Any]:
 def _value_ScalingPolicy(row: RowLike) -> controller.ScalingPolicy:
     """The ScalingPolicy a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["scaleType"]
-    v1 = r["targetRate"]
-    v2 = r["scaleFactor"]
-    v3 = r["minNumSegments"]
+    v_scaleType = r["scaleType"]
+    v_targetRate = r["targetRate"]
+    v_scaleFactor = r["scaleFactor"]
+    v_minNumSegments = r["minNumSegments"]
     value = controller.ScalingPolicy(
         scaleType=enum_value(
-            required(v0, "ScalingPolicy.scaleType"),
+            required(v_scaleType, "ScalingPolicy.scaleType"),
             _NUMBERS_ScalingPolicy_ScalingPolicyType,
             controller.ScalingPolicy.ScalingPolicyType,
             "ScalingPolicy.scaleType",
         ),
-        targetRate=required(v1, "ScalingPolicy.targetRate"),
-        scaleFactor=required(v2, "ScalingPolicy.scaleFactor"),
-        minNumSegments=required(v3, "ScalingPolicy.minNumSegments"),
+        targetRate=required(v_targetRate, "ScalingPolicy.targetRate"),
+        scaleFactor=required(v_scaleFactor, "ScalingPolicy.scaleFactor"),
+        minNumSegments=required(v_minNumSegments, "ScalingPolicy.minNumSegments"),
     )
     return value
 
@@ -2702,15 +2718,15 @@ def _arrow_ScalingPolicy(values: Sequence[controller.ScalingPolicy | None]) -> A
     if not rows:
         return null_column(len(values), _ARROW_ScalingPolicy)
     fields = _FIELDS_ScalingPolicy
-    v0 = [m.scaleType for m in rows]
-    c0 = enum_array(v0, _NAMES_ScalingPolicy_ScalingPolicyType)
-    v1 = [m.targetRate for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.scaleFactor for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.minNumSegments for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    arrays = [c0, c1, c2, c3]
+    v_scaleType = [m.scaleType for m in rows]
+    c_scaleType = enum_array(v_scaleType, _NAMES_ScalingPolicy_ScalingPolicyType)
+    v_targetRate = [m.targetRate for m in rows]
+    c_targetRate = pa.array(v_targetRate, fields[1].type)
+    v_scaleFactor = [m.scaleFactor for m in rows]
+    c_scaleFactor = pa.array(v_scaleFactor, fields[2].type)
+    v_minNumSegments = [m.minNumSegments for m in rows]
+    c_minNumSegments = pa.array(v_minNumSegments, fields[3].type)
+    arrays = [c_scaleType, c_targetRate, c_scaleFactor, c_minNumSegments]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -2726,18 +2742,18 @@ def _row_RetentionPolicy(m: controller.RetentionPolicy) -> dict[str, Any]:
 def _value_RetentionPolicy(row: RowLike) -> controller.RetentionPolicy:
     """The RetentionPolicy a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["retentionType"]
-    v1 = r["retentionParam"]
-    v2 = r["retentionMax"]
+    v_retentionType = r["retentionType"]
+    v_retentionParam = r["retentionParam"]
+    v_retentionMax = r["retentionMax"]
     value = controller.RetentionPolicy(
         retentionType=enum_value(
-            required(v0, "RetentionPolicy.retentionType"),
+            required(v_retentionType, "RetentionPolicy.retentionType"),
             _NUMBERS_RetentionPolicy_RetentionPolicyType,
             controller.RetentionPolicy.RetentionPolicyType,
             "RetentionPolicy.retentionType",
         ),
-        retentionParam=required(v1, "RetentionPolicy.retentionParam"),
-        retentionMax=required(v2, "RetentionPolicy.retentionMax"),
+        retentionParam=required(v_retentionParam, "RetentionPolicy.retentionParam"),
+        retentionMax=required(v_retentionMax, "RetentionPolicy.retentionMax"),
     )
     return value
 
@@ -2748,13 +2764,13 @@ def _arrow_RetentionPolicy(values: Sequence[controller.RetentionPolicy | None]) 
     if not rows:
         return null_column(len(values), _ARROW_RetentionPolicy)
     fields = _FIELDS_RetentionPolicy
-    v0 = [m.retentionType for m in rows]
-    c0 = enum_array(v0, _NAMES_RetentionPolicy_RetentionPolicyType)
-    v1 = [m.retentionParam for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.retentionMax for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_retentionType = [m.retentionType for m in rows]
+    c_retentionType = enum_array(v_retentionType, _NAMES_RetentionPolicy_RetentionPolicyType)
+    v_retentionParam = [m.retentionParam for m in rows]
+    c_retentionParam = pa.array(v_retentionParam, fields[1].type)
+    v_retentionMax = [m.retentionMax for m in rows]
+    c_retentionMax = pa.array(v_retentionMax, fields[2].type)
+    arrays = [c_retentionType, c_retentionParam, c_retentionMax]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -2768,9 +2784,9 @@ def _row_Tags(m: controller.Tags) -> dict[str, Any]:
 def _value_Tags(row: RowLike) -> controller.Tags:
     """The Tags a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["tag"]
+    v_tag = r["tag"]
     value = controller.Tags(
-        tag=list(v0 or ()),
+        tag=list(v_tag or ()),
     )
     return value
 
@@ -2781,38 +2797,42 @@ def _arrow_Tags(values: Sequence[controller.Tags | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_Tags)
     fields = _FIELDS_Tags
-    v0 = [m.tag for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
+    v_tag = [m.tag for m in rows]
+    c_tag = pa.array(v_tag, fields[0].type)
+    arrays = [c_tag]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_StreamConfig(m: controller.StreamConfig) -> dict[str, Any]:
     """The row of a StreamConfig: field name -> row value."""
-    x0 = m.streamInfo
-    x1 = m.scalingPolicy
-    x2 = m.retentionPolicy
-    x3 = m.tags
+    x_streamInfo = m.streamInfo
+    x_scalingPolicy = m.scalingPolicy
+    x_retentionPolicy = m.retentionPolicy
+    x_tags = m.tags
     return {
-        "streamInfo": None if x0 is None else _row_StreamInfo(x0),
-        "scalingPolicy": None if x1 is None else _row_ScalingPolicy(x1),
-        "retentionPolicy": None if x2 is None else _row_RetentionPolicy(x2),
-        "tags": None if x3 is None else _row_Tags(x3),
+        "streamInfo": None if x_streamInfo is None else _row_StreamInfo(x_streamInfo),
+        "scalingPolicy": None if x_scalingPolicy is None else _row_ScalingPolicy(x_scalingPolicy),
+        "retentionPolicy": (
+            None if x_retentionPolicy is None else _row_RetentionPolicy(x_retentionPolicy)
+        ),
+        "tags": None if x_tags is None else _row_Tags(x_tags),
     }
 
 
 def _value_StreamConfig(row: RowLike) -> controller.StreamConfig:
     """The StreamConfig a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["streamInfo"]
-    v1 = r["scalingPolicy"]
-    v2 = r["retentionPolicy"]
-    v3 = r["tags"]
+    v_streamInfo = r["streamInfo"]
+    v_scalingPolicy = r["scalingPolicy"]
+    v_retentionPolicy = r["retentionPolicy"]
+    v_tags = r["tags"]
     value = controller.StreamConfig(
-        streamInfo=None if v0 is None else _value_StreamInfo(v0),
-        scalingPolicy=None if v1 is None else _value_ScalingPolicy(v1),
-        retentionPolicy=None if v2 is None else _value_RetentionPolicy(v2),
-        tags=None if v3 is None else _value_Tags(v3),
+        streamInfo=None if v_streamInfo is None else _value_StreamInfo(v_streamInfo),
+        scalingPolicy=None if v_scalingPolicy is None else _value_ScalingPolicy(v_scalingPolicy),
+        retentionPolicy=(
+            None if v_retentionPolicy is None else _value_RetentionPolicy(v_retentionPolicy)
+        ),
+        tags=None if v_tags is None else _value_Tags(v_tags),
     )
     return value
 
@@ -2823,15 +2843,15 @@ def _arrow_StreamConfig(values: Sequence[controller.StreamConfig | None]) -> Any
     if not rows:
         return null_column(len(values), _ARROW_StreamConfig)
     fields = _FIELDS_StreamConfig
-    v0 = [m.streamInfo for m in rows]
-    c0 = _arrow_StreamInfo(v0)
-    v1 = [m.scalingPolicy for m in rows]
-    c1 = _arrow_ScalingPolicy(v1)
-    v2 = [m.retentionPolicy for m in rows]
-    c2 = _arrow_RetentionPolicy(v2)
-    v3 = [m.tags for m in rows]
-    c3 = _arrow_Tags(v3)
-    arrays = [c0, c1, c2, c3]
+    v_streamInfo = [m.streamInfo for m in rows]
+    c_streamInfo = _arrow_StreamInfo(v_streamInfo)
+    v_scalingPolicy = [m.scalingPolicy for m in rows]
+    c_scalingPolicy = _arrow_ScalingPolicy(v_scalingPolicy)
+    v_retentionPolicy = [m.retentionPolicy for m in rows]
+    c_retentionPolicy = _arrow_RetentionPolicy(v_retentionPolicy)
+    v_tags = [m.tags for m in rows]
+    c_tags = _arrow_Tags(v_tags)
+    arrays = [c_streamInfo, c_scalingPolicy, c_retentionPolicy, c_tags]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -2845,10 +2865,10 @@ def _row_CreateStreamStatus(m: controller.CreateStreamStatus) -> dict[str, Any]:
 def _value_CreateStreamStatus(row: RowLike) -> controller.CreateStreamStatus:
     """The CreateStreamStatus a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["status"]
+    v_status = r["status"]
     value = controller.CreateStreamStatus(
         status=enum_value(
-            required(v0, "CreateStreamStatus.status"),
+            required(v_status, "CreateStreamStatus.status"),
             _NUMBERS_CreateStreamStatus_Status,
             controller.CreateStreamStatus.Status,
             "CreateStreamStatus.status",
@@ -2863,9 +2883,9 @@ def _arrow_CreateStreamStatus(values: Sequence[controller.CreateStreamStatus | N
     if not rows:
         return null_column(len(values), _ARROW_CreateStreamStatus)
     fields = _FIELDS_CreateStreamStatus
-    v0 = [m.status for m in rows]
-    c0 = enum_array(v0, _NAMES_CreateStreamStatus_Status)
-    arrays = [c0]
+    v_status = [m.status for m in rows]
+    c_status = enum_array(v_status, _NAMES_CreateStreamStatus_Status)
+    arrays = [c_status]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -2879,10 +2899,10 @@ def _row_UpdateStreamStatus(m: controller.UpdateStreamStatus) -> dict[str, Any]:
 def _value_UpdateStreamStatus(row: RowLike) -> controller.UpdateStreamStatus:
     """The UpdateStreamStatus a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["status"]
+    v_status = r["status"]
     value = controller.UpdateStreamStatus(
         status=enum_value(
-            required(v0, "UpdateStreamStatus.status"),
+            required(v_status, "UpdateStreamStatus.status"),
             _NUMBERS_UpdateStreamStatus_Status,
             controller.UpdateStreamStatus.Status,
             "UpdateStreamStatus.status",
@@ -2897,9 +2917,9 @@ def _arrow_UpdateStreamStatus(values: Sequence[controller.UpdateStreamStatus | N
     if not rows:
         return null_column(len(values), _ARROW_UpdateStreamStatus)
     fields = _FIELDS_UpdateStreamStatus
-    v0 = [m.status for m in rows]
-    c0 = enum_array(v0, _NAMES_UpdateStreamStatus_Status)
-    arrays = [c0]
+    v_status = [m.status for m in rows]
+    c_status = enum_array(v_status, _NAMES_UpdateStreamStatus_Status)
+    arrays = [c_status]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -2913,10 +2933,10 @@ def _row_DeleteStreamStatus(m: controller.DeleteStreamStatus) -> dict[str, Any]:
 def _value_DeleteStreamStatus(row: RowLike) -> controller.DeleteStreamStatus:
     """The DeleteStreamStatus a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["status"]
+    v_status = r["status"]
     value = controller.DeleteStreamStatus(
         status=enum_value(
-            required(v0, "DeleteStreamStatus.status"),
+            required(v_status, "DeleteStreamStatus.status"),
             _NUMBERS_DeleteStreamStatus_Status,
             controller.DeleteStreamStatus.Status,
             "DeleteStreamStatus.status",
@@ -2931,17 +2951,17 @@ def _arrow_DeleteStreamStatus(values: Sequence[controller.DeleteStreamStatus | N
     if not rows:
         return null_column(len(values), _ARROW_DeleteStreamStatus)
     fields = _FIELDS_DeleteStreamStatus
-    v0 = [m.status for m in rows]
-    c0 = enum_array(v0, _NAMES_DeleteStreamStatus_Status)
-    arrays = [c0]
+    v_status = [m.status for m in rows]
+    c_status = enum_array(v_status, _NAMES_DeleteStreamStatus_Status)
+    arrays = [c_status]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_StreamCut(m: controller.StreamCut) -> dict[str, Any]:
     """The row of a StreamCut: field name -> row value."""
-    x0 = m.streamInfo
+    x_streamInfo = m.streamInfo
     return {
-        "streamInfo": None if x0 is None else _row_StreamInfo(x0),
+        "streamInfo": None if x_streamInfo is None else _row_StreamInfo(x_streamInfo),
         "cut": dict(m.cut),
     }
 
@@ -2949,11 +2969,11 @@ def _row_StreamCut(m: controller.StreamCut) -> dict[str, Any]:
 def _value_StreamCut(row: RowLike) -> controller.StreamCut:
     """The StreamCut a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["streamInfo"]
-    v1 = r["cut"]
+    v_streamInfo = r["streamInfo"]
+    v_cut = r["cut"]
     value = controller.StreamCut(
-        streamInfo=None if v0 is None else _value_StreamInfo(v0),
-        cut={k: y for k, y in map_items(v1)},
+        streamInfo=None if v_streamInfo is None else _value_StreamInfo(v_streamInfo),
+        cut={k: y for k, y in map_items(v_cut)},
     )
     return value
 
@@ -2964,25 +2984,25 @@ def _arrow_StreamCut(values: Sequence[controller.StreamCut | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_StreamCut)
     fields = _FIELDS_StreamCut
-    v0 = [m.streamInfo for m in rows]
-    c0 = _arrow_StreamInfo(v0)
-    v1 = [m.cut for m in rows]
-    keys, items = map_entries(v1)
-    c1 = pa.MapArray.from_arrays(
-        list_offsets(v1),
+    v_streamInfo = [m.streamInfo for m in rows]
+    c_streamInfo = _arrow_StreamInfo(v_streamInfo)
+    v_cut = [m.cut for m in rows]
+    keys, items = map_entries(v_cut)
+    c_cut = pa.MapArray.from_arrays(
+        list_offsets(v_cut),
         pa.array(keys, fields[1].type.key_type),
         pa.array(items, fields[1].type.item_type),
         type=fields[1].type,
     )
-    arrays = [c0, c1]
+    arrays = [c_streamInfo, c_cut]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_SegmentId(m: controller.SegmentId) -> dict[str, Any]:
     """The row of a SegmentId: field name -> row value."""
-    x0 = m.streamInfo
+    x_streamInfo = m.streamInfo
     return {
-        "streamInfo": None if x0 is None else _row_StreamInfo(x0),
+        "streamInfo": None if x_streamInfo is None else _row_StreamInfo(x_streamInfo),
         "segmentId": m.segmentId,
     }
 
@@ -2990,11 +3010,11 @@ def _row_SegmentId(m: controller.SegmentId) -> dict[str, Any]:
 def _value_SegmentId(row: RowLike) -> controller.SegmentId:
     """The SegmentId a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["streamInfo"]
-    v1 = r["segmentId"]
+    v_streamInfo = r["streamInfo"]
+    v_segmentId = r["segmentId"]
     value = controller.SegmentId(
-        streamInfo=None if v0 is None else _value_StreamInfo(v0),
-        segmentId=required(v1, "SegmentId.segmentId"),
+        streamInfo=None if v_streamInfo is None else _value_StreamInfo(v_streamInfo),
+        segmentId=required(v_segmentId, "SegmentId.segmentId"),
     )
     return value
 
@@ -3005,19 +3025,19 @@ def _arrow_SegmentId(values: Sequence[controller.SegmentId | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_SegmentId)
     fields = _FIELDS_SegmentId
-    v0 = [m.streamInfo for m in rows]
-    c0 = _arrow_StreamInfo(v0)
-    v1 = [m.segmentId for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_streamInfo = [m.streamInfo for m in rows]
+    c_streamInfo = _arrow_StreamInfo(v_streamInfo)
+    v_segmentId = [m.segmentId for m in rows]
+    c_segmentId = pa.array(v_segmentId, fields[1].type)
+    arrays = [c_streamInfo, c_segmentId]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_SegmentRange(m: controller.SegmentRange) -> dict[str, Any]:
     """The row of a SegmentRange: field name -> row value."""
-    x0 = m.segmentId
+    x_segmentId = m.segmentId
     return {
-        "segmentId": None if x0 is None else _row_SegmentId(x0),
+        "segmentId": None if x_segmentId is None else _row_SegmentId(x_segmentId),
         "minKey": m.minKey,
         "maxKey": m.maxKey,
     }
@@ -3026,13 +3046,13 @@ def _row_SegmentRange(m: controller.SegmentRange) -> dict[str, Any]:
 def _value_SegmentRange(row: RowLike) -> controller.SegmentRange:
     """The SegmentRange a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["segmentId"]
-    v1 = r["minKey"]
-    v2 = r["maxKey"]
+    v_segmentId = r["segmentId"]
+    v_minKey = r["minKey"]
+    v_maxKey = r["maxKey"]
     value = controller.SegmentRange(
-        segmentId=None if v0 is None else _value_SegmentId(v0),
-        minKey=required(v1, "SegmentRange.minKey"),
-        maxKey=required(v2, "SegmentRange.maxKey"),
+        segmentId=None if v_segmentId is None else _value_SegmentId(v_segmentId),
+        minKey=required(v_minKey, "SegmentRange.minKey"),
+        maxKey=required(v_maxKey, "SegmentRange.maxKey"),
     )
     return value
 
@@ -3043,21 +3063,21 @@ def _arrow_SegmentRange(values: Sequence[controller.SegmentRange | None]) -> Any
     if not rows:
         return null_column(len(values), _ARROW_SegmentRange)
     fields = _FIELDS_SegmentRange
-    v0 = [m.segmentId for m in rows]
-    c0 = _arrow_SegmentId(v0)
-    v1 = [m.minKey for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.maxKey for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_segmentId = [m.segmentId for m in rows]
+    c_segmentId = _arrow_SegmentId(v_segmentId)
+    v_minKey = [m.minKey for m in rows]
+    c_minKey = pa.array(v_minKey, fields[1].type)
+    v_maxKey = [m.maxKey for m in rows]
+    c_maxKey = pa.array(v_maxKey, fields[2].type)
+    arrays = [c_segmentId, c_minKey, c_maxKey]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_SegmentRanges(m: controller.SegmentRanges) -> dict[str, Any]:
     """The row of a SegmentRanges: field name -> row value."""
-    x0 = m.segmentRanges
+    x_segmentRanges = m.segmentRanges
     return {
-        "segmentRanges": [_row_SegmentRange(y) for y in x0],
+        "segmentRanges": [_row_SegmentRange(y) for y in x_segmentRanges],
         "delegationToken": m.delegationToken,
     }
 
@@ -3065,11 +3085,11 @@ def _row_SegmentRanges(m: controller.SegmentRanges) -> dict[str, Any]:
 def _value_SegmentRanges(row: RowLike) -> controller.SegmentRanges:
     """The SegmentRanges a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["segmentRanges"]
-    v1 = r["delegationToken"]
+    v_segmentRanges = r["segmentRanges"]
+    v_delegationToken = r["delegationToken"]
     value = controller.SegmentRanges(
-        segmentRanges=[_value_SegmentRange(y) for y in v0 or ()],
-        delegationToken=required(v1, "SegmentRanges.delegationToken"),
+        segmentRanges=[_value_SegmentRange(y) for y in v_segmentRanges or ()],
+        delegationToken=required(v_delegationToken, "SegmentRanges.delegationToken"),
     )
     return value
 
@@ -3080,19 +3100,19 @@ def _arrow_SegmentRanges(values: Sequence[controller.SegmentRanges | None]) -> A
     if not rows:
         return null_column(len(values), _ARROW_SegmentRanges)
     fields = _FIELDS_SegmentRanges
-    v0 = [m.segmentRanges for m in rows]
-    c0 = list_array(v0, _arrow_SegmentRange, fields[0].type)
-    v1 = [m.delegationToken for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_segmentRanges = [m.segmentRanges for m in rows]
+    c_segmentRanges = list_array(v_segmentRanges, _arrow_SegmentRange, fields[0].type)
+    v_delegationToken = [m.delegationToken for m in rows]
+    c_delegationToken = pa.array(v_delegationToken, fields[1].type)
+    arrays = [c_segmentRanges, c_delegationToken]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_GetEpochSegmentsRequest(m: controller.GetEpochSegmentsRequest) -> dict[str, Any]:
     """The row of a GetEpochSegmentsRequest: field name -> row value."""
-    x0 = m.streamInfo
+    x_streamInfo = m.streamInfo
     return {
-        "streamInfo": None if x0 is None else _row_StreamInfo(x0),
+        "streamInfo": None if x_streamInfo is None else _row_StreamInfo(x_streamInfo),
         "epoch": m.epoch,
     }
 
@@ -3100,11 +3120,11 @@ def _row_GetEpochSegmentsRequest(m: controller.GetEpochSegmentsRequest) -> dict[
 def _value_GetEpochSegmentsRequest(row: RowLike) -> controller.GetEpochSegmentsRequest:
     """The GetEpochSegmentsRequest a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["streamInfo"]
-    v1 = r["epoch"]
+    v_streamInfo = r["streamInfo"]
+    v_epoch = r["epoch"]
     value = controller.GetEpochSegmentsRequest(
-        streamInfo=None if v0 is None else _value_StreamInfo(v0),
-        epoch=required(v1, "GetEpochSegmentsRequest.epoch"),
+        streamInfo=None if v_streamInfo is None else _value_StreamInfo(v_streamInfo),
+        epoch=required(v_epoch, "GetEpochSegmentsRequest.epoch"),
     )
     return value
 
@@ -3117,19 +3137,19 @@ def _arrow_GetEpochSegmentsRequest(
     if not rows:
         return null_column(len(values), _ARROW_GetEpochSegmentsRequest)
     fields = _FIELDS_GetEpochSegmentsRequest
-    v0 = [m.streamInfo for m in rows]
-    c0 = _arrow_StreamInfo(v0)
-    v1 = [m.epoch for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_streamInfo = [m.streamInfo for m in rows]
+    c_streamInfo = _arrow_StreamInfo(v_streamInfo)
+    v_epoch = [m.epoch for m in rows]
+    c_epoch = pa.array(v_epoch, fields[1].type)
+    arrays = [c_streamInfo, c_epoch]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_GetSegmentsRequest(m: controller.GetSegmentsRequest) -> dict[str, Any]:
     """The row of a GetSegmentsRequest: field name -> row value."""
-    x0 = m.streamInfo
+    x_streamInfo = m.streamInfo
     return {
-        "streamInfo": None if x0 is None else _row_StreamInfo(x0),
+        "streamInfo": None if x_streamInfo is None else _row_StreamInfo(x_streamInfo),
         "timestamp": m.timestamp,
     }
 
@@ -3137,11 +3157,11 @@ def _row_GetSegmentsRequest(m: controller.GetSegmentsRequest) -> dict[str, Any]:
 def _value_GetSegmentsRequest(row: RowLike) -> controller.GetSegmentsRequest:
     """The GetSegmentsRequest a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["streamInfo"]
-    v1 = r["timestamp"]
+    v_streamInfo = r["streamInfo"]
+    v_timestamp = r["timestamp"]
     value = controller.GetSegmentsRequest(
-        streamInfo=None if v0 is None else _value_StreamInfo(v0),
-        timestamp=required(v1, "GetSegmentsRequest.timestamp"),
+        streamInfo=None if v_streamInfo is None else _value_StreamInfo(v_streamInfo),
+        timestamp=required(v_timestamp, "GetSegmentsRequest.timestamp"),
     )
     return value
 
@@ -3152,11 +3172,11 @@ def _arrow_GetSegmentsRequest(values: Sequence[controller.GetSegmentsRequest | N
     if not rows:
         return null_column(len(values), _ARROW_GetSegmentsRequest)
     fields = _FIELDS_GetSegmentsRequest
-    v0 = [m.streamInfo for m in rows]
-    c0 = _arrow_StreamInfo(v0)
-    v1 = [m.timestamp for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_streamInfo = [m.streamInfo for m in rows]
+    c_streamInfo = _arrow_StreamInfo(v_streamInfo)
+    v_timestamp = [m.timestamp for m in rows]
+    c_timestamp = pa.array(v_timestamp, fields[1].type)
+    arrays = [c_streamInfo, c_timestamp]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -3164,9 +3184,9 @@ def _row_SegmentsAtTime_SegmentLocation(
     m: controller.SegmentsAtTime.SegmentLocation
 ) -> dict[str, Any]:
     """The row of a SegmentsAtTime.SegmentLocation: field name -> row value."""
-    x0 = m.segmentId
+    x_segmentId = m.segmentId
     return {
-        "segmentId": None if x0 is None else _row_SegmentId(x0),
+        "segmentId": None if x_segmentId is None else _row_SegmentId(x_segmentId),
         "offset": m.offset,
     }
 
@@ -3176,11 +3196,11 @@ def _value_SegmentsAtTime_SegmentLocation(
 ) -> controller.SegmentsAtTime.SegmentLocation:
     """The SegmentsAtTime.SegmentLocation a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["segmentId"]
-    v1 = r["offset"]
+    v_segmentId = r["segmentId"]
+    v_offset = r["offset"]
     value = controller.SegmentsAtTime.SegmentLocation(
-        segmentId=None if v0 is None else _value_SegmentId(v0),
-        offset=required(v1, "SegmentLocation.offset"),
+        segmentId=None if v_segmentId is None else _value_SegmentId(v_segmentId),
+        offset=required(v_offset, "SegmentLocation.offset"),
     )
     return value
 
@@ -3193,19 +3213,19 @@ def _arrow_SegmentsAtTime_SegmentLocation(
     if not rows:
         return null_column(len(values), _ARROW_SegmentsAtTime_SegmentLocation)
     fields = _FIELDS_SegmentsAtTime_SegmentLocation
-    v0 = [m.segmentId for m in rows]
-    c0 = _arrow_SegmentId(v0)
-    v1 = [m.offset for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_segmentId = [m.segmentId for m in rows]
+    c_segmentId = _arrow_SegmentId(v_segmentId)
+    v_offset = [m.offset for m in rows]
+    c_offset = pa.array(v_offset, fields[1].type)
+    arrays = [c_segmentId, c_offset]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_SegmentsAtTime(m: controller.SegmentsAtTime) -> dict[str, Any]:
     """The row of a SegmentsAtTime: field name -> row value."""
-    x0 = m.segments
+    x_segments = m.segments
     return {
-        "segments": [_row_SegmentsAtTime_SegmentLocation(y) for y in x0],
+        "segments": [_row_SegmentsAtTime_SegmentLocation(y) for y in x_segments],
         "delegationToken": m.delegationToken,
     }
 
@@ -3213,11 +3233,11 @@ def _row_SegmentsAtTime(m: controller.SegmentsAtTime) -> dict[str, Any]:
 def _value_SegmentsAtTime(row: RowLike) -> controller.SegmentsAtTime:
     """The SegmentsAtTime a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["segments"]
-    v1 = r["delegationToken"]
+    v_segments = r["segments"]
+    v_delegationToken = r["delegationToken"]
     value = controller.SegmentsAtTime(
-        segments=[_value_SegmentsAtTime_SegmentLocation(y) for y in v0 or ()],
-        delegationToken=required(v1, "SegmentsAtTime.delegationToken"),
+        segments=[_value_SegmentsAtTime_SegmentLocation(y) for y in v_segments or ()],
+        delegationToken=required(v_delegationToken, "SegmentsAtTime.delegationToken"),
     )
     return value
 
@@ -3228,11 +3248,11 @@ def _arrow_SegmentsAtTime(values: Sequence[controller.SegmentsAtTime | None]) ->
     if not rows:
         return null_column(len(values), _ARROW_SegmentsAtTime)
     fields = _FIELDS_SegmentsAtTime
-    v0 = [m.segments for m in rows]
-    c0 = list_array(v0, _arrow_SegmentsAtTime_SegmentLocation, fields[0].type)
-    v1 = [m.delegationToken for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_segments = [m.segments for m in rows]
+    c_segments = list_array(v_segments, _arrow_SegmentsAtTime_SegmentLocation, fields[0].type)
+    v_delegationToken = [m.delegationToken for m in rows]
+    c_delegationToken = pa.array(v_delegationToken, fields[1].type)
+    arrays = [c_segments, c_delegationToken]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -3240,9 +3260,9 @@ def _row_SuccessorResponse_SegmentEntry(
     m: controller.SuccessorResponse.SegmentEntry
 ) -> dict[str, Any]:
     """The row of a SuccessorResponse.SegmentEntry: field name -> row value."""
-    x0 = m.segment
+    x_segment = m.segment
     return {
-        "segment": None if x0 is None else _row_SegmentRange(x0),
+        "segment": None if x_segment is None else _row_SegmentRange(x_segment),
         "value": list(m.value),
     }
 
@@ -3252,11 +3272,11 @@ def _value_SuccessorResponse_SegmentEntry(
 ) -> controller.SuccessorResponse.SegmentEntry:
     """The SuccessorResponse.SegmentEntry a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["segment"]
-    v1 = r["value"]
+    v_segment = r["segment"]
+    v_value = r["value"]
     value = controller.SuccessorResponse.SegmentEntry(
-        segment=None if v0 is None else _value_SegmentRange(v0),
-        value=list(v1 or ()),
+        segment=None if v_segment is None else _value_SegmentRange(v_segment),
+        value=list(v_value or ()),
     )
     return value
 
@@ -3269,19 +3289,19 @@ def _arrow_SuccessorResponse_SegmentEntry(
     if not rows:
         return null_column(len(values), _ARROW_SuccessorResponse_SegmentEntry)
     fields = _FIELDS_SuccessorResponse_SegmentEntry
-    v0 = [m.segment for m in rows]
-    c0 = _arrow_SegmentRange(v0)
-    v1 = [m.value for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_segment = [m.segment for m in rows]
+    c_segment = _arrow_SegmentRange(v_segment)
+    v_value = [m.value for m in rows]
+    c_value = pa.array(v_value, fields[1].type)
+    arrays = [c_segment, c_value]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_SuccessorResponse(m: controller.SuccessorResponse) -> dict[str, Any]:
     """The row of a SuccessorResponse: field name -> row value."""
-    x0 = m.segments
+    x_segments = m.segments
     return {
-        "segments": [_row_SuccessorResponse_SegmentEntry(y) for y in x0],
+        "segments": [_row_SuccessorResponse_SegmentEntry(y) for y in x_segments],
         "delegationToken": m.delegationToken,
     }
 
@@ -3289,11 +3309,11 @@ def _row_SuccessorResponse(m: controller.SuccessorResponse) -> dict[str, Any]:
 def _value_SuccessorResponse(row: RowLike) -> controller.SuccessorResponse:
     """The SuccessorResponse a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["segments"]
-    v1 = r["delegationToken"]
+    v_segments = r["segments"]
+    v_delegationToken = r["delegationToken"]
     value = controller.SuccessorResponse(
-        segments=[_value_SuccessorResponse_SegmentEntry(y) for y in v0 or ()],
-        delegationToken=required(v1, "SuccessorResponse.delegationToken"),
+        segments=[_value_SuccessorResponse_SegmentEntry(y) for y in v_segments or ()],
+        delegationToken=required(v_delegationToken, "SuccessorResponse.delegationToken"),
     )
     return value
 
@@ -3304,11 +3324,11 @@ def _arrow_SuccessorResponse(values: Sequence[controller.SuccessorResponse | Non
     if not rows:
         return null_column(len(values), _ARROW_SuccessorResponse)
     fields = _FIELDS_SuccessorResponse
-    v0 = [m.segments for m in rows]
-    c0 = list_array(v0, _arrow_SuccessorResponse_SegmentEntry, fields[0].type)
-    v1 = [m.delegationToken for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_segments = [m.segments for m in rows]
+    c_segments = list_array(v_segments, _arrow_SuccessorResponse_SegmentEntry, fields[0].type)
+    v_delegationToken = [m.delegationToken for m in rows]
+    c_delegationToken = pa.array(v_delegationToken, fields[1].type)
+    arrays = [c_segments, c_delegationToken]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -3323,11 +3343,11 @@ def _row_ScaleRequest_KeyRangeEntry(m: controller.ScaleRequest.KeyRangeEntry) ->
 def _value_ScaleRequest_KeyRangeEntry(row: RowLike) -> controller.ScaleRequest.KeyRangeEntry:
     """The ScaleRequest.KeyRangeEntry a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["start"]
-    v1 = r["end"]
+    v_start = r["start"]
+    v_end = r["end"]
     value = controller.ScaleRequest.KeyRangeEntry(
-        start=required(v0, "KeyRangeEntry.start"),
-        end=required(v1, "KeyRangeEntry.end"),
+        start=required(v_start, "KeyRangeEntry.start"),
+        end=required(v_end, "KeyRangeEntry.end"),
     )
     return value
 
@@ -3340,22 +3360,22 @@ def _arrow_ScaleRequest_KeyRangeEntry(
     if not rows:
         return null_column(len(values), _ARROW_ScaleRequest_KeyRangeEntry)
     fields = _FIELDS_ScaleRequest_KeyRangeEntry
-    v0 = [m.start for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.end for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_start = [m.start for m in rows]
+    c_start = pa.array(v_start, fields[0].type)
+    v_end = [m.end for m in rows]
+    c_end = pa.array(v_end, fields[1].type)
+    arrays = [c_start, c_end]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_ScaleRequest(m: controller.ScaleRequest) -> dict[str, Any]:
     """The row of a ScaleRequest: field name -> row value."""
-    x0 = m.streamInfo
-    x2 = m.newKeyRanges
+    x_streamInfo = m.streamInfo
+    x_newKeyRanges = m.newKeyRanges
     return {
-        "streamInfo": None if x0 is None else _row_StreamInfo(x0),
+        "streamInfo": None if x_streamInfo is None else _row_StreamInfo(x_streamInfo),
         "sealedSegments": list(m.sealedSegments),
-        "newKeyRanges": [_row_ScaleRequest_KeyRangeEntry(y) for y in x2],
+        "newKeyRanges": [_row_ScaleRequest_KeyRangeEntry(y) for y in x_newKeyRanges],
         "scaleTimestamp": m.scaleTimestamp,
     }
 
@@ -3363,15 +3383,15 @@ def _row_ScaleRequest(m: controller.ScaleRequest) -> dict[str, Any]:
 def _value_ScaleRequest(row: RowLike) -> controller.ScaleRequest:
     """The ScaleRequest a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["streamInfo"]
-    v1 = r["sealedSegments"]
-    v2 = r["newKeyRanges"]
-    v3 = r["scaleTimestamp"]
+    v_streamInfo = r["streamInfo"]
+    v_sealedSegments = r["sealedSegments"]
+    v_newKeyRanges = r["newKeyRanges"]
+    v_scaleTimestamp = r["scaleTimestamp"]
     value = controller.ScaleRequest(
-        streamInfo=None if v0 is None else _value_StreamInfo(v0),
-        sealedSegments=list(v1 or ()),
-        newKeyRanges=[_value_ScaleRequest_KeyRangeEntry(y) for y in v2 or ()],
-        scaleTimestamp=required(v3, "ScaleRequest.scaleTimestamp"),
+        streamInfo=None if v_streamInfo is None else _value_StreamInfo(v_streamInfo),
+        sealedSegments=list(v_sealedSegments or ()),
+        newKeyRanges=[_value_ScaleRequest_KeyRangeEntry(y) for y in v_newKeyRanges or ()],
+        scaleTimestamp=required(v_scaleTimestamp, "ScaleRequest.scaleTimestamp"),
     )
     return value
 
@@ -3382,24 +3402,24 @@ def _arrow_ScaleRequest(values: Sequence[controller.ScaleRequest | None]) -> Any
     if not rows:
         return null_column(len(values), _ARROW_ScaleRequest)
     fields = _FIELDS_ScaleRequest
-    v0 = [m.streamInfo for m in rows]
-    c0 = _arrow_StreamInfo(v0)
-    v1 = [m.sealedSegments for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.newKeyRanges for m in rows]
-    c2 = list_array(v2, _arrow_ScaleRequest_KeyRangeEntry, fields[2].type)
-    v3 = [m.scaleTimestamp for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    arrays = [c0, c1, c2, c3]
+    v_streamInfo = [m.streamInfo for m in rows]
+    c_streamInfo = _arrow_StreamInfo(v_streamInfo)
+    v_sealedSegments = [m.sealedSegments for m in rows]
+    c_sealedSegments = pa.array(v_sealedSegments, fields[1].type)
+    v_newKeyRanges = [m.newKeyRanges for m in rows]
+    c_newKeyRanges = list_array(v_newKeyRanges, _arrow_ScaleRequest_KeyRangeEntry, fields[2].type)
+    v_scaleTimestamp = [m.scaleTimestamp for m in rows]
+    c_scaleTimestamp = pa.array(v_scaleTimestamp, fields[3].type)
+    arrays = [c_streamInfo, c_sealedSegments, c_newKeyRanges, c_scaleTimestamp]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_ScaleResponse(m: controller.ScaleResponse) -> dict[str, Any]:
     """The row of a ScaleResponse: field name -> row value."""
-    x1 = m.segments
+    x_segments = m.segments
     return {
         "status": enum_name(_NAMES_ScaleResponse_ScaleStreamStatus, m.status),
-        "segments": [_row_SegmentRange(y) for y in x1],
+        "segments": [_row_SegmentRange(y) for y in x_segments],
         "epoch": m.epoch,
     }
 
@@ -3407,18 +3427,18 @@ def _row_ScaleResponse(m: controller.ScaleResponse) -> dict[str, Any]:
 def _value_ScaleResponse(row: RowLike) -> controller.ScaleResponse:
     """The ScaleResponse a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["status"]
-    v1 = r["segments"]
-    v2 = r["epoch"]
+    v_status = r["status"]
+    v_segments = r["segments"]
+    v_epoch = r["epoch"]
     value = controller.ScaleResponse(
         status=enum_value(
-            required(v0, "ScaleResponse.status"),
+            required(v_status, "ScaleResponse.status"),
             _NUMBERS_ScaleResponse_ScaleStreamStatus,
             controller.ScaleResponse.ScaleStreamStatus,
             "ScaleResponse.status",
         ),
-        segments=[_value_SegmentRange(y) for y in v1 or ()],
-        epoch=required(v2, "ScaleResponse.epoch"),
+        segments=[_value_SegmentRange(y) for y in v_segments or ()],
+        epoch=required(v_epoch, "ScaleResponse.epoch"),
     )
     return value
 
@@ -3429,21 +3449,21 @@ def _arrow_ScaleResponse(values: Sequence[controller.ScaleResponse | None]) -> A
     if not rows:
         return null_column(len(values), _ARROW_ScaleResponse)
     fields = _FIELDS_ScaleResponse
-    v0 = [m.status for m in rows]
-    c0 = enum_array(v0, _NAMES_ScaleResponse_ScaleStreamStatus)
-    v1 = [m.segments for m in rows]
-    c1 = list_array(v1, _arrow_SegmentRange, fields[1].type)
-    v2 = [m.epoch for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_status = [m.status for m in rows]
+    c_status = enum_array(v_status, _NAMES_ScaleResponse_ScaleStreamStatus)
+    v_segments = [m.segments for m in rows]
+    c_segments = list_array(v_segments, _arrow_SegmentRange, fields[1].type)
+    v_epoch = [m.epoch for m in rows]
+    c_epoch = pa.array(v_epoch, fields[2].type)
+    arrays = [c_status, c_segments, c_epoch]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_ScaleStatusRequest(m: controller.ScaleStatusRequest) -> dict[str, Any]:
     """The row of a ScaleStatusRequest: field name -> row value."""
-    x0 = m.streamInfo
+    x_streamInfo = m.streamInfo
     return {
-        "streamInfo": None if x0 is None else _row_StreamInfo(x0),
+        "streamInfo": None if x_streamInfo is None else _row_StreamInfo(x_streamInfo),
         "epoch": m.epoch,
     }
 
@@ -3451,11 +3471,11 @@ def _row_ScaleStatusRequest(m: controller.ScaleStatusRequest) -> dict[str, Any]:
 def _value_ScaleStatusRequest(row: RowLike) -> controller.ScaleStatusRequest:
     """The ScaleStatusRequest a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["streamInfo"]
-    v1 = r["epoch"]
+    v_streamInfo = r["streamInfo"]
+    v_epoch = r["epoch"]
     value = controller.ScaleStatusRequest(
-        streamInfo=None if v0 is None else _value_StreamInfo(v0),
-        epoch=required(v1, "ScaleStatusRequest.epoch"),
+        streamInfo=None if v_streamInfo is None else _value_StreamInfo(v_streamInfo),
+        epoch=required(v_epoch, "ScaleStatusRequest.epoch"),
     )
     return value
 
@@ -3466,11 +3486,11 @@ def _arrow_ScaleStatusRequest(values: Sequence[controller.ScaleStatusRequest | N
     if not rows:
         return null_column(len(values), _ARROW_ScaleStatusRequest)
     fields = _FIELDS_ScaleStatusRequest
-    v0 = [m.streamInfo for m in rows]
-    c0 = _arrow_StreamInfo(v0)
-    v1 = [m.epoch for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_streamInfo = [m.streamInfo for m in rows]
+    c_streamInfo = _arrow_StreamInfo(v_streamInfo)
+    v_epoch = [m.epoch for m in rows]
+    c_epoch = pa.array(v_epoch, fields[1].type)
+    arrays = [c_streamInfo, c_epoch]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -3484,10 +3504,10 @@ def _row_ScaleStatusResponse(m: controller.ScaleStatusResponse) -> dict[str, Any
 def _value_ScaleStatusResponse(row: RowLike) -> controller.ScaleStatusResponse:
     """The ScaleStatusResponse a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["status"]
+    v_status = r["status"]
     value = controller.ScaleStatusResponse(
         status=enum_value(
-            required(v0, "ScaleStatusResponse.status"),
+            required(v_status, "ScaleStatusResponse.status"),
             _NUMBERS_ScaleStatusResponse_ScaleStatus,
             controller.ScaleStatusResponse.ScaleStatus,
             "ScaleStatusResponse.status",
@@ -3502,9 +3522,9 @@ def _arrow_ScaleStatusResponse(values: Sequence[controller.ScaleStatusResponse |
     if not rows:
         return null_column(len(values), _ARROW_ScaleStatusResponse)
     fields = _FIELDS_ScaleStatusResponse
-    v0 = [m.status for m in rows]
-    c0 = enum_array(v0, _NAMES_ScaleStatusResponse_ScaleStatus)
-    arrays = [c0]
+    v_status = [m.status for m in rows]
+    c_status = enum_array(v_status, _NAMES_ScaleStatusResponse_ScaleStatus)
+    arrays = [c_status]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -3518,9 +3538,9 @@ def _row_SegmentValidityResponse(m: controller.SegmentValidityResponse) -> dict[
 def _value_SegmentValidityResponse(row: RowLike) -> controller.SegmentValidityResponse:
     """The SegmentValidityResponse a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["response"]
+    v_response = r["response"]
     value = controller.SegmentValidityResponse(
-        response=required(v0, "SegmentValidityResponse.response"),
+        response=required(v_response, "SegmentValidityResponse.response"),
     )
     return value
 
@@ -3533,9 +3553,9 @@ def _arrow_SegmentValidityResponse(
     if not rows:
         return null_column(len(values), _ARROW_SegmentValidityResponse)
     fields = _FIELDS_SegmentValidityResponse
-    v0 = [m.response for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
+    v_response = [m.response for m in rows]
+    c_response = pa.array(v_response, fields[0].type)
+    arrays = [c_response]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -3549,9 +3569,9 @@ def _row_DelegationToken(m: controller.DelegationToken) -> dict[str, Any]:
 def _value_DelegationToken(row: RowLike) -> controller.DelegationToken:
     """The DelegationToken a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["delegationToken"]
+    v_delegationToken = r["delegationToken"]
     value = controller.DelegationToken(
-        delegationToken=required(v0, "DelegationToken.delegationToken"),
+        delegationToken=required(v_delegationToken, "DelegationToken.delegationToken"),
     )
     return value
 
@@ -3562,29 +3582,29 @@ def _arrow_DelegationToken(values: Sequence[controller.DelegationToken | None]) 
     if not rows:
         return null_column(len(values), _ARROW_DelegationToken)
     fields = _FIELDS_DelegationToken
-    v0 = [m.delegationToken for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
+    v_delegationToken = [m.delegationToken for m in rows]
+    c_delegationToken = pa.array(v_delegationToken, fields[0].type)
+    arrays = [c_delegationToken]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_RemoveWriterRequest(m: controller.RemoveWriterRequest) -> dict[str, Any]:
     """The row of a RemoveWriterRequest: field name -> row value."""
-    x1 = m.stream
+    x_stream = m.stream
     return {
         "writer": m.writer,
-        "stream": None if x1 is None else _row_StreamInfo(x1),
+        "stream": None if x_stream is None else _row_StreamInfo(x_stream),
     }
 
 
 def _value_RemoveWriterRequest(row: RowLike) -> controller.RemoveWriterRequest:
     """The RemoveWriterRequest a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["writer"]
-    v1 = r["stream"]
+    v_writer = r["writer"]
+    v_stream = r["stream"]
     value = controller.RemoveWriterRequest(
-        writer=required(v0, "RemoveWriterRequest.writer"),
-        stream=None if v1 is None else _value_StreamInfo(v1),
+        writer=required(v_writer, "RemoveWriterRequest.writer"),
+        stream=None if v_stream is None else _value_StreamInfo(v_stream),
     )
     return value
 
@@ -3595,11 +3615,11 @@ def _arrow_RemoveWriterRequest(values: Sequence[controller.RemoveWriterRequest |
     if not rows:
         return null_column(len(values), _ARROW_RemoveWriterRequest)
     fields = _FIELDS_RemoveWriterRequest
-    v0 = [m.writer for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.stream for m in rows]
-    c1 = _arrow_StreamInfo(v1)
-    arrays = [c0, c1]
+    v_writer = [m.writer for m in rows]
+    c_writer = pa.array(v_writer, fields[0].type)
+    v_stream = [m.stream for m in rows]
+    c_stream = _arrow_StreamInfo(v_stream)
+    arrays = [c_writer, c_stream]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -3613,10 +3633,10 @@ def _row_RemoveWriterResponse(m: controller.RemoveWriterResponse) -> dict[str, A
 def _value_RemoveWriterResponse(row: RowLike) -> controller.RemoveWriterResponse:
     """The RemoveWriterResponse a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["result"]
+    v_result = r["result"]
     value = controller.RemoveWriterResponse(
         result=enum_value(
-            required(v0, "RemoveWriterResponse.result"),
+            required(v_result, "RemoveWriterResponse.result"),
             _NUMBERS_RemoveWriterResponse_Status,
             controller.RemoveWriterResponse.Status,
             "RemoveWriterResponse.result",
@@ -3631,18 +3651,18 @@ def _arrow_RemoveWriterResponse(values: Sequence[controller.RemoveWriterResponse
     if not rows:
         return null_column(len(values), _ARROW_RemoveWriterResponse)
     fields = _FIELDS_RemoveWriterResponse
-    v0 = [m.result for m in rows]
-    c0 = enum_array(v0, _NAMES_RemoveWriterResponse_Status)
-    arrays = [c0]
+    v_result = [m.result for m in rows]
+    c_result = enum_array(v_result, _NAMES_RemoveWriterResponse_Status)
+    arrays = [c_result]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_TimestampFromWriter(m: controller.TimestampFromWriter) -> dict[str, Any]:
     """The row of a TimestampFromWriter: field name -> row value."""
-    x1 = m.position
+    x_position = m.position
     return {
         "writer": m.writer,
-        "position": None if x1 is None else _row_StreamCut(x1),
+        "position": None if x_position is None else _row_StreamCut(x_position),
         "timestamp": m.timestamp,
     }
 
@@ -3650,13 +3670,13 @@ def _row_TimestampFromWriter(m: controller.TimestampFromWriter) -> dict[str, Any
 def _value_TimestampFromWriter(row: RowLike) -> controller.TimestampFromWriter:
     """The TimestampFromWriter a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["writer"]
-    v1 = r["position"]
-    v2 = r["timestamp"]
+    v_writer = r["writer"]
+    v_position = r["position"]
+    v_timestamp = r["timestamp"]
     value = controller.TimestampFromWriter(
-        writer=required(v0, "TimestampFromWriter.writer"),
-        position=None if v1 is None else _value_StreamCut(v1),
-        timestamp=required(v2, "TimestampFromWriter.timestamp"),
+        writer=required(v_writer, "TimestampFromWriter.writer"),
+        position=None if v_position is None else _value_StreamCut(v_position),
+        timestamp=required(v_timestamp, "TimestampFromWriter.timestamp"),
     )
     return value
 
@@ -3667,13 +3687,13 @@ def _arrow_TimestampFromWriter(values: Sequence[controller.TimestampFromWriter |
     if not rows:
         return null_column(len(values), _ARROW_TimestampFromWriter)
     fields = _FIELDS_TimestampFromWriter
-    v0 = [m.writer for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.position for m in rows]
-    c1 = _arrow_StreamCut(v1)
-    v2 = [m.timestamp for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_writer = [m.writer for m in rows]
+    c_writer = pa.array(v_writer, fields[0].type)
+    v_position = [m.position for m in rows]
+    c_position = _arrow_StreamCut(v_position)
+    v_timestamp = [m.timestamp for m in rows]
+    c_timestamp = pa.array(v_timestamp, fields[2].type)
+    arrays = [c_writer, c_position, c_timestamp]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -3687,10 +3707,10 @@ def _row_TimestampResponse(m: controller.TimestampResponse) -> dict[str, Any]:
 def _value_TimestampResponse(row: RowLike) -> controller.TimestampResponse:
     """The TimestampResponse a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["result"]
+    v_result = r["result"]
     value = controller.TimestampResponse(
         result=enum_value(
-            required(v0, "TimestampResponse.result"),
+            required(v_result, "TimestampResponse.result"),
             _NUMBERS_TimestampResponse_Status,
             controller.TimestampResponse.Status,
             "TimestampResponse.result",
@@ -3705,16 +3725,16 @@ def _arrow_TimestampResponse(values: Sequence[controller.TimestampResponse | Non
     if not rows:
         return null_column(len(values), _ARROW_TimestampResponse)
     fields = _FIELDS_TimestampResponse
-    v0 = [m.result for m in rows]
-    c0 = enum_array(v0, _NAMES_TimestampResponse_Status)
-    arrays = [c0]
+    v_result = [m.result for m in rows]
+    c_result = enum_array(v_result, _NAMES_TimestampResponse_Status)
+    arrays = [c_result]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_ReaderGroupConfiguration(m: controller.ReaderGroupConfiguration) -> dict[str, Any]:
     """The row of a ReaderGroupConfiguration: field name -> row value."""
-    x8 = m.startingStreamCuts
-    x9 = m.endingStreamCuts
+    x_startingStreamCuts = m.startingStreamCuts
+    x_endingStreamCuts = m.endingStreamCuts
     return {
         "scope": m.scope,
         "readerGroupName": m.readerGroupName,
@@ -3724,41 +3744,44 @@ def _row_ReaderGroupConfiguration(m: controller.ReaderGroupConfiguration) -> dic
         "retentionType": m.retentionType,
         "generation": m.generation,
         "readerGroupId": m.readerGroupId,
-        "startingStreamCuts": [_row_StreamCut(y) for y in x8],
-        "endingStreamCuts": [_row_StreamCut(y) for y in x9],
+        "startingStreamCuts": [_row_StreamCut(y) for y in x_startingStreamCuts],
+        "endingStreamCuts": [_row_StreamCut(y) for y in x_endingStreamCuts],
     }
 
 
 def _value_ReaderGroupConfiguration(row: RowLike) -> controller.ReaderGroupConfiguration:
     """The ReaderGroupConfiguration a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["scope"]
-    v1 = r["readerGroupName"]
-    v2 = r["groupRefreshTimeMillis"]
-    v3 = r["automaticCheckpointIntervalMillis"]
-    v4 = r["maxOutstandingCheckpointRequest"]
-    v5 = r["retentionType"]
-    v6 = r["generation"]
-    v7 = r["readerGroupId"]
-    v8 = r["startingStreamCuts"]
-    v9 = r["endingStreamCuts"]
+    v_scope = r["scope"]
+    v_readerGroupName = r["readerGroupName"]
+    v_groupRefreshTimeMillis = r["groupRefreshTimeMillis"]
+    v_automaticCheckpointIntervalMillis = r["automaticCheckpointIntervalMillis"]
+    v_maxOutstandingCheckpointRequest = r["maxOutstandingCheckpointRequest"]
+    v_retentionType = r["retentionType"]
+    v_generation = r["generation"]
+    v_readerGroupId = r["readerGroupId"]
+    v_startingStreamCuts = r["startingStreamCuts"]
+    v_endingStreamCuts = r["endingStreamCuts"]
     value = controller.ReaderGroupConfiguration(
-        scope=required(v0, "ReaderGroupConfiguration.scope"),
-        readerGroupName=required(v1, "ReaderGroupConfiguration.readerGroupName"),
-        groupRefreshTimeMillis=required(v2, "ReaderGroupConfiguration.groupRefreshTimeMillis"),
+        scope=required(v_scope, "ReaderGroupConfiguration.scope"),
+        readerGroupName=required(v_readerGroupName, "ReaderGroupConfiguration.readerGroupName"),
+        groupRefreshTimeMillis=required(
+            v_groupRefreshTimeMillis,
+            "ReaderGroupConfiguration.groupRefreshTimeMillis",
+        ),
         automaticCheckpointIntervalMillis=required(
-            v3,
+            v_automaticCheckpointIntervalMillis,
             "ReaderGroupConfiguration.automaticCheckpointIntervalMillis",
         ),
         maxOutstandingCheckpointRequest=required(
-            v4,
+            v_maxOutstandingCheckpointRequest,
             "ReaderGroupConfiguration.maxOutstandingCheckpointRequest",
         ),
-        retentionType=required(v5, "ReaderGroupConfiguration.retentionType"),
-        generation=required(v6, "ReaderGroupConfiguration.generation"),
-        readerGroupId=required(v7, "ReaderGroupConfiguration.readerGroupId"),
-        startingStreamCuts=[_value_StreamCut(y) for y in v8 or ()],
-        endingStreamCuts=[_value_StreamCut(y) for y in v9 or ()],
+        retentionType=required(v_retentionType, "ReaderGroupConfiguration.retentionType"),
+        generation=required(v_generation, "ReaderGroupConfiguration.generation"),
+        readerGroupId=required(v_readerGroupId, "ReaderGroupConfiguration.readerGroupId"),
+        startingStreamCuts=[_value_StreamCut(y) for y in v_startingStreamCuts or ()],
+        endingStreamCuts=[_value_StreamCut(y) for y in v_endingStreamCuts or ()],
     )
     return value
 
@@ -3771,27 +3794,34 @@ def _arrow_ReaderGroupConfiguration(
     if not rows:
         return null_column(len(values), _ARROW_ReaderGroupConfiguration)
     fields = _FIELDS_ReaderGroupConfiguration
-    v0 = [m.scope for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.readerGroupName for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.groupRefreshTimeMillis for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.automaticCheckpointIntervalMillis for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.maxOutstandingCheckpointRequest for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m.retentionType for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    v6 = [m.generation for m in rows]
-    c6 = pa.array(v6, fields[6].type)
-    v7 = [m.readerGroupId for m in rows]
-    c7 = pa.array(v7, fields[7].type)
-    v8 = [m.startingStreamCuts for m in rows]
-    c8 = list_array(v8, _arrow_StreamCut, fields[8].type)
-    v9 = [m.endingStreamCuts for m in rows]
-    c9 = list_array(v9, _arrow_StreamCut, fields[9].type)
-    arrays = [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9]
+    v_scope = [m.scope for m in rows]
+    c_scope = pa.array(v_scope, fields[0].type)
+    v_readerGroupName = [m.readerGroupName for m in rows]
+    c_readerGroupName = pa.array(v_readerGroupName, fields[1].type)
+    v_groupRefreshTimeMillis = [m.groupRefreshTimeMillis for m in rows]
+    c_groupRefreshTimeMillis = pa.array(v_groupRefreshTimeMillis, fields[2].type)
+    v_automaticCheckpointIntervalMillis = [m.automaticCheckpointIntervalMillis for m in rows]
+    c_automaticCheckpointIntervalMillis = pa.array(
+        v_automaticCheckpointIntervalMillis,
+        fields[3].type,
+    )
+    v_maxOutstandingCheckpointRequest = [m.maxOutstandingCheckpointRequest for m in rows]
+    c_maxOutstandingCheckpointRequest = pa.array(v_maxOutstandingCheckpointRequest, fields[4].type)
+    v_retentionType = [m.retentionType for m in rows]
+    c_retentionType = pa.array(v_retentionType, fields[5].type)
+    v_generation = [m.generation for m in rows]
+    c_generation = pa.array(v_generation, fields[6].type)
+    v_readerGroupId = [m.readerGroupId for m in rows]
+    c_readerGroupId = pa.array(v_readerGroupId, fields[7].type)
+    v_startingStreamCuts = [m.startingStreamCuts for m in rows]
+    c_startingStreamCuts = list_array(v_startingStreamCuts, _arrow_StreamCut, fields[8].type)
+    v_endingStreamCuts = [m.endingStreamCuts for m in rows]
+    c_endingStreamCuts = list_array(v_endingStreamCuts, _arrow_StreamCut, fields[9].type)
+    arrays = [
+        c_scope, c_readerGroupName, c_groupRefreshTimeMillis, c_automaticCheckpointIntervalMillis,
+        c_maxOutstandingCheckpointRequest, c_retentionType, c_generation, c_readerGroupId,
+        c_startingStreamCuts, c_endingStreamCuts,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -3808,15 +3838,15 @@ def _row_ReaderGroupInfo(m: controller.ReaderGroupInfo) -> dict[str, Any]:
 def _value_ReaderGroupInfo(row: RowLike) -> controller.ReaderGroupInfo:
     """The ReaderGroupInfo a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["scope"]
-    v1 = r["readerGroup"]
-    v2 = r["readerGroupId"]
-    v3 = r["generation"]
+    v_scope = r["scope"]
+    v_readerGroup = r["readerGroup"]
+    v_readerGroupId = r["readerGroupId"]
+    v_generation = r["generation"]
     value = controller.ReaderGroupInfo(
-        scope=required(v0, "ReaderGroupInfo.scope"),
-        readerGroup=required(v1, "ReaderGroupInfo.readerGroup"),
-        readerGroupId=required(v2, "ReaderGroupInfo.readerGroupId"),
-        generation=required(v3, "ReaderGroupInfo.generation"),
+        scope=required(v_scope, "ReaderGroupInfo.scope"),
+        readerGroup=required(v_readerGroup, "ReaderGroupInfo.readerGroup"),
+        readerGroupId=required(v_readerGroupId, "ReaderGroupInfo.readerGroupId"),
+        generation=required(v_generation, "ReaderGroupInfo.generation"),
     )
     return value
 
@@ -3827,40 +3857,40 @@ def _arrow_ReaderGroupInfo(values: Sequence[controller.ReaderGroupInfo | None]) 
     if not rows:
         return null_column(len(values), _ARROW_ReaderGroupInfo)
     fields = _FIELDS_ReaderGroupInfo
-    v0 = [m.scope for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.readerGroup for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.readerGroupId for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.generation for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    arrays = [c0, c1, c2, c3]
+    v_scope = [m.scope for m in rows]
+    c_scope = pa.array(v_scope, fields[0].type)
+    v_readerGroup = [m.readerGroup for m in rows]
+    c_readerGroup = pa.array(v_readerGroup, fields[1].type)
+    v_readerGroupId = [m.readerGroupId for m in rows]
+    c_readerGroupId = pa.array(v_readerGroupId, fields[2].type)
+    v_generation = [m.generation for m in rows]
+    c_generation = pa.array(v_generation, fields[3].type)
+    arrays = [c_scope, c_readerGroup, c_readerGroupId, c_generation]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_CreateReaderGroupResponse(m: controller.CreateReaderGroupResponse) -> dict[str, Any]:
     """The row of a CreateReaderGroupResponse: field name -> row value."""
-    x1 = m.config
+    x_config = m.config
     return {
         "status": enum_name(_NAMES_CreateReaderGroupResponse_Status, m.status),
-        "config": None if x1 is None else _row_ReaderGroupConfiguration(x1),
+        "config": None if x_config is None else _row_ReaderGroupConfiguration(x_config),
     }
 
 
 def _value_CreateReaderGroupResponse(row: RowLike) -> controller.CreateReaderGroupResponse:
     """The CreateReaderGroupResponse a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["status"]
-    v1 = r["config"]
+    v_status = r["status"]
+    v_config = r["config"]
     value = controller.CreateReaderGroupResponse(
         status=enum_value(
-            required(v0, "CreateReaderGroupResponse.status"),
+            required(v_status, "CreateReaderGroupResponse.status"),
             _NUMBERS_CreateReaderGroupResponse_Status,
             controller.CreateReaderGroupResponse.Status,
             "CreateReaderGroupResponse.status",
         ),
-        config=None if v1 is None else _value_ReaderGroupConfiguration(v1),
+        config=None if v_config is None else _value_ReaderGroupConfiguration(v_config),
     )
     return value
 
@@ -3873,19 +3903,19 @@ def _arrow_CreateReaderGroupResponse(
     if not rows:
         return null_column(len(values), _ARROW_CreateReaderGroupResponse)
     fields = _FIELDS_CreateReaderGroupResponse
-    v0 = [m.status for m in rows]
-    c0 = enum_array(v0, _NAMES_CreateReaderGroupResponse_Status)
-    v1 = [m.config for m in rows]
-    c1 = _arrow_ReaderGroupConfiguration(v1)
-    arrays = [c0, c1]
+    v_status = [m.status for m in rows]
+    c_status = enum_array(v_status, _NAMES_CreateReaderGroupResponse_Status)
+    v_config = [m.config for m in rows]
+    c_config = _arrow_ReaderGroupConfiguration(v_config)
+    arrays = [c_status, c_config]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_ReaderGroupConfigResponse(m: controller.ReaderGroupConfigResponse) -> dict[str, Any]:
     """The row of a ReaderGroupConfigResponse: field name -> row value."""
-    x0 = m.config
+    x_config = m.config
     return {
-        "config": None if x0 is None else _row_ReaderGroupConfiguration(x0),
+        "config": None if x_config is None else _row_ReaderGroupConfiguration(x_config),
         "status": enum_name(_NAMES_ReaderGroupConfigResponse_Status, m.status),
     }
 
@@ -3893,12 +3923,12 @@ def _row_ReaderGroupConfigResponse(m: controller.ReaderGroupConfigResponse) -> d
 def _value_ReaderGroupConfigResponse(row: RowLike) -> controller.ReaderGroupConfigResponse:
     """The ReaderGroupConfigResponse a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["config"]
-    v1 = r["status"]
+    v_config = r["config"]
+    v_status = r["status"]
     value = controller.ReaderGroupConfigResponse(
-        config=None if v0 is None else _value_ReaderGroupConfiguration(v0),
+        config=None if v_config is None else _value_ReaderGroupConfiguration(v_config),
         status=enum_value(
-            required(v1, "ReaderGroupConfigResponse.status"),
+            required(v_status, "ReaderGroupConfigResponse.status"),
             _NUMBERS_ReaderGroupConfigResponse_Status,
             controller.ReaderGroupConfigResponse.Status,
             "ReaderGroupConfigResponse.status",
@@ -3915,11 +3945,11 @@ def _arrow_ReaderGroupConfigResponse(
     if not rows:
         return null_column(len(values), _ARROW_ReaderGroupConfigResponse)
     fields = _FIELDS_ReaderGroupConfigResponse
-    v0 = [m.config for m in rows]
-    c0 = _arrow_ReaderGroupConfiguration(v0)
-    v1 = [m.status for m in rows]
-    c1 = enum_array(v1, _NAMES_ReaderGroupConfigResponse_Status)
-    arrays = [c0, c1]
+    v_config = [m.config for m in rows]
+    c_config = _arrow_ReaderGroupConfiguration(v_config)
+    v_status = [m.status for m in rows]
+    c_status = enum_array(v_status, _NAMES_ReaderGroupConfigResponse_Status)
+    arrays = [c_config, c_status]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -3933,10 +3963,10 @@ def _row_DeleteReaderGroupStatus(m: controller.DeleteReaderGroupStatus) -> dict[
 def _value_DeleteReaderGroupStatus(row: RowLike) -> controller.DeleteReaderGroupStatus:
     """The DeleteReaderGroupStatus a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["status"]
+    v_status = r["status"]
     value = controller.DeleteReaderGroupStatus(
         status=enum_value(
-            required(v0, "DeleteReaderGroupStatus.status"),
+            required(v_status, "DeleteReaderGroupStatus.status"),
             _NUMBERS_DeleteReaderGroupStatus_Status,
             controller.DeleteReaderGroupStatus.Status,
             "DeleteReaderGroupStatus.status",
@@ -3953,9 +3983,9 @@ def _arrow_DeleteReaderGroupStatus(
     if not rows:
         return null_column(len(values), _ARROW_DeleteReaderGroupStatus)
     fields = _FIELDS_DeleteReaderGroupStatus
-    v0 = [m.status for m in rows]
-    c0 = enum_array(v0, _NAMES_DeleteReaderGroupStatus_Status)
-    arrays = [c0]
+    v_status = [m.status for m in rows]
+    c_status = enum_array(v_status, _NAMES_DeleteReaderGroupStatus_Status)
+    arrays = [c_status]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -3970,16 +4000,16 @@ def _row_UpdateReaderGroupResponse(m: controller.UpdateReaderGroupResponse) -> d
 def _value_UpdateReaderGroupResponse(row: RowLike) -> controller.UpdateReaderGroupResponse:
     """The UpdateReaderGroupResponse a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["status"]
-    v1 = r["generation"]
+    v_status = r["status"]
+    v_generation = r["generation"]
     value = controller.UpdateReaderGroupResponse(
         status=enum_value(
-            required(v0, "UpdateReaderGroupResponse.status"),
+            required(v_status, "UpdateReaderGroupResponse.status"),
             _NUMBERS_UpdateReaderGroupResponse_Status,
             controller.UpdateReaderGroupResponse.Status,
             "UpdateReaderGroupResponse.status",
         ),
-        generation=required(v1, "UpdateReaderGroupResponse.generation"),
+        generation=required(v_generation, "UpdateReaderGroupResponse.generation"),
     )
     return value
 
@@ -3992,11 +4022,11 @@ def _arrow_UpdateReaderGroupResponse(
     if not rows:
         return null_column(len(values), _ARROW_UpdateReaderGroupResponse)
     fields = _FIELDS_UpdateReaderGroupResponse
-    v0 = [m.status for m in rows]
-    c0 = enum_array(v0, _NAMES_UpdateReaderGroupResponse_Status)
-    v1 = [m.generation for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_status = [m.status for m in rows]
+    c_status = enum_array(v_status, _NAMES_UpdateReaderGroupResponse_Status)
+    v_generation = [m.generation for m in rows]
+    c_generation = pa.array(v_generation, fields[1].type)
+    arrays = [c_status, c_generation]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4010,9 +4040,9 @@ def _row_Event(m: frames.Event) -> dict[str, Any]:
 def _value_Event(row: RowLike) -> frames.Event:
     """The Event a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["data"]
+    v_data = r["data"]
     value = frames.Event(
-        data=binary_value(required(v0, "Event.data")),
+        data=binary_value(required(v_data, "Event.data")),
     )
     return value
 
@@ -4023,9 +4053,9 @@ def _arrow_Event(values: Sequence[frames.Event | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_Event)
     fields = _FIELDS_Event
-    v0 = [m.data for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
+    v_data = [m.data for m in rows]
+    c_data = pa.array(v_data, fields[0].type)
+    arrays = [c_data]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4039,9 +4069,9 @@ def _row_Padding(m: frames.Padding) -> dict[str, Any]:
 def _value_Padding(row: RowLike) -> frames.Padding:
     """The Padding a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["zeros"]
+    v_zeros = r["zeros"]
     value = frames.Padding(
-        zeros=binary_value(required(v0, "Padding.zeros")),
+        zeros=binary_value(required(v_zeros, "Padding.zeros")),
     )
     return value
 
@@ -4052,9 +4082,9 @@ def _arrow_Padding(values: Sequence[frames.Padding | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_Padding)
     fields = _FIELDS_Padding
-    v0 = [m.zeros for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
+    v_zeros = [m.zeros for m in rows]
+    c_zeros = pa.array(v_zeros, fields[0].type)
+    arrays = [c_zeros]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4068,9 +4098,9 @@ def _row_PartialEvent(m: frames.PartialEvent) -> dict[str, Any]:
 def _value_PartialEvent(row: RowLike) -> frames.PartialEvent:
     """The PartialEvent a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["data"]
+    v_data = r["data"]
     value = frames.PartialEvent(
-        data=binary_value(required(v0, "PartialEvent.data")),
+        data=binary_value(required(v_data, "PartialEvent.data")),
     )
     return value
 
@@ -4081,26 +4111,26 @@ def _arrow_PartialEvent(values: Sequence[frames.PartialEvent | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_PartialEvent)
     fields = _FIELDS_PartialEvent
-    v0 = [m.data for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
+    v_data = [m.data for m in rows]
+    c_data = pa.array(v_data, fields[0].type)
+    arrays = [c_data]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_EventRun(m: frames.EventRun) -> dict[str, Any]:
     """The row of a EventRun: field name -> row value."""
-    x0 = m.events
+    x_events = m.events
     return {
-        "events": [_row_Event(y) for y in x0],
+        "events": [_row_Event(y) for y in x_events],
     }
 
 
 def _value_EventRun(row: RowLike) -> frames.EventRun:
     """The EventRun a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["events"]
+    v_events = r["events"]
     value = frames.EventRun(
-        events=[_value_Event(y) for y in v0 or ()],
+        events=[_value_Event(y) for y in v_events or ()],
     )
     return value
 
@@ -4111,9 +4141,9 @@ def _arrow_EventRun(values: Sequence[frames.EventRun | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_EventRun)
     fields = _FIELDS_EventRun
-    v0 = [m.events for m in rows]
-    c0 = list_array(v0, _arrow_Event, fields[0].type)
-    arrays = [c0]
+    v_events = [m.events for m in rows]
+    c_events = list_array(v_events, _arrow_Event, fields[0].type)
+    arrays = [c_events]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4128,11 +4158,11 @@ def _row_Hello(m: frames.Hello) -> dict[str, Any]:
 def _value_Hello(row: RowLike) -> frames.Hello:
     """The Hello a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["high_version"]
-    v1 = r["low_version"]
+    v_high_version = r["high_version"]
+    v_low_version = r["low_version"]
     value = frames.Hello(
-        high_version=required(v0, "Hello.high_version"),
-        low_version=required(v1, "Hello.low_version"),
+        high_version=required(v_high_version, "Hello.high_version"),
+        low_version=required(v_low_version, "Hello.low_version"),
     )
     return value
 
@@ -4143,11 +4173,11 @@ def _arrow_Hello(values: Sequence[frames.Hello | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_Hello)
     fields = _FIELDS_Hello
-    v0 = [m.high_version for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.low_version for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_high_version = [m.high_version for m in rows]
+    c_high_version = pa.array(v_high_version, fields[0].type)
+    v_low_version = [m.low_version for m in rows]
+    c_low_version = pa.array(v_low_version, fields[1].type)
+    arrays = [c_high_version, c_low_version]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4183,15 +4213,15 @@ def _row_SetupAppend(m: frames.SetupAppend) -> dict[str, Any]:
 def _value_SetupAppend(row: RowLike) -> frames.SetupAppend:
     """The SetupAppend a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["writer_id"]
-    v2 = r["segment"]
-    v3 = r["delegation_token"]
+    v_request_id = r["request_id"]
+    v_writer_id = r["writer_id"]
+    v_segment = r["segment"]
+    v_delegation_token = r["delegation_token"]
     value = frames.SetupAppend(
-        request_id=required(v0, "SetupAppend.request_id"),
-        writer_id=UUID(required(v1, "SetupAppend.writer_id")),
-        segment=required(v2, "SetupAppend.segment"),
-        delegation_token=required(v3, "SetupAppend.delegation_token"),
+        request_id=required(v_request_id, "SetupAppend.request_id"),
+        writer_id=UUID(required(v_writer_id, "SetupAppend.writer_id")),
+        segment=required(v_segment, "SetupAppend.segment"),
+        delegation_token=required(v_delegation_token, "SetupAppend.delegation_token"),
     )
     return value
 
@@ -4202,15 +4232,15 @@ def _arrow_SetupAppend(values: Sequence[frames.SetupAppend | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_SetupAppend)
     fields = _FIELDS_SetupAppend
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.writer_id for m in rows]
-    c1 = text_array(v1)
-    v2 = [m.segment for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.delegation_token for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    arrays = [c0, c1, c2, c3]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_writer_id = [m.writer_id for m in rows]
+    c_writer_id = text_array(v_writer_id)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[2].type)
+    v_delegation_token = [m.delegation_token for m in rows]
+    c_delegation_token = pa.array(v_delegation_token, fields[3].type)
+    arrays = [c_request_id, c_writer_id, c_segment, c_delegation_token]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4227,15 +4257,15 @@ def _row_AppendSetup(m: frames.AppendSetup) -> dict[str, Any]:
 def _value_AppendSetup(row: RowLike) -> frames.AppendSetup:
     """The AppendSetup a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
-    v2 = r["writer_id"]
-    v3 = r["last_event_number"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
+    v_writer_id = r["writer_id"]
+    v_last_event_number = r["last_event_number"]
     value = frames.AppendSetup(
-        request_id=required(v0, "AppendSetup.request_id"),
-        segment=required(v1, "AppendSetup.segment"),
-        writer_id=UUID(required(v2, "AppendSetup.writer_id")),
-        last_event_number=required(v3, "AppendSetup.last_event_number"),
+        request_id=required(v_request_id, "AppendSetup.request_id"),
+        segment=required(v_segment, "AppendSetup.segment"),
+        writer_id=UUID(required(v_writer_id, "AppendSetup.writer_id")),
+        last_event_number=required(v_last_event_number, "AppendSetup.last_event_number"),
     )
     return value
 
@@ -4246,15 +4276,15 @@ def _arrow_AppendSetup(values: Sequence[frames.AppendSetup | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_AppendSetup)
     fields = _FIELDS_AppendSetup
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.writer_id for m in rows]
-    c2 = text_array(v2)
-    v3 = [m.last_event_number for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    arrays = [c0, c1, c2, c3]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    v_writer_id = [m.writer_id for m in rows]
+    c_writer_id = text_array(v_writer_id)
+    v_last_event_number = [m.last_event_number for m in rows]
+    c_last_event_number = pa.array(v_last_event_number, fields[3].type)
+    arrays = [c_request_id, c_segment, c_writer_id, c_last_event_number]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4269,11 +4299,11 @@ def _row_AppendBlock(m: frames.AppendBlock) -> dict[str, Any]:
 def _value_AppendBlock(row: RowLike) -> frames.AppendBlock:
     """The AppendBlock a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["writer_id"]
-    v1 = r["data"]
+    v_writer_id = r["writer_id"]
+    v_data = r["data"]
     value = frames.AppendBlock(
-        writer_id=UUID(required(v0, "AppendBlock.writer_id")),
-        data=binary_value(required(v1, "AppendBlock.data")),
+        writer_id=UUID(required(v_writer_id, "AppendBlock.writer_id")),
+        data=binary_value(required(v_data, "AppendBlock.data")),
     )
     return value
 
@@ -4284,11 +4314,11 @@ def _arrow_AppendBlock(values: Sequence[frames.AppendBlock | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_AppendBlock)
     fields = _FIELDS_AppendBlock
-    v0 = [m.writer_id for m in rows]
-    c0 = text_array(v0)
-    v1 = [m.data for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_writer_id = [m.writer_id for m in rows]
+    c_writer_id = text_array(v_writer_id)
+    v_data = [m.data for m in rows]
+    c_data = pa.array(v_data, fields[1].type)
+    arrays = [c_writer_id, c_data]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4307,19 +4337,22 @@ def _row_AppendBlockEnd(m: frames.AppendBlockEnd) -> dict[str, Any]:
 def _value_AppendBlockEnd(row: RowLike) -> frames.AppendBlockEnd:
     """The AppendBlockEnd a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["writer_id"]
-    v1 = r["size_of_whole_events"]
-    v2 = r["data"]
-    v3 = r["num_events"]
-    v4 = r["last_event_number"]
-    v5 = r["request_id"]
+    v_writer_id = r["writer_id"]
+    v_size_of_whole_events = r["size_of_whole_events"]
+    v_data = r["data"]
+    v_num_events = r["num_events"]
+    v_last_event_number = r["last_event_number"]
+    v_request_id = r["request_id"]
     value = frames.AppendBlockEnd(
-        writer_id=UUID(required(v0, "AppendBlockEnd.writer_id")),
-        size_of_whole_events=required(v1, "AppendBlockEnd.size_of_whole_events"),
-        data=binary_value(required(v2, "AppendBlockEnd.data")),
-        num_events=required(v3, "AppendBlockEnd.num_events"),
-        last_event_number=required(v4, "AppendBlockEnd.last_event_number"),
-        request_id=required(v5, "AppendBlockEnd.request_id"),
+        writer_id=UUID(required(v_writer_id, "AppendBlockEnd.writer_id")),
+        size_of_whole_events=required(
+            v_size_of_whole_events,
+            "AppendBlockEnd.size_of_whole_events",
+        ),
+        data=binary_value(required(v_data, "AppendBlockEnd.data")),
+        num_events=required(v_num_events, "AppendBlockEnd.num_events"),
+        last_event_number=required(v_last_event_number, "AppendBlockEnd.last_event_number"),
+        request_id=required(v_request_id, "AppendBlockEnd.request_id"),
     )
     return value
 
@@ -4330,19 +4363,22 @@ def _arrow_AppendBlockEnd(values: Sequence[frames.AppendBlockEnd | None]) -> Any
     if not rows:
         return null_column(len(values), _ARROW_AppendBlockEnd)
     fields = _FIELDS_AppendBlockEnd
-    v0 = [m.writer_id for m in rows]
-    c0 = text_array(v0)
-    v1 = [m.size_of_whole_events for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.data for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.num_events for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.last_event_number for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m.request_id for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    arrays = [c0, c1, c2, c3, c4, c5]
+    v_writer_id = [m.writer_id for m in rows]
+    c_writer_id = text_array(v_writer_id)
+    v_size_of_whole_events = [m.size_of_whole_events for m in rows]
+    c_size_of_whole_events = pa.array(v_size_of_whole_events, fields[1].type)
+    v_data = [m.data for m in rows]
+    c_data = pa.array(v_data, fields[2].type)
+    v_num_events = [m.num_events for m in rows]
+    c_num_events = pa.array(v_num_events, fields[3].type)
+    v_last_event_number = [m.last_event_number for m in rows]
+    c_last_event_number = pa.array(v_last_event_number, fields[4].type)
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[5].type)
+    arrays = [
+        c_writer_id, c_size_of_whole_events, c_data, c_num_events, c_last_event_number,
+        c_request_id,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4360,17 +4396,17 @@ def _row_ConditionalAppend(m: frames.ConditionalAppend) -> dict[str, Any]:
 def _value_ConditionalAppend(row: RowLike) -> frames.ConditionalAppend:
     """The ConditionalAppend a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["writer_id"]
-    v1 = r["event_number"]
-    v2 = r["expected_offset"]
-    v3 = r["event"]
-    v4 = r["request_id"]
+    v_writer_id = r["writer_id"]
+    v_event_number = r["event_number"]
+    v_expected_offset = r["expected_offset"]
+    v_event = r["event"]
+    v_request_id = r["request_id"]
     value = frames.ConditionalAppend(
-        writer_id=UUID(required(v0, "ConditionalAppend.writer_id")),
-        event_number=required(v1, "ConditionalAppend.event_number"),
-        expected_offset=required(v2, "ConditionalAppend.expected_offset"),
-        event=_value_Event(required(v3, "ConditionalAppend.event")),
-        request_id=required(v4, "ConditionalAppend.request_id"),
+        writer_id=UUID(required(v_writer_id, "ConditionalAppend.writer_id")),
+        event_number=required(v_event_number, "ConditionalAppend.event_number"),
+        expected_offset=required(v_expected_offset, "ConditionalAppend.expected_offset"),
+        event=_value_Event(required(v_event, "ConditionalAppend.event")),
+        request_id=required(v_request_id, "ConditionalAppend.request_id"),
     )
     return value
 
@@ -4381,17 +4417,17 @@ def _arrow_ConditionalAppend(values: Sequence[frames.ConditionalAppend | None]) 
     if not rows:
         return null_column(len(values), _ARROW_ConditionalAppend)
     fields = _FIELDS_ConditionalAppend
-    v0 = [m.writer_id for m in rows]
-    c0 = text_array(v0)
-    v1 = [m.event_number for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.expected_offset for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.event for m in rows]
-    c3 = _arrow_Event(v3)
-    v4 = [m.request_id for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    arrays = [c0, c1, c2, c3, c4]
+    v_writer_id = [m.writer_id for m in rows]
+    c_writer_id = text_array(v_writer_id)
+    v_event_number = [m.event_number for m in rows]
+    c_event_number = pa.array(v_event_number, fields[1].type)
+    v_expected_offset = [m.expected_offset for m in rows]
+    c_expected_offset = pa.array(v_expected_offset, fields[2].type)
+    v_event = [m.event for m in rows]
+    c_event = _arrow_Event(v_event)
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[4].type)
+    arrays = [c_writer_id, c_event_number, c_expected_offset, c_event, c_request_id]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4409,17 +4445,23 @@ def _row_DataAppended(m: frames.DataAppended) -> dict[str, Any]:
 def _value_DataAppended(row: RowLike) -> frames.DataAppended:
     """The DataAppended a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["writer_id"]
-    v1 = r["event_number"]
-    v2 = r["previous_event_number"]
-    v3 = r["request_id"]
-    v4 = r["current_segment_write_offset"]
+    v_writer_id = r["writer_id"]
+    v_event_number = r["event_number"]
+    v_previous_event_number = r["previous_event_number"]
+    v_request_id = r["request_id"]
+    v_current_segment_write_offset = r["current_segment_write_offset"]
     value = frames.DataAppended(
-        writer_id=UUID(required(v0, "DataAppended.writer_id")),
-        event_number=required(v1, "DataAppended.event_number"),
-        previous_event_number=required(v2, "DataAppended.previous_event_number"),
-        request_id=required(v3, "DataAppended.request_id"),
-        current_segment_write_offset=required(v4, "DataAppended.current_segment_write_offset"),
+        writer_id=UUID(required(v_writer_id, "DataAppended.writer_id")),
+        event_number=required(v_event_number, "DataAppended.event_number"),
+        previous_event_number=required(
+            v_previous_event_number,
+            "DataAppended.previous_event_number",
+        ),
+        request_id=required(v_request_id, "DataAppended.request_id"),
+        current_segment_write_offset=required(
+            v_current_segment_write_offset,
+            "DataAppended.current_segment_write_offset",
+        ),
     )
     return value
 
@@ -4430,17 +4472,20 @@ def _arrow_DataAppended(values: Sequence[frames.DataAppended | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_DataAppended)
     fields = _FIELDS_DataAppended
-    v0 = [m.writer_id for m in rows]
-    c0 = text_array(v0)
-    v1 = [m.event_number for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.previous_event_number for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.request_id for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.current_segment_write_offset for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    arrays = [c0, c1, c2, c3, c4]
+    v_writer_id = [m.writer_id for m in rows]
+    c_writer_id = text_array(v_writer_id)
+    v_event_number = [m.event_number for m in rows]
+    c_event_number = pa.array(v_event_number, fields[1].type)
+    v_previous_event_number = [m.previous_event_number for m in rows]
+    c_previous_event_number = pa.array(v_previous_event_number, fields[2].type)
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[3].type)
+    v_current_segment_write_offset = [m.current_segment_write_offset for m in rows]
+    c_current_segment_write_offset = pa.array(v_current_segment_write_offset, fields[4].type)
+    arrays = [
+        c_writer_id, c_event_number, c_previous_event_number, c_request_id,
+        c_current_segment_write_offset,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4456,13 +4501,13 @@ def _row_ConditionalCheckFailed(m: frames.ConditionalCheckFailed) -> dict[str, A
 def _value_ConditionalCheckFailed(row: RowLike) -> frames.ConditionalCheckFailed:
     """The ConditionalCheckFailed a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["writer_id"]
-    v1 = r["event_number"]
-    v2 = r["request_id"]
+    v_writer_id = r["writer_id"]
+    v_event_number = r["event_number"]
+    v_request_id = r["request_id"]
     value = frames.ConditionalCheckFailed(
-        writer_id=UUID(required(v0, "ConditionalCheckFailed.writer_id")),
-        event_number=required(v1, "ConditionalCheckFailed.event_number"),
-        request_id=required(v2, "ConditionalCheckFailed.request_id"),
+        writer_id=UUID(required(v_writer_id, "ConditionalCheckFailed.writer_id")),
+        event_number=required(v_event_number, "ConditionalCheckFailed.event_number"),
+        request_id=required(v_request_id, "ConditionalCheckFailed.request_id"),
     )
     return value
 
@@ -4473,13 +4518,13 @@ def _arrow_ConditionalCheckFailed(values: Sequence[frames.ConditionalCheckFailed
     if not rows:
         return null_column(len(values), _ARROW_ConditionalCheckFailed)
     fields = _FIELDS_ConditionalCheckFailed
-    v0 = [m.writer_id for m in rows]
-    c0 = text_array(v0)
-    v1 = [m.event_number for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.request_id for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_writer_id = [m.writer_id for m in rows]
+    c_writer_id = text_array(v_writer_id)
+    v_event_number = [m.event_number for m in rows]
+    c_event_number = pa.array(v_event_number, fields[1].type)
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[2].type)
+    arrays = [c_writer_id, c_event_number, c_request_id]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4497,17 +4542,17 @@ def _row_ReadSegment(m: frames.ReadSegment) -> dict[str, Any]:
 def _value_ReadSegment(row: RowLike) -> frames.ReadSegment:
     """The ReadSegment a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["segment"]
-    v1 = r["offset"]
-    v2 = r["suggested_length"]
-    v3 = r["delegation_token"]
-    v4 = r["request_id"]
+    v_segment = r["segment"]
+    v_offset = r["offset"]
+    v_suggested_length = r["suggested_length"]
+    v_delegation_token = r["delegation_token"]
+    v_request_id = r["request_id"]
     value = frames.ReadSegment(
-        segment=required(v0, "ReadSegment.segment"),
-        offset=required(v1, "ReadSegment.offset"),
-        suggested_length=required(v2, "ReadSegment.suggested_length"),
-        delegation_token=required(v3, "ReadSegment.delegation_token"),
-        request_id=required(v4, "ReadSegment.request_id"),
+        segment=required(v_segment, "ReadSegment.segment"),
+        offset=required(v_offset, "ReadSegment.offset"),
+        suggested_length=required(v_suggested_length, "ReadSegment.suggested_length"),
+        delegation_token=required(v_delegation_token, "ReadSegment.delegation_token"),
+        request_id=required(v_request_id, "ReadSegment.request_id"),
     )
     return value
 
@@ -4518,17 +4563,17 @@ def _arrow_ReadSegment(values: Sequence[frames.ReadSegment | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_ReadSegment)
     fields = _FIELDS_ReadSegment
-    v0 = [m.segment for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.offset for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.suggested_length for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.delegation_token for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.request_id for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    arrays = [c0, c1, c2, c3, c4]
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[0].type)
+    v_offset = [m.offset for m in rows]
+    c_offset = pa.array(v_offset, fields[1].type)
+    v_suggested_length = [m.suggested_length for m in rows]
+    c_suggested_length = pa.array(v_suggested_length, fields[2].type)
+    v_delegation_token = [m.delegation_token for m in rows]
+    c_delegation_token = pa.array(v_delegation_token, fields[3].type)
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[4].type)
+    arrays = [c_segment, c_offset, c_suggested_length, c_delegation_token, c_request_id]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4547,19 +4592,19 @@ def _row_SegmentRead(m: frames.SegmentRead) -> dict[str, Any]:
 def _value_SegmentRead(row: RowLike) -> frames.SegmentRead:
     """The SegmentRead a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["segment"]
-    v1 = r["offset"]
-    v2 = r["at_tail"]
-    v3 = r["end_of_segment"]
-    v4 = r["data"]
-    v5 = r["request_id"]
+    v_segment = r["segment"]
+    v_offset = r["offset"]
+    v_at_tail = r["at_tail"]
+    v_end_of_segment = r["end_of_segment"]
+    v_data = r["data"]
+    v_request_id = r["request_id"]
     value = frames.SegmentRead(
-        segment=required(v0, "SegmentRead.segment"),
-        offset=required(v1, "SegmentRead.offset"),
-        at_tail=required(v2, "SegmentRead.at_tail"),
-        end_of_segment=required(v3, "SegmentRead.end_of_segment"),
-        data=binary_value(required(v4, "SegmentRead.data")),
-        request_id=required(v5, "SegmentRead.request_id"),
+        segment=required(v_segment, "SegmentRead.segment"),
+        offset=required(v_offset, "SegmentRead.offset"),
+        at_tail=required(v_at_tail, "SegmentRead.at_tail"),
+        end_of_segment=required(v_end_of_segment, "SegmentRead.end_of_segment"),
+        data=binary_value(required(v_data, "SegmentRead.data")),
+        request_id=required(v_request_id, "SegmentRead.request_id"),
     )
     return value
 
@@ -4570,19 +4615,19 @@ def _arrow_SegmentRead(values: Sequence[frames.SegmentRead | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_SegmentRead)
     fields = _FIELDS_SegmentRead
-    v0 = [m.segment for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.offset for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.at_tail for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.end_of_segment for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.data for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m.request_id for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    arrays = [c0, c1, c2, c3, c4, c5]
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[0].type)
+    v_offset = [m.offset for m in rows]
+    c_offset = pa.array(v_offset, fields[1].type)
+    v_at_tail = [m.at_tail for m in rows]
+    c_at_tail = pa.array(v_at_tail, fields[2].type)
+    v_end_of_segment = [m.end_of_segment for m in rows]
+    c_end_of_segment = pa.array(v_end_of_segment, fields[3].type)
+    v_data = [m.data for m in rows]
+    c_data = pa.array(v_data, fields[4].type)
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[5].type)
+    arrays = [c_segment, c_offset, c_at_tail, c_end_of_segment, c_data, c_request_id]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4598,13 +4643,13 @@ def _row_GetStreamSegmentInfo(m: frames.GetStreamSegmentInfo) -> dict[str, Any]:
 def _value_GetStreamSegmentInfo(row: RowLike) -> frames.GetStreamSegmentInfo:
     """The GetStreamSegmentInfo a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
-    v2 = r["delegation_token"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
+    v_delegation_token = r["delegation_token"]
     value = frames.GetStreamSegmentInfo(
-        request_id=required(v0, "GetStreamSegmentInfo.request_id"),
-        segment=required(v1, "GetStreamSegmentInfo.segment"),
-        delegation_token=required(v2, "GetStreamSegmentInfo.delegation_token"),
+        request_id=required(v_request_id, "GetStreamSegmentInfo.request_id"),
+        segment=required(v_segment, "GetStreamSegmentInfo.segment"),
+        delegation_token=required(v_delegation_token, "GetStreamSegmentInfo.delegation_token"),
     )
     return value
 
@@ -4615,13 +4660,13 @@ def _arrow_GetStreamSegmentInfo(values: Sequence[frames.GetStreamSegmentInfo | N
     if not rows:
         return null_column(len(values), _ARROW_GetStreamSegmentInfo)
     fields = _FIELDS_GetStreamSegmentInfo
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.delegation_token for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    v_delegation_token = [m.delegation_token for m in rows]
+    c_delegation_token = pa.array(v_delegation_token, fields[2].type)
+    arrays = [c_request_id, c_segment, c_delegation_token]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4642,23 +4687,23 @@ def _row_StreamSegmentInfo(m: frames.StreamSegmentInfo) -> dict[str, Any]:
 def _value_StreamSegmentInfo(row: RowLike) -> frames.StreamSegmentInfo:
     """The StreamSegmentInfo a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
-    v2 = r["exists"]
-    v3 = r["is_sealed"]
-    v4 = r["is_deleted"]
-    v5 = r["last_modified"]
-    v6 = r["write_offset"]
-    v7 = r["start_offset"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
+    v_exists = r["exists"]
+    v_is_sealed = r["is_sealed"]
+    v_is_deleted = r["is_deleted"]
+    v_last_modified = r["last_modified"]
+    v_write_offset = r["write_offset"]
+    v_start_offset = r["start_offset"]
     value = frames.StreamSegmentInfo(
-        request_id=required(v0, "StreamSegmentInfo.request_id"),
-        segment=required(v1, "StreamSegmentInfo.segment"),
-        exists=required(v2, "StreamSegmentInfo.exists"),
-        is_sealed=required(v3, "StreamSegmentInfo.is_sealed"),
-        is_deleted=required(v4, "StreamSegmentInfo.is_deleted"),
-        last_modified=required(v5, "StreamSegmentInfo.last_modified"),
-        write_offset=required(v6, "StreamSegmentInfo.write_offset"),
-        start_offset=required(v7, "StreamSegmentInfo.start_offset"),
+        request_id=required(v_request_id, "StreamSegmentInfo.request_id"),
+        segment=required(v_segment, "StreamSegmentInfo.segment"),
+        exists=required(v_exists, "StreamSegmentInfo.exists"),
+        is_sealed=required(v_is_sealed, "StreamSegmentInfo.is_sealed"),
+        is_deleted=required(v_is_deleted, "StreamSegmentInfo.is_deleted"),
+        last_modified=required(v_last_modified, "StreamSegmentInfo.last_modified"),
+        write_offset=required(v_write_offset, "StreamSegmentInfo.write_offset"),
+        start_offset=required(v_start_offset, "StreamSegmentInfo.start_offset"),
     )
     return value
 
@@ -4669,23 +4714,26 @@ def _arrow_StreamSegmentInfo(values: Sequence[frames.StreamSegmentInfo | None]) 
     if not rows:
         return null_column(len(values), _ARROW_StreamSegmentInfo)
     fields = _FIELDS_StreamSegmentInfo
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.exists for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.is_sealed for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.is_deleted for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m.last_modified for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    v6 = [m.write_offset for m in rows]
-    c6 = pa.array(v6, fields[6].type)
-    v7 = [m.start_offset for m in rows]
-    c7 = pa.array(v7, fields[7].type)
-    arrays = [c0, c1, c2, c3, c4, c5, c6, c7]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    v_exists = [m.exists for m in rows]
+    c_exists = pa.array(v_exists, fields[2].type)
+    v_is_sealed = [m.is_sealed for m in rows]
+    c_is_sealed = pa.array(v_is_sealed, fields[3].type)
+    v_is_deleted = [m.is_deleted for m in rows]
+    c_is_deleted = pa.array(v_is_deleted, fields[4].type)
+    v_last_modified = [m.last_modified for m in rows]
+    c_last_modified = pa.array(v_last_modified, fields[5].type)
+    v_write_offset = [m.write_offset for m in rows]
+    c_write_offset = pa.array(v_write_offset, fields[6].type)
+    v_start_offset = [m.start_offset for m in rows]
+    c_start_offset = pa.array(v_start_offset, fields[7].type)
+    arrays = [
+        c_request_id, c_segment, c_exists, c_is_sealed, c_is_deleted, c_last_modified,
+        c_write_offset, c_start_offset,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4704,19 +4752,19 @@ def _row_CreateSegment(m: frames.CreateSegment) -> dict[str, Any]:
 def _value_CreateSegment(row: RowLike) -> frames.CreateSegment:
     """The CreateSegment a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
-    v2 = r["target_rate"]
-    v3 = r["scale_type"]
-    v4 = r["delegation_token"]
-    v5 = r["rollover_size_bytes"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
+    v_target_rate = r["target_rate"]
+    v_scale_type = r["scale_type"]
+    v_delegation_token = r["delegation_token"]
+    v_rollover_size_bytes = r["rollover_size_bytes"]
     value = frames.CreateSegment(
-        request_id=required(v0, "CreateSegment.request_id"),
-        segment=required(v1, "CreateSegment.segment"),
-        target_rate=required(v2, "CreateSegment.target_rate"),
-        scale_type=required(v3, "CreateSegment.scale_type"),
-        delegation_token=required(v4, "CreateSegment.delegation_token"),
-        rollover_size_bytes=required(v5, "CreateSegment.rollover_size_bytes"),
+        request_id=required(v_request_id, "CreateSegment.request_id"),
+        segment=required(v_segment, "CreateSegment.segment"),
+        target_rate=required(v_target_rate, "CreateSegment.target_rate"),
+        scale_type=required(v_scale_type, "CreateSegment.scale_type"),
+        delegation_token=required(v_delegation_token, "CreateSegment.delegation_token"),
+        rollover_size_bytes=required(v_rollover_size_bytes, "CreateSegment.rollover_size_bytes"),
     )
     return value
 
@@ -4727,19 +4775,22 @@ def _arrow_CreateSegment(values: Sequence[frames.CreateSegment | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_CreateSegment)
     fields = _FIELDS_CreateSegment
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.target_rate for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.scale_type for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.delegation_token for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m.rollover_size_bytes for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    arrays = [c0, c1, c2, c3, c4, c5]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    v_target_rate = [m.target_rate for m in rows]
+    c_target_rate = pa.array(v_target_rate, fields[2].type)
+    v_scale_type = [m.scale_type for m in rows]
+    c_scale_type = pa.array(v_scale_type, fields[3].type)
+    v_delegation_token = [m.delegation_token for m in rows]
+    c_delegation_token = pa.array(v_delegation_token, fields[4].type)
+    v_rollover_size_bytes = [m.rollover_size_bytes for m in rows]
+    c_rollover_size_bytes = pa.array(v_rollover_size_bytes, fields[5].type)
+    arrays = [
+        c_request_id, c_segment, c_target_rate, c_scale_type, c_delegation_token,
+        c_rollover_size_bytes,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4754,11 +4805,11 @@ def _row_SegmentCreated(m: frames.SegmentCreated) -> dict[str, Any]:
 def _value_SegmentCreated(row: RowLike) -> frames.SegmentCreated:
     """The SegmentCreated a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
     value = frames.SegmentCreated(
-        request_id=required(v0, "SegmentCreated.request_id"),
-        segment=required(v1, "SegmentCreated.segment"),
+        request_id=required(v_request_id, "SegmentCreated.request_id"),
+        segment=required(v_segment, "SegmentCreated.segment"),
     )
     return value
 
@@ -4769,11 +4820,11 @@ def _arrow_SegmentCreated(values: Sequence[frames.SegmentCreated | None]) -> Any
     if not rows:
         return null_column(len(values), _ARROW_SegmentCreated)
     fields = _FIELDS_SegmentCreated
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    arrays = [c_request_id, c_segment]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4790,15 +4841,15 @@ def _row_TruncateSegment(m: frames.TruncateSegment) -> dict[str, Any]:
 def _value_TruncateSegment(row: RowLike) -> frames.TruncateSegment:
     """The TruncateSegment a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
-    v2 = r["truncation_offset"]
-    v3 = r["delegation_token"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
+    v_truncation_offset = r["truncation_offset"]
+    v_delegation_token = r["delegation_token"]
     value = frames.TruncateSegment(
-        request_id=required(v0, "TruncateSegment.request_id"),
-        segment=required(v1, "TruncateSegment.segment"),
-        truncation_offset=required(v2, "TruncateSegment.truncation_offset"),
-        delegation_token=required(v3, "TruncateSegment.delegation_token"),
+        request_id=required(v_request_id, "TruncateSegment.request_id"),
+        segment=required(v_segment, "TruncateSegment.segment"),
+        truncation_offset=required(v_truncation_offset, "TruncateSegment.truncation_offset"),
+        delegation_token=required(v_delegation_token, "TruncateSegment.delegation_token"),
     )
     return value
 
@@ -4809,15 +4860,15 @@ def _arrow_TruncateSegment(values: Sequence[frames.TruncateSegment | None]) -> A
     if not rows:
         return null_column(len(values), _ARROW_TruncateSegment)
     fields = _FIELDS_TruncateSegment
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.truncation_offset for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.delegation_token for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    arrays = [c0, c1, c2, c3]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    v_truncation_offset = [m.truncation_offset for m in rows]
+    c_truncation_offset = pa.array(v_truncation_offset, fields[2].type)
+    v_delegation_token = [m.delegation_token for m in rows]
+    c_delegation_token = pa.array(v_delegation_token, fields[3].type)
+    arrays = [c_request_id, c_segment, c_truncation_offset, c_delegation_token]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4832,11 +4883,11 @@ def _row_SegmentTruncated(m: frames.SegmentTruncated) -> dict[str, Any]:
 def _value_SegmentTruncated(row: RowLike) -> frames.SegmentTruncated:
     """The SegmentTruncated a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
     value = frames.SegmentTruncated(
-        request_id=required(v0, "SegmentTruncated.request_id"),
-        segment=required(v1, "SegmentTruncated.segment"),
+        request_id=required(v_request_id, "SegmentTruncated.request_id"),
+        segment=required(v_segment, "SegmentTruncated.segment"),
     )
     return value
 
@@ -4847,11 +4898,11 @@ def _arrow_SegmentTruncated(values: Sequence[frames.SegmentTruncated | None]) ->
     if not rows:
         return null_column(len(values), _ARROW_SegmentTruncated)
     fields = _FIELDS_SegmentTruncated
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    arrays = [c_request_id, c_segment]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4867,13 +4918,13 @@ def _row_SealSegment(m: frames.SealSegment) -> dict[str, Any]:
 def _value_SealSegment(row: RowLike) -> frames.SealSegment:
     """The SealSegment a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
-    v2 = r["delegation_token"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
+    v_delegation_token = r["delegation_token"]
     value = frames.SealSegment(
-        request_id=required(v0, "SealSegment.request_id"),
-        segment=required(v1, "SealSegment.segment"),
-        delegation_token=required(v2, "SealSegment.delegation_token"),
+        request_id=required(v_request_id, "SealSegment.request_id"),
+        segment=required(v_segment, "SealSegment.segment"),
+        delegation_token=required(v_delegation_token, "SealSegment.delegation_token"),
     )
     return value
 
@@ -4884,13 +4935,13 @@ def _arrow_SealSegment(values: Sequence[frames.SealSegment | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_SealSegment)
     fields = _FIELDS_SealSegment
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.delegation_token for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    v_delegation_token = [m.delegation_token for m in rows]
+    c_delegation_token = pa.array(v_delegation_token, fields[2].type)
+    arrays = [c_request_id, c_segment, c_delegation_token]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4905,11 +4956,11 @@ def _row_SegmentSealed(m: frames.SegmentSealed) -> dict[str, Any]:
 def _value_SegmentSealed(row: RowLike) -> frames.SegmentSealed:
     """The SegmentSealed a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
     value = frames.SegmentSealed(
-        request_id=required(v0, "SegmentSealed.request_id"),
-        segment=required(v1, "SegmentSealed.segment"),
+        request_id=required(v_request_id, "SegmentSealed.request_id"),
+        segment=required(v_segment, "SegmentSealed.segment"),
     )
     return value
 
@@ -4920,11 +4971,11 @@ def _arrow_SegmentSealed(values: Sequence[frames.SegmentSealed | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_SegmentSealed)
     fields = _FIELDS_SegmentSealed
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    arrays = [c_request_id, c_segment]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4940,13 +4991,13 @@ def _row_DeleteSegment(m: frames.DeleteSegment) -> dict[str, Any]:
 def _value_DeleteSegment(row: RowLike) -> frames.DeleteSegment:
     """The DeleteSegment a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
-    v2 = r["delegation_token"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
+    v_delegation_token = r["delegation_token"]
     value = frames.DeleteSegment(
-        request_id=required(v0, "DeleteSegment.request_id"),
-        segment=required(v1, "DeleteSegment.segment"),
-        delegation_token=required(v2, "DeleteSegment.delegation_token"),
+        request_id=required(v_request_id, "DeleteSegment.request_id"),
+        segment=required(v_segment, "DeleteSegment.segment"),
+        delegation_token=required(v_delegation_token, "DeleteSegment.delegation_token"),
     )
     return value
 
@@ -4957,13 +5008,13 @@ def _arrow_DeleteSegment(values: Sequence[frames.DeleteSegment | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_DeleteSegment)
     fields = _FIELDS_DeleteSegment
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.delegation_token for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    v_delegation_token = [m.delegation_token for m in rows]
+    c_delegation_token = pa.array(v_delegation_token, fields[2].type)
+    arrays = [c_request_id, c_segment, c_delegation_token]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4978,11 +5029,11 @@ def _row_SegmentDeleted(m: frames.SegmentDeleted) -> dict[str, Any]:
 def _value_SegmentDeleted(row: RowLike) -> frames.SegmentDeleted:
     """The SegmentDeleted a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
     value = frames.SegmentDeleted(
-        request_id=required(v0, "SegmentDeleted.request_id"),
-        segment=required(v1, "SegmentDeleted.segment"),
+        request_id=required(v_request_id, "SegmentDeleted.request_id"),
+        segment=required(v_segment, "SegmentDeleted.segment"),
     )
     return value
 
@@ -4993,11 +5044,11 @@ def _arrow_SegmentDeleted(values: Sequence[frames.SegmentDeleted | None]) -> Any
     if not rows:
         return null_column(len(values), _ARROW_SegmentDeleted)
     fields = _FIELDS_SegmentDeleted
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    arrays = [c_request_id, c_segment]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -5014,15 +5065,15 @@ def _row_WrongHost(m: frames.WrongHost) -> dict[str, Any]:
 def _value_WrongHost(row: RowLike) -> frames.WrongHost:
     """The WrongHost a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
-    v2 = r["correct_host"]
-    v3 = r["server_stack_trace"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
+    v_correct_host = r["correct_host"]
+    v_server_stack_trace = r["server_stack_trace"]
     value = frames.WrongHost(
-        request_id=required(v0, "WrongHost.request_id"),
-        segment=required(v1, "WrongHost.segment"),
-        correct_host=required(v2, "WrongHost.correct_host"),
-        server_stack_trace=required(v3, "WrongHost.server_stack_trace"),
+        request_id=required(v_request_id, "WrongHost.request_id"),
+        segment=required(v_segment, "WrongHost.segment"),
+        correct_host=required(v_correct_host, "WrongHost.correct_host"),
+        server_stack_trace=required(v_server_stack_trace, "WrongHost.server_stack_trace"),
     )
     return value
 
@@ -5033,15 +5084,15 @@ def _arrow_WrongHost(values: Sequence[frames.WrongHost | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_WrongHost)
     fields = _FIELDS_WrongHost
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.correct_host for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.server_stack_trace for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    arrays = [c0, c1, c2, c3]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    v_correct_host = [m.correct_host for m in rows]
+    c_correct_host = pa.array(v_correct_host, fields[2].type)
+    v_server_stack_trace = [m.server_stack_trace for m in rows]
+    c_server_stack_trace = pa.array(v_server_stack_trace, fields[3].type)
+    arrays = [c_request_id, c_segment, c_correct_host, c_server_stack_trace]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -5058,15 +5109,15 @@ def _row_SegmentIsSealed(m: frames.SegmentIsSealed) -> dict[str, Any]:
 def _value_SegmentIsSealed(row: RowLike) -> frames.SegmentIsSealed:
     """The SegmentIsSealed a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
-    v2 = r["server_stack_trace"]
-    v3 = r["offset"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
+    v_server_stack_trace = r["server_stack_trace"]
+    v_offset = r["offset"]
     value = frames.SegmentIsSealed(
-        request_id=required(v0, "SegmentIsSealed.request_id"),
-        segment=required(v1, "SegmentIsSealed.segment"),
-        server_stack_trace=required(v2, "SegmentIsSealed.server_stack_trace"),
-        offset=required(v3, "SegmentIsSealed.offset"),
+        request_id=required(v_request_id, "SegmentIsSealed.request_id"),
+        segment=required(v_segment, "SegmentIsSealed.segment"),
+        server_stack_trace=required(v_server_stack_trace, "SegmentIsSealed.server_stack_trace"),
+        offset=required(v_offset, "SegmentIsSealed.offset"),
     )
     return value
 
@@ -5077,15 +5128,15 @@ def _arrow_SegmentIsSealed(values: Sequence[frames.SegmentIsSealed | None]) -> A
     if not rows:
         return null_column(len(values), _ARROW_SegmentIsSealed)
     fields = _FIELDS_SegmentIsSealed
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.server_stack_trace for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.offset for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    arrays = [c0, c1, c2, c3]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    v_server_stack_trace = [m.server_stack_trace for m in rows]
+    c_server_stack_trace = pa.array(v_server_stack_trace, fields[2].type)
+    v_offset = [m.offset for m in rows]
+    c_offset = pa.array(v_offset, fields[3].type)
+    arrays = [c_request_id, c_segment, c_server_stack_trace, c_offset]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -5101,13 +5152,16 @@ def _row_SegmentAlreadyExists(m: frames.SegmentAlreadyExists) -> dict[str, Any]:
 def _value_SegmentAlreadyExists(row: RowLike) -> frames.SegmentAlreadyExists:
     """The SegmentAlreadyExists a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
-    v2 = r["server_stack_trace"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
+    v_server_stack_trace = r["server_stack_trace"]
     value = frames.SegmentAlreadyExists(
-        request_id=required(v0, "SegmentAlreadyExists.request_id"),
-        segment=required(v1, "SegmentAlreadyExists.segment"),
-        server_stack_trace=required(v2, "SegmentAlreadyExists.server_stack_trace"),
+        request_id=required(v_request_id, "SegmentAlreadyExists.request_id"),
+        segment=required(v_segment, "SegmentAlreadyExists.segment"),
+        server_stack_trace=required(
+            v_server_stack_trace,
+            "SegmentAlreadyExists.server_stack_trace",
+        ),
     )
     return value
 
@@ -5118,13 +5172,13 @@ def _arrow_SegmentAlreadyExists(values: Sequence[frames.SegmentAlreadyExists | N
     if not rows:
         return null_column(len(values), _ARROW_SegmentAlreadyExists)
     fields = _FIELDS_SegmentAlreadyExists
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.server_stack_trace for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    v_server_stack_trace = [m.server_stack_trace for m in rows]
+    c_server_stack_trace = pa.array(v_server_stack_trace, fields[2].type)
+    arrays = [c_request_id, c_segment, c_server_stack_trace]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -5141,15 +5195,15 @@ def _row_NoSuchSegment(m: frames.NoSuchSegment) -> dict[str, Any]:
 def _value_NoSuchSegment(row: RowLike) -> frames.NoSuchSegment:
     """The NoSuchSegment a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
-    v2 = r["server_stack_trace"]
-    v3 = r["offset"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
+    v_server_stack_trace = r["server_stack_trace"]
+    v_offset = r["offset"]
     value = frames.NoSuchSegment(
-        request_id=required(v0, "NoSuchSegment.request_id"),
-        segment=required(v1, "NoSuchSegment.segment"),
-        server_stack_trace=required(v2, "NoSuchSegment.server_stack_trace"),
-        offset=required(v3, "NoSuchSegment.offset"),
+        request_id=required(v_request_id, "NoSuchSegment.request_id"),
+        segment=required(v_segment, "NoSuchSegment.segment"),
+        server_stack_trace=required(v_server_stack_trace, "NoSuchSegment.server_stack_trace"),
+        offset=required(v_offset, "NoSuchSegment.offset"),
     )
     return value
 
@@ -5160,15 +5214,15 @@ def _arrow_NoSuchSegment(values: Sequence[frames.NoSuchSegment | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_NoSuchSegment)
     fields = _FIELDS_NoSuchSegment
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.server_stack_trace for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.offset for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    arrays = [c0, c1, c2, c3]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    v_server_stack_trace = [m.server_stack_trace for m in rows]
+    c_server_stack_trace = pa.array(v_server_stack_trace, fields[2].type)
+    v_offset = [m.offset for m in rows]
+    c_offset = pa.array(v_offset, fields[3].type)
+    arrays = [c_request_id, c_segment, c_server_stack_trace, c_offset]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -5186,17 +5240,17 @@ def _row_SegmentIsTruncated(m: frames.SegmentIsTruncated) -> dict[str, Any]:
 def _value_SegmentIsTruncated(row: RowLike) -> frames.SegmentIsTruncated:
     """The SegmentIsTruncated a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
-    v2 = r["start_offset"]
-    v3 = r["server_stack_trace"]
-    v4 = r["offset"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
+    v_start_offset = r["start_offset"]
+    v_server_stack_trace = r["server_stack_trace"]
+    v_offset = r["offset"]
     value = frames.SegmentIsTruncated(
-        request_id=required(v0, "SegmentIsTruncated.request_id"),
-        segment=required(v1, "SegmentIsTruncated.segment"),
-        start_offset=required(v2, "SegmentIsTruncated.start_offset"),
-        server_stack_trace=required(v3, "SegmentIsTruncated.server_stack_trace"),
-        offset=required(v4, "SegmentIsTruncated.offset"),
+        request_id=required(v_request_id, "SegmentIsTruncated.request_id"),
+        segment=required(v_segment, "SegmentIsTruncated.segment"),
+        start_offset=required(v_start_offset, "SegmentIsTruncated.start_offset"),
+        server_stack_trace=required(v_server_stack_trace, "SegmentIsTruncated.server_stack_trace"),
+        offset=required(v_offset, "SegmentIsTruncated.offset"),
     )
     return value
 
@@ -5207,17 +5261,17 @@ def _arrow_SegmentIsTruncated(values: Sequence[frames.SegmentIsTruncated | None]
     if not rows:
         return null_column(len(values), _ARROW_SegmentIsTruncated)
     fields = _FIELDS_SegmentIsTruncated
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.start_offset for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.server_stack_trace for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.offset for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    arrays = [c0, c1, c2, c3, c4]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    v_start_offset = [m.start_offset for m in rows]
+    c_start_offset = pa.array(v_start_offset, fields[2].type)
+    v_server_stack_trace = [m.server_stack_trace for m in rows]
+    c_server_stack_trace = pa.array(v_server_stack_trace, fields[3].type)
+    v_offset = [m.offset for m in rows]
+    c_offset = pa.array(v_offset, fields[4].type)
+    arrays = [c_request_id, c_segment, c_start_offset, c_server_stack_trace, c_offset]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -5233,13 +5287,16 @@ def _row_OperationUnsupported(m: frames.OperationUnsupported) -> dict[str, Any]:
 def _value_OperationUnsupported(row: RowLike) -> frames.OperationUnsupported:
     """The OperationUnsupported a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["operation_name"]
-    v2 = r["server_stack_trace"]
+    v_request_id = r["request_id"]
+    v_operation_name = r["operation_name"]
+    v_server_stack_trace = r["server_stack_trace"]
     value = frames.OperationUnsupported(
-        request_id=required(v0, "OperationUnsupported.request_id"),
-        operation_name=required(v1, "OperationUnsupported.operation_name"),
-        server_stack_trace=required(v2, "OperationUnsupported.server_stack_trace"),
+        request_id=required(v_request_id, "OperationUnsupported.request_id"),
+        operation_name=required(v_operation_name, "OperationUnsupported.operation_name"),
+        server_stack_trace=required(
+            v_server_stack_trace,
+            "OperationUnsupported.server_stack_trace",
+        ),
     )
     return value
 
@@ -5250,13 +5307,13 @@ def _arrow_OperationUnsupported(values: Sequence[frames.OperationUnsupported | N
     if not rows:
         return null_column(len(values), _ARROW_OperationUnsupported)
     fields = _FIELDS_OperationUnsupported
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.operation_name for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.server_stack_trace for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_operation_name = [m.operation_name for m in rows]
+    c_operation_name = pa.array(v_operation_name, fields[1].type)
+    v_server_stack_trace = [m.server_stack_trace for m in rows]
+    c_server_stack_trace = pa.array(v_server_stack_trace, fields[2].type)
+    arrays = [c_request_id, c_operation_name, c_server_stack_trace]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -5272,13 +5329,16 @@ def _row_AuthTokenCheckFailed(m: frames.AuthTokenCheckFailed) -> dict[str, Any]:
 def _value_AuthTokenCheckFailed(row: RowLike) -> frames.AuthTokenCheckFailed:
     """The AuthTokenCheckFailed a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["server_stack_trace"]
-    v2 = r["error_code"]
+    v_request_id = r["request_id"]
+    v_server_stack_trace = r["server_stack_trace"]
+    v_error_code = r["error_code"]
     value = frames.AuthTokenCheckFailed(
-        request_id=required(v0, "AuthTokenCheckFailed.request_id"),
-        server_stack_trace=required(v1, "AuthTokenCheckFailed.server_stack_trace"),
-        error_code=required(v2, "AuthTokenCheckFailed.error_code"),
+        request_id=required(v_request_id, "AuthTokenCheckFailed.request_id"),
+        server_stack_trace=required(
+            v_server_stack_trace,
+            "AuthTokenCheckFailed.server_stack_trace",
+        ),
+        error_code=required(v_error_code, "AuthTokenCheckFailed.error_code"),
     )
     return value
 
@@ -5289,13 +5349,13 @@ def _arrow_AuthTokenCheckFailed(values: Sequence[frames.AuthTokenCheckFailed | N
     if not rows:
         return null_column(len(values), _ARROW_AuthTokenCheckFailed)
     fields = _FIELDS_AuthTokenCheckFailed
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.server_stack_trace for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.error_code for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_server_stack_trace = [m.server_stack_trace for m in rows]
+    c_server_stack_trace = pa.array(v_server_stack_trace, fields[1].type)
+    v_error_code = [m.error_code for m in rows]
+    c_error_code = pa.array(v_error_code, fields[2].type)
+    arrays = [c_request_id, c_server_stack_trace, c_error_code]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -5312,15 +5372,15 @@ def _row_ErrorMessage(m: frames.ErrorMessage) -> dict[str, Any]:
 def _value_ErrorMessage(row: RowLike) -> frames.ErrorMessage:
     """The ErrorMessage a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
-    v2 = r["message"]
-    v3 = r["error_code"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
+    v_message = r["message"]
+    v_error_code = r["error_code"]
     value = frames.ErrorMessage(
-        request_id=required(v0, "ErrorMessage.request_id"),
-        segment=required(v1, "ErrorMessage.segment"),
-        message=required(v2, "ErrorMessage.message"),
-        error_code=required(v3, "ErrorMessage.error_code"),
+        request_id=required(v_request_id, "ErrorMessage.request_id"),
+        segment=required(v_segment, "ErrorMessage.segment"),
+        message=required(v_message, "ErrorMessage.message"),
+        error_code=required(v_error_code, "ErrorMessage.error_code"),
     )
     return value
 
@@ -5331,15 +5391,15 @@ def _arrow_ErrorMessage(values: Sequence[frames.ErrorMessage | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_ErrorMessage)
     fields = _FIELDS_ErrorMessage
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.message for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.error_code for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    arrays = [c0, c1, c2, c3]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    v_message = [m.message for m in rows]
+    c_message = pa.array(v_message, fields[2].type)
+    v_error_code = [m.error_code for m in rows]
+    c_error_code = pa.array(v_error_code, fields[3].type)
+    arrays = [c_request_id, c_segment, c_message, c_error_code]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -5354,11 +5414,11 @@ def _row_TableKey(m: frames.TableKey) -> dict[str, Any]:
 def _value_TableKey(row: RowLike) -> frames.TableKey:
     """The TableKey a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["data"]
-    v1 = r["key_version"]
+    v_data = r["data"]
+    v_key_version = r["key_version"]
     value = frames.TableKey(
-        data=binary_value(required(v0, "TableKey.data")),
-        key_version=v1,
+        data=binary_value(required(v_data, "TableKey.data")),
+        key_version=v_key_version,
     )
     return value
 
@@ -5369,11 +5429,11 @@ def _arrow_TableKey(values: Sequence[frames.TableKey | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_TableKey)
     fields = _FIELDS_TableKey
-    v0 = [m.data for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.key_version for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_data = [m.data for m in rows]
+    c_data = pa.array(v_data, fields[0].type)
+    v_key_version = [m.key_version for m in rows]
+    c_key_version = pa.array(v_key_version, fields[1].type)
+    arrays = [c_data, c_key_version]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -5387,9 +5447,9 @@ def _row_TableValue(m: frames.TableValue) -> dict[str, Any]:
 def _value_TableValue(row: RowLike) -> frames.TableValue:
     """The TableValue a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["data"]
+    v_data = r["data"]
     value = frames.TableValue(
-        data=binary_value(required(v0, "TableValue.data")),
+        data=binary_value(required(v_data, "TableValue.data")),
     )
     return value
 
@@ -5400,9 +5460,9 @@ def _arrow_TableValue(values: Sequence[frames.TableValue | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_TableValue)
     fields = _FIELDS_TableValue
-    v0 = [m.data for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
+    v_data = [m.data for m in rows]
+    c_data = pa.array(v_data, fields[0].type)
+    arrays = [c_data]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -5417,11 +5477,11 @@ def _row_TableEntry(m: frames.TableEntry) -> dict[str, Any]:
 def _value_TableEntry(row: RowLike) -> frames.TableEntry:
     """The TableEntry a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["key"]
-    v1 = r["value"]
+    v_key = r["key"]
+    v_value = r["value"]
     value = frames.TableEntry(
-        key=_value_TableKey(required(v0, "TableEntry.key")),
-        value=_value_TableValue(required(v1, "TableEntry.value")),
+        key=_value_TableKey(required(v_key, "TableEntry.key")),
+        value=_value_TableValue(required(v_value, "TableEntry.value")),
     )
     return value
 
@@ -5432,11 +5492,11 @@ def _arrow_TableEntry(values: Sequence[frames.TableEntry | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_TableEntry)
     fields = _FIELDS_TableEntry
-    v0 = [m.key for m in rows]
-    c0 = _arrow_TableKey(v0)
-    v1 = [m.value for m in rows]
-    c1 = _arrow_TableValue(v1)
-    arrays = [c0, c1]
+    v_key = [m.key for m in rows]
+    c_key = _arrow_TableKey(v_key)
+    v_value = [m.value for m in rows]
+    c_value = _arrow_TableValue(v_value)
+    arrays = [c_key, c_value]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -5455,19 +5515,22 @@ def _row_CreateTableSegment(m: frames.CreateTableSegment) -> dict[str, Any]:
 def _value_CreateTableSegment(row: RowLike) -> frames.CreateTableSegment:
     """The CreateTableSegment a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
-    v2 = r["delegation_token"]
-    v3 = r["sorted_deprecated"]
-    v4 = r["key_length"]
-    v5 = r["rollover_size_bytes"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
+    v_delegation_token = r["delegation_token"]
+    v_sorted_deprecated = r["sorted_deprecated"]
+    v_key_length = r["key_length"]
+    v_rollover_size_bytes = r["rollover_size_bytes"]
     value = frames.CreateTableSegment(
-        request_id=required(v0, "CreateTableSegment.request_id"),
-        segment=required(v1, "CreateTableSegment.segment"),
-        delegation_token=required(v2, "CreateTableSegment.delegation_token"),
-        sorted_deprecated=required(v3, "CreateTableSegment.sorted_deprecated"),
-        key_length=required(v4, "CreateTableSegment.key_length"),
-        rollover_size_bytes=required(v5, "CreateTableSegment.rollover_size_bytes"),
+        request_id=required(v_request_id, "CreateTableSegment.request_id"),
+        segment=required(v_segment, "CreateTableSegment.segment"),
+        delegation_token=required(v_delegation_token, "CreateTableSegment.delegation_token"),
+        sorted_deprecated=required(v_sorted_deprecated, "CreateTableSegment.sorted_deprecated"),
+        key_length=required(v_key_length, "CreateTableSegment.key_length"),
+        rollover_size_bytes=required(
+            v_rollover_size_bytes,
+            "CreateTableSegment.rollover_size_bytes",
+        ),
     )
     return value
 
@@ -5478,19 +5541,22 @@ def _arrow_CreateTableSegment(values: Sequence[frames.CreateTableSegment | None]
     if not rows:
         return null_column(len(values), _ARROW_CreateTableSegment)
     fields = _FIELDS_CreateTableSegment
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.delegation_token for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.sorted_deprecated for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.key_length for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m.rollover_size_bytes for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    arrays = [c0, c1, c2, c3, c4, c5]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    v_delegation_token = [m.delegation_token for m in rows]
+    c_delegation_token = pa.array(v_delegation_token, fields[2].type)
+    v_sorted_deprecated = [m.sorted_deprecated for m in rows]
+    c_sorted_deprecated = pa.array(v_sorted_deprecated, fields[3].type)
+    v_key_length = [m.key_length for m in rows]
+    c_key_length = pa.array(v_key_length, fields[4].type)
+    v_rollover_size_bytes = [m.rollover_size_bytes for m in rows]
+    c_rollover_size_bytes = pa.array(v_rollover_size_bytes, fields[5].type)
+    arrays = [
+        c_request_id, c_segment, c_delegation_token, c_sorted_deprecated, c_key_length,
+        c_rollover_size_bytes,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -5507,15 +5573,15 @@ def _row_DeleteTableSegment(m: frames.DeleteTableSegment) -> dict[str, Any]:
 def _value_DeleteTableSegment(row: RowLike) -> frames.DeleteTableSegment:
     """The DeleteTableSegment a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
-    v2 = r["must_be_empty"]
-    v3 = r["delegation_token"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
+    v_must_be_empty = r["must_be_empty"]
+    v_delegation_token = r["delegation_token"]
     value = frames.DeleteTableSegment(
-        request_id=required(v0, "DeleteTableSegment.request_id"),
-        segment=required(v1, "DeleteTableSegment.segment"),
-        must_be_empty=required(v2, "DeleteTableSegment.must_be_empty"),
-        delegation_token=required(v3, "DeleteTableSegment.delegation_token"),
+        request_id=required(v_request_id, "DeleteTableSegment.request_id"),
+        segment=required(v_segment, "DeleteTableSegment.segment"),
+        must_be_empty=required(v_must_be_empty, "DeleteTableSegment.must_be_empty"),
+        delegation_token=required(v_delegation_token, "DeleteTableSegment.delegation_token"),
     )
     return value
 
@@ -5526,15 +5592,15 @@ def _arrow_DeleteTableSegment(values: Sequence[frames.DeleteTableSegment | None]
     if not rows:
         return null_column(len(values), _ARROW_DeleteTableSegment)
     fields = _FIELDS_DeleteTableSegment
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.must_be_empty for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.delegation_token for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    arrays = [c0, c1, c2, c3]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    v_must_be_empty = [m.must_be_empty for m in rows]
+    c_must_be_empty = pa.array(v_must_be_empty, fields[2].type)
+    v_delegation_token = [m.delegation_token for m in rows]
+    c_delegation_token = pa.array(v_delegation_token, fields[3].type)
+    arrays = [c_request_id, c_segment, c_must_be_empty, c_delegation_token]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -5550,13 +5616,13 @@ def _row_GetTableSegmentInfo(m: frames.GetTableSegmentInfo) -> dict[str, Any]:
 def _value_GetTableSegmentInfo(row: RowLike) -> frames.GetTableSegmentInfo:
     """The GetTableSegmentInfo a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
-    v2 = r["delegation_token"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
+    v_delegation_token = r["delegation_token"]
     value = frames.GetTableSegmentInfo(
-        request_id=required(v0, "GetTableSegmentInfo.request_id"),
-        segment=required(v1, "GetTableSegmentInfo.segment"),
-        delegation_token=required(v2, "GetTableSegmentInfo.delegation_token"),
+        request_id=required(v_request_id, "GetTableSegmentInfo.request_id"),
+        segment=required(v_segment, "GetTableSegmentInfo.segment"),
+        delegation_token=required(v_delegation_token, "GetTableSegmentInfo.delegation_token"),
     )
     return value
 
@@ -5567,13 +5633,13 @@ def _arrow_GetTableSegmentInfo(values: Sequence[frames.GetTableSegmentInfo | Non
     if not rows:
         return null_column(len(values), _ARROW_GetTableSegmentInfo)
     fields = _FIELDS_GetTableSegmentInfo
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.delegation_token for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    v_delegation_token = [m.delegation_token for m in rows]
+    c_delegation_token = pa.array(v_delegation_token, fields[2].type)
+    arrays = [c_request_id, c_segment, c_delegation_token]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -5592,19 +5658,19 @@ def _row_TableSegmentInfo(m: frames.TableSegmentInfo) -> dict[str, Any]:
 def _value_TableSegmentInfo(row: RowLike) -> frames.TableSegmentInfo:
     """The TableSegmentInfo a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
-    v2 = r["start_offset"]
-    v3 = r["length"]
-    v4 = r["entry_count"]
-    v5 = r["key_length"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
+    v_start_offset = r["start_offset"]
+    v_length = r["length"]
+    v_entry_count = r["entry_count"]
+    v_key_length = r["key_length"]
     value = frames.TableSegmentInfo(
-        request_id=required(v0, "TableSegmentInfo.request_id"),
-        segment=required(v1, "TableSegmentInfo.segment"),
-        start_offset=required(v2, "TableSegmentInfo.start_offset"),
-        length=required(v3, "TableSegmentInfo.length"),
-        entry_count=required(v4, "TableSegmentInfo.entry_count"),
-        key_length=required(v5, "TableSegmentInfo.key_length"),
+        request_id=required(v_request_id, "TableSegmentInfo.request_id"),
+        segment=required(v_segment, "TableSegmentInfo.segment"),
+        start_offset=required(v_start_offset, "TableSegmentInfo.start_offset"),
+        length=required(v_length, "TableSegmentInfo.length"),
+        entry_count=required(v_entry_count, "TableSegmentInfo.entry_count"),
+        key_length=required(v_key_length, "TableSegmentInfo.key_length"),
     )
     return value
 
@@ -5615,30 +5681,30 @@ def _arrow_TableSegmentInfo(values: Sequence[frames.TableSegmentInfo | None]) ->
     if not rows:
         return null_column(len(values), _ARROW_TableSegmentInfo)
     fields = _FIELDS_TableSegmentInfo
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.start_offset for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.length for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.entry_count for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m.key_length for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    arrays = [c0, c1, c2, c3, c4, c5]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    v_start_offset = [m.start_offset for m in rows]
+    c_start_offset = pa.array(v_start_offset, fields[2].type)
+    v_length = [m.length for m in rows]
+    c_length = pa.array(v_length, fields[3].type)
+    v_entry_count = [m.entry_count for m in rows]
+    c_entry_count = pa.array(v_entry_count, fields[4].type)
+    v_key_length = [m.key_length for m in rows]
+    c_key_length = pa.array(v_key_length, fields[5].type)
+    arrays = [c_request_id, c_segment, c_start_offset, c_length, c_entry_count, c_key_length]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_UpdateTableEntries(m: frames.UpdateTableEntries) -> dict[str, Any]:
     """The row of a UpdateTableEntries: field name -> row value."""
-    x3 = m.entries
+    x_entries = m.entries
     return {
         "request_id": m.request_id,
         "segment": m.segment,
         "delegation_token": m.delegation_token,
-        "entries": [_row_TableEntry(y) for y in x3],
+        "entries": [_row_TableEntry(y) for y in x_entries],
         "table_segment_offset": m.table_segment_offset,
     }
 
@@ -5646,17 +5712,20 @@ def _row_UpdateTableEntries(m: frames.UpdateTableEntries) -> dict[str, Any]:
 def _value_UpdateTableEntries(row: RowLike) -> frames.UpdateTableEntries:
     """The UpdateTableEntries a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
-    v2 = r["delegation_token"]
-    v3 = r["entries"]
-    v4 = r["table_segment_offset"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
+    v_delegation_token = r["delegation_token"]
+    v_entries = r["entries"]
+    v_table_segment_offset = r["table_segment_offset"]
     value = frames.UpdateTableEntries(
-        request_id=required(v0, "UpdateTableEntries.request_id"),
-        segment=required(v1, "UpdateTableEntries.segment"),
-        delegation_token=required(v2, "UpdateTableEntries.delegation_token"),
-        entries=[_value_TableEntry(y) for y in v3 or ()],
-        table_segment_offset=required(v4, "UpdateTableEntries.table_segment_offset"),
+        request_id=required(v_request_id, "UpdateTableEntries.request_id"),
+        segment=required(v_segment, "UpdateTableEntries.segment"),
+        delegation_token=required(v_delegation_token, "UpdateTableEntries.delegation_token"),
+        entries=[_value_TableEntry(y) for y in v_entries or ()],
+        table_segment_offset=required(
+            v_table_segment_offset,
+            "UpdateTableEntries.table_segment_offset",
+        ),
     )
     return value
 
@@ -5667,17 +5736,17 @@ def _arrow_UpdateTableEntries(values: Sequence[frames.UpdateTableEntries | None]
     if not rows:
         return null_column(len(values), _ARROW_UpdateTableEntries)
     fields = _FIELDS_UpdateTableEntries
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.delegation_token for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.entries for m in rows]
-    c3 = list_array(v3, _arrow_TableEntry, fields[3].type)
-    v4 = [m.table_segment_offset for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    arrays = [c0, c1, c2, c3, c4]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    v_delegation_token = [m.delegation_token for m in rows]
+    c_delegation_token = pa.array(v_delegation_token, fields[2].type)
+    v_entries = [m.entries for m in rows]
+    c_entries = list_array(v_entries, _arrow_TableEntry, fields[3].type)
+    v_table_segment_offset = [m.table_segment_offset for m in rows]
+    c_table_segment_offset = pa.array(v_table_segment_offset, fields[4].type)
+    arrays = [c_request_id, c_segment, c_delegation_token, c_entries, c_table_segment_offset]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -5692,11 +5761,11 @@ def _row_TableEntriesUpdated(m: frames.TableEntriesUpdated) -> dict[str, Any]:
 def _value_TableEntriesUpdated(row: RowLike) -> frames.TableEntriesUpdated:
     """The TableEntriesUpdated a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["updated_versions"]
+    v_request_id = r["request_id"]
+    v_updated_versions = r["updated_versions"]
     value = frames.TableEntriesUpdated(
-        request_id=required(v0, "TableEntriesUpdated.request_id"),
-        updated_versions=list(v1 or ()),
+        request_id=required(v_request_id, "TableEntriesUpdated.request_id"),
+        updated_versions=list(v_updated_versions or ()),
     )
     return value
 
@@ -5707,22 +5776,22 @@ def _arrow_TableEntriesUpdated(values: Sequence[frames.TableEntriesUpdated | Non
     if not rows:
         return null_column(len(values), _ARROW_TableEntriesUpdated)
     fields = _FIELDS_TableEntriesUpdated
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.updated_versions for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_updated_versions = [m.updated_versions for m in rows]
+    c_updated_versions = pa.array(v_updated_versions, fields[1].type)
+    arrays = [c_request_id, c_updated_versions]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_RemoveTableKeys(m: frames.RemoveTableKeys) -> dict[str, Any]:
     """The row of a RemoveTableKeys: field name -> row value."""
-    x3 = m.keys
+    x_keys = m.keys
     return {
         "request_id": m.request_id,
         "segment": m.segment,
         "delegation_token": m.delegation_token,
-        "keys": [_row_TableKey(y) for y in x3],
+        "keys": [_row_TableKey(y) for y in x_keys],
         "table_segment_offset": m.table_segment_offset,
     }
 
@@ -5730,17 +5799,20 @@ def _row_RemoveTableKeys(m: frames.RemoveTableKeys) -> dict[str, Any]:
 def _value_RemoveTableKeys(row: RowLike) -> frames.RemoveTableKeys:
     """The RemoveTableKeys a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
-    v2 = r["delegation_token"]
-    v3 = r["keys"]
-    v4 = r["table_segment_offset"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
+    v_delegation_token = r["delegation_token"]
+    v_keys = r["keys"]
+    v_table_segment_offset = r["table_segment_offset"]
     value = frames.RemoveTableKeys(
-        request_id=required(v0, "RemoveTableKeys.request_id"),
-        segment=required(v1, "RemoveTableKeys.segment"),
-        delegation_token=required(v2, "RemoveTableKeys.delegation_token"),
-        keys=[_value_TableKey(y) for y in v3 or ()],
-        table_segment_offset=required(v4, "RemoveTableKeys.table_segment_offset"),
+        request_id=required(v_request_id, "RemoveTableKeys.request_id"),
+        segment=required(v_segment, "RemoveTableKeys.segment"),
+        delegation_token=required(v_delegation_token, "RemoveTableKeys.delegation_token"),
+        keys=[_value_TableKey(y) for y in v_keys or ()],
+        table_segment_offset=required(
+            v_table_segment_offset,
+            "RemoveTableKeys.table_segment_offset",
+        ),
     )
     return value
 
@@ -5751,17 +5823,17 @@ def _arrow_RemoveTableKeys(values: Sequence[frames.RemoveTableKeys | None]) -> A
     if not rows:
         return null_column(len(values), _ARROW_RemoveTableKeys)
     fields = _FIELDS_RemoveTableKeys
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.delegation_token for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.keys for m in rows]
-    c3 = list_array(v3, _arrow_TableKey, fields[3].type)
-    v4 = [m.table_segment_offset for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    arrays = [c0, c1, c2, c3, c4]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    v_delegation_token = [m.delegation_token for m in rows]
+    c_delegation_token = pa.array(v_delegation_token, fields[2].type)
+    v_keys = [m.keys for m in rows]
+    c_keys = list_array(v_keys, _arrow_TableKey, fields[3].type)
+    v_table_segment_offset = [m.table_segment_offset for m in rows]
+    c_table_segment_offset = pa.array(v_table_segment_offset, fields[4].type)
+    arrays = [c_request_id, c_segment, c_delegation_token, c_keys, c_table_segment_offset]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -5776,11 +5848,11 @@ def _row_TableKeysRemoved(m: frames.TableKeysRemoved) -> dict[str, Any]:
 def _value_TableKeysRemoved(row: RowLike) -> frames.TableKeysRemoved:
     """The TableKeysRemoved a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
     value = frames.TableKeysRemoved(
-        request_id=required(v0, "TableKeysRemoved.request_id"),
-        segment=required(v1, "TableKeysRemoved.segment"),
+        request_id=required(v_request_id, "TableKeysRemoved.request_id"),
+        segment=required(v_segment, "TableKeysRemoved.segment"),
     )
     return value
 
@@ -5791,37 +5863,37 @@ def _arrow_TableKeysRemoved(values: Sequence[frames.TableKeysRemoved | None]) ->
     if not rows:
         return null_column(len(values), _ARROW_TableKeysRemoved)
     fields = _FIELDS_TableKeysRemoved
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    arrays = [c_request_id, c_segment]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_ReadTable(m: frames.ReadTable) -> dict[str, Any]:
     """The row of a ReadTable: field name -> row value."""
-    x3 = m.keys
+    x_keys = m.keys
     return {
         "request_id": m.request_id,
         "segment": m.segment,
         "delegation_token": m.delegation_token,
-        "keys": [_row_TableKey(y) for y in x3],
+        "keys": [_row_TableKey(y) for y in x_keys],
     }
 
 
 def _value_ReadTable(row: RowLike) -> frames.ReadTable:
     """The ReadTable a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
-    v2 = r["delegation_token"]
-    v3 = r["keys"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
+    v_delegation_token = r["delegation_token"]
+    v_keys = r["keys"]
     value = frames.ReadTable(
-        request_id=required(v0, "ReadTable.request_id"),
-        segment=required(v1, "ReadTable.segment"),
-        delegation_token=required(v2, "ReadTable.delegation_token"),
-        keys=[_value_TableKey(y) for y in v3 or ()],
+        request_id=required(v_request_id, "ReadTable.request_id"),
+        segment=required(v_segment, "ReadTable.segment"),
+        delegation_token=required(v_delegation_token, "ReadTable.delegation_token"),
+        keys=[_value_TableKey(y) for y in v_keys or ()],
     )
     return value
 
@@ -5832,38 +5904,38 @@ def _arrow_ReadTable(values: Sequence[frames.ReadTable | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_ReadTable)
     fields = _FIELDS_ReadTable
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.delegation_token for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.keys for m in rows]
-    c3 = list_array(v3, _arrow_TableKey, fields[3].type)
-    arrays = [c0, c1, c2, c3]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    v_delegation_token = [m.delegation_token for m in rows]
+    c_delegation_token = pa.array(v_delegation_token, fields[2].type)
+    v_keys = [m.keys for m in rows]
+    c_keys = list_array(v_keys, _arrow_TableKey, fields[3].type)
+    arrays = [c_request_id, c_segment, c_delegation_token, c_keys]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_TableRead(m: frames.TableRead) -> dict[str, Any]:
     """The row of a TableRead: field name -> row value."""
-    x2 = m.entries
+    x_entries = m.entries
     return {
         "request_id": m.request_id,
         "segment": m.segment,
-        "entries": [_row_TableEntry(y) for y in x2],
+        "entries": [_row_TableEntry(y) for y in x_entries],
     }
 
 
 def _value_TableRead(row: RowLike) -> frames.TableRead:
     """The TableRead a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
-    v2 = r["entries"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
+    v_entries = r["entries"]
     value = frames.TableRead(
-        request_id=required(v0, "TableRead.request_id"),
-        segment=required(v1, "TableRead.segment"),
-        entries=[_value_TableEntry(y) for y in v2 or ()],
+        request_id=required(v_request_id, "TableRead.request_id"),
+        segment=required(v_segment, "TableRead.segment"),
+        entries=[_value_TableEntry(y) for y in v_entries or ()],
     )
     return value
 
@@ -5874,13 +5946,13 @@ def _arrow_TableRead(values: Sequence[frames.TableRead | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_TableRead)
     fields = _FIELDS_TableRead
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.entries for m in rows]
-    c2 = list_array(v2, _arrow_TableEntry, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    v_entries = [m.entries for m in rows]
+    c_entries = list_array(v_entries, _arrow_TableEntry, fields[2].type)
+    arrays = [c_request_id, c_segment, c_entries]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -5901,23 +5973,25 @@ def _row_ReadTableKeys(m: frames.ReadTableKeys) -> dict[str, Any]:
 def _value_ReadTableKeys(row: RowLike) -> frames.ReadTableKeys:
     """The ReadTableKeys a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
-    v2 = r["delegation_token"]
-    v3 = r["suggested_key_count"]
-    v4 = r["continuation_token"]
-    v5 = r["prefix_filter"]
-    v6 = r["from_key"]
-    v7 = r["to_key"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
+    v_delegation_token = r["delegation_token"]
+    v_suggested_key_count = r["suggested_key_count"]
+    v_continuation_token = r["continuation_token"]
+    v_prefix_filter = r["prefix_filter"]
+    v_from_key = r["from_key"]
+    v_to_key = r["to_key"]
     value = frames.ReadTableKeys(
-        request_id=required(v0, "ReadTableKeys.request_id"),
-        segment=required(v1, "ReadTableKeys.segment"),
-        delegation_token=required(v2, "ReadTableKeys.delegation_token"),
-        suggested_key_count=required(v3, "ReadTableKeys.suggested_key_count"),
-        continuation_token=binary_value(required(v4, "ReadTableKeys.continuation_token")),
-        prefix_filter=None if v5 is None else binary_value(v5),
-        from_key=None if v6 is None else binary_value(v6),
-        to_key=None if v7 is None else binary_value(v7),
+        request_id=required(v_request_id, "ReadTableKeys.request_id"),
+        segment=required(v_segment, "ReadTableKeys.segment"),
+        delegation_token=required(v_delegation_token, "ReadTableKeys.delegation_token"),
+        suggested_key_count=required(v_suggested_key_count, "ReadTableKeys.suggested_key_count"),
+        continuation_token=binary_value(
+            required(v_continuation_token, "ReadTableKeys.continuation_token"),
+        ),
+        prefix_filter=None if v_prefix_filter is None else binary_value(v_prefix_filter),
+        from_key=None if v_from_key is None else binary_value(v_from_key),
+        to_key=None if v_to_key is None else binary_value(v_to_key),
     )
     return value
 
@@ -5928,33 +6002,36 @@ def _arrow_ReadTableKeys(values: Sequence[frames.ReadTableKeys | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_ReadTableKeys)
     fields = _FIELDS_ReadTableKeys
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.delegation_token for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.suggested_key_count for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.continuation_token for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m.prefix_filter for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    v6 = [m.from_key for m in rows]
-    c6 = pa.array(v6, fields[6].type)
-    v7 = [m.to_key for m in rows]
-    c7 = pa.array(v7, fields[7].type)
-    arrays = [c0, c1, c2, c3, c4, c5, c6, c7]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    v_delegation_token = [m.delegation_token for m in rows]
+    c_delegation_token = pa.array(v_delegation_token, fields[2].type)
+    v_suggested_key_count = [m.suggested_key_count for m in rows]
+    c_suggested_key_count = pa.array(v_suggested_key_count, fields[3].type)
+    v_continuation_token = [m.continuation_token for m in rows]
+    c_continuation_token = pa.array(v_continuation_token, fields[4].type)
+    v_prefix_filter = [m.prefix_filter for m in rows]
+    c_prefix_filter = pa.array(v_prefix_filter, fields[5].type)
+    v_from_key = [m.from_key for m in rows]
+    c_from_key = pa.array(v_from_key, fields[6].type)
+    v_to_key = [m.to_key for m in rows]
+    c_to_key = pa.array(v_to_key, fields[7].type)
+    arrays = [
+        c_request_id, c_segment, c_delegation_token, c_suggested_key_count, c_continuation_token,
+        c_prefix_filter, c_from_key, c_to_key,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_TableKeysRead(m: frames.TableKeysRead) -> dict[str, Any]:
     """The row of a TableKeysRead: field name -> row value."""
-    x2 = m.keys
+    x_keys = m.keys
     return {
         "request_id": m.request_id,
         "segment": m.segment,
-        "keys": [_row_TableKey(y) for y in x2],
+        "keys": [_row_TableKey(y) for y in x_keys],
         "continuation_token": m.continuation_token,
     }
 
@@ -5962,15 +6039,17 @@ def _row_TableKeysRead(m: frames.TableKeysRead) -> dict[str, Any]:
 def _value_TableKeysRead(row: RowLike) -> frames.TableKeysRead:
     """The TableKeysRead a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
-    v2 = r["keys"]
-    v3 = r["continuation_token"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
+    v_keys = r["keys"]
+    v_continuation_token = r["continuation_token"]
     value = frames.TableKeysRead(
-        request_id=required(v0, "TableKeysRead.request_id"),
-        segment=required(v1, "TableKeysRead.segment"),
-        keys=[_value_TableKey(y) for y in v2 or ()],
-        continuation_token=binary_value(required(v3, "TableKeysRead.continuation_token")),
+        request_id=required(v_request_id, "TableKeysRead.request_id"),
+        segment=required(v_segment, "TableKeysRead.segment"),
+        keys=[_value_TableKey(y) for y in v_keys or ()],
+        continuation_token=binary_value(
+            required(v_continuation_token, "TableKeysRead.continuation_token"),
+        ),
     )
     return value
 
@@ -5981,15 +6060,15 @@ def _arrow_TableKeysRead(values: Sequence[frames.TableKeysRead | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_TableKeysRead)
     fields = _FIELDS_TableKeysRead
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.keys for m in rows]
-    c2 = list_array(v2, _arrow_TableKey, fields[2].type)
-    v3 = [m.continuation_token for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    arrays = [c0, c1, c2, c3]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    v_keys = [m.keys for m in rows]
+    c_keys = list_array(v_keys, _arrow_TableKey, fields[2].type)
+    v_continuation_token = [m.continuation_token for m in rows]
+    c_continuation_token = pa.array(v_continuation_token, fields[3].type)
+    arrays = [c_request_id, c_segment, c_keys, c_continuation_token]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6010,23 +6089,28 @@ def _row_ReadTableEntries(m: frames.ReadTableEntries) -> dict[str, Any]:
 def _value_ReadTableEntries(row: RowLike) -> frames.ReadTableEntries:
     """The ReadTableEntries a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
-    v2 = r["delegation_token"]
-    v3 = r["suggested_entry_count"]
-    v4 = r["continuation_token"]
-    v5 = r["prefix_filter"]
-    v6 = r["from_key"]
-    v7 = r["to_key"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
+    v_delegation_token = r["delegation_token"]
+    v_suggested_entry_count = r["suggested_entry_count"]
+    v_continuation_token = r["continuation_token"]
+    v_prefix_filter = r["prefix_filter"]
+    v_from_key = r["from_key"]
+    v_to_key = r["to_key"]
     value = frames.ReadTableEntries(
-        request_id=required(v0, "ReadTableEntries.request_id"),
-        segment=required(v1, "ReadTableEntries.segment"),
-        delegation_token=required(v2, "ReadTableEntries.delegation_token"),
-        suggested_entry_count=required(v3, "ReadTableEntries.suggested_entry_count"),
-        continuation_token=binary_value(required(v4, "ReadTableEntries.continuation_token")),
-        prefix_filter=None if v5 is None else binary_value(v5),
-        from_key=None if v6 is None else binary_value(v6),
-        to_key=None if v7 is None else binary_value(v7),
+        request_id=required(v_request_id, "ReadTableEntries.request_id"),
+        segment=required(v_segment, "ReadTableEntries.segment"),
+        delegation_token=required(v_delegation_token, "ReadTableEntries.delegation_token"),
+        suggested_entry_count=required(
+            v_suggested_entry_count,
+            "ReadTableEntries.suggested_entry_count",
+        ),
+        continuation_token=binary_value(
+            required(v_continuation_token, "ReadTableEntries.continuation_token"),
+        ),
+        prefix_filter=None if v_prefix_filter is None else binary_value(v_prefix_filter),
+        from_key=None if v_from_key is None else binary_value(v_from_key),
+        to_key=None if v_to_key is None else binary_value(v_to_key),
     )
     return value
 
@@ -6037,33 +6121,36 @@ def _arrow_ReadTableEntries(values: Sequence[frames.ReadTableEntries | None]) ->
     if not rows:
         return null_column(len(values), _ARROW_ReadTableEntries)
     fields = _FIELDS_ReadTableEntries
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.delegation_token for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.suggested_entry_count for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.continuation_token for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m.prefix_filter for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    v6 = [m.from_key for m in rows]
-    c6 = pa.array(v6, fields[6].type)
-    v7 = [m.to_key for m in rows]
-    c7 = pa.array(v7, fields[7].type)
-    arrays = [c0, c1, c2, c3, c4, c5, c6, c7]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    v_delegation_token = [m.delegation_token for m in rows]
+    c_delegation_token = pa.array(v_delegation_token, fields[2].type)
+    v_suggested_entry_count = [m.suggested_entry_count for m in rows]
+    c_suggested_entry_count = pa.array(v_suggested_entry_count, fields[3].type)
+    v_continuation_token = [m.continuation_token for m in rows]
+    c_continuation_token = pa.array(v_continuation_token, fields[4].type)
+    v_prefix_filter = [m.prefix_filter for m in rows]
+    c_prefix_filter = pa.array(v_prefix_filter, fields[5].type)
+    v_from_key = [m.from_key for m in rows]
+    c_from_key = pa.array(v_from_key, fields[6].type)
+    v_to_key = [m.to_key for m in rows]
+    c_to_key = pa.array(v_to_key, fields[7].type)
+    arrays = [
+        c_request_id, c_segment, c_delegation_token, c_suggested_entry_count, c_continuation_token,
+        c_prefix_filter, c_from_key, c_to_key,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_TableEntriesRead(m: frames.TableEntriesRead) -> dict[str, Any]:
     """The row of a TableEntriesRead: field name -> row value."""
-    x2 = m.entries
+    x_entries = m.entries
     return {
         "request_id": m.request_id,
         "segment": m.segment,
-        "entries": [_row_TableEntry(y) for y in x2],
+        "entries": [_row_TableEntry(y) for y in x_entries],
         "continuation_token": m.continuation_token,
     }
 
@@ -6071,15 +6158,17 @@ def _row_TableEntriesRead(m: frames.TableEntriesRead) -> dict[str, Any]:
 def _value_TableEntriesRead(row: RowLike) -> frames.TableEntriesRead:
     """The TableEntriesRead a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
-    v2 = r["entries"]
-    v3 = r["continuation_token"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
+    v_entries = r["entries"]
+    v_continuation_token = r["continuation_token"]
     value = frames.TableEntriesRead(
-        request_id=required(v0, "TableEntriesRead.request_id"),
-        segment=required(v1, "TableEntriesRead.segment"),
-        entries=[_value_TableEntry(y) for y in v2 or ()],
-        continuation_token=binary_value(required(v3, "TableEntriesRead.continuation_token")),
+        request_id=required(v_request_id, "TableEntriesRead.request_id"),
+        segment=required(v_segment, "TableEntriesRead.segment"),
+        entries=[_value_TableEntry(y) for y in v_entries or ()],
+        continuation_token=binary_value(
+            required(v_continuation_token, "TableEntriesRead.continuation_token"),
+        ),
     )
     return value
 
@@ -6090,15 +6179,15 @@ def _arrow_TableEntriesRead(values: Sequence[frames.TableEntriesRead | None]) ->
     if not rows:
         return null_column(len(values), _ARROW_TableEntriesRead)
     fields = _FIELDS_TableEntriesRead
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.entries for m in rows]
-    c2 = list_array(v2, _arrow_TableEntry, fields[2].type)
-    v3 = [m.continuation_token for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    arrays = [c0, c1, c2, c3]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    v_entries = [m.entries for m in rows]
+    c_entries = list_array(v_entries, _arrow_TableEntry, fields[2].type)
+    v_continuation_token = [m.continuation_token for m in rows]
+    c_continuation_token = pa.array(v_continuation_token, fields[3].type)
+    arrays = [c_request_id, c_segment, c_entries, c_continuation_token]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6116,17 +6205,20 @@ def _row_ReadTableEntriesDelta(m: frames.ReadTableEntriesDelta) -> dict[str, Any
 def _value_ReadTableEntriesDelta(row: RowLike) -> frames.ReadTableEntriesDelta:
     """The ReadTableEntriesDelta a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
-    v2 = r["delegation_token"]
-    v3 = r["from_position"]
-    v4 = r["suggested_entry_count"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
+    v_delegation_token = r["delegation_token"]
+    v_from_position = r["from_position"]
+    v_suggested_entry_count = r["suggested_entry_count"]
     value = frames.ReadTableEntriesDelta(
-        request_id=required(v0, "ReadTableEntriesDelta.request_id"),
-        segment=required(v1, "ReadTableEntriesDelta.segment"),
-        delegation_token=required(v2, "ReadTableEntriesDelta.delegation_token"),
-        from_position=required(v3, "ReadTableEntriesDelta.from_position"),
-        suggested_entry_count=required(v4, "ReadTableEntriesDelta.suggested_entry_count"),
+        request_id=required(v_request_id, "ReadTableEntriesDelta.request_id"),
+        segment=required(v_segment, "ReadTableEntriesDelta.segment"),
+        delegation_token=required(v_delegation_token, "ReadTableEntriesDelta.delegation_token"),
+        from_position=required(v_from_position, "ReadTableEntriesDelta.from_position"),
+        suggested_entry_count=required(
+            v_suggested_entry_count,
+            "ReadTableEntriesDelta.suggested_entry_count",
+        ),
     )
     return value
 
@@ -6137,27 +6229,27 @@ def _arrow_ReadTableEntriesDelta(values: Sequence[frames.ReadTableEntriesDelta |
     if not rows:
         return null_column(len(values), _ARROW_ReadTableEntriesDelta)
     fields = _FIELDS_ReadTableEntriesDelta
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.delegation_token for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.from_position for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.suggested_entry_count for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    arrays = [c0, c1, c2, c3, c4]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    v_delegation_token = [m.delegation_token for m in rows]
+    c_delegation_token = pa.array(v_delegation_token, fields[2].type)
+    v_from_position = [m.from_position for m in rows]
+    c_from_position = pa.array(v_from_position, fields[3].type)
+    v_suggested_entry_count = [m.suggested_entry_count for m in rows]
+    c_suggested_entry_count = pa.array(v_suggested_entry_count, fields[4].type)
+    arrays = [c_request_id, c_segment, c_delegation_token, c_from_position, c_suggested_entry_count]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_TableEntriesDeltaRead(m: frames.TableEntriesDeltaRead) -> dict[str, Any]:
     """The row of a TableEntriesDeltaRead: field name -> row value."""
-    x2 = m.entries
+    x_entries = m.entries
     return {
         "request_id": m.request_id,
         "segment": m.segment,
-        "entries": [_row_TableEntry(y) for y in x2],
+        "entries": [_row_TableEntry(y) for y in x_entries],
         "should_clear": m.should_clear,
         "reached_end": m.reached_end,
         "last_position": m.last_position,
@@ -6167,19 +6259,19 @@ def _row_TableEntriesDeltaRead(m: frames.TableEntriesDeltaRead) -> dict[str, Any
 def _value_TableEntriesDeltaRead(row: RowLike) -> frames.TableEntriesDeltaRead:
     """The TableEntriesDeltaRead a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
-    v2 = r["entries"]
-    v3 = r["should_clear"]
-    v4 = r["reached_end"]
-    v5 = r["last_position"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
+    v_entries = r["entries"]
+    v_should_clear = r["should_clear"]
+    v_reached_end = r["reached_end"]
+    v_last_position = r["last_position"]
     value = frames.TableEntriesDeltaRead(
-        request_id=required(v0, "TableEntriesDeltaRead.request_id"),
-        segment=required(v1, "TableEntriesDeltaRead.segment"),
-        entries=[_value_TableEntry(y) for y in v2 or ()],
-        should_clear=required(v3, "TableEntriesDeltaRead.should_clear"),
-        reached_end=required(v4, "TableEntriesDeltaRead.reached_end"),
-        last_position=required(v5, "TableEntriesDeltaRead.last_position"),
+        request_id=required(v_request_id, "TableEntriesDeltaRead.request_id"),
+        segment=required(v_segment, "TableEntriesDeltaRead.segment"),
+        entries=[_value_TableEntry(y) for y in v_entries or ()],
+        should_clear=required(v_should_clear, "TableEntriesDeltaRead.should_clear"),
+        reached_end=required(v_reached_end, "TableEntriesDeltaRead.reached_end"),
+        last_position=required(v_last_position, "TableEntriesDeltaRead.last_position"),
     )
     return value
 
@@ -6190,19 +6282,19 @@ def _arrow_TableEntriesDeltaRead(values: Sequence[frames.TableEntriesDeltaRead |
     if not rows:
         return null_column(len(values), _ARROW_TableEntriesDeltaRead)
     fields = _FIELDS_TableEntriesDeltaRead
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.entries for m in rows]
-    c2 = list_array(v2, _arrow_TableEntry, fields[2].type)
-    v3 = [m.should_clear for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.reached_end for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m.last_position for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    arrays = [c0, c1, c2, c3, c4, c5]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    v_entries = [m.entries for m in rows]
+    c_entries = list_array(v_entries, _arrow_TableEntry, fields[2].type)
+    v_should_clear = [m.should_clear for m in rows]
+    c_should_clear = pa.array(v_should_clear, fields[3].type)
+    v_reached_end = [m.reached_end for m in rows]
+    c_reached_end = pa.array(v_reached_end, fields[4].type)
+    v_last_position = [m.last_position for m in rows]
+    c_last_position = pa.array(v_last_position, fields[5].type)
+    arrays = [c_request_id, c_segment, c_entries, c_should_clear, c_reached_end, c_last_position]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6218,13 +6310,16 @@ def _row_TableSegmentNotEmpty(m: frames.TableSegmentNotEmpty) -> dict[str, Any]:
 def _value_TableSegmentNotEmpty(row: RowLike) -> frames.TableSegmentNotEmpty:
     """The TableSegmentNotEmpty a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
-    v2 = r["server_stack_trace"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
+    v_server_stack_trace = r["server_stack_trace"]
     value = frames.TableSegmentNotEmpty(
-        request_id=required(v0, "TableSegmentNotEmpty.request_id"),
-        segment=required(v1, "TableSegmentNotEmpty.segment"),
-        server_stack_trace=required(v2, "TableSegmentNotEmpty.server_stack_trace"),
+        request_id=required(v_request_id, "TableSegmentNotEmpty.request_id"),
+        segment=required(v_segment, "TableSegmentNotEmpty.segment"),
+        server_stack_trace=required(
+            v_server_stack_trace,
+            "TableSegmentNotEmpty.server_stack_trace",
+        ),
     )
     return value
 
@@ -6235,13 +6330,13 @@ def _arrow_TableSegmentNotEmpty(values: Sequence[frames.TableSegmentNotEmpty | N
     if not rows:
         return null_column(len(values), _ARROW_TableSegmentNotEmpty)
     fields = _FIELDS_TableSegmentNotEmpty
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.server_stack_trace for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    v_server_stack_trace = [m.server_stack_trace for m in rows]
+    c_server_stack_trace = pa.array(v_server_stack_trace, fields[2].type)
+    arrays = [c_request_id, c_segment, c_server_stack_trace]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6257,13 +6352,16 @@ def _row_TableKeyDoesNotExist(m: frames.TableKeyDoesNotExist) -> dict[str, Any]:
 def _value_TableKeyDoesNotExist(row: RowLike) -> frames.TableKeyDoesNotExist:
     """The TableKeyDoesNotExist a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
-    v2 = r["server_stack_trace"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
+    v_server_stack_trace = r["server_stack_trace"]
     value = frames.TableKeyDoesNotExist(
-        request_id=required(v0, "TableKeyDoesNotExist.request_id"),
-        segment=required(v1, "TableKeyDoesNotExist.segment"),
-        server_stack_trace=required(v2, "TableKeyDoesNotExist.server_stack_trace"),
+        request_id=required(v_request_id, "TableKeyDoesNotExist.request_id"),
+        segment=required(v_segment, "TableKeyDoesNotExist.segment"),
+        server_stack_trace=required(
+            v_server_stack_trace,
+            "TableKeyDoesNotExist.server_stack_trace",
+        ),
     )
     return value
 
@@ -6274,13 +6372,13 @@ def _arrow_TableKeyDoesNotExist(values: Sequence[frames.TableKeyDoesNotExist | N
     if not rows:
         return null_column(len(values), _ARROW_TableKeyDoesNotExist)
     fields = _FIELDS_TableKeyDoesNotExist
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.server_stack_trace for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    v_server_stack_trace = [m.server_stack_trace for m in rows]
+    c_server_stack_trace = pa.array(v_server_stack_trace, fields[2].type)
+    arrays = [c_request_id, c_segment, c_server_stack_trace]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6296,13 +6394,13 @@ def _row_TableKeyBadVersion(m: frames.TableKeyBadVersion) -> dict[str, Any]:
 def _value_TableKeyBadVersion(row: RowLike) -> frames.TableKeyBadVersion:
     """The TableKeyBadVersion a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["segment"]
-    v2 = r["server_stack_trace"]
+    v_request_id = r["request_id"]
+    v_segment = r["segment"]
+    v_server_stack_trace = r["server_stack_trace"]
     value = frames.TableKeyBadVersion(
-        request_id=required(v0, "TableKeyBadVersion.request_id"),
-        segment=required(v1, "TableKeyBadVersion.segment"),
-        server_stack_trace=required(v2, "TableKeyBadVersion.server_stack_trace"),
+        request_id=required(v_request_id, "TableKeyBadVersion.request_id"),
+        segment=required(v_segment, "TableKeyBadVersion.segment"),
+        server_stack_trace=required(v_server_stack_trace, "TableKeyBadVersion.server_stack_trace"),
     )
     return value
 
@@ -6313,13 +6411,13 @@ def _arrow_TableKeyBadVersion(values: Sequence[frames.TableKeyBadVersion | None]
     if not rows:
         return null_column(len(values), _ARROW_TableKeyBadVersion)
     fields = _FIELDS_TableKeyBadVersion
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.segment for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.server_stack_trace for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_segment = [m.segment for m in rows]
+    c_segment = pa.array(v_segment, fields[1].type)
+    v_server_stack_trace = [m.server_stack_trace for m in rows]
+    c_server_stack_trace = pa.array(v_server_stack_trace, fields[2].type)
+    arrays = [c_request_id, c_segment, c_server_stack_trace]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6333,9 +6431,9 @@ def _row_FlushToStorage(m: frames.FlushToStorage) -> dict[str, Any]:
 def _value_FlushToStorage(row: RowLike) -> frames.FlushToStorage:
     """The FlushToStorage a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["payload"]
+    v_payload = r["payload"]
     value = frames.FlushToStorage(
-        payload=binary_value(required(v0, "FlushToStorage.payload")),
+        payload=binary_value(required(v_payload, "FlushToStorage.payload")),
     )
     return value
 
@@ -6346,9 +6444,9 @@ def _arrow_FlushToStorage(values: Sequence[frames.FlushToStorage | None]) -> Any
     if not rows:
         return null_column(len(values), _ARROW_FlushToStorage)
     fields = _FIELDS_FlushToStorage
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
+    v_payload = [m.payload for m in rows]
+    c_payload = pa.array(v_payload, fields[0].type)
+    arrays = [c_payload]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6362,9 +6460,9 @@ def _row_FlushedToStorage(m: frames.FlushedToStorage) -> dict[str, Any]:
 def _value_FlushedToStorage(row: RowLike) -> frames.FlushedToStorage:
     """The FlushedToStorage a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["payload"]
+    v_payload = r["payload"]
     value = frames.FlushedToStorage(
-        payload=binary_value(required(v0, "FlushedToStorage.payload")),
+        payload=binary_value(required(v_payload, "FlushedToStorage.payload")),
     )
     return value
 
@@ -6375,9 +6473,9 @@ def _arrow_FlushedToStorage(values: Sequence[frames.FlushedToStorage | None]) ->
     if not rows:
         return null_column(len(values), _ARROW_FlushedToStorage)
     fields = _FIELDS_FlushedToStorage
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
+    v_payload = [m.payload for m in rows]
+    c_payload = pa.array(v_payload, fields[0].type)
+    arrays = [c_payload]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6391,9 +6489,9 @@ def _row_ListStorageChunks(m: frames.ListStorageChunks) -> dict[str, Any]:
 def _value_ListStorageChunks(row: RowLike) -> frames.ListStorageChunks:
     """The ListStorageChunks a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["payload"]
+    v_payload = r["payload"]
     value = frames.ListStorageChunks(
-        payload=binary_value(required(v0, "ListStorageChunks.payload")),
+        payload=binary_value(required(v_payload, "ListStorageChunks.payload")),
     )
     return value
 
@@ -6404,9 +6502,9 @@ def _arrow_ListStorageChunks(values: Sequence[frames.ListStorageChunks | None]) 
     if not rows:
         return null_column(len(values), _ARROW_ListStorageChunks)
     fields = _FIELDS_ListStorageChunks
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
+    v_payload = [m.payload for m in rows]
+    c_payload = pa.array(v_payload, fields[0].type)
+    arrays = [c_payload]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6420,9 +6518,9 @@ def _row_StorageChunksListed(m: frames.StorageChunksListed) -> dict[str, Any]:
 def _value_StorageChunksListed(row: RowLike) -> frames.StorageChunksListed:
     """The StorageChunksListed a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["payload"]
+    v_payload = r["payload"]
     value = frames.StorageChunksListed(
-        payload=binary_value(required(v0, "StorageChunksListed.payload")),
+        payload=binary_value(required(v_payload, "StorageChunksListed.payload")),
     )
     return value
 
@@ -6433,9 +6531,9 @@ def _arrow_StorageChunksListed(values: Sequence[frames.StorageChunksListed | Non
     if not rows:
         return null_column(len(values), _ARROW_StorageChunksListed)
     fields = _FIELDS_StorageChunksListed
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
+    v_payload = [m.payload for m in rows]
+    c_payload = pa.array(v_payload, fields[0].type)
+    arrays = [c_payload]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6449,9 +6547,9 @@ def _row_UpdateSegmentPolicy(m: frames.UpdateSegmentPolicy) -> dict[str, Any]:
 def _value_UpdateSegmentPolicy(row: RowLike) -> frames.UpdateSegmentPolicy:
     """The UpdateSegmentPolicy a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["payload"]
+    v_payload = r["payload"]
     value = frames.UpdateSegmentPolicy(
-        payload=binary_value(required(v0, "UpdateSegmentPolicy.payload")),
+        payload=binary_value(required(v_payload, "UpdateSegmentPolicy.payload")),
     )
     return value
 
@@ -6462,9 +6560,9 @@ def _arrow_UpdateSegmentPolicy(values: Sequence[frames.UpdateSegmentPolicy | Non
     if not rows:
         return null_column(len(values), _ARROW_UpdateSegmentPolicy)
     fields = _FIELDS_UpdateSegmentPolicy
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
+    v_payload = [m.payload for m in rows]
+    c_payload = pa.array(v_payload, fields[0].type)
+    arrays = [c_payload]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6478,9 +6576,9 @@ def _row_SegmentPolicyUpdated(m: frames.SegmentPolicyUpdated) -> dict[str, Any]:
 def _value_SegmentPolicyUpdated(row: RowLike) -> frames.SegmentPolicyUpdated:
     """The SegmentPolicyUpdated a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["payload"]
+    v_payload = r["payload"]
     value = frames.SegmentPolicyUpdated(
-        payload=binary_value(required(v0, "SegmentPolicyUpdated.payload")),
+        payload=binary_value(required(v_payload, "SegmentPolicyUpdated.payload")),
     )
     return value
 
@@ -6491,9 +6589,9 @@ def _arrow_SegmentPolicyUpdated(values: Sequence[frames.SegmentPolicyUpdated | N
     if not rows:
         return null_column(len(values), _ARROW_SegmentPolicyUpdated)
     fields = _FIELDS_SegmentPolicyUpdated
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
+    v_payload = [m.payload for m in rows]
+    c_payload = pa.array(v_payload, fields[0].type)
+    arrays = [c_payload]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6507,9 +6605,9 @@ def _row_GetSegmentAttribute(m: frames.GetSegmentAttribute) -> dict[str, Any]:
 def _value_GetSegmentAttribute(row: RowLike) -> frames.GetSegmentAttribute:
     """The GetSegmentAttribute a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["payload"]
+    v_payload = r["payload"]
     value = frames.GetSegmentAttribute(
-        payload=binary_value(required(v0, "GetSegmentAttribute.payload")),
+        payload=binary_value(required(v_payload, "GetSegmentAttribute.payload")),
     )
     return value
 
@@ -6520,9 +6618,9 @@ def _arrow_GetSegmentAttribute(values: Sequence[frames.GetSegmentAttribute | Non
     if not rows:
         return null_column(len(values), _ARROW_GetSegmentAttribute)
     fields = _FIELDS_GetSegmentAttribute
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
+    v_payload = [m.payload for m in rows]
+    c_payload = pa.array(v_payload, fields[0].type)
+    arrays = [c_payload]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6536,9 +6634,9 @@ def _row_SegmentAttribute(m: frames.SegmentAttribute) -> dict[str, Any]:
 def _value_SegmentAttribute(row: RowLike) -> frames.SegmentAttribute:
     """The SegmentAttribute a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["payload"]
+    v_payload = r["payload"]
     value = frames.SegmentAttribute(
-        payload=binary_value(required(v0, "SegmentAttribute.payload")),
+        payload=binary_value(required(v_payload, "SegmentAttribute.payload")),
     )
     return value
 
@@ -6549,9 +6647,9 @@ def _arrow_SegmentAttribute(values: Sequence[frames.SegmentAttribute | None]) ->
     if not rows:
         return null_column(len(values), _ARROW_SegmentAttribute)
     fields = _FIELDS_SegmentAttribute
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
+    v_payload = [m.payload for m in rows]
+    c_payload = pa.array(v_payload, fields[0].type)
+    arrays = [c_payload]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6565,9 +6663,9 @@ def _row_UpdateSegmentAttribute(m: frames.UpdateSegmentAttribute) -> dict[str, A
 def _value_UpdateSegmentAttribute(row: RowLike) -> frames.UpdateSegmentAttribute:
     """The UpdateSegmentAttribute a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["payload"]
+    v_payload = r["payload"]
     value = frames.UpdateSegmentAttribute(
-        payload=binary_value(required(v0, "UpdateSegmentAttribute.payload")),
+        payload=binary_value(required(v_payload, "UpdateSegmentAttribute.payload")),
     )
     return value
 
@@ -6578,9 +6676,9 @@ def _arrow_UpdateSegmentAttribute(values: Sequence[frames.UpdateSegmentAttribute
     if not rows:
         return null_column(len(values), _ARROW_UpdateSegmentAttribute)
     fields = _FIELDS_UpdateSegmentAttribute
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
+    v_payload = [m.payload for m in rows]
+    c_payload = pa.array(v_payload, fields[0].type)
+    arrays = [c_payload]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6594,9 +6692,9 @@ def _row_SegmentAttributeUpdated(m: frames.SegmentAttributeUpdated) -> dict[str,
 def _value_SegmentAttributeUpdated(row: RowLike) -> frames.SegmentAttributeUpdated:
     """The SegmentAttributeUpdated a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["payload"]
+    v_payload = r["payload"]
     value = frames.SegmentAttributeUpdated(
-        payload=binary_value(required(v0, "SegmentAttributeUpdated.payload")),
+        payload=binary_value(required(v_payload, "SegmentAttributeUpdated.payload")),
     )
     return value
 
@@ -6607,9 +6705,9 @@ def _arrow_SegmentAttributeUpdated(values: Sequence[frames.SegmentAttributeUpdat
     if not rows:
         return null_column(len(values), _ARROW_SegmentAttributeUpdated)
     fields = _FIELDS_SegmentAttributeUpdated
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
+    v_payload = [m.payload for m in rows]
+    c_payload = pa.array(v_payload, fields[0].type)
+    arrays = [c_payload]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6623,9 +6721,9 @@ def _row_CreateTransientSegment(m: frames.CreateTransientSegment) -> dict[str, A
 def _value_CreateTransientSegment(row: RowLike) -> frames.CreateTransientSegment:
     """The CreateTransientSegment a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["payload"]
+    v_payload = r["payload"]
     value = frames.CreateTransientSegment(
-        payload=binary_value(required(v0, "CreateTransientSegment.payload")),
+        payload=binary_value(required(v_payload, "CreateTransientSegment.payload")),
     )
     return value
 
@@ -6636,9 +6734,9 @@ def _arrow_CreateTransientSegment(values: Sequence[frames.CreateTransientSegment
     if not rows:
         return null_column(len(values), _ARROW_CreateTransientSegment)
     fields = _FIELDS_CreateTransientSegment
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
+    v_payload = [m.payload for m in rows]
+    c_payload = pa.array(v_payload, fields[0].type)
+    arrays = [c_payload]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6652,9 +6750,9 @@ def _row_LocateOffset(m: frames.LocateOffset) -> dict[str, Any]:
 def _value_LocateOffset(row: RowLike) -> frames.LocateOffset:
     """The LocateOffset a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["payload"]
+    v_payload = r["payload"]
     value = frames.LocateOffset(
-        payload=binary_value(required(v0, "LocateOffset.payload")),
+        payload=binary_value(required(v_payload, "LocateOffset.payload")),
     )
     return value
 
@@ -6665,9 +6763,9 @@ def _arrow_LocateOffset(values: Sequence[frames.LocateOffset | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_LocateOffset)
     fields = _FIELDS_LocateOffset
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
+    v_payload = [m.payload for m in rows]
+    c_payload = pa.array(v_payload, fields[0].type)
+    arrays = [c_payload]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6681,9 +6779,9 @@ def _row_OffsetLocated(m: frames.OffsetLocated) -> dict[str, Any]:
 def _value_OffsetLocated(row: RowLike) -> frames.OffsetLocated:
     """The OffsetLocated a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["payload"]
+    v_payload = r["payload"]
     value = frames.OffsetLocated(
-        payload=binary_value(required(v0, "OffsetLocated.payload")),
+        payload=binary_value(required(v_payload, "OffsetLocated.payload")),
     )
     return value
 
@@ -6694,9 +6792,9 @@ def _arrow_OffsetLocated(values: Sequence[frames.OffsetLocated | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_OffsetLocated)
     fields = _FIELDS_OffsetLocated
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
+    v_payload = [m.payload for m in rows]
+    c_payload = pa.array(v_payload, fields[0].type)
+    arrays = [c_payload]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6710,9 +6808,9 @@ def _row_InvalidEventNumber(m: frames.InvalidEventNumber) -> dict[str, Any]:
 def _value_InvalidEventNumber(row: RowLike) -> frames.InvalidEventNumber:
     """The InvalidEventNumber a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["payload"]
+    v_payload = r["payload"]
     value = frames.InvalidEventNumber(
-        payload=binary_value(required(v0, "InvalidEventNumber.payload")),
+        payload=binary_value(required(v_payload, "InvalidEventNumber.payload")),
     )
     return value
 
@@ -6723,9 +6821,9 @@ def _arrow_InvalidEventNumber(values: Sequence[frames.InvalidEventNumber | None]
     if not rows:
         return null_column(len(values), _ARROW_InvalidEventNumber)
     fields = _FIELDS_InvalidEventNumber
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
+    v_payload = [m.payload for m in rows]
+    c_payload = pa.array(v_payload, fields[0].type)
+    arrays = [c_payload]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6739,9 +6837,9 @@ def _row_MergeSegments(m: frames.MergeSegments) -> dict[str, Any]:
 def _value_MergeSegments(row: RowLike) -> frames.MergeSegments:
     """The MergeSegments a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["payload"]
+    v_payload = r["payload"]
     value = frames.MergeSegments(
-        payload=binary_value(required(v0, "MergeSegments.payload")),
+        payload=binary_value(required(v_payload, "MergeSegments.payload")),
     )
     return value
 
@@ -6752,9 +6850,9 @@ def _arrow_MergeSegments(values: Sequence[frames.MergeSegments | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_MergeSegments)
     fields = _FIELDS_MergeSegments
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
+    v_payload = [m.payload for m in rows]
+    c_payload = pa.array(v_payload, fields[0].type)
+    arrays = [c_payload]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6768,9 +6866,9 @@ def _row_SegmentsMerged(m: frames.SegmentsMerged) -> dict[str, Any]:
 def _value_SegmentsMerged(row: RowLike) -> frames.SegmentsMerged:
     """The SegmentsMerged a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["payload"]
+    v_payload = r["payload"]
     value = frames.SegmentsMerged(
-        payload=binary_value(required(v0, "SegmentsMerged.payload")),
+        payload=binary_value(required(v_payload, "SegmentsMerged.payload")),
     )
     return value
 
@@ -6781,9 +6879,9 @@ def _arrow_SegmentsMerged(values: Sequence[frames.SegmentsMerged | None]) -> Any
     if not rows:
         return null_column(len(values), _ARROW_SegmentsMerged)
     fields = _FIELDS_SegmentsMerged
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
+    v_payload = [m.payload for m in rows]
+    c_payload = pa.array(v_payload, fields[0].type)
+    arrays = [c_payload]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6797,9 +6895,9 @@ def _row_ConditionalBlockEnd(m: frames.ConditionalBlockEnd) -> dict[str, Any]:
 def _value_ConditionalBlockEnd(row: RowLike) -> frames.ConditionalBlockEnd:
     """The ConditionalBlockEnd a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["payload"]
+    v_payload = r["payload"]
     value = frames.ConditionalBlockEnd(
-        payload=binary_value(required(v0, "ConditionalBlockEnd.payload")),
+        payload=binary_value(required(v_payload, "ConditionalBlockEnd.payload")),
     )
     return value
 
@@ -6810,9 +6908,9 @@ def _arrow_ConditionalBlockEnd(values: Sequence[frames.ConditionalBlockEnd | Non
     if not rows:
         return null_column(len(values), _ARROW_ConditionalBlockEnd)
     fields = _FIELDS_ConditionalBlockEnd
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
+    v_payload = [m.payload for m in rows]
+    c_payload = pa.array(v_payload, fields[0].type)
+    arrays = [c_payload]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6826,9 +6924,9 @@ def _row_MergeSegmentsBatch(m: frames.MergeSegmentsBatch) -> dict[str, Any]:
 def _value_MergeSegmentsBatch(row: RowLike) -> frames.MergeSegmentsBatch:
     """The MergeSegmentsBatch a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["payload"]
+    v_payload = r["payload"]
     value = frames.MergeSegmentsBatch(
-        payload=binary_value(required(v0, "MergeSegmentsBatch.payload")),
+        payload=binary_value(required(v_payload, "MergeSegmentsBatch.payload")),
     )
     return value
 
@@ -6839,9 +6937,9 @@ def _arrow_MergeSegmentsBatch(values: Sequence[frames.MergeSegmentsBatch | None]
     if not rows:
         return null_column(len(values), _ARROW_MergeSegmentsBatch)
     fields = _FIELDS_MergeSegmentsBatch
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
+    v_payload = [m.payload for m in rows]
+    c_payload = pa.array(v_payload, fields[0].type)
+    arrays = [c_payload]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6855,9 +6953,9 @@ def _row_SegmentsBatchMerged(m: frames.SegmentsBatchMerged) -> dict[str, Any]:
 def _value_SegmentsBatchMerged(row: RowLike) -> frames.SegmentsBatchMerged:
     """The SegmentsBatchMerged a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["payload"]
+    v_payload = r["payload"]
     value = frames.SegmentsBatchMerged(
-        payload=binary_value(required(v0, "SegmentsBatchMerged.payload")),
+        payload=binary_value(required(v_payload, "SegmentsBatchMerged.payload")),
     )
     return value
 
@@ -6868,9 +6966,9 @@ def _arrow_SegmentsBatchMerged(values: Sequence[frames.SegmentsBatchMerged | Non
     if not rows:
         return null_column(len(values), _ARROW_SegmentsBatchMerged)
     fields = _FIELDS_SegmentsBatchMerged
-    v0 = [m.payload for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
+    v_payload = [m.payload for m in rows]
+    c_payload = pa.array(v_payload, fields[0].type)
+    arrays = [c_payload]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -7032,207 +7130,207 @@ def _row_Frame_body_union(m: _Frame_body_union_T) -> dict[str, Any]:
 def _value_Frame_body_union(row: RowLike) -> _Frame_body_union_T:
     """The Frame.body value a row holds (the one alternative set)."""
     r = as_mapping(row)
-    a0 = r["Hello"]
-    if a0 is not None:
-        return _value_Hello(a0)
-    a1 = r["StorageChunksListed"]
-    if a1 is not None:
-        return _value_StorageChunksListed(a1)
-    a2 = r["ListStorageChunks"]
-    if a2 is not None:
-        return _value_ListStorageChunks(a2)
-    a3 = r["FlushedToStorage"]
-    if a3 is not None:
-        return _value_FlushedToStorage(a3)
-    a4 = r["FlushToStorage"]
-    if a4 is not None:
-        return _value_FlushToStorage(a4)
-    a5 = r["SetupAppend"]
-    if a5 is not None:
-        return _value_SetupAppend(a5)
-    a6 = r["AppendSetup"]
-    if a6 is not None:
-        return _value_AppendSetup(a6)
-    a7 = r["AppendBlock"]
-    if a7 is not None:
-        return _value_AppendBlock(a7)
-    a8 = r["AppendBlockEnd"]
-    if a8 is not None:
-        return _value_AppendBlockEnd(a8)
-    a9 = r["ConditionalAppend"]
-    if a9 is not None:
-        return _value_ConditionalAppend(a9)
-    a10 = r["DataAppended"]
-    if a10 is not None:
-        return _value_DataAppended(a10)
-    a11 = r["ConditionalCheckFailed"]
-    if a11 is not None:
-        return _value_ConditionalCheckFailed(a11)
-    a12 = r["ReadSegment"]
-    if a12 is not None:
-        return _value_ReadSegment(a12)
-    a13 = r["SegmentRead"]
-    if a13 is not None:
-        return _value_SegmentRead(a13)
-    a14 = r["GetStreamSegmentInfo"]
-    if a14 is not None:
-        return _value_GetStreamSegmentInfo(a14)
-    a15 = r["StreamSegmentInfo"]
-    if a15 is not None:
-        return _value_StreamSegmentInfo(a15)
-    a16 = r["CreateSegment"]
-    if a16 is not None:
-        return _value_CreateSegment(a16)
-    a17 = r["SegmentCreated"]
-    if a17 is not None:
-        return _value_SegmentCreated(a17)
-    a18 = r["SealSegment"]
-    if a18 is not None:
-        return _value_SealSegment(a18)
-    a19 = r["SegmentSealed"]
-    if a19 is not None:
-        return _value_SegmentSealed(a19)
-    a20 = r["DeleteSegment"]
-    if a20 is not None:
-        return _value_DeleteSegment(a20)
-    a21 = r["SegmentDeleted"]
-    if a21 is not None:
-        return _value_SegmentDeleted(a21)
-    a22 = r["UpdateSegmentPolicy"]
-    if a22 is not None:
-        return _value_UpdateSegmentPolicy(a22)
-    a23 = r["SegmentPolicyUpdated"]
-    if a23 is not None:
-        return _value_SegmentPolicyUpdated(a23)
-    a24 = r["GetSegmentAttribute"]
-    if a24 is not None:
-        return _value_GetSegmentAttribute(a24)
-    a25 = r["SegmentAttribute"]
-    if a25 is not None:
-        return _value_SegmentAttribute(a25)
-    a26 = r["UpdateSegmentAttribute"]
-    if a26 is not None:
-        return _value_UpdateSegmentAttribute(a26)
-    a27 = r["SegmentAttributeUpdated"]
-    if a27 is not None:
-        return _value_SegmentAttributeUpdated(a27)
-    a28 = r["TruncateSegment"]
-    if a28 is not None:
-        return _value_TruncateSegment(a28)
-    a29 = r["SegmentTruncated"]
-    if a29 is not None:
-        return _value_SegmentTruncated(a29)
-    a30 = r["CreateTransientSegment"]
-    if a30 is not None:
-        return _value_CreateTransientSegment(a30)
-    a31 = r["LocateOffset"]
-    if a31 is not None:
-        return _value_LocateOffset(a31)
-    a32 = r["OffsetLocated"]
-    if a32 is not None:
-        return _value_OffsetLocated(a32)
-    a33 = r["WrongHost"]
-    if a33 is not None:
-        return _value_WrongHost(a33)
-    a34 = r["SegmentIsSealed"]
-    if a34 is not None:
-        return _value_SegmentIsSealed(a34)
-    a35 = r["SegmentAlreadyExists"]
-    if a35 is not None:
-        return _value_SegmentAlreadyExists(a35)
-    a36 = r["NoSuchSegment"]
-    if a36 is not None:
-        return _value_NoSuchSegment(a36)
-    a37 = r["InvalidEventNumber"]
-    if a37 is not None:
-        return _value_InvalidEventNumber(a37)
-    a38 = r["SegmentIsTruncated"]
-    if a38 is not None:
-        return _value_SegmentIsTruncated(a38)
-    a39 = r["OperationUnsupported"]
-    if a39 is not None:
-        return _value_OperationUnsupported(a39)
-    a40 = r["MergeSegments"]
-    if a40 is not None:
-        return _value_MergeSegments(a40)
-    a41 = r["SegmentsMerged"]
-    if a41 is not None:
-        return _value_SegmentsMerged(a41)
-    a42 = r["AuthTokenCheckFailed"]
-    if a42 is not None:
-        return _value_AuthTokenCheckFailed(a42)
-    a43 = r["ErrorMessage"]
-    if a43 is not None:
-        return _value_ErrorMessage(a43)
-    a44 = r["GetTableSegmentInfo"]
-    if a44 is not None:
-        return _value_GetTableSegmentInfo(a44)
-    a45 = r["TableSegmentInfo"]
-    if a45 is not None:
-        return _value_TableSegmentInfo(a45)
-    a46 = r["CreateTableSegment"]
-    if a46 is not None:
-        return _value_CreateTableSegment(a46)
-    a47 = r["DeleteTableSegment"]
-    if a47 is not None:
-        return _value_DeleteTableSegment(a47)
-    a48 = r["UpdateTableEntries"]
-    if a48 is not None:
-        return _value_UpdateTableEntries(a48)
-    a49 = r["TableEntriesUpdated"]
-    if a49 is not None:
-        return _value_TableEntriesUpdated(a49)
-    a50 = r["RemoveTableKeys"]
-    if a50 is not None:
-        return _value_RemoveTableKeys(a50)
-    a51 = r["TableKeysRemoved"]
-    if a51 is not None:
-        return _value_TableKeysRemoved(a51)
-    a52 = r["ReadTable"]
-    if a52 is not None:
-        return _value_ReadTable(a52)
-    a53 = r["TableRead"]
-    if a53 is not None:
-        return _value_TableRead(a53)
-    a54 = r["TableSegmentNotEmpty"]
-    if a54 is not None:
-        return _value_TableSegmentNotEmpty(a54)
-    a55 = r["TableKeyDoesNotExist"]
-    if a55 is not None:
-        return _value_TableKeyDoesNotExist(a55)
-    a56 = r["TableKeyBadVersion"]
-    if a56 is not None:
-        return _value_TableKeyBadVersion(a56)
-    a57 = r["ReadTableKeys"]
-    if a57 is not None:
-        return _value_ReadTableKeys(a57)
-    a58 = r["TableKeysRead"]
-    if a58 is not None:
-        return _value_TableKeysRead(a58)
-    a59 = r["ReadTableEntries"]
-    if a59 is not None:
-        return _value_ReadTableEntries(a59)
-    a60 = r["TableEntriesRead"]
-    if a60 is not None:
-        return _value_TableEntriesRead(a60)
-    a61 = r["TableEntriesDeltaRead"]
-    if a61 is not None:
-        return _value_TableEntriesDeltaRead(a61)
-    a62 = r["ReadTableEntriesDelta"]
-    if a62 is not None:
-        return _value_ReadTableEntriesDelta(a62)
-    a63 = r["ConditionalBlockEnd"]
-    if a63 is not None:
-        return _value_ConditionalBlockEnd(a63)
-    a64 = r["MergeSegmentsBatch"]
-    if a64 is not None:
-        return _value_MergeSegmentsBatch(a64)
-    a65 = r["SegmentsBatchMerged"]
-    if a65 is not None:
-        return _value_SegmentsBatchMerged(a65)
-    a66 = r["KeepAlive"]
-    if a66 is not None:
-        return _value_KeepAlive(a66)
+    alternative = r["Hello"]
+    if alternative is not None:
+        return _value_Hello(alternative)
+    alternative = r["StorageChunksListed"]
+    if alternative is not None:
+        return _value_StorageChunksListed(alternative)
+    alternative = r["ListStorageChunks"]
+    if alternative is not None:
+        return _value_ListStorageChunks(alternative)
+    alternative = r["FlushedToStorage"]
+    if alternative is not None:
+        return _value_FlushedToStorage(alternative)
+    alternative = r["FlushToStorage"]
+    if alternative is not None:
+        return _value_FlushToStorage(alternative)
+    alternative = r["SetupAppend"]
+    if alternative is not None:
+        return _value_SetupAppend(alternative)
+    alternative = r["AppendSetup"]
+    if alternative is not None:
+        return _value_AppendSetup(alternative)
+    alternative = r["AppendBlock"]
+    if alternative is not None:
+        return _value_AppendBlock(alternative)
+    alternative = r["AppendBlockEnd"]
+    if alternative is not None:
+        return _value_AppendBlockEnd(alternative)
+    alternative = r["ConditionalAppend"]
+    if alternative is not None:
+        return _value_ConditionalAppend(alternative)
+    alternative = r["DataAppended"]
+    if alternative is not None:
+        return _value_DataAppended(alternative)
+    alternative = r["ConditionalCheckFailed"]
+    if alternative is not None:
+        return _value_ConditionalCheckFailed(alternative)
+    alternative = r["ReadSegment"]
+    if alternative is not None:
+        return _value_ReadSegment(alternative)
+    alternative = r["SegmentRead"]
+    if alternative is not None:
+        return _value_SegmentRead(alternative)
+    alternative = r["GetStreamSegmentInfo"]
+    if alternative is not None:
+        return _value_GetStreamSegmentInfo(alternative)
+    alternative = r["StreamSegmentInfo"]
+    if alternative is not None:
+        return _value_StreamSegmentInfo(alternative)
+    alternative = r["CreateSegment"]
+    if alternative is not None:
+        return _value_CreateSegment(alternative)
+    alternative = r["SegmentCreated"]
+    if alternative is not None:
+        return _value_SegmentCreated(alternative)
+    alternative = r["SealSegment"]
+    if alternative is not None:
+        return _value_SealSegment(alternative)
+    alternative = r["SegmentSealed"]
+    if alternative is not None:
+        return _value_SegmentSealed(alternative)
+    alternative = r["DeleteSegment"]
+    if alternative is not None:
+        return _value_DeleteSegment(alternative)
+    alternative = r["SegmentDeleted"]
+    if alternative is not None:
+        return _value_SegmentDeleted(alternative)
+    alternative = r["UpdateSegmentPolicy"]
+    if alternative is not None:
+        return _value_UpdateSegmentPolicy(alternative)
+    alternative = r["SegmentPolicyUpdated"]
+    if alternative is not None:
+        return _value_SegmentPolicyUpdated(alternative)
+    alternative = r["GetSegmentAttribute"]
+    if alternative is not None:
+        return _value_GetSegmentAttribute(alternative)
+    alternative = r["SegmentAttribute"]
+    if alternative is not None:
+        return _value_SegmentAttribute(alternative)
+    alternative = r["UpdateSegmentAttribute"]
+    if alternative is not None:
+        return _value_UpdateSegmentAttribute(alternative)
+    alternative = r["SegmentAttributeUpdated"]
+    if alternative is not None:
+        return _value_SegmentAttributeUpdated(alternative)
+    alternative = r["TruncateSegment"]
+    if alternative is not None:
+        return _value_TruncateSegment(alternative)
+    alternative = r["SegmentTruncated"]
+    if alternative is not None:
+        return _value_SegmentTruncated(alternative)
+    alternative = r["CreateTransientSegment"]
+    if alternative is not None:
+        return _value_CreateTransientSegment(alternative)
+    alternative = r["LocateOffset"]
+    if alternative is not None:
+        return _value_LocateOffset(alternative)
+    alternative = r["OffsetLocated"]
+    if alternative is not None:
+        return _value_OffsetLocated(alternative)
+    alternative = r["WrongHost"]
+    if alternative is not None:
+        return _value_WrongHost(alternative)
+    alternative = r["SegmentIsSealed"]
+    if alternative is not None:
+        return _value_SegmentIsSealed(alternative)
+    alternative = r["SegmentAlreadyExists"]
+    if alternative is not None:
+        return _value_SegmentAlreadyExists(alternative)
+    alternative = r["NoSuchSegment"]
+    if alternative is not None:
+        return _value_NoSuchSegment(alternative)
+    alternative = r["InvalidEventNumber"]
+    if alternative is not None:
+        return _value_InvalidEventNumber(alternative)
+    alternative = r["SegmentIsTruncated"]
+    if alternative is not None:
+        return _value_SegmentIsTruncated(alternative)
+    alternative = r["OperationUnsupported"]
+    if alternative is not None:
+        return _value_OperationUnsupported(alternative)
+    alternative = r["MergeSegments"]
+    if alternative is not None:
+        return _value_MergeSegments(alternative)
+    alternative = r["SegmentsMerged"]
+    if alternative is not None:
+        return _value_SegmentsMerged(alternative)
+    alternative = r["AuthTokenCheckFailed"]
+    if alternative is not None:
+        return _value_AuthTokenCheckFailed(alternative)
+    alternative = r["ErrorMessage"]
+    if alternative is not None:
+        return _value_ErrorMessage(alternative)
+    alternative = r["GetTableSegmentInfo"]
+    if alternative is not None:
+        return _value_GetTableSegmentInfo(alternative)
+    alternative = r["TableSegmentInfo"]
+    if alternative is not None:
+        return _value_TableSegmentInfo(alternative)
+    alternative = r["CreateTableSegment"]
+    if alternative is not None:
+        return _value_CreateTableSegment(alternative)
+    alternative = r["DeleteTableSegment"]
+    if alternative is not None:
+        return _value_DeleteTableSegment(alternative)
+    alternative = r["UpdateTableEntries"]
+    if alternative is not None:
+        return _value_UpdateTableEntries(alternative)
+    alternative = r["TableEntriesUpdated"]
+    if alternative is not None:
+        return _value_TableEntriesUpdated(alternative)
+    alternative = r["RemoveTableKeys"]
+    if alternative is not None:
+        return _value_RemoveTableKeys(alternative)
+    alternative = r["TableKeysRemoved"]
+    if alternative is not None:
+        return _value_TableKeysRemoved(alternative)
+    alternative = r["ReadTable"]
+    if alternative is not None:
+        return _value_ReadTable(alternative)
+    alternative = r["TableRead"]
+    if alternative is not None:
+        return _value_TableRead(alternative)
+    alternative = r["TableSegmentNotEmpty"]
+    if alternative is not None:
+        return _value_TableSegmentNotEmpty(alternative)
+    alternative = r["TableKeyDoesNotExist"]
+    if alternative is not None:
+        return _value_TableKeyDoesNotExist(alternative)
+    alternative = r["TableKeyBadVersion"]
+    if alternative is not None:
+        return _value_TableKeyBadVersion(alternative)
+    alternative = r["ReadTableKeys"]
+    if alternative is not None:
+        return _value_ReadTableKeys(alternative)
+    alternative = r["TableKeysRead"]
+    if alternative is not None:
+        return _value_TableKeysRead(alternative)
+    alternative = r["ReadTableEntries"]
+    if alternative is not None:
+        return _value_ReadTableEntries(alternative)
+    alternative = r["TableEntriesRead"]
+    if alternative is not None:
+        return _value_TableEntriesRead(alternative)
+    alternative = r["TableEntriesDeltaRead"]
+    if alternative is not None:
+        return _value_TableEntriesDeltaRead(alternative)
+    alternative = r["ReadTableEntriesDelta"]
+    if alternative is not None:
+        return _value_ReadTableEntriesDelta(alternative)
+    alternative = r["ConditionalBlockEnd"]
+    if alternative is not None:
+        return _value_ConditionalBlockEnd(alternative)
+    alternative = r["MergeSegmentsBatch"]
+    if alternative is not None:
+        return _value_MergeSegmentsBatch(alternative)
+    alternative = r["SegmentsBatchMerged"]
+    if alternative is not None:
+        return _value_SegmentsBatchMerged(alternative)
+    alternative = r["KeepAlive"]
+    if alternative is not None:
+        return _value_KeepAlive(alternative)
     no_alternative("Frame.body")
 
 
@@ -7403,9 +7501,9 @@ def _row_Frame(m: frames.Frame) -> dict[str, Any]:
 def _value_Frame(row: RowLike) -> frames.Frame:
     """The Frame a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["body"]
+    v_body = r["body"]
     value = frames.Frame(
-        body=_value_Frame_body_union(required(v0, "Frame.body")),
+        body=_value_Frame_body_union(required(v_body, "Frame.body")),
     )
     return value
 
@@ -7416,9 +7514,9 @@ def _arrow_Frame(values: Sequence[frames.Frame | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_Frame)
     fields = _FIELDS_Frame
-    v0 = [m.body for m in rows]
-    c0 = _arrow_Frame_body_union(v0)
-    arrays = [c0]
+    v_body = [m.body for m in rows]
+    c_body = _arrow_Frame_body_union(v_body)
+    arrays = [c_body]
     return struct_array(arrays, fields, len(rows), take)
 
 

@@ -100,15 +100,13 @@ class BrokerEntry:
         vend = pos + f_metadata_size
         if vend > end:
             raise SizeMismatchError(
-                f"BrokerEntry.metadata: size {f_metadata_size} "
-                "runs past the end of its region"
+                f"BrokerEntry.metadata: size {f_metadata_size} runs past the end of its region"
             )
         try:
             f_metadata = pulsar_api.BrokerEntryMetadata.decode_from(buf, pos, vend)
         except TruncatedError as exc:
             raise SizeMismatchError(
-                "BrokerEntry.metadata: declared size too small "
-                f"for the content ({exc})"
+                f"BrokerEntry.metadata: declared size too small for the content ({exc})"
             ) from exc
         pos = vend
         obj = cls.__new__(cls)
@@ -188,24 +186,17 @@ class Payload:
         vend = pos + f_metadata_size
         if vend > end:
             raise SizeMismatchError(
-                f"Payload.metadata: size {f_metadata_size} "
-                "runs past the end of its region"
+                f"Payload.metadata: size {f_metadata_size} runs past the end of its region"
             )
         try:
             f_metadata = pulsar_api.MessageMetadata.decode_from(buf, pos, vend)
         except TruncatedError as exc:
             raise SizeMismatchError(
-                "Payload.metadata: declared size too small "
-                f"for the content ({exc})"
+                f"Payload.metadata: declared size too small for the content ({exc})"
             ) from exc
         pos = vend
         f_data = buf[pos:end]
         pos = end
-        if pos != end:
-            raise SizeMismatchError(
-                f"Payload: {end - pos} bytes left over after "
-                "the last field"
-            )
         obj = cls.__new__(cls)
         obj.broker_entry = f_broker_entry
         obj.metadata = f_metadata
@@ -269,22 +260,19 @@ class BatchEntry:
         vend = pos + f_metadata_size
         if vend > end:
             raise SizeMismatchError(
-                f"BatchEntry.metadata: size {f_metadata_size} "
-                "runs past the end of its region"
+                f"BatchEntry.metadata: size {f_metadata_size} runs past the end of its region"
             )
         try:
             f_metadata = pulsar_api.SingleMessageMetadata.decode_from(buf, pos, vend)
         except TruncatedError as exc:
             raise SizeMismatchError(
-                "BatchEntry.metadata: declared size too small "
-                f"for the content ({exc})"
+                f"BatchEntry.metadata: declared size too small for the content ({exc})"
             ) from exc
         pos = vend
         vend = pos + f_metadata.payload_size
         if f_metadata.payload_size < 0 or vend > end:
             raise SizeMismatchError(
-                f"BatchEntry.data: size {f_metadata.payload_size} "
-                "runs past the end of its region"
+                f"BatchEntry.data: size {f_metadata.payload_size} runs past the end of its region"
             )
         f_data = buf[pos:vend]
         pos = vend
@@ -305,22 +293,19 @@ class BatchEntry:
             vend = pos + f_metadata_size
             if vend > end:
                 raise SizeMismatchError(
-                    f"BatchEntry.metadata: size {f_metadata_size} "
-                    "runs past the end of its region"
+                    f"BatchEntry.metadata: size {f_metadata_size} runs past the end of its region"
                 )
             try:
                 f_metadata = pulsar_api.SingleMessageMetadata.decode_from(buf, pos, vend)
             except TruncatedError as exc:
                 raise SizeMismatchError(
-                    "BatchEntry.metadata: declared size too small "
-                    f"for the content ({exc})"
+                    f"BatchEntry.metadata: declared size too small for the content ({exc})"
                 ) from exc
             pos = vend
             vend = pos + f_metadata.payload_size
             if f_metadata.payload_size < 0 or vend > end:
                 raise SizeMismatchError(
-                    f"BatchEntry.data: size {f_metadata.payload_size} "
-                    "runs past the end of its region"
+                    f"BatchEntry.data: size {f_metadata.payload_size} runs past the end of its region",  # noqa: E501
                 )
             f_data = buf[pos:vend]
             pos = vend
@@ -368,10 +353,7 @@ class Batch:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         f_entries, pos = BatchEntry.decode_run(buf, pos, end)
         if pos != end:
-            raise SizeMismatchError(
-                f"Batch: {end - pos} bytes left over after "
-                "the last field"
-            )
+            raise SizeMismatchError(f"Batch: {end - pos} bytes left over after the last field")
         obj = cls.__new__(cls)
         obj.entries = f_entries
         return obj, pos
@@ -435,8 +417,7 @@ class Frame:
         vend = pos + f_command_size
         if vend > end:
             raise SizeMismatchError(
-                f"Frame.command: size {f_command_size} runs "
-                "past the end of its region"
+                f"Frame.command: size {f_command_size} runs past the end of its region"
             )
         try:
             try:
@@ -451,8 +432,7 @@ class Frame:
                 )
         except TruncatedError as exc:
             raise SizeMismatchError(
-                "Frame.command: declared size too small for "
-                f"the content ({exc})"
+                f"Frame.command: declared size too small for the content ({exc})"
             ) from exc
         pos = vend
         f_payload = None
@@ -464,10 +444,7 @@ class Frame:
                 f_payload = exc.value if isinstance(exc.value, Payload) else None
                 pos = exc.pos
         if pos != end:
-            raise SizeMismatchError(
-                f"Frame: {end - pos} bytes left over after "
-                "the last field"
-            )
+            raise SizeMismatchError(f"Frame: {end - pos} bytes left over after the last field")
         obj = cls.__new__(cls)
         obj.command = f_command
         obj.payload = f_payload
@@ -487,9 +464,7 @@ def frame_length(buf: bytes, pos: int, end: int, limit: int) -> int | None:
     """
     if end - pos < 4:
         return None
-    size: int = 4 + _U32BE.unpack_from(buf, pos + 0)[0]
-    if size < 4:
-        raise SizeMismatchError(f"negative frame length {size}")
+    size: int = 4 + _U32BE.unpack_from(buf, pos)[0]
     if size > limit:
         raise FrameTooLargeError(f"frame of {size} bytes is over the {limit}-byte limit")
     return size
@@ -502,10 +477,7 @@ class StreamDecoder(FrameStream[Frame]):
         def decode(buf: bytes, pos: int, end: int) -> Frame:
             frame, used = Frame.decode_from(buf, pos, end)
             if used != end:
-                raise SizeMismatchError(
-                    f"Frame: {end - used} bytes left "
-                    "in the frame"
-                )
+                raise SizeMismatchError(f"Frame: {end - used} bytes left in the frame")
             return frame
 
         super().__init__(frame_length, decode, max_frame_size)

@@ -431,30 +431,30 @@ class Schema(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.name
-        if v1 is None:
+        v_name = self.name
+        if v_name is None:
             raise RequiredFieldUnsetError("Schema", "name")
         parts.append(b"\x0a")
-        data = v1.encode()
+        data = v_name.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v3 = self.schema_data
-        if v3 is None:
+        v_schema_data = self.schema_data
+        if v_schema_data is None:
             raise RequiredFieldUnsetError("Schema", "schema_data")
         parts.append(b"\x1a")
-        size = len(v3)
+        size = len(v_schema_data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-        parts.append(v3)
-        v4 = self.type_
-        if v4 is None:
+        parts.append(v_schema_data)
+        v_type_ = self.type_
+        if v_type_ is None:
             raise RequiredFieldUnsetError("Schema", "type")
         parts.append(b"\x20")
-        parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
-        for item5 in self.properties:
+        parts.append(SMALL_VARINTS[v_type_] if 0 <= v_type_ < 0x4000 else int32_bytes(v_type_))
+        for item_properties in self.properties:
             parts.append(b"\x2a")
             sub = []
-            item5._encode(sub)
+            item_properties._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -471,10 +471,10 @@ class Schema(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f3: bytes | None = None
-        f4: Schema.Type | None = None
-        f5: list[KeyValue] = []
+        f_name: str | None = None
+        f_schema_data: bytes | None = None
+        f_type_: Schema.Type | None = None
+        f_properties: list[KeyValue] = []
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -493,7 +493,7 @@ class Schema(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("Schema.name")
-                    f1 = buf[pos:vend].decode()
+                    f_name = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 26:
                     n = buf[pos]
@@ -504,7 +504,7 @@ class Schema(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("Schema.schema_data")
-                    f3 = buf[pos:vend]
+                    f_schema_data = buf[pos:vend]
                     pos = vend
                 elif tag == 32:
                     raw = buf[pos]
@@ -513,11 +513,11 @@ class Schema(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    x4 = _Schema_Type_BY_NUMBER.get(raw)
-                    if x4 is None:
+                    x_type_ = _Schema_Type_BY_NUMBER.get(raw)
+                    if x_type_ is None:
                         unknown = add_unknown(unknown, buf[start:pos])
                     else:
-                        f4 = x4
+                        f_type_ = x_type_
                 elif tag == 42:
                     n = buf[pos]
                     if n < 0x80:
@@ -527,9 +527,9 @@ class Schema(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("Schema.properties")
-                    x5 = KeyValue.decode_from(buf, pos, vend)
+                    x_properties = KeyValue.decode_from(buf, pos, vend)
                     pos = vend
-                    f5.append(x5)
+                    f_properties.append(x_properties)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -539,17 +539,17 @@ class Schema(Message):
             raise invalid_utf8("Schema.name", exc) from None
         if pos != end:
             raise truncated("Schema")
-        if f1 is None:
+        if f_name is None:
             raise MissingRequiredFieldError("Schema", "name")
-        if f3 is None:
+        if f_schema_data is None:
             raise MissingRequiredFieldError("Schema", "schema_data")
-        if f4 is None:
+        if f_type_ is None:
             raise MissingRequiredFieldError("Schema", "type")
         msg = new_instance(cls)
-        msg.name = f1
-        msg.schema_data = f3
-        msg.type_ = f4
-        msg.properties = f5
+        msg.name = f_name
+        msg.schema_data = f_schema_data
+        msg.type_ = f_type_
+        msg.properties = f_properties
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -698,36 +698,56 @@ class MessageIdData(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.ledgerId
-        if v1 is None:
+        v_ledgerId = self.ledgerId
+        if v_ledgerId is None:
             raise RequiredFieldUnsetError("MessageIdData", "ledgerId")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self.entryId
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_ledgerId] if 0 <= v_ledgerId < 0x4000 else uint64_bytes(v_ledgerId)
+        )
+        v_entryId = self.entryId
+        if v_entryId is None:
             raise RequiredFieldUnsetError("MessageIdData", "entryId")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
-        v3 = self._partition
-        if v3 is not None:
+        parts.append(
+            SMALL_VARINTS[v_entryId] if 0 <= v_entryId < 0x4000 else uint64_bytes(v_entryId)
+        )
+        v_partition = self._partition
+        if v_partition is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
-        v4 = self._batch_index
-        if v4 is not None:
+            parts.append(
+                SMALL_VARINTS[v_partition]
+                if 0 <= v_partition < 0x4000
+                else int32_bytes(v_partition)
+            )
+        v_batch_index = self._batch_index
+        if v_batch_index is not None:
             parts.append(b"\x20")
-            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
-        for item5 in self.ack_set:
+            parts.append(
+                SMALL_VARINTS[v_batch_index]
+                if 0 <= v_batch_index < 0x4000
+                else int32_bytes(v_batch_index)
+            )
+        for item_ack_set in self.ack_set:
             parts.append(b"\x28")
-            parts.append(SMALL_VARINTS[item5] if 0 <= item5 < 0x4000 else int64_bytes(item5))
-        v6 = self._batch_size
-        if v6 is not None:
+            parts.append(
+                SMALL_VARINTS[item_ack_set]
+                if 0 <= item_ack_set < 0x4000
+                else int64_bytes(item_ack_set)
+            )
+        v_batch_size = self._batch_size
+        if v_batch_size is not None:
             parts.append(b"\x30")
-            parts.append(SMALL_VARINTS[v6] if 0 <= v6 < 0x4000 else int32_bytes(v6))
-        v7 = self.first_chunk_message_id
-        if v7 is not None:
+            parts.append(
+                SMALL_VARINTS[v_batch_size]
+                if 0 <= v_batch_size < 0x4000
+                else int32_bytes(v_batch_size)
+            )
+        v_first_chunk_message_id = self.first_chunk_message_id
+        if v_first_chunk_message_id is not None:
             parts.append(b"\x3a")
             sub = []
-            v7._encode(sub)
+            v_first_chunk_message_id._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -744,13 +764,13 @@ class MessageIdData(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
-        f3: int | None = None
-        f4: int | None = None
-        f5: list[int] = []
-        f6: int | None = None
-        f7: MessageIdData | None = None
+        f_ledgerId: int | None = None
+        f_entryId: int | None = None
+        f_partition: int | None = None
+        f_batch_index: int | None = None
+        f_ack_set: list[int] = []
+        f_batch_size: int | None = None
+        f_first_chunk_message_id: MessageIdData | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -765,72 +785,72 @@ class MessageIdData(Message):
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f1 = raw
+                        f_ledgerId = raw
                     elif tag == 16:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f2 = raw
+                        f_entryId = raw
                     elif tag == 24:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        f3 = raw
+                        f_partition = raw
                     elif tag == 32:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        f4 = raw
+                        f_batch_index = raw
                     else:
                         pos = skip_field(buf, pos, end, tag)
                         unknown = add_unknown(unknown, buf[start:pos])
@@ -839,21 +859,21 @@ class MessageIdData(Message):
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        x5 = raw
-                        f5.append(x5)
+                        x_ack_set = raw
+                        f_ack_set.append(x_ack_set)
                     elif tag == 42:
                         n = buf[pos]
                         if n < 0x80:
@@ -867,41 +887,41 @@ class MessageIdData(Message):
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int64(raw)
-                            x5 = raw
-                            f5.append(x5)
+                            x_ack_set = raw
+                            f_ack_set.append(x_ack_set)
                         if pos != pend:
                             raise truncated("MessageIdData.ack_set")
                     elif tag == 48:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        f6 = raw
+                        f_batch_size = raw
                     elif tag == 58:
                         n = buf[pos]
                         if n < 0x80:
@@ -911,7 +931,7 @@ class MessageIdData(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("MessageIdData.first_chunk_message_id")
-                        f7 = MessageIdData.decode_from(buf, pos, vend)
+                        f_first_chunk_message_id = MessageIdData.decode_from(buf, pos, vend)
                         pos = vend
                     else:
                         pos = skip_field(buf, pos, end, tag)
@@ -920,18 +940,18 @@ class MessageIdData(Message):
             raise truncated("MessageIdData") from None
         if pos != end:
             raise truncated("MessageIdData")
-        if f1 is None:
+        if f_ledgerId is None:
             raise MissingRequiredFieldError("MessageIdData", "ledgerId")
-        if f2 is None:
+        if f_entryId is None:
             raise MissingRequiredFieldError("MessageIdData", "entryId")
         msg = new_instance(cls)
-        msg.ledgerId = f1
-        msg.entryId = f2
-        msg._partition = f3
-        msg._batch_index = f4
-        msg.ack_set = f5
-        msg._batch_size = f6
-        msg.first_chunk_message_id = f7
+        msg.ledgerId = f_ledgerId
+        msg.entryId = f_entryId
+        msg._partition = f_partition
+        msg._batch_index = f_batch_index
+        msg.ack_set = f_ack_set
+        msg._batch_size = f_batch_size
+        msg.first_chunk_message_id = f_first_chunk_message_id
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -988,19 +1008,19 @@ class KeyValue(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.key
-        if v1 is None:
+        v_key = self.key
+        if v_key is None:
             raise RequiredFieldUnsetError("KeyValue", "key")
         parts.append(b"\x0a")
-        data = v1.encode()
+        data = v_key.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v2 = self.value
-        if v2 is None:
+        v_value = self.value
+        if v_value is None:
             raise RequiredFieldUnsetError("KeyValue", "value")
         parts.append(b"\x12")
-        data = v2.encode()
+        data = v_value.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
@@ -1016,8 +1036,8 @@ class KeyValue(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: str | None = None
+        f_key: str | None = None
+        f_value: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -1036,7 +1056,7 @@ class KeyValue(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("KeyValue.key")
-                    f1 = buf[pos:vend].decode()
+                    f_key = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -1047,7 +1067,7 @@ class KeyValue(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("KeyValue.value")
-                    f2 = buf[pos:vend].decode()
+                    f_value = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -1062,13 +1082,13 @@ class KeyValue(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("KeyValue")
-        if f1 is None:
+        if f_key is None:
             raise MissingRequiredFieldError("KeyValue", "key")
-        if f2 is None:
+        if f_value is None:
             raise MissingRequiredFieldError("KeyValue", "value")
         msg = new_instance(cls)
-        msg.key = f1
-        msg.value = f2
+        msg.key = f_key
+        msg.value = f_value
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -1125,19 +1145,19 @@ class KeyLongValue(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.key
-        if v1 is None:
+        v_key = self.key
+        if v_key is None:
             raise RequiredFieldUnsetError("KeyLongValue", "key")
         parts.append(b"\x0a")
-        data = v1.encode()
+        data = v_key.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v2 = self.value
-        if v2 is None:
+        v_value = self.value
+        if v_value is None:
             raise RequiredFieldUnsetError("KeyLongValue", "value")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
+        parts.append(SMALL_VARINTS[v_value] if 0 <= v_value < 0x4000 else uint64_bytes(v_value))
         if self._unknown:
             parts.append(self._unknown)
 
@@ -1150,8 +1170,8 @@ class KeyLongValue(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: int | None = None
+        f_key: str | None = None
+        f_value: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -1170,25 +1190,25 @@ class KeyLongValue(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("KeyLongValue.key")
-                    f1 = buf[pos:vend].decode()
+                    f_key = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f2 = raw
+                    f_value = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -1198,13 +1218,13 @@ class KeyLongValue(Message):
             raise invalid_utf8("KeyLongValue.key", exc) from None
         if pos != end:
             raise truncated("KeyLongValue")
-        if f1 is None:
+        if f_key is None:
             raise MissingRequiredFieldError("KeyLongValue", "key")
-        if f2 is None:
+        if f_value is None:
             raise MissingRequiredFieldError("KeyLongValue", "value")
         msg = new_instance(cls)
-        msg.key = f1
-        msg.value = f2
+        msg.key = f_key
+        msg.value = f_value
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -1261,16 +1281,16 @@ class IntRange(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.start
-        if v1 is None:
+        v_start = self.start
+        if v_start is None:
             raise RequiredFieldUnsetError("IntRange", "start")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
-        v2 = self.end
-        if v2 is None:
+        parts.append(SMALL_VARINTS[v_start] if 0 <= v_start < 0x4000 else int32_bytes(v_start))
+        v_end = self.end
+        if v_end is None:
             raise RequiredFieldUnsetError("IntRange", "end")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
+        parts.append(SMALL_VARINTS[v_end] if 0 <= v_end < 0x4000 else int32_bytes(v_end))
         if self._unknown:
             parts.append(self._unknown)
 
@@ -1283,8 +1303,8 @@ class IntRange(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
+        f_start: int | None = None
+        f_end: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -1298,38 +1318,38 @@ class IntRange(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f1 = raw
+                    f_start = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f2 = raw
+                    f_end = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -1337,13 +1357,13 @@ class IntRange(Message):
             raise truncated("IntRange") from None
         if pos != end:
             raise truncated("IntRange")
-        if f1 is None:
+        if f_start is None:
             raise MissingRequiredFieldError("IntRange", "start")
-        if f2 is None:
+        if f_end is None:
             raise MissingRequiredFieldError("IntRange", "end")
         msg = new_instance(cls)
-        msg.start = f1
-        msg.end = f2
+        msg.start = f_start
+        msg.end = f_end
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -1411,25 +1431,25 @@ class EncryptionKeys(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.key
-        if v1 is None:
+        v_key = self.key
+        if v_key is None:
             raise RequiredFieldUnsetError("EncryptionKeys", "key")
         parts.append(b"\x0a")
-        data = v1.encode()
+        data = v_key.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v2 = self.value
-        if v2 is None:
+        v_value = self.value
+        if v_value is None:
             raise RequiredFieldUnsetError("EncryptionKeys", "value")
         parts.append(b"\x12")
-        size = len(v2)
+        size = len(v_value)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-        parts.append(v2)
-        for item3 in self.metadata:
+        parts.append(v_value)
+        for item_metadata in self.metadata:
             parts.append(b"\x1a")
             sub = []
-            item3._encode(sub)
+            item_metadata._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -1446,9 +1466,9 @@ class EncryptionKeys(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: bytes | None = None
-        f3: list[KeyValue] = []
+        f_key: str | None = None
+        f_value: bytes | None = None
+        f_metadata: list[KeyValue] = []
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -1467,7 +1487,7 @@ class EncryptionKeys(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("EncryptionKeys.key")
-                    f1 = buf[pos:vend].decode()
+                    f_key = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -1478,7 +1498,7 @@ class EncryptionKeys(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("EncryptionKeys.value")
-                    f2 = buf[pos:vend]
+                    f_value = buf[pos:vend]
                     pos = vend
                 elif tag == 26:
                     n = buf[pos]
@@ -1489,9 +1509,9 @@ class EncryptionKeys(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("EncryptionKeys.metadata")
-                    x3 = KeyValue.decode_from(buf, pos, vend)
+                    x_metadata = KeyValue.decode_from(buf, pos, vend)
                     pos = vend
-                    f3.append(x3)
+                    f_metadata.append(x_metadata)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -1501,14 +1521,14 @@ class EncryptionKeys(Message):
             raise invalid_utf8("EncryptionKeys.key", exc) from None
         if pos != end:
             raise truncated("EncryptionKeys")
-        if f1 is None:
+        if f_key is None:
             raise MissingRequiredFieldError("EncryptionKeys", "key")
-        if f2 is None:
+        if f_value is None:
             raise MissingRequiredFieldError("EncryptionKeys", "value")
         msg = new_instance(cls)
-        msg.key = f1
-        msg.value = f2
-        msg.metadata = f3
+        msg.key = f_key
+        msg.value = f_value
+        msg.metadata = f_metadata
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -2157,166 +2177,232 @@ class MessageMetadata(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.producer_name
-        if v1 is None:
+        v_producer_name = self.producer_name
+        if v_producer_name is None:
             raise RequiredFieldUnsetError("MessageMetadata", "producer_name")
         parts.append(b"\x0a")
-        data = v1.encode()
+        data = v_producer_name.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v2 = self.sequence_id
-        if v2 is None:
+        v_sequence_id = self.sequence_id
+        if v_sequence_id is None:
             raise RequiredFieldUnsetError("MessageMetadata", "sequence_id")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
-        v3 = self.publish_time
-        if v3 is None:
+        parts.append(
+            SMALL_VARINTS[v_sequence_id]
+            if 0 <= v_sequence_id < 0x4000
+            else uint64_bytes(v_sequence_id)
+        )
+        v_publish_time = self.publish_time
+        if v_publish_time is None:
             raise RequiredFieldUnsetError("MessageMetadata", "publish_time")
         parts.append(b"\x18")
-        parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint64_bytes(v3))
-        for item4 in self.properties:
+        parts.append(
+            SMALL_VARINTS[v_publish_time]
+            if 0 <= v_publish_time < 0x4000
+            else uint64_bytes(v_publish_time)
+        )
+        for item_properties in self.properties:
             parts.append(b"\x22")
             sub = []
-            item4._encode(sub)
+            item_properties._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v5 = self._replicated_from
-        if v5 is not None:
+        v_replicated_from = self._replicated_from
+        if v_replicated_from is not None:
             parts.append(b"\x2a")
-            data = v5.encode()
+            data = v_replicated_from.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v6 = self._partition_key
-        if v6 is not None:
+        v_partition_key = self._partition_key
+        if v_partition_key is not None:
             parts.append(b"\x32")
-            data = v6.encode()
+            data = v_partition_key.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        for item7 in self.replicate_to:
+        for item_replicate_to in self.replicate_to:
             parts.append(b"\x3a")
-            data = item7.encode()
+            data = item_replicate_to.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v8 = self._compression
-        if v8 is not None:
+        v_compression = self._compression
+        if v_compression is not None:
             parts.append(b"\x40")
-            parts.append(SMALL_VARINTS[v8] if 0 <= v8 < 0x4000 else int32_bytes(v8))
-        v9 = self._uncompressed_size
-        if v9 is not None:
+            parts.append(
+                SMALL_VARINTS[v_compression]
+                if 0 <= v_compression < 0x4000
+                else int32_bytes(v_compression)
+            )
+        v_uncompressed_size = self._uncompressed_size
+        if v_uncompressed_size is not None:
             parts.append(b"\x48")
-            parts.append(SMALL_VARINTS[v9] if 0 <= v9 < 0x4000 else uint32_bytes(v9))
-        v11 = self._num_messages_in_batch
-        if v11 is not None:
+            parts.append(
+                SMALL_VARINTS[v_uncompressed_size]
+                if 0 <= v_uncompressed_size < 0x4000
+                else uint32_bytes(v_uncompressed_size)
+            )
+        v_num_messages_in_batch = self._num_messages_in_batch
+        if v_num_messages_in_batch is not None:
             parts.append(b"\x58")
-            parts.append(SMALL_VARINTS[v11] if 0 <= v11 < 0x4000 else int32_bytes(v11))
-        v12 = self._event_time
-        if v12 is not None:
+            parts.append(
+                SMALL_VARINTS[v_num_messages_in_batch]
+                if 0 <= v_num_messages_in_batch < 0x4000
+                else int32_bytes(v_num_messages_in_batch)
+            )
+        v_event_time = self._event_time
+        if v_event_time is not None:
             parts.append(b"\x60")
-            parts.append(SMALL_VARINTS[v12] if 0 <= v12 < 0x4000 else uint64_bytes(v12))
-        for item13 in self.encryption_keys:
+            parts.append(
+                SMALL_VARINTS[v_event_time]
+                if 0 <= v_event_time < 0x4000
+                else uint64_bytes(v_event_time)
+            )
+        for item_encryption_keys in self.encryption_keys:
             parts.append(b"\x6a")
             sub = []
-            item13._encode(sub)
+            item_encryption_keys._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v14 = self._encryption_algo
-        if v14 is not None:
+        v_encryption_algo = self._encryption_algo
+        if v_encryption_algo is not None:
             parts.append(b"\x72")
-            data = v14.encode()
+            data = v_encryption_algo.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v15 = self._encryption_param
-        if v15 is not None:
+        v_encryption_param = self._encryption_param
+        if v_encryption_param is not None:
             parts.append(b"\x7a")
-            size = len(v15)
+            size = len(v_encryption_param)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(v15)
-        v16 = self._schema_version
-        if v16 is not None:
+            parts.append(v_encryption_param)
+        v_schema_version = self._schema_version
+        if v_schema_version is not None:
             parts.append(b"\x82\x01")
-            size = len(v16)
+            size = len(v_schema_version)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(v16)
-        v17 = self._partition_key_b64_encoded
-        if v17 is not None:
-            parts.append(b"\x88\x01\x01" if v17 else b"\x88\x01\x00")
-        v18 = self._ordering_key
-        if v18 is not None:
+            parts.append(v_schema_version)
+        v_partition_key_b64_encoded = self._partition_key_b64_encoded
+        if v_partition_key_b64_encoded is not None:
+            parts.append(b"\x88\x01\x01" if v_partition_key_b64_encoded else b"\x88\x01\x00")
+        v_ordering_key = self._ordering_key
+        if v_ordering_key is not None:
             parts.append(b"\x92\x01")
-            size = len(v18)
+            size = len(v_ordering_key)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(v18)
-        v19 = self._deliver_at_time
-        if v19 is not None:
+            parts.append(v_ordering_key)
+        v_deliver_at_time = self._deliver_at_time
+        if v_deliver_at_time is not None:
             parts.append(b"\x98\x01")
-            parts.append(SMALL_VARINTS[v19] if 0 <= v19 < 0x4000 else int64_bytes(v19))
-        v20 = self._marker_type
-        if v20 is not None:
+            parts.append(
+                SMALL_VARINTS[v_deliver_at_time]
+                if 0 <= v_deliver_at_time < 0x4000
+                else int64_bytes(v_deliver_at_time)
+            )
+        v_marker_type = self._marker_type
+        if v_marker_type is not None:
             parts.append(b"\xa0\x01")
-            parts.append(SMALL_VARINTS[v20] if 0 <= v20 < 0x4000 else int32_bytes(v20))
-        v22 = self._txnid_least_bits
-        if v22 is not None:
+            parts.append(
+                SMALL_VARINTS[v_marker_type]
+                if 0 <= v_marker_type < 0x4000
+                else int32_bytes(v_marker_type)
+            )
+        v_txnid_least_bits = self._txnid_least_bits
+        if v_txnid_least_bits is not None:
             parts.append(b"\xb0\x01")
-            parts.append(SMALL_VARINTS[v22] if 0 <= v22 < 0x4000 else uint64_bytes(v22))
-        v23 = self._txnid_most_bits
-        if v23 is not None:
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits]
+                if 0 <= v_txnid_least_bits < 0x4000
+                else uint64_bytes(v_txnid_least_bits)
+            )
+        v_txnid_most_bits = self._txnid_most_bits
+        if v_txnid_most_bits is not None:
             parts.append(b"\xb8\x01")
-            parts.append(SMALL_VARINTS[v23] if 0 <= v23 < 0x4000 else uint64_bytes(v23))
-        v24 = self._highest_sequence_id
-        if v24 is not None:
+            parts.append(
+                SMALL_VARINTS[v_txnid_most_bits]
+                if 0 <= v_txnid_most_bits < 0x4000
+                else uint64_bytes(v_txnid_most_bits)
+            )
+        v_highest_sequence_id = self._highest_sequence_id
+        if v_highest_sequence_id is not None:
             parts.append(b"\xc0\x01")
-            parts.append(SMALL_VARINTS[v24] if 0 <= v24 < 0x4000 else uint64_bytes(v24))
-        v25 = self._null_value
-        if v25 is not None:
-            parts.append(b"\xc8\x01\x01" if v25 else b"\xc8\x01\x00")
-        v26 = self._uuid
-        if v26 is not None:
+            parts.append(
+                SMALL_VARINTS[v_highest_sequence_id]
+                if 0 <= v_highest_sequence_id < 0x4000
+                else uint64_bytes(v_highest_sequence_id)
+            )
+        v_null_value = self._null_value
+        if v_null_value is not None:
+            parts.append(b"\xc8\x01\x01" if v_null_value else b"\xc8\x01\x00")
+        v_uuid = self._uuid
+        if v_uuid is not None:
             parts.append(b"\xd2\x01")
-            data = v26.encode()
+            data = v_uuid.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v27 = self._num_chunks_from_msg
-        if v27 is not None:
+        v_num_chunks_from_msg = self._num_chunks_from_msg
+        if v_num_chunks_from_msg is not None:
             parts.append(b"\xd8\x01")
-            parts.append(SMALL_VARINTS[v27] if 0 <= v27 < 0x4000 else int32_bytes(v27))
-        v28 = self._total_chunk_msg_size
-        if v28 is not None:
+            parts.append(
+                SMALL_VARINTS[v_num_chunks_from_msg]
+                if 0 <= v_num_chunks_from_msg < 0x4000
+                else int32_bytes(v_num_chunks_from_msg)
+            )
+        v_total_chunk_msg_size = self._total_chunk_msg_size
+        if v_total_chunk_msg_size is not None:
             parts.append(b"\xe0\x01")
-            parts.append(SMALL_VARINTS[v28] if 0 <= v28 < 0x4000 else int32_bytes(v28))
-        v29 = self._chunk_id
-        if v29 is not None:
+            parts.append(
+                SMALL_VARINTS[v_total_chunk_msg_size]
+                if 0 <= v_total_chunk_msg_size < 0x4000
+                else int32_bytes(v_total_chunk_msg_size)
+            )
+        v_chunk_id = self._chunk_id
+        if v_chunk_id is not None:
             parts.append(b"\xe8\x01")
-            parts.append(SMALL_VARINTS[v29] if 0 <= v29 < 0x4000 else int32_bytes(v29))
-        v30 = self._null_partition_key
-        if v30 is not None:
-            parts.append(b"\xf0\x01\x01" if v30 else b"\xf0\x01\x00")
-        for item31 in self.compacted_batch_indexes:
+            parts.append(
+                SMALL_VARINTS[v_chunk_id] if 0 <= v_chunk_id < 0x4000 else int32_bytes(v_chunk_id)
+            )
+        v_null_partition_key = self._null_partition_key
+        if v_null_partition_key is not None:
+            parts.append(b"\xf0\x01\x01" if v_null_partition_key else b"\xf0\x01\x00")
+        for item_compacted_batch_indexes in self.compacted_batch_indexes:
             parts.append(b"\xf8\x01")
-            parts.append(SMALL_VARINTS[item31] if 0 <= item31 < 0x4000 else int32_bytes(item31))
-        v32 = self._schema_id
-        if v32 is not None:
+            parts.append(
+                SMALL_VARINTS[item_compacted_batch_indexes]
+                if 0 <= item_compacted_batch_indexes < 0x4000
+                else int32_bytes(item_compacted_batch_indexes)
+            )
+        v_schema_id = self._schema_id
+        if v_schema_id is not None:
             parts.append(b"\x82\x02")
-            size = len(v32)
+            size = len(v_schema_id)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(v32)
-        v33 = self._entry_hash_min
-        if v33 is not None:
+            parts.append(v_schema_id)
+        v_entry_hash_min = self._entry_hash_min
+        if v_entry_hash_min is not None:
             parts.append(b"\x88\x02")
-            parts.append(SMALL_VARINTS[v33] if 0 <= v33 < 0x4000 else uint32_bytes(v33))
-        v34 = self._entry_hash_max
-        if v34 is not None:
+            parts.append(
+                SMALL_VARINTS[v_entry_hash_min]
+                if 0 <= v_entry_hash_min < 0x4000
+                else uint32_bytes(v_entry_hash_min)
+            )
+        v_entry_hash_max = self._entry_hash_max
+        if v_entry_hash_max is not None:
             parts.append(b"\x90\x02")
-            parts.append(SMALL_VARINTS[v34] if 0 <= v34 < 0x4000 else uint32_bytes(v34))
+            parts.append(
+                SMALL_VARINTS[v_entry_hash_max]
+                if 0 <= v_entry_hash_max < 0x4000
+                else uint32_bytes(v_entry_hash_max)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -2329,38 +2415,38 @@ class MessageMetadata(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: int | None = None
-        f3: int | None = None
-        f4: list[KeyValue] = []
-        f5: str | None = None
-        f6: str | None = None
-        f7: list[str] = []
-        f8: CompressionType | None = None
-        f9: int | None = None
-        f11: int | None = None
-        f12: int | None = None
-        f13: list[EncryptionKeys] = []
-        f14: str | None = None
-        f15: bytes | None = None
-        f16: bytes | None = None
-        f17: bool | None = None
-        f18: bytes | None = None
-        f19: int | None = None
-        f20: int | None = None
-        f22: int | None = None
-        f23: int | None = None
-        f24: int | None = None
-        f25: bool | None = None
-        f26: str | None = None
-        f27: int | None = None
-        f28: int | None = None
-        f29: int | None = None
-        f30: bool | None = None
-        f31: list[int] = []
-        f32: bytes | None = None
-        f33: int | None = None
-        f34: int | None = None
+        f_producer_name: str | None = None
+        f_sequence_id: int | None = None
+        f_publish_time: int | None = None
+        f_properties: list[KeyValue] = []
+        f_replicated_from: str | None = None
+        f_partition_key: str | None = None
+        f_replicate_to: list[str] = []
+        f_compression: CompressionType | None = None
+        f_uncompressed_size: int | None = None
+        f_num_messages_in_batch: int | None = None
+        f_event_time: int | None = None
+        f_encryption_keys: list[EncryptionKeys] = []
+        f_encryption_algo: str | None = None
+        f_encryption_param: bytes | None = None
+        f_schema_version: bytes | None = None
+        f_partition_key_b64_encoded: bool | None = None
+        f_ordering_key: bytes | None = None
+        f_deliver_at_time: int | None = None
+        f_marker_type: int | None = None
+        f_txnid_least_bits: int | None = None
+        f_txnid_most_bits: int | None = None
+        f_highest_sequence_id: int | None = None
+        f_null_value: bool | None = None
+        f_uuid: str | None = None
+        f_num_chunks_from_msg: int | None = None
+        f_total_chunk_msg_size: int | None = None
+        f_chunk_id: int | None = None
+        f_null_partition_key: bool | None = None
+        f_compacted_batch_indexes: list[int] = []
+        f_schema_id: bytes | None = None
+        f_entry_hash_min: int | None = None
+        f_entry_hash_max: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -2368,8 +2454,8 @@ class MessageMetadata(Message):
                 tag = buf[pos]
                 if tag < 0x80:
                     pos += 1
-                elif (b1 := buf[pos + 1]) < 0x80:
-                    tag = tag & 0x7F | b1 << 7
+                elif (second := buf[pos + 1]) < 0x80:
+                    tag = tag & 0x7F | second << 7
                     pos += 2
                 else:
                     tag, pos = read_varint(buf, pos)
@@ -2385,42 +2471,42 @@ class MessageMetadata(Message):
                                 vend = pos + n
                                 if vend > end:
                                     raise truncated("MessageMetadata.producer_name")
-                                f1 = buf[pos:vend].decode()
+                                f_producer_name = buf[pos:vend].decode()
                                 pos = vend
                             elif tag == 16:
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
-                                elif (b1 := buf[pos + 1]) < 0x80:
-                                    raw = raw & 0x7F | b1 << 7
+                                elif (second := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | second << 7
                                     pos += 2
-                                elif (b2 := buf[pos + 2]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                elif (third := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                     pos += 3
-                                elif (b3 := buf[pos + 3]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                    raw |= b3 << 21
+                                elif (fourth := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                    raw |= fourth << 21
                                     pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
-                                f2 = raw
+                                f_sequence_id = raw
                             elif tag == 24:
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
-                                elif (b1 := buf[pos + 1]) < 0x80:
-                                    raw = raw & 0x7F | b1 << 7
+                                elif (second := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | second << 7
                                     pos += 2
-                                elif (b2 := buf[pos + 2]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                elif (third := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                     pos += 3
-                                elif (b3 := buf[pos + 3]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                    raw |= b3 << 21
+                                elif (fourth := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                    raw |= fourth << 21
                                     pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
-                                f3 = raw
+                                f_publish_time = raw
                             elif tag == 34:
                                 n = buf[pos]
                                 if n < 0x80:
@@ -2430,9 +2516,9 @@ class MessageMetadata(Message):
                                 vend = pos + n
                                 if vend > end:
                                     raise truncated("MessageMetadata.properties")
-                                x4 = KeyValue.decode_from(buf, pos, vend)
+                                x_properties = KeyValue.decode_from(buf, pos, vend)
                                 pos = vend
-                                f4.append(x4)
+                                f_properties.append(x_properties)
                             else:
                                 pos = skip_field(buf, pos, end, tag)
                                 unknown = add_unknown(unknown, buf[start:pos])
@@ -2446,7 +2532,7 @@ class MessageMetadata(Message):
                                 vend = pos + n
                                 if vend > end:
                                     raise truncated("MessageMetadata.replicated_from")
-                                f5 = buf[pos:vend].decode()
+                                f_replicated_from = buf[pos:vend].decode()
                                 pos = vend
                             elif tag == 50:
                                 n = buf[pos]
@@ -2457,7 +2543,7 @@ class MessageMetadata(Message):
                                 vend = pos + n
                                 if vend > end:
                                     raise truncated("MessageMetadata.partition_key")
-                                f6 = buf[pos:vend].decode()
+                                f_partition_key = buf[pos:vend].decode()
                                 pos = vend
                             elif tag == 58:
                                 n = buf[pos]
@@ -2468,9 +2554,9 @@ class MessageMetadata(Message):
                                 vend = pos + n
                                 if vend > end:
                                     raise truncated("MessageMetadata.replicate_to")
-                                x7 = buf[pos:vend].decode()
+                                x_replicate_to = buf[pos:vend].decode()
                                 pos = vend
-                                f7.append(x7)
+                                f_replicate_to.append(x_replicate_to)
                             elif tag == 64:
                                 raw = buf[pos]
                                 if raw < 0x80:
@@ -2478,11 +2564,11 @@ class MessageMetadata(Message):
                                 else:
                                     raw, pos = read_varint(buf, pos)
                                     raw = to_int32(raw)
-                                x8 = _CompressionType_BY_NUMBER.get(raw)
-                                if x8 is None:
+                                x_compression = _CompressionType_BY_NUMBER.get(raw)
+                                if x_compression is None:
                                     unknown = add_unknown(unknown, buf[start:pos])
                                 else:
-                                    f8 = x8
+                                    f_compression = x_compression
                             else:
                                 pos = skip_field(buf, pos, end, tag)
                                 unknown = add_unknown(unknown, buf[start:pos])
@@ -2492,55 +2578,55 @@ class MessageMetadata(Message):
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
-                                elif (b1 := buf[pos + 1]) < 0x80:
-                                    raw = raw & 0x7F | b1 << 7
+                                elif (second := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | second << 7
                                     pos += 2
-                                elif (b2 := buf[pos + 2]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                elif (third := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                     pos += 3
-                                elif (b3 := buf[pos + 3]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                    raw |= b3 << 21
+                                elif (fourth := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                    raw |= fourth << 21
                                     pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
                                     raw = raw & 0xFFFFFFFF
-                                f9 = raw
+                                f_uncompressed_size = raw
                             elif tag == 88:
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
-                                elif (b1 := buf[pos + 1]) < 0x80:
-                                    raw = raw & 0x7F | b1 << 7
+                                elif (second := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | second << 7
                                     pos += 2
-                                elif (b2 := buf[pos + 2]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                elif (third := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                     pos += 3
-                                elif (b3 := buf[pos + 3]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                    raw |= b3 << 21
+                                elif (fourth := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                    raw |= fourth << 21
                                     pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
                                     raw = to_int32(raw)
-                                f11 = raw
+                                f_num_messages_in_batch = raw
                             elif tag == 96:
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
-                                elif (b1 := buf[pos + 1]) < 0x80:
-                                    raw = raw & 0x7F | b1 << 7
+                                elif (second := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | second << 7
                                     pos += 2
-                                elif (b2 := buf[pos + 2]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                elif (third := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                     pos += 3
-                                elif (b3 := buf[pos + 3]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                    raw |= b3 << 21
+                                elif (fourth := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                    raw |= fourth << 21
                                     pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
-                                f12 = raw
+                                f_event_time = raw
                             elif tag == 106:
                                 n = buf[pos]
                                 if n < 0x80:
@@ -2550,9 +2636,9 @@ class MessageMetadata(Message):
                                 vend = pos + n
                                 if vend > end:
                                     raise truncated("MessageMetadata.encryption_keys")
-                                x13 = EncryptionKeys.decode_from(buf, pos, vend)
+                                x_encryption_keys = EncryptionKeys.decode_from(buf, pos, vend)
                                 pos = vend
-                                f13.append(x13)
+                                f_encryption_keys.append(x_encryption_keys)
                             else:
                                 pos = skip_field(buf, pos, end, tag)
                                 unknown = add_unknown(unknown, buf[start:pos])
@@ -2566,7 +2652,7 @@ class MessageMetadata(Message):
                                 vend = pos + n
                                 if vend > end:
                                     raise truncated("MessageMetadata.encryption_algo")
-                                f14 = buf[pos:vend].decode()
+                                f_encryption_algo = buf[pos:vend].decode()
                                 pos = vend
                             elif tag == 122:
                                 n = buf[pos]
@@ -2577,7 +2663,7 @@ class MessageMetadata(Message):
                                 vend = pos + n
                                 if vend > end:
                                     raise truncated("MessageMetadata.encryption_param")
-                                f15 = buf[pos:vend]
+                                f_encryption_param = buf[pos:vend]
                                 pos = vend
                             elif tag == 130:
                                 n = buf[pos]
@@ -2588,7 +2674,7 @@ class MessageMetadata(Message):
                                 vend = pos + n
                                 if vend > end:
                                     raise truncated("MessageMetadata.schema_version")
-                                f16 = buf[pos:vend]
+                                f_schema_version = buf[pos:vend]
                                 pos = vend
                             elif tag == 136:
                                 raw = buf[pos]
@@ -2596,7 +2682,7 @@ class MessageMetadata(Message):
                                     pos += 1
                                 else:
                                     raw, pos = read_varint(buf, pos)
-                                f17 = raw != 0
+                                f_partition_key_b64_encoded = raw != 0
                             else:
                                 pos = skip_field(buf, pos, end, tag)
                                 unknown = add_unknown(unknown, buf[start:pos])
@@ -2612,61 +2698,61 @@ class MessageMetadata(Message):
                                 vend = pos + n
                                 if vend > end:
                                     raise truncated("MessageMetadata.ordering_key")
-                                f18 = buf[pos:vend]
+                                f_ordering_key = buf[pos:vend]
                                 pos = vend
                             elif tag == 152:
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
-                                elif (b1 := buf[pos + 1]) < 0x80:
-                                    raw = raw & 0x7F | b1 << 7
+                                elif (second := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | second << 7
                                     pos += 2
-                                elif (b2 := buf[pos + 2]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                elif (third := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                     pos += 3
-                                elif (b3 := buf[pos + 3]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                    raw |= b3 << 21
+                                elif (fourth := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                    raw |= fourth << 21
                                     pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
                                     raw = to_int64(raw)
-                                f19 = raw
+                                f_deliver_at_time = raw
                             elif tag == 160:
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
-                                elif (b1 := buf[pos + 1]) < 0x80:
-                                    raw = raw & 0x7F | b1 << 7
+                                elif (second := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | second << 7
                                     pos += 2
-                                elif (b2 := buf[pos + 2]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                elif (third := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                     pos += 3
-                                elif (b3 := buf[pos + 3]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                    raw |= b3 << 21
+                                elif (fourth := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                    raw |= fourth << 21
                                     pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
                                     raw = to_int32(raw)
-                                f20 = raw
+                                f_marker_type = raw
                             elif tag == 176:
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
-                                elif (b1 := buf[pos + 1]) < 0x80:
-                                    raw = raw & 0x7F | b1 << 7
+                                elif (second := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | second << 7
                                     pos += 2
-                                elif (b2 := buf[pos + 2]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                elif (third := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                     pos += 3
-                                elif (b3 := buf[pos + 3]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                    raw |= b3 << 21
+                                elif (fourth := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                    raw |= fourth << 21
                                     pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
-                                f22 = raw
+                                f_txnid_least_bits = raw
                             else:
                                 pos = skip_field(buf, pos, end, tag)
                                 unknown = add_unknown(unknown, buf[start:pos])
@@ -2675,43 +2761,43 @@ class MessageMetadata(Message):
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
-                                elif (b1 := buf[pos + 1]) < 0x80:
-                                    raw = raw & 0x7F | b1 << 7
+                                elif (second := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | second << 7
                                     pos += 2
-                                elif (b2 := buf[pos + 2]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                elif (third := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                     pos += 3
-                                elif (b3 := buf[pos + 3]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                    raw |= b3 << 21
+                                elif (fourth := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                    raw |= fourth << 21
                                     pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
-                                f23 = raw
+                                f_txnid_most_bits = raw
                             elif tag == 192:
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
-                                elif (b1 := buf[pos + 1]) < 0x80:
-                                    raw = raw & 0x7F | b1 << 7
+                                elif (second := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | second << 7
                                     pos += 2
-                                elif (b2 := buf[pos + 2]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                elif (third := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                     pos += 3
-                                elif (b3 := buf[pos + 3]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                    raw |= b3 << 21
+                                elif (fourth := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                    raw |= fourth << 21
                                     pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
-                                f24 = raw
+                                f_highest_sequence_id = raw
                             elif tag == 200:
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
                                 else:
                                     raw, pos = read_varint(buf, pos)
-                                f25 = raw != 0
+                                f_null_value = raw != 0
                             elif tag == 210:
                                 n = buf[pos]
                                 if n < 0x80:
@@ -2721,7 +2807,7 @@ class MessageMetadata(Message):
                                 vend = pos + n
                                 if vend > end:
                                     raise truncated("MessageMetadata.uuid")
-                                f26 = buf[pos:vend].decode()
+                                f_uuid = buf[pos:vend].decode()
                                 pos = vend
                             else:
                                 pos = skip_field(buf, pos, end, tag)
@@ -2732,63 +2818,63 @@ class MessageMetadata(Message):
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
-                                elif (b1 := buf[pos + 1]) < 0x80:
-                                    raw = raw & 0x7F | b1 << 7
+                                elif (second := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | second << 7
                                     pos += 2
-                                elif (b2 := buf[pos + 2]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                elif (third := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                     pos += 3
-                                elif (b3 := buf[pos + 3]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                    raw |= b3 << 21
+                                elif (fourth := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                    raw |= fourth << 21
                                     pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
                                     raw = to_int32(raw)
-                                f27 = raw
+                                f_num_chunks_from_msg = raw
                             elif tag == 224:
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
-                                elif (b1 := buf[pos + 1]) < 0x80:
-                                    raw = raw & 0x7F | b1 << 7
+                                elif (second := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | second << 7
                                     pos += 2
-                                elif (b2 := buf[pos + 2]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                elif (third := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                     pos += 3
-                                elif (b3 := buf[pos + 3]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                    raw |= b3 << 21
+                                elif (fourth := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                    raw |= fourth << 21
                                     pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
                                     raw = to_int32(raw)
-                                f28 = raw
+                                f_total_chunk_msg_size = raw
                             elif tag == 232:
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
-                                elif (b1 := buf[pos + 1]) < 0x80:
-                                    raw = raw & 0x7F | b1 << 7
+                                elif (second := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | second << 7
                                     pos += 2
-                                elif (b2 := buf[pos + 2]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                elif (third := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                     pos += 3
-                                elif (b3 := buf[pos + 3]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                    raw |= b3 << 21
+                                elif (fourth := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                    raw |= fourth << 21
                                     pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
                                     raw = to_int32(raw)
-                                f29 = raw
+                                f_chunk_id = raw
                             elif tag == 240:
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
                                 else:
                                     raw, pos = read_varint(buf, pos)
-                                f30 = raw != 0
+                                f_null_partition_key = raw != 0
                             else:
                                 pos = skip_field(buf, pos, end, tag)
                                 unknown = add_unknown(unknown, buf[start:pos])
@@ -2797,21 +2883,21 @@ class MessageMetadata(Message):
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
-                                elif (b1 := buf[pos + 1]) < 0x80:
-                                    raw = raw & 0x7F | b1 << 7
+                                elif (second := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | second << 7
                                     pos += 2
-                                elif (b2 := buf[pos + 2]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                elif (third := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                     pos += 3
-                                elif (b3 := buf[pos + 3]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                    raw |= b3 << 21
+                                elif (fourth := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                    raw |= fourth << 21
                                     pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
                                     raw = to_int32(raw)
-                                x31 = raw
-                                f31.append(x31)
+                                x_compacted_batch_indexes = raw
+                                f_compacted_batch_indexes.append(x_compacted_batch_indexes)
                             elif tag == 250:
                                 n = buf[pos]
                                 if n < 0x80:
@@ -2825,21 +2911,23 @@ class MessageMetadata(Message):
                                     raw = buf[pos]
                                     if raw < 0x80:
                                         pos += 1
-                                    elif (b1 := buf[pos + 1]) < 0x80:
-                                        raw = raw & 0x7F | b1 << 7
+                                    elif (second := buf[pos + 1]) < 0x80:
+                                        raw = raw & 0x7F | second << 7
                                         pos += 2
-                                    elif (b2 := buf[pos + 2]) < 0x80:
-                                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                    elif (third := buf[pos + 2]) < 0x80:
+                                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                         pos += 3
-                                    elif (b3 := buf[pos + 3]) < 0x80:
-                                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                        raw |= b3 << 21
+                                    elif (fourth := buf[pos + 3]) < 0x80:
+                                        raw = (
+                                            raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                        )
+                                        raw |= fourth << 21
                                         pos += 4
                                     else:
                                         raw, pos = read_varint(buf, pos)
                                         raw = to_int32(raw)
-                                    x31 = raw
-                                    f31.append(x31)
+                                    x_compacted_batch_indexes = raw
+                                    f_compacted_batch_indexes.append(x_compacted_batch_indexes)
                                 if pos != pend:
                                     raise truncated("MessageMetadata.compacted_batch_indexes")
                             elif tag == 258:
@@ -2851,44 +2939,44 @@ class MessageMetadata(Message):
                                 vend = pos + n
                                 if vend > end:
                                     raise truncated("MessageMetadata.schema_id")
-                                f32 = buf[pos:vend]
+                                f_schema_id = buf[pos:vend]
                                 pos = vend
                             elif tag == 264:
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
-                                elif (b1 := buf[pos + 1]) < 0x80:
-                                    raw = raw & 0x7F | b1 << 7
+                                elif (second := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | second << 7
                                     pos += 2
-                                elif (b2 := buf[pos + 2]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                elif (third := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                     pos += 3
-                                elif (b3 := buf[pos + 3]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                    raw |= b3 << 21
+                                elif (fourth := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                    raw |= fourth << 21
                                     pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
                                     raw = raw & 0xFFFFFFFF
-                                f33 = raw
+                                f_entry_hash_min = raw
                             elif tag == 272:
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
-                                elif (b1 := buf[pos + 1]) < 0x80:
-                                    raw = raw & 0x7F | b1 << 7
+                                elif (second := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | second << 7
                                     pos += 2
-                                elif (b2 := buf[pos + 2]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                elif (third := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                     pos += 3
-                                elif (b3 := buf[pos + 3]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                    raw |= b3 << 21
+                                elif (fourth := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                    raw |= fourth << 21
                                     pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
                                     raw = raw & 0xFFFFFFFF
-                                f34 = raw
+                                f_entry_hash_max = raw
                             else:
                                 pos = skip_field(buf, pos, end, tag)
                                 unknown = add_unknown(unknown, buf[start:pos])
@@ -2906,45 +2994,45 @@ class MessageMetadata(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("MessageMetadata")
-        if f1 is None:
+        if f_producer_name is None:
             raise MissingRequiredFieldError("MessageMetadata", "producer_name")
-        if f2 is None:
+        if f_sequence_id is None:
             raise MissingRequiredFieldError("MessageMetadata", "sequence_id")
-        if f3 is None:
+        if f_publish_time is None:
             raise MissingRequiredFieldError("MessageMetadata", "publish_time")
         msg = new_instance(cls)
-        msg.producer_name = f1
-        msg.sequence_id = f2
-        msg.publish_time = f3
-        msg.properties = f4
-        msg._replicated_from = f5
-        msg._partition_key = f6
-        msg.replicate_to = f7
-        msg._compression = f8
-        msg._uncompressed_size = f9
-        msg._num_messages_in_batch = f11
-        msg._event_time = f12
-        msg.encryption_keys = f13
-        msg._encryption_algo = f14
-        msg._encryption_param = f15
-        msg._schema_version = f16
-        msg._partition_key_b64_encoded = f17
-        msg._ordering_key = f18
-        msg._deliver_at_time = f19
-        msg._marker_type = f20
-        msg._txnid_least_bits = f22
-        msg._txnid_most_bits = f23
-        msg._highest_sequence_id = f24
-        msg._null_value = f25
-        msg._uuid = f26
-        msg._num_chunks_from_msg = f27
-        msg._total_chunk_msg_size = f28
-        msg._chunk_id = f29
-        msg._null_partition_key = f30
-        msg.compacted_batch_indexes = f31
-        msg._schema_id = f32
-        msg._entry_hash_min = f33
-        msg._entry_hash_max = f34
+        msg.producer_name = f_producer_name
+        msg.sequence_id = f_sequence_id
+        msg.publish_time = f_publish_time
+        msg.properties = f_properties
+        msg._replicated_from = f_replicated_from
+        msg._partition_key = f_partition_key
+        msg.replicate_to = f_replicate_to
+        msg._compression = f_compression
+        msg._uncompressed_size = f_uncompressed_size
+        msg._num_messages_in_batch = f_num_messages_in_batch
+        msg._event_time = f_event_time
+        msg.encryption_keys = f_encryption_keys
+        msg._encryption_algo = f_encryption_algo
+        msg._encryption_param = f_encryption_param
+        msg._schema_version = f_schema_version
+        msg._partition_key_b64_encoded = f_partition_key_b64_encoded
+        msg._ordering_key = f_ordering_key
+        msg._deliver_at_time = f_deliver_at_time
+        msg._marker_type = f_marker_type
+        msg._txnid_least_bits = f_txnid_least_bits
+        msg._txnid_most_bits = f_txnid_most_bits
+        msg._highest_sequence_id = f_highest_sequence_id
+        msg._null_value = f_null_value
+        msg._uuid = f_uuid
+        msg._num_chunks_from_msg = f_num_chunks_from_msg
+        msg._total_chunk_msg_size = f_total_chunk_msg_size
+        msg._chunk_id = f_chunk_id
+        msg._null_partition_key = f_null_partition_key
+        msg.compacted_batch_indexes = f_compacted_batch_indexes
+        msg._schema_id = f_schema_id
+        msg._entry_hash_min = f_entry_hash_min
+        msg._entry_hash_max = f_entry_hash_max
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -3186,52 +3274,64 @@ class SingleMessageMetadata(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        for item1 in self.properties:
+        for item_properties in self.properties:
             parts.append(b"\x0a")
             sub = []
-            item1._encode(sub)
+            item_properties._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self._partition_key
-        if v2 is not None:
+        v_partition_key = self._partition_key
+        if v_partition_key is not None:
             parts.append(b"\x12")
-            data = v2.encode()
+            data = v_partition_key.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v3 = self.payload_size
-        if v3 is None:
+        v_payload_size = self.payload_size
+        if v_payload_size is None:
             raise RequiredFieldUnsetError("SingleMessageMetadata", "payload_size")
         parts.append(b"\x18")
-        parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
-        v4 = self._compacted_out
-        if v4 is not None:
-            parts.append(b"\x20\x01" if v4 else b"\x20\x00")
-        v5 = self._event_time
-        if v5 is not None:
+        parts.append(
+            SMALL_VARINTS[v_payload_size]
+            if 0 <= v_payload_size < 0x4000
+            else int32_bytes(v_payload_size)
+        )
+        v_compacted_out = self._compacted_out
+        if v_compacted_out is not None:
+            parts.append(b"\x20\x01" if v_compacted_out else b"\x20\x00")
+        v_event_time = self._event_time
+        if v_event_time is not None:
             parts.append(b"\x28")
-            parts.append(SMALL_VARINTS[v5] if 0 <= v5 < 0x4000 else uint64_bytes(v5))
-        v6 = self._partition_key_b64_encoded
-        if v6 is not None:
-            parts.append(b"\x30\x01" if v6 else b"\x30\x00")
-        v7 = self._ordering_key
-        if v7 is not None:
+            parts.append(
+                SMALL_VARINTS[v_event_time]
+                if 0 <= v_event_time < 0x4000
+                else uint64_bytes(v_event_time)
+            )
+        v_partition_key_b64_encoded = self._partition_key_b64_encoded
+        if v_partition_key_b64_encoded is not None:
+            parts.append(b"\x30\x01" if v_partition_key_b64_encoded else b"\x30\x00")
+        v_ordering_key = self._ordering_key
+        if v_ordering_key is not None:
             parts.append(b"\x3a")
-            size = len(v7)
+            size = len(v_ordering_key)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(v7)
-        v8 = self._sequence_id
-        if v8 is not None:
+            parts.append(v_ordering_key)
+        v_sequence_id = self._sequence_id
+        if v_sequence_id is not None:
             parts.append(b"\x40")
-            parts.append(SMALL_VARINTS[v8] if 0 <= v8 < 0x4000 else uint64_bytes(v8))
-        v9 = self._null_value
-        if v9 is not None:
-            parts.append(b"\x48\x01" if v9 else b"\x48\x00")
-        v10 = self._null_partition_key
-        if v10 is not None:
-            parts.append(b"\x50\x01" if v10 else b"\x50\x00")
+            parts.append(
+                SMALL_VARINTS[v_sequence_id]
+                if 0 <= v_sequence_id < 0x4000
+                else uint64_bytes(v_sequence_id)
+            )
+        v_null_value = self._null_value
+        if v_null_value is not None:
+            parts.append(b"\x48\x01" if v_null_value else b"\x48\x00")
+        v_null_partition_key = self._null_partition_key
+        if v_null_partition_key is not None:
+            parts.append(b"\x50\x01" if v_null_partition_key else b"\x50\x00")
         if self._unknown:
             parts.append(self._unknown)
 
@@ -3244,16 +3344,16 @@ class SingleMessageMetadata(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: list[KeyValue] = []
-        f2: str | None = None
-        f3: int | None = None
-        f4: bool | None = None
-        f5: int | None = None
-        f6: bool | None = None
-        f7: bytes | None = None
-        f8: int | None = None
-        f9: bool | None = None
-        f10: bool | None = None
+        f_properties: list[KeyValue] = []
+        f_partition_key: str | None = None
+        f_payload_size: int | None = None
+        f_compacted_out: bool | None = None
+        f_event_time: int | None = None
+        f_partition_key_b64_encoded: bool | None = None
+        f_ordering_key: bytes | None = None
+        f_sequence_id: int | None = None
+        f_null_value: bool | None = None
+        f_null_partition_key: bool | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -3273,9 +3373,9 @@ class SingleMessageMetadata(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("SingleMessageMetadata.properties")
-                        x1 = KeyValue.decode_from(buf, pos, vend)
+                        x_properties = KeyValue.decode_from(buf, pos, vend)
                         pos = vend
-                        f1.append(x1)
+                        f_properties.append(x_properties)
                     elif tag == 18:
                         n = buf[pos]
                         if n < 0x80:
@@ -3285,50 +3385,50 @@ class SingleMessageMetadata(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("SingleMessageMetadata.partition_key")
-                        f2 = buf[pos:vend].decode()
+                        f_partition_key = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 24:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        f3 = raw
+                        f_payload_size = raw
                     elif tag == 32:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f4 = raw != 0
+                        f_compacted_out = raw != 0
                     elif tag == 40:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f5 = raw
+                        f_event_time = raw
                     else:
                         pos = skip_field(buf, pos, end, tag)
                         unknown = add_unknown(unknown, buf[start:pos])
@@ -3339,7 +3439,7 @@ class SingleMessageMetadata(Message):
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f6 = raw != 0
+                        f_partition_key_b64_encoded = raw != 0
                     elif tag == 58:
                         n = buf[pos]
                         if n < 0x80:
@@ -3349,39 +3449,39 @@ class SingleMessageMetadata(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("SingleMessageMetadata.ordering_key")
-                        f7 = buf[pos:vend]
+                        f_ordering_key = buf[pos:vend]
                         pos = vend
                     elif tag == 64:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f8 = raw
+                        f_sequence_id = raw
                     elif tag == 72:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f9 = raw != 0
+                        f_null_value = raw != 0
                     elif tag == 80:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f10 = raw != 0
+                        f_null_partition_key = raw != 0
                     else:
                         pos = skip_field(buf, pos, end, tag)
                         unknown = add_unknown(unknown, buf[start:pos])
@@ -3391,19 +3491,19 @@ class SingleMessageMetadata(Message):
             raise invalid_utf8("SingleMessageMetadata.partition_key", exc) from None
         if pos != end:
             raise truncated("SingleMessageMetadata")
-        if f3 is None:
+        if f_payload_size is None:
             raise MissingRequiredFieldError("SingleMessageMetadata", "payload_size")
         msg = new_instance(cls)
-        msg.properties = f1
-        msg._partition_key = f2
-        msg.payload_size = f3
-        msg._compacted_out = f4
-        msg._event_time = f5
-        msg._partition_key_b64_encoded = f6
-        msg._ordering_key = f7
-        msg._sequence_id = f8
-        msg._null_value = f9
-        msg._null_partition_key = f10
+        msg.properties = f_properties
+        msg._partition_key = f_partition_key
+        msg.payload_size = f_payload_size
+        msg._compacted_out = f_compacted_out
+        msg._event_time = f_event_time
+        msg._partition_key_b64_encoded = f_partition_key_b64_encoded
+        msg._ordering_key = f_ordering_key
+        msg._sequence_id = f_sequence_id
+        msg._null_value = f_null_value
+        msg._null_partition_key = f_null_partition_key
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -3494,14 +3594,18 @@ class BrokerEntryMetadata(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self._broker_timestamp
-        if v1 is not None:
+        v_broker_timestamp = self._broker_timestamp
+        if v_broker_timestamp is not None:
             parts.append(b"\x08")
-            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self._index
-        if v2 is not None:
+            parts.append(
+                SMALL_VARINTS[v_broker_timestamp]
+                if 0 <= v_broker_timestamp < 0x4000
+                else uint64_bytes(v_broker_timestamp)
+            )
+        v_index = self._index
+        if v_index is not None:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
+            parts.append(SMALL_VARINTS[v_index] if 0 <= v_index < 0x4000 else uint64_bytes(v_index))
         if self._unknown:
             parts.append(self._unknown)
 
@@ -3514,8 +3618,8 @@ class BrokerEntryMetadata(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
+        f_broker_timestamp: int | None = None
+        f_index: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -3529,36 +3633,36 @@ class BrokerEntryMetadata(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_broker_timestamp = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f2 = raw
+                    f_index = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -3567,8 +3671,8 @@ class BrokerEntryMetadata(Message):
         if pos != end:
             raise truncated("BrokerEntryMetadata")
         msg = new_instance(cls)
-        msg._broker_timestamp = f1
-        msg._index = f2
+        msg._broker_timestamp = f_broker_timestamp
+        msg._index = f_index
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -3837,76 +3941,84 @@ class CommandConnect(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.client_version
-        if v1 is None:
+        v_client_version = self.client_version
+        if v_client_version is None:
             raise RequiredFieldUnsetError("CommandConnect", "client_version")
         parts.append(b"\x0a")
-        data = v1.encode()
+        data = v_client_version.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v2 = self._auth_method
-        if v2 is not None:
+        v_auth_method = self._auth_method
+        if v_auth_method is not None:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
-        v3 = self._auth_data
-        if v3 is not None:
+            parts.append(
+                SMALL_VARINTS[v_auth_method]
+                if 0 <= v_auth_method < 0x4000
+                else int32_bytes(v_auth_method)
+            )
+        v_auth_data = self._auth_data
+        if v_auth_data is not None:
             parts.append(b"\x1a")
-            size = len(v3)
+            size = len(v_auth_data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(v3)
-        v4 = self._protocol_version
-        if v4 is not None:
+            parts.append(v_auth_data)
+        v_protocol_version = self._protocol_version
+        if v_protocol_version is not None:
             parts.append(b"\x20")
-            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
-        v5 = self._auth_method_name
-        if v5 is not None:
+            parts.append(
+                SMALL_VARINTS[v_protocol_version]
+                if 0 <= v_protocol_version < 0x4000
+                else int32_bytes(v_protocol_version)
+            )
+        v_auth_method_name = self._auth_method_name
+        if v_auth_method_name is not None:
             parts.append(b"\x2a")
-            data = v5.encode()
+            data = v_auth_method_name.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v6 = self._proxy_to_broker_url
-        if v6 is not None:
+        v_proxy_to_broker_url = self._proxy_to_broker_url
+        if v_proxy_to_broker_url is not None:
             parts.append(b"\x32")
-            data = v6.encode()
+            data = v_proxy_to_broker_url.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v7 = self._original_principal
-        if v7 is not None:
+        v_original_principal = self._original_principal
+        if v_original_principal is not None:
             parts.append(b"\x3a")
-            data = v7.encode()
+            data = v_original_principal.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v8 = self._original_auth_data
-        if v8 is not None:
+        v_original_auth_data = self._original_auth_data
+        if v_original_auth_data is not None:
             parts.append(b"\x42")
-            data = v8.encode()
+            data = v_original_auth_data.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v9 = self._original_auth_method
-        if v9 is not None:
+        v_original_auth_method = self._original_auth_method
+        if v_original_auth_method is not None:
             parts.append(b"\x4a")
-            data = v9.encode()
+            data = v_original_auth_method.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v10 = self.feature_flags
-        if v10 is not None:
+        v_feature_flags = self.feature_flags
+        if v_feature_flags is not None:
             parts.append(b"\x52")
             sub = []
-            v10._encode(sub)
+            v_feature_flags._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v11 = self._proxy_version
-        if v11 is not None:
+        v_proxy_version = self._proxy_version
+        if v_proxy_version is not None:
             parts.append(b"\x5a")
-            data = v11.encode()
+            data = v_proxy_version.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -3922,17 +4034,17 @@ class CommandConnect(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: AuthMethod | None = None
-        f5: str | None = None
-        f3: bytes | None = None
-        f4: int | None = None
-        f6: str | None = None
-        f7: str | None = None
-        f8: str | None = None
-        f9: str | None = None
-        f10: FeatureFlags | None = None
-        f11: str | None = None
+        f_client_version: str | None = None
+        f_auth_method: AuthMethod | None = None
+        f_auth_method_name: str | None = None
+        f_auth_data: bytes | None = None
+        f_protocol_version: int | None = None
+        f_proxy_to_broker_url: str | None = None
+        f_original_principal: str | None = None
+        f_original_auth_data: str | None = None
+        f_original_auth_method: str | None = None
+        f_feature_flags: FeatureFlags | None = None
+        f_proxy_version: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -3952,7 +4064,7 @@ class CommandConnect(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandConnect.client_version")
-                        f1 = buf[pos:vend].decode()
+                        f_client_version = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 16:
                         raw = buf[pos]
@@ -3961,11 +4073,11 @@ class CommandConnect(Message):
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        x2 = _AuthMethod_BY_NUMBER.get(raw)
-                        if x2 is None:
+                        x_auth_method = _AuthMethod_BY_NUMBER.get(raw)
+                        if x_auth_method is None:
                             unknown = add_unknown(unknown, buf[start:pos])
                         else:
-                            f2 = x2
+                            f_auth_method = x_auth_method
                     elif tag == 26:
                         n = buf[pos]
                         if n < 0x80:
@@ -3975,26 +4087,26 @@ class CommandConnect(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandConnect.auth_data")
-                        f3 = buf[pos:vend]
+                        f_auth_data = buf[pos:vend]
                         pos = vend
                     elif tag == 32:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        f4 = raw
+                        f_protocol_version = raw
                     elif tag == 42:
                         n = buf[pos]
                         if n < 0x80:
@@ -4004,7 +4116,7 @@ class CommandConnect(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandConnect.auth_method_name")
-                        f5 = buf[pos:vend].decode()
+                        f_auth_method_name = buf[pos:vend].decode()
                         pos = vend
                     else:
                         pos = skip_field(buf, pos, end, tag)
@@ -4019,7 +4131,7 @@ class CommandConnect(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandConnect.proxy_to_broker_url")
-                        f6 = buf[pos:vend].decode()
+                        f_proxy_to_broker_url = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 58:
                         n = buf[pos]
@@ -4030,7 +4142,7 @@ class CommandConnect(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandConnect.original_principal")
-                        f7 = buf[pos:vend].decode()
+                        f_original_principal = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 66:
                         n = buf[pos]
@@ -4041,7 +4153,7 @@ class CommandConnect(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandConnect.original_auth_data")
-                        f8 = buf[pos:vend].decode()
+                        f_original_auth_data = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 74:
                         n = buf[pos]
@@ -4052,7 +4164,7 @@ class CommandConnect(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandConnect.original_auth_method")
-                        f9 = buf[pos:vend].decode()
+                        f_original_auth_method = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 82:
                         n = buf[pos]
@@ -4063,7 +4175,7 @@ class CommandConnect(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandConnect.feature_flags")
-                        f10 = FeatureFlags.decode_from(buf, pos, vend)
+                        f_feature_flags = FeatureFlags.decode_from(buf, pos, vend)
                         pos = vend
                     elif tag == 90:
                         n = buf[pos]
@@ -4074,7 +4186,7 @@ class CommandConnect(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandConnect.proxy_version")
-                        f11 = buf[pos:vend].decode()
+                        f_proxy_version = buf[pos:vend].decode()
                         pos = vend
                     else:
                         pos = skip_field(buf, pos, end, tag)
@@ -4094,20 +4206,20 @@ class CommandConnect(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandConnect")
-        if f1 is None:
+        if f_client_version is None:
             raise MissingRequiredFieldError("CommandConnect", "client_version")
         msg = new_instance(cls)
-        msg.client_version = f1
-        msg._auth_method = f2
-        msg._auth_method_name = f5
-        msg._auth_data = f3
-        msg._protocol_version = f4
-        msg._proxy_to_broker_url = f6
-        msg._original_principal = f7
-        msg._original_auth_data = f8
-        msg._original_auth_method = f9
-        msg.feature_flags = f10
-        msg._proxy_version = f11
+        msg.client_version = f_client_version
+        msg._auth_method = f_auth_method
+        msg._auth_method_name = f_auth_method_name
+        msg._auth_data = f_auth_data
+        msg._protocol_version = f_protocol_version
+        msg._proxy_to_broker_url = f_proxy_to_broker_url
+        msg._original_principal = f_original_principal
+        msg._original_auth_data = f_original_auth_data
+        msg._original_auth_method = f_original_auth_method
+        msg.feature_flags = f_feature_flags
+        msg._proxy_version = f_proxy_version
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -4380,33 +4492,39 @@ class FeatureFlags(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self._supports_auth_refresh
-        if v1 is not None:
-            parts.append(b"\x08\x01" if v1 else b"\x08\x00")
-        v2 = self._supports_broker_entry_metadata
-        if v2 is not None:
-            parts.append(b"\x10\x01" if v2 else b"\x10\x00")
-        v3 = self._supports_partial_producer
-        if v3 is not None:
-            parts.append(b"\x18\x01" if v3 else b"\x18\x00")
-        v4 = self._supports_topic_watchers
-        if v4 is not None:
-            parts.append(b"\x20\x01" if v4 else b"\x20\x00")
-        v5 = self._supports_get_partitioned_metadata_without_auto_creation
-        if v5 is not None:
-            parts.append(b"\x28\x01" if v5 else b"\x28\x00")
-        v6 = self._supports_repl_dedup_by_lid_and_eid
-        if v6 is not None:
-            parts.append(b"\x30\x01" if v6 else b"\x30\x00")
-        v7 = self._supports_topic_watcher_reconcile
-        if v7 is not None:
-            parts.append(b"\x38\x01" if v7 else b"\x38\x00")
-        v8 = self._supports_scalable_topics
-        if v8 is not None:
-            parts.append(b"\x40\x01" if v8 else b"\x40\x00")
-        v9 = self._supports_tc_metadata_discovery
-        if v9 is not None:
-            parts.append(b"\x48\x01" if v9 else b"\x48\x00")
+        v_supports_auth_refresh = self._supports_auth_refresh
+        if v_supports_auth_refresh is not None:
+            parts.append(b"\x08\x01" if v_supports_auth_refresh else b"\x08\x00")
+        v_supports_broker_entry_metadata = self._supports_broker_entry_metadata
+        if v_supports_broker_entry_metadata is not None:
+            parts.append(b"\x10\x01" if v_supports_broker_entry_metadata else b"\x10\x00")
+        v_supports_partial_producer = self._supports_partial_producer
+        if v_supports_partial_producer is not None:
+            parts.append(b"\x18\x01" if v_supports_partial_producer else b"\x18\x00")
+        v_supports_topic_watchers = self._supports_topic_watchers
+        if v_supports_topic_watchers is not None:
+            parts.append(b"\x20\x01" if v_supports_topic_watchers else b"\x20\x00")
+        v_supports_get_partitioned_metadata_without_auto_creation = (
+            self._supports_get_partitioned_metadata_without_auto_creation
+        )
+        if v_supports_get_partitioned_metadata_without_auto_creation is not None:
+            parts.append(
+                b"\x28\x01"
+                if v_supports_get_partitioned_metadata_without_auto_creation
+                else b"\x28\x00"
+            )
+        v_supports_repl_dedup_by_lid_and_eid = self._supports_repl_dedup_by_lid_and_eid
+        if v_supports_repl_dedup_by_lid_and_eid is not None:
+            parts.append(b"\x30\x01" if v_supports_repl_dedup_by_lid_and_eid else b"\x30\x00")
+        v_supports_topic_watcher_reconcile = self._supports_topic_watcher_reconcile
+        if v_supports_topic_watcher_reconcile is not None:
+            parts.append(b"\x38\x01" if v_supports_topic_watcher_reconcile else b"\x38\x00")
+        v_supports_scalable_topics = self._supports_scalable_topics
+        if v_supports_scalable_topics is not None:
+            parts.append(b"\x40\x01" if v_supports_scalable_topics else b"\x40\x00")
+        v_supports_tc_metadata_discovery = self._supports_tc_metadata_discovery
+        if v_supports_tc_metadata_discovery is not None:
+            parts.append(b"\x48\x01" if v_supports_tc_metadata_discovery else b"\x48\x00")
         if self._unknown:
             parts.append(self._unknown)
 
@@ -4419,15 +4537,15 @@ class FeatureFlags(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: bool | None = None
-        f2: bool | None = None
-        f3: bool | None = None
-        f4: bool | None = None
-        f5: bool | None = None
-        f6: bool | None = None
-        f7: bool | None = None
-        f8: bool | None = None
-        f9: bool | None = None
+        f_supports_auth_refresh: bool | None = None
+        f_supports_broker_entry_metadata: bool | None = None
+        f_supports_partial_producer: bool | None = None
+        f_supports_topic_watchers: bool | None = None
+        f_supports_get_partitioned_metadata_without_auto_creation: bool | None = None
+        f_supports_repl_dedup_by_lid_and_eid: bool | None = None
+        f_supports_topic_watcher_reconcile: bool | None = None
+        f_supports_scalable_topics: bool | None = None
+        f_supports_tc_metadata_discovery: bool | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -4444,28 +4562,28 @@ class FeatureFlags(Message):
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f1 = raw != 0
+                        f_supports_auth_refresh = raw != 0
                     elif tag == 16:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f2 = raw != 0
+                        f_supports_broker_entry_metadata = raw != 0
                     elif tag == 24:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f3 = raw != 0
+                        f_supports_partial_producer = raw != 0
                     elif tag == 32:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f4 = raw != 0
+                        f_supports_topic_watchers = raw != 0
                     else:
                         pos = skip_field(buf, pos, end, tag)
                         unknown = add_unknown(unknown, buf[start:pos])
@@ -4476,35 +4594,35 @@ class FeatureFlags(Message):
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f5 = raw != 0
+                        f_supports_get_partitioned_metadata_without_auto_creation = raw != 0
                     elif tag == 48:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f6 = raw != 0
+                        f_supports_repl_dedup_by_lid_and_eid = raw != 0
                     elif tag == 56:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f7 = raw != 0
+                        f_supports_topic_watcher_reconcile = raw != 0
                     elif tag == 64:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f8 = raw != 0
+                        f_supports_scalable_topics = raw != 0
                     elif tag == 72:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f9 = raw != 0
+                        f_supports_tc_metadata_discovery = raw != 0
                     else:
                         pos = skip_field(buf, pos, end, tag)
                         unknown = add_unknown(unknown, buf[start:pos])
@@ -4513,15 +4631,17 @@ class FeatureFlags(Message):
         if pos != end:
             raise truncated("FeatureFlags")
         msg = new_instance(cls)
-        msg._supports_auth_refresh = f1
-        msg._supports_broker_entry_metadata = f2
-        msg._supports_partial_producer = f3
-        msg._supports_topic_watchers = f4
-        msg._supports_get_partitioned_metadata_without_auto_creation = f5
-        msg._supports_repl_dedup_by_lid_and_eid = f6
-        msg._supports_topic_watcher_reconcile = f7
-        msg._supports_scalable_topics = f8
-        msg._supports_tc_metadata_discovery = f9
+        msg._supports_auth_refresh = f_supports_auth_refresh
+        msg._supports_broker_entry_metadata = f_supports_broker_entry_metadata
+        msg._supports_partial_producer = f_supports_partial_producer
+        msg._supports_topic_watchers = f_supports_topic_watchers
+        msg._supports_get_partitioned_metadata_without_auto_creation = (
+            f_supports_get_partitioned_metadata_without_auto_creation
+        )
+        msg._supports_repl_dedup_by_lid_and_eid = f_supports_repl_dedup_by_lid_and_eid
+        msg._supports_topic_watcher_reconcile = f_supports_topic_watcher_reconcile
+        msg._supports_scalable_topics = f_supports_scalable_topics
+        msg._supports_tc_metadata_discovery = f_supports_tc_metadata_discovery
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -4636,27 +4756,35 @@ class CommandConnected(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.server_version
-        if v1 is None:
+        v_server_version = self.server_version
+        if v_server_version is None:
             raise RequiredFieldUnsetError("CommandConnected", "server_version")
         parts.append(b"\x0a")
-        data = v1.encode()
+        data = v_server_version.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v2 = self._protocol_version
-        if v2 is not None:
+        v_protocol_version = self._protocol_version
+        if v_protocol_version is not None:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
-        v3 = self._max_message_size
-        if v3 is not None:
+            parts.append(
+                SMALL_VARINTS[v_protocol_version]
+                if 0 <= v_protocol_version < 0x4000
+                else int32_bytes(v_protocol_version)
+            )
+        v_max_message_size = self._max_message_size
+        if v_max_message_size is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
-        v4 = self.feature_flags
-        if v4 is not None:
+            parts.append(
+                SMALL_VARINTS[v_max_message_size]
+                if 0 <= v_max_message_size < 0x4000
+                else int32_bytes(v_max_message_size)
+            )
+        v_feature_flags = self.feature_flags
+        if v_feature_flags is not None:
             parts.append(b"\x22")
             sub = []
-            v4._encode(sub)
+            v_feature_flags._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -4673,10 +4801,10 @@ class CommandConnected(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: int | None = None
-        f3: int | None = None
-        f4: FeatureFlags | None = None
+        f_server_version: str | None = None
+        f_protocol_version: int | None = None
+        f_max_message_size: int | None = None
+        f_feature_flags: FeatureFlags | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -4695,44 +4823,44 @@ class CommandConnected(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandConnected.server_version")
-                    f1 = buf[pos:vend].decode()
+                    f_server_version = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f2 = raw
+                    f_protocol_version = raw
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f3 = raw
+                    f_max_message_size = raw
                 elif tag == 34:
                     n = buf[pos]
                     if n < 0x80:
@@ -4742,7 +4870,7 @@ class CommandConnected(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandConnected.feature_flags")
-                    f4 = FeatureFlags.decode_from(buf, pos, vend)
+                    f_feature_flags = FeatureFlags.decode_from(buf, pos, vend)
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -4753,13 +4881,13 @@ class CommandConnected(Message):
             raise invalid_utf8("CommandConnected.server_version", exc) from None
         if pos != end:
             raise truncated("CommandConnected")
-        if f1 is None:
+        if f_server_version is None:
             raise MissingRequiredFieldError("CommandConnected", "server_version")
         msg = new_instance(cls)
-        msg.server_version = f1
-        msg._protocol_version = f2
-        msg._max_message_size = f3
-        msg.feature_flags = f4
+        msg.server_version = f_server_version
+        msg._protocol_version = f_protocol_version
+        msg._max_message_size = f_max_message_size
+        msg.feature_flags = f_feature_flags
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -4859,26 +4987,30 @@ class CommandAuthResponse(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self._client_version
-        if v1 is not None:
+        v_client_version = self._client_version
+        if v_client_version is not None:
             parts.append(b"\x0a")
-            data = v1.encode()
+            data = v_client_version.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.response
-        if v2 is not None:
+        v_response = self.response
+        if v_response is not None:
             parts.append(b"\x12")
             sub = []
-            v2._encode(sub)
+            v_response._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v3 = self._protocol_version
-        if v3 is not None:
+        v_protocol_version = self._protocol_version
+        if v_protocol_version is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
+            parts.append(
+                SMALL_VARINTS[v_protocol_version]
+                if 0 <= v_protocol_version < 0x4000
+                else int32_bytes(v_protocol_version)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -4891,9 +5023,9 @@ class CommandAuthResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: AuthData | None = None
-        f3: int | None = None
+        f_client_version: str | None = None
+        f_response: AuthData | None = None
+        f_protocol_version: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -4912,7 +5044,7 @@ class CommandAuthResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandAuthResponse.client_version")
-                    f1 = buf[pos:vend].decode()
+                    f_client_version = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -4923,26 +5055,26 @@ class CommandAuthResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandAuthResponse.response")
-                    f2 = AuthData.decode_from(buf, pos, vend)
+                    f_response = AuthData.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f3 = raw
+                    f_protocol_version = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -4953,9 +5085,9 @@ class CommandAuthResponse(Message):
         if pos != end:
             raise truncated("CommandAuthResponse")
         msg = new_instance(cls)
-        msg._client_version = f1
-        msg.response = f2
-        msg._protocol_version = f3
+        msg._client_version = f_client_version
+        msg.response = f_response
+        msg._protocol_version = f_protocol_version
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -5055,26 +5187,30 @@ class CommandAuthChallenge(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self._server_version
-        if v1 is not None:
+        v_server_version = self._server_version
+        if v_server_version is not None:
             parts.append(b"\x0a")
-            data = v1.encode()
+            data = v_server_version.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self.challenge
-        if v2 is not None:
+        v_challenge = self.challenge
+        if v_challenge is not None:
             parts.append(b"\x12")
             sub = []
-            v2._encode(sub)
+            v_challenge._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v3 = self._protocol_version
-        if v3 is not None:
+        v_protocol_version = self._protocol_version
+        if v_protocol_version is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
+            parts.append(
+                SMALL_VARINTS[v_protocol_version]
+                if 0 <= v_protocol_version < 0x4000
+                else int32_bytes(v_protocol_version)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -5087,9 +5223,9 @@ class CommandAuthChallenge(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: AuthData | None = None
-        f3: int | None = None
+        f_server_version: str | None = None
+        f_challenge: AuthData | None = None
+        f_protocol_version: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -5108,7 +5244,7 @@ class CommandAuthChallenge(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandAuthChallenge.server_version")
-                    f1 = buf[pos:vend].decode()
+                    f_server_version = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -5119,26 +5255,26 @@ class CommandAuthChallenge(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandAuthChallenge.challenge")
-                    f2 = AuthData.decode_from(buf, pos, vend)
+                    f_challenge = AuthData.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f3 = raw
+                    f_protocol_version = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -5149,9 +5285,9 @@ class CommandAuthChallenge(Message):
         if pos != end:
             raise truncated("CommandAuthChallenge")
         msg = new_instance(cls)
-        msg._server_version = f1
-        msg.challenge = f2
-        msg._protocol_version = f3
+        msg._server_version = f_server_version
+        msg.challenge = f_challenge
+        msg._protocol_version = f_protocol_version
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -5242,19 +5378,19 @@ class AuthData(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self._auth_method_name
-        if v1 is not None:
+        v_auth_method_name = self._auth_method_name
+        if v_auth_method_name is not None:
             parts.append(b"\x0a")
-            data = v1.encode()
+            data = v_auth_method_name.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self._auth_data
-        if v2 is not None:
+        v_auth_data = self._auth_data
+        if v_auth_data is not None:
             parts.append(b"\x12")
-            size = len(v2)
+            size = len(v_auth_data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(v2)
+            parts.append(v_auth_data)
         if self._unknown:
             parts.append(self._unknown)
 
@@ -5267,8 +5403,8 @@ class AuthData(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: bytes | None = None
+        f_auth_method_name: str | None = None
+        f_auth_data: bytes | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -5287,7 +5423,7 @@ class AuthData(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("AuthData.auth_method_name")
-                    f1 = buf[pos:vend].decode()
+                    f_auth_method_name = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -5298,7 +5434,7 @@ class AuthData(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("AuthData.auth_data")
-                    f2 = buf[pos:vend]
+                    f_auth_data = buf[pos:vend]
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -5310,8 +5446,8 @@ class AuthData(Message):
         if pos != end:
             raise truncated("AuthData")
         msg = new_instance(cls)
-        msg._auth_method_name = f1
-        msg._auth_data = f2
+        msg._auth_method_name = f_auth_method_name
+        msg._auth_data = f_auth_data
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -5394,22 +5530,26 @@ class KeySharedMeta(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.keySharedMode
-        if v1 is None:
+        v_keySharedMode = self.keySharedMode
+        if v_keySharedMode is None:
             raise RequiredFieldUnsetError("KeySharedMeta", "keySharedMode")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
-        for item3 in self.hashRanges:
+        parts.append(
+            SMALL_VARINTS[v_keySharedMode]
+            if 0 <= v_keySharedMode < 0x4000
+            else int32_bytes(v_keySharedMode)
+        )
+        for item_hashRanges in self.hashRanges:
             parts.append(b"\x1a")
             sub = []
-            item3._encode(sub)
+            item_hashRanges._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v4 = self._allowOutOfOrderDelivery
-        if v4 is not None:
-            parts.append(b"\x20\x01" if v4 else b"\x20\x00")
+        v_allowOutOfOrderDelivery = self._allowOutOfOrderDelivery
+        if v_allowOutOfOrderDelivery is not None:
+            parts.append(b"\x20\x01" if v_allowOutOfOrderDelivery else b"\x20\x00")
         if self._unknown:
             parts.append(self._unknown)
 
@@ -5422,9 +5562,9 @@ class KeySharedMeta(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: KeySharedMode | None = None
-        f3: list[IntRange] = []
-        f4: bool | None = None
+        f_keySharedMode: KeySharedMode | None = None
+        f_hashRanges: list[IntRange] = []
+        f_allowOutOfOrderDelivery: bool | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -5441,11 +5581,11 @@ class KeySharedMeta(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    x1 = _KeySharedMode_BY_NUMBER.get(raw)
-                    if x1 is None:
+                    x_keySharedMode = _KeySharedMode_BY_NUMBER.get(raw)
+                    if x_keySharedMode is None:
                         unknown = add_unknown(unknown, buf[start:pos])
                     else:
-                        f1 = x1
+                        f_keySharedMode = x_keySharedMode
                 elif tag == 26:
                     n = buf[pos]
                     if n < 0x80:
@@ -5455,16 +5595,16 @@ class KeySharedMeta(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("KeySharedMeta.hashRanges")
-                    x3 = IntRange.decode_from(buf, pos, vend)
+                    x_hashRanges = IntRange.decode_from(buf, pos, vend)
                     pos = vend
-                    f3.append(x3)
+                    f_hashRanges.append(x_hashRanges)
                 elif tag == 32:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f4 = raw != 0
+                    f_allowOutOfOrderDelivery = raw != 0
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -5472,12 +5612,12 @@ class KeySharedMeta(Message):
             raise truncated("KeySharedMeta") from None
         if pos != end:
             raise truncated("KeySharedMeta")
-        if f1 is None:
+        if f_keySharedMode is None:
             raise MissingRequiredFieldError("KeySharedMeta", "keySharedMode")
         msg = new_instance(cls)
-        msg.keySharedMode = f1
-        msg.hashRanges = f3
-        msg._allowOutOfOrderDelivery = f4
+        msg.keySharedMode = f_keySharedMode
+        msg.hashRanges = f_hashRanges
+        msg._allowOutOfOrderDelivery = f_allowOutOfOrderDelivery
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -5825,115 +5965,141 @@ class CommandSubscribe(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.topic
-        if v1 is None:
+        v_topic = self.topic
+        if v_topic is None:
             raise RequiredFieldUnsetError("CommandSubscribe", "topic")
         parts.append(b"\x0a")
-        data = v1.encode()
+        data = v_topic.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v2 = self.subscription
-        if v2 is None:
+        v_subscription = self.subscription
+        if v_subscription is None:
             raise RequiredFieldUnsetError("CommandSubscribe", "subscription")
         parts.append(b"\x12")
-        data = v2.encode()
+        data = v_subscription.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v3 = self.subType
-        if v3 is None:
+        v_subType = self.subType
+        if v_subType is None:
             raise RequiredFieldUnsetError("CommandSubscribe", "subType")
         parts.append(b"\x18")
-        parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
-        v4 = self.consumer_id
-        if v4 is None:
+        parts.append(
+            SMALL_VARINTS[v_subType] if 0 <= v_subType < 0x4000 else int32_bytes(v_subType)
+        )
+        v_consumer_id = self.consumer_id
+        if v_consumer_id is None:
             raise RequiredFieldUnsetError("CommandSubscribe", "consumer_id")
         parts.append(b"\x20")
-        parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else uint64_bytes(v4))
-        v5 = self.request_id
-        if v5 is None:
+        parts.append(
+            SMALL_VARINTS[v_consumer_id]
+            if 0 <= v_consumer_id < 0x4000
+            else uint64_bytes(v_consumer_id)
+        )
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandSubscribe", "request_id")
         parts.append(b"\x28")
-        parts.append(SMALL_VARINTS[v5] if 0 <= v5 < 0x4000 else uint64_bytes(v5))
-        v6 = self._consumer_name
-        if v6 is not None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_consumer_name = self._consumer_name
+        if v_consumer_name is not None:
             parts.append(b"\x32")
-            data = v6.encode()
+            data = v_consumer_name.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v7 = self._priority_level
-        if v7 is not None:
+        v_priority_level = self._priority_level
+        if v_priority_level is not None:
             parts.append(b"\x38")
-            parts.append(SMALL_VARINTS[v7] if 0 <= v7 < 0x4000 else int32_bytes(v7))
-        v8 = self._durable
-        if v8 is not None:
-            parts.append(b"\x40\x01" if v8 else b"\x40\x00")
-        v9 = self.start_message_id
-        if v9 is not None:
+            parts.append(
+                SMALL_VARINTS[v_priority_level]
+                if 0 <= v_priority_level < 0x4000
+                else int32_bytes(v_priority_level)
+            )
+        v_durable = self._durable
+        if v_durable is not None:
+            parts.append(b"\x40\x01" if v_durable else b"\x40\x00")
+        v_start_message_id = self.start_message_id
+        if v_start_message_id is not None:
             parts.append(b"\x4a")
             sub = []
-            v9._encode(sub)
+            v_start_message_id._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        for item10 in self.metadata:
+        for item_metadata in self.metadata:
             parts.append(b"\x52")
             sub = []
-            item10._encode(sub)
+            item_metadata._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v11 = self._read_compacted
-        if v11 is not None:
-            parts.append(b"\x58\x01" if v11 else b"\x58\x00")
-        v12 = self.schema
-        if v12 is not None:
+        v_read_compacted = self._read_compacted
+        if v_read_compacted is not None:
+            parts.append(b"\x58\x01" if v_read_compacted else b"\x58\x00")
+        v_schema = self.schema
+        if v_schema is not None:
             parts.append(b"\x62")
             sub = []
-            v12._encode(sub)
+            v_schema._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v13 = self._initialPosition
-        if v13 is not None:
+        v_initialPosition = self._initialPosition
+        if v_initialPosition is not None:
             parts.append(b"\x68")
-            parts.append(SMALL_VARINTS[v13] if 0 <= v13 < 0x4000 else int32_bytes(v13))
-        v14 = self._replicate_subscription_state
-        if v14 is not None:
-            parts.append(b"\x70\x01" if v14 else b"\x70\x00")
-        v15 = self._force_topic_creation
-        if v15 is not None:
-            parts.append(b"\x78\x01" if v15 else b"\x78\x00")
-        v16 = self._start_message_rollback_duration_sec
-        if v16 is not None:
+            parts.append(
+                SMALL_VARINTS[v_initialPosition]
+                if 0 <= v_initialPosition < 0x4000
+                else int32_bytes(v_initialPosition)
+            )
+        v_replicate_subscription_state = self._replicate_subscription_state
+        if v_replicate_subscription_state is not None:
+            parts.append(b"\x70\x01" if v_replicate_subscription_state else b"\x70\x00")
+        v_force_topic_creation = self._force_topic_creation
+        if v_force_topic_creation is not None:
+            parts.append(b"\x78\x01" if v_force_topic_creation else b"\x78\x00")
+        v_start_message_rollback_duration_sec = self._start_message_rollback_duration_sec
+        if v_start_message_rollback_duration_sec is not None:
             parts.append(b"\x80\x01")
-            parts.append(SMALL_VARINTS[v16] if 0 <= v16 < 0x4000 else uint64_bytes(v16))
-        v17 = self.keySharedMeta
-        if v17 is not None:
+            parts.append(
+                SMALL_VARINTS[v_start_message_rollback_duration_sec]
+                if 0 <= v_start_message_rollback_duration_sec < 0x4000
+                else uint64_bytes(v_start_message_rollback_duration_sec)
+            )
+        v_keySharedMeta = self.keySharedMeta
+        if v_keySharedMeta is not None:
             parts.append(b"\x8a\x01")
             sub = []
-            v17._encode(sub)
+            v_keySharedMeta._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        for item18 in self.subscription_properties:
+        for item_subscription_properties in self.subscription_properties:
             parts.append(b"\x92\x01")
             sub = []
-            item18._encode(sub)
+            item_subscription_properties._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v19 = self._consumer_epoch
-        if v19 is not None:
+        v_consumer_epoch = self._consumer_epoch
+        if v_consumer_epoch is not None:
             parts.append(b"\x98\x01")
-            parts.append(SMALL_VARINTS[v19] if 0 <= v19 < 0x4000 else uint64_bytes(v19))
+            parts.append(
+                SMALL_VARINTS[v_consumer_epoch]
+                if 0 <= v_consumer_epoch < 0x4000
+                else uint64_bytes(v_consumer_epoch)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -5946,25 +6112,25 @@ class CommandSubscribe(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: str | None = None
-        f3: CommandSubscribe.SubType | None = None
-        f4: int | None = None
-        f5: int | None = None
-        f6: str | None = None
-        f7: int | None = None
-        f8: bool | None = None
-        f9: MessageIdData | None = None
-        f10: list[KeyValue] = []
-        f11: bool | None = None
-        f12: Schema | None = None
-        f13: CommandSubscribe.InitialPosition | None = None
-        f14: bool | None = None
-        f15: bool | None = None
-        f16: int | None = None
-        f17: KeySharedMeta | None = None
-        f18: list[KeyValue] = []
-        f19: int | None = None
+        f_topic: str | None = None
+        f_subscription: str | None = None
+        f_subType: CommandSubscribe.SubType | None = None
+        f_consumer_id: int | None = None
+        f_request_id: int | None = None
+        f_consumer_name: str | None = None
+        f_priority_level: int | None = None
+        f_durable: bool | None = None
+        f_start_message_id: MessageIdData | None = None
+        f_metadata: list[KeyValue] = []
+        f_read_compacted: bool | None = None
+        f_schema: Schema | None = None
+        f_initialPosition: CommandSubscribe.InitialPosition | None = None
+        f_replicate_subscription_state: bool | None = None
+        f_force_topic_creation: bool | None = None
+        f_start_message_rollback_duration_sec: int | None = None
+        f_keySharedMeta: KeySharedMeta | None = None
+        f_subscription_properties: list[KeyValue] = []
+        f_consumer_epoch: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -5972,8 +6138,8 @@ class CommandSubscribe(Message):
                 tag = buf[pos]
                 if tag < 0x80:
                     pos += 1
-                elif (b1 := buf[pos + 1]) < 0x80:
-                    tag = tag & 0x7F | b1 << 7
+                elif (second := buf[pos + 1]) < 0x80:
+                    tag = tag & 0x7F | second << 7
                     pos += 2
                 else:
                     tag, pos = read_varint(buf, pos)
@@ -5988,7 +6154,7 @@ class CommandSubscribe(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("CommandSubscribe.topic")
-                            f1 = buf[pos:vend].decode()
+                            f_topic = buf[pos:vend].decode()
                             pos = vend
                         elif tag == 18:
                             n = buf[pos]
@@ -5999,7 +6165,7 @@ class CommandSubscribe(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("CommandSubscribe.subscription")
-                            f2 = buf[pos:vend].decode()
+                            f_subscription = buf[pos:vend].decode()
                             pos = vend
                         elif tag == 24:
                             raw = buf[pos]
@@ -6008,28 +6174,28 @@ class CommandSubscribe(Message):
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int32(raw)
-                            x3 = _CommandSubscribe_SubType_BY_NUMBER.get(raw)
-                            if x3 is None:
+                            x_subType = _CommandSubscribe_SubType_BY_NUMBER.get(raw)
+                            if x_subType is None:
                                 unknown = add_unknown(unknown, buf[start:pos])
                             else:
-                                f3 = x3
+                                f_subType = x_subType
                         elif tag == 32:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f4 = raw
+                            f_consumer_id = raw
                         else:
                             pos = skip_field(buf, pos, end, tag)
                             unknown = add_unknown(unknown, buf[start:pos])
@@ -6038,19 +6204,19 @@ class CommandSubscribe(Message):
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f5 = raw
+                            f_request_id = raw
                         elif tag == 50:
                             n = buf[pos]
                             if n < 0x80:
@@ -6060,33 +6226,33 @@ class CommandSubscribe(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("CommandSubscribe.consumer_name")
-                            f6 = buf[pos:vend].decode()
+                            f_consumer_name = buf[pos:vend].decode()
                             pos = vend
                         elif tag == 56:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int32(raw)
-                            f7 = raw
+                            f_priority_level = raw
                         elif tag == 64:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f8 = raw != 0
+                            f_durable = raw != 0
                         elif tag == 74:
                             n = buf[pos]
                             if n < 0x80:
@@ -6096,7 +6262,7 @@ class CommandSubscribe(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("CommandSubscribe.start_message_id")
-                            f9 = MessageIdData.decode_from(buf, pos, vend)
+                            f_start_message_id = MessageIdData.decode_from(buf, pos, vend)
                             pos = vend
                         else:
                             pos = skip_field(buf, pos, end, tag)
@@ -6112,16 +6278,16 @@ class CommandSubscribe(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("CommandSubscribe.metadata")
-                            x10 = KeyValue.decode_from(buf, pos, vend)
+                            x_metadata = KeyValue.decode_from(buf, pos, vend)
                             pos = vend
-                            f10.append(x10)
+                            f_metadata.append(x_metadata)
                         elif tag == 88:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f11 = raw != 0
+                            f_read_compacted = raw != 0
                         elif tag == 98:
                             n = buf[pos]
                             if n < 0x80:
@@ -6131,7 +6297,7 @@ class CommandSubscribe(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("CommandSubscribe.schema")
-                            f12 = Schema.decode_from(buf, pos, vend)
+                            f_schema = Schema.decode_from(buf, pos, vend)
                             pos = vend
                         elif tag == 104:
                             raw = buf[pos]
@@ -6140,18 +6306,18 @@ class CommandSubscribe(Message):
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int32(raw)
-                            x13 = _CommandSubscribe_InitialPosition_BY_NUMBER.get(raw)
-                            if x13 is None:
+                            x_initialPosition = _CommandSubscribe_InitialPosition_BY_NUMBER.get(raw)
+                            if x_initialPosition is None:
                                 unknown = add_unknown(unknown, buf[start:pos])
                             else:
-                                f13 = x13
+                                f_initialPosition = x_initialPosition
                         elif tag == 112:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f14 = raw != 0
+                            f_replicate_subscription_state = raw != 0
                         else:
                             pos = skip_field(buf, pos, end, tag)
                             unknown = add_unknown(unknown, buf[start:pos])
@@ -6162,24 +6328,24 @@ class CommandSubscribe(Message):
                                 pos += 1
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f15 = raw != 0
+                            f_force_topic_creation = raw != 0
                         elif tag == 128:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f16 = raw
+                            f_start_message_rollback_duration_sec = raw
                         elif tag == 138:
                             n = buf[pos]
                             if n < 0x80:
@@ -6189,7 +6355,7 @@ class CommandSubscribe(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("CommandSubscribe.keySharedMeta")
-                            f17 = KeySharedMeta.decode_from(buf, pos, vend)
+                            f_keySharedMeta = KeySharedMeta.decode_from(buf, pos, vend)
                             pos = vend
                         elif tag == 146:
                             n = buf[pos]
@@ -6200,26 +6366,26 @@ class CommandSubscribe(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("CommandSubscribe.subscription_properties")
-                            x18 = KeyValue.decode_from(buf, pos, vend)
+                            x_subscription_properties = KeyValue.decode_from(buf, pos, vend)
                             pos = vend
-                            f18.append(x18)
+                            f_subscription_properties.append(x_subscription_properties)
                         elif tag == 152:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f19 = raw
+                            f_consumer_epoch = raw
                         else:
                             pos = skip_field(buf, pos, end, tag)
                             unknown = add_unknown(unknown, buf[start:pos])
@@ -6234,36 +6400,36 @@ class CommandSubscribe(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandSubscribe")
-        if f1 is None:
+        if f_topic is None:
             raise MissingRequiredFieldError("CommandSubscribe", "topic")
-        if f2 is None:
+        if f_subscription is None:
             raise MissingRequiredFieldError("CommandSubscribe", "subscription")
-        if f3 is None:
+        if f_subType is None:
             raise MissingRequiredFieldError("CommandSubscribe", "subType")
-        if f4 is None:
+        if f_consumer_id is None:
             raise MissingRequiredFieldError("CommandSubscribe", "consumer_id")
-        if f5 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandSubscribe", "request_id")
         msg = new_instance(cls)
-        msg.topic = f1
-        msg.subscription = f2
-        msg.subType = f3
-        msg.consumer_id = f4
-        msg.request_id = f5
-        msg._consumer_name = f6
-        msg._priority_level = f7
-        msg._durable = f8
-        msg.start_message_id = f9
-        msg.metadata = f10
-        msg._read_compacted = f11
-        msg.schema = f12
-        msg._initialPosition = f13
-        msg._replicate_subscription_state = f14
-        msg._force_topic_creation = f15
-        msg._start_message_rollback_duration_sec = f16
-        msg.keySharedMeta = f17
-        msg.subscription_properties = f18
-        msg._consumer_epoch = f19
+        msg.topic = f_topic
+        msg.subscription = f_subscription
+        msg.subType = f_subType
+        msg.consumer_id = f_consumer_id
+        msg.request_id = f_request_id
+        msg._consumer_name = f_consumer_name
+        msg._priority_level = f_priority_level
+        msg._durable = f_durable
+        msg.start_message_id = f_start_message_id
+        msg.metadata = f_metadata
+        msg._read_compacted = f_read_compacted
+        msg.schema = f_schema
+        msg._initialPosition = f_initialPosition
+        msg._replicate_subscription_state = f_replicate_subscription_state
+        msg._force_topic_creation = f_force_topic_creation
+        msg._start_message_rollback_duration_sec = f_start_message_rollback_duration_sec
+        msg.keySharedMeta = f_keySharedMeta
+        msg.subscription_properties = f_subscription_properties
+        msg._consumer_epoch = f_consumer_epoch
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -6416,43 +6582,47 @@ class CommandPartitionedTopicMetadata(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.topic
-        if v1 is None:
+        v_topic = self.topic
+        if v_topic is None:
             raise RequiredFieldUnsetError("CommandPartitionedTopicMetadata", "topic")
         parts.append(b"\x0a")
-        data = v1.encode()
+        data = v_topic.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v2 = self.request_id
-        if v2 is None:
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandPartitionedTopicMetadata", "request_id")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
-        v3 = self._original_principal
-        if v3 is not None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_original_principal = self._original_principal
+        if v_original_principal is not None:
             parts.append(b"\x1a")
-            data = v3.encode()
+            data = v_original_principal.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v4 = self._original_auth_data
-        if v4 is not None:
+        v_original_auth_data = self._original_auth_data
+        if v_original_auth_data is not None:
             parts.append(b"\x22")
-            data = v4.encode()
+            data = v_original_auth_data.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v5 = self._original_auth_method
-        if v5 is not None:
+        v_original_auth_method = self._original_auth_method
+        if v_original_auth_method is not None:
             parts.append(b"\x2a")
-            data = v5.encode()
+            data = v_original_auth_method.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v6 = self._metadata_auto_creation_enabled
-        if v6 is not None:
-            parts.append(b"\x30\x01" if v6 else b"\x30\x00")
+        v_metadata_auto_creation_enabled = self._metadata_auto_creation_enabled
+        if v_metadata_auto_creation_enabled is not None:
+            parts.append(b"\x30\x01" if v_metadata_auto_creation_enabled else b"\x30\x00")
         if self._unknown:
             parts.append(self._unknown)
 
@@ -6465,12 +6635,12 @@ class CommandPartitionedTopicMetadata(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: int | None = None
-        f3: str | None = None
-        f4: str | None = None
-        f5: str | None = None
-        f6: bool | None = None
+        f_topic: str | None = None
+        f_request_id: int | None = None
+        f_original_principal: str | None = None
+        f_original_auth_data: str | None = None
+        f_original_auth_method: str | None = None
+        f_metadata_auto_creation_enabled: bool | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -6489,25 +6659,25 @@ class CommandPartitionedTopicMetadata(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandPartitionedTopicMetadata.topic")
-                    f1 = buf[pos:vend].decode()
+                    f_topic = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f2 = raw
+                    f_request_id = raw
                 elif tag == 26:
                     n = buf[pos]
                     if n < 0x80:
@@ -6517,7 +6687,7 @@ class CommandPartitionedTopicMetadata(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandPartitionedTopicMetadata.original_principal")
-                    f3 = buf[pos:vend].decode()
+                    f_original_principal = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 34:
                     n = buf[pos]
@@ -6528,7 +6698,7 @@ class CommandPartitionedTopicMetadata(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandPartitionedTopicMetadata.original_auth_data")
-                    f4 = buf[pos:vend].decode()
+                    f_original_auth_data = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 42:
                     n = buf[pos]
@@ -6539,7 +6709,7 @@ class CommandPartitionedTopicMetadata(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandPartitionedTopicMetadata.original_auth_method")
-                    f5 = buf[pos:vend].decode()
+                    f_original_auth_method = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 48:
                     raw = buf[pos]
@@ -6547,7 +6717,7 @@ class CommandPartitionedTopicMetadata(Message):
                         pos += 1
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f6 = raw != 0
+                    f_metadata_auto_creation_enabled = raw != 0
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -6563,17 +6733,17 @@ class CommandPartitionedTopicMetadata(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandPartitionedTopicMetadata")
-        if f1 is None:
+        if f_topic is None:
             raise MissingRequiredFieldError("CommandPartitionedTopicMetadata", "topic")
-        if f2 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandPartitionedTopicMetadata", "request_id")
         msg = new_instance(cls)
-        msg.topic = f1
-        msg.request_id = f2
-        msg._original_principal = f3
-        msg._original_auth_data = f4
-        msg._original_auth_method = f5
-        msg._metadata_auto_creation_enabled = f6
+        msg.topic = f_topic
+        msg.request_id = f_request_id
+        msg._original_principal = f_original_principal
+        msg._original_auth_data = f_original_auth_data
+        msg._original_auth_method = f_original_auth_method
+        msg._metadata_auto_creation_enabled = f_metadata_auto_creation_enabled
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -6720,27 +6890,37 @@ class CommandPartitionedTopicMetadataResponse(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self._partitions
-        if v1 is not None:
+        v_partitions = self._partitions
+        if v_partitions is not None:
             parts.append(b"\x08")
-            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint32_bytes(v1))
-        v2 = self.request_id
-        if v2 is None:
+            parts.append(
+                SMALL_VARINTS[v_partitions]
+                if 0 <= v_partitions < 0x4000
+                else uint32_bytes(v_partitions)
+            )
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandPartitionedTopicMetadataResponse", "request_id")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
-        v3 = self._response
-        if v3 is not None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_response = self._response
+        if v_response is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
-        v4 = self._error
-        if v4 is not None:
+            parts.append(
+                SMALL_VARINTS[v_response] if 0 <= v_response < 0x4000 else int32_bytes(v_response)
+            )
+        v_error = self._error
+        if v_error is not None:
             parts.append(b"\x20")
-            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
-        v5 = self._message
-        if v5 is not None:
+            parts.append(SMALL_VARINTS[v_error] if 0 <= v_error < 0x4000 else int32_bytes(v_error))
+        v_message = self._message
+        if v_message is not None:
             parts.append(b"\x2a")
-            data = v5.encode()
+            data = v_message.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -6756,11 +6936,11 @@ class CommandPartitionedTopicMetadataResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
-        f3: CommandPartitionedTopicMetadataResponse.LookupType | None = None
-        f4: ServerError | None = None
-        f5: str | None = None
+        f_partitions: int | None = None
+        f_request_id: int | None = None
+        f_response: CommandPartitionedTopicMetadataResponse.LookupType | None = None
+        f_error: ServerError | None = None
+        f_message: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -6774,37 +6954,37 @@ class CommandPartitionedTopicMetadataResponse(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = raw & 0xFFFFFFFF
-                    f1 = raw
+                    f_partitions = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f2 = raw
+                    f_request_id = raw
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
@@ -6812,11 +6992,13 @@ class CommandPartitionedTopicMetadataResponse(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    x3 = _CommandPartitionedTopicMetadataResponse_LookupType_BY_NUMBER.get(raw)
-                    if x3 is None:
+                    x_response = _CommandPartitionedTopicMetadataResponse_LookupType_BY_NUMBER.get(
+                        raw
+                    )
+                    if x_response is None:
                         unknown = add_unknown(unknown, buf[start:pos])
                     else:
-                        f3 = x3
+                        f_response = x_response
                 elif tag == 32:
                     raw = buf[pos]
                     if raw < 0x80:
@@ -6824,11 +7006,11 @@ class CommandPartitionedTopicMetadataResponse(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    x4 = _ServerError_BY_NUMBER.get(raw)
-                    if x4 is None:
+                    x_error = _ServerError_BY_NUMBER.get(raw)
+                    if x_error is None:
                         unknown = add_unknown(unknown, buf[start:pos])
                     else:
-                        f4 = x4
+                        f_error = x_error
                 elif tag == 42:
                     n = buf[pos]
                     if n < 0x80:
@@ -6838,7 +7020,7 @@ class CommandPartitionedTopicMetadataResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandPartitionedTopicMetadataResponse.message")
-                    f5 = buf[pos:vend].decode()
+                    f_message = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -6849,14 +7031,14 @@ class CommandPartitionedTopicMetadataResponse(Message):
             raise invalid_utf8("CommandPartitionedTopicMetadataResponse.message", exc) from None
         if pos != end:
             raise truncated("CommandPartitionedTopicMetadataResponse")
-        if f2 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandPartitionedTopicMetadataResponse", "request_id")
         msg = new_instance(cls)
-        msg._partitions = f1
-        msg.request_id = f2
-        msg._response = f3
-        msg._error = f4
-        msg._message = f5
+        msg._partitions = f_partitions
+        msg.request_id = f_request_id
+        msg._response = f_response
+        msg._error = f_error
+        msg._message = f_message
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -7038,54 +7220,58 @@ class CommandLookupTopic(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.topic
-        if v1 is None:
+        v_topic = self.topic
+        if v_topic is None:
             raise RequiredFieldUnsetError("CommandLookupTopic", "topic")
         parts.append(b"\x0a")
-        data = v1.encode()
+        data = v_topic.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v2 = self.request_id
-        if v2 is None:
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandLookupTopic", "request_id")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
-        v3 = self._authoritative
-        if v3 is not None:
-            parts.append(b"\x18\x01" if v3 else b"\x18\x00")
-        v4 = self._original_principal
-        if v4 is not None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_authoritative = self._authoritative
+        if v_authoritative is not None:
+            parts.append(b"\x18\x01" if v_authoritative else b"\x18\x00")
+        v_original_principal = self._original_principal
+        if v_original_principal is not None:
             parts.append(b"\x22")
-            data = v4.encode()
+            data = v_original_principal.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v5 = self._original_auth_data
-        if v5 is not None:
+        v_original_auth_data = self._original_auth_data
+        if v_original_auth_data is not None:
             parts.append(b"\x2a")
-            data = v5.encode()
+            data = v_original_auth_data.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v6 = self._original_auth_method
-        if v6 is not None:
+        v_original_auth_method = self._original_auth_method
+        if v_original_auth_method is not None:
             parts.append(b"\x32")
-            data = v6.encode()
+            data = v_original_auth_method.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v7 = self._advertised_listener_name
-        if v7 is not None:
+        v_advertised_listener_name = self._advertised_listener_name
+        if v_advertised_listener_name is not None:
             parts.append(b"\x3a")
-            data = v7.encode()
+            data = v_advertised_listener_name.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        for item8 in self.properties:
+        for item_properties in self.properties:
             parts.append(b"\x42")
             sub = []
-            item8._encode(sub)
+            item_properties._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -7102,14 +7288,14 @@ class CommandLookupTopic(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: int | None = None
-        f3: bool | None = None
-        f4: str | None = None
-        f5: str | None = None
-        f6: str | None = None
-        f7: str | None = None
-        f8: list[KeyValue] = []
+        f_topic: str | None = None
+        f_request_id: int | None = None
+        f_authoritative: bool | None = None
+        f_original_principal: str | None = None
+        f_original_auth_data: str | None = None
+        f_original_auth_method: str | None = None
+        f_advertised_listener_name: str | None = None
+        f_properties: list[KeyValue] = []
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -7129,32 +7315,32 @@ class CommandLookupTopic(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandLookupTopic.topic")
-                        f1 = buf[pos:vend].decode()
+                        f_topic = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 16:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f2 = raw
+                        f_request_id = raw
                     elif tag == 24:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f3 = raw != 0
+                        f_authoritative = raw != 0
                     elif tag == 34:
                         n = buf[pos]
                         if n < 0x80:
@@ -7164,7 +7350,7 @@ class CommandLookupTopic(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandLookupTopic.original_principal")
-                        f4 = buf[pos:vend].decode()
+                        f_original_principal = buf[pos:vend].decode()
                         pos = vend
                     else:
                         pos = skip_field(buf, pos, end, tag)
@@ -7179,7 +7365,7 @@ class CommandLookupTopic(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandLookupTopic.original_auth_data")
-                        f5 = buf[pos:vend].decode()
+                        f_original_auth_data = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 50:
                         n = buf[pos]
@@ -7190,7 +7376,7 @@ class CommandLookupTopic(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandLookupTopic.original_auth_method")
-                        f6 = buf[pos:vend].decode()
+                        f_original_auth_method = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 58:
                         n = buf[pos]
@@ -7201,7 +7387,7 @@ class CommandLookupTopic(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandLookupTopic.advertised_listener_name")
-                        f7 = buf[pos:vend].decode()
+                        f_advertised_listener_name = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 66:
                         n = buf[pos]
@@ -7212,9 +7398,9 @@ class CommandLookupTopic(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandLookupTopic.properties")
-                        x8 = KeyValue.decode_from(buf, pos, vend)
+                        x_properties = KeyValue.decode_from(buf, pos, vend)
                         pos = vend
-                        f8.append(x8)
+                        f_properties.append(x_properties)
                     else:
                         pos = skip_field(buf, pos, end, tag)
                         unknown = add_unknown(unknown, buf[start:pos])
@@ -7231,19 +7417,19 @@ class CommandLookupTopic(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandLookupTopic")
-        if f1 is None:
+        if f_topic is None:
             raise MissingRequiredFieldError("CommandLookupTopic", "topic")
-        if f2 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandLookupTopic", "request_id")
         msg = new_instance(cls)
-        msg.topic = f1
-        msg.request_id = f2
-        msg._authoritative = f3
-        msg._original_principal = f4
-        msg._original_auth_data = f5
-        msg._original_auth_method = f6
-        msg._advertised_listener_name = f7
-        msg.properties = f8
+        msg.topic = f_topic
+        msg.request_id = f_request_id
+        msg._authoritative = f_authoritative
+        msg._original_principal = f_original_principal
+        msg._original_auth_data = f_original_auth_data
+        msg._original_auth_method = f_original_auth_method
+        msg._advertised_listener_name = f_advertised_listener_name
+        msg.properties = f_properties
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -7464,46 +7650,52 @@ class CommandLookupTopicResponse(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self._brokerServiceUrl
-        if v1 is not None:
+        v_brokerServiceUrl = self._brokerServiceUrl
+        if v_brokerServiceUrl is not None:
             parts.append(b"\x0a")
-            data = v1.encode()
+            data = v_brokerServiceUrl.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self._brokerServiceUrlTls
-        if v2 is not None:
+        v_brokerServiceUrlTls = self._brokerServiceUrlTls
+        if v_brokerServiceUrlTls is not None:
             parts.append(b"\x12")
-            data = v2.encode()
+            data = v_brokerServiceUrlTls.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v3 = self._response
-        if v3 is not None:
+        v_response = self._response
+        if v_response is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
-        v4 = self.request_id
-        if v4 is None:
+            parts.append(
+                SMALL_VARINTS[v_response] if 0 <= v_response < 0x4000 else int32_bytes(v_response)
+            )
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandLookupTopicResponse", "request_id")
         parts.append(b"\x20")
-        parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else uint64_bytes(v4))
-        v5 = self._authoritative
-        if v5 is not None:
-            parts.append(b"\x28\x01" if v5 else b"\x28\x00")
-        v6 = self._error
-        if v6 is not None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_authoritative = self._authoritative
+        if v_authoritative is not None:
+            parts.append(b"\x28\x01" if v_authoritative else b"\x28\x00")
+        v_error = self._error
+        if v_error is not None:
             parts.append(b"\x30")
-            parts.append(SMALL_VARINTS[v6] if 0 <= v6 < 0x4000 else int32_bytes(v6))
-        v7 = self._message
-        if v7 is not None:
+            parts.append(SMALL_VARINTS[v_error] if 0 <= v_error < 0x4000 else int32_bytes(v_error))
+        v_message = self._message
+        if v_message is not None:
             parts.append(b"\x3a")
-            data = v7.encode()
+            data = v_message.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v8 = self._proxy_through_service_url
-        if v8 is not None:
-            parts.append(b"\x40\x01" if v8 else b"\x40\x00")
+        v_proxy_through_service_url = self._proxy_through_service_url
+        if v_proxy_through_service_url is not None:
+            parts.append(b"\x40\x01" if v_proxy_through_service_url else b"\x40\x00")
         if self._unknown:
             parts.append(self._unknown)
 
@@ -7516,14 +7708,14 @@ class CommandLookupTopicResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: str | None = None
-        f3: CommandLookupTopicResponse.LookupType | None = None
-        f4: int | None = None
-        f5: bool | None = None
-        f6: ServerError | None = None
-        f7: str | None = None
-        f8: bool | None = None
+        f_brokerServiceUrl: str | None = None
+        f_brokerServiceUrlTls: str | None = None
+        f_response: CommandLookupTopicResponse.LookupType | None = None
+        f_request_id: int | None = None
+        f_authoritative: bool | None = None
+        f_error: ServerError | None = None
+        f_message: str | None = None
+        f_proxy_through_service_url: bool | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -7543,7 +7735,7 @@ class CommandLookupTopicResponse(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandLookupTopicResponse.brokerServiceUrl")
-                        f1 = buf[pos:vend].decode()
+                        f_brokerServiceUrl = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 18:
                         n = buf[pos]
@@ -7554,7 +7746,7 @@ class CommandLookupTopicResponse(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandLookupTopicResponse.brokerServiceUrlTls")
-                        f2 = buf[pos:vend].decode()
+                        f_brokerServiceUrlTls = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 24:
                         raw = buf[pos]
@@ -7563,28 +7755,28 @@ class CommandLookupTopicResponse(Message):
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        x3 = _CommandLookupTopicResponse_LookupType_BY_NUMBER.get(raw)
-                        if x3 is None:
+                        x_response = _CommandLookupTopicResponse_LookupType_BY_NUMBER.get(raw)
+                        if x_response is None:
                             unknown = add_unknown(unknown, buf[start:pos])
                         else:
-                            f3 = x3
+                            f_response = x_response
                     elif tag == 32:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f4 = raw
+                        f_request_id = raw
                     else:
                         pos = skip_field(buf, pos, end, tag)
                         unknown = add_unknown(unknown, buf[start:pos])
@@ -7595,7 +7787,7 @@ class CommandLookupTopicResponse(Message):
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f5 = raw != 0
+                        f_authoritative = raw != 0
                     elif tag == 48:
                         raw = buf[pos]
                         if raw < 0x80:
@@ -7603,11 +7795,11 @@ class CommandLookupTopicResponse(Message):
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        x6 = _ServerError_BY_NUMBER.get(raw)
-                        if x6 is None:
+                        x_error = _ServerError_BY_NUMBER.get(raw)
+                        if x_error is None:
                             unknown = add_unknown(unknown, buf[start:pos])
                         else:
-                            f6 = x6
+                            f_error = x_error
                     elif tag == 58:
                         n = buf[pos]
                         if n < 0x80:
@@ -7617,7 +7809,7 @@ class CommandLookupTopicResponse(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandLookupTopicResponse.message")
-                        f7 = buf[pos:vend].decode()
+                        f_message = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 64:
                         raw = buf[pos]
@@ -7625,7 +7817,7 @@ class CommandLookupTopicResponse(Message):
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f8 = raw != 0
+                        f_proxy_through_service_url = raw != 0
                     else:
                         pos = skip_field(buf, pos, end, tag)
                         unknown = add_unknown(unknown, buf[start:pos])
@@ -7640,17 +7832,17 @@ class CommandLookupTopicResponse(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandLookupTopicResponse")
-        if f4 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandLookupTopicResponse", "request_id")
         msg = new_instance(cls)
-        msg._brokerServiceUrl = f1
-        msg._brokerServiceUrlTls = f2
-        msg._response = f3
-        msg.request_id = f4
-        msg._authoritative = f5
-        msg._error = f6
-        msg._message = f7
-        msg._proxy_through_service_url = f8
+        msg._brokerServiceUrl = f_brokerServiceUrl
+        msg._brokerServiceUrlTls = f_brokerServiceUrlTls
+        msg._response = f_response
+        msg.request_id = f_request_id
+        msg._authoritative = f_authoritative
+        msg._error = f_error
+        msg._message = f_message
+        msg._proxy_through_service_url = f_proxy_through_service_url
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -7916,73 +8108,89 @@ class CommandProducer(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.topic
-        if v1 is None:
+        v_topic = self.topic
+        if v_topic is None:
             raise RequiredFieldUnsetError("CommandProducer", "topic")
         parts.append(b"\x0a")
-        data = v1.encode()
+        data = v_topic.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v2 = self.producer_id
-        if v2 is None:
+        v_producer_id = self.producer_id
+        if v_producer_id is None:
             raise RequiredFieldUnsetError("CommandProducer", "producer_id")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
-        v3 = self.request_id
-        if v3 is None:
+        parts.append(
+            SMALL_VARINTS[v_producer_id]
+            if 0 <= v_producer_id < 0x4000
+            else uint64_bytes(v_producer_id)
+        )
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandProducer", "request_id")
         parts.append(b"\x18")
-        parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint64_bytes(v3))
-        v4 = self._producer_name
-        if v4 is not None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_producer_name = self._producer_name
+        if v_producer_name is not None:
             parts.append(b"\x22")
-            data = v4.encode()
+            data = v_producer_name.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v5 = self._encrypted
-        if v5 is not None:
-            parts.append(b"\x28\x01" if v5 else b"\x28\x00")
-        for item6 in self.metadata:
+        v_encrypted = self._encrypted
+        if v_encrypted is not None:
+            parts.append(b"\x28\x01" if v_encrypted else b"\x28\x00")
+        for item_metadata in self.metadata:
             parts.append(b"\x32")
             sub = []
-            item6._encode(sub)
+            item_metadata._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v7 = self.schema
-        if v7 is not None:
+        v_schema = self.schema
+        if v_schema is not None:
             parts.append(b"\x3a")
             sub = []
-            v7._encode(sub)
+            v_schema._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v8 = self._epoch
-        if v8 is not None:
+        v_epoch = self._epoch
+        if v_epoch is not None:
             parts.append(b"\x40")
-            parts.append(SMALL_VARINTS[v8] if 0 <= v8 < 0x4000 else uint64_bytes(v8))
-        v9 = self._user_provided_producer_name
-        if v9 is not None:
-            parts.append(b"\x48\x01" if v9 else b"\x48\x00")
-        v10 = self._producer_access_mode
-        if v10 is not None:
+            parts.append(SMALL_VARINTS[v_epoch] if 0 <= v_epoch < 0x4000 else uint64_bytes(v_epoch))
+        v_user_provided_producer_name = self._user_provided_producer_name
+        if v_user_provided_producer_name is not None:
+            parts.append(b"\x48\x01" if v_user_provided_producer_name else b"\x48\x00")
+        v_producer_access_mode = self._producer_access_mode
+        if v_producer_access_mode is not None:
             parts.append(b"\x50")
-            parts.append(SMALL_VARINTS[v10] if 0 <= v10 < 0x4000 else int32_bytes(v10))
-        v11 = self._topic_epoch
-        if v11 is not None:
+            parts.append(
+                SMALL_VARINTS[v_producer_access_mode]
+                if 0 <= v_producer_access_mode < 0x4000
+                else int32_bytes(v_producer_access_mode)
+            )
+        v_topic_epoch = self._topic_epoch
+        if v_topic_epoch is not None:
             parts.append(b"\x58")
-            parts.append(SMALL_VARINTS[v11] if 0 <= v11 < 0x4000 else uint64_bytes(v11))
-        v12 = self._txn_enabled
-        if v12 is not None:
-            parts.append(b"\x60\x01" if v12 else b"\x60\x00")
-        v13 = self._initial_subscription_name
-        if v13 is not None:
+            parts.append(
+                SMALL_VARINTS[v_topic_epoch]
+                if 0 <= v_topic_epoch < 0x4000
+                else uint64_bytes(v_topic_epoch)
+            )
+        v_txn_enabled = self._txn_enabled
+        if v_txn_enabled is not None:
+            parts.append(b"\x60\x01" if v_txn_enabled else b"\x60\x00")
+        v_initial_subscription_name = self._initial_subscription_name
+        if v_initial_subscription_name is not None:
             parts.append(b"\x6a")
-            data = v13.encode()
+            data = v_initial_subscription_name.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -7998,19 +8206,19 @@ class CommandProducer(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: int | None = None
-        f3: int | None = None
-        f4: str | None = None
-        f5: bool | None = None
-        f6: list[KeyValue] = []
-        f7: Schema | None = None
-        f8: int | None = None
-        f9: bool | None = None
-        f10: ProducerAccessMode | None = None
-        f11: int | None = None
-        f12: bool | None = None
-        f13: str | None = None
+        f_topic: str | None = None
+        f_producer_id: int | None = None
+        f_request_id: int | None = None
+        f_producer_name: str | None = None
+        f_encrypted: bool | None = None
+        f_metadata: list[KeyValue] = []
+        f_schema: Schema | None = None
+        f_epoch: int | None = None
+        f_user_provided_producer_name: bool | None = None
+        f_producer_access_mode: ProducerAccessMode | None = None
+        f_topic_epoch: int | None = None
+        f_txn_enabled: bool | None = None
+        f_initial_subscription_name: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -8030,42 +8238,42 @@ class CommandProducer(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandProducer.topic")
-                        f1 = buf[pos:vend].decode()
+                        f_topic = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 16:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f2 = raw
+                        f_producer_id = raw
                     elif tag == 24:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f3 = raw
+                        f_request_id = raw
                     elif tag == 34:
                         n = buf[pos]
                         if n < 0x80:
@@ -8075,7 +8283,7 @@ class CommandProducer(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandProducer.producer_name")
-                        f4 = buf[pos:vend].decode()
+                        f_producer_name = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 40:
                         raw = buf[pos]
@@ -8083,7 +8291,7 @@ class CommandProducer(Message):
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f5 = raw != 0
+                        f_encrypted = raw != 0
                     elif tag == 50:
                         n = buf[pos]
                         if n < 0x80:
@@ -8093,9 +8301,9 @@ class CommandProducer(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandProducer.metadata")
-                        x6 = KeyValue.decode_from(buf, pos, vend)
+                        x_metadata = KeyValue.decode_from(buf, pos, vend)
                         pos = vend
-                        f6.append(x6)
+                        f_metadata.append(x_metadata)
                     else:
                         pos = skip_field(buf, pos, end, tag)
                         unknown = add_unknown(unknown, buf[start:pos])
@@ -8110,32 +8318,32 @@ class CommandProducer(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("CommandProducer.schema")
-                            f7 = Schema.decode_from(buf, pos, vend)
+                            f_schema = Schema.decode_from(buf, pos, vend)
                             pos = vend
                         elif tag == 64:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f8 = raw
+                            f_epoch = raw
                         elif tag == 72:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f9 = raw != 0
+                            f_user_provided_producer_name = raw != 0
                         else:
                             pos = skip_field(buf, pos, end, tag)
                             unknown = add_unknown(unknown, buf[start:pos])
@@ -8147,35 +8355,35 @@ class CommandProducer(Message):
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int32(raw)
-                            x10 = _ProducerAccessMode_BY_NUMBER.get(raw)
-                            if x10 is None:
+                            x_producer_access_mode = _ProducerAccessMode_BY_NUMBER.get(raw)
+                            if x_producer_access_mode is None:
                                 unknown = add_unknown(unknown, buf[start:pos])
                             else:
-                                f10 = x10
+                                f_producer_access_mode = x_producer_access_mode
                         elif tag == 88:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f11 = raw
+                            f_topic_epoch = raw
                         elif tag == 96:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f12 = raw != 0
+                            f_txn_enabled = raw != 0
                         elif tag == 106:
                             n = buf[pos]
                             if n < 0x80:
@@ -8185,7 +8393,7 @@ class CommandProducer(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("CommandProducer.initial_subscription_name")
-                            f13 = buf[pos:vend].decode()
+                            f_initial_subscription_name = buf[pos:vend].decode()
                             pos = vend
                         else:
                             pos = skip_field(buf, pos, end, tag)
@@ -8201,26 +8409,26 @@ class CommandProducer(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandProducer")
-        if f1 is None:
+        if f_topic is None:
             raise MissingRequiredFieldError("CommandProducer", "topic")
-        if f2 is None:
+        if f_producer_id is None:
             raise MissingRequiredFieldError("CommandProducer", "producer_id")
-        if f3 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandProducer", "request_id")
         msg = new_instance(cls)
-        msg.topic = f1
-        msg.producer_id = f2
-        msg.request_id = f3
-        msg._producer_name = f4
-        msg._encrypted = f5
-        msg.metadata = f6
-        msg.schema = f7
-        msg._epoch = f8
-        msg._user_provided_producer_name = f9
-        msg._producer_access_mode = f10
-        msg._topic_epoch = f11
-        msg._txn_enabled = f12
-        msg._initial_subscription_name = f13
+        msg.topic = f_topic
+        msg.producer_id = f_producer_id
+        msg.request_id = f_request_id
+        msg._producer_name = f_producer_name
+        msg._encrypted = f_encrypted
+        msg.metadata = f_metadata
+        msg.schema = f_schema
+        msg._epoch = f_epoch
+        msg._user_provided_producer_name = f_user_provided_producer_name
+        msg._producer_access_mode = f_producer_access_mode
+        msg._topic_epoch = f_topic_epoch
+        msg._txn_enabled = f_txn_enabled
+        msg._initial_subscription_name = f_initial_subscription_name
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -8427,43 +8635,67 @@ class CommandSend(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.producer_id
-        if v1 is None:
+        v_producer_id = self.producer_id
+        if v_producer_id is None:
             raise RequiredFieldUnsetError("CommandSend", "producer_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self.sequence_id
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_producer_id]
+            if 0 <= v_producer_id < 0x4000
+            else uint64_bytes(v_producer_id)
+        )
+        v_sequence_id = self.sequence_id
+        if v_sequence_id is None:
             raise RequiredFieldUnsetError("CommandSend", "sequence_id")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
-        v3 = self._num_messages
-        if v3 is not None:
+        parts.append(
+            SMALL_VARINTS[v_sequence_id]
+            if 0 <= v_sequence_id < 0x4000
+            else uint64_bytes(v_sequence_id)
+        )
+        v_num_messages = self._num_messages
+        if v_num_messages is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
-        v4 = self._txnid_least_bits
-        if v4 is not None:
+            parts.append(
+                SMALL_VARINTS[v_num_messages]
+                if 0 <= v_num_messages < 0x4000
+                else int32_bytes(v_num_messages)
+            )
+        v_txnid_least_bits = self._txnid_least_bits
+        if v_txnid_least_bits is not None:
             parts.append(b"\x20")
-            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else uint64_bytes(v4))
-        v5 = self._txnid_most_bits
-        if v5 is not None:
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits]
+                if 0 <= v_txnid_least_bits < 0x4000
+                else uint64_bytes(v_txnid_least_bits)
+            )
+        v_txnid_most_bits = self._txnid_most_bits
+        if v_txnid_most_bits is not None:
             parts.append(b"\x28")
-            parts.append(SMALL_VARINTS[v5] if 0 <= v5 < 0x4000 else uint64_bytes(v5))
-        v6 = self._highest_sequence_id
-        if v6 is not None:
+            parts.append(
+                SMALL_VARINTS[v_txnid_most_bits]
+                if 0 <= v_txnid_most_bits < 0x4000
+                else uint64_bytes(v_txnid_most_bits)
+            )
+        v_highest_sequence_id = self._highest_sequence_id
+        if v_highest_sequence_id is not None:
             parts.append(b"\x30")
-            parts.append(SMALL_VARINTS[v6] if 0 <= v6 < 0x4000 else uint64_bytes(v6))
-        v7 = self._is_chunk
-        if v7 is not None:
-            parts.append(b"\x38\x01" if v7 else b"\x38\x00")
-        v8 = self._marker
-        if v8 is not None:
-            parts.append(b"\x40\x01" if v8 else b"\x40\x00")
-        v9 = self.message_id
-        if v9 is not None:
+            parts.append(
+                SMALL_VARINTS[v_highest_sequence_id]
+                if 0 <= v_highest_sequence_id < 0x4000
+                else uint64_bytes(v_highest_sequence_id)
+            )
+        v_is_chunk = self._is_chunk
+        if v_is_chunk is not None:
+            parts.append(b"\x38\x01" if v_is_chunk else b"\x38\x00")
+        v_marker = self._marker
+        if v_marker is not None:
+            parts.append(b"\x40\x01" if v_marker else b"\x40\x00")
+        v_message_id = self.message_id
+        if v_message_id is not None:
             parts.append(b"\x4a")
             sub = []
-            v9._encode(sub)
+            v_message_id._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -8480,15 +8712,15 @@ class CommandSend(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
-        f3: int | None = None
-        f4: int | None = None
-        f5: int | None = None
-        f6: int | None = None
-        f7: bool | None = None
-        f8: bool | None = None
-        f9: MessageIdData | None = None
+        f_producer_id: int | None = None
+        f_sequence_id: int | None = None
+        f_num_messages: int | None = None
+        f_txnid_least_bits: int | None = None
+        f_txnid_most_bits: int | None = None
+        f_highest_sequence_id: int | None = None
+        f_is_chunk: bool | None = None
+        f_marker: bool | None = None
+        f_message_id: MessageIdData | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -8503,71 +8735,71 @@ class CommandSend(Message):
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f1 = raw
+                        f_producer_id = raw
                     elif tag == 16:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f2 = raw
+                        f_sequence_id = raw
                     elif tag == 24:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        f3 = raw
+                        f_num_messages = raw
                     elif tag == 32:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f4 = raw
+                        f_txnid_least_bits = raw
                     else:
                         pos = skip_field(buf, pos, end, tag)
                         unknown = add_unknown(unknown, buf[start:pos])
@@ -8576,50 +8808,50 @@ class CommandSend(Message):
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f5 = raw
+                        f_txnid_most_bits = raw
                     elif tag == 48:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f6 = raw
+                        f_highest_sequence_id = raw
                     elif tag == 56:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f7 = raw != 0
+                        f_is_chunk = raw != 0
                     elif tag == 64:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f8 = raw != 0
+                        f_marker = raw != 0
                     elif tag == 74:
                         n = buf[pos]
                         if n < 0x80:
@@ -8629,7 +8861,7 @@ class CommandSend(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandSend.message_id")
-                        f9 = MessageIdData.decode_from(buf, pos, vend)
+                        f_message_id = MessageIdData.decode_from(buf, pos, vend)
                         pos = vend
                     else:
                         pos = skip_field(buf, pos, end, tag)
@@ -8638,20 +8870,20 @@ class CommandSend(Message):
             raise truncated("CommandSend") from None
         if pos != end:
             raise truncated("CommandSend")
-        if f1 is None:
+        if f_producer_id is None:
             raise MissingRequiredFieldError("CommandSend", "producer_id")
-        if f2 is None:
+        if f_sequence_id is None:
             raise MissingRequiredFieldError("CommandSend", "sequence_id")
         msg = new_instance(cls)
-        msg.producer_id = f1
-        msg.sequence_id = f2
-        msg._num_messages = f3
-        msg._txnid_least_bits = f4
-        msg._txnid_most_bits = f5
-        msg._highest_sequence_id = f6
-        msg._is_chunk = f7
-        msg._marker = f8
-        msg.message_id = f9
+        msg.producer_id = f_producer_id
+        msg.sequence_id = f_sequence_id
+        msg._num_messages = f_num_messages
+        msg._txnid_least_bits = f_txnid_least_bits
+        msg._txnid_most_bits = f_txnid_most_bits
+        msg._highest_sequence_id = f_highest_sequence_id
+        msg._is_chunk = f_is_chunk
+        msg._marker = f_marker
+        msg.message_id = f_message_id
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -8743,29 +8975,41 @@ class CommandSendReceipt(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.producer_id
-        if v1 is None:
+        v_producer_id = self.producer_id
+        if v_producer_id is None:
             raise RequiredFieldUnsetError("CommandSendReceipt", "producer_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self.sequence_id
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_producer_id]
+            if 0 <= v_producer_id < 0x4000
+            else uint64_bytes(v_producer_id)
+        )
+        v_sequence_id = self.sequence_id
+        if v_sequence_id is None:
             raise RequiredFieldUnsetError("CommandSendReceipt", "sequence_id")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
-        v3 = self.message_id
-        if v3 is not None:
+        parts.append(
+            SMALL_VARINTS[v_sequence_id]
+            if 0 <= v_sequence_id < 0x4000
+            else uint64_bytes(v_sequence_id)
+        )
+        v_message_id = self.message_id
+        if v_message_id is not None:
             parts.append(b"\x1a")
             sub = []
-            v3._encode(sub)
+            v_message_id._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v4 = self._highest_sequence_id
-        if v4 is not None:
+        v_highest_sequence_id = self._highest_sequence_id
+        if v_highest_sequence_id is not None:
             parts.append(b"\x20")
-            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else uint64_bytes(v4))
+            parts.append(
+                SMALL_VARINTS[v_highest_sequence_id]
+                if 0 <= v_highest_sequence_id < 0x4000
+                else uint64_bytes(v_highest_sequence_id)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -8778,10 +9022,10 @@ class CommandSendReceipt(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
-        f3: MessageIdData | None = None
-        f4: int | None = None
+        f_producer_id: int | None = None
+        f_sequence_id: int | None = None
+        f_message_id: MessageIdData | None = None
+        f_highest_sequence_id: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -8795,36 +9039,36 @@ class CommandSendReceipt(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_producer_id = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f2 = raw
+                    f_sequence_id = raw
                 elif tag == 26:
                     n = buf[pos]
                     if n < 0x80:
@@ -8834,25 +9078,25 @@ class CommandSendReceipt(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandSendReceipt.message_id")
-                    f3 = MessageIdData.decode_from(buf, pos, vend)
+                    f_message_id = MessageIdData.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 32:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f4 = raw
+                    f_highest_sequence_id = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -8860,15 +9104,15 @@ class CommandSendReceipt(Message):
             raise truncated("CommandSendReceipt") from None
         if pos != end:
             raise truncated("CommandSendReceipt")
-        if f1 is None:
+        if f_producer_id is None:
             raise MissingRequiredFieldError("CommandSendReceipt", "producer_id")
-        if f2 is None:
+        if f_sequence_id is None:
             raise MissingRequiredFieldError("CommandSendReceipt", "sequence_id")
         msg = new_instance(cls)
-        msg.producer_id = f1
-        msg.sequence_id = f2
-        msg.message_id = f3
-        msg._highest_sequence_id = f4
+        msg.producer_id = f_producer_id
+        msg.sequence_id = f_sequence_id
+        msg.message_id = f_message_id
+        msg._highest_sequence_id = f_highest_sequence_id
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -8933,26 +9177,34 @@ class CommandSendError(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.producer_id
-        if v1 is None:
+        v_producer_id = self.producer_id
+        if v_producer_id is None:
             raise RequiredFieldUnsetError("CommandSendError", "producer_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self.sequence_id
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_producer_id]
+            if 0 <= v_producer_id < 0x4000
+            else uint64_bytes(v_producer_id)
+        )
+        v_sequence_id = self.sequence_id
+        if v_sequence_id is None:
             raise RequiredFieldUnsetError("CommandSendError", "sequence_id")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
-        v3 = self.error
-        if v3 is None:
+        parts.append(
+            SMALL_VARINTS[v_sequence_id]
+            if 0 <= v_sequence_id < 0x4000
+            else uint64_bytes(v_sequence_id)
+        )
+        v_error = self.error
+        if v_error is None:
             raise RequiredFieldUnsetError("CommandSendError", "error")
         parts.append(b"\x18")
-        parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
-        v4 = self.message
-        if v4 is None:
+        parts.append(SMALL_VARINTS[v_error] if 0 <= v_error < 0x4000 else int32_bytes(v_error))
+        v_message = self.message
+        if v_message is None:
             raise RequiredFieldUnsetError("CommandSendError", "message")
         parts.append(b"\x22")
-        data = v4.encode()
+        data = v_message.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
@@ -8968,10 +9220,10 @@ class CommandSendError(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
-        f3: ServerError | None = None
-        f4: str | None = None
+        f_producer_id: int | None = None
+        f_sequence_id: int | None = None
+        f_error: ServerError | None = None
+        f_message: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -8985,36 +9237,36 @@ class CommandSendError(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_producer_id = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f2 = raw
+                    f_sequence_id = raw
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
@@ -9022,11 +9274,11 @@ class CommandSendError(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    x3 = _ServerError_BY_NUMBER.get(raw)
-                    if x3 is None:
+                    x_error = _ServerError_BY_NUMBER.get(raw)
+                    if x_error is None:
                         unknown = add_unknown(unknown, buf[start:pos])
                     else:
-                        f3 = x3
+                        f_error = x_error
                 elif tag == 34:
                     n = buf[pos]
                     if n < 0x80:
@@ -9036,7 +9288,7 @@ class CommandSendError(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandSendError.message")
-                    f4 = buf[pos:vend].decode()
+                    f_message = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -9047,19 +9299,19 @@ class CommandSendError(Message):
             raise invalid_utf8("CommandSendError.message", exc) from None
         if pos != end:
             raise truncated("CommandSendError")
-        if f1 is None:
+        if f_producer_id is None:
             raise MissingRequiredFieldError("CommandSendError", "producer_id")
-        if f2 is None:
+        if f_sequence_id is None:
             raise MissingRequiredFieldError("CommandSendError", "sequence_id")
-        if f3 is None:
+        if f_error is None:
             raise MissingRequiredFieldError("CommandSendError", "error")
-        if f4 is None:
+        if f_message is None:
             raise MissingRequiredFieldError("CommandSendError", "message")
         msg = new_instance(cls)
-        msg.producer_id = f1
-        msg.sequence_id = f2
-        msg.error = f3
-        msg.message = f4
+        msg.producer_id = f_producer_id
+        msg.sequence_id = f_sequence_id
+        msg.error = f_error
+        msg.message = f_message
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -9174,32 +9426,48 @@ class CommandMessage(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.consumer_id
-        if v1 is None:
+        v_consumer_id = self.consumer_id
+        if v_consumer_id is None:
             raise RequiredFieldUnsetError("CommandMessage", "consumer_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self.message_id
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_consumer_id]
+            if 0 <= v_consumer_id < 0x4000
+            else uint64_bytes(v_consumer_id)
+        )
+        v_message_id = self.message_id
+        if v_message_id is None:
             raise RequiredFieldUnsetError("CommandMessage", "message_id")
         parts.append(b"\x12")
         sub = []
-        v2._encode(sub)
+        v_message_id._encode(sub)
         data = b"".join(sub)
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v3 = self._redelivery_count
-        if v3 is not None:
+        v_redelivery_count = self._redelivery_count
+        if v_redelivery_count is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint32_bytes(v3))
-        for item4 in self.ack_set:
+            parts.append(
+                SMALL_VARINTS[v_redelivery_count]
+                if 0 <= v_redelivery_count < 0x4000
+                else uint32_bytes(v_redelivery_count)
+            )
+        for item_ack_set in self.ack_set:
             parts.append(b"\x20")
-            parts.append(SMALL_VARINTS[item4] if 0 <= item4 < 0x4000 else int64_bytes(item4))
-        v5 = self._consumer_epoch
-        if v5 is not None:
+            parts.append(
+                SMALL_VARINTS[item_ack_set]
+                if 0 <= item_ack_set < 0x4000
+                else int64_bytes(item_ack_set)
+            )
+        v_consumer_epoch = self._consumer_epoch
+        if v_consumer_epoch is not None:
             parts.append(b"\x28")
-            parts.append(SMALL_VARINTS[v5] if 0 <= v5 < 0x4000 else uint64_bytes(v5))
+            parts.append(
+                SMALL_VARINTS[v_consumer_epoch]
+                if 0 <= v_consumer_epoch < 0x4000
+                else uint64_bytes(v_consumer_epoch)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -9212,11 +9480,11 @@ class CommandMessage(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: MessageIdData | None = None
-        f3: int | None = None
-        f4: list[int] = []
-        f5: int | None = None
+        f_consumer_id: int | None = None
+        f_message_id: MessageIdData | None = None
+        f_redelivery_count: int | None = None
+        f_ack_set: list[int] = []
+        f_consumer_epoch: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -9230,19 +9498,19 @@ class CommandMessage(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_consumer_id = raw
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -9252,45 +9520,45 @@ class CommandMessage(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandMessage.message_id")
-                    f2 = MessageIdData.decode_from(buf, pos, vend)
+                    f_message_id = MessageIdData.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = raw & 0xFFFFFFFF
-                    f3 = raw
+                    f_redelivery_count = raw
                 elif tag == 32:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    x4 = raw
-                    f4.append(x4)
+                    x_ack_set = raw
+                    f_ack_set.append(x_ack_set)
                 elif tag == 34:
                     n = buf[pos]
                     if n < 0x80:
@@ -9304,40 +9572,40 @@ class CommandMessage(Message):
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        x4 = raw
-                        f4.append(x4)
+                        x_ack_set = raw
+                        f_ack_set.append(x_ack_set)
                     if pos != pend:
                         raise truncated("CommandMessage.ack_set")
                 elif tag == 40:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f5 = raw
+                    f_consumer_epoch = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -9345,16 +9613,16 @@ class CommandMessage(Message):
             raise truncated("CommandMessage") from None
         if pos != end:
             raise truncated("CommandMessage")
-        if f1 is None:
+        if f_consumer_id is None:
             raise MissingRequiredFieldError("CommandMessage", "consumer_id")
-        if f2 is None:
+        if f_message_id is None:
             raise MissingRequiredFieldError("CommandMessage", "message_id")
         msg = new_instance(cls)
-        msg.consumer_id = f1
-        msg.message_id = f2
-        msg._redelivery_count = f3
-        msg.ack_set = f4
-        msg._consumer_epoch = f5
+        msg.consumer_id = f_consumer_id
+        msg.message_id = f_message_id
+        msg._redelivery_count = f_redelivery_count
+        msg.ack_set = f_ack_set
+        msg._consumer_epoch = f_consumer_epoch
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -9536,48 +9804,70 @@ class CommandAck(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.consumer_id
-        if v1 is None:
+        v_consumer_id = self.consumer_id
+        if v_consumer_id is None:
             raise RequiredFieldUnsetError("CommandAck", "consumer_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self.ack_type
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_consumer_id]
+            if 0 <= v_consumer_id < 0x4000
+            else uint64_bytes(v_consumer_id)
+        )
+        v_ack_type = self.ack_type
+        if v_ack_type is None:
             raise RequiredFieldUnsetError("CommandAck", "ack_type")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
-        for item3 in self.message_id:
+        parts.append(
+            SMALL_VARINTS[v_ack_type] if 0 <= v_ack_type < 0x4000 else int32_bytes(v_ack_type)
+        )
+        for item_message_id in self.message_id:
             parts.append(b"\x1a")
             sub = []
-            item3._encode(sub)
+            item_message_id._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v4 = self._validation_error
-        if v4 is not None:
+        v_validation_error = self._validation_error
+        if v_validation_error is not None:
             parts.append(b"\x20")
-            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
-        for item5 in self.properties:
+            parts.append(
+                SMALL_VARINTS[v_validation_error]
+                if 0 <= v_validation_error < 0x4000
+                else int32_bytes(v_validation_error)
+            )
+        for item_properties in self.properties:
             parts.append(b"\x2a")
             sub = []
-            item5._encode(sub)
+            item_properties._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v6 = self._txnid_least_bits
-        if v6 is not None:
+        v_txnid_least_bits = self._txnid_least_bits
+        if v_txnid_least_bits is not None:
             parts.append(b"\x30")
-            parts.append(SMALL_VARINTS[v6] if 0 <= v6 < 0x4000 else uint64_bytes(v6))
-        v7 = self._txnid_most_bits
-        if v7 is not None:
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits]
+                if 0 <= v_txnid_least_bits < 0x4000
+                else uint64_bytes(v_txnid_least_bits)
+            )
+        v_txnid_most_bits = self._txnid_most_bits
+        if v_txnid_most_bits is not None:
             parts.append(b"\x38")
-            parts.append(SMALL_VARINTS[v7] if 0 <= v7 < 0x4000 else uint64_bytes(v7))
-        v8 = self._request_id
-        if v8 is not None:
+            parts.append(
+                SMALL_VARINTS[v_txnid_most_bits]
+                if 0 <= v_txnid_most_bits < 0x4000
+                else uint64_bytes(v_txnid_most_bits)
+            )
+        v_request_id = self._request_id
+        if v_request_id is not None:
             parts.append(b"\x40")
-            parts.append(SMALL_VARINTS[v8] if 0 <= v8 < 0x4000 else uint64_bytes(v8))
+            parts.append(
+                SMALL_VARINTS[v_request_id]
+                if 0 <= v_request_id < 0x4000
+                else uint64_bytes(v_request_id)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -9590,14 +9880,14 @@ class CommandAck(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: CommandAck.AckType | None = None
-        f3: list[MessageIdData] = []
-        f4: CommandAck.ValidationError | None = None
-        f5: list[KeyLongValue] = []
-        f6: int | None = None
-        f7: int | None = None
-        f8: int | None = None
+        f_consumer_id: int | None = None
+        f_ack_type: CommandAck.AckType | None = None
+        f_message_id: list[MessageIdData] = []
+        f_validation_error: CommandAck.ValidationError | None = None
+        f_properties: list[KeyLongValue] = []
+        f_txnid_least_bits: int | None = None
+        f_txnid_most_bits: int | None = None
+        f_request_id: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -9612,19 +9902,19 @@ class CommandAck(Message):
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f1 = raw
+                        f_consumer_id = raw
                     elif tag == 16:
                         raw = buf[pos]
                         if raw < 0x80:
@@ -9632,11 +9922,11 @@ class CommandAck(Message):
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        x2 = _CommandAck_AckType_BY_NUMBER.get(raw)
-                        if x2 is None:
+                        x_ack_type = _CommandAck_AckType_BY_NUMBER.get(raw)
+                        if x_ack_type is None:
                             unknown = add_unknown(unknown, buf[start:pos])
                         else:
-                            f2 = x2
+                            f_ack_type = x_ack_type
                     elif tag == 26:
                         n = buf[pos]
                         if n < 0x80:
@@ -9646,9 +9936,9 @@ class CommandAck(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandAck.message_id")
-                        x3 = MessageIdData.decode_from(buf, pos, vend)
+                        x_message_id = MessageIdData.decode_from(buf, pos, vend)
                         pos = vend
-                        f3.append(x3)
+                        f_message_id.append(x_message_id)
                     elif tag == 32:
                         raw = buf[pos]
                         if raw < 0x80:
@@ -9656,11 +9946,11 @@ class CommandAck(Message):
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        x4 = _CommandAck_ValidationError_BY_NUMBER.get(raw)
-                        if x4 is None:
+                        x_validation_error = _CommandAck_ValidationError_BY_NUMBER.get(raw)
+                        if x_validation_error is None:
                             unknown = add_unknown(unknown, buf[start:pos])
                         else:
-                            f4 = x4
+                            f_validation_error = x_validation_error
                     else:
                         pos = skip_field(buf, pos, end, tag)
                         unknown = add_unknown(unknown, buf[start:pos])
@@ -9674,60 +9964,60 @@ class CommandAck(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("CommandAck.properties")
-                        x5 = KeyLongValue.decode_from(buf, pos, vend)
+                        x_properties = KeyLongValue.decode_from(buf, pos, vend)
                         pos = vend
-                        f5.append(x5)
+                        f_properties.append(x_properties)
                     elif tag == 48:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f6 = raw
+                        f_txnid_least_bits = raw
                     elif tag == 56:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f7 = raw
+                        f_txnid_most_bits = raw
                     elif tag == 64:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f8 = raw
+                        f_request_id = raw
                     else:
                         pos = skip_field(buf, pos, end, tag)
                         unknown = add_unknown(unknown, buf[start:pos])
@@ -9735,19 +10025,19 @@ class CommandAck(Message):
             raise truncated("CommandAck") from None
         if pos != end:
             raise truncated("CommandAck")
-        if f1 is None:
+        if f_consumer_id is None:
             raise MissingRequiredFieldError("CommandAck", "consumer_id")
-        if f2 is None:
+        if f_ack_type is None:
             raise MissingRequiredFieldError("CommandAck", "ack_type")
         msg = new_instance(cls)
-        msg.consumer_id = f1
-        msg.ack_type = f2
-        msg.message_id = f3
-        msg._validation_error = f4
-        msg.properties = f5
-        msg._txnid_least_bits = f6
-        msg._txnid_most_bits = f7
-        msg._request_id = f8
+        msg.consumer_id = f_consumer_id
+        msg.ack_type = f_ack_type
+        msg.message_id = f_message_id
+        msg._validation_error = f_validation_error
+        msg.properties = f_properties
+        msg._txnid_least_bits = f_txnid_least_bits
+        msg._txnid_most_bits = f_txnid_most_bits
+        msg._request_id = f_request_id
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -9913,34 +10203,50 @@ class CommandAckResponse(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.consumer_id
-        if v1 is None:
+        v_consumer_id = self.consumer_id
+        if v_consumer_id is None:
             raise RequiredFieldUnsetError("CommandAckResponse", "consumer_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self._txnid_least_bits
-        if v2 is not None:
+        parts.append(
+            SMALL_VARINTS[v_consumer_id]
+            if 0 <= v_consumer_id < 0x4000
+            else uint64_bytes(v_consumer_id)
+        )
+        v_txnid_least_bits = self._txnid_least_bits
+        if v_txnid_least_bits is not None:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
-        v3 = self._txnid_most_bits
-        if v3 is not None:
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits]
+                if 0 <= v_txnid_least_bits < 0x4000
+                else uint64_bytes(v_txnid_least_bits)
+            )
+        v_txnid_most_bits = self._txnid_most_bits
+        if v_txnid_most_bits is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint64_bytes(v3))
-        v4 = self._error
-        if v4 is not None:
+            parts.append(
+                SMALL_VARINTS[v_txnid_most_bits]
+                if 0 <= v_txnid_most_bits < 0x4000
+                else uint64_bytes(v_txnid_most_bits)
+            )
+        v_error = self._error
+        if v_error is not None:
             parts.append(b"\x20")
-            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
-        v5 = self._message
-        if v5 is not None:
+            parts.append(SMALL_VARINTS[v_error] if 0 <= v_error < 0x4000 else int32_bytes(v_error))
+        v_message = self._message
+        if v_message is not None:
             parts.append(b"\x2a")
-            data = v5.encode()
+            data = v_message.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v6 = self._request_id
-        if v6 is not None:
+        v_request_id = self._request_id
+        if v_request_id is not None:
             parts.append(b"\x30")
-            parts.append(SMALL_VARINTS[v6] if 0 <= v6 < 0x4000 else uint64_bytes(v6))
+            parts.append(
+                SMALL_VARINTS[v_request_id]
+                if 0 <= v_request_id < 0x4000
+                else uint64_bytes(v_request_id)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -9953,12 +10259,12 @@ class CommandAckResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
-        f3: int | None = None
-        f4: ServerError | None = None
-        f5: str | None = None
-        f6: int | None = None
+        f_consumer_id: int | None = None
+        f_txnid_least_bits: int | None = None
+        f_txnid_most_bits: int | None = None
+        f_error: ServerError | None = None
+        f_message: str | None = None
+        f_request_id: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -9972,53 +10278,53 @@ class CommandAckResponse(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_consumer_id = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f2 = raw
+                    f_txnid_least_bits = raw
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f3 = raw
+                    f_txnid_most_bits = raw
                 elif tag == 32:
                     raw = buf[pos]
                     if raw < 0x80:
@@ -10026,11 +10332,11 @@ class CommandAckResponse(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    x4 = _ServerError_BY_NUMBER.get(raw)
-                    if x4 is None:
+                    x_error = _ServerError_BY_NUMBER.get(raw)
+                    if x_error is None:
                         unknown = add_unknown(unknown, buf[start:pos])
                     else:
-                        f4 = x4
+                        f_error = x_error
                 elif tag == 42:
                     n = buf[pos]
                     if n < 0x80:
@@ -10040,25 +10346,25 @@ class CommandAckResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandAckResponse.message")
-                    f5 = buf[pos:vend].decode()
+                    f_message = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 48:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f6 = raw
+                    f_request_id = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -10068,15 +10374,15 @@ class CommandAckResponse(Message):
             raise invalid_utf8("CommandAckResponse.message", exc) from None
         if pos != end:
             raise truncated("CommandAckResponse")
-        if f1 is None:
+        if f_consumer_id is None:
             raise MissingRequiredFieldError("CommandAckResponse", "consumer_id")
         msg = new_instance(cls)
-        msg.consumer_id = f1
-        msg._txnid_least_bits = f2
-        msg._txnid_most_bits = f3
-        msg._error = f4
-        msg._message = f5
-        msg._request_id = f6
+        msg.consumer_id = f_consumer_id
+        msg._txnid_least_bits = f_txnid_least_bits
+        msg._txnid_most_bits = f_txnid_most_bits
+        msg._error = f_error
+        msg._message = f_message
+        msg._request_id = f_request_id
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -10150,14 +10456,18 @@ class CommandActiveConsumerChange(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.consumer_id
-        if v1 is None:
+        v_consumer_id = self.consumer_id
+        if v_consumer_id is None:
             raise RequiredFieldUnsetError("CommandActiveConsumerChange", "consumer_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self._is_active
-        if v2 is not None:
-            parts.append(b"\x10\x01" if v2 else b"\x10\x00")
+        parts.append(
+            SMALL_VARINTS[v_consumer_id]
+            if 0 <= v_consumer_id < 0x4000
+            else uint64_bytes(v_consumer_id)
+        )
+        v_is_active = self._is_active
+        if v_is_active is not None:
+            parts.append(b"\x10\x01" if v_is_active else b"\x10\x00")
         if self._unknown:
             parts.append(self._unknown)
 
@@ -10170,8 +10480,8 @@ class CommandActiveConsumerChange(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: bool | None = None
+        f_consumer_id: int | None = None
+        f_is_active: bool | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -10185,26 +10495,26 @@ class CommandActiveConsumerChange(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_consumer_id = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f2 = raw != 0
+                    f_is_active = raw != 0
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -10212,11 +10522,11 @@ class CommandActiveConsumerChange(Message):
             raise truncated("CommandActiveConsumerChange") from None
         if pos != end:
             raise truncated("CommandActiveConsumerChange")
-        if f1 is None:
+        if f_consumer_id is None:
             raise MissingRequiredFieldError("CommandActiveConsumerChange", "consumer_id")
         msg = new_instance(cls)
-        msg.consumer_id = f1
-        msg._is_active = f2
+        msg.consumer_id = f_consumer_id
+        msg._is_active = f_is_active
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -10278,16 +10588,24 @@ class CommandFlow(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.consumer_id
-        if v1 is None:
+        v_consumer_id = self.consumer_id
+        if v_consumer_id is None:
             raise RequiredFieldUnsetError("CommandFlow", "consumer_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self.messagePermits
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_consumer_id]
+            if 0 <= v_consumer_id < 0x4000
+            else uint64_bytes(v_consumer_id)
+        )
+        v_messagePermits = self.messagePermits
+        if v_messagePermits is None:
             raise RequiredFieldUnsetError("CommandFlow", "messagePermits")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint32_bytes(v2))
+        parts.append(
+            SMALL_VARINTS[v_messagePermits]
+            if 0 <= v_messagePermits < 0x4000
+            else uint32_bytes(v_messagePermits)
+        )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -10300,8 +10618,8 @@ class CommandFlow(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
+        f_consumer_id: int | None = None
+        f_messagePermits: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -10315,37 +10633,37 @@ class CommandFlow(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_consumer_id = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = raw & 0xFFFFFFFF
-                    f2 = raw
+                    f_messagePermits = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -10353,13 +10671,13 @@ class CommandFlow(Message):
             raise truncated("CommandFlow") from None
         if pos != end:
             raise truncated("CommandFlow")
-        if f1 is None:
+        if f_consumer_id is None:
             raise MissingRequiredFieldError("CommandFlow", "consumer_id")
-        if f2 is None:
+        if f_messagePermits is None:
             raise MissingRequiredFieldError("CommandFlow", "messagePermits")
         msg = new_instance(cls)
-        msg.consumer_id = f1
-        msg.messagePermits = f2
+        msg.consumer_id = f_consumer_id
+        msg.messagePermits = f_messagePermits
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -10437,19 +10755,27 @@ class CommandUnsubscribe(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.consumer_id
-        if v1 is None:
+        v_consumer_id = self.consumer_id
+        if v_consumer_id is None:
             raise RequiredFieldUnsetError("CommandUnsubscribe", "consumer_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self.request_id
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_consumer_id]
+            if 0 <= v_consumer_id < 0x4000
+            else uint64_bytes(v_consumer_id)
+        )
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandUnsubscribe", "request_id")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
-        v3 = self._force
-        if v3 is not None:
-            parts.append(b"\x18\x01" if v3 else b"\x18\x00")
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_force = self._force
+        if v_force is not None:
+            parts.append(b"\x18\x01" if v_force else b"\x18\x00")
         if self._unknown:
             parts.append(self._unknown)
 
@@ -10462,9 +10788,9 @@ class CommandUnsubscribe(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
-        f3: bool | None = None
+        f_consumer_id: int | None = None
+        f_request_id: int | None = None
+        f_force: bool | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -10478,43 +10804,43 @@ class CommandUnsubscribe(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_consumer_id = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f2 = raw
+                    f_request_id = raw
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f3 = raw != 0
+                    f_force = raw != 0
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -10522,14 +10848,14 @@ class CommandUnsubscribe(Message):
             raise truncated("CommandUnsubscribe") from None
         if pos != end:
             raise truncated("CommandUnsubscribe")
-        if f1 is None:
+        if f_consumer_id is None:
             raise MissingRequiredFieldError("CommandUnsubscribe", "consumer_id")
-        if f2 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandUnsubscribe", "request_id")
         msg = new_instance(cls)
-        msg.consumer_id = f1
-        msg.request_id = f2
-        msg._force = f3
+        msg.consumer_id = f_consumer_id
+        msg.request_id = f_request_id
+        msg._force = f_force
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -10616,29 +10942,41 @@ class CommandSeek(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.consumer_id
-        if v1 is None:
+        v_consumer_id = self.consumer_id
+        if v_consumer_id is None:
             raise RequiredFieldUnsetError("CommandSeek", "consumer_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self.request_id
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_consumer_id]
+            if 0 <= v_consumer_id < 0x4000
+            else uint64_bytes(v_consumer_id)
+        )
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandSeek", "request_id")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
-        v3 = self.message_id
-        if v3 is not None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_message_id = self.message_id
+        if v_message_id is not None:
             parts.append(b"\x1a")
             sub = []
-            v3._encode(sub)
+            v_message_id._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v4 = self._message_publish_time
-        if v4 is not None:
+        v_message_publish_time = self._message_publish_time
+        if v_message_publish_time is not None:
             parts.append(b"\x20")
-            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else uint64_bytes(v4))
+            parts.append(
+                SMALL_VARINTS[v_message_publish_time]
+                if 0 <= v_message_publish_time < 0x4000
+                else uint64_bytes(v_message_publish_time)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -10651,10 +10989,10 @@ class CommandSeek(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
-        f3: MessageIdData | None = None
-        f4: int | None = None
+        f_consumer_id: int | None = None
+        f_request_id: int | None = None
+        f_message_id: MessageIdData | None = None
+        f_message_publish_time: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -10668,36 +11006,36 @@ class CommandSeek(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_consumer_id = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f2 = raw
+                    f_request_id = raw
                 elif tag == 26:
                     n = buf[pos]
                     if n < 0x80:
@@ -10707,25 +11045,25 @@ class CommandSeek(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandSeek.message_id")
-                    f3 = MessageIdData.decode_from(buf, pos, vend)
+                    f_message_id = MessageIdData.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 32:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f4 = raw
+                    f_message_publish_time = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -10733,15 +11071,15 @@ class CommandSeek(Message):
             raise truncated("CommandSeek") from None
         if pos != end:
             raise truncated("CommandSeek")
-        if f1 is None:
+        if f_consumer_id is None:
             raise MissingRequiredFieldError("CommandSeek", "consumer_id")
-        if f2 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandSeek", "request_id")
         msg = new_instance(cls)
-        msg.consumer_id = f1
-        msg.request_id = f2
-        msg.message_id = f3
-        msg._message_publish_time = f4
+        msg.consumer_id = f_consumer_id
+        msg.request_id = f_request_id
+        msg.message_id = f_message_id
+        msg._message_publish_time = f_message_publish_time
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -10794,11 +11132,15 @@ class CommandReachedEndOfTopic(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.consumer_id
-        if v1 is None:
+        v_consumer_id = self.consumer_id
+        if v_consumer_id is None:
             raise RequiredFieldUnsetError("CommandReachedEndOfTopic", "consumer_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
+        parts.append(
+            SMALL_VARINTS[v_consumer_id]
+            if 0 <= v_consumer_id < 0x4000
+            else uint64_bytes(v_consumer_id)
+        )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -10811,7 +11153,7 @@ class CommandReachedEndOfTopic(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
+        f_consumer_id: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -10825,19 +11167,19 @@ class CommandReachedEndOfTopic(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_consumer_id = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -10845,10 +11187,10 @@ class CommandReachedEndOfTopic(Message):
             raise truncated("CommandReachedEndOfTopic") from None
         if pos != end:
             raise truncated("CommandReachedEndOfTopic")
-        if f1 is None:
+        if f_consumer_id is None:
             raise MissingRequiredFieldError("CommandReachedEndOfTopic", "consumer_id")
         msg = new_instance(cls)
-        msg.consumer_id = f1
+        msg.consumer_id = f_consumer_id
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -10964,27 +11306,35 @@ class CommandTopicMigrated(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.resource_id
-        if v1 is None:
+        v_resource_id = self.resource_id
+        if v_resource_id is None:
             raise RequiredFieldUnsetError("CommandTopicMigrated", "resource_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self.resource_type
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_resource_id]
+            if 0 <= v_resource_id < 0x4000
+            else uint64_bytes(v_resource_id)
+        )
+        v_resource_type = self.resource_type
+        if v_resource_type is None:
             raise RequiredFieldUnsetError("CommandTopicMigrated", "resource_type")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
-        v3 = self._brokerServiceUrl
-        if v3 is not None:
+        parts.append(
+            SMALL_VARINTS[v_resource_type]
+            if 0 <= v_resource_type < 0x4000
+            else int32_bytes(v_resource_type)
+        )
+        v_brokerServiceUrl = self._brokerServiceUrl
+        if v_brokerServiceUrl is not None:
             parts.append(b"\x1a")
-            data = v3.encode()
+            data = v_brokerServiceUrl.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v4 = self._brokerServiceUrlTls
-        if v4 is not None:
+        v_brokerServiceUrlTls = self._brokerServiceUrlTls
+        if v_brokerServiceUrlTls is not None:
             parts.append(b"\x22")
-            data = v4.encode()
+            data = v_brokerServiceUrlTls.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -11000,10 +11350,10 @@ class CommandTopicMigrated(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: CommandTopicMigrated.ResourceType | None = None
-        f3: str | None = None
-        f4: str | None = None
+        f_resource_id: int | None = None
+        f_resource_type: CommandTopicMigrated.ResourceType | None = None
+        f_brokerServiceUrl: str | None = None
+        f_brokerServiceUrlTls: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -11017,19 +11367,19 @@ class CommandTopicMigrated(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_resource_id = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
@@ -11037,11 +11387,11 @@ class CommandTopicMigrated(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    x2 = _CommandTopicMigrated_ResourceType_BY_NUMBER.get(raw)
-                    if x2 is None:
+                    x_resource_type = _CommandTopicMigrated_ResourceType_BY_NUMBER.get(raw)
+                    if x_resource_type is None:
                         unknown = add_unknown(unknown, buf[start:pos])
                     else:
-                        f2 = x2
+                        f_resource_type = x_resource_type
                 elif tag == 26:
                     n = buf[pos]
                     if n < 0x80:
@@ -11051,7 +11401,7 @@ class CommandTopicMigrated(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandTopicMigrated.brokerServiceUrl")
-                    f3 = buf[pos:vend].decode()
+                    f_brokerServiceUrl = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 34:
                     n = buf[pos]
@@ -11062,7 +11412,7 @@ class CommandTopicMigrated(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandTopicMigrated.brokerServiceUrlTls")
-                    f4 = buf[pos:vend].decode()
+                    f_brokerServiceUrlTls = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -11077,15 +11427,15 @@ class CommandTopicMigrated(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandTopicMigrated")
-        if f1 is None:
+        if f_resource_id is None:
             raise MissingRequiredFieldError("CommandTopicMigrated", "resource_id")
-        if f2 is None:
+        if f_resource_type is None:
             raise MissingRequiredFieldError("CommandTopicMigrated", "resource_type")
         msg = new_instance(cls)
-        msg.resource_id = f1
-        msg.resource_type = f2
-        msg._brokerServiceUrl = f3
-        msg._brokerServiceUrlTls = f4
+        msg.resource_id = f_resource_id
+        msg.resource_type = f_resource_type
+        msg._brokerServiceUrl = f_brokerServiceUrl
+        msg._brokerServiceUrlTls = f_brokerServiceUrlTls
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -11194,27 +11544,35 @@ class CommandCloseProducer(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.producer_id
-        if v1 is None:
+        v_producer_id = self.producer_id
+        if v_producer_id is None:
             raise RequiredFieldUnsetError("CommandCloseProducer", "producer_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self.request_id
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_producer_id]
+            if 0 <= v_producer_id < 0x4000
+            else uint64_bytes(v_producer_id)
+        )
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandCloseProducer", "request_id")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
-        v3 = self._assignedBrokerServiceUrl
-        if v3 is not None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_assignedBrokerServiceUrl = self._assignedBrokerServiceUrl
+        if v_assignedBrokerServiceUrl is not None:
             parts.append(b"\x1a")
-            data = v3.encode()
+            data = v_assignedBrokerServiceUrl.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v4 = self._assignedBrokerServiceUrlTls
-        if v4 is not None:
+        v_assignedBrokerServiceUrlTls = self._assignedBrokerServiceUrlTls
+        if v_assignedBrokerServiceUrlTls is not None:
             parts.append(b"\x22")
-            data = v4.encode()
+            data = v_assignedBrokerServiceUrlTls.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -11230,10 +11588,10 @@ class CommandCloseProducer(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
-        f3: str | None = None
-        f4: str | None = None
+        f_producer_id: int | None = None
+        f_request_id: int | None = None
+        f_assignedBrokerServiceUrl: str | None = None
+        f_assignedBrokerServiceUrlTls: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -11247,36 +11605,36 @@ class CommandCloseProducer(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_producer_id = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f2 = raw
+                    f_request_id = raw
                 elif tag == 26:
                     n = buf[pos]
                     if n < 0x80:
@@ -11286,7 +11644,7 @@ class CommandCloseProducer(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandCloseProducer.assignedBrokerServiceUrl")
-                    f3 = buf[pos:vend].decode()
+                    f_assignedBrokerServiceUrl = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 34:
                     n = buf[pos]
@@ -11297,7 +11655,7 @@ class CommandCloseProducer(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandCloseProducer.assignedBrokerServiceUrlTls")
-                    f4 = buf[pos:vend].decode()
+                    f_assignedBrokerServiceUrlTls = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -11312,15 +11670,15 @@ class CommandCloseProducer(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandCloseProducer")
-        if f1 is None:
+        if f_producer_id is None:
             raise MissingRequiredFieldError("CommandCloseProducer", "producer_id")
-        if f2 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandCloseProducer", "request_id")
         msg = new_instance(cls)
-        msg.producer_id = f1
-        msg.request_id = f2
-        msg._assignedBrokerServiceUrl = f3
-        msg._assignedBrokerServiceUrlTls = f4
+        msg.producer_id = f_producer_id
+        msg.request_id = f_request_id
+        msg._assignedBrokerServiceUrl = f_assignedBrokerServiceUrl
+        msg._assignedBrokerServiceUrlTls = f_assignedBrokerServiceUrlTls
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -11429,27 +11787,35 @@ class CommandCloseConsumer(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.consumer_id
-        if v1 is None:
+        v_consumer_id = self.consumer_id
+        if v_consumer_id is None:
             raise RequiredFieldUnsetError("CommandCloseConsumer", "consumer_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self.request_id
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_consumer_id]
+            if 0 <= v_consumer_id < 0x4000
+            else uint64_bytes(v_consumer_id)
+        )
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandCloseConsumer", "request_id")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
-        v3 = self._assignedBrokerServiceUrl
-        if v3 is not None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_assignedBrokerServiceUrl = self._assignedBrokerServiceUrl
+        if v_assignedBrokerServiceUrl is not None:
             parts.append(b"\x1a")
-            data = v3.encode()
+            data = v_assignedBrokerServiceUrl.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v4 = self._assignedBrokerServiceUrlTls
-        if v4 is not None:
+        v_assignedBrokerServiceUrlTls = self._assignedBrokerServiceUrlTls
+        if v_assignedBrokerServiceUrlTls is not None:
             parts.append(b"\x22")
-            data = v4.encode()
+            data = v_assignedBrokerServiceUrlTls.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -11465,10 +11831,10 @@ class CommandCloseConsumer(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
-        f3: str | None = None
-        f4: str | None = None
+        f_consumer_id: int | None = None
+        f_request_id: int | None = None
+        f_assignedBrokerServiceUrl: str | None = None
+        f_assignedBrokerServiceUrlTls: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -11482,36 +11848,36 @@ class CommandCloseConsumer(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_consumer_id = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f2 = raw
+                    f_request_id = raw
                 elif tag == 26:
                     n = buf[pos]
                     if n < 0x80:
@@ -11521,7 +11887,7 @@ class CommandCloseConsumer(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandCloseConsumer.assignedBrokerServiceUrl")
-                    f3 = buf[pos:vend].decode()
+                    f_assignedBrokerServiceUrl = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 34:
                     n = buf[pos]
@@ -11532,7 +11898,7 @@ class CommandCloseConsumer(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandCloseConsumer.assignedBrokerServiceUrlTls")
-                    f4 = buf[pos:vend].decode()
+                    f_assignedBrokerServiceUrlTls = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -11547,15 +11913,15 @@ class CommandCloseConsumer(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandCloseConsumer")
-        if f1 is None:
+        if f_consumer_id is None:
             raise MissingRequiredFieldError("CommandCloseConsumer", "consumer_id")
-        if f2 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandCloseConsumer", "request_id")
         msg = new_instance(cls)
-        msg.consumer_id = f1
-        msg.request_id = f2
-        msg._assignedBrokerServiceUrl = f3
-        msg._assignedBrokerServiceUrlTls = f4
+        msg.consumer_id = f_consumer_id
+        msg.request_id = f_request_id
+        msg._assignedBrokerServiceUrl = f_assignedBrokerServiceUrl
+        msg._assignedBrokerServiceUrlTls = f_assignedBrokerServiceUrlTls
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -11638,23 +12004,31 @@ class CommandRedeliverUnacknowledgedMessages(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.consumer_id
-        if v1 is None:
+        v_consumer_id = self.consumer_id
+        if v_consumer_id is None:
             raise RequiredFieldUnsetError("CommandRedeliverUnacknowledgedMessages", "consumer_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        for item2 in self.message_ids:
+        parts.append(
+            SMALL_VARINTS[v_consumer_id]
+            if 0 <= v_consumer_id < 0x4000
+            else uint64_bytes(v_consumer_id)
+        )
+        for item_message_ids in self.message_ids:
             parts.append(b"\x12")
             sub = []
-            item2._encode(sub)
+            item_message_ids._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v3 = self._consumer_epoch
-        if v3 is not None:
+        v_consumer_epoch = self._consumer_epoch
+        if v_consumer_epoch is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint64_bytes(v3))
+            parts.append(
+                SMALL_VARINTS[v_consumer_epoch]
+                if 0 <= v_consumer_epoch < 0x4000
+                else uint64_bytes(v_consumer_epoch)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -11667,9 +12041,9 @@ class CommandRedeliverUnacknowledgedMessages(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: list[MessageIdData] = []
-        f3: int | None = None
+        f_consumer_id: int | None = None
+        f_message_ids: list[MessageIdData] = []
+        f_consumer_epoch: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -11683,19 +12057,19 @@ class CommandRedeliverUnacknowledgedMessages(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_consumer_id = raw
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -11705,26 +12079,26 @@ class CommandRedeliverUnacknowledgedMessages(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandRedeliverUnacknowledgedMessages.message_ids")
-                    x2 = MessageIdData.decode_from(buf, pos, vend)
+                    x_message_ids = MessageIdData.decode_from(buf, pos, vend)
                     pos = vend
-                    f2.append(x2)
+                    f_message_ids.append(x_message_ids)
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f3 = raw
+                    f_consumer_epoch = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -11732,12 +12106,12 @@ class CommandRedeliverUnacknowledgedMessages(Message):
             raise truncated("CommandRedeliverUnacknowledgedMessages") from None
         if pos != end:
             raise truncated("CommandRedeliverUnacknowledgedMessages")
-        if f1 is None:
+        if f_consumer_id is None:
             raise MissingRequiredFieldError("CommandRedeliverUnacknowledgedMessages", "consumer_id")
         msg = new_instance(cls)
-        msg.consumer_id = f1
-        msg.message_ids = f2
-        msg._consumer_epoch = f3
+        msg.consumer_id = f_consumer_id
+        msg.message_ids = f_message_ids
+        msg._consumer_epoch = f_consumer_epoch
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -11803,16 +12177,20 @@ class CommandSuccess(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.request_id
-        if v1 is None:
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandSuccess", "request_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self.schema
-        if v2 is not None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_schema = self.schema
+        if v_schema is not None:
             parts.append(b"\x12")
             sub = []
-            v2._encode(sub)
+            v_schema._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -11829,8 +12207,8 @@ class CommandSuccess(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: Schema | None = None
+        f_request_id: int | None = None
+        f_schema: Schema | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -11844,19 +12222,19 @@ class CommandSuccess(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_request_id = raw
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -11866,7 +12244,7 @@ class CommandSuccess(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandSuccess.schema")
-                    f2 = Schema.decode_from(buf, pos, vend)
+                    f_schema = Schema.decode_from(buf, pos, vend)
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -11875,11 +12253,11 @@ class CommandSuccess(Message):
             raise truncated("CommandSuccess") from None
         if pos != end:
             raise truncated("CommandSuccess")
-        if f1 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandSuccess", "request_id")
         msg = new_instance(cls)
-        msg.request_id = f1
-        msg.schema = f2
+        msg.request_id = f_request_id
+        msg.schema = f_schema
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -12032,36 +12410,48 @@ class CommandProducerSuccess(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.request_id
-        if v1 is None:
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandProducerSuccess", "request_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self.producer_name
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_producer_name = self.producer_name
+        if v_producer_name is None:
             raise RequiredFieldUnsetError("CommandProducerSuccess", "producer_name")
         parts.append(b"\x12")
-        data = v2.encode()
+        data = v_producer_name.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v3 = self._last_sequence_id
-        if v3 is not None:
+        v_last_sequence_id = self._last_sequence_id
+        if v_last_sequence_id is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int64_bytes(v3))
-        v4 = self._schema_version
-        if v4 is not None:
+            parts.append(
+                SMALL_VARINTS[v_last_sequence_id]
+                if 0 <= v_last_sequence_id < 0x4000
+                else int64_bytes(v_last_sequence_id)
+            )
+        v_schema_version = self._schema_version
+        if v_schema_version is not None:
             parts.append(b"\x22")
-            size = len(v4)
+            size = len(v_schema_version)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(v4)
-        v5 = self._topic_epoch
-        if v5 is not None:
+            parts.append(v_schema_version)
+        v_topic_epoch = self._topic_epoch
+        if v_topic_epoch is not None:
             parts.append(b"\x28")
-            parts.append(SMALL_VARINTS[v5] if 0 <= v5 < 0x4000 else uint64_bytes(v5))
-        v6 = self._producer_ready
-        if v6 is not None:
-            parts.append(b"\x30\x01" if v6 else b"\x30\x00")
+            parts.append(
+                SMALL_VARINTS[v_topic_epoch]
+                if 0 <= v_topic_epoch < 0x4000
+                else uint64_bytes(v_topic_epoch)
+            )
+        v_producer_ready = self._producer_ready
+        if v_producer_ready is not None:
+            parts.append(b"\x30\x01" if v_producer_ready else b"\x30\x00")
         if self._unknown:
             parts.append(self._unknown)
 
@@ -12074,12 +12464,12 @@ class CommandProducerSuccess(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: str | None = None
-        f3: int | None = None
-        f4: bytes | None = None
-        f5: int | None = None
-        f6: bool | None = None
+        f_request_id: int | None = None
+        f_producer_name: str | None = None
+        f_last_sequence_id: int | None = None
+        f_schema_version: bytes | None = None
+        f_topic_epoch: int | None = None
+        f_producer_ready: bool | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -12093,19 +12483,19 @@ class CommandProducerSuccess(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_request_id = raw
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -12115,26 +12505,26 @@ class CommandProducerSuccess(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandProducerSuccess.producer_name")
-                    f2 = buf[pos:vend].decode()
+                    f_producer_name = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f3 = raw
+                    f_last_sequence_id = raw
                 elif tag == 34:
                     n = buf[pos]
                     if n < 0x80:
@@ -12144,32 +12534,32 @@ class CommandProducerSuccess(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandProducerSuccess.schema_version")
-                    f4 = buf[pos:vend]
+                    f_schema_version = buf[pos:vend]
                     pos = vend
                 elif tag == 40:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f5 = raw
+                    f_topic_epoch = raw
                 elif tag == 48:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f6 = raw != 0
+                    f_producer_ready = raw != 0
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -12179,17 +12569,17 @@ class CommandProducerSuccess(Message):
             raise invalid_utf8("CommandProducerSuccess.producer_name", exc) from None
         if pos != end:
             raise truncated("CommandProducerSuccess")
-        if f1 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandProducerSuccess", "request_id")
-        if f2 is None:
+        if f_producer_name is None:
             raise MissingRequiredFieldError("CommandProducerSuccess", "producer_name")
         msg = new_instance(cls)
-        msg.request_id = f1
-        msg.producer_name = f2
-        msg._last_sequence_id = f3
-        msg._schema_version = f4
-        msg._topic_epoch = f5
-        msg._producer_ready = f6
+        msg.request_id = f_request_id
+        msg.producer_name = f_producer_name
+        msg._last_sequence_id = f_last_sequence_id
+        msg._schema_version = f_schema_version
+        msg._topic_epoch = f_topic_epoch
+        msg._producer_ready = f_producer_ready
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -12250,21 +12640,25 @@ class CommandError(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.request_id
-        if v1 is None:
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandError", "request_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self.error
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_error = self.error
+        if v_error is None:
             raise RequiredFieldUnsetError("CommandError", "error")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
-        v3 = self.message
-        if v3 is None:
+        parts.append(SMALL_VARINTS[v_error] if 0 <= v_error < 0x4000 else int32_bytes(v_error))
+        v_message = self.message
+        if v_message is None:
             raise RequiredFieldUnsetError("CommandError", "message")
         parts.append(b"\x1a")
-        data = v3.encode()
+        data = v_message.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
@@ -12280,9 +12674,9 @@ class CommandError(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: ServerError | None = None
-        f3: str | None = None
+        f_request_id: int | None = None
+        f_error: ServerError | None = None
+        f_message: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -12296,19 +12690,19 @@ class CommandError(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_request_id = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
@@ -12316,11 +12710,11 @@ class CommandError(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    x2 = _ServerError_BY_NUMBER.get(raw)
-                    if x2 is None:
+                    x_error = _ServerError_BY_NUMBER.get(raw)
+                    if x_error is None:
                         unknown = add_unknown(unknown, buf[start:pos])
                     else:
-                        f2 = x2
+                        f_error = x_error
                 elif tag == 26:
                     n = buf[pos]
                     if n < 0x80:
@@ -12330,7 +12724,7 @@ class CommandError(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandError.message")
-                    f3 = buf[pos:vend].decode()
+                    f_message = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -12341,16 +12735,16 @@ class CommandError(Message):
             raise invalid_utf8("CommandError.message", exc) from None
         if pos != end:
             raise truncated("CommandError")
-        if f1 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandError", "request_id")
-        if f2 is None:
+        if f_error is None:
             raise MissingRequiredFieldError("CommandError", "error")
-        if f3 is None:
+        if f_message is None:
             raise MissingRequiredFieldError("CommandError", "message")
         msg = new_instance(cls)
-        msg.request_id = f1
-        msg.error = f2
-        msg.message = f3
+        msg.request_id = f_request_id
+        msg.error = f_error
+        msg.message = f_message
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -12553,16 +12947,24 @@ class CommandConsumerStats(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.request_id
-        if v1 is None:
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandConsumerStats", "request_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v4 = self.consumer_id
-        if v4 is None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_consumer_id = self.consumer_id
+        if v_consumer_id is None:
             raise RequiredFieldUnsetError("CommandConsumerStats", "consumer_id")
         parts.append(b"\x20")
-        parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else uint64_bytes(v4))
+        parts.append(
+            SMALL_VARINTS[v_consumer_id]
+            if 0 <= v_consumer_id < 0x4000
+            else uint64_bytes(v_consumer_id)
+        )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -12575,8 +12977,8 @@ class CommandConsumerStats(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f4: int | None = None
+        f_request_id: int | None = None
+        f_consumer_id: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -12590,36 +12992,36 @@ class CommandConsumerStats(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_request_id = raw
                 elif tag == 32:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f4 = raw
+                    f_consumer_id = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -12627,13 +13029,13 @@ class CommandConsumerStats(Message):
             raise truncated("CommandConsumerStats") from None
         if pos != end:
             raise truncated("CommandConsumerStats")
-        if f1 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandConsumerStats", "request_id")
-        if f4 is None:
+        if f_consumer_id is None:
             raise MissingRequiredFieldError("CommandConsumerStats", "consumer_id")
         msg = new_instance(cls)
-        msg.request_id = f1
-        msg.consumer_id = f4
+        msg.request_id = f_request_id
+        msg.consumer_id = f_consumer_id
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -13023,85 +13425,105 @@ class CommandConsumerStatsResponse(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.request_id
-        if v1 is None:
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandConsumerStatsResponse", "request_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self._error_code
-        if v2 is not None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_error_code = self._error_code
+        if v_error_code is not None:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
-        v3 = self._error_message
-        if v3 is not None:
+            parts.append(
+                SMALL_VARINTS[v_error_code]
+                if 0 <= v_error_code < 0x4000
+                else int32_bytes(v_error_code)
+            )
+        v_error_message = self._error_message
+        if v_error_message is not None:
             parts.append(b"\x1a")
-            data = v3.encode()
+            data = v_error_message.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v4 = self._msgRateOut
-        if v4 is not None:
+        v_msgRateOut = self._msgRateOut
+        if v_msgRateOut is not None:
             parts.append(b"\x21")
-            parts.append(pack_double(v4))
-        v5 = self._msgThroughputOut
-        if v5 is not None:
+            parts.append(pack_double(v_msgRateOut))
+        v_msgThroughputOut = self._msgThroughputOut
+        if v_msgThroughputOut is not None:
             parts.append(b"\x29")
-            parts.append(pack_double(v5))
-        v6 = self._msgRateRedeliver
-        if v6 is not None:
+            parts.append(pack_double(v_msgThroughputOut))
+        v_msgRateRedeliver = self._msgRateRedeliver
+        if v_msgRateRedeliver is not None:
             parts.append(b"\x31")
-            parts.append(pack_double(v6))
-        v7 = self._consumerName
-        if v7 is not None:
+            parts.append(pack_double(v_msgRateRedeliver))
+        v_consumerName = self._consumerName
+        if v_consumerName is not None:
             parts.append(b"\x3a")
-            data = v7.encode()
+            data = v_consumerName.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v8 = self._availablePermits
-        if v8 is not None:
+        v_availablePermits = self._availablePermits
+        if v_availablePermits is not None:
             parts.append(b"\x40")
-            parts.append(SMALL_VARINTS[v8] if 0 <= v8 < 0x4000 else uint64_bytes(v8))
-        v9 = self._unackedMessages
-        if v9 is not None:
+            parts.append(
+                SMALL_VARINTS[v_availablePermits]
+                if 0 <= v_availablePermits < 0x4000
+                else uint64_bytes(v_availablePermits)
+            )
+        v_unackedMessages = self._unackedMessages
+        if v_unackedMessages is not None:
             parts.append(b"\x48")
-            parts.append(SMALL_VARINTS[v9] if 0 <= v9 < 0x4000 else uint64_bytes(v9))
-        v10 = self._blockedConsumerOnUnackedMsgs
-        if v10 is not None:
-            parts.append(b"\x50\x01" if v10 else b"\x50\x00")
-        v11 = self._address
-        if v11 is not None:
+            parts.append(
+                SMALL_VARINTS[v_unackedMessages]
+                if 0 <= v_unackedMessages < 0x4000
+                else uint64_bytes(v_unackedMessages)
+            )
+        v_blockedConsumerOnUnackedMsgs = self._blockedConsumerOnUnackedMsgs
+        if v_blockedConsumerOnUnackedMsgs is not None:
+            parts.append(b"\x50\x01" if v_blockedConsumerOnUnackedMsgs else b"\x50\x00")
+        v_address = self._address
+        if v_address is not None:
             parts.append(b"\x5a")
-            data = v11.encode()
+            data = v_address.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v12 = self._connectedSince
-        if v12 is not None:
+        v_connectedSince = self._connectedSince
+        if v_connectedSince is not None:
             parts.append(b"\x62")
-            data = v12.encode()
+            data = v_connectedSince.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v13 = self._type_
-        if v13 is not None:
+        v_type_ = self._type_
+        if v_type_ is not None:
             parts.append(b"\x6a")
-            data = v13.encode()
+            data = v_type_.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v14 = self._msgRateExpired
-        if v14 is not None:
+        v_msgRateExpired = self._msgRateExpired
+        if v_msgRateExpired is not None:
             parts.append(b"\x71")
-            parts.append(pack_double(v14))
-        v15 = self._msgBacklog
-        if v15 is not None:
+            parts.append(pack_double(v_msgRateExpired))
+        v_msgBacklog = self._msgBacklog
+        if v_msgBacklog is not None:
             parts.append(b"\x78")
-            parts.append(SMALL_VARINTS[v15] if 0 <= v15 < 0x4000 else uint64_bytes(v15))
-        v16 = self._messageAckRate
-        if v16 is not None:
+            parts.append(
+                SMALL_VARINTS[v_msgBacklog]
+                if 0 <= v_msgBacklog < 0x4000
+                else uint64_bytes(v_msgBacklog)
+            )
+        v_messageAckRate = self._messageAckRate
+        if v_messageAckRate is not None:
             parts.append(b"\x81\x01")
-            parts.append(pack_double(v16))
+            parts.append(pack_double(v_messageAckRate))
         if self._unknown:
             parts.append(self._unknown)
 
@@ -13114,22 +13536,22 @@ class CommandConsumerStatsResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: ServerError | None = None
-        f3: str | None = None
-        f4: float | None = None
-        f5: float | None = None
-        f6: float | None = None
-        f7: str | None = None
-        f8: int | None = None
-        f9: int | None = None
-        f10: bool | None = None
-        f11: str | None = None
-        f12: str | None = None
-        f13: str | None = None
-        f14: float | None = None
-        f15: int | None = None
-        f16: float | None = None
+        f_request_id: int | None = None
+        f_error_code: ServerError | None = None
+        f_error_message: str | None = None
+        f_msgRateOut: float | None = None
+        f_msgThroughputOut: float | None = None
+        f_msgRateRedeliver: float | None = None
+        f_consumerName: str | None = None
+        f_availablePermits: int | None = None
+        f_unackedMessages: int | None = None
+        f_blockedConsumerOnUnackedMsgs: bool | None = None
+        f_address: str | None = None
+        f_connectedSince: str | None = None
+        f_type_: str | None = None
+        f_msgRateExpired: float | None = None
+        f_msgBacklog: int | None = None
+        f_messageAckRate: float | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -13137,8 +13559,8 @@ class CommandConsumerStatsResponse(Message):
                 tag = buf[pos]
                 if tag < 0x80:
                     pos += 1
-                elif (b1 := buf[pos + 1]) < 0x80:
-                    tag = tag & 0x7F | b1 << 7
+                elif (second := buf[pos + 1]) < 0x80:
+                    tag = tag & 0x7F | second << 7
                     pos += 2
                 else:
                     tag, pos = read_varint(buf, pos)
@@ -13148,19 +13570,19 @@ class CommandConsumerStatsResponse(Message):
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f1 = raw
+                            f_request_id = raw
                         elif tag == 16:
                             raw = buf[pos]
                             if raw < 0x80:
@@ -13168,11 +13590,11 @@ class CommandConsumerStatsResponse(Message):
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int32(raw)
-                            x2 = _ServerError_BY_NUMBER.get(raw)
-                            if x2 is None:
+                            x_error_code = _ServerError_BY_NUMBER.get(raw)
+                            if x_error_code is None:
                                 unknown = add_unknown(unknown, buf[start:pos])
                             else:
-                                f2 = x2
+                                f_error_code = x_error_code
                         elif tag == 26:
                             n = buf[pos]
                             if n < 0x80:
@@ -13182,20 +13604,20 @@ class CommandConsumerStatsResponse(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("CommandConsumerStatsResponse.error_message")
-                            f3 = buf[pos:vend].decode()
+                            f_error_message = buf[pos:vend].decode()
                             pos = vend
                         elif tag == 33:
-                            f4 = unpack_double(buf, pos)[0]
+                            f_msgRateOut = unpack_double(buf, pos)[0]
                             pos += 8
                         else:
                             pos = skip_field(buf, pos, end, tag)
                             unknown = add_unknown(unknown, buf[start:pos])
                     else:
                         if tag == 41:
-                            f5 = unpack_double(buf, pos)[0]
+                            f_msgThroughputOut = unpack_double(buf, pos)[0]
                             pos += 8
                         elif tag == 49:
-                            f6 = unpack_double(buf, pos)[0]
+                            f_msgRateRedeliver = unpack_double(buf, pos)[0]
                             pos += 8
                         elif tag == 58:
                             n = buf[pos]
@@ -13206,25 +13628,25 @@ class CommandConsumerStatsResponse(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("CommandConsumerStatsResponse.consumerName")
-                            f7 = buf[pos:vend].decode()
+                            f_consumerName = buf[pos:vend].decode()
                             pos = vend
                         elif tag == 64:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f8 = raw
+                            f_availablePermits = raw
                         else:
                             pos = skip_field(buf, pos, end, tag)
                             unknown = add_unknown(unknown, buf[start:pos])
@@ -13234,26 +13656,26 @@ class CommandConsumerStatsResponse(Message):
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f9 = raw
+                            f_unackedMessages = raw
                         elif tag == 80:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f10 = raw != 0
+                            f_blockedConsumerOnUnackedMsgs = raw != 0
                         elif tag == 90:
                             n = buf[pos]
                             if n < 0x80:
@@ -13263,7 +13685,7 @@ class CommandConsumerStatsResponse(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("CommandConsumerStatsResponse.address")
-                            f11 = buf[pos:vend].decode()
+                            f_address = buf[pos:vend].decode()
                             pos = vend
                         elif tag == 98:
                             n = buf[pos]
@@ -13274,7 +13696,7 @@ class CommandConsumerStatsResponse(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("CommandConsumerStatsResponse.connectedSince")
-                            f12 = buf[pos:vend].decode()
+                            f_connectedSince = buf[pos:vend].decode()
                             pos = vend
                         else:
                             pos = skip_field(buf, pos, end, tag)
@@ -13289,30 +13711,30 @@ class CommandConsumerStatsResponse(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("CommandConsumerStatsResponse.type")
-                            f13 = buf[pos:vend].decode()
+                            f_type_ = buf[pos:vend].decode()
                             pos = vend
                         elif tag == 113:
-                            f14 = unpack_double(buf, pos)[0]
+                            f_msgRateExpired = unpack_double(buf, pos)[0]
                             pos += 8
                         elif tag == 120:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f15 = raw
+                            f_msgBacklog = raw
                         elif tag == 129:
-                            f16 = unpack_double(buf, pos)[0]
+                            f_messageAckRate = unpack_double(buf, pos)[0]
                             pos += 8
                         else:
                             pos = skip_field(buf, pos, end, tag)
@@ -13330,25 +13752,25 @@ class CommandConsumerStatsResponse(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandConsumerStatsResponse")
-        if f1 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandConsumerStatsResponse", "request_id")
         msg = new_instance(cls)
-        msg.request_id = f1
-        msg._error_code = f2
-        msg._error_message = f3
-        msg._msgRateOut = f4
-        msg._msgThroughputOut = f5
-        msg._msgRateRedeliver = f6
-        msg._consumerName = f7
-        msg._availablePermits = f8
-        msg._unackedMessages = f9
-        msg._blockedConsumerOnUnackedMsgs = f10
-        msg._address = f11
-        msg._connectedSince = f12
-        msg._type_ = f13
-        msg._msgRateExpired = f14
-        msg._msgBacklog = f15
-        msg._messageAckRate = f16
+        msg.request_id = f_request_id
+        msg._error_code = f_error_code
+        msg._error_message = f_error_message
+        msg._msgRateOut = f_msgRateOut
+        msg._msgThroughputOut = f_msgThroughputOut
+        msg._msgRateRedeliver = f_msgRateRedeliver
+        msg._consumerName = f_consumerName
+        msg._availablePermits = f_availablePermits
+        msg._unackedMessages = f_unackedMessages
+        msg._blockedConsumerOnUnackedMsgs = f_blockedConsumerOnUnackedMsgs
+        msg._address = f_address
+        msg._connectedSince = f_connectedSince
+        msg._type_ = f_type_
+        msg._msgRateExpired = f_msgRateExpired
+        msg._msgBacklog = f_msgBacklog
+        msg._messageAckRate = f_messageAckRate
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -13405,16 +13827,24 @@ class CommandGetLastMessageId(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.consumer_id
-        if v1 is None:
+        v_consumer_id = self.consumer_id
+        if v_consumer_id is None:
             raise RequiredFieldUnsetError("CommandGetLastMessageId", "consumer_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self.request_id
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_consumer_id]
+            if 0 <= v_consumer_id < 0x4000
+            else uint64_bytes(v_consumer_id)
+        )
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandGetLastMessageId", "request_id")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -13427,8 +13857,8 @@ class CommandGetLastMessageId(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
+        f_consumer_id: int | None = None
+        f_request_id: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -13442,36 +13872,36 @@ class CommandGetLastMessageId(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_consumer_id = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f2 = raw
+                    f_request_id = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -13479,13 +13909,13 @@ class CommandGetLastMessageId(Message):
             raise truncated("CommandGetLastMessageId") from None
         if pos != end:
             raise truncated("CommandGetLastMessageId")
-        if f1 is None:
+        if f_consumer_id is None:
             raise MissingRequiredFieldError("CommandGetLastMessageId", "consumer_id")
-        if f2 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandGetLastMessageId", "request_id")
         msg = new_instance(cls)
-        msg.consumer_id = f1
-        msg.request_id = f2
+        msg.consumer_id = f_consumer_id
+        msg.request_id = f_request_id
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -13559,26 +13989,30 @@ class CommandGetLastMessageIdResponse(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.last_message_id
-        if v1 is None:
+        v_last_message_id = self.last_message_id
+        if v_last_message_id is None:
             raise RequiredFieldUnsetError("CommandGetLastMessageIdResponse", "last_message_id")
         parts.append(b"\x0a")
         sub = []
-        v1._encode(sub)
+        v_last_message_id._encode(sub)
         data = b"".join(sub)
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v2 = self.request_id
-        if v2 is None:
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandGetLastMessageIdResponse", "request_id")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
-        v3 = self.consumer_mark_delete_position
-        if v3 is not None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_consumer_mark_delete_position = self.consumer_mark_delete_position
+        if v_consumer_mark_delete_position is not None:
             parts.append(b"\x1a")
             sub = []
-            v3._encode(sub)
+            v_consumer_mark_delete_position._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -13595,9 +14029,9 @@ class CommandGetLastMessageIdResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: MessageIdData | None = None
-        f2: int | None = None
-        f3: MessageIdData | None = None
+        f_last_message_id: MessageIdData | None = None
+        f_request_id: int | None = None
+        f_consumer_mark_delete_position: MessageIdData | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -13616,25 +14050,25 @@ class CommandGetLastMessageIdResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandGetLastMessageIdResponse.last_message_id")
-                    f1 = MessageIdData.decode_from(buf, pos, vend)
+                    f_last_message_id = MessageIdData.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f2 = raw
+                    f_request_id = raw
                 elif tag == 26:
                     n = buf[pos]
                     if n < 0x80:
@@ -13646,7 +14080,7 @@ class CommandGetLastMessageIdResponse(Message):
                         raise truncated(
                             "CommandGetLastMessageIdResponse.consumer_mark_delete_position"
                         )
-                    f3 = MessageIdData.decode_from(buf, pos, vend)
+                    f_consumer_mark_delete_position = MessageIdData.decode_from(buf, pos, vend)
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -13655,14 +14089,14 @@ class CommandGetLastMessageIdResponse(Message):
             raise truncated("CommandGetLastMessageIdResponse") from None
         if pos != end:
             raise truncated("CommandGetLastMessageIdResponse")
-        if f1 is None:
+        if f_last_message_id is None:
             raise MissingRequiredFieldError("CommandGetLastMessageIdResponse", "last_message_id")
-        if f2 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandGetLastMessageIdResponse", "request_id")
         msg = new_instance(cls)
-        msg.last_message_id = f1
-        msg.request_id = f2
-        msg.consumer_mark_delete_position = f3
+        msg.last_message_id = f_last_message_id
+        msg.request_id = f_request_id
+        msg.consumer_mark_delete_position = f_consumer_mark_delete_position
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -13809,41 +14243,45 @@ class CommandGetTopicsOfNamespace(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.request_id
-        if v1 is None:
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandGetTopicsOfNamespace", "request_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self.namespace
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_namespace = self.namespace
+        if v_namespace is None:
             raise RequiredFieldUnsetError("CommandGetTopicsOfNamespace", "namespace")
         parts.append(b"\x12")
-        data = v2.encode()
+        data = v_namespace.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v3 = self._mode
-        if v3 is not None:
+        v_mode = self._mode
+        if v_mode is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
-        v4 = self._topics_pattern
-        if v4 is not None:
+            parts.append(SMALL_VARINTS[v_mode] if 0 <= v_mode < 0x4000 else int32_bytes(v_mode))
+        v_topics_pattern = self._topics_pattern
+        if v_topics_pattern is not None:
             parts.append(b"\x22")
-            data = v4.encode()
+            data = v_topics_pattern.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v5 = self._topics_hash
-        if v5 is not None:
+        v_topics_hash = self._topics_hash
+        if v_topics_hash is not None:
             parts.append(b"\x2a")
-            data = v5.encode()
+            data = v_topics_hash.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        for item6 in self.properties:
+        for item_properties in self.properties:
             parts.append(b"\x32")
             sub = []
-            item6._encode(sub)
+            item_properties._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -13860,12 +14298,12 @@ class CommandGetTopicsOfNamespace(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: str | None = None
-        f3: CommandGetTopicsOfNamespace.Mode | None = None
-        f4: str | None = None
-        f5: str | None = None
-        f6: list[KeyValue] = []
+        f_request_id: int | None = None
+        f_namespace: str | None = None
+        f_mode: CommandGetTopicsOfNamespace.Mode | None = None
+        f_topics_pattern: str | None = None
+        f_topics_hash: str | None = None
+        f_properties: list[KeyValue] = []
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -13879,19 +14317,19 @@ class CommandGetTopicsOfNamespace(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_request_id = raw
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -13901,7 +14339,7 @@ class CommandGetTopicsOfNamespace(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandGetTopicsOfNamespace.namespace")
-                    f2 = buf[pos:vend].decode()
+                    f_namespace = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 24:
                     raw = buf[pos]
@@ -13910,11 +14348,11 @@ class CommandGetTopicsOfNamespace(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    x3 = _CommandGetTopicsOfNamespace_Mode_BY_NUMBER.get(raw)
-                    if x3 is None:
+                    x_mode = _CommandGetTopicsOfNamespace_Mode_BY_NUMBER.get(raw)
+                    if x_mode is None:
                         unknown = add_unknown(unknown, buf[start:pos])
                     else:
-                        f3 = x3
+                        f_mode = x_mode
                 elif tag == 34:
                     n = buf[pos]
                     if n < 0x80:
@@ -13924,7 +14362,7 @@ class CommandGetTopicsOfNamespace(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandGetTopicsOfNamespace.topics_pattern")
-                    f4 = buf[pos:vend].decode()
+                    f_topics_pattern = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 42:
                     n = buf[pos]
@@ -13935,7 +14373,7 @@ class CommandGetTopicsOfNamespace(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandGetTopicsOfNamespace.topics_hash")
-                    f5 = buf[pos:vend].decode()
+                    f_topics_hash = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 50:
                     n = buf[pos]
@@ -13946,9 +14384,9 @@ class CommandGetTopicsOfNamespace(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandGetTopicsOfNamespace.properties")
-                    x6 = KeyValue.decode_from(buf, pos, vend)
+                    x_properties = KeyValue.decode_from(buf, pos, vend)
                     pos = vend
-                    f6.append(x6)
+                    f_properties.append(x_properties)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -13963,17 +14401,17 @@ class CommandGetTopicsOfNamespace(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandGetTopicsOfNamespace")
-        if f1 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandGetTopicsOfNamespace", "request_id")
-        if f2 is None:
+        if f_namespace is None:
             raise MissingRequiredFieldError("CommandGetTopicsOfNamespace", "namespace")
         msg = new_instance(cls)
-        msg.request_id = f1
-        msg.namespace = f2
-        msg._mode = f3
-        msg._topics_pattern = f4
-        msg._topics_hash = f5
-        msg.properties = f6
+        msg.request_id = f_request_id
+        msg.namespace = f_namespace
+        msg._mode = f_mode
+        msg._topics_pattern = f_topics_pattern
+        msg._topics_hash = f_topics_hash
+        msg.properties = f_properties
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -14093,30 +14531,34 @@ class CommandGetTopicsOfNamespaceResponse(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.request_id
-        if v1 is None:
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandGetTopicsOfNamespaceResponse", "request_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        for item2 in self.topics:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        for item_topics in self.topics:
             parts.append(b"\x12")
-            data = item2.encode()
+            data = item_topics.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v3 = self._filtered
-        if v3 is not None:
-            parts.append(b"\x18\x01" if v3 else b"\x18\x00")
-        v4 = self._topics_hash
-        if v4 is not None:
+        v_filtered = self._filtered
+        if v_filtered is not None:
+            parts.append(b"\x18\x01" if v_filtered else b"\x18\x00")
+        v_topics_hash = self._topics_hash
+        if v_topics_hash is not None:
             parts.append(b"\x22")
-            data = v4.encode()
+            data = v_topics_hash.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v5 = self._changed
-        if v5 is not None:
-            parts.append(b"\x28\x01" if v5 else b"\x28\x00")
+        v_changed = self._changed
+        if v_changed is not None:
+            parts.append(b"\x28\x01" if v_changed else b"\x28\x00")
         if self._unknown:
             parts.append(self._unknown)
 
@@ -14129,11 +14571,11 @@ class CommandGetTopicsOfNamespaceResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: list[str] = []
-        f3: bool | None = None
-        f4: str | None = None
-        f5: bool | None = None
+        f_request_id: int | None = None
+        f_topics: list[str] = []
+        f_filtered: bool | None = None
+        f_topics_hash: str | None = None
+        f_changed: bool | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -14147,19 +14589,19 @@ class CommandGetTopicsOfNamespaceResponse(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_request_id = raw
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -14169,16 +14611,16 @@ class CommandGetTopicsOfNamespaceResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandGetTopicsOfNamespaceResponse.topics")
-                    x2 = buf[pos:vend].decode()
+                    x_topics = buf[pos:vend].decode()
                     pos = vend
-                    f2.append(x2)
+                    f_topics.append(x_topics)
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f3 = raw != 0
+                    f_filtered = raw != 0
                 elif tag == 34:
                     n = buf[pos]
                     if n < 0x80:
@@ -14188,7 +14630,7 @@ class CommandGetTopicsOfNamespaceResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandGetTopicsOfNamespaceResponse.topics_hash")
-                    f4 = buf[pos:vend].decode()
+                    f_topics_hash = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 40:
                     raw = buf[pos]
@@ -14196,7 +14638,7 @@ class CommandGetTopicsOfNamespaceResponse(Message):
                         pos += 1
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f5 = raw != 0
+                    f_changed = raw != 0
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -14210,14 +14652,14 @@ class CommandGetTopicsOfNamespaceResponse(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandGetTopicsOfNamespaceResponse")
-        if f1 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandGetTopicsOfNamespaceResponse", "request_id")
         msg = new_instance(cls)
-        msg.request_id = f1
-        msg.topics = f2
-        msg._filtered = f3
-        msg._topics_hash = f4
-        msg._changed = f5
+        msg.request_id = f_request_id
+        msg.topics = f_topics
+        msg._filtered = f_filtered
+        msg._topics_hash = f_topics_hash
+        msg._changed = f_changed
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -14316,36 +14758,44 @@ class CommandWatchTopicList(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.request_id
-        if v1 is None:
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandWatchTopicList", "request_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self.watcher_id
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_watcher_id = self.watcher_id
+        if v_watcher_id is None:
             raise RequiredFieldUnsetError("CommandWatchTopicList", "watcher_id")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
-        v3 = self.namespace
-        if v3 is None:
+        parts.append(
+            SMALL_VARINTS[v_watcher_id]
+            if 0 <= v_watcher_id < 0x4000
+            else uint64_bytes(v_watcher_id)
+        )
+        v_namespace = self.namespace
+        if v_namespace is None:
             raise RequiredFieldUnsetError("CommandWatchTopicList", "namespace")
         parts.append(b"\x1a")
-        data = v3.encode()
+        data = v_namespace.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v4 = self.topics_pattern
-        if v4 is None:
+        v_topics_pattern = self.topics_pattern
+        if v_topics_pattern is None:
             raise RequiredFieldUnsetError("CommandWatchTopicList", "topics_pattern")
         parts.append(b"\x22")
-        data = v4.encode()
+        data = v_topics_pattern.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v5 = self._topics_hash
-        if v5 is not None:
+        v_topics_hash = self._topics_hash
+        if v_topics_hash is not None:
             parts.append(b"\x2a")
-            data = v5.encode()
+            data = v_topics_hash.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -14361,11 +14811,11 @@ class CommandWatchTopicList(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
-        f3: str | None = None
-        f4: str | None = None
-        f5: str | None = None
+        f_request_id: int | None = None
+        f_watcher_id: int | None = None
+        f_namespace: str | None = None
+        f_topics_pattern: str | None = None
+        f_topics_hash: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -14379,36 +14829,36 @@ class CommandWatchTopicList(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_request_id = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f2 = raw
+                    f_watcher_id = raw
                 elif tag == 26:
                     n = buf[pos]
                     if n < 0x80:
@@ -14418,7 +14868,7 @@ class CommandWatchTopicList(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandWatchTopicList.namespace")
-                    f3 = buf[pos:vend].decode()
+                    f_namespace = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 34:
                     n = buf[pos]
@@ -14429,7 +14879,7 @@ class CommandWatchTopicList(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandWatchTopicList.topics_pattern")
-                    f4 = buf[pos:vend].decode()
+                    f_topics_pattern = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 42:
                     n = buf[pos]
@@ -14440,7 +14890,7 @@ class CommandWatchTopicList(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandWatchTopicList.topics_hash")
-                    f5 = buf[pos:vend].decode()
+                    f_topics_hash = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -14456,20 +14906,20 @@ class CommandWatchTopicList(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandWatchTopicList")
-        if f1 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandWatchTopicList", "request_id")
-        if f2 is None:
+        if f_watcher_id is None:
             raise MissingRequiredFieldError("CommandWatchTopicList", "watcher_id")
-        if f3 is None:
+        if f_namespace is None:
             raise MissingRequiredFieldError("CommandWatchTopicList", "namespace")
-        if f4 is None:
+        if f_topics_pattern is None:
             raise MissingRequiredFieldError("CommandWatchTopicList", "topics_pattern")
         msg = new_instance(cls)
-        msg.request_id = f1
-        msg.watcher_id = f2
-        msg.namespace = f3
-        msg.topics_pattern = f4
-        msg._topics_hash = f5
+        msg.request_id = f_request_id
+        msg.watcher_id = f_watcher_id
+        msg.namespace = f_namespace
+        msg.topics_pattern = f_topics_pattern
+        msg._topics_hash = f_topics_hash
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -14534,27 +14984,35 @@ class CommandWatchTopicListSuccess(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.request_id
-        if v1 is None:
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandWatchTopicListSuccess", "request_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self.watcher_id
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_watcher_id = self.watcher_id
+        if v_watcher_id is None:
             raise RequiredFieldUnsetError("CommandWatchTopicListSuccess", "watcher_id")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
-        for item3 in self.topic:
+        parts.append(
+            SMALL_VARINTS[v_watcher_id]
+            if 0 <= v_watcher_id < 0x4000
+            else uint64_bytes(v_watcher_id)
+        )
+        for item_topic in self.topic:
             parts.append(b"\x1a")
-            data = item3.encode()
+            data = item_topic.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v4 = self.topics_hash
-        if v4 is None:
+        v_topics_hash = self.topics_hash
+        if v_topics_hash is None:
             raise RequiredFieldUnsetError("CommandWatchTopicListSuccess", "topics_hash")
         parts.append(b"\x22")
-        data = v4.encode()
+        data = v_topics_hash.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
@@ -14570,10 +15028,10 @@ class CommandWatchTopicListSuccess(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
-        f3: list[str] = []
-        f4: str | None = None
+        f_request_id: int | None = None
+        f_watcher_id: int | None = None
+        f_topic: list[str] = []
+        f_topics_hash: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -14587,36 +15045,36 @@ class CommandWatchTopicListSuccess(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_request_id = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f2 = raw
+                    f_watcher_id = raw
                 elif tag == 26:
                     n = buf[pos]
                     if n < 0x80:
@@ -14626,9 +15084,9 @@ class CommandWatchTopicListSuccess(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandWatchTopicListSuccess.topic")
-                    x3 = buf[pos:vend].decode()
+                    x_topic = buf[pos:vend].decode()
                     pos = vend
-                    f3.append(x3)
+                    f_topic.append(x_topic)
                 elif tag == 34:
                     n = buf[pos]
                     if n < 0x80:
@@ -14638,7 +15096,7 @@ class CommandWatchTopicListSuccess(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandWatchTopicListSuccess.topics_hash")
-                    f4 = buf[pos:vend].decode()
+                    f_topics_hash = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -14653,17 +15111,17 @@ class CommandWatchTopicListSuccess(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandWatchTopicListSuccess")
-        if f1 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandWatchTopicListSuccess", "request_id")
-        if f2 is None:
+        if f_watcher_id is None:
             raise MissingRequiredFieldError("CommandWatchTopicListSuccess", "watcher_id")
-        if f4 is None:
+        if f_topics_hash is None:
             raise MissingRequiredFieldError("CommandWatchTopicListSuccess", "topics_hash")
         msg = new_instance(cls)
-        msg.request_id = f1
-        msg.watcher_id = f2
-        msg.topic = f3
-        msg.topics_hash = f4
+        msg.request_id = f_request_id
+        msg.watcher_id = f_watcher_id
+        msg.topic = f_topic
+        msg.topics_hash = f_topics_hash
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -14732,28 +15190,32 @@ class CommandWatchTopicUpdate(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.watcher_id
-        if v1 is None:
+        v_watcher_id = self.watcher_id
+        if v_watcher_id is None:
             raise RequiredFieldUnsetError("CommandWatchTopicUpdate", "watcher_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        for item2 in self.new_topics:
+        parts.append(
+            SMALL_VARINTS[v_watcher_id]
+            if 0 <= v_watcher_id < 0x4000
+            else uint64_bytes(v_watcher_id)
+        )
+        for item_new_topics in self.new_topics:
             parts.append(b"\x12")
-            data = item2.encode()
+            data = item_new_topics.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        for item3 in self.deleted_topics:
+        for item_deleted_topics in self.deleted_topics:
             parts.append(b"\x1a")
-            data = item3.encode()
+            data = item_deleted_topics.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v4 = self.topics_hash
-        if v4 is None:
+        v_topics_hash = self.topics_hash
+        if v_topics_hash is None:
             raise RequiredFieldUnsetError("CommandWatchTopicUpdate", "topics_hash")
         parts.append(b"\x22")
-        data = v4.encode()
+        data = v_topics_hash.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
@@ -14769,10 +15231,10 @@ class CommandWatchTopicUpdate(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: list[str] = []
-        f3: list[str] = []
-        f4: str | None = None
+        f_watcher_id: int | None = None
+        f_new_topics: list[str] = []
+        f_deleted_topics: list[str] = []
+        f_topics_hash: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -14786,19 +15248,19 @@ class CommandWatchTopicUpdate(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_watcher_id = raw
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -14808,9 +15270,9 @@ class CommandWatchTopicUpdate(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandWatchTopicUpdate.new_topics")
-                    x2 = buf[pos:vend].decode()
+                    x_new_topics = buf[pos:vend].decode()
                     pos = vend
-                    f2.append(x2)
+                    f_new_topics.append(x_new_topics)
                 elif tag == 26:
                     n = buf[pos]
                     if n < 0x80:
@@ -14820,9 +15282,9 @@ class CommandWatchTopicUpdate(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandWatchTopicUpdate.deleted_topics")
-                    x3 = buf[pos:vend].decode()
+                    x_deleted_topics = buf[pos:vend].decode()
                     pos = vend
-                    f3.append(x3)
+                    f_deleted_topics.append(x_deleted_topics)
                 elif tag == 34:
                     n = buf[pos]
                     if n < 0x80:
@@ -14832,7 +15294,7 @@ class CommandWatchTopicUpdate(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandWatchTopicUpdate.topics_hash")
-                    f4 = buf[pos:vend].decode()
+                    f_topics_hash = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -14848,15 +15310,15 @@ class CommandWatchTopicUpdate(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandWatchTopicUpdate")
-        if f1 is None:
+        if f_watcher_id is None:
             raise MissingRequiredFieldError("CommandWatchTopicUpdate", "watcher_id")
-        if f4 is None:
+        if f_topics_hash is None:
             raise MissingRequiredFieldError("CommandWatchTopicUpdate", "topics_hash")
         msg = new_instance(cls)
-        msg.watcher_id = f1
-        msg.new_topics = f2
-        msg.deleted_topics = f3
-        msg.topics_hash = f4
+        msg.watcher_id = f_watcher_id
+        msg.new_topics = f_new_topics
+        msg.deleted_topics = f_deleted_topics
+        msg.topics_hash = f_topics_hash
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -14913,16 +15375,24 @@ class CommandWatchTopicListClose(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.request_id
-        if v1 is None:
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandWatchTopicListClose", "request_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self.watcher_id
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_watcher_id = self.watcher_id
+        if v_watcher_id is None:
             raise RequiredFieldUnsetError("CommandWatchTopicListClose", "watcher_id")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
+        parts.append(
+            SMALL_VARINTS[v_watcher_id]
+            if 0 <= v_watcher_id < 0x4000
+            else uint64_bytes(v_watcher_id)
+        )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -14935,8 +15405,8 @@ class CommandWatchTopicListClose(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
+        f_request_id: int | None = None
+        f_watcher_id: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -14950,36 +15420,36 @@ class CommandWatchTopicListClose(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_request_id = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f2 = raw
+                    f_watcher_id = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -14987,13 +15457,13 @@ class CommandWatchTopicListClose(Message):
             raise truncated("CommandWatchTopicListClose") from None
         if pos != end:
             raise truncated("CommandWatchTopicListClose")
-        if f1 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandWatchTopicListClose", "request_id")
-        if f2 is None:
+        if f_watcher_id is None:
             raise MissingRequiredFieldError("CommandWatchTopicListClose", "watcher_id")
         msg = new_instance(cls)
-        msg.request_id = f1
-        msg.watcher_id = f2
+        msg.request_id = f_request_id
+        msg.watcher_id = f_watcher_id
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -15168,60 +15638,98 @@ class SegmentInfoProto(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.segment_id
-        if v1 is None:
+        v_segment_id = self.segment_id
+        if v_segment_id is None:
             raise RequiredFieldUnsetError("SegmentInfoProto", "segment_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self.hash_start
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_segment_id]
+            if 0 <= v_segment_id < 0x4000
+            else uint64_bytes(v_segment_id)
+        )
+        v_hash_start = self.hash_start
+        if v_hash_start is None:
             raise RequiredFieldUnsetError("SegmentInfoProto", "hash_start")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint32_bytes(v2))
-        v3 = self.hash_end
-        if v3 is None:
+        parts.append(
+            SMALL_VARINTS[v_hash_start]
+            if 0 <= v_hash_start < 0x4000
+            else uint32_bytes(v_hash_start)
+        )
+        v_hash_end = self.hash_end
+        if v_hash_end is None:
             raise RequiredFieldUnsetError("SegmentInfoProto", "hash_end")
         parts.append(b"\x18")
-        parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint32_bytes(v3))
-        v4 = self.state
-        if v4 is None:
+        parts.append(
+            SMALL_VARINTS[v_hash_end] if 0 <= v_hash_end < 0x4000 else uint32_bytes(v_hash_end)
+        )
+        v_state = self.state
+        if v_state is None:
             raise RequiredFieldUnsetError("SegmentInfoProto", "state")
         parts.append(b"\x20")
-        parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
-        for item5 in self.parent_ids:
+        parts.append(SMALL_VARINTS[v_state] if 0 <= v_state < 0x4000 else int32_bytes(v_state))
+        for item_parent_ids in self.parent_ids:
             parts.append(b"\x28")
-            parts.append(SMALL_VARINTS[item5] if 0 <= item5 < 0x4000 else uint64_bytes(item5))
-        for item6 in self.child_ids:
+            parts.append(
+                SMALL_VARINTS[item_parent_ids]
+                if 0 <= item_parent_ids < 0x4000
+                else uint64_bytes(item_parent_ids)
+            )
+        for item_child_ids in self.child_ids:
             parts.append(b"\x30")
-            parts.append(SMALL_VARINTS[item6] if 0 <= item6 < 0x4000 else uint64_bytes(item6))
-        v7 = self.created_at_epoch
-        if v7 is None:
+            parts.append(
+                SMALL_VARINTS[item_child_ids]
+                if 0 <= item_child_ids < 0x4000
+                else uint64_bytes(item_child_ids)
+            )
+        v_created_at_epoch = self.created_at_epoch
+        if v_created_at_epoch is None:
             raise RequiredFieldUnsetError("SegmentInfoProto", "created_at_epoch")
         parts.append(b"\x38")
-        parts.append(SMALL_VARINTS[v7] if 0 <= v7 < 0x4000 else uint64_bytes(v7))
-        v8 = self._sealed_at_epoch
-        if v8 is not None:
+        parts.append(
+            SMALL_VARINTS[v_created_at_epoch]
+            if 0 <= v_created_at_epoch < 0x4000
+            else uint64_bytes(v_created_at_epoch)
+        )
+        v_sealed_at_epoch = self._sealed_at_epoch
+        if v_sealed_at_epoch is not None:
             parts.append(b"\x40")
-            parts.append(SMALL_VARINTS[v8] if 0 <= v8 < 0x4000 else uint64_bytes(v8))
-        v9 = self.created_at_ms
-        if v9 is None:
+            parts.append(
+                SMALL_VARINTS[v_sealed_at_epoch]
+                if 0 <= v_sealed_at_epoch < 0x4000
+                else uint64_bytes(v_sealed_at_epoch)
+            )
+        v_created_at_ms = self.created_at_ms
+        if v_created_at_ms is None:
             raise RequiredFieldUnsetError("SegmentInfoProto", "created_at_ms")
         parts.append(b"\x48")
-        parts.append(SMALL_VARINTS[v9] if 0 <= v9 < 0x4000 else uint64_bytes(v9))
-        v10 = self._sealed_at_ms
-        if v10 is not None:
+        parts.append(
+            SMALL_VARINTS[v_created_at_ms]
+            if 0 <= v_created_at_ms < 0x4000
+            else uint64_bytes(v_created_at_ms)
+        )
+        v_sealed_at_ms = self._sealed_at_ms
+        if v_sealed_at_ms is not None:
             parts.append(b"\x50")
-            parts.append(SMALL_VARINTS[v10] if 0 <= v10 < 0x4000 else uint64_bytes(v10))
-        v11 = self._legacy_topic_name
-        if v11 is not None:
+            parts.append(
+                SMALL_VARINTS[v_sealed_at_ms]
+                if 0 <= v_sealed_at_ms < 0x4000
+                else uint64_bytes(v_sealed_at_ms)
+            )
+        v_legacy_topic_name = self._legacy_topic_name
+        if v_legacy_topic_name is not None:
             parts.append(b"\x5a")
-            data = v11.encode()
+            data = v_legacy_topic_name.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        for item12 in self.entry_bucket_splits:
+        for item_entry_bucket_splits in self.entry_bucket_splits:
             parts.append(b"\x60")
-            parts.append(SMALL_VARINTS[item12] if 0 <= item12 < 0x4000 else uint32_bytes(item12))
+            parts.append(
+                SMALL_VARINTS[item_entry_bucket_splits]
+                if 0 <= item_entry_bucket_splits < 0x4000
+                else uint32_bytes(item_entry_bucket_splits)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -15234,18 +15742,18 @@ class SegmentInfoProto(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
-        f3: int | None = None
-        f4: SegmentState | None = None
-        f5: list[int] = []
-        f6: list[int] = []
-        f7: int | None = None
-        f8: int | None = None
-        f9: int | None = None
-        f10: int | None = None
-        f11: str | None = None
-        f12: list[int] = []
+        f_segment_id: int | None = None
+        f_hash_start: int | None = None
+        f_hash_end: int | None = None
+        f_state: SegmentState | None = None
+        f_parent_ids: list[int] = []
+        f_child_ids: list[int] = []
+        f_created_at_epoch: int | None = None
+        f_sealed_at_epoch: int | None = None
+        f_created_at_ms: int | None = None
+        f_sealed_at_ms: int | None = None
+        f_legacy_topic_name: str | None = None
+        f_entry_bucket_splits: list[int] = []
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -15261,55 +15769,55 @@ class SegmentInfoProto(Message):
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f1 = raw
+                            f_segment_id = raw
                         elif tag == 16:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = raw & 0xFFFFFFFF
-                            f2 = raw
+                            f_hash_start = raw
                         elif tag == 24:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = raw & 0xFFFFFFFF
-                            f3 = raw
+                            f_hash_end = raw
                         else:
                             pos = skip_field(buf, pos, end, tag)
                             unknown = add_unknown(unknown, buf[start:pos])
@@ -15321,29 +15829,29 @@ class SegmentInfoProto(Message):
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int32(raw)
-                            x4 = _SegmentState_BY_NUMBER.get(raw)
-                            if x4 is None:
+                            x_state = _SegmentState_BY_NUMBER.get(raw)
+                            if x_state is None:
                                 unknown = add_unknown(unknown, buf[start:pos])
                             else:
-                                f4 = x4
+                                f_state = x_state
                         elif tag == 40:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            x5 = raw
-                            f5.append(x5)
+                            x_parent_ids = raw
+                            f_parent_ids.append(x_parent_ids)
                         elif tag == 42:
                             n = buf[pos]
                             if n < 0x80:
@@ -15357,40 +15865,40 @@ class SegmentInfoProto(Message):
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
-                                elif (b1 := buf[pos + 1]) < 0x80:
-                                    raw = raw & 0x7F | b1 << 7
+                                elif (second := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | second << 7
                                     pos += 2
-                                elif (b2 := buf[pos + 2]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                elif (third := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                     pos += 3
-                                elif (b3 := buf[pos + 3]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                    raw |= b3 << 21
+                                elif (fourth := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                    raw |= fourth << 21
                                     pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
-                                x5 = raw
-                                f5.append(x5)
+                                x_parent_ids = raw
+                                f_parent_ids.append(x_parent_ids)
                             if pos != pend:
                                 raise truncated("SegmentInfoProto.parent_ids")
                         elif tag == 48:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            x6 = raw
-                            f6.append(x6)
+                            x_child_ids = raw
+                            f_child_ids.append(x_child_ids)
                         else:
                             pos = skip_field(buf, pos, end, tag)
                             unknown = add_unknown(unknown, buf[start:pos])
@@ -15409,73 +15917,73 @@ class SegmentInfoProto(Message):
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
-                                elif (b1 := buf[pos + 1]) < 0x80:
-                                    raw = raw & 0x7F | b1 << 7
+                                elif (second := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | second << 7
                                     pos += 2
-                                elif (b2 := buf[pos + 2]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                elif (third := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                     pos += 3
-                                elif (b3 := buf[pos + 3]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                    raw |= b3 << 21
+                                elif (fourth := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                    raw |= fourth << 21
                                     pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
-                                x6 = raw
-                                f6.append(x6)
+                                x_child_ids = raw
+                                f_child_ids.append(x_child_ids)
                             if pos != pend:
                                 raise truncated("SegmentInfoProto.child_ids")
                         elif tag == 56:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f7 = raw
+                            f_created_at_epoch = raw
                         elif tag == 64:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f8 = raw
+                            f_sealed_at_epoch = raw
                         elif tag == 72:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f9 = raw
+                            f_created_at_ms = raw
                         else:
                             pos = skip_field(buf, pos, end, tag)
                             unknown = add_unknown(unknown, buf[start:pos])
@@ -15484,19 +15992,19 @@ class SegmentInfoProto(Message):
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f10 = raw
+                            f_sealed_at_ms = raw
                         elif tag == 90:
                             n = buf[pos]
                             if n < 0x80:
@@ -15506,27 +16014,27 @@ class SegmentInfoProto(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("SegmentInfoProto.legacy_topic_name")
-                            f11 = buf[pos:vend].decode()
+                            f_legacy_topic_name = buf[pos:vend].decode()
                             pos = vend
                         elif tag == 96:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = raw & 0xFFFFFFFF
-                            x12 = raw
-                            f12.append(x12)
+                            x_entry_bucket_splits = raw
+                            f_entry_bucket_splits.append(x_entry_bucket_splits)
                         elif tag == 98:
                             n = buf[pos]
                             if n < 0x80:
@@ -15540,21 +16048,21 @@ class SegmentInfoProto(Message):
                                 raw = buf[pos]
                                 if raw < 0x80:
                                     pos += 1
-                                elif (b1 := buf[pos + 1]) < 0x80:
-                                    raw = raw & 0x7F | b1 << 7
+                                elif (second := buf[pos + 1]) < 0x80:
+                                    raw = raw & 0x7F | second << 7
                                     pos += 2
-                                elif (b2 := buf[pos + 2]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                                elif (third := buf[pos + 2]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                     pos += 3
-                                elif (b3 := buf[pos + 3]) < 0x80:
-                                    raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                    raw |= b3 << 21
+                                elif (fourth := buf[pos + 3]) < 0x80:
+                                    raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                    raw |= fourth << 21
                                     pos += 4
                                 else:
                                     raw, pos = read_varint(buf, pos)
                                     raw = raw & 0xFFFFFFFF
-                                x12 = raw
-                                f12.append(x12)
+                                x_entry_bucket_splits = raw
+                                f_entry_bucket_splits.append(x_entry_bucket_splits)
                             if pos != pend:
                                 raise truncated("SegmentInfoProto.entry_bucket_splits")
                         else:
@@ -15566,31 +16074,31 @@ class SegmentInfoProto(Message):
             raise invalid_utf8("SegmentInfoProto.legacy_topic_name", exc) from None
         if pos != end:
             raise truncated("SegmentInfoProto")
-        if f1 is None:
+        if f_segment_id is None:
             raise MissingRequiredFieldError("SegmentInfoProto", "segment_id")
-        if f2 is None:
+        if f_hash_start is None:
             raise MissingRequiredFieldError("SegmentInfoProto", "hash_start")
-        if f3 is None:
+        if f_hash_end is None:
             raise MissingRequiredFieldError("SegmentInfoProto", "hash_end")
-        if f4 is None:
+        if f_state is None:
             raise MissingRequiredFieldError("SegmentInfoProto", "state")
-        if f7 is None:
+        if f_created_at_epoch is None:
             raise MissingRequiredFieldError("SegmentInfoProto", "created_at_epoch")
-        if f9 is None:
+        if f_created_at_ms is None:
             raise MissingRequiredFieldError("SegmentInfoProto", "created_at_ms")
         msg = new_instance(cls)
-        msg.segment_id = f1
-        msg.hash_start = f2
-        msg.hash_end = f3
-        msg.state = f4
-        msg.parent_ids = f5
-        msg.child_ids = f6
-        msg.created_at_epoch = f7
-        msg._sealed_at_epoch = f8
-        msg.created_at_ms = f9
-        msg._sealed_at_ms = f10
-        msg._legacy_topic_name = f11
-        msg.entry_bucket_splits = f12
+        msg.segment_id = f_segment_id
+        msg.hash_start = f_hash_start
+        msg.hash_end = f_hash_end
+        msg.state = f_state
+        msg.parent_ids = f_parent_ids
+        msg.child_ids = f_child_ids
+        msg.created_at_epoch = f_created_at_epoch
+        msg._sealed_at_epoch = f_sealed_at_epoch
+        msg.created_at_ms = f_created_at_ms
+        msg._sealed_at_ms = f_sealed_at_ms
+        msg._legacy_topic_name = f_legacy_topic_name
+        msg.entry_bucket_splits = f_entry_bucket_splits
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -15668,23 +16176,27 @@ class SegmentBrokerAddress(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.segment_id
-        if v1 is None:
+        v_segment_id = self.segment_id
+        if v_segment_id is None:
             raise RequiredFieldUnsetError("SegmentBrokerAddress", "segment_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self.broker_url
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_segment_id]
+            if 0 <= v_segment_id < 0x4000
+            else uint64_bytes(v_segment_id)
+        )
+        v_broker_url = self.broker_url
+        if v_broker_url is None:
             raise RequiredFieldUnsetError("SegmentBrokerAddress", "broker_url")
         parts.append(b"\x12")
-        data = v2.encode()
+        data = v_broker_url.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v3 = self._broker_url_tls
-        if v3 is not None:
+        v_broker_url_tls = self._broker_url_tls
+        if v_broker_url_tls is not None:
             parts.append(b"\x1a")
-            data = v3.encode()
+            data = v_broker_url_tls.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -15700,9 +16212,9 @@ class SegmentBrokerAddress(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: str | None = None
-        f3: str | None = None
+        f_segment_id: int | None = None
+        f_broker_url: str | None = None
+        f_broker_url_tls: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -15716,19 +16228,19 @@ class SegmentBrokerAddress(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_segment_id = raw
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -15738,7 +16250,7 @@ class SegmentBrokerAddress(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("SegmentBrokerAddress.broker_url")
-                    f2 = buf[pos:vend].decode()
+                    f_broker_url = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 26:
                     n = buf[pos]
@@ -15749,7 +16261,7 @@ class SegmentBrokerAddress(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("SegmentBrokerAddress.broker_url_tls")
-                    f3 = buf[pos:vend].decode()
+                    f_broker_url_tls = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -15764,14 +16276,14 @@ class SegmentBrokerAddress(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("SegmentBrokerAddress")
-        if f1 is None:
+        if f_segment_id is None:
             raise MissingRequiredFieldError("SegmentBrokerAddress", "segment_id")
-        if f2 is None:
+        if f_broker_url is None:
             raise MissingRequiredFieldError("SegmentBrokerAddress", "broker_url")
         msg = new_instance(cls)
-        msg.segment_id = f1
-        msg.broker_url = f2
-        msg._broker_url_tls = f3
+        msg.segment_id = f_segment_id
+        msg.broker_url = f_broker_url
+        msg._broker_url_tls = f_broker_url_tls
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -15886,38 +16398,38 @@ class ScalableTopicDAG(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.epoch
-        if v1 is None:
+        v_epoch = self.epoch
+        if v_epoch is None:
             raise RequiredFieldUnsetError("ScalableTopicDAG", "epoch")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        for item2 in self.segments:
+        parts.append(SMALL_VARINTS[v_epoch] if 0 <= v_epoch < 0x4000 else uint64_bytes(v_epoch))
+        for item_segments in self.segments:
             parts.append(b"\x12")
             sub = []
-            item2._encode(sub)
+            item_segments._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        for item3 in self.segment_brokers:
+        for item_segment_brokers in self.segment_brokers:
             parts.append(b"\x1a")
             sub = []
-            item3._encode(sub)
+            item_segment_brokers._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v4 = self._controller_broker_url
-        if v4 is not None:
+        v_controller_broker_url = self._controller_broker_url
+        if v_controller_broker_url is not None:
             parts.append(b"\x22")
-            data = v4.encode()
+            data = v_controller_broker_url.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v5 = self._controller_broker_url_tls
-        if v5 is not None:
+        v_controller_broker_url_tls = self._controller_broker_url_tls
+        if v_controller_broker_url_tls is not None:
             parts.append(b"\x2a")
-            data = v5.encode()
+            data = v_controller_broker_url_tls.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -15933,11 +16445,11 @@ class ScalableTopicDAG(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: list[SegmentInfoProto] = []
-        f3: list[SegmentBrokerAddress] = []
-        f4: str | None = None
-        f5: str | None = None
+        f_epoch: int | None = None
+        f_segments: list[SegmentInfoProto] = []
+        f_segment_brokers: list[SegmentBrokerAddress] = []
+        f_controller_broker_url: str | None = None
+        f_controller_broker_url_tls: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -15951,19 +16463,19 @@ class ScalableTopicDAG(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_epoch = raw
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -15973,9 +16485,9 @@ class ScalableTopicDAG(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ScalableTopicDAG.segments")
-                    x2 = SegmentInfoProto.decode_from(buf, pos, vend)
+                    x_segments = SegmentInfoProto.decode_from(buf, pos, vend)
                     pos = vend
-                    f2.append(x2)
+                    f_segments.append(x_segments)
                 elif tag == 26:
                     n = buf[pos]
                     if n < 0x80:
@@ -15985,9 +16497,9 @@ class ScalableTopicDAG(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ScalableTopicDAG.segment_brokers")
-                    x3 = SegmentBrokerAddress.decode_from(buf, pos, vend)
+                    x_segment_brokers = SegmentBrokerAddress.decode_from(buf, pos, vend)
                     pos = vend
-                    f3.append(x3)
+                    f_segment_brokers.append(x_segment_brokers)
                 elif tag == 34:
                     n = buf[pos]
                     if n < 0x80:
@@ -15997,7 +16509,7 @@ class ScalableTopicDAG(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ScalableTopicDAG.controller_broker_url")
-                    f4 = buf[pos:vend].decode()
+                    f_controller_broker_url = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 42:
                     n = buf[pos]
@@ -16008,7 +16520,7 @@ class ScalableTopicDAG(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ScalableTopicDAG.controller_broker_url_tls")
-                    f5 = buf[pos:vend].decode()
+                    f_controller_broker_url_tls = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -16023,14 +16535,14 @@ class ScalableTopicDAG(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("ScalableTopicDAG")
-        if f1 is None:
+        if f_epoch is None:
             raise MissingRequiredFieldError("ScalableTopicDAG", "epoch")
         msg = new_instance(cls)
-        msg.epoch = f1
-        msg.segments = f2
-        msg.segment_brokers = f3
-        msg._controller_broker_url = f4
-        msg._controller_broker_url_tls = f5
+        msg.epoch = f_epoch
+        msg.segments = f_segments
+        msg.segment_brokers = f_segment_brokers
+        msg._controller_broker_url = f_controller_broker_url
+        msg._controller_broker_url_tls = f_controller_broker_url_tls
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -16113,22 +16625,26 @@ class CommandScalableTopicLookup(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.session_id
-        if v1 is None:
+        v_session_id = self.session_id
+        if v_session_id is None:
             raise RequiredFieldUnsetError("CommandScalableTopicLookup", "session_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self.topic
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_session_id]
+            if 0 <= v_session_id < 0x4000
+            else uint64_bytes(v_session_id)
+        )
+        v_topic = self.topic
+        if v_topic is None:
             raise RequiredFieldUnsetError("CommandScalableTopicLookup", "topic")
         parts.append(b"\x12")
-        data = v2.encode()
+        data = v_topic.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v3 = self._create_if_missing
-        if v3 is not None:
-            parts.append(b"\x18\x01" if v3 else b"\x18\x00")
+        v_create_if_missing = self._create_if_missing
+        if v_create_if_missing is not None:
+            parts.append(b"\x18\x01" if v_create_if_missing else b"\x18\x00")
         if self._unknown:
             parts.append(self._unknown)
 
@@ -16141,9 +16657,9 @@ class CommandScalableTopicLookup(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: str | None = None
-        f3: bool | None = None
+        f_session_id: int | None = None
+        f_topic: str | None = None
+        f_create_if_missing: bool | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -16157,19 +16673,19 @@ class CommandScalableTopicLookup(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_session_id = raw
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -16179,7 +16695,7 @@ class CommandScalableTopicLookup(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandScalableTopicLookup.topic")
-                    f2 = buf[pos:vend].decode()
+                    f_topic = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 24:
                     raw = buf[pos]
@@ -16187,7 +16703,7 @@ class CommandScalableTopicLookup(Message):
                         pos += 1
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f3 = raw != 0
+                    f_create_if_missing = raw != 0
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -16197,14 +16713,14 @@ class CommandScalableTopicLookup(Message):
             raise invalid_utf8("CommandScalableTopicLookup.topic", exc) from None
         if pos != end:
             raise truncated("CommandScalableTopicLookup")
-        if f1 is None:
+        if f_session_id is None:
             raise MissingRequiredFieldError("CommandScalableTopicLookup", "session_id")
-        if f2 is None:
+        if f_topic is None:
             raise MissingRequiredFieldError("CommandScalableTopicLookup", "topic")
         msg = new_instance(cls)
-        msg.session_id = f1
-        msg.topic = f2
-        msg._create_if_missing = f3
+        msg.session_id = f_session_id
+        msg.topic = f_topic
+        msg._create_if_missing = f_create_if_missing
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -16329,35 +16845,39 @@ class CommandScalableTopicUpdate(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.session_id
-        if v1 is None:
+        v_session_id = self.session_id
+        if v_session_id is None:
             raise RequiredFieldUnsetError("CommandScalableTopicUpdate", "session_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self.dag
-        if v2 is not None:
+        parts.append(
+            SMALL_VARINTS[v_session_id]
+            if 0 <= v_session_id < 0x4000
+            else uint64_bytes(v_session_id)
+        )
+        v_dag = self.dag
+        if v_dag is not None:
             parts.append(b"\x12")
             sub = []
-            v2._encode(sub)
+            v_dag._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v3 = self._error
-        if v3 is not None:
+        v_error = self._error
+        if v_error is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
-        v4 = self._message
-        if v4 is not None:
+            parts.append(SMALL_VARINTS[v_error] if 0 <= v_error < 0x4000 else int32_bytes(v_error))
+        v_message = self._message
+        if v_message is not None:
             parts.append(b"\x22")
-            data = v4.encode()
+            data = v_message.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v5 = self._resolved_topic_name
-        if v5 is not None:
+        v_resolved_topic_name = self._resolved_topic_name
+        if v_resolved_topic_name is not None:
             parts.append(b"\x2a")
-            data = v5.encode()
+            data = v_resolved_topic_name.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -16373,11 +16893,11 @@ class CommandScalableTopicUpdate(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: ScalableTopicDAG | None = None
-        f3: ServerError | None = None
-        f4: str | None = None
-        f5: str | None = None
+        f_session_id: int | None = None
+        f_dag: ScalableTopicDAG | None = None
+        f_error: ServerError | None = None
+        f_message: str | None = None
+        f_resolved_topic_name: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -16391,19 +16911,19 @@ class CommandScalableTopicUpdate(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_session_id = raw
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -16413,7 +16933,7 @@ class CommandScalableTopicUpdate(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandScalableTopicUpdate.dag")
-                    f2 = ScalableTopicDAG.decode_from(buf, pos, vend)
+                    f_dag = ScalableTopicDAG.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 24:
                     raw = buf[pos]
@@ -16422,11 +16942,11 @@ class CommandScalableTopicUpdate(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    x3 = _ServerError_BY_NUMBER.get(raw)
-                    if x3 is None:
+                    x_error = _ServerError_BY_NUMBER.get(raw)
+                    if x_error is None:
                         unknown = add_unknown(unknown, buf[start:pos])
                     else:
-                        f3 = x3
+                        f_error = x_error
                 elif tag == 34:
                     n = buf[pos]
                     if n < 0x80:
@@ -16436,7 +16956,7 @@ class CommandScalableTopicUpdate(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandScalableTopicUpdate.message")
-                    f4 = buf[pos:vend].decode()
+                    f_message = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 42:
                     n = buf[pos]
@@ -16447,7 +16967,7 @@ class CommandScalableTopicUpdate(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandScalableTopicUpdate.resolved_topic_name")
-                    f5 = buf[pos:vend].decode()
+                    f_resolved_topic_name = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -16462,14 +16982,14 @@ class CommandScalableTopicUpdate(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandScalableTopicUpdate")
-        if f1 is None:
+        if f_session_id is None:
             raise MissingRequiredFieldError("CommandScalableTopicUpdate", "session_id")
         msg = new_instance(cls)
-        msg.session_id = f1
-        msg.dag = f2
-        msg._error = f3
-        msg._message = f4
-        msg._resolved_topic_name = f5
+        msg.session_id = f_session_id
+        msg.dag = f_dag
+        msg._error = f_error
+        msg._message = f_message
+        msg._resolved_topic_name = f_resolved_topic_name
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -16522,11 +17042,15 @@ class CommandScalableTopicClose(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.session_id
-        if v1 is None:
+        v_session_id = self.session_id
+        if v_session_id is None:
             raise RequiredFieldUnsetError("CommandScalableTopicClose", "session_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
+        parts.append(
+            SMALL_VARINTS[v_session_id]
+            if 0 <= v_session_id < 0x4000
+            else uint64_bytes(v_session_id)
+        )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -16539,7 +17063,7 @@ class CommandScalableTopicClose(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
+        f_session_id: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -16553,19 +17077,19 @@ class CommandScalableTopicClose(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_session_id = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -16573,10 +17097,10 @@ class CommandScalableTopicClose(Message):
             raise truncated("CommandScalableTopicClose") from None
         if pos != end:
             raise truncated("CommandScalableTopicClose")
-        if f1 is None:
+        if f_session_id is None:
             raise MissingRequiredFieldError("CommandScalableTopicClose", "session_id")
         msg = new_instance(cls)
-        msg.session_id = f1
+        msg.session_id = f_session_id
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -16662,33 +17186,43 @@ class ScalableAssignedSegment(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.segment_id
-        if v1 is None:
+        v_segment_id = self.segment_id
+        if v_segment_id is None:
             raise RequiredFieldUnsetError("ScalableAssignedSegment", "segment_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self.hash_start
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_segment_id]
+            if 0 <= v_segment_id < 0x4000
+            else uint64_bytes(v_segment_id)
+        )
+        v_hash_start = self.hash_start
+        if v_hash_start is None:
             raise RequiredFieldUnsetError("ScalableAssignedSegment", "hash_start")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint32_bytes(v2))
-        v3 = self.hash_end
-        if v3 is None:
+        parts.append(
+            SMALL_VARINTS[v_hash_start]
+            if 0 <= v_hash_start < 0x4000
+            else uint32_bytes(v_hash_start)
+        )
+        v_hash_end = self.hash_end
+        if v_hash_end is None:
             raise RequiredFieldUnsetError("ScalableAssignedSegment", "hash_end")
         parts.append(b"\x18")
-        parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint32_bytes(v3))
-        v4 = self.segment_topic
-        if v4 is None:
+        parts.append(
+            SMALL_VARINTS[v_hash_end] if 0 <= v_hash_end < 0x4000 else uint32_bytes(v_hash_end)
+        )
+        v_segment_topic = self.segment_topic
+        if v_segment_topic is None:
             raise RequiredFieldUnsetError("ScalableAssignedSegment", "segment_topic")
         parts.append(b"\x22")
-        data = v4.encode()
+        data = v_segment_topic.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        for item5 in self.bucket_ranges:
+        for item_bucket_ranges in self.bucket_ranges:
             parts.append(b"\x2a")
             sub = []
-            item5._encode(sub)
+            item_bucket_ranges._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -16705,11 +17239,11 @@ class ScalableAssignedSegment(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
-        f3: int | None = None
-        f4: str | None = None
-        f5: list[IntRange] = []
+        f_segment_id: int | None = None
+        f_hash_start: int | None = None
+        f_hash_end: int | None = None
+        f_segment_topic: str | None = None
+        f_bucket_ranges: list[IntRange] = []
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -16723,55 +17257,55 @@ class ScalableAssignedSegment(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_segment_id = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = raw & 0xFFFFFFFF
-                    f2 = raw
+                    f_hash_start = raw
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = raw & 0xFFFFFFFF
-                    f3 = raw
+                    f_hash_end = raw
                 elif tag == 34:
                     n = buf[pos]
                     if n < 0x80:
@@ -16781,7 +17315,7 @@ class ScalableAssignedSegment(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ScalableAssignedSegment.segment_topic")
-                    f4 = buf[pos:vend].decode()
+                    f_segment_topic = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 42:
                     n = buf[pos]
@@ -16792,9 +17326,9 @@ class ScalableAssignedSegment(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ScalableAssignedSegment.bucket_ranges")
-                    x5 = IntRange.decode_from(buf, pos, vend)
+                    x_bucket_ranges = IntRange.decode_from(buf, pos, vend)
                     pos = vend
-                    f5.append(x5)
+                    f_bucket_ranges.append(x_bucket_ranges)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -16804,20 +17338,20 @@ class ScalableAssignedSegment(Message):
             raise invalid_utf8("ScalableAssignedSegment.segment_topic", exc) from None
         if pos != end:
             raise truncated("ScalableAssignedSegment")
-        if f1 is None:
+        if f_segment_id is None:
             raise MissingRequiredFieldError("ScalableAssignedSegment", "segment_id")
-        if f2 is None:
+        if f_hash_start is None:
             raise MissingRequiredFieldError("ScalableAssignedSegment", "hash_start")
-        if f3 is None:
+        if f_hash_end is None:
             raise MissingRequiredFieldError("ScalableAssignedSegment", "hash_end")
-        if f4 is None:
+        if f_segment_topic is None:
             raise MissingRequiredFieldError("ScalableAssignedSegment", "segment_topic")
         msg = new_instance(cls)
-        msg.segment_id = f1
-        msg.hash_start = f2
-        msg.hash_end = f3
-        msg.segment_topic = f4
-        msg.bucket_ranges = f5
+        msg.segment_id = f_segment_id
+        msg.hash_start = f_hash_start
+        msg.hash_end = f_hash_end
+        msg.segment_topic = f_segment_topic
+        msg.bucket_ranges = f_bucket_ranges
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -16879,15 +17413,19 @@ class ScalableConsumerAssignment(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.layout_epoch
-        if v1 is None:
+        v_layout_epoch = self.layout_epoch
+        if v_layout_epoch is None:
             raise RequiredFieldUnsetError("ScalableConsumerAssignment", "layout_epoch")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        for item2 in self.segments:
+        parts.append(
+            SMALL_VARINTS[v_layout_epoch]
+            if 0 <= v_layout_epoch < 0x4000
+            else uint64_bytes(v_layout_epoch)
+        )
+        for item_segments in self.segments:
             parts.append(b"\x12")
             sub = []
-            item2._encode(sub)
+            item_segments._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -16904,8 +17442,8 @@ class ScalableConsumerAssignment(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: list[ScalableAssignedSegment] = []
+        f_layout_epoch: int | None = None
+        f_segments: list[ScalableAssignedSegment] = []
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -16919,19 +17457,19 @@ class ScalableConsumerAssignment(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_layout_epoch = raw
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -16941,9 +17479,9 @@ class ScalableConsumerAssignment(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ScalableConsumerAssignment.segments")
-                    x2 = ScalableAssignedSegment.decode_from(buf, pos, vend)
+                    x_segments = ScalableAssignedSegment.decode_from(buf, pos, vend)
                     pos = vend
-                    f2.append(x2)
+                    f_segments.append(x_segments)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -16951,11 +17489,11 @@ class ScalableConsumerAssignment(Message):
             raise truncated("ScalableConsumerAssignment") from None
         if pos != end:
             raise truncated("ScalableConsumerAssignment")
-        if f1 is None:
+        if f_layout_epoch is None:
             raise MissingRequiredFieldError("ScalableConsumerAssignment", "layout_epoch")
         msg = new_instance(cls)
-        msg.layout_epoch = f1
-        msg.segments = f2
+        msg.layout_epoch = f_layout_epoch
+        msg.segments = f_segments
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -17042,45 +17580,57 @@ class CommandScalableTopicSubscribe(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.request_id
-        if v1 is None:
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandScalableTopicSubscribe", "request_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self.topic
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_topic = self.topic
+        if v_topic is None:
             raise RequiredFieldUnsetError("CommandScalableTopicSubscribe", "topic")
         parts.append(b"\x12")
-        data = v2.encode()
+        data = v_topic.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v3 = self.subscription
-        if v3 is None:
+        v_subscription = self.subscription
+        if v_subscription is None:
             raise RequiredFieldUnsetError("CommandScalableTopicSubscribe", "subscription")
         parts.append(b"\x1a")
-        data = v3.encode()
+        data = v_subscription.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v4 = self.consumer_name
-        if v4 is None:
+        v_consumer_name = self.consumer_name
+        if v_consumer_name is None:
             raise RequiredFieldUnsetError("CommandScalableTopicSubscribe", "consumer_name")
         parts.append(b"\x22")
-        data = v4.encode()
+        data = v_consumer_name.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v5 = self.consumer_id
-        if v5 is None:
+        v_consumer_id = self.consumer_id
+        if v_consumer_id is None:
             raise RequiredFieldUnsetError("CommandScalableTopicSubscribe", "consumer_id")
         parts.append(b"\x28")
-        parts.append(SMALL_VARINTS[v5] if 0 <= v5 < 0x4000 else uint64_bytes(v5))
-        v6 = self.consumer_type
-        if v6 is None:
+        parts.append(
+            SMALL_VARINTS[v_consumer_id]
+            if 0 <= v_consumer_id < 0x4000
+            else uint64_bytes(v_consumer_id)
+        )
+        v_consumer_type = self.consumer_type
+        if v_consumer_type is None:
             raise RequiredFieldUnsetError("CommandScalableTopicSubscribe", "consumer_type")
         parts.append(b"\x30")
-        parts.append(SMALL_VARINTS[v6] if 0 <= v6 < 0x4000 else int32_bytes(v6))
+        parts.append(
+            SMALL_VARINTS[v_consumer_type]
+            if 0 <= v_consumer_type < 0x4000
+            else int32_bytes(v_consumer_type)
+        )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -17093,12 +17643,12 @@ class CommandScalableTopicSubscribe(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: str | None = None
-        f3: str | None = None
-        f4: str | None = None
-        f5: int | None = None
-        f6: ScalableConsumerType | None = None
+        f_request_id: int | None = None
+        f_topic: str | None = None
+        f_subscription: str | None = None
+        f_consumer_name: str | None = None
+        f_consumer_id: int | None = None
+        f_consumer_type: ScalableConsumerType | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -17112,19 +17662,19 @@ class CommandScalableTopicSubscribe(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_request_id = raw
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -17134,7 +17684,7 @@ class CommandScalableTopicSubscribe(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandScalableTopicSubscribe.topic")
-                    f2 = buf[pos:vend].decode()
+                    f_topic = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 26:
                     n = buf[pos]
@@ -17145,7 +17695,7 @@ class CommandScalableTopicSubscribe(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandScalableTopicSubscribe.subscription")
-                    f3 = buf[pos:vend].decode()
+                    f_subscription = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 34:
                     n = buf[pos]
@@ -17156,25 +17706,25 @@ class CommandScalableTopicSubscribe(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandScalableTopicSubscribe.consumer_name")
-                    f4 = buf[pos:vend].decode()
+                    f_consumer_name = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 40:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f5 = raw
+                    f_consumer_id = raw
                 elif tag == 48:
                     raw = buf[pos]
                     if raw < 0x80:
@@ -17182,11 +17732,11 @@ class CommandScalableTopicSubscribe(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    x6 = _ScalableConsumerType_BY_NUMBER.get(raw)
-                    if x6 is None:
+                    x_consumer_type = _ScalableConsumerType_BY_NUMBER.get(raw)
+                    if x_consumer_type is None:
                         unknown = add_unknown(unknown, buf[start:pos])
                     else:
-                        f6 = x6
+                        f_consumer_type = x_consumer_type
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -17201,25 +17751,25 @@ class CommandScalableTopicSubscribe(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandScalableTopicSubscribe")
-        if f1 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandScalableTopicSubscribe", "request_id")
-        if f2 is None:
+        if f_topic is None:
             raise MissingRequiredFieldError("CommandScalableTopicSubscribe", "topic")
-        if f3 is None:
+        if f_subscription is None:
             raise MissingRequiredFieldError("CommandScalableTopicSubscribe", "subscription")
-        if f4 is None:
+        if f_consumer_name is None:
             raise MissingRequiredFieldError("CommandScalableTopicSubscribe", "consumer_name")
-        if f5 is None:
+        if f_consumer_id is None:
             raise MissingRequiredFieldError("CommandScalableTopicSubscribe", "consumer_id")
-        if f6 is None:
+        if f_consumer_type is None:
             raise MissingRequiredFieldError("CommandScalableTopicSubscribe", "consumer_type")
         msg = new_instance(cls)
-        msg.request_id = f1
-        msg.topic = f2
-        msg.subscription = f3
-        msg.consumer_name = f4
-        msg.consumer_id = f5
-        msg.consumer_type = f6
+        msg.request_id = f_request_id
+        msg.topic = f_topic
+        msg.subscription = f_subscription
+        msg.consumer_name = f_consumer_name
+        msg.consumer_id = f_consumer_id
+        msg.consumer_type = f_consumer_type
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -17323,27 +17873,31 @@ class CommandScalableTopicSubscribeResponse(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.request_id
-        if v1 is None:
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandScalableTopicSubscribeResponse", "request_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self._error
-        if v2 is not None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_error = self._error
+        if v_error is not None:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
-        v3 = self._message
-        if v3 is not None:
+            parts.append(SMALL_VARINTS[v_error] if 0 <= v_error < 0x4000 else int32_bytes(v_error))
+        v_message = self._message
+        if v_message is not None:
             parts.append(b"\x1a")
-            data = v3.encode()
+            data = v_message.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v4 = self.assignment
-        if v4 is not None:
+        v_assignment = self.assignment
+        if v_assignment is not None:
             parts.append(b"\x22")
             sub = []
-            v4._encode(sub)
+            v_assignment._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -17360,10 +17914,10 @@ class CommandScalableTopicSubscribeResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: ServerError | None = None
-        f3: str | None = None
-        f4: ScalableConsumerAssignment | None = None
+        f_request_id: int | None = None
+        f_error: ServerError | None = None
+        f_message: str | None = None
+        f_assignment: ScalableConsumerAssignment | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -17377,19 +17931,19 @@ class CommandScalableTopicSubscribeResponse(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_request_id = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
@@ -17397,11 +17951,11 @@ class CommandScalableTopicSubscribeResponse(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    x2 = _ServerError_BY_NUMBER.get(raw)
-                    if x2 is None:
+                    x_error = _ServerError_BY_NUMBER.get(raw)
+                    if x_error is None:
                         unknown = add_unknown(unknown, buf[start:pos])
                     else:
-                        f2 = x2
+                        f_error = x_error
                 elif tag == 26:
                     n = buf[pos]
                     if n < 0x80:
@@ -17411,7 +17965,7 @@ class CommandScalableTopicSubscribeResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandScalableTopicSubscribeResponse.message")
-                    f3 = buf[pos:vend].decode()
+                    f_message = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 34:
                     n = buf[pos]
@@ -17422,7 +17976,7 @@ class CommandScalableTopicSubscribeResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandScalableTopicSubscribeResponse.assignment")
-                    f4 = ScalableConsumerAssignment.decode_from(buf, pos, vend)
+                    f_assignment = ScalableConsumerAssignment.decode_from(buf, pos, vend)
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -17433,13 +17987,13 @@ class CommandScalableTopicSubscribeResponse(Message):
             raise invalid_utf8("CommandScalableTopicSubscribeResponse.message", exc) from None
         if pos != end:
             raise truncated("CommandScalableTopicSubscribeResponse")
-        if f1 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandScalableTopicSubscribeResponse", "request_id")
         msg = new_instance(cls)
-        msg.request_id = f1
-        msg._error = f2
-        msg._message = f3
-        msg.assignment = f4
+        msg.request_id = f_request_id
+        msg._error = f_error
+        msg._message = f_message
+        msg.assignment = f_assignment
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -17497,17 +18051,21 @@ class CommandScalableTopicAssignmentUpdate(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.consumer_id
-        if v1 is None:
+        v_consumer_id = self.consumer_id
+        if v_consumer_id is None:
             raise RequiredFieldUnsetError("CommandScalableTopicAssignmentUpdate", "consumer_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self.assignment
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_consumer_id]
+            if 0 <= v_consumer_id < 0x4000
+            else uint64_bytes(v_consumer_id)
+        )
+        v_assignment = self.assignment
+        if v_assignment is None:
             raise RequiredFieldUnsetError("CommandScalableTopicAssignmentUpdate", "assignment")
         parts.append(b"\x12")
         sub = []
-        v2._encode(sub)
+        v_assignment._encode(sub)
         data = b"".join(sub)
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -17524,8 +18082,8 @@ class CommandScalableTopicAssignmentUpdate(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: ScalableConsumerAssignment | None = None
+        f_consumer_id: int | None = None
+        f_assignment: ScalableConsumerAssignment | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -17539,19 +18097,19 @@ class CommandScalableTopicAssignmentUpdate(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_consumer_id = raw
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -17561,7 +18119,7 @@ class CommandScalableTopicAssignmentUpdate(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandScalableTopicAssignmentUpdate.assignment")
-                    f2 = ScalableConsumerAssignment.decode_from(buf, pos, vend)
+                    f_assignment = ScalableConsumerAssignment.decode_from(buf, pos, vend)
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -17570,13 +18128,13 @@ class CommandScalableTopicAssignmentUpdate(Message):
             raise truncated("CommandScalableTopicAssignmentUpdate") from None
         if pos != end:
             raise truncated("CommandScalableTopicAssignmentUpdate")
-        if f1 is None:
+        if f_consumer_id is None:
             raise MissingRequiredFieldError("CommandScalableTopicAssignmentUpdate", "consumer_id")
-        if f2 is None:
+        if f_assignment is None:
             raise MissingRequiredFieldError("CommandScalableTopicAssignmentUpdate", "assignment")
         msg = new_instance(cls)
-        msg.consumer_id = f1
-        msg.assignment = f2
+        msg.consumer_id = f_consumer_id
+        msg.assignment = f_assignment
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -17665,31 +18223,33 @@ class CommandWatchScalableTopics(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.watch_id
-        if v1 is None:
+        v_watch_id = self.watch_id
+        if v_watch_id is None:
             raise RequiredFieldUnsetError("CommandWatchScalableTopics", "watch_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self.namespace
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_watch_id] if 0 <= v_watch_id < 0x4000 else uint64_bytes(v_watch_id)
+        )
+        v_namespace = self.namespace
+        if v_namespace is None:
             raise RequiredFieldUnsetError("CommandWatchScalableTopics", "namespace")
         parts.append(b"\x12")
-        data = v2.encode()
+        data = v_namespace.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        for item3 in self.property_filters:
+        for item_property_filters in self.property_filters:
             parts.append(b"\x1a")
             sub = []
-            item3._encode(sub)
+            item_property_filters._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v4 = self._current_hash
-        if v4 is not None:
+        v_current_hash = self._current_hash
+        if v_current_hash is not None:
             parts.append(b"\x22")
-            data = v4.encode()
+            data = v_current_hash.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -17705,10 +18265,10 @@ class CommandWatchScalableTopics(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: str | None = None
-        f3: list[KeyValue] = []
-        f4: str | None = None
+        f_watch_id: int | None = None
+        f_namespace: str | None = None
+        f_property_filters: list[KeyValue] = []
+        f_current_hash: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -17722,19 +18282,19 @@ class CommandWatchScalableTopics(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_watch_id = raw
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -17744,7 +18304,7 @@ class CommandWatchScalableTopics(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandWatchScalableTopics.namespace")
-                    f2 = buf[pos:vend].decode()
+                    f_namespace = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 26:
                     n = buf[pos]
@@ -17755,9 +18315,9 @@ class CommandWatchScalableTopics(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandWatchScalableTopics.property_filters")
-                    x3 = KeyValue.decode_from(buf, pos, vend)
+                    x_property_filters = KeyValue.decode_from(buf, pos, vend)
                     pos = vend
-                    f3.append(x3)
+                    f_property_filters.append(x_property_filters)
                 elif tag == 34:
                     n = buf[pos]
                     if n < 0x80:
@@ -17767,7 +18327,7 @@ class CommandWatchScalableTopics(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandWatchScalableTopics.current_hash")
-                    f4 = buf[pos:vend].decode()
+                    f_current_hash = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -17782,15 +18342,15 @@ class CommandWatchScalableTopics(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandWatchScalableTopics")
-        if f1 is None:
+        if f_watch_id is None:
             raise MissingRequiredFieldError("CommandWatchScalableTopics", "watch_id")
-        if f2 is None:
+        if f_namespace is None:
             raise MissingRequiredFieldError("CommandWatchScalableTopics", "namespace")
         msg = new_instance(cls)
-        msg.watch_id = f1
-        msg.namespace = f2
-        msg.property_filters = f3
-        msg._current_hash = f4
+        msg.watch_id = f_watch_id
+        msg.namespace = f_namespace
+        msg.property_filters = f_property_filters
+        msg._current_hash = f_current_hash
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -17843,9 +18403,9 @@ class ScalableTopicsSnapshot(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        for item1 in self.topics:
+        for item_topics in self.topics:
             parts.append(b"\x0a")
-            data = item1.encode()
+            data = item_topics.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -17861,7 +18421,7 @@ class ScalableTopicsSnapshot(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: list[str] = []
+        f_topics: list[str] = []
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -17880,9 +18440,9 @@ class ScalableTopicsSnapshot(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ScalableTopicsSnapshot.topics")
-                    x1 = buf[pos:vend].decode()
+                    x_topics = buf[pos:vend].decode()
                     pos = vend
-                    f1.append(x1)
+                    f_topics.append(x_topics)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -17893,7 +18453,7 @@ class ScalableTopicsSnapshot(Message):
         if pos != end:
             raise truncated("ScalableTopicsSnapshot")
         msg = new_instance(cls)
-        msg.topics = f1
+        msg.topics = f_topics
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -17950,15 +18510,15 @@ class ScalableTopicsDiff(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        for item1 in self.added:
+        for item_added in self.added:
             parts.append(b"\x0a")
-            data = item1.encode()
+            data = item_added.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        for item2 in self.removed:
+        for item_removed in self.removed:
             parts.append(b"\x12")
-            data = item2.encode()
+            data = item_removed.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -17974,8 +18534,8 @@ class ScalableTopicsDiff(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: list[str] = []
-        f2: list[str] = []
+        f_added: list[str] = []
+        f_removed: list[str] = []
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -17994,9 +18554,9 @@ class ScalableTopicsDiff(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ScalableTopicsDiff.added")
-                    x1 = buf[pos:vend].decode()
+                    x_added = buf[pos:vend].decode()
                     pos = vend
-                    f1.append(x1)
+                    f_added.append(x_added)
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -18006,9 +18566,9 @@ class ScalableTopicsDiff(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ScalableTopicsDiff.removed")
-                    x2 = buf[pos:vend].decode()
+                    x_removed = buf[pos:vend].decode()
                     pos = vend
-                    f2.append(x2)
+                    f_removed.append(x_removed)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -18023,8 +18583,8 @@ class ScalableTopicsDiff(Message):
         if pos != end:
             raise truncated("ScalableTopicsDiff")
         msg = new_instance(cls)
-        msg.added = f1
-        msg.removed = f2
+        msg.added = f_added
+        msg.removed = f_removed
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -18166,37 +18726,39 @@ class CommandWatchScalableTopicsUpdate(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.watch_id
-        if v1 is None:
+        v_watch_id = self.watch_id
+        if v_watch_id is None:
             raise RequiredFieldUnsetError("CommandWatchScalableTopicsUpdate", "watch_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self._snapshot
-        if v2 is not None:
+        parts.append(
+            SMALL_VARINTS[v_watch_id] if 0 <= v_watch_id < 0x4000 else uint64_bytes(v_watch_id)
+        )
+        v_snapshot = self._snapshot
+        if v_snapshot is not None:
             parts.append(b"\x12")
             sub = []
-            v2._encode(sub)
+            v_snapshot._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v3 = self._diff
-        if v3 is not None:
+        v_diff = self._diff
+        if v_diff is not None:
             parts.append(b"\x1a")
             sub = []
-            v3._encode(sub)
+            v_diff._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v4 = self._error
-        if v4 is not None:
+        v_error = self._error
+        if v_error is not None:
             parts.append(b"\x20")
-            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
-        v5 = self._message
-        if v5 is not None:
+            parts.append(SMALL_VARINTS[v_error] if 0 <= v_error < 0x4000 else int32_bytes(v_error))
+        v_message = self._message
+        if v_message is not None:
             parts.append(b"\x2a")
-            data = v5.encode()
+            data = v_message.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -18212,11 +18774,11 @@ class CommandWatchScalableTopicsUpdate(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: ScalableTopicsSnapshot | None = None
-        f3: ScalableTopicsDiff | None = None
-        f4: ServerError | None = None
-        f5: str | None = None
+        f_watch_id: int | None = None
+        f_snapshot: ScalableTopicsSnapshot | None = None
+        f_diff: ScalableTopicsDiff | None = None
+        f_error: ServerError | None = None
+        f_message: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -18230,19 +18792,19 @@ class CommandWatchScalableTopicsUpdate(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_watch_id = raw
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -18252,9 +18814,9 @@ class CommandWatchScalableTopicsUpdate(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandWatchScalableTopicsUpdate.snapshot")
-                    f2 = ScalableTopicsSnapshot.decode_from(buf, pos, vend)
+                    f_snapshot = ScalableTopicsSnapshot.decode_from(buf, pos, vend)
                     pos = vend
-                    f3 = None
+                    f_diff = None
                 elif tag == 26:
                     n = buf[pos]
                     if n < 0x80:
@@ -18264,9 +18826,9 @@ class CommandWatchScalableTopicsUpdate(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandWatchScalableTopicsUpdate.diff")
-                    f3 = ScalableTopicsDiff.decode_from(buf, pos, vend)
+                    f_diff = ScalableTopicsDiff.decode_from(buf, pos, vend)
                     pos = vend
-                    f2 = None
+                    f_snapshot = None
                 elif tag == 32:
                     raw = buf[pos]
                     if raw < 0x80:
@@ -18274,11 +18836,11 @@ class CommandWatchScalableTopicsUpdate(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    x4 = _ServerError_BY_NUMBER.get(raw)
-                    if x4 is None:
+                    x_error = _ServerError_BY_NUMBER.get(raw)
+                    if x_error is None:
                         unknown = add_unknown(unknown, buf[start:pos])
                     else:
-                        f4 = x4
+                        f_error = x_error
                 elif tag == 42:
                     n = buf[pos]
                     if n < 0x80:
@@ -18288,7 +18850,7 @@ class CommandWatchScalableTopicsUpdate(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandWatchScalableTopicsUpdate.message")
-                    f5 = buf[pos:vend].decode()
+                    f_message = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -18299,14 +18861,14 @@ class CommandWatchScalableTopicsUpdate(Message):
             raise invalid_utf8("CommandWatchScalableTopicsUpdate.message", exc) from None
         if pos != end:
             raise truncated("CommandWatchScalableTopicsUpdate")
-        if f1 is None:
+        if f_watch_id is None:
             raise MissingRequiredFieldError("CommandWatchScalableTopicsUpdate", "watch_id")
         msg = new_instance(cls)
-        msg.watch_id = f1
-        msg._snapshot = f2
-        msg._diff = f3
-        msg._error = f4
-        msg._message = f5
+        msg.watch_id = f_watch_id
+        msg._snapshot = f_snapshot
+        msg._diff = f_diff
+        msg._error = f_error
+        msg._message = f_message
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -18359,11 +18921,13 @@ class CommandWatchScalableTopicsClose(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.watch_id
-        if v1 is None:
+        v_watch_id = self.watch_id
+        if v_watch_id is None:
             raise RequiredFieldUnsetError("CommandWatchScalableTopicsClose", "watch_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
+        parts.append(
+            SMALL_VARINTS[v_watch_id] if 0 <= v_watch_id < 0x4000 else uint64_bytes(v_watch_id)
+        )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -18376,7 +18940,7 @@ class CommandWatchScalableTopicsClose(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
+        f_watch_id: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -18390,19 +18954,19 @@ class CommandWatchScalableTopicsClose(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_watch_id = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -18410,10 +18974,10 @@ class CommandWatchScalableTopicsClose(Message):
             raise truncated("CommandWatchScalableTopicsClose") from None
         if pos != end:
             raise truncated("CommandWatchScalableTopicsClose")
-        if f1 is None:
+        if f_watch_id is None:
             raise MissingRequiredFieldError("CommandWatchScalableTopicsClose", "watch_id")
         msg = new_instance(cls)
-        msg.watch_id = f1
+        msg.watch_id = f_watch_id
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -18470,11 +19034,13 @@ class CommandWatchTcAssignments(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.watch_id
-        if v1 is None:
+        v_watch_id = self.watch_id
+        if v_watch_id is None:
             raise RequiredFieldUnsetError("CommandWatchTcAssignments", "watch_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
+        parts.append(
+            SMALL_VARINTS[v_watch_id] if 0 <= v_watch_id < 0x4000 else uint64_bytes(v_watch_id)
+        )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -18487,7 +19053,7 @@ class CommandWatchTcAssignments(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
+        f_watch_id: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -18501,19 +19067,19 @@ class CommandWatchTcAssignments(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_watch_id = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -18521,10 +19087,10 @@ class CommandWatchTcAssignments(Message):
             raise truncated("CommandWatchTcAssignments") from None
         if pos != end:
             raise truncated("CommandWatchTcAssignments")
-        if f1 is None:
+        if f_watch_id is None:
             raise MissingRequiredFieldError("CommandWatchTcAssignments", "watch_id")
         msg = new_instance(cls)
-        msg.watch_id = f1
+        msg.watch_id = f_watch_id
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -18623,22 +19189,22 @@ class TcAssignment(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.tc_id
-        if v1 is None:
+        v_tc_id = self.tc_id
+        if v_tc_id is None:
             raise RequiredFieldUnsetError("TcAssignment", "tc_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self._broker_service_url
-        if v2 is not None:
+        parts.append(SMALL_VARINTS[v_tc_id] if 0 <= v_tc_id < 0x4000 else uint64_bytes(v_tc_id))
+        v_broker_service_url = self._broker_service_url
+        if v_broker_service_url is not None:
             parts.append(b"\x12")
-            data = v2.encode()
+            data = v_broker_service_url.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v3 = self._broker_service_url_tls
-        if v3 is not None:
+        v_broker_service_url_tls = self._broker_service_url_tls
+        if v_broker_service_url_tls is not None:
             parts.append(b"\x1a")
-            data = v3.encode()
+            data = v_broker_service_url_tls.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -18654,9 +19220,9 @@ class TcAssignment(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: str | None = None
-        f3: str | None = None
+        f_tc_id: int | None = None
+        f_broker_service_url: str | None = None
+        f_broker_service_url_tls: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -18670,19 +19236,19 @@ class TcAssignment(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_tc_id = raw
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -18692,7 +19258,7 @@ class TcAssignment(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("TcAssignment.broker_service_url")
-                    f2 = buf[pos:vend].decode()
+                    f_broker_service_url = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 26:
                     n = buf[pos]
@@ -18703,7 +19269,7 @@ class TcAssignment(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("TcAssignment.broker_service_url_tls")
-                    f3 = buf[pos:vend].decode()
+                    f_broker_service_url_tls = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -18718,12 +19284,12 @@ class TcAssignment(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("TcAssignment")
-        if f1 is None:
+        if f_tc_id is None:
             raise MissingRequiredFieldError("TcAssignment", "tc_id")
         msg = new_instance(cls)
-        msg.tc_id = f1
-        msg._broker_service_url = f2
-        msg._broker_service_url_tls = f3
+        msg.tc_id = f_tc_id
+        msg._broker_service_url = f_broker_service_url
+        msg._broker_service_url_tls = f_broker_service_url_tls
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -18785,15 +19351,19 @@ class TcAssignmentsSnapshot(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.parallelism
-        if v1 is None:
+        v_parallelism = self.parallelism
+        if v_parallelism is None:
             raise RequiredFieldUnsetError("TcAssignmentsSnapshot", "parallelism")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint32_bytes(v1))
-        for item2 in self.assignments:
+        parts.append(
+            SMALL_VARINTS[v_parallelism]
+            if 0 <= v_parallelism < 0x4000
+            else uint32_bytes(v_parallelism)
+        )
+        for item_assignments in self.assignments:
             parts.append(b"\x12")
             sub = []
-            item2._encode(sub)
+            item_assignments._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -18810,8 +19380,8 @@ class TcAssignmentsSnapshot(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: list[TcAssignment] = []
+        f_parallelism: int | None = None
+        f_assignments: list[TcAssignment] = []
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -18825,20 +19395,20 @@ class TcAssignmentsSnapshot(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = raw & 0xFFFFFFFF
-                    f1 = raw
+                    f_parallelism = raw
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -18848,9 +19418,9 @@ class TcAssignmentsSnapshot(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("TcAssignmentsSnapshot.assignments")
-                    x2 = TcAssignment.decode_from(buf, pos, vend)
+                    x_assignments = TcAssignment.decode_from(buf, pos, vend)
                     pos = vend
-                    f2.append(x2)
+                    f_assignments.append(x_assignments)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -18858,11 +19428,11 @@ class TcAssignmentsSnapshot(Message):
             raise truncated("TcAssignmentsSnapshot") from None
         if pos != end:
             raise truncated("TcAssignmentsSnapshot")
-        if f1 is None:
+        if f_parallelism is None:
             raise MissingRequiredFieldError("TcAssignmentsSnapshot", "parallelism")
         msg = new_instance(cls)
-        msg.parallelism = f1
-        msg.assignments = f2
+        msg.parallelism = f_parallelism
+        msg.assignments = f_assignments
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -18966,28 +19536,30 @@ class CommandWatchTcAssignmentsUpdate(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.watch_id
-        if v1 is None:
+        v_watch_id = self.watch_id
+        if v_watch_id is None:
             raise RequiredFieldUnsetError("CommandWatchTcAssignmentsUpdate", "watch_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self.snapshot
-        if v2 is not None:
+        parts.append(
+            SMALL_VARINTS[v_watch_id] if 0 <= v_watch_id < 0x4000 else uint64_bytes(v_watch_id)
+        )
+        v_snapshot = self.snapshot
+        if v_snapshot is not None:
             parts.append(b"\x12")
             sub = []
-            v2._encode(sub)
+            v_snapshot._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v3 = self._error
-        if v3 is not None:
+        v_error = self._error
+        if v_error is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
-        v4 = self._message
-        if v4 is not None:
+            parts.append(SMALL_VARINTS[v_error] if 0 <= v_error < 0x4000 else int32_bytes(v_error))
+        v_message = self._message
+        if v_message is not None:
             parts.append(b"\x22")
-            data = v4.encode()
+            data = v_message.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -19003,10 +19575,10 @@ class CommandWatchTcAssignmentsUpdate(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: TcAssignmentsSnapshot | None = None
-        f3: ServerError | None = None
-        f4: str | None = None
+        f_watch_id: int | None = None
+        f_snapshot: TcAssignmentsSnapshot | None = None
+        f_error: ServerError | None = None
+        f_message: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -19020,19 +19592,19 @@ class CommandWatchTcAssignmentsUpdate(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_watch_id = raw
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -19042,7 +19614,7 @@ class CommandWatchTcAssignmentsUpdate(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandWatchTcAssignmentsUpdate.snapshot")
-                    f2 = TcAssignmentsSnapshot.decode_from(buf, pos, vend)
+                    f_snapshot = TcAssignmentsSnapshot.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 24:
                     raw = buf[pos]
@@ -19051,11 +19623,11 @@ class CommandWatchTcAssignmentsUpdate(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    x3 = _ServerError_BY_NUMBER.get(raw)
-                    if x3 is None:
+                    x_error = _ServerError_BY_NUMBER.get(raw)
+                    if x_error is None:
                         unknown = add_unknown(unknown, buf[start:pos])
                     else:
-                        f3 = x3
+                        f_error = x_error
                 elif tag == 34:
                     n = buf[pos]
                     if n < 0x80:
@@ -19065,7 +19637,7 @@ class CommandWatchTcAssignmentsUpdate(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandWatchTcAssignmentsUpdate.message")
-                    f4 = buf[pos:vend].decode()
+                    f_message = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -19076,13 +19648,13 @@ class CommandWatchTcAssignmentsUpdate(Message):
             raise invalid_utf8("CommandWatchTcAssignmentsUpdate.message", exc) from None
         if pos != end:
             raise truncated("CommandWatchTcAssignmentsUpdate")
-        if f1 is None:
+        if f_watch_id is None:
             raise MissingRequiredFieldError("CommandWatchTcAssignmentsUpdate", "watch_id")
         msg = new_instance(cls)
-        msg.watch_id = f1
-        msg.snapshot = f2
-        msg._error = f3
-        msg._message = f4
+        msg.watch_id = f_watch_id
+        msg.snapshot = f_snapshot
+        msg._error = f_error
+        msg._message = f_message
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -19135,11 +19707,13 @@ class CommandWatchTcAssignmentsClose(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.watch_id
-        if v1 is None:
+        v_watch_id = self.watch_id
+        if v_watch_id is None:
             raise RequiredFieldUnsetError("CommandWatchTcAssignmentsClose", "watch_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
+        parts.append(
+            SMALL_VARINTS[v_watch_id] if 0 <= v_watch_id < 0x4000 else uint64_bytes(v_watch_id)
+        )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -19152,7 +19726,7 @@ class CommandWatchTcAssignmentsClose(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
+        f_watch_id: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -19166,19 +19740,19 @@ class CommandWatchTcAssignmentsClose(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_watch_id = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -19186,10 +19760,10 @@ class CommandWatchTcAssignmentsClose(Message):
             raise truncated("CommandWatchTcAssignmentsClose") from None
         if pos != end:
             raise truncated("CommandWatchTcAssignmentsClose")
-        if f1 is None:
+        if f_watch_id is None:
             raise MissingRequiredFieldError("CommandWatchTcAssignmentsClose", "watch_id")
         msg = new_instance(cls)
-        msg.watch_id = f1
+        msg.watch_id = f_watch_id
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -19267,25 +19841,29 @@ class CommandGetSchema(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.request_id
-        if v1 is None:
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandGetSchema", "request_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self.topic
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_topic = self.topic
+        if v_topic is None:
             raise RequiredFieldUnsetError("CommandGetSchema", "topic")
         parts.append(b"\x12")
-        data = v2.encode()
+        data = v_topic.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v3 = self._schema_version
-        if v3 is not None:
+        v_schema_version = self._schema_version
+        if v_schema_version is not None:
             parts.append(b"\x1a")
-            size = len(v3)
+            size = len(v_schema_version)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(v3)
+            parts.append(v_schema_version)
         if self._unknown:
             parts.append(self._unknown)
 
@@ -19298,9 +19876,9 @@ class CommandGetSchema(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: str | None = None
-        f3: bytes | None = None
+        f_request_id: int | None = None
+        f_topic: str | None = None
+        f_schema_version: bytes | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -19314,19 +19892,19 @@ class CommandGetSchema(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_request_id = raw
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -19336,7 +19914,7 @@ class CommandGetSchema(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandGetSchema.topic")
-                    f2 = buf[pos:vend].decode()
+                    f_topic = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 26:
                     n = buf[pos]
@@ -19347,7 +19925,7 @@ class CommandGetSchema(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandGetSchema.schema_version")
-                    f3 = buf[pos:vend]
+                    f_schema_version = buf[pos:vend]
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -19358,14 +19936,14 @@ class CommandGetSchema(Message):
             raise invalid_utf8("CommandGetSchema.topic", exc) from None
         if pos != end:
             raise truncated("CommandGetSchema")
-        if f1 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandGetSchema", "request_id")
-        if f2 is None:
+        if f_topic is None:
             raise MissingRequiredFieldError("CommandGetSchema", "topic")
         msg = new_instance(cls)
-        msg.request_id = f1
-        msg.topic = f2
-        msg._schema_version = f3
+        msg.request_id = f_request_id
+        msg.topic = f_topic
+        msg._schema_version = f_schema_version
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -19497,37 +20075,45 @@ class CommandGetSchemaResponse(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.request_id
-        if v1 is None:
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandGetSchemaResponse", "request_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self._error_code
-        if v2 is not None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_error_code = self._error_code
+        if v_error_code is not None:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
-        v3 = self._error_message
-        if v3 is not None:
+            parts.append(
+                SMALL_VARINTS[v_error_code]
+                if 0 <= v_error_code < 0x4000
+                else int32_bytes(v_error_code)
+            )
+        v_error_message = self._error_message
+        if v_error_message is not None:
             parts.append(b"\x1a")
-            data = v3.encode()
+            data = v_error_message.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v4 = self.schema
-        if v4 is not None:
+        v_schema = self.schema
+        if v_schema is not None:
             parts.append(b"\x22")
             sub = []
-            v4._encode(sub)
+            v_schema._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v5 = self._schema_version
-        if v5 is not None:
+        v_schema_version = self._schema_version
+        if v_schema_version is not None:
             parts.append(b"\x2a")
-            size = len(v5)
+            size = len(v_schema_version)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(v5)
+            parts.append(v_schema_version)
         if self._unknown:
             parts.append(self._unknown)
 
@@ -19540,11 +20126,11 @@ class CommandGetSchemaResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: ServerError | None = None
-        f3: str | None = None
-        f4: Schema | None = None
-        f5: bytes | None = None
+        f_request_id: int | None = None
+        f_error_code: ServerError | None = None
+        f_error_message: str | None = None
+        f_schema: Schema | None = None
+        f_schema_version: bytes | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -19558,19 +20144,19 @@ class CommandGetSchemaResponse(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_request_id = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
@@ -19578,11 +20164,11 @@ class CommandGetSchemaResponse(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    x2 = _ServerError_BY_NUMBER.get(raw)
-                    if x2 is None:
+                    x_error_code = _ServerError_BY_NUMBER.get(raw)
+                    if x_error_code is None:
                         unknown = add_unknown(unknown, buf[start:pos])
                     else:
-                        f2 = x2
+                        f_error_code = x_error_code
                 elif tag == 26:
                     n = buf[pos]
                     if n < 0x80:
@@ -19592,7 +20178,7 @@ class CommandGetSchemaResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandGetSchemaResponse.error_message")
-                    f3 = buf[pos:vend].decode()
+                    f_error_message = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 34:
                     n = buf[pos]
@@ -19603,7 +20189,7 @@ class CommandGetSchemaResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandGetSchemaResponse.schema")
-                    f4 = Schema.decode_from(buf, pos, vend)
+                    f_schema = Schema.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 42:
                     n = buf[pos]
@@ -19614,7 +20200,7 @@ class CommandGetSchemaResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandGetSchemaResponse.schema_version")
-                    f5 = buf[pos:vend]
+                    f_schema_version = buf[pos:vend]
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -19625,14 +20211,14 @@ class CommandGetSchemaResponse(Message):
             raise invalid_utf8("CommandGetSchemaResponse.error_message", exc) from None
         if pos != end:
             raise truncated("CommandGetSchemaResponse")
-        if f1 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandGetSchemaResponse", "request_id")
         msg = new_instance(cls)
-        msg.request_id = f1
-        msg._error_code = f2
-        msg._error_message = f3
-        msg.schema = f4
-        msg._schema_version = f5
+        msg.request_id = f_request_id
+        msg._error_code = f_error_code
+        msg._error_message = f_error_message
+        msg.schema = f_schema
+        msg._schema_version = f_schema_version
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -19715,33 +20301,37 @@ class CommandGetOrCreateSchema(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.request_id
-        if v1 is None:
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandGetOrCreateSchema", "request_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self.topic
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_topic = self.topic
+        if v_topic is None:
             raise RequiredFieldUnsetError("CommandGetOrCreateSchema", "topic")
         parts.append(b"\x12")
-        data = v2.encode()
+        data = v_topic.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v3 = self.schema
-        if v3 is None:
+        v_schema = self.schema
+        if v_schema is None:
             raise RequiredFieldUnsetError("CommandGetOrCreateSchema", "schema")
         parts.append(b"\x1a")
         sub = []
-        v3._encode(sub)
+        v_schema._encode(sub)
         data = b"".join(sub)
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v4 = self._producerName
-        if v4 is not None:
+        v_producerName = self._producerName
+        if v_producerName is not None:
             parts.append(b"\x22")
-            data = v4.encode()
+            data = v_producerName.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -19757,10 +20347,10 @@ class CommandGetOrCreateSchema(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: str | None = None
-        f3: Schema | None = None
-        f4: str | None = None
+        f_request_id: int | None = None
+        f_topic: str | None = None
+        f_schema: Schema | None = None
+        f_producerName: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -19774,19 +20364,19 @@ class CommandGetOrCreateSchema(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_request_id = raw
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -19796,7 +20386,7 @@ class CommandGetOrCreateSchema(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandGetOrCreateSchema.topic")
-                    f2 = buf[pos:vend].decode()
+                    f_topic = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 26:
                     n = buf[pos]
@@ -19807,7 +20397,7 @@ class CommandGetOrCreateSchema(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandGetOrCreateSchema.schema")
-                    f3 = Schema.decode_from(buf, pos, vend)
+                    f_schema = Schema.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 34:
                     n = buf[pos]
@@ -19818,7 +20408,7 @@ class CommandGetOrCreateSchema(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandGetOrCreateSchema.producerName")
-                    f4 = buf[pos:vend].decode()
+                    f_producerName = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -19833,17 +20423,17 @@ class CommandGetOrCreateSchema(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommandGetOrCreateSchema")
-        if f1 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandGetOrCreateSchema", "request_id")
-        if f2 is None:
+        if f_topic is None:
             raise MissingRequiredFieldError("CommandGetOrCreateSchema", "topic")
-        if f3 is None:
+        if f_schema is None:
             raise MissingRequiredFieldError("CommandGetOrCreateSchema", "schema")
         msg = new_instance(cls)
-        msg.request_id = f1
-        msg.topic = f2
-        msg.schema = f3
-        msg._producerName = f4
+        msg.request_id = f_request_id
+        msg.topic = f_topic
+        msg.schema = f_schema
+        msg._producerName = f_producerName
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -19959,28 +20549,36 @@ class CommandGetOrCreateSchemaResponse(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.request_id
-        if v1 is None:
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandGetOrCreateSchemaResponse", "request_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self._error_code
-        if v2 is not None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_error_code = self._error_code
+        if v_error_code is not None:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
-        v3 = self._error_message
-        if v3 is not None:
+            parts.append(
+                SMALL_VARINTS[v_error_code]
+                if 0 <= v_error_code < 0x4000
+                else int32_bytes(v_error_code)
+            )
+        v_error_message = self._error_message
+        if v_error_message is not None:
             parts.append(b"\x1a")
-            data = v3.encode()
+            data = v_error_message.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v4 = self._schema_version
-        if v4 is not None:
+        v_schema_version = self._schema_version
+        if v_schema_version is not None:
             parts.append(b"\x22")
-            size = len(v4)
+            size = len(v_schema_version)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(v4)
+            parts.append(v_schema_version)
         if self._unknown:
             parts.append(self._unknown)
 
@@ -19993,10 +20591,10 @@ class CommandGetOrCreateSchemaResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: ServerError | None = None
-        f3: str | None = None
-        f4: bytes | None = None
+        f_request_id: int | None = None
+        f_error_code: ServerError | None = None
+        f_error_message: str | None = None
+        f_schema_version: bytes | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -20010,19 +20608,19 @@ class CommandGetOrCreateSchemaResponse(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_request_id = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
@@ -20030,11 +20628,11 @@ class CommandGetOrCreateSchemaResponse(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    x2 = _ServerError_BY_NUMBER.get(raw)
-                    if x2 is None:
+                    x_error_code = _ServerError_BY_NUMBER.get(raw)
+                    if x_error_code is None:
                         unknown = add_unknown(unknown, buf[start:pos])
                     else:
-                        f2 = x2
+                        f_error_code = x_error_code
                 elif tag == 26:
                     n = buf[pos]
                     if n < 0x80:
@@ -20044,7 +20642,7 @@ class CommandGetOrCreateSchemaResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandGetOrCreateSchemaResponse.error_message")
-                    f3 = buf[pos:vend].decode()
+                    f_error_message = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 34:
                     n = buf[pos]
@@ -20055,7 +20653,7 @@ class CommandGetOrCreateSchemaResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandGetOrCreateSchemaResponse.schema_version")
-                    f4 = buf[pos:vend]
+                    f_schema_version = buf[pos:vend]
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -20066,13 +20664,13 @@ class CommandGetOrCreateSchemaResponse(Message):
             raise invalid_utf8("CommandGetOrCreateSchemaResponse.error_message", exc) from None
         if pos != end:
             raise truncated("CommandGetOrCreateSchemaResponse")
-        if f1 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandGetOrCreateSchemaResponse", "request_id")
         msg = new_instance(cls)
-        msg.request_id = f1
-        msg._error_code = f2
-        msg._error_message = f3
-        msg._schema_version = f4
+        msg.request_id = f_request_id
+        msg._error_code = f_error_code
+        msg._error_message = f_error_message
+        msg._schema_version = f_schema_version
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -20154,19 +20752,23 @@ class CommandTcClientConnectRequest(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.request_id
-        if v1 is None:
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandTcClientConnectRequest", "request_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self.tc_id
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_tc_id = self.tc_id
+        if v_tc_id is None:
             raise RequiredFieldUnsetError("CommandTcClientConnectRequest", "tc_id")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
-        v3 = self._scalable
-        if v3 is not None:
-            parts.append(b"\x18\x01" if v3 else b"\x18\x00")
+        parts.append(SMALL_VARINTS[v_tc_id] if 0 <= v_tc_id < 0x4000 else uint64_bytes(v_tc_id))
+        v_scalable = self._scalable
+        if v_scalable is not None:
+            parts.append(b"\x18\x01" if v_scalable else b"\x18\x00")
         if self._unknown:
             parts.append(self._unknown)
 
@@ -20179,9 +20781,9 @@ class CommandTcClientConnectRequest(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
-        f3: bool | None = None
+        f_request_id: int | None = None
+        f_tc_id: int | None = None
+        f_scalable: bool | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -20195,43 +20797,43 @@ class CommandTcClientConnectRequest(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_request_id = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f2 = raw
+                    f_tc_id = raw
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f3 = raw != 0
+                    f_scalable = raw != 0
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -20239,14 +20841,14 @@ class CommandTcClientConnectRequest(Message):
             raise truncated("CommandTcClientConnectRequest") from None
         if pos != end:
             raise truncated("CommandTcClientConnectRequest")
-        if f1 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandTcClientConnectRequest", "request_id")
-        if f2 is None:
+        if f_tc_id is None:
             raise MissingRequiredFieldError("CommandTcClientConnectRequest", "tc_id")
         msg = new_instance(cls)
-        msg.request_id = f1
-        msg.tc_id = f2
-        msg._scalable = f3
+        msg.request_id = f_request_id
+        msg.tc_id = f_tc_id
+        msg._scalable = f_scalable
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -20341,19 +20943,23 @@ class CommandTcClientConnectResponse(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.request_id
-        if v1 is None:
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandTcClientConnectResponse", "request_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self._error
-        if v2 is not None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_error = self._error
+        if v_error is not None:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
-        v3 = self._message
-        if v3 is not None:
+            parts.append(SMALL_VARINTS[v_error] if 0 <= v_error < 0x4000 else int32_bytes(v_error))
+        v_message = self._message
+        if v_message is not None:
             parts.append(b"\x1a")
-            data = v3.encode()
+            data = v_message.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -20369,9 +20975,9 @@ class CommandTcClientConnectResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: ServerError | None = None
-        f3: str | None = None
+        f_request_id: int | None = None
+        f_error: ServerError | None = None
+        f_message: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -20385,19 +20991,19 @@ class CommandTcClientConnectResponse(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_request_id = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
@@ -20405,11 +21011,11 @@ class CommandTcClientConnectResponse(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    x2 = _ServerError_BY_NUMBER.get(raw)
-                    if x2 is None:
+                    x_error = _ServerError_BY_NUMBER.get(raw)
+                    if x_error is None:
                         unknown = add_unknown(unknown, buf[start:pos])
                     else:
-                        f2 = x2
+                        f_error = x_error
                 elif tag == 26:
                     n = buf[pos]
                     if n < 0x80:
@@ -20419,7 +21025,7 @@ class CommandTcClientConnectResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandTcClientConnectResponse.message")
-                    f3 = buf[pos:vend].decode()
+                    f_message = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -20430,12 +21036,12 @@ class CommandTcClientConnectResponse(Message):
             raise invalid_utf8("CommandTcClientConnectResponse.message", exc) from None
         if pos != end:
             raise truncated("CommandTcClientConnectResponse")
-        if f1 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandTcClientConnectResponse", "request_id")
         msg = new_instance(cls)
-        msg.request_id = f1
-        msg._error = f2
-        msg._message = f3
+        msg.request_id = f_request_id
+        msg._error = f_error
+        msg._message = f_message
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -20551,22 +21157,30 @@ class CommandNewTxn(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.request_id
-        if v1 is None:
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandNewTxn", "request_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self._txn_ttl_millis
-        if v2 is not None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_txn_ttl_millis = self._txn_ttl_millis
+        if v_txn_ttl_millis is not None:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
-        v3 = self._tc_id
-        if v3 is not None:
+            parts.append(
+                SMALL_VARINTS[v_txn_ttl_millis]
+                if 0 <= v_txn_ttl_millis < 0x4000
+                else uint64_bytes(v_txn_ttl_millis)
+            )
+        v_tc_id = self._tc_id
+        if v_tc_id is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint64_bytes(v3))
-        v4 = self._scalable
-        if v4 is not None:
-            parts.append(b"\x20\x01" if v4 else b"\x20\x00")
+            parts.append(SMALL_VARINTS[v_tc_id] if 0 <= v_tc_id < 0x4000 else uint64_bytes(v_tc_id))
+        v_scalable = self._scalable
+        if v_scalable is not None:
+            parts.append(b"\x20\x01" if v_scalable else b"\x20\x00")
         if self._unknown:
             parts.append(self._unknown)
 
@@ -20579,10 +21193,10 @@ class CommandNewTxn(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
-        f3: int | None = None
-        f4: bool | None = None
+        f_request_id: int | None = None
+        f_txn_ttl_millis: int | None = None
+        f_tc_id: int | None = None
+        f_scalable: bool | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -20596,60 +21210,60 @@ class CommandNewTxn(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_request_id = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f2 = raw
+                    f_txn_ttl_millis = raw
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f3 = raw
+                    f_tc_id = raw
                 elif tag == 32:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f4 = raw != 0
+                    f_scalable = raw != 0
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -20657,13 +21271,13 @@ class CommandNewTxn(Message):
             raise truncated("CommandNewTxn") from None
         if pos != end:
             raise truncated("CommandNewTxn")
-        if f1 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandNewTxn", "request_id")
         msg = new_instance(cls)
-        msg.request_id = f1
-        msg._txn_ttl_millis = f2
-        msg._tc_id = f3
-        msg._scalable = f4
+        msg.request_id = f_request_id
+        msg._txn_ttl_millis = f_txn_ttl_millis
+        msg._tc_id = f_tc_id
+        msg._scalable = f_scalable
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -20807,27 +21421,39 @@ class CommandNewTxnResponse(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.request_id
-        if v1 is None:
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandNewTxnResponse", "request_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self._txnid_least_bits
-        if v2 is not None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_txnid_least_bits = self._txnid_least_bits
+        if v_txnid_least_bits is not None:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
-        v3 = self._txnid_most_bits
-        if v3 is not None:
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits]
+                if 0 <= v_txnid_least_bits < 0x4000
+                else uint64_bytes(v_txnid_least_bits)
+            )
+        v_txnid_most_bits = self._txnid_most_bits
+        if v_txnid_most_bits is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint64_bytes(v3))
-        v4 = self._error
-        if v4 is not None:
+            parts.append(
+                SMALL_VARINTS[v_txnid_most_bits]
+                if 0 <= v_txnid_most_bits < 0x4000
+                else uint64_bytes(v_txnid_most_bits)
+            )
+        v_error = self._error
+        if v_error is not None:
             parts.append(b"\x20")
-            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
-        v5 = self._message
-        if v5 is not None:
+            parts.append(SMALL_VARINTS[v_error] if 0 <= v_error < 0x4000 else int32_bytes(v_error))
+        v_message = self._message
+        if v_message is not None:
             parts.append(b"\x2a")
-            data = v5.encode()
+            data = v_message.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -20843,11 +21469,11 @@ class CommandNewTxnResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
-        f3: int | None = None
-        f4: ServerError | None = None
-        f5: str | None = None
+        f_request_id: int | None = None
+        f_txnid_least_bits: int | None = None
+        f_txnid_most_bits: int | None = None
+        f_error: ServerError | None = None
+        f_message: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -20861,53 +21487,53 @@ class CommandNewTxnResponse(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_request_id = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f2 = raw
+                    f_txnid_least_bits = raw
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f3 = raw
+                    f_txnid_most_bits = raw
                 elif tag == 32:
                     raw = buf[pos]
                     if raw < 0x80:
@@ -20915,11 +21541,11 @@ class CommandNewTxnResponse(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    x4 = _ServerError_BY_NUMBER.get(raw)
-                    if x4 is None:
+                    x_error = _ServerError_BY_NUMBER.get(raw)
+                    if x_error is None:
                         unknown = add_unknown(unknown, buf[start:pos])
                     else:
-                        f4 = x4
+                        f_error = x_error
                 elif tag == 42:
                     n = buf[pos]
                     if n < 0x80:
@@ -20929,7 +21555,7 @@ class CommandNewTxnResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandNewTxnResponse.message")
-                    f5 = buf[pos:vend].decode()
+                    f_message = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -20940,14 +21566,14 @@ class CommandNewTxnResponse(Message):
             raise invalid_utf8("CommandNewTxnResponse.message", exc) from None
         if pos != end:
             raise truncated("CommandNewTxnResponse")
-        if f1 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandNewTxnResponse", "request_id")
         msg = new_instance(cls)
-        msg.request_id = f1
-        msg._txnid_least_bits = f2
-        msg._txnid_most_bits = f3
-        msg._error = f4
-        msg._message = f5
+        msg.request_id = f_request_id
+        msg._txnid_least_bits = f_txnid_least_bits
+        msg._txnid_most_bits = f_txnid_most_bits
+        msg._error = f_error
+        msg._message = f_message
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -21078,28 +21704,40 @@ class CommandAddPartitionToTxn(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.request_id
-        if v1 is None:
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandAddPartitionToTxn", "request_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self._txnid_least_bits
-        if v2 is not None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_txnid_least_bits = self._txnid_least_bits
+        if v_txnid_least_bits is not None:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
-        v3 = self._txnid_most_bits
-        if v3 is not None:
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits]
+                if 0 <= v_txnid_least_bits < 0x4000
+                else uint64_bytes(v_txnid_least_bits)
+            )
+        v_txnid_most_bits = self._txnid_most_bits
+        if v_txnid_most_bits is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint64_bytes(v3))
-        for item4 in self.partitions:
+            parts.append(
+                SMALL_VARINTS[v_txnid_most_bits]
+                if 0 <= v_txnid_most_bits < 0x4000
+                else uint64_bytes(v_txnid_most_bits)
+            )
+        for item_partitions in self.partitions:
             parts.append(b"\x22")
-            data = item4.encode()
+            data = item_partitions.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v5 = self._scalable
-        if v5 is not None:
-            parts.append(b"\x28\x01" if v5 else b"\x28\x00")
+        v_scalable = self._scalable
+        if v_scalable is not None:
+            parts.append(b"\x28\x01" if v_scalable else b"\x28\x00")
         if self._unknown:
             parts.append(self._unknown)
 
@@ -21112,11 +21750,11 @@ class CommandAddPartitionToTxn(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
-        f3: int | None = None
-        f4: list[str] = []
-        f5: bool | None = None
+        f_request_id: int | None = None
+        f_txnid_least_bits: int | None = None
+        f_txnid_most_bits: int | None = None
+        f_partitions: list[str] = []
+        f_scalable: bool | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -21130,53 +21768,53 @@ class CommandAddPartitionToTxn(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_request_id = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f2 = raw
+                    f_txnid_least_bits = raw
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f3 = raw
+                    f_txnid_most_bits = raw
                 elif tag == 34:
                     n = buf[pos]
                     if n < 0x80:
@@ -21186,16 +21824,16 @@ class CommandAddPartitionToTxn(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandAddPartitionToTxn.partitions")
-                    x4 = buf[pos:vend].decode()
+                    x_partitions = buf[pos:vend].decode()
                     pos = vend
-                    f4.append(x4)
+                    f_partitions.append(x_partitions)
                 elif tag == 40:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f5 = raw != 0
+                    f_scalable = raw != 0
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -21205,14 +21843,14 @@ class CommandAddPartitionToTxn(Message):
             raise invalid_utf8("CommandAddPartitionToTxn.partitions", exc) from None
         if pos != end:
             raise truncated("CommandAddPartitionToTxn")
-        if f1 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandAddPartitionToTxn", "request_id")
         msg = new_instance(cls)
-        msg.request_id = f1
-        msg._txnid_least_bits = f2
-        msg._txnid_most_bits = f3
-        msg.partitions = f4
-        msg._scalable = f5
+        msg.request_id = f_request_id
+        msg._txnid_least_bits = f_txnid_least_bits
+        msg._txnid_most_bits = f_txnid_most_bits
+        msg.partitions = f_partitions
+        msg._scalable = f_scalable
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -21356,27 +21994,39 @@ class CommandAddPartitionToTxnResponse(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.request_id
-        if v1 is None:
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandAddPartitionToTxnResponse", "request_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self._txnid_least_bits
-        if v2 is not None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_txnid_least_bits = self._txnid_least_bits
+        if v_txnid_least_bits is not None:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
-        v3 = self._txnid_most_bits
-        if v3 is not None:
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits]
+                if 0 <= v_txnid_least_bits < 0x4000
+                else uint64_bytes(v_txnid_least_bits)
+            )
+        v_txnid_most_bits = self._txnid_most_bits
+        if v_txnid_most_bits is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint64_bytes(v3))
-        v4 = self._error
-        if v4 is not None:
+            parts.append(
+                SMALL_VARINTS[v_txnid_most_bits]
+                if 0 <= v_txnid_most_bits < 0x4000
+                else uint64_bytes(v_txnid_most_bits)
+            )
+        v_error = self._error
+        if v_error is not None:
             parts.append(b"\x20")
-            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
-        v5 = self._message
-        if v5 is not None:
+            parts.append(SMALL_VARINTS[v_error] if 0 <= v_error < 0x4000 else int32_bytes(v_error))
+        v_message = self._message
+        if v_message is not None:
             parts.append(b"\x2a")
-            data = v5.encode()
+            data = v_message.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -21392,11 +22042,11 @@ class CommandAddPartitionToTxnResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
-        f3: int | None = None
-        f4: ServerError | None = None
-        f5: str | None = None
+        f_request_id: int | None = None
+        f_txnid_least_bits: int | None = None
+        f_txnid_most_bits: int | None = None
+        f_error: ServerError | None = None
+        f_message: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -21410,53 +22060,53 @@ class CommandAddPartitionToTxnResponse(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_request_id = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f2 = raw
+                    f_txnid_least_bits = raw
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f3 = raw
+                    f_txnid_most_bits = raw
                 elif tag == 32:
                     raw = buf[pos]
                     if raw < 0x80:
@@ -21464,11 +22114,11 @@ class CommandAddPartitionToTxnResponse(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    x4 = _ServerError_BY_NUMBER.get(raw)
-                    if x4 is None:
+                    x_error = _ServerError_BY_NUMBER.get(raw)
+                    if x_error is None:
                         unknown = add_unknown(unknown, buf[start:pos])
                     else:
-                        f4 = x4
+                        f_error = x_error
                 elif tag == 42:
                     n = buf[pos]
                     if n < 0x80:
@@ -21478,7 +22128,7 @@ class CommandAddPartitionToTxnResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandAddPartitionToTxnResponse.message")
-                    f5 = buf[pos:vend].decode()
+                    f_message = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -21489,14 +22139,14 @@ class CommandAddPartitionToTxnResponse(Message):
             raise invalid_utf8("CommandAddPartitionToTxnResponse.message", exc) from None
         if pos != end:
             raise truncated("CommandAddPartitionToTxnResponse")
-        if f1 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandAddPartitionToTxnResponse", "request_id")
         msg = new_instance(cls)
-        msg.request_id = f1
-        msg._txnid_least_bits = f2
-        msg._txnid_most_bits = f3
-        msg._error = f4
-        msg._message = f5
+        msg.request_id = f_request_id
+        msg._txnid_least_bits = f_txnid_least_bits
+        msg._txnid_most_bits = f_txnid_most_bits
+        msg._error = f_error
+        msg._message = f_message
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -21553,19 +22203,19 @@ class Subscription(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.topic
-        if v1 is None:
+        v_topic = self.topic
+        if v_topic is None:
             raise RequiredFieldUnsetError("Subscription", "topic")
         parts.append(b"\x0a")
-        data = v1.encode()
+        data = v_topic.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v2 = self.subscription
-        if v2 is None:
+        v_subscription = self.subscription
+        if v_subscription is None:
             raise RequiredFieldUnsetError("Subscription", "subscription")
         parts.append(b"\x12")
-        data = v2.encode()
+        data = v_subscription.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
@@ -21581,8 +22231,8 @@ class Subscription(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: str | None = None
+        f_topic: str | None = None
+        f_subscription: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -21601,7 +22251,7 @@ class Subscription(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("Subscription.topic")
-                    f1 = buf[pos:vend].decode()
+                    f_topic = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -21612,7 +22262,7 @@ class Subscription(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("Subscription.subscription")
-                    f2 = buf[pos:vend].decode()
+                    f_subscription = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -21627,13 +22277,13 @@ class Subscription(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("Subscription")
-        if f1 is None:
+        if f_topic is None:
             raise MissingRequiredFieldError("Subscription", "topic")
-        if f2 is None:
+        if f_subscription is None:
             raise MissingRequiredFieldError("Subscription", "subscription")
         msg = new_instance(cls)
-        msg.topic = f1
-        msg.subscription = f2
+        msg.topic = f_topic
+        msg.subscription = f_subscription
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -21761,30 +22411,42 @@ class CommandAddSubscriptionToTxn(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.request_id
-        if v1 is None:
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandAddSubscriptionToTxn", "request_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self._txnid_least_bits
-        if v2 is not None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_txnid_least_bits = self._txnid_least_bits
+        if v_txnid_least_bits is not None:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
-        v3 = self._txnid_most_bits
-        if v3 is not None:
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits]
+                if 0 <= v_txnid_least_bits < 0x4000
+                else uint64_bytes(v_txnid_least_bits)
+            )
+        v_txnid_most_bits = self._txnid_most_bits
+        if v_txnid_most_bits is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint64_bytes(v3))
-        for item4 in self.subscription:
+            parts.append(
+                SMALL_VARINTS[v_txnid_most_bits]
+                if 0 <= v_txnid_most_bits < 0x4000
+                else uint64_bytes(v_txnid_most_bits)
+            )
+        for item_subscription in self.subscription:
             parts.append(b"\x22")
             sub = []
-            item4._encode(sub)
+            item_subscription._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v5 = self._scalable
-        if v5 is not None:
-            parts.append(b"\x28\x01" if v5 else b"\x28\x00")
+        v_scalable = self._scalable
+        if v_scalable is not None:
+            parts.append(b"\x28\x01" if v_scalable else b"\x28\x00")
         if self._unknown:
             parts.append(self._unknown)
 
@@ -21797,11 +22459,11 @@ class CommandAddSubscriptionToTxn(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
-        f3: int | None = None
-        f4: list[Subscription] = []
-        f5: bool | None = None
+        f_request_id: int | None = None
+        f_txnid_least_bits: int | None = None
+        f_txnid_most_bits: int | None = None
+        f_subscription: list[Subscription] = []
+        f_scalable: bool | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -21815,53 +22477,53 @@ class CommandAddSubscriptionToTxn(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_request_id = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f2 = raw
+                    f_txnid_least_bits = raw
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f3 = raw
+                    f_txnid_most_bits = raw
                 elif tag == 34:
                     n = buf[pos]
                     if n < 0x80:
@@ -21871,16 +22533,16 @@ class CommandAddSubscriptionToTxn(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandAddSubscriptionToTxn.subscription")
-                    x4 = Subscription.decode_from(buf, pos, vend)
+                    x_subscription = Subscription.decode_from(buf, pos, vend)
                     pos = vend
-                    f4.append(x4)
+                    f_subscription.append(x_subscription)
                 elif tag == 40:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f5 = raw != 0
+                    f_scalable = raw != 0
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -21888,14 +22550,14 @@ class CommandAddSubscriptionToTxn(Message):
             raise truncated("CommandAddSubscriptionToTxn") from None
         if pos != end:
             raise truncated("CommandAddSubscriptionToTxn")
-        if f1 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandAddSubscriptionToTxn", "request_id")
         msg = new_instance(cls)
-        msg.request_id = f1
-        msg._txnid_least_bits = f2
-        msg._txnid_most_bits = f3
-        msg.subscription = f4
-        msg._scalable = f5
+        msg.request_id = f_request_id
+        msg._txnid_least_bits = f_txnid_least_bits
+        msg._txnid_most_bits = f_txnid_most_bits
+        msg.subscription = f_subscription
+        msg._scalable = f_scalable
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -22039,27 +22701,39 @@ class CommandAddSubscriptionToTxnResponse(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.request_id
-        if v1 is None:
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandAddSubscriptionToTxnResponse", "request_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self._txnid_least_bits
-        if v2 is not None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_txnid_least_bits = self._txnid_least_bits
+        if v_txnid_least_bits is not None:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
-        v3 = self._txnid_most_bits
-        if v3 is not None:
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits]
+                if 0 <= v_txnid_least_bits < 0x4000
+                else uint64_bytes(v_txnid_least_bits)
+            )
+        v_txnid_most_bits = self._txnid_most_bits
+        if v_txnid_most_bits is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint64_bytes(v3))
-        v4 = self._error
-        if v4 is not None:
+            parts.append(
+                SMALL_VARINTS[v_txnid_most_bits]
+                if 0 <= v_txnid_most_bits < 0x4000
+                else uint64_bytes(v_txnid_most_bits)
+            )
+        v_error = self._error
+        if v_error is not None:
             parts.append(b"\x20")
-            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
-        v5 = self._message
-        if v5 is not None:
+            parts.append(SMALL_VARINTS[v_error] if 0 <= v_error < 0x4000 else int32_bytes(v_error))
+        v_message = self._message
+        if v_message is not None:
             parts.append(b"\x2a")
-            data = v5.encode()
+            data = v_message.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -22075,11 +22749,11 @@ class CommandAddSubscriptionToTxnResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
-        f3: int | None = None
-        f4: ServerError | None = None
-        f5: str | None = None
+        f_request_id: int | None = None
+        f_txnid_least_bits: int | None = None
+        f_txnid_most_bits: int | None = None
+        f_error: ServerError | None = None
+        f_message: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -22093,53 +22767,53 @@ class CommandAddSubscriptionToTxnResponse(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_request_id = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f2 = raw
+                    f_txnid_least_bits = raw
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f3 = raw
+                    f_txnid_most_bits = raw
                 elif tag == 32:
                     raw = buf[pos]
                     if raw < 0x80:
@@ -22147,11 +22821,11 @@ class CommandAddSubscriptionToTxnResponse(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    x4 = _ServerError_BY_NUMBER.get(raw)
-                    if x4 is None:
+                    x_error = _ServerError_BY_NUMBER.get(raw)
+                    if x_error is None:
                         unknown = add_unknown(unknown, buf[start:pos])
                     else:
-                        f4 = x4
+                        f_error = x_error
                 elif tag == 42:
                     n = buf[pos]
                     if n < 0x80:
@@ -22161,7 +22835,7 @@ class CommandAddSubscriptionToTxnResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandAddSubscriptionToTxnResponse.message")
-                    f5 = buf[pos:vend].decode()
+                    f_message = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -22172,14 +22846,14 @@ class CommandAddSubscriptionToTxnResponse(Message):
             raise invalid_utf8("CommandAddSubscriptionToTxnResponse.message", exc) from None
         if pos != end:
             raise truncated("CommandAddSubscriptionToTxnResponse")
-        if f1 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandAddSubscriptionToTxnResponse", "request_id")
         msg = new_instance(cls)
-        msg.request_id = f1
-        msg._txnid_least_bits = f2
-        msg._txnid_most_bits = f3
-        msg._error = f4
-        msg._message = f5
+        msg.request_id = f_request_id
+        msg._txnid_least_bits = f_txnid_least_bits
+        msg._txnid_most_bits = f_txnid_most_bits
+        msg._error = f_error
+        msg._message = f_message
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -22323,26 +22997,42 @@ class CommandEndTxn(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.request_id
-        if v1 is None:
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandEndTxn", "request_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self._txnid_least_bits
-        if v2 is not None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_txnid_least_bits = self._txnid_least_bits
+        if v_txnid_least_bits is not None:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
-        v3 = self._txnid_most_bits
-        if v3 is not None:
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits]
+                if 0 <= v_txnid_least_bits < 0x4000
+                else uint64_bytes(v_txnid_least_bits)
+            )
+        v_txnid_most_bits = self._txnid_most_bits
+        if v_txnid_most_bits is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint64_bytes(v3))
-        v4 = self._txn_action
-        if v4 is not None:
+            parts.append(
+                SMALL_VARINTS[v_txnid_most_bits]
+                if 0 <= v_txnid_most_bits < 0x4000
+                else uint64_bytes(v_txnid_most_bits)
+            )
+        v_txn_action = self._txn_action
+        if v_txn_action is not None:
             parts.append(b"\x20")
-            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
-        v5 = self._scalable
-        if v5 is not None:
-            parts.append(b"\x28\x01" if v5 else b"\x28\x00")
+            parts.append(
+                SMALL_VARINTS[v_txn_action]
+                if 0 <= v_txn_action < 0x4000
+                else int32_bytes(v_txn_action)
+            )
+        v_scalable = self._scalable
+        if v_scalable is not None:
+            parts.append(b"\x28\x01" if v_scalable else b"\x28\x00")
         if self._unknown:
             parts.append(self._unknown)
 
@@ -22355,11 +23045,11 @@ class CommandEndTxn(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
-        f3: int | None = None
-        f4: TxnAction | None = None
-        f5: bool | None = None
+        f_request_id: int | None = None
+        f_txnid_least_bits: int | None = None
+        f_txnid_most_bits: int | None = None
+        f_txn_action: TxnAction | None = None
+        f_scalable: bool | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -22373,53 +23063,53 @@ class CommandEndTxn(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_request_id = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f2 = raw
+                    f_txnid_least_bits = raw
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f3 = raw
+                    f_txnid_most_bits = raw
                 elif tag == 32:
                     raw = buf[pos]
                     if raw < 0x80:
@@ -22427,18 +23117,18 @@ class CommandEndTxn(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    x4 = _TxnAction_BY_NUMBER.get(raw)
-                    if x4 is None:
+                    x_txn_action = _TxnAction_BY_NUMBER.get(raw)
+                    if x_txn_action is None:
                         unknown = add_unknown(unknown, buf[start:pos])
                     else:
-                        f4 = x4
+                        f_txn_action = x_txn_action
                 elif tag == 40:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f5 = raw != 0
+                    f_scalable = raw != 0
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -22446,14 +23136,14 @@ class CommandEndTxn(Message):
             raise truncated("CommandEndTxn") from None
         if pos != end:
             raise truncated("CommandEndTxn")
-        if f1 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandEndTxn", "request_id")
         msg = new_instance(cls)
-        msg.request_id = f1
-        msg._txnid_least_bits = f2
-        msg._txnid_most_bits = f3
-        msg._txn_action = f4
-        msg._scalable = f5
+        msg.request_id = f_request_id
+        msg._txnid_least_bits = f_txnid_least_bits
+        msg._txnid_most_bits = f_txnid_most_bits
+        msg._txn_action = f_txn_action
+        msg._scalable = f_scalable
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -22597,27 +23287,39 @@ class CommandEndTxnResponse(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.request_id
-        if v1 is None:
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandEndTxnResponse", "request_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self._txnid_least_bits
-        if v2 is not None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_txnid_least_bits = self._txnid_least_bits
+        if v_txnid_least_bits is not None:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
-        v3 = self._txnid_most_bits
-        if v3 is not None:
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits]
+                if 0 <= v_txnid_least_bits < 0x4000
+                else uint64_bytes(v_txnid_least_bits)
+            )
+        v_txnid_most_bits = self._txnid_most_bits
+        if v_txnid_most_bits is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint64_bytes(v3))
-        v4 = self._error
-        if v4 is not None:
+            parts.append(
+                SMALL_VARINTS[v_txnid_most_bits]
+                if 0 <= v_txnid_most_bits < 0x4000
+                else uint64_bytes(v_txnid_most_bits)
+            )
+        v_error = self._error
+        if v_error is not None:
             parts.append(b"\x20")
-            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
-        v5 = self._message
-        if v5 is not None:
+            parts.append(SMALL_VARINTS[v_error] if 0 <= v_error < 0x4000 else int32_bytes(v_error))
+        v_message = self._message
+        if v_message is not None:
             parts.append(b"\x2a")
-            data = v5.encode()
+            data = v_message.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -22633,11 +23335,11 @@ class CommandEndTxnResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
-        f3: int | None = None
-        f4: ServerError | None = None
-        f5: str | None = None
+        f_request_id: int | None = None
+        f_txnid_least_bits: int | None = None
+        f_txnid_most_bits: int | None = None
+        f_error: ServerError | None = None
+        f_message: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -22651,53 +23353,53 @@ class CommandEndTxnResponse(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_request_id = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f2 = raw
+                    f_txnid_least_bits = raw
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f3 = raw
+                    f_txnid_most_bits = raw
                 elif tag == 32:
                     raw = buf[pos]
                     if raw < 0x80:
@@ -22705,11 +23407,11 @@ class CommandEndTxnResponse(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    x4 = _ServerError_BY_NUMBER.get(raw)
-                    if x4 is None:
+                    x_error = _ServerError_BY_NUMBER.get(raw)
+                    if x_error is None:
                         unknown = add_unknown(unknown, buf[start:pos])
                     else:
-                        f4 = x4
+                        f_error = x_error
                 elif tag == 42:
                     n = buf[pos]
                     if n < 0x80:
@@ -22719,7 +23421,7 @@ class CommandEndTxnResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandEndTxnResponse.message")
-                    f5 = buf[pos:vend].decode()
+                    f_message = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -22730,14 +23432,14 @@ class CommandEndTxnResponse(Message):
             raise invalid_utf8("CommandEndTxnResponse.message", exc) from None
         if pos != end:
             raise truncated("CommandEndTxnResponse")
-        if f1 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandEndTxnResponse", "request_id")
         msg = new_instance(cls)
-        msg.request_id = f1
-        msg._txnid_least_bits = f2
-        msg._txnid_most_bits = f3
-        msg._error = f4
-        msg._message = f5
+        msg.request_id = f_request_id
+        msg._txnid_least_bits = f_txnid_least_bits
+        msg._txnid_most_bits = f_txnid_most_bits
+        msg._error = f_error
+        msg._message = f_message
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -22907,34 +23609,54 @@ class CommandEndTxnOnPartition(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.request_id
-        if v1 is None:
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandEndTxnOnPartition", "request_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self._txnid_least_bits
-        if v2 is not None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_txnid_least_bits = self._txnid_least_bits
+        if v_txnid_least_bits is not None:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
-        v3 = self._txnid_most_bits
-        if v3 is not None:
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits]
+                if 0 <= v_txnid_least_bits < 0x4000
+                else uint64_bytes(v_txnid_least_bits)
+            )
+        v_txnid_most_bits = self._txnid_most_bits
+        if v_txnid_most_bits is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint64_bytes(v3))
-        v4 = self._topic
-        if v4 is not None:
+            parts.append(
+                SMALL_VARINTS[v_txnid_most_bits]
+                if 0 <= v_txnid_most_bits < 0x4000
+                else uint64_bytes(v_txnid_most_bits)
+            )
+        v_topic = self._topic
+        if v_topic is not None:
             parts.append(b"\x22")
-            data = v4.encode()
+            data = v_topic.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v5 = self._txn_action
-        if v5 is not None:
+        v_txn_action = self._txn_action
+        if v_txn_action is not None:
             parts.append(b"\x28")
-            parts.append(SMALL_VARINTS[v5] if 0 <= v5 < 0x4000 else int32_bytes(v5))
-        v6 = self._txnid_least_bits_of_low_watermark
-        if v6 is not None:
+            parts.append(
+                SMALL_VARINTS[v_txn_action]
+                if 0 <= v_txn_action < 0x4000
+                else int32_bytes(v_txn_action)
+            )
+        v_txnid_least_bits_of_low_watermark = self._txnid_least_bits_of_low_watermark
+        if v_txnid_least_bits_of_low_watermark is not None:
             parts.append(b"\x30")
-            parts.append(SMALL_VARINTS[v6] if 0 <= v6 < 0x4000 else uint64_bytes(v6))
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits_of_low_watermark]
+                if 0 <= v_txnid_least_bits_of_low_watermark < 0x4000
+                else uint64_bytes(v_txnid_least_bits_of_low_watermark)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -22947,12 +23669,12 @@ class CommandEndTxnOnPartition(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
-        f3: int | None = None
-        f4: str | None = None
-        f5: TxnAction | None = None
-        f6: int | None = None
+        f_request_id: int | None = None
+        f_txnid_least_bits: int | None = None
+        f_txnid_most_bits: int | None = None
+        f_topic: str | None = None
+        f_txn_action: TxnAction | None = None
+        f_txnid_least_bits_of_low_watermark: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -22966,53 +23688,53 @@ class CommandEndTxnOnPartition(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_request_id = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f2 = raw
+                    f_txnid_least_bits = raw
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f3 = raw
+                    f_txnid_most_bits = raw
                 elif tag == 34:
                     n = buf[pos]
                     if n < 0x80:
@@ -23022,7 +23744,7 @@ class CommandEndTxnOnPartition(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandEndTxnOnPartition.topic")
-                    f4 = buf[pos:vend].decode()
+                    f_topic = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 40:
                     raw = buf[pos]
@@ -23031,28 +23753,28 @@ class CommandEndTxnOnPartition(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    x5 = _TxnAction_BY_NUMBER.get(raw)
-                    if x5 is None:
+                    x_txn_action = _TxnAction_BY_NUMBER.get(raw)
+                    if x_txn_action is None:
                         unknown = add_unknown(unknown, buf[start:pos])
                     else:
-                        f5 = x5
+                        f_txn_action = x_txn_action
                 elif tag == 48:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f6 = raw
+                    f_txnid_least_bits_of_low_watermark = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -23062,15 +23784,15 @@ class CommandEndTxnOnPartition(Message):
             raise invalid_utf8("CommandEndTxnOnPartition.topic", exc) from None
         if pos != end:
             raise truncated("CommandEndTxnOnPartition")
-        if f1 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandEndTxnOnPartition", "request_id")
         msg = new_instance(cls)
-        msg.request_id = f1
-        msg._txnid_least_bits = f2
-        msg._txnid_most_bits = f3
-        msg._topic = f4
-        msg._txn_action = f5
-        msg._txnid_least_bits_of_low_watermark = f6
+        msg.request_id = f_request_id
+        msg._txnid_least_bits = f_txnid_least_bits
+        msg._txnid_most_bits = f_txnid_most_bits
+        msg._topic = f_topic
+        msg._txn_action = f_txn_action
+        msg._txnid_least_bits_of_low_watermark = f_txnid_least_bits_of_low_watermark
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -23214,27 +23936,39 @@ class CommandEndTxnOnPartitionResponse(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.request_id
-        if v1 is None:
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandEndTxnOnPartitionResponse", "request_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self._txnid_least_bits
-        if v2 is not None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_txnid_least_bits = self._txnid_least_bits
+        if v_txnid_least_bits is not None:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
-        v3 = self._txnid_most_bits
-        if v3 is not None:
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits]
+                if 0 <= v_txnid_least_bits < 0x4000
+                else uint64_bytes(v_txnid_least_bits)
+            )
+        v_txnid_most_bits = self._txnid_most_bits
+        if v_txnid_most_bits is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint64_bytes(v3))
-        v4 = self._error
-        if v4 is not None:
+            parts.append(
+                SMALL_VARINTS[v_txnid_most_bits]
+                if 0 <= v_txnid_most_bits < 0x4000
+                else uint64_bytes(v_txnid_most_bits)
+            )
+        v_error = self._error
+        if v_error is not None:
             parts.append(b"\x20")
-            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
-        v5 = self._message
-        if v5 is not None:
+            parts.append(SMALL_VARINTS[v_error] if 0 <= v_error < 0x4000 else int32_bytes(v_error))
+        v_message = self._message
+        if v_message is not None:
             parts.append(b"\x2a")
-            data = v5.encode()
+            data = v_message.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -23250,11 +23984,11 @@ class CommandEndTxnOnPartitionResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
-        f3: int | None = None
-        f4: ServerError | None = None
-        f5: str | None = None
+        f_request_id: int | None = None
+        f_txnid_least_bits: int | None = None
+        f_txnid_most_bits: int | None = None
+        f_error: ServerError | None = None
+        f_message: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -23268,53 +24002,53 @@ class CommandEndTxnOnPartitionResponse(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_request_id = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f2 = raw
+                    f_txnid_least_bits = raw
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f3 = raw
+                    f_txnid_most_bits = raw
                 elif tag == 32:
                     raw = buf[pos]
                     if raw < 0x80:
@@ -23322,11 +24056,11 @@ class CommandEndTxnOnPartitionResponse(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    x4 = _ServerError_BY_NUMBER.get(raw)
-                    if x4 is None:
+                    x_error = _ServerError_BY_NUMBER.get(raw)
+                    if x_error is None:
                         unknown = add_unknown(unknown, buf[start:pos])
                     else:
-                        f4 = x4
+                        f_error = x_error
                 elif tag == 42:
                     n = buf[pos]
                     if n < 0x80:
@@ -23336,7 +24070,7 @@ class CommandEndTxnOnPartitionResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandEndTxnOnPartitionResponse.message")
-                    f5 = buf[pos:vend].decode()
+                    f_message = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -23347,14 +24081,14 @@ class CommandEndTxnOnPartitionResponse(Message):
             raise invalid_utf8("CommandEndTxnOnPartitionResponse.message", exc) from None
         if pos != end:
             raise truncated("CommandEndTxnOnPartitionResponse")
-        if f1 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandEndTxnOnPartitionResponse", "request_id")
         msg = new_instance(cls)
-        msg.request_id = f1
-        msg._txnid_least_bits = f2
-        msg._txnid_most_bits = f3
-        msg._error = f4
-        msg._message = f5
+        msg.request_id = f_request_id
+        msg._txnid_least_bits = f_txnid_least_bits
+        msg._txnid_most_bits = f_txnid_most_bits
+        msg._error = f_error
+        msg._message = f_message
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -23512,36 +24246,56 @@ class CommandEndTxnOnSubscription(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.request_id
-        if v1 is None:
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandEndTxnOnSubscription", "request_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self._txnid_least_bits
-        if v2 is not None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_txnid_least_bits = self._txnid_least_bits
+        if v_txnid_least_bits is not None:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
-        v3 = self._txnid_most_bits
-        if v3 is not None:
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits]
+                if 0 <= v_txnid_least_bits < 0x4000
+                else uint64_bytes(v_txnid_least_bits)
+            )
+        v_txnid_most_bits = self._txnid_most_bits
+        if v_txnid_most_bits is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint64_bytes(v3))
-        v4 = self.subscription
-        if v4 is not None:
+            parts.append(
+                SMALL_VARINTS[v_txnid_most_bits]
+                if 0 <= v_txnid_most_bits < 0x4000
+                else uint64_bytes(v_txnid_most_bits)
+            )
+        v_subscription = self.subscription
+        if v_subscription is not None:
             parts.append(b"\x22")
             sub = []
-            v4._encode(sub)
+            v_subscription._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v5 = self._txn_action
-        if v5 is not None:
+        v_txn_action = self._txn_action
+        if v_txn_action is not None:
             parts.append(b"\x28")
-            parts.append(SMALL_VARINTS[v5] if 0 <= v5 < 0x4000 else int32_bytes(v5))
-        v6 = self._txnid_least_bits_of_low_watermark
-        if v6 is not None:
+            parts.append(
+                SMALL_VARINTS[v_txn_action]
+                if 0 <= v_txn_action < 0x4000
+                else int32_bytes(v_txn_action)
+            )
+        v_txnid_least_bits_of_low_watermark = self._txnid_least_bits_of_low_watermark
+        if v_txnid_least_bits_of_low_watermark is not None:
             parts.append(b"\x30")
-            parts.append(SMALL_VARINTS[v6] if 0 <= v6 < 0x4000 else uint64_bytes(v6))
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits_of_low_watermark]
+                if 0 <= v_txnid_least_bits_of_low_watermark < 0x4000
+                else uint64_bytes(v_txnid_least_bits_of_low_watermark)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -23554,12 +24308,12 @@ class CommandEndTxnOnSubscription(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
-        f3: int | None = None
-        f4: Subscription | None = None
-        f5: TxnAction | None = None
-        f6: int | None = None
+        f_request_id: int | None = None
+        f_txnid_least_bits: int | None = None
+        f_txnid_most_bits: int | None = None
+        f_subscription: Subscription | None = None
+        f_txn_action: TxnAction | None = None
+        f_txnid_least_bits_of_low_watermark: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -23573,53 +24327,53 @@ class CommandEndTxnOnSubscription(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_request_id = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f2 = raw
+                    f_txnid_least_bits = raw
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f3 = raw
+                    f_txnid_most_bits = raw
                 elif tag == 34:
                     n = buf[pos]
                     if n < 0x80:
@@ -23629,7 +24383,7 @@ class CommandEndTxnOnSubscription(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandEndTxnOnSubscription.subscription")
-                    f4 = Subscription.decode_from(buf, pos, vend)
+                    f_subscription = Subscription.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 40:
                     raw = buf[pos]
@@ -23638,28 +24392,28 @@ class CommandEndTxnOnSubscription(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    x5 = _TxnAction_BY_NUMBER.get(raw)
-                    if x5 is None:
+                    x_txn_action = _TxnAction_BY_NUMBER.get(raw)
+                    if x_txn_action is None:
                         unknown = add_unknown(unknown, buf[start:pos])
                     else:
-                        f5 = x5
+                        f_txn_action = x_txn_action
                 elif tag == 48:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f6 = raw
+                    f_txnid_least_bits_of_low_watermark = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -23667,15 +24421,15 @@ class CommandEndTxnOnSubscription(Message):
             raise truncated("CommandEndTxnOnSubscription") from None
         if pos != end:
             raise truncated("CommandEndTxnOnSubscription")
-        if f1 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandEndTxnOnSubscription", "request_id")
         msg = new_instance(cls)
-        msg.request_id = f1
-        msg._txnid_least_bits = f2
-        msg._txnid_most_bits = f3
-        msg.subscription = f4
-        msg._txn_action = f5
-        msg._txnid_least_bits_of_low_watermark = f6
+        msg.request_id = f_request_id
+        msg._txnid_least_bits = f_txnid_least_bits
+        msg._txnid_most_bits = f_txnid_most_bits
+        msg.subscription = f_subscription
+        msg._txn_action = f_txn_action
+        msg._txnid_least_bits_of_low_watermark = f_txnid_least_bits_of_low_watermark
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -23819,27 +24573,39 @@ class CommandEndTxnOnSubscriptionResponse(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.request_id
-        if v1 is None:
+        v_request_id = self.request_id
+        if v_request_id is None:
             raise RequiredFieldUnsetError("CommandEndTxnOnSubscriptionResponse", "request_id")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else uint64_bytes(v1))
-        v2 = self._txnid_least_bits
-        if v2 is not None:
+        parts.append(
+            SMALL_VARINTS[v_request_id]
+            if 0 <= v_request_id < 0x4000
+            else uint64_bytes(v_request_id)
+        )
+        v_txnid_least_bits = self._txnid_least_bits
+        if v_txnid_least_bits is not None:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else uint64_bytes(v2))
-        v3 = self._txnid_most_bits
-        if v3 is not None:
+            parts.append(
+                SMALL_VARINTS[v_txnid_least_bits]
+                if 0 <= v_txnid_least_bits < 0x4000
+                else uint64_bytes(v_txnid_least_bits)
+            )
+        v_txnid_most_bits = self._txnid_most_bits
+        if v_txnid_most_bits is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else uint64_bytes(v3))
-        v4 = self._error
-        if v4 is not None:
+            parts.append(
+                SMALL_VARINTS[v_txnid_most_bits]
+                if 0 <= v_txnid_most_bits < 0x4000
+                else uint64_bytes(v_txnid_most_bits)
+            )
+        v_error = self._error
+        if v_error is not None:
             parts.append(b"\x20")
-            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
-        v5 = self._message
-        if v5 is not None:
+            parts.append(SMALL_VARINTS[v_error] if 0 <= v_error < 0x4000 else int32_bytes(v_error))
+        v_message = self._message
+        if v_message is not None:
             parts.append(b"\x2a")
-            data = v5.encode()
+            data = v_message.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -23855,11 +24621,11 @@ class CommandEndTxnOnSubscriptionResponse(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
-        f3: int | None = None
-        f4: ServerError | None = None
-        f5: str | None = None
+        f_request_id: int | None = None
+        f_txnid_least_bits: int | None = None
+        f_txnid_most_bits: int | None = None
+        f_error: ServerError | None = None
+        f_message: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -23873,53 +24639,53 @@ class CommandEndTxnOnSubscriptionResponse(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw
+                    f_request_id = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f2 = raw
+                    f_txnid_least_bits = raw
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f3 = raw
+                    f_txnid_most_bits = raw
                 elif tag == 32:
                     raw = buf[pos]
                     if raw < 0x80:
@@ -23927,11 +24693,11 @@ class CommandEndTxnOnSubscriptionResponse(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    x4 = _ServerError_BY_NUMBER.get(raw)
-                    if x4 is None:
+                    x_error = _ServerError_BY_NUMBER.get(raw)
+                    if x_error is None:
                         unknown = add_unknown(unknown, buf[start:pos])
                     else:
-                        f4 = x4
+                        f_error = x_error
                 elif tag == 42:
                     n = buf[pos]
                     if n < 0x80:
@@ -23941,7 +24707,7 @@ class CommandEndTxnOnSubscriptionResponse(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommandEndTxnOnSubscriptionResponse.message")
-                    f5 = buf[pos:vend].decode()
+                    f_message = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -23952,14 +24718,14 @@ class CommandEndTxnOnSubscriptionResponse(Message):
             raise invalid_utf8("CommandEndTxnOnSubscriptionResponse.message", exc) from None
         if pos != end:
             raise truncated("CommandEndTxnOnSubscriptionResponse")
-        if f1 is None:
+        if f_request_id is None:
             raise MissingRequiredFieldError("CommandEndTxnOnSubscriptionResponse", "request_id")
         msg = new_instance(cls)
-        msg.request_id = f1
-        msg._txnid_least_bits = f2
-        msg._txnid_most_bits = f3
-        msg._error = f4
-        msg._message = f5
+        msg.request_id = f_request_id
+        msg._txnid_least_bits = f_txnid_least_bits
+        msg._txnid_most_bits = f_txnid_most_bits
+        msg._error = f_error
+        msg._message = f_message
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -25587,11 +26353,11 @@ class BaseCommand(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.type_
-        if v1 is None:
+        v_type_ = self.type_
+        if v_type_ is None:
             raise RequiredFieldUnsetError("BaseCommand", "type")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
+        parts.append(SMALL_VARINTS[v_type_] if 0 <= v_type_ < 0x4000 else int32_bytes(v_type_))
         present = self._present
         tags = self._PRESENT_TAGS
         if len(present) > 1:
@@ -25618,7 +26384,7 @@ class BaseCommand(Message):
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
         present: dict[str, Any] = {}
-        f1: BaseCommand.Type | None = None
+        f_type_: BaseCommand.Type | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -25626,8 +26392,8 @@ class BaseCommand(Message):
                 tag = buf[pos]
                 if tag < 0x80:
                     pos += 1
-                elif (b1 := buf[pos + 1]) < 0x80:
-                    tag = tag & 0x7F | b1 << 7
+                elif (second := buf[pos + 1]) < 0x80:
+                    tag = tag & 0x7F | second << 7
                     pos += 2
                 else:
                     tag, pos = read_varint(buf, pos)
@@ -25642,11 +26408,11 @@ class BaseCommand(Message):
                                     else:
                                         raw, pos = read_varint(buf, pos)
                                         raw = to_int32(raw)
-                                    x1 = _BaseCommand_Type_BY_NUMBER.get(raw)
-                                    if x1 is None:
+                                    x_type_ = _BaseCommand_Type_BY_NUMBER.get(raw)
+                                    if x_type_ is None:
                                         unknown = add_unknown(unknown, buf[start:pos])
                                     else:
-                                        f1 = x1
+                                        f_type_ = x_type_
                                 elif tag == 18:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25656,9 +26422,9 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.connect")
-                                    f2 = CommandConnect.decode_from(buf, pos, vend)
+                                    f_connect = CommandConnect.decode_from(buf, pos, vend)
                                     pos = vend
-                                    present["connect"] = f2
+                                    present["connect"] = f_connect
                                 elif tag == 26:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25668,9 +26434,9 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.connected")
-                                    f3 = CommandConnected.decode_from(buf, pos, vend)
+                                    f_connected = CommandConnected.decode_from(buf, pos, vend)
                                     pos = vend
-                                    present["connected"] = f3
+                                    present["connected"] = f_connected
                                 elif tag == 34:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25680,9 +26446,9 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.subscribe")
-                                    f4 = CommandSubscribe.decode_from(buf, pos, vend)
+                                    f_subscribe = CommandSubscribe.decode_from(buf, pos, vend)
                                     pos = vend
-                                    present["subscribe"] = f4
+                                    present["subscribe"] = f_subscribe
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
                                     unknown = add_unknown(unknown, buf[start:pos])
@@ -25696,9 +26462,9 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.producer")
-                                    f5 = CommandProducer.decode_from(buf, pos, vend)
+                                    f_producer = CommandProducer.decode_from(buf, pos, vend)
                                     pos = vend
-                                    present["producer"] = f5
+                                    present["producer"] = f_producer
                                 elif tag == 50:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25708,9 +26474,9 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.send")
-                                    f6 = CommandSend.decode_from(buf, pos, vend)
+                                    f_send = CommandSend.decode_from(buf, pos, vend)
                                     pos = vend
-                                    present["send"] = f6
+                                    present["send"] = f_send
                                 elif tag == 58:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25720,9 +26486,9 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.send_receipt")
-                                    f7 = CommandSendReceipt.decode_from(buf, pos, vend)
+                                    f_send_receipt = CommandSendReceipt.decode_from(buf, pos, vend)
                                     pos = vend
-                                    present["send_receipt"] = f7
+                                    present["send_receipt"] = f_send_receipt
                                 elif tag == 66:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25732,9 +26498,9 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.send_error")
-                                    f8 = CommandSendError.decode_from(buf, pos, vend)
+                                    f_send_error = CommandSendError.decode_from(buf, pos, vend)
                                     pos = vend
-                                    present["send_error"] = f8
+                                    present["send_error"] = f_send_error
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
                                     unknown = add_unknown(unknown, buf[start:pos])
@@ -25749,9 +26515,9 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.message")
-                                    f9 = CommandMessage.decode_from(buf, pos, vend)
+                                    f_message = CommandMessage.decode_from(buf, pos, vend)
                                     pos = vend
-                                    present["message"] = f9
+                                    present["message"] = f_message
                                 elif tag == 82:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25761,9 +26527,9 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.ack")
-                                    f10 = CommandAck.decode_from(buf, pos, vend)
+                                    f_ack = CommandAck.decode_from(buf, pos, vend)
                                     pos = vend
-                                    present["ack"] = f10
+                                    present["ack"] = f_ack
                                 elif tag == 90:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25773,9 +26539,9 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.flow")
-                                    f11 = CommandFlow.decode_from(buf, pos, vend)
+                                    f_flow = CommandFlow.decode_from(buf, pos, vend)
                                     pos = vend
-                                    present["flow"] = f11
+                                    present["flow"] = f_flow
                                 elif tag == 98:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25785,9 +26551,9 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.unsubscribe")
-                                    f12 = CommandUnsubscribe.decode_from(buf, pos, vend)
+                                    f_unsubscribe = CommandUnsubscribe.decode_from(buf, pos, vend)
                                     pos = vend
-                                    present["unsubscribe"] = f12
+                                    present["unsubscribe"] = f_unsubscribe
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
                                     unknown = add_unknown(unknown, buf[start:pos])
@@ -25801,9 +26567,9 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.success")
-                                    f13 = CommandSuccess.decode_from(buf, pos, vend)
+                                    f_success = CommandSuccess.decode_from(buf, pos, vend)
                                     pos = vend
-                                    present["success"] = f13
+                                    present["success"] = f_success
                                 elif tag == 114:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25813,9 +26579,9 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.error")
-                                    f14 = CommandError.decode_from(buf, pos, vend)
+                                    f_error = CommandError.decode_from(buf, pos, vend)
                                     pos = vend
-                                    present["error"] = f14
+                                    present["error"] = f_error
                                 elif tag == 122:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25825,9 +26591,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.close_producer")
-                                    f15 = CommandCloseProducer.decode_from(buf, pos, vend)
+                                    f_close_producer = CommandCloseProducer.decode_from(
+                                        buf,
+                                        pos,
+                                        vend,
+                                    )
                                     pos = vend
-                                    present["close_producer"] = f15
+                                    present["close_producer"] = f_close_producer
                                 elif tag == 130:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25837,9 +26607,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.close_consumer")
-                                    f16 = CommandCloseConsumer.decode_from(buf, pos, vend)
+                                    f_close_consumer = CommandCloseConsumer.decode_from(
+                                        buf,
+                                        pos,
+                                        vend,
+                                    )
                                     pos = vend
-                                    present["close_consumer"] = f16
+                                    present["close_consumer"] = f_close_consumer
                                 elif tag == 138:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25849,9 +26623,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.producer_success")
-                                    f17 = CommandProducerSuccess.decode_from(buf, pos, vend)
+                                    f_producer_success = CommandProducerSuccess.decode_from(
+                                        buf,
+                                        pos,
+                                        vend,
+                                    )
                                     pos = vend
-                                    present["producer_success"] = f17
+                                    present["producer_success"] = f_producer_success
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
                                     unknown = add_unknown(unknown, buf[start:pos])
@@ -25867,9 +26645,9 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.ping")
-                                    f18 = CommandPing.decode_from(buf, pos, vend)
+                                    f_ping = CommandPing.decode_from(buf, pos, vend)
                                     pos = vend
-                                    present["ping"] = f18
+                                    present["ping"] = f_ping
                                 elif tag == 154:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25879,9 +26657,9 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.pong")
-                                    f19 = CommandPong.decode_from(buf, pos, vend)
+                                    f_pong = CommandPong.decode_from(buf, pos, vend)
                                     pos = vend
-                                    present["pong"] = f19
+                                    present["pong"] = f_pong
                                 elif tag == 162:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25893,13 +26671,15 @@ class BaseCommand(Message):
                                         raise truncated(
                                             "BaseCommand.redeliverUnacknowledgedMessages"
                                         )
-                                    f20 = CommandRedeliverUnacknowledgedMessages.decode_from(
+                                    f_redeliverUnacknowledgedMessages = CommandRedeliverUnacknowledgedMessages.decode_from(  # noqa: E501
                                         buf,
                                         pos,
                                         vend,
                                     )
                                     pos = vend
-                                    present["redeliverUnacknowledgedMessages"] = f20
+                                    present["redeliverUnacknowledgedMessages"] = (
+                                        f_redeliverUnacknowledgedMessages
+                                    )
                                 elif tag == 170:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25909,13 +26689,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.partitionMetadata")
-                                    f21 = CommandPartitionedTopicMetadata.decode_from(
+                                    f_partitionMetadata = CommandPartitionedTopicMetadata.decode_from(  # noqa: E501
                                         buf,
                                         pos,
                                         vend,
                                     )
                                     pos = vend
-                                    present["partitionMetadata"] = f21
+                                    present["partitionMetadata"] = f_partitionMetadata
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
                                     unknown = add_unknown(unknown, buf[start:pos])
@@ -25929,13 +26709,15 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.partitionMetadataResponse")
-                                    f22 = CommandPartitionedTopicMetadataResponse.decode_from(
+                                    f_partitionMetadataResponse = CommandPartitionedTopicMetadataResponse.decode_from(  # noqa: E501
                                         buf,
                                         pos,
                                         vend,
                                     )
                                     pos = vend
-                                    present["partitionMetadataResponse"] = f22
+                                    present["partitionMetadataResponse"] = (
+                                        f_partitionMetadataResponse
+                                    )
                                 elif tag == 186:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25945,9 +26727,9 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.lookupTopic")
-                                    f23 = CommandLookupTopic.decode_from(buf, pos, vend)
+                                    f_lookupTopic = CommandLookupTopic.decode_from(buf, pos, vend)
                                     pos = vend
-                                    present["lookupTopic"] = f23
+                                    present["lookupTopic"] = f_lookupTopic
                                 elif tag == 194:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25957,9 +26739,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.lookupTopicResponse")
-                                    f24 = CommandLookupTopicResponse.decode_from(buf, pos, vend)
+                                    f_lookupTopicResponse = CommandLookupTopicResponse.decode_from(
+                                        buf,
+                                        pos,
+                                        vend,
+                                    )
                                     pos = vend
-                                    present["lookupTopicResponse"] = f24
+                                    present["lookupTopicResponse"] = f_lookupTopicResponse
                                 elif tag == 202:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25969,9 +26755,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.consumerStats")
-                                    f25 = CommandConsumerStats.decode_from(buf, pos, vend)
+                                    f_consumerStats = CommandConsumerStats.decode_from(
+                                        buf,
+                                        pos,
+                                        vend,
+                                    )
                                     pos = vend
-                                    present["consumerStats"] = f25
+                                    present["consumerStats"] = f_consumerStats
                                 elif tag == 210:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -25981,9 +26771,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.consumerStatsResponse")
-                                    f26 = CommandConsumerStatsResponse.decode_from(buf, pos, vend)
+                                    f_consumerStatsResponse = CommandConsumerStatsResponse.decode_from(  # noqa: E501
+                                        buf,
+                                        pos,
+                                        vend,
+                                    )
                                     pos = vend
-                                    present["consumerStatsResponse"] = f26
+                                    present["consumerStatsResponse"] = f_consumerStatsResponse
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
                                     unknown = add_unknown(unknown, buf[start:pos])
@@ -25998,9 +26792,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.reachedEndOfTopic")
-                                    f27 = CommandReachedEndOfTopic.decode_from(buf, pos, vend)
+                                    f_reachedEndOfTopic = CommandReachedEndOfTopic.decode_from(
+                                        buf,
+                                        pos,
+                                        vend,
+                                    )
                                     pos = vend
-                                    present["reachedEndOfTopic"] = f27
+                                    present["reachedEndOfTopic"] = f_reachedEndOfTopic
                                 elif tag == 226:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26010,9 +26808,9 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.seek")
-                                    f28 = CommandSeek.decode_from(buf, pos, vend)
+                                    f_seek = CommandSeek.decode_from(buf, pos, vend)
                                     pos = vend
-                                    present["seek"] = f28
+                                    present["seek"] = f_seek
                                 elif tag == 234:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26022,9 +26820,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.getLastMessageId")
-                                    f29 = CommandGetLastMessageId.decode_from(buf, pos, vend)
+                                    f_getLastMessageId = CommandGetLastMessageId.decode_from(
+                                        buf,
+                                        pos,
+                                        vend,
+                                    )
                                     pos = vend
-                                    present["getLastMessageId"] = f29
+                                    present["getLastMessageId"] = f_getLastMessageId
                                 elif tag == 242:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26034,13 +26836,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.getLastMessageIdResponse")
-                                    f30 = CommandGetLastMessageIdResponse.decode_from(
+                                    f_getLastMessageIdResponse = CommandGetLastMessageIdResponse.decode_from(  # noqa: E501
                                         buf,
                                         pos,
                                         vend,
                                     )
                                     pos = vend
-                                    present["getLastMessageIdResponse"] = f30
+                                    present["getLastMessageIdResponse"] = f_getLastMessageIdResponse
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
                                     unknown = add_unknown(unknown, buf[start:pos])
@@ -26054,9 +26856,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.active_consumer_change")
-                                    f31 = CommandActiveConsumerChange.decode_from(buf, pos, vend)
+                                    f_active_consumer_change = CommandActiveConsumerChange.decode_from(  # noqa: E501
+                                        buf,
+                                        pos,
+                                        vend,
+                                    )
                                     pos = vend
-                                    present["active_consumer_change"] = f31
+                                    present["active_consumer_change"] = f_active_consumer_change
                                 elif tag == 258:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26066,9 +26872,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.getTopicsOfNamespace")
-                                    f32 = CommandGetTopicsOfNamespace.decode_from(buf, pos, vend)
+                                    f_getTopicsOfNamespace = CommandGetTopicsOfNamespace.decode_from(  # noqa: E501
+                                        buf,
+                                        pos,
+                                        vend,
+                                    )
                                     pos = vend
-                                    present["getTopicsOfNamespace"] = f32
+                                    present["getTopicsOfNamespace"] = f_getTopicsOfNamespace
                                 elif tag == 266:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26078,13 +26888,15 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.getTopicsOfNamespaceResponse")
-                                    f33 = CommandGetTopicsOfNamespaceResponse.decode_from(
+                                    f_getTopicsOfNamespaceResponse = CommandGetTopicsOfNamespaceResponse.decode_from(  # noqa: E501
                                         buf,
                                         pos,
                                         vend,
                                     )
                                     pos = vend
-                                    present["getTopicsOfNamespaceResponse"] = f33
+                                    present["getTopicsOfNamespaceResponse"] = (
+                                        f_getTopicsOfNamespaceResponse
+                                    )
                                 elif tag == 274:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26094,9 +26906,9 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.getSchema")
-                                    f34 = CommandGetSchema.decode_from(buf, pos, vend)
+                                    f_getSchema = CommandGetSchema.decode_from(buf, pos, vend)
                                     pos = vend
-                                    present["getSchema"] = f34
+                                    present["getSchema"] = f_getSchema
                                 elif tag == 282:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26106,9 +26918,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.getSchemaResponse")
-                                    f35 = CommandGetSchemaResponse.decode_from(buf, pos, vend)
+                                    f_getSchemaResponse = CommandGetSchemaResponse.decode_from(
+                                        buf,
+                                        pos,
+                                        vend,
+                                    )
                                     pos = vend
-                                    present["getSchemaResponse"] = f35
+                                    present["getSchemaResponse"] = f_getSchemaResponse
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
                                     unknown = add_unknown(unknown, buf[start:pos])
@@ -26125,9 +26941,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.authChallenge")
-                                    f36 = CommandAuthChallenge.decode_from(buf, pos, vend)
+                                    f_authChallenge = CommandAuthChallenge.decode_from(
+                                        buf,
+                                        pos,
+                                        vend,
+                                    )
                                     pos = vend
-                                    present["authChallenge"] = f36
+                                    present["authChallenge"] = f_authChallenge
                                 elif tag == 298:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26137,9 +26957,9 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.authResponse")
-                                    f37 = CommandAuthResponse.decode_from(buf, pos, vend)
+                                    f_authResponse = CommandAuthResponse.decode_from(buf, pos, vend)
                                     pos = vend
-                                    present["authResponse"] = f37
+                                    present["authResponse"] = f_authResponse
                                 elif tag == 306:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26149,9 +26969,9 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.ackResponse")
-                                    f38 = CommandAckResponse.decode_from(buf, pos, vend)
+                                    f_ackResponse = CommandAckResponse.decode_from(buf, pos, vend)
                                     pos = vend
-                                    present["ackResponse"] = f38
+                                    present["ackResponse"] = f_ackResponse
                                 elif tag == 314:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26161,9 +26981,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.getOrCreateSchema")
-                                    f39 = CommandGetOrCreateSchema.decode_from(buf, pos, vend)
+                                    f_getOrCreateSchema = CommandGetOrCreateSchema.decode_from(
+                                        buf,
+                                        pos,
+                                        vend,
+                                    )
                                     pos = vend
-                                    present["getOrCreateSchema"] = f39
+                                    present["getOrCreateSchema"] = f_getOrCreateSchema
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
                                     unknown = add_unknown(unknown, buf[start:pos])
@@ -26177,13 +27001,15 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.getOrCreateSchemaResponse")
-                                    f40 = CommandGetOrCreateSchemaResponse.decode_from(
+                                    f_getOrCreateSchemaResponse = CommandGetOrCreateSchemaResponse.decode_from(  # noqa: E501
                                         buf,
                                         pos,
                                         vend,
                                     )
                                     pos = vend
-                                    present["getOrCreateSchemaResponse"] = f40
+                                    present["getOrCreateSchemaResponse"] = (
+                                        f_getOrCreateSchemaResponse
+                                    )
                                 elif tag == 402:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26193,9 +27019,9 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.newTxn")
-                                    f50 = CommandNewTxn.decode_from(buf, pos, vend)
+                                    f_newTxn = CommandNewTxn.decode_from(buf, pos, vend)
                                     pos = vend
-                                    present["newTxn"] = f50
+                                    present["newTxn"] = f_newTxn
                                 elif tag == 410:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26205,9 +27031,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.newTxnResponse")
-                                    f51 = CommandNewTxnResponse.decode_from(buf, pos, vend)
+                                    f_newTxnResponse = CommandNewTxnResponse.decode_from(
+                                        buf,
+                                        pos,
+                                        vend,
+                                    )
                                     pos = vend
-                                    present["newTxnResponse"] = f51
+                                    present["newTxnResponse"] = f_newTxnResponse
                                 elif tag == 418:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26217,9 +27047,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.addPartitionToTxn")
-                                    f52 = CommandAddPartitionToTxn.decode_from(buf, pos, vend)
+                                    f_addPartitionToTxn = CommandAddPartitionToTxn.decode_from(
+                                        buf,
+                                        pos,
+                                        vend,
+                                    )
                                     pos = vend
-                                    present["addPartitionToTxn"] = f52
+                                    present["addPartitionToTxn"] = f_addPartitionToTxn
                                 elif tag == 426:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26229,13 +27063,15 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.addPartitionToTxnResponse")
-                                    f53 = CommandAddPartitionToTxnResponse.decode_from(
+                                    f_addPartitionToTxnResponse = CommandAddPartitionToTxnResponse.decode_from(  # noqa: E501
                                         buf,
                                         pos,
                                         vend,
                                     )
                                     pos = vend
-                                    present["addPartitionToTxnResponse"] = f53
+                                    present["addPartitionToTxnResponse"] = (
+                                        f_addPartitionToTxnResponse
+                                    )
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
                                     unknown = add_unknown(unknown, buf[start:pos])
@@ -26250,9 +27086,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.addSubscriptionToTxn")
-                                    f54 = CommandAddSubscriptionToTxn.decode_from(buf, pos, vend)
+                                    f_addSubscriptionToTxn = CommandAddSubscriptionToTxn.decode_from(  # noqa: E501
+                                        buf,
+                                        pos,
+                                        vend,
+                                    )
                                     pos = vend
-                                    present["addSubscriptionToTxn"] = f54
+                                    present["addSubscriptionToTxn"] = f_addSubscriptionToTxn
                                 elif tag == 442:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26262,13 +27102,15 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.addSubscriptionToTxnResponse")
-                                    f55 = CommandAddSubscriptionToTxnResponse.decode_from(
+                                    f_addSubscriptionToTxnResponse = CommandAddSubscriptionToTxnResponse.decode_from(  # noqa: E501
                                         buf,
                                         pos,
                                         vend,
                                     )
                                     pos = vend
-                                    present["addSubscriptionToTxnResponse"] = f55
+                                    present["addSubscriptionToTxnResponse"] = (
+                                        f_addSubscriptionToTxnResponse
+                                    )
                                 elif tag == 450:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26278,9 +27120,9 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.endTxn")
-                                    f56 = CommandEndTxn.decode_from(buf, pos, vend)
+                                    f_endTxn = CommandEndTxn.decode_from(buf, pos, vend)
                                     pos = vend
-                                    present["endTxn"] = f56
+                                    present["endTxn"] = f_endTxn
                                 elif tag == 458:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26290,9 +27132,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.endTxnResponse")
-                                    f57 = CommandEndTxnResponse.decode_from(buf, pos, vend)
+                                    f_endTxnResponse = CommandEndTxnResponse.decode_from(
+                                        buf,
+                                        pos,
+                                        vend,
+                                    )
                                     pos = vend
-                                    present["endTxnResponse"] = f57
+                                    present["endTxnResponse"] = f_endTxnResponse
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
                                     unknown = add_unknown(unknown, buf[start:pos])
@@ -26306,9 +27152,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.endTxnOnPartition")
-                                    f58 = CommandEndTxnOnPartition.decode_from(buf, pos, vend)
+                                    f_endTxnOnPartition = CommandEndTxnOnPartition.decode_from(
+                                        buf,
+                                        pos,
+                                        vend,
+                                    )
                                     pos = vend
-                                    present["endTxnOnPartition"] = f58
+                                    present["endTxnOnPartition"] = f_endTxnOnPartition
                                 elif tag == 474:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26318,13 +27168,15 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.endTxnOnPartitionResponse")
-                                    f59 = CommandEndTxnOnPartitionResponse.decode_from(
+                                    f_endTxnOnPartitionResponse = CommandEndTxnOnPartitionResponse.decode_from(  # noqa: E501
                                         buf,
                                         pos,
                                         vend,
                                     )
                                     pos = vend
-                                    present["endTxnOnPartitionResponse"] = f59
+                                    present["endTxnOnPartitionResponse"] = (
+                                        f_endTxnOnPartitionResponse
+                                    )
                                 elif tag == 482:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26334,9 +27186,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.endTxnOnSubscription")
-                                    f60 = CommandEndTxnOnSubscription.decode_from(buf, pos, vend)
+                                    f_endTxnOnSubscription = CommandEndTxnOnSubscription.decode_from(  # noqa: E501
+                                        buf,
+                                        pos,
+                                        vend,
+                                    )
                                     pos = vend
-                                    present["endTxnOnSubscription"] = f60
+                                    present["endTxnOnSubscription"] = f_endTxnOnSubscription
                                 elif tag == 490:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26346,13 +27202,15 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.endTxnOnSubscriptionResponse")
-                                    f61 = CommandEndTxnOnSubscriptionResponse.decode_from(
+                                    f_endTxnOnSubscriptionResponse = CommandEndTxnOnSubscriptionResponse.decode_from(  # noqa: E501
                                         buf,
                                         pos,
                                         vend,
                                     )
                                     pos = vend
-                                    present["endTxnOnSubscriptionResponse"] = f61
+                                    present["endTxnOnSubscriptionResponse"] = (
+                                        f_endTxnOnSubscriptionResponse
+                                    )
                                 elif tag == 498:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26362,9 +27220,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.tcClientConnectRequest")
-                                    f62 = CommandTcClientConnectRequest.decode_from(buf, pos, vend)
+                                    f_tcClientConnectRequest = CommandTcClientConnectRequest.decode_from(  # noqa: E501
+                                        buf,
+                                        pos,
+                                        vend,
+                                    )
                                     pos = vend
-                                    present["tcClientConnectRequest"] = f62
+                                    present["tcClientConnectRequest"] = f_tcClientConnectRequest
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
                                     unknown = add_unknown(unknown, buf[start:pos])
@@ -26380,9 +27242,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.tcClientConnectResponse")
-                                    f63 = CommandTcClientConnectResponse.decode_from(buf, pos, vend)
+                                    f_tcClientConnectResponse = CommandTcClientConnectResponse.decode_from(  # noqa: E501
+                                        buf,
+                                        pos,
+                                        vend,
+                                    )
                                     pos = vend
-                                    present["tcClientConnectResponse"] = f63
+                                    present["tcClientConnectResponse"] = f_tcClientConnectResponse
                                 elif tag == 514:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26392,9 +27258,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.watchTopicList")
-                                    f64 = CommandWatchTopicList.decode_from(buf, pos, vend)
+                                    f_watchTopicList = CommandWatchTopicList.decode_from(
+                                        buf,
+                                        pos,
+                                        vend,
+                                    )
                                     pos = vend
-                                    present["watchTopicList"] = f64
+                                    present["watchTopicList"] = f_watchTopicList
                                 elif tag == 522:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26404,9 +27274,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.watchTopicListSuccess")
-                                    f65 = CommandWatchTopicListSuccess.decode_from(buf, pos, vend)
+                                    f_watchTopicListSuccess = CommandWatchTopicListSuccess.decode_from(  # noqa: E501
+                                        buf,
+                                        pos,
+                                        vend,
+                                    )
                                     pos = vend
-                                    present["watchTopicListSuccess"] = f65
+                                    present["watchTopicListSuccess"] = f_watchTopicListSuccess
                                 elif tag == 530:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26416,9 +27290,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.watchTopicUpdate")
-                                    f66 = CommandWatchTopicUpdate.decode_from(buf, pos, vend)
+                                    f_watchTopicUpdate = CommandWatchTopicUpdate.decode_from(
+                                        buf,
+                                        pos,
+                                        vend,
+                                    )
                                     pos = vend
-                                    present["watchTopicUpdate"] = f66
+                                    present["watchTopicUpdate"] = f_watchTopicUpdate
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
                                     unknown = add_unknown(unknown, buf[start:pos])
@@ -26432,9 +27310,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.watchTopicListClose")
-                                    f67 = CommandWatchTopicListClose.decode_from(buf, pos, vend)
+                                    f_watchTopicListClose = CommandWatchTopicListClose.decode_from(
+                                        buf,
+                                        pos,
+                                        vend,
+                                    )
                                     pos = vend
-                                    present["watchTopicListClose"] = f67
+                                    present["watchTopicListClose"] = f_watchTopicListClose
                                 elif tag == 546:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26444,9 +27326,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.topicMigrated")
-                                    f68 = CommandTopicMigrated.decode_from(buf, pos, vend)
+                                    f_topicMigrated = CommandTopicMigrated.decode_from(
+                                        buf,
+                                        pos,
+                                        vend,
+                                    )
                                     pos = vend
-                                    present["topicMigrated"] = f68
+                                    present["topicMigrated"] = f_topicMigrated
                                 elif tag == 562:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26456,9 +27342,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.scalableTopicLookup")
-                                    f70 = CommandScalableTopicLookup.decode_from(buf, pos, vend)
+                                    f_scalableTopicLookup = CommandScalableTopicLookup.decode_from(
+                                        buf,
+                                        pos,
+                                        vend,
+                                    )
                                     pos = vend
-                                    present["scalableTopicLookup"] = f70
+                                    present["scalableTopicLookup"] = f_scalableTopicLookup
                                 elif tag == 570:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26468,9 +27358,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.scalableTopicUpdate")
-                                    f71 = CommandScalableTopicUpdate.decode_from(buf, pos, vend)
+                                    f_scalableTopicUpdate = CommandScalableTopicUpdate.decode_from(
+                                        buf,
+                                        pos,
+                                        vend,
+                                    )
                                     pos = vend
-                                    present["scalableTopicUpdate"] = f71
+                                    present["scalableTopicUpdate"] = f_scalableTopicUpdate
                                 elif tag == 578:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26480,9 +27374,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.scalableTopicClose")
-                                    f72 = CommandScalableTopicClose.decode_from(buf, pos, vend)
+                                    f_scalableTopicClose = CommandScalableTopicClose.decode_from(
+                                        buf,
+                                        pos,
+                                        vend,
+                                    )
                                     pos = vend
-                                    present["scalableTopicClose"] = f72
+                                    present["scalableTopicClose"] = f_scalableTopicClose
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
                                     unknown = add_unknown(unknown, buf[start:pos])
@@ -26497,9 +27395,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.scalableTopicSubscribe")
-                                    f73 = CommandScalableTopicSubscribe.decode_from(buf, pos, vend)
+                                    f_scalableTopicSubscribe = CommandScalableTopicSubscribe.decode_from(  # noqa: E501
+                                        buf,
+                                        pos,
+                                        vend,
+                                    )
                                     pos = vend
-                                    present["scalableTopicSubscribe"] = f73
+                                    present["scalableTopicSubscribe"] = f_scalableTopicSubscribe
                                 elif tag == 594:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26511,13 +27413,15 @@ class BaseCommand(Message):
                                         raise truncated(
                                             "BaseCommand.scalableTopicSubscribeResponse"
                                         )
-                                    f74 = CommandScalableTopicSubscribeResponse.decode_from(
+                                    f_scalableTopicSubscribeResponse = CommandScalableTopicSubscribeResponse.decode_from(  # noqa: E501
                                         buf,
                                         pos,
                                         vend,
                                     )
                                     pos = vend
-                                    present["scalableTopicSubscribeResponse"] = f74
+                                    present["scalableTopicSubscribeResponse"] = (
+                                        f_scalableTopicSubscribeResponse
+                                    )
                                 elif tag == 602:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26527,13 +27431,15 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.scalableTopicAssignmentUpdate")
-                                    f75 = CommandScalableTopicAssignmentUpdate.decode_from(
+                                    f_scalableTopicAssignmentUpdate = CommandScalableTopicAssignmentUpdate.decode_from(  # noqa: E501
                                         buf,
                                         pos,
                                         vend,
                                     )
                                     pos = vend
-                                    present["scalableTopicAssignmentUpdate"] = f75
+                                    present["scalableTopicAssignmentUpdate"] = (
+                                        f_scalableTopicAssignmentUpdate
+                                    )
                                 elif tag == 610:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26543,9 +27449,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.watchScalableTopics")
-                                    f76 = CommandWatchScalableTopics.decode_from(buf, pos, vend)
+                                    f_watchScalableTopics = CommandWatchScalableTopics.decode_from(
+                                        buf,
+                                        pos,
+                                        vend,
+                                    )
                                     pos = vend
-                                    present["watchScalableTopics"] = f76
+                                    present["watchScalableTopics"] = f_watchScalableTopics
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
                                     unknown = add_unknown(unknown, buf[start:pos])
@@ -26559,13 +27469,15 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.watchScalableTopicsUpdate")
-                                    f77 = CommandWatchScalableTopicsUpdate.decode_from(
+                                    f_watchScalableTopicsUpdate = CommandWatchScalableTopicsUpdate.decode_from(  # noqa: E501
                                         buf,
                                         pos,
                                         vend,
                                     )
                                     pos = vend
-                                    present["watchScalableTopicsUpdate"] = f77
+                                    present["watchScalableTopicsUpdate"] = (
+                                        f_watchScalableTopicsUpdate
+                                    )
                                 elif tag == 626:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26575,13 +27487,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.watchScalableTopicsClose")
-                                    f78 = CommandWatchScalableTopicsClose.decode_from(
+                                    f_watchScalableTopicsClose = CommandWatchScalableTopicsClose.decode_from(  # noqa: E501
                                         buf,
                                         pos,
                                         vend,
                                     )
                                     pos = vend
-                                    present["watchScalableTopicsClose"] = f78
+                                    present["watchScalableTopicsClose"] = f_watchScalableTopicsClose
                                 elif tag == 634:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26591,9 +27503,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.watchTcAssignments")
-                                    f79 = CommandWatchTcAssignments.decode_from(buf, pos, vend)
+                                    f_watchTcAssignments = CommandWatchTcAssignments.decode_from(
+                                        buf,
+                                        pos,
+                                        vend,
+                                    )
                                     pos = vend
-                                    present["watchTcAssignments"] = f79
+                                    present["watchTcAssignments"] = f_watchTcAssignments
                                 elif tag == 642:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26603,13 +27519,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.watchTcAssignmentsUpdate")
-                                    f80 = CommandWatchTcAssignmentsUpdate.decode_from(
+                                    f_watchTcAssignmentsUpdate = CommandWatchTcAssignmentsUpdate.decode_from(  # noqa: E501
                                         buf,
                                         pos,
                                         vend,
                                     )
                                     pos = vend
-                                    present["watchTcAssignmentsUpdate"] = f80
+                                    present["watchTcAssignmentsUpdate"] = f_watchTcAssignmentsUpdate
                                 elif tag == 650:
                                     n = buf[pos]
                                     if n < 0x80:
@@ -26619,9 +27535,13 @@ class BaseCommand(Message):
                                     vend = pos + n
                                     if vend > end:
                                         raise truncated("BaseCommand.watchTcAssignmentsClose")
-                                    f81 = CommandWatchTcAssignmentsClose.decode_from(buf, pos, vend)
+                                    f_watchTcAssignmentsClose = CommandWatchTcAssignmentsClose.decode_from(  # noqa: E501
+                                        buf,
+                                        pos,
+                                        vend,
+                                    )
                                     pos = vend
-                                    present["watchTcAssignmentsClose"] = f81
+                                    present["watchTcAssignmentsClose"] = f_watchTcAssignmentsClose
                                 else:
                                     pos = skip_field(buf, pos, end, tag)
                                     unknown = add_unknown(unknown, buf[start:pos])
@@ -26629,10 +27549,10 @@ class BaseCommand(Message):
             raise truncated("BaseCommand") from None
         if pos != end:
             raise truncated("BaseCommand")
-        if f1 is None:
+        if f_type_ is None:
             raise MissingRequiredFieldError("BaseCommand", "type")
         msg = new_instance(cls)
-        msg.type_ = f1
+        msg.type_ = f_type_
         msg._present = present
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg

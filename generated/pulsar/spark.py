@@ -2531,11 +2531,11 @@ def _row_KeyValue(m: pulsar_api.KeyValue) -> dict[str, Any]:
 def _value_KeyValue(row: RowLike) -> pulsar_api.KeyValue:
     """The KeyValue a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["key"]
-    v1 = r["value"]
+    v_key = r["key"]
+    v_value = r["value"]
     value = pulsar_api.KeyValue(
-        key=required(v0, "KeyValue.key"),
-        value=required(v1, "KeyValue.value"),
+        key=required(v_key, "KeyValue.key"),
+        value=required(v_value, "KeyValue.value"),
     )
     return value
 
@@ -2546,22 +2546,22 @@ def _arrow_KeyValue(values: Sequence[pulsar_api.KeyValue | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_KeyValue)
     fields = _FIELDS_KeyValue
-    v0 = [m.key for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.value for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_key = [m.key for m in rows]
+    c_key = pa.array(v_key, fields[0].type)
+    v_value = [m.value for m in rows]
+    c_value = pa.array(v_value, fields[1].type)
+    arrays = [c_key, c_value]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_Schema(m: pulsar_api.Schema) -> dict[str, Any]:
     """The row of a Schema: field name -> row value."""
-    x3 = m.properties
+    x_properties = m.properties
     return {
         "name": m.name,
         "schema_data": m.schema_data,
         "type": _NAMES_Schema_Type[m.type_],
-        "properties": [_row_KeyValue(y) for y in x3],
+        "properties": [_row_KeyValue(y) for y in x_properties],
     }
 
 
@@ -2569,23 +2569,23 @@ def _value_Schema(row: RowLike) -> pulsar_api.Schema:
     """The Schema a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["name"]
-    v1 = r["schema_data"]
-    v2 = r["type"]
-    e2 = closed_enum(
-        v2,
+    v_name = r["name"]
+    v_schema_data = r["schema_data"]
+    v_type_ = r["type"]
+    e_type_ = closed_enum(
+        v_type_,
         _NUMBERS_Schema_Type,
         pulsar_api.Schema.Type,
         b"\x20",
         unknown,
         "Schema.type",
     )
-    v3 = r["properties"]
+    v_properties = r["properties"]
     value = pulsar_api.Schema(
-        name=required(v0, "Schema.name"),
-        schema_data=binary_value(required(v1, "Schema.schema_data")),
-        type_=required_enum(e2, "Schema.type"),
-        properties=[_value_KeyValue(y) for y in v3 or ()],
+        name=required(v_name, "Schema.name"),
+        schema_data=binary_value(required(v_schema_data, "Schema.schema_data")),
+        type_=required_enum(e_type_, "Schema.type"),
+        properties=[_value_KeyValue(y) for y in v_properties or ()],
     )
     if unknown:
         value._unknown = bytes(unknown)
@@ -2598,21 +2598,21 @@ def _arrow_Schema(values: Sequence[pulsar_api.Schema | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_Schema)
     fields = _FIELDS_Schema
-    v0 = [m.name for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.schema_data for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.type_ for m in rows]
-    c2 = enum_array(v2, _NAMES_Schema_Type)
-    v3 = [m.properties for m in rows]
-    c3 = list_array(v3, _arrow_KeyValue, fields[3].type)
-    arrays = [c0, c1, c2, c3]
+    v_name = [m.name for m in rows]
+    c_name = pa.array(v_name, fields[0].type)
+    v_schema_data = [m.schema_data for m in rows]
+    c_schema_data = pa.array(v_schema_data, fields[1].type)
+    v_type_ = [m.type_ for m in rows]
+    c_type_ = enum_array(v_type_, _NAMES_Schema_Type)
+    v_properties = [m.properties for m in rows]
+    c_properties = list_array(v_properties, _arrow_KeyValue, fields[3].type)
+    arrays = [c_name, c_schema_data, c_type_, c_properties]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_MessageIdData(m: pulsar_api.MessageIdData) -> dict[str, Any]:
     """The row of a MessageIdData: field name -> row value."""
-    x6 = m.first_chunk_message_id
+    x_first_chunk_message_id = m.first_chunk_message_id
     return {
         "ledgerId": Decimal(m.ledgerId),
         "entryId": Decimal(m.entryId),
@@ -2620,29 +2620,33 @@ def _row_MessageIdData(m: pulsar_api.MessageIdData) -> dict[str, Any]:
         "batch_index": m._batch_index,
         "ack_set": list(m.ack_set),
         "batch_size": m._batch_size,
-        "first_chunk_message_id": None if x6 is None else x6.encode(),
+        "first_chunk_message_id": (
+            None if x_first_chunk_message_id is None else x_first_chunk_message_id.encode()
+        ),
     }
 
 
 def _value_MessageIdData(row: RowLike) -> pulsar_api.MessageIdData:
     """The MessageIdData a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["ledgerId"]
-    v1 = r["entryId"]
-    v2 = r["partition"]
-    v3 = r["batch_index"]
-    v4 = r["ack_set"]
-    v5 = r["batch_size"]
-    v6 = r["first_chunk_message_id"]
+    v_ledgerId = r["ledgerId"]
+    v_entryId = r["entryId"]
+    v_partition = r["partition"]
+    v_batch_index = r["batch_index"]
+    v_ack_set = r["ack_set"]
+    v_batch_size = r["batch_size"]
+    v_first_chunk_message_id = r["first_chunk_message_id"]
     value = pulsar_api.MessageIdData(
-        ledgerId=uint64_value(v0, "MessageIdData.ledgerId"),
-        entryId=uint64_value(v1, "MessageIdData.entryId"),
-        partition=v2,
-        batch_index=v3,
-        ack_set=list(v4 or ()),
-        batch_size=v5,
+        ledgerId=uint64_value(v_ledgerId, "MessageIdData.ledgerId"),
+        entryId=uint64_value(v_entryId, "MessageIdData.entryId"),
+        partition=v_partition,
+        batch_index=v_batch_index,
+        ack_set=list(v_ack_set or ()),
+        batch_size=v_batch_size,
         first_chunk_message_id=(
-            None if v6 is None else pulsar_api.MessageIdData.decode(binary_value(v6))
+            None
+            if v_first_chunk_message_id is None
+            else pulsar_api.MessageIdData.decode(binary_value(v_first_chunk_message_id))
         ),
     )
     return value
@@ -2654,21 +2658,24 @@ def _arrow_MessageIdData(values: Sequence[pulsar_api.MessageIdData | None]) -> A
     if not rows:
         return null_column(len(values), _ARROW_MessageIdData)
     fields = _FIELDS_MessageIdData
-    v0 = [m.ledgerId for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.entryId for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    v2 = [m._partition for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m._batch_index for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.ack_set for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m._batch_size for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    v6 = [m.first_chunk_message_id for m in rows]
-    c6 = encoded_array(v6)
-    arrays = [c0, c1, c2, c3, c4, c5, c6]
+    v_ledgerId = [m.ledgerId for m in rows]
+    c_ledgerId = uint64_array(v_ledgerId, fields[0].type)
+    v_entryId = [m.entryId for m in rows]
+    c_entryId = uint64_array(v_entryId, fields[1].type)
+    v_partition = [m._partition for m in rows]
+    c_partition = pa.array(v_partition, fields[2].type)
+    v_batch_index = [m._batch_index for m in rows]
+    c_batch_index = pa.array(v_batch_index, fields[3].type)
+    v_ack_set = [m.ack_set for m in rows]
+    c_ack_set = pa.array(v_ack_set, fields[4].type)
+    v_batch_size = [m._batch_size for m in rows]
+    c_batch_size = pa.array(v_batch_size, fields[5].type)
+    v_first_chunk_message_id = [m.first_chunk_message_id for m in rows]
+    c_first_chunk_message_id = encoded_array(v_first_chunk_message_id)
+    arrays = [
+        c_ledgerId, c_entryId, c_partition, c_batch_index, c_ack_set, c_batch_size,
+        c_first_chunk_message_id,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -2683,11 +2690,11 @@ def _row_KeyLongValue(m: pulsar_api.KeyLongValue) -> dict[str, Any]:
 def _value_KeyLongValue(row: RowLike) -> pulsar_api.KeyLongValue:
     """The KeyLongValue a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["key"]
-    v1 = r["value"]
+    v_key = r["key"]
+    v_value = r["value"]
     value = pulsar_api.KeyLongValue(
-        key=required(v0, "KeyLongValue.key"),
-        value=uint64_value(v1, "KeyLongValue.value"),
+        key=required(v_key, "KeyLongValue.key"),
+        value=uint64_value(v_value, "KeyLongValue.value"),
     )
     return value
 
@@ -2698,11 +2705,11 @@ def _arrow_KeyLongValue(values: Sequence[pulsar_api.KeyLongValue | None]) -> Any
     if not rows:
         return null_column(len(values), _ARROW_KeyLongValue)
     fields = _FIELDS_KeyLongValue
-    v0 = [m.key for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.value for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_key = [m.key for m in rows]
+    c_key = pa.array(v_key, fields[0].type)
+    v_value = [m.value for m in rows]
+    c_value = uint64_array(v_value, fields[1].type)
+    arrays = [c_key, c_value]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -2717,11 +2724,11 @@ def _row_IntRange(m: pulsar_api.IntRange) -> dict[str, Any]:
 def _value_IntRange(row: RowLike) -> pulsar_api.IntRange:
     """The IntRange a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["start"]
-    v1 = r["end"]
+    v_start = r["start"]
+    v_end = r["end"]
     value = pulsar_api.IntRange(
-        start=required(v0, "IntRange.start"),
-        end=required(v1, "IntRange.end"),
+        start=required(v_start, "IntRange.start"),
+        end=required(v_end, "IntRange.end"),
     )
     return value
 
@@ -2732,34 +2739,34 @@ def _arrow_IntRange(values: Sequence[pulsar_api.IntRange | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_IntRange)
     fields = _FIELDS_IntRange
-    v0 = [m.start for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.end for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_start = [m.start for m in rows]
+    c_start = pa.array(v_start, fields[0].type)
+    v_end = [m.end for m in rows]
+    c_end = pa.array(v_end, fields[1].type)
+    arrays = [c_start, c_end]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_EncryptionKeys(m: pulsar_api.EncryptionKeys) -> dict[str, Any]:
     """The row of a EncryptionKeys: field name -> row value."""
-    x2 = m.metadata
+    x_metadata = m.metadata
     return {
         "key": m.key,
         "value": m.value,
-        "metadata": [_row_KeyValue(y) for y in x2],
+        "metadata": [_row_KeyValue(y) for y in x_metadata],
     }
 
 
 def _value_EncryptionKeys(row: RowLike) -> pulsar_api.EncryptionKeys:
     """The EncryptionKeys a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["key"]
-    v1 = r["value"]
-    v2 = r["metadata"]
+    v_key = r["key"]
+    v_value = r["value"]
+    v_metadata = r["metadata"]
     value = pulsar_api.EncryptionKeys(
-        key=required(v0, "EncryptionKeys.key"),
-        value=binary_value(required(v1, "EncryptionKeys.value")),
-        metadata=[_value_KeyValue(y) for y in v2 or ()],
+        key=required(v_key, "EncryptionKeys.key"),
+        value=binary_value(required(v_value, "EncryptionKeys.value")),
+        metadata=[_value_KeyValue(y) for y in v_metadata or ()],
     )
     return value
 
@@ -2770,40 +2777,42 @@ def _arrow_EncryptionKeys(values: Sequence[pulsar_api.EncryptionKeys | None]) ->
     if not rows:
         return null_column(len(values), _ARROW_EncryptionKeys)
     fields = _FIELDS_EncryptionKeys
-    v0 = [m.key for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.value for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.metadata for m in rows]
-    c2 = list_array(v2, _arrow_KeyValue, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_key = [m.key for m in rows]
+    c_key = pa.array(v_key, fields[0].type)
+    v_value = [m.value for m in rows]
+    c_value = pa.array(v_value, fields[1].type)
+    v_metadata = [m.metadata for m in rows]
+    c_metadata = list_array(v_metadata, _arrow_KeyValue, fields[2].type)
+    arrays = [c_key, c_value, c_metadata]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_MessageMetadata(m: pulsar_api.MessageMetadata) -> dict[str, Any]:
     """The row of a MessageMetadata: field name -> row value."""
-    x3 = m.properties
-    x7 = m._compression
-    x10 = m._event_time
-    x11 = m.encryption_keys
-    x19 = m._txnid_least_bits
-    x20 = m._txnid_most_bits
-    x21 = m._highest_sequence_id
+    x_properties = m.properties
+    x_compression = m._compression
+    x_event_time = m._event_time
+    x_encryption_keys = m.encryption_keys
+    x_txnid_least_bits = m._txnid_least_bits
+    x_txnid_most_bits = m._txnid_most_bits
+    x_highest_sequence_id = m._highest_sequence_id
     return {
         "producer_name": m.producer_name,
         "sequence_id": Decimal(m.sequence_id),
         "publish_time": Decimal(m.publish_time),
-        "properties": [_row_KeyValue(y) for y in x3],
+        "properties": [_row_KeyValue(y) for y in x_properties],
         "replicated_from": m._replicated_from,
         "partition_key": m._partition_key,
         "replicate_to": list(m.replicate_to),
         "compression": (
-            _NAMES_CompressionType[x7] if x7 is not None else unknown_enum(m._unknown, 8)
+            _NAMES_CompressionType[x_compression]
+            if x_compression is not None
+            else unknown_enum(m._unknown, 8)
         ),
         "uncompressed_size": m._uncompressed_size,
         "num_messages_in_batch": m._num_messages_in_batch,
-        "event_time": None if x10 is None else Decimal(x10),
-        "encryption_keys": [_row_EncryptionKeys(y) for y in x11],
+        "event_time": None if x_event_time is None else Decimal(x_event_time),
+        "encryption_keys": [_row_EncryptionKeys(y) for y in x_encryption_keys],
         "encryption_algo": m._encryption_algo,
         "encryption_param": m._encryption_param,
         "schema_version": m._schema_version,
@@ -2811,9 +2820,11 @@ def _row_MessageMetadata(m: pulsar_api.MessageMetadata) -> dict[str, Any]:
         "ordering_key": m._ordering_key,
         "deliver_at_time": m._deliver_at_time,
         "marker_type": m._marker_type,
-        "txnid_least_bits": None if x19 is None else Decimal(x19),
-        "txnid_most_bits": None if x20 is None else Decimal(x20),
-        "highest_sequence_id": None if x21 is None else Decimal(x21),
+        "txnid_least_bits": None if x_txnid_least_bits is None else Decimal(x_txnid_least_bits),
+        "txnid_most_bits": None if x_txnid_most_bits is None else Decimal(x_txnid_most_bits),
+        "highest_sequence_id": (
+            None if x_highest_sequence_id is None else Decimal(x_highest_sequence_id)
+        ),
         "null_value": m._null_value,
         "uuid": m._uuid,
         "num_chunks_from_msg": m._num_chunks_from_msg,
@@ -2831,85 +2842,95 @@ def _value_MessageMetadata(row: RowLike) -> pulsar_api.MessageMetadata:
     """The MessageMetadata a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["producer_name"]
-    v1 = r["sequence_id"]
-    v2 = r["publish_time"]
-    v3 = r["properties"]
-    v4 = r["replicated_from"]
-    v5 = r["partition_key"]
-    v6 = r["replicate_to"]
-    v7 = r["compression"]
-    e7 = closed_enum(
-        v7,
+    v_producer_name = r["producer_name"]
+    v_sequence_id = r["sequence_id"]
+    v_publish_time = r["publish_time"]
+    v_properties = r["properties"]
+    v_replicated_from = r["replicated_from"]
+    v_partition_key = r["partition_key"]
+    v_replicate_to = r["replicate_to"]
+    v_compression = r["compression"]
+    e_compression = closed_enum(
+        v_compression,
         _NUMBERS_CompressionType,
         pulsar_api.CompressionType,
         b"\x40",
         unknown,
         "MessageMetadata.compression",
     )
-    v8 = r["uncompressed_size"]
-    v9 = r["num_messages_in_batch"]
-    v10 = r["event_time"]
-    v11 = r["encryption_keys"]
-    v12 = r["encryption_algo"]
-    v13 = r["encryption_param"]
-    v14 = r["schema_version"]
-    v15 = r["partition_key_b64_encoded"]
-    v16 = r["ordering_key"]
-    v17 = r["deliver_at_time"]
-    v18 = r["marker_type"]
-    v19 = r["txnid_least_bits"]
-    v20 = r["txnid_most_bits"]
-    v21 = r["highest_sequence_id"]
-    v22 = r["null_value"]
-    v23 = r["uuid"]
-    v24 = r["num_chunks_from_msg"]
-    v25 = r["total_chunk_msg_size"]
-    v26 = r["chunk_id"]
-    v27 = r["null_partition_key"]
-    v28 = r["compacted_batch_indexes"]
-    v29 = r["schema_id"]
-    v30 = r["entry_hash_min"]
-    v31 = r["entry_hash_max"]
+    v_uncompressed_size = r["uncompressed_size"]
+    v_num_messages_in_batch = r["num_messages_in_batch"]
+    v_event_time = r["event_time"]
+    v_encryption_keys = r["encryption_keys"]
+    v_encryption_algo = r["encryption_algo"]
+    v_encryption_param = r["encryption_param"]
+    v_schema_version = r["schema_version"]
+    v_partition_key_b64_encoded = r["partition_key_b64_encoded"]
+    v_ordering_key = r["ordering_key"]
+    v_deliver_at_time = r["deliver_at_time"]
+    v_marker_type = r["marker_type"]
+    v_txnid_least_bits = r["txnid_least_bits"]
+    v_txnid_most_bits = r["txnid_most_bits"]
+    v_highest_sequence_id = r["highest_sequence_id"]
+    v_null_value = r["null_value"]
+    v_uuid = r["uuid"]
+    v_num_chunks_from_msg = r["num_chunks_from_msg"]
+    v_total_chunk_msg_size = r["total_chunk_msg_size"]
+    v_chunk_id = r["chunk_id"]
+    v_null_partition_key = r["null_partition_key"]
+    v_compacted_batch_indexes = r["compacted_batch_indexes"]
+    v_schema_id = r["schema_id"]
+    v_entry_hash_min = r["entry_hash_min"]
+    v_entry_hash_max = r["entry_hash_max"]
     value = pulsar_api.MessageMetadata(
-        producer_name=required(v0, "MessageMetadata.producer_name"),
-        sequence_id=uint64_value(v1, "MessageMetadata.sequence_id"),
-        publish_time=uint64_value(v2, "MessageMetadata.publish_time"),
-        properties=[_value_KeyValue(y) for y in v3 or ()],
-        replicated_from=v4,
-        partition_key=v5,
-        replicate_to=list(v6 or ()),
-        compression=e7,
-        uncompressed_size=v8,
-        num_messages_in_batch=v9,
-        event_time=None if v10 is None else uint64_value(v10, "MessageMetadata.event_time"),
-        encryption_keys=[_value_EncryptionKeys(y) for y in v11 or ()],
-        encryption_algo=v12,
-        encryption_param=None if v13 is None else binary_value(v13),
-        schema_version=None if v14 is None else binary_value(v14),
-        partition_key_b64_encoded=v15,
-        ordering_key=None if v16 is None else binary_value(v16),
-        deliver_at_time=v17,
-        marker_type=v18,
+        producer_name=required(v_producer_name, "MessageMetadata.producer_name"),
+        sequence_id=uint64_value(v_sequence_id, "MessageMetadata.sequence_id"),
+        publish_time=uint64_value(v_publish_time, "MessageMetadata.publish_time"),
+        properties=[_value_KeyValue(y) for y in v_properties or ()],
+        replicated_from=v_replicated_from,
+        partition_key=v_partition_key,
+        replicate_to=list(v_replicate_to or ()),
+        compression=e_compression,
+        uncompressed_size=v_uncompressed_size,
+        num_messages_in_batch=v_num_messages_in_batch,
+        event_time=(
+            None
+            if v_event_time is None
+            else uint64_value(v_event_time, "MessageMetadata.event_time")
+        ),
+        encryption_keys=[_value_EncryptionKeys(y) for y in v_encryption_keys or ()],
+        encryption_algo=v_encryption_algo,
+        encryption_param=None if v_encryption_param is None else binary_value(v_encryption_param),
+        schema_version=None if v_schema_version is None else binary_value(v_schema_version),
+        partition_key_b64_encoded=v_partition_key_b64_encoded,
+        ordering_key=None if v_ordering_key is None else binary_value(v_ordering_key),
+        deliver_at_time=v_deliver_at_time,
+        marker_type=v_marker_type,
         txnid_least_bits=(
-            None if v19 is None else uint64_value(v19, "MessageMetadata.txnid_least_bits")
+            None
+            if v_txnid_least_bits is None
+            else uint64_value(v_txnid_least_bits, "MessageMetadata.txnid_least_bits")
         ),
         txnid_most_bits=(
-            None if v20 is None else uint64_value(v20, "MessageMetadata.txnid_most_bits")
+            None
+            if v_txnid_most_bits is None
+            else uint64_value(v_txnid_most_bits, "MessageMetadata.txnid_most_bits")
         ),
         highest_sequence_id=(
-            None if v21 is None else uint64_value(v21, "MessageMetadata.highest_sequence_id")
+            None
+            if v_highest_sequence_id is None
+            else uint64_value(v_highest_sequence_id, "MessageMetadata.highest_sequence_id")
         ),
-        null_value=v22,
-        uuid=v23,
-        num_chunks_from_msg=v24,
-        total_chunk_msg_size=v25,
-        chunk_id=v26,
-        null_partition_key=v27,
-        compacted_batch_indexes=list(v28 or ()),
-        schema_id=None if v29 is None else binary_value(v29),
-        entry_hash_min=v30,
-        entry_hash_max=v31,
+        null_value=v_null_value,
+        uuid=v_uuid,
+        num_chunks_from_msg=v_num_chunks_from_msg,
+        total_chunk_msg_size=v_total_chunk_msg_size,
+        chunk_id=v_chunk_id,
+        null_partition_key=v_null_partition_key,
+        compacted_batch_indexes=list(v_compacted_batch_indexes or ()),
+        schema_id=None if v_schema_id is None else binary_value(v_schema_id),
+        entry_hash_min=v_entry_hash_min,
+        entry_hash_max=v_entry_hash_max,
     )
     if unknown:
         value._unknown = bytes(unknown)
@@ -2923,91 +2944,97 @@ def _arrow_MessageMetadata(values: Sequence[pulsar_api.MessageMetadata | None]) 
         return null_column(len(values), _ARROW_MessageMetadata)
     fields = _FIELDS_MessageMetadata
     unknown = [m._unknown for m in rows]
-    v0 = [m.producer_name for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.sequence_id for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    v2 = [m.publish_time for m in rows]
-    c2 = uint64_array(v2, fields[2].type)
-    v3 = [m.properties for m in rows]
-    c3 = list_array(v3, _arrow_KeyValue, fields[3].type)
-    v4 = [m._replicated_from for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m._partition_key for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    v6 = [m.replicate_to for m in rows]
-    c6 = pa.array(v6, fields[6].type)
-    v7 = [m._compression for m in rows]
-    c7 = enum_array(v7, _NAMES_CompressionType, unknown, 8)
-    v8 = [m._uncompressed_size for m in rows]
-    c8 = pa.array(v8, fields[8].type)
-    v9 = [m._num_messages_in_batch for m in rows]
-    c9 = pa.array(v9, fields[9].type)
-    v10 = [m._event_time for m in rows]
-    c10 = uint64_array(v10, fields[10].type)
-    v11 = [m.encryption_keys for m in rows]
-    c11 = list_array(v11, _arrow_EncryptionKeys, fields[11].type)
-    v12 = [m._encryption_algo for m in rows]
-    c12 = pa.array(v12, fields[12].type)
-    v13 = [m._encryption_param for m in rows]
-    c13 = pa.array(v13, fields[13].type)
-    v14 = [m._schema_version for m in rows]
-    c14 = pa.array(v14, fields[14].type)
-    v15 = [m._partition_key_b64_encoded for m in rows]
-    c15 = pa.array(v15, fields[15].type)
-    v16 = [m._ordering_key for m in rows]
-    c16 = pa.array(v16, fields[16].type)
-    v17 = [m._deliver_at_time for m in rows]
-    c17 = pa.array(v17, fields[17].type)
-    v18 = [m._marker_type for m in rows]
-    c18 = pa.array(v18, fields[18].type)
-    v19 = [m._txnid_least_bits for m in rows]
-    c19 = uint64_array(v19, fields[19].type)
-    v20 = [m._txnid_most_bits for m in rows]
-    c20 = uint64_array(v20, fields[20].type)
-    v21 = [m._highest_sequence_id for m in rows]
-    c21 = uint64_array(v21, fields[21].type)
-    v22 = [m._null_value for m in rows]
-    c22 = pa.array(v22, fields[22].type)
-    v23 = [m._uuid for m in rows]
-    c23 = pa.array(v23, fields[23].type)
-    v24 = [m._num_chunks_from_msg for m in rows]
-    c24 = pa.array(v24, fields[24].type)
-    v25 = [m._total_chunk_msg_size for m in rows]
-    c25 = pa.array(v25, fields[25].type)
-    v26 = [m._chunk_id for m in rows]
-    c26 = pa.array(v26, fields[26].type)
-    v27 = [m._null_partition_key for m in rows]
-    c27 = pa.array(v27, fields[27].type)
-    v28 = [m.compacted_batch_indexes for m in rows]
-    c28 = pa.array(v28, fields[28].type)
-    v29 = [m._schema_id for m in rows]
-    c29 = pa.array(v29, fields[29].type)
-    v30 = [m._entry_hash_min for m in rows]
-    c30 = pa.array(v30, fields[30].type)
-    v31 = [m._entry_hash_max for m in rows]
-    c31 = pa.array(v31, fields[31].type)
+    v_producer_name = [m.producer_name for m in rows]
+    c_producer_name = pa.array(v_producer_name, fields[0].type)
+    v_sequence_id = [m.sequence_id for m in rows]
+    c_sequence_id = uint64_array(v_sequence_id, fields[1].type)
+    v_publish_time = [m.publish_time for m in rows]
+    c_publish_time = uint64_array(v_publish_time, fields[2].type)
+    v_properties = [m.properties for m in rows]
+    c_properties = list_array(v_properties, _arrow_KeyValue, fields[3].type)
+    v_replicated_from = [m._replicated_from for m in rows]
+    c_replicated_from = pa.array(v_replicated_from, fields[4].type)
+    v_partition_key = [m._partition_key for m in rows]
+    c_partition_key = pa.array(v_partition_key, fields[5].type)
+    v_replicate_to = [m.replicate_to for m in rows]
+    c_replicate_to = pa.array(v_replicate_to, fields[6].type)
+    v_compression = [m._compression for m in rows]
+    c_compression = enum_array(v_compression, _NAMES_CompressionType, unknown, 8)
+    v_uncompressed_size = [m._uncompressed_size for m in rows]
+    c_uncompressed_size = pa.array(v_uncompressed_size, fields[8].type)
+    v_num_messages_in_batch = [m._num_messages_in_batch for m in rows]
+    c_num_messages_in_batch = pa.array(v_num_messages_in_batch, fields[9].type)
+    v_event_time = [m._event_time for m in rows]
+    c_event_time = uint64_array(v_event_time, fields[10].type)
+    v_encryption_keys = [m.encryption_keys for m in rows]
+    c_encryption_keys = list_array(v_encryption_keys, _arrow_EncryptionKeys, fields[11].type)
+    v_encryption_algo = [m._encryption_algo for m in rows]
+    c_encryption_algo = pa.array(v_encryption_algo, fields[12].type)
+    v_encryption_param = [m._encryption_param for m in rows]
+    c_encryption_param = pa.array(v_encryption_param, fields[13].type)
+    v_schema_version = [m._schema_version for m in rows]
+    c_schema_version = pa.array(v_schema_version, fields[14].type)
+    v_partition_key_b64_encoded = [m._partition_key_b64_encoded for m in rows]
+    c_partition_key_b64_encoded = pa.array(v_partition_key_b64_encoded, fields[15].type)
+    v_ordering_key = [m._ordering_key for m in rows]
+    c_ordering_key = pa.array(v_ordering_key, fields[16].type)
+    v_deliver_at_time = [m._deliver_at_time for m in rows]
+    c_deliver_at_time = pa.array(v_deliver_at_time, fields[17].type)
+    v_marker_type = [m._marker_type for m in rows]
+    c_marker_type = pa.array(v_marker_type, fields[18].type)
+    v_txnid_least_bits = [m._txnid_least_bits for m in rows]
+    c_txnid_least_bits = uint64_array(v_txnid_least_bits, fields[19].type)
+    v_txnid_most_bits = [m._txnid_most_bits for m in rows]
+    c_txnid_most_bits = uint64_array(v_txnid_most_bits, fields[20].type)
+    v_highest_sequence_id = [m._highest_sequence_id for m in rows]
+    c_highest_sequence_id = uint64_array(v_highest_sequence_id, fields[21].type)
+    v_null_value = [m._null_value for m in rows]
+    c_null_value = pa.array(v_null_value, fields[22].type)
+    v_uuid = [m._uuid for m in rows]
+    c_uuid = pa.array(v_uuid, fields[23].type)
+    v_num_chunks_from_msg = [m._num_chunks_from_msg for m in rows]
+    c_num_chunks_from_msg = pa.array(v_num_chunks_from_msg, fields[24].type)
+    v_total_chunk_msg_size = [m._total_chunk_msg_size for m in rows]
+    c_total_chunk_msg_size = pa.array(v_total_chunk_msg_size, fields[25].type)
+    v_chunk_id = [m._chunk_id for m in rows]
+    c_chunk_id = pa.array(v_chunk_id, fields[26].type)
+    v_null_partition_key = [m._null_partition_key for m in rows]
+    c_null_partition_key = pa.array(v_null_partition_key, fields[27].type)
+    v_compacted_batch_indexes = [m.compacted_batch_indexes for m in rows]
+    c_compacted_batch_indexes = pa.array(v_compacted_batch_indexes, fields[28].type)
+    v_schema_id = [m._schema_id for m in rows]
+    c_schema_id = pa.array(v_schema_id, fields[29].type)
+    v_entry_hash_min = [m._entry_hash_min for m in rows]
+    c_entry_hash_min = pa.array(v_entry_hash_min, fields[30].type)
+    v_entry_hash_max = [m._entry_hash_max for m in rows]
+    c_entry_hash_max = pa.array(v_entry_hash_max, fields[31].type)
     arrays = [
-        c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19,
-        c20, c21, c22, c23, c24, c25, c26, c27, c28, c29, c30, c31,
+        c_producer_name, c_sequence_id, c_publish_time, c_properties, c_replicated_from,
+        c_partition_key, c_replicate_to, c_compression, c_uncompressed_size,
+        c_num_messages_in_batch, c_event_time, c_encryption_keys, c_encryption_algo,
+        c_encryption_param, c_schema_version, c_partition_key_b64_encoded, c_ordering_key,
+        c_deliver_at_time, c_marker_type, c_txnid_least_bits, c_txnid_most_bits,
+        c_highest_sequence_id, c_null_value, c_uuid, c_num_chunks_from_msg, c_total_chunk_msg_size,
+        c_chunk_id, c_null_partition_key, c_compacted_batch_indexes, c_schema_id, c_entry_hash_min,
+        c_entry_hash_max,
     ]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_SingleMessageMetadata(m: pulsar_api.SingleMessageMetadata) -> dict[str, Any]:
     """The row of a SingleMessageMetadata: field name -> row value."""
-    x0 = m.properties
-    x4 = m._event_time
-    x7 = m._sequence_id
+    x_properties = m.properties
+    x_event_time = m._event_time
+    x_sequence_id = m._sequence_id
     return {
-        "properties": [_row_KeyValue(y) for y in x0],
+        "properties": [_row_KeyValue(y) for y in x_properties],
         "partition_key": m._partition_key,
         "payload_size": m.payload_size,
         "compacted_out": m._compacted_out,
-        "event_time": None if x4 is None else Decimal(x4),
+        "event_time": None if x_event_time is None else Decimal(x_event_time),
         "partition_key_b64_encoded": m._partition_key_b64_encoded,
         "ordering_key": m._ordering_key,
-        "sequence_id": None if x7 is None else Decimal(x7),
+        "sequence_id": None if x_sequence_id is None else Decimal(x_sequence_id),
         "null_value": m._null_value,
         "null_partition_key": m._null_partition_key,
     }
@@ -3016,27 +3043,35 @@ def _row_SingleMessageMetadata(m: pulsar_api.SingleMessageMetadata) -> dict[str,
 def _value_SingleMessageMetadata(row: RowLike) -> pulsar_api.SingleMessageMetadata:
     """The SingleMessageMetadata a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["properties"]
-    v1 = r["partition_key"]
-    v2 = r["payload_size"]
-    v3 = r["compacted_out"]
-    v4 = r["event_time"]
-    v5 = r["partition_key_b64_encoded"]
-    v6 = r["ordering_key"]
-    v7 = r["sequence_id"]
-    v8 = r["null_value"]
-    v9 = r["null_partition_key"]
+    v_properties = r["properties"]
+    v_partition_key = r["partition_key"]
+    v_payload_size = r["payload_size"]
+    v_compacted_out = r["compacted_out"]
+    v_event_time = r["event_time"]
+    v_partition_key_b64_encoded = r["partition_key_b64_encoded"]
+    v_ordering_key = r["ordering_key"]
+    v_sequence_id = r["sequence_id"]
+    v_null_value = r["null_value"]
+    v_null_partition_key = r["null_partition_key"]
     value = pulsar_api.SingleMessageMetadata(
-        properties=[_value_KeyValue(y) for y in v0 or ()],
-        partition_key=v1,
-        payload_size=required(v2, "SingleMessageMetadata.payload_size"),
-        compacted_out=v3,
-        event_time=None if v4 is None else uint64_value(v4, "SingleMessageMetadata.event_time"),
-        partition_key_b64_encoded=v5,
-        ordering_key=None if v6 is None else binary_value(v6),
-        sequence_id=None if v7 is None else uint64_value(v7, "SingleMessageMetadata.sequence_id"),
-        null_value=v8,
-        null_partition_key=v9,
+        properties=[_value_KeyValue(y) for y in v_properties or ()],
+        partition_key=v_partition_key,
+        payload_size=required(v_payload_size, "SingleMessageMetadata.payload_size"),
+        compacted_out=v_compacted_out,
+        event_time=(
+            None
+            if v_event_time is None
+            else uint64_value(v_event_time, "SingleMessageMetadata.event_time")
+        ),
+        partition_key_b64_encoded=v_partition_key_b64_encoded,
+        ordering_key=None if v_ordering_key is None else binary_value(v_ordering_key),
+        sequence_id=(
+            None
+            if v_sequence_id is None
+            else uint64_value(v_sequence_id, "SingleMessageMetadata.sequence_id")
+        ),
+        null_value=v_null_value,
+        null_partition_key=v_null_partition_key,
     )
     return value
 
@@ -3047,50 +3082,56 @@ def _arrow_SingleMessageMetadata(values: Sequence[pulsar_api.SingleMessageMetada
     if not rows:
         return null_column(len(values), _ARROW_SingleMessageMetadata)
     fields = _FIELDS_SingleMessageMetadata
-    v0 = [m.properties for m in rows]
-    c0 = list_array(v0, _arrow_KeyValue, fields[0].type)
-    v1 = [m._partition_key for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.payload_size for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m._compacted_out for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m._event_time for m in rows]
-    c4 = uint64_array(v4, fields[4].type)
-    v5 = [m._partition_key_b64_encoded for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    v6 = [m._ordering_key for m in rows]
-    c6 = pa.array(v6, fields[6].type)
-    v7 = [m._sequence_id for m in rows]
-    c7 = uint64_array(v7, fields[7].type)
-    v8 = [m._null_value for m in rows]
-    c8 = pa.array(v8, fields[8].type)
-    v9 = [m._null_partition_key for m in rows]
-    c9 = pa.array(v9, fields[9].type)
-    arrays = [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9]
+    v_properties = [m.properties for m in rows]
+    c_properties = list_array(v_properties, _arrow_KeyValue, fields[0].type)
+    v_partition_key = [m._partition_key for m in rows]
+    c_partition_key = pa.array(v_partition_key, fields[1].type)
+    v_payload_size = [m.payload_size for m in rows]
+    c_payload_size = pa.array(v_payload_size, fields[2].type)
+    v_compacted_out = [m._compacted_out for m in rows]
+    c_compacted_out = pa.array(v_compacted_out, fields[3].type)
+    v_event_time = [m._event_time for m in rows]
+    c_event_time = uint64_array(v_event_time, fields[4].type)
+    v_partition_key_b64_encoded = [m._partition_key_b64_encoded for m in rows]
+    c_partition_key_b64_encoded = pa.array(v_partition_key_b64_encoded, fields[5].type)
+    v_ordering_key = [m._ordering_key for m in rows]
+    c_ordering_key = pa.array(v_ordering_key, fields[6].type)
+    v_sequence_id = [m._sequence_id for m in rows]
+    c_sequence_id = uint64_array(v_sequence_id, fields[7].type)
+    v_null_value = [m._null_value for m in rows]
+    c_null_value = pa.array(v_null_value, fields[8].type)
+    v_null_partition_key = [m._null_partition_key for m in rows]
+    c_null_partition_key = pa.array(v_null_partition_key, fields[9].type)
+    arrays = [
+        c_properties, c_partition_key, c_payload_size, c_compacted_out, c_event_time,
+        c_partition_key_b64_encoded, c_ordering_key, c_sequence_id, c_null_value,
+        c_null_partition_key,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_BrokerEntryMetadata(m: pulsar_api.BrokerEntryMetadata) -> dict[str, Any]:
     """The row of a BrokerEntryMetadata: field name -> row value."""
-    x0 = m._broker_timestamp
-    x1 = m._index
+    x_broker_timestamp = m._broker_timestamp
+    x_index = m._index
     return {
-        "broker_timestamp": None if x0 is None else Decimal(x0),
-        "index": None if x1 is None else Decimal(x1),
+        "broker_timestamp": None if x_broker_timestamp is None else Decimal(x_broker_timestamp),
+        "index": None if x_index is None else Decimal(x_index),
     }
 
 
 def _value_BrokerEntryMetadata(row: RowLike) -> pulsar_api.BrokerEntryMetadata:
     """The BrokerEntryMetadata a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["broker_timestamp"]
-    v1 = r["index"]
+    v_broker_timestamp = r["broker_timestamp"]
+    v_index = r["index"]
     value = pulsar_api.BrokerEntryMetadata(
         broker_timestamp=(
-            None if v0 is None else uint64_value(v0, "BrokerEntryMetadata.broker_timestamp")
+            None
+            if v_broker_timestamp is None
+            else uint64_value(v_broker_timestamp, "BrokerEntryMetadata.broker_timestamp")
         ),
-        index=None if v1 is None else uint64_value(v1, "BrokerEntryMetadata.index"),
+        index=None if v_index is None else uint64_value(v_index, "BrokerEntryMetadata.index"),
     )
     return value
 
@@ -3101,11 +3142,11 @@ def _arrow_BrokerEntryMetadata(values: Sequence[pulsar_api.BrokerEntryMetadata |
     if not rows:
         return null_column(len(values), _ARROW_BrokerEntryMetadata)
     fields = _FIELDS_BrokerEntryMetadata
-    v0 = [m._broker_timestamp for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m._index for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_broker_timestamp = [m._broker_timestamp for m in rows]
+    c_broker_timestamp = uint64_array(v_broker_timestamp, fields[0].type)
+    v_index = [m._index for m in rows]
+    c_index = uint64_array(v_index, fields[1].type)
+    arrays = [c_broker_timestamp, c_index]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -3129,25 +3170,29 @@ def _row_FeatureFlags(m: pulsar_api.FeatureFlags) -> dict[str, Any]:
 def _value_FeatureFlags(row: RowLike) -> pulsar_api.FeatureFlags:
     """The FeatureFlags a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["supports_auth_refresh"]
-    v1 = r["supports_broker_entry_metadata"]
-    v2 = r["supports_partial_producer"]
-    v3 = r["supports_topic_watchers"]
-    v4 = r["supports_get_partitioned_metadata_without_auto_creation"]
-    v5 = r["supports_repl_dedup_by_lid_and_eid"]
-    v6 = r["supports_topic_watcher_reconcile"]
-    v7 = r["supports_scalable_topics"]
-    v8 = r["supports_tc_metadata_discovery"]
+    v_supports_auth_refresh = r["supports_auth_refresh"]
+    v_supports_broker_entry_metadata = r["supports_broker_entry_metadata"]
+    v_supports_partial_producer = r["supports_partial_producer"]
+    v_supports_topic_watchers = r["supports_topic_watchers"]
+    v_supports_get_partitioned_metadata_without_auto_creation = r[
+        "supports_get_partitioned_metadata_without_auto_creation"
+    ]
+    v_supports_repl_dedup_by_lid_and_eid = r["supports_repl_dedup_by_lid_and_eid"]
+    v_supports_topic_watcher_reconcile = r["supports_topic_watcher_reconcile"]
+    v_supports_scalable_topics = r["supports_scalable_topics"]
+    v_supports_tc_metadata_discovery = r["supports_tc_metadata_discovery"]
     value = pulsar_api.FeatureFlags(
-        supports_auth_refresh=v0,
-        supports_broker_entry_metadata=v1,
-        supports_partial_producer=v2,
-        supports_topic_watchers=v3,
-        supports_get_partitioned_metadata_without_auto_creation=v4,
-        supports_repl_dedup_by_lid_and_eid=v5,
-        supports_topic_watcher_reconcile=v6,
-        supports_scalable_topics=v7,
-        supports_tc_metadata_discovery=v8,
+        supports_auth_refresh=v_supports_auth_refresh,
+        supports_broker_entry_metadata=v_supports_broker_entry_metadata,
+        supports_partial_producer=v_supports_partial_producer,
+        supports_topic_watchers=v_supports_topic_watchers,
+        supports_get_partitioned_metadata_without_auto_creation=(
+            v_supports_get_partitioned_metadata_without_auto_creation
+        ),
+        supports_repl_dedup_by_lid_and_eid=v_supports_repl_dedup_by_lid_and_eid,
+        supports_topic_watcher_reconcile=v_supports_topic_watcher_reconcile,
+        supports_scalable_topics=v_supports_scalable_topics,
+        supports_tc_metadata_discovery=v_supports_tc_metadata_discovery,
     )
     return value
 
@@ -3158,35 +3203,55 @@ def _arrow_FeatureFlags(values: Sequence[pulsar_api.FeatureFlags | None]) -> Any
     if not rows:
         return null_column(len(values), _ARROW_FeatureFlags)
     fields = _FIELDS_FeatureFlags
-    v0 = [m._supports_auth_refresh for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m._supports_broker_entry_metadata for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m._supports_partial_producer for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m._supports_topic_watchers for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m._supports_get_partitioned_metadata_without_auto_creation for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m._supports_repl_dedup_by_lid_and_eid for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    v6 = [m._supports_topic_watcher_reconcile for m in rows]
-    c6 = pa.array(v6, fields[6].type)
-    v7 = [m._supports_scalable_topics for m in rows]
-    c7 = pa.array(v7, fields[7].type)
-    v8 = [m._supports_tc_metadata_discovery for m in rows]
-    c8 = pa.array(v8, fields[8].type)
-    arrays = [c0, c1, c2, c3, c4, c5, c6, c7, c8]
+    v_supports_auth_refresh = [m._supports_auth_refresh for m in rows]
+    c_supports_auth_refresh = pa.array(v_supports_auth_refresh, fields[0].type)
+    v_supports_broker_entry_metadata = [m._supports_broker_entry_metadata for m in rows]
+    c_supports_broker_entry_metadata = pa.array(v_supports_broker_entry_metadata, fields[1].type)
+    v_supports_partial_producer = [m._supports_partial_producer for m in rows]
+    c_supports_partial_producer = pa.array(v_supports_partial_producer, fields[2].type)
+    v_supports_topic_watchers = [m._supports_topic_watchers for m in rows]
+    c_supports_topic_watchers = pa.array(v_supports_topic_watchers, fields[3].type)
+    v_supports_get_partitioned_metadata_without_auto_creation = [
+        m._supports_get_partitioned_metadata_without_auto_creation for m in rows
+    ]
+    c_supports_get_partitioned_metadata_without_auto_creation = pa.array(
+        v_supports_get_partitioned_metadata_without_auto_creation,
+        fields[4].type,
+    )
+    v_supports_repl_dedup_by_lid_and_eid = [m._supports_repl_dedup_by_lid_and_eid for m in rows]
+    c_supports_repl_dedup_by_lid_and_eid = pa.array(
+        v_supports_repl_dedup_by_lid_and_eid,
+        fields[5].type,
+    )
+    v_supports_topic_watcher_reconcile = [m._supports_topic_watcher_reconcile for m in rows]
+    c_supports_topic_watcher_reconcile = pa.array(
+        v_supports_topic_watcher_reconcile,
+        fields[6].type,
+    )
+    v_supports_scalable_topics = [m._supports_scalable_topics for m in rows]
+    c_supports_scalable_topics = pa.array(v_supports_scalable_topics, fields[7].type)
+    v_supports_tc_metadata_discovery = [m._supports_tc_metadata_discovery for m in rows]
+    c_supports_tc_metadata_discovery = pa.array(v_supports_tc_metadata_discovery, fields[8].type)
+    arrays = [
+        c_supports_auth_refresh, c_supports_broker_entry_metadata, c_supports_partial_producer,
+        c_supports_topic_watchers, c_supports_get_partitioned_metadata_without_auto_creation,
+        c_supports_repl_dedup_by_lid_and_eid, c_supports_topic_watcher_reconcile,
+        c_supports_scalable_topics, c_supports_tc_metadata_discovery,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_CommandConnect(m: pulsar_api.CommandConnect) -> dict[str, Any]:
     """The row of a CommandConnect: field name -> row value."""
-    x1 = m._auth_method
-    x9 = m.feature_flags
+    x_auth_method = m._auth_method
+    x_feature_flags = m.feature_flags
     return {
         "client_version": m.client_version,
-        "auth_method": _NAMES_AuthMethod[x1] if x1 is not None else unknown_enum(m._unknown, 2),
+        "auth_method": (
+            _NAMES_AuthMethod[x_auth_method]
+            if x_auth_method is not None
+            else unknown_enum(m._unknown, 2)
+        ),
         "auth_method_name": m._auth_method_name,
         "auth_data": m._auth_data,
         "protocol_version": m._protocol_version,
@@ -3194,7 +3259,7 @@ def _row_CommandConnect(m: pulsar_api.CommandConnect) -> dict[str, Any]:
         "original_principal": m._original_principal,
         "original_auth_data": m._original_auth_data,
         "original_auth_method": m._original_auth_method,
-        "feature_flags": None if x9 is None else _row_FeatureFlags(x9),
+        "feature_flags": None if x_feature_flags is None else _row_FeatureFlags(x_feature_flags),
         "proxy_version": m._proxy_version,
     }
 
@@ -3203,37 +3268,37 @@ def _value_CommandConnect(row: RowLike) -> pulsar_api.CommandConnect:
     """The CommandConnect a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["client_version"]
-    v1 = r["auth_method"]
-    e1 = closed_enum(
-        v1,
+    v_client_version = r["client_version"]
+    v_auth_method = r["auth_method"]
+    e_auth_method = closed_enum(
+        v_auth_method,
         _NUMBERS_AuthMethod,
         pulsar_api.AuthMethod,
         b"\x10",
         unknown,
         "CommandConnect.auth_method",
     )
-    v2 = r["auth_method_name"]
-    v3 = r["auth_data"]
-    v4 = r["protocol_version"]
-    v5 = r["proxy_to_broker_url"]
-    v6 = r["original_principal"]
-    v7 = r["original_auth_data"]
-    v8 = r["original_auth_method"]
-    v9 = r["feature_flags"]
-    v10 = r["proxy_version"]
+    v_auth_method_name = r["auth_method_name"]
+    v_auth_data = r["auth_data"]
+    v_protocol_version = r["protocol_version"]
+    v_proxy_to_broker_url = r["proxy_to_broker_url"]
+    v_original_principal = r["original_principal"]
+    v_original_auth_data = r["original_auth_data"]
+    v_original_auth_method = r["original_auth_method"]
+    v_feature_flags = r["feature_flags"]
+    v_proxy_version = r["proxy_version"]
     value = pulsar_api.CommandConnect(
-        client_version=required(v0, "CommandConnect.client_version"),
-        auth_method=e1,
-        auth_method_name=v2,
-        auth_data=None if v3 is None else binary_value(v3),
-        protocol_version=v4,
-        proxy_to_broker_url=v5,
-        original_principal=v6,
-        original_auth_data=v7,
-        original_auth_method=v8,
-        feature_flags=None if v9 is None else _value_FeatureFlags(v9),
-        proxy_version=v10,
+        client_version=required(v_client_version, "CommandConnect.client_version"),
+        auth_method=e_auth_method,
+        auth_method_name=v_auth_method_name,
+        auth_data=None if v_auth_data is None else binary_value(v_auth_data),
+        protocol_version=v_protocol_version,
+        proxy_to_broker_url=v_proxy_to_broker_url,
+        original_principal=v_original_principal,
+        original_auth_data=v_original_auth_data,
+        original_auth_method=v_original_auth_method,
+        feature_flags=None if v_feature_flags is None else _value_FeatureFlags(v_feature_flags),
+        proxy_version=v_proxy_version,
     )
     if unknown:
         value._unknown = bytes(unknown)
@@ -3247,55 +3312,59 @@ def _arrow_CommandConnect(values: Sequence[pulsar_api.CommandConnect | None]) ->
         return null_column(len(values), _ARROW_CommandConnect)
     fields = _FIELDS_CommandConnect
     unknown = [m._unknown for m in rows]
-    v0 = [m.client_version for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m._auth_method for m in rows]
-    c1 = enum_array(v1, _NAMES_AuthMethod, unknown, 2)
-    v2 = [m._auth_method_name for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m._auth_data for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m._protocol_version for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m._proxy_to_broker_url for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    v6 = [m._original_principal for m in rows]
-    c6 = pa.array(v6, fields[6].type)
-    v7 = [m._original_auth_data for m in rows]
-    c7 = pa.array(v7, fields[7].type)
-    v8 = [m._original_auth_method for m in rows]
-    c8 = pa.array(v8, fields[8].type)
-    v9 = [m.feature_flags for m in rows]
-    c9 = _arrow_FeatureFlags(v9)
-    v10 = [m._proxy_version for m in rows]
-    c10 = pa.array(v10, fields[10].type)
-    arrays = [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10]
+    v_client_version = [m.client_version for m in rows]
+    c_client_version = pa.array(v_client_version, fields[0].type)
+    v_auth_method = [m._auth_method for m in rows]
+    c_auth_method = enum_array(v_auth_method, _NAMES_AuthMethod, unknown, 2)
+    v_auth_method_name = [m._auth_method_name for m in rows]
+    c_auth_method_name = pa.array(v_auth_method_name, fields[2].type)
+    v_auth_data = [m._auth_data for m in rows]
+    c_auth_data = pa.array(v_auth_data, fields[3].type)
+    v_protocol_version = [m._protocol_version for m in rows]
+    c_protocol_version = pa.array(v_protocol_version, fields[4].type)
+    v_proxy_to_broker_url = [m._proxy_to_broker_url for m in rows]
+    c_proxy_to_broker_url = pa.array(v_proxy_to_broker_url, fields[5].type)
+    v_original_principal = [m._original_principal for m in rows]
+    c_original_principal = pa.array(v_original_principal, fields[6].type)
+    v_original_auth_data = [m._original_auth_data for m in rows]
+    c_original_auth_data = pa.array(v_original_auth_data, fields[7].type)
+    v_original_auth_method = [m._original_auth_method for m in rows]
+    c_original_auth_method = pa.array(v_original_auth_method, fields[8].type)
+    v_feature_flags = [m.feature_flags for m in rows]
+    c_feature_flags = _arrow_FeatureFlags(v_feature_flags)
+    v_proxy_version = [m._proxy_version for m in rows]
+    c_proxy_version = pa.array(v_proxy_version, fields[10].type)
+    arrays = [
+        c_client_version, c_auth_method, c_auth_method_name, c_auth_data, c_protocol_version,
+        c_proxy_to_broker_url, c_original_principal, c_original_auth_data, c_original_auth_method,
+        c_feature_flags, c_proxy_version,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_CommandConnected(m: pulsar_api.CommandConnected) -> dict[str, Any]:
     """The row of a CommandConnected: field name -> row value."""
-    x3 = m.feature_flags
+    x_feature_flags = m.feature_flags
     return {
         "server_version": m.server_version,
         "protocol_version": m._protocol_version,
         "max_message_size": m._max_message_size,
-        "feature_flags": None if x3 is None else _row_FeatureFlags(x3),
+        "feature_flags": None if x_feature_flags is None else _row_FeatureFlags(x_feature_flags),
     }
 
 
 def _value_CommandConnected(row: RowLike) -> pulsar_api.CommandConnected:
     """The CommandConnected a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["server_version"]
-    v1 = r["protocol_version"]
-    v2 = r["max_message_size"]
-    v3 = r["feature_flags"]
+    v_server_version = r["server_version"]
+    v_protocol_version = r["protocol_version"]
+    v_max_message_size = r["max_message_size"]
+    v_feature_flags = r["feature_flags"]
     value = pulsar_api.CommandConnected(
-        server_version=required(v0, "CommandConnected.server_version"),
-        protocol_version=v1,
-        max_message_size=v2,
-        feature_flags=None if v3 is None else _value_FeatureFlags(v3),
+        server_version=required(v_server_version, "CommandConnected.server_version"),
+        protocol_version=v_protocol_version,
+        max_message_size=v_max_message_size,
+        feature_flags=None if v_feature_flags is None else _value_FeatureFlags(v_feature_flags),
     )
     return value
 
@@ -3306,15 +3375,15 @@ def _arrow_CommandConnected(values: Sequence[pulsar_api.CommandConnected | None]
     if not rows:
         return null_column(len(values), _ARROW_CommandConnected)
     fields = _FIELDS_CommandConnected
-    v0 = [m.server_version for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m._protocol_version for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m._max_message_size for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.feature_flags for m in rows]
-    c3 = _arrow_FeatureFlags(v3)
-    arrays = [c0, c1, c2, c3]
+    v_server_version = [m.server_version for m in rows]
+    c_server_version = pa.array(v_server_version, fields[0].type)
+    v_protocol_version = [m._protocol_version for m in rows]
+    c_protocol_version = pa.array(v_protocol_version, fields[1].type)
+    v_max_message_size = [m._max_message_size for m in rows]
+    c_max_message_size = pa.array(v_max_message_size, fields[2].type)
+    v_feature_flags = [m.feature_flags for m in rows]
+    c_feature_flags = _arrow_FeatureFlags(v_feature_flags)
+    arrays = [c_server_version, c_protocol_version, c_max_message_size, c_feature_flags]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -3329,11 +3398,11 @@ def _row_AuthData(m: pulsar_api.AuthData) -> dict[str, Any]:
 def _value_AuthData(row: RowLike) -> pulsar_api.AuthData:
     """The AuthData a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["auth_method_name"]
-    v1 = r["auth_data"]
+    v_auth_method_name = r["auth_method_name"]
+    v_auth_data = r["auth_data"]
     value = pulsar_api.AuthData(
-        auth_method_name=v0,
-        auth_data=None if v1 is None else binary_value(v1),
+        auth_method_name=v_auth_method_name,
+        auth_data=None if v_auth_data is None else binary_value(v_auth_data),
     )
     return value
 
@@ -3344,20 +3413,20 @@ def _arrow_AuthData(values: Sequence[pulsar_api.AuthData | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_AuthData)
     fields = _FIELDS_AuthData
-    v0 = [m._auth_method_name for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m._auth_data for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_auth_method_name = [m._auth_method_name for m in rows]
+    c_auth_method_name = pa.array(v_auth_method_name, fields[0].type)
+    v_auth_data = [m._auth_data for m in rows]
+    c_auth_data = pa.array(v_auth_data, fields[1].type)
+    arrays = [c_auth_method_name, c_auth_data]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_CommandAuthResponse(m: pulsar_api.CommandAuthResponse) -> dict[str, Any]:
     """The row of a CommandAuthResponse: field name -> row value."""
-    x1 = m.response
+    x_response = m.response
     return {
         "client_version": m._client_version,
-        "response": None if x1 is None else _row_AuthData(x1),
+        "response": None if x_response is None else _row_AuthData(x_response),
         "protocol_version": m._protocol_version,
     }
 
@@ -3365,13 +3434,13 @@ def _row_CommandAuthResponse(m: pulsar_api.CommandAuthResponse) -> dict[str, Any
 def _value_CommandAuthResponse(row: RowLike) -> pulsar_api.CommandAuthResponse:
     """The CommandAuthResponse a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["client_version"]
-    v1 = r["response"]
-    v2 = r["protocol_version"]
+    v_client_version = r["client_version"]
+    v_response = r["response"]
+    v_protocol_version = r["protocol_version"]
     value = pulsar_api.CommandAuthResponse(
-        client_version=v0,
-        response=None if v1 is None else _value_AuthData(v1),
-        protocol_version=v2,
+        client_version=v_client_version,
+        response=None if v_response is None else _value_AuthData(v_response),
+        protocol_version=v_protocol_version,
     )
     return value
 
@@ -3382,22 +3451,22 @@ def _arrow_CommandAuthResponse(values: Sequence[pulsar_api.CommandAuthResponse |
     if not rows:
         return null_column(len(values), _ARROW_CommandAuthResponse)
     fields = _FIELDS_CommandAuthResponse
-    v0 = [m._client_version for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.response for m in rows]
-    c1 = _arrow_AuthData(v1)
-    v2 = [m._protocol_version for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_client_version = [m._client_version for m in rows]
+    c_client_version = pa.array(v_client_version, fields[0].type)
+    v_response = [m.response for m in rows]
+    c_response = _arrow_AuthData(v_response)
+    v_protocol_version = [m._protocol_version for m in rows]
+    c_protocol_version = pa.array(v_protocol_version, fields[2].type)
+    arrays = [c_client_version, c_response, c_protocol_version]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_CommandAuthChallenge(m: pulsar_api.CommandAuthChallenge) -> dict[str, Any]:
     """The row of a CommandAuthChallenge: field name -> row value."""
-    x1 = m.challenge
+    x_challenge = m.challenge
     return {
         "server_version": m._server_version,
-        "challenge": None if x1 is None else _row_AuthData(x1),
+        "challenge": None if x_challenge is None else _row_AuthData(x_challenge),
         "protocol_version": m._protocol_version,
     }
 
@@ -3405,13 +3474,13 @@ def _row_CommandAuthChallenge(m: pulsar_api.CommandAuthChallenge) -> dict[str, A
 def _value_CommandAuthChallenge(row: RowLike) -> pulsar_api.CommandAuthChallenge:
     """The CommandAuthChallenge a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["server_version"]
-    v1 = r["challenge"]
-    v2 = r["protocol_version"]
+    v_server_version = r["server_version"]
+    v_challenge = r["challenge"]
+    v_protocol_version = r["protocol_version"]
     value = pulsar_api.CommandAuthChallenge(
-        server_version=v0,
-        challenge=None if v1 is None else _value_AuthData(v1),
-        protocol_version=v2,
+        server_version=v_server_version,
+        challenge=None if v_challenge is None else _value_AuthData(v_challenge),
+        protocol_version=v_protocol_version,
     )
     return value
 
@@ -3422,22 +3491,22 @@ def _arrow_CommandAuthChallenge(values: Sequence[pulsar_api.CommandAuthChallenge
     if not rows:
         return null_column(len(values), _ARROW_CommandAuthChallenge)
     fields = _FIELDS_CommandAuthChallenge
-    v0 = [m._server_version for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.challenge for m in rows]
-    c1 = _arrow_AuthData(v1)
-    v2 = [m._protocol_version for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_server_version = [m._server_version for m in rows]
+    c_server_version = pa.array(v_server_version, fields[0].type)
+    v_challenge = [m.challenge for m in rows]
+    c_challenge = _arrow_AuthData(v_challenge)
+    v_protocol_version = [m._protocol_version for m in rows]
+    c_protocol_version = pa.array(v_protocol_version, fields[2].type)
+    arrays = [c_server_version, c_challenge, c_protocol_version]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_KeySharedMeta(m: pulsar_api.KeySharedMeta) -> dict[str, Any]:
     """The row of a KeySharedMeta: field name -> row value."""
-    x1 = m.hashRanges
+    x_hashRanges = m.hashRanges
     return {
         "keySharedMode": _NAMES_KeySharedMode[m.keySharedMode],
-        "hashRanges": [_row_IntRange(y) for y in x1],
+        "hashRanges": [_row_IntRange(y) for y in x_hashRanges],
         "allowOutOfOrderDelivery": m._allowOutOfOrderDelivery,
     }
 
@@ -3446,21 +3515,21 @@ def _value_KeySharedMeta(row: RowLike) -> pulsar_api.KeySharedMeta:
     """The KeySharedMeta a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["keySharedMode"]
-    e0 = closed_enum(
-        v0,
+    v_keySharedMode = r["keySharedMode"]
+    e_keySharedMode = closed_enum(
+        v_keySharedMode,
         _NUMBERS_KeySharedMode,
         pulsar_api.KeySharedMode,
         b"\x08",
         unknown,
         "KeySharedMeta.keySharedMode",
     )
-    v1 = r["hashRanges"]
-    v2 = r["allowOutOfOrderDelivery"]
+    v_hashRanges = r["hashRanges"]
+    v_allowOutOfOrderDelivery = r["allowOutOfOrderDelivery"]
     value = pulsar_api.KeySharedMeta(
-        keySharedMode=required_enum(e0, "KeySharedMeta.keySharedMode"),
-        hashRanges=[_value_IntRange(y) for y in v1 or ()],
-        allowOutOfOrderDelivery=v2,
+        keySharedMode=required_enum(e_keySharedMode, "KeySharedMeta.keySharedMode"),
+        hashRanges=[_value_IntRange(y) for y in v_hashRanges or ()],
+        allowOutOfOrderDelivery=v_allowOutOfOrderDelivery,
     )
     if unknown:
         value._unknown = bytes(unknown)
@@ -3473,26 +3542,26 @@ def _arrow_KeySharedMeta(values: Sequence[pulsar_api.KeySharedMeta | None]) -> A
     if not rows:
         return null_column(len(values), _ARROW_KeySharedMeta)
     fields = _FIELDS_KeySharedMeta
-    v0 = [m.keySharedMode for m in rows]
-    c0 = enum_array(v0, _NAMES_KeySharedMode)
-    v1 = [m.hashRanges for m in rows]
-    c1 = list_array(v1, _arrow_IntRange, fields[1].type)
-    v2 = [m._allowOutOfOrderDelivery for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_keySharedMode = [m.keySharedMode for m in rows]
+    c_keySharedMode = enum_array(v_keySharedMode, _NAMES_KeySharedMode)
+    v_hashRanges = [m.hashRanges for m in rows]
+    c_hashRanges = list_array(v_hashRanges, _arrow_IntRange, fields[1].type)
+    v_allowOutOfOrderDelivery = [m._allowOutOfOrderDelivery for m in rows]
+    c_allowOutOfOrderDelivery = pa.array(v_allowOutOfOrderDelivery, fields[2].type)
+    arrays = [c_keySharedMode, c_hashRanges, c_allowOutOfOrderDelivery]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_CommandSubscribe(m: pulsar_api.CommandSubscribe) -> dict[str, Any]:
     """The row of a CommandSubscribe: field name -> row value."""
-    x8 = m.start_message_id
-    x9 = m.metadata
-    x11 = m.schema
-    x12 = m._initialPosition
-    x15 = m._start_message_rollback_duration_sec
-    x16 = m.keySharedMeta
-    x17 = m.subscription_properties
-    x18 = m._consumer_epoch
+    x_start_message_id = m.start_message_id
+    x_metadata = m.metadata
+    x_schema = m.schema
+    x_initialPosition = m._initialPosition
+    x_start_message_rollback_duration_sec = m._start_message_rollback_duration_sec
+    x_keySharedMeta = m.keySharedMeta
+    x_subscription_properties = m.subscription_properties
+    x_consumer_epoch = m._consumer_epoch
     return {
         "topic": m.topic,
         "subscription": m.subscription,
@@ -3502,21 +3571,27 @@ def _row_CommandSubscribe(m: pulsar_api.CommandSubscribe) -> dict[str, Any]:
         "consumer_name": m._consumer_name,
         "priority_level": m._priority_level,
         "durable": m._durable,
-        "start_message_id": None if x8 is None else _row_MessageIdData(x8),
-        "metadata": [_row_KeyValue(y) for y in x9],
+        "start_message_id": (
+            None if x_start_message_id is None else _row_MessageIdData(x_start_message_id)
+        ),
+        "metadata": [_row_KeyValue(y) for y in x_metadata],
         "read_compacted": m._read_compacted,
-        "schema": None if x11 is None else _row_Schema(x11),
+        "schema": None if x_schema is None else _row_Schema(x_schema),
         "initialPosition": (
-            _NAMES_CommandSubscribe_InitialPosition[x12]
-            if x12 is not None
+            _NAMES_CommandSubscribe_InitialPosition[x_initialPosition]
+            if x_initialPosition is not None
             else unknown_enum(m._unknown, 13)
         ),
         "replicate_subscription_state": m._replicate_subscription_state,
         "force_topic_creation": m._force_topic_creation,
-        "start_message_rollback_duration_sec": None if x15 is None else Decimal(x15),
-        "keySharedMeta": None if x16 is None else _row_KeySharedMeta(x16),
-        "subscription_properties": [_row_KeyValue(y) for y in x17],
-        "consumer_epoch": None if x18 is None else Decimal(x18),
+        "start_message_rollback_duration_sec": (
+            None
+            if x_start_message_rollback_duration_sec is None
+            else Decimal(x_start_message_rollback_duration_sec)
+        ),
+        "keySharedMeta": None if x_keySharedMeta is None else _row_KeySharedMeta(x_keySharedMeta),
+        "subscription_properties": [_row_KeyValue(y) for y in x_subscription_properties],
+        "consumer_epoch": None if x_consumer_epoch is None else Decimal(x_consumer_epoch),
     }
 
 
@@ -3524,66 +3599,73 @@ def _value_CommandSubscribe(row: RowLike) -> pulsar_api.CommandSubscribe:
     """The CommandSubscribe a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["topic"]
-    v1 = r["subscription"]
-    v2 = r["subType"]
-    e2 = closed_enum(
-        v2,
+    v_topic = r["topic"]
+    v_subscription = r["subscription"]
+    v_subType = r["subType"]
+    e_subType = closed_enum(
+        v_subType,
         _NUMBERS_CommandSubscribe_SubType,
         pulsar_api.CommandSubscribe.SubType,
         b"\x18",
         unknown,
         "CommandSubscribe.subType",
     )
-    v3 = r["consumer_id"]
-    v4 = r["request_id"]
-    v5 = r["consumer_name"]
-    v6 = r["priority_level"]
-    v7 = r["durable"]
-    v8 = r["start_message_id"]
-    v9 = r["metadata"]
-    v10 = r["read_compacted"]
-    v11 = r["schema"]
-    v12 = r["initialPosition"]
-    e12 = closed_enum(
-        v12,
+    v_consumer_id = r["consumer_id"]
+    v_request_id = r["request_id"]
+    v_consumer_name = r["consumer_name"]
+    v_priority_level = r["priority_level"]
+    v_durable = r["durable"]
+    v_start_message_id = r["start_message_id"]
+    v_metadata = r["metadata"]
+    v_read_compacted = r["read_compacted"]
+    v_schema = r["schema"]
+    v_initialPosition = r["initialPosition"]
+    e_initialPosition = closed_enum(
+        v_initialPosition,
         _NUMBERS_CommandSubscribe_InitialPosition,
         pulsar_api.CommandSubscribe.InitialPosition,
         b"\x68",
         unknown,
         "CommandSubscribe.initialPosition",
     )
-    v13 = r["replicate_subscription_state"]
-    v14 = r["force_topic_creation"]
-    v15 = r["start_message_rollback_duration_sec"]
-    v16 = r["keySharedMeta"]
-    v17 = r["subscription_properties"]
-    v18 = r["consumer_epoch"]
+    v_replicate_subscription_state = r["replicate_subscription_state"]
+    v_force_topic_creation = r["force_topic_creation"]
+    v_start_message_rollback_duration_sec = r["start_message_rollback_duration_sec"]
+    v_keySharedMeta = r["keySharedMeta"]
+    v_subscription_properties = r["subscription_properties"]
+    v_consumer_epoch = r["consumer_epoch"]
     value = pulsar_api.CommandSubscribe(
-        topic=required(v0, "CommandSubscribe.topic"),
-        subscription=required(v1, "CommandSubscribe.subscription"),
-        subType=required_enum(e2, "CommandSubscribe.subType"),
-        consumer_id=uint64_value(v3, "CommandSubscribe.consumer_id"),
-        request_id=uint64_value(v4, "CommandSubscribe.request_id"),
-        consumer_name=v5,
-        priority_level=v6,
-        durable=v7,
-        start_message_id=None if v8 is None else _value_MessageIdData(v8),
-        metadata=[_value_KeyValue(y) for y in v9 or ()],
-        read_compacted=v10,
-        schema=None if v11 is None else _value_Schema(v11),
-        initialPosition=e12,
-        replicate_subscription_state=v13,
-        force_topic_creation=v14,
+        topic=required(v_topic, "CommandSubscribe.topic"),
+        subscription=required(v_subscription, "CommandSubscribe.subscription"),
+        subType=required_enum(e_subType, "CommandSubscribe.subType"),
+        consumer_id=uint64_value(v_consumer_id, "CommandSubscribe.consumer_id"),
+        request_id=uint64_value(v_request_id, "CommandSubscribe.request_id"),
+        consumer_name=v_consumer_name,
+        priority_level=v_priority_level,
+        durable=v_durable,
+        start_message_id=(
+            None if v_start_message_id is None else _value_MessageIdData(v_start_message_id)
+        ),
+        metadata=[_value_KeyValue(y) for y in v_metadata or ()],
+        read_compacted=v_read_compacted,
+        schema=None if v_schema is None else _value_Schema(v_schema),
+        initialPosition=e_initialPosition,
+        replicate_subscription_state=v_replicate_subscription_state,
+        force_topic_creation=v_force_topic_creation,
         start_message_rollback_duration_sec=(
             None
-            if v15 is None
-            else uint64_value(v15, "CommandSubscribe.start_message_rollback_duration_sec")
+            if v_start_message_rollback_duration_sec is None
+            else uint64_value(
+                v_start_message_rollback_duration_sec,
+                "CommandSubscribe.start_message_rollback_duration_sec",
+            )
         ),
-        keySharedMeta=None if v16 is None else _value_KeySharedMeta(v16),
-        subscription_properties=[_value_KeyValue(y) for y in v17 or ()],
+        keySharedMeta=None if v_keySharedMeta is None else _value_KeySharedMeta(v_keySharedMeta),
+        subscription_properties=[_value_KeyValue(y) for y in v_subscription_properties or ()],
         consumer_epoch=(
-            None if v18 is None else uint64_value(v18, "CommandSubscribe.consumer_epoch")
+            None
+            if v_consumer_epoch is None
+            else uint64_value(v_consumer_epoch, "CommandSubscribe.consumer_epoch")
         ),
     )
     if unknown:
@@ -3598,45 +3680,63 @@ def _arrow_CommandSubscribe(values: Sequence[pulsar_api.CommandSubscribe | None]
         return null_column(len(values), _ARROW_CommandSubscribe)
     fields = _FIELDS_CommandSubscribe
     unknown = [m._unknown for m in rows]
-    v0 = [m.topic for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.subscription for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.subType for m in rows]
-    c2 = enum_array(v2, _NAMES_CommandSubscribe_SubType)
-    v3 = [m.consumer_id for m in rows]
-    c3 = uint64_array(v3, fields[3].type)
-    v4 = [m.request_id for m in rows]
-    c4 = uint64_array(v4, fields[4].type)
-    v5 = [m._consumer_name for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    v6 = [m._priority_level for m in rows]
-    c6 = pa.array(v6, fields[6].type)
-    v7 = [m._durable for m in rows]
-    c7 = pa.array(v7, fields[7].type)
-    v8 = [m.start_message_id for m in rows]
-    c8 = _arrow_MessageIdData(v8)
-    v9 = [m.metadata for m in rows]
-    c9 = list_array(v9, _arrow_KeyValue, fields[9].type)
-    v10 = [m._read_compacted for m in rows]
-    c10 = pa.array(v10, fields[10].type)
-    v11 = [m.schema for m in rows]
-    c11 = _arrow_Schema(v11)
-    v12 = [m._initialPosition for m in rows]
-    c12 = enum_array(v12, _NAMES_CommandSubscribe_InitialPosition, unknown, 13)
-    v13 = [m._replicate_subscription_state for m in rows]
-    c13 = pa.array(v13, fields[13].type)
-    v14 = [m._force_topic_creation for m in rows]
-    c14 = pa.array(v14, fields[14].type)
-    v15 = [m._start_message_rollback_duration_sec for m in rows]
-    c15 = uint64_array(v15, fields[15].type)
-    v16 = [m.keySharedMeta for m in rows]
-    c16 = _arrow_KeySharedMeta(v16)
-    v17 = [m.subscription_properties for m in rows]
-    c17 = list_array(v17, _arrow_KeyValue, fields[17].type)
-    v18 = [m._consumer_epoch for m in rows]
-    c18 = uint64_array(v18, fields[18].type)
-    arrays = [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18]
+    v_topic = [m.topic for m in rows]
+    c_topic = pa.array(v_topic, fields[0].type)
+    v_subscription = [m.subscription for m in rows]
+    c_subscription = pa.array(v_subscription, fields[1].type)
+    v_subType = [m.subType for m in rows]
+    c_subType = enum_array(v_subType, _NAMES_CommandSubscribe_SubType)
+    v_consumer_id = [m.consumer_id for m in rows]
+    c_consumer_id = uint64_array(v_consumer_id, fields[3].type)
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[4].type)
+    v_consumer_name = [m._consumer_name for m in rows]
+    c_consumer_name = pa.array(v_consumer_name, fields[5].type)
+    v_priority_level = [m._priority_level for m in rows]
+    c_priority_level = pa.array(v_priority_level, fields[6].type)
+    v_durable = [m._durable for m in rows]
+    c_durable = pa.array(v_durable, fields[7].type)
+    v_start_message_id = [m.start_message_id for m in rows]
+    c_start_message_id = _arrow_MessageIdData(v_start_message_id)
+    v_metadata = [m.metadata for m in rows]
+    c_metadata = list_array(v_metadata, _arrow_KeyValue, fields[9].type)
+    v_read_compacted = [m._read_compacted for m in rows]
+    c_read_compacted = pa.array(v_read_compacted, fields[10].type)
+    v_schema = [m.schema for m in rows]
+    c_schema = _arrow_Schema(v_schema)
+    v_initialPosition = [m._initialPosition for m in rows]
+    c_initialPosition = enum_array(
+        v_initialPosition,
+        _NAMES_CommandSubscribe_InitialPosition,
+        unknown,
+        13,
+    )
+    v_replicate_subscription_state = [m._replicate_subscription_state for m in rows]
+    c_replicate_subscription_state = pa.array(v_replicate_subscription_state, fields[13].type)
+    v_force_topic_creation = [m._force_topic_creation for m in rows]
+    c_force_topic_creation = pa.array(v_force_topic_creation, fields[14].type)
+    v_start_message_rollback_duration_sec = [m._start_message_rollback_duration_sec for m in rows]
+    c_start_message_rollback_duration_sec = uint64_array(
+        v_start_message_rollback_duration_sec,
+        fields[15].type,
+    )
+    v_keySharedMeta = [m.keySharedMeta for m in rows]
+    c_keySharedMeta = _arrow_KeySharedMeta(v_keySharedMeta)
+    v_subscription_properties = [m.subscription_properties for m in rows]
+    c_subscription_properties = list_array(
+        v_subscription_properties,
+        _arrow_KeyValue,
+        fields[17].type,
+    )
+    v_consumer_epoch = [m._consumer_epoch for m in rows]
+    c_consumer_epoch = uint64_array(v_consumer_epoch, fields[18].type)
+    arrays = [
+        c_topic, c_subscription, c_subType, c_consumer_id, c_request_id, c_consumer_name,
+        c_priority_level, c_durable, c_start_message_id, c_metadata, c_read_compacted, c_schema,
+        c_initialPosition, c_replicate_subscription_state, c_force_topic_creation,
+        c_start_message_rollback_duration_sec, c_keySharedMeta, c_subscription_properties,
+        c_consumer_epoch,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -3659,19 +3759,19 @@ def _value_CommandPartitionedTopicMetadata(
 ) -> pulsar_api.CommandPartitionedTopicMetadata:
     """The CommandPartitionedTopicMetadata a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["topic"]
-    v1 = r["request_id"]
-    v2 = r["original_principal"]
-    v3 = r["original_auth_data"]
-    v4 = r["original_auth_method"]
-    v5 = r["metadata_auto_creation_enabled"]
+    v_topic = r["topic"]
+    v_request_id = r["request_id"]
+    v_original_principal = r["original_principal"]
+    v_original_auth_data = r["original_auth_data"]
+    v_original_auth_method = r["original_auth_method"]
+    v_metadata_auto_creation_enabled = r["metadata_auto_creation_enabled"]
     value = pulsar_api.CommandPartitionedTopicMetadata(
-        topic=required(v0, "CommandPartitionedTopicMetadata.topic"),
-        request_id=uint64_value(v1, "CommandPartitionedTopicMetadata.request_id"),
-        original_principal=v2,
-        original_auth_data=v3,
-        original_auth_method=v4,
-        metadata_auto_creation_enabled=v5,
+        topic=required(v_topic, "CommandPartitionedTopicMetadata.topic"),
+        request_id=uint64_value(v_request_id, "CommandPartitionedTopicMetadata.request_id"),
+        original_principal=v_original_principal,
+        original_auth_data=v_original_auth_data,
+        original_auth_method=v_original_auth_method,
+        metadata_auto_creation_enabled=v_metadata_auto_creation_enabled,
     )
     return value
 
@@ -3684,19 +3784,22 @@ def _arrow_CommandPartitionedTopicMetadata(
     if not rows:
         return null_column(len(values), _ARROW_CommandPartitionedTopicMetadata)
     fields = _FIELDS_CommandPartitionedTopicMetadata
-    v0 = [m.topic for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.request_id for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    v2 = [m._original_principal for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m._original_auth_data for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m._original_auth_method for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m._metadata_auto_creation_enabled for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    arrays = [c0, c1, c2, c3, c4, c5]
+    v_topic = [m.topic for m in rows]
+    c_topic = pa.array(v_topic, fields[0].type)
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[1].type)
+    v_original_principal = [m._original_principal for m in rows]
+    c_original_principal = pa.array(v_original_principal, fields[2].type)
+    v_original_auth_data = [m._original_auth_data for m in rows]
+    c_original_auth_data = pa.array(v_original_auth_data, fields[3].type)
+    v_original_auth_method = [m._original_auth_method for m in rows]
+    c_original_auth_method = pa.array(v_original_auth_method, fields[4].type)
+    v_metadata_auto_creation_enabled = [m._metadata_auto_creation_enabled for m in rows]
+    c_metadata_auto_creation_enabled = pa.array(v_metadata_auto_creation_enabled, fields[5].type)
+    arrays = [
+        c_topic, c_request_id, c_original_principal, c_original_auth_data, c_original_auth_method,
+        c_metadata_auto_creation_enabled,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -3704,17 +3807,19 @@ def _row_CommandPartitionedTopicMetadataResponse(
     m: pulsar_api.CommandPartitionedTopicMetadataResponse
 ) -> dict[str, Any]:
     """The row of a CommandPartitionedTopicMetadataResponse: field name -> row value."""
-    x2 = m._response
-    x3 = m._error
+    x_response = m._response
+    x_error = m._error
     return {
         "partitions": m._partitions,
         "request_id": Decimal(m.request_id),
         "response": (
-            _NAMES_CommandPartitionedTopicMetadataResponse_LookupType[x2]
-            if x2 is not None
+            _NAMES_CommandPartitionedTopicMetadataResponse_LookupType[x_response]
+            if x_response is not None
             else unknown_enum(m._unknown, 3)
         ),
-        "error": _NAMES_ServerError[x3] if x3 is not None else unknown_enum(m._unknown, 4),
+        "error": (
+            _NAMES_ServerError[x_error] if x_error is not None else unknown_enum(m._unknown, 4)
+        ),
         "message": m._message,
     }
 
@@ -3725,33 +3830,33 @@ def _value_CommandPartitionedTopicMetadataResponse(
     """The CommandPartitionedTopicMetadataResponse a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["partitions"]
-    v1 = r["request_id"]
-    v2 = r["response"]
-    e2 = closed_enum(
-        v2,
+    v_partitions = r["partitions"]
+    v_request_id = r["request_id"]
+    v_response = r["response"]
+    e_response = closed_enum(
+        v_response,
         _NUMBERS_CommandPartitionedTopicMetadataResponse_LookupType,
         pulsar_api.CommandPartitionedTopicMetadataResponse.LookupType,
         b"\x18",
         unknown,
         "CommandPartitionedTopicMetadataResponse.response",
     )
-    v3 = r["error"]
-    e3 = closed_enum(
-        v3,
+    v_error = r["error"]
+    e_error = closed_enum(
+        v_error,
         _NUMBERS_ServerError,
         pulsar_api.ServerError,
         b"\x20",
         unknown,
         "CommandPartitionedTopicMetadataResponse.error",
     )
-    v4 = r["message"]
+    v_message = r["message"]
     value = pulsar_api.CommandPartitionedTopicMetadataResponse(
-        partitions=v0,
-        request_id=uint64_value(v1, "CommandPartitionedTopicMetadataResponse.request_id"),
-        response=e2,
-        error=e3,
-        message=v4,
+        partitions=v_partitions,
+        request_id=uint64_value(v_request_id, "CommandPartitionedTopicMetadataResponse.request_id"),
+        response=e_response,
+        error=e_error,
+        message=v_message,
     )
     if unknown:
         value._unknown = bytes(unknown)
@@ -3767,23 +3872,28 @@ def _arrow_CommandPartitionedTopicMetadataResponse(
         return null_column(len(values), _ARROW_CommandPartitionedTopicMetadataResponse)
     fields = _FIELDS_CommandPartitionedTopicMetadataResponse
     unknown = [m._unknown for m in rows]
-    v0 = [m._partitions for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.request_id for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    v2 = [m._response for m in rows]
-    c2 = enum_array(v2, _NAMES_CommandPartitionedTopicMetadataResponse_LookupType, unknown, 3)
-    v3 = [m._error for m in rows]
-    c3 = enum_array(v3, _NAMES_ServerError, unknown, 4)
-    v4 = [m._message for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    arrays = [c0, c1, c2, c3, c4]
+    v_partitions = [m._partitions for m in rows]
+    c_partitions = pa.array(v_partitions, fields[0].type)
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[1].type)
+    v_response = [m._response for m in rows]
+    c_response = enum_array(
+        v_response,
+        _NAMES_CommandPartitionedTopicMetadataResponse_LookupType,
+        unknown,
+        3,
+    )
+    v_error = [m._error for m in rows]
+    c_error = enum_array(v_error, _NAMES_ServerError, unknown, 4)
+    v_message = [m._message for m in rows]
+    c_message = pa.array(v_message, fields[4].type)
+    arrays = [c_partitions, c_request_id, c_response, c_error, c_message]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_CommandLookupTopic(m: pulsar_api.CommandLookupTopic) -> dict[str, Any]:
     """The row of a CommandLookupTopic: field name -> row value."""
-    x7 = m.properties
+    x_properties = m.properties
     return {
         "topic": m.topic,
         "request_id": Decimal(m.request_id),
@@ -3792,30 +3902,30 @@ def _row_CommandLookupTopic(m: pulsar_api.CommandLookupTopic) -> dict[str, Any]:
         "original_auth_data": m._original_auth_data,
         "original_auth_method": m._original_auth_method,
         "advertised_listener_name": m._advertised_listener_name,
-        "properties": [_row_KeyValue(y) for y in x7],
+        "properties": [_row_KeyValue(y) for y in x_properties],
     }
 
 
 def _value_CommandLookupTopic(row: RowLike) -> pulsar_api.CommandLookupTopic:
     """The CommandLookupTopic a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["topic"]
-    v1 = r["request_id"]
-    v2 = r["authoritative"]
-    v3 = r["original_principal"]
-    v4 = r["original_auth_data"]
-    v5 = r["original_auth_method"]
-    v6 = r["advertised_listener_name"]
-    v7 = r["properties"]
+    v_topic = r["topic"]
+    v_request_id = r["request_id"]
+    v_authoritative = r["authoritative"]
+    v_original_principal = r["original_principal"]
+    v_original_auth_data = r["original_auth_data"]
+    v_original_auth_method = r["original_auth_method"]
+    v_advertised_listener_name = r["advertised_listener_name"]
+    v_properties = r["properties"]
     value = pulsar_api.CommandLookupTopic(
-        topic=required(v0, "CommandLookupTopic.topic"),
-        request_id=uint64_value(v1, "CommandLookupTopic.request_id"),
-        authoritative=v2,
-        original_principal=v3,
-        original_auth_data=v4,
-        original_auth_method=v5,
-        advertised_listener_name=v6,
-        properties=[_value_KeyValue(y) for y in v7 or ()],
+        topic=required(v_topic, "CommandLookupTopic.topic"),
+        request_id=uint64_value(v_request_id, "CommandLookupTopic.request_id"),
+        authoritative=v_authoritative,
+        original_principal=v_original_principal,
+        original_auth_data=v_original_auth_data,
+        original_auth_method=v_original_auth_method,
+        advertised_listener_name=v_advertised_listener_name,
+        properties=[_value_KeyValue(y) for y in v_properties or ()],
     )
     return value
 
@@ -3826,41 +3936,46 @@ def _arrow_CommandLookupTopic(values: Sequence[pulsar_api.CommandLookupTopic | N
     if not rows:
         return null_column(len(values), _ARROW_CommandLookupTopic)
     fields = _FIELDS_CommandLookupTopic
-    v0 = [m.topic for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.request_id for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    v2 = [m._authoritative for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m._original_principal for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m._original_auth_data for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m._original_auth_method for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    v6 = [m._advertised_listener_name for m in rows]
-    c6 = pa.array(v6, fields[6].type)
-    v7 = [m.properties for m in rows]
-    c7 = list_array(v7, _arrow_KeyValue, fields[7].type)
-    arrays = [c0, c1, c2, c3, c4, c5, c6, c7]
+    v_topic = [m.topic for m in rows]
+    c_topic = pa.array(v_topic, fields[0].type)
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[1].type)
+    v_authoritative = [m._authoritative for m in rows]
+    c_authoritative = pa.array(v_authoritative, fields[2].type)
+    v_original_principal = [m._original_principal for m in rows]
+    c_original_principal = pa.array(v_original_principal, fields[3].type)
+    v_original_auth_data = [m._original_auth_data for m in rows]
+    c_original_auth_data = pa.array(v_original_auth_data, fields[4].type)
+    v_original_auth_method = [m._original_auth_method for m in rows]
+    c_original_auth_method = pa.array(v_original_auth_method, fields[5].type)
+    v_advertised_listener_name = [m._advertised_listener_name for m in rows]
+    c_advertised_listener_name = pa.array(v_advertised_listener_name, fields[6].type)
+    v_properties = [m.properties for m in rows]
+    c_properties = list_array(v_properties, _arrow_KeyValue, fields[7].type)
+    arrays = [
+        c_topic, c_request_id, c_authoritative, c_original_principal, c_original_auth_data,
+        c_original_auth_method, c_advertised_listener_name, c_properties,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_CommandLookupTopicResponse(m: pulsar_api.CommandLookupTopicResponse) -> dict[str, Any]:
     """The row of a CommandLookupTopicResponse: field name -> row value."""
-    x2 = m._response
-    x5 = m._error
+    x_response = m._response
+    x_error = m._error
     return {
         "brokerServiceUrl": m._brokerServiceUrl,
         "brokerServiceUrlTls": m._brokerServiceUrlTls,
         "response": (
-            _NAMES_CommandLookupTopicResponse_LookupType[x2]
-            if x2 is not None
+            _NAMES_CommandLookupTopicResponse_LookupType[x_response]
+            if x_response is not None
             else unknown_enum(m._unknown, 3)
         ),
         "request_id": Decimal(m.request_id),
         "authoritative": m._authoritative,
-        "error": _NAMES_ServerError[x5] if x5 is not None else unknown_enum(m._unknown, 6),
+        "error": (
+            _NAMES_ServerError[x_error] if x_error is not None else unknown_enum(m._unknown, 6)
+        ),
         "message": m._message,
         "proxy_through_service_url": m._proxy_through_service_url,
     }
@@ -3870,39 +3985,39 @@ def _value_CommandLookupTopicResponse(row: RowLike) -> pulsar_api.CommandLookupT
     """The CommandLookupTopicResponse a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["brokerServiceUrl"]
-    v1 = r["brokerServiceUrlTls"]
-    v2 = r["response"]
-    e2 = closed_enum(
-        v2,
+    v_brokerServiceUrl = r["brokerServiceUrl"]
+    v_brokerServiceUrlTls = r["brokerServiceUrlTls"]
+    v_response = r["response"]
+    e_response = closed_enum(
+        v_response,
         _NUMBERS_CommandLookupTopicResponse_LookupType,
         pulsar_api.CommandLookupTopicResponse.LookupType,
         b"\x18",
         unknown,
         "CommandLookupTopicResponse.response",
     )
-    v3 = r["request_id"]
-    v4 = r["authoritative"]
-    v5 = r["error"]
-    e5 = closed_enum(
-        v5,
+    v_request_id = r["request_id"]
+    v_authoritative = r["authoritative"]
+    v_error = r["error"]
+    e_error = closed_enum(
+        v_error,
         _NUMBERS_ServerError,
         pulsar_api.ServerError,
         b"\x30",
         unknown,
         "CommandLookupTopicResponse.error",
     )
-    v6 = r["message"]
-    v7 = r["proxy_through_service_url"]
+    v_message = r["message"]
+    v_proxy_through_service_url = r["proxy_through_service_url"]
     value = pulsar_api.CommandLookupTopicResponse(
-        brokerServiceUrl=v0,
-        brokerServiceUrlTls=v1,
-        response=e2,
-        request_id=uint64_value(v3, "CommandLookupTopicResponse.request_id"),
-        authoritative=v4,
-        error=e5,
-        message=v6,
-        proxy_through_service_url=v7,
+        brokerServiceUrl=v_brokerServiceUrl,
+        brokerServiceUrlTls=v_brokerServiceUrlTls,
+        response=e_response,
+        request_id=uint64_value(v_request_id, "CommandLookupTopicResponse.request_id"),
+        authoritative=v_authoritative,
+        error=e_error,
+        message=v_message,
+        proxy_through_service_url=v_proxy_through_service_url,
     )
     if unknown:
         value._unknown = bytes(unknown)
@@ -3918,47 +4033,52 @@ def _arrow_CommandLookupTopicResponse(
         return null_column(len(values), _ARROW_CommandLookupTopicResponse)
     fields = _FIELDS_CommandLookupTopicResponse
     unknown = [m._unknown for m in rows]
-    v0 = [m._brokerServiceUrl for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m._brokerServiceUrlTls for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m._response for m in rows]
-    c2 = enum_array(v2, _NAMES_CommandLookupTopicResponse_LookupType, unknown, 3)
-    v3 = [m.request_id for m in rows]
-    c3 = uint64_array(v3, fields[3].type)
-    v4 = [m._authoritative for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m._error for m in rows]
-    c5 = enum_array(v5, _NAMES_ServerError, unknown, 6)
-    v6 = [m._message for m in rows]
-    c6 = pa.array(v6, fields[6].type)
-    v7 = [m._proxy_through_service_url for m in rows]
-    c7 = pa.array(v7, fields[7].type)
-    arrays = [c0, c1, c2, c3, c4, c5, c6, c7]
+    v_brokerServiceUrl = [m._brokerServiceUrl for m in rows]
+    c_brokerServiceUrl = pa.array(v_brokerServiceUrl, fields[0].type)
+    v_brokerServiceUrlTls = [m._brokerServiceUrlTls for m in rows]
+    c_brokerServiceUrlTls = pa.array(v_brokerServiceUrlTls, fields[1].type)
+    v_response = [m._response for m in rows]
+    c_response = enum_array(v_response, _NAMES_CommandLookupTopicResponse_LookupType, unknown, 3)
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[3].type)
+    v_authoritative = [m._authoritative for m in rows]
+    c_authoritative = pa.array(v_authoritative, fields[4].type)
+    v_error = [m._error for m in rows]
+    c_error = enum_array(v_error, _NAMES_ServerError, unknown, 6)
+    v_message = [m._message for m in rows]
+    c_message = pa.array(v_message, fields[6].type)
+    v_proxy_through_service_url = [m._proxy_through_service_url for m in rows]
+    c_proxy_through_service_url = pa.array(v_proxy_through_service_url, fields[7].type)
+    arrays = [
+        c_brokerServiceUrl, c_brokerServiceUrlTls, c_response, c_request_id, c_authoritative,
+        c_error, c_message, c_proxy_through_service_url,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_CommandProducer(m: pulsar_api.CommandProducer) -> dict[str, Any]:
     """The row of a CommandProducer: field name -> row value."""
-    x5 = m.metadata
-    x6 = m.schema
-    x7 = m._epoch
-    x9 = m._producer_access_mode
-    x10 = m._topic_epoch
+    x_metadata = m.metadata
+    x_schema = m.schema
+    x_epoch = m._epoch
+    x_producer_access_mode = m._producer_access_mode
+    x_topic_epoch = m._topic_epoch
     return {
         "topic": m.topic,
         "producer_id": Decimal(m.producer_id),
         "request_id": Decimal(m.request_id),
         "producer_name": m._producer_name,
         "encrypted": m._encrypted,
-        "metadata": [_row_KeyValue(y) for y in x5],
-        "schema": None if x6 is None else _row_Schema(x6),
-        "epoch": None if x7 is None else Decimal(x7),
+        "metadata": [_row_KeyValue(y) for y in x_metadata],
+        "schema": None if x_schema is None else _row_Schema(x_schema),
+        "epoch": None if x_epoch is None else Decimal(x_epoch),
         "user_provided_producer_name": m._user_provided_producer_name,
         "producer_access_mode": (
-            _NAMES_ProducerAccessMode[x9] if x9 is not None else unknown_enum(m._unknown, 10)
+            _NAMES_ProducerAccessMode[x_producer_access_mode]
+            if x_producer_access_mode is not None
+            else unknown_enum(m._unknown, 10)
         ),
-        "topic_epoch": None if x10 is None else Decimal(x10),
+        "topic_epoch": None if x_topic_epoch is None else Decimal(x_topic_epoch),
         "txn_enabled": m._txn_enabled,
         "initial_subscription_name": m._initial_subscription_name,
     }
@@ -3968,41 +4088,45 @@ def _value_CommandProducer(row: RowLike) -> pulsar_api.CommandProducer:
     """The CommandProducer a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["topic"]
-    v1 = r["producer_id"]
-    v2 = r["request_id"]
-    v3 = r["producer_name"]
-    v4 = r["encrypted"]
-    v5 = r["metadata"]
-    v6 = r["schema"]
-    v7 = r["epoch"]
-    v8 = r["user_provided_producer_name"]
-    v9 = r["producer_access_mode"]
-    e9 = closed_enum(
-        v9,
+    v_topic = r["topic"]
+    v_producer_id = r["producer_id"]
+    v_request_id = r["request_id"]
+    v_producer_name = r["producer_name"]
+    v_encrypted = r["encrypted"]
+    v_metadata = r["metadata"]
+    v_schema = r["schema"]
+    v_epoch = r["epoch"]
+    v_user_provided_producer_name = r["user_provided_producer_name"]
+    v_producer_access_mode = r["producer_access_mode"]
+    e_producer_access_mode = closed_enum(
+        v_producer_access_mode,
         _NUMBERS_ProducerAccessMode,
         pulsar_api.ProducerAccessMode,
         b"\x50",
         unknown,
         "CommandProducer.producer_access_mode",
     )
-    v10 = r["topic_epoch"]
-    v11 = r["txn_enabled"]
-    v12 = r["initial_subscription_name"]
+    v_topic_epoch = r["topic_epoch"]
+    v_txn_enabled = r["txn_enabled"]
+    v_initial_subscription_name = r["initial_subscription_name"]
     value = pulsar_api.CommandProducer(
-        topic=required(v0, "CommandProducer.topic"),
-        producer_id=uint64_value(v1, "CommandProducer.producer_id"),
-        request_id=uint64_value(v2, "CommandProducer.request_id"),
-        producer_name=v3,
-        encrypted=v4,
-        metadata=[_value_KeyValue(y) for y in v5 or ()],
-        schema=None if v6 is None else _value_Schema(v6),
-        epoch=None if v7 is None else uint64_value(v7, "CommandProducer.epoch"),
-        user_provided_producer_name=v8,
-        producer_access_mode=e9,
-        topic_epoch=None if v10 is None else uint64_value(v10, "CommandProducer.topic_epoch"),
-        txn_enabled=v11,
-        initial_subscription_name=v12,
+        topic=required(v_topic, "CommandProducer.topic"),
+        producer_id=uint64_value(v_producer_id, "CommandProducer.producer_id"),
+        request_id=uint64_value(v_request_id, "CommandProducer.request_id"),
+        producer_name=v_producer_name,
+        encrypted=v_encrypted,
+        metadata=[_value_KeyValue(y) for y in v_metadata or ()],
+        schema=None if v_schema is None else _value_Schema(v_schema),
+        epoch=None if v_epoch is None else uint64_value(v_epoch, "CommandProducer.epoch"),
+        user_provided_producer_name=v_user_provided_producer_name,
+        producer_access_mode=e_producer_access_mode,
+        topic_epoch=(
+            None
+            if v_topic_epoch is None
+            else uint64_value(v_topic_epoch, "CommandProducer.topic_epoch")
+        ),
+        txn_enabled=v_txn_enabled,
+        initial_subscription_name=v_initial_subscription_name,
     )
     if unknown:
         value._unknown = bytes(unknown)
@@ -4016,79 +4140,100 @@ def _arrow_CommandProducer(values: Sequence[pulsar_api.CommandProducer | None]) 
         return null_column(len(values), _ARROW_CommandProducer)
     fields = _FIELDS_CommandProducer
     unknown = [m._unknown for m in rows]
-    v0 = [m.topic for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.producer_id for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    v2 = [m.request_id for m in rows]
-    c2 = uint64_array(v2, fields[2].type)
-    v3 = [m._producer_name for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m._encrypted for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m.metadata for m in rows]
-    c5 = list_array(v5, _arrow_KeyValue, fields[5].type)
-    v6 = [m.schema for m in rows]
-    c6 = _arrow_Schema(v6)
-    v7 = [m._epoch for m in rows]
-    c7 = uint64_array(v7, fields[7].type)
-    v8 = [m._user_provided_producer_name for m in rows]
-    c8 = pa.array(v8, fields[8].type)
-    v9 = [m._producer_access_mode for m in rows]
-    c9 = enum_array(v9, _NAMES_ProducerAccessMode, unknown, 10)
-    v10 = [m._topic_epoch for m in rows]
-    c10 = uint64_array(v10, fields[10].type)
-    v11 = [m._txn_enabled for m in rows]
-    c11 = pa.array(v11, fields[11].type)
-    v12 = [m._initial_subscription_name for m in rows]
-    c12 = pa.array(v12, fields[12].type)
-    arrays = [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12]
+    v_topic = [m.topic for m in rows]
+    c_topic = pa.array(v_topic, fields[0].type)
+    v_producer_id = [m.producer_id for m in rows]
+    c_producer_id = uint64_array(v_producer_id, fields[1].type)
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[2].type)
+    v_producer_name = [m._producer_name for m in rows]
+    c_producer_name = pa.array(v_producer_name, fields[3].type)
+    v_encrypted = [m._encrypted for m in rows]
+    c_encrypted = pa.array(v_encrypted, fields[4].type)
+    v_metadata = [m.metadata for m in rows]
+    c_metadata = list_array(v_metadata, _arrow_KeyValue, fields[5].type)
+    v_schema = [m.schema for m in rows]
+    c_schema = _arrow_Schema(v_schema)
+    v_epoch = [m._epoch for m in rows]
+    c_epoch = uint64_array(v_epoch, fields[7].type)
+    v_user_provided_producer_name = [m._user_provided_producer_name for m in rows]
+    c_user_provided_producer_name = pa.array(v_user_provided_producer_name, fields[8].type)
+    v_producer_access_mode = [m._producer_access_mode for m in rows]
+    c_producer_access_mode = enum_array(
+        v_producer_access_mode,
+        _NAMES_ProducerAccessMode,
+        unknown,
+        10,
+    )
+    v_topic_epoch = [m._topic_epoch for m in rows]
+    c_topic_epoch = uint64_array(v_topic_epoch, fields[10].type)
+    v_txn_enabled = [m._txn_enabled for m in rows]
+    c_txn_enabled = pa.array(v_txn_enabled, fields[11].type)
+    v_initial_subscription_name = [m._initial_subscription_name for m in rows]
+    c_initial_subscription_name = pa.array(v_initial_subscription_name, fields[12].type)
+    arrays = [
+        c_topic, c_producer_id, c_request_id, c_producer_name, c_encrypted, c_metadata, c_schema,
+        c_epoch, c_user_provided_producer_name, c_producer_access_mode, c_topic_epoch,
+        c_txn_enabled, c_initial_subscription_name,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_CommandSend(m: pulsar_api.CommandSend) -> dict[str, Any]:
     """The row of a CommandSend: field name -> row value."""
-    x3 = m._txnid_least_bits
-    x4 = m._txnid_most_bits
-    x5 = m._highest_sequence_id
-    x8 = m.message_id
+    x_txnid_least_bits = m._txnid_least_bits
+    x_txnid_most_bits = m._txnid_most_bits
+    x_highest_sequence_id = m._highest_sequence_id
+    x_message_id = m.message_id
     return {
         "producer_id": Decimal(m.producer_id),
         "sequence_id": Decimal(m.sequence_id),
         "num_messages": m._num_messages,
-        "txnid_least_bits": None if x3 is None else Decimal(x3),
-        "txnid_most_bits": None if x4 is None else Decimal(x4),
-        "highest_sequence_id": None if x5 is None else Decimal(x5),
+        "txnid_least_bits": None if x_txnid_least_bits is None else Decimal(x_txnid_least_bits),
+        "txnid_most_bits": None if x_txnid_most_bits is None else Decimal(x_txnid_most_bits),
+        "highest_sequence_id": (
+            None if x_highest_sequence_id is None else Decimal(x_highest_sequence_id)
+        ),
         "is_chunk": m._is_chunk,
         "marker": m._marker,
-        "message_id": None if x8 is None else _row_MessageIdData(x8),
+        "message_id": None if x_message_id is None else _row_MessageIdData(x_message_id),
     }
 
 
 def _value_CommandSend(row: RowLike) -> pulsar_api.CommandSend:
     """The CommandSend a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["producer_id"]
-    v1 = r["sequence_id"]
-    v2 = r["num_messages"]
-    v3 = r["txnid_least_bits"]
-    v4 = r["txnid_most_bits"]
-    v5 = r["highest_sequence_id"]
-    v6 = r["is_chunk"]
-    v7 = r["marker"]
-    v8 = r["message_id"]
+    v_producer_id = r["producer_id"]
+    v_sequence_id = r["sequence_id"]
+    v_num_messages = r["num_messages"]
+    v_txnid_least_bits = r["txnid_least_bits"]
+    v_txnid_most_bits = r["txnid_most_bits"]
+    v_highest_sequence_id = r["highest_sequence_id"]
+    v_is_chunk = r["is_chunk"]
+    v_marker = r["marker"]
+    v_message_id = r["message_id"]
     value = pulsar_api.CommandSend(
-        producer_id=uint64_value(v0, "CommandSend.producer_id"),
-        sequence_id=uint64_value(v1, "CommandSend.sequence_id"),
-        num_messages=v2,
-        txnid_least_bits=None if v3 is None else uint64_value(v3, "CommandSend.txnid_least_bits"),
-        txnid_most_bits=None if v4 is None else uint64_value(v4, "CommandSend.txnid_most_bits"),
-        highest_sequence_id=(
-            None if v5 is None else uint64_value(v5, "CommandSend.highest_sequence_id")
+        producer_id=uint64_value(v_producer_id, "CommandSend.producer_id"),
+        sequence_id=uint64_value(v_sequence_id, "CommandSend.sequence_id"),
+        num_messages=v_num_messages,
+        txnid_least_bits=(
+            None
+            if v_txnid_least_bits is None
+            else uint64_value(v_txnid_least_bits, "CommandSend.txnid_least_bits")
         ),
-        is_chunk=v6,
-        marker=v7,
-        message_id=None if v8 is None else _value_MessageIdData(v8),
+        txnid_most_bits=(
+            None
+            if v_txnid_most_bits is None
+            else uint64_value(v_txnid_most_bits, "CommandSend.txnid_most_bits")
+        ),
+        highest_sequence_id=(
+            None
+            if v_highest_sequence_id is None
+            else uint64_value(v_highest_sequence_id, "CommandSend.highest_sequence_id")
+        ),
+        is_chunk=v_is_chunk,
+        marker=v_marker,
+        message_id=None if v_message_id is None else _value_MessageIdData(v_message_id),
     )
     return value
 
@@ -4099,53 +4244,60 @@ def _arrow_CommandSend(values: Sequence[pulsar_api.CommandSend | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_CommandSend)
     fields = _FIELDS_CommandSend
-    v0 = [m.producer_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.sequence_id for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    v2 = [m._num_messages for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m._txnid_least_bits for m in rows]
-    c3 = uint64_array(v3, fields[3].type)
-    v4 = [m._txnid_most_bits for m in rows]
-    c4 = uint64_array(v4, fields[4].type)
-    v5 = [m._highest_sequence_id for m in rows]
-    c5 = uint64_array(v5, fields[5].type)
-    v6 = [m._is_chunk for m in rows]
-    c6 = pa.array(v6, fields[6].type)
-    v7 = [m._marker for m in rows]
-    c7 = pa.array(v7, fields[7].type)
-    v8 = [m.message_id for m in rows]
-    c8 = _arrow_MessageIdData(v8)
-    arrays = [c0, c1, c2, c3, c4, c5, c6, c7, c8]
+    v_producer_id = [m.producer_id for m in rows]
+    c_producer_id = uint64_array(v_producer_id, fields[0].type)
+    v_sequence_id = [m.sequence_id for m in rows]
+    c_sequence_id = uint64_array(v_sequence_id, fields[1].type)
+    v_num_messages = [m._num_messages for m in rows]
+    c_num_messages = pa.array(v_num_messages, fields[2].type)
+    v_txnid_least_bits = [m._txnid_least_bits for m in rows]
+    c_txnid_least_bits = uint64_array(v_txnid_least_bits, fields[3].type)
+    v_txnid_most_bits = [m._txnid_most_bits for m in rows]
+    c_txnid_most_bits = uint64_array(v_txnid_most_bits, fields[4].type)
+    v_highest_sequence_id = [m._highest_sequence_id for m in rows]
+    c_highest_sequence_id = uint64_array(v_highest_sequence_id, fields[5].type)
+    v_is_chunk = [m._is_chunk for m in rows]
+    c_is_chunk = pa.array(v_is_chunk, fields[6].type)
+    v_marker = [m._marker for m in rows]
+    c_marker = pa.array(v_marker, fields[7].type)
+    v_message_id = [m.message_id for m in rows]
+    c_message_id = _arrow_MessageIdData(v_message_id)
+    arrays = [
+        c_producer_id, c_sequence_id, c_num_messages, c_txnid_least_bits, c_txnid_most_bits,
+        c_highest_sequence_id, c_is_chunk, c_marker, c_message_id,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_CommandSendReceipt(m: pulsar_api.CommandSendReceipt) -> dict[str, Any]:
     """The row of a CommandSendReceipt: field name -> row value."""
-    x2 = m.message_id
-    x3 = m._highest_sequence_id
+    x_message_id = m.message_id
+    x_highest_sequence_id = m._highest_sequence_id
     return {
         "producer_id": Decimal(m.producer_id),
         "sequence_id": Decimal(m.sequence_id),
-        "message_id": None if x2 is None else _row_MessageIdData(x2),
-        "highest_sequence_id": None if x3 is None else Decimal(x3),
+        "message_id": None if x_message_id is None else _row_MessageIdData(x_message_id),
+        "highest_sequence_id": (
+            None if x_highest_sequence_id is None else Decimal(x_highest_sequence_id)
+        ),
     }
 
 
 def _value_CommandSendReceipt(row: RowLike) -> pulsar_api.CommandSendReceipt:
     """The CommandSendReceipt a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["producer_id"]
-    v1 = r["sequence_id"]
-    v2 = r["message_id"]
-    v3 = r["highest_sequence_id"]
+    v_producer_id = r["producer_id"]
+    v_sequence_id = r["sequence_id"]
+    v_message_id = r["message_id"]
+    v_highest_sequence_id = r["highest_sequence_id"]
     value = pulsar_api.CommandSendReceipt(
-        producer_id=uint64_value(v0, "CommandSendReceipt.producer_id"),
-        sequence_id=uint64_value(v1, "CommandSendReceipt.sequence_id"),
-        message_id=None if v2 is None else _value_MessageIdData(v2),
+        producer_id=uint64_value(v_producer_id, "CommandSendReceipt.producer_id"),
+        sequence_id=uint64_value(v_sequence_id, "CommandSendReceipt.sequence_id"),
+        message_id=None if v_message_id is None else _value_MessageIdData(v_message_id),
         highest_sequence_id=(
-            None if v3 is None else uint64_value(v3, "CommandSendReceipt.highest_sequence_id")
+            None
+            if v_highest_sequence_id is None
+            else uint64_value(v_highest_sequence_id, "CommandSendReceipt.highest_sequence_id")
         ),
     )
     return value
@@ -4157,15 +4309,15 @@ def _arrow_CommandSendReceipt(values: Sequence[pulsar_api.CommandSendReceipt | N
     if not rows:
         return null_column(len(values), _ARROW_CommandSendReceipt)
     fields = _FIELDS_CommandSendReceipt
-    v0 = [m.producer_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.sequence_id for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    v2 = [m.message_id for m in rows]
-    c2 = _arrow_MessageIdData(v2)
-    v3 = [m._highest_sequence_id for m in rows]
-    c3 = uint64_array(v3, fields[3].type)
-    arrays = [c0, c1, c2, c3]
+    v_producer_id = [m.producer_id for m in rows]
+    c_producer_id = uint64_array(v_producer_id, fields[0].type)
+    v_sequence_id = [m.sequence_id for m in rows]
+    c_sequence_id = uint64_array(v_sequence_id, fields[1].type)
+    v_message_id = [m.message_id for m in rows]
+    c_message_id = _arrow_MessageIdData(v_message_id)
+    v_highest_sequence_id = [m._highest_sequence_id for m in rows]
+    c_highest_sequence_id = uint64_array(v_highest_sequence_id, fields[3].type)
+    arrays = [c_producer_id, c_sequence_id, c_message_id, c_highest_sequence_id]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4183,23 +4335,23 @@ def _value_CommandSendError(row: RowLike) -> pulsar_api.CommandSendError:
     """The CommandSendError a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["producer_id"]
-    v1 = r["sequence_id"]
-    v2 = r["error"]
-    e2 = closed_enum(
-        v2,
+    v_producer_id = r["producer_id"]
+    v_sequence_id = r["sequence_id"]
+    v_error = r["error"]
+    e_error = closed_enum(
+        v_error,
         _NUMBERS_ServerError,
         pulsar_api.ServerError,
         b"\x18",
         unknown,
         "CommandSendError.error",
     )
-    v3 = r["message"]
+    v_message = r["message"]
     value = pulsar_api.CommandSendError(
-        producer_id=uint64_value(v0, "CommandSendError.producer_id"),
-        sequence_id=uint64_value(v1, "CommandSendError.sequence_id"),
-        error=required_enum(e2, "CommandSendError.error"),
-        message=required(v3, "CommandSendError.message"),
+        producer_id=uint64_value(v_producer_id, "CommandSendError.producer_id"),
+        sequence_id=uint64_value(v_sequence_id, "CommandSendError.sequence_id"),
+        error=required_enum(e_error, "CommandSendError.error"),
+        message=required(v_message, "CommandSendError.message"),
     )
     if unknown:
         value._unknown = bytes(unknown)
@@ -4212,44 +4364,48 @@ def _arrow_CommandSendError(values: Sequence[pulsar_api.CommandSendError | None]
     if not rows:
         return null_column(len(values), _ARROW_CommandSendError)
     fields = _FIELDS_CommandSendError
-    v0 = [m.producer_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.sequence_id for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    v2 = [m.error for m in rows]
-    c2 = enum_array(v2, _NAMES_ServerError)
-    v3 = [m.message for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    arrays = [c0, c1, c2, c3]
+    v_producer_id = [m.producer_id for m in rows]
+    c_producer_id = uint64_array(v_producer_id, fields[0].type)
+    v_sequence_id = [m.sequence_id for m in rows]
+    c_sequence_id = uint64_array(v_sequence_id, fields[1].type)
+    v_error = [m.error for m in rows]
+    c_error = enum_array(v_error, _NAMES_ServerError)
+    v_message = [m.message for m in rows]
+    c_message = pa.array(v_message, fields[3].type)
+    arrays = [c_producer_id, c_sequence_id, c_error, c_message]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_CommandMessage(m: pulsar_api.CommandMessage) -> dict[str, Any]:
     """The row of a CommandMessage: field name -> row value."""
-    x4 = m._consumer_epoch
+    x_consumer_epoch = m._consumer_epoch
     return {
         "consumer_id": Decimal(m.consumer_id),
         "message_id": _row_MessageIdData(m.message_id),
         "redelivery_count": m._redelivery_count,
         "ack_set": list(m.ack_set),
-        "consumer_epoch": None if x4 is None else Decimal(x4),
+        "consumer_epoch": None if x_consumer_epoch is None else Decimal(x_consumer_epoch),
     }
 
 
 def _value_CommandMessage(row: RowLike) -> pulsar_api.CommandMessage:
     """The CommandMessage a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["consumer_id"]
-    v1 = r["message_id"]
-    v2 = r["redelivery_count"]
-    v3 = r["ack_set"]
-    v4 = r["consumer_epoch"]
+    v_consumer_id = r["consumer_id"]
+    v_message_id = r["message_id"]
+    v_redelivery_count = r["redelivery_count"]
+    v_ack_set = r["ack_set"]
+    v_consumer_epoch = r["consumer_epoch"]
     value = pulsar_api.CommandMessage(
-        consumer_id=uint64_value(v0, "CommandMessage.consumer_id"),
-        message_id=_value_MessageIdData(required(v1, "CommandMessage.message_id")),
-        redelivery_count=v2,
-        ack_set=list(v3 or ()),
-        consumer_epoch=None if v4 is None else uint64_value(v4, "CommandMessage.consumer_epoch"),
+        consumer_id=uint64_value(v_consumer_id, "CommandMessage.consumer_id"),
+        message_id=_value_MessageIdData(required(v_message_id, "CommandMessage.message_id")),
+        redelivery_count=v_redelivery_count,
+        ack_set=list(v_ack_set or ()),
+        consumer_epoch=(
+            None
+            if v_consumer_epoch is None
+            else uint64_value(v_consumer_epoch, "CommandMessage.consumer_epoch")
+        ),
     )
     return value
 
@@ -4260,39 +4416,41 @@ def _arrow_CommandMessage(values: Sequence[pulsar_api.CommandMessage | None]) ->
     if not rows:
         return null_column(len(values), _ARROW_CommandMessage)
     fields = _FIELDS_CommandMessage
-    v0 = [m.consumer_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.message_id for m in rows]
-    c1 = _arrow_MessageIdData(v1)
-    v2 = [m._redelivery_count for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.ack_set for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m._consumer_epoch for m in rows]
-    c4 = uint64_array(v4, fields[4].type)
-    arrays = [c0, c1, c2, c3, c4]
+    v_consumer_id = [m.consumer_id for m in rows]
+    c_consumer_id = uint64_array(v_consumer_id, fields[0].type)
+    v_message_id = [m.message_id for m in rows]
+    c_message_id = _arrow_MessageIdData(v_message_id)
+    v_redelivery_count = [m._redelivery_count for m in rows]
+    c_redelivery_count = pa.array(v_redelivery_count, fields[2].type)
+    v_ack_set = [m.ack_set for m in rows]
+    c_ack_set = pa.array(v_ack_set, fields[3].type)
+    v_consumer_epoch = [m._consumer_epoch for m in rows]
+    c_consumer_epoch = uint64_array(v_consumer_epoch, fields[4].type)
+    arrays = [c_consumer_id, c_message_id, c_redelivery_count, c_ack_set, c_consumer_epoch]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_CommandAck(m: pulsar_api.CommandAck) -> dict[str, Any]:
     """The row of a CommandAck: field name -> row value."""
-    x2 = m.message_id
-    x3 = m._validation_error
-    x4 = m.properties
-    x5 = m._txnid_least_bits
-    x6 = m._txnid_most_bits
-    x7 = m._request_id
+    x_message_id = m.message_id
+    x_validation_error = m._validation_error
+    x_properties = m.properties
+    x_txnid_least_bits = m._txnid_least_bits
+    x_txnid_most_bits = m._txnid_most_bits
+    x_request_id = m._request_id
     return {
         "consumer_id": Decimal(m.consumer_id),
         "ack_type": _NAMES_CommandAck_AckType[m.ack_type],
-        "message_id": [_row_MessageIdData(y) for y in x2],
+        "message_id": [_row_MessageIdData(y) for y in x_message_id],
         "validation_error": (
-            _NAMES_CommandAck_ValidationError[x3] if x3 is not None else unknown_enum(m._unknown, 4)
+            _NAMES_CommandAck_ValidationError[x_validation_error]
+            if x_validation_error is not None
+            else unknown_enum(m._unknown, 4)
         ),
-        "properties": [_row_KeyLongValue(y) for y in x4],
-        "txnid_least_bits": None if x5 is None else Decimal(x5),
-        "txnid_most_bits": None if x6 is None else Decimal(x6),
-        "request_id": None if x7 is None else Decimal(x7),
+        "properties": [_row_KeyLongValue(y) for y in x_properties],
+        "txnid_least_bits": None if x_txnid_least_bits is None else Decimal(x_txnid_least_bits),
+        "txnid_most_bits": None if x_txnid_most_bits is None else Decimal(x_txnid_most_bits),
+        "request_id": None if x_request_id is None else Decimal(x_request_id),
     }
 
 
@@ -4300,39 +4458,49 @@ def _value_CommandAck(row: RowLike) -> pulsar_api.CommandAck:
     """The CommandAck a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["consumer_id"]
-    v1 = r["ack_type"]
-    e1 = closed_enum(
-        v1,
+    v_consumer_id = r["consumer_id"]
+    v_ack_type = r["ack_type"]
+    e_ack_type = closed_enum(
+        v_ack_type,
         _NUMBERS_CommandAck_AckType,
         pulsar_api.CommandAck.AckType,
         b"\x10",
         unknown,
         "CommandAck.ack_type",
     )
-    v2 = r["message_id"]
-    v3 = r["validation_error"]
-    e3 = closed_enum(
-        v3,
+    v_message_id = r["message_id"]
+    v_validation_error = r["validation_error"]
+    e_validation_error = closed_enum(
+        v_validation_error,
         _NUMBERS_CommandAck_ValidationError,
         pulsar_api.CommandAck.ValidationError,
         b"\x20",
         unknown,
         "CommandAck.validation_error",
     )
-    v4 = r["properties"]
-    v5 = r["txnid_least_bits"]
-    v6 = r["txnid_most_bits"]
-    v7 = r["request_id"]
+    v_properties = r["properties"]
+    v_txnid_least_bits = r["txnid_least_bits"]
+    v_txnid_most_bits = r["txnid_most_bits"]
+    v_request_id = r["request_id"]
     value = pulsar_api.CommandAck(
-        consumer_id=uint64_value(v0, "CommandAck.consumer_id"),
-        ack_type=required_enum(e1, "CommandAck.ack_type"),
-        message_id=[_value_MessageIdData(y) for y in v2 or ()],
-        validation_error=e3,
-        properties=[_value_KeyLongValue(y) for y in v4 or ()],
-        txnid_least_bits=None if v5 is None else uint64_value(v5, "CommandAck.txnid_least_bits"),
-        txnid_most_bits=None if v6 is None else uint64_value(v6, "CommandAck.txnid_most_bits"),
-        request_id=None if v7 is None else uint64_value(v7, "CommandAck.request_id"),
+        consumer_id=uint64_value(v_consumer_id, "CommandAck.consumer_id"),
+        ack_type=required_enum(e_ack_type, "CommandAck.ack_type"),
+        message_id=[_value_MessageIdData(y) for y in v_message_id or ()],
+        validation_error=e_validation_error,
+        properties=[_value_KeyLongValue(y) for y in v_properties or ()],
+        txnid_least_bits=(
+            None
+            if v_txnid_least_bits is None
+            else uint64_value(v_txnid_least_bits, "CommandAck.txnid_least_bits")
+        ),
+        txnid_most_bits=(
+            None
+            if v_txnid_most_bits is None
+            else uint64_value(v_txnid_most_bits, "CommandAck.txnid_most_bits")
+        ),
+        request_id=(
+            None if v_request_id is None else uint64_value(v_request_id, "CommandAck.request_id")
+        ),
     )
     if unknown:
         value._unknown = bytes(unknown)
@@ -4346,39 +4514,49 @@ def _arrow_CommandAck(values: Sequence[pulsar_api.CommandAck | None]) -> Any:
         return null_column(len(values), _ARROW_CommandAck)
     fields = _FIELDS_CommandAck
     unknown = [m._unknown for m in rows]
-    v0 = [m.consumer_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.ack_type for m in rows]
-    c1 = enum_array(v1, _NAMES_CommandAck_AckType)
-    v2 = [m.message_id for m in rows]
-    c2 = list_array(v2, _arrow_MessageIdData, fields[2].type)
-    v3 = [m._validation_error for m in rows]
-    c3 = enum_array(v3, _NAMES_CommandAck_ValidationError, unknown, 4)
-    v4 = [m.properties for m in rows]
-    c4 = list_array(v4, _arrow_KeyLongValue, fields[4].type)
-    v5 = [m._txnid_least_bits for m in rows]
-    c5 = uint64_array(v5, fields[5].type)
-    v6 = [m._txnid_most_bits for m in rows]
-    c6 = uint64_array(v6, fields[6].type)
-    v7 = [m._request_id for m in rows]
-    c7 = uint64_array(v7, fields[7].type)
-    arrays = [c0, c1, c2, c3, c4, c5, c6, c7]
+    v_consumer_id = [m.consumer_id for m in rows]
+    c_consumer_id = uint64_array(v_consumer_id, fields[0].type)
+    v_ack_type = [m.ack_type for m in rows]
+    c_ack_type = enum_array(v_ack_type, _NAMES_CommandAck_AckType)
+    v_message_id = [m.message_id for m in rows]
+    c_message_id = list_array(v_message_id, _arrow_MessageIdData, fields[2].type)
+    v_validation_error = [m._validation_error for m in rows]
+    c_validation_error = enum_array(
+        v_validation_error,
+        _NAMES_CommandAck_ValidationError,
+        unknown,
+        4,
+    )
+    v_properties = [m.properties for m in rows]
+    c_properties = list_array(v_properties, _arrow_KeyLongValue, fields[4].type)
+    v_txnid_least_bits = [m._txnid_least_bits for m in rows]
+    c_txnid_least_bits = uint64_array(v_txnid_least_bits, fields[5].type)
+    v_txnid_most_bits = [m._txnid_most_bits for m in rows]
+    c_txnid_most_bits = uint64_array(v_txnid_most_bits, fields[6].type)
+    v_request_id = [m._request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[7].type)
+    arrays = [
+        c_consumer_id, c_ack_type, c_message_id, c_validation_error, c_properties,
+        c_txnid_least_bits, c_txnid_most_bits, c_request_id,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_CommandAckResponse(m: pulsar_api.CommandAckResponse) -> dict[str, Any]:
     """The row of a CommandAckResponse: field name -> row value."""
-    x1 = m._txnid_least_bits
-    x2 = m._txnid_most_bits
-    x3 = m._error
-    x5 = m._request_id
+    x_txnid_least_bits = m._txnid_least_bits
+    x_txnid_most_bits = m._txnid_most_bits
+    x_error = m._error
+    x_request_id = m._request_id
     return {
         "consumer_id": Decimal(m.consumer_id),
-        "txnid_least_bits": None if x1 is None else Decimal(x1),
-        "txnid_most_bits": None if x2 is None else Decimal(x2),
-        "error": _NAMES_ServerError[x3] if x3 is not None else unknown_enum(m._unknown, 4),
+        "txnid_least_bits": None if x_txnid_least_bits is None else Decimal(x_txnid_least_bits),
+        "txnid_most_bits": None if x_txnid_most_bits is None else Decimal(x_txnid_most_bits),
+        "error": (
+            _NAMES_ServerError[x_error] if x_error is not None else unknown_enum(m._unknown, 4)
+        ),
         "message": m._message,
-        "request_id": None if x5 is None else Decimal(x5),
+        "request_id": None if x_request_id is None else Decimal(x_request_id),
     }
 
 
@@ -4386,31 +4564,39 @@ def _value_CommandAckResponse(row: RowLike) -> pulsar_api.CommandAckResponse:
     """The CommandAckResponse a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["consumer_id"]
-    v1 = r["txnid_least_bits"]
-    v2 = r["txnid_most_bits"]
-    v3 = r["error"]
-    e3 = closed_enum(
-        v3,
+    v_consumer_id = r["consumer_id"]
+    v_txnid_least_bits = r["txnid_least_bits"]
+    v_txnid_most_bits = r["txnid_most_bits"]
+    v_error = r["error"]
+    e_error = closed_enum(
+        v_error,
         _NUMBERS_ServerError,
         pulsar_api.ServerError,
         b"\x20",
         unknown,
         "CommandAckResponse.error",
     )
-    v4 = r["message"]
-    v5 = r["request_id"]
+    v_message = r["message"]
+    v_request_id = r["request_id"]
     value = pulsar_api.CommandAckResponse(
-        consumer_id=uint64_value(v0, "CommandAckResponse.consumer_id"),
+        consumer_id=uint64_value(v_consumer_id, "CommandAckResponse.consumer_id"),
         txnid_least_bits=(
-            None if v1 is None else uint64_value(v1, "CommandAckResponse.txnid_least_bits")
+            None
+            if v_txnid_least_bits is None
+            else uint64_value(v_txnid_least_bits, "CommandAckResponse.txnid_least_bits")
         ),
         txnid_most_bits=(
-            None if v2 is None else uint64_value(v2, "CommandAckResponse.txnid_most_bits")
+            None
+            if v_txnid_most_bits is None
+            else uint64_value(v_txnid_most_bits, "CommandAckResponse.txnid_most_bits")
         ),
-        error=e3,
-        message=v4,
-        request_id=None if v5 is None else uint64_value(v5, "CommandAckResponse.request_id"),
+        error=e_error,
+        message=v_message,
+        request_id=(
+            None
+            if v_request_id is None
+            else uint64_value(v_request_id, "CommandAckResponse.request_id")
+        ),
     )
     if unknown:
         value._unknown = bytes(unknown)
@@ -4424,19 +4610,21 @@ def _arrow_CommandAckResponse(values: Sequence[pulsar_api.CommandAckResponse | N
         return null_column(len(values), _ARROW_CommandAckResponse)
     fields = _FIELDS_CommandAckResponse
     unknown = [m._unknown for m in rows]
-    v0 = [m.consumer_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m._txnid_least_bits for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    v2 = [m._txnid_most_bits for m in rows]
-    c2 = uint64_array(v2, fields[2].type)
-    v3 = [m._error for m in rows]
-    c3 = enum_array(v3, _NAMES_ServerError, unknown, 4)
-    v4 = [m._message for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m._request_id for m in rows]
-    c5 = uint64_array(v5, fields[5].type)
-    arrays = [c0, c1, c2, c3, c4, c5]
+    v_consumer_id = [m.consumer_id for m in rows]
+    c_consumer_id = uint64_array(v_consumer_id, fields[0].type)
+    v_txnid_least_bits = [m._txnid_least_bits for m in rows]
+    c_txnid_least_bits = uint64_array(v_txnid_least_bits, fields[1].type)
+    v_txnid_most_bits = [m._txnid_most_bits for m in rows]
+    c_txnid_most_bits = uint64_array(v_txnid_most_bits, fields[2].type)
+    v_error = [m._error for m in rows]
+    c_error = enum_array(v_error, _NAMES_ServerError, unknown, 4)
+    v_message = [m._message for m in rows]
+    c_message = pa.array(v_message, fields[4].type)
+    v_request_id = [m._request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[5].type)
+    arrays = [
+        c_consumer_id, c_txnid_least_bits, c_txnid_most_bits, c_error, c_message, c_request_id,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4451,11 +4639,11 @@ def _row_CommandActiveConsumerChange(m: pulsar_api.CommandActiveConsumerChange) 
 def _value_CommandActiveConsumerChange(row: RowLike) -> pulsar_api.CommandActiveConsumerChange:
     """The CommandActiveConsumerChange a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["consumer_id"]
-    v1 = r["is_active"]
+    v_consumer_id = r["consumer_id"]
+    v_is_active = r["is_active"]
     value = pulsar_api.CommandActiveConsumerChange(
-        consumer_id=uint64_value(v0, "CommandActiveConsumerChange.consumer_id"),
-        is_active=v1,
+        consumer_id=uint64_value(v_consumer_id, "CommandActiveConsumerChange.consumer_id"),
+        is_active=v_is_active,
     )
     return value
 
@@ -4468,11 +4656,11 @@ def _arrow_CommandActiveConsumerChange(
     if not rows:
         return null_column(len(values), _ARROW_CommandActiveConsumerChange)
     fields = _FIELDS_CommandActiveConsumerChange
-    v0 = [m.consumer_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m._is_active for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_consumer_id = [m.consumer_id for m in rows]
+    c_consumer_id = uint64_array(v_consumer_id, fields[0].type)
+    v_is_active = [m._is_active for m in rows]
+    c_is_active = pa.array(v_is_active, fields[1].type)
+    arrays = [c_consumer_id, c_is_active]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4487,11 +4675,11 @@ def _row_CommandFlow(m: pulsar_api.CommandFlow) -> dict[str, Any]:
 def _value_CommandFlow(row: RowLike) -> pulsar_api.CommandFlow:
     """The CommandFlow a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["consumer_id"]
-    v1 = r["messagePermits"]
+    v_consumer_id = r["consumer_id"]
+    v_messagePermits = r["messagePermits"]
     value = pulsar_api.CommandFlow(
-        consumer_id=uint64_value(v0, "CommandFlow.consumer_id"),
-        messagePermits=required(v1, "CommandFlow.messagePermits"),
+        consumer_id=uint64_value(v_consumer_id, "CommandFlow.consumer_id"),
+        messagePermits=required(v_messagePermits, "CommandFlow.messagePermits"),
     )
     return value
 
@@ -4502,11 +4690,11 @@ def _arrow_CommandFlow(values: Sequence[pulsar_api.CommandFlow | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_CommandFlow)
     fields = _FIELDS_CommandFlow
-    v0 = [m.consumer_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.messagePermits for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_consumer_id = [m.consumer_id for m in rows]
+    c_consumer_id = uint64_array(v_consumer_id, fields[0].type)
+    v_messagePermits = [m.messagePermits for m in rows]
+    c_messagePermits = pa.array(v_messagePermits, fields[1].type)
+    arrays = [c_consumer_id, c_messagePermits]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4522,13 +4710,13 @@ def _row_CommandUnsubscribe(m: pulsar_api.CommandUnsubscribe) -> dict[str, Any]:
 def _value_CommandUnsubscribe(row: RowLike) -> pulsar_api.CommandUnsubscribe:
     """The CommandUnsubscribe a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["consumer_id"]
-    v1 = r["request_id"]
-    v2 = r["force"]
+    v_consumer_id = r["consumer_id"]
+    v_request_id = r["request_id"]
+    v_force = r["force"]
     value = pulsar_api.CommandUnsubscribe(
-        consumer_id=uint64_value(v0, "CommandUnsubscribe.consumer_id"),
-        request_id=uint64_value(v1, "CommandUnsubscribe.request_id"),
-        force=v2,
+        consumer_id=uint64_value(v_consumer_id, "CommandUnsubscribe.consumer_id"),
+        request_id=uint64_value(v_request_id, "CommandUnsubscribe.request_id"),
+        force=v_force,
     )
     return value
 
@@ -4539,41 +4727,45 @@ def _arrow_CommandUnsubscribe(values: Sequence[pulsar_api.CommandUnsubscribe | N
     if not rows:
         return null_column(len(values), _ARROW_CommandUnsubscribe)
     fields = _FIELDS_CommandUnsubscribe
-    v0 = [m.consumer_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.request_id for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    v2 = [m._force for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_consumer_id = [m.consumer_id for m in rows]
+    c_consumer_id = uint64_array(v_consumer_id, fields[0].type)
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[1].type)
+    v_force = [m._force for m in rows]
+    c_force = pa.array(v_force, fields[2].type)
+    arrays = [c_consumer_id, c_request_id, c_force]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_CommandSeek(m: pulsar_api.CommandSeek) -> dict[str, Any]:
     """The row of a CommandSeek: field name -> row value."""
-    x2 = m.message_id
-    x3 = m._message_publish_time
+    x_message_id = m.message_id
+    x_message_publish_time = m._message_publish_time
     return {
         "consumer_id": Decimal(m.consumer_id),
         "request_id": Decimal(m.request_id),
-        "message_id": None if x2 is None else _row_MessageIdData(x2),
-        "message_publish_time": None if x3 is None else Decimal(x3),
+        "message_id": None if x_message_id is None else _row_MessageIdData(x_message_id),
+        "message_publish_time": (
+            None if x_message_publish_time is None else Decimal(x_message_publish_time)
+        ),
     }
 
 
 def _value_CommandSeek(row: RowLike) -> pulsar_api.CommandSeek:
     """The CommandSeek a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["consumer_id"]
-    v1 = r["request_id"]
-    v2 = r["message_id"]
-    v3 = r["message_publish_time"]
+    v_consumer_id = r["consumer_id"]
+    v_request_id = r["request_id"]
+    v_message_id = r["message_id"]
+    v_message_publish_time = r["message_publish_time"]
     value = pulsar_api.CommandSeek(
-        consumer_id=uint64_value(v0, "CommandSeek.consumer_id"),
-        request_id=uint64_value(v1, "CommandSeek.request_id"),
-        message_id=None if v2 is None else _value_MessageIdData(v2),
+        consumer_id=uint64_value(v_consumer_id, "CommandSeek.consumer_id"),
+        request_id=uint64_value(v_request_id, "CommandSeek.request_id"),
+        message_id=None if v_message_id is None else _value_MessageIdData(v_message_id),
         message_publish_time=(
-            None if v3 is None else uint64_value(v3, "CommandSeek.message_publish_time")
+            None
+            if v_message_publish_time is None
+            else uint64_value(v_message_publish_time, "CommandSeek.message_publish_time")
         ),
     )
     return value
@@ -4585,15 +4777,15 @@ def _arrow_CommandSeek(values: Sequence[pulsar_api.CommandSeek | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_CommandSeek)
     fields = _FIELDS_CommandSeek
-    v0 = [m.consumer_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.request_id for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    v2 = [m.message_id for m in rows]
-    c2 = _arrow_MessageIdData(v2)
-    v3 = [m._message_publish_time for m in rows]
-    c3 = uint64_array(v3, fields[3].type)
-    arrays = [c0, c1, c2, c3]
+    v_consumer_id = [m.consumer_id for m in rows]
+    c_consumer_id = uint64_array(v_consumer_id, fields[0].type)
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[1].type)
+    v_message_id = [m.message_id for m in rows]
+    c_message_id = _arrow_MessageIdData(v_message_id)
+    v_message_publish_time = [m._message_publish_time for m in rows]
+    c_message_publish_time = uint64_array(v_message_publish_time, fields[3].type)
+    arrays = [c_consumer_id, c_request_id, c_message_id, c_message_publish_time]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4607,9 +4799,9 @@ def _row_CommandReachedEndOfTopic(m: pulsar_api.CommandReachedEndOfTopic) -> dic
 def _value_CommandReachedEndOfTopic(row: RowLike) -> pulsar_api.CommandReachedEndOfTopic:
     """The CommandReachedEndOfTopic a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["consumer_id"]
+    v_consumer_id = r["consumer_id"]
     value = pulsar_api.CommandReachedEndOfTopic(
-        consumer_id=uint64_value(v0, "CommandReachedEndOfTopic.consumer_id"),
+        consumer_id=uint64_value(v_consumer_id, "CommandReachedEndOfTopic.consumer_id"),
     )
     return value
 
@@ -4622,9 +4814,9 @@ def _arrow_CommandReachedEndOfTopic(
     if not rows:
         return null_column(len(values), _ARROW_CommandReachedEndOfTopic)
     fields = _FIELDS_CommandReachedEndOfTopic
-    v0 = [m.consumer_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    arrays = [c0]
+    v_consumer_id = [m.consumer_id for m in rows]
+    c_consumer_id = uint64_array(v_consumer_id, fields[0].type)
+    arrays = [c_consumer_id]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4642,23 +4834,23 @@ def _value_CommandTopicMigrated(row: RowLike) -> pulsar_api.CommandTopicMigrated
     """The CommandTopicMigrated a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["resource_id"]
-    v1 = r["resource_type"]
-    e1 = closed_enum(
-        v1,
+    v_resource_id = r["resource_id"]
+    v_resource_type = r["resource_type"]
+    e_resource_type = closed_enum(
+        v_resource_type,
         _NUMBERS_CommandTopicMigrated_ResourceType,
         pulsar_api.CommandTopicMigrated.ResourceType,
         b"\x10",
         unknown,
         "CommandTopicMigrated.resource_type",
     )
-    v2 = r["brokerServiceUrl"]
-    v3 = r["brokerServiceUrlTls"]
+    v_brokerServiceUrl = r["brokerServiceUrl"]
+    v_brokerServiceUrlTls = r["brokerServiceUrlTls"]
     value = pulsar_api.CommandTopicMigrated(
-        resource_id=uint64_value(v0, "CommandTopicMigrated.resource_id"),
-        resource_type=required_enum(e1, "CommandTopicMigrated.resource_type"),
-        brokerServiceUrl=v2,
-        brokerServiceUrlTls=v3,
+        resource_id=uint64_value(v_resource_id, "CommandTopicMigrated.resource_id"),
+        resource_type=required_enum(e_resource_type, "CommandTopicMigrated.resource_type"),
+        brokerServiceUrl=v_brokerServiceUrl,
+        brokerServiceUrlTls=v_brokerServiceUrlTls,
     )
     if unknown:
         value._unknown = bytes(unknown)
@@ -4671,15 +4863,15 @@ def _arrow_CommandTopicMigrated(values: Sequence[pulsar_api.CommandTopicMigrated
     if not rows:
         return null_column(len(values), _ARROW_CommandTopicMigrated)
     fields = _FIELDS_CommandTopicMigrated
-    v0 = [m.resource_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.resource_type for m in rows]
-    c1 = enum_array(v1, _NAMES_CommandTopicMigrated_ResourceType)
-    v2 = [m._brokerServiceUrl for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m._brokerServiceUrlTls for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    arrays = [c0, c1, c2, c3]
+    v_resource_id = [m.resource_id for m in rows]
+    c_resource_id = uint64_array(v_resource_id, fields[0].type)
+    v_resource_type = [m.resource_type for m in rows]
+    c_resource_type = enum_array(v_resource_type, _NAMES_CommandTopicMigrated_ResourceType)
+    v_brokerServiceUrl = [m._brokerServiceUrl for m in rows]
+    c_brokerServiceUrl = pa.array(v_brokerServiceUrl, fields[2].type)
+    v_brokerServiceUrlTls = [m._brokerServiceUrlTls for m in rows]
+    c_brokerServiceUrlTls = pa.array(v_brokerServiceUrlTls, fields[3].type)
+    arrays = [c_resource_id, c_resource_type, c_brokerServiceUrl, c_brokerServiceUrlTls]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4696,15 +4888,15 @@ def _row_CommandCloseProducer(m: pulsar_api.CommandCloseProducer) -> dict[str, A
 def _value_CommandCloseProducer(row: RowLike) -> pulsar_api.CommandCloseProducer:
     """The CommandCloseProducer a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["producer_id"]
-    v1 = r["request_id"]
-    v2 = r["assignedBrokerServiceUrl"]
-    v3 = r["assignedBrokerServiceUrlTls"]
+    v_producer_id = r["producer_id"]
+    v_request_id = r["request_id"]
+    v_assignedBrokerServiceUrl = r["assignedBrokerServiceUrl"]
+    v_assignedBrokerServiceUrlTls = r["assignedBrokerServiceUrlTls"]
     value = pulsar_api.CommandCloseProducer(
-        producer_id=uint64_value(v0, "CommandCloseProducer.producer_id"),
-        request_id=uint64_value(v1, "CommandCloseProducer.request_id"),
-        assignedBrokerServiceUrl=v2,
-        assignedBrokerServiceUrlTls=v3,
+        producer_id=uint64_value(v_producer_id, "CommandCloseProducer.producer_id"),
+        request_id=uint64_value(v_request_id, "CommandCloseProducer.request_id"),
+        assignedBrokerServiceUrl=v_assignedBrokerServiceUrl,
+        assignedBrokerServiceUrlTls=v_assignedBrokerServiceUrlTls,
     )
     return value
 
@@ -4715,15 +4907,17 @@ def _arrow_CommandCloseProducer(values: Sequence[pulsar_api.CommandCloseProducer
     if not rows:
         return null_column(len(values), _ARROW_CommandCloseProducer)
     fields = _FIELDS_CommandCloseProducer
-    v0 = [m.producer_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.request_id for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    v2 = [m._assignedBrokerServiceUrl for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m._assignedBrokerServiceUrlTls for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    arrays = [c0, c1, c2, c3]
+    v_producer_id = [m.producer_id for m in rows]
+    c_producer_id = uint64_array(v_producer_id, fields[0].type)
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[1].type)
+    v_assignedBrokerServiceUrl = [m._assignedBrokerServiceUrl for m in rows]
+    c_assignedBrokerServiceUrl = pa.array(v_assignedBrokerServiceUrl, fields[2].type)
+    v_assignedBrokerServiceUrlTls = [m._assignedBrokerServiceUrlTls for m in rows]
+    c_assignedBrokerServiceUrlTls = pa.array(v_assignedBrokerServiceUrlTls, fields[3].type)
+    arrays = [
+        c_producer_id, c_request_id, c_assignedBrokerServiceUrl, c_assignedBrokerServiceUrlTls,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4740,15 +4934,15 @@ def _row_CommandCloseConsumer(m: pulsar_api.CommandCloseConsumer) -> dict[str, A
 def _value_CommandCloseConsumer(row: RowLike) -> pulsar_api.CommandCloseConsumer:
     """The CommandCloseConsumer a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["consumer_id"]
-    v1 = r["request_id"]
-    v2 = r["assignedBrokerServiceUrl"]
-    v3 = r["assignedBrokerServiceUrlTls"]
+    v_consumer_id = r["consumer_id"]
+    v_request_id = r["request_id"]
+    v_assignedBrokerServiceUrl = r["assignedBrokerServiceUrl"]
+    v_assignedBrokerServiceUrlTls = r["assignedBrokerServiceUrlTls"]
     value = pulsar_api.CommandCloseConsumer(
-        consumer_id=uint64_value(v0, "CommandCloseConsumer.consumer_id"),
-        request_id=uint64_value(v1, "CommandCloseConsumer.request_id"),
-        assignedBrokerServiceUrl=v2,
-        assignedBrokerServiceUrlTls=v3,
+        consumer_id=uint64_value(v_consumer_id, "CommandCloseConsumer.consumer_id"),
+        request_id=uint64_value(v_request_id, "CommandCloseConsumer.request_id"),
+        assignedBrokerServiceUrl=v_assignedBrokerServiceUrl,
+        assignedBrokerServiceUrlTls=v_assignedBrokerServiceUrlTls,
     )
     return value
 
@@ -4759,15 +4953,17 @@ def _arrow_CommandCloseConsumer(values: Sequence[pulsar_api.CommandCloseConsumer
     if not rows:
         return null_column(len(values), _ARROW_CommandCloseConsumer)
     fields = _FIELDS_CommandCloseConsumer
-    v0 = [m.consumer_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.request_id for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    v2 = [m._assignedBrokerServiceUrl for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m._assignedBrokerServiceUrlTls for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    arrays = [c0, c1, c2, c3]
+    v_consumer_id = [m.consumer_id for m in rows]
+    c_consumer_id = uint64_array(v_consumer_id, fields[0].type)
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[1].type)
+    v_assignedBrokerServiceUrl = [m._assignedBrokerServiceUrl for m in rows]
+    c_assignedBrokerServiceUrl = pa.array(v_assignedBrokerServiceUrl, fields[2].type)
+    v_assignedBrokerServiceUrlTls = [m._assignedBrokerServiceUrlTls for m in rows]
+    c_assignedBrokerServiceUrlTls = pa.array(v_assignedBrokerServiceUrlTls, fields[3].type)
+    arrays = [
+        c_consumer_id, c_request_id, c_assignedBrokerServiceUrl, c_assignedBrokerServiceUrlTls,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4775,12 +4971,12 @@ def _row_CommandRedeliverUnacknowledgedMessages(
     m: pulsar_api.CommandRedeliverUnacknowledgedMessages
 ) -> dict[str, Any]:
     """The row of a CommandRedeliverUnacknowledgedMessages: field name -> row value."""
-    x1 = m.message_ids
-    x2 = m._consumer_epoch
+    x_message_ids = m.message_ids
+    x_consumer_epoch = m._consumer_epoch
     return {
         "consumer_id": Decimal(m.consumer_id),
-        "message_ids": [_row_MessageIdData(y) for y in x1],
-        "consumer_epoch": None if x2 is None else Decimal(x2),
+        "message_ids": [_row_MessageIdData(y) for y in x_message_ids],
+        "consumer_epoch": None if x_consumer_epoch is None else Decimal(x_consumer_epoch),
     }
 
 
@@ -4789,16 +4985,22 @@ def _value_CommandRedeliverUnacknowledgedMessages(
 ) -> pulsar_api.CommandRedeliverUnacknowledgedMessages:
     """The CommandRedeliverUnacknowledgedMessages a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["consumer_id"]
-    v1 = r["message_ids"]
-    v2 = r["consumer_epoch"]
+    v_consumer_id = r["consumer_id"]
+    v_message_ids = r["message_ids"]
+    v_consumer_epoch = r["consumer_epoch"]
     value = pulsar_api.CommandRedeliverUnacknowledgedMessages(
-        consumer_id=uint64_value(v0, "CommandRedeliverUnacknowledgedMessages.consumer_id"),
-        message_ids=[_value_MessageIdData(y) for y in v1 or ()],
+        consumer_id=uint64_value(
+            v_consumer_id,
+            "CommandRedeliverUnacknowledgedMessages.consumer_id",
+        ),
+        message_ids=[_value_MessageIdData(y) for y in v_message_ids or ()],
         consumer_epoch=(
             None
-            if v2 is None
-            else uint64_value(v2, "CommandRedeliverUnacknowledgedMessages.consumer_epoch")
+            if v_consumer_epoch is None
+            else uint64_value(
+                v_consumer_epoch,
+                "CommandRedeliverUnacknowledgedMessages.consumer_epoch",
+            )
         ),
     )
     return value
@@ -4812,33 +5014,33 @@ def _arrow_CommandRedeliverUnacknowledgedMessages(
     if not rows:
         return null_column(len(values), _ARROW_CommandRedeliverUnacknowledgedMessages)
     fields = _FIELDS_CommandRedeliverUnacknowledgedMessages
-    v0 = [m.consumer_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.message_ids for m in rows]
-    c1 = list_array(v1, _arrow_MessageIdData, fields[1].type)
-    v2 = [m._consumer_epoch for m in rows]
-    c2 = uint64_array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_consumer_id = [m.consumer_id for m in rows]
+    c_consumer_id = uint64_array(v_consumer_id, fields[0].type)
+    v_message_ids = [m.message_ids for m in rows]
+    c_message_ids = list_array(v_message_ids, _arrow_MessageIdData, fields[1].type)
+    v_consumer_epoch = [m._consumer_epoch for m in rows]
+    c_consumer_epoch = uint64_array(v_consumer_epoch, fields[2].type)
+    arrays = [c_consumer_id, c_message_ids, c_consumer_epoch]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_CommandSuccess(m: pulsar_api.CommandSuccess) -> dict[str, Any]:
     """The row of a CommandSuccess: field name -> row value."""
-    x1 = m.schema
+    x_schema = m.schema
     return {
         "request_id": Decimal(m.request_id),
-        "schema": None if x1 is None else _row_Schema(x1),
+        "schema": None if x_schema is None else _row_Schema(x_schema),
     }
 
 
 def _value_CommandSuccess(row: RowLike) -> pulsar_api.CommandSuccess:
     """The CommandSuccess a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["schema"]
+    v_request_id = r["request_id"]
+    v_schema = r["schema"]
     value = pulsar_api.CommandSuccess(
-        request_id=uint64_value(v0, "CommandSuccess.request_id"),
-        schema=None if v1 is None else _value_Schema(v1),
+        request_id=uint64_value(v_request_id, "CommandSuccess.request_id"),
+        schema=None if v_schema is None else _value_Schema(v_schema),
     )
     return value
 
@@ -4849,23 +5051,23 @@ def _arrow_CommandSuccess(values: Sequence[pulsar_api.CommandSuccess | None]) ->
     if not rows:
         return null_column(len(values), _ARROW_CommandSuccess)
     fields = _FIELDS_CommandSuccess
-    v0 = [m.request_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.schema for m in rows]
-    c1 = _arrow_Schema(v1)
-    arrays = [c0, c1]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[0].type)
+    v_schema = [m.schema for m in rows]
+    c_schema = _arrow_Schema(v_schema)
+    arrays = [c_request_id, c_schema]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_CommandProducerSuccess(m: pulsar_api.CommandProducerSuccess) -> dict[str, Any]:
     """The row of a CommandProducerSuccess: field name -> row value."""
-    x4 = m._topic_epoch
+    x_topic_epoch = m._topic_epoch
     return {
         "request_id": Decimal(m.request_id),
         "producer_name": m.producer_name,
         "last_sequence_id": m._last_sequence_id,
         "schema_version": m._schema_version,
-        "topic_epoch": None if x4 is None else Decimal(x4),
+        "topic_epoch": None if x_topic_epoch is None else Decimal(x_topic_epoch),
         "producer_ready": m._producer_ready,
     }
 
@@ -4873,19 +5075,23 @@ def _row_CommandProducerSuccess(m: pulsar_api.CommandProducerSuccess) -> dict[st
 def _value_CommandProducerSuccess(row: RowLike) -> pulsar_api.CommandProducerSuccess:
     """The CommandProducerSuccess a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["producer_name"]
-    v2 = r["last_sequence_id"]
-    v3 = r["schema_version"]
-    v4 = r["topic_epoch"]
-    v5 = r["producer_ready"]
+    v_request_id = r["request_id"]
+    v_producer_name = r["producer_name"]
+    v_last_sequence_id = r["last_sequence_id"]
+    v_schema_version = r["schema_version"]
+    v_topic_epoch = r["topic_epoch"]
+    v_producer_ready = r["producer_ready"]
     value = pulsar_api.CommandProducerSuccess(
-        request_id=uint64_value(v0, "CommandProducerSuccess.request_id"),
-        producer_name=required(v1, "CommandProducerSuccess.producer_name"),
-        last_sequence_id=v2,
-        schema_version=None if v3 is None else binary_value(v3),
-        topic_epoch=None if v4 is None else uint64_value(v4, "CommandProducerSuccess.topic_epoch"),
-        producer_ready=v5,
+        request_id=uint64_value(v_request_id, "CommandProducerSuccess.request_id"),
+        producer_name=required(v_producer_name, "CommandProducerSuccess.producer_name"),
+        last_sequence_id=v_last_sequence_id,
+        schema_version=None if v_schema_version is None else binary_value(v_schema_version),
+        topic_epoch=(
+            None
+            if v_topic_epoch is None
+            else uint64_value(v_topic_epoch, "CommandProducerSuccess.topic_epoch")
+        ),
+        producer_ready=v_producer_ready,
     )
     return value
 
@@ -4898,19 +5104,22 @@ def _arrow_CommandProducerSuccess(
     if not rows:
         return null_column(len(values), _ARROW_CommandProducerSuccess)
     fields = _FIELDS_CommandProducerSuccess
-    v0 = [m.request_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.producer_name for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m._last_sequence_id for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m._schema_version for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m._topic_epoch for m in rows]
-    c4 = uint64_array(v4, fields[4].type)
-    v5 = [m._producer_ready for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    arrays = [c0, c1, c2, c3, c4, c5]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[0].type)
+    v_producer_name = [m.producer_name for m in rows]
+    c_producer_name = pa.array(v_producer_name, fields[1].type)
+    v_last_sequence_id = [m._last_sequence_id for m in rows]
+    c_last_sequence_id = pa.array(v_last_sequence_id, fields[2].type)
+    v_schema_version = [m._schema_version for m in rows]
+    c_schema_version = pa.array(v_schema_version, fields[3].type)
+    v_topic_epoch = [m._topic_epoch for m in rows]
+    c_topic_epoch = uint64_array(v_topic_epoch, fields[4].type)
+    v_producer_ready = [m._producer_ready for m in rows]
+    c_producer_ready = pa.array(v_producer_ready, fields[5].type)
+    arrays = [
+        c_request_id, c_producer_name, c_last_sequence_id, c_schema_version, c_topic_epoch,
+        c_producer_ready,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4927,21 +5136,21 @@ def _value_CommandError(row: RowLike) -> pulsar_api.CommandError:
     """The CommandError a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["request_id"]
-    v1 = r["error"]
-    e1 = closed_enum(
-        v1,
+    v_request_id = r["request_id"]
+    v_error = r["error"]
+    e_error = closed_enum(
+        v_error,
         _NUMBERS_ServerError,
         pulsar_api.ServerError,
         b"\x10",
         unknown,
         "CommandError.error",
     )
-    v2 = r["message"]
+    v_message = r["message"]
     value = pulsar_api.CommandError(
-        request_id=uint64_value(v0, "CommandError.request_id"),
-        error=required_enum(e1, "CommandError.error"),
-        message=required(v2, "CommandError.message"),
+        request_id=uint64_value(v_request_id, "CommandError.request_id"),
+        error=required_enum(e_error, "CommandError.error"),
+        message=required(v_message, "CommandError.message"),
     )
     if unknown:
         value._unknown = bytes(unknown)
@@ -4954,13 +5163,13 @@ def _arrow_CommandError(values: Sequence[pulsar_api.CommandError | None]) -> Any
     if not rows:
         return null_column(len(values), _ARROW_CommandError)
     fields = _FIELDS_CommandError
-    v0 = [m.request_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.error for m in rows]
-    c1 = enum_array(v1, _NAMES_ServerError)
-    v2 = [m.message for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[0].type)
+    v_error = [m.error for m in rows]
+    c_error = enum_array(v_error, _NAMES_ServerError)
+    v_message = [m.message for m in rows]
+    c_message = pa.array(v_message, fields[2].type)
+    arrays = [c_request_id, c_error, c_message]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -5013,11 +5222,11 @@ def _row_CommandConsumerStats(m: pulsar_api.CommandConsumerStats) -> dict[str, A
 def _value_CommandConsumerStats(row: RowLike) -> pulsar_api.CommandConsumerStats:
     """The CommandConsumerStats a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["consumer_id"]
+    v_request_id = r["request_id"]
+    v_consumer_id = r["consumer_id"]
     value = pulsar_api.CommandConsumerStats(
-        request_id=uint64_value(v0, "CommandConsumerStats.request_id"),
-        consumer_id=uint64_value(v1, "CommandConsumerStats.consumer_id"),
+        request_id=uint64_value(v_request_id, "CommandConsumerStats.request_id"),
+        consumer_id=uint64_value(v_consumer_id, "CommandConsumerStats.consumer_id"),
     )
     return value
 
@@ -5028,36 +5237,40 @@ def _arrow_CommandConsumerStats(values: Sequence[pulsar_api.CommandConsumerStats
     if not rows:
         return null_column(len(values), _ARROW_CommandConsumerStats)
     fields = _FIELDS_CommandConsumerStats
-    v0 = [m.request_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.consumer_id for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[0].type)
+    v_consumer_id = [m.consumer_id for m in rows]
+    c_consumer_id = uint64_array(v_consumer_id, fields[1].type)
+    arrays = [c_request_id, c_consumer_id]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_CommandConsumerStatsResponse(m: pulsar_api.CommandConsumerStatsResponse) -> dict[str, Any]:
     """The row of a CommandConsumerStatsResponse: field name -> row value."""
-    x1 = m._error_code
-    x7 = m._availablePermits
-    x8 = m._unackedMessages
-    x14 = m._msgBacklog
+    x_error_code = m._error_code
+    x_availablePermits = m._availablePermits
+    x_unackedMessages = m._unackedMessages
+    x_msgBacklog = m._msgBacklog
     return {
         "request_id": Decimal(m.request_id),
-        "error_code": _NAMES_ServerError[x1] if x1 is not None else unknown_enum(m._unknown, 2),
+        "error_code": (
+            _NAMES_ServerError[x_error_code]
+            if x_error_code is not None
+            else unknown_enum(m._unknown, 2)
+        ),
         "error_message": m._error_message,
         "msgRateOut": m._msgRateOut,
         "msgThroughputOut": m._msgThroughputOut,
         "msgRateRedeliver": m._msgRateRedeliver,
         "consumerName": m._consumerName,
-        "availablePermits": None if x7 is None else Decimal(x7),
-        "unackedMessages": None if x8 is None else Decimal(x8),
+        "availablePermits": None if x_availablePermits is None else Decimal(x_availablePermits),
+        "unackedMessages": None if x_unackedMessages is None else Decimal(x_unackedMessages),
         "blockedConsumerOnUnackedMsgs": m._blockedConsumerOnUnackedMsgs,
         "address": m._address,
         "connectedSince": m._connectedSince,
         "type": m._type_,
         "msgRateExpired": m._msgRateExpired,
-        "msgBacklog": None if x14 is None else Decimal(x14),
+        "msgBacklog": None if x_msgBacklog is None else Decimal(x_msgBacklog),
         "messageAckRate": m._messageAckRate,
     }
 
@@ -5066,55 +5279,59 @@ def _value_CommandConsumerStatsResponse(row: RowLike) -> pulsar_api.CommandConsu
     """The CommandConsumerStatsResponse a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["request_id"]
-    v1 = r["error_code"]
-    e1 = closed_enum(
-        v1,
+    v_request_id = r["request_id"]
+    v_error_code = r["error_code"]
+    e_error_code = closed_enum(
+        v_error_code,
         _NUMBERS_ServerError,
         pulsar_api.ServerError,
         b"\x10",
         unknown,
         "CommandConsumerStatsResponse.error_code",
     )
-    v2 = r["error_message"]
-    v3 = r["msgRateOut"]
-    v4 = r["msgThroughputOut"]
-    v5 = r["msgRateRedeliver"]
-    v6 = r["consumerName"]
-    v7 = r["availablePermits"]
-    v8 = r["unackedMessages"]
-    v9 = r["blockedConsumerOnUnackedMsgs"]
-    v10 = r["address"]
-    v11 = r["connectedSince"]
-    v12 = r["type"]
-    v13 = r["msgRateExpired"]
-    v14 = r["msgBacklog"]
-    v15 = r["messageAckRate"]
+    v_error_message = r["error_message"]
+    v_msgRateOut = r["msgRateOut"]
+    v_msgThroughputOut = r["msgThroughputOut"]
+    v_msgRateRedeliver = r["msgRateRedeliver"]
+    v_consumerName = r["consumerName"]
+    v_availablePermits = r["availablePermits"]
+    v_unackedMessages = r["unackedMessages"]
+    v_blockedConsumerOnUnackedMsgs = r["blockedConsumerOnUnackedMsgs"]
+    v_address = r["address"]
+    v_connectedSince = r["connectedSince"]
+    v_type_ = r["type"]
+    v_msgRateExpired = r["msgRateExpired"]
+    v_msgBacklog = r["msgBacklog"]
+    v_messageAckRate = r["messageAckRate"]
     value = pulsar_api.CommandConsumerStatsResponse(
-        request_id=uint64_value(v0, "CommandConsumerStatsResponse.request_id"),
-        error_code=e1,
-        error_message=v2,
-        msgRateOut=v3,
-        msgThroughputOut=v4,
-        msgRateRedeliver=v5,
-        consumerName=v6,
+        request_id=uint64_value(v_request_id, "CommandConsumerStatsResponse.request_id"),
+        error_code=e_error_code,
+        error_message=v_error_message,
+        msgRateOut=v_msgRateOut,
+        msgThroughputOut=v_msgThroughputOut,
+        msgRateRedeliver=v_msgRateRedeliver,
+        consumerName=v_consumerName,
         availablePermits=(
             None
-            if v7 is None
-            else uint64_value(v7, "CommandConsumerStatsResponse.availablePermits")
+            if v_availablePermits is None
+            else uint64_value(v_availablePermits, "CommandConsumerStatsResponse.availablePermits")
         ),
         unackedMessages=(
-            None if v8 is None else uint64_value(v8, "CommandConsumerStatsResponse.unackedMessages")
+            None
+            if v_unackedMessages is None
+            else uint64_value(v_unackedMessages, "CommandConsumerStatsResponse.unackedMessages")
         ),
-        blockedConsumerOnUnackedMsgs=v9,
-        address=v10,
-        connectedSince=v11,
-        type_=v12,
-        msgRateExpired=v13,
+        blockedConsumerOnUnackedMsgs=v_blockedConsumerOnUnackedMsgs,
+        address=v_address,
+        connectedSince=v_connectedSince,
+        type_=v_type_,
+        msgRateExpired=v_msgRateExpired,
         msgBacklog=(
-            None if v14 is None else uint64_value(v14, "CommandConsumerStatsResponse.msgBacklog")
+            None
+            if v_msgBacklog is None
+            else uint64_value(v_msgBacklog, "CommandConsumerStatsResponse.msgBacklog")
         ),
-        messageAckRate=v15,
+        messageAckRate=v_messageAckRate,
     )
     if unknown:
         value._unknown = bytes(unknown)
@@ -5130,39 +5347,44 @@ def _arrow_CommandConsumerStatsResponse(
         return null_column(len(values), _ARROW_CommandConsumerStatsResponse)
     fields = _FIELDS_CommandConsumerStatsResponse
     unknown = [m._unknown for m in rows]
-    v0 = [m.request_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m._error_code for m in rows]
-    c1 = enum_array(v1, _NAMES_ServerError, unknown, 2)
-    v2 = [m._error_message for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m._msgRateOut for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m._msgThroughputOut for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m._msgRateRedeliver for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    v6 = [m._consumerName for m in rows]
-    c6 = pa.array(v6, fields[6].type)
-    v7 = [m._availablePermits for m in rows]
-    c7 = uint64_array(v7, fields[7].type)
-    v8 = [m._unackedMessages for m in rows]
-    c8 = uint64_array(v8, fields[8].type)
-    v9 = [m._blockedConsumerOnUnackedMsgs for m in rows]
-    c9 = pa.array(v9, fields[9].type)
-    v10 = [m._address for m in rows]
-    c10 = pa.array(v10, fields[10].type)
-    v11 = [m._connectedSince for m in rows]
-    c11 = pa.array(v11, fields[11].type)
-    v12 = [m._type_ for m in rows]
-    c12 = pa.array(v12, fields[12].type)
-    v13 = [m._msgRateExpired for m in rows]
-    c13 = pa.array(v13, fields[13].type)
-    v14 = [m._msgBacklog for m in rows]
-    c14 = uint64_array(v14, fields[14].type)
-    v15 = [m._messageAckRate for m in rows]
-    c15 = pa.array(v15, fields[15].type)
-    arrays = [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[0].type)
+    v_error_code = [m._error_code for m in rows]
+    c_error_code = enum_array(v_error_code, _NAMES_ServerError, unknown, 2)
+    v_error_message = [m._error_message for m in rows]
+    c_error_message = pa.array(v_error_message, fields[2].type)
+    v_msgRateOut = [m._msgRateOut for m in rows]
+    c_msgRateOut = pa.array(v_msgRateOut, fields[3].type)
+    v_msgThroughputOut = [m._msgThroughputOut for m in rows]
+    c_msgThroughputOut = pa.array(v_msgThroughputOut, fields[4].type)
+    v_msgRateRedeliver = [m._msgRateRedeliver for m in rows]
+    c_msgRateRedeliver = pa.array(v_msgRateRedeliver, fields[5].type)
+    v_consumerName = [m._consumerName for m in rows]
+    c_consumerName = pa.array(v_consumerName, fields[6].type)
+    v_availablePermits = [m._availablePermits for m in rows]
+    c_availablePermits = uint64_array(v_availablePermits, fields[7].type)
+    v_unackedMessages = [m._unackedMessages for m in rows]
+    c_unackedMessages = uint64_array(v_unackedMessages, fields[8].type)
+    v_blockedConsumerOnUnackedMsgs = [m._blockedConsumerOnUnackedMsgs for m in rows]
+    c_blockedConsumerOnUnackedMsgs = pa.array(v_blockedConsumerOnUnackedMsgs, fields[9].type)
+    v_address = [m._address for m in rows]
+    c_address = pa.array(v_address, fields[10].type)
+    v_connectedSince = [m._connectedSince for m in rows]
+    c_connectedSince = pa.array(v_connectedSince, fields[11].type)
+    v_type_ = [m._type_ for m in rows]
+    c_type_ = pa.array(v_type_, fields[12].type)
+    v_msgRateExpired = [m._msgRateExpired for m in rows]
+    c_msgRateExpired = pa.array(v_msgRateExpired, fields[13].type)
+    v_msgBacklog = [m._msgBacklog for m in rows]
+    c_msgBacklog = uint64_array(v_msgBacklog, fields[14].type)
+    v_messageAckRate = [m._messageAckRate for m in rows]
+    c_messageAckRate = pa.array(v_messageAckRate, fields[15].type)
+    arrays = [
+        c_request_id, c_error_code, c_error_message, c_msgRateOut, c_msgThroughputOut,
+        c_msgRateRedeliver, c_consumerName, c_availablePermits, c_unackedMessages,
+        c_blockedConsumerOnUnackedMsgs, c_address, c_connectedSince, c_type_, c_msgRateExpired,
+        c_msgBacklog, c_messageAckRate,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -5177,11 +5399,11 @@ def _row_CommandGetLastMessageId(m: pulsar_api.CommandGetLastMessageId) -> dict[
 def _value_CommandGetLastMessageId(row: RowLike) -> pulsar_api.CommandGetLastMessageId:
     """The CommandGetLastMessageId a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["consumer_id"]
-    v1 = r["request_id"]
+    v_consumer_id = r["consumer_id"]
+    v_request_id = r["request_id"]
     value = pulsar_api.CommandGetLastMessageId(
-        consumer_id=uint64_value(v0, "CommandGetLastMessageId.consumer_id"),
-        request_id=uint64_value(v1, "CommandGetLastMessageId.request_id"),
+        consumer_id=uint64_value(v_consumer_id, "CommandGetLastMessageId.consumer_id"),
+        request_id=uint64_value(v_request_id, "CommandGetLastMessageId.request_id"),
     )
     return value
 
@@ -5194,11 +5416,11 @@ def _arrow_CommandGetLastMessageId(
     if not rows:
         return null_column(len(values), _ARROW_CommandGetLastMessageId)
     fields = _FIELDS_CommandGetLastMessageId
-    v0 = [m.consumer_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.request_id for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_consumer_id = [m.consumer_id for m in rows]
+    c_consumer_id = uint64_array(v_consumer_id, fields[0].type)
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[1].type)
+    arrays = [c_consumer_id, c_request_id]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -5206,11 +5428,15 @@ def _row_CommandGetLastMessageIdResponse(
     m: pulsar_api.CommandGetLastMessageIdResponse
 ) -> dict[str, Any]:
     """The row of a CommandGetLastMessageIdResponse: field name -> row value."""
-    x2 = m.consumer_mark_delete_position
+    x_consumer_mark_delete_position = m.consumer_mark_delete_position
     return {
         "last_message_id": _row_MessageIdData(m.last_message_id),
         "request_id": Decimal(m.request_id),
-        "consumer_mark_delete_position": None if x2 is None else _row_MessageIdData(x2),
+        "consumer_mark_delete_position": (
+            None
+            if x_consumer_mark_delete_position is None
+            else _row_MessageIdData(x_consumer_mark_delete_position)
+        ),
     }
 
 
@@ -5219,15 +5445,19 @@ def _value_CommandGetLastMessageIdResponse(
 ) -> pulsar_api.CommandGetLastMessageIdResponse:
     """The CommandGetLastMessageIdResponse a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["last_message_id"]
-    v1 = r["request_id"]
-    v2 = r["consumer_mark_delete_position"]
+    v_last_message_id = r["last_message_id"]
+    v_request_id = r["request_id"]
+    v_consumer_mark_delete_position = r["consumer_mark_delete_position"]
     value = pulsar_api.CommandGetLastMessageIdResponse(
         last_message_id=_value_MessageIdData(
-            required(v0, "CommandGetLastMessageIdResponse.last_message_id"),
+            required(v_last_message_id, "CommandGetLastMessageIdResponse.last_message_id"),
         ),
-        request_id=uint64_value(v1, "CommandGetLastMessageIdResponse.request_id"),
-        consumer_mark_delete_position=None if v2 is None else _value_MessageIdData(v2),
+        request_id=uint64_value(v_request_id, "CommandGetLastMessageIdResponse.request_id"),
+        consumer_mark_delete_position=(
+            None
+            if v_consumer_mark_delete_position is None
+            else _value_MessageIdData(v_consumer_mark_delete_position)
+        ),
     )
     return value
 
@@ -5240,31 +5470,31 @@ def _arrow_CommandGetLastMessageIdResponse(
     if not rows:
         return null_column(len(values), _ARROW_CommandGetLastMessageIdResponse)
     fields = _FIELDS_CommandGetLastMessageIdResponse
-    v0 = [m.last_message_id for m in rows]
-    c0 = _arrow_MessageIdData(v0)
-    v1 = [m.request_id for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    v2 = [m.consumer_mark_delete_position for m in rows]
-    c2 = _arrow_MessageIdData(v2)
-    arrays = [c0, c1, c2]
+    v_last_message_id = [m.last_message_id for m in rows]
+    c_last_message_id = _arrow_MessageIdData(v_last_message_id)
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[1].type)
+    v_consumer_mark_delete_position = [m.consumer_mark_delete_position for m in rows]
+    c_consumer_mark_delete_position = _arrow_MessageIdData(v_consumer_mark_delete_position)
+    arrays = [c_last_message_id, c_request_id, c_consumer_mark_delete_position]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_CommandGetTopicsOfNamespace(m: pulsar_api.CommandGetTopicsOfNamespace) -> dict[str, Any]:
     """The row of a CommandGetTopicsOfNamespace: field name -> row value."""
-    x2 = m._mode
-    x5 = m.properties
+    x_mode = m._mode
+    x_properties = m.properties
     return {
         "request_id": Decimal(m.request_id),
         "namespace": m.namespace,
         "mode": (
-            _NAMES_CommandGetTopicsOfNamespace_Mode[x2]
-            if x2 is not None
+            _NAMES_CommandGetTopicsOfNamespace_Mode[x_mode]
+            if x_mode is not None
             else unknown_enum(m._unknown, 3)
         ),
         "topics_pattern": m._topics_pattern,
         "topics_hash": m._topics_hash,
-        "properties": [_row_KeyValue(y) for y in x5],
+        "properties": [_row_KeyValue(y) for y in x_properties],
     }
 
 
@@ -5272,27 +5502,27 @@ def _value_CommandGetTopicsOfNamespace(row: RowLike) -> pulsar_api.CommandGetTop
     """The CommandGetTopicsOfNamespace a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["request_id"]
-    v1 = r["namespace"]
-    v2 = r["mode"]
-    e2 = closed_enum(
-        v2,
+    v_request_id = r["request_id"]
+    v_namespace = r["namespace"]
+    v_mode = r["mode"]
+    e_mode = closed_enum(
+        v_mode,
         _NUMBERS_CommandGetTopicsOfNamespace_Mode,
         pulsar_api.CommandGetTopicsOfNamespace.Mode,
         b"\x18",
         unknown,
         "CommandGetTopicsOfNamespace.mode",
     )
-    v3 = r["topics_pattern"]
-    v4 = r["topics_hash"]
-    v5 = r["properties"]
+    v_topics_pattern = r["topics_pattern"]
+    v_topics_hash = r["topics_hash"]
+    v_properties = r["properties"]
     value = pulsar_api.CommandGetTopicsOfNamespace(
-        request_id=uint64_value(v0, "CommandGetTopicsOfNamespace.request_id"),
-        namespace=required(v1, "CommandGetTopicsOfNamespace.namespace"),
-        mode=e2,
-        topics_pattern=v3,
-        topics_hash=v4,
-        properties=[_value_KeyValue(y) for y in v5 or ()],
+        request_id=uint64_value(v_request_id, "CommandGetTopicsOfNamespace.request_id"),
+        namespace=required(v_namespace, "CommandGetTopicsOfNamespace.namespace"),
+        mode=e_mode,
+        topics_pattern=v_topics_pattern,
+        topics_hash=v_topics_hash,
+        properties=[_value_KeyValue(y) for y in v_properties or ()],
     )
     if unknown:
         value._unknown = bytes(unknown)
@@ -5308,19 +5538,19 @@ def _arrow_CommandGetTopicsOfNamespace(
         return null_column(len(values), _ARROW_CommandGetTopicsOfNamespace)
     fields = _FIELDS_CommandGetTopicsOfNamespace
     unknown = [m._unknown for m in rows]
-    v0 = [m.request_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.namespace for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m._mode for m in rows]
-    c2 = enum_array(v2, _NAMES_CommandGetTopicsOfNamespace_Mode, unknown, 3)
-    v3 = [m._topics_pattern for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m._topics_hash for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m.properties for m in rows]
-    c5 = list_array(v5, _arrow_KeyValue, fields[5].type)
-    arrays = [c0, c1, c2, c3, c4, c5]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[0].type)
+    v_namespace = [m.namespace for m in rows]
+    c_namespace = pa.array(v_namespace, fields[1].type)
+    v_mode = [m._mode for m in rows]
+    c_mode = enum_array(v_mode, _NAMES_CommandGetTopicsOfNamespace_Mode, unknown, 3)
+    v_topics_pattern = [m._topics_pattern for m in rows]
+    c_topics_pattern = pa.array(v_topics_pattern, fields[3].type)
+    v_topics_hash = [m._topics_hash for m in rows]
+    c_topics_hash = pa.array(v_topics_hash, fields[4].type)
+    v_properties = [m.properties for m in rows]
+    c_properties = list_array(v_properties, _arrow_KeyValue, fields[5].type)
+    arrays = [c_request_id, c_namespace, c_mode, c_topics_pattern, c_topics_hash, c_properties]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -5342,17 +5572,17 @@ def _value_CommandGetTopicsOfNamespaceResponse(
 ) -> pulsar_api.CommandGetTopicsOfNamespaceResponse:
     """The CommandGetTopicsOfNamespaceResponse a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["topics"]
-    v2 = r["filtered"]
-    v3 = r["topics_hash"]
-    v4 = r["changed"]
+    v_request_id = r["request_id"]
+    v_topics = r["topics"]
+    v_filtered = r["filtered"]
+    v_topics_hash = r["topics_hash"]
+    v_changed = r["changed"]
     value = pulsar_api.CommandGetTopicsOfNamespaceResponse(
-        request_id=uint64_value(v0, "CommandGetTopicsOfNamespaceResponse.request_id"),
-        topics=list(v1 or ()),
-        filtered=v2,
-        topics_hash=v3,
-        changed=v4,
+        request_id=uint64_value(v_request_id, "CommandGetTopicsOfNamespaceResponse.request_id"),
+        topics=list(v_topics or ()),
+        filtered=v_filtered,
+        topics_hash=v_topics_hash,
+        changed=v_changed,
     )
     return value
 
@@ -5365,17 +5595,17 @@ def _arrow_CommandGetTopicsOfNamespaceResponse(
     if not rows:
         return null_column(len(values), _ARROW_CommandGetTopicsOfNamespaceResponse)
     fields = _FIELDS_CommandGetTopicsOfNamespaceResponse
-    v0 = [m.request_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.topics for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m._filtered for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m._topics_hash for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m._changed for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    arrays = [c0, c1, c2, c3, c4]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[0].type)
+    v_topics = [m.topics for m in rows]
+    c_topics = pa.array(v_topics, fields[1].type)
+    v_filtered = [m._filtered for m in rows]
+    c_filtered = pa.array(v_filtered, fields[2].type)
+    v_topics_hash = [m._topics_hash for m in rows]
+    c_topics_hash = pa.array(v_topics_hash, fields[3].type)
+    v_changed = [m._changed for m in rows]
+    c_changed = pa.array(v_changed, fields[4].type)
+    arrays = [c_request_id, c_topics, c_filtered, c_topics_hash, c_changed]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -5393,17 +5623,17 @@ def _row_CommandWatchTopicList(m: pulsar_api.CommandWatchTopicList) -> dict[str,
 def _value_CommandWatchTopicList(row: RowLike) -> pulsar_api.CommandWatchTopicList:
     """The CommandWatchTopicList a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["watcher_id"]
-    v2 = r["namespace"]
-    v3 = r["topics_pattern"]
-    v4 = r["topics_hash"]
+    v_request_id = r["request_id"]
+    v_watcher_id = r["watcher_id"]
+    v_namespace = r["namespace"]
+    v_topics_pattern = r["topics_pattern"]
+    v_topics_hash = r["topics_hash"]
     value = pulsar_api.CommandWatchTopicList(
-        request_id=uint64_value(v0, "CommandWatchTopicList.request_id"),
-        watcher_id=uint64_value(v1, "CommandWatchTopicList.watcher_id"),
-        namespace=required(v2, "CommandWatchTopicList.namespace"),
-        topics_pattern=required(v3, "CommandWatchTopicList.topics_pattern"),
-        topics_hash=v4,
+        request_id=uint64_value(v_request_id, "CommandWatchTopicList.request_id"),
+        watcher_id=uint64_value(v_watcher_id, "CommandWatchTopicList.watcher_id"),
+        namespace=required(v_namespace, "CommandWatchTopicList.namespace"),
+        topics_pattern=required(v_topics_pattern, "CommandWatchTopicList.topics_pattern"),
+        topics_hash=v_topics_hash,
     )
     return value
 
@@ -5414,17 +5644,17 @@ def _arrow_CommandWatchTopicList(values: Sequence[pulsar_api.CommandWatchTopicLi
     if not rows:
         return null_column(len(values), _ARROW_CommandWatchTopicList)
     fields = _FIELDS_CommandWatchTopicList
-    v0 = [m.request_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.watcher_id for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    v2 = [m.namespace for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.topics_pattern for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m._topics_hash for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    arrays = [c0, c1, c2, c3, c4]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[0].type)
+    v_watcher_id = [m.watcher_id for m in rows]
+    c_watcher_id = uint64_array(v_watcher_id, fields[1].type)
+    v_namespace = [m.namespace for m in rows]
+    c_namespace = pa.array(v_namespace, fields[2].type)
+    v_topics_pattern = [m.topics_pattern for m in rows]
+    c_topics_pattern = pa.array(v_topics_pattern, fields[3].type)
+    v_topics_hash = [m._topics_hash for m in rows]
+    c_topics_hash = pa.array(v_topics_hash, fields[4].type)
+    arrays = [c_request_id, c_watcher_id, c_namespace, c_topics_pattern, c_topics_hash]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -5441,15 +5671,15 @@ def _row_CommandWatchTopicListSuccess(m: pulsar_api.CommandWatchTopicListSuccess
 def _value_CommandWatchTopicListSuccess(row: RowLike) -> pulsar_api.CommandWatchTopicListSuccess:
     """The CommandWatchTopicListSuccess a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["watcher_id"]
-    v2 = r["topic"]
-    v3 = r["topics_hash"]
+    v_request_id = r["request_id"]
+    v_watcher_id = r["watcher_id"]
+    v_topic = r["topic"]
+    v_topics_hash = r["topics_hash"]
     value = pulsar_api.CommandWatchTopicListSuccess(
-        request_id=uint64_value(v0, "CommandWatchTopicListSuccess.request_id"),
-        watcher_id=uint64_value(v1, "CommandWatchTopicListSuccess.watcher_id"),
-        topic=list(v2 or ()),
-        topics_hash=required(v3, "CommandWatchTopicListSuccess.topics_hash"),
+        request_id=uint64_value(v_request_id, "CommandWatchTopicListSuccess.request_id"),
+        watcher_id=uint64_value(v_watcher_id, "CommandWatchTopicListSuccess.watcher_id"),
+        topic=list(v_topic or ()),
+        topics_hash=required(v_topics_hash, "CommandWatchTopicListSuccess.topics_hash"),
     )
     return value
 
@@ -5462,15 +5692,15 @@ def _arrow_CommandWatchTopicListSuccess(
     if not rows:
         return null_column(len(values), _ARROW_CommandWatchTopicListSuccess)
     fields = _FIELDS_CommandWatchTopicListSuccess
-    v0 = [m.request_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.watcher_id for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    v2 = [m.topic for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.topics_hash for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    arrays = [c0, c1, c2, c3]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[0].type)
+    v_watcher_id = [m.watcher_id for m in rows]
+    c_watcher_id = uint64_array(v_watcher_id, fields[1].type)
+    v_topic = [m.topic for m in rows]
+    c_topic = pa.array(v_topic, fields[2].type)
+    v_topics_hash = [m.topics_hash for m in rows]
+    c_topics_hash = pa.array(v_topics_hash, fields[3].type)
+    arrays = [c_request_id, c_watcher_id, c_topic, c_topics_hash]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -5487,15 +5717,15 @@ def _row_CommandWatchTopicUpdate(m: pulsar_api.CommandWatchTopicUpdate) -> dict[
 def _value_CommandWatchTopicUpdate(row: RowLike) -> pulsar_api.CommandWatchTopicUpdate:
     """The CommandWatchTopicUpdate a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["watcher_id"]
-    v1 = r["new_topics"]
-    v2 = r["deleted_topics"]
-    v3 = r["topics_hash"]
+    v_watcher_id = r["watcher_id"]
+    v_new_topics = r["new_topics"]
+    v_deleted_topics = r["deleted_topics"]
+    v_topics_hash = r["topics_hash"]
     value = pulsar_api.CommandWatchTopicUpdate(
-        watcher_id=uint64_value(v0, "CommandWatchTopicUpdate.watcher_id"),
-        new_topics=list(v1 or ()),
-        deleted_topics=list(v2 or ()),
-        topics_hash=required(v3, "CommandWatchTopicUpdate.topics_hash"),
+        watcher_id=uint64_value(v_watcher_id, "CommandWatchTopicUpdate.watcher_id"),
+        new_topics=list(v_new_topics or ()),
+        deleted_topics=list(v_deleted_topics or ()),
+        topics_hash=required(v_topics_hash, "CommandWatchTopicUpdate.topics_hash"),
     )
     return value
 
@@ -5508,15 +5738,15 @@ def _arrow_CommandWatchTopicUpdate(
     if not rows:
         return null_column(len(values), _ARROW_CommandWatchTopicUpdate)
     fields = _FIELDS_CommandWatchTopicUpdate
-    v0 = [m.watcher_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.new_topics for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.deleted_topics for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.topics_hash for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    arrays = [c0, c1, c2, c3]
+    v_watcher_id = [m.watcher_id for m in rows]
+    c_watcher_id = uint64_array(v_watcher_id, fields[0].type)
+    v_new_topics = [m.new_topics for m in rows]
+    c_new_topics = pa.array(v_new_topics, fields[1].type)
+    v_deleted_topics = [m.deleted_topics for m in rows]
+    c_deleted_topics = pa.array(v_deleted_topics, fields[2].type)
+    v_topics_hash = [m.topics_hash for m in rows]
+    c_topics_hash = pa.array(v_topics_hash, fields[3].type)
+    arrays = [c_watcher_id, c_new_topics, c_deleted_topics, c_topics_hash]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -5531,11 +5761,11 @@ def _row_CommandWatchTopicListClose(m: pulsar_api.CommandWatchTopicListClose) ->
 def _value_CommandWatchTopicListClose(row: RowLike) -> pulsar_api.CommandWatchTopicListClose:
     """The CommandWatchTopicListClose a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["watcher_id"]
+    v_request_id = r["request_id"]
+    v_watcher_id = r["watcher_id"]
     value = pulsar_api.CommandWatchTopicListClose(
-        request_id=uint64_value(v0, "CommandWatchTopicListClose.request_id"),
-        watcher_id=uint64_value(v1, "CommandWatchTopicListClose.watcher_id"),
+        request_id=uint64_value(v_request_id, "CommandWatchTopicListClose.request_id"),
+        watcher_id=uint64_value(v_watcher_id, "CommandWatchTopicListClose.watcher_id"),
     )
     return value
 
@@ -5548,31 +5778,31 @@ def _arrow_CommandWatchTopicListClose(
     if not rows:
         return null_column(len(values), _ARROW_CommandWatchTopicListClose)
     fields = _FIELDS_CommandWatchTopicListClose
-    v0 = [m.request_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.watcher_id for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[0].type)
+    v_watcher_id = [m.watcher_id for m in rows]
+    c_watcher_id = uint64_array(v_watcher_id, fields[1].type)
+    arrays = [c_request_id, c_watcher_id]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_SegmentInfoProto(m: pulsar_api.SegmentInfoProto) -> dict[str, Any]:
     """The row of a SegmentInfoProto: field name -> row value."""
-    x4 = m.parent_ids
-    x5 = m.child_ids
-    x7 = m._sealed_at_epoch
-    x9 = m._sealed_at_ms
+    x_parent_ids = m.parent_ids
+    x_child_ids = m.child_ids
+    x_sealed_at_epoch = m._sealed_at_epoch
+    x_sealed_at_ms = m._sealed_at_ms
     return {
         "segment_id": Decimal(m.segment_id),
         "hash_start": m.hash_start,
         "hash_end": m.hash_end,
         "state": _NAMES_SegmentState[m.state],
-        "parent_ids": [Decimal(y) for y in x4],
-        "child_ids": [Decimal(y) for y in x5],
+        "parent_ids": [Decimal(y) for y in x_parent_ids],
+        "child_ids": [Decimal(y) for y in x_child_ids],
         "created_at_epoch": Decimal(m.created_at_epoch),
-        "sealed_at_epoch": None if x7 is None else Decimal(x7),
+        "sealed_at_epoch": None if x_sealed_at_epoch is None else Decimal(x_sealed_at_epoch),
         "created_at_ms": Decimal(m.created_at_ms),
-        "sealed_at_ms": None if x9 is None else Decimal(x9),
+        "sealed_at_ms": None if x_sealed_at_ms is None else Decimal(x_sealed_at_ms),
         "legacy_topic_name": m._legacy_topic_name,
         "entry_bucket_splits": list(m.entry_bucket_splits),
     }
@@ -5582,41 +5812,47 @@ def _value_SegmentInfoProto(row: RowLike) -> pulsar_api.SegmentInfoProto:
     """The SegmentInfoProto a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["segment_id"]
-    v1 = r["hash_start"]
-    v2 = r["hash_end"]
-    v3 = r["state"]
-    e3 = closed_enum(
-        v3,
+    v_segment_id = r["segment_id"]
+    v_hash_start = r["hash_start"]
+    v_hash_end = r["hash_end"]
+    v_state = r["state"]
+    e_state = closed_enum(
+        v_state,
         _NUMBERS_SegmentState,
         pulsar_api.SegmentState,
         b"\x20",
         unknown,
         "SegmentInfoProto.state",
     )
-    v4 = r["parent_ids"]
-    v5 = r["child_ids"]
-    v6 = r["created_at_epoch"]
-    v7 = r["sealed_at_epoch"]
-    v8 = r["created_at_ms"]
-    v9 = r["sealed_at_ms"]
-    v10 = r["legacy_topic_name"]
-    v11 = r["entry_bucket_splits"]
+    v_parent_ids = r["parent_ids"]
+    v_child_ids = r["child_ids"]
+    v_created_at_epoch = r["created_at_epoch"]
+    v_sealed_at_epoch = r["sealed_at_epoch"]
+    v_created_at_ms = r["created_at_ms"]
+    v_sealed_at_ms = r["sealed_at_ms"]
+    v_legacy_topic_name = r["legacy_topic_name"]
+    v_entry_bucket_splits = r["entry_bucket_splits"]
     value = pulsar_api.SegmentInfoProto(
-        segment_id=uint64_value(v0, "SegmentInfoProto.segment_id"),
-        hash_start=required(v1, "SegmentInfoProto.hash_start"),
-        hash_end=required(v2, "SegmentInfoProto.hash_end"),
-        state=required_enum(e3, "SegmentInfoProto.state"),
-        parent_ids=[uint64_value(y, "SegmentInfoProto.parent_ids") for y in v4 or ()],
-        child_ids=[uint64_value(y, "SegmentInfoProto.child_ids") for y in v5 or ()],
-        created_at_epoch=uint64_value(v6, "SegmentInfoProto.created_at_epoch"),
+        segment_id=uint64_value(v_segment_id, "SegmentInfoProto.segment_id"),
+        hash_start=required(v_hash_start, "SegmentInfoProto.hash_start"),
+        hash_end=required(v_hash_end, "SegmentInfoProto.hash_end"),
+        state=required_enum(e_state, "SegmentInfoProto.state"),
+        parent_ids=[uint64_value(y, "SegmentInfoProto.parent_ids") for y in v_parent_ids or ()],
+        child_ids=[uint64_value(y, "SegmentInfoProto.child_ids") for y in v_child_ids or ()],
+        created_at_epoch=uint64_value(v_created_at_epoch, "SegmentInfoProto.created_at_epoch"),
         sealed_at_epoch=(
-            None if v7 is None else uint64_value(v7, "SegmentInfoProto.sealed_at_epoch")
+            None
+            if v_sealed_at_epoch is None
+            else uint64_value(v_sealed_at_epoch, "SegmentInfoProto.sealed_at_epoch")
         ),
-        created_at_ms=uint64_value(v8, "SegmentInfoProto.created_at_ms"),
-        sealed_at_ms=None if v9 is None else uint64_value(v9, "SegmentInfoProto.sealed_at_ms"),
-        legacy_topic_name=v10,
-        entry_bucket_splits=list(v11 or ()),
+        created_at_ms=uint64_value(v_created_at_ms, "SegmentInfoProto.created_at_ms"),
+        sealed_at_ms=(
+            None
+            if v_sealed_at_ms is None
+            else uint64_value(v_sealed_at_ms, "SegmentInfoProto.sealed_at_ms")
+        ),
+        legacy_topic_name=v_legacy_topic_name,
+        entry_bucket_splits=list(v_entry_bucket_splits or ()),
     )
     if unknown:
         value._unknown = bytes(unknown)
@@ -5629,31 +5865,35 @@ def _arrow_SegmentInfoProto(values: Sequence[pulsar_api.SegmentInfoProto | None]
     if not rows:
         return null_column(len(values), _ARROW_SegmentInfoProto)
     fields = _FIELDS_SegmentInfoProto
-    v0 = [m.segment_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.hash_start for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.hash_end for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.state for m in rows]
-    c3 = enum_array(v3, _NAMES_SegmentState)
-    v4 = [m.parent_ids for m in rows]
-    c4 = uint64_array(v4, fields[4].type)
-    v5 = [m.child_ids for m in rows]
-    c5 = uint64_array(v5, fields[5].type)
-    v6 = [m.created_at_epoch for m in rows]
-    c6 = uint64_array(v6, fields[6].type)
-    v7 = [m._sealed_at_epoch for m in rows]
-    c7 = uint64_array(v7, fields[7].type)
-    v8 = [m.created_at_ms for m in rows]
-    c8 = uint64_array(v8, fields[8].type)
-    v9 = [m._sealed_at_ms for m in rows]
-    c9 = uint64_array(v9, fields[9].type)
-    v10 = [m._legacy_topic_name for m in rows]
-    c10 = pa.array(v10, fields[10].type)
-    v11 = [m.entry_bucket_splits for m in rows]
-    c11 = pa.array(v11, fields[11].type)
-    arrays = [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11]
+    v_segment_id = [m.segment_id for m in rows]
+    c_segment_id = uint64_array(v_segment_id, fields[0].type)
+    v_hash_start = [m.hash_start for m in rows]
+    c_hash_start = pa.array(v_hash_start, fields[1].type)
+    v_hash_end = [m.hash_end for m in rows]
+    c_hash_end = pa.array(v_hash_end, fields[2].type)
+    v_state = [m.state for m in rows]
+    c_state = enum_array(v_state, _NAMES_SegmentState)
+    v_parent_ids = [m.parent_ids for m in rows]
+    c_parent_ids = uint64_array(v_parent_ids, fields[4].type)
+    v_child_ids = [m.child_ids for m in rows]
+    c_child_ids = uint64_array(v_child_ids, fields[5].type)
+    v_created_at_epoch = [m.created_at_epoch for m in rows]
+    c_created_at_epoch = uint64_array(v_created_at_epoch, fields[6].type)
+    v_sealed_at_epoch = [m._sealed_at_epoch for m in rows]
+    c_sealed_at_epoch = uint64_array(v_sealed_at_epoch, fields[7].type)
+    v_created_at_ms = [m.created_at_ms for m in rows]
+    c_created_at_ms = uint64_array(v_created_at_ms, fields[8].type)
+    v_sealed_at_ms = [m._sealed_at_ms for m in rows]
+    c_sealed_at_ms = uint64_array(v_sealed_at_ms, fields[9].type)
+    v_legacy_topic_name = [m._legacy_topic_name for m in rows]
+    c_legacy_topic_name = pa.array(v_legacy_topic_name, fields[10].type)
+    v_entry_bucket_splits = [m.entry_bucket_splits for m in rows]
+    c_entry_bucket_splits = pa.array(v_entry_bucket_splits, fields[11].type)
+    arrays = [
+        c_segment_id, c_hash_start, c_hash_end, c_state, c_parent_ids, c_child_ids,
+        c_created_at_epoch, c_sealed_at_epoch, c_created_at_ms, c_sealed_at_ms, c_legacy_topic_name,
+        c_entry_bucket_splits,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -5669,13 +5909,13 @@ def _row_SegmentBrokerAddress(m: pulsar_api.SegmentBrokerAddress) -> dict[str, A
 def _value_SegmentBrokerAddress(row: RowLike) -> pulsar_api.SegmentBrokerAddress:
     """The SegmentBrokerAddress a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["segment_id"]
-    v1 = r["broker_url"]
-    v2 = r["broker_url_tls"]
+    v_segment_id = r["segment_id"]
+    v_broker_url = r["broker_url"]
+    v_broker_url_tls = r["broker_url_tls"]
     value = pulsar_api.SegmentBrokerAddress(
-        segment_id=uint64_value(v0, "SegmentBrokerAddress.segment_id"),
-        broker_url=required(v1, "SegmentBrokerAddress.broker_url"),
-        broker_url_tls=v2,
+        segment_id=uint64_value(v_segment_id, "SegmentBrokerAddress.segment_id"),
+        broker_url=required(v_broker_url, "SegmentBrokerAddress.broker_url"),
+        broker_url_tls=v_broker_url_tls,
     )
     return value
 
@@ -5686,24 +5926,24 @@ def _arrow_SegmentBrokerAddress(values: Sequence[pulsar_api.SegmentBrokerAddress
     if not rows:
         return null_column(len(values), _ARROW_SegmentBrokerAddress)
     fields = _FIELDS_SegmentBrokerAddress
-    v0 = [m.segment_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.broker_url for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m._broker_url_tls for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_segment_id = [m.segment_id for m in rows]
+    c_segment_id = uint64_array(v_segment_id, fields[0].type)
+    v_broker_url = [m.broker_url for m in rows]
+    c_broker_url = pa.array(v_broker_url, fields[1].type)
+    v_broker_url_tls = [m._broker_url_tls for m in rows]
+    c_broker_url_tls = pa.array(v_broker_url_tls, fields[2].type)
+    arrays = [c_segment_id, c_broker_url, c_broker_url_tls]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_ScalableTopicDAG(m: pulsar_api.ScalableTopicDAG) -> dict[str, Any]:
     """The row of a ScalableTopicDAG: field name -> row value."""
-    x1 = m.segments
-    x2 = m.segment_brokers
+    x_segments = m.segments
+    x_segment_brokers = m.segment_brokers
     return {
         "epoch": Decimal(m.epoch),
-        "segments": [_row_SegmentInfoProto(y) for y in x1],
-        "segment_brokers": [_row_SegmentBrokerAddress(y) for y in x2],
+        "segments": [_row_SegmentInfoProto(y) for y in x_segments],
+        "segment_brokers": [_row_SegmentBrokerAddress(y) for y in x_segment_brokers],
         "controller_broker_url": m._controller_broker_url,
         "controller_broker_url_tls": m._controller_broker_url_tls,
     }
@@ -5712,17 +5952,17 @@ def _row_ScalableTopicDAG(m: pulsar_api.ScalableTopicDAG) -> dict[str, Any]:
 def _value_ScalableTopicDAG(row: RowLike) -> pulsar_api.ScalableTopicDAG:
     """The ScalableTopicDAG a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["epoch"]
-    v1 = r["segments"]
-    v2 = r["segment_brokers"]
-    v3 = r["controller_broker_url"]
-    v4 = r["controller_broker_url_tls"]
+    v_epoch = r["epoch"]
+    v_segments = r["segments"]
+    v_segment_brokers = r["segment_brokers"]
+    v_controller_broker_url = r["controller_broker_url"]
+    v_controller_broker_url_tls = r["controller_broker_url_tls"]
     value = pulsar_api.ScalableTopicDAG(
-        epoch=uint64_value(v0, "ScalableTopicDAG.epoch"),
-        segments=[_value_SegmentInfoProto(y) for y in v1 or ()],
-        segment_brokers=[_value_SegmentBrokerAddress(y) for y in v2 or ()],
-        controller_broker_url=v3,
-        controller_broker_url_tls=v4,
+        epoch=uint64_value(v_epoch, "ScalableTopicDAG.epoch"),
+        segments=[_value_SegmentInfoProto(y) for y in v_segments or ()],
+        segment_brokers=[_value_SegmentBrokerAddress(y) for y in v_segment_brokers or ()],
+        controller_broker_url=v_controller_broker_url,
+        controller_broker_url_tls=v_controller_broker_url_tls,
     )
     return value
 
@@ -5733,17 +5973,20 @@ def _arrow_ScalableTopicDAG(values: Sequence[pulsar_api.ScalableTopicDAG | None]
     if not rows:
         return null_column(len(values), _ARROW_ScalableTopicDAG)
     fields = _FIELDS_ScalableTopicDAG
-    v0 = [m.epoch for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.segments for m in rows]
-    c1 = list_array(v1, _arrow_SegmentInfoProto, fields[1].type)
-    v2 = [m.segment_brokers for m in rows]
-    c2 = list_array(v2, _arrow_SegmentBrokerAddress, fields[2].type)
-    v3 = [m._controller_broker_url for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m._controller_broker_url_tls for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    arrays = [c0, c1, c2, c3, c4]
+    v_epoch = [m.epoch for m in rows]
+    c_epoch = uint64_array(v_epoch, fields[0].type)
+    v_segments = [m.segments for m in rows]
+    c_segments = list_array(v_segments, _arrow_SegmentInfoProto, fields[1].type)
+    v_segment_brokers = [m.segment_brokers for m in rows]
+    c_segment_brokers = list_array(v_segment_brokers, _arrow_SegmentBrokerAddress, fields[2].type)
+    v_controller_broker_url = [m._controller_broker_url for m in rows]
+    c_controller_broker_url = pa.array(v_controller_broker_url, fields[3].type)
+    v_controller_broker_url_tls = [m._controller_broker_url_tls for m in rows]
+    c_controller_broker_url_tls = pa.array(v_controller_broker_url_tls, fields[4].type)
+    arrays = [
+        c_epoch, c_segments, c_segment_brokers, c_controller_broker_url,
+        c_controller_broker_url_tls,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -5759,13 +6002,13 @@ def _row_CommandScalableTopicLookup(m: pulsar_api.CommandScalableTopicLookup) ->
 def _value_CommandScalableTopicLookup(row: RowLike) -> pulsar_api.CommandScalableTopicLookup:
     """The CommandScalableTopicLookup a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["session_id"]
-    v1 = r["topic"]
-    v2 = r["create_if_missing"]
+    v_session_id = r["session_id"]
+    v_topic = r["topic"]
+    v_create_if_missing = r["create_if_missing"]
     value = pulsar_api.CommandScalableTopicLookup(
-        session_id=uint64_value(v0, "CommandScalableTopicLookup.session_id"),
-        topic=required(v1, "CommandScalableTopicLookup.topic"),
-        create_if_missing=v2,
+        session_id=uint64_value(v_session_id, "CommandScalableTopicLookup.session_id"),
+        topic=required(v_topic, "CommandScalableTopicLookup.topic"),
+        create_if_missing=v_create_if_missing,
     )
     return value
 
@@ -5778,24 +6021,26 @@ def _arrow_CommandScalableTopicLookup(
     if not rows:
         return null_column(len(values), _ARROW_CommandScalableTopicLookup)
     fields = _FIELDS_CommandScalableTopicLookup
-    v0 = [m.session_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.topic for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m._create_if_missing for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_session_id = [m.session_id for m in rows]
+    c_session_id = uint64_array(v_session_id, fields[0].type)
+    v_topic = [m.topic for m in rows]
+    c_topic = pa.array(v_topic, fields[1].type)
+    v_create_if_missing = [m._create_if_missing for m in rows]
+    c_create_if_missing = pa.array(v_create_if_missing, fields[2].type)
+    arrays = [c_session_id, c_topic, c_create_if_missing]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_CommandScalableTopicUpdate(m: pulsar_api.CommandScalableTopicUpdate) -> dict[str, Any]:
     """The row of a CommandScalableTopicUpdate: field name -> row value."""
-    x1 = m.dag
-    x2 = m._error
+    x_dag = m.dag
+    x_error = m._error
     return {
         "session_id": Decimal(m.session_id),
-        "dag": None if x1 is None else _row_ScalableTopicDAG(x1),
-        "error": _NAMES_ServerError[x2] if x2 is not None else unknown_enum(m._unknown, 3),
+        "dag": None if x_dag is None else _row_ScalableTopicDAG(x_dag),
+        "error": (
+            _NAMES_ServerError[x_error] if x_error is not None else unknown_enum(m._unknown, 3)
+        ),
         "message": m._message,
         "resolved_topic_name": m._resolved_topic_name,
     }
@@ -5805,25 +6050,25 @@ def _value_CommandScalableTopicUpdate(row: RowLike) -> pulsar_api.CommandScalabl
     """The CommandScalableTopicUpdate a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["session_id"]
-    v1 = r["dag"]
-    v2 = r["error"]
-    e2 = closed_enum(
-        v2,
+    v_session_id = r["session_id"]
+    v_dag = r["dag"]
+    v_error = r["error"]
+    e_error = closed_enum(
+        v_error,
         _NUMBERS_ServerError,
         pulsar_api.ServerError,
         b"\x18",
         unknown,
         "CommandScalableTopicUpdate.error",
     )
-    v3 = r["message"]
-    v4 = r["resolved_topic_name"]
+    v_message = r["message"]
+    v_resolved_topic_name = r["resolved_topic_name"]
     value = pulsar_api.CommandScalableTopicUpdate(
-        session_id=uint64_value(v0, "CommandScalableTopicUpdate.session_id"),
-        dag=None if v1 is None else _value_ScalableTopicDAG(v1),
-        error=e2,
-        message=v3,
-        resolved_topic_name=v4,
+        session_id=uint64_value(v_session_id, "CommandScalableTopicUpdate.session_id"),
+        dag=None if v_dag is None else _value_ScalableTopicDAG(v_dag),
+        error=e_error,
+        message=v_message,
+        resolved_topic_name=v_resolved_topic_name,
     )
     if unknown:
         value._unknown = bytes(unknown)
@@ -5839,17 +6084,17 @@ def _arrow_CommandScalableTopicUpdate(
         return null_column(len(values), _ARROW_CommandScalableTopicUpdate)
     fields = _FIELDS_CommandScalableTopicUpdate
     unknown = [m._unknown for m in rows]
-    v0 = [m.session_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.dag for m in rows]
-    c1 = _arrow_ScalableTopicDAG(v1)
-    v2 = [m._error for m in rows]
-    c2 = enum_array(v2, _NAMES_ServerError, unknown, 3)
-    v3 = [m._message for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m._resolved_topic_name for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    arrays = [c0, c1, c2, c3, c4]
+    v_session_id = [m.session_id for m in rows]
+    c_session_id = uint64_array(v_session_id, fields[0].type)
+    v_dag = [m.dag for m in rows]
+    c_dag = _arrow_ScalableTopicDAG(v_dag)
+    v_error = [m._error for m in rows]
+    c_error = enum_array(v_error, _NAMES_ServerError, unknown, 3)
+    v_message = [m._message for m in rows]
+    c_message = pa.array(v_message, fields[3].type)
+    v_resolved_topic_name = [m._resolved_topic_name for m in rows]
+    c_resolved_topic_name = pa.array(v_resolved_topic_name, fields[4].type)
+    arrays = [c_session_id, c_dag, c_error, c_message, c_resolved_topic_name]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -5863,9 +6108,9 @@ def _row_CommandScalableTopicClose(m: pulsar_api.CommandScalableTopicClose) -> d
 def _value_CommandScalableTopicClose(row: RowLike) -> pulsar_api.CommandScalableTopicClose:
     """The CommandScalableTopicClose a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["session_id"]
+    v_session_id = r["session_id"]
     value = pulsar_api.CommandScalableTopicClose(
-        session_id=uint64_value(v0, "CommandScalableTopicClose.session_id"),
+        session_id=uint64_value(v_session_id, "CommandScalableTopicClose.session_id"),
     )
     return value
 
@@ -5878,38 +6123,38 @@ def _arrow_CommandScalableTopicClose(
     if not rows:
         return null_column(len(values), _ARROW_CommandScalableTopicClose)
     fields = _FIELDS_CommandScalableTopicClose
-    v0 = [m.session_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    arrays = [c0]
+    v_session_id = [m.session_id for m in rows]
+    c_session_id = uint64_array(v_session_id, fields[0].type)
+    arrays = [c_session_id]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_ScalableAssignedSegment(m: pulsar_api.ScalableAssignedSegment) -> dict[str, Any]:
     """The row of a ScalableAssignedSegment: field name -> row value."""
-    x4 = m.bucket_ranges
+    x_bucket_ranges = m.bucket_ranges
     return {
         "segment_id": Decimal(m.segment_id),
         "hash_start": m.hash_start,
         "hash_end": m.hash_end,
         "segment_topic": m.segment_topic,
-        "bucket_ranges": [_row_IntRange(y) for y in x4],
+        "bucket_ranges": [_row_IntRange(y) for y in x_bucket_ranges],
     }
 
 
 def _value_ScalableAssignedSegment(row: RowLike) -> pulsar_api.ScalableAssignedSegment:
     """The ScalableAssignedSegment a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["segment_id"]
-    v1 = r["hash_start"]
-    v2 = r["hash_end"]
-    v3 = r["segment_topic"]
-    v4 = r["bucket_ranges"]
+    v_segment_id = r["segment_id"]
+    v_hash_start = r["hash_start"]
+    v_hash_end = r["hash_end"]
+    v_segment_topic = r["segment_topic"]
+    v_bucket_ranges = r["bucket_ranges"]
     value = pulsar_api.ScalableAssignedSegment(
-        segment_id=uint64_value(v0, "ScalableAssignedSegment.segment_id"),
-        hash_start=required(v1, "ScalableAssignedSegment.hash_start"),
-        hash_end=required(v2, "ScalableAssignedSegment.hash_end"),
-        segment_topic=required(v3, "ScalableAssignedSegment.segment_topic"),
-        bucket_ranges=[_value_IntRange(y) for y in v4 or ()],
+        segment_id=uint64_value(v_segment_id, "ScalableAssignedSegment.segment_id"),
+        hash_start=required(v_hash_start, "ScalableAssignedSegment.hash_start"),
+        hash_end=required(v_hash_end, "ScalableAssignedSegment.hash_end"),
+        segment_topic=required(v_segment_topic, "ScalableAssignedSegment.segment_topic"),
+        bucket_ranges=[_value_IntRange(y) for y in v_bucket_ranges or ()],
     )
     return value
 
@@ -5922,37 +6167,37 @@ def _arrow_ScalableAssignedSegment(
     if not rows:
         return null_column(len(values), _ARROW_ScalableAssignedSegment)
     fields = _FIELDS_ScalableAssignedSegment
-    v0 = [m.segment_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.hash_start for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.hash_end for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.segment_topic for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.bucket_ranges for m in rows]
-    c4 = list_array(v4, _arrow_IntRange, fields[4].type)
-    arrays = [c0, c1, c2, c3, c4]
+    v_segment_id = [m.segment_id for m in rows]
+    c_segment_id = uint64_array(v_segment_id, fields[0].type)
+    v_hash_start = [m.hash_start for m in rows]
+    c_hash_start = pa.array(v_hash_start, fields[1].type)
+    v_hash_end = [m.hash_end for m in rows]
+    c_hash_end = pa.array(v_hash_end, fields[2].type)
+    v_segment_topic = [m.segment_topic for m in rows]
+    c_segment_topic = pa.array(v_segment_topic, fields[3].type)
+    v_bucket_ranges = [m.bucket_ranges for m in rows]
+    c_bucket_ranges = list_array(v_bucket_ranges, _arrow_IntRange, fields[4].type)
+    arrays = [c_segment_id, c_hash_start, c_hash_end, c_segment_topic, c_bucket_ranges]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_ScalableConsumerAssignment(m: pulsar_api.ScalableConsumerAssignment) -> dict[str, Any]:
     """The row of a ScalableConsumerAssignment: field name -> row value."""
-    x1 = m.segments
+    x_segments = m.segments
     return {
         "layout_epoch": Decimal(m.layout_epoch),
-        "segments": [_row_ScalableAssignedSegment(y) for y in x1],
+        "segments": [_row_ScalableAssignedSegment(y) for y in x_segments],
     }
 
 
 def _value_ScalableConsumerAssignment(row: RowLike) -> pulsar_api.ScalableConsumerAssignment:
     """The ScalableConsumerAssignment a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["layout_epoch"]
-    v1 = r["segments"]
+    v_layout_epoch = r["layout_epoch"]
+    v_segments = r["segments"]
     value = pulsar_api.ScalableConsumerAssignment(
-        layout_epoch=uint64_value(v0, "ScalableConsumerAssignment.layout_epoch"),
-        segments=[_value_ScalableAssignedSegment(y) for y in v1 or ()],
+        layout_epoch=uint64_value(v_layout_epoch, "ScalableConsumerAssignment.layout_epoch"),
+        segments=[_value_ScalableAssignedSegment(y) for y in v_segments or ()],
     )
     return value
 
@@ -5965,11 +6210,11 @@ def _arrow_ScalableConsumerAssignment(
     if not rows:
         return null_column(len(values), _ARROW_ScalableConsumerAssignment)
     fields = _FIELDS_ScalableConsumerAssignment
-    v0 = [m.layout_epoch for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.segments for m in rows]
-    c1 = list_array(v1, _arrow_ScalableAssignedSegment, fields[1].type)
-    arrays = [c0, c1]
+    v_layout_epoch = [m.layout_epoch for m in rows]
+    c_layout_epoch = uint64_array(v_layout_epoch, fields[0].type)
+    v_segments = [m.segments for m in rows]
+    c_segments = list_array(v_segments, _arrow_ScalableAssignedSegment, fields[1].type)
+    arrays = [c_layout_epoch, c_segments]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -5991,14 +6236,14 @@ def _value_CommandScalableTopicSubscribe(row: RowLike) -> pulsar_api.CommandScal
     """The CommandScalableTopicSubscribe a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["request_id"]
-    v1 = r["topic"]
-    v2 = r["subscription"]
-    v3 = r["consumer_name"]
-    v4 = r["consumer_id"]
-    v5 = r["consumer_type"]
-    e5 = closed_enum(
-        v5,
+    v_request_id = r["request_id"]
+    v_topic = r["topic"]
+    v_subscription = r["subscription"]
+    v_consumer_name = r["consumer_name"]
+    v_consumer_id = r["consumer_id"]
+    v_consumer_type = r["consumer_type"]
+    e_consumer_type = closed_enum(
+        v_consumer_type,
         _NUMBERS_ScalableConsumerType,
         pulsar_api.ScalableConsumerType,
         b"\x30",
@@ -6006,12 +6251,12 @@ def _value_CommandScalableTopicSubscribe(row: RowLike) -> pulsar_api.CommandScal
         "CommandScalableTopicSubscribe.consumer_type",
     )
     value = pulsar_api.CommandScalableTopicSubscribe(
-        request_id=uint64_value(v0, "CommandScalableTopicSubscribe.request_id"),
-        topic=required(v1, "CommandScalableTopicSubscribe.topic"),
-        subscription=required(v2, "CommandScalableTopicSubscribe.subscription"),
-        consumer_name=required(v3, "CommandScalableTopicSubscribe.consumer_name"),
-        consumer_id=uint64_value(v4, "CommandScalableTopicSubscribe.consumer_id"),
-        consumer_type=required_enum(e5, "CommandScalableTopicSubscribe.consumer_type"),
+        request_id=uint64_value(v_request_id, "CommandScalableTopicSubscribe.request_id"),
+        topic=required(v_topic, "CommandScalableTopicSubscribe.topic"),
+        subscription=required(v_subscription, "CommandScalableTopicSubscribe.subscription"),
+        consumer_name=required(v_consumer_name, "CommandScalableTopicSubscribe.consumer_name"),
+        consumer_id=uint64_value(v_consumer_id, "CommandScalableTopicSubscribe.consumer_id"),
+        consumer_type=required_enum(e_consumer_type, "CommandScalableTopicSubscribe.consumer_type"),
     )
     if unknown:
         value._unknown = bytes(unknown)
@@ -6026,19 +6271,21 @@ def _arrow_CommandScalableTopicSubscribe(
     if not rows:
         return null_column(len(values), _ARROW_CommandScalableTopicSubscribe)
     fields = _FIELDS_CommandScalableTopicSubscribe
-    v0 = [m.request_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.topic for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.subscription for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.consumer_name for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.consumer_id for m in rows]
-    c4 = uint64_array(v4, fields[4].type)
-    v5 = [m.consumer_type for m in rows]
-    c5 = enum_array(v5, _NAMES_ScalableConsumerType)
-    arrays = [c0, c1, c2, c3, c4, c5]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[0].type)
+    v_topic = [m.topic for m in rows]
+    c_topic = pa.array(v_topic, fields[1].type)
+    v_subscription = [m.subscription for m in rows]
+    c_subscription = pa.array(v_subscription, fields[2].type)
+    v_consumer_name = [m.consumer_name for m in rows]
+    c_consumer_name = pa.array(v_consumer_name, fields[3].type)
+    v_consumer_id = [m.consumer_id for m in rows]
+    c_consumer_id = uint64_array(v_consumer_id, fields[4].type)
+    v_consumer_type = [m.consumer_type for m in rows]
+    c_consumer_type = enum_array(v_consumer_type, _NAMES_ScalableConsumerType)
+    arrays = [
+        c_request_id, c_topic, c_subscription, c_consumer_name, c_consumer_id, c_consumer_type,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6046,13 +6293,17 @@ def _row_CommandScalableTopicSubscribeResponse(
     m: pulsar_api.CommandScalableTopicSubscribeResponse
 ) -> dict[str, Any]:
     """The row of a CommandScalableTopicSubscribeResponse: field name -> row value."""
-    x1 = m._error
-    x3 = m.assignment
+    x_error = m._error
+    x_assignment = m.assignment
     return {
         "request_id": Decimal(m.request_id),
-        "error": _NAMES_ServerError[x1] if x1 is not None else unknown_enum(m._unknown, 2),
+        "error": (
+            _NAMES_ServerError[x_error] if x_error is not None else unknown_enum(m._unknown, 2)
+        ),
         "message": m._message,
-        "assignment": None if x3 is None else _row_ScalableConsumerAssignment(x3),
+        "assignment": (
+            None if x_assignment is None else _row_ScalableConsumerAssignment(x_assignment)
+        ),
     }
 
 
@@ -6062,23 +6313,25 @@ def _value_CommandScalableTopicSubscribeResponse(
     """The CommandScalableTopicSubscribeResponse a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["request_id"]
-    v1 = r["error"]
-    e1 = closed_enum(
-        v1,
+    v_request_id = r["request_id"]
+    v_error = r["error"]
+    e_error = closed_enum(
+        v_error,
         _NUMBERS_ServerError,
         pulsar_api.ServerError,
         b"\x10",
         unknown,
         "CommandScalableTopicSubscribeResponse.error",
     )
-    v2 = r["message"]
-    v3 = r["assignment"]
+    v_message = r["message"]
+    v_assignment = r["assignment"]
     value = pulsar_api.CommandScalableTopicSubscribeResponse(
-        request_id=uint64_value(v0, "CommandScalableTopicSubscribeResponse.request_id"),
-        error=e1,
-        message=v2,
-        assignment=None if v3 is None else _value_ScalableConsumerAssignment(v3),
+        request_id=uint64_value(v_request_id, "CommandScalableTopicSubscribeResponse.request_id"),
+        error=e_error,
+        message=v_message,
+        assignment=(
+            None if v_assignment is None else _value_ScalableConsumerAssignment(v_assignment)
+        ),
     )
     if unknown:
         value._unknown = bytes(unknown)
@@ -6094,15 +6347,15 @@ def _arrow_CommandScalableTopicSubscribeResponse(
         return null_column(len(values), _ARROW_CommandScalableTopicSubscribeResponse)
     fields = _FIELDS_CommandScalableTopicSubscribeResponse
     unknown = [m._unknown for m in rows]
-    v0 = [m.request_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m._error for m in rows]
-    c1 = enum_array(v1, _NAMES_ServerError, unknown, 2)
-    v2 = [m._message for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.assignment for m in rows]
-    c3 = _arrow_ScalableConsumerAssignment(v3)
-    arrays = [c0, c1, c2, c3]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[0].type)
+    v_error = [m._error for m in rows]
+    c_error = enum_array(v_error, _NAMES_ServerError, unknown, 2)
+    v_message = [m._message for m in rows]
+    c_message = pa.array(v_message, fields[2].type)
+    v_assignment = [m.assignment for m in rows]
+    c_assignment = _arrow_ScalableConsumerAssignment(v_assignment)
+    arrays = [c_request_id, c_error, c_message, c_assignment]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6121,12 +6374,12 @@ def _value_CommandScalableTopicAssignmentUpdate(
 ) -> pulsar_api.CommandScalableTopicAssignmentUpdate:
     """The CommandScalableTopicAssignmentUpdate a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["consumer_id"]
-    v1 = r["assignment"]
+    v_consumer_id = r["consumer_id"]
+    v_assignment = r["assignment"]
     value = pulsar_api.CommandScalableTopicAssignmentUpdate(
-        consumer_id=uint64_value(v0, "CommandScalableTopicAssignmentUpdate.consumer_id"),
+        consumer_id=uint64_value(v_consumer_id, "CommandScalableTopicAssignmentUpdate.consumer_id"),
         assignment=_value_ScalableConsumerAssignment(
-            required(v1, "CommandScalableTopicAssignmentUpdate.assignment"),
+            required(v_assignment, "CommandScalableTopicAssignmentUpdate.assignment"),
         ),
     )
     return value
@@ -6140,21 +6393,21 @@ def _arrow_CommandScalableTopicAssignmentUpdate(
     if not rows:
         return null_column(len(values), _ARROW_CommandScalableTopicAssignmentUpdate)
     fields = _FIELDS_CommandScalableTopicAssignmentUpdate
-    v0 = [m.consumer_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.assignment for m in rows]
-    c1 = _arrow_ScalableConsumerAssignment(v1)
-    arrays = [c0, c1]
+    v_consumer_id = [m.consumer_id for m in rows]
+    c_consumer_id = uint64_array(v_consumer_id, fields[0].type)
+    v_assignment = [m.assignment for m in rows]
+    c_assignment = _arrow_ScalableConsumerAssignment(v_assignment)
+    arrays = [c_consumer_id, c_assignment]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_CommandWatchScalableTopics(m: pulsar_api.CommandWatchScalableTopics) -> dict[str, Any]:
     """The row of a CommandWatchScalableTopics: field name -> row value."""
-    x2 = m.property_filters
+    x_property_filters = m.property_filters
     return {
         "watch_id": Decimal(m.watch_id),
         "namespace": m.namespace,
-        "property_filters": [_row_KeyValue(y) for y in x2],
+        "property_filters": [_row_KeyValue(y) for y in x_property_filters],
         "current_hash": m._current_hash,
     }
 
@@ -6162,15 +6415,15 @@ def _row_CommandWatchScalableTopics(m: pulsar_api.CommandWatchScalableTopics) ->
 def _value_CommandWatchScalableTopics(row: RowLike) -> pulsar_api.CommandWatchScalableTopics:
     """The CommandWatchScalableTopics a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["watch_id"]
-    v1 = r["namespace"]
-    v2 = r["property_filters"]
-    v3 = r["current_hash"]
+    v_watch_id = r["watch_id"]
+    v_namespace = r["namespace"]
+    v_property_filters = r["property_filters"]
+    v_current_hash = r["current_hash"]
     value = pulsar_api.CommandWatchScalableTopics(
-        watch_id=uint64_value(v0, "CommandWatchScalableTopics.watch_id"),
-        namespace=required(v1, "CommandWatchScalableTopics.namespace"),
-        property_filters=[_value_KeyValue(y) for y in v2 or ()],
-        current_hash=v3,
+        watch_id=uint64_value(v_watch_id, "CommandWatchScalableTopics.watch_id"),
+        namespace=required(v_namespace, "CommandWatchScalableTopics.namespace"),
+        property_filters=[_value_KeyValue(y) for y in v_property_filters or ()],
+        current_hash=v_current_hash,
     )
     return value
 
@@ -6183,15 +6436,15 @@ def _arrow_CommandWatchScalableTopics(
     if not rows:
         return null_column(len(values), _ARROW_CommandWatchScalableTopics)
     fields = _FIELDS_CommandWatchScalableTopics
-    v0 = [m.watch_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.namespace for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.property_filters for m in rows]
-    c2 = list_array(v2, _arrow_KeyValue, fields[2].type)
-    v3 = [m._current_hash for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    arrays = [c0, c1, c2, c3]
+    v_watch_id = [m.watch_id for m in rows]
+    c_watch_id = uint64_array(v_watch_id, fields[0].type)
+    v_namespace = [m.namespace for m in rows]
+    c_namespace = pa.array(v_namespace, fields[1].type)
+    v_property_filters = [m.property_filters for m in rows]
+    c_property_filters = list_array(v_property_filters, _arrow_KeyValue, fields[2].type)
+    v_current_hash = [m._current_hash for m in rows]
+    c_current_hash = pa.array(v_current_hash, fields[3].type)
+    arrays = [c_watch_id, c_namespace, c_property_filters, c_current_hash]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6205,9 +6458,9 @@ def _row_ScalableTopicsSnapshot(m: pulsar_api.ScalableTopicsSnapshot) -> dict[st
 def _value_ScalableTopicsSnapshot(row: RowLike) -> pulsar_api.ScalableTopicsSnapshot:
     """The ScalableTopicsSnapshot a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["topics"]
+    v_topics = r["topics"]
     value = pulsar_api.ScalableTopicsSnapshot(
-        topics=list(v0 or ()),
+        topics=list(v_topics or ()),
     )
     return value
 
@@ -6220,9 +6473,9 @@ def _arrow_ScalableTopicsSnapshot(
     if not rows:
         return null_column(len(values), _ARROW_ScalableTopicsSnapshot)
     fields = _FIELDS_ScalableTopicsSnapshot
-    v0 = [m.topics for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    arrays = [c0]
+    v_topics = [m.topics for m in rows]
+    c_topics = pa.array(v_topics, fields[0].type)
+    arrays = [c_topics]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6237,11 +6490,11 @@ def _row_ScalableTopicsDiff(m: pulsar_api.ScalableTopicsDiff) -> dict[str, Any]:
 def _value_ScalableTopicsDiff(row: RowLike) -> pulsar_api.ScalableTopicsDiff:
     """The ScalableTopicsDiff a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["added"]
-    v1 = r["removed"]
+    v_added = r["added"]
+    v_removed = r["removed"]
     value = pulsar_api.ScalableTopicsDiff(
-        added=list(v0 or ()),
-        removed=list(v1 or ()),
+        added=list(v_added or ()),
+        removed=list(v_removed or ()),
     )
     return value
 
@@ -6252,11 +6505,11 @@ def _arrow_ScalableTopicsDiff(values: Sequence[pulsar_api.ScalableTopicsDiff | N
     if not rows:
         return null_column(len(values), _ARROW_ScalableTopicsDiff)
     fields = _FIELDS_ScalableTopicsDiff
-    v0 = [m.added for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.removed for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_added = [m.added for m in rows]
+    c_added = pa.array(v_added, fields[0].type)
+    v_removed = [m.removed for m in rows]
+    c_removed = pa.array(v_removed, fields[1].type)
+    arrays = [c_added, c_removed]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6264,14 +6517,16 @@ def _row_CommandWatchScalableTopicsUpdate(
     m: pulsar_api.CommandWatchScalableTopicsUpdate
 ) -> dict[str, Any]:
     """The row of a CommandWatchScalableTopicsUpdate: field name -> row value."""
-    x1 = m._snapshot
-    x2 = m._diff
-    x3 = m._error
+    x_snapshot = m._snapshot
+    x_diff = m._diff
+    x_error = m._error
     return {
         "watch_id": Decimal(m.watch_id),
-        "snapshot": None if x1 is None else _row_ScalableTopicsSnapshot(x1),
-        "diff": None if x2 is None else _row_ScalableTopicsDiff(x2),
-        "error": _NAMES_ServerError[x3] if x3 is not None else unknown_enum(m._unknown, 4),
+        "snapshot": None if x_snapshot is None else _row_ScalableTopicsSnapshot(x_snapshot),
+        "diff": None if x_diff is None else _row_ScalableTopicsDiff(x_diff),
+        "error": (
+            _NAMES_ServerError[x_error] if x_error is not None else unknown_enum(m._unknown, 4)
+        ),
         "message": m._message,
     }
 
@@ -6282,25 +6537,25 @@ def _value_CommandWatchScalableTopicsUpdate(
     """The CommandWatchScalableTopicsUpdate a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["watch_id"]
-    v1 = r["snapshot"]
-    v2 = r["diff"]
-    v3 = r["error"]
-    e3 = closed_enum(
-        v3,
+    v_watch_id = r["watch_id"]
+    v_snapshot = r["snapshot"]
+    v_diff = r["diff"]
+    v_error = r["error"]
+    e_error = closed_enum(
+        v_error,
         _NUMBERS_ServerError,
         pulsar_api.ServerError,
         b"\x20",
         unknown,
         "CommandWatchScalableTopicsUpdate.error",
     )
-    v4 = r["message"]
+    v_message = r["message"]
     value = pulsar_api.CommandWatchScalableTopicsUpdate(
-        watch_id=uint64_value(v0, "CommandWatchScalableTopicsUpdate.watch_id"),
-        snapshot=None if v1 is None else _value_ScalableTopicsSnapshot(v1),
-        diff=None if v2 is None else _value_ScalableTopicsDiff(v2),
-        error=e3,
-        message=v4,
+        watch_id=uint64_value(v_watch_id, "CommandWatchScalableTopicsUpdate.watch_id"),
+        snapshot=None if v_snapshot is None else _value_ScalableTopicsSnapshot(v_snapshot),
+        diff=None if v_diff is None else _value_ScalableTopicsDiff(v_diff),
+        error=e_error,
+        message=v_message,
     )
     if unknown:
         value._unknown = bytes(unknown)
@@ -6316,17 +6571,17 @@ def _arrow_CommandWatchScalableTopicsUpdate(
         return null_column(len(values), _ARROW_CommandWatchScalableTopicsUpdate)
     fields = _FIELDS_CommandWatchScalableTopicsUpdate
     unknown = [m._unknown for m in rows]
-    v0 = [m.watch_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m._snapshot for m in rows]
-    c1 = _arrow_ScalableTopicsSnapshot(v1)
-    v2 = [m._diff for m in rows]
-    c2 = _arrow_ScalableTopicsDiff(v2)
-    v3 = [m._error for m in rows]
-    c3 = enum_array(v3, _NAMES_ServerError, unknown, 4)
-    v4 = [m._message for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    arrays = [c0, c1, c2, c3, c4]
+    v_watch_id = [m.watch_id for m in rows]
+    c_watch_id = uint64_array(v_watch_id, fields[0].type)
+    v_snapshot = [m._snapshot for m in rows]
+    c_snapshot = _arrow_ScalableTopicsSnapshot(v_snapshot)
+    v_diff = [m._diff for m in rows]
+    c_diff = _arrow_ScalableTopicsDiff(v_diff)
+    v_error = [m._error for m in rows]
+    c_error = enum_array(v_error, _NAMES_ServerError, unknown, 4)
+    v_message = [m._message for m in rows]
+    c_message = pa.array(v_message, fields[4].type)
+    arrays = [c_watch_id, c_snapshot, c_diff, c_error, c_message]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6344,9 +6599,9 @@ def _value_CommandWatchScalableTopicsClose(
 ) -> pulsar_api.CommandWatchScalableTopicsClose:
     """The CommandWatchScalableTopicsClose a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["watch_id"]
+    v_watch_id = r["watch_id"]
     value = pulsar_api.CommandWatchScalableTopicsClose(
-        watch_id=uint64_value(v0, "CommandWatchScalableTopicsClose.watch_id"),
+        watch_id=uint64_value(v_watch_id, "CommandWatchScalableTopicsClose.watch_id"),
     )
     return value
 
@@ -6359,9 +6614,9 @@ def _arrow_CommandWatchScalableTopicsClose(
     if not rows:
         return null_column(len(values), _ARROW_CommandWatchScalableTopicsClose)
     fields = _FIELDS_CommandWatchScalableTopicsClose
-    v0 = [m.watch_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    arrays = [c0]
+    v_watch_id = [m.watch_id for m in rows]
+    c_watch_id = uint64_array(v_watch_id, fields[0].type)
+    arrays = [c_watch_id]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6375,9 +6630,9 @@ def _row_CommandWatchTcAssignments(m: pulsar_api.CommandWatchTcAssignments) -> d
 def _value_CommandWatchTcAssignments(row: RowLike) -> pulsar_api.CommandWatchTcAssignments:
     """The CommandWatchTcAssignments a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["watch_id"]
+    v_watch_id = r["watch_id"]
     value = pulsar_api.CommandWatchTcAssignments(
-        watch_id=uint64_value(v0, "CommandWatchTcAssignments.watch_id"),
+        watch_id=uint64_value(v_watch_id, "CommandWatchTcAssignments.watch_id"),
     )
     return value
 
@@ -6390,9 +6645,9 @@ def _arrow_CommandWatchTcAssignments(
     if not rows:
         return null_column(len(values), _ARROW_CommandWatchTcAssignments)
     fields = _FIELDS_CommandWatchTcAssignments
-    v0 = [m.watch_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    arrays = [c0]
+    v_watch_id = [m.watch_id for m in rows]
+    c_watch_id = uint64_array(v_watch_id, fields[0].type)
+    arrays = [c_watch_id]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6408,13 +6663,13 @@ def _row_TcAssignment(m: pulsar_api.TcAssignment) -> dict[str, Any]:
 def _value_TcAssignment(row: RowLike) -> pulsar_api.TcAssignment:
     """The TcAssignment a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["tc_id"]
-    v1 = r["broker_service_url"]
-    v2 = r["broker_service_url_tls"]
+    v_tc_id = r["tc_id"]
+    v_broker_service_url = r["broker_service_url"]
+    v_broker_service_url_tls = r["broker_service_url_tls"]
     value = pulsar_api.TcAssignment(
-        tc_id=uint64_value(v0, "TcAssignment.tc_id"),
-        broker_service_url=v1,
-        broker_service_url_tls=v2,
+        tc_id=uint64_value(v_tc_id, "TcAssignment.tc_id"),
+        broker_service_url=v_broker_service_url,
+        broker_service_url_tls=v_broker_service_url_tls,
     )
     return value
 
@@ -6425,33 +6680,33 @@ def _arrow_TcAssignment(values: Sequence[pulsar_api.TcAssignment | None]) -> Any
     if not rows:
         return null_column(len(values), _ARROW_TcAssignment)
     fields = _FIELDS_TcAssignment
-    v0 = [m.tc_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m._broker_service_url for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m._broker_service_url_tls for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_tc_id = [m.tc_id for m in rows]
+    c_tc_id = uint64_array(v_tc_id, fields[0].type)
+    v_broker_service_url = [m._broker_service_url for m in rows]
+    c_broker_service_url = pa.array(v_broker_service_url, fields[1].type)
+    v_broker_service_url_tls = [m._broker_service_url_tls for m in rows]
+    c_broker_service_url_tls = pa.array(v_broker_service_url_tls, fields[2].type)
+    arrays = [c_tc_id, c_broker_service_url, c_broker_service_url_tls]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_TcAssignmentsSnapshot(m: pulsar_api.TcAssignmentsSnapshot) -> dict[str, Any]:
     """The row of a TcAssignmentsSnapshot: field name -> row value."""
-    x1 = m.assignments
+    x_assignments = m.assignments
     return {
         "parallelism": m.parallelism,
-        "assignments": [_row_TcAssignment(y) for y in x1],
+        "assignments": [_row_TcAssignment(y) for y in x_assignments],
     }
 
 
 def _value_TcAssignmentsSnapshot(row: RowLike) -> pulsar_api.TcAssignmentsSnapshot:
     """The TcAssignmentsSnapshot a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["parallelism"]
-    v1 = r["assignments"]
+    v_parallelism = r["parallelism"]
+    v_assignments = r["assignments"]
     value = pulsar_api.TcAssignmentsSnapshot(
-        parallelism=required(v0, "TcAssignmentsSnapshot.parallelism"),
-        assignments=[_value_TcAssignment(y) for y in v1 or ()],
+        parallelism=required(v_parallelism, "TcAssignmentsSnapshot.parallelism"),
+        assignments=[_value_TcAssignment(y) for y in v_assignments or ()],
     )
     return value
 
@@ -6462,11 +6717,11 @@ def _arrow_TcAssignmentsSnapshot(values: Sequence[pulsar_api.TcAssignmentsSnapsh
     if not rows:
         return null_column(len(values), _ARROW_TcAssignmentsSnapshot)
     fields = _FIELDS_TcAssignmentsSnapshot
-    v0 = [m.parallelism for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.assignments for m in rows]
-    c1 = list_array(v1, _arrow_TcAssignment, fields[1].type)
-    arrays = [c0, c1]
+    v_parallelism = [m.parallelism for m in rows]
+    c_parallelism = pa.array(v_parallelism, fields[0].type)
+    v_assignments = [m.assignments for m in rows]
+    c_assignments = list_array(v_assignments, _arrow_TcAssignment, fields[1].type)
+    arrays = [c_parallelism, c_assignments]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6474,12 +6729,14 @@ def _row_CommandWatchTcAssignmentsUpdate(
     m: pulsar_api.CommandWatchTcAssignmentsUpdate
 ) -> dict[str, Any]:
     """The row of a CommandWatchTcAssignmentsUpdate: field name -> row value."""
-    x1 = m.snapshot
-    x2 = m._error
+    x_snapshot = m.snapshot
+    x_error = m._error
     return {
         "watch_id": Decimal(m.watch_id),
-        "snapshot": None if x1 is None else _row_TcAssignmentsSnapshot(x1),
-        "error": _NAMES_ServerError[x2] if x2 is not None else unknown_enum(m._unknown, 3),
+        "snapshot": None if x_snapshot is None else _row_TcAssignmentsSnapshot(x_snapshot),
+        "error": (
+            _NAMES_ServerError[x_error] if x_error is not None else unknown_enum(m._unknown, 3)
+        ),
         "message": m._message,
     }
 
@@ -6490,23 +6747,23 @@ def _value_CommandWatchTcAssignmentsUpdate(
     """The CommandWatchTcAssignmentsUpdate a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["watch_id"]
-    v1 = r["snapshot"]
-    v2 = r["error"]
-    e2 = closed_enum(
-        v2,
+    v_watch_id = r["watch_id"]
+    v_snapshot = r["snapshot"]
+    v_error = r["error"]
+    e_error = closed_enum(
+        v_error,
         _NUMBERS_ServerError,
         pulsar_api.ServerError,
         b"\x18",
         unknown,
         "CommandWatchTcAssignmentsUpdate.error",
     )
-    v3 = r["message"]
+    v_message = r["message"]
     value = pulsar_api.CommandWatchTcAssignmentsUpdate(
-        watch_id=uint64_value(v0, "CommandWatchTcAssignmentsUpdate.watch_id"),
-        snapshot=None if v1 is None else _value_TcAssignmentsSnapshot(v1),
-        error=e2,
-        message=v3,
+        watch_id=uint64_value(v_watch_id, "CommandWatchTcAssignmentsUpdate.watch_id"),
+        snapshot=None if v_snapshot is None else _value_TcAssignmentsSnapshot(v_snapshot),
+        error=e_error,
+        message=v_message,
     )
     if unknown:
         value._unknown = bytes(unknown)
@@ -6522,15 +6779,15 @@ def _arrow_CommandWatchTcAssignmentsUpdate(
         return null_column(len(values), _ARROW_CommandWatchTcAssignmentsUpdate)
     fields = _FIELDS_CommandWatchTcAssignmentsUpdate
     unknown = [m._unknown for m in rows]
-    v0 = [m.watch_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.snapshot for m in rows]
-    c1 = _arrow_TcAssignmentsSnapshot(v1)
-    v2 = [m._error for m in rows]
-    c2 = enum_array(v2, _NAMES_ServerError, unknown, 3)
-    v3 = [m._message for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    arrays = [c0, c1, c2, c3]
+    v_watch_id = [m.watch_id for m in rows]
+    c_watch_id = uint64_array(v_watch_id, fields[0].type)
+    v_snapshot = [m.snapshot for m in rows]
+    c_snapshot = _arrow_TcAssignmentsSnapshot(v_snapshot)
+    v_error = [m._error for m in rows]
+    c_error = enum_array(v_error, _NAMES_ServerError, unknown, 3)
+    v_message = [m._message for m in rows]
+    c_message = pa.array(v_message, fields[3].type)
+    arrays = [c_watch_id, c_snapshot, c_error, c_message]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6548,9 +6805,9 @@ def _value_CommandWatchTcAssignmentsClose(
 ) -> pulsar_api.CommandWatchTcAssignmentsClose:
     """The CommandWatchTcAssignmentsClose a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["watch_id"]
+    v_watch_id = r["watch_id"]
     value = pulsar_api.CommandWatchTcAssignmentsClose(
-        watch_id=uint64_value(v0, "CommandWatchTcAssignmentsClose.watch_id"),
+        watch_id=uint64_value(v_watch_id, "CommandWatchTcAssignmentsClose.watch_id"),
     )
     return value
 
@@ -6563,9 +6820,9 @@ def _arrow_CommandWatchTcAssignmentsClose(
     if not rows:
         return null_column(len(values), _ARROW_CommandWatchTcAssignmentsClose)
     fields = _FIELDS_CommandWatchTcAssignmentsClose
-    v0 = [m.watch_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    arrays = [c0]
+    v_watch_id = [m.watch_id for m in rows]
+    c_watch_id = uint64_array(v_watch_id, fields[0].type)
+    arrays = [c_watch_id]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6581,13 +6838,13 @@ def _row_CommandGetSchema(m: pulsar_api.CommandGetSchema) -> dict[str, Any]:
 def _value_CommandGetSchema(row: RowLike) -> pulsar_api.CommandGetSchema:
     """The CommandGetSchema a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["topic"]
-    v2 = r["schema_version"]
+    v_request_id = r["request_id"]
+    v_topic = r["topic"]
+    v_schema_version = r["schema_version"]
     value = pulsar_api.CommandGetSchema(
-        request_id=uint64_value(v0, "CommandGetSchema.request_id"),
-        topic=required(v1, "CommandGetSchema.topic"),
-        schema_version=None if v2 is None else binary_value(v2),
+        request_id=uint64_value(v_request_id, "CommandGetSchema.request_id"),
+        topic=required(v_topic, "CommandGetSchema.topic"),
+        schema_version=None if v_schema_version is None else binary_value(v_schema_version),
     )
     return value
 
@@ -6598,25 +6855,29 @@ def _arrow_CommandGetSchema(values: Sequence[pulsar_api.CommandGetSchema | None]
     if not rows:
         return null_column(len(values), _ARROW_CommandGetSchema)
     fields = _FIELDS_CommandGetSchema
-    v0 = [m.request_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.topic for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m._schema_version for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[0].type)
+    v_topic = [m.topic for m in rows]
+    c_topic = pa.array(v_topic, fields[1].type)
+    v_schema_version = [m._schema_version for m in rows]
+    c_schema_version = pa.array(v_schema_version, fields[2].type)
+    arrays = [c_request_id, c_topic, c_schema_version]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_CommandGetSchemaResponse(m: pulsar_api.CommandGetSchemaResponse) -> dict[str, Any]:
     """The row of a CommandGetSchemaResponse: field name -> row value."""
-    x1 = m._error_code
-    x3 = m.schema
+    x_error_code = m._error_code
+    x_schema = m.schema
     return {
         "request_id": Decimal(m.request_id),
-        "error_code": _NAMES_ServerError[x1] if x1 is not None else unknown_enum(m._unknown, 2),
+        "error_code": (
+            _NAMES_ServerError[x_error_code]
+            if x_error_code is not None
+            else unknown_enum(m._unknown, 2)
+        ),
         "error_message": m._error_message,
-        "schema": None if x3 is None else _row_Schema(x3),
+        "schema": None if x_schema is None else _row_Schema(x_schema),
         "schema_version": m._schema_version,
     }
 
@@ -6625,25 +6886,25 @@ def _value_CommandGetSchemaResponse(row: RowLike) -> pulsar_api.CommandGetSchema
     """The CommandGetSchemaResponse a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["request_id"]
-    v1 = r["error_code"]
-    e1 = closed_enum(
-        v1,
+    v_request_id = r["request_id"]
+    v_error_code = r["error_code"]
+    e_error_code = closed_enum(
+        v_error_code,
         _NUMBERS_ServerError,
         pulsar_api.ServerError,
         b"\x10",
         unknown,
         "CommandGetSchemaResponse.error_code",
     )
-    v2 = r["error_message"]
-    v3 = r["schema"]
-    v4 = r["schema_version"]
+    v_error_message = r["error_message"]
+    v_schema = r["schema"]
+    v_schema_version = r["schema_version"]
     value = pulsar_api.CommandGetSchemaResponse(
-        request_id=uint64_value(v0, "CommandGetSchemaResponse.request_id"),
-        error_code=e1,
-        error_message=v2,
-        schema=None if v3 is None else _value_Schema(v3),
-        schema_version=None if v4 is None else binary_value(v4),
+        request_id=uint64_value(v_request_id, "CommandGetSchemaResponse.request_id"),
+        error_code=e_error_code,
+        error_message=v_error_message,
+        schema=None if v_schema is None else _value_Schema(v_schema),
+        schema_version=None if v_schema_version is None else binary_value(v_schema_version),
     )
     if unknown:
         value._unknown = bytes(unknown)
@@ -6659,17 +6920,17 @@ def _arrow_CommandGetSchemaResponse(
         return null_column(len(values), _ARROW_CommandGetSchemaResponse)
     fields = _FIELDS_CommandGetSchemaResponse
     unknown = [m._unknown for m in rows]
-    v0 = [m.request_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m._error_code for m in rows]
-    c1 = enum_array(v1, _NAMES_ServerError, unknown, 2)
-    v2 = [m._error_message for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.schema for m in rows]
-    c3 = _arrow_Schema(v3)
-    v4 = [m._schema_version for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    arrays = [c0, c1, c2, c3, c4]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[0].type)
+    v_error_code = [m._error_code for m in rows]
+    c_error_code = enum_array(v_error_code, _NAMES_ServerError, unknown, 2)
+    v_error_message = [m._error_message for m in rows]
+    c_error_message = pa.array(v_error_message, fields[2].type)
+    v_schema = [m.schema for m in rows]
+    c_schema = _arrow_Schema(v_schema)
+    v_schema_version = [m._schema_version for m in rows]
+    c_schema_version = pa.array(v_schema_version, fields[4].type)
+    arrays = [c_request_id, c_error_code, c_error_message, c_schema, c_schema_version]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6686,15 +6947,15 @@ def _row_CommandGetOrCreateSchema(m: pulsar_api.CommandGetOrCreateSchema) -> dic
 def _value_CommandGetOrCreateSchema(row: RowLike) -> pulsar_api.CommandGetOrCreateSchema:
     """The CommandGetOrCreateSchema a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["topic"]
-    v2 = r["schema"]
-    v3 = r["producerName"]
+    v_request_id = r["request_id"]
+    v_topic = r["topic"]
+    v_schema = r["schema"]
+    v_producerName = r["producerName"]
     value = pulsar_api.CommandGetOrCreateSchema(
-        request_id=uint64_value(v0, "CommandGetOrCreateSchema.request_id"),
-        topic=required(v1, "CommandGetOrCreateSchema.topic"),
-        schema=_value_Schema(required(v2, "CommandGetOrCreateSchema.schema")),
-        producerName=v3,
+        request_id=uint64_value(v_request_id, "CommandGetOrCreateSchema.request_id"),
+        topic=required(v_topic, "CommandGetOrCreateSchema.topic"),
+        schema=_value_Schema(required(v_schema, "CommandGetOrCreateSchema.schema")),
+        producerName=v_producerName,
     )
     return value
 
@@ -6707,15 +6968,15 @@ def _arrow_CommandGetOrCreateSchema(
     if not rows:
         return null_column(len(values), _ARROW_CommandGetOrCreateSchema)
     fields = _FIELDS_CommandGetOrCreateSchema
-    v0 = [m.request_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.topic for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.schema for m in rows]
-    c2 = _arrow_Schema(v2)
-    v3 = [m._producerName for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    arrays = [c0, c1, c2, c3]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[0].type)
+    v_topic = [m.topic for m in rows]
+    c_topic = pa.array(v_topic, fields[1].type)
+    v_schema = [m.schema for m in rows]
+    c_schema = _arrow_Schema(v_schema)
+    v_producerName = [m._producerName for m in rows]
+    c_producerName = pa.array(v_producerName, fields[3].type)
+    arrays = [c_request_id, c_topic, c_schema, c_producerName]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6723,10 +6984,14 @@ def _row_CommandGetOrCreateSchemaResponse(
     m: pulsar_api.CommandGetOrCreateSchemaResponse
 ) -> dict[str, Any]:
     """The row of a CommandGetOrCreateSchemaResponse: field name -> row value."""
-    x1 = m._error_code
+    x_error_code = m._error_code
     return {
         "request_id": Decimal(m.request_id),
-        "error_code": _NAMES_ServerError[x1] if x1 is not None else unknown_enum(m._unknown, 2),
+        "error_code": (
+            _NAMES_ServerError[x_error_code]
+            if x_error_code is not None
+            else unknown_enum(m._unknown, 2)
+        ),
         "error_message": m._error_message,
         "schema_version": m._schema_version,
     }
@@ -6738,23 +7003,23 @@ def _value_CommandGetOrCreateSchemaResponse(
     """The CommandGetOrCreateSchemaResponse a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["request_id"]
-    v1 = r["error_code"]
-    e1 = closed_enum(
-        v1,
+    v_request_id = r["request_id"]
+    v_error_code = r["error_code"]
+    e_error_code = closed_enum(
+        v_error_code,
         _NUMBERS_ServerError,
         pulsar_api.ServerError,
         b"\x10",
         unknown,
         "CommandGetOrCreateSchemaResponse.error_code",
     )
-    v2 = r["error_message"]
-    v3 = r["schema_version"]
+    v_error_message = r["error_message"]
+    v_schema_version = r["schema_version"]
     value = pulsar_api.CommandGetOrCreateSchemaResponse(
-        request_id=uint64_value(v0, "CommandGetOrCreateSchemaResponse.request_id"),
-        error_code=e1,
-        error_message=v2,
-        schema_version=None if v3 is None else binary_value(v3),
+        request_id=uint64_value(v_request_id, "CommandGetOrCreateSchemaResponse.request_id"),
+        error_code=e_error_code,
+        error_message=v_error_message,
+        schema_version=None if v_schema_version is None else binary_value(v_schema_version),
     )
     if unknown:
         value._unknown = bytes(unknown)
@@ -6770,15 +7035,15 @@ def _arrow_CommandGetOrCreateSchemaResponse(
         return null_column(len(values), _ARROW_CommandGetOrCreateSchemaResponse)
     fields = _FIELDS_CommandGetOrCreateSchemaResponse
     unknown = [m._unknown for m in rows]
-    v0 = [m.request_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m._error_code for m in rows]
-    c1 = enum_array(v1, _NAMES_ServerError, unknown, 2)
-    v2 = [m._error_message for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m._schema_version for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    arrays = [c0, c1, c2, c3]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[0].type)
+    v_error_code = [m._error_code for m in rows]
+    c_error_code = enum_array(v_error_code, _NAMES_ServerError, unknown, 2)
+    v_error_message = [m._error_message for m in rows]
+    c_error_message = pa.array(v_error_message, fields[2].type)
+    v_schema_version = [m._schema_version for m in rows]
+    c_schema_version = pa.array(v_schema_version, fields[3].type)
+    arrays = [c_request_id, c_error_code, c_error_message, c_schema_version]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6796,13 +7061,13 @@ def _row_CommandTcClientConnectRequest(
 def _value_CommandTcClientConnectRequest(row: RowLike) -> pulsar_api.CommandTcClientConnectRequest:
     """The CommandTcClientConnectRequest a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["tc_id"]
-    v2 = r["scalable"]
+    v_request_id = r["request_id"]
+    v_tc_id = r["tc_id"]
+    v_scalable = r["scalable"]
     value = pulsar_api.CommandTcClientConnectRequest(
-        request_id=uint64_value(v0, "CommandTcClientConnectRequest.request_id"),
-        tc_id=uint64_value(v1, "CommandTcClientConnectRequest.tc_id"),
-        scalable=v2,
+        request_id=uint64_value(v_request_id, "CommandTcClientConnectRequest.request_id"),
+        tc_id=uint64_value(v_tc_id, "CommandTcClientConnectRequest.tc_id"),
+        scalable=v_scalable,
     )
     return value
 
@@ -6815,13 +7080,13 @@ def _arrow_CommandTcClientConnectRequest(
     if not rows:
         return null_column(len(values), _ARROW_CommandTcClientConnectRequest)
     fields = _FIELDS_CommandTcClientConnectRequest
-    v0 = [m.request_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m.tc_id for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    v2 = [m._scalable for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[0].type)
+    v_tc_id = [m.tc_id for m in rows]
+    c_tc_id = uint64_array(v_tc_id, fields[1].type)
+    v_scalable = [m._scalable for m in rows]
+    c_scalable = pa.array(v_scalable, fields[2].type)
+    arrays = [c_request_id, c_tc_id, c_scalable]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -6829,10 +7094,12 @@ def _row_CommandTcClientConnectResponse(
     m: pulsar_api.CommandTcClientConnectResponse
 ) -> dict[str, Any]:
     """The row of a CommandTcClientConnectResponse: field name -> row value."""
-    x1 = m._error
+    x_error = m._error
     return {
         "request_id": Decimal(m.request_id),
-        "error": _NAMES_ServerError[x1] if x1 is not None else unknown_enum(m._unknown, 2),
+        "error": (
+            _NAMES_ServerError[x_error] if x_error is not None else unknown_enum(m._unknown, 2)
+        ),
         "message": m._message,
     }
 
@@ -6843,21 +7110,21 @@ def _value_CommandTcClientConnectResponse(
     """The CommandTcClientConnectResponse a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["request_id"]
-    v1 = r["error"]
-    e1 = closed_enum(
-        v1,
+    v_request_id = r["request_id"]
+    v_error = r["error"]
+    e_error = closed_enum(
+        v_error,
         _NUMBERS_ServerError,
         pulsar_api.ServerError,
         b"\x10",
         unknown,
         "CommandTcClientConnectResponse.error",
     )
-    v2 = r["message"]
+    v_message = r["message"]
     value = pulsar_api.CommandTcClientConnectResponse(
-        request_id=uint64_value(v0, "CommandTcClientConnectResponse.request_id"),
-        error=e1,
-        message=v2,
+        request_id=uint64_value(v_request_id, "CommandTcClientConnectResponse.request_id"),
+        error=e_error,
+        message=v_message,
     )
     if unknown:
         value._unknown = bytes(unknown)
@@ -6873,24 +7140,24 @@ def _arrow_CommandTcClientConnectResponse(
         return null_column(len(values), _ARROW_CommandTcClientConnectResponse)
     fields = _FIELDS_CommandTcClientConnectResponse
     unknown = [m._unknown for m in rows]
-    v0 = [m.request_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m._error for m in rows]
-    c1 = enum_array(v1, _NAMES_ServerError, unknown, 2)
-    v2 = [m._message for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[0].type)
+    v_error = [m._error for m in rows]
+    c_error = enum_array(v_error, _NAMES_ServerError, unknown, 2)
+    v_message = [m._message for m in rows]
+    c_message = pa.array(v_message, fields[2].type)
+    arrays = [c_request_id, c_error, c_message]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_CommandNewTxn(m: pulsar_api.CommandNewTxn) -> dict[str, Any]:
     """The row of a CommandNewTxn: field name -> row value."""
-    x1 = m._txn_ttl_millis
-    x2 = m._tc_id
+    x_txn_ttl_millis = m._txn_ttl_millis
+    x_tc_id = m._tc_id
     return {
         "request_id": Decimal(m.request_id),
-        "txn_ttl_millis": None if x1 is None else Decimal(x1),
-        "tc_id": None if x2 is None else Decimal(x2),
+        "txn_ttl_millis": None if x_txn_ttl_millis is None else Decimal(x_txn_ttl_millis),
+        "tc_id": None if x_tc_id is None else Decimal(x_tc_id),
         "scalable": m._scalable,
     }
 
@@ -6898,15 +7165,19 @@ def _row_CommandNewTxn(m: pulsar_api.CommandNewTxn) -> dict[str, Any]:
 def _value_CommandNewTxn(row: RowLike) -> pulsar_api.CommandNewTxn:
     """The CommandNewTxn a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["txn_ttl_millis"]
-    v2 = r["tc_id"]
-    v3 = r["scalable"]
+    v_request_id = r["request_id"]
+    v_txn_ttl_millis = r["txn_ttl_millis"]
+    v_tc_id = r["tc_id"]
+    v_scalable = r["scalable"]
     value = pulsar_api.CommandNewTxn(
-        request_id=uint64_value(v0, "CommandNewTxn.request_id"),
-        txn_ttl_millis=None if v1 is None else uint64_value(v1, "CommandNewTxn.txn_ttl_millis"),
-        tc_id=None if v2 is None else uint64_value(v2, "CommandNewTxn.tc_id"),
-        scalable=v3,
+        request_id=uint64_value(v_request_id, "CommandNewTxn.request_id"),
+        txn_ttl_millis=(
+            None
+            if v_txn_ttl_millis is None
+            else uint64_value(v_txn_ttl_millis, "CommandNewTxn.txn_ttl_millis")
+        ),
+        tc_id=None if v_tc_id is None else uint64_value(v_tc_id, "CommandNewTxn.tc_id"),
+        scalable=v_scalable,
     )
     return value
 
@@ -6917,28 +7188,30 @@ def _arrow_CommandNewTxn(values: Sequence[pulsar_api.CommandNewTxn | None]) -> A
     if not rows:
         return null_column(len(values), _ARROW_CommandNewTxn)
     fields = _FIELDS_CommandNewTxn
-    v0 = [m.request_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m._txn_ttl_millis for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    v2 = [m._tc_id for m in rows]
-    c2 = uint64_array(v2, fields[2].type)
-    v3 = [m._scalable for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    arrays = [c0, c1, c2, c3]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[0].type)
+    v_txn_ttl_millis = [m._txn_ttl_millis for m in rows]
+    c_txn_ttl_millis = uint64_array(v_txn_ttl_millis, fields[1].type)
+    v_tc_id = [m._tc_id for m in rows]
+    c_tc_id = uint64_array(v_tc_id, fields[2].type)
+    v_scalable = [m._scalable for m in rows]
+    c_scalable = pa.array(v_scalable, fields[3].type)
+    arrays = [c_request_id, c_txn_ttl_millis, c_tc_id, c_scalable]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_CommandNewTxnResponse(m: pulsar_api.CommandNewTxnResponse) -> dict[str, Any]:
     """The row of a CommandNewTxnResponse: field name -> row value."""
-    x1 = m._txnid_least_bits
-    x2 = m._txnid_most_bits
-    x3 = m._error
+    x_txnid_least_bits = m._txnid_least_bits
+    x_txnid_most_bits = m._txnid_most_bits
+    x_error = m._error
     return {
         "request_id": Decimal(m.request_id),
-        "txnid_least_bits": None if x1 is None else Decimal(x1),
-        "txnid_most_bits": None if x2 is None else Decimal(x2),
-        "error": _NAMES_ServerError[x3] if x3 is not None else unknown_enum(m._unknown, 4),
+        "txnid_least_bits": None if x_txnid_least_bits is None else Decimal(x_txnid_least_bits),
+        "txnid_most_bits": None if x_txnid_most_bits is None else Decimal(x_txnid_most_bits),
+        "error": (
+            _NAMES_ServerError[x_error] if x_error is not None else unknown_enum(m._unknown, 4)
+        ),
         "message": m._message,
     }
 
@@ -6947,29 +7220,33 @@ def _value_CommandNewTxnResponse(row: RowLike) -> pulsar_api.CommandNewTxnRespon
     """The CommandNewTxnResponse a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["request_id"]
-    v1 = r["txnid_least_bits"]
-    v2 = r["txnid_most_bits"]
-    v3 = r["error"]
-    e3 = closed_enum(
-        v3,
+    v_request_id = r["request_id"]
+    v_txnid_least_bits = r["txnid_least_bits"]
+    v_txnid_most_bits = r["txnid_most_bits"]
+    v_error = r["error"]
+    e_error = closed_enum(
+        v_error,
         _NUMBERS_ServerError,
         pulsar_api.ServerError,
         b"\x20",
         unknown,
         "CommandNewTxnResponse.error",
     )
-    v4 = r["message"]
+    v_message = r["message"]
     value = pulsar_api.CommandNewTxnResponse(
-        request_id=uint64_value(v0, "CommandNewTxnResponse.request_id"),
+        request_id=uint64_value(v_request_id, "CommandNewTxnResponse.request_id"),
         txnid_least_bits=(
-            None if v1 is None else uint64_value(v1, "CommandNewTxnResponse.txnid_least_bits")
+            None
+            if v_txnid_least_bits is None
+            else uint64_value(v_txnid_least_bits, "CommandNewTxnResponse.txnid_least_bits")
         ),
         txnid_most_bits=(
-            None if v2 is None else uint64_value(v2, "CommandNewTxnResponse.txnid_most_bits")
+            None
+            if v_txnid_most_bits is None
+            else uint64_value(v_txnid_most_bits, "CommandNewTxnResponse.txnid_most_bits")
         ),
-        error=e3,
-        message=v4,
+        error=e_error,
+        message=v_message,
     )
     if unknown:
         value._unknown = bytes(unknown)
@@ -6983,28 +7260,28 @@ def _arrow_CommandNewTxnResponse(values: Sequence[pulsar_api.CommandNewTxnRespon
         return null_column(len(values), _ARROW_CommandNewTxnResponse)
     fields = _FIELDS_CommandNewTxnResponse
     unknown = [m._unknown for m in rows]
-    v0 = [m.request_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m._txnid_least_bits for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    v2 = [m._txnid_most_bits for m in rows]
-    c2 = uint64_array(v2, fields[2].type)
-    v3 = [m._error for m in rows]
-    c3 = enum_array(v3, _NAMES_ServerError, unknown, 4)
-    v4 = [m._message for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    arrays = [c0, c1, c2, c3, c4]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[0].type)
+    v_txnid_least_bits = [m._txnid_least_bits for m in rows]
+    c_txnid_least_bits = uint64_array(v_txnid_least_bits, fields[1].type)
+    v_txnid_most_bits = [m._txnid_most_bits for m in rows]
+    c_txnid_most_bits = uint64_array(v_txnid_most_bits, fields[2].type)
+    v_error = [m._error for m in rows]
+    c_error = enum_array(v_error, _NAMES_ServerError, unknown, 4)
+    v_message = [m._message for m in rows]
+    c_message = pa.array(v_message, fields[4].type)
+    arrays = [c_request_id, c_txnid_least_bits, c_txnid_most_bits, c_error, c_message]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_CommandAddPartitionToTxn(m: pulsar_api.CommandAddPartitionToTxn) -> dict[str, Any]:
     """The row of a CommandAddPartitionToTxn: field name -> row value."""
-    x1 = m._txnid_least_bits
-    x2 = m._txnid_most_bits
+    x_txnid_least_bits = m._txnid_least_bits
+    x_txnid_most_bits = m._txnid_most_bits
     return {
         "request_id": Decimal(m.request_id),
-        "txnid_least_bits": None if x1 is None else Decimal(x1),
-        "txnid_most_bits": None if x2 is None else Decimal(x2),
+        "txnid_least_bits": None if x_txnid_least_bits is None else Decimal(x_txnid_least_bits),
+        "txnid_most_bits": None if x_txnid_most_bits is None else Decimal(x_txnid_most_bits),
         "partitions": list(m.partitions),
         "scalable": m._scalable,
     }
@@ -7013,21 +7290,25 @@ def _row_CommandAddPartitionToTxn(m: pulsar_api.CommandAddPartitionToTxn) -> dic
 def _value_CommandAddPartitionToTxn(row: RowLike) -> pulsar_api.CommandAddPartitionToTxn:
     """The CommandAddPartitionToTxn a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["txnid_least_bits"]
-    v2 = r["txnid_most_bits"]
-    v3 = r["partitions"]
-    v4 = r["scalable"]
+    v_request_id = r["request_id"]
+    v_txnid_least_bits = r["txnid_least_bits"]
+    v_txnid_most_bits = r["txnid_most_bits"]
+    v_partitions = r["partitions"]
+    v_scalable = r["scalable"]
     value = pulsar_api.CommandAddPartitionToTxn(
-        request_id=uint64_value(v0, "CommandAddPartitionToTxn.request_id"),
+        request_id=uint64_value(v_request_id, "CommandAddPartitionToTxn.request_id"),
         txnid_least_bits=(
-            None if v1 is None else uint64_value(v1, "CommandAddPartitionToTxn.txnid_least_bits")
+            None
+            if v_txnid_least_bits is None
+            else uint64_value(v_txnid_least_bits, "CommandAddPartitionToTxn.txnid_least_bits")
         ),
         txnid_most_bits=(
-            None if v2 is None else uint64_value(v2, "CommandAddPartitionToTxn.txnid_most_bits")
+            None
+            if v_txnid_most_bits is None
+            else uint64_value(v_txnid_most_bits, "CommandAddPartitionToTxn.txnid_most_bits")
         ),
-        partitions=list(v3 or ()),
-        scalable=v4,
+        partitions=list(v_partitions or ()),
+        scalable=v_scalable,
     )
     return value
 
@@ -7040,17 +7321,17 @@ def _arrow_CommandAddPartitionToTxn(
     if not rows:
         return null_column(len(values), _ARROW_CommandAddPartitionToTxn)
     fields = _FIELDS_CommandAddPartitionToTxn
-    v0 = [m.request_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m._txnid_least_bits for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    v2 = [m._txnid_most_bits for m in rows]
-    c2 = uint64_array(v2, fields[2].type)
-    v3 = [m.partitions for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m._scalable for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    arrays = [c0, c1, c2, c3, c4]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[0].type)
+    v_txnid_least_bits = [m._txnid_least_bits for m in rows]
+    c_txnid_least_bits = uint64_array(v_txnid_least_bits, fields[1].type)
+    v_txnid_most_bits = [m._txnid_most_bits for m in rows]
+    c_txnid_most_bits = uint64_array(v_txnid_most_bits, fields[2].type)
+    v_partitions = [m.partitions for m in rows]
+    c_partitions = pa.array(v_partitions, fields[3].type)
+    v_scalable = [m._scalable for m in rows]
+    c_scalable = pa.array(v_scalable, fields[4].type)
+    arrays = [c_request_id, c_txnid_least_bits, c_txnid_most_bits, c_partitions, c_scalable]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -7058,14 +7339,16 @@ def _row_CommandAddPartitionToTxnResponse(
     m: pulsar_api.CommandAddPartitionToTxnResponse
 ) -> dict[str, Any]:
     """The row of a CommandAddPartitionToTxnResponse: field name -> row value."""
-    x1 = m._txnid_least_bits
-    x2 = m._txnid_most_bits
-    x3 = m._error
+    x_txnid_least_bits = m._txnid_least_bits
+    x_txnid_most_bits = m._txnid_most_bits
+    x_error = m._error
     return {
         "request_id": Decimal(m.request_id),
-        "txnid_least_bits": None if x1 is None else Decimal(x1),
-        "txnid_most_bits": None if x2 is None else Decimal(x2),
-        "error": _NAMES_ServerError[x3] if x3 is not None else unknown_enum(m._unknown, 4),
+        "txnid_least_bits": None if x_txnid_least_bits is None else Decimal(x_txnid_least_bits),
+        "txnid_most_bits": None if x_txnid_most_bits is None else Decimal(x_txnid_most_bits),
+        "error": (
+            _NAMES_ServerError[x_error] if x_error is not None else unknown_enum(m._unknown, 4)
+        ),
         "message": m._message,
     }
 
@@ -7076,33 +7359,36 @@ def _value_CommandAddPartitionToTxnResponse(
     """The CommandAddPartitionToTxnResponse a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["request_id"]
-    v1 = r["txnid_least_bits"]
-    v2 = r["txnid_most_bits"]
-    v3 = r["error"]
-    e3 = closed_enum(
-        v3,
+    v_request_id = r["request_id"]
+    v_txnid_least_bits = r["txnid_least_bits"]
+    v_txnid_most_bits = r["txnid_most_bits"]
+    v_error = r["error"]
+    e_error = closed_enum(
+        v_error,
         _NUMBERS_ServerError,
         pulsar_api.ServerError,
         b"\x20",
         unknown,
         "CommandAddPartitionToTxnResponse.error",
     )
-    v4 = r["message"]
+    v_message = r["message"]
     value = pulsar_api.CommandAddPartitionToTxnResponse(
-        request_id=uint64_value(v0, "CommandAddPartitionToTxnResponse.request_id"),
+        request_id=uint64_value(v_request_id, "CommandAddPartitionToTxnResponse.request_id"),
         txnid_least_bits=(
             None
-            if v1 is None
-            else uint64_value(v1, "CommandAddPartitionToTxnResponse.txnid_least_bits")
+            if v_txnid_least_bits is None
+            else uint64_value(
+                v_txnid_least_bits,
+                "CommandAddPartitionToTxnResponse.txnid_least_bits",
+            )
         ),
         txnid_most_bits=(
             None
-            if v2 is None
-            else uint64_value(v2, "CommandAddPartitionToTxnResponse.txnid_most_bits")
+            if v_txnid_most_bits is None
+            else uint64_value(v_txnid_most_bits, "CommandAddPartitionToTxnResponse.txnid_most_bits")
         ),
-        error=e3,
-        message=v4,
+        error=e_error,
+        message=v_message,
     )
     if unknown:
         value._unknown = bytes(unknown)
@@ -7118,17 +7404,17 @@ def _arrow_CommandAddPartitionToTxnResponse(
         return null_column(len(values), _ARROW_CommandAddPartitionToTxnResponse)
     fields = _FIELDS_CommandAddPartitionToTxnResponse
     unknown = [m._unknown for m in rows]
-    v0 = [m.request_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m._txnid_least_bits for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    v2 = [m._txnid_most_bits for m in rows]
-    c2 = uint64_array(v2, fields[2].type)
-    v3 = [m._error for m in rows]
-    c3 = enum_array(v3, _NAMES_ServerError, unknown, 4)
-    v4 = [m._message for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    arrays = [c0, c1, c2, c3, c4]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[0].type)
+    v_txnid_least_bits = [m._txnid_least_bits for m in rows]
+    c_txnid_least_bits = uint64_array(v_txnid_least_bits, fields[1].type)
+    v_txnid_most_bits = [m._txnid_most_bits for m in rows]
+    c_txnid_most_bits = uint64_array(v_txnid_most_bits, fields[2].type)
+    v_error = [m._error for m in rows]
+    c_error = enum_array(v_error, _NAMES_ServerError, unknown, 4)
+    v_message = [m._message for m in rows]
+    c_message = pa.array(v_message, fields[4].type)
+    arrays = [c_request_id, c_txnid_least_bits, c_txnid_most_bits, c_error, c_message]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -7143,11 +7429,11 @@ def _row_Subscription(m: pulsar_api.Subscription) -> dict[str, Any]:
 def _value_Subscription(row: RowLike) -> pulsar_api.Subscription:
     """The Subscription a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["topic"]
-    v1 = r["subscription"]
+    v_topic = r["topic"]
+    v_subscription = r["subscription"]
     value = pulsar_api.Subscription(
-        topic=required(v0, "Subscription.topic"),
-        subscription=required(v1, "Subscription.subscription"),
+        topic=required(v_topic, "Subscription.topic"),
+        subscription=required(v_subscription, "Subscription.subscription"),
     )
     return value
 
@@ -7158,24 +7444,24 @@ def _arrow_Subscription(values: Sequence[pulsar_api.Subscription | None]) -> Any
     if not rows:
         return null_column(len(values), _ARROW_Subscription)
     fields = _FIELDS_Subscription
-    v0 = [m.topic for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.subscription for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_topic = [m.topic for m in rows]
+    c_topic = pa.array(v_topic, fields[0].type)
+    v_subscription = [m.subscription for m in rows]
+    c_subscription = pa.array(v_subscription, fields[1].type)
+    arrays = [c_topic, c_subscription]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_CommandAddSubscriptionToTxn(m: pulsar_api.CommandAddSubscriptionToTxn) -> dict[str, Any]:
     """The row of a CommandAddSubscriptionToTxn: field name -> row value."""
-    x1 = m._txnid_least_bits
-    x2 = m._txnid_most_bits
-    x3 = m.subscription
+    x_txnid_least_bits = m._txnid_least_bits
+    x_txnid_most_bits = m._txnid_most_bits
+    x_subscription = m.subscription
     return {
         "request_id": Decimal(m.request_id),
-        "txnid_least_bits": None if x1 is None else Decimal(x1),
-        "txnid_most_bits": None if x2 is None else Decimal(x2),
-        "subscription": [_row_Subscription(y) for y in x3],
+        "txnid_least_bits": None if x_txnid_least_bits is None else Decimal(x_txnid_least_bits),
+        "txnid_most_bits": None if x_txnid_most_bits is None else Decimal(x_txnid_most_bits),
+        "subscription": [_row_Subscription(y) for y in x_subscription],
         "scalable": m._scalable,
     }
 
@@ -7183,21 +7469,25 @@ def _row_CommandAddSubscriptionToTxn(m: pulsar_api.CommandAddSubscriptionToTxn) 
 def _value_CommandAddSubscriptionToTxn(row: RowLike) -> pulsar_api.CommandAddSubscriptionToTxn:
     """The CommandAddSubscriptionToTxn a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["txnid_least_bits"]
-    v2 = r["txnid_most_bits"]
-    v3 = r["subscription"]
-    v4 = r["scalable"]
+    v_request_id = r["request_id"]
+    v_txnid_least_bits = r["txnid_least_bits"]
+    v_txnid_most_bits = r["txnid_most_bits"]
+    v_subscription = r["subscription"]
+    v_scalable = r["scalable"]
     value = pulsar_api.CommandAddSubscriptionToTxn(
-        request_id=uint64_value(v0, "CommandAddSubscriptionToTxn.request_id"),
+        request_id=uint64_value(v_request_id, "CommandAddSubscriptionToTxn.request_id"),
         txnid_least_bits=(
-            None if v1 is None else uint64_value(v1, "CommandAddSubscriptionToTxn.txnid_least_bits")
+            None
+            if v_txnid_least_bits is None
+            else uint64_value(v_txnid_least_bits, "CommandAddSubscriptionToTxn.txnid_least_bits")
         ),
         txnid_most_bits=(
-            None if v2 is None else uint64_value(v2, "CommandAddSubscriptionToTxn.txnid_most_bits")
+            None
+            if v_txnid_most_bits is None
+            else uint64_value(v_txnid_most_bits, "CommandAddSubscriptionToTxn.txnid_most_bits")
         ),
-        subscription=[_value_Subscription(y) for y in v3 or ()],
-        scalable=v4,
+        subscription=[_value_Subscription(y) for y in v_subscription or ()],
+        scalable=v_scalable,
     )
     return value
 
@@ -7210,17 +7500,17 @@ def _arrow_CommandAddSubscriptionToTxn(
     if not rows:
         return null_column(len(values), _ARROW_CommandAddSubscriptionToTxn)
     fields = _FIELDS_CommandAddSubscriptionToTxn
-    v0 = [m.request_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m._txnid_least_bits for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    v2 = [m._txnid_most_bits for m in rows]
-    c2 = uint64_array(v2, fields[2].type)
-    v3 = [m.subscription for m in rows]
-    c3 = list_array(v3, _arrow_Subscription, fields[3].type)
-    v4 = [m._scalable for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    arrays = [c0, c1, c2, c3, c4]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[0].type)
+    v_txnid_least_bits = [m._txnid_least_bits for m in rows]
+    c_txnid_least_bits = uint64_array(v_txnid_least_bits, fields[1].type)
+    v_txnid_most_bits = [m._txnid_most_bits for m in rows]
+    c_txnid_most_bits = uint64_array(v_txnid_most_bits, fields[2].type)
+    v_subscription = [m.subscription for m in rows]
+    c_subscription = list_array(v_subscription, _arrow_Subscription, fields[3].type)
+    v_scalable = [m._scalable for m in rows]
+    c_scalable = pa.array(v_scalable, fields[4].type)
+    arrays = [c_request_id, c_txnid_least_bits, c_txnid_most_bits, c_subscription, c_scalable]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -7228,14 +7518,16 @@ def _row_CommandAddSubscriptionToTxnResponse(
     m: pulsar_api.CommandAddSubscriptionToTxnResponse
 ) -> dict[str, Any]:
     """The row of a CommandAddSubscriptionToTxnResponse: field name -> row value."""
-    x1 = m._txnid_least_bits
-    x2 = m._txnid_most_bits
-    x3 = m._error
+    x_txnid_least_bits = m._txnid_least_bits
+    x_txnid_most_bits = m._txnid_most_bits
+    x_error = m._error
     return {
         "request_id": Decimal(m.request_id),
-        "txnid_least_bits": None if x1 is None else Decimal(x1),
-        "txnid_most_bits": None if x2 is None else Decimal(x2),
-        "error": _NAMES_ServerError[x3] if x3 is not None else unknown_enum(m._unknown, 4),
+        "txnid_least_bits": None if x_txnid_least_bits is None else Decimal(x_txnid_least_bits),
+        "txnid_most_bits": None if x_txnid_most_bits is None else Decimal(x_txnid_most_bits),
+        "error": (
+            _NAMES_ServerError[x_error] if x_error is not None else unknown_enum(m._unknown, 4)
+        ),
         "message": m._message,
     }
 
@@ -7246,33 +7538,39 @@ def _value_CommandAddSubscriptionToTxnResponse(
     """The CommandAddSubscriptionToTxnResponse a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["request_id"]
-    v1 = r["txnid_least_bits"]
-    v2 = r["txnid_most_bits"]
-    v3 = r["error"]
-    e3 = closed_enum(
-        v3,
+    v_request_id = r["request_id"]
+    v_txnid_least_bits = r["txnid_least_bits"]
+    v_txnid_most_bits = r["txnid_most_bits"]
+    v_error = r["error"]
+    e_error = closed_enum(
+        v_error,
         _NUMBERS_ServerError,
         pulsar_api.ServerError,
         b"\x20",
         unknown,
         "CommandAddSubscriptionToTxnResponse.error",
     )
-    v4 = r["message"]
+    v_message = r["message"]
     value = pulsar_api.CommandAddSubscriptionToTxnResponse(
-        request_id=uint64_value(v0, "CommandAddSubscriptionToTxnResponse.request_id"),
+        request_id=uint64_value(v_request_id, "CommandAddSubscriptionToTxnResponse.request_id"),
         txnid_least_bits=(
             None
-            if v1 is None
-            else uint64_value(v1, "CommandAddSubscriptionToTxnResponse.txnid_least_bits")
+            if v_txnid_least_bits is None
+            else uint64_value(
+                v_txnid_least_bits,
+                "CommandAddSubscriptionToTxnResponse.txnid_least_bits",
+            )
         ),
         txnid_most_bits=(
             None
-            if v2 is None
-            else uint64_value(v2, "CommandAddSubscriptionToTxnResponse.txnid_most_bits")
+            if v_txnid_most_bits is None
+            else uint64_value(
+                v_txnid_most_bits,
+                "CommandAddSubscriptionToTxnResponse.txnid_most_bits",
+            )
         ),
-        error=e3,
-        message=v4,
+        error=e_error,
+        message=v_message,
     )
     if unknown:
         value._unknown = bytes(unknown)
@@ -7288,30 +7586,34 @@ def _arrow_CommandAddSubscriptionToTxnResponse(
         return null_column(len(values), _ARROW_CommandAddSubscriptionToTxnResponse)
     fields = _FIELDS_CommandAddSubscriptionToTxnResponse
     unknown = [m._unknown for m in rows]
-    v0 = [m.request_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m._txnid_least_bits for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    v2 = [m._txnid_most_bits for m in rows]
-    c2 = uint64_array(v2, fields[2].type)
-    v3 = [m._error for m in rows]
-    c3 = enum_array(v3, _NAMES_ServerError, unknown, 4)
-    v4 = [m._message for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    arrays = [c0, c1, c2, c3, c4]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[0].type)
+    v_txnid_least_bits = [m._txnid_least_bits for m in rows]
+    c_txnid_least_bits = uint64_array(v_txnid_least_bits, fields[1].type)
+    v_txnid_most_bits = [m._txnid_most_bits for m in rows]
+    c_txnid_most_bits = uint64_array(v_txnid_most_bits, fields[2].type)
+    v_error = [m._error for m in rows]
+    c_error = enum_array(v_error, _NAMES_ServerError, unknown, 4)
+    v_message = [m._message for m in rows]
+    c_message = pa.array(v_message, fields[4].type)
+    arrays = [c_request_id, c_txnid_least_bits, c_txnid_most_bits, c_error, c_message]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_CommandEndTxn(m: pulsar_api.CommandEndTxn) -> dict[str, Any]:
     """The row of a CommandEndTxn: field name -> row value."""
-    x1 = m._txnid_least_bits
-    x2 = m._txnid_most_bits
-    x3 = m._txn_action
+    x_txnid_least_bits = m._txnid_least_bits
+    x_txnid_most_bits = m._txnid_most_bits
+    x_txn_action = m._txn_action
     return {
         "request_id": Decimal(m.request_id),
-        "txnid_least_bits": None if x1 is None else Decimal(x1),
-        "txnid_most_bits": None if x2 is None else Decimal(x2),
-        "txn_action": _NAMES_TxnAction[x3] if x3 is not None else unknown_enum(m._unknown, 4),
+        "txnid_least_bits": None if x_txnid_least_bits is None else Decimal(x_txnid_least_bits),
+        "txnid_most_bits": None if x_txnid_most_bits is None else Decimal(x_txnid_most_bits),
+        "txn_action": (
+            _NAMES_TxnAction[x_txn_action]
+            if x_txn_action is not None
+            else unknown_enum(m._unknown, 4)
+        ),
         "scalable": m._scalable,
     }
 
@@ -7320,25 +7622,33 @@ def _value_CommandEndTxn(row: RowLike) -> pulsar_api.CommandEndTxn:
     """The CommandEndTxn a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["request_id"]
-    v1 = r["txnid_least_bits"]
-    v2 = r["txnid_most_bits"]
-    v3 = r["txn_action"]
-    e3 = closed_enum(
-        v3,
+    v_request_id = r["request_id"]
+    v_txnid_least_bits = r["txnid_least_bits"]
+    v_txnid_most_bits = r["txnid_most_bits"]
+    v_txn_action = r["txn_action"]
+    e_txn_action = closed_enum(
+        v_txn_action,
         _NUMBERS_TxnAction,
         pulsar_api.TxnAction,
         b"\x20",
         unknown,
         "CommandEndTxn.txn_action",
     )
-    v4 = r["scalable"]
+    v_scalable = r["scalable"]
     value = pulsar_api.CommandEndTxn(
-        request_id=uint64_value(v0, "CommandEndTxn.request_id"),
-        txnid_least_bits=None if v1 is None else uint64_value(v1, "CommandEndTxn.txnid_least_bits"),
-        txnid_most_bits=None if v2 is None else uint64_value(v2, "CommandEndTxn.txnid_most_bits"),
-        txn_action=e3,
-        scalable=v4,
+        request_id=uint64_value(v_request_id, "CommandEndTxn.request_id"),
+        txnid_least_bits=(
+            None
+            if v_txnid_least_bits is None
+            else uint64_value(v_txnid_least_bits, "CommandEndTxn.txnid_least_bits")
+        ),
+        txnid_most_bits=(
+            None
+            if v_txnid_most_bits is None
+            else uint64_value(v_txnid_most_bits, "CommandEndTxn.txnid_most_bits")
+        ),
+        txn_action=e_txn_action,
+        scalable=v_scalable,
     )
     if unknown:
         value._unknown = bytes(unknown)
@@ -7352,30 +7662,32 @@ def _arrow_CommandEndTxn(values: Sequence[pulsar_api.CommandEndTxn | None]) -> A
         return null_column(len(values), _ARROW_CommandEndTxn)
     fields = _FIELDS_CommandEndTxn
     unknown = [m._unknown for m in rows]
-    v0 = [m.request_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m._txnid_least_bits for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    v2 = [m._txnid_most_bits for m in rows]
-    c2 = uint64_array(v2, fields[2].type)
-    v3 = [m._txn_action for m in rows]
-    c3 = enum_array(v3, _NAMES_TxnAction, unknown, 4)
-    v4 = [m._scalable for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    arrays = [c0, c1, c2, c3, c4]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[0].type)
+    v_txnid_least_bits = [m._txnid_least_bits for m in rows]
+    c_txnid_least_bits = uint64_array(v_txnid_least_bits, fields[1].type)
+    v_txnid_most_bits = [m._txnid_most_bits for m in rows]
+    c_txnid_most_bits = uint64_array(v_txnid_most_bits, fields[2].type)
+    v_txn_action = [m._txn_action for m in rows]
+    c_txn_action = enum_array(v_txn_action, _NAMES_TxnAction, unknown, 4)
+    v_scalable = [m._scalable for m in rows]
+    c_scalable = pa.array(v_scalable, fields[4].type)
+    arrays = [c_request_id, c_txnid_least_bits, c_txnid_most_bits, c_txn_action, c_scalable]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_CommandEndTxnResponse(m: pulsar_api.CommandEndTxnResponse) -> dict[str, Any]:
     """The row of a CommandEndTxnResponse: field name -> row value."""
-    x1 = m._txnid_least_bits
-    x2 = m._txnid_most_bits
-    x3 = m._error
+    x_txnid_least_bits = m._txnid_least_bits
+    x_txnid_most_bits = m._txnid_most_bits
+    x_error = m._error
     return {
         "request_id": Decimal(m.request_id),
-        "txnid_least_bits": None if x1 is None else Decimal(x1),
-        "txnid_most_bits": None if x2 is None else Decimal(x2),
-        "error": _NAMES_ServerError[x3] if x3 is not None else unknown_enum(m._unknown, 4),
+        "txnid_least_bits": None if x_txnid_least_bits is None else Decimal(x_txnid_least_bits),
+        "txnid_most_bits": None if x_txnid_most_bits is None else Decimal(x_txnid_most_bits),
+        "error": (
+            _NAMES_ServerError[x_error] if x_error is not None else unknown_enum(m._unknown, 4)
+        ),
         "message": m._message,
     }
 
@@ -7384,29 +7696,33 @@ def _value_CommandEndTxnResponse(row: RowLike) -> pulsar_api.CommandEndTxnRespon
     """The CommandEndTxnResponse a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["request_id"]
-    v1 = r["txnid_least_bits"]
-    v2 = r["txnid_most_bits"]
-    v3 = r["error"]
-    e3 = closed_enum(
-        v3,
+    v_request_id = r["request_id"]
+    v_txnid_least_bits = r["txnid_least_bits"]
+    v_txnid_most_bits = r["txnid_most_bits"]
+    v_error = r["error"]
+    e_error = closed_enum(
+        v_error,
         _NUMBERS_ServerError,
         pulsar_api.ServerError,
         b"\x20",
         unknown,
         "CommandEndTxnResponse.error",
     )
-    v4 = r["message"]
+    v_message = r["message"]
     value = pulsar_api.CommandEndTxnResponse(
-        request_id=uint64_value(v0, "CommandEndTxnResponse.request_id"),
+        request_id=uint64_value(v_request_id, "CommandEndTxnResponse.request_id"),
         txnid_least_bits=(
-            None if v1 is None else uint64_value(v1, "CommandEndTxnResponse.txnid_least_bits")
+            None
+            if v_txnid_least_bits is None
+            else uint64_value(v_txnid_least_bits, "CommandEndTxnResponse.txnid_least_bits")
         ),
         txnid_most_bits=(
-            None if v2 is None else uint64_value(v2, "CommandEndTxnResponse.txnid_most_bits")
+            None
+            if v_txnid_most_bits is None
+            else uint64_value(v_txnid_most_bits, "CommandEndTxnResponse.txnid_most_bits")
         ),
-        error=e3,
-        message=v4,
+        error=e_error,
+        message=v_message,
     )
     if unknown:
         value._unknown = bytes(unknown)
@@ -7420,33 +7736,41 @@ def _arrow_CommandEndTxnResponse(values: Sequence[pulsar_api.CommandEndTxnRespon
         return null_column(len(values), _ARROW_CommandEndTxnResponse)
     fields = _FIELDS_CommandEndTxnResponse
     unknown = [m._unknown for m in rows]
-    v0 = [m.request_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m._txnid_least_bits for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    v2 = [m._txnid_most_bits for m in rows]
-    c2 = uint64_array(v2, fields[2].type)
-    v3 = [m._error for m in rows]
-    c3 = enum_array(v3, _NAMES_ServerError, unknown, 4)
-    v4 = [m._message for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    arrays = [c0, c1, c2, c3, c4]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[0].type)
+    v_txnid_least_bits = [m._txnid_least_bits for m in rows]
+    c_txnid_least_bits = uint64_array(v_txnid_least_bits, fields[1].type)
+    v_txnid_most_bits = [m._txnid_most_bits for m in rows]
+    c_txnid_most_bits = uint64_array(v_txnid_most_bits, fields[2].type)
+    v_error = [m._error for m in rows]
+    c_error = enum_array(v_error, _NAMES_ServerError, unknown, 4)
+    v_message = [m._message for m in rows]
+    c_message = pa.array(v_message, fields[4].type)
+    arrays = [c_request_id, c_txnid_least_bits, c_txnid_most_bits, c_error, c_message]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_CommandEndTxnOnPartition(m: pulsar_api.CommandEndTxnOnPartition) -> dict[str, Any]:
     """The row of a CommandEndTxnOnPartition: field name -> row value."""
-    x1 = m._txnid_least_bits
-    x2 = m._txnid_most_bits
-    x4 = m._txn_action
-    x5 = m._txnid_least_bits_of_low_watermark
+    x_txnid_least_bits = m._txnid_least_bits
+    x_txnid_most_bits = m._txnid_most_bits
+    x_txn_action = m._txn_action
+    x_txnid_least_bits_of_low_watermark = m._txnid_least_bits_of_low_watermark
     return {
         "request_id": Decimal(m.request_id),
-        "txnid_least_bits": None if x1 is None else Decimal(x1),
-        "txnid_most_bits": None if x2 is None else Decimal(x2),
+        "txnid_least_bits": None if x_txnid_least_bits is None else Decimal(x_txnid_least_bits),
+        "txnid_most_bits": None if x_txnid_most_bits is None else Decimal(x_txnid_most_bits),
         "topic": m._topic,
-        "txn_action": _NAMES_TxnAction[x4] if x4 is not None else unknown_enum(m._unknown, 5),
-        "txnid_least_bits_of_low_watermark": None if x5 is None else Decimal(x5),
+        "txn_action": (
+            _NAMES_TxnAction[x_txn_action]
+            if x_txn_action is not None
+            else unknown_enum(m._unknown, 5)
+        ),
+        "txnid_least_bits_of_low_watermark": (
+            None
+            if x_txnid_least_bits_of_low_watermark is None
+            else Decimal(x_txnid_least_bits_of_low_watermark)
+        ),
     }
 
 
@@ -7454,34 +7778,41 @@ def _value_CommandEndTxnOnPartition(row: RowLike) -> pulsar_api.CommandEndTxnOnP
     """The CommandEndTxnOnPartition a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["request_id"]
-    v1 = r["txnid_least_bits"]
-    v2 = r["txnid_most_bits"]
-    v3 = r["topic"]
-    v4 = r["txn_action"]
-    e4 = closed_enum(
-        v4,
+    v_request_id = r["request_id"]
+    v_txnid_least_bits = r["txnid_least_bits"]
+    v_txnid_most_bits = r["txnid_most_bits"]
+    v_topic = r["topic"]
+    v_txn_action = r["txn_action"]
+    e_txn_action = closed_enum(
+        v_txn_action,
         _NUMBERS_TxnAction,
         pulsar_api.TxnAction,
         b"\x28",
         unknown,
         "CommandEndTxnOnPartition.txn_action",
     )
-    v5 = r["txnid_least_bits_of_low_watermark"]
+    v_txnid_least_bits_of_low_watermark = r["txnid_least_bits_of_low_watermark"]
     value = pulsar_api.CommandEndTxnOnPartition(
-        request_id=uint64_value(v0, "CommandEndTxnOnPartition.request_id"),
+        request_id=uint64_value(v_request_id, "CommandEndTxnOnPartition.request_id"),
         txnid_least_bits=(
-            None if v1 is None else uint64_value(v1, "CommandEndTxnOnPartition.txnid_least_bits")
+            None
+            if v_txnid_least_bits is None
+            else uint64_value(v_txnid_least_bits, "CommandEndTxnOnPartition.txnid_least_bits")
         ),
         txnid_most_bits=(
-            None if v2 is None else uint64_value(v2, "CommandEndTxnOnPartition.txnid_most_bits")
+            None
+            if v_txnid_most_bits is None
+            else uint64_value(v_txnid_most_bits, "CommandEndTxnOnPartition.txnid_most_bits")
         ),
-        topic=v3,
-        txn_action=e4,
+        topic=v_topic,
+        txn_action=e_txn_action,
         txnid_least_bits_of_low_watermark=(
             None
-            if v5 is None
-            else uint64_value(v5, "CommandEndTxnOnPartition.txnid_least_bits_of_low_watermark")
+            if v_txnid_least_bits_of_low_watermark is None
+            else uint64_value(
+                v_txnid_least_bits_of_low_watermark,
+                "CommandEndTxnOnPartition.txnid_least_bits_of_low_watermark",
+            )
         ),
     )
     if unknown:
@@ -7498,19 +7829,25 @@ def _arrow_CommandEndTxnOnPartition(
         return null_column(len(values), _ARROW_CommandEndTxnOnPartition)
     fields = _FIELDS_CommandEndTxnOnPartition
     unknown = [m._unknown for m in rows]
-    v0 = [m.request_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m._txnid_least_bits for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    v2 = [m._txnid_most_bits for m in rows]
-    c2 = uint64_array(v2, fields[2].type)
-    v3 = [m._topic for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m._txn_action for m in rows]
-    c4 = enum_array(v4, _NAMES_TxnAction, unknown, 5)
-    v5 = [m._txnid_least_bits_of_low_watermark for m in rows]
-    c5 = uint64_array(v5, fields[5].type)
-    arrays = [c0, c1, c2, c3, c4, c5]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[0].type)
+    v_txnid_least_bits = [m._txnid_least_bits for m in rows]
+    c_txnid_least_bits = uint64_array(v_txnid_least_bits, fields[1].type)
+    v_txnid_most_bits = [m._txnid_most_bits for m in rows]
+    c_txnid_most_bits = uint64_array(v_txnid_most_bits, fields[2].type)
+    v_topic = [m._topic for m in rows]
+    c_topic = pa.array(v_topic, fields[3].type)
+    v_txn_action = [m._txn_action for m in rows]
+    c_txn_action = enum_array(v_txn_action, _NAMES_TxnAction, unknown, 5)
+    v_txnid_least_bits_of_low_watermark = [m._txnid_least_bits_of_low_watermark for m in rows]
+    c_txnid_least_bits_of_low_watermark = uint64_array(
+        v_txnid_least_bits_of_low_watermark,
+        fields[5].type,
+    )
+    arrays = [
+        c_request_id, c_txnid_least_bits, c_txnid_most_bits, c_topic, c_txn_action,
+        c_txnid_least_bits_of_low_watermark,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -7518,14 +7855,16 @@ def _row_CommandEndTxnOnPartitionResponse(
     m: pulsar_api.CommandEndTxnOnPartitionResponse
 ) -> dict[str, Any]:
     """The row of a CommandEndTxnOnPartitionResponse: field name -> row value."""
-    x1 = m._txnid_least_bits
-    x2 = m._txnid_most_bits
-    x3 = m._error
+    x_txnid_least_bits = m._txnid_least_bits
+    x_txnid_most_bits = m._txnid_most_bits
+    x_error = m._error
     return {
         "request_id": Decimal(m.request_id),
-        "txnid_least_bits": None if x1 is None else Decimal(x1),
-        "txnid_most_bits": None if x2 is None else Decimal(x2),
-        "error": _NAMES_ServerError[x3] if x3 is not None else unknown_enum(m._unknown, 4),
+        "txnid_least_bits": None if x_txnid_least_bits is None else Decimal(x_txnid_least_bits),
+        "txnid_most_bits": None if x_txnid_most_bits is None else Decimal(x_txnid_most_bits),
+        "error": (
+            _NAMES_ServerError[x_error] if x_error is not None else unknown_enum(m._unknown, 4)
+        ),
         "message": m._message,
     }
 
@@ -7536,33 +7875,36 @@ def _value_CommandEndTxnOnPartitionResponse(
     """The CommandEndTxnOnPartitionResponse a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["request_id"]
-    v1 = r["txnid_least_bits"]
-    v2 = r["txnid_most_bits"]
-    v3 = r["error"]
-    e3 = closed_enum(
-        v3,
+    v_request_id = r["request_id"]
+    v_txnid_least_bits = r["txnid_least_bits"]
+    v_txnid_most_bits = r["txnid_most_bits"]
+    v_error = r["error"]
+    e_error = closed_enum(
+        v_error,
         _NUMBERS_ServerError,
         pulsar_api.ServerError,
         b"\x20",
         unknown,
         "CommandEndTxnOnPartitionResponse.error",
     )
-    v4 = r["message"]
+    v_message = r["message"]
     value = pulsar_api.CommandEndTxnOnPartitionResponse(
-        request_id=uint64_value(v0, "CommandEndTxnOnPartitionResponse.request_id"),
+        request_id=uint64_value(v_request_id, "CommandEndTxnOnPartitionResponse.request_id"),
         txnid_least_bits=(
             None
-            if v1 is None
-            else uint64_value(v1, "CommandEndTxnOnPartitionResponse.txnid_least_bits")
+            if v_txnid_least_bits is None
+            else uint64_value(
+                v_txnid_least_bits,
+                "CommandEndTxnOnPartitionResponse.txnid_least_bits",
+            )
         ),
         txnid_most_bits=(
             None
-            if v2 is None
-            else uint64_value(v2, "CommandEndTxnOnPartitionResponse.txnid_most_bits")
+            if v_txnid_most_bits is None
+            else uint64_value(v_txnid_most_bits, "CommandEndTxnOnPartitionResponse.txnid_most_bits")
         ),
-        error=e3,
-        message=v4,
+        error=e_error,
+        message=v_message,
     )
     if unknown:
         value._unknown = bytes(unknown)
@@ -7578,34 +7920,42 @@ def _arrow_CommandEndTxnOnPartitionResponse(
         return null_column(len(values), _ARROW_CommandEndTxnOnPartitionResponse)
     fields = _FIELDS_CommandEndTxnOnPartitionResponse
     unknown = [m._unknown for m in rows]
-    v0 = [m.request_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m._txnid_least_bits for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    v2 = [m._txnid_most_bits for m in rows]
-    c2 = uint64_array(v2, fields[2].type)
-    v3 = [m._error for m in rows]
-    c3 = enum_array(v3, _NAMES_ServerError, unknown, 4)
-    v4 = [m._message for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    arrays = [c0, c1, c2, c3, c4]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[0].type)
+    v_txnid_least_bits = [m._txnid_least_bits for m in rows]
+    c_txnid_least_bits = uint64_array(v_txnid_least_bits, fields[1].type)
+    v_txnid_most_bits = [m._txnid_most_bits for m in rows]
+    c_txnid_most_bits = uint64_array(v_txnid_most_bits, fields[2].type)
+    v_error = [m._error for m in rows]
+    c_error = enum_array(v_error, _NAMES_ServerError, unknown, 4)
+    v_message = [m._message for m in rows]
+    c_message = pa.array(v_message, fields[4].type)
+    arrays = [c_request_id, c_txnid_least_bits, c_txnid_most_bits, c_error, c_message]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_CommandEndTxnOnSubscription(m: pulsar_api.CommandEndTxnOnSubscription) -> dict[str, Any]:
     """The row of a CommandEndTxnOnSubscription: field name -> row value."""
-    x1 = m._txnid_least_bits
-    x2 = m._txnid_most_bits
-    x3 = m.subscription
-    x4 = m._txn_action
-    x5 = m._txnid_least_bits_of_low_watermark
+    x_txnid_least_bits = m._txnid_least_bits
+    x_txnid_most_bits = m._txnid_most_bits
+    x_subscription = m.subscription
+    x_txn_action = m._txn_action
+    x_txnid_least_bits_of_low_watermark = m._txnid_least_bits_of_low_watermark
     return {
         "request_id": Decimal(m.request_id),
-        "txnid_least_bits": None if x1 is None else Decimal(x1),
-        "txnid_most_bits": None if x2 is None else Decimal(x2),
-        "subscription": None if x3 is None else _row_Subscription(x3),
-        "txn_action": _NAMES_TxnAction[x4] if x4 is not None else unknown_enum(m._unknown, 5),
-        "txnid_least_bits_of_low_watermark": None if x5 is None else Decimal(x5),
+        "txnid_least_bits": None if x_txnid_least_bits is None else Decimal(x_txnid_least_bits),
+        "txnid_most_bits": None if x_txnid_most_bits is None else Decimal(x_txnid_most_bits),
+        "subscription": None if x_subscription is None else _row_Subscription(x_subscription),
+        "txn_action": (
+            _NAMES_TxnAction[x_txn_action]
+            if x_txn_action is not None
+            else unknown_enum(m._unknown, 5)
+        ),
+        "txnid_least_bits_of_low_watermark": (
+            None
+            if x_txnid_least_bits_of_low_watermark is None
+            else Decimal(x_txnid_least_bits_of_low_watermark)
+        ),
     }
 
 
@@ -7613,34 +7963,41 @@ def _value_CommandEndTxnOnSubscription(row: RowLike) -> pulsar_api.CommandEndTxn
     """The CommandEndTxnOnSubscription a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["request_id"]
-    v1 = r["txnid_least_bits"]
-    v2 = r["txnid_most_bits"]
-    v3 = r["subscription"]
-    v4 = r["txn_action"]
-    e4 = closed_enum(
-        v4,
+    v_request_id = r["request_id"]
+    v_txnid_least_bits = r["txnid_least_bits"]
+    v_txnid_most_bits = r["txnid_most_bits"]
+    v_subscription = r["subscription"]
+    v_txn_action = r["txn_action"]
+    e_txn_action = closed_enum(
+        v_txn_action,
         _NUMBERS_TxnAction,
         pulsar_api.TxnAction,
         b"\x28",
         unknown,
         "CommandEndTxnOnSubscription.txn_action",
     )
-    v5 = r["txnid_least_bits_of_low_watermark"]
+    v_txnid_least_bits_of_low_watermark = r["txnid_least_bits_of_low_watermark"]
     value = pulsar_api.CommandEndTxnOnSubscription(
-        request_id=uint64_value(v0, "CommandEndTxnOnSubscription.request_id"),
+        request_id=uint64_value(v_request_id, "CommandEndTxnOnSubscription.request_id"),
         txnid_least_bits=(
-            None if v1 is None else uint64_value(v1, "CommandEndTxnOnSubscription.txnid_least_bits")
+            None
+            if v_txnid_least_bits is None
+            else uint64_value(v_txnid_least_bits, "CommandEndTxnOnSubscription.txnid_least_bits")
         ),
         txnid_most_bits=(
-            None if v2 is None else uint64_value(v2, "CommandEndTxnOnSubscription.txnid_most_bits")
+            None
+            if v_txnid_most_bits is None
+            else uint64_value(v_txnid_most_bits, "CommandEndTxnOnSubscription.txnid_most_bits")
         ),
-        subscription=None if v3 is None else _value_Subscription(v3),
-        txn_action=e4,
+        subscription=None if v_subscription is None else _value_Subscription(v_subscription),
+        txn_action=e_txn_action,
         txnid_least_bits_of_low_watermark=(
             None
-            if v5 is None
-            else uint64_value(v5, "CommandEndTxnOnSubscription.txnid_least_bits_of_low_watermark")
+            if v_txnid_least_bits_of_low_watermark is None
+            else uint64_value(
+                v_txnid_least_bits_of_low_watermark,
+                "CommandEndTxnOnSubscription.txnid_least_bits_of_low_watermark",
+            )
         ),
     )
     if unknown:
@@ -7657,19 +8014,25 @@ def _arrow_CommandEndTxnOnSubscription(
         return null_column(len(values), _ARROW_CommandEndTxnOnSubscription)
     fields = _FIELDS_CommandEndTxnOnSubscription
     unknown = [m._unknown for m in rows]
-    v0 = [m.request_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m._txnid_least_bits for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    v2 = [m._txnid_most_bits for m in rows]
-    c2 = uint64_array(v2, fields[2].type)
-    v3 = [m.subscription for m in rows]
-    c3 = _arrow_Subscription(v3)
-    v4 = [m._txn_action for m in rows]
-    c4 = enum_array(v4, _NAMES_TxnAction, unknown, 5)
-    v5 = [m._txnid_least_bits_of_low_watermark for m in rows]
-    c5 = uint64_array(v5, fields[5].type)
-    arrays = [c0, c1, c2, c3, c4, c5]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[0].type)
+    v_txnid_least_bits = [m._txnid_least_bits for m in rows]
+    c_txnid_least_bits = uint64_array(v_txnid_least_bits, fields[1].type)
+    v_txnid_most_bits = [m._txnid_most_bits for m in rows]
+    c_txnid_most_bits = uint64_array(v_txnid_most_bits, fields[2].type)
+    v_subscription = [m.subscription for m in rows]
+    c_subscription = _arrow_Subscription(v_subscription)
+    v_txn_action = [m._txn_action for m in rows]
+    c_txn_action = enum_array(v_txn_action, _NAMES_TxnAction, unknown, 5)
+    v_txnid_least_bits_of_low_watermark = [m._txnid_least_bits_of_low_watermark for m in rows]
+    c_txnid_least_bits_of_low_watermark = uint64_array(
+        v_txnid_least_bits_of_low_watermark,
+        fields[5].type,
+    )
+    arrays = [
+        c_request_id, c_txnid_least_bits, c_txnid_most_bits, c_subscription, c_txn_action,
+        c_txnid_least_bits_of_low_watermark,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -7677,14 +8040,16 @@ def _row_CommandEndTxnOnSubscriptionResponse(
     m: pulsar_api.CommandEndTxnOnSubscriptionResponse
 ) -> dict[str, Any]:
     """The row of a CommandEndTxnOnSubscriptionResponse: field name -> row value."""
-    x1 = m._txnid_least_bits
-    x2 = m._txnid_most_bits
-    x3 = m._error
+    x_txnid_least_bits = m._txnid_least_bits
+    x_txnid_most_bits = m._txnid_most_bits
+    x_error = m._error
     return {
         "request_id": Decimal(m.request_id),
-        "txnid_least_bits": None if x1 is None else Decimal(x1),
-        "txnid_most_bits": None if x2 is None else Decimal(x2),
-        "error": _NAMES_ServerError[x3] if x3 is not None else unknown_enum(m._unknown, 4),
+        "txnid_least_bits": None if x_txnid_least_bits is None else Decimal(x_txnid_least_bits),
+        "txnid_most_bits": None if x_txnid_most_bits is None else Decimal(x_txnid_most_bits),
+        "error": (
+            _NAMES_ServerError[x_error] if x_error is not None else unknown_enum(m._unknown, 4)
+        ),
         "message": m._message,
     }
 
@@ -7695,33 +8060,39 @@ def _value_CommandEndTxnOnSubscriptionResponse(
     """The CommandEndTxnOnSubscriptionResponse a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["request_id"]
-    v1 = r["txnid_least_bits"]
-    v2 = r["txnid_most_bits"]
-    v3 = r["error"]
-    e3 = closed_enum(
-        v3,
+    v_request_id = r["request_id"]
+    v_txnid_least_bits = r["txnid_least_bits"]
+    v_txnid_most_bits = r["txnid_most_bits"]
+    v_error = r["error"]
+    e_error = closed_enum(
+        v_error,
         _NUMBERS_ServerError,
         pulsar_api.ServerError,
         b"\x20",
         unknown,
         "CommandEndTxnOnSubscriptionResponse.error",
     )
-    v4 = r["message"]
+    v_message = r["message"]
     value = pulsar_api.CommandEndTxnOnSubscriptionResponse(
-        request_id=uint64_value(v0, "CommandEndTxnOnSubscriptionResponse.request_id"),
+        request_id=uint64_value(v_request_id, "CommandEndTxnOnSubscriptionResponse.request_id"),
         txnid_least_bits=(
             None
-            if v1 is None
-            else uint64_value(v1, "CommandEndTxnOnSubscriptionResponse.txnid_least_bits")
+            if v_txnid_least_bits is None
+            else uint64_value(
+                v_txnid_least_bits,
+                "CommandEndTxnOnSubscriptionResponse.txnid_least_bits",
+            )
         ),
         txnid_most_bits=(
             None
-            if v2 is None
-            else uint64_value(v2, "CommandEndTxnOnSubscriptionResponse.txnid_most_bits")
+            if v_txnid_most_bits is None
+            else uint64_value(
+                v_txnid_most_bits,
+                "CommandEndTxnOnSubscriptionResponse.txnid_most_bits",
+            )
         ),
-        error=e3,
-        message=v4,
+        error=e_error,
+        message=v_message,
     )
     if unknown:
         value._unknown = bytes(unknown)
@@ -7737,195 +8108,335 @@ def _arrow_CommandEndTxnOnSubscriptionResponse(
         return null_column(len(values), _ARROW_CommandEndTxnOnSubscriptionResponse)
     fields = _FIELDS_CommandEndTxnOnSubscriptionResponse
     unknown = [m._unknown for m in rows]
-    v0 = [m.request_id for m in rows]
-    c0 = uint64_array(v0, fields[0].type)
-    v1 = [m._txnid_least_bits for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    v2 = [m._txnid_most_bits for m in rows]
-    c2 = uint64_array(v2, fields[2].type)
-    v3 = [m._error for m in rows]
-    c3 = enum_array(v3, _NAMES_ServerError, unknown, 4)
-    v4 = [m._message for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    arrays = [c0, c1, c2, c3, c4]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = uint64_array(v_request_id, fields[0].type)
+    v_txnid_least_bits = [m._txnid_least_bits for m in rows]
+    c_txnid_least_bits = uint64_array(v_txnid_least_bits, fields[1].type)
+    v_txnid_most_bits = [m._txnid_most_bits for m in rows]
+    c_txnid_most_bits = uint64_array(v_txnid_most_bits, fields[2].type)
+    v_error = [m._error for m in rows]
+    c_error = enum_array(v_error, _NAMES_ServerError, unknown, 4)
+    v_message = [m._message for m in rows]
+    c_message = pa.array(v_message, fields[4].type)
+    arrays = [c_request_id, c_txnid_least_bits, c_txnid_most_bits, c_error, c_message]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_BaseCommand(m: pulsar_api.BaseCommand) -> dict[str, Any]:
     """The row of a BaseCommand: field name -> row value."""
-    x1 = m.connect
-    x2 = m.connected
-    x3 = m.subscribe
-    x4 = m.producer
-    x5 = m.send
-    x6 = m.send_receipt
-    x7 = m.send_error
-    x8 = m.message
-    x9 = m.ack
-    x10 = m.flow
-    x11 = m.unsubscribe
-    x12 = m.success
-    x13 = m.error
-    x14 = m.close_producer
-    x15 = m.close_consumer
-    x16 = m.producer_success
-    x17 = m.ping
-    x18 = m.pong
-    x19 = m.redeliverUnacknowledgedMessages
-    x20 = m.partitionMetadata
-    x21 = m.partitionMetadataResponse
-    x22 = m.lookupTopic
-    x23 = m.lookupTopicResponse
-    x24 = m.consumerStats
-    x25 = m.consumerStatsResponse
-    x26 = m.reachedEndOfTopic
-    x27 = m.seek
-    x28 = m.getLastMessageId
-    x29 = m.getLastMessageIdResponse
-    x30 = m.active_consumer_change
-    x31 = m.getTopicsOfNamespace
-    x32 = m.getTopicsOfNamespaceResponse
-    x33 = m.getSchema
-    x34 = m.getSchemaResponse
-    x35 = m.authChallenge
-    x36 = m.authResponse
-    x37 = m.ackResponse
-    x38 = m.getOrCreateSchema
-    x39 = m.getOrCreateSchemaResponse
-    x40 = m.newTxn
-    x41 = m.newTxnResponse
-    x42 = m.addPartitionToTxn
-    x43 = m.addPartitionToTxnResponse
-    x44 = m.addSubscriptionToTxn
-    x45 = m.addSubscriptionToTxnResponse
-    x46 = m.endTxn
-    x47 = m.endTxnResponse
-    x48 = m.endTxnOnPartition
-    x49 = m.endTxnOnPartitionResponse
-    x50 = m.endTxnOnSubscription
-    x51 = m.endTxnOnSubscriptionResponse
-    x52 = m.tcClientConnectRequest
-    x53 = m.tcClientConnectResponse
-    x54 = m.watchTopicList
-    x55 = m.watchTopicListSuccess
-    x56 = m.watchTopicUpdate
-    x57 = m.watchTopicListClose
-    x58 = m.topicMigrated
-    x59 = m.scalableTopicLookup
-    x60 = m.scalableTopicUpdate
-    x61 = m.scalableTopicClose
-    x62 = m.scalableTopicSubscribe
-    x63 = m.scalableTopicSubscribeResponse
-    x64 = m.scalableTopicAssignmentUpdate
-    x65 = m.watchScalableTopics
-    x66 = m.watchScalableTopicsUpdate
-    x67 = m.watchScalableTopicsClose
-    x68 = m.watchTcAssignments
-    x69 = m.watchTcAssignmentsUpdate
-    x70 = m.watchTcAssignmentsClose
+    x_connect = m.connect
+    x_connected = m.connected
+    x_subscribe = m.subscribe
+    x_producer = m.producer
+    x_send = m.send
+    x_send_receipt = m.send_receipt
+    x_send_error = m.send_error
+    x_message = m.message
+    x_ack = m.ack
+    x_flow = m.flow
+    x_unsubscribe = m.unsubscribe
+    x_success = m.success
+    x_error = m.error
+    x_close_producer = m.close_producer
+    x_close_consumer = m.close_consumer
+    x_producer_success = m.producer_success
+    x_ping = m.ping
+    x_pong = m.pong
+    x_redeliverUnacknowledgedMessages = m.redeliverUnacknowledgedMessages
+    x_partitionMetadata = m.partitionMetadata
+    x_partitionMetadataResponse = m.partitionMetadataResponse
+    x_lookupTopic = m.lookupTopic
+    x_lookupTopicResponse = m.lookupTopicResponse
+    x_consumerStats = m.consumerStats
+    x_consumerStatsResponse = m.consumerStatsResponse
+    x_reachedEndOfTopic = m.reachedEndOfTopic
+    x_seek = m.seek
+    x_getLastMessageId = m.getLastMessageId
+    x_getLastMessageIdResponse = m.getLastMessageIdResponse
+    x_active_consumer_change = m.active_consumer_change
+    x_getTopicsOfNamespace = m.getTopicsOfNamespace
+    x_getTopicsOfNamespaceResponse = m.getTopicsOfNamespaceResponse
+    x_getSchema = m.getSchema
+    x_getSchemaResponse = m.getSchemaResponse
+    x_authChallenge = m.authChallenge
+    x_authResponse = m.authResponse
+    x_ackResponse = m.ackResponse
+    x_getOrCreateSchema = m.getOrCreateSchema
+    x_getOrCreateSchemaResponse = m.getOrCreateSchemaResponse
+    x_newTxn = m.newTxn
+    x_newTxnResponse = m.newTxnResponse
+    x_addPartitionToTxn = m.addPartitionToTxn
+    x_addPartitionToTxnResponse = m.addPartitionToTxnResponse
+    x_addSubscriptionToTxn = m.addSubscriptionToTxn
+    x_addSubscriptionToTxnResponse = m.addSubscriptionToTxnResponse
+    x_endTxn = m.endTxn
+    x_endTxnResponse = m.endTxnResponse
+    x_endTxnOnPartition = m.endTxnOnPartition
+    x_endTxnOnPartitionResponse = m.endTxnOnPartitionResponse
+    x_endTxnOnSubscription = m.endTxnOnSubscription
+    x_endTxnOnSubscriptionResponse = m.endTxnOnSubscriptionResponse
+    x_tcClientConnectRequest = m.tcClientConnectRequest
+    x_tcClientConnectResponse = m.tcClientConnectResponse
+    x_watchTopicList = m.watchTopicList
+    x_watchTopicListSuccess = m.watchTopicListSuccess
+    x_watchTopicUpdate = m.watchTopicUpdate
+    x_watchTopicListClose = m.watchTopicListClose
+    x_topicMigrated = m.topicMigrated
+    x_scalableTopicLookup = m.scalableTopicLookup
+    x_scalableTopicUpdate = m.scalableTopicUpdate
+    x_scalableTopicClose = m.scalableTopicClose
+    x_scalableTopicSubscribe = m.scalableTopicSubscribe
+    x_scalableTopicSubscribeResponse = m.scalableTopicSubscribeResponse
+    x_scalableTopicAssignmentUpdate = m.scalableTopicAssignmentUpdate
+    x_watchScalableTopics = m.watchScalableTopics
+    x_watchScalableTopicsUpdate = m.watchScalableTopicsUpdate
+    x_watchScalableTopicsClose = m.watchScalableTopicsClose
+    x_watchTcAssignments = m.watchTcAssignments
+    x_watchTcAssignmentsUpdate = m.watchTcAssignmentsUpdate
+    x_watchTcAssignmentsClose = m.watchTcAssignmentsClose
     return {
         "type": _NAMES_BaseCommand_Type[m.type_],
-        "connect": None if x1 is None else _row_CommandConnect(x1),
-        "connected": None if x2 is None else _row_CommandConnected(x2),
-        "subscribe": None if x3 is None else _row_CommandSubscribe(x3),
-        "producer": None if x4 is None else _row_CommandProducer(x4),
-        "send": None if x5 is None else _row_CommandSend(x5),
-        "send_receipt": None if x6 is None else _row_CommandSendReceipt(x6),
-        "send_error": None if x7 is None else _row_CommandSendError(x7),
-        "message": None if x8 is None else _row_CommandMessage(x8),
-        "ack": None if x9 is None else _row_CommandAck(x9),
-        "flow": None if x10 is None else _row_CommandFlow(x10),
-        "unsubscribe": None if x11 is None else _row_CommandUnsubscribe(x11),
-        "success": None if x12 is None else _row_CommandSuccess(x12),
-        "error": None if x13 is None else _row_CommandError(x13),
-        "close_producer": None if x14 is None else _row_CommandCloseProducer(x14),
-        "close_consumer": None if x15 is None else _row_CommandCloseConsumer(x15),
-        "producer_success": None if x16 is None else _row_CommandProducerSuccess(x16),
-        "ping": None if x17 is None else _row_CommandPing(x17),
-        "pong": None if x18 is None else _row_CommandPong(x18),
+        "connect": None if x_connect is None else _row_CommandConnect(x_connect),
+        "connected": None if x_connected is None else _row_CommandConnected(x_connected),
+        "subscribe": None if x_subscribe is None else _row_CommandSubscribe(x_subscribe),
+        "producer": None if x_producer is None else _row_CommandProducer(x_producer),
+        "send": None if x_send is None else _row_CommandSend(x_send),
+        "send_receipt": None if x_send_receipt is None else _row_CommandSendReceipt(x_send_receipt),
+        "send_error": None if x_send_error is None else _row_CommandSendError(x_send_error),
+        "message": None if x_message is None else _row_CommandMessage(x_message),
+        "ack": None if x_ack is None else _row_CommandAck(x_ack),
+        "flow": None if x_flow is None else _row_CommandFlow(x_flow),
+        "unsubscribe": None if x_unsubscribe is None else _row_CommandUnsubscribe(x_unsubscribe),
+        "success": None if x_success is None else _row_CommandSuccess(x_success),
+        "error": None if x_error is None else _row_CommandError(x_error),
+        "close_producer": (
+            None if x_close_producer is None else _row_CommandCloseProducer(x_close_producer)
+        ),
+        "close_consumer": (
+            None if x_close_consumer is None else _row_CommandCloseConsumer(x_close_consumer)
+        ),
+        "producer_success": (
+            None if x_producer_success is None else _row_CommandProducerSuccess(x_producer_success)
+        ),
+        "ping": None if x_ping is None else _row_CommandPing(x_ping),
+        "pong": None if x_pong is None else _row_CommandPong(x_pong),
         "redeliverUnacknowledgedMessages": (
-            None if x19 is None else _row_CommandRedeliverUnacknowledgedMessages(x19)
+            None
+            if x_redeliverUnacknowledgedMessages is None
+            else _row_CommandRedeliverUnacknowledgedMessages(x_redeliverUnacknowledgedMessages)
         ),
-        "partitionMetadata": None if x20 is None else _row_CommandPartitionedTopicMetadata(x20),
+        "partitionMetadata": (
+            None
+            if x_partitionMetadata is None
+            else _row_CommandPartitionedTopicMetadata(x_partitionMetadata)
+        ),
         "partitionMetadataResponse": (
-            None if x21 is None else _row_CommandPartitionedTopicMetadataResponse(x21)
+            None
+            if x_partitionMetadataResponse is None
+            else _row_CommandPartitionedTopicMetadataResponse(x_partitionMetadataResponse)
         ),
-        "lookupTopic": None if x22 is None else _row_CommandLookupTopic(x22),
-        "lookupTopicResponse": None if x23 is None else _row_CommandLookupTopicResponse(x23),
-        "consumerStats": None if x24 is None else _row_CommandConsumerStats(x24),
-        "consumerStatsResponse": None if x25 is None else _row_CommandConsumerStatsResponse(x25),
-        "reachedEndOfTopic": None if x26 is None else _row_CommandReachedEndOfTopic(x26),
-        "seek": None if x27 is None else _row_CommandSeek(x27),
-        "getLastMessageId": None if x28 is None else _row_CommandGetLastMessageId(x28),
+        "lookupTopic": None if x_lookupTopic is None else _row_CommandLookupTopic(x_lookupTopic),
+        "lookupTopicResponse": (
+            None
+            if x_lookupTopicResponse is None
+            else _row_CommandLookupTopicResponse(x_lookupTopicResponse)
+        ),
+        "consumerStats": (
+            None if x_consumerStats is None else _row_CommandConsumerStats(x_consumerStats)
+        ),
+        "consumerStatsResponse": (
+            None
+            if x_consumerStatsResponse is None
+            else _row_CommandConsumerStatsResponse(x_consumerStatsResponse)
+        ),
+        "reachedEndOfTopic": (
+            None
+            if x_reachedEndOfTopic is None
+            else _row_CommandReachedEndOfTopic(x_reachedEndOfTopic)
+        ),
+        "seek": None if x_seek is None else _row_CommandSeek(x_seek),
+        "getLastMessageId": (
+            None if x_getLastMessageId is None else _row_CommandGetLastMessageId(x_getLastMessageId)
+        ),
         "getLastMessageIdResponse": (
-            None if x29 is None else _row_CommandGetLastMessageIdResponse(x29)
+            None
+            if x_getLastMessageIdResponse is None
+            else _row_CommandGetLastMessageIdResponse(x_getLastMessageIdResponse)
         ),
-        "active_consumer_change": None if x30 is None else _row_CommandActiveConsumerChange(x30),
-        "getTopicsOfNamespace": None if x31 is None else _row_CommandGetTopicsOfNamespace(x31),
+        "active_consumer_change": (
+            None
+            if x_active_consumer_change is None
+            else _row_CommandActiveConsumerChange(x_active_consumer_change)
+        ),
+        "getTopicsOfNamespace": (
+            None
+            if x_getTopicsOfNamespace is None
+            else _row_CommandGetTopicsOfNamespace(x_getTopicsOfNamespace)
+        ),
         "getTopicsOfNamespaceResponse": (
-            None if x32 is None else _row_CommandGetTopicsOfNamespaceResponse(x32)
+            None
+            if x_getTopicsOfNamespaceResponse is None
+            else _row_CommandGetTopicsOfNamespaceResponse(x_getTopicsOfNamespaceResponse)
         ),
-        "getSchema": None if x33 is None else _row_CommandGetSchema(x33),
-        "getSchemaResponse": None if x34 is None else _row_CommandGetSchemaResponse(x34),
-        "authChallenge": None if x35 is None else _row_CommandAuthChallenge(x35),
-        "authResponse": None if x36 is None else _row_CommandAuthResponse(x36),
-        "ackResponse": None if x37 is None else _row_CommandAckResponse(x37),
-        "getOrCreateSchema": None if x38 is None else _row_CommandGetOrCreateSchema(x38),
+        "getSchema": None if x_getSchema is None else _row_CommandGetSchema(x_getSchema),
+        "getSchemaResponse": (
+            None
+            if x_getSchemaResponse is None
+            else _row_CommandGetSchemaResponse(x_getSchemaResponse)
+        ),
+        "authChallenge": (
+            None if x_authChallenge is None else _row_CommandAuthChallenge(x_authChallenge)
+        ),
+        "authResponse": (
+            None if x_authResponse is None else _row_CommandAuthResponse(x_authResponse)
+        ),
+        "ackResponse": None if x_ackResponse is None else _row_CommandAckResponse(x_ackResponse),
+        "getOrCreateSchema": (
+            None
+            if x_getOrCreateSchema is None
+            else _row_CommandGetOrCreateSchema(x_getOrCreateSchema)
+        ),
         "getOrCreateSchemaResponse": (
-            None if x39 is None else _row_CommandGetOrCreateSchemaResponse(x39)
+            None
+            if x_getOrCreateSchemaResponse is None
+            else _row_CommandGetOrCreateSchemaResponse(x_getOrCreateSchemaResponse)
         ),
-        "newTxn": None if x40 is None else _row_CommandNewTxn(x40),
-        "newTxnResponse": None if x41 is None else _row_CommandNewTxnResponse(x41),
-        "addPartitionToTxn": None if x42 is None else _row_CommandAddPartitionToTxn(x42),
+        "newTxn": None if x_newTxn is None else _row_CommandNewTxn(x_newTxn),
+        "newTxnResponse": (
+            None if x_newTxnResponse is None else _row_CommandNewTxnResponse(x_newTxnResponse)
+        ),
+        "addPartitionToTxn": (
+            None
+            if x_addPartitionToTxn is None
+            else _row_CommandAddPartitionToTxn(x_addPartitionToTxn)
+        ),
         "addPartitionToTxnResponse": (
-            None if x43 is None else _row_CommandAddPartitionToTxnResponse(x43)
+            None
+            if x_addPartitionToTxnResponse is None
+            else _row_CommandAddPartitionToTxnResponse(x_addPartitionToTxnResponse)
         ),
-        "addSubscriptionToTxn": None if x44 is None else _row_CommandAddSubscriptionToTxn(x44),
+        "addSubscriptionToTxn": (
+            None
+            if x_addSubscriptionToTxn is None
+            else _row_CommandAddSubscriptionToTxn(x_addSubscriptionToTxn)
+        ),
         "addSubscriptionToTxnResponse": (
-            None if x45 is None else _row_CommandAddSubscriptionToTxnResponse(x45)
+            None
+            if x_addSubscriptionToTxnResponse is None
+            else _row_CommandAddSubscriptionToTxnResponse(x_addSubscriptionToTxnResponse)
         ),
-        "endTxn": None if x46 is None else _row_CommandEndTxn(x46),
-        "endTxnResponse": None if x47 is None else _row_CommandEndTxnResponse(x47),
-        "endTxnOnPartition": None if x48 is None else _row_CommandEndTxnOnPartition(x48),
+        "endTxn": None if x_endTxn is None else _row_CommandEndTxn(x_endTxn),
+        "endTxnResponse": (
+            None if x_endTxnResponse is None else _row_CommandEndTxnResponse(x_endTxnResponse)
+        ),
+        "endTxnOnPartition": (
+            None
+            if x_endTxnOnPartition is None
+            else _row_CommandEndTxnOnPartition(x_endTxnOnPartition)
+        ),
         "endTxnOnPartitionResponse": (
-            None if x49 is None else _row_CommandEndTxnOnPartitionResponse(x49)
+            None
+            if x_endTxnOnPartitionResponse is None
+            else _row_CommandEndTxnOnPartitionResponse(x_endTxnOnPartitionResponse)
         ),
-        "endTxnOnSubscription": None if x50 is None else _row_CommandEndTxnOnSubscription(x50),
+        "endTxnOnSubscription": (
+            None
+            if x_endTxnOnSubscription is None
+            else _row_CommandEndTxnOnSubscription(x_endTxnOnSubscription)
+        ),
         "endTxnOnSubscriptionResponse": (
-            None if x51 is None else _row_CommandEndTxnOnSubscriptionResponse(x51)
+            None
+            if x_endTxnOnSubscriptionResponse is None
+            else _row_CommandEndTxnOnSubscriptionResponse(x_endTxnOnSubscriptionResponse)
         ),
-        "tcClientConnectRequest": None if x52 is None else _row_CommandTcClientConnectRequest(x52),
+        "tcClientConnectRequest": (
+            None
+            if x_tcClientConnectRequest is None
+            else _row_CommandTcClientConnectRequest(x_tcClientConnectRequest)
+        ),
         "tcClientConnectResponse": (
-            None if x53 is None else _row_CommandTcClientConnectResponse(x53)
+            None
+            if x_tcClientConnectResponse is None
+            else _row_CommandTcClientConnectResponse(x_tcClientConnectResponse)
         ),
-        "watchTopicList": None if x54 is None else _row_CommandWatchTopicList(x54),
-        "watchTopicListSuccess": None if x55 is None else _row_CommandWatchTopicListSuccess(x55),
-        "watchTopicUpdate": None if x56 is None else _row_CommandWatchTopicUpdate(x56),
-        "watchTopicListClose": None if x57 is None else _row_CommandWatchTopicListClose(x57),
-        "topicMigrated": None if x58 is None else _row_CommandTopicMigrated(x58),
-        "scalableTopicLookup": None if x59 is None else _row_CommandScalableTopicLookup(x59),
-        "scalableTopicUpdate": None if x60 is None else _row_CommandScalableTopicUpdate(x60),
-        "scalableTopicClose": None if x61 is None else _row_CommandScalableTopicClose(x61),
-        "scalableTopicSubscribe": None if x62 is None else _row_CommandScalableTopicSubscribe(x62),
+        "watchTopicList": (
+            None if x_watchTopicList is None else _row_CommandWatchTopicList(x_watchTopicList)
+        ),
+        "watchTopicListSuccess": (
+            None
+            if x_watchTopicListSuccess is None
+            else _row_CommandWatchTopicListSuccess(x_watchTopicListSuccess)
+        ),
+        "watchTopicUpdate": (
+            None if x_watchTopicUpdate is None else _row_CommandWatchTopicUpdate(x_watchTopicUpdate)
+        ),
+        "watchTopicListClose": (
+            None
+            if x_watchTopicListClose is None
+            else _row_CommandWatchTopicListClose(x_watchTopicListClose)
+        ),
+        "topicMigrated": (
+            None if x_topicMigrated is None else _row_CommandTopicMigrated(x_topicMigrated)
+        ),
+        "scalableTopicLookup": (
+            None
+            if x_scalableTopicLookup is None
+            else _row_CommandScalableTopicLookup(x_scalableTopicLookup)
+        ),
+        "scalableTopicUpdate": (
+            None
+            if x_scalableTopicUpdate is None
+            else _row_CommandScalableTopicUpdate(x_scalableTopicUpdate)
+        ),
+        "scalableTopicClose": (
+            None
+            if x_scalableTopicClose is None
+            else _row_CommandScalableTopicClose(x_scalableTopicClose)
+        ),
+        "scalableTopicSubscribe": (
+            None
+            if x_scalableTopicSubscribe is None
+            else _row_CommandScalableTopicSubscribe(x_scalableTopicSubscribe)
+        ),
         "scalableTopicSubscribeResponse": (
-            None if x63 is None else _row_CommandScalableTopicSubscribeResponse(x63)
+            None
+            if x_scalableTopicSubscribeResponse is None
+            else _row_CommandScalableTopicSubscribeResponse(x_scalableTopicSubscribeResponse)
         ),
         "scalableTopicAssignmentUpdate": (
-            None if x64 is None else _row_CommandScalableTopicAssignmentUpdate(x64)
+            None
+            if x_scalableTopicAssignmentUpdate is None
+            else _row_CommandScalableTopicAssignmentUpdate(x_scalableTopicAssignmentUpdate)
         ),
-        "watchScalableTopics": None if x65 is None else _row_CommandWatchScalableTopics(x65),
+        "watchScalableTopics": (
+            None
+            if x_watchScalableTopics is None
+            else _row_CommandWatchScalableTopics(x_watchScalableTopics)
+        ),
         "watchScalableTopicsUpdate": (
-            None if x66 is None else _row_CommandWatchScalableTopicsUpdate(x66)
+            None
+            if x_watchScalableTopicsUpdate is None
+            else _row_CommandWatchScalableTopicsUpdate(x_watchScalableTopicsUpdate)
         ),
         "watchScalableTopicsClose": (
-            None if x67 is None else _row_CommandWatchScalableTopicsClose(x67)
+            None
+            if x_watchScalableTopicsClose is None
+            else _row_CommandWatchScalableTopicsClose(x_watchScalableTopicsClose)
         ),
-        "watchTcAssignments": None if x68 is None else _row_CommandWatchTcAssignments(x68),
+        "watchTcAssignments": (
+            None
+            if x_watchTcAssignments is None
+            else _row_CommandWatchTcAssignments(x_watchTcAssignments)
+        ),
         "watchTcAssignmentsUpdate": (
-            None if x69 is None else _row_CommandWatchTcAssignmentsUpdate(x69)
+            None
+            if x_watchTcAssignmentsUpdate is None
+            else _row_CommandWatchTcAssignmentsUpdate(x_watchTcAssignmentsUpdate)
         ),
         "watchTcAssignmentsClose": (
-            None if x70 is None else _row_CommandWatchTcAssignmentsClose(x70)
+            None
+            if x_watchTcAssignmentsClose is None
+            else _row_CommandWatchTcAssignmentsClose(x_watchTcAssignmentsClose)
         ),
     }
 
@@ -7934,185 +8445,333 @@ def _value_BaseCommand(row: RowLike) -> pulsar_api.BaseCommand:
     """The BaseCommand a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["type"]
-    e0 = closed_enum(
-        v0,
+    v_type_ = r["type"]
+    e_type_ = closed_enum(
+        v_type_,
         _NUMBERS_BaseCommand_Type,
         pulsar_api.BaseCommand.Type,
         b"\x08",
         unknown,
         "BaseCommand.type",
     )
-    v1 = r["connect"]
-    v2 = r["connected"]
-    v3 = r["subscribe"]
-    v4 = r["producer"]
-    v5 = r["send"]
-    v6 = r["send_receipt"]
-    v7 = r["send_error"]
-    v8 = r["message"]
-    v9 = r["ack"]
-    v10 = r["flow"]
-    v11 = r["unsubscribe"]
-    v12 = r["success"]
-    v13 = r["error"]
-    v14 = r["close_producer"]
-    v15 = r["close_consumer"]
-    v16 = r["producer_success"]
-    v17 = r["ping"]
-    v18 = r["pong"]
-    v19 = r["redeliverUnacknowledgedMessages"]
-    v20 = r["partitionMetadata"]
-    v21 = r["partitionMetadataResponse"]
-    v22 = r["lookupTopic"]
-    v23 = r["lookupTopicResponse"]
-    v24 = r["consumerStats"]
-    v25 = r["consumerStatsResponse"]
-    v26 = r["reachedEndOfTopic"]
-    v27 = r["seek"]
-    v28 = r["getLastMessageId"]
-    v29 = r["getLastMessageIdResponse"]
-    v30 = r["active_consumer_change"]
-    v31 = r["getTopicsOfNamespace"]
-    v32 = r["getTopicsOfNamespaceResponse"]
-    v33 = r["getSchema"]
-    v34 = r["getSchemaResponse"]
-    v35 = r["authChallenge"]
-    v36 = r["authResponse"]
-    v37 = r["ackResponse"]
-    v38 = r["getOrCreateSchema"]
-    v39 = r["getOrCreateSchemaResponse"]
-    v40 = r["newTxn"]
-    v41 = r["newTxnResponse"]
-    v42 = r["addPartitionToTxn"]
-    v43 = r["addPartitionToTxnResponse"]
-    v44 = r["addSubscriptionToTxn"]
-    v45 = r["addSubscriptionToTxnResponse"]
-    v46 = r["endTxn"]
-    v47 = r["endTxnResponse"]
-    v48 = r["endTxnOnPartition"]
-    v49 = r["endTxnOnPartitionResponse"]
-    v50 = r["endTxnOnSubscription"]
-    v51 = r["endTxnOnSubscriptionResponse"]
-    v52 = r["tcClientConnectRequest"]
-    v53 = r["tcClientConnectResponse"]
-    v54 = r["watchTopicList"]
-    v55 = r["watchTopicListSuccess"]
-    v56 = r["watchTopicUpdate"]
-    v57 = r["watchTopicListClose"]
-    v58 = r["topicMigrated"]
-    v59 = r["scalableTopicLookup"]
-    v60 = r["scalableTopicUpdate"]
-    v61 = r["scalableTopicClose"]
-    v62 = r["scalableTopicSubscribe"]
-    v63 = r["scalableTopicSubscribeResponse"]
-    v64 = r["scalableTopicAssignmentUpdate"]
-    v65 = r["watchScalableTopics"]
-    v66 = r["watchScalableTopicsUpdate"]
-    v67 = r["watchScalableTopicsClose"]
-    v68 = r["watchTcAssignments"]
-    v69 = r["watchTcAssignmentsUpdate"]
-    v70 = r["watchTcAssignmentsClose"]
+    v_connect = r["connect"]
+    v_connected = r["connected"]
+    v_subscribe = r["subscribe"]
+    v_producer = r["producer"]
+    v_send = r["send"]
+    v_send_receipt = r["send_receipt"]
+    v_send_error = r["send_error"]
+    v_message = r["message"]
+    v_ack = r["ack"]
+    v_flow = r["flow"]
+    v_unsubscribe = r["unsubscribe"]
+    v_success = r["success"]
+    v_error = r["error"]
+    v_close_producer = r["close_producer"]
+    v_close_consumer = r["close_consumer"]
+    v_producer_success = r["producer_success"]
+    v_ping = r["ping"]
+    v_pong = r["pong"]
+    v_redeliverUnacknowledgedMessages = r["redeliverUnacknowledgedMessages"]
+    v_partitionMetadata = r["partitionMetadata"]
+    v_partitionMetadataResponse = r["partitionMetadataResponse"]
+    v_lookupTopic = r["lookupTopic"]
+    v_lookupTopicResponse = r["lookupTopicResponse"]
+    v_consumerStats = r["consumerStats"]
+    v_consumerStatsResponse = r["consumerStatsResponse"]
+    v_reachedEndOfTopic = r["reachedEndOfTopic"]
+    v_seek = r["seek"]
+    v_getLastMessageId = r["getLastMessageId"]
+    v_getLastMessageIdResponse = r["getLastMessageIdResponse"]
+    v_active_consumer_change = r["active_consumer_change"]
+    v_getTopicsOfNamespace = r["getTopicsOfNamespace"]
+    v_getTopicsOfNamespaceResponse = r["getTopicsOfNamespaceResponse"]
+    v_getSchema = r["getSchema"]
+    v_getSchemaResponse = r["getSchemaResponse"]
+    v_authChallenge = r["authChallenge"]
+    v_authResponse = r["authResponse"]
+    v_ackResponse = r["ackResponse"]
+    v_getOrCreateSchema = r["getOrCreateSchema"]
+    v_getOrCreateSchemaResponse = r["getOrCreateSchemaResponse"]
+    v_newTxn = r["newTxn"]
+    v_newTxnResponse = r["newTxnResponse"]
+    v_addPartitionToTxn = r["addPartitionToTxn"]
+    v_addPartitionToTxnResponse = r["addPartitionToTxnResponse"]
+    v_addSubscriptionToTxn = r["addSubscriptionToTxn"]
+    v_addSubscriptionToTxnResponse = r["addSubscriptionToTxnResponse"]
+    v_endTxn = r["endTxn"]
+    v_endTxnResponse = r["endTxnResponse"]
+    v_endTxnOnPartition = r["endTxnOnPartition"]
+    v_endTxnOnPartitionResponse = r["endTxnOnPartitionResponse"]
+    v_endTxnOnSubscription = r["endTxnOnSubscription"]
+    v_endTxnOnSubscriptionResponse = r["endTxnOnSubscriptionResponse"]
+    v_tcClientConnectRequest = r["tcClientConnectRequest"]
+    v_tcClientConnectResponse = r["tcClientConnectResponse"]
+    v_watchTopicList = r["watchTopicList"]
+    v_watchTopicListSuccess = r["watchTopicListSuccess"]
+    v_watchTopicUpdate = r["watchTopicUpdate"]
+    v_watchTopicListClose = r["watchTopicListClose"]
+    v_topicMigrated = r["topicMigrated"]
+    v_scalableTopicLookup = r["scalableTopicLookup"]
+    v_scalableTopicUpdate = r["scalableTopicUpdate"]
+    v_scalableTopicClose = r["scalableTopicClose"]
+    v_scalableTopicSubscribe = r["scalableTopicSubscribe"]
+    v_scalableTopicSubscribeResponse = r["scalableTopicSubscribeResponse"]
+    v_scalableTopicAssignmentUpdate = r["scalableTopicAssignmentUpdate"]
+    v_watchScalableTopics = r["watchScalableTopics"]
+    v_watchScalableTopicsUpdate = r["watchScalableTopicsUpdate"]
+    v_watchScalableTopicsClose = r["watchScalableTopicsClose"]
+    v_watchTcAssignments = r["watchTcAssignments"]
+    v_watchTcAssignmentsUpdate = r["watchTcAssignmentsUpdate"]
+    v_watchTcAssignmentsClose = r["watchTcAssignmentsClose"]
     value = pulsar_api.BaseCommand(
-        type_=required_enum(e0, "BaseCommand.type"),
-        connect=None if v1 is None else _value_CommandConnect(v1),
-        connected=None if v2 is None else _value_CommandConnected(v2),
-        subscribe=None if v3 is None else _value_CommandSubscribe(v3),
-        producer=None if v4 is None else _value_CommandProducer(v4),
-        send=None if v5 is None else _value_CommandSend(v5),
-        send_receipt=None if v6 is None else _value_CommandSendReceipt(v6),
-        send_error=None if v7 is None else _value_CommandSendError(v7),
-        message=None if v8 is None else _value_CommandMessage(v8),
-        ack=None if v9 is None else _value_CommandAck(v9),
-        flow=None if v10 is None else _value_CommandFlow(v10),
-        unsubscribe=None if v11 is None else _value_CommandUnsubscribe(v11),
-        success=None if v12 is None else _value_CommandSuccess(v12),
-        error=None if v13 is None else _value_CommandError(v13),
-        close_producer=None if v14 is None else _value_CommandCloseProducer(v14),
-        close_consumer=None if v15 is None else _value_CommandCloseConsumer(v15),
-        producer_success=None if v16 is None else _value_CommandProducerSuccess(v16),
-        ping=None if v17 is None else _value_CommandPing(v17),
-        pong=None if v18 is None else _value_CommandPong(v18),
+        type_=required_enum(e_type_, "BaseCommand.type"),
+        connect=None if v_connect is None else _value_CommandConnect(v_connect),
+        connected=None if v_connected is None else _value_CommandConnected(v_connected),
+        subscribe=None if v_subscribe is None else _value_CommandSubscribe(v_subscribe),
+        producer=None if v_producer is None else _value_CommandProducer(v_producer),
+        send=None if v_send is None else _value_CommandSend(v_send),
+        send_receipt=None if v_send_receipt is None else _value_CommandSendReceipt(v_send_receipt),
+        send_error=None if v_send_error is None else _value_CommandSendError(v_send_error),
+        message=None if v_message is None else _value_CommandMessage(v_message),
+        ack=None if v_ack is None else _value_CommandAck(v_ack),
+        flow=None if v_flow is None else _value_CommandFlow(v_flow),
+        unsubscribe=None if v_unsubscribe is None else _value_CommandUnsubscribe(v_unsubscribe),
+        success=None if v_success is None else _value_CommandSuccess(v_success),
+        error=None if v_error is None else _value_CommandError(v_error),
+        close_producer=(
+            None if v_close_producer is None else _value_CommandCloseProducer(v_close_producer)
+        ),
+        close_consumer=(
+            None if v_close_consumer is None else _value_CommandCloseConsumer(v_close_consumer)
+        ),
+        producer_success=(
+            None
+            if v_producer_success is None
+            else _value_CommandProducerSuccess(v_producer_success)
+        ),
+        ping=None if v_ping is None else _value_CommandPing(v_ping),
+        pong=None if v_pong is None else _value_CommandPong(v_pong),
         redeliverUnacknowledgedMessages=(
-            None if v19 is None else _value_CommandRedeliverUnacknowledgedMessages(v19)
+            None
+            if v_redeliverUnacknowledgedMessages is None
+            else _value_CommandRedeliverUnacknowledgedMessages(v_redeliverUnacknowledgedMessages)
         ),
-        partitionMetadata=None if v20 is None else _value_CommandPartitionedTopicMetadata(v20),
+        partitionMetadata=(
+            None
+            if v_partitionMetadata is None
+            else _value_CommandPartitionedTopicMetadata(v_partitionMetadata)
+        ),
         partitionMetadataResponse=(
-            None if v21 is None else _value_CommandPartitionedTopicMetadataResponse(v21)
+            None
+            if v_partitionMetadataResponse is None
+            else _value_CommandPartitionedTopicMetadataResponse(v_partitionMetadataResponse)
         ),
-        lookupTopic=None if v22 is None else _value_CommandLookupTopic(v22),
-        lookupTopicResponse=None if v23 is None else _value_CommandLookupTopicResponse(v23),
-        consumerStats=None if v24 is None else _value_CommandConsumerStats(v24),
-        consumerStatsResponse=None if v25 is None else _value_CommandConsumerStatsResponse(v25),
-        reachedEndOfTopic=None if v26 is None else _value_CommandReachedEndOfTopic(v26),
-        seek=None if v27 is None else _value_CommandSeek(v27),
-        getLastMessageId=None if v28 is None else _value_CommandGetLastMessageId(v28),
+        lookupTopic=None if v_lookupTopic is None else _value_CommandLookupTopic(v_lookupTopic),
+        lookupTopicResponse=(
+            None
+            if v_lookupTopicResponse is None
+            else _value_CommandLookupTopicResponse(v_lookupTopicResponse)
+        ),
+        consumerStats=(
+            None if v_consumerStats is None else _value_CommandConsumerStats(v_consumerStats)
+        ),
+        consumerStatsResponse=(
+            None
+            if v_consumerStatsResponse is None
+            else _value_CommandConsumerStatsResponse(v_consumerStatsResponse)
+        ),
+        reachedEndOfTopic=(
+            None
+            if v_reachedEndOfTopic is None
+            else _value_CommandReachedEndOfTopic(v_reachedEndOfTopic)
+        ),
+        seek=None if v_seek is None else _value_CommandSeek(v_seek),
+        getLastMessageId=(
+            None
+            if v_getLastMessageId is None
+            else _value_CommandGetLastMessageId(v_getLastMessageId)
+        ),
         getLastMessageIdResponse=(
-            None if v29 is None else _value_CommandGetLastMessageIdResponse(v29)
+            None
+            if v_getLastMessageIdResponse is None
+            else _value_CommandGetLastMessageIdResponse(v_getLastMessageIdResponse)
         ),
-        active_consumer_change=None if v30 is None else _value_CommandActiveConsumerChange(v30),
-        getTopicsOfNamespace=None if v31 is None else _value_CommandGetTopicsOfNamespace(v31),
+        active_consumer_change=(
+            None
+            if v_active_consumer_change is None
+            else _value_CommandActiveConsumerChange(v_active_consumer_change)
+        ),
+        getTopicsOfNamespace=(
+            None
+            if v_getTopicsOfNamespace is None
+            else _value_CommandGetTopicsOfNamespace(v_getTopicsOfNamespace)
+        ),
         getTopicsOfNamespaceResponse=(
-            None if v32 is None else _value_CommandGetTopicsOfNamespaceResponse(v32)
+            None
+            if v_getTopicsOfNamespaceResponse is None
+            else _value_CommandGetTopicsOfNamespaceResponse(v_getTopicsOfNamespaceResponse)
         ),
-        getSchema=None if v33 is None else _value_CommandGetSchema(v33),
-        getSchemaResponse=None if v34 is None else _value_CommandGetSchemaResponse(v34),
-        authChallenge=None if v35 is None else _value_CommandAuthChallenge(v35),
-        authResponse=None if v36 is None else _value_CommandAuthResponse(v36),
-        ackResponse=None if v37 is None else _value_CommandAckResponse(v37),
-        getOrCreateSchema=None if v38 is None else _value_CommandGetOrCreateSchema(v38),
+        getSchema=None if v_getSchema is None else _value_CommandGetSchema(v_getSchema),
+        getSchemaResponse=(
+            None
+            if v_getSchemaResponse is None
+            else _value_CommandGetSchemaResponse(v_getSchemaResponse)
+        ),
+        authChallenge=(
+            None if v_authChallenge is None else _value_CommandAuthChallenge(v_authChallenge)
+        ),
+        authResponse=None if v_authResponse is None else _value_CommandAuthResponse(v_authResponse),
+        ackResponse=None if v_ackResponse is None else _value_CommandAckResponse(v_ackResponse),
+        getOrCreateSchema=(
+            None
+            if v_getOrCreateSchema is None
+            else _value_CommandGetOrCreateSchema(v_getOrCreateSchema)
+        ),
         getOrCreateSchemaResponse=(
-            None if v39 is None else _value_CommandGetOrCreateSchemaResponse(v39)
+            None
+            if v_getOrCreateSchemaResponse is None
+            else _value_CommandGetOrCreateSchemaResponse(v_getOrCreateSchemaResponse)
         ),
-        newTxn=None if v40 is None else _value_CommandNewTxn(v40),
-        newTxnResponse=None if v41 is None else _value_CommandNewTxnResponse(v41),
-        addPartitionToTxn=None if v42 is None else _value_CommandAddPartitionToTxn(v42),
+        newTxn=None if v_newTxn is None else _value_CommandNewTxn(v_newTxn),
+        newTxnResponse=(
+            None if v_newTxnResponse is None else _value_CommandNewTxnResponse(v_newTxnResponse)
+        ),
+        addPartitionToTxn=(
+            None
+            if v_addPartitionToTxn is None
+            else _value_CommandAddPartitionToTxn(v_addPartitionToTxn)
+        ),
         addPartitionToTxnResponse=(
-            None if v43 is None else _value_CommandAddPartitionToTxnResponse(v43)
+            None
+            if v_addPartitionToTxnResponse is None
+            else _value_CommandAddPartitionToTxnResponse(v_addPartitionToTxnResponse)
         ),
-        addSubscriptionToTxn=None if v44 is None else _value_CommandAddSubscriptionToTxn(v44),
+        addSubscriptionToTxn=(
+            None
+            if v_addSubscriptionToTxn is None
+            else _value_CommandAddSubscriptionToTxn(v_addSubscriptionToTxn)
+        ),
         addSubscriptionToTxnResponse=(
-            None if v45 is None else _value_CommandAddSubscriptionToTxnResponse(v45)
+            None
+            if v_addSubscriptionToTxnResponse is None
+            else _value_CommandAddSubscriptionToTxnResponse(v_addSubscriptionToTxnResponse)
         ),
-        endTxn=None if v46 is None else _value_CommandEndTxn(v46),
-        endTxnResponse=None if v47 is None else _value_CommandEndTxnResponse(v47),
-        endTxnOnPartition=None if v48 is None else _value_CommandEndTxnOnPartition(v48),
+        endTxn=None if v_endTxn is None else _value_CommandEndTxn(v_endTxn),
+        endTxnResponse=(
+            None if v_endTxnResponse is None else _value_CommandEndTxnResponse(v_endTxnResponse)
+        ),
+        endTxnOnPartition=(
+            None
+            if v_endTxnOnPartition is None
+            else _value_CommandEndTxnOnPartition(v_endTxnOnPartition)
+        ),
         endTxnOnPartitionResponse=(
-            None if v49 is None else _value_CommandEndTxnOnPartitionResponse(v49)
+            None
+            if v_endTxnOnPartitionResponse is None
+            else _value_CommandEndTxnOnPartitionResponse(v_endTxnOnPartitionResponse)
         ),
-        endTxnOnSubscription=None if v50 is None else _value_CommandEndTxnOnSubscription(v50),
+        endTxnOnSubscription=(
+            None
+            if v_endTxnOnSubscription is None
+            else _value_CommandEndTxnOnSubscription(v_endTxnOnSubscription)
+        ),
         endTxnOnSubscriptionResponse=(
-            None if v51 is None else _value_CommandEndTxnOnSubscriptionResponse(v51)
+            None
+            if v_endTxnOnSubscriptionResponse is None
+            else _value_CommandEndTxnOnSubscriptionResponse(v_endTxnOnSubscriptionResponse)
         ),
-        tcClientConnectRequest=None if v52 is None else _value_CommandTcClientConnectRequest(v52),
-        tcClientConnectResponse=None if v53 is None else _value_CommandTcClientConnectResponse(v53),
-        watchTopicList=None if v54 is None else _value_CommandWatchTopicList(v54),
-        watchTopicListSuccess=None if v55 is None else _value_CommandWatchTopicListSuccess(v55),
-        watchTopicUpdate=None if v56 is None else _value_CommandWatchTopicUpdate(v56),
-        watchTopicListClose=None if v57 is None else _value_CommandWatchTopicListClose(v57),
-        topicMigrated=None if v58 is None else _value_CommandTopicMigrated(v58),
-        scalableTopicLookup=None if v59 is None else _value_CommandScalableTopicLookup(v59),
-        scalableTopicUpdate=None if v60 is None else _value_CommandScalableTopicUpdate(v60),
-        scalableTopicClose=None if v61 is None else _value_CommandScalableTopicClose(v61),
-        scalableTopicSubscribe=None if v62 is None else _value_CommandScalableTopicSubscribe(v62),
+        tcClientConnectRequest=(
+            None
+            if v_tcClientConnectRequest is None
+            else _value_CommandTcClientConnectRequest(v_tcClientConnectRequest)
+        ),
+        tcClientConnectResponse=(
+            None
+            if v_tcClientConnectResponse is None
+            else _value_CommandTcClientConnectResponse(v_tcClientConnectResponse)
+        ),
+        watchTopicList=(
+            None if v_watchTopicList is None else _value_CommandWatchTopicList(v_watchTopicList)
+        ),
+        watchTopicListSuccess=(
+            None
+            if v_watchTopicListSuccess is None
+            else _value_CommandWatchTopicListSuccess(v_watchTopicListSuccess)
+        ),
+        watchTopicUpdate=(
+            None
+            if v_watchTopicUpdate is None
+            else _value_CommandWatchTopicUpdate(v_watchTopicUpdate)
+        ),
+        watchTopicListClose=(
+            None
+            if v_watchTopicListClose is None
+            else _value_CommandWatchTopicListClose(v_watchTopicListClose)
+        ),
+        topicMigrated=(
+            None if v_topicMigrated is None else _value_CommandTopicMigrated(v_topicMigrated)
+        ),
+        scalableTopicLookup=(
+            None
+            if v_scalableTopicLookup is None
+            else _value_CommandScalableTopicLookup(v_scalableTopicLookup)
+        ),
+        scalableTopicUpdate=(
+            None
+            if v_scalableTopicUpdate is None
+            else _value_CommandScalableTopicUpdate(v_scalableTopicUpdate)
+        ),
+        scalableTopicClose=(
+            None
+            if v_scalableTopicClose is None
+            else _value_CommandScalableTopicClose(v_scalableTopicClose)
+        ),
+        scalableTopicSubscribe=(
+            None
+            if v_scalableTopicSubscribe is None
+            else _value_CommandScalableTopicSubscribe(v_scalableTopicSubscribe)
+        ),
         scalableTopicSubscribeResponse=(
-            None if v63 is None else _value_CommandScalableTopicSubscribeResponse(v63)
+            None
+            if v_scalableTopicSubscribeResponse is None
+            else _value_CommandScalableTopicSubscribeResponse(v_scalableTopicSubscribeResponse)
         ),
         scalableTopicAssignmentUpdate=(
-            None if v64 is None else _value_CommandScalableTopicAssignmentUpdate(v64)
+            None
+            if v_scalableTopicAssignmentUpdate is None
+            else _value_CommandScalableTopicAssignmentUpdate(v_scalableTopicAssignmentUpdate)
         ),
-        watchScalableTopics=None if v65 is None else _value_CommandWatchScalableTopics(v65),
+        watchScalableTopics=(
+            None
+            if v_watchScalableTopics is None
+            else _value_CommandWatchScalableTopics(v_watchScalableTopics)
+        ),
         watchScalableTopicsUpdate=(
-            None if v66 is None else _value_CommandWatchScalableTopicsUpdate(v66)
+            None
+            if v_watchScalableTopicsUpdate is None
+            else _value_CommandWatchScalableTopicsUpdate(v_watchScalableTopicsUpdate)
         ),
         watchScalableTopicsClose=(
-            None if v67 is None else _value_CommandWatchScalableTopicsClose(v67)
+            None
+            if v_watchScalableTopicsClose is None
+            else _value_CommandWatchScalableTopicsClose(v_watchScalableTopicsClose)
         ),
-        watchTcAssignments=None if v68 is None else _value_CommandWatchTcAssignments(v68),
+        watchTcAssignments=(
+            None
+            if v_watchTcAssignments is None
+            else _value_CommandWatchTcAssignments(v_watchTcAssignments)
+        ),
         watchTcAssignmentsUpdate=(
-            None if v69 is None else _value_CommandWatchTcAssignmentsUpdate(v69)
+            None
+            if v_watchTcAssignmentsUpdate is None
+            else _value_CommandWatchTcAssignmentsUpdate(v_watchTcAssignmentsUpdate)
         ),
-        watchTcAssignmentsClose=None if v70 is None else _value_CommandWatchTcAssignmentsClose(v70),
+        watchTcAssignmentsClose=(
+            None
+            if v_watchTcAssignmentsClose is None
+            else _value_CommandWatchTcAssignmentsClose(v_watchTcAssignmentsClose)
+        ),
     )
     if unknown:
         value._unknown = bytes(unknown)
@@ -8125,153 +8784,188 @@ def _arrow_BaseCommand(values: Sequence[pulsar_api.BaseCommand | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_BaseCommand)
     fields = _FIELDS_BaseCommand
-    v0 = [m.type_ for m in rows]
-    c0 = enum_array(v0, _NAMES_BaseCommand_Type)
-    v1 = [m.connect for m in rows]
-    c1 = _arrow_CommandConnect(v1)
-    v2 = [m.connected for m in rows]
-    c2 = _arrow_CommandConnected(v2)
-    v3 = [m.subscribe for m in rows]
-    c3 = _arrow_CommandSubscribe(v3)
-    v4 = [m.producer for m in rows]
-    c4 = _arrow_CommandProducer(v4)
-    v5 = [m.send for m in rows]
-    c5 = _arrow_CommandSend(v5)
-    v6 = [m.send_receipt for m in rows]
-    c6 = _arrow_CommandSendReceipt(v6)
-    v7 = [m.send_error for m in rows]
-    c7 = _arrow_CommandSendError(v7)
-    v8 = [m.message for m in rows]
-    c8 = _arrow_CommandMessage(v8)
-    v9 = [m.ack for m in rows]
-    c9 = _arrow_CommandAck(v9)
-    v10 = [m.flow for m in rows]
-    c10 = _arrow_CommandFlow(v10)
-    v11 = [m.unsubscribe for m in rows]
-    c11 = _arrow_CommandUnsubscribe(v11)
-    v12 = [m.success for m in rows]
-    c12 = _arrow_CommandSuccess(v12)
-    v13 = [m.error for m in rows]
-    c13 = _arrow_CommandError(v13)
-    v14 = [m.close_producer for m in rows]
-    c14 = _arrow_CommandCloseProducer(v14)
-    v15 = [m.close_consumer for m in rows]
-    c15 = _arrow_CommandCloseConsumer(v15)
-    v16 = [m.producer_success for m in rows]
-    c16 = _arrow_CommandProducerSuccess(v16)
-    v17 = [m.ping for m in rows]
-    c17 = _arrow_CommandPing(v17)
-    v18 = [m.pong for m in rows]
-    c18 = _arrow_CommandPong(v18)
-    v19 = [m.redeliverUnacknowledgedMessages for m in rows]
-    c19 = _arrow_CommandRedeliverUnacknowledgedMessages(v19)
-    v20 = [m.partitionMetadata for m in rows]
-    c20 = _arrow_CommandPartitionedTopicMetadata(v20)
-    v21 = [m.partitionMetadataResponse for m in rows]
-    c21 = _arrow_CommandPartitionedTopicMetadataResponse(v21)
-    v22 = [m.lookupTopic for m in rows]
-    c22 = _arrow_CommandLookupTopic(v22)
-    v23 = [m.lookupTopicResponse for m in rows]
-    c23 = _arrow_CommandLookupTopicResponse(v23)
-    v24 = [m.consumerStats for m in rows]
-    c24 = _arrow_CommandConsumerStats(v24)
-    v25 = [m.consumerStatsResponse for m in rows]
-    c25 = _arrow_CommandConsumerStatsResponse(v25)
-    v26 = [m.reachedEndOfTopic for m in rows]
-    c26 = _arrow_CommandReachedEndOfTopic(v26)
-    v27 = [m.seek for m in rows]
-    c27 = _arrow_CommandSeek(v27)
-    v28 = [m.getLastMessageId for m in rows]
-    c28 = _arrow_CommandGetLastMessageId(v28)
-    v29 = [m.getLastMessageIdResponse for m in rows]
-    c29 = _arrow_CommandGetLastMessageIdResponse(v29)
-    v30 = [m.active_consumer_change for m in rows]
-    c30 = _arrow_CommandActiveConsumerChange(v30)
-    v31 = [m.getTopicsOfNamespace for m in rows]
-    c31 = _arrow_CommandGetTopicsOfNamespace(v31)
-    v32 = [m.getTopicsOfNamespaceResponse for m in rows]
-    c32 = _arrow_CommandGetTopicsOfNamespaceResponse(v32)
-    v33 = [m.getSchema for m in rows]
-    c33 = _arrow_CommandGetSchema(v33)
-    v34 = [m.getSchemaResponse for m in rows]
-    c34 = _arrow_CommandGetSchemaResponse(v34)
-    v35 = [m.authChallenge for m in rows]
-    c35 = _arrow_CommandAuthChallenge(v35)
-    v36 = [m.authResponse for m in rows]
-    c36 = _arrow_CommandAuthResponse(v36)
-    v37 = [m.ackResponse for m in rows]
-    c37 = _arrow_CommandAckResponse(v37)
-    v38 = [m.getOrCreateSchema for m in rows]
-    c38 = _arrow_CommandGetOrCreateSchema(v38)
-    v39 = [m.getOrCreateSchemaResponse for m in rows]
-    c39 = _arrow_CommandGetOrCreateSchemaResponse(v39)
-    v40 = [m.newTxn for m in rows]
-    c40 = _arrow_CommandNewTxn(v40)
-    v41 = [m.newTxnResponse for m in rows]
-    c41 = _arrow_CommandNewTxnResponse(v41)
-    v42 = [m.addPartitionToTxn for m in rows]
-    c42 = _arrow_CommandAddPartitionToTxn(v42)
-    v43 = [m.addPartitionToTxnResponse for m in rows]
-    c43 = _arrow_CommandAddPartitionToTxnResponse(v43)
-    v44 = [m.addSubscriptionToTxn for m in rows]
-    c44 = _arrow_CommandAddSubscriptionToTxn(v44)
-    v45 = [m.addSubscriptionToTxnResponse for m in rows]
-    c45 = _arrow_CommandAddSubscriptionToTxnResponse(v45)
-    v46 = [m.endTxn for m in rows]
-    c46 = _arrow_CommandEndTxn(v46)
-    v47 = [m.endTxnResponse for m in rows]
-    c47 = _arrow_CommandEndTxnResponse(v47)
-    v48 = [m.endTxnOnPartition for m in rows]
-    c48 = _arrow_CommandEndTxnOnPartition(v48)
-    v49 = [m.endTxnOnPartitionResponse for m in rows]
-    c49 = _arrow_CommandEndTxnOnPartitionResponse(v49)
-    v50 = [m.endTxnOnSubscription for m in rows]
-    c50 = _arrow_CommandEndTxnOnSubscription(v50)
-    v51 = [m.endTxnOnSubscriptionResponse for m in rows]
-    c51 = _arrow_CommandEndTxnOnSubscriptionResponse(v51)
-    v52 = [m.tcClientConnectRequest for m in rows]
-    c52 = _arrow_CommandTcClientConnectRequest(v52)
-    v53 = [m.tcClientConnectResponse for m in rows]
-    c53 = _arrow_CommandTcClientConnectResponse(v53)
-    v54 = [m.watchTopicList for m in rows]
-    c54 = _arrow_CommandWatchTopicList(v54)
-    v55 = [m.watchTopicListSuccess for m in rows]
-    c55 = _arrow_CommandWatchTopicListSuccess(v55)
-    v56 = [m.watchTopicUpdate for m in rows]
-    c56 = _arrow_CommandWatchTopicUpdate(v56)
-    v57 = [m.watchTopicListClose for m in rows]
-    c57 = _arrow_CommandWatchTopicListClose(v57)
-    v58 = [m.topicMigrated for m in rows]
-    c58 = _arrow_CommandTopicMigrated(v58)
-    v59 = [m.scalableTopicLookup for m in rows]
-    c59 = _arrow_CommandScalableTopicLookup(v59)
-    v60 = [m.scalableTopicUpdate for m in rows]
-    c60 = _arrow_CommandScalableTopicUpdate(v60)
-    v61 = [m.scalableTopicClose for m in rows]
-    c61 = _arrow_CommandScalableTopicClose(v61)
-    v62 = [m.scalableTopicSubscribe for m in rows]
-    c62 = _arrow_CommandScalableTopicSubscribe(v62)
-    v63 = [m.scalableTopicSubscribeResponse for m in rows]
-    c63 = _arrow_CommandScalableTopicSubscribeResponse(v63)
-    v64 = [m.scalableTopicAssignmentUpdate for m in rows]
-    c64 = _arrow_CommandScalableTopicAssignmentUpdate(v64)
-    v65 = [m.watchScalableTopics for m in rows]
-    c65 = _arrow_CommandWatchScalableTopics(v65)
-    v66 = [m.watchScalableTopicsUpdate for m in rows]
-    c66 = _arrow_CommandWatchScalableTopicsUpdate(v66)
-    v67 = [m.watchScalableTopicsClose for m in rows]
-    c67 = _arrow_CommandWatchScalableTopicsClose(v67)
-    v68 = [m.watchTcAssignments for m in rows]
-    c68 = _arrow_CommandWatchTcAssignments(v68)
-    v69 = [m.watchTcAssignmentsUpdate for m in rows]
-    c69 = _arrow_CommandWatchTcAssignmentsUpdate(v69)
-    v70 = [m.watchTcAssignmentsClose for m in rows]
-    c70 = _arrow_CommandWatchTcAssignmentsClose(v70)
+    v_type_ = [m.type_ for m in rows]
+    c_type_ = enum_array(v_type_, _NAMES_BaseCommand_Type)
+    v_connect = [m.connect for m in rows]
+    c_connect = _arrow_CommandConnect(v_connect)
+    v_connected = [m.connected for m in rows]
+    c_connected = _arrow_CommandConnected(v_connected)
+    v_subscribe = [m.subscribe for m in rows]
+    c_subscribe = _arrow_CommandSubscribe(v_subscribe)
+    v_producer = [m.producer for m in rows]
+    c_producer = _arrow_CommandProducer(v_producer)
+    v_send = [m.send for m in rows]
+    c_send = _arrow_CommandSend(v_send)
+    v_send_receipt = [m.send_receipt for m in rows]
+    c_send_receipt = _arrow_CommandSendReceipt(v_send_receipt)
+    v_send_error = [m.send_error for m in rows]
+    c_send_error = _arrow_CommandSendError(v_send_error)
+    v_message = [m.message for m in rows]
+    c_message = _arrow_CommandMessage(v_message)
+    v_ack = [m.ack for m in rows]
+    c_ack = _arrow_CommandAck(v_ack)
+    v_flow = [m.flow for m in rows]
+    c_flow = _arrow_CommandFlow(v_flow)
+    v_unsubscribe = [m.unsubscribe for m in rows]
+    c_unsubscribe = _arrow_CommandUnsubscribe(v_unsubscribe)
+    v_success = [m.success for m in rows]
+    c_success = _arrow_CommandSuccess(v_success)
+    v_error = [m.error for m in rows]
+    c_error = _arrow_CommandError(v_error)
+    v_close_producer = [m.close_producer for m in rows]
+    c_close_producer = _arrow_CommandCloseProducer(v_close_producer)
+    v_close_consumer = [m.close_consumer for m in rows]
+    c_close_consumer = _arrow_CommandCloseConsumer(v_close_consumer)
+    v_producer_success = [m.producer_success for m in rows]
+    c_producer_success = _arrow_CommandProducerSuccess(v_producer_success)
+    v_ping = [m.ping for m in rows]
+    c_ping = _arrow_CommandPing(v_ping)
+    v_pong = [m.pong for m in rows]
+    c_pong = _arrow_CommandPong(v_pong)
+    v_redeliverUnacknowledgedMessages = [m.redeliverUnacknowledgedMessages for m in rows]
+    c_redeliverUnacknowledgedMessages = _arrow_CommandRedeliverUnacknowledgedMessages(
+        v_redeliverUnacknowledgedMessages,
+    )
+    v_partitionMetadata = [m.partitionMetadata for m in rows]
+    c_partitionMetadata = _arrow_CommandPartitionedTopicMetadata(v_partitionMetadata)
+    v_partitionMetadataResponse = [m.partitionMetadataResponse for m in rows]
+    c_partitionMetadataResponse = _arrow_CommandPartitionedTopicMetadataResponse(
+        v_partitionMetadataResponse,
+    )
+    v_lookupTopic = [m.lookupTopic for m in rows]
+    c_lookupTopic = _arrow_CommandLookupTopic(v_lookupTopic)
+    v_lookupTopicResponse = [m.lookupTopicResponse for m in rows]
+    c_lookupTopicResponse = _arrow_CommandLookupTopicResponse(v_lookupTopicResponse)
+    v_consumerStats = [m.consumerStats for m in rows]
+    c_consumerStats = _arrow_CommandConsumerStats(v_consumerStats)
+    v_consumerStatsResponse = [m.consumerStatsResponse for m in rows]
+    c_consumerStatsResponse = _arrow_CommandConsumerStatsResponse(v_consumerStatsResponse)
+    v_reachedEndOfTopic = [m.reachedEndOfTopic for m in rows]
+    c_reachedEndOfTopic = _arrow_CommandReachedEndOfTopic(v_reachedEndOfTopic)
+    v_seek = [m.seek for m in rows]
+    c_seek = _arrow_CommandSeek(v_seek)
+    v_getLastMessageId = [m.getLastMessageId for m in rows]
+    c_getLastMessageId = _arrow_CommandGetLastMessageId(v_getLastMessageId)
+    v_getLastMessageIdResponse = [m.getLastMessageIdResponse for m in rows]
+    c_getLastMessageIdResponse = _arrow_CommandGetLastMessageIdResponse(v_getLastMessageIdResponse)
+    v_active_consumer_change = [m.active_consumer_change for m in rows]
+    c_active_consumer_change = _arrow_CommandActiveConsumerChange(v_active_consumer_change)
+    v_getTopicsOfNamespace = [m.getTopicsOfNamespace for m in rows]
+    c_getTopicsOfNamespace = _arrow_CommandGetTopicsOfNamespace(v_getTopicsOfNamespace)
+    v_getTopicsOfNamespaceResponse = [m.getTopicsOfNamespaceResponse for m in rows]
+    c_getTopicsOfNamespaceResponse = _arrow_CommandGetTopicsOfNamespaceResponse(
+        v_getTopicsOfNamespaceResponse,
+    )
+    v_getSchema = [m.getSchema for m in rows]
+    c_getSchema = _arrow_CommandGetSchema(v_getSchema)
+    v_getSchemaResponse = [m.getSchemaResponse for m in rows]
+    c_getSchemaResponse = _arrow_CommandGetSchemaResponse(v_getSchemaResponse)
+    v_authChallenge = [m.authChallenge for m in rows]
+    c_authChallenge = _arrow_CommandAuthChallenge(v_authChallenge)
+    v_authResponse = [m.authResponse for m in rows]
+    c_authResponse = _arrow_CommandAuthResponse(v_authResponse)
+    v_ackResponse = [m.ackResponse for m in rows]
+    c_ackResponse = _arrow_CommandAckResponse(v_ackResponse)
+    v_getOrCreateSchema = [m.getOrCreateSchema for m in rows]
+    c_getOrCreateSchema = _arrow_CommandGetOrCreateSchema(v_getOrCreateSchema)
+    v_getOrCreateSchemaResponse = [m.getOrCreateSchemaResponse for m in rows]
+    c_getOrCreateSchemaResponse = _arrow_CommandGetOrCreateSchemaResponse(
+        v_getOrCreateSchemaResponse,
+    )
+    v_newTxn = [m.newTxn for m in rows]
+    c_newTxn = _arrow_CommandNewTxn(v_newTxn)
+    v_newTxnResponse = [m.newTxnResponse for m in rows]
+    c_newTxnResponse = _arrow_CommandNewTxnResponse(v_newTxnResponse)
+    v_addPartitionToTxn = [m.addPartitionToTxn for m in rows]
+    c_addPartitionToTxn = _arrow_CommandAddPartitionToTxn(v_addPartitionToTxn)
+    v_addPartitionToTxnResponse = [m.addPartitionToTxnResponse for m in rows]
+    c_addPartitionToTxnResponse = _arrow_CommandAddPartitionToTxnResponse(
+        v_addPartitionToTxnResponse,
+    )
+    v_addSubscriptionToTxn = [m.addSubscriptionToTxn for m in rows]
+    c_addSubscriptionToTxn = _arrow_CommandAddSubscriptionToTxn(v_addSubscriptionToTxn)
+    v_addSubscriptionToTxnResponse = [m.addSubscriptionToTxnResponse for m in rows]
+    c_addSubscriptionToTxnResponse = _arrow_CommandAddSubscriptionToTxnResponse(
+        v_addSubscriptionToTxnResponse,
+    )
+    v_endTxn = [m.endTxn for m in rows]
+    c_endTxn = _arrow_CommandEndTxn(v_endTxn)
+    v_endTxnResponse = [m.endTxnResponse for m in rows]
+    c_endTxnResponse = _arrow_CommandEndTxnResponse(v_endTxnResponse)
+    v_endTxnOnPartition = [m.endTxnOnPartition for m in rows]
+    c_endTxnOnPartition = _arrow_CommandEndTxnOnPartition(v_endTxnOnPartition)
+    v_endTxnOnPartitionResponse = [m.endTxnOnPartitionResponse for m in rows]
+    c_endTxnOnPartitionResponse = _arrow_CommandEndTxnOnPartitionResponse(
+        v_endTxnOnPartitionResponse,
+    )
+    v_endTxnOnSubscription = [m.endTxnOnSubscription for m in rows]
+    c_endTxnOnSubscription = _arrow_CommandEndTxnOnSubscription(v_endTxnOnSubscription)
+    v_endTxnOnSubscriptionResponse = [m.endTxnOnSubscriptionResponse for m in rows]
+    c_endTxnOnSubscriptionResponse = _arrow_CommandEndTxnOnSubscriptionResponse(
+        v_endTxnOnSubscriptionResponse,
+    )
+    v_tcClientConnectRequest = [m.tcClientConnectRequest for m in rows]
+    c_tcClientConnectRequest = _arrow_CommandTcClientConnectRequest(v_tcClientConnectRequest)
+    v_tcClientConnectResponse = [m.tcClientConnectResponse for m in rows]
+    c_tcClientConnectResponse = _arrow_CommandTcClientConnectResponse(v_tcClientConnectResponse)
+    v_watchTopicList = [m.watchTopicList for m in rows]
+    c_watchTopicList = _arrow_CommandWatchTopicList(v_watchTopicList)
+    v_watchTopicListSuccess = [m.watchTopicListSuccess for m in rows]
+    c_watchTopicListSuccess = _arrow_CommandWatchTopicListSuccess(v_watchTopicListSuccess)
+    v_watchTopicUpdate = [m.watchTopicUpdate for m in rows]
+    c_watchTopicUpdate = _arrow_CommandWatchTopicUpdate(v_watchTopicUpdate)
+    v_watchTopicListClose = [m.watchTopicListClose for m in rows]
+    c_watchTopicListClose = _arrow_CommandWatchTopicListClose(v_watchTopicListClose)
+    v_topicMigrated = [m.topicMigrated for m in rows]
+    c_topicMigrated = _arrow_CommandTopicMigrated(v_topicMigrated)
+    v_scalableTopicLookup = [m.scalableTopicLookup for m in rows]
+    c_scalableTopicLookup = _arrow_CommandScalableTopicLookup(v_scalableTopicLookup)
+    v_scalableTopicUpdate = [m.scalableTopicUpdate for m in rows]
+    c_scalableTopicUpdate = _arrow_CommandScalableTopicUpdate(v_scalableTopicUpdate)
+    v_scalableTopicClose = [m.scalableTopicClose for m in rows]
+    c_scalableTopicClose = _arrow_CommandScalableTopicClose(v_scalableTopicClose)
+    v_scalableTopicSubscribe = [m.scalableTopicSubscribe for m in rows]
+    c_scalableTopicSubscribe = _arrow_CommandScalableTopicSubscribe(v_scalableTopicSubscribe)
+    v_scalableTopicSubscribeResponse = [m.scalableTopicSubscribeResponse for m in rows]
+    c_scalableTopicSubscribeResponse = _arrow_CommandScalableTopicSubscribeResponse(
+        v_scalableTopicSubscribeResponse,
+    )
+    v_scalableTopicAssignmentUpdate = [m.scalableTopicAssignmentUpdate for m in rows]
+    c_scalableTopicAssignmentUpdate = _arrow_CommandScalableTopicAssignmentUpdate(
+        v_scalableTopicAssignmentUpdate,
+    )
+    v_watchScalableTopics = [m.watchScalableTopics for m in rows]
+    c_watchScalableTopics = _arrow_CommandWatchScalableTopics(v_watchScalableTopics)
+    v_watchScalableTopicsUpdate = [m.watchScalableTopicsUpdate for m in rows]
+    c_watchScalableTopicsUpdate = _arrow_CommandWatchScalableTopicsUpdate(
+        v_watchScalableTopicsUpdate,
+    )
+    v_watchScalableTopicsClose = [m.watchScalableTopicsClose for m in rows]
+    c_watchScalableTopicsClose = _arrow_CommandWatchScalableTopicsClose(v_watchScalableTopicsClose)
+    v_watchTcAssignments = [m.watchTcAssignments for m in rows]
+    c_watchTcAssignments = _arrow_CommandWatchTcAssignments(v_watchTcAssignments)
+    v_watchTcAssignmentsUpdate = [m.watchTcAssignmentsUpdate for m in rows]
+    c_watchTcAssignmentsUpdate = _arrow_CommandWatchTcAssignmentsUpdate(v_watchTcAssignmentsUpdate)
+    v_watchTcAssignmentsClose = [m.watchTcAssignmentsClose for m in rows]
+    c_watchTcAssignmentsClose = _arrow_CommandWatchTcAssignmentsClose(v_watchTcAssignmentsClose)
     arrays = [
-        c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19,
-        c20, c21, c22, c23, c24, c25, c26, c27, c28, c29, c30, c31, c32, c33, c34, c35, c36, c37,
-        c38, c39, c40, c41, c42, c43, c44, c45, c46, c47, c48, c49, c50, c51, c52, c53, c54, c55,
-        c56, c57, c58, c59, c60, c61, c62, c63, c64, c65, c66, c67, c68, c69, c70,
+        c_type_, c_connect, c_connected, c_subscribe, c_producer, c_send, c_send_receipt,
+        c_send_error, c_message, c_ack, c_flow, c_unsubscribe, c_success, c_error, c_close_producer,
+        c_close_consumer, c_producer_success, c_ping, c_pong, c_redeliverUnacknowledgedMessages,
+        c_partitionMetadata, c_partitionMetadataResponse, c_lookupTopic, c_lookupTopicResponse,
+        c_consumerStats, c_consumerStatsResponse, c_reachedEndOfTopic, c_seek, c_getLastMessageId,
+        c_getLastMessageIdResponse, c_active_consumer_change, c_getTopicsOfNamespace,
+        c_getTopicsOfNamespaceResponse, c_getSchema, c_getSchemaResponse, c_authChallenge,
+        c_authResponse, c_ackResponse, c_getOrCreateSchema, c_getOrCreateSchemaResponse, c_newTxn,
+        c_newTxnResponse, c_addPartitionToTxn, c_addPartitionToTxnResponse, c_addSubscriptionToTxn,
+        c_addSubscriptionToTxnResponse, c_endTxn, c_endTxnResponse, c_endTxnOnPartition,
+        c_endTxnOnPartitionResponse, c_endTxnOnSubscription, c_endTxnOnSubscriptionResponse,
+        c_tcClientConnectRequest, c_tcClientConnectResponse, c_watchTopicList,
+        c_watchTopicListSuccess, c_watchTopicUpdate, c_watchTopicListClose, c_topicMigrated,
+        c_scalableTopicLookup, c_scalableTopicUpdate, c_scalableTopicClose,
+        c_scalableTopicSubscribe, c_scalableTopicSubscribeResponse, c_scalableTopicAssignmentUpdate,
+        c_watchScalableTopics, c_watchScalableTopicsUpdate, c_watchScalableTopicsClose,
+        c_watchTcAssignments, c_watchTcAssignmentsUpdate, c_watchTcAssignmentsClose,
     ]
     return struct_array(arrays, fields, len(rows), take)
 
@@ -8286,9 +8980,9 @@ def _row_BrokerEntry(m: frames.BrokerEntry) -> dict[str, Any]:
 def _value_BrokerEntry(row: RowLike) -> frames.BrokerEntry:
     """The BrokerEntry a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["metadata"]
+    v_metadata = r["metadata"]
     value = frames.BrokerEntry(
-        metadata=_value_BrokerEntryMetadata(required(v0, "BrokerEntry.metadata")),
+        metadata=_value_BrokerEntryMetadata(required(v_metadata, "BrokerEntry.metadata")),
     )
     return value
 
@@ -8299,17 +8993,17 @@ def _arrow_BrokerEntry(values: Sequence[frames.BrokerEntry | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_BrokerEntry)
     fields = _FIELDS_BrokerEntry
-    v0 = [m.metadata for m in rows]
-    c0 = _arrow_BrokerEntryMetadata(v0)
-    arrays = [c0]
+    v_metadata = [m.metadata for m in rows]
+    c_metadata = _arrow_BrokerEntryMetadata(v_metadata)
+    arrays = [c_metadata]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_Payload(m: frames.Payload) -> dict[str, Any]:
     """The row of a Payload: field name -> row value."""
-    x0 = m.broker_entry
+    x_broker_entry = m.broker_entry
     return {
-        "broker_entry": None if x0 is None else _row_BrokerEntry(x0),
+        "broker_entry": None if x_broker_entry is None else _row_BrokerEntry(x_broker_entry),
         "metadata": _row_MessageMetadata(m.metadata),
         "data": m.data,
     }
@@ -8318,13 +9012,13 @@ def _row_Payload(m: frames.Payload) -> dict[str, Any]:
 def _value_Payload(row: RowLike) -> frames.Payload:
     """The Payload a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["broker_entry"]
-    v1 = r["metadata"]
-    v2 = r["data"]
+    v_broker_entry = r["broker_entry"]
+    v_metadata = r["metadata"]
+    v_data = r["data"]
     value = frames.Payload(
-        broker_entry=None if v0 is None else _value_BrokerEntry(v0),
-        metadata=_value_MessageMetadata(required(v1, "Payload.metadata")),
-        data=binary_value(required(v2, "Payload.data")),
+        broker_entry=None if v_broker_entry is None else _value_BrokerEntry(v_broker_entry),
+        metadata=_value_MessageMetadata(required(v_metadata, "Payload.metadata")),
+        data=binary_value(required(v_data, "Payload.data")),
     )
     return value
 
@@ -8335,13 +9029,13 @@ def _arrow_Payload(values: Sequence[frames.Payload | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_Payload)
     fields = _FIELDS_Payload
-    v0 = [m.broker_entry for m in rows]
-    c0 = _arrow_BrokerEntry(v0)
-    v1 = [m.metadata for m in rows]
-    c1 = _arrow_MessageMetadata(v1)
-    v2 = [m.data for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_broker_entry = [m.broker_entry for m in rows]
+    c_broker_entry = _arrow_BrokerEntry(v_broker_entry)
+    v_metadata = [m.metadata for m in rows]
+    c_metadata = _arrow_MessageMetadata(v_metadata)
+    v_data = [m.data for m in rows]
+    c_data = pa.array(v_data, fields[2].type)
+    arrays = [c_broker_entry, c_metadata, c_data]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -8356,11 +9050,11 @@ def _row_BatchEntry(m: frames.BatchEntry) -> dict[str, Any]:
 def _value_BatchEntry(row: RowLike) -> frames.BatchEntry:
     """The BatchEntry a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["metadata"]
-    v1 = r["data"]
+    v_metadata = r["metadata"]
+    v_data = r["data"]
     value = frames.BatchEntry(
-        metadata=_value_SingleMessageMetadata(required(v0, "BatchEntry.metadata")),
-        data=binary_value(required(v1, "BatchEntry.data")),
+        metadata=_value_SingleMessageMetadata(required(v_metadata, "BatchEntry.metadata")),
+        data=binary_value(required(v_data, "BatchEntry.data")),
     )
     return value
 
@@ -8371,28 +9065,28 @@ def _arrow_BatchEntry(values: Sequence[frames.BatchEntry | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_BatchEntry)
     fields = _FIELDS_BatchEntry
-    v0 = [m.metadata for m in rows]
-    c0 = _arrow_SingleMessageMetadata(v0)
-    v1 = [m.data for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_metadata = [m.metadata for m in rows]
+    c_metadata = _arrow_SingleMessageMetadata(v_metadata)
+    v_data = [m.data for m in rows]
+    c_data = pa.array(v_data, fields[1].type)
+    arrays = [c_metadata, c_data]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_Batch(m: frames.Batch) -> dict[str, Any]:
     """The row of a Batch: field name -> row value."""
-    x0 = m.entries
+    x_entries = m.entries
     return {
-        "entries": [_row_BatchEntry(y) for y in x0],
+        "entries": [_row_BatchEntry(y) for y in x_entries],
     }
 
 
 def _value_Batch(row: RowLike) -> frames.Batch:
     """The Batch a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["entries"]
+    v_entries = r["entries"]
     value = frames.Batch(
-        entries=[_value_BatchEntry(y) for y in v0 or ()],
+        entries=[_value_BatchEntry(y) for y in v_entries or ()],
     )
     return value
 
@@ -8403,29 +9097,29 @@ def _arrow_Batch(values: Sequence[frames.Batch | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_Batch)
     fields = _FIELDS_Batch
-    v0 = [m.entries for m in rows]
-    c0 = list_array(v0, _arrow_BatchEntry, fields[0].type)
-    arrays = [c0]
+    v_entries = [m.entries for m in rows]
+    c_entries = list_array(v_entries, _arrow_BatchEntry, fields[0].type)
+    arrays = [c_entries]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_Frame(m: frames.Frame) -> dict[str, Any]:
     """The row of a Frame: field name -> row value."""
-    x1 = m.payload
+    x_payload = m.payload
     return {
         "command": _row_BaseCommand(m.command),
-        "payload": None if x1 is None else _row_Payload(x1),
+        "payload": None if x_payload is None else _row_Payload(x_payload),
     }
 
 
 def _value_Frame(row: RowLike) -> frames.Frame:
     """The Frame a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["command"]
-    v1 = r["payload"]
+    v_command = r["command"]
+    v_payload = r["payload"]
     value = frames.Frame(
-        command=_value_BaseCommand(required(v0, "Frame.command")),
-        payload=None if v1 is None else _value_Payload(v1),
+        command=_value_BaseCommand(required(v_command, "Frame.command")),
+        payload=None if v_payload is None else _value_Payload(v_payload),
     )
     return value
 
@@ -8436,11 +9130,11 @@ def _arrow_Frame(values: Sequence[frames.Frame | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_Frame)
     fields = _FIELDS_Frame
-    v0 = [m.command for m in rows]
-    c0 = _arrow_BaseCommand(v0)
-    v1 = [m.payload for m in rows]
-    c1 = _arrow_Payload(v1)
-    arrays = [c0, c1]
+    v_command = [m.command for m in rows]
+    c_command = _arrow_BaseCommand(v_command)
+    v_payload = [m.payload for m in rows]
+    c_payload = _arrow_Payload(v_payload)
+    arrays = [c_command, c_payload]
     return struct_array(arrays, fields, len(rows), take)
 
 

@@ -457,12 +457,12 @@ _ARROW_Frame = pa.struct(_FIELDS_Frame)
 
 def _row_Message(m: frames.Message) -> dict[str, Any]:
     """The row of a Message: field name -> row value."""
-    x1 = m.seq_delta
-    x2 = m.timestamp
+    x_seq_delta = m.seq_delta
+    x_timestamp = m.timestamp
     return {
         "flags": m.flags,
-        "seq_delta": None if x1 is None else Decimal(x1),
-        "timestamp": None if x2 is None else Decimal(x2),
+        "seq_delta": None if x_seq_delta is None else Decimal(x_seq_delta),
+        "timestamp": None if x_timestamp is None else Decimal(x_timestamp),
         "key": m.key,
         "content": m.content,
     }
@@ -471,17 +471,17 @@ def _row_Message(m: frames.Message) -> dict[str, Any]:
 def _value_Message(row: RowLike) -> frames.Message:
     """The Message a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["flags"]
-    v1 = r["seq_delta"]
-    v2 = r["timestamp"]
-    v3 = r["key"]
-    v4 = r["content"]
+    v_flags = r["flags"]
+    v_seq_delta = r["seq_delta"]
+    v_timestamp = r["timestamp"]
+    v_key = r["key"]
+    v_content = r["content"]
     value = frames.Message(
-        flags=required(v0, "Message.flags"),
-        seq_delta=None if v1 is None else uint64_value(v1, "Message.seq_delta"),
-        timestamp=None if v2 is None else uint64_value(v2, "Message.timestamp"),
-        key=None if v3 is None else binary_value(v3),
-        content=binary_value(required(v4, "Message.content")),
+        flags=required(v_flags, "Message.flags"),
+        seq_delta=None if v_seq_delta is None else uint64_value(v_seq_delta, "Message.seq_delta"),
+        timestamp=None if v_timestamp is None else uint64_value(v_timestamp, "Message.timestamp"),
+        key=None if v_key is None else binary_value(v_key),
+        content=binary_value(required(v_content, "Message.content")),
     )
     return value
 
@@ -492,34 +492,34 @@ def _arrow_Message(values: Sequence[frames.Message | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_Message)
     fields = _FIELDS_Message
-    v0 = [m.flags for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.seq_delta for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    v2 = [m.timestamp for m in rows]
-    c2 = uint64_array(v2, fields[2].type)
-    v3 = [m.key for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.content for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    arrays = [c0, c1, c2, c3, c4]
+    v_flags = [m.flags for m in rows]
+    c_flags = pa.array(v_flags, fields[0].type)
+    v_seq_delta = [m.seq_delta for m in rows]
+    c_seq_delta = uint64_array(v_seq_delta, fields[1].type)
+    v_timestamp = [m.timestamp for m in rows]
+    c_timestamp = uint64_array(v_timestamp, fields[2].type)
+    v_key = [m.key for m in rows]
+    c_key = pa.array(v_key, fields[3].type)
+    v_content = [m.content for m in rows]
+    c_content = pa.array(v_content, fields[4].type)
+    arrays = [c_flags, c_seq_delta, c_timestamp, c_key, c_content]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_MessageSet(m: frames.MessageSet) -> dict[str, Any]:
     """The row of a MessageSet: field name -> row value."""
-    x0 = m.messages
+    x_messages = m.messages
     return {
-        "messages": [_row_Message(y) for y in x0],
+        "messages": [_row_Message(y) for y in x_messages],
     }
 
 
 def _value_MessageSet(row: RowLike) -> frames.MessageSet:
     """The MessageSet a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["messages"]
+    v_messages = r["messages"]
     value = frames.MessageSet(
-        messages=[_value_Message(y) for y in v0 or ()],
+        messages=[_value_Message(y) for y in v_messages or ()],
     )
     return value
 
@@ -530,24 +530,24 @@ def _arrow_MessageSet(values: Sequence[frames.MessageSet | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_MessageSet)
     fields = _FIELDS_MessageSet
-    v0 = [m.messages for m in rows]
-    c0 = list_array(v0, _arrow_Message, fields[0].type)
-    arrays = [c0]
+    v_messages = [m.messages for m in rows]
+    c_messages = list_array(v_messages, _arrow_Message, fields[0].type)
+    arrays = [c_messages]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_Bundle(m: frames.Bundle) -> dict[str, Any]:
     """The row of a Bundle: field name -> row value."""
-    x3 = m.first_seqnum
-    x4 = m.last_seqnum_delta
-    x5 = m.messages
+    x_first_seqnum = m.first_seqnum
+    x_last_seqnum_delta = m.last_seqnum_delta
+    x_messages = m.messages
     return {
         "codec": m.codec,
         "sparse": m.sparse,
         "msg_count": m.msg_count,
-        "first_seqnum": None if x3 is None else Decimal(x3),
-        "last_seqnum_delta": None if x4 is None else Decimal(x4),
-        "messages": None if x5 is None else _row_MessageSet(x5),
+        "first_seqnum": None if x_first_seqnum is None else Decimal(x_first_seqnum),
+        "last_seqnum_delta": None if x_last_seqnum_delta is None else Decimal(x_last_seqnum_delta),
+        "messages": None if x_messages is None else _row_MessageSet(x_messages),
         "compressed": m.compressed,
     }
 
@@ -555,21 +555,27 @@ def _row_Bundle(m: frames.Bundle) -> dict[str, Any]:
 def _value_Bundle(row: RowLike) -> frames.Bundle:
     """The Bundle a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["codec"]
-    v1 = r["sparse"]
-    v2 = r["msg_count"]
-    v3 = r["first_seqnum"]
-    v4 = r["last_seqnum_delta"]
-    v5 = r["messages"]
-    v6 = r["compressed"]
+    v_codec = r["codec"]
+    v_sparse = r["sparse"]
+    v_msg_count = r["msg_count"]
+    v_first_seqnum = r["first_seqnum"]
+    v_last_seqnum_delta = r["last_seqnum_delta"]
+    v_messages = r["messages"]
+    v_compressed = r["compressed"]
     value = frames.Bundle(
-        codec=required(v0, "Bundle.codec"),
-        sparse=required(v1, "Bundle.sparse"),
-        msg_count=required(v2, "Bundle.msg_count"),
-        first_seqnum=None if v3 is None else uint64_value(v3, "Bundle.first_seqnum"),
-        last_seqnum_delta=None if v4 is None else uint64_value(v4, "Bundle.last_seqnum_delta"),
-        messages=None if v5 is None else _value_MessageSet(v5),
-        compressed=None if v6 is None else binary_value(v6),
+        codec=required(v_codec, "Bundle.codec"),
+        sparse=required(v_sparse, "Bundle.sparse"),
+        msg_count=required(v_msg_count, "Bundle.msg_count"),
+        first_seqnum=(
+            None if v_first_seqnum is None else uint64_value(v_first_seqnum, "Bundle.first_seqnum")
+        ),
+        last_seqnum_delta=(
+            None
+            if v_last_seqnum_delta is None
+            else uint64_value(v_last_seqnum_delta, "Bundle.last_seqnum_delta")
+        ),
+        messages=None if v_messages is None else _value_MessageSet(v_messages),
+        compressed=None if v_compressed is None else binary_value(v_compressed),
     )
     return value
 
@@ -580,21 +586,24 @@ def _arrow_Bundle(values: Sequence[frames.Bundle | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_Bundle)
     fields = _FIELDS_Bundle
-    v0 = [m.codec for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.sparse for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.msg_count for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.first_seqnum for m in rows]
-    c3 = uint64_array(v3, fields[3].type)
-    v4 = [m.last_seqnum_delta for m in rows]
-    c4 = uint64_array(v4, fields[4].type)
-    v5 = [m.messages for m in rows]
-    c5 = _arrow_MessageSet(v5)
-    v6 = [m.compressed for m in rows]
-    c6 = pa.array(v6, fields[6].type)
-    arrays = [c0, c1, c2, c3, c4, c5, c6]
+    v_codec = [m.codec for m in rows]
+    c_codec = pa.array(v_codec, fields[0].type)
+    v_sparse = [m.sparse for m in rows]
+    c_sparse = pa.array(v_sparse, fields[1].type)
+    v_msg_count = [m.msg_count for m in rows]
+    c_msg_count = pa.array(v_msg_count, fields[2].type)
+    v_first_seqnum = [m.first_seqnum for m in rows]
+    c_first_seqnum = uint64_array(v_first_seqnum, fields[3].type)
+    v_last_seqnum_delta = [m.last_seqnum_delta for m in rows]
+    c_last_seqnum_delta = uint64_array(v_last_seqnum_delta, fields[4].type)
+    v_messages = [m.messages for m in rows]
+    c_messages = _arrow_MessageSet(v_messages)
+    v_compressed = [m.compressed for m in rows]
+    c_compressed = pa.array(v_compressed, fields[6].type)
+    arrays = [
+        c_codec, c_sparse, c_msg_count, c_first_seqnum, c_last_seqnum_delta, c_messages,
+        c_compressed,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -608,9 +617,9 @@ def _row_BundleEntry(m: frames.BundleEntry) -> dict[str, Any]:
 def _value_BundleEntry(row: RowLike) -> frames.BundleEntry:
     """The BundleEntry a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["bundle"]
+    v_bundle = r["bundle"]
     value = frames.BundleEntry(
-        bundle=_value_Bundle(required(v0, "BundleEntry.bundle")),
+        bundle=_value_Bundle(required(v_bundle, "BundleEntry.bundle")),
     )
     return value
 
@@ -621,26 +630,26 @@ def _arrow_BundleEntry(values: Sequence[frames.BundleEntry | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_BundleEntry)
     fields = _FIELDS_BundleEntry
-    v0 = [m.bundle for m in rows]
-    c0 = _arrow_Bundle(v0)
-    arrays = [c0]
+    v_bundle = [m.bundle for m in rows]
+    c_bundle = _arrow_Bundle(v_bundle)
+    arrays = [c_bundle]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_Chunk(m: frames.Chunk) -> dict[str, Any]:
     """The row of a Chunk: field name -> row value."""
-    x0 = m.bundles
+    x_bundles = m.bundles
     return {
-        "bundles": [_row_BundleEntry(y) for y in x0],
+        "bundles": [_row_BundleEntry(y) for y in x_bundles],
     }
 
 
 def _value_Chunk(row: RowLike) -> frames.Chunk:
     """The Chunk a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["bundles"]
+    v_bundles = r["bundles"]
     value = frames.Chunk(
-        bundles=[_value_BundleEntry(y) for y in v0 or ()],
+        bundles=[_value_BundleEntry(y) for y in v_bundles or ()],
     )
     return value
 
@@ -651,18 +660,18 @@ def _arrow_Chunk(values: Sequence[frames.Chunk | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_Chunk)
     fields = _FIELDS_Chunk
-    v0 = [m.bundles for m in rows]
-    c0 = list_array(v0, _arrow_BundleEntry, fields[0].type)
-    arrays = [c0]
+    v_bundles = [m.bundles for m in rows]
+    c_bundles = list_array(v_bundles, _arrow_BundleEntry, fields[0].type)
+    arrays = [c_bundles]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_ProducePartition(m: frames.ProducePartition) -> dict[str, Any]:
     """The row of a ProducePartition: field name -> row value."""
-    x1 = m.first_msg_seqnum
+    x_first_msg_seqnum = m.first_msg_seqnum
     return {
         "partition": m.partition,
-        "first_msg_seqnum": None if x1 is None else Decimal(x1),
+        "first_msg_seqnum": None if x_first_msg_seqnum is None else Decimal(x_first_msg_seqnum),
         "bundle": _row_Bundle(m.bundle),
     }
 
@@ -670,15 +679,17 @@ def _row_ProducePartition(m: frames.ProducePartition) -> dict[str, Any]:
 def _value_ProducePartition(row: RowLike) -> frames.ProducePartition:
     """The ProducePartition a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["partition"]
-    v1 = r["first_msg_seqnum"]
-    v2 = r["bundle"]
+    v_partition = r["partition"]
+    v_first_msg_seqnum = r["first_msg_seqnum"]
+    v_bundle = r["bundle"]
     value = frames.ProducePartition(
-        partition=required(v0, "ProducePartition.partition"),
+        partition=required(v_partition, "ProducePartition.partition"),
         first_msg_seqnum=(
-            None if v1 is None else uint64_value(v1, "ProducePartition.first_msg_seqnum")
+            None
+            if v_first_msg_seqnum is None
+            else uint64_value(v_first_msg_seqnum, "ProducePartition.first_msg_seqnum")
         ),
-        bundle=_value_Bundle(required(v2, "ProducePartition.bundle")),
+        bundle=_value_Bundle(required(v_bundle, "ProducePartition.bundle")),
     )
     return value
 
@@ -689,33 +700,33 @@ def _arrow_ProducePartition(values: Sequence[frames.ProducePartition | None]) ->
     if not rows:
         return null_column(len(values), _ARROW_ProducePartition)
     fields = _FIELDS_ProducePartition
-    v0 = [m.partition for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.first_msg_seqnum for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    v2 = [m.bundle for m in rows]
-    c2 = _arrow_Bundle(v2)
-    arrays = [c0, c1, c2]
+    v_partition = [m.partition for m in rows]
+    c_partition = pa.array(v_partition, fields[0].type)
+    v_first_msg_seqnum = [m.first_msg_seqnum for m in rows]
+    c_first_msg_seqnum = uint64_array(v_first_msg_seqnum, fields[1].type)
+    v_bundle = [m.bundle for m in rows]
+    c_bundle = _arrow_Bundle(v_bundle)
+    arrays = [c_partition, c_first_msg_seqnum, c_bundle]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_ProduceTopic(m: frames.ProduceTopic) -> dict[str, Any]:
     """The row of a ProduceTopic: field name -> row value."""
-    x1 = m.partitions
+    x_partitions = m.partitions
     return {
         "name": m.name,
-        "partitions": [_row_ProducePartition(y) for y in x1],
+        "partitions": [_row_ProducePartition(y) for y in x_partitions],
     }
 
 
 def _value_ProduceTopic(row: RowLike) -> frames.ProduceTopic:
     """The ProduceTopic a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["name"]
-    v1 = r["partitions"]
+    v_name = r["name"]
+    v_partitions = r["partitions"]
     value = frames.ProduceTopic(
-        name=required(v0, "ProduceTopic.name"),
-        partitions=[_value_ProducePartition(y) for y in v1 or ()],
+        name=required(v_name, "ProduceTopic.name"),
+        partitions=[_value_ProducePartition(y) for y in v_partitions or ()],
     )
     return value
 
@@ -726,43 +737,43 @@ def _arrow_ProduceTopic(values: Sequence[frames.ProduceTopic | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_ProduceTopic)
     fields = _FIELDS_ProduceTopic
-    v0 = [m.name for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.partitions for m in rows]
-    c1 = list_array(v1, _arrow_ProducePartition, fields[1].type)
-    arrays = [c0, c1]
+    v_name = [m.name for m in rows]
+    c_name = pa.array(v_name, fields[0].type)
+    v_partitions = [m.partitions for m in rows]
+    c_partitions = list_array(v_partitions, _arrow_ProducePartition, fields[1].type)
+    arrays = [c_name, c_partitions]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_ProduceRequest(m: frames.ProduceRequest) -> dict[str, Any]:
     """The row of a ProduceRequest: field name -> row value."""
-    x5 = m.topics
+    x_topics = m.topics
     return {
         "client_version": m.client_version,
         "request_id": m.request_id,
         "client_id": m.client_id,
         "required_acks": m.required_acks,
         "ack_timeout": m.ack_timeout,
-        "topics": [_row_ProduceTopic(y) for y in x5],
+        "topics": [_row_ProduceTopic(y) for y in x_topics],
     }
 
 
 def _value_ProduceRequest(row: RowLike) -> frames.ProduceRequest:
     """The ProduceRequest a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["client_version"]
-    v1 = r["request_id"]
-    v2 = r["client_id"]
-    v3 = r["required_acks"]
-    v4 = r["ack_timeout"]
-    v5 = r["topics"]
+    v_client_version = r["client_version"]
+    v_request_id = r["request_id"]
+    v_client_id = r["client_id"]
+    v_required_acks = r["required_acks"]
+    v_ack_timeout = r["ack_timeout"]
+    v_topics = r["topics"]
     value = frames.ProduceRequest(
-        client_version=required(v0, "ProduceRequest.client_version"),
-        request_id=required(v1, "ProduceRequest.request_id"),
-        client_id=required(v2, "ProduceRequest.client_id"),
-        required_acks=required(v3, "ProduceRequest.required_acks"),
-        ack_timeout=required(v4, "ProduceRequest.ack_timeout"),
-        topics=[_value_ProduceTopic(y) for y in v5 or ()],
+        client_version=required(v_client_version, "ProduceRequest.client_version"),
+        request_id=required(v_request_id, "ProduceRequest.request_id"),
+        client_id=required(v_client_id, "ProduceRequest.client_id"),
+        required_acks=required(v_required_acks, "ProduceRequest.required_acks"),
+        ack_timeout=required(v_ack_timeout, "ProduceRequest.ack_timeout"),
+        topics=[_value_ProduceTopic(y) for y in v_topics or ()],
     )
     return value
 
@@ -773,51 +784,51 @@ def _arrow_ProduceRequest(values: Sequence[frames.ProduceRequest | None]) -> Any
     if not rows:
         return null_column(len(values), _ARROW_ProduceRequest)
     fields = _FIELDS_ProduceRequest
-    v0 = [m.client_version for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.request_id for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.client_id for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.required_acks for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.ack_timeout for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m.topics for m in rows]
-    c5 = list_array(v5, _arrow_ProduceTopic, fields[5].type)
-    arrays = [c0, c1, c2, c3, c4, c5]
+    v_client_version = [m.client_version for m in rows]
+    c_client_version = pa.array(v_client_version, fields[0].type)
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[1].type)
+    v_client_id = [m.client_id for m in rows]
+    c_client_id = pa.array(v_client_id, fields[2].type)
+    v_required_acks = [m.required_acks for m in rows]
+    c_required_acks = pa.array(v_required_acks, fields[3].type)
+    v_ack_timeout = [m.ack_timeout for m in rows]
+    c_ack_timeout = pa.array(v_ack_timeout, fields[4].type)
+    v_topics = [m.topics for m in rows]
+    c_topics = list_array(v_topics, _arrow_ProduceTopic, fields[5].type)
+    arrays = [c_client_version, c_request_id, c_client_id, c_required_acks, c_ack_timeout, c_topics]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_ProduceWithSeqnumRequest(m: frames.ProduceWithSeqnumRequest) -> dict[str, Any]:
     """The row of a ProduceWithSeqnumRequest: field name -> row value."""
-    x5 = m.topics
+    x_topics = m.topics
     return {
         "client_version": m.client_version,
         "request_id": m.request_id,
         "client_id": m.client_id,
         "required_acks": m.required_acks,
         "ack_timeout": m.ack_timeout,
-        "topics": [_row_ProduceTopic(y) for y in x5],
+        "topics": [_row_ProduceTopic(y) for y in x_topics],
     }
 
 
 def _value_ProduceWithSeqnumRequest(row: RowLike) -> frames.ProduceWithSeqnumRequest:
     """The ProduceWithSeqnumRequest a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["client_version"]
-    v1 = r["request_id"]
-    v2 = r["client_id"]
-    v3 = r["required_acks"]
-    v4 = r["ack_timeout"]
-    v5 = r["topics"]
+    v_client_version = r["client_version"]
+    v_request_id = r["request_id"]
+    v_client_id = r["client_id"]
+    v_required_acks = r["required_acks"]
+    v_ack_timeout = r["ack_timeout"]
+    v_topics = r["topics"]
     value = frames.ProduceWithSeqnumRequest(
-        client_version=required(v0, "ProduceWithSeqnumRequest.client_version"),
-        request_id=required(v1, "ProduceWithSeqnumRequest.request_id"),
-        client_id=required(v2, "ProduceWithSeqnumRequest.client_id"),
-        required_acks=required(v3, "ProduceWithSeqnumRequest.required_acks"),
-        ack_timeout=required(v4, "ProduceWithSeqnumRequest.ack_timeout"),
-        topics=[_value_ProduceTopic(y) for y in v5 or ()],
+        client_version=required(v_client_version, "ProduceWithSeqnumRequest.client_version"),
+        request_id=required(v_request_id, "ProduceWithSeqnumRequest.request_id"),
+        client_id=required(v_client_id, "ProduceWithSeqnumRequest.client_id"),
+        required_acks=required(v_required_acks, "ProduceWithSeqnumRequest.required_acks"),
+        ack_timeout=required(v_ack_timeout, "ProduceWithSeqnumRequest.ack_timeout"),
+        topics=[_value_ProduceTopic(y) for y in v_topics or ()],
     )
     return value
 
@@ -830,19 +841,19 @@ def _arrow_ProduceWithSeqnumRequest(
     if not rows:
         return null_column(len(values), _ARROW_ProduceWithSeqnumRequest)
     fields = _FIELDS_ProduceWithSeqnumRequest
-    v0 = [m.client_version for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.request_id for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.client_id for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.required_acks for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.ack_timeout for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m.topics for m in rows]
-    c5 = list_array(v5, _arrow_ProduceTopic, fields[5].type)
-    arrays = [c0, c1, c2, c3, c4, c5]
+    v_client_version = [m.client_version for m in rows]
+    c_client_version = pa.array(v_client_version, fields[0].type)
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[1].type)
+    v_client_id = [m.client_id for m in rows]
+    c_client_id = pa.array(v_client_id, fields[2].type)
+    v_required_acks = [m.required_acks for m in rows]
+    c_required_acks = pa.array(v_required_acks, fields[3].type)
+    v_ack_timeout = [m.ack_timeout for m in rows]
+    c_ack_timeout = pa.array(v_ack_timeout, fields[4].type)
+    v_topics = [m.topics for m in rows]
+    c_topics = list_array(v_topics, _arrow_ProduceTopic, fields[5].type)
+    arrays = [c_client_version, c_request_id, c_client_id, c_required_acks, c_ack_timeout, c_topics]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -858,13 +869,13 @@ def _row_ProduceStatus(m: frames.ProduceStatus) -> dict[str, Any]:
 def _value_ProduceStatus(row: RowLike) -> frames.ProduceStatus:
     """The ProduceStatus a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["error"]
-    v1 = r["leader_addr"]
-    v2 = r["leader_port"]
+    v_error = r["error"]
+    v_leader_addr = r["leader_addr"]
+    v_leader_port = r["leader_port"]
     value = frames.ProduceStatus(
-        error=required(v0, "ProduceStatus.error"),
-        leader_addr=v1,
-        leader_port=v2,
+        error=required(v_error, "ProduceStatus.error"),
+        leader_addr=v_leader_addr,
+        leader_port=v_leader_port,
     )
     return value
 
@@ -875,33 +886,33 @@ def _arrow_ProduceStatus(values: Sequence[frames.ProduceStatus | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_ProduceStatus)
     fields = _FIELDS_ProduceStatus
-    v0 = [m.error for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.leader_addr for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.leader_port for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_error = [m.error for m in rows]
+    c_error = pa.array(v_error, fields[0].type)
+    v_leader_addr = [m.leader_addr for m in rows]
+    c_leader_addr = pa.array(v_leader_addr, fields[1].type)
+    v_leader_port = [m.leader_port for m in rows]
+    c_leader_port = pa.array(v_leader_port, fields[2].type)
+    arrays = [c_error, c_leader_addr, c_leader_port]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_ProduceResponse(m: frames.ProduceResponse) -> dict[str, Any]:
     """The row of a ProduceResponse: field name -> row value."""
-    x1 = m.statuses
+    x_statuses = m.statuses
     return {
         "request_id": m.request_id,
-        "statuses": [_row_ProduceStatus(y) for y in x1],
+        "statuses": [_row_ProduceStatus(y) for y in x_statuses],
     }
 
 
 def _value_ProduceResponse(row: RowLike) -> frames.ProduceResponse:
     """The ProduceResponse a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["statuses"]
+    v_request_id = r["request_id"]
+    v_statuses = r["statuses"]
     value = frames.ProduceResponse(
-        request_id=required(v0, "ProduceResponse.request_id"),
-        statuses=[_value_ProduceStatus(y) for y in v1 or ()],
+        request_id=required(v_request_id, "ProduceResponse.request_id"),
+        statuses=[_value_ProduceStatus(y) for y in v_statuses or ()],
     )
     return value
 
@@ -912,11 +923,11 @@ def _arrow_ProduceResponse(values: Sequence[frames.ProduceResponse | None]) -> A
     if not rows:
         return null_column(len(values), _ARROW_ProduceResponse)
     fields = _FIELDS_ProduceResponse
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.statuses for m in rows]
-    c1 = list_array(v1, _arrow_ProduceStatus, fields[1].type)
-    arrays = [c0, c1]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_statuses = [m.statuses for m in rows]
+    c_statuses = list_array(v_statuses, _arrow_ProduceStatus, fields[1].type)
+    arrays = [c_request_id, c_statuses]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -932,13 +943,13 @@ def _row_ConsumePartition(m: frames.ConsumePartition) -> dict[str, Any]:
 def _value_ConsumePartition(row: RowLike) -> frames.ConsumePartition:
     """The ConsumePartition a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["partition"]
-    v1 = r["abs_seq_num"]
-    v2 = r["fetch_size"]
+    v_partition = r["partition"]
+    v_abs_seq_num = r["abs_seq_num"]
+    v_fetch_size = r["fetch_size"]
     value = frames.ConsumePartition(
-        partition=required(v0, "ConsumePartition.partition"),
-        abs_seq_num=uint64_value(v1, "ConsumePartition.abs_seq_num"),
-        fetch_size=required(v2, "ConsumePartition.fetch_size"),
+        partition=required(v_partition, "ConsumePartition.partition"),
+        abs_seq_num=uint64_value(v_abs_seq_num, "ConsumePartition.abs_seq_num"),
+        fetch_size=required(v_fetch_size, "ConsumePartition.fetch_size"),
     )
     return value
 
@@ -949,33 +960,33 @@ def _arrow_ConsumePartition(values: Sequence[frames.ConsumePartition | None]) ->
     if not rows:
         return null_column(len(values), _ARROW_ConsumePartition)
     fields = _FIELDS_ConsumePartition
-    v0 = [m.partition for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.abs_seq_num for m in rows]
-    c1 = uint64_array(v1, fields[1].type)
-    v2 = [m.fetch_size for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_partition = [m.partition for m in rows]
+    c_partition = pa.array(v_partition, fields[0].type)
+    v_abs_seq_num = [m.abs_seq_num for m in rows]
+    c_abs_seq_num = uint64_array(v_abs_seq_num, fields[1].type)
+    v_fetch_size = [m.fetch_size for m in rows]
+    c_fetch_size = pa.array(v_fetch_size, fields[2].type)
+    arrays = [c_partition, c_abs_seq_num, c_fetch_size]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_ConsumeTopic(m: frames.ConsumeTopic) -> dict[str, Any]:
     """The row of a ConsumeTopic: field name -> row value."""
-    x1 = m.partitions
+    x_partitions = m.partitions
     return {
         "name": m.name,
-        "partitions": [_row_ConsumePartition(y) for y in x1],
+        "partitions": [_row_ConsumePartition(y) for y in x_partitions],
     }
 
 
 def _value_ConsumeTopic(row: RowLike) -> frames.ConsumeTopic:
     """The ConsumeTopic a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["name"]
-    v1 = r["partitions"]
+    v_name = r["name"]
+    v_partitions = r["partitions"]
     value = frames.ConsumeTopic(
-        name=required(v0, "ConsumeTopic.name"),
-        partitions=[_value_ConsumePartition(y) for y in v1 or ()],
+        name=required(v_name, "ConsumeTopic.name"),
+        partitions=[_value_ConsumePartition(y) for y in v_partitions or ()],
     )
     return value
 
@@ -986,17 +997,17 @@ def _arrow_ConsumeTopic(values: Sequence[frames.ConsumeTopic | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_ConsumeTopic)
     fields = _FIELDS_ConsumeTopic
-    v0 = [m.name for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.partitions for m in rows]
-    c1 = list_array(v1, _arrow_ConsumePartition, fields[1].type)
-    arrays = [c0, c1]
+    v_name = [m.name for m in rows]
+    c_name = pa.array(v_name, fields[0].type)
+    v_partitions = [m.partitions for m in rows]
+    c_partitions = list_array(v_partitions, _arrow_ConsumePartition, fields[1].type)
+    arrays = [c_name, c_partitions]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_ConsumeRequest(m: frames.ConsumeRequest) -> dict[str, Any]:
     """The row of a ConsumeRequest: field name -> row value."""
-    x6 = m.topics
+    x_topics = m.topics
     return {
         "client_version": m.client_version,
         "request_id": m.request_id,
@@ -1004,28 +1015,28 @@ def _row_ConsumeRequest(m: frames.ConsumeRequest) -> dict[str, Any]:
         "max_wait_ms": Decimal(m.max_wait_ms),
         "min_bytes": m.min_bytes,
         "op_flags": m.op_flags,
-        "topics": [_row_ConsumeTopic(y) for y in x6],
+        "topics": [_row_ConsumeTopic(y) for y in x_topics],
     }
 
 
 def _value_ConsumeRequest(row: RowLike) -> frames.ConsumeRequest:
     """The ConsumeRequest a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["client_version"]
-    v1 = r["request_id"]
-    v2 = r["client_id"]
-    v3 = r["max_wait_ms"]
-    v4 = r["min_bytes"]
-    v5 = r["op_flags"]
-    v6 = r["topics"]
+    v_client_version = r["client_version"]
+    v_request_id = r["request_id"]
+    v_client_id = r["client_id"]
+    v_max_wait_ms = r["max_wait_ms"]
+    v_min_bytes = r["min_bytes"]
+    v_op_flags = r["op_flags"]
+    v_topics = r["topics"]
     value = frames.ConsumeRequest(
-        client_version=required(v0, "ConsumeRequest.client_version"),
-        request_id=required(v1, "ConsumeRequest.request_id"),
-        client_id=required(v2, "ConsumeRequest.client_id"),
-        max_wait_ms=uint64_value(v3, "ConsumeRequest.max_wait_ms"),
-        min_bytes=required(v4, "ConsumeRequest.min_bytes"),
-        op_flags=v5,
-        topics=[_value_ConsumeTopic(y) for y in v6 or ()],
+        client_version=required(v_client_version, "ConsumeRequest.client_version"),
+        request_id=required(v_request_id, "ConsumeRequest.request_id"),
+        client_id=required(v_client_id, "ConsumeRequest.client_id"),
+        max_wait_ms=uint64_value(v_max_wait_ms, "ConsumeRequest.max_wait_ms"),
+        min_bytes=required(v_min_bytes, "ConsumeRequest.min_bytes"),
+        op_flags=v_op_flags,
+        topics=[_value_ConsumeTopic(y) for y in v_topics or ()],
     )
     return value
 
@@ -1036,66 +1047,80 @@ def _arrow_ConsumeRequest(values: Sequence[frames.ConsumeRequest | None]) -> Any
     if not rows:
         return null_column(len(values), _ARROW_ConsumeRequest)
     fields = _FIELDS_ConsumeRequest
-    v0 = [m.client_version for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.request_id for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.client_id for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.max_wait_ms for m in rows]
-    c3 = uint64_array(v3, fields[3].type)
-    v4 = [m.min_bytes for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m.op_flags for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    v6 = [m.topics for m in rows]
-    c6 = list_array(v6, _arrow_ConsumeTopic, fields[6].type)
-    arrays = [c0, c1, c2, c3, c4, c5, c6]
+    v_client_version = [m.client_version for m in rows]
+    c_client_version = pa.array(v_client_version, fields[0].type)
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[1].type)
+    v_client_id = [m.client_id for m in rows]
+    c_client_id = pa.array(v_client_id, fields[2].type)
+    v_max_wait_ms = [m.max_wait_ms for m in rows]
+    c_max_wait_ms = uint64_array(v_max_wait_ms, fields[3].type)
+    v_min_bytes = [m.min_bytes for m in rows]
+    c_min_bytes = pa.array(v_min_bytes, fields[4].type)
+    v_op_flags = [m.op_flags for m in rows]
+    c_op_flags = pa.array(v_op_flags, fields[5].type)
+    v_topics = [m.topics for m in rows]
+    c_topics = list_array(v_topics, _arrow_ConsumeTopic, fields[6].type)
+    arrays = [
+        c_client_version, c_request_id, c_client_id, c_max_wait_ms, c_min_bytes, c_op_flags,
+        c_topics,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_ConsumePartitionResult(m: frames.ConsumePartitionResult) -> dict[str, Any]:
     """The row of a ConsumePartitionResult: field name -> row value."""
-    x4 = m.base_seqnum
-    x5 = m.highwater_mark
-    x7 = m.first_available_seqnum
+    x_base_seqnum = m.base_seqnum
+    x_highwater_mark = m.highwater_mark
+    x_first_available_seqnum = m.first_available_seqnum
     return {
         "partition": m.partition,
         "error_or_flags": m.error_or_flags,
         "leader_addr": m.leader_addr,
         "leader_port": m.leader_port,
-        "base_seqnum": None if x4 is None else Decimal(x4),
-        "highwater_mark": None if x5 is None else Decimal(x5),
+        "base_seqnum": None if x_base_seqnum is None else Decimal(x_base_seqnum),
+        "highwater_mark": None if x_highwater_mark is None else Decimal(x_highwater_mark),
         "chunk_length": m.chunk_length,
-        "first_available_seqnum": None if x7 is None else Decimal(x7),
+        "first_available_seqnum": (
+            None if x_first_available_seqnum is None else Decimal(x_first_available_seqnum)
+        ),
     }
 
 
 def _value_ConsumePartitionResult(row: RowLike) -> frames.ConsumePartitionResult:
     """The ConsumePartitionResult a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["partition"]
-    v1 = r["error_or_flags"]
-    v2 = r["leader_addr"]
-    v3 = r["leader_port"]
-    v4 = r["base_seqnum"]
-    v5 = r["highwater_mark"]
-    v6 = r["chunk_length"]
-    v7 = r["first_available_seqnum"]
+    v_partition = r["partition"]
+    v_error_or_flags = r["error_or_flags"]
+    v_leader_addr = r["leader_addr"]
+    v_leader_port = r["leader_port"]
+    v_base_seqnum = r["base_seqnum"]
+    v_highwater_mark = r["highwater_mark"]
+    v_chunk_length = r["chunk_length"]
+    v_first_available_seqnum = r["first_available_seqnum"]
     value = frames.ConsumePartitionResult(
-        partition=required(v0, "ConsumePartitionResult.partition"),
-        error_or_flags=required(v1, "ConsumePartitionResult.error_or_flags"),
-        leader_addr=v2,
-        leader_port=v3,
-        base_seqnum=None if v4 is None else uint64_value(v4, "ConsumePartitionResult.base_seqnum"),
-        highwater_mark=(
-            None if v5 is None else uint64_value(v5, "ConsumePartitionResult.highwater_mark")
+        partition=required(v_partition, "ConsumePartitionResult.partition"),
+        error_or_flags=required(v_error_or_flags, "ConsumePartitionResult.error_or_flags"),
+        leader_addr=v_leader_addr,
+        leader_port=v_leader_port,
+        base_seqnum=(
+            None
+            if v_base_seqnum is None
+            else uint64_value(v_base_seqnum, "ConsumePartitionResult.base_seqnum")
         ),
-        chunk_length=v6,
+        highwater_mark=(
+            None
+            if v_highwater_mark is None
+            else uint64_value(v_highwater_mark, "ConsumePartitionResult.highwater_mark")
+        ),
+        chunk_length=v_chunk_length,
         first_available_seqnum=(
             None
-            if v7 is None
-            else uint64_value(v7, "ConsumePartitionResult.first_available_seqnum")
+            if v_first_available_seqnum is None
+            else uint64_value(
+                v_first_available_seqnum,
+                "ConsumePartitionResult.first_available_seqnum",
+            )
         ),
     )
     return value
@@ -1107,49 +1132,58 @@ def _arrow_ConsumePartitionResult(values: Sequence[frames.ConsumePartitionResult
     if not rows:
         return null_column(len(values), _ARROW_ConsumePartitionResult)
     fields = _FIELDS_ConsumePartitionResult
-    v0 = [m.partition for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.error_or_flags for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.leader_addr for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.leader_port for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.base_seqnum for m in rows]
-    c4 = uint64_array(v4, fields[4].type)
-    v5 = [m.highwater_mark for m in rows]
-    c5 = uint64_array(v5, fields[5].type)
-    v6 = [m.chunk_length for m in rows]
-    c6 = pa.array(v6, fields[6].type)
-    v7 = [m.first_available_seqnum for m in rows]
-    c7 = uint64_array(v7, fields[7].type)
-    arrays = [c0, c1, c2, c3, c4, c5, c6, c7]
+    v_partition = [m.partition for m in rows]
+    c_partition = pa.array(v_partition, fields[0].type)
+    v_error_or_flags = [m.error_or_flags for m in rows]
+    c_error_or_flags = pa.array(v_error_or_flags, fields[1].type)
+    v_leader_addr = [m.leader_addr for m in rows]
+    c_leader_addr = pa.array(v_leader_addr, fields[2].type)
+    v_leader_port = [m.leader_port for m in rows]
+    c_leader_port = pa.array(v_leader_port, fields[3].type)
+    v_base_seqnum = [m.base_seqnum for m in rows]
+    c_base_seqnum = uint64_array(v_base_seqnum, fields[4].type)
+    v_highwater_mark = [m.highwater_mark for m in rows]
+    c_highwater_mark = uint64_array(v_highwater_mark, fields[5].type)
+    v_chunk_length = [m.chunk_length for m in rows]
+    c_chunk_length = pa.array(v_chunk_length, fields[6].type)
+    v_first_available_seqnum = [m.first_available_seqnum for m in rows]
+    c_first_available_seqnum = uint64_array(v_first_available_seqnum, fields[7].type)
+    arrays = [
+        c_partition, c_error_or_flags, c_leader_addr, c_leader_port, c_base_seqnum,
+        c_highwater_mark, c_chunk_length, c_first_available_seqnum,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_ConsumeTopicResult(m: frames.ConsumeTopicResult) -> dict[str, Any]:
     """The row of a ConsumeTopicResult: field name -> row value."""
-    x3 = m.partitions
+    x_partitions = m.partitions
     return {
         "name": m.name,
         "partitions_cnt": m.partitions_cnt,
         "unknown": m.unknown,
-        "partitions": None if x3 is None else [_row_ConsumePartitionResult(y) for y in x3],
+        "partitions": (
+            None if x_partitions is None else [_row_ConsumePartitionResult(y) for y in x_partitions]
+        ),
     }
 
 
 def _value_ConsumeTopicResult(row: RowLike) -> frames.ConsumeTopicResult:
     """The ConsumeTopicResult a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["name"]
-    v1 = r["partitions_cnt"]
-    v2 = r["unknown"]
-    v3 = r["partitions"]
+    v_name = r["name"]
+    v_partitions_cnt = r["partitions_cnt"]
+    v_unknown = r["unknown"]
+    v_partitions = r["partitions"]
     value = frames.ConsumeTopicResult(
-        name=required(v0, "ConsumeTopicResult.name"),
-        partitions_cnt=required(v1, "ConsumeTopicResult.partitions_cnt"),
-        unknown=required(v2, "ConsumeTopicResult.unknown"),
-        partitions=None if v3 is None else [_value_ConsumePartitionResult(y) for y in v3],
+        name=required(v_name, "ConsumeTopicResult.name"),
+        partitions_cnt=required(v_partitions_cnt, "ConsumeTopicResult.partitions_cnt"),
+        unknown=required(v_unknown, "ConsumeTopicResult.unknown"),
+        partitions=(
+            None
+            if v_partitions is None
+            else [_value_ConsumePartitionResult(y) for y in v_partitions]
+        ),
     )
     return value
 
@@ -1160,24 +1194,24 @@ def _arrow_ConsumeTopicResult(values: Sequence[frames.ConsumeTopicResult | None]
     if not rows:
         return null_column(len(values), _ARROW_ConsumeTopicResult)
     fields = _FIELDS_ConsumeTopicResult
-    v0 = [m.name for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.partitions_cnt for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.unknown for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.partitions for m in rows]
-    c3 = list_array(v3, _arrow_ConsumePartitionResult, fields[3].type)
-    arrays = [c0, c1, c2, c3]
+    v_name = [m.name for m in rows]
+    c_name = pa.array(v_name, fields[0].type)
+    v_partitions_cnt = [m.partitions_cnt for m in rows]
+    c_partitions_cnt = pa.array(v_partitions_cnt, fields[1].type)
+    v_unknown = [m.unknown for m in rows]
+    c_unknown = pa.array(v_unknown, fields[2].type)
+    v_partitions = [m.partitions for m in rows]
+    c_partitions = list_array(v_partitions, _arrow_ConsumePartitionResult, fields[3].type)
+    arrays = [c_name, c_partitions_cnt, c_unknown, c_partitions]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_ConsumeResponse(m: frames.ConsumeResponse) -> dict[str, Any]:
     """The row of a ConsumeResponse: field name -> row value."""
-    x1 = m.topics
+    x_topics = m.topics
     return {
         "request_id": m.request_id,
-        "topics": [_row_ConsumeTopicResult(y) for y in x1],
+        "topics": [_row_ConsumeTopicResult(y) for y in x_topics],
         "chunks": m.chunks,
     }
 
@@ -1185,13 +1219,13 @@ def _row_ConsumeResponse(m: frames.ConsumeResponse) -> dict[str, Any]:
 def _value_ConsumeResponse(row: RowLike) -> frames.ConsumeResponse:
     """The ConsumeResponse a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["request_id"]
-    v1 = r["topics"]
-    v2 = r["chunks"]
+    v_request_id = r["request_id"]
+    v_topics = r["topics"]
+    v_chunks = r["chunks"]
     value = frames.ConsumeResponse(
-        request_id=required(v0, "ConsumeResponse.request_id"),
-        topics=[_value_ConsumeTopicResult(y) for y in v1 or ()],
-        chunks=binary_value(required(v2, "ConsumeResponse.chunks")),
+        request_id=required(v_request_id, "ConsumeResponse.request_id"),
+        topics=[_value_ConsumeTopicResult(y) for y in v_topics or ()],
+        chunks=binary_value(required(v_chunks, "ConsumeResponse.chunks")),
     )
     return value
 
@@ -1202,13 +1236,13 @@ def _arrow_ConsumeResponse(values: Sequence[frames.ConsumeResponse | None]) -> A
     if not rows:
         return null_column(len(values), _ARROW_ConsumeResponse)
     fields = _FIELDS_ConsumeResponse
-    v0 = [m.request_id for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.topics for m in rows]
-    c1 = list_array(v1, _arrow_ConsumeTopicResult, fields[1].type)
-    v2 = [m.chunks for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_request_id = [m.request_id for m in rows]
+    c_request_id = pa.array(v_request_id, fields[0].type)
+    v_topics = [m.topics for m in rows]
+    c_topics = list_array(v_topics, _arrow_ConsumeTopicResult, fields[1].type)
+    v_chunks = [m.chunks for m in rows]
+    c_chunks = pa.array(v_chunks, fields[2].type)
+    arrays = [c_request_id, c_topics, c_chunks]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -1254,24 +1288,24 @@ def _row_Frame_body_union(m: _Frame_body_union_T) -> dict[str, Any]:
 def _value_Frame_body_union(row: RowLike) -> _Frame_body_union_T:
     """The Frame.body value a row holds (the one alternative set)."""
     r = as_mapping(row)
-    a0 = r["ProduceRequest"]
-    if a0 is not None:
-        return _value_ProduceRequest(a0)
-    a1 = r["ProduceResponse"]
-    if a1 is not None:
-        return _value_ProduceResponse(a1)
-    a2 = r["ConsumeRequest"]
-    if a2 is not None:
-        return _value_ConsumeRequest(a2)
-    a3 = r["ConsumeResponse"]
-    if a3 is not None:
-        return _value_ConsumeResponse(a3)
-    a4 = r["Ping"]
-    if a4 is not None:
-        return _value_Ping(a4)
-    a5 = r["ProduceWithSeqnumRequest"]
-    if a5 is not None:
-        return _value_ProduceWithSeqnumRequest(a5)
+    alternative = r["ProduceRequest"]
+    if alternative is not None:
+        return _value_ProduceRequest(alternative)
+    alternative = r["ProduceResponse"]
+    if alternative is not None:
+        return _value_ProduceResponse(alternative)
+    alternative = r["ConsumeRequest"]
+    if alternative is not None:
+        return _value_ConsumeRequest(alternative)
+    alternative = r["ConsumeResponse"]
+    if alternative is not None:
+        return _value_ConsumeResponse(alternative)
+    alternative = r["Ping"]
+    if alternative is not None:
+        return _value_Ping(alternative)
+    alternative = r["ProduceWithSeqnumRequest"]
+    if alternative is not None:
+        return _value_ProduceWithSeqnumRequest(alternative)
     no_alternative("Frame.body")
 
 
@@ -1307,9 +1341,9 @@ def _row_Frame(m: frames.Frame) -> dict[str, Any]:
 def _value_Frame(row: RowLike) -> frames.Frame:
     """The Frame a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["body"]
+    v_body = r["body"]
     value = frames.Frame(
-        body=_value_Frame_body_union(required(v0, "Frame.body")),
+        body=_value_Frame_body_union(required(v_body, "Frame.body")),
     )
     return value
 
@@ -1320,9 +1354,9 @@ def _arrow_Frame(values: Sequence[frames.Frame | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_Frame)
     fields = _FIELDS_Frame
-    v0 = [m.body for m in rows]
-    c0 = _arrow_Frame_body_union(v0)
-    arrays = [c0]
+    v_body = [m.body for m in rows]
+    c_body = _arrow_Frame_body_union(v_body)
+    arrays = [c_body]
     return struct_array(arrays, fields, len(rows), take)
 
 

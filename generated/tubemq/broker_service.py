@@ -112,28 +112,32 @@ class TransferedMessage(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.messageId
-        if v1 is None:
+        v_messageId = self.messageId
+        if v_messageId is None:
             raise RequiredFieldUnsetError("TransferedMessage", "messageId")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int64_bytes(v1))
-        v2 = self.checkSum
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_messageId] if 0 <= v_messageId < 0x4000 else int64_bytes(v_messageId)
+        )
+        v_checkSum = self.checkSum
+        if v_checkSum is None:
             raise RequiredFieldUnsetError("TransferedMessage", "checkSum")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
-        v3 = self.payLoadData
-        if v3 is None:
+        parts.append(
+            SMALL_VARINTS[v_checkSum] if 0 <= v_checkSum < 0x4000 else int32_bytes(v_checkSum)
+        )
+        v_payLoadData = self.payLoadData
+        if v_payLoadData is None:
             raise RequiredFieldUnsetError("TransferedMessage", "payLoadData")
         parts.append(b"\x1a")
-        size = len(v3)
+        size = len(v_payLoadData)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-        parts.append(v3)
-        v4 = self.flag
-        if v4 is None:
+        parts.append(v_payLoadData)
+        v_flag = self.flag
+        if v_flag is None:
             raise RequiredFieldUnsetError("TransferedMessage", "flag")
         parts.append(b"\x20")
-        parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
+        parts.append(SMALL_VARINTS[v_flag] if 0 <= v_flag < 0x4000 else int32_bytes(v_flag))
         if self._unknown:
             parts.append(self._unknown)
 
@@ -146,10 +150,10 @@ class TransferedMessage(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
-        f3: bytes | None = None
-        f4: int | None = None
+        f_messageId: int | None = None
+        f_checkSum: int | None = None
+        f_payLoadData: bytes | None = None
+        f_flag: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -163,38 +167,38 @@ class TransferedMessage(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f1 = raw
+                    f_messageId = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f2 = raw
+                    f_checkSum = raw
                 elif tag == 26:
                     n = buf[pos]
                     if n < 0x80:
@@ -204,26 +208,26 @@ class TransferedMessage(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("TransferedMessage.payLoadData")
-                    f3 = buf[pos:vend]
+                    f_payLoadData = buf[pos:vend]
                     pos = vend
                 elif tag == 32:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f4 = raw
+                    f_flag = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -231,19 +235,19 @@ class TransferedMessage(Message):
             raise truncated("TransferedMessage") from None
         if pos != end:
             raise truncated("TransferedMessage")
-        if f1 is None:
+        if f_messageId is None:
             raise MissingRequiredFieldError("TransferedMessage", "messageId")
-        if f2 is None:
+        if f_checkSum is None:
             raise MissingRequiredFieldError("TransferedMessage", "checkSum")
-        if f3 is None:
+        if f_payLoadData is None:
             raise MissingRequiredFieldError("TransferedMessage", "payLoadData")
-        if f4 is None:
+        if f_flag is None:
             raise MissingRequiredFieldError("TransferedMessage", "flag")
         msg = new_instance(cls)
-        msg.messageId = f1
-        msg.checkSum = f2
-        msg.payLoadData = f3
-        msg.flag = f4
+        msg.messageId = f_messageId
+        msg.checkSum = f_checkSum
+        msg.payLoadData = f_payLoadData
+        msg.flag = f_flag
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -317,15 +321,19 @@ class AuthorizedInfo(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.visitAuthorizedToken
-        if v1 is None:
+        v_visitAuthorizedToken = self.visitAuthorizedToken
+        if v_visitAuthorizedToken is None:
             raise RequiredFieldUnsetError("AuthorizedInfo", "visitAuthorizedToken")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int64_bytes(v1))
-        v2 = self._authAuthorizedToken
-        if v2 is not None:
+        parts.append(
+            SMALL_VARINTS[v_visitAuthorizedToken]
+            if 0 <= v_visitAuthorizedToken < 0x4000
+            else int64_bytes(v_visitAuthorizedToken)
+        )
+        v_authAuthorizedToken = self._authAuthorizedToken
+        if v_authAuthorizedToken is not None:
             parts.append(b"\x12")
-            data = v2.encode()
+            data = v_authAuthorizedToken.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -341,8 +349,8 @@ class AuthorizedInfo(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: str | None = None
+        f_visitAuthorizedToken: int | None = None
+        f_authAuthorizedToken: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -356,20 +364,20 @@ class AuthorizedInfo(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f1 = raw
+                    f_visitAuthorizedToken = raw
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -379,7 +387,7 @@ class AuthorizedInfo(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("AuthorizedInfo.authAuthorizedToken")
-                    f2 = buf[pos:vend].decode()
+                    f_authAuthorizedToken = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -390,11 +398,11 @@ class AuthorizedInfo(Message):
             raise invalid_utf8("AuthorizedInfo.authAuthorizedToken", exc) from None
         if pos != end:
             raise truncated("AuthorizedInfo")
-        if f1 is None:
+        if f_visitAuthorizedToken is None:
             raise MissingRequiredFieldError("AuthorizedInfo", "visitAuthorizedToken")
         msg = new_instance(cls)
-        msg.visitAuthorizedToken = f1
-        msg._authAuthorizedToken = f2
+        msg.visitAuthorizedToken = f_visitAuthorizedToken
+        msg._authAuthorizedToken = f_authAuthorizedToken
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -536,68 +544,76 @@ class SendMessageRequestP2B(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.clientId
-        if v1 is None:
+        v_clientId = self.clientId
+        if v_clientId is None:
             raise RequiredFieldUnsetError("SendMessageRequestP2B", "clientId")
         parts.append(b"\x0a")
-        data = v1.encode()
+        data = v_clientId.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v2 = self.topicName
-        if v2 is None:
+        v_topicName = self.topicName
+        if v_topicName is None:
             raise RequiredFieldUnsetError("SendMessageRequestP2B", "topicName")
         parts.append(b"\x12")
-        data = v2.encode()
+        data = v_topicName.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v3 = self.partitionId
-        if v3 is None:
+        v_partitionId = self.partitionId
+        if v_partitionId is None:
             raise RequiredFieldUnsetError("SendMessageRequestP2B", "partitionId")
         parts.append(b"\x18")
-        parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
-        v4 = self.data
-        if v4 is None:
+        parts.append(
+            SMALL_VARINTS[v_partitionId]
+            if 0 <= v_partitionId < 0x4000
+            else int32_bytes(v_partitionId)
+        )
+        v_data = self.data
+        if v_data is None:
             raise RequiredFieldUnsetError("SendMessageRequestP2B", "data")
         parts.append(b"\x22")
-        size = len(v4)
+        size = len(v_data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-        parts.append(v4)
-        v5 = self.flag
-        if v5 is None:
+        parts.append(v_data)
+        v_flag = self.flag
+        if v_flag is None:
             raise RequiredFieldUnsetError("SendMessageRequestP2B", "flag")
         parts.append(b"\x28")
-        parts.append(SMALL_VARINTS[v5] if 0 <= v5 < 0x4000 else int32_bytes(v5))
-        v6 = self.checkSum
-        if v6 is None:
+        parts.append(SMALL_VARINTS[v_flag] if 0 <= v_flag < 0x4000 else int32_bytes(v_flag))
+        v_checkSum = self.checkSum
+        if v_checkSum is None:
             raise RequiredFieldUnsetError("SendMessageRequestP2B", "checkSum")
         parts.append(b"\x30")
-        parts.append(SMALL_VARINTS[v6] if 0 <= v6 < 0x4000 else int32_bytes(v6))
-        v7 = self.sentAddr
-        if v7 is None:
+        parts.append(
+            SMALL_VARINTS[v_checkSum] if 0 <= v_checkSum < 0x4000 else int32_bytes(v_checkSum)
+        )
+        v_sentAddr = self.sentAddr
+        if v_sentAddr is None:
             raise RequiredFieldUnsetError("SendMessageRequestP2B", "sentAddr")
         parts.append(b"\x38")
-        parts.append(SMALL_VARINTS[v7] if 0 <= v7 < 0x4000 else int32_bytes(v7))
-        v8 = self._msgType
-        if v8 is not None:
+        parts.append(
+            SMALL_VARINTS[v_sentAddr] if 0 <= v_sentAddr < 0x4000 else int32_bytes(v_sentAddr)
+        )
+        v_msgType = self._msgType
+        if v_msgType is not None:
             parts.append(b"\x42")
-            data = v8.encode()
+            data = v_msgType.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v9 = self._msgTime
-        if v9 is not None:
+        v_msgTime = self._msgTime
+        if v_msgTime is not None:
             parts.append(b"\x4a")
-            data = v9.encode()
+            data = v_msgTime.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v10 = self.authInfo
-        if v10 is not None:
+        v_authInfo = self.authInfo
+        if v_authInfo is not None:
             parts.append(b"\x52")
             sub = []
-            v10._encode(sub)
+            v_authInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -614,16 +630,16 @@ class SendMessageRequestP2B(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: str | None = None
-        f3: int | None = None
-        f4: bytes | None = None
-        f5: int | None = None
-        f6: int | None = None
-        f7: int | None = None
-        f8: str | None = None
-        f9: str | None = None
-        f10: AuthorizedInfo | None = None
+        f_clientId: str | None = None
+        f_topicName: str | None = None
+        f_partitionId: int | None = None
+        f_data: bytes | None = None
+        f_flag: int | None = None
+        f_checkSum: int | None = None
+        f_sentAddr: int | None = None
+        f_msgType: str | None = None
+        f_msgTime: str | None = None
+        f_authInfo: AuthorizedInfo | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -643,7 +659,7 @@ class SendMessageRequestP2B(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("SendMessageRequestP2B.clientId")
-                        f1 = buf[pos:vend].decode()
+                        f_clientId = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 18:
                         n = buf[pos]
@@ -654,26 +670,26 @@ class SendMessageRequestP2B(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("SendMessageRequestP2B.topicName")
-                        f2 = buf[pos:vend].decode()
+                        f_topicName = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 24:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        f3 = raw
+                        f_partitionId = raw
                     elif tag == 34:
                         n = buf[pos]
                         if n < 0x80:
@@ -683,26 +699,26 @@ class SendMessageRequestP2B(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("SendMessageRequestP2B.data")
-                        f4 = buf[pos:vend]
+                        f_data = buf[pos:vend]
                         pos = vend
                     elif tag == 40:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        f5 = raw
+                        f_flag = raw
                     else:
                         pos = skip_field(buf, pos, end, tag)
                         unknown = add_unknown(unknown, buf[start:pos])
@@ -711,38 +727,38 @@ class SendMessageRequestP2B(Message):
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        f6 = raw
+                        f_checkSum = raw
                     elif tag == 56:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        f7 = raw
+                        f_sentAddr = raw
                     elif tag == 66:
                         n = buf[pos]
                         if n < 0x80:
@@ -752,7 +768,7 @@ class SendMessageRequestP2B(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("SendMessageRequestP2B.msgType")
-                        f8 = buf[pos:vend].decode()
+                        f_msgType = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 74:
                         n = buf[pos]
@@ -763,7 +779,7 @@ class SendMessageRequestP2B(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("SendMessageRequestP2B.msgTime")
-                        f9 = buf[pos:vend].decode()
+                        f_msgTime = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 82:
                         n = buf[pos]
@@ -774,7 +790,7 @@ class SendMessageRequestP2B(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("SendMessageRequestP2B.authInfo")
-                        f10 = AuthorizedInfo.decode_from(buf, pos, vend)
+                        f_authInfo = AuthorizedInfo.decode_from(buf, pos, vend)
                         pos = vend
                     else:
                         pos = skip_field(buf, pos, end, tag)
@@ -791,31 +807,31 @@ class SendMessageRequestP2B(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("SendMessageRequestP2B")
-        if f1 is None:
+        if f_clientId is None:
             raise MissingRequiredFieldError("SendMessageRequestP2B", "clientId")
-        if f2 is None:
+        if f_topicName is None:
             raise MissingRequiredFieldError("SendMessageRequestP2B", "topicName")
-        if f3 is None:
+        if f_partitionId is None:
             raise MissingRequiredFieldError("SendMessageRequestP2B", "partitionId")
-        if f4 is None:
+        if f_data is None:
             raise MissingRequiredFieldError("SendMessageRequestP2B", "data")
-        if f5 is None:
+        if f_flag is None:
             raise MissingRequiredFieldError("SendMessageRequestP2B", "flag")
-        if f6 is None:
+        if f_checkSum is None:
             raise MissingRequiredFieldError("SendMessageRequestP2B", "checkSum")
-        if f7 is None:
+        if f_sentAddr is None:
             raise MissingRequiredFieldError("SendMessageRequestP2B", "sentAddr")
         msg = new_instance(cls)
-        msg.clientId = f1
-        msg.topicName = f2
-        msg.partitionId = f3
-        msg.data = f4
-        msg.flag = f5
-        msg.checkSum = f6
-        msg.sentAddr = f7
-        msg._msgType = f8
-        msg._msgTime = f9
-        msg.authInfo = f10
+        msg.clientId = f_clientId
+        msg.topicName = f_topicName
+        msg.partitionId = f_partitionId
+        msg.data = f_data
+        msg.flag = f_flag
+        msg.checkSum = f_checkSum
+        msg.sentAddr = f_sentAddr
+        msg._msgType = f_msgType
+        msg._msgTime = f_msgTime
+        msg.authInfo = f_authInfo
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -969,38 +985,52 @@ class SendMessageResponseB2P(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.success
-        if v1 is None:
+        v_success = self.success
+        if v_success is None:
             raise RequiredFieldUnsetError("SendMessageResponseB2P", "success")
-        parts.append(b"\x08\x01" if v1 else b"\x08\x00")
-        v2 = self.errCode
-        if v2 is None:
+        parts.append(b"\x08\x01" if v_success else b"\x08\x00")
+        v_errCode = self.errCode
+        if v_errCode is None:
             raise RequiredFieldUnsetError("SendMessageResponseB2P", "errCode")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
-        v3 = self.errMsg
-        if v3 is None:
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
+        v_errMsg = self.errMsg
+        if v_errMsg is None:
             raise RequiredFieldUnsetError("SendMessageResponseB2P", "errMsg")
         parts.append(b"\x1a")
-        data = v3.encode()
+        data = v_errMsg.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v4 = self._requireAuth
-        if v4 is not None:
-            parts.append(b"\x20\x01" if v4 else b"\x20\x00")
-        v5 = self._messageId
-        if v5 is not None:
+        v_requireAuth = self._requireAuth
+        if v_requireAuth is not None:
+            parts.append(b"\x20\x01" if v_requireAuth else b"\x20\x00")
+        v_messageId = self._messageId
+        if v_messageId is not None:
             parts.append(b"\x28")
-            parts.append(SMALL_VARINTS[v5] if 0 <= v5 < 0x4000 else int64_bytes(v5))
-        v6 = self._appendTime
-        if v6 is not None:
+            parts.append(
+                SMALL_VARINTS[v_messageId]
+                if 0 <= v_messageId < 0x4000
+                else int64_bytes(v_messageId)
+            )
+        v_appendTime = self._appendTime
+        if v_appendTime is not None:
             parts.append(b"\x30")
-            parts.append(SMALL_VARINTS[v6] if 0 <= v6 < 0x4000 else int64_bytes(v6))
-        v7 = self._appendOffset
-        if v7 is not None:
+            parts.append(
+                SMALL_VARINTS[v_appendTime]
+                if 0 <= v_appendTime < 0x4000
+                else int64_bytes(v_appendTime)
+            )
+        v_appendOffset = self._appendOffset
+        if v_appendOffset is not None:
             parts.append(b"\x38")
-            parts.append(SMALL_VARINTS[v7] if 0 <= v7 < 0x4000 else int64_bytes(v7))
+            parts.append(
+                SMALL_VARINTS[v_appendOffset]
+                if 0 <= v_appendOffset < 0x4000
+                else int64_bytes(v_appendOffset)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -1013,13 +1043,13 @@ class SendMessageResponseB2P(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: bool | None = None
-        f2: int | None = None
-        f3: str | None = None
-        f4: bool | None = None
-        f5: int | None = None
-        f6: int | None = None
-        f7: int | None = None
+        f_success: bool | None = None
+        f_errCode: int | None = None
+        f_errMsg: str | None = None
+        f_requireAuth: bool | None = None
+        f_messageId: int | None = None
+        f_appendTime: int | None = None
+        f_appendOffset: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -1036,25 +1066,25 @@ class SendMessageResponseB2P(Message):
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f1 = raw != 0
+                        f_success = raw != 0
                     elif tag == 16:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        f2 = raw
+                        f_errCode = raw
                     elif tag == 26:
                         n = buf[pos]
                         if n < 0x80:
@@ -1064,7 +1094,7 @@ class SendMessageResponseB2P(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("SendMessageResponseB2P.errMsg")
-                        f3 = buf[pos:vend].decode()
+                        f_errMsg = buf[pos:vend].decode()
                         pos = vend
                     else:
                         pos = skip_field(buf, pos, end, tag)
@@ -1076,61 +1106,61 @@ class SendMessageResponseB2P(Message):
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f4 = raw != 0
+                        f_requireAuth = raw != 0
                     elif tag == 40:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        f5 = raw
+                        f_messageId = raw
                     elif tag == 48:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        f6 = raw
+                        f_appendTime = raw
                     elif tag == 56:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        f7 = raw
+                        f_appendOffset = raw
                     else:
                         pos = skip_field(buf, pos, end, tag)
                         unknown = add_unknown(unknown, buf[start:pos])
@@ -1140,20 +1170,20 @@ class SendMessageResponseB2P(Message):
             raise invalid_utf8("SendMessageResponseB2P.errMsg", exc) from None
         if pos != end:
             raise truncated("SendMessageResponseB2P")
-        if f1 is None:
+        if f_success is None:
             raise MissingRequiredFieldError("SendMessageResponseB2P", "success")
-        if f2 is None:
+        if f_errCode is None:
             raise MissingRequiredFieldError("SendMessageResponseB2P", "errCode")
-        if f3 is None:
+        if f_errMsg is None:
             raise MissingRequiredFieldError("SendMessageResponseB2P", "errMsg")
         msg = new_instance(cls)
-        msg.success = f1
-        msg.errCode = f2
-        msg.errMsg = f3
-        msg._requireAuth = f4
-        msg._messageId = f5
-        msg._appendTime = f6
-        msg._appendOffset = f7
+        msg.success = f_success
+        msg.errCode = f_errCode
+        msg.errMsg = f_errMsg
+        msg._requireAuth = f_requireAuth
+        msg._messageId = f_messageId
+        msg._appendTime = f_appendTime
+        msg._appendOffset = f_appendOffset
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -1361,79 +1391,101 @@ class RegisterRequestC2B(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.opType
-        if v1 is None:
+        v_opType = self.opType
+        if v_opType is None:
             raise RequiredFieldUnsetError("RegisterRequestC2B", "opType")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
-        v2 = self.clientId
-        if v2 is None:
+        parts.append(SMALL_VARINTS[v_opType] if 0 <= v_opType < 0x4000 else int32_bytes(v_opType))
+        v_clientId = self.clientId
+        if v_clientId is None:
             raise RequiredFieldUnsetError("RegisterRequestC2B", "clientId")
         parts.append(b"\x12")
-        data = v2.encode()
+        data = v_clientId.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v3 = self.groupName
-        if v3 is None:
+        v_groupName = self.groupName
+        if v_groupName is None:
             raise RequiredFieldUnsetError("RegisterRequestC2B", "groupName")
         parts.append(b"\x1a")
-        data = v3.encode()
+        data = v_groupName.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v4 = self.topicName
-        if v4 is None:
+        v_topicName = self.topicName
+        if v_topicName is None:
             raise RequiredFieldUnsetError("RegisterRequestC2B", "topicName")
         parts.append(b"\x22")
-        data = v4.encode()
+        data = v_topicName.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v5 = self.partitionId
-        if v5 is None:
+        v_partitionId = self.partitionId
+        if v_partitionId is None:
             raise RequiredFieldUnsetError("RegisterRequestC2B", "partitionId")
         parts.append(b"\x28")
-        parts.append(SMALL_VARINTS[v5] if 0 <= v5 < 0x4000 else int32_bytes(v5))
-        v6 = self.readStatus
-        if v6 is None:
+        parts.append(
+            SMALL_VARINTS[v_partitionId]
+            if 0 <= v_partitionId < 0x4000
+            else int32_bytes(v_partitionId)
+        )
+        v_readStatus = self.readStatus
+        if v_readStatus is None:
             raise RequiredFieldUnsetError("RegisterRequestC2B", "readStatus")
         parts.append(b"\x30")
-        parts.append(SMALL_VARINTS[v6] if 0 <= v6 < 0x4000 else int32_bytes(v6))
-        for item7 in self.filterCondStr:
+        parts.append(
+            SMALL_VARINTS[v_readStatus] if 0 <= v_readStatus < 0x4000 else int32_bytes(v_readStatus)
+        )
+        for item_filterCondStr in self.filterCondStr:
             parts.append(b"\x3a")
-            data = item7.encode()
+            data = item_filterCondStr.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v8 = self._currOffset
-        if v8 is not None:
+        v_currOffset = self._currOffset
+        if v_currOffset is not None:
             parts.append(b"\x40")
-            parts.append(SMALL_VARINTS[v8] if 0 <= v8 < 0x4000 else int64_bytes(v8))
-        v9 = self._sessionKey
-        if v9 is not None:
+            parts.append(
+                SMALL_VARINTS[v_currOffset]
+                if 0 <= v_currOffset < 0x4000
+                else int64_bytes(v_currOffset)
+            )
+        v_sessionKey = self._sessionKey
+        if v_sessionKey is not None:
             parts.append(b"\x4a")
-            data = v9.encode()
+            data = v_sessionKey.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v10 = self._sessionTime
-        if v10 is not None:
+        v_sessionTime = self._sessionTime
+        if v_sessionTime is not None:
             parts.append(b"\x50")
-            parts.append(SMALL_VARINTS[v10] if 0 <= v10 < 0x4000 else int64_bytes(v10))
-        v11 = self._ssdStoreId
-        if v11 is not None:
+            parts.append(
+                SMALL_VARINTS[v_sessionTime]
+                if 0 <= v_sessionTime < 0x4000
+                else int64_bytes(v_sessionTime)
+            )
+        v_ssdStoreId = self._ssdStoreId
+        if v_ssdStoreId is not None:
             parts.append(b"\x58")
-            parts.append(SMALL_VARINTS[v11] if 0 <= v11 < 0x4000 else int64_bytes(v11))
-        v12 = self._qryPriorityId
-        if v12 is not None:
+            parts.append(
+                SMALL_VARINTS[v_ssdStoreId]
+                if 0 <= v_ssdStoreId < 0x4000
+                else int64_bytes(v_ssdStoreId)
+            )
+        v_qryPriorityId = self._qryPriorityId
+        if v_qryPriorityId is not None:
             parts.append(b"\x60")
-            parts.append(SMALL_VARINTS[v12] if 0 <= v12 < 0x4000 else int32_bytes(v12))
-        v13 = self.authInfo
-        if v13 is not None:
+            parts.append(
+                SMALL_VARINTS[v_qryPriorityId]
+                if 0 <= v_qryPriorityId < 0x4000
+                else int32_bytes(v_qryPriorityId)
+            )
+        v_authInfo = self.authInfo
+        if v_authInfo is not None:
             parts.append(b"\x6a")
             sub = []
-            v13._encode(sub)
+            v_authInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -1450,19 +1502,19 @@ class RegisterRequestC2B(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: str | None = None
-        f3: str | None = None
-        f4: str | None = None
-        f5: int | None = None
-        f6: int | None = None
-        f7: list[str] = []
-        f8: int | None = None
-        f9: str | None = None
-        f10: int | None = None
-        f11: int | None = None
-        f12: int | None = None
-        f13: AuthorizedInfo | None = None
+        f_opType: int | None = None
+        f_clientId: str | None = None
+        f_groupName: str | None = None
+        f_topicName: str | None = None
+        f_partitionId: int | None = None
+        f_readStatus: int | None = None
+        f_filterCondStr: list[str] = []
+        f_currOffset: int | None = None
+        f_sessionKey: str | None = None
+        f_sessionTime: int | None = None
+        f_ssdStoreId: int | None = None
+        f_qryPriorityId: int | None = None
+        f_authInfo: AuthorizedInfo | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -1477,20 +1529,20 @@ class RegisterRequestC2B(Message):
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        f1 = raw
+                        f_opType = raw
                     elif tag == 18:
                         n = buf[pos]
                         if n < 0x80:
@@ -1500,7 +1552,7 @@ class RegisterRequestC2B(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("RegisterRequestC2B.clientId")
-                        f2 = buf[pos:vend].decode()
+                        f_clientId = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 26:
                         n = buf[pos]
@@ -1511,7 +1563,7 @@ class RegisterRequestC2B(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("RegisterRequestC2B.groupName")
-                        f3 = buf[pos:vend].decode()
+                        f_groupName = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 34:
                         n = buf[pos]
@@ -1522,44 +1574,44 @@ class RegisterRequestC2B(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("RegisterRequestC2B.topicName")
-                        f4 = buf[pos:vend].decode()
+                        f_topicName = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 40:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        f5 = raw
+                        f_partitionId = raw
                     elif tag == 48:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        f6 = raw
+                        f_readStatus = raw
                     else:
                         pos = skip_field(buf, pos, end, tag)
                         unknown = add_unknown(unknown, buf[start:pos])
@@ -1574,27 +1626,27 @@ class RegisterRequestC2B(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("RegisterRequestC2B.filterCondStr")
-                            x7 = buf[pos:vend].decode()
+                            x_filterCondStr = buf[pos:vend].decode()
                             pos = vend
-                            f7.append(x7)
+                            f_filterCondStr.append(x_filterCondStr)
                         elif tag == 64:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int64(raw)
-                            f8 = raw
+                            f_currOffset = raw
                         elif tag == 74:
                             n = buf[pos]
                             if n < 0x80:
@@ -1604,7 +1656,7 @@ class RegisterRequestC2B(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("RegisterRequestC2B.sessionKey")
-                            f9 = buf[pos:vend].decode()
+                            f_sessionKey = buf[pos:vend].decode()
                             pos = vend
                         else:
                             pos = skip_field(buf, pos, end, tag)
@@ -1614,56 +1666,56 @@ class RegisterRequestC2B(Message):
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int64(raw)
-                            f10 = raw
+                            f_sessionTime = raw
                         elif tag == 88:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int64(raw)
-                            f11 = raw
+                            f_ssdStoreId = raw
                         elif tag == 96:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int32(raw)
-                            f12 = raw
+                            f_qryPriorityId = raw
                         elif tag == 106:
                             n = buf[pos]
                             if n < 0x80:
@@ -1673,7 +1725,7 @@ class RegisterRequestC2B(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("RegisterRequestC2B.authInfo")
-                            f13 = AuthorizedInfo.decode_from(buf, pos, vend)
+                            f_authInfo = AuthorizedInfo.decode_from(buf, pos, vend)
                             pos = vend
                         else:
                             pos = skip_field(buf, pos, end, tag)
@@ -1691,32 +1743,32 @@ class RegisterRequestC2B(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("RegisterRequestC2B")
-        if f1 is None:
+        if f_opType is None:
             raise MissingRequiredFieldError("RegisterRequestC2B", "opType")
-        if f2 is None:
+        if f_clientId is None:
             raise MissingRequiredFieldError("RegisterRequestC2B", "clientId")
-        if f3 is None:
+        if f_groupName is None:
             raise MissingRequiredFieldError("RegisterRequestC2B", "groupName")
-        if f4 is None:
+        if f_topicName is None:
             raise MissingRequiredFieldError("RegisterRequestC2B", "topicName")
-        if f5 is None:
+        if f_partitionId is None:
             raise MissingRequiredFieldError("RegisterRequestC2B", "partitionId")
-        if f6 is None:
+        if f_readStatus is None:
             raise MissingRequiredFieldError("RegisterRequestC2B", "readStatus")
         msg = new_instance(cls)
-        msg.opType = f1
-        msg.clientId = f2
-        msg.groupName = f3
-        msg.topicName = f4
-        msg.partitionId = f5
-        msg.readStatus = f6
-        msg.filterCondStr = f7
-        msg._currOffset = f8
-        msg._sessionKey = f9
-        msg._sessionTime = f10
-        msg._ssdStoreId = f11
-        msg._qryPriorityId = f12
-        msg.authInfo = f13
+        msg.opType = f_opType
+        msg.clientId = f_clientId
+        msg.groupName = f_groupName
+        msg.topicName = f_topicName
+        msg.partitionId = f_partitionId
+        msg.readStatus = f_readStatus
+        msg.filterCondStr = f_filterCondStr
+        msg._currOffset = f_currOffset
+        msg._sessionKey = f_sessionKey
+        msg._sessionTime = f_sessionTime
+        msg._ssdStoreId = f_ssdStoreId
+        msg._qryPriorityId = f_qryPriorityId
+        msg.authInfo = f_authInfo
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -1819,31 +1871,41 @@ class RegisterResponseB2C(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.success
-        if v1 is None:
+        v_success = self.success
+        if v_success is None:
             raise RequiredFieldUnsetError("RegisterResponseB2C", "success")
-        parts.append(b"\x08\x01" if v1 else b"\x08\x00")
-        v2 = self.errCode
-        if v2 is None:
+        parts.append(b"\x08\x01" if v_success else b"\x08\x00")
+        v_errCode = self.errCode
+        if v_errCode is None:
             raise RequiredFieldUnsetError("RegisterResponseB2C", "errCode")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
-        v3 = self.errMsg
-        if v3 is None:
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
+        v_errMsg = self.errMsg
+        if v_errMsg is None:
             raise RequiredFieldUnsetError("RegisterResponseB2C", "errMsg")
         parts.append(b"\x1a")
-        data = v3.encode()
+        data = v_errMsg.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v4 = self._currOffset
-        if v4 is not None:
+        v_currOffset = self._currOffset
+        if v_currOffset is not None:
             parts.append(b"\x20")
-            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int64_bytes(v4))
-        v5 = self._maxOffset
-        if v5 is not None:
+            parts.append(
+                SMALL_VARINTS[v_currOffset]
+                if 0 <= v_currOffset < 0x4000
+                else int64_bytes(v_currOffset)
+            )
+        v_maxOffset = self._maxOffset
+        if v_maxOffset is not None:
             parts.append(b"\x28")
-            parts.append(SMALL_VARINTS[v5] if 0 <= v5 < 0x4000 else int64_bytes(v5))
+            parts.append(
+                SMALL_VARINTS[v_maxOffset]
+                if 0 <= v_maxOffset < 0x4000
+                else int64_bytes(v_maxOffset)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -1856,11 +1918,11 @@ class RegisterResponseB2C(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: bool | None = None
-        f2: int | None = None
-        f3: str | None = None
-        f4: int | None = None
-        f5: int | None = None
+        f_success: bool | None = None
+        f_errCode: int | None = None
+        f_errMsg: str | None = None
+        f_currOffset: int | None = None
+        f_maxOffset: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -1876,25 +1938,25 @@ class RegisterResponseB2C(Message):
                         pos += 1
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw != 0
+                    f_success = raw != 0
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f2 = raw
+                    f_errCode = raw
                 elif tag == 26:
                     n = buf[pos]
                     if n < 0x80:
@@ -1904,44 +1966,44 @@ class RegisterResponseB2C(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("RegisterResponseB2C.errMsg")
-                    f3 = buf[pos:vend].decode()
+                    f_errMsg = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 32:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f4 = raw
+                    f_currOffset = raw
                 elif tag == 40:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f5 = raw
+                    f_maxOffset = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -1951,18 +2013,18 @@ class RegisterResponseB2C(Message):
             raise invalid_utf8("RegisterResponseB2C.errMsg", exc) from None
         if pos != end:
             raise truncated("RegisterResponseB2C")
-        if f1 is None:
+        if f_success is None:
             raise MissingRequiredFieldError("RegisterResponseB2C", "success")
-        if f2 is None:
+        if f_errCode is None:
             raise MissingRequiredFieldError("RegisterResponseB2C", "errCode")
-        if f3 is None:
+        if f_errMsg is None:
             raise MissingRequiredFieldError("RegisterResponseB2C", "errMsg")
         msg = new_instance(cls)
-        msg.success = f1
-        msg.errCode = f2
-        msg.errMsg = f3
-        msg._currOffset = f4
-        msg._maxOffset = f5
+        msg.success = f_success
+        msg.errCode = f_errCode
+        msg.errMsg = f_errMsg
+        msg._currOffset = f_currOffset
+        msg._maxOffset = f_maxOffset
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -2091,46 +2153,56 @@ class HeartBeatRequestC2B(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.clientId
-        if v1 is None:
+        v_clientId = self.clientId
+        if v_clientId is None:
             raise RequiredFieldUnsetError("HeartBeatRequestC2B", "clientId")
         parts.append(b"\x0a")
-        data = v1.encode()
+        data = v_clientId.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v2 = self.groupName
-        if v2 is None:
+        v_groupName = self.groupName
+        if v_groupName is None:
             raise RequiredFieldUnsetError("HeartBeatRequestC2B", "groupName")
         parts.append(b"\x12")
-        data = v2.encode()
+        data = v_groupName.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v3 = self.readStatus
-        if v3 is None:
+        v_readStatus = self.readStatus
+        if v_readStatus is None:
             raise RequiredFieldUnsetError("HeartBeatRequestC2B", "readStatus")
         parts.append(b"\x18")
-        parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
-        for item4 in self.partitionInfo:
+        parts.append(
+            SMALL_VARINTS[v_readStatus] if 0 <= v_readStatus < 0x4000 else int32_bytes(v_readStatus)
+        )
+        for item_partitionInfo in self.partitionInfo:
             parts.append(b"\x22")
-            data = item4.encode()
+            data = item_partitionInfo.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v5 = self._ssdStoreId
-        if v5 is not None:
+        v_ssdStoreId = self._ssdStoreId
+        if v_ssdStoreId is not None:
             parts.append(b"\x28")
-            parts.append(SMALL_VARINTS[v5] if 0 <= v5 < 0x4000 else int64_bytes(v5))
-        v6 = self._qryPriorityId
-        if v6 is not None:
+            parts.append(
+                SMALL_VARINTS[v_ssdStoreId]
+                if 0 <= v_ssdStoreId < 0x4000
+                else int64_bytes(v_ssdStoreId)
+            )
+        v_qryPriorityId = self._qryPriorityId
+        if v_qryPriorityId is not None:
             parts.append(b"\x30")
-            parts.append(SMALL_VARINTS[v6] if 0 <= v6 < 0x4000 else int32_bytes(v6))
-        v7 = self.authInfo
-        if v7 is not None:
+            parts.append(
+                SMALL_VARINTS[v_qryPriorityId]
+                if 0 <= v_qryPriorityId < 0x4000
+                else int32_bytes(v_qryPriorityId)
+            )
+        v_authInfo = self.authInfo
+        if v_authInfo is not None:
             parts.append(b"\x3a")
             sub = []
-            v7._encode(sub)
+            v_authInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -2147,13 +2219,13 @@ class HeartBeatRequestC2B(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: str | None = None
-        f3: int | None = None
-        f4: list[str] = []
-        f5: int | None = None
-        f6: int | None = None
-        f7: AuthorizedInfo | None = None
+        f_clientId: str | None = None
+        f_groupName: str | None = None
+        f_readStatus: int | None = None
+        f_partitionInfo: list[str] = []
+        f_ssdStoreId: int | None = None
+        f_qryPriorityId: int | None = None
+        f_authInfo: AuthorizedInfo | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -2173,7 +2245,7 @@ class HeartBeatRequestC2B(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("HeartBeatRequestC2B.clientId")
-                        f1 = buf[pos:vend].decode()
+                        f_clientId = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 18:
                         n = buf[pos]
@@ -2184,26 +2256,26 @@ class HeartBeatRequestC2B(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("HeartBeatRequestC2B.groupName")
-                        f2 = buf[pos:vend].decode()
+                        f_groupName = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 24:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        f3 = raw
+                        f_readStatus = raw
                     else:
                         pos = skip_field(buf, pos, end, tag)
                         unknown = add_unknown(unknown, buf[start:pos])
@@ -2217,45 +2289,45 @@ class HeartBeatRequestC2B(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("HeartBeatRequestC2B.partitionInfo")
-                        x4 = buf[pos:vend].decode()
+                        x_partitionInfo = buf[pos:vend].decode()
                         pos = vend
-                        f4.append(x4)
+                        f_partitionInfo.append(x_partitionInfo)
                     elif tag == 40:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        f5 = raw
+                        f_ssdStoreId = raw
                     elif tag == 48:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        f6 = raw
+                        f_qryPriorityId = raw
                     elif tag == 58:
                         n = buf[pos]
                         if n < 0x80:
@@ -2265,7 +2337,7 @@ class HeartBeatRequestC2B(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("HeartBeatRequestC2B.authInfo")
-                        f7 = AuthorizedInfo.decode_from(buf, pos, vend)
+                        f_authInfo = AuthorizedInfo.decode_from(buf, pos, vend)
                         pos = vend
                     else:
                         pos = skip_field(buf, pos, end, tag)
@@ -2281,20 +2353,20 @@ class HeartBeatRequestC2B(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("HeartBeatRequestC2B")
-        if f1 is None:
+        if f_clientId is None:
             raise MissingRequiredFieldError("HeartBeatRequestC2B", "clientId")
-        if f2 is None:
+        if f_groupName is None:
             raise MissingRequiredFieldError("HeartBeatRequestC2B", "groupName")
-        if f3 is None:
+        if f_readStatus is None:
             raise MissingRequiredFieldError("HeartBeatRequestC2B", "readStatus")
         msg = new_instance(cls)
-        msg.clientId = f1
-        msg.groupName = f2
-        msg.readStatus = f3
-        msg.partitionInfo = f4
-        msg._ssdStoreId = f5
-        msg._qryPriorityId = f6
-        msg.authInfo = f7
+        msg.clientId = f_clientId
+        msg.groupName = f_groupName
+        msg.readStatus = f_readStatus
+        msg.partitionInfo = f_partitionInfo
+        msg._ssdStoreId = f_ssdStoreId
+        msg._qryPriorityId = f_qryPriorityId
+        msg.authInfo = f_authInfo
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -2413,35 +2485,37 @@ class HeartBeatResponseB2C(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.success
-        if v1 is None:
+        v_success = self.success
+        if v_success is None:
             raise RequiredFieldUnsetError("HeartBeatResponseB2C", "success")
-        parts.append(b"\x08\x01" if v1 else b"\x08\x00")
-        v2 = self.errCode
-        if v2 is None:
+        parts.append(b"\x08\x01" if v_success else b"\x08\x00")
+        v_errCode = self.errCode
+        if v_errCode is None:
             raise RequiredFieldUnsetError("HeartBeatResponseB2C", "errCode")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
-        v3 = self.errMsg
-        if v3 is None:
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
+        v_errMsg = self.errMsg
+        if v_errMsg is None:
             raise RequiredFieldUnsetError("HeartBeatResponseB2C", "errMsg")
         parts.append(b"\x1a")
-        data = v3.encode()
+        data = v_errMsg.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v4 = self._hasPartFailure
-        if v4 is not None:
-            parts.append(b"\x20\x01" if v4 else b"\x20\x00")
-        for item5 in self.failureInfo:
+        v_hasPartFailure = self._hasPartFailure
+        if v_hasPartFailure is not None:
+            parts.append(b"\x20\x01" if v_hasPartFailure else b"\x20\x00")
+        for item_failureInfo in self.failureInfo:
             parts.append(b"\x2a")
-            data = item5.encode()
+            data = item_failureInfo.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v6 = self._requireAuth
-        if v6 is not None:
-            parts.append(b"\x30\x01" if v6 else b"\x30\x00")
+        v_requireAuth = self._requireAuth
+        if v_requireAuth is not None:
+            parts.append(b"\x30\x01" if v_requireAuth else b"\x30\x00")
         if self._unknown:
             parts.append(self._unknown)
 
@@ -2454,12 +2528,12 @@ class HeartBeatResponseB2C(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: bool | None = None
-        f2: int | None = None
-        f3: str | None = None
-        f4: bool | None = None
-        f5: list[str] = []
-        f6: bool | None = None
+        f_success: bool | None = None
+        f_errCode: int | None = None
+        f_errMsg: str | None = None
+        f_hasPartFailure: bool | None = None
+        f_failureInfo: list[str] = []
+        f_requireAuth: bool | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -2475,25 +2549,25 @@ class HeartBeatResponseB2C(Message):
                         pos += 1
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw != 0
+                    f_success = raw != 0
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f2 = raw
+                    f_errCode = raw
                 elif tag == 26:
                     n = buf[pos]
                     if n < 0x80:
@@ -2503,7 +2577,7 @@ class HeartBeatResponseB2C(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("HeartBeatResponseB2C.errMsg")
-                    f3 = buf[pos:vend].decode()
+                    f_errMsg = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 32:
                     raw = buf[pos]
@@ -2511,7 +2585,7 @@ class HeartBeatResponseB2C(Message):
                         pos += 1
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f4 = raw != 0
+                    f_hasPartFailure = raw != 0
                 elif tag == 42:
                     n = buf[pos]
                     if n < 0x80:
@@ -2521,16 +2595,16 @@ class HeartBeatResponseB2C(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("HeartBeatResponseB2C.failureInfo")
-                    x5 = buf[pos:vend].decode()
+                    x_failureInfo = buf[pos:vend].decode()
                     pos = vend
-                    f5.append(x5)
+                    f_failureInfo.append(x_failureInfo)
                 elif tag == 48:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f6 = raw != 0
+                    f_requireAuth = raw != 0
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -2544,19 +2618,19 @@ class HeartBeatResponseB2C(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("HeartBeatResponseB2C")
-        if f1 is None:
+        if f_success is None:
             raise MissingRequiredFieldError("HeartBeatResponseB2C", "success")
-        if f2 is None:
+        if f_errCode is None:
             raise MissingRequiredFieldError("HeartBeatResponseB2C", "errCode")
-        if f3 is None:
+        if f_errMsg is None:
             raise MissingRequiredFieldError("HeartBeatResponseB2C", "errMsg")
         msg = new_instance(cls)
-        msg.success = f1
-        msg.errCode = f2
-        msg.errMsg = f3
-        msg._hasPartFailure = f4
-        msg.failureInfo = f5
-        msg._requireAuth = f6
+        msg.success = f_success
+        msg.errCode = f_errCode
+        msg.errMsg = f_errMsg
+        msg._hasPartFailure = f_hasPartFailure
+        msg.failureInfo = f_failureInfo
+        msg._requireAuth = f_requireAuth
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -2693,44 +2767,48 @@ class GetMessageRequestC2B(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.clientId
-        if v1 is None:
+        v_clientId = self.clientId
+        if v_clientId is None:
             raise RequiredFieldUnsetError("GetMessageRequestC2B", "clientId")
         parts.append(b"\x0a")
-        data = v1.encode()
+        data = v_clientId.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v2 = self.partitionId
-        if v2 is None:
+        v_partitionId = self.partitionId
+        if v_partitionId is None:
             raise RequiredFieldUnsetError("GetMessageRequestC2B", "partitionId")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
-        v3 = self.groupName
-        if v3 is None:
+        parts.append(
+            SMALL_VARINTS[v_partitionId]
+            if 0 <= v_partitionId < 0x4000
+            else int32_bytes(v_partitionId)
+        )
+        v_groupName = self.groupName
+        if v_groupName is None:
             raise RequiredFieldUnsetError("GetMessageRequestC2B", "groupName")
         parts.append(b"\x1a")
-        data = v3.encode()
+        data = v_groupName.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v4 = self.topicName
-        if v4 is None:
+        v_topicName = self.topicName
+        if v_topicName is None:
             raise RequiredFieldUnsetError("GetMessageRequestC2B", "topicName")
         parts.append(b"\x22")
-        data = v4.encode()
+        data = v_topicName.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v5 = self._lastPackConsumed
-        if v5 is not None:
-            parts.append(b"\x28\x01" if v5 else b"\x28\x00")
-        v6 = self._manualCommitOffset
-        if v6 is not None:
-            parts.append(b"\x30\x01" if v6 else b"\x30\x00")
-        v7 = self._escFlowCtrl
-        if v7 is not None:
-            parts.append(b"\x38\x01" if v7 else b"\x38\x00")
+        v_lastPackConsumed = self._lastPackConsumed
+        if v_lastPackConsumed is not None:
+            parts.append(b"\x28\x01" if v_lastPackConsumed else b"\x28\x00")
+        v_manualCommitOffset = self._manualCommitOffset
+        if v_manualCommitOffset is not None:
+            parts.append(b"\x30\x01" if v_manualCommitOffset else b"\x30\x00")
+        v_escFlowCtrl = self._escFlowCtrl
+        if v_escFlowCtrl is not None:
+            parts.append(b"\x38\x01" if v_escFlowCtrl else b"\x38\x00")
         if self._unknown:
             parts.append(self._unknown)
 
@@ -2743,13 +2821,13 @@ class GetMessageRequestC2B(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: int | None = None
-        f3: str | None = None
-        f4: str | None = None
-        f5: bool | None = None
-        f6: bool | None = None
-        f7: bool | None = None
+        f_clientId: str | None = None
+        f_partitionId: int | None = None
+        f_groupName: str | None = None
+        f_topicName: str | None = None
+        f_lastPackConsumed: bool | None = None
+        f_manualCommitOffset: bool | None = None
+        f_escFlowCtrl: bool | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -2769,26 +2847,26 @@ class GetMessageRequestC2B(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("GetMessageRequestC2B.clientId")
-                        f1 = buf[pos:vend].decode()
+                        f_clientId = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 16:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        f2 = raw
+                        f_partitionId = raw
                     elif tag == 26:
                         n = buf[pos]
                         if n < 0x80:
@@ -2798,7 +2876,7 @@ class GetMessageRequestC2B(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("GetMessageRequestC2B.groupName")
-                        f3 = buf[pos:vend].decode()
+                        f_groupName = buf[pos:vend].decode()
                         pos = vend
                     else:
                         pos = skip_field(buf, pos, end, tag)
@@ -2813,7 +2891,7 @@ class GetMessageRequestC2B(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("GetMessageRequestC2B.topicName")
-                        f4 = buf[pos:vend].decode()
+                        f_topicName = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 40:
                         raw = buf[pos]
@@ -2821,21 +2899,21 @@ class GetMessageRequestC2B(Message):
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f5 = raw != 0
+                        f_lastPackConsumed = raw != 0
                     elif tag == 48:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f6 = raw != 0
+                        f_manualCommitOffset = raw != 0
                     elif tag == 56:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f7 = raw != 0
+                        f_escFlowCtrl = raw != 0
                     else:
                         pos = skip_field(buf, pos, end, tag)
                         unknown = add_unknown(unknown, buf[start:pos])
@@ -2850,22 +2928,22 @@ class GetMessageRequestC2B(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("GetMessageRequestC2B")
-        if f1 is None:
+        if f_clientId is None:
             raise MissingRequiredFieldError("GetMessageRequestC2B", "clientId")
-        if f2 is None:
+        if f_partitionId is None:
             raise MissingRequiredFieldError("GetMessageRequestC2B", "partitionId")
-        if f3 is None:
+        if f_groupName is None:
             raise MissingRequiredFieldError("GetMessageRequestC2B", "groupName")
-        if f4 is None:
+        if f_topicName is None:
             raise MissingRequiredFieldError("GetMessageRequestC2B", "topicName")
         msg = new_instance(cls)
-        msg.clientId = f1
-        msg.partitionId = f2
-        msg.groupName = f3
-        msg.topicName = f4
-        msg._lastPackConsumed = f5
-        msg._manualCommitOffset = f6
-        msg._escFlowCtrl = f7
+        msg.clientId = f_clientId
+        msg.partitionId = f_partitionId
+        msg.groupName = f_groupName
+        msg.topicName = f_topicName
+        msg._lastPackConsumed = f_lastPackConsumed
+        msg._manualCommitOffset = f_manualCommitOffset
+        msg._escFlowCtrl = f_escFlowCtrl
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -3086,52 +3164,70 @@ class GetMessageResponseB2C(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.success
-        if v1 is None:
+        v_success = self.success
+        if v_success is None:
             raise RequiredFieldUnsetError("GetMessageResponseB2C", "success")
-        parts.append(b"\x08\x01" if v1 else b"\x08\x00")
-        v2 = self.errCode
-        if v2 is None:
+        parts.append(b"\x08\x01" if v_success else b"\x08\x00")
+        v_errCode = self.errCode
+        if v_errCode is None:
             raise RequiredFieldUnsetError("GetMessageResponseB2C", "errCode")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
-        v3 = self._errMsg
-        if v3 is not None:
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
+        v_errMsg = self._errMsg
+        if v_errMsg is not None:
             parts.append(b"\x1a")
-            data = v3.encode()
+            data = v_errMsg.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        for item4 in self.messages:
+        for item_messages in self.messages:
             parts.append(b"\x22")
             sub = []
-            item4._encode(sub)
+            item_messages._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v5 = self._currOffset
-        if v5 is not None:
+        v_currOffset = self._currOffset
+        if v_currOffset is not None:
             parts.append(b"\x28")
-            parts.append(SMALL_VARINTS[v5] if 0 <= v5 < 0x4000 else int64_bytes(v5))
-        v6 = self._minLimitTime
-        if v6 is not None:
+            parts.append(
+                SMALL_VARINTS[v_currOffset]
+                if 0 <= v_currOffset < 0x4000
+                else int64_bytes(v_currOffset)
+            )
+        v_minLimitTime = self._minLimitTime
+        if v_minLimitTime is not None:
             parts.append(b"\x30")
-            parts.append(SMALL_VARINTS[v6] if 0 <= v6 < 0x4000 else int32_bytes(v6))
-        v7 = self._escFlowCtrl
-        if v7 is not None:
-            parts.append(b"\x38\x01" if v7 else b"\x38\x00")
-        v8 = self._currDataDlt
-        if v8 is not None:
+            parts.append(
+                SMALL_VARINTS[v_minLimitTime]
+                if 0 <= v_minLimitTime < 0x4000
+                else int32_bytes(v_minLimitTime)
+            )
+        v_escFlowCtrl = self._escFlowCtrl
+        if v_escFlowCtrl is not None:
+            parts.append(b"\x38\x01" if v_escFlowCtrl else b"\x38\x00")
+        v_currDataDlt = self._currDataDlt
+        if v_currDataDlt is not None:
             parts.append(b"\x40")
-            parts.append(SMALL_VARINTS[v8] if 0 <= v8 < 0x4000 else int64_bytes(v8))
-        v9 = self._requireSlow
-        if v9 is not None:
-            parts.append(b"\x48\x01" if v9 else b"\x48\x00")
-        v10 = self._maxOffset
-        if v10 is not None:
+            parts.append(
+                SMALL_VARINTS[v_currDataDlt]
+                if 0 <= v_currDataDlt < 0x4000
+                else int64_bytes(v_currDataDlt)
+            )
+        v_requireSlow = self._requireSlow
+        if v_requireSlow is not None:
+            parts.append(b"\x48\x01" if v_requireSlow else b"\x48\x00")
+        v_maxOffset = self._maxOffset
+        if v_maxOffset is not None:
             parts.append(b"\x50")
-            parts.append(SMALL_VARINTS[v10] if 0 <= v10 < 0x4000 else int64_bytes(v10))
+            parts.append(
+                SMALL_VARINTS[v_maxOffset]
+                if 0 <= v_maxOffset < 0x4000
+                else int64_bytes(v_maxOffset)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -3144,16 +3240,16 @@ class GetMessageResponseB2C(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: bool | None = None
-        f2: int | None = None
-        f3: str | None = None
-        f4: list[TransferedMessage] = []
-        f5: int | None = None
-        f6: int | None = None
-        f7: bool | None = None
-        f8: int | None = None
-        f9: bool | None = None
-        f10: int | None = None
+        f_success: bool | None = None
+        f_errCode: int | None = None
+        f_errMsg: str | None = None
+        f_messages: list[TransferedMessage] = []
+        f_currOffset: int | None = None
+        f_minLimitTime: int | None = None
+        f_escFlowCtrl: bool | None = None
+        f_currDataDlt: int | None = None
+        f_requireSlow: bool | None = None
+        f_maxOffset: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -3170,25 +3266,25 @@ class GetMessageResponseB2C(Message):
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f1 = raw != 0
+                        f_success = raw != 0
                     elif tag == 16:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        f2 = raw
+                        f_errCode = raw
                     elif tag == 26:
                         n = buf[pos]
                         if n < 0x80:
@@ -3198,7 +3294,7 @@ class GetMessageResponseB2C(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("GetMessageResponseB2C.errMsg")
-                        f3 = buf[pos:vend].decode()
+                        f_errMsg = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 34:
                         n = buf[pos]
@@ -3209,27 +3305,27 @@ class GetMessageResponseB2C(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("GetMessageResponseB2C.messages")
-                        x4 = TransferedMessage.decode_from(buf, pos, vend)
+                        x_messages = TransferedMessage.decode_from(buf, pos, vend)
                         pos = vend
-                        f4.append(x4)
+                        f_messages.append(x_messages)
                     elif tag == 40:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        f5 = raw
+                        f_currOffset = raw
                     else:
                         pos = skip_field(buf, pos, end, tag)
                         unknown = add_unknown(unknown, buf[start:pos])
@@ -3238,70 +3334,70 @@ class GetMessageResponseB2C(Message):
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        f6 = raw
+                        f_minLimitTime = raw
                     elif tag == 56:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f7 = raw != 0
+                        f_escFlowCtrl = raw != 0
                     elif tag == 64:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        f8 = raw
+                        f_currDataDlt = raw
                     elif tag == 72:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f9 = raw != 0
+                        f_requireSlow = raw != 0
                     elif tag == 80:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        f10 = raw
+                        f_maxOffset = raw
                     else:
                         pos = skip_field(buf, pos, end, tag)
                         unknown = add_unknown(unknown, buf[start:pos])
@@ -3311,21 +3407,21 @@ class GetMessageResponseB2C(Message):
             raise invalid_utf8("GetMessageResponseB2C.errMsg", exc) from None
         if pos != end:
             raise truncated("GetMessageResponseB2C")
-        if f1 is None:
+        if f_success is None:
             raise MissingRequiredFieldError("GetMessageResponseB2C", "success")
-        if f2 is None:
+        if f_errCode is None:
             raise MissingRequiredFieldError("GetMessageResponseB2C", "errCode")
         msg = new_instance(cls)
-        msg.success = f1
-        msg.errCode = f2
-        msg._errMsg = f3
-        msg.messages = f4
-        msg._currOffset = f5
-        msg._minLimitTime = f6
-        msg._escFlowCtrl = f7
-        msg._currDataDlt = f8
-        msg._requireSlow = f9
-        msg._maxOffset = f10
+        msg.success = f_success
+        msg.errCode = f_errCode
+        msg._errMsg = f_errMsg
+        msg.messages = f_messages
+        msg._currOffset = f_currOffset
+        msg._minLimitTime = f_minLimitTime
+        msg._escFlowCtrl = f_escFlowCtrl
+        msg._currDataDlt = f_currDataDlt
+        msg._requireSlow = f_requireSlow
+        msg._maxOffset = f_maxOffset
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -3418,38 +3514,42 @@ class CommitOffsetRequestC2B(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.clientId
-        if v1 is None:
+        v_clientId = self.clientId
+        if v_clientId is None:
             raise RequiredFieldUnsetError("CommitOffsetRequestC2B", "clientId")
         parts.append(b"\x0a")
-        data = v1.encode()
+        data = v_clientId.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v2 = self.topicName
-        if v2 is None:
+        v_topicName = self.topicName
+        if v_topicName is None:
             raise RequiredFieldUnsetError("CommitOffsetRequestC2B", "topicName")
         parts.append(b"\x12")
-        data = v2.encode()
+        data = v_topicName.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v3 = self.partitionId
-        if v3 is None:
+        v_partitionId = self.partitionId
+        if v_partitionId is None:
             raise RequiredFieldUnsetError("CommitOffsetRequestC2B", "partitionId")
         parts.append(b"\x18")
-        parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
-        v4 = self.groupName
-        if v4 is None:
+        parts.append(
+            SMALL_VARINTS[v_partitionId]
+            if 0 <= v_partitionId < 0x4000
+            else int32_bytes(v_partitionId)
+        )
+        v_groupName = self.groupName
+        if v_groupName is None:
             raise RequiredFieldUnsetError("CommitOffsetRequestC2B", "groupName")
         parts.append(b"\x22")
-        data = v4.encode()
+        data = v_groupName.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v5 = self._lastPackConsumed
-        if v5 is not None:
-            parts.append(b"\x28\x01" if v5 else b"\x28\x00")
+        v_lastPackConsumed = self._lastPackConsumed
+        if v_lastPackConsumed is not None:
+            parts.append(b"\x28\x01" if v_lastPackConsumed else b"\x28\x00")
         if self._unknown:
             parts.append(self._unknown)
 
@@ -3462,11 +3562,11 @@ class CommitOffsetRequestC2B(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: str | None = None
-        f3: int | None = None
-        f4: str | None = None
-        f5: bool | None = None
+        f_clientId: str | None = None
+        f_topicName: str | None = None
+        f_partitionId: int | None = None
+        f_groupName: str | None = None
+        f_lastPackConsumed: bool | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -3485,7 +3585,7 @@ class CommitOffsetRequestC2B(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommitOffsetRequestC2B.clientId")
-                    f1 = buf[pos:vend].decode()
+                    f_clientId = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -3496,26 +3596,26 @@ class CommitOffsetRequestC2B(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommitOffsetRequestC2B.topicName")
-                    f2 = buf[pos:vend].decode()
+                    f_topicName = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f3 = raw
+                    f_partitionId = raw
                 elif tag == 34:
                     n = buf[pos]
                     if n < 0x80:
@@ -3525,7 +3625,7 @@ class CommitOffsetRequestC2B(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommitOffsetRequestC2B.groupName")
-                    f4 = buf[pos:vend].decode()
+                    f_groupName = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 40:
                     raw = buf[pos]
@@ -3533,7 +3633,7 @@ class CommitOffsetRequestC2B(Message):
                         pos += 1
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f5 = raw != 0
+                    f_lastPackConsumed = raw != 0
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -3548,20 +3648,20 @@ class CommitOffsetRequestC2B(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CommitOffsetRequestC2B")
-        if f1 is None:
+        if f_clientId is None:
             raise MissingRequiredFieldError("CommitOffsetRequestC2B", "clientId")
-        if f2 is None:
+        if f_topicName is None:
             raise MissingRequiredFieldError("CommitOffsetRequestC2B", "topicName")
-        if f3 is None:
+        if f_partitionId is None:
             raise MissingRequiredFieldError("CommitOffsetRequestC2B", "partitionId")
-        if f4 is None:
+        if f_groupName is None:
             raise MissingRequiredFieldError("CommitOffsetRequestC2B", "groupName")
         msg = new_instance(cls)
-        msg.clientId = f1
-        msg.topicName = f2
-        msg.partitionId = f3
-        msg.groupName = f4
-        msg._lastPackConsumed = f5
+        msg.clientId = f_clientId
+        msg.topicName = f_topicName
+        msg.partitionId = f_partitionId
+        msg.groupName = f_groupName
+        msg._lastPackConsumed = f_lastPackConsumed
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -3664,31 +3764,41 @@ class CommitOffsetResponseB2C(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.success
-        if v1 is None:
+        v_success = self.success
+        if v_success is None:
             raise RequiredFieldUnsetError("CommitOffsetResponseB2C", "success")
-        parts.append(b"\x08\x01" if v1 else b"\x08\x00")
-        v2 = self.errCode
-        if v2 is None:
+        parts.append(b"\x08\x01" if v_success else b"\x08\x00")
+        v_errCode = self.errCode
+        if v_errCode is None:
             raise RequiredFieldUnsetError("CommitOffsetResponseB2C", "errCode")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
-        v3 = self.errMsg
-        if v3 is None:
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
+        v_errMsg = self.errMsg
+        if v_errMsg is None:
             raise RequiredFieldUnsetError("CommitOffsetResponseB2C", "errMsg")
         parts.append(b"\x1a")
-        data = v3.encode()
+        data = v_errMsg.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v4 = self._currOffset
-        if v4 is not None:
+        v_currOffset = self._currOffset
+        if v_currOffset is not None:
             parts.append(b"\x20")
-            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int64_bytes(v4))
-        v5 = self._maxOffset
-        if v5 is not None:
+            parts.append(
+                SMALL_VARINTS[v_currOffset]
+                if 0 <= v_currOffset < 0x4000
+                else int64_bytes(v_currOffset)
+            )
+        v_maxOffset = self._maxOffset
+        if v_maxOffset is not None:
             parts.append(b"\x28")
-            parts.append(SMALL_VARINTS[v5] if 0 <= v5 < 0x4000 else int64_bytes(v5))
+            parts.append(
+                SMALL_VARINTS[v_maxOffset]
+                if 0 <= v_maxOffset < 0x4000
+                else int64_bytes(v_maxOffset)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -3701,11 +3811,11 @@ class CommitOffsetResponseB2C(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: bool | None = None
-        f2: int | None = None
-        f3: str | None = None
-        f4: int | None = None
-        f5: int | None = None
+        f_success: bool | None = None
+        f_errCode: int | None = None
+        f_errMsg: str | None = None
+        f_currOffset: int | None = None
+        f_maxOffset: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -3721,25 +3831,25 @@ class CommitOffsetResponseB2C(Message):
                         pos += 1
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw != 0
+                    f_success = raw != 0
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f2 = raw
+                    f_errCode = raw
                 elif tag == 26:
                     n = buf[pos]
                     if n < 0x80:
@@ -3749,44 +3859,44 @@ class CommitOffsetResponseB2C(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CommitOffsetResponseB2C.errMsg")
-                    f3 = buf[pos:vend].decode()
+                    f_errMsg = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 32:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f4 = raw
+                    f_currOffset = raw
                 elif tag == 40:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f5 = raw
+                    f_maxOffset = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -3796,18 +3906,18 @@ class CommitOffsetResponseB2C(Message):
             raise invalid_utf8("CommitOffsetResponseB2C.errMsg", exc) from None
         if pos != end:
             raise truncated("CommitOffsetResponseB2C")
-        if f1 is None:
+        if f_success is None:
             raise MissingRequiredFieldError("CommitOffsetResponseB2C", "success")
-        if f2 is None:
+        if f_errCode is None:
             raise MissingRequiredFieldError("CommitOffsetResponseB2C", "errCode")
-        if f3 is None:
+        if f_errMsg is None:
             raise MissingRequiredFieldError("CommitOffsetResponseB2C", "errMsg")
         msg = new_instance(cls)
-        msg.success = f1
-        msg.errCode = f2
-        msg.errMsg = f3
-        msg._currOffset = f4
-        msg._maxOffset = f5
+        msg.success = f_success
+        msg.errCode = f_errCode
+        msg.errMsg = f_errMsg
+        msg._currOffset = f_currOffset
+        msg._maxOffset = f_maxOffset
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 

@@ -113,14 +113,13 @@ class RpcRequest:
         if pos > end:
             raise truncated("RpcRequest.header")
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("RpcRequest.header")
         try:
             f_header = rpc.RequestHeader.decode_from(buf, pos, vend)
         except TruncatedError as exc:
             raise SizeMismatchError(
-                "RpcRequest.header: declared size too small "
-                f"for the content ({exc})"
+                f"RpcRequest.header: declared size too small for the content ({exc})"
             ) from exc
         pos = vend
         try:
@@ -130,14 +129,13 @@ class RpcRequest:
         if pos > end:
             raise truncated("RpcRequest.body")
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("RpcRequest.body")
         try:
             f_body = rpc.RequestBody.decode_from(buf, pos, vend)
         except TruncatedError as exc:
             raise SizeMismatchError(
-                "RpcRequest.body: declared size too small "
-                f"for the content ({exc})"
+                f"RpcRequest.body: declared size too small for the content ({exc})"
             ) from exc
         pos = vend
         obj = cls.__new__(cls)
@@ -186,18 +184,12 @@ class RpcResponse:
             raise EncodeError("RpcResponse.body must be None unless header.status == 0")
         if self.header.status != 0:
             if self.exception is None:
-                raise EncodeError(
-                    "RpcResponse.exception must be set when header.status "
-                    "!= 0"
-                )
+                raise EncodeError("RpcResponse.exception must be set when header.status != 0")
             data_exception = self.exception.encode()
             out += varint_bytes(len(data_exception))
             out += data_exception
         elif self.exception is not None:
-            raise EncodeError(
-                "RpcResponse.exception must be None unless "
-                "header.status != 0"
-            )
+            raise EncodeError("RpcResponse.exception must be None unless header.status != 0")
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview) -> Self:
@@ -218,14 +210,13 @@ class RpcResponse:
         if pos > end:
             raise truncated("RpcResponse.header")
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("RpcResponse.header")
         try:
             f_header = rpc.ResponseHeader.decode_from(buf, pos, vend)
         except TruncatedError as exc:
             raise SizeMismatchError(
-                "RpcResponse.header: declared size too small "
-                f"for the content ({exc})"
+                f"RpcResponse.header: declared size too small for the content ({exc})"
             ) from exc
         pos = vend
         f_body = None
@@ -237,14 +228,13 @@ class RpcResponse:
             if pos > end:
                 raise truncated("RpcResponse.body")
             vend = pos + n
-            if n < 0 or vend > end:
+            if vend > end:
                 raise truncated("RpcResponse.body")
             try:
                 f_body = rpc.RspResponseBody.decode_from(buf, pos, vend)
             except TruncatedError as exc:
                 raise SizeMismatchError(
-                    "RpcResponse.body: declared size too small "
-                    f"for the content ({exc})"
+                    f"RpcResponse.body: declared size too small for the content ({exc})"
                 ) from exc
             pos = vend
         f_exception = None
@@ -256,14 +246,13 @@ class RpcResponse:
             if pos > end:
                 raise truncated("RpcResponse.exception")
             vend = pos + n
-            if n < 0 or vend > end:
+            if vend > end:
                 raise truncated("RpcResponse.exception")
             try:
                 f_exception = rpc.RspExceptionBody.decode_from(buf, pos, vend)
             except TruncatedError as exc:
                 raise SizeMismatchError(
-                    "RpcResponse.exception: declared size too "
-                    f"small for the content ({exc})"
+                    f"RpcResponse.exception: declared size too small for the content ({exc})"
                 ) from exc
             pos = vend
         obj = cls.__new__(cls)
@@ -300,28 +289,16 @@ class RpcContent:
         out += data_conn_header
         if self.conn_header.flag != 1:
             if self.request is None:
-                raise EncodeError(
-                    "RpcContent.request must be set when conn_header.flag "
-                    "!= 1"
-                )
+                raise EncodeError("RpcContent.request must be set when conn_header.flag != 1")
             self.request.encode_to(out)
         elif self.request is not None:
-            raise EncodeError(
-                "RpcContent.request must be None unless conn_header.flag "
-                "!= 1"
-            )
+            raise EncodeError("RpcContent.request must be None unless conn_header.flag != 1")
         if self.conn_header.flag == 1:
             if self.response is None:
-                raise EncodeError(
-                    "RpcContent.response must be set when conn_header.flag "
-                    "== 1"
-                )
+                raise EncodeError("RpcContent.response must be set when conn_header.flag == 1")
             self.response.encode_to(out)
         elif self.response is not None:
-            raise EncodeError(
-                "RpcContent.response must be None unless conn_header.flag "
-                "== 1"
-            )
+            raise EncodeError("RpcContent.response must be None unless conn_header.flag == 1")
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview) -> Self:
@@ -342,14 +319,13 @@ class RpcContent:
         if pos > end:
             raise truncated("RpcContent.conn_header")
         vend = pos + n
-        if n < 0 or vend > end:
+        if vend > end:
             raise truncated("RpcContent.conn_header")
         try:
             f_conn_header = rpc.RpcConnHeader.decode_from(buf, pos, vend)
         except TruncatedError as exc:
             raise SizeMismatchError(
-                "RpcContent.conn_header: declared size too "
-                f"small for the content ({exc})"
+                f"RpcContent.conn_header: declared size too small for the content ({exc})"
             ) from exc
         pos = vend
         f_request = None
@@ -395,10 +371,7 @@ class Frame:
         out += _U32BE.pack(self.serial_no)
         content = self.content.encode()
         if len(content) > 29360128:
-            raise EncodeError(
-                f"Frame.content: {len(content)} bytes need "
-                "more than 3584 blocks"
-            )
+            raise EncodeError(f"Frame.content: {len(content)} bytes need more than 3584 blocks")
         out += _U32BE.pack((len(content) + 8191) // 8192)
         for i in range(0, len(content), 8192):
             block = content[i : i + 8192]
@@ -441,8 +414,7 @@ class Frame:
             pos += 4
             if n > 8192:
                 raise SizeMismatchError(
-                    f"Frame.content: block of {n} bytes; blocks "
-                    "hold up to 8192"
+                    f"Frame.content: block of {n} bytes; blocks hold up to 8192"
                 )
             if pos + n > end:
                 raise truncated("Frame.content")
@@ -453,13 +425,11 @@ class Frame:
             f_content, used = RpcContent.decode_from(content, 0, len(content))
         except TruncatedError as exc:
             raise SizeMismatchError(
-                "Frame.content: declared size too small for "
-                f"the content ({exc})"
+                f"Frame.content: declared size too small for the content ({exc})"
             ) from exc
         if used != len(content):
             raise SizeMismatchError(
-                f"Frame.content: {len(content) - used} bytes "
-                "of block content left over"
+                f"Frame.content: {len(content) - used} bytes of block content left over"
             )
         obj = cls.__new__(cls)
         obj.serial_no = f_serial_no
@@ -476,7 +446,7 @@ def frame_length(buf: bytes, pos: int, end: int, limit: int) -> int | None:
     p = pos + 8
     if end - p < 4:
         return None
-    magic = _U32BE.unpack_from(buf, pos + 0)[0]
+    magic = _U32BE.unpack_from(buf, pos)[0]
     if magic != 0xff7ff4fe:
         raise BadMagicError(f"Frame.token: expected 0xff7ff4fe, got {magic:#x}")
     count: int = _U32BE.unpack_from(buf, p)[0]
@@ -504,10 +474,7 @@ class StreamDecoder(FrameStream[Frame]):
         def decode(buf: bytes, pos: int, end: int) -> Frame:
             frame, used = Frame.decode_from(buf, pos, end)
             if used != end:
-                raise SizeMismatchError(
-                    f"Frame: {end - used} bytes left "
-                    "in the frame"
-                )
+                raise SizeMismatchError(f"Frame: {end - used} bytes left in the frame")
             return frame
 
         super().__init__(frame_length, decode, max_frame_size)

@@ -1251,10 +1251,10 @@ def _route_0(frame: frames.Frame) -> tuple[str, Any] | None:
     """The command of a frame that has content.request, named by content.request.body.method; None
     for other frames.
     """
-    p1 = frame.content.request
-    if p1 is None:
+    content_request = frame.content.request
+    if content_request is None:
         return None
-    value = p1.body.method
+    value = content_request.body.method
     found = ROUTE_0.get(value)
     if found is None:
         raise UnknownCommandTypeError(
@@ -1262,20 +1262,20 @@ def _route_0(frame: frames.Frame) -> tuple[str, Any] | None:
             value,
         )
     command, decode = found
-    return command, decode(p1.body.request)
+    return command, decode(content_request.body.request)
 
 
 def _route_1(frame: frames.Frame) -> tuple[str, Any] | None:
     """The command of a frame that has content.response.body, named by content.response.body.method;
     None for other frames.
     """
-    p1 = frame.content.response
-    if p1 is None:
+    content_response = frame.content.response
+    if content_response is None:
         return None
-    p2 = p1.body
-    if p2 is None:
+    content_response_body = content_response.body
+    if content_response_body is None:
         return None
-    value = p2.method
+    value = content_response_body.method
     found = ROUTE_1.get(value)
     if found is None:
         raise UnknownCommandTypeError(
@@ -1283,18 +1283,18 @@ def _route_1(frame: frames.Frame) -> tuple[str, Any] | None:
             value,
         )
     command, decode = found
-    return command, decode(p2.data)
+    return command, decode(content_response_body.data)
 
 
 def _route_2(frame: frames.Frame) -> tuple[str, Any] | None:
     """EXCEPTION for a frame that has content.response.exception; None for other frames."""
-    p1 = frame.content.response
-    if p1 is None:
+    content_response = frame.content.response
+    if content_response is None:
         return None
-    p2 = p1.exception
-    if p2 is None:
+    content_response_exception = content_response.exception
+    if content_response_exception is None:
         return None
-    return "EXCEPTION", p2
+    return "EXCEPTION", content_response_exception
 
 
 _ROUTES = (_route_0, _route_1, _route_2)

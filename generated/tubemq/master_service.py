@@ -143,37 +143,39 @@ class AuthenticateInfo(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.userName
-        if v1 is None:
+        v_userName = self.userName
+        if v_userName is None:
             raise RequiredFieldUnsetError("AuthenticateInfo", "userName")
         parts.append(b"\x0a")
-        data = v1.encode()
+        data = v_userName.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v2 = self.timestamp
-        if v2 is None:
+        v_timestamp = self.timestamp
+        if v_timestamp is None:
             raise RequiredFieldUnsetError("AuthenticateInfo", "timestamp")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int64_bytes(v2))
-        v3 = self.nonce
-        if v3 is None:
+        parts.append(
+            SMALL_VARINTS[v_timestamp] if 0 <= v_timestamp < 0x4000 else int64_bytes(v_timestamp)
+        )
+        v_nonce = self.nonce
+        if v_nonce is None:
             raise RequiredFieldUnsetError("AuthenticateInfo", "nonce")
         parts.append(b"\x18")
-        parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
-        v4 = self.othParams
-        if v4 is None:
+        parts.append(SMALL_VARINTS[v_nonce] if 0 <= v_nonce < 0x4000 else int32_bytes(v_nonce))
+        v_othParams = self.othParams
+        if v_othParams is None:
             raise RequiredFieldUnsetError("AuthenticateInfo", "othParams")
         parts.append(b"\x22")
-        data = v4.encode()
+        data = v_othParams.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v5 = self.signature
-        if v5 is None:
+        v_signature = self.signature
+        if v_signature is None:
             raise RequiredFieldUnsetError("AuthenticateInfo", "signature")
         parts.append(b"\x2a")
-        data = v5.encode()
+        data = v_signature.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
@@ -189,11 +191,11 @@ class AuthenticateInfo(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: int | None = None
-        f3: int | None = None
-        f4: str | None = None
-        f5: str | None = None
+        f_userName: str | None = None
+        f_timestamp: int | None = None
+        f_nonce: int | None = None
+        f_othParams: str | None = None
+        f_signature: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -212,44 +214,44 @@ class AuthenticateInfo(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("AuthenticateInfo.userName")
-                    f1 = buf[pos:vend].decode()
+                    f_userName = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f2 = raw
+                    f_timestamp = raw
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f3 = raw
+                    f_nonce = raw
                 elif tag == 34:
                     n = buf[pos]
                     if n < 0x80:
@@ -259,7 +261,7 @@ class AuthenticateInfo(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("AuthenticateInfo.othParams")
-                    f4 = buf[pos:vend].decode()
+                    f_othParams = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 42:
                     n = buf[pos]
@@ -270,7 +272,7 @@ class AuthenticateInfo(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("AuthenticateInfo.signature")
-                    f5 = buf[pos:vend].decode()
+                    f_signature = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -286,22 +288,22 @@ class AuthenticateInfo(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("AuthenticateInfo")
-        if f1 is None:
+        if f_userName is None:
             raise MissingRequiredFieldError("AuthenticateInfo", "userName")
-        if f2 is None:
+        if f_timestamp is None:
             raise MissingRequiredFieldError("AuthenticateInfo", "timestamp")
-        if f3 is None:
+        if f_nonce is None:
             raise MissingRequiredFieldError("AuthenticateInfo", "nonce")
-        if f4 is None:
+        if f_othParams is None:
             raise MissingRequiredFieldError("AuthenticateInfo", "othParams")
-        if f5 is None:
+        if f_signature is None:
             raise MissingRequiredFieldError("AuthenticateInfo", "signature")
         msg = new_instance(cls)
-        msg.userName = f1
-        msg.timestamp = f2
-        msg.nonce = f3
-        msg.othParams = f4
-        msg.signature = f5
+        msg.userName = f_userName
+        msg.timestamp = f_timestamp
+        msg.nonce = f_nonce
+        msg.othParams = f_othParams
+        msg.signature = f_signature
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -380,19 +382,19 @@ class MasterCertificateInfo(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.authInfo
-        if v1 is not None:
+        v_authInfo = self.authInfo
+        if v_authInfo is not None:
             parts.append(b"\x0a")
             sub = []
-            v1._encode(sub)
+            v_authInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v2 = self._authorizedToken
-        if v2 is not None:
+        v_authorizedToken = self._authorizedToken
+        if v_authorizedToken is not None:
             parts.append(b"\x12")
-            data = v2.encode()
+            data = v_authorizedToken.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -408,8 +410,8 @@ class MasterCertificateInfo(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: AuthenticateInfo | None = None
-        f2: str | None = None
+        f_authInfo: AuthenticateInfo | None = None
+        f_authorizedToken: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -428,7 +430,7 @@ class MasterCertificateInfo(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("MasterCertificateInfo.authInfo")
-                    f1 = AuthenticateInfo.decode_from(buf, pos, vend)
+                    f_authInfo = AuthenticateInfo.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -439,7 +441,7 @@ class MasterCertificateInfo(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("MasterCertificateInfo.authorizedToken")
-                    f2 = buf[pos:vend].decode()
+                    f_authorizedToken = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -451,8 +453,8 @@ class MasterCertificateInfo(Message):
         if pos != end:
             raise truncated("MasterCertificateInfo")
         msg = new_instance(cls)
-        msg.authInfo = f1
-        msg._authorizedToken = f2
+        msg.authInfo = f_authInfo
+        msg._authorizedToken = f_authorizedToken
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -526,15 +528,19 @@ class MasterAuthorizedInfo(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.visitAuthorizedToken
-        if v1 is None:
+        v_visitAuthorizedToken = self.visitAuthorizedToken
+        if v_visitAuthorizedToken is None:
             raise RequiredFieldUnsetError("MasterAuthorizedInfo", "visitAuthorizedToken")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int64_bytes(v1))
-        v2 = self._authAuthorizedToken
-        if v2 is not None:
+        parts.append(
+            SMALL_VARINTS[v_visitAuthorizedToken]
+            if 0 <= v_visitAuthorizedToken < 0x4000
+            else int64_bytes(v_visitAuthorizedToken)
+        )
+        v_authAuthorizedToken = self._authAuthorizedToken
+        if v_authAuthorizedToken is not None:
             parts.append(b"\x12")
-            data = v2.encode()
+            data = v_authAuthorizedToken.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -550,8 +556,8 @@ class MasterAuthorizedInfo(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: str | None = None
+        f_visitAuthorizedToken: int | None = None
+        f_authAuthorizedToken: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -565,20 +571,20 @@ class MasterAuthorizedInfo(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f1 = raw
+                    f_visitAuthorizedToken = raw
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -588,7 +594,7 @@ class MasterAuthorizedInfo(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("MasterAuthorizedInfo.authAuthorizedToken")
-                    f2 = buf[pos:vend].decode()
+                    f_authAuthorizedToken = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -599,11 +605,11 @@ class MasterAuthorizedInfo(Message):
             raise invalid_utf8("MasterAuthorizedInfo.authAuthorizedToken", exc) from None
         if pos != end:
             raise truncated("MasterAuthorizedInfo")
-        if f1 is None:
+        if f_visitAuthorizedToken is None:
             raise MissingRequiredFieldError("MasterAuthorizedInfo", "visitAuthorizedToken")
         msg = new_instance(cls)
-        msg.visitAuthorizedToken = f1
-        msg._authAuthorizedToken = f2
+        msg.visitAuthorizedToken = f_visitAuthorizedToken
+        msg._authAuthorizedToken = f_authAuthorizedToken
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -677,15 +683,21 @@ class ApprovedClientConfig(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.configId
-        if v1 is None:
+        v_configId = self.configId
+        if v_configId is None:
             raise RequiredFieldUnsetError("ApprovedClientConfig", "configId")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int64_bytes(v1))
-        v2 = self._maxMsgSize
-        if v2 is not None:
+        parts.append(
+            SMALL_VARINTS[v_configId] if 0 <= v_configId < 0x4000 else int64_bytes(v_configId)
+        )
+        v_maxMsgSize = self._maxMsgSize
+        if v_maxMsgSize is not None:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
+            parts.append(
+                SMALL_VARINTS[v_maxMsgSize]
+                if 0 <= v_maxMsgSize < 0x4000
+                else int32_bytes(v_maxMsgSize)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -698,8 +710,8 @@ class ApprovedClientConfig(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
+        f_configId: int | None = None
+        f_maxMsgSize: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -713,38 +725,38 @@ class ApprovedClientConfig(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f1 = raw
+                    f_configId = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f2 = raw
+                    f_maxMsgSize = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -752,11 +764,11 @@ class ApprovedClientConfig(Message):
             raise truncated("ApprovedClientConfig") from None
         if pos != end:
             raise truncated("ApprovedClientConfig")
-        if f1 is None:
+        if f_configId is None:
             raise MissingRequiredFieldError("ApprovedClientConfig", "configId")
         msg = new_instance(cls)
-        msg.configId = f1
-        msg._maxMsgSize = f2
+        msg.configId = f_configId
+        msg._maxMsgSize = f_maxMsgSize
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -868,54 +880,58 @@ class RegisterRequestP2M(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.clientId
-        if v1 is None:
+        v_clientId = self.clientId
+        if v_clientId is None:
             raise RequiredFieldUnsetError("RegisterRequestP2M", "clientId")
         parts.append(b"\x0a")
-        data = v1.encode()
+        data = v_clientId.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        for item2 in self.topicList:
+        for item_topicList in self.topicList:
             parts.append(b"\x12")
-            data = item2.encode()
+            data = item_topicList.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v3 = self.brokerCheckSum
-        if v3 is None:
+        v_brokerCheckSum = self.brokerCheckSum
+        if v_brokerCheckSum is None:
             raise RequiredFieldUnsetError("RegisterRequestP2M", "brokerCheckSum")
         parts.append(b"\x18")
-        parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int64_bytes(v3))
-        v4 = self.hostName
-        if v4 is None:
+        parts.append(
+            SMALL_VARINTS[v_brokerCheckSum]
+            if 0 <= v_brokerCheckSum < 0x4000
+            else int64_bytes(v_brokerCheckSum)
+        )
+        v_hostName = self.hostName
+        if v_hostName is None:
             raise RequiredFieldUnsetError("RegisterRequestP2M", "hostName")
         parts.append(b"\x22")
-        data = v4.encode()
+        data = v_hostName.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v5 = self.authInfo
-        if v5 is not None:
+        v_authInfo = self.authInfo
+        if v_authInfo is not None:
             parts.append(b"\x2a")
             sub = []
-            v5._encode(sub)
+            v_authInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v6 = self._jdkVersion
-        if v6 is not None:
+        v_jdkVersion = self._jdkVersion
+        if v_jdkVersion is not None:
             parts.append(b"\x32")
-            data = v6.encode()
+            data = v_jdkVersion.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v7 = self.appdConfig
-        if v7 is not None:
+        v_appdConfig = self.appdConfig
+        if v_appdConfig is not None:
             parts.append(b"\x3a")
             sub = []
-            v7._encode(sub)
+            v_appdConfig._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -932,13 +948,13 @@ class RegisterRequestP2M(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: list[str] = []
-        f3: int | None = None
-        f4: str | None = None
-        f5: MasterCertificateInfo | None = None
-        f6: str | None = None
-        f7: ApprovedClientConfig | None = None
+        f_clientId: str | None = None
+        f_topicList: list[str] = []
+        f_brokerCheckSum: int | None = None
+        f_hostName: str | None = None
+        f_authInfo: MasterCertificateInfo | None = None
+        f_jdkVersion: str | None = None
+        f_appdConfig: ApprovedClientConfig | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -958,7 +974,7 @@ class RegisterRequestP2M(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("RegisterRequestP2M.clientId")
-                        f1 = buf[pos:vend].decode()
+                        f_clientId = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 18:
                         n = buf[pos]
@@ -969,27 +985,27 @@ class RegisterRequestP2M(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("RegisterRequestP2M.topicList")
-                        x2 = buf[pos:vend].decode()
+                        x_topicList = buf[pos:vend].decode()
                         pos = vend
-                        f2.append(x2)
+                        f_topicList.append(x_topicList)
                     elif tag == 24:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        f3 = raw
+                        f_brokerCheckSum = raw
                     else:
                         pos = skip_field(buf, pos, end, tag)
                         unknown = add_unknown(unknown, buf[start:pos])
@@ -1003,7 +1019,7 @@ class RegisterRequestP2M(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("RegisterRequestP2M.hostName")
-                        f4 = buf[pos:vend].decode()
+                        f_hostName = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 42:
                         n = buf[pos]
@@ -1014,7 +1030,7 @@ class RegisterRequestP2M(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("RegisterRequestP2M.authInfo")
-                        f5 = MasterCertificateInfo.decode_from(buf, pos, vend)
+                        f_authInfo = MasterCertificateInfo.decode_from(buf, pos, vend)
                         pos = vend
                     elif tag == 50:
                         n = buf[pos]
@@ -1025,7 +1041,7 @@ class RegisterRequestP2M(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("RegisterRequestP2M.jdkVersion")
-                        f6 = buf[pos:vend].decode()
+                        f_jdkVersion = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 58:
                         n = buf[pos]
@@ -1036,7 +1052,7 @@ class RegisterRequestP2M(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("RegisterRequestP2M.appdConfig")
-                        f7 = ApprovedClientConfig.decode_from(buf, pos, vend)
+                        f_appdConfig = ApprovedClientConfig.decode_from(buf, pos, vend)
                         pos = vend
                     else:
                         pos = skip_field(buf, pos, end, tag)
@@ -1053,20 +1069,20 @@ class RegisterRequestP2M(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("RegisterRequestP2M")
-        if f1 is None:
+        if f_clientId is None:
             raise MissingRequiredFieldError("RegisterRequestP2M", "clientId")
-        if f3 is None:
+        if f_brokerCheckSum is None:
             raise MissingRequiredFieldError("RegisterRequestP2M", "brokerCheckSum")
-        if f4 is None:
+        if f_hostName is None:
             raise MissingRequiredFieldError("RegisterRequestP2M", "hostName")
         msg = new_instance(cls)
-        msg.clientId = f1
-        msg.topicList = f2
-        msg.brokerCheckSum = f3
-        msg.hostName = f4
-        msg.authInfo = f5
-        msg._jdkVersion = f6
-        msg.appdConfig = f7
+        msg.clientId = f_clientId
+        msg.topicList = f_topicList
+        msg.brokerCheckSum = f_brokerCheckSum
+        msg.hostName = f_hostName
+        msg.authInfo = f_authInfo
+        msg._jdkVersion = f_jdkVersion
+        msg.appdConfig = f_appdConfig
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -1161,48 +1177,54 @@ class RegisterResponseM2P(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.success
-        if v1 is None:
+        v_success = self.success
+        if v_success is None:
             raise RequiredFieldUnsetError("RegisterResponseM2P", "success")
-        parts.append(b"\x08\x01" if v1 else b"\x08\x00")
-        v2 = self.errCode
-        if v2 is None:
+        parts.append(b"\x08\x01" if v_success else b"\x08\x00")
+        v_errCode = self.errCode
+        if v_errCode is None:
             raise RequiredFieldUnsetError("RegisterResponseM2P", "errCode")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
-        v3 = self.errMsg
-        if v3 is None:
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
+        v_errMsg = self.errMsg
+        if v_errMsg is None:
             raise RequiredFieldUnsetError("RegisterResponseM2P", "errMsg")
         parts.append(b"\x1a")
-        data = v3.encode()
+        data = v_errMsg.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v4 = self.brokerCheckSum
-        if v4 is None:
+        v_brokerCheckSum = self.brokerCheckSum
+        if v_brokerCheckSum is None:
             raise RequiredFieldUnsetError("RegisterResponseM2P", "brokerCheckSum")
         parts.append(b"\x20")
-        parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int64_bytes(v4))
-        for item5 in self.brokerInfos:
+        parts.append(
+            SMALL_VARINTS[v_brokerCheckSum]
+            if 0 <= v_brokerCheckSum < 0x4000
+            else int64_bytes(v_brokerCheckSum)
+        )
+        for item_brokerInfos in self.brokerInfos:
             parts.append(b"\x2a")
-            data = item5.encode()
+            data = item_brokerInfos.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v6 = self.authorizedInfo
-        if v6 is not None:
+        v_authorizedInfo = self.authorizedInfo
+        if v_authorizedInfo is not None:
             parts.append(b"\x32")
             sub = []
-            v6._encode(sub)
+            v_authorizedInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v7 = self.appdConfig
-        if v7 is not None:
+        v_appdConfig = self.appdConfig
+        if v_appdConfig is not None:
             parts.append(b"\x3a")
             sub = []
-            v7._encode(sub)
+            v_appdConfig._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -1219,13 +1241,13 @@ class RegisterResponseM2P(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: bool | None = None
-        f2: int | None = None
-        f3: str | None = None
-        f4: int | None = None
-        f5: list[str] = []
-        f6: MasterAuthorizedInfo | None = None
-        f7: ApprovedClientConfig | None = None
+        f_success: bool | None = None
+        f_errCode: int | None = None
+        f_errMsg: str | None = None
+        f_brokerCheckSum: int | None = None
+        f_brokerInfos: list[str] = []
+        f_authorizedInfo: MasterAuthorizedInfo | None = None
+        f_appdConfig: ApprovedClientConfig | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -1242,25 +1264,25 @@ class RegisterResponseM2P(Message):
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f1 = raw != 0
+                        f_success = raw != 0
                     elif tag == 16:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        f2 = raw
+                        f_errCode = raw
                     elif tag == 26:
                         n = buf[pos]
                         if n < 0x80:
@@ -1270,7 +1292,7 @@ class RegisterResponseM2P(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("RegisterResponseM2P.errMsg")
-                        f3 = buf[pos:vend].decode()
+                        f_errMsg = buf[pos:vend].decode()
                         pos = vend
                     else:
                         pos = skip_field(buf, pos, end, tag)
@@ -1280,20 +1302,20 @@ class RegisterResponseM2P(Message):
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        f4 = raw
+                        f_brokerCheckSum = raw
                     elif tag == 42:
                         n = buf[pos]
                         if n < 0x80:
@@ -1303,9 +1325,9 @@ class RegisterResponseM2P(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("RegisterResponseM2P.brokerInfos")
-                        x5 = buf[pos:vend].decode()
+                        x_brokerInfos = buf[pos:vend].decode()
                         pos = vend
-                        f5.append(x5)
+                        f_brokerInfos.append(x_brokerInfos)
                     elif tag == 50:
                         n = buf[pos]
                         if n < 0x80:
@@ -1315,7 +1337,7 @@ class RegisterResponseM2P(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("RegisterResponseM2P.authorizedInfo")
-                        f6 = MasterAuthorizedInfo.decode_from(buf, pos, vend)
+                        f_authorizedInfo = MasterAuthorizedInfo.decode_from(buf, pos, vend)
                         pos = vend
                     elif tag == 58:
                         n = buf[pos]
@@ -1326,7 +1348,7 @@ class RegisterResponseM2P(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("RegisterResponseM2P.appdConfig")
-                        f7 = ApprovedClientConfig.decode_from(buf, pos, vend)
+                        f_appdConfig = ApprovedClientConfig.decode_from(buf, pos, vend)
                         pos = vend
                     else:
                         pos = skip_field(buf, pos, end, tag)
@@ -1341,22 +1363,22 @@ class RegisterResponseM2P(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("RegisterResponseM2P")
-        if f1 is None:
+        if f_success is None:
             raise MissingRequiredFieldError("RegisterResponseM2P", "success")
-        if f2 is None:
+        if f_errCode is None:
             raise MissingRequiredFieldError("RegisterResponseM2P", "errCode")
-        if f3 is None:
+        if f_errMsg is None:
             raise MissingRequiredFieldError("RegisterResponseM2P", "errMsg")
-        if f4 is None:
+        if f_brokerCheckSum is None:
             raise MissingRequiredFieldError("RegisterResponseM2P", "brokerCheckSum")
         msg = new_instance(cls)
-        msg.success = f1
-        msg.errCode = f2
-        msg.errMsg = f3
-        msg.brokerCheckSum = f4
-        msg.brokerInfos = f5
-        msg.authorizedInfo = f6
-        msg.appdConfig = f7
+        msg.success = f_success
+        msg.errCode = f_errCode
+        msg.errMsg = f_errMsg
+        msg.brokerCheckSum = f_brokerCheckSum
+        msg.brokerInfos = f_brokerInfos
+        msg.authorizedInfo = f_authorizedInfo
+        msg.appdConfig = f_appdConfig
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -1446,47 +1468,51 @@ class HeartRequestP2M(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.clientId
-        if v1 is None:
+        v_clientId = self.clientId
+        if v_clientId is None:
             raise RequiredFieldUnsetError("HeartRequestP2M", "clientId")
         parts.append(b"\x0a")
-        data = v1.encode()
+        data = v_clientId.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v2 = self.brokerCheckSum
-        if v2 is None:
+        v_brokerCheckSum = self.brokerCheckSum
+        if v_brokerCheckSum is None:
             raise RequiredFieldUnsetError("HeartRequestP2M", "brokerCheckSum")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int64_bytes(v2))
-        v3 = self.hostName
-        if v3 is None:
+        parts.append(
+            SMALL_VARINTS[v_brokerCheckSum]
+            if 0 <= v_brokerCheckSum < 0x4000
+            else int64_bytes(v_brokerCheckSum)
+        )
+        v_hostName = self.hostName
+        if v_hostName is None:
             raise RequiredFieldUnsetError("HeartRequestP2M", "hostName")
         parts.append(b"\x1a")
-        data = v3.encode()
+        data = v_hostName.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        for item4 in self.topicList:
+        for item_topicList in self.topicList:
             parts.append(b"\x22")
-            data = item4.encode()
+            data = item_topicList.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v5 = self.authInfo
-        if v5 is not None:
+        v_authInfo = self.authInfo
+        if v_authInfo is not None:
             parts.append(b"\x2a")
             sub = []
-            v5._encode(sub)
+            v_authInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v6 = self.appdConfig
-        if v6 is not None:
+        v_appdConfig = self.appdConfig
+        if v_appdConfig is not None:
             parts.append(b"\x32")
             sub = []
-            v6._encode(sub)
+            v_appdConfig._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -1503,12 +1529,12 @@ class HeartRequestP2M(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: int | None = None
-        f3: str | None = None
-        f4: list[str] = []
-        f5: MasterCertificateInfo | None = None
-        f6: ApprovedClientConfig | None = None
+        f_clientId: str | None = None
+        f_brokerCheckSum: int | None = None
+        f_hostName: str | None = None
+        f_topicList: list[str] = []
+        f_authInfo: MasterCertificateInfo | None = None
+        f_appdConfig: ApprovedClientConfig | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -1527,26 +1553,26 @@ class HeartRequestP2M(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("HeartRequestP2M.clientId")
-                    f1 = buf[pos:vend].decode()
+                    f_clientId = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f2 = raw
+                    f_brokerCheckSum = raw
                 elif tag == 26:
                     n = buf[pos]
                     if n < 0x80:
@@ -1556,7 +1582,7 @@ class HeartRequestP2M(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("HeartRequestP2M.hostName")
-                    f3 = buf[pos:vend].decode()
+                    f_hostName = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 34:
                     n = buf[pos]
@@ -1567,9 +1593,9 @@ class HeartRequestP2M(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("HeartRequestP2M.topicList")
-                    x4 = buf[pos:vend].decode()
+                    x_topicList = buf[pos:vend].decode()
                     pos = vend
-                    f4.append(x4)
+                    f_topicList.append(x_topicList)
                 elif tag == 42:
                     n = buf[pos]
                     if n < 0x80:
@@ -1579,7 +1605,7 @@ class HeartRequestP2M(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("HeartRequestP2M.authInfo")
-                    f5 = MasterCertificateInfo.decode_from(buf, pos, vend)
+                    f_authInfo = MasterCertificateInfo.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 50:
                     n = buf[pos]
@@ -1590,7 +1616,7 @@ class HeartRequestP2M(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("HeartRequestP2M.appdConfig")
-                    f6 = ApprovedClientConfig.decode_from(buf, pos, vend)
+                    f_appdConfig = ApprovedClientConfig.decode_from(buf, pos, vend)
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -1606,19 +1632,19 @@ class HeartRequestP2M(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("HeartRequestP2M")
-        if f1 is None:
+        if f_clientId is None:
             raise MissingRequiredFieldError("HeartRequestP2M", "clientId")
-        if f2 is None:
+        if f_brokerCheckSum is None:
             raise MissingRequiredFieldError("HeartRequestP2M", "brokerCheckSum")
-        if f3 is None:
+        if f_hostName is None:
             raise MissingRequiredFieldError("HeartRequestP2M", "hostName")
         msg = new_instance(cls)
-        msg.clientId = f1
-        msg.brokerCheckSum = f2
-        msg.hostName = f3
-        msg.topicList = f4
-        msg.authInfo = f5
-        msg.appdConfig = f6
+        msg.clientId = f_clientId
+        msg.brokerCheckSum = f_brokerCheckSum
+        msg.hostName = f_hostName
+        msg.topicList = f_topicList
+        msg.authInfo = f_authInfo
+        msg.appdConfig = f_appdConfig
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -1744,57 +1770,63 @@ class HeartResponseM2P(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.success
-        if v1 is None:
+        v_success = self.success
+        if v_success is None:
             raise RequiredFieldUnsetError("HeartResponseM2P", "success")
-        parts.append(b"\x08\x01" if v1 else b"\x08\x00")
-        v2 = self.errCode
-        if v2 is None:
+        parts.append(b"\x08\x01" if v_success else b"\x08\x00")
+        v_errCode = self.errCode
+        if v_errCode is None:
             raise RequiredFieldUnsetError("HeartResponseM2P", "errCode")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
-        v3 = self.errMsg
-        if v3 is None:
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
+        v_errMsg = self.errMsg
+        if v_errMsg is None:
             raise RequiredFieldUnsetError("HeartResponseM2P", "errMsg")
         parts.append(b"\x1a")
-        data = v3.encode()
+        data = v_errMsg.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v4 = self.brokerCheckSum
-        if v4 is None:
+        v_brokerCheckSum = self.brokerCheckSum
+        if v_brokerCheckSum is None:
             raise RequiredFieldUnsetError("HeartResponseM2P", "brokerCheckSum")
         parts.append(b"\x20")
-        parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int64_bytes(v4))
-        for item5 in self.topicInfos:
+        parts.append(
+            SMALL_VARINTS[v_brokerCheckSum]
+            if 0 <= v_brokerCheckSum < 0x4000
+            else int64_bytes(v_brokerCheckSum)
+        )
+        for item_topicInfos in self.topicInfos:
             parts.append(b"\x2a")
-            data = item5.encode()
+            data = item_topicInfos.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        for item6 in self.brokerInfos:
+        for item_brokerInfos in self.brokerInfos:
             parts.append(b"\x32")
-            data = item6.encode()
+            data = item_brokerInfos.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v7 = self._requireAuth
-        if v7 is not None:
-            parts.append(b"\x38\x01" if v7 else b"\x38\x00")
-        v8 = self.authorizedInfo
-        if v8 is not None:
+        v_requireAuth = self._requireAuth
+        if v_requireAuth is not None:
+            parts.append(b"\x38\x01" if v_requireAuth else b"\x38\x00")
+        v_authorizedInfo = self.authorizedInfo
+        if v_authorizedInfo is not None:
             parts.append(b"\x42")
             sub = []
-            v8._encode(sub)
+            v_authorizedInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v9 = self.appdConfig
-        if v9 is not None:
+        v_appdConfig = self.appdConfig
+        if v_appdConfig is not None:
             parts.append(b"\x4a")
             sub = []
-            v9._encode(sub)
+            v_appdConfig._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -1811,15 +1843,15 @@ class HeartResponseM2P(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: bool | None = None
-        f2: int | None = None
-        f3: str | None = None
-        f4: int | None = None
-        f5: list[str] = []
-        f6: list[str] = []
-        f7: bool | None = None
-        f8: MasterAuthorizedInfo | None = None
-        f9: ApprovedClientConfig | None = None
+        f_success: bool | None = None
+        f_errCode: int | None = None
+        f_errMsg: str | None = None
+        f_brokerCheckSum: int | None = None
+        f_topicInfos: list[str] = []
+        f_brokerInfos: list[str] = []
+        f_requireAuth: bool | None = None
+        f_authorizedInfo: MasterAuthorizedInfo | None = None
+        f_appdConfig: ApprovedClientConfig | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -1836,25 +1868,25 @@ class HeartResponseM2P(Message):
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f1 = raw != 0
+                        f_success = raw != 0
                     elif tag == 16:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        f2 = raw
+                        f_errCode = raw
                     elif tag == 26:
                         n = buf[pos]
                         if n < 0x80:
@@ -1864,26 +1896,26 @@ class HeartResponseM2P(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("HeartResponseM2P.errMsg")
-                        f3 = buf[pos:vend].decode()
+                        f_errMsg = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 32:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        f4 = raw
+                        f_brokerCheckSum = raw
                     else:
                         pos = skip_field(buf, pos, end, tag)
                         unknown = add_unknown(unknown, buf[start:pos])
@@ -1897,9 +1929,9 @@ class HeartResponseM2P(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("HeartResponseM2P.topicInfos")
-                        x5 = buf[pos:vend].decode()
+                        x_topicInfos = buf[pos:vend].decode()
                         pos = vend
-                        f5.append(x5)
+                        f_topicInfos.append(x_topicInfos)
                     elif tag == 50:
                         n = buf[pos]
                         if n < 0x80:
@@ -1909,16 +1941,16 @@ class HeartResponseM2P(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("HeartResponseM2P.brokerInfos")
-                        x6 = buf[pos:vend].decode()
+                        x_brokerInfos = buf[pos:vend].decode()
                         pos = vend
-                        f6.append(x6)
+                        f_brokerInfos.append(x_brokerInfos)
                     elif tag == 56:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f7 = raw != 0
+                        f_requireAuth = raw != 0
                     elif tag == 66:
                         n = buf[pos]
                         if n < 0x80:
@@ -1928,7 +1960,7 @@ class HeartResponseM2P(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("HeartResponseM2P.authorizedInfo")
-                        f8 = MasterAuthorizedInfo.decode_from(buf, pos, vend)
+                        f_authorizedInfo = MasterAuthorizedInfo.decode_from(buf, pos, vend)
                         pos = vend
                     elif tag == 74:
                         n = buf[pos]
@@ -1939,7 +1971,7 @@ class HeartResponseM2P(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("HeartResponseM2P.appdConfig")
-                        f9 = ApprovedClientConfig.decode_from(buf, pos, vend)
+                        f_appdConfig = ApprovedClientConfig.decode_from(buf, pos, vend)
                         pos = vend
                     else:
                         pos = skip_field(buf, pos, end, tag)
@@ -1955,24 +1987,24 @@ class HeartResponseM2P(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("HeartResponseM2P")
-        if f1 is None:
+        if f_success is None:
             raise MissingRequiredFieldError("HeartResponseM2P", "success")
-        if f2 is None:
+        if f_errCode is None:
             raise MissingRequiredFieldError("HeartResponseM2P", "errCode")
-        if f3 is None:
+        if f_errMsg is None:
             raise MissingRequiredFieldError("HeartResponseM2P", "errMsg")
-        if f4 is None:
+        if f_brokerCheckSum is None:
             raise MissingRequiredFieldError("HeartResponseM2P", "brokerCheckSum")
         msg = new_instance(cls)
-        msg.success = f1
-        msg.errCode = f2
-        msg.errMsg = f3
-        msg.brokerCheckSum = f4
-        msg.topicInfos = f5
-        msg.brokerInfos = f6
-        msg._requireAuth = f7
-        msg.authorizedInfo = f8
-        msg.appdConfig = f9
+        msg.success = f_success
+        msg.errCode = f_errCode
+        msg.errMsg = f_errMsg
+        msg.brokerCheckSum = f_brokerCheckSum
+        msg.topicInfos = f_topicInfos
+        msg.brokerInfos = f_brokerInfos
+        msg._requireAuth = f_requireAuth
+        msg.authorizedInfo = f_authorizedInfo
+        msg.appdConfig = f_appdConfig
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -2034,19 +2066,19 @@ class CloseRequestP2M(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.clientId
-        if v1 is None:
+        v_clientId = self.clientId
+        if v_clientId is None:
             raise RequiredFieldUnsetError("CloseRequestP2M", "clientId")
         parts.append(b"\x0a")
-        data = v1.encode()
+        data = v_clientId.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v2 = self.authInfo
-        if v2 is not None:
+        v_authInfo = self.authInfo
+        if v_authInfo is not None:
             parts.append(b"\x12")
             sub = []
-            v2._encode(sub)
+            v_authInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -2063,8 +2095,8 @@ class CloseRequestP2M(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: MasterCertificateInfo | None = None
+        f_clientId: str | None = None
+        f_authInfo: MasterCertificateInfo | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -2083,7 +2115,7 @@ class CloseRequestP2M(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CloseRequestP2M.clientId")
-                    f1 = buf[pos:vend].decode()
+                    f_clientId = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -2094,7 +2126,7 @@ class CloseRequestP2M(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CloseRequestP2M.authInfo")
-                    f2 = MasterCertificateInfo.decode_from(buf, pos, vend)
+                    f_authInfo = MasterCertificateInfo.decode_from(buf, pos, vend)
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -2105,11 +2137,11 @@ class CloseRequestP2M(Message):
             raise invalid_utf8("CloseRequestP2M.clientId", exc) from None
         if pos != end:
             raise truncated("CloseRequestP2M")
-        if f1 is None:
+        if f_clientId is None:
             raise MissingRequiredFieldError("CloseRequestP2M", "clientId")
         msg = new_instance(cls)
-        msg.clientId = f1
-        msg.authInfo = f2
+        msg.clientId = f_clientId
+        msg.authInfo = f_authInfo
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -2170,20 +2202,22 @@ class CloseResponseM2P(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.success
-        if v1 is None:
+        v_success = self.success
+        if v_success is None:
             raise RequiredFieldUnsetError("CloseResponseM2P", "success")
-        parts.append(b"\x08\x01" if v1 else b"\x08\x00")
-        v2 = self.errCode
-        if v2 is None:
+        parts.append(b"\x08\x01" if v_success else b"\x08\x00")
+        v_errCode = self.errCode
+        if v_errCode is None:
             raise RequiredFieldUnsetError("CloseResponseM2P", "errCode")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
-        v3 = self.errMsg
-        if v3 is None:
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
+        v_errMsg = self.errMsg
+        if v_errMsg is None:
             raise RequiredFieldUnsetError("CloseResponseM2P", "errMsg")
         parts.append(b"\x1a")
-        data = v3.encode()
+        data = v_errMsg.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
@@ -2199,9 +2233,9 @@ class CloseResponseM2P(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: bool | None = None
-        f2: int | None = None
-        f3: str | None = None
+        f_success: bool | None = None
+        f_errCode: int | None = None
+        f_errMsg: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -2217,25 +2251,25 @@ class CloseResponseM2P(Message):
                         pos += 1
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw != 0
+                    f_success = raw != 0
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f2 = raw
+                    f_errCode = raw
                 elif tag == 26:
                     n = buf[pos]
                     if n < 0x80:
@@ -2245,7 +2279,7 @@ class CloseResponseM2P(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CloseResponseM2P.errMsg")
-                    f3 = buf[pos:vend].decode()
+                    f_errMsg = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -2256,16 +2290,16 @@ class CloseResponseM2P(Message):
             raise invalid_utf8("CloseResponseM2P.errMsg", exc) from None
         if pos != end:
             raise truncated("CloseResponseM2P")
-        if f1 is None:
+        if f_success is None:
             raise MissingRequiredFieldError("CloseResponseM2P", "success")
-        if f2 is None:
+        if f_errCode is None:
             raise MissingRequiredFieldError("CloseResponseM2P", "errCode")
-        if f3 is None:
+        if f_errMsg is None:
             raise MissingRequiredFieldError("CloseResponseM2P", "errMsg")
         msg = new_instance(cls)
-        msg.success = f1
-        msg.errCode = f2
-        msg.errMsg = f3
+        msg.success = f_success
+        msg.errCode = f_errCode
+        msg.errMsg = f_errMsg
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -2385,21 +2419,29 @@ class EventProto(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self._rebalanceId
-        if v1 is not None:
+        v_rebalanceId = self._rebalanceId
+        if v_rebalanceId is not None:
             parts.append(b"\x08")
-            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int64_bytes(v1))
-        v2 = self._opType
-        if v2 is not None:
+            parts.append(
+                SMALL_VARINTS[v_rebalanceId]
+                if 0 <= v_rebalanceId < 0x4000
+                else int64_bytes(v_rebalanceId)
+            )
+        v_opType = self._opType
+        if v_opType is not None:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
-        v3 = self._status
-        if v3 is not None:
+            parts.append(
+                SMALL_VARINTS[v_opType] if 0 <= v_opType < 0x4000 else int32_bytes(v_opType)
+            )
+        v_status = self._status
+        if v_status is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
-        for item4 in self.subscribeInfo:
+            parts.append(
+                SMALL_VARINTS[v_status] if 0 <= v_status < 0x4000 else int32_bytes(v_status)
+            )
+        for item_subscribeInfo in self.subscribeInfo:
             parts.append(b"\x22")
-            data = item4.encode()
+            data = item_subscribeInfo.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -2415,10 +2457,10 @@ class EventProto(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
-        f3: int | None = None
-        f4: list[str] = []
+        f_rebalanceId: int | None = None
+        f_opType: int | None = None
+        f_status: int | None = None
+        f_subscribeInfo: list[str] = []
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -2432,56 +2474,56 @@ class EventProto(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f1 = raw
+                    f_rebalanceId = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f2 = raw
+                    f_opType = raw
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f3 = raw
+                    f_status = raw
                 elif tag == 34:
                     n = buf[pos]
                     if n < 0x80:
@@ -2491,9 +2533,9 @@ class EventProto(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("EventProto.subscribeInfo")
-                    x4 = buf[pos:vend].decode()
+                    x_subscribeInfo = buf[pos:vend].decode()
                     pos = vend
-                    f4.append(x4)
+                    f_subscribeInfo.append(x_subscribeInfo)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -2504,10 +2546,10 @@ class EventProto(Message):
         if pos != end:
             raise truncated("EventProto")
         msg = new_instance(cls)
-        msg._rebalanceId = f1
-        msg._opType = f2
-        msg._status = f3
-        msg.subscribeInfo = f4
+        msg._rebalanceId = f_rebalanceId
+        msg._opType = f_opType
+        msg._status = f_status
+        msg.subscribeInfo = f_subscribeInfo
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -2866,108 +2908,132 @@ class RegisterRequestC2M(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.clientId
-        if v1 is None:
+        v_clientId = self.clientId
+        if v_clientId is None:
             raise RequiredFieldUnsetError("RegisterRequestC2M", "clientId")
         parts.append(b"\x0a")
-        data = v1.encode()
+        data = v_clientId.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v2 = self.groupName
-        if v2 is None:
+        v_groupName = self.groupName
+        if v_groupName is None:
             raise RequiredFieldUnsetError("RegisterRequestC2M", "groupName")
         parts.append(b"\x12")
-        data = v2.encode()
+        data = v_groupName.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v3 = self.hostName
-        if v3 is None:
+        v_hostName = self.hostName
+        if v_hostName is None:
             raise RequiredFieldUnsetError("RegisterRequestC2M", "hostName")
         parts.append(b"\x1a")
-        data = v3.encode()
+        data = v_hostName.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        for item4 in self.topicList:
+        for item_topicList in self.topicList:
             parts.append(b"\x22")
-            data = item4.encode()
+            data = item_topicList.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        for item5 in self.subscribeInfo:
+        for item_subscribeInfo in self.subscribeInfo:
             parts.append(b"\x2a")
-            data = item5.encode()
+            data = item_subscribeInfo.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        for item6 in self.topicCondition:
+        for item_topicCondition in self.topicCondition:
             parts.append(b"\x32")
-            data = item6.encode()
+            data = item_topicCondition.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v7 = self._requireBound
-        if v7 is not None:
-            parts.append(b"\x38\x01" if v7 else b"\x38\x00")
-        v8 = self._sessionTime
-        if v8 is not None:
+        v_requireBound = self._requireBound
+        if v_requireBound is not None:
+            parts.append(b"\x38\x01" if v_requireBound else b"\x38\x00")
+        v_sessionTime = self._sessionTime
+        if v_sessionTime is not None:
             parts.append(b"\x40")
-            parts.append(SMALL_VARINTS[v8] if 0 <= v8 < 0x4000 else int64_bytes(v8))
-        v9 = self._sessionKey
-        if v9 is not None:
+            parts.append(
+                SMALL_VARINTS[v_sessionTime]
+                if 0 <= v_sessionTime < 0x4000
+                else int64_bytes(v_sessionTime)
+            )
+        v_sessionKey = self._sessionKey
+        if v_sessionKey is not None:
             parts.append(b"\x4a")
-            data = v9.encode()
+            data = v_sessionKey.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v10 = self._totalCount
-        if v10 is not None:
+        v_totalCount = self._totalCount
+        if v_totalCount is not None:
             parts.append(b"\x50")
-            parts.append(SMALL_VARINTS[v10] if 0 <= v10 < 0x4000 else int32_bytes(v10))
-        v11 = self._requiredPartition
-        if v11 is not None:
+            parts.append(
+                SMALL_VARINTS[v_totalCount]
+                if 0 <= v_totalCount < 0x4000
+                else int32_bytes(v_totalCount)
+            )
+        v_requiredPartition = self._requiredPartition
+        if v_requiredPartition is not None:
             parts.append(b"\x5a")
-            data = v11.encode()
+            data = v_requiredPartition.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v12 = self._notAllocated
-        if v12 is not None:
-            parts.append(b"\x60\x01" if v12 else b"\x60\x00")
-        v13 = self._selectBig
-        if v13 is not None:
-            parts.append(b"\x68\x01" if v13 else b"\x68\x00")
-        v14 = self._groupFlowCheckId
-        if v14 is not None:
+        v_notAllocated = self._notAllocated
+        if v_notAllocated is not None:
+            parts.append(b"\x60\x01" if v_notAllocated else b"\x60\x00")
+        v_selectBig = self._selectBig
+        if v_selectBig is not None:
+            parts.append(b"\x68\x01" if v_selectBig else b"\x68\x00")
+        v_groupFlowCheckId = self._groupFlowCheckId
+        if v_groupFlowCheckId is not None:
             parts.append(b"\x70")
-            parts.append(SMALL_VARINTS[v14] if 0 <= v14 < 0x4000 else int64_bytes(v14))
-        v15 = self._defFlowCheckId
-        if v15 is not None:
+            parts.append(
+                SMALL_VARINTS[v_groupFlowCheckId]
+                if 0 <= v_groupFlowCheckId < 0x4000
+                else int64_bytes(v_groupFlowCheckId)
+            )
+        v_defFlowCheckId = self._defFlowCheckId
+        if v_defFlowCheckId is not None:
             parts.append(b"\x78")
-            parts.append(SMALL_VARINTS[v15] if 0 <= v15 < 0x4000 else int64_bytes(v15))
-        v16 = self._ssdStoreId
-        if v16 is not None:
+            parts.append(
+                SMALL_VARINTS[v_defFlowCheckId]
+                if 0 <= v_defFlowCheckId < 0x4000
+                else int64_bytes(v_defFlowCheckId)
+            )
+        v_ssdStoreId = self._ssdStoreId
+        if v_ssdStoreId is not None:
             parts.append(b"\x80\x01")
-            parts.append(SMALL_VARINTS[v16] if 0 <= v16 < 0x4000 else int64_bytes(v16))
-        v17 = self._qryPriorityId
-        if v17 is not None:
+            parts.append(
+                SMALL_VARINTS[v_ssdStoreId]
+                if 0 <= v_ssdStoreId < 0x4000
+                else int64_bytes(v_ssdStoreId)
+            )
+        v_qryPriorityId = self._qryPriorityId
+        if v_qryPriorityId is not None:
             parts.append(b"\x88\x01")
-            parts.append(SMALL_VARINTS[v17] if 0 <= v17 < 0x4000 else int32_bytes(v17))
-        v18 = self.authInfo
-        if v18 is not None:
+            parts.append(
+                SMALL_VARINTS[v_qryPriorityId]
+                if 0 <= v_qryPriorityId < 0x4000
+                else int32_bytes(v_qryPriorityId)
+            )
+        v_authInfo = self.authInfo
+        if v_authInfo is not None:
             parts.append(b"\x92\x01")
             sub = []
-            v18._encode(sub)
+            v_authInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v19 = self._jdkVersion
-        if v19 is not None:
+        v_jdkVersion = self._jdkVersion
+        if v_jdkVersion is not None:
             parts.append(b"\x9a\x01")
-            data = v19.encode()
+            data = v_jdkVersion.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -2983,25 +3049,25 @@ class RegisterRequestC2M(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: str | None = None
-        f3: str | None = None
-        f4: list[str] = []
-        f5: list[str] = []
-        f6: list[str] = []
-        f7: bool | None = None
-        f8: int | None = None
-        f9: str | None = None
-        f10: int | None = None
-        f11: str | None = None
-        f12: bool | None = None
-        f13: bool | None = None
-        f14: int | None = None
-        f15: int | None = None
-        f16: int | None = None
-        f17: int | None = None
-        f18: MasterCertificateInfo | None = None
-        f19: str | None = None
+        f_clientId: str | None = None
+        f_groupName: str | None = None
+        f_hostName: str | None = None
+        f_topicList: list[str] = []
+        f_subscribeInfo: list[str] = []
+        f_topicCondition: list[str] = []
+        f_requireBound: bool | None = None
+        f_sessionTime: int | None = None
+        f_sessionKey: str | None = None
+        f_totalCount: int | None = None
+        f_requiredPartition: str | None = None
+        f_notAllocated: bool | None = None
+        f_selectBig: bool | None = None
+        f_groupFlowCheckId: int | None = None
+        f_defFlowCheckId: int | None = None
+        f_ssdStoreId: int | None = None
+        f_qryPriorityId: int | None = None
+        f_authInfo: MasterCertificateInfo | None = None
+        f_jdkVersion: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -3009,8 +3075,8 @@ class RegisterRequestC2M(Message):
                 tag = buf[pos]
                 if tag < 0x80:
                     pos += 1
-                elif (b1 := buf[pos + 1]) < 0x80:
-                    tag = tag & 0x7F | b1 << 7
+                elif (second := buf[pos + 1]) < 0x80:
+                    tag = tag & 0x7F | second << 7
                     pos += 2
                 else:
                     tag, pos = read_varint(buf, pos)
@@ -3025,7 +3091,7 @@ class RegisterRequestC2M(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("RegisterRequestC2M.clientId")
-                            f1 = buf[pos:vend].decode()
+                            f_clientId = buf[pos:vend].decode()
                             pos = vend
                         elif tag == 18:
                             n = buf[pos]
@@ -3036,7 +3102,7 @@ class RegisterRequestC2M(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("RegisterRequestC2M.groupName")
-                            f2 = buf[pos:vend].decode()
+                            f_groupName = buf[pos:vend].decode()
                             pos = vend
                         elif tag == 26:
                             n = buf[pos]
@@ -3047,7 +3113,7 @@ class RegisterRequestC2M(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("RegisterRequestC2M.hostName")
-                            f3 = buf[pos:vend].decode()
+                            f_hostName = buf[pos:vend].decode()
                             pos = vend
                         elif tag == 34:
                             n = buf[pos]
@@ -3058,9 +3124,9 @@ class RegisterRequestC2M(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("RegisterRequestC2M.topicList")
-                            x4 = buf[pos:vend].decode()
+                            x_topicList = buf[pos:vend].decode()
                             pos = vend
-                            f4.append(x4)
+                            f_topicList.append(x_topicList)
                         else:
                             pos = skip_field(buf, pos, end, tag)
                             unknown = add_unknown(unknown, buf[start:pos])
@@ -3074,9 +3140,9 @@ class RegisterRequestC2M(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("RegisterRequestC2M.subscribeInfo")
-                            x5 = buf[pos:vend].decode()
+                            x_subscribeInfo = buf[pos:vend].decode()
                             pos = vend
-                            f5.append(x5)
+                            f_subscribeInfo.append(x_subscribeInfo)
                         elif tag == 50:
                             n = buf[pos]
                             if n < 0x80:
@@ -3086,34 +3152,34 @@ class RegisterRequestC2M(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("RegisterRequestC2M.topicCondition")
-                            x6 = buf[pos:vend].decode()
+                            x_topicCondition = buf[pos:vend].decode()
                             pos = vend
-                            f6.append(x6)
+                            f_topicCondition.append(x_topicCondition)
                         elif tag == 56:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f7 = raw != 0
+                            f_requireBound = raw != 0
                         elif tag == 64:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int64(raw)
-                            f8 = raw
+                            f_sessionTime = raw
                         elif tag == 74:
                             n = buf[pos]
                             if n < 0x80:
@@ -3123,7 +3189,7 @@ class RegisterRequestC2M(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("RegisterRequestC2M.sessionKey")
-                            f9 = buf[pos:vend].decode()
+                            f_sessionKey = buf[pos:vend].decode()
                             pos = vend
                         else:
                             pos = skip_field(buf, pos, end, tag)
@@ -3134,20 +3200,20 @@ class RegisterRequestC2M(Message):
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int32(raw)
-                            f10 = raw
+                            f_totalCount = raw
                         elif tag == 90:
                             n = buf[pos]
                             if n < 0x80:
@@ -3157,7 +3223,7 @@ class RegisterRequestC2M(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("RegisterRequestC2M.requiredPartition")
-                            f11 = buf[pos:vend].decode()
+                            f_requiredPartition = buf[pos:vend].decode()
                             pos = vend
                         elif tag == 96:
                             raw = buf[pos]
@@ -3165,32 +3231,32 @@ class RegisterRequestC2M(Message):
                                 pos += 1
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f12 = raw != 0
+                            f_notAllocated = raw != 0
                         elif tag == 104:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f13 = raw != 0
+                            f_selectBig = raw != 0
                         elif tag == 112:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int64(raw)
-                            f14 = raw
+                            f_groupFlowCheckId = raw
                         else:
                             pos = skip_field(buf, pos, end, tag)
                             unknown = add_unknown(unknown, buf[start:pos])
@@ -3199,56 +3265,56 @@ class RegisterRequestC2M(Message):
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int64(raw)
-                            f15 = raw
+                            f_defFlowCheckId = raw
                         elif tag == 128:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int64(raw)
-                            f16 = raw
+                            f_ssdStoreId = raw
                         elif tag == 136:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int32(raw)
-                            f17 = raw
+                            f_qryPriorityId = raw
                         elif tag == 146:
                             n = buf[pos]
                             if n < 0x80:
@@ -3258,7 +3324,7 @@ class RegisterRequestC2M(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("RegisterRequestC2M.authInfo")
-                            f18 = MasterCertificateInfo.decode_from(buf, pos, vend)
+                            f_authInfo = MasterCertificateInfo.decode_from(buf, pos, vend)
                             pos = vend
                         elif tag == 154:
                             n = buf[pos]
@@ -3269,7 +3335,7 @@ class RegisterRequestC2M(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("RegisterRequestC2M.jdkVersion")
-                            f19 = buf[pos:vend].decode()
+                            f_jdkVersion = buf[pos:vend].decode()
                             pos = vend
                         else:
                             pos = skip_field(buf, pos, end, tag)
@@ -3291,32 +3357,32 @@ class RegisterRequestC2M(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("RegisterRequestC2M")
-        if f1 is None:
+        if f_clientId is None:
             raise MissingRequiredFieldError("RegisterRequestC2M", "clientId")
-        if f2 is None:
+        if f_groupName is None:
             raise MissingRequiredFieldError("RegisterRequestC2M", "groupName")
-        if f3 is None:
+        if f_hostName is None:
             raise MissingRequiredFieldError("RegisterRequestC2M", "hostName")
         msg = new_instance(cls)
-        msg.clientId = f1
-        msg.groupName = f2
-        msg.hostName = f3
-        msg.topicList = f4
-        msg.subscribeInfo = f5
-        msg.topicCondition = f6
-        msg._requireBound = f7
-        msg._sessionTime = f8
-        msg._sessionKey = f9
-        msg._totalCount = f10
-        msg._requiredPartition = f11
-        msg._notAllocated = f12
-        msg._selectBig = f13
-        msg._groupFlowCheckId = f14
-        msg._defFlowCheckId = f15
-        msg._ssdStoreId = f16
-        msg._qryPriorityId = f17
-        msg.authInfo = f18
-        msg._jdkVersion = f19
+        msg.clientId = f_clientId
+        msg.groupName = f_groupName
+        msg.hostName = f_hostName
+        msg.topicList = f_topicList
+        msg.subscribeInfo = f_subscribeInfo
+        msg.topicCondition = f_topicCondition
+        msg._requireBound = f_requireBound
+        msg._sessionTime = f_sessionTime
+        msg._sessionKey = f_sessionKey
+        msg._totalCount = f_totalCount
+        msg._requiredPartition = f_requiredPartition
+        msg._notAllocated = f_notAllocated
+        msg._selectBig = f_selectBig
+        msg._groupFlowCheckId = f_groupFlowCheckId
+        msg._defFlowCheckId = f_defFlowCheckId
+        msg._ssdStoreId = f_ssdStoreId
+        msg._qryPriorityId = f_qryPriorityId
+        msg.authInfo = f_authInfo
+        msg._jdkVersion = f_jdkVersion
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -3555,67 +3621,85 @@ class RegisterResponseM2C(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.success
-        if v1 is None:
+        v_success = self.success
+        if v_success is None:
             raise RequiredFieldUnsetError("RegisterResponseM2C", "success")
-        parts.append(b"\x08\x01" if v1 else b"\x08\x00")
-        v2 = self.errCode
-        if v2 is None:
+        parts.append(b"\x08\x01" if v_success else b"\x08\x00")
+        v_errCode = self.errCode
+        if v_errCode is None:
             raise RequiredFieldUnsetError("RegisterResponseM2C", "errCode")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
-        v3 = self.errMsg
-        if v3 is None:
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
+        v_errMsg = self.errMsg
+        if v_errMsg is None:
             raise RequiredFieldUnsetError("RegisterResponseM2C", "errMsg")
         parts.append(b"\x1a")
-        data = v3.encode()
+        data = v_errMsg.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        for item4 in self.topicInfo:
+        for item_topicInfo in self.topicInfo:
             parts.append(b"\x22")
-            data = item4.encode()
+            data = item_topicInfo.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v5 = self._notAllocated
-        if v5 is not None:
-            parts.append(b"\x28\x01" if v5 else b"\x28\x00")
-        v6 = self._defFlowCheckId
-        if v6 is not None:
+        v_notAllocated = self._notAllocated
+        if v_notAllocated is not None:
+            parts.append(b"\x28\x01" if v_notAllocated else b"\x28\x00")
+        v_defFlowCheckId = self._defFlowCheckId
+        if v_defFlowCheckId is not None:
             parts.append(b"\x30")
-            parts.append(SMALL_VARINTS[v6] if 0 <= v6 < 0x4000 else int64_bytes(v6))
-        v7 = self._defFlowControlInfo
-        if v7 is not None:
+            parts.append(
+                SMALL_VARINTS[v_defFlowCheckId]
+                if 0 <= v_defFlowCheckId < 0x4000
+                else int64_bytes(v_defFlowCheckId)
+            )
+        v_defFlowControlInfo = self._defFlowControlInfo
+        if v_defFlowControlInfo is not None:
             parts.append(b"\x3a")
-            data = v7.encode()
+            data = v_defFlowControlInfo.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v8 = self._groupFlowCheckId
-        if v8 is not None:
+        v_groupFlowCheckId = self._groupFlowCheckId
+        if v_groupFlowCheckId is not None:
             parts.append(b"\x40")
-            parts.append(SMALL_VARINTS[v8] if 0 <= v8 < 0x4000 else int64_bytes(v8))
-        v9 = self._groupFlowControlInfo
-        if v9 is not None:
+            parts.append(
+                SMALL_VARINTS[v_groupFlowCheckId]
+                if 0 <= v_groupFlowCheckId < 0x4000
+                else int64_bytes(v_groupFlowCheckId)
+            )
+        v_groupFlowControlInfo = self._groupFlowControlInfo
+        if v_groupFlowControlInfo is not None:
             parts.append(b"\x4a")
-            data = v9.encode()
+            data = v_groupFlowControlInfo.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v10 = self._ssdStoreId
-        if v10 is not None:
+        v_ssdStoreId = self._ssdStoreId
+        if v_ssdStoreId is not None:
             parts.append(b"\x50")
-            parts.append(SMALL_VARINTS[v10] if 0 <= v10 < 0x4000 else int64_bytes(v10))
-        v11 = self._qryPriorityId
-        if v11 is not None:
+            parts.append(
+                SMALL_VARINTS[v_ssdStoreId]
+                if 0 <= v_ssdStoreId < 0x4000
+                else int64_bytes(v_ssdStoreId)
+            )
+        v_qryPriorityId = self._qryPriorityId
+        if v_qryPriorityId is not None:
             parts.append(b"\x58")
-            parts.append(SMALL_VARINTS[v11] if 0 <= v11 < 0x4000 else int32_bytes(v11))
-        v12 = self.authorizedInfo
-        if v12 is not None:
+            parts.append(
+                SMALL_VARINTS[v_qryPriorityId]
+                if 0 <= v_qryPriorityId < 0x4000
+                else int32_bytes(v_qryPriorityId)
+            )
+        v_authorizedInfo = self.authorizedInfo
+        if v_authorizedInfo is not None:
             parts.append(b"\x62")
             sub = []
-            v12._encode(sub)
+            v_authorizedInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -3632,18 +3716,18 @@ class RegisterResponseM2C(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: bool | None = None
-        f2: int | None = None
-        f3: str | None = None
-        f4: list[str] = []
-        f5: bool | None = None
-        f6: int | None = None
-        f7: str | None = None
-        f8: int | None = None
-        f9: str | None = None
-        f10: int | None = None
-        f11: int | None = None
-        f12: MasterAuthorizedInfo | None = None
+        f_success: bool | None = None
+        f_errCode: int | None = None
+        f_errMsg: str | None = None
+        f_topicInfo: list[str] = []
+        f_notAllocated: bool | None = None
+        f_defFlowCheckId: int | None = None
+        f_defFlowControlInfo: str | None = None
+        f_groupFlowCheckId: int | None = None
+        f_groupFlowControlInfo: str | None = None
+        f_ssdStoreId: int | None = None
+        f_qryPriorityId: int | None = None
+        f_authorizedInfo: MasterAuthorizedInfo | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -3660,25 +3744,25 @@ class RegisterResponseM2C(Message):
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f1 = raw != 0
+                        f_success = raw != 0
                     elif tag == 16:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        f2 = raw
+                        f_errCode = raw
                     elif tag == 26:
                         n = buf[pos]
                         if n < 0x80:
@@ -3688,7 +3772,7 @@ class RegisterResponseM2C(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("RegisterResponseM2C.errMsg")
-                        f3 = buf[pos:vend].decode()
+                        f_errMsg = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 34:
                         n = buf[pos]
@@ -3699,34 +3783,34 @@ class RegisterResponseM2C(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("RegisterResponseM2C.topicInfo")
-                        x4 = buf[pos:vend].decode()
+                        x_topicInfo = buf[pos:vend].decode()
                         pos = vend
-                        f4.append(x4)
+                        f_topicInfo.append(x_topicInfo)
                     elif tag == 40:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f5 = raw != 0
+                        f_notAllocated = raw != 0
                     elif tag == 48:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        f6 = raw
+                        f_defFlowCheckId = raw
                     else:
                         pos = skip_field(buf, pos, end, tag)
                         unknown = add_unknown(unknown, buf[start:pos])
@@ -3740,26 +3824,26 @@ class RegisterResponseM2C(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("RegisterResponseM2C.defFlowControlInfo")
-                        f7 = buf[pos:vend].decode()
+                        f_defFlowControlInfo = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 64:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        f8 = raw
+                        f_groupFlowCheckId = raw
                     elif tag == 74:
                         n = buf[pos]
                         if n < 0x80:
@@ -3769,44 +3853,44 @@ class RegisterResponseM2C(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("RegisterResponseM2C.groupFlowControlInfo")
-                        f9 = buf[pos:vend].decode()
+                        f_groupFlowControlInfo = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 80:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        f10 = raw
+                        f_ssdStoreId = raw
                     elif tag == 88:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        f11 = raw
+                        f_qryPriorityId = raw
                     elif tag == 98:
                         n = buf[pos]
                         if n < 0x80:
@@ -3816,7 +3900,7 @@ class RegisterResponseM2C(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("RegisterResponseM2C.authorizedInfo")
-                        f12 = MasterAuthorizedInfo.decode_from(buf, pos, vend)
+                        f_authorizedInfo = MasterAuthorizedInfo.decode_from(buf, pos, vend)
                         pos = vend
                     else:
                         pos = skip_field(buf, pos, end, tag)
@@ -3833,25 +3917,25 @@ class RegisterResponseM2C(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("RegisterResponseM2C")
-        if f1 is None:
+        if f_success is None:
             raise MissingRequiredFieldError("RegisterResponseM2C", "success")
-        if f2 is None:
+        if f_errCode is None:
             raise MissingRequiredFieldError("RegisterResponseM2C", "errCode")
-        if f3 is None:
+        if f_errMsg is None:
             raise MissingRequiredFieldError("RegisterResponseM2C", "errMsg")
         msg = new_instance(cls)
-        msg.success = f1
-        msg.errCode = f2
-        msg.errMsg = f3
-        msg.topicInfo = f4
-        msg._notAllocated = f5
-        msg._defFlowCheckId = f6
-        msg._defFlowControlInfo = f7
-        msg._groupFlowCheckId = f8
-        msg._groupFlowControlInfo = f9
-        msg._ssdStoreId = f10
-        msg._qryPriorityId = f11
-        msg.authorizedInfo = f12
+        msg.success = f_success
+        msg.errCode = f_errCode
+        msg.errMsg = f_errMsg
+        msg.topicInfo = f_topicInfo
+        msg._notAllocated = f_notAllocated
+        msg._defFlowCheckId = f_defFlowCheckId
+        msg._defFlowControlInfo = f_defFlowControlInfo
+        msg._groupFlowCheckId = f_groupFlowCheckId
+        msg._groupFlowControlInfo = f_groupFlowControlInfo
+        msg._ssdStoreId = f_ssdStoreId
+        msg._qryPriorityId = f_qryPriorityId
+        msg.authorizedInfo = f_authorizedInfo
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -4029,62 +4113,78 @@ class HeartRequestC2M(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.clientId
-        if v1 is None:
+        v_clientId = self.clientId
+        if v_clientId is None:
             raise RequiredFieldUnsetError("HeartRequestC2M", "clientId")
         parts.append(b"\x0a")
-        data = v1.encode()
+        data = v_clientId.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v2 = self.groupName
-        if v2 is None:
+        v_groupName = self.groupName
+        if v_groupName is None:
             raise RequiredFieldUnsetError("HeartRequestC2M", "groupName")
         parts.append(b"\x12")
-        data = v2.encode()
+        data = v_groupName.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        for item3 in self.subscribeInfo:
+        for item_subscribeInfo in self.subscribeInfo:
             parts.append(b"\x1a")
-            data = item3.encode()
+            data = item_subscribeInfo.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v4 = self.reportSubscribeInfo
-        if v4 is None:
+        v_reportSubscribeInfo = self.reportSubscribeInfo
+        if v_reportSubscribeInfo is None:
             raise RequiredFieldUnsetError("HeartRequestC2M", "reportSubscribeInfo")
-        parts.append(b"\x20\x01" if v4 else b"\x20\x00")
-        v5 = self.event
-        if v5 is not None:
+        parts.append(b"\x20\x01" if v_reportSubscribeInfo else b"\x20\x00")
+        v_event = self.event
+        if v_event is not None:
             parts.append(b"\x2a")
             sub = []
-            v5._encode(sub)
+            v_event._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v6 = self._defFlowCheckId
-        if v6 is not None:
+        v_defFlowCheckId = self._defFlowCheckId
+        if v_defFlowCheckId is not None:
             parts.append(b"\x30")
-            parts.append(SMALL_VARINTS[v6] if 0 <= v6 < 0x4000 else int64_bytes(v6))
-        v7 = self._groupFlowCheckId
-        if v7 is not None:
+            parts.append(
+                SMALL_VARINTS[v_defFlowCheckId]
+                if 0 <= v_defFlowCheckId < 0x4000
+                else int64_bytes(v_defFlowCheckId)
+            )
+        v_groupFlowCheckId = self._groupFlowCheckId
+        if v_groupFlowCheckId is not None:
             parts.append(b"\x38")
-            parts.append(SMALL_VARINTS[v7] if 0 <= v7 < 0x4000 else int64_bytes(v7))
-        v8 = self._ssdStoreId
-        if v8 is not None:
+            parts.append(
+                SMALL_VARINTS[v_groupFlowCheckId]
+                if 0 <= v_groupFlowCheckId < 0x4000
+                else int64_bytes(v_groupFlowCheckId)
+            )
+        v_ssdStoreId = self._ssdStoreId
+        if v_ssdStoreId is not None:
             parts.append(b"\x40")
-            parts.append(SMALL_VARINTS[v8] if 0 <= v8 < 0x4000 else int64_bytes(v8))
-        v9 = self._qryPriorityId
-        if v9 is not None:
+            parts.append(
+                SMALL_VARINTS[v_ssdStoreId]
+                if 0 <= v_ssdStoreId < 0x4000
+                else int64_bytes(v_ssdStoreId)
+            )
+        v_qryPriorityId = self._qryPriorityId
+        if v_qryPriorityId is not None:
             parts.append(b"\x48")
-            parts.append(SMALL_VARINTS[v9] if 0 <= v9 < 0x4000 else int32_bytes(v9))
-        v10 = self.authInfo
-        if v10 is not None:
+            parts.append(
+                SMALL_VARINTS[v_qryPriorityId]
+                if 0 <= v_qryPriorityId < 0x4000
+                else int32_bytes(v_qryPriorityId)
+            )
+        v_authInfo = self.authInfo
+        if v_authInfo is not None:
             parts.append(b"\x52")
             sub = []
-            v10._encode(sub)
+            v_authInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -4101,16 +4201,16 @@ class HeartRequestC2M(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: str | None = None
-        f3: list[str] = []
-        f4: bool | None = None
-        f5: EventProto | None = None
-        f6: int | None = None
-        f7: int | None = None
-        f8: int | None = None
-        f9: int | None = None
-        f10: MasterCertificateInfo | None = None
+        f_clientId: str | None = None
+        f_groupName: str | None = None
+        f_subscribeInfo: list[str] = []
+        f_reportSubscribeInfo: bool | None = None
+        f_event: EventProto | None = None
+        f_defFlowCheckId: int | None = None
+        f_groupFlowCheckId: int | None = None
+        f_ssdStoreId: int | None = None
+        f_qryPriorityId: int | None = None
+        f_authInfo: MasterCertificateInfo | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -4130,7 +4230,7 @@ class HeartRequestC2M(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("HeartRequestC2M.clientId")
-                        f1 = buf[pos:vend].decode()
+                        f_clientId = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 18:
                         n = buf[pos]
@@ -4141,7 +4241,7 @@ class HeartRequestC2M(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("HeartRequestC2M.groupName")
-                        f2 = buf[pos:vend].decode()
+                        f_groupName = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 26:
                         n = buf[pos]
@@ -4152,16 +4252,16 @@ class HeartRequestC2M(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("HeartRequestC2M.subscribeInfo")
-                        x3 = buf[pos:vend].decode()
+                        x_subscribeInfo = buf[pos:vend].decode()
                         pos = vend
-                        f3.append(x3)
+                        f_subscribeInfo.append(x_subscribeInfo)
                     elif tag == 32:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f4 = raw != 0
+                        f_reportSubscribeInfo = raw != 0
                     elif tag == 42:
                         n = buf[pos]
                         if n < 0x80:
@@ -4171,7 +4271,7 @@ class HeartRequestC2M(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("HeartRequestC2M.event")
-                        f5 = EventProto.decode_from(buf, pos, vend)
+                        f_event = EventProto.decode_from(buf, pos, vend)
                         pos = vend
                     else:
                         pos = skip_field(buf, pos, end, tag)
@@ -4181,74 +4281,74 @@ class HeartRequestC2M(Message):
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        f6 = raw
+                        f_defFlowCheckId = raw
                     elif tag == 56:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        f7 = raw
+                        f_groupFlowCheckId = raw
                     elif tag == 64:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        f8 = raw
+                        f_ssdStoreId = raw
                     elif tag == 72:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        f9 = raw
+                        f_qryPriorityId = raw
                     elif tag == 82:
                         n = buf[pos]
                         if n < 0x80:
@@ -4258,7 +4358,7 @@ class HeartRequestC2M(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("HeartRequestC2M.authInfo")
-                        f10 = MasterCertificateInfo.decode_from(buf, pos, vend)
+                        f_authInfo = MasterCertificateInfo.decode_from(buf, pos, vend)
                         pos = vend
                     else:
                         pos = skip_field(buf, pos, end, tag)
@@ -4274,23 +4374,23 @@ class HeartRequestC2M(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("HeartRequestC2M")
-        if f1 is None:
+        if f_clientId is None:
             raise MissingRequiredFieldError("HeartRequestC2M", "clientId")
-        if f2 is None:
+        if f_groupName is None:
             raise MissingRequiredFieldError("HeartRequestC2M", "groupName")
-        if f4 is None:
+        if f_reportSubscribeInfo is None:
             raise MissingRequiredFieldError("HeartRequestC2M", "reportSubscribeInfo")
         msg = new_instance(cls)
-        msg.clientId = f1
-        msg.groupName = f2
-        msg.subscribeInfo = f3
-        msg.reportSubscribeInfo = f4
-        msg.event = f5
-        msg._defFlowCheckId = f6
-        msg._groupFlowCheckId = f7
-        msg._ssdStoreId = f8
-        msg._qryPriorityId = f9
-        msg.authInfo = f10
+        msg.clientId = f_clientId
+        msg.groupName = f_groupName
+        msg.subscribeInfo = f_subscribeInfo
+        msg.reportSubscribeInfo = f_reportSubscribeInfo
+        msg.event = f_event
+        msg._defFlowCheckId = f_defFlowCheckId
+        msg._groupFlowCheckId = f_groupFlowCheckId
+        msg._ssdStoreId = f_ssdStoreId
+        msg._qryPriorityId = f_qryPriorityId
+        msg.authInfo = f_authInfo
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -4551,73 +4651,91 @@ class HeartResponseM2C(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.success
-        if v1 is None:
+        v_success = self.success
+        if v_success is None:
             raise RequiredFieldUnsetError("HeartResponseM2C", "success")
-        parts.append(b"\x08\x01" if v1 else b"\x08\x00")
-        v2 = self.errCode
-        if v2 is None:
+        parts.append(b"\x08\x01" if v_success else b"\x08\x00")
+        v_errCode = self.errCode
+        if v_errCode is None:
             raise RequiredFieldUnsetError("HeartResponseM2C", "errCode")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
-        v3 = self.errMsg
-        if v3 is None:
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
+        v_errMsg = self.errMsg
+        if v_errMsg is None:
             raise RequiredFieldUnsetError("HeartResponseM2C", "errMsg")
         parts.append(b"\x1a")
-        data = v3.encode()
+        data = v_errMsg.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v4 = self.event
-        if v4 is not None:
+        v_event = self.event
+        if v_event is not None:
             parts.append(b"\x22")
             sub = []
-            v4._encode(sub)
+            v_event._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v5 = self._notAllocated
-        if v5 is not None:
-            parts.append(b"\x28\x01" if v5 else b"\x28\x00")
-        v6 = self._defFlowCheckId
-        if v6 is not None:
+        v_notAllocated = self._notAllocated
+        if v_notAllocated is not None:
+            parts.append(b"\x28\x01" if v_notAllocated else b"\x28\x00")
+        v_defFlowCheckId = self._defFlowCheckId
+        if v_defFlowCheckId is not None:
             parts.append(b"\x30")
-            parts.append(SMALL_VARINTS[v6] if 0 <= v6 < 0x4000 else int64_bytes(v6))
-        v7 = self._defFlowControlInfo
-        if v7 is not None:
+            parts.append(
+                SMALL_VARINTS[v_defFlowCheckId]
+                if 0 <= v_defFlowCheckId < 0x4000
+                else int64_bytes(v_defFlowCheckId)
+            )
+        v_defFlowControlInfo = self._defFlowControlInfo
+        if v_defFlowControlInfo is not None:
             parts.append(b"\x3a")
-            data = v7.encode()
+            data = v_defFlowControlInfo.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v8 = self._groupFlowCheckId
-        if v8 is not None:
+        v_groupFlowCheckId = self._groupFlowCheckId
+        if v_groupFlowCheckId is not None:
             parts.append(b"\x40")
-            parts.append(SMALL_VARINTS[v8] if 0 <= v8 < 0x4000 else int64_bytes(v8))
-        v9 = self._groupFlowControlInfo
-        if v9 is not None:
+            parts.append(
+                SMALL_VARINTS[v_groupFlowCheckId]
+                if 0 <= v_groupFlowCheckId < 0x4000
+                else int64_bytes(v_groupFlowCheckId)
+            )
+        v_groupFlowControlInfo = self._groupFlowControlInfo
+        if v_groupFlowControlInfo is not None:
             parts.append(b"\x4a")
-            data = v9.encode()
+            data = v_groupFlowControlInfo.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v10 = self._ssdStoreId
-        if v10 is not None:
+        v_ssdStoreId = self._ssdStoreId
+        if v_ssdStoreId is not None:
             parts.append(b"\x50")
-            parts.append(SMALL_VARINTS[v10] if 0 <= v10 < 0x4000 else int64_bytes(v10))
-        v11 = self._qryPriorityId
-        if v11 is not None:
+            parts.append(
+                SMALL_VARINTS[v_ssdStoreId]
+                if 0 <= v_ssdStoreId < 0x4000
+                else int64_bytes(v_ssdStoreId)
+            )
+        v_qryPriorityId = self._qryPriorityId
+        if v_qryPriorityId is not None:
             parts.append(b"\x58")
-            parts.append(SMALL_VARINTS[v11] if 0 <= v11 < 0x4000 else int32_bytes(v11))
-        v12 = self._requireAuth
-        if v12 is not None:
-            parts.append(b"\x60\x01" if v12 else b"\x60\x00")
-        v13 = self.authorizedInfo
-        if v13 is not None:
+            parts.append(
+                SMALL_VARINTS[v_qryPriorityId]
+                if 0 <= v_qryPriorityId < 0x4000
+                else int32_bytes(v_qryPriorityId)
+            )
+        v_requireAuth = self._requireAuth
+        if v_requireAuth is not None:
+            parts.append(b"\x60\x01" if v_requireAuth else b"\x60\x00")
+        v_authorizedInfo = self.authorizedInfo
+        if v_authorizedInfo is not None:
             parts.append(b"\x6a")
             sub = []
-            v13._encode(sub)
+            v_authorizedInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -4634,19 +4752,19 @@ class HeartResponseM2C(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: bool | None = None
-        f2: int | None = None
-        f3: str | None = None
-        f4: EventProto | None = None
-        f5: bool | None = None
-        f6: int | None = None
-        f7: str | None = None
-        f8: int | None = None
-        f9: str | None = None
-        f10: int | None = None
-        f11: int | None = None
-        f12: bool | None = None
-        f13: MasterAuthorizedInfo | None = None
+        f_success: bool | None = None
+        f_errCode: int | None = None
+        f_errMsg: str | None = None
+        f_event: EventProto | None = None
+        f_notAllocated: bool | None = None
+        f_defFlowCheckId: int | None = None
+        f_defFlowControlInfo: str | None = None
+        f_groupFlowCheckId: int | None = None
+        f_groupFlowControlInfo: str | None = None
+        f_ssdStoreId: int | None = None
+        f_qryPriorityId: int | None = None
+        f_requireAuth: bool | None = None
+        f_authorizedInfo: MasterAuthorizedInfo | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -4663,25 +4781,25 @@ class HeartResponseM2C(Message):
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f1 = raw != 0
+                        f_success = raw != 0
                     elif tag == 16:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        f2 = raw
+                        f_errCode = raw
                     elif tag == 26:
                         n = buf[pos]
                         if n < 0x80:
@@ -4691,7 +4809,7 @@ class HeartResponseM2C(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("HeartResponseM2C.errMsg")
-                        f3 = buf[pos:vend].decode()
+                        f_errMsg = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 34:
                         n = buf[pos]
@@ -4702,7 +4820,7 @@ class HeartResponseM2C(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("HeartResponseM2C.event")
-                        f4 = EventProto.decode_from(buf, pos, vend)
+                        f_event = EventProto.decode_from(buf, pos, vend)
                         pos = vend
                     elif tag == 40:
                         raw = buf[pos]
@@ -4710,25 +4828,25 @@ class HeartResponseM2C(Message):
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f5 = raw != 0
+                        f_notAllocated = raw != 0
                     elif tag == 48:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        f6 = raw
+                        f_defFlowCheckId = raw
                     else:
                         pos = skip_field(buf, pos, end, tag)
                         unknown = add_unknown(unknown, buf[start:pos])
@@ -4743,26 +4861,26 @@ class HeartResponseM2C(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("HeartResponseM2C.defFlowControlInfo")
-                            f7 = buf[pos:vend].decode()
+                            f_defFlowControlInfo = buf[pos:vend].decode()
                             pos = vend
                         elif tag == 64:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int64(raw)
-                            f8 = raw
+                            f_groupFlowCheckId = raw
                         elif tag == 74:
                             n = buf[pos]
                             if n < 0x80:
@@ -4772,7 +4890,7 @@ class HeartResponseM2C(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("HeartResponseM2C.groupFlowControlInfo")
-                            f9 = buf[pos:vend].decode()
+                            f_groupFlowControlInfo = buf[pos:vend].decode()
                             pos = vend
                         else:
                             pos = skip_field(buf, pos, end, tag)
@@ -4782,45 +4900,45 @@ class HeartResponseM2C(Message):
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int64(raw)
-                            f10 = raw
+                            f_ssdStoreId = raw
                         elif tag == 88:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int32(raw)
-                            f11 = raw
+                            f_qryPriorityId = raw
                         elif tag == 96:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f12 = raw != 0
+                            f_requireAuth = raw != 0
                         elif tag == 106:
                             n = buf[pos]
                             if n < 0x80:
@@ -4830,7 +4948,7 @@ class HeartResponseM2C(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("HeartResponseM2C.authorizedInfo")
-                            f13 = MasterAuthorizedInfo.decode_from(buf, pos, vend)
+                            f_authorizedInfo = MasterAuthorizedInfo.decode_from(buf, pos, vend)
                             pos = vend
                         else:
                             pos = skip_field(buf, pos, end, tag)
@@ -4846,26 +4964,26 @@ class HeartResponseM2C(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("HeartResponseM2C")
-        if f1 is None:
+        if f_success is None:
             raise MissingRequiredFieldError("HeartResponseM2C", "success")
-        if f2 is None:
+        if f_errCode is None:
             raise MissingRequiredFieldError("HeartResponseM2C", "errCode")
-        if f3 is None:
+        if f_errMsg is None:
             raise MissingRequiredFieldError("HeartResponseM2C", "errMsg")
         msg = new_instance(cls)
-        msg.success = f1
-        msg.errCode = f2
-        msg.errMsg = f3
-        msg.event = f4
-        msg._notAllocated = f5
-        msg._defFlowCheckId = f6
-        msg._defFlowControlInfo = f7
-        msg._groupFlowCheckId = f8
-        msg._groupFlowControlInfo = f9
-        msg._ssdStoreId = f10
-        msg._qryPriorityId = f11
-        msg._requireAuth = f12
-        msg.authorizedInfo = f13
+        msg.success = f_success
+        msg.errCode = f_errCode
+        msg.errMsg = f_errMsg
+        msg.event = f_event
+        msg._notAllocated = f_notAllocated
+        msg._defFlowCheckId = f_defFlowCheckId
+        msg._defFlowControlInfo = f_defFlowControlInfo
+        msg._groupFlowCheckId = f_groupFlowCheckId
+        msg._groupFlowControlInfo = f_groupFlowControlInfo
+        msg._ssdStoreId = f_ssdStoreId
+        msg._qryPriorityId = f_qryPriorityId
+        msg._requireAuth = f_requireAuth
+        msg.authorizedInfo = f_authorizedInfo
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -4931,27 +5049,27 @@ class CloseRequestC2M(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.clientId
-        if v1 is None:
+        v_clientId = self.clientId
+        if v_clientId is None:
             raise RequiredFieldUnsetError("CloseRequestC2M", "clientId")
         parts.append(b"\x0a")
-        data = v1.encode()
+        data = v_clientId.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v2 = self.groupName
-        if v2 is None:
+        v_groupName = self.groupName
+        if v_groupName is None:
             raise RequiredFieldUnsetError("CloseRequestC2M", "groupName")
         parts.append(b"\x12")
-        data = v2.encode()
+        data = v_groupName.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v3 = self.authInfo
-        if v3 is not None:
+        v_authInfo = self.authInfo
+        if v_authInfo is not None:
             parts.append(b"\x1a")
             sub = []
-            v3._encode(sub)
+            v_authInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -4968,9 +5086,9 @@ class CloseRequestC2M(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: str | None = None
-        f3: MasterCertificateInfo | None = None
+        f_clientId: str | None = None
+        f_groupName: str | None = None
+        f_authInfo: MasterCertificateInfo | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -4989,7 +5107,7 @@ class CloseRequestC2M(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CloseRequestC2M.clientId")
-                    f1 = buf[pos:vend].decode()
+                    f_clientId = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -5000,7 +5118,7 @@ class CloseRequestC2M(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CloseRequestC2M.groupName")
-                    f2 = buf[pos:vend].decode()
+                    f_groupName = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 26:
                     n = buf[pos]
@@ -5011,7 +5129,7 @@ class CloseRequestC2M(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CloseRequestC2M.authInfo")
-                    f3 = MasterCertificateInfo.decode_from(buf, pos, vend)
+                    f_authInfo = MasterCertificateInfo.decode_from(buf, pos, vend)
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -5026,14 +5144,14 @@ class CloseRequestC2M(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("CloseRequestC2M")
-        if f1 is None:
+        if f_clientId is None:
             raise MissingRequiredFieldError("CloseRequestC2M", "clientId")
-        if f2 is None:
+        if f_groupName is None:
             raise MissingRequiredFieldError("CloseRequestC2M", "groupName")
         msg = new_instance(cls)
-        msg.clientId = f1
-        msg.groupName = f2
-        msg.authInfo = f3
+        msg.clientId = f_clientId
+        msg.groupName = f_groupName
+        msg.authInfo = f_authInfo
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -5094,20 +5212,22 @@ class CloseResponseM2C(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.success
-        if v1 is None:
+        v_success = self.success
+        if v_success is None:
             raise RequiredFieldUnsetError("CloseResponseM2C", "success")
-        parts.append(b"\x08\x01" if v1 else b"\x08\x00")
-        v2 = self.errCode
-        if v2 is None:
+        parts.append(b"\x08\x01" if v_success else b"\x08\x00")
+        v_errCode = self.errCode
+        if v_errCode is None:
             raise RequiredFieldUnsetError("CloseResponseM2C", "errCode")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
-        v3 = self.errMsg
-        if v3 is None:
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
+        v_errMsg = self.errMsg
+        if v_errMsg is None:
             raise RequiredFieldUnsetError("CloseResponseM2C", "errMsg")
         parts.append(b"\x1a")
-        data = v3.encode()
+        data = v_errMsg.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
@@ -5123,9 +5243,9 @@ class CloseResponseM2C(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: bool | None = None
-        f2: int | None = None
-        f3: str | None = None
+        f_success: bool | None = None
+        f_errCode: int | None = None
+        f_errMsg: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -5141,25 +5261,25 @@ class CloseResponseM2C(Message):
                         pos += 1
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw != 0
+                    f_success = raw != 0
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f2 = raw
+                    f_errCode = raw
                 elif tag == 26:
                     n = buf[pos]
                     if n < 0x80:
@@ -5169,7 +5289,7 @@ class CloseResponseM2C(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CloseResponseM2C.errMsg")
-                    f3 = buf[pos:vend].decode()
+                    f_errMsg = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -5180,16 +5300,16 @@ class CloseResponseM2C(Message):
             raise invalid_utf8("CloseResponseM2C.errMsg", exc) from None
         if pos != end:
             raise truncated("CloseResponseM2C")
-        if f1 is None:
+        if f_success is None:
             raise MissingRequiredFieldError("CloseResponseM2C", "success")
-        if f2 is None:
+        if f_errCode is None:
             raise MissingRequiredFieldError("CloseResponseM2C", "errCode")
-        if f3 is None:
+        if f_errMsg is None:
             raise MissingRequiredFieldError("CloseResponseM2C", "errMsg")
         msg = new_instance(cls)
-        msg.success = f1
-        msg.errCode = f2
-        msg.errMsg = f3
+        msg.success = f_success
+        msg.errCode = f_errCode
+        msg.errMsg = f_errMsg
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -5284,25 +5404,25 @@ class EnableBrokerFunInfo(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.enableConsumeAuthenticate
-        if v1 is None:
+        v_enableConsumeAuthenticate = self.enableConsumeAuthenticate
+        if v_enableConsumeAuthenticate is None:
             raise RequiredFieldUnsetError("EnableBrokerFunInfo", "enableConsumeAuthenticate")
-        parts.append(b"\x08\x01" if v1 else b"\x08\x00")
-        v2 = self.enableConsumeAuthorize
-        if v2 is None:
+        parts.append(b"\x08\x01" if v_enableConsumeAuthenticate else b"\x08\x00")
+        v_enableConsumeAuthorize = self.enableConsumeAuthorize
+        if v_enableConsumeAuthorize is None:
             raise RequiredFieldUnsetError("EnableBrokerFunInfo", "enableConsumeAuthorize")
-        parts.append(b"\x10\x01" if v2 else b"\x10\x00")
-        v3 = self.enableProduceAuthenticate
-        if v3 is None:
+        parts.append(b"\x10\x01" if v_enableConsumeAuthorize else b"\x10\x00")
+        v_enableProduceAuthenticate = self.enableProduceAuthenticate
+        if v_enableProduceAuthenticate is None:
             raise RequiredFieldUnsetError("EnableBrokerFunInfo", "enableProduceAuthenticate")
-        parts.append(b"\x18\x01" if v3 else b"\x18\x00")
-        v4 = self.enableProduceAuthorize
-        if v4 is None:
+        parts.append(b"\x18\x01" if v_enableProduceAuthenticate else b"\x18\x00")
+        v_enableProduceAuthorize = self.enableProduceAuthorize
+        if v_enableProduceAuthorize is None:
             raise RequiredFieldUnsetError("EnableBrokerFunInfo", "enableProduceAuthorize")
-        parts.append(b"\x20\x01" if v4 else b"\x20\x00")
-        v5 = self._enableVisitTokenCheck
-        if v5 is not None:
-            parts.append(b"\x28\x01" if v5 else b"\x28\x00")
+        parts.append(b"\x20\x01" if v_enableProduceAuthorize else b"\x20\x00")
+        v_enableVisitTokenCheck = self._enableVisitTokenCheck
+        if v_enableVisitTokenCheck is not None:
+            parts.append(b"\x28\x01" if v_enableVisitTokenCheck else b"\x28\x00")
         if self._unknown:
             parts.append(self._unknown)
 
@@ -5315,11 +5435,11 @@ class EnableBrokerFunInfo(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: bool | None = None
-        f2: bool | None = None
-        f3: bool | None = None
-        f4: bool | None = None
-        f5: bool | None = None
+        f_enableConsumeAuthenticate: bool | None = None
+        f_enableConsumeAuthorize: bool | None = None
+        f_enableProduceAuthenticate: bool | None = None
+        f_enableProduceAuthorize: bool | None = None
+        f_enableVisitTokenCheck: bool | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -5335,35 +5455,35 @@ class EnableBrokerFunInfo(Message):
                         pos += 1
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw != 0
+                    f_enableConsumeAuthenticate = raw != 0
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f2 = raw != 0
+                    f_enableConsumeAuthorize = raw != 0
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f3 = raw != 0
+                    f_enableProduceAuthenticate = raw != 0
                 elif tag == 32:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f4 = raw != 0
+                    f_enableProduceAuthorize = raw != 0
                 elif tag == 40:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f5 = raw != 0
+                    f_enableVisitTokenCheck = raw != 0
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -5371,20 +5491,20 @@ class EnableBrokerFunInfo(Message):
             raise truncated("EnableBrokerFunInfo") from None
         if pos != end:
             raise truncated("EnableBrokerFunInfo")
-        if f1 is None:
+        if f_enableConsumeAuthenticate is None:
             raise MissingRequiredFieldError("EnableBrokerFunInfo", "enableConsumeAuthenticate")
-        if f2 is None:
+        if f_enableConsumeAuthorize is None:
             raise MissingRequiredFieldError("EnableBrokerFunInfo", "enableConsumeAuthorize")
-        if f3 is None:
+        if f_enableProduceAuthenticate is None:
             raise MissingRequiredFieldError("EnableBrokerFunInfo", "enableProduceAuthenticate")
-        if f4 is None:
+        if f_enableProduceAuthorize is None:
             raise MissingRequiredFieldError("EnableBrokerFunInfo", "enableProduceAuthorize")
         msg = new_instance(cls)
-        msg.enableConsumeAuthenticate = f1
-        msg.enableConsumeAuthorize = f2
-        msg.enableProduceAuthenticate = f3
-        msg.enableProduceAuthorize = f4
-        msg._enableVisitTokenCheck = f5
+        msg.enableConsumeAuthenticate = f_enableConsumeAuthenticate
+        msg.enableConsumeAuthorize = f_enableConsumeAuthorize
+        msg.enableProduceAuthenticate = f_enableProduceAuthenticate
+        msg.enableProduceAuthorize = f_enableProduceAuthorize
+        msg._enableVisitTokenCheck = f_enableVisitTokenCheck
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -5458,18 +5578,18 @@ class MasterBrokerAuthorizedInfo(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.visitAuthorizedToken
-        if v1 is None:
+        v_visitAuthorizedToken = self.visitAuthorizedToken
+        if v_visitAuthorizedToken is None:
             raise RequiredFieldUnsetError("MasterBrokerAuthorizedInfo", "visitAuthorizedToken")
         parts.append(b"\x0a")
-        data = v1.encode()
+        data = v_visitAuthorizedToken.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v2 = self._authAuthorizedToken
-        if v2 is not None:
+        v_authAuthorizedToken = self._authAuthorizedToken
+        if v_authAuthorizedToken is not None:
             parts.append(b"\x12")
-            data = v2.encode()
+            data = v_authAuthorizedToken.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -5485,8 +5605,8 @@ class MasterBrokerAuthorizedInfo(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: str | None = None
+        f_visitAuthorizedToken: str | None = None
+        f_authAuthorizedToken: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -5505,7 +5625,7 @@ class MasterBrokerAuthorizedInfo(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("MasterBrokerAuthorizedInfo.visitAuthorizedToken")
-                    f1 = buf[pos:vend].decode()
+                    f_visitAuthorizedToken = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -5516,7 +5636,7 @@ class MasterBrokerAuthorizedInfo(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("MasterBrokerAuthorizedInfo.authAuthorizedToken")
-                    f2 = buf[pos:vend].decode()
+                    f_authAuthorizedToken = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -5531,11 +5651,11 @@ class MasterBrokerAuthorizedInfo(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("MasterBrokerAuthorizedInfo")
-        if f1 is None:
+        if f_visitAuthorizedToken is None:
             raise MissingRequiredFieldError("MasterBrokerAuthorizedInfo", "visitAuthorizedToken")
         msg = new_instance(cls)
-        msg.visitAuthorizedToken = f1
-        msg._authAuthorizedToken = f2
+        msg.visitAuthorizedToken = f_visitAuthorizedToken
+        msg._authAuthorizedToken = f_authAuthorizedToken
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -5609,15 +5729,21 @@ class ClusterConfig(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.configId
-        if v1 is None:
+        v_configId = self.configId
+        if v_configId is None:
             raise RequiredFieldUnsetError("ClusterConfig", "configId")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int64_bytes(v1))
-        v2 = self._maxMsgSize
-        if v2 is not None:
+        parts.append(
+            SMALL_VARINTS[v_configId] if 0 <= v_configId < 0x4000 else int64_bytes(v_configId)
+        )
+        v_maxMsgSize = self._maxMsgSize
+        if v_maxMsgSize is not None:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
+            parts.append(
+                SMALL_VARINTS[v_maxMsgSize]
+                if 0 <= v_maxMsgSize < 0x4000
+                else int32_bytes(v_maxMsgSize)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -5630,8 +5756,8 @@ class ClusterConfig(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
+        f_configId: int | None = None
+        f_maxMsgSize: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -5645,38 +5771,38 @@ class ClusterConfig(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f1 = raw
+                    f_configId = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f2 = raw
+                    f_maxMsgSize = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -5684,11 +5810,11 @@ class ClusterConfig(Message):
             raise truncated("ClusterConfig") from None
         if pos != end:
             raise truncated("ClusterConfig")
-        if f1 is None:
+        if f_configId is None:
             raise MissingRequiredFieldError("ClusterConfig", "configId")
         msg = new_instance(cls)
-        msg.configId = f1
-        msg._maxMsgSize = f2
+        msg.configId = f_configId
+        msg._maxMsgSize = f_maxMsgSize
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -5900,86 +6026,116 @@ class RegisterRequestB2M(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.clientId
-        if v1 is None:
+        v_clientId = self.clientId
+        if v_clientId is None:
             raise RequiredFieldUnsetError("RegisterRequestB2M", "clientId")
         parts.append(b"\x0a")
-        data = v1.encode()
+        data = v_clientId.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v2 = self.brokerOnline
-        if v2 is None:
+        v_brokerOnline = self.brokerOnline
+        if v_brokerOnline is None:
             raise RequiredFieldUnsetError("RegisterRequestB2M", "brokerOnline")
-        parts.append(b"\x10\x01" if v2 else b"\x10\x00")
-        v3 = self.enableTls
-        if v3 is None:
+        parts.append(b"\x10\x01" if v_brokerOnline else b"\x10\x00")
+        v_enableTls = self.enableTls
+        if v_enableTls is None:
             raise RequiredFieldUnsetError("RegisterRequestB2M", "enableTls")
-        parts.append(b"\x18\x01" if v3 else b"\x18\x00")
-        v4 = self.readStatusRpt
-        if v4 is None:
+        parts.append(b"\x18\x01" if v_enableTls else b"\x18\x00")
+        v_readStatusRpt = self.readStatusRpt
+        if v_readStatusRpt is None:
             raise RequiredFieldUnsetError("RegisterRequestB2M", "readStatusRpt")
         parts.append(b"\x20")
-        parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
-        v5 = self.writeStatusRpt
-        if v5 is None:
+        parts.append(
+            SMALL_VARINTS[v_readStatusRpt]
+            if 0 <= v_readStatusRpt < 0x4000
+            else int32_bytes(v_readStatusRpt)
+        )
+        v_writeStatusRpt = self.writeStatusRpt
+        if v_writeStatusRpt is None:
             raise RequiredFieldUnsetError("RegisterRequestB2M", "writeStatusRpt")
         parts.append(b"\x28")
-        parts.append(SMALL_VARINTS[v5] if 0 <= v5 < 0x4000 else int32_bytes(v5))
-        v6 = self.curBrokerConfId
-        if v6 is None:
+        parts.append(
+            SMALL_VARINTS[v_writeStatusRpt]
+            if 0 <= v_writeStatusRpt < 0x4000
+            else int32_bytes(v_writeStatusRpt)
+        )
+        v_curBrokerConfId = self.curBrokerConfId
+        if v_curBrokerConfId is None:
             raise RequiredFieldUnsetError("RegisterRequestB2M", "curBrokerConfId")
         parts.append(b"\x30")
-        parts.append(SMALL_VARINTS[v6] if 0 <= v6 < 0x4000 else int64_bytes(v6))
-        v7 = self.confCheckSumId
-        if v7 is None:
+        parts.append(
+            SMALL_VARINTS[v_curBrokerConfId]
+            if 0 <= v_curBrokerConfId < 0x4000
+            else int64_bytes(v_curBrokerConfId)
+        )
+        v_confCheckSumId = self.confCheckSumId
+        if v_confCheckSumId is None:
             raise RequiredFieldUnsetError("RegisterRequestB2M", "confCheckSumId")
         parts.append(b"\x38")
-        parts.append(SMALL_VARINTS[v7] if 0 <= v7 < 0x4000 else int32_bytes(v7))
-        v8 = self.brokerDefaultConfInfo
-        if v8 is None:
+        parts.append(
+            SMALL_VARINTS[v_confCheckSumId]
+            if 0 <= v_confCheckSumId < 0x4000
+            else int32_bytes(v_confCheckSumId)
+        )
+        v_brokerDefaultConfInfo = self.brokerDefaultConfInfo
+        if v_brokerDefaultConfInfo is None:
             raise RequiredFieldUnsetError("RegisterRequestB2M", "brokerDefaultConfInfo")
         parts.append(b"\x42")
-        data = v8.encode()
+        data = v_brokerDefaultConfInfo.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        for item9 in self.brokerTopicSetConfInfo:
+        for item_brokerTopicSetConfInfo in self.brokerTopicSetConfInfo:
             parts.append(b"\x4a")
-            data = item9.encode()
+            data = item_brokerTopicSetConfInfo.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v10 = self._ssdStoreId
-        if v10 is not None:
+        v_ssdStoreId = self._ssdStoreId
+        if v_ssdStoreId is not None:
             parts.append(b"\x50")
-            parts.append(SMALL_VARINTS[v10] if 0 <= v10 < 0x4000 else int64_bytes(v10))
-        v11 = self._flowCheckId
-        if v11 is not None:
+            parts.append(
+                SMALL_VARINTS[v_ssdStoreId]
+                if 0 <= v_ssdStoreId < 0x4000
+                else int64_bytes(v_ssdStoreId)
+            )
+        v_flowCheckId = self._flowCheckId
+        if v_flowCheckId is not None:
             parts.append(b"\x58")
-            parts.append(SMALL_VARINTS[v11] if 0 <= v11 < 0x4000 else int64_bytes(v11))
-        v12 = self._qryPriorityId
-        if v12 is not None:
+            parts.append(
+                SMALL_VARINTS[v_flowCheckId]
+                if 0 <= v_flowCheckId < 0x4000
+                else int64_bytes(v_flowCheckId)
+            )
+        v_qryPriorityId = self._qryPriorityId
+        if v_qryPriorityId is not None:
             parts.append(b"\x60")
-            parts.append(SMALL_VARINTS[v12] if 0 <= v12 < 0x4000 else int32_bytes(v12))
-        v13 = self._tlsPort
-        if v13 is not None:
+            parts.append(
+                SMALL_VARINTS[v_qryPriorityId]
+                if 0 <= v_qryPriorityId < 0x4000
+                else int32_bytes(v_qryPriorityId)
+            )
+        v_tlsPort = self._tlsPort
+        if v_tlsPort is not None:
             parts.append(b"\x68")
-            parts.append(SMALL_VARINTS[v13] if 0 <= v13 < 0x4000 else int32_bytes(v13))
-        v14 = self.authInfo
-        if v14 is not None:
+            parts.append(
+                SMALL_VARINTS[v_tlsPort] if 0 <= v_tlsPort < 0x4000 else int32_bytes(v_tlsPort)
+            )
+        v_authInfo = self.authInfo
+        if v_authInfo is not None:
             parts.append(b"\x72")
             sub = []
-            v14._encode(sub)
+            v_authInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v15 = self.clsConfig
-        if v15 is not None:
+        v_clsConfig = self.clsConfig
+        if v_clsConfig is not None:
             parts.append(b"\x7a")
             sub = []
-            v15._encode(sub)
+            v_clsConfig._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -5996,21 +6152,21 @@ class RegisterRequestB2M(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: bool | None = None
-        f3: bool | None = None
-        f4: int | None = None
-        f5: int | None = None
-        f6: int | None = None
-        f7: int | None = None
-        f8: str | None = None
-        f9: list[str] = []
-        f10: int | None = None
-        f11: int | None = None
-        f12: int | None = None
-        f13: int | None = None
-        f14: MasterCertificateInfo | None = None
-        f15: ClusterConfig | None = None
+        f_clientId: str | None = None
+        f_brokerOnline: bool | None = None
+        f_enableTls: bool | None = None
+        f_readStatusRpt: int | None = None
+        f_writeStatusRpt: int | None = None
+        f_curBrokerConfId: int | None = None
+        f_confCheckSumId: int | None = None
+        f_brokerDefaultConfInfo: str | None = None
+        f_brokerTopicSetConfInfo: list[str] = []
+        f_ssdStoreId: int | None = None
+        f_flowCheckId: int | None = None
+        f_qryPriorityId: int | None = None
+        f_tlsPort: int | None = None
+        f_authInfo: MasterCertificateInfo | None = None
+        f_clsConfig: ClusterConfig | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -6031,7 +6187,7 @@ class RegisterRequestB2M(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("RegisterRequestB2M.clientId")
-                            f1 = buf[pos:vend].decode()
+                            f_clientId = buf[pos:vend].decode()
                             pos = vend
                         elif tag == 16:
                             raw = buf[pos]
@@ -6039,14 +6195,14 @@ class RegisterRequestB2M(Message):
                                 pos += 1
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f2 = raw != 0
+                            f_brokerOnline = raw != 0
                         elif tag == 24:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f3 = raw != 0
+                            f_enableTls = raw != 0
                         else:
                             pos = skip_field(buf, pos, end, tag)
                             unknown = add_unknown(unknown, buf[start:pos])
@@ -6055,74 +6211,74 @@ class RegisterRequestB2M(Message):
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int32(raw)
-                            f4 = raw
+                            f_readStatusRpt = raw
                         elif tag == 40:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int32(raw)
-                            f5 = raw
+                            f_writeStatusRpt = raw
                         elif tag == 48:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int64(raw)
-                            f6 = raw
+                            f_curBrokerConfId = raw
                         elif tag == 56:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int32(raw)
-                            f7 = raw
+                            f_confCheckSumId = raw
                         else:
                             pos = skip_field(buf, pos, end, tag)
                             unknown = add_unknown(unknown, buf[start:pos])
@@ -6137,7 +6293,7 @@ class RegisterRequestB2M(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("RegisterRequestB2M.brokerDefaultConfInfo")
-                            f8 = buf[pos:vend].decode()
+                            f_brokerDefaultConfInfo = buf[pos:vend].decode()
                             pos = vend
                         elif tag == 74:
                             n = buf[pos]
@@ -6148,45 +6304,45 @@ class RegisterRequestB2M(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("RegisterRequestB2M.brokerTopicSetConfInfo")
-                            x9 = buf[pos:vend].decode()
+                            x_brokerTopicSetConfInfo = buf[pos:vend].decode()
                             pos = vend
-                            f9.append(x9)
+                            f_brokerTopicSetConfInfo.append(x_brokerTopicSetConfInfo)
                         elif tag == 80:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int64(raw)
-                            f10 = raw
+                            f_ssdStoreId = raw
                         elif tag == 88:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int64(raw)
-                            f11 = raw
+                            f_flowCheckId = raw
                         else:
                             pos = skip_field(buf, pos, end, tag)
                             unknown = add_unknown(unknown, buf[start:pos])
@@ -6195,38 +6351,38 @@ class RegisterRequestB2M(Message):
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int32(raw)
-                            f12 = raw
+                            f_qryPriorityId = raw
                         elif tag == 104:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int32(raw)
-                            f13 = raw
+                            f_tlsPort = raw
                         elif tag == 114:
                             n = buf[pos]
                             if n < 0x80:
@@ -6236,7 +6392,7 @@ class RegisterRequestB2M(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("RegisterRequestB2M.authInfo")
-                            f14 = MasterCertificateInfo.decode_from(buf, pos, vend)
+                            f_authInfo = MasterCertificateInfo.decode_from(buf, pos, vend)
                             pos = vend
                         elif tag == 122:
                             n = buf[pos]
@@ -6247,7 +6403,7 @@ class RegisterRequestB2M(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("RegisterRequestB2M.clsConfig")
-                            f15 = ClusterConfig.decode_from(buf, pos, vend)
+                            f_clsConfig = ClusterConfig.decode_from(buf, pos, vend)
                             pos = vend
                         else:
                             pos = skip_field(buf, pos, end, tag)
@@ -6263,38 +6419,38 @@ class RegisterRequestB2M(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("RegisterRequestB2M")
-        if f1 is None:
+        if f_clientId is None:
             raise MissingRequiredFieldError("RegisterRequestB2M", "clientId")
-        if f2 is None:
+        if f_brokerOnline is None:
             raise MissingRequiredFieldError("RegisterRequestB2M", "brokerOnline")
-        if f3 is None:
+        if f_enableTls is None:
             raise MissingRequiredFieldError("RegisterRequestB2M", "enableTls")
-        if f4 is None:
+        if f_readStatusRpt is None:
             raise MissingRequiredFieldError("RegisterRequestB2M", "readStatusRpt")
-        if f5 is None:
+        if f_writeStatusRpt is None:
             raise MissingRequiredFieldError("RegisterRequestB2M", "writeStatusRpt")
-        if f6 is None:
+        if f_curBrokerConfId is None:
             raise MissingRequiredFieldError("RegisterRequestB2M", "curBrokerConfId")
-        if f7 is None:
+        if f_confCheckSumId is None:
             raise MissingRequiredFieldError("RegisterRequestB2M", "confCheckSumId")
-        if f8 is None:
+        if f_brokerDefaultConfInfo is None:
             raise MissingRequiredFieldError("RegisterRequestB2M", "brokerDefaultConfInfo")
         msg = new_instance(cls)
-        msg.clientId = f1
-        msg.brokerOnline = f2
-        msg.enableTls = f3
-        msg.readStatusRpt = f4
-        msg.writeStatusRpt = f5
-        msg.curBrokerConfId = f6
-        msg.confCheckSumId = f7
-        msg.brokerDefaultConfInfo = f8
-        msg.brokerTopicSetConfInfo = f9
-        msg._ssdStoreId = f10
-        msg._flowCheckId = f11
-        msg._qryPriorityId = f12
-        msg._tlsPort = f13
-        msg.authInfo = f14
-        msg.clsConfig = f15
+        msg.clientId = f_clientId
+        msg.brokerOnline = f_brokerOnline
+        msg.enableTls = f_enableTls
+        msg.readStatusRpt = f_readStatusRpt
+        msg.writeStatusRpt = f_writeStatusRpt
+        msg.curBrokerConfId = f_curBrokerConfId
+        msg.confCheckSumId = f_confCheckSumId
+        msg.brokerDefaultConfInfo = f_brokerDefaultConfInfo
+        msg.brokerTopicSetConfInfo = f_brokerTopicSetConfInfo
+        msg._ssdStoreId = f_ssdStoreId
+        msg._flowCheckId = f_flowCheckId
+        msg._qryPriorityId = f_qryPriorityId
+        msg._tlsPort = f_tlsPort
+        msg.authInfo = f_authInfo
+        msg.clsConfig = f_clsConfig
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -6578,107 +6734,129 @@ class RegisterResponseM2B(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.success
-        if v1 is None:
+        v_success = self.success
+        if v_success is None:
             raise RequiredFieldUnsetError("RegisterResponseM2B", "success")
-        parts.append(b"\x08\x01" if v1 else b"\x08\x00")
-        v2 = self.errCode
-        if v2 is None:
+        parts.append(b"\x08\x01" if v_success else b"\x08\x00")
+        v_errCode = self.errCode
+        if v_errCode is None:
             raise RequiredFieldUnsetError("RegisterResponseM2B", "errCode")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
-        v3 = self.errMsg
-        if v3 is None:
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
+        v_errMsg = self.errMsg
+        if v_errMsg is None:
             raise RequiredFieldUnsetError("RegisterResponseM2B", "errMsg")
         parts.append(b"\x1a")
-        data = v3.encode()
+        data = v_errMsg.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v4 = self.stopRead
-        if v4 is None:
+        v_stopRead = self.stopRead
+        if v_stopRead is None:
             raise RequiredFieldUnsetError("RegisterResponseM2B", "stopRead")
-        parts.append(b"\x20\x01" if v4 else b"\x20\x00")
-        v5 = self.stopWrite
-        if v5 is None:
+        parts.append(b"\x20\x01" if v_stopRead else b"\x20\x00")
+        v_stopWrite = self.stopWrite
+        if v_stopWrite is None:
             raise RequiredFieldUnsetError("RegisterResponseM2B", "stopWrite")
-        parts.append(b"\x28\x01" if v5 else b"\x28\x00")
-        v6 = self.takeConfInfo
-        if v6 is None:
+        parts.append(b"\x28\x01" if v_stopWrite else b"\x28\x00")
+        v_takeConfInfo = self.takeConfInfo
+        if v_takeConfInfo is None:
             raise RequiredFieldUnsetError("RegisterResponseM2B", "takeConfInfo")
-        parts.append(b"\x30\x01" if v6 else b"\x30\x00")
-        v7 = self.enableBrokerInfo
-        if v7 is not None:
+        parts.append(b"\x30\x01" if v_takeConfInfo else b"\x30\x00")
+        v_enableBrokerInfo = self.enableBrokerInfo
+        if v_enableBrokerInfo is not None:
             parts.append(b"\x3a")
             sub = []
-            v7._encode(sub)
+            v_enableBrokerInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v8 = self._curBrokerConfId
-        if v8 is not None:
+        v_curBrokerConfId = self._curBrokerConfId
+        if v_curBrokerConfId is not None:
             parts.append(b"\x40")
-            parts.append(SMALL_VARINTS[v8] if 0 <= v8 < 0x4000 else int64_bytes(v8))
-        v9 = self._confCheckSumId
-        if v9 is not None:
+            parts.append(
+                SMALL_VARINTS[v_curBrokerConfId]
+                if 0 <= v_curBrokerConfId < 0x4000
+                else int64_bytes(v_curBrokerConfId)
+            )
+        v_confCheckSumId = self._confCheckSumId
+        if v_confCheckSumId is not None:
             parts.append(b"\x48")
-            parts.append(SMALL_VARINTS[v9] if 0 <= v9 < 0x4000 else int32_bytes(v9))
-        v10 = self._brokerDefaultConfInfo
-        if v10 is not None:
+            parts.append(
+                SMALL_VARINTS[v_confCheckSumId]
+                if 0 <= v_confCheckSumId < 0x4000
+                else int32_bytes(v_confCheckSumId)
+            )
+        v_brokerDefaultConfInfo = self._brokerDefaultConfInfo
+        if v_brokerDefaultConfInfo is not None:
             parts.append(b"\x52")
-            data = v10.encode()
+            data = v_brokerDefaultConfInfo.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        for item11 in self.brokerTopicSetConfInfo:
+        for item_brokerTopicSetConfInfo in self.brokerTopicSetConfInfo:
             parts.append(b"\x5a")
-            data = item11.encode()
+            data = item_brokerTopicSetConfInfo.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v12 = self._ssdStoreId
-        if v12 is not None:
+        v_ssdStoreId = self._ssdStoreId
+        if v_ssdStoreId is not None:
             parts.append(b"\x60")
-            parts.append(SMALL_VARINTS[v12] if 0 <= v12 < 0x4000 else int64_bytes(v12))
-        v13 = self._flowCheckId
-        if v13 is not None:
+            parts.append(
+                SMALL_VARINTS[v_ssdStoreId]
+                if 0 <= v_ssdStoreId < 0x4000
+                else int64_bytes(v_ssdStoreId)
+            )
+        v_flowCheckId = self._flowCheckId
+        if v_flowCheckId is not None:
             parts.append(b"\x68")
-            parts.append(SMALL_VARINTS[v13] if 0 <= v13 < 0x4000 else int64_bytes(v13))
-        v14 = self._flowControlInfo
-        if v14 is not None:
+            parts.append(
+                SMALL_VARINTS[v_flowCheckId]
+                if 0 <= v_flowCheckId < 0x4000
+                else int64_bytes(v_flowCheckId)
+            )
+        v_flowControlInfo = self._flowControlInfo
+        if v_flowControlInfo is not None:
             parts.append(b"\x72")
-            data = v14.encode()
+            data = v_flowControlInfo.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v15 = self._qryPriorityId
-        if v15 is not None:
+        v_qryPriorityId = self._qryPriorityId
+        if v_qryPriorityId is not None:
             parts.append(b"\x78")
-            parts.append(SMALL_VARINTS[v15] if 0 <= v15 < 0x4000 else int32_bytes(v15))
-        v16 = self.authorizedInfo
-        if v16 is not None:
+            parts.append(
+                SMALL_VARINTS[v_qryPriorityId]
+                if 0 <= v_qryPriorityId < 0x4000
+                else int32_bytes(v_qryPriorityId)
+            )
+        v_authorizedInfo = self.authorizedInfo
+        if v_authorizedInfo is not None:
             parts.append(b"\x82\x01")
             sub = []
-            v16._encode(sub)
+            v_authorizedInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v17 = self.brokerAuthorizedInfo
-        if v17 is not None:
+        v_brokerAuthorizedInfo = self.brokerAuthorizedInfo
+        if v_brokerAuthorizedInfo is not None:
             parts.append(b"\x8a\x01")
             sub = []
-            v17._encode(sub)
+            v_brokerAuthorizedInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v18 = self.clsConfig
-        if v18 is not None:
+        v_clsConfig = self.clsConfig
+        if v_clsConfig is not None:
             parts.append(b"\x92\x01")
             sub = []
-            v18._encode(sub)
+            v_clsConfig._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -6695,24 +6873,24 @@ class RegisterResponseM2B(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: bool | None = None
-        f2: int | None = None
-        f3: str | None = None
-        f4: bool | None = None
-        f5: bool | None = None
-        f6: bool | None = None
-        f7: EnableBrokerFunInfo | None = None
-        f8: int | None = None
-        f9: int | None = None
-        f10: str | None = None
-        f11: list[str] = []
-        f12: int | None = None
-        f13: int | None = None
-        f14: str | None = None
-        f15: int | None = None
-        f16: MasterAuthorizedInfo | None = None
-        f17: MasterBrokerAuthorizedInfo | None = None
-        f18: ClusterConfig | None = None
+        f_success: bool | None = None
+        f_errCode: int | None = None
+        f_errMsg: str | None = None
+        f_stopRead: bool | None = None
+        f_stopWrite: bool | None = None
+        f_takeConfInfo: bool | None = None
+        f_enableBrokerInfo: EnableBrokerFunInfo | None = None
+        f_curBrokerConfId: int | None = None
+        f_confCheckSumId: int | None = None
+        f_brokerDefaultConfInfo: str | None = None
+        f_brokerTopicSetConfInfo: list[str] = []
+        f_ssdStoreId: int | None = None
+        f_flowCheckId: int | None = None
+        f_flowControlInfo: str | None = None
+        f_qryPriorityId: int | None = None
+        f_authorizedInfo: MasterAuthorizedInfo | None = None
+        f_brokerAuthorizedInfo: MasterBrokerAuthorizedInfo | None = None
+        f_clsConfig: ClusterConfig | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -6720,8 +6898,8 @@ class RegisterResponseM2B(Message):
                 tag = buf[pos]
                 if tag < 0x80:
                     pos += 1
-                elif (b1 := buf[pos + 1]) < 0x80:
-                    tag = tag & 0x7F | b1 << 7
+                elif (second := buf[pos + 1]) < 0x80:
+                    tag = tag & 0x7F | second << 7
                     pos += 2
                 else:
                     tag, pos = read_varint(buf, pos)
@@ -6733,25 +6911,25 @@ class RegisterResponseM2B(Message):
                                 pos += 1
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f1 = raw != 0
+                            f_success = raw != 0
                         elif tag == 16:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int32(raw)
-                            f2 = raw
+                            f_errCode = raw
                         elif tag == 26:
                             n = buf[pos]
                             if n < 0x80:
@@ -6761,7 +6939,7 @@ class RegisterResponseM2B(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("RegisterResponseM2B.errMsg")
-                            f3 = buf[pos:vend].decode()
+                            f_errMsg = buf[pos:vend].decode()
                             pos = vend
                         elif tag == 32:
                             raw = buf[pos]
@@ -6769,7 +6947,7 @@ class RegisterResponseM2B(Message):
                                 pos += 1
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f4 = raw != 0
+                            f_stopRead = raw != 0
                         else:
                             pos = skip_field(buf, pos, end, tag)
                             unknown = add_unknown(unknown, buf[start:pos])
@@ -6780,14 +6958,14 @@ class RegisterResponseM2B(Message):
                                 pos += 1
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f5 = raw != 0
+                            f_stopWrite = raw != 0
                         elif tag == 48:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f6 = raw != 0
+                            f_takeConfInfo = raw != 0
                         elif tag == 58:
                             n = buf[pos]
                             if n < 0x80:
@@ -6797,44 +6975,44 @@ class RegisterResponseM2B(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("RegisterResponseM2B.enableBrokerInfo")
-                            f7 = EnableBrokerFunInfo.decode_from(buf, pos, vend)
+                            f_enableBrokerInfo = EnableBrokerFunInfo.decode_from(buf, pos, vend)
                             pos = vend
                         elif tag == 64:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int64(raw)
-                            f8 = raw
+                            f_curBrokerConfId = raw
                         elif tag == 72:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int32(raw)
-                            f9 = raw
+                            f_confCheckSumId = raw
                         else:
                             pos = skip_field(buf, pos, end, tag)
                             unknown = add_unknown(unknown, buf[start:pos])
@@ -6849,7 +7027,7 @@ class RegisterResponseM2B(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("RegisterResponseM2B.brokerDefaultConfInfo")
-                            f10 = buf[pos:vend].decode()
+                            f_brokerDefaultConfInfo = buf[pos:vend].decode()
                             pos = vend
                         elif tag == 90:
                             n = buf[pos]
@@ -6860,45 +7038,45 @@ class RegisterResponseM2B(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("RegisterResponseM2B.brokerTopicSetConfInfo")
-                            x11 = buf[pos:vend].decode()
+                            x_brokerTopicSetConfInfo = buf[pos:vend].decode()
                             pos = vend
-                            f11.append(x11)
+                            f_brokerTopicSetConfInfo.append(x_brokerTopicSetConfInfo)
                         elif tag == 96:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int64(raw)
-                            f12 = raw
+                            f_ssdStoreId = raw
                         elif tag == 104:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int64(raw)
-                            f13 = raw
+                            f_flowCheckId = raw
                         else:
                             pos = skip_field(buf, pos, end, tag)
                             unknown = add_unknown(unknown, buf[start:pos])
@@ -6912,26 +7090,26 @@ class RegisterResponseM2B(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("RegisterResponseM2B.flowControlInfo")
-                            f14 = buf[pos:vend].decode()
+                            f_flowControlInfo = buf[pos:vend].decode()
                             pos = vend
                         elif tag == 120:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int32(raw)
-                            f15 = raw
+                            f_qryPriorityId = raw
                         elif tag == 130:
                             n = buf[pos]
                             if n < 0x80:
@@ -6941,7 +7119,7 @@ class RegisterResponseM2B(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("RegisterResponseM2B.authorizedInfo")
-                            f16 = MasterAuthorizedInfo.decode_from(buf, pos, vend)
+                            f_authorizedInfo = MasterAuthorizedInfo.decode_from(buf, pos, vend)
                             pos = vend
                         elif tag == 138:
                             n = buf[pos]
@@ -6952,7 +7130,11 @@ class RegisterResponseM2B(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("RegisterResponseM2B.brokerAuthorizedInfo")
-                            f17 = MasterBrokerAuthorizedInfo.decode_from(buf, pos, vend)
+                            f_brokerAuthorizedInfo = MasterBrokerAuthorizedInfo.decode_from(
+                                buf,
+                                pos,
+                                vend,
+                            )
                             pos = vend
                         elif tag == 146:
                             n = buf[pos]
@@ -6963,7 +7145,7 @@ class RegisterResponseM2B(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("RegisterResponseM2B.clsConfig")
-                            f18 = ClusterConfig.decode_from(buf, pos, vend)
+                            f_clsConfig = ClusterConfig.decode_from(buf, pos, vend)
                             pos = vend
                         else:
                             pos = skip_field(buf, pos, end, tag)
@@ -6980,37 +7162,37 @@ class RegisterResponseM2B(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("RegisterResponseM2B")
-        if f1 is None:
+        if f_success is None:
             raise MissingRequiredFieldError("RegisterResponseM2B", "success")
-        if f2 is None:
+        if f_errCode is None:
             raise MissingRequiredFieldError("RegisterResponseM2B", "errCode")
-        if f3 is None:
+        if f_errMsg is None:
             raise MissingRequiredFieldError("RegisterResponseM2B", "errMsg")
-        if f4 is None:
+        if f_stopRead is None:
             raise MissingRequiredFieldError("RegisterResponseM2B", "stopRead")
-        if f5 is None:
+        if f_stopWrite is None:
             raise MissingRequiredFieldError("RegisterResponseM2B", "stopWrite")
-        if f6 is None:
+        if f_takeConfInfo is None:
             raise MissingRequiredFieldError("RegisterResponseM2B", "takeConfInfo")
         msg = new_instance(cls)
-        msg.success = f1
-        msg.errCode = f2
-        msg.errMsg = f3
-        msg.stopRead = f4
-        msg.stopWrite = f5
-        msg.takeConfInfo = f6
-        msg.enableBrokerInfo = f7
-        msg._curBrokerConfId = f8
-        msg._confCheckSumId = f9
-        msg._brokerDefaultConfInfo = f10
-        msg.brokerTopicSetConfInfo = f11
-        msg._ssdStoreId = f12
-        msg._flowCheckId = f13
-        msg._flowControlInfo = f14
-        msg._qryPriorityId = f15
-        msg.authorizedInfo = f16
-        msg.brokerAuthorizedInfo = f17
-        msg.clsConfig = f18
+        msg.success = f_success
+        msg.errCode = f_errCode
+        msg.errMsg = f_errMsg
+        msg.stopRead = f_stopRead
+        msg.stopWrite = f_stopWrite
+        msg.takeConfInfo = f_takeConfInfo
+        msg.enableBrokerInfo = f_enableBrokerInfo
+        msg._curBrokerConfId = f_curBrokerConfId
+        msg._confCheckSumId = f_confCheckSumId
+        msg._brokerDefaultConfInfo = f_brokerDefaultConfInfo
+        msg.brokerTopicSetConfInfo = f_brokerTopicSetConfInfo
+        msg._ssdStoreId = f_ssdStoreId
+        msg._flowCheckId = f_flowCheckId
+        msg._flowControlInfo = f_flowControlInfo
+        msg._qryPriorityId = f_qryPriorityId
+        msg.authorizedInfo = f_authorizedInfo
+        msg.brokerAuthorizedInfo = f_brokerAuthorizedInfo
+        msg.clsConfig = f_clsConfig
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -7220,91 +7402,119 @@ class HeartRequestB2M(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.brokerId
-        if v1 is None:
+        v_brokerId = self.brokerId
+        if v_brokerId is None:
             raise RequiredFieldUnsetError("HeartRequestB2M", "brokerId")
         parts.append(b"\x0a")
-        data = v1.encode()
+        data = v_brokerId.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v2 = self.brokerOnline
-        if v2 is None:
+        v_brokerOnline = self.brokerOnline
+        if v_brokerOnline is None:
             raise RequiredFieldUnsetError("HeartRequestB2M", "brokerOnline")
-        parts.append(b"\x10\x01" if v2 else b"\x10\x00")
-        v3 = self.readStatusRpt
-        if v3 is None:
+        parts.append(b"\x10\x01" if v_brokerOnline else b"\x10\x00")
+        v_readStatusRpt = self.readStatusRpt
+        if v_readStatusRpt is None:
             raise RequiredFieldUnsetError("HeartRequestB2M", "readStatusRpt")
         parts.append(b"\x18")
-        parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
-        v4 = self.writeStatusRpt
-        if v4 is None:
+        parts.append(
+            SMALL_VARINTS[v_readStatusRpt]
+            if 0 <= v_readStatusRpt < 0x4000
+            else int32_bytes(v_readStatusRpt)
+        )
+        v_writeStatusRpt = self.writeStatusRpt
+        if v_writeStatusRpt is None:
             raise RequiredFieldUnsetError("HeartRequestB2M", "writeStatusRpt")
         parts.append(b"\x20")
-        parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
-        v5 = self.curBrokerConfId
-        if v5 is None:
+        parts.append(
+            SMALL_VARINTS[v_writeStatusRpt]
+            if 0 <= v_writeStatusRpt < 0x4000
+            else int32_bytes(v_writeStatusRpt)
+        )
+        v_curBrokerConfId = self.curBrokerConfId
+        if v_curBrokerConfId is None:
             raise RequiredFieldUnsetError("HeartRequestB2M", "curBrokerConfId")
         parts.append(b"\x28")
-        parts.append(SMALL_VARINTS[v5] if 0 <= v5 < 0x4000 else int64_bytes(v5))
-        v6 = self.confCheckSumId
-        if v6 is None:
+        parts.append(
+            SMALL_VARINTS[v_curBrokerConfId]
+            if 0 <= v_curBrokerConfId < 0x4000
+            else int64_bytes(v_curBrokerConfId)
+        )
+        v_confCheckSumId = self.confCheckSumId
+        if v_confCheckSumId is None:
             raise RequiredFieldUnsetError("HeartRequestB2M", "confCheckSumId")
         parts.append(b"\x30")
-        parts.append(SMALL_VARINTS[v6] if 0 <= v6 < 0x4000 else int32_bytes(v6))
-        v7 = self.takeConfInfo
-        if v7 is None:
+        parts.append(
+            SMALL_VARINTS[v_confCheckSumId]
+            if 0 <= v_confCheckSumId < 0x4000
+            else int32_bytes(v_confCheckSumId)
+        )
+        v_takeConfInfo = self.takeConfInfo
+        if v_takeConfInfo is None:
             raise RequiredFieldUnsetError("HeartRequestB2M", "takeConfInfo")
-        parts.append(b"\x38\x01" if v7 else b"\x38\x00")
-        v8 = self.takeRemovedTopicInfo
-        if v8 is None:
+        parts.append(b"\x38\x01" if v_takeConfInfo else b"\x38\x00")
+        v_takeRemovedTopicInfo = self.takeRemovedTopicInfo
+        if v_takeRemovedTopicInfo is None:
             raise RequiredFieldUnsetError("HeartRequestB2M", "takeRemovedTopicInfo")
-        parts.append(b"\x40\x01" if v8 else b"\x40\x00")
-        v9 = self._brokerDefaultConfInfo
-        if v9 is not None:
+        parts.append(b"\x40\x01" if v_takeRemovedTopicInfo else b"\x40\x00")
+        v_brokerDefaultConfInfo = self._brokerDefaultConfInfo
+        if v_brokerDefaultConfInfo is not None:
             parts.append(b"\x4a")
-            data = v9.encode()
+            data = v_brokerDefaultConfInfo.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        for item10 in self.brokerTopicSetConfInfo:
+        for item_brokerTopicSetConfInfo in self.brokerTopicSetConfInfo:
             parts.append(b"\x52")
-            data = item10.encode()
+            data = item_brokerTopicSetConfInfo.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        for item11 in self.removedTopicsInfo:
+        for item_removedTopicsInfo in self.removedTopicsInfo:
             parts.append(b"\x5a")
-            data = item11.encode()
+            data = item_removedTopicsInfo.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v12 = self._ssdStoreId
-        if v12 is not None:
+        v_ssdStoreId = self._ssdStoreId
+        if v_ssdStoreId is not None:
             parts.append(b"\x60")
-            parts.append(SMALL_VARINTS[v12] if 0 <= v12 < 0x4000 else int64_bytes(v12))
-        v13 = self._flowCheckId
-        if v13 is not None:
+            parts.append(
+                SMALL_VARINTS[v_ssdStoreId]
+                if 0 <= v_ssdStoreId < 0x4000
+                else int64_bytes(v_ssdStoreId)
+            )
+        v_flowCheckId = self._flowCheckId
+        if v_flowCheckId is not None:
             parts.append(b"\x68")
-            parts.append(SMALL_VARINTS[v13] if 0 <= v13 < 0x4000 else int64_bytes(v13))
-        v14 = self._qryPriorityId
-        if v14 is not None:
+            parts.append(
+                SMALL_VARINTS[v_flowCheckId]
+                if 0 <= v_flowCheckId < 0x4000
+                else int64_bytes(v_flowCheckId)
+            )
+        v_qryPriorityId = self._qryPriorityId
+        if v_qryPriorityId is not None:
             parts.append(b"\x70")
-            parts.append(SMALL_VARINTS[v14] if 0 <= v14 < 0x4000 else int32_bytes(v14))
-        v15 = self.authInfo
-        if v15 is not None:
+            parts.append(
+                SMALL_VARINTS[v_qryPriorityId]
+                if 0 <= v_qryPriorityId < 0x4000
+                else int32_bytes(v_qryPriorityId)
+            )
+        v_authInfo = self.authInfo
+        if v_authInfo is not None:
             parts.append(b"\x7a")
             sub = []
-            v15._encode(sub)
+            v_authInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v16 = self.clsConfig
-        if v16 is not None:
+        v_clsConfig = self.clsConfig
+        if v_clsConfig is not None:
             parts.append(b"\x82\x01")
             sub = []
-            v16._encode(sub)
+            v_clsConfig._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -7321,22 +7531,22 @@ class HeartRequestB2M(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: bool | None = None
-        f3: int | None = None
-        f4: int | None = None
-        f5: int | None = None
-        f6: int | None = None
-        f7: bool | None = None
-        f8: bool | None = None
-        f9: str | None = None
-        f10: list[str] = []
-        f11: list[str] = []
-        f12: int | None = None
-        f13: int | None = None
-        f14: int | None = None
-        f15: MasterCertificateInfo | None = None
-        f16: ClusterConfig | None = None
+        f_brokerId: str | None = None
+        f_brokerOnline: bool | None = None
+        f_readStatusRpt: int | None = None
+        f_writeStatusRpt: int | None = None
+        f_curBrokerConfId: int | None = None
+        f_confCheckSumId: int | None = None
+        f_takeConfInfo: bool | None = None
+        f_takeRemovedTopicInfo: bool | None = None
+        f_brokerDefaultConfInfo: str | None = None
+        f_brokerTopicSetConfInfo: list[str] = []
+        f_removedTopicsInfo: list[str] = []
+        f_ssdStoreId: int | None = None
+        f_flowCheckId: int | None = None
+        f_qryPriorityId: int | None = None
+        f_authInfo: MasterCertificateInfo | None = None
+        f_clsConfig: ClusterConfig | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -7344,8 +7554,8 @@ class HeartRequestB2M(Message):
                 tag = buf[pos]
                 if tag < 0x80:
                     pos += 1
-                elif (b1 := buf[pos + 1]) < 0x80:
-                    tag = tag & 0x7F | b1 << 7
+                elif (second := buf[pos + 1]) < 0x80:
+                    tag = tag & 0x7F | second << 7
                     pos += 2
                 else:
                     tag, pos = read_varint(buf, pos)
@@ -7360,7 +7570,7 @@ class HeartRequestB2M(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("HeartRequestB2M.brokerId")
-                            f1 = buf[pos:vend].decode()
+                            f_brokerId = buf[pos:vend].decode()
                             pos = vend
                         elif tag == 16:
                             raw = buf[pos]
@@ -7368,43 +7578,43 @@ class HeartRequestB2M(Message):
                                 pos += 1
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f2 = raw != 0
+                            f_brokerOnline = raw != 0
                         elif tag == 24:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int32(raw)
-                            f3 = raw
+                            f_readStatusRpt = raw
                         elif tag == 32:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int32(raw)
-                            f4 = raw
+                            f_writeStatusRpt = raw
                         else:
                             pos = skip_field(buf, pos, end, tag)
                             unknown = add_unknown(unknown, buf[start:pos])
@@ -7413,52 +7623,52 @@ class HeartRequestB2M(Message):
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int64(raw)
-                            f5 = raw
+                            f_curBrokerConfId = raw
                         elif tag == 48:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int32(raw)
-                            f6 = raw
+                            f_confCheckSumId = raw
                         elif tag == 56:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f7 = raw != 0
+                            f_takeConfInfo = raw != 0
                         elif tag == 64:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f8 = raw != 0
+                            f_takeRemovedTopicInfo = raw != 0
                         else:
                             pos = skip_field(buf, pos, end, tag)
                             unknown = add_unknown(unknown, buf[start:pos])
@@ -7473,7 +7683,7 @@ class HeartRequestB2M(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("HeartRequestB2M.brokerDefaultConfInfo")
-                            f9 = buf[pos:vend].decode()
+                            f_brokerDefaultConfInfo = buf[pos:vend].decode()
                             pos = vend
                         elif tag == 82:
                             n = buf[pos]
@@ -7484,9 +7694,9 @@ class HeartRequestB2M(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("HeartRequestB2M.brokerTopicSetConfInfo")
-                            x10 = buf[pos:vend].decode()
+                            x_brokerTopicSetConfInfo = buf[pos:vend].decode()
                             pos = vend
-                            f10.append(x10)
+                            f_brokerTopicSetConfInfo.append(x_brokerTopicSetConfInfo)
                         elif tag == 90:
                             n = buf[pos]
                             if n < 0x80:
@@ -7496,27 +7706,27 @@ class HeartRequestB2M(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("HeartRequestB2M.removedTopicsInfo")
-                            x11 = buf[pos:vend].decode()
+                            x_removedTopicsInfo = buf[pos:vend].decode()
                             pos = vend
-                            f11.append(x11)
+                            f_removedTopicsInfo.append(x_removedTopicsInfo)
                         elif tag == 96:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int64(raw)
-                            f12 = raw
+                            f_ssdStoreId = raw
                         else:
                             pos = skip_field(buf, pos, end, tag)
                             unknown = add_unknown(unknown, buf[start:pos])
@@ -7525,38 +7735,38 @@ class HeartRequestB2M(Message):
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int64(raw)
-                            f13 = raw
+                            f_flowCheckId = raw
                         elif tag == 112:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int32(raw)
-                            f14 = raw
+                            f_qryPriorityId = raw
                         elif tag == 122:
                             n = buf[pos]
                             if n < 0x80:
@@ -7566,7 +7776,7 @@ class HeartRequestB2M(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("HeartRequestB2M.authInfo")
-                            f15 = MasterCertificateInfo.decode_from(buf, pos, vend)
+                            f_authInfo = MasterCertificateInfo.decode_from(buf, pos, vend)
                             pos = vend
                         elif tag == 130:
                             n = buf[pos]
@@ -7577,7 +7787,7 @@ class HeartRequestB2M(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("HeartRequestB2M.clsConfig")
-                            f16 = ClusterConfig.decode_from(buf, pos, vend)
+                            f_clsConfig = ClusterConfig.decode_from(buf, pos, vend)
                             pos = vend
                         else:
                             pos = skip_field(buf, pos, end, tag)
@@ -7594,39 +7804,39 @@ class HeartRequestB2M(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("HeartRequestB2M")
-        if f1 is None:
+        if f_brokerId is None:
             raise MissingRequiredFieldError("HeartRequestB2M", "brokerId")
-        if f2 is None:
+        if f_brokerOnline is None:
             raise MissingRequiredFieldError("HeartRequestB2M", "brokerOnline")
-        if f3 is None:
+        if f_readStatusRpt is None:
             raise MissingRequiredFieldError("HeartRequestB2M", "readStatusRpt")
-        if f4 is None:
+        if f_writeStatusRpt is None:
             raise MissingRequiredFieldError("HeartRequestB2M", "writeStatusRpt")
-        if f5 is None:
+        if f_curBrokerConfId is None:
             raise MissingRequiredFieldError("HeartRequestB2M", "curBrokerConfId")
-        if f6 is None:
+        if f_confCheckSumId is None:
             raise MissingRequiredFieldError("HeartRequestB2M", "confCheckSumId")
-        if f7 is None:
+        if f_takeConfInfo is None:
             raise MissingRequiredFieldError("HeartRequestB2M", "takeConfInfo")
-        if f8 is None:
+        if f_takeRemovedTopicInfo is None:
             raise MissingRequiredFieldError("HeartRequestB2M", "takeRemovedTopicInfo")
         msg = new_instance(cls)
-        msg.brokerId = f1
-        msg.brokerOnline = f2
-        msg.readStatusRpt = f3
-        msg.writeStatusRpt = f4
-        msg.curBrokerConfId = f5
-        msg.confCheckSumId = f6
-        msg.takeConfInfo = f7
-        msg.takeRemovedTopicInfo = f8
-        msg._brokerDefaultConfInfo = f9
-        msg.brokerTopicSetConfInfo = f10
-        msg.removedTopicsInfo = f11
-        msg._ssdStoreId = f12
-        msg._flowCheckId = f13
-        msg._qryPriorityId = f14
-        msg.authInfo = f15
-        msg.clsConfig = f16
+        msg.brokerId = f_brokerId
+        msg.brokerOnline = f_brokerOnline
+        msg.readStatusRpt = f_readStatusRpt
+        msg.writeStatusRpt = f_writeStatusRpt
+        msg.curBrokerConfId = f_curBrokerConfId
+        msg.confCheckSumId = f_confCheckSumId
+        msg.takeConfInfo = f_takeConfInfo
+        msg.takeRemovedTopicInfo = f_takeRemovedTopicInfo
+        msg._brokerDefaultConfInfo = f_brokerDefaultConfInfo
+        msg.brokerTopicSetConfInfo = f_brokerTopicSetConfInfo
+        msg.removedTopicsInfo = f_removedTopicsInfo
+        msg._ssdStoreId = f_ssdStoreId
+        msg._flowCheckId = f_flowCheckId
+        msg._qryPriorityId = f_qryPriorityId
+        msg.authInfo = f_authInfo
+        msg.clsConfig = f_clsConfig
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -7883,114 +8093,136 @@ class HeartResponseM2B(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.success
-        if v1 is None:
+        v_success = self.success
+        if v_success is None:
             raise RequiredFieldUnsetError("HeartResponseM2B", "success")
-        parts.append(b"\x08\x01" if v1 else b"\x08\x00")
-        v2 = self.errCode
-        if v2 is None:
+        parts.append(b"\x08\x01" if v_success else b"\x08\x00")
+        v_errCode = self.errCode
+        if v_errCode is None:
             raise RequiredFieldUnsetError("HeartResponseM2B", "errCode")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
-        v3 = self.errMsg
-        if v3 is None:
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
+        v_errMsg = self.errMsg
+        if v_errMsg is None:
             raise RequiredFieldUnsetError("HeartResponseM2B", "errMsg")
         parts.append(b"\x1a")
-        data = v3.encode()
+        data = v_errMsg.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v4 = self.stopRead
-        if v4 is None:
+        v_stopRead = self.stopRead
+        if v_stopRead is None:
             raise RequiredFieldUnsetError("HeartResponseM2B", "stopRead")
-        parts.append(b"\x20\x01" if v4 else b"\x20\x00")
-        v5 = self.stopWrite
-        if v5 is None:
+        parts.append(b"\x20\x01" if v_stopRead else b"\x20\x00")
+        v_stopWrite = self.stopWrite
+        if v_stopWrite is None:
             raise RequiredFieldUnsetError("HeartResponseM2B", "stopWrite")
-        parts.append(b"\x28\x01" if v5 else b"\x28\x00")
-        v6 = self.curBrokerConfId
-        if v6 is None:
+        parts.append(b"\x28\x01" if v_stopWrite else b"\x28\x00")
+        v_curBrokerConfId = self.curBrokerConfId
+        if v_curBrokerConfId is None:
             raise RequiredFieldUnsetError("HeartResponseM2B", "curBrokerConfId")
         parts.append(b"\x30")
-        parts.append(SMALL_VARINTS[v6] if 0 <= v6 < 0x4000 else int64_bytes(v6))
-        v7 = self.confCheckSumId
-        if v7 is None:
+        parts.append(
+            SMALL_VARINTS[v_curBrokerConfId]
+            if 0 <= v_curBrokerConfId < 0x4000
+            else int64_bytes(v_curBrokerConfId)
+        )
+        v_confCheckSumId = self.confCheckSumId
+        if v_confCheckSumId is None:
             raise RequiredFieldUnsetError("HeartResponseM2B", "confCheckSumId")
         parts.append(b"\x38")
-        parts.append(SMALL_VARINTS[v7] if 0 <= v7 < 0x4000 else int32_bytes(v7))
-        v8 = self.needReportData
-        if v8 is None:
+        parts.append(
+            SMALL_VARINTS[v_confCheckSumId]
+            if 0 <= v_confCheckSumId < 0x4000
+            else int32_bytes(v_confCheckSumId)
+        )
+        v_needReportData = self.needReportData
+        if v_needReportData is None:
             raise RequiredFieldUnsetError("HeartResponseM2B", "needReportData")
-        parts.append(b"\x40\x01" if v8 else b"\x40\x00")
-        v9 = self.takeConfInfo
-        if v9 is None:
+        parts.append(b"\x40\x01" if v_needReportData else b"\x40\x00")
+        v_takeConfInfo = self.takeConfInfo
+        if v_takeConfInfo is None:
             raise RequiredFieldUnsetError("HeartResponseM2B", "takeConfInfo")
-        parts.append(b"\x48\x01" if v9 else b"\x48\x00")
-        v10 = self.takeRemoveTopicInfo
-        if v10 is None:
+        parts.append(b"\x48\x01" if v_takeConfInfo else b"\x48\x00")
+        v_takeRemoveTopicInfo = self.takeRemoveTopicInfo
+        if v_takeRemoveTopicInfo is None:
             raise RequiredFieldUnsetError("HeartResponseM2B", "takeRemoveTopicInfo")
-        parts.append(b"\x50\x01" if v10 else b"\x50\x00")
-        v11 = self._brokerDefaultConfInfo
-        if v11 is not None:
+        parts.append(b"\x50\x01" if v_takeRemoveTopicInfo else b"\x50\x00")
+        v_brokerDefaultConfInfo = self._brokerDefaultConfInfo
+        if v_brokerDefaultConfInfo is not None:
             parts.append(b"\x5a")
-            data = v11.encode()
+            data = v_brokerDefaultConfInfo.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        for item12 in self.brokerTopicSetConfInfo:
+        for item_brokerTopicSetConfInfo in self.brokerTopicSetConfInfo:
             parts.append(b"\x62")
-            data = item12.encode()
+            data = item_brokerTopicSetConfInfo.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        for item13 in self.removeTopicConfInfo:
+        for item_removeTopicConfInfo in self.removeTopicConfInfo:
             parts.append(b"\x6a")
-            data = item13.encode()
+            data = item_removeTopicConfInfo.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v14 = self._ssdStoreId
-        if v14 is not None:
+        v_ssdStoreId = self._ssdStoreId
+        if v_ssdStoreId is not None:
             parts.append(b"\x70")
-            parts.append(SMALL_VARINTS[v14] if 0 <= v14 < 0x4000 else int64_bytes(v14))
-        v15 = self._flowCheckId
-        if v15 is not None:
+            parts.append(
+                SMALL_VARINTS[v_ssdStoreId]
+                if 0 <= v_ssdStoreId < 0x4000
+                else int64_bytes(v_ssdStoreId)
+            )
+        v_flowCheckId = self._flowCheckId
+        if v_flowCheckId is not None:
             parts.append(b"\x78")
-            parts.append(SMALL_VARINTS[v15] if 0 <= v15 < 0x4000 else int64_bytes(v15))
-        v16 = self._flowControlInfo
-        if v16 is not None:
+            parts.append(
+                SMALL_VARINTS[v_flowCheckId]
+                if 0 <= v_flowCheckId < 0x4000
+                else int64_bytes(v_flowCheckId)
+            )
+        v_flowControlInfo = self._flowControlInfo
+        if v_flowControlInfo is not None:
             parts.append(b"\x82\x01")
-            data = v16.encode()
+            data = v_flowControlInfo.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v17 = self._qryPriorityId
-        if v17 is not None:
+        v_qryPriorityId = self._qryPriorityId
+        if v_qryPriorityId is not None:
             parts.append(b"\x88\x01")
-            parts.append(SMALL_VARINTS[v17] if 0 <= v17 < 0x4000 else int32_bytes(v17))
-        v18 = self.authorizedInfo
-        if v18 is not None:
+            parts.append(
+                SMALL_VARINTS[v_qryPriorityId]
+                if 0 <= v_qryPriorityId < 0x4000
+                else int32_bytes(v_qryPriorityId)
+            )
+        v_authorizedInfo = self.authorizedInfo
+        if v_authorizedInfo is not None:
             parts.append(b"\x92\x01")
             sub = []
-            v18._encode(sub)
+            v_authorizedInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v19 = self.brokerAuthorizedInfo
-        if v19 is not None:
+        v_brokerAuthorizedInfo = self.brokerAuthorizedInfo
+        if v_brokerAuthorizedInfo is not None:
             parts.append(b"\x9a\x01")
             sub = []
-            v19._encode(sub)
+            v_brokerAuthorizedInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v20 = self.clsConfig
-        if v20 is not None:
+        v_clsConfig = self.clsConfig
+        if v_clsConfig is not None:
             parts.append(b"\xa2\x01")
             sub = []
-            v20._encode(sub)
+            v_clsConfig._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -8007,26 +8239,26 @@ class HeartResponseM2B(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: bool | None = None
-        f2: int | None = None
-        f3: str | None = None
-        f4: bool | None = None
-        f5: bool | None = None
-        f6: int | None = None
-        f7: int | None = None
-        f8: bool | None = None
-        f9: bool | None = None
-        f10: bool | None = None
-        f11: str | None = None
-        f12: list[str] = []
-        f13: list[str] = []
-        f14: int | None = None
-        f15: int | None = None
-        f16: str | None = None
-        f17: int | None = None
-        f18: MasterAuthorizedInfo | None = None
-        f19: MasterBrokerAuthorizedInfo | None = None
-        f20: ClusterConfig | None = None
+        f_success: bool | None = None
+        f_errCode: int | None = None
+        f_errMsg: str | None = None
+        f_stopRead: bool | None = None
+        f_stopWrite: bool | None = None
+        f_curBrokerConfId: int | None = None
+        f_confCheckSumId: int | None = None
+        f_needReportData: bool | None = None
+        f_takeConfInfo: bool | None = None
+        f_takeRemoveTopicInfo: bool | None = None
+        f_brokerDefaultConfInfo: str | None = None
+        f_brokerTopicSetConfInfo: list[str] = []
+        f_removeTopicConfInfo: list[str] = []
+        f_ssdStoreId: int | None = None
+        f_flowCheckId: int | None = None
+        f_flowControlInfo: str | None = None
+        f_qryPriorityId: int | None = None
+        f_authorizedInfo: MasterAuthorizedInfo | None = None
+        f_brokerAuthorizedInfo: MasterBrokerAuthorizedInfo | None = None
+        f_clsConfig: ClusterConfig | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -8034,8 +8266,8 @@ class HeartResponseM2B(Message):
                 tag = buf[pos]
                 if tag < 0x80:
                     pos += 1
-                elif (b1 := buf[pos + 1]) < 0x80:
-                    tag = tag & 0x7F | b1 << 7
+                elif (second := buf[pos + 1]) < 0x80:
+                    tag = tag & 0x7F | second << 7
                     pos += 2
                 else:
                     tag, pos = read_varint(buf, pos)
@@ -8047,25 +8279,25 @@ class HeartResponseM2B(Message):
                                 pos += 1
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f1 = raw != 0
+                            f_success = raw != 0
                         elif tag == 16:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int32(raw)
-                            f2 = raw
+                            f_errCode = raw
                         elif tag == 26:
                             n = buf[pos]
                             if n < 0x80:
@@ -8075,7 +8307,7 @@ class HeartResponseM2B(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("HeartResponseM2B.errMsg")
-                            f3 = buf[pos:vend].decode()
+                            f_errMsg = buf[pos:vend].decode()
                             pos = vend
                         elif tag == 32:
                             raw = buf[pos]
@@ -8083,14 +8315,14 @@ class HeartResponseM2B(Message):
                                 pos += 1
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f4 = raw != 0
+                            f_stopRead = raw != 0
                         elif tag == 40:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f5 = raw != 0
+                            f_stopWrite = raw != 0
                         else:
                             pos = skip_field(buf, pos, end, tag)
                             unknown = add_unknown(unknown, buf[start:pos])
@@ -8099,59 +8331,59 @@ class HeartResponseM2B(Message):
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int64(raw)
-                            f6 = raw
+                            f_curBrokerConfId = raw
                         elif tag == 56:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int32(raw)
-                            f7 = raw
+                            f_confCheckSumId = raw
                         elif tag == 64:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f8 = raw != 0
+                            f_needReportData = raw != 0
                         elif tag == 72:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f9 = raw != 0
+                            f_takeConfInfo = raw != 0
                         elif tag == 80:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
                             else:
                                 raw, pos = read_varint(buf, pos)
-                            f10 = raw != 0
+                            f_takeRemoveTopicInfo = raw != 0
                         else:
                             pos = skip_field(buf, pos, end, tag)
                             unknown = add_unknown(unknown, buf[start:pos])
@@ -8166,7 +8398,7 @@ class HeartResponseM2B(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("HeartResponseM2B.brokerDefaultConfInfo")
-                            f11 = buf[pos:vend].decode()
+                            f_brokerDefaultConfInfo = buf[pos:vend].decode()
                             pos = vend
                         elif tag == 98:
                             n = buf[pos]
@@ -8177,9 +8409,9 @@ class HeartResponseM2B(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("HeartResponseM2B.brokerTopicSetConfInfo")
-                            x12 = buf[pos:vend].decode()
+                            x_brokerTopicSetConfInfo = buf[pos:vend].decode()
                             pos = vend
-                            f12.append(x12)
+                            f_brokerTopicSetConfInfo.append(x_brokerTopicSetConfInfo)
                         elif tag == 106:
                             n = buf[pos]
                             if n < 0x80:
@@ -8189,45 +8421,45 @@ class HeartResponseM2B(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("HeartResponseM2B.removeTopicConfInfo")
-                            x13 = buf[pos:vend].decode()
+                            x_removeTopicConfInfo = buf[pos:vend].decode()
                             pos = vend
-                            f13.append(x13)
+                            f_removeTopicConfInfo.append(x_removeTopicConfInfo)
                         elif tag == 112:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int64(raw)
-                            f14 = raw
+                            f_ssdStoreId = raw
                         elif tag == 120:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int64(raw)
-                            f15 = raw
+                            f_flowCheckId = raw
                         else:
                             pos = skip_field(buf, pos, end, tag)
                             unknown = add_unknown(unknown, buf[start:pos])
@@ -8241,26 +8473,26 @@ class HeartResponseM2B(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("HeartResponseM2B.flowControlInfo")
-                            f16 = buf[pos:vend].decode()
+                            f_flowControlInfo = buf[pos:vend].decode()
                             pos = vend
                         elif tag == 136:
                             raw = buf[pos]
                             if raw < 0x80:
                                 pos += 1
-                            elif (b1 := buf[pos + 1]) < 0x80:
-                                raw = raw & 0x7F | b1 << 7
+                            elif (second := buf[pos + 1]) < 0x80:
+                                raw = raw & 0x7F | second << 7
                                 pos += 2
-                            elif (b2 := buf[pos + 2]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                            elif (third := buf[pos + 2]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                                 pos += 3
-                            elif (b3 := buf[pos + 3]) < 0x80:
-                                raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                                raw |= b3 << 21
+                            elif (fourth := buf[pos + 3]) < 0x80:
+                                raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                                raw |= fourth << 21
                                 pos += 4
                             else:
                                 raw, pos = read_varint(buf, pos)
                                 raw = to_int32(raw)
-                            f17 = raw
+                            f_qryPriorityId = raw
                         elif tag == 146:
                             n = buf[pos]
                             if n < 0x80:
@@ -8270,7 +8502,7 @@ class HeartResponseM2B(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("HeartResponseM2B.authorizedInfo")
-                            f18 = MasterAuthorizedInfo.decode_from(buf, pos, vend)
+                            f_authorizedInfo = MasterAuthorizedInfo.decode_from(buf, pos, vend)
                             pos = vend
                         elif tag == 154:
                             n = buf[pos]
@@ -8281,7 +8513,11 @@ class HeartResponseM2B(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("HeartResponseM2B.brokerAuthorizedInfo")
-                            f19 = MasterBrokerAuthorizedInfo.decode_from(buf, pos, vend)
+                            f_brokerAuthorizedInfo = MasterBrokerAuthorizedInfo.decode_from(
+                                buf,
+                                pos,
+                                vend,
+                            )
                             pos = vend
                         elif tag == 162:
                             n = buf[pos]
@@ -8292,7 +8528,7 @@ class HeartResponseM2B(Message):
                             vend = pos + n
                             if vend > end:
                                 raise truncated("HeartResponseM2B.clsConfig")
-                            f20 = ClusterConfig.decode_from(buf, pos, vend)
+                            f_clsConfig = ClusterConfig.decode_from(buf, pos, vend)
                             pos = vend
                         else:
                             pos = skip_field(buf, pos, end, tag)
@@ -8310,47 +8546,47 @@ class HeartResponseM2B(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("HeartResponseM2B")
-        if f1 is None:
+        if f_success is None:
             raise MissingRequiredFieldError("HeartResponseM2B", "success")
-        if f2 is None:
+        if f_errCode is None:
             raise MissingRequiredFieldError("HeartResponseM2B", "errCode")
-        if f3 is None:
+        if f_errMsg is None:
             raise MissingRequiredFieldError("HeartResponseM2B", "errMsg")
-        if f4 is None:
+        if f_stopRead is None:
             raise MissingRequiredFieldError("HeartResponseM2B", "stopRead")
-        if f5 is None:
+        if f_stopWrite is None:
             raise MissingRequiredFieldError("HeartResponseM2B", "stopWrite")
-        if f6 is None:
+        if f_curBrokerConfId is None:
             raise MissingRequiredFieldError("HeartResponseM2B", "curBrokerConfId")
-        if f7 is None:
+        if f_confCheckSumId is None:
             raise MissingRequiredFieldError("HeartResponseM2B", "confCheckSumId")
-        if f8 is None:
+        if f_needReportData is None:
             raise MissingRequiredFieldError("HeartResponseM2B", "needReportData")
-        if f9 is None:
+        if f_takeConfInfo is None:
             raise MissingRequiredFieldError("HeartResponseM2B", "takeConfInfo")
-        if f10 is None:
+        if f_takeRemoveTopicInfo is None:
             raise MissingRequiredFieldError("HeartResponseM2B", "takeRemoveTopicInfo")
         msg = new_instance(cls)
-        msg.success = f1
-        msg.errCode = f2
-        msg.errMsg = f3
-        msg.stopRead = f4
-        msg.stopWrite = f5
-        msg.curBrokerConfId = f6
-        msg.confCheckSumId = f7
-        msg.needReportData = f8
-        msg.takeConfInfo = f9
-        msg.takeRemoveTopicInfo = f10
-        msg._brokerDefaultConfInfo = f11
-        msg.brokerTopicSetConfInfo = f12
-        msg.removeTopicConfInfo = f13
-        msg._ssdStoreId = f14
-        msg._flowCheckId = f15
-        msg._flowControlInfo = f16
-        msg._qryPriorityId = f17
-        msg.authorizedInfo = f18
-        msg.brokerAuthorizedInfo = f19
-        msg.clsConfig = f20
+        msg.success = f_success
+        msg.errCode = f_errCode
+        msg.errMsg = f_errMsg
+        msg.stopRead = f_stopRead
+        msg.stopWrite = f_stopWrite
+        msg.curBrokerConfId = f_curBrokerConfId
+        msg.confCheckSumId = f_confCheckSumId
+        msg.needReportData = f_needReportData
+        msg.takeConfInfo = f_takeConfInfo
+        msg.takeRemoveTopicInfo = f_takeRemoveTopicInfo
+        msg._brokerDefaultConfInfo = f_brokerDefaultConfInfo
+        msg.brokerTopicSetConfInfo = f_brokerTopicSetConfInfo
+        msg.removeTopicConfInfo = f_removeTopicConfInfo
+        msg._ssdStoreId = f_ssdStoreId
+        msg._flowCheckId = f_flowCheckId
+        msg._flowControlInfo = f_flowControlInfo
+        msg._qryPriorityId = f_qryPriorityId
+        msg.authorizedInfo = f_authorizedInfo
+        msg.brokerAuthorizedInfo = f_brokerAuthorizedInfo
+        msg.clsConfig = f_clsConfig
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -8412,19 +8648,19 @@ class CloseRequestB2M(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.brokerId
-        if v1 is None:
+        v_brokerId = self.brokerId
+        if v_brokerId is None:
             raise RequiredFieldUnsetError("CloseRequestB2M", "brokerId")
         parts.append(b"\x0a")
-        data = v1.encode()
+        data = v_brokerId.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v2 = self.authInfo
-        if v2 is not None:
+        v_authInfo = self.authInfo
+        if v_authInfo is not None:
             parts.append(b"\x12")
             sub = []
-            v2._encode(sub)
+            v_authInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -8441,8 +8677,8 @@ class CloseRequestB2M(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: MasterCertificateInfo | None = None
+        f_brokerId: str | None = None
+        f_authInfo: MasterCertificateInfo | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -8461,7 +8697,7 @@ class CloseRequestB2M(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CloseRequestB2M.brokerId")
-                    f1 = buf[pos:vend].decode()
+                    f_brokerId = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -8472,7 +8708,7 @@ class CloseRequestB2M(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CloseRequestB2M.authInfo")
-                    f2 = MasterCertificateInfo.decode_from(buf, pos, vend)
+                    f_authInfo = MasterCertificateInfo.decode_from(buf, pos, vend)
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -8483,11 +8719,11 @@ class CloseRequestB2M(Message):
             raise invalid_utf8("CloseRequestB2M.brokerId", exc) from None
         if pos != end:
             raise truncated("CloseRequestB2M")
-        if f1 is None:
+        if f_brokerId is None:
             raise MissingRequiredFieldError("CloseRequestB2M", "brokerId")
         msg = new_instance(cls)
-        msg.brokerId = f1
-        msg.authInfo = f2
+        msg.brokerId = f_brokerId
+        msg.authInfo = f_authInfo
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -8548,20 +8784,22 @@ class CloseResponseM2B(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.success
-        if v1 is None:
+        v_success = self.success
+        if v_success is None:
             raise RequiredFieldUnsetError("CloseResponseM2B", "success")
-        parts.append(b"\x08\x01" if v1 else b"\x08\x00")
-        v2 = self.errCode
-        if v2 is None:
+        parts.append(b"\x08\x01" if v_success else b"\x08\x00")
+        v_errCode = self.errCode
+        if v_errCode is None:
             raise RequiredFieldUnsetError("CloseResponseM2B", "errCode")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
-        v3 = self.errMsg
-        if v3 is None:
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
+        v_errMsg = self.errMsg
+        if v_errMsg is None:
             raise RequiredFieldUnsetError("CloseResponseM2B", "errMsg")
         parts.append(b"\x1a")
-        data = v3.encode()
+        data = v_errMsg.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
@@ -8577,9 +8815,9 @@ class CloseResponseM2B(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: bool | None = None
-        f2: int | None = None
-        f3: str | None = None
+        f_success: bool | None = None
+        f_errCode: int | None = None
+        f_errMsg: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -8595,25 +8833,25 @@ class CloseResponseM2B(Message):
                         pos += 1
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f1 = raw != 0
+                    f_success = raw != 0
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f2 = raw
+                    f_errCode = raw
                 elif tag == 26:
                     n = buf[pos]
                     if n < 0x80:
@@ -8623,7 +8861,7 @@ class CloseResponseM2B(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("CloseResponseM2B.errMsg")
-                    f3 = buf[pos:vend].decode()
+                    f_errMsg = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -8634,16 +8872,16 @@ class CloseResponseM2B(Message):
             raise invalid_utf8("CloseResponseM2B.errMsg", exc) from None
         if pos != end:
             raise truncated("CloseResponseM2B")
-        if f1 is None:
+        if f_success is None:
             raise MissingRequiredFieldError("CloseResponseM2B", "success")
-        if f2 is None:
+        if f_errCode is None:
             raise MissingRequiredFieldError("CloseResponseM2B", "errCode")
-        if f3 is None:
+        if f_errMsg is None:
             raise MissingRequiredFieldError("CloseResponseM2B", "errMsg")
         msg = new_instance(cls)
-        msg.success = f1
-        msg.errCode = f2
-        msg.errMsg = f3
+        msg.success = f_success
+        msg.errCode = f_errCode
+        msg.errMsg = f_errMsg
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -8755,26 +8993,38 @@ class ClientSubRepInfo(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.brokerConfigId
-        if v1 is None:
+        v_brokerConfigId = self.brokerConfigId
+        if v_brokerConfigId is None:
             raise RequiredFieldUnsetError("ClientSubRepInfo", "brokerConfigId")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int64_bytes(v1))
-        v2 = self.topicMetaInfoId
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_brokerConfigId]
+            if 0 <= v_brokerConfigId < 0x4000
+            else int64_bytes(v_brokerConfigId)
+        )
+        v_topicMetaInfoId = self.topicMetaInfoId
+        if v_topicMetaInfoId is None:
             raise RequiredFieldUnsetError("ClientSubRepInfo", "topicMetaInfoId")
         parts.append(b"\x10")
-        parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int64_bytes(v2))
-        v3 = self._lstAssignedTime
-        if v3 is not None:
+        parts.append(
+            SMALL_VARINTS[v_topicMetaInfoId]
+            if 0 <= v_topicMetaInfoId < 0x4000
+            else int64_bytes(v_topicMetaInfoId)
+        )
+        v_lstAssignedTime = self._lstAssignedTime
+        if v_lstAssignedTime is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int64_bytes(v3))
-        v4 = self._reportSubInfo
-        if v4 is not None:
-            parts.append(b"\x20\x01" if v4 else b"\x20\x00")
-        for item5 in self.partSubInfo:
+            parts.append(
+                SMALL_VARINTS[v_lstAssignedTime]
+                if 0 <= v_lstAssignedTime < 0x4000
+                else int64_bytes(v_lstAssignedTime)
+            )
+        v_reportSubInfo = self._reportSubInfo
+        if v_reportSubInfo is not None:
+            parts.append(b"\x20\x01" if v_reportSubInfo else b"\x20\x00")
+        for item_partSubInfo in self.partSubInfo:
             parts.append(b"\x2a")
-            data = item5.encode()
+            data = item_partSubInfo.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -8790,11 +9040,11 @@ class ClientSubRepInfo(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
-        f3: int | None = None
-        f4: bool | None = None
-        f5: list[str] = []
+        f_brokerConfigId: int | None = None
+        f_topicMetaInfoId: int | None = None
+        f_lstAssignedTime: int | None = None
+        f_reportSubInfo: bool | None = None
+        f_partSubInfo: list[str] = []
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -8808,63 +9058,63 @@ class ClientSubRepInfo(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f1 = raw
+                    f_brokerConfigId = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f2 = raw
+                    f_topicMetaInfoId = raw
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f3 = raw
+                    f_lstAssignedTime = raw
                 elif tag == 32:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
                     else:
                         raw, pos = read_varint(buf, pos)
-                    f4 = raw != 0
+                    f_reportSubInfo = raw != 0
                 elif tag == 42:
                     n = buf[pos]
                     if n < 0x80:
@@ -8874,9 +9124,9 @@ class ClientSubRepInfo(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("ClientSubRepInfo.partSubInfo")
-                    x5 = buf[pos:vend].decode()
+                    x_partSubInfo = buf[pos:vend].decode()
                     pos = vend
-                    f5.append(x5)
+                    f_partSubInfo.append(x_partSubInfo)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -8886,16 +9136,16 @@ class ClientSubRepInfo(Message):
             raise invalid_utf8("ClientSubRepInfo.partSubInfo", exc) from None
         if pos != end:
             raise truncated("ClientSubRepInfo")
-        if f1 is None:
+        if f_brokerConfigId is None:
             raise MissingRequiredFieldError("ClientSubRepInfo", "brokerConfigId")
-        if f2 is None:
+        if f_topicMetaInfoId is None:
             raise MissingRequiredFieldError("ClientSubRepInfo", "topicMetaInfoId")
         msg = new_instance(cls)
-        msg.brokerConfigId = f1
-        msg.topicMetaInfoId = f2
-        msg._lstAssignedTime = f3
-        msg._reportSubInfo = f4
-        msg.partSubInfo = f5
+        msg.brokerConfigId = f_brokerConfigId
+        msg.topicMetaInfoId = f_topicMetaInfoId
+        msg._lstAssignedTime = f_lstAssignedTime
+        msg._reportSubInfo = f_reportSubInfo
+        msg.partSubInfo = f_partSubInfo
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -9100,36 +9350,52 @@ class OpsTaskInfo(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self._groupFlowCheckId
-        if v1 is not None:
+        v_groupFlowCheckId = self._groupFlowCheckId
+        if v_groupFlowCheckId is not None:
             parts.append(b"\x08")
-            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int64_bytes(v1))
-        v2 = self._defFlowCheckId
-        if v2 is not None:
+            parts.append(
+                SMALL_VARINTS[v_groupFlowCheckId]
+                if 0 <= v_groupFlowCheckId < 0x4000
+                else int64_bytes(v_groupFlowCheckId)
+            )
+        v_defFlowCheckId = self._defFlowCheckId
+        if v_defFlowCheckId is not None:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int64_bytes(v2))
-        v3 = self._qryPriorityId
-        if v3 is not None:
+            parts.append(
+                SMALL_VARINTS[v_defFlowCheckId]
+                if 0 <= v_defFlowCheckId < 0x4000
+                else int64_bytes(v_defFlowCheckId)
+            )
+        v_qryPriorityId = self._qryPriorityId
+        if v_qryPriorityId is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
-        v4 = self._csmFrmMaxOffsetCtrlId
-        if v4 is not None:
+            parts.append(
+                SMALL_VARINTS[v_qryPriorityId]
+                if 0 <= v_qryPriorityId < 0x4000
+                else int32_bytes(v_qryPriorityId)
+            )
+        v_csmFrmMaxOffsetCtrlId = self._csmFrmMaxOffsetCtrlId
+        if v_csmFrmMaxOffsetCtrlId is not None:
             parts.append(b"\x20")
-            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int64_bytes(v4))
-        v5 = self._requireAuth
-        if v5 is not None:
-            parts.append(b"\x28\x01" if v5 else b"\x28\x00")
-        v6 = self._defFlowControlInfo
-        if v6 is not None:
+            parts.append(
+                SMALL_VARINTS[v_csmFrmMaxOffsetCtrlId]
+                if 0 <= v_csmFrmMaxOffsetCtrlId < 0x4000
+                else int64_bytes(v_csmFrmMaxOffsetCtrlId)
+            )
+        v_requireAuth = self._requireAuth
+        if v_requireAuth is not None:
+            parts.append(b"\x28\x01" if v_requireAuth else b"\x28\x00")
+        v_defFlowControlInfo = self._defFlowControlInfo
+        if v_defFlowControlInfo is not None:
             parts.append(b"\x32")
-            data = v6.encode()
+            data = v_defFlowControlInfo.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v7 = self._groupFlowControlInfo
-        if v7 is not None:
+        v_groupFlowControlInfo = self._groupFlowControlInfo
+        if v_groupFlowControlInfo is not None:
             parts.append(b"\x3a")
-            data = v7.encode()
+            data = v_groupFlowControlInfo.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -9145,13 +9411,13 @@ class OpsTaskInfo(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
-        f3: int | None = None
-        f4: int | None = None
-        f5: bool | None = None
-        f6: str | None = None
-        f7: str | None = None
+        f_groupFlowCheckId: int | None = None
+        f_defFlowCheckId: int | None = None
+        f_qryPriorityId: int | None = None
+        f_csmFrmMaxOffsetCtrlId: int | None = None
+        f_requireAuth: bool | None = None
+        f_defFlowControlInfo: str | None = None
+        f_groupFlowControlInfo: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -9166,56 +9432,56 @@ class OpsTaskInfo(Message):
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        f1 = raw
+                        f_groupFlowCheckId = raw
                     elif tag == 16:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        f2 = raw
+                        f_defFlowCheckId = raw
                     elif tag == 24:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        f3 = raw
+                        f_qryPriorityId = raw
                     else:
                         pos = skip_field(buf, pos, end, tag)
                         unknown = add_unknown(unknown, buf[start:pos])
@@ -9224,27 +9490,27 @@ class OpsTaskInfo(Message):
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        f4 = raw
+                        f_csmFrmMaxOffsetCtrlId = raw
                     elif tag == 40:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
                         else:
                             raw, pos = read_varint(buf, pos)
-                        f5 = raw != 0
+                        f_requireAuth = raw != 0
                     elif tag == 50:
                         n = buf[pos]
                         if n < 0x80:
@@ -9254,7 +9520,7 @@ class OpsTaskInfo(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("OpsTaskInfo.defFlowControlInfo")
-                        f6 = buf[pos:vend].decode()
+                        f_defFlowControlInfo = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 58:
                         n = buf[pos]
@@ -9265,7 +9531,7 @@ class OpsTaskInfo(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("OpsTaskInfo.groupFlowControlInfo")
-                        f7 = buf[pos:vend].decode()
+                        f_groupFlowControlInfo = buf[pos:vend].decode()
                         pos = vend
                     else:
                         pos = skip_field(buf, pos, end, tag)
@@ -9281,13 +9547,13 @@ class OpsTaskInfo(Message):
         if pos != end:
             raise truncated("OpsTaskInfo")
         msg = new_instance(cls)
-        msg._groupFlowCheckId = f1
-        msg._defFlowCheckId = f2
-        msg._qryPriorityId = f3
-        msg._csmFrmMaxOffsetCtrlId = f4
-        msg._requireAuth = f5
-        msg._defFlowControlInfo = f6
-        msg._groupFlowControlInfo = f7
+        msg._groupFlowCheckId = f_groupFlowCheckId
+        msg._defFlowCheckId = f_defFlowCheckId
+        msg._qryPriorityId = f_qryPriorityId
+        msg._csmFrmMaxOffsetCtrlId = f_csmFrmMaxOffsetCtrlId
+        msg._requireAuth = f_requireAuth
+        msg._defFlowControlInfo = f_defFlowControlInfo
+        msg._groupFlowControlInfo = f_groupFlowControlInfo
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -9427,83 +9693,87 @@ class RegisterRequestC2MV2(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.clientId
-        if v1 is None:
+        v_clientId = self.clientId
+        if v_clientId is None:
             raise RequiredFieldUnsetError("RegisterRequestC2MV2", "clientId")
         parts.append(b"\x0a")
-        data = v1.encode()
+        data = v_clientId.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v2 = self.groupName
-        if v2 is None:
+        v_groupName = self.groupName
+        if v_groupName is None:
             raise RequiredFieldUnsetError("RegisterRequestC2MV2", "groupName")
         parts.append(b"\x12")
-        data = v2.encode()
+        data = v_groupName.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v3 = self.hostName
-        if v3 is None:
+        v_hostName = self.hostName
+        if v_hostName is None:
             raise RequiredFieldUnsetError("RegisterRequestC2MV2", "hostName")
         parts.append(b"\x1a")
-        data = v3.encode()
+        data = v_hostName.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v4 = self.sourceCount
-        if v4 is None:
+        v_sourceCount = self.sourceCount
+        if v_sourceCount is None:
             raise RequiredFieldUnsetError("RegisterRequestC2MV2", "sourceCount")
         parts.append(b"\x20")
-        parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int32_bytes(v4))
-        v5 = self.nodeId
-        if v5 is None:
+        parts.append(
+            SMALL_VARINTS[v_sourceCount]
+            if 0 <= v_sourceCount < 0x4000
+            else int32_bytes(v_sourceCount)
+        )
+        v_nodeId = self.nodeId
+        if v_nodeId is None:
             raise RequiredFieldUnsetError("RegisterRequestC2MV2", "nodeId")
         parts.append(b"\x28")
-        parts.append(SMALL_VARINTS[v5] if 0 <= v5 < 0x4000 else int32_bytes(v5))
-        for item6 in self.topicList:
+        parts.append(SMALL_VARINTS[v_nodeId] if 0 <= v_nodeId < 0x4000 else int32_bytes(v_nodeId))
+        for item_topicList in self.topicList:
             parts.append(b"\x32")
-            data = item6.encode()
+            data = item_topicList.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        for item7 in self.topicCondition:
+        for item_topicCondition in self.topicCondition:
             parts.append(b"\x3a")
-            data = item7.encode()
+            data = item_topicCondition.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v8 = self.subRepInfo
-        if v8 is not None:
+        v_subRepInfo = self.subRepInfo
+        if v_subRepInfo is not None:
             parts.append(b"\x42")
             sub = []
-            v8._encode(sub)
+            v_subRepInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v9 = self.opsTaskInfo
-        if v9 is not None:
+        v_opsTaskInfo = self.opsTaskInfo
+        if v_opsTaskInfo is not None:
             parts.append(b"\x4a")
             sub = []
-            v9._encode(sub)
+            v_opsTaskInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v10 = self.authInfo
-        if v10 is not None:
+        v_authInfo = self.authInfo
+        if v_authInfo is not None:
             parts.append(b"\x52")
             sub = []
-            v10._encode(sub)
+            v_authInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v11 = self._jdkVersion
-        if v11 is not None:
+        v_jdkVersion = self._jdkVersion
+        if v_jdkVersion is not None:
             parts.append(b"\x5a")
-            data = v11.encode()
+            data = v_jdkVersion.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -9519,17 +9789,17 @@ class RegisterRequestC2MV2(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: str | None = None
-        f3: str | None = None
-        f4: int | None = None
-        f5: int | None = None
-        f6: list[str] = []
-        f7: list[str] = []
-        f8: ClientSubRepInfo | None = None
-        f9: OpsTaskInfo | None = None
-        f10: MasterCertificateInfo | None = None
-        f11: str | None = None
+        f_clientId: str | None = None
+        f_groupName: str | None = None
+        f_hostName: str | None = None
+        f_sourceCount: int | None = None
+        f_nodeId: int | None = None
+        f_topicList: list[str] = []
+        f_topicCondition: list[str] = []
+        f_subRepInfo: ClientSubRepInfo | None = None
+        f_opsTaskInfo: OpsTaskInfo | None = None
+        f_authInfo: MasterCertificateInfo | None = None
+        f_jdkVersion: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -9549,7 +9819,7 @@ class RegisterRequestC2MV2(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("RegisterRequestC2MV2.clientId")
-                        f1 = buf[pos:vend].decode()
+                        f_clientId = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 18:
                         n = buf[pos]
@@ -9560,7 +9830,7 @@ class RegisterRequestC2MV2(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("RegisterRequestC2MV2.groupName")
-                        f2 = buf[pos:vend].decode()
+                        f_groupName = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 26:
                         n = buf[pos]
@@ -9571,44 +9841,44 @@ class RegisterRequestC2MV2(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("RegisterRequestC2MV2.hostName")
-                        f3 = buf[pos:vend].decode()
+                        f_hostName = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 32:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        f4 = raw
+                        f_sourceCount = raw
                     elif tag == 40:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        f5 = raw
+                        f_nodeId = raw
                     else:
                         pos = skip_field(buf, pos, end, tag)
                         unknown = add_unknown(unknown, buf[start:pos])
@@ -9622,9 +9892,9 @@ class RegisterRequestC2MV2(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("RegisterRequestC2MV2.topicList")
-                        x6 = buf[pos:vend].decode()
+                        x_topicList = buf[pos:vend].decode()
                         pos = vend
-                        f6.append(x6)
+                        f_topicList.append(x_topicList)
                     elif tag == 58:
                         n = buf[pos]
                         if n < 0x80:
@@ -9634,9 +9904,9 @@ class RegisterRequestC2MV2(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("RegisterRequestC2MV2.topicCondition")
-                        x7 = buf[pos:vend].decode()
+                        x_topicCondition = buf[pos:vend].decode()
                         pos = vend
-                        f7.append(x7)
+                        f_topicCondition.append(x_topicCondition)
                     elif tag == 66:
                         n = buf[pos]
                         if n < 0x80:
@@ -9646,7 +9916,7 @@ class RegisterRequestC2MV2(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("RegisterRequestC2MV2.subRepInfo")
-                        f8 = ClientSubRepInfo.decode_from(buf, pos, vend)
+                        f_subRepInfo = ClientSubRepInfo.decode_from(buf, pos, vend)
                         pos = vend
                     elif tag == 74:
                         n = buf[pos]
@@ -9657,7 +9927,7 @@ class RegisterRequestC2MV2(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("RegisterRequestC2MV2.opsTaskInfo")
-                        f9 = OpsTaskInfo.decode_from(buf, pos, vend)
+                        f_opsTaskInfo = OpsTaskInfo.decode_from(buf, pos, vend)
                         pos = vend
                     elif tag == 82:
                         n = buf[pos]
@@ -9668,7 +9938,7 @@ class RegisterRequestC2MV2(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("RegisterRequestC2MV2.authInfo")
-                        f10 = MasterCertificateInfo.decode_from(buf, pos, vend)
+                        f_authInfo = MasterCertificateInfo.decode_from(buf, pos, vend)
                         pos = vend
                     elif tag == 90:
                         n = buf[pos]
@@ -9679,7 +9949,7 @@ class RegisterRequestC2MV2(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("RegisterRequestC2MV2.jdkVersion")
-                        f11 = buf[pos:vend].decode()
+                        f_jdkVersion = buf[pos:vend].decode()
                         pos = vend
                     else:
                         pos = skip_field(buf, pos, end, tag)
@@ -9698,28 +9968,28 @@ class RegisterRequestC2MV2(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("RegisterRequestC2MV2")
-        if f1 is None:
+        if f_clientId is None:
             raise MissingRequiredFieldError("RegisterRequestC2MV2", "clientId")
-        if f2 is None:
+        if f_groupName is None:
             raise MissingRequiredFieldError("RegisterRequestC2MV2", "groupName")
-        if f3 is None:
+        if f_hostName is None:
             raise MissingRequiredFieldError("RegisterRequestC2MV2", "hostName")
-        if f4 is None:
+        if f_sourceCount is None:
             raise MissingRequiredFieldError("RegisterRequestC2MV2", "sourceCount")
-        if f5 is None:
+        if f_nodeId is None:
             raise MissingRequiredFieldError("RegisterRequestC2MV2", "nodeId")
         msg = new_instance(cls)
-        msg.clientId = f1
-        msg.groupName = f2
-        msg.hostName = f3
-        msg.sourceCount = f4
-        msg.nodeId = f5
-        msg.topicList = f6
-        msg.topicCondition = f7
-        msg.subRepInfo = f8
-        msg.opsTaskInfo = f9
-        msg.authInfo = f10
-        msg._jdkVersion = f11
+        msg.clientId = f_clientId
+        msg.groupName = f_groupName
+        msg.hostName = f_hostName
+        msg.sourceCount = f_sourceCount
+        msg.nodeId = f_nodeId
+        msg.topicList = f_topicList
+        msg.topicCondition = f_topicCondition
+        msg.subRepInfo = f_subRepInfo
+        msg.opsTaskInfo = f_opsTaskInfo
+        msg.authInfo = f_authInfo
+        msg._jdkVersion = f_jdkVersion
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -9826,43 +10096,49 @@ class RegisterResponseM2CV2(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.errCode
-        if v1 is None:
+        v_errCode = self.errCode
+        if v_errCode is None:
             raise RequiredFieldUnsetError("RegisterResponseM2CV2", "errCode")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
-        v2 = self.errMsg
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
+        v_errMsg = self.errMsg
+        if v_errMsg is None:
             raise RequiredFieldUnsetError("RegisterResponseM2CV2", "errMsg")
         parts.append(b"\x12")
-        data = v2.encode()
+        data = v_errMsg.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v3 = self._brokerConfigId
-        if v3 is not None:
+        v_brokerConfigId = self._brokerConfigId
+        if v_brokerConfigId is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int64_bytes(v3))
-        for item4 in self.brokerConfigList:
+            parts.append(
+                SMALL_VARINTS[v_brokerConfigId]
+                if 0 <= v_brokerConfigId < 0x4000
+                else int64_bytes(v_brokerConfigId)
+            )
+        for item_brokerConfigList in self.brokerConfigList:
             parts.append(b"\x22")
-            data = item4.encode()
+            data = item_brokerConfigList.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v5 = self.opsTaskInfo
-        if v5 is not None:
+        v_opsTaskInfo = self.opsTaskInfo
+        if v_opsTaskInfo is not None:
             parts.append(b"\x2a")
             sub = []
-            v5._encode(sub)
+            v_opsTaskInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v6 = self.authorizedInfo
-        if v6 is not None:
+        v_authorizedInfo = self.authorizedInfo
+        if v_authorizedInfo is not None:
             parts.append(b"\x32")
             sub = []
-            v6._encode(sub)
+            v_authorizedInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -9879,12 +10155,12 @@ class RegisterResponseM2CV2(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: str | None = None
-        f3: int | None = None
-        f4: list[str] = []
-        f5: OpsTaskInfo | None = None
-        f6: MasterAuthorizedInfo | None = None
+        f_errCode: int | None = None
+        f_errMsg: str | None = None
+        f_brokerConfigId: int | None = None
+        f_brokerConfigList: list[str] = []
+        f_opsTaskInfo: OpsTaskInfo | None = None
+        f_authorizedInfo: MasterAuthorizedInfo | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -9898,20 +10174,20 @@ class RegisterResponseM2CV2(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f1 = raw
+                    f_errCode = raw
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -9921,26 +10197,26 @@ class RegisterResponseM2CV2(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("RegisterResponseM2CV2.errMsg")
-                    f2 = buf[pos:vend].decode()
+                    f_errMsg = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f3 = raw
+                    f_brokerConfigId = raw
                 elif tag == 34:
                     n = buf[pos]
                     if n < 0x80:
@@ -9950,9 +10226,9 @@ class RegisterResponseM2CV2(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("RegisterResponseM2CV2.brokerConfigList")
-                    x4 = buf[pos:vend].decode()
+                    x_brokerConfigList = buf[pos:vend].decode()
                     pos = vend
-                    f4.append(x4)
+                    f_brokerConfigList.append(x_brokerConfigList)
                 elif tag == 42:
                     n = buf[pos]
                     if n < 0x80:
@@ -9962,7 +10238,7 @@ class RegisterResponseM2CV2(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("RegisterResponseM2CV2.opsTaskInfo")
-                    f5 = OpsTaskInfo.decode_from(buf, pos, vend)
+                    f_opsTaskInfo = OpsTaskInfo.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 50:
                     n = buf[pos]
@@ -9973,7 +10249,7 @@ class RegisterResponseM2CV2(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("RegisterResponseM2CV2.authorizedInfo")
-                    f6 = MasterAuthorizedInfo.decode_from(buf, pos, vend)
+                    f_authorizedInfo = MasterAuthorizedInfo.decode_from(buf, pos, vend)
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -9988,17 +10264,17 @@ class RegisterResponseM2CV2(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("RegisterResponseM2CV2")
-        if f1 is None:
+        if f_errCode is None:
             raise MissingRequiredFieldError("RegisterResponseM2CV2", "errCode")
-        if f2 is None:
+        if f_errMsg is None:
             raise MissingRequiredFieldError("RegisterResponseM2CV2", "errMsg")
         msg = new_instance(cls)
-        msg.errCode = f1
-        msg.errMsg = f2
-        msg._brokerConfigId = f3
-        msg.brokerConfigList = f4
-        msg.opsTaskInfo = f5
-        msg.authorizedInfo = f6
+        msg.errCode = f_errCode
+        msg.errMsg = f_errMsg
+        msg._brokerConfigId = f_brokerConfigId
+        msg.brokerConfigList = f_brokerConfigList
+        msg.opsTaskInfo = f_opsTaskInfo
+        msg.authorizedInfo = f_authorizedInfo
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -10080,45 +10356,45 @@ class HeartRequestC2MV2(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.clientId
-        if v1 is None:
+        v_clientId = self.clientId
+        if v_clientId is None:
             raise RequiredFieldUnsetError("HeartRequestC2MV2", "clientId")
         parts.append(b"\x0a")
-        data = v1.encode()
+        data = v_clientId.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v2 = self.groupName
-        if v2 is None:
+        v_groupName = self.groupName
+        if v_groupName is None:
             raise RequiredFieldUnsetError("HeartRequestC2MV2", "groupName")
         parts.append(b"\x12")
-        data = v2.encode()
+        data = v_groupName.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v3 = self.subRepInfo
-        if v3 is not None:
+        v_subRepInfo = self.subRepInfo
+        if v_subRepInfo is not None:
             parts.append(b"\x1a")
             sub = []
-            v3._encode(sub)
+            v_subRepInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v4 = self.opsTaskInfo
-        if v4 is not None:
+        v_opsTaskInfo = self.opsTaskInfo
+        if v_opsTaskInfo is not None:
             parts.append(b"\x22")
             sub = []
-            v4._encode(sub)
+            v_opsTaskInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v5 = self.authInfo
-        if v5 is not None:
+        v_authInfo = self.authInfo
+        if v_authInfo is not None:
             parts.append(b"\x2a")
             sub = []
-            v5._encode(sub)
+            v_authInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -10135,11 +10411,11 @@ class HeartRequestC2MV2(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: str | None = None
-        f3: ClientSubRepInfo | None = None
-        f4: OpsTaskInfo | None = None
-        f5: MasterCertificateInfo | None = None
+        f_clientId: str | None = None
+        f_groupName: str | None = None
+        f_subRepInfo: ClientSubRepInfo | None = None
+        f_opsTaskInfo: OpsTaskInfo | None = None
+        f_authInfo: MasterCertificateInfo | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -10158,7 +10434,7 @@ class HeartRequestC2MV2(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("HeartRequestC2MV2.clientId")
-                    f1 = buf[pos:vend].decode()
+                    f_clientId = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -10169,7 +10445,7 @@ class HeartRequestC2MV2(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("HeartRequestC2MV2.groupName")
-                    f2 = buf[pos:vend].decode()
+                    f_groupName = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 26:
                     n = buf[pos]
@@ -10180,7 +10456,7 @@ class HeartRequestC2MV2(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("HeartRequestC2MV2.subRepInfo")
-                    f3 = ClientSubRepInfo.decode_from(buf, pos, vend)
+                    f_subRepInfo = ClientSubRepInfo.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 34:
                     n = buf[pos]
@@ -10191,7 +10467,7 @@ class HeartRequestC2MV2(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("HeartRequestC2MV2.opsTaskInfo")
-                    f4 = OpsTaskInfo.decode_from(buf, pos, vend)
+                    f_opsTaskInfo = OpsTaskInfo.decode_from(buf, pos, vend)
                     pos = vend
                 elif tag == 42:
                     n = buf[pos]
@@ -10202,7 +10478,7 @@ class HeartRequestC2MV2(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("HeartRequestC2MV2.authInfo")
-                    f5 = MasterCertificateInfo.decode_from(buf, pos, vend)
+                    f_authInfo = MasterCertificateInfo.decode_from(buf, pos, vend)
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -10217,16 +10493,16 @@ class HeartRequestC2MV2(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("HeartRequestC2MV2")
-        if f1 is None:
+        if f_clientId is None:
             raise MissingRequiredFieldError("HeartRequestC2MV2", "clientId")
-        if f2 is None:
+        if f_groupName is None:
             raise MissingRequiredFieldError("HeartRequestC2MV2", "groupName")
         msg = new_instance(cls)
-        msg.clientId = f1
-        msg.groupName = f2
-        msg.subRepInfo = f3
-        msg.opsTaskInfo = f4
-        msg.authInfo = f5
+        msg.clientId = f_clientId
+        msg.groupName = f_groupName
+        msg.subRepInfo = f_subRepInfo
+        msg.opsTaskInfo = f_opsTaskInfo
+        msg.authInfo = f_authInfo
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -10360,53 +10636,63 @@ class HeartResponseM2CV2(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.errCode
-        if v1 is None:
+        v_errCode = self.errCode
+        if v_errCode is None:
             raise RequiredFieldUnsetError("HeartResponseM2CV2", "errCode")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
-        v2 = self.errMsg
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
+        v_errMsg = self.errMsg
+        if v_errMsg is None:
             raise RequiredFieldUnsetError("HeartResponseM2CV2", "errMsg")
         parts.append(b"\x12")
-        data = v2.encode()
+        data = v_errMsg.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v3 = self._brokerConfigId
-        if v3 is not None:
+        v_brokerConfigId = self._brokerConfigId
+        if v_brokerConfigId is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int64_bytes(v3))
-        for item4 in self.brokerConfigList:
+            parts.append(
+                SMALL_VARINTS[v_brokerConfigId]
+                if 0 <= v_brokerConfigId < 0x4000
+                else int64_bytes(v_brokerConfigId)
+            )
+        for item_brokerConfigList in self.brokerConfigList:
             parts.append(b"\x22")
-            data = item4.encode()
+            data = item_brokerConfigList.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v5 = self._topicMetaInfoId
-        if v5 is not None:
+        v_topicMetaInfoId = self._topicMetaInfoId
+        if v_topicMetaInfoId is not None:
             parts.append(b"\x28")
-            parts.append(SMALL_VARINTS[v5] if 0 <= v5 < 0x4000 else int64_bytes(v5))
-        for item6 in self.topicMetaInfoList:
+            parts.append(
+                SMALL_VARINTS[v_topicMetaInfoId]
+                if 0 <= v_topicMetaInfoId < 0x4000
+                else int64_bytes(v_topicMetaInfoId)
+            )
+        for item_topicMetaInfoList in self.topicMetaInfoList:
             parts.append(b"\x32")
-            data = item6.encode()
+            data = item_topicMetaInfoList.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v7 = self.opsTaskInfo
-        if v7 is not None:
+        v_opsTaskInfo = self.opsTaskInfo
+        if v_opsTaskInfo is not None:
             parts.append(b"\x3a")
             sub = []
-            v7._encode(sub)
+            v_opsTaskInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        v8 = self.authorizedInfo
-        if v8 is not None:
+        v_authorizedInfo = self.authorizedInfo
+        if v_authorizedInfo is not None:
             parts.append(b"\x42")
             sub = []
-            v8._encode(sub)
+            v_authorizedInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -10423,14 +10709,14 @@ class HeartResponseM2CV2(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: str | None = None
-        f3: int | None = None
-        f4: list[str] = []
-        f5: int | None = None
-        f6: list[str] = []
-        f7: OpsTaskInfo | None = None
-        f8: MasterAuthorizedInfo | None = None
+        f_errCode: int | None = None
+        f_errMsg: str | None = None
+        f_brokerConfigId: int | None = None
+        f_brokerConfigList: list[str] = []
+        f_topicMetaInfoId: int | None = None
+        f_topicMetaInfoList: list[str] = []
+        f_opsTaskInfo: OpsTaskInfo | None = None
+        f_authorizedInfo: MasterAuthorizedInfo | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -10445,20 +10731,20 @@ class HeartResponseM2CV2(Message):
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int32(raw)
-                        f1 = raw
+                        f_errCode = raw
                     elif tag == 18:
                         n = buf[pos]
                         if n < 0x80:
@@ -10468,26 +10754,26 @@ class HeartResponseM2CV2(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("HeartResponseM2CV2.errMsg")
-                        f2 = buf[pos:vend].decode()
+                        f_errMsg = buf[pos:vend].decode()
                         pos = vend
                     elif tag == 24:
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        f3 = raw
+                        f_brokerConfigId = raw
                     elif tag == 34:
                         n = buf[pos]
                         if n < 0x80:
@@ -10497,9 +10783,9 @@ class HeartResponseM2CV2(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("HeartResponseM2CV2.brokerConfigList")
-                        x4 = buf[pos:vend].decode()
+                        x_brokerConfigList = buf[pos:vend].decode()
                         pos = vend
-                        f4.append(x4)
+                        f_brokerConfigList.append(x_brokerConfigList)
                     else:
                         pos = skip_field(buf, pos, end, tag)
                         unknown = add_unknown(unknown, buf[start:pos])
@@ -10508,20 +10794,20 @@ class HeartResponseM2CV2(Message):
                         raw = buf[pos]
                         if raw < 0x80:
                             pos += 1
-                        elif (b1 := buf[pos + 1]) < 0x80:
-                            raw = raw & 0x7F | b1 << 7
+                        elif (second := buf[pos + 1]) < 0x80:
+                            raw = raw & 0x7F | second << 7
                             pos += 2
-                        elif (b2 := buf[pos + 2]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                        elif (third := buf[pos + 2]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                             pos += 3
-                        elif (b3 := buf[pos + 3]) < 0x80:
-                            raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                            raw |= b3 << 21
+                        elif (fourth := buf[pos + 3]) < 0x80:
+                            raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                            raw |= fourth << 21
                             pos += 4
                         else:
                             raw, pos = read_varint(buf, pos)
                             raw = to_int64(raw)
-                        f5 = raw
+                        f_topicMetaInfoId = raw
                     elif tag == 50:
                         n = buf[pos]
                         if n < 0x80:
@@ -10531,9 +10817,9 @@ class HeartResponseM2CV2(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("HeartResponseM2CV2.topicMetaInfoList")
-                        x6 = buf[pos:vend].decode()
+                        x_topicMetaInfoList = buf[pos:vend].decode()
                         pos = vend
-                        f6.append(x6)
+                        f_topicMetaInfoList.append(x_topicMetaInfoList)
                     elif tag == 58:
                         n = buf[pos]
                         if n < 0x80:
@@ -10543,7 +10829,7 @@ class HeartResponseM2CV2(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("HeartResponseM2CV2.opsTaskInfo")
-                        f7 = OpsTaskInfo.decode_from(buf, pos, vend)
+                        f_opsTaskInfo = OpsTaskInfo.decode_from(buf, pos, vend)
                         pos = vend
                     elif tag == 66:
                         n = buf[pos]
@@ -10554,7 +10840,7 @@ class HeartResponseM2CV2(Message):
                         vend = pos + n
                         if vend > end:
                             raise truncated("HeartResponseM2CV2.authorizedInfo")
-                        f8 = MasterAuthorizedInfo.decode_from(buf, pos, vend)
+                        f_authorizedInfo = MasterAuthorizedInfo.decode_from(buf, pos, vend)
                         pos = vend
                     else:
                         pos = skip_field(buf, pos, end, tag)
@@ -10570,19 +10856,19 @@ class HeartResponseM2CV2(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("HeartResponseM2CV2")
-        if f1 is None:
+        if f_errCode is None:
             raise MissingRequiredFieldError("HeartResponseM2CV2", "errCode")
-        if f2 is None:
+        if f_errMsg is None:
             raise MissingRequiredFieldError("HeartResponseM2CV2", "errMsg")
         msg = new_instance(cls)
-        msg.errCode = f1
-        msg.errMsg = f2
-        msg._brokerConfigId = f3
-        msg.brokerConfigList = f4
-        msg._topicMetaInfoId = f5
-        msg.topicMetaInfoList = f6
-        msg.opsTaskInfo = f7
-        msg.authorizedInfo = f8
+        msg.errCode = f_errCode
+        msg.errMsg = f_errMsg
+        msg._brokerConfigId = f_brokerConfigId
+        msg.brokerConfigList = f_brokerConfigList
+        msg._topicMetaInfoId = f_topicMetaInfoId
+        msg.topicMetaInfoList = f_topicMetaInfoList
+        msg.opsTaskInfo = f_opsTaskInfo
+        msg.authorizedInfo = f_authorizedInfo
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -10665,37 +10951,45 @@ class GetPartMetaRequestC2M(Message):
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
         sub: list[bytes]
-        v1 = self.clientId
-        if v1 is None:
+        v_clientId = self.clientId
+        if v_clientId is None:
             raise RequiredFieldUnsetError("GetPartMetaRequestC2M", "clientId")
         parts.append(b"\x0a")
-        data = v1.encode()
+        data = v_clientId.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v2 = self.groupName
-        if v2 is None:
+        v_groupName = self.groupName
+        if v_groupName is None:
             raise RequiredFieldUnsetError("GetPartMetaRequestC2M", "groupName")
         parts.append(b"\x12")
-        data = v2.encode()
+        data = v_groupName.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v3 = self.brokerConfigId
-        if v3 is None:
+        v_brokerConfigId = self.brokerConfigId
+        if v_brokerConfigId is None:
             raise RequiredFieldUnsetError("GetPartMetaRequestC2M", "brokerConfigId")
         parts.append(b"\x18")
-        parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int64_bytes(v3))
-        v4 = self.topicMetaInfoId
-        if v4 is None:
+        parts.append(
+            SMALL_VARINTS[v_brokerConfigId]
+            if 0 <= v_brokerConfigId < 0x4000
+            else int64_bytes(v_brokerConfigId)
+        )
+        v_topicMetaInfoId = self.topicMetaInfoId
+        if v_topicMetaInfoId is None:
             raise RequiredFieldUnsetError("GetPartMetaRequestC2M", "topicMetaInfoId")
         parts.append(b"\x20")
-        parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int64_bytes(v4))
-        v5 = self.authInfo
-        if v5 is not None:
+        parts.append(
+            SMALL_VARINTS[v_topicMetaInfoId]
+            if 0 <= v_topicMetaInfoId < 0x4000
+            else int64_bytes(v_topicMetaInfoId)
+        )
+        v_authInfo = self.authInfo
+        if v_authInfo is not None:
             parts.append(b"\x2a")
             sub = []
-            v5._encode(sub)
+            v_authInfo._encode(sub)
             data = b"".join(sub)
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
@@ -10712,11 +11006,11 @@ class GetPartMetaRequestC2M(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: str | None = None
-        f3: int | None = None
-        f4: int | None = None
-        f5: MasterCertificateInfo | None = None
+        f_clientId: str | None = None
+        f_groupName: str | None = None
+        f_brokerConfigId: int | None = None
+        f_topicMetaInfoId: int | None = None
+        f_authInfo: MasterCertificateInfo | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -10735,7 +11029,7 @@ class GetPartMetaRequestC2M(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("GetPartMetaRequestC2M.clientId")
-                    f1 = buf[pos:vend].decode()
+                    f_clientId = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -10746,44 +11040,44 @@ class GetPartMetaRequestC2M(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("GetPartMetaRequestC2M.groupName")
-                    f2 = buf[pos:vend].decode()
+                    f_groupName = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f3 = raw
+                    f_brokerConfigId = raw
                 elif tag == 32:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f4 = raw
+                    f_topicMetaInfoId = raw
                 elif tag == 42:
                     n = buf[pos]
                     if n < 0x80:
@@ -10793,7 +11087,7 @@ class GetPartMetaRequestC2M(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("GetPartMetaRequestC2M.authInfo")
-                    f5 = MasterCertificateInfo.decode_from(buf, pos, vend)
+                    f_authInfo = MasterCertificateInfo.decode_from(buf, pos, vend)
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -10808,20 +11102,20 @@ class GetPartMetaRequestC2M(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("GetPartMetaRequestC2M")
-        if f1 is None:
+        if f_clientId is None:
             raise MissingRequiredFieldError("GetPartMetaRequestC2M", "clientId")
-        if f2 is None:
+        if f_groupName is None:
             raise MissingRequiredFieldError("GetPartMetaRequestC2M", "groupName")
-        if f3 is None:
+        if f_brokerConfigId is None:
             raise MissingRequiredFieldError("GetPartMetaRequestC2M", "brokerConfigId")
-        if f4 is None:
+        if f_topicMetaInfoId is None:
             raise MissingRequiredFieldError("GetPartMetaRequestC2M", "topicMetaInfoId")
         msg = new_instance(cls)
-        msg.clientId = f1
-        msg.groupName = f2
-        msg.brokerConfigId = f3
-        msg.topicMetaInfoId = f4
-        msg.authInfo = f5
+        msg.clientId = f_clientId
+        msg.groupName = f_groupName
+        msg.brokerConfigId = f_brokerConfigId
+        msg.topicMetaInfoId = f_topicMetaInfoId
+        msg.authInfo = f_authInfo
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -10936,36 +11230,46 @@ class GetPartMetaResponseM2C(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.errCode
-        if v1 is None:
+        v_errCode = self.errCode
+        if v_errCode is None:
             raise RequiredFieldUnsetError("GetPartMetaResponseM2C", "errCode")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
-        v2 = self.errMsg
-        if v2 is None:
+        parts.append(
+            SMALL_VARINTS[v_errCode] if 0 <= v_errCode < 0x4000 else int32_bytes(v_errCode)
+        )
+        v_errMsg = self.errMsg
+        if v_errMsg is None:
             raise RequiredFieldUnsetError("GetPartMetaResponseM2C", "errMsg")
         parts.append(b"\x12")
-        data = v2.encode()
+        data = v_errMsg.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v3 = self._brokerConfigId
-        if v3 is not None:
+        v_brokerConfigId = self._brokerConfigId
+        if v_brokerConfigId is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int64_bytes(v3))
-        v4 = self._topicMetaInfoId
-        if v4 is not None:
+            parts.append(
+                SMALL_VARINTS[v_brokerConfigId]
+                if 0 <= v_brokerConfigId < 0x4000
+                else int64_bytes(v_brokerConfigId)
+            )
+        v_topicMetaInfoId = self._topicMetaInfoId
+        if v_topicMetaInfoId is not None:
             parts.append(b"\x20")
-            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int64_bytes(v4))
-        for item5 in self.topicMetaInfoList:
+            parts.append(
+                SMALL_VARINTS[v_topicMetaInfoId]
+                if 0 <= v_topicMetaInfoId < 0x4000
+                else int64_bytes(v_topicMetaInfoId)
+            )
+        for item_topicMetaInfoList in self.topicMetaInfoList:
             parts.append(b"\x2a")
-            data = item5.encode()
+            data = item_topicMetaInfoList.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
-        for item6 in self.brokerConfigList:
+        for item_brokerConfigList in self.brokerConfigList:
             parts.append(b"\x32")
-            data = item6.encode()
+            data = item_brokerConfigList.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -10981,12 +11285,12 @@ class GetPartMetaResponseM2C(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: str | None = None
-        f3: int | None = None
-        f4: int | None = None
-        f5: list[str] = []
-        f6: list[str] = []
+        f_errCode: int | None = None
+        f_errMsg: str | None = None
+        f_brokerConfigId: int | None = None
+        f_topicMetaInfoId: int | None = None
+        f_topicMetaInfoList: list[str] = []
+        f_brokerConfigList: list[str] = []
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -11000,20 +11304,20 @@ class GetPartMetaResponseM2C(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f1 = raw
+                    f_errCode = raw
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -11023,44 +11327,44 @@ class GetPartMetaResponseM2C(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("GetPartMetaResponseM2C.errMsg")
-                    f2 = buf[pos:vend].decode()
+                    f_errMsg = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f3 = raw
+                    f_brokerConfigId = raw
                 elif tag == 32:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f4 = raw
+                    f_topicMetaInfoId = raw
                 elif tag == 42:
                     n = buf[pos]
                     if n < 0x80:
@@ -11070,9 +11374,9 @@ class GetPartMetaResponseM2C(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("GetPartMetaResponseM2C.topicMetaInfoList")
-                    x5 = buf[pos:vend].decode()
+                    x_topicMetaInfoList = buf[pos:vend].decode()
                     pos = vend
-                    f5.append(x5)
+                    f_topicMetaInfoList.append(x_topicMetaInfoList)
                 elif tag == 50:
                     n = buf[pos]
                     if n < 0x80:
@@ -11082,9 +11386,9 @@ class GetPartMetaResponseM2C(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("GetPartMetaResponseM2C.brokerConfigList")
-                    x6 = buf[pos:vend].decode()
+                    x_brokerConfigList = buf[pos:vend].decode()
                     pos = vend
-                    f6.append(x6)
+                    f_brokerConfigList.append(x_brokerConfigList)
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -11099,17 +11403,17 @@ class GetPartMetaResponseM2C(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("GetPartMetaResponseM2C")
-        if f1 is None:
+        if f_errCode is None:
             raise MissingRequiredFieldError("GetPartMetaResponseM2C", "errCode")
-        if f2 is None:
+        if f_errMsg is None:
             raise MissingRequiredFieldError("GetPartMetaResponseM2C", "errMsg")
         msg = new_instance(cls)
-        msg.errCode = f1
-        msg.errMsg = f2
-        msg._brokerConfigId = f3
-        msg._topicMetaInfoId = f4
-        msg.topicMetaInfoList = f5
-        msg.brokerConfigList = f6
+        msg.errCode = f_errCode
+        msg.errMsg = f_errMsg
+        msg._brokerConfigId = f_brokerConfigId
+        msg._topicMetaInfoId = f_topicMetaInfoId
+        msg.topicMetaInfoList = f_topicMetaInfoList
+        msg.brokerConfigList = f_brokerConfigList
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 

@@ -165,23 +165,29 @@ class RpcConnHeader(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.flag
-        if v1 is None:
+        v_flag = self.flag
+        if v_flag is None:
             raise RequiredFieldUnsetError("RpcConnHeader", "flag")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
-        v2 = self._traceId
-        if v2 is not None:
+        parts.append(SMALL_VARINTS[v_flag] if 0 <= v_flag < 0x4000 else int32_bytes(v_flag))
+        v_traceId = self._traceId
+        if v_traceId is not None:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int64_bytes(v2))
-        v3 = self._spanId
-        if v3 is not None:
+            parts.append(
+                SMALL_VARINTS[v_traceId] if 0 <= v_traceId < 0x4000 else int64_bytes(v_traceId)
+            )
+        v_spanId = self._spanId
+        if v_spanId is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int64_bytes(v3))
-        v4 = self._parentId
-        if v4 is not None:
+            parts.append(
+                SMALL_VARINTS[v_spanId] if 0 <= v_spanId < 0x4000 else int64_bytes(v_spanId)
+            )
+        v_parentId = self._parentId
+        if v_parentId is not None:
             parts.append(b"\x20")
-            parts.append(SMALL_VARINTS[v4] if 0 <= v4 < 0x4000 else int64_bytes(v4))
+            parts.append(
+                SMALL_VARINTS[v_parentId] if 0 <= v_parentId < 0x4000 else int64_bytes(v_parentId)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -194,10 +200,10 @@ class RpcConnHeader(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
-        f3: int | None = None
-        f4: int | None = None
+        f_flag: int | None = None
+        f_traceId: int | None = None
+        f_spanId: int | None = None
+        f_parentId: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -211,74 +217,74 @@ class RpcConnHeader(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f1 = raw
+                    f_flag = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f2 = raw
+                    f_traceId = raw
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f3 = raw
+                    f_spanId = raw
                 elif tag == 32:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f4 = raw
+                    f_parentId = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -286,13 +292,13 @@ class RpcConnHeader(Message):
             raise truncated("RpcConnHeader") from None
         if pos != end:
             raise truncated("RpcConnHeader")
-        if f1 is None:
+        if f_flag is None:
             raise MissingRequiredFieldError("RpcConnHeader", "flag")
         msg = new_instance(cls)
-        msg.flag = f1
-        msg._traceId = f2
-        msg._spanId = f3
-        msg._parentId = f4
+        msg.flag = f_flag
+        msg._traceId = f_traceId
+        msg._spanId = f_spanId
+        msg._parentId = f_parentId
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -383,14 +389,22 @@ class RequestHeader(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self._serviceType
-        if v1 is not None:
+        v_serviceType = self._serviceType
+        if v_serviceType is not None:
             parts.append(b"\x08")
-            parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
-        v2 = self._protocolVer
-        if v2 is not None:
+            parts.append(
+                SMALL_VARINTS[v_serviceType]
+                if 0 <= v_serviceType < 0x4000
+                else int32_bytes(v_serviceType)
+            )
+        v_protocolVer = self._protocolVer
+        if v_protocolVer is not None:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
+            parts.append(
+                SMALL_VARINTS[v_protocolVer]
+                if 0 <= v_protocolVer < 0x4000
+                else int32_bytes(v_protocolVer)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -403,8 +417,8 @@ class RequestHeader(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
+        f_serviceType: int | None = None
+        f_protocolVer: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -418,38 +432,38 @@ class RequestHeader(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f1 = raw
+                    f_serviceType = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f2 = raw
+                    f_protocolVer = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -458,8 +472,8 @@ class RequestHeader(Message):
         if pos != end:
             raise truncated("RequestHeader")
         msg = new_instance(cls)
-        msg._serviceType = f1
-        msg._protocolVer = f2
+        msg._serviceType = f_serviceType
+        msg._protocolVer = f_protocolVer
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -558,21 +572,23 @@ class RequestBody(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.method
-        if v1 is None:
+        v_method = self.method
+        if v_method is None:
             raise RequiredFieldUnsetError("RequestBody", "method")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
-        v2 = self._timeout
-        if v2 is not None:
+        parts.append(SMALL_VARINTS[v_method] if 0 <= v_method < 0x4000 else int32_bytes(v_method))
+        v_timeout = self._timeout
+        if v_timeout is not None:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int64_bytes(v2))
-        v3 = self._request
-        if v3 is not None:
+            parts.append(
+                SMALL_VARINTS[v_timeout] if 0 <= v_timeout < 0x4000 else int64_bytes(v_timeout)
+            )
+        v_request = self._request
+        if v_request is not None:
             parts.append(b"\x1a")
-            size = len(v3)
+            size = len(v_request)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-            parts.append(v3)
+            parts.append(v_request)
         if self._unknown:
             parts.append(self._unknown)
 
@@ -585,9 +601,9 @@ class RequestBody(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: int | None = None
-        f3: bytes | None = None
+        f_method: int | None = None
+        f_timeout: int | None = None
+        f_request: bytes | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -601,38 +617,38 @@ class RequestBody(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f1 = raw
+                    f_method = raw
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int64(raw)
-                    f2 = raw
+                    f_timeout = raw
                 elif tag == 26:
                     n = buf[pos]
                     if n < 0x80:
@@ -642,7 +658,7 @@ class RequestBody(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("RequestBody.request")
-                    f3 = buf[pos:vend]
+                    f_request = buf[pos:vend]
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -651,12 +667,12 @@ class RequestBody(Message):
             raise truncated("RequestBody") from None
         if pos != end:
             raise truncated("RequestBody")
-        if f1 is None:
+        if f_method is None:
             raise MissingRequiredFieldError("RequestBody", "method")
         msg = new_instance(cls)
-        msg.method = f1
-        msg._timeout = f2
-        msg._request = f3
+        msg.method = f_method
+        msg._timeout = f_timeout
+        msg._request = f_request
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -759,19 +775,27 @@ class ResponseHeader(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.status
-        if v1 is None:
+        v_status = self.status
+        if v_status is None:
             raise RequiredFieldUnsetError("ResponseHeader", "status")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
-        v2 = self._serviceType
-        if v2 is not None:
+        parts.append(SMALL_VARINTS[v_status] if 0 <= v_status < 0x4000 else int32_bytes(v_status))
+        v_serviceType = self._serviceType
+        if v_serviceType is not None:
             parts.append(b"\x10")
-            parts.append(SMALL_VARINTS[v2] if 0 <= v2 < 0x4000 else int32_bytes(v2))
-        v3 = self._protocolVer
-        if v3 is not None:
+            parts.append(
+                SMALL_VARINTS[v_serviceType]
+                if 0 <= v_serviceType < 0x4000
+                else int32_bytes(v_serviceType)
+            )
+        v_protocolVer = self._protocolVer
+        if v_protocolVer is not None:
             parts.append(b"\x18")
-            parts.append(SMALL_VARINTS[v3] if 0 <= v3 < 0x4000 else int32_bytes(v3))
+            parts.append(
+                SMALL_VARINTS[v_protocolVer]
+                if 0 <= v_protocolVer < 0x4000
+                else int32_bytes(v_protocolVer)
+            )
         if self._unknown:
             parts.append(self._unknown)
 
@@ -784,9 +808,9 @@ class ResponseHeader(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: ResponseHeader.Status | None = None
-        f2: int | None = None
-        f3: int | None = None
+        f_status: ResponseHeader.Status | None = None
+        f_serviceType: int | None = None
+        f_protocolVer: int | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -803,47 +827,47 @@ class ResponseHeader(Message):
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    x1 = _ResponseHeader_Status_BY_NUMBER.get(raw)
-                    if x1 is None:
+                    x_status = _ResponseHeader_Status_BY_NUMBER.get(raw)
+                    if x_status is None:
                         unknown = add_unknown(unknown, buf[start:pos])
                     else:
-                        f1 = x1
+                        f_status = x_status
                 elif tag == 16:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f2 = raw
+                    f_serviceType = raw
                 elif tag == 24:
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f3 = raw
+                    f_protocolVer = raw
                 else:
                     pos = skip_field(buf, pos, end, tag)
                     unknown = add_unknown(unknown, buf[start:pos])
@@ -851,12 +875,12 @@ class ResponseHeader(Message):
             raise truncated("ResponseHeader") from None
         if pos != end:
             raise truncated("ResponseHeader")
-        if f1 is None:
+        if f_status is None:
             raise MissingRequiredFieldError("ResponseHeader", "status")
         msg = new_instance(cls)
-        msg.status = f1
-        msg._serviceType = f2
-        msg._protocolVer = f3
+        msg.status = f_status
+        msg._serviceType = f_serviceType
+        msg._protocolVer = f_protocolVer
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -934,18 +958,18 @@ class RspExceptionBody(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.exceptionName
-        if v1 is None:
+        v_exceptionName = self.exceptionName
+        if v_exceptionName is None:
             raise RequiredFieldUnsetError("RspExceptionBody", "exceptionName")
         parts.append(b"\x0a")
-        data = v1.encode()
+        data = v_exceptionName.encode()
         size = len(data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
         parts.append(data)
-        v2 = self._stackTrace
-        if v2 is not None:
+        v_stackTrace = self._stackTrace
+        if v_stackTrace is not None:
             parts.append(b"\x12")
-            data = v2.encode()
+            data = v_stackTrace.encode()
             size = len(data)
             parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
             parts.append(data)
@@ -961,8 +985,8 @@ class RspExceptionBody(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: str | None = None
-        f2: str | None = None
+        f_exceptionName: str | None = None
+        f_stackTrace: str | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -981,7 +1005,7 @@ class RspExceptionBody(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("RspExceptionBody.exceptionName")
-                    f1 = buf[pos:vend].decode()
+                    f_exceptionName = buf[pos:vend].decode()
                     pos = vend
                 elif tag == 18:
                     n = buf[pos]
@@ -992,7 +1016,7 @@ class RspExceptionBody(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("RspExceptionBody.stackTrace")
-                    f2 = buf[pos:vend].decode()
+                    f_stackTrace = buf[pos:vend].decode()
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -1007,11 +1031,11 @@ class RspExceptionBody(Message):
             raise invalid_utf8(where, exc) from None
         if pos != end:
             raise truncated("RspExceptionBody")
-        if f1 is None:
+        if f_exceptionName is None:
             raise MissingRequiredFieldError("RspExceptionBody", "exceptionName")
         msg = new_instance(cls)
-        msg.exceptionName = f1
-        msg._stackTrace = f2
+        msg.exceptionName = f_exceptionName
+        msg._stackTrace = f_stackTrace
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 
@@ -1072,18 +1096,18 @@ class RspResponseBody(Message):
 
     def _encode(self, parts: list[bytes]) -> None:
         """Append the pieces of the wire form to ``parts``, to be joined once at the end."""
-        v1 = self.method
-        if v1 is None:
+        v_method = self.method
+        if v_method is None:
             raise RequiredFieldUnsetError("RspResponseBody", "method")
         parts.append(b"\x08")
-        parts.append(SMALL_VARINTS[v1] if 0 <= v1 < 0x4000 else int32_bytes(v1))
-        v2 = self.data
-        if v2 is None:
+        parts.append(SMALL_VARINTS[v_method] if 0 <= v_method < 0x4000 else int32_bytes(v_method))
+        v_data = self.data
+        if v_data is None:
             raise RequiredFieldUnsetError("RspResponseBody", "data")
         parts.append(b"\x12")
-        size = len(v2)
+        size = len(v_data)
         parts.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))
-        parts.append(v2)
+        parts.append(v_data)
         if self._unknown:
             parts.append(self._unknown)
 
@@ -1096,8 +1120,8 @@ class RspResponseBody(Message):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, end: int) -> Self:
         """Parse ``buf[pos:end]`` without copying it first."""
-        f1: int | None = None
-        f2: bytes | None = None
+        f_method: int | None = None
+        f_data: bytes | None = None
         unknown: bytearray | None = None
         try:
             while pos < end:
@@ -1111,20 +1135,20 @@ class RspResponseBody(Message):
                     raw = buf[pos]
                     if raw < 0x80:
                         pos += 1
-                    elif (b1 := buf[pos + 1]) < 0x80:
-                        raw = raw & 0x7F | b1 << 7
+                    elif (second := buf[pos + 1]) < 0x80:
+                        raw = raw & 0x7F | second << 7
                         pos += 2
-                    elif (b2 := buf[pos + 2]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | b2 << 14
+                    elif (third := buf[pos + 2]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | third << 14
                         pos += 3
-                    elif (b3 := buf[pos + 3]) < 0x80:
-                        raw = raw & 0x7F | (b1 & 0x7F) << 7 | (b2 & 0x7F) << 14
-                        raw |= b3 << 21
+                    elif (fourth := buf[pos + 3]) < 0x80:
+                        raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14
+                        raw |= fourth << 21
                         pos += 4
                     else:
                         raw, pos = read_varint(buf, pos)
                         raw = to_int32(raw)
-                    f1 = raw
+                    f_method = raw
                 elif tag == 18:
                     n = buf[pos]
                     if n < 0x80:
@@ -1134,7 +1158,7 @@ class RspResponseBody(Message):
                     vend = pos + n
                     if vend > end:
                         raise truncated("RspResponseBody.data")
-                    f2 = buf[pos:vend]
+                    f_data = buf[pos:vend]
                     pos = vend
                 else:
                     pos = skip_field(buf, pos, end, tag)
@@ -1143,13 +1167,13 @@ class RspResponseBody(Message):
             raise truncated("RspResponseBody") from None
         if pos != end:
             raise truncated("RspResponseBody")
-        if f1 is None:
+        if f_method is None:
             raise MissingRequiredFieldError("RspResponseBody", "method")
-        if f2 is None:
+        if f_data is None:
             raise MissingRequiredFieldError("RspResponseBody", "data")
         msg = new_instance(cls)
-        msg.method = f1
-        msg.data = f2
+        msg.method = f_method
+        msg.data = f_data
         msg._unknown = b"" if unknown is None else bytes(unknown)
         return msg
 

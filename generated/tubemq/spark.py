@@ -1400,15 +1400,15 @@ def _row_TransferedMessage(m: broker_service.TransferedMessage) -> dict[str, Any
 def _value_TransferedMessage(row: RowLike) -> broker_service.TransferedMessage:
     """The TransferedMessage a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["messageId"]
-    v1 = r["checkSum"]
-    v2 = r["payLoadData"]
-    v3 = r["flag"]
+    v_messageId = r["messageId"]
+    v_checkSum = r["checkSum"]
+    v_payLoadData = r["payLoadData"]
+    v_flag = r["flag"]
     value = broker_service.TransferedMessage(
-        messageId=required(v0, "TransferedMessage.messageId"),
-        checkSum=required(v1, "TransferedMessage.checkSum"),
-        payLoadData=binary_value(required(v2, "TransferedMessage.payLoadData")),
-        flag=required(v3, "TransferedMessage.flag"),
+        messageId=required(v_messageId, "TransferedMessage.messageId"),
+        checkSum=required(v_checkSum, "TransferedMessage.checkSum"),
+        payLoadData=binary_value(required(v_payLoadData, "TransferedMessage.payLoadData")),
+        flag=required(v_flag, "TransferedMessage.flag"),
     )
     return value
 
@@ -1419,15 +1419,15 @@ def _arrow_TransferedMessage(values: Sequence[broker_service.TransferedMessage |
     if not rows:
         return null_column(len(values), _ARROW_TransferedMessage)
     fields = _FIELDS_TransferedMessage
-    v0 = [m.messageId for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.checkSum for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.payLoadData for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.flag for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    arrays = [c0, c1, c2, c3]
+    v_messageId = [m.messageId for m in rows]
+    c_messageId = pa.array(v_messageId, fields[0].type)
+    v_checkSum = [m.checkSum for m in rows]
+    c_checkSum = pa.array(v_checkSum, fields[1].type)
+    v_payLoadData = [m.payLoadData for m in rows]
+    c_payLoadData = pa.array(v_payLoadData, fields[2].type)
+    v_flag = [m.flag for m in rows]
+    c_flag = pa.array(v_flag, fields[3].type)
+    arrays = [c_messageId, c_checkSum, c_payLoadData, c_flag]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -1442,11 +1442,14 @@ def _row_AuthorizedInfo(m: broker_service.AuthorizedInfo) -> dict[str, Any]:
 def _value_AuthorizedInfo(row: RowLike) -> broker_service.AuthorizedInfo:
     """The AuthorizedInfo a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["visitAuthorizedToken"]
-    v1 = r["authAuthorizedToken"]
+    v_visitAuthorizedToken = r["visitAuthorizedToken"]
+    v_authAuthorizedToken = r["authAuthorizedToken"]
     value = broker_service.AuthorizedInfo(
-        visitAuthorizedToken=required(v0, "AuthorizedInfo.visitAuthorizedToken"),
-        authAuthorizedToken=v1,
+        visitAuthorizedToken=required(
+            v_visitAuthorizedToken,
+            "AuthorizedInfo.visitAuthorizedToken",
+        ),
+        authAuthorizedToken=v_authAuthorizedToken,
     )
     return value
 
@@ -1457,17 +1460,17 @@ def _arrow_AuthorizedInfo(values: Sequence[broker_service.AuthorizedInfo | None]
     if not rows:
         return null_column(len(values), _ARROW_AuthorizedInfo)
     fields = _FIELDS_AuthorizedInfo
-    v0 = [m.visitAuthorizedToken for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m._authAuthorizedToken for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_visitAuthorizedToken = [m.visitAuthorizedToken for m in rows]
+    c_visitAuthorizedToken = pa.array(v_visitAuthorizedToken, fields[0].type)
+    v_authAuthorizedToken = [m._authAuthorizedToken for m in rows]
+    c_authAuthorizedToken = pa.array(v_authAuthorizedToken, fields[1].type)
+    arrays = [c_visitAuthorizedToken, c_authAuthorizedToken]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_SendMessageRequestP2B(m: broker_service.SendMessageRequestP2B) -> dict[str, Any]:
     """The row of a SendMessageRequestP2B: field name -> row value."""
-    x9 = m.authInfo
+    x_authInfo = m.authInfo
     return {
         "clientId": m.clientId,
         "topicName": m.topicName,
@@ -1478,34 +1481,34 @@ def _row_SendMessageRequestP2B(m: broker_service.SendMessageRequestP2B) -> dict[
         "sentAddr": m.sentAddr,
         "msgType": m._msgType,
         "msgTime": m._msgTime,
-        "authInfo": None if x9 is None else _row_AuthorizedInfo(x9),
+        "authInfo": None if x_authInfo is None else _row_AuthorizedInfo(x_authInfo),
     }
 
 
 def _value_SendMessageRequestP2B(row: RowLike) -> broker_service.SendMessageRequestP2B:
     """The SendMessageRequestP2B a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["clientId"]
-    v1 = r["topicName"]
-    v2 = r["partitionId"]
-    v3 = r["data"]
-    v4 = r["flag"]
-    v5 = r["checkSum"]
-    v6 = r["sentAddr"]
-    v7 = r["msgType"]
-    v8 = r["msgTime"]
-    v9 = r["authInfo"]
+    v_clientId = r["clientId"]
+    v_topicName = r["topicName"]
+    v_partitionId = r["partitionId"]
+    v_data = r["data"]
+    v_flag = r["flag"]
+    v_checkSum = r["checkSum"]
+    v_sentAddr = r["sentAddr"]
+    v_msgType = r["msgType"]
+    v_msgTime = r["msgTime"]
+    v_authInfo = r["authInfo"]
     value = broker_service.SendMessageRequestP2B(
-        clientId=required(v0, "SendMessageRequestP2B.clientId"),
-        topicName=required(v1, "SendMessageRequestP2B.topicName"),
-        partitionId=required(v2, "SendMessageRequestP2B.partitionId"),
-        data=binary_value(required(v3, "SendMessageRequestP2B.data")),
-        flag=required(v4, "SendMessageRequestP2B.flag"),
-        checkSum=required(v5, "SendMessageRequestP2B.checkSum"),
-        sentAddr=required(v6, "SendMessageRequestP2B.sentAddr"),
-        msgType=v7,
-        msgTime=v8,
-        authInfo=None if v9 is None else _value_AuthorizedInfo(v9),
+        clientId=required(v_clientId, "SendMessageRequestP2B.clientId"),
+        topicName=required(v_topicName, "SendMessageRequestP2B.topicName"),
+        partitionId=required(v_partitionId, "SendMessageRequestP2B.partitionId"),
+        data=binary_value(required(v_data, "SendMessageRequestP2B.data")),
+        flag=required(v_flag, "SendMessageRequestP2B.flag"),
+        checkSum=required(v_checkSum, "SendMessageRequestP2B.checkSum"),
+        sentAddr=required(v_sentAddr, "SendMessageRequestP2B.sentAddr"),
+        msgType=v_msgType,
+        msgTime=v_msgTime,
+        authInfo=None if v_authInfo is None else _value_AuthorizedInfo(v_authInfo),
     )
     return value
 
@@ -1518,27 +1521,30 @@ def _arrow_SendMessageRequestP2B(
     if not rows:
         return null_column(len(values), _ARROW_SendMessageRequestP2B)
     fields = _FIELDS_SendMessageRequestP2B
-    v0 = [m.clientId for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.topicName for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.partitionId for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.data for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.flag for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m.checkSum for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    v6 = [m.sentAddr for m in rows]
-    c6 = pa.array(v6, fields[6].type)
-    v7 = [m._msgType for m in rows]
-    c7 = pa.array(v7, fields[7].type)
-    v8 = [m._msgTime for m in rows]
-    c8 = pa.array(v8, fields[8].type)
-    v9 = [m.authInfo for m in rows]
-    c9 = _arrow_AuthorizedInfo(v9)
-    arrays = [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9]
+    v_clientId = [m.clientId for m in rows]
+    c_clientId = pa.array(v_clientId, fields[0].type)
+    v_topicName = [m.topicName for m in rows]
+    c_topicName = pa.array(v_topicName, fields[1].type)
+    v_partitionId = [m.partitionId for m in rows]
+    c_partitionId = pa.array(v_partitionId, fields[2].type)
+    v_data = [m.data for m in rows]
+    c_data = pa.array(v_data, fields[3].type)
+    v_flag = [m.flag for m in rows]
+    c_flag = pa.array(v_flag, fields[4].type)
+    v_checkSum = [m.checkSum for m in rows]
+    c_checkSum = pa.array(v_checkSum, fields[5].type)
+    v_sentAddr = [m.sentAddr for m in rows]
+    c_sentAddr = pa.array(v_sentAddr, fields[6].type)
+    v_msgType = [m._msgType for m in rows]
+    c_msgType = pa.array(v_msgType, fields[7].type)
+    v_msgTime = [m._msgTime for m in rows]
+    c_msgTime = pa.array(v_msgTime, fields[8].type)
+    v_authInfo = [m.authInfo for m in rows]
+    c_authInfo = _arrow_AuthorizedInfo(v_authInfo)
+    arrays = [
+        c_clientId, c_topicName, c_partitionId, c_data, c_flag, c_checkSum, c_sentAddr, c_msgType,
+        c_msgTime, c_authInfo,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -1558,21 +1564,21 @@ def _row_SendMessageResponseB2P(m: broker_service.SendMessageResponseB2P) -> dic
 def _value_SendMessageResponseB2P(row: RowLike) -> broker_service.SendMessageResponseB2P:
     """The SendMessageResponseB2P a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["success"]
-    v1 = r["errCode"]
-    v2 = r["errMsg"]
-    v3 = r["requireAuth"]
-    v4 = r["messageId"]
-    v5 = r["appendTime"]
-    v6 = r["appendOffset"]
+    v_success = r["success"]
+    v_errCode = r["errCode"]
+    v_errMsg = r["errMsg"]
+    v_requireAuth = r["requireAuth"]
+    v_messageId = r["messageId"]
+    v_appendTime = r["appendTime"]
+    v_appendOffset = r["appendOffset"]
     value = broker_service.SendMessageResponseB2P(
-        success=required(v0, "SendMessageResponseB2P.success"),
-        errCode=required(v1, "SendMessageResponseB2P.errCode"),
-        errMsg=required(v2, "SendMessageResponseB2P.errMsg"),
-        requireAuth=v3,
-        messageId=v4,
-        appendTime=v5,
-        appendOffset=v6,
+        success=required(v_success, "SendMessageResponseB2P.success"),
+        errCode=required(v_errCode, "SendMessageResponseB2P.errCode"),
+        errMsg=required(v_errMsg, "SendMessageResponseB2P.errMsg"),
+        requireAuth=v_requireAuth,
+        messageId=v_messageId,
+        appendTime=v_appendTime,
+        appendOffset=v_appendOffset,
     )
     return value
 
@@ -1585,27 +1591,29 @@ def _arrow_SendMessageResponseB2P(
     if not rows:
         return null_column(len(values), _ARROW_SendMessageResponseB2P)
     fields = _FIELDS_SendMessageResponseB2P
-    v0 = [m.success for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.errCode for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.errMsg for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m._requireAuth for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m._messageId for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m._appendTime for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    v6 = [m._appendOffset for m in rows]
-    c6 = pa.array(v6, fields[6].type)
-    arrays = [c0, c1, c2, c3, c4, c5, c6]
+    v_success = [m.success for m in rows]
+    c_success = pa.array(v_success, fields[0].type)
+    v_errCode = [m.errCode for m in rows]
+    c_errCode = pa.array(v_errCode, fields[1].type)
+    v_errMsg = [m.errMsg for m in rows]
+    c_errMsg = pa.array(v_errMsg, fields[2].type)
+    v_requireAuth = [m._requireAuth for m in rows]
+    c_requireAuth = pa.array(v_requireAuth, fields[3].type)
+    v_messageId = [m._messageId for m in rows]
+    c_messageId = pa.array(v_messageId, fields[4].type)
+    v_appendTime = [m._appendTime for m in rows]
+    c_appendTime = pa.array(v_appendTime, fields[5].type)
+    v_appendOffset = [m._appendOffset for m in rows]
+    c_appendOffset = pa.array(v_appendOffset, fields[6].type)
+    arrays = [
+        c_success, c_errCode, c_errMsg, c_requireAuth, c_messageId, c_appendTime, c_appendOffset,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_RegisterRequestC2B(m: broker_service.RegisterRequestC2B) -> dict[str, Any]:
     """The row of a RegisterRequestC2B: field name -> row value."""
-    x12 = m.authInfo
+    x_authInfo = m.authInfo
     return {
         "opType": m.opType,
         "clientId": m.clientId,
@@ -1619,40 +1627,40 @@ def _row_RegisterRequestC2B(m: broker_service.RegisterRequestC2B) -> dict[str, A
         "sessionTime": m._sessionTime,
         "ssdStoreId": m._ssdStoreId,
         "qryPriorityId": m._qryPriorityId,
-        "authInfo": None if x12 is None else _row_AuthorizedInfo(x12),
+        "authInfo": None if x_authInfo is None else _row_AuthorizedInfo(x_authInfo),
     }
 
 
 def _value_RegisterRequestC2B(row: RowLike) -> broker_service.RegisterRequestC2B:
     """The RegisterRequestC2B a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["opType"]
-    v1 = r["clientId"]
-    v2 = r["groupName"]
-    v3 = r["topicName"]
-    v4 = r["partitionId"]
-    v5 = r["readStatus"]
-    v6 = r["filterCondStr"]
-    v7 = r["currOffset"]
-    v8 = r["sessionKey"]
-    v9 = r["sessionTime"]
-    v10 = r["ssdStoreId"]
-    v11 = r["qryPriorityId"]
-    v12 = r["authInfo"]
+    v_opType = r["opType"]
+    v_clientId = r["clientId"]
+    v_groupName = r["groupName"]
+    v_topicName = r["topicName"]
+    v_partitionId = r["partitionId"]
+    v_readStatus = r["readStatus"]
+    v_filterCondStr = r["filterCondStr"]
+    v_currOffset = r["currOffset"]
+    v_sessionKey = r["sessionKey"]
+    v_sessionTime = r["sessionTime"]
+    v_ssdStoreId = r["ssdStoreId"]
+    v_qryPriorityId = r["qryPriorityId"]
+    v_authInfo = r["authInfo"]
     value = broker_service.RegisterRequestC2B(
-        opType=required(v0, "RegisterRequestC2B.opType"),
-        clientId=required(v1, "RegisterRequestC2B.clientId"),
-        groupName=required(v2, "RegisterRequestC2B.groupName"),
-        topicName=required(v3, "RegisterRequestC2B.topicName"),
-        partitionId=required(v4, "RegisterRequestC2B.partitionId"),
-        readStatus=required(v5, "RegisterRequestC2B.readStatus"),
-        filterCondStr=list(v6 or ()),
-        currOffset=v7,
-        sessionKey=v8,
-        sessionTime=v9,
-        ssdStoreId=v10,
-        qryPriorityId=v11,
-        authInfo=None if v12 is None else _value_AuthorizedInfo(v12),
+        opType=required(v_opType, "RegisterRequestC2B.opType"),
+        clientId=required(v_clientId, "RegisterRequestC2B.clientId"),
+        groupName=required(v_groupName, "RegisterRequestC2B.groupName"),
+        topicName=required(v_topicName, "RegisterRequestC2B.topicName"),
+        partitionId=required(v_partitionId, "RegisterRequestC2B.partitionId"),
+        readStatus=required(v_readStatus, "RegisterRequestC2B.readStatus"),
+        filterCondStr=list(v_filterCondStr or ()),
+        currOffset=v_currOffset,
+        sessionKey=v_sessionKey,
+        sessionTime=v_sessionTime,
+        ssdStoreId=v_ssdStoreId,
+        qryPriorityId=v_qryPriorityId,
+        authInfo=None if v_authInfo is None else _value_AuthorizedInfo(v_authInfo),
     )
     return value
 
@@ -1663,33 +1671,37 @@ def _arrow_RegisterRequestC2B(values: Sequence[broker_service.RegisterRequestC2B
     if not rows:
         return null_column(len(values), _ARROW_RegisterRequestC2B)
     fields = _FIELDS_RegisterRequestC2B
-    v0 = [m.opType for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.clientId for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.groupName for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.topicName for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.partitionId for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m.readStatus for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    v6 = [m.filterCondStr for m in rows]
-    c6 = pa.array(v6, fields[6].type)
-    v7 = [m._currOffset for m in rows]
-    c7 = pa.array(v7, fields[7].type)
-    v8 = [m._sessionKey for m in rows]
-    c8 = pa.array(v8, fields[8].type)
-    v9 = [m._sessionTime for m in rows]
-    c9 = pa.array(v9, fields[9].type)
-    v10 = [m._ssdStoreId for m in rows]
-    c10 = pa.array(v10, fields[10].type)
-    v11 = [m._qryPriorityId for m in rows]
-    c11 = pa.array(v11, fields[11].type)
-    v12 = [m.authInfo for m in rows]
-    c12 = _arrow_AuthorizedInfo(v12)
-    arrays = [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12]
+    v_opType = [m.opType for m in rows]
+    c_opType = pa.array(v_opType, fields[0].type)
+    v_clientId = [m.clientId for m in rows]
+    c_clientId = pa.array(v_clientId, fields[1].type)
+    v_groupName = [m.groupName for m in rows]
+    c_groupName = pa.array(v_groupName, fields[2].type)
+    v_topicName = [m.topicName for m in rows]
+    c_topicName = pa.array(v_topicName, fields[3].type)
+    v_partitionId = [m.partitionId for m in rows]
+    c_partitionId = pa.array(v_partitionId, fields[4].type)
+    v_readStatus = [m.readStatus for m in rows]
+    c_readStatus = pa.array(v_readStatus, fields[5].type)
+    v_filterCondStr = [m.filterCondStr for m in rows]
+    c_filterCondStr = pa.array(v_filterCondStr, fields[6].type)
+    v_currOffset = [m._currOffset for m in rows]
+    c_currOffset = pa.array(v_currOffset, fields[7].type)
+    v_sessionKey = [m._sessionKey for m in rows]
+    c_sessionKey = pa.array(v_sessionKey, fields[8].type)
+    v_sessionTime = [m._sessionTime for m in rows]
+    c_sessionTime = pa.array(v_sessionTime, fields[9].type)
+    v_ssdStoreId = [m._ssdStoreId for m in rows]
+    c_ssdStoreId = pa.array(v_ssdStoreId, fields[10].type)
+    v_qryPriorityId = [m._qryPriorityId for m in rows]
+    c_qryPriorityId = pa.array(v_qryPriorityId, fields[11].type)
+    v_authInfo = [m.authInfo for m in rows]
+    c_authInfo = _arrow_AuthorizedInfo(v_authInfo)
+    arrays = [
+        c_opType, c_clientId, c_groupName, c_topicName, c_partitionId, c_readStatus,
+        c_filterCondStr, c_currOffset, c_sessionKey, c_sessionTime, c_ssdStoreId, c_qryPriorityId,
+        c_authInfo,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -1707,17 +1719,17 @@ def _row_RegisterResponseB2C(m: broker_service.RegisterResponseB2C) -> dict[str,
 def _value_RegisterResponseB2C(row: RowLike) -> broker_service.RegisterResponseB2C:
     """The RegisterResponseB2C a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["success"]
-    v1 = r["errCode"]
-    v2 = r["errMsg"]
-    v3 = r["currOffset"]
-    v4 = r["maxOffset"]
+    v_success = r["success"]
+    v_errCode = r["errCode"]
+    v_errMsg = r["errMsg"]
+    v_currOffset = r["currOffset"]
+    v_maxOffset = r["maxOffset"]
     value = broker_service.RegisterResponseB2C(
-        success=required(v0, "RegisterResponseB2C.success"),
-        errCode=required(v1, "RegisterResponseB2C.errCode"),
-        errMsg=required(v2, "RegisterResponseB2C.errMsg"),
-        currOffset=v3,
-        maxOffset=v4,
+        success=required(v_success, "RegisterResponseB2C.success"),
+        errCode=required(v_errCode, "RegisterResponseB2C.errCode"),
+        errMsg=required(v_errMsg, "RegisterResponseB2C.errMsg"),
+        currOffset=v_currOffset,
+        maxOffset=v_maxOffset,
     )
     return value
 
@@ -1728,23 +1740,23 @@ def _arrow_RegisterResponseB2C(values: Sequence[broker_service.RegisterResponseB
     if not rows:
         return null_column(len(values), _ARROW_RegisterResponseB2C)
     fields = _FIELDS_RegisterResponseB2C
-    v0 = [m.success for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.errCode for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.errMsg for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m._currOffset for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m._maxOffset for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    arrays = [c0, c1, c2, c3, c4]
+    v_success = [m.success for m in rows]
+    c_success = pa.array(v_success, fields[0].type)
+    v_errCode = [m.errCode for m in rows]
+    c_errCode = pa.array(v_errCode, fields[1].type)
+    v_errMsg = [m.errMsg for m in rows]
+    c_errMsg = pa.array(v_errMsg, fields[2].type)
+    v_currOffset = [m._currOffset for m in rows]
+    c_currOffset = pa.array(v_currOffset, fields[3].type)
+    v_maxOffset = [m._maxOffset for m in rows]
+    c_maxOffset = pa.array(v_maxOffset, fields[4].type)
+    arrays = [c_success, c_errCode, c_errMsg, c_currOffset, c_maxOffset]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_HeartBeatRequestC2B(m: broker_service.HeartBeatRequestC2B) -> dict[str, Any]:
     """The row of a HeartBeatRequestC2B: field name -> row value."""
-    x6 = m.authInfo
+    x_authInfo = m.authInfo
     return {
         "clientId": m.clientId,
         "groupName": m.groupName,
@@ -1752,28 +1764,28 @@ def _row_HeartBeatRequestC2B(m: broker_service.HeartBeatRequestC2B) -> dict[str,
         "partitionInfo": list(m.partitionInfo),
         "ssdStoreId": m._ssdStoreId,
         "qryPriorityId": m._qryPriorityId,
-        "authInfo": None if x6 is None else _row_AuthorizedInfo(x6),
+        "authInfo": None if x_authInfo is None else _row_AuthorizedInfo(x_authInfo),
     }
 
 
 def _value_HeartBeatRequestC2B(row: RowLike) -> broker_service.HeartBeatRequestC2B:
     """The HeartBeatRequestC2B a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["clientId"]
-    v1 = r["groupName"]
-    v2 = r["readStatus"]
-    v3 = r["partitionInfo"]
-    v4 = r["ssdStoreId"]
-    v5 = r["qryPriorityId"]
-    v6 = r["authInfo"]
+    v_clientId = r["clientId"]
+    v_groupName = r["groupName"]
+    v_readStatus = r["readStatus"]
+    v_partitionInfo = r["partitionInfo"]
+    v_ssdStoreId = r["ssdStoreId"]
+    v_qryPriorityId = r["qryPriorityId"]
+    v_authInfo = r["authInfo"]
     value = broker_service.HeartBeatRequestC2B(
-        clientId=required(v0, "HeartBeatRequestC2B.clientId"),
-        groupName=required(v1, "HeartBeatRequestC2B.groupName"),
-        readStatus=required(v2, "HeartBeatRequestC2B.readStatus"),
-        partitionInfo=list(v3 or ()),
-        ssdStoreId=v4,
-        qryPriorityId=v5,
-        authInfo=None if v6 is None else _value_AuthorizedInfo(v6),
+        clientId=required(v_clientId, "HeartBeatRequestC2B.clientId"),
+        groupName=required(v_groupName, "HeartBeatRequestC2B.groupName"),
+        readStatus=required(v_readStatus, "HeartBeatRequestC2B.readStatus"),
+        partitionInfo=list(v_partitionInfo or ()),
+        ssdStoreId=v_ssdStoreId,
+        qryPriorityId=v_qryPriorityId,
+        authInfo=None if v_authInfo is None else _value_AuthorizedInfo(v_authInfo),
     )
     return value
 
@@ -1784,21 +1796,24 @@ def _arrow_HeartBeatRequestC2B(values: Sequence[broker_service.HeartBeatRequestC
     if not rows:
         return null_column(len(values), _ARROW_HeartBeatRequestC2B)
     fields = _FIELDS_HeartBeatRequestC2B
-    v0 = [m.clientId for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.groupName for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.readStatus for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.partitionInfo for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m._ssdStoreId for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m._qryPriorityId for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    v6 = [m.authInfo for m in rows]
-    c6 = _arrow_AuthorizedInfo(v6)
-    arrays = [c0, c1, c2, c3, c4, c5, c6]
+    v_clientId = [m.clientId for m in rows]
+    c_clientId = pa.array(v_clientId, fields[0].type)
+    v_groupName = [m.groupName for m in rows]
+    c_groupName = pa.array(v_groupName, fields[1].type)
+    v_readStatus = [m.readStatus for m in rows]
+    c_readStatus = pa.array(v_readStatus, fields[2].type)
+    v_partitionInfo = [m.partitionInfo for m in rows]
+    c_partitionInfo = pa.array(v_partitionInfo, fields[3].type)
+    v_ssdStoreId = [m._ssdStoreId for m in rows]
+    c_ssdStoreId = pa.array(v_ssdStoreId, fields[4].type)
+    v_qryPriorityId = [m._qryPriorityId for m in rows]
+    c_qryPriorityId = pa.array(v_qryPriorityId, fields[5].type)
+    v_authInfo = [m.authInfo for m in rows]
+    c_authInfo = _arrow_AuthorizedInfo(v_authInfo)
+    arrays = [
+        c_clientId, c_groupName, c_readStatus, c_partitionInfo, c_ssdStoreId, c_qryPriorityId,
+        c_authInfo,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -1817,19 +1832,19 @@ def _row_HeartBeatResponseB2C(m: broker_service.HeartBeatResponseB2C) -> dict[st
 def _value_HeartBeatResponseB2C(row: RowLike) -> broker_service.HeartBeatResponseB2C:
     """The HeartBeatResponseB2C a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["success"]
-    v1 = r["errCode"]
-    v2 = r["errMsg"]
-    v3 = r["hasPartFailure"]
-    v4 = r["failureInfo"]
-    v5 = r["requireAuth"]
+    v_success = r["success"]
+    v_errCode = r["errCode"]
+    v_errMsg = r["errMsg"]
+    v_hasPartFailure = r["hasPartFailure"]
+    v_failureInfo = r["failureInfo"]
+    v_requireAuth = r["requireAuth"]
     value = broker_service.HeartBeatResponseB2C(
-        success=required(v0, "HeartBeatResponseB2C.success"),
-        errCode=required(v1, "HeartBeatResponseB2C.errCode"),
-        errMsg=required(v2, "HeartBeatResponseB2C.errMsg"),
-        hasPartFailure=v3,
-        failureInfo=list(v4 or ()),
-        requireAuth=v5,
+        success=required(v_success, "HeartBeatResponseB2C.success"),
+        errCode=required(v_errCode, "HeartBeatResponseB2C.errCode"),
+        errMsg=required(v_errMsg, "HeartBeatResponseB2C.errMsg"),
+        hasPartFailure=v_hasPartFailure,
+        failureInfo=list(v_failureInfo or ()),
+        requireAuth=v_requireAuth,
     )
     return value
 
@@ -1842,19 +1857,19 @@ def _arrow_HeartBeatResponseB2C(
     if not rows:
         return null_column(len(values), _ARROW_HeartBeatResponseB2C)
     fields = _FIELDS_HeartBeatResponseB2C
-    v0 = [m.success for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.errCode for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.errMsg for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m._hasPartFailure for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.failureInfo for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m._requireAuth for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    arrays = [c0, c1, c2, c3, c4, c5]
+    v_success = [m.success for m in rows]
+    c_success = pa.array(v_success, fields[0].type)
+    v_errCode = [m.errCode for m in rows]
+    c_errCode = pa.array(v_errCode, fields[1].type)
+    v_errMsg = [m.errMsg for m in rows]
+    c_errMsg = pa.array(v_errMsg, fields[2].type)
+    v_hasPartFailure = [m._hasPartFailure for m in rows]
+    c_hasPartFailure = pa.array(v_hasPartFailure, fields[3].type)
+    v_failureInfo = [m.failureInfo for m in rows]
+    c_failureInfo = pa.array(v_failureInfo, fields[4].type)
+    v_requireAuth = [m._requireAuth for m in rows]
+    c_requireAuth = pa.array(v_requireAuth, fields[5].type)
+    arrays = [c_success, c_errCode, c_errMsg, c_hasPartFailure, c_failureInfo, c_requireAuth]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -1874,21 +1889,21 @@ def _row_GetMessageRequestC2B(m: broker_service.GetMessageRequestC2B) -> dict[st
 def _value_GetMessageRequestC2B(row: RowLike) -> broker_service.GetMessageRequestC2B:
     """The GetMessageRequestC2B a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["clientId"]
-    v1 = r["partitionId"]
-    v2 = r["groupName"]
-    v3 = r["topicName"]
-    v4 = r["lastPackConsumed"]
-    v5 = r["manualCommitOffset"]
-    v6 = r["escFlowCtrl"]
+    v_clientId = r["clientId"]
+    v_partitionId = r["partitionId"]
+    v_groupName = r["groupName"]
+    v_topicName = r["topicName"]
+    v_lastPackConsumed = r["lastPackConsumed"]
+    v_manualCommitOffset = r["manualCommitOffset"]
+    v_escFlowCtrl = r["escFlowCtrl"]
     value = broker_service.GetMessageRequestC2B(
-        clientId=required(v0, "GetMessageRequestC2B.clientId"),
-        partitionId=required(v1, "GetMessageRequestC2B.partitionId"),
-        groupName=required(v2, "GetMessageRequestC2B.groupName"),
-        topicName=required(v3, "GetMessageRequestC2B.topicName"),
-        lastPackConsumed=v4,
-        manualCommitOffset=v5,
-        escFlowCtrl=v6,
+        clientId=required(v_clientId, "GetMessageRequestC2B.clientId"),
+        partitionId=required(v_partitionId, "GetMessageRequestC2B.partitionId"),
+        groupName=required(v_groupName, "GetMessageRequestC2B.groupName"),
+        topicName=required(v_topicName, "GetMessageRequestC2B.topicName"),
+        lastPackConsumed=v_lastPackConsumed,
+        manualCommitOffset=v_manualCommitOffset,
+        escFlowCtrl=v_escFlowCtrl,
     )
     return value
 
@@ -1901,32 +1916,35 @@ def _arrow_GetMessageRequestC2B(
     if not rows:
         return null_column(len(values), _ARROW_GetMessageRequestC2B)
     fields = _FIELDS_GetMessageRequestC2B
-    v0 = [m.clientId for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.partitionId for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.groupName for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.topicName for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m._lastPackConsumed for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m._manualCommitOffset for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    v6 = [m._escFlowCtrl for m in rows]
-    c6 = pa.array(v6, fields[6].type)
-    arrays = [c0, c1, c2, c3, c4, c5, c6]
+    v_clientId = [m.clientId for m in rows]
+    c_clientId = pa.array(v_clientId, fields[0].type)
+    v_partitionId = [m.partitionId for m in rows]
+    c_partitionId = pa.array(v_partitionId, fields[1].type)
+    v_groupName = [m.groupName for m in rows]
+    c_groupName = pa.array(v_groupName, fields[2].type)
+    v_topicName = [m.topicName for m in rows]
+    c_topicName = pa.array(v_topicName, fields[3].type)
+    v_lastPackConsumed = [m._lastPackConsumed for m in rows]
+    c_lastPackConsumed = pa.array(v_lastPackConsumed, fields[4].type)
+    v_manualCommitOffset = [m._manualCommitOffset for m in rows]
+    c_manualCommitOffset = pa.array(v_manualCommitOffset, fields[5].type)
+    v_escFlowCtrl = [m._escFlowCtrl for m in rows]
+    c_escFlowCtrl = pa.array(v_escFlowCtrl, fields[6].type)
+    arrays = [
+        c_clientId, c_partitionId, c_groupName, c_topicName, c_lastPackConsumed,
+        c_manualCommitOffset, c_escFlowCtrl,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_GetMessageResponseB2C(m: broker_service.GetMessageResponseB2C) -> dict[str, Any]:
     """The row of a GetMessageResponseB2C: field name -> row value."""
-    x3 = m.messages
+    x_messages = m.messages
     return {
         "success": m.success,
         "errCode": m.errCode,
         "errMsg": m._errMsg,
-        "messages": [_row_TransferedMessage(y) for y in x3],
+        "messages": [_row_TransferedMessage(y) for y in x_messages],
         "currOffset": m._currOffset,
         "minLimitTime": m._minLimitTime,
         "escFlowCtrl": m._escFlowCtrl,
@@ -1939,27 +1957,27 @@ def _row_GetMessageResponseB2C(m: broker_service.GetMessageResponseB2C) -> dict[
 def _value_GetMessageResponseB2C(row: RowLike) -> broker_service.GetMessageResponseB2C:
     """The GetMessageResponseB2C a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["success"]
-    v1 = r["errCode"]
-    v2 = r["errMsg"]
-    v3 = r["messages"]
-    v4 = r["currOffset"]
-    v5 = r["minLimitTime"]
-    v6 = r["escFlowCtrl"]
-    v7 = r["currDataDlt"]
-    v8 = r["requireSlow"]
-    v9 = r["maxOffset"]
+    v_success = r["success"]
+    v_errCode = r["errCode"]
+    v_errMsg = r["errMsg"]
+    v_messages = r["messages"]
+    v_currOffset = r["currOffset"]
+    v_minLimitTime = r["minLimitTime"]
+    v_escFlowCtrl = r["escFlowCtrl"]
+    v_currDataDlt = r["currDataDlt"]
+    v_requireSlow = r["requireSlow"]
+    v_maxOffset = r["maxOffset"]
     value = broker_service.GetMessageResponseB2C(
-        success=required(v0, "GetMessageResponseB2C.success"),
-        errCode=required(v1, "GetMessageResponseB2C.errCode"),
-        errMsg=v2,
-        messages=[_value_TransferedMessage(y) for y in v3 or ()],
-        currOffset=v4,
-        minLimitTime=v5,
-        escFlowCtrl=v6,
-        currDataDlt=v7,
-        requireSlow=v8,
-        maxOffset=v9,
+        success=required(v_success, "GetMessageResponseB2C.success"),
+        errCode=required(v_errCode, "GetMessageResponseB2C.errCode"),
+        errMsg=v_errMsg,
+        messages=[_value_TransferedMessage(y) for y in v_messages or ()],
+        currOffset=v_currOffset,
+        minLimitTime=v_minLimitTime,
+        escFlowCtrl=v_escFlowCtrl,
+        currDataDlt=v_currDataDlt,
+        requireSlow=v_requireSlow,
+        maxOffset=v_maxOffset,
     )
     return value
 
@@ -1972,27 +1990,30 @@ def _arrow_GetMessageResponseB2C(
     if not rows:
         return null_column(len(values), _ARROW_GetMessageResponseB2C)
     fields = _FIELDS_GetMessageResponseB2C
-    v0 = [m.success for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.errCode for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m._errMsg for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.messages for m in rows]
-    c3 = list_array(v3, _arrow_TransferedMessage, fields[3].type)
-    v4 = [m._currOffset for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m._minLimitTime for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    v6 = [m._escFlowCtrl for m in rows]
-    c6 = pa.array(v6, fields[6].type)
-    v7 = [m._currDataDlt for m in rows]
-    c7 = pa.array(v7, fields[7].type)
-    v8 = [m._requireSlow for m in rows]
-    c8 = pa.array(v8, fields[8].type)
-    v9 = [m._maxOffset for m in rows]
-    c9 = pa.array(v9, fields[9].type)
-    arrays = [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9]
+    v_success = [m.success for m in rows]
+    c_success = pa.array(v_success, fields[0].type)
+    v_errCode = [m.errCode for m in rows]
+    c_errCode = pa.array(v_errCode, fields[1].type)
+    v_errMsg = [m._errMsg for m in rows]
+    c_errMsg = pa.array(v_errMsg, fields[2].type)
+    v_messages = [m.messages for m in rows]
+    c_messages = list_array(v_messages, _arrow_TransferedMessage, fields[3].type)
+    v_currOffset = [m._currOffset for m in rows]
+    c_currOffset = pa.array(v_currOffset, fields[4].type)
+    v_minLimitTime = [m._minLimitTime for m in rows]
+    c_minLimitTime = pa.array(v_minLimitTime, fields[5].type)
+    v_escFlowCtrl = [m._escFlowCtrl for m in rows]
+    c_escFlowCtrl = pa.array(v_escFlowCtrl, fields[6].type)
+    v_currDataDlt = [m._currDataDlt for m in rows]
+    c_currDataDlt = pa.array(v_currDataDlt, fields[7].type)
+    v_requireSlow = [m._requireSlow for m in rows]
+    c_requireSlow = pa.array(v_requireSlow, fields[8].type)
+    v_maxOffset = [m._maxOffset for m in rows]
+    c_maxOffset = pa.array(v_maxOffset, fields[9].type)
+    arrays = [
+        c_success, c_errCode, c_errMsg, c_messages, c_currOffset, c_minLimitTime, c_escFlowCtrl,
+        c_currDataDlt, c_requireSlow, c_maxOffset,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -2010,17 +2031,17 @@ def _row_CommitOffsetRequestC2B(m: broker_service.CommitOffsetRequestC2B) -> dic
 def _value_CommitOffsetRequestC2B(row: RowLike) -> broker_service.CommitOffsetRequestC2B:
     """The CommitOffsetRequestC2B a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["clientId"]
-    v1 = r["topicName"]
-    v2 = r["partitionId"]
-    v3 = r["groupName"]
-    v4 = r["lastPackConsumed"]
+    v_clientId = r["clientId"]
+    v_topicName = r["topicName"]
+    v_partitionId = r["partitionId"]
+    v_groupName = r["groupName"]
+    v_lastPackConsumed = r["lastPackConsumed"]
     value = broker_service.CommitOffsetRequestC2B(
-        clientId=required(v0, "CommitOffsetRequestC2B.clientId"),
-        topicName=required(v1, "CommitOffsetRequestC2B.topicName"),
-        partitionId=required(v2, "CommitOffsetRequestC2B.partitionId"),
-        groupName=required(v3, "CommitOffsetRequestC2B.groupName"),
-        lastPackConsumed=v4,
+        clientId=required(v_clientId, "CommitOffsetRequestC2B.clientId"),
+        topicName=required(v_topicName, "CommitOffsetRequestC2B.topicName"),
+        partitionId=required(v_partitionId, "CommitOffsetRequestC2B.partitionId"),
+        groupName=required(v_groupName, "CommitOffsetRequestC2B.groupName"),
+        lastPackConsumed=v_lastPackConsumed,
     )
     return value
 
@@ -2033,17 +2054,17 @@ def _arrow_CommitOffsetRequestC2B(
     if not rows:
         return null_column(len(values), _ARROW_CommitOffsetRequestC2B)
     fields = _FIELDS_CommitOffsetRequestC2B
-    v0 = [m.clientId for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.topicName for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.partitionId for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.groupName for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m._lastPackConsumed for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    arrays = [c0, c1, c2, c3, c4]
+    v_clientId = [m.clientId for m in rows]
+    c_clientId = pa.array(v_clientId, fields[0].type)
+    v_topicName = [m.topicName for m in rows]
+    c_topicName = pa.array(v_topicName, fields[1].type)
+    v_partitionId = [m.partitionId for m in rows]
+    c_partitionId = pa.array(v_partitionId, fields[2].type)
+    v_groupName = [m.groupName for m in rows]
+    c_groupName = pa.array(v_groupName, fields[3].type)
+    v_lastPackConsumed = [m._lastPackConsumed for m in rows]
+    c_lastPackConsumed = pa.array(v_lastPackConsumed, fields[4].type)
+    arrays = [c_clientId, c_topicName, c_partitionId, c_groupName, c_lastPackConsumed]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -2061,17 +2082,17 @@ def _row_CommitOffsetResponseB2C(m: broker_service.CommitOffsetResponseB2C) -> d
 def _value_CommitOffsetResponseB2C(row: RowLike) -> broker_service.CommitOffsetResponseB2C:
     """The CommitOffsetResponseB2C a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["success"]
-    v1 = r["errCode"]
-    v2 = r["errMsg"]
-    v3 = r["currOffset"]
-    v4 = r["maxOffset"]
+    v_success = r["success"]
+    v_errCode = r["errCode"]
+    v_errMsg = r["errMsg"]
+    v_currOffset = r["currOffset"]
+    v_maxOffset = r["maxOffset"]
     value = broker_service.CommitOffsetResponseB2C(
-        success=required(v0, "CommitOffsetResponseB2C.success"),
-        errCode=required(v1, "CommitOffsetResponseB2C.errCode"),
-        errMsg=required(v2, "CommitOffsetResponseB2C.errMsg"),
-        currOffset=v3,
-        maxOffset=v4,
+        success=required(v_success, "CommitOffsetResponseB2C.success"),
+        errCode=required(v_errCode, "CommitOffsetResponseB2C.errCode"),
+        errMsg=required(v_errMsg, "CommitOffsetResponseB2C.errMsg"),
+        currOffset=v_currOffset,
+        maxOffset=v_maxOffset,
     )
     return value
 
@@ -2084,17 +2105,17 @@ def _arrow_CommitOffsetResponseB2C(
     if not rows:
         return null_column(len(values), _ARROW_CommitOffsetResponseB2C)
     fields = _FIELDS_CommitOffsetResponseB2C
-    v0 = [m.success for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.errCode for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.errMsg for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m._currOffset for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m._maxOffset for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    arrays = [c0, c1, c2, c3, c4]
+    v_success = [m.success for m in rows]
+    c_success = pa.array(v_success, fields[0].type)
+    v_errCode = [m.errCode for m in rows]
+    c_errCode = pa.array(v_errCode, fields[1].type)
+    v_errMsg = [m.errMsg for m in rows]
+    c_errMsg = pa.array(v_errMsg, fields[2].type)
+    v_currOffset = [m._currOffset for m in rows]
+    c_currOffset = pa.array(v_currOffset, fields[3].type)
+    v_maxOffset = [m._maxOffset for m in rows]
+    c_maxOffset = pa.array(v_maxOffset, fields[4].type)
+    arrays = [c_success, c_errCode, c_errMsg, c_currOffset, c_maxOffset]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -2112,17 +2133,17 @@ def _row_AuthenticateInfo(m: master_service.AuthenticateInfo) -> dict[str, Any]:
 def _value_AuthenticateInfo(row: RowLike) -> master_service.AuthenticateInfo:
     """The AuthenticateInfo a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["userName"]
-    v1 = r["timestamp"]
-    v2 = r["nonce"]
-    v3 = r["othParams"]
-    v4 = r["signature"]
+    v_userName = r["userName"]
+    v_timestamp = r["timestamp"]
+    v_nonce = r["nonce"]
+    v_othParams = r["othParams"]
+    v_signature = r["signature"]
     value = master_service.AuthenticateInfo(
-        userName=required(v0, "AuthenticateInfo.userName"),
-        timestamp=required(v1, "AuthenticateInfo.timestamp"),
-        nonce=required(v2, "AuthenticateInfo.nonce"),
-        othParams=required(v3, "AuthenticateInfo.othParams"),
-        signature=required(v4, "AuthenticateInfo.signature"),
+        userName=required(v_userName, "AuthenticateInfo.userName"),
+        timestamp=required(v_timestamp, "AuthenticateInfo.timestamp"),
+        nonce=required(v_nonce, "AuthenticateInfo.nonce"),
+        othParams=required(v_othParams, "AuthenticateInfo.othParams"),
+        signature=required(v_signature, "AuthenticateInfo.signature"),
     )
     return value
 
@@ -2133,25 +2154,25 @@ def _arrow_AuthenticateInfo(values: Sequence[master_service.AuthenticateInfo | N
     if not rows:
         return null_column(len(values), _ARROW_AuthenticateInfo)
     fields = _FIELDS_AuthenticateInfo
-    v0 = [m.userName for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.timestamp for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.nonce for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.othParams for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.signature for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    arrays = [c0, c1, c2, c3, c4]
+    v_userName = [m.userName for m in rows]
+    c_userName = pa.array(v_userName, fields[0].type)
+    v_timestamp = [m.timestamp for m in rows]
+    c_timestamp = pa.array(v_timestamp, fields[1].type)
+    v_nonce = [m.nonce for m in rows]
+    c_nonce = pa.array(v_nonce, fields[2].type)
+    v_othParams = [m.othParams for m in rows]
+    c_othParams = pa.array(v_othParams, fields[3].type)
+    v_signature = [m.signature for m in rows]
+    c_signature = pa.array(v_signature, fields[4].type)
+    arrays = [c_userName, c_timestamp, c_nonce, c_othParams, c_signature]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_MasterCertificateInfo(m: master_service.MasterCertificateInfo) -> dict[str, Any]:
     """The row of a MasterCertificateInfo: field name -> row value."""
-    x0 = m.authInfo
+    x_authInfo = m.authInfo
     return {
-        "authInfo": None if x0 is None else _row_AuthenticateInfo(x0),
+        "authInfo": None if x_authInfo is None else _row_AuthenticateInfo(x_authInfo),
         "authorizedToken": m._authorizedToken,
     }
 
@@ -2159,11 +2180,11 @@ def _row_MasterCertificateInfo(m: master_service.MasterCertificateInfo) -> dict[
 def _value_MasterCertificateInfo(row: RowLike) -> master_service.MasterCertificateInfo:
     """The MasterCertificateInfo a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["authInfo"]
-    v1 = r["authorizedToken"]
+    v_authInfo = r["authInfo"]
+    v_authorizedToken = r["authorizedToken"]
     value = master_service.MasterCertificateInfo(
-        authInfo=None if v0 is None else _value_AuthenticateInfo(v0),
-        authorizedToken=v1,
+        authInfo=None if v_authInfo is None else _value_AuthenticateInfo(v_authInfo),
+        authorizedToken=v_authorizedToken,
     )
     return value
 
@@ -2176,11 +2197,11 @@ def _arrow_MasterCertificateInfo(
     if not rows:
         return null_column(len(values), _ARROW_MasterCertificateInfo)
     fields = _FIELDS_MasterCertificateInfo
-    v0 = [m.authInfo for m in rows]
-    c0 = _arrow_AuthenticateInfo(v0)
-    v1 = [m._authorizedToken for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_authInfo = [m.authInfo for m in rows]
+    c_authInfo = _arrow_AuthenticateInfo(v_authInfo)
+    v_authorizedToken = [m._authorizedToken for m in rows]
+    c_authorizedToken = pa.array(v_authorizedToken, fields[1].type)
+    arrays = [c_authInfo, c_authorizedToken]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -2195,11 +2216,14 @@ def _row_MasterAuthorizedInfo(m: master_service.MasterAuthorizedInfo) -> dict[st
 def _value_MasterAuthorizedInfo(row: RowLike) -> master_service.MasterAuthorizedInfo:
     """The MasterAuthorizedInfo a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["visitAuthorizedToken"]
-    v1 = r["authAuthorizedToken"]
+    v_visitAuthorizedToken = r["visitAuthorizedToken"]
+    v_authAuthorizedToken = r["authAuthorizedToken"]
     value = master_service.MasterAuthorizedInfo(
-        visitAuthorizedToken=required(v0, "MasterAuthorizedInfo.visitAuthorizedToken"),
-        authAuthorizedToken=v1,
+        visitAuthorizedToken=required(
+            v_visitAuthorizedToken,
+            "MasterAuthorizedInfo.visitAuthorizedToken",
+        ),
+        authAuthorizedToken=v_authAuthorizedToken,
     )
     return value
 
@@ -2212,11 +2236,11 @@ def _arrow_MasterAuthorizedInfo(
     if not rows:
         return null_column(len(values), _ARROW_MasterAuthorizedInfo)
     fields = _FIELDS_MasterAuthorizedInfo
-    v0 = [m.visitAuthorizedToken for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m._authAuthorizedToken for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_visitAuthorizedToken = [m.visitAuthorizedToken for m in rows]
+    c_visitAuthorizedToken = pa.array(v_visitAuthorizedToken, fields[0].type)
+    v_authAuthorizedToken = [m._authAuthorizedToken for m in rows]
+    c_authAuthorizedToken = pa.array(v_authAuthorizedToken, fields[1].type)
+    arrays = [c_visitAuthorizedToken, c_authAuthorizedToken]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -2231,11 +2255,11 @@ def _row_ApprovedClientConfig(m: master_service.ApprovedClientConfig) -> dict[st
 def _value_ApprovedClientConfig(row: RowLike) -> master_service.ApprovedClientConfig:
     """The ApprovedClientConfig a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["configId"]
-    v1 = r["maxMsgSize"]
+    v_configId = r["configId"]
+    v_maxMsgSize = r["maxMsgSize"]
     value = master_service.ApprovedClientConfig(
-        configId=required(v0, "ApprovedClientConfig.configId"),
-        maxMsgSize=v1,
+        configId=required(v_configId, "ApprovedClientConfig.configId"),
+        maxMsgSize=v_maxMsgSize,
     )
     return value
 
@@ -2248,47 +2272,47 @@ def _arrow_ApprovedClientConfig(
     if not rows:
         return null_column(len(values), _ARROW_ApprovedClientConfig)
     fields = _FIELDS_ApprovedClientConfig
-    v0 = [m.configId for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m._maxMsgSize for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_configId = [m.configId for m in rows]
+    c_configId = pa.array(v_configId, fields[0].type)
+    v_maxMsgSize = [m._maxMsgSize for m in rows]
+    c_maxMsgSize = pa.array(v_maxMsgSize, fields[1].type)
+    arrays = [c_configId, c_maxMsgSize]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_RegisterRequestP2M(m: master_service.RegisterRequestP2M) -> dict[str, Any]:
     """The row of a RegisterRequestP2M: field name -> row value."""
-    x4 = m.authInfo
-    x6 = m.appdConfig
+    x_authInfo = m.authInfo
+    x_appdConfig = m.appdConfig
     return {
         "clientId": m.clientId,
         "topicList": list(m.topicList),
         "brokerCheckSum": m.brokerCheckSum,
         "hostName": m.hostName,
-        "authInfo": None if x4 is None else _row_MasterCertificateInfo(x4),
+        "authInfo": None if x_authInfo is None else _row_MasterCertificateInfo(x_authInfo),
         "jdkVersion": m._jdkVersion,
-        "appdConfig": None if x6 is None else _row_ApprovedClientConfig(x6),
+        "appdConfig": None if x_appdConfig is None else _row_ApprovedClientConfig(x_appdConfig),
     }
 
 
 def _value_RegisterRequestP2M(row: RowLike) -> master_service.RegisterRequestP2M:
     """The RegisterRequestP2M a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["clientId"]
-    v1 = r["topicList"]
-    v2 = r["brokerCheckSum"]
-    v3 = r["hostName"]
-    v4 = r["authInfo"]
-    v5 = r["jdkVersion"]
-    v6 = r["appdConfig"]
+    v_clientId = r["clientId"]
+    v_topicList = r["topicList"]
+    v_brokerCheckSum = r["brokerCheckSum"]
+    v_hostName = r["hostName"]
+    v_authInfo = r["authInfo"]
+    v_jdkVersion = r["jdkVersion"]
+    v_appdConfig = r["appdConfig"]
     value = master_service.RegisterRequestP2M(
-        clientId=required(v0, "RegisterRequestP2M.clientId"),
-        topicList=list(v1 or ()),
-        brokerCheckSum=required(v2, "RegisterRequestP2M.brokerCheckSum"),
-        hostName=required(v3, "RegisterRequestP2M.hostName"),
-        authInfo=None if v4 is None else _value_MasterCertificateInfo(v4),
-        jdkVersion=v5,
-        appdConfig=None if v6 is None else _value_ApprovedClientConfig(v6),
+        clientId=required(v_clientId, "RegisterRequestP2M.clientId"),
+        topicList=list(v_topicList or ()),
+        brokerCheckSum=required(v_brokerCheckSum, "RegisterRequestP2M.brokerCheckSum"),
+        hostName=required(v_hostName, "RegisterRequestP2M.hostName"),
+        authInfo=None if v_authInfo is None else _value_MasterCertificateInfo(v_authInfo),
+        jdkVersion=v_jdkVersion,
+        appdConfig=None if v_appdConfig is None else _value_ApprovedClientConfig(v_appdConfig),
     )
     return value
 
@@ -2299,57 +2323,64 @@ def _arrow_RegisterRequestP2M(values: Sequence[master_service.RegisterRequestP2M
     if not rows:
         return null_column(len(values), _ARROW_RegisterRequestP2M)
     fields = _FIELDS_RegisterRequestP2M
-    v0 = [m.clientId for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.topicList for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.brokerCheckSum for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.hostName for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.authInfo for m in rows]
-    c4 = _arrow_MasterCertificateInfo(v4)
-    v5 = [m._jdkVersion for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    v6 = [m.appdConfig for m in rows]
-    c6 = _arrow_ApprovedClientConfig(v6)
-    arrays = [c0, c1, c2, c3, c4, c5, c6]
+    v_clientId = [m.clientId for m in rows]
+    c_clientId = pa.array(v_clientId, fields[0].type)
+    v_topicList = [m.topicList for m in rows]
+    c_topicList = pa.array(v_topicList, fields[1].type)
+    v_brokerCheckSum = [m.brokerCheckSum for m in rows]
+    c_brokerCheckSum = pa.array(v_brokerCheckSum, fields[2].type)
+    v_hostName = [m.hostName for m in rows]
+    c_hostName = pa.array(v_hostName, fields[3].type)
+    v_authInfo = [m.authInfo for m in rows]
+    c_authInfo = _arrow_MasterCertificateInfo(v_authInfo)
+    v_jdkVersion = [m._jdkVersion for m in rows]
+    c_jdkVersion = pa.array(v_jdkVersion, fields[5].type)
+    v_appdConfig = [m.appdConfig for m in rows]
+    c_appdConfig = _arrow_ApprovedClientConfig(v_appdConfig)
+    arrays = [
+        c_clientId, c_topicList, c_brokerCheckSum, c_hostName, c_authInfo, c_jdkVersion,
+        c_appdConfig,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_RegisterResponseM2P(m: master_service.RegisterResponseM2P) -> dict[str, Any]:
     """The row of a RegisterResponseM2P: field name -> row value."""
-    x5 = m.authorizedInfo
-    x6 = m.appdConfig
+    x_authorizedInfo = m.authorizedInfo
+    x_appdConfig = m.appdConfig
     return {
         "success": m.success,
         "errCode": m.errCode,
         "errMsg": m.errMsg,
         "brokerCheckSum": m.brokerCheckSum,
         "brokerInfos": list(m.brokerInfos),
-        "authorizedInfo": None if x5 is None else _row_MasterAuthorizedInfo(x5),
-        "appdConfig": None if x6 is None else _row_ApprovedClientConfig(x6),
+        "authorizedInfo": (
+            None if x_authorizedInfo is None else _row_MasterAuthorizedInfo(x_authorizedInfo)
+        ),
+        "appdConfig": None if x_appdConfig is None else _row_ApprovedClientConfig(x_appdConfig),
     }
 
 
 def _value_RegisterResponseM2P(row: RowLike) -> master_service.RegisterResponseM2P:
     """The RegisterResponseM2P a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["success"]
-    v1 = r["errCode"]
-    v2 = r["errMsg"]
-    v3 = r["brokerCheckSum"]
-    v4 = r["brokerInfos"]
-    v5 = r["authorizedInfo"]
-    v6 = r["appdConfig"]
+    v_success = r["success"]
+    v_errCode = r["errCode"]
+    v_errMsg = r["errMsg"]
+    v_brokerCheckSum = r["brokerCheckSum"]
+    v_brokerInfos = r["brokerInfos"]
+    v_authorizedInfo = r["authorizedInfo"]
+    v_appdConfig = r["appdConfig"]
     value = master_service.RegisterResponseM2P(
-        success=required(v0, "RegisterResponseM2P.success"),
-        errCode=required(v1, "RegisterResponseM2P.errCode"),
-        errMsg=required(v2, "RegisterResponseM2P.errMsg"),
-        brokerCheckSum=required(v3, "RegisterResponseM2P.brokerCheckSum"),
-        brokerInfos=list(v4 or ()),
-        authorizedInfo=None if v5 is None else _value_MasterAuthorizedInfo(v5),
-        appdConfig=None if v6 is None else _value_ApprovedClientConfig(v6),
+        success=required(v_success, "RegisterResponseM2P.success"),
+        errCode=required(v_errCode, "RegisterResponseM2P.errCode"),
+        errMsg=required(v_errMsg, "RegisterResponseM2P.errMsg"),
+        brokerCheckSum=required(v_brokerCheckSum, "RegisterResponseM2P.brokerCheckSum"),
+        brokerInfos=list(v_brokerInfos or ()),
+        authorizedInfo=(
+            None if v_authorizedInfo is None else _value_MasterAuthorizedInfo(v_authorizedInfo)
+        ),
+        appdConfig=None if v_appdConfig is None else _value_ApprovedClientConfig(v_appdConfig),
     )
     return value
 
@@ -2360,54 +2391,57 @@ def _arrow_RegisterResponseM2P(values: Sequence[master_service.RegisterResponseM
     if not rows:
         return null_column(len(values), _ARROW_RegisterResponseM2P)
     fields = _FIELDS_RegisterResponseM2P
-    v0 = [m.success for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.errCode for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.errMsg for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.brokerCheckSum for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.brokerInfos for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m.authorizedInfo for m in rows]
-    c5 = _arrow_MasterAuthorizedInfo(v5)
-    v6 = [m.appdConfig for m in rows]
-    c6 = _arrow_ApprovedClientConfig(v6)
-    arrays = [c0, c1, c2, c3, c4, c5, c6]
+    v_success = [m.success for m in rows]
+    c_success = pa.array(v_success, fields[0].type)
+    v_errCode = [m.errCode for m in rows]
+    c_errCode = pa.array(v_errCode, fields[1].type)
+    v_errMsg = [m.errMsg for m in rows]
+    c_errMsg = pa.array(v_errMsg, fields[2].type)
+    v_brokerCheckSum = [m.brokerCheckSum for m in rows]
+    c_brokerCheckSum = pa.array(v_brokerCheckSum, fields[3].type)
+    v_brokerInfos = [m.brokerInfos for m in rows]
+    c_brokerInfos = pa.array(v_brokerInfos, fields[4].type)
+    v_authorizedInfo = [m.authorizedInfo for m in rows]
+    c_authorizedInfo = _arrow_MasterAuthorizedInfo(v_authorizedInfo)
+    v_appdConfig = [m.appdConfig for m in rows]
+    c_appdConfig = _arrow_ApprovedClientConfig(v_appdConfig)
+    arrays = [
+        c_success, c_errCode, c_errMsg, c_brokerCheckSum, c_brokerInfos, c_authorizedInfo,
+        c_appdConfig,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_HeartRequestP2M(m: master_service.HeartRequestP2M) -> dict[str, Any]:
     """The row of a HeartRequestP2M: field name -> row value."""
-    x4 = m.authInfo
-    x5 = m.appdConfig
+    x_authInfo = m.authInfo
+    x_appdConfig = m.appdConfig
     return {
         "clientId": m.clientId,
         "brokerCheckSum": m.brokerCheckSum,
         "hostName": m.hostName,
         "topicList": list(m.topicList),
-        "authInfo": None if x4 is None else _row_MasterCertificateInfo(x4),
-        "appdConfig": None if x5 is None else _row_ApprovedClientConfig(x5),
+        "authInfo": None if x_authInfo is None else _row_MasterCertificateInfo(x_authInfo),
+        "appdConfig": None if x_appdConfig is None else _row_ApprovedClientConfig(x_appdConfig),
     }
 
 
 def _value_HeartRequestP2M(row: RowLike) -> master_service.HeartRequestP2M:
     """The HeartRequestP2M a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["clientId"]
-    v1 = r["brokerCheckSum"]
-    v2 = r["hostName"]
-    v3 = r["topicList"]
-    v4 = r["authInfo"]
-    v5 = r["appdConfig"]
+    v_clientId = r["clientId"]
+    v_brokerCheckSum = r["brokerCheckSum"]
+    v_hostName = r["hostName"]
+    v_topicList = r["topicList"]
+    v_authInfo = r["authInfo"]
+    v_appdConfig = r["appdConfig"]
     value = master_service.HeartRequestP2M(
-        clientId=required(v0, "HeartRequestP2M.clientId"),
-        brokerCheckSum=required(v1, "HeartRequestP2M.brokerCheckSum"),
-        hostName=required(v2, "HeartRequestP2M.hostName"),
-        topicList=list(v3 or ()),
-        authInfo=None if v4 is None else _value_MasterCertificateInfo(v4),
-        appdConfig=None if v5 is None else _value_ApprovedClientConfig(v5),
+        clientId=required(v_clientId, "HeartRequestP2M.clientId"),
+        brokerCheckSum=required(v_brokerCheckSum, "HeartRequestP2M.brokerCheckSum"),
+        hostName=required(v_hostName, "HeartRequestP2M.hostName"),
+        topicList=list(v_topicList or ()),
+        authInfo=None if v_authInfo is None else _value_MasterCertificateInfo(v_authInfo),
+        appdConfig=None if v_appdConfig is None else _value_ApprovedClientConfig(v_appdConfig),
     )
     return value
 
@@ -2418,26 +2452,26 @@ def _arrow_HeartRequestP2M(values: Sequence[master_service.HeartRequestP2M | Non
     if not rows:
         return null_column(len(values), _ARROW_HeartRequestP2M)
     fields = _FIELDS_HeartRequestP2M
-    v0 = [m.clientId for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.brokerCheckSum for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.hostName for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.topicList for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.authInfo for m in rows]
-    c4 = _arrow_MasterCertificateInfo(v4)
-    v5 = [m.appdConfig for m in rows]
-    c5 = _arrow_ApprovedClientConfig(v5)
-    arrays = [c0, c1, c2, c3, c4, c5]
+    v_clientId = [m.clientId for m in rows]
+    c_clientId = pa.array(v_clientId, fields[0].type)
+    v_brokerCheckSum = [m.brokerCheckSum for m in rows]
+    c_brokerCheckSum = pa.array(v_brokerCheckSum, fields[1].type)
+    v_hostName = [m.hostName for m in rows]
+    c_hostName = pa.array(v_hostName, fields[2].type)
+    v_topicList = [m.topicList for m in rows]
+    c_topicList = pa.array(v_topicList, fields[3].type)
+    v_authInfo = [m.authInfo for m in rows]
+    c_authInfo = _arrow_MasterCertificateInfo(v_authInfo)
+    v_appdConfig = [m.appdConfig for m in rows]
+    c_appdConfig = _arrow_ApprovedClientConfig(v_appdConfig)
+    arrays = [c_clientId, c_brokerCheckSum, c_hostName, c_topicList, c_authInfo, c_appdConfig]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_HeartResponseM2P(m: master_service.HeartResponseM2P) -> dict[str, Any]:
     """The row of a HeartResponseM2P: field name -> row value."""
-    x7 = m.authorizedInfo
-    x8 = m.appdConfig
+    x_authorizedInfo = m.authorizedInfo
+    x_appdConfig = m.appdConfig
     return {
         "success": m.success,
         "errCode": m.errCode,
@@ -2446,33 +2480,37 @@ def _row_HeartResponseM2P(m: master_service.HeartResponseM2P) -> dict[str, Any]:
         "topicInfos": list(m.topicInfos),
         "brokerInfos": list(m.brokerInfos),
         "requireAuth": m._requireAuth,
-        "authorizedInfo": None if x7 is None else _row_MasterAuthorizedInfo(x7),
-        "appdConfig": None if x8 is None else _row_ApprovedClientConfig(x8),
+        "authorizedInfo": (
+            None if x_authorizedInfo is None else _row_MasterAuthorizedInfo(x_authorizedInfo)
+        ),
+        "appdConfig": None if x_appdConfig is None else _row_ApprovedClientConfig(x_appdConfig),
     }
 
 
 def _value_HeartResponseM2P(row: RowLike) -> master_service.HeartResponseM2P:
     """The HeartResponseM2P a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["success"]
-    v1 = r["errCode"]
-    v2 = r["errMsg"]
-    v3 = r["brokerCheckSum"]
-    v4 = r["topicInfos"]
-    v5 = r["brokerInfos"]
-    v6 = r["requireAuth"]
-    v7 = r["authorizedInfo"]
-    v8 = r["appdConfig"]
+    v_success = r["success"]
+    v_errCode = r["errCode"]
+    v_errMsg = r["errMsg"]
+    v_brokerCheckSum = r["brokerCheckSum"]
+    v_topicInfos = r["topicInfos"]
+    v_brokerInfos = r["brokerInfos"]
+    v_requireAuth = r["requireAuth"]
+    v_authorizedInfo = r["authorizedInfo"]
+    v_appdConfig = r["appdConfig"]
     value = master_service.HeartResponseM2P(
-        success=required(v0, "HeartResponseM2P.success"),
-        errCode=required(v1, "HeartResponseM2P.errCode"),
-        errMsg=required(v2, "HeartResponseM2P.errMsg"),
-        brokerCheckSum=required(v3, "HeartResponseM2P.brokerCheckSum"),
-        topicInfos=list(v4 or ()),
-        brokerInfos=list(v5 or ()),
-        requireAuth=v6,
-        authorizedInfo=None if v7 is None else _value_MasterAuthorizedInfo(v7),
-        appdConfig=None if v8 is None else _value_ApprovedClientConfig(v8),
+        success=required(v_success, "HeartResponseM2P.success"),
+        errCode=required(v_errCode, "HeartResponseM2P.errCode"),
+        errMsg=required(v_errMsg, "HeartResponseM2P.errMsg"),
+        brokerCheckSum=required(v_brokerCheckSum, "HeartResponseM2P.brokerCheckSum"),
+        topicInfos=list(v_topicInfos or ()),
+        brokerInfos=list(v_brokerInfos or ()),
+        requireAuth=v_requireAuth,
+        authorizedInfo=(
+            None if v_authorizedInfo is None else _value_MasterAuthorizedInfo(v_authorizedInfo)
+        ),
+        appdConfig=None if v_appdConfig is None else _value_ApprovedClientConfig(v_appdConfig),
     )
     return value
 
@@ -2483,45 +2521,48 @@ def _arrow_HeartResponseM2P(values: Sequence[master_service.HeartResponseM2P | N
     if not rows:
         return null_column(len(values), _ARROW_HeartResponseM2P)
     fields = _FIELDS_HeartResponseM2P
-    v0 = [m.success for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.errCode for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.errMsg for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.brokerCheckSum for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.topicInfos for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m.brokerInfos for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    v6 = [m._requireAuth for m in rows]
-    c6 = pa.array(v6, fields[6].type)
-    v7 = [m.authorizedInfo for m in rows]
-    c7 = _arrow_MasterAuthorizedInfo(v7)
-    v8 = [m.appdConfig for m in rows]
-    c8 = _arrow_ApprovedClientConfig(v8)
-    arrays = [c0, c1, c2, c3, c4, c5, c6, c7, c8]
+    v_success = [m.success for m in rows]
+    c_success = pa.array(v_success, fields[0].type)
+    v_errCode = [m.errCode for m in rows]
+    c_errCode = pa.array(v_errCode, fields[1].type)
+    v_errMsg = [m.errMsg for m in rows]
+    c_errMsg = pa.array(v_errMsg, fields[2].type)
+    v_brokerCheckSum = [m.brokerCheckSum for m in rows]
+    c_brokerCheckSum = pa.array(v_brokerCheckSum, fields[3].type)
+    v_topicInfos = [m.topicInfos for m in rows]
+    c_topicInfos = pa.array(v_topicInfos, fields[4].type)
+    v_brokerInfos = [m.brokerInfos for m in rows]
+    c_brokerInfos = pa.array(v_brokerInfos, fields[5].type)
+    v_requireAuth = [m._requireAuth for m in rows]
+    c_requireAuth = pa.array(v_requireAuth, fields[6].type)
+    v_authorizedInfo = [m.authorizedInfo for m in rows]
+    c_authorizedInfo = _arrow_MasterAuthorizedInfo(v_authorizedInfo)
+    v_appdConfig = [m.appdConfig for m in rows]
+    c_appdConfig = _arrow_ApprovedClientConfig(v_appdConfig)
+    arrays = [
+        c_success, c_errCode, c_errMsg, c_brokerCheckSum, c_topicInfos, c_brokerInfos,
+        c_requireAuth, c_authorizedInfo, c_appdConfig,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_CloseRequestP2M(m: master_service.CloseRequestP2M) -> dict[str, Any]:
     """The row of a CloseRequestP2M: field name -> row value."""
-    x1 = m.authInfo
+    x_authInfo = m.authInfo
     return {
         "clientId": m.clientId,
-        "authInfo": None if x1 is None else _row_MasterCertificateInfo(x1),
+        "authInfo": None if x_authInfo is None else _row_MasterCertificateInfo(x_authInfo),
     }
 
 
 def _value_CloseRequestP2M(row: RowLike) -> master_service.CloseRequestP2M:
     """The CloseRequestP2M a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["clientId"]
-    v1 = r["authInfo"]
+    v_clientId = r["clientId"]
+    v_authInfo = r["authInfo"]
     value = master_service.CloseRequestP2M(
-        clientId=required(v0, "CloseRequestP2M.clientId"),
-        authInfo=None if v1 is None else _value_MasterCertificateInfo(v1),
+        clientId=required(v_clientId, "CloseRequestP2M.clientId"),
+        authInfo=None if v_authInfo is None else _value_MasterCertificateInfo(v_authInfo),
     )
     return value
 
@@ -2532,11 +2573,11 @@ def _arrow_CloseRequestP2M(values: Sequence[master_service.CloseRequestP2M | Non
     if not rows:
         return null_column(len(values), _ARROW_CloseRequestP2M)
     fields = _FIELDS_CloseRequestP2M
-    v0 = [m.clientId for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.authInfo for m in rows]
-    c1 = _arrow_MasterCertificateInfo(v1)
-    arrays = [c0, c1]
+    v_clientId = [m.clientId for m in rows]
+    c_clientId = pa.array(v_clientId, fields[0].type)
+    v_authInfo = [m.authInfo for m in rows]
+    c_authInfo = _arrow_MasterCertificateInfo(v_authInfo)
+    arrays = [c_clientId, c_authInfo]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -2552,13 +2593,13 @@ def _row_CloseResponseM2P(m: master_service.CloseResponseM2P) -> dict[str, Any]:
 def _value_CloseResponseM2P(row: RowLike) -> master_service.CloseResponseM2P:
     """The CloseResponseM2P a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["success"]
-    v1 = r["errCode"]
-    v2 = r["errMsg"]
+    v_success = r["success"]
+    v_errCode = r["errCode"]
+    v_errMsg = r["errMsg"]
     value = master_service.CloseResponseM2P(
-        success=required(v0, "CloseResponseM2P.success"),
-        errCode=required(v1, "CloseResponseM2P.errCode"),
-        errMsg=required(v2, "CloseResponseM2P.errMsg"),
+        success=required(v_success, "CloseResponseM2P.success"),
+        errCode=required(v_errCode, "CloseResponseM2P.errCode"),
+        errMsg=required(v_errMsg, "CloseResponseM2P.errMsg"),
     )
     return value
 
@@ -2569,13 +2610,13 @@ def _arrow_CloseResponseM2P(values: Sequence[master_service.CloseResponseM2P | N
     if not rows:
         return null_column(len(values), _ARROW_CloseResponseM2P)
     fields = _FIELDS_CloseResponseM2P
-    v0 = [m.success for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.errCode for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.errMsg for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_success = [m.success for m in rows]
+    c_success = pa.array(v_success, fields[0].type)
+    v_errCode = [m.errCode for m in rows]
+    c_errCode = pa.array(v_errCode, fields[1].type)
+    v_errMsg = [m.errMsg for m in rows]
+    c_errMsg = pa.array(v_errMsg, fields[2].type)
+    arrays = [c_success, c_errCode, c_errMsg]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -2592,15 +2633,15 @@ def _row_EventProto(m: master_service.EventProto) -> dict[str, Any]:
 def _value_EventProto(row: RowLike) -> master_service.EventProto:
     """The EventProto a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["rebalanceId"]
-    v1 = r["opType"]
-    v2 = r["status"]
-    v3 = r["subscribeInfo"]
+    v_rebalanceId = r["rebalanceId"]
+    v_opType = r["opType"]
+    v_status = r["status"]
+    v_subscribeInfo = r["subscribeInfo"]
     value = master_service.EventProto(
-        rebalanceId=v0,
-        opType=v1,
-        status=v2,
-        subscribeInfo=list(v3 or ()),
+        rebalanceId=v_rebalanceId,
+        opType=v_opType,
+        status=v_status,
+        subscribeInfo=list(v_subscribeInfo or ()),
     )
     return value
 
@@ -2611,21 +2652,21 @@ def _arrow_EventProto(values: Sequence[master_service.EventProto | None]) -> Any
     if not rows:
         return null_column(len(values), _ARROW_EventProto)
     fields = _FIELDS_EventProto
-    v0 = [m._rebalanceId for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m._opType for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m._status for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.subscribeInfo for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    arrays = [c0, c1, c2, c3]
+    v_rebalanceId = [m._rebalanceId for m in rows]
+    c_rebalanceId = pa.array(v_rebalanceId, fields[0].type)
+    v_opType = [m._opType for m in rows]
+    c_opType = pa.array(v_opType, fields[1].type)
+    v_status = [m._status for m in rows]
+    c_status = pa.array(v_status, fields[2].type)
+    v_subscribeInfo = [m.subscribeInfo for m in rows]
+    c_subscribeInfo = pa.array(v_subscribeInfo, fields[3].type)
+    arrays = [c_rebalanceId, c_opType, c_status, c_subscribeInfo]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_RegisterRequestC2M(m: master_service.RegisterRequestC2M) -> dict[str, Any]:
     """The row of a RegisterRequestC2M: field name -> row value."""
-    x17 = m.authInfo
+    x_authInfo = m.authInfo
     return {
         "clientId": m.clientId,
         "groupName": m.groupName,
@@ -2644,7 +2685,7 @@ def _row_RegisterRequestC2M(m: master_service.RegisterRequestC2M) -> dict[str, A
         "defFlowCheckId": m._defFlowCheckId,
         "ssdStoreId": m._ssdStoreId,
         "qryPriorityId": m._qryPriorityId,
-        "authInfo": None if x17 is None else _row_MasterCertificateInfo(x17),
+        "authInfo": None if x_authInfo is None else _row_MasterCertificateInfo(x_authInfo),
         "jdkVersion": m._jdkVersion,
     }
 
@@ -2652,45 +2693,45 @@ def _row_RegisterRequestC2M(m: master_service.RegisterRequestC2M) -> dict[str, A
 def _value_RegisterRequestC2M(row: RowLike) -> master_service.RegisterRequestC2M:
     """The RegisterRequestC2M a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["clientId"]
-    v1 = r["groupName"]
-    v2 = r["hostName"]
-    v3 = r["topicList"]
-    v4 = r["subscribeInfo"]
-    v5 = r["topicCondition"]
-    v6 = r["requireBound"]
-    v7 = r["sessionTime"]
-    v8 = r["sessionKey"]
-    v9 = r["totalCount"]
-    v10 = r["requiredPartition"]
-    v11 = r["notAllocated"]
-    v12 = r["selectBig"]
-    v13 = r["groupFlowCheckId"]
-    v14 = r["defFlowCheckId"]
-    v15 = r["ssdStoreId"]
-    v16 = r["qryPriorityId"]
-    v17 = r["authInfo"]
-    v18 = r["jdkVersion"]
+    v_clientId = r["clientId"]
+    v_groupName = r["groupName"]
+    v_hostName = r["hostName"]
+    v_topicList = r["topicList"]
+    v_subscribeInfo = r["subscribeInfo"]
+    v_topicCondition = r["topicCondition"]
+    v_requireBound = r["requireBound"]
+    v_sessionTime = r["sessionTime"]
+    v_sessionKey = r["sessionKey"]
+    v_totalCount = r["totalCount"]
+    v_requiredPartition = r["requiredPartition"]
+    v_notAllocated = r["notAllocated"]
+    v_selectBig = r["selectBig"]
+    v_groupFlowCheckId = r["groupFlowCheckId"]
+    v_defFlowCheckId = r["defFlowCheckId"]
+    v_ssdStoreId = r["ssdStoreId"]
+    v_qryPriorityId = r["qryPriorityId"]
+    v_authInfo = r["authInfo"]
+    v_jdkVersion = r["jdkVersion"]
     value = master_service.RegisterRequestC2M(
-        clientId=required(v0, "RegisterRequestC2M.clientId"),
-        groupName=required(v1, "RegisterRequestC2M.groupName"),
-        hostName=required(v2, "RegisterRequestC2M.hostName"),
-        topicList=list(v3 or ()),
-        subscribeInfo=list(v4 or ()),
-        topicCondition=list(v5 or ()),
-        requireBound=v6,
-        sessionTime=v7,
-        sessionKey=v8,
-        totalCount=v9,
-        requiredPartition=v10,
-        notAllocated=v11,
-        selectBig=v12,
-        groupFlowCheckId=v13,
-        defFlowCheckId=v14,
-        ssdStoreId=v15,
-        qryPriorityId=v16,
-        authInfo=None if v17 is None else _value_MasterCertificateInfo(v17),
-        jdkVersion=v18,
+        clientId=required(v_clientId, "RegisterRequestC2M.clientId"),
+        groupName=required(v_groupName, "RegisterRequestC2M.groupName"),
+        hostName=required(v_hostName, "RegisterRequestC2M.hostName"),
+        topicList=list(v_topicList or ()),
+        subscribeInfo=list(v_subscribeInfo or ()),
+        topicCondition=list(v_topicCondition or ()),
+        requireBound=v_requireBound,
+        sessionTime=v_sessionTime,
+        sessionKey=v_sessionKey,
+        totalCount=v_totalCount,
+        requiredPartition=v_requiredPartition,
+        notAllocated=v_notAllocated,
+        selectBig=v_selectBig,
+        groupFlowCheckId=v_groupFlowCheckId,
+        defFlowCheckId=v_defFlowCheckId,
+        ssdStoreId=v_ssdStoreId,
+        qryPriorityId=v_qryPriorityId,
+        authInfo=None if v_authInfo is None else _value_MasterCertificateInfo(v_authInfo),
+        jdkVersion=v_jdkVersion,
     )
     return value
 
@@ -2701,51 +2742,56 @@ def _arrow_RegisterRequestC2M(values: Sequence[master_service.RegisterRequestC2M
     if not rows:
         return null_column(len(values), _ARROW_RegisterRequestC2M)
     fields = _FIELDS_RegisterRequestC2M
-    v0 = [m.clientId for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.groupName for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.hostName for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.topicList for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.subscribeInfo for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m.topicCondition for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    v6 = [m._requireBound for m in rows]
-    c6 = pa.array(v6, fields[6].type)
-    v7 = [m._sessionTime for m in rows]
-    c7 = pa.array(v7, fields[7].type)
-    v8 = [m._sessionKey for m in rows]
-    c8 = pa.array(v8, fields[8].type)
-    v9 = [m._totalCount for m in rows]
-    c9 = pa.array(v9, fields[9].type)
-    v10 = [m._requiredPartition for m in rows]
-    c10 = pa.array(v10, fields[10].type)
-    v11 = [m._notAllocated for m in rows]
-    c11 = pa.array(v11, fields[11].type)
-    v12 = [m._selectBig for m in rows]
-    c12 = pa.array(v12, fields[12].type)
-    v13 = [m._groupFlowCheckId for m in rows]
-    c13 = pa.array(v13, fields[13].type)
-    v14 = [m._defFlowCheckId for m in rows]
-    c14 = pa.array(v14, fields[14].type)
-    v15 = [m._ssdStoreId for m in rows]
-    c15 = pa.array(v15, fields[15].type)
-    v16 = [m._qryPriorityId for m in rows]
-    c16 = pa.array(v16, fields[16].type)
-    v17 = [m.authInfo for m in rows]
-    c17 = _arrow_MasterCertificateInfo(v17)
-    v18 = [m._jdkVersion for m in rows]
-    c18 = pa.array(v18, fields[18].type)
-    arrays = [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18]
+    v_clientId = [m.clientId for m in rows]
+    c_clientId = pa.array(v_clientId, fields[0].type)
+    v_groupName = [m.groupName for m in rows]
+    c_groupName = pa.array(v_groupName, fields[1].type)
+    v_hostName = [m.hostName for m in rows]
+    c_hostName = pa.array(v_hostName, fields[2].type)
+    v_topicList = [m.topicList for m in rows]
+    c_topicList = pa.array(v_topicList, fields[3].type)
+    v_subscribeInfo = [m.subscribeInfo for m in rows]
+    c_subscribeInfo = pa.array(v_subscribeInfo, fields[4].type)
+    v_topicCondition = [m.topicCondition for m in rows]
+    c_topicCondition = pa.array(v_topicCondition, fields[5].type)
+    v_requireBound = [m._requireBound for m in rows]
+    c_requireBound = pa.array(v_requireBound, fields[6].type)
+    v_sessionTime = [m._sessionTime for m in rows]
+    c_sessionTime = pa.array(v_sessionTime, fields[7].type)
+    v_sessionKey = [m._sessionKey for m in rows]
+    c_sessionKey = pa.array(v_sessionKey, fields[8].type)
+    v_totalCount = [m._totalCount for m in rows]
+    c_totalCount = pa.array(v_totalCount, fields[9].type)
+    v_requiredPartition = [m._requiredPartition for m in rows]
+    c_requiredPartition = pa.array(v_requiredPartition, fields[10].type)
+    v_notAllocated = [m._notAllocated for m in rows]
+    c_notAllocated = pa.array(v_notAllocated, fields[11].type)
+    v_selectBig = [m._selectBig for m in rows]
+    c_selectBig = pa.array(v_selectBig, fields[12].type)
+    v_groupFlowCheckId = [m._groupFlowCheckId for m in rows]
+    c_groupFlowCheckId = pa.array(v_groupFlowCheckId, fields[13].type)
+    v_defFlowCheckId = [m._defFlowCheckId for m in rows]
+    c_defFlowCheckId = pa.array(v_defFlowCheckId, fields[14].type)
+    v_ssdStoreId = [m._ssdStoreId for m in rows]
+    c_ssdStoreId = pa.array(v_ssdStoreId, fields[15].type)
+    v_qryPriorityId = [m._qryPriorityId for m in rows]
+    c_qryPriorityId = pa.array(v_qryPriorityId, fields[16].type)
+    v_authInfo = [m.authInfo for m in rows]
+    c_authInfo = _arrow_MasterCertificateInfo(v_authInfo)
+    v_jdkVersion = [m._jdkVersion for m in rows]
+    c_jdkVersion = pa.array(v_jdkVersion, fields[18].type)
+    arrays = [
+        c_clientId, c_groupName, c_hostName, c_topicList, c_subscribeInfo, c_topicCondition,
+        c_requireBound, c_sessionTime, c_sessionKey, c_totalCount, c_requiredPartition,
+        c_notAllocated, c_selectBig, c_groupFlowCheckId, c_defFlowCheckId, c_ssdStoreId,
+        c_qryPriorityId, c_authInfo, c_jdkVersion,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_RegisterResponseM2C(m: master_service.RegisterResponseM2C) -> dict[str, Any]:
     """The row of a RegisterResponseM2C: field name -> row value."""
-    x11 = m.authorizedInfo
+    x_authorizedInfo = m.authorizedInfo
     return {
         "success": m.success,
         "errCode": m.errCode,
@@ -2758,38 +2804,42 @@ def _row_RegisterResponseM2C(m: master_service.RegisterResponseM2C) -> dict[str,
         "groupFlowControlInfo": m._groupFlowControlInfo,
         "ssdStoreId": m._ssdStoreId,
         "qryPriorityId": m._qryPriorityId,
-        "authorizedInfo": None if x11 is None else _row_MasterAuthorizedInfo(x11),
+        "authorizedInfo": (
+            None if x_authorizedInfo is None else _row_MasterAuthorizedInfo(x_authorizedInfo)
+        ),
     }
 
 
 def _value_RegisterResponseM2C(row: RowLike) -> master_service.RegisterResponseM2C:
     """The RegisterResponseM2C a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["success"]
-    v1 = r["errCode"]
-    v2 = r["errMsg"]
-    v3 = r["topicInfo"]
-    v4 = r["notAllocated"]
-    v5 = r["defFlowCheckId"]
-    v6 = r["defFlowControlInfo"]
-    v7 = r["groupFlowCheckId"]
-    v8 = r["groupFlowControlInfo"]
-    v9 = r["ssdStoreId"]
-    v10 = r["qryPriorityId"]
-    v11 = r["authorizedInfo"]
+    v_success = r["success"]
+    v_errCode = r["errCode"]
+    v_errMsg = r["errMsg"]
+    v_topicInfo = r["topicInfo"]
+    v_notAllocated = r["notAllocated"]
+    v_defFlowCheckId = r["defFlowCheckId"]
+    v_defFlowControlInfo = r["defFlowControlInfo"]
+    v_groupFlowCheckId = r["groupFlowCheckId"]
+    v_groupFlowControlInfo = r["groupFlowControlInfo"]
+    v_ssdStoreId = r["ssdStoreId"]
+    v_qryPriorityId = r["qryPriorityId"]
+    v_authorizedInfo = r["authorizedInfo"]
     value = master_service.RegisterResponseM2C(
-        success=required(v0, "RegisterResponseM2C.success"),
-        errCode=required(v1, "RegisterResponseM2C.errCode"),
-        errMsg=required(v2, "RegisterResponseM2C.errMsg"),
-        topicInfo=list(v3 or ()),
-        notAllocated=v4,
-        defFlowCheckId=v5,
-        defFlowControlInfo=v6,
-        groupFlowCheckId=v7,
-        groupFlowControlInfo=v8,
-        ssdStoreId=v9,
-        qryPriorityId=v10,
-        authorizedInfo=None if v11 is None else _value_MasterAuthorizedInfo(v11),
+        success=required(v_success, "RegisterResponseM2C.success"),
+        errCode=required(v_errCode, "RegisterResponseM2C.errCode"),
+        errMsg=required(v_errMsg, "RegisterResponseM2C.errMsg"),
+        topicInfo=list(v_topicInfo or ()),
+        notAllocated=v_notAllocated,
+        defFlowCheckId=v_defFlowCheckId,
+        defFlowControlInfo=v_defFlowControlInfo,
+        groupFlowCheckId=v_groupFlowCheckId,
+        groupFlowControlInfo=v_groupFlowControlInfo,
+        ssdStoreId=v_ssdStoreId,
+        qryPriorityId=v_qryPriorityId,
+        authorizedInfo=(
+            None if v_authorizedInfo is None else _value_MasterAuthorizedInfo(v_authorizedInfo)
+        ),
     )
     return value
 
@@ -2800,76 +2850,80 @@ def _arrow_RegisterResponseM2C(values: Sequence[master_service.RegisterResponseM
     if not rows:
         return null_column(len(values), _ARROW_RegisterResponseM2C)
     fields = _FIELDS_RegisterResponseM2C
-    v0 = [m.success for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.errCode for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.errMsg for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.topicInfo for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m._notAllocated for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m._defFlowCheckId for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    v6 = [m._defFlowControlInfo for m in rows]
-    c6 = pa.array(v6, fields[6].type)
-    v7 = [m._groupFlowCheckId for m in rows]
-    c7 = pa.array(v7, fields[7].type)
-    v8 = [m._groupFlowControlInfo for m in rows]
-    c8 = pa.array(v8, fields[8].type)
-    v9 = [m._ssdStoreId for m in rows]
-    c9 = pa.array(v9, fields[9].type)
-    v10 = [m._qryPriorityId for m in rows]
-    c10 = pa.array(v10, fields[10].type)
-    v11 = [m.authorizedInfo for m in rows]
-    c11 = _arrow_MasterAuthorizedInfo(v11)
-    arrays = [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11]
+    v_success = [m.success for m in rows]
+    c_success = pa.array(v_success, fields[0].type)
+    v_errCode = [m.errCode for m in rows]
+    c_errCode = pa.array(v_errCode, fields[1].type)
+    v_errMsg = [m.errMsg for m in rows]
+    c_errMsg = pa.array(v_errMsg, fields[2].type)
+    v_topicInfo = [m.topicInfo for m in rows]
+    c_topicInfo = pa.array(v_topicInfo, fields[3].type)
+    v_notAllocated = [m._notAllocated for m in rows]
+    c_notAllocated = pa.array(v_notAllocated, fields[4].type)
+    v_defFlowCheckId = [m._defFlowCheckId for m in rows]
+    c_defFlowCheckId = pa.array(v_defFlowCheckId, fields[5].type)
+    v_defFlowControlInfo = [m._defFlowControlInfo for m in rows]
+    c_defFlowControlInfo = pa.array(v_defFlowControlInfo, fields[6].type)
+    v_groupFlowCheckId = [m._groupFlowCheckId for m in rows]
+    c_groupFlowCheckId = pa.array(v_groupFlowCheckId, fields[7].type)
+    v_groupFlowControlInfo = [m._groupFlowControlInfo for m in rows]
+    c_groupFlowControlInfo = pa.array(v_groupFlowControlInfo, fields[8].type)
+    v_ssdStoreId = [m._ssdStoreId for m in rows]
+    c_ssdStoreId = pa.array(v_ssdStoreId, fields[9].type)
+    v_qryPriorityId = [m._qryPriorityId for m in rows]
+    c_qryPriorityId = pa.array(v_qryPriorityId, fields[10].type)
+    v_authorizedInfo = [m.authorizedInfo for m in rows]
+    c_authorizedInfo = _arrow_MasterAuthorizedInfo(v_authorizedInfo)
+    arrays = [
+        c_success, c_errCode, c_errMsg, c_topicInfo, c_notAllocated, c_defFlowCheckId,
+        c_defFlowControlInfo, c_groupFlowCheckId, c_groupFlowControlInfo, c_ssdStoreId,
+        c_qryPriorityId, c_authorizedInfo,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_HeartRequestC2M(m: master_service.HeartRequestC2M) -> dict[str, Any]:
     """The row of a HeartRequestC2M: field name -> row value."""
-    x4 = m.event
-    x9 = m.authInfo
+    x_event = m.event
+    x_authInfo = m.authInfo
     return {
         "clientId": m.clientId,
         "groupName": m.groupName,
         "subscribeInfo": list(m.subscribeInfo),
         "reportSubscribeInfo": m.reportSubscribeInfo,
-        "event": None if x4 is None else _row_EventProto(x4),
+        "event": None if x_event is None else _row_EventProto(x_event),
         "defFlowCheckId": m._defFlowCheckId,
         "groupFlowCheckId": m._groupFlowCheckId,
         "ssdStoreId": m._ssdStoreId,
         "qryPriorityId": m._qryPriorityId,
-        "authInfo": None if x9 is None else _row_MasterCertificateInfo(x9),
+        "authInfo": None if x_authInfo is None else _row_MasterCertificateInfo(x_authInfo),
     }
 
 
 def _value_HeartRequestC2M(row: RowLike) -> master_service.HeartRequestC2M:
     """The HeartRequestC2M a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["clientId"]
-    v1 = r["groupName"]
-    v2 = r["subscribeInfo"]
-    v3 = r["reportSubscribeInfo"]
-    v4 = r["event"]
-    v5 = r["defFlowCheckId"]
-    v6 = r["groupFlowCheckId"]
-    v7 = r["ssdStoreId"]
-    v8 = r["qryPriorityId"]
-    v9 = r["authInfo"]
+    v_clientId = r["clientId"]
+    v_groupName = r["groupName"]
+    v_subscribeInfo = r["subscribeInfo"]
+    v_reportSubscribeInfo = r["reportSubscribeInfo"]
+    v_event = r["event"]
+    v_defFlowCheckId = r["defFlowCheckId"]
+    v_groupFlowCheckId = r["groupFlowCheckId"]
+    v_ssdStoreId = r["ssdStoreId"]
+    v_qryPriorityId = r["qryPriorityId"]
+    v_authInfo = r["authInfo"]
     value = master_service.HeartRequestC2M(
-        clientId=required(v0, "HeartRequestC2M.clientId"),
-        groupName=required(v1, "HeartRequestC2M.groupName"),
-        subscribeInfo=list(v2 or ()),
-        reportSubscribeInfo=required(v3, "HeartRequestC2M.reportSubscribeInfo"),
-        event=None if v4 is None else _value_EventProto(v4),
-        defFlowCheckId=v5,
-        groupFlowCheckId=v6,
-        ssdStoreId=v7,
-        qryPriorityId=v8,
-        authInfo=None if v9 is None else _value_MasterCertificateInfo(v9),
+        clientId=required(v_clientId, "HeartRequestC2M.clientId"),
+        groupName=required(v_groupName, "HeartRequestC2M.groupName"),
+        subscribeInfo=list(v_subscribeInfo or ()),
+        reportSubscribeInfo=required(v_reportSubscribeInfo, "HeartRequestC2M.reportSubscribeInfo"),
+        event=None if v_event is None else _value_EventProto(v_event),
+        defFlowCheckId=v_defFlowCheckId,
+        groupFlowCheckId=v_groupFlowCheckId,
+        ssdStoreId=v_ssdStoreId,
+        qryPriorityId=v_qryPriorityId,
+        authInfo=None if v_authInfo is None else _value_MasterCertificateInfo(v_authInfo),
     )
     return value
 
@@ -2880,39 +2934,42 @@ def _arrow_HeartRequestC2M(values: Sequence[master_service.HeartRequestC2M | Non
     if not rows:
         return null_column(len(values), _ARROW_HeartRequestC2M)
     fields = _FIELDS_HeartRequestC2M
-    v0 = [m.clientId for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.groupName for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.subscribeInfo for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.reportSubscribeInfo for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.event for m in rows]
-    c4 = _arrow_EventProto(v4)
-    v5 = [m._defFlowCheckId for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    v6 = [m._groupFlowCheckId for m in rows]
-    c6 = pa.array(v6, fields[6].type)
-    v7 = [m._ssdStoreId for m in rows]
-    c7 = pa.array(v7, fields[7].type)
-    v8 = [m._qryPriorityId for m in rows]
-    c8 = pa.array(v8, fields[8].type)
-    v9 = [m.authInfo for m in rows]
-    c9 = _arrow_MasterCertificateInfo(v9)
-    arrays = [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9]
+    v_clientId = [m.clientId for m in rows]
+    c_clientId = pa.array(v_clientId, fields[0].type)
+    v_groupName = [m.groupName for m in rows]
+    c_groupName = pa.array(v_groupName, fields[1].type)
+    v_subscribeInfo = [m.subscribeInfo for m in rows]
+    c_subscribeInfo = pa.array(v_subscribeInfo, fields[2].type)
+    v_reportSubscribeInfo = [m.reportSubscribeInfo for m in rows]
+    c_reportSubscribeInfo = pa.array(v_reportSubscribeInfo, fields[3].type)
+    v_event = [m.event for m in rows]
+    c_event = _arrow_EventProto(v_event)
+    v_defFlowCheckId = [m._defFlowCheckId for m in rows]
+    c_defFlowCheckId = pa.array(v_defFlowCheckId, fields[5].type)
+    v_groupFlowCheckId = [m._groupFlowCheckId for m in rows]
+    c_groupFlowCheckId = pa.array(v_groupFlowCheckId, fields[6].type)
+    v_ssdStoreId = [m._ssdStoreId for m in rows]
+    c_ssdStoreId = pa.array(v_ssdStoreId, fields[7].type)
+    v_qryPriorityId = [m._qryPriorityId for m in rows]
+    c_qryPriorityId = pa.array(v_qryPriorityId, fields[8].type)
+    v_authInfo = [m.authInfo for m in rows]
+    c_authInfo = _arrow_MasterCertificateInfo(v_authInfo)
+    arrays = [
+        c_clientId, c_groupName, c_subscribeInfo, c_reportSubscribeInfo, c_event, c_defFlowCheckId,
+        c_groupFlowCheckId, c_ssdStoreId, c_qryPriorityId, c_authInfo,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_HeartResponseM2C(m: master_service.HeartResponseM2C) -> dict[str, Any]:
     """The row of a HeartResponseM2C: field name -> row value."""
-    x3 = m.event
-    x12 = m.authorizedInfo
+    x_event = m.event
+    x_authorizedInfo = m.authorizedInfo
     return {
         "success": m.success,
         "errCode": m.errCode,
         "errMsg": m.errMsg,
-        "event": None if x3 is None else _row_EventProto(x3),
+        "event": None if x_event is None else _row_EventProto(x_event),
         "notAllocated": m._notAllocated,
         "defFlowCheckId": m._defFlowCheckId,
         "defFlowControlInfo": m._defFlowControlInfo,
@@ -2921,40 +2978,44 @@ def _row_HeartResponseM2C(m: master_service.HeartResponseM2C) -> dict[str, Any]:
         "ssdStoreId": m._ssdStoreId,
         "qryPriorityId": m._qryPriorityId,
         "requireAuth": m._requireAuth,
-        "authorizedInfo": None if x12 is None else _row_MasterAuthorizedInfo(x12),
+        "authorizedInfo": (
+            None if x_authorizedInfo is None else _row_MasterAuthorizedInfo(x_authorizedInfo)
+        ),
     }
 
 
 def _value_HeartResponseM2C(row: RowLike) -> master_service.HeartResponseM2C:
     """The HeartResponseM2C a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["success"]
-    v1 = r["errCode"]
-    v2 = r["errMsg"]
-    v3 = r["event"]
-    v4 = r["notAllocated"]
-    v5 = r["defFlowCheckId"]
-    v6 = r["defFlowControlInfo"]
-    v7 = r["groupFlowCheckId"]
-    v8 = r["groupFlowControlInfo"]
-    v9 = r["ssdStoreId"]
-    v10 = r["qryPriorityId"]
-    v11 = r["requireAuth"]
-    v12 = r["authorizedInfo"]
+    v_success = r["success"]
+    v_errCode = r["errCode"]
+    v_errMsg = r["errMsg"]
+    v_event = r["event"]
+    v_notAllocated = r["notAllocated"]
+    v_defFlowCheckId = r["defFlowCheckId"]
+    v_defFlowControlInfo = r["defFlowControlInfo"]
+    v_groupFlowCheckId = r["groupFlowCheckId"]
+    v_groupFlowControlInfo = r["groupFlowControlInfo"]
+    v_ssdStoreId = r["ssdStoreId"]
+    v_qryPriorityId = r["qryPriorityId"]
+    v_requireAuth = r["requireAuth"]
+    v_authorizedInfo = r["authorizedInfo"]
     value = master_service.HeartResponseM2C(
-        success=required(v0, "HeartResponseM2C.success"),
-        errCode=required(v1, "HeartResponseM2C.errCode"),
-        errMsg=required(v2, "HeartResponseM2C.errMsg"),
-        event=None if v3 is None else _value_EventProto(v3),
-        notAllocated=v4,
-        defFlowCheckId=v5,
-        defFlowControlInfo=v6,
-        groupFlowCheckId=v7,
-        groupFlowControlInfo=v8,
-        ssdStoreId=v9,
-        qryPriorityId=v10,
-        requireAuth=v11,
-        authorizedInfo=None if v12 is None else _value_MasterAuthorizedInfo(v12),
+        success=required(v_success, "HeartResponseM2C.success"),
+        errCode=required(v_errCode, "HeartResponseM2C.errCode"),
+        errMsg=required(v_errMsg, "HeartResponseM2C.errMsg"),
+        event=None if v_event is None else _value_EventProto(v_event),
+        notAllocated=v_notAllocated,
+        defFlowCheckId=v_defFlowCheckId,
+        defFlowControlInfo=v_defFlowControlInfo,
+        groupFlowCheckId=v_groupFlowCheckId,
+        groupFlowControlInfo=v_groupFlowControlInfo,
+        ssdStoreId=v_ssdStoreId,
+        qryPriorityId=v_qryPriorityId,
+        requireAuth=v_requireAuth,
+        authorizedInfo=(
+            None if v_authorizedInfo is None else _value_MasterAuthorizedInfo(v_authorizedInfo)
+        ),
     )
     return value
 
@@ -2965,56 +3026,60 @@ def _arrow_HeartResponseM2C(values: Sequence[master_service.HeartResponseM2C | N
     if not rows:
         return null_column(len(values), _ARROW_HeartResponseM2C)
     fields = _FIELDS_HeartResponseM2C
-    v0 = [m.success for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.errCode for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.errMsg for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.event for m in rows]
-    c3 = _arrow_EventProto(v3)
-    v4 = [m._notAllocated for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m._defFlowCheckId for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    v6 = [m._defFlowControlInfo for m in rows]
-    c6 = pa.array(v6, fields[6].type)
-    v7 = [m._groupFlowCheckId for m in rows]
-    c7 = pa.array(v7, fields[7].type)
-    v8 = [m._groupFlowControlInfo for m in rows]
-    c8 = pa.array(v8, fields[8].type)
-    v9 = [m._ssdStoreId for m in rows]
-    c9 = pa.array(v9, fields[9].type)
-    v10 = [m._qryPriorityId for m in rows]
-    c10 = pa.array(v10, fields[10].type)
-    v11 = [m._requireAuth for m in rows]
-    c11 = pa.array(v11, fields[11].type)
-    v12 = [m.authorizedInfo for m in rows]
-    c12 = _arrow_MasterAuthorizedInfo(v12)
-    arrays = [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12]
+    v_success = [m.success for m in rows]
+    c_success = pa.array(v_success, fields[0].type)
+    v_errCode = [m.errCode for m in rows]
+    c_errCode = pa.array(v_errCode, fields[1].type)
+    v_errMsg = [m.errMsg for m in rows]
+    c_errMsg = pa.array(v_errMsg, fields[2].type)
+    v_event = [m.event for m in rows]
+    c_event = _arrow_EventProto(v_event)
+    v_notAllocated = [m._notAllocated for m in rows]
+    c_notAllocated = pa.array(v_notAllocated, fields[4].type)
+    v_defFlowCheckId = [m._defFlowCheckId for m in rows]
+    c_defFlowCheckId = pa.array(v_defFlowCheckId, fields[5].type)
+    v_defFlowControlInfo = [m._defFlowControlInfo for m in rows]
+    c_defFlowControlInfo = pa.array(v_defFlowControlInfo, fields[6].type)
+    v_groupFlowCheckId = [m._groupFlowCheckId for m in rows]
+    c_groupFlowCheckId = pa.array(v_groupFlowCheckId, fields[7].type)
+    v_groupFlowControlInfo = [m._groupFlowControlInfo for m in rows]
+    c_groupFlowControlInfo = pa.array(v_groupFlowControlInfo, fields[8].type)
+    v_ssdStoreId = [m._ssdStoreId for m in rows]
+    c_ssdStoreId = pa.array(v_ssdStoreId, fields[9].type)
+    v_qryPriorityId = [m._qryPriorityId for m in rows]
+    c_qryPriorityId = pa.array(v_qryPriorityId, fields[10].type)
+    v_requireAuth = [m._requireAuth for m in rows]
+    c_requireAuth = pa.array(v_requireAuth, fields[11].type)
+    v_authorizedInfo = [m.authorizedInfo for m in rows]
+    c_authorizedInfo = _arrow_MasterAuthorizedInfo(v_authorizedInfo)
+    arrays = [
+        c_success, c_errCode, c_errMsg, c_event, c_notAllocated, c_defFlowCheckId,
+        c_defFlowControlInfo, c_groupFlowCheckId, c_groupFlowControlInfo, c_ssdStoreId,
+        c_qryPriorityId, c_requireAuth, c_authorizedInfo,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_CloseRequestC2M(m: master_service.CloseRequestC2M) -> dict[str, Any]:
     """The row of a CloseRequestC2M: field name -> row value."""
-    x2 = m.authInfo
+    x_authInfo = m.authInfo
     return {
         "clientId": m.clientId,
         "groupName": m.groupName,
-        "authInfo": None if x2 is None else _row_MasterCertificateInfo(x2),
+        "authInfo": None if x_authInfo is None else _row_MasterCertificateInfo(x_authInfo),
     }
 
 
 def _value_CloseRequestC2M(row: RowLike) -> master_service.CloseRequestC2M:
     """The CloseRequestC2M a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["clientId"]
-    v1 = r["groupName"]
-    v2 = r["authInfo"]
+    v_clientId = r["clientId"]
+    v_groupName = r["groupName"]
+    v_authInfo = r["authInfo"]
     value = master_service.CloseRequestC2M(
-        clientId=required(v0, "CloseRequestC2M.clientId"),
-        groupName=required(v1, "CloseRequestC2M.groupName"),
-        authInfo=None if v2 is None else _value_MasterCertificateInfo(v2),
+        clientId=required(v_clientId, "CloseRequestC2M.clientId"),
+        groupName=required(v_groupName, "CloseRequestC2M.groupName"),
+        authInfo=None if v_authInfo is None else _value_MasterCertificateInfo(v_authInfo),
     )
     return value
 
@@ -3025,13 +3090,13 @@ def _arrow_CloseRequestC2M(values: Sequence[master_service.CloseRequestC2M | Non
     if not rows:
         return null_column(len(values), _ARROW_CloseRequestC2M)
     fields = _FIELDS_CloseRequestC2M
-    v0 = [m.clientId for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.groupName for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.authInfo for m in rows]
-    c2 = _arrow_MasterCertificateInfo(v2)
-    arrays = [c0, c1, c2]
+    v_clientId = [m.clientId for m in rows]
+    c_clientId = pa.array(v_clientId, fields[0].type)
+    v_groupName = [m.groupName for m in rows]
+    c_groupName = pa.array(v_groupName, fields[1].type)
+    v_authInfo = [m.authInfo for m in rows]
+    c_authInfo = _arrow_MasterCertificateInfo(v_authInfo)
+    arrays = [c_clientId, c_groupName, c_authInfo]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -3047,13 +3112,13 @@ def _row_CloseResponseM2C(m: master_service.CloseResponseM2C) -> dict[str, Any]:
 def _value_CloseResponseM2C(row: RowLike) -> master_service.CloseResponseM2C:
     """The CloseResponseM2C a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["success"]
-    v1 = r["errCode"]
-    v2 = r["errMsg"]
+    v_success = r["success"]
+    v_errCode = r["errCode"]
+    v_errMsg = r["errMsg"]
     value = master_service.CloseResponseM2C(
-        success=required(v0, "CloseResponseM2C.success"),
-        errCode=required(v1, "CloseResponseM2C.errCode"),
-        errMsg=required(v2, "CloseResponseM2C.errMsg"),
+        success=required(v_success, "CloseResponseM2C.success"),
+        errCode=required(v_errCode, "CloseResponseM2C.errCode"),
+        errMsg=required(v_errMsg, "CloseResponseM2C.errMsg"),
     )
     return value
 
@@ -3064,13 +3129,13 @@ def _arrow_CloseResponseM2C(values: Sequence[master_service.CloseResponseM2C | N
     if not rows:
         return null_column(len(values), _ARROW_CloseResponseM2C)
     fields = _FIELDS_CloseResponseM2C
-    v0 = [m.success for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.errCode for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.errMsg for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_success = [m.success for m in rows]
+    c_success = pa.array(v_success, fields[0].type)
+    v_errCode = [m.errCode for m in rows]
+    c_errCode = pa.array(v_errCode, fields[1].type)
+    v_errMsg = [m.errMsg for m in rows]
+    c_errMsg = pa.array(v_errMsg, fields[2].type)
+    arrays = [c_success, c_errCode, c_errMsg]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -3088,17 +3153,29 @@ def _row_EnableBrokerFunInfo(m: master_service.EnableBrokerFunInfo) -> dict[str,
 def _value_EnableBrokerFunInfo(row: RowLike) -> master_service.EnableBrokerFunInfo:
     """The EnableBrokerFunInfo a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["enableConsumeAuthenticate"]
-    v1 = r["enableConsumeAuthorize"]
-    v2 = r["enableProduceAuthenticate"]
-    v3 = r["enableProduceAuthorize"]
-    v4 = r["enableVisitTokenCheck"]
+    v_enableConsumeAuthenticate = r["enableConsumeAuthenticate"]
+    v_enableConsumeAuthorize = r["enableConsumeAuthorize"]
+    v_enableProduceAuthenticate = r["enableProduceAuthenticate"]
+    v_enableProduceAuthorize = r["enableProduceAuthorize"]
+    v_enableVisitTokenCheck = r["enableVisitTokenCheck"]
     value = master_service.EnableBrokerFunInfo(
-        enableConsumeAuthenticate=required(v0, "EnableBrokerFunInfo.enableConsumeAuthenticate"),
-        enableConsumeAuthorize=required(v1, "EnableBrokerFunInfo.enableConsumeAuthorize"),
-        enableProduceAuthenticate=required(v2, "EnableBrokerFunInfo.enableProduceAuthenticate"),
-        enableProduceAuthorize=required(v3, "EnableBrokerFunInfo.enableProduceAuthorize"),
-        enableVisitTokenCheck=v4,
+        enableConsumeAuthenticate=required(
+            v_enableConsumeAuthenticate,
+            "EnableBrokerFunInfo.enableConsumeAuthenticate",
+        ),
+        enableConsumeAuthorize=required(
+            v_enableConsumeAuthorize,
+            "EnableBrokerFunInfo.enableConsumeAuthorize",
+        ),
+        enableProduceAuthenticate=required(
+            v_enableProduceAuthenticate,
+            "EnableBrokerFunInfo.enableProduceAuthenticate",
+        ),
+        enableProduceAuthorize=required(
+            v_enableProduceAuthorize,
+            "EnableBrokerFunInfo.enableProduceAuthorize",
+        ),
+        enableVisitTokenCheck=v_enableVisitTokenCheck,
     )
     return value
 
@@ -3109,17 +3186,20 @@ def _arrow_EnableBrokerFunInfo(values: Sequence[master_service.EnableBrokerFunIn
     if not rows:
         return null_column(len(values), _ARROW_EnableBrokerFunInfo)
     fields = _FIELDS_EnableBrokerFunInfo
-    v0 = [m.enableConsumeAuthenticate for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.enableConsumeAuthorize for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.enableProduceAuthenticate for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.enableProduceAuthorize for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m._enableVisitTokenCheck for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    arrays = [c0, c1, c2, c3, c4]
+    v_enableConsumeAuthenticate = [m.enableConsumeAuthenticate for m in rows]
+    c_enableConsumeAuthenticate = pa.array(v_enableConsumeAuthenticate, fields[0].type)
+    v_enableConsumeAuthorize = [m.enableConsumeAuthorize for m in rows]
+    c_enableConsumeAuthorize = pa.array(v_enableConsumeAuthorize, fields[1].type)
+    v_enableProduceAuthenticate = [m.enableProduceAuthenticate for m in rows]
+    c_enableProduceAuthenticate = pa.array(v_enableProduceAuthenticate, fields[2].type)
+    v_enableProduceAuthorize = [m.enableProduceAuthorize for m in rows]
+    c_enableProduceAuthorize = pa.array(v_enableProduceAuthorize, fields[3].type)
+    v_enableVisitTokenCheck = [m._enableVisitTokenCheck for m in rows]
+    c_enableVisitTokenCheck = pa.array(v_enableVisitTokenCheck, fields[4].type)
+    arrays = [
+        c_enableConsumeAuthenticate, c_enableConsumeAuthorize, c_enableProduceAuthenticate,
+        c_enableProduceAuthorize, c_enableVisitTokenCheck,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -3134,11 +3214,14 @@ def _row_MasterBrokerAuthorizedInfo(m: master_service.MasterBrokerAuthorizedInfo
 def _value_MasterBrokerAuthorizedInfo(row: RowLike) -> master_service.MasterBrokerAuthorizedInfo:
     """The MasterBrokerAuthorizedInfo a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["visitAuthorizedToken"]
-    v1 = r["authAuthorizedToken"]
+    v_visitAuthorizedToken = r["visitAuthorizedToken"]
+    v_authAuthorizedToken = r["authAuthorizedToken"]
     value = master_service.MasterBrokerAuthorizedInfo(
-        visitAuthorizedToken=required(v0, "MasterBrokerAuthorizedInfo.visitAuthorizedToken"),
-        authAuthorizedToken=v1,
+        visitAuthorizedToken=required(
+            v_visitAuthorizedToken,
+            "MasterBrokerAuthorizedInfo.visitAuthorizedToken",
+        ),
+        authAuthorizedToken=v_authAuthorizedToken,
     )
     return value
 
@@ -3151,11 +3234,11 @@ def _arrow_MasterBrokerAuthorizedInfo(
     if not rows:
         return null_column(len(values), _ARROW_MasterBrokerAuthorizedInfo)
     fields = _FIELDS_MasterBrokerAuthorizedInfo
-    v0 = [m.visitAuthorizedToken for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m._authAuthorizedToken for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_visitAuthorizedToken = [m.visitAuthorizedToken for m in rows]
+    c_visitAuthorizedToken = pa.array(v_visitAuthorizedToken, fields[0].type)
+    v_authAuthorizedToken = [m._authAuthorizedToken for m in rows]
+    c_authAuthorizedToken = pa.array(v_authAuthorizedToken, fields[1].type)
+    arrays = [c_visitAuthorizedToken, c_authAuthorizedToken]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -3170,11 +3253,11 @@ def _row_ClusterConfig(m: master_service.ClusterConfig) -> dict[str, Any]:
 def _value_ClusterConfig(row: RowLike) -> master_service.ClusterConfig:
     """The ClusterConfig a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["configId"]
-    v1 = r["maxMsgSize"]
+    v_configId = r["configId"]
+    v_maxMsgSize = r["maxMsgSize"]
     value = master_service.ClusterConfig(
-        configId=required(v0, "ClusterConfig.configId"),
-        maxMsgSize=v1,
+        configId=required(v_configId, "ClusterConfig.configId"),
+        maxMsgSize=v_maxMsgSize,
     )
     return value
 
@@ -3185,18 +3268,18 @@ def _arrow_ClusterConfig(values: Sequence[master_service.ClusterConfig | None]) 
     if not rows:
         return null_column(len(values), _ARROW_ClusterConfig)
     fields = _FIELDS_ClusterConfig
-    v0 = [m.configId for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m._maxMsgSize for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_configId = [m.configId for m in rows]
+    c_configId = pa.array(v_configId, fields[0].type)
+    v_maxMsgSize = [m._maxMsgSize for m in rows]
+    c_maxMsgSize = pa.array(v_maxMsgSize, fields[1].type)
+    arrays = [c_configId, c_maxMsgSize]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_RegisterRequestB2M(m: master_service.RegisterRequestB2M) -> dict[str, Any]:
     """The row of a RegisterRequestB2M: field name -> row value."""
-    x13 = m.authInfo
-    x14 = m.clsConfig
+    x_authInfo = m.authInfo
+    x_clsConfig = m.clsConfig
     return {
         "clientId": m.clientId,
         "brokerOnline": m.brokerOnline,
@@ -3211,45 +3294,48 @@ def _row_RegisterRequestB2M(m: master_service.RegisterRequestB2M) -> dict[str, A
         "flowCheckId": m._flowCheckId,
         "qryPriorityId": m._qryPriorityId,
         "tlsPort": m._tlsPort,
-        "authInfo": None if x13 is None else _row_MasterCertificateInfo(x13),
-        "clsConfig": None if x14 is None else _row_ClusterConfig(x14),
+        "authInfo": None if x_authInfo is None else _row_MasterCertificateInfo(x_authInfo),
+        "clsConfig": None if x_clsConfig is None else _row_ClusterConfig(x_clsConfig),
     }
 
 
 def _value_RegisterRequestB2M(row: RowLike) -> master_service.RegisterRequestB2M:
     """The RegisterRequestB2M a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["clientId"]
-    v1 = r["brokerOnline"]
-    v2 = r["enableTls"]
-    v3 = r["readStatusRpt"]
-    v4 = r["writeStatusRpt"]
-    v5 = r["curBrokerConfId"]
-    v6 = r["confCheckSumId"]
-    v7 = r["brokerDefaultConfInfo"]
-    v8 = r["brokerTopicSetConfInfo"]
-    v9 = r["ssdStoreId"]
-    v10 = r["flowCheckId"]
-    v11 = r["qryPriorityId"]
-    v12 = r["tlsPort"]
-    v13 = r["authInfo"]
-    v14 = r["clsConfig"]
+    v_clientId = r["clientId"]
+    v_brokerOnline = r["brokerOnline"]
+    v_enableTls = r["enableTls"]
+    v_readStatusRpt = r["readStatusRpt"]
+    v_writeStatusRpt = r["writeStatusRpt"]
+    v_curBrokerConfId = r["curBrokerConfId"]
+    v_confCheckSumId = r["confCheckSumId"]
+    v_brokerDefaultConfInfo = r["brokerDefaultConfInfo"]
+    v_brokerTopicSetConfInfo = r["brokerTopicSetConfInfo"]
+    v_ssdStoreId = r["ssdStoreId"]
+    v_flowCheckId = r["flowCheckId"]
+    v_qryPriorityId = r["qryPriorityId"]
+    v_tlsPort = r["tlsPort"]
+    v_authInfo = r["authInfo"]
+    v_clsConfig = r["clsConfig"]
     value = master_service.RegisterRequestB2M(
-        clientId=required(v0, "RegisterRequestB2M.clientId"),
-        brokerOnline=required(v1, "RegisterRequestB2M.brokerOnline"),
-        enableTls=required(v2, "RegisterRequestB2M.enableTls"),
-        readStatusRpt=required(v3, "RegisterRequestB2M.readStatusRpt"),
-        writeStatusRpt=required(v4, "RegisterRequestB2M.writeStatusRpt"),
-        curBrokerConfId=required(v5, "RegisterRequestB2M.curBrokerConfId"),
-        confCheckSumId=required(v6, "RegisterRequestB2M.confCheckSumId"),
-        brokerDefaultConfInfo=required(v7, "RegisterRequestB2M.brokerDefaultConfInfo"),
-        brokerTopicSetConfInfo=list(v8 or ()),
-        ssdStoreId=v9,
-        flowCheckId=v10,
-        qryPriorityId=v11,
-        tlsPort=v12,
-        authInfo=None if v13 is None else _value_MasterCertificateInfo(v13),
-        clsConfig=None if v14 is None else _value_ClusterConfig(v14),
+        clientId=required(v_clientId, "RegisterRequestB2M.clientId"),
+        brokerOnline=required(v_brokerOnline, "RegisterRequestB2M.brokerOnline"),
+        enableTls=required(v_enableTls, "RegisterRequestB2M.enableTls"),
+        readStatusRpt=required(v_readStatusRpt, "RegisterRequestB2M.readStatusRpt"),
+        writeStatusRpt=required(v_writeStatusRpt, "RegisterRequestB2M.writeStatusRpt"),
+        curBrokerConfId=required(v_curBrokerConfId, "RegisterRequestB2M.curBrokerConfId"),
+        confCheckSumId=required(v_confCheckSumId, "RegisterRequestB2M.confCheckSumId"),
+        brokerDefaultConfInfo=required(
+            v_brokerDefaultConfInfo,
+            "RegisterRequestB2M.brokerDefaultConfInfo",
+        ),
+        brokerTopicSetConfInfo=list(v_brokerTopicSetConfInfo or ()),
+        ssdStoreId=v_ssdStoreId,
+        flowCheckId=v_flowCheckId,
+        qryPriorityId=v_qryPriorityId,
+        tlsPort=v_tlsPort,
+        authInfo=None if v_authInfo is None else _value_MasterCertificateInfo(v_authInfo),
+        clsConfig=None if v_clsConfig is None else _value_ClusterConfig(v_clsConfig),
     )
     return value
 
@@ -3260,46 +3346,50 @@ def _arrow_RegisterRequestB2M(values: Sequence[master_service.RegisterRequestB2M
     if not rows:
         return null_column(len(values), _ARROW_RegisterRequestB2M)
     fields = _FIELDS_RegisterRequestB2M
-    v0 = [m.clientId for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.brokerOnline for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.enableTls for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.readStatusRpt for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.writeStatusRpt for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m.curBrokerConfId for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    v6 = [m.confCheckSumId for m in rows]
-    c6 = pa.array(v6, fields[6].type)
-    v7 = [m.brokerDefaultConfInfo for m in rows]
-    c7 = pa.array(v7, fields[7].type)
-    v8 = [m.brokerTopicSetConfInfo for m in rows]
-    c8 = pa.array(v8, fields[8].type)
-    v9 = [m._ssdStoreId for m in rows]
-    c9 = pa.array(v9, fields[9].type)
-    v10 = [m._flowCheckId for m in rows]
-    c10 = pa.array(v10, fields[10].type)
-    v11 = [m._qryPriorityId for m in rows]
-    c11 = pa.array(v11, fields[11].type)
-    v12 = [m._tlsPort for m in rows]
-    c12 = pa.array(v12, fields[12].type)
-    v13 = [m.authInfo for m in rows]
-    c13 = _arrow_MasterCertificateInfo(v13)
-    v14 = [m.clsConfig for m in rows]
-    c14 = _arrow_ClusterConfig(v14)
-    arrays = [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14]
+    v_clientId = [m.clientId for m in rows]
+    c_clientId = pa.array(v_clientId, fields[0].type)
+    v_brokerOnline = [m.brokerOnline for m in rows]
+    c_brokerOnline = pa.array(v_brokerOnline, fields[1].type)
+    v_enableTls = [m.enableTls for m in rows]
+    c_enableTls = pa.array(v_enableTls, fields[2].type)
+    v_readStatusRpt = [m.readStatusRpt for m in rows]
+    c_readStatusRpt = pa.array(v_readStatusRpt, fields[3].type)
+    v_writeStatusRpt = [m.writeStatusRpt for m in rows]
+    c_writeStatusRpt = pa.array(v_writeStatusRpt, fields[4].type)
+    v_curBrokerConfId = [m.curBrokerConfId for m in rows]
+    c_curBrokerConfId = pa.array(v_curBrokerConfId, fields[5].type)
+    v_confCheckSumId = [m.confCheckSumId for m in rows]
+    c_confCheckSumId = pa.array(v_confCheckSumId, fields[6].type)
+    v_brokerDefaultConfInfo = [m.brokerDefaultConfInfo for m in rows]
+    c_brokerDefaultConfInfo = pa.array(v_brokerDefaultConfInfo, fields[7].type)
+    v_brokerTopicSetConfInfo = [m.brokerTopicSetConfInfo for m in rows]
+    c_brokerTopicSetConfInfo = pa.array(v_brokerTopicSetConfInfo, fields[8].type)
+    v_ssdStoreId = [m._ssdStoreId for m in rows]
+    c_ssdStoreId = pa.array(v_ssdStoreId, fields[9].type)
+    v_flowCheckId = [m._flowCheckId for m in rows]
+    c_flowCheckId = pa.array(v_flowCheckId, fields[10].type)
+    v_qryPriorityId = [m._qryPriorityId for m in rows]
+    c_qryPriorityId = pa.array(v_qryPriorityId, fields[11].type)
+    v_tlsPort = [m._tlsPort for m in rows]
+    c_tlsPort = pa.array(v_tlsPort, fields[12].type)
+    v_authInfo = [m.authInfo for m in rows]
+    c_authInfo = _arrow_MasterCertificateInfo(v_authInfo)
+    v_clsConfig = [m.clsConfig for m in rows]
+    c_clsConfig = _arrow_ClusterConfig(v_clsConfig)
+    arrays = [
+        c_clientId, c_brokerOnline, c_enableTls, c_readStatusRpt, c_writeStatusRpt,
+        c_curBrokerConfId, c_confCheckSumId, c_brokerDefaultConfInfo, c_brokerTopicSetConfInfo,
+        c_ssdStoreId, c_flowCheckId, c_qryPriorityId, c_tlsPort, c_authInfo, c_clsConfig,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_RegisterResponseM2B(m: master_service.RegisterResponseM2B) -> dict[str, Any]:
     """The row of a RegisterResponseM2B: field name -> row value."""
-    x6 = m.enableBrokerInfo
-    x15 = m.authorizedInfo
-    x16 = m.brokerAuthorizedInfo
-    x17 = m.clsConfig
+    x_enableBrokerInfo = m.enableBrokerInfo
+    x_authorizedInfo = m.authorizedInfo
+    x_brokerAuthorizedInfo = m.brokerAuthorizedInfo
+    x_clsConfig = m.clsConfig
     return {
         "success": m.success,
         "errCode": m.errCode,
@@ -3307,7 +3397,9 @@ def _row_RegisterResponseM2B(m: master_service.RegisterResponseM2B) -> dict[str,
         "stopRead": m.stopRead,
         "stopWrite": m.stopWrite,
         "takeConfInfo": m.takeConfInfo,
-        "enableBrokerInfo": None if x6 is None else _row_EnableBrokerFunInfo(x6),
+        "enableBrokerInfo": (
+            None if x_enableBrokerInfo is None else _row_EnableBrokerFunInfo(x_enableBrokerInfo)
+        ),
         "curBrokerConfId": m._curBrokerConfId,
         "confCheckSumId": m._confCheckSumId,
         "brokerDefaultConfInfo": m._brokerDefaultConfInfo,
@@ -3316,52 +3408,66 @@ def _row_RegisterResponseM2B(m: master_service.RegisterResponseM2B) -> dict[str,
         "flowCheckId": m._flowCheckId,
         "flowControlInfo": m._flowControlInfo,
         "qryPriorityId": m._qryPriorityId,
-        "authorizedInfo": None if x15 is None else _row_MasterAuthorizedInfo(x15),
-        "brokerAuthorizedInfo": None if x16 is None else _row_MasterBrokerAuthorizedInfo(x16),
-        "clsConfig": None if x17 is None else _row_ClusterConfig(x17),
+        "authorizedInfo": (
+            None if x_authorizedInfo is None else _row_MasterAuthorizedInfo(x_authorizedInfo)
+        ),
+        "brokerAuthorizedInfo": (
+            None
+            if x_brokerAuthorizedInfo is None
+            else _row_MasterBrokerAuthorizedInfo(x_brokerAuthorizedInfo)
+        ),
+        "clsConfig": None if x_clsConfig is None else _row_ClusterConfig(x_clsConfig),
     }
 
 
 def _value_RegisterResponseM2B(row: RowLike) -> master_service.RegisterResponseM2B:
     """The RegisterResponseM2B a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["success"]
-    v1 = r["errCode"]
-    v2 = r["errMsg"]
-    v3 = r["stopRead"]
-    v4 = r["stopWrite"]
-    v5 = r["takeConfInfo"]
-    v6 = r["enableBrokerInfo"]
-    v7 = r["curBrokerConfId"]
-    v8 = r["confCheckSumId"]
-    v9 = r["brokerDefaultConfInfo"]
-    v10 = r["brokerTopicSetConfInfo"]
-    v11 = r["ssdStoreId"]
-    v12 = r["flowCheckId"]
-    v13 = r["flowControlInfo"]
-    v14 = r["qryPriorityId"]
-    v15 = r["authorizedInfo"]
-    v16 = r["brokerAuthorizedInfo"]
-    v17 = r["clsConfig"]
+    v_success = r["success"]
+    v_errCode = r["errCode"]
+    v_errMsg = r["errMsg"]
+    v_stopRead = r["stopRead"]
+    v_stopWrite = r["stopWrite"]
+    v_takeConfInfo = r["takeConfInfo"]
+    v_enableBrokerInfo = r["enableBrokerInfo"]
+    v_curBrokerConfId = r["curBrokerConfId"]
+    v_confCheckSumId = r["confCheckSumId"]
+    v_brokerDefaultConfInfo = r["brokerDefaultConfInfo"]
+    v_brokerTopicSetConfInfo = r["brokerTopicSetConfInfo"]
+    v_ssdStoreId = r["ssdStoreId"]
+    v_flowCheckId = r["flowCheckId"]
+    v_flowControlInfo = r["flowControlInfo"]
+    v_qryPriorityId = r["qryPriorityId"]
+    v_authorizedInfo = r["authorizedInfo"]
+    v_brokerAuthorizedInfo = r["brokerAuthorizedInfo"]
+    v_clsConfig = r["clsConfig"]
     value = master_service.RegisterResponseM2B(
-        success=required(v0, "RegisterResponseM2B.success"),
-        errCode=required(v1, "RegisterResponseM2B.errCode"),
-        errMsg=required(v2, "RegisterResponseM2B.errMsg"),
-        stopRead=required(v3, "RegisterResponseM2B.stopRead"),
-        stopWrite=required(v4, "RegisterResponseM2B.stopWrite"),
-        takeConfInfo=required(v5, "RegisterResponseM2B.takeConfInfo"),
-        enableBrokerInfo=None if v6 is None else _value_EnableBrokerFunInfo(v6),
-        curBrokerConfId=v7,
-        confCheckSumId=v8,
-        brokerDefaultConfInfo=v9,
-        brokerTopicSetConfInfo=list(v10 or ()),
-        ssdStoreId=v11,
-        flowCheckId=v12,
-        flowControlInfo=v13,
-        qryPriorityId=v14,
-        authorizedInfo=None if v15 is None else _value_MasterAuthorizedInfo(v15),
-        brokerAuthorizedInfo=None if v16 is None else _value_MasterBrokerAuthorizedInfo(v16),
-        clsConfig=None if v17 is None else _value_ClusterConfig(v17),
+        success=required(v_success, "RegisterResponseM2B.success"),
+        errCode=required(v_errCode, "RegisterResponseM2B.errCode"),
+        errMsg=required(v_errMsg, "RegisterResponseM2B.errMsg"),
+        stopRead=required(v_stopRead, "RegisterResponseM2B.stopRead"),
+        stopWrite=required(v_stopWrite, "RegisterResponseM2B.stopWrite"),
+        takeConfInfo=required(v_takeConfInfo, "RegisterResponseM2B.takeConfInfo"),
+        enableBrokerInfo=(
+            None if v_enableBrokerInfo is None else _value_EnableBrokerFunInfo(v_enableBrokerInfo)
+        ),
+        curBrokerConfId=v_curBrokerConfId,
+        confCheckSumId=v_confCheckSumId,
+        brokerDefaultConfInfo=v_brokerDefaultConfInfo,
+        brokerTopicSetConfInfo=list(v_brokerTopicSetConfInfo or ()),
+        ssdStoreId=v_ssdStoreId,
+        flowCheckId=v_flowCheckId,
+        flowControlInfo=v_flowControlInfo,
+        qryPriorityId=v_qryPriorityId,
+        authorizedInfo=(
+            None if v_authorizedInfo is None else _value_MasterAuthorizedInfo(v_authorizedInfo)
+        ),
+        brokerAuthorizedInfo=(
+            None
+            if v_brokerAuthorizedInfo is None
+            else _value_MasterBrokerAuthorizedInfo(v_brokerAuthorizedInfo)
+        ),
+        clsConfig=None if v_clsConfig is None else _value_ClusterConfig(v_clsConfig),
     )
     return value
 
@@ -3372,50 +3478,55 @@ def _arrow_RegisterResponseM2B(values: Sequence[master_service.RegisterResponseM
     if not rows:
         return null_column(len(values), _ARROW_RegisterResponseM2B)
     fields = _FIELDS_RegisterResponseM2B
-    v0 = [m.success for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.errCode for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.errMsg for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.stopRead for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.stopWrite for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m.takeConfInfo for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    v6 = [m.enableBrokerInfo for m in rows]
-    c6 = _arrow_EnableBrokerFunInfo(v6)
-    v7 = [m._curBrokerConfId for m in rows]
-    c7 = pa.array(v7, fields[7].type)
-    v8 = [m._confCheckSumId for m in rows]
-    c8 = pa.array(v8, fields[8].type)
-    v9 = [m._brokerDefaultConfInfo for m in rows]
-    c9 = pa.array(v9, fields[9].type)
-    v10 = [m.brokerTopicSetConfInfo for m in rows]
-    c10 = pa.array(v10, fields[10].type)
-    v11 = [m._ssdStoreId for m in rows]
-    c11 = pa.array(v11, fields[11].type)
-    v12 = [m._flowCheckId for m in rows]
-    c12 = pa.array(v12, fields[12].type)
-    v13 = [m._flowControlInfo for m in rows]
-    c13 = pa.array(v13, fields[13].type)
-    v14 = [m._qryPriorityId for m in rows]
-    c14 = pa.array(v14, fields[14].type)
-    v15 = [m.authorizedInfo for m in rows]
-    c15 = _arrow_MasterAuthorizedInfo(v15)
-    v16 = [m.brokerAuthorizedInfo for m in rows]
-    c16 = _arrow_MasterBrokerAuthorizedInfo(v16)
-    v17 = [m.clsConfig for m in rows]
-    c17 = _arrow_ClusterConfig(v17)
-    arrays = [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17]
+    v_success = [m.success for m in rows]
+    c_success = pa.array(v_success, fields[0].type)
+    v_errCode = [m.errCode for m in rows]
+    c_errCode = pa.array(v_errCode, fields[1].type)
+    v_errMsg = [m.errMsg for m in rows]
+    c_errMsg = pa.array(v_errMsg, fields[2].type)
+    v_stopRead = [m.stopRead for m in rows]
+    c_stopRead = pa.array(v_stopRead, fields[3].type)
+    v_stopWrite = [m.stopWrite for m in rows]
+    c_stopWrite = pa.array(v_stopWrite, fields[4].type)
+    v_takeConfInfo = [m.takeConfInfo for m in rows]
+    c_takeConfInfo = pa.array(v_takeConfInfo, fields[5].type)
+    v_enableBrokerInfo = [m.enableBrokerInfo for m in rows]
+    c_enableBrokerInfo = _arrow_EnableBrokerFunInfo(v_enableBrokerInfo)
+    v_curBrokerConfId = [m._curBrokerConfId for m in rows]
+    c_curBrokerConfId = pa.array(v_curBrokerConfId, fields[7].type)
+    v_confCheckSumId = [m._confCheckSumId for m in rows]
+    c_confCheckSumId = pa.array(v_confCheckSumId, fields[8].type)
+    v_brokerDefaultConfInfo = [m._brokerDefaultConfInfo for m in rows]
+    c_brokerDefaultConfInfo = pa.array(v_brokerDefaultConfInfo, fields[9].type)
+    v_brokerTopicSetConfInfo = [m.brokerTopicSetConfInfo for m in rows]
+    c_brokerTopicSetConfInfo = pa.array(v_brokerTopicSetConfInfo, fields[10].type)
+    v_ssdStoreId = [m._ssdStoreId for m in rows]
+    c_ssdStoreId = pa.array(v_ssdStoreId, fields[11].type)
+    v_flowCheckId = [m._flowCheckId for m in rows]
+    c_flowCheckId = pa.array(v_flowCheckId, fields[12].type)
+    v_flowControlInfo = [m._flowControlInfo for m in rows]
+    c_flowControlInfo = pa.array(v_flowControlInfo, fields[13].type)
+    v_qryPriorityId = [m._qryPriorityId for m in rows]
+    c_qryPriorityId = pa.array(v_qryPriorityId, fields[14].type)
+    v_authorizedInfo = [m.authorizedInfo for m in rows]
+    c_authorizedInfo = _arrow_MasterAuthorizedInfo(v_authorizedInfo)
+    v_brokerAuthorizedInfo = [m.brokerAuthorizedInfo for m in rows]
+    c_brokerAuthorizedInfo = _arrow_MasterBrokerAuthorizedInfo(v_brokerAuthorizedInfo)
+    v_clsConfig = [m.clsConfig for m in rows]
+    c_clsConfig = _arrow_ClusterConfig(v_clsConfig)
+    arrays = [
+        c_success, c_errCode, c_errMsg, c_stopRead, c_stopWrite, c_takeConfInfo, c_enableBrokerInfo,
+        c_curBrokerConfId, c_confCheckSumId, c_brokerDefaultConfInfo, c_brokerTopicSetConfInfo,
+        c_ssdStoreId, c_flowCheckId, c_flowControlInfo, c_qryPriorityId, c_authorizedInfo,
+        c_brokerAuthorizedInfo, c_clsConfig,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_HeartRequestB2M(m: master_service.HeartRequestB2M) -> dict[str, Any]:
     """The row of a HeartRequestB2M: field name -> row value."""
-    x14 = m.authInfo
-    x15 = m.clsConfig
+    x_authInfo = m.authInfo
+    x_clsConfig = m.clsConfig
     return {
         "brokerId": m.brokerId,
         "brokerOnline": m.brokerOnline,
@@ -3431,47 +3542,50 @@ def _row_HeartRequestB2M(m: master_service.HeartRequestB2M) -> dict[str, Any]:
         "ssdStoreId": m._ssdStoreId,
         "flowCheckId": m._flowCheckId,
         "qryPriorityId": m._qryPriorityId,
-        "authInfo": None if x14 is None else _row_MasterCertificateInfo(x14),
-        "clsConfig": None if x15 is None else _row_ClusterConfig(x15),
+        "authInfo": None if x_authInfo is None else _row_MasterCertificateInfo(x_authInfo),
+        "clsConfig": None if x_clsConfig is None else _row_ClusterConfig(x_clsConfig),
     }
 
 
 def _value_HeartRequestB2M(row: RowLike) -> master_service.HeartRequestB2M:
     """The HeartRequestB2M a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["brokerId"]
-    v1 = r["brokerOnline"]
-    v2 = r["readStatusRpt"]
-    v3 = r["writeStatusRpt"]
-    v4 = r["curBrokerConfId"]
-    v5 = r["confCheckSumId"]
-    v6 = r["takeConfInfo"]
-    v7 = r["takeRemovedTopicInfo"]
-    v8 = r["brokerDefaultConfInfo"]
-    v9 = r["brokerTopicSetConfInfo"]
-    v10 = r["removedTopicsInfo"]
-    v11 = r["ssdStoreId"]
-    v12 = r["flowCheckId"]
-    v13 = r["qryPriorityId"]
-    v14 = r["authInfo"]
-    v15 = r["clsConfig"]
+    v_brokerId = r["brokerId"]
+    v_brokerOnline = r["brokerOnline"]
+    v_readStatusRpt = r["readStatusRpt"]
+    v_writeStatusRpt = r["writeStatusRpt"]
+    v_curBrokerConfId = r["curBrokerConfId"]
+    v_confCheckSumId = r["confCheckSumId"]
+    v_takeConfInfo = r["takeConfInfo"]
+    v_takeRemovedTopicInfo = r["takeRemovedTopicInfo"]
+    v_brokerDefaultConfInfo = r["brokerDefaultConfInfo"]
+    v_brokerTopicSetConfInfo = r["brokerTopicSetConfInfo"]
+    v_removedTopicsInfo = r["removedTopicsInfo"]
+    v_ssdStoreId = r["ssdStoreId"]
+    v_flowCheckId = r["flowCheckId"]
+    v_qryPriorityId = r["qryPriorityId"]
+    v_authInfo = r["authInfo"]
+    v_clsConfig = r["clsConfig"]
     value = master_service.HeartRequestB2M(
-        brokerId=required(v0, "HeartRequestB2M.brokerId"),
-        brokerOnline=required(v1, "HeartRequestB2M.brokerOnline"),
-        readStatusRpt=required(v2, "HeartRequestB2M.readStatusRpt"),
-        writeStatusRpt=required(v3, "HeartRequestB2M.writeStatusRpt"),
-        curBrokerConfId=required(v4, "HeartRequestB2M.curBrokerConfId"),
-        confCheckSumId=required(v5, "HeartRequestB2M.confCheckSumId"),
-        takeConfInfo=required(v6, "HeartRequestB2M.takeConfInfo"),
-        takeRemovedTopicInfo=required(v7, "HeartRequestB2M.takeRemovedTopicInfo"),
-        brokerDefaultConfInfo=v8,
-        brokerTopicSetConfInfo=list(v9 or ()),
-        removedTopicsInfo=list(v10 or ()),
-        ssdStoreId=v11,
-        flowCheckId=v12,
-        qryPriorityId=v13,
-        authInfo=None if v14 is None else _value_MasterCertificateInfo(v14),
-        clsConfig=None if v15 is None else _value_ClusterConfig(v15),
+        brokerId=required(v_brokerId, "HeartRequestB2M.brokerId"),
+        brokerOnline=required(v_brokerOnline, "HeartRequestB2M.brokerOnline"),
+        readStatusRpt=required(v_readStatusRpt, "HeartRequestB2M.readStatusRpt"),
+        writeStatusRpt=required(v_writeStatusRpt, "HeartRequestB2M.writeStatusRpt"),
+        curBrokerConfId=required(v_curBrokerConfId, "HeartRequestB2M.curBrokerConfId"),
+        confCheckSumId=required(v_confCheckSumId, "HeartRequestB2M.confCheckSumId"),
+        takeConfInfo=required(v_takeConfInfo, "HeartRequestB2M.takeConfInfo"),
+        takeRemovedTopicInfo=required(
+            v_takeRemovedTopicInfo,
+            "HeartRequestB2M.takeRemovedTopicInfo",
+        ),
+        brokerDefaultConfInfo=v_brokerDefaultConfInfo,
+        brokerTopicSetConfInfo=list(v_brokerTopicSetConfInfo or ()),
+        removedTopicsInfo=list(v_removedTopicsInfo or ()),
+        ssdStoreId=v_ssdStoreId,
+        flowCheckId=v_flowCheckId,
+        qryPriorityId=v_qryPriorityId,
+        authInfo=None if v_authInfo is None else _value_MasterCertificateInfo(v_authInfo),
+        clsConfig=None if v_clsConfig is None else _value_ClusterConfig(v_clsConfig),
     )
     return value
 
@@ -3482,47 +3596,52 @@ def _arrow_HeartRequestB2M(values: Sequence[master_service.HeartRequestB2M | Non
     if not rows:
         return null_column(len(values), _ARROW_HeartRequestB2M)
     fields = _FIELDS_HeartRequestB2M
-    v0 = [m.brokerId for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.brokerOnline for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.readStatusRpt for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.writeStatusRpt for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.curBrokerConfId for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m.confCheckSumId for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    v6 = [m.takeConfInfo for m in rows]
-    c6 = pa.array(v6, fields[6].type)
-    v7 = [m.takeRemovedTopicInfo for m in rows]
-    c7 = pa.array(v7, fields[7].type)
-    v8 = [m._brokerDefaultConfInfo for m in rows]
-    c8 = pa.array(v8, fields[8].type)
-    v9 = [m.brokerTopicSetConfInfo for m in rows]
-    c9 = pa.array(v9, fields[9].type)
-    v10 = [m.removedTopicsInfo for m in rows]
-    c10 = pa.array(v10, fields[10].type)
-    v11 = [m._ssdStoreId for m in rows]
-    c11 = pa.array(v11, fields[11].type)
-    v12 = [m._flowCheckId for m in rows]
-    c12 = pa.array(v12, fields[12].type)
-    v13 = [m._qryPriorityId for m in rows]
-    c13 = pa.array(v13, fields[13].type)
-    v14 = [m.authInfo for m in rows]
-    c14 = _arrow_MasterCertificateInfo(v14)
-    v15 = [m.clsConfig for m in rows]
-    c15 = _arrow_ClusterConfig(v15)
-    arrays = [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15]
+    v_brokerId = [m.brokerId for m in rows]
+    c_brokerId = pa.array(v_brokerId, fields[0].type)
+    v_brokerOnline = [m.brokerOnline for m in rows]
+    c_brokerOnline = pa.array(v_brokerOnline, fields[1].type)
+    v_readStatusRpt = [m.readStatusRpt for m in rows]
+    c_readStatusRpt = pa.array(v_readStatusRpt, fields[2].type)
+    v_writeStatusRpt = [m.writeStatusRpt for m in rows]
+    c_writeStatusRpt = pa.array(v_writeStatusRpt, fields[3].type)
+    v_curBrokerConfId = [m.curBrokerConfId for m in rows]
+    c_curBrokerConfId = pa.array(v_curBrokerConfId, fields[4].type)
+    v_confCheckSumId = [m.confCheckSumId for m in rows]
+    c_confCheckSumId = pa.array(v_confCheckSumId, fields[5].type)
+    v_takeConfInfo = [m.takeConfInfo for m in rows]
+    c_takeConfInfo = pa.array(v_takeConfInfo, fields[6].type)
+    v_takeRemovedTopicInfo = [m.takeRemovedTopicInfo for m in rows]
+    c_takeRemovedTopicInfo = pa.array(v_takeRemovedTopicInfo, fields[7].type)
+    v_brokerDefaultConfInfo = [m._brokerDefaultConfInfo for m in rows]
+    c_brokerDefaultConfInfo = pa.array(v_brokerDefaultConfInfo, fields[8].type)
+    v_brokerTopicSetConfInfo = [m.brokerTopicSetConfInfo for m in rows]
+    c_brokerTopicSetConfInfo = pa.array(v_brokerTopicSetConfInfo, fields[9].type)
+    v_removedTopicsInfo = [m.removedTopicsInfo for m in rows]
+    c_removedTopicsInfo = pa.array(v_removedTopicsInfo, fields[10].type)
+    v_ssdStoreId = [m._ssdStoreId for m in rows]
+    c_ssdStoreId = pa.array(v_ssdStoreId, fields[11].type)
+    v_flowCheckId = [m._flowCheckId for m in rows]
+    c_flowCheckId = pa.array(v_flowCheckId, fields[12].type)
+    v_qryPriorityId = [m._qryPriorityId for m in rows]
+    c_qryPriorityId = pa.array(v_qryPriorityId, fields[13].type)
+    v_authInfo = [m.authInfo for m in rows]
+    c_authInfo = _arrow_MasterCertificateInfo(v_authInfo)
+    v_clsConfig = [m.clsConfig for m in rows]
+    c_clsConfig = _arrow_ClusterConfig(v_clsConfig)
+    arrays = [
+        c_brokerId, c_brokerOnline, c_readStatusRpt, c_writeStatusRpt, c_curBrokerConfId,
+        c_confCheckSumId, c_takeConfInfo, c_takeRemovedTopicInfo, c_brokerDefaultConfInfo,
+        c_brokerTopicSetConfInfo, c_removedTopicsInfo, c_ssdStoreId, c_flowCheckId, c_qryPriorityId,
+        c_authInfo, c_clsConfig,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_HeartResponseM2B(m: master_service.HeartResponseM2B) -> dict[str, Any]:
     """The row of a HeartResponseM2B: field name -> row value."""
-    x17 = m.authorizedInfo
-    x18 = m.brokerAuthorizedInfo
-    x19 = m.clsConfig
+    x_authorizedInfo = m.authorizedInfo
+    x_brokerAuthorizedInfo = m.brokerAuthorizedInfo
+    x_clsConfig = m.clsConfig
     return {
         "success": m.success,
         "errCode": m.errCode,
@@ -3541,56 +3660,68 @@ def _row_HeartResponseM2B(m: master_service.HeartResponseM2B) -> dict[str, Any]:
         "flowCheckId": m._flowCheckId,
         "flowControlInfo": m._flowControlInfo,
         "qryPriorityId": m._qryPriorityId,
-        "authorizedInfo": None if x17 is None else _row_MasterAuthorizedInfo(x17),
-        "brokerAuthorizedInfo": None if x18 is None else _row_MasterBrokerAuthorizedInfo(x18),
-        "clsConfig": None if x19 is None else _row_ClusterConfig(x19),
+        "authorizedInfo": (
+            None if x_authorizedInfo is None else _row_MasterAuthorizedInfo(x_authorizedInfo)
+        ),
+        "brokerAuthorizedInfo": (
+            None
+            if x_brokerAuthorizedInfo is None
+            else _row_MasterBrokerAuthorizedInfo(x_brokerAuthorizedInfo)
+        ),
+        "clsConfig": None if x_clsConfig is None else _row_ClusterConfig(x_clsConfig),
     }
 
 
 def _value_HeartResponseM2B(row: RowLike) -> master_service.HeartResponseM2B:
     """The HeartResponseM2B a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["success"]
-    v1 = r["errCode"]
-    v2 = r["errMsg"]
-    v3 = r["stopRead"]
-    v4 = r["stopWrite"]
-    v5 = r["curBrokerConfId"]
-    v6 = r["confCheckSumId"]
-    v7 = r["needReportData"]
-    v8 = r["takeConfInfo"]
-    v9 = r["takeRemoveTopicInfo"]
-    v10 = r["brokerDefaultConfInfo"]
-    v11 = r["brokerTopicSetConfInfo"]
-    v12 = r["removeTopicConfInfo"]
-    v13 = r["ssdStoreId"]
-    v14 = r["flowCheckId"]
-    v15 = r["flowControlInfo"]
-    v16 = r["qryPriorityId"]
-    v17 = r["authorizedInfo"]
-    v18 = r["brokerAuthorizedInfo"]
-    v19 = r["clsConfig"]
+    v_success = r["success"]
+    v_errCode = r["errCode"]
+    v_errMsg = r["errMsg"]
+    v_stopRead = r["stopRead"]
+    v_stopWrite = r["stopWrite"]
+    v_curBrokerConfId = r["curBrokerConfId"]
+    v_confCheckSumId = r["confCheckSumId"]
+    v_needReportData = r["needReportData"]
+    v_takeConfInfo = r["takeConfInfo"]
+    v_takeRemoveTopicInfo = r["takeRemoveTopicInfo"]
+    v_brokerDefaultConfInfo = r["brokerDefaultConfInfo"]
+    v_brokerTopicSetConfInfo = r["brokerTopicSetConfInfo"]
+    v_removeTopicConfInfo = r["removeTopicConfInfo"]
+    v_ssdStoreId = r["ssdStoreId"]
+    v_flowCheckId = r["flowCheckId"]
+    v_flowControlInfo = r["flowControlInfo"]
+    v_qryPriorityId = r["qryPriorityId"]
+    v_authorizedInfo = r["authorizedInfo"]
+    v_brokerAuthorizedInfo = r["brokerAuthorizedInfo"]
+    v_clsConfig = r["clsConfig"]
     value = master_service.HeartResponseM2B(
-        success=required(v0, "HeartResponseM2B.success"),
-        errCode=required(v1, "HeartResponseM2B.errCode"),
-        errMsg=required(v2, "HeartResponseM2B.errMsg"),
-        stopRead=required(v3, "HeartResponseM2B.stopRead"),
-        stopWrite=required(v4, "HeartResponseM2B.stopWrite"),
-        curBrokerConfId=required(v5, "HeartResponseM2B.curBrokerConfId"),
-        confCheckSumId=required(v6, "HeartResponseM2B.confCheckSumId"),
-        needReportData=required(v7, "HeartResponseM2B.needReportData"),
-        takeConfInfo=required(v8, "HeartResponseM2B.takeConfInfo"),
-        takeRemoveTopicInfo=required(v9, "HeartResponseM2B.takeRemoveTopicInfo"),
-        brokerDefaultConfInfo=v10,
-        brokerTopicSetConfInfo=list(v11 or ()),
-        removeTopicConfInfo=list(v12 or ()),
-        ssdStoreId=v13,
-        flowCheckId=v14,
-        flowControlInfo=v15,
-        qryPriorityId=v16,
-        authorizedInfo=None if v17 is None else _value_MasterAuthorizedInfo(v17),
-        brokerAuthorizedInfo=None if v18 is None else _value_MasterBrokerAuthorizedInfo(v18),
-        clsConfig=None if v19 is None else _value_ClusterConfig(v19),
+        success=required(v_success, "HeartResponseM2B.success"),
+        errCode=required(v_errCode, "HeartResponseM2B.errCode"),
+        errMsg=required(v_errMsg, "HeartResponseM2B.errMsg"),
+        stopRead=required(v_stopRead, "HeartResponseM2B.stopRead"),
+        stopWrite=required(v_stopWrite, "HeartResponseM2B.stopWrite"),
+        curBrokerConfId=required(v_curBrokerConfId, "HeartResponseM2B.curBrokerConfId"),
+        confCheckSumId=required(v_confCheckSumId, "HeartResponseM2B.confCheckSumId"),
+        needReportData=required(v_needReportData, "HeartResponseM2B.needReportData"),
+        takeConfInfo=required(v_takeConfInfo, "HeartResponseM2B.takeConfInfo"),
+        takeRemoveTopicInfo=required(v_takeRemoveTopicInfo, "HeartResponseM2B.takeRemoveTopicInfo"),
+        brokerDefaultConfInfo=v_brokerDefaultConfInfo,
+        brokerTopicSetConfInfo=list(v_brokerTopicSetConfInfo or ()),
+        removeTopicConfInfo=list(v_removeTopicConfInfo or ()),
+        ssdStoreId=v_ssdStoreId,
+        flowCheckId=v_flowCheckId,
+        flowControlInfo=v_flowControlInfo,
+        qryPriorityId=v_qryPriorityId,
+        authorizedInfo=(
+            None if v_authorizedInfo is None else _value_MasterAuthorizedInfo(v_authorizedInfo)
+        ),
+        brokerAuthorizedInfo=(
+            None
+            if v_brokerAuthorizedInfo is None
+            else _value_MasterBrokerAuthorizedInfo(v_brokerAuthorizedInfo)
+        ),
+        clsConfig=None if v_clsConfig is None else _value_ClusterConfig(v_clsConfig),
     )
     return value
 
@@ -3601,69 +3732,73 @@ def _arrow_HeartResponseM2B(values: Sequence[master_service.HeartResponseM2B | N
     if not rows:
         return null_column(len(values), _ARROW_HeartResponseM2B)
     fields = _FIELDS_HeartResponseM2B
-    v0 = [m.success for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.errCode for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.errMsg for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.stopRead for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.stopWrite for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m.curBrokerConfId for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    v6 = [m.confCheckSumId for m in rows]
-    c6 = pa.array(v6, fields[6].type)
-    v7 = [m.needReportData for m in rows]
-    c7 = pa.array(v7, fields[7].type)
-    v8 = [m.takeConfInfo for m in rows]
-    c8 = pa.array(v8, fields[8].type)
-    v9 = [m.takeRemoveTopicInfo for m in rows]
-    c9 = pa.array(v9, fields[9].type)
-    v10 = [m._brokerDefaultConfInfo for m in rows]
-    c10 = pa.array(v10, fields[10].type)
-    v11 = [m.brokerTopicSetConfInfo for m in rows]
-    c11 = pa.array(v11, fields[11].type)
-    v12 = [m.removeTopicConfInfo for m in rows]
-    c12 = pa.array(v12, fields[12].type)
-    v13 = [m._ssdStoreId for m in rows]
-    c13 = pa.array(v13, fields[13].type)
-    v14 = [m._flowCheckId for m in rows]
-    c14 = pa.array(v14, fields[14].type)
-    v15 = [m._flowControlInfo for m in rows]
-    c15 = pa.array(v15, fields[15].type)
-    v16 = [m._qryPriorityId for m in rows]
-    c16 = pa.array(v16, fields[16].type)
-    v17 = [m.authorizedInfo for m in rows]
-    c17 = _arrow_MasterAuthorizedInfo(v17)
-    v18 = [m.brokerAuthorizedInfo for m in rows]
-    c18 = _arrow_MasterBrokerAuthorizedInfo(v18)
-    v19 = [m.clsConfig for m in rows]
-    c19 = _arrow_ClusterConfig(v19)
+    v_success = [m.success for m in rows]
+    c_success = pa.array(v_success, fields[0].type)
+    v_errCode = [m.errCode for m in rows]
+    c_errCode = pa.array(v_errCode, fields[1].type)
+    v_errMsg = [m.errMsg for m in rows]
+    c_errMsg = pa.array(v_errMsg, fields[2].type)
+    v_stopRead = [m.stopRead for m in rows]
+    c_stopRead = pa.array(v_stopRead, fields[3].type)
+    v_stopWrite = [m.stopWrite for m in rows]
+    c_stopWrite = pa.array(v_stopWrite, fields[4].type)
+    v_curBrokerConfId = [m.curBrokerConfId for m in rows]
+    c_curBrokerConfId = pa.array(v_curBrokerConfId, fields[5].type)
+    v_confCheckSumId = [m.confCheckSumId for m in rows]
+    c_confCheckSumId = pa.array(v_confCheckSumId, fields[6].type)
+    v_needReportData = [m.needReportData for m in rows]
+    c_needReportData = pa.array(v_needReportData, fields[7].type)
+    v_takeConfInfo = [m.takeConfInfo for m in rows]
+    c_takeConfInfo = pa.array(v_takeConfInfo, fields[8].type)
+    v_takeRemoveTopicInfo = [m.takeRemoveTopicInfo for m in rows]
+    c_takeRemoveTopicInfo = pa.array(v_takeRemoveTopicInfo, fields[9].type)
+    v_brokerDefaultConfInfo = [m._brokerDefaultConfInfo for m in rows]
+    c_brokerDefaultConfInfo = pa.array(v_brokerDefaultConfInfo, fields[10].type)
+    v_brokerTopicSetConfInfo = [m.brokerTopicSetConfInfo for m in rows]
+    c_brokerTopicSetConfInfo = pa.array(v_brokerTopicSetConfInfo, fields[11].type)
+    v_removeTopicConfInfo = [m.removeTopicConfInfo for m in rows]
+    c_removeTopicConfInfo = pa.array(v_removeTopicConfInfo, fields[12].type)
+    v_ssdStoreId = [m._ssdStoreId for m in rows]
+    c_ssdStoreId = pa.array(v_ssdStoreId, fields[13].type)
+    v_flowCheckId = [m._flowCheckId for m in rows]
+    c_flowCheckId = pa.array(v_flowCheckId, fields[14].type)
+    v_flowControlInfo = [m._flowControlInfo for m in rows]
+    c_flowControlInfo = pa.array(v_flowControlInfo, fields[15].type)
+    v_qryPriorityId = [m._qryPriorityId for m in rows]
+    c_qryPriorityId = pa.array(v_qryPriorityId, fields[16].type)
+    v_authorizedInfo = [m.authorizedInfo for m in rows]
+    c_authorizedInfo = _arrow_MasterAuthorizedInfo(v_authorizedInfo)
+    v_brokerAuthorizedInfo = [m.brokerAuthorizedInfo for m in rows]
+    c_brokerAuthorizedInfo = _arrow_MasterBrokerAuthorizedInfo(v_brokerAuthorizedInfo)
+    v_clsConfig = [m.clsConfig for m in rows]
+    c_clsConfig = _arrow_ClusterConfig(v_clsConfig)
     arrays = [
-        c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19,
+        c_success, c_errCode, c_errMsg, c_stopRead, c_stopWrite, c_curBrokerConfId,
+        c_confCheckSumId, c_needReportData, c_takeConfInfo, c_takeRemoveTopicInfo,
+        c_brokerDefaultConfInfo, c_brokerTopicSetConfInfo, c_removeTopicConfInfo, c_ssdStoreId,
+        c_flowCheckId, c_flowControlInfo, c_qryPriorityId, c_authorizedInfo, c_brokerAuthorizedInfo,
+        c_clsConfig,
     ]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_CloseRequestB2M(m: master_service.CloseRequestB2M) -> dict[str, Any]:
     """The row of a CloseRequestB2M: field name -> row value."""
-    x1 = m.authInfo
+    x_authInfo = m.authInfo
     return {
         "brokerId": m.brokerId,
-        "authInfo": None if x1 is None else _row_MasterCertificateInfo(x1),
+        "authInfo": None if x_authInfo is None else _row_MasterCertificateInfo(x_authInfo),
     }
 
 
 def _value_CloseRequestB2M(row: RowLike) -> master_service.CloseRequestB2M:
     """The CloseRequestB2M a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["brokerId"]
-    v1 = r["authInfo"]
+    v_brokerId = r["brokerId"]
+    v_authInfo = r["authInfo"]
     value = master_service.CloseRequestB2M(
-        brokerId=required(v0, "CloseRequestB2M.brokerId"),
-        authInfo=None if v1 is None else _value_MasterCertificateInfo(v1),
+        brokerId=required(v_brokerId, "CloseRequestB2M.brokerId"),
+        authInfo=None if v_authInfo is None else _value_MasterCertificateInfo(v_authInfo),
     )
     return value
 
@@ -3674,11 +3809,11 @@ def _arrow_CloseRequestB2M(values: Sequence[master_service.CloseRequestB2M | Non
     if not rows:
         return null_column(len(values), _ARROW_CloseRequestB2M)
     fields = _FIELDS_CloseRequestB2M
-    v0 = [m.brokerId for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.authInfo for m in rows]
-    c1 = _arrow_MasterCertificateInfo(v1)
-    arrays = [c0, c1]
+    v_brokerId = [m.brokerId for m in rows]
+    c_brokerId = pa.array(v_brokerId, fields[0].type)
+    v_authInfo = [m.authInfo for m in rows]
+    c_authInfo = _arrow_MasterCertificateInfo(v_authInfo)
+    arrays = [c_brokerId, c_authInfo]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -3694,13 +3829,13 @@ def _row_CloseResponseM2B(m: master_service.CloseResponseM2B) -> dict[str, Any]:
 def _value_CloseResponseM2B(row: RowLike) -> master_service.CloseResponseM2B:
     """The CloseResponseM2B a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["success"]
-    v1 = r["errCode"]
-    v2 = r["errMsg"]
+    v_success = r["success"]
+    v_errCode = r["errCode"]
+    v_errMsg = r["errMsg"]
     value = master_service.CloseResponseM2B(
-        success=required(v0, "CloseResponseM2B.success"),
-        errCode=required(v1, "CloseResponseM2B.errCode"),
-        errMsg=required(v2, "CloseResponseM2B.errMsg"),
+        success=required(v_success, "CloseResponseM2B.success"),
+        errCode=required(v_errCode, "CloseResponseM2B.errCode"),
+        errMsg=required(v_errMsg, "CloseResponseM2B.errMsg"),
     )
     return value
 
@@ -3711,13 +3846,13 @@ def _arrow_CloseResponseM2B(values: Sequence[master_service.CloseResponseM2B | N
     if not rows:
         return null_column(len(values), _ARROW_CloseResponseM2B)
     fields = _FIELDS_CloseResponseM2B
-    v0 = [m.success for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.errCode for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.errMsg for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_success = [m.success for m in rows]
+    c_success = pa.array(v_success, fields[0].type)
+    v_errCode = [m.errCode for m in rows]
+    c_errCode = pa.array(v_errCode, fields[1].type)
+    v_errMsg = [m.errMsg for m in rows]
+    c_errMsg = pa.array(v_errMsg, fields[2].type)
+    arrays = [c_success, c_errCode, c_errMsg]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -3735,17 +3870,17 @@ def _row_ClientSubRepInfo(m: master_service.ClientSubRepInfo) -> dict[str, Any]:
 def _value_ClientSubRepInfo(row: RowLike) -> master_service.ClientSubRepInfo:
     """The ClientSubRepInfo a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["brokerConfigId"]
-    v1 = r["topicMetaInfoId"]
-    v2 = r["lstAssignedTime"]
-    v3 = r["reportSubInfo"]
-    v4 = r["partSubInfo"]
+    v_brokerConfigId = r["brokerConfigId"]
+    v_topicMetaInfoId = r["topicMetaInfoId"]
+    v_lstAssignedTime = r["lstAssignedTime"]
+    v_reportSubInfo = r["reportSubInfo"]
+    v_partSubInfo = r["partSubInfo"]
     value = master_service.ClientSubRepInfo(
-        brokerConfigId=required(v0, "ClientSubRepInfo.brokerConfigId"),
-        topicMetaInfoId=required(v1, "ClientSubRepInfo.topicMetaInfoId"),
-        lstAssignedTime=v2,
-        reportSubInfo=v3,
-        partSubInfo=list(v4 or ()),
+        brokerConfigId=required(v_brokerConfigId, "ClientSubRepInfo.brokerConfigId"),
+        topicMetaInfoId=required(v_topicMetaInfoId, "ClientSubRepInfo.topicMetaInfoId"),
+        lstAssignedTime=v_lstAssignedTime,
+        reportSubInfo=v_reportSubInfo,
+        partSubInfo=list(v_partSubInfo or ()),
     )
     return value
 
@@ -3756,17 +3891,19 @@ def _arrow_ClientSubRepInfo(values: Sequence[master_service.ClientSubRepInfo | N
     if not rows:
         return null_column(len(values), _ARROW_ClientSubRepInfo)
     fields = _FIELDS_ClientSubRepInfo
-    v0 = [m.brokerConfigId for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.topicMetaInfoId for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m._lstAssignedTime for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m._reportSubInfo for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.partSubInfo for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    arrays = [c0, c1, c2, c3, c4]
+    v_brokerConfigId = [m.brokerConfigId for m in rows]
+    c_brokerConfigId = pa.array(v_brokerConfigId, fields[0].type)
+    v_topicMetaInfoId = [m.topicMetaInfoId for m in rows]
+    c_topicMetaInfoId = pa.array(v_topicMetaInfoId, fields[1].type)
+    v_lstAssignedTime = [m._lstAssignedTime for m in rows]
+    c_lstAssignedTime = pa.array(v_lstAssignedTime, fields[2].type)
+    v_reportSubInfo = [m._reportSubInfo for m in rows]
+    c_reportSubInfo = pa.array(v_reportSubInfo, fields[3].type)
+    v_partSubInfo = [m.partSubInfo for m in rows]
+    c_partSubInfo = pa.array(v_partSubInfo, fields[4].type)
+    arrays = [
+        c_brokerConfigId, c_topicMetaInfoId, c_lstAssignedTime, c_reportSubInfo, c_partSubInfo,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -3786,21 +3923,21 @@ def _row_OpsTaskInfo(m: master_service.OpsTaskInfo) -> dict[str, Any]:
 def _value_OpsTaskInfo(row: RowLike) -> master_service.OpsTaskInfo:
     """The OpsTaskInfo a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["groupFlowCheckId"]
-    v1 = r["defFlowCheckId"]
-    v2 = r["qryPriorityId"]
-    v3 = r["csmFrmMaxOffsetCtrlId"]
-    v4 = r["requireAuth"]
-    v5 = r["defFlowControlInfo"]
-    v6 = r["groupFlowControlInfo"]
+    v_groupFlowCheckId = r["groupFlowCheckId"]
+    v_defFlowCheckId = r["defFlowCheckId"]
+    v_qryPriorityId = r["qryPriorityId"]
+    v_csmFrmMaxOffsetCtrlId = r["csmFrmMaxOffsetCtrlId"]
+    v_requireAuth = r["requireAuth"]
+    v_defFlowControlInfo = r["defFlowControlInfo"]
+    v_groupFlowControlInfo = r["groupFlowControlInfo"]
     value = master_service.OpsTaskInfo(
-        groupFlowCheckId=v0,
-        defFlowCheckId=v1,
-        qryPriorityId=v2,
-        csmFrmMaxOffsetCtrlId=v3,
-        requireAuth=v4,
-        defFlowControlInfo=v5,
-        groupFlowControlInfo=v6,
+        groupFlowCheckId=v_groupFlowCheckId,
+        defFlowCheckId=v_defFlowCheckId,
+        qryPriorityId=v_qryPriorityId,
+        csmFrmMaxOffsetCtrlId=v_csmFrmMaxOffsetCtrlId,
+        requireAuth=v_requireAuth,
+        defFlowControlInfo=v_defFlowControlInfo,
+        groupFlowControlInfo=v_groupFlowControlInfo,
     )
     return value
 
@@ -3811,29 +3948,32 @@ def _arrow_OpsTaskInfo(values: Sequence[master_service.OpsTaskInfo | None]) -> A
     if not rows:
         return null_column(len(values), _ARROW_OpsTaskInfo)
     fields = _FIELDS_OpsTaskInfo
-    v0 = [m._groupFlowCheckId for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m._defFlowCheckId for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m._qryPriorityId for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m._csmFrmMaxOffsetCtrlId for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m._requireAuth for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m._defFlowControlInfo for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    v6 = [m._groupFlowControlInfo for m in rows]
-    c6 = pa.array(v6, fields[6].type)
-    arrays = [c0, c1, c2, c3, c4, c5, c6]
+    v_groupFlowCheckId = [m._groupFlowCheckId for m in rows]
+    c_groupFlowCheckId = pa.array(v_groupFlowCheckId, fields[0].type)
+    v_defFlowCheckId = [m._defFlowCheckId for m in rows]
+    c_defFlowCheckId = pa.array(v_defFlowCheckId, fields[1].type)
+    v_qryPriorityId = [m._qryPriorityId for m in rows]
+    c_qryPriorityId = pa.array(v_qryPriorityId, fields[2].type)
+    v_csmFrmMaxOffsetCtrlId = [m._csmFrmMaxOffsetCtrlId for m in rows]
+    c_csmFrmMaxOffsetCtrlId = pa.array(v_csmFrmMaxOffsetCtrlId, fields[3].type)
+    v_requireAuth = [m._requireAuth for m in rows]
+    c_requireAuth = pa.array(v_requireAuth, fields[4].type)
+    v_defFlowControlInfo = [m._defFlowControlInfo for m in rows]
+    c_defFlowControlInfo = pa.array(v_defFlowControlInfo, fields[5].type)
+    v_groupFlowControlInfo = [m._groupFlowControlInfo for m in rows]
+    c_groupFlowControlInfo = pa.array(v_groupFlowControlInfo, fields[6].type)
+    arrays = [
+        c_groupFlowCheckId, c_defFlowCheckId, c_qryPriorityId, c_csmFrmMaxOffsetCtrlId,
+        c_requireAuth, c_defFlowControlInfo, c_groupFlowControlInfo,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_RegisterRequestC2MV2(m: master_service.RegisterRequestC2MV2) -> dict[str, Any]:
     """The row of a RegisterRequestC2MV2: field name -> row value."""
-    x7 = m.subRepInfo
-    x8 = m.opsTaskInfo
-    x9 = m.authInfo
+    x_subRepInfo = m.subRepInfo
+    x_opsTaskInfo = m.opsTaskInfo
+    x_authInfo = m.authInfo
     return {
         "clientId": m.clientId,
         "groupName": m.groupName,
@@ -3842,9 +3982,9 @@ def _row_RegisterRequestC2MV2(m: master_service.RegisterRequestC2MV2) -> dict[st
         "nodeId": m.nodeId,
         "topicList": list(m.topicList),
         "topicCondition": list(m.topicCondition),
-        "subRepInfo": None if x7 is None else _row_ClientSubRepInfo(x7),
-        "opsTaskInfo": None if x8 is None else _row_OpsTaskInfo(x8),
-        "authInfo": None if x9 is None else _row_MasterCertificateInfo(x9),
+        "subRepInfo": None if x_subRepInfo is None else _row_ClientSubRepInfo(x_subRepInfo),
+        "opsTaskInfo": None if x_opsTaskInfo is None else _row_OpsTaskInfo(x_opsTaskInfo),
+        "authInfo": None if x_authInfo is None else _row_MasterCertificateInfo(x_authInfo),
         "jdkVersion": m._jdkVersion,
     }
 
@@ -3852,29 +3992,29 @@ def _row_RegisterRequestC2MV2(m: master_service.RegisterRequestC2MV2) -> dict[st
 def _value_RegisterRequestC2MV2(row: RowLike) -> master_service.RegisterRequestC2MV2:
     """The RegisterRequestC2MV2 a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["clientId"]
-    v1 = r["groupName"]
-    v2 = r["hostName"]
-    v3 = r["sourceCount"]
-    v4 = r["nodeId"]
-    v5 = r["topicList"]
-    v6 = r["topicCondition"]
-    v7 = r["subRepInfo"]
-    v8 = r["opsTaskInfo"]
-    v9 = r["authInfo"]
-    v10 = r["jdkVersion"]
+    v_clientId = r["clientId"]
+    v_groupName = r["groupName"]
+    v_hostName = r["hostName"]
+    v_sourceCount = r["sourceCount"]
+    v_nodeId = r["nodeId"]
+    v_topicList = r["topicList"]
+    v_topicCondition = r["topicCondition"]
+    v_subRepInfo = r["subRepInfo"]
+    v_opsTaskInfo = r["opsTaskInfo"]
+    v_authInfo = r["authInfo"]
+    v_jdkVersion = r["jdkVersion"]
     value = master_service.RegisterRequestC2MV2(
-        clientId=required(v0, "RegisterRequestC2MV2.clientId"),
-        groupName=required(v1, "RegisterRequestC2MV2.groupName"),
-        hostName=required(v2, "RegisterRequestC2MV2.hostName"),
-        sourceCount=required(v3, "RegisterRequestC2MV2.sourceCount"),
-        nodeId=required(v4, "RegisterRequestC2MV2.nodeId"),
-        topicList=list(v5 or ()),
-        topicCondition=list(v6 or ()),
-        subRepInfo=None if v7 is None else _value_ClientSubRepInfo(v7),
-        opsTaskInfo=None if v8 is None else _value_OpsTaskInfo(v8),
-        authInfo=None if v9 is None else _value_MasterCertificateInfo(v9),
-        jdkVersion=v10,
+        clientId=required(v_clientId, "RegisterRequestC2MV2.clientId"),
+        groupName=required(v_groupName, "RegisterRequestC2MV2.groupName"),
+        hostName=required(v_hostName, "RegisterRequestC2MV2.hostName"),
+        sourceCount=required(v_sourceCount, "RegisterRequestC2MV2.sourceCount"),
+        nodeId=required(v_nodeId, "RegisterRequestC2MV2.nodeId"),
+        topicList=list(v_topicList or ()),
+        topicCondition=list(v_topicCondition or ()),
+        subRepInfo=None if v_subRepInfo is None else _value_ClientSubRepInfo(v_subRepInfo),
+        opsTaskInfo=None if v_opsTaskInfo is None else _value_OpsTaskInfo(v_opsTaskInfo),
+        authInfo=None if v_authInfo is None else _value_MasterCertificateInfo(v_authInfo),
+        jdkVersion=v_jdkVersion,
     )
     return value
 
@@ -3887,62 +4027,69 @@ def _arrow_RegisterRequestC2MV2(
     if not rows:
         return null_column(len(values), _ARROW_RegisterRequestC2MV2)
     fields = _FIELDS_RegisterRequestC2MV2
-    v0 = [m.clientId for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.groupName for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.hostName for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.sourceCount for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.nodeId for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m.topicList for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    v6 = [m.topicCondition for m in rows]
-    c6 = pa.array(v6, fields[6].type)
-    v7 = [m.subRepInfo for m in rows]
-    c7 = _arrow_ClientSubRepInfo(v7)
-    v8 = [m.opsTaskInfo for m in rows]
-    c8 = _arrow_OpsTaskInfo(v8)
-    v9 = [m.authInfo for m in rows]
-    c9 = _arrow_MasterCertificateInfo(v9)
-    v10 = [m._jdkVersion for m in rows]
-    c10 = pa.array(v10, fields[10].type)
-    arrays = [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10]
+    v_clientId = [m.clientId for m in rows]
+    c_clientId = pa.array(v_clientId, fields[0].type)
+    v_groupName = [m.groupName for m in rows]
+    c_groupName = pa.array(v_groupName, fields[1].type)
+    v_hostName = [m.hostName for m in rows]
+    c_hostName = pa.array(v_hostName, fields[2].type)
+    v_sourceCount = [m.sourceCount for m in rows]
+    c_sourceCount = pa.array(v_sourceCount, fields[3].type)
+    v_nodeId = [m.nodeId for m in rows]
+    c_nodeId = pa.array(v_nodeId, fields[4].type)
+    v_topicList = [m.topicList for m in rows]
+    c_topicList = pa.array(v_topicList, fields[5].type)
+    v_topicCondition = [m.topicCondition for m in rows]
+    c_topicCondition = pa.array(v_topicCondition, fields[6].type)
+    v_subRepInfo = [m.subRepInfo for m in rows]
+    c_subRepInfo = _arrow_ClientSubRepInfo(v_subRepInfo)
+    v_opsTaskInfo = [m.opsTaskInfo for m in rows]
+    c_opsTaskInfo = _arrow_OpsTaskInfo(v_opsTaskInfo)
+    v_authInfo = [m.authInfo for m in rows]
+    c_authInfo = _arrow_MasterCertificateInfo(v_authInfo)
+    v_jdkVersion = [m._jdkVersion for m in rows]
+    c_jdkVersion = pa.array(v_jdkVersion, fields[10].type)
+    arrays = [
+        c_clientId, c_groupName, c_hostName, c_sourceCount, c_nodeId, c_topicList, c_topicCondition,
+        c_subRepInfo, c_opsTaskInfo, c_authInfo, c_jdkVersion,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_RegisterResponseM2CV2(m: master_service.RegisterResponseM2CV2) -> dict[str, Any]:
     """The row of a RegisterResponseM2CV2: field name -> row value."""
-    x4 = m.opsTaskInfo
-    x5 = m.authorizedInfo
+    x_opsTaskInfo = m.opsTaskInfo
+    x_authorizedInfo = m.authorizedInfo
     return {
         "errCode": m.errCode,
         "errMsg": m.errMsg,
         "brokerConfigId": m._brokerConfigId,
         "brokerConfigList": list(m.brokerConfigList),
-        "opsTaskInfo": None if x4 is None else _row_OpsTaskInfo(x4),
-        "authorizedInfo": None if x5 is None else _row_MasterAuthorizedInfo(x5),
+        "opsTaskInfo": None if x_opsTaskInfo is None else _row_OpsTaskInfo(x_opsTaskInfo),
+        "authorizedInfo": (
+            None if x_authorizedInfo is None else _row_MasterAuthorizedInfo(x_authorizedInfo)
+        ),
     }
 
 
 def _value_RegisterResponseM2CV2(row: RowLike) -> master_service.RegisterResponseM2CV2:
     """The RegisterResponseM2CV2 a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["errCode"]
-    v1 = r["errMsg"]
-    v2 = r["brokerConfigId"]
-    v3 = r["brokerConfigList"]
-    v4 = r["opsTaskInfo"]
-    v5 = r["authorizedInfo"]
+    v_errCode = r["errCode"]
+    v_errMsg = r["errMsg"]
+    v_brokerConfigId = r["brokerConfigId"]
+    v_brokerConfigList = r["brokerConfigList"]
+    v_opsTaskInfo = r["opsTaskInfo"]
+    v_authorizedInfo = r["authorizedInfo"]
     value = master_service.RegisterResponseM2CV2(
-        errCode=required(v0, "RegisterResponseM2CV2.errCode"),
-        errMsg=required(v1, "RegisterResponseM2CV2.errMsg"),
-        brokerConfigId=v2,
-        brokerConfigList=list(v3 or ()),
-        opsTaskInfo=None if v4 is None else _value_OpsTaskInfo(v4),
-        authorizedInfo=None if v5 is None else _value_MasterAuthorizedInfo(v5),
+        errCode=required(v_errCode, "RegisterResponseM2CV2.errCode"),
+        errMsg=required(v_errMsg, "RegisterResponseM2CV2.errMsg"),
+        brokerConfigId=v_brokerConfigId,
+        brokerConfigList=list(v_brokerConfigList or ()),
+        opsTaskInfo=None if v_opsTaskInfo is None else _value_OpsTaskInfo(v_opsTaskInfo),
+        authorizedInfo=(
+            None if v_authorizedInfo is None else _value_MasterAuthorizedInfo(v_authorizedInfo)
+        ),
     )
     return value
 
@@ -3955,50 +4102,52 @@ def _arrow_RegisterResponseM2CV2(
     if not rows:
         return null_column(len(values), _ARROW_RegisterResponseM2CV2)
     fields = _FIELDS_RegisterResponseM2CV2
-    v0 = [m.errCode for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.errMsg for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m._brokerConfigId for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.brokerConfigList for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.opsTaskInfo for m in rows]
-    c4 = _arrow_OpsTaskInfo(v4)
-    v5 = [m.authorizedInfo for m in rows]
-    c5 = _arrow_MasterAuthorizedInfo(v5)
-    arrays = [c0, c1, c2, c3, c4, c5]
+    v_errCode = [m.errCode for m in rows]
+    c_errCode = pa.array(v_errCode, fields[0].type)
+    v_errMsg = [m.errMsg for m in rows]
+    c_errMsg = pa.array(v_errMsg, fields[1].type)
+    v_brokerConfigId = [m._brokerConfigId for m in rows]
+    c_brokerConfigId = pa.array(v_brokerConfigId, fields[2].type)
+    v_brokerConfigList = [m.brokerConfigList for m in rows]
+    c_brokerConfigList = pa.array(v_brokerConfigList, fields[3].type)
+    v_opsTaskInfo = [m.opsTaskInfo for m in rows]
+    c_opsTaskInfo = _arrow_OpsTaskInfo(v_opsTaskInfo)
+    v_authorizedInfo = [m.authorizedInfo for m in rows]
+    c_authorizedInfo = _arrow_MasterAuthorizedInfo(v_authorizedInfo)
+    arrays = [
+        c_errCode, c_errMsg, c_brokerConfigId, c_brokerConfigList, c_opsTaskInfo, c_authorizedInfo,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_HeartRequestC2MV2(m: master_service.HeartRequestC2MV2) -> dict[str, Any]:
     """The row of a HeartRequestC2MV2: field name -> row value."""
-    x2 = m.subRepInfo
-    x3 = m.opsTaskInfo
-    x4 = m.authInfo
+    x_subRepInfo = m.subRepInfo
+    x_opsTaskInfo = m.opsTaskInfo
+    x_authInfo = m.authInfo
     return {
         "clientId": m.clientId,
         "groupName": m.groupName,
-        "subRepInfo": None if x2 is None else _row_ClientSubRepInfo(x2),
-        "opsTaskInfo": None if x3 is None else _row_OpsTaskInfo(x3),
-        "authInfo": None if x4 is None else _row_MasterCertificateInfo(x4),
+        "subRepInfo": None if x_subRepInfo is None else _row_ClientSubRepInfo(x_subRepInfo),
+        "opsTaskInfo": None if x_opsTaskInfo is None else _row_OpsTaskInfo(x_opsTaskInfo),
+        "authInfo": None if x_authInfo is None else _row_MasterCertificateInfo(x_authInfo),
     }
 
 
 def _value_HeartRequestC2MV2(row: RowLike) -> master_service.HeartRequestC2MV2:
     """The HeartRequestC2MV2 a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["clientId"]
-    v1 = r["groupName"]
-    v2 = r["subRepInfo"]
-    v3 = r["opsTaskInfo"]
-    v4 = r["authInfo"]
+    v_clientId = r["clientId"]
+    v_groupName = r["groupName"]
+    v_subRepInfo = r["subRepInfo"]
+    v_opsTaskInfo = r["opsTaskInfo"]
+    v_authInfo = r["authInfo"]
     value = master_service.HeartRequestC2MV2(
-        clientId=required(v0, "HeartRequestC2MV2.clientId"),
-        groupName=required(v1, "HeartRequestC2MV2.groupName"),
-        subRepInfo=None if v2 is None else _value_ClientSubRepInfo(v2),
-        opsTaskInfo=None if v3 is None else _value_OpsTaskInfo(v3),
-        authInfo=None if v4 is None else _value_MasterCertificateInfo(v4),
+        clientId=required(v_clientId, "HeartRequestC2MV2.clientId"),
+        groupName=required(v_groupName, "HeartRequestC2MV2.groupName"),
+        subRepInfo=None if v_subRepInfo is None else _value_ClientSubRepInfo(v_subRepInfo),
+        opsTaskInfo=None if v_opsTaskInfo is None else _value_OpsTaskInfo(v_opsTaskInfo),
+        authInfo=None if v_authInfo is None else _value_MasterCertificateInfo(v_authInfo),
     )
     return value
 
@@ -4009,24 +4158,24 @@ def _arrow_HeartRequestC2MV2(values: Sequence[master_service.HeartRequestC2MV2 |
     if not rows:
         return null_column(len(values), _ARROW_HeartRequestC2MV2)
     fields = _FIELDS_HeartRequestC2MV2
-    v0 = [m.clientId for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.groupName for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.subRepInfo for m in rows]
-    c2 = _arrow_ClientSubRepInfo(v2)
-    v3 = [m.opsTaskInfo for m in rows]
-    c3 = _arrow_OpsTaskInfo(v3)
-    v4 = [m.authInfo for m in rows]
-    c4 = _arrow_MasterCertificateInfo(v4)
-    arrays = [c0, c1, c2, c3, c4]
+    v_clientId = [m.clientId for m in rows]
+    c_clientId = pa.array(v_clientId, fields[0].type)
+    v_groupName = [m.groupName for m in rows]
+    c_groupName = pa.array(v_groupName, fields[1].type)
+    v_subRepInfo = [m.subRepInfo for m in rows]
+    c_subRepInfo = _arrow_ClientSubRepInfo(v_subRepInfo)
+    v_opsTaskInfo = [m.opsTaskInfo for m in rows]
+    c_opsTaskInfo = _arrow_OpsTaskInfo(v_opsTaskInfo)
+    v_authInfo = [m.authInfo for m in rows]
+    c_authInfo = _arrow_MasterCertificateInfo(v_authInfo)
+    arrays = [c_clientId, c_groupName, c_subRepInfo, c_opsTaskInfo, c_authInfo]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_HeartResponseM2CV2(m: master_service.HeartResponseM2CV2) -> dict[str, Any]:
     """The row of a HeartResponseM2CV2: field name -> row value."""
-    x6 = m.opsTaskInfo
-    x7 = m.authorizedInfo
+    x_opsTaskInfo = m.opsTaskInfo
+    x_authorizedInfo = m.authorizedInfo
     return {
         "errCode": m.errCode,
         "errMsg": m.errMsg,
@@ -4034,31 +4183,35 @@ def _row_HeartResponseM2CV2(m: master_service.HeartResponseM2CV2) -> dict[str, A
         "brokerConfigList": list(m.brokerConfigList),
         "topicMetaInfoId": m._topicMetaInfoId,
         "topicMetaInfoList": list(m.topicMetaInfoList),
-        "opsTaskInfo": None if x6 is None else _row_OpsTaskInfo(x6),
-        "authorizedInfo": None if x7 is None else _row_MasterAuthorizedInfo(x7),
+        "opsTaskInfo": None if x_opsTaskInfo is None else _row_OpsTaskInfo(x_opsTaskInfo),
+        "authorizedInfo": (
+            None if x_authorizedInfo is None else _row_MasterAuthorizedInfo(x_authorizedInfo)
+        ),
     }
 
 
 def _value_HeartResponseM2CV2(row: RowLike) -> master_service.HeartResponseM2CV2:
     """The HeartResponseM2CV2 a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["errCode"]
-    v1 = r["errMsg"]
-    v2 = r["brokerConfigId"]
-    v3 = r["brokerConfigList"]
-    v4 = r["topicMetaInfoId"]
-    v5 = r["topicMetaInfoList"]
-    v6 = r["opsTaskInfo"]
-    v7 = r["authorizedInfo"]
+    v_errCode = r["errCode"]
+    v_errMsg = r["errMsg"]
+    v_brokerConfigId = r["brokerConfigId"]
+    v_brokerConfigList = r["brokerConfigList"]
+    v_topicMetaInfoId = r["topicMetaInfoId"]
+    v_topicMetaInfoList = r["topicMetaInfoList"]
+    v_opsTaskInfo = r["opsTaskInfo"]
+    v_authorizedInfo = r["authorizedInfo"]
     value = master_service.HeartResponseM2CV2(
-        errCode=required(v0, "HeartResponseM2CV2.errCode"),
-        errMsg=required(v1, "HeartResponseM2CV2.errMsg"),
-        brokerConfigId=v2,
-        brokerConfigList=list(v3 or ()),
-        topicMetaInfoId=v4,
-        topicMetaInfoList=list(v5 or ()),
-        opsTaskInfo=None if v6 is None else _value_OpsTaskInfo(v6),
-        authorizedInfo=None if v7 is None else _value_MasterAuthorizedInfo(v7),
+        errCode=required(v_errCode, "HeartResponseM2CV2.errCode"),
+        errMsg=required(v_errMsg, "HeartResponseM2CV2.errMsg"),
+        brokerConfigId=v_brokerConfigId,
+        brokerConfigList=list(v_brokerConfigList or ()),
+        topicMetaInfoId=v_topicMetaInfoId,
+        topicMetaInfoList=list(v_topicMetaInfoList or ()),
+        opsTaskInfo=None if v_opsTaskInfo is None else _value_OpsTaskInfo(v_opsTaskInfo),
+        authorizedInfo=(
+            None if v_authorizedInfo is None else _value_MasterAuthorizedInfo(v_authorizedInfo)
+        ),
     )
     return value
 
@@ -4069,52 +4222,55 @@ def _arrow_HeartResponseM2CV2(values: Sequence[master_service.HeartResponseM2CV2
     if not rows:
         return null_column(len(values), _ARROW_HeartResponseM2CV2)
     fields = _FIELDS_HeartResponseM2CV2
-    v0 = [m.errCode for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.errMsg for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m._brokerConfigId for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.brokerConfigList for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m._topicMetaInfoId for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m.topicMetaInfoList for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    v6 = [m.opsTaskInfo for m in rows]
-    c6 = _arrow_OpsTaskInfo(v6)
-    v7 = [m.authorizedInfo for m in rows]
-    c7 = _arrow_MasterAuthorizedInfo(v7)
-    arrays = [c0, c1, c2, c3, c4, c5, c6, c7]
+    v_errCode = [m.errCode for m in rows]
+    c_errCode = pa.array(v_errCode, fields[0].type)
+    v_errMsg = [m.errMsg for m in rows]
+    c_errMsg = pa.array(v_errMsg, fields[1].type)
+    v_brokerConfigId = [m._brokerConfigId for m in rows]
+    c_brokerConfigId = pa.array(v_brokerConfigId, fields[2].type)
+    v_brokerConfigList = [m.brokerConfigList for m in rows]
+    c_brokerConfigList = pa.array(v_brokerConfigList, fields[3].type)
+    v_topicMetaInfoId = [m._topicMetaInfoId for m in rows]
+    c_topicMetaInfoId = pa.array(v_topicMetaInfoId, fields[4].type)
+    v_topicMetaInfoList = [m.topicMetaInfoList for m in rows]
+    c_topicMetaInfoList = pa.array(v_topicMetaInfoList, fields[5].type)
+    v_opsTaskInfo = [m.opsTaskInfo for m in rows]
+    c_opsTaskInfo = _arrow_OpsTaskInfo(v_opsTaskInfo)
+    v_authorizedInfo = [m.authorizedInfo for m in rows]
+    c_authorizedInfo = _arrow_MasterAuthorizedInfo(v_authorizedInfo)
+    arrays = [
+        c_errCode, c_errMsg, c_brokerConfigId, c_brokerConfigList, c_topicMetaInfoId,
+        c_topicMetaInfoList, c_opsTaskInfo, c_authorizedInfo,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_GetPartMetaRequestC2M(m: master_service.GetPartMetaRequestC2M) -> dict[str, Any]:
     """The row of a GetPartMetaRequestC2M: field name -> row value."""
-    x4 = m.authInfo
+    x_authInfo = m.authInfo
     return {
         "clientId": m.clientId,
         "groupName": m.groupName,
         "brokerConfigId": m.brokerConfigId,
         "topicMetaInfoId": m.topicMetaInfoId,
-        "authInfo": None if x4 is None else _row_MasterCertificateInfo(x4),
+        "authInfo": None if x_authInfo is None else _row_MasterCertificateInfo(x_authInfo),
     }
 
 
 def _value_GetPartMetaRequestC2M(row: RowLike) -> master_service.GetPartMetaRequestC2M:
     """The GetPartMetaRequestC2M a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["clientId"]
-    v1 = r["groupName"]
-    v2 = r["brokerConfigId"]
-    v3 = r["topicMetaInfoId"]
-    v4 = r["authInfo"]
+    v_clientId = r["clientId"]
+    v_groupName = r["groupName"]
+    v_brokerConfigId = r["brokerConfigId"]
+    v_topicMetaInfoId = r["topicMetaInfoId"]
+    v_authInfo = r["authInfo"]
     value = master_service.GetPartMetaRequestC2M(
-        clientId=required(v0, "GetPartMetaRequestC2M.clientId"),
-        groupName=required(v1, "GetPartMetaRequestC2M.groupName"),
-        brokerConfigId=required(v2, "GetPartMetaRequestC2M.brokerConfigId"),
-        topicMetaInfoId=required(v3, "GetPartMetaRequestC2M.topicMetaInfoId"),
-        authInfo=None if v4 is None else _value_MasterCertificateInfo(v4),
+        clientId=required(v_clientId, "GetPartMetaRequestC2M.clientId"),
+        groupName=required(v_groupName, "GetPartMetaRequestC2M.groupName"),
+        brokerConfigId=required(v_brokerConfigId, "GetPartMetaRequestC2M.brokerConfigId"),
+        topicMetaInfoId=required(v_topicMetaInfoId, "GetPartMetaRequestC2M.topicMetaInfoId"),
+        authInfo=None if v_authInfo is None else _value_MasterCertificateInfo(v_authInfo),
     )
     return value
 
@@ -4127,17 +4283,17 @@ def _arrow_GetPartMetaRequestC2M(
     if not rows:
         return null_column(len(values), _ARROW_GetPartMetaRequestC2M)
     fields = _FIELDS_GetPartMetaRequestC2M
-    v0 = [m.clientId for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.groupName for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m.brokerConfigId for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m.topicMetaInfoId for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.authInfo for m in rows]
-    c4 = _arrow_MasterCertificateInfo(v4)
-    arrays = [c0, c1, c2, c3, c4]
+    v_clientId = [m.clientId for m in rows]
+    c_clientId = pa.array(v_clientId, fields[0].type)
+    v_groupName = [m.groupName for m in rows]
+    c_groupName = pa.array(v_groupName, fields[1].type)
+    v_brokerConfigId = [m.brokerConfigId for m in rows]
+    c_brokerConfigId = pa.array(v_brokerConfigId, fields[2].type)
+    v_topicMetaInfoId = [m.topicMetaInfoId for m in rows]
+    c_topicMetaInfoId = pa.array(v_topicMetaInfoId, fields[3].type)
+    v_authInfo = [m.authInfo for m in rows]
+    c_authInfo = _arrow_MasterCertificateInfo(v_authInfo)
+    arrays = [c_clientId, c_groupName, c_brokerConfigId, c_topicMetaInfoId, c_authInfo]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4156,19 +4312,19 @@ def _row_GetPartMetaResponseM2C(m: master_service.GetPartMetaResponseM2C) -> dic
 def _value_GetPartMetaResponseM2C(row: RowLike) -> master_service.GetPartMetaResponseM2C:
     """The GetPartMetaResponseM2C a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["errCode"]
-    v1 = r["errMsg"]
-    v2 = r["brokerConfigId"]
-    v3 = r["topicMetaInfoId"]
-    v4 = r["topicMetaInfoList"]
-    v5 = r["brokerConfigList"]
+    v_errCode = r["errCode"]
+    v_errMsg = r["errMsg"]
+    v_brokerConfigId = r["brokerConfigId"]
+    v_topicMetaInfoId = r["topicMetaInfoId"]
+    v_topicMetaInfoList = r["topicMetaInfoList"]
+    v_brokerConfigList = r["brokerConfigList"]
     value = master_service.GetPartMetaResponseM2C(
-        errCode=required(v0, "GetPartMetaResponseM2C.errCode"),
-        errMsg=required(v1, "GetPartMetaResponseM2C.errMsg"),
-        brokerConfigId=v2,
-        topicMetaInfoId=v3,
-        topicMetaInfoList=list(v4 or ()),
-        brokerConfigList=list(v5 or ()),
+        errCode=required(v_errCode, "GetPartMetaResponseM2C.errCode"),
+        errMsg=required(v_errMsg, "GetPartMetaResponseM2C.errMsg"),
+        brokerConfigId=v_brokerConfigId,
+        topicMetaInfoId=v_topicMetaInfoId,
+        topicMetaInfoList=list(v_topicMetaInfoList or ()),
+        brokerConfigList=list(v_brokerConfigList or ()),
     )
     return value
 
@@ -4181,19 +4337,22 @@ def _arrow_GetPartMetaResponseM2C(
     if not rows:
         return null_column(len(values), _ARROW_GetPartMetaResponseM2C)
     fields = _FIELDS_GetPartMetaResponseM2C
-    v0 = [m.errCode for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.errMsg for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m._brokerConfigId for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m._topicMetaInfoId for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    v4 = [m.topicMetaInfoList for m in rows]
-    c4 = pa.array(v4, fields[4].type)
-    v5 = [m.brokerConfigList for m in rows]
-    c5 = pa.array(v5, fields[5].type)
-    arrays = [c0, c1, c2, c3, c4, c5]
+    v_errCode = [m.errCode for m in rows]
+    c_errCode = pa.array(v_errCode, fields[0].type)
+    v_errMsg = [m.errMsg for m in rows]
+    c_errMsg = pa.array(v_errMsg, fields[1].type)
+    v_brokerConfigId = [m._brokerConfigId for m in rows]
+    c_brokerConfigId = pa.array(v_brokerConfigId, fields[2].type)
+    v_topicMetaInfoId = [m._topicMetaInfoId for m in rows]
+    c_topicMetaInfoId = pa.array(v_topicMetaInfoId, fields[3].type)
+    v_topicMetaInfoList = [m.topicMetaInfoList for m in rows]
+    c_topicMetaInfoList = pa.array(v_topicMetaInfoList, fields[4].type)
+    v_brokerConfigList = [m.brokerConfigList for m in rows]
+    c_brokerConfigList = pa.array(v_brokerConfigList, fields[5].type)
+    arrays = [
+        c_errCode, c_errMsg, c_brokerConfigId, c_topicMetaInfoId, c_topicMetaInfoList,
+        c_brokerConfigList,
+    ]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4210,15 +4369,15 @@ def _row_RpcConnHeader(m: rpc.RpcConnHeader) -> dict[str, Any]:
 def _value_RpcConnHeader(row: RowLike) -> rpc.RpcConnHeader:
     """The RpcConnHeader a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["flag"]
-    v1 = r["traceId"]
-    v2 = r["spanId"]
-    v3 = r["parentId"]
+    v_flag = r["flag"]
+    v_traceId = r["traceId"]
+    v_spanId = r["spanId"]
+    v_parentId = r["parentId"]
     value = rpc.RpcConnHeader(
-        flag=required(v0, "RpcConnHeader.flag"),
-        traceId=v1,
-        spanId=v2,
-        parentId=v3,
+        flag=required(v_flag, "RpcConnHeader.flag"),
+        traceId=v_traceId,
+        spanId=v_spanId,
+        parentId=v_parentId,
     )
     return value
 
@@ -4229,15 +4388,15 @@ def _arrow_RpcConnHeader(values: Sequence[rpc.RpcConnHeader | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_RpcConnHeader)
     fields = _FIELDS_RpcConnHeader
-    v0 = [m.flag for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m._traceId for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m._spanId for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    v3 = [m._parentId for m in rows]
-    c3 = pa.array(v3, fields[3].type)
-    arrays = [c0, c1, c2, c3]
+    v_flag = [m.flag for m in rows]
+    c_flag = pa.array(v_flag, fields[0].type)
+    v_traceId = [m._traceId for m in rows]
+    c_traceId = pa.array(v_traceId, fields[1].type)
+    v_spanId = [m._spanId for m in rows]
+    c_spanId = pa.array(v_spanId, fields[2].type)
+    v_parentId = [m._parentId for m in rows]
+    c_parentId = pa.array(v_parentId, fields[3].type)
+    arrays = [c_flag, c_traceId, c_spanId, c_parentId]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4252,11 +4411,11 @@ def _row_RequestHeader(m: rpc.RequestHeader) -> dict[str, Any]:
 def _value_RequestHeader(row: RowLike) -> rpc.RequestHeader:
     """The RequestHeader a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["serviceType"]
-    v1 = r["protocolVer"]
+    v_serviceType = r["serviceType"]
+    v_protocolVer = r["protocolVer"]
     value = rpc.RequestHeader(
-        serviceType=v0,
-        protocolVer=v1,
+        serviceType=v_serviceType,
+        protocolVer=v_protocolVer,
     )
     return value
 
@@ -4267,11 +4426,11 @@ def _arrow_RequestHeader(values: Sequence[rpc.RequestHeader | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_RequestHeader)
     fields = _FIELDS_RequestHeader
-    v0 = [m._serviceType for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m._protocolVer for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_serviceType = [m._serviceType for m in rows]
+    c_serviceType = pa.array(v_serviceType, fields[0].type)
+    v_protocolVer = [m._protocolVer for m in rows]
+    c_protocolVer = pa.array(v_protocolVer, fields[1].type)
+    arrays = [c_serviceType, c_protocolVer]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4287,13 +4446,13 @@ def _row_RequestBody(m: rpc.RequestBody) -> dict[str, Any]:
 def _value_RequestBody(row: RowLike) -> rpc.RequestBody:
     """The RequestBody a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["method"]
-    v1 = r["timeout"]
-    v2 = r["request"]
+    v_method = r["method"]
+    v_timeout = r["timeout"]
+    v_request = r["request"]
     value = rpc.RequestBody(
-        method=required(v0, "RequestBody.method"),
-        timeout=v1,
-        request=None if v2 is None else binary_value(v2),
+        method=required(v_method, "RequestBody.method"),
+        timeout=v_timeout,
+        request=None if v_request is None else binary_value(v_request),
     )
     return value
 
@@ -4304,13 +4463,13 @@ def _arrow_RequestBody(values: Sequence[rpc.RequestBody | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_RequestBody)
     fields = _FIELDS_RequestBody
-    v0 = [m.method for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m._timeout for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m._request for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_method = [m.method for m in rows]
+    c_method = pa.array(v_method, fields[0].type)
+    v_timeout = [m._timeout for m in rows]
+    c_timeout = pa.array(v_timeout, fields[1].type)
+    v_request = [m._request for m in rows]
+    c_request = pa.array(v_request, fields[2].type)
+    arrays = [c_method, c_timeout, c_request]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4327,21 +4486,21 @@ def _value_ResponseHeader(row: RowLike) -> rpc.ResponseHeader:
     """The ResponseHeader a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
     unknown = bytearray()
-    v0 = r["status"]
-    e0 = closed_enum(
-        v0,
+    v_status = r["status"]
+    e_status = closed_enum(
+        v_status,
         _NUMBERS_ResponseHeader_Status,
         rpc.ResponseHeader.Status,
         b"\x08",
         unknown,
         "ResponseHeader.status",
     )
-    v1 = r["serviceType"]
-    v2 = r["protocolVer"]
+    v_serviceType = r["serviceType"]
+    v_protocolVer = r["protocolVer"]
     value = rpc.ResponseHeader(
-        status=required_enum(e0, "ResponseHeader.status"),
-        serviceType=v1,
-        protocolVer=v2,
+        status=required_enum(e_status, "ResponseHeader.status"),
+        serviceType=v_serviceType,
+        protocolVer=v_protocolVer,
     )
     if unknown:
         value._unknown = bytes(unknown)
@@ -4354,13 +4513,13 @@ def _arrow_ResponseHeader(values: Sequence[rpc.ResponseHeader | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_ResponseHeader)
     fields = _FIELDS_ResponseHeader
-    v0 = [m.status for m in rows]
-    c0 = enum_array(v0, _NAMES_ResponseHeader_Status)
-    v1 = [m._serviceType for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    v2 = [m._protocolVer for m in rows]
-    c2 = pa.array(v2, fields[2].type)
-    arrays = [c0, c1, c2]
+    v_status = [m.status for m in rows]
+    c_status = enum_array(v_status, _NAMES_ResponseHeader_Status)
+    v_serviceType = [m._serviceType for m in rows]
+    c_serviceType = pa.array(v_serviceType, fields[1].type)
+    v_protocolVer = [m._protocolVer for m in rows]
+    c_protocolVer = pa.array(v_protocolVer, fields[2].type)
+    arrays = [c_status, c_serviceType, c_protocolVer]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4375,11 +4534,11 @@ def _row_RspExceptionBody(m: rpc.RspExceptionBody) -> dict[str, Any]:
 def _value_RspExceptionBody(row: RowLike) -> rpc.RspExceptionBody:
     """The RspExceptionBody a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["exceptionName"]
-    v1 = r["stackTrace"]
+    v_exceptionName = r["exceptionName"]
+    v_stackTrace = r["stackTrace"]
     value = rpc.RspExceptionBody(
-        exceptionName=required(v0, "RspExceptionBody.exceptionName"),
-        stackTrace=v1,
+        exceptionName=required(v_exceptionName, "RspExceptionBody.exceptionName"),
+        stackTrace=v_stackTrace,
     )
     return value
 
@@ -4390,11 +4549,11 @@ def _arrow_RspExceptionBody(values: Sequence[rpc.RspExceptionBody | None]) -> An
     if not rows:
         return null_column(len(values), _ARROW_RspExceptionBody)
     fields = _FIELDS_RspExceptionBody
-    v0 = [m.exceptionName for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m._stackTrace for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_exceptionName = [m.exceptionName for m in rows]
+    c_exceptionName = pa.array(v_exceptionName, fields[0].type)
+    v_stackTrace = [m._stackTrace for m in rows]
+    c_stackTrace = pa.array(v_stackTrace, fields[1].type)
+    arrays = [c_exceptionName, c_stackTrace]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4409,11 +4568,11 @@ def _row_RspResponseBody(m: rpc.RspResponseBody) -> dict[str, Any]:
 def _value_RspResponseBody(row: RowLike) -> rpc.RspResponseBody:
     """The RspResponseBody a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["method"]
-    v1 = r["data"]
+    v_method = r["method"]
+    v_data = r["data"]
     value = rpc.RspResponseBody(
-        method=required(v0, "RspResponseBody.method"),
-        data=binary_value(required(v1, "RspResponseBody.data")),
+        method=required(v_method, "RspResponseBody.method"),
+        data=binary_value(required(v_data, "RspResponseBody.data")),
     )
     return value
 
@@ -4424,11 +4583,11 @@ def _arrow_RspResponseBody(values: Sequence[rpc.RspResponseBody | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_RspResponseBody)
     fields = _FIELDS_RspResponseBody
-    v0 = [m.method for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.data for m in rows]
-    c1 = pa.array(v1, fields[1].type)
-    arrays = [c0, c1]
+    v_method = [m.method for m in rows]
+    c_method = pa.array(v_method, fields[0].type)
+    v_data = [m.data for m in rows]
+    c_data = pa.array(v_data, fields[1].type)
+    arrays = [c_method, c_data]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4443,11 +4602,11 @@ def _row_RpcRequest(m: frames.RpcRequest) -> dict[str, Any]:
 def _value_RpcRequest(row: RowLike) -> frames.RpcRequest:
     """The RpcRequest a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["header"]
-    v1 = r["body"]
+    v_header = r["header"]
+    v_body = r["body"]
     value = frames.RpcRequest(
-        header=_value_RequestHeader(required(v0, "RpcRequest.header")),
-        body=_value_RequestBody(required(v1, "RpcRequest.body")),
+        header=_value_RequestHeader(required(v_header, "RpcRequest.header")),
+        body=_value_RequestBody(required(v_body, "RpcRequest.body")),
     )
     return value
 
@@ -4458,35 +4617,35 @@ def _arrow_RpcRequest(values: Sequence[frames.RpcRequest | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_RpcRequest)
     fields = _FIELDS_RpcRequest
-    v0 = [m.header for m in rows]
-    c0 = _arrow_RequestHeader(v0)
-    v1 = [m.body for m in rows]
-    c1 = _arrow_RequestBody(v1)
-    arrays = [c0, c1]
+    v_header = [m.header for m in rows]
+    c_header = _arrow_RequestHeader(v_header)
+    v_body = [m.body for m in rows]
+    c_body = _arrow_RequestBody(v_body)
+    arrays = [c_header, c_body]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_RpcResponse(m: frames.RpcResponse) -> dict[str, Any]:
     """The row of a RpcResponse: field name -> row value."""
-    x1 = m.body
-    x2 = m.exception
+    x_body = m.body
+    x_exception = m.exception
     return {
         "header": _row_ResponseHeader(m.header),
-        "body": None if x1 is None else _row_RspResponseBody(x1),
-        "exception": None if x2 is None else _row_RspExceptionBody(x2),
+        "body": None if x_body is None else _row_RspResponseBody(x_body),
+        "exception": None if x_exception is None else _row_RspExceptionBody(x_exception),
     }
 
 
 def _value_RpcResponse(row: RowLike) -> frames.RpcResponse:
     """The RpcResponse a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["header"]
-    v1 = r["body"]
-    v2 = r["exception"]
+    v_header = r["header"]
+    v_body = r["body"]
+    v_exception = r["exception"]
     value = frames.RpcResponse(
-        header=_value_ResponseHeader(required(v0, "RpcResponse.header")),
-        body=None if v1 is None else _value_RspResponseBody(v1),
-        exception=None if v2 is None else _value_RspExceptionBody(v2),
+        header=_value_ResponseHeader(required(v_header, "RpcResponse.header")),
+        body=None if v_body is None else _value_RspResponseBody(v_body),
+        exception=None if v_exception is None else _value_RspExceptionBody(v_exception),
     )
     return value
 
@@ -4497,37 +4656,37 @@ def _arrow_RpcResponse(values: Sequence[frames.RpcResponse | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_RpcResponse)
     fields = _FIELDS_RpcResponse
-    v0 = [m.header for m in rows]
-    c0 = _arrow_ResponseHeader(v0)
-    v1 = [m.body for m in rows]
-    c1 = _arrow_RspResponseBody(v1)
-    v2 = [m.exception for m in rows]
-    c2 = _arrow_RspExceptionBody(v2)
-    arrays = [c0, c1, c2]
+    v_header = [m.header for m in rows]
+    c_header = _arrow_ResponseHeader(v_header)
+    v_body = [m.body for m in rows]
+    c_body = _arrow_RspResponseBody(v_body)
+    v_exception = [m.exception for m in rows]
+    c_exception = _arrow_RspExceptionBody(v_exception)
+    arrays = [c_header, c_body, c_exception]
     return struct_array(arrays, fields, len(rows), take)
 
 
 def _row_RpcContent(m: frames.RpcContent) -> dict[str, Any]:
     """The row of a RpcContent: field name -> row value."""
-    x1 = m.request
-    x2 = m.response
+    x_request = m.request
+    x_response = m.response
     return {
         "conn_header": _row_RpcConnHeader(m.conn_header),
-        "request": None if x1 is None else _row_RpcRequest(x1),
-        "response": None if x2 is None else _row_RpcResponse(x2),
+        "request": None if x_request is None else _row_RpcRequest(x_request),
+        "response": None if x_response is None else _row_RpcResponse(x_response),
     }
 
 
 def _value_RpcContent(row: RowLike) -> frames.RpcContent:
     """The RpcContent a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["conn_header"]
-    v1 = r["request"]
-    v2 = r["response"]
+    v_conn_header = r["conn_header"]
+    v_request = r["request"]
+    v_response = r["response"]
     value = frames.RpcContent(
-        conn_header=_value_RpcConnHeader(required(v0, "RpcContent.conn_header")),
-        request=None if v1 is None else _value_RpcRequest(v1),
-        response=None if v2 is None else _value_RpcResponse(v2),
+        conn_header=_value_RpcConnHeader(required(v_conn_header, "RpcContent.conn_header")),
+        request=None if v_request is None else _value_RpcRequest(v_request),
+        response=None if v_response is None else _value_RpcResponse(v_response),
     )
     return value
 
@@ -4538,13 +4697,13 @@ def _arrow_RpcContent(values: Sequence[frames.RpcContent | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_RpcContent)
     fields = _FIELDS_RpcContent
-    v0 = [m.conn_header for m in rows]
-    c0 = _arrow_RpcConnHeader(v0)
-    v1 = [m.request for m in rows]
-    c1 = _arrow_RpcRequest(v1)
-    v2 = [m.response for m in rows]
-    c2 = _arrow_RpcResponse(v2)
-    arrays = [c0, c1, c2]
+    v_conn_header = [m.conn_header for m in rows]
+    c_conn_header = _arrow_RpcConnHeader(v_conn_header)
+    v_request = [m.request for m in rows]
+    c_request = _arrow_RpcRequest(v_request)
+    v_response = [m.response for m in rows]
+    c_response = _arrow_RpcResponse(v_response)
+    arrays = [c_conn_header, c_request, c_response]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -4559,11 +4718,11 @@ def _row_Frame(m: frames.Frame) -> dict[str, Any]:
 def _value_Frame(row: RowLike) -> frames.Frame:
     """The Frame a row holds (a dict or a pyspark Row)."""
     r = as_mapping(row)
-    v0 = r["serial_no"]
-    v1 = r["content"]
+    v_serial_no = r["serial_no"]
+    v_content = r["content"]
     value = frames.Frame(
-        serial_no=required(v0, "Frame.serial_no"),
-        content=_value_RpcContent(required(v1, "Frame.content")),
+        serial_no=required(v_serial_no, "Frame.serial_no"),
+        content=_value_RpcContent(required(v_content, "Frame.content")),
     )
     return value
 
@@ -4574,11 +4733,11 @@ def _arrow_Frame(values: Sequence[frames.Frame | None]) -> Any:
     if not rows:
         return null_column(len(values), _ARROW_Frame)
     fields = _FIELDS_Frame
-    v0 = [m.serial_no for m in rows]
-    c0 = pa.array(v0, fields[0].type)
-    v1 = [m.content for m in rows]
-    c1 = _arrow_RpcContent(v1)
-    arrays = [c0, c1]
+    v_serial_no = [m.serial_no for m in rows]
+    c_serial_no = pa.array(v_serial_no, fields[0].type)
+    v_content = [m.content for m in rows]
+    c_content = _arrow_RpcContent(v_content)
+    arrays = [c_serial_no, c_content]
     return struct_array(arrays, fields, len(rows), take)
 
 
@@ -5385,12 +5544,22 @@ _COMMAND_NAMES_1: dict[int, str] = {
 
 def command_name(frame: frames.Frame) -> str:
     """The command a frame carries, named as the spec names it (e.g. "SEND")."""
-    if (p1 := frame.content.request) is not None:
-        value0 = p1.body.method
-        return _COMMAND_NAMES_0.get(value0) or str(int(value0))
-    if (p2 := frame.content.response) is not None and (p3 := p2.body) is not None:
-        value1 = p3.method
-        return _COMMAND_NAMES_1.get(value1) or str(int(value1))
-    if (p4 := frame.content.response) is not None and p4.exception is not None:
+    if (content_request := frame.content.request) is not None:
+        content_request_body_method = content_request.body.method
+        return _COMMAND_NAMES_0.get(content_request_body_method) or str(
+            int(content_request_body_method)
+        )
+    if (
+        (content_response := frame.content.response) is not None
+        and (content_response_body := content_response.body) is not None
+    ):
+        content_response_body_method = content_response_body.method
+        return _COMMAND_NAMES_1.get(content_response_body_method) or str(
+            int(content_response_body_method)
+        )
+    if (
+        (content_response := frame.content.response) is not None
+        and content_response.exception is not None
+    ):
         return "EXCEPTION"
     return "Frame"

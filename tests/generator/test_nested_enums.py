@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from protoframe.generator.wrap import wrap_source
+from protoframe.generator.linefit import fit_source
 from tests.support.generate import generate_package, import_generated
 from tests.support.paths import DATA, ROOT
 
@@ -134,7 +134,7 @@ def test_wrap_keeps_the_trailing_comma_of_a_parameter() -> None:
     source = ("def f(\n    *,\n    a_parameter_with_a_long_name: some.module.AType | int = "
               "some.module.AType.A_MEMBER_WITH_A_LONG_NAME,\n    b: int = 0,\n) -> None:\n"
               "    pass")
-    wrapped = wrap_source(source)
+    wrapped = fit_source(source)
     assert wrapped.splitlines()[2:5] == [
         "    a_parameter_with_a_long_name: some.module.AType | int = (",
         "        some.module.AType.A_MEMBER_WITH_A_LONG_NAME",
@@ -143,17 +143,17 @@ def test_wrap_keeps_the_trailing_comma_of_a_parameter() -> None:
     compile(wrapped, "wrapped", "exec")
     # A statement-level tuple keeps its commas inside the parentheses.
     tuple_line = "x = " + ", ".join(f"name_{i}" for i in range(14)) + ","
-    assert wrap_source(tuple_line).splitlines()[-1] == ")"
+    assert fit_source(tuple_line).splitlines()[-1] == ")"
 
 
 def test_wrap_splits_long_dict_entries_and_conditionals() -> None:
     key = "a.rather.long.protobuf.package.name.that.goes.on.Message.Nested.Deeper"
     source = f'TABLE = {{\n    "{key}": Message_Nested_Deeper_With_Some_More,\n}}'
-    assert wrap_source(source).splitlines()[1:3] == [
+    assert fit_source(source).splitlines()[1:3] == [
         f'    "{key}":', "        Message_Nested_Deeper_With_Some_More,"]
     line = ("        self.some_field = Outer.Inner.SomeEnumeration.THE_FIRST_MEMBER "
             "if some_field_with_a_long_name is None else some_field_with_a_long_name")
-    assert wrap_source(line).splitlines() == [
+    assert fit_source(line).splitlines() == [
         "        self.some_field = (",
         "            Outer.Inner.SomeEnumeration.THE_FIRST_MEMBER",
         "            if some_field_with_a_long_name is None",

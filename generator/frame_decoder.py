@@ -1,0 +1,550 @@
+"""The decoder emitter: the straight-line body of each struct's ``decode_from``.
+
+Fields are read into ``f_<name>`` locals, every computed field checked against what it must
+be, and the instance built at the end without the keyword constructor.
+"""
+
+from __future__ import annotations
+
+from protoframe.generator.codewriter import literal, q
+from protoframe.generator.errors import GeneratorBug
+from protoframe.generator.expr import Expr
+from protoframe.generator.frame_emit import (
+    EmitContext,
+    annotation,
+    bug,
+    call_args,
+    element_of,
+    has_checksum,
+    indent,
+    int_field,
+    raise_lines,
+    range_ends,
+    range_starts,
+    render_expr,
+    struct_of,
+)
+from protoframe.generator.frame_ir import (
+    INT_TYPES,
+    ArrayField,
+    BlocksField,
+    BoolField,
+    BytesField,
+    FrameField,
+    IntField,
+    ProtoField,
+    StringField,
+    StructDef,
+    StructField,
+    SwitchField,
+    UuidField,
+    VarintField,
+    nested_message,
+    nested_struct,
+)
+
+# ---------------------------------------------------------------------------------------------
+# decoding
+
+
+class Decoder:
+    def __init__(self, ctx: EmitContext, s: StructDef) -> None:
+        self.ctx = ctx
+        self.s = s
+        self.out: list[str] = []
+        self.consumes_rest = False
+        self.in_range = 0
+        self.range_marks: list[int] = []
+        # Whether ``end`` is a size the bytes announced (a size_of: rest field was read) rather
+        # than the end of the input: overrunning an announced size is a mismatch, overrunning
+        # the input is truncation.
+        self.bounded = not s.is_frame
+        self.params = {p.name for p in s.params}
+        self.index = "_"
+
+    def where(self, f: FrameField) -> str:
+        return q(f"{self.s.name}.{f.name}")
+
+    def name(self, n: str) -> str:
+        if n in self.params:
+            return n
+        if n == "_index":
+            return self.index
+        return "f_" + n
+
+    def render(self, expr: Expr, f: FrameField, parens: bool = True) -> str:
+        return render_expr(expr, self.s, self.name, f, parens)
+
+    def lines(self) -> list[str]:
+        s = self.s
+        checksum_wrap = any(has_checksum(held) for f in s.fields
+                            if (held := nested_struct(f)) is not None)
+        if checksum_wrap:
+            self.out.append("bad: ChecksumFailure | None = None")
+            self.ctx.uses.add("errors:ChecksumFailure")
+        for f in s.fields:
+            self.field(f)
+        # A last field read to ``end`` has left nothing over: no skip, no check.
+        at_end = bool(self.out) and self.out[-1] == "pos = end"
+        if at_end:
+            pass
+        elif s.trailing == "ignore":
+            self.out.append("pos = end  # trailing bytes this spec does not know are skipped")
+        elif self.consumes_rest:
+            self.ctx.uses.add("errors:SizeMismatchError")
+            self.out += ["if pos != end:", *indent(raise_lines(
+                "SizeMismatchError",
+                f"{s.name}: {{end - pos}} bytes left over after the last field"))]
+        # Decoded values skip the keyword constructor: every field is already checked here.
+        self.out.append("obj = cls.__new__(cls)")
+        self.out += [f"obj.{f.name} = f_{f.name}" for f in s.data_fields]
+        for f in s.fields:
+            if f.checksum is not None and not self.early_checksum(f):
+                self.checksum_check(f)
+        if checksum_wrap:
+            self.out += ["if bad is not None:", "    raise ChecksumFailure(str(bad), obj, pos)"]
+        self.out.append("return obj, pos")
+        return self.out
+
+    def early_check(self, f: FrameField) -> list[str]:
+        assert f.checksum is not None
+        algo = f.checksum.algorithm
+        self.ctx.uses.add(f"checksums:{algo}")
+        self.ctx.uses.add("errors:ChecksumFailure")
+        return [
+            f"actual = {algo}(memoryview(buf)[pos:end])",
+            f"if actual != f_{f.name}:",
+            "    raise ChecksumFailure(",
+            f"        f\"{self.s.name}.{f.name}: {algo} {{actual:#010x}} != sent "
+            f"{{f_{f.name}:#010x}}\", None, end",
+            "    )",
+        ]
+
+    def checksum_check(self, f: FrameField) -> None:
+        assert f.checksum is not None
+        algo = f.checksum.algorithm
+        self.ctx.uses.add(f"checksums:{algo}")
+        self.ctx.uses.add("errors:ChecksumFailure")
+        start = f"s_{f.checksum.start}"
+        self.out += [
+            f"actual = {algo}(memoryview(buf)[{start}:pos])",
+            f"if actual != f_{f.name}:",
+            "    raise ChecksumFailure(",
+            f"        f\"{self.s.name}.{f.name}: {algo} {{actual:#010x}} != sent "
+            f"{{f_{f.name}:#010x}}\", obj, pos",
+            "    )",
+        ]
+
+    def need(self, n: str, f: FrameField) -> list[str]:
+        return [f"if pos + {n} > end:", *indent(self.overrun(f, f"needs {n} more bytes"))]
+
+    def overrun(self, f: FrameField, detail: str) -> list[str]:
+        """The raise for a declared size that runs past the available bytes."""
+        if not self.bounded and not self.in_range:
+            self.ctx.uses.add("protowire:truncated")
+            return [f"raise truncated({self.where(f)})"]
+        self.ctx.uses.add("errors:SizeMismatchError")
+        return raise_lines("SizeMismatchError", f"{self.s.name}.{f.name}: {detail}")
+
+    def early_checksum(self, f: FrameField) -> bool:
+        """Whether a checksum can be verified as soon as it is read.
+
+        It can when its range starts right after it and runs to the end of a struct that
+        fills its region; checking first means corrupt content is never parsed, as the Java
+        client does, and the error still reaches the caller as a ``ChecksumFailure``.
+        """
+        if f.checksum is None or not self.consumes_to_end():
+            return False
+        names = [g.name for g in self.s.fields]
+        i = names.index(f.name)
+        return i + 1 < len(names) and names[i + 1] == f.checksum.start
+
+    def consumes_to_end(self) -> bool:
+        return any(g.size == "rest" or isinstance(g, ArrayField) and g.until_end
+                   or g.when_remaining or g.size_of == "rest"
+                   for g in self.s.fields)
+
+    def field(self, f: FrameField) -> None:
+        s = self.s
+        if any(g.checksum is not None and g.checksum.start == f.name
+               and not self.early_checksum(g) for g in s.fields):
+            self.out.append(f"s_{f.name} = pos")
+        for g in range_starts(s, f):
+            self.ctx.uses.add("errors:SizeMismatchError")
+            self.out += [
+                f"e_{g.name} = end",
+                f"end = pos + f_{g.name}",
+                f"if end > e_{g.name}:",
+                *indent(raise_lines("SizeMismatchError", f"{s.name}.{g.name}: {{f_{g.name}}} "
+                                "bytes run past the end of the enclosing region")),
+            ]
+            self.in_range += 1
+            self.range_marks.append(len(self.out))
+        body = self.read(f)
+        if self.early_checksum(f):
+            body += self.early_check(f)
+        if not f.wire:
+            self.out += body
+        elif f.marker:
+            assert f.const is not None
+            marker = int_field(f)
+            width = marker.width
+            packer = self.ctx.packer(width, marker.signed, marker.order)
+            self.out += [f"f_{f.name} = False",
+                         f"if pos + {width} <= end and {packer}.unpack_from(buf, pos)[0] == "
+                         f"{f.const:#x}:",
+                         f"    f_{f.name} = True",
+                         f"    pos += {width}"]
+        elif f.when_remaining:
+            if not self.in_range:
+                self.consumes_rest = True
+            default = literal(f.default) if f.default is not None else "None"
+            self.out.append(f"f_{f.name} = {default}")
+            fixed = f.width_when_present
+            self.out.append(f"if end - pos >= {fixed}:" if fixed else "if pos < end:")
+            if fixed and body[0].startswith("if pos + ") and "raise truncated" in body[1]:
+                body = body[2:]  # the guard above already made sure the bytes are there
+            self.out += ["    " + line for line in body]
+        elif f.when_peek is not None:
+            kind, equals = f.when_peek
+            width, signed = INT_TYPES[kind]
+            packer = self.ctx.packer(width, signed, self.s_order())
+            self.out.append(f"f_{f.name} = None")
+            self.out.append(f"if pos + {width} <= end and {packer}.unpack_from(buf, pos)[0] == "
+                            f"{equals:#x}:")
+            self.out += ["    " + line for line in body]
+        elif f.when is not None:
+            cond = self.render(f.when, f, parens=False)
+            absent = "None" if not f.computed else literal(f.default or 0)
+            self.out.append(f"f_{f.name} = {absent}")
+            self.out.append(f"if {cond}:")
+            self.out += ["    " + line for line in body]
+        else:
+            self.out += body
+        for g in range_ends(s, f):
+            self.in_range -= 1
+            # Running out of bytes inside the range means its declared size is too small.
+            mark = self.range_marks.pop()
+            self.ctx.uses.add("errors:TruncatedError")
+            self.out[mark:] = [
+                "try:", *indent(self.out[mark:]), "except TruncatedError as exc:",
+                *indent(raise_lines("SizeMismatchError", f"{s.name}.{g.name}: {{f_{g.name}}} "
+                                "bytes declared, too few for the content ({exc})",
+                                suffix=" from exc"))]
+            self.out += [
+                "if pos != end:",
+                *indent(raise_lines("SizeMismatchError", f"{s.name}.{g.name}: {{end - pos}} of "
+                                f"the {{f_{g.name}}} bytes declared are not used")),
+                f"end = e_{g.name}",
+            ]
+
+    def s_order(self) -> str:
+        return self.ctx.spec.byte_order
+
+    def int_read(self, f: FrameField, target: str) -> list[str]:
+        if isinstance(f, VarintField):
+            self.ctx.uses.add("protowire:read_varint")
+            self.ctx.uses.add("protowire:truncated")
+            return ["try:",
+                    f"    {target}, pos = read_varint(buf, pos)",
+                    "except IndexError:",
+                    f"    raise truncated({self.where(f)}) from None",
+                    "if pos > end:",
+                    f"    raise truncated({self.where(f)})"]
+        if isinstance(f, BoolField):
+            return [*self.need("1", f), f"{target} = buf[pos] != 0", "pos += 1"]
+        i = int_field(f)
+        if i.width == 1 and not i.signed:
+            return [*self.need("1", f), f"{target} = buf[pos]", "pos += 1"]
+        packer = self.ctx.packer(i.width, i.signed, i.order)
+        return [*self.need(str(i.width), f), f"{target} = {packer}.unpack_from(buf, pos)[0]",
+                f"pos += {i.width}"]
+
+    def region_end(self, f: FrameField) -> tuple[list[str], str]:
+        """Statements computing ``vend``, the end of a sized field's bytes, and its name."""
+        self.ctx.uses.add("errors:SizeMismatchError")
+        if f.length is not None:
+            return self.need(str(f.length), f) + [f"vend = pos + {f.length}"], "vend"
+        if f.size == "rest":
+            if not self.in_range:
+                self.consumes_rest = True
+            return [], "end"
+        if f.size is not None:
+            ref = "f_" + f.size if "." not in f.size else self.dotted(f.size)
+            check = "vend > end"
+            if not isinstance(f.size_field, IntField | VarintField) or \
+                    isinstance(f.size_field, IntField) and f.size_field.signed:  # or a proto field
+                check = f"{ref} < 0 or vend > end"
+            return [f"vend = pos + {ref}", f"if {check}:",
+                    *indent(self.overrun(f, f"size {{{ref}}} runs past the end of its "
+                                             "region"))], "vend"
+        if f.prefix is not None:
+            fake: IntField | VarintField
+            if f.prefix == "varint":
+                fake = VarintField(name=f.name, doc="", location=f.location)
+            else:
+                width, signed = INT_TYPES[f.prefix]
+                fake = IntField(name=f.name, doc="", location=f.location, width=width,
+                                signed=signed, order=self.s_order())
+            lines = self.int_read(fake, "n")
+            self.ctx.uses.add("protowire:truncated")
+            # An unsigned prefix is never negative.
+            check = "n < 0 or " if isinstance(fake, IntField) and fake.signed else ""
+            lines += ["vend = pos + n", f"if {check}vend > end:",
+                      f"    raise truncated({self.where(f)})"]
+            return lines, "vend"
+        if not self.in_range:
+            self.consumes_rest = True
+        return [], "end"
+
+    def dotted(self, ref: str) -> str:
+        head, *rest = ref.split(".")
+        target = self.s.field(head)
+        msg = nested_message(target) if target is not None else None
+        if msg is None:
+            raise GeneratorBug(f"{ref!r} does not go through a message", str(self.s.location))
+        attrs = []
+        for part in rest:
+            pf = next(x for x in msg.fields if x.proto_name == part)
+            attrs.append(pf.py_name)
+            if pf.type.message is not None:
+                msg = pf.type.message
+        return "f_" + head + "." + ".".join(attrs)
+
+    def read(self, f: FrameField) -> list[str]:
+        target = f"f_{f.name}"
+        if f.derive is not None:
+            if isinstance(f, BoolField):
+                return [f"{target} = bool({self.render(f.derive, f, parens=False)})"]
+            return [f"{target} = {self.render(f.derive, f, parens=False)}"]
+        if isinstance(f, IntField | VarintField | BoolField):
+            lines = self.int_read(f, target)
+            if f.const is not None and not f.marker:
+                self.ctx.uses.add("errors:BadMagicError")
+                lines += [f"if {target} != {f.const:#x}:", *indent(raise_lines(
+                    "BadMagicError", f"{self.s.name}.{f.name}: expected {f.const:#x}, got "
+                    f"{{{target}:#x}}"))]
+            if f.size_of == "rest":
+                check = f"{target} < 0 or " if isinstance(f, IntField) and f.signed else ""
+                lines += [f"if {check}pos + {target} > end:",
+                          *indent(self.overrun(f, f"{{{target}}} bytes announced, "
+                                                   "{end - pos} there")),
+                          f"end = pos + {target}"]
+                self.consumes_rest = True
+                self.bounded = True
+            return lines
+        if isinstance(f, UuidField):
+            return [*self.need("16", f), f"{target} = UUID(bytes=buf[pos : pos + 16])",
+                    "pos += 16"]
+        if isinstance(f, BytesField | StringField | ProtoField):
+            lines, vend = self.region_end(f)
+            if isinstance(f, BytesField):
+                lines.append(f"{target} = buf[pos:{vend}]")
+            elif isinstance(f, StringField):
+                if f.encoding == "mutf8":
+                    self.ctx.uses.add("mutf8:decode as mutf8_decode")
+                    lines.append(f"{target} = mutf8_decode(buf[pos:{vend}], {self.where(f)})")
+                else:
+                    self.ctx.uses.add("protowire:decode_str")
+                    lines.append(f"{target} = decode_str(buf, pos, {vend}, {self.where(f)})")
+            else:
+                lines += self.sized_call(f, self.proto_read(f, target, vend), vend)
+            lines.append(f"pos = {vend}")
+            return lines
+        if isinstance(f, StructField):
+            lines, vend = self.region_end(f) if (f.size or f.prefix or f.length) else ([], "end")
+            args = call_args(f.args, self.s, self.name, f)
+            call = f"{struct_of(f).name}.decode_from(buf, pos, {vend}{args})"
+            lines += self.struct_call(f, target, call, vend)
+            return lines
+        if isinstance(f, ArrayField):
+            return self.array(f, target)
+        if isinstance(f, SwitchField):
+            return self.switch(f, target)
+        if isinstance(f, BlocksField):
+            return self.blocks(f, target)
+        raise bug(f, f"{f.name!r}: no decoder for a {f.kind} field")
+
+    def proto_read(self, f: ProtoField, target: str, vend: str) -> list[str]:
+        assert f.message is not None
+        ref = self.ctx.proto_ref(f.message.py_path, f.message.full_name)
+        if f.dispatch_on is None:
+            return [f"{target} = {ref}.decode_from(buf, pos, {vend})"]
+        self.ctx.uses.add("errors:MissingRequiredFieldError")
+        self.ctx.uses.add("protowire:unknown_command_type")
+        on = f.dispatch_on.proto_name
+        return [
+            "try:",
+            f"    {target} = {ref}.decode_from(buf, pos, {vend})",
+            "except MissingRequiredFieldError as exc:",
+            f"    if exc.field_name != {q(on)}:",
+            "        raise",
+            f"    raise unknown_command_type({q(f.message.proto_name + '.' + on)}, buf, pos, "
+            f"{vend}, {f.dispatch_on.number}) from exc",
+            *self.dispatch_check(f, target),
+        ]
+
+    def sized_call(self, f: FrameField, call_lines: list[str], vend: str) -> list[str]:
+        """Run a nested decode; inside a declared size, running out is a size mismatch."""
+        if vend == "end":
+            return call_lines
+        self.ctx.uses.add("errors:TruncatedError")
+        self.ctx.uses.add("errors:SizeMismatchError")
+        return ["try:", *indent(call_lines),
+                "except TruncatedError as exc:",
+                *indent(raise_lines("SizeMismatchError", f"{self.s.name}.{f.name}: declared size "
+                                "too small for the content ({exc})", suffix=" from exc"))]
+
+    def struct_call(self, f: StructField, target: str, call: str, vend: str) -> list[str]:
+        check = []
+        if vend != "end":
+            self.ctx.uses.add("errors:SizeMismatchError")
+            check = [f"if pos != {vend}:", *indent(raise_lines(
+                "SizeMismatchError", f"{self.s.name}.{f.name}: content does not fill its "
+                "declared size", fmt=False))]
+        if not has_checksum(struct_of(f)):
+            return [*self.sized_call(f, [f"{target}, pos = {call}"], vend), *check]
+        return [
+            "try:",
+            *["    " + x for x in self.sized_call(f, [f"{target}, pos = {call}"], vend)],
+            "except ChecksumFailure as exc:",
+            "    bad = exc",
+            *self.checksum_value(f, target),
+            *check,
+        ]
+
+    def checksum_value(self, f: StructField, target: str) -> list[str]:
+        """Keep what a nested struct decoded before its checksum failed, if anything."""
+        name = struct_of(f).name
+        if f.optional:
+            return [f"    {target} = exc.value if isinstance(exc.value, {name}) "
+                    "else None", "    pos = exc.pos"]
+        return ["    if not isinstance(exc.value, " + name + "):", "        raise",
+                f"    {target}, pos = exc.value, exc.pos"]
+
+    def dispatch_check(self, f: ProtoField, target: str) -> list[str]:
+        assert f.dispatch_on is not None and f.message is not None
+        self.ctx.uses.add("errors:MissingBodyError")
+        return [
+            f"if getattr({target}, _BODY_FIELDS[{target}.{f.dispatch_on.py_name}]) is None:",
+            f"    raise MissingBodyError(f\"{f.message.proto_name} of type "
+            f"{{{target}.{f.dispatch_on.py_name}.name}} lacks its body field\")",
+        ]
+
+    def array(self, f: ArrayField, target: str) -> list[str]:
+        el = element_of(f)
+        item_ann = annotation(self.ctx, self.s, el)
+        index = f"i_{f.name}" if any("_index" in e.names for e in f.args.values()) else "_"
+        self.index = index
+        items = f"a_{f.name}"
+        # Named for the field: two arrays of one struct may hold different element types.
+        item = f"e_{f.name}"
+        lines = [f"{items}: list[{item_ann}] = []"]
+        if f.until_end and isinstance(el, StructField) and el.struct is not None \
+                and el.struct.name in self.ctx.runs:
+            if not self.in_range:
+                self.consumes_rest = True
+            return [f"{target}, pos = {el.struct.name}.decode_run(buf, pos, end)"]
+        if isinstance(el, StructField):
+            args = call_args(f.args, self.s, self.name, f)
+            one = [f"{item}, pos = {struct_of(el).name}.decode_from(buf, pos, end{args})",
+                   f"{items}.append({item})"]
+        elif isinstance(el, UuidField):
+            one = [*self.need("16", el), f"{items}.append(UUID(bytes=buf[pos : pos + 16]))",
+                   "pos += 16"]
+        else:
+            one = [*self.int_read(el, item), f"{items}.append({item})"]
+        if f.until_end:
+            if not self.in_range:
+                self.consumes_rest = True
+            lines.append("while pos < end:")
+            if index != "_":
+                lines.append(f"    {index} = len({items})")
+        else:
+            assert f.count is not None
+            count = self.render(f.count, f, parens=False)
+            lines.append(f"for {index} in range({count}):")
+        lines += ["    " + x for x in one]
+        lines.append(f"{target} = {items}")
+        self.index = "_"
+        return lines
+
+    def switch(self, f: SwitchField, target: str) -> list[str]:
+        self.ctx.uses.add("errors:UnknownCommandTypeError")
+        self.ctx.uses.add("Callable")
+        lines, vend = self.region_end(f) if (f.size or f.prefix) else ([], "end")
+        key = f"f_{f.switch_on}"
+        alias = f.alias
+        base = f.tables
+        decoder_type = f"Callable[[bytes, int, int], tuple[{alias}, int]]"
+        directional = any(c.directional for c in f.cases)
+        if directional:
+            for direction in ("to_server", "to_client"):
+                self.ctx.tables += case_table(f, direction, f"{base}_{direction.upper()}",
+                                               decoder_type)
+            table = f"({base}_TO_SERVER if to_server else {base}_TO_CLIENT)"
+            unknown = "sent {'to' if to_server else 'from'} the server"
+        else:
+            self.ctx.tables += case_table(f, "to_client", f"{base}_DECODERS", decoder_type)
+            table = f"{base}_DECODERS"
+            unknown = ""
+        lines += [
+            f"decode_body = {table}.get({key})",
+            "if decode_body is None:",
+            *indent(raise_lines("UnknownCommandTypeError", f"{self.s.name}.{f.switch_on}: no "
+                                f"layout for {{{key}}}{' ' + unknown if unknown else ''}",
+                                extra=f", {key}")),
+        ]
+        lines += self.sized_call(f, [f"{target}, pos = decode_body(buf, pos, {vend})"], vend)
+        if vend != "end":
+            self.ctx.uses.add("errors:SizeMismatchError")
+            lines += [f"if pos != {vend}:", *indent(raise_lines(
+                "SizeMismatchError", f"{self.s.name}.{f.name}: {{{vend} - pos}} bytes of the "
+                "body left over"))]
+        return lines
+
+    def blocks(self, f: BlocksField, target: str) -> list[str]:
+        cw, cs = INT_TYPES[f.block_count]
+        lw, ls = INT_TYPES[f.block_length]
+        cp = self.ctx.packer(cw, cs, self.s_order())
+        lp = self.ctx.packer(lw, ls, self.s_order())
+        self.ctx.uses.add("errors:SizeMismatchError")
+        self.ctx.uses.add("protowire:truncated")
+        lines = [*self.need(str(cw), f), f"n_blocks = {cp}.unpack_from(buf, pos)[0]",
+                 f"pos += {cw}"]
+        if f.max_blocks is not None:
+            lines += [f"if n_blocks > {f.max_blocks}:", *indent(raise_lines(
+                "SizeMismatchError", f"{self.s.name}.{f.name}: {{n_blocks}} blocks, more than "
+                f"{f.max_blocks}"))]
+        args = call_args(f.args, self.s, self.name, f)
+        lines += [
+            "parts: list[bytes] = []",
+            "for _ in range(n_blocks):",
+            *["    " + x for x in self.need(str(lw), f)],
+            f"    n = {lp}.unpack_from(buf, pos)[0]",
+            f"    pos += {lw}",
+            f"    if n > {f.block_size}:",
+            *indent(raise_lines("SizeMismatchError", f"{self.s.name}.{f.name}: block of {{n}} "
+                            f"bytes; blocks hold up to {f.block_size}"), 2),
+            "    if pos + n > end:",
+            *indent(self.overrun(f, "block of {n} bytes runs past the end"), 2),
+            "    parts.append(buf[pos : pos + n])",
+            "    pos += n",
+            "content = b\"\".join(parts)",
+            *self.sized_call(f, [f"{target}, used = {struct_of(f).name}.decode_from(content, 0, "
+                                f"len(content){args})"], "content"),
+            "if used != len(content):",
+            *indent(raise_lines("SizeMismatchError", f"{self.s.name}.{f.name}: "
+                            "{len(content) - used} bytes of block content left over")),
+        ]
+        return lines
+
+
+def case_table(f: SwitchField, direction: str, name: str, decoder_type: str) -> list[str]:
+    lines = [f"{name}: dict[int, {decoder_type}] = {{"]
+    for c in f.cases:
+        struct = getattr(c, direction)
+        if struct is not None:
+            lines.append(f"    {c.value}: {struct.name}.decode_from,")
+    lines.append("}")
+    return lines

@@ -1,0 +1,396 @@
+"""The encoder emitter: the body of each struct's ``encode_to``.
+
+Computed fields (sizes, counts, checksums, switch keys) are worked out from the data fields
+into ``v_<name>`` locals, so a value built by hand can never disagree with its own header.
+"""
+
+from __future__ import annotations
+
+from protoframe.generator.codewriter import bytes_literal, literal
+from protoframe.generator.errors import GeneratorBug
+from protoframe.generator.expr import Expr
+from protoframe.generator.frame_emit import (
+    EmitContext,
+    bug,
+    call_args,
+    element_of,
+    indent,
+    int_field,
+    raise_lines,
+    range_ends,
+    range_starts,
+    render_expr,
+)
+from protoframe.generator.frame_ir import (
+    INT_TYPES,
+    ArrayField,
+    BlocksField,
+    BoolField,
+    BytesField,
+    FrameField,
+    IntField,
+    ProtoField,
+    StringField,
+    StructDef,
+    StructField,
+    SwitchField,
+    UuidField,
+    VarintField,
+    nested_message,
+)
+
+# ---------------------------------------------------------------------------------------------
+# encoding
+
+
+class Encoder:
+    def __init__(self, ctx: EmitContext, s: StructDef) -> None:
+        self.ctx = ctx
+        self.s = s
+        self.out: list[str] = []
+        self.patches: list[str] = []
+        self.params = {p.name for p in s.params}
+        self.available: dict[str, str] = {}  # computed field -> expression holding its value
+        self.index = "_"
+        self.current: FrameField | None = None
+        self.buf = "out"  # the bytearray the fields are appended to
+        self.tail: FrameField | None = None  # bytes appended after a checksum that covers them
+
+    def name(self, n: str) -> str:
+        if n in self.params:
+            return n
+        if n == "_index":
+            return self.index
+        f = self.s.field(n)
+        assert f is not None
+        if not f.computed:
+            return f"self.{n}"
+        if n in self.available:
+            return self.available[n]
+        where = self.current or f
+        raise bug(where, f"{n!r} is computed where encoding cannot know it yet; an "
+                            "expression used on encode can only name data fields, params, "
+                            "count_of fields and computed fields before it")
+
+    def render(self, expr: Expr, f: FrameField, parens: bool = True) -> str:
+        self.current = f
+        return render_expr(expr, self.s, self.name, f, parens)
+
+    def lines(self) -> list[str]:
+        s = self.s
+        for f in s.fields:
+            if f.size is not None and "." in f.size:
+                self.out.append(f"{self.dotted_attr(f.size)} = len(self.{f.name})")
+        for f in s.fields:
+            if f.count_of is not None:
+                target = s.field(f.count_of)
+                assert target is not None
+                value = f"len(self.{f.count_of})"
+                if target.optional:
+                    value = f"0 if self.{f.count_of} is None else {value}"
+                self.out.append(f"v_{f.name} = {value}")
+                self.available[f.name] = f"v_{f.name}"
+        for f in s.fields:
+            if not f.wire and f.value is not None:
+                self.out.append(f"v_{f.name} = {self.render(f.value, f, parens=False)}")
+                self.available[f.name] = f"v_{f.name}"
+        for f in s.fields:
+            self.field(f)
+        self.out += self.patches
+        return self.out or ["pass"]
+
+    def dotted_attr(self, ref: str) -> str:
+        head, *rest = ref.split(".")
+        target = self.s.field(head)
+        msg = nested_message(target) if target is not None else None
+        if msg is None:
+            raise GeneratorBug(f"{ref!r} does not go through a message", str(self.s.location))
+        attrs = []
+        for part in rest:
+            pf = next(x for x in msg.fields if x.proto_name == part)
+            attrs.append(pf.py_name)
+            if pf.type.message is not None:
+                msg = pf.type.message
+        return f"self.{head}." + ".".join(attrs)
+
+    def pack(self, f: FrameField, value: str) -> list[str]:
+        if isinstance(f, VarintField):
+            self.ctx.uses.add("protowire:varint_bytes")
+            return [f"{self.buf} += varint_bytes({value})"]
+        if isinstance(f, BoolField):
+            return [f"{self.buf}.append(1 if {value} else 0)"]
+        i = int_field(f)
+        if i.width == 1 and not i.signed:
+            return [f"{self.buf}.append({value})"]
+        packer = self.ctx.packer(i.width, i.signed, i.order)
+        return [f"{self.buf} += {packer}.pack({value})"]
+
+    def computed_value(self, f: FrameField) -> list[str]:
+        """Statements setting ``v_<name>`` for a computed wire integer; [] if patched later."""
+        s = self.s
+        if f.count_of is not None:
+            return []
+        if f.size_of is not None and f.size_of != "rest":
+            target = s.field(f.size_of)
+            assert target is not None
+            return [*self.pre_encode(target), f"v_{f.name} = len(b_{target.name})"]
+        if f.is_switch_key:
+            sw = next(g for g in s.fields if isinstance(g, SwitchField) and g.switch_on == f.name)
+            return [f"v_{f.name} = {sw.tables}_CODES"
+                    f"[type(self.{sw.name})]"]
+        if f.value is not None:
+            return [f"v_{f.name} = {self.render(f.value, f, parens=False)}"]
+        raise AssertionError(f.name)
+
+    def field(self, f: FrameField) -> None:
+        s = self.s
+        if any(g.checksum is not None and g.checksum.start == f.name
+               and not self.covers_the_rest(g) for g in s.fields):
+            self.out.append(f"s_{f.name} = len({self.buf})")
+        for g in range_starts(s, f):
+            self.out.append(f"s_{g.name} = len({self.buf})")
+        self.out += self.one(f)
+        for g in range_ends(s, f):
+            size = int_field(g)
+            packer = self.ctx.packer(size.width, size.signed, size.order)
+            self.out.append(f"{packer}.pack_into({self.buf}, p_{g.name}, "
+                            f"len({self.buf}) - s_{g.name})")
+
+    def covers_the_rest(self, f: FrameField) -> bool:
+        """Whether checksum ``f`` can be written after its range, from a buffer of its own.
+
+        True when the range starts at the next field and nothing else in the struct is filled
+        in afterwards: then the covered fields are encoded first into ``covered``, and the sum
+        is computed over that and written before it, with no placeholder to patch.
+        """
+        assert f.checksum is not None
+        s = self.s
+        wire = [g for g in s.fields if g.wire]
+        after = wire[wire.index(f) + 1:]
+        if not after or after[0].name != f.checksum.start:
+            return False
+        return not any(g is not f and (g.checksum is not None or g.size_of == "rest"
+                                       or g.size_range is not None)
+                       for g in s.fields)
+
+    def raw_tail(self) -> FrameField | None:
+        """The struct's last field when it is plain bytes running to the end, else None."""
+        last = [g for g in self.s.fields if g.wire][-1]
+        plain = (isinstance(last, BytesField) and last.size == "rest" and last.when is None
+                 and not last.optional and last.prefix is None and last.length is None
+                 and last.const is None)
+        return last if plain else None
+
+    def one(self, f: FrameField) -> list[str]:
+        s = self.s
+        if f is self.tail:
+            return []  # written after the checksum that covers it
+        if not f.wire:
+            if f.computed or f.derive is None:
+                return []
+            # A stored bit-field: the value: expressions put it on the wire; make sure it
+            # survives the trip (fits its bits) by deriving it back.
+            self.ctx.uses.add("errors:EncodeError")
+            back = self.render(f.derive, f, parens=not isinstance(f, BoolField))
+            back = f"bool({back})" if isinstance(f, BoolField) else back
+            return [f"if {back} != self.{f.name}:", *indent(raise_lines(
+                "EncodeError", f"{s.name}.{f.name} = {{self.{f.name}!r}} does not fit the "
+                "bits the spec gives it"))]
+        if f.marker:
+            return [f"if self.{f.name}:", f"    {self.buf} += {bytes_literal(const_bytes(f))}"]
+        if f.const is not None:
+            self.available[f.name] = str(f.const)
+            return [f"{self.buf} += {bytes_literal(const_bytes(f))}"]
+        if f.checksum is not None:
+            algo = f.checksum.algorithm
+            self.ctx.uses.add(f"checksums:{algo}")
+            i = int_field(f)
+            packer = self.ctx.packer(i.width, i.signed, i.order)
+            if self.covers_the_rest(f):
+                self.buf = "covered"
+                self.tail = self.raw_tail()
+                if self.tail is None:
+                    self.patches += [f"out += {packer}.pack({algo}(covered))", "out += covered"]
+                    return [f"# {f.name} covers the fields after it: they are encoded first.",
+                            "covered = bytearray()"]
+                # The trailing bytes (a payload, often large) are summed where they are, never
+                # copied into ``covered``: the sum continues from the one over ``covered``.
+                data = f"self.{self.tail.name}"
+                self.patches += [f"out += {packer}.pack({algo}({data}, {algo}(covered)))",
+                                 "out += covered", f"out += {data}"]
+                return [f"# {f.name} covers the fields after it: they are encoded first.",
+                        "covered = bytearray()"]
+            self.patches += [
+                f"with memoryview({self.buf}) as view:",
+                f"    {packer}.pack_into({self.buf}, p_{f.name}, "
+                f"{algo}(view[s_{f.checksum.start}:]))",
+            ]
+            return [f"p_{f.name} = len({self.buf})", f"{self.buf} += bytes({i.width})"]
+        if f.size_of == "rest":
+            i = int_field(f)
+            packer = self.ctx.packer(i.width, i.signed, i.order)
+            self.patches.insert(0, f"{packer}.pack_into({self.buf}, p_{f.name}, "
+                                   f"len({self.buf}) - p_{f.name} - {i.width})")
+            return [f"p_{f.name} = len({self.buf})", f"{self.buf} += bytes({i.width})"]
+        if f.size_range is not None:
+            return [f"p_{f.name} = len({self.buf})", f"{self.buf} += bytes({int_field(f).width})"]
+        if f.computed:
+            if f.when is not None:
+                cond = self.render(f.when, f, parens=False)
+                lines = [f"v_{f.name} = {literal(f.default or 0)}", f"if {cond}:"]
+                lines += ["    " + x for x in self.computed_value(f)]
+                lines += ["    " + x for x in self.pack(f, f"v_{f.name}")]
+                self.available[f.name] = f"v_{f.name}"
+                return lines
+            lines = self.computed_value(f)
+            self.available[f.name] = f"v_{f.name}"
+            return lines + self.pack(f, f"v_{f.name}")
+        body = self.write(f)
+        if f.when is not None:
+            self.ctx.uses.add("errors:EncodeError")
+            cond = self.render(f.when, f, parens=False)
+            text = f.when.text
+            return [f"if {cond}:",
+                    f"    if self.{f.name} is None:",
+                    *indent(raise_lines("EncodeError", f"{s.name}.{f.name} must be set when {text}",
+                                    fmt=False), 2),
+                    *indent(body),
+                    f"elif self.{f.name} is not None:",
+                    *indent(raise_lines("EncodeError", f"{s.name}.{f.name} must be None unless "
+                                    f"{text}", fmt=False))]
+        if f.optional and not (f.when_remaining and f.default is not None):
+            return [f"if self.{f.name} is not None:", *["    " + line for line in body]]
+        return body
+
+    def struct_args(self, f: FrameField) -> str:
+        return call_args(f.args, self.s, self.name, f)
+
+    def pre_encode(self, f: FrameField) -> list[str]:
+        """Encode a sized field ahead of its size, into ``b_<name>``."""
+        value = f"self.{f.name}"
+        if isinstance(f, BytesField):
+            return [f"b_{f.name} = {value}"]
+        if isinstance(f, StringField):
+            return [f"b_{f.name} = {self.str_bytes(f, value)}"]
+        if isinstance(f, ProtoField | StructField):
+            call = f"{value}.encode({self.struct_args(f).lstrip(', ')})"
+            if f.optional:
+                return [f"b_{f.name} = b\"\" if {value} is None else {call}"]
+            return [f"b_{f.name} = {call}"]
+        if isinstance(f, SwitchField):
+            return [f"b_{f.name} = {value}.encode()"]
+        if isinstance(f, ArrayField):
+            return ["buf = bytearray()", *self.array_write(f, "buf"), f"b_{f.name} = buf"]
+        raise bug(f, f"size_of cannot measure a {f.kind} field")
+
+    def str_bytes(self, f: StringField, value: str) -> str:
+        if f.encoding == "mutf8":
+            self.ctx.uses.add("mutf8:encode as mutf8_encode")
+            return f"mutf8_encode({value})"
+        return f"{value}.encode()"
+
+    def array_write(self, f: ArrayField, out: str) -> list[str]:
+        el = element_of(f)
+        lines: list[str] = []
+        if f.count is not None and not f.count_from_field:
+            self.ctx.uses.add("errors:EncodeError")
+            count = self.render(f.count, f)
+            lines += [f"if len(self.{f.name}) != {count}:", *indent(raise_lines(
+                "EncodeError", f"{self.s.name}.{f.name} has {{len(self.{f.name})}} items; "
+                f"{f.count.text} says {{{count}}}"))]
+        index = f"i_{f.name}" if any("_index" in e.names for e in f.args.values()) else ""
+        self.index = index or "_"
+        item = f"e_{f.name}"
+        if isinstance(el, StructField):
+            one = [f"{item}.encode_to({out}{self.struct_args(f)})"]
+        elif isinstance(el, UuidField):
+            one = [f"{out} += {item}.bytes"]
+        else:
+            saved, self.buf = self.buf, out
+            one = self.pack(el, item)
+            self.buf = saved
+        self.index = "_"
+        head = f"for {index}, {item} in enumerate(self.{f.name}):" if index else \
+            f"for {item} in self.{f.name}:"
+        return [*lines, head, *["    " + x for x in one]]
+
+    def write(self, f: FrameField) -> list[str]:
+        value = f"self.{f.name}"
+        if isinstance(f, IntField | VarintField | BoolField):
+            return self.pack(f, value)
+        if isinstance(f, UuidField):
+            return [f"{self.buf} += {value}.bytes"]
+        sized = f.size_field is not None
+        if isinstance(f, BytesField | StringField):
+            data = value if isinstance(f, BytesField) else self.str_bytes(f, value)
+            if sized:
+                return [f"{self.buf} += b_{f.name}"]
+            lines = []
+            if isinstance(f, StringField) or f.prefix is not None:
+                lines.append(f"data_{f.name} = {data}")
+                data = f"data_{f.name}"
+            if f.length is not None:
+                self.ctx.uses.add("errors:EncodeError")
+                lines += [f"if len({data}) != {f.length}:", *indent(raise_lines(
+                    "EncodeError", f"{self.s.name}.{f.name} must be {f.length} bytes",
+                    fmt=False))]
+            if f.prefix is not None:
+                lines += self.prefix(f, f"len({data})")
+            return [*lines, f"{self.buf} += {data}"]
+        if isinstance(f, ProtoField | StructField | SwitchField):
+            if sized:
+                return [f"{self.buf} += b_{f.name}"]
+            args = self.struct_args(f) if isinstance(f, StructField) else ""
+            if f.prefix is not None:
+                return [f"data_{f.name} = {value}.encode({args.lstrip(', ')})",
+                        *self.prefix(f, f"len(data_{f.name})"), f"{self.buf} += data_{f.name}"]
+            return [f"{value}.encode_to({self.buf}{args})"]
+        if isinstance(f, ArrayField):
+            if sized:
+                return [f"{self.buf} += b_{f.name}"]
+            return self.array_write(f, self.buf)
+        if isinstance(f, BlocksField):
+            cw, cs = INT_TYPES[f.block_count]
+            lw, ls = INT_TYPES[f.block_length]
+            cp = self.ctx.packer(cw, cs, self.ctx.spec.byte_order)
+            lp = self.ctx.packer(lw, ls, self.ctx.spec.byte_order)
+            size = f.block_size
+            lines = [
+                f"content = {value}.encode({self.struct_args(f).lstrip(', ')})",
+                f"{self.buf} += {cp}.pack((len(content) + {size - 1}) // {size})",
+                f"for i in range(0, len(content), {size}):",
+                f"    block = content[i : i + {size}]",
+                f"    {self.buf} += {lp}.pack(len(block))",
+                f"    {self.buf} += block",
+            ]
+            if f.max_blocks is not None:
+                self.ctx.uses.add("errors:EncodeError")
+                lines[1:1] = [f"if len(content) > {f.max_blocks * size}:", *indent(raise_lines(
+                    "EncodeError", f"{self.s.name}.{f.name}: {{len(content)}} bytes need "
+                    f"more than {f.max_blocks} blocks"))]
+            return lines
+        raise bug(f, f"{f.name!r}: no encoder for a {f.kind} field")
+
+    def prefix(self, f: FrameField, length: str) -> list[str]:
+        assert f.prefix is not None
+        if f.prefix == "varint":
+            self.ctx.uses.add("protowire:varint_bytes")
+            return [f"{self.buf} += varint_bytes({length})"]
+        width, signed = INT_TYPES[f.prefix]
+        return [f"{self.buf} += {self.ctx.packer(width, signed, self.ctx.spec.byte_order)}"
+                f".pack({length})"]
+
+
+def const_bytes(f: FrameField) -> bytes:
+    assert f.const is not None
+    if isinstance(f, VarintField):
+        out = bytearray()
+        v = f.const
+        while v > 0x7F:
+            out.append((v & 0x7F) | 0x80)
+            v >>= 7
+        out.append(v)
+        return bytes(out)
+    i = int_field(f)
+    return f.const.to_bytes(i.width, "little" if i.order == "little" else "big",
+                            signed=i.signed)

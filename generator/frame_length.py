@@ -1,0 +1,98 @@
+"""The frame-length probe: the body of ``frame_length(buf, pos, end, limit)``.
+
+The stream decoder asks it how long the frame at ``pos`` is once its header is in, so that
+garbage (a bad magic, a negative or oversized length) fails before a whole frame is buffered.
+"""
+
+from __future__ import annotations
+
+from protoframe.generator.errors import GeneratorBug
+from protoframe.generator.frame_checks import frame_length_field
+from protoframe.generator.frame_emit import (
+    EmitContext,
+    indent,
+    offset_expr,
+    raise_lines,
+)
+from protoframe.generator.frame_ir import (
+    INT_TYPES,
+    IntField,
+    StructDef,
+)
+
+
+def magic_checks(ctx: EmitContext, frame: StructDef, upto: int) -> list[str]:
+    """Checks of the constants in the first ``upto`` header bytes, so garbage fails fast."""
+    lines: list[str] = []
+    offset = 0
+    for f in frame.fields:
+        if offset >= upto or f.fixed_size is None:
+            break
+        if f.const is not None and isinstance(f, IntField) and not f.marker:
+            packer = ctx.packer(f.width, f.signed, f.order)
+            ctx.uses.add("errors:BadMagicError")
+            lines += [f"magic = {packer}.unpack_from(buf, {offset_expr('pos', offset)})[0]",
+                      f"if magic != {f.const:#x}:", *indent(raise_lines(
+                          "BadMagicError", f"{frame.name}.{f.name}: expected {f.const:#x}, "
+                          "got {magic:#x}"))]
+        offset += f.fixed_size
+    return lines
+
+
+def length_lines(ctx: EmitContext, frame: StructDef) -> list[str]:
+    """Body of ``frame_length(buf, pos, end, limit)``: the frame size once the header is in."""
+    length = frame_length_field(frame)
+    if length is None:
+        raise GeneratorBug("no frame length field (frame_checks lets no such frame through)",
+                           str(frame.location))
+    f, offset = length.field, length.offset
+    if isinstance(f, IntField):
+        between = length.between
+        header = offset + f.width
+        packer = ctx.packer(f.width, f.signed, f.order)
+        ctx.uses.add("errors:FrameTooLargeError")
+        ctx.uses.add("errors:SizeMismatchError")
+        # An unsigned length cannot make the size smaller than the header.
+        negative = [f"if size < {header + between}:",
+                    "    raise SizeMismatchError(f\"negative frame length {size}\")"]
+        return [
+            f"if end - pos < {header}:",
+            "    return None",
+            *magic_checks(ctx, frame, header),
+            f"size: int = {header + between} + "
+            f"{packer}.unpack_from(buf, {offset_expr('pos', offset)})[0]",
+            *(negative if f.signed else []),
+            "if size > limit:",
+            "    raise FrameTooLargeError(f\"frame of {size} bytes is over the "
+            "{limit}-byte limit\")",
+            "return size",
+        ]
+    cw, cs = INT_TYPES[f.block_count]
+    lw, ls = INT_TYPES[f.block_length]
+    cp = ctx.packer(cw, cs, ctx.spec.byte_order)
+    lp = ctx.packer(lw, ls, ctx.spec.byte_order)
+    ctx.uses.add("errors:FrameTooLargeError")
+    most = f"min({f.max_blocks}, limit // {lw})" if f.max_blocks else f"limit // {lw}"
+    return [
+        f"p = {offset_expr('pos', offset)}",
+        f"if end - p < {cw}:",
+        "    return None",
+        *magic_checks(ctx, frame, offset),
+        f"count: int = {cp}.unpack_from(buf, p)[0]",
+        f"p += {cw}",
+        f"if count > {most}:",
+        "    raise FrameTooLargeError(f\"{count} blocks: over the limit\")",
+        "for _ in range(count):",
+        f"    if end - p < {lw}:",
+        "        return None",
+        f"    n: int = {lp}.unpack_from(buf, p)[0]",
+        f"    if n > {f.block_size}:",
+        f"        raise FrameTooLargeError(f\"block of {{n}} bytes: blocks hold up to "
+        f"{f.block_size}\")",
+        f"    p += {lw} + n",
+        "    if p - pos > limit:",
+        "        raise FrameTooLargeError(f\"frame over the {limit}-byte limit\")",
+        "if p > end:",
+        "    return None",
+        "return p - pos",
+    ]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from protoframe.generator.api_summary import MAX_LINES, api_changes
-from tests.generator.test_cli import make_specs, run_cli
+from tests.support.generator_cli import make_specs, run_cli
 from tests.support.paths import ROOT
 
 HISTORY = ROOT.parent / "shared" / "reference" / "pulsar" / "history"

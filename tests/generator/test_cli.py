@@ -10,21 +10,8 @@ from pathlib import Path
 import pytest
 
 from protoframe.generator.build import generate
+from tests.support.generator_cli import make_specs, run_cli
 from tests.support.paths import DATA, ROOT
-
-
-def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "protoframe", *args], cwd=cwd,
-                          capture_output=True, text=True, check=False,
-                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
-
-
-def make_specs(tmp: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = tmp / "specs" / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return tmp
 
 
 @pytest.fixture()

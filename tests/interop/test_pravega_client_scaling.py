@@ -31,8 +31,8 @@ from protoframe.clients.pravega import (
     truncate_stream,
 )
 from protoframe.clients.pravega.controller import segment_name
-from tests.interop.test_pravega_client import PEER_TIMEOUT, run, run_peer
 from tests.support.peer_clients import needs_pravega
+from tests.support.pravega_peer import PEER_TIMEOUT, run, run_peer
 from tests.support.pravega_streams import create_stream, write_keyed
 
 pytestmark = needs_pravega

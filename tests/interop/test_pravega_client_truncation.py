@@ -20,8 +20,8 @@ from protoframe.clients.pravega import (
 )
 from protoframe.clients.pravega.controller import segment_name
 from protoframe.generated.pravega import controller as pb
-from tests.interop.test_pravega_client import run, run_peer
 from tests.support.peer_clients import needs_pravega
+from tests.support.pravega_peer import run, run_peer
 
 pytestmark = needs_pravega
 

@@ -20,7 +20,7 @@ from protoframe.generated.pulsar.pulsar_api import (
     MessageIdData,
     ServerError,
 )
-from tests.peers.pulsar.test_broker import RawClient, run
+from tests.support.pulsar_raw import RawClient, run
 
 Type = BaseCommand.Type
 

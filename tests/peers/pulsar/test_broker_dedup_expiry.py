@@ -13,7 +13,7 @@ from protoframe.clients.pulsar.broker import EmbeddedBroker
 from protoframe.clients.pulsar.broker.dedup import DedupState
 from protoframe.clients.pulsar.broker.limits import Limits
 from protoframe.generated.pulsar.pulsar_api import BaseCommand, CommandCloseProducer
-from tests.peers.pulsar.test_broker import RawClient, run
+from tests.support.pulsar_raw import RawClient, run
 
 Type = BaseCommand.Type
 TOPIC = "persistent://public/default/dedup"

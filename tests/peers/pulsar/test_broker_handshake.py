@@ -26,8 +26,8 @@ from protoframe.generated.pulsar.pulsar_api import (
     MessageMetadata,
     ServerError,
 )
-from tests.peers.pulsar.test_broker import RawClient, run
 from tests.support.pulsar_frames import body_fields, minimal
+from tests.support.pulsar_raw import RawClient, run
 
 Type = BaseCommand.Type
 SubType = CommandSubscribe.SubType

@@ -21,8 +21,7 @@ from protoframe.generated.pulsar.pulsar_api import (
     KeyValue,
     ServerError,
 )
-from tests.peers.pulsar.test_broker import RawClient, run
-from tests.peers.pulsar.test_broker_limits import refused, subscribe_raw
+from tests.support.pulsar_raw import RawClient, refused, run, subscribe_raw
 
 Type = BaseCommand.Type
 

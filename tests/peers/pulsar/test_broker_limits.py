@@ -8,7 +8,6 @@ name stopped every durable write; a name over 65,535 bytes, a publish_time or a 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -21,27 +20,11 @@ from protoframe.generated.pulsar.pulsar_api import (
     MessageMetadata,
     ServerError,
 )
-from tests.peers.pulsar.test_broker import RawClient, run
+from tests.support.pulsar_raw import RawClient, refused, run, subscribe_raw
 
 Type = BaseCommand.Type
 SubType = CommandSubscribe.SubType
 LONG = "n" * 70_000  # over the log's u16 name length
-
-
-async def subscribe_raw(client: RawClient, topic: str, sub: str, **extra: Any) -> frames.Frame:
-    fields: dict[str, Any] = {"subType": SubType.Exclusive, **extra}
-    await client.send(BaseCommand(type_=Type.SUBSCRIBE, subscribe=CommandSubscribe(
-        topic=topic, subscription=sub, consumer_id=1, request_id=1,
-        initialPosition=CommandSubscribe.InitialPosition.Earliest, **fields)))
-    return await client.recv()
-
-
-def refused(frame: frames.Frame, error: ServerError, *words: str) -> None:
-    body = frame.command.error
-    assert body is not None, f"expected ERROR, got {frame.command!r}"
-    assert body.error == error
-    for word in words:
-        assert word in body.message
 
 
 @run

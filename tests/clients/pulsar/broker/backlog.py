@@ -9,7 +9,7 @@ from pathlib import Path
 from protoframe.clients.pulsar.broker.server import BrokerProcess
 from protoframe.generated.pulsar.pulsar_api import BaseCommand
 from tests.clients.pulsar.broker.logtraffic import send_command
-from tests.peers.pulsar.test_broker import RawClient
+from tests.support.pulsar_raw import RawClient
 
 Type = BaseCommand.Type
 

@@ -13,7 +13,7 @@ from protoframe.generated.pulsar.pulsar_api import (
     CommandSubscribe,
     MessageMetadata,
 )
-from tests.peers.pulsar.test_broker import RawClient
+from tests.support.pulsar_raw import RawClient
 
 Type = BaseCommand.Type
 

@@ -26,7 +26,7 @@ from protoframe.generated.pulsar import frames
 from protoframe.generated.pulsar.pulsar_api import MessageMetadata
 from protoframe.runtime.codec.checksums import crc32c
 from tests.clients.pulsar.broker.logtraffic import consume_all, write_log
-from tests.peers.pulsar.test_broker import RawClient
+from tests.support.pulsar_raw import RawClient
 
 TOPICS = ["a", "b", "c"]
 FULL = {t: f"persistent://public/default/{t}" for t in TOPICS}

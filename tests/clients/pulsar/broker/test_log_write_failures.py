@@ -19,7 +19,7 @@ from protoframe.clients.pulsar.broker import EmbeddedBroker
 from protoframe.clients.pulsar.broker import storage as st
 from protoframe.generated.pulsar.pulsar_api import BaseCommand, CommandSubscribe
 from tests.clients.pulsar.broker.logtraffic import consume_all, send_command
-from tests.peers.pulsar.test_broker import RawClient
+from tests.support.pulsar_raw import RawClient
 
 Type = BaseCommand.Type
 

@@ -15,11 +15,12 @@ from collections.abc import Callable
 
 from protoframe.generated.pulsar.pulsar_api import CommandSend, CommandSubscribe, MessageMetadata
 
-from . import storage as st
+from . import records as rec
 from .dedup import DedupState
 from .entries import Entry, EntryLog
 from .limits import Limits
-from .storage import ENCODING_ERRORS, Storage, StorageError
+from .records import ENCODING_ERRORS
+from .storage import Storage, StorageError
 from .subscriptions import Subscription, SubType
 from .topics import (
     DEFAULT_RETENTION_BYTES,
@@ -267,7 +268,7 @@ class BrokerState:
         named: dict[int, int] = {}  # highest entry id each ledger is known to have reached
         for record in self.storage.load():
             records += 1
-            if isinstance(record, st.EntryRecord):
+            if isinstance(record, rec.EntryRecord):
                 topic = self._by_ledger.get(record.ledger_id)
                 if topic is None:
                     orphans.setdefault(record.ledger_id, []).append(record.entry_id)
@@ -285,11 +286,11 @@ class BrokerState:
                     topic.dedup.record(record.producer_name, record.first_sequence_id,
                                        record.highest_sequence_id, record.entry_id)
                 entries += 1
-            elif isinstance(record, st.TopicRecord):
+            elif isinstance(record, rec.TopicRecord):
                 topic = self.topics.get(record.name) or self._add_topic(record.name,
                                                                         record.ledger_id)
                 topic.skip_to(record.next_entry_id)
-            elif isinstance(record, st.CursorRecord):
+            elif isinstance(record, rec.CursorRecord):
                 topic = self._by_ledger.get(record.ledger_id)
                 if topic is None:
                     continue
@@ -302,13 +303,13 @@ class BrokerState:
                     topic.subscriptions[sub.name] = sub
                 sub.sub_type = SubType(record.sub_type)
                 sub.restore(record.mark_delete, record.acked, record.partial)
-            elif isinstance(record, st.SubscriptionDeletedRecord):
+            elif isinstance(record, rec.SubscriptionDeletedRecord):
                 topic = self._by_ledger.get(record.ledger_id)
                 if topic is not None:
                     topic.subscriptions.pop(record.subscription, None)
-            elif isinstance(record, st.PartitionedRecord):
+            elif isinstance(record, rec.PartitionedRecord):
                 self.partitioned[record.name] = record.partitions
-            elif isinstance(record, st.DedupRecord):
+            elif isinstance(record, rec.DedupRecord):
                 topic = self._by_ledger.get(record.ledger_id)
                 if topic is not None:
                     topic.dedup.restore(record.producer_name, record.highest, record.first,
@@ -320,7 +321,7 @@ class BrokerState:
             return
         for topic in self.topics.values():
             topic.trim(force=True)
-        self.storage.rewrite(st.snapshot_bodies(self.topics.values(), self.partitioned))
+        self.storage.rewrite(rec.snapshot_bodies(self.topics.values(), self.partitioned))
         log.info("recovered %d topics, %d entries, %d subscriptions from %d log records",
                  len(self.topics), entries,
                  sum(len(t.subscriptions) for t in self.topics.values()), records)

@@ -21,6 +21,7 @@ import pytest
 from protoframe import import_root
 from protoframe.clients.pulsar.broker import EmbeddedBroker
 from protoframe.clients.pulsar.broker import logframes as lf
+from protoframe.clients.pulsar.broker import records as rec
 from protoframe.clients.pulsar.broker import storage as st
 from protoframe.generated.pulsar import frames
 from protoframe.generated.pulsar.pulsar_api import MessageMetadata
@@ -40,17 +41,17 @@ def run(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
     return wrapper
 
 
-def records(path: Path) -> list[tuple[lf.ScannedRecord, st.Record]]:
+def records(path: Path) -> list[tuple[lf.ScannedRecord, rec.Record]]:
     """The valid records of a log file, where they are and what they hold."""
     with open(path, "rb") as f:
-        return [(item, st.decode_record(item.body))
+        return [(item, rec.decode_record(item.body))
                 for item in lf.scan(f.fileno(), os.fstat(f.fileno()).st_size, lf.EntryCheck())
                 if isinstance(item, lf.ScannedRecord)]
 
 
 def entry_record(path: Path, ledger: int, entry_id: int) -> lf.ScannedRecord:
     for item, record in records(path):
-        if (isinstance(record, st.EntryRecord) and record.ledger_id == ledger
+        if (isinstance(record, rec.EntryRecord) and record.ledger_id == ledger
                 and record.entry_id == entry_id):
             return item
     raise AssertionError(f"no entry {ledger}:{entry_id}")

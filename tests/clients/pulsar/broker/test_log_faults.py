@@ -17,6 +17,7 @@ import pytest
 
 from protoframe.clients.pulsar.broker import EmbeddedBroker
 from protoframe.clients.pulsar.broker import logframes as lf
+from protoframe.clients.pulsar.broker import records as rec
 from protoframe.clients.pulsar.broker import storage as st
 from tests.clients.pulsar.broker.logtraffic import Acked, consume_all, write_log
 
@@ -35,10 +36,10 @@ def _entry_places(path: Path) -> dict[tuple[str, int], tuple[int, int]]:
     with open(path, "rb") as f:
         for item in lf.scan(f.fileno(), os.fstat(f.fileno()).st_size, lf.EntryCheck()):
             assert isinstance(item, lf.ScannedRecord), "the undamaged log is damaged"
-            record = st.decode_record(item.body)
-            if isinstance(record, st.TopicRecord):
+            record = rec.decode_record(item.body)
+            if isinstance(record, rec.TopicRecord):
                 names[record.ledger_id] = record.name.rsplit("/", 1)[1]
-            elif isinstance(record, st.EntryRecord):
+            elif isinstance(record, rec.EntryRecord):
                 places[(names[record.ledger_id], record.entry_id)] = (
                     item.offset, item.body_offset + len(item.body))
     return places

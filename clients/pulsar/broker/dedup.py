@@ -46,6 +46,8 @@ class DedupState:
         # time order (a name that goes inactive again moves to the end), so the ones to expire
         # are always at the front.
         self._inactive: dict[str, float] = {}
+        # Told of each name that expires, so the log can record it (``storage.dedup_expired``).
+        self.on_expire: Callable[[str], None] | None = None
 
     def __len__(self) -> int:
         """How many producer names have state."""
@@ -79,7 +81,14 @@ class DedupState:
             del inactive[name]
             self._producers.pop(name, None)
             dropped += 1
+            if self.on_expire is not None:
+                self.on_expire(name)
         return dropped
+
+    def forget(self, producer_name: str) -> None:
+        """Drop a name's state as its expiry did (replaying the log's record of it)."""
+        self._producers.pop(producer_name, None)
+        self._inactive.pop(producer_name, None)
 
     def _new(self, producer_name: str) -> _ProducerSeq:
         seq = self._producers[producer_name] = _ProducerSeq()

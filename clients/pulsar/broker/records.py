@@ -22,7 +22,7 @@ _STR = struct.Struct(">H")
 _U32 = struct.Struct(">I")
 _I64 = struct.Struct(">q")
 
-_TOPIC, _ENTRY, _CURSOR, _SUB_DELETED, _PARTITIONED, _DEDUP = range(1, 7)
+_TOPIC, _ENTRY, _CURSOR, _SUB_DELETED, _PARTITIONED, _DEDUP, _DEDUP_EXPIRED = range(1, 8)
 _ENTRY_HEAD = struct.Struct(">BQQiBqQQ")
 _TOPIC_HEAD = struct.Struct(">BQQ")
 _CURSOR_HEAD = struct.Struct(">BQ")
@@ -85,8 +85,17 @@ class DedupRecord:
     entry_id: int
 
 
+@dataclass(slots=True)
+class DedupExpiredRecord:
+    """A producer name's deduplication state expired: the entries before this record no
+    longer count for it (without the record, a restart would bring the name back)."""
+
+    ledger_id: int
+    producer_name: str
+
+
 Record = (TopicRecord | EntryRecord | CursorRecord | SubscriptionDeletedRecord
-          | PartitionedRecord | DedupRecord)
+          | PartitionedRecord | DedupRecord | DedupExpiredRecord)
 
 
 def _str(value: str | bytes) -> bytes:
@@ -136,6 +145,10 @@ def encode_subscription_deleted(topic: Topic, name: str) -> bytes:
 
 def encode_partitioned(name: str, partitions: int) -> bytes:
     return _PARTITIONED_HEAD.pack(_PARTITIONED, partitions) + _str(name)
+
+
+def encode_dedup_expired(topic: Topic, producer_name: str) -> bytes:
+    return _CURSOR_HEAD.pack(_DEDUP_EXPIRED, topic.ledger_id) + _str(producer_name)
 
 
 def encode_dedup(topic: Topic) -> list[bytes]:
@@ -198,6 +211,10 @@ def decode_record(body: bytes, body_offset: int = -1) -> Record:
         (_, ledger, highest, first, last, entry_id) = _DEDUP_HEAD.unpack_from(body, 0)
         name, _ = _read_str(body, _DEDUP_HEAD.size)
         return DedupRecord(ledger, name.decode(), highest, first, last, entry_id)
+    if kind == _DEDUP_EXPIRED:
+        (_, ledger) = _CURSOR_HEAD.unpack_from(body, 0)
+        name, _ = _read_str(body, _CURSOR_HEAD.size)
+        return DedupExpiredRecord(ledger, name.decode())
     raise ValueError(f"unknown record type {kind}")
 
 

@@ -81,8 +81,11 @@ class BrokerState:
         return topic
 
     def _new_topic(self, name: str, ledger_id: int) -> Topic:
-        return Topic(name=name, ledger_id=ledger_id, retention_bytes=self.retention_bytes,
-                     dedup=DedupState(self.limits.dedup_inactivity_seconds, self.clock))
+        topic = Topic(name=name, ledger_id=ledger_id, retention_bytes=self.retention_bytes,
+                      dedup=DedupState(self.limits.dedup_inactivity_seconds, self.clock))
+        storage = self.storage
+        topic.dedup.on_expire = lambda producer_name: storage.dedup_expired(topic, producer_name)
+        return topic
 
     def _add_topic(self, name: str, ledger_id: int) -> Topic:
         return self._register(self._new_topic(name, ledger_id))
@@ -314,6 +317,10 @@ class BrokerState:
                 if topic is not None:
                     topic.dedup.restore(record.producer_name, record.highest, record.first,
                                         record.last, record.entry_id)
+            elif isinstance(record, rec.DedupExpiredRecord):
+                topic = self._by_ledger.get(record.ledger_id)
+                if topic is not None:
+                    topic.dedup.forget(record.producer_name)
         missing = self._lost_entries(orphans, named)
         self.storage.finish_recovery({t.ledger_id: t.name for t in self.topics.values()},
                                      missing)

@@ -43,6 +43,7 @@ from .records import (
     SnapshotItem,
     decode_record,
     encode_cursor,
+    encode_dedup_expired,
     encode_partitioned,
     encode_subscription_deleted,
     encode_topic,
@@ -116,6 +117,9 @@ class Storage:
 
     def partitioned_topic_created(self, name: str, partitions: int) -> None:
         """A partitioned topic's partition count."""
+
+    def dedup_expired(self, topic: Topic, producer_name: str) -> None:
+        """A producer name's deduplication state expired; written with the next commit."""
 
     def commit(self, callback: CommitCallback) -> None:
         """Call ``callback(None)`` once everything added so far is durable (or with the error)."""
@@ -338,6 +342,9 @@ class FileStorage(Storage):
             if sub.topic is topic and sub.name == name:
                 del self._dirty[key]
         self._add(frame_record(encode_subscription_deleted(topic, name)))
+
+    def dedup_expired(self, topic: Topic, producer_name: str) -> None:
+        self._add(frame_record(encode_dedup_expired(topic, producer_name)))
 
     def partitioned_topic_created(self, name: str, partitions: int) -> None:
         self._add(frame_record(encode_partitioned(name, partitions)))

@@ -102,3 +102,33 @@ async def test_a_broker_forgets_short_lived_producers_after_the_timeout(tmp_path
                                         name="short-100")).command.producer_success
         assert answer is not None and answer.last_sequence_id == -1
         await client.close()
+
+
+@run
+async def test_an_expired_name_stays_forgotten_after_a_restart(tmp_path: Path) -> None:
+    clock = Clock()
+    broker = EmbeddedBroker(port=0, data_dir=tmp_path,
+                            limits=Limits(dedup_inactivity_minutes=1.0))
+    broker.state.clock = clock
+    async with broker as url:
+        client = await RawClient.connect(url)
+        await _short_lived_producers(client, 3, first_id=100)
+        clock.now += 61
+        # A producer coming and going makes the broker expire the three old names.
+        await _short_lived_producers(client, 1, first_id=200)
+        assert len(broker.state.topics[TOPIC].dedup) == 1
+        await client.close()
+    # The log still holds the old names' entries; its record of their expiry keeps them out.
+    async with EmbeddedBroker(port=0, data_dir=tmp_path) as url:
+        client = await RawClient.connect(url)
+        for producer_id in (100, 101, 102):
+            answer = (await client.producer("dedup", producer_id=producer_id,
+                                            request_id=producer_id,
+                                            name=f"short-{producer_id}")).command
+            assert answer.producer_success is not None
+            assert answer.producer_success.last_sequence_id == -1
+        answer = (await client.producer("dedup", producer_id=200, request_id=200,
+                                        name="short-200")).command
+        assert answer.producer_success is not None
+        assert answer.producer_success.last_sequence_id == 0
+        await client.close()

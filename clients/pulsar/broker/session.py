@@ -41,6 +41,7 @@ from .commands import (
 )
 from .entries import Entry
 from .state import BrokerState
+from .storage import StorageError
 from .subscriptions import Consumer, Subscription
 from .wire import RawStreamDecoder, frame_with_payload
 
@@ -227,9 +228,18 @@ class Session(Commands, ServedSession[frames.Frame]):
         except ProtocolViolation as exc:
             self.abort(f"cannot deliver: {exc}")
             return
+        try:
+            payload = entry.payload
+        except StorageError as exc:
+            # Never serve what the log cannot give back intact: this consumer's connection is
+            # closed (its client reconnects); the others go on.
+            log.error("%s: cannot deliver %s entry %d: %s", self.peer, topic.name,
+                      entry.entry_id, exc)
+            self.abort(f"cannot read entry {entry.entry_id} of {topic.name}: {exc}")
+            return
         command = BaseCommand(type_=Type.MESSAGE, message=message).encode()
-        self.connection.write_raw(frame_with_payload(command, entry.payload))
-        self.connection.write_raw(entry.payload)
+        self.connection.write_raw(frame_with_payload(command, payload))
+        self.connection.write_raw(payload)
         if not self.connection.writable:
             # Output backpressure: a client that does not read must not make the broker hold
             # its whole backlog in the transport's buffer (permits are no limit: 10^9 is legal).

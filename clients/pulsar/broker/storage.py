@@ -63,7 +63,13 @@ DEFAULT_CACHE_BYTES = 32 * 1024 * 1024
 CommitCallback = Callable[[Exception | None], None]
 
 class StorageError(Exception):
-    """The log could not be written."""
+    """The log could not be written, or read back."""
+
+
+class DamagedEntryError(StorageError):
+    """A persisted payload read back from the log fails its message's CRC32C: the file was
+    damaged while the broker ran. It is never served; a restart reports it (recovery checks
+    every entry)."""
 
 
 class CorruptLogError(Exception):
@@ -310,6 +316,9 @@ class FileStorage(Storage):
             data = os.pread(self._read_fd, size, offset)
             if len(data) != size:
                 raise StorageError(f"{self.path}: short read at {offset}")
+            if not lf.message_crc_ok(data):
+                raise DamagedEntryError(f"{self.path}: the payload at byte {offset} fails its "
+                                        "CRC32C")
             self.cache.put(offset, data)
         return data
 

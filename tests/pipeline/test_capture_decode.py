@@ -86,7 +86,7 @@ def test_decode_batches_any_protocol(demo: ModuleType) -> None:
     rows = out.to_pylist()
     assert [r["command_type"] for r in rows] == ["BYE", None]
     assert rows[0]["body"] == {"Hello": None, "Bye": {"reason": "done"}}
-    assert rows[1]["error"].startswith("UnknownCommandError")
+    assert rows[1]["error"].startswith("UnknownCommandTypeError")
     assert out.schema.names == capture_schema("capture_demo_pkg.demo").fieldNames()
 
 

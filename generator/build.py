@@ -7,6 +7,7 @@ loaded, validated and rendered, so an error anywhere leaves ``generated/`` untou
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import jinja2
 from protoframe.generator.client_view import build_client_module
 from protoframe.generator.codewriter import docstring
 from protoframe.generator.commands_view import build_commands_module, has_commands_module
-from protoframe.generator.docs_view import build_protocol_doc
+from protoframe.generator.docs_view import ChangesSection, build_protocol_doc
 from protoframe.generator.errors import GeneratorBug, SpecError, SpecErrors
 from protoframe.generator.frame_checks import check_protocol
 from protoframe.generator.frame_ir import FrameSpec
@@ -85,11 +86,13 @@ ALL_OUTPUTS = frozenset({"bindings", "frames", "spark", "docs"})
 
 
 def generate(spec_dir: Path, display_root: str, protocols: list[str] | None = None,
-             outputs: frozenset[str] = ALL_OUTPUTS) -> Output:
+             outputs: frozenset[str] = ALL_OUTPUTS,
+             changes: Mapping[str, ChangesSection] | None = None) -> Output:
     """Load, validate and render ``protocols`` (all of them when None).
 
     ``outputs`` selects what is rendered (see ``protoframe.generator.config.OUTPUTS``); every
     spec is loaded and validated whichever are chosen, so a spec error never depends on them.
+    ``changes``: a "changes" section for the reference page of each protocol it names.
     """
     names, notes = discover_protocols(spec_dir, display_root)
     if protocols:
@@ -111,7 +114,8 @@ def generate(spec_dir: Path, display_root: str, protocols: list[str] | None = No
         started = time.perf_counter()
         try:
             protocol = load_protocol(spec_dir, name, display_root)
-            _render_protocol(env, spec_dir, display_root, protocol, out, outputs)
+            _render_protocol(env, spec_dir, display_root, protocol, out, outputs,
+                             (changes or {}).get(name))
         except SpecErrors as exc:
             errors.extend(exc.errors)
         except SpecError as exc:
@@ -142,7 +146,7 @@ def load_frame_specs(spec_dir: Path, display_root: str,
 
 def _render_protocol(
     env: jinja2.Environment, spec_dir: Path, display_root: str, protocol: Protocol, out: Output,
-    outputs: frozenset[str],
+    outputs: frozenset[str], changes: ChangesSection | None = None,
 ) -> None:
     frame_specs = load_frame_specs(spec_dir, display_root, protocol)
     # Every view is built whatever ``outputs`` selects, so that a bug showing in one of them
@@ -171,7 +175,7 @@ def _render_protocol(
         if spec.requests:
             files.append(("frames", "client", display, _fit(
                 render(env, "python/client.py.j2", m=build_client_module(spec)))))
-        doc = build_protocol_doc(env, spec, protocol)
+        doc = build_protocol_doc(env, spec, protocol, changes)
         if "docs" in outputs:
             out.docs[f"{protocol.name}.md"] = doc
     # Spark schemas and row/Arrow conversions: the only generated module importing pyspark.

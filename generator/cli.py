@@ -17,9 +17,12 @@ import time
 from pathlib import Path
 
 from protoframe.generator.api_summary import summarize
-from protoframe.generator.build import generate
+from protoframe.generator.build import discover_protocols, generate
 from protoframe.generator.config import OUTPUTS, Overrides, Settings, load_settings
 from protoframe.generator.diff import command as diff_command
+from protoframe.generator.diff.docs_changes import changes_against_revision, changes_sections
+from protoframe.generator.diff.settings import load_diff_settings
+from protoframe.generator.docs_view import ChangesSection
 from protoframe.generator.errors import GeneratorBug, SpecError, SpecErrors
 from protoframe.generator.output import (
     OutputConflict,
@@ -66,6 +69,9 @@ def _parser() -> argparse.ArgumentParser:
                             "(default: bindings,frames)")
         p.add_argument("--protocol", action="append", default=None,
                        help="only this protocol; may be repeated (default: all)")
+        p.add_argument("--changes-against", metavar="REF", default=None,
+                       help="reference pages gain a section of what `protoframe diff` finds "
+                            "since git revision REF (setting: docs-changes-against)")
     gen.add_argument("--check", action="store_true", help="same as `protoframe check`")
     init = sub.add_parser("init", help="start a new protocol: a commented starter spec")
     init.add_argument("name", help="the protocol's name, a Python identifier (e.g. kv)")
@@ -93,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
             config=args.config, spec_dir=args.spec_dir, out=args.out, docs_out=args.docs_out,
             outputs=[o.strip() for o in args.outputs.split(",") if o.strip()]
             if args.outputs is not None else None,
-            protocols=args.protocol))
+            protocols=args.protocol, docs_changes_against=args.changes_against))
         check = args.command == "check" or bool(getattr(args, "check", False))
         return _run(settings, check)
     except SpecErrors as exc:
@@ -113,9 +119,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(settings: Settings, check: bool) -> int:
     started = time.perf_counter()
-    output = generate(settings.spec_dir, settings.display(settings.spec_dir),
-                      list(settings.protocols) if settings.protocols else None,
-                      outputs=settings.outputs)
+    protocols = list(settings.protocols) if settings.protocols else None
+    output = generate(settings.spec_dir, settings.display(settings.spec_dir), protocols,
+                      outputs=settings.outputs, changes=_changes(settings, protocols))
     for note in output.notes:
         print(f"note: {note}", file=sys.stderr)
     elapsed = time.perf_counter() - started
@@ -143,6 +149,22 @@ def _run(settings: Settings, check: bool) -> int:
     print(f"{len(plan)} file(s) changed, {len(output.files)} checked, "
           f"protocols: {', '.join(output.protocols)} ({elapsed:.2f} s)")
     return EXIT_OK
+
+
+def _changes(settings: Settings,
+             protocols: list[str] | None) -> dict[str, ChangesSection] | None:
+    """The "changes" section of each reference page, when asked for (and pages are made)."""
+    ref = settings.docs_changes_against
+    if ref is None:
+        return None
+    if settings.docs_out is None:
+        print(f"note: no reference pages are made (outputs without docs), so nothing shows "
+              f"the changes since {ref}", file=sys.stderr)
+        return None
+    shown = settings.display(settings.spec_dir)
+    changes = changes_against_revision(settings.spec_dir, shown, ref, protocols)
+    names = protocols or discover_protocols(settings.spec_dir, shown)[0]
+    return changes_sections(changes, ref, names, load_diff_settings(settings.source))
 
 
 def _init(args: argparse.Namespace) -> int:

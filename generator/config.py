@@ -13,6 +13,7 @@ out = "src/myapp/proto"              # the generated package
 docs-out = "docs/protocols"          # reference pages (with "docs" in outputs)
 outputs = ["bindings", "frames", "spark", "docs"]
 protocols = ["kv"]                   # only these (default: every protocol in spec-dir)
+docs-changes-against = "v1.0"        # reference pages gain "Changes since v1.0" (git revision)
 ```
 """
 
@@ -39,7 +40,7 @@ DEFAULT_OUTPUTS = ("bindings", "frames")
 # An output that imports another's modules needs it.
 NEEDS = {"frames": "bindings", "spark": "frames"}
 DEFAULTS = {"spec-dir": "specs", "out": "generated", "docs-out": "docs/protocols"}
-KEYS = ("spec-dir", "out", "docs-out", "outputs", "protocols")
+KEYS = ("spec-dir", "out", "docs-out", "outputs", "protocols", "docs-changes-against")
 # Sub-tables other commands read: [tool.protoframe.diff] (protoframe.generator.diff.settings).
 TABLES = ("diff",)
 Position = tuple[str, int, int]  # file, line, column (0: unknown) of a setting
@@ -56,6 +57,9 @@ class Settings:
     docs_out: Path | None  # None: no reference pages
     outputs: frozenset[str]
     protocols: tuple[str, ...] | None
+    # A git revision: each reference page gains a section listing what `protoframe diff`
+    # finds since it. Only on request, so that pages never churn by default.
+    docs_changes_against: str | None = None
 
     def display(self, path: Path) -> str:
         """``path`` as headers and messages name it: relative to the project root, POSIX."""
@@ -104,6 +108,7 @@ class Overrides:
     docs_out: Path | None = None
     outputs: Sequence[str] | None = None
     protocols: Sequence[str] | None = None
+    docs_changes_against: str | None = None
 
 
 def load_settings(cwd: Path, overrides: Overrides) -> Settings:
@@ -141,6 +146,12 @@ def load_settings(cwd: Path, overrides: Overrides) -> Settings:
             paths[key] = None
     outputs = _string_list(table, "outputs", where, errors)
     protocols = _string_list(table, "protocols", where, errors)
+    changes_against = table.get("docs-changes-against")
+    if changes_against is not None and not (isinstance(changes_against, str)
+                                            and changes_against):
+        errors.append(SpecError("'docs-changes-against' must be a non-empty string (a git "
+                                "revision)", *where("docs-changes-against")))
+        changes_against = None
     if errors:
         raise SpecErrors(errors)
     if overrides.outputs is not None:
@@ -162,7 +173,9 @@ def load_settings(cwd: Path, overrides: Overrides) -> Settings:
     selected = overrides.protocols if overrides.protocols else protocols
     return Settings(root=root, source=source, spec_dir=pick("spec-dir", overrides.spec_dir),
                     out=pick("out", overrides.out), docs_out=docs_out, outputs=chosen,
-                    protocols=tuple(selected) if selected else None)
+                    protocols=tuple(selected) if selected else None,
+                    docs_changes_against=overrides.docs_changes_against
+                    or (str(changes_against) if changes_against is not None else None))
 
 
 def _read_table(source: Path) -> Mapping[str, object]:

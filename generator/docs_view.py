@@ -92,6 +92,16 @@ class SequenceView:
 
 
 @dataclass
+class ChangesSection:
+    """What ``protoframe diff`` found since a revision (built by
+    ``protoframe.generator.diff.docs_changes``); on a page only when asked for."""
+
+    title: str
+    intro: str
+    groups: list[tuple[str, str, list[str]]]  # (severity, what it means, Markdown items)
+
+
+@dataclass
 class ProtocolPage:
     header: str
     title: str
@@ -110,17 +120,21 @@ class ProtocolPage:
     machines: list[MachineView]
     sequences_intro: str
     sequences: list[SequenceView]
+    changes: ChangesSection | None = None
 
 
-def build_protocol_doc(env: jinja2.Environment, spec: FrameSpec, protocol: Protocol) -> str:
-    """The Markdown reference page of one protocol, from its spec."""
-    text = render(env, TEMPLATE, p=build_page(spec, protocol))
+def build_protocol_doc(env: jinja2.Environment, spec: FrameSpec, protocol: Protocol,
+                       changes: ChangesSection | None = None) -> str:
+    """The Markdown reference page of one protocol, from its spec (and, when given, what
+    changed since an earlier revision)."""
+    text = render(env, TEMPLATE, p=build_page(spec, protocol, changes))
     while "\n\n\n" in text:  # the template's blocks leave runs of blank lines
         text = text.replace("\n\n\n", "\n\n")
     return text
 
 
-def build_page(spec: FrameSpec, protocol: Protocol) -> ProtocolPage:
+def build_page(spec: FrameSpec, protocol: Protocol,
+               changes: ChangesSection | None = None) -> ProtocolPage:
     """The view of one protocol's reference page."""
     names = _ProtoNames(protocol)
     anchors = _Anchors()
@@ -141,6 +155,8 @@ def build_page(spec: FrameSpec, protocol: Protocol) -> ProtocolPage:
     if machine_views:
         contents.append(("State machines", "state-machines"))
         contents.append(("Sequences", "sequences"))
+    if changes is not None:
+        contents.append((changes.title, "changes"))
     facts = [
         f"Protobuf files: {', '.join(f'`{f.path}`' for f in protocol.files) or 'none'}",
         f"Byte order: {_byte_order(spec)}",
@@ -174,6 +190,7 @@ def build_page(spec: FrameSpec, protocol: Protocol) -> ProtocolPage:
             "key; a dashed arrow answers the request before it; `break` marks an answer after "
             "which the entity is gone, `alt` the answers a request may get."),
         sequences=sequences,
+        changes=changes,
     )
 
 
@@ -182,7 +199,7 @@ class _Anchors:
 
     def __init__(self) -> None:
         self.taken = {"frame-layout", "structs", "commands", "interactions", "state-machines",
-                      "sequences"}
+                      "sequences", "changes"}
 
     def make(self, base: str) -> str:
         slug = "".join(c if c.isalnum() else "-" for c in base.lower())

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 from pathlib import Path
 
 from protoframe.generator.config import Overrides, load_settings
 from protoframe.generator.diff.compare import check_lock, compare_trees, updated_lock
+from protoframe.generator.diff.docs_changes import changes_against_revision
 from protoframe.generator.diff.lock import lock_path
 from protoframe.generator.diff.report import json_report, text_report
 from protoframe.generator.diff.rules import Change
 from protoframe.generator.diff.settings import load_diff_settings
-from protoframe.generator.diff.tree import extract_revision, load_tree
+from protoframe.generator.diff.tree import load_tree
 from protoframe.generator.errors import SpecError, SpecErrors
 
 EXIT_OK, EXIT_BREAKING = 0, 1
@@ -62,12 +62,9 @@ def run(args: argparse.Namespace) -> int:
         new = load_tree(args.new, args.new.as_posix(), protocols)
         changes = compare_trees(old, new)
     elif args.against is not None:
-        shown = settings.display(settings.spec_dir)
-        new = load_tree(settings.spec_dir, shown, protocols)
-        with tempfile.TemporaryDirectory(prefix="protoframe-diff-") as tmp:
-            old_dir = extract_revision(settings.spec_dir, args.against, Path(tmp))
-            old = load_tree(old_dir, f"{args.against}:{shown}", protocols)
-        changes = compare_trees(old, new)
+        changes = changes_against_revision(settings.spec_dir,
+                                           settings.display(settings.spec_dir), args.against,
+                                           protocols)
     else:
         tree = load_tree(settings.spec_dir, settings.display(settings.spec_dir), protocols)
         if args.update_lock:

@@ -7,7 +7,7 @@ import json
 from protoframe.generator.diff.rules import SEVERITIES, Change
 from protoframe.generator.diff.settings import DiffSettings
 
-_HEADINGS = {
+HEADINGS = {
     "wire-breaking": "wire-breaking: peers on the old version misread or reject what the new "
                      "one sends (or the reverse)",
     "source-breaking": "source-breaking: peers still understand each other, but code "
@@ -28,17 +28,27 @@ def _sorted(changes: list[Change]) -> list[Change]:
                                           _position(c.new or c.old), c.rule, c.element))
 
 
-def text_report(changes: list[Change], settings: DiffSettings) -> str:
+def grouped(changes: list[Change], settings: DiffSettings) -> list[tuple[str, list[Change]]]:
+    """The changes ``settings`` does not ignore, by severity (most severe first, empty
+    severities left out), each group in a stable order: what every report lists."""
+    shown = _sorted([c for c in changes if not settings.ignored(c)])
+    groups = [(s, [c for c in shown if c.severity == s]) for s in SEVERITIES]
+    return [(s, group) for s, group in groups if group]
+
+
+def counts_line(changes: list[Change], settings: DiffSettings) -> str:
+    """``N wire-breaking, N source-breaking, N compatible, N additive (N ignored)``."""
     shown = [c for c in changes if not settings.ignored(c)]
     ignored = len(changes) - len(shown)
     counts = {s: sum(1 for c in shown if c.severity == s) for s in SEVERITIES}
-    lines = ["protoframe diff: " + ", ".join(f"{n} {s}" for s, n in counts.items())
-             + (f" ({ignored} ignored)" if ignored else "")]
-    for severity in SEVERITIES:
-        group = [c for c in _sorted(shown) if c.severity == severity]
-        if not group:
-            continue
-        lines += ["", f"{_HEADINGS[severity]}:"]
+    return (", ".join(f"{n} {s}" for s, n in counts.items())
+            + (f" ({ignored} ignored)" if ignored else ""))
+
+
+def text_report(changes: list[Change], settings: DiffSettings) -> str:
+    lines = ["protoframe diff: " + counts_line(changes, settings)]
+    for severity, group in grouped(changes, settings):
+        lines += ["", f"{HEADINGS[severity]}:"]
         for c in group:
             axes = f"wire {c.wire}, source {c.source}"
             lines.append(f"  {c.protocol}: {c.rule}: {c.message} [{axes}] "

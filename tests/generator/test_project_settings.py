@@ -185,7 +185,7 @@ def test_bad_settings_are_positioned(project: Path) -> None:
     result = run("generate", cwd=project)
     assert result.returncode == 2
     assert ("error: pyproject.toml:6:1: unknown setting 'outs' (known: spec-dir, out, docs-out, "
-            "outputs, protocols)") in result.stderr
+            "outputs, protocols, docs-changes-against)") in result.stderr
     write(project / "pyproject.toml", '[tool.protoframe]\nspec-dir = "protocols"\nout = 3\n')
     result = run("generate", cwd=project)
     assert result.returncode == 2 and "error: pyproject.toml:3:1: 'out' must be a non-empty" \

@@ -56,7 +56,7 @@ def _routes_intro(spec: FrameSpec) -> str:
                     f"{body}")
         if route.sets:
             text += " (a sender sets " + join(f"`{a.path.text}` = `{a.value}`"
-                                               for a in route.sets) + ")"
+                                              for a in route.sets) + ")"
         parts.append(text)
     return (f"`{spec.frame.name}` has no command field of its own: the spec's `commands:` "
             f"routes name the command, tried in this order: {'; '.join(parts)}. "
@@ -148,7 +148,7 @@ def _body(spec: FrameSpec, info: CommandInfo, names: ProtoNames, anchors: dict[s
             if route.payload is not None else f"`{route.part.text}`"
         if info.routed.sets:
             where += "; sent with " + join(f"`{a.path.text}` = `{a.value}`"
-                                            for a in info.routed.sets)
+                                           for a in info.routed.sets)
         return body, where
     if info.proto is not None:
         msg: MessageType = info.proto.message
@@ -191,7 +191,7 @@ def interactions_intro(spec: FrameSpec) -> list[str]:
 def requests_table(spec: FrameSpec) -> Table:
     def corr(r: Request) -> str:
         return join(f"`{c}` (frame)" if c in r.frame_correlate else code(c)
-                     for c in r.correlate) or "—"
+                    for c in r.correlate) or "—"
 
     rows = [[code(r.request), code(r.response), join(code(e) for e in r.errors) or "—",
              corr(r), f"`{r.method}()`"]

@@ -48,7 +48,7 @@ class LayoutView:
 
 
 def layout(spec: FrameSpec, s: StructDef, names: ProtoNames,
-            anchors: dict[str, str]) -> LayoutView:
+           anchors: dict[str, str]) -> LayoutView:
     rows: list[list[str]] = []
     offset: int | None = 0
     switches: list[tuple[str, Table]] = []

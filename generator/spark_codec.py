@@ -66,7 +66,7 @@ def codec(ctx: SparkContext, key: str, name: str, py_type: str, title: str,
     for c in columns:
         spark_type, arrow_type = c.types()
         spark_fields += fit_in_body("    ", "", f"StructField({q(c.name)}, {spark_type}, "
-                                       f"{c.nullable})", ",")
+                                                f"{c.nullable})", ",")
         nullable = "" if c.nullable else ", nullable=False"
         arrow_fields += fit_in_body(
             "    ", "", f"pa.field({q(c.name)}, {arrow_type}{nullable})", ",")

@@ -29,11 +29,12 @@ from tests.generator.spec_cases import (
 from tests.support.paths import ROOT
 
 GENERATOR = ROOT / "generator"
-EMITTERS = sorted([*GENERATOR.glob("*_view.py"), GENERATOR / "frame_layouts.py",
+EMITTERS = sorted({*GENERATOR.glob("*_view.py"), GENERATOR / "frame_layouts.py",
+                   *GENERATOR.glob("docs_*.py"), *GENERATOR.glob("spark_*.py"),
                    *(GENERATOR / f"frame_{m}.py" for m in ("emit", "decoder", "encoder", "length")),
                    *(GENERATOR / f"proto_{m}.py" for m in ("emit", "decoder", "encoder")),
                    GENERATOR / "codewriter.py", GENERATOR / "linefit.py",
-                   GENERATOR / "render.py"])
+                   GENERATOR / "render.py"})
 ALL_CASES = [*CASES, *(p.values[0] for p in MACHINE_CASES)]
 
 

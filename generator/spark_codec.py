@@ -1,0 +1,230 @@
+"""The row codec emitter: a type's Spark and Arrow schema constants and the bodies of its
+three functions (value -> row, row -> value, values -> Arrow struct column).
+
+Each function is straight-line code over the type's ``Column``s: every attribute is read
+once, and a column's ``Kind`` says how its values convert.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+
+from protoframe.generator.codewriter import bytes_literal, docstring, q
+from protoframe.generator.proto_emit import varint_literal
+from protoframe.generator.spark_emit import LIMIT, SparkContext, comment, fit_in_body
+from protoframe.generator.spark_kinds import Kind
+
+
+@dataclass
+class Column:
+    name: str  # column name: the field's name in the spec
+    attr: str  # constructor keyword
+    storage: str  # attribute to read
+    shape: str  # "one", "list" or "map"
+    kind: Kind
+    nullable: bool
+    where: str  # quoted "Message.field" for errors
+    number: int = 0
+    key_kind: Kind | None = None
+
+    def types(self) -> tuple[str, str]:
+        k = self.kind
+        if self.shape == "map":
+            assert self.key_kind is not None
+            return (f"MapType({self.key_kind.spark}, {k.spark}, False)",
+                    f"pa.map_(pa.field(\"key\", {self.key_kind.arrow}, nullable=False), "
+                    f"pa.field(\"value\", {k.arrow}, nullable=False))")
+        if self.shape == "list":
+            return (f"ArrayType({k.spark}, False)",
+                    f"pa.list_(pa.field(\"element\", {k.arrow}, nullable=False))")
+        return k.spark, k.arrow
+
+
+@dataclass
+class CodecView:
+    """One generated type: its schema constants and the bodies of its three functions."""
+
+    key: str  # public name of its RowCodec
+    name: str  # protobuf full name or frame struct name
+    py_type: str
+    comment: list[str]
+    schema_lines: list[str]
+    row_doc: str
+    row_lines: list[str]
+    value_doc: str
+    value_lines: list[str]
+    arrow_doc: str
+    arrow_lines: list[str]
+    public: bool = True
+
+
+def codec(ctx: SparkContext, key: str, name: str, py_type: str, title: str,
+          columns: list[Column]) -> CodecView:
+    spark_fields: list[str] = []
+    arrow_fields: list[str] = []
+    for c in columns:
+        spark_type, arrow_type = c.types()
+        spark_fields += fit_in_body("    ", "", f"StructField({q(c.name)}, {spark_type}, "
+                                                f"{c.nullable})", ",")
+        nullable = "" if c.nullable else ", nullable=False"
+        arrow_fields += fit_in_body(
+            "    ", "", f"pa.field({q(c.name)}, {arrow_type}{nullable})", ",")
+    if columns:
+        schema = [f"_SPARK_{key} = StructType([", *spark_fields, "])",
+                  f"_FIELDS_{key} = [", *arrow_fields, "]"]
+    else:
+        schema = [f"_SPARK_{key} = StructType([])", f"_FIELDS_{key}: list[Any] = []"]
+    schema.append(f"_ARROW_{key} = pa.struct(_FIELDS_{key})")
+    short = py_type.split(".", 1)[-1]
+    return CodecView(
+        key=key, name=name, py_type=py_type, comment=comment(f"The {title}."),
+        schema_lines=schema,
+        row_doc=docstring(f"The row of a {short}: field name -> row value.", "    "),
+        row_lines=row_lines(columns),
+        value_doc=docstring(f"The {short} a row holds (a dict or a pyspark Row).", "    "),
+        value_lines=value_lines(ctx, py_type, columns),
+        arrow_doc=docstring(f"An Arrow struct column of {short} values (None: null).",
+                            "    "),
+        arrow_lines=arrow_lines(key, columns),
+    )
+
+def row_lines(columns: list[Column]) -> list[str]:
+    """Body of ``_row_<key>(m)``: one dict display, reading each attribute once."""
+    pre: list[str] = []
+    items: list[str] = []
+    for c in columns:
+        k = c.kind
+        src = f"m.{c.storage}"
+        if c.shape == "map":
+            assert c.key_kind is not None
+            if c.key_kind.row == "{}" and k.row == "{}":
+                expr = f"dict({src})"
+            else:
+                pre.append(f"x_{c.attr} = {src}")
+                expr = (f"{{{c.key_kind.row.format('k')}: {k.row.format('y')} "
+                        f"for k, y in x_{c.attr}.items()}}")
+        elif c.shape == "list":
+            if k.row == "{}" and not c.nullable:
+                expr = f"list({src})"
+            else:
+                pre.append(f"x_{c.attr} = {src}")
+                expr = f"list(x_{c.attr})" if k.row == "{}" else \
+                    f"[{k.row.format('y')} for y in x_{c.attr}]"
+            if k.enum is not None:
+                expr += f" + unknown_enums(m._unknown, {c.number})"
+            if c.nullable:  # a conditional frame array
+                expr = f"None if x_{c.attr} is None else {expr}"
+        elif k.enum is not None and c.nullable:
+            pre.append(f"x_{c.attr} = {src}")
+            expr = (f"{k.row.format(f'x_{c.attr}')} if x_{c.attr} is not None "
+                    f"else unknown_enum(m._unknown, {c.number})")
+        elif k.row == "{}":
+            expr = src
+        elif c.nullable:
+            pre.append(f"x_{c.attr} = {src}")
+            expr = f"None if x_{c.attr} is None else {k.row.format(f'x_{c.attr}')}"
+        else:
+            expr = k.row.format(src)
+        items += fit_in_body("    ", f"{q(c.name)}: ", expr, ",")
+    if not items:
+        return ["return {}"]
+    return [*pre, "return {", *items, "}"]
+
+def value_lines(ctx: SparkContext, py_type: str, columns: list[Column]) -> list[str]:
+    """Body of ``_value_<key>(row)``: read each column, build the value by keyword."""
+    lines = ["r = as_mapping(row)"] if columns else []
+    args: list[str] = []
+    unknown = False
+    for c in columns:
+        k = c.kind
+        lines.append(f"v_{c.attr} = r[{q(c.name)}]")
+        var = f"v_{c.attr}"
+        if c.shape == "map":
+            assert c.key_kind is not None
+            kexpr = c.key_kind.value.format("k", where=c.where)
+            vexpr = k.value.format("y", where=c.where)
+            expr = f"{{{kexpr}: {vexpr} for k, y in map_items({var})}}"
+        elif k.enum is not None:
+            unknown = True
+            key = ctx.enum_key(k.enum)
+            ref = ctx.ref(k.enum.full_name, k.enum.py_path)
+            tag = bytes_literal(varint_literal(c.number << 3))
+            call = "closed_enums" if c.shape == "list" else "closed_enum"
+            lines += fit_in_body(
+                "", f"e_{c.attr} = ",
+                f"{call}({var}, _NUMBERS_{key}, {ref}, {tag}, unknown, {c.where})", "")
+            expr = f"e_{c.attr}"
+            if c.shape == "one" and not c.nullable:
+                expr = f"required_enum(e_{c.attr}, {c.where})"
+        elif c.shape == "list" and c.nullable:  # a conditional frame array
+            expr = f"None if {var} is None else " + (
+                f"list({var})" if k.value == "{}" else
+                f"[{k.value.format('y', where=c.where)} for y in {var}]")
+        elif c.shape == "list":
+            expr = f"list({var} or ())" if k.value == "{}" else \
+                f"[{k.value.format('y', where=c.where)} for y in {var} or ()]"
+        elif c.nullable:
+            expr = var if k.value == "{}" else \
+                f"None if {var} is None else {k.value.format(var, where=c.where)}"
+        elif k.value == "{}":
+            expr = f"required({var}, {c.where})"
+        elif "uint64_value" in k.value:  # rejects null itself
+            expr = k.value.format(var, where=c.where)
+        else:
+            expr = k.value.format(f"required({var}, {c.where})", where=c.where)
+        args += fit_in_body("    ", f"{c.attr}=", expr, ",")
+    if unknown:
+        lines.insert(1, "unknown = bytearray()")
+    if args:
+        lines += [f"value = {py_type}(", *args, ")"]
+    else:
+        lines.append(f"value = {py_type}()")
+    if unknown:
+        lines += ["if unknown:", "    value._unknown = bytes(unknown)"]
+    lines.append("return value")
+    return lines
+
+def arrow_lines(key: str, columns: list[Column]) -> list[str]:
+    """Body of ``_arrow_<key>(values)``: one list and one Arrow array per column."""
+    lines = ["rows, take = present(values)", "if not rows:",
+             f"    return null_column(len(values), _ARROW_{key})"]
+    if columns:
+        lines.append(f"fields = _FIELDS_{key}")
+    if any(c.kind.enum is not None and (c.nullable or c.shape == "list") for c in columns):
+        lines.append("unknown = [m._unknown for m in rows]")
+    arrays: list[str] = []
+    for i, c in enumerate(columns):
+        k = c.kind
+        ftype = f"fields[{i}].type"
+        lines.append(f"v_{c.attr} = [m.{c.storage} for m in rows]")
+        if c.shape == "map":
+            assert c.key_kind is not None
+            keys = c.key_kind.column.format("keys", type=f"{ftype}.key_type")
+            vals = k.column.format("items", type=f"{ftype}.item_type")
+            lines += [f"keys, items = map_entries(v_{c.attr})"]
+            expr = f"pa.MapArray.from_arrays(list_offsets(v_{c.attr}), {keys}, {vals}, " \
+                   f"type={ftype})"
+        elif c.shape == "list":
+            expr = k.lists.format(f"v_{c.attr}", type=ftype)
+            if k.enum is not None:
+                expr = expr[:-1] + f", unknown, {c.number})"
+        else:
+            expr = k.column.format(f"v_{c.attr}", type=ftype)
+            if k.enum is not None and c.nullable:
+                expr = expr[:-1] + f", unknown, {c.number})"
+        lines += fit_in_body("", f"c_{c.attr} = ", expr, "")
+        arrays.append(f"c_{c.attr}")
+    if not columns:
+        lines.append(f"return struct_array([], _FIELDS_{key}, len(rows), take)")
+        return lines
+    one = f"arrays = [{', '.join(arrays)}]"
+    if len(one) <= LIMIT:
+        lines.append(one)
+    else:
+        packed = textwrap.wrap(", ".join(arrays) + ",", width=LIMIT - 4)
+        lines += ["arrays = [", *["    " + p for p in packed], "]"]
+    lines.append("return struct_array(arrays, fields, len(rows), take)")
+    return lines
+
+

@@ -1,0 +1,197 @@
+"""How each protobuf and frame type appears in Spark rows, Spark schemas and Arrow.
+
+``TYPE_MAPPING`` is the documented mapping; it is printed into each generated module's
+docstring. ``proto_kind`` and ``frame_kind`` give the ``Kind`` of one field: its Spark and
+Arrow types and the expressions that convert its values to and from rows and columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from protoframe.generator.errors import GeneratorBug
+from protoframe.generator.frame_ir import (
+    BlocksField,
+    BoolField,
+    BytesField,
+    FrameField,
+    IntField,
+    ProtoField,
+    StringField,
+    StructDef,
+    StructField,
+    SwitchField,
+    UuidField,
+    VarintField,
+)
+from protoframe.generator.ir import EnumType, FieldType
+from protoframe.generator.naming import union_key
+from protoframe.generator.spark_emit import SparkContext
+
+TYPE_MAPPING = """\
+Type mapping (Spark type / Arrow type):
+
+    int32, sint32, sfixed32             IntegerType / int32
+    uint32, fixed32, int64, sint64,     LongType / int64
+    sfixed64
+    uint64, fixed64                     DecimalType(20, 0) / decimal128(20, 0), exact
+    bool                                BooleanType / bool
+    double, float                       DoubleType, FloatType / float64, float32
+    string, bytes                       StringType, BinaryType / string, binary
+    enum                                StringType / string: the member's name as written
+                                        in the .proto; a number the enum does not declare
+                                        is its decimal text, e.g. "7"
+    message                             StructType / struct
+    repeated T                          ArrayType(T, containsNull=False) / list
+    map<K, V>                           MapType(K, V, valueContainsNull=False) / map
+    message inside its own type         BinaryType / binary: the protobuf encoding
+    frame u8, u16, i8, i16, i32         IntegerType / int32
+    frame u32, i64                      LongType / int64
+    frame u64, varint                   DecimalType(20, 0) / decimal128(20, 0)
+    frame bool (and const markers)      BooleanType / bool
+    frame uuid                          StringType / string, canonical 8-4-4-4-12 form
+    frame bytes, string                 BinaryType, StringType / binary, string
+    frame proto, struct, blocks         StructType / struct
+    frame array                         ArrayType(T, containsNull=False) / list
+    frame switch                        StructType / struct, one nullable field per
+                                        alternative struct, exactly one of them set
+
+Nullability: required fields, repeated fields, maps, proto3 fields without ``optional`` and
+unconditional frame fields are not nullable. Optional fields (proto2 ``optional``, proto3
+``optional``, oneof members, message fields, conditional frame fields) are, and null means
+unset: an unset field is null rather than its ``[default = ...]``, so ``has_<field>()``
+survives the round trip.
+
+Why uint64 is DecimalType(20, 0): Spark has no unsigned integer type. LongType with a range
+check would fail at run time on valid values (anything from 2**63 up: ledger ids, hashes,
+bit sets), and reinterpreting the bits as signed would silently order and compare such values
+wrongly. DecimalType(20, 0) holds every uint64 exactly and orders them correctly; cast to
+long in a query where the values are known to be small.
+
+Enums: a closed (proto2) enum's decoder moves a number the enum does not declare to the
+unknown fields and leaves the field unset; the row shows that number (decimal text) in the
+field, and ``from_row`` puts it back among the unknown fields, so it is written on encode.
+Open (proto3) enums hold unknown numbers directly. Other unknown fields are not part of rows.
+
+Recursion: Spark schemas cannot contain themselves, so a message field whose type contains
+the message holding it (directly, e.g. MessageIdData.first_chunk_message_id, or through
+other messages) is BinaryType holding the field's protobuf encoding; decode it with the
+message class (or ``from_row`` does it for you).
+"""
+
+_SCALARS: dict[str, tuple[str, str]] = {  # proto scalar -> (Spark type, Arrow type)
+    "int32": ("IntegerType()", "pa.int32()"),
+    "sint32": ("IntegerType()", "pa.int32()"),
+    "sfixed32": ("IntegerType()", "pa.int32()"),
+    "uint32": ("LongType()", "pa.int64()"),
+    "fixed32": ("LongType()", "pa.int64()"),
+    "int64": ("LongType()", "pa.int64()"),
+    "sint64": ("LongType()", "pa.int64()"),
+    "sfixed64": ("LongType()", "pa.int64()"),
+    "uint64": ("DecimalType(20, 0)", "DECIMAL_20"),
+    "fixed64": ("DecimalType(20, 0)", "DECIMAL_20"),
+    "bool": ("BooleanType()", "pa.bool_()"),
+    "double": ("DoubleType()", "pa.float64()"),
+    "float": ("FloatType()", "pa.float32()"),
+    "string": ("StringType()", "pa.string()"),
+    "bytes": ("BinaryType()", "pa.binary()"),
+}
+_DECIMAL = ("DecimalType(20, 0)", "DECIMAL_20")
+
+
+@dataclass
+class Kind:
+    """How values of one type look in rows, in Spark and in Arrow.
+
+    The conversion patterns are ``str.format`` templates over one non-None value ("{}"), and
+    ``{where}`` for the quoted field name in errors; "{}" alone means "as it is".
+    """
+
+    spark: str
+    arrow: str
+    py: str  # annotation of the value in the generated class
+    row: str = "{}"  # value -> row value
+    value: str = "{}"  # row value -> value
+    column: str = "pa.array({}, {type})"  # list of values (None allowed) -> Arrow column
+    lists: str = "pa.array({}, {type})"  # list of lists of values -> Arrow list column
+    enum: EnumType | None = None  # closed enum: unknown numbers travel via unknown fields
+
+
+def proto_kind(ctx: SparkContext, t: FieldType, recursive: bool = False) -> Kind:
+    if t.kind == "enum":
+        assert t.enum is not None
+        key = ctx.enum_key(t.enum)
+        ref = ctx.ref(t.enum.full_name, t.enum.py_path)
+        names = f"_NAMES_{key}"
+        if t.enum.closed:
+            return Kind("StringType()", "pa.string()", ref, row=f"{names}[{{}}]",
+                        column=f"enum_array({{}}, {names})",
+                        lists=f"enum_lists_array({{}}, {names})", enum=t.enum)
+        return Kind("StringType()", "pa.string()", f"{ref} | int",
+                    row=f"enum_name({names}, {{}})",
+                    value=f"enum_value({{}}, _NUMBERS_{key}, {ref}, {{where}})",
+                    column=f"enum_array({{}}, {names})",
+                    lists=f"enum_lists_array({{}}, {names})")
+    if t.kind == "message":
+        assert t.message is not None
+        ref = ctx.ref(t.message.full_name, t.message.py_path)
+        if recursive:
+            return Kind("BinaryType()", "pa.binary()", ref, row="{}.encode()",
+                        value=f"{ref}.decode(binary_value({{}}))",
+                        column="encoded_array({})", lists="encoded_lists_array({})")
+        key = ctx.keys[t.message.full_name]
+        return struct_kind(key, ref)
+    spark, arrow = _SCALARS[t.kind]
+    py = {"bool": "bool", "double": "float", "float": "float", "string": "str",
+          "bytes": "bytes"}.get(t.kind, "int")
+    if arrow == "DECIMAL_20":
+        return decimal_kind()
+    if t.kind == "bytes":
+        return Kind(spark, arrow, py, value="binary_value({})")
+    return Kind(spark, arrow, py)
+
+
+
+def decimal_kind() -> Kind:
+    return Kind(*_DECIMAL, "int", row="Decimal({})", value="uint64_value({}, {where})",
+                column="uint64_array({}, {type})", lists="uint64_array({}, {type})")
+
+
+def struct_kind(key: str, py: str) -> Kind:
+    return Kind(f"_SPARK_{key}", f"_ARROW_{key}", py, row=f"_row_{key}({{}})",
+                value=f"_value_{key}({{}})", column=f"_arrow_{key}({{}})",
+                lists=f"list_array({{}}, _arrow_{key}, {{type}})")
+
+
+def frame_kind(ctx: SparkContext, owner: StructDef, f: FrameField) -> Kind:
+    if f.marker:
+        return Kind("BooleanType()", "pa.bool_()", "bool")
+    match f:
+        case IntField(width=8, signed=False):
+            return decimal_kind()
+        case IntField(width=width, signed=signed):
+            if width < 4 or (width == 4 and signed):
+                return Kind("IntegerType()", "pa.int32()", "int")
+            return Kind("LongType()", "pa.int64()", "int")
+        case VarintField():
+            return decimal_kind()
+        case BoolField():
+            return Kind("BooleanType()", "pa.bool_()", "bool")
+        case UuidField():
+            return Kind("StringType()", "pa.string()", "UUID", row="str({})",
+                        value="UUID({})", column="text_array({})",
+                        lists="text_lists_array({})")
+        case BytesField():
+            return Kind("BinaryType()", "pa.binary()", "bytes", value="binary_value({})")
+        case StringField():
+            return Kind("StringType()", "pa.string()", "str")
+        case ProtoField(message=message) if message is not None:
+            return proto_kind(ctx, FieldType("message", message=message))
+        case StructField(struct=held) | BlocksField(struct=held) if held is not None:
+            return struct_kind(ctx.keys[held.name], f"frames.{held.name}")
+        case SwitchField():
+            key = union_key(owner.name, f.name)
+            return struct_kind(key, f"_{key}_T")
+    raise GeneratorBug(f"spark.py: frame field kind {f.kind!r} has no Spark mapping",
+                       str(f.location))
+

@@ -32,7 +32,7 @@ from protoframe.clients.pravega import (
 )
 from protoframe.clients.pravega.controller import segment_name
 from tests.support.peer_clients import needs_pravega
-from tests.support.pravega_peer import PEER_TIMEOUT, run, run_peer
+from tests.support.pravega_peer import PEER_TIMEOUT, read_group, run
 from tests.support.pravega_streams import create_stream, write_keyed
 
 pytestmark = needs_pravega
@@ -82,7 +82,7 @@ def by_key(events: list[bytes]) -> dict[str, list[int]]:
     return out
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(180)  # a stall and a second read_group, up to PEER_TIMEOUT each
 @pytest.mark.parametrize(("before", "after"), [(1, 2), (2, 1)])
 def test_real_reader_group_follows_a_scale_in_order_per_key(before: int, after: int) -> None:
     async def scenario(store: EmbeddedSegmentStore, controller: ControllerServer) -> None:
@@ -97,7 +97,7 @@ def test_real_reader_group_follows_a_scale_in_order_per_key(before: int, after: 
             ranges = [(name, n / after, (n + 1) / after) for n, name in enumerate(new)]
             written += await write_keyed(connection, ranges,
                                          [(k, s) for s in range(3, 6) for k in KEYS])
-        result = await run_peer(uri, {
+        result = await read_group(uri, {
             "kind": "read_group", "scope": "interop", "stream": "scaled", "group": "g",
             "count": len(written), "seconds": 20})
         read = [bytes.fromhex(e) for e in result["events"]]
@@ -110,7 +110,7 @@ def test_real_reader_group_follows_a_scale_in_order_per_key(before: int, after: 
     run(scenario)
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(180)  # a stall and a second read_group, up to PEER_TIMEOUT each
 def test_real_reader_group_starts_at_a_cut_our_controller_truncated_after_a_scale() -> None:
     async def scenario(store: EmbeddedSegmentStore, controller: ControllerServer) -> None:
         uri = controller.uri
@@ -130,7 +130,7 @@ def test_real_reader_group_starts_at_a_cut_our_controller_truncated_after_a_scal
                 kept += [e.data for e in events[len(events) // 3:]]
             await truncate_stream(uri, StreamCut("interop", "cut", cut))
         assert store.table.get(first) is None
-        result = await run_peer(uri, {
+        result = await read_group(uri, {
             "kind": "read_group", "scope": "interop", "stream": "cut", "group": "g",
             "count": len(kept), "seconds": 15})
         read = [bytes.fromhex(e) for e in result["events"]]

@@ -9,7 +9,6 @@ them) reuse them.
 from __future__ import annotations
 
 import logging
-import struct
 from abc import abstractmethod
 from dataclasses import dataclass
 
@@ -30,16 +29,6 @@ from protoframe.generated.pulsar.pulsar_api import (
     CommandFlow,
     CommandGetLastMessageId,
     CommandGetLastMessageIdResponse,
-    CommandGetOrCreateSchema,
-    CommandGetOrCreateSchemaResponse,
-    CommandGetSchema,
-    CommandGetSchemaResponse,
-    CommandGetTopicsOfNamespace,
-    CommandGetTopicsOfNamespaceResponse,
-    CommandLookupTopic,
-    CommandLookupTopicResponse,
-    CommandPartitionedTopicMetadata,
-    CommandPartitionedTopicMetadataResponse,
     CommandPing,
     CommandPong,
     CommandProducer,
@@ -60,9 +49,10 @@ from protoframe.generated.pulsar.pulsar_api import (
 
 from .entries import Entry
 from .limits import MAX_MESSAGE_SIZE, LimitExceeded, check_int64
+from .lookups import SCHEMA_VERSION_0, LookupAnswers
 from .state import BrokerState
 from .subscriptions import KEY_HASH_RANGE, Consumer, ConsumerBusy, SubType, words_for
-from .topics import UINT64_MASK, InvalidTopicName, Topic, normalize_topic
+from .topics import UINT64_MASK, Topic
 from .unsupported import UnsupportedRequests
 from .wire import RawFrame
 
@@ -78,7 +68,6 @@ FRAME_PADDING = 10 * 1024
 MAX_PROTOCOL_VERSION = PROTOCOL_VERSION  # the newest of the spec's ProtocolVersion
 SERVER_VERSION = "protoframe-broker-0.1"
 NO_REQUEST = UINT64_MASK  # request id of broker-initiated closes (-1 as the Java broker sends)
-_SCHEMA_VERSION_0 = struct.pack(">q", 0)
 
 
 @dataclass(eq=False)
@@ -89,7 +78,7 @@ class Producer:
     closing: bool = False  # CLOSE_PRODUCER received; SUCCESS follows the pending receipts
 
 
-class Commands(UnsupportedRequests, PulsarHooks):
+class Commands(LookupAnswers, UnsupportedRequests, PulsarHooks):
     """The command hooks of one connection's session, given to its ``PulsarProtocol``; the I/O
     is the subclass's. Every request gets an answer: the ones this broker does not serve get an
     error from ``UnsupportedRequests``."""
@@ -143,17 +132,6 @@ class Commands(UnsupportedRequests, PulsarHooks):
         self._emit(BaseCommand(type_=Type.SEND_ERROR, send_error=CommandSendError(
             producer_id=producer_id, sequence_id=sequence_id, error=error, message=message)))
 
-    def _topic_name(self, name: str) -> tuple[str | None, str]:
-        """The fully qualified name of a topic, or None and why it is refused."""
-        try:
-            full = normalize_topic(name)
-            self.broker.limits.check_name("topic name", full)
-        except InvalidTopicName:
-            return None, f"invalid topic name {name!r}"
-        except LimitExceeded as exc:
-            return None, f"invalid topic name: {exc}"
-        return full, ""
-
     # --- connection ------------------------------------------------------------------------
 
     def on_connect(self, body: CommandConnect, frame: frames.Frame) -> None:
@@ -166,58 +144,6 @@ class Commands(UnsupportedRequests, PulsarHooks):
 
     def on_ping(self, body: CommandPing, frame: frames.Frame) -> None:
         self._emit(BaseCommand(type_=Type.PONG, pong=CommandPong()))
-
-    # --- lookups ---------------------------------------------------------------------------
-
-    def on_partitioned_metadata(self, body: CommandPartitionedTopicMetadata,
-                                frame: frames.Frame) -> None:
-        LookupType = CommandPartitionedTopicMetadataResponse.LookupType
-        name, refusal = self._topic_name(body.topic)
-        if name is None:
-            answer = CommandPartitionedTopicMetadataResponse(
-                request_id=body.request_id, response=LookupType.Failed,
-                error=ServerError.InvalidTopicName, message=refusal)
-        else:
-            answer = CommandPartitionedTopicMetadataResponse(
-                request_id=body.request_id, response=LookupType.Success,
-                partitions=self.broker.partitions_of(name))
-        self._emit(BaseCommand(type_=Type.PARTITIONED_METADATA_RESPONSE,
-                               partitionMetadataResponse=answer))
-
-    def on_lookup(self, body: CommandLookupTopic, frame: frames.Frame) -> None:
-        LookupType = CommandLookupTopicResponse.LookupType
-        name, refusal = self._topic_name(body.topic)
-        if name is None:
-            answer = CommandLookupTopicResponse(
-                request_id=body.request_id, response=LookupType.Failed,
-                error=ServerError.InvalidTopicName, message=refusal)
-        else:
-            # This broker owns every topic: connect here (at the address the client used).
-            answer = CommandLookupTopicResponse(
-                request_id=body.request_id, response=LookupType.Connect,
-                brokerServiceUrl=self.service_url, authoritative=True)
-        self._emit(BaseCommand(type_=Type.LOOKUP_RESPONSE, lookupTopicResponse=answer))
-
-    def on_get_topics_of_namespace(self, body: CommandGetTopicsOfNamespace,
-                                   frame: frames.Frame) -> None:
-        self._emit(BaseCommand(
-            type_=Type.GET_TOPICS_OF_NAMESPACE_RESPONSE,
-            getTopicsOfNamespaceResponse=CommandGetTopicsOfNamespaceResponse(
-                request_id=body.request_id,
-                topics=self.broker.topics_of_namespace(body.namespace))))
-
-    def on_get_schema(self, body: CommandGetSchema, frame: frames.Frame) -> None:
-        self._emit(BaseCommand(type_=Type.GET_SCHEMA_RESPONSE, getSchemaResponse=(
-            CommandGetSchemaResponse(request_id=body.request_id,
-                                     error_code=ServerError.TopicNotFound,
-                                     error_message="this broker keeps no schemas"))))
-
-    def on_get_or_create_schema(self, body: CommandGetOrCreateSchema,
-                                frame: frames.Frame) -> None:
-        self._emit(BaseCommand(
-            type_=Type.GET_OR_CREATE_SCHEMA_RESPONSE,
-            getOrCreateSchemaResponse=CommandGetOrCreateSchemaResponse(
-                request_id=body.request_id, schema_version=_SCHEMA_VERSION_0)))
 
     # --- producers -------------------------------------------------------------------------
 
@@ -247,7 +173,7 @@ class Commands(UnsupportedRequests, PulsarHooks):
             request_id=body.request_id, producer_name=producer_name,
             last_sequence_id=topic.dedup.last_sequence_id(producer_name))
         if body.schema is not None:
-            answer.schema_version = _SCHEMA_VERSION_0
+            answer.schema_version = SCHEMA_VERSION_0
         self._emit(BaseCommand(type_=Type.PRODUCER_SUCCESS, producer_success=answer))
 
     def on_send(self, body: CommandSend, frame: frames.Frame) -> None:

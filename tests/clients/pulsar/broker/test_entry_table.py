@@ -10,6 +10,7 @@ import tracemalloc
 from pathlib import Path
 
 from protoframe.clients.pulsar.broker.entries import Entry, EntryTable, key_hash
+from protoframe.clients.pulsar.broker.payload_cache import PayloadCache
 from protoframe.clients.pulsar.broker.state import BrokerState
 from protoframe.clients.pulsar.broker.storage import FileStorage
 from protoframe.clients.pulsar.broker.topics import Topic
@@ -126,3 +127,21 @@ def test_keys_survive_compactions_that_read_them_from_the_log(tmp_path: Path) ->
                 for seq, key in enumerate(keys)]
     assert asyncio.run(restart()) == expected
     assert asyncio.run(restart()) == expected
+
+
+def test_the_payload_cache_counts_what_its_items_cost() -> None:
+    capacity = 4 * 1024 * 1024
+    cache = PayloadCache(capacity)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for index in range(100_000):  # far more small payloads than fit
+            cache.put(1_000_000_000 + index * 200, index.to_bytes(8, "little") * 16)
+        used = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert 0 < cache.size <= capacity
+    assert used <= capacity * 1.1, f"{used} bytes for a cache of {capacity}"
+    assert cache.get(1_000_000_000 + 99_999 * 200) is not None  # the newest are kept
+    assert cache.get(1_000_000_000) is None

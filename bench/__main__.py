@@ -14,7 +14,7 @@ import time
 # Short names, in the order they run; the module for NAME is bench.bench_NAME.
 BENCHMARKS: tuple[str, ...] = (
     "protobuf", "imports", "frames", "instructions", "spark_decode", "client", "spark_source",
-    "broker", "broker_abuse",
+    "broker", "broker_abuse", "broker_reads",
 )
 
 

@@ -8,9 +8,15 @@ on the same directory. Reported: the broker's resident set (``VmRSS`` from ``/pr
 the backlog, and once recovered; its peak (``VmHWM``) during the recovery run; the time to fill
 and the time from starting the process until it listens again (recovery plus imports).
 
-``BENCH_BROKER_BEFORE`` names the import root of another checkout (a directory holding
-``protoframe/``, e.g. an older clone): the same run is made with its broker first, for a
-before/after table. Payload cache of the new broker: ``BENCH_BROKER_CACHE_MB`` (default 32).
+Then a consumer drains the backlog from the restarted broker (payloads read back from the log,
+most of them past the payload cache): ``drain s``, and the RSS once drained.
+
+``BENCH_BROKER_MESSAGE`` (bytes, default 1024) and ``BENCH_BROKER_PER_ENTRY`` (default 10) set
+the shape: many small entries (e.g. 100 bytes, 1 per entry) measure what the broker holds per
+entry rather than per byte. ``BENCH_BROKER_BEFORE`` names the import root of another checkout (a
+directory holding ``protoframe/``, e.g. an older clone): the same run is made with its broker
+first, for a before/after table. Payload cache of the new broker: ``BENCH_BROKER_CACHE_MB``
+(default 32).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from protoframe.generated.pulsar import frames
 from protoframe.generated.pulsar.pulsar_api import (
     BaseCommand,
     CommandConnect,
+    CommandFlow,
     CommandProducer,
     CommandSend,
     CommandSubscribe,
@@ -40,8 +47,8 @@ Type = BaseCommand.Type
 MB = int(os.environ.get("BENCH_BROKER_MB", "200"))
 CACHE_MB = os.environ.get("BENCH_BROKER_CACHE_MB", "32")
 BEFORE = os.environ.get("BENCH_BROKER_BEFORE", "")
-MESSAGE = 1024
-PER_ENTRY = 10
+MESSAGE = int(os.environ.get("BENCH_BROKER_MESSAGE", "1024"))
+PER_ENTRY = int(os.environ.get("BENCH_BROKER_PER_ENTRY", "10"))
 BURST = 200  # entries sent before waiting for their receipts
 READY = "listening on "
 
@@ -95,7 +102,8 @@ async def _expect(reader: asyncio.StreamReader, decoder: frames.StreamDecoder,
         raise RuntimeError(f"expected {kind.name}, got {frame.command!r}")
 
 
-async def _fill(url: str, entries: int) -> None:
+async def _connect(url: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter,
+                                      frames.StreamDecoder, list[frames.Frame]]:
     host, port = url.removeprefix("pulsar://").rsplit(":", 1)
     reader, writer = await asyncio.open_connection(host, int(port))
     decoder, pending = frames.StreamDecoder(), list[frames.Frame]()
@@ -106,6 +114,25 @@ async def _fill(url: str, entries: int) -> None:
         topic="backlog", subscription="held", subType=CommandSubscribe.SubType.Exclusive,
         consumer_id=1, request_id=1)))
     await _expect(reader, decoder, pending, Type.SUCCESS)
+    return reader, writer, decoder, pending
+
+
+async def _drain(url: str, entries: int) -> None:
+    """Receive the whole backlog (without acknowledging it)."""
+    reader, writer, decoder, pending = await _connect(url)
+    await _command(writer, BaseCommand(type_=Type.FLOW, flow=CommandFlow(
+        consumer_id=1, messagePermits=entries * PER_ENTRY)))
+    received = sum(1 for f in pending if f.command.type_ == Type.MESSAGE)
+    while received < entries:
+        data = await asyncio.wait_for(reader.read(1 << 18), 120)
+        if not data:
+            raise ConnectionError("closed by the broker")
+        received += sum(1 for f in decoder.feed(data) if f.command.type_ == Type.MESSAGE)
+    writer.close()
+
+
+async def _fill(url: str, entries: int) -> None:
+    reader, writer, decoder, pending = await _connect(url)
     await _command(writer, BaseCommand(type_=Type.PRODUCER, producer=CommandProducer(
         topic="backlog", producer_id=1, request_id=2, producer_name="bench")))
     await _expect(reader, decoder, pending, Type.PRODUCER_SUCCESS)
@@ -119,7 +146,10 @@ async def _fill(url: str, entries: int) -> None:
                 producer_id=1, sequence_id=seq, num_messages=PER_ENTRY)),
             payload=frames.Payload(metadata=MessageMetadata(
                 producer_name="bench", sequence_id=seq, publish_time=1,
-                num_messages_in_batch=PER_ENTRY), data=batch)).encode()
+                num_messages_in_batch=PER_ENTRY), data=batch)
+            if PER_ENTRY > 1 else frames.Payload(metadata=MessageMetadata(
+                producer_name="bench", sequence_id=seq, publish_time=1),
+                data=b"x" * MESSAGE)).encode()
             for seq in range(start, start + count)))
         await writer.drain()
         for _ in range(count):
@@ -141,18 +171,23 @@ def _run(label: str, root: str, extra: list[str]) -> dict[str, float]:
         log_mb = sum(f.stat().st_size for f in data_dir.iterdir() if f.is_file()) / 2**20
         restarted = _Broker(root, data_dir, extra)
         recovered, peak = restarted.rss(), restarted.rss("VmHWM")
+        started = time.perf_counter()
+        asyncio.run(_drain(restarted.url, entries))
+        drained = time.perf_counter() - started
+        after_drain = restarted.rss()
         restarted.stop()
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
-    row = {"log MB": log_mb, "idle MB": idle / 1024, "backlog MB": full / 1024,
-           "fill s": filled, "restart s": restarted.ready_s, "recovered MB": recovered / 1024,
-           "restart peak MB": peak / 1024}
+    row = {"entries": entries, "log MB": log_mb, "idle MB": idle / 1024,
+           "backlog MB": full / 1024, "fill s": filled, "restart s": restarted.ready_s,
+           "recovered MB": recovered / 1024, "restart peak MB": peak / 1024,
+           "drain s": drained, "drained MB": after_drain / 1024}
     print(f"{label:>7}: " + ", ".join(f"{k} {v:.1f}" for k, v in row.items()), flush=True)
     return row
 
 
 def main() -> None:
-    print(f"backlog: {MB} MB of 1 KB messages, {PER_ENTRY} per entry, held by one "
+    print(f"backlog: {MB} MB of {MESSAGE}-byte messages, {PER_ENTRY} per entry, held by one "
           f"subscription", flush=True)
     if BEFORE:
         _run("before", BEFORE, [])

@@ -47,11 +47,11 @@ from protoframe.generated.pulsar.pulsar_api import (
     ServerError,
 )
 
-from .entries import Entry
+from .entries import KEY_HASH_RANGE, Entry
 from .limits import MAX_MESSAGE_SIZE, LimitExceeded, check_int64
 from .lookups import SCHEMA_VERSION_0, LookupAnswers
 from .state import BrokerState
-from .subscriptions import KEY_HASH_RANGE, Consumer, ConsumerBusy, SubType, words_for
+from .subscriptions import Consumer, ConsumerBusy, SubType, words_for
 from .topics import UINT64_MASK, Topic
 from .unsupported import UnsupportedRequests
 from .wire import RawFrame

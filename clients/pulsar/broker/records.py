@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from . import logframes as lf
-from .entries import Entry
+from .entries import Entry, EntryTable
 from .subscriptions import Subscription, mask_to_words, words_to_mask
 from .topics import Topic
 
@@ -246,8 +246,9 @@ class RecordCheck(lf.EntryCheck):
         return None
 
 
-# A compaction record: a whole body, or an entry's head with the entry whose payload follows.
-SnapshotItem = bytes | tuple[bytes, Entry]
+# A compaction record: a whole body, or an entry's head with the entry whose payload follows
+# and the table that holds it.
+SnapshotItem = bytes | tuple[bytes, Entry, EntryTable]
 
 ENCODING_ERRORS = (struct.error, ValueError, OverflowError, UnicodeEncodeError)
 
@@ -262,7 +263,7 @@ def snapshot_bodies(topics: Iterable[Topic], partitioned: dict[str, int]) -> Ite
         yield from encode_dedup(topic)
         for entry in topic.entries:
             if entry is not None:
-                yield entry_head(topic, entry, "", 0, 0), entry
+                yield entry_head(topic, entry, "", 0, 0), entry, topic.entries
         for sub in topic.subscriptions.values():
             if sub.durable:
                 yield encode_cursor(sub)

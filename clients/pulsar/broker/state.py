@@ -278,12 +278,14 @@ class BrokerState:
                     continue
                 if record.entry_id < topic.next_entry_id:
                     continue
-                topic.add(Entry.in_log(record.entry_id, self.storage, record.payload_offset,
-                                       record.payload_size, record.num_messages,
-                                       record.is_batch, record.publish_time, record.key)
-                          if record.payload_offset >= 0 else
-                          Entry(record.entry_id, record.payload, record.num_messages,
-                                record.is_batch, record.publish_time, record.key), holes=True)
+                if record.payload_offset >= 0:
+                    topic.add_stored(record.entry_id, self.storage, record.payload_offset,
+                                     record.payload_size, record.num_messages, record.is_batch,
+                                     record.publish_time, record.key)
+                else:
+                    topic.add(Entry(record.entry_id, record.payload, record.num_messages,
+                                    record.is_batch, record.publish_time, record.key),
+                              holes=True)
                 topic.durable_id = record.entry_id
                 if record.producer_name:
                     topic.dedup.record(record.producer_name, record.first_sequence_id,
@@ -349,7 +351,7 @@ class BrokerState:
             ids = damaged.get(topic.ledger_id, [])
             plausible = [i for i in ids if last < i <= last + len(ids)]
             reached = max([named.get(topic.ledger_id, -1), *plausible])
-            lost = [topic.first_id + i for i, e in enumerate(topic.entries) if e is None]
+            lost = topic.entries.hole_ids()
             if reached > last:
                 topic.reserve_to(reached)
                 lost += range(last + 1, reached + 1)

@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import heapq
 import struct
-import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from protoframe.generated.pulsar.pulsar_api import CommandSubscribe
 
-from .entries import Entry, EntryLog
+from .entries import KEY_HASH_RANGE, Entry, EntryLog
 
 SubType = CommandSubscribe.SubType
-KEY_HASH_RANGE = 65536
 _WORD = (1 << 64) - 1
 
 
@@ -81,10 +79,6 @@ def mask_to_words(mask: int) -> list[int]:
     """The ack-set words of a bit set, as int64, with no trailing zero words."""
     count = words_for(mask.bit_length())
     return list(struct.unpack(f"<{count}q", mask.to_bytes(8 * count, "little")))
-
-
-def key_hash(key: bytes) -> int:
-    return zlib.crc32(key) % KEY_HASH_RANGE
 
 
 class Subscription:
@@ -207,15 +201,13 @@ class Subscription:
             entry = self._peek_entry()
             if entry is None:
                 return
-            consumer = self._consumer_for_key(entry.key)
+            consumer = self._consumer_for_slot(entry.key_hash)
             if consumer is None or not consumer.ready:
                 return  # keep per-key order: wait for that consumer's permits (or buffer)
-            taken = self._next_entry()
-            assert taken is entry
+            self._take(entry)
             self._deliver(consumer, entry)
 
-    def _consumer_for_key(self, key: bytes) -> Consumer | None:
-        slot = key_hash(key)
+    def _consumer_for_slot(self, slot: int) -> Consumer | None:
         for consumer in self.consumers:
             for start, end in consumer.hash_ranges:
                 if start <= slot <= end:
@@ -249,14 +241,17 @@ class Subscription:
 
     def _next_entry(self) -> Entry | None:
         entry = self._peek_entry()
-        if entry is None:
-            return None
+        if entry is not None:
+            self._take(entry)
+        return entry
+
+    def _take(self, entry: Entry) -> None:
+        """Move past the entry ``_peek_entry`` gave."""
         if self._replay and self._replay[0] == entry.entry_id:
             heapq.heappop(self._replay)
             self._replay_set.discard(entry.entry_id)
         else:
             self.read_pos = entry.entry_id + 1
-        return entry
 
     def _deliver(self, consumer: Consumer, entry: Entry) -> None:
         entry_id = entry.entry_id

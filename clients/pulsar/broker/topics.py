@@ -1,11 +1,11 @@
-"""Topic names and topics: the entries a topic holds, in memory, in publish order."""
+"""Topic names and topics: the entries a topic holds (``entries.EntryTable``), in publish order."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from .dedup import DedupState
-from .entries import Entry
+from .entries import Entry, EntryTable, PayloadSource
 from .subscriptions import Subscription
 
 PARTITION_SUFFIX = "-partition-"
@@ -79,9 +79,8 @@ class Topic:
 
     name: str
     ledger_id: int
-    # None stands for an entry lost to damage in the log (repaired): ids stay positions.
-    entries: list[Entry | None] = field(default_factory=list)
-    first_id: int = 0  # entry id of entries[0]; older entries were trimmed
+    # Holes (None) stand for entries lost to damage in the log (repaired): ids stay positions.
+    entries: EntryTable = field(default_factory=EntryTable)
     next_entry_id: int = 0
     durable_id: int = NO_ENTRY  # highest entry id that is persisted, so dispatchable
     subscriptions: dict[str, Subscription] = field(default_factory=dict)
@@ -97,6 +96,15 @@ class Topic:
     def __post_init__(self) -> None:
         self.partition = partition_index(self.name)
 
+    @property
+    def first_id(self) -> int:
+        """Entry id of ``entries[0]``; older entries were trimmed."""
+        return self.entries.first_id
+
+    @first_id.setter
+    def first_id(self, value: int) -> None:
+        self.entries.first_id = value
+
     def append(self, payload: bytes, num_messages: int, is_batch: bool, publish_time: int,
                key: bytes, entry_id: int | None = None) -> Entry:
         """Add an entry with the next id (or with ``entry_id``, when replaying the log)."""
@@ -105,47 +113,58 @@ class Topic:
         self.add(entry)
         return entry
 
+    def _place(self, entry_id: int, holes: bool) -> None:
+        """Check that ``entry_id`` may come next and leave the holes before it."""
+        if entry_id < self.next_entry_id or (
+                len(self.entries) and entry_id != self.next_entry_id and not holes):
+            raise ValueError(f"{self.name}: entry {entry_id} out of order, "
+                             f"expected {self.next_entry_id}")
+        if not len(self.entries):
+            self.first_id = entry_id
+        else:
+            self.entries.extend_holes(entry_id - self.next_entry_id)
+
     def add(self, entry: Entry, *, holes: bool = False) -> None:
         """Add a built entry; with ``holes`` (a repaired log) missing ids before it are kept
         as gaps that nothing is delivered from."""
-        entry_id = entry.entry_id
-        if entry_id < self.next_entry_id or (
-                self.entries and entry_id != self.next_entry_id and not holes):
-            raise ValueError(f"{self.name}: entry {entry_id} out of order, "
-                             f"expected {self.next_entry_id}")
-        if not self.entries:
-            self.first_id = entry_id
-        else:
-            self.entries.extend([None] * (entry_id - self.next_entry_id))
+        self._place(entry.entry_id, holes)
         self.entries.append(entry)
         self.size += entry.size
+        self.next_entry_id = entry.entry_id + 1
+
+    def add_stored(self, entry_id: int, source: PayloadSource, offset: int, size: int,
+                   num_messages: int, is_batch: bool, publish_time: int, key: bytes) -> None:
+        """Add an entry read back from the log (recovery), missing ids before it as holes."""
+        self._place(entry_id, True)
+        self.entries.append_stored(source, offset, size, num_messages, is_batch, publish_time,
+                                   key)
+        self.size += size
         self.next_entry_id = entry_id + 1
+
+    def stored(self, entry_id: int, source: PayloadSource, offset: int) -> None:
+        """An entry's payload was written at ``offset``: it is read back from there now."""
+        self.entries.stored(entry_id, source, offset)
 
     def forget(self, entry_id: int) -> None:
         """An entry that could not be written: its id stays used, and nothing is served."""
         self.failed_ids.add(entry_id)
         index = entry_id - self.first_id
-        if 0 <= index < len(self.entries):
-            entry = self.entries[index]
-            if entry is not None:
-                self.size -= entry.size
-                self.entries[index] = None
+        if 0 <= index < len(self.entries) and not self.entries.is_hole(index):
+            self.size -= self.entries.size_at(index)
+            self.entries[index] = None
 
     def reserve_to(self, entry_id: int) -> None:
         """Number new entries after ``entry_id`` (ids up to it were lost to log damage)."""
         if entry_id < self.next_entry_id:
             return
-        if not self.entries:
+        if not len(self.entries):
             self.skip_to(entry_id + 1)
             return
-        self.entries.extend([None] * (entry_id + 1 - self.next_entry_id))
+        self.entries.extend_holes(entry_id + 1 - self.next_entry_id)
         self.next_entry_id = entry_id + 1
 
     def entry(self, entry_id: int) -> Entry | None:
-        index = entry_id - self.first_id
-        if 0 <= index < len(self.entries):
-            return self.entries[index]
-        return None
+        return self.entries.get(entry_id)
 
     @property
     def last_id(self) -> int:
@@ -154,42 +173,41 @@ class Topic:
 
     @property
     def first_available_id(self) -> int:
-        return self.first_id if self.entries else self.next_entry_id
+        return self.first_id if len(self.entries) else self.next_entry_id
 
     def skip_to(self, next_entry_id: int) -> None:
         """Continue numbering at ``next_entry_id`` (a topic whose entries were all trimmed)."""
-        if next_entry_id > self.next_entry_id and not self.entries:
+        if next_entry_id > self.next_entry_id and not len(self.entries):
             self.next_entry_id = self.first_id = next_entry_id
             self.durable_id = next_entry_id - 1
 
     def find_by_publish_time(self, timestamp: int) -> int:
         """Id of the first entry published at or after ``timestamp`` (ms)."""
-        for entry in self.entries:
-            if entry is not None and entry.publish_time >= timestamp:
-                return entry.entry_id
-        return self.next_entry_id
+        index = self.entries.first_published_at(timestamp)
+        return self.next_entry_id if index < 0 else self.first_id + index
 
     def trim(self, *, force: bool = False) -> int:
         """Drop the oldest entries every subscription has acknowledged while the topic holds
         more than ``retention_bytes``; return how many were dropped.
 
         A topic without subscriptions keeps everything, so that a later subscriber starting at
-        Earliest sees what was published before it came. Trimming shifts the list, so unless
+        Earliest sees what was published before it came. Trimming shifts the columns, so unless
         ``force`` it waits until there is a worthwhile number of entries to drop.
         """
-        if self.size <= self.retention_bytes or not self.subscriptions or not self.entries:
+        entries = self.entries
+        if self.size <= self.retention_bytes or not self.subscriptions or not len(entries):
             return 0
         upto = min(sub.mark_delete for sub in self.subscriptions.values())
         excess = self.size - self.retention_bytes
         count = dropped = 0
-        for index, entry in enumerate(self.entries):
+        for index in range(len(entries)):
             if self.first_id + index > upto or dropped >= excess:
                 break
-            dropped += entry.size if entry is not None else 0
+            dropped += entries.size_at(index)
             count += 1
-        if count == 0 or (not force and count < 256 and count < len(self.entries)):
+        if count == 0 or (not force and count < 256 and count < len(entries)):
             return 0
-        del self.entries[:count]
+        del entries[:count]
         self.first_id += count
         self.size -= dropped
         return count

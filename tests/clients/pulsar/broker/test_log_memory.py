@@ -1,6 +1,7 @@
 """A backlog costs disk, not memory (issue 18, failure 7): the broker keeps only where each
-persisted entry is in the log (about 250 bytes per entry) and reads payloads back through a
-bounded cache; recovery streams the log. Measured from /proc in a child broker process.
+persisted entry is in the log (about 32 bytes per entry: ``entries.EntryTable``) and reads
+payloads back through a bounded cache; recovery streams the log. Measured from /proc in a
+child broker process.
 
 Scaled down from the issue's 200,000 messages to 50,000 (1 KB each, 50 MB of payload) to stay
 short; the bound is 32 MB of RSS growth, with the payload cache set to 4 MB. The code before

@@ -2,12 +2,15 @@
 --data-dir, with the official client and with ours (issue 18).
 
 A seeded schedule (``PROTOFRAME_KILL_SEED``; ``PROTOFRAME_KILL_ROUNDS`` rounds per kind, for a
-long campaign) of rounds on one data directory, the same schedule for each client. First a
-backlog of a few thousand small entries is written, so that recovering the log takes
-measurable time. Then each round starts the broker (a free port each time) and SIGKILLs it:
+long campaign) of rounds on one data directory, the same schedule for each client. It starts
+from a backlog of a few thousand one-message entries, so that recovering the log takes
+measurable time. Each round starts the broker on a free port (unless the last round left it
+running) and SIGKILLs it:
 
 * ``produce``: at a random moment while a producer streams batches (a window of sends in
-  flight, the same producer name every round, so its de-duplication state is recovered too);
+  flight, the same producer name every round). The broker then comes back on the same port;
+  the producer, still open, reconnects and resends what had no receipt, which the broker's
+  de-duplication, recovered from the log, must store once;
 * ``consume``: at a random moment while a consumer of the durable subscription receives and
   acknowledges, closing and re-subscribing after a random number of acknowledgements;
 * ``recovery``: at a random moment after the process opened its log to recover it (seen in
@@ -17,22 +20,27 @@ At the end the broker starts once more, and a fresh subscription and the durable
 drained. What is checked, with the guarantees it rests on:
 
 * A send is acknowledged when its receipt arrived; the broker sends it after the entry is
-  fsynced (Pulsar: after the bookies' ack quorum). Every acknowledged message is stored, once.
-  Nothing is stored that was not sent, and what one producer session stored is a prefix of
-  what it sent, in order (a kill cuts the log, it does not reorder it); a message sent without
-  a receipt may or may not be there.
+  fsynced (Pulsar: after the bookies' ack quorum). Every acknowledged message is stored, and
+  no message is stored twice (the producer's resends are de-duplicated, as by Pulsar with
+  de-duplication on; the embedded broker always has it). Nothing is stored that was not sent,
+  and what one producer session stored is a prefix of what it sent, in order (a kill cuts the
+  log, it does not reorder it, and nothing is sent after it); a message that never got a
+  receipt may or may not be there.
 * Acknowledging a message is fire-and-forget in Pulsar (the client groups acks; the broker
   persists the cursor later): a crash may lose acknowledgements, and then the messages are
-  delivered again. That is allowed. But a consumer's close is answered only once its
-  acknowledgements are on disk, so a message acknowledged before a close that returned
-  before the kill must never be delivered to the subscription again; nor may one consumer
-  get one message twice without a redelivery. Every stored message never acknowledged is
-  still in the durable subscription at the end.
+  delivered again. That is allowed. But the embedded broker answers a consumer's close only
+  once its acknowledgements are on disk (stricter than Pulsar, whose cursor is persisted
+  lazily, so that even those may come back there), so a message acknowledged before a close
+  that returned before the kill must never be delivered to the subscription again. Batch
+  index acks are on: without them a partly acknowledged batch comes back whole, as in Pulsar.
+  No consumer gets one message twice (nothing asks for a redelivery while it is open), and
+  every stored message never acknowledged is still in the durable subscription at the end.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import random
 import shutil
@@ -49,6 +57,7 @@ from protoframe.clients.pulsar import PulsarClient
 from protoframe.clients.pulsar.broker import EmbeddedBroker
 from protoframe.clients.pulsar.broker.storage import LOG_NAME
 from tests.support.pulsar_kills import (
+    SEND_TIMEOUT_MS,
     SIDES,
     CrashingBroker,
     Side,
@@ -92,6 +101,7 @@ class Book:
     redelivered: int = 0  # deliveries of a message delivered in an earlier session
     problems: list[str] = field(default_factory=list)
     killed: bool = False
+    acked_at_kill: int = 0
 
     def send_done(self, session: str, data: bytes) -> Callable[[bool], None]:
         def done(ok: bool) -> None:
@@ -125,6 +135,7 @@ def kill_later(book: Book, broker: CrashingBroker, delay: float) -> threading.Ti
         # the kill.
         with book.lock:
             book.killed = True
+            book.acked_at_kill = len(book.acked)
         broker.kill()
 
     timer = threading.Timer(delay, kill)
@@ -133,8 +144,9 @@ def kill_later(book: Book, broker: CrashingBroker, delay: float) -> threading.Ti
 
 
 def produce(side: Side, url: str, book: Book, session: str,
-            kill: Callable[[], threading.Timer]) -> int:
-    """Stream batches of messages until the broker is killed; how many were sent."""
+            kill: Callable[[], threading.Timer], restart: Callable[[], object]) -> int:
+    """Stream batches of messages until the broker is killed; restart it (same port) and
+    wait until what was pending is resent and acknowledged (or fails); how many were sent."""
     client = side.connect(url)
     try:
         producer = side.producer(client, TOPIC, PRODUCER, 100)
@@ -155,8 +167,10 @@ def produce(side: Side, url: str, book: Book, session: str,
                 seq += 1
             time.sleep(BURST_GAP)
         timer.join()
-        # What is pending fails now (or at its send timeout): each outcome is recorded
-        # whenever it comes, and the book is read only at the end.
+        restart()
+        deadline = time.monotonic() + SEND_TIMEOUT_MS / 1000 + 10
+        while book.pending[session] and time.monotonic() < deadline:
+            time.sleep(0.01)
         close_quietly(producer)
     finally:
         close_quietly(client)
@@ -325,9 +339,9 @@ def run_schedule(side: Side, rounds: list[Round], tmp_path: Path,
     lines = [f"backlog: {BACKLOG} entries, log {(data_dir / LOG_NAME).stat().st_size} bytes"]
     recovery = 0.0  # seconds from opening the log to listening, measured at each start
 
-    def start() -> str:
+    def start(port: int = 0) -> str:
         nonlocal recovery
-        launch = broker.launch()
+        launch = broker.launch(port=port)
         if launch.opened_log is not None and launch.ready is not None:
             recovery = launch.ready - launch.opened_log
         return launch.url
@@ -342,6 +356,7 @@ def run_schedule(side: Side, rounds: list[Round], tmp_path: Path,
         lines.append(f"the backlog recovers in {recovery:.3f} s")
         for index, plan in enumerate(rounds):
             tag = f"round {index} ({plan.kind})"
+            began = time.monotonic()
             book.killed = False
             if plan.kind == "recovery":
                 broker.kill()
@@ -353,9 +368,9 @@ def run_schedule(side: Side, rounds: list[Round], tmp_path: Path,
                 stage = (recovery_stage(data_dir, log_before, spawned_ns)
                          if launch.ready is None else "just after it listened")
                 plan.note = f"killed {delay:.3f} s into a recovery of ~{recovery:.3f} s, {stage}"
-                lines.append(f"{tag}: {plan.note}")
+                lines.append(f"{tag}, {time.monotonic() - began:.1f} s: {plan.note}")
                 continue
-            url = url or start()  # the first round may use the broker that is up
+            url = url or start()  # the broker may be up: the first round, or after a produce
             delay = 0.05 + plan.at * (WORK_SECONDS - 0.05)
 
             def kill(delay: float = delay) -> threading.Timer:
@@ -363,17 +378,19 @@ def run_schedule(side: Side, rounds: list[Round], tmp_path: Path,
 
             if plan.kind == "produce":
                 before = len(book.acked)
-                count = produce(side, url, book, f"r{index}", kill=kill)
+                count = produce(side, url, book, f"r{index}", kill,
+                                functools.partial(start, int(url.rsplit(":", 1)[1])))
+                # The broker is up again, on the same url: the next round may use it.
                 plan.note = (f"killed after {delay:.3f} s: {count} sent, "
-                             f"{len(book.acked) - before} acknowledged")
+                             f"{book.acked_at_kill - before} acknowledged before the kill, "
+                             f"{len(book.acked) - book.acked_at_kill} after the restart")
             else:
                 plan.note = (f"killed after {delay:.3f} s: "
                              + consume(side, url, book, tag, random.Random(f"{SEED}:{index}"),
                                        kill))
-            url = None
-            lines.append(f"{tag}: {plan.note}")
-        broker.kill()
-        url = start()
+                url = None
+            lines.append(f"{tag}, {time.monotonic() - began:.1f} s: {plan.note}")
+        url = url or start()  # after a produce round, the broker up has just recovered
         stored, pending = drain(side, url, ["audit", SUBSCRIPTION])
         problems = audit(book, stored, pending)
         assert broker.stop() == 0, "the broker did not stop cleanly"

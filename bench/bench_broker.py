@@ -6,7 +6,9 @@ as backlog while a producer sends ``BENCH_BROKER_MB`` megabytes (default 200) of
 ten to an entry (as a batching client sends them). Then the broker is stopped and started again
 on the same directory. Reported: the broker's resident set (``VmRSS`` from ``/proc``) idle, with
 the backlog, and once recovered; its peak (``VmHWM``) during the recovery run; the time to fill
-and the time from starting the process until it listens again (recovery plus imports).
+and the time from starting the process until it listens again (recovery plus imports), each also
+as the broker's CPU seconds (``cpu s``, from ``/proc``: steadier than wall time on a loaded
+machine).
 
 Then a consumer drains the backlog from the restarted broker (payloads read back from the log,
 most of them past the payload cache): ``drain s``, and the RSS once drained.
@@ -79,6 +81,12 @@ class _Broker:
 
     def rss(self, field: str = "VmRSS") -> int:
         return _status(self.process.pid, field)
+
+    def cpu(self) -> float:
+        """CPU seconds the broker has used (user + system): on a loaded machine a steadier
+        measure of its work than wall time."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
         self.process.terminate()
@@ -163,25 +171,29 @@ def _run(label: str, root: str, extra: list[str]) -> dict[str, float]:
     try:
         broker = _Broker(root, data_dir, extra)
         idle = broker.rss()
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), broker.cpu()
         asyncio.run(_fill(broker.url, entries))
         filled = time.perf_counter() - started
+        fill_cpu = broker.cpu() - cpu
         full = broker.rss()
         broker.stop()
         log_mb = sum(f.stat().st_size for f in data_dir.iterdir() if f.is_file()) / 2**20
         restarted = _Broker(root, data_dir, extra)
         recovered, peak = restarted.rss(), restarted.rss("VmHWM")
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), restarted.cpu()
+        restart_cpu = cpu
         asyncio.run(_drain(restarted.url, entries))
         drained = time.perf_counter() - started
+        drain_cpu = restarted.cpu() - cpu
         after_drain = restarted.rss()
         restarted.stop()
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
     row = {"entries": entries, "log MB": log_mb, "idle MB": idle / 1024,
-           "backlog MB": full / 1024, "fill s": filled, "restart s": restarted.ready_s,
+           "backlog MB": full / 1024, "fill s": filled, "fill cpu s": fill_cpu,
+           "restart s": restarted.ready_s, "restart cpu s": restart_cpu,
            "recovered MB": recovered / 1024, "restart peak MB": peak / 1024,
-           "drain s": drained, "drained MB": after_drain / 1024}
+           "drain s": drained, "drain cpu s": drain_cpu, "drained MB": after_drain / 1024}
     print(f"{label:>7}: " + ", ".join(f"{k} {v:.1f}" for k, v in row.items()), flush=True)
     return row
 

@@ -34,7 +34,6 @@ from protoframe.generator.frame_ir import (
     IntField,
     ProtoField,
     StringField,
-    StructDef,
     StructField,
     SwitchField,
     UuidField,
@@ -42,15 +41,17 @@ from protoframe.generator.frame_ir import (
     nested_message,
     nested_struct,
 )
+from protoframe.generator.layout_plan import LayoutPlan
 
 # ---------------------------------------------------------------------------------------------
 # decoding
 
 
 class Decoder:
-    def __init__(self, ctx: EmitContext, s: StructDef) -> None:
+    def __init__(self, ctx: EmitContext, plan: LayoutPlan) -> None:
         self.ctx = ctx
-        self.s = s
+        self.plan = plan
+        s = self.s = plan.struct
         self.out: list[str] = []
         self.consumes_rest = False
         self.in_range = 0
@@ -82,8 +83,8 @@ class Decoder:
         if checksum_wrap:
             self.out.append("bad: ChecksumFailure | None = None")
             self.ctx.uses.add("errors:ChecksumFailure")
-        for f in s.fields:
-            self.field(f)
+        for op in self.plan.field_ops:
+            self.field(op.field)
         # A last field read to ``end`` has left nothing over: no skip, no check.
         at_end = bool(self.out) and self.out[-1] == "pos = end"
         if at_end:
@@ -147,22 +148,10 @@ class Decoder:
         return raise_lines("SizeMismatchError", f"{self.s.name}.{f.name}: {detail}")
 
     def early_checksum(self, f: FrameField) -> bool:
-        """Whether a checksum can be verified as soon as it is read.
-
-        It can when its range starts right after it and runs to the end of a struct that
-        fills its region; checking first means corrupt content is never parsed, as the Java
-        client does, and the error still reaches the caller as a ``ChecksumFailure``.
-        """
-        if f.checksum is None or not self.consumes_to_end():
-            return False
-        names = [g.name for g in self.s.fields]
-        i = names.index(f.name)
-        return i + 1 < len(names) and names[i + 1] == f.checksum.start
-
-    def consumes_to_end(self) -> bool:
-        return any(g.size == "rest" or isinstance(g, ArrayField) and g.until_end
-                   or g.when_remaining or g.size_of == "rest"
-                   for g in self.s.fields)
+        """Whether a checksum is verified as soon as it is read (the plan says when it can:
+        checking first means corrupt content is never parsed, as the Java client does, and the
+        error still reaches the caller as a ``ChecksumFailure``)."""
+        return f.name in self.plan.early_checksums
 
     def field(self, f: FrameField) -> None:
         s = self.s

@@ -78,7 +78,7 @@ def build_frames_module(spec: FrameSpec) -> FramesModuleView:
     ctx.runs = _run_structs([p.struct for p in plans])
     for plan in plans:
         classes.append(_class_view(ctx, plan, aliases))
-    length = length_lines(ctx, spec.frame)
+    length = length_lines(ctx, plans[spec.frame.name])
     directional = _directional(spec.frame)
     command_table = _command_table(ctx, spec) + ctx.tables
     layouts = layout_lines(list(plans), lambda m: ctx.proto_ref(m.py_path, m.full_name))

@@ -209,8 +209,7 @@ def _class_view(ctx: EmitContext, plan: LayoutPlan, aliases: list[str]) -> Class
         args = ", to_server=to_server"
     decoder = Decoder(ctx, plan)
     decode_lines = decoder.lines()
-    if plan.compiled and decoder.consumes_rest != plan.check_end:
-        # The C table says what the plan says; the Python decoder must agree with it.
+    if decoder.consumes_rest != plan.reads_to_end:
         raise GeneratorBug(f"{s.name}: the decoder and the layout plan disagree on whether "
                            "bytes after the last field are an error", str(s.location))
     return ClassView(

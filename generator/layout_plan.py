@@ -372,8 +372,15 @@ class LayoutPlan:
     # A field reads to the end of the struct's region (then a checksum running from the next
     # field to the end covers bytes the decoder can see before parsing them).
     fills_region: bool
-    # Decoding rejects bytes left after the last field.
-    check_end: bool
+    # The region's end is where decoding stops: a field outside any size range reads up to
+    # it, or a size of the rest sets it. Otherwise the decoder stops after the last field
+    # and the holder goes on from there.
+    reads_to_end: bool
+
+    @property
+    def check_end(self) -> bool:
+        """Decoding rejects bytes left after the last field."""
+        return self.reads_to_end and not isinstance(self.ops[-1], SkipTrailing)
 
     @property
     def name(self) -> str:
@@ -469,12 +476,36 @@ def lower(s: StructDef, plans: dict[str, LayoutPlan], byte_order: str) -> Layout
     ops += field_ops
     if s.trailing == "ignore":
         ops.append(SkipTrailing())
-    return LayoutPlan(s, tuple(ops), fills, fills and s.trailing != "ignore")
+    return LayoutPlan(s, tuple(ops), fills, reads_to_end(s))
 
 
 def fills_region(s: StructDef) -> bool:
     return any(g.size == "rest" or isinstance(g, ArrayField) and g.until_end
                or g.when_remaining or g.size_of == "rest" for g in s.fields)
+
+
+def reads_to_end(s: StructDef) -> bool:
+    """Whether decoding ``s`` ends at its region's end (see ``LayoutPlan.reads_to_end``)."""
+    index = {g.name: i for i, g in enumerate(s.fields)}
+    ranges = [(index[g.size_range[0]], index[g.size_range[1]]) for g in s.fields
+              if g.size_range is not None]
+    for i, f in enumerate(s.fields):
+        if not f.wire:
+            continue
+        if isinstance(f, IntField | VarintField | BoolField) and f.size_of == "rest":
+            return True  # it sets the end, inside a range or not
+        if any(start <= i <= stop for start, stop in ranges):
+            continue  # runs to the end of the range, which the range's size checks
+        if f.when_remaining or isinstance(f, ArrayField) and f.until_end:
+            return True
+        if f.length is not None:
+            continue
+        if isinstance(f, BytesField | StringField | ProtoField):
+            if f.size == "rest" or f.size is None and f.prefix is None:
+                return True
+        elif isinstance(f, StructField | SwitchField) and f.size == "rest":
+            return True
+    return False
 
 
 def _early(s: StructDef, f: FrameField, fills: bool) -> bool:

@@ -223,3 +223,41 @@ def test_a_condition_is_lowered_before_the_kind(tmp_path: Path) -> None:
 """))
     op = p["Cond"].ops[1]
     assert isinstance(op, Condition) and op.expr.text == "a != 0"
+
+
+def test_where_decoding_ends_is_the_plans_to_say(tmp_path: Path) -> None:
+    """The decoder rejects bytes after the last field only where the plan says decoding runs
+    to the region's end; a size range's own end does not count, a size of the rest does."""
+    p = plans(tmp_path, with_structs("""\
+  Fixed:
+    fields:
+      - {name: a, type: u8}
+  Sized:
+    fields:
+      - {name: len, type: u8, size_of: data}
+      - {name: data, type: bytes, size: len}
+  Remaining:
+    fields:
+      - {name: a, type: u8, when_remaining: true}
+  Ranged:
+    fields:
+      - {name: n, type: u8, size_of: {from: data, to: data}}
+      - {name: data, type: bytes, size: rest}
+  RangedRest:
+    fields:
+      - {name: n, type: u8, size_of: {from: m, to: data}}
+      - {name: m, type: u8, size_of: rest}
+      - {name: data, type: bytes, size: rest}
+  Lenient:
+    trailing: ignore
+    fields:
+      - {name: data, type: bytes, size: rest}
+"""))
+    ends = {plan.name: (plan.reads_to_end, plan.check_end) for plan in p}
+    assert ends["Fixed"] == (False, False)
+    assert ends["Sized"] == (False, False)
+    assert ends["Remaining"] == (True, True)
+    assert ends["Ranged"] == (False, False)
+    assert ends["RangedRest"] == (True, True)
+    assert ends["Lenient"] == (True, False)
+    assert ends["Frame"] == (True, True)

@@ -53,7 +53,6 @@ class Decoder:
         self.plan = plan
         s = self.s = plan.struct
         self.out: list[str] = []
-        self.consumes_rest = False
         self.in_range = 0
         self.range_marks: list[int] = []
         # Whether ``end`` is a size the bytes announced (a size_of: rest field was read) rather
@@ -89,9 +88,9 @@ class Decoder:
         at_end = bool(self.out) and self.out[-1] == "pos = end"
         if at_end:
             pass
-        elif s.trailing == "ignore":
+        elif self.plan.skips_trailing:
             self.out.append("pos = end  # trailing bytes this spec does not know are skipped")
-        elif self.consumes_rest:
+        elif self.plan.reads_to_end:
             self.ctx.uses.add("errors:SizeMismatchError")
             self.out += ["if pos != end:", *indent(raise_lines(
                 "SizeMismatchError",
@@ -185,8 +184,6 @@ class Decoder:
                          f"    f_{f.name} = True",
                          f"    pos += {width}"]
         elif f.when_remaining:
-            if not self.in_range:
-                self.consumes_rest = True
             default = literal(f.default) if f.default is not None else "None"
             self.out.append(f"f_{f.name} = {default}")
             fixed = f.width_when_present
@@ -255,8 +252,6 @@ class Decoder:
         if f.length is not None:
             return self.need(str(f.length), f) + [f"vend = pos + {f.length}"], "vend"
         if f.size == "rest":
-            if not self.in_range:
-                self.consumes_rest = True
             return [], "end"
         if f.size is not None:
             ref = "f_" + f.size if "." not in f.size else self.dotted(f.size)
@@ -282,8 +277,6 @@ class Decoder:
             lines += ["vend = pos + n", f"if {check}vend > end:",
                       f"    raise truncated({self.where(f)})"]
             return lines, "vend"
-        if not self.in_range:
-            self.consumes_rest = True
         return [], "end"
 
     def dotted(self, ref: str) -> str:
@@ -319,7 +312,6 @@ class Decoder:
                           *indent(self.overrun(f, f"{{{target}}} bytes announced, "
                                                    "{end - pos} there")),
                           f"end = pos + {target}"]
-                self.consumes_rest = True
                 self.bounded = True
             return lines
         if isinstance(f, UuidField):
@@ -431,8 +423,6 @@ class Decoder:
         lines = [f"{items}: list[{item_ann}] = []"]
         if f.until_end and isinstance(el, StructField) and el.struct is not None \
                 and el.struct.name in self.ctx.runs:
-            if not self.in_range:
-                self.consumes_rest = True
             return [f"{target}, pos = {el.struct.name}.decode_run(buf, pos, end)"]
         if isinstance(el, StructField):
             args = call_args(f.args, self.s, self.name, f)
@@ -444,8 +434,6 @@ class Decoder:
         else:
             one = [*self.int_read(el, item), f"{items}.append({item})"]
         if f.until_end:
-            if not self.in_range:
-                self.consumes_rest = True
             lines.append("while pos < end:")
             if index != "_":
                 lines.append(f"    {index} = len({items})")

@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from protoframe.generator.codewriter import docstring, literal
-from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.frame_decoder import Decoder
 from protoframe.generator.frame_emit import EmitContext, annotation
 from protoframe.generator.frame_encoder import Encoder
@@ -209,9 +208,6 @@ def _class_view(ctx: EmitContext, plan: LayoutPlan, aliases: list[str]) -> Class
         args = ", to_server=to_server"
     decoder = Decoder(ctx, plan)
     decode_lines = decoder.lines()
-    if decoder.consumes_rest != plan.reads_to_end:
-        raise GeneratorBug(f"{s.name}: the decoder and the layout plan disagree on whether "
-                           "bytes after the last field are an error", str(s.location))
     return ClassView(
         name=s.name,
         doc=docstring("\n".join(doc_lines), "    "),

@@ -378,9 +378,14 @@ class LayoutPlan:
     reads_to_end: bool
 
     @property
+    def skips_trailing(self) -> bool:
+        """Decoding skips bytes left after the last field (``trailing: ignore``)."""
+        return bool(self.ops) and isinstance(self.ops[-1], SkipTrailing)
+
+    @property
     def check_end(self) -> bool:
         """Decoding rejects bytes left after the last field."""
-        return self.reads_to_end and not isinstance(self.ops[-1], SkipTrailing)
+        return self.reads_to_end and not self.skips_trailing
 
     @property
     def name(self) -> str:

@@ -229,6 +229,8 @@ def test_where_decoding_ends_is_the_plans_to_say(tmp_path: Path) -> None:
     """The decoder rejects bytes after the last field only where the plan says decoding runs
     to the region's end; a size range's own end does not count, a size of the rest does."""
     p = plans(tmp_path, with_structs("""\
+  Empty:
+    fields: []
   Fixed:
     fields:
       - {name: a, type: u8}
@@ -254,6 +256,8 @@ def test_where_decoding_ends_is_the_plans_to_say(tmp_path: Path) -> None:
       - {name: data, type: bytes, size: rest}
 """))
     ends = {plan.name: (plan.reads_to_end, plan.check_end) for plan in p}
+    assert ends["Empty"] == (False, False) and not p["Empty"].skips_trailing
+    assert not p["Empty"].compiled
     assert ends["Fixed"] == (False, False)
     assert ends["Sized"] == (False, False)
     assert ends["Remaining"] == (True, True)

@@ -34,7 +34,6 @@ from protoframe.generator.frame_ir import (
     IntField,
     ProtoField,
     StringField,
-    StructDef,
     StructField,
     SwitchField,
     UuidField,
@@ -42,17 +41,18 @@ from protoframe.generator.frame_ir import (
     nested_message,
     nested_struct,
 )
+from protoframe.generator.layout_plan import LayoutPlan
 
 # ---------------------------------------------------------------------------------------------
 # decoding
 
 
 class Decoder:
-    def __init__(self, ctx: EmitContext, s: StructDef) -> None:
+    def __init__(self, ctx: EmitContext, plan: LayoutPlan) -> None:
         self.ctx = ctx
-        self.s = s
+        self.plan = plan
+        s = self.s = plan.struct
         self.out: list[str] = []
-        self.consumes_rest = False
         self.in_range = 0
         self.range_marks: list[int] = []
         # Whether ``end`` is a size the bytes announced (a size_of: rest field was read) rather
@@ -82,15 +82,15 @@ class Decoder:
         if checksum_wrap:
             self.out.append("bad: ChecksumFailure | None = None")
             self.ctx.uses.add("errors:ChecksumFailure")
-        for f in s.fields:
-            self.field(f)
+        for op in self.plan.field_ops:
+            self.field(op.field)
         # A last field read to ``end`` has left nothing over: no skip, no check.
         at_end = bool(self.out) and self.out[-1] == "pos = end"
         if at_end:
             pass
-        elif s.trailing == "ignore":
+        elif self.plan.skips_trailing:
             self.out.append("pos = end  # trailing bytes this spec does not know are skipped")
-        elif self.consumes_rest:
+        elif self.plan.reads_to_end:
             self.ctx.uses.add("errors:SizeMismatchError")
             self.out += ["if pos != end:", *indent(raise_lines(
                 "SizeMismatchError",
@@ -147,22 +147,10 @@ class Decoder:
         return raise_lines("SizeMismatchError", f"{self.s.name}.{f.name}: {detail}")
 
     def early_checksum(self, f: FrameField) -> bool:
-        """Whether a checksum can be verified as soon as it is read.
-
-        It can when its range starts right after it and runs to the end of a struct that
-        fills its region; checking first means corrupt content is never parsed, as the Java
-        client does, and the error still reaches the caller as a ``ChecksumFailure``.
-        """
-        if f.checksum is None or not self.consumes_to_end():
-            return False
-        names = [g.name for g in self.s.fields]
-        i = names.index(f.name)
-        return i + 1 < len(names) and names[i + 1] == f.checksum.start
-
-    def consumes_to_end(self) -> bool:
-        return any(g.size == "rest" or isinstance(g, ArrayField) and g.until_end
-                   or g.when_remaining or g.size_of == "rest"
-                   for g in self.s.fields)
+        """Whether a checksum is verified as soon as it is read (the plan says when it can:
+        checking first means corrupt content is never parsed, as the Java client does, and the
+        error still reaches the caller as a ``ChecksumFailure``)."""
+        return f.name in self.plan.early_checksums
 
     def field(self, f: FrameField) -> None:
         s = self.s
@@ -196,8 +184,6 @@ class Decoder:
                          f"    f_{f.name} = True",
                          f"    pos += {width}"]
         elif f.when_remaining:
-            if not self.in_range:
-                self.consumes_rest = True
             default = literal(f.default) if f.default is not None else "None"
             self.out.append(f"f_{f.name} = {default}")
             fixed = f.width_when_present
@@ -266,8 +252,6 @@ class Decoder:
         if f.length is not None:
             return self.need(str(f.length), f) + [f"vend = pos + {f.length}"], "vend"
         if f.size == "rest":
-            if not self.in_range:
-                self.consumes_rest = True
             return [], "end"
         if f.size is not None:
             ref = "f_" + f.size if "." not in f.size else self.dotted(f.size)
@@ -293,8 +277,6 @@ class Decoder:
             lines += ["vend = pos + n", f"if {check}vend > end:",
                       f"    raise truncated({self.where(f)})"]
             return lines, "vend"
-        if not self.in_range:
-            self.consumes_rest = True
         return [], "end"
 
     def dotted(self, ref: str) -> str:
@@ -330,7 +312,6 @@ class Decoder:
                           *indent(self.overrun(f, f"{{{target}}} bytes announced, "
                                                    "{end - pos} there")),
                           f"end = pos + {target}"]
-                self.consumes_rest = True
                 self.bounded = True
             return lines
         if isinstance(f, UuidField):
@@ -442,8 +423,6 @@ class Decoder:
         lines = [f"{items}: list[{item_ann}] = []"]
         if f.until_end and isinstance(el, StructField) and el.struct is not None \
                 and el.struct.name in self.ctx.runs:
-            if not self.in_range:
-                self.consumes_rest = True
             return [f"{target}, pos = {el.struct.name}.decode_run(buf, pos, end)"]
         if isinstance(el, StructField):
             args = call_args(f.args, self.s, self.name, f)
@@ -455,8 +434,6 @@ class Decoder:
         else:
             one = [*self.int_read(el, item), f"{items}.append({item})"]
         if f.until_end:
-            if not self.in_range:
-                self.consumes_rest = True
             lines.append("while pos < end:")
             if index != "_":
                 lines.append(f"    {index} = len({items})")

@@ -33,6 +33,7 @@ from protoframe.generator.frame_ir import (
     VarintField,
     nested_struct,
 )
+from protoframe.generator.layout_plan import SpecPlans
 
 _STRUCT_CODES = {(1, False): "B", (2, False): "H", (4, False): "I", (8, False): "Q",
                  (1, True): "b", (2, True): "h", (4, True): "i", (8, True): "q"}
@@ -41,6 +42,7 @@ _STRUCT_CODES = {(1, False): "B", (2, False): "H", (4, False): "I", (8, False): 
 @dataclass
 class EmitContext:
     spec: FrameSpec
+    plans: SpecPlans  # each struct's layout plan, which both codecs follow
     packers: dict[str, str] = field(default_factory=dict)
     proto_modules: set[str] = field(default_factory=set)
     uses: set[str] = field(default_factory=set)

@@ -31,22 +31,23 @@ from protoframe.generator.frame_ir import (
     IntField,
     ProtoField,
     StringField,
-    StructDef,
     StructField,
     SwitchField,
     UuidField,
     VarintField,
     nested_message,
 )
+from protoframe.generator.layout_plan import LayoutPlan
 
 # ---------------------------------------------------------------------------------------------
 # encoding
 
 
 class Encoder:
-    def __init__(self, ctx: EmitContext, s: StructDef) -> None:
+    def __init__(self, ctx: EmitContext, plan: LayoutPlan) -> None:
         self.ctx = ctx
-        self.s = s
+        self.plan = plan
+        s = self.s = plan.struct
         self.out: list[str] = []
         self.patches: list[str] = []
         self.params = {p.name for p in s.params}
@@ -94,8 +95,8 @@ class Encoder:
             if not f.wire and f.value is not None:
                 self.out.append(f"v_{f.name} = {self.render(f.value, f, parens=False)}")
                 self.available[f.name] = f"v_{f.name}"
-        for f in s.fields:
-            self.field(f)
+        for op in self.plan.field_ops:
+            self.field(op.field)
         self.out += self.patches
         return self.out or ["pass"]
 

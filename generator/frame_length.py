@@ -17,30 +17,33 @@ from protoframe.generator.frame_emit import (
 from protoframe.generator.frame_ir import (
     INT_TYPES,
     IntField,
-    StructDef,
 )
+from protoframe.generator.layout_plan import Const, LayoutPlan
 
 
-def magic_checks(ctx: EmitContext, frame: StructDef, upto: int) -> list[str]:
+def magic_checks(ctx: EmitContext, plan: LayoutPlan, upto: int) -> list[str]:
     """Checks of the constants in the first ``upto`` header bytes, so garbage fails fast."""
     lines: list[str] = []
     offset = 0
-    for f in frame.fields:
-        if offset >= upto or f.fixed_size is None:
+    for op in plan.field_ops:
+        size = op.field.fixed_size
+        if offset >= upto or size is None:
             break
-        if f.const is not None and isinstance(f, IntField) and not f.marker:
-            packer = ctx.packer(f.width, f.signed, f.order)
+        if isinstance(op, Const):
+            t = op.int_type
+            packer = ctx.packer(t.width, t.signed, t.order)
             ctx.uses.add("errors:BadMagicError")
             lines += [f"magic = {packer}.unpack_from(buf, {offset_expr('pos', offset)})[0]",
-                      f"if magic != {f.const:#x}:", *indent(raise_lines(
-                          "BadMagicError", f"{frame.name}.{f.name}: expected {f.const:#x}, "
+                      f"if magic != {op.value:#x}:", *indent(raise_lines(
+                          "BadMagicError", f"{plan.name}.{op.name}: expected {op.value:#x}, "
                           "got {magic:#x}"))]
-        offset += f.fixed_size
+        offset += size
     return lines
 
 
-def length_lines(ctx: EmitContext, frame: StructDef) -> list[str]:
+def length_lines(ctx: EmitContext, plan: LayoutPlan) -> list[str]:
     """Body of ``frame_length(buf, pos, end, limit)``: the frame size once the header is in."""
+    frame = plan.struct
     length = frame_length_field(frame)
     if length is None:
         raise GeneratorBug("no frame length field (frame_checks lets no such frame through)",
@@ -58,7 +61,7 @@ def length_lines(ctx: EmitContext, frame: StructDef) -> list[str]:
         return [
             f"if end - pos < {header}:",
             "    return None",
-            *magic_checks(ctx, frame, header),
+            *magic_checks(ctx, plan, header),
             f"size: int = {header + between} + "
             f"{packer}.unpack_from(buf, {offset_expr('pos', offset)})[0]",
             *(negative if f.signed else []),
@@ -77,7 +80,7 @@ def length_lines(ctx: EmitContext, frame: StructDef) -> list[str]:
         f"p = {offset_expr('pos', offset)}",
         f"if end - p < {cw}:",
         "    return None",
-        *magic_checks(ctx, frame, offset),
+        *magic_checks(ctx, plan, offset),
         f"count: int = {cp}.unpack_from(buf, p)[0]",
         f"p += {cw}",
         f"if count > {most}:",

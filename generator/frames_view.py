@@ -4,7 +4,8 @@ Each struct becomes a slots dataclass holding only its data fields; computed fie
 sizes, counts, checksums, switch keys, ``value:`` expressions) are derived on encode and checked
 on decode, so a value built by hand can never disagree with its own header. The codec bodies
 come from ``frame_decoder`` and ``frame_encoder``, the frame-length probe from
-``frame_length``, the C codec's tables from ``frame_layouts``.
+``frame_length``, the C codec's tables from ``frame_layouts``; all of them read the structs'
+layout plans (``layout_plan``), which also give the order of the classes.
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ from protoframe.generator.frame_ir import (
     SwitchField,
     held_struct,
     nested_message,
-    nested_struct,
 )
 from protoframe.generator.frame_layouts import layout_lines
 from protoframe.generator.frame_length import length_lines
+from protoframe.generator.layout_plan import LayoutPlan, plan_spec
 
 
 @dataclass
@@ -45,8 +46,6 @@ class ClassView:
     decode_kw: str = ""  # keyword parameters of decode after data
     decode_args: str = ""  # how decode() passes them on to decode_from
     run_lines: list[str] = field(default_factory=list)  # decode_run's body, when it has one
-    check_end: bool = False  # decoding rejects bytes left after the last field
-    early_checksums: frozenset[str] = frozenset()  # checksums verified as soon as they are read
 
 
 @dataclass
@@ -71,20 +70,17 @@ class FramesModuleView:
 
 
 def build_frames_module(spec: FrameSpec) -> FramesModuleView:
-    ctx = EmitContext(spec)
+    plans = plan_spec(spec)
+    ctx = EmitContext(spec, plans)
     classes: list[ClassView] = []
     aliases: list[str] = []
-    ordered = _dependency_order(spec)
-    ctx.runs = _run_structs(ordered)
-    for struct in ordered:
-        classes.append(_class_view(ctx, struct, aliases))
-    length = length_lines(ctx, spec.frame)
+    ctx.runs = _run_structs([p.struct for p in plans])
+    for plan in plans:
+        classes.append(_class_view(ctx, plan, aliases))
+    length = length_lines(ctx, plans[spec.frame.name])
     directional = _directional(spec.frame)
     command_table = _command_table(ctx, spec) + ctx.tables
-    layouts = layout_lines(
-        [s for s in ordered if not _directional(s)],
-        {c.name: (c.check_end, c.early_checksums) for c in classes},
-        lambda m: ctx.proto_ref(m.py_path, m.full_name), spec.byte_order)
+    layouts = layout_lines(list(plans), lambda m: ctx.proto_ref(m.py_path, m.full_name))
     if layouts:
         ctx.uses.add("compiled_frames:install_frame_layouts")
     imports = ["from dataclasses import dataclass", "from struct import Struct",
@@ -148,37 +144,6 @@ def _directional(s: StructDef) -> bool:
                               for c in f.cases)
 
 
-def _dependency_order(spec: FrameSpec) -> list[StructDef]:
-    """Structs before the structs that contain them, so class bodies read top-down."""
-    out: list[StructDef] = []
-    seen: set[str] = set()
-
-    def visit(s: StructDef) -> None:
-        if s.name in seen:
-            return
-        seen.add(s.name)
-        for f in s.fields:
-            for dep in _struct_deps(f):
-                visit(dep)
-        out.append(s)
-
-    for s in spec.structs:
-        visit(s)
-    visit(spec.frame)
-    return out
-
-
-def _struct_deps(f: FrameField) -> list[StructDef]:
-    own = nested_struct(f)
-    deps = [own] if own is not None else []
-    element = held_struct(f.element) if isinstance(f, ArrayField) and f.element else None
-    if element is not None:
-        deps.append(element)
-    for c in f.cases if isinstance(f, SwitchField) else []:
-        deps += c.structs
-    return deps
-
-
 def _run_structs(structs: list[StructDef]) -> set[str]:
     """Structs that arrays read to their region's end, element after element, with no args.
 
@@ -205,7 +170,8 @@ def _run_lines(decode_lines: list[str]) -> list[str]:
             "    items.append(obj)", "return items, pos"]
 
 
-def _class_view(ctx: EmitContext, s: StructDef, aliases: list[str]) -> ClassView:
+def _class_view(ctx: EmitContext, plan: LayoutPlan, aliases: list[str]) -> ClassView:
+    s = plan.struct
     fields: list[tuple[str, str]] = []
     for f in s.data_fields:
         ann = annotation(ctx, s, f)
@@ -240,13 +206,13 @@ def _class_view(ctx: EmitContext, s: StructDef, aliases: list[str]) -> ClassView
     args = "".join(f", {p.name}={p.name}" for p in s.params)
     if _directional(s):
         args = ", to_server=to_server"
-    decoder = Decoder(ctx, s)
+    decoder = Decoder(ctx, plan)
     decode_lines = decoder.lines()
     return ClassView(
         name=s.name,
         doc=docstring("\n".join(doc_lines), "    "),
         fields=fields,
-        encode_lines=Encoder(ctx, s).lines(),
+        encode_lines=Encoder(ctx, plan).lines(),
         decode_lines=decode_lines,
         run_lines=_run_lines(decode_lines) if s.name in ctx.runs else [],
         decode_params=params + kw,
@@ -256,8 +222,6 @@ def _class_view(ctx: EmitContext, s: StructDef, aliases: list[str]) -> ClassView
         encode_args="".join(f", {p.name}={p.name}" for p in s.params),
         decode_kw=kw,
         decode_args=args,
-        check_end=decoder.consumes_rest and s.trailing != "ignore",
-        early_checksums=frozenset(f.name for f in s.fields if decoder.early_checksum(f)),
     )
 
 

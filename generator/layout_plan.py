@@ -1,0 +1,633 @@
+"""The layout plan: each struct lowered to the ordered operations both codecs read.
+
+A plan is the struct's fields in wire order, each one typed operation saying what is read
+and written there (``ReadInt``, ``SizeOf``, ``Nested``...), between an optional ``Params``
+at the head and ``SkipTrailing`` at the tail. The Python emitters read the plans for the order
+of structs and items and for the facts they share with the C codec (which checksums are
+verified as soon as they are read, whether bytes after the last field are an error);
+``frame_layouts`` writes the C tables from them.
+
+Every operation has a ``word``. The words the compiled frame codec knows are the ones
+``runtime/codec/vocabulary.py`` defines (``FRAME_OPS`` and ``ENVELOPE``); an operation the C
+codec cannot do (an array, a condition, a signed size...) has a word of its own outside that
+vocabulary. So "the C codec can take this struct" is :attr:`LayoutPlan.compiled`: every word
+of its plan is in the vocabulary and every nested plan is compiled — there is no second list
+of rules. Lowering runs after validation and naming, so it never meets a spec error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from protoframe.generator.expr import Expr
+from protoframe.generator.frame_ir import (
+    INT_TYPES,
+    ArrayField,
+    BlocksField,
+    BoolField,
+    BytesField,
+    FrameField,
+    FrameSpec,
+    IntField,
+    ProtoField,
+    StringField,
+    StructDef,
+    StructField,
+    SwitchField,
+    UuidField,
+    VarintField,
+    held_struct,
+    nested_struct,
+)
+from protoframe.generator.ir import MessageType
+from protoframe.runtime.codec import vocabulary
+
+# The compiled codec keeps a struct's sizes and values in arrays of this many rows
+# (MAX_ROWS in runtime/codec/_framecodec.c).
+MAX_ROWS = 64
+
+
+def c_words() -> frozenset[str]:
+    """The operation words the compiled frame codec knows (read when asked, so a test can
+    change the vocabulary)."""
+    return frozenset(vocabulary.FRAME_OPS) | {vocabulary.ENVELOPE}
+
+
+@dataclass(frozen=True)
+class IntType:
+    """A fixed-width integer as the tables name it: ``u8``, ``u32be``, ``i16le``."""
+
+    width: int
+    signed: bool
+    order: str
+
+    @property
+    def name(self) -> str:
+        name = f"{'i' if self.signed else 'u'}{self.width * 8}"
+        return name if self.width == 1 else name + ("le" if self.order == "little" else "be")
+
+
+# ---------------------------------------------------------------------------------------------
+# operations
+
+
+@dataclass(frozen=True)
+class Op:
+    """One operation of a plan; ``word`` names it (a vocabulary word when the C codec has it)."""
+
+    word: ClassVar[str]
+
+
+@dataclass(frozen=True)
+class Params(Op):
+    """The struct takes values from the struct holding it (``params:``)."""
+
+    word: ClassVar[str] = "params"
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SkipTrailing(Op):
+    """Bytes after the last field are skipped instead of rejected (``trailing: ignore``)."""
+
+    word: ClassVar[str] = "skip_trailing"
+
+
+@dataclass(frozen=True)
+class FieldOp(Op):
+    """The operation of one field; ``field`` is the model's field it was lowered from."""
+
+    field: FrameField = field(compare=False, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.field.name
+
+
+@dataclass(frozen=True)
+class ReadInt(FieldOp):
+    """A stored fixed-width integer."""
+
+    word: ClassVar[str] = "int"
+    int_type: IntType
+
+
+@dataclass(frozen=True)
+class Const(FieldOp):
+    """A constant: written on encode, checked on decode."""
+
+    word: ClassVar[str] = "const"
+    int_type: IntType
+    value: int
+
+
+@dataclass(frozen=True)
+class SizeOf(FieldOp):
+    """The byte size of the later field ``target``; the C codec takes an unsigned size of a
+    protobuf message or of bytes."""
+
+    int_type: IntType
+    target: str
+    of_message_or_bytes: bool  # the target is a protobuf message or bytes
+
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        if self.int_type.signed:
+            return "signed_size"
+        return "size" if self.of_message_or_bytes else "size_of_other"
+
+
+@dataclass(frozen=True)
+class SizeRest(FieldOp):
+    """The byte size of everything after it: the struct's region ends there."""
+
+    int_type: IntType
+
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        return "signed_size_rest" if self.int_type.signed else "size_rest"
+
+
+@dataclass(frozen=True)
+class Checksum(FieldOp):
+    """A checksum of the bytes from ``start`` to the end of the struct. ``early``: verified as
+    soon as it is read, the only way the C codec checks one."""
+
+    int_type: IntType
+    algorithm: str
+    start: str
+    early: bool
+
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        if self.int_type.signed:
+            return "signed_checksum"
+        return "checksum" if self.early else "late_checksum"
+
+
+@dataclass(frozen=True)
+class ProtoBody(FieldOp):
+    """A protobuf message sized by the earlier unsigned size field ``size``."""
+
+    word: ClassVar[str] = "proto"
+    message: MessageType = field(compare=False)
+    size: str
+
+
+@dataclass(frozen=True)
+class Envelope(FieldOp):
+    """A sized protobuf envelope whose ``dispatch`` attribute selects the command body.
+
+    ``present``: the slot of the message's dict of present sparse fields when every body is
+    kept there (the codec then looks in it instead of calling each body's property)."""
+
+    word: ClassVar[str] = "envelope"
+    message: MessageType = field(compare=False)
+    size: str
+    dispatch: str
+    present: str | None
+
+
+@dataclass(frozen=True)
+class ProtoOther(FieldOp):
+    """A protobuf message bounded otherwise (the rest, a dotted or later size...)."""
+
+    word: ClassVar[str] = "proto_unsized"
+
+
+@dataclass(frozen=True)
+class BytesSized(FieldOp):
+    """Bytes sized by the earlier unsigned size field ``size``."""
+
+    word: ClassVar[str] = "bytes"
+    size: str
+
+
+@dataclass(frozen=True)
+class BytesToEnd(FieldOp):
+    """Bytes running to the end of the struct's region."""
+
+    word: ClassVar[str] = "bytes"
+
+
+@dataclass(frozen=True)
+class BytesOther(FieldOp):
+    """Bytes bounded otherwise, or compressed bytes with a size."""
+
+    word: ClassVar[str] = "bytes_other"
+
+
+@dataclass(frozen=True)
+class Always:
+    pass
+
+
+@dataclass(frozen=True)
+class IfRemaining:
+    pass
+
+
+@dataclass(frozen=True)
+class IfPeek:
+    int_type: IntType
+    equals: int
+
+
+Presence = Always | IfRemaining | IfPeek
+
+
+@dataclass(frozen=True)
+class Nested(FieldOp):
+    """A nested struct read in the holder's region, there as ``when`` says."""
+
+    word: ClassVar[str] = "struct"
+    plan: LayoutPlan = field(compare=False)
+    when: Presence
+
+
+@dataclass(frozen=True)
+class NestedOther(FieldOp):
+    """A nested struct with a size of its own or another condition."""
+
+    word: ClassVar[str] = "struct_other"
+
+
+@dataclass(frozen=True)
+class OptionalScalar(FieldOp):
+    """An integer, message or bytes there only when bytes remain or a peek matches."""
+
+    word: ClassVar[str] = "optional"
+
+
+@dataclass(frozen=True)
+class ReadVarint(FieldOp):
+    word: ClassVar[str] = "varint"
+
+
+@dataclass(frozen=True)
+class ReadBool(FieldOp):
+    word: ClassVar[str] = "bool"
+
+
+@dataclass(frozen=True)
+class ReadUuid(FieldOp):
+    word: ClassVar[str] = "uuid"
+
+
+@dataclass(frozen=True)
+class String(FieldOp):
+    word: ClassVar[str] = "string"
+
+
+@dataclass(frozen=True)
+class Array(FieldOp):
+    word: ClassVar[str] = "array"
+
+
+@dataclass(frozen=True)
+class Switch(FieldOp):
+    word: ClassVar[str] = "switch"
+
+
+@dataclass(frozen=True)
+class Blocks(FieldOp):
+    word: ClassVar[str] = "blocks"
+
+
+@dataclass(frozen=True)
+class Bits(FieldOp):
+    """No bytes of its own: derived on decode from earlier fields (``derive:``)."""
+
+    word: ClassVar[str] = "derive"
+    expr: Expr = field(compare=False)
+
+
+@dataclass(frozen=True)
+class Condition(FieldOp):
+    """There only when an expression over earlier fields holds (``when:``)."""
+
+    word: ClassVar[str] = "condition"
+    expr: Expr = field(compare=False)
+
+
+@dataclass(frozen=True)
+class Computed(FieldOp):
+    """A value worked out on encode from other fields: ``how`` is ``value``, ``count_of``,
+    ``size_range`` or ``switch_key``."""
+
+    how: str
+
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        return self.how
+
+
+@dataclass(frozen=True)
+class WithArgs(FieldOp):
+    """A struct, array or blocks field passing values to its struct's params."""
+
+    word: ClassVar[str] = "args"
+
+
+@dataclass(frozen=True)
+class Prefix(FieldOp):
+    """Bytes, text or a struct bounded by a length prefix of their own."""
+
+    word: ClassVar[str] = "prefix"
+    prefix: str
+
+
+@dataclass(frozen=True)
+class FixedLength(FieldOp):
+    word: ClassVar[str] = "fixed_length"
+    length: int
+
+
+@dataclass(frozen=True)
+class Default(FieldOp):
+    """Read when bytes remain, this value when not."""
+
+    word: ClassVar[str] = "default"
+
+
+@dataclass(frozen=True)
+class Marker(FieldOp):
+    """An optional constant, found by peeking and stored as a bool."""
+
+    word: ClassVar[str] = "marker"
+
+
+# ---------------------------------------------------------------------------------------------
+# plans
+
+
+@dataclass(frozen=True)
+class LayoutPlan:
+    """A struct lowered: its operations in order, and what both codecs need to agree on."""
+
+    struct: StructDef = field(compare=False, repr=False)
+    ops: tuple[Op, ...]
+    # A field reads to the end of the struct's region (then a checksum running from the next
+    # field to the end covers bytes the decoder can see before parsing them).
+    fills_region: bool
+    # The region's end is where decoding stops: a field outside any size range reads up to
+    # it, or a size of the rest sets it. Otherwise the decoder stops after the last field
+    # and the holder goes on from there.
+    reads_to_end: bool
+
+    @property
+    def skips_trailing(self) -> bool:
+        """Decoding skips bytes left after the last field (``trailing: ignore``)."""
+        return bool(self.ops) and isinstance(self.ops[-1], SkipTrailing)
+
+    @property
+    def check_end(self) -> bool:
+        """Decoding rejects bytes left after the last field."""
+        return self.reads_to_end and not self.skips_trailing
+
+    @property
+    def name(self) -> str:
+        return self.struct.name
+
+    @property
+    def field_ops(self) -> tuple[FieldOp, ...]:
+        """The fields' operations, in wire order (one per field)."""
+        return tuple(op for op in self.ops if isinstance(op, FieldOp))
+
+    def op(self, name: str) -> FieldOp:
+        return next(op for op in self.field_ops if op.name == name)
+
+    @property
+    def early_checksums(self) -> frozenset[str]:
+        """Checksums verified as soon as they are read."""
+        return frozenset(op.name for op in self.ops if isinstance(op, Checksum) and op.early)
+
+    @property
+    def unknown_to_c(self) -> tuple[Op, ...]:
+        """The operations whose words the compiled codec does not know."""
+        words = c_words()
+        return tuple(op for op in self.ops if op.word not in words)
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the compiled codec takes this struct: it knows every operation, the nested
+        plans are compiled, and the struct fits its row arrays."""
+        ops = self.field_ops
+        return (bool(ops) and len(ops) <= MAX_ROWS and not self.unknown_to_c
+                and all(op.plan.compiled for op in ops if isinstance(op, Nested)))
+
+
+@dataclass(frozen=True)
+class SpecPlans:
+    """The plans of a spec's structs, nested structs before the structs holding them."""
+
+    plans: tuple[LayoutPlan, ...]
+
+    def __iter__(self) -> Iterator[LayoutPlan]:
+        return iter(self.plans)
+
+    def __getitem__(self, name: str) -> LayoutPlan:
+        return next(p for p in self.plans if p.name == name)
+
+
+def plan_spec(spec: FrameSpec) -> SpecPlans:
+    """Lower every struct of ``spec`` (validated and named)."""
+    plans: dict[str, LayoutPlan] = {}
+    for s in dependency_order(spec):
+        plans[s.name] = lower(s, plans, spec.byte_order)
+    return SpecPlans(tuple(plans.values()))
+
+
+def dependency_order(spec: FrameSpec) -> list[StructDef]:
+    """Structs before the structs that contain them, so class bodies read top-down."""
+    out: list[StructDef] = []
+    seen: set[str] = set()
+
+    def visit(s: StructDef) -> None:
+        if s.name in seen:
+            return
+        seen.add(s.name)
+        for f in s.fields:
+            for dep in _struct_deps(f):
+                visit(dep)
+        out.append(s)
+
+    for s in spec.structs:
+        visit(s)
+    visit(spec.frame)
+    return out
+
+
+def _struct_deps(f: FrameField) -> list[StructDef]:
+    own = nested_struct(f)
+    deps = [own] if own is not None else []
+    element = held_struct(f.element) if isinstance(f, ArrayField) and f.element else None
+    if element is not None:
+        deps.append(element)
+    for c in f.cases if isinstance(f, SwitchField) else []:
+        deps += c.structs
+    return deps
+
+
+def lower(s: StructDef, plans: dict[str, LayoutPlan], byte_order: str) -> LayoutPlan:
+    """``s``'s plan; ``plans`` holds those of the structs it nests."""
+    fills = fills_region(s)
+    field_ops = [_lower_field(s, f, plans, byte_order, fills) for f in s.fields]
+    ops: list[Op] = []
+    if s.params:
+        ops.append(Params(tuple(p.name for p in s.params)))
+    ops += field_ops
+    if s.trailing == "ignore":
+        ops.append(SkipTrailing())
+    return LayoutPlan(s, tuple(ops), fills, reads_to_end(s))
+
+
+def fills_region(s: StructDef) -> bool:
+    return any(g.size == "rest" or isinstance(g, ArrayField) and g.until_end
+               or g.when_remaining or g.size_of == "rest" for g in s.fields)
+
+
+def reads_to_end(s: StructDef) -> bool:
+    """Whether decoding ``s`` ends at its region's end (see ``LayoutPlan.reads_to_end``)."""
+    index = {g.name: i for i, g in enumerate(s.fields)}
+    ranges = [(index[g.size_range[0]], index[g.size_range[1]]) for g in s.fields
+              if g.size_range is not None]
+    for i, f in enumerate(s.fields):
+        if not f.wire:
+            continue
+        if isinstance(f, IntField | VarintField | BoolField) and f.size_of == "rest":
+            return True  # it sets the end, inside a range or not
+        if any(start <= i <= stop for start, stop in ranges):
+            continue  # runs to the end of the range, which the range's size checks
+        if f.when_remaining or isinstance(f, ArrayField) and f.until_end:
+            return True
+        if f.length is not None:
+            continue
+        if isinstance(f, BytesField | StringField | ProtoField):
+            if f.size == "rest" or f.size is None and f.prefix is None:
+                return True
+        elif isinstance(f, StructField | SwitchField) and f.size == "rest":
+            return True
+    return False
+
+
+def _early(s: StructDef, f: FrameField, fills: bool) -> bool:
+    """A checksum whose range starts right after it and runs to the end of a struct that fills
+    its region can be verified before the content is parsed."""
+    if f.checksum is None or not fills:
+        return False
+    names = [g.name for g in s.fields]
+    i = names.index(f.name)
+    return i + 1 < len(names) and names[i + 1] == f.checksum.start
+
+
+def _modifier(f: FrameField) -> FieldOp | None:
+    """The operation of a field something beyond its kind makes Python-only, if any."""
+    if not f.wire:
+        assert f.derive is not None
+        return Bits(f, f.derive)
+    if f.when is not None:
+        return Condition(f, f.when)
+    for how, present in (("value", f.value is not None), ("count_of", f.count_of is not None),
+                         ("size_range", f.size_range is not None),
+                         ("switch_key", f.is_switch_key)):
+        if present:
+            return Computed(f, how)
+    if f.args:
+        return WithArgs(f)
+    if f.prefix is not None:
+        return Prefix(f, f.prefix)
+    if f.length is not None:
+        return FixedLength(f, f.length)
+    if f.default is not None:
+        return Default(f)
+    if f.marker:
+        return Marker(f)
+    return None
+
+
+def _earlier_unsigned_size(s: StructDef, f: FrameField) -> str | None:
+    """The unsigned size field of ``s`` before ``f`` that sizes it, if that is how it is sized."""
+    if f.size is None or f.size == "rest" or "." in f.size:
+        return None
+    size = s.field(f.size)
+    if (isinstance(size, IntField) and size.size_of == f.name and not size.signed
+            and s.fields.index(size) < s.fields.index(f)):
+        return f.size
+    return None
+
+
+def _lower_field(s: StructDef, f: FrameField, plans: dict[str, LayoutPlan], byte_order: str,
+                 fills: bool) -> FieldOp:
+    modified = _modifier(f)
+    if modified is not None:
+        return modified
+    match f:
+        case IntField():
+            int_type = IntType(f.width, f.signed, f.order)
+            if f.optional:
+                return OptionalScalar(f)
+            if f.const is not None:
+                return Const(f, int_type, f.const)
+            if f.checksum is not None:
+                return Checksum(f, int_type, f.checksum.algorithm, f.checksum.start,
+                                _early(s, f, fills))
+            if f.size_of == "rest":
+                return SizeRest(f, int_type)
+            if f.size_of is not None:
+                return SizeOf(f, int_type, f.size_of,
+                              isinstance(s.field(f.size_of), ProtoField | BytesField))
+            return ReadInt(f, int_type)
+        case ProtoField():
+            size = _earlier_unsigned_size(s, f)
+            if f.optional or f.message is None or size is None:
+                return OptionalScalar(f) if f.optional else ProtoOther(f)
+            if f.dispatch_on is None:
+                return ProtoBody(f, f.message, size)
+            sparse = {g.number for g in f.message.sparse_fields()}
+            slot = f.message.present.slot if f.message.present is not None else None
+            present = slot if slot and all(c.field.number in sparse for c in f.commands) \
+                else None
+            return Envelope(f, f.message, size, f.dispatch_on.py_name, present)
+        case BytesField():
+            if f.optional:
+                return OptionalScalar(f)
+            if f.size == "rest":
+                return BytesToEnd(f)
+            size = _earlier_unsigned_size(s, f)
+            if f.compression is not None or size is None:
+                return BytesOther(f)
+            return BytesSized(f, size)
+        case StructField():
+            held = f.struct
+            if held is None or held.name not in plans or f.size is not None:
+                return NestedOther(f)
+            when: Presence
+            if f.when_peek is not None:
+                kind, equals = f.when_peek
+                width, signed = INT_TYPES[kind]
+                when = IfPeek(IntType(width, signed, byte_order), equals)
+            elif f.when_remaining:
+                when = IfRemaining()
+            elif f.optional:
+                return NestedOther(f)
+            else:
+                when = Always()
+            return Nested(f, plans[held.name], when)
+        case VarintField():
+            return ReadVarint(f)
+        case BoolField():
+            return ReadBool(f)
+        case UuidField():
+            return ReadUuid(f)
+        case StringField():
+            return String(f)
+        case ArrayField():
+            return Array(f)
+        case SwitchField():
+            return Switch(f)
+        case BlocksField():
+            return Blocks(f)
+    raise AssertionError(f"{f.name!r}: no operation for a {f.kind} field")

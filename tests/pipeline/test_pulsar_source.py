@@ -104,8 +104,10 @@ def test_read_several_topics_and_empty_one(spark: Any, pulsar_service: PulsarSer
     assert {r.partition for r in df.select("partition").collect()} == {-1}
 
 
-@ON_BOTH_BROKERS
 def test_write_then_read_back(spark: Any, pulsar_service: PulsarService) -> None:
+    # Embedded only, for time (the slowest case here): df.write.format("pulsar") on Apache
+    # Pulsar is shown by the demo's run against it (tests/examples/test_pulsar_demo.py, which
+    # writes and reads back), and the streaming sink by test_pulsar_sink.py on both brokers.
     source = pulsar_service.create_partitioned_topic(
         f"persistent://public/default/spark-src-{next(_names)}", 2)
     target = f"persistent://public/default/spark-dst-{next(_names)}"
@@ -332,6 +334,8 @@ def ids_of(frame: Any) -> list[str]:
 
 
 def test_min_partitions_splits_one_partition(spark: Any, pulsar_service: PulsarService) -> None:
+    # Embedded only, for time (a minute of Spark jobs): splitting by the entry ids a real
+    # bookie gives is shown on Apache Pulsar by the test below.
     topic = f"persistent://public/default/spark-split-{next(_names)}"
     between = asyncio.run(produce_batched(pulsar_service.url, topic, 203, pause_after=90))
     assert between is not None

@@ -105,6 +105,8 @@ def test_stream_restarts_from_checkpoint(spark: Any, pulsar_service: PulsarServi
 
 
 def test_max_records_per_trigger(spark: Any, pulsar_service: PulsarService, tmp_path: Path) -> None:
+    # Embedded only, for time (five micro-batches): the limit is the source's own planning,
+    # over the ids a broker returns, which test_stream_restarts_from_checkpoint shows on both.
     topic = f"persistent://public/default/stream-limit-{next(_names)}"
     out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
     asyncio.run(produce(pulsar_service.url, topic, 0, 23))
@@ -122,6 +124,8 @@ def test_max_records_per_trigger(spark: Any, pulsar_service: PulsarService, tmp_
 
 
 def test_starting_offsets_latest(spark: Any, pulsar_service: PulsarService, tmp_path: Path) -> None:
+    # Embedded only, for time: "latest" asks the broker for the last message id, which the
+    # batch read of test_read_partitioned_topic_with_decoded_values checks on both brokers.
     topic = f"persistent://public/default/stream-latest-{next(_names)}"
     out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
     asyncio.run(produce(pulsar_service.url, topic, 0, 5))

@@ -1,8 +1,10 @@
-"""``df.writeStream.format("pulsar")`` and retried writes, against the embedded broker.
+"""``df.writeStream.format("pulsar")`` and retried writes, against the embedded broker and
+Apache Pulsar (``pulsar_service``).
 
 The embedded broker de-duplicates by producer name and sequence id, as a Pulsar broker with
-deduplication enabled does, so a micro-batch that Spark runs again must not store its rows
-twice; the control case (a new producer-name prefix) shows that the re-run really sends.
+deduplication enabled does (on the standalone these tests write to a namespace with it enabled),
+so a micro-batch that Spark runs again must not store its rows twice; the control case (a new
+producer-name prefix) shows that the re-run really sends.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from tests.support.spark import skip_module_without_java  # noqa: E402
 skip_module_without_java()
 
 from protoframe.clients.pulsar import PulsarClient  # noqa: E402
-from protoframe.clients.pulsar.broker import BrokerThread  # noqa: E402
 from protoframe.pipeline.pulsar_sink import BATCH_SEQUENCE_SPAN, stream_prefix, write_rows  # noqa: E402
+from tests.support.pulsar_service import ON_BOTH_BROKERS, PulsarService  # noqa: E402
 
 _names = itertools.count()
 
@@ -38,12 +40,12 @@ def write_inputs(directory: Path, files: int, rows: int) -> None:
         (directory / f"part-{f:03d}.json").write_text("\n".join(lines) + "\n")
 
 
-def stream_to_pulsar(spark: Any, broker: BrokerThread, source: Path, topic: str,
+def stream_to_pulsar(spark: Any, service: PulsarService, source: Path, topic: str,
                      checkpoint: Path, **options: str) -> None:
     frame = (spark.readStream.format("json").schema("value string, key string, n long")
              .option("maxFilesPerTrigger", "1").load(str(source))
              .selectExpr("value", "key", "map('n', cast(n as string)) as properties"))
-    writer = (frame.writeStream.format("pulsar").option("service_url", broker.url)
+    writer = (frame.writeStream.format("pulsar").option("service_url", service.url)
               .option("topic", topic).option("checkpointLocation", str(checkpoint)))
     for name, value in options.items():
         writer = writer.option(name, value)
@@ -58,11 +60,11 @@ def forget_commit(checkpoint: Path, batch: int) -> None:
     (checkpoint / "commits" / f".{batch}.crc").unlink(missing_ok=True)
 
 
-def stored(broker: BrokerThread, topic: str) -> list[tuple[str, str, str]]:
+def stored(service: PulsarService, topic: str) -> list[tuple[str, str, str]]:
     """(value, key, producer name) of every message in ``topic``, in order."""
 
     async def read() -> list[tuple[str, str, str]]:
-        async with PulsarClient(broker.url) as client:
+        async with PulsarClient(service.url) as client:
             consumer = await client.subscribe(topic, f"check-{next(_names)}", durable=False,
                                               initial_position="earliest")
             last = await consumer.get_last_message_id()
@@ -80,14 +82,16 @@ def stored(broker: BrokerThread, topic: str) -> list[tuple[str, str, str]]:
     return asyncio.run(read())
 
 
+@ON_BOTH_BROKERS
 def test_streaming_write_is_exactly_once_when_a_batch_runs_again(
-        spark: Any, broker: BrokerThread, tmp_path: Path) -> None:
-    topic = f"persistent://public/default/spark-sink-{next(_names)}"
+        spark: Any, pulsar_service: PulsarService, tmp_path: Path) -> None:
+    namespace = pulsar_service.deduplicated_namespace()
+    topic = f"persistent://{namespace}/spark-sink-{next(_names)}"
     source = tmp_path / "in"
     checkpoint = tmp_path / "checkpoint"
     write_inputs(source, files=3, rows=5)
-    stream_to_pulsar(spark, broker, source, topic, checkpoint)
-    first = stored(broker, topic)
+    stream_to_pulsar(spark, pulsar_service, source, topic, checkpoint)
+    first = stored(pulsar_service, topic)
     assert sorted(v for v, _, _ in first) == sorted(f"f{f}-r{r}" for f in range(3)
                                                    for r in range(5))
     assert {k for _, k, _ in first} == {"k0", "k1", "k2"}
@@ -95,21 +99,21 @@ def test_streaming_write_is_exactly_once_when_a_batch_runs_again(
     # Forget that batch 2 was committed: the restarted query runs it again, sending its five
     # rows under the same producer names and sequence ids, and the broker drops them.
     forget_commit(checkpoint, 2)
-    stream_to_pulsar(spark, broker, source, topic, checkpoint)
+    stream_to_pulsar(spark, pulsar_service, source, topic, checkpoint)
     assert (checkpoint / "commits" / "2").exists()
-    assert stored(broker, topic) == first
+    assert stored(pulsar_service, topic) == first
 
     # New input continues in later batches.
     write_inputs(tmp_path / "more", files=1, rows=4)
     shutil.copy(tmp_path / "more" / "part-000.json", source / "part-100.json")
-    stream_to_pulsar(spark, broker, source, topic, checkpoint)
-    assert len(stored(broker, topic)) == 19
+    stream_to_pulsar(spark, pulsar_service, source, topic, checkpoint)
+    assert len(stored(pulsar_service, topic)) == 19
 
     # Control: the same re-run under another prefix is not recognised as a repeat.
     forget_commit(checkpoint, 3)
-    stream_to_pulsar(spark, broker, source, topic, checkpoint,
+    stream_to_pulsar(spark, pulsar_service, source, topic, checkpoint,
                      producer_name_prefix="another-writer")
-    assert len(stored(broker, topic)) == 23
+    assert len(stored(pulsar_service, topic)) == 23
 
 
 def test_stream_prefix_is_stable_per_checkpoint_and_topic() -> None:
@@ -121,19 +125,21 @@ def test_stream_prefix_is_stable_per_checkpoint_and_topic() -> None:
         stream_prefix({"topic": "t"})
 
 
-def test_retried_batch_write_task_is_dropped_by_dedup(broker: BrokerThread) -> None:
+@ON_BOTH_BROKERS
+def test_retried_batch_write_task_is_dropped_by_dedup(pulsar_service: PulsarService) -> None:
     """What a retried task attempt does: the same producer name sends the same rows again."""
     import pyarrow as pa
 
-    topic = f"persistent://public/default/spark-retry-{next(_names)}"
-    options = {"service_url": broker.url, "topic": topic}
+    namespace = pulsar_service.deduplicated_namespace()
+    topic = f"persistent://{namespace}/spark-retry-{next(_names)}"
+    options = {"service_url": pulsar_service.url, "topic": topic}
     batch = pa.RecordBatch.from_pydict({"value": [b"a", b"b", b"c"]})
     assert asyncio.run(write_rows(options, "job-0", iter([batch]))) == 3
     assert asyncio.run(write_rows(options, "job-0", iter([batch]))) == 3
-    assert [v for v, _, _ in stored(broker, topic)] == ["a", "b", "c"]
+    assert [v for v, _, _ in stored(pulsar_service, topic)] == ["a", "b", "c"]
     # A later micro-batch's ids are above every id of the batch before.
     more = pa.RecordBatch.from_pydict({"value": [b"d"]})
     asyncio.run(write_rows(options, "job-0", iter([more]), BATCH_SEQUENCE_SPAN))
-    assert [v for v, _, _ in stored(broker, topic)] == ["a", "b", "c", "d"]
+    assert [v for v, _, _ in stored(pulsar_service, topic)] == ["a", "b", "c", "d"]
     with pytest.raises(ValueError, match="at most 2 rows"):
         asyncio.run(write_rows(options, "job-1", iter([batch]), 0, max_rows=2))

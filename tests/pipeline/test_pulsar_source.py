@@ -1,4 +1,5 @@
-"""``format("pulsar")``: batch reads and writes through Spark against the embedded broker."""
+"""``format("pulsar")``: batch reads and writes through Spark, against the embedded broker and
+Apache Pulsar (``pulsar_service``)."""
 
 from __future__ import annotations
 
@@ -19,12 +20,12 @@ from tests.support.spark import skip_module_without_java  # noqa: E402
 skip_module_without_java()
 
 from protoframe.clients.pulsar import PulsarClient  # noqa: E402
-from protoframe.clients.pulsar.broker import BrokerThread  # noqa: E402
 from protoframe.clients.pulsar.consumer import entry_messages  # noqa: E402
 from protoframe.clients.pulsar.message import Message, MessageId, ReceivedEntry  # noqa: E402
 from protoframe.generated.demo import spark as demo_rows  # noqa: E402
 from protoframe.generated.demo.events import OrderPlaced  # noqa: E402
 from protoframe.pipeline.pulsar_rows import MESSAGE_SCHEMA  # noqa: E402
+from tests.support.pulsar_service import ON_BOTH_BROKERS, PulsarService  # noqa: E402
 
 _names = itertools.count()
 
@@ -44,18 +45,20 @@ async def produce(url: str, topic: str, values: list[OrderPlaced]) -> None:
         await producer.flush()
 
 
-def reader(spark: Any, broker: BrokerThread, topic: str) -> Any:
-    return (spark.read.format("pulsar").option("service_url", broker.url)
+def reader(spark: Any, service: PulsarService, topic: str) -> Any:
+    return (spark.read.format("pulsar").option("service_url", service.url)
             .option("topic", topic).option("read_timeout_ms", "15000"))
 
 
-def test_read_partitioned_topic_with_decoded_values(spark: Any, broker: BrokerThread) -> None:
-    topic = broker.create_partitioned_topic(
+@ON_BOTH_BROKERS
+def test_read_partitioned_topic_with_decoded_values(spark: Any,
+                                                    pulsar_service: PulsarService) -> None:
+    topic = pulsar_service.create_partitioned_topic(
         f"persistent://public/default/spark-read-{next(_names)}", 2)
     sent = orders(200)
-    asyncio.run(produce(broker.url, topic, sent))
+    asyncio.run(produce(pulsar_service.url, topic, sent))
 
-    df = reader(spark, broker, topic).option("value_type", OrderPlaced.FULL_NAME).load()
+    df = reader(spark, pulsar_service, topic).option("value_type", OrderPlaced.FULL_NAME).load()
     assert df.schema.fields[:len(MESSAGE_SCHEMA.fields)] == MESSAGE_SCHEMA.fields
     assert df.schema["decoded"].dataType == demo_rows.OrderPlaced.spark_schema
     rows = df.collect()
@@ -81,34 +84,39 @@ def test_read_partitioned_topic_with_decoded_values(spark: Any, broker: BrokerTh
     assert per_key and all(r["count"] == 1 for r in per_key)
 
     # A second read plans the same range again; "latest" as the start reads nothing.
-    assert reader(spark, broker, topic).load().count() == len(sent)
-    assert reader(spark, broker, topic).option("starting_offsets", "latest").load().count() == 0
+    assert reader(spark, pulsar_service, topic).load().count() == len(sent)
+    assert reader(spark, pulsar_service, topic).option("starting_offsets", "latest") \
+        .load().count() == 0
 
 
-def test_read_several_topics_and_empty_one(spark: Any, broker: BrokerThread) -> None:
+@ON_BOTH_BROKERS
+def test_read_several_topics_and_empty_one(spark: Any, pulsar_service: PulsarService) -> None:
     first = f"persistent://public/default/spark-multi-{next(_names)}"
     second = f"persistent://public/default/spark-multi-{next(_names)}"
-    empty = broker.create_partitioned_topic(
+    empty = pulsar_service.create_partitioned_topic(
         f"persistent://public/default/spark-empty-{next(_names)}", 2)
-    asyncio.run(produce(broker.url, first, orders(5)))
-    asyncio.run(produce(broker.url, second, orders(7)))
-    df = (spark.read.format("pulsar").option("service_url", broker.url)
+    asyncio.run(produce(pulsar_service.url, first, orders(5)))
+    asyncio.run(produce(pulsar_service.url, second, orders(7)))
+    df = (spark.read.format("pulsar").option("service_url", pulsar_service.url)
           .option("topics", f"{first},{second},{empty}").load())
     counts = {r.topic: r["count"] for r in df.groupBy("topic").count().collect()}
     assert counts == {first: 5, second: 7}
     assert {r.partition for r in df.select("partition").collect()} == {-1}
 
 
-def test_write_then_read_back(spark: Any, broker: BrokerThread) -> None:
-    source = broker.create_partitioned_topic(
+def test_write_then_read_back(spark: Any, pulsar_service: PulsarService) -> None:
+    # Embedded only, for time (the slowest case here): df.write.format("pulsar") on Apache
+    # Pulsar is shown by the demo's run against it (tests/examples/test_pulsar_demo.py, which
+    # writes and reads back), and the streaming sink by test_pulsar_sink.py on both brokers.
+    source = pulsar_service.create_partitioned_topic(
         f"persistent://public/default/spark-src-{next(_names)}", 2)
     target = f"persistent://public/default/spark-dst-{next(_names)}"
-    asyncio.run(produce(broker.url, source, orders(120)))
-    df = reader(spark, broker, source).load().select("key", "value", "properties",
+    asyncio.run(produce(pulsar_service.url, source, orders(120)))
+    df = reader(spark, pulsar_service, source).load().select("key", "value", "properties",
                                                      "event_time")
-    (df.write.format("pulsar").option("service_url", broker.url).option("topic", target)
+    (df.write.format("pulsar").option("service_url", pulsar_service.url).option("topic", target)
      .mode("append").save())
-    back = reader(spark, broker, target).load()
+    back = reader(spark, pulsar_service, target).load()
     cols = ["key", "value", "properties", "event_time"]
 
     def rows(frame: Any) -> list[tuple[Any, ...]]:
@@ -121,9 +129,9 @@ def test_write_then_read_back(spark: Any, broker: BrokerThread) -> None:
 
     # String values and no key column are fine too.
     plain = spark.createDataFrame([("a",), ("b",)], "value string")
-    (plain.write.format("pulsar").option("service_url", broker.url).option("topic", target)
+    (plain.write.format("pulsar").option("service_url", pulsar_service.url).option("topic", target)
      .mode("append").save())
-    again = reader(spark, broker, target).load()
+    again = reader(spark, pulsar_service, target).load()
     assert again.count() == 122
     tail = again.where("key is null").select("value").collect()
     assert sorted(r.value for r in tail) == [b"a", b"b"]
@@ -152,57 +160,60 @@ def ns(frame: Any) -> list[int]:
     return sorted(int(r.properties["n"]) for r in frame.select("properties").collect())
 
 
-def test_read_between_message_ids(spark: Any, broker: BrokerThread) -> None:
+@ON_BOTH_BROKERS
+def test_read_between_message_ids(spark: Any, pulsar_service: PulsarService) -> None:
     topic = f"persistent://public/default/spark-ids-{next(_names)}"
-    asyncio.run(produce_batched(broker.url, topic, 30))
+    asyncio.run(produce_batched(pulsar_service.url, topic, 30))
     rows = {int(r.properties["n"]): r.message_id
-            for r in reader(spark, broker, topic).load().collect()}
+            for r in reader(spark, pulsar_service, topic).load().collect()}
     assert sorted(rows) == list(range(30))
-    assert MessageId.deserialize(reader(spark, broker, topic).load().first()
+    assert MessageId.deserialize(reader(spark, pulsar_service, topic).load().first()
                                  .message_id_bytes).batch_index() >= 0  # batched
     # Inclusive start, exclusive end, both inside batches.
-    between = (reader(spark, broker, topic)
+    between = (reader(spark, pulsar_service, topic)
                .option("starting_offsets", json.dumps({topic: rows[6]}))
                .option("ending_offsets", json.dumps({topic: rows[23]})).load())
     assert ns(between) == list(range(6, 23))
     # The colon form; an end past the last message means "latest".
     start = MessageId.deserialize(
-        reader(spark, broker, topic).load().where("properties['n'] = '9'").first()
+        reader(spark, pulsar_service, topic).load().where("properties['n'] = '9'").first()
         .message_id_bytes)
     colon = f"{start.ledger_id()}:{start.entry_id()}:{start.batch_index()}"
-    later = (reader(spark, broker, topic)
+    later = (reader(spark, pulsar_service, topic)
              .option("starting_offsets", json.dumps({topic: colon}))
              .option("ending_offsets", json.dumps({topic: "999999:0"})).load())
     assert ns(later) == list(range(9, 30))
     # An end at or before the start reads nothing.
-    assert (reader(spark, broker, topic)
+    assert (reader(spark, pulsar_service, topic)
             .option("starting_offsets", json.dumps({topic: rows[20]}))
             .option("ending_offsets", json.dumps({topic: rows[20]})).load().count()) == 0
     with pytest.raises(Exception, match="not a message id"):
-        reader(spark, broker, topic).option("starting_offsets", '{"t": "x"}').load().count()
+        reader(spark, pulsar_service, topic).option("starting_offsets", '{"t": "x"}').load().count()
 
 
-def test_read_between_publish_times(spark: Any, broker: BrokerThread) -> None:
+@ON_BOTH_BROKERS
+def test_read_between_publish_times(spark: Any, pulsar_service: PulsarService) -> None:
     topic = f"persistent://public/default/spark-times-{next(_names)}"
-    between = asyncio.run(produce_batched(broker.url, topic, 20, pause_after=12))
+    between = asyncio.run(produce_batched(pulsar_service.url, topic, 20, pause_after=12))
     assert between is not None
-    after = reader(spark, broker, topic).option("starting_time", str(between)).load()
+    after = reader(spark, pulsar_service, topic).option("starting_time", str(between)).load()
     assert ns(after) == list(range(12, 20))
-    before = reader(spark, broker, topic).option("ending_time", str(between)).load()
+    before = reader(spark, pulsar_service, topic).option("ending_time", str(between)).load()
     assert ns(before) == list(range(12))
     iso = dt.datetime.fromtimestamp(between / 1000, dt.UTC).isoformat()
-    assert ns(reader(spark, broker, topic).option("starting_time", iso).load()) == \
+    assert ns(reader(spark, pulsar_service, topic).option("starting_time", iso).load()) == \
         list(range(12, 20))
 
 
-def test_read_topics_pattern(spark: Any, broker: BrokerThread) -> None:
+@ON_BOTH_BROKERS
+def test_read_topics_pattern(spark: Any, pulsar_service: PulsarService) -> None:
     base = f"spark-pattern-{next(_names)}"
     plain = f"persistent://public/default/{base}-a"
-    parted = broker.create_partitioned_topic(f"persistent://public/default/{base}-b", 2)
+    parted = pulsar_service.create_partitioned_topic(f"persistent://public/default/{base}-b", 2)
     other = f"persistent://public/default/{base}x-c"
     for name, count in ((plain, 3), (parted, 6), (other, 2)):
-        asyncio.run(produce(broker.url, name, orders(count)))
-    df = (spark.read.format("pulsar").option("service_url", broker.url)
+        asyncio.run(produce(pulsar_service.url, name, orders(count)))
+    df = (spark.read.format("pulsar").option("service_url", pulsar_service.url)
           .option("topics_pattern", f"persistent://public/default/{base}-.*").load())
     counts = {r.topic: r["count"] for r in df.groupBy("topic").count().collect()}
     assert sum(counts.values()) == 9
@@ -210,17 +221,18 @@ def test_read_topics_pattern(spark: Any, broker: BrokerThread) -> None:
     assert {t for t in counts if t != plain} <= {f"{parted}-partition-0",
                                                 f"{parted}-partition-1"}
     with pytest.raises(Exception, match="cannot be combined"):
-        (spark.read.format("pulsar").option("service_url", broker.url)
+        (spark.read.format("pulsar").option("service_url", pulsar_service.url)
          .option("topic", plain).option("topics_pattern", ".*").load().count())
 
 
-def test_client_lists_topics_and_last_ids(broker: BrokerThread) -> None:
-    topic = broker.create_partitioned_topic(
+@ON_BOTH_BROKERS
+def test_client_lists_topics_and_last_ids(pulsar_service: PulsarService) -> None:
+    topic = pulsar_service.create_partitioned_topic(
         f"persistent://public/default/spark-last-{next(_names)}", 2)
 
     async def check() -> None:
-        await produce(broker.url, topic, orders(10))
-        async with PulsarClient(broker.url) as client:
+        await produce(pulsar_service.url, topic, orders(10))
+        async with PulsarClient(pulsar_service.url) as client:
             assert await client.get_topics_matching(topic) == [topic]
             listed = await client.get_topics_of_namespace("public/default")
             assert f"{topic}-partition-1" in listed
@@ -238,14 +250,15 @@ def test_client_lists_topics_and_last_ids(broker: BrokerThread) -> None:
     asyncio.run(check())
 
 
-def test_row_builder_matches_each_message(broker: BrokerThread) -> None:
+@ON_BOTH_BROKERS
+def test_row_builder_matches_each_message(pulsar_service: PulsarService) -> None:
     """The per-entry column shortcuts give what each message's own accessors give."""
     from protoframe.pipeline.pulsar_rows import RowBatchBuilder
 
     topic = f"persistent://public/default/spark-rows-{next(_names)}"
 
     async def check() -> None:
-        async with PulsarClient(broker.url) as client:
+        async with PulsarClient(pulsar_service.url) as client:
             batched = await client.create_producer(topic, batching_max_messages=300)
             for i in range(700):  # per-message metadata on some, uniform runs elsewhere
                 batched.send_async(b"x%d" % i, properties={"i": str(i)} if i % 2 else None,
@@ -320,13 +333,15 @@ def ids_of(frame: Any) -> list[str]:
     return sorted(r.message_id for r in frame.select("message_id").collect())
 
 
-def test_min_partitions_splits_one_partition(spark: Any, broker: BrokerThread) -> None:
+def test_min_partitions_splits_one_partition(spark: Any, pulsar_service: PulsarService) -> None:
+    # Embedded only, for time (a minute of Spark jobs): splitting by the entry ids a real
+    # bookie gives is shown on Apache Pulsar by the test below.
     topic = f"persistent://public/default/spark-split-{next(_names)}"
-    between = asyncio.run(produce_batched(broker.url, topic, 203, pause_after=90))
+    between = asyncio.run(produce_batched(pulsar_service.url, topic, 203, pause_after=90))
     assert between is not None
-    whole = reader(spark, broker, topic).load()
+    whole = reader(spark, pulsar_service, topic).load()
     assert whole.rdd.getNumPartitions() == 1
-    split = reader(spark, broker, topic).option("min_partitions", "4").load()
+    split = reader(spark, pulsar_service, topic).option("min_partitions", "4").load()
     assert split.rdd.getNumPartitions() == 4
     expected = ids_of(whole)
     assert len(expected) == 203
@@ -351,12 +366,12 @@ def test_min_partitions_splits_one_partition(spark: Any, broker: BrokerThread) -
                        (colon(by_n[50]), colon(by_n[52]))):
         bounded = {"starting_offsets": json.dumps({topic: start}),
                    "ending_offsets": json.dumps({topic: end})}
-        unsplit = reader(spark, broker, topic).options(**bounded).load()
-        pieces = reader(spark, broker, topic).options(**bounded) \
+        unsplit = reader(spark, pulsar_service, topic).options(**bounded).load()
+        pieces = reader(spark, pulsar_service, topic).options(**bounded) \
             .option("min_partitions", "5").load()
         assert ids_of(pieces) == ids_of(unsplit) and ns(pieces) == ns(unsplit)
         assert ns(unsplit)  # not trivially empty
-    bounded_split = (reader(spark, broker, topic).option("min_partitions", "5")
+    bounded_split = (reader(spark, pulsar_service, topic).option("min_partitions", "5")
                      .option("starting_offsets", json.dumps({topic: colon(by_n[6])}))
                      .option("ending_offsets", json.dumps({topic: colon(by_n[181])})).load())
     assert ns(bounded_split) == list(range(6, 181))
@@ -364,43 +379,45 @@ def test_min_partitions_splits_one_partition(spark: Any, broker: BrokerThread) -
 
     # Publish-time bounds filter every piece.
     for option in ("starting_time", "ending_time"):
-        unsplit = reader(spark, broker, topic).option(option, str(between)).load()
-        pieces = (reader(spark, broker, topic).option(option, str(between))
+        unsplit = reader(spark, pulsar_service, topic).option(option, str(between)).load()
+        pieces = (reader(spark, pulsar_service, topic).option(option, str(between))
                   .option("min_partitions", "3").load())
         assert pieces.rdd.getNumPartitions() == 3
         assert ids_of(pieces) == ids_of(unsplit)
-    assert ns(reader(spark, broker, topic).option("starting_time", str(between))
+    assert ns(reader(spark, pulsar_service, topic).option("starting_time", str(between))
               .option("min_partitions", "3").load()) == list(range(90, 203))
 
     with pytest.raises(Exception, match="min_partitions must be a positive integer"):
-        reader(spark, broker, topic).option("min_partitions", "0").load().count()
+        reader(spark, pulsar_service, topic).option("min_partitions", "0").load().count()
 
 
-def test_min_partitions_small_and_partitioned_topics(spark: Any, broker: BrokerThread) -> None:
+@ON_BOTH_BROKERS
+def test_min_partitions_small_and_partitioned_topics(spark: Any,
+                                                     pulsar_service: PulsarService) -> None:
     # Fewer entries than min_partitions: at most one piece per entry.
     small = f"persistent://public/default/spark-split-small-{next(_names)}"
-    asyncio.run(produce_batched(broker.url, small, 7))  # entries of 4 and 3 messages
-    df = reader(spark, broker, small).option("min_partitions", "8").load()
+    asyncio.run(produce_batched(pulsar_service.url, small, 7))  # entries of 4 and 3 messages
+    df = reader(spark, pulsar_service, small).option("min_partitions", "8").load()
     assert ns(df) == list(range(7))
     assert df.rdd.getNumPartitions() == len({(m.ledger_id(), m.entry_id()) for m in (
         MessageId.deserialize(r.message_id_bytes) for r in df.collect())})
     single = f"persistent://public/default/spark-split-one-{next(_names)}"
-    asyncio.run(produce_batched(broker.url, single, 1))
-    one = reader(spark, broker, single).option("min_partitions", "8").load()
+    asyncio.run(produce_batched(pulsar_service.url, single, 1))
+    one = reader(spark, pulsar_service, single).option("min_partitions", "8").load()
     assert ns(one) == [0] and one.rdd.getNumPartitions() == 1
 
     # Two partitions of different sizes: the bigger one gets more pieces; already enough
     # partitions: nothing is split.
-    parted = broker.create_partitioned_topic(
+    parted = pulsar_service.create_partitioned_topic(
         f"persistent://public/default/spark-split-parts-{next(_names)}", 2)
-    asyncio.run(produce_batched(broker.url, f"{parted}-partition-0", 120))
-    asyncio.run(produce_batched(broker.url, f"{parted}-partition-1", 40))
-    whole = reader(spark, broker, parted).load()
-    split = reader(spark, broker, parted).option("min_partitions", "4").load()
+    asyncio.run(produce_batched(pulsar_service.url, f"{parted}-partition-0", 120))
+    asyncio.run(produce_batched(pulsar_service.url, f"{parted}-partition-1", 40))
+    whole = reader(spark, pulsar_service, parted).load()
+    split = reader(spark, pulsar_service, parted).option("min_partitions", "4").load()
     assert split.rdd.getNumPartitions() == 4
     assert ids_of(split) == ids_of(whole) and len(ids_of(whole)) == 160
     per_task = split.rdd.mapPartitions(
         lambda rows: [sorted({r.partition for r in rows})]).collect()
     assert sorted(map(tuple, per_task)) == [(0,), (0,), (0,), (1,)]
-    assert reader(spark, broker, parted).option("min_partitions", "2").load() \
+    assert reader(spark, pulsar_service, parted).option("min_partitions", "2").load() \
         .rdd.getNumPartitions() == 2

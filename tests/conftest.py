@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)
+    # A process has one SparkContext: the tests on the standalone cluster stop the local session
+    # to start theirs, so they run after every other test (a stable sort keeps their order).
+    items.sort(key=lambda item: "cluster_spark" in getattr(item, "fixturenames", ()))
 
 
 @pytest.fixture(scope="session")
@@ -83,3 +87,51 @@ def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         check=True, capture_output=True, timeout=60)
     return cert, key
 
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A Spark standalone master and two workers on 127.0.0.1 (tests/support/spark_cluster.py),
+    for the run's last tests; stopped by their pids at the end (a watchdog stops them should
+    pytest die first). Skipped without Java 17+."""
+    pytest.importorskip("pyspark")
+    from tests.support import spark_cluster as spark_cluster_module
+    from tests.support.spark import java_missing
+
+    reason = java_missing()
+    if reason is not None:
+        pytest.skip(reason)
+    cluster = spark_cluster_module.start()
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled():
+        print(f"\n[Spark standalone cluster up in {cluster.startup_seconds:.1f} s at "
+              f"{cluster.master_url}]")
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def cluster_spark(spark_cluster: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A SparkSession on ``spark_cluster`` (two one-core executors, each its own JVM), with
+    ``format("pulsar")`` registered. It stops the local session first: these tests run last."""
+    from pyspark.sql import SparkSession
+
+    from protoframe.pipeline.pulsar_source import register
+    from tests.support.spark_cluster import session
+
+    active = SparkSession.getActiveSession() or SparkSession._instantiatedSession
+    if active is not None:
+        active.stop()
+    started = time.monotonic()
+    spark = session(spark_cluster, "protoframe-cluster-tests")
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled():
+        print(f"\n[Spark application on the cluster, executors up in "
+              f"{time.monotonic() - started:.1f} s]")
+    register(spark)
+    try:
+        yield spark
+    finally:
+        spark.stop()

@@ -1,5 +1,8 @@
 """Run the benchmarks: ``python -m bench`` runs them all in turn, ``python -m bench NAME`` one.
 
+``real_pulsar`` starts an Apache Pulsar standalone (about a minute) and prints ``skipped:`` with
+the reason when it cannot (no Java 17+, or the jars not fetched: ``make pulsar``).
+
 To add a benchmark, create ``bench/bench_<name>.py`` with a ``main() -> None`` that prints its
 results, and add ``<name>`` to ``BENCHMARKS``.
 """
@@ -13,8 +16,8 @@ import time
 
 # Short names, in the order they run; the module for NAME is bench.bench_NAME.
 BENCHMARKS: tuple[str, ...] = (
-    "protobuf", "imports", "frames", "instructions", "spark_decode", "client", "spark_source",
-    "broker", "broker_abuse", "broker_reads",
+    "protobuf", "imports", "frames", "instructions", "spark_decode", "client", "real_pulsar",
+    "spark_source", "broker", "broker_abuse", "broker_reads",
 )
 
 

@@ -205,13 +205,15 @@ def _official_client(pulsar: Any, url: str) -> Any:
 
 
 def official_produce(pulsar: Any, url: str, topic: str, messages: list[bytes],
-                     meter: Meter) -> None:
+                     meter: Meter, max_pending_messages: int | None = None) -> None:
     client = _official_client(pulsar, url)
     try:
+        limit = {} if max_pending_messages is None else \
+            {"max_pending_messages": max_pending_messages}
         producer = client.create_producer(
             topic, batching_enabled=True, batching_max_messages=1000,
             batching_max_allowed_size_in_bytes=128 * 1024, batching_max_publish_delay_ms=10,
-            block_if_queue_full=True)
+            block_if_queue_full=True, **limit)
         ok = pulsar.Result.Ok
         results = {"ok": 0, "failed": 0}
 

@@ -2,10 +2,10 @@
 
 ``AckGroupingTracker`` collects acknowledgements and sends them together, like the official
 clients: at the latest ``max_delay`` seconds after the first one (100 ms) or as soon as
-``max_size`` (1000) are waiting. Individual acks of whole entries go as one ACK command
-listing every id; partial acks of batches go with an ``ack_set`` (the bits of the batch
-positions still unacknowledged) when batch-index acknowledgement is on; a cumulative ack keeps
-only the highest position.
+``max_size`` (1000) are waiting; with ``max_delay`` 0 each one goes at once. Individual acks
+of whole entries go as one ACK command listing every id; partial acks of batches go with an
+``ack_set`` (the bits of the batch positions still unacknowledged) when batch-index
+acknowledgement is on; a cumulative ack keeps only the highest position.
 
 ``NegativeAckTracker`` remembers negatively acknowledged entries and asks for their
 redelivery (REDELIVER_UNACKNOWLEDGED_MESSAGES with their ids) once ``delay`` has passed.
@@ -97,6 +97,10 @@ class AckGroupingTracker:
         return (ledger_id, entry_id) <= self._last_cumulative
 
     def _schedule(self) -> None:
+        if self.max_delay <= 0:
+            # No group time, as in the official clients: every acknowledgement goes at once.
+            self.flush()
+            return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:

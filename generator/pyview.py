@@ -56,6 +56,9 @@ class FieldView:
     sparse: bool = False  # kept in the message's dict of present values (MessageView.present)
     key: str = ""  # its key there, as a string literal
     has_expr: str = ""
+    # init_ann with a default that evaluates at module level, after every class: the
+    # parameter as the signature function of a sparse message spells it (FieldsDictView)
+    module_init_ann: str = ""
 
 
 @dataclass
@@ -100,12 +103,17 @@ class MessageView:
 
 @dataclass
 class FieldsDictView:
-    """A module-level TypedDict: the optional message fields one sparse message takes."""
+    """What a sparse message's constructor takes: a TypedDict of its optional message fields,
+    which type checkers read, and a function with every field a keyword, which
+    ``spell_out_fields`` makes the signature and annotations the running code reports."""
 
     name: str
     path: str  # the message's dotted path in the module
     doc: str
     fields: list[tuple[str, str]]  # (field name, annotation)
+    signature: str  # name of the function spelling out the constructor's signature
+    signature_doc: str
+    params: list[str]  # its keyword parameters, in field order
 
 
 @dataclass
@@ -169,7 +177,7 @@ def build_module(proto: ProtoFile, module_of: dict[str, str]) -> ModuleView:
         stdlib.append("import enum")
     typing_names = "Any, ClassVar, Self" if re.search(r"\bAny\b", body) else "ClassVar, Self"
     if fields_dicts:
-        typing_names += ", TypedDict, Unpack"
+        typing_names = f"TYPE_CHECKING, {typing_names}, TypedDict, Unpack"
         body += "\npresent_fields spell_out_fields"
     if layouts:
         body += "\ninstall_layouts"
@@ -207,8 +215,14 @@ def _fields_dict_view(v: MessageView) -> FieldsDictView:
         name=v.fields_dict,
         path=v.path,
         doc=docstring(f"{v.path}'s optional message fields: keywords of its constructor.",
-                      "    "),
+                      "        "),
         fields=[(f.name, f.setter_ann) for f in v.fields if f.sparse],
+        signature=v.fields_dict.removesuffix("_Fields") + "_signature",
+        signature_doc=docstring(
+            f"{v.path}.__init__ with every field a keyword: the signature and annotations "
+            "inspect and typing report for it.", "    "),
+        params=[f"{f.name}: {f.setter_ann} = None" if f.sparse else
+                f"{f.name}: {f.module_init_ann or f.init_ann}" for f in v.fields],
     )
 
 
@@ -451,6 +465,7 @@ def _field_view(py: ModuleContext, m: MessageType, f: Field) -> FieldView:
             ann=value, storage_ann=value, init_ann=init_ann, init_expr=init_expr,
             is_property=False, default_expr=default, has_method=False, comment=f.comment,
             implicit=True,
+            module_init_ann=f"{value} = {default}" if in_body is not None else "",
         )
     return FieldView(
         name=f.py_name, proto_name=f.proto_name, number=f.number, storage="_" + f.py_name,

@@ -282,6 +282,10 @@ class StructBuilder(BuildContext):
             if f.checksum is not None and f.checksum.start not in later:
                 self.error(f"checksum from: {f.checksum.start!r} is not a field after "
                            f"{f.name!r}", [*fpath, "checksum", "from"])
+            if f.checksum is not None and not isinstance(f, IntField):
+                # Patched in once what it covers is encoded, in place: a width known up front.
+                self.error("a checksum field must be a fixed-width integer (u8 to u64)",
+                           [*fpath, "type"])
             if isinstance(f, SwitchField) and f.switch_on is not None:
                 key = struct.field(f.switch_on)
                 if not isinstance(key, IntField | VarintField) or f.switch_on not in earlier:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import enum
 from struct import error as struct_error
-from typing import Any, ClassVar, Self, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypedDict, Unpack
 
 from protoframe.runtime.codec.compiled import (
     ProtoEnumType,
@@ -27588,85 +27588,167 @@ _BaseCommand_Type_BY_NUMBER = number_table(BaseCommand.Type)
 
 
 # Messages with many optional message fields take them as **_fields: CPython would otherwise fill
-# in every default that was not passed, one dict lookup each, on every construction.
+# in every default that was not passed, one dict lookup each, on every construction. Type
+# checkers read those keywords off a TypedDict; the running code reports the signature of a
+# function that spells them out (building the TypedDicts at import took longer).
+if TYPE_CHECKING:
+
+    class _BaseCommand_Fields(TypedDict, total=False):
+        """BaseCommand's optional message fields: keywords of its constructor."""
+
+        connect: CommandConnect | None
+        connected: CommandConnected | None
+        subscribe: CommandSubscribe | None
+        producer: CommandProducer | None
+        send: CommandSend | None
+        send_receipt: CommandSendReceipt | None
+        send_error: CommandSendError | None
+        message: CommandMessage | None
+        ack: CommandAck | None
+        flow: CommandFlow | None
+        unsubscribe: CommandUnsubscribe | None
+        success: CommandSuccess | None
+        error: CommandError | None
+        close_producer: CommandCloseProducer | None
+        close_consumer: CommandCloseConsumer | None
+        producer_success: CommandProducerSuccess | None
+        ping: CommandPing | None
+        pong: CommandPong | None
+        redeliverUnacknowledgedMessages: CommandRedeliverUnacknowledgedMessages | None
+        partitionMetadata: CommandPartitionedTopicMetadata | None
+        partitionMetadataResponse: CommandPartitionedTopicMetadataResponse | None
+        lookupTopic: CommandLookupTopic | None
+        lookupTopicResponse: CommandLookupTopicResponse | None
+        consumerStats: CommandConsumerStats | None
+        consumerStatsResponse: CommandConsumerStatsResponse | None
+        reachedEndOfTopic: CommandReachedEndOfTopic | None
+        seek: CommandSeek | None
+        getLastMessageId: CommandGetLastMessageId | None
+        getLastMessageIdResponse: CommandGetLastMessageIdResponse | None
+        active_consumer_change: CommandActiveConsumerChange | None
+        getTopicsOfNamespace: CommandGetTopicsOfNamespace | None
+        getTopicsOfNamespaceResponse: CommandGetTopicsOfNamespaceResponse | None
+        getSchema: CommandGetSchema | None
+        getSchemaResponse: CommandGetSchemaResponse | None
+        authChallenge: CommandAuthChallenge | None
+        authResponse: CommandAuthResponse | None
+        ackResponse: CommandAckResponse | None
+        getOrCreateSchema: CommandGetOrCreateSchema | None
+        getOrCreateSchemaResponse: CommandGetOrCreateSchemaResponse | None
+        newTxn: CommandNewTxn | None
+        newTxnResponse: CommandNewTxnResponse | None
+        addPartitionToTxn: CommandAddPartitionToTxn | None
+        addPartitionToTxnResponse: CommandAddPartitionToTxnResponse | None
+        addSubscriptionToTxn: CommandAddSubscriptionToTxn | None
+        addSubscriptionToTxnResponse: CommandAddSubscriptionToTxnResponse | None
+        endTxn: CommandEndTxn | None
+        endTxnResponse: CommandEndTxnResponse | None
+        endTxnOnPartition: CommandEndTxnOnPartition | None
+        endTxnOnPartitionResponse: CommandEndTxnOnPartitionResponse | None
+        endTxnOnSubscription: CommandEndTxnOnSubscription | None
+        endTxnOnSubscriptionResponse: CommandEndTxnOnSubscriptionResponse | None
+        tcClientConnectRequest: CommandTcClientConnectRequest | None
+        tcClientConnectResponse: CommandTcClientConnectResponse | None
+        watchTopicList: CommandWatchTopicList | None
+        watchTopicListSuccess: CommandWatchTopicListSuccess | None
+        watchTopicUpdate: CommandWatchTopicUpdate | None
+        watchTopicListClose: CommandWatchTopicListClose | None
+        topicMigrated: CommandTopicMigrated | None
+        scalableTopicLookup: CommandScalableTopicLookup | None
+        scalableTopicUpdate: CommandScalableTopicUpdate | None
+        scalableTopicClose: CommandScalableTopicClose | None
+        scalableTopicSubscribe: CommandScalableTopicSubscribe | None
+        scalableTopicSubscribeResponse: CommandScalableTopicSubscribeResponse | None
+        scalableTopicAssignmentUpdate: CommandScalableTopicAssignmentUpdate | None
+        watchScalableTopics: CommandWatchScalableTopics | None
+        watchScalableTopicsUpdate: CommandWatchScalableTopicsUpdate | None
+        watchScalableTopicsClose: CommandWatchScalableTopicsClose | None
+        watchTcAssignments: CommandWatchTcAssignments | None
+        watchTcAssignmentsUpdate: CommandWatchTcAssignmentsUpdate | None
+        watchTcAssignmentsClose: CommandWatchTcAssignmentsClose | None
 
 
-class _BaseCommand_Fields(TypedDict, total=False):
-    """BaseCommand's optional message fields: keywords of its constructor."""
+def _BaseCommand_signature(
+    self: BaseCommand,
+    *,
+    type_: BaseCommand.Type,
+    connect: CommandConnect | None = None,
+    connected: CommandConnected | None = None,
+    subscribe: CommandSubscribe | None = None,
+    producer: CommandProducer | None = None,
+    send: CommandSend | None = None,
+    send_receipt: CommandSendReceipt | None = None,
+    send_error: CommandSendError | None = None,
+    message: CommandMessage | None = None,
+    ack: CommandAck | None = None,
+    flow: CommandFlow | None = None,
+    unsubscribe: CommandUnsubscribe | None = None,
+    success: CommandSuccess | None = None,
+    error: CommandError | None = None,
+    close_producer: CommandCloseProducer | None = None,
+    close_consumer: CommandCloseConsumer | None = None,
+    producer_success: CommandProducerSuccess | None = None,
+    ping: CommandPing | None = None,
+    pong: CommandPong | None = None,
+    redeliverUnacknowledgedMessages: CommandRedeliverUnacknowledgedMessages | None = None,
+    partitionMetadata: CommandPartitionedTopicMetadata | None = None,
+    partitionMetadataResponse: CommandPartitionedTopicMetadataResponse | None = None,
+    lookupTopic: CommandLookupTopic | None = None,
+    lookupTopicResponse: CommandLookupTopicResponse | None = None,
+    consumerStats: CommandConsumerStats | None = None,
+    consumerStatsResponse: CommandConsumerStatsResponse | None = None,
+    reachedEndOfTopic: CommandReachedEndOfTopic | None = None,
+    seek: CommandSeek | None = None,
+    getLastMessageId: CommandGetLastMessageId | None = None,
+    getLastMessageIdResponse: CommandGetLastMessageIdResponse | None = None,
+    active_consumer_change: CommandActiveConsumerChange | None = None,
+    getTopicsOfNamespace: CommandGetTopicsOfNamespace | None = None,
+    getTopicsOfNamespaceResponse: CommandGetTopicsOfNamespaceResponse | None = None,
+    getSchema: CommandGetSchema | None = None,
+    getSchemaResponse: CommandGetSchemaResponse | None = None,
+    authChallenge: CommandAuthChallenge | None = None,
+    authResponse: CommandAuthResponse | None = None,
+    ackResponse: CommandAckResponse | None = None,
+    getOrCreateSchema: CommandGetOrCreateSchema | None = None,
+    getOrCreateSchemaResponse: CommandGetOrCreateSchemaResponse | None = None,
+    newTxn: CommandNewTxn | None = None,
+    newTxnResponse: CommandNewTxnResponse | None = None,
+    addPartitionToTxn: CommandAddPartitionToTxn | None = None,
+    addPartitionToTxnResponse: CommandAddPartitionToTxnResponse | None = None,
+    addSubscriptionToTxn: CommandAddSubscriptionToTxn | None = None,
+    addSubscriptionToTxnResponse: CommandAddSubscriptionToTxnResponse | None = None,
+    endTxn: CommandEndTxn | None = None,
+    endTxnResponse: CommandEndTxnResponse | None = None,
+    endTxnOnPartition: CommandEndTxnOnPartition | None = None,
+    endTxnOnPartitionResponse: CommandEndTxnOnPartitionResponse | None = None,
+    endTxnOnSubscription: CommandEndTxnOnSubscription | None = None,
+    endTxnOnSubscriptionResponse: CommandEndTxnOnSubscriptionResponse | None = None,
+    tcClientConnectRequest: CommandTcClientConnectRequest | None = None,
+    tcClientConnectResponse: CommandTcClientConnectResponse | None = None,
+    watchTopicList: CommandWatchTopicList | None = None,
+    watchTopicListSuccess: CommandWatchTopicListSuccess | None = None,
+    watchTopicUpdate: CommandWatchTopicUpdate | None = None,
+    watchTopicListClose: CommandWatchTopicListClose | None = None,
+    topicMigrated: CommandTopicMigrated | None = None,
+    scalableTopicLookup: CommandScalableTopicLookup | None = None,
+    scalableTopicUpdate: CommandScalableTopicUpdate | None = None,
+    scalableTopicClose: CommandScalableTopicClose | None = None,
+    scalableTopicSubscribe: CommandScalableTopicSubscribe | None = None,
+    scalableTopicSubscribeResponse: CommandScalableTopicSubscribeResponse | None = None,
+    scalableTopicAssignmentUpdate: CommandScalableTopicAssignmentUpdate | None = None,
+    watchScalableTopics: CommandWatchScalableTopics | None = None,
+    watchScalableTopicsUpdate: CommandWatchScalableTopicsUpdate | None = None,
+    watchScalableTopicsClose: CommandWatchScalableTopicsClose | None = None,
+    watchTcAssignments: CommandWatchTcAssignments | None = None,
+    watchTcAssignmentsUpdate: CommandWatchTcAssignmentsUpdate | None = None,
+    watchTcAssignmentsClose: CommandWatchTcAssignmentsClose | None = None,
+) -> None:
+    """BaseCommand.__init__ with every field a keyword: the signature and annotations inspect and
+    typing report for it.
+    """
 
-    connect: CommandConnect | None
-    connected: CommandConnected | None
-    subscribe: CommandSubscribe | None
-    producer: CommandProducer | None
-    send: CommandSend | None
-    send_receipt: CommandSendReceipt | None
-    send_error: CommandSendError | None
-    message: CommandMessage | None
-    ack: CommandAck | None
-    flow: CommandFlow | None
-    unsubscribe: CommandUnsubscribe | None
-    success: CommandSuccess | None
-    error: CommandError | None
-    close_producer: CommandCloseProducer | None
-    close_consumer: CommandCloseConsumer | None
-    producer_success: CommandProducerSuccess | None
-    ping: CommandPing | None
-    pong: CommandPong | None
-    redeliverUnacknowledgedMessages: CommandRedeliverUnacknowledgedMessages | None
-    partitionMetadata: CommandPartitionedTopicMetadata | None
-    partitionMetadataResponse: CommandPartitionedTopicMetadataResponse | None
-    lookupTopic: CommandLookupTopic | None
-    lookupTopicResponse: CommandLookupTopicResponse | None
-    consumerStats: CommandConsumerStats | None
-    consumerStatsResponse: CommandConsumerStatsResponse | None
-    reachedEndOfTopic: CommandReachedEndOfTopic | None
-    seek: CommandSeek | None
-    getLastMessageId: CommandGetLastMessageId | None
-    getLastMessageIdResponse: CommandGetLastMessageIdResponse | None
-    active_consumer_change: CommandActiveConsumerChange | None
-    getTopicsOfNamespace: CommandGetTopicsOfNamespace | None
-    getTopicsOfNamespaceResponse: CommandGetTopicsOfNamespaceResponse | None
-    getSchema: CommandGetSchema | None
-    getSchemaResponse: CommandGetSchemaResponse | None
-    authChallenge: CommandAuthChallenge | None
-    authResponse: CommandAuthResponse | None
-    ackResponse: CommandAckResponse | None
-    getOrCreateSchema: CommandGetOrCreateSchema | None
-    getOrCreateSchemaResponse: CommandGetOrCreateSchemaResponse | None
-    newTxn: CommandNewTxn | None
-    newTxnResponse: CommandNewTxnResponse | None
-    addPartitionToTxn: CommandAddPartitionToTxn | None
-    addPartitionToTxnResponse: CommandAddPartitionToTxnResponse | None
-    addSubscriptionToTxn: CommandAddSubscriptionToTxn | None
-    addSubscriptionToTxnResponse: CommandAddSubscriptionToTxnResponse | None
-    endTxn: CommandEndTxn | None
-    endTxnResponse: CommandEndTxnResponse | None
-    endTxnOnPartition: CommandEndTxnOnPartition | None
-    endTxnOnPartitionResponse: CommandEndTxnOnPartitionResponse | None
-    endTxnOnSubscription: CommandEndTxnOnSubscription | None
-    endTxnOnSubscriptionResponse: CommandEndTxnOnSubscriptionResponse | None
-    tcClientConnectRequest: CommandTcClientConnectRequest | None
-    tcClientConnectResponse: CommandTcClientConnectResponse | None
-    watchTopicList: CommandWatchTopicList | None
-    watchTopicListSuccess: CommandWatchTopicListSuccess | None
-    watchTopicUpdate: CommandWatchTopicUpdate | None
-    watchTopicListClose: CommandWatchTopicListClose | None
-    topicMigrated: CommandTopicMigrated | None
-    scalableTopicLookup: CommandScalableTopicLookup | None
-    scalableTopicUpdate: CommandScalableTopicUpdate | None
-    scalableTopicClose: CommandScalableTopicClose | None
-    scalableTopicSubscribe: CommandScalableTopicSubscribe | None
-    scalableTopicSubscribeResponse: CommandScalableTopicSubscribeResponse | None
-    scalableTopicAssignmentUpdate: CommandScalableTopicAssignmentUpdate | None
-    watchScalableTopics: CommandWatchScalableTopics | None
-    watchScalableTopicsUpdate: CommandWatchScalableTopicsUpdate | None
-    watchScalableTopicsClose: CommandWatchScalableTopicsClose | None
-    watchTcAssignments: CommandWatchTcAssignments | None
-    watchTcAssignmentsUpdate: CommandWatchTcAssignmentsUpdate | None
-    watchTcAssignmentsClose: CommandWatchTcAssignmentsClose | None
 
-
-spell_out_fields(BaseCommand, _BaseCommand_Fields)
+spell_out_fields(BaseCommand, _BaseCommand_signature)
 
 
 # Layout of each message for the compiled codec (runtime/codec/compiled.py): field number, type, how

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from protoframe.generator.codewriter import q
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.ir import MessageType
-from protoframe.generator.layout_plan import (
+from protoframe.generator.layout_ops import (
     Always,
     BytesSized,
     BytesToEnd,
@@ -22,13 +22,13 @@ from protoframe.generator.layout_plan import (
     FieldOp,
     IfPeek,
     IfRemaining,
-    LayoutPlan,
     Nested,
     ProtoBody,
     ReadInt,
     SizeOf,
     SizeRest,
 )
+from protoframe.generator.layout_plan import LayoutPlan
 from protoframe.generator.linefit import fit_tuple_row
 
 

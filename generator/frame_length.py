@@ -18,7 +18,8 @@ from protoframe.generator.frame_ir import (
     INT_TYPES,
     IntField,
 )
-from protoframe.generator.layout_plan import Const, LayoutPlan
+from protoframe.generator.layout_ops import Const
+from protoframe.generator.layout_plan import LayoutPlan
 
 
 def magic_checks(ctx: EmitContext, plan: LayoutPlan, upto: int) -> list[str]:

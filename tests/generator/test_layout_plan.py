@@ -12,7 +12,7 @@ import pytest
 
 from protoframe.generator.build import load_frame_specs
 from protoframe.generator.frame_layouts import layout_lines
-from protoframe.generator.layout_plan import (
+from protoframe.generator.layout_ops import (
     Always,
     Array,
     BytesSized,
@@ -30,11 +30,10 @@ from protoframe.generator.layout_plan import (
     SizeOf,
     SizeRest,
     SkipTrailing,
-    SpecPlans,
     String,
     c_words,
-    plan_spec,
 )
+from protoframe.generator.layout_plan import SpecPlans, plan_spec
 from protoframe.generator.proto_model import load_protocol
 from protoframe.runtime.codec import vocabulary
 from tests.generator.spec_cases import GOOD_SPEC, MINI_PROTO

@@ -50,7 +50,8 @@ def stream_to_pulsar(spark: Any, service: PulsarService, source: Path, topic: st
     for name, value in options.items():
         writer = writer.option(name, value)
     query = writer.trigger(availableNow=True).start()
-    query.awaitTermination(120)
+    # False once its time is up: a query still running must fail here, not as missing rows.
+    assert query.awaitTermination(240), "not done in 240 s"
     assert query.exception() is None
 
 

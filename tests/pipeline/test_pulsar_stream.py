@@ -30,6 +30,7 @@ from protoframe.pipeline.pulsar_stream import (  # noqa: E402
 from tests.support.pulsar_service import ON_BOTH_BROKERS, PulsarService  # noqa: E402
 
 _names = itertools.count()
+QUERY_SECONDS = 240
 
 
 async def produce(url: str, topic: str, first: int, count: int, batching: bool = True) -> None:
@@ -57,9 +58,12 @@ def run(spark: Any, service: PulsarService, topic: str, out: Path, checkpoint: P
              .trigger(availableNow=True).start())
     if fails:
         with pytest.raises(Exception, match="no longer exists"):
-            query.awaitTermination(60)
+            query.awaitTermination(QUERY_SECONDS)
         return query
-    query.awaitTermination(60)
+    # awaitTermination returns False once its time is up: a query still running then (the
+    # first of a session, cold Python workers on a loaded machine) must fail here, not later
+    # as missing output.
+    assert query.awaitTermination(QUERY_SECONDS), f"not done in {QUERY_SECONDS} s"
     assert query.exception() is None
     return query
 

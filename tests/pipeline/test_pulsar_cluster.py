@@ -39,8 +39,7 @@ from pyspark.sql.functions import create_map, lit, udf  # noqa: E402
 from protoframe.clients.pulsar.broker import BrokerThread  # noqa: E402
 from protoframe.generated.demo import spark as demo_rows  # noqa: E402
 from protoframe.generated.demo.events import OrderPlaced  # noqa: E402
-from tests.pipeline import test_pulsar_stream  # noqa: E402
-from tests.pipeline.test_pulsar_source import orders, produce  # noqa: E402
+from tests.support.demo_orders import orders, produce, produce_numbered  # noqa: E402
 from tests.support.spark_cluster import (  # noqa: E402
     SparkCluster,
     executor_of_this_process,
@@ -147,7 +146,7 @@ def test_streaming_read_on_two_executors(cluster_spark: Any, spark_cluster: Spar
     topic = pulsar.create_partitioned_topic(
         f"persistent://public/default/cluster-stream-{next(_names)}", 2)
     out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
-    asyncio.run(test_pulsar_stream.produce(pulsar.url, topic, 0, 40))
+    asyncio.run(produce_numbered(pulsar.url, topic, 0, 40))
 
     def run() -> Any:
         query = (spark.readStream.format("pulsar").option("service_url", pulsar.url)

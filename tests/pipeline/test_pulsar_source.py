@@ -25,24 +25,10 @@ from protoframe.clients.pulsar.message import Message, MessageId, ReceivedEntry 
 from protoframe.generated.demo import spark as demo_rows  # noqa: E402
 from protoframe.generated.demo.events import OrderPlaced  # noqa: E402
 from protoframe.pipeline.pulsar_rows import MESSAGE_SCHEMA  # noqa: E402
+from tests.support.demo_orders import orders, produce  # noqa: E402
 from tests.support.pulsar_service import ON_BOTH_BROKERS, PulsarService  # noqa: E402
 
 _names = itertools.count()
-
-
-def orders(count: int) -> list[OrderPlaced]:
-    return [OrderPlaced(order_id=f"o-{i}", customer=f"c{i % 7}", amount_cents=100 + i,
-                        currency=["EUR", "USD"][i % 2], items=["pen"] * (i % 3),
-                        placed_at_ms=1_700_000_000_000 + i) for i in range(count)]
-
-
-async def produce(url: str, topic: str, values: list[OrderPlaced]) -> None:
-    async with PulsarClient(url) as client:
-        producer = await client.create_producer(topic, block_if_queue_full=True)
-        for i, order in enumerate(values):
-            producer.send_async(order.encode(), partition_key=order.customer,
-                                properties={"n": str(i)}, event_timestamp=1_000 + i)
-        await producer.flush()
 
 
 def reader(spark: Any, service: PulsarService, topic: str) -> Any:

@@ -17,7 +17,6 @@ from tests.support.spark import skip_module_without_java  # noqa: E402
 
 skip_module_without_java()
 
-from protoframe.clients.pulsar import PulsarClient  # noqa: E402
 from protoframe.clients.pulsar.broker import BrokerThread  # noqa: E402
 from protoframe.clients.pulsar.message import MessageId  # noqa: E402
 from protoframe.generated.demo.events import OrderPlaced  # noqa: E402
@@ -27,21 +26,11 @@ from protoframe.pipeline.pulsar_stream import (  # noqa: E402
     decode_position,
     encode_position,
 )
+from tests.support.demo_orders import produce_numbered as produce  # noqa: E402
 from tests.support.pulsar_service import ON_BOTH_BROKERS, PulsarService  # noqa: E402
 
 _names = itertools.count()
 QUERY_SECONDS = 240
-
-
-async def produce(url: str, topic: str, first: int, count: int, batching: bool = True) -> None:
-    async with PulsarClient(url) as client:
-        producer = await client.create_producer(topic, block_if_queue_full=True,
-                                                batching_enabled=batching)
-        for i in range(first, first + count):
-            order = OrderPlaced(order_id=f"o-{i}", customer=f"c{i % 5}", amount_cents=i)
-            producer.send_async(order.encode(), partition_key=order.customer,
-                                properties={"n": str(i)})
-        await producer.flush()
 
 
 def run(spark: Any, service: PulsarService, topic: str, out: Path, checkpoint: Path,

@@ -29,8 +29,7 @@ from protoframe.generator.frame_ir import (
     StructDef,
     StructField,
     SwitchField,
-    held_struct,
-    nested_struct,
+    struct_refs,
 )
 from protoframe.generator.ir import Protocol, SourceLocation
 from protoframe.generator.naming import spark_message_key, spark_struct_key, union_key
@@ -300,20 +299,6 @@ def _check_recursion(spec: FrameSpec) -> list[SpecError]:
     for s in structs_of(spec):
         visit(s)
     return errors
-
-
-def struct_refs(f: FrameField) -> list[StructDef]:
-    """The structs a field holds: its own, its elements', its switch cases'."""
-    own = nested_struct(f)
-    out = [own] if own is not None else []
-    element = held_struct(f.element) if isinstance(f, ArrayField) and f.element else None
-    if element is not None:
-        out.append(element)
-    for case in f.cases if isinstance(f, SwitchField) else []:
-        for s in case.structs:
-            if all(s is not o for o in out):
-                out.append(s)
-    return out
 
 
 def _check_guards(spec: FrameSpec) -> list[SpecError]:

@@ -308,6 +308,20 @@ def held_struct(f: FrameField) -> StructDef | None:
     return None
 
 
+def struct_refs(f: FrameField) -> list[StructDef]:
+    """The structs a field holds: its own, its elements', its switch cases'."""
+    own = nested_struct(f)
+    out = [own] if own is not None else []
+    element = held_struct(f.element) if isinstance(f, ArrayField) and f.element else None
+    if element is not None:
+        out.append(element)
+    for case in f.cases if isinstance(f, SwitchField) else []:
+        for s in case.structs:
+            if all(s is not o for o in out):
+                out.append(s)
+    return out
+
+
 @dataclass
 class StructDef:
     """A struct (or the frame): its fields in wire order, params and trailing-bytes policy.

@@ -35,8 +35,7 @@ from protoframe.generator.frame_ir import (
     SwitchField,
     UuidField,
     VarintField,
-    held_struct,
-    nested_struct,
+    struct_refs,
 )
 from protoframe.generator.layout_ops import (
     Always,
@@ -172,7 +171,7 @@ def dependency_order(spec: FrameSpec) -> list[StructDef]:
             return
         seen.add(s.name)
         for f in s.fields:
-            for dep in _struct_deps(f):
+            for dep in struct_refs(f):
                 visit(dep)
         out.append(s)
 
@@ -180,17 +179,6 @@ def dependency_order(spec: FrameSpec) -> list[StructDef]:
         visit(s)
     visit(spec.frame)
     return out
-
-
-def _struct_deps(f: FrameField) -> list[StructDef]:
-    own = nested_struct(f)
-    deps = [own] if own is not None else []
-    element = held_struct(f.element) if isinstance(f, ArrayField) and f.element else None
-    if element is not None:
-        deps.append(element)
-    for c in f.cases if isinstance(f, SwitchField) else []:
-        deps += c.structs
-    return deps
 
 
 def lower(s: StructDef, plans: dict[str, LayoutPlan], byte_order: str) -> LayoutPlan:

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from protoframe.generator.codewriter import docstring, q
 from protoframe.generator.errors import GeneratorBug
-from protoframe.generator.frame_checks import struct_refs, structs_of
-from protoframe.generator.frame_ir import ArrayField, FrameSpec, StructDef, SwitchField
+from protoframe.generator.frame_checks import structs_of
+from protoframe.generator.frame_ir import ArrayField, FrameSpec, StructDef, SwitchField, struct_refs
 from protoframe.generator.ir import Label, MessageType, Presence, Protocol
 from protoframe.generator.spark_codec import CodecView, Column, codec
 from protoframe.generator.spark_emit import SparkContext, field_message

@@ -21,7 +21,8 @@ if sys.platform == "win32":
 
 # A stand-in for a test process: it starts two servers (each a shell that starts a child of its
 # own, as a Spark worker starts executors), watched, prints their pids, stops them ("close") or
-# waits to be killed.
+# waits to be killed. It closes only once told to (a line on its stdin): the test checks the
+# servers are up first, and they must still be.
 STARTER = """
 import subprocess, sys, time
 from pathlib import Path
@@ -34,6 +35,7 @@ for _ in range(2):
     servers.append(server)
 print(watchdog.process.pid, *(server.pid for server in servers), flush=True)
 if sys.argv[2] == "close":
+    sys.stdin.readline()
     # As SparkCluster.stop: the servers by their pids, then the watchdog for what they left.
     for server in servers:
         server.terminate()
@@ -49,7 +51,7 @@ def start(tmp_path: Path, how: str) -> tuple[subprocess.Popen[str], int, list[in
     files.mkdir()
     (files / "data").write_text("x")
     starter = subprocess.Popen([sys.executable, "-c", STARTER, str(files), how], cwd=ROOT,
-                               stdout=subprocess.PIPE, text=True)
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert starter.stdout is not None
     watchdog, *groups = (int(word) for word in starter.stdout.readline().split())
     assert len(groups) == 2 and all(group_alive(group) for group in groups)
@@ -97,7 +99,9 @@ def test_groups_die_when_the_starter_is_sigkilled(tmp_path: Path) -> None:
 def test_close_ends_the_groups_and_the_watchdog(tmp_path: Path) -> None:
     starter, _, groups = start(tmp_path, "close")
     try:
-        assert starter.stdout is not None
+        assert starter.stdin is not None and starter.stdout is not None
+        starter.stdin.write("close\n")
+        starter.stdin.flush()
         assert starter.stdout.readline().strip() == "closed"
         assert [group for group in groups if group_alive(group)] == []
         assert not (tmp_path / "files").exists()

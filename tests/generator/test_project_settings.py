@@ -1,7 +1,7 @@
 """``protoframe generate/check/init`` in a user's project: settings, outputs, and manners.
 
-Each test runs the command as a user would, in a temporary project directory, through
-``python -m protoframe`` (the installed ``protoframe`` script calls the same ``main``).
+Each test runs the command as a user would, in a temporary project directory, through the
+``main`` the installed ``protoframe`` script calls (tests/support/generator_cli.py).
 """
 
 from __future__ import annotations
@@ -13,15 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.generator_cli import run_cli
 from tests.support.paths import DATA, ROOT
 
 PROTO = 'syntax = "proto3";\npackage tiny;\nmessage Ping { uint32 id = 1; string text = 2; }\n'
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "protoframe", *args], cwd=cwd,
-                          capture_output=True, text=True, check=False, timeout=300,
-                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    return run_cli(*args, cwd=cwd)
 
 
 def write(path: Path, text: str) -> Path:

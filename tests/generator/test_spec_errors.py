@@ -2,17 +2,14 @@
 written.
 
 Each file in tests/data/bad_specs is a spec with one mistake (its first line says which). It is
-placed in a fresh protocol directory next to a tiny .proto and run through
-``python -m generator generate``. The expected position is computed from the YAML text itself:
-the line containing ``line_has`` and the column where ``token`` starts on it.
+placed in a fresh protocol directory next to a tiny .proto and run through ``protoframe
+generate`` (in this process). The expected position is computed from the YAML text itself: the
+line containing ``line_has`` and the column where ``token`` starts on it.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +24,7 @@ from tests.generator.spec_cases import (
     Case,
     position,
 )
-from tests.support.paths import ROOT
+from tests.support.generator_cli import run_cli
 
 
 @dataclass
@@ -46,12 +43,8 @@ def run_generator(tmp_path: Path, spec_name: str, spec_text: str) -> Run:
     (protocol / "mini.proto").write_text(MINI_PROTO)
     (protocol / spec_name).write_text(spec_text)
     out = tmp_path / "out"
-    env = {"PYTHONPATH": str(ROOT), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-    result = subprocess.run(
-        [sys.executable, "-m", "protoframe", "generate", "--spec-dir",
-         str(tmp_path / "specs"), "--out", str(out)],
-        cwd=tmp_path, capture_output=True, text=True, check=False, env=env, timeout=120,
-    )
+    result = run_cli("generate", "--spec-dir", str(tmp_path / "specs"), "--out", str(out),
+                     cwd=tmp_path)
     return Run(result.returncode, result.stdout, result.stderr,
                f"specs/mini/{spec_name}", out, tmp_path)
 
@@ -152,12 +145,8 @@ def test_bad_spec_leaves_existing_output_untouched(tmp_path: Path) -> None:
     before = {p: p.read_bytes() for p in good.out.rglob("*") if p.is_file()}
     spec = tmp_path / "specs" / "mini" / "mini.yaml"
     spec.write_text(GOOD_SPEC.replace("struct: Payload", "struct: Paylod"))
-    env = {"PYTHONPATH": str(ROOT), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-    result = subprocess.run(
-        [sys.executable, "-m", "protoframe", "generate", "--spec-dir", str(tmp_path / "specs"),
-         "--out", str(good.out)],
-        cwd=tmp_path, capture_output=True, text=True, check=False, env=env, timeout=120,
-    )
+    result = run_cli("generate", "--spec-dir", str(tmp_path / "specs"), "--out", str(good.out),
+                     cwd=tmp_path)
     assert result.returncode == 2
     assert "unknown struct 'Paylod'" in result.stderr
     assert {p: p.read_bytes() for p in good.out.rglob("*") if p.is_file()} == before
@@ -221,12 +210,8 @@ def run_routed(tmp_path: Path, spec_text: str) -> Run:
     protocol.mkdir(parents=True)
     (protocol / "rpcmini.proto").write_text(ROUTED_PROTO)
     (protocol / "rpcmini.yaml").write_text(spec_text)
-    env = {"PYTHONPATH": str(ROOT), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-    result = subprocess.run(
-        [sys.executable, "-m", "protoframe", "generate", "--spec-dir",
-         str(tmp_path / "specs"), "--out", str(tmp_path / "out")],
-        cwd=tmp_path, capture_output=True, text=True, check=False, env=env, timeout=120,
-    )
+    result = run_cli("generate", "--spec-dir", str(tmp_path / "specs"), "--out",
+                     str(tmp_path / "out"), cwd=tmp_path)
     return Run(result.returncode, result.stdout, result.stderr,
                "specs/rpcmini/rpcmini.yaml", tmp_path / "out",
                tmp_path)

@@ -32,8 +32,8 @@ from protoframe.clients.pulsar.consumer import (
     parse_initial_position,
     parse_sub_type,
 )
+from protoframe.clients.pulsar.consumer.consumer import MessageListener
 from protoframe.clients.pulsar.consumer.dead_letters import MAX_RECONSUMETIMES, Letters
-from protoframe.clients.pulsar.consumer.listener import MessageListener
 from protoframe.clients.pulsar.consumer.policies import (
     ConsumerDeadLetterPolicy,
     RedeliveryBackoff,

@@ -10,9 +10,8 @@ feeding the same queue; otherwise one.
 """
 
 from protoframe.clients.pulsar.consumer.batches import entry_messages, uniform_layout
-from protoframe.clients.pulsar.consumer.consumer import Consumer
+from protoframe.clients.pulsar.consumer.consumer import Consumer, MessageListener
 from protoframe.clients.pulsar.consumer.handle import TopicConsumer
-from protoframe.clients.pulsar.consumer.listener import MessageListener
 from protoframe.clients.pulsar.consumer.options import (
     ConsumerConfig,
     ConsumerType,

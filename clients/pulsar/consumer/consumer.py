@@ -13,20 +13,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
 from protoframe.clients.pulsar import errors
 from protoframe.clients.pulsar.acks import Position
 from protoframe.clients.pulsar.consumer.dead_letters import Letters
 from protoframe.clients.pulsar.consumer.handle import TopicConsumer
-from protoframe.clients.pulsar.consumer.listener import MessageListener, start_listener
+from protoframe.clients.pulsar.consumer.listener import start_listener
 from protoframe.clients.pulsar.consumer.options import ConsumerConfig
 from protoframe.clients.pulsar.consumer.queue import ReceiveQueue
 from protoframe.clients.pulsar.consumer.redelivery import Expired, UnackedTracker
 from protoframe.clients.pulsar.message import EntryOwner, Message, MessageId, ReceivedEntry
 from protoframe.clients.pulsar.session import Session
 
-__all__ = ["Consumer"]
+__all__ = ["Consumer", "MessageListener"]
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,10 @@ def _release(taken: Iterable[tuple[EntryOwner | None, int]]) -> None:
             counts[owner] = counts.get(owner, 0) + n
     for owner, n in counts.items():
         owner.taken(n)
+
+
+#: ``listener(consumer, message)``: a function, or a coroutine function (awaited).
+MessageListener = Callable[["Consumer", Message], object]
 
 
 class Consumer:

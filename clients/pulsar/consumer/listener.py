@@ -12,23 +12,27 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Protocol, TypeVar
 
 from protoframe.clients.pulsar import errors
 from protoframe.clients.pulsar.message import Message
 
-if TYPE_CHECKING:
-    from protoframe.clients.pulsar.consumer.consumer import Consumer
-
-__all__ = ["MessageListener", "start_listener"]
+__all__ = ["Receiver", "start_listener"]
 
 log = logging.getLogger(__name__)
 
-MessageListener = Callable[["Consumer", Message], "Awaitable[Any] | Any"]
+
+class Receiver(Protocol):
+    """What a listener needs of its consumer (a ``consumer.Consumer``)."""
+
+    async def receive(self, timeout_millis: int | None = None) -> Message: ...
 
 
-async def _listen(consumer: Consumer, listener: MessageListener) -> None:
+R = TypeVar("R", bound=Receiver)
+
+
+async def _listen(consumer: R, listener: Callable[[R, Message], object]) -> None:
     while True:
         try:
             msg = await consumer.receive()
@@ -44,7 +48,8 @@ async def _listen(consumer: Consumer, listener: MessageListener) -> None:
             log.exception("%r: the message listener failed on %s", consumer, msg.message_id())
 
 
-def start_listener(consumer: Consumer, listener: MessageListener) -> asyncio.Task[None]:
+def start_listener(consumer: R, listener: Callable[[R, Message], object]
+                   ) -> asyncio.Task[None]:
     """Run ``listener`` on every message ``consumer`` receives, until it is closed."""
     return asyncio.get_running_loop().create_task(
         _listen(consumer, listener), name=f"listener of {consumer!r}")

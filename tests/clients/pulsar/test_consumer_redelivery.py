@@ -37,8 +37,8 @@ def test_ack_timeout_redelivers_what_was_not_acknowledged(target: Target) -> Non
     async def scenario(url: str, broker: Broker) -> None:
         async with PulsarClient(url) as client:
             consumer = await client.subscribe("ack-timeout", "s", "Shared",
-                                              unacked_messages_timeout_ms=300,
-                                              tick_duration_ms=100)
+                                              unacked_messages_timeout_ms=200,
+                                              tick_duration_ms=50)
             producer = await client.create_producer("ack-timeout", batching_enabled=False)
             for i in range(3):
                 await producer.send(f"m{i}".encode())
@@ -48,12 +48,12 @@ def test_ack_timeout_redelivers_what_was_not_acknowledged(target: Target) -> Non
             await consumer.acknowledge(first[1])
             started = time.monotonic()
             (again,) = await receive_n(consumer, 1, timeout=10, ack=False)
-            assert time.monotonic() - started >= 0.1
+            assert time.monotonic() - started >= 0.15
             assert again.data() == b"m2" and again.message_id() == first[2].message_id()
             assert again.redelivery_count() == 1
             await consumer.acknowledge(again)
             # Acknowledged: it stays away past several timeouts.
-            assert await nothing_more(consumer, 900)
+            assert await nothing_more(consumer, 500)
 
     target.run(scenario)
 
@@ -71,7 +71,7 @@ def test_ack_timeout_on_exclusive_redelivers_everything() -> None:
             await receive_n(consumer, 4, ack=False)
             again = await receive_n(consumer, 4, timeout=10)
             assert [m.data() for m in again] == [f"m{i}".encode() for i in range(4)]
-            assert await nothing_more(consumer, 500)
+            assert await nothing_more(consumer, 300)
 
     run(scenario)
 
@@ -106,7 +106,7 @@ def test_nacked_past_the_limit_goes_to_the_dead_letter_topic(target: Target) -> 
                 "k": "v", REAL_TOPIC: FULL + "dlq",
                 ORIGIN_MESSAGE_ID: f"({sent.ledger_id()},{sent.entry_id()},-1,-1)"}
             # Acknowledged on its own topic: never delivered again.
-            assert await nothing_more(consumer, 500)
+            assert await nothing_more(consumer, 300)
 
     target.run(scenario)
 
@@ -126,7 +126,7 @@ def test_ack_timeout_past_the_limit_goes_to_the_dead_letter_topic() -> None:
             (letter,) = await receive_n(dead, 1, timeout=10)
             assert letter.data() == b"stuck"
             assert letter.properties()[REAL_TOPIC] == FULL + "dlq-timeout"
-            assert await nothing_more(consumer, 400)
+            assert await nothing_more(consumer, 300)
 
     run(scenario)
 
@@ -161,7 +161,7 @@ def test_reconsume_later_goes_through_the_retry_topic_then_the_dead_letter_topic
             assert letter.properties() == {"a": "1", REAL_TOPIC: FULL + "retry",
                                            ORIGIN_MESSAGE_ID: origin, RECONSUMETIMES: "3",
                                            DELAY_TIME: "100"}
-            assert await nothing_more(consumer, 500)
+            assert await nothing_more(consumer, 300)
 
     target.run(scenario)
 
@@ -185,7 +185,7 @@ def test_negative_ack_backoff_grows_with_the_redelivery_count(target: Target) ->
             consumer = await client.subscribe(
                 "backoff", "s", "Shared",
                 negative_ack_redelivery_backoff=MultiplierRedeliveryBackoff(
-                    min_delay_ms=50, max_delay_ms=400, multiplier=2))
+                    min_delay_ms=20, max_delay_ms=160, multiplier=2))
             producer = await client.create_producer("backoff")
             await producer.send(b"again")
             gaps = []
@@ -196,9 +196,9 @@ def test_negative_ack_backoff_grows_with_the_redelivery_count(target: Target) ->
                 (msg,) = await receive_n(consumer, 1, timeout=10, ack=False)
                 gaps.append(time.monotonic() - nacked)
             assert msg.redelivery_count() == 4
-            # 50, 100, 200, 400 ms asked: each wait at least its delay (timers never fire
-            # early), so the last ones are longer than the first's floor whatever the load.
-            assert all(gap >= delay * 0.9 for gap, delay in zip(gaps, [0.05, 0.1, 0.2, 0.4],
+            # 20, 40, 80, 160 ms asked: each wait is at least its own delay (timers never
+            # fire early), however loaded the machine.
+            assert all(gap >= delay * 0.9 for gap, delay in zip(gaps, [0.02, 0.04, 0.08, 0.16],
                                                                  strict=True))
             await consumer.acknowledge(msg)
 

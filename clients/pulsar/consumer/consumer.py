@@ -66,6 +66,8 @@ class Consumer:
         self._letters = letters
         self._letter_tasks: set[asyncio.Task[None]] = set()
         self._listener: asyncio.Task[None] | None = None
+        self._listening = asyncio.Event()
+        self._listening.set()
         self._unacked: UnackedTracker | None = None
         if conf.unacked_messages_timeout_ms:
             self._unacked = UnackedTracker(conf.unacked_messages_timeout_ms / 1000.0,
@@ -376,7 +378,14 @@ class Consumer:
         ``subscribe(message_listener=...)`` starts)."""
         if self._listener is not None:
             raise errors.InvalidConfiguration("this consumer already has a message listener")
-        self._listener = start_listener(self, listener)
+        self._listener = start_listener(self, listener, self._listening)
+
+    def pause_message_listener(self) -> None:
+        """Stop handing messages to the listener (the one it is handling finishes)."""
+        self._listening.clear()
+
+    def resume_message_listener(self) -> None:
+        self._listening.set()
 
     def topic(self) -> str:
         return self._topic

@@ -32,12 +32,17 @@ class Receiver(Protocol):
 R = TypeVar("R", bound=Receiver)
 
 
-async def _listen(consumer: R, listener: Callable[[R, Message], object]) -> None:
+async def _listen(consumer: R, listener: Callable[[R, Message], object],
+                  running: asyncio.Event) -> None:
     while True:
+        # Paused: messages wait in the queue (and flow control stops the broker).
+        await running.wait()
         try:
             msg = await consumer.receive()
         except errors.AlreadyClosed:
             return
+        # Paused while this receive waited: the message waits too.
+        await running.wait()
         try:
             result = listener(consumer, msg)
             if inspect.isawaitable(result):
@@ -48,8 +53,9 @@ async def _listen(consumer: R, listener: Callable[[R, Message], object]) -> None
             log.exception("%r: the message listener failed on %s", consumer, msg.message_id())
 
 
-def start_listener(consumer: R, listener: Callable[[R, Message], object]
-                   ) -> asyncio.Task[None]:
-    """Run ``listener`` on every message ``consumer`` receives, until it is closed."""
+def start_listener(consumer: R, listener: Callable[[R, Message], object],
+                   running: asyncio.Event) -> asyncio.Task[None]:
+    """Run ``listener`` on every message ``consumer`` receives, until it is closed, while
+    ``running`` is set."""
     return asyncio.get_running_loop().create_task(
-        _listen(consumer, listener), name=f"listener of {consumer!r}")
+        _listen(consumer, listener, running), name=f"listener of {consumer!r}")

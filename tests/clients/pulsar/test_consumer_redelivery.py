@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 
 import pytest
@@ -15,7 +16,7 @@ from protoframe.clients.pulsar import (
     MultiplierRedeliveryBackoff,
     PulsarClient,
 )
-from protoframe.clients.pulsar.broker import EmbeddedBroker
+from protoframe.clients.pulsar.broker import BrokerThread, EmbeddedBroker
 from protoframe.clients.pulsar.consumer import Consumer
 from protoframe.clients.pulsar.consumer.dead_letters import (
     DELAY_TIME,
@@ -26,6 +27,8 @@ from protoframe.clients.pulsar.consumer.dead_letters import (
     retry_letter_topic,
 )
 from protoframe.clients.pulsar.errors import InvalidConfiguration
+from protoframe.clients.pulsar.sync import Client as SyncClient
+from protoframe.clients.pulsar.sync import Consumer as SyncConsumer
 from tests.clients.pulsar.scenarios import Broker, Target, run
 from tests.clients.pulsar.test_client import nothing_more, receive_n, until
 from tests.support.real_pulsar import RealPulsar
@@ -242,10 +245,18 @@ def test_message_listener_gets_every_message_and_survives_its_errors(
             expected = [f"m{i}".encode() for i in range(10)]
             await until(lambda: len(got) == 10 and len(got_async) == 10, timeout=10)
             assert got == expected and got_async == expected
+            other.pause_message_listener()
             await consumer.close()
             await producer.send(b"after close")
+            # Arrived (queued, or held by the paused listener), whatever the listener was doing
+            # when paused.
+            (child,) = other._children
+            await until(lambda: child.received == 11, timeout=10)
+            await asyncio.sleep(0.1)
+            assert len(got) == 10 and len(got_async) == 10  # closed, paused
+            other.resume_message_listener()
             await until(lambda: len(got_async) == 11, timeout=10)
-            assert len(got) == 10
+            assert got_async[-1] == b"after close"
             await other.close()
 
     with caplog.at_level(logging.ERROR, logger="protoframe.clients.pulsar.consumer.listener"):
@@ -269,3 +280,26 @@ def test_subscription_properties_reach_the_broker(target: Target) -> None:
                     {"team": "orders", "v": "2"}
 
     target.run(scenario)
+
+
+def test_sync_client_listener_gets_the_sync_consumer_on_a_worker_thread() -> None:
+    got: list[bytes] = []
+    threads: set[str] = set()
+    done = threading.Event()
+
+    def listener(consumer: SyncConsumer, msg: Message) -> None:
+        threads.add(threading.current_thread().name)
+        consumer.acknowledge(msg)  # a blocking call: not on the client's loop thread
+        got.append(msg.data())
+        if len(got) == 5:
+            done.set()
+
+    with BrokerThread(port=0) as broker, SyncClient(broker.url) as client:
+        consumer = client.subscribe("sync-listen", "s", message_listener=listener)
+        producer = client.create_producer("sync-listen")
+        for i in range(5):
+            producer.send(f"m{i}".encode())
+        assert done.wait(10)
+        assert got == [f"m{i}".encode() for i in range(5)]
+        assert not any(name.startswith("pulsar-client") for name in threads)
+        consumer.close()

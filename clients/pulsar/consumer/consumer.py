@@ -232,6 +232,9 @@ class Consumer:
             info = message._entry
             if info.consumer is None:
                 return
+            if self._unacked is not None:
+                # Its redelivery is the negative ack's now, not the ack timeout's as well.
+                self._unacked.acked(info.consumer, [(info.ledger_id, info.entry_id)])
             letters = self._letters
             if letters is not None and letters.is_dead(message):
                 self._spawn(self._dead_letter([message]))

@@ -349,6 +349,9 @@ class TopicConsumer(TopicHandle[None]):
         cnx = self.cnx
         if cnx is None:
             return
+        if self.unacked is not None:
+            # All of them come again: their ack timeouts start again when they are taken.
+            self.unacked.clear(self)
         dropped = self.queue.drop(self)
         try:
             cnx.write_command(pb.BaseCommand(

@@ -79,6 +79,27 @@ def test_ack_timeout_on_exclusive_redelivers_everything() -> None:
     run(scenario)
 
 
+def test_a_negative_ack_takes_the_message_out_of_the_ack_timeout() -> None:
+    async def scenario(url: str, broker: Broker) -> None:
+        async with PulsarClient(url) as client:
+            consumer = await client.subscribe("nack-timeout", "s", "Shared",
+                                              unacked_messages_timeout_ms=100,
+                                              tick_duration_ms=20,
+                                              negative_ack_redelivery_delay_ms=300)
+            producer = await client.create_producer("nack-timeout")
+            await producer.send(b"x")
+            (msg,) = await receive_n(consumer, 1, ack=False)
+            nacked = time.monotonic()
+            consumer.negative_acknowledge(msg)
+            # Redelivered by the negative ack (300 ms), not by the ack timeout (100 ms).
+            (again,) = await receive_n(consumer, 1, timeout=10)
+            assert time.monotonic() - nacked >= 0.27
+            assert again.redelivery_count() == 1
+            assert await nothing_more(consumer, 200)
+
+    run(scenario)
+
+
 def test_nacked_past_the_limit_goes_to_the_dead_letter_topic(target: Target) -> None:
     async def scenario(url: str, broker: Broker) -> None:
         async with PulsarClient(url) as client:

@@ -1,17 +1,26 @@
-"""Dead letters against the official client (pulsar-client, C++ core), on the embedded broker
-and on Apache Pulsar: our dead-letter topic read by the official consumer, and the official
-consumer's dead letters compared with ours, message for message."""
+"""Dead letters and listeners against the official client (pulsar-client, C++ core), on the
+embedded broker and on Apache Pulsar: our dead-letter topic read by the official consumer, the
+official consumer's dead letters compared with ours, message for message, and listeners fed by
+the other client's producer."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pulsar
 import pytest
 
-from protoframe.clients.pulsar import ConsumerDeadLetterPolicy, MessageId, PulsarClient
+from protoframe.clients.pulsar import (
+    Consumer,
+    ConsumerDeadLetterPolicy,
+    Message,
+    MessageId,
+    PulsarClient,
+)
 from protoframe.clients.pulsar.broker import BrokerThread
 from protoframe.clients.pulsar.consumer.dead_letters import (
     ORIGIN_MESSAGE_ID,
@@ -182,3 +191,50 @@ def test_official_producer_messages_reach_our_dead_letter_topic(
     ((data, props),) = read_dead_letters(url, topic, 1)
     assert data == b"official" and props["from"] == "official"
     assert props[REAL_TOPIC] == FULL + topic
+
+
+def test_listeners_both_ways(service: tuple[str, str]) -> None:
+    """The official producer to our listener, and ours to the official client's listener."""
+    url, prefix = service
+    to_ours, to_theirs = f"{prefix}-listen-ours", f"{prefix}-listen-theirs"
+    theirs_got: list[bytes] = []
+    theirs_done = threading.Event()
+
+    def their_listener(consumer: Any, msg: Any) -> None:
+        theirs_got.append(msg.data())
+        consumer.acknowledge(msg)
+        if len(theirs_got) == 5:
+            theirs_done.set()
+
+    client = pulsar.Client(url, logger=QUIET, operation_timeout_seconds=20)
+    try:
+        client.subscribe(to_theirs, "s", message_listener=their_listener)
+        official_producer = client.create_producer(to_ours, batching_enabled=True,
+                                                   batching_max_publish_delay_ms=20)
+
+        async def main() -> list[bytes]:
+            got: list[bytes] = []
+            done = asyncio.Event()
+
+            async def listener(consumer: Consumer, msg: Message) -> None:
+                got.append(msg.data())
+                await consumer.acknowledge(msg)
+                if len(got) == 5:
+                    done.set()
+
+            async with PulsarClient(url) as ours:
+                await ours.subscribe(to_ours, "s", message_listener=listener)
+                producer = await ours.create_producer(to_theirs)
+                for i in range(5):
+                    official_producer.send_async(f"o{i}".encode(), None)
+                    await producer.send(f"p{i}".encode())
+                official_producer.flush()
+                await asyncio.wait_for(done.wait(), 20)
+            return got
+
+        got = asyncio.run(main())
+        assert theirs_done.wait(20)
+    finally:
+        client.close()
+    assert got == [f"o{i}".encode() for i in range(5)]
+    assert theirs_got == [f"p{i}".encode() for i in range(5)]

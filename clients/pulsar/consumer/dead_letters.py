@@ -113,7 +113,7 @@ class Letters:
 
     async def _producer(self, topic: str) -> LetterProducer:
         task = self._producers.get(topic)
-        if task is None or (task.done() and task.exception() is not None):
+        if task is None or (task.done() and (task.cancelled() or task.exception() is not None)):
             task = self._producers[topic] = asyncio.ensure_future(self._start(topic))
         return await asyncio.shield(task)
 

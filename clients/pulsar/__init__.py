@@ -17,7 +17,13 @@ await client.close()
 
 from protoframe.clients.pulsar.auth import AuthenticationBasic, AuthenticationToken
 from protoframe.clients.pulsar.client import PulsarClient
-from protoframe.clients.pulsar.consumer import Consumer, ConsumerType, InitialPosition
+from protoframe.clients.pulsar.consumer import (
+    Consumer,
+    ConsumerDeadLetterPolicy,
+    ConsumerType,
+    InitialPosition,
+    MultiplierRedeliveryBackoff,
+)
 from protoframe.clients.pulsar.errors import (
     AlreadyClosed,
     AuthenticationError,
@@ -56,6 +62,7 @@ __all__ = [
     "ConnectError",
     "Consumer",
     "ConsumerBusy",
+    "ConsumerDeadLetterPolicy",
     "ConsumerType",
     "CumulativeAcknowledgementNotAllowedError",
     "HashingScheme",
@@ -63,6 +70,7 @@ __all__ = [
     "Message",
     "MessageId",
     "MessageTooBig",
+    "MultiplierRedeliveryBackoff",
     "PartitionsRoutingMode",
     "Producer",
     "ProducerAccessMode",

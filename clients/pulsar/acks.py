@@ -169,11 +169,18 @@ class NegativeAckTracker:
     def __len__(self) -> int:
         return len(self._due)
 
-    def add(self, ledger_id: int, entry_id: int) -> None:
+    def add(self, ledger_id: int, entry_id: int, delay: float | None = None) -> None:
+        """Redeliver after ``delay`` seconds (a backoff's), or after the tracker's own."""
         loop = asyncio.get_running_loop()
-        self._due[(ledger_id, entry_id)] = loop.time() + self.delay
+        wait = self.delay if delay is None else delay
+        due = loop.time() + wait
+        self._due[(ledger_id, entry_id)] = due
         if self._timer is None:
-            self._timer = loop.call_later(self.delay, self._on_timer)
+            self._timer = loop.call_later(wait, self._on_timer)
+        elif due < self._timer.when():
+            # A shorter backoff than the one the timer waits for.
+            self._timer.cancel()
+            self._timer = loop.call_later(wait, self._on_timer)
 
     def remove(self, ledger_id: int, entry_id: int) -> None:
         self._due.pop((ledger_id, entry_id), None)

@@ -32,6 +32,12 @@ from protoframe.clients.pulsar.consumer import (
     parse_initial_position,
     parse_sub_type,
 )
+from protoframe.clients.pulsar.consumer.consumer import MessageListener
+from protoframe.clients.pulsar.consumer.dead_letters import MAX_RECONSUMETIMES, Letters
+from protoframe.clients.pulsar.consumer.policies import (
+    ConsumerDeadLetterPolicy,
+    RedeliveryBackoff,
+)
 from protoframe.clients.pulsar.lookup import LookupService, TopicName
 from protoframe.clients.pulsar.message import MessageId
 from protoframe.clients.pulsar.producer import (
@@ -264,6 +270,13 @@ class PulsarClient:
         key_shared_ranges: list[tuple[int, int]] | None = None,
         allow_out_of_order_delivery: bool = False,
         deliver_entries: bool = False,
+        unacked_messages_timeout_ms: int | None = None,
+        tick_duration_ms: int = 1000,
+        negative_ack_redelivery_backoff: RedeliveryBackoff | None = None,
+        dead_letter_policy: ConsumerDeadLetterPolicy | None = None,
+        retry_enable: bool = False,
+        message_listener: MessageListener | None = None,
+        subscription_properties: dict[str, str] | None = None,
     ) -> Consumer:
         """Subscribe to ``topic`` (every partition of it, if it is partitioned).
 
@@ -271,6 +284,15 @@ class PulsarClient:
         (the default), ``"Shared"``, ``"Failover"`` or ``"Key_Shared"``, or a ``ConsumerType``.
         With ``deliver_entries`` the consumer hands over whole entries through
         ``receive_entries`` instead of messages, for bulk readers that do not acknowledge.
+
+        ``unacked_messages_timeout_ms`` asks again for messages taken and not acknowledged in
+        that time (checked every ``tick_duration_ms``); ``negative_ack_redelivery_backoff``
+        (a ``MultiplierRedeliveryBackoff``) replaces the fixed negative-ack delay by one that
+        grows with the redelivery count; ``dead_letter_policy`` and ``retry_enable`` (with
+        ``Consumer.reconsume_later``) send messages to the dead-letter and retry topics;
+        ``message_listener(consumer, message)``, a function or a coroutine function, gets
+        every message from now until the consumer is closed; ``subscription_properties`` go
+        with the subscription when it is created.
         """
         self._check_open()
         kind = subscription_type if subscription_type is not None else consumer_type
@@ -293,6 +315,12 @@ class PulsarClient:
             allow_out_of_order_delivery=allow_out_of_order_delivery,
             start_message_id=start_message_id,
             deliver_entries=deliver_entries,
+            unacked_messages_timeout_ms=unacked_messages_timeout_ms,
+            tick_duration_ms=tick_duration_ms,
+            negative_ack_redelivery_backoff=negative_ack_redelivery_backoff,
+            dead_letter_policy=dead_letter_policy,
+            retry_enable=retry_enable,
+            subscription_properties=dict(subscription_properties or {}),
         )
         name, parts = await self._partitions_of(topic)
         queue = ReceiveQueue()
@@ -302,10 +330,39 @@ class PulsarClient:
         if consumer_name is None:
             for child in children[1:]:
                 child.consumer_name = children[0].consumer_name
-        consumer = Consumer(self._session, name, subscription_name, conf, queue, children)
-        await _start_all(children)
+        letters, retry_children = await self._letters_for(name, subscription_name, conf, queue)
+        consumer = Consumer(self._session, name, subscription_name, conf, queue, children,
+                            retry_children=retry_children, letters=letters)
+        await _start_all(children + retry_children)
         self._consumers.append(consumer)
+        if message_listener is not None:
+            consumer.start_listener(message_listener)
         return consumer
+
+    async def _letters_for(self, topic: str, subscription: str, conf: ConsumerConfig,
+                           queue: ReceiveQueue) -> tuple[Letters | None, list[TopicConsumer]]:
+        """The dead and retry letters of a new consumer, and its consumers on the retry
+        topic (which feed its queue, as the official clients' consumer of both topics)."""
+        policy = conf.dead_letter_policy
+        if policy is None and conf.retry_enable:
+            policy = ConsumerDeadLetterPolicy(MAX_RECONSUMETIMES)
+        if policy is None:
+            return None, []
+
+        async def open_producer(letter_topic: str) -> Producer:
+            return await self.create_producer(letter_topic, batching_enabled=False)
+
+        async def create_subscription(letter_topic: str, name: str) -> None:
+            made = await self.subscribe(letter_topic, name, "Shared",
+                                        initial_position="earliest", receiver_queue_size=1)
+            await made.close()
+
+        letters = Letters(policy, topic, subscription, open_producer, create_subscription)
+        if not conf.retry_enable:
+            return letters, []
+        _, parts = await self._partitions_of(letters.retry_topic)
+        return letters, [TopicConsumer(self._session, queue, part, index, subscription, conf,
+                                       next(self._consumer_ids)) for part, index in parts]
 
     # ---- other ------------------------------------------------------------------------------
 

@@ -176,6 +176,17 @@ class Consumer:
     def redeliver_unacknowledged_messages(self) -> None:
         self._runner.call(self._consumer.redeliver_unacknowledged_messages)
 
+    def pause_message_listener(self) -> None:
+        self._runner.call(self._consumer.pause_message_listener)
+
+    def resume_message_listener(self) -> None:
+        self._runner.call(self._consumer.resume_message_listener)
+
+    def reconsume_later(self, message: Message, delay_ms: int = 0,
+                        properties: dict[str, str] | None = None) -> None:
+        """See ``clients.pulsar.consumer.Consumer.reconsume_later``."""
+        self._runner.run(self._consumer.reconsume_later(message, delay_ms, properties))
+
     def seek(self, message_id: MessageId | int) -> None:
         self._runner.run(self._consumer.seek(message_id))
 
@@ -204,10 +215,24 @@ class Client:
         return Producer(self._runner, producer)
 
     def subscribe(self, topic: str, subscription_name: str, consumer_type: Any = None,
+                  message_listener: Callable[[Consumer, Message], object] | None = None,
                   **options: Any) -> Consumer:
+        """``message_listener(consumer, message)`` gets this synchronous ``Consumer`` and runs
+        on a worker thread, one message at a time (so it may block, and call the consumer)."""
         consumer = self._runner.run(
             self._client.subscribe(topic, subscription_name, consumer_type, **options))
-        return Consumer(self._runner, consumer)
+        wrapped = Consumer(self._runner, consumer)
+        if message_listener is not None:
+            listener = message_listener
+
+            async def on_thread(_: AsyncConsumer, msg: Message) -> None:
+                await asyncio.get_running_loop().run_in_executor(None, listener, wrapped, msg)
+
+            async def start() -> None:
+                consumer.start_listener(on_thread)
+
+            self._runner.run(start())
+        return wrapped
 
     def get_topic_partitions(self, topic: str) -> list[str]:
         return self._runner.run(self._client.get_topic_partitions(topic))

@@ -161,6 +161,13 @@ class Commands(LookupAnswers, UnsupportedRequests, PulsarHooks):
             self._error(body.request_id, ServerError.NotAllowedError, str(exc))
             return
         topic = self.broker.topic(name)
+        if body.initial_subscription_name:
+            # As Pulsar: a subscription from the earliest message, made with the producer
+            # (the official clients' dead-letter producers ask for one).
+            self.broker.subscription(topic, CommandSubscribe(
+                topic=name, subscription=body.initial_subscription_name,
+                subType=SubType.Shared, consumer_id=0, request_id=0,
+                initialPosition=CommandSubscribe.InitialPosition.Earliest))
         producer_name = body.producer_name or self.broker.new_producer_name()
         if producer_name in topic.producer_names:
             self._error(body.request_id, ServerError.ProducerBusy,

@@ -202,6 +202,7 @@ class BrokerState:
             mark_delete = topic.last_id
         sub = Subscription(topic, body.subscription, body.subType, mark_delete,
                            durable=body.durable)
+        sub.properties = {kv.key: kv.value for kv in body.subscription_properties}
         if sub.durable:
             try:
                 self.storage.check_cursor(sub)

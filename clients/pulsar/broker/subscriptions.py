@@ -99,6 +99,8 @@ class Subscription:
         self.consumers: list[Consumer] = []
         self.pending: dict[int, Consumer] = {}
         self.redelivery: dict[int, int] = {}
+        # SUBSCRIBE's subscription_properties, kept from the subscribe that created it.
+        self.properties: dict[str, str] = {}
         self._rr = 0
         self._dispatching = False
 

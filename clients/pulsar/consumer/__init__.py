@@ -2,13 +2,15 @@
 
 ``options`` (``ConsumerConfig`` and its names), ``batches`` (batched payloads into messages,
 pure functions), ``queue`` (the receive queue), ``handle`` (``TopicConsumer``: one topic or
-partition, flow control, acknowledgements) and ``consumer`` (``Consumer``, what applications
-hold). For a partitioned topic a ``Consumer`` has one ``TopicConsumer`` per partition, all
+partition, flow control, acknowledgements), ``consumer`` (``Consumer``, what applications
+hold), ``policies`` (dead-letter policy, negative-ack backoff), ``redelivery`` (the ack
+timeout), ``dead_letters`` (dead and retry letters) and ``listener`` (message listeners).
+For a partitioned topic a ``Consumer`` has one ``TopicConsumer`` per partition, all
 feeding the same queue; otherwise one.
 """
 
 from protoframe.clients.pulsar.consumer.batches import entry_messages, uniform_layout
-from protoframe.clients.pulsar.consumer.consumer import Consumer
+from protoframe.clients.pulsar.consumer.consumer import Consumer, MessageListener
 from protoframe.clients.pulsar.consumer.handle import TopicConsumer
 from protoframe.clients.pulsar.consumer.options import (
     ConsumerConfig,
@@ -19,8 +21,15 @@ from protoframe.clients.pulsar.consumer.options import (
     parse_initial_position,
     parse_sub_type,
 )
+from protoframe.clients.pulsar.consumer.policies import (
+    ConsumerDeadLetterPolicy,
+    MultiplierRedeliveryBackoff,
+    RedeliveryBackoff,
+)
 from protoframe.clients.pulsar.consumer.queue import ReceiveQueue
 
-__all__ = ["Consumer", "ConsumerConfig", "ConsumerType", "InitialPosition",
-           "InitialPositionName", "ReceiveQueue", "SubscriptionTypeName", "TopicConsumer",
+__all__ = ["Consumer", "ConsumerConfig", "ConsumerDeadLetterPolicy", "ConsumerType",
+           "InitialPosition", "InitialPositionName", "MessageListener",
+           "MultiplierRedeliveryBackoff", "ReceiveQueue", "RedeliveryBackoff",
+           "SubscriptionTypeName", "TopicConsumer",
            "entry_messages", "parse_initial_position", "parse_sub_type", "uniform_layout"]

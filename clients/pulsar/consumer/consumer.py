@@ -12,16 +12,23 @@ yield again until the queue is empty).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+import logging
+from collections.abc import Awaitable, Callable, Iterable
 
 from protoframe.clients.pulsar import errors
+from protoframe.clients.pulsar.acks import Position
+from protoframe.clients.pulsar.consumer.dead_letters import Letters
 from protoframe.clients.pulsar.consumer.handle import TopicConsumer
+from protoframe.clients.pulsar.consumer.listener import start_listener
 from protoframe.clients.pulsar.consumer.options import ConsumerConfig
 from protoframe.clients.pulsar.consumer.queue import ReceiveQueue
+from protoframe.clients.pulsar.consumer.redelivery import Expired, UnackedTracker
 from protoframe.clients.pulsar.message import EntryOwner, Message, MessageId, ReceivedEntry
 from protoframe.clients.pulsar.session import Session
 
-__all__ = ["Consumer"]
+__all__ = ["Consumer", "MessageListener"]
+
+log = logging.getLogger(__name__)
 
 
 def _release(taken: Iterable[tuple[EntryOwner | None, int]]) -> None:
@@ -34,19 +41,39 @@ def _release(taken: Iterable[tuple[EntryOwner | None, int]]) -> None:
         owner.taken(n)
 
 
+#: ``listener(consumer, message)``: a function, or a coroutine function (awaited).
+MessageListener = Callable[["Consumer", Message], object]
+
+
 class Consumer:
     """A subscription's consumer on a topic (all of its partitions, if it has several)."""
 
     def __init__(self, session: Session, topic: str, subscription: str, conf: ConsumerConfig,
-                 queue: ReceiveQueue, children: list[TopicConsumer]) -> None:
+                 queue: ReceiveQueue, children: list[TopicConsumer], *,
+                 retry_children: list[TopicConsumer] | None = None,
+                 letters: Letters | None = None) -> None:
         self._session = session
         self._topic = topic
         self._subscription = subscription
         self._conf = conf
         self._children = children
+        # On the retry topic (``retry_enable``): same queue, not part of the topic's partitions.
+        self._retry_children = retry_children or []
+        self._all_children = children + self._retry_children
         self._by_partition = {c.partition: c for c in children}
         self._receive_queue = queue
-        queue.single_source = len(children) <= 1
+        queue.single_source = len(self._all_children) <= 1
+        self._letters = letters
+        self._letter_tasks: set[asyncio.Task[None]] = set()
+        self._listener: asyncio.Task[None] | None = None
+        self._listening = asyncio.Event()
+        self._listening.set()
+        self._unacked: UnackedTracker | None = None
+        if conf.unacked_messages_timeout_ms:
+            self._unacked = UnackedTracker(conf.unacked_messages_timeout_ms / 1000.0,
+                                           conf.tick_duration_ms / 1000.0, self._ack_timed_out)
+            for child in self._all_children:
+                child.unacked = self._unacked
         # The queue's deques themselves, one attribute away for receive's hot path.
         self._queue = queue.messages
         self._entries = queue.entries  # with deliver_entries instead of messages
@@ -67,6 +94,8 @@ class Consumer:
                 child.taken(1)
             else:
                 child.permits = permits
+        if self._unacked is not None:
+            self._unacked.add(msg)
         return msg
 
     async def batch_receive(self, max_messages: int = 1000,
@@ -88,10 +117,13 @@ class Consumer:
             queue.clear()
         else:
             msgs = [queue.popleft() for _ in range(max_messages)]
-        if len(self._children) == 1:
+        if len(self._all_children) == 1:
             self._children[0].taken(len(msgs))
         else:
             _release((m._entry.consumer, 1) for m in msgs)
+        if self._unacked is not None:
+            for msg in msgs:
+                self._unacked.add(msg)
         return msgs
 
     async def receive_entries(self, max_entries: int = 100,
@@ -190,18 +222,99 @@ class Consumer:
                              message.batch_size(), None)
 
     def negative_acknowledge(self, message: Message | MessageId) -> None:
-        """Ask for this message again after ``negative_ack_redelivery_delay_ms``."""
+        """Ask for this message again after ``negative_ack_redelivery_delay_ms`` (or the
+        delay ``negative_ack_redelivery_backoff`` gives for its redelivery count).
+
+        With a dead-letter policy, a message already redelivered ``max_redeliver_count``
+        times goes to the dead-letter topic instead, and is acknowledged.
+        """
         if isinstance(message, Message):
             info = message._entry
-            if info.consumer is not None:
-                info.consumer.negative_ack(info.ledger_id, info.entry_id)
+            if info.consumer is None:
+                return
+            if self._unacked is not None:
+                # Its redelivery is the negative ack's now, not the ack timeout's as well.
+                self._unacked.acked(info.consumer, [(info.ledger_id, info.entry_id)])
+            letters = self._letters
+            if letters is not None and letters.is_dead(message):
+                self._spawn(self._dead_letter([message]))
+                return
+            backoff = self._conf.negative_ack_redelivery_backoff
+            delay = None if backoff is None else backoff.next(info.redelivery_count) / 1000.0
+            info.consumer.negative_ack(info.ledger_id, info.entry_id, delay)
             return
-        self._child_of(message).negative_ack(message.ledger_id(), message.entry_id())
+        backoff = self._conf.negative_ack_redelivery_backoff
+        self._child_of(message).negative_ack(
+            message.ledger_id(), message.entry_id(),
+            None if backoff is None else backoff.next(0) / 1000.0)
 
     def redeliver_unacknowledged_messages(self) -> None:
         """Ask the broker to send again every message not acknowledged yet."""
-        for child in self._children:
+        if self._unacked is not None:
+            self._unacked.clear()
+        for child in self._all_children:
             child.redeliver_all()
+
+    # ---- dead and retry letters, ack timeout --------------------------------------------------
+
+    def _spawn(self, work: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._letter_tasks.add(task)
+        task.add_done_callback(self._letter_done)
+
+    def _letter_done(self, task: asyncio.Task[None]) -> None:
+        self._letter_tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("%r: a dead or retry letter failed: %s", self, task.exception())
+
+    async def _dead_letter(self, messages: list[Message]) -> None:
+        """Send to the dead-letter topic, then acknowledge (at once: a redelivery asked for
+        meanwhile must not bring them back)."""
+        assert self._letters is not None
+        await asyncio.gather(*(self._letters.send_dead(m) for m in messages))
+        for msg in messages:
+            self.acknowledge_nowait(msg)
+        self.flush_acknowledgements()
+
+    def _ack_timed_out(self, expired: Expired) -> None:
+        letters = self._letters
+        for owner, entries in expired.items():
+            if not isinstance(owner, TopicConsumer):
+                continue
+            dead: list[Message] = []
+            again = []
+            for pos, msgs in entries.items():
+                doomed = [m for m in msgs if letters is not None and letters.is_dead(m)]
+                dead.extend(doomed)
+                if len(doomed) < len(msgs):
+                    again.append(pos)
+            log.debug("%r: %d entries not acknowledged in time", owner, len(entries))
+            if dead:
+                self._spawn(self._dead_letter_then_redeliver(owner, dead, again))
+            elif again:
+                owner.redeliver(again)
+
+    async def _dead_letter_then_redeliver(self, owner: TopicConsumer, dead: list[Message],
+                                          again: list[Position]) -> None:
+        await self._dead_letter(dead)
+        if again:
+            owner.redeliver(again)
+
+    async def reconsume_later(self, message: Message, delay_ms: int = 0,
+                              properties: dict[str, str] | None = None) -> None:
+        """Publish ``message`` again on the retry topic, delivered after ``delay_ms``, and
+        acknowledge it here (the Java client's ``reconsumeLater``; needs ``retry_enable``).
+
+        ``properties`` are added to the retry letter's. After ``max_redeliver_count`` retries
+        it goes to the dead-letter topic instead.
+        """
+        if self._letters is None or not self._conf.retry_enable:
+            raise errors.InvalidConfiguration(
+                "reconsume_later needs a consumer subscribed with retry_enable=True")
+        if delay_ms < 0:
+            raise ValueError("delay_ms must not be negative")
+        await self._letters.send_retry(message, delay_ms, properties)
+        self.acknowledge_nowait(message)
 
     # ---- control ----------------------------------------------------------------------------
 
@@ -216,6 +329,8 @@ class Consumer:
             await asyncio.gather(*(c.seek(None, message_id) for c in self._children))
         else:
             raise TypeError(f"cannot seek to {message_id!r}")
+        if self._unacked is not None:
+            self._unacked.clear()
 
     async def get_last_message_id(self) -> MessageId:
         """The id of the last message stored in the topic (GET_LAST_MESSAGE_ID).
@@ -234,17 +349,46 @@ class Consumer:
 
     async def unsubscribe(self) -> None:
         """Delete the subscription (and close this consumer)."""
-        await asyncio.gather(*(c.unsubscribe() for c in self._children))
-        self._close_queue()
+        await asyncio.gather(*(c.unsubscribe() for c in self._all_children))
+        await self._close_queue()
 
     async def close(self) -> None:
         """Send pending acknowledgements and close; ``receive`` raises ``AlreadyClosed``."""
-        await asyncio.gather(*(c.close() for c in self._children))
-        self._close_queue()
+        if self._letter_tasks:
+            # Letters on their way: let them land (and be acknowledged) rather than be sent
+            # again after a redelivery.
+            await asyncio.wait(list(self._letter_tasks),
+                               timeout=self._session.operation_timeout)
+        await asyncio.gather(*(c.close() for c in self._all_children))
+        await self._close_queue()
 
-    def _close_queue(self) -> None:
+    async def _close_queue(self) -> None:
         self._receive_queue.close()
         self._session.forget(self)
+        if self._unacked is not None:
+            self._unacked.clear()
+        listener, self._listener = self._listener, None
+        if listener is not None and listener is not asyncio.current_task():
+            listener.cancel()
+            await asyncio.gather(listener, return_exceptions=True)
+        for task in list(self._letter_tasks):
+            task.cancel()
+        if self._letters is not None:
+            await self._letters.close()
+
+    def start_listener(self, listener: MessageListener) -> None:
+        """Call ``listener(consumer, message)`` for every message, until closed (what
+        ``subscribe(message_listener=...)`` starts)."""
+        if self._listener is not None:
+            raise errors.InvalidConfiguration("this consumer already has a message listener")
+        self._listener = start_listener(self, listener, self._listening)
+
+    def pause_message_listener(self) -> None:
+        """Stop handing messages to the listener (the one it is handling finishes)."""
+        self._listening.clear()
+
+    def resume_message_listener(self) -> None:
+        self._listening.set()
 
     def topic(self) -> str:
         return self._topic
@@ -256,7 +400,7 @@ class Consumer:
         return self._children[0].consumer_name if self._children else ""
 
     def is_connected(self) -> bool:
-        return all(c.is_connected() for c in self._children)
+        return all(c.is_connected() for c in self._all_children)
 
     def has_reached_end_of_topic(self) -> bool:
         return bool(self._children) and all(c.reached_end for c in self._children)
@@ -267,7 +411,7 @@ class Consumer:
 
     def flush_acknowledgements(self) -> None:
         """Send grouped acknowledgements now instead of at the next 100 ms tick."""
-        for child in self._children:
+        for child in self._all_children:
             child.tracker.flush()
 
     def queued(self) -> int:

@@ -29,6 +29,7 @@ from protoframe.clients.pulsar.connection import ClientConnection
 from protoframe.clients.pulsar.consumer.batches import filter_batch, plain_batch
 from protoframe.clients.pulsar.consumer.options import ConsumerConfig
 from protoframe.clients.pulsar.consumer.queue import ReceiveQueue
+from protoframe.clients.pulsar.consumer.redelivery import UnackedTracker
 from protoframe.clients.pulsar.handle import HandleState, TopicHandle
 from protoframe.clients.pulsar.message import EntryInfo, Message, MessageId, ReceivedEntry
 from protoframe.clients.pulsar.session import Session
@@ -75,6 +76,7 @@ class TopicConsumer(TopicHandle[None]):
         self._is_shared = conf.sub_type in (SubType.Shared, SubType.Key_Shared)
         self.received = 0
         self.index_acks = conf.batch_index_ack_enabled  # read per acknowledged message
+        self.unacked: UnackedTracker | None = None  # the ack timeout's, set by ``Consumer``
 
     def __repr__(self) -> str:
         return f"<consumer {self.consumer_name} on {self.topic} / {self.subscription}>"
@@ -114,6 +116,8 @@ class TopicConsumer(TopicHandle[None]):
             initialPosition=conf.initial_position,
             replicate_subscription_state=conf.replicate_subscription_state or None,
             keySharedMeta=key_shared,
+            subscription_properties=[pb.KeyValue(key=k, value=v) for k, v
+                                     in conf.subscription_properties.items()] or None,
         )
 
     def _ready(self, cnx: ClientConnection, answer: None) -> None:
@@ -301,6 +305,11 @@ class TopicConsumer(TopicHandle[None]):
 
     def _send_acks(self, individual: list[Position], partial: dict[Position, list[int]],
                    cumulative: tuple[int, int, list[int]] | None) -> None:
+        unacked = self.unacked
+        if unacked is not None:
+            unacked.acked(self, individual)
+            if cumulative is not None:
+                unacked.acked_upto(self, cumulative[:2])
         cnx = self.cnx
         if cnx is None:
             return  # the broker redelivers what was not acknowledged
@@ -310,8 +319,12 @@ class TopicConsumer(TopicHandle[None]):
         except ConnectionError:
             pass
 
-    def negative_ack(self, ledger: int, entry: int) -> None:
-        self.nacks.add(ledger, entry)
+    def negative_ack(self, ledger: int, entry: int, delay: float | None = None) -> None:
+        self.nacks.add(ledger, entry, delay)
+
+    def redeliver(self, positions: list[Position]) -> None:
+        """Ask for these entries again (all unacknowledged ones on Exclusive and Failover)."""
+        self._send_redeliver(positions)
 
     def _send_redeliver(self, positions: list[Position]) -> None:
         cnx = self.cnx
@@ -336,6 +349,9 @@ class TopicConsumer(TopicHandle[None]):
         cnx = self.cnx
         if cnx is None:
             return
+        if self.unacked is not None:
+            # All of them come again: their ack timeouts start again when they are taken.
+            self.unacked.clear(self)
         dropped = self.queue.drop(self)
         try:
             cnx.write_command(pb.BaseCommand(

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from protoframe.clients.pulsar import errors
+from protoframe.clients.pulsar.consumer.policies import ConsumerDeadLetterPolicy, RedeliveryBackoff
 from protoframe.clients.pulsar.message import MessageId
 from protoframe.generated.pulsar import pulsar_api as pb
 
@@ -89,3 +90,10 @@ class ConsumerConfig:
     allow_out_of_order_delivery: bool = False
     start_message_id: MessageId | None = None
     deliver_entries: bool = False
+    # Redelivery, dead and retry letters (``consumer.redelivery``, ``consumer.dead_letters``).
+    unacked_messages_timeout_ms: int | None = None
+    tick_duration_ms: int = 1000
+    negative_ack_redelivery_backoff: RedeliveryBackoff | None = None
+    dead_letter_policy: ConsumerDeadLetterPolicy | None = None
+    retry_enable: bool = False
+    subscription_properties: dict[str, str] = field(default_factory=dict)

@@ -6,6 +6,7 @@ client's token and TLS plug-ins against the embedded broker's TLS listener."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -19,14 +20,20 @@ import pytest
 from protoframe.clients.pulsar import (
     AuthenticationError,
     AuthenticationTLS,
+    AuthenticationToken,
     AuthorizationError,
     ConnectError,
     PulsarClient,
 )
-from protoframe.clients.pulsar.broker import BrokerThread, EmbeddedBroker, Security
+from protoframe.clients.pulsar.broker import (
+    BrokerProcess,
+    BrokerThread,
+    EmbeddedBroker,
+    Security,
+)
 from protoframe.clients.pulsar.broker.guarded_session import GuardedSession
 from tests.support.certificates import Authority, make_authority
-from tests.support.real_pulsar import RealPulsar
+from tests.support.real_pulsar import RealPulsar, free_port
 
 SECRET = b"tls-auth-test-secret-of-at-least-32-bytes"
 
@@ -190,3 +197,28 @@ def test_official_client_with_a_certificate_on_the_embedded_tls_listener(
     with pytest.raises(pulsar.PulsarException):
         official_round_trip(tls_broker.broker.tls_url, certificates.ca_file,
                             pulsar.AuthenticationTLS(str(cert), str(key)))
+
+
+@pytest.mark.slow  # starts the broker command in a process of its own
+def test_the_broker_command_listens_with_tls_and_checks_tokens(
+        certificates: Certificates) -> None:
+    certs = certificates
+    tls_port = free_port()
+    secret = base64.b64encode(SECRET).decode()
+    options = ("--tls-port", str(tls_port), "--tls-certificate-file", str(certs.server[0]),
+               "--tls-key-file", str(certs.server[1]), "--tls-trust-certs-file",
+               str(certs.ca_file), "--authentication-enabled", "--tls-authentication",
+               "--token-secret-key", f"data:;base64,{secret}", "--authorization-enabled",
+               "--grant", "public/default:token-app:produce,consume")
+    token = jwt.encode({"sub": "token-app"}, SECRET)
+    url = f"pulsar+ssl://127.0.0.1:{tls_port}"
+
+    async def main() -> None:
+        await round_trip(url, certs.ca_file, AuthenticationToken(token))
+        await refused(url, certs.ca_file, AuthenticationToken("not.a.token"),
+                      AuthenticationError)
+        # alice's certificate authenticates her, but this broker granted her nothing.
+        await refused(url, certs.ca_file, tls_auth(certs.alice), AuthorizationError)
+
+    with BrokerProcess(port=0, extra_args=options):
+        asyncio.run(asyncio.wait_for(main(), 60))

@@ -152,14 +152,15 @@ def tls_broker(certificates: Certificates) -> Iterator[BrokerThread]:
         yield broker
 
 
-def official_round_trip(url: str, ca_file: Path, authentication: Any) -> None:
+def official_round_trip(url: str, ca_file: Path, authentication: Any,
+                        timeout: int = 10) -> None:
     import pulsar
 
     quiet = logging.getLogger("pulsar.official")
     quiet.setLevel(logging.CRITICAL)
     client = pulsar.Client(url, authentication=authentication, logger=quiet,
                            tls_trust_certs_file_path=str(ca_file),
-                           tls_validate_hostname=False, operation_timeout_seconds=10)
+                           tls_validate_hostname=False, operation_timeout_seconds=timeout)
     try:
         producer = client.create_producer("official-secured")
         consumer = client.subscribe("official-secured", "s",
@@ -182,7 +183,7 @@ def test_official_client_with_a_token_on_the_embedded_tls_listener(
                         pulsar.AuthenticationToken(token))
     with pytest.raises(pulsar.PulsarException):
         official_round_trip(tls_broker.broker.tls_url, certificates.ca_file,
-                            pulsar.AuthenticationToken("not.a.token"))
+                            pulsar.AuthenticationToken("not.a.token"), timeout=3)
 
 
 @pytest.mark.interop
@@ -196,7 +197,7 @@ def test_official_client_with_a_certificate_on_the_embedded_tls_listener(
     cert, key = certificates.mallory
     with pytest.raises(pulsar.PulsarException):
         official_round_trip(tls_broker.broker.tls_url, certificates.ca_file,
-                            pulsar.AuthenticationTLS(str(cert), str(key)))
+                            pulsar.AuthenticationTLS(str(cert), str(key)), timeout=3)
 
 
 @pytest.mark.slow  # starts the broker command in a process of its own

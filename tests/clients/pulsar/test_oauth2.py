@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +23,7 @@ from protoframe.clients.pulsar import (
     AuthenticationToken,
     PulsarClient,
 )
-from protoframe.clients.pulsar.broker import EmbeddedBroker, Security
+from protoframe.clients.pulsar.broker import BrokerThread, EmbeddedBroker, Security
 from protoframe.clients.pulsar.broker.guarded_session import GuardedSession
 from protoframe.clients.pulsar.oauth2 import OAuth2Error
 from tests.clients.pulsar.scenarios import Target
@@ -147,3 +148,41 @@ def test_an_unreachable_token_endpoint_fails_the_connect() -> None:
                 await client.create_producer("t")
 
     asyncio.run(asyncio.wait_for(main(), 30))
+
+
+@pytest.mark.interop  # the official client
+def test_the_official_client_uses_the_same_token_server(target: Target) -> None:
+    """The official ``AuthenticationOauth2`` with the same parameters and token server: what it
+    produces, our OAuth2 client consumes."""
+    import pulsar
+
+    def scenario(url: str, secret: bytes) -> None:
+        with TokenServer(signer(secret), role="oauth2-app") as server:
+            params = json.dumps({"issuer_url": server.issuer_url, "client_id": server.client_id,
+                                 "client_secret": server.client_secret, "audience": "a"})
+            quiet = logging.getLogger("pulsar.official")
+            quiet.setLevel(logging.ERROR)
+            official = pulsar.Client(url, authentication=pulsar.AuthenticationOauth2(params),
+                                     operation_timeout_seconds=30, logger=quiet)
+            try:
+                official.create_producer("oauth2-official").send(b"from the official client")
+            finally:
+                official.close()
+            assert server.requests and server.requests[0]["grant_type"] == "client_credentials"
+
+            async def consume() -> bytes:
+                async with PulsarClient(url, auth=AuthenticationOauth2(params),
+                                        operation_timeout_seconds=30) as ours:
+                    consumer = await ours.subscribe("oauth2-official", "s",
+                                                    initial_position="earliest")
+                    return (await asyncio.wait_for(consumer.receive(), 30)).data()
+
+            assert asyncio.run(consume()) == b"from the official client"
+
+    if target.real is not None:
+        target.real.delete_all_topics()
+        scenario(target.real.url, target.real.secret)
+        return
+    security = Security(authentication_enabled=True, token_secret_key=SECRET)
+    with BrokerThread(port=0, security=security) as broker:
+        scenario(broker.url, SECRET)

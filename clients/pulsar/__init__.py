@@ -15,7 +15,11 @@ await client.close()
 ``clients.pulsar.broker``, an embedded broker (``make run`` runs ``examples/pulsar_demo``).
 """
 
-from protoframe.clients.pulsar.auth import AuthenticationBasic, AuthenticationToken
+from protoframe.clients.pulsar.auth import (
+    AuthenticationBasic,
+    AuthenticationTLS,
+    AuthenticationToken,
+)
 from protoframe.clients.pulsar.client import PulsarClient
 from protoframe.clients.pulsar.consumer import (
     Consumer,
@@ -41,6 +45,7 @@ from protoframe.clients.pulsar.errors import (
     TopicTerminated,
 )
 from protoframe.clients.pulsar.message import Message, MessageId
+from protoframe.clients.pulsar.oauth2 import AuthenticationOauth2
 from protoframe.clients.pulsar.producer import (
     CompressionType,
     PartitionsRoutingMode,
@@ -56,6 +61,8 @@ __all__ = [
     "Authentication",
     "AuthenticationBasic",
     "AuthenticationError",
+    "AuthenticationOauth2",
+    "AuthenticationTLS",
     "AuthenticationToken",
     "AuthorizationError",
     "CompressionType",

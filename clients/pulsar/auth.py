@@ -14,6 +14,7 @@ from protoframe.runtime.io.auth import Authentication, NoAuthentication
 __all__ = [
     "Authentication",
     "AuthenticationBasic",
+    "AuthenticationTLS",
     "AuthenticationToken",
     "NoAuthentication",
 ]
@@ -63,6 +64,27 @@ class AuthenticationBasic(Authentication):
 
     def __repr__(self) -> str:
         return f"AuthenticationBasic({self._username!r}, <redacted>)"
+
+
+class AuthenticationTLS(Authentication):
+    """TLS client-certificate authentication: method ``"tls"``, no data; the certificate
+    ``certificate_path`` and key ``private_key_path`` go on the client's TLS context (the
+    broker takes the role from the certificate), so the service URL must be ``pulsar+ssl://``.
+    """
+
+    def __init__(self, certificate_path: str, private_key_path: str) -> None:
+        self.certificate_path = certificate_path
+        self.private_key_path = private_key_path
+
+    @property
+    def method_name(self) -> str:
+        return "tls"
+
+    def auth_data(self) -> bytes:
+        return b""
+
+    def __repr__(self) -> str:
+        return f"AuthenticationTLS({self.certificate_path!r}, <key>)"
 
 
 def _file_reader(path: str) -> Callable[[], str]:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from protoframe.clients.pulsar import errors
-from protoframe.clients.pulsar.auth import AuthenticationToken
+from protoframe.clients.pulsar.auth import AuthenticationTLS, AuthenticationToken
 from protoframe.clients.pulsar.connection import ClientConnection, split_url
 from protoframe.clients.pulsar.consumer import (
     Consumer,
@@ -137,10 +137,14 @@ class PulsarClient:
 
     def ssl_context(self) -> ssl.SSLContext | None:
         if self._ssl is None:
+            cert, key = self._tls_cert, self._tls_key
+            if cert is None and isinstance(self.authentication, AuthenticationTLS):
+                cert = self.authentication.certificate_path
+                key = self.authentication.private_key_path
             self._ssl = make_ssl_context(
                 self._tls_ca, verify=not self._tls_insecure,
                 check_hostname=self._tls_hostname and not self._tls_insecure,
-                cert_file=self._tls_cert, key_file=self._tls_key)
+                cert_file=cert, key_file=key)
         return self._ssl
 
     async def _open_connection(self, key: tuple[str, str]) -> ClientConnection:

@@ -21,6 +21,7 @@ the channel); ignoring it instead could leave a request waiting for an answer th
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import ssl
 from collections.abc import Callable
@@ -148,6 +149,7 @@ class ClientConnection:
         self.requests = self.endpoint.requests
         self.producers: dict[int, ProducerEvents] = {}
         self.consumers: dict[int, ConsumerEvents] = {}
+        self._challenges: set[asyncio.Task[None]] = set()
         self.max_message_size = 5 * 1024 * 1024
         self.server_version = ""
         self.protocol_version = 0
@@ -183,6 +185,9 @@ class ClientConnection:
         context = self.options.ssl_context() if tls else None
         if tls and context is None:
             raise ConnectionClosed(f"{self.physical}: TLS address but no TLS configuration")
+        # Before connecting: a plug-in that fetches credentials (OAuth2) must not hold an
+        # open, silent connection past the broker's handshake timeout.
+        await self.options.authentication.prepare()
         await self.endpoint.connect(host, port, ssl_context=context,
                                     timeout=self.options.connection_timeout)
         auth = self.options.authentication
@@ -306,12 +311,21 @@ class ClientConnection:
     def _on_auth_challenge(self, frame: Frame) -> None:
         body = frame.command.authChallenge
         assert body is not None
-        auth = self.options.authentication
         challenge = body.challenge.auth_data if body.challenge is not None else b""
+        # Answered from a task: the plug-in may fetch fresh credentials over the network.
+        task = asyncio.get_running_loop().create_task(self._answer_challenge(challenge or b""))
+        self._challenges.add(task)
+        task.add_done_callback(self._challenges.discard)
+
+    async def _answer_challenge(self, challenge: bytes) -> None:
+        auth = self.options.authentication
         try:
+            await auth.prepare(challenge)
             data = auth.challenge(challenge)
         except Exception as exc:
             self.conn.abort(exc)
+            return
+        if not self.conn.is_open:
             return
         self.write_command(pb.BaseCommand(
             type_=T.AUTH_RESPONSE,

@@ -12,7 +12,14 @@ class Authentication(ABC):
 
     ``auth_data`` is asked for on every (re)connect, so a plug-in may hand out fresh
     credentials each time; ``challenge`` answers a server's (re)authentication challenge.
+    Clients await ``prepare`` before either, so that a plug-in which fetches credentials over
+    the network (OAuth2) does it there, without blocking the event loop.
     """
+
+    async def prepare(self, challenge: bytes | None = None) -> None:
+        """Make sure ``auth_data`` (or, with the server's ``challenge``, ``challenge``) can
+        answer at once; by default there is nothing to do."""
+        return None
 
     @property
     @abstractmethod

@@ -19,7 +19,7 @@ import pulsar
 import pytest
 
 from protoframe.clients.pulsar import AuthenticationToken, PulsarClient, PulsarException, Timeout
-from protoframe.clients.pulsar.broker import BrokerThread
+from protoframe.clients.pulsar.broker import BrokerThread, Security
 from protoframe.generated.pulsar import pulsar_api as pb
 from tests.support.real_pulsar import RealPulsar
 
@@ -30,9 +30,10 @@ CLIENTS = ["ours", "official"]
 LOGGER = pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
 
 
-def on_both(real: RealPulsar, observe: Observer) -> tuple[Any, Any]:
-    """``observe(url)`` on a fresh embedded broker, then on the (emptied) real one."""
-    with BrokerThread(port=0) as broker:
+def on_both(real: RealPulsar, observe: Observer, **broker_options: Any) -> tuple[Any, Any]:
+    """``observe(url)`` on a fresh embedded broker (made with ``broker_options``), then on the
+    (emptied) real one."""
+    with BrokerThread(port=0, **broker_options) as broker:
         embedded = observe(broker.url)
     real.delete_all_topics()
     return embedded, observe(real.url)
@@ -345,18 +346,24 @@ def token_official(token: str) -> Observer:
     return observe
 
 
+def token_authentication(real: RealPulsar) -> Security:
+    """The embedded broker's settings matching interop/pulsar/standalone.conf's: tokens signed
+    with the standalone's secret, and an anonymous role for clients with no credentials."""
+    return Security(authentication_enabled=True, token_secret_key=real.secret,
+                    anonymous_role="anonymous")
+
+
 @pytest.mark.parametrize("client", CLIENTS)
 def test_a_valid_token_is_accepted(client: str, real_pulsar: RealPulsar) -> None:
     observe = {"ours": token_ours, "official": token_official}[client](real_pulsar.token())
-    assert on_both(real_pulsar, observe) == ("accepted", "accepted")
+    assert on_both(real_pulsar, observe, security=token_authentication(real_pulsar)) == (
+        "accepted", "accepted")
 
 
-@pytest.mark.xfail(strict=True, reason="the embedded broker accepts any token; Pulsar with "
-                   "token authentication refuses one it cannot verify")
 @pytest.mark.parametrize("client", CLIENTS)
 def test_a_bogus_token_is_refused(client: str, real_pulsar: RealPulsar) -> None:
     observe = {"ours": token_ours, "official": token_official}[client]("not.a.token")
-    embedded, actual = on_both(real_pulsar, observe)
+    embedded, actual = on_both(real_pulsar, observe, security=token_authentication(real_pulsar))
     assert actual == "refused"
     assert embedded == actual
 

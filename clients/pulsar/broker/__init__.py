@@ -5,8 +5,10 @@ in an append-only log (``data_dir``), and speaks the binary protocol well enough
 official clients. See ``server`` for the ways to run it.
 """
 
+from .security import Security
 from .server import BrokerProcess, BrokerThread, EmbeddedBroker
 from .state import BrokerState
 from .topics import normalize_topic
 
-__all__ = ["BrokerProcess", "BrokerState", "BrokerThread", "EmbeddedBroker", "normalize_topic"]
+__all__ = ["BrokerProcess", "BrokerState", "BrokerThread", "EmbeddedBroker", "Security",
+           "normalize_topic"]

@@ -8,6 +8,7 @@ import contextlib
 from protoframe.runtime.io.cli import CannotListen, ready, run_servers
 
 from . import limits as lim
+from .security_options import add_security_options, security_of, tls_arguments_of
 from .server import (
     DEFAULT_FRAME_TIMEOUT,
     DEFAULT_HANDSHAKE_TIMEOUT,
@@ -87,6 +88,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         "(default 0: the largest frame allowed)")
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     add_limit_options(parser)
+    add_security_options(parser)
     parser.set_defaults(func=run)
 
 
@@ -146,6 +148,8 @@ def run(args: argparse.Namespace) -> int:
             raise SystemExit(f"--partitioned-topic expects TOPIC=N, got {spec!r}")
         partitioned.append((topic, int(count)))
     limits = limits_of(args)
+    security = security_of(args)
+    tls = tls_arguments_of(args)
 
     async def serve(stack: contextlib.AsyncExitStack) -> None:
         broker = EmbeddedBroker(host=args.host, port=args.port, data_dir=args.data_dir,
@@ -159,7 +163,8 @@ def run(args: argparse.Namespace) -> int:
                                     args.max_pending_frame_bytes_per_connection),
                                 limits=limits,
                                 repair=args.repair,
-                                cache_bytes=int(args.managed_ledger_cache_size_mb * 2**20))
+                                cache_bytes=int(args.managed_ledger_cache_size_mb * 2**20),
+                                security=security, **tls)
         try:
             url = await broker.start()
         except CorruptLogError as exc:

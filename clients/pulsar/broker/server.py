@@ -12,6 +12,7 @@ import asyncio
 import logging
 import os
 import queue
+import ssl
 import subprocess
 import sys
 import threading
@@ -25,7 +26,9 @@ from protoframe.runtime.io.keepalive import PingWhenQuiet
 from protoframe.runtime.io.limits import ConnectionLimits
 from protoframe.runtime.io.server import Server, serve
 
+from .guarded_session import GuardedSession
 from .limits import Limits
+from .security import Security
 from .session import Session
 from .state import BrokerState
 from .storage import DEFAULT_CACHE_BYTES, FileStorage, Storage
@@ -68,6 +71,12 @@ class EmbeddedBroker:
     What one command may carry (names, metadata, integer ranges, batch sizes, ack sets) is
     ``limits`` (``clients.pulsar.broker.limits``): a command over one gets an error answer
     naming the limit and changes nothing.
+
+    ``tls_port`` (0 picks a free one) adds a TLS listener (``tls_url``, ``pulsar+ssl://``)
+    with the certificate ``tls_certificate_file_path`` and key ``tls_key_file_path``; client
+    certificates signed by ``tls_trust_certs_file_path`` are verified (and may authenticate).
+    ``security`` (``clients.pulsar.broker.security``) turns on authentication by token or
+    client certificate and authorization per namespace.
     """
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0,
@@ -81,7 +90,16 @@ class EmbeddedBroker:
                  max_pending_frame_bytes: int = DEFAULT_MAX_PENDING_FRAME_BYTES,
                  max_pending_frame_bytes_per_connection: int = 0,
                  limits: Limits | None = None, repair: bool = False,
-                 cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+                 cache_bytes: int = DEFAULT_CACHE_BYTES,
+                 tls_port: int | None = None,
+                 tls_certificate_file_path: str | os.PathLike[str] | None = None,
+                 tls_key_file_path: str | os.PathLike[str] | None = None,
+                 tls_trust_certs_file_path: str | os.PathLike[str] | None = None,
+                 security: Security | None = None) -> None:
+        if tls_port is not None and (tls_certificate_file_path is None
+                                     or tls_key_file_path is None):
+            raise ValueError("a TLS listener needs tls_certificate_file_path and "
+                             "tls_key_file_path")
         self.host = host
         self.port = port
         self.data_dir = data_dir
@@ -95,13 +113,38 @@ class EmbeddedBroker:
         storage = (FileStorage(data_dir, fsync=fsync, repair=repair, cache_bytes=cache_bytes)
                    if data_dir is not None else Storage())
         self.state = BrokerState(storage, retention_bytes=retention_bytes, limits=limits)
+        self.tls_port = tls_port
+        self._tls_files = (tls_certificate_file_path, tls_key_file_path,
+                           tls_trust_certs_file_path)
+        self.security = security
         self._server: Server[Session] | None = None
+        self._tls_server: Server[Session] | None = None
         self.url = ""
+        self.tls_url = ""
 
     @property
     def sessions(self) -> set[Session]:
-        """The sessions of the open connections."""
-        return self._server.sessions if self._server is not None else set()
+        """The sessions of the open connections (of both listeners)."""
+        plain = self._server.sessions if self._server is not None else set()
+        return plain | self._tls_server.sessions if self._tls_server is not None else plain
+
+    def _session(self) -> Session:
+        if self.security is None and self.tls_port is None:
+            return Session(self.state, service_url=self.advertised_url)
+        return GuardedSession(self.state, security=self.security,
+                              service_url=self.advertised_url, tls_port=self.tls_port,
+                              plain_port=self.port)
+
+    def _tls_context(self) -> ssl.SSLContext:
+        cert, key, trust = self._tls_files
+        assert cert is not None and key is not None
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(cert, key)
+        if trust is not None:
+            # Optional: a client without a certificate may still authenticate by token.
+            context.load_verify_locations(trust)
+            context.verify_mode = ssl.CERT_OPTIONAL
+        return context
 
     def _keepalive(self, session: Session) -> PingWhenQuiet[Any] | None:
         return session.keepalive(self.keepalive_interval) if self.keepalive_interval else None
@@ -109,23 +152,32 @@ class EmbeddedBroker:
     async def start(self) -> str:
         """Recover from the data directory, listen, and return the service URL."""
         self.state.recover()
+        context = self._tls_context() if self.tls_port is not None else None
         self._server = await serve(
-            self.host, self.port,
-            lambda: Session(self.state, service_url=self.advertised_url),
+            self.host, self.port, self._session,
             keepalive=self._keepalive, name="Pulsar broker", limits=self.connection_limits)
         self.port = self._server.port
         host = "127.0.0.1" if self.host in ("", "0.0.0.0") else self.host
-        self.url = f"pulsar://{f'[{host}]' if ':' in host else host}:{self.port}"
+        host = f'[{host}]' if ':' in host else host
+        self.url = f"pulsar://{host}:{self.port}"
+        if context is not None:
+            self._tls_server = await serve(
+                self.host, self.tls_port or 0, self._session, keepalive=self._keepalive,
+                name="Pulsar broker (TLS)", limits=self.connection_limits, ssl_context=context)
+            self.tls_port = self._tls_server.port
+            self.tls_url = f"pulsar+ssl://{host}:{self.tls_port}"
+            log.info("broker listening on %s (TLS)", self.tls_url)
         log.info("broker listening on %s (data dir: %s)", self.url, self.data_dir or "none")
         return self.url
 
     async def stop(self) -> None:
         """Stop listening, close every connection, and write what is pending."""
-        server, self._server = self._server, None
-        if server is not None:
-            for session in list(server.sessions):
-                session.abort("broker shutting down", logging.INFO)
-            await server.stop()
+        for server in (self._server, self._tls_server):
+            if server is not None:
+                for session in list(server.sessions):
+                    session.abort("broker shutting down", logging.INFO)
+                await server.stop()
+        self._server = self._tls_server = None
         await self.state.storage.close()
 
     async def serve_forever(self) -> None:

@@ -1,11 +1,10 @@
-"""``pulsar+ssl://``: the client over TLS, on both brokers: the embedded one through a
-TLS-terminating forwarder, Apache Pulsar on its own TLS port (its certificate for 127.0.0.1 from
+"""``pulsar+ssl://``: the client over TLS, on both brokers: the embedded one on its TLS
+listener (``tls_port``), Apache Pulsar on its own TLS port (its certificate for 127.0.0.1 from
 a CA made at its start, tests/support/real_pulsar.py); and token authentication over TLS."""
 
 from __future__ import annotations
 
 import asyncio
-import ssl
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,31 +17,13 @@ from protoframe.clients.pulsar import (
     ConnectError,
     PulsarClient,
 )
-from protoframe.clients.pulsar.broker import EmbeddedBroker
+from protoframe.clients.pulsar.broker import EmbeddedBroker, Security
 from protoframe.clients.pulsar.broker.session import Session
 from protoframe.generated.pulsar import pulsar_api as pb
 from tests.clients.pulsar.scenarios import Target
+from tests.support.real_pulsar import hs256_token
 
-
-async def tls_forwarder(cert: Path, key: Path, port: int) -> asyncio.Server:
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(str(cert), str(key))
-
-    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while data := await reader.read(1 << 16):
-                writer.write(data)
-                await writer.drain()
-        except (ConnectionError, ssl.SSLError):
-            pass
-        finally:
-            writer.close()
-
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", port)
-        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
-
-    return await asyncio.start_server(handle, "127.0.0.1", 0, ssl=context)
+EMBEDDED_SECRET = b"embedded-tls-test-secret-of-32-bytes"
 
 
 async def produce_and_consume(url: str, ca_file: Path, **options: Any) -> None:
@@ -90,16 +71,17 @@ def test_produce_and_consume_over_tls(target: Target, certificate: tuple[Path, P
     monkeypatch.setattr(Session, "on_connect", spy)
 
     async def scenario() -> None:
-        async with EmbeddedBroker(port=0) as broker_url:
-            port = int(broker_url.rsplit(":", 1)[1])
-            forwarder = await tls_forwarder(cert, key, port)
-            tls_port = forwarder.sockets[0].getsockname()[1]
-            await produce_and_consume(f"pulsar+ssl://127.0.0.1:{tls_port}", cert)
-            # The forwarder's clients asked it to proxy to the broker's plain address.
-            assert any(c.proxy_to_broker_url == broker_url.removeprefix("pulsar://")
-                       for c in connects)
-            forwarder.close()
-            await forwarder.wait_closed()
+        broker = EmbeddedBroker(port=0, tls_port=0, tls_certificate_file_path=cert,
+                                tls_key_file_path=key)
+        await broker.start()
+        try:
+            assert broker.tls_url.startswith("pulsar+ssl://127.0.0.1:")
+            await produce_and_consume(broker.tls_url, cert)
+            # The lookups named the broker's TLS address: no connection asked to be proxied.
+            assert connects
+            assert all(not c.proxy_to_broker_url for c in connects)
+        finally:
+            await broker.stop()
 
     asyncio.run(asyncio.wait_for(scenario(), 30))
 
@@ -127,29 +109,27 @@ def tls_and_token(target: Target, certificate: tuple[Path, Path],
     cert, key = certificate
 
     async def scenario() -> None:
-        async with EmbeddedBroker(port=0) as broker_url:
-            forwarder = await tls_forwarder(cert, key, int(broker_url.rsplit(":", 1)[1]))
-            try:
-                tls_port = forwarder.sockets[0].getsockname()[1]
-                await with_token(f"pulsar+ssl://127.0.0.1:{tls_port}", cert, token(target))
-            finally:
-                forwarder.close()
-                await forwarder.wait_closed()
+        security = Security(authentication_enabled=True, token_secret_key=EMBEDDED_SECRET)
+        broker = EmbeddedBroker(port=0, tls_port=0, tls_certificate_file_path=cert,
+                                tls_key_file_path=key, security=security)
+        await broker.start()
+        try:
+            await with_token(broker.tls_url, cert, token(target))
+        finally:
+            await broker.stop()
 
     asyncio.run(asyncio.wait_for(scenario(), 60))
 
 
 def test_a_valid_token_over_tls_is_accepted(target: Target,
                                             certificate: tuple[Path, Path]) -> None:
-    # The embedded broker checks no token; the standalone's signed with its secret.
+    # Each broker's token signed with its secret.
     tls_and_token(target, certificate,
-                  lambda t: "any-token" if t.real is None else t.real.token("tls-tester"))
+                  lambda t: hs256_token(EMBEDDED_SECRET, "tls-tester") if t.real is None
+                  else t.real.token("tls-tester"))
 
 
-def test_a_bogus_token_over_tls_is_refused(target: Target, certificate: tuple[Path, Path],
-                                          request: pytest.FixtureRequest) -> None:
-    if target.real is None:
-        request.applymarker(pytest.mark.xfail(
-            strict=True, reason="the embedded broker accepts any token (docs/embedded-broker.md)"))
+def test_a_bogus_token_over_tls_is_refused(target: Target,
+                                          certificate: tuple[Path, Path]) -> None:
     with pytest.raises(AuthenticationError):
         tls_and_token(target, certificate, lambda t: "not.a.token")

@@ -14,6 +14,7 @@ import pytest
 from protoframe.clients.pulsar import MessageId, PulsarClient, Timeout
 from protoframe.clients.pulsar.broker import BrokerThread
 from tests.support.pulsar_service import BROKERS
+from tests.support.real_pulsar import RealPulsar
 
 LOGGER = pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
 Seen = list[tuple[bytes, int, int, int]]
@@ -25,14 +26,14 @@ CASES: list[tuple[str | int, bool, int | None]] = [
 
 
 @pytest.fixture(params=BROKERS)
-def url(request: pytest.FixtureRequest) -> Iterator[str]:
+def broker(request: pytest.FixtureRequest) -> Iterator[BrokerThread | RealPulsar]:
     if request.param == "embedded":
-        with BrokerThread(port=0) as broker:
-            yield broker.url
+        with BrokerThread(port=0) as embedded:
+            yield embedded
         return
-    real = request.getfixturevalue("real_pulsar")
+    real: RealPulsar = request.getfixturevalue("real_pulsar")
     real.delete_all_topics()
-    yield real.url
+    yield real
 
 
 def produce(url: str, topic: str) -> list[tuple[int, int, int]]:
@@ -100,7 +101,9 @@ def read_ours(url: str, topic: str, start: tuple[int, int, int] | None, inclusiv
     return asyncio.run(asyncio.wait_for(run(), 120))
 
 
-def test_our_reader_reads_what_the_official_reader_reads(url: str) -> None:
+def test_our_reader_reads_what_the_official_reader_reads(
+        broker: BrokerThread | RealPulsar) -> None:
+    url = broker.url
     ids = produce(url, "readers")
     for start, inclusive, seek in CASES:
         start_id = None if start == "earliest" else ids[int(start)]
@@ -109,3 +112,35 @@ def test_our_reader_reads_what_the_official_reader_reads(url: str) -> None:
         mine = read_ours(url, "readers", start_id, inclusive, seek_id)
         assert mine == theirs, (start, inclusive, seek)
         assert theirs[0] and theirs[1], (start, inclusive, seek)
+
+
+
+def test_partitioned_readers_read_the_same_messages(broker: BrokerThread | RealPulsar) -> None:
+    topic = broker.create_partitioned_topic("readparts", 3)
+    client = pulsar.Client(broker.url, logger=LOGGER, operation_timeout_seconds=30)
+    try:
+        producer = client.create_producer(topic, batching_enabled=False)
+        for i in range(9):
+            producer.send(str(i).encode(), partition_key=f"k{i}")
+        reader = client.create_reader(topic, pulsar.MessageId.earliest)
+        theirs = []
+        while reader.has_message_available():
+            msg = reader.read_next(30_000)
+            mid = msg.message_id()
+            theirs.append((msg.data(), mid.partition(), mid.ledger_id(), mid.entry_id()))
+    finally:
+        client.close()
+
+    async def run() -> list[tuple[bytes, int, int, int]]:
+        async with PulsarClient(broker.url) as ours:
+            reader = await ours.create_reader(topic, MessageId.earliest)
+            seen = []
+            while await reader.has_message_available():
+                msg = await reader.read_next(30_000)
+                mid = msg.message_id()
+                seen.append((msg.data(), mid.partition(), mid.ledger_id(), mid.entry_id()))
+            return seen
+
+    mine = asyncio.run(asyncio.wait_for(run(), 120))
+    assert len(theirs) == 9 and len({p for _, p, _, _ in theirs}) > 1
+    assert sorted(mine) == sorted(theirs)

@@ -11,14 +11,14 @@ import pytest
 from protoframe.clients.pulsar import Message, MessageId, PulsarClient, Reader, Timeout
 from protoframe.clients.pulsar.broker import BrokerThread, EmbeddedBroker
 from protoframe.clients.pulsar.sync import Client as SyncClient
-from tests.clients.pulsar.scenarios import Broker, Target
+from tests.clients.pulsar.scenarios import Broker, Target, run
 
 
 async def read_n(reader: Reader, n: int, timeout_ms: int = 10000) -> list[Message]:
     return [await reader.read_next(timeout_ms) for _ in range(n)]
 
 
-async def nothing_more(reader: Reader, wait_ms: int = 200) -> bool:
+async def nothing_more(reader: Reader, wait_ms: int = 100) -> bool:
     try:
         await reader.read_next(wait_ms)
     except Timeout:
@@ -266,3 +266,47 @@ def test_sync_reader_and_table_view() -> None:
         view.refresh()
         assert view["k0"] == b"4" and updates[-1] == ("k0", b"4")
         view.close()
+
+
+def test_embedded_broker_keeps_a_non_durable_subscription_over_a_seek_only() -> None:
+    async def scenario(url: str, broker: EmbeddedBroker) -> None:
+        async with PulsarClient(url) as client:
+            ids = await sent(client, "nd", 4)
+            reader = await client.create_reader("nd", MessageId.earliest)
+            topic = broker.state.topics["persistent://public/default/nd"]
+            name = reader.subscription_name()
+            sub = topic.subscriptions[name]
+            assert not sub.durable
+            await reader.seek(ids[2])
+            # The seek closed the reader's consumer; the subscription waited for it, moved.
+            assert topic.subscriptions[name] is sub and sub.mark_delete == ids[2].entry_id() - 1
+            assert (await reader.read_next(10000)).data() == b"3"
+            assert topic.subscriptions[name] is sub
+            cut_connections(client, broker)
+            for _ in range(500):
+                if name not in topic.subscriptions or topic.subscriptions[name] is not sub:
+                    break
+                await asyncio.sleep(0.01)
+            # Gone with the connection; the reader's new one starts after what it read.
+            assert topic.subscriptions.get(name) is not sub
+            assert not await reader.has_message_available()
+            assert topic.subscriptions[name].mark_delete == ids[3].entry_id() - 1
+            await reader.close()
+            assert name not in topic.subscriptions
+
+    run(scenario)
+
+
+def test_has_message_available_after_a_seek_by_time(target: Target) -> None:
+    async def scenario(url: str, broker: Broker) -> None:
+        async with PulsarClient(url) as client:
+            await sent(client, "avail-time", 3)
+            reader = await client.create_reader("avail-time", MessageId.earliest)
+            await reader.seek(int(time.time() * 1000) + 3_600_000)
+            assert not await reader.has_message_available()
+            await reader.seek(0)
+            assert await reader.has_message_available()
+            assert (await reader.read_next(10000)).data() == b"0"
+            await reader.close()
+
+    target.run(scenario)

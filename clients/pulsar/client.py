@@ -337,7 +337,15 @@ class PulsarClient:
             raise errors.InvalidConfiguration(
                 f"{name} is partitioned: start a reader at earliest, latest or the id of a "
                 "message of one partition")
-        subscription = f"{subscription_role_prefix or 'reader'}-{uuid.uuid4().hex[:10]}"
+        return await self._open_reader(
+            name, parts, start_message_id,
+            f"{subscription_role_prefix or 'reader'}-{uuid.uuid4().hex[:10]}", reader_name,
+            start_message_id_inclusive, receiver_queue_size, is_read_compacted)
+
+    async def _open_reader(self, name: str, parts: list[tuple[str, int]],
+                           start_message_id: MessageId, subscription: str,
+                           reader_name: str | None, start_message_id_inclusive: bool,
+                           receiver_queue_size: int, is_read_compacted: bool) -> Reader:
         queue = ReceiveQueue()
         children: list[ReaderTopicConsumer] = []
         for part, index in parts:
@@ -366,11 +374,16 @@ class PulsarClient:
                 raise
         return reader
 
-    async def create_table_view(self, topic: str, *,
+    async def create_table_view(self, topic: str, subscription_name: str | None = None, *,
                                 receiver_queue_size: int = 1000) -> TableView[bytes]:
-        """The latest value of every key of ``topic``, kept up to date (``TableView``)."""
-        reader = await self.create_reader(topic, MessageId.earliest,
-                                          receiver_queue_size=receiver_queue_size)
+        """The latest value of every key of ``topic``, kept up to date (``TableView``), read
+        over a non-durable subscription named ``subscription_name`` (else a random name)."""
+        self._check_open()
+        name, parts = await self._partitions_of(topic)
+        reader = await self._open_reader(
+            name, parts, MessageId.earliest,
+            subscription_name or f"table-view-{uuid.uuid4().hex[:10]}", None, False,
+            receiver_queue_size, False)
         return await TableView.start(reader, bytes)
 
     # ---- other ------------------------------------------------------------------------------

@@ -144,3 +144,34 @@ def test_partitioned_readers_read_the_same_messages(broker: BrokerThread | RealP
     mine = asyncio.run(asyncio.wait_for(run(), 120))
     assert len(theirs) == 9 and len({p for _, p, _, _ in theirs}) > 1
     assert sorted(mine) == sorted(theirs)
+
+
+def test_our_table_view_holds_what_the_official_one_holds(
+        broker: BrokerThread | RealPulsar) -> None:
+    client = pulsar.Client(broker.url, logger=LOGGER, operation_timeout_seconds=30)
+    try:
+        producer = client.create_producer("tables", batching_enabled=True,
+                                          batching_max_publish_delay_ms=5)
+        for key, value in [("a", b"1"), ("b", b"1"), ("a", b"2"), ("c", b"1"), ("c", b""),
+                           ("d", b"1")]:
+            producer.send(value, partition_key=key)
+        view = client.create_table_view("tables")
+        theirs_before = {key: view.get(key) for key in "abcd"}
+        updates: list[tuple[str, bytes]] = []
+        view.for_each_and_listen(lambda k, v: updates.append((k, v)))
+        theirs_listened = sorted(updates)
+        view.close()
+    finally:
+        client.close()
+
+    async def run() -> tuple[dict[str, bytes | None], list[tuple[str, bytes]]]:
+        async with PulsarClient(broker.url) as ours:
+            view = await ours.create_table_view("tables")
+            seen: list[tuple[str, bytes]] = []
+            view.for_each_and_listen(lambda k, v: seen.append((k, v)))
+            return {key: view.get(key) for key in "abcd"}, sorted(seen)
+
+    mine_before, mine_listened = asyncio.run(asyncio.wait_for(run(), 120))
+    assert theirs_before == {"a": b"2", "b": b"1", "c": None, "d": b"1"}
+    assert mine_before == theirs_before
+    assert mine_listened == theirs_listened

@@ -53,7 +53,9 @@ from protoframe.clients.pulsar.producer import (
     ProducerAccessMode,
     SendFuture,
 )
+from protoframe.clients.pulsar.reader import Reader
 from protoframe.clients.pulsar.routing import HashingScheme
+from protoframe.clients.pulsar.table_view import TableView
 from protoframe.runtime.io.auth import Authentication
 
 __all__ = [
@@ -85,8 +87,10 @@ __all__ = [
     "ProducerQueueIsFull",
     "PulsarClient",
     "PulsarException",
+    "Reader",
     "SendFuture",
     "SubscriptionNotFound",
+    "TableView",
     "Timeout",
     "TopicNotFound",
     "TopicTerminated",

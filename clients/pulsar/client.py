@@ -14,6 +14,7 @@ import itertools
 import logging
 import re
 import ssl
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -47,8 +48,10 @@ from protoframe.clients.pulsar.producer import (
     ProducerConfig,
     TopicProducer,
 )
+from protoframe.clients.pulsar.reader import Reader, ReaderTopicConsumer
 from protoframe.clients.pulsar.routing import HashingScheme
 from protoframe.clients.pulsar.session import Session
+from protoframe.clients.pulsar.table_view import TableView
 from protoframe.generated.pulsar import pulsar_api as pb
 from protoframe.runtime.errors import ConnectionClosed
 from protoframe.runtime.io.auth import Authentication, NoAuthentication
@@ -367,6 +370,82 @@ class PulsarClient:
         _, parts = await self._partitions_of(letters.retry_topic)
         return letters, [TopicConsumer(self._session, queue, part, index, subscription, conf,
                                        next(self._consumer_ids)) for part, index in parts]
+
+    # ---- readers ----------------------------------------------------------------------------
+
+    async def create_reader(
+        self,
+        topic: str,
+        start_message_id: MessageId,
+        reader_name: str | None = None,
+        subscription_role_prefix: str | None = None,
+        *,
+        start_message_id_inclusive: bool = False,
+        receiver_queue_size: int = 1000,
+        is_read_compacted: bool = False,
+    ) -> Reader:
+        """A reader of ``topic`` from ``start_message_id`` (``MessageId.earliest``,
+        ``MessageId.latest`` or a message's id), over a non-durable subscription.
+
+        On a partitioned topic the reader reads every partition; its start is then
+        ``earliest`` or ``latest``, or the id of a message of one of the partitions (the
+        others start at the earliest).
+        """
+        self._check_open()
+        name, parts = await self._partitions_of(topic)
+        if len(parts) > 1 and start_message_id.partition() < 0 \
+                and start_message_id not in (MessageId.earliest, MessageId.latest):
+            raise errors.InvalidConfiguration(
+                f"{name} is partitioned: start a reader at earliest, latest or the id of a "
+                "message of one partition")
+        return await self._open_reader(
+            name, parts, start_message_id,
+            f"{subscription_role_prefix or 'reader'}-{uuid.uuid4().hex[:10]}", reader_name,
+            start_message_id_inclusive, receiver_queue_size, is_read_compacted)
+
+    async def _open_reader(self, name: str, parts: list[tuple[str, int]],
+                           start_message_id: MessageId, subscription: str,
+                           reader_name: str | None, start_message_id_inclusive: bool,
+                           receiver_queue_size: int, is_read_compacted: bool) -> Reader:
+        queue = ReceiveQueue()
+        children: list[ReaderTopicConsumer] = []
+        for part, index in parts:
+            start = start_message_id
+            if len(parts) > 1 and start.partition() >= 0 and start.partition() != index:
+                start = MessageId.earliest
+            conf = ConsumerConfig(
+                sub_type=pb.CommandSubscribe.SubType.Exclusive,
+                receiver_queue_size=receiver_queue_size, consumer_name=reader_name,
+                durable=False, read_compacted=is_read_compacted, start_message_id=start)
+            child = ReaderTopicConsumer(self._session, queue, part, index, subscription, conf,
+                                        next(self._consumer_ids))
+            child.inclusive = start_message_id_inclusive
+            children.append(child)
+        consumer = Consumer(self._session, name, subscription, children[0].conf, queue,
+                            list(children))
+        await _start_all(children)
+        self._consumers.append(consumer)
+        reader = Reader(consumer, children, self.operation_timeout)
+        if start_message_id == MessageId.latest and start_message_id_inclusive:
+            # As the official clients: an inclusive reader at the end reads the last message.
+            try:
+                await reader.seek_last()
+            except BaseException:
+                await reader.close()
+                raise
+        return reader
+
+    async def create_table_view(self, topic: str, subscription_name: str | None = None, *,
+                                receiver_queue_size: int = 1000) -> TableView[bytes]:
+        """The latest value of every key of ``topic``, kept up to date (``TableView``), read
+        over a non-durable subscription named ``subscription_name`` (else a random name)."""
+        self._check_open()
+        name, parts = await self._partitions_of(topic)
+        reader = await self._open_reader(
+            name, parts, MessageId.earliest,
+            subscription_name or f"table-view-{uuid.uuid4().hex[:10]}", None, False,
+            receiver_queue_size, False)
+        return await TableView.start(reader, bytes)
 
     # ---- other ------------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
+from protoframe.clients.pulsar import sync_readers
 from protoframe.clients.pulsar.client import PulsarClient
 from protoframe.clients.pulsar.consumer import Consumer as AsyncConsumer
 from protoframe.clients.pulsar.errors import AlreadyClosed
@@ -233,6 +234,18 @@ class Client:
 
             self._runner.run(start())
         return wrapped
+
+    def create_reader(self, topic: str, start_message_id: MessageId,
+                      reader_name: str | None = None,
+                      subscription_role_prefix: str | None = None,
+                      **options: Any) -> sync_readers.Reader:
+        reader = self._runner.run(self._client.create_reader(
+            topic, start_message_id, reader_name, subscription_role_prefix, **options))
+        return sync_readers.Reader(self._runner, reader)
+
+    def create_table_view(self, topic: str, **options: Any) -> sync_readers.TableView[bytes]:
+        view = self._runner.run(self._client.create_table_view(topic, **options))
+        return sync_readers.TableView(self._runner, view)
 
     def get_topic_partitions(self, topic: str) -> list[str]:
         return self._runner.run(self._client.get_topic_partitions(topic))

@@ -378,6 +378,11 @@ class Commands(LookupAnswers, UnsupportedRequests, PulsarHooks):
         # gives it fresh permits and an empty queue.
         for other in list(sub.consumers):
             other.sink.force_close(other)
+        if not sub.durable:
+            # Closing its last consumer removed the non-durable subscription, and its reader
+            # would come back to a new one at its original start: Pulsar keeps a subscription
+            # whose consumers a seek closed, so the reset position is what they resume from.
+            self.broker.keep_subscription(sub)
         # The generated consumer machine has no transition for SEEK's SUCCESS (and the consumer
         # has just been closed), so this answer bypasses the machines.
         self._emit_unchecked(BaseCommand(type_=Type.SUCCESS,

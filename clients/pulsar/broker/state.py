@@ -237,6 +237,11 @@ class BrokerState:
             if sub.durable:
                 self.storage.subscription_deleted(topic, sub.name)
 
+    def keep_subscription(self, sub: Subscription) -> None:
+        """Register ``sub`` again if it was removed (a non-durable one whose consumers a seek
+        closed); a subscription of the same name made since wins."""
+        self._topic_of(sub).subscriptions.setdefault(sub.name, sub)
+
     def cursor_changed(self, sub: Subscription) -> None:
         self.storage.cursor_changed(sub)
         topic = self._topic_of(sub)

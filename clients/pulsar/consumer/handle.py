@@ -78,6 +78,10 @@ class TopicConsumer(TopicHandle[None]):
         self.index_acks = conf.batch_index_ack_enabled  # read per acknowledged message
         self.unacked: UnackedTracker | None = None  # the ack timeout's, set by ``Consumer``
 
+        # Where a non-durable subscription starts when (re)created; a reader moves it to the
+        # last message it read, so that a lost connection resumes there (``reader``).
+        self.start_message_id = conf.start_message_id
+
     def __repr__(self) -> str:
         return f"<consumer {self.consumer_name} on {self.topic} / {self.subscription}>"
 
@@ -103,7 +107,7 @@ class TopicConsumer(TopicHandle[None]):
                 hashRanges=[pb.IntRange(start=a, end=b) for a, b in conf.key_shared_ranges]
                 or None,
                 allowOutOfOrderDelivery=conf.allow_out_of_order_delivery or None)
-        start_id = conf.start_message_id.to_proto() if conf.start_message_id else None
+        start_id = self.start_message_id.to_proto() if self.start_message_id else None
         await cnx.requests.subscribe(
             self.topic, self.subscription, conf.sub_type, self.consumer_id,
             consumer_name=self.consumer_name,

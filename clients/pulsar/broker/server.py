@@ -26,6 +26,15 @@ from protoframe.runtime.io.limits import ConnectionLimits
 from protoframe.runtime.io.server import Server, serve
 
 from .limits import Limits
+from .schema_compat import Strategy
+from .schema_store import SchemaFile
+from .schemas import (
+    DEFAULT_STRATEGY,
+    MAX_SCHEMA_SIZE,
+    MAX_SCHEMA_VERSIONS,
+    SchemaLimits,
+    SchemaRegistry,
+)
 from .session import Session
 from .state import BrokerState
 from .storage import DEFAULT_CACHE_BYTES, FileStorage, Storage
@@ -68,6 +77,11 @@ class EmbeddedBroker:
     What one command may carry (names, metadata, integer ranges, batch sizes, ack sets) is
     ``limits`` (``clients.pulsar.broker.limits``): a command over one gets an error answer
     naming the limit and changes nothing.
+
+    Schemas are checked with ``schema_compatibility_strategy`` (Pulsar's
+    ``schemaCompatibilityStrategy``, default ``FULL``, a ``schema_compat.Strategy`` or its name);
+    a definition is at most ``max_schema_size`` bytes and a topic holds at most
+    ``max_schema_versions`` versions (``schemas``).
     """
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0,
@@ -81,7 +95,10 @@ class EmbeddedBroker:
                  max_pending_frame_bytes: int = DEFAULT_MAX_PENDING_FRAME_BYTES,
                  max_pending_frame_bytes_per_connection: int = 0,
                  limits: Limits | None = None, repair: bool = False,
-                 cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+                 cache_bytes: int = DEFAULT_CACHE_BYTES,
+                 schema_compatibility_strategy: Strategy | str = DEFAULT_STRATEGY,
+                 max_schema_size: int = MAX_SCHEMA_SIZE,
+                 max_schema_versions: int = MAX_SCHEMA_VERSIONS) -> None:
         self.host = host
         self.port = port
         self.data_dir = data_dir
@@ -94,7 +111,14 @@ class EmbeddedBroker:
             max_partial_bytes_total=max_pending_frame_bytes)
         storage = (FileStorage(data_dir, fsync=fsync, repair=repair, cache_bytes=cache_bytes)
                    if data_dir is not None else Storage())
-        self.state = BrokerState(storage, retention_bytes=retention_bytes, limits=limits)
+        strategy = (schema_compatibility_strategy
+                    if isinstance(schema_compatibility_strategy, Strategy)
+                    else Strategy[schema_compatibility_strategy.upper()])
+        schemas = SchemaRegistry(
+            SchemaFile(data_dir, fsync=fsync, repair=repair) if data_dir is not None else None,
+            strategy=strategy, limits=SchemaLimits(max_schema_size, max_schema_versions))
+        self.state = BrokerState(storage, retention_bytes=retention_bytes, limits=limits,
+                                 schemas=schemas)
         self._server: Server[Session] | None = None
         self.url = ""
 
@@ -109,6 +133,7 @@ class EmbeddedBroker:
     async def start(self) -> str:
         """Recover from the data directory, listen, and return the service URL."""
         self.state.recover()
+        self.state.schemas.recover()
         self._server = await serve(
             self.host, self.port,
             lambda: Session(self.state, service_url=self.advertised_url),
@@ -127,6 +152,7 @@ class EmbeddedBroker:
                 session.abort("broker shutting down", logging.INFO)
             await server.stop()
         await self.state.storage.close()
+        self.state.schemas.close()
 
     async def serve_forever(self) -> None:
         assert self._server is not None, "start() first"

@@ -7,6 +7,7 @@ standalone (on the embedded broker, its ``schema_compatibility_strategy``).
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import urllib.error
@@ -20,6 +21,16 @@ from pulsar.schema import AvroSchema, Integer, JsonSchema, Record, String, Strin
 
 from protoframe.clients.pulsar.broker import BrokerThread
 from protoframe.clients.pulsar.broker.schema_compat import Strategy
+from protoframe.clients.pulsar.broker.schemas import decode_version, encode_version
+from protoframe.generated.pulsar.pulsar_api import (
+    BaseCommand,
+    CommandGetOrCreateSchema,
+    CommandGetSchema,
+    CommandProducer,
+    Schema,
+    ServerError,
+)
+from tests.support.pulsar_raw import RawClient
 from tests.support.real_pulsar import RealPulsar
 
 pytestmark = pytest.mark.interop
@@ -40,6 +51,53 @@ V2 = user(name=String(), age=Integer(required_default=True))
 V3 = user(name=String(), age=Integer())
 # Drops name (no default in V1): V1 cannot read its data.
 V4 = user(age=Integer(required_default=True))
+
+
+Type = BaseCommand.Type
+RAW_V1 = Schema(name="User", schema_data=json.dumps(V1.schema()).encode(),
+                type_=Schema.Type.Avro)
+RAW_STRING = Schema(name="s", schema_data=b"", type_=Schema.Type.String)
+Answer = tuple[int | None, ServerError | None]
+
+
+async def get_or_create(client: RawClient, topic: str, schema: Schema) -> Answer:
+    await client.send(BaseCommand(type_=Type.GET_OR_CREATE_SCHEMA,
+                                  getOrCreateSchema=CommandGetOrCreateSchema(
+                                      request_id=7, topic=topic, schema=schema)))
+    answer = (await client.expect(Type.GET_OR_CREATE_SCHEMA_RESPONSE)
+              ).command.getOrCreateSchemaResponse
+    assert answer is not None
+    if answer.has_error_code():
+        return None, answer.error_code
+    return decode_version(answer.schema_version), None
+
+
+async def get_schema(client: RawClient, topic: str,
+                     version: int | None) -> tuple[int | None, bytes | None, object]:
+    request = CommandGetSchema(request_id=8, topic=topic)
+    if version is not None:
+        request.schema_version = encode_version(version)
+    await client.send(BaseCommand(type_=Type.GET_SCHEMA, getSchema=request))
+    answer = (await client.expect(Type.GET_SCHEMA_RESPONSE)).command.getSchemaResponse
+    assert answer is not None
+    if answer.has_error_code():
+        return None, None, answer.error_code
+    assert answer.schema is not None
+    # Pulsar's schema id names the schema: the topic without its domain.
+    return (decode_version(answer.schema_version), answer.schema.schema_data,
+            (answer.schema.type_, answer.schema.name == topic.split("://", 1)[1]))
+
+
+async def raw_producer(client: RawClient, topic: str, schema: Schema | None,
+                       producer_id: int) -> bytes | str | ServerError:
+    await client.send(BaseCommand(type_=Type.PRODUCER, producer=CommandProducer(
+        topic=topic, producer_id=producer_id, request_id=producer_id, schema=schema)))
+    frame = await client.recv()
+    if frame.command.error is not None:
+        return frame.command.error.error
+    answer = frame.command.producer_success
+    assert answer is not None, f"expected PRODUCER_SUCCESS, got {frame.command!r}"
+    return answer.schema_version if answer.has_schema_version() else "no version"
 
 
 def outcome(action: Callable[[], object]) -> str:
@@ -211,3 +269,37 @@ def test_the_default_strategy_is_pulsars(real_pulsar: RealPulsar) -> None:
     assert embedded == actual
     with BrokerThread(port=0, schema_compatibility_strategy=Strategy.FULL) as broker:
         assert evolution(broker.url, "public/default") == actual
+
+
+def raw_answers(url: str, namespace: str) -> dict[str, Any]:
+    """GET_SCHEMA, GET_OR_CREATE_SCHEMA and PRODUCER_SUCCESS's schema version, as raw commands
+    (the official client does not send GET_OR_CREATE_SCHEMA)."""
+
+    async def run() -> dict[str, Any]:
+        client = await RawClient.connect(url)
+        topic = topic_in(namespace, "raw")
+        seen: dict[str, Any] = {}
+        try:
+            seen["missing topic"] = await get_or_create(client, topic, RAW_V1)
+            seen["no schema"] = await get_schema(client, topic, None)
+            seen["plain producer"] = await raw_producer(client, topic, None, 1)
+            seen["create v1"] = await get_or_create(client, topic, RAW_V1)
+            seen["producer v1"] = await raw_producer(client, topic, RAW_V1, 2)
+            seen["create string"] = await get_or_create(client, topic, RAW_STRING)
+            seen["latest"] = await get_schema(client, topic, None)
+            seen["version 0"] = await get_schema(client, topic, 0)
+            seen["version 9"] = await get_schema(client, topic, 9)
+            seen["plain producer after"] = await raw_producer(client, topic, None, 3)
+        finally:
+            await client.close()
+        return seen
+
+    return asyncio.run(asyncio.wait_for(run(), 60))
+
+
+def test_raw_schema_commands(real_pulsar: RealPulsar) -> None:
+    embedded, actual = on_both(real_pulsar, raw_answers)
+    assert embedded == actual
+    assert actual["create v1"] == (0, None)
+    assert actual["latest"] == (0, RAW_V1.schema_data, (Schema.Type.Avro, True))
+    assert actual["plain producer"] == b""  # Pulsar's empty version: no schema

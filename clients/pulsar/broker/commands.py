@@ -177,9 +177,8 @@ class Commands(SchemaAnswers, LookupAnswers, UnsupportedRequests, PulsarHooks):
         self.producers[body.producer_id] = Producer(body.producer_id, topic, producer_name)
         answer = CommandProducerSuccess(
             request_id=body.request_id, producer_name=producer_name,
-            last_sequence_id=topic.dedup.last_sequence_id(producer_name))
-        if schema_version is not None:
-            answer.schema_version = schema_version
+            last_sequence_id=topic.dedup.last_sequence_id(producer_name),
+            schema_version=schema_version)
         self._emit(BaseCommand(type_=Type.PRODUCER_SUCCESS, producer_success=answer))
 
     def on_send(self, body: CommandSend, frame: frames.Frame) -> None:

@@ -70,11 +70,10 @@ def _register(broker: BrokerState, topic: str, schema: Schema) -> int:
 class SchemaAnswers(LookupAnswers):
     """The schema hooks of a session; ``commands.Commands`` is the whole of them."""
 
-    def _producer_schema(self, topic: Topic, schema: Schema | None) -> bytes | None:
-        """The schema version to answer a producer with (None without a schema); raises
-        ``SchemaRefused``."""
+    def _producer_schema(self, topic: Topic, schema: Schema | None) -> bytes:
+        """The schema version to answer a producer with; raises ``SchemaRefused``."""
         if schema is None:
-            return None
+            return b""  # as Pulsar answers: its empty version
         return encode_version(_register(self.broker, topic.name, schema))
 
     def _consumer_schema(self, topic: Topic, schema: Schema | None) -> None:

@@ -8,6 +8,7 @@ standalone (on the embedded broker, its ``schema_compatibility_strategy``).
 from __future__ import annotations
 
 import asyncio
+import base64
 import functools
 import json
 import urllib.error
@@ -303,3 +304,42 @@ def test_raw_schema_commands(real_pulsar: RealPulsar) -> None:
     assert actual["create v1"] == (0, None)
     assert actual["latest"] == (0, RAW_V1.schema_data, (Schema.Type.Avro, True))
     assert actual["plain producer"] == b""  # Pulsar's empty version: no schema
+
+
+def native(root: str, *files: Any) -> Schema:
+    """A ProtobufNative schema as the official clients send it, for well-known types."""
+    from google.protobuf import descriptor_pb2
+
+    descriptors = descriptor_pb2.FileDescriptorSet()
+    for module in files:
+        module.DESCRIPTOR.CopyToProto(descriptors.file.add())
+    definition = {"fileDescriptorSet": base64.b64encode(descriptors.SerializeToString()).decode(),
+                  "rootMessageTypeName": root,
+                  "rootFileDescriptorName": files[0].DESCRIPTOR.name}
+    return Schema(name=root, schema_data=json.dumps(definition).encode(),
+                  type_=Schema.Type.ProtobufNative)
+
+
+def protobuf_native(url: str, namespace: str) -> list[bytes | str | ServerError]:
+    from google.protobuf import duration_pb2, timestamp_pb2
+
+    async def run() -> list[bytes | str | ServerError]:
+        client = await RawClient.connect(url)
+        topic = topic_in(namespace, "native")
+        try:
+            schemas = [native("google.protobuf.Timestamp", timestamp_pb2),
+                       # the same root message in a larger descriptor set: a new version
+                       native("google.protobuf.Timestamp", timestamp_pb2, duration_pb2),
+                       native("google.protobuf.Duration", duration_pb2, timestamp_pb2)]
+            return [await raw_producer(client, topic, schema, i + 1)
+                    for i, schema in enumerate(schemas)]
+        finally:
+            await client.close()
+
+    return asyncio.run(asyncio.wait_for(run(), 60))
+
+
+def test_protobuf_native_root_message(real_pulsar: RealPulsar) -> None:
+    embedded, actual = on_both(real_pulsar, protobuf_native)
+    assert embedded == actual
+    assert actual == [encode_version(0), encode_version(1), ServerError.IncompatibleSchema]

@@ -6,8 +6,8 @@ direction, and against which earlier versions, is the strategy's: ``BACKWARD`` m
 schema reads what the latest one wrote, ``FORWARD`` the reverse, ``FULL`` both; the
 ``_TRANSITIVE`` forms check every earlier version instead of the latest. Other schema types
 have no definition to resolve: as in Pulsar, any change is accepted unless the strategy is
-``ALWAYS_INCOMPATIBLE``. A change of type is refused unless the strategy is
-``ALWAYS_COMPATIBLE``.
+``ALWAYS_INCOMPATIBLE``, except that a ProtobufNative schema may not change its root message.
+A change of type is refused unless the strategy is ``ALWAYS_COMPATIBLE``.
 
 Parsing is fastavro's (it resolves names and checks the definition); the resolution rules are
 the Avro specification's ("Schema Resolution").
@@ -28,6 +28,7 @@ __all__ = ["AVRO_TYPES", "IncompatibleSchema", "Strategy", "check_new_schema",
 
 # Schema.Type values whose definitions are Avro schemas.
 AVRO_TYPES = frozenset({2, 4})  # Json, Avro
+PROTOBUF_NATIVE = 20
 
 
 class Strategy(enum.Enum):
@@ -222,6 +223,18 @@ def _check_pair(new: TypedDefinition, old: TypedDefinition, strategy: Strategy) 
                                  f"the new {new.type_name} schema differs from the existing one")
     if new.type_ in AVRO_TYPES:
         _avro_check(new, old, strategy)
+    elif new.type_ == PROTOBUF_NATIVE and _root_message(new) != _root_message(old):
+        raise IncompatibleSchema("Protobuf root message isn't allow change!")
+
+
+def _root_message(schema: TypedDefinition) -> object:
+    """A ProtobufNative definition's root message name (its definition is a JSON object with
+    the descriptor set and ``rootMessageTypeName``); None if it does not say."""
+    try:
+        definition = json.loads(schema.data.decode("utf-8"))
+    except ValueError:
+        return None
+    return definition.get("rootMessageTypeName") if isinstance(definition, dict) else None
 
 
 def check_new_schema(new: TypedDefinition, existing: Sequence[TypedDefinition],

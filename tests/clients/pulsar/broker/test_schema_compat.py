@@ -141,6 +141,19 @@ def test_type_changes_and_non_avro_types() -> None:
         check_new_schema(avro(V2_ADDS_REQUIRED, JSON), [avro(V1, JSON)], Strategy.FULL)
 
 
+def test_protobuf_native_root_message_may_not_change() -> None:
+    def native(root: str, descriptor: str = "AAAA") -> TypedDefinition:
+        data = json.dumps({"fileDescriptorSet": descriptor, "rootMessageTypeName": root,
+                           "rootFileDescriptorName": "orders.proto"}).encode()
+        return TypedDefinition(20, data, "PROTOBUF_NATIVE")
+
+    check_new_schema(native("demo.Order", "BBBB"), [native("demo.Order")], Strategy.FULL)
+    with pytest.raises(IncompatibleSchema, match="root message"):
+        check_new_schema(native("demo.Refund"), [native("demo.Order")], Strategy.BACKWARD)
+    check_new_schema(native("demo.Refund"), [native("demo.Order")],
+                     Strategy.ALWAYS_COMPATIBLE)
+
+
 def test_consumer_checks() -> None:
     with pytest.raises(IncompatibleSchema, match="does not have schema"):
         check_consumer_schema(avro(V1), [], Strategy.FULL)

@@ -5,6 +5,7 @@ test_pulsar_schemas.py's."""
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -12,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from protoframe.clients.pulsar.broker import EmbeddedBroker
-from protoframe.clients.pulsar.broker.schema_store import SCHEMA_LOG
-from protoframe.clients.pulsar.broker.schemas import decode_version, encode_version
+from protoframe.clients.pulsar.broker.cli import register
+from protoframe.clients.pulsar.broker.schema_store import SCHEMA_LOG, SchemaFile, StoredSchema
+from protoframe.clients.pulsar.broker.schemas import SchemaRegistry, decode_version, encode_version
 from protoframe.clients.pulsar.broker.storage import CorruptLogError
 from protoframe.generated.pulsar import frames
 from protoframe.generated.pulsar.pulsar_api import (
@@ -166,6 +168,18 @@ async def test_strategy_is_the_brokers() -> None:
         assert version_of(await produce(client, STRING, 2)) == 1
 
 
+def test_the_command_line_options() -> None:
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    args = parser.parse_args(["broker", "--schema-compatibility-strategy", "BACKWARD_TRANSITIVE",
+                              "--max-schema-size", "100", "--max-schema-versions", "3"])
+    assert (args.schema_compatibility_strategy, args.max_schema_size,
+            args.max_schema_versions) == ("BACKWARD_TRANSITIVE", 100, 3)
+    assert parser.parse_args(["broker"]).schema_compatibility_strategy == "FULL"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["broker", "--schema-compatibility-strategy", "SOMETIMES"])
+
+
 @run
 async def test_limits_bound_what_a_client_can_register() -> None:
     async with EmbeddedBroker(max_schema_versions=2, max_schema_size=300) as url:
@@ -232,3 +246,23 @@ async def test_a_torn_schema_file_is_cut_and_damage_in_the_middle_refused(
         assert (await get_schema(client, None))[0] == 1
         assert version_of(await produce(client, V1, 1)) == 2
         await client.close()
+
+
+def test_deleted_schemas_stay_deleted_after_a_restart(tmp_path: Path) -> None:
+    def registry() -> SchemaRegistry:
+        opened = SchemaRegistry(SchemaFile(tmp_path, fsync=False))
+        opened.recover()
+        return opened
+
+    schemas = registry()
+    first = StoredSchema(Schema.Type.String, b"")
+    assert schemas.put_if_absent(TOPIC, first) == 0
+    assert schemas.put_if_absent(TOPIC + "-kept", first) == 0
+    schemas.delete(TOPIC)
+    assert schemas.get(TOPIC) is None
+    schemas.close()
+    schemas = registry()
+    assert schemas.get(TOPIC) is None and schemas.get(TOPIC + "-kept") == (0, first)
+    # A topic made again after its deletion starts again from version 0.
+    assert schemas.put_if_absent(TOPIC, StoredSchema(Schema.Type.Avro, V1.schema_data)) == 0
+    schemas.close()

@@ -195,21 +195,31 @@ def can_read(reader: ParsedAvro, writer: ParsedAvro) -> str | None:
 
 # --- strategies ----------------------------------------------------------------------------
 
+# How much of each definition a refusal quotes: the reason names the field.
+_QUOTED = 2000
+
+
+def _quote(data: bytes) -> str:
+    text = data.decode("utf-8", "replace")
+    return text if len(text) <= _QUOTED else text[:_QUOTED] + "..."
+
+
 def _avro_check(new: TypedDefinition, old: TypedDefinition, strategy: Strategy) -> None:
     new_parsed, old_parsed = parse_avro(new.data), parse_avro(old.data)
     base = strategy.base
+    # Worded as Avro's SchemaValidationException, which Pulsar's refusal carries.
     if base in (Strategy.BACKWARD, Strategy.FULL):
         reason = can_read(new_parsed, old_parsed)
         if reason is not None:
             raise IncompatibleSchema(
-                f"Unable to read schema: {old.data.decode('utf-8', 'replace')} using schema: "
-                f"{new.data.decode('utf-8', 'replace')} ({reason}; strategy {strategy.name})")
+                f"Unable to read schema: {_quote(old.data)} using schema: {_quote(new.data)} "
+                f"({reason}; strategy {strategy.name})")
     if base in (Strategy.FORWARD, Strategy.FULL):
         reason = can_read(old_parsed, new_parsed)
         if reason is not None:
             raise IncompatibleSchema(
-                f"Unable to read schema: {new.data.decode('utf-8', 'replace')} using schema: "
-                f"{old.data.decode('utf-8', 'replace')} ({reason}; strategy {strategy.name})")
+                f"Unable to read schema: {_quote(new.data)} using schema: {_quote(old.data)} "
+                f"({reason}; strategy {strategy.name})")
 
 
 def _check_pair(new: TypedDefinition, old: TypedDefinition, strategy: Strategy) -> None:

@@ -236,8 +236,10 @@ async def test_a_torn_schema_file_is_cut_and_damage_in_the_middle_refused(
     data = bytearray(path.read_bytes())
     data[20] ^= 0xFF  # inside the first record, with the second valid after it
     path.write_bytes(bytes(data))
+    refusing = EmbeddedBroker(data_dir=tmp_path)
     with pytest.raises(CorruptLogError, match="--repair"):
-        await EmbeddedBroker(data_dir=tmp_path).start()
+        await refusing.start()
+    await refusing.stop()
     async with EmbeddedBroker(data_dir=tmp_path, repair=True) as url:
         client = await RawClient.connect(url)
         # Version 0 is lost with the damaged bytes; version 1 keeps its number (messages

@@ -480,8 +480,6 @@ def schema_official(url: str) -> tuple[str, str]:
 
 # Our client has no schema API (its producers send no schema), so only the official client can
 # offer the broker an incompatible one.
-@pytest.mark.xfail(strict=True, reason="the embedded broker accepts any schema; Pulsar refuses "
-                   "one its compatibility check rejects (IncompatibleSchema)")
 def test_an_incompatible_schema_is_refused(real_pulsar: RealPulsar) -> None:
     embedded, actual = on_both(real_pulsar, schema_official)
     assert actual == ("created", "IncompatibleSchema")

@@ -8,6 +8,7 @@ import contextlib
 from protoframe.runtime.io.cli import CannotListen, ready, run_servers
 
 from . import limits as lim
+from . import schemas as sch
 from .security_options import add_security_options, security_of, tls_arguments_of
 from .server import (
     DEFAULT_FRAME_TIMEOUT,
@@ -86,6 +87,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         metavar="BYTES",
                         help="bytes of an unfinished frame one connection may hold "
                         "(default 0: the largest frame allowed)")
+    parser.add_argument("--schema-compatibility-strategy", default=sch.DEFAULT_STRATEGY.name,
+                        choices=[s.name for s in sch.Strategy], metavar="STRATEGY",
+                        help="how a new schema version must relate to the earlier ones "
+                        "(Pulsar's schemaCompatibilityStrategy: "
+                        f"{', '.join(s.name for s in sch.Strategy)}; default %(default)s)")
+    limits.add_argument("--max-schema-size", type=int, default=sch.MAX_SCHEMA_SIZE,
+                        metavar="BYTES", help="largest schema definition with its properties "
+                        "(default %(default)s)")
+    limits.add_argument("--max-schema-versions", type=int, default=sch.MAX_SCHEMA_VERSIONS,
+                        metavar="N", help="most schema versions one topic may hold "
+                        "(default %(default)s)")
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     add_limit_options(parser)
     add_security_options(parser)
@@ -163,6 +175,10 @@ def run(args: argparse.Namespace) -> int:
                                     args.max_pending_frame_bytes_per_connection),
                                 limits=limits,
                                 repair=args.repair,
+                                schema_compatibility_strategy=(
+                                    args.schema_compatibility_strategy),
+                                max_schema_size=args.max_schema_size,
+                                max_schema_versions=args.max_schema_versions,
                                 cache_bytes=int(args.managed_ledger_cache_size_mb * 2**20),
                                 security=security, **tls)
         try:

@@ -49,7 +49,8 @@ from protoframe.generated.pulsar.pulsar_api import (
 
 from .entries import KEY_HASH_RANGE, Entry
 from .limits import MAX_MESSAGE_SIZE, LimitExceeded, check_int64
-from .lookups import SCHEMA_VERSION_0, LookupAnswers
+from .lookups import LookupAnswers
+from .schema_answers import SchemaAnswers, SchemaRefused
 from .state import BrokerState
 from .subscriptions import Consumer, ConsumerBusy, SubType, words_for
 from .topics import UINT64_MASK, Topic
@@ -78,7 +79,7 @@ class Producer:
     closing: bool = False  # CLOSE_PRODUCER received; SUCCESS follows the pending receipts
 
 
-class Commands(LookupAnswers, UnsupportedRequests, PulsarHooks):
+class Commands(SchemaAnswers, LookupAnswers, UnsupportedRequests, PulsarHooks):
     """The command hooks of one connection's session, given to its ``PulsarProtocol``; the I/O
     is the subclass's. Every request gets an answer: the ones this broker does not serve get an
     error from ``UnsupportedRequests``."""
@@ -173,14 +174,18 @@ class Commands(LookupAnswers, UnsupportedRequests, PulsarHooks):
             self._error(body.request_id, ServerError.ProducerBusy,
                         f"producer {producer_name!r} is already connected to {name}")
             return
+        try:
+            schema_version = self._producer_schema(topic, body.schema)
+        except SchemaRefused as exc:
+            self._error(body.request_id, exc.error, str(exc))
+            return
         topic.producer_names.add(producer_name)
         topic.dedup.producer_connected(producer_name)
         self.producers[body.producer_id] = Producer(body.producer_id, topic, producer_name)
         answer = CommandProducerSuccess(
             request_id=body.request_id, producer_name=producer_name,
-            last_sequence_id=topic.dedup.last_sequence_id(producer_name))
-        if body.schema is not None:
-            answer.schema_version = SCHEMA_VERSION_0
+            last_sequence_id=topic.dedup.last_sequence_id(producer_name),
+            schema_version=schema_version)
         self._emit(BaseCommand(type_=Type.PRODUCER_SUCCESS, producer_success=answer))
 
     def on_send(self, body: CommandSend, frame: frames.Frame) -> None:
@@ -274,6 +279,11 @@ class Commands(LookupAnswers, UnsupportedRequests, PulsarHooks):
             self._error(body.request_id, ServerError.NotAllowedError, str(exc))
             return
         topic = self.broker.topic(name)
+        try:
+            self._consumer_schema(topic, body.schema)
+        except SchemaRefused as exc:
+            self._error(body.request_id, exc.error, str(exc))
+            return
         sub = self.broker.subscription(topic, body)
         try:
             sub.check_consumer(body.subType)

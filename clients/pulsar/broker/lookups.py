@@ -1,5 +1,5 @@
-"""The broker's answers to lookups: partition metadata, topic lookups, a namespace's topics and
-schemas, and the topic-name check every command that names a topic goes through.
+"""The broker's answers to lookups: partition metadata, topic lookups, a namespace's topics,
+and the topic-name check every command that names a topic goes through.
 
 ``LookupAnswers`` is a part of ``commands.Commands``, kept apart because these answers only read
 the broker state: none of them creates a producer, a consumer or an entry.
@@ -7,17 +7,12 @@ the broker state: none of them creates a producer, a consumer or an entry.
 
 from __future__ import annotations
 
-import struct
 from abc import abstractmethod
 
 from protoframe.generated.pulsar import frames
 from protoframe.generated.pulsar.machines import PulsarHooks
 from protoframe.generated.pulsar.pulsar_api import (
     BaseCommand,
-    CommandGetOrCreateSchema,
-    CommandGetOrCreateSchemaResponse,
-    CommandGetSchema,
-    CommandGetSchemaResponse,
     CommandGetTopicsOfNamespace,
     CommandGetTopicsOfNamespaceResponse,
     CommandLookupTopic,
@@ -31,11 +26,9 @@ from .limits import LimitExceeded
 from .state import BrokerState
 from .topics import InvalidTopicName, normalize_topic
 
-__all__ = ["SCHEMA_VERSION_0", "LookupAnswers"]
+__all__ = ["LookupAnswers"]
 
 Type = BaseCommand.Type
-
-SCHEMA_VERSION_0 = struct.pack(">q", 0)
 
 
 class LookupAnswers(PulsarHooks):
@@ -95,17 +88,3 @@ class LookupAnswers(PulsarHooks):
             getTopicsOfNamespaceResponse=CommandGetTopicsOfNamespaceResponse(
                 request_id=body.request_id,
                 topics=self.broker.topics_of_namespace(body.namespace))))
-
-    def on_get_schema(self, body: CommandGetSchema, frame: frames.Frame) -> None:
-        self._emit(BaseCommand(type_=Type.GET_SCHEMA_RESPONSE, getSchemaResponse=(
-            CommandGetSchemaResponse(request_id=body.request_id,
-                                     error_code=ServerError.TopicNotFound,
-                                     error_message="this broker keeps no schemas"))))
-
-    def on_get_or_create_schema(self, body: CommandGetOrCreateSchema,
-                                frame: frames.Frame) -> None:
-        self._emit(BaseCommand(
-            type_=Type.GET_OR_CREATE_SCHEMA_RESPONSE,
-            getOrCreateSchemaResponse=CommandGetOrCreateSchemaResponse(
-                request_id=body.request_id, schema_version=SCHEMA_VERSION_0)))
-

@@ -28,6 +28,15 @@ from protoframe.runtime.io.server import Server, serve
 
 from .guarded_session import GuardedSession
 from .limits import Limits
+from .schema_compat import Strategy
+from .schema_store import SchemaFile
+from .schemas import (
+    DEFAULT_STRATEGY,
+    MAX_SCHEMA_SIZE,
+    MAX_SCHEMA_VERSIONS,
+    SchemaLimits,
+    SchemaRegistry,
+)
 from .security import Security
 from .session import Session
 from .state import BrokerState
@@ -77,6 +86,10 @@ class EmbeddedBroker:
     certificates signed by ``tls_trust_certs_file_path`` are verified (and may authenticate).
     ``security`` (``clients.pulsar.broker.security``) turns on authentication by token or
     client certificate and authorization per namespace.
+    Schemas are checked with ``schema_compatibility_strategy`` (Pulsar's
+    ``schemaCompatibilityStrategy``, default ``FULL``, a ``schema_compat.Strategy`` or its name);
+    a definition is at most ``max_schema_size`` bytes and a topic holds at most
+    ``max_schema_versions`` versions (``schemas``).
     """
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0,
@@ -95,7 +108,10 @@ class EmbeddedBroker:
                  tls_certificate_file_path: str | os.PathLike[str] | None = None,
                  tls_key_file_path: str | os.PathLike[str] | None = None,
                  tls_trust_certs_file_path: str | os.PathLike[str] | None = None,
-                 security: Security | None = None) -> None:
+                 security: Security | None = None,
+                 schema_compatibility_strategy: Strategy | str = DEFAULT_STRATEGY,
+                 max_schema_size: int = MAX_SCHEMA_SIZE,
+                 max_schema_versions: int = MAX_SCHEMA_VERSIONS) -> None:
         if tls_port is not None and (tls_certificate_file_path is None
                                      or tls_key_file_path is None):
             raise ValueError("a TLS listener needs tls_certificate_file_path and "
@@ -112,7 +128,14 @@ class EmbeddedBroker:
             max_partial_bytes_total=max_pending_frame_bytes)
         storage = (FileStorage(data_dir, fsync=fsync, repair=repair, cache_bytes=cache_bytes)
                    if data_dir is not None else Storage())
-        self.state = BrokerState(storage, retention_bytes=retention_bytes, limits=limits)
+        strategy = (schema_compatibility_strategy
+                    if isinstance(schema_compatibility_strategy, Strategy)
+                    else Strategy[schema_compatibility_strategy.upper()])
+        schemas = SchemaRegistry(
+            SchemaFile(data_dir, fsync=fsync, repair=repair) if data_dir is not None else None,
+            strategy=strategy, limits=SchemaLimits(max_schema_size, max_schema_versions))
+        self.state = BrokerState(storage, retention_bytes=retention_bytes, limits=limits,
+                                 schemas=schemas)
         self.tls_port = tls_port
         self._tls_files = (tls_certificate_file_path, tls_key_file_path,
                            tls_trust_certs_file_path)
@@ -152,6 +175,7 @@ class EmbeddedBroker:
     async def start(self) -> str:
         """Recover from the data directory, listen, and return the service URL."""
         self.state.recover()
+        self.state.schemas.recover()
         context = self._tls_context() if self.tls_port is not None else None
         self._server = await serve(
             self.host, self.port, self._session,
@@ -179,6 +203,7 @@ class EmbeddedBroker:
                 await server.stop()
         self._server = self._tls_server = None
         await self.state.storage.close()
+        self.state.schemas.close()
 
     async def serve_forever(self) -> None:
         assert self._server is not None, "start() first"

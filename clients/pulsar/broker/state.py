@@ -20,6 +20,7 @@ from .dedup import DedupState
 from .entries import Entry, EntryLog
 from .limits import Limits
 from .records import ENCODING_ERRORS
+from .schemas import SchemaRegistry
 from .storage import Storage, StorageError
 from .subscriptions import Subscription, SubType
 from .topics import (
@@ -49,8 +50,10 @@ class BrokerState:
 
     def __init__(self, storage: Storage | None = None, *, name_prefix: str = "protoframe",
                  retention_bytes: int = DEFAULT_RETENTION_BYTES, limits: Limits | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 schemas: SchemaRegistry | None = None) -> None:
         self.storage = storage if storage is not None else Storage()
+        self.schemas = schemas if schemas is not None else SchemaRegistry()
         self.retention_bytes = retention_bytes
         self.limits = limits if limits is not None else Limits()
         self.clock = clock  # for deduplication state expiry; tests pass their own

@@ -219,8 +219,6 @@ def sticky_official(url: str) -> dict[str, int]:
         client.close()
 
 
-@pytest.mark.xfail(strict=True, reason="the embedded broker hashes Key_Shared keys with CRC32; "
-                   "Pulsar with Murmur3_32 % 65536, so sticky ranges own other keys")
 @pytest.mark.parametrize("client", CLIENTS)
 def test_key_shared_sticky_ranges_pick_the_same_consumer(client: str,
                                                           real_pulsar: RealPulsar) -> None:

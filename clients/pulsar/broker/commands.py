@@ -42,12 +42,14 @@ from protoframe.generated.pulsar.pulsar_api import (
     CommandSuccess,
     CommandUnsubscribe,
     FeatureFlags,
+    KeySharedMode,
     MessageIdData,
     MessageMetadata,
     ServerError,
 )
 
 from .entries import KEY_HASH_RANGE, Entry
+from .key_shared import AssignError
 from .limits import MAX_MESSAGE_SIZE, LimitExceeded, check_int64
 from .lookups import SCHEMA_VERSION_0, LookupAnswers
 from .state import BrokerState
@@ -253,7 +255,9 @@ class Commands(LookupAnswers, UnsupportedRequests, PulsarHooks):
             return
         ranges: list[tuple[int, int]] = []
         meta = body.keySharedMeta
-        if body.subType == SubType.Key_Shared and meta is not None and meta.hashRanges:
+        sticky = (body.subType == SubType.Key_Shared and meta is not None
+                  and meta.keySharedMode == KeySharedMode.STICKY)
+        if sticky and meta is not None:
             ranges = [(r.start, r.end) for r in meta.hashRanges]
         limits = self.broker.limits
         try:
@@ -270,11 +274,16 @@ class Commands(LookupAnswers, UnsupportedRequests, PulsarHooks):
         sub = self.broker.subscription(topic, body)
         try:
             sub.check_consumer(body.subType)
+            if body.subType == SubType.Key_Shared:
+                sub.check_key_shared(sticky, ranges)
         except ConsumerBusy as exc:
             self._error(body.request_id, ServerError.ConsumerBusy, str(exc))
             return
+        except AssignError as exc:
+            self._error(body.request_id, ServerError.ConsumerAssignError, str(exc))
+            return
         consumer = Consumer(self, body.consumer_id, sub, name=body.consumer_name or "",
-                            priority=body.priority_level, hash_ranges=ranges)
+                            priority=body.priority_level, hash_ranges=ranges, sticky=sticky)
         self.consumers[body.consumer_id] = consumer
         self._success(body.request_id)
         sub.add_consumer(consumer, body.subType)

@@ -17,7 +17,8 @@ from typing import Protocol
 
 from protoframe.generated.pulsar.pulsar_api import CommandSubscribe
 
-from .entries import KEY_HASH_RANGE, Entry, EntryLog
+from .entries import Entry, EntryLog
+from .key_shared import HashRing, StickyRanges
 
 SubType = CommandSubscribe.SubType
 _WORD = (1 << 64) - 1
@@ -51,6 +52,7 @@ class Consumer:
     permits: int = 0
     pending: set[int] = field(default_factory=set)  # entry ids delivered and not acked
     hash_ranges: list[tuple[int, int]] = field(default_factory=list)  # Key_Shared STICKY
+    sticky: bool = False  # Key_Shared: STICKY (its own ranges), else AUTO_SPLIT (the ring)
     active: bool = False  # Failover: this consumer is the one receiving
     # Its connection's output buffer is over the high-water mark: no dispatch to it, permits
     # or not, until the session says the buffer has drained (and dispatches again).
@@ -101,6 +103,8 @@ class Subscription:
         self.redelivery: dict[int, int] = {}
         self._rr = 0
         self._dispatching = False
+        self._ring: HashRing[Consumer] = HashRing()
+        self._sticky: StickyRanges[Consumer] = StickyRanges()
 
     # --- consumers -------------------------------------------------------------------------
 
@@ -113,9 +117,28 @@ class Subscription:
             if sub_type == SubType.Exclusive:
                 raise ConsumerBusy(f"exclusive consumer is already connected to {self.name!r}")
 
+    def check_key_shared(self, sticky: bool, ranges: list[tuple[int, int]]) -> None:
+        """Raise ``ConsumerBusy`` if a Key_Shared consumer of the other mode is attached, or
+        ``AssignError`` if STICKY ``ranges`` are empty, malformed or taken."""
+        if self.sub_type != SubType.Key_Shared or not self.consumers:
+            if sticky:
+                StickyRanges[Consumer]().check(ranges)
+            return
+        if any(c.sticky != sticky for c in self.consumers):
+            raise ConsumerBusy(f"subscription {self.name!r} has Key_Shared consumers of "
+                               f"another mode than {'STICKY' if sticky else 'AUTO_SPLIT'}")
+        if sticky:
+            self._sticky.check(ranges)
+
     def add_consumer(self, consumer: Consumer, sub_type: SubType) -> None:
         """Attach a consumer (after ``check_consumer`` and after its SUCCESS went out)."""
         self.check_consumer(sub_type)
+        if sub_type == SubType.Key_Shared:
+            self.check_key_shared(consumer.sticky, consumer.hash_ranges)
+            if consumer.sticky:
+                self._sticky.add(consumer, consumer.name, consumer.hash_ranges)
+            else:
+                self._ring.add(consumer, consumer.name)
         self.sub_type = sub_type
         self.consumers.append(consumer)
         if sub_type == SubType.Failover:
@@ -126,6 +149,8 @@ class Subscription:
         if consumer not in self.consumers:
             return
         self.consumers.remove(consumer)
+        self._ring.remove(consumer)
+        self._sticky.remove(consumer)
         self._return_pending(consumer, list(consumer.pending), count=True)
         consumer.permits = 0
         if self.sub_type == SubType.Failover:
@@ -201,21 +226,18 @@ class Subscription:
             entry = self._peek_entry()
             if entry is None:
                 return
-            consumer = self._consumer_for_slot(entry.key_hash)
+            consumer = self.consumer_for_key_hash(entry.key_hash)
             if consumer is None or not consumer.ready:
                 return  # keep per-key order: wait for that consumer's permits (or buffer)
             self._take(entry)
             self._deliver(consumer, entry)
 
-    def _consumer_for_slot(self, slot: int) -> Consumer | None:
-        for consumer in self.consumers:
-            for start, end in consumer.hash_ranges:
-                if start <= slot <= end:
-                    return consumer
-        auto = [c for c in self.consumers if not c.hash_ranges]
-        if not auto:
-            return None
-        return auto[slot * len(auto) // KEY_HASH_RANGE]
+    def consumer_for_key_hash(self, key_hash: int) -> Consumer | None:
+        """The Key_Shared consumer a key with this hash (``key_shared.sticky_key_hash``) goes
+        to (None: no consumer's STICKY ranges hold it)."""
+        if len(self._sticky):
+            return self._sticky.select(key_hash)
+        return self._ring.select(key_hash)
 
     def _skip(self, entry_id: int) -> bool:
         return entry_id <= self.mark_delete or entry_id in self.acked or entry_id in self.pending

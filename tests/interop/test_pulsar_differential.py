@@ -301,8 +301,6 @@ def exclusive_official(url: str) -> str:
         client.close()
 
 
-@pytest.mark.xfail(strict=True, reason="the embedded broker accepts a second producer on a "
-                   "topic whose producer has Exclusive access; Pulsar refuses it")
 @pytest.mark.parametrize("client", CLIENTS)
 def test_exclusive_access_mode_refuses_a_second_producer(client: str,
                                                          real_pulsar: RealPulsar) -> None:

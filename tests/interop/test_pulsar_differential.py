@@ -256,8 +256,6 @@ def delayed_official(url: str) -> tuple[bool, bytes]:
         client.close()
 
 
-@pytest.mark.xfail(strict=True, reason="the embedded broker delivers deliver_after/deliver_at "
-                   "messages at once; Pulsar holds them until their time")
 @pytest.mark.parametrize("client", CLIENTS)
 def test_delayed_delivery_waits(client: str, real_pulsar: RealPulsar) -> None:
     embedded, actual = on_both(real_pulsar,

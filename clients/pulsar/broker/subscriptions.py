@@ -9,14 +9,18 @@ be acknowledged, as Pulsar's ack_set words have it).
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import struct
+import time
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from protoframe.generated.pulsar.pulsar_api import CommandSubscribe
 
+from .delayed import DelayedIndex, deliver_at_of
 from .entries import Entry, EntryLog
 from .key_shared import HashRing, StickyRanges
 
@@ -63,6 +67,10 @@ class Consumer:
         return self.permits > 0 and not self.paused
 
 
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
 def words_for(num_messages: int) -> int:
     """How many 64-bit ack-set words a batch of ``num_messages`` needs."""
     return (num_messages + 63) // 64
@@ -104,6 +112,10 @@ class Subscription:
         self._rr = 0
         self._dispatching = False
         self._ring: HashRing[Consumer] = HashRing()
+        self.delayed = DelayedIndex()  # Shared, Key_Shared: entries held until their time
+        self._due: deque[int] = deque()  # held entries whose time came, in that order
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0
         self._sticky: StickyRanges[Consumer] = StickyRanges()
 
     # --- consumers -------------------------------------------------------------------------
@@ -195,6 +207,8 @@ class Subscription:
             return
         self._dispatching = True
         try:
+            if len(self.delayed):
+                self._due.extend(self.delayed.due(_now_ms()))
             if self.sub_type == SubType.Shared:
                 self._dispatch_shared()
             elif self.sub_type == SubType.Key_Shared:
@@ -208,6 +222,28 @@ class Subscription:
                     self._deliver(consumer, entry)
         finally:
             self._dispatching = False
+        if len(self.delayed):
+            self._arm_timer()
+
+    def _arm_timer(self) -> None:
+        """Dispatch again when the first held entry falls due."""
+        due = self.delayed.next_due
+        if due is None or (self._timer is not None and self._timer_at <= due):
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop (a unit test driving dispatch by hand): the next dispatch sees it
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = due
+        self._timer = loop.call_later(max(0.0, (due - _now_ms()) / 1000), self._timer_fired)
+
+    def _timer_fired(self) -> None:
+        self._timer = None
+        self.dispatch()
+        if self._timer is None and len(self.delayed):
+            self._arm_timer()  # no consumer dispatched: keep watching the time
 
     def _dispatch_shared(self) -> None:
         ready = [c for c in self.consumers if c.ready]
@@ -244,6 +280,12 @@ class Subscription:
 
     def _peek_entry(self) -> Entry | None:
         topic = self.topic
+        while self._due:
+            entry_id = self._due[0]
+            entry = None if self._skip(entry_id) else topic.entry(entry_id)
+            if entry is not None:
+                return entry
+            self._due.popleft()
         while self._replay:
             entry_id = self._replay[0]
             entry = None if self._skip(entry_id) else topic.entry(entry_id)
@@ -253,11 +295,16 @@ class Subscription:
             self._replay_set.discard(entry_id)
         if self.read_pos < topic.first_id:
             self.read_pos = topic.first_id
+        delays = self.sub_type in (SubType.Shared, SubType.Key_Shared)
         while self.read_pos <= topic.durable_id:
             entry_id = self.read_pos
             entry = None if self._skip(entry_id) else topic.entry(entry_id)
             if entry is not None:
-                return entry
+                deliver_at = deliver_at_of(entry) if delays else 0
+                if not deliver_at or deliver_at <= _now_ms():
+                    return entry
+                if not self.delayed.hold(entry_id, deliver_at):
+                    return None  # the index is full: read on once held entries fall due
             self.read_pos += 1
         return None
 
@@ -269,7 +316,9 @@ class Subscription:
 
     def _take(self, entry: Entry) -> None:
         """Move past the entry ``_peek_entry`` gave."""
-        if self._replay and self._replay[0] == entry.entry_id:
+        if self._due and self._due[0] == entry.entry_id:
+            self._due.popleft()
+        elif self._replay and self._replay[0] == entry.entry_id:
             heapq.heappop(self._replay)
             self._replay_set.discard(entry.entry_id)
         else:
@@ -386,6 +435,8 @@ class Subscription:
         self.redelivery.clear()
         self._replay.clear()
         self._replay_set.clear()
+        self.delayed.clear()
+        self._due.clear()
         self.pending.clear()
         for consumer in self.consumers:
             consumer.pending.clear()

@@ -46,7 +46,7 @@ def test_wait_for_exclusive_is_created_when_the_holder_leaves(target: Target) ->
             first = await client.create_producer("waitx", access_mode=Mode.Exclusive)
             waiting = asyncio.ensure_future(
                 client.create_producer("waitx", access_mode=Mode.WaitForExclusive))
-            done, _ = await asyncio.wait([waiting], timeout=1.0)
+            done, _ = await asyncio.wait([waiting], timeout=0.3)
             assert not done, "the waiting producer was created while another held the topic"
             await first.send(b"first")
             await first.close()
@@ -110,6 +110,7 @@ def official_modes(url: str) -> list[str]:
         client.close()
 
 
+@pytest.mark.interop  # the official client: not in make test-fast
 def test_official_client_access_modes(target: Target) -> None:
     async def scenario(url: str, broker: Any) -> None:
         seen = await asyncio.to_thread(official_modes, url)

@@ -14,7 +14,10 @@ import pytest
 
 from protoframe.clients.pulsar import PulsarClient, Timeout
 from protoframe.clients.pulsar.broker import EmbeddedBroker
-from protoframe.clients.pulsar.broker.delayed import DelayedIndex
+from protoframe.clients.pulsar.broker.delayed import DelayedIndex, deliver_at_of
+from protoframe.clients.pulsar.broker.entries import Entry
+from protoframe.generated.pulsar import frames
+from protoframe.generated.pulsar.pulsar_api import MessageMetadata
 from tests.clients.pulsar.scenarios import Broker, Target
 
 LOGGER = pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
@@ -151,3 +154,21 @@ def test_the_index_is_bounded_and_gives_entries_back_in_due_order() -> None:
     assert not index.hold(7, 500)  # full: the subscription stops reading until one is due
     assert index.next_due == 1000 and index.due(999) == []
     assert index.due(2000) == [6, 5] and len(index) == 0
+
+
+def test_the_delay_is_read_from_the_entrys_metadata() -> None:
+    def entry(metadata: MessageMetadata) -> Entry:
+        return Entry(0, frames.Payload(metadata=metadata, data=b"x").encode(), 1, False, 0, b"")
+
+    def metadata(**fields: Any) -> MessageMetadata:
+        return MessageMetadata(producer_name="p", sequence_id=1,
+                               publish_time=1_700_000_000_000, **fields)
+
+    assert deliver_at_of(entry(metadata())) == 0
+    assert deliver_at_of(entry(metadata(deliver_at_time=1_800_000_000_000))) \
+        == 1_800_000_000_000
+    # The field's key bytes (98 01) inside a string (U+0618 is d8 98) are not a delay.
+    inside = metadata(partition_key="\u0618\x01")
+    assert b"\x98\x01" in frames.Payload(metadata=inside, data=b"x").encode()
+    assert deliver_at_of(entry(inside)) == 0
+    assert deliver_at_of(Entry(0, b"not a payload", 1, False, 0, b"")) == 0

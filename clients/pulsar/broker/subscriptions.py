@@ -240,10 +240,9 @@ class Subscription:
         self._timer = loop.call_later(max(0.0, (due - _now_ms()) / 1000), self._timer_fired)
 
     def _timer_fired(self) -> None:
+        # With no consumer the timer stops: the next consumer's FLOW dispatches (and re-arms).
         self._timer = None
         self.dispatch()
-        if self._timer is None and len(self.delayed):
-            self._arm_timer()  # no consumer dispatched: keep watching the time
 
     def _dispatch_shared(self) -> None:
         ready = [c for c in self.consumers if c.ready]

@@ -70,7 +70,8 @@ def drop_refused(error: ProtocolViolation | UnknownCommandError, frame: Frame) -
     return False
 
 
-_ANSWERS = frozenset({"SUCCESS", "ERROR"})
+# PRODUCER_SUCCESS: a WaitForExclusive producer's second answer, once it has the topic.
+_ANSWERS = frozenset({"SUCCESS", "ERROR", "PRODUCER_SUCCESS"})
 
 
 class PulsarKeepalive:

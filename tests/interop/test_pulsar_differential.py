@@ -220,8 +220,6 @@ def sticky_official(url: str) -> dict[str, int]:
         client.close()
 
 
-@pytest.mark.xfail(strict=True, reason="the embedded broker hashes Key_Shared keys with CRC32; "
-                   "Pulsar with Murmur3_32 % 65536, so sticky ranges own other keys")
 @pytest.mark.parametrize("client", CLIENTS)
 def test_key_shared_sticky_ranges_pick_the_same_consumer(client: str,
                                                           real_pulsar: RealPulsar) -> None:
@@ -259,8 +257,6 @@ def delayed_official(url: str) -> tuple[bool, bytes]:
         client.close()
 
 
-@pytest.mark.xfail(strict=True, reason="the embedded broker delivers deliver_after/deliver_at "
-                   "messages at once; Pulsar holds them until their time")
 @pytest.mark.parametrize("client", CLIENTS)
 def test_delayed_delivery_waits(client: str, real_pulsar: RealPulsar) -> None:
     embedded, actual = on_both(real_pulsar,
@@ -304,8 +300,6 @@ def exclusive_official(url: str) -> str:
         client.close()
 
 
-@pytest.mark.xfail(strict=True, reason="the embedded broker accepts a second producer on a "
-                   "topic whose producer has Exclusive access; Pulsar refuses it")
 @pytest.mark.parametrize("client", CLIENTS)
 def test_exclusive_access_mode_refuses_a_second_producer(client: str,
                                                          real_pulsar: RealPulsar) -> None:

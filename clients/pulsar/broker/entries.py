@@ -1,6 +1,6 @@
 """What a topic stores and what a subscription reads of it.
 
-``EntryTable`` holds a topic's entries as columns (about 31 bytes an entry, whatever the
+``EntryTable`` holds a topic's entries as columns (about 33 bytes an entry, whatever the
 payload), so that a backlog of millions of entries costs tens of megabytes, not gigabytes:
 Python objects for each entry cost about 210 bytes. ``Entry`` is one entry as the broker
 handles it: a new one before it is stored, or a view the table makes on demand.
@@ -12,23 +12,29 @@ importing each other.
 
 from __future__ import annotations
 
-import zlib
 from array import array
 from collections.abc import Iterable, Iterator
 from typing import Protocol, overload
 
+from .key_shared import STICKY_RANGE, sticky_key_hash
+
 __all__ = ["KEY_HASH_RANGE", "Entry", "EntryLog", "EntryTable", "PayloadSource", "key_hash"]
 
-KEY_HASH_RANGE = 65536
+KEY_HASH_RANGE = STICKY_RANGE
+# What Pulsar routes a message without a key by (Commands.peekStickyKey's NONE_KEY).
+NONE_KEY = b"NONE_KEY"
 
 # The offset column's values that are not places in the log.
 HELD = -1  # the payload is still in memory (not written yet, or no log at all)
 HOLE = -2  # no entry: lost to damage in the log (repaired), or its write failed
 
 
+_NONE_KEY_HASH = sticky_key_hash(NONE_KEY)
+
+
 def key_hash(key: bytes) -> int:
-    """The Key_Shared slot of a key."""
-    return zlib.crc32(key) % KEY_HASH_RANGE
+    """The Key_Shared hash of a key (31 bits; each selector reduces it to its own range)."""
+    return sticky_key_hash(key) if key else _NONE_KEY_HASH
 
 
 class PayloadSource(Protocol):
@@ -64,7 +70,7 @@ class Entry:
         self.is_batch = is_batch
         self.publish_time = publish_time
         self._key: bytes | None = key
-        self.key_hash = key_hash(key) if key else 0
+        self.key_hash = key_hash(key)
         self.key_size = len(key)
         self.size = len(payload) if size is None else size
         self.offset = HELD
@@ -140,7 +146,7 @@ class EntryTable:
         self._size = array("I")
         self._count = array("i")
         self._time = array("q")
-        self._slot = array("H")
+        self._slot = array("I")
         self._key_size = array("I")
         self._batch = bytearray()
         self._held: dict[int, tuple[bytes, bytes]] = {}  # entry id -> (payload, key)
@@ -239,7 +245,7 @@ class EntryTable:
         elif source is not self.source:
             raise ValueError("the entries of one table are read from one source")
         self._push(offset, size, num_messages, is_batch, publish_time,
-                   key_hash(key) if key else 0, len(key))
+                   key_hash(key), len(key))
 
     def _push(self, offset: int, size: int, num_messages: int, is_batch: bool,
               publish_time: int, slot: int, key_size: int) -> None:
@@ -258,7 +264,7 @@ class EntryTable:
         self._size.extend(array("I", [0]) * count)
         self._count.extend(array("i", [0]) * count)
         self._time.extend(array("q", [0]) * count)
-        self._slot.extend(array("H", [0]) * count)
+        self._slot.extend(array("I", [0]) * count)
         self._key_size.extend(array("I", [0]) * count)
         self._batch.extend(bytes(count))
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass, fields
 
 from protoframe.generated.pulsar.pulsar_api import KeyValue
 
+from .delayed import DEFAULT_MAX_DELAYED
+
 __all__ = ["INT64_MAX", "LOG_NAME_LIMIT", "LimitExceeded", "Limits", "check_int64"]
 
 # The log writes names with a u16 length.
@@ -51,6 +53,8 @@ class Limits:
     max_messages_per_batch: int = MAX_MESSAGES_PER_BATCH
     max_hash_ranges: int = MAX_HASH_RANGES
     dedup_inactivity_minutes: float = DEDUP_INACTIVITY_MINUTES
+    # Entries a Shared or Key_Shared subscription holds until their deliver_at_time.
+    max_delayed_messages: int = DEFAULT_MAX_DELAYED
 
     def __post_init__(self) -> None:
         for field in fields(self):

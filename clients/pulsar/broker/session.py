@@ -180,6 +180,7 @@ class Session(Commands, ServedSession[frames.Frame]):
         for producer in producers.values():
             producer.topic.producer_names.discard(producer.name)
             producer.topic.dedup.producer_disconnected(producer.name)
+            producer.topic.access.release(producer)
         consumers, self.consumers = self.consumers, {}
         for consumer in consumers.values():
             self._detach(consumer)

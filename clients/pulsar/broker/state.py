@@ -206,6 +206,7 @@ class BrokerState:
         sub = Subscription(topic, body.subscription, body.subType, mark_delete,
                            durable=body.durable)
         sub.properties = {kv.key: kv.value for kv in body.subscription_properties}
+        sub.delayed.limit = self.limits.max_delayed_messages
         if sub.durable:
             try:
                 self.storage.check_cursor(sub)
@@ -314,6 +315,7 @@ class BrokerState:
                 if sub is None:
                     sub = Subscription(topic, record.subscription, SubType(record.sub_type),
                                        record.mark_delete)
+                    sub.delayed.limit = self.limits.max_delayed_messages
                     topic.subscriptions[sub.name] = sub
                 sub.sub_type = SubType(record.sub_type)
                 sub.restore(record.mark_delete, record.acked, record.partial)

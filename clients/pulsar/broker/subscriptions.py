@@ -9,15 +9,20 @@ be acknowledged, as Pulsar's ack_set words have it).
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import struct
+import time
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from protoframe.generated.pulsar.pulsar_api import CommandSubscribe
 
-from .entries import KEY_HASH_RANGE, Entry, EntryLog
+from .delayed import DelayedIndex, deliver_at_of
+from .entries import Entry, EntryLog
+from .key_shared import HashRing, StickyRanges
 
 SubType = CommandSubscribe.SubType
 _WORD = (1 << 64) - 1
@@ -51,6 +56,7 @@ class Consumer:
     permits: int = 0
     pending: set[int] = field(default_factory=set)  # entry ids delivered and not acked
     hash_ranges: list[tuple[int, int]] = field(default_factory=list)  # Key_Shared STICKY
+    sticky: bool = False  # Key_Shared: STICKY (its own ranges), else AUTO_SPLIT (the ring)
     active: bool = False  # Failover: this consumer is the one receiving
     # Its connection's output buffer is over the high-water mark: no dispatch to it, permits
     # or not, until the session says the buffer has drained (and dispatches again).
@@ -59,6 +65,10 @@ class Consumer:
     @property
     def ready(self) -> bool:
         return self.permits > 0 and not self.paused
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 def words_for(num_messages: int) -> int:
@@ -103,6 +113,12 @@ class Subscription:
         self.properties: dict[str, str] = {}
         self._rr = 0
         self._dispatching = False
+        self._ring: HashRing[Consumer] = HashRing()
+        self.delayed = DelayedIndex()  # Shared, Key_Shared: entries held until their time
+        self._due: deque[int] = deque()  # held entries whose time came, in that order
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0
+        self._sticky: StickyRanges[Consumer] = StickyRanges()
 
     # --- consumers -------------------------------------------------------------------------
 
@@ -115,9 +131,28 @@ class Subscription:
             if sub_type == SubType.Exclusive:
                 raise ConsumerBusy(f"exclusive consumer is already connected to {self.name!r}")
 
+    def check_key_shared(self, sticky: bool, ranges: list[tuple[int, int]]) -> None:
+        """Raise ``ConsumerBusy`` if a Key_Shared consumer of the other mode is attached, or
+        ``AssignError`` if STICKY ``ranges`` are empty, malformed or taken."""
+        if self.sub_type != SubType.Key_Shared or not self.consumers:
+            if sticky:
+                StickyRanges[Consumer]().check(ranges)
+            return
+        if any(c.sticky != sticky for c in self.consumers):
+            raise ConsumerBusy(f"subscription {self.name!r} has Key_Shared consumers of "
+                               f"another mode than {'STICKY' if sticky else 'AUTO_SPLIT'}")
+        if sticky:
+            self._sticky.check(ranges)
+
     def add_consumer(self, consumer: Consumer, sub_type: SubType) -> None:
         """Attach a consumer (after ``check_consumer`` and after its SUCCESS went out)."""
         self.check_consumer(sub_type)
+        if sub_type == SubType.Key_Shared:
+            self.check_key_shared(consumer.sticky, consumer.hash_ranges)
+            if consumer.sticky:
+                self._sticky.add(consumer, consumer.name, consumer.hash_ranges)
+            else:
+                self._ring.add(consumer, consumer.name)
         self.sub_type = sub_type
         self.consumers.append(consumer)
         if sub_type == SubType.Failover:
@@ -128,6 +163,8 @@ class Subscription:
         if consumer not in self.consumers:
             return
         self.consumers.remove(consumer)
+        self._ring.remove(consumer)
+        self._sticky.remove(consumer)
         self._return_pending(consumer, list(consumer.pending), count=True)
         consumer.permits = 0
         if self.sub_type == SubType.Failover:
@@ -172,6 +209,8 @@ class Subscription:
             return
         self._dispatching = True
         try:
+            if len(self.delayed):
+                self._due.extend(self.delayed.due(_now_ms()))
             if self.sub_type == SubType.Shared:
                 self._dispatch_shared()
             elif self.sub_type == SubType.Key_Shared:
@@ -185,6 +224,27 @@ class Subscription:
                     self._deliver(consumer, entry)
         finally:
             self._dispatching = False
+        if len(self.delayed):
+            self._arm_timer()
+
+    def _arm_timer(self) -> None:
+        """Dispatch again when the first held entry falls due."""
+        due = self.delayed.next_due
+        if due is None or (self._timer is not None and self._timer_at <= due):
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop (a unit test driving dispatch by hand): the next dispatch sees it
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = due
+        self._timer = loop.call_later(max(0.0, (due - _now_ms()) / 1000), self._timer_fired)
+
+    def _timer_fired(self) -> None:
+        # With no consumer the timer stops: the next consumer's FLOW dispatches (and re-arms).
+        self._timer = None
+        self.dispatch()
 
     def _dispatch_shared(self) -> None:
         ready = [c for c in self.consumers if c.ready]
@@ -203,27 +263,30 @@ class Subscription:
             entry = self._peek_entry()
             if entry is None:
                 return
-            consumer = self._consumer_for_slot(entry.key_hash)
+            consumer = self.consumer_for_key_hash(entry.key_hash)
             if consumer is None or not consumer.ready:
                 return  # keep per-key order: wait for that consumer's permits (or buffer)
             self._take(entry)
             self._deliver(consumer, entry)
 
-    def _consumer_for_slot(self, slot: int) -> Consumer | None:
-        for consumer in self.consumers:
-            for start, end in consumer.hash_ranges:
-                if start <= slot <= end:
-                    return consumer
-        auto = [c for c in self.consumers if not c.hash_ranges]
-        if not auto:
-            return None
-        return auto[slot * len(auto) // KEY_HASH_RANGE]
+    def consumer_for_key_hash(self, key_hash: int) -> Consumer | None:
+        """The Key_Shared consumer a key with this hash (``key_shared.sticky_key_hash``) goes
+        to (None: no consumer's STICKY ranges hold it)."""
+        if len(self._sticky):
+            return self._sticky.select(key_hash)
+        return self._ring.select(key_hash)
 
     def _skip(self, entry_id: int) -> bool:
         return entry_id <= self.mark_delete or entry_id in self.acked or entry_id in self.pending
 
     def _peek_entry(self) -> Entry | None:
         topic = self.topic
+        while self._due:
+            entry_id = self._due[0]
+            entry = None if self._skip(entry_id) else topic.entry(entry_id)
+            if entry is not None:
+                return entry
+            self._due.popleft()
         while self._replay:
             entry_id = self._replay[0]
             entry = None if self._skip(entry_id) else topic.entry(entry_id)
@@ -233,11 +296,16 @@ class Subscription:
             self._replay_set.discard(entry_id)
         if self.read_pos < topic.first_id:
             self.read_pos = topic.first_id
+        delays = self.sub_type in (SubType.Shared, SubType.Key_Shared)
         while self.read_pos <= topic.durable_id:
             entry_id = self.read_pos
             entry = None if self._skip(entry_id) else topic.entry(entry_id)
             if entry is not None:
-                return entry
+                deliver_at = deliver_at_of(entry) if delays else 0
+                if not deliver_at or deliver_at <= _now_ms():
+                    return entry
+                if not self.delayed.hold(entry_id, deliver_at):
+                    return None  # the index is full: read on once held entries fall due
             self.read_pos += 1
         return None
 
@@ -249,7 +317,9 @@ class Subscription:
 
     def _take(self, entry: Entry) -> None:
         """Move past the entry ``_peek_entry`` gave."""
-        if self._replay and self._replay[0] == entry.entry_id:
+        if self._due and self._due[0] == entry.entry_id:
+            self._due.popleft()
+        elif self._replay and self._replay[0] == entry.entry_id:
             heapq.heappop(self._replay)
             self._replay_set.discard(entry.entry_id)
         else:
@@ -366,6 +436,8 @@ class Subscription:
         self.redelivery.clear()
         self._replay.clear()
         self._replay_set.clear()
+        self.delayed.clear()
+        self._due.clear()
         self.pending.clear()
         for consumer in self.consumers:
             consumer.pending.clear()

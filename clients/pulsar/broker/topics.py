@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .access_modes import ProducerAccess
 from .dedup import DedupState
 from .entries import Entry, EntryTable, PayloadSource
 from .subscriptions import Subscription
@@ -85,6 +86,7 @@ class Topic:
     durable_id: int = NO_ENTRY  # highest entry id that is persisted, so dispatchable
     subscriptions: dict[str, Subscription] = field(default_factory=dict)
     producer_names: set[str] = field(default_factory=set)
+    access: ProducerAccess = field(default_factory=ProducerAccess)  # producer access modes
     dedup: DedupState = field(default_factory=DedupState)
     partition: int = -1
     retention_bytes: int = DEFAULT_RETENTION_BYTES

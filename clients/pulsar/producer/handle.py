@@ -21,6 +21,7 @@ from protoframe.clients.pulsar import batching, errors
 from protoframe.clients.pulsar.batching import BatchBuilder, sequence_field, size_field
 from protoframe.clients.pulsar.connection import ClientConnection
 from protoframe.clients.pulsar.handle import HandleState, TopicHandle
+from protoframe.clients.pulsar.producer.access import wait_for_exclusive_access
 from protoframe.clients.pulsar.producer.future import SendFuture, SendOp
 from protoframe.clients.pulsar.producer.options import ProducerConfig
 from protoframe.clients.pulsar.producer.payloads import batch_payload, compressed_payload
@@ -56,6 +57,9 @@ class TopicProducer(TopicHandle[pb.CommandProducerSuccess]):
         self.producer_name = conf.producer_name or ""
         self.user_named = conf.producer_name is not None
         self.epoch = 0
+        # The topic epoch of an exclusive access mode: given back on reconnecting, so that a
+        # producer fenced meanwhile is refused (ProducerFenced) rather than taking over.
+        self.topic_epoch: int | None = None
         self.next_sequence_id = 0
         self.last_sequence_id_published = -1
         self._sequence_initialized = False
@@ -95,7 +99,7 @@ class TopicProducer(TopicHandle[pb.CommandProducerSuccess]):
         await super().start()
 
     async def _create(self, cnx: ClientConnection) -> pb.CommandProducerSuccess:
-        return await cnx.requests.producer(
+        answer = await cnx.requests.producer(
             self.topic, self.producer_id,
             producer_name=self.producer_name or None,
             user_provided_producer_name=self.user_named or None,
@@ -103,7 +107,13 @@ class TopicProducer(TopicHandle[pb.CommandProducerSuccess]):
             metadata=[pb.KeyValue(key=k, value=v) for k, v in self.conf.properties.items()]
             or None,
             producer_access_mode=self.conf.access_mode,
+            topic_epoch=self.topic_epoch,
         )
+        if answer.has_producer_ready() and not answer.producer_ready:
+            answer = await wait_for_exclusive_access(cnx, answer)
+        if answer.has_topic_epoch():
+            self.topic_epoch = answer.topic_epoch
+        return answer
 
     def _ready(self, cnx: ClientConnection, answer: pb.CommandProducerSuccess) -> None:
         self.producer_name = answer.producer_name
@@ -127,6 +137,10 @@ class TopicProducer(TopicHandle[pb.CommandProducerSuccess]):
         cnx.conn.remove_writable_listener(self._write_unsent)
 
     def _lost(self, exc: BaseException) -> None:
+        # Later sends raise it too: a fenced producer keeps saying ProducerFenced, as the
+        # official clients' do.
+        if self._close_error is None:
+            self._close_error = exc
         self._fail_all(exc)
 
     # ---- sending ----------------------------------------------------------------------------

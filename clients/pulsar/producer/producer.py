@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from datetime import timedelta
 
 from protoframe.clients.pulsar.message import MessageId
 from protoframe.clients.pulsar.producer.future import SendFuture
@@ -82,6 +83,7 @@ class Producer:
         deliver_after_ms: int | None = None,
         replication_clusters: list[str] | None = None,
         disable_replication: bool = False,
+        deliver_after: timedelta | None = None,
     ) -> SendFuture:
         """Queue a message; return at once with a ``SendFuture`` for its ``MessageId``.
 
@@ -96,8 +98,11 @@ class Producer:
         if single is not None and callback is None and properties is None and \
                 partition_key is None and ordering_key is None and event_timestamp is None and \
                 sequence_id is None and deliver_at is None and deliver_after_ms is None and \
-                replication_clusters is None and not disable_replication:
+                replication_clusters is None and not disable_replication and \
+                deliver_after is None:
             return single.send_simple(content)
+        if deliver_after is not None:
+            deliver_after_ms = _millis(deliver_after)
         producer = single if single is not None else self._choose(partition_key)
         future = _queue(producer, content, properties, partition_key, ordering_key,
                         event_timestamp, sequence_id, deliver_at, deliver_after_ms,
@@ -121,8 +126,15 @@ class Producer:
         deliver_after_ms: int | None = None,
         replication_clusters: list[str] | None = None,
         disable_replication: bool = False,
+        deliver_after: timedelta | None = None,
     ) -> MessageId:
-        """Send a message and return its ``MessageId`` once the broker has stored it."""
+        """Send a message and return its ``MessageId`` once the broker has stored it.
+
+        ``deliver_at`` (ms since the epoch) or ``deliver_after`` (or ``deliver_after_ms``)
+        delay its delivery on Shared and Key_Shared subscriptions, as the official client's.
+        """
+        if deliver_after is not None:
+            deliver_after_ms = _millis(deliver_after)
         producer = self._single if self._single is not None else self._choose(partition_key)
         if self._conf.block_if_queue_full and not producer.has_room():
             await producer.wait_for_room()
@@ -147,6 +159,10 @@ class Producer:
 
     def __repr__(self) -> str:
         return f"<Producer {self._topic} ({self._partitions} partition(s))>"
+
+
+def _millis(delay: timedelta) -> int:
+    return int(delay.total_seconds() * 1000)
 
 
 def _queue(producer: TopicProducer, content: bytes, properties: dict[str, str] | None,

@@ -123,7 +123,7 @@ def test_keys_survive_compactions_that_read_them_from_the_log(tmp_path: Path) ->
         return got
 
     asyncio.run(write())
-    expected = [(key, key_hash(key) if key else 0, b"payload-%d" % seq, 1000 + seq)
+    expected = [(key, key_hash(key), b"payload-%d" % seq, 1000 + seq)
                 for seq, key in enumerate(keys)]
     assert asyncio.run(restart()) == expected
     assert asyncio.run(restart()) == expected

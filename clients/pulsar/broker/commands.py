@@ -52,6 +52,7 @@ from .limits import MAX_MESSAGE_SIZE, LimitExceeded, check_int64
 from .lookups import SCHEMA_VERSION_0, LookupAnswers
 from .state import BrokerState
 from .subscriptions import Consumer, ConsumerBusy, SubType, words_for
+from .topic_watchers import TopicWatchers
 from .topics import UINT64_MASK, Topic
 from .unsupported import UnsupportedRequests
 from .wire import RawFrame
@@ -78,7 +79,7 @@ class Producer:
     closing: bool = False  # CLOSE_PRODUCER received; SUCCESS follows the pending receipts
 
 
-class Commands(LookupAnswers, UnsupportedRequests, PulsarHooks):
+class Commands(LookupAnswers, TopicWatchers, UnsupportedRequests, PulsarHooks):
     """The command hooks of one connection's session, given to its ``PulsarProtocol``; the I/O
     is the subclass's. Every request gets an answer: the ones this broker does not serve get an
     error from ``UnsupportedRequests``."""
@@ -140,7 +141,8 @@ class Commands(LookupAnswers, UnsupportedRequests, PulsarHooks):
                   body.protocol_version)
         self._emit(BaseCommand(type_=Type.CONNECTED, connected=CommandConnected(
             server_version=SERVER_VERSION, protocol_version=version,
-            max_message_size=self.broker.limits.max_message_size, feature_flags=FeatureFlags())))
+            max_message_size=self.broker.limits.max_message_size,
+            feature_flags=FeatureFlags(supports_topic_watchers=True))))
 
     def on_ping(self, body: CommandPing, frame: frames.Frame) -> None:
         self._emit(BaseCommand(type_=Type.PONG, pong=CommandPong()))

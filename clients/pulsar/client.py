@@ -26,7 +26,6 @@ from protoframe.clients.pulsar.consumer import (
     ConsumerType,
     InitialPosition,
     InitialPositionName,
-    ReceiveQueue,
     SubscriptionTypeName,
     TopicConsumer,
     parse_initial_position,
@@ -34,6 +33,11 @@ from protoframe.clients.pulsar.consumer import (
 )
 from protoframe.clients.pulsar.lookup import LookupService, TopicName
 from protoframe.clients.pulsar.message import MessageId
+from protoframe.clients.pulsar.multi_subscribe import (
+    TopicsArgument,
+    follow_producer_partitions,
+    subscribe_topics,
+)
 from protoframe.clients.pulsar.producer import (
     CompressionName,
     PartitionsRoutingMode,
@@ -69,6 +73,10 @@ class PulsarClient:
     producer or subscribing after a transient failure (default: 0.1 s doubling to 2 s, within
     the operation timeout); ``reconnect_retry_policy`` those at getting one back after a lost
     connection (default: 0.1 s doubling to 30 s, without end until it is closed).
+
+    Every ``partitions_update_interval_ms`` (60 s, as the official C++ core's
+    ``partitionsUpdateInterval``; None or 0: never) producers and consumers of partitioned
+    topics ask for the partition count again and start on the partitions added since.
     """
 
     def __init__(
@@ -89,6 +97,7 @@ class PulsarClient:
         max_lookup_redirects: int = 20,
         create_retry_policy: RetryPolicy | None = None,
         reconnect_retry_policy: RetryPolicy | None = None,
+        partitions_update_interval_ms: int | None = 60000,
     ) -> None:
         if not (service_url.startswith("pulsar://") or service_url.startswith("pulsar+ssl://")):
             raise errors.InvalidUrl(
@@ -123,6 +132,7 @@ class PulsarClient:
         self._producers: list[Producer] = []
         self._consumers: list[Consumer] = []
         self._closed = False
+        self._partitions_update_interval = (partitions_update_interval_ms or 0) / 1000.0
 
     def __repr__(self) -> str:
         return f"<PulsarClient {self.service_url}>"
@@ -219,13 +229,19 @@ class PulsarClient:
             message_router=message_router,
         )
         name, parts = await self._partitions_of(topic)
-        children = [TopicProducer(self._session, part, index, conf, next(self._producer_ids))
-                    for part, index in parts]
-        if len(children) > 1 and producer_name is not None:
-            for child in children:
-                child.producer_name = f"{producer_name}-{child.partition}"
+
+        def make_child(part: str, index: int) -> TopicProducer:
+            child = TopicProducer(self._session, part, index, conf, next(self._producer_ids))
+            # A lone partition keeps the given name, as before partitions could be added.
+            if producer_name is not None and index >= 0 and (len(parts) > 1 or index > 0):
+                child.producer_name = f"{producer_name}-{index}"
+            return child
+
+        children = [make_child(part, index) for part, index in parts]
         await _start_all(children)
         producer = Producer(self._session, name, children, conf)
+        follow_producer_partitions(producer, self._partitions_of, make_child,
+                                   self._partitions_update_interval)
         self._producers.append(producer)
         return producer
 
@@ -239,7 +255,7 @@ class PulsarClient:
 
     async def subscribe(
         self,
-        topic: str,
+        topic: TopicsArgument,
         subscription_name: str,
         subscription_type: ConsumerType | pb.CommandSubscribe.SubType | SubscriptionTypeName
         | None = None,
@@ -264,6 +280,7 @@ class PulsarClient:
         key_shared_ranges: list[tuple[int, int]] | None = None,
         allow_out_of_order_delivery: bool = False,
         deliver_entries: bool = False,
+        pattern_auto_discovery_period: float = 60,
     ) -> Consumer:
         """Subscribe to ``topic`` (every partition of it, if it is partitioned).
 
@@ -271,6 +288,11 @@ class PulsarClient:
         (the default), ``"Shared"``, ``"Failover"`` or ``"Key_Shared"``, or a ``ConsumerType``.
         With ``deliver_entries`` the consumer hands over whole entries through
         ``receive_entries`` instead of messages, for bulk readers that do not acknowledge.
+
+        ``topic`` is a topic name, a list of them, or a compiled ``re.Pattern`` matching whole
+        topic names of one namespace (``re.compile("persistent://public/default/orders-.*")``),
+        whose new topics are subscribed to as they appear: at once where the broker watches
+        topic lists, else within ``pattern_auto_discovery_period`` seconds.
         """
         self._check_open()
         kind = subscription_type if subscription_type is not None else consumer_type
@@ -294,16 +316,14 @@ class PulsarClient:
             start_message_id=start_message_id,
             deliver_entries=deliver_entries,
         )
-        name, parts = await self._partitions_of(topic)
-        queue = ReceiveQueue()
-        children = [TopicConsumer(self._session, queue, part, index, subscription_name, conf,
-                                  next(self._consumer_ids))
-                    for part, index in parts]
-        if consumer_name is None:
-            for child in children[1:]:
-                child.consumer_name = children[0].consumer_name
-        consumer = Consumer(self._session, name, subscription_name, conf, queue, children)
-        await _start_all(children)
+        consumer = await subscribe_topics(
+            self._session, topic, subscription_name, conf, partitions_of=self._partitions_of,
+            list_namespace=lambda ns, mode: self.get_topics_of_namespace(ns, mode=mode),
+            connect=lambda: self.get_connection(self.service_url),
+            operation_timeout=self.operation_timeout,
+            pattern_auto_discovery_period=pattern_auto_discovery_period,
+            partitions_update_interval=self._partitions_update_interval,
+            next_id=lambda: next(self._consumer_ids))
         self._consumers.append(consumer)
         return consumer
 

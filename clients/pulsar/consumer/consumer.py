@@ -45,8 +45,12 @@ class Consumer:
         self._conf = conf
         self._children = children
         self._by_partition = {c.partition: c for c in children}
+        self._by_topic = {c.topic: c for c in children}
         self._receive_queue = queue
         queue.single_source = len(children) <= 1
+        # Pattern discovery and partition updates (consumer/topic_set.py), ended by close.
+        self._background: list[asyncio.Task[None]] = []
+        self._discovery: object | None = None  # a pattern consumer's TopicDiscovery
         # The queue's deques themselves, one attribute away for receive's hot path.
         self._queue = queue.messages
         self._entries = queue.entries  # with deliver_entries instead of messages
@@ -129,6 +133,13 @@ class Consumer:
     # ---- acknowledging ----------------------------------------------------------------------
 
     def _child_of(self, mid: MessageId) -> TopicConsumer:
+        if mid._topic:
+            by_topic = self._by_topic.get(mid._topic)
+            if by_topic is not None:
+                return by_topic
+        if len(self._by_topic) != len(self._by_partition):
+            # Several topics share partition numbers: only the topic can tell.
+            raise errors.InvalidConfiguration(f"{mid} names no topic of this consumer")
         child = self._by_partition.get(mid.partition())
         if child is None:
             if len(self._children) == 1:
@@ -208,7 +219,7 @@ class Consumer:
     async def seek(self, message_id: MessageId | int) -> None:
         """Move the subscription to a message id, or to a publish time (ms since the epoch)."""
         if isinstance(message_id, MessageId):
-            if len(self._children) > 1 and message_id.partition() >= 0:
+            if len(self._children) > 1 and (message_id.partition() >= 0 or message_id._topic):
                 await self._child_of(message_id).seek(message_id, None)
             else:
                 await asyncio.gather(*(c.seek(message_id, None) for c in self._children))
@@ -234,13 +245,41 @@ class Consumer:
 
     async def unsubscribe(self) -> None:
         """Delete the subscription (and close this consumer)."""
+        await self._stop_background()
         await asyncio.gather(*(c.unsubscribe() for c in self._children))
         self._close_queue()
 
     async def close(self) -> None:
         """Send pending acknowledgements and close; ``receive`` raises ``AlreadyClosed``."""
+        await self._stop_background()
         await asyncio.gather(*(c.close() for c in self._children))
         self._close_queue()
+
+    async def _stop_background(self) -> None:
+        tasks, self._background = self._background, []
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _add_children(self, children: list[TopicConsumer]) -> None:
+        """Topic consumers started for a topic or partition found after subscribing."""
+        self._children.extend(children)
+        for child in children:
+            self._by_partition[child.partition] = child
+            self._by_topic[child.topic] = child
+        self._receive_queue.single_source = len(self._children) <= 1
+
+    def _remove_children(self, children: list[TopicConsumer]) -> None:
+        """Forget the topic consumers of a topic gone from the pattern's matches."""
+        for child in children:
+            self._children.remove(child)
+            self._by_topic.pop(child.topic, None)
+        self._by_partition = {c.partition: c for c in self._children}
+
+    def _children_of(self, topic: str) -> list[TopicConsumer]:
+        """The topic consumers of ``topic``, a topic or a partitioned topic's base name."""
+        prefix = f"{topic}-partition-"
+        return [c for c in self._children if c.topic == topic or c.topic.startswith(prefix)]
 
     def _close_queue(self) -> None:
         self._receive_queue.close()
@@ -248,6 +287,10 @@ class Consumer:
 
     def topic(self) -> str:
         return self._topic
+
+    def topics(self) -> list[str]:
+        """The topics (partitions, for a partitioned topic) this consumer receives from now."""
+        return sorted(c.topic for c in self._children)
 
     def subscription_name(self) -> str:
         return self._subscription

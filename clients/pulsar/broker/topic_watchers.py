@@ -6,7 +6,8 @@ WATCH_TOPIC_UPDATE whenever a matching topic appears, instead of the client list
 namespace over and over. As Pulsar's ``TopicList``: the pattern is matched against the
 partitioned topic's name without its ``persistent://`` scheme, the lists carry partition names,
 and the hash is CRC32C over the sorted names joined with commas, printed as Guava prints a
-``HashCode`` (its four bytes, least significant first, in hex). The broker advertises ``supports_topic_watchers``.
+``HashCode`` (its four bytes, least significant first, in hex). The broker advertises
+``supports_topic_watchers``.
 """
 
 from __future__ import annotations

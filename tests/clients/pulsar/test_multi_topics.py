@@ -174,6 +174,25 @@ def test_the_broker_pushes_matching_topics_and_a_partitioned_topic_folds_into_on
     run(scenario)
 
 
+def test_the_watch_opens_again_after_the_connection_drops() -> None:
+    async def scenario(url: str, broker: EmbeddedBroker) -> None:
+        async with PulsarClient(url) as client:
+            consumer = await client.subscribe(
+                re.compile("public/default/cut-.*"), "s", initial_position="earliest")
+            await _until(lambda: _discovery(consumer).watching, "the topic-list watch")
+            listeners = broker.state.topic_listeners
+            (old,) = listeners
+            for session in list(broker.sessions):
+                session.transport.abort()
+            # The old connection's watch ends with it; the client opens a new one.
+            await _until(lambda: len(listeners) == 1 and listeners[0] != old, "the new watch")
+            producer = await client.create_producer("cut-late")
+            await producer.send(b"after the cut")
+            assert (await consumer.receive(timeout_millis=10000)).data() == b"after the cut"
+
+    run(scenario)
+
+
 def test_producer_and_consumer_follow_added_partitions(target: Target) -> None:
     async def scenario(url: str, broker: Broker) -> None:
         topic = broker.create_partitioned_topic(_unique("growing"), 1)

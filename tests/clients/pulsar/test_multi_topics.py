@@ -158,6 +158,31 @@ def test_pattern_consumer_polls_a_broker_without_topic_watchers() -> None:
     run(scenario)
 
 
+def test_a_topic_gone_from_the_listing_is_unsubscribed_from() -> None:
+    async def scenario(url: str, broker: EmbeddedBroker) -> None:
+        async with PulsarClient(url) as client:
+            producer = await client.create_producer("gone-a")
+            await producer.send(b"x")
+            cnx = await client.get_connection(client.service_url)
+            cnx.supports_topic_watchers = False
+            consumer = await client.subscribe(
+                re.compile("persistent://public/default/gone-.*"), "s",
+                initial_position="earliest", pattern_auto_discovery_period=0.1)
+            (child,) = consumer._children
+            listed = client.get_topics_of_namespace
+
+            async def without_it(namespace: str, **kwargs: object) -> list[str]:
+                return [t for t in await listed(namespace) if not t.endswith("gone-a")]
+
+            # The embedded broker deletes no topics: the listing stands for Pulsar's deletion.
+            client.get_topics_of_namespace = without_it  # type: ignore[method-assign]
+            await _until(lambda: consumer.topics() == [], "the topic's removal")
+            assert child.state.name == "CLOSED"
+            assert _discovery(consumer).known == set()
+
+    run(scenario)
+
+
 def test_the_broker_pushes_matching_topics_and_a_partitioned_topic_folds_into_one() -> None:
     async def scenario(url: str, broker: EmbeddedBroker) -> None:
         async with PulsarClient(url) as client:

@@ -15,10 +15,11 @@ from typing import cast
 import pytest
 
 from protoframe.clients.pulsar import PulsarClient, errors
-from protoframe.clients.pulsar.broker import EmbeddedBroker
+from protoframe.clients.pulsar.broker import BrokerThread, EmbeddedBroker
 from protoframe.clients.pulsar.broker.topic_watchers import topics_hash
 from protoframe.clients.pulsar.consumer import Consumer
 from protoframe.clients.pulsar.message import Message
+from protoframe.clients.pulsar.sync import Client
 from protoframe.clients.pulsar.topic_discovery import TopicDiscovery
 from tests.clients.pulsar.scenarios import Broker, Target, run
 
@@ -250,3 +251,19 @@ def test_partitions_cannot_shrink_and_only_partitioned_topics_grow() -> None:
         assert broker.state.partitions_of("persistent://public/default/fixed") == 2
 
     run(scenario)
+
+
+def test_the_blocking_client_takes_a_list_and_a_pattern() -> None:
+    with BrokerThread(port=0) as broker:
+        client = Client(broker.url)
+        try:
+            for name in ("sync-a", "sync-b"):
+                client.create_producer(name).send(name.encode())
+            listed = client.subscribe(["sync-a", "sync-b"], "l", initial_position="earliest")
+            matched = client.subscribe(re.compile("public/default/sync-.*"), "p",
+                                       initial_position="earliest")
+            for consumer in (listed, matched):
+                got = {consumer.receive(10000).data() for _ in range(2)}
+                assert got == {b"sync-a", b"sync-b"}
+        finally:
+            client.close()

@@ -178,7 +178,8 @@ def test_a_topic_gone_from_the_listing_is_unsubscribed_from() -> None:
             # The embedded broker deletes no topics: the listing stands for Pulsar's deletion.
             client.get_topics_of_namespace = without_it  # type: ignore[method-assign]
             await _until(lambda: consumer.topics() == [], "the topic's removal")
-            assert child.state.name == "CLOSED"
+            # It leaves the consumer first, then closes on the broker.
+            await _until(lambda: child.state.name == "CLOSED", "its topic consumer's close")
             assert _discovery(consumer).known == set()
 
     run(scenario)

@@ -41,6 +41,11 @@ from protoframe.clients.pulsar.consumer.policies import (
 )
 from protoframe.clients.pulsar.lookup import LookupService, TopicName
 from protoframe.clients.pulsar.message import MessageId
+from protoframe.clients.pulsar.multi_subscribe import (
+    TopicsArgument,
+    follow_producer_partitions,
+    subscribe_topics,
+)
 from protoframe.clients.pulsar.producer import (
     CompressionName,
     PartitionsRoutingMode,
@@ -78,6 +83,10 @@ class PulsarClient:
     producer or subscribing after a transient failure (default: 0.1 s doubling to 2 s, within
     the operation timeout); ``reconnect_retry_policy`` those at getting one back after a lost
     connection (default: 0.1 s doubling to 30 s, without end until it is closed).
+
+    Every ``partitions_update_interval_ms`` (60 s, as the official C++ core's
+    ``partitionsUpdateInterval``; None or 0: never) producers and consumers of partitioned
+    topics ask for the partition count again and start on the partitions added since.
     """
 
     def __init__(
@@ -98,6 +107,7 @@ class PulsarClient:
         max_lookup_redirects: int = 20,
         create_retry_policy: RetryPolicy | None = None,
         reconnect_retry_policy: RetryPolicy | None = None,
+        partitions_update_interval_ms: int | None = 60000,
     ) -> None:
         if not (service_url.startswith("pulsar://") or service_url.startswith("pulsar+ssl://")):
             raise errors.InvalidUrl(
@@ -132,6 +142,7 @@ class PulsarClient:
         self._producers: list[Producer] = []
         self._consumers: list[Consumer] = []
         self._closed = False
+        self._partitions_update_interval = (partitions_update_interval_ms or 0) / 1000.0
 
     def __repr__(self) -> str:
         return f"<PulsarClient {self.service_url}>"
@@ -232,13 +243,19 @@ class PulsarClient:
             message_router=message_router,
         )
         name, parts = await self._partitions_of(topic)
-        children = [TopicProducer(self._session, part, index, conf, next(self._producer_ids))
-                    for part, index in parts]
-        if len(children) > 1 and producer_name is not None:
-            for child in children:
-                child.producer_name = f"{producer_name}-{child.partition}"
+
+        def make_child(part: str, index: int) -> TopicProducer:
+            child = TopicProducer(self._session, part, index, conf, next(self._producer_ids))
+            # A lone partition keeps the given name, as before partitions could be added.
+            if producer_name is not None and index >= 0 and (len(parts) > 1 or index > 0):
+                child.producer_name = f"{producer_name}-{index}"
+            return child
+
+        children = [make_child(part, index) for part, index in parts]
         await _start_all(children)
         producer = Producer(self._session, name, children, conf)
+        follow_producer_partitions(producer, self._partitions_of, make_child,
+                                   self._partitions_update_interval)
         self._producers.append(producer)
         return producer
 
@@ -252,7 +269,7 @@ class PulsarClient:
 
     async def subscribe(
         self,
-        topic: str,
+        topic: TopicsArgument,
         subscription_name: str,
         subscription_type: ConsumerType | pb.CommandSubscribe.SubType | SubscriptionTypeName
         | None = None,
@@ -284,6 +301,7 @@ class PulsarClient:
         retry_enable: bool = False,
         message_listener: MessageListener | None = None,
         subscription_properties: dict[str, str] | None = None,
+        pattern_auto_discovery_period: float = 60,
     ) -> Consumer:
         """Subscribe to ``topic`` (every partition of it, if it is partitioned).
 
@@ -292,6 +310,10 @@ class PulsarClient:
         With ``deliver_entries`` the consumer hands over whole entries through
         ``receive_entries`` instead of messages, for bulk readers that do not acknowledge.
 
+        ``topic`` is a topic name, a list of them, or a compiled ``re.Pattern`` matching whole
+        topic names of one namespace (``re.compile("persistent://public/default/orders-.*")``),
+        whose new topics are subscribed to as they appear: at once where the broker watches
+        topic lists, else within ``pattern_auto_discovery_period`` seconds.
         ``unacked_messages_timeout_ms`` asks again for messages taken and not acknowledged in
         that time (checked every ``tick_duration_ms``); ``negative_ack_redelivery_backoff``
         (a ``MultiplierRedeliveryBackoff``) replaces the fixed negative-ack delay by one that
@@ -329,32 +351,40 @@ class PulsarClient:
             retry_enable=retry_enable,
             subscription_properties=dict(subscription_properties or {}),
         )
-        name, parts = await self._partitions_of(topic)
-        queue = ReceiveQueue()
-        children = [TopicConsumer(self._session, queue, part, index, subscription_name, conf,
-                                  next(self._consumer_ids))
-                    for part, index in parts]
-        if consumer_name is None:
-            for child in children[1:]:
-                child.consumer_name = children[0].consumer_name
-        letters, retry_children = await self._letters_for(name, subscription_name, conf, queue)
-        consumer = Consumer(self._session, name, subscription_name, conf, queue, children,
-                            retry_children=retry_children, letters=letters)
-        await _start_all(children + retry_children)
+        consumer = await subscribe_topics(
+            self._session, topic, subscription_name, conf, partitions_of=self._partitions_of,
+            list_namespace=lambda ns, mode: self.get_topics_of_namespace(ns, mode=mode),
+            connect=lambda: self.get_connection(self.service_url),
+            operation_timeout=self.operation_timeout,
+            pattern_auto_discovery_period=pattern_auto_discovery_period,
+            partitions_update_interval=self._partitions_update_interval,
+            next_id=lambda: next(self._consumer_ids), letters_for=(
+                (lambda label, queue: self._letters_for(topic, label, subscription_name, conf,
+                                                        queue))
+                if conf.dead_letter_policy is not None or conf.retry_enable else None))
         self._consumers.append(consumer)
         if message_listener is not None:
             consumer.start_listener(message_listener)
         return consumer
 
-    async def _letters_for(self, topic: str, subscription: str, conf: ConsumerConfig,
-                           queue: ReceiveQueue) -> tuple[Letters | None, list[TopicConsumer]]:
-        """The dead and retry letters of a new consumer, and its consumers on the retry
-        topic (which feed its queue, as the official clients' consumer of both topics)."""
+    async def _letters_for(self, topics: TopicsArgument, topic: str, subscription: str,
+                           conf: ConsumerConfig, queue: ReceiveQueue
+                           ) -> tuple[Letters | None, list[TopicConsumer]]:
+        """The dead and retry letters of a new consumer of ``topics`` (``topic``: the one
+        topic's full name), and its consumers on the retry topic (which feed its queue, as
+        the official clients' consumer of both topics)."""
         policy = conf.dead_letter_policy
         if policy is None and conf.retry_enable:
             policy = ConsumerDeadLetterPolicy(MAX_RECONSUMETIMES)
         if policy is None:
             return None, []
+        if not isinstance(topics, str) and (
+                policy.dead_letter_topic is None
+                or (conf.retry_enable and policy.retry_letter_topic is None)):
+            # The default names are made from one topic's name.
+            raise errors.InvalidConfiguration(
+                "a consumer of several topics needs the dead_letter_topic (and, with "
+                "retry_enable, the retry_letter_topic) named in its dead_letter_policy")
 
         async def open_producer(letter_topic: str) -> Producer:
             return await self.create_producer(letter_topic, batching_enabled=False)

@@ -121,6 +121,14 @@ class ConsumerEvents(_HandleEvents, Protocol):
     def active_changed(self, is_active: bool) -> None: ...
 
 
+class TopicListEvents(Protocol):
+    """What a connection needs of a topic-list watcher (``topic_discovery``)."""
+
+    def listed(self, body: pb.CommandWatchTopicListSuccess) -> None: ...
+
+    def updated(self, body: pb.CommandWatchTopicUpdate) -> None: ...
+
+
 class _ConnectOptions(Protocol):
     """What a connection needs from the client that makes it."""
 
@@ -151,6 +159,8 @@ class ClientConnection:
         self.producers: dict[int, ProducerEvents] = {}
         self.consumers: dict[int, ConsumerEvents] = {}
         self._challenges: set[asyncio.Task[None]] = set()
+        self.topic_watchers: dict[int, TopicListEvents] = {}
+        self.supports_topic_watchers = False
         self.max_message_size = 5 * 1024 * 1024
         self.server_version = ""
         self.protocol_version = 0
@@ -165,6 +175,8 @@ class ClientConnection:
             T.REACHED_END_OF_TOPIC: self._on_reached_end_of_topic,
             T.ACTIVE_CONSUMER_CHANGE: self._on_active_consumer_change,
             T.AUTH_CHALLENGE: self._on_auth_challenge,
+            T.WATCH_TOPIC_LIST_SUCCESS: self._on_watch_topic_list_success,
+            T.WATCH_TOPIC_UPDATE: self._on_watch_topic_update,
             T.PONG: _ignore_frame,
         }
         self._by_number: list[Callable[[Frame], None] | None] = [None] * (max(T) + 1)
@@ -211,6 +223,8 @@ class ClientConnection:
             raise
         self.server_version = connected.server_version
         self.protocol_version = connected.protocol_version
+        flags = connected.feature_flags
+        self.supports_topic_watchers = flags is not None and bool(flags.supports_topic_watchers)
         if connected.has_max_message_size():
             self.max_message_size = connected.max_message_size
             self.protocol.decoder.max_frame_size = connected.max_message_size + FRAME_PADDING
@@ -308,6 +322,20 @@ class ClientConnection:
         consumer = self.consumers.get(body.consumer_id)
         if consumer is not None:
             consumer.active_changed(body.is_active)
+
+    def _on_watch_topic_list_success(self, frame: Frame) -> None:
+        body = frame.command.watchTopicListSuccess
+        assert body is not None
+        watcher = self.topic_watchers.get(body.watcher_id)
+        if watcher is not None:
+            watcher.listed(body)
+
+    def _on_watch_topic_update(self, frame: Frame) -> None:
+        body = frame.command.watchTopicUpdate
+        assert body is not None
+        watcher = self.topic_watchers.get(body.watcher_id)
+        if watcher is not None:
+            watcher.updated(body)
 
     def _on_auth_challenge(self, frame: Frame) -> None:
         body = frame.command.authChallenge

@@ -39,7 +39,8 @@ class MessageId:
     ``MessageId.latest`` are the two ends of a topic, for ``seek`` and start positions.
     """
 
-    __slots__ = ("_ledger_id", "_entry_id", "_partition", "_batch_index", "_batch_size")
+    __slots__ = ("_ledger_id", "_entry_id", "_partition", "_batch_index", "_batch_size",
+                 "_topic")
 
     earliest: ClassVar[MessageId]
     latest: ClassVar[MessageId]
@@ -51,6 +52,9 @@ class MessageId:
         self._entry_id = entry_id
         self._batch_index = batch_index
         self._batch_size = batch_size
+        # The (partition) topic a received message came from, for consumers of several
+        # topics, whose partitions share numbers; not part of equality, as in Pulsar.
+        self._topic = ""
 
     def ledger_id(self) -> int:
         return self._ledger_id
@@ -253,7 +257,9 @@ class Message:
 
     def message_id(self) -> MessageId:
         e = self._entry
-        return MessageId(e.partition, e.ledger_id, e.entry_id, self._index, e.batch_size)
+        mid = MessageId(e.partition, e.ledger_id, e.entry_id, self._index, e.batch_size)
+        mid._topic = e.topic
+        return mid
 
     def topic_name(self) -> str:
         return self._entry.topic

@@ -30,6 +30,7 @@ from protoframe.clients.pulsar.client import PulsarClient
 from protoframe.clients.pulsar.consumer import Consumer as AsyncConsumer
 from protoframe.clients.pulsar.errors import AlreadyClosed
 from protoframe.clients.pulsar.message import Message, MessageId
+from protoframe.clients.pulsar.multi_subscribe import TopicsArgument
 from protoframe.clients.pulsar.producer import Producer as AsyncProducer
 from protoframe.clients.pulsar.producer import SendCallback
 
@@ -215,7 +216,7 @@ class Client:
             self._client.create_producer(topic, producer_name, **options))
         return Producer(self._runner, producer)
 
-    def subscribe(self, topic: str, subscription_name: str, consumer_type: Any = None,
+    def subscribe(self, topic: TopicsArgument, subscription_name: str, consumer_type: Any = None,
                   message_listener: Callable[[Consumer, Message], object] | None = None,
                   **options: Any) -> Consumer:
         """``message_listener(consumer, message)`` gets this synchronous ``Consumer`` and runs

@@ -55,6 +55,13 @@ class PulsarService:
         assert self.real is not None
         return self.real.create_partitioned_topic(topic, partitions)
 
+    def update_partitioned_topic(self, topic: str, partitions: int) -> str:
+        """Grow a partitioned topic (Pulsar's admin ``updatePartitionedTopic``)."""
+        if self.embedded is not None:
+            return self.embedded.update_partitioned_topic(topic, partitions)
+        assert self.real is not None
+        return self.real.update_partitioned_topic(topic, partitions)
+
     def deduplicated_namespace(self) -> str:
         """``tenant/namespace`` in which the broker drops a producer's repeated sequence ids."""
         if self.real is not None and not self._dedup_ready:

@@ -184,6 +184,12 @@ class RealPulsar:
                    partitions)
         return f"persistent://{NAMESPACE}/{name}"
 
+    def update_partitioned_topic(self, topic: str, partitions: int) -> str:
+        name = topic.rsplit("/", 1)[-1]
+        self.admin("POST", f"persistent/{NAMESPACE}/{urllib.parse.quote(name)}/partitions",
+                   partitions)
+        return f"persistent://{NAMESPACE}/{name}"
+
     def delete_all_topics(self) -> None:
         """Every topic of public/default, so a scenario starts as on a fresh embedded broker."""
         partitioned = self.admin("GET", f"persistent/{NAMESPACE}/partitioned")

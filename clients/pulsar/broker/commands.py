@@ -57,6 +57,7 @@ from .lookups import LookupAnswers
 from .schema_answers import SchemaAnswers, SchemaRefused
 from .state import BrokerState
 from .subscriptions import Consumer, ConsumerBusy, SubType, words_for
+from .topic_watchers import TopicWatchers
 from .topics import UINT64_MASK, Topic
 from .unsupported import UnsupportedRequests
 from .wire import RawFrame
@@ -84,7 +85,7 @@ class Producer:
     ready: bool = True  # False while WaitForExclusive queues it
 
 
-class Commands(SchemaAnswers, LookupAnswers, UnsupportedRequests, PulsarHooks):
+class Commands(SchemaAnswers, LookupAnswers, TopicWatchers, UnsupportedRequests, PulsarHooks):
     """The command hooks of one connection's session, given to its ``PulsarProtocol``; the I/O
     is the subclass's. Every request gets an answer: the ones this broker does not serve get an
     error from ``UnsupportedRequests``."""
@@ -146,7 +147,8 @@ class Commands(SchemaAnswers, LookupAnswers, UnsupportedRequests, PulsarHooks):
                   body.protocol_version)
         self._emit(BaseCommand(type_=Type.CONNECTED, connected=CommandConnected(
             server_version=SERVER_VERSION, protocol_version=version,
-            max_message_size=self.broker.limits.max_message_size, feature_flags=FeatureFlags())))
+            max_message_size=self.broker.limits.max_message_size,
+            feature_flags=FeatureFlags(supports_topic_watchers=True))))
 
     def on_ping(self, body: CommandPing, frame: frames.Frame) -> None:
         self._emit(BaseCommand(type_=Type.PONG, pong=CommandPong()))

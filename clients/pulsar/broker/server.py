@@ -220,6 +220,10 @@ class EmbeddedBroker:
         """Admin: declare ``topic`` with ``partitions`` partitions; returns its full name."""
         return self.state.create_partitioned_topic(topic, partitions)
 
+    def update_partitioned_topic(self, topic: str, partitions: int) -> str:
+        """Admin: grow partitioned ``topic`` to ``partitions`` partitions (never fewer)."""
+        return self.state.update_partitioned_topic(topic, partitions)
+
 
 class BrokerThread:
     """An ``EmbeddedBroker`` on a background thread with its own event loop.
@@ -276,6 +280,9 @@ class BrokerThread:
 
     def create_partitioned_topic(self, topic: str, partitions: int) -> str:
         return self.call(self.broker.create_partitioned_topic, topic, partitions)
+
+    def update_partitioned_topic(self, topic: str, partitions: int) -> str:
+        return self.call(self.broker.update_partitioned_topic, topic, partitions)
 
     def stop(self, timeout: float = 30.0) -> None:
         if self._loop is not None and self._stop is not None and self._thread is not None:

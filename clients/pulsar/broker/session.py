@@ -43,6 +43,7 @@ from .entries import Entry
 from .state import BrokerState
 from .storage import StorageError
 from .subscriptions import Consumer, Subscription
+from .topic_watchers import TopicListWatch
 from .wire import RawStreamDecoder, frame_with_payload
 
 log = logging.getLogger(__name__)
@@ -85,6 +86,7 @@ class Session(Commands, ServedSession[frames.Frame]):
         self.service_url = service_url or ""
         self.producers: dict[int, Producer] = {}
         self.consumers: dict[int, Consumer] = {}
+        self.watches: dict[int, TopicListWatch] = {}
         self._closing_logged = False
 
     def keepalive(self, interval: float) -> PingWhenQuiet[frames.Frame]:
@@ -184,6 +186,7 @@ class Session(Commands, ServedSession[frames.Frame]):
         consumers, self.consumers = self.consumers, {}
         for consumer in consumers.values():
             self._detach(consumer)
+        self.close_watches()
 
     def refuse_before_connect(self, name: str, body: Any) -> None:
         """Answer a command that came before CONNECT with ERROR, then close the connection."""

@@ -60,6 +60,8 @@ class BrokerState:
         self.topics: dict[str, Topic] = {}
         self._by_ledger: dict[int, Topic] = {}
         self.partitioned: dict[str, int] = {}
+        # Called with each topic's name as it is created (topic-list watchers).
+        self.topic_listeners: list[Callable[[str], None]] = []
         self._next_ledger = 1
         # Generated producer names must not repeat across restarts: dedup state is per name.
         self._name_prefix = f"{name_prefix}-{secrets.token_hex(4)}"
@@ -98,6 +100,8 @@ class BrokerState:
         self.topics[name] = topic
         self._by_ledger[ledger_id] = topic
         self._next_ledger = max(self._next_ledger, ledger_id + 1)
+        for listener in list(self.topic_listeners):
+            listener(name)
         return topic
 
     def create_partitioned_topic(self, name: str, partitions: int) -> str:
@@ -117,6 +121,18 @@ class BrokerState:
         for index in range(partitions):
             self.topic(partition_name(name, index))
         return name
+
+    def update_partitioned_topic(self, name: str, partitions: int) -> str:
+        """Grow a partitioned topic to ``partitions`` (admin operation, as Pulsar's
+        ``updatePartitionedTopic``: the count can only increase)."""
+        name = normalize_topic(name)
+        current = self.partitioned.get(name)
+        if current is None:
+            raise ValueError(f"{name} is not a partitioned topic")
+        if partitions < current:
+            raise ValueError(f"{name} has {current} partitions: their number cannot shrink "
+                             f"to {partitions}")
+        return self.create_partitioned_topic(name, partitions)
 
     def partitions_of(self, name: str) -> int:
         """Partition count of a topic; 0 for a non-partitioned topic."""

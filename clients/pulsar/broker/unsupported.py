@@ -1,6 +1,6 @@
 """The requests this broker does not serve, each answered at once with an error saying so.
 
-Transactions, topic-list watchers, scalable topics and authentication challenges are not
+Transactions, scalable topics and authentication challenges are not
 implemented. A Pulsar broker with them disabled answers their requests with an error; silence
 would leave the requester waiting until its own timeout. Each answer is the response the request
 expects, with its error fields set, where that response has them (a client's pending transaction
@@ -33,15 +33,12 @@ from protoframe.generated.pulsar.pulsar_api import (
     CommandScalableTopicSubscribe,
     CommandScalableTopicSubscribeResponse,
     CommandScalableTopicUpdate,
-    CommandSuccess,
     CommandTcClientConnectRequest,
     CommandTcClientConnectResponse,
     CommandWatchScalableTopics,
     CommandWatchScalableTopicsUpdate,
     CommandWatchTcAssignments,
     CommandWatchTcAssignmentsUpdate,
-    CommandWatchTopicList,
-    CommandWatchTopicListClose,
     ServerError,
 )
 
@@ -53,7 +50,6 @@ Type = BaseCommand.Type
 NOT_ALLOWED = ServerError.NotAllowedError
 
 NO_TRANSACTIONS = "transactions are not supported by this broker"
-NO_TOPIC_LIST_WATCH = "watching the topic list is not supported by this broker"
 NO_SCALABLE_TOPICS = "scalable topics are not supported by this broker"
 NO_AUTH_CHALLENGE = "this broker sends no authentication challenge to respond to"
 
@@ -66,8 +62,6 @@ UNSUPPORTED: dict[str, str] = {
     "END_TXN_ON_PARTITION": "END_TXN_ON_PARTITION_RESPONSE",
     "END_TXN_ON_SUBSCRIPTION": "END_TXN_ON_SUBSCRIPTION_RESPONSE",
     "TC_CLIENT_CONNECT_REQUEST": "TC_CLIENT_CONNECT_RESPONSE",
-    "WATCH_TOPIC_LIST": "ERROR",
-    "WATCH_TOPIC_LIST_CLOSE": "SUCCESS",  # there is no watcher to close: done
     "SCALABLE_TOPIC_LOOKUP": "SCALABLE_TOPIC_UPDATE",
     "SCALABLE_TOPIC_SUBSCRIBE": "SCALABLE_TOPIC_SUBSCRIBE_RESPONSE",
     "WATCH_SCALABLE_TOPICS": "WATCH_SCALABLE_TOPICS_UPDATE",
@@ -125,16 +119,6 @@ class UnsupportedRequests(PulsarHooks):
             type_=Type.TC_CLIENT_CONNECT_RESPONSE,
             tcClientConnectResponse=CommandTcClientConnectResponse(
                 request_id=body.request_id, error=NOT_ALLOWED, message=NO_TRANSACTIONS)))
-
-    def on_watch_topic_list(self, body: CommandWatchTopicList, frame: frames.Frame) -> None:
-        # WATCH_TOPIC_LIST_SUCCESS has no error field: Pulsar answers ERROR too.
-        self._emit(BaseCommand(type_=Type.ERROR, error=CommandError(
-            request_id=body.request_id, error=NOT_ALLOWED, message=NO_TOPIC_LIST_WATCH)))
-
-    def on_watch_topic_list_close(self, body: CommandWatchTopicListClose,
-                                  frame: frames.Frame) -> None:
-        self._emit(BaseCommand(type_=Type.SUCCESS,
-                               success=CommandSuccess(request_id=body.request_id)))
 
     def on_scalable_topic_lookup(self, body: CommandScalableTopicLookup,
                                  frame: frames.Frame) -> None:

@@ -59,8 +59,8 @@ class Consumer:
         self._children = children
         # On the retry topic (``retry_enable``): same queue, not part of the topic's partitions.
         self._retry_children = retry_children or []
-        self._all_children = children + self._retry_children
         self._by_partition = {c.partition: c for c in children}
+        self._by_topic = {c.topic: c for c in children}
         self._receive_queue = queue
         queue.single_source = len(self._all_children) <= 1
         self._letters = letters
@@ -74,6 +74,9 @@ class Consumer:
                                            conf.tick_duration_ms / 1000.0, self._ack_timed_out)
             for child in self._all_children:
                 child.unacked = self._unacked
+        # Pattern discovery and partition updates (consumer/topic_set.py), ended by close.
+        self._background: list[asyncio.Task[None]] = []
+        self._discovery: object | None = None  # a pattern consumer's TopicDiscovery
         # The queue's deques themselves, one attribute away for receive's hot path.
         self._queue = queue.messages
         self._entries = queue.entries  # with deliver_entries instead of messages
@@ -161,6 +164,13 @@ class Consumer:
     # ---- acknowledging ----------------------------------------------------------------------
 
     def _child_of(self, mid: MessageId) -> TopicConsumer:
+        if mid._topic:
+            by_topic = self._by_topic.get(mid._topic)
+            if by_topic is not None:
+                return by_topic
+        if len(self._by_topic) != len(self._by_partition):
+            # Several topics share partition numbers: only the topic can tell.
+            raise errors.InvalidConfiguration(f"{mid} names no topic of this consumer")
         child = self._by_partition.get(mid.partition())
         if child is None:
             if len(self._children) == 1:
@@ -321,7 +331,7 @@ class Consumer:
     async def seek(self, message_id: MessageId | int) -> None:
         """Move the subscription to a message id, or to a publish time (ms since the epoch)."""
         if isinstance(message_id, MessageId):
-            if len(self._children) > 1 and message_id.partition() >= 0:
+            if len(self._children) > 1 and (message_id.partition() >= 0 or message_id._topic):
                 await self._child_of(message_id).seek(message_id, None)
             else:
                 await asyncio.gather(*(c.seek(message_id, None) for c in self._children))
@@ -349,11 +359,13 @@ class Consumer:
 
     async def unsubscribe(self) -> None:
         """Delete the subscription (and close this consumer)."""
+        await self._stop_background()
         await asyncio.gather(*(c.unsubscribe() for c in self._all_children))
         await self._close_queue()
 
     async def close(self) -> None:
         """Send pending acknowledgements and close; ``receive`` raises ``AlreadyClosed``."""
+        await self._stop_background()
         if self._letter_tasks:
             # Letters on their way: let them land (and be acknowledged) rather than be sent
             # again after a redelivery.
@@ -361,6 +373,33 @@ class Consumer:
                                timeout=self._session.operation_timeout)
         await asyncio.gather(*(c.close() for c in self._all_children))
         await self._close_queue()
+
+    async def _stop_background(self) -> None:
+        tasks, self._background = self._background, []
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _add_children(self, children: list[TopicConsumer]) -> None:
+        """Topic consumers started for a topic or partition found after subscribing."""
+        self._children.extend(children)
+        for child in children:
+            self._by_partition[child.partition] = child
+            self._by_topic[child.topic] = child
+            child.unacked = self._unacked
+        self._receive_queue.single_source = len(self._all_children) <= 1
+
+    def _remove_children(self, children: list[TopicConsumer]) -> None:
+        """Forget the topic consumers of a topic gone from the pattern's matches."""
+        for child in children:
+            self._children.remove(child)
+            self._by_topic.pop(child.topic, None)
+        self._by_partition = {c.partition: c for c in self._children}
+
+    def _children_of(self, topic: str) -> list[TopicConsumer]:
+        """The topic consumers of ``topic``, a topic or a partitioned topic's base name."""
+        prefix = f"{topic}-partition-"
+        return [c for c in self._children if c.topic == topic or c.topic.startswith(prefix)]
 
     async def _close_queue(self) -> None:
         self._receive_queue.close()
@@ -375,6 +414,11 @@ class Consumer:
             task.cancel()
         if self._letters is not None:
             await self._letters.close()
+
+    @property
+    def _all_children(self) -> list[TopicConsumer]:
+        """The topic consumers of the topics subscribed to and of the retry topic."""
+        return self._children + self._retry_children
 
     def start_listener(self, listener: MessageListener) -> None:
         """Call ``listener(consumer, message)`` for every message, until closed (what
@@ -392,6 +436,10 @@ class Consumer:
 
     def topic(self) -> str:
         return self._topic
+
+    def topics(self) -> list[str]:
+        """The topics (partitions, for a partitioned topic) this consumer receives from now."""
+        return sorted(c.topic for c in self._children)
 
     def subscription_name(self) -> str:
         return self._subscription

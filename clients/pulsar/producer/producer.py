@@ -46,6 +46,17 @@ class Producer:
             router = RoundRobinRouter(conf.hashing_scheme)
         self._router = router
         self._custom = conf.message_router
+        # The partition update (producer/partition_updates.py), ended by close.
+        self._background: asyncio.Task[None] | None = None
+
+    def _add_partitions(self, producers: list[TopicProducer]) -> None:
+        """Started producers of partitions added to the topic since this one was created."""
+        self._producers.extend(producers)
+        self._partitions = len(self._producers)
+
+    def partitions(self) -> int:
+        """The partitions this producer writes to (0 for a topic without partitions)."""
+        return 0 if self._single is not None else self._partitions
 
     def _choose(self, partition_key: str | None) -> TopicProducer:
         single = self._single
@@ -148,6 +159,10 @@ class Producer:
 
     async def close(self) -> None:
         """Flush, then close on the broker. Later sends raise ``AlreadyClosed``."""
+        task, self._background = self._background, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
         await asyncio.gather(*(p.close() for p in self._producers))
         self._session.forget(self)
 

@@ -21,6 +21,8 @@ class Broker(Protocol):
 
     def create_partitioned_topic(self, topic: str, partitions: int) -> str: ...
 
+    def update_partitioned_topic(self, topic: str, partitions: int) -> str: ...
+
 
 BrokerScenario = Callable[[str, Broker], Awaitable[None]]
 

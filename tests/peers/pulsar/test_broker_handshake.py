@@ -112,8 +112,6 @@ UNSUPPORTED: dict[str, str] = {
     "END_TXN_ON_PARTITION": "END_TXN_ON_PARTITION_RESPONSE",
     "END_TXN_ON_SUBSCRIPTION": "END_TXN_ON_SUBSCRIPTION_RESPONSE",
     "TC_CLIENT_CONNECT_REQUEST": "TC_CLIENT_CONNECT_RESPONSE",
-    "WATCH_TOPIC_LIST": "ERROR",
-    "WATCH_TOPIC_LIST_CLOSE": "SUCCESS",
     "SCALABLE_TOPIC_LOOKUP": "SCALABLE_TOPIC_UPDATE",
     "SCALABLE_TOPIC_SUBSCRIBE": "SCALABLE_TOPIC_SUBSCRIBE_RESPONSE",
     "WATCH_SCALABLE_TOPICS": "WATCH_SCALABLE_TOPICS_UPDATE",
@@ -124,6 +122,9 @@ UNSUPPORTED: dict[str, str] = {
 EXTRA: dict[str, frozenset[str]] = {
     "ACK": frozenset({"ACK_RESPONSE"}),  # with a request_id, an ack wants its receipt
     "GET_OR_CREATE_SCHEMA": frozenset({"GET_OR_CREATE_SCHEMA_RESPONSE"}),
+    # Served since the broker watches topic lists (broker/topic_watchers.py).
+    "WATCH_TOPIC_LIST": frozenset({"WATCH_TOPIC_LIST_SUCCESS"}),
+    "WATCH_TOPIC_LIST_CLOSE": frozenset({"SUCCESS"}),
 }
 ANSWERS: dict[str, frozenset[str]] = {
     **{i.request: i.answers for i in INTERACTIONS if i.request != "CONNECT"},
@@ -166,6 +167,9 @@ def _request(name: str) -> frames.Frame:
         body.consumer_id = 2
     if name == "ACK":
         body.request_id = 1
+    if name == "WATCH_TOPIC_LIST":
+        body.namespace = "public/default"
+        body.topics_pattern = "persistent://public/default/.*"
     payload = None
     if name == "SEND":
         payload = frames.Payload(metadata=MessageMetadata(

@@ -16,6 +16,7 @@ await client.close()
 """
 
 from protoframe.clients.pulsar.auth import AuthenticationBasic, AuthenticationToken
+from protoframe.clients.pulsar.chunked import ChunkMessageId
 from protoframe.clients.pulsar.client import PulsarClient
 from protoframe.clients.pulsar.consumer import Consumer, ConsumerType, InitialPosition
 from protoframe.clients.pulsar.errors import (
@@ -25,6 +26,7 @@ from protoframe.clients.pulsar.errors import (
     ConnectError,
     ConsumerBusy,
     CumulativeAcknowledgementNotAllowedError,
+    MemoryBufferIsFull,
     MessageTooBig,
     ProducerBusy,
     ProducerQueueIsFull,
@@ -52,6 +54,7 @@ __all__ = [
     "AuthenticationError",
     "AuthenticationToken",
     "AuthorizationError",
+    "ChunkMessageId",
     "CompressionType",
     "ConnectError",
     "Consumer",
@@ -60,6 +63,7 @@ __all__ = [
     "CumulativeAcknowledgementNotAllowedError",
     "HashingScheme",
     "InitialPosition",
+    "MemoryBufferIsFull",
     "Message",
     "MessageId",
     "MessageTooBig",

@@ -41,6 +41,7 @@ from protoframe.clients.pulsar.producer import (
     ProducerConfig,
     TopicProducer,
 )
+from protoframe.clients.pulsar.producer.memory import MemoryLimit
 from protoframe.clients.pulsar.routing import HashingScheme
 from protoframe.clients.pulsar.session import Session
 from protoframe.generated.pulsar import pulsar_api as pb
@@ -89,6 +90,7 @@ class PulsarClient:
         max_lookup_redirects: int = 20,
         create_retry_policy: RetryPolicy | None = None,
         reconnect_retry_policy: RetryPolicy | None = None,
+        memory_limit_bytes: int = 0,
     ) -> None:
         if not (service_url.startswith("pulsar://") or service_url.startswith("pulsar+ssl://")):
             raise errors.InvalidUrl(
@@ -123,6 +125,9 @@ class PulsarClient:
         self._producers: list[Producer] = []
         self._consumers: list[Consumer] = []
         self._closed = False
+        if memory_limit_bytes < 0:
+            raise errors.InvalidConfiguration("memory_limit_bytes must be 0 (no limit) or more")
+        self.memory_limit = MemoryLimit(memory_limit_bytes) if memory_limit_bytes else None
 
     def __repr__(self) -> str:
         return f"<PulsarClient {self.service_url}>"
@@ -184,6 +189,8 @@ class PulsarClient:
         PartitionsRoutingMode.RoundRobinDistribution,
         hashing_scheme: HashingScheme = HashingScheme.Murmur3_32Hash,
         message_router: Callable[[str | None, int], int] | None = None,
+        chunking_enabled: bool = False,
+        chunk_max_message_size: int = -1,
     ) -> Producer:
         """Create a producer on ``topic`` (every partition of it, if it is partitioned).
 
@@ -191,6 +198,10 @@ class PulsarClient:
         ``CompressionType`` or its name (``"LZ4"``, ``"ZSTD"``, ...).
         """
         self._check_open()
+        if chunking_enabled and batching_enabled:
+            # The official clients' rule: a chunked message is never part of a batch.
+            raise errors.InvalidConfiguration(
+                "Batching and chunking of messages can't be enabled together.")
         if isinstance(compression_type, str):
             try:
                 compression = pb.CompressionType[compression_type.upper()]
@@ -217,6 +228,9 @@ class PulsarClient:
             routing_mode=message_routing_mode,
             hashing_scheme=hashing_scheme,
             message_router=message_router,
+            chunking_enabled=chunking_enabled,
+            chunk_max_message_size=chunk_max_message_size,
+            memory_limit=self.memory_limit,
         )
         name, parts = await self._partitions_of(topic)
         children = [TopicProducer(self._session, part, index, conf, next(self._producer_ids))
@@ -264,6 +278,9 @@ class PulsarClient:
         key_shared_ranges: list[tuple[int, int]] | None = None,
         allow_out_of_order_delivery: bool = False,
         deliver_entries: bool = False,
+        max_pending_chunked_message: int = 10,
+        auto_ack_oldest_chunked_message_on_queue_full: bool = False,
+        expire_time_of_incomplete_chunked_message_ms: int = 60000,
     ) -> Consumer:
         """Subscribe to ``topic`` (every partition of it, if it is partitioned).
 
@@ -293,6 +310,11 @@ class PulsarClient:
             allow_out_of_order_delivery=allow_out_of_order_delivery,
             start_message_id=start_message_id,
             deliver_entries=deliver_entries,
+            max_pending_chunked_message=max_pending_chunked_message,
+            auto_ack_oldest_chunked_message_on_queue_full=
+            auto_ack_oldest_chunked_message_on_queue_full,
+            expire_time_of_incomplete_chunked_message_ms=
+            expire_time_of_incomplete_chunked_message_ms,
         )
         name, parts = await self._partitions_of(topic)
         queue = ReceiveQueue()

@@ -15,6 +15,7 @@ import asyncio
 from collections.abc import Iterable
 
 from protoframe.clients.pulsar import errors
+from protoframe.clients.pulsar.chunked import ChunkedMessage, ChunkMessageId
 from protoframe.clients.pulsar.consumer.handle import TopicConsumer
 from protoframe.clients.pulsar.consumer.options import ConsumerConfig
 from protoframe.clients.pulsar.consumer.queue import ReceiveQueue
@@ -174,6 +175,9 @@ class Consumer:
         if isinstance(message, MessageId):
             self._child_of(message).ack_id(message)
             return
+        if isinstance(message, ChunkedMessage):
+            self._child_of(message.message_id()).ack_id(message.message_id())
+            return
         raise TypeError(f"cannot acknowledge {message!r}")
 
     async def acknowledge_cumulative(self, message: Message | MessageId) -> None:
@@ -191,6 +195,13 @@ class Consumer:
 
     def negative_acknowledge(self, message: Message | MessageId) -> None:
         """Ask for this message again after ``negative_ack_redelivery_delay_ms``."""
+        if isinstance(message, ChunkedMessage):
+            message = message.message_id()
+        if isinstance(message, ChunkMessageId):
+            child = self._child_of(message)
+            for chunk in message.chunk_message_ids():
+                child.negative_ack(chunk.ledger_id(), chunk.entry_id())
+            return
         if isinstance(message, Message):
             info = message._entry
             if info.consumer is not None:

@@ -89,3 +89,6 @@ class ConsumerConfig:
     allow_out_of_order_delivery: bool = False
     start_message_id: MessageId | None = None
     deliver_entries: bool = False
+    max_pending_chunked_message: int = 10
+    auto_ack_oldest_chunked_message_on_queue_full: bool = False
+    expire_time_of_incomplete_chunked_message_ms: int = 60000

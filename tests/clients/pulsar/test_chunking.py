@@ -355,3 +355,19 @@ def test_no_memory_limit_by_default() -> None:
     assert client.memory_limit is None
     with pytest.raises(InvalidConfiguration):
         PulsarClient("pulsar://127.0.0.1:1", memory_limit_bytes=-1)
+
+
+def test_chunks_fit_the_limit_with_their_metadata() -> None:
+    meta = pb.MessageMetadata(producer_name="p" * 40, sequence_id=(1 << 40) + 3,
+                              publish_time=int(time.time() * 1000),
+                              properties=[pb.KeyValue(key="k" * 100, value="v" * 100)])
+    data = os.urandom(100_003)
+    chunks = chunk_payloads(meta, data, 10_000)
+    assert len(chunks) == 11
+    assert b"".join(c.data for c in chunks) == data
+    for index, chunk in enumerate(chunks):
+        assert len(chunk.metadata.encode()) + len(chunk.data) <= 10_000
+        assert chunk.metadata.chunk_id == index and chunk.metadata.num_chunks_from_msg == 11
+        assert chunk.metadata.total_chunk_msg_size == len(data)
+        assert chunk.metadata.uuid == f"{'p' * 40}-{(1 << 40) + 3}"
+        assert chunk.metadata.properties == meta.properties

@@ -20,6 +20,7 @@ from protoframe.clients.pulsar.auth import (
     AuthenticationTLS,
     AuthenticationToken,
 )
+from protoframe.clients.pulsar.chunked import ChunkMessageId
 from protoframe.clients.pulsar.client import PulsarClient
 from protoframe.clients.pulsar.consumer import (
     Consumer,
@@ -35,6 +36,7 @@ from protoframe.clients.pulsar.errors import (
     ConnectError,
     ConsumerBusy,
     CumulativeAcknowledgementNotAllowedError,
+    MemoryBufferIsFull,
     MessageTooBig,
     ProducerBusy,
     ProducerQueueIsFull,
@@ -67,6 +69,7 @@ __all__ = [
     "AuthenticationTLS",
     "AuthenticationToken",
     "AuthorizationError",
+    "ChunkMessageId",
     "CompressionType",
     "ConnectError",
     "Consumer",
@@ -76,6 +79,7 @@ __all__ = [
     "CumulativeAcknowledgementNotAllowedError",
     "HashingScheme",
     "InitialPosition",
+    "MemoryBufferIsFull",
     "Message",
     "MessageId",
     "MessageTooBig",

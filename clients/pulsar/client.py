@@ -53,6 +53,7 @@ from protoframe.clients.pulsar.producer import (
     ProducerConfig,
     TopicProducer,
 )
+from protoframe.clients.pulsar.producer.memory import MemoryLimit
 from protoframe.clients.pulsar.reader import Reader, ReaderTopicConsumer
 from protoframe.clients.pulsar.routing import HashingScheme
 from protoframe.clients.pulsar.session import Session
@@ -108,6 +109,7 @@ class PulsarClient:
         create_retry_policy: RetryPolicy | None = None,
         reconnect_retry_policy: RetryPolicy | None = None,
         partitions_update_interval_ms: int | None = 60000,
+        memory_limit_bytes: int = 0,
     ) -> None:
         if not (service_url.startswith("pulsar://") or service_url.startswith("pulsar+ssl://")):
             raise errors.InvalidUrl(
@@ -143,6 +145,9 @@ class PulsarClient:
         self._consumers: list[Consumer] = []
         self._closed = False
         self._partitions_update_interval = (partitions_update_interval_ms or 0) / 1000.0
+        if memory_limit_bytes < 0:
+            raise errors.InvalidConfiguration("memory_limit_bytes must be 0 (no limit) or more")
+        self.memory_limit = MemoryLimit(memory_limit_bytes) if memory_limit_bytes else None
 
     def __repr__(self) -> str:
         return f"<PulsarClient {self.service_url}>"
@@ -208,6 +213,8 @@ class PulsarClient:
         PartitionsRoutingMode.RoundRobinDistribution,
         hashing_scheme: HashingScheme = HashingScheme.Murmur3_32Hash,
         message_router: Callable[[str | None, int], int] | None = None,
+        chunking_enabled: bool = False,
+        chunk_max_message_size: int = -1,
     ) -> Producer:
         """Create a producer on ``topic`` (every partition of it, if it is partitioned).
 
@@ -215,6 +222,10 @@ class PulsarClient:
         ``CompressionType`` or its name (``"LZ4"``, ``"ZSTD"``, ...).
         """
         self._check_open()
+        if chunking_enabled and batching_enabled:
+            # The official clients' rule: a chunked message is never part of a batch.
+            raise errors.InvalidConfiguration(
+                "Batching and chunking of messages can't be enabled together.")
         if isinstance(compression_type, str):
             try:
                 compression = pb.CompressionType[compression_type.upper()]
@@ -241,6 +252,9 @@ class PulsarClient:
             routing_mode=message_routing_mode,
             hashing_scheme=hashing_scheme,
             message_router=message_router,
+            chunking_enabled=chunking_enabled,
+            chunk_max_message_size=chunk_max_message_size,
+            memory_limit=self.memory_limit,
         )
         name, parts = await self._partitions_of(topic)
 
@@ -302,6 +316,9 @@ class PulsarClient:
         message_listener: MessageListener | None = None,
         subscription_properties: dict[str, str] | None = None,
         pattern_auto_discovery_period: float = 60,
+        max_pending_chunked_message: int = 10,
+        auto_ack_oldest_chunked_message_on_queue_full: bool = False,
+        expire_time_of_incomplete_chunked_message_ms: int = 60000,
     ) -> Consumer:
         """Subscribe to ``topic`` (every partition of it, if it is partitioned).
 
@@ -350,6 +367,11 @@ class PulsarClient:
             dead_letter_policy=dead_letter_policy,
             retry_enable=retry_enable,
             subscription_properties=dict(subscription_properties or {}),
+            max_pending_chunked_message=max_pending_chunked_message,
+            auto_ack_oldest_chunked_message_on_queue_full=
+            auto_ack_oldest_chunked_message_on_queue_full,
+            expire_time_of_incomplete_chunked_message_ms=
+            expire_time_of_incomplete_chunked_message_ms,
         )
         consumer = await subscribe_topics(
             self._session, topic, subscription_name, conf, partitions_of=self._partitions_of,

@@ -38,6 +38,7 @@ __all__ = [
     "InvalidTxnStatusError",
     "InvalidUrl",
     "LookupError",
+    "MemoryBufferIsFull",
     "MessageTooBig",
     "NotAllowedError",
     "NotConnected",
@@ -211,6 +212,11 @@ class ProducerQueueIsFull(PulsarException):
 
 class MessageTooBig(PulsarException):
     """The message is larger than the broker's maximum message size."""
+
+
+class MemoryBufferIsFull(PulsarException):
+    """The client's ``memory_limit_bytes`` are taken by pending sends and the producer does
+    not block."""
 
 
 class InvalidConfiguration(PulsarException, ValueError):

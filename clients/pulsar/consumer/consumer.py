@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Iterable
 
 from protoframe.clients.pulsar import errors
 from protoframe.clients.pulsar.acks import Position
+from protoframe.clients.pulsar.chunked import ChunkedMessage, ChunkMessageId
 from protoframe.clients.pulsar.consumer.dead_letters import Letters
 from protoframe.clients.pulsar.consumer.handle import TopicConsumer
 from protoframe.clients.pulsar.consumer.listener import start_listener
@@ -216,6 +217,9 @@ class Consumer:
         if isinstance(message, MessageId):
             self._child_of(message).ack_id(message)
             return
+        if isinstance(message, ChunkedMessage):
+            self._child_of(message.message_id()).ack_id(message.message_id())
+            return
         raise TypeError(f"cannot acknowledge {message!r}")
 
     async def acknowledge_cumulative(self, message: Message | MessageId) -> None:
@@ -238,6 +242,13 @@ class Consumer:
         With a dead-letter policy, a message already redelivered ``max_redeliver_count``
         times goes to the dead-letter topic instead, and is acknowledged.
         """
+        if isinstance(message, ChunkedMessage):
+            message = message.message_id()
+        if isinstance(message, ChunkMessageId):
+            child = self._child_of(message)
+            for chunk in message.chunk_message_ids():
+                child.negative_ack(chunk.ledger_id(), chunk.entry_id())
+            return
         if isinstance(message, Message):
             info = message._entry
             if info.consumer is None:

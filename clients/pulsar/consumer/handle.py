@@ -25,8 +25,10 @@ from protoframe.clients.pulsar.acks import (
     build_ack_commands,
 )
 from protoframe.clients.pulsar.batching import split_batch
+from protoframe.clients.pulsar.chunked import ChunkedMessage, ChunkMessageId
 from protoframe.clients.pulsar.connection import ClientConnection
 from protoframe.clients.pulsar.consumer.batches import filter_batch, plain_batch
+from protoframe.clients.pulsar.consumer.chunks import ChunkAssembler, ChunkLimits
 from protoframe.clients.pulsar.consumer.options import ConsumerConfig
 from protoframe.clients.pulsar.consumer.queue import ReceiveQueue
 from protoframe.clients.pulsar.consumer.redelivery import UnackedTracker
@@ -81,6 +83,7 @@ class TopicConsumer(TopicHandle[None]):
         # Where a non-durable subscription starts when (re)created; a reader moves it to the
         # last message it read, so that a lost connection resumes there (``reader``).
         self.start_message_id = conf.start_message_id
+        self._chunks: ChunkAssembler | None = None  # made at the first chunk
 
     def __repr__(self) -> str:
         return f"<consumer {self.consumer_name} on {self.topic} / {self.subscription}>"
@@ -97,6 +100,8 @@ class TopicConsumer(TopicHandle[None]):
     def _before_register(self) -> None:
         # Messages still queued from the old connection will come again: drop them first.
         self.queue.drop(self)
+        if self._chunks is not None:
+            self._chunks.clear()
 
     async def _create(self, cnx: ClientConnection) -> None:
         conf = self.conf
@@ -172,6 +177,10 @@ class TopicConsumer(TopicHandle[None]):
             ledger -= 1 << 64
         if entry >= 1 << 63:
             entry -= 1 << 64
+        if meta.has_num_chunks_from_msg() and meta.num_chunks_from_msg > 1 and \
+                not self.conf.deliver_entries:
+            self._chunk_received(cmd, meta, data, ledger, entry, cnx)
+            return
         compression = meta.compression
         if compression is not _NO_COMPRESSION:
             try:
@@ -226,6 +235,46 @@ class TopicConsumer(TopicHandle[None]):
             self.received += 1
             queue.put(Message(data, -1, info, None))
 
+    def _chunk_received(self, cmd: pb.CommandMessage, meta: pb.MessageMetadata, data: bytes,
+                        ledger: int, entry: int, cnx: ClientConnection) -> None:
+        """One chunk of a chunked message (``consumer.chunks``): delivered once complete."""
+        if self.tracker.is_duplicate(ledger, entry):
+            self.taken(1)
+            return
+        chunks = self._chunks
+        if chunks is None:
+            conf = self.conf
+            chunks = self._chunks = ChunkAssembler(
+                ChunkLimits(conf.max_pending_chunked_message,
+                            conf.auto_ack_oldest_chunked_message_on_queue_full,
+                            conf.expire_time_of_incomplete_chunked_message_ms),
+                self._ack_chunks, self.taken, repr(self))
+        whole = chunks.add(meta, data, (ledger, entry))
+        if whole is None:
+            return
+        data = whole.data
+        meta = whole.metadata
+        if meta.compression is not _NO_COMPRESSION:
+            try:
+                data = decompress(meta.compression.name, data, meta.uncompressed_size,
+                                  max_size=max(meta.uncompressed_size, cnx.max_message_size))
+            except (DecodeError, ValueError) as exc:
+                log.warning("%r: cannot decompress chunked message %s: %s", self, meta.uuid,
+                            exc)
+                self._ack_chunks(whole.positions)
+                self.taken(1)
+                return
+        info = EntryInfo(ledger, entry, self.partition, 0, meta, cmd.redelivery_count, self,
+                         self.topic)
+        ids = [MessageId(self.partition, chunk_ledger, chunk_entry, -1)
+               for chunk_ledger, chunk_entry in whole.positions]
+        self.received += 1
+        self.queue.put(ChunkedMessage(data, info, ids))
+
+    def _ack_chunks(self, positions: list[tuple[int, int]]) -> None:
+        for ledger, entry in positions:
+            self.tracker.add(ledger, entry)
+
     def corrupt_message_received(self, cmd: pb.CommandMessage, payload: Payload | None,
                                  cnx: ClientConnection) -> None:
         """A MESSAGE whose checksum failed: never delivered, acked as ChecksumMismatch."""
@@ -266,6 +315,10 @@ class TopicConsumer(TopicHandle[None]):
     # ---- acknowledging ----------------------------------------------------------------------
 
     def ack_id(self, mid: MessageId) -> None:
+        if isinstance(mid, ChunkMessageId):
+            for chunk in mid.chunk_message_ids():
+                self.tracker.add(chunk.ledger_id(), chunk.entry_id())
+            return
         ledger, entry = mid.ledger_id(), mid.entry_id()
         size, index = mid.batch_size(), mid.batch_index()
         if index >= 0 and size > 1:
@@ -384,6 +437,8 @@ class TopicConsumer(TopicHandle[None]):
         self.tracker.clear()
         self.nacks.clear()
         self._partial_by_id.clear()
+        if self._chunks is not None:
+            self._chunks.clear()
         dropped = self.queue.drop(self)
         if dropped and self.cnx is cnx:
             self.taken(dropped)
@@ -429,6 +484,8 @@ class TopicConsumer(TopicHandle[None]):
         self.state = HandleState.CLOSED
         self.tracker.clear()
         self.nacks.clear()
+        if self._chunks is not None:
+            self._chunks.clear()
         if cnx is not None:
             cnx.consumers.pop(self.consumer_id, None)
         self.cnx = None

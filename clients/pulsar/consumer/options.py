@@ -97,3 +97,6 @@ class ConsumerConfig:
     dead_letter_policy: ConsumerDeadLetterPolicy | None = None
     retry_enable: bool = False
     subscription_properties: dict[str, str] = field(default_factory=dict)
+    max_pending_chunked_message: int = 10
+    auto_ack_oldest_chunked_message_on_queue_full: bool = False
+    expire_time_of_incomplete_chunked_message_ms: int = 60000

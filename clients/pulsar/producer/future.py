@@ -14,6 +14,7 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 from protoframe.clients.pulsar.message import MessageId
+from protoframe.clients.pulsar.producer.memory import MemoryLimit
 from protoframe.generated.pulsar.frames import Payload
 
 __all__ = ["SendFuture", "SendOp"]
@@ -26,7 +27,7 @@ class SendOp:
 
     __slots__ = ("sequence_id", "highest_sequence_id", "num_messages", "batch_size", "payload",
                  "ledger_id", "entry_id", "error", "done", "callbacks", "created", "partition",
-                 "loop")
+                 "loop", "reserved", "memory", "chunk")
 
     def __init__(self, partition: int, loop: asyncio.AbstractEventLoop | None,
                  created: float) -> None:
@@ -44,6 +45,10 @@ class SendOp:
         # Called once the op is finished; made only when someone waits or asks to be told.
         self.callbacks: list[Callable[[], None]] | None = None
         self.created = created
+        # Payload bytes held in the client's memory limit until the op finishes.
+        self.reserved = 0
+        self.memory: MemoryLimit | None = None
+        self.chunk = False  # one chunk of a chunked message (SEND's is_chunk)
 
     def waiter(self) -> asyncio.Future[None]:
         """A new future for one waiter (cancelling it affects no one else)."""
@@ -67,6 +72,9 @@ class SendOp:
         self.entry_id = entry_id
         self.error = error
         self.payload = None  # nothing will be resent; let the bytes go
+        if self.reserved and self.memory is not None:
+            self.memory.release(self.reserved)
+            self.reserved = 0
         if self.callbacks:
             callbacks, self.callbacks = self.callbacks, None
             for callback in callbacks:

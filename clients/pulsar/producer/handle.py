@@ -22,12 +22,13 @@ from protoframe.clients.pulsar.batching import BatchBuilder, sequence_field, siz
 from protoframe.clients.pulsar.connection import ClientConnection
 from protoframe.clients.pulsar.handle import HandleState, TopicHandle
 from protoframe.clients.pulsar.producer.access import wait_for_exclusive_access
+from protoframe.clients.pulsar.producer.chunks import ChunkedSendOp, chunk_payloads
 from protoframe.clients.pulsar.producer.future import SendFuture, SendOp
 from protoframe.clients.pulsar.producer.options import ProducerConfig
 from protoframe.clients.pulsar.producer.payloads import batch_payload, compressed_payload
 from protoframe.clients.pulsar.session import Session
 from protoframe.generated.pulsar import pulsar_api as pb
-from protoframe.generated.pulsar.frames import Frame
+from protoframe.generated.pulsar.frames import Frame, Payload
 from protoframe.runtime.codec.protowire import SMALL_VARINTS as _SMALL_VARINTS
 
 __all__ = ["TopicProducer"]
@@ -81,6 +82,8 @@ class TopicProducer(TopicHandle[pb.CommandProducerSuccess]):
         self._room_waiters: list[asyncio.Future[None]] = []
         self._close_error: BaseException | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._memory = conf.memory_limit
+        self._chunking = conf.chunking_enabled
 
     def __repr__(self) -> str:
         return f"<producer {self.producer_name or self.producer_id} on {self.topic}>"
@@ -178,7 +181,8 @@ class TopicProducer(TopicHandle[pb.CommandProducerSuccess]):
         goes through ``send_async``.
         """
         if self.state is not HandleState.READY or not self._batching or type(data) is not bytes or \
-                self.pending_messages >= self._max_pending or self.conf.key_based_batching:
+                self.pending_messages >= self._max_pending or self.conf.key_based_batching or \
+                self._memory is not None:
             return self.send_async(data)
         n = len(data)
         batch = self._batch
@@ -238,7 +242,36 @@ class TopicProducer(TopicHandle[pb.CommandProducerSuccess]):
                 f"{self!r}: {self.pending_messages} messages are waiting for receipts")
         if type(data) is not bytes:
             data = bytes(data)
-        if len(data) > self.max_message_size:
+        memory = self._memory
+        if memory is not None and not memory.try_reserve(len(data)):
+            if not self.conf.block_if_queue_full:
+                raise errors.MemoryBufferIsFull(
+                    f"{self!r}: {memory.used} of the client's {memory.limit} bytes of memory "
+                    "are taken by pending sends")
+            memory.force_reserve(len(data))  # told to block, but this call cannot wait
+        try:
+            return self._send_reserved(data, properties, partition_key, ordering_key,
+                                       event_timestamp, sequence_id, deliver_at,
+                                       replication_clusters, disable_replication)
+        except BaseException:
+            if memory is not None:
+                memory.release(len(data))
+            raise
+
+    def _send_reserved(
+        self,
+        data: bytes,
+        properties: dict[str, str] | None,
+        partition_key: str | None,
+        ordering_key: bytes | None,
+        event_timestamp: int | None,
+        sequence_id: int | None,
+        deliver_at: int | None,
+        replication_clusters: list[str] | None,
+        disable_replication: bool,
+    ) -> SendFuture:
+        """``send_async`` once ``data``'s bytes are reserved in the memory limit (if any)."""
+        if len(data) > self.max_message_size and not self._chunking:
             raise errors.MessageTooBig(
                 f"{len(data)} bytes is over the broker's limit of {self.max_message_size}")
         if sequence_id is None:
@@ -260,6 +293,9 @@ class TopicProducer(TopicHandle[pb.CommandProducerSuccess]):
                 op = self._batch_op = SendOp(self.partition, self._loop, time.monotonic())
             index = batch.add(data, seq, properties=properties, partition_key=partition_key,
                               ordering_key=ordering_key, event_timestamp=event_timestamp)
+            if self._memory is not None:
+                op.memory = self._memory
+                op.reserved += len(data)
             self.pending_messages += 1
             if batch.count >= self._batch_max_messages or batch.nbytes >= self._batch_max_bytes:
                 self._close_batch()
@@ -284,14 +320,42 @@ class TopicProducer(TopicHandle[pb.CommandProducerSuccess]):
         if disable_replication:
             meta.replicate_to = ["__local__"]
         payload = compressed_payload(meta, data, self._compression)
+        if self._chunking:
+            limit = self.max_message_size
+            if 0 < self.conf.chunk_max_message_size < limit:
+                limit = self.conf.chunk_max_message_size
+            if len(payload.data) > limit:
+                return self._send_chunks(op, payload, limit, len(data))
         if len(payload.data) > self.max_message_size:
             raise errors.MessageTooBig(
                 f"{len(payload.data)} bytes is over the broker's limit of "
                 f"{self.max_message_size}")
         op.payload = payload
+        if self._memory is not None:
+            op.memory = self._memory
+            op.reserved = len(data)
         self.pending_messages += 1
         self._enqueue(op)
         return SendFuture(op, -1)
+
+    def _send_chunks(self, op: SendOp, payload: Payload, limit: int, size: int) -> SendFuture:
+        """Send ``payload`` (``op``'s message) as chunks of at most ``limit`` bytes."""
+        chunks = []
+        for part in chunk_payloads(payload.metadata, payload.data, limit):
+            chunk = SendOp(self.partition, self._loop, op.created)
+            chunk.sequence_id = chunk.highest_sequence_id = op.sequence_id
+            chunk.num_messages = 1
+            chunk.chunk = True
+            chunk.payload = part
+            chunks.append(chunk)
+        whole = ChunkedSendOp(self.partition, self._loop, op.created, chunks)
+        if self._memory is not None:
+            whole.memory = self._memory
+            whole.reserved = size
+        for chunk in chunks:
+            self.pending_messages += 1
+            self._enqueue(chunk)
+        return SendFuture(whole, -1)
 
     def _batch_timer_fired(self) -> None:
         self._batch_timer = None
@@ -347,6 +411,8 @@ class TopicProducer(TopicHandle[pb.CommandProducerSuccess]):
                                       num_messages=op.num_messages)
                 if op.highest_sequence_id != op.sequence_id:
                     send.highest_sequence_id = op.highest_sequence_id
+                if op.chunk:
+                    send.is_chunk = True
                 conn.write(Frame(command=pb.BaseCommand(type_=T.SEND, send=send),
                                  payload=op.payload))
         except ConnectionError:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from protoframe.clients.pulsar.message import MessageId
+from protoframe.clients.pulsar.producer.memory import MemoryLimit
 from protoframe.clients.pulsar.routing import HashingScheme
 from protoframe.generated.pulsar import pulsar_api as pb
 
@@ -48,3 +49,6 @@ class ProducerConfig:
     routing_mode: PartitionsRoutingMode = PartitionsRoutingMode.RoundRobinDistribution
     hashing_scheme: HashingScheme = HashingScheme.Murmur3_32Hash
     message_router: Callable[[str | None, int], int] | None = None
+    chunking_enabled: bool = False
+    chunk_max_message_size: int = -1  # <= 0: the broker's max message size
+    memory_limit: MemoryLimit | None = None  # the client's, shared by its producers

@@ -149,6 +149,9 @@ class Producer:
         producer = self._single if self._single is not None else self._choose(partition_key)
         if self._conf.block_if_queue_full and not producer.has_room():
             await producer.wait_for_room()
+        memory = self._conf.memory_limit
+        if memory is not None and self._conf.block_if_queue_full:
+            await memory.wait_for_room(len(content))
         return await _queue(producer, content, properties, partition_key, ordering_key,
                             event_timestamp, sequence_id, deliver_at, deliver_after_ms,
                             replication_clusters, disable_replication)

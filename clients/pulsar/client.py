@@ -42,6 +42,8 @@ from protoframe.clients.pulsar.producer import (
     TopicProducer,
 )
 from protoframe.clients.pulsar.routing import HashingScheme
+from protoframe.clients.pulsar.schema.base import Schema, ValueT
+from protoframe.clients.pulsar.schema.binding import bind_consumer_schema
 from protoframe.clients.pulsar.session import Session
 from protoframe.generated.pulsar import pulsar_api as pb
 from protoframe.runtime.errors import ConnectionClosed
@@ -120,8 +122,8 @@ class PulsarClient:
                                 reconnect_retry=reconnect_retry_policy)
         self._producer_ids = itertools.count()
         self._consumer_ids = itertools.count()
-        self._producers: list[Producer] = []
-        self._consumers: list[Consumer] = []
+        self._producers: list[Producer[Any]] = []
+        self._consumers: list[Consumer[Any]] = []
         self._closed = False
 
     def __repr__(self) -> str:
@@ -184,11 +186,14 @@ class PulsarClient:
         PartitionsRoutingMode.RoundRobinDistribution,
         hashing_scheme: HashingScheme = HashingScheme.Murmur3_32Hash,
         message_router: Callable[[str | None, int], int] | None = None,
-    ) -> Producer:
+        schema: Schema[ValueT] | None = None,
+    ) -> Producer[ValueT]:
         """Create a producer on ``topic`` (every partition of it, if it is partitioned).
 
         Batching is on by default, as in the official asyncio client. ``compression_type`` is a
-        ``CompressionType`` or its name (``"LZ4"``, ``"ZSTD"``, ...).
+        ``CompressionType`` or its name (``"LZ4"``, ``"ZSTD"``, ...). With a ``schema``
+        (``clients.pulsar.schema``) the producer sends values of its type and registers it
+        with the broker; without one it sends bytes.
         """
         self._check_open()
         if isinstance(compression_type, str):
@@ -217,6 +222,7 @@ class PulsarClient:
             routing_mode=message_routing_mode,
             hashing_scheme=hashing_scheme,
             message_router=message_router,
+            schema_info=schema.schema_info() if schema is not None else None,
         )
         name, parts = await self._partitions_of(topic)
         children = [TopicProducer(self._session, part, index, conf, next(self._producer_ids))
@@ -225,7 +231,7 @@ class PulsarClient:
             for child in children:
                 child.producer_name = f"{producer_name}-{child.partition}"
         await _start_all(children)
-        producer = Producer(self._session, name, children, conf)
+        producer = Producer(self._session, name, children, conf, schema)
         self._producers.append(producer)
         return producer
 
@@ -264,13 +270,16 @@ class PulsarClient:
         key_shared_ranges: list[tuple[int, int]] | None = None,
         allow_out_of_order_delivery: bool = False,
         deliver_entries: bool = False,
-    ) -> Consumer:
+        schema: Schema[ValueT] | None = None,
+    ) -> Consumer[ValueT]:
         """Subscribe to ``topic`` (every partition of it, if it is partitioned).
 
         ``subscription_type`` (or the official name ``consumer_type``) is ``"Exclusive"``
         (the default), ``"Shared"``, ``"Failover"`` or ``"Key_Shared"``, or a ``ConsumerType``.
         With ``deliver_entries`` the consumer hands over whole entries through
         ``receive_entries`` instead of messages, for bulk readers that do not acknowledge.
+        With a ``schema`` messages' ``value()`` is decoded by it (and it is registered with
+        the broker); without one it is the payload's bytes.
         """
         self._check_open()
         kind = subscription_type if subscription_type is not None else consumer_type
@@ -293,6 +302,7 @@ class PulsarClient:
             allow_out_of_order_delivery=allow_out_of_order_delivery,
             start_message_id=start_message_id,
             deliver_entries=deliver_entries,
+            schema=schema,
         )
         name, parts = await self._partitions_of(topic)
         queue = ReceiveQueue()
@@ -302,7 +312,10 @@ class PulsarClient:
         if consumer_name is None:
             for child in children[1:]:
                 child.consumer_name = children[0].consumer_name
-        consumer = Consumer(self._session, name, subscription_name, conf, queue, children)
+        consumer: Consumer[ValueT] = Consumer(self._session, name, subscription_name, conf,
+                                              queue, children)
+        if schema is not None:
+            bind_consumer_schema(consumer, schema, self._session, name)
         await _start_all(children)
         self._consumers.append(consumer)
         return consumer

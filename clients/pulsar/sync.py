@@ -162,14 +162,14 @@ class Consumer:
         """The next message; raises ``Timeout`` after ``timeout_millis`` without one."""
         return self._runner.run(self._consumer.receive(timeout_millis))
 
-    def acknowledge(self, message: Message | MessageId) -> None:
+    def acknowledge(self, message: Message[Any] | MessageId) -> None:
         consumer = self._consumer
         self._runner.call(lambda: consumer.acknowledge_nowait(message))
 
-    def acknowledge_cumulative(self, message: Message | MessageId) -> None:
+    def acknowledge_cumulative(self, message: Message[Any] | MessageId) -> None:
         self._runner.run(self._consumer.acknowledge_cumulative(message))
 
-    def negative_acknowledge(self, message: Message | MessageId) -> None:
+    def negative_acknowledge(self, message: Message[Any] | MessageId) -> None:
         consumer = self._consumer
         self._runner.call(lambda: consumer.negative_acknowledge(message))
 

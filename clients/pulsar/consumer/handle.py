@@ -75,6 +75,7 @@ class TopicConsumer(TopicHandle[None]):
         self._is_shared = conf.sub_type in (SubType.Shared, SubType.Key_Shared)
         self.received = 0
         self.index_acks = conf.batch_index_ack_enabled  # read per acknowledged message
+        self.schema = conf.schema  # read by Message.value()
 
     def __repr__(self) -> str:
         return f"<consumer {self.consumer_name} on {self.topic} / {self.subscription}>"
@@ -114,6 +115,7 @@ class TopicConsumer(TopicHandle[None]):
             initialPosition=conf.initial_position,
             replicate_subscription_state=conf.replicate_subscription_state or None,
             keySharedMeta=key_shared,
+            schema=conf.schema.schema_info() if conf.schema is not None else None,
         )
 
     def _ready(self, cnx: ClientConnection, answer: None) -> None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from protoframe.clients.pulsar import errors
 from protoframe.clients.pulsar.message import MessageId
+from protoframe.clients.pulsar.schema.base import Schema
 from protoframe.generated.pulsar import pulsar_api as pb
 
 __all__ = ["ConsumerConfig", "ConsumerType", "InitialPosition", "InitialPositionName",
@@ -89,3 +90,5 @@ class ConsumerConfig:
     allow_out_of_order_delivery: bool = False
     start_message_id: MessageId | None = None
     deliver_entries: bool = False
+    # How messages' values are decoded, and what SUBSCRIBE registers; None: bytes.
+    schema: Schema[Any] | None = None

@@ -77,6 +77,7 @@ class TopicProducer(TopicHandle[pb.CommandProducerSuccess]):
         self._room_waiters: list[asyncio.Future[None]] = []
         self._close_error: BaseException | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.schema_version: bytes | None = None
 
     def __repr__(self) -> str:
         return f"<producer {self.producer_name or self.producer_id} on {self.topic}>"
@@ -103,10 +104,13 @@ class TopicProducer(TopicHandle[pb.CommandProducerSuccess]):
             metadata=[pb.KeyValue(key=k, value=v) for k, v in self.conf.properties.items()]
             or None,
             producer_access_mode=self.conf.access_mode,
+            schema=self.conf.schema_info,
         )
 
     def _ready(self, cnx: ClientConnection, answer: pb.CommandProducerSuccess) -> None:
         self.producer_name = answer.producer_name
+        # Every message carries the version the broker gave the producer's schema.
+        self.schema_version = answer.schema_version or None
         if not self._sequence_initialized:
             self._sequence_initialized = True
             initial = self.conf.initial_sequence_id
@@ -266,6 +270,7 @@ class TopicProducer(TopicHandle[pb.CommandProducerSuccess]):
             if properties else None,
             partition_key=partition_key, ordering_key=ordering_key, event_time=event_timestamp,
             deliver_at_time=deliver_at, replicate_to=replication_clusters,
+            schema_version=self.schema_version,
         )
         if disable_replication:
             meta.replicate_to = ["__local__"]
@@ -295,6 +300,8 @@ class TopicProducer(TopicHandle[pb.CommandProducerSuccess]):
         if op is None or not batch.count:
             return
         payload = batch_payload(batch, self.producer_name, self._compression)
+        if self.schema_version is not None:
+            payload.metadata.schema_version = self.schema_version
         data = payload.data
         op.sequence_id = batch.first_sequence_id
         op.highest_sequence_id = batch.last_sequence_id

@@ -48,3 +48,5 @@ class ProducerConfig:
     routing_mode: PartitionsRoutingMode = PartitionsRoutingMode.RoundRobinDistribution
     hashing_scheme: HashingScheme = HashingScheme.Murmur3_32Hash
     message_router: Callable[[str | None, int], int] | None = None
+    # What PRODUCER registers (the producer's ``Schema.schema_info()``); None: no schema.
+    schema_info: pb.Schema | None = None

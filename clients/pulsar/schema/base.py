@@ -8,7 +8,10 @@ sent in PRODUCER and SUBSCRIBE, which the broker checks against the topic's sche
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import Generic, TypeVar
+
+# typing's TypeVar takes a default only from Python 3.13.
+from typing_extensions import TypeVar as DefaultingTypeVar
 
 from protoframe.generated.pulsar import pulsar_api as pb
 
@@ -16,6 +19,9 @@ __all__ = ["Schema", "SchemaType", "ValueT"]
 
 SchemaType = pb.Schema.Type
 T = TypeVar("T")
+# A producer, consumer or message without a schema carries bytes: the bare ``Producer`` is
+# ``Producer[bytes]`` (PEP 696).
+ValueT = DefaultingTypeVar("ValueT", default=bytes)
 
 
 class Schema(ABC, Generic[T]):
@@ -57,12 +63,3 @@ class Schema(ABC, Generic[T]):
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 
-
-if TYPE_CHECKING:
-    from typing_extensions import TypeVar as _DefaultingTypeVar
-
-    # A producer, consumer or message without a schema carries bytes: bare ``Producer`` is
-    # ``Producer[bytes]`` (PEP 696 defaults, which typing has only from Python 3.13).
-    ValueT = _DefaultingTypeVar("ValueT", default=bytes)
-else:
-    ValueT = TypeVar("ValueT")

@@ -23,7 +23,7 @@ import asyncio
 import threading
 from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from protoframe.clients.pulsar.client import PulsarClient
 from protoframe.clients.pulsar.consumer import Consumer as AsyncConsumer
@@ -31,6 +31,7 @@ from protoframe.clients.pulsar.errors import AlreadyClosed
 from protoframe.clients.pulsar.message import Message, MessageId
 from protoframe.clients.pulsar.producer import Producer as AsyncProducer
 from protoframe.clients.pulsar.producer import SendCallback
+from protoframe.clients.pulsar.schema.base import Schema, ValueT
 
 __all__ = ["Client", "Consumer", "Producer"]
 
@@ -86,10 +87,10 @@ class _LoopThread:
             self.thread.join(timeout=10)
 
 
-class Producer:
+class Producer(Generic[ValueT]):
     """A producer; see ``clients.pulsar.producer.Producer``."""
 
-    def __init__(self, runner: _LoopThread, producer: AsyncProducer) -> None:
+    def __init__(self, runner: _LoopThread, producer: AsyncProducer[ValueT]) -> None:
         self._runner = runner
         self._producer = producer
 
@@ -105,7 +106,7 @@ class Producer:
     def is_connected(self) -> bool:
         return self._producer.is_connected()
 
-    def send(self, content: bytes, properties: dict[str, str] | None = None,
+    def send(self, content: ValueT, properties: dict[str, str] | None = None,
              partition_key: str | None = None, event_timestamp: int | None = None,
              sequence_id: int | None = None, **options: Any) -> MessageId:
         """Send and wait for the broker's receipt; return the message id."""
@@ -113,7 +114,7 @@ class Producer:
             content, properties=properties, partition_key=partition_key,
             event_timestamp=event_timestamp, sequence_id=sequence_id, **options))
 
-    def send_async(self, content: bytes, callback: SendCallback | None = None,
+    def send_async(self, content: ValueT, callback: SendCallback | None = None,
                    properties: dict[str, str] | None = None,
                    partition_key: str | None = None, event_timestamp: int | None = None,
                    sequence_id: int | None = None, **options: Any) -> None:
@@ -139,10 +140,10 @@ class Producer:
         self._runner.run(self._producer.close())
 
 
-class Consumer:
+class Consumer(Generic[ValueT]):
     """A consumer; see ``clients.pulsar.consumer.Consumer``."""
 
-    def __init__(self, runner: _LoopThread, consumer: AsyncConsumer) -> None:
+    def __init__(self, runner: _LoopThread, consumer: AsyncConsumer[ValueT]) -> None:
         self._runner = runner
         self._consumer = consumer
 
@@ -158,7 +159,7 @@ class Consumer:
     def is_connected(self) -> bool:
         return self._consumer.is_connected()
 
-    def receive(self, timeout_millis: int | None = None) -> Message:
+    def receive(self, timeout_millis: int | None = None) -> Message[ValueT]:
         """The next message; raises ``Timeout`` after ``timeout_millis`` without one."""
         return self._runner.run(self._consumer.receive(timeout_millis))
 
@@ -198,15 +199,17 @@ class Client:
         self._closed = False
 
     def create_producer(self, topic: str, producer_name: str | None = None,
-                        **options: Any) -> Producer:
+                        schema: Schema[ValueT] | None = None, **options: Any
+                        ) -> Producer[ValueT]:
         producer = self._runner.run(
-            self._client.create_producer(topic, producer_name, **options))
+            self._client.create_producer(topic, producer_name, schema=schema, **options))
         return Producer(self._runner, producer)
 
     def subscribe(self, topic: str, subscription_name: str, consumer_type: Any = None,
-                  **options: Any) -> Consumer:
+                  schema: Schema[ValueT] | None = None, **options: Any) -> Consumer[ValueT]:
         consumer = self._runner.run(
-            self._client.subscribe(topic, subscription_name, consumer_type, **options))
+            self._client.subscribe(topic, subscription_name, consumer_type, schema=schema,
+                                   **options))
         return Consumer(self._runner, consumer)
 
     def get_topic_partitions(self, topic: str) -> list[str]:

@@ -12,6 +12,7 @@ import pytest
 from google.protobuf import descriptor_pb2
 
 from protoframe.clients.pulsar import PulsarClient
+from protoframe.clients.pulsar.broker import BrokerThread
 from protoframe.clients.pulsar.errors import IncompatibleSchema
 from protoframe.clients.pulsar.schema import (
     AutoConsumeSchema,
@@ -22,6 +23,7 @@ from protoframe.clients.pulsar.schema import (
     Schema,
     StringSchema,
 )
+from protoframe.clients.pulsar.sync import Client
 from protoframe.generated.demo.events import OrderPlaced
 from tests.clients.pulsar.scenarios import Broker, Target
 
@@ -211,3 +213,18 @@ def test_auto_consume_reads_protobuf_native_as_fields(request: pytest.FixtureReq
                                    "items": ["sku-4", "sku-x"], "placed_at_ms": "1700004"}
 
     target.run(scenario)
+
+
+def test_the_synchronous_client_carries_typed_values() -> None:
+    with BrokerThread(port=0) as broker:
+        client = Client(broker.url, operation_timeout_seconds=20)
+        try:
+            consumer = client.subscribe("schema-sync", "s", schema=JsonSchema(Reading),
+                                        initial_position="earliest")
+            producer = client.create_producer("schema-sync", None, JsonSchema(Reading))
+            producer.send(reading(3))
+            msg = consumer.receive(timeout_millis=20000)
+            assert msg.value() == reading(3)
+            consumer.acknowledge(msg)
+        finally:
+            client.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import assert_type
 
-from protoframe.clients.pulsar import Message, Producer, PulsarClient
+from protoframe.clients.pulsar import Message, Producer, PulsarClient, sync
 from protoframe.clients.pulsar.schema import JsonSchema, ProtobufNativeSchema, StringSchema
 from protoframe.generated.demo.events import OrderPlaced
 
@@ -31,3 +31,10 @@ async def untyped(client: PulsarClient) -> bytes:
     msg: Message = await consumer.receive()
     await consumer.acknowledge(msg)
     return msg.value() + msg.data()
+
+
+def synchronous(client: sync.Client) -> str:
+    producer = client.create_producer("orders", schema=JsonSchema(OrderPlaced))
+    assert_type(producer, sync.Producer[OrderPlaced])
+    consumer = client.subscribe("orders", "s", schema=JsonSchema(OrderPlaced))
+    return consumer.receive().value().currency

@@ -1,4 +1,4 @@
-"""The ``FileDescriptorSet`` a generated module carries for its .proto file.
+"""The ``FileDescriptorSet`` a generated module carries for its .proto file (base64 pieces).
 
 A Pulsar ProtobufNative schema registers the descriptors of the message's file and of every
 file it imports; the generated module keeps them (``FILE_DESCRIPTOR_SET``, base64) so that

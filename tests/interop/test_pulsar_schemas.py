@@ -46,7 +46,7 @@ def official_order_class() -> Any:
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
     fds = descriptor_pb2.FileDescriptorSet.FromString(
-        base64.b64decode(events.FILE_DESCRIPTOR_SET))
+        base64.b64decode("".join(events.FILE_DESCRIPTOR_SET)))
     pool = descriptor_pool.DescriptorPool()
     for file in fds.file:
         pool.Add(file)

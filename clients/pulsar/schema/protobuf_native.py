@@ -35,12 +35,12 @@ M = TypeVar("M", bound=GeneratedMessage)
 def descriptor_set_of(message_class: type[GeneratedMessage]) -> tuple[str, str]:
     """The base64 ``FileDescriptorSet`` of the class's .proto file, and that file's name."""
     module = sys.modules.get(message_class.__module__)
-    text = getattr(module, "FILE_DESCRIPTOR_SET", None)
+    pieces = getattr(module, "FILE_DESCRIPTOR_SET", None)
     name = getattr(module, "PROTO_FILE", None)
-    if not isinstance(text, str) or not isinstance(name, str):
+    if not isinstance(pieces, tuple) or not isinstance(name, str):
         raise TypeError(f"{message_class.__qualname__} is not a generated message class "
                         "(its module has no FILE_DESCRIPTOR_SET: regenerate it)")
-    return text, name
+    return "".join(pieces), name
 
 
 class ProtobufNativeSchema(Schema[M], Generic[M]):

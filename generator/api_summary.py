@@ -89,9 +89,17 @@ def _collect(body: list[ast.stmt], scope: str, in_class: bool,
                 assert isinstance(target, ast.Name)
                 if target.id == "__all__" or target.id.startswith("__"):
                     continue
+                if not in_class and target.id in _DATA_CONSTANTS:
+                    add("constant", target.id, "")
+                    continue
                 # In a class, a plain assignment is an enum member (generated classes annotate
                 # their fields); its value is what a rename keeps.
                 add("value" if in_class else "constant", target.id, ast.unparse(node.value))
+
+
+# Module constants that are data derived from the rest of the module (the proto file's
+# descriptor set follows its messages, whose changes are listed themselves): present or not.
+_DATA_CONSTANTS = frozenset({"FILE_DESCRIPTOR_SET"})
 
 
 def api_changes(old: str, new: str) -> list[str]:

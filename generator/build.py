@@ -12,10 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import jinja2
+from google.protobuf import descriptor_pb2
 
 from protoframe.generator.client_view import build_client_module
 from protoframe.generator.codewriter import docstring
 from protoframe.generator.commands_view import build_commands_module, has_commands_module
+from protoframe.generator.descriptor_sets import descriptor_set_lines
 from protoframe.generator.docs_view import ChangesSection, build_protocol_doc
 from protoframe.generator.errors import GeneratorBug, SpecError, SpecErrors
 from protoframe.generator.frame_checks import check_protocol
@@ -113,9 +115,10 @@ def generate(spec_dir: Path, display_root: str, protocols: list[str] | None = No
     for name in names:
         started = time.perf_counter()
         try:
-            protocol = load_protocol(spec_dir, name, display_root)
+            descriptors: list[descriptor_pb2.FileDescriptorProto] = []
+            protocol = load_protocol(spec_dir, name, display_root, descriptors)
             _render_protocol(env, spec_dir, display_root, protocol, out, outputs,
-                             (changes or {}).get(name))
+                             (changes or {}).get(name), descriptors)
         except SpecErrors as exc:
             errors.extend(exc.errors)
         except SpecError as exc:
@@ -147,6 +150,7 @@ def load_frame_specs(spec_dir: Path, display_root: str,
 def _render_protocol(
     env: jinja2.Environment, spec_dir: Path, display_root: str, protocol: Protocol, out: Output,
     outputs: frozenset[str], changes: ChangesSection | None = None,
+    descriptors: list[descriptor_pb2.FileDescriptorProto] | None = None,
 ) -> None:
     frame_specs = load_frame_specs(spec_dir, display_root, protocol)
     # Every view is built whatever ``outputs`` selects, so that a bug showing in one of them
@@ -160,6 +164,8 @@ def _render_protocol(
     files: list[tuple[str, str, str, str]] = []  # (output, module, source, text)
     for proto in protocol.files:
         view = build_module(proto, module_of)
+        if descriptors and proto.messages:
+            view.descriptor_set = descriptor_set_lines(proto.path, descriptors)
         files.append(("bindings", proto.module, proto.path,
                       _fit(render(env, "python/proto_module.py.j2", m=view))))
     for spec in frame_specs:

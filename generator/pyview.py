@@ -153,6 +153,9 @@ class ModuleView:
     fields_dicts: list[FieldsDictView] = field(default_factory=list)
     # Lines of the layout tables given to runtime.codec.compiled.install_layouts; empty: none.
     compiled_layouts: list[str] = field(default_factory=list)
+    # The .proto file's name for protoc and its FileDescriptorSet in base64 lines
+    # (generator/descriptor_sets.py); None: the module has no messages.
+    descriptor_set: tuple[str, list[str]] | None = None
 
 
 def build_module(proto: ProtoFile, module_of: dict[str, str]) -> ModuleView:

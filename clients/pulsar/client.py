@@ -16,7 +16,7 @@ import re
 import ssl
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from protoframe.clients.pulsar import errors
 from protoframe.clients.pulsar.auth import AuthenticationTLS, AuthenticationToken
@@ -56,6 +56,8 @@ from protoframe.clients.pulsar.producer import (
 from protoframe.clients.pulsar.producer.memory import MemoryLimit
 from protoframe.clients.pulsar.reader import Reader, ReaderTopicConsumer
 from protoframe.clients.pulsar.routing import HashingScheme
+from protoframe.clients.pulsar.schema.base import Schema, ValueT
+from protoframe.clients.pulsar.schema.binding import bind_consumer_schema
 from protoframe.clients.pulsar.session import Session
 from protoframe.clients.pulsar.table_view import TableView
 from protoframe.generated.pulsar import pulsar_api as pb
@@ -141,8 +143,8 @@ class PulsarClient:
                                 reconnect_retry=reconnect_retry_policy)
         self._producer_ids = itertools.count()
         self._consumer_ids = itertools.count()
-        self._producers: list[Producer] = []
-        self._consumers: list[Consumer] = []
+        self._producers: list[Producer[Any]] = []
+        self._consumers: list[Consumer[Any]] = []
         self._closed = False
         self._partitions_update_interval = (partitions_update_interval_ms or 0) / 1000.0
         if memory_limit_bytes < 0:
@@ -215,11 +217,14 @@ class PulsarClient:
         message_router: Callable[[str | None, int], int] | None = None,
         chunking_enabled: bool = False,
         chunk_max_message_size: int = -1,
-    ) -> Producer:
+        schema: Schema[ValueT] | None = None,
+    ) -> Producer[ValueT]:
         """Create a producer on ``topic`` (every partition of it, if it is partitioned).
 
         Batching is on by default, as in the official asyncio client. ``compression_type`` is a
-        ``CompressionType`` or its name (``"LZ4"``, ``"ZSTD"``, ...).
+        ``CompressionType`` or its name (``"LZ4"``, ``"ZSTD"``, ...). With a ``schema``
+        (``clients.pulsar.schema``) the producer sends values of its type and registers it
+        with the broker; without one it sends bytes.
         """
         self._check_open()
         if chunking_enabled and batching_enabled:
@@ -255,6 +260,7 @@ class PulsarClient:
             chunking_enabled=chunking_enabled,
             chunk_max_message_size=chunk_max_message_size,
             memory_limit=self.memory_limit,
+            schema_info=schema.schema_info() if schema is not None else None,
         )
         name, parts = await self._partitions_of(topic)
 
@@ -267,7 +273,7 @@ class PulsarClient:
 
         children = [make_child(part, index) for part, index in parts]
         await _start_all(children)
-        producer = Producer(self._session, name, children, conf)
+        producer = Producer(self._session, name, children, conf, schema)
         follow_producer_partitions(producer, self._partitions_of, make_child,
                                    self._partitions_update_interval)
         self._producers.append(producer)
@@ -319,7 +325,8 @@ class PulsarClient:
         max_pending_chunked_message: int = 10,
         auto_ack_oldest_chunked_message_on_queue_full: bool = False,
         expire_time_of_incomplete_chunked_message_ms: int = 60000,
-    ) -> Consumer:
+        schema: Schema[ValueT] | None = None,
+    ) -> Consumer[ValueT]:
         """Subscribe to ``topic`` (every partition of it, if it is partitioned).
 
         ``subscription_type`` (or the official name ``consumer_type``) is ``"Exclusive"``
@@ -339,6 +346,8 @@ class PulsarClient:
         ``message_listener(consumer, message)``, a function or a coroutine function, gets
         every message from now until the consumer is closed; ``subscription_properties`` go
         with the subscription when it is created.
+        With a ``schema`` messages' ``value()`` is decoded by it (and it is registered with
+        the broker); without one it is the payload's bytes.
         """
         self._check_open()
         kind = subscription_type if subscription_type is not None else consumer_type
@@ -372,6 +381,7 @@ class PulsarClient:
             auto_ack_oldest_chunked_message_on_queue_full,
             expire_time_of_incomplete_chunked_message_ms=
             expire_time_of_incomplete_chunked_message_ms,
+            schema=schema,
         )
         consumer = await subscribe_topics(
             self._session, topic, subscription_name, conf, partitions_of=self._partitions_of,
@@ -384,10 +394,13 @@ class PulsarClient:
                 (lambda label, queue: self._letters_for(topic, label, subscription_name, conf,
                                                         queue))
                 if conf.dead_letter_policy is not None or conf.retry_enable else None))
+        typed = cast("Consumer[ValueT]", consumer)
+        if schema is not None:
+            bind_consumer_schema(typed, schema, self._session, consumer.topic())
         self._consumers.append(consumer)
         if message_listener is not None:
             consumer.start_listener(message_listener)
-        return consumer
+        return typed
 
     async def _letters_for(self, topics: TopicsArgument, topic: str, subscription: str,
                            conf: ConsumerConfig, queue: ReceiveQueue

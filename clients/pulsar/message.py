@@ -11,9 +11,10 @@ a ``MessageId`` on demand; acknowledging a ``Message`` never needs one.
 from __future__ import annotations
 
 from functools import total_ordering
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Generic, Protocol, cast
 
 from protoframe.clients.pulsar.acks import AckGroupingTracker
+from protoframe.clients.pulsar.schema.base import Schema, ValueT
 from protoframe.generated.pulsar import pulsar_api as pb
 
 __all__ = ["EntryInfo", "EntryOwner", "Message", "MessageId"]
@@ -131,6 +132,7 @@ class EntryOwner(Protocol):
     refill: int
     index_acks: bool
     tracker: AckGroupingTracker
+    schema: Schema[Any] | None
 
     def taken(self, count: int = 1) -> None: ...
 
@@ -179,8 +181,8 @@ class ReceivedEntry:
                 f"{self.info.batch_size or 1} messages, {len(self.data)} bytes)")
 
 
-class Message:
-    """One received message."""
+class Message(Generic[ValueT]):
+    """One received message; ``value()`` is of type ``ValueT`` (bytes without a schema)."""
 
     __slots__ = ("_data", "_index", "_entry", "_smeta")
 
@@ -195,9 +197,14 @@ class Message:
         """The payload (decompressed)."""
         return self._data
 
-    def value(self) -> bytes:
-        """The payload; there is no schema decoding, so the same as ``data()``."""
-        return self._data
+    def value(self) -> ValueT:
+        """The payload decoded by the consumer's schema; without one, the same as ``data()``."""
+        owner = self._entry.consumer
+        schema = owner.schema if owner is not None else None
+        if schema is None:
+            return cast(ValueT, self._data)
+        return cast(ValueT, schema.decode_versioned(self._data,
+                                                    self._entry.metadata.schema_version))
 
     def properties(self) -> dict[str, str]:
         smeta = self._smeta

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from protoframe.clients.pulsar import errors
 from protoframe.clients.pulsar.connection import ClientConnection
@@ -107,7 +108,7 @@ async def _unset(added: set[str], removed: set[str]) -> None:
 
 
 def follow_producer_partitions(
-        producer: Producer, partitions_of: PartitionsOf,
+        producer: Producer[Any], partitions_of: PartitionsOf,
         make_child: Callable[[str, int], TopicProducer], interval: float | None) -> None:
     """Start asking for ``producer``'s partitions every ``interval`` seconds (when set)."""
     if interval and producer.partitions() > 0:

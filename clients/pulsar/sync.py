@@ -23,7 +23,7 @@ import asyncio
 import threading
 from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from protoframe.clients.pulsar import sync_readers
 from protoframe.clients.pulsar.client import PulsarClient
@@ -33,6 +33,7 @@ from protoframe.clients.pulsar.message import Message, MessageId
 from protoframe.clients.pulsar.multi_subscribe import TopicsArgument
 from protoframe.clients.pulsar.producer import Producer as AsyncProducer
 from protoframe.clients.pulsar.producer import SendCallback
+from protoframe.clients.pulsar.schema.base import Schema, ValueT
 
 __all__ = ["Client", "Consumer", "Producer"]
 
@@ -88,10 +89,10 @@ class _LoopThread:
             self.thread.join(timeout=10)
 
 
-class Producer:
+class Producer(Generic[ValueT]):
     """A producer; see ``clients.pulsar.producer.Producer``."""
 
-    def __init__(self, runner: _LoopThread, producer: AsyncProducer) -> None:
+    def __init__(self, runner: _LoopThread, producer: AsyncProducer[ValueT]) -> None:
         self._runner = runner
         self._producer = producer
 
@@ -107,7 +108,7 @@ class Producer:
     def is_connected(self) -> bool:
         return self._producer.is_connected()
 
-    def send(self, content: bytes, properties: dict[str, str] | None = None,
+    def send(self, content: ValueT, properties: dict[str, str] | None = None,
              partition_key: str | None = None, event_timestamp: int | None = None,
              sequence_id: int | None = None, **options: Any) -> MessageId:
         """Send and wait for the broker's receipt; return the message id."""
@@ -115,7 +116,7 @@ class Producer:
             content, properties=properties, partition_key=partition_key,
             event_timestamp=event_timestamp, sequence_id=sequence_id, **options))
 
-    def send_async(self, content: bytes, callback: SendCallback | None = None,
+    def send_async(self, content: ValueT, callback: SendCallback | None = None,
                    properties: dict[str, str] | None = None,
                    partition_key: str | None = None, event_timestamp: int | None = None,
                    sequence_id: int | None = None, **options: Any) -> None:
@@ -141,10 +142,10 @@ class Producer:
         self._runner.run(self._producer.close())
 
 
-class Consumer:
+class Consumer(Generic[ValueT]):
     """A consumer; see ``clients.pulsar.consumer.Consumer``."""
 
-    def __init__(self, runner: _LoopThread, consumer: AsyncConsumer) -> None:
+    def __init__(self, runner: _LoopThread, consumer: AsyncConsumer[ValueT]) -> None:
         self._runner = runner
         self._consumer = consumer
 
@@ -160,18 +161,18 @@ class Consumer:
     def is_connected(self) -> bool:
         return self._consumer.is_connected()
 
-    def receive(self, timeout_millis: int | None = None) -> Message:
+    def receive(self, timeout_millis: int | None = None) -> Message[ValueT]:
         """The next message; raises ``Timeout`` after ``timeout_millis`` without one."""
         return self._runner.run(self._consumer.receive(timeout_millis))
 
-    def acknowledge(self, message: Message | MessageId) -> None:
+    def acknowledge(self, message: Message[Any] | MessageId) -> None:
         consumer = self._consumer
         self._runner.call(lambda: consumer.acknowledge_nowait(message))
 
-    def acknowledge_cumulative(self, message: Message | MessageId) -> None:
+    def acknowledge_cumulative(self, message: Message[Any] | MessageId) -> None:
         self._runner.run(self._consumer.acknowledge_cumulative(message))
 
-    def negative_acknowledge(self, message: Message | MessageId) -> None:
+    def negative_acknowledge(self, message: Message[Any] | MessageId) -> None:
         consumer = self._consumer
         self._runner.call(lambda: consumer.negative_acknowledge(message))
 
@@ -211,23 +212,26 @@ class Client:
         self._closed = False
 
     def create_producer(self, topic: str, producer_name: str | None = None,
-                        **options: Any) -> Producer:
+                        schema: Schema[ValueT] | None = None, **options: Any
+                        ) -> Producer[ValueT]:
         producer = self._runner.run(
-            self._client.create_producer(topic, producer_name, **options))
+            self._client.create_producer(topic, producer_name, schema=schema, **options))
         return Producer(self._runner, producer)
 
     def subscribe(self, topic: TopicsArgument, subscription_name: str, consumer_type: Any = None,
-                  message_listener: Callable[[Consumer, Message], object] | None = None,
-                  **options: Any) -> Consumer:
+                  schema: Schema[ValueT] | None = None,
+                  message_listener: Callable[[Consumer[ValueT], Message[ValueT]], object]
+                  | None = None, **options: Any) -> Consumer[ValueT]:
         """``message_listener(consumer, message)`` gets this synchronous ``Consumer`` and runs
         on a worker thread, one message at a time (so it may block, and call the consumer)."""
         consumer = self._runner.run(
-            self._client.subscribe(topic, subscription_name, consumer_type, **options))
+            self._client.subscribe(topic, subscription_name, consumer_type, schema=schema,
+                                   **options))
         wrapped = Consumer(self._runner, consumer)
         if message_listener is not None:
             listener = message_listener
 
-            async def on_thread(_: AsyncConsumer, msg: Message) -> None:
+            async def on_thread(_: AsyncConsumer[Any], msg: Message[Any]) -> None:
                 await asyncio.get_running_loop().run_in_executor(None, listener, wrapped, msg)
 
             async def start() -> None:

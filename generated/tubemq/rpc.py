@@ -1181,6 +1181,23 @@ class RspResponseBody(Message):
         return message_repr(self)
 
 
+# The file's FileDescriptorSet (it and its imports, no source info), base64 in pieces to join:
+# what a Pulsar ProtobufNative schema of these messages registers (clients/pulsar/schema).
+PROTO_FILE = "RPC.proto"
+FILE_DESCRIPTOR_SET = (
+    "CvsECglSUEMucHJvdG8icQoNUnBjQ29ubkhlYWRlchISCgRmbGFnGAEgAigFUgRmbGFnEhgKB3RyYWNlSWQYAiAB",
+    "KANSB3RyYWNlSWQSFgoGc3BhbklkGAMgASgDUgZzcGFuSWQSGgoIcGFyZW50SWQYBCABKANSCHBhcmVudElkIlMK",
+    "DVJlcXVlc3RIZWFkZXISIAoLc2VydmljZVR5cGUYASABKAVSC3NlcnZpY2VUeXBlEiAKC3Byb3RvY29sVmVyGAIg",
+    "ASgFUgtwcm90b2NvbFZlciJZCgtSZXF1ZXN0Qm9keRIWCgZtZXRob2QYASACKAVSBm1ldGhvZBIYCgd0aW1lb3V0",
+    "GAIgASgDUgd0aW1lb3V0EhgKB3JlcXVlc3QYAyABKAxSB3JlcXVlc3QisQEKDlJlc3BvbnNlSGVhZGVyEi4KBnN0",
+    "YXR1cxgBIAIoDjIWLlJlc3BvbnNlSGVhZGVyLlN0YXR1c1IGc3RhdHVzEiAKC3NlcnZpY2VUeXBlGAIgASgFUgtz",
+    "ZXJ2aWNlVHlwZRIgCgtwcm90b2NvbFZlchgDIAEoBVILcHJvdG9jb2xWZXIiKwoGU3RhdHVzEgsKB1NVQ0NFU1MQ",
+    "ABIJCgVFUlJPUhABEgkKBUZBVEFMEAIiWAoQUnNwRXhjZXB0aW9uQm9keRIkCg1leGNlcHRpb25OYW1lGAEgAigJ",
+    "Ug1leGNlcHRpb25OYW1lEh4KCnN0YWNrVHJhY2UYAiABKAlSCnN0YWNrVHJhY2UiPQoPUnNwUmVzcG9uc2VCb2R5",
+    "EhYKBm1ldGhvZBgBIAIoBVIGbWV0aG9kEhIKBGRhdGEYAiACKAxSBGRhdGE=",
+)
+
+
 # Number -> member tables: a dict lookup is several times faster than calling the enum class.
 _ResponseHeader_Status_BY_NUMBER = number_table(ResponseHeader.Status)
 

@@ -84,6 +84,7 @@ class TopicConsumer(TopicHandle[None]):
         # last message it read, so that a lost connection resumes there (``reader``).
         self.start_message_id = conf.start_message_id
         self._chunks: ChunkAssembler | None = None  # made at the first chunk
+        self.schema = conf.schema  # read by Message.value()
 
     def __repr__(self) -> str:
         return f"<consumer {self.consumer_name} on {self.topic} / {self.subscription}>"
@@ -127,6 +128,7 @@ class TopicConsumer(TopicHandle[None]):
             keySharedMeta=key_shared,
             subscription_properties=[pb.KeyValue(key=k, value=v) for k, v
                                      in conf.subscription_properties.items()] or None,
+            schema=conf.schema.schema_info() if conf.schema is not None else None,
         )
 
     def _ready(self, cnx: ClientConnection, answer: None) -> None:

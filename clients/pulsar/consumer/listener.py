@@ -13,7 +13,7 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Callable
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from protoframe.clients.pulsar import errors
 from protoframe.clients.pulsar.message import Message
@@ -26,13 +26,13 @@ log = logging.getLogger(__name__)
 class Receiver(Protocol):
     """What a listener needs of its consumer (a ``consumer.Consumer``)."""
 
-    async def receive(self, timeout_millis: int | None = None) -> Message: ...
+    async def receive(self, timeout_millis: int | None = None) -> Message[Any]: ...
 
 
 R = TypeVar("R", bound=Receiver)
 
 
-async def _listen(consumer: R, listener: Callable[[R, Message], object],
+async def _listen(consumer: R, listener: Callable[[R, Message[Any]], object],
                   running: asyncio.Event) -> None:
     while True:
         # Paused: messages wait in the queue (and flow control stops the broker).
@@ -53,7 +53,7 @@ async def _listen(consumer: R, listener: Callable[[R, Message], object],
             log.exception("%r: the message listener failed on %s", consumer, msg.message_id())
 
 
-def start_listener(consumer: R, listener: Callable[[R, Message], object],
+def start_listener(consumer: R, listener: Callable[[R, Message[Any]], object],
                    running: asyncio.Event) -> asyncio.Task[None]:
     """Run ``listener`` on every message ``consumer`` receives, until it is closed, while
     ``running`` is set."""

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from protoframe.clients.pulsar import errors
 from protoframe.clients.pulsar.consumer.policies import ConsumerDeadLetterPolicy, RedeliveryBackoff
 from protoframe.clients.pulsar.message import MessageId
+from protoframe.clients.pulsar.schema.base import Schema
 from protoframe.generated.pulsar import pulsar_api as pb
 
 __all__ = ["ConsumerConfig", "ConsumerType", "InitialPosition", "InitialPositionName",
@@ -100,3 +101,5 @@ class ConsumerConfig:
     max_pending_chunked_message: int = 10
     auto_ack_oldest_chunked_message_on_queue_full: bool = False
     expire_time_of_incomplete_chunked_message_ms: int = 60000
+    # How messages' values are decoded, and what SUBSCRIBE registers; None: bytes.
+    schema: Schema[Any] | None = None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from protoframe.clients.pulsar.acks import Position
 from protoframe.clients.pulsar.message import EntryOwner, Message
@@ -19,7 +20,7 @@ from protoframe.clients.pulsar.message import EntryOwner, Message
 __all__ = ["Expired", "UnackedTracker"]
 
 # Per topic consumer: its expired entries and the messages of each handed out.
-Expired = dict[EntryOwner, dict[Position, list[Message]]]
+Expired = dict[EntryOwner, dict[Position, list[Message[Any]]]]
 
 
 class UnackedTracker:
@@ -30,13 +31,13 @@ class UnackedTracker:
         self.timeout = timeout
         self.tick = max(min(tick, timeout), 0.001)
         self._expired = expired
-        self._due: dict[EntryOwner, dict[Position, tuple[float, list[Message]]]] = {}
+        self._due: dict[EntryOwner, dict[Position, tuple[float, list[Message[Any]]]]] = {}
         self._timer: asyncio.TimerHandle | None = None
 
     def __len__(self) -> int:
         return sum(len(entries) for entries in self._due.values())
 
-    def add(self, msg: Message) -> None:
+    def add(self, msg: Message[Any]) -> None:
         info = msg._entry
         owner = info.consumer
         if owner is None:

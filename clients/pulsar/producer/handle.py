@@ -84,6 +84,7 @@ class TopicProducer(TopicHandle[pb.CommandProducerSuccess]):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._memory = conf.memory_limit
         self._chunking = conf.chunking_enabled
+        self.schema_version: bytes | None = None
 
     def __repr__(self) -> str:
         return f"<producer {self.producer_name or self.producer_id} on {self.topic}>"
@@ -111,6 +112,7 @@ class TopicProducer(TopicHandle[pb.CommandProducerSuccess]):
             or None,
             producer_access_mode=self.conf.access_mode,
             topic_epoch=self.topic_epoch,
+            schema=self.conf.schema_info,
         )
         if answer.has_producer_ready() and not answer.producer_ready:
             answer = await wait_for_exclusive_access(cnx, answer)
@@ -120,6 +122,8 @@ class TopicProducer(TopicHandle[pb.CommandProducerSuccess]):
 
     def _ready(self, cnx: ClientConnection, answer: pb.CommandProducerSuccess) -> None:
         self.producer_name = answer.producer_name
+        # Every message carries the version the broker gave the producer's schema.
+        self.schema_version = answer.schema_version or None
         if not self._sequence_initialized:
             self._sequence_initialized = True
             initial = self.conf.initial_sequence_id
@@ -316,6 +320,7 @@ class TopicProducer(TopicHandle[pb.CommandProducerSuccess]):
             if properties else None,
             partition_key=partition_key, ordering_key=ordering_key, event_time=event_timestamp,
             deliver_at_time=deliver_at, replicate_to=replication_clusters,
+            schema_version=self.schema_version,
         )
         if disable_replication:
             meta.replicate_to = ["__local__"]
@@ -373,6 +378,8 @@ class TopicProducer(TopicHandle[pb.CommandProducerSuccess]):
         if op is None or not batch.count:
             return
         payload = batch_payload(batch, self.producer_name, self._compression)
+        if self.schema_version is not None:
+            payload.metadata.schema_version = self.schema_version
         data = payload.data
         op.sequence_id = batch.first_sequence_id
         op.highest_sequence_id = batch.last_sequence_id

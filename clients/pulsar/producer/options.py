@@ -52,3 +52,5 @@ class ProducerConfig:
     chunking_enabled: bool = False
     chunk_max_message_size: int = -1  # <= 0: the broker's max message size
     memory_limit: MemoryLimit | None = None  # the client's, shared by its producers
+    # What PRODUCER registers (the producer's ``Schema.schema_info()``); None: no schema.
+    schema_info: pb.Schema | None = None

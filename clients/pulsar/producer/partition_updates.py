@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from protoframe.clients.pulsar.producer.handle import TopicProducer
 from protoframe.clients.pulsar.producer.producer import Producer
@@ -22,7 +23,7 @@ log = logging.getLogger(__name__)
 PartitionsOf = Callable[[str], Awaitable[tuple[str, list[tuple[str, int]]]]]
 
 
-async def update_partitions(producer: Producer, partitions_of: PartitionsOf,
+async def update_partitions(producer: Producer[Any], partitions_of: PartitionsOf,
                             make_child: Callable[[str, int], TopicProducer]) -> int:
     """Create producers on the partitions added since; return how many were added."""
     count = producer.partitions()
@@ -42,7 +43,7 @@ async def update_partitions(producer: Producer, partitions_of: PartitionsOf,
     return len(added)
 
 
-async def follow_partitions(producer: Producer, partitions_of: PartitionsOf,
+async def follow_partitions(producer: Producer[Any], partitions_of: PartitionsOf,
                             make_child: Callable[[str, int], TopicProducer],
                             interval: float) -> None:
     """``update_partitions`` every ``interval`` seconds until cancelled."""

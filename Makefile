@@ -88,15 +88,17 @@ test: $(STAMP) java-check pulsar
 	$(PY) -m pytest
 
 # The everyday loop (under 2 minutes): the import contracts, then no Spark, no interop peers, no
-# wheel build, no fuzzing campaigns (markers: see tests/conftest.py), a fifth of the random
-# examples (the hypothesis profile "fast": tests/support/examples.py), on two processes; mypy
-# runs incrementally.
+# wheel build, no fuzzing campaigns or leak checks (markers: see tests/conftest.py), a fifth of
+# the random examples and of the long sweeps' cases (the hypothesis profile "fast" and ``sweep``:
+# tests/support/examples.py), on two processes; mypy runs incrementally. The folders whose every
+# test is Spark, interop or slow are not even collected (their imports cost each worker seconds).
 test-fast: $(STAMP)
 	$(VENV)/bin/protoframe check
 	$(VENV)/bin/lint-imports
 	$(PY) -m ruff check .
 	$(PY) -m mypy --strict
-	$(PY) -m pytest -q -n 2 -m "not slow and not spark and not interop" --hypothesis-profile=fast
+	$(PY) -m pytest -q -n 2 -m "not slow and not spark and not interop" --hypothesis-profile=fast \
+		--ignore=tests/pipeline --ignore=tests/interop --ignore=tests/install
 
 # mypy --strict and pytest on each of TEST_VERSIONS that .ci/find-python finds, each in its own
 # .venv-3.X with the dev extra (not spark: its tests skip). It says which versions it found and

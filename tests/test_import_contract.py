@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.examples import sweep
+
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "protoframe"
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
@@ -92,7 +94,7 @@ def test_the_copy_keeps_every_contract(copy_root: Path) -> None:
 
 
 @pytest.mark.parametrize(("injected", "contract"),
-                         [((path, line), contract) for path, line, contract in WRONG_WAY],
+                         sweep([((path, line), contract) for path, line, contract in WRONG_WAY]),
                          indirect=["injected"], ids=[f"{p}:{c}" for p, _, c in WRONG_WAY])
 def test_a_wrong_way_import_breaks_its_contract(injected: Path, contract: str) -> None:
     result = lint_imports(injected)

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.examples import sweep
+
 GENERATED = Path(__file__).resolve().parents[2] / "generated"
 MODULES = sorted(p for p in GENERATED.rglob("*.py") if p.name != "__init__.py")
 
@@ -122,13 +124,13 @@ def test_the_scan_sees_the_generated_tree() -> None:
     assert len(MODULES) >= 20, MODULES
 
 
-@pytest.mark.parametrize("path", MODULES, ids=_ids(MODULES))
+@pytest.mark.parametrize("path", sweep(MODULES), ids=_ids(MODULES))
 def test_no_numbered_locals(path: Path) -> None:
     bad = _numbered_locals(_read(path))
     assert not bad, "\n".join(bad[:20])
 
 
-@pytest.mark.parametrize("path", MODULES, ids=_ids(MODULES))
+@pytest.mark.parametrize("path", sweep(MODULES), ids=_ids(MODULES))
 def test_no_zero_offsets(path: Path) -> None:
     text = _read(path)
     bad = [f"{n}: {line.strip()}" for n, line in _code_lines(text)
@@ -136,7 +138,7 @@ def test_no_zero_offsets(path: Path) -> None:
     assert not bad, "\n".join(bad[:20])
 
 
-@pytest.mark.parametrize("path", MODULES, ids=_ids(MODULES))
+@pytest.mark.parametrize("path", sweep(MODULES), ids=_ids(MODULES))
 def test_no_dead_checks(path: Path) -> None:
     text = _read(path)
     bad = [m.group(0) for m in _DEAD_END_CHECK.finditer(text)]
@@ -144,7 +146,7 @@ def test_no_dead_checks(path: Path) -> None:
     assert not bad, "\n---\n".join(bad[:10])
 
 
-@pytest.mark.parametrize("path", MODULES, ids=_ids(MODULES))
+@pytest.mark.parametrize("path", sweep(MODULES), ids=_ids(MODULES))
 def test_each_message_is_one_literal(path: Path) -> None:
     text = _read(path)
     lines = text.splitlines()

@@ -120,6 +120,7 @@ def test_pure_python_switch_swaps_every_class_and_back() -> None:
     assert compiled.is_compiled(pa.BaseCommand)
 
 
+@pytest.mark.slow  # a fresh interpreter per setting
 def test_environment_variable_keeps_the_python_codec() -> None:
     code = ("from protoframe.runtime.codec import compiled; "
             "from protoframe.generated.pulsar import pulsar_api as p; "
@@ -441,6 +442,7 @@ def test_subclasses_buffers_and_arguments() -> None:
     assert pa.CommandSend.encode(pa.CommandSend(producer_id=1, sequence_id=2)) == wire
 
 
+@pytest.mark.slow  # a leak check: many rounds, counted
 def test_decoding_and_encoding_keep_reference_counts() -> None:
     wire = pa.BaseCommand(type_=pa.BaseCommand.Type.SEND, send=pa.CommandSend(
         producer_id=1, sequence_id=2, is_chunk=True)).encode()

@@ -325,6 +325,7 @@ def test_pure_python_switches_the_constructors_off_and_back_on() -> None:
     assert _build(pa.KeyValue, make)[2] == 0
 
 
+@pytest.mark.slow  # a fresh interpreter per setting
 def test_environment_variable_keeps_the_python_constructors() -> None:
     code = ("import sys\nfrom protoframe.runtime.codec import compiled\n"
             "from protoframe.generated.pulsar import pulsar_api as p\ncalls = []\n"
@@ -584,6 +585,7 @@ def test_a_replaced_setattr_new_or_slot_is_honoured(fresh_leaf: type) -> None:
 # --- reference counts -------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a leak check: many rounds, counted
 def test_reference_counts_and_gc() -> None:
     name = "".join(["producer", "-", "name"])
     seq, when = 10**12 + 7, 10**12 + 9
@@ -701,6 +703,7 @@ def test_dealloc_leaves_subclass_dicts_and_weakrefs_to_cpython() -> None:
     assert _Freed.count == 6
 
 
+@pytest.mark.slow  # builds a fresh compiled class
 def test_dealloc_runs_a_del_added_to_the_class(fresh_leaf: type) -> None:
     leaf_cls: Any = fresh_leaf
     saved: list[Any] = []
@@ -722,6 +725,7 @@ def test_dealloc_runs_a_del_added_to_the_class(fresh_leaf: type) -> None:
     assert ran == [1, 2]
 
 
+@pytest.mark.slow  # builds a deep nesting and a fresh compiled class
 def test_dealloc_of_deep_nesting_does_not_overflow_the_stack(fresh_leaf: type) -> None:
     leaf_cls: Any = fresh_leaf
     _Freed.count = 0

@@ -103,6 +103,7 @@ def test_pure_python_switch_swaps_frames_too() -> None:
     assert compiled.is_compiled(Frame)
 
 
+@pytest.mark.slow  # a fresh interpreter per setting
 def test_environment_switch_keeps_the_python_frame_codec() -> None:
     code = ("from protoframe.runtime.codec import compiled; "
             "from protoframe.generated.pulsar.frames import Frame; "
@@ -345,6 +346,7 @@ def test_little_endian_integers_round_trip(partition: int, seq: int, size: int,
 # --- resources ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a leak check: many rounds, counted
 def test_no_reference_or_memory_leaks() -> None:
     raw = CORPUS[0]
     frame = Frame.decode(raw)

@@ -23,6 +23,7 @@ from tests.generator.diff.mutations import (
     Edit,
 )
 from tests.generator.diff.support import SPECS, diff, load, summary
+from tests.support.examples import sweep
 
 # Rules whose proof is elsewhere: a whole protocol appearing or going (test_cli) and the
 # lock-file check of a layout (test_lock).
@@ -69,7 +70,7 @@ def _run(tmp_path_factory: pytest.TempPathFactory, e: Edit) -> set[tuple[str, st
     return summary(diff(old, new))
 
 
-@pytest.mark.parametrize("e", PROTO_EDITS + YAML_EDITS, ids=lambda e: f"{e.protocol}-{e.id}")
+@pytest.mark.parametrize("e", sweep(PROTO_EDITS + YAML_EDITS), ids=lambda e: f"{e.protocol}-{e.id}")
 def test_edit_produces_exactly_its_changes(tmp_path_factory: pytest.TempPathFactory,
                                            e: Edit) -> None:
     assert _run(tmp_path_factory, e) == set(e.expected)

@@ -9,6 +9,8 @@ import gc
 import tracemalloc
 from pathlib import Path
 
+import pytest
+
 from protoframe.clients.pulsar.broker.entries import Entry, EntryTable, key_hash
 from protoframe.clients.pulsar.broker.payload_cache import PayloadCache
 from protoframe.clients.pulsar.broker.state import BrokerState
@@ -32,6 +34,7 @@ class _Log:
         return self.data[offset:offset + size]
 
 
+@pytest.mark.slow  # measures memory over many entries
 def test_a_stored_entry_costs_at_most_40_bytes() -> None:
     source = _Log(b"")
     table = EntryTable()
@@ -129,6 +132,7 @@ def test_keys_survive_compactions_that_read_them_from_the_log(tmp_path: Path) ->
     assert asyncio.run(restart()) == expected
 
 
+@pytest.mark.slow  # measures memory over many items
 def test_the_payload_cache_counts_what_its_items_cost() -> None:
     capacity = 4 * 1024 * 1024
     cache = PayloadCache(capacity)

@@ -19,6 +19,8 @@ from tests.support.paths import ROOT
 if sys.platform == "win32":
     pytest.skip("process groups are POSIX", allow_module_level=True)
 
+pytestmark = pytest.mark.slow  # processes started, killed and waited for
+
 # A stand-in for a test process: it starts two servers (each a shell that starts a child of its
 # own, as a Spark worker starts executors), watched, prints their pids, stops them ("close") or
 # waits to be killed. It closes only once told to (a line on its stdin): the test checks the

@@ -100,6 +100,7 @@ def test_module_level_changes() -> None:
 @pytest.mark.skipif(not HISTORY.is_dir(),
                     reason="../shared/reference/pulsar/history is not present; the upstream "
                     "schemas are shared reference data")
+@pytest.mark.slow  # generates Pulsar from two schema versions
 def test_going_back_to_the_v20_schema_fits_one_screen(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "specs" / "pulsar", tmp_path / "specs" / "pulsar")
     assert run_cli("generate", cwd=tmp_path).returncode == 0

@@ -26,6 +26,7 @@ def snapshot(directory: Path) -> dict[str, bytes]:
             for p in sorted(directory.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow  # two fresh interpreters generate everything
 def test_generate_is_deterministic_and_location_free(project: Path) -> None:
     # The first and the last run are processes of their own: what a process's hash seed or
     # import state could change must not show in the output.

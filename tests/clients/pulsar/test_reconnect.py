@@ -111,6 +111,7 @@ def test_consumer_resubscribes_after_a_dropped_connection() -> None:
     run(scenario, timeout=40)
 
 
+@pytest.mark.slow  # waits out keepalive timeouts
 def test_keepalive_closes_a_dead_connection_and_the_client_recovers() -> None:
     async def scenario(url: str, broker: EmbeddedBroker) -> None:
         async with PulsarClient(url, keepalive_interval_seconds=0.2) as client:

@@ -71,6 +71,7 @@ async def refused(data_dir: Path) -> st.CorruptLogError:
     return caught.value
 
 
+@pytest.mark.slow  # fills a log with fsyncs, then restarts the broker on it twice
 @run
 async def test_damage_in_the_middle_refuses_the_start_then_repair_keeps_the_rest(
         tmp_path: Path) -> None:
@@ -143,6 +144,7 @@ async def test_a_message_failing_its_crc32c_is_damage_even_with_a_valid_record(
         assert got == {e: d for (t, e), d in acked.items() if t == "a" and e != 2}
 
 
+@pytest.mark.slow  # fills a log with fsyncs, then restarts the broker on it
 @run
 async def test_a_torn_tail_is_cut_with_a_copy_kept(tmp_path: Path) -> None:
     acked = await write_log(tmp_path, TOPICS, 5)

@@ -14,6 +14,8 @@ import itertools
 import struct
 from collections.abc import Callable
 
+import mmh3
+
 __all__ = [
     "HashingScheme",
     "RoundRobinRouter",
@@ -25,41 +27,11 @@ __all__ = [
 ]
 
 _M32 = 0xFFFF_FFFF
-_C1 = 0xCC9E2D51
-_C2 = 0x1B873593
 
 
 def murmur3_32(data: bytes, seed: int = 0) -> int:
-    """MurmurHash3 x86 32-bit of ``data``, as an unsigned 32-bit integer."""
-    h = seed & _M32
-    n = len(data)
-    blocks = n & ~3
-    for (k,) in struct.iter_unpack("<I", data[:blocks]):
-        k = (k * _C1) & _M32
-        k = ((k << 15) | (k >> 17)) & _M32
-        k = (k * _C2) & _M32
-        h ^= k
-        h = ((h << 13) | (h >> 19)) & _M32
-        h = (h * 5 + 0xE6546B64) & _M32
-    k = 0
-    tail = n & 3
-    if tail == 3:
-        k ^= data[blocks + 2] << 16
-    if tail >= 2:
-        k ^= data[blocks + 1] << 8
-    if tail >= 1:
-        k ^= data[blocks]
-        k = (k * _C1) & _M32
-        k = ((k << 15) | (k >> 17)) & _M32
-        k = (k * _C2) & _M32
-        h ^= k
-    h ^= n
-    h ^= h >> 16
-    h = (h * 0x85EBCA6B) & _M32
-    h ^= h >> 13
-    h = (h * 0xC2B2AE35) & _M32
-    h ^= h >> 16
-    return h
+    """MurmurHash3 x86 32-bit of ``data``, as an unsigned 32-bit integer (``mmh3``'s C code)."""
+    return mmh3.hash(data, seed, signed=False)
 
 
 def murmur3_32_hash(key: str | bytes) -> int:

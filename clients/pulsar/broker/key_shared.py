@@ -17,10 +17,11 @@ The entries' column keeps the 31-bit hash, so each selector reduces it to its ow
 from __future__ import annotations
 
 import bisect
-import struct
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Generic, TypeVar
+
+from protoframe.clients.pulsar.routing import murmur3_32
 
 __all__ = ["REPLICA_POINTS", "STICKY_RANGE", "AssignError", "HashRing", "StickyRanges",
            "murmur3_32", "sticky_key_hash"]
@@ -28,31 +29,6 @@ __all__ = ["REPLICA_POINTS", "STICKY_RANGE", "AssignError", "HashRing", "StickyR
 REPLICA_POINTS = 100  # Pulsar's subscriptionKeySharedConsistentHashingReplicaPoints
 STICKY_RANGE = 65536  # hashes 0..65535, as the ranges consumers declare
 _RING_RANGE = 65535  # the ring's hashes are 1..65535 (Pulsar's Range.of(1, 65535))
-
-_M32 = 0xFFFFFFFF
-_C1, _C2 = 0xCC9E2D51, 0x1B873593
-
-
-def murmur3_32(data: bytes, seed: int = 0) -> int:
-    """MurmurHash3 x86 32-bit, unsigned (rotations written out: this runs once per keyed
-    message the broker stores)."""
-    h = seed & _M32
-    length = len(data)
-    whole = length & ~3
-    if whole:
-        for (k,) in struct.iter_unpack("<I", data[:whole]):
-            k = (k * _C1) & _M32
-            k = (((k << 15) | (k >> 17)) * _C2) & _M32
-            h ^= k
-            h = ((((h << 13) | (h >> 19)) & _M32) * 5 + 0xE6546B64) & _M32
-    if length & 3:
-        k = (int.from_bytes(data[whole:], "little") * _C1) & _M32
-        h ^= (((k << 15) | (k >> 17)) * _C2) & _M32
-    h ^= length
-    h = ((h ^ (h >> 16)) * 0x85EBCA6B) & _M32
-    h = ((h ^ (h >> 13)) * 0xC2B2AE35) & _M32
-    return h ^ (h >> 16)
-
 
 @lru_cache(maxsize=4096)
 def sticky_key_hash(key: bytes) -> int:

@@ -93,14 +93,7 @@ class ReaderTopicConsumer(TopicConsumer):
 
     async def last_and_mark_delete(self) -> tuple[MessageId, MessageId]:
         """The topic's last message id and the subscription's mark-delete position."""
-        cnx = self.cnx
-        if cnx is None:
-            raise errors.NotConnected(f"{self!r} is not connected")
-        try:
-            answer = await cnx.requests.get_last_message_id(
-                self.consumer_id, timeout=self.session.operation_timeout)
-        except Exception as exc:
-            raise errors.wrap_error(exc, "get_last_message_id") from None
+        answer = await self._last_message_id_answer()
         mark = answer.consumer_mark_delete_position
         return (MessageId.from_proto(answer.last_message_id, self.partition),
                 MessageId.from_proto(mark, self.partition) if mark is not None

@@ -446,15 +446,18 @@ class TopicConsumer(TopicHandle[None]):
             self.taken(dropped)
 
     async def get_last_message_id(self) -> MessageId:
+        answer = await self._last_message_id_answer()
+        return MessageId.from_proto(answer.last_message_id, self.partition)
+
+    async def _last_message_id_answer(self) -> pb.CommandGetLastMessageIdResponse:
         cnx = self.cnx
         if cnx is None:
             raise errors.NotConnected(f"{self!r} is not connected")
         try:
-            answer = await cnx.requests.get_last_message_id(
+            return await cnx.requests.get_last_message_id(
                 self.consumer_id, timeout=self.session.operation_timeout)
         except Exception as exc:
             raise errors.wrap_error(exc, "get_last_message_id") from None
-        return MessageId.from_proto(answer.last_message_id, self.partition)
 
     async def unsubscribe(self) -> None:
         cnx = self.cnx

@@ -15,7 +15,7 @@ import logging
 import re
 import ssl
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, cast
 
 from protoframe.clients.pulsar import errors
@@ -39,6 +39,7 @@ from protoframe.clients.pulsar.consumer.policies import (
     ConsumerDeadLetterPolicy,
     RedeliveryBackoff,
 )
+from protoframe.clients.pulsar.handle import start_all
 from protoframe.clients.pulsar.lookup import LookupService, TopicName
 from protoframe.clients.pulsar.message import MessageId
 from protoframe.clients.pulsar.multi_subscribe import (
@@ -54,7 +55,7 @@ from protoframe.clients.pulsar.producer import (
     TopicProducer,
 )
 from protoframe.clients.pulsar.producer.memory import MemoryLimit
-from protoframe.clients.pulsar.reader import Reader, ReaderTopicConsumer
+from protoframe.clients.pulsar.reader import Reader, open_reader
 from protoframe.clients.pulsar.routing import HashingScheme
 from protoframe.clients.pulsar.schema.base import Schema, ValueT
 from protoframe.clients.pulsar.schema.binding import bind_consumer_schema
@@ -272,7 +273,7 @@ class PulsarClient:
             return child
 
         children = [make_child(part, index) for part, index in parts]
-        await _start_all(children)
+        await start_all(children)
         producer = Producer(self._session, name, children, conf, schema)
         follow_producer_partitions(producer, self._partitions_of, make_child,
                                    self._partitions_update_interval)
@@ -472,32 +473,11 @@ class PulsarClient:
                            start_message_id: MessageId, subscription: str,
                            reader_name: str | None, start_message_id_inclusive: bool,
                            receiver_queue_size: int, is_read_compacted: bool) -> Reader:
-        queue = ReceiveQueue()
-        children: list[ReaderTopicConsumer] = []
-        for part, index in parts:
-            start = start_message_id
-            if len(parts) > 1 and start.partition() >= 0 and start.partition() != index:
-                start = MessageId.earliest
-            conf = ConsumerConfig(
-                sub_type=pb.CommandSubscribe.SubType.Exclusive,
-                receiver_queue_size=receiver_queue_size, consumer_name=reader_name,
-                durable=False, read_compacted=is_read_compacted, start_message_id=start)
-            child = ReaderTopicConsumer(self._session, queue, part, index, subscription, conf,
-                                        next(self._consumer_ids))
-            child.inclusive = start_message_id_inclusive
-            children.append(child)
-        consumer = Consumer(self._session, name, subscription, children[0].conf, queue,
-                            list(children))
-        await _start_all(children)
-        self._consumers.append(consumer)
-        reader = Reader(consumer, children, self.operation_timeout)
-        if start_message_id == MessageId.latest and start_message_id_inclusive:
-            # As the official clients: an inclusive reader at the end reads the last message.
-            try:
-                await reader.seek_last()
-            except BaseException:
-                await reader.close()
-                raise
+        reader = await open_reader(
+            self._session, name, parts, start_message_id, subscription, reader_name,
+            start_message_id_inclusive, receiver_queue_size, is_read_compacted,
+            next_id=lambda: next(self._consumer_ids), operation_timeout=self.operation_timeout)
+        self._consumers.append(reader.consumer())
         return reader
 
     async def create_table_view(self, topic: str, subscription_name: str | None = None, *,
@@ -587,12 +567,3 @@ class PulsarClient:
 
     async def __aexit__(self, *exc: Any) -> None:
         await self.close()
-
-
-async def _start_all(handles: Sequence[TopicProducer] | Sequence[TopicConsumer]) -> None:
-    """Start every partition's handle; if any fails, close them all."""
-    try:
-        await asyncio.gather(*(h.start() for h in handles))
-    except BaseException:
-        await asyncio.gather(*(h.close() for h in handles), return_exceptions=True)
-        raise

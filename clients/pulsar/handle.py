@@ -14,14 +14,15 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-from typing import ClassVar, Generic, TypeVar
+from collections.abc import Sequence
+from typing import ClassVar, Generic, Protocol, TypeVar
 
 from protoframe.clients.pulsar import errors
 from protoframe.clients.pulsar.connection import ClientConnection
 from protoframe.clients.pulsar.session import Session
 from protoframe.runtime.io.retry import RetryBudget, retry
 
-__all__ = ["HandleState", "TopicHandle"]
+__all__ = ["HandleState", "TopicHandle", "start_all"]
 
 log = logging.getLogger(__name__)
 
@@ -175,3 +176,18 @@ class TopicHandle(Generic[A]):
 
     def is_connected(self) -> bool:
         return self.state is HandleState.READY and self.cnx is not None and self.cnx.is_open
+
+
+class _Startable(Protocol):
+    async def start(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+async def start_all(handles: Sequence[_Startable]) -> None:
+    """Start every topic's or partition's handle; if any fails, close them all."""
+    try:
+        await asyncio.gather(*(h.start() for h in handles))
+    except BaseException:
+        await asyncio.gather(*(h.close() for h in handles), return_exceptions=True)
+        raise

@@ -20,7 +20,8 @@ from protoframe.clients.pulsar.connection import ClientConnection
 from protoframe.clients.pulsar.consumer import Consumer, ConsumerConfig, ReceiveQueue
 from protoframe.clients.pulsar.consumer.dead_letters import Letters
 from protoframe.clients.pulsar.consumer.handle import TopicConsumer
-from protoframe.clients.pulsar.consumer.topic_set import ConsumerTopics, PartitionsOf, start_all
+from protoframe.clients.pulsar.consumer.topic_set import ConsumerTopics, PartitionsOf
+from protoframe.clients.pulsar.handle import start_all
 from protoframe.clients.pulsar.producer import Producer, TopicProducer
 from protoframe.clients.pulsar.producer.partition_updates import follow_partitions
 from protoframe.clients.pulsar.session import Session

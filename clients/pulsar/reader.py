@@ -22,11 +22,18 @@ from typing import Any, TypeVar
 
 from protoframe.clients.pulsar import errors
 from protoframe.clients.pulsar.connection import ClientConnection
-from protoframe.clients.pulsar.consumer import Consumer, TopicConsumer
-from protoframe.clients.pulsar.handle import HandleState
+from protoframe.clients.pulsar.consumer import (
+    Consumer,
+    ConsumerConfig,
+    ReceiveQueue,
+    TopicConsumer,
+)
+from protoframe.clients.pulsar.handle import HandleState, start_all
 from protoframe.clients.pulsar.message import Message, MessageId
+from protoframe.clients.pulsar.session import Session
+from protoframe.generated.pulsar import pulsar_api as pb
 
-__all__ = ["Reader", "ReaderTopicConsumer"]
+__all__ = ["Reader", "ReaderTopicConsumer", "open_reader"]
 
 log = logging.getLogger(__name__)
 
@@ -272,3 +279,38 @@ class Reader:
 
     def __repr__(self) -> str:
         return f"<Reader {self.topic()}>"
+
+
+async def open_reader(session: Session, name: str, parts: list[tuple[str, int]],
+                      start_message_id: MessageId, subscription: str, reader_name: str | None,
+                      start_message_id_inclusive: bool, receiver_queue_size: int,
+                      is_read_compacted: bool, *, next_id: Callable[[], int],
+                      operation_timeout: float) -> Reader:
+    """A started ``Reader`` of topic ``name`` (``parts``: its partitions, or itself as
+    partition -1) over the non-durable ``subscription``; on a partitioned topic a start id of
+    one partition starts the others at the earliest."""
+    queue = ReceiveQueue()
+    children: list[ReaderTopicConsumer] = []
+    for part, index in parts:
+        start = start_message_id
+        if len(parts) > 1 and start.partition() >= 0 and start.partition() != index:
+            start = MessageId.earliest
+        conf = ConsumerConfig(
+            sub_type=pb.CommandSubscribe.SubType.Exclusive,
+            receiver_queue_size=receiver_queue_size, consumer_name=reader_name,
+            durable=False, read_compacted=is_read_compacted, start_message_id=start)
+        child = ReaderTopicConsumer(session, queue, part, index, subscription, conf, next_id())
+        child.inclusive = start_message_id_inclusive
+        children.append(child)
+    consumer: Consumer = Consumer(session, name, subscription, children[0].conf, queue,
+                                  list(children))
+    await start_all(children)
+    reader = Reader(consumer, children, operation_timeout)
+    if start_message_id == MessageId.latest and start_message_id_inclusive:
+        # As the official clients: an inclusive reader at the end reads the last message.
+        try:
+            await reader.seek_last()
+        except BaseException:
+            await reader.close()
+            raise
+    return reader

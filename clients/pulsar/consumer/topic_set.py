@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Iterable
 
 from protoframe.clients.pulsar.consumer.consumer import Consumer
 from protoframe.clients.pulsar.consumer.handle import TopicConsumer
+from protoframe.clients.pulsar.handle import start_all
 
 __all__ = ["ConsumerTopics", "PartitionsOf"]
 
@@ -24,15 +25,6 @@ log = logging.getLogger(__name__)
 PartitionsOf = Callable[[str], Awaitable[tuple[str, list[tuple[str, int]]]]]
 # Makes (does not start) the topic consumer of one partition: (name, index) -> handle.
 MakeChild = Callable[[str, int], TopicConsumer]
-
-
-async def start_all(children: list[TopicConsumer]) -> None:
-    """Start every partition's consumer; if any fails, close them all."""
-    try:
-        await asyncio.gather(*(c.start() for c in children))
-    except BaseException:
-        await asyncio.gather(*(c.close() for c in children), return_exceptions=True)
-        raise
 
 
 class ConsumerTopics:

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from protoframe.clients.pulsar.handle import start_all
 from protoframe.clients.pulsar.producer.handle import TopicProducer
 from protoframe.clients.pulsar.producer.producer import Producer
 
@@ -33,11 +34,7 @@ async def update_partitions(producer: Producer[Any], partitions_of: PartitionsOf
     added = [make_child(part, index) for part, index in parts if index >= count]
     if not added:
         return 0
-    try:
-        await asyncio.gather(*(p.start() for p in added))
-    except BaseException:
-        await asyncio.gather(*(p.close() for p in added), return_exceptions=True)
-        raise
+    await start_all(added)
     producer._add_partitions(added)
     log.info("%r: %s grew to %d partitions", producer, producer.topic(), len(parts))
     return len(added)

@@ -55,7 +55,7 @@ from protoframe.clients.pulsar.producer import (
     TopicProducer,
 )
 from protoframe.clients.pulsar.producer.memory import MemoryLimit
-from protoframe.clients.pulsar.reader import Reader, open_reader
+from protoframe.clients.pulsar.reader import Reader, ReaderListener, open_reader
 from protoframe.clients.pulsar.routing import HashingScheme
 from protoframe.clients.pulsar.schema.base import Schema, ValueT
 from protoframe.clients.pulsar.schema.binding import bind_consumer_schema
@@ -449,13 +449,17 @@ class PulsarClient:
         start_message_id_inclusive: bool = False,
         receiver_queue_size: int = 1000,
         is_read_compacted: bool = False,
-    ) -> Reader:
+        schema: Schema[ValueT] | None = None,
+        reader_listener: ReaderListener[ValueT] | None = None,
+    ) -> Reader[ValueT]:
         """A reader of ``topic`` from ``start_message_id`` (``MessageId.earliest``,
         ``MessageId.latest`` or a message's id), over a non-durable subscription.
 
         On a partitioned topic the reader reads every partition; its start is then
         ``earliest`` or ``latest``, or the id of a message of one of the partitions (the
-        others start at the earliest).
+        others start at the earliest). With a ``schema`` messages' ``value()`` is decoded by
+        it (as a consumer's); ``reader_listener(reader, message)``, a function or a coroutine
+        function, gets every message until the reader is closed, as the official client's.
         """
         self._check_open()
         name, parts = await self._partitions_of(topic)
@@ -467,16 +471,21 @@ class PulsarClient:
         return await self._open_reader(
             name, parts, start_message_id,
             f"{subscription_role_prefix or 'reader'}-{uuid.uuid4().hex[:10]}", reader_name,
-            start_message_id_inclusive, receiver_queue_size, is_read_compacted)
+            start_message_id_inclusive, receiver_queue_size, is_read_compacted, schema,
+            reader_listener)
 
     async def _open_reader(self, name: str, parts: list[tuple[str, int]],
                            start_message_id: MessageId, subscription: str,
                            reader_name: str | None, start_message_id_inclusive: bool,
-                           receiver_queue_size: int, is_read_compacted: bool) -> Reader:
+                           receiver_queue_size: int, is_read_compacted: bool,
+                           schema: Schema[ValueT] | None = None,
+                           reader_listener: ReaderListener[ValueT] | None = None
+                           ) -> Reader[ValueT]:
         reader = await open_reader(
             self._session, name, parts, start_message_id, subscription, reader_name,
             start_message_id_inclusive, receiver_queue_size, is_read_compacted,
-            next_id=lambda: next(self._consumer_ids), operation_timeout=self.operation_timeout)
+            next_id=lambda: next(self._consumer_ids), operation_timeout=self.operation_timeout,
+            schema=schema, reader_listener=reader_listener)
         self._consumers.append(reader.consumer())
         return reader
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from protoframe.clients.pulsar import errors
 from protoframe.clients.pulsar.connection import ClientConnection
@@ -28,12 +28,15 @@ from protoframe.clients.pulsar.consumer import (
     ReceiveQueue,
     TopicConsumer,
 )
+from protoframe.clients.pulsar.consumer.listener import start_listener
 from protoframe.clients.pulsar.handle import HandleState, start_all
 from protoframe.clients.pulsar.message import Message, MessageId
+from protoframe.clients.pulsar.schema.base import Schema, ValueT
+from protoframe.clients.pulsar.schema.binding import bind_consumer_schema
 from protoframe.clients.pulsar.session import Session
 from protoframe.generated.pulsar import pulsar_api as pb
 
-__all__ = ["Reader", "ReaderTopicConsumer", "open_reader"]
+__all__ = ["Reader", "ReaderListener", "ReaderTopicConsumer", "open_reader"]
 
 log = logging.getLogger(__name__)
 
@@ -121,27 +124,35 @@ class ReaderTopicConsumer(TopicConsumer):
         return not before and (not same or self.inclusive)
 
 
-class Reader:
+#: ``listener(reader, message)``: a function, or a coroutine function (awaited).
+ReaderListener = Callable[["Reader[ValueT]", Message[ValueT]], object]
+
+
+class Reader(Generic[ValueT]):
     """Reads a topic (every partition of it) from a position the application chooses.
 
     Made by ``PulsarClient.create_reader``. ``read_next`` returns the next message,
     ``has_message_available`` tells whether one is there to read, ``seek`` moves to a message
-    id or a publish time. Nothing is acknowledged: the subscription ends with the reader.
+    id or a publish time. Nothing is acknowledged: the subscription ends with the reader. Its
+    messages' values are of type ``ValueT`` (bytes without a schema).
     """
 
-    def __init__(self, consumer: Consumer, children: list[ReaderTopicConsumer],
+    def __init__(self, consumer: Consumer[ValueT], children: list[ReaderTopicConsumer],
                  operation_timeout: float) -> None:
         self._consumer = consumer
         self._children = children
         self._by_partition = {c.partition: c for c in children}
-        self._peeked: Message | None = None
+        self._peeked: Message[ValueT] | None = None
         self._operation_timeout = operation_timeout
         self._inclusive = bool(children) and children[0].inclusive
+        self._listener: asyncio.Task[None] | None = None
+        self._listening = asyncio.Event()
+        self._listening.set()
 
-    def _child(self, msg: Message) -> ReaderTopicConsumer:
+    def _child(self, msg: Message[ValueT]) -> ReaderTopicConsumer:
         return self._by_partition.get(msg.entry().partition, self._children[0])
 
-    async def _next_accepted(self, timeout_millis: int | None) -> Message:
+    async def _next_accepted(self, timeout_millis: int | None) -> Message[ValueT]:
         loop = asyncio.get_running_loop()
         deadline = None if timeout_millis is None else loop.time() + timeout_millis / 1000.0
         while True:
@@ -152,7 +163,7 @@ class Reader:
             if self._child(msg).accepts((info.ledger_id, info.entry_id, msg.batch_index())):
                 return msg
 
-    async def read_next(self, timeout_millis: int | None = None) -> Message:
+    async def read_next(self, timeout_millis: int | None = None) -> Message[ValueT]:
         """The next message; waits for one (at most ``timeout_millis``, then ``Timeout``)."""
         msg = self._peeked
         if msg is not None:
@@ -255,23 +266,45 @@ class Reader:
     def is_connected(self) -> bool:
         return self._consumer.is_connected()
 
-    def consumer(self) -> Consumer:
+    def consumer(self) -> Consumer[ValueT]:
         """The non-durable consumer under this reader (for statistics and tests)."""
         return self._consumer
 
+    async def receive(self, timeout_millis: int | None = None) -> Message[ValueT]:
+        """``read_next``, by the consumer's name (what a listener's loop calls)."""
+        return await self.read_next(timeout_millis)
+
+    def start_listener(self, listener: ReaderListener[ValueT]) -> None:
+        """Call ``listener(reader, message)`` for every message, until closed (what
+        ``create_reader(reader_listener=...)`` starts)."""
+        if self._listener is not None:
+            raise errors.InvalidConfiguration("this reader already has a listener")
+        self._listener = start_listener(self, listener, self._listening)
+
+    def pause_listener(self) -> None:
+        """Stop handing messages to the listener (the one it is handling finishes)."""
+        self._listening.clear()
+
+    def resume_listener(self) -> None:
+        self._listening.set()
+
     async def close(self) -> None:
         await self._consumer.close()
+        listener, self._listener = self._listener, None
+        if listener is not None and listener is not asyncio.current_task():
+            listener.cancel()
+            await asyncio.gather(listener, return_exceptions=True)
 
-    async def __aenter__(self) -> Reader:
+    async def __aenter__(self) -> Reader[ValueT]:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    def __aiter__(self) -> Reader:
+    def __aiter__(self) -> Reader[ValueT]:
         return self
 
-    async def __anext__(self) -> Message:
+    async def __anext__(self) -> Message[ValueT]:
         try:
             return await self.read_next()
         except errors.AlreadyClosed:
@@ -285,10 +318,13 @@ async def open_reader(session: Session, name: str, parts: list[tuple[str, int]],
                       start_message_id: MessageId, subscription: str, reader_name: str | None,
                       start_message_id_inclusive: bool, receiver_queue_size: int,
                       is_read_compacted: bool, *, next_id: Callable[[], int],
-                      operation_timeout: float) -> Reader:
+                      operation_timeout: float, schema: Schema[ValueT] | None = None,
+                      reader_listener: ReaderListener[ValueT] | None = None
+                      ) -> Reader[ValueT]:
     """A started ``Reader`` of topic ``name`` (``parts``: its partitions, or itself as
     partition -1) over the non-durable ``subscription``; on a partitioned topic a start id of
-    one partition starts the others at the earliest."""
+    one partition starts the others at the earliest. ``schema`` decodes its messages'
+    values; ``reader_listener(reader, message)`` gets every message from then on."""
     queue = ReceiveQueue()
     children: list[ReaderTopicConsumer] = []
     for part, index in parts:
@@ -298,12 +334,15 @@ async def open_reader(session: Session, name: str, parts: list[tuple[str, int]],
         conf = ConsumerConfig(
             sub_type=pb.CommandSubscribe.SubType.Exclusive,
             receiver_queue_size=receiver_queue_size, consumer_name=reader_name,
-            durable=False, read_compacted=is_read_compacted, start_message_id=start)
+            durable=False, read_compacted=is_read_compacted, start_message_id=start,
+            schema=schema)
         child = ReaderTopicConsumer(session, queue, part, index, subscription, conf, next_id())
         child.inclusive = start_message_id_inclusive
         children.append(child)
-    consumer: Consumer = Consumer(session, name, subscription, children[0].conf, queue,
-                                  list(children))
+    consumer: Consumer[ValueT] = Consumer(session, name, subscription, children[0].conf, queue,
+                                          list(children))
+    if schema is not None:
+        bind_consumer_schema(consumer, schema, session, name)
     await start_all(children)
     reader = Reader(consumer, children, operation_timeout)
     if start_message_id == MessageId.latest and start_message_id_inclusive:
@@ -313,4 +352,6 @@ async def open_reader(session: Session, name: str, parts: list[tuple[str, int]],
         except BaseException:
             await reader.close()
             raise
+    if reader_listener is not None:
+        reader.start_listener(reader_listener)
     return reader

@@ -33,6 +33,7 @@ from protoframe.clients.pulsar.message import Message, MessageId
 from protoframe.clients.pulsar.multi_subscribe import TopicsArgument
 from protoframe.clients.pulsar.producer import Producer as AsyncProducer
 from protoframe.clients.pulsar.producer import SendCallback
+from protoframe.clients.pulsar.reader import Reader as AsyncReader
 from protoframe.clients.pulsar.schema.base import Schema, ValueT
 
 __all__ = ["Client", "Consumer", "Producer"]
@@ -243,10 +244,27 @@ class Client:
     def create_reader(self, topic: str, start_message_id: MessageId,
                       reader_name: str | None = None,
                       subscription_role_prefix: str | None = None,
-                      **options: Any) -> sync_readers.Reader:
+                      schema: Schema[ValueT] | None = None,
+                      reader_listener: Callable[[sync_readers.Reader[ValueT], Message[ValueT]],
+                                                object] | None = None,
+                      **options: Any) -> sync_readers.Reader[ValueT]:
+        """``reader_listener(reader, message)`` gets this synchronous ``Reader`` and runs on a
+        worker thread, one message at a time (as ``subscribe``'s ``message_listener``)."""
         reader = self._runner.run(self._client.create_reader(
-            topic, start_message_id, reader_name, subscription_role_prefix, **options))
-        return sync_readers.Reader(self._runner, reader)
+            topic, start_message_id, reader_name, subscription_role_prefix, schema=schema,
+            **options))
+        wrapped = sync_readers.Reader(self._runner, reader)
+        if reader_listener is not None:
+            listener = reader_listener
+
+            async def on_thread(_: AsyncReader[Any], msg: Message[Any]) -> None:
+                await asyncio.get_running_loop().run_in_executor(None, listener, wrapped, msg)
+
+            async def start() -> None:
+                reader.start_listener(on_thread)
+
+            self._runner.run(start())
+        return wrapped
 
     def create_table_view(self, topic: str, **options: Any) -> sync_readers.TableView[bytes]:
         view = self._runner.run(self._client.create_table_view(topic, **options))

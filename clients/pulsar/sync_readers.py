@@ -8,6 +8,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from protoframe.clients.pulsar.message import Message, MessageId
 from protoframe.clients.pulsar.reader import Reader as AsyncReader
+from protoframe.clients.pulsar.schema.base import ValueT
 from protoframe.clients.pulsar.table_view import Listener
 from protoframe.clients.pulsar.table_view import TableView as AsyncTableView
 
@@ -25,10 +26,10 @@ class _LoopThread(Protocol):
     def call(self, fn: Callable[[], Any]) -> None: ...
 
 
-class Reader:
+class Reader(Generic[ValueT]):
     """A reader; see ``clients.pulsar.reader.Reader``."""
 
-    def __init__(self, runner: _LoopThread, reader: AsyncReader) -> None:
+    def __init__(self, runner: _LoopThread, reader: AsyncReader[ValueT]) -> None:
         self._runner = runner
         self._reader = reader
 
@@ -38,7 +39,7 @@ class Reader:
     def is_connected(self) -> bool:
         return self._reader.is_connected()
 
-    def read_next(self, timeout_millis: int | None = None) -> Message:
+    def read_next(self, timeout_millis: int | None = None) -> Message[ValueT]:
         """The next message; raises ``Timeout`` after ``timeout_millis`` without one."""
         return self._runner.run(self._reader.read_next(timeout_millis))
 

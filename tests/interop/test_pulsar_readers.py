@@ -13,6 +13,7 @@ import pytest
 
 from protoframe.clients.pulsar import MessageId, PulsarClient, Timeout
 from protoframe.clients.pulsar.broker import BrokerThread
+from protoframe.clients.pulsar.schema import StringSchema
 from tests.support.pulsar_service import BROKERS
 from tests.support.real_pulsar import RealPulsar
 
@@ -175,3 +176,31 @@ def test_our_table_view_holds_what_the_official_one_holds(
     assert theirs_before == {"a": b"2", "b": b"1", "c": None, "d": b"1"}
     assert mine_before == theirs_before
     assert mine_listened == theirs_listened
+
+
+def test_our_typed_listening_reader_reads_the_official_producers_strings(
+        broker: BrokerThread | RealPulsar) -> None:
+    """The official producer's String-schema values reach our reader's listener as ``str``,
+    decoded by the reader's schema, in order."""
+    client = pulsar.Client(broker.url, logger=LOGGER, operation_timeout_seconds=30)
+    try:
+        producer = client.create_producer("typed-listened", schema=pulsar.schema.StringSchema(),
+                                          batching_enabled=False)
+        for word in ("eins", "zwei", "drei"):
+            producer.send(word)
+    finally:
+        client.close()
+
+    async def ours() -> list[str]:
+        got: list[str] = []
+        async with PulsarClient(broker.url) as client:
+            reader = await client.create_reader(
+                "typed-listened", MessageId.earliest, schema=StringSchema(),
+                reader_listener=lambda _, msg: got.append(msg.value()))
+            async with asyncio.timeout(30):
+                while len(got) < 3:
+                    await asyncio.sleep(0.02)
+            await reader.close()
+        return got
+
+    assert asyncio.run(ours()) == ["eins", "zwei", "drei"]

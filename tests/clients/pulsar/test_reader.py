@@ -4,12 +4,17 @@ brokers: start positions, ``has_message_available``, seeks that hold across reco
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import pytest
 
 from protoframe.clients.pulsar import Message, MessageId, PulsarClient, Reader, Timeout
 from protoframe.clients.pulsar.broker import BrokerThread, EmbeddedBroker
+from protoframe.clients.pulsar.errors import IncompatibleSchema
+from protoframe.clients.pulsar.schema import JsonSchema, StringSchema
 from protoframe.clients.pulsar.sync import Client as SyncClient
 from tests.clients.pulsar.scenarios import Broker, Target, run
 
@@ -24,6 +29,12 @@ async def nothing_more(reader: Reader, wait_ms: int = 100) -> bool:
     except Timeout:
         return True
     return False
+
+
+@dataclass
+class Point:
+    x: int
+    y: int
 
 
 def data(msgs: list[Message]) -> list[bytes]:
@@ -310,3 +321,81 @@ def test_has_message_available_after_a_seek_by_time(target: Target) -> None:
             await reader.close()
 
     target.run(scenario)
+
+
+async def until(condition: Callable[[], bool], timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "not in time"
+        await asyncio.sleep(0.02)
+
+
+def test_reader_listener_gets_every_message_until_closed(target: Target) -> None:
+    async def scenario(url: str, broker: Broker) -> None:
+        async with PulsarClient(url) as client:
+            seen: list[tuple[Reader, bytes]] = []
+
+            async def listener(reader: Reader, msg: Message) -> None:
+                seen.append((reader, msg.data()))
+                if msg.data() == b"1":
+                    raise RuntimeError("a listener's error is logged, not fatal")
+
+            await sent(client, "listened", 3)
+            reader = await client.create_reader("listened", MessageId.earliest,
+                                                reader_listener=listener)
+            await until(lambda: len(seen) == 3)
+            assert [data for _, data in seen] == [b"0", b"1", b"2"]
+            assert all(r is reader for r, _ in seen)
+            reader.pause_listener()
+            producer = await client.create_producer("listened")
+            await producer.send(b"paused")
+            await asyncio.sleep(0.2)
+            assert len(seen) == 3
+            reader.resume_listener()
+            await until(lambda: len(seen) == 4)
+            await reader.close()
+            await producer.send(b"closed")
+            await asyncio.sleep(0.2)
+            assert [data for _, data in seen] == [b"0", b"1", b"2", b"paused"]
+
+    target.run(scenario)
+
+
+def test_reader_with_a_schema_reads_typed_values(target: Target) -> None:
+    async def scenario(url: str, broker: Broker) -> None:
+        async with PulsarClient(url) as client:
+            producer = await client.create_producer("typed-read", schema=StringSchema())
+            await producer.send("zwölf")
+            async with await client.create_reader("typed-read", MessageId.earliest,
+                                                  schema=StringSchema()) as reader:
+                msg = await reader.read_next(10000)
+                value: str = msg.value()
+                assert value == "zwölf" and msg.data() == "zwölf".encode()
+            # A reader's schema is checked as a consumer's: a JSON reader of a String topic
+            # is refused.
+            with pytest.raises(IncompatibleSchema):
+                await client.create_reader("typed-read", MessageId.earliest,
+                                           schema=JsonSchema(Point))
+
+    target.run(scenario)
+
+
+def test_sync_reader_listener_gets_the_sync_reader_on_a_worker_thread() -> None:
+    with BrokerThread(port=0) as broker:
+        client = SyncClient(broker.url)
+        try:
+            producer = client.create_producer("sync-listened")
+            producer.send(b"a")
+            seen: list[tuple[object, bytes, bool]] = []
+            main = threading.get_ident()
+            reader = client.create_reader(
+                "sync-listened", MessageId.earliest,
+                reader_listener=lambda r, m: seen.append(
+                    (r, m.data(), threading.get_ident() != main)))
+            deadline = time.monotonic() + 20
+            while not seen and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert seen == [(reader, b"a", True)]
+            reader.close()
+        finally:
+            client.close()

@@ -13,6 +13,7 @@ messages one literal each (``raise_line``), never split mid-phrase.
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -71,14 +72,18 @@ def raise_line(exc: str, message: str, *, fmt: bool = True, extra: str = "",
 class Imports:
     """The names a module's code uses, rendered as one sorted import block.
 
-    Sorted as isort (ruff's ``I`` rules) sorts: one ``from`` line per module, modules in
-    order, names in isort's order-by-type (CONSTANTS, Classes, functions); an aliased name
-    on a line of its own.
+    Sorted as isort (ruff's ``I`` rules) sorts: sections (standard library, third party,
+    protoframe, the generated package's siblings) apart by a blank line; in each, ``import``
+    lines before ``from`` lines, one ``from`` line per module, modules in order, names in
+    isort's order-by-type (CONSTANTS, Classes, functions); an aliased name on a line of its
+    own. ``one_per_line`` names module prefixes whose names are always listed one per line,
+    however few (as a formatter keeps a list with a trailing comma).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, one_per_line: tuple[str, ...] = ()) -> None:
         self._names: dict[str, set[str]] = {}
         self._modules: set[str] = set()
+        self._one_per_line = one_per_line
 
     def use(self, module: str, name: str | None = None) -> None:
         """Record ``from module import name`` (``import module`` when ``name`` is None)."""
@@ -91,19 +96,44 @@ class Imports:
         return module in self._names or module in self._modules
 
     def lines(self, limit: int = LIMIT) -> list[str]:
-        out = [f"import {m}" for m in sorted(self._modules)]
+        """The import lines of every section, without the blank lines between sections."""
+        return [line for section in self.sections(limit) for line in section]
+
+    def block(self, limit: int = LIMIT) -> list[str]:
+        """The import block: each section's lines, a blank line between sections."""
+        out: list[str] = []
+        for section in self.sections(limit):
+            out += ([""] if out else []) + section
+        return out
+
+    def sections(self, limit: int = LIMIT) -> list[list[str]]:
+        """The non-empty sections, in order, each as its sorted lines."""
+        sections: list[list[str]] = [[] for _ in range(4)]
+        for m in sorted(self._modules):
+            sections[_section(m)].append(f"import {m}")
         for module in sorted(self._names):
             names = sorted(self._names[module], key=isort_key)
             plain = [n for n in names if " as " not in n]
+            out = sections[_section(module)]
             out += [f"from {module} import {n}" for n in names if " as " in n]
             if not plain:
                 continue
             line = f"from {module} import {', '.join(plain)}"
-            if len(line) > limit:
+            if len(line) > limit or module.startswith(self._one_per_line):
                 line = (f"from {module} import (\n"
                         + "".join(f"{INDENT}{n},\n" for n in plain) + ")")
             out.append(line)
-        return sorted(out, key=lambda line: line.split()[1])
+        return [s for s in sections if s]
+
+
+def _section(module: str) -> int:
+    """isort's section of ``module``: 0 standard library, 1 third party, 2 first party, 3 local."""
+    if module.startswith("."):
+        return 3
+    top = module.split(".")[0]
+    if top == "protoframe":
+        return 2
+    return 0 if top in sys.stdlib_module_names else 1
 
 
 def isort_key(name: str) -> tuple[int, str]:

@@ -21,9 +21,11 @@ from protoframe.generator.ir import (
     PresentNames,
 )
 from protoframe.generator.proto_emit import (
+    ERRORS,
     FIXED_DECODERS,
     INLINE_VARINTS,
     LINEAR_CASES,
+    PROTOWIRE,
     PY_SCALAR,
     VARINT_ALWAYS,
     VARINT_SLOW,
@@ -40,18 +42,34 @@ class Case:
     lines: list[str]
 
 
-def read_len(end_var: str, where: str, limit: str = "end") -> list[str]:
+def read_len(py: ModuleContext, end_var: str, where: str, limit: str = "end") -> list[str]:
     """Statements reading a length prefix and checking it stays inside ``limit``."""
     return [
         "n = buf[pos]",
         "if n < 0x80:",
         "    pos += 1",
         "else:",
-        "    n, pos = read_varint(buf, pos)",
+        f"    n, pos = {read_varint(py)}(buf, pos)",
         f"{end_var} = pos + n",
         f"if {end_var} > {limit}:",
-        f"    raise truncated({q(where)})",
+        f"    raise {truncated(py)}({q(where)})",
     ]
+
+
+def truncated(py: ModuleContext) -> str:
+    return py.runtime(PROTOWIRE, "truncated")
+
+
+def read_varint(py: ModuleContext) -> str:
+    return py.runtime(PROTOWIRE, "read_varint")
+
+
+def add_unknown(py: ModuleContext) -> str:
+    return py.runtime(PROTOWIRE, "add_unknown")
+
+
+def skip_field(py: ModuleContext) -> str:
+    return py.runtime(PROTOWIRE, "skip_field")
 
 
 def decode_value(
@@ -65,17 +83,18 @@ def decode_value(
     kind = t.kind
     if kind in FIXED_DECODERS:
         fn, size = FIXED_DECODERS[kind]
-        return [f"{target} = {fn}(buf, pos)[0]", f"pos += {size}"]
+        return [f"{target} = {py.runtime(PROTOWIRE, fn)}(buf, pos)[0]", f"pos += {size}"]
     if kind == "string":
         # A UnicodeDecodeError becomes InvalidUtf8Error naming the field, in decode_from.
-        return [*read_len("vend", where, limit), f"{target} = buf[pos:vend].decode()",
+        return [*read_len(py, "vend", where, limit), f"{target} = buf[pos:vend].decode()",
                 "pos = vend"]
     if kind == "bytes":
-        return [*read_len("vend", where, limit), f"{target} = buf[pos:vend]", "pos = vend"]
+        return [*read_len(py, "vend", where, limit), f"{target} = buf[pos:vend]",
+                "pos = vend"]
     if kind == "message":
         assert t.message is not None
         ref = py.ref(t.message.full_name, t.message.py_path)
-        return [*read_len("vend", where, limit),
+        return [*read_len(py, "vend", where, limit),
                 f"{target} = {ref}.decode_from(buf, pos, vend)", "pos = vend"]
     lines = ["raw = buf[pos]", "if raw < 0x80:", "    pos += 1"]
     if kind in INLINE_VARINTS:
@@ -92,19 +111,27 @@ def decode_value(
                   "    raw = raw & 0x7F | (second & 0x7F) << 7 | (third & 0x7F) << 14",
                   "    raw |= fourth << 21",
                   "    pos += 4"]
-    lines += ["else:", "    raw, pos = read_varint(buf, pos)"]
+    lines += ["else:", f"    raw, pos = {read_varint(py)}(buf, pos)"]
     if kind in VARINT_SLOW:
-        lines.append("    raw = " + VARINT_SLOW[kind].format("raw"))
+        lines.append("    raw = " + _convert(py, VARINT_SLOW[kind]))
     if kind == "enum":
         assert t.enum is not None
         enum_map = py.enum_map(t.enum)
         default = "" if t.enum.closed else ", raw"
         lines.append(f"{target} = {enum_map}.get(raw{default})")
     elif kind in VARINT_ALWAYS:
-        lines.append(f"{target} = " + VARINT_ALWAYS[kind].format("raw"))
+        lines.append(f"{target} = " + _convert(py, VARINT_ALWAYS[kind]))
     else:
         lines.append(f"{target} = raw")
     return lines
+
+
+def _convert(py: ModuleContext, conversion: tuple[str, str]) -> str:
+    """A VARINT_SLOW or VARINT_ALWAYS conversion of ``raw``, its helper declared."""
+    expr, helper = conversion
+    if helper:
+        py.runtime(PROTOWIRE, helper)
+    return expr.format("raw")
 
 
 def closed_enum(t: FieldType) -> bool:
@@ -117,7 +144,7 @@ def map_case(py: ModuleContext, f: Field, where: str) -> Case:
     local, k, val, raw_val = f"f_{name}", f"k_{name}", f"val_{name}", f"x_{name}"
     ktag = varint_literal(1 << 3 | wire_type(f.map_key))[0]
     vtag = varint_literal(2 << 3 | wire_type(f.map_value))[0]
-    body = [*read_len("eend", where), f"{k} = {zero_of(py, f.map_key)}",
+    body = [*read_len(py, "eend", where), f"{k} = {zero_of(py, f.map_key)}",
             f"{val} = {zero_of(py, f.map_value)}", "while pos < eend:", "    etag = buf[pos]",
             "    pos += 1", f"    if etag == {ktag}:"]
     body += ["        " + s for s in decode_value(py, f.map_key, k, where, "eend")]
@@ -128,9 +155,9 @@ def map_case(py: ModuleContext, f: Field, where: str) -> Case:
     else:
         body += ["        " + s for s in decode_value(py, f.map_value, val, where, "eend")]
     body += ["    else:", "        if etag >= 0x80:",
-             "            etag, pos = read_varint(buf, pos - 1)",
-             "        pos = skip_field(buf, pos, eend, etag)",
-             "if pos != eend:", f"    raise truncated({q(where)})", f"{local}[{k}] = {val}"]
+             f"            etag, pos = {read_varint(py)}(buf, pos - 1)",
+             f"        pos = {skip_field(py)}(buf, pos, eend, etag)",
+             "if pos != eend:", f"    raise {truncated(py)}({q(where)})", f"{local}[{k}] = {val}"]
     return Case(f.number << 3 | 2, body)
 
 
@@ -145,6 +172,7 @@ def decode_lines(py: ModuleContext, m: MessageType, present: PresentNames | None
     strings: dict[int, str] = {}  # tag -> field, for the UTF-8 error
     sparse = {f.number for f in m.sparse_fields()}
     if sparse:
+        py.imports.use("typing", "Any")
         init.append("present: dict[str, Any] = {}")
     for f in m.fields:
         local, tmp = f"f_{f.py_name}", f"x_{f.py_name}"
@@ -170,7 +198,8 @@ def decode_lines(py: ModuleContext, m: MessageType, present: PresentNames | None
         if f.label is Label.REPEATED:
             init.append(f"{local}: list[{value_ann}] = []")
             if closed:
-                keep = [f"if {tmp} is None:", "    unknown = add_unknown(unknown, buf[start:pos])",
+                keep = [f"if {tmp} is None:",
+                        f"    unknown = {add_unknown(py)}(unknown, buf[start:pos])",
                         "else:", f"    {local}.append({tmp})"]
             else:
                 keep = [f"{local}.append({tmp})"]
@@ -180,12 +209,13 @@ def decode_lines(py: ModuleContext, m: MessageType, present: PresentNames | None
                 if closed:
                     unk_tag = bytes_literal(varint_literal(f.number << 3))
                     keep = [f"if {tmp} is None:",
-                            f"    unknown = add_unknown(unknown, {unk_tag} + int32_bytes(raw))",
+                            f"    unknown = {add_unknown(py)}(unknown, {unk_tag} + "
+                            f"{py.runtime(PROTOWIRE, 'int32_bytes')}(raw))",
                             "else:", f"    {local}.append({tmp})"]
-                packed = [*read_len("pend", where), "while pos < pend:"]
+                packed = [*read_len(py, "pend", where), "while pos < pend:"]
                 packed += ["    " + s for s in decode_value(py, f.type, tmp, where, "pend")]
                 packed += ["    " + s for s in keep]
-                packed += ["if pos != pend:", f"    raise truncated({q(where)})"]
+                packed += ["if pos != pend:", f"    raise {truncated(py)}({q(where)})"]
                 cases.append(Case(f.number << 3 | 2, packed))
             continue
         if f.presence is Presence.IMPLICIT:
@@ -194,7 +224,7 @@ def decode_lines(py: ModuleContext, m: MessageType, present: PresentNames | None
             init.append(f"{local}: {value_ann} | None = None")
         if closed:
             one = [*read, f"if {tmp} is None:",
-                   "    unknown = add_unknown(unknown, buf[start:pos])", "else:",
+                   f"    unknown = {add_unknown(py)}(unknown, buf[start:pos])", "else:",
                    f"    {local} = {tmp}"]
         else:
             one = [*decode_value(py, f.type, local, where)]
@@ -211,25 +241,29 @@ def decode_lines(py: ModuleContext, m: MessageType, present: PresentNames | None
         lines += ["        elif (second := buf[pos + 1]) < 0x80:",
                   "            tag = tag & 0x7F | second << 7",
                   "            pos += 2"]
-    lines += ["        else:", "            tag, pos = read_varint(buf, pos)"]
-    fallback = ["pos = skip_field(buf, pos, end, tag)",
-                "unknown = add_unknown(unknown, buf[start:pos])"]
+    lines += ["        else:", f"            tag, pos = {read_varint(py)}(buf, pos)"]
+    fallback = [f"pos = {skip_field(py)}(buf, pos, end, tag)",
+                f"unknown = {add_unknown(py)}(unknown, buf[start:pos])"]
     lines += ["        " + s for s in dispatch(cases, fallback)]
     name = q(m.py_path)
-    lines += ["except (IndexError, struct_error):", f"    raise truncated({name}) from None"]
+    py.imports.use("struct", "error as struct_error")
+    lines += ["except (IndexError, struct_error):", f"    raise {truncated(py)}({name}) from None"]
     if len(strings) == 1:
+        invalid = py.runtime(PROTOWIRE, "invalid_utf8")
         lines += ["except UnicodeDecodeError as exc:",
-                  f"    raise invalid_utf8({q(next(iter(strings.values())))}, exc) from None"]
+                  f"    raise {invalid}({q(next(iter(strings.values())))}, exc) from None"]
     elif strings:
         lines += ["except UnicodeDecodeError as exc:", "    where = {"]
         lines += [f"        {tag}: {q(where)}," for tag, where in sorted(strings.items())]
-        lines += ["    }[tag]", "    raise invalid_utf8(where, exc) from None"]
-    lines += ["if pos != end:", f"    raise truncated({name})"]
+        invalid = py.runtime(PROTOWIRE, "invalid_utf8")
+        lines += ["    }[tag]", f"    raise {invalid}(where, exc) from None"]
+    lines += ["if pos != end:", f"    raise {truncated(py)}({name})"]
     for f in m.fields:
         if f.presence is Presence.REQUIRED:
+            missing = py.runtime(ERRORS, "MissingRequiredFieldError")
             lines += [f"if f_{f.py_name} is None:",
-                      f"    raise MissingRequiredFieldError({q(m.py_path)}, {q(f.proto_name)})"]
-    lines.append("msg = new_instance(cls)")
+                      f"    raise {missing}({q(m.py_path)}, {q(f.proto_name)})"]
+    lines.append(f"msg = {py.runtime(PROTOWIRE, 'new_instance')}(cls)")
     lines += [f"msg.{f.storage} = f_{f.py_name}" for f in m.fields if f.number not in sparse]
     if present is not None:
         lines.append(f"msg.{present.slot} = present")

@@ -7,7 +7,7 @@ encoded and decoded.
 
 from __future__ import annotations
 
-from protoframe.generator.codewriter import bytes_literal, q
+from protoframe.generator.codewriter import Imports, bytes_literal, q
 from protoframe.generator.ir import (
     EnumType,
     EnumValue,
@@ -16,6 +16,11 @@ from protoframe.generator.ir import (
     MessageType,
     ProtoFile,
 )
+
+# The runtime modules generated bindings import from.
+PROTOWIRE = "protoframe.runtime.codec.protowire"
+COMPILED = "protoframe.runtime.codec.compiled"
+ERRORS = "protoframe.runtime.errors"
 
 # How each scalar is encoded: (wire type, function producing the value's bytes).
 ENCODERS: dict[str, tuple[int, str]] = {
@@ -49,18 +54,19 @@ VARINT_HELPERS = {
 # Integer kinds whose decoders read two- to four-byte varints inline.
 INLINE_VARINTS = frozenset({"int32", "int64", "uint32", "uint64", "sint32", "sint64"})
 
-# Conversion of a raw (unsigned, 64-bit) varint to the field's value when it took >1 byte.
-VARINT_SLOW: dict[str, str] = {
-    "int32": "to_int32({})",
-    "int64": "to_int64({})",
-    "uint32": "{} & 0xFFFFFFFF",
-    "enum": "to_int32({})",
+# Conversion of a raw (unsigned, 64-bit) varint to the field's value when it took >1 byte:
+# (expression, the runtime helper it calls or "").
+VARINT_SLOW: dict[str, tuple[str, str]] = {
+    "int32": ("to_int32({})", "to_int32"),
+    "int64": ("to_int64({})", "to_int64"),
+    "uint32": ("{} & 0xFFFFFFFF", ""),
+    "enum": ("to_int32({})", "to_int32"),
 }
-# Conversion applied to every decoded varint (one-byte ones included).
-VARINT_ALWAYS: dict[str, str] = {
-    "bool": "{} != 0",
-    "sint32": "unzigzag32({})",
-    "sint64": "unzigzag({})",
+# Conversion applied to every decoded varint (one-byte ones included), as VARINT_SLOW.
+VARINT_ALWAYS: dict[str, tuple[str, str]] = {
+    "bool": ("{} != 0", ""),
+    "sint32": ("unzigzag32({})", "unzigzag32"),
+    "sint64": ("unzigzag({})", "unzigzag"),
 }
 FIXED_DECODERS = {
     "fixed32": ("unpack_fixed32", 4),
@@ -92,12 +98,18 @@ def varint_literal(value: int) -> bytes:
 
 
 class ModuleContext:
-    """Translates IR types to Python annotations and expressions within one module."""
+    """Translates IR types to Python annotations and expressions within one module.
+
+    Every emitter that writes a name the module must import declares it on ``imports`` where it
+    writes it, so the import block holds exactly what the code uses.
+    """
 
     def __init__(self, proto: ProtoFile, module_of: dict[str, str]) -> None:
         self.proto = proto
         self.module_of = module_of  # full_name of a type -> generated module it lives in
-        self.imports: set[str] = set()
+        # The runtime's names one per line: regenerating after a schema change then shows the
+        # helpers it added or dropped as lines of their own.
+        self.imports = Imports(one_per_line=("protoframe.",))
         # Module-level names already bound while a class body runs: the enums (emitted first)
         # and the top-level messages emitted so far.
         self.bound: set[str] = {e.py_name for e in proto.enums}
@@ -106,8 +118,13 @@ class ModuleContext:
         module = self.module_of[full_name]
         if module == self.proto.module:
             return py_path
-        self.imports.add(f"from . import {module}")
+        self.imports.use(".", module)
         return f"{module}.{py_path}"
+
+    def runtime(self, module: str, name: str) -> str:
+        """``name`` from the runtime ``module``, declared as used; returns ``name``."""
+        self.imports.use(module, name)
+        return name
 
     def value_ann(self, t: FieldType) -> str:
         if t.kind == "enum":
@@ -124,7 +141,7 @@ class ModuleContext:
         module = self.module_of[enum.full_name]
         if module == self.proto.module:
             return base
-        self.imports.add(f"from . import {module}")
+        self.imports.use(".", module)
         return f"{module}.{base}"
 
     def default_expr(self, f: Field) -> str:
@@ -146,7 +163,7 @@ class ModuleContext:
         if py == "float":
             special = {"inf": "math.inf", "-inf": "-math.inf", "nan": "math.nan"}
             if f.default in special:
-                self.imports.add("import math")
+                self.imports.use("math")
                 return special[f.default]
             return repr(float(f.default))
         return str(int(f.default, 0))

@@ -17,14 +17,17 @@ from protoframe.generator.ir import (
 )
 from protoframe.generator.proto_emit import (
     ENCODERS,
+    ERRORS,
+    PROTOWIRE,
     VARINT_HELPERS,
+    ModuleContext,
     tag_bytes,
     varint_literal,
     wire_type,
 )
 
 
-def value_bytes(t: FieldType, var: str, out: str = "parts") -> list[str]:
+def value_bytes(py: ModuleContext, t: FieldType, var: str, out: str = "parts") -> list[str]:
     """Statements appending the encoded value ``var`` (without its tag) to the list ``out``.
 
     Small varints and length prefixes come straight from ``SMALL_VARINTS``; the helpers
@@ -32,44 +35,50 @@ def value_bytes(t: FieldType, var: str, out: str = "parts") -> list[str]:
     """
     kind = t.kind
     if kind in VARINT_HELPERS:
-        return [f"{out}.append(SMALL_VARINTS[{var}] if 0 <= {var} < 0x4000 "
-                f"else {VARINT_HELPERS[kind]}({var}))"]
+        small = py.runtime(PROTOWIRE, "SMALL_VARINTS")
+        helper = py.runtime(PROTOWIRE, VARINT_HELPERS[kind])
+        return [f"{out}.append({small}[{var}] if 0 <= {var} < 0x4000 else {helper}({var}))"]
     if kind == "string":
-        return [f"data = {var}.encode()", *len_prefixed("data", out)]
+        return [f"data = {var}.encode()", *len_prefixed(py, "data", out)]
     if kind == "bytes":
-        return len_prefixed(var, out)
+        return len_prefixed(py, var, out)
     if kind == "message":
         return ["sub = []", f"{var}._encode(sub)", "data = b\"\".join(sub)",
-                *len_prefixed("data", out)]
-    return [f"{out}.append({ENCODERS[kind][1]}({var}))"]
+                *len_prefixed(py, "data", out)]
+    return [f"{out}.append({py.runtime(PROTOWIRE, ENCODERS[kind][1])}({var}))"]
 
 
-def len_prefixed(data: str, out: str) -> list[str]:
+def len_prefixed(py: ModuleContext, data: str, out: str) -> list[str]:
+    small = py.runtime(PROTOWIRE, "SMALL_VARINTS")
+    varint = py.runtime(PROTOWIRE, "varint_bytes")
     return [f"size = len({data})",
-            f"{out}.append(SMALL_VARINTS[size] if size < 0x4000 else varint_bytes(size))",
+            f"{out}.append({small}[size] if size < 0x4000 else {varint}(size))",
             f"{out}.append({data})"]
 
 
-def field_bytes(t: FieldType, number: int, var: str, out: str = "parts") -> list[str]:
+def field_bytes(py: ModuleContext, t: FieldType, number: int, var: str,
+                out: str = "parts") -> list[str]:
     """Statements appending tag and value of field ``number`` holding ``var`` to ``out``."""
     if t.kind == "bool":
         # Tag and value in one constant.
         true, false = (bytes_literal(varint_literal(number << 3) + bytes([b])) for b in (1, 0))
         return [f"{out}.append({true} if {var} else {false})"]
-    return [f"{out}.append({tag_bytes(number, wire_type(t))})", *value_bytes(t, var, out)]
+    return [f"{out}.append({tag_bytes(number, wire_type(t))})",
+            *value_bytes(py, t, var, out)]
 
 
-def nonzero(t: FieldType, var: str) -> str:
+def nonzero(py: ModuleContext, t: FieldType, var: str) -> str:
     """Condition under which an implicit-presence value is written: not the zero value.
 
     A negative zero float is not the zero value on the wire, so it is written.
     """
     if t.kind in ("float", "double"):
+        py.imports.use("math", "copysign")
         return f"{var} or copysign(1.0, {var}) < 0"
     return var
 
 
-def encode_lines(m: MessageType, present: PresentNames | None) -> list[str]:
+def encode_lines(py: ModuleContext, m: MessageType, present: PresentNames | None) -> list[str]:
     """Body of ``_encode(self, parts)``: fields in number order, then unknown fields."""
     lines: list[str] = []
     sparse = {f.number for f in m.sparse_fields()}
@@ -84,7 +93,7 @@ def encode_lines(m: MessageType, present: PresentNames | None) -> list[str]:
             runs[-1].append(f)
     for f in ordered:
         if f.number not in sparse:
-            lines += encode_field(m, f)
+            lines += encode_field(py, m, f)
             continue
         assert present is not None
         run = next(r for r in runs if f in r)
@@ -92,7 +101,7 @@ def encode_lines(m: MessageType, present: PresentNames | None) -> list[str]:
             continue
         if run is runs[0]:
             lines += present_prefix(present, len(runs) > 1)
-        lines += present_run(present, run if len(runs) > 1 else None)
+        lines += present_run(py, present, run if len(runs) > 1 else None)
     return declare_lists([*lines, "if self._unknown:", "    parts.append(self._unknown)"])
 
 
@@ -108,10 +117,10 @@ def present_prefix(present: PresentNames, multi: bool) -> list[str]:
     return [*lines, "    present = {n: present[n] for n in sorted(present, key=rank.__getitem__)}"]
 
 
-def present_run(present: PresentNames, run: list[Field] | None) -> list[str]:
+def present_run(py: ModuleContext, present: PresentNames, run: list[Field] | None) -> list[str]:
     """A loop writing the present sparse fields (of ``run`` only, when there are several)."""
     body = ["parts.append(tags[name])", "sub = []", "value._encode(sub)",
-            "data = b\"\".join(sub)", *len_prefixed("data", "parts")]
+            "data = b\"\".join(sub)", *len_prefixed(py, "data", "parts")]
     lines = ["for name, value in present.items():"]
     if run is None:
         return lines + ["    " + s for s in body]
@@ -126,33 +135,34 @@ def declare_lists(lines: list[str]) -> list[str]:
     return [f"{name}: list[{kinds[name]}]" for name in used] + lines
 
 
-def encode_field(m: MessageType, f: Field) -> list[str]:
+def encode_field(py: ModuleContext, m: MessageType, f: Field) -> list[str]:
     """Statements appending one field to ``parts`` (nothing when it is unset or empty)."""
     v = f"v_{f.py_name}"
     if f.is_map:
         assert f.map_key is not None and f.map_value is not None
         k, val = f"k_{f.py_name}", f"val_{f.py_name}"
         lines = [f"for {k}, {val} in self.{f.py_name}.items():", "    entry = []"]
-        lines += ["    " + s for s in field_bytes(f.map_key, 1, k, "entry")]
-        lines += ["    " + s for s in field_bytes(f.map_value, 2, val, "entry")]
+        lines += ["    " + s for s in field_bytes(py, f.map_key, 1, k, "entry")]
+        lines += ["    " + s for s in field_bytes(py, f.map_value, 2, val, "entry")]
         lines += [f"    parts.append({tag_bytes(f.number, 2)})", "    data = b\"\".join(entry)"]
-        return lines + ["    " + s for s in len_prefixed("data", "parts")]
+        return lines + ["    " + s for s in len_prefixed(py, "data", "parts")]
     if f.label is Label.REPEATED:
         item = f"item_{f.py_name}"
         if f.packed:
             lines = [f"{v} = self.{f.py_name}", f"if {v}:", "    packed = []",
                      f"    for {item} in {v}:"]
-            lines += ["        " + s for s in value_bytes(f.type, item, "packed")]
+            lines += ["        " + s for s in value_bytes(py, f.type, item, "packed")]
             lines += [f"    parts.append({tag_bytes(f.number, 2)})",
                       "    data = b\"\".join(packed)"]
-            return lines + ["    " + s for s in len_prefixed("data", "parts")]
+            return lines + ["    " + s for s in len_prefixed(py, "data", "parts")]
         lines = [f"for {item} in self.{f.py_name}:"]
-        return lines + ["    " + s for s in field_bytes(f.type, f.number, item)]
-    body = field_bytes(f.type, f.number, v)
+        return lines + ["    " + s for s in field_bytes(py, f.type, f.number, item)]
+    body = field_bytes(py, f.type, f.number, v)
     if f.presence is Presence.REQUIRED:
+        unset = py.runtime(ERRORS, "RequiredFieldUnsetError")
         return [f"{v} = self.{f.storage}",
                 f"if {v} is None:",
-                f"    raise RequiredFieldUnsetError({q(m.py_path)}, {q(f.proto_name)})",
+                f"    raise {unset}({q(m.py_path)}, {q(f.proto_name)})",
                 *body]
-    cond = f"{v} is not None" if f.presence is Presence.EXPLICIT else nonzero(f.type, v)
+    cond = f"{v} is not None" if f.presence is Presence.EXPLICIT else nonzero(py, f.type, v)
     return [f"{v} = self.{f.storage}", f"if {cond}:", *["    " + s for s in body]]

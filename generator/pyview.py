@@ -7,10 +7,9 @@ both share (the wire tables, ``ModuleContext``) from ``proto_emit``.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
-from protoframe.generator.codewriter import docstring, isort_key, q
+from protoframe.generator.codewriter import docstring, q
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.ir import (
     EnumType,
@@ -24,6 +23,9 @@ from protoframe.generator.ir import (
 from protoframe.generator.linefit import fit_appends
 from protoframe.generator.proto_decoder import decode_lines
 from protoframe.generator.proto_emit import (
+    COMPILED,
+    ERRORS,
+    PROTOWIRE,
     ModuleContext,
     tag_bytes,
 )
@@ -146,9 +148,8 @@ class ModuleView:
     messages: list[MessageView]
     enums: list[EnumView]
     all_enums: list[EnumView]
-    imports: list[str]
-    stdlib_imports: list[str]
-    runtime_imports: list[str]
+    # The import block, its sections apart by blank lines: what the module's code declared.
+    import_lines: list[str]
     exports: list[str]
     fields_dicts: list[FieldsDictView] = field(default_factory=list)
     # Lines of the layout tables given to runtime.codec.compiled.install_layouts; empty: none.
@@ -166,38 +167,23 @@ def build_module(proto: ProtoFile, module_of: dict[str, str]) -> ModuleView:
         if not m.is_map_entry:
             messages.append(_message_view(py, m, 0))
             py.bound.add(m.py_name)  # the classes after it may name it in their defaults
-    enums = [_enum_view(e, 0) for e in proto.enums]
+    enums = [_enum_view(py, e, 0) for e in proto.enums]
     nested = [e for v in _walk(messages) for e in v.nested_enums]
-    fields_dicts = [_fields_dict_view(v) for v in _walk(messages) if v.fields_dict]
+    fields_dicts = [_fields_dict_view(py, v) for v in _walk(messages) if v.fields_dict]
     layouts = [line for m in proto.all_messages() if not m.is_map_entry
                for line in _compiled_layout(py, m)]
+    if layouts:
+        py.imports.use(COMPILED, "install_layouts")
     text = proto.comment or f"Typed protobuf bindings for {proto.path}."
     if proto.package:
         text += f"\n\nProtobuf package: ``{proto.package}``."
-    body = "\n".join(line for v in messages for line in _all_lines(v))
-    stdlib = [line for line in py.imports if line.startswith("import ")]
-    if enums or nested:
-        stdlib.append("import enum")
-    typing_names = "Any, ClassVar, Self" if re.search(r"\bAny\b", body) else "ClassVar, Self"
-    if fields_dicts:
-        typing_names = f"TYPE_CHECKING, {typing_names}, TypedDict, Unpack"
-        body += "\npresent_fields spell_out_fields"
-    if layouts:
-        body += "\ninstall_layouts"
-    stdlib_from = [f"from typing import {typing_names}"]
-    if "copysign(" in body:
-        stdlib_from.append("from math import copysign")
-    if "struct_error" in body or messages:
-        stdlib_from.append("from struct import error as struct_error")
     return ModuleView(
         source=proto.path,
         module_doc=docstring(text, ""),
         messages=messages,
         enums=enums,
         all_enums=enums + nested,
-        imports=sorted(line for line in py.imports if line.startswith("from .")),
-        stdlib_imports=sorted(stdlib) + sorted(stdlib_from),
-        runtime_imports=_runtime_imports(body, bool(messages), bool(enums + nested)),
+        import_lines=py.imports.block(),
         exports=sorted([m.name for m in messages] + [e.name for e in enums]),
         fields_dicts=fields_dicts,
         compiled_layouts=layouts,
@@ -213,7 +199,11 @@ def _walk(views: list[MessageView]) -> list[MessageView]:
     return out
 
 
-def _fields_dict_view(v: MessageView) -> FieldsDictView:
+def _fields_dict_view(py: ModuleContext, v: MessageView) -> FieldsDictView:
+    # The template's TYPE_CHECKING block of TypedDicts and its spell_out_fields calls.
+    for name in ("TYPE_CHECKING", "TypedDict", "Unpack"):
+        py.imports.use("typing", name)
+    py.runtime(PROTOWIRE, "spell_out_fields")
     return FieldsDictView(
         name=v.fields_dict,
         path=v.path,
@@ -229,50 +219,11 @@ def _fields_dict_view(v: MessageView) -> FieldsDictView:
     )
 
 
-# In isort's order of the modules, so that the generated import block is sorted as written.
-_RUNTIME_MODULES = {
-    "protoframe.runtime.codec.compiled": ("ProtoEnumType", "install_layouts"),
-    "protoframe.runtime.codec.protowire": (
-        "SMALL_VARINTS", "add_unknown", "bool_bytes", "decode_str", "int32_bytes",
-        "int64_bytes", "invalid_utf8", "pack_double", "pack_fixed32", "pack_fixed64",
-        "pack_float", "pack_sfixed32", "pack_sfixed64", "read_varint", "sint32_bytes",
-        "sint64_bytes", "skip_field", "str_bytes", "to_int32", "to_int64", "truncated",
-        "uint32_bytes", "uint64_bytes", "unpack_double", "unpack_fixed32", "unpack_fixed64",
-        "unpack_float", "unpack_sfixed32", "unpack_sfixed64", "unzigzag", "unzigzag32",
-        "varint_bytes", "Message", "message_repr", "new_instance", "number_table",
-        "present_fields", "spell_out_fields", "BytesLike",
-    ),
-    "protoframe.runtime.errors": (
-        "MissingRequiredFieldError", "RequiredFieldUnsetError", "ValueOutOfRangeError",
-    ),
-}
-
-
-def _runtime_imports(body: str, has_messages: bool, has_enums: bool) -> list[str]:
-    """Import lines for exactly the runtime helpers the generated code uses."""
-    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", body))
-    if has_messages:
-        words |= {"Message", "message_repr", "BytesLike", "ValueOutOfRangeError"}
-    if has_enums:
-        words |= {"number_table", "ProtoEnumType"}
-    out = []
-    for module, names in _RUNTIME_MODULES.items():
-        used = sorted((n for n in names if n in words), key=isort_key)
-        if used:
-            out.append(f"from {module} import (")
-            out += [f"    {n}," for n in used]
-            out.append(")")
-    return out
-
-
-def _all_lines(v: MessageView) -> list[str]:
-    lines = v.encode_lines + v.decode_lines
-    for n in v.nested_messages:
-        lines += _all_lines(n)
-    return lines
-
-
-def _enum_view(e: EnumType, depth: int) -> EnumView:
+def _enum_view(py: ModuleContext, e: EnumType, depth: int) -> EnumView:
+    # The template's class statement and the module's number -> member table.
+    py.imports.use("enum")
+    py.runtime(COMPILED, "ProtoEnumType")
+    py.runtime(PROTOWIRE, "number_table")
     ind = "    " * (depth + 1)
     return EnumView(
         name=e.py_name,
@@ -285,6 +236,16 @@ def _enum_view(e: EnumType, depth: int) -> EnumView:
 
 
 def _message_view(py: ModuleContext, m: MessageType, depth: int) -> MessageView:
+    # What the template's class skeleton names: its base class, annotations, __repr__, decode's
+    # parameter and encode's handling of struct's range errors.
+    for name in ("ClassVar", "Self"):
+        py.imports.use("typing", name)
+    for name in ("Message", "message_repr", "BytesLike"):
+        py.runtime(PROTOWIRE, name)
+    py.runtime(ERRORS, "ValueOutOfRangeError")
+    py.imports.use("struct", "error as struct_error")
+    if m.present is not None:
+        py.imports.use("typing", "Any")  # the annotation of the dict of present fields
     ind = "    " * (depth + 1)
     fields = [_field_view(py, m, f) for f in m.fields]
     sparse = {f.number for f in m.sparse_fields()}
@@ -324,15 +285,15 @@ def _message_view(py: ModuleContext, m: MessageType, depth: int) -> MessageView:
         init_doc=docstring(init_text, ind + "    "),
         fields=fields,
         oneofs=oneofs,
-        encode_lines=fit_appends(encode_lines(m, present), len(ind) + 4),
+        encode_lines=fit_appends(encode_lines(py, m, present), len(ind) + 4),
         decode_lines=decode_lines(py, m, present),
-        nested_enums=[_enum_view(e, depth + 1) for e in m.enums],
+        nested_enums=[_enum_view(py, e, depth + 1) for e in m.enums],
         nested_messages=[_message_view(py, n, depth + 1) for n in m.messages
                          if not n.is_map_entry],
-        init_lines=_init_lines(fields, present, m.py_path),
+        init_lines=_init_lines(py, fields, present, m.py_path),
         present=present.slot if present else "",
         class_lines=_present_tables(m, present) if present else [],
-        copy_lines=_copy_lines(fields, present) if present else [],
+        copy_lines=_copy_lines(py, fields, present) if present else [],
         fields_dict=_fields_dict_name(m) if present else "",
         indent=len(ind),
     )
@@ -391,24 +352,26 @@ def _present_tables(m: MessageType, present: PresentNames) -> list[str]:
     return [*lines, "}"]
 
 
-def _copy_lines(fields: list[FieldView], present: PresentNames) -> list[str]:
+def _copy_lines(py: ModuleContext, fields: list[FieldView], present: PresentNames) -> list[str]:
     """Body of ``__copy__``: the copy gets its own dict of present fields.
 
     Without it a shallow copy would share the dict, and unsetting a field of the copy would
     unset it in the original too, unlike every field that has its own slot.
     """
-    lines = ["other = new_instance(type(self))"]
+    lines = [f"other = {py.runtime(PROTOWIRE, 'new_instance')}(type(self))"]
     lines += [f"other.{fv.storage} = self.{fv.storage}" for fv in fields if not fv.sparse]
     lines += [f"other.{present.slot} = dict(self.{present.slot})",
               "other._unknown = self._unknown", "return other"]
     return lines
 
 
-def _init_lines(fields: list[FieldView], present: PresentNames | None, owner: str) -> list[str]:
+def _init_lines(py: ModuleContext, fields: list[FieldView], present: PresentNames | None,
+                owner: str) -> list[str]:
     """Body of ``__init__`` after the docstring: sparse fields come in as ``**_fields``."""
     lines = [f"self.{fv.storage} = {fv.init_expr}" for fv in fields if not fv.sparse]
     if present is not None:
-        lines.append(f"self.{present.slot} = present_fields(_fields, self.{present.tags}, "
+        lines.append(f"self.{present.slot} = {py.runtime(PROTOWIRE, 'present_fields')}("
+                     f"_fields, self.{present.tags}, "
                      f"{q(owner)})")
     return [*lines, 'self._unknown = b""']
 

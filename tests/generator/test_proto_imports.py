@@ -1,0 +1,100 @@
+"""A protobuf module imports exactly the names its code uses, as the emitters declare them."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import shutil
+from pathlib import Path
+
+import pytest
+
+from protoframe.generator.build import generate
+from tests.support.paths import DATA
+
+PROTOWIRE = "protoframe.runtime.codec.protowire"
+
+
+def _bindings(tmp: Path, protocol: str, files: dict[str, str]) -> dict[str, str]:
+    """The generated bindings of ``files`` (name -> .proto text), by module name."""
+    spec_dir = tmp / "specs" / protocol
+    spec_dir.mkdir(parents=True)
+    for name, text in files.items():
+        (spec_dir / name).write_text(text)
+    out = generate(tmp / "specs", "specs", [protocol], outputs=frozenset({"bindings"}))
+    prefix = f"{protocol}/"
+    return {rel.removeprefix(prefix).removesuffix(".py"): text
+            for rel, text in out.files.items() if rel.startswith(prefix)}
+
+
+def _imported(source: str, module: str) -> set[str]:
+    """The names ``source`` imports from ``module``."""
+    return {alias.asname or alias.name for node in ast.parse(source).body
+            if isinstance(node, ast.ImportFrom) and node.module == module
+            for alias in node.names}
+
+
+def _unbound_and_unused(source: str) -> tuple[set[str], set[str]]:
+    """Names the code reads that nothing binds, and imported names the code never reads."""
+    tree = ast.parse(source)
+    loaded: set[str] = set()
+    bound = set(dir(builtins))
+    imported: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (loaded if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+                continue
+            imported |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return loaded - bound - imported, imported - loaded
+
+
+PLAIN = """syntax = "proto2";
+package imports.test;
+message Plain { optional bytes b = 1; }
+"""
+# Plain plus one zigzag-encoded field: the module needs its encoder and decoder helpers.
+ZIGZAG = """syntax = "proto2";
+package imports.test;
+message Zig { optional bytes b = 1; optional sint64 d = 2; }
+"""
+
+
+def test_a_runtime_name_is_imported_exactly_where_the_code_uses_it(tmp_path: Path) -> None:
+    modules = _bindings(tmp_path, "imports", {"plain.proto": PLAIN, "zig.proto": ZIGZAG})
+    plain = _imported(modules["plain"], PROTOWIRE)
+    zig = _imported(modules["zig"], PROTOWIRE)
+    assert zig - plain == {"sint64_bytes", "unzigzag"}
+    assert plain - zig == set()
+    assert "unzigzag" in modules["zig"].split("__all__")[1]
+    assert "unzigzag" not in modules["plain"]
+    for name, text in modules.items():
+        assert _unbound_and_unused(text) == (set(), set()), name
+
+
+def test_a_module_of_enums_imports_no_message_machinery(tmp_path: Path) -> None:
+    modules = _bindings(tmp_path, "enums", {"colours.proto": (
+        'syntax = "proto3";\npackage enums.test;\nenum Colour { RED = 0; GREEN = 1; }\n')})
+    text = modules["colours"]
+    assert _imported(text, PROTOWIRE) == {"number_table"}
+    assert "struct_error" not in text and "ClassVar" not in text
+    assert _unbound_and_unused(text) == (set(), set())
+
+
+@pytest.mark.parametrize("protocol", ["allkinds", "nested", "proto3", "sparse"])
+def test_every_name_used_is_imported_and_every_import_used(
+        tmp_path: Path, protocol: str) -> None:
+    shutil.copytree(DATA / protocol, tmp_path / "specs" / protocol)
+    out = generate(tmp_path / "specs", "specs", [protocol], outputs=frozenset({"bindings"}))
+    modules = {rel: text for rel, text in out.files.items()
+               if rel.startswith(f"{protocol}/") and not rel.endswith("__init__.py")}
+    assert modules
+    for rel, text in modules.items():
+        assert _unbound_and_unused(text) == (set(), set()), rel

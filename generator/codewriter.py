@@ -114,15 +114,15 @@ class Imports:
         for module in sorted(self._names):
             names = sorted(self._names[module], key=isort_key)
             plain = [n for n in names if " as " not in n]
-            out = sections[_section(module)]
-            out += [f"from {module} import {n}" for n in names if " as " in n]
-            if not plain:
-                continue
-            line = f"from {module} import {', '.join(plain)}"
-            if len(line) > limit or module.startswith(self._one_per_line):
-                line = (f"from {module} import (\n"
-                        + "".join(f"{INDENT}{n},\n" for n in plain) + ")")
-            out.append(line)
+            # The statements of one module in the order of their first names.
+            groups = [[n] for n in names if " as " in n] + ([plain] if plain else [])
+            for group in sorted(groups, key=lambda g: isort_key(g[0])):
+                line = f"from {module} import {', '.join(group)}"
+                if group is plain and (len(line) > limit
+                                       or module.startswith(self._one_per_line)):
+                    line = (f"from {module} import (\n"
+                            + "".join(f"{INDENT}{n},\n" for n in plain) + ")")
+                sections[_section(module)].append(line)
         return [s for s in sections if s]
 
 

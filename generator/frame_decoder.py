@@ -42,6 +42,7 @@ from protoframe.generator.frame_ir import (
     nested_struct,
 )
 from protoframe.generator.layout_plan import LayoutPlan
+from protoframe.generator.runtime_modules import CHECKSUMS, ERRORS, MUTF8, PROTOWIRE
 
 # ---------------------------------------------------------------------------------------------
 # decoding
@@ -81,7 +82,7 @@ class Decoder:
                             if (held := nested_struct(f)) is not None)
         if checksum_wrap:
             self.out.append("bad: ChecksumFailure | None = None")
-            self.ctx.uses.add("errors:ChecksumFailure")
+            self.ctx.imports.use(ERRORS, "ChecksumFailure")
         for op in self.plan.field_ops:
             self.field(op.field)
         # A last field read to ``end`` has left nothing over: no skip, no check.
@@ -91,7 +92,7 @@ class Decoder:
         elif self.plan.skips_trailing:
             self.out.append("pos = end  # trailing bytes this spec does not know are skipped")
         elif self.plan.reads_to_end:
-            self.ctx.uses.add("errors:SizeMismatchError")
+            self.ctx.imports.use(ERRORS, "SizeMismatchError")
             self.out += ["if pos != end:", *indent(raise_lines(
                 "SizeMismatchError",
                 f"{s.name}: {{end - pos}} bytes left over after the last field"))]
@@ -109,8 +110,8 @@ class Decoder:
     def early_check(self, f: FrameField) -> list[str]:
         assert f.checksum is not None
         algo = f.checksum.algorithm
-        self.ctx.uses.add(f"checksums:{algo}")
-        self.ctx.uses.add("errors:ChecksumFailure")
+        self.ctx.imports.use(CHECKSUMS, algo)
+        self.ctx.imports.use(ERRORS, "ChecksumFailure")
         return [
             f"actual = {algo}(memoryview(buf)[pos:end])",
             f"if actual != f_{f.name}:",
@@ -123,8 +124,8 @@ class Decoder:
     def checksum_check(self, f: FrameField) -> None:
         assert f.checksum is not None
         algo = f.checksum.algorithm
-        self.ctx.uses.add(f"checksums:{algo}")
-        self.ctx.uses.add("errors:ChecksumFailure")
+        self.ctx.imports.use(CHECKSUMS, algo)
+        self.ctx.imports.use(ERRORS, "ChecksumFailure")
         start = f"s_{f.checksum.start}"
         self.out += [
             f"actual = {algo}(memoryview(buf)[{start}:pos])",
@@ -141,9 +142,9 @@ class Decoder:
     def overrun(self, f: FrameField, detail: str) -> list[str]:
         """The raise for a declared size that runs past the available bytes."""
         if not self.bounded and not self.in_range:
-            self.ctx.uses.add("protowire:truncated")
+            self.ctx.imports.use(PROTOWIRE, "truncated")
             return [f"raise truncated({self.where(f)})"]
-        self.ctx.uses.add("errors:SizeMismatchError")
+        self.ctx.imports.use(ERRORS, "SizeMismatchError")
         return raise_lines("SizeMismatchError", f"{self.s.name}.{f.name}: {detail}")
 
     def early_checksum(self, f: FrameField) -> bool:
@@ -158,7 +159,7 @@ class Decoder:
                and not self.early_checksum(g) for g in s.fields):
             self.out.append(f"s_{f.name} = pos")
         for g in range_starts(s, f):
-            self.ctx.uses.add("errors:SizeMismatchError")
+            self.ctx.imports.use(ERRORS, "SizeMismatchError")
             self.out += [
                 f"e_{g.name} = end",
                 f"end = pos + f_{g.name}",
@@ -211,7 +212,7 @@ class Decoder:
             self.in_range -= 1
             # Running out of bytes inside the range means its declared size is too small.
             mark = self.range_marks.pop()
-            self.ctx.uses.add("errors:TruncatedError")
+            self.ctx.imports.use(ERRORS, "TruncatedError")
             self.out[mark:] = [
                 "try:", *indent(self.out[mark:]), "except TruncatedError as exc:",
                 *indent(raise_lines("SizeMismatchError", f"{s.name}.{g.name}: {{f_{g.name}}} "
@@ -229,8 +230,8 @@ class Decoder:
 
     def int_read(self, f: FrameField, target: str) -> list[str]:
         if isinstance(f, VarintField):
-            self.ctx.uses.add("protowire:read_varint")
-            self.ctx.uses.add("protowire:truncated")
+            self.ctx.imports.use(PROTOWIRE, "read_varint")
+            self.ctx.imports.use(PROTOWIRE, "truncated")
             return ["try:",
                     f"    {target}, pos = read_varint(buf, pos)",
                     "except IndexError:",
@@ -248,7 +249,7 @@ class Decoder:
 
     def region_end(self, f: FrameField) -> tuple[list[str], str]:
         """Statements computing ``vend``, the end of a sized field's bytes, and its name."""
-        self.ctx.uses.add("errors:SizeMismatchError")
+        self.ctx.imports.use(ERRORS, "SizeMismatchError")
         if f.length is not None:
             return self.need(str(f.length), f) + [f"vend = pos + {f.length}"], "vend"
         if f.size == "rest":
@@ -271,7 +272,7 @@ class Decoder:
                 fake = IntField(name=f.name, doc="", location=f.location, width=width,
                                 signed=signed, order=self.s_order())
             lines = self.int_read(fake, "n")
-            self.ctx.uses.add("protowire:truncated")
+            self.ctx.imports.use(PROTOWIRE, "truncated")
             # An unsigned prefix is never negative.
             check = "n < 0 or " if isinstance(fake, IntField) and fake.signed else ""
             lines += ["vend = pos + n", f"if {check}vend > end:",
@@ -302,7 +303,7 @@ class Decoder:
         if isinstance(f, IntField | VarintField | BoolField):
             lines = self.int_read(f, target)
             if f.const is not None and not f.marker:
-                self.ctx.uses.add("errors:BadMagicError")
+                self.ctx.imports.use(ERRORS, "BadMagicError")
                 lines += [f"if {target} != {f.const:#x}:", *indent(raise_lines(
                     "BadMagicError", f"{self.s.name}.{f.name}: expected {f.const:#x}, got "
                     f"{{{target}:#x}}"))]
@@ -323,10 +324,10 @@ class Decoder:
                 lines.append(f"{target} = buf[pos:{vend}]")
             elif isinstance(f, StringField):
                 if f.encoding == "mutf8":
-                    self.ctx.uses.add("mutf8:decode as mutf8_decode")
+                    self.ctx.imports.use(MUTF8, "decode as mutf8_decode")
                     lines.append(f"{target} = mutf8_decode(buf[pos:{vend}], {self.where(f)})")
                 else:
-                    self.ctx.uses.add("protowire:decode_str")
+                    self.ctx.imports.use(PROTOWIRE, "decode_str")
                     lines.append(f"{target} = decode_str(buf, pos, {vend}, {self.where(f)})")
             else:
                 lines += self.sized_call(f, self.proto_read(f, target, vend), vend)
@@ -351,8 +352,8 @@ class Decoder:
         ref = self.ctx.proto_ref(f.message.py_path, f.message.full_name)
         if f.dispatch_on is None:
             return [f"{target} = {ref}.decode_from(buf, pos, {vend})"]
-        self.ctx.uses.add("errors:MissingRequiredFieldError")
-        self.ctx.uses.add("protowire:unknown_command_type")
+        self.ctx.imports.use(ERRORS, "MissingRequiredFieldError")
+        self.ctx.imports.use(PROTOWIRE, "unknown_command_type")
         on = f.dispatch_on.proto_name
         return [
             "try:",
@@ -369,8 +370,8 @@ class Decoder:
         """Run a nested decode; inside a declared size, running out is a size mismatch."""
         if vend == "end":
             return call_lines
-        self.ctx.uses.add("errors:TruncatedError")
-        self.ctx.uses.add("errors:SizeMismatchError")
+        self.ctx.imports.use(ERRORS, "TruncatedError")
+        self.ctx.imports.use(ERRORS, "SizeMismatchError")
         return ["try:", *indent(call_lines),
                 "except TruncatedError as exc:",
                 *indent(raise_lines("SizeMismatchError", f"{self.s.name}.{f.name}: declared size "
@@ -379,7 +380,7 @@ class Decoder:
     def struct_call(self, f: StructField, target: str, call: str, vend: str) -> list[str]:
         check = []
         if vend != "end":
-            self.ctx.uses.add("errors:SizeMismatchError")
+            self.ctx.imports.use(ERRORS, "SizeMismatchError")
             check = [f"if pos != {vend}:", *indent(raise_lines(
                 "SizeMismatchError", f"{self.s.name}.{f.name}: content does not fill its "
                 "declared size", fmt=False))]
@@ -405,7 +406,7 @@ class Decoder:
 
     def dispatch_check(self, f: ProtoField, target: str) -> list[str]:
         assert f.dispatch_on is not None and f.message is not None
-        self.ctx.uses.add("errors:MissingBodyError")
+        self.ctx.imports.use(ERRORS, "MissingBodyError")
         return [
             f"if getattr({target}, _BODY_FIELDS[{target}.{f.dispatch_on.py_name}]) is None:",
             f"    raise MissingBodyError(f\"{f.message.proto_name} of type "
@@ -447,8 +448,8 @@ class Decoder:
         return lines
 
     def switch(self, f: SwitchField, target: str) -> list[str]:
-        self.ctx.uses.add("errors:UnknownCommandTypeError")
-        self.ctx.uses.add("Callable")
+        self.ctx.imports.use(ERRORS, "UnknownCommandTypeError")
+        self.ctx.imports.use("collections.abc", "Callable")
         lines, vend = self.region_end(f) if (f.size or f.prefix) else ([], "end")
         key = f"f_{f.switch_on}"
         alias = f.alias
@@ -474,7 +475,7 @@ class Decoder:
         ]
         lines += self.sized_call(f, [f"{target}, pos = decode_body(buf, pos, {vend})"], vend)
         if vend != "end":
-            self.ctx.uses.add("errors:SizeMismatchError")
+            self.ctx.imports.use(ERRORS, "SizeMismatchError")
             lines += [f"if pos != {vend}:", *indent(raise_lines(
                 "SizeMismatchError", f"{self.s.name}.{f.name}: {{{vend} - pos}} bytes of the "
                 "body left over"))]
@@ -485,8 +486,8 @@ class Decoder:
         lw, ls = INT_TYPES[f.block_length]
         cp = self.ctx.packer(cw, cs, self.s_order())
         lp = self.ctx.packer(lw, ls, self.s_order())
-        self.ctx.uses.add("errors:SizeMismatchError")
-        self.ctx.uses.add("protowire:truncated")
+        self.ctx.imports.use(ERRORS, "SizeMismatchError")
+        self.ctx.imports.use(PROTOWIRE, "truncated")
         lines = [*self.need(str(cw), f), f"n_blocks = {cp}.unpack_from(buf, pos)[0]",
                  f"pos += {cw}"]
         if f.max_blocks is not None:

@@ -12,7 +12,7 @@ import ast
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from protoframe.generator.codewriter import raise_line
+from protoframe.generator.codewriter import Imports, raise_line
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.expr import Expr
 from protoframe.generator.frame_checks import path_attrs
@@ -44,8 +44,8 @@ class EmitContext:
     spec: FrameSpec
     plans: SpecPlans  # each struct's layout plan, which both codecs follow
     packers: dict[str, str] = field(default_factory=dict)
-    proto_modules: set[str] = field(default_factory=set)
-    uses: set[str] = field(default_factory=set)
+    # Every name the module's code uses, declared by the emitter that writes it.
+    imports: Imports = field(default_factory=Imports)
     tables: list[str] = field(default_factory=list)  # module-level tables after the classes
     runs: set[str] = field(default_factory=set)  # structs read by decode_run (see _run_structs)
 
@@ -57,7 +57,7 @@ class EmitContext:
 
     def proto_ref(self, path: str, full_name: str) -> str:
         module = self.spec.proto_modules[full_name]
-        self.proto_modules.add(module)
+        self.imports.use(".", module)
         return f"{module}.{path}"
 
 
@@ -156,7 +156,7 @@ def annotation(ctx: EmitContext, struct: StructDef, f: FrameField) -> str:
         case BoolField():
             return "bool"
         case UuidField():
-            ctx.uses.add("UUID")
+            ctx.imports.use("uuid", "UUID")
             return "UUID"
         case BytesField():
             return "bytes"

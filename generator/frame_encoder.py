@@ -38,6 +38,7 @@ from protoframe.generator.frame_ir import (
     nested_message,
 )
 from protoframe.generator.layout_plan import LayoutPlan
+from protoframe.generator.runtime_modules import CHECKSUMS, ERRORS, MUTF8, PROTOWIRE
 
 # ---------------------------------------------------------------------------------------------
 # encoding
@@ -116,7 +117,7 @@ class Encoder:
 
     def pack(self, f: FrameField, value: str) -> list[str]:
         if isinstance(f, VarintField):
-            self.ctx.uses.add("protowire:varint_bytes")
+            self.ctx.imports.use(PROTOWIRE, "varint_bytes")
             return [f"{self.buf} += varint_bytes({value})"]
         if isinstance(f, BoolField):
             return [f"{self.buf}.append(1 if {value} else 0)"]
@@ -191,7 +192,7 @@ class Encoder:
                 return []
             # A stored bit-field: the value: expressions put it on the wire; make sure it
             # survives the trip (fits its bits) by deriving it back.
-            self.ctx.uses.add("errors:EncodeError")
+            self.ctx.imports.use(ERRORS, "EncodeError")
             back = self.render(f.derive, f, parens=not isinstance(f, BoolField))
             back = f"bool({back})" if isinstance(f, BoolField) else back
             return [f"if {back} != self.{f.name}:", *indent(raise_lines(
@@ -204,7 +205,7 @@ class Encoder:
             return [f"{self.buf} += {bytes_literal(const_bytes(f))}"]
         if f.checksum is not None:
             algo = f.checksum.algorithm
-            self.ctx.uses.add(f"checksums:{algo}")
+            self.ctx.imports.use(CHECKSUMS, algo)
             i = int_field(f)
             packer = self.ctx.packer(i.width, i.signed, i.order)
             if self.covers_the_rest(f):
@@ -248,7 +249,7 @@ class Encoder:
             return lines + self.pack(f, f"v_{f.name}")
         body = self.write(f)
         if f.when is not None:
-            self.ctx.uses.add("errors:EncodeError")
+            self.ctx.imports.use(ERRORS, "EncodeError")
             cond = self.render(f.when, f, parens=False)
             text = f.when.text
             return [f"if {cond}:",
@@ -286,7 +287,7 @@ class Encoder:
 
     def str_bytes(self, f: StringField, value: str) -> str:
         if f.encoding == "mutf8":
-            self.ctx.uses.add("mutf8:encode as mutf8_encode")
+            self.ctx.imports.use(MUTF8, "encode as mutf8_encode")
             return f"mutf8_encode({value})"
         return f"{value}.encode()"
 
@@ -294,7 +295,7 @@ class Encoder:
         el = element_of(f)
         lines: list[str] = []
         if f.count is not None and not f.count_from_field:
-            self.ctx.uses.add("errors:EncodeError")
+            self.ctx.imports.use(ERRORS, "EncodeError")
             count = self.render(f.count, f)
             lines += [f"if len(self.{f.name}) != {count}:", *indent(raise_lines(
                 "EncodeError", f"{self.s.name}.{f.name} has {{len(self.{f.name})}} items; "
@@ -331,7 +332,7 @@ class Encoder:
                 lines.append(f"data_{f.name} = {data}")
                 data = f"data_{f.name}"
             if f.length is not None:
-                self.ctx.uses.add("errors:EncodeError")
+                self.ctx.imports.use(ERRORS, "EncodeError")
                 lines += [f"if len({data}) != {f.length}:", *indent(raise_lines(
                     "EncodeError", f"{self.s.name}.{f.name} must be {f.length} bytes",
                     fmt=False))]
@@ -365,7 +366,7 @@ class Encoder:
                 f"    {self.buf} += block",
             ]
             if f.max_blocks is not None:
-                self.ctx.uses.add("errors:EncodeError")
+                self.ctx.imports.use(ERRORS, "EncodeError")
                 lines[1:1] = [f"if len(content) > {f.max_blocks * size}:", *indent(raise_lines(
                     "EncodeError", f"{self.s.name}.{f.name}: {{len(content)}} bytes need "
                     f"more than {f.max_blocks} blocks"))]
@@ -375,7 +376,7 @@ class Encoder:
     def prefix(self, f: FrameField, length: str) -> list[str]:
         assert f.prefix is not None
         if f.prefix == "varint":
-            self.ctx.uses.add("protowire:varint_bytes")
+            self.ctx.imports.use(PROTOWIRE, "varint_bytes")
             return [f"{self.buf} += varint_bytes({length})"]
         width, signed = INT_TYPES[f.prefix]
         return [f"{self.buf} += {self.ctx.packer(width, signed, self.ctx.spec.byte_order)}"

@@ -20,6 +20,7 @@ from protoframe.generator.frame_ir import (
 )
 from protoframe.generator.layout_ops import Const
 from protoframe.generator.layout_plan import LayoutPlan
+from protoframe.generator.runtime_modules import ERRORS
 
 
 def magic_checks(ctx: EmitContext, plan: LayoutPlan, upto: int) -> list[str]:
@@ -33,7 +34,7 @@ def magic_checks(ctx: EmitContext, plan: LayoutPlan, upto: int) -> list[str]:
         if isinstance(op, Const):
             t = op.int_type
             packer = ctx.packer(t.width, t.signed, t.order)
-            ctx.uses.add("errors:BadMagicError")
+            ctx.imports.use(ERRORS, "BadMagicError")
             lines += [f"magic = {packer}.unpack_from(buf, {offset_expr('pos', offset)})[0]",
                       f"if magic != {op.value:#x}:", *indent(raise_lines(
                           "BadMagicError", f"{plan.name}.{op.name}: expected {op.value:#x}, "
@@ -54,8 +55,8 @@ def length_lines(ctx: EmitContext, plan: LayoutPlan) -> list[str]:
         between = length.between
         header = offset + f.width
         packer = ctx.packer(f.width, f.signed, f.order)
-        ctx.uses.add("errors:FrameTooLargeError")
-        ctx.uses.add("errors:SizeMismatchError")
+        ctx.imports.use(ERRORS, "FrameTooLargeError")
+        ctx.imports.use(ERRORS, "SizeMismatchError")
         # An unsigned length cannot make the size smaller than the header.
         negative = [f"if size < {header + between}:",
                     "    raise SizeMismatchError(f\"negative frame length {size}\")"]
@@ -75,7 +76,7 @@ def length_lines(ctx: EmitContext, plan: LayoutPlan) -> list[str]:
     lw, ls = INT_TYPES[f.block_length]
     cp = ctx.packer(cw, cs, ctx.spec.byte_order)
     lp = ctx.packer(lw, ls, ctx.spec.byte_order)
-    ctx.uses.add("errors:FrameTooLargeError")
+    ctx.imports.use(ERRORS, "FrameTooLargeError")
     most = f"min({f.max_blocks}, limit // {lw})" if f.max_blocks else f"limit // {lw}"
     return [
         f"p = {offset_expr('pos', offset)}",

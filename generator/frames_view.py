@@ -30,6 +30,12 @@ from protoframe.generator.frame_ir import (
 from protoframe.generator.frame_layouts import layout_lines
 from protoframe.generator.frame_length import length_lines
 from protoframe.generator.layout_plan import LayoutPlan, plan_spec
+from protoframe.generator.runtime_modules import (
+    COMPILED_FRAMES,
+    COMPRESSION,
+    ERRORS,
+    STREAM,
+)
 
 
 @dataclass
@@ -52,9 +58,8 @@ class ClassView:
 class FramesModuleView:
     source: str
     module_doc: str
-    imports: list[str]
-    runtime_imports: list[str]
-    local_imports: list[str]
+    # The import block, its sections apart by blank lines: what the module's code declared.
+    import_lines: list[str]
     constants: list[str]
     aliases: list[str]
     classes: list[ClassView]
@@ -82,36 +87,15 @@ def build_frames_module(spec: FrameSpec) -> FramesModuleView:
     command_table = _command_table(ctx, spec) + ctx.tables
     layouts = layout_lines(list(plans), lambda m: ctx.proto_ref(m.py_path, m.full_name))
     if layouts:
-        ctx.uses.add("compiled_frames:install_frame_layouts")
-    imports = ["from dataclasses import dataclass", "from struct import Struct",
-               "from struct import error as struct_error", "from typing import Self"]
-    if "Callable" in ctx.uses:
-        imports.append("from collections.abc import Callable")
-    if "UUID" in ctx.uses:
-        imports.append("from uuid import UUID")
-    imports.sort(key=lambda line: line.split()[1])
-    ctx.uses.add("errors:ValueOutOfRangeError")
-    ctx.uses.add("errors:SizeMismatchError")
-    runtime: dict[str, list[str]] = {}
-    for use in sorted(ctx.uses - {"UUID", "Callable"}):
-        module, name = use.split(":")
-        runtime.setdefault(module, []).append(name)
-    runtime_imports = []
-    for key, names in sorted(runtime.items()):
-        # Uses name a module of the codec layer, or the errors every layer shares.
-        m = key if key == "errors" else f"codec.{key}"
-        plain = [n for n in names if " as " not in n]
-        # isort keeps each aliased import on its own line.
-        runtime_imports += [f"from protoframe.runtime.{m} import {n}"
-                            for n in names if " as " in n]
-        if not plain:
-            continue
-        line = f"from protoframe.runtime.{m} import {', '.join(plain)}"
-        if len(line) > 100:
-            line = (f"from protoframe.runtime.{m} import (\n"
-                    + "".join(f"    {n},\n" for n in plain) + ")")
-        runtime_imports.append(line)
-    runtime_imports.append("from protoframe.runtime.codec.stream import FrameStream")
+        ctx.imports.use(COMPILED_FRAMES, "install_frame_layouts")
+    # What the template's classes and FrameStream name.
+    ctx.imports.use("dataclasses", "dataclass")
+    ctx.imports.use("struct", "Struct")
+    ctx.imports.use("struct", "error as struct_error")
+    ctx.imports.use("typing", "Self")
+    ctx.imports.use(ERRORS, "ValueOutOfRangeError")
+    ctx.imports.use(ERRORS, "SizeMismatchError")
+    ctx.imports.use(STREAM, "FrameStream")
     doc = spec.doc.strip() or f"Frames of the {spec.protocol} protocol."
     stream_doc = ("Incremental decoder: ``feed(data)`` returns every "
                   f"{spec.frame.name} the bytes complete.")
@@ -121,9 +105,7 @@ def build_frames_module(spec: FrameSpec) -> FramesModuleView:
     return FramesModuleView(
         source=spec.path,
         module_doc=docstring(f"{doc}\n\nFrame layouts and codecs generated from {spec.path}.", ""),
-        imports=imports,
-        runtime_imports=sorted(runtime_imports),
-        local_imports=_local_imports(ctx.proto_modules, spec),
+        import_lines=ctx.imports.block(),
         constants=[f'{name} = Struct("{code}")' for name, code in sorted(ctx.packers.items())],
         aliases=aliases,
         classes=classes,
@@ -236,7 +218,7 @@ def _extras(ctx: EmitContext, s: StructDef) -> list[str]:
 
 def _decompress_method(ctx: EmitContext, s: StructDef, f: FrameField) -> list[str]:
     assert f.compression is not None
-    ctx.uses.add("compression:decompress")
+    ctx.imports.use(COMPRESSION, "decompress")
     codec = _attr_path(s, f.compression.codec)
     size = _attr_path(s, f.compression.uncompressed_size) if f.compression.uncompressed_size \
         else f"len(self.{f.name})"
@@ -266,14 +248,6 @@ def _attr_path(s: StructDef, ref: str) -> str:
 # frame length probe and command tables
 
 
-def _local_imports(proto_modules: set[str], spec: FrameSpec) -> list[str]:
-    # The body fields of an envelope come from the protocol's command table (commands.py).
-    envelope = any(isinstance(f, ProtoField) and f.dispatch_on is not None
-                   for f in spec.frame.fields)
-    modules = sorted(proto_modules | ({"commands"} if envelope else set()))
-    return [f"from . import {', '.join(modules)}"] if modules else []
-
-
 def _command_table(ctx: EmitContext, spec: FrameSpec) -> list[str]:
     lines: list[str] = []
     for f in spec.frame.fields:
@@ -283,6 +257,7 @@ def _command_table(ctx: EmitContext, spec: FrameSpec) -> list[str]:
             enum_ref = ctx.proto_ref(enum.py_path, enum.full_name)
             # Which field of the envelope holds the body, for each command type: read from the
             # protocol's one command table.
+            ctx.imports.use(".", "commands")
             lines.append(f"_BODY_FIELDS: dict[{enum_ref}, str] = commands.BODY_FIELDS")
     for s in [*spec.structs, spec.frame]:
         for f in s.fields:

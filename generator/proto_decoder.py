@@ -21,11 +21,9 @@ from protoframe.generator.ir import (
     PresentNames,
 )
 from protoframe.generator.proto_emit import (
-    ERRORS,
     FIXED_DECODERS,
     INLINE_VARINTS,
     LINEAR_CASES,
-    PROTOWIRE,
     PY_SCALAR,
     VARINT_ALWAYS,
     VARINT_SLOW,
@@ -34,6 +32,7 @@ from protoframe.generator.proto_emit import (
     varint_literal,
     wire_type,
 )
+from protoframe.generator.runtime_modules import ERRORS, PROTOWIRE
 
 
 @dataclass

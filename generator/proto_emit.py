@@ -17,11 +17,6 @@ from protoframe.generator.ir import (
     ProtoFile,
 )
 
-# The runtime modules generated bindings import from.
-PROTOWIRE = "protoframe.runtime.codec.protowire"
-COMPILED = "protoframe.runtime.codec.compiled"
-ERRORS = "protoframe.runtime.errors"
-
 # How each scalar is encoded: (wire type, function producing the value's bytes).
 ENCODERS: dict[str, tuple[int, str]] = {
     "int32": (0, "int32_bytes"),

@@ -17,14 +17,13 @@ from protoframe.generator.ir import (
 )
 from protoframe.generator.proto_emit import (
     ENCODERS,
-    ERRORS,
-    PROTOWIRE,
     VARINT_HELPERS,
     ModuleContext,
     tag_bytes,
     varint_literal,
     wire_type,
 )
+from protoframe.generator.runtime_modules import ERRORS, PROTOWIRE
 
 
 def value_bytes(py: ModuleContext, t: FieldType, var: str, out: str = "parts") -> list[str]:

@@ -23,13 +23,11 @@ from protoframe.generator.ir import (
 from protoframe.generator.linefit import fit_appends
 from protoframe.generator.proto_decoder import decode_lines
 from protoframe.generator.proto_emit import (
-    COMPILED,
-    ERRORS,
-    PROTOWIRE,
     ModuleContext,
     tag_bytes,
 )
 from protoframe.generator.proto_encoder import encode_lines
+from protoframe.generator.runtime_modules import COMPILED, ERRORS, PROTOWIRE
 from protoframe.runtime.codec.vocabulary import FIELD_KINDS, FIELD_MODES
 
 

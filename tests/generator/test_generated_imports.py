@@ -1,4 +1,4 @@
-"""A protobuf module imports exactly the names its code uses, as the emitters declare them."""
+"""A generated module imports exactly the names its code uses, as the emitters declare them."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from protoframe.generator.build import generate
-from tests.support.paths import DATA
+from tests.support.paths import DATA, ROOT
 
 PROTOWIRE = "protoframe.runtime.codec.protowire"
 
@@ -98,3 +98,33 @@ def test_every_name_used_is_imported_and_every_import_used(
     assert modules
     for rel, text in modules.items():
         assert _unbound_and_unused(text) == (set(), set()), rel
+
+
+@pytest.fixture(scope="module")
+def repo_modules() -> dict[str, str]:
+    """Every module generated from the repository's own specs, by path."""
+    return {rel: text for rel, text in generate(ROOT / "specs", "specs").files.items()
+            if rel.endswith(".py")}
+
+
+PROTOBUF_BINDINGS = {"pulsar/pulsar_api.py", "pravega/controller.py", "tubemq/rpc.py",
+                     "tubemq/master_service.py", "tubemq/broker_service.py", "demo/events.py"}
+
+
+@pytest.mark.parametrize("kind", ["frames", "bindings"])
+def test_the_repository_modules_import_what_they_use(
+        repo_modules: dict[str, str], kind: str) -> None:
+    chosen = PROTOBUF_BINDINGS if kind == "bindings" else {
+        rel for rel in repo_modules if rel.endswith("/frames.py")}
+    assert len(chosen) >= 4
+    for rel in chosen:
+        assert _unbound_and_unused(repo_modules[rel]) == (set(), set()), rel
+
+
+def test_frames_with_a_checksum_import_its_function(tmp_path: Path) -> None:
+    shutil.copytree(DATA / "checksums", tmp_path / "specs" / "checksums")
+    out = generate(tmp_path / "specs", "specs", ["checksums"], outputs=frozenset({"frames"}))
+    text = out.files["checksums/frames.py"]
+    assert _unbound_and_unused(text) == (set(), set())
+    # The spec checksums with both algorithms.
+    assert _imported(text, "protoframe.runtime.codec.checksums") == {"crc32", "crc32c"}

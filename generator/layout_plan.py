@@ -78,10 +78,7 @@ from protoframe.generator.layout_ops import (
     WithArgs,
     c_words,
 )
-
-# The compiled codec keeps a struct's sizes and values in arrays of this many rows
-# (MAX_ROWS in runtime/codec/_framecodec.c).
-MAX_ROWS = 64
+from protoframe.runtime.codec import vocabulary
 
 
 @dataclass(frozen=True)
@@ -134,9 +131,9 @@ class LayoutPlan:
     @property
     def compiled(self) -> bool:
         """Whether the compiled codec takes this struct: it knows every operation, the nested
-        plans are compiled, and the struct fits its row arrays."""
+        plans are compiled, and the struct fits its row arrays (one row per field)."""
         ops = self.field_ops
-        return (bool(ops) and len(ops) <= MAX_ROWS and not self.unknown_to_c
+        return (bool(ops) and len(ops) <= vocabulary.FRAME_MAX_ROWS and not self.unknown_to_c
                 and all(op.plan.compiled for op in ops if isinstance(op, Nested)))
 
 

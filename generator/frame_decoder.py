@@ -1,7 +1,8 @@
 """The decoder emitter: the straight-line body of each struct's ``decode_from``.
 
 Fields are read into ``f_<name>`` locals, every computed field checked against what it must
-be, and the instance built at the end without the keyword constructor.
+be, and the instance built at the end without the keyword constructor. A ``value:`` field that
+nothing on decode reads is stepped over, so every local is read (``LayoutPlan.unread_on_decode``).
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ class Decoder:
         self.bounded = not s.is_frame
         self.params = {p.name for p in s.params}
         self.index = "_"
+        self.unread = plan.unread_on_decode
 
     def where(self, f: FrameField) -> str:
         return q(f"{self.s.name}.{f.name}")
@@ -169,7 +171,8 @@ class Decoder:
             ]
             self.in_range += 1
             self.range_marks.append(len(self.out))
-        body = self.read(f)
+        unread = f.name in self.unread
+        body = self.skip(f) if unread else self.read(f)
         if self.early_checksum(f):
             body += self.early_check(f)
         if not f.wire:
@@ -186,7 +189,8 @@ class Decoder:
                          f"    pos += {width}"]
         elif f.when_remaining:
             default = literal(f.default) if f.default is not None else "None"
-            self.out.append(f"f_{f.name} = {default}")
+            if not unread:
+                self.out.append(f"f_{f.name} = {default}")
             fixed = f.width_when_present
             self.out.append(f"if end - pos >= {fixed}:" if fixed else "if pos < end:")
             if fixed and body[0].startswith("if pos + ") and "raise truncated" in body[1]:
@@ -196,14 +200,16 @@ class Decoder:
             kind, equals = f.when_peek
             width, signed = INT_TYPES[kind]
             packer = self.ctx.packer(width, signed, self.s_order())
-            self.out.append(f"f_{f.name} = None")
+            if not unread:
+                self.out.append(f"f_{f.name} = None")
             self.out.append(f"if pos + {width} <= end and {packer}.unpack_from(buf, pos)[0] == "
                             f"{equals:#x}:")
             self.out += ["    " + line for line in body]
         elif f.when is not None:
             cond = self.render(f.when, f, parens=False)
             absent = "None" if not f.computed else literal(f.default or 0)
-            self.out.append(f"f_{f.name} = {absent}")
+            if not unread:
+                self.out.append(f"f_{f.name} = {absent}")
             self.out.append(f"if {cond}:")
             self.out += ["    " + line for line in body]
         else:
@@ -293,6 +299,15 @@ class Decoder:
             if pf.type.message is not None:
                 msg = pf.type.message
         return "f_" + head + "." + ".".join(attrs)
+
+    def skip(self, f: FrameField) -> list[str]:
+        """Step over the bytes of a field whose value nothing reads (none if it has none)."""
+        if not f.wire:
+            return []
+        if isinstance(f, VarintField):
+            return self.int_read(f, "_")  # a varint's length is known once it is read
+        width = 1 if isinstance(f, BoolField) else int_field(f).width
+        return [*self.need(str(width), f), f"pos += {width}"]
 
     def read(self, f: FrameField) -> list[str]:
         target = f"f_{f.name}"

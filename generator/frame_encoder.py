@@ -92,8 +92,9 @@ class Encoder:
                     value = f"0 if self.{f.count_of} is None else {value}"
                 self.out.append(f"v_{f.name} = {value}")
                 self.available[f.name] = f"v_{f.name}"
+        unneeded = self.plan.unneeded_on_encode
         for f in s.fields:
-            if not f.wire and f.value is not None:
+            if not f.wire and f.value is not None and f.name not in unneeded:
                 self.out.append(f"v_{f.name} = {self.render(f.value, f, parens=False)}")
                 self.available[f.name] = f"v_{f.name}"
         for op in self.plan.field_ops:

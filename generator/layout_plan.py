@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from protoframe.generator.expr import Expr
 from protoframe.generator.frame_ir import (
     INT_TYPES,
     ArrayField,
@@ -78,10 +79,7 @@ from protoframe.generator.layout_ops import (
     WithArgs,
     c_words,
 )
-
-# The compiled codec keeps a struct's sizes and values in arrays of this many rows
-# (MAX_ROWS in runtime/codec/_framecodec.c).
-MAX_ROWS = 64
+from protoframe.runtime.codec import vocabulary
 
 
 @dataclass(frozen=True)
@@ -126,6 +124,28 @@ class LayoutPlan:
         return frozenset(op.name for op in self.ops if isinstance(op, Checksum) and op.early)
 
     @property
+    def unread_on_decode(self) -> frozenset[str]:
+        """The ``value:`` fields the decoder steps over: nothing read on decode names them.
+
+        Such a field is neither stored nor checked on decode, so reading it would only bind a
+        local that nothing reads.
+        """
+        named = decode_names(self.struct)
+        return frozenset(
+            f.name for f in self.struct.fields
+            if f.value is not None and f.name not in named and f.const is None
+            and f.size_of is None and f.size_range is None and f.count_of is None
+            and f.checksum is None and not f.is_switch_key)
+
+    @property
+    def unneeded_on_encode(self) -> frozenset[str]:
+        """The byte-less ``value:`` fields the encoder need not work out: they put nothing on
+        the wire, and no expression evaluated on encode names them."""
+        named = set().union(*(_expr_names(_exprs(f)) for f in self.struct.fields))
+        return frozenset(f.name for f in self.struct.fields
+                         if not f.wire and f.value is not None and f.name not in named)
+
+    @property
     def unknown_to_c(self) -> tuple[Op, ...]:
         """The operations whose words the compiled codec does not know."""
         words = c_words()
@@ -134,9 +154,9 @@ class LayoutPlan:
     @property
     def compiled(self) -> bool:
         """Whether the compiled codec takes this struct: it knows every operation, the nested
-        plans are compiled, and the struct fits its row arrays."""
+        plans are compiled, and the struct fits its row arrays (one row per field)."""
         ops = self.field_ops
-        return (bool(ops) and len(ops) <= MAX_ROWS and not self.unknown_to_c
+        return (bool(ops) and len(ops) <= vocabulary.FRAME_MAX_ROWS and not self.unknown_to_c
                 and all(op.plan.compiled for op in ops if isinstance(op, Nested)))
 
 
@@ -192,6 +212,34 @@ def lower(s: StructDef, plans: dict[str, LayoutPlan], byte_order: str) -> Layout
     if s.trailing == "ignore":
         ops.append(SkipTrailing())
     return LayoutPlan(s, tuple(ops), fills, reads_to_end(s))
+
+
+def _exprs(f: FrameField) -> list[Expr | None]:
+    """The expressions written on ``f``; all but ``value:`` are evaluated on decode too."""
+    exprs = [f.value, f.when, f.derive, *f.args.values()]
+    if isinstance(f, ArrayField):
+        exprs.append(f.count)
+        if f.element is not None:
+            exprs += f.element.args.values()
+    return exprs
+
+
+def _expr_names(exprs: list[Expr | None]) -> set[str]:
+    return {name for expr in exprs if expr is not None for name in expr.names}
+
+
+def decode_names(s: StructDef) -> set[str]:
+    """The fields of ``s`` that decoding reads again after reading them: named by a condition,
+    a count, a derivation or an argument (``value:`` is evaluated on encode only), or used as a
+    size, a switch key or a compression reference."""
+    names: set[str] = set()
+    for f in s.fields:
+        names |= _expr_names([e for e in _exprs(f) if e is not f.value])
+        refs = [f.size, f.switch_on if isinstance(f, SwitchField) else None]
+        if f.compression is not None:
+            refs += [f.compression.codec, f.compression.uncompressed_size]
+        names.update(ref.split(".")[0] for ref in refs if ref is not None)
+    return names
 
 
 def fills_region(s: StructDef) -> bool:

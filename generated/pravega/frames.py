@@ -2629,16 +2629,12 @@ class TableKey:
         data_data = self.data
         out += _I32BE.pack(len(data_data))
         out += data_data
-        if len(self.data) > 0 and v_payload_length == v_payload_length:
+        if len(self.data) > 0:
             if self.key_version is None:
-                raise EncodeError(
-                    "TableKey.key_version must be set when len(data) > 0 and payload_length == payload_length",  # noqa: E501
-                )
+                raise EncodeError("TableKey.key_version must be set when len(data) > 0")
             out += _I64BE.pack(self.key_version)
         elif self.key_version is not None:
-            raise EncodeError(
-                "TableKey.key_version must be None unless len(data) > 0 and payload_length == payload_length",  # noqa: E501
-            )
+            raise EncodeError("TableKey.key_version must be None unless len(data) > 0")
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview) -> Self:
@@ -2654,7 +2650,6 @@ class TableKey:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         if pos + 4 > end:
             raise SizeMismatchError("TableKey.payload_length: needs 4 more bytes")
-        f_payload_length = _I32BE.unpack_from(buf, pos)[0]
         pos += 4
         if pos + 4 > end:
             raise SizeMismatchError("TableKey.data: needs 4 more bytes")
@@ -2666,7 +2661,7 @@ class TableKey:
         f_data = buf[pos:vend]
         pos = vend
         f_key_version = None
-        if len(f_data) > 0 and f_payload_length == f_payload_length:
+        if len(f_data) > 0:
             if pos + 8 > end:
                 raise SizeMismatchError("TableKey.key_version: needs 8 more bytes")
             f_key_version = _I64BE.unpack_from(buf, pos)[0]

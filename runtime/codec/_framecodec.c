@@ -18,11 +18,10 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Row operations (OP_*) and a nested struct's presence (PRESENT_*): _vocabulary.h, from
-   vocabulary.py, which says what each does. */
+/* Row operations (OP_*), a nested struct's presence (PRESENT_*) and the most rows a table may
+   have (FRAME_MAX_ROWS): _vocabulary.h, from vocabulary.py, which says what each does. */
 #define F_SIGNED 1
 #define F_BIG 2
-#define MAX_ROWS 64
 #define MAX_DEPTH 32
 
 typedef struct FrameCodecObject FrameCodecObject;
@@ -176,8 +175,8 @@ static PyObject *decode_struct(FrameCodecObject *c, PyObject *buf, Py_ssize_t *p
                                Py_ssize_t end, int depth) {
     const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(buf);
     Py_ssize_t pos = *ppos;
-    Py_ssize_t sizes[MAX_ROWS];
-    PyObject *values[MAX_ROWS];
+    Py_ssize_t sizes[FRAME_MAX_ROWS];
+    PyObject *values[FRAME_MAX_ROWS];
     PyObject *obj = NULL;
     Py_ssize_t i, n = c->nrows;
     if (depth > MAX_DEPTH) return NULL;
@@ -280,8 +279,8 @@ static int size_fits(const Row *r, Py_ssize_t v) {
 /* Append codec's struct `obj` to `o`. 0 on success, -1 to give up. */
 static int encode_struct(FrameCodecObject *c, PyObject *obj, Out *o, int depth) {
     Py_ssize_t i, n = c->nrows;
-    Py_ssize_t at[MAX_ROWS];       /* where each row's bytes start */
-    PyObject *encoded[MAX_ROWS];   /* protobuf bytes, made when their size field is reached */
+    Py_ssize_t at[FRAME_MAX_ROWS];       /* where each row's bytes start */
+    PyObject *encoded[FRAME_MAX_ROWS];   /* protobuf bytes, made when their size field is reached */
     int rc = -1;
     if (depth > MAX_DEPTH || Py_TYPE(obj) != c->cls) return -1;
     for (i = 0; i < n; i++) encoded[i] = NULL;
@@ -528,7 +527,7 @@ static PyObject *ctor_vectorcall(PyObject *callable, PyObject *const *args, size
         if (!ctor_class_intact(c)) return ctor_fallback(callable, args, nargs, kwnames);
         c->ctor_version = valid_version_tag(cls);
     }
-    PyObject *vals[MAX_ROWS];
+    PyObject *vals[FRAME_MAX_ROWS];
     for (Py_ssize_t i = 0; i < n; i++) vals[i] = NULL;
     Py_ssize_t cursor = 0;
     for (Py_ssize_t j = 0; j < nkw; j++) {
@@ -720,8 +719,8 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
                           &rows, &check_end, &py_encode, &py_decode, &py_decode_from))
         return NULL;
     Py_ssize_t n = PyTuple_GET_SIZE(rows);
-    if (n > MAX_ROWS) {
-        PyErr_Format(PyExc_ValueError, "FrameCodec: at most %d rows", MAX_ROWS);
+    if (n > FRAME_MAX_ROWS) {
+        PyErr_Format(PyExc_ValueError, "FrameCodec: at most %d rows", FRAME_MAX_ROWS);
         return NULL;
     }
     FrameCodecObject *self = (FrameCodecObject *)type->tp_alloc(type, 0);
@@ -851,6 +850,7 @@ PyMODINIT_FUNC PyInit__framecodec(void) {
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "FrameCodec", (PyObject *)&FrameCodec_Type) < 0
             || PyModule_AddIntConstant(m, "HAS_WIRE_API", wire_api != NULL) < 0
+            || PyModule_AddIntConstant(m, "MAX_ROWS", FRAME_MAX_ROWS) < 0
             || add_vocabulary(m) < 0) {
         Py_DECREF(m);
         return NULL;

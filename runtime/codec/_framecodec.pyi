@@ -6,6 +6,8 @@ from typing import Any
 # 1 when the protobuf codec's C API was found: a frame's protobuf parts are then written and
 # read in place, without calling their classes' methods.
 HAS_WIRE_API: int
+# The most rows a table may have, as it was compiled (vocabulary.FRAME_MAX_ROWS).
+MAX_ROWS: int
 # The layout tables' numbering it was compiled with (runtime/codec/vocabulary.py).
 VOCABULARY: dict[str, dict[str, int]]
 

@@ -3,6 +3,8 @@
 #ifndef PROTOFRAME_VOCABULARY_H
 #define PROTOFRAME_VOCABULARY_H
 
+#define FRAME_MAX_ROWS 64
+
 enum { /* FIELD_KINDS */
     K_INT32 = 1,
     K_INT64 = 2,

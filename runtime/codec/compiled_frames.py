@@ -36,6 +36,8 @@ except ImportError:  # not built: no C compiler at install time, or a source che
 if _framecodec is not None:
     vocabulary.check_built(_framecodec.__name__, getattr(_framecodec, "VOCABULARY", None),
                            ("FRAME_OPS", "FRAME_PRESENCE"))
+    vocabulary.check_built_limit(_framecodec.__name__, "MAX_ROWS",
+                                 getattr(_framecodec, "MAX_ROWS", None), vocabulary.FRAME_MAX_ROWS)
 
 # One item of a struct's layout: (op, name, int_type, ref, extra), in wire order.
 #   op "int":       a stored integer;                        int_type like "u32be", "i16le", "u8"

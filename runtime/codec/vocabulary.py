@@ -1,4 +1,5 @@
-"""The words of the compiled codecs' layout tables, and the numbers the C code knows them by.
+"""The words of the compiled codecs' layout tables, the numbers the C code knows them by, and
+the most rows a frame table may have.
 
 The generator writes these names into the tables of generated modules, ``runtime.codec.compiled``
 and ``runtime.codec.compiled_frames`` turn them into numbers, and ``_wirecodec.c`` and
@@ -6,7 +7,8 @@ and ``runtime.codec.compiled_frames`` turn them into numbers, and ``_wirecodec.c
 ``_vocabulary.h``, which ``python runtime/codec/vocabulary.py`` writes from this module (``make``
 does, when this file changes; ``make check`` fails when the header is stale). Each C module
 also exports the numbering it was compiled with (``VOCABULARY``), and :func:`check_built`
-refuses an extension built from another vocabulary, so a stale build cannot misread a table.
+refuses an extension built from another vocabulary, so a stale build cannot misread a table;
+:func:`check_built_limit` does the same for the row limit.
 
 This module imports nothing of protoframe, so that the build can run it as a script.
 """
@@ -44,6 +46,11 @@ FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "b
 # with a command dispatch.
 ENVELOPE: Final = "envelope"
 FRAME_PRESENCE: Final = ("always", "remaining", "peek")
+# The most rows a frame struct's table may have: the compiled codec keeps a struct's sizes and
+# values in arrays of this length on the C stack. The generator leaves a longer struct to the
+# Python methods. The C header defines it as FRAME_MAX_ROWS, and ``_framecodec`` exports the
+# value it was compiled with as ``MAX_ROWS``, which :func:`check_built_limit` compares.
+FRAME_MAX_ROWS: Final = 64
 
 # Each vocabulary as the C code names it: (export name, enum prefix, first number, names,
 # name of the end marker, or "" for none).
@@ -72,13 +79,15 @@ HEADER_PATH: Final = "runtime/codec/_vocabulary.h"
 
 
 def c_header() -> str:
-    """The text of ``_vocabulary.h``: one enum per vocabulary, and the table each C module
-    exports as ``VOCABULARY`` for :func:`check_built`."""
+    """The text of ``_vocabulary.h``: the row limit, one enum per vocabulary, and the table
+    each C module exports as ``VOCABULARY`` for :func:`check_built`."""
     lines = [
         "/* Generated from runtime/codec/vocabulary.py by `python runtime/codec/vocabulary.py`",
         "   (make runs it). DO NOT EDIT: change vocabulary.py and run make. */",
         "#ifndef PROTOFRAME_VOCABULARY_H",
         "#define PROTOFRAME_VOCABULARY_H",
+        "",
+        f"#define FRAME_MAX_ROWS {FRAME_MAX_ROWS}",
         "",
     ]
     table = []
@@ -117,6 +126,18 @@ def check_built(module_name: str, built: object, wanted: tuple[str, ...]) -> Non
                 f"{module_name} was compiled with another {export} than "
                 f"runtime/codec/vocabulary.py defines ({theirs} against {mine}): regenerate "
                 f"{HEADER_PATH} and rebuild (make venv)")
+
+
+def check_built_limit(module_name: str, name: str, built: object, wanted: int) -> None:
+    """Raise ImportError unless ``built`` (a C module's constant ``name``) is ``wanted``."""
+    if built is None:
+        raise ImportError(f"{module_name} exports no {name}: it was built from older sources; "
+                          "rebuild it (make venv, or pip install again)")
+    if built != wanted:
+        raise ImportError(
+            f"{module_name} was compiled with {name} = {built} where "
+            f"runtime/codec/vocabulary.py says {wanted}: regenerate {HEADER_PATH} and rebuild "
+            "(make venv)")
 
 
 def main(argv: list[str]) -> int:

@@ -198,6 +198,22 @@ def test_changing_the_vocabulary_changes_the_decision(tmp_path: Path,
     assert p["Payload"].compiled
 
 
+def test_a_struct_longer_than_the_row_limit_keeps_the_python_codec(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    limit = vocabulary.FRAME_MAX_ROWS
+
+    def u8_fields(count: int) -> str:
+        return "".join(f"      - {{name: f_{i}, type: u8}}\n" for i in range(count))
+
+    p = plans(tmp_path, with_structs(f"  Wide:\n    fields:\n{u8_fields(limit)}"
+                                     f"  Wider:\n    fields:\n{u8_fields(limit + 1)}"))
+    assert len(p["Wide"].field_ops) == limit and p["Wide"].compiled
+    assert len(p["Wider"].field_ops) == limit + 1 and not p["Wider"].compiled
+    # The limit is read from the vocabulary, not copied.
+    monkeypatch.setattr(vocabulary, "FRAME_MAX_ROWS", limit - 1)
+    assert not p["Wide"].compiled
+
+
 def test_a_word_in_the_vocabulary_without_a_row_is_a_generator_bug(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     p = plans(tmp_path, with_structs("""\

@@ -1,6 +1,6 @@
 """Every generated module reads as a person would write it: the noise the generator used to
-emit (numbered locals, dead checks, error messages split into several literals) cannot come
-back unnoticed.
+emit (numbered locals, locals never read, dead checks, error messages split into several
+literals) cannot come back unnoticed.
 
 The scan covers the committed ``generated/`` tree, which ``make check`` keeps equal to what the
 generator writes, so a regression in any emitter shows here.
@@ -13,11 +13,16 @@ import functools
 import io
 import re
 import tokenize
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from protoframe.generator.build import generate
+from protoframe.generator.output import write_files
+from protoframe.runtime.errors import SizeMismatchError, TruncatedError
 from tests.support.examples import sweep
+from tests.support.generate import import_generated
 
 GENERATED = Path(__file__).resolve().parents[2] / "generated"
 MODULES = sorted(p for p in GENERATED.rglob("*.py") if p.name != "__init__.py")
@@ -31,6 +36,27 @@ _DEAD_END_CHECK = re.compile(r"^(\s*)pos = end\n\1if pos != end:", re.M)
 # A length prefix read as an unsigned integer and then tested for being negative.
 _UNSIGNED_NEGATIVE = re.compile(r"^(\s*)n = _U\d+(?:BE|LE)\.unpack_from\(.*\n(?:\1.*\n){0,2}"
                                 r"\1.*\bn < 0\b", re.M)
+
+# `value:` fields, written on encode and not stored: `n_data` is read again on decode (by the
+# conditions), the others are not (`half` has no bytes: decoding would derive it).
+VALUE_FIELDS = """\
+protocol: vf
+structs:
+  Item:
+    fields:
+      - {name: length, type: u16, value: "4 + len(data)"}
+      - {name: tag, type: varint, value: "300"}
+      - {name: data, type: bytes, prefix: u8}
+      - {name: n_data, type: u8, value: "len(data)"}
+      - {name: marker, type: u8, value: "9", when: "n_data > 0"}
+      - {name: half, type: u8, value: "len(data) >> 1", derive: "n_data >> 1"}
+      - {name: extra, type: u8, when: "n_data > 1"}
+frame:
+  name: Frame
+  fields:
+    - {name: size, type: u32, size_of: rest}
+    - {name: item, type: struct, struct: Item}
+"""
 
 
 @functools.cache
@@ -87,6 +113,46 @@ def _numbered_locals(text: str) -> list[str]:
     return [f"{line}: {name}" for line, name in sorted(binds.found)]
 
 
+def _own_nodes(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.AST]:
+    """The nodes of ``function``'s own scope: nested functions and classes are not entered."""
+    stack: list[ast.AST] = list(function.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+                          | ast.ClassDef):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _unread_locals(text: str) -> list[str]:
+    """``line: function: name`` for each name a function binds and never reads.
+
+    A read anywhere in the function counts, nested functions included (a closure reads it);
+    ``x += y`` reads ``x``; ``_`` is the name for what is thrown away. Unlike ruff's F841, an
+    unused name from tuple unpacking, a ``for`` target or an ``except ... as`` counts too.
+    """
+    found: list[tuple[int, str, str]] = []
+    for function in ast.walk(ast.parse(text)):
+        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        bound: dict[str, int] = {}
+        declared: set[str] = set()
+        for node in _own_nodes(function):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                bound.setdefault(node.id, node.lineno)
+            elif isinstance(node, ast.ExceptHandler) and node.name is not None:
+                bound.setdefault(node.name, node.lineno)
+            elif isinstance(node, ast.Global | ast.Nonlocal):
+                declared.update(node.names)
+        read = {node.id for node in ast.walk(function)
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load | ast.Del)}
+        read |= {node.target.id for node in ast.walk(function)
+                 if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name)}
+        found += [(line, function.name, name) for name, line in bound.items()
+                  if name != "_" and name not in read and name not in declared]
+    return [f"{line}: {function}: {name}" for line, function, name in sorted(found)]
+
+
 def _string_runs(text: str) -> list[int]:
     """Line numbers where one string literal is followed directly by another.
 
@@ -131,6 +197,12 @@ def test_no_numbered_locals(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", sweep(MODULES), ids=_ids(MODULES))
+def test_no_locals_bound_and_never_read(path: Path) -> None:
+    bad = _unread_locals(_read(path))
+    assert not bad, "\n".join(bad[:20])
+
+
+@pytest.mark.parametrize("path", sweep(MODULES), ids=_ids(MODULES))
 def test_no_zero_offsets(path: Path) -> None:
     text = _read(path)
     bad = [f"{n}: {line.strip()}" for n, line in _code_lines(text)
@@ -158,6 +230,59 @@ def test_the_numbered_local_scan() -> None:
     source = ("def f(xs):\n    f1 = 0\n    v12: int = 1\n    for item3 in xs:\n        f_name = 2\n"
               "    return [y4 for y4 in xs]\n\n\nclass E:\n    v0 = 0\n")
     assert _numbered_locals(source) == ["2: f1", "3: v12", "4: item3", "6: y4"]
+
+
+def test_the_unread_local_scan() -> None:
+    source = (
+        "def f(buf, out, xs, *, k, v=0):\n"
+        "    f_a, f_b = 1, 2\n"          # f_b is never read
+        "    f_c = buf[0]\n"             # never read
+        "    out += b'x'\n"              # the parameter, extended in place
+        "    for item in xs:\n"          # never read
+        "        _ = 3\n"
+        "    try:\n"
+        "        pass\n"
+        "    except ValueError as exc:\n"  # never read
+        "        pass\n"
+        "    n = 0\n"
+        "    def g():\n"
+        "        return n\n"              # read by the closure
+        "    return f_a, g\n"
+        "\n"
+        "\n"
+        "def h():\n"
+        "    global T\n"
+        "    T = 1\n"
+        "    total = 0\n"
+        "    total += 1\n"
+        "    return [y for y in range(3)]\n"
+    )
+    assert _unread_locals(source) == ["2: f: f_b", "3: f: f_c", "5: f: item", "9: f: exc"]
+
+
+def test_a_value_field_nothing_reads_is_stepped_over(tmp_path: Path) -> None:
+    """A ``value:`` field is written on encode and neither stored nor checked on decode: when
+    no later expression names it, the decoder skips its bytes instead of binding a local."""
+    spec = tmp_path / "specs" / "vf"
+    spec.mkdir(parents=True)
+    (spec / "vf.yaml").write_text(VALUE_FIELDS)
+    out = generate(tmp_path / "specs", "specs", ["vf"])
+    assert _unread_locals(out.files["vf/frames.py"]) == []
+    write_files(tmp_path / "vfpkg", out.files, out.protocols)
+    Item = import_generated(tmp_path, "vf.frames", "vfpkg").Item
+    wire = Item(data=b"ab", extra=7).encode()
+    # length (u16), tag (varint 300), data (u8 prefix), n_data, marker, extra
+    assert wire == b"\x00\x06\xac\x02\x02ab\x02\x09\x07"
+    assert Item.decode(wire) == Item(data=b"ab", extra=7)
+    # Without data neither the marker nor extra is there; n_data, read again, says so.
+    assert Item.decode(b"\x00\x04\xac\x02\x00\x00") == Item(data=b"")
+    # A field stepped over still needs its bytes, and says whose they are.
+    with pytest.raises(SizeMismatchError, match="Item.length: needs 2 more bytes"):
+        Item.decode(b"\x00")
+    with pytest.raises(TruncatedError, match="Item.tag"):
+        Item.decode(b"\x00\x06\xac")
+    with pytest.raises(SizeMismatchError, match="Item.marker: needs 1 more bytes"):
+        Item.decode(b"\x00\x06\xac\x02\x02ab\x02")
 
 
 def test_the_split_literal_scan() -> None:

@@ -479,6 +479,27 @@ def test_constructor_follows_class_changes_and_skips_subclasses() -> None:
     assert seen == ["init"]  # back on the compiled constructor
 
 
+def test_the_codec_takes_as_many_rows_as_the_generator_allows() -> None:
+    """The generator compiles a struct of up to ``vocabulary.FRAME_MAX_ROWS`` fields; the C
+    codec, built from the same number, takes that many rows and refuses one more."""
+    from dataclasses import make_dataclass
+
+    from protoframe.runtime.codec import _framecodec, vocabulary
+
+    def codec(fields: int) -> object:
+        names = [f"field_{i}" for i in range(fields)]
+        cls = make_dataclass("Wide", [(name, int) for name in names], slots=True)
+        rows = compiled_frames._c_rows(tuple(("int", name, "u8", None, None) for name in names),
+                                       {})
+        return _framecodec.FrameCodec(cls, rows, True, lambda value: b"",
+                                      lambda cls, data: None, lambda cls, buf, pos, end: None)
+
+    limit = vocabulary.FRAME_MAX_ROWS
+    assert codec(limit) is not None
+    with pytest.raises(ValueError, match=f"at most {limit} rows"):
+        codec(limit + 1)
+
+
 def test_frame_codec_finds_the_protobuf_codec_on_its_own() -> None:
     """Without the protobuf codec's C API a frame's protobuf parts go through their classes'
     methods: still right, but slower. Its capsule is named by the full module path, so it is

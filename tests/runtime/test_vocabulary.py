@@ -1,5 +1,6 @@
-"""The layout tables' vocabulary is defined once (runtime/codec/vocabulary.py): the C header is
-written from it, and a C module built from another numbering is refused at import."""
+"""The layout tables' vocabulary and the frame tables' row limit are defined once
+(runtime/codec/vocabulary.py): the C header is written from it, and a C module built from
+another numbering or limit is refused at import."""
 
 from __future__ import annotations
 
@@ -35,6 +36,14 @@ def test_the_header_numbers_every_word_as_the_python_side_does() -> None:
             assert f"_{name.upper()} = {number}," in header
 
 
+def test_the_header_gives_the_c_codec_the_row_limit() -> None:
+    header = vocabulary.c_header()
+    assert f"#define FRAME_MAX_ROWS {vocabulary.FRAME_MAX_ROWS}\n" in header
+    # The frame codec takes its limit from the header only.
+    source = (ROOT / "runtime/codec/_framecodec.c").read_text(encoding="utf-8")
+    assert "#define FRAME_MAX_ROWS" not in source and "FRAME_MAX_ROWS" in source
+
+
 def test_the_codecs_read_the_one_vocabulary() -> None:
     assert compiled.KINDS is vocabulary.KINDS
     assert compiled.MODES is vocabulary.MODES
@@ -50,6 +59,21 @@ def test_the_built_modules_number_the_words_as_the_vocabulary_does() -> None:
     for module in (_wirecodec, _framecodec):
         assert module.VOCABULARY == {k: dict(v) for k, v in vocabulary.NUMBERS.items()}
         vocabulary.check_built(module.__name__, module.VOCABULARY, tuple(vocabulary.NUMBERS))
+
+
+@pytest.mark.skipif(compiled_frames._framecodec is None, reason="the C extension is not built")
+def test_the_built_frame_codec_has_the_row_limit_of_the_vocabulary() -> None:
+    from protoframe.runtime.codec import _framecodec
+
+    assert _framecodec.MAX_ROWS == vocabulary.FRAME_MAX_ROWS
+
+
+def test_a_module_built_with_another_row_limit_is_refused() -> None:
+    vocabulary.check_built_limit("m", "MAX_ROWS", 64, 64)
+    with pytest.raises(ImportError, match="m was compiled with MAX_ROWS = 32 where "):
+        vocabulary.check_built_limit("m", "MAX_ROWS", 32, 64)
+    with pytest.raises(ImportError, match="m exports no MAX_ROWS"):
+        vocabulary.check_built_limit("m", "MAX_ROWS", None, 64)
 
 
 def test_a_module_built_from_another_numbering_is_refused() -> None:
@@ -86,3 +110,19 @@ def test_importing_the_codecs_refuses_a_mismatched_build(module: str) -> None:
                             timeout=60, check=False)
     assert result.returncode != 0
     assert f"was compiled with another {export}" in result.stderr
+
+
+@pytest.mark.skipif(compiled_frames._framecodec is None, reason="the C extension is not built")
+def test_importing_the_frame_codec_refuses_another_row_limit() -> None:
+    import subprocess
+    import sys
+
+    # The extension stays as built; the Python side is made to expect another limit.
+    script = ("from protoframe.runtime.codec import vocabulary as v\n"
+              "v.FRAME_MAX_ROWS = v.FRAME_MAX_ROWS // 2\n"
+              "import protoframe.runtime.codec.compiled_frames\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=60, check=False)
+    assert result.returncode != 0
+    assert (f"was compiled with MAX_ROWS = {vocabulary.FRAME_MAX_ROWS} where "
+            f"runtime/codec/vocabulary.py says {vocabulary.FRAME_MAX_ROWS // 2}") in result.stderr

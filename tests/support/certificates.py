@@ -45,7 +45,10 @@ def make_authority(directory: Path, name: str = "ca") -> Authority | None:
         return None
     directory.mkdir(parents=True, exist_ok=True)
     ca, key = directory / f"{name}.pem", directory / f"{name}.key"
+    # Python 3.13 verifies strictly (VERIFY_X509_STRICT): a CA must say it is one and may sign.
     _openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
              "-nodes", "-keyout", str(key), "-out", str(ca), "-days", "2",
-             "-subj", f"/CN=protoframe test {name}")
+             "-subj", f"/CN=protoframe test {name}",
+             "-addext", "basicConstraints=critical,CA:TRUE",
+             "-addext", "keyUsage=critical,keyCertSign,cRLSign")
     return Authority(directory, ca, key)

@@ -25,13 +25,12 @@ from protoframe.clients.pulsar.broker.schema_compat import Strategy
 from protoframe.clients.pulsar.broker.schemas import decode_version, encode_version
 from protoframe.generated.pulsar.pulsar_api import (
     BaseCommand,
-    CommandGetOrCreateSchema,
     CommandGetSchema,
     CommandProducer,
     Schema,
     ServerError,
 )
-from tests.support.pulsar_raw import RawClient
+from tests.support.pulsar_raw import RawClient, get_or_create_schema
 from tests.support.real_pulsar import RealPulsar
 
 pytestmark = pytest.mark.interop
@@ -59,18 +58,6 @@ RAW_V1 = Schema(name="User", schema_data=json.dumps(V1.schema()).encode(),
                 type_=Schema.Type.Avro)
 RAW_STRING = Schema(name="s", schema_data=b"", type_=Schema.Type.String)
 Answer = tuple[int | None, ServerError | None]
-
-
-async def get_or_create(client: RawClient, topic: str, schema: Schema) -> Answer:
-    await client.send(BaseCommand(type_=Type.GET_OR_CREATE_SCHEMA,
-                                  getOrCreateSchema=CommandGetOrCreateSchema(
-                                      request_id=7, topic=topic, schema=schema)))
-    answer = (await client.expect(Type.GET_OR_CREATE_SCHEMA_RESPONSE)
-              ).command.getOrCreateSchemaResponse
-    assert answer is not None
-    if answer.has_error_code():
-        return None, answer.error_code
-    return decode_version(answer.schema_version), None
 
 
 async def get_schema(client: RawClient, topic: str,
@@ -281,12 +268,12 @@ def raw_answers(url: str, namespace: str) -> dict[str, Any]:
         topic = topic_in(namespace, "raw")
         seen: dict[str, Any] = {}
         try:
-            seen["missing topic"] = await get_or_create(client, topic, RAW_V1)
+            seen["missing topic"] = await get_or_create_schema(client, topic, RAW_V1)
             seen["no schema"] = await get_schema(client, topic, None)
             seen["plain producer"] = await raw_producer(client, topic, None, 1)
-            seen["create v1"] = await get_or_create(client, topic, RAW_V1)
+            seen["create v1"] = await get_or_create_schema(client, topic, RAW_V1)
             seen["producer v1"] = await raw_producer(client, topic, RAW_V1, 2)
-            seen["create string"] = await get_or_create(client, topic, RAW_STRING)
+            seen["create string"] = await get_or_create_schema(client, topic, RAW_STRING)
             seen["latest"] = await get_schema(client, topic, None)
             seen["version 0"] = await get_schema(client, topic, 0)
             seen["version 9"] = await get_schema(client, topic, 9)

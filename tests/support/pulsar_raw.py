@@ -11,15 +11,18 @@ from typing import Any
 
 import pytest
 
+from protoframe.clients.pulsar.broker.schemas import decode_version
 from protoframe.generated.pulsar import frames
 from protoframe.generated.pulsar.pulsar_api import (
     BaseCommand,
     CommandConnect,
     CommandFlow,
+    CommandGetOrCreateSchema,
     CommandProducer,
     CommandSend,
     CommandSubscribe,
     MessageMetadata,
+    Schema,
     ServerError,
 )
 
@@ -162,3 +165,17 @@ def refused(frame: frames.Frame, error: ServerError, *words: str) -> None:
     assert body.error == error
     for word in words:
         assert word in body.message
+
+
+async def get_or_create_schema(client: RawClient, topic: str, schema: Schema
+                               ) -> tuple[int | None, ServerError | None]:
+    """GET_OR_CREATE_SCHEMA: the version found or made, or the error answered."""
+    await client.send(BaseCommand(type_=Type.GET_OR_CREATE_SCHEMA,
+                                  getOrCreateSchema=CommandGetOrCreateSchema(
+                                      request_id=7, topic=topic, schema=schema)))
+    answer = (await client.expect(Type.GET_OR_CREATE_SCHEMA_RESPONSE)
+              ).command.getOrCreateSchemaResponse
+    assert answer is not None
+    if answer.has_error_code():
+        return None, answer.error_code
+    return decode_version(answer.schema_version), None

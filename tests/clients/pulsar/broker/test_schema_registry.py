@@ -20,7 +20,6 @@ from protoframe.clients.pulsar.broker.storage import CorruptLogError
 from protoframe.generated.pulsar import frames
 from protoframe.generated.pulsar.pulsar_api import (
     BaseCommand,
-    CommandGetOrCreateSchema,
     CommandGetSchema,
     CommandProducer,
     CommandSubscribe,
@@ -28,7 +27,7 @@ from protoframe.generated.pulsar.pulsar_api import (
     Schema,
     ServerError,
 )
-from tests.support.pulsar_raw import RawClient, refused, run
+from tests.support.pulsar_raw import RawClient, get_or_create_schema, refused, run
 
 Type = BaseCommand.Type
 TOPIC = "persistent://public/default/schemas"
@@ -125,29 +124,16 @@ async def test_partitions_share_their_topic_schema_and_idle_consumers_register()
         await client.close()
 
 
-async def get_or_create(client: RawClient, topic: str,
-                        schema: Schema) -> tuple[int | None, ServerError | None]:
-    await client.send(BaseCommand(type_=Type.GET_OR_CREATE_SCHEMA,
-                                  getOrCreateSchema=CommandGetOrCreateSchema(
-                                      request_id=7, topic=topic, schema=schema)))
-    answer = (await client.expect(Type.GET_OR_CREATE_SCHEMA_RESPONSE)
-              ).command.getOrCreateSchemaResponse
-    assert answer is not None
-    if answer.has_error_code():
-        return None, answer.error_code
-    return decode_version(answer.schema_version), None
-
-
 @run
 async def test_get_or_create_schema() -> None:
     async with EmbeddedBroker() as url:
         client = await RawClient.connect(url)
-        assert await get_or_create(client, TOPIC, V1) == (None, ServerError.TopicNotFound)
+        assert await get_or_create_schema(client, TOPIC, V1) == (None, ServerError.TopicNotFound)
         assert version_of(await produce(client, None, 1)) is None  # creates the topic
-        assert await get_or_create(client, TOPIC, V1) == (0, None)
-        assert await get_or_create(client, TOPIC, V2) == (1, None)
-        assert await get_or_create(client, TOPIC, V1) == (0, None)
-        assert await get_or_create(client, TOPIC, STRING) == (None,
+        assert await get_or_create_schema(client, TOPIC, V1) == (0, None)
+        assert await get_or_create_schema(client, TOPIC, V2) == (1, None)
+        assert await get_or_create_schema(client, TOPIC, V1) == (0, None)
+        assert await get_or_create_schema(client, TOPIC, STRING) == (None,
                                                                ServerError.IncompatibleSchema)
         await client.close()
 

@@ -22,15 +22,15 @@ from pulsar.schema import AvroSchema, Integer, JsonSchema, Record, String, Strin
 
 from protoframe.clients.pulsar.broker import BrokerThread
 from protoframe.clients.pulsar.broker.schema_compat import Strategy
-from protoframe.clients.pulsar.broker.schemas import decode_version, encode_version
+from protoframe.clients.pulsar.broker.schemas import encode_version
 from protoframe.generated.pulsar.pulsar_api import (
     BaseCommand,
-    CommandGetSchema,
     CommandProducer,
     Schema,
     ServerError,
 )
 from tests.support.pulsar_raw import RawClient, get_or_create_schema
+from tests.support.pulsar_raw import get_schema as raw_get_schema
 from tests.support.real_pulsar import RealPulsar
 
 pytestmark = pytest.mark.interop
@@ -62,18 +62,12 @@ Answer = tuple[int | None, ServerError | None]
 
 async def get_schema(client: RawClient, topic: str,
                      version: int | None) -> tuple[int | None, bytes | None, object]:
-    request = CommandGetSchema(request_id=8, topic=topic)
-    if version is not None:
-        request.schema_version = encode_version(version)
-    await client.send(BaseCommand(type_=Type.GET_SCHEMA, getSchema=request))
-    answer = (await client.expect(Type.GET_SCHEMA_RESPONSE)).command.getSchemaResponse
-    assert answer is not None
-    if answer.has_error_code():
-        return None, None, answer.error_code
-    assert answer.schema is not None
+    found, schema, error = await raw_get_schema(client, topic, version)
+    if error is not None:
+        return None, None, error
+    assert schema is not None
     # Pulsar's schema id names the schema: the topic without its domain.
-    return (decode_version(answer.schema_version), answer.schema.schema_data,
-            (answer.schema.type_, answer.schema.name == topic.split("://", 1)[1]))
+    return found, schema.schema_data, (schema.type_, schema.name == topic.split("://", 1)[1])
 
 
 async def raw_producer(client: RawClient, topic: str, schema: Schema | None,

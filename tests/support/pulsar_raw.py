@@ -11,13 +11,14 @@ from typing import Any
 
 import pytest
 
-from protoframe.clients.pulsar.broker.schemas import decode_version
+from protoframe.clients.pulsar.broker.schemas import decode_version, encode_version
 from protoframe.generated.pulsar import frames
 from protoframe.generated.pulsar.pulsar_api import (
     BaseCommand,
     CommandConnect,
     CommandFlow,
     CommandGetOrCreateSchema,
+    CommandGetSchema,
     CommandProducer,
     CommandSend,
     CommandSubscribe,
@@ -179,3 +180,18 @@ async def get_or_create_schema(client: RawClient, topic: str, schema: Schema
     if answer.has_error_code():
         return None, answer.error_code
     return decode_version(answer.schema_version), None
+
+
+async def get_schema(client: RawClient, topic: str, version: int | None
+                     ) -> tuple[int | None, Schema | None, ServerError | None]:
+    """GET_SCHEMA of ``version`` (the latest when None): its version and schema, or the error
+    answered."""
+    request = CommandGetSchema(request_id=8, topic=topic)
+    if version is not None:
+        request.schema_version = encode_version(version)
+    await client.send(BaseCommand(type_=Type.GET_SCHEMA, getSchema=request))
+    answer = (await client.expect(Type.GET_SCHEMA_RESPONSE)).command.getSchemaResponse
+    assert answer is not None
+    if answer.has_error_code():
+        return None, None, answer.error_code
+    return decode_version(answer.schema_version), answer.schema, None

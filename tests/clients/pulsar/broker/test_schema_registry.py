@@ -15,12 +15,11 @@ import pytest
 from protoframe.clients.pulsar.broker import EmbeddedBroker
 from protoframe.clients.pulsar.broker.cli import register
 from protoframe.clients.pulsar.broker.schema_store import SCHEMA_LOG, SchemaFile, StoredSchema
-from protoframe.clients.pulsar.broker.schemas import SchemaRegistry, decode_version, encode_version
+from protoframe.clients.pulsar.broker.schemas import SchemaRegistry, decode_version
 from protoframe.clients.pulsar.broker.storage import CorruptLogError
 from protoframe.generated.pulsar import frames
 from protoframe.generated.pulsar.pulsar_api import (
     BaseCommand,
-    CommandGetSchema,
     CommandProducer,
     CommandSubscribe,
     KeyValue,
@@ -28,6 +27,7 @@ from protoframe.generated.pulsar.pulsar_api import (
     ServerError,
 )
 from tests.support.pulsar_raw import RawClient, get_or_create_schema, refused, run
+from tests.support.pulsar_raw import get_schema as raw_get_schema
 
 Type = BaseCommand.Type
 TOPIC = "persistent://public/default/schemas"
@@ -69,15 +69,7 @@ def version_of(frame: frames.Frame) -> int | None:
 
 async def get_schema(client: RawClient, version: int | None,
                      topic: str = TOPIC) -> tuple[int | None, Schema | None, ServerError | None]:
-    request = CommandGetSchema(request_id=99, topic=topic)
-    if version is not None:
-        request.schema_version = encode_version(version)
-    await client.send(BaseCommand(type_=Type.GET_SCHEMA, getSchema=request))
-    answer = (await client.expect(Type.GET_SCHEMA_RESPONSE)).command.getSchemaResponse
-    assert answer is not None
-    if answer.has_error_code():
-        return None, None, answer.error_code
-    return decode_version(answer.schema_version), answer.schema, None
+    return await raw_get_schema(client, topic, version)
 
 
 @run

@@ -24,7 +24,14 @@ then ``mapInArrow``) on ``min(N, 200,000)`` frames, which shows what reading the
 
 Before anything is timed the jobs decode a sample and must produce equal rows. Each then runs
 once on a small capture to start the Python workers (imports, JIT), and the timed runs follow.
-About two to three minutes in all at the default N; ``BENCH_SPARK_N=100000`` for a quick run.
+Then, in the same ``local[2]`` session, N protobuf values (the demo's ``OrderPlaced`` events, a
+binary column in a Parquet file) are decoded into the same struct column by ours (``mapInArrow``
+and the generated codec) and by Spark's own ``from_protobuf`` (the spark-protobuf package
+matching the installed PySpark, which the session loads with ``spark.jars.packages``; see
+``bench.spark_protobuf`` and ``bench.spark_orders``). Both must produce equal rows on a sample
+first. When the package cannot be fetched its row says why and the rest of the bench runs.
+
+About three to four minutes in all at the default N; ``BENCH_SPARK_N=100000`` for a quick run.
 Timings on a shared machine vary from run to run; the ratio is what to look at.
 """
 
@@ -50,6 +57,7 @@ WARMUP_N = 20_000
 SAMPLE_N = 300
 DISTINCT = 4096  # distinct frames, cycled; every one is decoded in full each time
 TARGET = 3.0
+ORDERS_TARGET = 1.0  # ours at least as many rows/s as from_protobuf (issue 21)
 
 
 def _frames(count: int) -> list[bytes]:
@@ -224,6 +232,8 @@ def _run(work: Path) -> None:
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
 
+    from bench import spark_orders
+    from bench.spark_protobuf import IVY_DIR, resolve
     from protoframe.generated.pulsar import spark as pulsar_spark
     from protoframe.pipeline.capture_decode import (
         CAPTURE_FIELDS,
@@ -233,6 +243,18 @@ def _run(work: Path) -> None:
     )
     from protoframe.pipeline.spark_session import local_session
 
+    resolving = time.perf_counter()
+    package = resolve()
+    status = "NOT AVAILABLE" if package.error is not None else f"cached in {IVY_DIR}"
+    print(f"spark-protobuf: {package.coordinate}: {status} "
+          f"({time.perf_counter() - resolving:.1f} s)")
+    orders_values = spark_orders.order_values(DISTINCT)
+    for name, count in (("orders_sample", SAMPLE_N), ("orders_warmup", WARMUP_N),
+                        ("orders_full", N)):
+        spark_orders.write_values(work / f"{name}.parquet", count, orders_values)
+    descriptor_set = spark_orders.write_descriptor_set(work / "events.desc")
+
+    writing = time.perf_counter()
     wire = _frames(DISTINCT)
     captures = {}
     for name, count in (("sample", SAMPLE_N), ("warmup", WARMUP_N), ("ref", REF_N),
@@ -242,9 +264,9 @@ def _run(work: Path) -> None:
         captures[name] = str(work / name)
     size = os.path.getsize(Path(captures["full"]) / "capture.pfcap")
     print(f"capture: {N:,} SEND frames, {size / 1e6:.1f} MB, "
-          f"{len(wire[0])} bytes a frame; written in {time.perf_counter() - started:.1f} s")
+          f"{len(wire[0])} bytes a frame; written in {time.perf_counter() - writing:.1f} s")
 
-    spark = local_session("protoframe-bench-spark-decode")
+    spark = local_session("protoframe-bench-spark-decode", conf=package.session_conf())
     schema = capture_schema("pulsar")
     decoded_schema = StructType(schema.fields[len(CAPTURE_FIELDS):])
     decode_udf = F.udf(lambda frame: udf_decode(frame), decoded_schema)
@@ -282,6 +304,7 @@ def _run(work: Path) -> None:
     udf_s = run(udf, captures["full"])
     source_s = run(ours_source, captures["ref"])
     ours_rate, udf_rate = N / ours_s, N / udf_s
+    orders = _orders(spark, work, descriptor_set, package.error)
     spark.stop()
 
     print(f"{'decoder':<50}{'rows':>11}{'seconds':>10}{'rows/s':>11}")
@@ -294,7 +317,68 @@ def _run(work: Path) -> None:
     ratio = ours_rate / udf_rate
     verdict = "meets" if ratio >= TARGET else "MISSES"
     print(f"ratio ours/udf: {ratio:.2f}x ({verdict} the {TARGET:.0f}x target); "
-          f"local[2], {os.cpu_count()} CPUs, total {time.perf_counter() - started:.0f} s")
+          f"local[2], {os.cpu_count()} CPUs")
+
+    print()
+    print(f"{N:,} protobuf values ({spark_orders.MESSAGE}, "
+          f"{sum(map(len, orders_values)) / len(orders_values):.0f} bytes on average) "
+          "-> one struct column, same session:")
+    print(f"{'decoder':<50}{'rows':>11}{'seconds':>10}{'rows/s':>11}")
+    for label, seconds_or_error in orders:
+        if isinstance(seconds_or_error, str):
+            print(f"{label:<50}  not run: {seconds_or_error}")
+        else:
+            print(f"{label:<50}{N:>11,}{seconds_or_error:>10.1f}{N / seconds_or_error:>11,.0f}")
+    timed = [s for _, s in orders if not isinstance(s, str)]
+    if len(timed) == 2:
+        ratio = timed[1] / timed[0]
+        verdict = "meets" if ratio >= ORDERS_TARGET else "MISSES"
+        print(f"ratio ours/from_protobuf (rows/s): {ratio:.2f}x ({verdict} the "
+              f"{ORDERS_TARGET:.1f}x target)")
+    print(f"total {time.perf_counter() - started:.0f} s")
+
+
+def _orders(spark: Any, work: Path, descriptor_set: Path,
+            package_error: str | None) -> list[tuple[str, float | str]]:
+    """Ours and from_protobuf on the same protobuf values: (label, seconds or why not run)."""
+    from bench import spark_orders
+
+    def read(name: str) -> Any:
+        return spark.read.parquet(str(work / f"{name}.parquet"))
+
+    def run(df: Any) -> float:
+        t = time.perf_counter()
+        df.write.format("noop").mode("overwrite").save()
+        return time.perf_counter() - t
+
+    ours_label = "ours: mapInArrow + generated OrderPlaced codec"
+    theirs_label = "from_protobuf (spark-protobuf, JVM)"
+    mine = spark_orders.ours(read("orders_sample"))
+    mine_rows = mine.collect()
+    _expect(len(mine_rows) == SAMPLE_N, "ours lost rows")
+    theirs_result: float | str
+    if package_error is not None:
+        theirs_result = package_error
+    else:
+        theirs = spark_orders.from_protobuf(read("orders_sample"), descriptor_set)
+        _expect(spark_orders.without_nullability(theirs.schema)
+                == spark_orders.without_nullability(mine.schema),
+                f"struct types differ: {theirs.schema.simpleString()} vs "
+                f"{mine.schema.simpleString()}")
+        _expect(theirs.collect() == mine_rows, "ours and from_protobuf decode different rows")
+        run(spark_orders.from_protobuf(read("orders_warmup"), descriptor_set))
+        theirs_result = -1.0
+    run(spark_orders.ours(read("orders_warmup")))
+    ours_s = run(spark_orders.ours(read("orders_full")))
+    if not isinstance(theirs_result, str):
+        theirs_result = run(spark_orders.from_protobuf(read("orders_full"), descriptor_set))
+    return [(ours_label, ours_s), (theirs_label, theirs_result)]
+
+
+def _expect(condition: bool, message: str) -> None:
+    """An assertion that ``python -O`` does not remove."""
+    if not condition:
+        raise AssertionError(message)
 
 
 if __name__ == "__main__":

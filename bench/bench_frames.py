@@ -25,6 +25,10 @@ Two workloads, each checked before it is timed:
    SingleMessageMetadata (payload_size, with and without one property) and 100 bytes of data,
    against a hand-written ``struct`` loop producing a tuple per message.
 
+3. One representative frame each of TANK, Pravega and TubeMQ (decode+read, build+encode) and
+   the batches of those that have them (a TANK bundle, a Pravega event run), each against a
+   hand-written ``struct`` codec for exactly the same bytes: ``bench.frames_protocols``.
+
 Each cell is microseconds per operation, the best of ``REPEATS`` runs after calibrating the
 iteration count so that a cell takes about ``CELL_SECONDS``; the runs of one row's columns
 alternate, and the garbage collector is off while they are timed (as ``timeit`` does).
@@ -57,6 +61,7 @@ CALIBRATE_NS = 5_000_000  # grow the iteration count until one run takes this lo
 TARGET_OURS_VS_STRUCT = 2.0  # ours at most this many times slower than hand-written struct
 TARGET_CONSTRUCT_VS_OURS = 5.0  # compiled construct at least this many times slower than ours
 TARGET_BATCH_MSGS_PER_S = 500_000
+TARGET_PROTOCOL_VS_STRUCT = 1.0  # issue 21: every protocol's frame at most the struct code's time
 
 # The frame's values: multi-byte varints, short strings, a small JSON payload.
 CMD_TYPE_SEND = 6  # BaseCommand.Type.SEND
@@ -630,6 +635,14 @@ def main() -> None:
     print(f"checked: ours, struct and construct encode identical {len(wire)}-byte frames and "
           "decode the expected values; all reject a bad CRC32C; ours and struct decode the "
           "same batch entries")
+    from bench.frames_protocols import batch_cases, check_cases, frame_cases
+
+    cases = frame_cases()
+    protocol_batches = batch_cases()
+    check_cases(cases, protocol_batches)
+    print(f"checked: {', '.join(c.protocol for c in cases)}: ours and struct encode identical "
+          "frames, decode the expected values and reject cut frames; ours and struct decode "
+          f"the same messages of the {', '.join(b.protocol for b in protocol_batches)} batches")
 
     decode = Row(f"Frame decode+read [{len(wire)} B]", *measure(
         partial(_run_decode, ours_decode, wire),
@@ -659,7 +672,23 @@ def main() -> None:
         partial(_run_call, construct_framing_encode),
     )
     frame_rows = [decode, encode, encode_built]
-    rows = frame_rows + batch_rows
+    protocol_rows: list[Row] = []
+    for proto in cases:
+        size = f"[{len(proto.wire)} B]"
+        protocol_rows.append(Row(f"{proto.protocol} {proto.title} decode+read {size}", *measure(
+            partial(_run_decode, proto.ours_decode, proto.wire),
+            partial(_run_decode, proto.hand_decode, proto.wire),
+        )))
+        protocol_rows.append(Row(f"{proto.protocol} {proto.title} build+encode {size}", *measure(
+            partial(_run_call, proto.ours_encode),
+            partial(_run_call, proto.hand_encode),
+        )))
+    protocol_batch_rows = [(batch, Row(
+        f"{batch.protocol} {batch.title} [{len(batch.data)} B]", *measure(
+            partial(_run_decode, batch.ours_decode, batch.data),
+            partial(_run_decode, batch.hand_decode, batch.data),
+        ))) for batch in protocol_batches]
+    rows = frame_rows + batch_rows + protocol_rows + [row for _, row in protocol_batch_rows]
 
     width = max(len(row.label) for row in rows)
     header = (f"{'operation':<{width}} {'ours µs':>9} {'struct µs':>10} {'construct µs':>13} "
@@ -684,6 +713,10 @@ def main() -> None:
         print(f"{row.label}: ours {BATCH_SIZE / row.ours * 1e6:,.0f} msgs/s, "
               f"struct {BATCH_SIZE / row.hand * 1e6:,.0f} msgs/s")
 
+    for batch, row in protocol_batch_rows:
+        print(f"{row.label}: ours {batch.count / row.ours * 1e6:,.0f} msgs/s, "
+              f"struct {batch.count / row.hand * 1e6:,.0f} msgs/s")
+
     print()
     print("targets:")
     for row in frame_rows:
@@ -699,3 +732,7 @@ def main() -> None:
         rate = BATCH_SIZE / row.ours * 1e6
         print(f"  {row.label}: ours {rate:,.0f} msgs/s >= {TARGET_BATCH_MSGS_PER_S:,} "
               f"{_verdict(rate >= TARGET_BATCH_MSGS_PER_S)}")
+    for row in protocol_rows:
+        vs_hand = row.ours / row.hand
+        print(f"  {row.label}: ours/struct {vs_hand:.2f}x <= {TARGET_PROTOCOL_VS_STRUCT:.1f}x "
+              f"{_verdict(vs_hand <= TARGET_PROTOCOL_VS_STRUCT)}")

@@ -130,18 +130,22 @@ def assert_speaks(name: str, host: str, port: int) -> None:
 
 
 def processes_mentioning(directory: Path) -> list[str]:
-    """Command lines of the processes that name ``directory``: a server left behind would."""
+    """Command lines of the processes that name ``directory`` in their arguments or their
+    environment: a server left behind would, and so would a daemon it started in a session of
+    its own (an epmd: RabbitMQ's processes all have HOME there)."""
     found = []
+    needle = str(directory).encode()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
-            command = (entry / "cmdline").read_bytes().replace(b"\x00", b" ").decode(
-                errors="replace")
-        except OSError:
+            command = (entry / "cmdline").read_bytes()
+            environment = (entry / "environ").read_bytes()
+        except OSError:  # gone, or not ours to read
             continue
-        if str(directory) in command:
-            found.append(f"{entry.name}: {command}")
+        if needle in command or needle in environment:
+            words = command.replace(b"\x00", b" ").decode(errors="replace")
+            found.append(f"{entry.name}: {words}")
     return found
 
 
@@ -165,6 +169,10 @@ def test_server_starts_speaks_first_and_stops_leaving_nothing(name: str) -> None
         assert started.host == "127.0.0.1"
         assert started.server.alive() == started.server.groups() != []
         assert_speaks(name, started.host, started.port)
+        running = processes_mentioning(started.server.directory)
+        if name == "rabbitmq":  # found by their environment: the check below can see them
+            assert any("beam.smp" in line for line in running), running
+            assert any("epmd" in line for line in running), running
     finally:
         started.stop()
     assert started.server.alive() == []

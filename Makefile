@@ -16,7 +16,7 @@ CODEC_DEPS := pyproject.toml setup.py runtime/codec/_wirecodec.c runtime/codec/_
 VOCABULARY := runtime/codec/vocabulary.py
 
 .PHONY: venv generate check imports test test-fast test-versions run bench lint typecheck clean \
-	java-check pulsar
+	java-check pulsar peers
 
 venv: $(STAMP)
 
@@ -75,6 +75,14 @@ $(PULSAR_LIB)/.fetched: interop/pulsar/pom.xml
 		echo "note: mvn is not installed, so the tests against Apache Pulsar skip;" \
 			"install Maven (sudo apt-get install maven) and run make pulsar."; \
 	fi
+
+# The real servers the example protocols are tested against (issue #16): mariadb-server and
+# rabbitmq-server from Debian's packages, installed with apt-get, so it needs root or sudo
+# (.ci/install-peers says which it uses). The system services are left stopped: the tests start
+# their own instances (tests/support/mariadb_server.py, rabbitmq_server.py) and skip, saying
+# so, when a server is not installed. Quick when both are installed.
+peers:
+	.ci/install-peers
 
 # lint-imports: the import contracts of [tool.importlinter] in pyproject.toml.
 imports: $(STAMP)

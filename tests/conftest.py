@@ -6,7 +6,9 @@
   conftest.py), the modules of Spark rows that say so, and any test that asks for a ``spark``
   fixture (marked here, so that a new one is classified by what it uses);
 - ``interop``: all of ``tests/interop/``: tests against other implementations run as peers (the
-  official ``pulsar-client``, the real ``pravega`` client);
+  official ``pulsar-client``, the real ``pravega`` client), and any test that asks for a real
+  server of ``make peers`` (``mariadb_server``, ``rabbitmq_server``, ``websocket_server``:
+  tests/support/server_fixtures.py);
 - ``slow``: all of ``tests/install/`` (the wheel installed into a fresh environment), and the
   modules that say so (``pytestmark``): fuzzing campaigns, restarts under load, ``mypy`` or the
   peers run as subprocesses.
@@ -27,6 +29,12 @@ from hypothesis import settings
 from tests.support import real_pulsar as real_pulsar_module
 from tests.support.examples import FAST_EXAMPLES
 from tests.support.real_pulsar import RealPulsar
+from tests.support.server_fixtures import (  # noqa: F401 (fixtures, found by their names)
+    SERVER_FIXTURES,
+    mariadb_server,
+    rabbitmq_server,
+    websocket_server,
+)
 
 # The everyday loop (make test-fast: --hypothesis-profile=fast) draws fewer examples; make test
 # runs hypothesis' defaults and every count as written (tests/support/examples.py).
@@ -37,6 +45,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)
+        if any(name in getattr(item, "fixturenames", ()) for name in SERVER_FIXTURES):
+            item.add_marker(pytest.mark.interop)
     # A process has one SparkContext: the tests on the standalone cluster stop the local session
     # to start theirs, so they run after every other test (a stable sort keeps their order).
     items.sort(key=lambda item: "cluster_spark" in getattr(item, "fixturenames", ()))

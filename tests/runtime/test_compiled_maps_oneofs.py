@@ -7,6 +7,8 @@ same decoded values (unknown fields included) and the same errors, valid input o
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import importlib
 import importlib.util
 import random
@@ -303,3 +305,43 @@ def test_damaged_bytes_decode_or_fail_alike(
             assert issubclass(got[1][0], DecodeError), got
             errors += 1
     assert rounds // 10 < errors < rounds * 9 // 10
+
+
+def test_decoding_and_encoding_keep_reference_counts(ours: dict[str, Any]) -> None:
+    maps, choice, plain = ours["Maps"], ours["Choice"], ours["Plain"]
+    tint = type(plain().tint).PALE
+    default_tint = plain().tint
+    leaf = ours["Leaf"]
+    wires = [
+        maps(hues={"a": tint, "b": tint}, leaves={"x": leaf(label="l")}, by_bool={True: "t"},
+             name="n").encode(),
+        maps.decode(b"\x62\x00\x6a\x03\x0a\x01k").encode(),  # defaults, a fresh message value
+        choice.decode(b"\x12\x02hi\x18\x05\x22\x00\x28\x01").encode(),  # members cleared
+        plain(tint=tint, s="s", d=-0.0).encode(),
+        b"",
+    ]
+    damaged = [b"\x0a\x04\x12\x02\xc3\x28", b"\x62\x05\x0a\x01a\x10", b"\x22\x02\x0a"]
+
+    def counts() -> tuple[int, ...]:
+        gc.collect()
+        return (sys.getrefcount(tint), sys.getrefcount(default_tint), sys.getrefcount(leaf),
+                sys.getrefcount(maps), sys.getrefcount(choice), sys.getrefcount(plain))
+
+    def run(times: int) -> int:
+        failed = 0
+        for _ in range(times):
+            for cls in (maps, choice, plain):
+                for wire in wires:
+                    with contextlib.suppress(DecodeError):
+                        cls.decode(wire).encode()
+                for bad in damaged:
+                    try:
+                        cls.decode(bad)
+                    except DecodeError:
+                        failed += 1
+        return failed
+
+    run(50)
+    before = counts()
+    assert run(500) > 0
+    assert counts() == before

@@ -598,23 +598,31 @@ def _expect(condition: bool, message: str) -> None:
         raise AssertionError(message)
 
 
-def check(codecs: dict[str, dict[str, Codec]]) -> tuple[dict[str, bytes], list[str]]:
+def check(codecs: dict[str, dict[str, Codec]], cases: tuple[Case, ...] = CASES,
+          any_order: frozenset[str] = frozenset()) -> tuple[dict[str, bytes], list[str]]:
     """Assert the implementations agree before anything is timed; return ours' bytes per case
-    (the input every decoder is timed on) and notes on tolerated differences."""
+    (the input every decoder is timed on) and notes on tolerated differences. The cases in
+    ``any_order`` (maps) may encode their entries in another order; the values must agree."""
     inputs: dict[str, bytes] = {}
     notes: list[str] = []
-    for case in CASES:
+    for case in cases:
         wire = codecs["ours"][case.key].build()
         inputs[case.key] = wire
-        if "upb" in codecs:
+        if "upb" in codecs and case.key not in any_order:
             upb_wire = codecs["upb"][case.key].build()
             _expect(wire == upb_wire, f"{case.title}: ours and upb encode differently:\n"
                     f"  ours {wire.hex()}\n  upb  {upb_wire.hex()}")
         for impl, by_case in codecs.items():
+            if case.key not in by_case:
+                continue
             got = by_case[case.key].read(wire)
             _expect(got == case.expected,
                     f"{case.title}: {impl} decodes {got!r}, expected {case.expected!r}")
-        if "betterproto" not in codecs:
+        if case.key in any_order and "upb" in codecs:
+            got = codecs["ours"][case.key].read(codecs["upb"][case.key].build())
+            _expect(got == case.expected, f"{case.title}: ours reads {got!r} from upb's bytes, "
+                    f"expected {case.expected!r}")
+        if case.key not in codecs.get("betterproto", {}):
             continue
         # betterproto has proto3 semantics (no presence, zero values not written), so its
         # bytes may differ; they must still carry the same values.
@@ -677,16 +685,22 @@ def time_generation() -> None:
 def main() -> None:
     from google.protobuf.internal import api_implementation
 
+    # Imported here: it builds its rows from this module's Case and Codec.
+    from bench import protobuf_constructs
+
     print(f"Python {platform.python_version()} ({platform.python_implementation()}), "
           f"protobuf {_version('protobuf')} backend={api_implementation.Type()}, "
           f"betterproto {_version('betterproto')}")
     print(f"our protobuf codec: {compiled.describe()}")
-    codecs: dict[str, dict[str, Codec]] = {"ours": ours_codecs()}
+    codecs: dict[str, dict[str, Codec]] = {
+        "ours": {**ours_codecs(), **protobuf_constructs.ours_codecs()}}
+    cases = CASES + protobuf_constructs.CASES
     notes: list[str] = []
     with tempfile.TemporaryDirectory(prefix="protoframe-bench-") as tmp_name:
         tmp = Path(tmp_name)
         started = time.perf_counter()
-        codecs["upb"] = upb_codecs(load_upb(tmp))
+        pulsar_pb = load_upb(tmp)
+        codecs["upb"] = {**upb_codecs(pulsar_pb), **protobuf_constructs.upb_codecs(pulsar_pb, tmp)}
         try:
             bp, fixes = load_betterproto(tmp)
         except Exception as exc:  # the other columns still tell
@@ -701,24 +715,25 @@ def main() -> None:
         if api_implementation.Type() != "upb":
             notes.append(f"protobuf backend is {api_implementation.Type()!r}, not upb")
 
-        inputs, check_notes = check(codecs)
+        inputs, check_notes = check(codecs, cases, protobuf_constructs.ANY_ORDER)
         notes.extend(check_notes)
-        print(f"checked: {', '.join(codecs)} decode the expected values; ours == upb bytes")
+        print(f"checked: {', '.join(codecs)} decode the expected values; ours == upb bytes "
+              "(for the map: both read each other's bytes)")
 
         overhead_build, overhead_read = measure(partial(_run_build, _noop_build),
                                                 partial(_run_read, _noop_read, b""))
 
         print()
-        labels = {c.key: f"{c.title} [{len(inputs[c.key])} B]" for c in CASES}
+        labels = {c.key: f"{c.title} [{len(inputs[c.key])} B]" for c in cases}
         width = max(len(label) for label in labels.values())
         header = (f"{'case':<{width}} {'operation':<13} {'ours µs':>9} {'upb µs':>9} "
                   f"{'betterproto µs':>15} {'upb/ours':>9} {'bp/ours':>8}")
         print(header)
         print("-" * len(header))
-        for case in CASES:
+        for case in cases:
             label = labels[case.key]
             for op in OPERATIONS:
-                present = [impl for impl in IMPLS if impl in codecs]
+                present = [impl for impl in IMPLS if case.key in codecs.get(impl, {})]
                 runs = [partial(_run_build, codecs[impl][case.key].build)
                         if op == "build+encode" else
                         partial(_run_read, codecs[impl][case.key].read, inputs[case.key])

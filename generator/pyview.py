@@ -14,6 +14,7 @@ from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.ir import (
     EnumType,
     Field,
+    FieldType,
     Label,
     MessageType,
     Presence,
@@ -21,14 +22,14 @@ from protoframe.generator.ir import (
     ProtoFile,
 )
 from protoframe.generator.linefit import fit_appends
-from protoframe.generator.proto_decoder import decode_lines
+from protoframe.generator.proto_decoder import decode_lines, zero_of
 from protoframe.generator.proto_emit import (
     ModuleContext,
     tag_bytes,
 )
 from protoframe.generator.proto_encoder import encode_lines
 from protoframe.generator.runtime_modules import COMPILED, ERRORS, PROTOWIRE
-from protoframe.runtime.codec.vocabulary import FIELD_KINDS, FIELD_MODES
+from protoframe.runtime.codec.vocabulary import FIELD_KINDS, FIELD_MODES, MAP_KEY_KINDS
 
 
 @dataclass
@@ -298,42 +299,55 @@ def _message_view(py: ModuleContext, m: MessageType, depth: int) -> MessageView:
 
 
 def _compiled_layout(py: ModuleContext, m: MessageType) -> list[str]:
-    """Lines of ``m``'s entry in the table handed to ``install_layouts``.
-
-    The compiled codec covers proto2 messages and proto3 ones whose fields all have explicit
-    presence; a message with map fields, oneofs or implicit-presence fields gets no entry and
-    keeps the Python codec alone.
-    """
-    if m.oneofs or any(f.is_map or f.presence is Presence.IMPLICIT for f in m.fields):
-        return []
+    """Lines of ``m``'s entry in the table handed to ``install_layouts``: a row per field, in
+    number order (see ``runtime.codec.vocabulary`` for its items)."""
     sparse = {f.number for f in m.sparse_fields()}
     present = m.present.slot if m.present is not None else None
+    oneofs = [o.proto_name for o in m.oneofs]
     rows = []
     for f in sorted(m.fields, key=lambda f: f.number):
-        t = f.type
-        kind = t.kind
-        extra = "None"
-        if kind == "enum":
-            assert t.enum is not None
-            kind = "enum" if t.enum.closed else "open_enum"
-            extra = py.enum_map(t.enum)
-        elif kind == "message":
-            assert t.message is not None
-            extra = py.ref(t.message.full_name, t.message.py_path)
-        if f.number in sparse:
+        t = f.map_value if f.is_map else f.type
+        assert t is not None
+        kind, extra = _kind_and_extra(py, t)
+        aux = ""
+        if f.is_map:
+            assert f.map_key is not None
+            mode, storage = "map", f.py_name
+            if f.map_key.kind not in MAP_KEY_KINDS:
+                raise GeneratorBug(f"{m.full_name}.{f.proto_name}: the compiled codec has no "
+                                   f"map key of kind {f.map_key.kind}", str(f.location))
+            value_default = "None" if t.kind == "message" else zero_of(py, t)
+            aux = f", ({q(f.map_key.kind)}, {zero_of(py, f.map_key)}, {value_default})"
+        elif f.number in sparse:
             mode, storage = "sparse", f.py_name
         elif f.label is Label.REPEATED:
             mode, storage = ("packed" if f.packed else "repeated"), f.py_name
+        elif f.oneof is not None:
+            mode, storage, aux = "oneof", f.storage, f", {oneofs.index(f.oneof)}"
+        elif f.presence is Presence.IMPLICIT:
+            mode, storage, aux = "implicit", f.storage, f", {py.default_expr(f)}"
         else:
             mode = "required" if f.presence is Presence.REQUIRED else "optional"
             storage = f.storage
         if kind not in FIELD_KINDS or mode not in FIELD_MODES:
             raise GeneratorBug(f"{m.full_name}.{f.proto_name}: the compiled codec has no word "
                                f"for {kind}, {mode}", str(f.location))
-        rows.append(f"        ({f.number}, {q(kind)}, {q(mode)}, {q(storage)}, {extra}),")
+        rows.append(f"        ({f.number}, {q(kind)}, {q(mode)}, {q(storage)}, {extra}{aux}),")
     if not rows:
         return [f"    ({m.py_path}, None, ()),"]
     return [f"    ({m.py_path}, {q(present) if present else 'None'}, (", *rows, "    )),"]
+
+
+def _kind_and_extra(py: ModuleContext, t: FieldType) -> tuple[str, str]:
+    """A value's kind word and the table's reference for it: its enum's number -> member
+    dict, its message class, or None."""
+    if t.kind == "enum":
+        assert t.enum is not None
+        return ("enum" if t.enum.closed else "open_enum"), py.enum_map(t.enum)
+    if t.kind == "message":
+        assert t.message is not None
+        return "message", py.ref(t.message.full_name, t.message.py_path)
+    return t.kind, "None"
 
 
 def _fields_dict_name(m: MessageType) -> str:

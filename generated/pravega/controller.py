@@ -6910,12 +6910,41 @@ _UpdateReaderGroupResponse_Status_BY_NUMBER = number_table(UpdateReaderGroupResp
 
 
 # Layout of each message for the compiled codec (runtime/codec/compiled.py): field number, type, how
-# the field is held, its slot (or key), and the class or enum table it refers to. A message not
-# listed here keeps the Python codec alone.
+# the field is held, its slot (or key), the class or enum table it refers to, and for implicit,
+# oneof and map fields their default, oneof or key (runtime/codec/vocabulary.py).
 install_layouts((
     (ServerRequest, None, ()),
     (ServerResponse, None, (
         (1, "message", "repeated", "nodeURI", NodeUri),
+    )),
+    (ScopeInfo, None, (
+        (1, "string", "implicit", "scope", None, ''),
+    )),
+    (CreateScopeStatus, None, (
+        (
+            1,
+            "open_enum",
+            "implicit",
+            "status",
+            _CreateScopeStatus_Status_BY_NUMBER,
+            CreateScopeStatus.Status.SUCCESS,
+        ),
+    )),
+    (DeleteScopeStatus, None, (
+        (
+            1,
+            "open_enum",
+            "implicit",
+            "status",
+            _DeleteScopeStatus_Status_BY_NUMBER,
+            DeleteScopeStatus.Status.SUCCESS,
+        ),
+    )),
+    (ExistsResponse, None, (
+        (1, "bool", "implicit", "exists", None, False),
+    )),
+    (ContinuationToken, None, (
+        (1, "string", "implicit", "token", None, ''),
     )),
     (ScopesRequest, None, (
         (1, "message", "optional", "continuationToken", ContinuationToken),
@@ -6924,9 +6953,58 @@ install_layouts((
         (1, "string", "repeated", "scopes", None),
         (2, "message", "optional", "continuationToken", ContinuationToken),
     )),
+    (StreamInfo, None, (
+        (1, "string", "implicit", "scope", None, ''),
+        (2, "string", "implicit", "stream", None, ''),
+        (
+            3,
+            "open_enum",
+            "implicit",
+            "accessOperation",
+            _StreamInfo_AccessOperation_BY_NUMBER,
+            StreamInfo.AccessOperation.UNSPECIFIED,
+        ),
+    )),
     (StreamsInScopeRequest, None, (
         (1, "message", "optional", "scope", ScopeInfo),
         (2, "message", "optional", "continuationToken", ContinuationToken),
+    )),
+    (StreamsInScopeResponse, None, (
+        (1, "message", "repeated", "streams", StreamInfo),
+        (2, "message", "optional", "continuationToken", ContinuationToken),
+        (
+            3,
+            "open_enum",
+            "implicit",
+            "status",
+            _StreamsInScopeResponse_Status_BY_NUMBER,
+            StreamsInScopeResponse.Status.SUCCESS,
+        ),
+    )),
+    (ScalingPolicy, None, (
+        (
+            1,
+            "open_enum",
+            "implicit",
+            "scaleType",
+            _ScalingPolicy_ScalingPolicyType_BY_NUMBER,
+            ScalingPolicy.ScalingPolicyType.FIXED_NUM_SEGMENTS,
+        ),
+        (2, "int32", "implicit", "targetRate", None, 0),
+        (3, "int32", "implicit", "scaleFactor", None, 0),
+        (4, "int32", "implicit", "minNumSegments", None, 0),
+    )),
+    (RetentionPolicy, None, (
+        (
+            1,
+            "open_enum",
+            "implicit",
+            "retentionType",
+            _RetentionPolicy_RetentionPolicyType_BY_NUMBER,
+            RetentionPolicy.RetentionPolicyType.UNKNOWN,
+        ),
+        (2, "int64", "implicit", "retentionParam", None, 0),
+        (3, "int64", "implicit", "retentionMax", None, 0),
     )),
     (Tags, None, (
         (1, "string", "repeated", "tag", None),
@@ -6937,8 +7015,211 @@ install_layouts((
         (3, "message", "optional", "retentionPolicy", RetentionPolicy),
         (4, "message", "optional", "tags", Tags),
     )),
+    (CreateStreamStatus, None, (
+        (
+            1,
+            "open_enum",
+            "implicit",
+            "status",
+            _CreateStreamStatus_Status_BY_NUMBER,
+            CreateStreamStatus.Status.SUCCESS,
+        ),
+    )),
+    (UpdateStreamStatus, None, (
+        (
+            1,
+            "open_enum",
+            "implicit",
+            "status",
+            _UpdateStreamStatus_Status_BY_NUMBER,
+            UpdateStreamStatus.Status.SUCCESS,
+        ),
+    )),
+    (DeleteStreamStatus, None, (
+        (
+            1,
+            "open_enum",
+            "implicit",
+            "status",
+            _DeleteStreamStatus_Status_BY_NUMBER,
+            DeleteStreamStatus.Status.SUCCESS,
+        ),
+    )),
+    (StreamCut, None, (
+        (1, "message", "optional", "streamInfo", StreamInfo),
+        (2, "int64", "map", "cut", None, ("int64", 0, 0)),
+    )),
+    (SegmentId, None, (
+        (1, "message", "optional", "streamInfo", StreamInfo),
+        (2, "int64", "implicit", "segmentId", None, 0),
+    )),
+    (SegmentRange, None, (
+        (1, "message", "optional", "segmentId", SegmentId),
+        (2, "double", "implicit", "minKey", None, 0.0),
+        (3, "double", "implicit", "maxKey", None, 0.0),
+    )),
+    (SegmentRanges, None, (
+        (1, "message", "repeated", "segmentRanges", SegmentRange),
+        (2, "string", "implicit", "delegationToken", None, ''),
+    )),
+    (GetEpochSegmentsRequest, None, (
+        (1, "message", "optional", "streamInfo", StreamInfo),
+        (2, "int32", "implicit", "epoch", None, 0),
+    )),
+    (GetSegmentsRequest, None, (
+        (1, "message", "optional", "streamInfo", StreamInfo),
+        (2, "int64", "implicit", "timestamp", None, 0),
+    )),
+    (SegmentsAtTime, None, (
+        (1, "message", "repeated", "segments", SegmentsAtTime.SegmentLocation),
+        (2, "string", "implicit", "delegationToken", None, ''),
+    )),
+    (SegmentsAtTime.SegmentLocation, None, (
+        (1, "message", "optional", "segmentId", SegmentId),
+        (2, "int64", "implicit", "offset", None, 0),
+    )),
+    (SuccessorResponse, None, (
+        (1, "message", "repeated", "segments", SuccessorResponse.SegmentEntry),
+        (2, "string", "implicit", "delegationToken", None, ''),
+    )),
     (SuccessorResponse.SegmentEntry, None, (
         (1, "message", "optional", "segment", SegmentRange),
         (2, "int64", "packed", "value", None),
+    )),
+    (ScaleRequest, None, (
+        (1, "message", "optional", "streamInfo", StreamInfo),
+        (2, "int64", "packed", "sealedSegments", None),
+        (3, "message", "repeated", "newKeyRanges", ScaleRequest.KeyRangeEntry),
+        (4, "int64", "implicit", "scaleTimestamp", None, 0),
+    )),
+    (ScaleRequest.KeyRangeEntry, None, (
+        (1, "double", "implicit", "start", None, 0.0),
+        (2, "double", "implicit", "end", None, 0.0),
+    )),
+    (ScaleResponse, None, (
+        (
+            1,
+            "open_enum",
+            "implicit",
+            "status",
+            _ScaleResponse_ScaleStreamStatus_BY_NUMBER,
+            ScaleResponse.ScaleStreamStatus.STARTED,
+        ),
+        (2, "message", "repeated", "segments", SegmentRange),
+        (3, "int32", "implicit", "epoch", None, 0),
+    )),
+    (ScaleStatusRequest, None, (
+        (1, "message", "optional", "streamInfo", StreamInfo),
+        (2, "int32", "implicit", "epoch", None, 0),
+    )),
+    (ScaleStatusResponse, None, (
+        (
+            1,
+            "open_enum",
+            "implicit",
+            "status",
+            _ScaleStatusResponse_ScaleStatus_BY_NUMBER,
+            ScaleStatusResponse.ScaleStatus.IN_PROGRESS,
+        ),
+    )),
+    (NodeUri, None, (
+        (1, "string", "implicit", "endpoint", None, ''),
+        (2, "int32", "implicit", "port", None, 0),
+    )),
+    (SegmentValidityResponse, None, (
+        (1, "bool", "implicit", "response", None, False),
+    )),
+    (DelegationToken, None, (
+        (1, "string", "implicit", "delegationToken", None, ''),
+    )),
+    (RemoveWriterRequest, None, (
+        (1, "string", "implicit", "writer", None, ''),
+        (2, "message", "optional", "stream", StreamInfo),
+    )),
+    (RemoveWriterResponse, None, (
+        (
+            1,
+            "open_enum",
+            "implicit",
+            "result",
+            _RemoveWriterResponse_Status_BY_NUMBER,
+            RemoveWriterResponse.Status.SUCCESS,
+        ),
+    )),
+    (TimestampFromWriter, None, (
+        (1, "string", "implicit", "writer", None, ''),
+        (2, "message", "optional", "position", StreamCut),
+        (3, "int64", "implicit", "timestamp", None, 0),
+    )),
+    (TimestampResponse, None, (
+        (
+            1,
+            "open_enum",
+            "implicit",
+            "result",
+            _TimestampResponse_Status_BY_NUMBER,
+            TimestampResponse.Status.SUCCESS,
+        ),
+    )),
+    (ReaderGroupConfiguration, None, (
+        (1, "string", "implicit", "scope", None, ''),
+        (2, "string", "implicit", "readerGroupName", None, ''),
+        (3, "int64", "implicit", "groupRefreshTimeMillis", None, 0),
+        (4, "int64", "implicit", "automaticCheckpointIntervalMillis", None, 0),
+        (5, "int32", "implicit", "maxOutstandingCheckpointRequest", None, 0),
+        (6, "int32", "implicit", "retentionType", None, 0),
+        (7, "int64", "implicit", "generation", None, 0),
+        (8, "string", "implicit", "readerGroupId", None, ''),
+        (9, "message", "repeated", "startingStreamCuts", StreamCut),
+        (10, "message", "repeated", "endingStreamCuts", StreamCut),
+    )),
+    (ReaderGroupInfo, None, (
+        (1, "string", "implicit", "scope", None, ''),
+        (2, "string", "implicit", "readerGroup", None, ''),
+        (3, "string", "implicit", "readerGroupId", None, ''),
+        (4, "int64", "implicit", "generation", None, 0),
+    )),
+    (CreateReaderGroupResponse, None, (
+        (
+            1,
+            "open_enum",
+            "implicit",
+            "status",
+            _CreateReaderGroupResponse_Status_BY_NUMBER,
+            CreateReaderGroupResponse.Status.SUCCESS,
+        ),
+        (2, "message", "optional", "config", ReaderGroupConfiguration),
+    )),
+    (ReaderGroupConfigResponse, None, (
+        (1, "message", "optional", "config", ReaderGroupConfiguration),
+        (
+            2,
+            "open_enum",
+            "implicit",
+            "status",
+            _ReaderGroupConfigResponse_Status_BY_NUMBER,
+            ReaderGroupConfigResponse.Status.SUCCESS,
+        ),
+    )),
+    (DeleteReaderGroupStatus, None, (
+        (
+            1,
+            "open_enum",
+            "implicit",
+            "status",
+            _DeleteReaderGroupStatus_Status_BY_NUMBER,
+            DeleteReaderGroupStatus.Status.SUCCESS,
+        ),
+    )),
+    (UpdateReaderGroupResponse, None, (
+        (
+            1,
+            "open_enum",
+            "implicit",
+            "status",
+            _UpdateReaderGroupResponse_Status_BY_NUMBER,
+            UpdateReaderGroupResponse.Status.SUCCESS,
+        ),
+        (2, "int64", "implicit", "generation", None, 0),
     )),
 ))

@@ -28223,8 +28223,8 @@ spell_out_fields(BaseCommand, _BaseCommand_signature)
 
 
 # Layout of each message for the compiled codec (runtime/codec/compiled.py): field number, type, how
-# the field is held, its slot (or key), and the class or enum table it refers to. A message not
-# listed here keeps the Python codec alone.
+# the field is held, its slot (or key), the class or enum table it refers to, and for implicit,
+# oneof and map fields their default, oneof or key (runtime/codec/vocabulary.py).
 install_layouts((
     (Schema, None, (
         (1, "string", "required", "name", None),
@@ -28697,6 +28697,13 @@ install_layouts((
     (ScalableTopicsDiff, None, (
         (1, "string", "repeated", "added", None),
         (2, "string", "repeated", "removed", None),
+    )),
+    (CommandWatchScalableTopicsUpdate, None, (
+        (1, "uint64", "required", "watch_id", None),
+        (2, "message", "oneof", "_snapshot", ScalableTopicsSnapshot, 0),
+        (3, "message", "oneof", "_diff", ScalableTopicsDiff, 0),
+        (4, "enum", "optional", "_error", _ServerError_BY_NUMBER),
+        (5, "string", "optional", "_message", None),
     )),
     (CommandWatchScalableTopicsClose, None, (
         (1, "uint64", "required", "watch_id", None),

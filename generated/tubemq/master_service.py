@@ -11589,8 +11589,8 @@ FILE_DESCRIPTOR_SET = (
 
 
 # Layout of each message for the compiled codec (runtime/codec/compiled.py): field number, type, how
-# the field is held, its slot (or key), and the class or enum table it refers to. A message not
-# listed here keeps the Python codec alone.
+# the field is held, its slot (or key), the class or enum table it refers to, and for implicit,
+# oneof and map fields their default, oneof or key (runtime/codec/vocabulary.py).
 install_layouts((
     (AuthenticateInfo, None, (
         (1, "string", "required", "userName", None),

@@ -1203,8 +1203,8 @@ _ResponseHeader_Status_BY_NUMBER = number_table(ResponseHeader.Status)
 
 
 # Layout of each message for the compiled codec (runtime/codec/compiled.py): field number, type, how
-# the field is held, its slot (or key), and the class or enum table it refers to. A message not
-# listed here keeps the Python codec alone.
+# the field is held, its slot (or key), the class or enum table it refers to, and for implicit,
+# oneof and map fields their default, oneof or key (runtime/codec/vocabulary.py).
 install_layouts((
     (RpcConnHeader, None, (
         (1, "int32", "required", "flag", None),

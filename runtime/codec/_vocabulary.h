@@ -33,7 +33,10 @@ enum { /* FIELD_MODES */
     M_REPEATED = 2,
     M_PACKED = 3,
     M_SPARSE = 4,
-    M_MODE_END = 5,
+    M_IMPLICIT = 5,
+    M_ONEOF = 6,
+    M_MAP = 7,
+    M_MODE_END = 8,
 };
 
 enum { /* FRAME_OPS */
@@ -80,6 +83,9 @@ static const VocabularyWord VOCABULARY_WORDS[] = {
     {"FIELD_MODES", "repeated", M_REPEATED},
     {"FIELD_MODES", "packed", M_PACKED},
     {"FIELD_MODES", "sparse", M_SPARSE},
+    {"FIELD_MODES", "implicit", M_IMPLICIT},
+    {"FIELD_MODES", "oneof", M_ONEOF},
+    {"FIELD_MODES", "map", M_MAP},
     {"FRAME_OPS", "int", OP_INT},
     {"FRAME_OPS", "const", OP_CONST},
     {"FRAME_OPS", "size", OP_SIZE},

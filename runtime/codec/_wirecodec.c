@@ -40,6 +40,11 @@ typedef struct {
     PyObject *keyword;   /* the __init__ keyword (borrowed from the codec's keywords) */
     PyObject *extra;     /* message class, or the number -> member dict of an enum */
     CodecObject *sub;    /* codec of a message field's class, resolved on first use */
+    PyObject *dflt;      /* an implicit field's default; a map's value default (NULL for
+                            message values, which are decoded from no bytes) */
+    PyObject *key_dflt;  /* a map's key default */
+    int key_kind;        /* a map's key kind */
+    Py_ssize_t oneof;    /* a oneof member's oneof index in its message */
 } FieldInfo;
 
 struct CodecObject {
@@ -73,6 +78,13 @@ struct CodecObject {
 
 static PyTypeObject Codec_Type;
 static TypeTable codecs;    /* class -> codec */
+
+static const int wire_of_kind[K_KIND_END] = {
+    [K_INT32] = 0, [K_INT64] = 0, [K_UINT32] = 0, [K_UINT64] = 0, [K_SINT32] = 0,
+    [K_SINT64] = 0, [K_BOOL] = 0, [K_ENUM] = 0, [K_OPEN_ENUM] = 0, [K_FIXED32] = 5,
+    [K_SFIXED32] = 5, [K_FLOAT] = 5, [K_FIXED64] = 1, [K_SFIXED64] = 1, [K_DOUBLE] = 1,
+    [K_STRING] = 2, [K_BYTES] = 2, [K_MESSAGE] = 2,
+};
 
 static inline int put_varint(Out *o, uint64_t v) {
     if (out_reserve(o, 10) < 0) return -1;
@@ -223,7 +235,47 @@ static int encode_value(FieldInfo *f, PyObject *v, Out *o, int depth) {
     return -1;
 }
 
+/* Whether an implicit-presence value is written, as the Python encoder decides: a value that
+   is not its zero (a negative zero float is written). 1: write, 0: skip, -1: give up (or an
+   error is set, the one Python's truth test raises). */
+static int implicit_written(FieldInfo *f, PyObject *v) {
+    if (f->kind == K_FLOAT || f->kind == K_DOUBLE) {
+        if (PyFloat_CheckExact(v)) {
+            double x = PyFloat_AS_DOUBLE(v);
+            return !(x == 0.0 && !signbit(x));
+        }
+        return PyLong_CheckExact(v) ? PyObject_IsTrue(v) : -1;
+    }
+    if (!PyLong_Check(v) && !PyUnicode_CheckExact(v) && !PyBytes_CheckExact(v)) return -1;
+    return PyObject_IsTrue(v);
+}
+
+/* A map field: one entry per item, key and value always written, in the dict's order. */
+static int encode_map(FieldInfo *f, PyObject *v, Out *o, int depth) {
+    if (!PyDict_CheckExact(v)) return -1;
+    FieldInfo key = *f;
+    key.kind = f->key_kind;
+    uint64_t key_tag = 1 << 3 | wire_of_kind[f->key_kind];
+    uint64_t value_tag = 2 << 3 | wire_of_kind[f->kind];
+    Py_ssize_t it = 0;
+    PyObject *k, *x;
+    while (PyDict_Next(v, &it, &k, &x)) {
+        if (put_varint(o, (uint64_t)f->number << 3 | 2) < 0 || out_reserve(o, 1) < 0) return -1;
+        Py_ssize_t mark = o->len++;
+        if (put_varint(o, key_tag) < 0 || encode_value(&key, k, o, depth) < 0
+                || put_varint(o, value_tag) < 0 || encode_value(f, x, o, depth) < 0
+                || close_len(o, mark) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 static int encode_field(FieldInfo *f, PyObject *v, Out *o, int depth) {
+    if (f->mode == M_MAP) return encode_map(f, v, o, depth);
+    if (f->mode == M_IMPLICIT) {
+        int written = implicit_written(f, v);
+        if (written <= 0) return written;
+    }
     if (f->mode == M_REPEATED || f->mode == M_PACKED) {
         if (!PyList_CheckExact(v)) return -1;
         Py_ssize_t n = PyList_GET_SIZE(v);
@@ -284,8 +336,11 @@ static int encode_message(CodecObject *codec, PyObject *obj, Out *o, int depth) 
             v = slot(obj, f->offset);
             if (v == NULL) return -1;
             if (v == Py_None) {
-                /* Python's encoder raises for an unset required field. */
-                if (f->mode == M_REQUIRED) return -1;
+                /* Python's encoder raises for an unset required field, for a map that is
+                   None, and for None as a float's implicit value (its zero test fails). */
+                if (f->mode == M_REQUIRED || f->mode == M_MAP
+                        || (f->mode == M_IMPLICIT && (f->kind == K_FLOAT || f->kind == K_DOUBLE)))
+                    return -1;
                 continue;
             }
         } else {
@@ -438,6 +493,57 @@ static PyObject *decode_value(FieldInfo *f, Reader *r, Py_ssize_t end, int depth
     return NULL;
 }
 
+/* One entry of map field f at r->pos (its length first), stored into *dict (made on first
+   use), as the Python decoder reads it: a key or value tag is one byte, so any other first
+   byte (a longer tag) is a field it skips; a missing key or value is its default; the last
+   of each wins; a closed-enum value of unknown number leaves the value as it was. -1: give
+   up (or an error is set). */
+static int decode_map_entry(FieldInfo *f, Reader *r, Py_ssize_t end, int depth,
+                            PyObject **dict) {
+    uint64_t n;
+    if (read_varint(r, end, &n) < 0 || n > (uint64_t)(end - r->pos)) return -1;
+    Py_ssize_t eend = r->pos + (Py_ssize_t)n;
+    FieldInfo key = *f;
+    key.kind = f->key_kind;
+    unsigned char key_tag = (unsigned char)(1 << 3 | wire_of_kind[f->key_kind]);
+    unsigned char value_tag = (unsigned char)(2 << 3 | wire_of_kind[f->kind]);
+    PyObject *k = NULL, *v = NULL;
+    int rc = -1;
+    while (r->pos < eend) {
+        unsigned char first = r->buf[r->pos];
+        int unknown_number = 0;
+        int64_t number;
+        if (first == key_tag || first == value_tag) {
+            r->pos++;
+            PyObject *x = decode_value(first == key_tag ? &key : f, r, eend, depth,
+                                       &unknown_number, &number);
+            if (x == NULL) goto done;
+            if (unknown_number) Py_DECREF(x);
+            else if (first == key_tag) Py_XSETREF(k, x);
+            else Py_XSETREF(v, x);
+        } else {
+            uint64_t tag;
+            if (read_varint(r, eend, &tag) < 0 || skip_value(r, eend, tag) < 0) goto done;
+        }
+    }
+    if (k == NULL) k = Py_NewRef(f->key_dflt);
+    if (v == NULL) {
+        if (f->dflt != NULL) {
+            v = Py_NewRef(f->dflt);
+        } else {
+            CodecObject *sub = resolve_sub(f);
+            if (sub == NULL || depth >= MAX_DEPTH) goto done;
+            if ((v = decode_message(sub, r->buf, eend, eend, depth + 1)) == NULL) goto done;
+        }
+    }
+    if (*dict == NULL && (*dict = PyDict_New()) == NULL) goto done;
+    rc = PyDict_SetItem(*dict, k, v);
+done:
+    Py_XDECREF(k);
+    Py_XDECREF(v);
+    return rc;
+}
+
 /* Append the unknown form of a closed-enum number met inside a packed run: an unpacked varint
    field, as the Python codec writes it. */
 static int append_unknown_enum(PyObject **unknown, uint32_t number, int64_t value) {
@@ -494,6 +600,10 @@ static PyObject *decode_message(CodecObject *codec, const unsigned char *buf, Py
         Py_ssize_t i = f - codec->fields;
         int unknown_number = 0;
         int64_t number = 0;
+        if (f->mode == M_MAP) {
+            if (decode_map_entry(f, &r, end, depth, &vals[i]) < 0) goto done;
+            continue;
+        }
         if (packed) {
             uint64_t n;
             if (read_varint(&r, end, &n) < 0 || n > (uint64_t)(end - r.pos)) goto done;
@@ -516,6 +626,14 @@ static PyObject *decode_message(CodecObject *codec, const unsigned char *buf, Py
         }
         PyObject *v = decode_value(f, &r, end, depth, &unknown_number, &number);
         if (v == NULL) goto done;
+        if (f->mode == M_ONEOF) {
+            /* The Python decoder clears the other members even when this one's closed-enum
+               number is unknown (and kept as an unknown field). */
+            for (Py_ssize_t j = 0; j < nf; j++)
+                if (j != i && codec->fields[j].mode == M_ONEOF
+                        && codec->fields[j].oneof == f->oneof)
+                    Py_CLEAR(vals[j]);
+        }
         if (unknown_number) {
             Py_DECREF(v);
             if (append_unknown(&unknown, buf + start, r.pos - start) < 0) goto done;
@@ -541,6 +659,8 @@ static PyObject *decode_message(CodecObject *codec, const unsigned char *buf, Py
         if ((f->mode == M_REPEATED || f->mode == M_PACKED) && vals[i] == NULL
                 && (vals[i] = PyList_New(0)) == NULL)
             goto done;
+        if (f->mode == M_MAP && vals[i] == NULL && (vals[i] = PyDict_New()) == NULL) goto done;
+        if (f->mode == M_IMPLICIT && vals[i] == NULL) vals[i] = Py_NewRef(f->dflt);
     }
     PyObject *unknown_bytes;
     if (unknown == NULL) unknown_bytes = PyBytes_FromStringAndSize(NULL, 0);
@@ -856,6 +976,14 @@ static PyObject *codec_install_constructor(PyObject *self, PyObject *const *args
         return NULL;
     }
     PyTypeObject *cls = codec->cls;
+    /* The generated __init__ of a class with implicit-presence fields or maps does more than
+       store its keywords (a default that depends on how the field is spelled, `value or {}`):
+       those classes keep it. A oneof member's keyword is stored as given, as an optional
+       field's is. */
+    for (Py_ssize_t i = 0; i < codec->nfields; i++) {
+        int mode = codec->fields[i].mode;
+        if (mode == M_IMPLICIT || mode == M_MAP) Py_RETURN_FALSE;
+    }
     /* A metaclass may define __call__, which the vectorcall would skip. */
     if (Py_TYPE(cls) != &PyType_Type || !PyType_HasFeature(cls, Py_TPFLAGS_HEAPTYPE)
             || PyType_HasFeature(cls, Py_TPFLAGS_IMMUTABLETYPE))
@@ -970,6 +1098,8 @@ static int codec_traverse(CodecObject *self, visitproc visit, void *arg) {
         Py_VISIT(self->fields[i].storage);
         Py_VISIT(self->fields[i].extra);
         Py_VISIT((PyObject *)self->fields[i].sub);
+        Py_VISIT(self->fields[i].dflt);
+        Py_VISIT(self->fields[i].key_dflt);
     }
     return 0;
 }
@@ -989,6 +1119,8 @@ static int codec_clear(CodecObject *self) {
         self->fields[i].keyword = NULL;
         Py_CLEAR(self->fields[i].extra);
         Py_CLEAR(self->fields[i].sub);
+        Py_CLEAR(self->fields[i].dflt);
+        Py_CLEAR(self->fields[i].key_dflt);
     }
     return 0;
 }
@@ -1004,16 +1136,11 @@ static void codec_dealloc(CodecObject *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static const int wire_of_kind[K_KIND_END] = {
-    [K_INT32] = 0, [K_INT64] = 0, [K_UINT32] = 0, [K_UINT64] = 0, [K_SINT32] = 0,
-    [K_SINT64] = 0, [K_BOOL] = 0, [K_ENUM] = 0, [K_OPEN_ENUM] = 0, [K_FIXED32] = 5,
-    [K_SFIXED32] = 5, [K_FLOAT] = 5, [K_FIXED64] = 1, [K_SFIXED64] = 1, [K_DOUBLE] = 1,
-    [K_STRING] = 2, [K_BYTES] = 2, [K_MESSAGE] = 2,
-};
-
 /* Codec(cls, fields, present_slot, py_encode, py_decode_from)
    fields: (number, kind, mode, storage, extra) per field, in field-number order; storage is
-   the slot name, or the key in the present dict for sparse fields. */
+   the slot name, or the key in the present dict for sparse fields. Implicit, oneof and map
+   fields have a sixth item (see vocabulary.py): the default, the oneof's index, or
+   (key kind number, key default, value default or None). */
 static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     PyObject *cls, *fields, *present_slot, *py_encode, *py_decode_from;
     if (kwds && PyDict_GET_SIZE(kwds)) {
@@ -1049,9 +1176,9 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     for (Py_ssize_t i = 0; i < nf; i++) {
         FieldInfo *f = &self->fields[i];
         unsigned int number;
-        PyObject *storage, *extra;
-        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(fields, i), "IiiUO:field", &number, &f->kind,
-                              &f->mode, &storage, &extra))
+        PyObject *storage, *extra, *aux = NULL;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(fields, i), "IiiUO|O:field", &number, &f->kind,
+                              &f->mode, &storage, &extra, &aux))
             goto fail;
         if (number == 0 || number >= (1u << 29) || number <= last || f->kind <= 0
                 || f->kind >= K_KIND_END || f->mode < 0 || f->mode >= M_MODE_END) {
@@ -1062,6 +1189,37 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
         last = number;
         f->number = number;
         f->wire = wire_of_kind[f->kind];
+        f->oneof = -1;
+        int wants_aux = f->mode == M_IMPLICIT || f->mode == M_ONEOF || f->mode == M_MAP;
+        if ((aux != NULL) != wants_aux) {
+            PyErr_Format(PyExc_ValueError, "%s: field %u has the wrong number of items",
+                         self->cls->tp_name, number);
+            goto fail;
+        }
+        if (f->mode == M_IMPLICIT) {
+            if (f->kind == K_MESSAGE) goto bad_aux;
+            f->dflt = Py_NewRef(aux);
+        } else if (f->mode == M_ONEOF) {
+            if (!PyLong_Check(aux) || (f->oneof = PyLong_AsSsize_t(aux)) < 0) {
+                PyErr_Clear();
+                goto bad_aux;
+            }
+        } else if (f->mode == M_MAP) {
+            PyObject *value_dflt;
+            if (!PyTuple_Check(aux) || !PyArg_ParseTuple(aux, "iOO", &f->key_kind,
+                                                         &f->key_dflt, &value_dflt)) {
+                PyErr_Clear();
+                goto bad_aux;
+            }
+            if (f->key_kind <= 0 || f->key_kind >= K_KIND_END || f->key_kind == K_MESSAGE
+                    || (value_dflt == Py_None) != (f->kind == K_MESSAGE)) {
+                f->key_dflt = NULL;
+                goto bad_aux;
+            }
+            Py_INCREF(f->key_dflt);
+            f->dflt = f->kind == K_MESSAGE ? NULL : Py_NewRef(value_dflt);
+            f->wire = 2;
+        }
         if (number > max_number) max_number = number;
         if ((f->kind == K_MESSAGE && !PyType_Check(extra))
                 || ((f->kind == K_ENUM || f->kind == K_OPEN_ENUM) && !PyDict_Check(extra))) {
@@ -1117,6 +1275,8 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     }
     if (type_table_put(&codecs, cls, (PyObject *)self) < 0) goto fail;
     return (PyObject *)self;
+bad_aux:
+    PyErr_Format(PyExc_ValueError, "%s: bad layout for field %u", self->cls->tp_name, last);
 fail:
     Py_DECREF(self);
     return NULL;

@@ -19,8 +19,9 @@ the class's ``FIELD_NAMES``). It too is a fast path: positional arguments, a key
 not a field, a missing required keyword, a repeated value that is neither a list nor None, or
 a class whose ``__init__``, ``__new__``, ``__setattr__`` or slots changed after install go
 through ``type.__call__`` and the Python ``__init__``, which raises its own errors. Subclasses
-always take that path. ``tests/runtime/test_compiled_constructors.py`` checks both build the same
-instances and raise the same errors.
+always take that path, and so do classes with maps or implicit-presence fields, whose
+``__init__`` does more than store its keywords. ``tests/runtime/test_compiled_constructors.py``
+checks both build the same instances and raise the same errors.
 
 Generated enums have :class:`ProtoEnumType` as their metaclass, for faster member access with
 the extension (see there).
@@ -49,11 +50,13 @@ try:
 except ImportError:  # not built: no C compiler at install time, or a source checkout
     _wirecodec = None
 
-# One field of a layout table: (number, kind, mode, storage, extra).
+# One field of a layout table: (number, kind, mode, storage, extra), and for the modes
+# "implicit", "oneof" and "map" a sixth item (see runtime.codec.vocabulary).
 #   kind, mode: words of runtime.codec.vocabulary's FIELD_KINDS and FIELD_MODES
 #   storage: the slot's name, or the key in the present dict
 #   extra: the message class, the number -> member dict of an enum, or None
-FieldLayout: TypeAlias = tuple[int, str, str, str, object]
+FieldLayout: TypeAlias = tuple[int, str, str, str, object] | tuple[
+    int, str, str, str, object, object]
 # (message class, name of its present-fields slot or None, its fields in number order)
 MessageLayout: TypeAlias = tuple[type, str | None, tuple[FieldLayout, ...]]
 
@@ -127,8 +130,7 @@ def install_layouts(layouts: Iterable[MessageLayout]) -> None:
         return
     assert _wirecodec is not None
     for cls, present_slot, fields in layouts:
-        table = tuple((number, KINDS[kind], MODES[mode], storage, extra)
-                      for number, kind, mode, storage, extra in fields)
+        table = tuple(_c_row(field) for field in fields)
         python = tuple(cls.__dict__[name] for name in _METHODS)
         decode_from: Callable[..., Any] = python[2].__func__
         codec = _wirecodec.Codec(cls, table, present_slot, python[0], decode_from)
@@ -143,13 +145,22 @@ def install_layouts(layouts: Iterable[MessageLayout]) -> None:
             register_constructor(cls, codec)
 
 
+def _c_row(field: FieldLayout) -> tuple[object, ...]:
+    """A layout row as the C codec takes it: words as numbers, a map's key kind too."""
+    number, kind, mode, storage, extra, *aux = field
+    if mode == "map":
+        key: tuple[str, object, object] = aux[0]  # type: ignore[assignment]
+        aux = [(KINDS[key[0]], *key[1:])]
+    return (number, KINDS[kind], MODES[mode], storage, extra, *aux)
+
+
 def _keywords(cls: type, fields: tuple[FieldLayout, ...]) -> tuple[str, ...] | None:
     """The ``__init__`` keyword of each field of a layout table, from ``cls.FIELD_NAMES``
     (rows of attribute name, storage, proto name); None if a field is not there."""
     by_storage = {storage: name for name, storage, _ in getattr(cls, "FIELD_NAMES", ())}
     if "__init__" not in cls.__dict__ or any(f[3] not in by_storage for f in fields):
         return None
-    return tuple(by_storage[storage] for _, _, _, storage, _ in fields)
+    return tuple(by_storage[f[3]] for f in fields)
 
 
 def register(cls: type, python: tuple[Any, Any, Any], compiled: tuple[Any, Any, Any]) -> None:

@@ -23,13 +23,25 @@ from typing import Final
 #   kind: a protobuf scalar type name, "enum", "open_enum" (proto3: unknown numbers are kept
 #         as ints) or "message"
 #   mode: "required", "optional" (None is unset), "repeated", "packed" (repeated, written
-#         packed) or "sparse" (an optional message kept in the class's dict of present fields)
+#         packed), "sparse" (an optional message kept in the class's dict of present fields),
+#         "implicit" (proto3 implicit presence: the default is not written, and an absent
+#         field reads as it), "oneof" (an optional member of a oneof: decoding one clears the
+#         others) or "map" (a dict; kind and extra describe its values)
+#   A row of the last three modes has a sixth item: the default value ("implicit"), the
+#   oneof's index in its message ("oneof"), or (key kind, key default, value default, None
+#   for message values) ("map"). Map keys are of MAP_KEY_KINDS.
 FIELD_KINDS: Final = (
     "int32", "int64", "uint32", "uint64", "sint32", "sint64", "bool", "enum", "fixed32",
     "sfixed32", "fixed64", "sfixed64", "float", "double", "string", "bytes", "message",
     "open_enum",
 )
-FIELD_MODES: Final = ("required", "optional", "repeated", "packed", "sparse")
+FIELD_MODES: Final = (
+    "required", "optional", "repeated", "packed", "sparse", "implicit", "oneof", "map",
+)
+MAP_KEY_KINDS: Final = (
+    "int32", "int64", "uint32", "uint64", "sint32", "sint64", "bool", "fixed32", "sfixed32",
+    "fixed64", "sfixed64", "string",
+)
 
 # What one row of a frame struct's layout does (see runtime/codec/compiled_frames.py):
 #   int        a stored integer

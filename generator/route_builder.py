@@ -44,10 +44,12 @@ class RouteBuilder(StructBuilder):
                     name=pc.name, value=pc.value, body_type=msg.py_path,
                     body_fields={x.proto_name: x.py_name for x in msg.fields}, proto=pc)
             for case in f.cases if isinstance(f, SwitchField) else []:
-                struct = case.structs[0]
-                out[case.name] = CommandInfo(
-                    name=case.name, value=case.value, body_type=struct.name,
-                    body_fields={x.name: x.name for x in struct.data_fields}, case=case)
+                for name, direction in case.commands:
+                    struct = case.layouts(direction)[0]
+                    out[name] = CommandInfo(
+                        name=name, value=case.value, body_type=struct.name,
+                        body_fields={x.name: x.name for x in struct.data_fields}, case=case,
+                        direction=direction)
         return out
 
     # -- commands named inside the frame (routes) -------------------------------------------------

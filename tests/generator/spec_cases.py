@@ -155,6 +155,12 @@ CASES = [
          "'tag' has no fixed size and comes before any size_of field"),
     Case("frame_length_not_at_end.yaml", "name: total_size", "total_size",
          "'total_size' measures 'command', not the end of the frame"),
+    Case("names_per_direction_one_layout.yaml", "1: {to_server: OPEN", "{to_server",
+         "names: a name per direction needs case 1 to have a different layout each way"),
+    Case("names_per_direction_same_name.yaml", "2: {to_server: SHUT", "{to_server",
+         "command name 'SHUT' is used twice"),
+    Case("names_unknown_case.yaml", "names: {1: OPEN", "3: SHUT", "names: no case has the "
+         "value 3"),
 ]
 
 

@@ -35,6 +35,7 @@ from protoframe.generator.frame_ir import (
     held_struct,
 )
 from protoframe.generator.ir import Field, Label, MessageType
+from protoframe.generator.literals import LiteralError, integer, is_char_literal
 from protoframe.generator.spec_yaml import LocDict, LocList
 
 
@@ -203,9 +204,10 @@ class StructBuilder(BuildContext):
         for key, target in raw.items():
             cpath = [*path, "cases", key]
             try:
-                value = int(str(key), 0)
-            except ValueError:
-                self.error(f"switch case {key!r} is not an integer", cpath, key=True)
+                value = integer(key)
+            except LiteralError as exc:
+                self.error(f"switch case: {exc}" if is_char_literal(str(key)) else
+                           f"switch case {key!r} is not an integer", cpath, key=True)
                 continue
             if value in seen_values:
                 self.error(f"dispatch value {value} is duplicated (also {seen_values[value]})",
@@ -243,9 +245,9 @@ class StructBuilder(BuildContext):
         for key, name in names.items():
             npath = [*path, key]
             try:
-                value = int(str(key), 0)
-            except ValueError:
-                self.error(f"names: {key!r} is not an integer", npath, key=True)
+                value = integer(key)
+            except LiteralError as exc:
+                self.error(f"names: {exc}", npath, key=True)
                 continue
             if value in out:
                 self.error(f"names: value {value} is named twice", npath, key=True)

@@ -170,7 +170,7 @@ def _allocator_args(spec: FrameSpec) -> str:
             limits += [_PROTO_ID_LIMITS.get(f.type.kind, _DEFAULT_ID_LIMIT)
                        for f in info.proto.message.fields if f.proto_name == spec.allocate]
         elif info.case is not None:
-            struct = info.case.to_server or info.case.structs[0]
+            struct = info.layout(True) or info.layouts[0]
             limits += [_frame_id_limit(f) for f in struct.data_fields
                        if f.name == spec.allocate]
         if spec.allocate in r.frame_correlate:
@@ -244,7 +244,7 @@ def _method(spec: FrameSpec, types: _Types, r: Request,
     else:
         assert info.case is not None
         # A request travels to the server: use that direction's layout where they differ.
-        struct: StructDef = info.case.to_server or info.case.structs[0]
+        struct: StructDef = info.layout(True) or info.layouts[0]
         for sf in struct.data_fields:
             if sf.name == spec.allocate:
                 assigns.append(f"{sf.name}={sf.name}")
@@ -288,8 +288,9 @@ def _method(spec: FrameSpec, types: _Types, r: Request,
     lines += build
     lines.append(f"frame = frames.{spec.frame.name}(" + ", ".join(frame_args) + ")")
     key = "(" + ", ".join(key_values) + ("," if len(key_values) == 1 else "") + ")"
-    if response.case is not None and response.case.to_client is not None:
-        response_type = f"frames.{response.case.to_client.name}"
+    response_layout = response.layout(False)
+    if response_layout is not None:
+        response_type = f"frames.{response_layout.name}"
     else:
         response_type = types.body_type(response)
     params = [*required, "*", *optional, "timeout: float | None = None"] if optional or True \

@@ -94,10 +94,12 @@ def build_commands_module(spec: FrameSpec) -> CommandsModuleView:
         imports.append("from . import frames")
         columns = [("bodies", "tuple[type, ...]", "the frame body classes carrying it")]
         for c in switch.cases:
-            bodies = ", ".join(f"frames.{s.name}" for s in c.structs)
-            if len(c.structs) == 1:
-                bodies += ","
-            rows.append(f"CommandDef({q(c.name)}, {q(hook_name(c.name))}, ({bodies}))")
+            for name, direction in c.commands:
+                structs = c.layouts(direction)
+                bodies = ", ".join(f"frames.{s.name}" for s in structs)
+                if len(structs) == 1:
+                    bodies += ","
+                rows.append(f"CommandDef({q(name)}, {q(hook_name(name))}, ({bodies}))")
         lookups = [("BY_BODY", "dict[type, str]",
                     "{body: c.name for c in COMMANDS for body in c.bodies}",
                     "Command by body class: how machines.command_of names a frame's command.")]

@@ -108,8 +108,8 @@ def commands_table(spec: FrameSpec, names: ProtoNames, anchors: dict[str, str]) 
                     used_by[cmd].append(m.name)
     envelope = {c.name: f for f in spec.frame.fields if isinstance(f, ProtoField)
                 for c in f.commands}
-    switch_of = {c.name: f for f in spec.frame.fields if isinstance(f, SwitchField)
-                 for c in f.cases}
+    switch_of = {name: f for f in spec.frame.fields if isinstance(f, SwitchField)
+                 for c in f.cases for name, _ in c.commands}
     rows = []
     for name, info in spec.commands.items():
         body, carried = _body(spec, info, names, anchors, envelope.get(name),
@@ -157,15 +157,15 @@ def _body(spec: FrameSpec, info: CommandInfo, names: ProtoNames, anchors: dict[s
         attr = f" (Python `{fld.py_name}`)" if fld.py_name != fld.proto_name else ""
         return code(names(msg.full_name)), f"`{holder}.{fld.proto_name}`{attr}"
     assert info.case is not None
-    c = info.case
-    if c.to_server is c.to_client and c.to_server is not None:
-        body = link(c.to_server.name, anchors)
+    to_server, to_client = info.layout(True), info.layout(False)
+    if to_server is to_client and to_server is not None:
+        body = link(to_server.name, anchors)
     else:
         parts = []
-        if c.to_server is not None:
-            parts.append(f"{link(c.to_server.name, anchors)} to server")
-        if c.to_client is not None:
-            parts.append(f"{link(c.to_client.name, anchors)} to client")
+        if to_server is not None:
+            parts.append(f"{link(to_server.name, anchors)} to server")
+        if to_client is not None:
+            parts.append(f"{link(to_client.name, anchors)} to client")
         body = ", ".join(parts)
     where = f"`{spec.frame.name}.{switch.name}`" if switch is not None else "—"
     return body, where

@@ -230,6 +230,8 @@ def _cases_table(f: SwitchField, anchors: dict[str, str], width: int) -> Table:
         else:
             to_server = link(c.to_server.name, anchors) if c.to_server else "—"
             to_client = link(c.to_client.name, anchors) if c.to_client else "—"
-        rows.append([case_value(c.value, width), code(c.name), to_server, to_client])
+        name = code(c.name) if c.client_name is None else \
+            f"{code(c.name)} to server, {code(c.client_name)} to client"
+        rows.append([case_value(c.value, width), name, to_server, to_client])
     return Table(["value", "name", "to server", "to client"], rows)
 

@@ -9,8 +9,11 @@ rendered into generated code with each name replaced by the local variable that 
 from __future__ import annotations
 
 import ast
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from protoframe.generator.literals import LiteralError, char_code, is_char_literal
 
 _ALLOWED = (
     ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.BinOp, ast.Add, ast.Sub, ast.Mult,
@@ -52,12 +55,17 @@ def parse(text: str | int | bool) -> Expr:
     """Parse and check an expression; raise ``ExprError`` when it leaves the language."""
     source = str(text).strip()
     try:
-        tree = ast.parse(source, mode="eval")
+        with warnings.catch_warnings():
+            # Python warns of an escape it does not know ('\q'); _char reports it instead.
+            warnings.simplefilter("ignore", (DeprecationWarning, SyntaxWarning))
+            tree = ast.parse(source, mode="eval")
     except SyntaxError as exc:
         raise ExprError(f"invalid expression {source!r}: {exc.msg}") from None
     for node in ast.walk(tree):
         if not isinstance(node, _ALLOWED):
             raise ExprError(f"{type(node).__name__} is not allowed in expression {source!r}")
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            node.value = _char(source, node)
         if isinstance(node, ast.Constant) and not isinstance(node.value, int):
             raise ExprError(f"only integer and boolean constants are allowed in {source!r}")
         if isinstance(node, ast.Call) and not (
@@ -66,6 +74,19 @@ def parse(text: str | int | bool) -> Expr:
         ):
             raise ExprError(f"only len(x) may be called in {source!r}")
     return Expr(source, tree)
+
+
+def _char(source: str, node: ast.Constant) -> int:
+    """The byte a character literal in an expression stands for (as written, not as Python
+    reads it: ``'\\u00e9'`` and ``"D"`` are not literals of the spec language)."""
+    written = ast.get_source_segment(source, node) or ""
+    if not is_char_literal(written):
+        raise ExprError(f"strings are not allowed in {source!r}; a character literal ('D') "
+                        "stands for its byte")
+    try:
+        return char_code(written)
+    except LiteralError as exc:
+        raise ExprError(f"{exc}, in {source!r}") from None
 
 
 def _copy(tree: ast.Expression) -> ast.Expression:

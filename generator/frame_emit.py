@@ -9,6 +9,7 @@ arguments of both methods; ``_index`` is the position of an array element.
 from __future__ import annotations
 
 import ast
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -109,7 +110,8 @@ def indent(lines: list[str], depth: int = 1) -> list[str]:
 def render_expr(expr: Expr, s: StructDef, resolve: Callable[[str], str], where: FrameField,
             parens: bool = True) -> str:
     """Python source for ``expr``: names through ``resolve``, dotted proto fields by py name."""
-    tree = ast.parse(expr.text, mode="eval")
+    # The parsed tree, not the text: parsing made character literals ('D') their numbers.
+    tree = copy.deepcopy(expr.tree)
 
     class Rewrite(ast.NodeTransformer):
         def visit_Attribute(self, node: ast.Attribute) -> ast.AST:

@@ -43,9 +43,12 @@ class Case:
     """
 
     value: int
-    name: str
+    name: str  # its command; the to-server one when ``client_name`` is set
     to_server: StructDef | None
     to_client: StructDef | None
+    # The to-client layout's own command, when the spec names each direction
+    # (``names: {v: {to_server: A, to_client: B}}``); None: one command both ways.
+    client_name: str | None = None
 
     @property
     def structs(self) -> list[StructDef]:
@@ -56,6 +59,30 @@ class Case:
     @property
     def directional(self) -> bool:
         return self.to_server is not self.to_client
+
+    @property
+    def commands(self) -> list[tuple[str, str | None]]:
+        """The commands this case names, each with the one direction it carries (None: both).
+
+        Named per direction, each layout is its own command: a decoded frame's command is
+        found by its body's class, which is why validation requires two distinct layouts.
+        """
+        if self.client_name is None:
+            return [(self.name, None)]
+        return [(self.name, "to_server"), (self.client_name, "to_client")]
+
+    def layouts(self, direction: str | None) -> list[StructDef]:
+        """The layouts of the command carrying ``direction`` (None: every layout)."""
+        if direction is None:
+            return self.structs
+        struct = self.to_server if direction == "to_server" else self.to_client
+        return [struct] if struct is not None else []
+
+    def command_of(self, struct: StructDef) -> str:
+        """The command a body of class ``struct`` is."""
+        if self.client_name is not None and struct is self.to_client:
+            return self.client_name
+        return self.name
 
 
 @dataclass
@@ -523,8 +550,22 @@ class CommandInfo:
     body_fields: dict[str, str]  # spec field name -> Python attribute on the body
     proto: ProtoCommand | None = None
     case: Case | None = None
+    # For a case named per direction: the direction of the one layout this command carries.
+    direction: str | None = None
     route: Route | None = None
     routed: RoutedCommand | None = None
+
+    @property
+    def layouts(self) -> list[StructDef]:
+        """The case layouts the body can be, to-server first ([] for other commands)."""
+        return self.case.layouts(self.direction) if self.case is not None else []
+
+    def layout(self, to_server: bool) -> StructDef | None:
+        """The case layout of the body sent that way (None: the command never goes so)."""
+        direction = "to_server" if to_server else "to_client"
+        if self.case is None or self.direction not in (None, direction):
+            return None
+        return self.case.to_server if to_server else self.case.to_client
 
     @property
     def body_message(self) -> MessageType | None:

@@ -127,7 +127,7 @@ class InteractionBuilder(RouteBuilder):
 def _fields_of(info: CommandInfo, sent: bool) -> set[str]:
     """Data fields of a command's body in one direction (to the server when ``sent``)."""
     if info.case is not None:
-        struct = (info.case.to_server if sent else info.case.to_client) or info.case.structs[0]
+        struct = info.layout(sent) or info.layouts[0]
         return {f.name for f in struct.data_fields}
     return set(info.body_fields)
 

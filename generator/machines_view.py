@@ -94,9 +94,9 @@ def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
             module = spec.proto_modules[msg.full_name]
             proto_mods.add(module)
             return f"{module}.{msg.py_path}"
-        if info.case is not None and len(info.case.structs) > 1:
+        if len(info.layouts) > 1:
             # Which layout arrives depends on the side: a server gets requests, a client replies.
-            return " | ".join(f"frames.{s.name}" for s in info.case.structs)
+            return " | ".join(f"frames.{s.name}" for s in info.layouts)
         return f"frames.{info.body_type}"
 
     functions: list[str] = []

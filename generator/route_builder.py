@@ -29,6 +29,7 @@ from protoframe.generator.frame_ir import (
     nested_struct,
 )
 from protoframe.generator.ir import Label, MessageType, Presence
+from protoframe.generator.literals import LiteralError, char_code, integer, is_char_literal
 from protoframe.generator.spec_yaml import LocDict, LocList
 from protoframe.generator.struct_builder import StructBuilder
 
@@ -44,10 +45,12 @@ class RouteBuilder(StructBuilder):
                     name=pc.name, value=pc.value, body_type=msg.py_path,
                     body_fields={x.proto_name: x.py_name for x in msg.fields}, proto=pc)
             for case in f.cases if isinstance(f, SwitchField) else []:
-                struct = case.structs[0]
-                out[case.name] = CommandInfo(
-                    name=case.name, value=case.value, body_type=struct.name,
-                    body_fields={x.name: x.name for x in struct.data_fields}, case=case)
+                for name, direction in case.commands:
+                    struct = case.layouts(direction)[0]
+                    out[name] = CommandInfo(
+                        name=name, value=case.value, body_type=struct.name,
+                        body_fields={x.name: x.name for x in struct.data_fields}, case=case,
+                        direction=direction)
         return out
 
     # -- commands named inside the frame (routes) -------------------------------------------------
@@ -123,9 +126,11 @@ class RouteBuilder(StructBuilder):
         for key, value in item.get("values", LocDict()).items():
             vpath = [*path, "values", key]
             try:
-                number = int(str(key), 0)
-            except ValueError:
-                self.error(f"value {key!r} is not an integer", vpath, key=True)
+                number = integer(key)
+            except LiteralError as exc:
+                self.error(f"values: {exc}" if is_char_literal(str(key)) else
+                           f"value {key!r} is not an integer", vpath, key=True)
+                self.unresolved.add(value["name"])  # one mistake, one error
                 continue
             if any(c.value == number for c in route.commands):
                 self.error(f"value {number} is duplicated", vpath, key=True)
@@ -211,6 +216,13 @@ class RouteBuilder(StructBuilder):
             enum = None
             last = target.last
             pf, ff = last.proto_field, last.frame_field
+            if isinstance(value, str) and is_char_literal(value) and _is_integer(target) and \
+                    not (pf is not None and pf.type.kind == "enum"):
+                try:
+                    value = char_code(value)
+                except LiteralError as exc:
+                    self.error(f"set: {exc}", apath)
+                    continue
             if pf is not None and pf.type.kind == "enum" and pf.type.enum is not None:
                 member = next((v for v in pf.type.enum.values if v.proto_name == value), None)
                 if member is None:

@@ -109,7 +109,7 @@ def frame_view(ctx: SparkContext, spec: FrameSpec) -> FrameView:
             for case in f.cases:
                 for s in case.structs:
                     lines += [f"if isinstance(body, frames.{s.name}):",
-                              f"    return {q(case.name)}"]
+                              f"    return {q(case.command_of(s))}"]
             lines.append("return type(body).__name__")
             return FrameView(key, py_type, decode, lines)
     return FrameView(key, py_type, decode, [f"return {q(frame.name)}"])

@@ -35,6 +35,7 @@ from protoframe.generator.frame_ir import (
     held_struct,
 )
 from protoframe.generator.ir import Field, Label, MessageType
+from protoframe.generator.literals import LiteralError, integer, is_char_literal
 from protoframe.generator.spec_yaml import LocDict, LocList
 
 
@@ -155,8 +156,7 @@ class StructBuilder(BuildContext):
             if f.switch_on is None or "cases" not in item:
                 self.error("a switch needs on: <field> and cases", [*path, "type"])
             else:
-                f.cases = self.cases(item["cases"], item.get("names", LocDict()),
-                                     [*path, "cases"])
+                f.cases = self.cases(item["cases"], item.get("names", LocDict()), path)
         if isinstance(f, BlocksField):
             f.struct = self.lookup_struct(item.get("struct"), [*path, "struct"])
             f.block_count = item.get("block_count", "u32")
@@ -196,15 +196,18 @@ class StructBuilder(BuildContext):
                                            target, target.type.message))
 
     def cases(self, raw: LocDict, names: LocDict, path: PathT) -> list[Case]:
+        """The cases of a switch at ``path`` (its ``cases:`` and ``names:``)."""
         out: list[Case] = []
         seen_values: dict[int, str] = {}
         seen_names: set[str] = set()
+        given = self.case_names(names, [*path, "names"])
         for key, target in raw.items():
-            cpath = [*path, key]
+            cpath = [*path, "cases", key]
             try:
-                value = int(str(key), 0)
-            except ValueError:
-                self.error(f"switch case {key!r} is not an integer", cpath, key=True)
+                value = integer(key)
+            except LiteralError as exc:
+                self.error(f"switch case: {exc}" if is_char_literal(str(key)) else
+                           f"switch case {key!r} is not an integer", cpath, key=True)
                 continue
             if value in seen_values:
                 self.error(f"dispatch value {value} is duplicated (also {seen_values[value]})",
@@ -219,13 +222,57 @@ class StructBuilder(BuildContext):
                 to_client = self.lookup_struct(target["to_client"], [*cpath, "to_client"]) \
                     if "to_client" in target else None
                 default_name = (target.get("to_server") or target.get("to_client"))
-            name = names.get(key) or _upper_snake(default_name)
-            if name in seen_names:
-                self.error(f"command name {name!r} is used by two cases", cpath, key=True)
-            seen_names.add(name)
+            name, client_name = self.case_command_names(value, target, given, default_name)
+            for n in (name, client_name):
+                if n is None:
+                    continue
+                if n in seen_names:
+                    # At the name where the spec gives it, else at the case it comes from.
+                    named = given.get(value)
+                    self.error(f"command name {n!r} is used twice",
+                               named[1] if named else cpath, key=named is None)
+                seen_names.add(n)
             seen_values[value] = name
-            out.append(Case(value, name, to_server, to_client))
+            out.append(Case(value, name, to_server, to_client, client_name))
+        for value, (_, npath) in given.items():
+            if value not in seen_values:
+                self.error(f"names: no case has the value {value}", npath, key=True)
         return out
+
+    def case_names(self, names: LocDict, path: PathT) -> dict[int, tuple[Any, PathT]]:
+        """``names:`` by case value (keys are written like the cases' own)."""
+        out: dict[int, tuple[Any, PathT]] = {}
+        for key, name in names.items():
+            npath = [*path, key]
+            try:
+                value = integer(key)
+            except LiteralError as exc:
+                self.error(f"names: {exc}", npath, key=True)
+                continue
+            if value in out:
+                self.error(f"names: value {value} is named twice", npath, key=True)
+                continue
+            out[value] = (name, npath)
+        return out
+
+    def case_command_names(self, value: int, target: Any,
+                           given: dict[int, tuple[Any, PathT]],
+                           default_name: str) -> tuple[str, str | None]:
+        """A case's command name, and the to-client layout's own one when each direction is
+        named (``names: {v: {to_server: A, to_client: B}}``)."""
+        name, npath = given.get(value, (None, []))
+        if not isinstance(name, dict):
+            return name or _upper_snake(default_name), None
+        layouts = target if isinstance(target, dict) else {}
+        if not ("to_server" in layouts and "to_client" in layouts) or \
+                layouts["to_server"] == layouts["to_client"]:
+            # The command of a decoded frame is found by its body's class: one class, one name.
+            self.error(f"names: a name per direction needs case {value} to have a different "
+                       "layout each way ({to_server: A, to_client: B})", npath)
+            return name.get("to_server") or name.get("to_client") or \
+                _upper_snake(default_name), None
+        return (name.get("to_server") or _upper_snake(layouts["to_server"]),
+                name.get("to_client") or _upper_snake(layouts["to_client"]))
 
     # -- references inside a struct -----------------------------------------------------------
     def resolve_struct(self, struct: StructDef, is_frame: bool) -> None:

@@ -188,7 +188,7 @@ def frame_snapshot(spec: FrameSpec, spec_file: Path) -> FrameSnapshot:
         if info.proto is not None:
             continue  # protobuf-dispatched: the envelope's enum values are compared instead
         if info.case is not None:
-            to_s, to_c = info.case.to_server, info.case.to_client
+            to_s, to_c = info.layout(True), info.layout(False)
             layout = f"{to_s.name if to_s else '-'}/{to_c.name if to_c else '-'}"
             held = to_s or to_c
             where = str(held.location) if held is not None else snap.location

@@ -155,6 +155,18 @@ CASES = [
          "'tag' has no fixed size and comes before any size_of field"),
     Case("frame_length_not_at_end.yaml", "name: total_size", "total_size",
          "'total_size' measures 'command', not the end of the frame"),
+    Case("names_per_direction_one_layout.yaml", "1: {to_server: OPEN", "{to_server",
+         "names: a name per direction needs case 1 to have a different layout each way"),
+    Case("names_per_direction_same_name.yaml", "2: {to_server: SHUT", "{to_server",
+         "command name 'SHUT' is used twice"),
+    Case("case_key_char_two_bytes.yaml", "\"'OP'\": Open", "\"'OP'\"",
+         "switch case: character literal 'OP' holds 2 characters; it stands for one byte"),
+    Case("case_key_char_not_ascii.yaml", "\"'é'\": Open", "\"'é'\"",
+         "character literal 'é' is not ASCII: write its byte escaped ('\\xNN')"),
+    Case("expression_char_unknown_escape.yaml", "name: mark", "\"'\\\\q'\"",
+         "character literal '\\q' has an unknown escape"),
+    Case("names_unknown_case.yaml", "names: {1: OPEN", "3: SHUT", "names: no case has the "
+         "value 3"),
 ]
 
 

@@ -3,8 +3,9 @@
 A hypothesis strategy writes specs from the language's constructs (integers of every width
 and order, varints, bools, uuids, prefixed and fixed-length strings and bytes, arrays counted
 by an earlier field, nested structs, fields present when a flag says so, a switch on an
-opcode) with field names chosen to collide with what generated code uses itself (``buf``,
-``pos``, ``end``, ``out``, ``self``, ``cls``, ``data``, ``type``, ``item``...). For each spec
+opcode whose cases are numbers or character literals) with field names chosen to collide
+with what generated code uses itself (``buf``, ``pos``, ``end``, ``out``, ``self``, ``cls``,
+``data``, ``type``, ``item``...). For each spec
 the generator must succeed, every module must compile, random frames must survive
 encode -> stream decode (split at a random point), and where a struct has a compiled codec,
 the compiled and Python codecs must give the same bytes. A fixed sample also goes through
@@ -73,6 +74,8 @@ def specs(draw: Draw) -> tuple[str, list[Struct]]:
             _add_field(draw, struct, names, structs)
         structs.append(struct)
     frame_name = draw(st.sampled_from(["Frame", "PostgresFrontendMessageWithAVeryLongName"]))
+    # Case keys as numbers or as character literals ('A', 'B' ...): either is a byte.
+    letters = draw(st.booleans())
     spec: dict[str, Any] = {
         "protocol": "fz",
         "byte_order": draw(st.sampled_from(["big", "little"])),
@@ -82,7 +85,8 @@ def specs(draw: Draw) -> tuple[str, list[Struct]]:
              "size_of": "rest"},
             {"name": "op", "type": "u8"},
             {"name": "body", "type": "switch", "on": "op",
-             "cases": {i + 1: s.name for i, s in enumerate(structs)}},
+             "cases": {f"'{chr(ord('A') + i)}'" if letters else i + 1: s.name
+                       for i, s in enumerate(structs)}},
         ]},
     }
     return yaml.safe_dump(spec, sort_keys=False), structs

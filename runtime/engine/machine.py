@@ -146,6 +146,11 @@ class MachineSet:
         self._by_request = {i.request: i for i in interactions}
         self._answering = answering(interactions)
 
+    @property
+    def pending(self) -> int:
+        """How many requests sent are still waiting for their answer."""
+        return sum(len(owners) for owners in self._pending.values())
+
     def state(self, machine: str, key: Hashable = None) -> str:
         """Current state of one entity: the final state it reached if it ended (and has not
         started over since), the initial state if it was never seen."""
@@ -172,7 +177,12 @@ class MachineSet:
         self._move(m, key, rules[0].target)
 
     def _apply(self, direction: Direction, command: str, body: Any) -> None:
-        routed = self._route_answer(command, body)
+        # Requests travel to the server and answers back (RECEIVE from the client's side, for
+        # either side): a command going the other way is never an answer, even when it shares
+        # an answer's name and ids (TANK's PRODUCE, Pravega's KEEP_ALIVE), so it must not
+        # complete a pending request of its own side.
+        answer = direction is Direction.RECEIVE and command in self._answering
+        routed = self._route_answer(command, body) if answer else None
         for m in self.machines.values():
             if (direction, command) not in m.vocabulary:
                 continue
@@ -181,7 +191,7 @@ class MachineSet:
                     continue
                 key: Hashable = routed[1]
             elif m.key_of is None:
-                if command in self._answering and self._owned_elsewhere(command, m.name):
+                if answer and self._owned_elsewhere(command, m.name):
                     continue
                 key = None
             else:

@@ -144,3 +144,60 @@ def test_refuse_raises_the_error_it_is_given(
     with pytest.raises(type(error)) as raised:
         refuse(error, object())
     assert raised.value is error
+
+
+def _by_id(command: str, body: Any) -> Any:
+    return body.get("id", NO_KEY)
+
+
+def _deliveries() -> MachineSet:
+    """DELIVER is answered by ACK; the client also sends ACKs of its own for what the server
+    pushes, with ids from the server's range, which may equal one of its requests' ids."""
+    delivery = MachineDef("delivery", "idle", [
+        Rule("idle", "sent", Direction.SEND, "DELIVER"),
+        Rule("sent", "acked", Direction.RECEIVE, "ACK"),
+    ], _by_id)
+    inbox = MachineDef("inbox", "idle", [
+        Rule("idle", "held", Direction.RECEIVE, "PUSH"),
+        Rule("held", "done", Direction.SEND, "ACK"),
+    ], _by_id)
+    return MachineSet([delivery, inbox], [Interaction("DELIVER", frozenset({"ACK"}), ("id",))],
+                      lambda body, name: body[name])
+
+
+def test_an_ack_we_send_never_answers_our_own_request_with_the_same_id() -> None:
+    m = _deliveries()
+    m.sent("DELIVER", {"id": 7})
+    m.received("PUSH", {"id": 7})
+    m.sent("ACK", {"id": 7})  # our ack of the push: goes to the inbox, answers nothing
+    assert m.state("inbox", 7) == "done"
+    assert m.state("delivery", 7) == "sent" and m.pending == 1
+    m.received("ACK", {"id": 7})  # the server's answer to DELIVER
+    assert m.state("delivery", 7) == "acked" and m.pending == 0
+
+
+def test_on_the_server_side_the_answer_it_sends_completes_the_request_it_received() -> None:
+    m = MachineSet(list(_deliveries().machines.values()),
+                   [Interaction("DELIVER", frozenset({"ACK"}), ("id",))],
+                   lambda body, name: body[name], server=True)
+    m.received("DELIVER", {"id": 3})
+    assert m.pending == 1
+    m.sent("PUSH", {"id": 3})
+    m.received("ACK", {"id": 3})  # the client acking a push: not an answer the server gave
+    assert m.pending == 1 and m.state("delivery", 3) == "sent"
+    m.sent("ACK", {"id": 3})
+    assert m.pending == 0 and m.state("delivery", 3) == "acked"
+
+
+def test_a_request_answered_by_its_own_name_is_not_answered_by_the_next_one_sent() -> None:
+    ping = MachineDef("link", "up", [
+        Rule("up", "up", Direction.SEND, "PING"),
+        Rule("up", "up", Direction.RECEIVE, "PING"),
+    ], None)
+    m = MachineSet([ping], [Interaction("PING", frozenset({"PING"}), ())],
+                   lambda body, name: body[name])
+    m.sent("PING", {})
+    m.sent("PING", {})  # once took the first one's place as its answer
+    assert m.pending == 2
+    m.received("PING", {})
+    assert m.pending == 1

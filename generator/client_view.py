@@ -43,6 +43,7 @@ class MethodView:
     response_type: str
     body_lines: list[str]
     key_expr: str
+    returns: str = ""  # the method's return annotation, when not response_type
 
 
 @dataclass
@@ -297,16 +298,34 @@ def _method(spec: FrameSpec, types: _Types, r: Request,
     doc = (f"Send {r.request} and return its {r.response}"
            + (f"; raises ``RequestFailed`` on {', '.join(r.errors)}" if r.errors else "")
            + ".")
+    lines += _one_way_exit(spec, r, "body")
     return MethodView(
         name=r.method,
         params=params,
-        doc=docstring(doc, "        "),
+        doc=docstring(doc + _one_way_doc(r), "        "),
         request=r.request,
         response=r.response,
         response_type=response_type,
         body_lines=lines,
         key_expr=key,
+        returns="" if r.when is None else f"{response_type} | None",
     )
+
+
+def _one_way_exit(spec: FrameSpec, r: Request, body: str) -> list[str]:
+    """For a request answered only when its ``when:`` holds: send it and return None when it
+    does not, so that nothing waits for an answer that never comes."""
+    if r.when is None:
+        return []
+    index = next(i for i, other in enumerate(spec.requests) if other is r)
+    seen = f"Command({body}, frame)" if spec.frame_context else body
+    return [f"if not INTERACTIONS[{index}].expects_answer({seen}, field_of):",
+            "    await self.transport.send_frame(frame)",
+            "    return None"]
+
+
+def _one_way_doc(r: Request) -> str:
+    return "" if r.when is None else f" Unless {r.when.text}, it is not answered: return None."
 
 
 def _routed_method(spec: FrameSpec, types: _Types, r: Request, info: CommandInfo,
@@ -334,15 +353,18 @@ def _routed_method(spec: FrameSpec, types: _Types, r: Request, info: CommandInfo
     doc = (f"Send {r.request} and return its {r.response}"
            + (f"; raises ``RequestFailed`` on {', '.join(r.errors)}" if r.errors else "")
            + ".")
+    lines += _one_way_exit(spec, r, "request")
+    response_type = types.body_type(response)
     return MethodView(
         name=r.method,
         params=[*required, "*", "timeout: float | None = None"],
-        doc=docstring(doc, "        "),
+        doc=docstring(doc + _one_way_doc(r), "        "),
         request=r.request,
         response=r.response,
-        response_type=types.body_type(response),
+        response_type=response_type,
         body_lines=lines,
         key_expr="(" + ", ".join(key) + ("," if len(key) == 1 else "") + ")",
+        returns="" if r.when is None else f"{response_type} | None",
     )
 
 

@@ -28,6 +28,7 @@ class CommandsModuleView:
     local_imports: list[str] = field(default_factory=list)
     prelude: list[str] = field(default_factory=list)  # aliases the rows use
     routed: bool = False  # rows carry body decoders (Callable, Any)
+    guarded: bool = False  # some request is answered only when its fields say so
 
 
 def snake(name: str) -> str:
@@ -129,8 +130,9 @@ def build_commands_module(spec: FrameSpec) -> CommandsModuleView:
         lookups=lookups,
         interactions=[_interaction(r) for r in spec.requests],
         local_imports=imports,
-        prelude=prelude,
+        prelude=prelude + [_answered_function(r) for r in spec.requests if r.when is not None],
         routed=bool(spec.routes),
+        guarded=any(r.when is not None for r in spec.requests),
     )
 
 
@@ -181,4 +183,22 @@ def _routed(spec: FrameSpec) -> tuple[list[tuple[str, str, str]], list[str],
 def _interaction(r: Request) -> str:
     answers = ", ".join(q(n) for n in [r.response, *r.errors])
     correlate = "".join(q(c) + ", " for c in r.correlate)
-    return f"Interaction({q(r.request)}, frozenset({{{answers}}}), ({correlate}))"
+    answered = "" if r.when is None else f", answered={answered_name(r)}"
+    return f"Interaction({q(r.request)}, frozenset({{{answers}}}), ({correlate}){answered})"
+
+
+def answered_name(r: Request) -> str:
+    return f"_answered_{r.method}"
+
+
+def _answered_function(r: Request) -> str:
+    """Whether the peer answers a request, read from its fields by name (``Interaction``
+    passes a reader over whatever the machines or the client hold: a body, or a Command)."""
+    assert r.when is not None
+    test = r.when.render(lambda name: f"field({q(name)})", parens=False)
+    return "\n".join([
+        "",  # with the blank line the prelude puts before each entry: two, as for any def
+        f"def {answered_name(r)}(field: Callable[[str], Any]) -> bool:",
+        f'    """Whether {r.request} is answered: {r.when.text}."""',
+        f"    return bool({test})",
+    ])

@@ -460,6 +460,8 @@ class Request:
     frame_correlate: list[str] = field(default_factory=list)
     # Frame data fields besides the command that the generated method takes (Pulsar: payload).
     frame_fields: list[str] = field(default_factory=list)
+    # When the request is answered at all (over its own fields); None: always.
+    when: Expr | None = None
 
 
 @dataclass

@@ -6,6 +6,7 @@ import keyword
 import re
 
 from protoframe.generator.build_context import PathT
+from protoframe.generator.expr import Expr
 from protoframe.generator.frame_ir import (
     ArrayField,
     BlocksField,
@@ -62,8 +63,9 @@ class InteractionBuilder(RouteBuilder):
                 if fname not in frame_fields_all:
                     self.error(f"frame_fields: {fname!r} is not a data field of the frame",
                                [*path, "frame_fields", j])
+            when = self._answered_when(item, commands[item["request"]], frame_data, path)
             out.append(Request(item["request"], item["response"], list(item.get("errors", [])),
-                               correlate, method, on_frame, frame_fields))
+                               correlate, method, on_frame, frame_fields, when))
         methods = [r.method for r in out]
         for i, r in enumerate(out):
             if methods.count(r.method) > 1 and methods.index(r.method) != i:
@@ -71,13 +73,33 @@ class InteractionBuilder(RouteBuilder):
                            ["interactions", "requests", i])
         return out
 
+    def _answered_when(self, item: LocDict, request: CommandInfo, frame_data: set[str],
+                       path: PathT) -> Expr | None:
+        """A request's ``when:``: an expression over the fields the request itself carries."""
+        if "when" not in item:
+            return None
+        when = self.expr(item["when"], [*path, "when"])
+        if when is None:
+            return None
+        fields = _fields_of(request, True) | frame_data
+        for name in when.names:
+            if name not in fields:
+                self.error(f"when: {name!r} is not a field of {request.name} nor a data field "
+                           "of the frame", [*path, "when"])
+        return when
+
     def command_list(self, raw: LocDict, key: str, commands: dict[str, CommandInfo]) \
             -> list[str]:
         out = []
+        requests = {r["request"] for r in raw.get("requests", [])}
         for i, name in enumerate(raw.get(key, [])):
             if name not in commands:
                 if name not in self.unresolved:
                     self.error(f"unknown command {name!r}", ["interactions", key, i])
+            elif key == "one_way" and name in requests:
+                # Its pending entries would wait for an answer the peer never sends.
+                self.error(f"{name} is a request, so it cannot be one-way too; give the request "
+                           "when: to say when it is answered", ["interactions", key, i])
             else:
                 out.append(name)
         return out

@@ -109,13 +109,27 @@ class MachineDef:
         self.terminal = {r.target for r in self.rules} - sources
 
 
+# Reads one field of a command by name (the generated ``field_of`` bound to one body).
+FieldGetter = Callable[[str], Any]
+
+
 @dataclass(frozen=True)
 class Interaction:
-    """A request and the commands that may answer it, matched on ``correlate`` fields."""
+    """A request and the commands that may answer it, matched on ``correlate`` fields.
+
+    ``answered``, when given, tells from the request's fields whether the peer answers this
+    one at all (MQTT's PUBLISH is answered only above QoS 0): a request it refuses is one-way,
+    so nothing waits for an answer that never comes.
+    """
 
     request: str
     answers: frozenset[str]
     correlate: tuple[str, ...]
+    answered: Callable[[FieldGetter], bool] | None = None
+
+    def expects_answer(self, body: Any, field_of: Callable[[Any, str], Any]) -> bool:
+        """Whether this request, as ``body`` says, waits for an answer."""
+        return self.answered is None or self.answered(lambda name: field_of(body, name))
 
 
 def answering(interactions: list[Interaction]) -> dict[str, tuple[Interaction, ...]]:
@@ -200,7 +214,8 @@ class MachineSet:
                     continue
             self._transition(m, key, direction, command, body)
         request = self._by_request.get(command)
-        if request is not None and direction is Direction.SEND:
+        if request is not None and direction is Direction.SEND and \
+                request.expects_answer(body, self._field_of):
             owner = self._owner(command, body)
             values = tuple(self._field_of(body, f) for f in request.correlate)
             self._pending.setdefault((command, values), []).append(owner)

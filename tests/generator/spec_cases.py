@@ -155,6 +155,10 @@ CASES = [
          "'tag' has no fixed size and comes before any size_of field"),
     Case("frame_length_not_at_end.yaml", "name: total_size", "total_size",
          "'total_size' measures 'command', not the end of the frame"),
+    Case("answered_when_unknown_field.yaml", "request: HELLO", '"qos',
+         "when: 'qos' is not a field of HELLO nor a data field of the frame"),
+    Case("one_way_request.yaml", "one_way:", "HELLO",
+         "HELLO is a request, so it cannot be one-way too"),
 ]
 
 

@@ -52,6 +52,8 @@ async def _serve_deliveries(frames: ModuleType, reader: asyncio.StreamReader,
     while data := await reader.read(65536):
         for frame in decoder.feed(data):
             body = frame.body
+            if isinstance(body, frames.Deliver) and body.level == 0:
+                continue  # fire-and-forget: no answer
             if isinstance(body, frames.Deliver):
                 waiting.append(body.msg_id)
                 writer.write(frames.Packet(body=frames.Push(msg_id=body.msg_id,
@@ -93,6 +95,40 @@ def test_over_tcp_a_delivery_completes_only_with_the_peers_ack(
             assert protocol.machines.pending == 0
             assert all(protocol.state("delivery", i) == "acked" for i in range(5))
             assert all(protocol.state("inbox", i) == "done" for i in range(5))
+        finally:
+            connection.close()
+            server.close()
+            await server.wait_closed()
+
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT * 2))
+
+
+def test_deliveries_at_level_0_are_one_way_and_leave_nothing_pending(
+        gen: dict[str, ModuleType]) -> None:
+    frames, machines, client_mod = gen["frames"], gen["machines"], gen["client"]
+
+    async def main() -> None:
+        server = await asyncio.start_server(
+            lambda r, w: _serve_deliveries(frames, r, w), "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        protocol = machines.InteractProtocol()
+        requests: Any = None
+
+        def on_frame(frame: Any) -> None:
+            if not requests.handle_frame(frame, protocol.command(frame)):
+                connection.write(frames.Packet(body=frames.Ack(msg_id=frame.body.msg_id)))
+
+        connection = await open_connection("127.0.0.1", port, protocol, on_frame,
+                                           connect_timeout=TIMEOUT)
+        requests = client_mod.InteractRequests(connection, timeout=TIMEOUT)
+        try:
+            for _ in range(200):
+                assert await requests.deliver(level=0, data=b"f") is None
+            assert protocol.machines.pending == 0 and len(requests.pending) == 0
+            # The connection still pairs an answered delivery with its answer after them.
+            answer = await requests.deliver(level=1, data=b"a")
+            assert answer.msg_id == 200
+            assert protocol.machines.pending == 0 and len(requests.pending) == 0
         finally:
             connection.close()
             server.close()

@@ -201,3 +201,36 @@ def test_a_request_answered_by_its_own_name_is_not_answered_by_the_next_one_sent
     assert m.pending == 2
     m.received("PING", {})
     assert m.pending == 1
+
+
+def test_a_request_its_fields_say_is_not_answered_leaves_nothing_pending() -> None:
+    publish = MachineDef("link", "up", [
+        Rule("up", "up", Direction.SEND, "PUBLISH"),
+        Rule("up", "up", Direction.RECEIVE, "PUBACK"),
+    ], None)
+    answered = Interaction("PUBLISH", frozenset({"PUBACK"}), ("id",),
+                           answered=lambda field: bool(field("qos") > 0))
+    m = MachineSet([publish], [answered], lambda body, name: body[name])
+    for i in range(1000):
+        m.sent("PUBLISH", {"id": i % 7, "qos": 0})
+    assert m.pending == 0  # once a thousand entries that no answer would ever clear
+    m.sent("PUBLISH", {"id": 1, "qos": 1})
+    assert m.pending == 1
+    m.received("PUBACK", {"id": 1})
+    assert m.pending == 0
+
+
+def test_expects_answer_reads_the_request_through_field_of() -> None:
+    read: list[str] = []
+
+    def field_of(body: dict[str, int], name: str) -> int:
+        read.append(name)
+        return body[name]
+
+    plain = Interaction("GET", frozenset({"VALUE"}), ())
+    guarded = Interaction("PUBLISH", frozenset({"PUBACK"}), (),
+                          answered=lambda field: bool(field("qos") == 1))
+    assert plain.expects_answer({}, field_of) and read == []
+    assert guarded.expects_answer({"qos": 1}, field_of)
+    assert not guarded.expects_answer({"qos": 0}, field_of)
+    assert read == ["qos", "qos"]

@@ -163,9 +163,14 @@ def _allocator_args(spec: FrameSpec) -> str:
     limits = [_DEFAULT_ID_LIMIT]
     for r in spec.requests:
         info = spec.commands[r.request]
+        if not r.allocate:
+            continue
         if info.routed is not None:
             limits += [_frame_id_limit(f) for _, f in builder_params(info.routed)
                        if f.name == spec.allocate]
+            if info.body_message is not None:
+                limits += [_PROTO_ID_LIMITS.get(f.type.kind, _DEFAULT_ID_LIMIT)
+                           for f in info.body_message.fields if f.proto_name == spec.allocate]
             continue
         if info.proto is not None:
             limits += [_PROTO_ID_LIMITS.get(f.type.kind, _DEFAULT_ID_LIMIT)
@@ -179,7 +184,12 @@ def _allocator_args(spec: FrameSpec) -> str:
             assert frame_field is not None
             limits.append(_frame_id_limit(frame_field))
     limit = min(limits)
-    return "" if limit == _DEFAULT_ID_LIMIT else f"1 << {limit.bit_length() - 1}"
+    args = [] if limit == _DEFAULT_ID_LIMIT else [f"1 << {limit.bit_length() - 1}"]
+    if spec.allocate_start:
+        args.append(f"start={spec.allocate_start}")
+    if spec.allocate_skip_zero:
+        args.append("skip_zero=True")
+    return ", ".join(args)
 
 
 def _frame_id_limit(f: FrameField) -> int:
@@ -214,10 +224,11 @@ def _method(spec: FrameSpec, types: _Types, r: Request,
     key_values: list[str] = []
     if info.routed is not None:
         return _routed_method(spec, types, r, info, response)
+    allocate = spec.allocates(r)
     if info.proto is not None:
         msg = info.proto.message
         for f in msg.fields:
-            if f.proto_name == spec.allocate:
+            if f.proto_name == allocate:
                 assigns.append(f"{f.py_name}={f.py_name}")
                 continue
             pname = _param_name(f.py_name, taken)
@@ -247,7 +258,7 @@ def _method(spec: FrameSpec, types: _Types, r: Request,
         # A request travels to the server: use that direction's layout where they differ.
         struct: StructDef = info.case.to_server or info.case.structs[0]
         for sf in struct.data_fields:
-            if sf.name == spec.allocate:
+            if sf.name == allocate:
                 assigns.append(f"{sf.name}={sf.name}")
                 continue
             pname = _param_name(sf.name, taken)
@@ -269,10 +280,10 @@ def _method(spec: FrameSpec, types: _Types, r: Request,
         ann = _struct_ann(types, extra)
         optional.append(f"{pname}: {ann} | None = None")
         frame_args.append(f"{extra.name}={pname}")
-    allocated = spec.allocate is not None and spec.allocate in (info.body_fields or {})
+    allocated = allocate is not None and allocate in (info.body_fields or {})
     for c in r.frame_correlate:
         # A correlation field of the frame itself: numbered here, or given by the caller.
-        if c == spec.allocate:
+        if c == allocate:
             allocated = True
             frame_args.append(f"{c}={c}")
             continue
@@ -285,7 +296,7 @@ def _method(spec: FrameSpec, types: _Types, r: Request,
         key_values.append(f"frame.{c}" if c in r.frame_correlate else correlate_attr[c])
     lines = []
     if allocated:
-        lines.append(f"{spec.allocate} = self.next_id()")
+        lines.append(f"{allocate} = self.next_id()")
     lines += build
     lines.append(f"frame = frames.{spec.frame.name}(" + ", ".join(frame_args) + ")")
     key = "(" + ", ".join(key_values) + ("," if len(key_values) == 1 else "") + ")"
@@ -338,8 +349,13 @@ def _routed_method(spec: FrameSpec, types: _Types, r: Request, info: CommandInfo
     required = [f"request: {types.body_type(info)}"]
     args = []
     lines = []
-    for pname, f in builder_params(routed):
-        if f.name == spec.allocate:
+    allocate = spec.allocates(r)
+    params = builder_params(routed)
+    if allocate in info.body_fields and all(f.name != allocate for _, f in params):
+        # The caller passes the whole body: the id goes into it, as into a body built here.
+        lines.append(f"request.{info.body_fields[allocate]} = self.next_id()")
+    for pname, f in params:
+        if f.name == allocate:
             lines.append(f"{f.name} = self.next_id()")
             args.append(f"{pname}={f.name}")
             continue

@@ -171,14 +171,19 @@ def _body(spec: FrameSpec, info: CommandInfo, names: ProtoNames, anchors: dict[s
     return body, where
 
 
+def _first_ids(spec: FrameSpec) -> str:
+    first = max(spec.allocate_start, 1 if spec.allocate_skip_zero else 0)
+    return ", ".join(str(first + i) for i in range(3))
+
+
 def interactions_intro(spec: FrameSpec) -> list[str]:
     out = []
     if spec.allocate is not None:
-        users = [r.request for r in spec.requests
-                 if spec.allocate in spec.commands[r.request].body_fields
-                 or spec.allocate in r.frame_correlate]
+        users = [r.request for r in spec.requests if r.allocate
+                 and (spec.allocate in spec.commands[r.request].body_fields
+                      or spec.allocate in r.frame_correlate)]
         out.append(f"`{spec.allocate}` is allocated by the client: each typed request method "
-                   "in `client.py` numbers its request itself (0, 1, 2, …)"
+                   f"in `client.py` numbers its request itself ({_first_ids(spec)}, …)"
                    + (f"; it applies to {join(code(u) for u in users)}." if users else "."))
     if spec.requests:
         out.append("An answer is matched to the oldest pending request of its kind whose "

@@ -462,6 +462,7 @@ class Request:
     frame_fields: list[str] = field(default_factory=list)
     # When the request is answered at all (over its own fields); None: always.
     when: Expr | None = None
+    allocate: bool = True  # False: the caller gives the allocated field (``allocate: false``)
 
 
 @dataclass
@@ -507,6 +508,12 @@ class FrameSpec:
     routes: list[Route] = field(default_factory=list)  # commands named inside the frame
     # The enum whose newest value is the protocol version (``protocol_version:``), if named.
     protocol_version: EnumType | None = None
+    allocate_start: int = 0  # the first id the client allocates
+    allocate_skip_zero: bool = False  # ids never 0, also after wrapping
+
+    def allocates(self, r: Request) -> str | None:
+        """The field a request's method numbers itself, if any."""
+        return self.allocate if r.allocate else None
 
     @property
     def frame_context(self) -> bool:

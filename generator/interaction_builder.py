@@ -65,13 +65,21 @@ class InteractionBuilder(RouteBuilder):
                                [*path, "frame_fields", j])
             when = self._answered_when(item, commands[item["request"]], frame_data, path)
             out.append(Request(item["request"], item["response"], list(item.get("errors", [])),
-                               correlate, method, on_frame, frame_fields, when))
+                               correlate, method, on_frame, frame_fields, when,
+                               item.get("allocate", True)))
         methods = [r.method for r in out]
         for i, r in enumerate(out):
             if methods.count(r.method) > 1 and methods.index(r.method) != i:
                 self.error(f"two requests generate the method {r.method!r}; set method:",
                            ["interactions", "requests", i])
         return out
+
+    def check_allocate_opt_outs(self, raw: LocDict, allocate: str | None) -> None:
+        """``allocate: false`` on a request opts out of a numbering the spec must declare."""
+        for i, item in enumerate(raw.get("requests", [])):
+            if "allocate" in item and allocate is None:
+                self.error("allocate: false, but the interactions allocate no field",
+                           ["interactions", "requests", i, "allocate"])
 
     def _answered_when(self, item: LocDict, request: CommandInfo, frame_data: set[str],
                        path: PathT) -> Expr | None:

@@ -8,7 +8,6 @@ peer may reuse ids); answers then go to the oldest one, first come first served.
 from __future__ import annotations
 
 import asyncio
-import itertools
 from collections.abc import Hashable
 from typing import Any
 
@@ -76,11 +75,21 @@ class RequestTable:
 
 
 class IdAllocator:
-    """Request ids: 0, 1, 2, ... wrapping at ``limit``."""
+    """Request ids: ``start``, ``start + 1``, ... wrapping at ``limit`` back to 0, or to 1 with
+    ``skip_zero`` (for protocols where 0 means "no id", such as MQTT's packet identifiers)."""
 
-    def __init__(self, limit: int = 2**63) -> None:
-        self._counter = itertools.count()
+    def __init__(self, limit: int = 2**63, *, start: int = 0, skip_zero: bool = False) -> None:
+        if not 0 <= start < limit:
+            raise ValueError(f"start {start} is outside the id range [0, {limit})")
+        if skip_zero and limit < 2:
+            raise ValueError("skip_zero leaves no id below a limit of 1")
+        self._next = start
         self._limit = limit
+        self._skip_zero = skip_zero
 
     def __call__(self) -> int:
-        return next(self._counter) % self._limit
+        value = self._next
+        if value == 0 and self._skip_zero:
+            value = 1
+        self._next = (value + 1) % self._limit
+        return value

@@ -159,6 +159,9 @@ CASES = [
          "when: 'qos' is not a field of HELLO nor a data field of the frame"),
     Case("one_way_request.yaml", "one_way:", "HELLO",
          "HELLO is a request, so it cannot be one-way too"),
+    Case("allocate_opt_out_without_allocate.yaml", "request: HELLO", "false",
+         "allocate: false, but the interactions allocate no field"),
+    Case("allocate_negative_start.yaml", "start: -1", "-1", "-1 is less than the minimum"),
 ]
 
 

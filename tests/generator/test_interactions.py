@@ -90,11 +90,11 @@ def test_over_tcp_a_delivery_completes_only_with_the_peers_ack(
         try:
             answers = await asyncio.gather(
                 *(requests.deliver(level=1, data=b"d") for _ in range(5)))
-            assert sorted(a.msg_id for a in answers) == [0, 1, 2, 3, 4]
-            assert sorted(acked) == [0, 1, 2, 3, 4]
+            assert sorted(a.msg_id for a in answers) == [1, 2, 3, 4, 5]
+            assert sorted(acked) == [1, 2, 3, 4, 5]
             assert protocol.machines.pending == 0
-            assert all(protocol.state("delivery", i) == "acked" for i in range(5))
-            assert all(protocol.state("inbox", i) == "done" for i in range(5))
+            assert all(protocol.state("delivery", i) == "acked" for i in range(1, 6))
+            assert all(protocol.state("inbox", i) == "done" for i in range(1, 6))
         finally:
             connection.close()
             server.close()
@@ -127,8 +127,95 @@ def test_deliveries_at_level_0_are_one_way_and_leave_nothing_pending(
             assert protocol.machines.pending == 0 and len(requests.pending) == 0
             # The connection still pairs an answered delivery with its answer after them.
             answer = await requests.deliver(level=1, data=b"a")
-            assert answer.msg_id == 200
+            assert answer.msg_id == 201  # ids start at 1
             assert protocol.machines.pending == 0 and len(requests.pending) == 0
+        finally:
+            connection.close()
+            server.close()
+            await server.wait_closed()
+
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT * 2))
+
+
+class _Recorder:
+    """A transport that keeps what it is given."""
+
+    def __init__(self) -> None:
+        self.sent: list[Any] = []
+
+    async def send_frame(self, frame: Any) -> None:
+        self.sent.append(frame)
+
+
+def test_allocated_ids_start_at_1_and_a_request_that_opts_out_takes_its_id(
+        gen: dict[str, ModuleType]) -> None:
+    frames, client_mod = gen["frames"], gen["client"]
+
+    async def main() -> None:
+        transport = _Recorder()
+        requests = client_mod.InteractRequests(transport, timeout=TIMEOUT)
+        for _ in range(3):
+            assert await requests.deliver(level=0, data=b"") is None
+        assert [f.body.msg_id for f in transport.sent] == [1, 2, 3]
+        resend = asyncio.ensure_future(requests.resend(2, data=b"again"))
+        while len(transport.sent) < 4:
+            await asyncio.sleep(0)
+        assert transport.sent[3].body == frames.Resend(msg_id=2, data=b"again")
+        assert requests.handle_frame(frames.Packet(body=frames.Ack(msg_id=2)))
+        assert (await resend).msg_id == 2
+        assert await requests.deliver(level=0, data=b"") is None
+        assert transport.sent[4].body.msg_id == 4  # the resend used no id of the counter
+
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+@pytest.fixture(scope="module")
+def routed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ModuleType]:
+    tmp: Path = tmp_path_factory.mktemp("routed_alloc")
+    generate_package(tmp, "routed_alloc", package="gen_routed_alloc")
+    client = import_generated(tmp, "routed_alloc.client", package="gen_routed_alloc")
+    return {"client": client, "frames": client.frames, "rt": client.rt,
+            "machines": importlib.import_module("gen_routed_alloc.routed_alloc.machines")}
+
+
+async def _serve_gets(gen: dict[str, ModuleType], reader: asyncio.StreamReader,
+                      writer: asyncio.StreamWriter) -> None:
+    """Answers each GET with a GOT echoing its call id and key."""
+    machines, rt = gen["machines"], gen["rt"]
+    decoder = gen["frames"].StreamDecoder()
+    while data := await reader.read(65536):
+        for frame in decoder.feed(data):
+            name, body = machines.command_of(frame)
+            assert name == "GET"
+            answer = rt.GetResponse(call_id=body.call_id, value=f"{body.call_id}:{body.key}")
+            writer.write(machines.frame_of_got(answer).encode())
+        await writer.drain()
+    writer.close()
+
+
+def test_a_routed_request_gets_its_allocated_id_in_the_body_it_is_given(
+        routed: dict[str, ModuleType]) -> None:
+    machines, rt = routed["machines"], routed["rt"]
+
+    async def main() -> None:
+        server = await asyncio.start_server(lambda r, w: _serve_gets(routed, r, w),
+                                            "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        protocol = machines.RoutedAllocProtocol()
+        requests: Any = None
+
+        def on_frame(frame: Any) -> None:
+            assert requests.handle_frame(frame, protocol.command(frame))
+
+        connection = await open_connection("127.0.0.1", port, protocol, on_frame,
+                                           connect_timeout=TIMEOUT)
+        requests = routed["client"].RoutedAllocRequests(connection, timeout=TIMEOUT)
+        try:
+            # Without the allocation every call would go out with the id the caller left (0,
+            # which the protocol reserves), and the answers could not be told apart.
+            answers = await asyncio.gather(
+                *(requests.get(rt.GetRequest(call_id=0, key=k)) for k in "abc"))
+            assert [a.value for a in answers] == ["1:a", "2:b", "3:c"]
         finally:
             connection.close()
             server.close()

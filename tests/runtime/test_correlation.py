@@ -97,3 +97,27 @@ def test_id_allocator_counts_from_zero_and_wraps_at_its_limit(limit: int) -> Non
     ids = [allocate() for _ in range(7)]
     assert ids == [i % limit for i in range(7)]
     assert IdAllocator()() == 0
+
+
+def test_id_allocator_starts_where_told_and_wraps_to_zero() -> None:
+    allocate = IdAllocator(4, start=2)
+    assert [allocate() for _ in range(6)] == [2, 3, 0, 1, 2, 3]
+
+
+@pytest.mark.parametrize(("limit", "start", "expected"), [
+    (3, 0, [1, 2, 1, 2, 1]),
+    (3, 2, [2, 1, 2, 1, 2]),
+    (2**16, 2**16 - 2, [2**16 - 2, 2**16 - 1, 1, 2, 3]),
+])
+def test_id_allocator_skipping_zero_never_gives_it(limit: int, start: int,
+                                                   expected: list[int]) -> None:
+    allocate = IdAllocator(limit, start=start, skip_zero=True)
+    assert [allocate() for _ in range(5)] == expected
+
+
+@pytest.mark.parametrize(("limit", "start", "skip_zero"), [(4, 4, False), (4, -1, False),
+                                                           (1, 0, True)])
+def test_id_allocator_refuses_a_range_it_cannot_number(limit: int, start: int,
+                                                       skip_zero: bool) -> None:
+    with pytest.raises(ValueError):
+        IdAllocator(limit, start=start, skip_zero=skip_zero)

@@ -156,14 +156,16 @@ class MachineSet:
         # entity in a final state is forgotten (its id may be used again, starting over), but
         # asking for its state still says where it ended rather than the initial state.
         self.finished: dict[str, dict[Hashable, str]] = {m.name: {} for m in machines}
-        self._pending: dict[tuple[str, tuple[Any, ...]], list[tuple[str, Hashable]]] = {}
+        # Per request and correlation values, for each request sent, the instances that took
+        # it (machine -> key): its answer goes back to each of them.
+        self._pending: dict[tuple[str, tuple[Any, ...]], list[dict[str, Hashable]]] = {}
         self._by_request = {i.request: i for i in interactions}
         self._answering = answering(interactions)
 
     @property
     def pending(self) -> int:
         """How many requests sent are still waiting for their answer."""
-        return sum(len(owners) for owners in self._pending.values())
+        return sum(len(waiting) for waiting in self._pending.values())
 
     def state(self, machine: str, key: Hashable = None) -> str:
         """Current state of one entity: the final state it reached if it ended (and has not
@@ -200,10 +202,10 @@ class MachineSet:
         for m in self.machines.values():
             if (direction, command) not in m.vocabulary:
                 continue
-            if routed is not None:
-                if routed[0] != m.name:
-                    continue
-                key: Hashable = routed[1]
+            if routed is not None and m.name in routed:
+                key: Hashable = routed[m.name]
+            elif routed is not None and m.key_of is not None:
+                continue  # the answer is another entity's: this one's key is not in it
             elif m.key_of is None:
                 if answer and self._owned_elsewhere(command, m.name):
                     continue
@@ -216,28 +218,31 @@ class MachineSet:
         request = self._by_request.get(command)
         if request is not None and direction is Direction.SEND and \
                 request.expects_answer(body, self._field_of):
-            owner = self._owner(command, body)
+            owners = self._owners(command, body)
             values = tuple(self._field_of(body, f) for f in request.correlate)
-            self._pending.setdefault((command, values), []).append(owner)
+            self._pending.setdefault((command, values), []).append(owners)
 
     def _owned_elsewhere(self, command: str, machine: str) -> bool:
         # A keyless machine (the connection) sees an answer only if nothing else claimed it.
         return any(self.machines[n].key_of is not None for n in self.machines if n != machine
                    and any(c == command for _, c in self.machines[n].vocabulary))
 
-    def _owner(self, command: str, body: Any) -> tuple[str, Hashable]:
+    def _owners(self, command: str, body: Any) -> dict[str, Hashable]:
+        """Every instance a request is applied to, by machine: each sees the answer."""
+        owners: dict[str, Hashable] = {}
         for m in self.machines.values():
             if (Direction.SEND, command) in m.vocabulary or \
                     (Direction.RECEIVE, command) in m.vocabulary:
                 if m.key_of is None:
-                    return (m.name, None)
+                    owners[m.name] = None
+                    continue
                 key = m.key_of(command, body)
                 if key is not NO_KEY:
-                    return (m.name, key)
-        return ("", None)
+                    owners[m.name] = key
+        return owners
 
-    def _route_answer(self, command: str, body: Any) -> tuple[str, Hashable] | None:
-        """The (machine, key) whose pending request this command answers, if any."""
+    def _route_answer(self, command: str, body: Any) -> dict[str, Hashable] | None:
+        """The instances (machine -> key) whose pending request this command answers, if any."""
         for interaction in self._answering.get(command, ()):
             values = tuple(self._field_of(body, f) for f in interaction.correlate)
             waiting = self._pending.get((interaction.request, values))
@@ -245,7 +250,7 @@ class MachineSet:
                 owner = waiting.pop(0)
                 if not waiting:
                     del self._pending[(interaction.request, values)]
-                return owner if owner[0] else None
+                return owner or None
         return None
 
     def _transition(self, m: MachineDef, key: Hashable, direction: Direction, command: str,

@@ -39,8 +39,11 @@ def test_our_own_ack_of_a_push_does_not_answer_our_delivery(gen: dict[str, Modul
     client.send(frames.Packet(body=frames.Ack(msg_id=7)))  # acks the push, same id
     assert client.state("inbox", 7) == "done"
     assert client.state("delivery", 7) == "sent"
+    assert client.state("traffic") == "busy"
     client.receive_data(frames.Packet(body=frames.Ack(msg_id=7)).encode())
     assert client.state("delivery", 7) == "acked"
+    # A keyless machine that took the request sees its answer too, not only the first one.
+    assert client.state("traffic") == "quiet"
 
 
 async def _serve_deliveries(frames: ModuleType, reader: asyncio.StreamReader,
@@ -95,6 +98,7 @@ def test_over_tcp_a_delivery_completes_only_with_the_peers_ack(
             assert protocol.machines.pending == 0
             assert all(protocol.state("delivery", i) == "acked" for i in range(1, 6))
             assert all(protocol.state("inbox", i) == "done" for i in range(1, 6))
+            assert protocol.state("traffic") == "quiet"
         finally:
             connection.close()
             server.close()

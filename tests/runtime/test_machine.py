@@ -234,3 +234,41 @@ def test_expects_answer_reads_the_request_through_field_of() -> None:
     assert guarded.expects_answer({"qos": 1}, field_of)
     assert not guarded.expects_answer({"qos": 0}, field_of)
     assert read == ["qos", "qos"]
+
+
+def test_every_machine_that_took_a_request_sees_its_answer() -> None:
+    def link(name: str) -> MachineDef:
+        return MachineDef(name, "idle", [
+            Rule("idle", "greeting", Direction.SEND, "HELLO"),
+            Rule("greeting", "ready", Direction.RECEIVE, "WELCOME"),
+        ], None)
+
+    session = MachineDef("session", "idle", [
+        Rule("idle", "opening", Direction.SEND, "HELLO"),
+        Rule("opening", "open", Direction.RECEIVE, "WELCOME"),
+    ], lambda command, body: body.get("session", NO_KEY))
+    m = MachineSet([link("connection"), link("audit"), session],
+                   [Interaction("HELLO", frozenset({"WELCOME"}), ())],
+                   lambda body, name: body[name])
+    m.sent("HELLO", {"session": 5})
+    m.received("WELCOME", {})  # carries no session: found through the request it answers
+    # Once only the first machine to take HELLO saw WELCOME; the audit stayed in greeting.
+    assert (m.state("connection"), m.state("audit"), m.state("session", 5)) == \
+        ("ready", "ready", "open")
+    assert m.pending == 0
+
+
+def test_a_keyless_machine_sees_an_answer_it_has_a_transition_for_unless_a_keyed_one_does() \
+        -> None:
+    client = MachineDef("client", "idle", [
+        Rule("idle", "asking", Direction.SEND, "ASK"),
+        Rule("asking", "idle", Direction.RECEIVE, "REPLY"),
+    ], None)
+    counter = MachineDef("counter", "zero", [
+        Rule("zero", "one", Direction.RECEIVE, "REPLY"),
+    ], None)
+    m = MachineSet([client, counter], [Interaction("ASK", frozenset({"REPLY"}), ())],
+                   lambda body, name: body[name])
+    m.sent("ASK", {})
+    m.received("REPLY", {})
+    assert (m.state("client"), m.state("counter")) == ("idle", "one")

@@ -44,6 +44,7 @@ class MethodView:
     body_lines: list[str]
     key_expr: str
     returns: str = ""  # the method's return annotation, when not response_type
+    response_test: str = ""  # when the answer is returned, when not name == response
 
 
 @dataclass
@@ -300,13 +301,10 @@ def _method(spec: FrameSpec, types: _Types, r: Request,
     lines += build
     lines.append(f"frame = frames.{spec.frame.name}(" + ", ".join(frame_args) + ")")
     key = "(" + ", ".join(key_values) + ("," if len(key_values) == 1 else "") + ")"
-    if response.case is not None and response.case.to_client is not None:
-        response_type = f"frames.{response.case.to_client.name}"
-    else:
-        response_type = types.body_type(response)
+    response_type = " | ".join(_answer_type(types, spec.commands[n]) for n in r.responses)
     params = [*required, "*", *optional, "timeout: float | None = None"] if optional or True \
         else required
-    doc = (f"Send {r.request} and return its {r.response}"
+    doc = (f"Send {r.request} and return its {' or '.join(r.responses)}"
            + (f"; raises ``RequestFailed`` on {', '.join(r.errors)}" if r.errors else "")
            + ".")
     lines += _one_way_exit(spec, r, "body")
@@ -319,24 +317,53 @@ def _method(spec: FrameSpec, types: _Types, r: Request,
         response_type=response_type,
         body_lines=lines,
         key_expr=key,
-        returns="" if r.when is None else f"{response_type} | None",
+        returns=_returns(r, response_type),
+        response_test=_response_test(r),
     )
+
+
+def _answer_type(types: _Types, info: CommandInfo) -> str:
+    if info.case is not None and info.case.to_client is not None:
+        return f"frames.{info.case.to_client.name}"
+    return types.body_type(info)
+
+
+def _returns(r: Request, response_type: str) -> str:
+    return f"{response_type} | None" if r.when is not None or r.choices else ""
+
+
+def _response_test(r: Request) -> str:
+    """The answers a request chose (one of its ``response:`` list): only those are returned;
+    another answer, though it came for the request, fails it."""
+    if not r.choices:
+        return ""
+    names = ", ".join(q(n) for n in r.responses)
+    return f"name in ({names}) and name in expected"
 
 
 def _one_way_exit(spec: FrameSpec, r: Request, body: str) -> list[str]:
     """For a request answered only when its ``when:`` holds: send it and return None when it
     does not, so that nothing waits for an answer that never comes."""
-    if r.when is None:
+    if r.when is None and not r.choices:
         return []
     index = next(i for i, other in enumerate(spec.requests) if other is r)
     seen = f"Command({body}, frame)" if spec.frame_context else body
-    return [f"if not INTERACTIONS[{index}].expects_answer({seen}, field_of):",
+    return [f"expected = INTERACTIONS[{index}].expected({seen}, field_of)",
+            "if not expected:",
             "    await self.transport.send_frame(frame)",
             "    return None"]
 
 
 def _one_way_doc(r: Request) -> str:
-    return "" if r.when is None else f" Unless {r.when.text}, it is not answered: return None."
+    out = ""
+    if r.choices:
+        out += " The request's fields choose the answer: " + "; ".join(
+            f"{c} when {w.text}" for c, w in r.choices) + "."
+    if r.when is not None:
+        out += f" Unless {r.when.text}, it is not answered: return None."
+    elif r.choices:
+        out += " When none holds, it is not answered: return None."
+    return out
 
 
 def _routed_method(spec: FrameSpec, types: _Types, r: Request, info: CommandInfo,
@@ -366,11 +393,11 @@ def _routed_method(spec: FrameSpec, types: _Types, r: Request, info: CommandInfo
     lines.append(f"frame = {builder_name(r.request)}(request{kwargs})")
     body_attrs = {k: f"request.{v}" for k, v in info.body_fields.items()}
     key = [f"frame.{c}" if c in r.frame_correlate else body_attrs[c] for c in r.correlate]
-    doc = (f"Send {r.request} and return its {r.response}"
+    doc = (f"Send {r.request} and return its {' or '.join(r.responses)}"
            + (f"; raises ``RequestFailed`` on {', '.join(r.errors)}" if r.errors else "")
            + ".")
     lines += _one_way_exit(spec, r, "request")
-    response_type = types.body_type(response)
+    response_type = " | ".join(types.body_type(spec.commands[n]) for n in r.responses)
     return MethodView(
         name=r.method,
         params=[*required, "*", "timeout: float | None = None"],
@@ -380,7 +407,8 @@ def _routed_method(spec: FrameSpec, types: _Types, r: Request, info: CommandInfo
         response_type=response_type,
         body_lines=lines,
         key_expr="(" + ", ".join(key) + ("," if len(key) == 1 else "") + ")",
-        returns="" if r.when is None else f"{response_type} | None",
+        returns=_returns(r, response_type),
+        response_test=_response_test(r),
     )
 
 

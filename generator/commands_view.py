@@ -130,9 +130,10 @@ def build_commands_module(spec: FrameSpec) -> CommandsModuleView:
         lookups=lookups,
         interactions=[_interaction(r) for r in spec.requests],
         local_imports=imports,
-        prelude=prelude + [_answered_function(r) for r in spec.requests if r.when is not None],
+        prelude=prelude + [_answered_function(r) for r in spec.requests if r.when is not None]
+        + [_choose_function(r) for r in spec.requests if r.choices],
         routed=bool(spec.routes),
-        guarded=any(r.when is not None for r in spec.requests),
+        guarded=any(r.when is not None or r.choices for r in spec.requests),
     )
 
 
@@ -181,10 +182,30 @@ def _routed(spec: FrameSpec) -> tuple[list[tuple[str, str, str]], list[str],
 
 
 def _interaction(r: Request) -> str:
-    answers = ", ".join(q(n) for n in [r.response, *r.errors])
+    answers = ", ".join(q(n) for n in [*r.responses, *r.errors])
     correlate = "".join(q(c) + ", " for c in r.correlate)
     answered = "" if r.when is None else f", answered={answered_name(r)}"
+    if r.choices:
+        answered += f", choose=_answers_{r.method}"
     return f"Interaction({q(r.request)}, frozenset({{{answers}}}), ({correlate}){answered})"
+
+
+def _choose_function(r: Request) -> str:
+    """The answers a request's fields choose, with its errors; none when no choice holds."""
+    tests = [f"({q(c)}, {w.render(lambda n: f'field({q(n)})', parens=False)})"
+             for c, w in r.choices]
+    errors = "".join(f", {q(e)}" for e in r.errors)
+    answers = f"[*chosen{errors}]" if errors else "chosen"
+    return "\n".join([
+        "",
+        f"def _answers_{r.method}(field: Callable[[str], Any]) -> frozenset[str]:",
+        f'    """The answers {r.request} expects: '
+        + "; ".join(f"{c} when {w.text}" for c, w in r.choices) + '."""',
+        "    chosen = [name for name, holds in (",
+        *[f"        {t}," for t in tests],
+        "    ) if holds]",
+        f"    return frozenset({answers}) if chosen else frozenset()",
+    ])
 
 
 def answered_name(r: Request) -> str:

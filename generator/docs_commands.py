@@ -10,6 +10,7 @@ from protoframe.generator.docs_text import (
     case_value,
     cell,
     code,
+    expr_text,
     join,
     link,
 )
@@ -75,8 +76,9 @@ def _roles(spec: FrameSpec) -> dict[str, str]:
             found[name][kind].append(other)
 
     for r in spec.requests:
-        add(r.request, "request for", r.response)
-        add(r.response, "answers", r.request)
+        for response in r.responses:
+            add(r.request, "request for", response)
+            add(response, "answers", r.request)
         for e in r.errors:
             add(e, "error for", r.request)
     for c in spec.one_way:
@@ -198,7 +200,13 @@ def requests_table(spec: FrameSpec) -> Table:
         return join(f"`{c}` (frame)" if c in r.frame_correlate else code(c)
                     for c in r.correlate) or "—"
 
-    rows = [[code(r.request), code(r.response), join(code(e) for e in r.errors) or "—",
+    def answer(r: Request) -> str:
+        if not r.choices:
+            return code(r.response) if r.when is None else \
+                f"{code(r.response)} when `{expr_text(r.when)}`"
+        return join(f"{code(c)} when `{expr_text(w)}`" for c, w in r.choices)
+
+    rows = [[code(r.request), answer(r), join(code(e) for e in r.errors) or "—",
              corr(r), f"`{r.method}()`"]
             for r in spec.requests]
     return Table(["request", "response", "error responses", "correlated by", "client method"],

@@ -463,6 +463,14 @@ class Request:
     # When the request is answered at all (over its own fields); None: always.
     when: Expr | None = None
     allocate: bool = True  # False: the caller gives the allocated field (``allocate: false``)
+    # Answers the request's own fields choose between, as (command, when); ``response`` is
+    # the first of them. Empty: ``response`` always answers.
+    choices: list[tuple[str, Expr]] = field(default_factory=list)
+
+    @property
+    def responses(self) -> list[str]:
+        """Every command that may answer the request successfully."""
+        return [c for c, _ in self.choices] if self.choices else [self.response]
 
 
 @dataclass

@@ -119,17 +119,32 @@ class Interaction:
 
     ``answered``, when given, tells from the request's fields whether the peer answers this
     one at all (MQTT's PUBLISH is answered only above QoS 0): a request it refuses is one-way,
-    so nothing waits for an answer that never comes.
+    so nothing waits for an answer that never comes. ``choose``, when given, picks from the
+    request's fields the commands that may answer this one (delivery level 1: an ack, level
+    2: a receipt; errors always), none for a request the peer does not answer.
     """
 
     request: str
     answers: frozenset[str]
     correlate: tuple[str, ...]
     answered: Callable[[FieldGetter], bool] | None = None
+    choose: Callable[[FieldGetter], frozenset[str]] | None = None
+
+    def expected(self, body: Any, field_of: Callable[[Any, str], Any]) -> frozenset[str]:
+        """The commands that may answer this request as ``body`` says; empty: one-way."""
+        if self.answered is None and self.choose is None:
+            return self.answers
+
+        def field(name: str) -> Any:
+            return field_of(body, name)
+
+        if self.answered is not None and not self.answered(field):
+            return frozenset()
+        return self.answers if self.choose is None else self.choose(field)
 
     def expects_answer(self, body: Any, field_of: Callable[[Any, str], Any]) -> bool:
         """Whether this request, as ``body`` says, waits for an answer."""
-        return self.answered is None or self.answered(lambda name: field_of(body, name))
+        return bool(self.expected(body, field_of))
 
 
 def answering(interactions: list[Interaction]) -> dict[str, tuple[Interaction, ...]]:
@@ -156,9 +171,11 @@ class MachineSet:
         # entity in a final state is forgotten (its id may be used again, starting over), but
         # asking for its state still says where it ended rather than the initial state.
         self.finished: dict[str, dict[Hashable, str]] = {m.name: {} for m in machines}
-        # Per request and correlation values, for each request sent, the instances that took
-        # it (machine -> key): its answer goes back to each of them.
-        self._pending: dict[tuple[str, tuple[Any, ...]], list[dict[str, Hashable]]] = {}
+        # Per request and correlation values, for each request sent, the commands that may
+        # answer it and the instances that took it (machine -> key): its answer goes back to
+        # each of them.
+        self._pending: dict[tuple[str, tuple[Any, ...]],
+                            list[tuple[frozenset[str], dict[str, Hashable]]]] = {}
         self._by_request = {i.request: i for i in interactions}
         self._answering = answering(interactions)
 
@@ -216,11 +233,12 @@ class MachineSet:
                     continue
             self._transition(m, key, direction, command, body)
         request = self._by_request.get(command)
-        if request is not None and direction is Direction.SEND and \
-                request.expects_answer(body, self._field_of):
+        expected = request.expected(body, self._field_of) \
+            if request is not None and direction is Direction.SEND else frozenset()
+        if request is not None and expected:
             owners = self._owners(command, body)
             values = tuple(self._field_of(body, f) for f in request.correlate)
-            self._pending.setdefault((command, values), []).append(owners)
+            self._pending.setdefault((command, values), []).append((expected, owners))
 
     def _owned_elsewhere(self, command: str, machine: str) -> bool:
         # A keyless machine (the connection) sees an answer only if nothing else claimed it.
@@ -245,12 +263,16 @@ class MachineSet:
         """The instances (machine -> key) whose pending request this command answers, if any."""
         for interaction in self._answering.get(command, ()):
             values = tuple(self._field_of(body, f) for f in interaction.correlate)
-            waiting = self._pending.get((interaction.request, values))
-            if waiting:
-                owner = waiting.pop(0)
+            waiting = self._pending.get((interaction.request, values), [])
+            # The oldest request this command may answer: a receipt does not complete a
+            # request that chose an ack.
+            found = next((i for i, (expected, _) in enumerate(waiting) if command in expected),
+                         None)
+            if found is not None:
+                _, owners = waiting.pop(found)
                 if not waiting:
                     del self._pending[(interaction.request, values)]
-                return owner or None
+                return owners or None
         return None
 
     def _transition(self, m: MachineDef, key: Hashable, direction: Direction, command: str,

@@ -162,6 +162,10 @@ CASES = [
     Case("allocate_opt_out_without_allocate.yaml", "request: HELLO", "false",
          "allocate: false, but the interactions allocate no field"),
     Case("allocate_negative_start.yaml", "start: -1", "-1", "-1 is less than the minimum"),
+    Case("chosen_answer_unknown_field.yaml", "command: WELCOME", '"lvl',
+         "when: 'lvl' is not a field of HELLO nor a data field of the frame"),
+    Case("chosen_answer_unknown_command.yaml", "command: WELCOM,", "WELCOM,",
+         "unknown command 'WELCOM'"),
 ]
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from protoframe.runtime.errors import RequestFailed
 from protoframe.runtime.io.connection import open_connection
 from tests.support.generate import generate_package, import_generated
 
@@ -55,8 +56,14 @@ async def _serve_deliveries(frames: ModuleType, reader: asyncio.StreamReader,
     while data := await reader.read(65536):
         for frame in decoder.feed(data):
             body = frame.body
-            if isinstance(body, frames.Deliver) and body.level == 0:
+            if isinstance(body, frames.Deliver | frames.Submit) and body.level == 0:
                 continue  # fire-and-forget: no answer
+            if isinstance(body, frames.Submit):
+                writer.write(frames.Packet(body=frames.Ack(msg_id=body.msg_id)
+                                           if body.level == 1 else
+                                           frames.Receipt(msg_id=body.msg_id,
+                                                          stored_at=1000 + body.msg_id)).encode())
+                continue
             if isinstance(body, frames.Deliver):
                 waiting.append(body.msg_id)
                 writer.write(frames.Packet(body=frames.Push(msg_id=body.msg_id,
@@ -226,3 +233,54 @@ def test_a_routed_request_gets_its_allocated_id_in_the_body_it_is_given(
             await server.wait_closed()
 
     asyncio.run(asyncio.wait_for(main(), TIMEOUT * 2))
+
+
+def test_the_level_of_a_submit_chooses_its_answer_over_tcp(gen: dict[str, ModuleType]) -> None:
+    frames, machines, client_mod = gen["frames"], gen["machines"], gen["client"]
+
+    async def main() -> None:
+        server = await asyncio.start_server(
+            lambda r, w: _serve_deliveries(frames, r, w), "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        protocol = machines.InteractProtocol()
+        requests: Any = None
+
+        def on_frame(frame: Any) -> None:
+            assert requests.handle_frame(frame, protocol.command(frame))
+
+        connection = await open_connection("127.0.0.1", port, protocol, on_frame,
+                                           connect_timeout=TIMEOUT)
+        requests = client_mod.InteractRequests(connection, timeout=TIMEOUT)
+        try:
+            answers = await asyncio.gather(*(requests.submit(level) for level in (1, 2, 0, 2)))
+            assert [type(a) for a in answers] == [frames.Ack, frames.Receipt, type(None),
+                                                  frames.Receipt]
+            assert [a.msg_id for a in answers if a is not None] == [1, 2, 4]
+            assert answers[1].stored_at == 1002
+            assert protocol.machines.pending == 0 and len(requests.pending) == 0
+            assert [protocol.state("delivery", i) for i in (1, 2, 3, 4)] == \
+                ["acked", "acked", "sent", "acked"]
+        finally:
+            connection.close()
+            server.close()
+            await server.wait_closed()
+
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT * 2))
+
+
+def test_an_answer_the_submit_did_not_choose_fails_it(gen: dict[str, ModuleType]) -> None:
+    frames, client_mod = gen["frames"], gen["client"]
+
+    async def main() -> None:
+        transport = _Recorder()
+        requests = client_mod.InteractRequests(transport, timeout=TIMEOUT)
+        submit = asyncio.ensure_future(requests.submit(2))
+        while not transport.sent:
+            await asyncio.sleep(0)
+        msg_id = transport.sent[0].body.msg_id
+        assert requests.handle_frame(frames.Packet(body=frames.Ack(msg_id=msg_id)))
+        with pytest.raises(RequestFailed) as failed:
+            await submit
+        assert failed.value.command == "ACK"  # a level-2 submit is answered by a RECEIPT
+
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))

@@ -272,3 +272,28 @@ def test_a_keyless_machine_sees_an_answer_it_has_a_transition_for_unless_a_keyed
     m.sent("ASK", {})
     m.received("REPLY", {})
     assert (m.state("client"), m.state("counter")) == ("idle", "one")
+
+
+def test_the_request_chooses_its_answer_and_another_answer_does_not_complete_it() -> None:
+    link = MachineDef("link", "up", [
+        Rule("up", "up", Direction.SEND, "SUBMIT"),
+        Rule("up", "up", Direction.RECEIVE, "ACK"),
+        Rule("up", "up", Direction.RECEIVE, "RECEIPT"),
+    ], None)
+
+    def choose(field: Any) -> frozenset[str]:
+        chosen = {1: "ACK", 2: "RECEIPT"}.get(field("level"))
+        return frozenset() if chosen is None else frozenset({chosen, "FAILED"})
+
+    submit = Interaction("SUBMIT", frozenset({"ACK", "RECEIPT", "FAILED"}), ("id",),
+                         choose=choose)
+    m = MachineSet([link], [submit], lambda body, name: body[name])
+    assert submit.expected({"level": 2}, lambda b, n: b[n]) == {"RECEIPT", "FAILED"}
+    m.sent("SUBMIT", {"id": 1, "level": 2})
+    m.sent("SUBMIT", {"id": 1, "level": 1})  # the same id again, answered another way
+    m.sent("SUBMIT", {"id": 1, "level": 0})  # answered by nothing: nothing waits for it
+    assert m.pending == 2
+    m.received("ACK", {"id": 1})  # completes the level-1 request, though it is the newer
+    assert [sorted(e) for e, _ in m._pending[("SUBMIT", (1,))]] == [["FAILED", "RECEIPT"]]
+    m.received("RECEIPT", {"id": 1})
+    assert m.pending == 0

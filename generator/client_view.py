@@ -45,6 +45,8 @@ class MethodView:
     key_expr: str
     returns: str = ""  # the method's return annotation, when not response_type
     response_test: str = ""  # when the answer is returned, when not name == response
+    until: str = ""  # for a streamed answer: the frozenset of the commands that end it
+    errors: str = ""  # for a streamed answer: the tuple of its error commands
 
 
 @dataclass
@@ -63,6 +65,7 @@ class ClientModuleView:
     allocator_args: str = ""  # the id range, for an allocated field narrower than 64 bits
     answer_arg: str = "body"  # what field_of reads correlation fields from
     handle_frame_doc: str = ""
+    streams: bool = False  # some request is answered by a stream (``_collect``)
 
 
 class _Types:
@@ -137,6 +140,7 @@ def build_client_module(spec: FrameSpec) -> ClientModuleView:
         machines_imports=machines_imports,
         allocator_args=_allocator_args(spec),
         answer_arg="Command(body, frame)" if spec.frame_context else "body",
+        streams=any(r.until for r in spec.requests),
         handle_frame_doc=docstring(
             "Complete the request ``frame`` answers; return False if it answers none.\n\n"
             "``command`` is the frame's ``(name, body)`` when the caller has it already: "
@@ -301,10 +305,11 @@ def _method(spec: FrameSpec, types: _Types, r: Request,
     lines += build
     lines.append(f"frame = frames.{spec.frame.name}(" + ", ".join(frame_args) + ")")
     key = "(" + ", ".join(key_values) + ("," if len(key_values) == 1 else "") + ")"
-    response_type = " | ".join(_answer_type(types, spec.commands[n]) for n in r.responses)
+    response_type = " | ".join(_answer_type(types, spec.commands[n])
+                               for n in dict.fromkeys([*r.responses, *r.until]))
     params = [*required, "*", *optional, "timeout: float | None = None"] if optional or True \
         else required
-    doc = (f"Send {r.request} and return its {' or '.join(r.responses)}"
+    doc = (_returned(r)
            + (f"; raises ``RequestFailed`` on {', '.join(r.errors)}" if r.errors else "")
            + ".")
     lines += _one_way_exit(spec, r, "body")
@@ -319,7 +324,24 @@ def _method(spec: FrameSpec, types: _Types, r: Request,
         key_expr=key,
         returns=_returns(r, response_type),
         response_test=_response_test(r),
+        **_stream_args(r),
     )
+
+
+def _returned(r: Request) -> str:
+    if r.until:
+        return (f"Send {r.request} and return the bodies of its stream: every "
+                f"{' or '.join(r.responses)} until {' or '.join(r.until)}, that one included")
+    return f"Send {r.request} and return its {' or '.join(r.responses)}"
+
+
+def _stream_args(r: Request) -> dict[str, str]:
+    """What a method answered by a stream passes ``_collect``, and the errors it checks."""
+    if not r.until:
+        return {}
+    errors = "".join(q(e) + ", " for e in r.errors)
+    return {"until": "frozenset({" + ", ".join(q(n) for n in r.until) + "})",
+            "errors": f"({errors})"}
 
 
 def _answer_type(types: _Types, info: CommandInfo) -> str:
@@ -329,6 +351,9 @@ def _answer_type(types: _Types, info: CommandInfo) -> str:
 
 
 def _returns(r: Request, response_type: str) -> str:
+    if r.until:
+        streamed = f"list[{response_type}]"
+        return f"{streamed} | None" if r.when is not None else streamed
     return f"{response_type} | None" if r.when is not None or r.choices else ""
 
 
@@ -393,11 +418,12 @@ def _routed_method(spec: FrameSpec, types: _Types, r: Request, info: CommandInfo
     lines.append(f"frame = {builder_name(r.request)}(request{kwargs})")
     body_attrs = {k: f"request.{v}" for k, v in info.body_fields.items()}
     key = [f"frame.{c}" if c in r.frame_correlate else body_attrs[c] for c in r.correlate]
-    doc = (f"Send {r.request} and return its {' or '.join(r.responses)}"
+    doc = (_returned(r)
            + (f"; raises ``RequestFailed`` on {', '.join(r.errors)}" if r.errors else "")
            + ".")
     lines += _one_way_exit(spec, r, "request")
-    response_type = " | ".join(types.body_type(spec.commands[n]) for n in r.responses)
+    response_type = " | ".join(types.body_type(spec.commands[n])
+                               for n in dict.fromkeys([*r.responses, *r.until]))
     return MethodView(
         name=r.method,
         params=[*required, "*", "timeout: float | None = None"],
@@ -409,6 +435,7 @@ def _routed_method(spec: FrameSpec, types: _Types, r: Request, info: CommandInfo
         key_expr="(" + ", ".join(key) + ("," if len(key) == 1 else "") + ")",
         returns=_returns(r, response_type),
         response_test=_response_test(r),
+        **_stream_args(r),
     )
 
 

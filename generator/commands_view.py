@@ -182,11 +182,13 @@ def _routed(spec: FrameSpec) -> tuple[list[tuple[str, str, str]], list[str],
 
 
 def _interaction(r: Request) -> str:
-    answers = ", ".join(q(n) for n in [*r.responses, *r.errors])
+    answers = ", ".join(q(n) for n in dict.fromkeys([*r.responses, *r.errors, *r.until]))
     correlate = "".join(q(c) + ", " for c in r.correlate)
     answered = "" if r.when is None else f", answered={answered_name(r)}"
     if r.choices:
         answered += f", choose=_answers_{r.method}"
+    if r.until:
+        answered += f", until=frozenset({{{', '.join(q(n) for n in r.until)}}})"
     return f"Interaction({q(r.request)}, frozenset({{{answers}}}), ({correlate}){answered})"
 
 

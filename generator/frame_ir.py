@@ -466,6 +466,8 @@ class Request:
     # Answers the request's own fields choose between, as (command, when); ``response`` is
     # the first of them. Empty: ``response`` always answers.
     choices: list[tuple[str, Expr]] = field(default_factory=list)
+    # Commands that end a streamed answer (``until:``); empty: one answer ends the request.
+    until: list[str] = field(default_factory=list)
 
     @property
     def responses(self) -> list[str]:

@@ -41,6 +41,14 @@ class InteractionBuilder(RouteBuilder):
             keys += [("response", j, "command") for j in range(len(responses))] if chosen \
                 else ["response"]
             keys += [("errors", j) for j in range(len(names) - len(keys))]
+            raw_until = item.get("until", [])
+            until = [raw_until] if isinstance(raw_until, str) else list(raw_until)
+            names += until
+            keys += [("until",)] if isinstance(raw_until, str) else \
+                [("until", j) for j in range(len(until))]
+            if until and chosen:
+                self.error("until: a streamed answer cannot also be chosen by a response list",
+                           [*path, "until"])
             ok = True
             for name, key in zip(names, keys, strict=True):
                 if name not in commands:
@@ -78,7 +86,7 @@ class InteractionBuilder(RouteBuilder):
                     choices.append((c["command"], guard))
             out.append(Request(item["request"], responses[0], list(item.get("errors", [])),
                                correlate, method, on_frame, frame_fields, when,
-                               item.get("allocate", True), choices))
+                               item.get("allocate", True), choices, until))
         methods = [r.method for r in out]
         for i, r in enumerate(out):
             if methods.count(r.method) > 1 and methods.index(r.method) != i:

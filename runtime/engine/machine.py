@@ -121,7 +121,9 @@ class Interaction:
     one at all (MQTT's PUBLISH is answered only above QoS 0): a request it refuses is one-way,
     so nothing waits for an answer that never comes. ``choose``, when given, picks from the
     request's fields the commands that may answer this one (delivery level 1: an ack, level
-    2: a receipt; errors always), none for a request the peer does not answer.
+    2: a receipt; errors always), none for a request the peer does not answer. ``until``,
+    when not empty, makes the answer a stream: the request stays pending, and its owners see
+    each answer, until one of these commands ends it.
     """
 
     request: str
@@ -129,6 +131,7 @@ class Interaction:
     correlate: tuple[str, ...]
     answered: Callable[[FieldGetter], bool] | None = None
     choose: Callable[[FieldGetter], frozenset[str]] | None = None
+    until: frozenset[str] = frozenset()
 
     def expected(self, body: Any, field_of: Callable[[Any, str], Any]) -> frozenset[str]:
         """The commands that may answer this request as ``body`` says; empty: one-way."""
@@ -269,6 +272,8 @@ class MachineSet:
             found = next((i for i, (expected, _) in enumerate(waiting) if command in expected),
                          None)
             if found is not None:
+                if interaction.until and command not in interaction.until:
+                    return waiting[found][1] or None  # the stream goes on
                 _, owners = waiting.pop(found)
                 if not waiting:
                     del self._pending[(interaction.request, values)]

@@ -166,6 +166,8 @@ CASES = [
          "when: 'lvl' is not a field of HELLO nor a data field of the frame"),
     Case("chosen_answer_unknown_command.yaml", "command: WELCOM,", "WELCOM,",
          "unknown command 'WELCOM'"),
+    Case("stream_until_unknown_command.yaml", "until: [PONG, DONE]", "DONE",
+         "unknown command 'DONE'"),
 ]
 
 

@@ -58,6 +58,16 @@ async def _serve_deliveries(frames: ModuleType, reader: asyncio.StreamReader,
             body = frame.body
             if isinstance(body, frames.Deliver | frames.Submit) and body.level == 0:
                 continue  # fire-and-forget: no answer
+            if isinstance(body, frames.Query):
+                for i in range(1, body.rows + 1):
+                    writer.write(frames.Packet(body=frames.Row(msg_id=body.msg_id,
+                                                               value=i)).encode())
+                    if i == body.fail_after:
+                        writer.write(frames.Packet(body=frames.Failure(msg_id=body.msg_id,
+                                                                       code=7)).encode())
+                writer.write(frames.Packet(body=frames.Done(msg_id=body.msg_id,
+                                                            count=body.rows)).encode())
+                continue
             if isinstance(body, frames.Submit):
                 writer.write(frames.Packet(body=frames.Ack(msg_id=body.msg_id)
                                            if body.level == 1 else
@@ -284,3 +294,42 @@ def test_an_answer_the_submit_did_not_choose_fails_it(gen: dict[str, ModuleType]
         assert failed.value.command == "ACK"  # a level-2 submit is answered by a RECEIPT
 
     asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+def test_a_query_collects_its_rows_and_an_error_inside_does_not_leak_its_end(
+        gen: dict[str, ModuleType]) -> None:
+    frames, machines, client_mod = gen["frames"], gen["machines"], gen["client"]
+
+    async def main() -> None:
+        server = await asyncio.start_server(
+            lambda r, w: _serve_deliveries(frames, r, w), "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        protocol = machines.InteractProtocol()
+        requests: Any = None
+
+        def on_frame(frame: Any) -> None:
+            assert requests.handle_frame(frame, protocol.command(frame))
+
+        connection = await open_connection("127.0.0.1", port, protocol, on_frame,
+                                           connect_timeout=TIMEOUT)
+        requests = client_mod.InteractRequests(connection, timeout=TIMEOUT)
+        try:
+            got = await requests.query(3, 0)
+            assert got == [frames.Row(msg_id=1, value=1), frames.Row(msg_id=1, value=2),
+                           frames.Row(msg_id=1, value=3), frames.Done(msg_id=1, count=3)]
+            with pytest.raises(RequestFailed) as failed:
+                await requests.query(4, 2)
+            assert failed.value.command == "FAILURE"
+            assert failed.value.body == frames.Failure(msg_id=2, code=7)
+            assert len(requests.pending) == 0  # the failed query's DONE was its own
+            # Requests sent together: each gets its own stream, ended by its own DONE.
+            many = await asyncio.gather(*(requests.query(n, 0) for n in (0, 2, 1)))
+            assert [[type(a).__name__ for a in answers] for answers in many] == \
+                [["Done"], ["Row", "Row", "Done"], ["Row", "Done"]]
+            assert protocol.machines.pending == 0 and len(requests.pending) == 0
+        finally:
+            connection.close()
+            server.close()
+            await server.wait_closed()
+
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT * 2))

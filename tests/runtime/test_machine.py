@@ -297,3 +297,22 @@ def test_the_request_chooses_its_answer_and_another_answer_does_not_complete_it(
     assert [sorted(e) for e, _ in m._pending[("SUBMIT", (1,))]] == [["FAILED", "RECEIPT"]]
     m.received("RECEIPT", {"id": 1})
     assert m.pending == 0
+
+
+def test_a_streamed_answer_keeps_its_request_pending_until_the_last_message() -> None:
+    query = MachineDef("query", "idle", [
+        Rule("idle", "asked", Direction.SEND, "QUERY"),
+        Rule("asked", "rows", Direction.RECEIVE, "ROW"),
+        Rule("rows", "rows", Direction.RECEIVE, "ROW"),
+        Rule("asked", "done", Direction.RECEIVE, "COMPLETE"),
+        Rule("rows", "done", Direction.RECEIVE, "COMPLETE"),
+    ], lambda command, body: body.get("q", NO_KEY))
+    m = MachineSet([query], [Interaction("QUERY", frozenset({"ROW", "COMPLETE"}), ("tag",),
+                                         until=frozenset({"COMPLETE"}))],
+                   lambda body, name: body[name])
+    m.sent("QUERY", {"q": 1, "tag": 9})
+    for _ in range(3):
+        m.received("ROW", {"tag": 9})  # rows carry no key: found through the request
+    assert m.state("query", 1) == "rows" and m.pending == 1
+    m.received("COMPLETE", {"tag": 9})
+    assert m.state("query", 1) == "done" and m.pending == 0

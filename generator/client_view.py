@@ -43,6 +43,10 @@ class MethodView:
     response_type: str
     body_lines: list[str]
     key_expr: str
+    returns: str = ""  # the method's return annotation, when not response_type
+    response_test: str = ""  # when the answer is returned, when not name == response
+    until: str = ""  # for a streamed answer: the frozenset of the commands that end it
+    errors: str = ""  # for a streamed answer: the tuple of its error commands
 
 
 @dataclass
@@ -61,6 +65,7 @@ class ClientModuleView:
     allocator_args: str = ""  # the id range, for an allocated field narrower than 64 bits
     answer_arg: str = "body"  # what field_of reads correlation fields from
     handle_frame_doc: str = ""
+    streams: bool = False  # some request is answered by a stream (``_collect``)
 
 
 class _Types:
@@ -135,6 +140,7 @@ def build_client_module(spec: FrameSpec) -> ClientModuleView:
         machines_imports=machines_imports,
         allocator_args=_allocator_args(spec),
         answer_arg="Command(body, frame)" if spec.frame_context else "body",
+        streams=any(r.until for r in spec.requests),
         handle_frame_doc=docstring(
             "Complete the request ``frame`` answers; return False if it answers none.\n\n"
             "``command`` is the frame's ``(name, body)`` when the caller has it already: "
@@ -162,9 +168,14 @@ def _allocator_args(spec: FrameSpec) -> str:
     limits = [_DEFAULT_ID_LIMIT]
     for r in spec.requests:
         info = spec.commands[r.request]
+        if not r.allocate:
+            continue
         if info.routed is not None:
             limits += [_frame_id_limit(f) for _, f in builder_params(info.routed)
                        if f.name == spec.allocate]
+            if info.body_message is not None:
+                limits += [_PROTO_ID_LIMITS.get(f.type.kind, _DEFAULT_ID_LIMIT)
+                           for f in info.body_message.fields if f.proto_name == spec.allocate]
             continue
         if info.proto is not None:
             limits += [_PROTO_ID_LIMITS.get(f.type.kind, _DEFAULT_ID_LIMIT)
@@ -178,7 +189,12 @@ def _allocator_args(spec: FrameSpec) -> str:
             assert frame_field is not None
             limits.append(_frame_id_limit(frame_field))
     limit = min(limits)
-    return "" if limit == _DEFAULT_ID_LIMIT else f"1 << {limit.bit_length() - 1}"
+    args = [] if limit == _DEFAULT_ID_LIMIT else [f"1 << {limit.bit_length() - 1}"]
+    if spec.allocate_start:
+        args.append(f"start={spec.allocate_start}")
+    if spec.allocate_skip_zero:
+        args.append("skip_zero=True")
+    return ", ".join(args)
 
 
 def _frame_id_limit(f: FrameField) -> int:
@@ -213,10 +229,11 @@ def _method(spec: FrameSpec, types: _Types, r: Request,
     key_values: list[str] = []
     if info.routed is not None:
         return _routed_method(spec, types, r, info, response)
+    allocate = spec.allocates(r)
     if info.proto is not None:
         msg = info.proto.message
         for f in msg.fields:
-            if f.proto_name == spec.allocate:
+            if f.proto_name == allocate:
                 assigns.append(f"{f.py_name}={f.py_name}")
                 continue
             pname = _param_name(f.py_name, taken)
@@ -246,7 +263,7 @@ def _method(spec: FrameSpec, types: _Types, r: Request,
         # A request travels to the server: use that direction's layout where they differ.
         struct: StructDef = info.layout(True) or info.layouts[0]
         for sf in struct.data_fields:
-            if sf.name == spec.allocate:
+            if sf.name == allocate:
                 assigns.append(f"{sf.name}={sf.name}")
                 continue
             pname = _param_name(sf.name, taken)
@@ -268,10 +285,10 @@ def _method(spec: FrameSpec, types: _Types, r: Request,
         ann = _struct_ann(types, extra)
         optional.append(f"{pname}: {ann} | None = None")
         frame_args.append(f"{extra.name}={pname}")
-    allocated = spec.allocate is not None and spec.allocate in (info.body_fields or {})
+    allocated = allocate is not None and allocate in (info.body_fields or {})
     for c in r.frame_correlate:
         # A correlation field of the frame itself: numbered here, or given by the caller.
-        if c == spec.allocate:
+        if c == allocate:
             allocated = True
             frame_args.append(f"{c}={c}")
             continue
@@ -284,30 +301,93 @@ def _method(spec: FrameSpec, types: _Types, r: Request,
         key_values.append(f"frame.{c}" if c in r.frame_correlate else correlate_attr[c])
     lines = []
     if allocated:
-        lines.append(f"{spec.allocate} = self.next_id()")
+        lines.append(f"{allocate} = self.next_id()")
     lines += build
     lines.append(f"frame = frames.{spec.frame.name}(" + ", ".join(frame_args) + ")")
     key = "(" + ", ".join(key_values) + ("," if len(key_values) == 1 else "") + ")"
-    response_layout = response.layout(False)
-    if response_layout is not None:
-        response_type = f"frames.{response_layout.name}"
-    else:
-        response_type = types.body_type(response)
+    response_type = " | ".join(_answer_type(types, spec.commands[n])
+                               for n in dict.fromkeys([*r.responses, *r.until]))
     params = [*required, "*", *optional, "timeout: float | None = None"] if optional or True \
         else required
-    doc = (f"Send {r.request} and return its {r.response}"
+    doc = (_returned(r)
            + (f"; raises ``RequestFailed`` on {', '.join(r.errors)}" if r.errors else "")
            + ".")
+    lines += _one_way_exit(spec, r, "body")
     return MethodView(
         name=r.method,
         params=params,
-        doc=docstring(doc, "        "),
+        doc=docstring(doc + _one_way_doc(r), "        "),
         request=r.request,
         response=r.response,
         response_type=response_type,
         body_lines=lines,
         key_expr=key,
+        returns=_returns(r, response_type),
+        response_test=_response_test(r),
+        **_stream_args(r),
     )
+
+
+def _returned(r: Request) -> str:
+    if r.until:
+        return (f"Send {r.request} and return the bodies of its stream: every "
+                f"{' or '.join(r.responses)} until {' or '.join(r.until)}, that one included")
+    return f"Send {r.request} and return its {' or '.join(r.responses)}"
+
+
+def _stream_args(r: Request) -> dict[str, str]:
+    """What a method answered by a stream passes ``_collect``, and the errors it checks."""
+    if not r.until:
+        return {}
+    errors = "".join(q(e) + ", " for e in r.errors)
+    return {"until": "frozenset({" + ", ".join(q(n) for n in r.until) + "})",
+            "errors": f"({errors})"}
+
+
+def _answer_type(types: _Types, info: CommandInfo) -> str:
+    layout = info.layout(False)
+    return f"frames.{layout.name}" if layout is not None else types.body_type(info)
+
+
+def _returns(r: Request, response_type: str) -> str:
+    if r.until:
+        streamed = f"list[{response_type}]"
+        return f"{streamed} | None" if r.when is not None else streamed
+    return f"{response_type} | None" if r.when is not None or r.choices else ""
+
+
+def _response_test(r: Request) -> str:
+    """The answers a request chose (one of its ``response:`` list): only those are returned;
+    another answer, though it came for the request, fails it."""
+    if not r.choices:
+        return ""
+    names = ", ".join(q(n) for n in r.responses)
+    return f"name in ({names}) and name in expected"
+
+
+def _one_way_exit(spec: FrameSpec, r: Request, body: str) -> list[str]:
+    """For a request answered only when its ``when:`` holds: send it and return None when it
+    does not, so that nothing waits for an answer that never comes."""
+    if r.when is None and not r.choices:
+        return []
+    index = next(i for i, other in enumerate(spec.requests) if other is r)
+    seen = f"Command({body}, frame)" if spec.frame_context else body
+    return [f"expected = INTERACTIONS[{index}].expected({seen}, field_of)",
+            "if not expected:",
+            "    await self.transport.send_frame(frame)",
+            "    return None"]
+
+
+def _one_way_doc(r: Request) -> str:
+    out = ""
+    if r.choices:
+        out += " The request's fields choose the answer: " + "; ".join(
+            f"{c} when {w.text}" for c, w in r.choices) + "."
+    if r.when is not None:
+        out += f" Unless {r.when.text}, it is not answered: return None."
+    elif r.choices:
+        out += " When none holds, it is not answered: return None."
+    return out
 
 
 def _routed_method(spec: FrameSpec, types: _Types, r: Request, info: CommandInfo,
@@ -320,8 +400,13 @@ def _routed_method(spec: FrameSpec, types: _Types, r: Request, info: CommandInfo
     required = [f"request: {types.body_type(info)}"]
     args = []
     lines = []
-    for pname, f in builder_params(routed):
-        if f.name == spec.allocate:
+    allocate = spec.allocates(r)
+    params = builder_params(routed)
+    if allocate in info.body_fields and all(f.name != allocate for _, f in params):
+        # The caller passes the whole body: the id goes into it, as into a body built here.
+        lines.append(f"request.{info.body_fields[allocate]} = self.next_id()")
+    for pname, f in params:
+        if f.name == allocate:
             lines.append(f"{f.name} = self.next_id()")
             args.append(f"{pname}={f.name}")
             continue
@@ -332,18 +417,24 @@ def _routed_method(spec: FrameSpec, types: _Types, r: Request, info: CommandInfo
     lines.append(f"frame = {builder_name(r.request)}(request{kwargs})")
     body_attrs = {k: f"request.{v}" for k, v in info.body_fields.items()}
     key = [f"frame.{c}" if c in r.frame_correlate else body_attrs[c] for c in r.correlate]
-    doc = (f"Send {r.request} and return its {r.response}"
+    doc = (_returned(r)
            + (f"; raises ``RequestFailed`` on {', '.join(r.errors)}" if r.errors else "")
            + ".")
+    lines += _one_way_exit(spec, r, "request")
+    response_type = " | ".join(types.body_type(spec.commands[n])
+                               for n in dict.fromkeys([*r.responses, *r.until]))
     return MethodView(
         name=r.method,
         params=[*required, "*", "timeout: float | None = None"],
-        doc=docstring(doc, "        "),
+        doc=docstring(doc + _one_way_doc(r), "        "),
         request=r.request,
         response=r.response,
-        response_type=types.body_type(response),
+        response_type=response_type,
         body_lines=lines,
         key_expr="(" + ", ".join(key) + ("," if len(key) == 1 else "") + ")",
+        returns=_returns(r, response_type),
+        response_test=_response_test(r),
+        **_stream_args(r),
     )
 
 

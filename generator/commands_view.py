@@ -28,6 +28,7 @@ class CommandsModuleView:
     local_imports: list[str] = field(default_factory=list)
     prelude: list[str] = field(default_factory=list)  # aliases the rows use
     routed: bool = False  # rows carry body decoders (Callable, Any)
+    guarded: bool = False  # some request is answered only when its fields say so
 
 
 def snake(name: str) -> str:
@@ -131,8 +132,10 @@ def build_commands_module(spec: FrameSpec) -> CommandsModuleView:
         lookups=lookups,
         interactions=[_interaction(r) for r in spec.requests],
         local_imports=imports,
-        prelude=prelude,
+        prelude=prelude + [_answered_function(r) for r in spec.requests if r.when is not None]
+        + [_choose_function(r) for r in spec.requests if r.choices],
         routed=bool(spec.routes),
+        guarded=any(r.when is not None or r.choices for r in spec.requests),
     )
 
 
@@ -181,6 +184,46 @@ def _routed(spec: FrameSpec) -> tuple[list[tuple[str, str, str]], list[str],
 
 
 def _interaction(r: Request) -> str:
-    answers = ", ".join(q(n) for n in [r.response, *r.errors])
+    answers = ", ".join(q(n) for n in dict.fromkeys([*r.responses, *r.errors, *r.until]))
     correlate = "".join(q(c) + ", " for c in r.correlate)
-    return f"Interaction({q(r.request)}, frozenset({{{answers}}}), ({correlate}))"
+    answered = "" if r.when is None else f", answered={answered_name(r)}"
+    if r.choices:
+        answered += f", choose=_answers_{r.method}"
+    if r.until:
+        answered += f", until=frozenset({{{', '.join(q(n) for n in r.until)}}})"
+    return f"Interaction({q(r.request)}, frozenset({{{answers}}}), ({correlate}){answered})"
+
+
+def _choose_function(r: Request) -> str:
+    """The answers a request's fields choose, with its errors; none when no choice holds."""
+    tests = [f"({q(c)}, {w.render(lambda n: f'field({q(n)})', parens=False)})"
+             for c, w in r.choices]
+    errors = "".join(f", {q(e)}" for e in r.errors)
+    answers = f"[*chosen{errors}]" if errors else "chosen"
+    return "\n".join([
+        "",
+        f"def _answers_{r.method}(field: Callable[[str], Any]) -> frozenset[str]:",
+        f'    """The answers {r.request} expects: '
+        + "; ".join(f"{c} when {w.text}" for c, w in r.choices) + '."""',
+        "    chosen = [name for name, holds in (",
+        *[f"        {t}," for t in tests],
+        "    ) if holds]",
+        f"    return frozenset({answers}) if chosen else frozenset()",
+    ])
+
+
+def answered_name(r: Request) -> str:
+    return f"_answered_{r.method}"
+
+
+def _answered_function(r: Request) -> str:
+    """Whether the peer answers a request, read from its fields by name (``Interaction``
+    passes a reader over whatever the machines or the client hold: a body, or a Command)."""
+    assert r.when is not None
+    test = r.when.render(lambda name: f"field({q(name)})", parens=False)
+    return "\n".join([
+        "",  # with the blank line the prelude puts before each entry: two, as for any def
+        f"def {answered_name(r)}(field: Callable[[str], Any]) -> bool:",
+        f'    """Whether {r.request} is answered: {r.when.text}."""',
+        f"    return bool({test})",
+    ])

@@ -10,6 +10,7 @@ from protoframe.generator.docs_text import (
     case_value,
     cell,
     code,
+    expr_text,
     join,
     link,
 )
@@ -75,8 +76,9 @@ def _roles(spec: FrameSpec) -> dict[str, str]:
             found[name][kind].append(other)
 
     for r in spec.requests:
-        add(r.request, "request for", r.response)
-        add(r.response, "answers", r.request)
+        for response in r.responses:
+            add(r.request, "request for", response)
+            add(response, "answers", r.request)
         for e in r.errors:
             add(e, "error for", r.request)
     for c in spec.one_way:
@@ -171,14 +173,19 @@ def _body(spec: FrameSpec, info: CommandInfo, names: ProtoNames, anchors: dict[s
     return body, where
 
 
+def _first_ids(spec: FrameSpec) -> str:
+    first = max(spec.allocate_start, 1 if spec.allocate_skip_zero else 0)
+    return ", ".join(str(first + i) for i in range(3))
+
+
 def interactions_intro(spec: FrameSpec) -> list[str]:
     out = []
     if spec.allocate is not None:
-        users = [r.request for r in spec.requests
-                 if spec.allocate in spec.commands[r.request].body_fields
-                 or spec.allocate in r.frame_correlate]
+        users = [r.request for r in spec.requests if r.allocate
+                 and (spec.allocate in spec.commands[r.request].body_fields
+                      or spec.allocate in r.frame_correlate)]
         out.append(f"`{spec.allocate}` is allocated by the client: each typed request method "
-                   "in `client.py` numbers its request itself (0, 1, 2, …)"
+                   f"in `client.py` numbers its request itself ({_first_ids(spec)}, …)"
                    + (f"; it applies to {join(code(u) for u in users)}." if users else "."))
     if spec.requests:
         out.append("An answer is matched to the oldest pending request of its kind whose "
@@ -193,7 +200,13 @@ def requests_table(spec: FrameSpec) -> Table:
         return join(f"`{c}` (frame)" if c in r.frame_correlate else code(c)
                     for c in r.correlate) or "—"
 
-    rows = [[code(r.request), code(r.response), join(code(e) for e in r.errors) or "—",
+    def answer(r: Request) -> str:
+        if not r.choices:
+            return code(r.response) if r.when is None else \
+                f"{code(r.response)} when `{expr_text(r.when)}`"
+        return join(f"{code(c)} when `{expr_text(w)}`" for c, w in r.choices)
+
+    rows = [[code(r.request), answer(r), join(code(e) for e in r.errors) or "—",
              corr(r), f"`{r.method}()`"]
             for r in spec.requests]
     return Table(["request", "response", "error responses", "correlated by", "client method"],

@@ -88,7 +88,7 @@ def machine_view(spec: FrameSpec, m: Machine, anchor: str) -> MachineView:
         if r is None or (t.target, r.request) in flagged:
             continue
         flagged.add((t.target, r.request))
-        answers = [r.response, *r.errors]
+        answers = [*r.responses, *r.errors]
         accepted = {u.receive for u in m.transitions if t.target in u.sources}
         if not accepted & set(answers):
             facts.append(f"No transition from `{t.target}` accepts an answer to `{r.request}` "
@@ -122,7 +122,7 @@ def _key_facts(spec: FrameSpec, m: Machine) -> list[str]:
     # An answer without the key reaches the instance that sent the request it answers, which
     # works when that request carries the key (the runtime records its owner when it is sent).
     routed = sorted(n for n in vocab if n not in keyed and any(
-        n in (r.response, *r.errors) and r.request in keyed for r in spec.requests))
+        n in (*r.responses, *r.errors) and r.request in keyed for r in spec.requests))
     ignored = sorted(n for n in vocab if n not in keyed and n not in routed)
     out = [f"Key: `{key}`; one instance per value. Commands carrying it: "
            f"{join(code(n) for n in keyed) or 'none'}."]

@@ -84,7 +84,7 @@ class _Seq:
     def answers(self, req: _Edge, r: Request) -> list[_Edge]:
         """Edges leaving the request's target that answer it, in the opposite direction."""
         want = "receive" if req.direction == "send" else "send"
-        names = [r.response, *r.errors]
+        names = [*r.responses, *r.errors]
         return [x for x in self.from_state(req.target)
                 if x.direction == want and x.command in names and x is not req]
 

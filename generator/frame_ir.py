@@ -487,6 +487,19 @@ class Request:
     frame_correlate: list[str] = field(default_factory=list)
     # Frame data fields besides the command that the generated method takes (Pulsar: payload).
     frame_fields: list[str] = field(default_factory=list)
+    # When the request is answered at all (over its own fields); None: always.
+    when: Expr | None = None
+    allocate: bool = True  # False: the caller gives the allocated field (``allocate: false``)
+    # Answers the request's own fields choose between, as (command, when); ``response`` is
+    # the first of them. Empty: ``response`` always answers.
+    choices: list[tuple[str, Expr]] = field(default_factory=list)
+    # Commands that end a streamed answer (``until:``); empty: one answer ends the request.
+    until: list[str] = field(default_factory=list)
+
+    @property
+    def responses(self) -> list[str]:
+        """Every command that may answer the request successfully."""
+        return [c for c, _ in self.choices] if self.choices else [self.response]
 
 
 @dataclass
@@ -532,6 +545,12 @@ class FrameSpec:
     routes: list[Route] = field(default_factory=list)  # commands named inside the frame
     # The enum whose newest value is the protocol version (``protocol_version:``), if named.
     protocol_version: EnumType | None = None
+    allocate_start: int = 0  # the first id the client allocates
+    allocate_skip_zero: bool = False  # ids never 0, also after wrapping
+
+    def allocates(self, r: Request) -> str | None:
+        """The field a request's method numbers itself, if any."""
+        return self.allocate if r.allocate else None
 
     @property
     def frame_context(self) -> bool:

@@ -58,6 +58,7 @@ def _schema_errors(root: LocDict, display: str) -> list[SpecError]:
     validator = jsonschema.Draft202012Validator(spec_schema())
     out: list[SpecError] = []
     for error in sorted(validator.iter_errors(root), key=lambda e: list(map(str, e.path))):
+        error = _within_object_form(error)
         path: PathT = list(error.absolute_path)
         message = _schema_message(error)
         if error.validator == "additionalProperties":
@@ -72,6 +73,17 @@ def _schema_errors(root: LocDict, display: str) -> list[SpecError]:
         mark = locate(root, path)
         out.append(SpecError(message, display, mark.line, mark.column))
     return out
+
+
+def _within_object_form(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
+    """For a mapping that fits none of a key's forms (a name, or a mapping of options such as
+    ``allocate: {field, start}``), the mistake inside the mapping form, at its own position,
+    rather than "not valid under any of the given schemas" at the whole value."""
+    if error.validator != "oneOf" or not isinstance(error.instance, dict) or \
+            {"send", "receive", "event"} & set(error.instance):
+        return error
+    inside = [e for e in error.context or () if e.validator != "type"]
+    return inside[0] if len(inside) == 1 else error
 
 
 def _schema_message(error: jsonschema.ValidationError) -> str:
@@ -134,7 +146,10 @@ class _Builder(InteractionBuilder):
         requests = self.requests(interactions, commands, frame)
         one_way = self.command_list(interactions, "one_way", commands)
         server_push = self.command_list(interactions, "server_push", commands)
-        allocate = interactions.get("allocate")
+        allocate_raw = interactions.get("allocate")
+        allocate = allocate_raw["field"] if isinstance(allocate_raw, dict) else allocate_raw
+        allocate_options = allocate_raw if isinstance(allocate_raw, dict) else {}
+        self.check_allocate_opt_outs(interactions, allocate)
         machines = [self.machine(name, body, commands)
                     for name, body in root.get("machines", LocDict()).items()]
         return FrameSpec(
@@ -154,6 +169,8 @@ class _Builder(InteractionBuilder):
             proto_modules=self.proto_modules,
             routes=routes,
             protocol_version=self.version_enum(root.get("protocol_version")),
+            allocate_start=allocate_options.get("start", 0),
+            allocate_skip_zero=allocate_options.get("skip_zero", False),
         )
 
     def version_enum(self, name: str | None) -> EnumType | None:

@@ -6,6 +6,7 @@ import keyword
 import re
 
 from protoframe.generator.build_context import PathT
+from protoframe.generator.expr import Expr
 from protoframe.generator.frame_ir import (
     ArrayField,
     BlocksField,
@@ -32,8 +33,22 @@ class InteractionBuilder(RouteBuilder):
         out: list[Request] = []
         for i, item in enumerate(raw.get("requests", [])):
             path: PathT = ["interactions", "requests", i]
-            names = [item["request"], item["response"], *item.get("errors", [])]
-            keys = ["request", "response"] + [("errors", j) for j in range(len(names) - 2)]
+            raw_response = item["response"]
+            chosen = isinstance(raw_response, list)
+            responses = [c["command"] for c in raw_response] if chosen else [raw_response]
+            names = [item["request"], *responses, *item.get("errors", [])]
+            keys: list[str | tuple[str | int, ...]] = ["request"]
+            keys += [("response", j, "command") for j in range(len(responses))] if chosen \
+                else ["response"]
+            keys += [("errors", j) for j in range(len(names) - len(keys))]
+            raw_until = item.get("until", [])
+            until = [raw_until] if isinstance(raw_until, str) else list(raw_until)
+            names += until
+            keys += [("until",)] if isinstance(raw_until, str) else \
+                [("until", j) for j in range(len(until))]
+            if until and chosen:
+                self.error("until: a streamed answer cannot also be chosen by a response list",
+                           [*path, "until"])
             ok = True
             for name, key in zip(names, keys, strict=True):
                 if name not in commands:
@@ -62,8 +77,16 @@ class InteractionBuilder(RouteBuilder):
                 if fname not in frame_fields_all:
                     self.error(f"frame_fields: {fname!r} is not a data field of the frame",
                                [*path, "frame_fields", j])
-            out.append(Request(item["request"], item["response"], list(item.get("errors", [])),
-                               correlate, method, on_frame, frame_fields))
+            request = commands[item["request"]]
+            when = self._request_expr(item, request, frame_data, [*path, "when"])
+            choices: list[tuple[str, Expr]] = []
+            for j, c in enumerate(raw_response if chosen else []):
+                guard = self._request_expr(c, request, frame_data, [*path, "response", j, "when"])
+                if guard is not None:
+                    choices.append((c["command"], guard))
+            out.append(Request(item["request"], responses[0], list(item.get("errors", [])),
+                               correlate, method, on_frame, frame_fields, when,
+                               item.get("allocate", True), choices, until))
         methods = [r.method for r in out]
         for i, r in enumerate(out):
             if methods.count(r.method) > 1 and methods.index(r.method) != i:
@@ -71,13 +94,41 @@ class InteractionBuilder(RouteBuilder):
                            ["interactions", "requests", i])
         return out
 
+    def check_allocate_opt_outs(self, raw: LocDict, allocate: str | None) -> None:
+        """``allocate: false`` on a request opts out of a numbering the spec must declare."""
+        for i, item in enumerate(raw.get("requests", [])):
+            if "allocate" in item and allocate is None:
+                self.error("allocate: false, but the interactions allocate no field",
+                           ["interactions", "requests", i, "allocate"])
+
+    def _request_expr(self, item: LocDict, request: CommandInfo, frame_data: set[str],
+                      path: PathT) -> Expr | None:
+        """A ``when:`` of a request or of one of its answers: an expression over the fields
+        the request itself carries (``path`` is the ``when`` key's)."""
+        if "when" not in item:
+            return None
+        when = self.expr(item["when"], path)
+        if when is None:
+            return None
+        fields = _fields_of(request, True) | frame_data
+        for name in when.names:
+            if name not in fields:
+                self.error(f"when: {name!r} is not a field of {request.name} nor a data field "
+                           "of the frame", path)
+        return when
+
     def command_list(self, raw: LocDict, key: str, commands: dict[str, CommandInfo]) \
             -> list[str]:
         out = []
+        requests = {r["request"] for r in raw.get("requests", [])}
         for i, name in enumerate(raw.get(key, [])):
             if name not in commands:
                 if name not in self.unresolved:
                     self.error(f"unknown command {name!r}", ["interactions", key, i])
+            elif key == "one_way" and name in requests:
+                # Its pending entries would wait for an answer the peer never sends.
+                self.error(f"{name} is a request, so it cannot be one-way too; give the request "
+                           "when: to say when it is answered", ["interactions", key, i])
             else:
                 out.append(name)
         return out

@@ -8,8 +8,7 @@ peer may reuse ids); answers then go to the oldest one, first come first served.
 from __future__ import annotations
 
 import asyncio
-import itertools
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from protoframe.runtime.errors import ConnectionClosed, RequestTimeout
@@ -20,33 +19,53 @@ class RequestTable:
 
     def __init__(self) -> None:
         self._waiting: dict[Hashable, list[asyncio.Future[Any]]] = {}
+        # Requests answered by a stream: what each has collected, and what ends it.
+        self._streams: dict[asyncio.Future[Any], tuple[list[Any], Callable[[Any], bool]]] = {}
         self._closed: BaseException | None = None
 
     def __len__(self) -> int:
         return sum(len(v) for v in self._waiting.values())
 
-    def expect(self, key: Hashable) -> asyncio.Future[Any]:
-        """Register a request about to be sent; its answer will complete the future."""
+    def expect(self, key: Hashable, until: Callable[[Any], bool] | None = None) \
+            -> asyncio.Future[Any]:
+        """Register a request about to be sent; its answer will complete the future.
+
+        With ``until``, the request is answered by a stream: every answer is collected, in
+        order, until one for which ``until`` holds, and the future gets the list of them all
+        (that one last). Until then the request keeps its place, so that no answer of its
+        stream, the last one included, goes to a request sent after it.
+        """
         if self._closed is not None:
             raise ConnectionClosed(str(self._closed))
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._waiting.setdefault(key, []).append(future)
+        if until is not None:
+            self._streams[future] = ([], until)
         return future
 
     def answer(self, key: Hashable, value: Any) -> bool:
-        """Complete the oldest request waiting on ``key``; False if none was waiting."""
+        """Give ``value`` to the oldest request waiting on ``key`` (which it completes, unless
+        it collects a stream that ``value`` does not end); False if none was waiting."""
         waiting = self._waiting.get(key)
         while waiting:
-            future = waiting.pop(0)
+            future = waiting[0]
+            stream = self._streams.get(future)
+            if stream is not None and not future.done():
+                stream[0].append(value)
+                if not stream[1](value):
+                    return True
+            waiting.pop(0)
             if not waiting:
                 del self._waiting[key]
+            self._streams.pop(future, None)
             if not future.done():
-                future.set_result(value)
+                future.set_result(value if stream is None else stream[0])
                 return True
             waiting = self._waiting.get(key)
         return False
 
     def forget(self, key: Hashable, future: asyncio.Future[Any]) -> None:
+        self._streams.pop(future, None)
         waiting = self._waiting.get(key)
         if waiting and future in waiting:
             waiting.remove(future)
@@ -68,6 +87,7 @@ class RequestTable:
     def fail_all(self, exc: BaseException) -> None:
         """Fail every pending request (the connection is gone); later ``expect`` calls fail too."""
         self._closed = exc
+        self._streams.clear()
         waiting, self._waiting = self._waiting, {}
         for futures in waiting.values():
             for future in futures:
@@ -76,11 +96,21 @@ class RequestTable:
 
 
 class IdAllocator:
-    """Request ids: 0, 1, 2, ... wrapping at ``limit``."""
+    """Request ids: ``start``, ``start + 1``, ... wrapping at ``limit`` back to 0, or to 1 with
+    ``skip_zero`` (for protocols where 0 means "no id", such as MQTT's packet identifiers)."""
 
-    def __init__(self, limit: int = 2**63) -> None:
-        self._counter = itertools.count()
+    def __init__(self, limit: int = 2**63, *, start: int = 0, skip_zero: bool = False) -> None:
+        if not 0 <= start < limit:
+            raise ValueError(f"start {start} is outside the id range [0, {limit})")
+        if skip_zero and limit < 2:
+            raise ValueError("skip_zero leaves no id below a limit of 1")
+        self._next = start
         self._limit = limit
+        self._skip_zero = skip_zero
 
     def __call__(self) -> int:
-        return next(self._counter) % self._limit
+        value = self._next
+        if value == 0 and self._skip_zero:
+            value = 1
+        self._next = (value + 1) % self._limit
+        return value

@@ -109,13 +109,45 @@ class MachineDef:
         self.terminal = {r.target for r in self.rules} - sources
 
 
+# Reads one field of a command by name (the generated ``field_of`` bound to one body).
+FieldGetter = Callable[[str], Any]
+
+
 @dataclass(frozen=True)
 class Interaction:
-    """A request and the commands that may answer it, matched on ``correlate`` fields."""
+    """A request and the commands that may answer it, matched on ``correlate`` fields.
+
+    ``answered``, when given, tells from the request's fields whether the peer answers this
+    one at all (MQTT's PUBLISH is answered only above QoS 0): a request it refuses is one-way,
+    so nothing waits for an answer that never comes. ``choose``, when given, picks from the
+    request's fields the commands that may answer this one (delivery level 1: an ack, level
+    2: a receipt; errors always), none for a request the peer does not answer. ``until``,
+    when not empty, makes the answer a stream: the request stays pending, and its owners see
+    each answer, until one of these commands ends it.
+    """
 
     request: str
     answers: frozenset[str]
     correlate: tuple[str, ...]
+    answered: Callable[[FieldGetter], bool] | None = None
+    choose: Callable[[FieldGetter], frozenset[str]] | None = None
+    until: frozenset[str] = frozenset()
+
+    def expected(self, body: Any, field_of: Callable[[Any, str], Any]) -> frozenset[str]:
+        """The commands that may answer this request as ``body`` says; empty: one-way."""
+        if self.answered is None and self.choose is None:
+            return self.answers
+
+        def field(name: str) -> Any:
+            return field_of(body, name)
+
+        if self.answered is not None and not self.answered(field):
+            return frozenset()
+        return self.answers if self.choose is None else self.choose(field)
+
+    def expects_answer(self, body: Any, field_of: Callable[[Any, str], Any]) -> bool:
+        """Whether this request, as ``body`` says, waits for an answer."""
+        return bool(self.expected(body, field_of))
 
 
 def answering(interactions: list[Interaction]) -> dict[str, tuple[Interaction, ...]]:
@@ -142,9 +174,18 @@ class MachineSet:
         # entity in a final state is forgotten (its id may be used again, starting over), but
         # asking for its state still says where it ended rather than the initial state.
         self.finished: dict[str, dict[Hashable, str]] = {m.name: {} for m in machines}
-        self._pending: dict[tuple[str, tuple[Any, ...]], list[tuple[str, Hashable]]] = {}
+        # Per request and correlation values, for each request sent, the commands that may
+        # answer it and the instances that took it (machine -> key): its answer goes back to
+        # each of them.
+        self._pending: dict[tuple[str, tuple[Any, ...]],
+                            list[tuple[frozenset[str], dict[str, Hashable]]]] = {}
         self._by_request = {i.request: i for i in interactions}
         self._answering = answering(interactions)
+
+    @property
+    def pending(self) -> int:
+        """How many requests sent are still waiting for their answer."""
+        return sum(len(waiting) for waiting in self._pending.values())
 
     def state(self, machine: str, key: Hashable = None) -> str:
         """Current state of one entity: the final state it reached if it ended (and has not
@@ -172,16 +213,21 @@ class MachineSet:
         self._move(m, key, rules[0].target)
 
     def _apply(self, direction: Direction, command: str, body: Any) -> None:
-        routed = self._route_answer(command, body)
+        # Requests travel to the server and answers back (RECEIVE from the client's side, for
+        # either side): a command going the other way is never an answer, even when it shares
+        # an answer's name and ids (TANK's PRODUCE, Pravega's KEEP_ALIVE), so it must not
+        # complete a pending request of its own side.
+        answer = direction is Direction.RECEIVE and command in self._answering
+        routed = self._route_answer(command, body) if answer else None
         for m in self.machines.values():
             if (direction, command) not in m.vocabulary:
                 continue
-            if routed is not None:
-                if routed[0] != m.name:
-                    continue
-                key: Hashable = routed[1]
+            if routed is not None and m.name in routed:
+                key: Hashable = routed[m.name]
+            elif routed is not None and m.key_of is not None:
+                continue  # the answer is another entity's: this one's key is not in it
             elif m.key_of is None:
-                if command in self._answering and self._owned_elsewhere(command, m.name):
+                if answer and self._owned_elsewhere(command, m.name):
                     continue
                 key = None
             else:
@@ -190,37 +236,48 @@ class MachineSet:
                     continue
             self._transition(m, key, direction, command, body)
         request = self._by_request.get(command)
-        if request is not None and direction is Direction.SEND:
-            owner = self._owner(command, body)
+        expected = request.expected(body, self._field_of) \
+            if request is not None and direction is Direction.SEND else frozenset()
+        if request is not None and expected:
+            owners = self._owners(command, body)
             values = tuple(self._field_of(body, f) for f in request.correlate)
-            self._pending.setdefault((command, values), []).append(owner)
+            self._pending.setdefault((command, values), []).append((expected, owners))
 
     def _owned_elsewhere(self, command: str, machine: str) -> bool:
         # A keyless machine (the connection) sees an answer only if nothing else claimed it.
         return any(self.machines[n].key_of is not None for n in self.machines if n != machine
                    and any(c == command for _, c in self.machines[n].vocabulary))
 
-    def _owner(self, command: str, body: Any) -> tuple[str, Hashable]:
+    def _owners(self, command: str, body: Any) -> dict[str, Hashable]:
+        """Every instance a request is applied to, by machine: each sees the answer."""
+        owners: dict[str, Hashable] = {}
         for m in self.machines.values():
             if (Direction.SEND, command) in m.vocabulary or \
                     (Direction.RECEIVE, command) in m.vocabulary:
                 if m.key_of is None:
-                    return (m.name, None)
+                    owners[m.name] = None
+                    continue
                 key = m.key_of(command, body)
                 if key is not NO_KEY:
-                    return (m.name, key)
-        return ("", None)
+                    owners[m.name] = key
+        return owners
 
-    def _route_answer(self, command: str, body: Any) -> tuple[str, Hashable] | None:
-        """The (machine, key) whose pending request this command answers, if any."""
+    def _route_answer(self, command: str, body: Any) -> dict[str, Hashable] | None:
+        """The instances (machine -> key) whose pending request this command answers, if any."""
         for interaction in self._answering.get(command, ()):
             values = tuple(self._field_of(body, f) for f in interaction.correlate)
-            waiting = self._pending.get((interaction.request, values))
-            if waiting:
-                owner = waiting.pop(0)
+            waiting = self._pending.get((interaction.request, values), [])
+            # The oldest request this command may answer: a receipt does not complete a
+            # request that chose an ack.
+            found = next((i for i, (expected, _) in enumerate(waiting) if command in expected),
+                         None)
+            if found is not None:
+                if interaction.until and command not in interaction.until:
+                    return waiting[found][1] or None  # the stream goes on
+                _, owners = waiting.pop(found)
                 if not waiting:
                     del self._pending[(interaction.request, values)]
-                return owner if owner[0] else None
+                return owners or None
         return None
 
     def _transition(self, m: MachineDef, key: Hashable, direction: Direction, command: str,

@@ -167,6 +167,20 @@ CASES = [
          "character literal '\\q' has an unknown escape"),
     Case("names_unknown_case.yaml", "names: {1: OPEN", "3: SHUT", "names: no case has the "
          "value 3"),
+
+    Case("answered_when_unknown_field.yaml", "request: HELLO", '"qos',
+         "when: 'qos' is not a field of HELLO nor a data field of the frame"),
+    Case("one_way_request.yaml", "one_way:", "HELLO",
+         "HELLO is a request, so it cannot be one-way too"),
+    Case("allocate_opt_out_without_allocate.yaml", "request: HELLO", "false",
+         "allocate: false, but the interactions allocate no field"),
+    Case("allocate_negative_start.yaml", "start: -1", "-1", "-1 is less than the minimum"),
+    Case("chosen_answer_unknown_field.yaml", "command: WELCOME", '"lvl',
+         "when: 'lvl' is not a field of HELLO nor a data field of the frame"),
+    Case("chosen_answer_unknown_command.yaml", "command: WELCOM,", "WELCOM,",
+         "unknown command 'WELCOM'"),
+    Case("stream_until_unknown_command.yaml", "until: [PONG, DONE]", "DONE",
+         "unknown command 'DONE'"),
 ]
 
 

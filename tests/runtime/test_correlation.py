@@ -97,3 +97,57 @@ def test_id_allocator_counts_from_zero_and_wraps_at_its_limit(limit: int) -> Non
     ids = [allocate() for _ in range(7)]
     assert ids == [i % limit for i in range(7)]
     assert IdAllocator()() == 0
+
+
+def test_id_allocator_starts_where_told_and_wraps_to_zero() -> None:
+    allocate = IdAllocator(4, start=2)
+    assert [allocate() for _ in range(6)] == [2, 3, 0, 1, 2, 3]
+
+
+@pytest.mark.parametrize(("limit", "start", "expected"), [
+    (3, 0, [1, 2, 1, 2, 1]),
+    (3, 2, [2, 1, 2, 1, 2]),
+    (2**16, 2**16 - 2, [2**16 - 2, 2**16 - 1, 1, 2, 3]),
+])
+def test_id_allocator_skipping_zero_never_gives_it(limit: int, start: int,
+                                                   expected: list[int]) -> None:
+    allocate = IdAllocator(limit, start=start, skip_zero=True)
+    assert [allocate() for _ in range(5)] == expected
+
+
+@pytest.mark.parametrize(("limit", "start", "skip_zero"), [(4, 4, False), (4, -1, False),
+                                                           (1, 0, True)])
+def test_id_allocator_refuses_a_range_it_cannot_number(limit: int, start: int,
+                                                       skip_zero: bool) -> None:
+    with pytest.raises(ValueError):
+        IdAllocator(limit, start=start, skip_zero=skip_zero)
+
+
+def test_a_streamed_answer_is_collected_until_its_last_message() -> None:
+    async def main() -> None:
+        table = RequestTable()
+        first = table.expect("q", until=lambda v: v[0] in ("DONE", "FAILED"))
+        second = table.expect("q", until=lambda v: v[0] in ("DONE", "FAILED"))
+        for value in [("ROW", 1), ("ERROR", "bad row"), ("ROW", 2), ("DONE", 2)]:
+            assert table.answer("q", value)
+        assert first.done() and not second.done()
+        assert await first == [("ROW", 1), ("ERROR", "bad row"), ("ROW", 2), ("DONE", 2)]
+        # The next request gets only what came after the first one's last message.
+        assert table.answer("q", ("DONE", 0))
+        assert await second == [("DONE", 0)] and len(table) == 0
+
+    asyncio.run(main())
+
+
+def test_a_stream_that_timed_out_gives_its_place_to_the_next_request() -> None:
+    async def main() -> None:
+        table = RequestTable()
+        stale = table.expect("q", until=lambda v: v == "DONE")
+        assert table.answer("q", "ROW")
+        with pytest.raises(RequestTimeout):
+            await table.wait("q", stale, 0.01, "QUERY")
+        fresh = table.expect("q", until=lambda v: v == "DONE")
+        assert table.answer("q", "DONE")
+        assert await fresh == ["DONE"] and len(table) == 0 and not table._streams
+
+    asyncio.run(main())

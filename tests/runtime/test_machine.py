@@ -144,3 +144,175 @@ def test_refuse_raises_the_error_it_is_given(
     with pytest.raises(type(error)) as raised:
         refuse(error, object())
     assert raised.value is error
+
+
+def _by_id(command: str, body: Any) -> Any:
+    return body.get("id", NO_KEY)
+
+
+def _deliveries() -> MachineSet:
+    """DELIVER is answered by ACK; the client also sends ACKs of its own for what the server
+    pushes, with ids from the server's range, which may equal one of its requests' ids."""
+    delivery = MachineDef("delivery", "idle", [
+        Rule("idle", "sent", Direction.SEND, "DELIVER"),
+        Rule("sent", "acked", Direction.RECEIVE, "ACK"),
+    ], _by_id)
+    inbox = MachineDef("inbox", "idle", [
+        Rule("idle", "held", Direction.RECEIVE, "PUSH"),
+        Rule("held", "done", Direction.SEND, "ACK"),
+    ], _by_id)
+    return MachineSet([delivery, inbox], [Interaction("DELIVER", frozenset({"ACK"}), ("id",))],
+                      lambda body, name: body[name])
+
+
+def test_an_ack_we_send_never_answers_our_own_request_with_the_same_id() -> None:
+    m = _deliveries()
+    m.sent("DELIVER", {"id": 7})
+    m.received("PUSH", {"id": 7})
+    m.sent("ACK", {"id": 7})  # our ack of the push: goes to the inbox, answers nothing
+    assert m.state("inbox", 7) == "done"
+    assert m.state("delivery", 7) == "sent" and m.pending == 1
+    m.received("ACK", {"id": 7})  # the server's answer to DELIVER
+    assert m.state("delivery", 7) == "acked" and m.pending == 0
+
+
+def test_on_the_server_side_the_answer_it_sends_completes_the_request_it_received() -> None:
+    m = MachineSet(list(_deliveries().machines.values()),
+                   [Interaction("DELIVER", frozenset({"ACK"}), ("id",))],
+                   lambda body, name: body[name], server=True)
+    m.received("DELIVER", {"id": 3})
+    assert m.pending == 1
+    m.sent("PUSH", {"id": 3})
+    m.received("ACK", {"id": 3})  # the client acking a push: not an answer the server gave
+    assert m.pending == 1 and m.state("delivery", 3) == "sent"
+    m.sent("ACK", {"id": 3})
+    assert m.pending == 0 and m.state("delivery", 3) == "acked"
+
+
+def test_a_request_answered_by_its_own_name_is_not_answered_by_the_next_one_sent() -> None:
+    ping = MachineDef("link", "up", [
+        Rule("up", "up", Direction.SEND, "PING"),
+        Rule("up", "up", Direction.RECEIVE, "PING"),
+    ], None)
+    m = MachineSet([ping], [Interaction("PING", frozenset({"PING"}), ())],
+                   lambda body, name: body[name])
+    m.sent("PING", {})
+    m.sent("PING", {})  # once took the first one's place as its answer
+    assert m.pending == 2
+    m.received("PING", {})
+    assert m.pending == 1
+
+
+def test_a_request_its_fields_say_is_not_answered_leaves_nothing_pending() -> None:
+    publish = MachineDef("link", "up", [
+        Rule("up", "up", Direction.SEND, "PUBLISH"),
+        Rule("up", "up", Direction.RECEIVE, "PUBACK"),
+    ], None)
+    answered = Interaction("PUBLISH", frozenset({"PUBACK"}), ("id",),
+                           answered=lambda field: bool(field("qos") > 0))
+    m = MachineSet([publish], [answered], lambda body, name: body[name])
+    for i in range(1000):
+        m.sent("PUBLISH", {"id": i % 7, "qos": 0})
+    assert m.pending == 0  # once a thousand entries that no answer would ever clear
+    m.sent("PUBLISH", {"id": 1, "qos": 1})
+    assert m.pending == 1
+    m.received("PUBACK", {"id": 1})
+    assert m.pending == 0
+
+
+def test_expects_answer_reads_the_request_through_field_of() -> None:
+    read: list[str] = []
+
+    def field_of(body: dict[str, int], name: str) -> int:
+        read.append(name)
+        return body[name]
+
+    plain = Interaction("GET", frozenset({"VALUE"}), ())
+    guarded = Interaction("PUBLISH", frozenset({"PUBACK"}), (),
+                          answered=lambda field: bool(field("qos") == 1))
+    assert plain.expects_answer({}, field_of) and read == []
+    assert guarded.expects_answer({"qos": 1}, field_of)
+    assert not guarded.expects_answer({"qos": 0}, field_of)
+    assert read == ["qos", "qos"]
+
+
+def test_every_machine_that_took_a_request_sees_its_answer() -> None:
+    def link(name: str) -> MachineDef:
+        return MachineDef(name, "idle", [
+            Rule("idle", "greeting", Direction.SEND, "HELLO"),
+            Rule("greeting", "ready", Direction.RECEIVE, "WELCOME"),
+        ], None)
+
+    session = MachineDef("session", "idle", [
+        Rule("idle", "opening", Direction.SEND, "HELLO"),
+        Rule("opening", "open", Direction.RECEIVE, "WELCOME"),
+    ], lambda command, body: body.get("session", NO_KEY))
+    m = MachineSet([link("connection"), link("audit"), session],
+                   [Interaction("HELLO", frozenset({"WELCOME"}), ())],
+                   lambda body, name: body[name])
+    m.sent("HELLO", {"session": 5})
+    m.received("WELCOME", {})  # carries no session: found through the request it answers
+    # Once only the first machine to take HELLO saw WELCOME; the audit stayed in greeting.
+    assert (m.state("connection"), m.state("audit"), m.state("session", 5)) == \
+        ("ready", "ready", "open")
+    assert m.pending == 0
+
+
+def test_a_keyless_machine_sees_an_answer_it_has_a_transition_for_unless_a_keyed_one_does() \
+        -> None:
+    client = MachineDef("client", "idle", [
+        Rule("idle", "asking", Direction.SEND, "ASK"),
+        Rule("asking", "idle", Direction.RECEIVE, "REPLY"),
+    ], None)
+    counter = MachineDef("counter", "zero", [
+        Rule("zero", "one", Direction.RECEIVE, "REPLY"),
+    ], None)
+    m = MachineSet([client, counter], [Interaction("ASK", frozenset({"REPLY"}), ())],
+                   lambda body, name: body[name])
+    m.sent("ASK", {})
+    m.received("REPLY", {})
+    assert (m.state("client"), m.state("counter")) == ("idle", "one")
+
+
+def test_the_request_chooses_its_answer_and_another_answer_does_not_complete_it() -> None:
+    link = MachineDef("link", "up", [
+        Rule("up", "up", Direction.SEND, "SUBMIT"),
+        Rule("up", "up", Direction.RECEIVE, "ACK"),
+        Rule("up", "up", Direction.RECEIVE, "RECEIPT"),
+    ], None)
+
+    def choose(field: Any) -> frozenset[str]:
+        chosen = {1: "ACK", 2: "RECEIPT"}.get(field("level"))
+        return frozenset() if chosen is None else frozenset({chosen, "FAILED"})
+
+    submit = Interaction("SUBMIT", frozenset({"ACK", "RECEIPT", "FAILED"}), ("id",),
+                         choose=choose)
+    m = MachineSet([link], [submit], lambda body, name: body[name])
+    assert submit.expected({"level": 2}, lambda b, n: b[n]) == {"RECEIPT", "FAILED"}
+    m.sent("SUBMIT", {"id": 1, "level": 2})
+    m.sent("SUBMIT", {"id": 1, "level": 1})  # the same id again, answered another way
+    m.sent("SUBMIT", {"id": 1, "level": 0})  # answered by nothing: nothing waits for it
+    assert m.pending == 2
+    m.received("ACK", {"id": 1})  # completes the level-1 request, though it is the newer
+    assert [sorted(e) for e, _ in m._pending[("SUBMIT", (1,))]] == [["FAILED", "RECEIPT"]]
+    m.received("RECEIPT", {"id": 1})
+    assert m.pending == 0
+
+
+def test_a_streamed_answer_keeps_its_request_pending_until_the_last_message() -> None:
+    query = MachineDef("query", "idle", [
+        Rule("idle", "asked", Direction.SEND, "QUERY"),
+        Rule("asked", "rows", Direction.RECEIVE, "ROW"),
+        Rule("rows", "rows", Direction.RECEIVE, "ROW"),
+        Rule("asked", "done", Direction.RECEIVE, "COMPLETE"),
+        Rule("rows", "done", Direction.RECEIVE, "COMPLETE"),
+    ], lambda command, body: body.get("q", NO_KEY))
+    m = MachineSet([query], [Interaction("QUERY", frozenset({"ROW", "COMPLETE"}), ("tag",),
+                                         until=frozenset({"COMPLETE"}))],
+                   lambda body, name: body[name])
+    m.sent("QUERY", {"q": 1, "tag": 9})
+    for _ in range(3):
+        m.received("ROW", {"tag": 9})  # rows carry no key: found through the request
+    assert m.state("query", 1) == "rows" and m.pending == 1
+    m.received("COMPLETE", {"tag": 9})
+    assert m.state("query", 1) == "done" and m.pending == 0

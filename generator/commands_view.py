@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from protoframe.generator.codewriter import docstring, q
+from protoframe.generator.codewriter import Imports, docstring, q
 from protoframe.generator.frame_ir import FrameSpec, ProtoField, Request, SwitchField
+from protoframe.generator.runtime_modules import MACHINE
 
 
 @dataclass
@@ -25,9 +26,8 @@ class CommandsModuleView:
     # Lookups built from the rows at import, as (name, annotation, expression, comment).
     lookups: list[tuple[str, str, str, str]]
     interactions: list[str]
-    local_imports: list[str] = field(default_factory=list)
+    import_lines: list[str] = field(default_factory=list)
     prelude: list[str] = field(default_factory=list)  # aliases the rows use
-    routed: bool = False  # rows carry body decoders (Callable, Any)
 
 
 def snake(name: str) -> str:
@@ -60,7 +60,10 @@ def build_commands_module(spec: FrameSpec) -> CommandsModuleView:
     columns: list[tuple[str, str, str]] = []
     rows: list[str] = []
     lookups: list[tuple[str, str, str, str]] = []
-    imports: list[str] = []
+    imports = Imports()
+    # What the template's CommandDef and INTERACTIONS name.
+    imports.use("typing", "NamedTuple")
+    imports.use(MACHINE, "Interaction")
     prelude: list[str] = []
     envelope = next((f for f in spec.frame.fields
                      if isinstance(f, ProtoField) and f.dispatch_on is not None), None)
@@ -71,7 +74,7 @@ def build_commands_module(spec: FrameSpec) -> CommandsModuleView:
         assert enum is not None
         module = spec.proto_modules[enum.full_name]
         enum_ref = f"{module}.{enum.py_path}"
-        imports.append(f"from . import {module}")
+        imports.use(".", module)
         prelude.append(f"_Type = {enum_ref}")
         selector = envelope.dispatch_on.py_name
         envelope_name = envelope.message.proto_name
@@ -91,7 +94,7 @@ def build_commands_module(spec: FrameSpec) -> CommandsModuleView:
              "Body field by type: how frames checks (and the compiled codec finds) a body."),
         ]
     elif switch is not None and not spec.routes:
-        imports.append("from . import frames")
+        imports.use(".", "frames")
         columns = [("bodies", "tuple[type, ...]", "the frame body classes carrying it")]
         for c in switch.cases:
             bodies = ", ".join(f"frames.{s.name}" for s in c.structs)
@@ -102,9 +105,7 @@ def build_commands_module(spec: FrameSpec) -> CommandsModuleView:
                     "{body: c.name for c in COMMANDS for body in c.bodies}",
                     "Command by body class: how machines.command_of names a frame's command.")]
     elif spec.routes:
-        columns, rows, lookups, modules = _routed(spec)
-        if modules:
-            imports.append(f"from . import {', '.join(sorted(modules))}")
+        columns, rows, lookups = _routed(spec, imports)
     else:
         rows = [f"CommandDef({q(name)}, {q(hook_name(name))})" for name in spec.commands]
     lookups.append(("HOOKS", "dict[str, str]", "{c.name: c.hook for c in COMMANDS}",
@@ -128,9 +129,8 @@ def build_commands_module(spec: FrameSpec) -> CommandsModuleView:
         rows=rows,
         lookups=lookups,
         interactions=[_interaction(r) for r in spec.requests],
-        local_imports=imports,
+        import_lines=imports.block(),
         prelude=prelude,
-        routed=bool(spec.routes),
     )
 
 
@@ -139,10 +139,11 @@ def route_table(index: int) -> str:
     return f"ROUTE_{index}"
 
 
-def _routed(spec: FrameSpec) -> tuple[list[tuple[str, str, str]], list[str],
-                                      list[tuple[str, str, str, str]], set[str]]:
-    """Columns, rows and lookups of commands named by routes (``commands:``), and the protobuf
-    modules their decoders come from."""
+def _routed(spec: FrameSpec, imports: Imports) -> tuple[
+        list[tuple[str, str, str]], list[str], list[tuple[str, str, str, str]]]:
+    """Columns, rows and lookups of commands named by routes (``commands:``)."""
+    imports.use("collections.abc", "Callable")
+    imports.use("typing", "Any")
     columns = [
         ("route", "int", "the spec's route naming it (machines._route_<n>)"),
         ("value", "int | None", "the value naming it there; None: the route's only one"),
@@ -150,13 +151,12 @@ def _routed(spec: FrameSpec) -> tuple[list[tuple[str, str, str]], list[str],
     ]
     rows: list[str] = []
     lookups: list[tuple[str, str, str, str]] = []
-    modules: set[str] = set()
     for route in spec.routes:
         for cmd in route.commands:
             decode = "None"
             if route.payload is not None and cmd.message is not None:
                 module = spec.proto_modules[cmd.message.full_name]
-                modules.add(module)
+                imports.use(".", module)
                 decode = f"{module}.{cmd.message.py_path}.decode"
             rows.append(f"CommandDef({q(cmd.name)}, {q(hook_name(cmd.name))}, {route.index}, "
                         f"{cmd.value}, {decode})")
@@ -175,7 +175,7 @@ def _routed(spec: FrameSpec) -> tuple[list[tuple[str, str, str]], list[str],
                 f"{{\n    c.value: c.name for c in COMMANDS if c.route == {route.index} and "
                 "c.value is not None\n}",
                 f"Name by {where}: how machines names such a frame's command."))
-    return columns, rows, lookups, modules
+    return columns, rows, lookups
 
 
 def _interaction(r: Request) -> str:

@@ -28,9 +28,10 @@ def _bindings(tmp: Path, protocol: str, files: dict[str, str]) -> dict[str, str]
 
 
 def _imported(source: str, module: str) -> set[str]:
-    """The names ``source`` imports from ``module``."""
+    """The names ``source`` imports from ``module`` (relative ones as written: ``.machines``)."""
     return {alias.asname or alias.name for node in ast.parse(source).body
-            if isinstance(node, ast.ImportFrom) and node.module == module
+            if isinstance(node, ast.ImportFrom)
+            and "." * node.level + (node.module or "") == module
             for alias in node.names}
 
 
@@ -111,11 +112,11 @@ PROTOBUF_BINDINGS = {"pulsar/pulsar_api.py", "pravega/controller.py", "tubemq/rp
                      "tubemq/master_service.py", "tubemq/broker_service.py", "demo/events.py"}
 
 
-@pytest.mark.parametrize("kind", ["frames", "bindings"])
+@pytest.mark.parametrize("kind", ["frames", "bindings", "commands"])
 def test_the_repository_modules_import_what_they_use(
         repo_modules: dict[str, str], kind: str) -> None:
     chosen = PROTOBUF_BINDINGS if kind == "bindings" else {
-        rel for rel in repo_modules if rel.endswith("/frames.py")}
+        rel for rel in repo_modules if rel.endswith(f"/{kind}.py")}
     assert len(chosen) >= 4
     for rel in chosen:
         assert _unbound_and_unused(repo_modules[rel]) == (set(), set()), rel
@@ -128,3 +129,21 @@ def test_frames_with_a_checksum_import_its_function(tmp_path: Path) -> None:
     assert _unbound_and_unused(text) == (set(), set())
     # The spec checksums with both algorithms.
     assert _imported(text, "protoframe.runtime.codec.checksums") == {"crc32", "crc32c"}
+
+
+MACHINE = "protoframe.runtime.engine.machine"
+
+
+def test_commands_import_what_their_table_names(repo_modules: dict[str, str]) -> None:
+    # Routed commands carry body decoders (Callable, Any) from the protobuf modules; a switch
+    # names frames' body classes; an envelope its type enum.
+    routed, switched, enveloped = (repo_modules[f"{p}/commands.py"]
+                                   for p in ("tubemq", "tank", "pulsar"))
+    assert _imported(routed, "typing") == {"Any", "NamedTuple"}
+    assert _imported(routed, "collections.abc") == {"Callable"}
+    assert _imported(routed, ".") == {"broker_service", "master_service"}
+    assert _imported(switched, "typing") == {"NamedTuple"}
+    assert _imported(switched, ".") == {"frames"}
+    assert _imported(enveloped, ".") == {"pulsar_api"}
+    for text in (routed, switched, enveloped):
+        assert _imported(text, MACHINE) == {"Interaction"}

@@ -112,7 +112,7 @@ PROTOBUF_BINDINGS = {"pulsar/pulsar_api.py", "pravega/controller.py", "tubemq/rp
                      "tubemq/master_service.py", "tubemq/broker_service.py", "demo/events.py"}
 
 
-@pytest.mark.parametrize("kind", ["frames", "bindings", "commands"])
+@pytest.mark.parametrize("kind", ["frames", "bindings", "commands", "machines"])
 def test_the_repository_modules_import_what_they_use(
         repo_modules: dict[str, str], kind: str) -> None:
     chosen = PROTOBUF_BINDINGS if kind == "bindings" else {
@@ -147,3 +147,28 @@ def test_commands_import_what_their_table_names(repo_modules: dict[str, str]) ->
     assert _imported(enveloped, ".") == {"pulsar_api"}
     for text in (routed, switched, enveloped):
         assert _imported(text, MACHINE) == {"Interaction"}
+
+
+def test_machines_import_what_their_rules_keys_and_routes_name(
+        repo_modules: dict[str, str]) -> None:
+    # pulsar: machines with rules and keys; tubemq: routes naming commands, a Command
+    # dataclass, frame builders; pravega: a switch and no machines at all.
+    pulsar, tubemq, pravega = (repo_modules[f"{p}/machines.py"]
+                               for p in ("pulsar", "tubemq", "pravega"))
+    skeleton = {"MachineDef", "MachineSet", "ProtocolViolation", "ViolationPolicy",
+                "hook_table", "refuse"}
+    assert _imported(pulsar, MACHINE) == skeleton | {"NO_KEY", "Direction", "Rule"}
+    assert _imported(pulsar, "typing") == {"TYPE_CHECKING", "Any", "Protocol", "cast"}
+    assert _imported(pulsar, ".commands") == {"BY_TYPE", "HOOKS", "INTERACTIONS"}
+    assert _imported(pulsar, ".") == {"frames", "pulsar_api"}
+    assert _imported(pravega, MACHINE) == skeleton
+    assert _imported(pravega, "typing") == {"TYPE_CHECKING", "Any", "Protocol"}
+    assert _imported(pravega, ".commands") == {"BY_BODY", "HOOKS", "INTERACTIONS"}
+    assert "import enum" not in pravega and "import enum" in pulsar
+    assert _imported(tubemq, "protoframe.runtime.errors") == {
+        "DecodeError", "UnknownCommandError", "UnknownCommandTypeError"}
+    assert _imported(tubemq, "collections.abc") == {"Callable", "Hashable"}
+    assert _imported(tubemq, "dataclasses") == {"dataclass"}
+    assert _imported(tubemq, ".commands") == {"HOOKS", "INTERACTIONS", "ROUTE_0", "ROUTE_1"}
+    assert _imported(tubemq, ".") == {"broker_service", "frames", "master_service", "rpc"}
+    assert _imported(pravega, "collections.abc") == {"Hashable"}

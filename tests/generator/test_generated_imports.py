@@ -112,7 +112,7 @@ PROTOBUF_BINDINGS = {"pulsar/pulsar_api.py", "pravega/controller.py", "tubemq/rp
                      "tubemq/master_service.py", "tubemq/broker_service.py", "demo/events.py"}
 
 
-@pytest.mark.parametrize("kind", ["frames", "bindings", "commands", "machines"])
+@pytest.mark.parametrize("kind", ["frames", "bindings", "commands", "machines", "client"])
 def test_the_repository_modules_import_what_they_use(
         repo_modules: dict[str, str], kind: str) -> None:
     chosen = PROTOBUF_BINDINGS if kind == "bindings" else {
@@ -172,3 +172,19 @@ def test_machines_import_what_their_rules_keys_and_routes_name(
     assert _imported(tubemq, ".commands") == {"HOOKS", "INTERACTIONS", "ROUTE_0", "ROUTE_1"}
     assert _imported(tubemq, ".") == {"broker_service", "frames", "master_service", "rpc"}
     assert _imported(pravega, "collections.abc") == {"Hashable"}
+
+
+def test_clients_import_what_their_requests_name(repo_modules: dict[str, str]) -> None:
+    pravega, tubemq, tank = (repo_modules[f"{p}/client.py"]
+                             for p in ("pravega", "tubemq", "tank"))
+    assert _imported(pravega, "uuid") == {"UUID"}
+    assert _imported(tank, "uuid") == set()
+    # tubemq correlates by frame fields (Command) and builds frames of routed commands.
+    from_machines = _imported(tubemq, ".machines")
+    builders = {n for n in from_machines if n.startswith("frame_of_")}
+    assert from_machines - builders == {"Command", "command_of", "field_of"}
+    assert "frame_of_register_c2b" in builders
+    assert all(f"= {n}(request" in tubemq for n in builders)
+    assert _imported(tank, ".machines") == {"command_of", "field_of"}
+    assert _imported(tubemq, ".") == {"broker_service", "frames", "master_service"}
+    assert _imported(tank, ".") == {"frames"}

@@ -112,7 +112,7 @@ PROTOBUF_BINDINGS = {"pulsar/pulsar_api.py", "pravega/controller.py", "tubemq/rp
                      "tubemq/master_service.py", "tubemq/broker_service.py", "demo/events.py"}
 
 
-@pytest.mark.parametrize("kind", ["frames", "bindings", "commands", "machines", "client"])
+@pytest.mark.parametrize("kind", ["frames", "bindings", "commands", "machines", "client", "spark"])
 def test_the_repository_modules_import_what_they_use(
         repo_modules: dict[str, str], kind: str) -> None:
     chosen = PROTOBUF_BINDINGS if kind == "bindings" else {
@@ -188,3 +188,39 @@ def test_clients_import_what_their_requests_name(repo_modules: dict[str, str]) -
     assert _imported(tank, ".machines") == {"command_of", "field_of"}
     assert _imported(tubemq, ".") == {"broker_service", "frames", "master_service"}
     assert _imported(tank, ".") == {"frames"}
+
+
+SPARK_ROWS = "protoframe.runtime.spark.rows"
+SPARK_TYPES = "pyspark.sql.types"
+
+
+def test_spark_modules_import_what_their_kinds_name(repo_modules: dict[str, str]) -> None:
+    # pulsar has uint64 fields (decimals) and closed enums; pravega uuids, maps and switches;
+    # tubemq none of these; demo has no frames.
+    pulsar, pravega, tubemq, demo = (repo_modules[f"{p}/spark.py"]
+                                     for p in ("pulsar", "pravega", "tubemq", "demo"))
+    assert {"DECIMAL_20", "uint64_value", "closed_enum", "unknown_enum"} <= _imported(
+        pulsar, SPARK_ROWS)
+    assert _imported(pulsar, "decimal") == {"Decimal"}
+    assert "DecimalType" in _imported(pulsar, SPARK_TYPES)
+    assert _imported(tubemq, "decimal") == set()
+    assert "DecimalType" not in _imported(tubemq, SPARK_TYPES)
+    assert not {"DECIMAL_20", "uint64_value"} & _imported(tubemq, SPARK_ROWS)
+    assert _imported(pravega, "uuid") == {"UUID"}
+    assert {"map_items", "map_entries", "list_offsets", "no_alternative", "text_array"} <= (
+        _imported(pravega, SPARK_ROWS))
+    assert "MapType" in _imported(pravega, SPARK_TYPES)
+    assert _imported(pravega, "typing") == {"Any", "TypeAlias"}
+    assert _imported(tubemq, "typing") == {"Any"}
+    assert _imported(demo, "protoframe.runtime.errors") == set()
+    assert _imported(pravega, "protoframe.runtime.errors") == {"ChecksumFailure", "DecodeError"}
+    assert _imported(demo, ".") == {"events"}
+
+
+@pytest.mark.parametrize("protocol", ["allkinds", "checksums", "nested", "proto3", "sparse"])
+def test_spark_modules_of_the_test_specs_import_what_they_use(
+        tmp_path: Path, protocol: str) -> None:
+    shutil.copytree(DATA / protocol, tmp_path / "specs" / protocol)
+    out = generate(tmp_path / "specs", "specs", [protocol], outputs=frozenset({"spark"}))
+    text = out.files[f"{protocol}/spark.py"]
+    assert _unbound_and_unused(text) == (set(), set())

@@ -173,8 +173,8 @@ def _render_protocol(
         files.append(("frames", "frames", display, _fit(
             render(env, "python/frames.py.j2", m=build_frames_module(spec)))))
         if has_commands_module(spec):
-            files.append(("frames", "commands", display, _fit(
-                render(env, "python/commands.py.j2", m=build_commands_module(spec)))))
+            files.append(("frames", "commands", display,
+                          render(env, "python/commands.py.j2", m=build_commands_module(spec))))
         if spec.machines or spec.requests or spec.routes:
             files.append(("frames", "machines", display, _fit(
                 render(env, "python/machines.py.j2", m=build_machines_module(spec)))))
@@ -211,7 +211,9 @@ def _render_protocol(
 
 
 def _fit(text: str) -> str:
-    """A rendered module under the line policy: fitted, and what cannot be fitted marked."""
+    """A rendered protobuf or frames module under the line policy: fitted, and what cannot be
+    fitted marked. (The commands, machines, client and Spark views fit their lines themselves,
+    at the depth each is printed; these two modules still come out of this whole-file pass.)"""
     return mark_overlong(fit_source(text))
 
 

@@ -8,24 +8,27 @@ this module instead of each carrying its own copy of the list.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from protoframe.generator.codewriter import Imports, docstring, q
 from protoframe.generator.frame_ir import FrameSpec, ProtoField, Request, SwitchField
+from protoframe.generator.linefit import INDENT, fit_marked
 from protoframe.generator.runtime_modules import MACHINE
 
 
 @dataclass
 class CommandsModuleView:
+    """What ``commands.py.j2`` prints; each ``*_lines`` list is fitted at its depth there."""
+
     source: str
     module_doc: str
-    hooks_class: str  # the generated hooks Protocol (in machines.py) the hook names refer to
-    # The columns of a row besides name and hook, as (attribute, annotation, comment).
-    columns: list[tuple[str, str, str]]
-    rows: list[str]  # CommandDef(...) expressions
-    # Lookups built from the rows at import, as (name, annotation, expression, comment).
-    lookups: list[tuple[str, str, str, str]]
-    interactions: list[str]
+    # CommandDef's fields: name, hook (naming the hooks Protocol of machines.py), the rest.
+    field_lines: list[str]
+    row_lines: list[str]  # the CommandDef(...) rows of COMMANDS
+    # Lookups built from the rows at import, as (name, comment, lines).
+    lookups: list[tuple[str, str, list[str]]]
+    interaction_lines: list[str]
     import_lines: list[str] = field(default_factory=list)
     prelude: list[str] = field(default_factory=list)  # aliases the rows use
 
@@ -116,6 +119,7 @@ def build_commands_module(spec: FrameSpec) -> CommandsModuleView:
         lookups.append(("PROTOCOL_VERSION", "int", str(max(v.number for v in version.values)),
                         f"The newest {version.proto_name} of the spec: the protocol version a "
                         "peer generated from it speaks."))
+    hooks_class = f"{title}Hooks"
     return CommandsModuleView(
         source=spec.path,
         module_doc=docstring(
@@ -124,14 +128,23 @@ def build_commands_module(spec: FrameSpec) -> CommandsModuleView:
             "dispatched to and what names it on the wire, and each request once "
             "(``INTERACTIONS``), with the commands answering it; frames, machines and client "
             "read their lookups from here.", ""),
-        hooks_class=f"{title}Hooks",
-        columns=columns,
-        rows=rows,
-        lookups=lookups,
-        interactions=[_interaction(r) for r in spec.requests],
+        field_lines=_in_class([
+            "name: str  # as the spec names it",
+            f"hook: str  # the {hooks_class} method a received one is dispatched to",
+            *[f"{attr}: {ann}  # {comment}" for attr, ann, comment in columns]]),
+        row_lines=_in_class(f"{row}," for row in rows),
+        lookups=[(name, comment, [line for text in f"{name}: {ann} = {expr}".split("\n")
+                                  for line in fit_marked(text)])
+                 for name, ann, expr, comment in lookups],
+        interaction_lines=_in_class(f"{_interaction(r)}," for r in spec.requests),
         import_lines=imports.block(),
-        prelude=prelude,
+        prelude=["\n".join(fit_marked(text)) for text in prelude],
     )
+
+
+def _in_class(lines: Iterable[str]) -> list[str]:
+    """``lines`` one level in (a class body, a display's items), each fitted there."""
+    return [out for line in lines for out in fit_marked(INDENT + line)]
 
 
 def route_table(index: int) -> str:

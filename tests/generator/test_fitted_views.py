@@ -1,0 +1,53 @@
+"""The commands, machines, client and Spark modules come out of their views already fitted.
+
+No whole-file pass runs over them (``build._fit`` is for the protobuf and frames modules only):
+every line is fitted at the depth the template prints it, so running the line policy over the
+finished module changes nothing.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from protoframe.generator import build
+from protoframe.generator.build import generate
+from protoframe.generator.linefit import fit_source, mark_overlong
+from tests.support.paths import ROOT
+
+FAMILIES = ("commands",)
+
+
+@pytest.fixture(scope="module")
+def repo_modules() -> dict[str, str]:
+    return {rel: text for rel, text in generate(ROOT / "specs", "specs").files.items()
+            if rel.endswith(".py")}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_line_policy_changes_nothing_in_the_repository_modules(
+        repo_modules: dict[str, str], family: str) -> None:
+    chosen = {rel: text for rel, text in repo_modules.items() if rel.endswith(f"/{family}.py")}
+    assert len(chosen) >= 4
+    for rel, text in chosen.items():
+        assert mark_overlong(fit_source(text)) == text, rel
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_no_whole_file_pass_runs_over_them(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, family: str) -> None:
+    passed: list[str] = []
+    real = build._fit
+
+    def spy(text: str) -> str:
+        passed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(build, "_fit", spy)
+    shutil.copytree(ROOT / "specs" / "tubemq", tmp_path / "specs" / "tubemq")
+    out = generate(tmp_path / "specs", "specs")
+    text = out.files[f"tubemq/{family}.py"]
+    assert passed and text not in passed
+

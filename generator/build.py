@@ -179,8 +179,8 @@ def _render_protocol(
             files.append(("frames", "machines", display, _fit(
                 render(env, "python/machines.py.j2", m=build_machines_module(spec)))))
         if spec.requests:
-            files.append(("frames", "client", display, _fit(
-                render(env, "python/client.py.j2", m=build_client_module(spec)))))
+            files.append(("frames", "client", display,
+                          render(env, "python/client.py.j2", m=build_client_module(spec))))
         doc = build_protocol_doc(env, spec, protocol, changes)
         if "docs" in outputs:
             out.docs[f"{protocol.name}.md"] = doc

@@ -9,7 +9,8 @@ become ``RequestFailed``; a closed connection fails every waiting request.
 from __future__ import annotations
 
 import keyword
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from protoframe.generator.codewriter import Imports, docstring, q
 from protoframe.generator.frame_ir import (
@@ -30,12 +31,15 @@ from protoframe.generator.frame_ir import (
     nested_struct,
 )
 from protoframe.generator.ir import Field, Label, Presence
+from protoframe.generator.linefit import INDENT, fit_marked
 from protoframe.generator.machines_view import builder_name, builder_params
 from protoframe.generator.runtime_modules import CORRELATION, ERRORS, MACHINE
 
 
 @dataclass
 class MethodView:
+    """One request method; the ``*_lines`` are fitted at the depth the template prints them."""
+
     name: str
     params: list[str]  # parameter declarations after self
     doc: str
@@ -44,6 +48,22 @@ class MethodView:
     response_type: str
     body_lines: list[str]
     key_expr: str
+    param_lines: list[str] = field(init=False)
+    body_fitted: list[str] = field(init=False)  # body_lines as printed
+    call_lines: list[str] = field(init=False)  # the arguments of self._call(...)
+    answer_lines: list[str] = field(init=False)  # the answer's check
+
+    def __post_init__(self) -> None:
+        self.param_lines = _at(2, (f"{p}," for p in self.params))
+        self.body_fitted = _at(2, self.body_lines)
+        self.call_lines = _at(3, [f"({q(self.request)}, {self.key_expr}), frame, timeout, "
+                                  f"{q(self.request)}"])
+        self.answer_lines = _at(3, [f"assert isinstance(answer, {self.response_type})"])
+
+
+def _at(depth: int, lines: Iterable[str]) -> list[str]:
+    """``lines`` as statements ``depth`` levels in, each fitted there."""
+    return [out for line in lines for out in fit_marked(INDENT * depth + line)]
 
 
 @dataclass

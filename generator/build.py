@@ -176,8 +176,8 @@ def _render_protocol(
             files.append(("frames", "commands", display,
                           render(env, "python/commands.py.j2", m=build_commands_module(spec))))
         if spec.machines or spec.requests or spec.routes:
-            files.append(("frames", "machines", display, _fit(
-                render(env, "python/machines.py.j2", m=build_machines_module(spec)))))
+            files.append(("frames", "machines", display,
+                          render(env, "python/machines.py.j2", m=build_machines_module(spec))))
         if spec.requests:
             files.append(("frames", "client", display,
                           render(env, "python/client.py.j2", m=build_client_module(spec))))

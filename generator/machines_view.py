@@ -30,6 +30,7 @@ from protoframe.generator.frame_ir import (
     SwitchField,
 )
 from protoframe.generator.ir import EnumType, MessageType
+from protoframe.generator.linefit import INDENT, fit_marked
 from protoframe.generator.runtime_modules import ERRORS, MACHINE
 
 
@@ -39,6 +40,7 @@ class HookView:
     command: str
     body_type: str
     doc: str
+    def_lines: list[str]  # its ``def`` line, fitted two levels in
 
 
 @dataclass
@@ -49,7 +51,7 @@ class MachineView:
     doc: str
     states: list[tuple[str, str]]  # (member, value)
     initial_member: str
-    rules: list[str]  # Rule(...) expressions
+    rule_lines: list[str]  # the Rule(...) items of its rules list, fitted there
     key_of: str | None  # name of the key function or None
 
 
@@ -62,10 +64,11 @@ class MachinesModuleView:
     frame_name: str
     import_lines: list[str]
     machines: list[MachineView]
-    functions: list[str]  # source lines of helper functions
-    name_table: list[str]
+    functions: list[str]  # source lines of helper functions, fitted
+    name_table: list[str]  # fitted
     hooks: list[HookView]
-    body_expr: str  # how to get (name, body) from a frame, see template
+    body_lines: list[str]  # how command_of gets (name, body) from a frame, fitted
+    machines_line: list[str]  # the MACHINES list
     hooks_class: str
     hooks_doc: str
     exports: list[str]
@@ -119,16 +122,18 @@ def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
     if spec.frame_context:
         functions += _command_class(spec, imports)
     machines = [_machine_view(spec, imports, m, functions) for m in spec.machines]
-    hooks = [
-        HookView(
+    hooks = []
+    for name, info in spec.commands.items():
+        body = body_type(info)
+        hooks.append(HookView(
             name=hook_name(name),
             command=name,
-            body_type=body_type(info),
+            body_type=body,
             doc=docstring(f"A {name} command arrived and passed the state machines.",
                           "            "),
-        )
-        for name, info in spec.commands.items()
-    ]
+            def_lines=fitted([f"def {hook_name(name)}(self, body: {body}, frame: "
+                              f"frames.{spec.frame.name}) -> None:"], 2),
+        ))
     name_table, body_expr = _naming(spec, imports)
     title = protocol_title(spec)
     attrs = _field_attrs(spec)
@@ -202,10 +207,12 @@ def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
         frame_name=spec.frame.name,
         import_lines=imports.block(),
         machines=machines,
-        functions=functions,
-        name_table=name_table,
+        functions=fitted(functions),
+        name_table=fitted(name_table),
         hooks=hooks,
-        body_expr=body_expr,
+        body_lines=fitted(body_expr.split("\n"), 1),
+        machines_line=fitted(
+            [f"MACHINES: list[MachineDef] = [{', '.join(mv.const for mv in machines)}]"]),
         hooks_class=f"{title}Hooks",
         hooks_doc=docstring(
             f"What an object given to ``{title}Protocol(hooks=...)`` may implement: one method "
@@ -232,6 +239,17 @@ def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
         receive_data_doc=_receive_data_doc(caches),
         command_doc=_command_doc(f"{title}Requests" if spec.requests else None, caches),
     )
+
+
+def fitted(lines: list[str], depth: int = 0) -> list[str]:
+    """``lines`` printed ``depth`` levels in: each statement fitted there, docstrings as built.
+
+    A docstring is one item of ``lines`` (``docstring`` returns it whole, quotes included).
+    """
+    lead = INDENT * depth
+    return [out for line in lines
+            for out in ([lead + line] if '"""' in line
+                        else [o for part in line.split("\n") for o in fit_marked(lead + part)])]
 
 
 def _receive_data_doc(caches: bool) -> str:
@@ -271,11 +289,11 @@ def _command_class(spec: FrameSpec, imports: Imports) -> list[str]:
         "",
         "@dataclass(frozen=True, slots=True)",
         "class Command:",
-        '    """A command as the state machines see it: its body and the frame that carried it.',
-        "",
+        '    """A command as the state machines see it: its body and the frame that carried it.\n'
+        "\n"
         f"    Answers are correlated with requests by fields of the frame itself "
-        f"({', '.join(fields)}),",
-        "    so the machines need both.",
+        f"({', '.join(fields)}),\n"
+        "    so the machines need both.\n"
         '    """',
         "",
         "    body: Any",
@@ -546,7 +564,7 @@ def _machine_view(spec: FrameSpec, imports: Imports, m: Machine,
         doc=docstring(m.doc or f"States of the {m.name} machine.", "    "),
         states=[(s.upper(), s) for s in m.states],
         initial_member=m.initial.upper(),
-        rules=rules,
+        rule_lines=fitted([f"{rule}," for rule in rules], 2),
         key_of=key_fn,
     )
 

@@ -17,7 +17,7 @@ from protoframe.generator.build import generate
 from protoframe.generator.linefit import fit_source, mark_overlong
 from tests.support.paths import ROOT
 
-FAMILIES = ("commands", "client")
+FAMILIES = ("commands", "client", "machines")
 
 
 @pytest.fixture(scope="module")

@@ -186,9 +186,9 @@ def _render_protocol(
             out.docs[f"{protocol.name}.md"] = doc
     # Spark schemas and row/Arrow conversions: the only generated module importing pyspark.
     if frame_specs or any(p.messages for p in protocol.files):
-        files.append(("spark", "spark", f"{display_root}/{protocol.name}", _fit(render(
+        files.append(("spark", "spark", f"{display_root}/{protocol.name}", render(
             env, "python/spark.py.j2",
-            m=build_spark_module(protocol, frame_specs, display_root)))))
+            m=build_spark_module(protocol, frame_specs, display_root))))
     modules = []
     for output, module, source, text in files:
         if output in outputs:

@@ -9,9 +9,11 @@ the context's imports where the line calling it is written.
 from __future__ import annotations
 
 import textwrap
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from protoframe.generator.codewriter import Imports, bytes_literal, docstring, q
+from protoframe.generator.linefit import INDENT, fit_marked
 from protoframe.generator.proto_emit import varint_literal
 from protoframe.generator.runtime_modules import SPARK_ROWS
 from protoframe.generator.spark_emit import LIMIT, SPARK_TYPES, SparkContext, comment, fit_in_body
@@ -65,6 +67,30 @@ class CodecView:
     arrow_doc: str
     arrow_lines: list[str]
     public: bool = True
+    # What the template prints, each line fitted at its depth there (``fit``).
+    fitted: dict[str, list[str]] = field(default_factory=dict)
+
+    def fit(self) -> None:
+        """Fill ``fitted``: the schema, the three functions and the RowCodec constant."""
+        key, py = self.key, self.py_type
+        self.fitted = {
+            "schema": at(0, self.schema_lines),
+            "row_def": at(0, [f"def _row_{key}(m: {py}) -> dict[str, Any]:"]),
+            "row": at(1, self.row_lines),
+            "value_def": at(0, [f"def _value_{key}(row: RowLike) -> {py}:"]),
+            "value": at(1, self.value_lines),
+            "arrow_def": at(0, [f"def _arrow_{key}(values: Sequence[{py} | None]) -> Any:"]),
+            "arrow": at(1, self.arrow_lines),
+            "row_codec": at(0, [f"{key} = RowCodec(", *[f"{INDENT}{x}," for x in (
+                q(self.name), py, f"_SPARK_{key}", f"_ARROW_{key}", f"_row_{key}",
+                f"_value_{key}", f"_arrow_{key}")], ")"]),
+        }
+
+
+def at(depth: int, lines: Iterable[str]) -> list[str]:
+    """``lines`` (no docstrings among them) printed ``depth`` levels in, each fitted there."""
+    return [out for line in lines for part in line.split("\n")
+            for out in fit_marked(INDENT * depth + part)]
 
 
 def codec(ctx: SparkContext, key: str, name: str, py_type: str, title: str,

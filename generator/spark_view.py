@@ -22,7 +22,7 @@ from protoframe.generator.frame_checks import structs_of
 from protoframe.generator.frame_ir import ArrayField, FrameSpec, StructDef, SwitchField, struct_refs
 from protoframe.generator.ir import Label, MessageType, Presence, Protocol
 from protoframe.generator.runtime_modules import ERRORS, SPARK_ROWS
-from protoframe.generator.spark_codec import CodecView, Column, codec
+from protoframe.generator.spark_codec import CodecView, Column, at, codec
 from protoframe.generator.spark_emit import SparkContext, field_message
 from protoframe.generator.spark_frames import FrameView, frame_view, union_codec
 from protoframe.generator.spark_kinds import TYPE_MAPPING, frame_kind, proto_kind
@@ -34,10 +34,10 @@ class SparkModuleView:
     module_doc: str
     import_lines: list[str]
     exports: list[str]
-    enum_lines: list[str]
+    enum_lines: list[str]  # these and the other lines: fitted at their depth in the template
     codecs: list[CodecView]
-    messages: list[tuple[str, str]]  # (full name, key)
-    structs: list[tuple[str, str]]
+    message_lines: list[str]  # MESSAGES' items: full name -> codec
+    struct_lines: list[str]  # STRUCTS' items
     frame: FrameView | None
 
 
@@ -80,6 +80,11 @@ def build_spark_module(protocol: Protocol, specs: list[FrameSpec],
                   "(pipeline/capture_decode.py).")
     intro += ("\n\nThis module imports pyspark and pyarrow; no other generated module "
               "imports it.\n\n" + TYPE_MAPPING)
+    for c in codecs:
+        c.fit()
+    if frame is not None:
+        frame.name_lines = at(1, frame.name_lines)
+        frame.table_lines = at(0, frame.table_lines)
     exports = [c.key for c in codecs if c.public] + ["MESSAGES", "STRUCTS"]
     if frame is not None:
         exports += ["FRAME", "command_name", "decode_frame"]
@@ -88,10 +93,12 @@ def build_spark_module(protocol: Protocol, specs: list[FrameSpec],
         module_doc=docstring(intro, ""),
         import_lines=ctx.imports.block(),
         exports=sorted(exports),
-        enum_lines=enum_lines,
+        enum_lines=at(0, enum_lines),
         codecs=codecs,
-        messages=[(m.full_name, ctx.keys[m.full_name]) for m in ctx.messages],
-        structs=[(s.name, ctx.keys[s.name]) for spec in specs for s in structs_of(spec)],
+        message_lines=at(1, [f"{q(m.full_name)}: {ctx.keys[m.full_name]},"
+                             for m in ctx.messages]),
+        struct_lines=at(1, [f"{q(s.name)}: {ctx.keys[s.name]},"
+                            for spec in specs for s in structs_of(spec)]),
         frame=frame,
     )
 

@@ -14,10 +14,10 @@ import pytest
 
 from protoframe.generator import build
 from protoframe.generator.build import generate
-from protoframe.generator.linefit import fit_source, mark_overlong
-from tests.support.paths import ROOT
+from protoframe.generator.linefit import LIMIT, fit_source, mark_overlong
+from tests.support.paths import DATA, ROOT
 
-FAMILIES = ("commands", "client", "machines")
+FAMILIES = ("commands", "client", "machines", "spark")
 
 
 @pytest.fixture(scope="module")
@@ -51,3 +51,10 @@ def test_no_whole_file_pass_runs_over_them(
     text = out.files[f"tubemq/{family}.py"]
     assert passed and text not in passed
 
+
+def test_long_names_are_fitted_in_the_spark_module_of_a_test_spec(tmp_path: Path) -> None:
+    shutil.copytree(DATA / "nested", tmp_path / "specs" / "nested")
+    text = generate(tmp_path / "specs", "specs", ["nested"],
+                    outputs=frozenset({"spark"})).files["nested/spark.py"]
+    assert mark_overlong(fit_source(text)) == text
+    assert max(len(line) for line in text.split("\n") if '"""' not in line) <= LIMIT

@@ -72,7 +72,6 @@ class ClientModuleView:
     module_doc: str
     class_name: str
     class_doc: str
-    frame_name: str
     import_lines: list[str]
     methods: list[MethodView]
     allocate: str | None
@@ -80,6 +79,8 @@ class ClientModuleView:
     allocator_args: str = ""  # the id range, for an allocated field narrower than 64 bits
     answer_arg: str = "body"  # what field_of reads correlation fields from
     handle_frame_doc: str = ""
+    # The template's lines naming the frame class, each fitted at its depth there.
+    lines: dict[str, list[str]] = field(default_factory=dict)
 
 
 class _Types:
@@ -152,11 +153,19 @@ def build_client_module(spec: FrameSpec) -> ClientModuleView:
             f"Typed requests over one {spec.protocol} connection.\n\nFeed every received frame "
             "to ``handle_frame``; call ``connection_lost`` when the connection ends so that no "
             "request is left waiting.", "    "),
-        frame_name=spec.frame.name,
         import_lines=imports.block(),
         methods=methods,
         allocate=spec.allocate,
         exports=[f"{title}Requests", "FrameSender"],
+        lines={
+            "send_frame": _at(1, [f"async def send_frame(self, frame: frames.{spec.frame.name})"
+                                  " -> None: ..."]),
+            # The parameters of a signature the template has broken after its "(".
+            "handle_params": _at(2, [f"self, frame: frames.{spec.frame.name}, "
+                                     "command: tuple[str, Any] | None = None"]),
+            "call_params": _at(2, [f"self, key: Hashable, frame: frames.{spec.frame.name}, "
+                                   "timeout: float | None, what: str"]),
+        },
         allocator_args=_allocator_args(spec),
         answer_arg="Command(body, frame)" if spec.frame_context else "body",
         handle_frame_doc=docstring(

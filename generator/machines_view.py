@@ -61,7 +61,6 @@ class MachinesModuleView:
     module_doc: str
     class_name: str
     class_doc: str
-    frame_name: str
     import_lines: list[str]
     machines: list[MachineView]
     functions: list[str]  # source lines of helper functions, fitted
@@ -69,10 +68,11 @@ class MachinesModuleView:
     hooks: list[HookView]
     body_lines: list[str]  # how command_of gets (name, body) from a frame, fitted
     machines_line: list[str]  # the MACHINES list
+    # The template's lines naming the frame class or the hooks, each fitted at its depth there.
+    lines: dict[str, list[str]]
     hooks_class: str
     hooks_doc: str
     exports: list[str]
-    decoder_args: str = ""  # a server decodes what clients send, where layouts differ
     keyed: bool = False  # whether any machine has a key function
     command_of_doc: str = '"""The command name of a frame (as the spec names it) and its body."""'
     # What the state machines are given for a command: its body, or (when answers are
@@ -185,6 +185,24 @@ def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
             "}",
         ]
     caches = any(route.payload is not None for route in spec.routes)
+    frame = f"frames.{spec.frame.name}"
+    decoder_args = ", to_server=server" if any(
+        c.to_server is not c.to_client for f in spec.frame.fields
+        if isinstance(f, SwitchField) for c in f.cases) else ""
+    lines = {
+        "command_of_def": fitted([f"def command_of(frame: {frame}) -> tuple[str, Any]:"]),
+        "params": fitted([f"hooks: {title}Hooks | None = None,",
+                          f"on_violation: ViolationPolicy[{frame}] = refuse,"], 2),
+        "decoder": fitted([f"self.decoder = frames.StreamDecoder(max_frame_size{decoder_args})"],
+                          2),
+        "cache": fitted([f"self._commands: dict[int, tuple[{frame}, str, Any]] = {{}}"], 2),
+        "send_def": fitted([f"def send(self, frame: {frame}) -> bytes:"], 1),
+        "receive_def": fitted([f"def receive_data(self, data: bytes) -> list[{frame}]:"], 1),
+        # A continuation line of the list comprehension above it, aligned with its start.
+        "keep": fit_marked(" " * 33 + f"if isinstance(frame, {frame})"),
+        "handle_def": fitted([f"def _handle(self, frame: {frame}) -> bool:"], 1),
+        "command_def": fitted([f"def command(self, frame: {frame}) -> tuple[str, Any]:"], 1),
+    }
     extra_exports = (["Command"] if spec.frame_context else []) + \
         (["frame_of", *[b.name for b in builders]] if builders else [])
     return MachinesModuleView(
@@ -204,7 +222,6 @@ def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
             "command of the spec) goes to ``on_violation``, which keeps it, drops it or raises; "
             "the default, ``refuse``, raises the ``ProtocolViolation`` (or "
             "``UnknownCommandError``).", "    "),
-        frame_name=spec.frame.name,
         import_lines=imports.block(),
         machines=machines,
         functions=fitted(functions),
@@ -222,9 +239,7 @@ def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
             "against its command's body type; at run time the protocol calls just the methods "
             "your object has.", "    "),
         keyed=any(mv.key_of for mv in machines),
-        decoder_args=", to_server=server" if any(
-            c.to_server is not c.to_client for f in spec.frame.fields
-            if isinstance(f, SwitchField) for c in f.cases) else "",
+        lines=lines,
         exports=sorted([f"{title}Protocol", f"{title}Hooks", "MACHINES", "INTERACTIONS",
                         "command_of", "field_of"]
                        + [m.enum for m in machines] + extra_exports),

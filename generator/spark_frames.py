@@ -26,6 +26,8 @@ class FrameView:
     name_lines: list[str]
     # Module-level tables ``command_name`` reads (the value -> name of each ``commands:`` route).
     table_lines: list[str] = field(default_factory=list)
+    # The template's lines naming the frame's class, each fitted at its depth there.
+    fitted: dict[str, list[str]] = field(default_factory=dict)
 
 
 def alternatives(f: SwitchField) -> list[StructDef]:

@@ -85,6 +85,14 @@ def build_spark_module(protocol: Protocol, specs: list[FrameSpec],
     if frame is not None:
         frame.name_lines = at(1, frame.name_lines)
         frame.table_lines = at(0, frame.table_lines)
+        py = frame.py_type
+        frame.fitted = {
+            "constant": at(0, [f"FRAME: RowCodec[{py}] = {frame.key}"]),
+            "decode_returns": at(0, [f") -> tuple[{py} | None, str | None]:"]),
+            "decode": at(2, [f"return {frame.decode_expr}, None"]),
+            "keep": at(2, [f"frame = value if isinstance(value, {py}) else None"]),
+            "command_name": at(0, [f"def command_name(frame: {py}) -> str:"]),
+        }
     exports = [c.key for c in codecs if c.public] + ["MESSAGES", "STRUCTS"]
     if frame is not None:
         exports += ["FRAME", "command_name", "decode_frame"]

@@ -15,6 +15,7 @@ import pytest
 from protoframe.generator import build
 from protoframe.generator.build import generate
 from protoframe.generator.linefit import LIMIT, fit_source, mark_overlong
+from tests.generator.spec_cases import GOOD_SPEC, MINI_PROTO
 from tests.support.paths import DATA, ROOT
 
 FAMILIES = ("commands", "client", "machines", "spark")
@@ -58,3 +59,24 @@ def test_long_names_are_fitted_in_the_spark_module_of_a_test_spec(tmp_path: Path
                     outputs=frozenset({"spark"})).files["nested/spark.py"]
     assert mark_overlong(fit_source(text)) == text
     assert max(len(line) for line in text.split("\n") if '"""' not in line) <= LIMIT
+
+
+LONG_FRAME = "FrameOfAProtocolWhoseAuthorsLikedLongNamesVeryMuchIndeedSoMuch"
+
+
+def test_long_names_in_template_lines_are_fitted_by_the_views(tmp_path: Path) -> None:
+    # The skeleton's own lines (signatures naming the frame class, the hooks) are long here.
+    spec = (GOOD_SPEC.replace("name: Frame", f"name: {LONG_FRAME}")
+            .replace("protocol: mini", "protocol: a_protocol_whose_authors_liked_long_names"))
+    spec_dir = tmp_path / "specs" / "mini"
+    spec_dir.mkdir(parents=True)
+    (spec_dir / "mini.proto").write_text(MINI_PROTO)
+    (spec_dir / "mini.yaml").write_text(spec)
+    out = generate(tmp_path / "specs", "specs")
+    for family in FAMILIES:
+        text = out.files[f"mini/{family}.py"]
+        assert LONG_FRAME in text or family == "commands"  # an envelope's names no frame
+        long = [line for line in text.split("\n") if len(line) > LIMIT
+                and "# noqa: E501" not in line and '"""' not in line
+                and not line.lstrip().startswith("#")]
+        assert long == [], family

@@ -173,22 +173,22 @@ def _render_protocol(
         files.append(("frames", "frames", display, _fit(
             render(env, "python/frames.py.j2", m=build_frames_module(spec)))))
         if has_commands_module(spec):
-            files.append(("frames", "commands", display, _fit(
-                render(env, "python/commands.py.j2", m=build_commands_module(spec)))))
+            files.append(("frames", "commands", display,
+                          render(env, "python/commands.py.j2", m=build_commands_module(spec))))
         if spec.machines or spec.requests or spec.routes:
-            files.append(("frames", "machines", display, _fit(
-                render(env, "python/machines.py.j2", m=build_machines_module(spec)))))
+            files.append(("frames", "machines", display,
+                          render(env, "python/machines.py.j2", m=build_machines_module(spec))))
         if spec.requests:
-            files.append(("frames", "client", display, _fit(
-                render(env, "python/client.py.j2", m=build_client_module(spec)))))
+            files.append(("frames", "client", display,
+                          render(env, "python/client.py.j2", m=build_client_module(spec))))
         doc = build_protocol_doc(env, spec, protocol, changes)
         if "docs" in outputs:
             out.docs[f"{protocol.name}.md"] = doc
     # Spark schemas and row/Arrow conversions: the only generated module importing pyspark.
     if frame_specs or any(p.messages for p in protocol.files):
-        files.append(("spark", "spark", f"{display_root}/{protocol.name}", _fit(render(
+        files.append(("spark", "spark", f"{display_root}/{protocol.name}", render(
             env, "python/spark.py.j2",
-            m=build_spark_module(protocol, frame_specs, display_root)))))
+            m=build_spark_module(protocol, frame_specs, display_root))))
     modules = []
     for output, module, source, text in files:
         if output in outputs:
@@ -211,7 +211,9 @@ def _render_protocol(
 
 
 def _fit(text: str) -> str:
-    """A rendered module under the line policy: fitted, and what cannot be fitted marked."""
+    """A rendered protobuf or frames module under the line policy: fitted, and what cannot be
+    fitted marked. (The commands, machines, client and Spark views fit their lines themselves,
+    at the depth each is printed; these two modules still come out of this whole-file pass.)"""
     return mark_overlong(fit_source(text))
 
 

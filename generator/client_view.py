@@ -9,9 +9,10 @@ become ``RequestFailed``; a closed connection fails every waiting request.
 from __future__ import annotations
 
 import keyword
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from protoframe.generator.codewriter import docstring, q
+from protoframe.generator.codewriter import Imports, docstring, q
 from protoframe.generator.frame_ir import (
     ArrayField,
     BoolField,
@@ -30,11 +31,15 @@ from protoframe.generator.frame_ir import (
     nested_struct,
 )
 from protoframe.generator.ir import Field, Label, Presence
+from protoframe.generator.linefit import INDENT, fit_marked
 from protoframe.generator.machines_view import builder_name, builder_params
+from protoframe.generator.runtime_modules import CORRELATION, ERRORS, MACHINE
 
 
 @dataclass
 class MethodView:
+    """One request method; the ``*_lines`` are fitted at the depth the template prints them."""
+
     name: str
     params: list[str]  # parameter declarations after self
     doc: str
@@ -47,6 +52,27 @@ class MethodView:
     response_test: str = ""  # when the answer is returned, when not name == response
     until: str = ""  # for a streamed answer: the frozenset of the commands that end it
     errors: str = ""  # for a streamed answer: the tuple of its error commands
+    param_lines: list[str] = field(init=False)
+    body_fitted: list[str] = field(init=False)  # body_lines as printed
+    call_lines: list[str] = field(init=False)  # the arguments of self._call(...)
+    answer_lines: list[str] = field(init=False)  # the answer's check
+    test_lines: list[str] = field(init=False)  # the response_test's if, when there is one
+    collect_lines: list[str] = field(init=False)  # the arguments of self._collect(...)
+
+    def __post_init__(self) -> None:
+        self.param_lines = _at(2, (f"{p}," for p in self.params))
+        self.body_fitted = _at(2, self.body_lines)
+        self.call_lines = _at(3, [f"({q(self.request)}, {self.key_expr}), frame, timeout, "
+                                  f"{q(self.request)}"])
+        self.answer_lines = _at(3, [f"assert isinstance(answer, {self.response_type})"])
+        self.test_lines = _at(2, [f"if {self.response_test}:"] if self.response_test else [])
+        self.collect_lines = _at(3, [f"({q(self.request)}, {self.key_expr}), frame, timeout, "
+                                     f"{q(self.request)}, {self.until},"] if self.until else [])
+
+
+def _at(depth: int, lines: Iterable[str]) -> list[str]:
+    """``lines`` as statements ``depth`` levels in, each fitted there."""
+    return [out for line in lines for out in fit_marked(INDENT * depth + line)]
 
 
 @dataclass
@@ -55,28 +81,26 @@ class ClientModuleView:
     module_doc: str
     class_name: str
     class_doc: str
-    frame_name: str
-    local_imports: list[str]
+    import_lines: list[str]
     methods: list[MethodView]
     allocate: str | None
     exports: list[str]
-    uses_uuid: bool = False
-    machines_imports: list[str] = field(default_factory=list)  # lines importing from .machines
     allocator_args: str = ""  # the id range, for an allocated field narrower than 64 bits
     answer_arg: str = "body"  # what field_of reads correlation fields from
     handle_frame_doc: str = ""
     streams: bool = False  # some request is answered by a stream (``_collect``)
+    # The template's lines naming the frame class, each fitted at its depth there.
+    lines: dict[str, list[str]] = field(default_factory=dict)
 
 
 class _Types:
     def __init__(self, spec: FrameSpec) -> None:
         self.spec = spec
-        self.modules: set[str] = set()
-        self.uses_uuid = False
+        self.imports = Imports()
 
     def proto(self, full_name: str, py_path: str) -> str:
         module = self.spec.proto_modules[full_name]
-        self.modules.add(module)
+        self.imports.use(".", module)
         return f"{module}.{py_path}"
 
     def body_type(self, info: CommandInfo) -> str:
@@ -103,21 +127,30 @@ class _Types:
 
 def build_client_module(spec: FrameSpec) -> ClientModuleView:
     types = _Types(spec)
+    imports = types.imports
+    # What the template's skeleton (FrameSender, the requests class, _ANSWERS) names.
+    imports.use("collections.abc", "Hashable")
+    imports.use("typing", "Any")
+    imports.use("typing", "Protocol")
+    imports.use(CORRELATION, "IdAllocator")
+    imports.use(CORRELATION, "RequestTable")
+    imports.use(MACHINE, "answering")
+    imports.use(ERRORS, "RequestFailed")
+    imports.use(".", "frames")
+    imports.use(".commands", "INTERACTIONS")
+    imports.use(".machines", "command_of")
+    imports.use(".machines", "field_of")
     frame_extra = [f for f in spec.frame.data_fields
                    if not (isinstance(f, ProtoField) and f.dispatch_on is not None)
                    and not isinstance(f, SwitchField)]
     methods = [_method(spec, types, r, frame_extra) for r in spec.requests]
     title = "".join(p.capitalize() for p in spec.protocol.replace("-", "_").split("_"))
-    from_machines = ["command_of", "field_of"]
     if spec.frame_context:
-        from_machines.insert(0, "Command")
-    from_machines += sorted({builder_name(r.request) for r in spec.requests
-                             if spec.commands[r.request].routed is not None})
-    if len(from_machines) > 2:
-        machines_imports = ["from .machines import (", *[f"    {n}," for n in from_machines],
-                            ")"]
-    else:
-        machines_imports = [f"from .machines import {', '.join(from_machines)}"]
+        imports.use(".machines", "Command")  # in answer_arg
+    # More than the two names every client imports from machines are listed one per line, as
+    # this module always listed them.
+    if len(imports.names(".machines")) > 2:
+        imports.list_one_per_line(".machines")
     return ClientModuleView(
         source=spec.path,
         module_doc=docstring(
@@ -130,14 +163,19 @@ def build_client_module(spec: FrameSpec) -> ClientModuleView:
             f"Typed requests over one {spec.protocol} connection.\n\nFeed every received frame "
             "to ``handle_frame``; call ``connection_lost`` when the connection ends so that no "
             "request is left waiting.", "    "),
-        frame_name=spec.frame.name,
-        local_imports=["from . import " + ", ".join(sorted({"frames", *types.modules})),
-                       "from .commands import INTERACTIONS"],
-        uses_uuid=types.uses_uuid,
+        import_lines=imports.block(),
         methods=methods,
         allocate=spec.allocate,
         exports=[f"{title}Requests", "FrameSender"],
-        machines_imports=machines_imports,
+        lines={
+            "send_frame": _at(1, [f"async def send_frame(self, frame: frames.{spec.frame.name})"
+                                  " -> None: ..."]),
+            # The parameters of a signature the template has broken after its "(".
+            "handle_params": _at(2, [f"self, frame: frames.{spec.frame.name}, "
+                                     "command: tuple[str, Any] | None = None"]),
+            "call_params": _at(2, [f"self, key: Hashable, frame: frames.{spec.frame.name}, "
+                                   "timeout: float | None, what: str"]),
+        },
         allocator_args=_allocator_args(spec),
         answer_arg="Command(body, frame)" if spec.frame_context else "body",
         streams=any(r.until for r in spec.requests),
@@ -414,7 +452,9 @@ def _routed_method(spec: FrameSpec, types: _Types, r: Request, info: CommandInfo
         required.append(f"{local}: {_struct_ann(types, f)}")
         args.append(f"{pname}={local}")
     kwargs = "".join(f", {a}" for a in args)
-    lines.append(f"frame = {builder_name(r.request)}(request{kwargs})")
+    builder = builder_name(r.request)
+    types.imports.use(".machines", builder)
+    lines.append(f"frame = {builder}(request{kwargs})")
     body_attrs = {k: f"request.{v}" for k, v in info.body_fields.items()}
     key = [f"frame.{c}" if c in r.frame_correlate else body_attrs[c] for c in r.correlate]
     doc = (_returned(r)
@@ -452,7 +492,7 @@ def _struct_ann(types: _Types, f: FrameField) -> str:
     if isinstance(f, StringField):
         return "str"
     if isinstance(f, UuidField):
-        types.uses_uuid = True
+        types.imports.use("uuid", "UUID")
         return "UUID"
     if isinstance(f, ProtoField) and f.message is not None:
         return types.proto(f.message.full_name, f.message.py_path)

@@ -95,6 +95,14 @@ class Imports:
     def __contains__(self, module: str) -> bool:
         return module in self._names or module in self._modules
 
+    def names(self, module: str) -> frozenset[str]:
+        """The names recorded from ``module``."""
+        return frozenset(self._names.get(module, ()))
+
+    def list_one_per_line(self, module: str) -> None:
+        """List ``module``'s names one per line from now on, however few."""
+        self._one_per_line += (module,)
+
     def lines(self, limit: int = LIMIT) -> list[str]:
         """The import lines of every section, without the blank lines between sections."""
         return [line for section in self.sections(limit) for line in section]

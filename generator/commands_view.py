@@ -8,27 +8,29 @@ this module instead of each carrying its own copy of the list.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from protoframe.generator.codewriter import docstring, q
+from protoframe.generator.codewriter import Imports, docstring, q
 from protoframe.generator.frame_ir import FrameSpec, ProtoField, Request, SwitchField
+from protoframe.generator.linefit import INDENT, fit_marked
+from protoframe.generator.runtime_modules import MACHINE
 
 
 @dataclass
 class CommandsModuleView:
+    """What ``commands.py.j2`` prints; each ``*_lines`` list is fitted at its depth there."""
+
     source: str
     module_doc: str
-    hooks_class: str  # the generated hooks Protocol (in machines.py) the hook names refer to
-    # The columns of a row besides name and hook, as (attribute, annotation, comment).
-    columns: list[tuple[str, str, str]]
-    rows: list[str]  # CommandDef(...) expressions
-    # Lookups built from the rows at import, as (name, annotation, expression, comment).
-    lookups: list[tuple[str, str, str, str]]
-    interactions: list[str]
-    local_imports: list[str] = field(default_factory=list)
+    # CommandDef's fields: name, hook (naming the hooks Protocol of machines.py), the rest.
+    field_lines: list[str]
+    row_lines: list[str]  # the CommandDef(...) rows of COMMANDS
+    # Lookups built from the rows at import, as (name, comment, lines).
+    lookups: list[tuple[str, str, list[str]]]
+    interaction_lines: list[str]
+    import_lines: list[str] = field(default_factory=list)
     prelude: list[str] = field(default_factory=list)  # aliases the rows use
-    routed: bool = False  # rows carry body decoders (Callable, Any)
-    guarded: bool = False  # some request is answered only when its fields say so
 
 
 def snake(name: str) -> str:
@@ -61,7 +63,14 @@ def build_commands_module(spec: FrameSpec) -> CommandsModuleView:
     columns: list[tuple[str, str, str]] = []
     rows: list[str] = []
     lookups: list[tuple[str, str, str, str]] = []
-    imports: list[str] = []
+    imports = Imports()
+    # What the template's CommandDef and INTERACTIONS name.
+    imports.use("typing", "NamedTuple")
+    imports.use(MACHINE, "Interaction")
+    if any(r.when is not None or r.choices for r in spec.requests):
+        # The functions reading a request's fields (its when:, its chosen answers).
+        imports.use("collections.abc", "Callable")
+        imports.use("typing", "Any")
     prelude: list[str] = []
     envelope = next((f for f in spec.frame.fields
                      if isinstance(f, ProtoField) and f.dispatch_on is not None), None)
@@ -72,7 +81,7 @@ def build_commands_module(spec: FrameSpec) -> CommandsModuleView:
         assert enum is not None
         module = spec.proto_modules[enum.full_name]
         enum_ref = f"{module}.{enum.py_path}"
-        imports.append(f"from . import {module}")
+        imports.use(".", module)
         prelude.append(f"_Type = {enum_ref}")
         selector = envelope.dispatch_on.py_name
         envelope_name = envelope.message.proto_name
@@ -92,7 +101,7 @@ def build_commands_module(spec: FrameSpec) -> CommandsModuleView:
              "Body field by type: how frames checks (and the compiled codec finds) a body."),
         ]
     elif switch is not None and not spec.routes:
-        imports.append("from . import frames")
+        imports.use(".", "frames")
         columns = [("bodies", "tuple[type, ...]", "the frame body classes carrying it")]
         for c in switch.cases:
             for name, direction in c.commands:
@@ -105,9 +114,7 @@ def build_commands_module(spec: FrameSpec) -> CommandsModuleView:
                     "{body: c.name for c in COMMANDS for body in c.bodies}",
                     "Command by body class: how machines.command_of names a frame's command.")]
     elif spec.routes:
-        columns, rows, lookups, modules = _routed(spec)
-        if modules:
-            imports.append(f"from . import {', '.join(sorted(modules))}")
+        columns, rows, lookups = _routed(spec, imports)
     else:
         rows = [f"CommandDef({q(name)}, {q(hook_name(name))})" for name in spec.commands]
     lookups.append(("HOOKS", "dict[str, str]", "{c.name: c.hook for c in COMMANDS}",
@@ -118,6 +125,7 @@ def build_commands_module(spec: FrameSpec) -> CommandsModuleView:
         lookups.append(("PROTOCOL_VERSION", "int", str(max(v.number for v in version.values)),
                         f"The newest {version.proto_name} of the spec: the protocol version a "
                         "peer generated from it speaks."))
+    hooks_class = f"{title}Hooks"
     return CommandsModuleView(
         source=spec.path,
         module_doc=docstring(
@@ -126,17 +134,30 @@ def build_commands_module(spec: FrameSpec) -> CommandsModuleView:
             "dispatched to and what names it on the wire, and each request once "
             "(``INTERACTIONS``), with the commands answering it; frames, machines and client "
             "read their lookups from here.", ""),
-        hooks_class=f"{title}Hooks",
-        columns=columns,
-        rows=rows,
-        lookups=lookups,
-        interactions=[_interaction(r) for r in spec.requests],
-        local_imports=imports,
-        prelude=prelude + [_answered_function(r) for r in spec.requests if r.when is not None]
-        + [_choose_function(r) for r in spec.requests if r.choices],
-        routed=bool(spec.routes),
-        guarded=any(r.when is not None or r.choices for r in spec.requests),
+        field_lines=_in_class([
+            "name: str  # as the spec names it",
+            f"hook: str  # the {hooks_class} method a received one is dispatched to",
+            *[f"{attr}: {ann}  # {comment}" for attr, ann, comment in columns]]),
+        row_lines=_in_class(f"{row}," for row in rows),
+        lookups=[(name, comment, [line for text in f"{name}: {ann} = {expr}".split("\n")
+                                  for line in fit_marked(text)])
+                 for name, ann, expr, comment in lookups],
+        interaction_lines=_in_class(f"{_interaction(r)}," for r in spec.requests),
+        import_lines=imports.block(),
+        prelude=["\n".join(fit_marked(text)) for text in prelude]
+        + [_fitted_function(_answered_function(r)) for r in spec.requests if r.when is not None]
+        + [_fitted_function(_choose_function(r)) for r in spec.requests if r.choices],
     )
+
+
+def _fitted_function(text: str) -> str:
+    """A module-level function's lines, each fitted at its own depth."""
+    return "\n".join(out for line in text.split("\n") for out in fit_marked(line))
+
+
+def _in_class(lines: Iterable[str]) -> list[str]:
+    """``lines`` one level in (a class body, a display's items), each fitted there."""
+    return [out for line in lines for out in fit_marked(INDENT + line)]
 
 
 def route_table(index: int) -> str:
@@ -144,10 +165,11 @@ def route_table(index: int) -> str:
     return f"ROUTE_{index}"
 
 
-def _routed(spec: FrameSpec) -> tuple[list[tuple[str, str, str]], list[str],
-                                      list[tuple[str, str, str, str]], set[str]]:
-    """Columns, rows and lookups of commands named by routes (``commands:``), and the protobuf
-    modules their decoders come from."""
+def _routed(spec: FrameSpec, imports: Imports) -> tuple[
+        list[tuple[str, str, str]], list[str], list[tuple[str, str, str, str]]]:
+    """Columns, rows and lookups of commands named by routes (``commands:``)."""
+    imports.use("collections.abc", "Callable")
+    imports.use("typing", "Any")
     columns = [
         ("route", "int", "the spec's route naming it (machines._route_<n>)"),
         ("value", "int | None", "the value naming it there; None: the route's only one"),
@@ -155,13 +177,12 @@ def _routed(spec: FrameSpec) -> tuple[list[tuple[str, str, str]], list[str],
     ]
     rows: list[str] = []
     lookups: list[tuple[str, str, str, str]] = []
-    modules: set[str] = set()
     for route in spec.routes:
         for cmd in route.commands:
             decode = "None"
             if route.payload is not None and cmd.message is not None:
                 module = spec.proto_modules[cmd.message.full_name]
-                modules.add(module)
+                imports.use(".", module)
                 decode = f"{module}.{cmd.message.py_path}.decode"
             rows.append(f"CommandDef({q(cmd.name)}, {q(hook_name(cmd.name))}, {route.index}, "
                         f"{cmd.value}, {decode})")
@@ -180,7 +201,7 @@ def _routed(spec: FrameSpec) -> tuple[list[tuple[str, str, str]], list[str],
                 f"{{\n    c.value: c.name for c in COMMANDS if c.route == {route.index} and "
                 "c.value is not None\n}",
                 f"Name by {where}: how machines names such a frame's command."))
-    return columns, rows, lookups, modules
+    return columns, rows, lookups
 
 
 def _interaction(r: Request) -> str:

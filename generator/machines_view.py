@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from protoframe.generator.codewriter import docstring, q
+from protoframe.generator.codewriter import Imports, docstring, q
 from protoframe.generator.commands_view import hook_name, protocol_title, route_table
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.expr import Expr
@@ -29,6 +29,9 @@ from protoframe.generator.frame_ir import (
     RoutedCommand,
     SwitchField,
 )
+from protoframe.generator.ir import EnumType, MessageType
+from protoframe.generator.linefit import INDENT, fit_marked
+from protoframe.generator.runtime_modules import ERRORS, MACHINE
 
 
 @dataclass
@@ -37,6 +40,7 @@ class HookView:
     command: str
     body_type: str
     doc: str
+    def_lines: list[str]  # its ``def`` line, fitted two levels in
 
 
 @dataclass
@@ -47,7 +51,7 @@ class MachineView:
     doc: str
     states: list[tuple[str, str]]  # (member, value)
     initial_member: str
-    rules: list[str]  # Rule(...) expressions
+    rule_lines: list[str]  # the Rule(...) items of its rules list, fitted there
     key_of: str | None  # name of the key function or None
 
 
@@ -57,22 +61,20 @@ class MachinesModuleView:
     module_doc: str
     class_name: str
     class_doc: str
-    frame_name: str
-    local_imports: list[str]
+    import_lines: list[str]
     machines: list[MachineView]
-    functions: list[str]  # source lines of helper functions
-    name_table: list[str]
+    functions: list[str]  # source lines of helper functions, fitted
+    name_table: list[str]  # fitted
     hooks: list[HookView]
-    body_expr: str  # how to get (name, body) from a frame, see template
+    body_lines: list[str]  # how command_of gets (name, body) from a frame, fitted
+    machines_line: list[str]  # the MACHINES list
+    # The template's lines naming the frame class or the hooks, each fitted at its depth there.
+    lines: dict[str, list[str]]
     hooks_class: str
     hooks_doc: str
     exports: list[str]
-    decoder_args: str = ""  # a server decodes what clients send, where layouts differ
     keyed: bool = False  # whether any machine has a key function
     command_of_doc: str = '"""The command name of a frame (as the spec names it) and its body."""'
-    abc_imports: str = "Hashable"
-    error_imports: str = "DecodeError"
-    uses_dataclass: bool = False
     # What the state machines are given for a command: its body, or (when answers are
     # correlated by fields of the frame) a Command holding the body and the frame.
     machine_arg: str = "body"
@@ -85,15 +87,32 @@ class MachinesModuleView:
     command_doc: str = ""
 
 
+def proto_ref(spec: FrameSpec, imports: Imports, t: MessageType | EnumType) -> str:
+    """``module.Class`` of a protobuf message or enum, its module imported."""
+    module = spec.proto_modules[t.full_name]
+    imports.use(".", module)
+    return f"{module}.{t.py_path}"
+
+
 def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
-    proto_mods: set[str] = set()
+    imports = Imports(one_per_line=(MACHINE,))
+    # What the template's skeleton (hooks Protocol, protocol class) names.
+    imports.use("typing", "TYPE_CHECKING")
+    imports.use("typing", "Any")
+    imports.use("typing", "Protocol")
+    imports.use("collections.abc", "Hashable")
+    for name in ("MachineDef", "MachineSet", "ProtocolViolation", "ViolationPolicy",
+                 "hook_table", "refuse"):
+        imports.use(MACHINE, name)
+    imports.use(ERRORS, "DecodeError")
+    imports.use(".", "frames")
+    imports.use(".commands", "HOOKS")
+    imports.use(".commands", "INTERACTIONS")
 
     def body_type(info: CommandInfo) -> str:
         msg = info.body_message
         if msg is not None:
-            module = spec.proto_modules[msg.full_name]
-            proto_mods.add(module)
-            return f"{module}.{msg.py_path}"
+            return proto_ref(spec, imports, msg)
         if len(info.layouts) > 1:
             # Which layout arrives depends on the side: a server gets requests, a client replies.
             return " | ".join(f"frames.{s.name}" for s in info.layouts)
@@ -101,19 +120,21 @@ def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
 
     functions: list[str] = []
     if spec.frame_context:
-        functions += _command_class(spec)
-    machines = [_machine_view(spec, m, functions, body_type) for m in spec.machines]
-    hooks = [
-        HookView(
+        functions += _command_class(spec, imports)
+    machines = [_machine_view(spec, imports, m, functions) for m in spec.machines]
+    hooks = []
+    for name, info in spec.commands.items():
+        body = body_type(info)
+        hooks.append(HookView(
             name=hook_name(name),
             command=name,
-            body_type=body_type(info),
+            body_type=body,
             doc=docstring(f"A {name} command arrived and passed the state machines.",
                           "            "),
-        )
-        for name, info in spec.commands.items()
-    ]
-    name_table, body_expr, lookup = _naming(spec, body_type)
+            def_lines=fitted([f"def {hook_name(name)}(self, body: {body}, frame: "
+                              f"frames.{spec.frame.name}) -> None:"], 2),
+        ))
+    name_table, body_expr = _naming(spec, imports)
     title = protocol_title(spec)
     attrs = _field_attrs(spec)
     if spec.frame_context:
@@ -144,9 +165,10 @@ def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
         "",
         f"_ATTRS: dict[str, str] = {{{', '.join(f'{q(k)}: {q(v)}' for k, v in attrs)}}}",
     ]
-    builders = _builders(spec, body_type) if spec.routes else []
+    builders = _builders(spec, imports, body_type) if spec.routes else []
     functions += [line for b in builders for line in b.lines]
     if builders:
+        imports.use("collections.abc", "Callable")
         functions += [
             "",
             "",
@@ -163,6 +185,24 @@ def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
             "}",
         ]
     caches = any(route.payload is not None for route in spec.routes)
+    frame = f"frames.{spec.frame.name}"
+    decoder_args = ", to_server=server" if any(
+        c.to_server is not c.to_client for f in spec.frame.fields
+        if isinstance(f, SwitchField) for c in f.cases) else ""
+    lines = {
+        "command_of_def": fitted([f"def command_of(frame: {frame}) -> tuple[str, Any]:"]),
+        "params": fitted([f"hooks: {title}Hooks | None = None,",
+                          f"on_violation: ViolationPolicy[{frame}] = refuse,"], 2),
+        "decoder": fitted([f"self.decoder = frames.StreamDecoder(max_frame_size{decoder_args})"],
+                          2),
+        "cache": fitted([f"self._commands: dict[int, tuple[{frame}, str, Any]] = {{}}"], 2),
+        "send_def": fitted([f"def send(self, frame: {frame}) -> bytes:"], 1),
+        "receive_def": fitted([f"def receive_data(self, data: bytes) -> list[{frame}]:"], 1),
+        # A continuation line of the list comprehension above it, aligned with its start.
+        "keep": fit_marked(" " * 33 + f"if isinstance(frame, {frame})"),
+        "handle_def": fitted([f"def _handle(self, frame: {frame}) -> bool:"], 1),
+        "command_def": fitted([f"def command(self, frame: {frame}) -> tuple[str, Any]:"], 1),
+    }
     extra_exports = (["Command"] if spec.frame_context else []) + \
         (["frame_of", *[b.name for b in builders]] if builders else [])
     return MachinesModuleView(
@@ -182,15 +222,14 @@ def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
             "command of the spec) goes to ``on_violation``, which keeps it, drops it or raises; "
             "the default, ``refuse``, raises the ``ProtocolViolation`` (or "
             "``UnknownCommandError``).", "    "),
-        frame_name=spec.frame.name,
-        local_imports=["from . import " + ", ".join(sorted({"frames", *proto_mods})),
-                       "from .commands import " + ", ".join(
-                           sorted({"HOOKS", "INTERACTIONS", *lookup}))],
+        import_lines=imports.block(),
         machines=machines,
-        functions=functions,
-        name_table=name_table,
+        functions=fitted(functions),
+        name_table=fitted(name_table),
         hooks=hooks,
-        body_expr=body_expr,
+        body_lines=fitted(body_expr.split("\n"), 1),
+        machines_line=fitted(
+            [f"MACHINES: list[MachineDef] = [{', '.join(mv.const for mv in machines)}]"]),
         hooks_class=f"{title}Hooks",
         hooks_doc=docstring(
             f"What an object given to ``{title}Protocol(hooks=...)`` may implement: one method "
@@ -200,9 +239,7 @@ def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
             "against its command's body type; at run time the protocol calls just the methods "
             "your object has.", "    "),
         keyed=any(mv.key_of for mv in machines),
-        decoder_args=", to_server=server" if any(
-            c.to_server is not c.to_client for f in spec.frame.fields
-            if isinstance(f, SwitchField) for c in f.cases) else "",
+        lines=lines,
         exports=sorted([f"{title}Protocol", f"{title}Hooks", "MACHINES", "INTERACTIONS",
                         "command_of", "field_of"]
                        + [m.enum for m in machines] + extra_exports),
@@ -211,18 +248,23 @@ def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
             "``UnknownCommandError`` when no route of the spec names a command, and the body's "
             "``DecodeError`` when its serialized body does not decode.", "    ")
         if spec.routes else MachinesModuleView.command_of_doc,
-        abc_imports="Callable, Hashable" if spec.routes else "Hashable",
-        error_imports=("DecodeError, UnknownCommandError"
-                       + (", UnknownCommandTypeError" if any(r.on is not None
-                                                            for r in spec.routes) else "")
-                       if spec.routes else "DecodeError"),
-        uses_dataclass=spec.frame_context,
         machine_arg="Command(body, frame)" if spec.frame_context else "body",
         caches_commands=caches,
         names_unknown=bool(spec.routes),
         receive_data_doc=_receive_data_doc(caches),
         command_doc=_command_doc(f"{title}Requests" if spec.requests else None, caches),
     )
+
+
+def fitted(lines: list[str], depth: int = 0) -> list[str]:
+    """``lines`` printed ``depth`` levels in: each statement fitted there, docstrings as built.
+
+    A docstring is one item of ``lines`` (``docstring`` returns it whole, quotes included).
+    """
+    lead = INDENT * depth
+    return [out for line in lines
+            for out in ([lead + line] if '"""' in line
+                        else [o for part in line.split("\n") for o in fit_marked(lead + part)])]
 
 
 def _receive_data_doc(caches: bool) -> str:
@@ -254,18 +296,19 @@ def _command_doc(requests: str | None, caches: bool) -> str:
     return docstring(text, "        ")
 
 
-def _command_class(spec: FrameSpec) -> list[str]:
+def _command_class(spec: FrameSpec, imports: Imports) -> list[str]:
+    imports.use("dataclasses", "dataclass")
     fields = sorted({c for r in spec.requests for c in r.frame_correlate})
     return [
         "",
         "",
         "@dataclass(frozen=True, slots=True)",
         "class Command:",
-        '    """A command as the state machines see it: its body and the frame that carried it.',
-        "",
+        '    """A command as the state machines see it: its body and the frame that carried it.\n'
+        "\n"
         f"    Answers are correlated with requests by fields of the frame itself "
-        f"({', '.join(fields)}),",
-        "    so the machines need both.",
+        f"({', '.join(fields)}),\n"
+        "    so the machines need both.\n"
         '    """',
         "",
         "    body: Any",
@@ -291,7 +334,8 @@ def builder_params(cmd: RoutedCommand) -> list[tuple[str, FrameField]]:
             for f in cmd.params]
 
 
-def _builders(spec: FrameSpec, body_type: Callable[[CommandInfo], str]) -> list[_Builder]:
+def _builders(spec: FrameSpec, imports: Imports,
+              body_type: Callable[[CommandInfo], str]) -> list[_Builder]:
     out = []
     for route in spec.routes:
         for cmd in route.commands:
@@ -301,7 +345,7 @@ def _builders(spec: FrameSpec, body_type: Callable[[CommandInfo], str]) -> list[
             name = builder_name(cmd.name)
             params = builder_params(cmd)
             names = {id(f): p for p, f in params}
-            kw = "".join(f", {p}: {frame_field_ann(f)}" for p, f in params)
+            kw = "".join(f", {p}: {frame_field_ann(f, imports)}" for p, f in params)
             head = f"def {name}(body: {body_type(info)}, *{kw}) -> frames.{spec.frame.name}:" \
                 if params else \
                 f"def {name}(body: {body_type(info)}) -> frames.{spec.frame.name}:"
@@ -313,57 +357,61 @@ def _builders(spec: FrameSpec, body_type: Callable[[CommandInfo], str]) -> list[
             if route.payload is None and route.on is not None and cmd.value is not None:
                 # The body is the part that holds the value naming the command.
                 lines.append(f"    body.{'.'.join(s.attr for s in route.on.steps)} = "
-                             f"{_on_literal(spec, route, cmd)}")
-            lines.append(f"    return {_construct(spec, route, cmd, cmd.build, names)}")
+                             f"{_on_literal(spec, imports, route, cmd)}")
+            lines.append(
+                f"    return {_construct(spec, imports, route, cmd, cmd.build, names)}")
             out.append(_Builder(cmd.name, name, lines))
     return out
 
 
-def frame_field_ann(f: FrameField) -> str:
+def frame_field_ann(f: FrameField, imports: Imports) -> str:
     """The annotation of a frame data field a builder takes (scalars only reach builders)."""
-    return {"int": "int", "varint": "int", "bool": "bool", "bytes": "bytes", "string": "str",
-            "uuid": "UUID"}.get(f.kind, "Any")
+    ann = {"int": "int", "varint": "int", "bool": "bool", "bytes": "bytes", "string": "str",
+           "uuid": "UUID"}.get(f.kind, "Any")
+    if ann == "UUID":
+        imports.use("uuid", "UUID")
+    return ann
 
 
-def _on_literal(spec: FrameSpec, route: Route, cmd: RoutedCommand) -> str:
+def _on_literal(spec: FrameSpec, imports: Imports, route: Route, cmd: RoutedCommand) -> str:
     assert route.on is not None and cmd.value is not None
     pf = route.on.last.proto_field
     if pf is not None and pf.type.enum is not None:
         enum = pf.type.enum
         member = next((v for v in enum.values if v.number == cmd.value), None)
-        ref = f"{spec.proto_modules[enum.full_name]}.{enum.py_path}"
+        ref = proto_ref(spec, imports, enum)
         return f"{ref}.{member.py_name}" if member is not None else f"{ref}({cmd.value})"
     return str(cmd.value)
 
 
-def _construct(spec: FrameSpec, route: Route, cmd: RoutedCommand, node: BuildNode,
-               params: dict[int, str]) -> str:
+def _construct(spec: FrameSpec, imports: Imports, route: Route, cmd: RoutedCommand,
+               node: BuildNode, params: dict[int, str]) -> str:
     if node.struct is not None:
         cls = f"frames.{node.struct.name}"
     else:
         assert node.message is not None
-        cls = f"{spec.proto_modules[node.message.full_name]}.{node.message.py_path}"
+        cls = proto_ref(spec, imports, node.message)
     args = []
     for attr, value in node.values:
         if isinstance(value, BuildNode):
-            text = _construct(spec, route, cmd, value, params)
+            text = _construct(spec, imports, route, cmd, value, params)
         else:
-            text = _leaf(spec, route, cmd, value, params)
+            text = _leaf(spec, imports, route, cmd, value, params)
         args.append(f"{attr}={text}")
     return f"{cls}({', '.join(args)})"
 
 
-def _leaf(spec: FrameSpec, route: Route, cmd: RoutedCommand, leaf: BuildLeaf,
-          params: dict[int, str]) -> str:
+def _leaf(spec: FrameSpec, imports: Imports, route: Route, cmd: RoutedCommand,
+          leaf: BuildLeaf, params: dict[int, str]) -> str:
     if leaf.kind == "const":
         a = leaf.assignment
         assert a is not None
         if a.enum is not None:
             enum, member = a.enum
-            return f"{spec.proto_modules[enum.full_name]}.{enum.py_path}.{member.py_name}"
+            return f"{proto_ref(spec, imports, enum)}.{member.py_name}"
         return q(a.value) if isinstance(a.value, str) else repr(a.value)
     if leaf.kind == "on":
-        return _on_literal(spec, route, cmd)
+        return _on_literal(spec, imports, route, cmd)
     if leaf.kind == "payload":
         return "body.encode()"
     if leaf.kind == "body":
@@ -372,7 +420,7 @@ def _leaf(spec: FrameSpec, route: Route, cmd: RoutedCommand, leaf: BuildLeaf,
     return params[id(leaf.param)]
 
 
-def _route_function(spec: FrameSpec, route: Route) -> tuple[list[str], str]:
+def _route_function(spec: FrameSpec, imports: Imports, route: Route) -> tuple[list[str], str]:
     """A function naming the command of a frame the route applies to (else None)."""
     name = f"_route_{route.index}"
     table = route_table(route.index)
@@ -390,6 +438,8 @@ def _route_function(spec: FrameSpec, route: Route) -> tuple[list[str], str]:
         lines.append(f"    return {q(route.commands[0].name)}, {part}")
         return lines, name
     on = f"{part}.{'.'.join(s.attr for s in route.on.steps)}"
+    imports.use(".commands", table)
+    imports.use(ERRORS, "UnknownCommandTypeError")
     lines += [
         f"    value = {on}",
         f"    found = {table}.get(value)",
@@ -430,39 +480,46 @@ def _field_attrs(spec: FrameSpec) -> list[tuple[str, str]]:
     return sorted(names.items())
 
 
-def _naming(spec: FrameSpec, body_type: object) -> tuple[list[str], str, list[str]]:
-    """How ``command_of`` names a frame's command: the functions and tables it uses, its body,
-    and the lookup of ``commands.py`` it reads (if any)."""
+def _naming(spec: FrameSpec, imports: Imports) -> tuple[list[str], str]:
+    """How ``command_of`` names a frame's command: the functions and tables it uses, and its
+    body."""
     frame = spec.frame
     if spec.routes:
         lines: list[str] = []
         names = []
         for route in spec.routes:
-            fn, name = _route_function(spec, route)
+            fn, name = _route_function(spec, imports, route)
             lines += fn
             names.append(name)
+        # Raised here and caught by the protocol's _handle, which the template writes for
+        # specs with routes.
+        imports.use(ERRORS, "UnknownCommandError")
         lines += ["", "", f"_ROUTES = ({', '.join(names)}{',' if len(names) == 1 else ''})"]
         expr = ("for route in _ROUTES:\n"
                 "    found = route(frame)\n"
                 "    if found is not None:\n"
                 "        return found\n"
                 f'raise UnknownCommandError("{frame.name}: no route of the spec names a command")')
-        return lines[1:], expr, [route_table(r.index) for r in spec.routes if r.on is not None]
+        return lines[1:], expr
     for f in frame.fields:
         if isinstance(f, ProtoField) and f.dispatch_on is not None:
             expr = (f"name, attr = BY_TYPE[frame.{f.name}.{f.dispatch_on.py_name}]\n"
                     f"return name, getattr(frame.{f.name}, attr)")
-            return [], expr, ["BY_TYPE"]
+            imports.use(".commands", "BY_TYPE")
+            return [], expr
         if isinstance(f, SwitchField):
             expr = (f"body = frame.{f.name}\n"
                     "return BY_BODY[type(body)], body")
-            return [], expr, ["BY_BODY"]
+            imports.use(".commands", "BY_BODY")
+            return [], expr
     raise GeneratorBug("no field names commands (frame_checks lets no such spec through)",
                        str(frame.location))
 
 
-def _machine_view(spec: FrameSpec, m: Machine, functions: list[str],
-                  body_type: object) -> MachineView:
+def _machine_view(spec: FrameSpec, imports: Imports, m: Machine,
+                  functions: list[str]) -> MachineView:
+    imports.use("enum")  # the template's enum.StrEnum of its states
+    imports.use(MACHINE, "Rule")
     enum = "".join(p.capitalize() for p in m.name.split("_")) + "State"
     const = m.name.upper() + "_MACHINE"
     rules: list[str] = []
@@ -476,12 +533,15 @@ def _machine_view(spec: FrameSpec, m: Machine, functions: list[str],
             if guard in guards:
                 guard += f"_{i}"
             guards.add(guard)
-            functions += _guard_function(spec, guard, t.receive or t.send or "", t.when)
+            functions += _guard_function(spec, imports, guard, t.receive or t.send or "",
+                                         t.when)
         if t.event is not None:
             head = f"None, None, event={q(t.event)}"
         elif t.send is not None:
+            imports.use(MACHINE, "Direction")
             head = f"Direction.SEND, {q(t.send)}"
         else:
+            imports.use(MACHINE, "Direction")
             head = f"Direction.RECEIVE, {q(t.receive or '')}"
         for source in t.sources:
             g = "" if guard == "None" else f", guard={guard}"
@@ -489,6 +549,8 @@ def _machine_view(spec: FrameSpec, m: Machine, functions: list[str],
     key_fn = None
     if m.key is not None:
         key_fn = f"_key_{m.name}"
+        imports.use("typing", "cast")
+        imports.use(MACHINE, "NO_KEY")
         vocabulary = {t.send or t.receive for t in m.transitions}
         with_key = sorted(n for n, info in spec.commands.items()
                           if m.key in info.body_fields and n in vocabulary)
@@ -517,12 +579,13 @@ def _machine_view(spec: FrameSpec, m: Machine, functions: list[str],
         doc=docstring(m.doc or f"States of the {m.name} machine.", "    "),
         states=[(s.upper(), s) for s in m.states],
         initial_member=m.initial.upper(),
-        rules=rules,
+        rule_lines=fitted([f"{rule}," for rule in rules], 2),
         key_of=key_fn,
     )
 
 
-def _guard_function(spec: FrameSpec, name: str, command: str, when: Expr) -> list[str]:
+def _guard_function(spec: FrameSpec, imports: Imports, name: str, command: str,
+                    when: Expr) -> list[str]:
     info = spec.commands.get(command)
     msg = info.body_message if info is not None else None
     if msg is None:
@@ -532,8 +595,7 @@ def _guard_function(spec: FrameSpec, name: str, command: str, when: Expr) -> lis
 
         body_ann = "Any"
     else:
-        module = spec.proto_modules[msg.full_name]
-        body_ann = f"{module}.{msg.py_path}"
+        body_ann = proto_ref(spec, imports, msg)
         fields = {f.proto_name: f for f in msg.fields}
 
         def resolve(n: str) -> str:
@@ -544,8 +606,7 @@ def _guard_function(spec: FrameSpec, name: str, command: str, when: Expr) -> lis
                 if enum is not None:
                     for v in enum.values:
                         if v.proto_name == n:
-                            mod = spec.proto_modules[enum.full_name]
-                            return f"{mod}.{enum.py_path}.{v.py_name}"
+                            return f"{proto_ref(spec, imports, enum)}.{v.py_name}"
             raise GeneratorBug(f"guard names {n!r}, not a field of {command} nor a value of "
                                "its enums (frame_checks lets no such guard through)", spec.path)
 

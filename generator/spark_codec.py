@@ -2,17 +2,21 @@
 three functions (value -> row, row -> value, values -> Arrow struct column).
 
 Each function is straight-line code over the type's ``Column``s: every attribute is read
-once, and a column's ``Kind`` says how its values convert.
+once, and a column's ``Kind`` says how its values convert. Each runtime name is declared on
+the context's imports where the line calling it is written.
 """
 
 from __future__ import annotations
 
 import textwrap
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
-from protoframe.generator.codewriter import bytes_literal, docstring, q
+from protoframe.generator.codewriter import Imports, bytes_literal, docstring, q
+from protoframe.generator.linefit import INDENT, fit_marked
 from protoframe.generator.proto_emit import varint_literal
-from protoframe.generator.spark_emit import LIMIT, SparkContext, comment, fit_in_body
+from protoframe.generator.runtime_modules import SPARK_ROWS
+from protoframe.generator.spark_emit import LIMIT, SPARK_TYPES, SparkContext, comment, fit_in_body
 from protoframe.generator.spark_kinds import Kind
 
 
@@ -28,17 +32,23 @@ class Column:
     number: int = 0
     key_kind: Kind | None = None
 
-    def types(self) -> tuple[str, str]:
+    def types(self, imports: Imports) -> tuple[str, str]:
+        """The Spark and Arrow types of the column, their names declared on ``imports``."""
         k = self.kind
+        spark, arrow = k.use("spark", imports), k.use("arrow", imports)
         if self.shape == "map":
             assert self.key_kind is not None
-            return (f"MapType({self.key_kind.spark}, {k.spark}, False)",
-                    f"pa.map_(pa.field(\"key\", {self.key_kind.arrow}, nullable=False), "
-                    f"pa.field(\"value\", {k.arrow}, nullable=False))")
+            imports.use(SPARK_TYPES, "MapType")
+            key_spark = self.key_kind.use("spark", imports)
+            key_arrow = self.key_kind.use("arrow", imports)
+            return (f"MapType({key_spark}, {spark}, False)",
+                    f"pa.map_(pa.field(\"key\", {key_arrow}, nullable=False), "
+                    f"pa.field(\"value\", {arrow}, nullable=False))")
         if self.shape == "list":
-            return (f"ArrayType({k.spark}, False)",
-                    f"pa.list_(pa.field(\"element\", {k.arrow}, nullable=False))")
-        return k.spark, k.arrow
+            imports.use(SPARK_TYPES, "ArrayType")
+            return (f"ArrayType({spark}, False)",
+                    f"pa.list_(pa.field(\"element\", {arrow}, nullable=False))")
+        return spark, arrow
 
 
 @dataclass
@@ -57,14 +67,40 @@ class CodecView:
     arrow_doc: str
     arrow_lines: list[str]
     public: bool = True
+    # What the template prints, each line fitted at its depth there (``fit``).
+    fitted: dict[str, list[str]] = field(default_factory=dict)
+
+    def fit(self) -> None:
+        """Fill ``fitted``: the schema, the three functions and the RowCodec constant."""
+        key, py = self.key, self.py_type
+        self.fitted = {
+            "schema": at(0, self.schema_lines),
+            "row_def": at(0, [f"def _row_{key}(m: {py}) -> dict[str, Any]:"]),
+            "row": at(1, self.row_lines),
+            "value_def": at(0, [f"def _value_{key}(row: RowLike) -> {py}:"]),
+            "value": at(1, self.value_lines),
+            "arrow_def": at(0, [f"def _arrow_{key}(values: Sequence[{py} | None]) -> Any:"]),
+            "arrow": at(1, self.arrow_lines),
+            "row_codec": at(0, [f"{key} = RowCodec(", *[f"{INDENT}{x}," for x in (
+                q(self.name), py, f"_SPARK_{key}", f"_ARROW_{key}", f"_row_{key}",
+                f"_value_{key}", f"_arrow_{key}")], ")"]),
+        }
+
+
+def at(depth: int, lines: Iterable[str]) -> list[str]:
+    """``lines`` (no docstrings among them) printed ``depth`` levels in, each fitted there."""
+    return [out for line in lines for part in line.split("\n")
+            for out in fit_marked(INDENT * depth + part)]
 
 
 def codec(ctx: SparkContext, key: str, name: str, py_type: str, title: str,
           columns: list[Column]) -> CodecView:
     spark_fields: list[str] = []
     arrow_fields: list[str] = []
+    ctx.use(SPARK_TYPES, "StructType")
     for c in columns:
-        spark_type, arrow_type = c.types()
+        ctx.use(SPARK_TYPES, "StructField")
+        spark_type, arrow_type = c.types(ctx.imports)
         spark_fields += fit_in_body("    ", "", f"StructField({q(c.name)}, {spark_type}, "
                                                 f"{c.nullable})", ",")
         nullable = "" if c.nullable else ", nullable=False"
@@ -81,16 +117,17 @@ def codec(ctx: SparkContext, key: str, name: str, py_type: str, title: str,
         key=key, name=name, py_type=py_type, comment=comment(f"The {title}."),
         schema_lines=schema,
         row_doc=docstring(f"The row of a {short}: field name -> row value.", "    "),
-        row_lines=row_lines(columns),
+        row_lines=row_lines(ctx, columns),
         value_doc=docstring(f"The {short} a row holds (a dict or a pyspark Row).", "    "),
         value_lines=value_lines(ctx, py_type, columns),
         arrow_doc=docstring(f"An Arrow struct column of {short} values (None: null).",
                             "    "),
-        arrow_lines=arrow_lines(key, columns),
+        arrow_lines=arrow_lines(ctx, key, columns),
     )
 
-def row_lines(columns: list[Column]) -> list[str]:
+def row_lines(ctx: SparkContext, columns: list[Column]) -> list[str]:
     """Body of ``_row_<key>(m)``: one dict display, reading each attribute once."""
+    imports = ctx.imports
     pre: list[str] = []
     items: list[str] = []
     for c in columns:
@@ -102,30 +139,32 @@ def row_lines(columns: list[Column]) -> list[str]:
                 expr = f"dict({src})"
             else:
                 pre.append(f"x_{c.attr} = {src}")
-                expr = (f"{{{c.key_kind.row.format('k')}: {k.row.format('y')} "
-                        f"for k, y in x_{c.attr}.items()}}")
+                expr = (f"{{{c.key_kind.use('row', imports).format('k')}: "
+                        f"{k.use('row', imports).format('y')} for k, y in x_{c.attr}.items()}}")
         elif c.shape == "list":
             if k.row == "{}" and not c.nullable:
                 expr = f"list({src})"
             else:
                 pre.append(f"x_{c.attr} = {src}")
                 expr = f"list(x_{c.attr})" if k.row == "{}" else \
-                    f"[{k.row.format('y')} for y in x_{c.attr}]"
+                    f"[{k.use('row', imports).format('y')} for y in x_{c.attr}]"
             if k.enum is not None:
+                ctx.use(SPARK_ROWS, "unknown_enums")
                 expr += f" + unknown_enums(m._unknown, {c.number})"
             if c.nullable:  # a conditional frame array
                 expr = f"None if x_{c.attr} is None else {expr}"
         elif k.enum is not None and c.nullable:
             pre.append(f"x_{c.attr} = {src}")
-            expr = (f"{k.row.format(f'x_{c.attr}')} if x_{c.attr} is not None "
+            ctx.use(SPARK_ROWS, "unknown_enum")
+            expr = (f"{k.use('row', imports).format(f'x_{c.attr}')} if x_{c.attr} is not None "
                     f"else unknown_enum(m._unknown, {c.number})")
         elif k.row == "{}":
             expr = src
         elif c.nullable:
             pre.append(f"x_{c.attr} = {src}")
-            expr = f"None if x_{c.attr} is None else {k.row.format(f'x_{c.attr}')}"
+            expr = f"None if x_{c.attr} is None else {k.use('row', imports).format(f'x_{c.attr}')}"
         else:
-            expr = k.row.format(src)
+            expr = k.use("row", imports).format(src)
         items += fit_in_body("    ", f"{q(c.name)}: ", expr, ",")
     if not items:
         return ["return {}"]
@@ -133,6 +172,9 @@ def row_lines(columns: list[Column]) -> list[str]:
 
 def value_lines(ctx: SparkContext, py_type: str, columns: list[Column]) -> list[str]:
     """Body of ``_value_<key>(row)``: read each column, build the value by keyword."""
+    imports = ctx.imports
+    if columns:
+        ctx.use(SPARK_ROWS, "as_mapping")
     lines = ["r = as_mapping(row)"] if columns else []
     args: list[str] = []
     unknown = False
@@ -142,8 +184,9 @@ def value_lines(ctx: SparkContext, py_type: str, columns: list[Column]) -> list[
         var = f"v_{c.attr}"
         if c.shape == "map":
             assert c.key_kind is not None
-            kexpr = c.key_kind.value.format("k", where=c.where)
-            vexpr = k.value.format("y", where=c.where)
+            kexpr = c.key_kind.use("value", imports).format("k", where=c.where)
+            vexpr = k.use("value", imports).format("y", where=c.where)
+            ctx.use(SPARK_ROWS, "map_items")
             expr = f"{{{kexpr}: {vexpr} for k, y in map_items({var})}}"
         elif k.enum is not None:
             unknown = True
@@ -151,28 +194,32 @@ def value_lines(ctx: SparkContext, py_type: str, columns: list[Column]) -> list[
             ref = ctx.ref(k.enum.full_name, k.enum.py_path)
             tag = bytes_literal(varint_literal(c.number << 3))
             call = "closed_enums" if c.shape == "list" else "closed_enum"
+            ctx.use(SPARK_ROWS, call)
             lines += fit_in_body(
                 "", f"e_{c.attr} = ",
                 f"{call}({var}, _NUMBERS_{key}, {ref}, {tag}, unknown, {c.where})", "")
             expr = f"e_{c.attr}"
             if c.shape == "one" and not c.nullable:
+                ctx.use(SPARK_ROWS, "required_enum")
                 expr = f"required_enum(e_{c.attr}, {c.where})"
         elif c.shape == "list" and c.nullable:  # a conditional frame array
             expr = f"None if {var} is None else " + (
                 f"list({var})" if k.value == "{}" else
-                f"[{k.value.format('y', where=c.where)} for y in {var}]")
+                f"[{k.use('value', imports).format('y', where=c.where)} for y in {var}]")
         elif c.shape == "list":
             expr = f"list({var} or ())" if k.value == "{}" else \
-                f"[{k.value.format('y', where=c.where)} for y in {var} or ()]"
+                f"[{k.use('value', imports).format('y', where=c.where)} for y in {var} or ()]"
         elif c.nullable:
             expr = var if k.value == "{}" else \
-                f"None if {var} is None else {k.value.format(var, where=c.where)}"
+                f"None if {var} is None else {k.use('value', imports).format(var, where=c.where)}"
         elif k.value == "{}":
+            ctx.use(SPARK_ROWS, "required")
             expr = f"required({var}, {c.where})"
         elif "uint64_value" in k.value:  # rejects null itself
-            expr = k.value.format(var, where=c.where)
+            expr = k.use("value", imports).format(var, where=c.where)
         else:
-            expr = k.value.format(f"required({var}, {c.where})", where=c.where)
+            ctx.use(SPARK_ROWS, "required")
+            expr = k.use("value", imports).format(f"required({var}, {c.where})", where=c.where)
         args += fit_in_body("    ", f"{c.attr}=", expr, ",")
     if unknown:
         lines.insert(1, "unknown = bytearray()")
@@ -185,8 +232,10 @@ def value_lines(ctx: SparkContext, py_type: str, columns: list[Column]) -> list[
     lines.append("return value")
     return lines
 
-def arrow_lines(key: str, columns: list[Column]) -> list[str]:
+def arrow_lines(ctx: SparkContext, key: str, columns: list[Column]) -> list[str]:
     """Body of ``_arrow_<key>(values)``: one list and one Arrow array per column."""
+    imports = ctx.imports
+    ctx.use(SPARK_ROWS, "present", "null_column", "struct_array")
     lines = ["rows, take = present(values)", "if not rows:",
              f"    return null_column(len(values), _ARROW_{key})"]
     if columns:
@@ -200,17 +249,18 @@ def arrow_lines(key: str, columns: list[Column]) -> list[str]:
         lines.append(f"v_{c.attr} = [m.{c.storage} for m in rows]")
         if c.shape == "map":
             assert c.key_kind is not None
-            keys = c.key_kind.column.format("keys", type=f"{ftype}.key_type")
-            vals = k.column.format("items", type=f"{ftype}.item_type")
+            keys = c.key_kind.use("column", imports).format("keys", type=f"{ftype}.key_type")
+            vals = k.use("column", imports).format("items", type=f"{ftype}.item_type")
+            ctx.use(SPARK_ROWS, "map_entries", "list_offsets")
             lines += [f"keys, items = map_entries(v_{c.attr})"]
             expr = f"pa.MapArray.from_arrays(list_offsets(v_{c.attr}), {keys}, {vals}, " \
                    f"type={ftype})"
         elif c.shape == "list":
-            expr = k.lists.format(f"v_{c.attr}", type=ftype)
+            expr = k.use("lists", imports).format(f"v_{c.attr}", type=ftype)
             if k.enum is not None:
                 expr = expr[:-1] + f", unknown, {c.number})"
         else:
-            expr = k.column.format(f"v_{c.attr}", type=ftype)
+            expr = k.use("column", imports).format(f"v_{c.attr}", type=ftype)
             if k.enum is not None and c.nullable:
                 expr = expr[:-1] + f", unknown, {c.number})"
         lines += fit_in_body("", f"c_{c.attr} = ", expr, "")

@@ -2,19 +2,23 @@
 
 ``SparkContext`` holds what one generated ``spark.py`` names: the public key of each message
 and frame struct (``MESSAGES``/``STRUCTS``), the enums whose name tables it prints, the
-sibling modules its annotations refer to, and which message fields hold their own holder
-(written as protobuf bytes, since a Spark schema cannot contain itself).
+module's imports (each name declared by the emitter writing it), and which message fields
+hold their own holder (written as protobuf bytes, since a Spark schema cannot contain itself).
 """
 
 from __future__ import annotations
 
 import textwrap
 
+from protoframe.generator.codewriter import Imports
 from protoframe.generator.frame_checks import structs_of
 from protoframe.generator.frame_ir import FrameSpec
 from protoframe.generator.ir import EnumType, Field, MessageType, Protocol
 from protoframe.generator.linefit import fit_expression
 from protoframe.generator.naming import spark_message_key, spark_struct_key
+from protoframe.generator.runtime_modules import SPARK_ROWS
+
+SPARK_TYPES = "pyspark.sql.types"
 
 LIMIT = 96  # generated function bodies sit one level (four columns) in; the file limit is 100
 
@@ -45,16 +49,21 @@ class SparkContext:
                     self.messages.append(msg)
             for enum in proto.all_enums():
                 self.module_of[enum.full_name] = proto.module
-        self.modules: set[str] = set()
+        # pyspark's types and the rows helpers are listed one per line, however few.
+        self.imports = Imports(one_per_line=(SPARK_TYPES, SPARK_ROWS))
         self.enums: dict[str, EnumType] = {}  # enum key -> enum, for the name tables
         self.keys: dict[str, str] = {}  # full name / struct name -> public key
         self.recursive = self._recursive_fields()
+
+    def use(self, module: str, *names: str) -> None:
+        for name in names:
+            self.imports.use(module, name)
 
     # -- naming -------------------------------------------------------------------------------
 
     def ref(self, full_name: str, py_path: str) -> str:
         module = self.module_of[full_name]
-        self.modules.add(module)
+        self.imports.use(".", module)
         return f"{module}.{py_path}"
 
     def enum_key(self, enum: EnumType) -> str:

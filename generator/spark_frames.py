@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from protoframe.generator.codewriter import docstring, q
 from protoframe.generator.frame_ir import FrameSpec, ProtoField, StructDef, SwitchField
 from protoframe.generator.naming import union_key
+from protoframe.generator.runtime_modules import SPARK_ROWS
 from protoframe.generator.spark_codec import CodecView
-from protoframe.generator.spark_emit import LIMIT, SparkContext, comment, fit_in_body
+from protoframe.generator.spark_emit import LIMIT, SPARK_TYPES, SparkContext, comment, fit_in_body
 
 
 @dataclass
@@ -25,6 +26,8 @@ class FrameView:
     name_lines: list[str]
     # Module-level tables ``command_name`` reads (the value -> name of each ``commands:`` route).
     table_lines: list[str] = field(default_factory=list)
+    # The template's lines naming the frame's class, each fitted at its depth there.
+    fitted: dict[str, list[str]] = field(default_factory=dict)
 
 
 def alternatives(f: SwitchField) -> list[StructDef]:
@@ -41,6 +44,9 @@ def union_codec(ctx: SparkContext, s: StructDef, f: SwitchField) -> CodecView:
     key = union_key(s.name, f.name)
     members = [(m.name, ctx.keys[m.name]) for m in alternatives(f)]
     py_type = f"_{key}_T"
+    ctx.use("typing", "TypeAlias")
+    ctx.use(SPARK_TYPES, "StructType", "StructField")
+    ctx.use(SPARK_ROWS, "as_mapping", "no_alternative", "present", "null_column", "struct_array")
     schema = [f"{py_type}: TypeAlias = ("]
     schema += [f"    {'| ' if i else ''}frames.{name}" for i, (name, _) in enumerate(members)]
     schema += [")", f"_SPARK_{key} = StructType(["]
@@ -100,6 +106,7 @@ def frame_view(ctx: SparkContext, spec: FrameSpec) -> FrameView:
         if isinstance(f, ProtoField) and f.dispatch_on is not None:
             enum = f.dispatch_on.type.enum
             assert enum is not None
+            ctx.use(SPARK_ROWS, "enum_name")
             return FrameView(key, py_type, decode, fit_in_body(
                 "", "return ",
                 f"enum_name(_NAMES_{ctx.enum_key(enum)}, "

@@ -2,13 +2,16 @@
 
 ``TYPE_MAPPING`` is the documented mapping; it is printed into each generated module's
 docstring. ``proto_kind`` and ``frame_kind`` give the ``Kind`` of one field: its Spark and
-Arrow types and the expressions that convert its values to and from rows and columns.
+Arrow types and the expressions that convert its values to and from rows and columns, with
+the names each of those expressions calls (``Kind.needs``), which whoever writes one out
+declares on the module's imports (``Kind.use``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from protoframe.generator.codewriter import Imports
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.frame_ir import (
     BlocksField,
@@ -26,7 +29,8 @@ from protoframe.generator.frame_ir import (
 )
 from protoframe.generator.ir import EnumType, FieldType
 from protoframe.generator.naming import union_key
-from protoframe.generator.spark_emit import SparkContext
+from protoframe.generator.runtime_modules import SPARK_ROWS
+from protoframe.generator.spark_emit import SPARK_TYPES, SparkContext
 
 TYPE_MAPPING = """\
 Type mapping (Spark type / Arrow type):
@@ -79,24 +83,30 @@ other messages) is BinaryType holding the field's protobuf encoding; decode it w
 message class (or ``from_row`` does it for you).
 """
 
-_SCALARS: dict[str, tuple[str, str]] = {  # proto scalar -> (Spark type, Arrow type)
-    "int32": ("IntegerType()", "pa.int32()"),
-    "sint32": ("IntegerType()", "pa.int32()"),
-    "sfixed32": ("IntegerType()", "pa.int32()"),
-    "uint32": ("LongType()", "pa.int64()"),
-    "fixed32": ("LongType()", "pa.int64()"),
-    "int64": ("LongType()", "pa.int64()"),
-    "sint64": ("LongType()", "pa.int64()"),
-    "sfixed64": ("LongType()", "pa.int64()"),
-    "uint64": ("DecimalType(20, 0)", "DECIMAL_20"),
-    "fixed64": ("DecimalType(20, 0)", "DECIMAL_20"),
-    "bool": ("BooleanType()", "pa.bool_()"),
-    "double": ("DoubleType()", "pa.float64()"),
-    "float": ("FloatType()", "pa.float32()"),
-    "string": ("StringType()", "pa.string()"),
-    "bytes": ("BinaryType()", "pa.binary()"),
+# proto scalar -> (Spark type class, Arrow type); None: the decimal kind
+_SCALARS: dict[str, tuple[str, str] | None] = {
+    "int32": ("IntegerType", "pa.int32()"),
+    "sint32": ("IntegerType", "pa.int32()"),
+    "sfixed32": ("IntegerType", "pa.int32()"),
+    "uint32": ("LongType", "pa.int64()"),
+    "fixed32": ("LongType", "pa.int64()"),
+    "int64": ("LongType", "pa.int64()"),
+    "sint64": ("LongType", "pa.int64()"),
+    "sfixed64": ("LongType", "pa.int64()"),
+    "uint64": None,
+    "fixed64": None,
+    "bool": ("BooleanType", "pa.bool_()"),
+    "double": ("DoubleType", "pa.float64()"),
+    "float": ("FloatType", "pa.float32()"),
+    "string": ("StringType", "pa.string()"),
+    "bytes": ("BinaryType", "pa.binary()"),
 }
-_DECIMAL = ("DecimalType(20, 0)", "DECIMAL_20")
+
+Name = tuple[str, str]  # (module, name) of an import
+
+
+def _rows(*names: str) -> tuple[Name, ...]:
+    return tuple((SPARK_ROWS, n) for n in names)
 
 
 @dataclass
@@ -115,6 +125,23 @@ class Kind:
     column: str = "pa.array({}, {type})"  # list of values (None allowed) -> Arrow column
     lists: str = "pa.array({}, {type})"  # list of lists of values -> Arrow list column
     enum: EnumType | None = None  # closed enum: unknown numbers travel via unknown fields
+    # The names each pattern above calls, by attribute ("spark", "row", ...).
+    needs: dict[str, tuple[Name, ...]] = field(default_factory=dict)
+
+    def use(self, part: str, imports: Imports) -> str:
+        """The pattern ``part`` (an attribute's name), its names declared on ``imports``."""
+        for module, name in self.needs.get(part, ()):
+            imports.use(module, name)
+        pattern = getattr(self, part)
+        assert isinstance(pattern, str)
+        return pattern
+
+
+def basic(spark_type: str, arrow: str, py: str, *, row: str = "{}", value: str = "{}",
+          column: str = "pa.array({}, {type})", lists: str = "pa.array({}, {type})") -> Kind:
+    """A kind whose Spark type is the pyspark class ``spark_type``, taking no arguments."""
+    return Kind(f"{spark_type}()", arrow, py, row=row, value=value, column=column, lists=lists,
+                needs={"spark": ((SPARK_TYPES, spark_type),)})
 
 
 def proto_kind(ctx: SparkContext, t: FieldType, recursive: bool = False) -> Kind:
@@ -123,68 +150,88 @@ def proto_kind(ctx: SparkContext, t: FieldType, recursive: bool = False) -> Kind
         key = ctx.enum_key(t.enum)
         ref = ctx.ref(t.enum.full_name, t.enum.py_path)
         names = f"_NAMES_{key}"
+        kind = basic("StringType", "pa.string()", ref, column=f"enum_array({{}}, {names})",
+                     lists=f"enum_lists_array({{}}, {names})")
+        kind.needs |= {"column": _rows("enum_array"), "lists": _rows("enum_lists_array")}
         if t.enum.closed:
-            return Kind("StringType()", "pa.string()", ref, row=f"{names}[{{}}]",
-                        column=f"enum_array({{}}, {names})",
-                        lists=f"enum_lists_array({{}}, {names})", enum=t.enum)
-        return Kind("StringType()", "pa.string()", f"{ref} | int",
-                    row=f"enum_name({names}, {{}})",
-                    value=f"enum_value({{}}, _NUMBERS_{key}, {ref}, {{where}})",
-                    column=f"enum_array({{}}, {names})",
-                    lists=f"enum_lists_array({{}}, {names})")
+            kind.row = f"{names}[{{}}]"
+            kind.enum = t.enum
+            return kind
+        kind.py = f"{ref} | int"
+        kind.row = f"enum_name({names}, {{}})"
+        kind.value = f"enum_value({{}}, _NUMBERS_{key}, {ref}, {{where}})"
+        kind.needs |= {"row": _rows("enum_name"), "value": _rows("enum_value")}
+        return kind
     if t.kind == "message":
         assert t.message is not None
         ref = ctx.ref(t.message.full_name, t.message.py_path)
         if recursive:
-            return Kind("BinaryType()", "pa.binary()", ref, row="{}.encode()",
-                        value=f"{ref}.decode(binary_value({{}}))",
-                        column="encoded_array({})", lists="encoded_lists_array({})")
+            kind = basic("BinaryType", "pa.binary()", ref, row="{}.encode()",
+                         value=f"{ref}.decode(binary_value({{}}))",
+                         column="encoded_array({})", lists="encoded_lists_array({})")
+            kind.needs |= {"value": _rows("binary_value"), "column": _rows("encoded_array"),
+                           "lists": _rows("encoded_lists_array")}
+            return kind
         key = ctx.keys[t.message.full_name]
         return struct_kind(key, ref)
-    spark, arrow = _SCALARS[t.kind]
+    scalar = _SCALARS[t.kind]
+    if scalar is None:
+        return decimal_kind()
+    spark, arrow = scalar
     py = {"bool": "bool", "double": "float", "float": "float", "string": "str",
           "bytes": "bytes"}.get(t.kind, "int")
-    if arrow == "DECIMAL_20":
-        return decimal_kind()
     if t.kind == "bytes":
-        return Kind(spark, arrow, py, value="binary_value({})")
-    return Kind(spark, arrow, py)
+        return binary_kind()
+    return basic(spark, arrow, py)
 
 
 
 def decimal_kind() -> Kind:
-    return Kind(*_DECIMAL, "int", row="Decimal({})", value="uint64_value({}, {where})",
-                column="uint64_array({}, {type})", lists="uint64_array({}, {type})")
+    return Kind("DecimalType(20, 0)", "DECIMAL_20", "int", row="Decimal({})",
+                value="uint64_value({}, {where})", column="uint64_array({}, {type})",
+                lists="uint64_array({}, {type})",
+                needs={"spark": ((SPARK_TYPES, "DecimalType"),), "arrow": _rows("DECIMAL_20"),
+                       "row": (("decimal", "Decimal"),), "value": _rows("uint64_value"),
+                       "column": _rows("uint64_array"), "lists": _rows("uint64_array")})
+
+
+def binary_kind() -> Kind:
+    kind = basic("BinaryType", "pa.binary()", "bytes", value="binary_value({})")
+    kind.needs["value"] = _rows("binary_value")
+    return kind
 
 
 def struct_kind(key: str, py: str) -> Kind:
     return Kind(f"_SPARK_{key}", f"_ARROW_{key}", py, row=f"_row_{key}({{}})",
                 value=f"_value_{key}({{}})", column=f"_arrow_{key}({{}})",
-                lists=f"list_array({{}}, _arrow_{key}, {{type}})")
+                lists=f"list_array({{}}, _arrow_{key}, {{type}})",
+                needs={"lists": _rows("list_array")})
 
 
 def frame_kind(ctx: SparkContext, owner: StructDef, f: FrameField) -> Kind:
     if f.marker:
-        return Kind("BooleanType()", "pa.bool_()", "bool")
+        return basic("BooleanType", "pa.bool_()", "bool")
     match f:
         case IntField(width=8, signed=False):
             return decimal_kind()
         case IntField(width=width, signed=signed):
             if width < 4 or (width == 4 and signed):
-                return Kind("IntegerType()", "pa.int32()", "int")
-            return Kind("LongType()", "pa.int64()", "int")
+                return basic("IntegerType", "pa.int32()", "int")
+            return basic("LongType", "pa.int64()", "int")
         case VarintField():
             return decimal_kind()
         case BoolField():
-            return Kind("BooleanType()", "pa.bool_()", "bool")
+            return basic("BooleanType", "pa.bool_()", "bool")
         case UuidField():
-            return Kind("StringType()", "pa.string()", "UUID", row="str({})",
-                        value="UUID({})", column="text_array({})",
-                        lists="text_lists_array({})")
+            kind = basic("StringType", "pa.string()", "UUID", row="str({})", value="UUID({})",
+                         column="text_array({})", lists="text_lists_array({})")
+            kind.needs |= {"value": (("uuid", "UUID"),), "column": _rows("text_array"),
+                           "lists": _rows("text_lists_array")}
+            return kind
         case BytesField():
-            return Kind("BinaryType()", "pa.binary()", "bytes", value="binary_value({})")
+            return binary_kind()
         case StringField():
-            return Kind("StringType()", "pa.string()", "str")
+            return basic("StringType", "pa.string()", "str")
         case ProtoField(message=message) if message is not None:
             return proto_kind(ctx, FieldType("message", message=message))
         case StructField(struct=held) | BlocksField(struct=held) if held is not None:

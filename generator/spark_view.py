@@ -14,7 +14,6 @@ The generated module is the only one that imports pyspark and pyarrow; nothing e
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from protoframe.generator.codewriter import docstring, q
@@ -22,7 +21,8 @@ from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.frame_checks import structs_of
 from protoframe.generator.frame_ir import ArrayField, FrameSpec, StructDef, SwitchField, struct_refs
 from protoframe.generator.ir import Label, MessageType, Presence, Protocol
-from protoframe.generator.spark_codec import CodecView, Column, codec
+from protoframe.generator.runtime_modules import ERRORS, SPARK_ROWS
+from protoframe.generator.spark_codec import CodecView, Column, at, codec
 from protoframe.generator.spark_emit import SparkContext, field_message
 from protoframe.generator.spark_frames import FrameView, frame_view, union_codec
 from protoframe.generator.spark_kinds import TYPE_MAPPING, frame_kind, proto_kind
@@ -32,15 +32,12 @@ from protoframe.generator.spark_kinds import TYPE_MAPPING, frame_kind, proto_kin
 class SparkModuleView:
     source: str
     module_doc: str
-    stdlib_imports: list[str]
-    spark_imports: list[str]
-    runtime_imports: list[str]
-    local_imports: list[str]
+    import_lines: list[str]
     exports: list[str]
-    enum_lines: list[str]
+    enum_lines: list[str]  # these and the other lines: fitted at their depth in the template
     codecs: list[CodecView]
-    messages: list[tuple[str, str]]  # (full name, key)
-    structs: list[tuple[str, str]]
+    message_lines: list[str]  # MESSAGES' items: full name -> codec
+    struct_lines: list[str]  # STRUCTS' items
     frame: FrameView | None
 
 
@@ -49,12 +46,17 @@ def build_spark_module(protocol: Protocol, specs: list[FrameSpec],
     """The render-ready view of ``generated/<protocol>/spark.py``."""
     ctx = SparkContext(protocol, specs)
     ctx.assign_keys()
+    # What the template's skeleton (function signatures, RowCodec constants) names.
+    ctx.use("collections.abc", "Sequence")
+    ctx.use("typing", "Any")
+    ctx.imports.use("pyarrow as pa")
+    ctx.use(SPARK_ROWS, "RowCodec", "RowLike")
     codecs: list[CodecView] = []
     for m in _dependency_order(ctx.messages, ctx.recursive):
         codecs.append(_message_codec(ctx, m))
     frame: FrameView | None = None
     for spec in specs:
-        ctx.modules.add("frames")
+        ctx.imports.use(".", "frames")
         for s in _struct_order(spec):
             for f in s.data_fields:
                 if isinstance(f, SwitchField):
@@ -62,27 +64,8 @@ def build_spark_module(protocol: Protocol, specs: list[FrameSpec],
             codecs.append(_struct_codec(ctx, s))
         frame = frame_view(ctx, spec)
     enum_lines = _enum_lines(ctx)
-    text = "\n".join(line for c in codecs for line in
-                     c.schema_lines + c.row_lines + c.value_lines + c.arrow_lines)
-    text += "\n" + "\n".join(enum_lines)
-    if frame is not None:
-        text += "\n" + "\n".join([frame.decode_expr, *frame.name_lines, *frame.table_lines])
-    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)) | {"RowCodec", "RowLike"}
-    stdlib = ["from collections.abc import Sequence"]
-    if "Decimal" in words:
-        stdlib.append("from decimal import Decimal")
-    stdlib.append("from typing import Any, TypeAlias" if "TypeAlias" in words
-                  else "from typing import Any")
-    if "UUID" in words:
-        stdlib.append("from uuid import UUID")
-    spark = sorted(n for n in _SPARK_NAMES if n in words | {"StructType"})
-    runtime_names = sorted((n for n in _RUNTIME_NAMES if n in words), key=_isort_key)
-    runtime = ["from protoframe.runtime.spark.rows import ("]
-    runtime += [f"    {n}," for n in runtime_names]
-    runtime.append(")")
-    if frame is not None:
-        runtime.insert(
-            0, "from protoframe.runtime.errors import ChecksumFailure, DecodeError")
+    if frame is not None:  # decode_frame catches them
+        ctx.use(ERRORS, "ChecksumFailure", "DecodeError")
     files = ", ".join(p.path.split("/")[-1] for p in protocol.files)
     intro = (f"Spark schemas and row/Arrow conversions for the {protocol.name} "
              f"protocol.\n\nEvery message of {files or 'its .proto files'}"
@@ -97,21 +80,33 @@ def build_spark_module(protocol: Protocol, specs: list[FrameSpec],
                   "(pipeline/capture_decode.py).")
     intro += ("\n\nThis module imports pyspark and pyarrow; no other generated module "
               "imports it.\n\n" + TYPE_MAPPING)
+    for c in codecs:
+        c.fit()
+    if frame is not None:
+        frame.name_lines = at(1, frame.name_lines)
+        frame.table_lines = at(0, frame.table_lines)
+        py = frame.py_type
+        frame.fitted = {
+            "constant": at(0, [f"FRAME: RowCodec[{py}] = {frame.key}"]),
+            "decode_returns": at(0, [f") -> tuple[{py} | None, str | None]:"]),
+            "decode": at(2, [f"return {frame.decode_expr}, None"]),
+            "keep": at(2, [f"frame = value if isinstance(value, {py}) else None"]),
+            "command_name": at(0, [f"def command_name(frame: {py}) -> str:"]),
+        }
     exports = [c.key for c in codecs if c.public] + ["MESSAGES", "STRUCTS"]
     if frame is not None:
         exports += ["FRAME", "command_name", "decode_frame"]
     return SparkModuleView(
         source=f"{display_root}/{protocol.name}",
         module_doc=docstring(intro, ""),
-        stdlib_imports=stdlib,
-        spark_imports=spark,
-        runtime_imports=runtime,
-        local_imports=[f"from . import {', '.join(sorted(ctx.modules))}"],
+        import_lines=ctx.imports.block(),
         exports=sorted(exports),
-        enum_lines=enum_lines,
+        enum_lines=at(0, enum_lines),
         codecs=codecs,
-        messages=[(m.full_name, ctx.keys[m.full_name]) for m in ctx.messages],
-        structs=[(s.name, ctx.keys[s.name]) for spec in specs for s in structs_of(spec)],
+        message_lines=at(1, [f"{q(m.full_name)}: {ctx.keys[m.full_name]},"
+                             for m in ctx.messages]),
+        struct_lines=at(1, [f"{q(s.name)}: {ctx.keys[s.name]},"
+                            for spec in specs for s in structs_of(spec)]),
         frame=frame,
     )
 
@@ -213,23 +208,3 @@ def _struct_order(spec: FrameSpec) -> list[StructDef]:
         visit(s)
     return out
 
-
-_SPARK_NAMES = (
-    "ArrayType", "BinaryType", "BooleanType", "DecimalType", "DoubleType", "FloatType",
-    "IntegerType", "LongType", "MapType", "StringType", "StructField", "StructType",
-)
-_RUNTIME_NAMES = (
-    "DECIMAL_20", "RowCodec", "RowLike", "as_mapping", "binary_value", "closed_enum",
-    "closed_enums", "encoded_array", "encoded_lists_array", "enum_array", "enum_lists_array",
-    "enum_name", "enum_value", "list_array", "list_offsets", "map_entries", "map_items",
-    "no_alternative", "null_column", "present", "required", "required_enum", "struct_array",
-    "text_array", "text_lists_array", "uint64_array", "uint64_value", "unknown_enum",
-    "unknown_enums",
-)
-
-
-def _isort_key(name: str) -> tuple[int, str]:
-    """isort's order-by-type within one import: CONSTANTS, then Classes, then functions."""
-    if name.isupper() and len(name) > 1:
-        return 0, name
-    return (1 if name[:1].isupper() else 2), name

@@ -175,6 +175,7 @@ def build_client_module(spec: FrameSpec) -> ClientModuleView:
                                      "command: tuple[str, Any] | None = None"]),
             "call_params": _at(2, [f"self, key: Hashable, frame: frames.{spec.frame.name}, "
                                    "timeout: float | None, what: str"]),
+            "collect_frame": _at(2, [f"frame: frames.{spec.frame.name},"]),
         },
         allocator_args=_allocator_args(spec),
         answer_arg="Command(body, frame)" if spec.frame_context else "body",

@@ -33,7 +33,7 @@ from protoframe.generator.frame_ir import (
     VarintField,
     nested_struct,
 )
-from protoframe.generator.layout_ops import FieldOp, IntShape, KindOp, int_shape
+from protoframe.generator.layout_ops import FieldOp, IntShape, IntType, KindOp, int_shape
 from protoframe.generator.layout_plan import SpecPlans
 
 _STRUCT_CODES = {(1, False): "B", (2, False): "H", (4, False): "I", (8, False): "Q",
@@ -87,6 +87,14 @@ def int_read_of(op: KindOp) -> IntShape:
     shape = int_shape(op)
     if shape is None:
         raise bug(op.field, f"{op.name!r} is a {op.word} where an integer is needed")
+    return shape
+
+
+def fixed_int(op: KindOp) -> IntType:
+    """The fixed-width integer ``op`` reads or writes (sizes, checksums, ranges, constants)."""
+    shape = int_read_of(op)
+    if not isinstance(shape, IntType):
+        raise bug(op.field, f"{op.name!r} is a {shape} where a fixed-width integer is needed")
     return shape
 
 

@@ -292,7 +292,8 @@ class Array(FieldOp):
     """A list of ``element`` (the operation of one item), ``count`` long or read ``until_end``.
 
     ``count_from_field``: a ``count_of`` field holds the count, so it always agrees;
-    ``index_used``: the element's arguments name ``_index``."""
+    ``index_used``: the element's arguments name ``_index``; ``region``: as the spec bounds the
+    whole list (an array measured by a size field is encoded ahead of it)."""
 
     word: ClassVar[str] = "array"
     element: KindOp = field(compare=False)
@@ -300,6 +301,7 @@ class Array(FieldOp):
     until_end: bool
     count_from_field: bool
     index_used: bool
+    region: Region
 
 
 @dataclass(frozen=True)

@@ -412,7 +412,7 @@ def _lower_kind(s: StructDef, f: FrameField, plans: dict[str, LayoutPlan], byte_
                 raise AssertionError(f"{f.name!r}: an array without an element")
             return Array(f, _lower_kind(s, f.element, plans, byte_order, fills), f.count,
                          f.until_end, f.count_from_field,
-                         any("_index" in e.names for e in f.args.values()))
+                         any("_index" in e.names for e in f.args.values()), region)
         case SwitchField():
             if f.switch_on is None:
                 raise AssertionError(f"{f.name!r}: a switch without a key")

@@ -2,10 +2,11 @@
 
 A plan is the struct's fields in wire order, each one typed operation saying what is read
 and written there (``ReadInt``, ``SizeOf``, ``Nested``...), between an optional ``Params``
-at the head and ``SkipTrailing`` at the tail. The Python emitters read the plans for the order
-of structs and items and for the facts they share with the C codec (which checksums are
-verified as soon as they are read, whether bytes after the last field are an error);
-``frame_layouts`` writes the C tables from them.
+at the head and ``SkipTrailing`` at the tail. The Python emitters walk the plans: the class
+of each operation decides the code written for it, its attributes carry the facts that code
+needs, and the plan answers what both codecs must agree on (which checksums are verified as
+soon as they are read, whether bytes after the last field are an error); ``frame_layouts``
+writes the C tables from them.
 
 The operations are in ``layout_ops``; each has a ``word``, in the C vocabulary
 (``runtime/codec/vocabulary.py``) or not. So "the C codec can take this struct" is

@@ -7,6 +7,8 @@ nothing on decode reads is stepped over, so every local is read (``LayoutPlan.un
 
 from __future__ import annotations
 
+from typing import assert_never
+
 from protoframe.generator.codewriter import literal, q
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.expr import Expr
@@ -15,32 +17,60 @@ from protoframe.generator.frame_emit import (
     annotation,
     bug,
     call_args,
-    element_of,
     has_checksum,
     indent,
-    int_field,
+    int_read_of,
+    proto_of,
     raise_lines,
     range_ends,
     range_starts,
     render_expr,
-    struct_of,
+    switch_of,
 )
 from protoframe.generator.frame_ir import (
     INT_TYPES,
-    ArrayField,
-    BlocksField,
-    BoolField,
-    BytesField,
     FrameField,
-    IntField,
     ProtoField,
-    StringField,
-    StructField,
+    StructDef,
     SwitchField,
-    UuidField,
-    VarintField,
     nested_message,
     nested_struct,
+)
+from protoframe.generator.layout_ops import (
+    AnyFieldOp,
+    Array,
+    Bits,
+    Blocks,
+    BytesOther,
+    BytesSized,
+    BytesToEnd,
+    Checksum,
+    Computed,
+    Condition,
+    Const,
+    Default,
+    Envelope,
+    FixedLength,
+    IntShape,
+    KindOp,
+    Marker,
+    Nested,
+    NestedOther,
+    OptionalScalar,
+    Prefix,
+    ProtoBody,
+    ProtoOther,
+    ReadBool,
+    ReadInt,
+    ReadUuid,
+    ReadVarint,
+    Region,
+    SizeOf,
+    SizeRest,
+    String,
+    Switch,
+    WithArgs,
+    kind_op,
 )
 from protoframe.generator.layout_plan import LayoutPlan
 from protoframe.generator.runtime_modules import CHECKSUMS, ERRORS, MUTF8, PROTOWIRE
@@ -86,7 +116,7 @@ class Decoder:
             self.out.append("bad: ChecksumFailure | None = None")
             self.ctx.imports.use(ERRORS, "ChecksumFailure")
         for op in self.plan.field_ops:
-            self.field(op.field)
+            self.field(op)
         # A last field read to ``end`` has left nothing over: no skip, no check.
         at_end = bool(self.out) and self.out[-1] == "pos = end"
         if at_end:
@@ -155,8 +185,9 @@ class Decoder:
         error still reaches the caller as a ``ChecksumFailure``)."""
         return f.name in self.plan.early_checksums
 
-    def field(self, f: FrameField) -> None:
+    def field(self, op: AnyFieldOp) -> None:
         s = self.s
+        f = op.field
         if any(g.checksum is not None and g.checksum.start == f.name
                and not self.early_checksum(g) for g in s.fields):
             self.out.append(f"s_{f.name} = pos")
@@ -172,19 +203,20 @@ class Decoder:
             self.in_range += 1
             self.range_marks.append(len(self.out))
         unread = f.name in self.unread
-        body = self.skip(f) if unread else self.read(f)
+        body = self.skip(op) if unread else self.read(op)
         if self.early_checksum(f):
             body += self.early_check(f)
         if not f.wire:
             self.out += body
         elif f.marker:
-            assert f.const is not None
-            marker = int_field(f)
-            width = marker.width
-            packer = self.ctx.packer(width, marker.signed, marker.order)
+            marker = kind_op(op)
+            if not isinstance(marker, Const):
+                raise bug(f, f"{f.name!r}: a marker that is not a constant integer")
+            width = marker.int_type.width
+            packer = self.ctx.packer(width, marker.int_type.signed, marker.int_type.order)
             self.out += [f"f_{f.name} = False",
                          f"if pos + {width} <= end and {packer}.unpack_from(buf, pos)[0] == "
-                         f"{f.const:#x}:",
+                         f"{marker.value:#x}:",
                          f"    f_{f.name} = True",
                          f"    pos += {width}"]
         elif f.when_remaining:
@@ -234,8 +266,9 @@ class Decoder:
     def s_order(self) -> str:
         return self.ctx.spec.byte_order
 
-    def int_read(self, f: FrameField, target: str) -> list[str]:
-        if isinstance(f, VarintField):
+    def int_read(self, f: FrameField, target: str, how: IntShape) -> list[str]:
+        """Read an integer of ``how`` into ``target`` (``f`` names it in errors)."""
+        if how == "varint":
             self.ctx.imports.use(PROTOWIRE, "read_varint")
             self.ctx.imports.use(PROTOWIRE, "truncated")
             return ["try:",
@@ -244,43 +277,35 @@ class Decoder:
                     f"    raise truncated({self.where(f)}) from None",
                     "if pos > end:",
                     f"    raise truncated({self.where(f)})"]
-        if isinstance(f, BoolField):
+        if how == "bool":
             return [*self.need("1", f), f"{target} = buf[pos] != 0", "pos += 1"]
-        i = int_field(f)
-        if i.width == 1 and not i.signed:
+        if how.width == 1 and not how.signed:
             return [*self.need("1", f), f"{target} = buf[pos]", "pos += 1"]
-        packer = self.ctx.packer(i.width, i.signed, i.order)
-        return [*self.need(str(i.width), f), f"{target} = {packer}.unpack_from(buf, pos)[0]",
-                f"pos += {i.width}"]
+        packer = self.ctx.packer(how.width, how.signed, how.order)
+        return [*self.need(str(how.width), f), f"{target} = {packer}.unpack_from(buf, pos)[0]",
+                f"pos += {how.width}"]
 
-    def region_end(self, f: FrameField) -> tuple[list[str], str]:
+    def region_end(self, f: FrameField, region: Region) -> tuple[list[str], str]:
         """Statements computing ``vend``, the end of a sized field's bytes, and its name."""
         self.ctx.imports.use(ERRORS, "SizeMismatchError")
-        if f.length is not None:
-            return self.need(str(f.length), f) + [f"vend = pos + {f.length}"], "vend"
-        if f.size == "rest":
+        if region.length is not None:
+            return (self.need(str(region.length), f) + [f"vend = pos + {region.length}"],
+                    "vend")
+        if region.size == "rest":
             return [], "end"
-        if f.size is not None:
-            ref = "f_" + f.size if "." not in f.size else self.dotted(f.size)
-            check = "vend > end"
-            if not isinstance(f.size_field, IntField | VarintField) or \
-                    isinstance(f.size_field, IntField) and f.size_field.signed:  # or a proto field
-                check = f"{ref} < 0 or vend > end"
+        if region.size is not None:
+            ref = "f_" + region.size if "." not in region.size else self.dotted(region.size)
+            # A signed size, or one read from a message, may be negative.
+            check = "vend > end" if region.size_unsigned else f"{ref} < 0 or vend > end"
             return [f"vend = pos + {ref}", f"if {check}:",
                     *indent(self.overrun(f, f"size {{{ref}}} runs past the end of its "
                                              "region"))], "vend"
-        if f.prefix is not None:
-            fake: IntField | VarintField
-            if f.prefix == "varint":
-                fake = VarintField(name=f.name, doc="", location=f.location)
-            else:
-                width, signed = INT_TYPES[f.prefix]
-                fake = IntField(name=f.name, doc="", location=f.location, width=width,
-                                signed=signed, order=self.s_order())
-            lines = self.int_read(fake, "n")
+        if region.prefix is not None:
+            lines = self.int_read(f, "n", region.prefix)
             self.ctx.imports.use(PROTOWIRE, "truncated")
             # An unsigned prefix is never negative.
-            check = "n < 0 or " if isinstance(fake, IntField) and fake.signed else ""
+            signed = region.prefix != "varint" and region.prefix.signed
+            check = "n < 0 or " if signed else ""
             lines += ["vend = pos + n", f"if {check}vend > end:",
                       f"    raise truncated({self.where(f)})"]
             return lines, "vend"
@@ -300,67 +325,102 @@ class Decoder:
                 msg = pf.type.message
         return "f_" + head + "." + ".".join(attrs)
 
-    def skip(self, f: FrameField) -> list[str]:
+    def skip(self, op: AnyFieldOp) -> list[str]:
         """Step over the bytes of a field whose value nothing reads (none if it has none)."""
-        if not f.wire:
+        kind = kind_op(op)
+        if isinstance(kind, Bits):
             return []
-        if isinstance(f, VarintField):
-            return self.int_read(f, "_")  # a varint's length is known once it is read
-        width = 1 if isinstance(f, BoolField) else int_field(f).width
-        return [*self.need(str(width), f), f"pos += {width}"]
+        how = int_read_of(kind)
+        if how == "varint":
+            return self.int_read(op.field, "_", how)  # a varint's length is known once read
+        width = 1 if how == "bool" else how.width
+        return [*self.need(str(width), op.field), f"pos += {width}"]
 
-    def read(self, f: FrameField) -> list[str]:
+    def read(self, op: AnyFieldOp) -> list[str]:
+        match op:
+            case Marker(inner=inner):
+                return self.value(inner, check_const=False)  # ``field`` peeks for the marker
+            case (OptionalScalar(inner=inner) | Condition(inner=inner) | Computed(inner=inner)
+                  | WithArgs(inner=inner) | Prefix(inner=inner) | FixedLength(inner=inner)
+                  | Default(inner=inner)):
+                return self.value(inner)
+            case _:
+                return self.value(op)
+
+    def value(self, op: KindOp, check_const: bool = True) -> list[str]:
+        """Read the value of ``op``'s field into ``f_<name>``."""
+        f = op.field
         target = f"f_{f.name}"
-        if f.derive is not None:
-            if isinstance(f, BoolField):
-                return [f"{target} = bool({self.render(f.derive, f, parens=False)})"]
-            return [f"{target} = {self.render(f.derive, f, parens=False)}"]
-        if isinstance(f, IntField | VarintField | BoolField):
-            lines = self.int_read(f, target)
-            if f.const is not None and not f.marker:
-                self.ctx.imports.use(ERRORS, "BadMagicError")
-                lines += [f"if {target} != {f.const:#x}:", *indent(raise_lines(
-                    "BadMagicError", f"{self.s.name}.{f.name}: expected {f.const:#x}, got "
-                    f"{{{target}:#x}}"))]
-            if f.size_of == "rest":
-                check = f"{target} < 0 or " if isinstance(f, IntField) and f.signed else ""
-                lines += [f"if {check}pos + {target} > end:",
-                          *indent(self.overrun(f, f"{{{target}}} bytes announced, "
-                                                   "{end - pos} there")),
-                          f"end = pos + {target}"]
-                self.bounded = True
-            return lines
-        if isinstance(f, UuidField):
-            return [*self.need("16", f), f"{target} = UUID(bytes=buf[pos : pos + 16])",
-                    "pos += 16"]
-        if isinstance(f, BytesField | StringField | ProtoField):
-            lines, vend = self.region_end(f)
-            if isinstance(f, BytesField):
-                lines.append(f"{target} = buf[pos:{vend}]")
-            elif isinstance(f, StringField):
-                if f.encoding == "mutf8":
+        match op:
+            case Bits(expr=expr, as_bool=as_bool):
+                derived = self.render(expr, f, parens=False)
+                return [f"{target} = bool({derived})" if as_bool else f"{target} = {derived}"]
+            case ReadInt(int_type=t) | SizeOf(int_type=t) | Checksum(int_type=t):
+                return self.int_read(f, target, t)
+            case Const(int_type=t, value=const):
+                return [*self.int_read(f, target, t),
+                        *(self.const_check(f, target, const) if check_const else [])]
+            case SizeRest(int_type=t):
+                return [*self.int_read(f, target, t), *self.sets_end(f, target, t.signed)]
+            case ReadVarint(const=const, sets_end=sets_end) | ReadBool(const=const,
+                                                                       sets_end=sets_end):
+                lines = self.int_read(f, target, int_read_of(op))
+                if const is not None and check_const:
+                    lines += self.const_check(f, target, const)
+                if sets_end:
+                    lines += self.sets_end(f, target, False)
+                return lines
+            case ReadUuid():
+                return [*self.need("16", f), f"{target} = UUID(bytes=buf[pos : pos + 16])",
+                        "pos += 16"]
+            case BytesSized(region=region) | BytesToEnd(region=region) | BytesOther(
+                    region=region):
+                lines, vend = self.region_end(f, region)
+                return [*lines, f"{target} = buf[pos:{vend}]", f"pos = {vend}"]
+            case String(encoding=encoding, region=region):
+                lines, vend = self.region_end(f, region)
+                if encoding == "mutf8":
                     self.ctx.imports.use(MUTF8, "decode as mutf8_decode")
                     lines.append(f"{target} = mutf8_decode(buf[pos:{vend}], {self.where(f)})")
                 else:
                     self.ctx.imports.use(PROTOWIRE, "decode_str")
                     lines.append(f"{target} = decode_str(buf, pos, {vend}, {self.where(f)})")
-            else:
-                lines += self.sized_call(f, self.proto_read(f, target, vend), vend)
-            lines.append(f"pos = {vend}")
-            return lines
-        if isinstance(f, StructField):
-            lines, vend = self.region_end(f) if (f.size or f.prefix or f.length) else ([], "end")
-            args = call_args(f.args, self.s, self.name, f)
-            call = f"{struct_of(f).name}.decode_from(buf, pos, {vend}{args})"
-            lines += self.struct_call(f, target, call, vend)
-            return lines
-        if isinstance(f, ArrayField):
-            return self.array(f, target)
-        if isinstance(f, SwitchField):
-            return self.switch(f, target)
-        if isinstance(f, BlocksField):
-            return self.blocks(f, target)
-        raise bug(f, f"{f.name!r}: no decoder for a {f.kind} field")
+                return [*lines, f"pos = {vend}"]
+            case ProtoBody(region=region) | Envelope(region=region) | ProtoOther(region=region):
+                lines, vend = self.region_end(f, region)
+                proto = proto_of(op)
+                lines += self.sized_call(f, self.proto_read(proto, target, vend), vend)
+                return [*lines, f"pos = {vend}"]
+            case Nested(region=region) | NestedOther(region=region):
+                lines, vend = (self.region_end(f, region)
+                               if (region.size or region.prefix or region.length)
+                               else ([], "end"))
+                args = call_args(f.args, self.s, self.name, f)
+                call = f"{op.struct.name}.decode_from(buf, pos, {vend}{args})"
+                return [*lines, *self.struct_call(f, op.struct, target, call, vend)]
+            case Array():
+                return self.array(op, target)
+            case Switch():
+                return self.switch(op, target)
+            case Blocks():
+                return self.blocks(op, target)
+            case _:
+                assert_never(op)
+
+    def const_check(self, f: FrameField, target: str, const: int) -> list[str]:
+        self.ctx.imports.use(ERRORS, "BadMagicError")
+        return [f"if {target} != {const:#x}:", *indent(raise_lines(
+            "BadMagicError", f"{self.s.name}.{f.name}: expected {const:#x}, got "
+            f"{{{target}:#x}}"))]
+
+    def sets_end(self, f: FrameField, target: str, signed: bool) -> list[str]:
+        """The size of the rest just read becomes the end of the region."""
+        check = f"{target} < 0 or " if signed else ""
+        lines = [f"if {check}pos + {target} > end:",
+                 *indent(self.overrun(f, f"{{{target}}} bytes announced, {{end - pos}} there")),
+                 f"end = pos + {target}"]
+        self.bounded = True  # after the check above, which runs before the end is set
+        return lines
 
     def proto_read(self, f: ProtoField, target: str, vend: str) -> list[str]:
         assert f.message is not None
@@ -392,27 +452,28 @@ class Decoder:
                 *indent(raise_lines("SizeMismatchError", f"{self.s.name}.{f.name}: declared size "
                                 "too small for the content ({exc})", suffix=" from exc"))]
 
-    def struct_call(self, f: StructField, target: str, call: str, vend: str) -> list[str]:
+    def struct_call(self, f: FrameField, struct: StructDef, target: str, call: str,
+                    vend: str) -> list[str]:
         check = []
         if vend != "end":
             self.ctx.imports.use(ERRORS, "SizeMismatchError")
             check = [f"if pos != {vend}:", *indent(raise_lines(
                 "SizeMismatchError", f"{self.s.name}.{f.name}: content does not fill its "
                 "declared size", fmt=False))]
-        if not has_checksum(struct_of(f)):
+        if not has_checksum(struct):
             return [*self.sized_call(f, [f"{target}, pos = {call}"], vend), *check]
         return [
             "try:",
             *["    " + x for x in self.sized_call(f, [f"{target}, pos = {call}"], vend)],
             "except ChecksumFailure as exc:",
             "    bad = exc",
-            *self.checksum_value(f, target),
+            *self.checksum_value(f, struct, target),
             *check,
         ]
 
-    def checksum_value(self, f: StructField, target: str) -> list[str]:
+    def checksum_value(self, f: FrameField, struct: StructDef, target: str) -> list[str]:
         """Keep what a nested struct decoded before its checksum failed, if anything."""
-        name = struct_of(f).name
+        name = struct.name
         if f.optional:
             return [f"    {target} = exc.value if isinstance(exc.value, {name}) "
                     "else None", "    pos = exc.pos"]
@@ -428,50 +489,54 @@ class Decoder:
             f"{{{target}.{f.dispatch_on.py_name}.name}} lacks its body field\")",
         ]
 
-    def array(self, f: ArrayField, target: str) -> list[str]:
-        el = element_of(f)
-        item_ann = annotation(self.ctx, self.s, el)
-        index = f"i_{f.name}" if any("_index" in e.names for e in f.args.values()) else "_"
+    def array(self, op: Array, target: str) -> list[str]:
+        f = op.field
+        el = op.element
+        item_ann = annotation(self.ctx, self.s, el.field)
+        index = f"i_{f.name}" if op.index_used else "_"
         self.index = index
         items = f"a_{f.name}"
         # Named for the field: two arrays of one struct may hold different element types.
         item = f"e_{f.name}"
         lines = [f"{items}: list[{item_ann}] = []"]
-        if f.until_end and isinstance(el, StructField) and el.struct is not None \
-                and el.struct.name in self.ctx.runs:
-            return [f"{target}, pos = {el.struct.name}.decode_run(buf, pos, end)"]
-        if isinstance(el, StructField):
-            args = call_args(f.args, self.s, self.name, f)
-            one = [f"{item}, pos = {struct_of(el).name}.decode_from(buf, pos, end{args})",
-                   f"{items}.append({item})"]
-        elif isinstance(el, UuidField):
-            one = [*self.need("16", el), f"{items}.append(UUID(bytes=buf[pos : pos + 16]))",
-                   "pos += 16"]
-        else:
-            one = [*self.int_read(el, item), f"{items}.append({item})"]
-        if f.until_end:
+        match el:
+            case Nested(struct=struct) | NestedOther(struct=struct):
+                if op.until_end and struct.name in self.ctx.runs:
+                    return [f"{target}, pos = {struct.name}.decode_run(buf, pos, end)"]
+                args = call_args(f.args, self.s, self.name, f)
+                one = [f"{item}, pos = {struct.name}.decode_from(buf, pos, end{args})",
+                       f"{items}.append({item})"]
+            case ReadUuid():
+                one = [*self.need("16", el.field),
+                       f"{items}.append(UUID(bytes=buf[pos : pos + 16]))", "pos += 16"]
+            case _:
+                one = [*self.int_read(el.field, item, int_read_of(el)), f"{items}.append({item})"]
+        if op.until_end:
             lines.append("while pos < end:")
             if index != "_":
                 lines.append(f"    {index} = len({items})")
         else:
-            assert f.count is not None
-            count = self.render(f.count, f, parens=False)
+            if op.count is None:
+                raise bug(f, f"{f.name!r}: an array with neither a count nor until_end")
+            count = self.render(op.count, f, parens=False)
             lines.append(f"for {index} in range({count}):")
         lines += ["    " + x for x in one]
         lines.append(f"{target} = {items}")
         self.index = "_"
         return lines
 
-    def switch(self, f: SwitchField, target: str) -> list[str]:
+    def switch(self, op: Switch, target: str) -> list[str]:
+        f = switch_of(op)
         self.ctx.imports.use(ERRORS, "UnknownCommandTypeError")
         self.ctx.imports.use("collections.abc", "Callable")
-        lines, vend = self.region_end(f) if (f.size or f.prefix) else ([], "end")
-        key = f"f_{f.switch_on}"
+        region = op.region
+        lines, vend = self.region_end(f, region) if (region.size or region.prefix) \
+            else ([], "end")
+        key = f"f_{op.key}"
         alias = f.alias
         base = f.tables
         decoder_type = f"Callable[[bytes, int, int], tuple[{alias}, int]]"
-        directional = any(c.directional for c in f.cases)
-        if directional:
+        if op.directional:
             for direction in ("to_server", "to_client"):
                 self.ctx.tables += case_table(f, direction, f"{base}_{direction.upper()}",
                                                decoder_type)
@@ -484,7 +549,7 @@ class Decoder:
         lines += [
             f"decode_body = {table}.get({key})",
             "if decode_body is None:",
-            *indent(raise_lines("UnknownCommandTypeError", f"{self.s.name}.{f.switch_on}: no "
+            *indent(raise_lines("UnknownCommandTypeError", f"{self.s.name}.{op.key}: no "
                                 f"layout for {{{key}}}{' ' + unknown if unknown else ''}",
                                 extra=f", {key}")),
         ]
@@ -496,19 +561,19 @@ class Decoder:
                 "body left over"))]
         return lines
 
-    def blocks(self, f: BlocksField, target: str) -> list[str]:
-        cw, cs = INT_TYPES[f.block_count]
-        lw, ls = INT_TYPES[f.block_length]
-        cp = self.ctx.packer(cw, cs, self.s_order())
-        lp = self.ctx.packer(lw, ls, self.s_order())
+    def blocks(self, op: Blocks, target: str) -> list[str]:
+        f = op.field
+        cw, lw = op.count_type.width, op.length_type.width
+        cp = self.ctx.packer(cw, op.count_type.signed, op.count_type.order)
+        lp = self.ctx.packer(lw, op.length_type.signed, op.length_type.order)
         self.ctx.imports.use(ERRORS, "SizeMismatchError")
         self.ctx.imports.use(PROTOWIRE, "truncated")
         lines = [*self.need(str(cw), f), f"n_blocks = {cp}.unpack_from(buf, pos)[0]",
                  f"pos += {cw}"]
-        if f.max_blocks is not None:
-            lines += [f"if n_blocks > {f.max_blocks}:", *indent(raise_lines(
+        if op.max_blocks is not None:
+            lines += [f"if n_blocks > {op.max_blocks}:", *indent(raise_lines(
                 "SizeMismatchError", f"{self.s.name}.{f.name}: {{n_blocks}} blocks, more than "
-                f"{f.max_blocks}"))]
+                f"{op.max_blocks}"))]
         args = call_args(f.args, self.s, self.name, f)
         lines += [
             "parts: list[bytes] = []",
@@ -516,15 +581,15 @@ class Decoder:
             *["    " + x for x in self.need(str(lw), f)],
             f"    n = {lp}.unpack_from(buf, pos)[0]",
             f"    pos += {lw}",
-            f"    if n > {f.block_size}:",
+            f"    if n > {op.block_size}:",
             *indent(raise_lines("SizeMismatchError", f"{self.s.name}.{f.name}: block of {{n}} "
-                            f"bytes; blocks hold up to {f.block_size}"), 2),
+                            f"bytes; blocks hold up to {op.block_size}"), 2),
             "    if pos + n > end:",
             *indent(self.overrun(f, "block of {n} bytes runs past the end"), 2),
             "    parts.append(buf[pos : pos + n])",
             "    pos += n",
             "content = b\"\".join(parts)",
-            *self.sized_call(f, [f"{target}, used = {struct_of(f).name}.decode_from(content, 0, "
+            *self.sized_call(f, [f"{target}, used = {op.struct.name}.decode_from(content, 0, "
                                 f"len(content){args})"], "content"),
             "if used != len(content):",
             *indent(raise_lines("SizeMismatchError", f"{self.s.name}.{f.name}: "

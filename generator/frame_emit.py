@@ -34,6 +34,7 @@ from protoframe.generator.frame_ir import (
     VarintField,
     nested_struct,
 )
+from protoframe.generator.layout_ops import FieldOp, IntShape, IntType, KindOp, int_shape
 from protoframe.generator.layout_plan import SpecPlans
 
 _STRUCT_CODES = {(1, False): "B", (2, False): "H", (4, False): "I", (8, False): "Q",
@@ -79,6 +80,37 @@ def element_of(f: ArrayField) -> FrameField:
     if f.element is None:
         raise bug(f, f"{f.name!r}: array without an element")
     return f.element
+
+
+def int_read_of(op: KindOp) -> IntShape:
+    """How the integer ``op`` reads or writes sits on the wire (the checks made sure it is one:
+    an array element, a marker, a value nothing reads)."""
+    shape = int_shape(op)
+    if shape is None:
+        raise bug(op.field, f"{op.name!r} is a {op.word} where an integer is needed")
+    return shape
+
+
+def fixed_int(op: KindOp) -> IntType:
+    """The fixed-width integer ``op`` reads or writes (sizes, checksums, ranges, constants)."""
+    shape = int_read_of(op)
+    if not isinstance(shape, IntType):
+        raise bug(op.field, f"{op.name!r} is a {shape} where a fixed-width integer is needed")
+    return shape
+
+
+def proto_of(op: FieldOp) -> ProtoField:
+    """The protobuf field a proto operation was lowered from."""
+    if not isinstance(op.field, ProtoField):
+        raise bug(op.field, f"{op.name!r}: a {op.word} operation on a {op.field.kind} field")
+    return op.field
+
+
+def switch_of(op: FieldOp) -> SwitchField:
+    """The switch field a switch operation was lowered from (its names and cases)."""
+    if not isinstance(op.field, SwitchField):
+        raise bug(op.field, f"{op.name!r}: a {op.word} operation on a {op.field.kind} field")
+    return op.field
 
 
 def int_field(f: FrameField) -> IntField:

@@ -6,6 +6,8 @@ into ``v_<name>`` locals, so a value built by hand can never disagree with its o
 
 from __future__ import annotations
 
+from typing import Literal, assert_never
+
 from protoframe.generator.codewriter import bytes_literal, literal
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.expr import Expr
@@ -13,29 +15,47 @@ from protoframe.generator.frame_emit import (
     EmitContext,
     bug,
     call_args,
-    element_of,
+    fixed_int,
     indent,
-    int_field,
+    int_read_of,
     raise_lines,
     range_ends,
     range_starts,
     render_expr,
 )
 from protoframe.generator.frame_ir import (
-    INT_TYPES,
-    ArrayField,
-    BlocksField,
-    BoolField,
     BytesField,
     FrameField,
-    IntField,
-    ProtoField,
-    StringField,
-    StructField,
     SwitchField,
-    UuidField,
-    VarintField,
     nested_message,
+)
+from protoframe.generator.layout_ops import (
+    AnyFieldOp,
+    Array,
+    Bits,
+    Blocks,
+    BytesOther,
+    BytesSized,
+    BytesToEnd,
+    Checksum,
+    Const,
+    Envelope,
+    IntShape,
+    IntType,
+    KindOp,
+    Nested,
+    NestedOther,
+    ProtoBody,
+    ProtoOther,
+    ReadBool,
+    ReadInt,
+    ReadUuid,
+    ReadVarint,
+    SizeOf,
+    SizeRest,
+    String,
+    Switch,
+    kind_op,
 )
 from protoframe.generator.layout_plan import LayoutPlan
 from protoframe.generator.runtime_modules import CHECKSUMS, ERRORS, MUTF8, PROTOWIRE
@@ -98,7 +118,7 @@ class Encoder:
                 self.out.append(f"v_{f.name} = {self.render(f.value, f, parens=False)}")
                 self.available[f.name] = f"v_{f.name}"
         for op in self.plan.field_ops:
-            self.field(op.field)
+            self.field(op)
         self.out += self.patches
         return self.out or ["pass"]
 
@@ -116,16 +136,15 @@ class Encoder:
                 msg = pf.type.message
         return f"self.{head}." + ".".join(attrs)
 
-    def pack(self, f: FrameField, value: str) -> list[str]:
-        if isinstance(f, VarintField):
+    def pack(self, how: IntShape, value: str) -> list[str]:
+        if how == "varint":
             self.ctx.imports.use(PROTOWIRE, "varint_bytes")
             return [f"{self.buf} += varint_bytes({value})"]
-        if isinstance(f, BoolField):
+        if how == "bool":
             return [f"{self.buf}.append(1 if {value} else 0)"]
-        i = int_field(f)
-        if i.width == 1 and not i.signed:
+        if how.width == 1 and not how.signed:
             return [f"{self.buf}.append({value})"]
-        packer = self.ctx.packer(i.width, i.signed, i.order)
+        packer = self.ctx.packer(how.width, how.signed, how.order)
         return [f"{self.buf} += {packer}.pack({value})"]
 
     def computed_value(self, f: FrameField) -> list[str]:
@@ -134,8 +153,7 @@ class Encoder:
         if f.count_of is not None:
             return []
         if f.size_of is not None and f.size_of != "rest":
-            target = s.field(f.size_of)
-            assert target is not None
+            target = self.plan.op(f.size_of)
             return [*self.pre_encode(target), f"v_{f.name} = len(b_{target.name})"]
         if f.is_switch_key:
             sw = next(g for g in s.fields if isinstance(g, SwitchField) and g.switch_on == f.name)
@@ -145,16 +163,17 @@ class Encoder:
             return [f"v_{f.name} = {self.render(f.value, f, parens=False)}"]
         raise AssertionError(f.name)
 
-    def field(self, f: FrameField) -> None:
+    def field(self, op: AnyFieldOp) -> None:
         s = self.s
+        f = op.field
         if any(g.checksum is not None and g.checksum.start == f.name
                and not self.covers_the_rest(g) for g in s.fields):
             self.out.append(f"s_{f.name} = len({self.buf})")
         for g in range_starts(s, f):
             self.out.append(f"s_{g.name} = len({self.buf})")
-        self.out += self.one(f)
+        self.out += self.one(op)
         for g in range_ends(s, f):
-            size = int_field(g)
+            size = fixed_int(kind_op(self.plan.op(g.name)))
             packer = self.ctx.packer(size.width, size.signed, size.order)
             self.out.append(f"{packer}.pack_into({self.buf}, p_{g.name}, "
                             f"len({self.buf}) - s_{g.name})")
@@ -184,30 +203,33 @@ class Encoder:
                  and last.const is None)
         return last if plain else None
 
-    def one(self, f: FrameField) -> list[str]:
+    def one(self, op: AnyFieldOp) -> list[str]:
         s = self.s
+        f = op.field
+        kind = kind_op(op)
         if f is self.tail:
             return []  # written after the checksum that covers it
-        if not f.wire:
-            if f.computed or f.derive is None:
+        if isinstance(kind, Bits):
+            if f.computed:
                 return []
             # A stored bit-field: the value: expressions put it on the wire; make sure it
             # survives the trip (fits its bits) by deriving it back.
             self.ctx.imports.use(ERRORS, "EncodeError")
-            back = self.render(f.derive, f, parens=not isinstance(f, BoolField))
-            back = f"bool({back})" if isinstance(f, BoolField) else back
+            back = self.render(kind.expr, f, parens=not kind.as_bool)
+            back = f"bool({back})" if kind.as_bool else back
             return [f"if {back} != self.{f.name}:", *indent(raise_lines(
                 "EncodeError", f"{s.name}.{f.name} = {{self.{f.name}!r}} does not fit the "
                 "bits the spec gives it"))]
+        const = const_of(kind)
         if f.marker:
-            return [f"if self.{f.name}:", f"    {self.buf} += {bytes_literal(const_bytes(f))}"]
-        if f.const is not None:
-            self.available[f.name] = str(f.const)
-            return [f"{self.buf} += {bytes_literal(const_bytes(f))}"]
-        if f.checksum is not None:
-            algo = f.checksum.algorithm
+            return [f"if self.{f.name}:", f"    {self.buf} += {bytes_literal(const_bytes(kind))}"]
+        if const is not None:
+            self.available[f.name] = str(const)
+            return [f"{self.buf} += {bytes_literal(const_bytes(kind))}"]
+        if isinstance(kind, Checksum):
+            algo = kind.algorithm
             self.ctx.imports.use(CHECKSUMS, algo)
-            i = int_field(f)
+            i = kind.int_type
             packer = self.ctx.packer(i.width, i.signed, i.order)
             if self.covers_the_rest(f):
                 self.buf = "covered"
@@ -226,29 +248,30 @@ class Encoder:
             self.patches += [
                 f"with memoryview({self.buf}) as view:",
                 f"    {packer}.pack_into({self.buf}, p_{f.name}, "
-                f"{algo}(view[s_{f.checksum.start}:]))",
+                f"{algo}(view[s_{kind.start}:]))",
             ]
             return [f"p_{f.name} = len({self.buf})", f"{self.buf} += bytes({i.width})"]
         if f.size_of == "rest":
-            i = int_field(f)
+            i = fixed_int(kind)
             packer = self.ctx.packer(i.width, i.signed, i.order)
             self.patches.insert(0, f"{packer}.pack_into({self.buf}, p_{f.name}, "
                                    f"len({self.buf}) - p_{f.name} - {i.width})")
             return [f"p_{f.name} = len({self.buf})", f"{self.buf} += bytes({i.width})"]
         if f.size_range is not None:
-            return [f"p_{f.name} = len({self.buf})", f"{self.buf} += bytes({int_field(f).width})"]
+            width = fixed_int(kind).width
+            return [f"p_{f.name} = len({self.buf})", f"{self.buf} += bytes({width})"]
         if f.computed:
             if f.when is not None:
                 cond = self.render(f.when, f, parens=False)
                 lines = [f"v_{f.name} = {literal(f.default or 0)}", f"if {cond}:"]
                 lines += ["    " + x for x in self.computed_value(f)]
-                lines += ["    " + x for x in self.pack(f, f"v_{f.name}")]
+                lines += ["    " + x for x in self.pack(int_read_of(kind), f"v_{f.name}")]
                 self.available[f.name] = f"v_{f.name}"
                 return lines
             lines = self.computed_value(f)
             self.available[f.name] = f"v_{f.name}"
-            return lines + self.pack(f, f"v_{f.name}")
-        body = self.write(f)
+            return lines + self.pack(int_read_of(kind), f"v_{f.name}")
+        body = self.write(kind)
         if f.when is not None:
             self.ctx.imports.use(ERRORS, "EncodeError")
             cond = self.render(f.when, f, parens=False)
@@ -268,132 +291,158 @@ class Encoder:
     def struct_args(self, f: FrameField) -> str:
         return call_args(f.args, self.s, self.name, f)
 
-    def pre_encode(self, f: FrameField) -> list[str]:
+    def pre_encode(self, op: AnyFieldOp) -> list[str]:
         """Encode a sized field ahead of its size, into ``b_<name>``."""
+        f = op.field
         value = f"self.{f.name}"
-        if isinstance(f, BytesField):
-            return [f"b_{f.name} = {value}"]
-        if isinstance(f, StringField):
-            return [f"b_{f.name} = {self.str_bytes(f, value)}"]
-        if isinstance(f, ProtoField | StructField):
-            call = f"{value}.encode({self.struct_args(f).lstrip(', ')})"
-            if f.optional:
-                return [f"b_{f.name} = b\"\" if {value} is None else {call}"]
-            return [f"b_{f.name} = {call}"]
-        if isinstance(f, SwitchField):
-            return [f"b_{f.name} = {value}.encode()"]
-        if isinstance(f, ArrayField):
-            return ["buf = bytearray()", *self.array_write(f, "buf"), f"b_{f.name} = buf"]
-        raise bug(f, f"size_of cannot measure a {f.kind} field")
+        kind = kind_op(op)
+        match kind:
+            case BytesSized() | BytesToEnd() | BytesOther():
+                return [f"b_{f.name} = {value}"]
+            case String(encoding=encoding):
+                return [f"b_{f.name} = {self.str_bytes(encoding, value)}"]
+            case ProtoBody() | Envelope() | ProtoOther() | Nested() | NestedOther():
+                call = f"{value}.encode({self.struct_args(f).lstrip(', ')})"
+                if f.optional:
+                    return [f"b_{f.name} = b\"\" if {value} is None else {call}"]
+                return [f"b_{f.name} = {call}"]
+            case Switch():
+                return [f"b_{f.name} = {value}.encode()"]
+            case Array():
+                return ["buf = bytearray()", *self.array_write(kind, "buf"), f"b_{f.name} = buf"]
+        raise bug(f, f"size_of cannot measure a {kind.word} field")
 
-    def str_bytes(self, f: StringField, value: str) -> str:
-        if f.encoding == "mutf8":
+    def str_bytes(self, encoding: str, value: str) -> str:
+        if encoding == "mutf8":
             self.ctx.imports.use(MUTF8, "encode as mutf8_encode")
             return f"mutf8_encode({value})"
         return f"{value}.encode()"
 
-    def array_write(self, f: ArrayField, out: str) -> list[str]:
-        el = element_of(f)
+    def array_write(self, op: Array, out: str) -> list[str]:
+        f = op.field
+        el = op.element
         lines: list[str] = []
-        if f.count is not None and not f.count_from_field:
+        if op.count is not None and not op.count_from_field:
             self.ctx.imports.use(ERRORS, "EncodeError")
-            count = self.render(f.count, f)
+            count = self.render(op.count, f)
             lines += [f"if len(self.{f.name}) != {count}:", *indent(raise_lines(
                 "EncodeError", f"{self.s.name}.{f.name} has {{len(self.{f.name})}} items; "
-                f"{f.count.text} says {{{count}}}"))]
-        index = f"i_{f.name}" if any("_index" in e.names for e in f.args.values()) else ""
+                f"{op.count.text} says {{{count}}}"))]
+        index = f"i_{f.name}" if op.index_used else ""
         self.index = index or "_"
         item = f"e_{f.name}"
-        if isinstance(el, StructField):
-            one = [f"{item}.encode_to({out}{self.struct_args(f)})"]
-        elif isinstance(el, UuidField):
-            one = [f"{out} += {item}.bytes"]
-        else:
-            saved, self.buf = self.buf, out
-            one = self.pack(el, item)
-            self.buf = saved
+        match el:
+            case Nested() | NestedOther():
+                one = [f"{item}.encode_to({out}{self.struct_args(f)})"]
+            case ReadUuid():
+                one = [f"{out} += {item}.bytes"]
+            case _:
+                saved, self.buf = self.buf, out
+                one = self.pack(int_read_of(el), item)
+                self.buf = saved
         self.index = "_"
         head = f"for {index}, {item} in enumerate(self.{f.name}):" if index else \
             f"for {item} in self.{f.name}:"
         return [*lines, head, *["    " + x for x in one]]
 
-    def write(self, f: FrameField) -> list[str]:
+    def write(self, op: KindOp) -> list[str]:
+        """Append the value of ``op``'s field (present, its computed parts worked out)."""
+        f = op.field
         value = f"self.{f.name}"
-        if isinstance(f, IntField | VarintField | BoolField):
-            return self.pack(f, value)
-        if isinstance(f, UuidField):
-            return [f"{self.buf} += {value}.bytes"]
-        sized = f.size_field is not None
-        if isinstance(f, BytesField | StringField):
-            data = value if isinstance(f, BytesField) else self.str_bytes(f, value)
-            if sized:
-                return [f"{self.buf} += b_{f.name}"]
-            lines = []
-            if isinstance(f, StringField) or f.prefix is not None:
-                lines.append(f"data_{f.name} = {data}")
-                data = f"data_{f.name}"
-            if f.length is not None:
-                self.ctx.imports.use(ERRORS, "EncodeError")
-                lines += [f"if len({data}) != {f.length}:", *indent(raise_lines(
-                    "EncodeError", f"{self.s.name}.{f.name} must be {f.length} bytes",
-                    fmt=False))]
-            if f.prefix is not None:
-                lines += self.prefix(f, f"len({data})")
-            return [*lines, f"{self.buf} += {data}"]
-        if isinstance(f, ProtoField | StructField | SwitchField):
-            if sized:
-                return [f"{self.buf} += b_{f.name}"]
-            args = self.struct_args(f) if isinstance(f, StructField) else ""
-            if f.prefix is not None:
-                return [f"data_{f.name} = {value}.encode({args.lstrip(', ')})",
-                        *self.prefix(f, f"len(data_{f.name})"), f"{self.buf} += data_{f.name}"]
-            return [f"{value}.encode_to({self.buf}{args})"]
-        if isinstance(f, ArrayField):
-            if sized:
-                return [f"{self.buf} += b_{f.name}"]
-            return self.array_write(f, self.buf)
-        if isinstance(f, BlocksField):
-            cw, cs = INT_TYPES[f.block_count]
-            lw, ls = INT_TYPES[f.block_length]
-            cp = self.ctx.packer(cw, cs, self.ctx.spec.byte_order)
-            lp = self.ctx.packer(lw, ls, self.ctx.spec.byte_order)
-            size = f.block_size
-            lines = [
-                f"content = {value}.encode({self.struct_args(f).lstrip(', ')})",
-                f"{self.buf} += {cp}.pack((len(content) + {size - 1}) // {size})",
-                f"for i in range(0, len(content), {size}):",
-                f"    block = content[i : i + {size}]",
-                f"    {self.buf} += {lp}.pack(len(block))",
-                f"    {self.buf} += block",
-            ]
-            if f.max_blocks is not None:
-                self.ctx.imports.use(ERRORS, "EncodeError")
-                lines[1:1] = [f"if len(content) > {f.max_blocks * size}:", *indent(raise_lines(
-                    "EncodeError", f"{self.s.name}.{f.name}: {{len(content)}} bytes need "
-                    f"more than {f.max_blocks} blocks"))]
-            return lines
-        raise bug(f, f"{f.name!r}: no encoder for a {f.kind} field")
+        match op:
+            case (ReadInt() | Const() | SizeOf() | SizeRest() | Checksum() | ReadVarint()
+                  | ReadBool()):
+                return self.pack(int_read_of(op), value)
+            case ReadUuid():
+                return [f"{self.buf} += {value}.bytes"]
+            case (BytesSized(region=region) | BytesToEnd(region=region)
+                  | BytesOther(region=region) | String(region=region)):
+                if region.size_written_first:
+                    return [f"{self.buf} += b_{f.name}"]
+                data = self.str_bytes(op.encoding, value) if isinstance(op, String) else value
+                lines = []
+                if isinstance(op, String) or region.prefix is not None:
+                    lines.append(f"data_{f.name} = {data}")
+                    data = f"data_{f.name}"
+                if region.length is not None:
+                    self.ctx.imports.use(ERRORS, "EncodeError")
+                    lines += [f"if len({data}) != {region.length}:", *indent(raise_lines(
+                        "EncodeError", f"{self.s.name}.{f.name} must be {region.length} bytes",
+                        fmt=False))]
+                if region.prefix is not None:
+                    lines += self.prefix(region.prefix, f"len({data})")
+                return [*lines, f"{self.buf} += {data}"]
+            case (ProtoBody(region=region) | Envelope(region=region) | ProtoOther(region=region)
+                  | Nested(region=region) | NestedOther(region=region) | Switch(region=region)):
+                if region.size_written_first:
+                    return [f"{self.buf} += b_{f.name}"]
+                args = self.struct_args(f) if isinstance(op, Nested | NestedOther) else ""
+                if region.prefix is not None:
+                    return [f"data_{f.name} = {value}.encode({args.lstrip(', ')})",
+                            *self.prefix(region.prefix, f"len(data_{f.name})"),
+                            f"{self.buf} += data_{f.name}"]
+                return [f"{value}.encode_to({self.buf}{args})"]
+            case Array(region=region):
+                if region.size_written_first:
+                    return [f"{self.buf} += b_{f.name}"]
+                return self.array_write(op, self.buf)
+            case Blocks():
+                return self.blocks(op, value)
+            case Bits():
+                raise bug(f, f"{f.name!r}: a derived field has no bytes to write")
+            case _:
+                assert_never(op)
 
-    def prefix(self, f: FrameField, length: str) -> list[str]:
-        assert f.prefix is not None
-        if f.prefix == "varint":
+    def blocks(self, op: Blocks, value: str) -> list[str]:
+        f = op.field
+        ct, lt = op.count_type, op.length_type
+        cp = self.ctx.packer(ct.width, ct.signed, ct.order)
+        lp = self.ctx.packer(lt.width, lt.signed, lt.order)
+        size = op.block_size
+        lines = [
+            f"content = {value}.encode({self.struct_args(f).lstrip(', ')})",
+            f"{self.buf} += {cp}.pack((len(content) + {size - 1}) // {size})",
+            f"for i in range(0, len(content), {size}):",
+            f"    block = content[i : i + {size}]",
+            f"    {self.buf} += {lp}.pack(len(block))",
+            f"    {self.buf} += block",
+        ]
+        if op.max_blocks is not None:
+            self.ctx.imports.use(ERRORS, "EncodeError")
+            lines[1:1] = [f"if len(content) > {op.max_blocks * size}:", *indent(raise_lines(
+                "EncodeError", f"{self.s.name}.{f.name}: {{len(content)}} bytes need "
+                f"more than {op.max_blocks} blocks"))]
+        return lines
+
+    def prefix(self, prefix: IntType | Literal["varint"], length: str) -> list[str]:
+        if prefix == "varint":
             self.ctx.imports.use(PROTOWIRE, "varint_bytes")
             return [f"{self.buf} += varint_bytes({length})"]
-        width, signed = INT_TYPES[f.prefix]
-        return [f"{self.buf} += {self.ctx.packer(width, signed, self.ctx.spec.byte_order)}"
-                f".pack({length})"]
+        packer = self.ctx.packer(prefix.width, prefix.signed, prefix.order)
+        return [f"{self.buf} += {packer}.pack({length})"]
 
 
-def const_bytes(f: FrameField) -> bytes:
-    assert f.const is not None
-    if isinstance(f, VarintField):
+def const_of(op: KindOp) -> int | None:
+    """The value a constant integer always has on the wire, if ``op`` is one."""
+    match op:
+        case Const(value=value):
+            return value
+        case ReadVarint(const=const) | ReadBool(const=const):
+            return const
+    return None
+
+
+def const_bytes(op: KindOp) -> bytes:
+    const = const_of(op)
+    if const is None:
+        raise bug(op.field, f"{op.name!r} is not a constant")
+    if int_read_of(op) == "varint":
         out = bytearray()
-        v = f.const
+        v = const
         while v > 0x7F:
             out.append((v & 0x7F) | 0x80)
             v >>= 7
         out.append(v)
         return bytes(out)
-    i = int_field(f)
-    return f.const.to_bytes(i.width, "little" if i.order == "little" else "big",
-                            signed=i.signed)
+    i = fixed_int(op)
+    return const.to_bytes(i.width, "little" if i.order == "little" else "big", signed=i.signed)

@@ -10,10 +10,10 @@ has a word of its own outside that vocabulary.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Literal, TypeAlias
 
 from protoframe.generator.expr import Expr
-from protoframe.generator.frame_ir import FrameField
+from protoframe.generator.frame_ir import FrameField, StructDef
 from protoframe.generator.ir import MessageType
 from protoframe.runtime.codec import vocabulary
 
@@ -39,6 +39,24 @@ class IntType:
     def name(self) -> str:
         name = f"{'i' if self.signed else 'u'}{self.width * 8}"
         return name if self.width == 1 else name + ("le" if self.order == "little" else "be")
+
+
+@dataclass(frozen=True)
+class Region:
+    """How the bytes of a field are bounded, as the spec says (each emitter decides which
+    bound it follows when several are given): a fixed ``length``, a ``size`` (``"rest"``, a
+    field or a dotted path) or a length ``prefix`` of its own."""
+
+    length: int | None = None
+    size: str | None = None
+    # The size field is an unsigned integer or a varint, so a negative size cannot be read.
+    size_unsigned: bool = False
+    # The size is a field of this struct the encoder fills in: the field is encoded ahead.
+    size_written_first: bool = False
+    prefix: IntType | Literal["varint"] | None = None
+
+
+TO_END = Region(size="rest")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -146,6 +164,7 @@ class ProtoBody(FieldOp):
     word: ClassVar[str] = "proto"
     message: MessageType = field(compare=False)
     size: str
+    region: Region = field(compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -160,6 +179,7 @@ class Envelope(FieldOp):
     size: str
     dispatch: str
     present: str | None
+    region: Region = field(compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -167,6 +187,7 @@ class ProtoOther(FieldOp):
     """A protobuf message bounded otherwise (the rest, a dotted or later size...)."""
 
     word: ClassVar[str] = "proto_unsized"
+    region: Region
 
 
 @dataclass(frozen=True)
@@ -175,6 +196,7 @@ class BytesSized(FieldOp):
 
     word: ClassVar[str] = "bytes"
     size: str
+    region: Region = field(compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -182,6 +204,7 @@ class BytesToEnd(FieldOp):
     """Bytes running to the end of the struct's region."""
 
     word: ClassVar[str] = "bytes"
+    region: Region = field(default=TO_END, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -189,6 +212,7 @@ class BytesOther(FieldOp):
     """Bytes bounded otherwise, or compressed bytes with a size."""
 
     word: ClassVar[str] = "bytes_other"
+    region: Region
 
 
 @dataclass(frozen=True)
@@ -217,6 +241,11 @@ class Nested(FieldOp):
     word: ClassVar[str] = "struct"
     plan: LayoutPlan = field(compare=False)
     when: Presence
+    region: Region = field(compare=False, repr=False)
+
+    @property
+    def struct(self) -> StructDef:
+        return self.plan.struct
 
 
 @dataclass(frozen=True)
@@ -224,23 +253,26 @@ class NestedOther(FieldOp):
     """A nested struct with a size of its own or another condition."""
 
     word: ClassVar[str] = "struct_other"
-
-
-@dataclass(frozen=True)
-class OptionalScalar(FieldOp):
-    """An integer, message or bytes there only when bytes remain or a peek matches."""
-
-    word: ClassVar[str] = "optional"
+    struct: StructDef = field(compare=False, repr=False)
+    region: Region
 
 
 @dataclass(frozen=True)
 class ReadVarint(FieldOp):
+    """A varint; ``const``: the value it must have; ``sets_end``: it is the size of the rest."""
+
     word: ClassVar[str] = "varint"
+    const: int | None
+    sets_end: bool
 
 
 @dataclass(frozen=True)
 class ReadBool(FieldOp):
+    """A byte read as a bool (``const`` and ``sets_end`` as for ``ReadVarint``)."""
+
     word: ClassVar[str] = "bool"
+    const: int | None
+    sets_end: bool
 
 
 @dataclass(frozen=True)
@@ -251,33 +283,77 @@ class ReadUuid(FieldOp):
 @dataclass(frozen=True)
 class String(FieldOp):
     word: ClassVar[str] = "string"
+    encoding: str
+    region: Region
 
 
 @dataclass(frozen=True)
 class Array(FieldOp):
+    """A list of ``element`` (the operation of one item), ``count`` long or read ``until_end``.
+
+    ``count_from_field``: a ``count_of`` field holds the count, so it always agrees;
+    ``index_used``: the element's arguments name ``_index``; ``region``: as the spec bounds the
+    whole list (an array measured by a size field is encoded ahead of it)."""
+
     word: ClassVar[str] = "array"
+    element: KindOp = field(compare=False)
+    count: Expr | None = field(compare=False)
+    until_end: bool
+    count_from_field: bool
+    index_used: bool
+    region: Region
 
 
 @dataclass(frozen=True)
 class Switch(FieldOp):
+    """A body chosen by the earlier field ``key``; ``directional``: a case decodes another
+    struct on the way to the server than on the way to the client."""
+
     word: ClassVar[str] = "switch"
+    key: str
+    directional: bool
+    region: Region
 
 
 @dataclass(frozen=True)
 class Blocks(FieldOp):
+    """A struct's encoding cut in length-prefixed blocks of up to ``block_size`` bytes."""
+
     word: ClassVar[str] = "blocks"
+    struct: StructDef = field(compare=False, repr=False)
+    count_type: IntType
+    length_type: IntType
+    block_size: int
+    max_blocks: int | None
 
 
 @dataclass(frozen=True)
 class Bits(FieldOp):
-    """No bytes of its own: derived on decode from earlier fields (``derive:``)."""
+    """No bytes of its own: derived on decode from earlier fields (``derive:``); ``as_bool``:
+    the field is a bool."""
 
     word: ClassVar[str] = "derive"
     expr: Expr = field(compare=False)
+    as_bool: bool
 
 
 @dataclass(frozen=True)
-class Condition(FieldOp):
+class Wrap(FieldOp):
+    """An operation something beyond the field's kind makes Python-only; ``inner`` is what the
+    field's kind alone lowers to, which says how its value is read and written."""
+
+    inner: KindOp = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class OptionalScalar(Wrap):
+    """An integer, message or bytes there only when bytes remain or a peek matches."""
+
+    word: ClassVar[str] = "optional"
+
+
+@dataclass(frozen=True)
+class Condition(Wrap):
     """There only when an expression over earlier fields holds (``when:``)."""
 
     word: ClassVar[str] = "condition"
@@ -285,7 +361,7 @@ class Condition(FieldOp):
 
 
 @dataclass(frozen=True)
-class Computed(FieldOp):
+class Computed(Wrap):
     """A value worked out on encode from other fields: ``how`` is ``value``, ``count_of``,
     ``size_range`` or ``switch_key``."""
 
@@ -297,14 +373,14 @@ class Computed(FieldOp):
 
 
 @dataclass(frozen=True)
-class WithArgs(FieldOp):
+class WithArgs(Wrap):
     """A struct, array or blocks field passing values to its struct's params."""
 
     word: ClassVar[str] = "args"
 
 
 @dataclass(frozen=True)
-class Prefix(FieldOp):
+class Prefix(Wrap):
     """Bytes, text or a struct bounded by a length prefix of their own."""
 
     word: ClassVar[str] = "prefix"
@@ -312,20 +388,54 @@ class Prefix(FieldOp):
 
 
 @dataclass(frozen=True)
-class FixedLength(FieldOp):
+class FixedLength(Wrap):
     word: ClassVar[str] = "fixed_length"
     length: int
 
 
 @dataclass(frozen=True)
-class Default(FieldOp):
+class Default(Wrap):
     """Read when bytes remain, this value when not."""
 
     word: ClassVar[str] = "default"
 
 
 @dataclass(frozen=True)
-class Marker(FieldOp):
+class Marker(Wrap):
     """An optional constant, found by peeking and stored as a bool."""
 
     word: ClassVar[str] = "marker"
+
+
+# The operations a field can lower to, by what decides its code: its kind alone, or a
+# wrapper around the operation of its kind. Emitters match on these unions, so mypy points at
+# every emitter that lacks a case when an operation is added (``tests/generator/
+# test_layout_plan.py`` checks that every operation class is in them).
+KindOp: TypeAlias = (ReadInt | Const | SizeOf | SizeRest | Checksum | ProtoBody | Envelope
+                     | ProtoOther | BytesSized | BytesToEnd | BytesOther | Nested | NestedOther
+                     | ReadVarint | ReadBool | ReadUuid | String | Array | Switch | Blocks | Bits)
+WrapOp: TypeAlias = (OptionalScalar | Condition | Computed | WithArgs | Prefix | FixedLength
+                     | Default | Marker)
+AnyFieldOp: TypeAlias = KindOp | WrapOp
+PlanOp: TypeAlias = Params | SkipTrailing | AnyFieldOp
+
+
+def kind_op(op: AnyFieldOp) -> KindOp:
+    """The operation of ``op``'s field kind: how its value is read and written."""
+    return op.inner if isinstance(op, Wrap) else op
+
+
+IntShape: TypeAlias = IntType | Literal["varint", "bool"]
+
+
+def int_shape(op: KindOp) -> IntShape | None:
+    """How an integer operation's value sits on the wire (None for any other operation)."""
+    match op:
+        case ReadInt(int_type=t) | Const(int_type=t) | SizeOf(int_type=t) | SizeRest(
+                int_type=t) | Checksum(int_type=t):
+            return t
+        case ReadVarint():
+            return "varint"
+        case ReadBool():
+            return "bool"
+    return None

@@ -2,10 +2,11 @@
 
 A plan is the struct's fields in wire order, each one typed operation saying what is read
 and written there (``ReadInt``, ``SizeOf``, ``Nested``...), between an optional ``Params``
-at the head and ``SkipTrailing`` at the tail. The Python emitters read the plans for the order
-of structs and items and for the facts they share with the C codec (which checksums are
-verified as soon as they are read, whether bytes after the last field are an error);
-``frame_layouts`` writes the C tables from them.
+at the head and ``SkipTrailing`` at the tail. The Python emitters walk the plans: the class
+of each operation decides the code written for it, its attributes carry the facts that code
+needs, and the plan answers what both codecs must agree on (which checksums are verified as
+soon as they are read, whether bytes after the last field are an error); ``frame_layouts``
+writes the C tables from them.
 
 The operations are in ``layout_ops``; each has a ``word``, in the C vocabulary
 (``runtime/codec/vocabulary.py``) or not. So "the C codec can take this struct" is
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Literal
 
 from protoframe.generator.expr import Expr
 from protoframe.generator.frame_ir import (
@@ -40,6 +42,7 @@ from protoframe.generator.frame_ir import (
 )
 from protoframe.generator.layout_ops import (
     Always,
+    AnyFieldOp,
     Array,
     Bits,
     Blocks,
@@ -52,17 +55,18 @@ from protoframe.generator.layout_ops import (
     Const,
     Default,
     Envelope,
-    FieldOp,
     FixedLength,
     IfPeek,
     IfRemaining,
     IntType,
+    KindOp,
     Marker,
     Nested,
     NestedOther,
     Op,
     OptionalScalar,
     Params,
+    PlanOp,
     Prefix,
     Presence,
     ProtoBody,
@@ -71,6 +75,7 @@ from protoframe.generator.layout_ops import (
     ReadInt,
     ReadUuid,
     ReadVarint,
+    Region,
     SizeOf,
     SizeRest,
     SkipTrailing,
@@ -87,7 +92,7 @@ class LayoutPlan:
     """A struct lowered: its operations in order, and what both codecs need to agree on."""
 
     struct: StructDef = field(compare=False, repr=False)
-    ops: tuple[Op, ...]
+    ops: tuple[PlanOp, ...]
     # A field reads to the end of the struct's region (then a checksum running from the next
     # field to the end covers bytes the decoder can see before parsing them).
     fills_region: bool
@@ -111,11 +116,11 @@ class LayoutPlan:
         return self.struct.name
 
     @property
-    def field_ops(self) -> tuple[FieldOp, ...]:
+    def field_ops(self) -> tuple[AnyFieldOp, ...]:
         """The fields' operations, in wire order (one per field)."""
-        return tuple(op for op in self.ops if isinstance(op, FieldOp))
+        return tuple(op for op in self.ops if not isinstance(op, Params | SkipTrailing))
 
-    def op(self, name: str) -> FieldOp:
+    def op(self, name: str) -> AnyFieldOp:
         return next(op for op in self.field_ops if op.name == name)
 
     @property
@@ -205,7 +210,7 @@ def lower(s: StructDef, plans: dict[str, LayoutPlan], byte_order: str) -> Layout
     """``s``'s plan; ``plans`` holds those of the structs it nests."""
     fills = fills_region(s)
     field_ops = [_lower_field(s, f, plans, byte_order, fills) for f in s.fields]
-    ops: list[Op] = []
+    ops: list[PlanOp] = []
     if s.params:
         ops.append(Params(tuple(p.name for p in s.params)))
     ops += field_ops
@@ -281,29 +286,41 @@ def _early(s: StructDef, f: FrameField, fills: bool) -> bool:
     return i + 1 < len(names) and names[i + 1] == f.checksum.start
 
 
-def _modifier(f: FrameField) -> FieldOp | None:
-    """The operation of a field something beyond its kind makes Python-only, if any."""
-    if not f.wire:
-        assert f.derive is not None
-        return Bits(f, f.derive)
+def _modifier(f: FrameField, inner: KindOp) -> AnyFieldOp:
+    """The operation of a field something beyond its kind makes Python-only, else ``inner``,
+    the operation of its kind."""
     if f.when is not None:
-        return Condition(f, f.when)
+        return Condition(f, inner, f.when)
     for how, present in (("value", f.value is not None), ("count_of", f.count_of is not None),
                          ("size_range", f.size_range is not None),
                          ("switch_key", f.is_switch_key)):
         if present:
-            return Computed(f, how)
+            return Computed(f, inner, how)
     if f.args:
-        return WithArgs(f)
+        return WithArgs(f, inner)
     if f.prefix is not None:
-        return Prefix(f, f.prefix)
+        return Prefix(f, inner, f.prefix)
     if f.length is not None:
-        return FixedLength(f, f.length)
+        return FixedLength(f, inner, f.length)
     if f.default is not None:
-        return Default(f)
+        return Default(f, inner)
     if f.marker:
-        return Marker(f)
-    return None
+        return Marker(f, inner)
+    return inner
+
+
+def _region(f: FrameField, byte_order: str) -> Region:
+    size_field = f.size_field
+    prefix: IntType | Literal["varint"] | None = None
+    if f.prefix == "varint":
+        prefix = "varint"
+    elif f.prefix is not None:
+        width, signed = INT_TYPES[f.prefix]
+        prefix = IntType(width, signed, byte_order)
+    return Region(f.length, f.size,
+                  isinstance(size_field, VarintField)
+                  or isinstance(size_field, IntField) and not size_field.signed,
+                  size_field is not None, prefix)
 
 
 def _earlier_unsigned_size(s: StructDef, f: FrameField) -> str | None:
@@ -318,15 +335,24 @@ def _earlier_unsigned_size(s: StructDef, f: FrameField) -> str | None:
 
 
 def _lower_field(s: StructDef, f: FrameField, plans: dict[str, LayoutPlan], byte_order: str,
-                 fills: bool) -> FieldOp:
-    modified = _modifier(f)
-    if modified is not None:
-        return modified
+                 fills: bool) -> AnyFieldOp:
+    if not f.wire:
+        assert f.derive is not None
+        return Bits(f, f.derive, isinstance(f, BoolField))
+    kind = _lower_kind(s, f, plans, byte_order, fills)
+    op = _modifier(f, kind)
+    if op is kind and f.optional and isinstance(f, IntField | ProtoField | BytesField):
+        return OptionalScalar(f, kind)
+    return op
+
+
+def _lower_kind(s: StructDef, f: FrameField, plans: dict[str, LayoutPlan], byte_order: str,
+                fills: bool) -> KindOp:
+    """The operation of ``f``'s kind, which says how its value is read and written."""
+    region = _region(f, byte_order)
     match f:
         case IntField():
             int_type = IntType(f.width, f.signed, f.order)
-            if f.optional:
-                return OptionalScalar(f)
             if f.const is not None:
                 return Const(f, int_type, f.const)
             if f.checksum is not None:
@@ -340,28 +366,28 @@ def _lower_field(s: StructDef, f: FrameField, plans: dict[str, LayoutPlan], byte
             return ReadInt(f, int_type)
         case ProtoField():
             size = _earlier_unsigned_size(s, f)
-            if f.optional or f.message is None or size is None:
-                return OptionalScalar(f) if f.optional else ProtoOther(f)
+            if f.message is None or size is None:
+                return ProtoOther(f, region)
             if f.dispatch_on is None:
-                return ProtoBody(f, f.message, size)
+                return ProtoBody(f, f.message, size, region)
             sparse = {g.number for g in f.message.sparse_fields()}
             slot = f.message.present.slot if f.message.present is not None else None
             present = slot if slot and all(c.field.number in sparse for c in f.commands) \
                 else None
-            return Envelope(f, f.message, size, f.dispatch_on.py_name, present)
+            return Envelope(f, f.message, size, f.dispatch_on.py_name, present, region)
         case BytesField():
-            if f.optional:
-                return OptionalScalar(f)
             if f.size == "rest":
-                return BytesToEnd(f)
+                return BytesToEnd(f, region)
             size = _earlier_unsigned_size(s, f)
             if f.compression is not None or size is None:
-                return BytesOther(f)
-            return BytesSized(f, size)
+                return BytesOther(f, region)
+            return BytesSized(f, size, region)
         case StructField():
             held = f.struct
-            if held is None or held.name not in plans or f.size is not None:
-                return NestedOther(f)
+            if held is None:
+                raise AssertionError(f"{f.name!r}: an unresolved struct")
+            if held.name not in plans or f.size is not None:
+                return NestedOther(f, held, region)
             when: Presence
             if f.when_peek is not None:
                 kind, equals = f.when_peek
@@ -370,22 +396,32 @@ def _lower_field(s: StructDef, f: FrameField, plans: dict[str, LayoutPlan], byte
             elif f.when_remaining:
                 when = IfRemaining()
             elif f.optional:
-                return NestedOther(f)
+                return NestedOther(f, held, region)
             else:
                 when = Always()
-            return Nested(f, plans[held.name], when)
+            return Nested(f, plans[held.name], when, region)
         case VarintField():
-            return ReadVarint(f)
+            return ReadVarint(f, f.const, f.size_of == "rest")
         case BoolField():
-            return ReadBool(f)
+            return ReadBool(f, f.const, f.size_of == "rest")
         case UuidField():
             return ReadUuid(f)
         case StringField():
-            return String(f)
+            return String(f, f.encoding, region)
         case ArrayField():
-            return Array(f)
+            if f.element is None:
+                raise AssertionError(f"{f.name!r}: an array without an element")
+            return Array(f, _lower_kind(s, f.element, plans, byte_order, fills), f.count,
+                         f.until_end, f.count_from_field,
+                         any("_index" in e.names for e in f.args.values()), region)
         case SwitchField():
-            return Switch(f)
+            if f.switch_on is None:
+                raise AssertionError(f"{f.name!r}: a switch without a key")
+            return Switch(f, f.switch_on, any(c.directional for c in f.cases), region)
         case BlocksField():
-            return Blocks(f)
+            if f.struct is None:
+                raise AssertionError(f"{f.name!r}: blocks of an unresolved struct")
+            (cw, cs), (lw, ls) = INT_TYPES[f.block_count], INT_TYPES[f.block_length]
+            return Blocks(f, f.struct, IntType(cw, cs, byte_order), IntType(lw, ls, byte_order),
+                          f.block_size, f.max_blocks)
     raise AssertionError(f"{f.name!r}: no operation for a {f.kind} field")

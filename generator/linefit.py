@@ -195,6 +195,9 @@ def _opens(rest: str) -> bool:
 
 
 def _split_commas(inner: str) -> list[str]:
+    if any(word == "for" for _, word in _top_level_words(inner)):
+        # A comprehension's commas are its target's (``for k, v in ...``), not a list's.
+        return [inner]
     depth = 0
     quote = ""
     parts: list[str] = []

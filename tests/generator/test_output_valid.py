@@ -18,7 +18,7 @@ from protoframe.generator import build
 from protoframe.generator.build import generate
 from protoframe.generator.cli import EXIT_GENERATOR_BUG, main
 from protoframe.generator.errors import GeneratorBug
-from protoframe.generator.linefit import fit_source
+from protoframe.generator.linefit import fit_line, fit_source
 from protoframe.generator.output import write_files
 from tests.support.paths import ROOT
 
@@ -184,3 +184,39 @@ def test_one_long_element_gets_a_comma_only_where_it_means_nothing(line: str,
     wrapped = fit_source(line)
     assert ast.dump(ast.parse(wrapped)) == ast.dump(ast.parse(line))  # the same program
     assert any(x.endswith(("a,", "b,")) for x in wrapped.splitlines()) is comma, wrapped
+
+
+def test_a_comprehension_over_pairs_is_not_cut_at_its_targets_comma() -> None:
+    # A long map field's Spark row function once came out as `... for k,` / `y in ...`.
+    line = ("        return {k: uint64_value(y, 'Maps.a_long_map_field_name') for k, y in "
+            "x_a_rather_long_map_field_name_of_fixed64_keys.items()}")
+    wrapped = "\n".join(fit_line(line))
+    assert ast.dump(ast.parse(wrapped.strip())) == ast.dump(ast.parse(line.strip()))
+    assert all(len(x) <= 100 for x in wrapped.splitlines()), wrapped
+
+
+def test_long_map_fields_generate_compiling_modules(tmp_path: Path) -> None:
+    spec = tmp_path / "specs" / "longmaps"
+    spec.mkdir(parents=True)
+    (spec / "longmaps.proto").write_text(LONG_MAPS)
+    files = generate(tmp_path / "specs", "specs", ["longmaps"]).files
+    for rel, text in files.items():
+        if rel.endswith(".py"):
+            compile(text, rel, "exec")
+    assert "fixed_sixty_four_to_fixed_sixty_four_entries" in files["longmaps/spark.py"]
+
+
+LONG_MAPS = """\
+syntax = "proto3";
+package longmaps;
+
+enum Tint {
+    TINT_NONE = 0;
+    TINT_RED = 1;
+}
+
+message LongMaps {
+    map<fixed64, fixed64> fixed_sixty_four_to_fixed_sixty_four_entries = 1;
+    map<string, Tint> a_rather_long_enum_valued_map_field_name_called_tints = 2;
+}
+"""

@@ -32,7 +32,7 @@ from protoframe.generator.frame_ir import (
 )
 from protoframe.generator.ir import Field, Label, Presence
 from protoframe.generator.linefit import INDENT, fit_marked
-from protoframe.generator.machines_view import builder_name, builder_params
+from protoframe.generator.machines_routes import builder_name, builder_params
 from protoframe.generator.runtime_modules import CORRELATION, ERRORS, MACHINE
 
 

@@ -29,7 +29,8 @@ from tests.generator.spec_cases import (
 from tests.support.paths import ROOT
 
 GENERATOR = ROOT / "generator"
-EMITTERS = sorted({*GENERATOR.glob("*_view.py"), GENERATOR / "frame_layouts.py",
+EMITTERS = sorted({*GENERATOR.glob("*_view.py"), *GENERATOR.glob("machines_*.py"),
+                   GENERATOR / "frame_layouts.py",
                    GENERATOR / "layout_plan.py", GENERATOR / "layout_ops.py",
                    *GENERATOR.glob("docs_*.py"), *GENERATOR.glob("spark_*.py"),
                    *(GENERATOR / f"frame_{m}.py" for m in ("emit", "decoder", "encoder", "length")),

@@ -161,6 +161,16 @@ class FrameComparer:
                          new=n.location)
             else:
                 self._request(r, n)
+        if old.allocator != new.allocator:
+            (field_a, start_a, skip_a), (field_b, start_b, skip_b) = old.allocator, new.allocator
+            # Ids are the requester's to choose and the answer only echoes them, so the wire
+            # holds; another field is another parameter of every request method.
+            self.add("INTERACTION_ALLOCATOR_CHANGED", f"{self.protocol}.allocate",
+                     f"requests number {field_b or 'nothing'} from {start_b}"
+                     f"{' skipping 0' if skip_b else ''} instead of {field_a or 'nothing'} "
+                     f"from {start_a}{' skipping 0' if skip_a else ''}",
+                     old.location, new.location,
+                     source=BREAKING if field_a != field_b else None)
         for name in sorted(set(old.directions) | set(new.directions)):
             a, b = old.directions.get(name, ""), new.directions.get(name, "")
             if a != b:
@@ -192,6 +202,23 @@ class FrameComparer:
             self.add("INTERACTION_ARGS_CHANGED", name,
                      f"request {name}: frame arguments ({', '.join(o.frame_fields)}) -> "
                      f"({', '.join(n.frame_fields)})", *where)
+        if o.answered != n.answered:
+            self.add("INTERACTION_ANSWERED_CHANGED", name,
+                     f"request {name} answered {_when(n.answered)} instead of "
+                     f"{_when(o.answered)}", *where)
+        if o.choices != n.choices:
+            self.add("INTERACTION_CHOICES_CHANGED", name,
+                     f"request {name} answered by {_listed(n.choices)} instead of "
+                     f"{_listed(o.choices)}", *where)
+        if o.until != n.until:
+            self.add("INTERACTION_STREAM_CHANGED", name,
+                     f"request {name} answered {_stream(n.until)} instead of "
+                     f"{_stream(o.until)}", *where)
+        if o.allocate != n.allocate:
+            ids = {True: "allocated", False: "the caller's"}
+            self.add("INTERACTION_ALLOCATE_CHANGED", name,
+                     f"request {name}: its id is {ids[n.allocate]} instead of "
+                     f"{ids[o.allocate]}", *where)
 
     # -- machines --------------------------------------------------------------------------
     def _machines(self, old: FrameSnapshot, new: FrameSnapshot) -> None:
@@ -229,3 +256,15 @@ class FrameComparer:
             if t not in o.transitions:
                 self.add("MACHINE_TRANSITION_ADDED", f"{name}: {t}",
                          f"machine {name}: transition {t} added", new=loc)
+
+
+def _when(text: str) -> str:
+    return f"when {text}" if text else "always"
+
+
+def _listed(choices: tuple[str, ...]) -> str:
+    return "; ".join(choices) if choices else "its one response"
+
+
+def _stream(until: tuple[str, ...]) -> str:
+    return f"by a stream until {', '.join(until)}" if until else "by one message"

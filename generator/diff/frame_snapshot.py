@@ -91,6 +91,10 @@ class RequestSnap:
     method: str
     frame_fields: tuple[str, ...]
     location: str
+    answered: str = ""  # its when: (the peer answers only then); "": always
+    choices: tuple[str, ...] = ()  # "COMMAND when EXPR" for answers its fields choose
+    until: tuple[str, ...] = ()  # the commands ending a streamed answer
+    allocate: bool = True  # False: the caller gives the allocated id (allocate: false)
 
 
 @dataclass
@@ -112,6 +116,8 @@ class FrameSnapshot:
     commands: dict[str, CommandSnap] = field(default_factory=dict)  # not protobuf-dispatched
     requests: dict[str, RequestSnap] = field(default_factory=dict)
     directions: dict[str, str] = field(default_factory=dict)  # command -> one_way/server_push
+    # The field requests number themselves, the first id and whether 0 is skipped.
+    allocator: tuple[str | None, int, bool] = (None, 0, False)
     machines: dict[str, MachineSnap] = field(default_factory=dict)
 
 
@@ -206,7 +212,11 @@ def frame_snapshot(spec: FrameSpec, spec_file: Path) -> FrameSnapshot:
             path = ["interactions", "requests"]
         snap.requests[r.request] = RequestSnap(
             r.request, r.response, tuple(sorted(r.errors)), tuple(r.correlate), r.method,
-            tuple(r.frame_fields), _where(root, spec.path, path))
+            tuple(r.frame_fields), _where(root, spec.path, path),
+            answered=r.when.text if r.when is not None else "",
+            choices=tuple(f"{c} when {w.text}" for c, w in r.choices), until=tuple(r.until),
+            allocate=r.allocate)
+    snap.allocator = (spec.allocate, spec.allocate_start, spec.allocate_skip_zero)
     for kind, names in (("one_way", spec.one_way), ("server_push", spec.server_push)):
         for name in names:
             snap.directions[name] = ",".join(

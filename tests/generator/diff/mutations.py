@@ -795,6 +795,65 @@ YAML_EDITS: list[Edit] = [
         x("INTERACTION_ARGS_CHANGED", "SEND", "CB"),
     ),
     edit(
+        "answered-when",
+        "tank",
+        TK,
+        [
+            (
+                "{request: PRODUCE, response: PRODUCE, correlate: [request_id]}",
+                '{request: PRODUCE, response: PRODUCE, correlate: [request_id], '
+                'when: "required_acks != 0"}',
+            )
+        ],
+        x("INTERACTION_ANSWERED_CHANGED", "PRODUCE", "BB"),
+    ),
+    edit(
+        "chosen-answers",
+        "tank",
+        TK,
+        [
+            (
+                "{request: PRODUCE_WITH_SEQNUM, response: PRODUCE, correlate: [request_id]}",
+                '{request: PRODUCE_WITH_SEQNUM, correlate: [request_id], response: ['
+                '{command: PRODUCE, when: "required_acks == 1"}, '
+                '{command: CONSUME, when: "required_acks == 2"}]}',
+            )
+        ],
+        x("INTERACTION_CHOICES_CHANGED", "PRODUCE_WITH_SEQNUM", "BB"),
+    ),
+    edit(
+        "streamed",
+        "tank",
+        TK,
+        [
+            (
+                "{request: CONSUME, response: CONSUME, correlate: [request_id]}",
+                "{request: CONSUME, response: CONSUME, correlate: [request_id], until: [PRODUCE]}",
+            )
+        ],
+        x("INTERACTION_STREAM_CHANGED", "CONSUME", "BB"),
+    ),
+    edit(
+        "allocate-opt-out",
+        "tank",
+        TK,
+        [
+            (
+                "{request: CONSUME, response: CONSUME, correlate: [request_id]}",
+                "{request: CONSUME, response: CONSUME, correlate: [request_id], allocate: false}",
+            )
+        ],
+        x("INTERACTION_ALLOCATE_CHANGED", "CONSUME", "CB"),
+    ),
+    edit(
+        "allocator-start",
+        "tank",
+        TK,
+        [("  allocate: request_id\n",
+          "  allocate: {field: request_id, start: 1, skip_zero: true}\n")],
+        x("INTERACTION_ALLOCATOR_CHANGED", "tank.allocate", "CC"),
+    ),
+    edit(
         "method",
         "pulsar",
         PY,

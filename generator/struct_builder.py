@@ -90,7 +90,8 @@ class StructBuilder(BuildContext):
                          order=item.get("order", self.byte_order))
         else:
             f = _FIELD_CLASSES[kind](name=name, doc=doc, location=loc)
-        f.const = item.get("const")
+        f.const = self.int_value(item, "const", path,
+                                 integral=isinstance(f, IntField | VarintField | BoolField))
         if "value" in item:
             f.value = self.expr(item["value"], [*path, "value"])
         if "derive" in item:
@@ -113,13 +114,19 @@ class StructBuilder(BuildContext):
         if "when" in item:
             f.when = self.expr(item["when"], [*path, "when"])
         if "when_peek" in item:
-            f.when_peek = (item["when_peek"]["type"], item["when_peek"]["equals"])
+            equals = self.int_value(item["when_peek"], "equals", [*path, "when_peek"])
+            # A wrong equals: was reported; the field's own constant stands in for it so that
+            # the marker check below does not report the same mistake again.
+            f.when_peek = (item["when_peek"]["type"],
+                           equals if equals is not None else f.const or 0)
             if f.const is not None and (not isinstance(f, IntField)
                                         or f.when_peek != (kind, f.const)):
                 self.error("a constant with when_peek is a marker: it must peek its own type "
                            "and value", [*path, "when_peek"])
         f.when_remaining = bool(item.get("when_remaining", False))
         f.default = item.get("default")
+        if isinstance(f, IntField | VarintField) and isinstance(f.default, str):
+            f.default = self.int_value(item, "default", path)
         f.length = item.get("length")
         f.size = item.get("size")
         f.prefix = item.get("prefix")
@@ -194,6 +201,22 @@ class StructBuilder(BuildContext):
                 continue
             f.commands.append(ProtoCommand(value.proto_name, value.number, value.py_name,
                                            target, target.type.message))
+
+    def int_value(self, item: LocDict, key: str, path: PathT,
+                  integral: bool = True) -> int | None:
+        """``item[key]`` as an integer (a number, ``"0x0d"`` or ``"'D'"``), None when absent or
+        wrong (the error reported at it); ``integral`` False: the field cannot hold one."""
+        if key not in item:
+            return None
+        if not integral:
+            self.error(f"{key}: needs an integer, varint or bool field (a constant string or "
+                       "bytes value is not in the language)", [*path, key])
+            return None
+        try:
+            return integer(item[key])
+        except LiteralError as exc:
+            self.error(f"{key}: {exc}", [*path, key])
+            return None
 
     def cases(self, raw: LocDict, names: LocDict, path: PathT) -> list[Case]:
         """The cases of a switch at ``path`` (its ``cases:`` and ``names:``)."""

@@ -21,10 +21,18 @@ class RequestTable:
         self._waiting: dict[Hashable, list[asyncio.Future[Any]]] = {}
         # Requests answered by a stream: what each has collected, and what ends it.
         self._streams: dict[asyncio.Future[Any], tuple[list[Any], Callable[[Any], bool]]] = {}
+        # Streams whose request gave up (timed out or was cancelled), oldest first: each keeps
+        # its place and swallows the rest of its stream, so that a later request on the same
+        # key never gets rows that were not its own. At most MAX_ABANDONED are kept: a peer
+        # that never ends its streams must not make the table grow without bound.
+        self._abandoned: list[tuple[Hashable, asyncio.Future[Any]]] = []
         self._closed: BaseException | None = None
 
+    MAX_ABANDONED = 64
+
     def __len__(self) -> int:
-        return sum(len(v) for v in self._waiting.values())
+        """Requests still waiting for an answer (abandoned streams being drained excluded)."""
+        return sum(len(v) for v in self._waiting.values()) - len(self._abandoned)
 
     def expect(self, key: Hashable, until: Callable[[Any], bool] | None = None) \
             -> asyncio.Future[Any]:
@@ -50,9 +58,13 @@ class RequestTable:
         while waiting:
             future = waiting[0]
             stream = self._streams.get(future)
-            if stream is not None and not future.done():
-                stream[0].append(value)
+            if stream is not None:
+                if not future.done():
+                    stream[0].append(value)
                 if not stream[1](value):
+                    return True  # collected, or swallowed by an abandoned stream
+                if future.done():  # the abandoned stream's last message: it is over
+                    self.forget(key, future)
                     return True
             waiting.pop(0)
             if not waiting:
@@ -66,6 +78,8 @@ class RequestTable:
 
     def forget(self, key: Hashable, future: asyncio.Future[Any]) -> None:
         self._streams.pop(future, None)
+        if (key, future) in self._abandoned:
+            self._abandoned.remove((key, future))
         waiting = self._waiting.get(key)
         if waiting and future in waiting:
             waiting.remove(future)
@@ -74,20 +88,30 @@ class RequestTable:
 
     async def wait(self, key: Hashable, future: asyncio.Future[Any], timeout: float | None,
                    what: str) -> Any:
-        """Wait for an answer; on timeout forget the request and raise ``RequestTimeout``."""
+        """Wait for an answer; on timeout forget the request and raise ``RequestTimeout`` (a
+        stream's request is not forgotten but abandoned: it swallows the rest of its stream)."""
         try:
             return await asyncio.wait_for(future, timeout)
         except TimeoutError:
-            self.forget(key, future)
+            self._give_up(key, future)
             raise RequestTimeout(f"{what}: no answer within {timeout} s") from None
         except asyncio.CancelledError:
-            self.forget(key, future)
+            self._give_up(key, future)
             raise
+
+    def _give_up(self, key: Hashable, future: asyncio.Future[Any]) -> None:
+        if future not in self._streams:
+            self.forget(key, future)
+            return
+        self._abandoned.append((key, future))
+        if len(self._abandoned) > self.MAX_ABANDONED:
+            self.forget(*self._abandoned[0])
 
     def fail_all(self, exc: BaseException) -> None:
         """Fail every pending request (the connection is gone); later ``expect`` calls fail too."""
         self._closed = exc
         self._streams.clear()
+        self._abandoned.clear()
         waiting, self._waiting = self._waiting, {}
         for futures in waiting.values():
             for future in futures:

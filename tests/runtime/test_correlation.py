@@ -139,15 +139,55 @@ def test_a_streamed_answer_is_collected_until_its_last_message() -> None:
     asyncio.run(main())
 
 
-def test_a_stream_that_timed_out_gives_its_place_to_the_next_request() -> None:
+def test_a_stream_that_timed_out_swallows_the_rest_of_its_stream() -> None:
     async def main() -> None:
         table = RequestTable()
         stale = table.expect("q", until=lambda v: v == "DONE")
-        assert table.answer("q", "ROW")
+        assert table.answer("q", "ROW 1")
         with pytest.raises(RequestTimeout):
             await table.wait("q", stale, 0.01, "QUERY")
+        assert len(table) == 0  # nobody waits for it any more
         fresh = table.expect("q", until=lambda v: v == "DONE")
+        # The stale query's last rows and its end still arrive first (one connection keeps
+        # order): they are swallowed, not given to the fresh query.
+        assert table.answer("q", "ROW 2") and table.answer("q", "DONE")
+        assert not fresh.done()
+        assert table.answer("q", "ROW A") and table.answer("q", "DONE")
+        assert await fresh == ["ROW A", "DONE"]
+        assert len(table) == 0 and not table._streams and not table._abandoned
+
+    asyncio.run(main())
+
+
+def test_a_cancelled_stream_swallows_the_rest_of_its_stream_too() -> None:
+    async def main() -> None:
+        table = RequestTable()
+        stale = table.expect("q", until=lambda v: v == "DONE")
+        waiter = asyncio.ensure_future(table.wait("q", stale, None, "QUERY"))
+        await asyncio.sleep(0)
+        waiter.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        fresh = table.expect("q", until=lambda v: v == "DONE")
+        assert table.answer("q", "DONE")  # the cancelled one's end
         assert table.answer("q", "DONE")
-        assert await fresh == ["DONE"] and len(table) == 0 and not table._streams
+        assert await fresh == ["DONE"]
+
+    asyncio.run(main())
+
+
+def test_abandoned_streams_are_bounded() -> None:
+    async def main() -> None:
+        table = RequestTable()
+        for i in range(RequestTable.MAX_ABANDONED + 10):
+            future = table.expect(("q", i), until=lambda v: v == "DONE")
+            with pytest.raises(RequestTimeout):
+                await table.wait(("q", i), future, 0, "QUERY")
+        assert len(table._abandoned) == RequestTable.MAX_ABANDONED
+        assert len(table._streams) == RequestTable.MAX_ABANDONED
+        # The oldest were forgotten: their keys are free again.
+        assert not table.answer(("q", 0), "DONE")
+        assert table.answer(("q", 10), "DONE")  # the oldest kept one ends its stream
+        assert len(table._abandoned) == RequestTable.MAX_ABANDONED - 1
 
     asyncio.run(main())

@@ -127,7 +127,8 @@ def _size_col(spec: FrameSpec, s: StructDef, f: FrameField) -> str:
     if f.size is not None:
         return f"`{f.size}`"
     if f.prefix is not None:
-        return f"{f.prefix} length prefix + length"
+        null = " (-1: None)" if f.nullable else ""
+        return f"{f.prefix} length prefix{null} + length"
     if isinstance(f, BytesField | StringField | ProtoField):
         return "the rest"
     if isinstance(f, ArrayField) and f.element is not None:

@@ -376,7 +376,8 @@ class Decoder:
             case BytesSized(region=region) | BytesToEnd(region=region) | BytesOther(
                     region=region):
                 lines, vend = self.region_end(f, region)
-                return [*lines, f"{target} = buf[pos:{vend}]", f"pos = {vend}"]
+                return self.null_or(f, region, target, "bytes", [
+                    *lines, f"{target} = buf[pos:{vend}]", f"pos = {vend}"])
             case String(encoding=encoding, region=region):
                 lines, vend = self.region_end(f, region)
                 if encoding == "mutf8":
@@ -385,7 +386,7 @@ class Decoder:
                 else:
                     self.ctx.imports.use(PROTOWIRE, "decode_str")
                     lines.append(f"{target} = decode_str(buf, pos, {vend}, {self.where(f)})")
-                return [*lines, f"pos = {vend}"]
+                return self.null_or(f, region, target, "str", [*lines, f"pos = {vend}"])
             case ProtoBody(region=region) | Envelope(region=region) | ProtoOther(region=region):
                 lines, vend = self.region_end(f, region)
                 proto = proto_of(op)
@@ -406,6 +407,19 @@ class Decoder:
                 return self.blocks(op, target)
             case _:
                 assert_never(op)
+
+    def null_or(self, f: FrameField, region: Region, target: str, kind: str,
+                read: list[str]) -> list[str]:
+        """``read`` (which reads the prefix ``n`` first), or None when ``n`` is -1 in a
+        nullable field (``kind``: the value's type)."""
+        if not region.nullable:
+            return read
+        head = self.int_read(f, "n", region.prefix) if region.prefix is not None else []
+        if not head or read[: len(head)] != head:
+            raise bug(f, f"{f.name!r}: a nullable field's region does not start with its prefix")
+        # Annotated where first bound, so that the type checker takes both branches' types.
+        return [*head, "if n == -1:", f"    {target}: {kind} | None = None", "else:",
+                *indent(read[len(head):])]
 
     def const_check(self, f: FrameField, target: str, const: int) -> list[str]:
         self.ctx.imports.use(ERRORS, "BadMagicError")

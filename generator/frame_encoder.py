@@ -371,7 +371,11 @@ class Encoder:
                         fmt=False))]
                 if region.prefix is not None:
                     lines += self.prefix(region.prefix, f"len({data})")
-                return [*lines, f"{self.buf} += {data}"]
+                lines.append(f"{self.buf} += {data}")
+                if region.nullable and region.prefix is not None:
+                    return [f"if {value} is None:", *indent(self.prefix(region.prefix, "-1")),
+                            "else:", *indent(lines)]
+                return lines
             case (ProtoBody(region=region) | Envelope(region=region) | ProtoOther(region=region)
                   | Nested(region=region) | NestedOther(region=region) | Switch(region=region)):
                 if region.size_written_first:

@@ -158,6 +158,8 @@ class FrameField:
     size: str | None = None  # "rest", a field name, or a dotted proto field reference
     size_field: IntField | VarintField | None = None  # resolved: the size field bounding it
     prefix: str | None = None
+    # With a signed prefix: a length of -1 stands for None (``nullable: true``).
+    nullable: bool = False
     compression: Compression | None = None
     args: dict[str, Expr] = field(default_factory=dict)  # params of the struct it holds
 

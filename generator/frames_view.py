@@ -167,7 +167,7 @@ def _class_view(ctx: EmitContext, plan: LayoutPlan, aliases: list[str]) -> Class
             fields.append((f.name, "bool = False"))
         elif f.when_remaining and f.default is not None:
             fields.append((f.name, f"{ann} = {literal(f.default)}"))
-        elif f.optional:
+        elif f.optional or f.nullable:
             fields.append((f.name, f"{ann} | None = None"))
         else:
             fields.append((f.name, ann))

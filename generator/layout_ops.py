@@ -54,6 +54,8 @@ class Region:
     # The size is a field of this struct the encoder fills in: the field is encoded ahead.
     size_written_first: bool = False
     prefix: IntType | Literal["varint"] | None = None
+    # A prefix of -1 stands for None (``nullable: true``).
+    nullable: bool = False
 
 
 TO_END = Region(size="rest")

@@ -320,7 +320,7 @@ def _region(f: FrameField, byte_order: str) -> Region:
     return Region(f.length, f.size,
                   isinstance(size_field, VarintField)
                   or isinstance(size_field, IntField) and not size_field.signed,
-                  size_field is not None, prefix)
+                  size_field is not None, prefix, f.nullable)
 
 
 def _earlier_unsigned_size(s: StructDef, f: FrameField) -> str | None:

@@ -154,7 +154,7 @@ def _struct_codec(ctx: SparkContext, s: StructDef) -> CodecView:
     columns: list[Column] = []
     for f in s.data_fields:
         where = q(f"{s.name}.{f.name}")
-        nullable = f.optional and not f.marker and not (
+        nullable = f.nullable or f.optional and not f.marker and not (
             f.when_remaining and f.default is not None)
         if isinstance(f, ArrayField) and f.element is not None:
             kind = frame_kind(ctx, s, f.element)

@@ -130,6 +130,8 @@ class StructBuilder(BuildContext):
         f.length = item.get("length")
         f.size = item.get("size")
         f.prefix = item.get("prefix")
+        if item.get("nullable"):
+            self.nullable(f, item, path)
         if isinstance(f, StringField):
             f.encoding = item.get("encoding", "utf8")
         if "compression" in item:
@@ -201,6 +203,20 @@ class StructBuilder(BuildContext):
                 continue
             f.commands.append(ProtoCommand(value.proto_name, value.number, value.py_name,
                                            target, target.type.message))
+
+    def nullable(self, f: FrameField, item: LocDict, path: PathT) -> None:
+        """``nullable: true``: a length of -1 in the field's signed prefix stands for None."""
+        if not isinstance(f, BytesField | StringField):
+            self.error("nullable: needs a bytes or string field", [*path, "nullable"])
+        elif f.prefix is None or not INT_TYPES.get(f.prefix, (0, False))[1]:
+            self.error("nullable: needs a signed length prefix (prefix: i8, i16 or i32), whose "
+                       "-1 stands for None", [*path, "nullable"])
+        elif clash := [k for k in ("when", "when_peek", "when_remaining", "default", "length",
+                                   "size") if k in item]:
+            self.error(f"nullable: cannot be combined with {', '.join(clash)}: its presence "
+                       "is in its length prefix", [*path, "nullable"])
+        else:
+            f.nullable = True
 
     def int_value(self, item: LocDict, key: str, path: PathT,
                   integral: bool = True) -> int | None:

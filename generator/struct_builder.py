@@ -401,6 +401,13 @@ class StructBuilder(BuildContext):
                         continue
                     self.error(f"{key_name}: {name!r} does not name a field before "
                                f"{f.name!r} or a param", [*fpath, *key_path])
+                for name in expr.presence_names:
+                    tested = struct.field(name)
+                    never_none = (name in params if tested is None
+                                  else not (tested.optional or tested.nullable))
+                    if never_none:
+                        self.error(f"{key_name}: {name!r} is never None: has() and 'is None' "
+                                   "test an optional or nullable field", [*fpath, *key_path])
             if f.derive is not None and not f.computed:
                 feeds = [g.name for g in struct.fields
                          if g.value is not None and f.name in g.value.names]

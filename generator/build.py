@@ -167,7 +167,7 @@ def _render_protocol(
         if descriptors and proto.messages:
             view.descriptor_set = descriptor_set_lines(proto.path, descriptors)
         files.append(("bindings", proto.module, proto.path,
-                      _fit(render(env, "python/proto_module.py.j2", m=view))))
+                      render(env, "python/proto_module.py.j2", m=view)))
     for spec in frame_specs:
         display = spec.path
         files.append(("frames", "frames", display, _fit(
@@ -211,9 +211,9 @@ def _render_protocol(
 
 
 def _fit(text: str) -> str:
-    """A rendered protobuf or frames module under the line policy: fitted, and what cannot be
-    fitted marked. (The commands, machines, client and Spark views fit their lines themselves,
-    at the depth each is printed; these two modules still come out of this whole-file pass.)"""
+    """A rendered frames module under the line policy: fitted, and what cannot be fitted
+    marked. (The other views fit their lines themselves, at the depth each is printed; this
+    module still comes out of this whole-file pass.)"""
     return mark_overlong(fit_source(text))
 
 

@@ -170,8 +170,8 @@ def _render_protocol(
                       render(env, "python/proto_module.py.j2", m=view)))
     for spec in frame_specs:
         display = spec.path
-        files.append(("frames", "frames", display, _fit(
-            render(env, "python/frames.py.j2", m=build_frames_module(spec)))))
+        files.append(("frames", "frames", display,
+                      render(env, "python/frames.py.j2", m=build_frames_module(spec))))
         if has_commands_module(spec):
             files.append(("frames", "commands", display,
                           render(env, "python/commands.py.j2", m=build_commands_module(spec))))
@@ -211,9 +211,9 @@ def _render_protocol(
 
 
 def _fit(text: str) -> str:
-    """A rendered frames module under the line policy: fitted, and what cannot be fitted
-    marked. (The other views fit their lines themselves, at the depth each is printed; this
-    module still comes out of this whole-file pass.)"""
+    """A rendered module under the line policy: fitted, and what cannot be fitted marked.
+    (No module goes through it any longer: every view fits its lines itself, at the depth each
+    is printed.)"""
     return mark_overlong(fit_source(text))
 
 

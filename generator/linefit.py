@@ -44,6 +44,29 @@ def fit_marked(line: str, limit: int = LIMIT) -> list[str]:
             and not out.lstrip().startswith("#") else out for out in fit_line(line, limit)]
 
 
+class Lines:
+    """Lines of generated code: statements fitted as they are added, docstrings kept whole."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.in_doc = False  # inside a docstring an emitter's lines carry
+
+    def code(self, *statements: str) -> None:
+        for statement in statements:
+            # A view's line may hold a statement already broken at its own depth.
+            for part in statement.split("\n"):
+                quotes = part.count('"""')
+                self.lines += [part] if self.in_doc or quotes else fit_marked(part)
+                if quotes % 2 == 1:
+                    self.in_doc = not self.in_doc
+
+    def raw(self, *text: str) -> None:
+        self.lines += text
+
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
 def mark_overlong(text: str, limit: int = LIMIT) -> str:
     """``text`` with each code line still over ``limit`` marked ``# noqa: E501``.
 

@@ -11,29 +11,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from protoframe.generator.codewriter import q
-from protoframe.generator.linefit import INDENT, fit_marked
+from protoframe.generator.linefit import INDENT, Lines
 
 if TYPE_CHECKING:
     from protoframe.generator.pyview import EnumView, MessageView
-
-
-class Lines:
-    """Lines of generated code: statements fitted as they are added, docstrings kept whole."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def code(self, *statements: str) -> None:
-        for statement in statements:
-            # A view's line may hold a statement already broken at its own depth.
-            for part in statement.split("\n"):
-                self.lines += [part] if '"""' in part else fit_marked(part)
-
-    def raw(self, *text: str) -> None:
-        self.lines += text
-
-    def text(self) -> str:
-        return "\n".join(self.lines)
 
 
 def enum_text(e: EnumView, ind: str) -> str:

@@ -22,8 +22,8 @@ from protoframe.generator.ir import (
     PresentNames,
     ProtoFile,
 )
-from protoframe.generator.linefit import INDENT, fit_appends
-from protoframe.generator.proto_class import Lines, enum_text, message_text
+from protoframe.generator.linefit import INDENT, Lines, fit_appends
+from protoframe.generator.proto_class import enum_text, message_text
 from protoframe.generator.proto_decoder import decode_lines, zero_of
 from protoframe.generator.proto_emit import (
     ModuleContext,

@@ -1,8 +1,8 @@
-"""The protobuf, commands, machines, client and Spark modules come out of their views fitted.
+"""Every generated module (protobuf, frames, commands, machines, client, Spark) comes out of
+its view fitted.
 
-No whole-file pass runs over them (``build._fit`` is for the frames module only): every line
-is fitted at the depth the template prints it, so running the line policy over the finished
-module changes nothing.
+No whole-file pass runs over them: every line is fitted at the depth the template prints it,
+so running the line policy over the finished module changes nothing.
 """
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ from protoframe.generator import build
 from protoframe.generator.build import generate
 from protoframe.generator.linefit import LIMIT, fit_marked
 from tests.generator.spec_cases import GOOD_SPEC, MINI_PROTO
+from tests.generator.test_spec_fuzz import sample_specs
 from tests.support.paths import DATA, ROOT
 
-FAMILIES = ("commands", "client", "machines", "spark")
+FAMILIES = ("frames", "commands", "client", "machines", "spark")
 # What the protobuf modules are not: each of those is named after its .proto file.
-NOT_PROTOBUF = ("frames", *FAMILIES, "__init__")
+NOT_PROTOBUF = (*FAMILIES, "__init__")
 
 
 def line_policy(text: str) -> str:
@@ -80,9 +81,8 @@ def test_the_line_policy_changes_nothing_in_the_repository_protobuf_modules(
         assert line_policy(text) == text, rel
 
 
-@pytest.mark.parametrize("family", (*FAMILIES, "protobuf"))
-def test_no_whole_file_pass_runs_over_them(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, family: str) -> None:
+def test_no_module_goes_through_a_whole_file_pass(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     passed: list[str] = []
     real = build._fit
 
@@ -93,9 +93,9 @@ def test_no_whole_file_pass_runs_over_them(
     monkeypatch.setattr(build, "_fit", spy)
     shutil.copytree(ROOT / "specs" / "tubemq", tmp_path / "specs" / "tubemq")
     out = generate(tmp_path / "specs", "specs")
-    texts = (list(protobuf_modules(out.files).values()) if family == "protobuf"
-             else [out.files[f"tubemq/{family}.py"]])
-    assert passed and texts and not any(text in passed for text in texts)
+    assert {f"tubemq/{family}.py" for family in FAMILIES} <= set(out.files)
+    assert protobuf_modules(out.files)
+    assert passed == []
 
 
 def test_long_names_are_fitted_in_the_spark_module_of_a_test_spec(tmp_path: Path) -> None:
@@ -160,3 +160,16 @@ def test_long_names_in_a_protobuf_module_are_fitted_by_the_views(tmp_path: Path)
     assert unmarked_long_lines(text) == []
     assert line_policy(text) == text
     assert max(len(line) for line in text.split("\n")) > LIMIT  # the names are long enough
+
+
+def test_random_specs_with_long_names_give_fitted_frames_modules(tmp_path: Path) -> None:
+    # The fuzzing strategy's specs: long struct and frame names, fields named like locals.
+    specs = sample_specs(6)
+    assert any("AVeryLongStructNameForFuzzingTheWrapper" in spec for spec in specs)
+    for index, spec in enumerate(specs):
+        spec_dir = tmp_path / f"s{index}" / "fz"
+        spec_dir.mkdir(parents=True)
+        (spec_dir / "fz.yaml").write_text(spec)
+        text = generate(spec_dir.parent, "specs").files["fz/frames.py"]
+        assert unmarked_long_lines(text) == [], spec
+        assert line_policy(text) == text, spec

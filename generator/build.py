@@ -25,7 +25,6 @@ from protoframe.generator.frame_ir import FrameSpec
 from protoframe.generator.frame_model import load_frame_spec
 from protoframe.generator.frames_view import build_frames_module
 from protoframe.generator.ir import Protocol
-from protoframe.generator.linefit import fit_source, mark_overlong
 from protoframe.generator.machines_view import build_machines_module
 from protoframe.generator.proto_model import load_protocol
 from protoframe.generator.pyview import build_module
@@ -208,13 +207,6 @@ def _render_protocol(
             "",
         ),
     )
-
-
-def _fit(text: str) -> str:
-    """A rendered module under the line policy: fitted, and what cannot be fitted marked.
-    (No module goes through it any longer: every view fits its lines itself, at the depth each
-    is printed.)"""
-    return mark_overlong(fit_source(text))
 
 
 def check_compiles(text: str, rel: str, source: str) -> None:

@@ -7,10 +7,10 @@ set: break inside the outermost brackets, one argument per line if needed, or wr
 expression in parentheses. String literals are never split: an error message stays one
 literal, moved to a line of its own when it does not fit.
 
-``fit_line`` fits one statement whose indentation is known (the code writer's lines);
-``fit_source`` runs the same rules over the lines a Jinja skeleton assembled from views; the
-other ``fit_*`` functions are the shapes particular emitters ask for, kept beside the rules so
-that the limit and the style live in one module.
+``fit_line`` fits one statement whose indentation is known (the code writer's lines, a view's
+lines at the depth its template prints them), ``fit_marked`` marks what it cannot shorten, and
+``Lines`` collects statements fitted so; the other ``fit_*`` functions are the shapes particular
+emitters ask for, kept beside the rules so that the limit and the style live in one module.
 """
 
 from __future__ import annotations
@@ -65,40 +65,6 @@ class Lines:
 
     def text(self) -> str:
         return "\n".join(self.lines)
-
-
-def mark_overlong(text: str, limit: int = LIMIT) -> str:
-    """``text`` with each code line still over ``limit`` marked ``# noqa: E501``.
-
-    What no rule can shorten (a message, which is never split; a long name deep in a dispatch
-    tree) is marked, so the lint passes and the exception is visible where it is.
-    """
-    out: list[str] = []
-    in_doc = False
-    for line in text.split("\n"):
-        quotes = line.count('"""')
-        if (not in_doc and not quotes and len(line) > limit and "# noqa" not in line
-                and not line.lstrip().startswith("#")):
-            line += "  # noqa: E501"
-        if quotes % 2 == 1:
-            in_doc = not in_doc
-        out.append(line)
-    return "\n".join(out)
-
-
-def fit_source(text: str, limit: int = LIMIT) -> str:
-    """Return ``text`` with every code line longer than ``limit`` broken up."""
-    out: list[str] = []
-    in_doc = False
-    for line in text.split("\n"):
-        quotes = line.count('"""')
-        if in_doc or quotes or len(line) <= limit or line.lstrip().startswith("#"):
-            if quotes % 2 == 1:
-                in_doc = not in_doc
-            out.append(line)
-            continue
-        out.extend(fit_line(line, limit))
-    return "\n".join(out)
 
 
 def _balance(text: str) -> int:

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from protoframe.generator import build
 from protoframe.generator.build import generate
 from protoframe.generator.linefit import LIMIT, fit_marked
 from tests.generator.spec_cases import GOOD_SPEC, MINI_PROTO
@@ -79,23 +78,6 @@ def test_the_line_policy_changes_nothing_in_the_repository_protobuf_modules(
     assert "# noqa: E501" in chosen["pulsar/pulsar_api.py"]
     for rel, text in chosen.items():
         assert line_policy(text) == text, rel
-
-
-def test_no_module_goes_through_a_whole_file_pass(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    passed: list[str] = []
-    real = build._fit
-
-    def spy(text: str) -> str:
-        passed.append(text)
-        return real(text)
-
-    monkeypatch.setattr(build, "_fit", spy)
-    shutil.copytree(ROOT / "specs" / "tubemq", tmp_path / "specs" / "tubemq")
-    out = generate(tmp_path / "specs", "specs")
-    assert {f"tubemq/{family}.py" for family in FAMILIES} <= set(out.files)
-    assert protobuf_modules(out.files)
-    assert passed == []
 
 
 def test_long_names_are_fitted_in_the_spark_module_of_a_test_spec(tmp_path: Path) -> None:

@@ -10,7 +10,6 @@ layout plans (``layout_plan``), which also give the order of the classes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from protoframe.generator.codewriter import docstring, literal, q
@@ -32,7 +31,7 @@ from protoframe.generator.frame_ir import (
 from protoframe.generator.frame_layouts import layout_lines
 from protoframe.generator.frame_length import length_lines
 from protoframe.generator.layout_plan import LayoutPlan, plan_spec
-from protoframe.generator.linefit import INDENT, Lines
+from protoframe.generator.linefit import INDENT, fit_all
 from protoframe.generator.runtime_modules import (
     COMPILED_FRAMES,
     COMPRESSION,
@@ -79,7 +78,7 @@ class FramesModuleView:
     # What the template prints, each line fitted at the depth it is printed at.
     @property
     def export_lines(self) -> list[str]:
-        return _fitted(f"{INDENT}{q(name)}," for name in self.exports)
+        return fit_all(f"{INDENT}{q(name)}," for name in self.exports)
 
     @property
     def class_texts(self) -> list[str]:
@@ -87,33 +86,28 @@ class FramesModuleView:
 
     @property
     def alias_texts(self) -> list[str]:
-        return ["\n".join(_fitted([alias])) for alias in self.aliases]
+        return ["\n".join(fit_all([alias])) for alias in self.aliases]
 
     @property
     def constant_lines(self) -> list[str]:
-        return _fitted(self.constants)
+        return fit_all(self.constants)
 
     @property
     def table_lines(self) -> list[str]:
-        return _fitted(self.command_table)
+        return fit_all(self.command_table)
 
     @property
     def layout_table_lines(self) -> list[str]:
-        return _fitted(self.layout_lines)
+        return fit_all(self.layout_lines)
 
     @property
     def length_body(self) -> list[str]:
-        return _fitted(INDENT + line for line in self.length_lines)
+        return fit_all(INDENT + line for line in self.length_lines)
 
     @property
     def stream_lines(self) -> list[str]:
         return stream_lines(self)
 
-
-def _fitted(statements: Iterable[str]) -> list[str]:
-    out = Lines()
-    out.code(*statements)
-    return out.lines
 
 
 def build_frames_module(spec: FrameSpec) -> FramesModuleView:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import keyword
 import re
+from collections.abc import Iterable
 
 LIMIT = 100
 INDENT = "    "
@@ -65,6 +66,13 @@ class Lines:
 
     def text(self) -> str:
         return "\n".join(self.lines)
+
+
+def fit_all(statements: Iterable[str]) -> list[str]:
+    """``statements``, each written with its indentation, fitted one after another."""
+    out = Lines()
+    out.code(*statements)
+    return out.lines
 
 
 def _balance(text: str) -> int:

@@ -7,7 +7,6 @@ both share (the wire tables, ``ModuleContext``) from ``proto_emit``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from protoframe.generator.codewriter import docstring, q
@@ -22,7 +21,7 @@ from protoframe.generator.ir import (
     PresentNames,
     ProtoFile,
 )
-from protoframe.generator.linefit import INDENT, Lines, fit_appends
+from protoframe.generator.linefit import INDENT, Lines, fit_all, fit_appends
 from protoframe.generator.proto_class import enum_text, message_text
 from protoframe.generator.proto_decoder import decode_lines, zero_of
 from protoframe.generator.proto_emit import (
@@ -178,7 +177,7 @@ class ModuleView:
 
     @property
     def export_lines(self) -> list[str]:
-        return _fitted(f"{INDENT}{q(name)}," for name in self.exports)
+        return fit_all(f"{INDENT}{q(name)}," for name in self.exports)
 
     @property
     def class_texts(self) -> list[str]:
@@ -188,22 +187,16 @@ class ModuleView:
 
     @property
     def table_lines(self) -> list[str]:
-        return _fitted(e.table_line for e in self.all_enums)
+        return fit_all(e.table_line for e in self.all_enums)
 
     @property
     def descriptor_lines(self) -> list[str]:
         if self.descriptor_set is None:
             return []
         name, pieces = self.descriptor_set
-        return _fitted([f"PROTO_FILE = {q(name)}", "FILE_DESCRIPTOR_SET = (",
+        return fit_all([f"PROTO_FILE = {q(name)}", "FILE_DESCRIPTOR_SET = (",
                         *(f"{INDENT}{q(piece)}," for piece in pieces), ")"])
 
-
-def _fitted(statements: Iterable[str]) -> list[str]:
-    """Module-level lines, each fitted."""
-    out = Lines()
-    out.code(*statements)
-    return out.lines
 
 
 def build_module(proto: ProtoFile, module_of: dict[str, str]) -> ModuleView:
@@ -217,7 +210,7 @@ def build_module(proto: ProtoFile, module_of: dict[str, str]) -> ModuleView:
     enums = [_enum_view(py, e, 0) for e in proto.enums]
     nested = [e for v in _walk(messages) for e in v.nested_enums]
     fields_dicts = [_fields_dict_view(py, v) for v in _walk(messages) if v.fields_dict]
-    layouts = _fitted(line for m in proto.all_messages() if not m.is_map_entry
+    layouts = fit_all(line for m in proto.all_messages() if not m.is_map_entry
                       for line in _compiled_layout(py, m))
     if layouts:
         py.imports.use(COMPILED, "install_layouts")

@@ -25,7 +25,6 @@ from protoframe.generator.frame_ir import FrameSpec
 from protoframe.generator.frame_model import load_frame_spec
 from protoframe.generator.frames_view import build_frames_module
 from protoframe.generator.ir import Protocol
-from protoframe.generator.linefit import fit_source, mark_overlong
 from protoframe.generator.machines_view import build_machines_module
 from protoframe.generator.proto_model import load_protocol
 from protoframe.generator.pyview import build_module
@@ -167,11 +166,11 @@ def _render_protocol(
         if descriptors and proto.messages:
             view.descriptor_set = descriptor_set_lines(proto.path, descriptors)
         files.append(("bindings", proto.module, proto.path,
-                      _fit(render(env, "python/proto_module.py.j2", m=view))))
+                      render(env, "python/proto_module.py.j2", m=view)))
     for spec in frame_specs:
         display = spec.path
-        files.append(("frames", "frames", display, _fit(
-            render(env, "python/frames.py.j2", m=build_frames_module(spec)))))
+        files.append(("frames", "frames", display,
+                      render(env, "python/frames.py.j2", m=build_frames_module(spec))))
         if has_commands_module(spec):
             files.append(("frames", "commands", display,
                           render(env, "python/commands.py.j2", m=build_commands_module(spec))))
@@ -208,13 +207,6 @@ def _render_protocol(
             "",
         ),
     )
-
-
-def _fit(text: str) -> str:
-    """A rendered protobuf or frames module under the line policy: fitted, and what cannot be
-    fitted marked. (The commands, machines, client and Spark views fit their lines themselves,
-    at the depth each is printed; these two modules still come out of this whole-file pass.)"""
-    return mark_overlong(fit_source(text))
 
 
 def check_compiles(text: str, rel: str, source: str) -> None:

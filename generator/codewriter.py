@@ -63,7 +63,7 @@ def raise_line(exc: str, message: str, *, fmt: bool = True, extra: str = "",
     """``raise exc(message[, extra])[ suffix]`` with the message as one literal.
 
     ``message`` is an f-string body when ``fmt`` and it holds ``{``; the writer (or
-    ``fit_source``) moves the literal to a line of its own when the statement is too long.
+    ``fit_line``) moves the literal to a line of its own when the statement is too long.
     """
     prefix = "f" if fmt and "{" in message else ""
     return f"raise {exc}({prefix}{q(message)}{extra}){suffix}"

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from protoframe.generator.codewriter import docstring, literal
+from protoframe.generator.codewriter import docstring, literal, q
+from protoframe.generator.frame_class import class_text, stream_lines
 from protoframe.generator.frame_decoder import Decoder
 from protoframe.generator.frame_emit import EmitContext, annotation
 from protoframe.generator.frame_encoder import Encoder
@@ -30,6 +31,7 @@ from protoframe.generator.frame_ir import (
 from protoframe.generator.frame_layouts import layout_lines
 from protoframe.generator.frame_length import length_lines
 from protoframe.generator.layout_plan import LayoutPlan, plan_spec
+from protoframe.generator.linefit import INDENT, fit_all
 from protoframe.generator.runtime_modules import (
     COMPILED_FRAMES,
     COMPRESSION,
@@ -72,6 +74,40 @@ class FramesModuleView:
     exports: list[str]
     stream_doc: str = ""
     layout_lines: list[str] = field(default_factory=list)  # install_frame_layouts(...)
+
+    # What the template prints, each line fitted at the depth it is printed at.
+    @property
+    def export_lines(self) -> list[str]:
+        return fit_all(f"{INDENT}{q(name)}," for name in self.exports)
+
+    @property
+    def class_texts(self) -> list[str]:
+        return [class_text(c) for c in self.classes]
+
+    @property
+    def alias_texts(self) -> list[str]:
+        return ["\n".join(fit_all([alias])) for alias in self.aliases]
+
+    @property
+    def constant_lines(self) -> list[str]:
+        return fit_all(self.constants)
+
+    @property
+    def table_lines(self) -> list[str]:
+        return fit_all(self.command_table)
+
+    @property
+    def layout_table_lines(self) -> list[str]:
+        return fit_all(self.layout_lines)
+
+    @property
+    def length_body(self) -> list[str]:
+        return fit_all(INDENT + line for line in self.length_lines)
+
+    @property
+    def stream_lines(self) -> list[str]:
+        return stream_lines(self)
+
 
 
 def build_frames_module(spec: FrameSpec) -> FramesModuleView:

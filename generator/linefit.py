@@ -7,16 +7,17 @@ set: break inside the outermost brackets, one argument per line if needed, or wr
 expression in parentheses. String literals are never split: an error message stays one
 literal, moved to a line of its own when it does not fit.
 
-``fit_line`` fits one statement whose indentation is known (the code writer's lines);
-``fit_source`` runs the same rules over the lines a Jinja skeleton assembled from views; the
-other ``fit_*`` functions are the shapes particular emitters ask for, kept beside the rules so
-that the limit and the style live in one module.
+``fit_line`` fits one statement whose indentation is known (the code writer's lines, a view's
+lines at the depth its template prints them), ``fit_marked`` marks what it cannot shorten, and
+``Lines`` collects statements fitted so; the other ``fit_*`` functions are the shapes particular
+emitters ask for, kept beside the rules so that the limit and the style live in one module.
 """
 
 from __future__ import annotations
 
 import keyword
 import re
+from collections.abc import Iterable
 
 LIMIT = 100
 INDENT = "    "
@@ -44,38 +45,34 @@ def fit_marked(line: str, limit: int = LIMIT) -> list[str]:
             and not out.lstrip().startswith("#") else out for out in fit_line(line, limit)]
 
 
-def mark_overlong(text: str, limit: int = LIMIT) -> str:
-    """``text`` with each code line still over ``limit`` marked ``# noqa: E501``.
+class Lines:
+    """Lines of generated code: statements fitted as they are added, docstrings kept whole."""
 
-    What no rule can shorten (a message, which is never split; a long name deep in a dispatch
-    tree) is marked, so the lint passes and the exception is visible where it is.
-    """
-    out: list[str] = []
-    in_doc = False
-    for line in text.split("\n"):
-        quotes = line.count('"""')
-        if (not in_doc and not quotes and len(line) > limit and "# noqa" not in line
-                and not line.lstrip().startswith("#")):
-            line += "  # noqa: E501"
-        if quotes % 2 == 1:
-            in_doc = not in_doc
-        out.append(line)
-    return "\n".join(out)
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.in_doc = False  # inside a docstring an emitter's lines carry
+
+    def code(self, *statements: str) -> None:
+        for statement in statements:
+            # A view's line may hold a statement already broken at its own depth.
+            for part in statement.split("\n"):
+                quotes = part.count('"""')
+                self.lines += [part] if self.in_doc or quotes else fit_marked(part)
+                if quotes % 2 == 1:
+                    self.in_doc = not self.in_doc
+
+    def raw(self, *text: str) -> None:
+        self.lines += text
+
+    def text(self) -> str:
+        return "\n".join(self.lines)
 
 
-def fit_source(text: str, limit: int = LIMIT) -> str:
-    """Return ``text`` with every code line longer than ``limit`` broken up."""
-    out: list[str] = []
-    in_doc = False
-    for line in text.split("\n"):
-        quotes = line.count('"""')
-        if in_doc or quotes or len(line) <= limit or line.lstrip().startswith("#"):
-            if quotes % 2 == 1:
-                in_doc = not in_doc
-            out.append(line)
-            continue
-        out.extend(fit_line(line, limit))
-    return "\n".join(out)
+def fit_all(statements: Iterable[str]) -> list[str]:
+    """``statements``, each written with its indentation, fitted one after another."""
+    out = Lines()
+    out.code(*statements)
+    return out.lines
 
 
 def _balance(text: str) -> int:

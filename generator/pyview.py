@@ -21,7 +21,8 @@ from protoframe.generator.ir import (
     PresentNames,
     ProtoFile,
 )
-from protoframe.generator.linefit import fit_appends
+from protoframe.generator.linefit import INDENT, Lines, fit_all, fit_appends
+from protoframe.generator.proto_class import enum_text, message_text
 from protoframe.generator.proto_decoder import decode_lines, zero_of
 from protoframe.generator.proto_emit import (
     ModuleContext,
@@ -116,6 +117,25 @@ class FieldsDictView:
     signature_doc: str
     params: list[str]  # its keyword parameters, in field order
 
+    @property
+    def typed_dict_lines(self) -> list[str]:
+        """The TypedDict, one level in (under ``if TYPE_CHECKING:``)."""
+        out = Lines()
+        out.code(f"{INDENT}class {self.name}(TypedDict, total=False):")
+        out.raw(2 * INDENT + self.doc, "")
+        out.code(*(f"{2 * INDENT}{name}: {ann}" for name, ann in self.fields))
+        return out.lines
+
+    @property
+    def signature_lines(self) -> list[str]:
+        """The function spelling out the constructor, and the call installing it."""
+        out = Lines()
+        out.code(f"def {self.signature}(", f"{INDENT}self: {self.path},", f"{INDENT}*,",
+                 *(f"{INDENT}{param}," for param in self.params), ") -> None:")
+        out.raw(INDENT + self.signature_doc, "", "")
+        out.code(f"spell_out_fields({self.path}, {self.signature})")
+        return out.lines
+
 
 @dataclass
 class EnumValueView:
@@ -134,10 +154,8 @@ class EnumView:
 
     @property
     def table_line(self) -> str:
-        line = f"{self.map_name} = number_table({self.path})"
-        if len(line) <= 100:
-            return line
-        return f"{self.map_name} = number_table(\n    {self.path}\n)"
+        """The statement building the module's number -> member table (fitted by the caller)."""
+        return f"{self.map_name} = number_table({self.path})"
 
 
 @dataclass
@@ -157,6 +175,29 @@ class ModuleView:
     # (generator/descriptor_sets.py); None: the module has no messages.
     descriptor_set: tuple[str, list[str]] | None = None
 
+    @property
+    def export_lines(self) -> list[str]:
+        return fit_all(f"{INDENT}{q(name)}," for name in self.exports)
+
+    @property
+    def class_texts(self) -> list[str]:
+        """The class statements, enums first."""
+        return ([enum_text(e, "") for e in self.enums]
+                + [message_text(msg, "") for msg in self.messages])
+
+    @property
+    def table_lines(self) -> list[str]:
+        return fit_all(e.table_line for e in self.all_enums)
+
+    @property
+    def descriptor_lines(self) -> list[str]:
+        if self.descriptor_set is None:
+            return []
+        name, pieces = self.descriptor_set
+        return fit_all([f"PROTO_FILE = {q(name)}", "FILE_DESCRIPTOR_SET = (",
+                        *(f"{INDENT}{q(piece)}," for piece in pieces), ")"])
+
+
 
 def build_module(proto: ProtoFile, module_of: dict[str, str]) -> ModuleView:
     """The render-ready view of one .proto file's generated module."""
@@ -169,8 +210,8 @@ def build_module(proto: ProtoFile, module_of: dict[str, str]) -> ModuleView:
     enums = [_enum_view(py, e, 0) for e in proto.enums]
     nested = [e for v in _walk(messages) for e in v.nested_enums]
     fields_dicts = [_fields_dict_view(py, v) for v in _walk(messages) if v.fields_dict]
-    layouts = [line for m in proto.all_messages() if not m.is_map_entry
-               for line in _compiled_layout(py, m)]
+    layouts = fit_all(line for m in proto.all_messages() if not m.is_map_entry
+                      for line in _compiled_layout(py, m))
     if layouts:
         py.imports.use(COMPILED, "install_layouts")
     text = proto.comment or f"Typed protobuf bindings for {proto.path}."

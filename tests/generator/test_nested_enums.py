@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from protoframe.generator.linefit import fit_source
+from protoframe.generator.linefit import fit_line
 from tests.support.generate import generate_package, import_generated
 from tests.support.paths import DATA, ROOT
 
@@ -130,11 +130,16 @@ def test_long_lines_are_wrapped_as_valid_python(package: Path) -> None:
             'Detail":\n        Response_Detail,\n') in spark
 
 
+def _fit_each(source: str) -> str:
+    """``source`` with each of its lines fitted at the depth it is written at."""
+    return "\n".join(out for line in source.split("\n") for out in fit_line(line))
+
+
 def test_wrap_keeps_the_trailing_comma_of_a_parameter() -> None:
     source = ("def f(\n    *,\n    a_parameter_with_a_long_name: some.module.AType | int = "
               "some.module.AType.A_MEMBER_WITH_A_LONG_NAME,\n    b: int = 0,\n) -> None:\n"
               "    pass")
-    wrapped = fit_source(source)
+    wrapped = _fit_each(source)
     assert wrapped.splitlines()[2:5] == [
         "    a_parameter_with_a_long_name: some.module.AType | int = (",
         "        some.module.AType.A_MEMBER_WITH_A_LONG_NAME",
@@ -143,17 +148,17 @@ def test_wrap_keeps_the_trailing_comma_of_a_parameter() -> None:
     compile(wrapped, "wrapped", "exec")
     # A statement-level tuple keeps its commas inside the parentheses.
     tuple_line = "x = " + ", ".join(f"name_{i}" for i in range(14)) + ","
-    assert fit_source(tuple_line).splitlines()[-1] == ")"
+    assert fit_line(tuple_line)[-1] == ")"
 
 
 def test_wrap_splits_long_dict_entries_and_conditionals() -> None:
     key = "a.rather.long.protobuf.package.name.that.goes.on.Message.Nested.Deeper"
     source = f'TABLE = {{\n    "{key}": Message_Nested_Deeper_With_Some_More,\n}}'
-    assert fit_source(source).splitlines()[1:3] == [
+    assert _fit_each(source).splitlines()[1:3] == [
         f'    "{key}":', "        Message_Nested_Deeper_With_Some_More,"]
     line = ("        self.some_field = Outer.Inner.SomeEnumeration.THE_FIRST_MEMBER "
             "if some_field_with_a_long_name is None else some_field_with_a_long_name")
-    assert fit_source(line).splitlines() == [
+    assert fit_line(line) == [
         "        self.some_field = (",
         "            Outer.Inner.SomeEnumeration.THE_FIRST_MEMBER",
         "            if some_field_with_a_long_name is None",

@@ -11,14 +11,15 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from protoframe.generator import build
+from protoframe.generator import build, render
 from protoframe.generator.build import generate
 from protoframe.generator.cli import EXIT_GENERATOR_BUG, main
 from protoframe.generator.errors import GeneratorBug
-from protoframe.generator.linefit import fit_line, fit_source
+from protoframe.generator.linefit import fit_line
 from protoframe.generator.output import write_files
 from tests.support.paths import ROOT
 
@@ -101,8 +102,7 @@ def test_long_names_nested_switches_and_two_arrays_compile_type_check_and_round_
 def test_wrapping_a_line_that_opens_a_value_breaks_inside_the_annotation() -> None:
     line = ("_DECODERS: dict[int, Callable[[bytes, int, int], "
             "tuple[SomeVeryMuchLongerFrameNameWithMoreBody, int]]] = {")
-    text = f"{line}\n    1: A.decode_from,\n}}\n"
-    wrapped = fit_source(text)
+    wrapped = "\n".join([*fit_line(line), "    1: A.decode_from,", "}"])
     compile(wrapped, "x.py", "exec")
     assert wrapped.splitlines()[:4] == [
         "_DECODERS: dict[",
@@ -117,21 +117,23 @@ def test_a_wrap_that_would_unbalance_brackets_keeps_the_line(
     from protoframe.generator import linefit
 
     line = "x = call(" + ", ".join(f"argument_{i}" for i in range(12)) + ")"
-    assert len(line) > 100 and fit_source(line) != line
+    assert len(line) > 100 and fit_line(line) != [line]
     # A rule that loses a bracket (as the one for `= {` once did) leaves the line alone.
     monkeypatch.setattr(linefit, "_wrap_line", lambda text, limit: ["x = call(", "    a,"])
-    assert fit_source(line) == line
+    assert fit_line(line) == [line]
 
 
 def test_output_that_does_not_compile_is_a_bug_exit_3_and_nothing_written(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "specs" / "pg").mkdir(parents=True)
     (tmp_path / "specs" / "pg" / "pg.yaml").write_text(LONG_NAMES)
-    def broken(text: str) -> str:
-        out = fit_source(text)
+    real = render.render
+
+    def broken(env: Any, template: str, **context: object) -> str:
+        out = real(env, template, **context)
         return out.replace("class Query:", "class Query(:", 1) if "class Query:" in out else out
 
-    monkeypatch.setattr(build, "fit_source", broken)
+    monkeypatch.setattr(build, "render", broken)
     with pytest.raises(GeneratorBug) as info:
         generate(tmp_path / "specs", "specs", ["pg"])
     assert info.value.source == "specs/pg/pg.yaml"
@@ -181,7 +183,7 @@ def test_a_long_comprehension_breaks_before_its_for(tmp_path: Path) -> None:
 ])
 def test_one_long_element_gets_a_comma_only_where_it_means_nothing(line: str,
                                                                    comma: bool) -> None:
-    wrapped = fit_source(line)
+    wrapped = "\n".join(fit_line(line))
     assert ast.dump(ast.parse(wrapped)) == ast.dump(ast.parse(line))  # the same program
     assert any(x.endswith(("a,", "b,")) for x in wrapped.splitlines()) is comma, wrapped
 

@@ -45,6 +45,8 @@ typedef struct {
     PyObject *key_dflt;  /* a map's key default */
     int key_kind;        /* a map's key kind */
     Py_ssize_t oneof;    /* a oneof member's oneof index in its message */
+    int none_fails;      /* a None value makes the Python encoder raise: required, a map, a
+                            float's implicit value (known once, not tested per None) */
 } FieldInfo;
 
 struct CodecObject {
@@ -271,10 +273,13 @@ static int encode_map(FieldInfo *f, PyObject *v, Out *o, int depth) {
 }
 
 static int encode_field(FieldInfo *f, PyObject *v, Out *o, int depth) {
-    if (f->mode == M_MAP) return encode_map(f, v, o, depth);
-    if (f->mode == M_IMPLICIT) {
-        int written = implicit_written(f, v);
-        if (written <= 0) return written;
+    /* One test for the proto2 modes, which come first in the vocabulary. */
+    if (f->mode >= M_IMPLICIT) {
+        if (f->mode == M_MAP) return encode_map(f, v, o, depth);
+        if (f->mode == M_IMPLICIT) {
+            int written = implicit_written(f, v);
+            if (written <= 0) return written;
+        }
     }
     if (f->mode == M_REPEATED || f->mode == M_PACKED) {
         if (!PyList_CheckExact(v)) return -1;
@@ -336,11 +341,7 @@ static int encode_message(CodecObject *codec, PyObject *obj, Out *o, int depth) 
             v = slot(obj, f->offset);
             if (v == NULL) return -1;
             if (v == Py_None) {
-                /* Python's encoder raises for an unset required field, for a map that is
-                   None, and for None as a float's implicit value (its zero test fails). */
-                if (f->mode == M_REQUIRED || f->mode == M_MAP
-                        || (f->mode == M_IMPLICIT && (f->kind == K_FLOAT || f->kind == K_DOUBLE)))
-                    return -1;
+                if (f->none_fails) return -1;
                 continue;
             }
         } else {
@@ -1190,6 +1191,10 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
         f->number = number;
         f->wire = wire_of_kind[f->kind];
         f->oneof = -1;
+        /* Python's encoder raises for an unset required field, for a map that is None, and
+           for None as a float's implicit value (its zero test fails). */
+        f->none_fails = f->mode == M_REQUIRED || f->mode == M_MAP
+            || (f->mode == M_IMPLICIT && (f->kind == K_FLOAT || f->kind == K_DOUBLE));
         int wants_aux = f->mode == M_IMPLICIT || f->mode == M_ONEOF || f->mode == M_MAP;
         if ((aux != NULL) != wants_aux) {
             PyErr_Format(PyExc_ValueError, "%s: field %u has the wrong number of items",

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from protoframe.generator.build import generate
 from protoframe.generator.errors import SpecErrors
-from protoframe.generator.output import write_files
 from protoframe.runtime.errors import DecodeError, TruncatedError
+from tests.support.generate import generate_text, import_generated, write_spec
 
 SPEC = """\
 protocol: nl
@@ -38,28 +38,16 @@ frame:
 """
 
 
-def _write_spec(tmp: Path, text: str) -> Path:
-    (tmp / "specs" / "nl").mkdir(parents=True)
-    (tmp / "specs" / "nl" / "nl.yaml").write_text(text)
-    return tmp / "specs"
-
-
 @pytest.fixture(scope="module")
 def package(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("nullable")
-    out = generate(_write_spec(tmp, SPEC), "specs", ["nl"])
-    write_files(tmp / "nl_pkg", out.files, out.protocols)
+    generate_text(tmp, "nl", SPEC, "nl_pkg")
     return tmp
 
 
 @pytest.fixture(scope="module")
 def frames(package: Path) -> ModuleType:
-    sys.path.insert(0, str(package))
-    try:
-        from nl_pkg.nl import frames as module  # type: ignore[import-not-found]
-    finally:
-        sys.path.remove(str(package))
-    return module  # type: ignore[no-any-return]
+    return import_generated(package, "nl.frames", "nl_pkg")
 
 
 def packed(key: bytes | None, client_id: str | None, value: bytes) -> bytes:
@@ -147,7 +135,7 @@ def test_where_nullable_is_refused(tmp_path: Path, old: str, new: str, message: 
     assert old in SPEC
     text = SPEC.replace(old, new)
     with pytest.raises(SpecErrors) as info:
-        generate(_write_spec(tmp_path, text), "specs", ["nl"])
+        generate(write_spec(tmp_path, "nl", text), "specs", ["nl"])
     # The first error is this one (a clash may also break a rule of the other key).
     error = info.value.errors[0]
     assert message in str(error)

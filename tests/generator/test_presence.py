@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from protoframe.generator.build import generate
 from protoframe.generator.errors import SpecErrors
 from protoframe.generator.expr import ExprError, parse
-from protoframe.generator.output import write_files
 from protoframe.runtime.errors import EncodeError
+from tests.support.generate import generate_text, import_generated, write_spec
 
 SPEC = """\
 protocol: pr
@@ -69,28 +69,16 @@ def test_other_uses_of_none_and_has_are_refused(text: str, reason: str) -> None:
         parse(text)
 
 
-def _write_spec(tmp: Path, text: str) -> Path:
-    (tmp / "specs" / "pr").mkdir(parents=True)
-    (tmp / "specs" / "pr" / "pr.yaml").write_text(text)
-    return tmp / "specs"
-
-
 @pytest.fixture(scope="module")
 def package(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("presence")
-    out = generate(_write_spec(tmp, SPEC), "specs", ["pr"])
-    write_files(tmp / "pr_pkg", out.files, out.protocols)
+    generate_text(tmp, "pr", SPEC, "pr_pkg")
     return tmp
 
 
 @pytest.fixture(scope="module")
 def frames(package: Path) -> ModuleType:
-    sys.path.insert(0, str(package))
-    try:
-        from pr_pkg.pr import frames as module  # type: ignore[import-not-found]
-    finally:
-        sys.path.remove(str(package))
-    return module  # type: ignore[no-any-return]
+    return import_generated(package, "pr.frames", "pr_pkg")
 
 
 def packed(packet_id: int | None, expiry: int | None, topic: str) -> bytes:
@@ -148,7 +136,7 @@ def test_presence_of_a_field_that_is_never_none_is_refused(tmp_path: Path, old: 
                                                            message: str) -> None:
     text = SPEC.replace(old, new)
     with pytest.raises(SpecErrors) as info:
-        generate(_write_spec(tmp_path, text), "specs", ["pr"])
+        generate(write_spec(tmp_path, "pr", text), "specs", ["pr"])
     error = info.value.errors[0]
     assert message in str(error)
     line_no = next(i for i, line in enumerate(text.splitlines(), 1) if new in line)

@@ -29,3 +29,17 @@ def import_generated(tmp: Path, module: str, package: str = "gen_pkg") -> Module
     for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
         del sys.modules[name]
     return importlib.import_module(f"{package}.{module}")
+
+
+def write_spec(tmp: Path, protocol: str, text: str) -> Path:
+    """``text`` as ``specs/<protocol>/<protocol>.yaml`` under ``tmp``; the spec directory."""
+    (tmp / "specs" / protocol).mkdir(parents=True)
+    (tmp / "specs" / protocol / f"{protocol}.yaml").write_text(text)
+    return tmp / "specs"
+
+
+def generate_text(tmp: Path, protocol: str, text: str, package: str) -> ModuleType:
+    """Generate the one-file spec ``text`` into ``tmp/<package>`` and import its frames."""
+    out = generate(write_spec(tmp, protocol, text), "specs", [protocol])
+    write_files(tmp / package, out.files, out.protocols)
+    return import_generated(tmp, f"{protocol}.frames", package)

@@ -35,6 +35,7 @@ from protoframe.generator.frame_ir import (
     UuidField,
     VarintField,
 )
+from protoframe.runtime.codec import mutf8
 
 
 @dataclass
@@ -129,6 +130,8 @@ def _size_col(spec: FrameSpec, s: StructDef, f: FrameField) -> str:
     if f.prefix is not None:
         null = " (-1: None)" if f.nullable else ""
         return f"{f.prefix} length prefix{null} + length"
+    if f.terminator is not None:
+        return f"up to the terminator `0x{f.terminator.hex()}` (included)"
     if isinstance(f, BytesField | StringField | ProtoField):
         return "the rest"
     if isinstance(f, ArrayField) and f.element is not None:
@@ -196,6 +199,7 @@ def _notes(spec: FrameSpec, s: StructDef, f: FrameField, names: ProtoNames) -> s
         notes.append(text + f"; `decompressed_{f.name}()` undoes it")
     if isinstance(f, SwitchField) and s.is_frame and f.cases:
         notes.append("the command (see Commands)")
+    notes += _value_notes(f)
     if f.args:
         notes.append("args: " + join(f"`{k}` = `{expr_text(v)}`" for k, v in f.args.items()))
     if isinstance(f, BlocksField) and f.max_blocks is not None:
@@ -236,3 +240,32 @@ def _cases_table(f: SwitchField, anchors: dict[str, str], width: int) -> Table:
         rows.append([case_value(c.value, width), name, to_server, to_client])
     return Table(["value", "name", "to server", "to client"], rows)
 
+
+
+def _value_notes(f: FrameField) -> list[str]:
+    """What a field's terminator, constant bytes, range and item counts say."""
+    notes: list[str] = []
+    if isinstance(f, ArrayField) and f.terminator_value is not None:
+        notes.append(f"ends at an item {f.terminator_value} (not stored)")
+    elif isinstance(f, ArrayField) and f.terminator is not None:
+        notes.append(f"ends where the next bytes are `0x{f.terminator.hex()}`")
+    if f.const_data is not None:
+        if isinstance(f, StringField):
+            text = mutf8.decode(f.const_data) if f.encoding == "mutf8" else \
+                f.const_data.decode()
+            shown = f"`{text!r}`"
+        elif all(0x20 <= b < 0x7F for b in f.const_data):
+            shown = f"`{f.const_data!r}`"  # printable: b'AMQP'
+        else:
+            shown = f"`0x{f.const_data.hex()}`"
+        notes.append(f"constant {shown}, checked on decode")
+    bounds = [f"at least {f.min_value}" if f.min_value is not None else "",
+              f"at most {f.max_value}" if f.max_value is not None else "",
+              "not 0" if f.nonzero else ""]
+    if any(bounds):
+        notes.append("value " + ", ".join(b for b in bounds if b) + ", checked both ways")
+    if isinstance(f, ArrayField) and (f.min_items is not None or f.max_items is not None):
+        items = [f"at least {f.min_items}" if f.min_items is not None else "",
+                 f"at most {f.max_items}" if f.max_items is not None else ""]
+        notes.append("items: " + ", ".join(i for i in items if i) + ", checked both ways")
+    return notes

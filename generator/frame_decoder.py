@@ -36,6 +36,7 @@ from protoframe.generator.frame_ir import (
     nested_message,
     nested_struct,
 )
+from protoframe.generator.frame_values import decode_array, decode_value
 from protoframe.generator.layout_ops import (
     AnyFieldOp,
     Array,
@@ -48,6 +49,7 @@ from protoframe.generator.layout_ops import (
     Computed,
     Condition,
     Const,
+    ConstBytes,
     Default,
     Envelope,
     FixedLength,
@@ -60,6 +62,7 @@ from protoframe.generator.layout_ops import (
     Prefix,
     ProtoBody,
     ProtoOther,
+    RangedInt,
     ReadBool,
     ReadInt,
     ReadUuid,
@@ -69,6 +72,7 @@ from protoframe.generator.layout_ops import (
     SizeRest,
     String,
     Switch,
+    Terminated,
     WithArgs,
     kind_op,
 )
@@ -405,6 +409,8 @@ class Decoder:
                 return self.switch(op, target)
             case Blocks():
                 return self.blocks(op, target)
+            case Terminated() | ConstBytes() | RangedInt():
+                return decode_value(self, op, target)
             case _:
                 assert_never(op)
 
@@ -504,6 +510,8 @@ class Decoder:
         ]
 
     def array(self, op: Array, target: str) -> list[str]:
+        if op.item_limits:
+            return decode_array(self, op, target)
         f = op.field
         el = op.element
         item_ann = annotation(self.ctx, self.s, el.field)

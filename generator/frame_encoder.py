@@ -29,6 +29,7 @@ from protoframe.generator.frame_ir import (
     SwitchField,
     nested_message,
 )
+from protoframe.generator.frame_values import encode_array, encode_value
 from protoframe.generator.layout_ops import (
     AnyFieldOp,
     Array,
@@ -39,6 +40,7 @@ from protoframe.generator.layout_ops import (
     BytesToEnd,
     Checksum,
     Const,
+    ConstBytes,
     Envelope,
     IntShape,
     IntType,
@@ -47,6 +49,7 @@ from protoframe.generator.layout_ops import (
     NestedOther,
     ProtoBody,
     ProtoOther,
+    RangedInt,
     ReadBool,
     ReadInt,
     ReadUuid,
@@ -55,6 +58,7 @@ from protoframe.generator.layout_ops import (
     SizeRest,
     String,
     Switch,
+    Terminated,
     kind_op,
 )
 from protoframe.generator.layout_plan import LayoutPlan
@@ -221,6 +225,8 @@ class Encoder:
                 "EncodeError", f"{s.name}.{f.name} = {{self.{f.name}!r}} does not fit the "
                 "bits the spec gives it"))]
         const = const_of(kind)
+        if isinstance(kind, ConstBytes):
+            return self.write(kind)
         if f.marker:
             return [f"if self.{f.name}:", f"    {self.buf} += {bytes_literal(const_bytes(kind))}"]
         if const is not None:
@@ -319,6 +325,8 @@ class Encoder:
         return f"{value}.encode()"
 
     def array_write(self, op: Array, out: str) -> list[str]:
+        if op.item_limits:
+            return encode_array(self, op, out)
         f = op.field
         el = op.element
         lines: list[str] = []
@@ -394,6 +402,8 @@ class Encoder:
                 return self.blocks(op, value)
             case Bits():
                 raise bug(f, f"{f.name!r}: a derived field has no bytes to write")
+            case Terminated() | ConstBytes() | RangedInt():
+                return encode_value(self, op)
             case _:
                 assert_never(op)
 

@@ -164,6 +164,16 @@ class FrameField:
     args: dict[str, Expr] = field(default_factory=dict)  # params of the struct it holds
 
     is_switch_key: bool = False
+    # Bytes, a string or a list ended by these bytes (``terminator:``); for a list of
+    # integers, the element's encoding of ``terminator_value``.
+    terminator: bytes | None = None
+    terminator_value: int | None = None  # a list of integers: the element value that ends it
+    # A constant string or bytes field (``const:``): its bytes, without prefix or terminator.
+    const_data: bytes | None = None
+    # An integer's allowed values (``min:``, ``max:``, ``nonzero: true``), None: no bound.
+    min_value: int | None = None
+    max_value: int | None = None
+    nonzero: bool = False
 
     @property
     def marker(self) -> bool:
@@ -174,6 +184,7 @@ class FrameField:
     def computed(self) -> bool:
         """Computed fields are derived on encode and checked on decode, never stored."""
         return ((self.const is not None and not self.marker) or self.value is not None
+                or self.const_data is not None
                 or self.size_of is not None or self.size_range is not None
                 or self.count_of is not None or self.checksum is not None
                 or self.is_switch_key)
@@ -291,6 +302,8 @@ class ArrayField(FrameField):
     count: Expr | None = None
     count_from_field: bool = False  # count comes from a count_of field (always consistent)
     until_end: bool = False
+    min_items: int | None = None  # ``min_items:``
+    max_items: int | None = None  # ``max_items:``
 
 
 @dataclass

@@ -304,6 +304,18 @@ class Array(FieldOp):
     count_from_field: bool
     index_used: bool
     region: Region
+    # ``terminator:``: the list ends at an element equal to ``terminator_value`` (integers)
+    # or where the next bytes are ``terminator`` (structs); the terminator is not stored.
+    terminator: bytes | None = None
+    terminator_value: int | None = None
+    min_items: int | None = None
+    max_items: int | None = None
+
+    @property
+    def item_limits(self) -> bool:
+        """Whether the list has a terminator or a bound on its length."""
+        return (self.terminator is not None or self.min_items is not None
+                or self.max_items is not None)
 
 
 @dataclass(frozen=True)
@@ -337,6 +349,37 @@ class Bits(FieldOp):
     word: ClassVar[str] = "derive"
     expr: Expr = field(compare=False)
     as_bool: bool
+
+
+@dataclass(frozen=True)
+class Terminated(FieldOp):
+    """Bytes or text (``text``) ended by ``terminator`` in the struct's region (a C string)."""
+
+    word: ClassVar[str] = "terminated"
+    text: bool
+    encoding: str
+    terminator: bytes
+
+
+@dataclass(frozen=True)
+class ConstBytes(FieldOp):
+    """A constant string or bytes: ``wire`` (with its prefix or terminator) written on encode,
+    checked on decode, not stored."""
+
+    word: ClassVar[str] = "const_bytes"
+    wire: bytes
+
+
+@dataclass(frozen=True)
+class RangedInt(FieldOp):
+    """A stored integer whose values are bounded (``min:``, ``max:``, ``nonzero:``): ``low`` and
+    ``high`` are None where the type itself bounds it, ``nonzero`` only when 0 is in range."""
+
+    word: ClassVar[str] = "int_range"
+    shape: IntType | Literal["varint"]
+    low: int | None
+    high: int | None
+    nonzero: bool
 
 
 @dataclass(frozen=True)
@@ -415,7 +458,8 @@ class Marker(Wrap):
 # test_layout_plan.py`` checks that every operation class is in them).
 KindOp: TypeAlias = (ReadInt | Const | SizeOf | SizeRest | Checksum | ProtoBody | Envelope
                      | ProtoOther | BytesSized | BytesToEnd | BytesOther | Nested | NestedOther
-                     | ReadVarint | ReadBool | ReadUuid | String | Array | Switch | Blocks | Bits)
+                     | ReadVarint | ReadBool | ReadUuid | String | Array | Switch | Blocks | Bits
+                     | Terminated | ConstBytes | RangedInt)
 WrapOp: TypeAlias = (OptionalScalar | Condition | Computed | WithArgs | Prefix | FixedLength
                      | Default | Marker)
 AnyFieldOp: TypeAlias = KindOp | WrapOp
@@ -438,6 +482,8 @@ def int_shape(op: KindOp) -> IntShape | None:
             return t
         case ReadVarint():
             return "varint"
+        case RangedInt(shape=shape):
+            return shape
         case ReadBool():
             return "bool"
     return None

@@ -53,6 +53,7 @@ from protoframe.generator.layout_ops import (
     Computed,
     Condition,
     Const,
+    ConstBytes,
     Default,
     Envelope,
     FixedLength,
@@ -71,6 +72,7 @@ from protoframe.generator.layout_ops import (
     Presence,
     ProtoBody,
     ProtoOther,
+    RangedInt,
     ReadBool,
     ReadInt,
     ReadUuid,
@@ -81,9 +83,11 @@ from protoframe.generator.layout_ops import (
     SkipTrailing,
     String,
     Switch,
+    Terminated,
     WithArgs,
     c_words,
 )
+from protoframe.generator.value_rules import element_bytes, int_bounds
 from protoframe.runtime.codec import vocabulary
 
 
@@ -266,8 +270,8 @@ def reads_to_end(s: StructDef) -> bool:
             continue  # runs to the end of the range, which the range's size checks
         if f.when_remaining or isinstance(f, ArrayField) and f.until_end:
             return True
-        if f.length is not None:
-            continue
+        if f.length is not None or f.terminator is not None:
+            continue  # a terminated field ends at its terminator
         if isinstance(f, BytesField | StringField | ProtoField):
             if f.size == "rest" or f.size is None and f.prefix is None:
                 return True
@@ -363,7 +367,7 @@ def _lower_kind(s: StructDef, f: FrameField, plans: dict[str, LayoutPlan], byte_
             if f.size_of is not None:
                 return SizeOf(f, int_type, f.size_of,
                               isinstance(s.field(f.size_of), ProtoField | BytesField))
-            return ReadInt(f, int_type)
+            return _ranged(f, int_type) or ReadInt(f, int_type)
         case ProtoField():
             size = _earlier_unsigned_size(s, f)
             if f.message is None or size is None:
@@ -375,6 +379,9 @@ def _lower_kind(s: StructDef, f: FrameField, plans: dict[str, LayoutPlan], byte_
             present = slot if slot and all(c.field.number in sparse for c in f.commands) \
                 else None
             return Envelope(f, f.message, size, f.dispatch_on.py_name, present, region)
+        case BytesField() | StringField() if (f.const_data is not None
+                                              or f.terminator is not None):
+            return _const_or_terminated(f, region)
         case BytesField():
             if f.size == "rest":
                 return BytesToEnd(f, region)
@@ -401,6 +408,8 @@ def _lower_kind(s: StructDef, f: FrameField, plans: dict[str, LayoutPlan], byte_
                 when = Always()
             return Nested(f, plans[held.name], when, region)
         case VarintField():
+            if f.const is None and (ranged := _ranged(f, "varint")) is not None:
+                return ranged
             return ReadVarint(f, f.const, f.size_of == "rest")
         case BoolField():
             return ReadBool(f, f.const, f.size_of == "rest")
@@ -413,7 +422,8 @@ def _lower_kind(s: StructDef, f: FrameField, plans: dict[str, LayoutPlan], byte_
                 raise AssertionError(f"{f.name!r}: an array without an element")
             return Array(f, _lower_kind(s, f.element, plans, byte_order, fills), f.count,
                          f.until_end, f.count_from_field,
-                         any("_index" in e.names for e in f.args.values()), region)
+                         any("_index" in e.names for e in f.args.values()), region,
+                         f.terminator, f.terminator_value, f.min_items, f.max_items)
         case SwitchField():
             if f.switch_on is None:
                 raise AssertionError(f"{f.name!r}: a switch without a key")
@@ -425,3 +435,32 @@ def _lower_kind(s: StructDef, f: FrameField, plans: dict[str, LayoutPlan], byte_
             return Blocks(f, f.struct, IntType(cw, cs, byte_order), IntType(lw, ls, byte_order),
                           f.block_size, f.max_blocks)
     raise AssertionError(f"{f.name!r}: no operation for a {f.kind} field")
+
+
+def _ranged(f: FrameField, shape: IntType | Literal["varint"]) -> RangedInt | None:
+    """A stored integer with ``min:``/``max:``/``nonzero:`` that rule out a value its type
+    holds, or None (bounds equal to the type's own are left out)."""
+    low, high = int_bounds(f)
+    lo = f.min_value if f.min_value is not None and f.min_value > low else None
+    hi = f.max_value if f.max_value is not None and f.max_value < high else None
+    nonzero = f.nonzero and (lo if lo is not None else low) <= 0 <= (hi if hi is not None
+                                                                      else high)
+    if lo is None and hi is None and not nonzero:
+        return None
+    return RangedInt(f, shape, lo, hi, nonzero)
+
+
+def _const_or_terminated(f: FrameField, region: Region) -> ConstBytes | Terminated:
+    """A constant string or bytes (its whole wire form), or a terminated one."""
+    if f.const_data is None:
+        assert f.terminator is not None
+        return Terminated(f, isinstance(f, StringField),
+                          f.encoding if isinstance(f, StringField) else "", f.terminator)
+    data = f.const_data
+    if region.prefix == "varint":
+        data = element_bytes(VarintField(name="", doc="", location=f.location), len(data)) + data
+    elif region.prefix is not None:
+        p = region.prefix
+        data = len(data).to_bytes(p.width, "little" if p.order == "little" else "big",
+                                  signed=p.signed) + data
+    return ConstBytes(f, data + (f.terminator or b""))

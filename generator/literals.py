@@ -65,3 +65,52 @@ def integer(value: object) -> int:
         return int(text, 0)
     except ValueError:
         raise LiteralError(f"{value!r} is not an integer") from None
+
+
+def byte_string(value: object) -> bytes:
+    """Bytes as the spec writes them (a terminator, a constant's bytes): one byte as an
+    integer (0 to 255) or a character literal (``"'\\0'"``), bytes in hex (``"0x0d0a"``, two
+    digits a byte), or a double-quoted string with the character literals' escapes
+    (``'"\\r\\n"'``, ``'"AMQP"'``); ``LiteralError`` otherwise."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not 0 <= value <= 0xFF:
+            raise LiteralError(f"{value} is not one byte (0 to 255)")
+        return bytes([value])
+    text = str(value)
+    if is_char_literal(text):
+        return bytes([char_code(text)])
+    if text[:2].lower() == "0x":
+        digits = text[2:]
+        if not digits or len(digits) % 2 or not set(digits) <= _HEX:
+            raise LiteralError(f"{text!r} is not bytes in hex: write two hex digits a byte "
+                               "('0x00', '0x0d0a')")
+        return bytes.fromhex(digits)
+    if len(text) >= 2 and text[0] == '"' and text[-1] == '"':
+        return _quoted(text)
+    raise LiteralError(f"{value!r} is not bytes: write an integer, a character literal "
+                       "(\"'\\0'\"), hex (\"0x0d0a\") or a quoted string ('\"\\r\\n\"')")
+
+
+def _quoted(text: str) -> bytes:
+    """The bytes of a double-quoted string: ASCII characters and escapes, as in character
+    literals (``\\"`` for a quote)."""
+    inner, out, i = text[1:-1], bytearray(), 0
+    if not inner:
+        raise LiteralError(f"{text} is empty: it must hold at least one byte")
+    while i < len(inner):
+        if inner[i] == "\\":
+            step = 4 if inner[i + 1 : i + 2] == "x" else 2
+            piece = inner[i : i + step]
+        else:
+            step, piece = 1, inner[i]
+            if piece == '"':
+                raise LiteralError(f"{text} must escape its quotes: \\\"")
+        if piece == "'":
+            out.append(0x27)
+        else:
+            try:
+                out.append(char_code(f"'{piece}'"))
+            except LiteralError as exc:
+                raise LiteralError(f"{text}: {exc}") from None
+        i += step
+    return bytes(out)

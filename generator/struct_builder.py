@@ -10,7 +10,7 @@ import keyword
 import re
 from typing import Any
 
-from protoframe.generator.build_context import BuildContext, PathT
+from protoframe.generator.build_context import PathT
 from protoframe.generator.expr import Expr, parse
 from protoframe.generator.frame_ir import (
     INT_TYPES,
@@ -37,9 +37,10 @@ from protoframe.generator.frame_ir import (
 from protoframe.generator.ir import Field, Label, MessageType
 from protoframe.generator.literals import LiteralError, integer, is_char_literal
 from protoframe.generator.spec_yaml import LocDict, LocList
+from protoframe.generator.value_rules import ValueRules
 
 
-class StructBuilder(BuildContext):
+class StructBuilder(ValueRules):
     # -- fields -------------------------------------------------------------------------------
     def type_names(self) -> set[str]:
         """The struct and frame type names the spec declares."""
@@ -90,8 +91,9 @@ class StructBuilder(BuildContext):
                          order=item.get("order", self.byte_order))
         else:
             f = _FIELD_CLASSES[kind](name=name, doc=doc, location=loc)
-        f.const = self.int_value(item, "const", path,
-                                 integral=isinstance(f, IntField | VarintField | BoolField))
+        if not isinstance(f, BytesField | StringField):  # their const: is read with their bounds
+            f.const = self.int_value(item, "const", path,
+                                     integral=isinstance(f, IntField | VarintField | BoolField))
         if "value" in item:
             f.value = self.expr(item["value"], [*path, "value"])
         if "derive" in item:
@@ -172,6 +174,7 @@ class StructBuilder(BuildContext):
             f.block_length = item.get("block_length", "u32")
             f.block_size = item.get("block_size", 8192)
             f.max_blocks = item.get("max_blocks")
+        self.read_value_rules(f, item, path)
         return f
 
     def element(self, of: str, path: PathT) -> FrameField:
@@ -225,8 +228,8 @@ class StructBuilder(BuildContext):
         if key not in item:
             return None
         if not integral:
-            self.error(f"{key}: needs an integer, varint or bool field (a constant string or "
-                       "bytes value is not in the language)", [*path, key])
+            self.error(f"{key}: needs an integer, varint or bool field (or, for const:, a bytes "
+                       "or string field)", [*path, key])
             return None
         try:
             return integer(item[key])
@@ -354,15 +357,15 @@ class StructBuilder(BuildContext):
                     target.count = parse(f.name)
                     target.count_from_field = True
             if isinstance(f, StringField) and f.length is None and f.size is None and \
-                    f.prefix is None:
+                    f.prefix is None and f.terminator is None:
                 self.error("a string needs prefix: <u8|u16|u32|varint>, size: <field|rest> or "
                            "a size_of field before it", [*fpath, "type"])
             if isinstance(f, BytesField) and f.length is None and f.size is None and \
-                    f.prefix is None:
+                    f.prefix is None and f.terminator is None:
                 self.error("bytes need length: N, prefix: <type>, size: <field|rest> or a "
                            "size_of field before them", [*fpath, "type"])
             if isinstance(f, ArrayField) and f.count is None and not f.until_end and \
-                    "count" not in self.raw_field(path, i):
+                    f.terminator is None and "count" not in self.raw_field(path, i):
                 self.error("an array needs count: <expression>, a count_of field or "
                            "until_end: true", [*fpath, "type"])
             if f.checksum is not None and f.checksum.start not in later:
@@ -423,6 +426,7 @@ class StructBuilder(BuildContext):
                         self.error(f"compression {key_name}: {ref!r} does not name a field "
                                    f"decoded before {f.name!r}",
                                    [*fpath, "compression", key_name])
+        self.check_value_rules(struct, path)
 
     def raw_field(self, path: PathT, i: int) -> LocDict:
         node: Any = self.root

@@ -139,3 +139,35 @@ class RequestFailed(ProtoframeError):
         super().__init__(message or f"request failed: {command} {body!r}")
         self.command = command
         self.body = body
+
+
+class MissingTerminatorError(DecodeError):
+    """A terminated string, bytes or list (``terminator:``) ran to the end of its region
+    without its terminator."""
+
+
+class TerminatorInValueError(EncodeError):
+    """A value of a terminated field holds its terminator (or, in a list, an element equals
+    it), so it would end early when decoded."""
+
+
+class ValueNotAllowedError(DecodeError):
+    """An integer holds a value its field's ``min:``, ``max:`` or ``nonzero:`` rules out.
+
+    ``field`` is the field (``Struct.field``) and ``value`` the integer as it was read.
+    """
+
+    def __init__(self, message: str, field: str, value: int) -> None:
+        super().__init__(message)
+        self.field = field
+        self.value = value
+
+
+class ItemCountError(DecodeError):
+    """A list has fewer elements than its ``min_items:`` or would have more than its
+    ``max_items:`` (the decoder stops at the limit, before reading further elements)."""
+
+
+class ItemCountOutOfRangeError(ValueOutOfRangeError):
+    """A list to encode has fewer elements than its ``min_items:`` or more than its
+    ``max_items:``."""

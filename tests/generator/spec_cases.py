@@ -181,6 +181,26 @@ CASES = [
          "unknown command 'WELCOM'"),
     Case("stream_until_unknown_command.yaml", "until: [PONG, DONE]", "DONE",
          "unknown command 'DONE'"),
+
+    Case("terminator_with_prefix.yaml", "name: label", "0}",
+         "terminator: cannot be combined with prefix: the terminator is what bounds the field"),
+    Case("terminator_not_bytes.yaml", "name: line", "CRLF",
+         "terminator: 'CRLF' is not bytes: write an integer, a character literal"),
+    Case("terminator_measured.yaml", "name: label", "0}",
+         "terminator: 'label' is measured by 'n' too"),
+    Case("list_terminator_too_big.yaml", "name: ids", "256",
+         "terminator: 256 does not fit the list's elements (0 to 255)"),
+    Case("const_wrong_length.yaml", "name: proto_name", "MQTT",
+         "const: the constant is 4 bytes, but length: is 3"),
+    Case("const_holds_terminator.yaml", "name: plugin", "'\"a",
+         "const: the constant holds its terminator b'\\x00'"),
+    Case("range_outside_type.yaml", "name: qos", "300",
+         "max: 300 is outside what a u8 holds (0 to 255)"),
+    Case("range_empty.yaml", "name: qos", "1}", "max: 1 is below min: 5, so no value is allowed"),
+    Case("range_on_size.yaml", "name: n,", "1}",
+         "min: cannot be combined with size_of: it bounds a stored value"),
+    Case("range_on_bytes.yaml", "name: data", "true", "nonzero: needs an integer or varint field"),
+    Case("max_items_below_min.yaml", "name: ids", "2}", "max_items: 2 is below min_items: 3"),
 ]
 
 

@@ -76,10 +76,13 @@ def test_literal_constants_are_checked_and_defaults_read_on_decode(frames: Modul
 
 
 @pytest.mark.parametrize(("old", "new", "message"), [
-    ("type: u8, const: \"'Z'\"", "type: bytes, length: 1, const: 5",
-     "const: needs an integer, varint or bool field"),
+    ("type: u8, const: \"'Z'\"", "type: uuid, const: 5",
+     "const: needs an integer, varint or bool field (or, for const:, a bytes or string"),
+    # A string's constant is its text: "'Z'" is three characters.
     ("type: u8, const: \"'Z'\"", "type: string, length: 1, const: \"'Z'\"",
-     "const: needs an integer, varint or bool field"),
+     "const: the constant is 3 bytes, but length: is 1"),
+    ("type: u8, const: \"'Z'\"", "type: bytes, const: \"0x5\"",
+     "const: '0x5' is not bytes in hex"),
     ("const: \"'Z'\"", "const: \"'ZZ'\"", "const: character literal 'ZZ' holds 2 characters"),
     ("equals: \"'!'\"", "equals: \"'\\\\q'\"", "equals: character literal '\\q' has an unknown"),
     ("default: \"'a'\"", "default: \"'ab'\"", "default: character literal 'ab' holds 2"),

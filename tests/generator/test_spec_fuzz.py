@@ -3,10 +3,11 @@
 A hypothesis strategy writes specs from the language's constructs (integers of every width
 and order, varints, bools, uuids, prefixed and fixed-length strings and bytes, arrays counted
 by an earlier field, nested structs, fields present when a flag says so, a switch on an
-opcode whose cases are numbers or character literals) with field names chosen to collide
-with what generated code uses itself (``buf``, ``pos``, ``end``, ``out``, ``self``, ``cls``,
-``data``, ``type``, ``item``...). For each spec
-the generator must succeed, every module must compile, random frames must survive
+opcode whose cases are numbers or character literals, NUL- and CRLF-terminated strings and
+bytes, constant strings and bytes, bounded integers, lists of u8 ended by 0 with max_items)
+with field names chosen to collide with what generated code uses itself (``buf``, ``pos``,
+``end``, ``out``, ``self``, ``cls``, ``data``, ``type``, ``item``...). For each spec the
+generator must succeed, every module must compile, random frames must survive
 encode -> stream decode (split at a random point), and where a struct has a compiled codec,
 the compiled and Python codecs must give the same bytes. A fixed sample also goes through
 ``mypy --strict``.
@@ -95,7 +96,8 @@ def specs(draw: Draw) -> tuple[str, list[Struct]]:
 def _add_field(draw: Draw, struct: Struct, names: Any, earlier: list[Struct]) -> None:
     name = next(names)
     kind = draw(st.sampled_from(["int", "varint", "bool", "uuid", "string", "bytes",
-                                 "fixed", "array", "struct", "when"]))
+                                 "fixed", "array", "struct", "when", "cstring", "const",
+                                 "ranged", "zlist"]))
     if kind == "struct" and not earlier:
         kind = "int"
     if kind == "int":
@@ -138,6 +140,27 @@ def _add_field(draw: Draw, struct: Struct, names: Any, earlier: list[Struct]) ->
         target = draw(st.sampled_from(earlier))
         struct.fields.append({"name": name, "type": "struct", "struct": target.name})
         struct.args.append((name, _instance_of(target)))
+    elif kind == "cstring":  # text ended by a NUL, or bytes by CR LF
+        if draw(st.booleans()):
+            struct.fields.append({"name": name, "type": "string", "terminator": "'\\0'"})
+            struct.args.append((name, lambda d: d(st.text(st.characters(
+                blacklist_characters="\0", blacklist_categories=["Cs"]), max_size=12))))
+        else:
+            struct.fields.append({"name": name, "type": "bytes", "terminator": '"\\r\\n"'})
+            struct.args.append((name, lambda d: d(st.binary(max_size=12).map(
+                lambda b: b.replace(b"\r", b"")))))
+    elif kind == "const":  # a constant string or bytes: nothing to give
+        struct.fields.append(draw(st.sampled_from([
+            {"name": name, "type": "bytes", "const": '"AMQP"'},
+            {"name": name, "type": "string", "prefix": "u16", "const": "MQTT"},
+            {"name": name, "type": "string", "terminator": 0, "const": "plugin"}])))
+    elif kind == "ranged":  # an integer with bounds (min: and max:)
+        struct.fields.append({"name": name, "type": "u16", "min": 1, "max": 1000})
+        struct.args.append((name, _drawing(st.integers(1, 1000))))
+    elif kind == "zlist":  # a list of u8 ended by 0, at most 4 long
+        struct.fields.append({"name": name, "type": "array", "of": "u8", "terminator": 0,
+                              "max_items": 4})
+        struct.args.append((name, _drawing(st.lists(st.integers(1, 255), max_size=4))))
     else:  # a flag byte, then a field present only when its bit 0 is set
         flag = next(names)
         struct.fields.append({"name": flag, "type": "u8"})

@@ -33,7 +33,8 @@ EMITTERS = sorted({*GENERATOR.glob("*_view.py"), *GENERATOR.glob("machines_*.py"
                    GENERATOR / "frame_layouts.py",
                    GENERATOR / "layout_plan.py", GENERATOR / "layout_ops.py",
                    *GENERATOR.glob("docs_*.py"), *GENERATOR.glob("spark_*.py"),
-                   *(GENERATOR / f"frame_{m}.py" for m in ("emit", "decoder", "encoder", "length")),
+                   *(GENERATOR / f"frame_{m}.py" for m in ("emit", "decoder", "encoder", "length",
+                                                         "values")),
                    *(GENERATOR / f"proto_{m}.py" for m in ("emit", "decoder", "encoder")),
                    GENERATOR / "codewriter.py", GENERATOR / "linefit.py",
                    GENERATOR / "render.py"})

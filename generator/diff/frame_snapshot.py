@@ -45,6 +45,8 @@ GROUPS = {
     "default": "FRAME_DEFAULT_CHANGED",
     "compression": "FRAME_COMPRESSION_CHANGED",
     "args": "FRAME_ARGS_CHANGED",
+    "terminator": "FRAME_SIZE_CHANGED", "list_terminator": "FRAME_COUNT_CHANGED",
+    "allowed": "FRAME_ALLOWED_VALUES_CHANGED", "items": "FRAME_ALLOWED_VALUES_CHANGED",
 }
 
 
@@ -167,6 +169,24 @@ def _attrs(f: FrameField) -> dict[str, str]:
         "args": ", ".join(f"{k}={v.text}" for k, v in sorted(f.args.items())) or None,
     }
     a.update({k: v for k, v in optional.items() if v is not None})
+    a.update(_value_attrs(f))
+    return a
+
+
+def _value_attrs(f: FrameField) -> dict[str, str]:
+    """A field's terminator, constant bytes, allowed values and element counts."""
+    a: dict[str, str] = {}
+    if f.terminator is not None:
+        a["list_terminator" if isinstance(f, ArrayField) else "terminator"] = \
+            f"0x{f.terminator.hex()}"
+    if f.const_data is not None:
+        a["const"] = f"0x{f.const_data.hex()}"
+    if f.min_value is not None or f.max_value is not None or f.nonzero:
+        a["allowed"] = (f"{'-' if f.min_value is None else f.min_value}.."
+                        f"{'-' if f.max_value is None else f.max_value}"
+                        + (", nonzero" if f.nonzero else ""))
+    if isinstance(f, ArrayField) and (f.min_items is not None or f.max_items is not None):
+        a["items"] = f"{f.min_items or 0}..{'-' if f.max_items is None else f.max_items}"
     return a
 
 

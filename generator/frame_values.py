@@ -58,8 +58,11 @@ def _rule(op: RangedInt) -> str:
 
 def readable_bytes(data: bytes) -> str:
     """A bytes literal showing printable ASCII as itself: ``b"AMQP"``, ``b"\\x00"``."""
-    return 'b"' + "".join(chr(b) if 0x20 <= b < 0x7F and b not in b'"\\' else f"\\x{b:02x}"
+    return 'b"' + "".join(_ESCAPED.get(b) or (chr(b) if 0x20 <= b < 0x7F else f"\\x{b:02x}")
                           for b in data) + '"'
+
+
+_ESCAPED = {0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t", 0x22: '\\"', 0x5C: "\\\\"}
 
 
 def _ruled_out(op: RangedInt, value: str) -> str:
@@ -206,7 +209,7 @@ def encode_value(enc: Encoder, op: Terminated | ConstBytes | RangedInt) -> list[
         lines.append(f"{data} = {enc.str_bytes(op.encoding, value)}")
     if len(op.terminator) == 1:
         holds = f"{term} in {data}"
-    else:  # the value may also end with the start of the terminator
+    else:  # the value may also end with the start of the terminator ("a\r\n" + CR LF CR LF)
         holds = f"({data} + {term}).find({term}) != len({data})"
     return [*lines, f"if {holds}:", *indent(raise_lines(
         "TerminatorInValueError", f"{where} holds its terminator {shown(op.terminator)}",

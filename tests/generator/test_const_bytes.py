@@ -13,10 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from protoframe.generator.build import generate
 from protoframe.generator.layout_ops import ConstBytes, FixedLength, Prefix
 from protoframe.runtime.errors import BadMagicError, DecodeError
 from tests.generator.test_layout_plan import plans
-from tests.support.generate import generate_text
+from tests.support.generate import generate_text, write_spec
 
 SPEC = """\
 protocol: cb
@@ -131,3 +132,10 @@ def test_the_plan_holds_the_whole_wire_form(tmp_path: Path) -> None:
     plugin = p["AuthSwitch"].op("plugin")
     assert isinstance(plugin, ConstBytes) and plugin.wire == b"mysql_native_password\0"
     assert not p["AmqpHeader"].compiled
+
+
+def test_constants_have_no_spark_column(tmp_path: Path) -> None:
+    out = generate(write_spec(tmp_path, "cb", SPEC), "specs", ["cb"])
+    spark = out.files["cb/spark.py"]
+    assert 'StructField("level", ' in spark and 'StructField("status", ' in spark
+    assert not any(f'"{name}"' in spark for name in ("protocol", "protocol_name", "plugin"))

@@ -20,10 +20,11 @@ from protoframe.runtime.codec import compiled, compiled_frames
 from protoframe.runtime.errors import (
     InvalidUtf8Error,
     MissingTerminatorError,
+    SizeMismatchError,
     TerminatorInValueError,
 )
 from tests.generator.test_layout_plan import plans
-from tests.support.generate import generate_text
+from tests.support.generate import generate_text, import_generated
 
 SPEC = """\
 protocol: tz
@@ -85,7 +86,6 @@ def package(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def frames(package: Path) -> ModuleType:
-    from tests.support.generate import import_generated
     return import_generated(package, "tz.frames", "tz_pkg")
 
 
@@ -253,3 +253,46 @@ def test_the_generated_package_type_checks(package: Path) -> None:
                                                           "PATH": "/usr/bin:/bin"},
         check=False)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+LAST = """\
+protocol: tl
+doc: A frame whose last field is a C string.
+byte_order: big
+frame:
+  name: Line
+  fields:
+    - {name: length, type: u16, size_of: rest}
+    - {name: magic, type: bytes, const: '"L1"'}
+    - {name: text, type: string, terminator: 0}
+"""
+
+
+@pytest.fixture(scope="module")
+def last(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
+    return generate_text(tmp_path_factory.mktemp("terminated_last"), "tl", LAST, "tl_pkg")
+
+
+def _line(text: bytes) -> bytes:
+    body = b"L1" + text + b"\0"
+    return struct.pack(">H", len(body)) + body
+
+
+def test_the_frames_last_field_is_terminated(last: ModuleType) -> None:
+    wire = _line(b"hello")
+    assert last.Line(text="hello").encode() == wire
+    assert last.Line.decode(wire) == last.Line(text="hello")
+    stream = wire + _line(b"") + _line("é".encode())
+    for cut in range(len(stream) + 1):
+        decoder = last.StreamDecoder()
+        assert decoder.feed(stream[:cut]) + decoder.feed(stream[cut:]) == [
+            last.Line(text="hello"), last.Line(text=""), last.Line(text="é")]
+
+
+def test_bytes_after_the_terminator_are_left_over(last: ModuleType) -> None:
+    body = b"L1hi\0x"
+    with pytest.raises(SizeMismatchError, match="left over"):
+        last.Line.decode(struct.pack(">H", len(body)) + body)
+    body = b"L1hi"
+    with pytest.raises(MissingTerminatorError, match="Line.text"):
+        last.Line.decode(struct.pack(">H", len(body)) + body)

@@ -14,12 +14,14 @@ from protoframe.generator.build_context import BuildContext, PathT
 from protoframe.generator.frame_ir import (
     INT_TYPES,
     ArrayField,
+    BoolField,
     BytesField,
     FrameField,
     IntField,
     StringField,
     StructDef,
     StructField,
+    UuidField,
     VarintField,
 )
 from protoframe.generator.literals import LiteralError, byte_string, integer
@@ -199,6 +201,12 @@ class ValueRules(BuildContext):
             elif f.terminator is not None and f.size is not None:
                 self.error(f"terminator: {f.name!r} is measured by {f.size!r} too; the "
                            "terminator is what bounds it", [*fpath, "terminator"])
+            el = f.element if isinstance(f, ArrayField) else None
+            if isinstance(el, StructField) and f.terminator is not None and el.struct \
+                    is not None and min_wire_size(el.struct) == 0:
+                self.error(f"terminator: an element of {el.struct.name} can take no bytes at "
+                           "all, so the list could grow without reading any (every element "
+                           "must take at least one byte)", [*fpath, "terminator"])
             if f.const_data is not None and f.size is not None:
                 self.error(f"const: {f.name!r} is measured by {f.size!r}, but a constant has "
                            "its own length", [*fpath, "const"])
@@ -208,6 +216,27 @@ class ValueRules(BuildContext):
                            if v is not None) if not f.nonzero else "nonzero"
                 self.error(f"{key}: {f.name!r} is a switch key, whose values are its cases",
                            [*fpath, key])
+
+
+def min_wire_size(s: StructDef, seen: frozenset[str] = frozenset()) -> int:
+    """The fewest bytes a value of ``s`` can take (0 when it may take none)."""
+    if s.name in seen:
+        return 0
+    total = 0
+    for f in s.fields:
+        if not f.wire or f.optional:
+            continue
+        if isinstance(f, IntField | BoolField | UuidField) or f.length is not None:
+            total += f.width_when_present or f.length or 0
+        elif isinstance(f, VarintField):
+            total += 1
+        elif f.prefix is not None:
+            total += 1 if f.prefix == "varint" else INT_TYPES[f.prefix][0]
+        elif f.terminator is not None:
+            total += len(f.terminator)
+        elif isinstance(f, StructField) and f.struct is not None and f.size is None:
+            total += min_wire_size(f.struct, seen | {s.name})
+    return total
 
 
 def element_bytes(el: IntField | VarintField, value: int) -> bytes:

@@ -201,6 +201,8 @@ CASES = [
          "min: cannot be combined with size_of: it bounds a stored value"),
     Case("range_on_bytes.yaml", "name: data", "true", "nonzero: needs an integer or varint field"),
     Case("max_items_below_min.yaml", "name: ids", "2}", "max_items: 2 is below min_items: 3"),
+    Case("list_terminator_empty_element.yaml", "name: items", "0,",
+         "terminator: an element of Maybe can take no bytes at all"),
 ]
 
 

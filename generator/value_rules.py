@@ -210,12 +210,14 @@ class ValueRules(BuildContext):
             if f.const_data is not None and f.size is not None:
                 self.error(f"const: {f.name!r} is measured by {f.size!r}, but a constant has "
                            "its own length", [*fpath, "const"])
-            if f.is_switch_key and (f.min_value is not None or f.max_value is not None
-                                    or f.nonzero):
-                key = next(k for k, v in (("min", f.min_value), ("max", f.max_value))
-                           if v is not None) if not f.nonzero else "nonzero"
-                self.error(f"{key}: {f.name!r} is a switch key, whose values are its cases",
-                           [*fpath, key])
+            bounded = [k for k, v in (("min", f.min_value), ("max", f.max_value),
+                                      ("nonzero", f.nonzero or None)) if v is not None]
+            if bounded and f.is_switch_key:
+                self.error(f"{bounded[0]}: {f.name!r} is a switch key, whose values are its "
+                           "cases", [*fpath, bounded[0]])
+            elif bounded and f.computed:  # a size another field's size: names
+                self.error(f"{bounded[0]}: {f.name!r} is a size the encoder computes; bound "
+                           "the field it measures instead", [*fpath, bounded[0]])
 
 
 def min_wire_size(s: StructDef, seen: frozenset[str] = frozenset()) -> int:

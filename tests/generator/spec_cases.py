@@ -203,6 +203,10 @@ CASES = [
     Case("max_items_below_min.yaml", "name: ids", "2}", "max_items: 2 is below min_items: 3"),
     Case("list_terminator_empty_element.yaml", "name: items", "0,",
          "terminator: an element of Maybe can take no bytes at all"),
+    Case("range_on_measuring_size.yaml", "name: n,", "10}",
+         "max: 'n' is a size the encoder computes; bound the field it measures instead"),
+    Case("range_on_switch_key.yaml", "name: op,", "true}",
+         "nonzero: 'op' is a switch key, whose values are its cases"),
 ]
 
 

@@ -124,7 +124,8 @@ def decode_array(dec: Decoder, op: Array, target: str) -> list[str]:
     index = f"i_{f.name}" if op.index_used else "_"
     dec.index = index
     items, item = f"a_{f.name}", f"e_{f.name}"
-    dec.ctx.imports.use(ERRORS, "ItemCountError")
+    if op.min_items is not None or op.max_items is not None:
+        dec.ctx.imports.use(ERRORS, "ItemCountError")
     lines = [f"{items}: list[{annotation(dec.ctx, dec.s, el.field)}] = []"]
     match el:
         case Nested(struct=struct) | NestedOther(struct=struct):

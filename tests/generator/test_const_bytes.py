@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import struct
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -18,6 +20,7 @@ from protoframe.generator.layout_ops import ConstBytes, FixedLength, Prefix
 from protoframe.runtime.errors import BadMagicError, DecodeError
 from tests.generator.test_layout_plan import plans
 from tests.support.generate import generate_text, write_spec
+from tests.support.paths import ROOT
 
 SPEC = """\
 protocol: cb
@@ -139,3 +142,12 @@ def test_constants_have_no_spark_column(tmp_path: Path) -> None:
     spark = out.files["cb/spark.py"]
     assert 'StructField("level", ' in spark and 'StructField("status", ' in spark
     assert not any(f'"{name}"' in spark for name in ("protocol", "protocol_name", "plugin"))
+
+
+def test_the_generated_module_passes_ruff(frames: ModuleType) -> None:
+    assert frames.__file__ is not None
+    result = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--no-cache", "--config",
+         str(ROOT / "pyproject.toml"), frames.__file__],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr

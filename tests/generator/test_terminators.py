@@ -25,6 +25,7 @@ from protoframe.runtime.errors import (
 )
 from tests.generator.test_layout_plan import plans
 from tests.support.generate import generate_text, import_generated
+from tests.support.paths import ROOT
 
 SPEC = """\
 protocol: tz
@@ -296,3 +297,12 @@ def test_bytes_after_the_terminator_are_left_over(last: ModuleType) -> None:
     body = b"L1hi"
     with pytest.raises(MissingTerminatorError, match="Line.text"):
         last.Line.decode(struct.pack(">H", len(body)) + body)
+
+
+def test_the_generated_module_passes_ruff(frames: ModuleType) -> None:
+    assert frames.__file__ is not None
+    result = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--no-cache", "--config",
+         str(ROOT / "pyproject.toml"), frames.__file__],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -7,6 +7,8 @@ against bytes packed by hand with ``struct``; a hostile count stops at the limit
 from __future__ import annotations
 
 import struct
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -24,6 +26,7 @@ from protoframe.runtime.errors import (
 )
 from tests.generator.test_layout_plan import plans
 from tests.support.generate import generate_text
+from tests.support.paths import ROOT
 
 SPEC = """\
 protocol: vr
@@ -191,3 +194,12 @@ def test_compiled_and_python_codecs_agree(frames: ModuleType) -> None:
             assert value.encode() == wire
             assert frames.Packet.decode(wire) == value
         assert frames.Packet.decode(wire) == value
+
+
+def test_the_generated_module_passes_ruff(frames: ModuleType) -> None:
+    assert frames.__file__ is not None
+    result = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--no-cache", "--config",
+         str(ROOT / "pyproject.toml"), frames.__file__],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -203,3 +203,14 @@ def test_the_generated_module_passes_ruff(frames: ModuleType) -> None:
          str(ROOT / "pyproject.toml"), frames.__file__],
         capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.slow
+def test_the_generated_package_type_checks(frames: ModuleType) -> None:
+    assert frames.__file__ is not None
+    package = Path(frames.__file__).parents[1]
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--config-file",
+         str(ROOT / "pyproject.toml"), str(package)],
+        capture_output=True, text=True, cwd=ROOT, timeout=600, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr

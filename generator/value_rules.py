@@ -179,6 +179,10 @@ class ValueRules(BuildContext):
         hi = f.max_value if f.max_value is not None else high
         if f.nonzero and lo == hi == 0:
             self.error("nonzero: min: and max: allow nothing but 0", [*path, "nonzero"])
+        elif isinstance(f.default, int) and not (lo <= f.default <= hi and not (
+                f.nonzero and f.default == 0)):
+            self.error(f"default: {f.default} is not a value the field allows", [*path,
+                                                                                "default"])
 
     def item_counts(self, f: FrameField, item: LocDict, path: PathT) -> None:
         """``min_items:`` and ``max_items:`` on an array."""

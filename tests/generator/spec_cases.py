@@ -207,6 +207,8 @@ CASES = [
          "max: 'n' is a size the encoder computes; bound the field it measures instead"),
     Case("range_on_switch_key.yaml", "name: op,", "true}",
          "nonzero: 'op' is a switch key, whose values are its cases"),
+    Case("range_default_outside.yaml", "name: qos", "5}",
+         "default: 5 is not a value the field allows"),
 ]
 
 

@@ -306,3 +306,32 @@ def test_the_generated_module_passes_ruff(frames: ModuleType) -> None:
          str(ROOT / "pyproject.toml"), frames.__file__],
         capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+OPTIONAL = """\
+protocol: to
+doc: Terminated strings that are not always there.
+byte_order: big
+frame:
+  name: Note
+  fields:
+    - {name: length, type: u16, size_of: rest}
+    - {name: flags, type: u8}
+    - {name: title, type: string, terminator: 0, when: "flags & 1"}
+    - {name: body, type: bytes, terminator: '"\\r\\n"'}
+    - {name: trailer, type: string, terminator: 0, when_remaining: true}
+"""
+
+
+@pytest.mark.parametrize(("flags", "title", "trailer"), [
+    (0, None, None), (1, "t", None), (1, "", "end"), (0, None, ""),
+])
+def test_optional_terminated_fields(tmp_path: Path, flags: int, title: str | None,
+                                    trailer: str | None) -> None:
+    frames = generate_text(tmp_path, "to", OPTIONAL, "to_pkg")
+    body = bytes([flags]) + (b"" if title is None else title.encode() + b"\0") + b"b\r\n"
+    body += b"" if trailer is None else trailer.encode() + b"\0"
+    wire = struct.pack(">H", len(body)) + body
+    value = frames.Note(flags=flags, title=title, body=b"b", trailer=trailer)
+    assert value.encode() == wire
+    assert frames.Note.decode(wire) == value

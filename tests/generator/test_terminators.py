@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from protoframe.generator.layout_ops import Array, Terminated
 from protoframe.runtime.codec import compiled, compiled_frames
 from protoframe.runtime.errors import (
+    DecodeError,
     InvalidUtf8Error,
     MissingTerminatorError,
     SizeMismatchError,
@@ -335,3 +336,20 @@ def test_optional_terminated_fields(tmp_path: Path, flags: int, title: str | Non
     value = frames.Note(flags=flags, title=title, body=b"b", trailer=trailer)
     assert value.encode() == wire
     assert frames.Note.decode(wire) == value
+
+
+@settings(max_examples=300, deadline=None)
+@given(kind=st.integers(1, 5), body=st.binary(max_size=40) | st.lists(st.sampled_from(
+    [b"\0", b"\r\n", b"a", b"\x03\x00\x00"])).map(b"".join))
+def test_any_bytes_decode_or_raise_a_decode_error(frames: ModuleType, kind: int,
+                                                  body: bytes) -> None:
+    """Random bodies (often holding 0 bytes and CR LF) never raise anything but a DecodeError,
+    and whatever decodes encodes back to the same bytes (but for Java's varints and modified
+    UTF-8, which have more than one way to write a value)."""
+    wire = frame(kind, body)
+    try:
+        value = frames.Packet.decode(wire)
+    except DecodeError:
+        return
+    if kind != 4:
+        assert value.encode() == wire

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from protoframe.generator.layout_ops import Array, IntType, RangedInt, ReadInt
 from protoframe.runtime.codec import compiled, compiled_frames
 from protoframe.runtime.errors import (
+    DecodeError,
     ItemCountError,
     ItemCountOutOfRangeError,
     ValueNotAllowedError,
@@ -214,3 +215,15 @@ def test_the_generated_package_type_checks(frames: ModuleType) -> None:
          str(ROOT / "pyproject.toml"), str(package)],
         capture_output=True, text=True, cwd=ROOT, timeout=600, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@settings(max_examples=300, deadline=None)
+@given(kind=st.sampled_from([1, 2, 8]), body=st.binary(max_size=40))
+def test_any_bytes_decode_or_raise_a_decode_error(frames: ModuleType, kind: int,
+                                                  body: bytes) -> None:
+    """Whatever decodes is within its bounds, so it encodes again; the rest is a DecodeError."""
+    try:
+        value = frames.Packet.decode(frame(kind, body))
+    except DecodeError:
+        return
+    frames.Packet.decode(value.encode())

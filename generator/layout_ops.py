@@ -297,7 +297,6 @@ class Array(FieldOp):
     ``index_used``: the element's arguments name ``_index``; ``region``: as the spec bounds the
     whole list (an array measured by a size field is encoded ahead of it)."""
 
-    word: ClassVar[str] = "array"
     element: KindOp = field(compare=False)
     count: Expr | None = field(compare=False)
     until_end: bool
@@ -316,6 +315,12 @@ class Array(FieldOp):
         """Whether the list has a terminator or a bound on its length."""
         return (self.terminator is not None or self.min_items is not None
                 or self.max_items is not None)
+
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        # A list with a terminator or bounds has a word of its own, so that a C codec that
+        # learns plain arrays does not take these without learning what they check.
+        return "array_limited" if self.item_limits else "array"
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protoframe.generator.layout_ops import Array, Terminated
-from protoframe.runtime.codec import compiled, compiled_frames
+from protoframe.runtime.codec import compiled, compiled_frames, vocabulary
 from protoframe.runtime.errors import (
     DecodeError,
     InvalidUtf8Error,
@@ -353,3 +353,17 @@ def test_any_bytes_decode_or_raise_a_decode_error(frames: ModuleType, kind: int,
         return
     if kind != 4:
         assert value.encode() == wire
+
+
+def test_a_c_codec_that_learns_arrays_does_not_take_terminated_ones(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A list with a terminator or bounds has its own word: teaching the C codec plain arrays
+    would not hand it checks it does not make."""
+    p = plans(tmp_path, SPEC.replace("protocol: tz", "protocol: mini\nproto: [mini.proto]")
+              .replace("  Plain:\n", "  Counted:\n    doc: A plain array.\n    fields:\n"
+                       "      - {name: xs, type: array, of: u8, until_end: true}\n"
+                       "  Plain:\n"))
+    monkeypatch.setattr(vocabulary, "FRAME_OPS", (*vocabulary.FRAME_OPS, "array"))
+    assert p["Counted"].compiled
+    assert [op.word for op in p["Startup"].unknown_to_c] == ["array_limited"]
+    assert not p["Startup"].compiled

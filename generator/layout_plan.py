@@ -87,7 +87,7 @@ from protoframe.generator.layout_ops import (
     WithArgs,
     c_words,
 )
-from protoframe.generator.value_rules import element_bytes, int_bounds
+from protoframe.generator.value_rules import int_bounds, varint_bytes
 from protoframe.runtime.codec import vocabulary
 
 
@@ -458,7 +458,7 @@ def _const_or_terminated(f: FrameField, region: Region) -> ConstBytes | Terminat
                           f.encoding if isinstance(f, StringField) else "", f.terminator)
     data = f.const_data
     if region.prefix == "varint":
-        data = element_bytes(VarintField(name="", doc="", location=f.location), len(data)) + data
+        data = varint_bytes(len(data)) + data
     elif region.prefix is not None:
         p = region.prefix
         data = len(data).to_bytes(p.width, "little" if p.order == "little" else "big",

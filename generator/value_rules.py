@@ -134,6 +134,10 @@ class ValueRules(BuildContext):
         except LiteralError as exc:
             self.error(f"const: {exc}", cpath)
             return
+        if not data and f.prefix is None and f.terminator is None:
+            self.error("const: an empty constant without a prefix or terminator takes no "
+                       "bytes at all", cpath)
+            return
         if not unbounded and f.length is not None and f.length != len(data):
             self.error(f"const: the constant is {len(data)} bytes, but length: is {f.length}",
                        cpath)
@@ -245,15 +249,20 @@ def min_wire_size(s: StructDef, seen: frozenset[str] = frozenset()) -> int:
     return total
 
 
+def varint_bytes(value: int) -> bytes:
+    """``value`` (not negative) as a base-128 varint."""
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
 def element_bytes(el: IntField | VarintField, value: int) -> bytes:
     """How a list element of ``value`` is written."""
     if isinstance(el, VarintField):
-        out = bytearray()
-        while value > 0x7F:
-            out.append((value & 0x7F) | 0x80)
-            value >>= 7
-        out.append(value)
-        return bytes(out)
+        return varint_bytes(value)
     if el.order == "little":
         return value.to_bytes(el.width, "little", signed=el.signed)
     return value.to_bytes(el.width, "big", signed=el.signed)

@@ -83,6 +83,8 @@ def test_literal_constants_are_checked_and_defaults_read_on_decode(frames: Modul
      "const: the constant is 3 bytes, but length: is 1"),
     ("type: u8, const: \"'Z'\"", "type: bytes, const: \"0x5\"",
      "const: '0x5' is not bytes in hex"),
+    ("type: u8, const: \"'Z'\"", "type: string, const: \"\"",
+     "const: an empty constant without a prefix or terminator takes no bytes"),
     ("const: \"'Z'\"", "const: \"'ZZ'\"", "const: character literal 'ZZ' holds 2 characters"),
     ("equals: \"'!'\"", "equals: \"'\\\\q'\"", "equals: character literal '\\q' has an unknown"),
     ("default: \"'a'\"", "default: \"'ab'\"", "default: character literal 'ab' holds 2"),

@@ -503,6 +503,11 @@ class Request:
         """Every command that may answer the request successfully."""
         return [c for c, _ in self.choices] if self.choices else [self.response]
 
+    @property
+    def iter_method(self) -> str | None:
+        """For a streamed answer, the client method that yields it as it arrives."""
+        return f"{self.method}_iter" if self.until else None
+
 
 @dataclass
 class Transition:

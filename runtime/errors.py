@@ -139,3 +139,12 @@ class RequestFailed(ProtoframeError):
         super().__init__(message or f"request failed: {command} {body!r}")
         self.command = command
         self.body = body
+
+
+class StreamOverflow(ProtoframeError, BufferError):
+    """A streamed answer read as it arrives fell too far behind: more of its messages came than
+    its buffer holds while the consumer was not reading them.
+
+    The buffer's messages already received are still read first; then this is raised, and the
+    rest of the stream is swallowed so that the connection's next request gets only its own.
+    """

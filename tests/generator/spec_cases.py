@@ -181,6 +181,8 @@ CASES = [
          "unknown command 'WELCOM'"),
     Case("stream_until_unknown_command.yaml", "until: [PONG, DONE]", "DONE",
          "unknown command 'DONE'"),
+    Case("stream_iterator_method_taken.yaml", "method: ping_iter", "ping_iter",
+         "the method 'ping_iter' is the iterator method of PING's streamed answer"),
 ]
 
 

@@ -49,6 +49,9 @@ class Case:
     # The to-client layout's own command, when the spec names each direction
     # (``names: {v: {to_server: A, to_client: B}}``); None: one command both ways.
     client_name: str | None = None
+    # The value as the spec wrote it when that is a character literal (``'D'``), which the
+    # reference page shows; empty for a number.
+    literal: str = ""
 
     @property
     def structs(self) -> list[StructDef]:

@@ -272,7 +272,8 @@ class StructBuilder(BuildContext):
                                named[1] if named else cpath, key=named is None)
                 seen_names.add(n)
             seen_values[value] = name
-            out.append(Case(value, name, to_server, to_client, client_name))
+            out.append(Case(value, name, to_server, to_client, client_name,
+                            str(key) if is_char_literal(str(key)) else ""))
         for value, (_, npath) in given.items():
             if value not in seen_values:
                 self.error(f"names: no case has the value {value}", npath, key=True)

@@ -247,10 +247,12 @@ class StructBuilder(BuildContext):
             except LiteralError as exc:
                 self.error(f"switch case: {exc}" if is_char_literal(str(key)) else
                            f"switch case {key!r} is not an integer", cpath, key=True)
+                self.unresolved.update(_case_default_names(target))  # one mistake, one error
                 continue
             if value in seen_values:
                 self.error(f"dispatch value {value} is duplicated (also {seen_values[value]})",
                            cpath, key=True)
+                self.unresolved.update(_case_default_names(target))
                 continue
             if isinstance(target, str):
                 to_server = to_client = self.lookup_struct(target, cpath)
@@ -547,6 +549,17 @@ _ANNOTATION_NAMES = frozenset({"int", "str", "bytes", "bool", "bytearray", "memo
 _RESERVED_PARAMS = {"self", "cls", "buf", "pos", "end", "out", "data", "to_server", "obj",
                     "item", "bad", "vend", "content", "parts", "used", "n", "cases", "exc",
                     "decode_body", "view", "block", "actual", "max_size", "i", "frame"}
+
+
+def _case_default_names(target: Any) -> list[str]:
+    """The commands a case that was rejected would have defined without ``names:``, which
+    the interactions and machines naming them then do not report again."""
+    if isinstance(target, str):
+        return [_upper_snake(target)]
+    if isinstance(target, dict):
+        return [_upper_snake(v) for k, v in target.items()
+                if k in ("to_server", "to_client") and isinstance(v, str)]
+    return []
 
 
 def _upper_snake(name: str) -> str:

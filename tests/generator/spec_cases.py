@@ -181,6 +181,10 @@ CASES = [
          "unknown command 'WELCOM'"),
     Case("stream_until_unknown_command.yaml", "until: [PONG, DONE]", "DONE",
          "unknown command 'DONE'"),
+    Case("case_key_bad_named_by_machine.yaml", "\"'OP'\": Open", "\"'OP'\"",
+         "character literal 'OP' holds 2 characters"),
+    Case("case_value_duplicated_named_by_machine.yaml", "\"'C'\": Open", "\"'C'\"",
+         "dispatch value 67 is duplicated (also CLOSE)"),
     Case("stream_iterator_method_taken.yaml", "method: ping_iter", "ping_iter",
          "the method 'ping_iter' is the iterator method of PING's streamed answer"),
 ]

@@ -239,6 +239,7 @@ class StructBuilder(BuildContext):
         out: list[Case] = []
         seen_values: dict[int, str] = {}
         seen_names: set[str] = set()
+        layout_of: dict[str, object] = {}  # struct name -> the case key whose layout it is
         given = self.case_names(names, [*path, "names"])
         for key, target in raw.items():
             cpath = [*path, "cases", key]
@@ -263,6 +264,7 @@ class StructBuilder(BuildContext):
                 to_client = self.lookup_struct(target["to_client"], [*cpath, "to_client"]) \
                     if "to_client" in target else None
                 default_name = (target.get("to_server") or target.get("to_client"))
+            self._one_case_per_layout(key, target, cpath, layout_of)
             name, client_name = self.case_command_names(value, target, given, default_name)
             for n in (name, client_name):
                 if n is None:
@@ -296,6 +298,25 @@ class StructBuilder(BuildContext):
                 continue
             out[value] = (name, npath)
         return out
+
+    def _one_case_per_layout(self, key: object, target: Any, cpath: PathT,
+                             layout_of: dict[str, object]) -> None:
+        """A struct is the layout of one case of a switch only: a frame's case (its command,
+        the value its encoder writes) is found from its body's class, so a second case of the
+        same struct could never be told from the first."""
+        layouts = [(target, cpath)] if isinstance(target, str) else [
+            (target[d], [*cpath, d]) for d in ("to_server", "to_client")
+            if isinstance(target.get(d), str)]
+        for i, (struct, where) in enumerate(layouts):
+            if any(struct == s for s, _ in layouts[:i]):
+                continue  # {to_server: A, to_client: A}: one layout both ways
+            if struct in layout_of:
+                self.error(f"struct {struct!r} is already the layout of case "
+                           f"{layout_of[struct]}: a frame's case is known by its body's class, "
+                           "so each case needs a struct of its own (declare one with the same "
+                           "fields)", where)
+            else:
+                layout_of[struct] = key
 
     def case_command_names(self, value: int, target: Any,
                            given: dict[int, tuple[Any, PathT]],

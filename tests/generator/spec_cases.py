@@ -185,6 +185,8 @@ CASES = [
          "character literal 'OP' holds 2 characters"),
     Case("case_value_duplicated_named_by_machine.yaml", "\"'C'\": Open", "\"'C'\"",
          "dispatch value 67 is duplicated (also CLOSE)"),
+    Case("case_struct_in_two_cases.yaml", "3: {to_client: Open}", "Open}",
+         "struct 'Open' is already the layout of case 2"),
     Case("stream_iterator_method_taken.yaml", "method: ping_iter", "ping_iter",
          "the method 'ping_iter' is the iterator method of PING's streamed answer"),
 ]

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from protoframe.generator.build import generate
+from protoframe.generator.output import write_files
 from protoframe.runtime.errors import (
     ConnectionClosed,
     RequestFailed,
@@ -18,7 +20,8 @@ from protoframe.runtime.errors import (
     StreamOverflow,
 )
 from protoframe.runtime.io.connection import open_connection
-from tests.support.generate import generate_package, import_generated
+from tests.support.generate import generate_package, import_generated, write_spec
+from tests.support.paths import DATA
 
 TIMEOUT = 30.0  # generous: the machine is shared
 
@@ -506,5 +509,26 @@ def test_a_lost_connection_ends_an_iterated_stream(gen: dict[str, ModuleType]) -
         with pytest.raises(ConnectionClosed, match="peer went away"):
             await reader
         assert frames  # the module is the fixture's
+
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+def test_a_streamed_request_that_is_one_way_yields_nothing(tmp_path: Path) -> None:
+    # QUERY answered only when it asks for rows: its iterator sends it and yields nothing.
+    text = (DATA / "interact" / "interact.yaml").read_text()
+    old = "until: DONE, correlate: [msg_id]}"
+    assert old in text
+    out = generate(write_spec(tmp_path, "interact", text.replace(
+        old, 'until: DONE, correlate: [msg_id], when: "rows > 0"}')), "specs", ["interact"])
+    write_files(tmp_path / "gen_oneway_stream", out.files, out.protocols)
+    client_mod = import_generated(tmp_path, "interact.client", package="gen_oneway_stream")
+
+    async def main() -> None:
+        transport = _Recorder()
+        requests = client_mod.InteractRequests(transport, timeout=TIMEOUT)
+        assert [body async for body in requests.query_iter(0, 0)] == []
+        assert await requests.query(0, 0) is None
+        assert [f.body.rows for f in transport.sent] == [0, 0]
+        assert len(requests.pending) == 0
 
     asyncio.run(asyncio.wait_for(main(), TIMEOUT))

@@ -27,7 +27,7 @@ class BuildContext:
         self.byte_order: str = root.get("byte_order", "big")
         self.structs: dict[str, StructDef] = {}
         self.missing_reported: set[tuple[int, str]] = set()
-        self.unresolved: set[str] = set()  # commands of routes that did not resolve
+        self.unresolved: set[str] = set()  # commands of routes or cases that did not resolve
         self.messages: dict[str, MessageType] = {}
         self.proto_modules: dict[str, str] = {}
         for proto in protocol.files:

@@ -52,12 +52,17 @@ class MethodView:
     response_test: str = ""  # when the answer is returned, when not name == response
     until: str = ""  # for a streamed answer: the frozenset of the commands that end it
     errors: str = ""  # for a streamed answer: the tuple of its error commands
+    iter_name: str = ""  # for a streamed answer: the method yielding it as it arrives
+    iter_doc: str = ""
     param_lines: list[str] = field(init=False)
     body_fitted: list[str] = field(init=False)  # body_lines as printed
     call_lines: list[str] = field(init=False)  # the arguments of self._call(...)
     answer_lines: list[str] = field(init=False)  # the answer's check
     test_lines: list[str] = field(init=False)  # the response_test's if, when there is one
     collect_lines: list[str] = field(init=False)  # the arguments of self._collect(...)
+    iter_param_lines: list[str] = field(init=False)  # the iterator method's parameters
+    iter_body: list[str] = field(init=False)  # body_lines as the iterator method prints them
+    stream_lines: list[str] = field(init=False)  # the arguments of self._stream(...)
 
     def __post_init__(self) -> None:
         self.param_lines = _at(2, (f"{p}," for p in self.params))
@@ -68,6 +73,21 @@ class MethodView:
         self.test_lines = _at(2, [f"if {self.response_test}:"] if self.response_test else [])
         self.collect_lines = _at(3, [f"({q(self.request)}, {self.key_expr}), frame, timeout, "
                                      f"{q(self.request)}, {self.until},"] if self.until else [])
+        self.iter_param_lines = _at(2, (f"{p}," for p in [*self.params, _MAX_BUFFERED]))
+        # An async generator returns without a value: a one-way exit yields nothing.
+        self.iter_body = _at(2, ("    return" if line == _ONE_WAY_RETURN else line
+                                 for line in self.body_lines))
+        self.stream_lines = _at(3, [f"({q(self.request)}, {self.key_expr}), frame, timeout, "
+                                    f"{q(self.request)}, {self.until}, max_buffered,"]
+                                if self.until else [])
+
+    @property
+    def iter_returns(self) -> str:
+        return f"AsyncGenerator[{self.response_type}, None]"
+
+
+# How many messages of a stream the iterator method buffers unread by default.
+_MAX_BUFFERED = "max_buffered: int = 1024"
 
 
 def _at(depth: int, lines: Iterable[str]) -> list[str]:
@@ -88,7 +108,7 @@ class ClientModuleView:
     allocator_args: str = ""  # the id range, for an allocated field narrower than 64 bits
     answer_arg: str = "body"  # what field_of reads correlation fields from
     handle_frame_doc: str = ""
-    streams: bool = False  # some request is answered by a stream (``_collect``)
+    streams: bool = False  # some request is answered by a stream (``_collect``, ``_stream``)
     # The template's lines naming the frame class, each fitted at its depth there.
     lines: dict[str, list[str]] = field(default_factory=dict)
 
@@ -147,6 +167,9 @@ def build_client_module(spec: FrameSpec) -> ClientModuleView:
     title = "".join(p.capitalize() for p in spec.protocol.replace("-", "_").split("_"))
     if spec.frame_context:
         imports.use(".machines", "Command")  # in answer_arg
+    if any(r.until for r in spec.requests):  # what _stream and the iterator methods name
+        imports.use("collections.abc", "AsyncGenerator")
+        imports.use(CORRELATION, "AnswerStream")
     # More than the two names every client imports from machines are listed one per line, as
     # this module always listed them.
     if len(imports.names(".machines")) > 2:
@@ -176,6 +199,9 @@ def build_client_module(spec: FrameSpec) -> ClientModuleView:
             "call_params": _at(2, [f"self, key: Hashable, frame: frames.{spec.frame.name}, "
                                    "timeout: float | None, what: str"]),
             "collect_frame": _at(2, [f"frame: frames.{spec.frame.name},"]),
+            "stream_call": _at(2, ["answers = self.pending.stream(key, lambda answer: "
+                                   "answer[0] in until, limit, self.timeout if timeout is "
+                                   "None else timeout, what)"]),
         },
         allocator_args=_allocator_args(spec),
         answer_arg="Command(body, frame)" if spec.frame_context else "body",
@@ -244,7 +270,8 @@ def _frame_id_limit(f: FrameField) -> int:
 
 
 # Names a request method's body uses itself: a parameter named so gets a trailing underscore.
-_METHOD_NAMES = frozenset({"self", "timeout", "body", "frame", "name", "answer", "request"})
+_METHOD_NAMES = frozenset({"self", "timeout", "body", "frame", "name", "answer", "request",
+                           "answers", "stream", "max_buffered"})
 
 
 def _param_name(name: str, taken: set[str]) -> str:
@@ -363,7 +390,7 @@ def _method(spec: FrameSpec, types: _Types, r: Request,
         key_expr=key,
         returns=_returns(r, response_type),
         response_test=_response_test(r),
-        **_stream_args(r),
+        **_stream_args(r, _one_way_doc(r, iterator=True)),
     )
 
 
@@ -374,13 +401,30 @@ def _returned(r: Request) -> str:
     return f"Send {r.request} and return its {' or '.join(r.responses)}"
 
 
-def _stream_args(r: Request) -> dict[str, str]:
-    """What a method answered by a stream passes ``_collect``, and the errors it checks."""
+def _stream_args(r: Request, doc: str) -> dict[str, str]:
+    """What a method answered by a stream passes ``_collect`` and ``_stream``, the errors it
+    checks, and its iterator method."""
     if not r.until:
         return {}
     errors = "".join(q(e) + ", " for e in r.errors)
+    assert r.iter_method is not None
     return {"until": "frozenset({" + ", ".join(q(n) for n in r.until) + "})",
-            "errors": f"({errors})"}
+            "errors": f"({errors})", "iter_name": r.iter_method,
+            "iter_doc": docstring(_iter_doc(r, doc), "        ")}
+
+
+def _iter_doc(r: Request, one_way: str) -> str:
+    """The iterator method's docstring; ``one_way`` says when it is not answered."""
+    errors = (f" {' or '.join(r.errors)} raises ``RequestFailed`` where it comes (the rest of "
+              "the stream is then swallowed)." if r.errors else "")
+    return (f"Send {r.request} and yield each body of its stream as it arrives: every "
+            f"{' or '.join(r.responses)} until {' or '.join(r.until)}, that one included."
+            f"{errors}{one_way}\n\n``timeout`` bounds each wait for the next message "
+            "(``RequestTimeout``); more than ``max_buffered`` messages received and not yet "
+            "read fail the stream with ``StreamOverflow`` once those are read. Leaving the loop "
+            "early (``break``, an exception, a cancelled task) swallows the rest of the "
+            "stream when the generator is closed (at once under ``contextlib.aclosing``), so "
+            "the next request gets only its own answers.")
 
 
 def _answer_type(types: _Types, info: CommandInfo) -> str:
@@ -414,15 +458,20 @@ def _one_way_exit(spec: FrameSpec, r: Request, body: str) -> list[str]:
     return [f"expected = INTERACTIONS[{index}].expected({seen}, field_of)",
             "if not expected:",
             "    await self.transport.send_frame(frame)",
-            "    return None"]
+            _ONE_WAY_RETURN]
 
 
-def _one_way_doc(r: Request) -> str:
+_ONE_WAY_RETURN = "    return None"  # the last line of a one-way exit
+
+
+def _one_way_doc(r: Request, iterator: bool = False) -> str:
     out = ""
     if r.choices:
         out += " The request's fields choose the answer: " + "; ".join(
             f"{c} when {w.text}" for c, w in r.choices) + "."
-    if r.when is not None:
+    if r.when is not None and iterator:
+        out += f" Unless {r.when.text}, it is not answered: yield nothing."
+    elif r.when is not None:
         out += f" Unless {r.when.text}, it is not answered: return None."
     elif r.choices:
         out += " When none holds, it is not answered: return None."
@@ -475,7 +524,7 @@ def _routed_method(spec: FrameSpec, types: _Types, r: Request, info: CommandInfo
         key_expr="(" + ", ".join(key) + ("," if len(key) == 1 else "") + ")",
         returns=_returns(r, response_type),
         response_test=_response_test(r),
-        **_stream_args(r),
+        **_stream_args(r, _one_way_doc(r, iterator=True)),
     )
 
 

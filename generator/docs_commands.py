@@ -118,7 +118,7 @@ def commands_table(spec: FrameSpec, names: ProtoNames, anchors: dict[str, str]) 
                               switch_of.get(name))
         rows.append([
             code(name),
-            case_value(info.value, _key_width(spec)) if info.case is not None
+            case_value(info.value, _key_width(spec), info.case.literal) if info.case is not None
             else "—" if info.routed is not None and info.routed.value is None
             else str(info.value),
             body,

@@ -237,7 +237,7 @@ def _cases_table(f: SwitchField, anchors: dict[str, str], width: int) -> Table:
             to_client = link(c.to_client.name, anchors) if c.to_client else "—"
         name = code(c.name) if c.client_name is None else \
             f"{code(c.name)} to server, {code(c.client_name)} to client"
-        rows.append([case_value(c.value, width), name, to_server, to_client])
+        rows.append([case_value(c.value, width, c.literal), name, to_server, to_client])
     return Table(["value", "name", "to server", "to client"], rows)
 
 

@@ -60,8 +60,12 @@ def link(name: str, anchors: dict[str, str]) -> str:
     return f"[`{name}`](#{anchors[name]})"
 
 
-def case_value(value: int, width: int) -> str:
-    """A case value in decimal and hex (negative ones as ``width``-byte two's complement)."""
+def case_value(value: int, width: int, literal: str = "") -> str:
+    """A case value in decimal and hex (negative ones as ``width``-byte two's complement); one
+    the spec wrote as a character literal as it wrote it, with its hex."""
+    if literal:
+        shown = f"`` {literal} ``" if "`" in literal else f"`{literal}`"  # '`' in Markdown
+        return f"{shown} (`{value:#04x}`)"
     if value >= 0:
         return f"{value} (`{value:#04x}`)"
     if width == 0:

@@ -49,6 +49,9 @@ class Case:
     # The to-client layout's own command, when the spec names each direction
     # (``names: {v: {to_server: A, to_client: B}}``); None: one command both ways.
     client_name: str | None = None
+    # The value as the spec wrote it when that is a character literal (``'D'``), which the
+    # reference page shows; empty for a number.
+    literal: str = ""
 
     @property
     def structs(self) -> list[StructDef]:
@@ -515,6 +518,11 @@ class Request:
     def responses(self) -> list[str]:
         """Every command that may answer the request successfully."""
         return [c for c, _ in self.choices] if self.choices else [self.response]
+
+    @property
+    def iter_method(self) -> str | None:
+        """For a streamed answer, the client method that yields it as it arrives."""
+        return f"{self.method}_iter" if self.until else None
 
 
 @dataclass

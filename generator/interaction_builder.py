@@ -31,6 +31,7 @@ class InteractionBuilder(RouteBuilder):
                                         | ArrayField)}
         frame_fields_all = {f.name for f in frame.data_fields}
         out: list[Request] = []
+        named: list[PathT] = []  # where each of out's method names is set (or its item)
         for i, item in enumerate(raw.get("requests", [])):
             path: PathT = ["interactions", "requests", i]
             raw_response = item["response"]
@@ -84,6 +85,7 @@ class InteractionBuilder(RouteBuilder):
                 guard = self._request_expr(c, request, frame_data, [*path, "response", j, "when"])
                 if guard is not None:
                     choices.append((c["command"], guard))
+            named.append([*path, "method"] if "method" in item else path)
             out.append(Request(item["request"], responses[0], list(item.get("errors", [])),
                                correlate, method, on_frame, frame_fields, when,
                                item.get("allocate", True), choices, until))
@@ -92,6 +94,13 @@ class InteractionBuilder(RouteBuilder):
             if methods.count(r.method) > 1 and methods.index(r.method) != i:
                 self.error(f"two requests generate the method {r.method!r}; set method:",
                            ["interactions", "requests", i])
+        # A streamed request's iterator method (``<method>_iter``) is taken too.
+        iters = {r.iter_method: r for r in out if r.iter_method is not None}
+        for r, where in zip(out, named, strict=True):
+            if (streamed := iters.get(r.method)) is not None:
+                self.error(f"the method {r.method!r} is the iterator method of "
+                           f"{streamed.request}'s streamed answer; set method: to another "
+                           "name", where)
         return out
 
     def check_allocate_opt_outs(self, raw: LocDict, allocate: str | None) -> None:

@@ -32,7 +32,27 @@ def fit_line(line: str, limit: int = LIMIT) -> list[str]:
     if len(line) <= limit or line.lstrip().startswith("#"):
         return [line]
     wrapped = _wrap_line(line, limit)
-    return wrapped if _balance("".join(wrapped)) == _balance(line) else [line]
+    return wrapped if _brackets("".join(wrapped)) == _brackets(line) is not None else [line]
+
+
+def _brackets(text: str) -> tuple[str, str] | None:
+    """What ``text`` leaves open: (the closing brackets it begins with that close nothing of
+    its own, the opening brackets still open at its end); None if a bracket closes one of
+    another kind. A wrap must leave the same, or the lines around it stop matching: counting
+    alone took ``x = (`` / ``StructType([`` / ``)`` for the ``x = StructType([`` it came from.
+    """
+    closes, opened = "", []
+    for _, ch, _ in _scan(text):
+        if ch in "([{":
+            opened.append(ch)
+        elif not opened:
+            closes += ch
+        elif opened.pop() != _PAIRS[ch]:
+            return None
+    return closes, "".join(opened)
+
+
+_PAIRS = {")": "(", "]": "[", "}": "{"}
 
 
 def fit_marked(line: str, limit: int = LIMIT) -> list[str]:
@@ -75,11 +95,6 @@ def fit_all(statements: Iterable[str]) -> list[str]:
     return out.lines
 
 
-def _balance(text: str) -> int:
-    """Opening minus closing brackets outside string literals."""
-    return sum(1 if ch in "([{" else -1 for _, ch, _ in _scan(text))
-
-
 def _wrap_line(line: str, limit: int, depth: int = 0) -> list[str]:
     out: list[str] = []
     for piece in _wrap_once(line, limit):
@@ -113,6 +128,10 @@ def _wrap_once(line: str, limit: int) -> list[str]:
         else:
             lines = [inner_indent + p.strip() + "," for p in parts if p.strip()]
         return [indent + head, *lines, indent + tail]
+    if _brackets(body) != ("", ""):
+        # Part of a statement that goes on over other lines (``x = StructType([``): each rule
+        # below would add or split at brackets whose partners are on those lines.
+        return [line]
     parts = _split_commas(body.rstrip(","))
     statement = body.endswith(":") or body.split(" ", 1)[0] in (
         "for", "if", "elif", "while", "with", "def", "class", "return", "raise", "assert", "del",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from protoframe.generator.codewriter import q
+from protoframe.generator.codewriter import docstring, q
 from protoframe.generator.linefit import INDENT, Lines
 
 if TYPE_CHECKING:
@@ -80,7 +80,8 @@ def message_text(c: MessageView, ind: str) -> str:
     for o in c.oneofs:
         out.raw("")
         out.code(f"{one}def which_{o.name}(self) -> str | None:")
-        out.raw(f'{two}"""Name of the member of oneof {o.name} that is set, or None."""')
+        out.raw(two + docstring(f"Name of the member of oneof {o.name} that is set, or None.",
+                                two))
         for name, storage in o.members:
             out.code(f"{two}if self.{storage} is not None:", f"{two}{INDENT}return {q(name)}")
         out.code(f"{two}return None")

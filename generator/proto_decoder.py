@@ -143,8 +143,13 @@ def map_case(py: ModuleContext, f: Field, where: str) -> Case:
     local, k, val, raw_val = f"f_{name}", f"k_{name}", f"val_{name}", f"x_{name}"
     ktag = varint_literal(1 << 3 | wire_type(f.map_key))[0]
     vtag = varint_literal(2 << 3 | wire_type(f.map_value))[0]
+    # An open enum's value may be a number it does not name: the local's type says so (mypy
+    # took the default's, the enum, and refused the int the lookup may give).
+    val_ann = (f": {py.value_ann(f.map_value)}" if f.map_value.kind == "enum"
+               and not closed_enum(f.map_value) else "")
     body = [*read_len(py, "eend", where), f"{k} = {zero_of(py, f.map_key)}",
-            f"{val} = {zero_of(py, f.map_value)}", "while pos < eend:", "    etag = buf[pos]",
+            f"{val}{val_ann} = {zero_of(py, f.map_value)}", "while pos < eend:",
+            "    etag = buf[pos]",
             "    pos += 1", f"    if etag == {ktag}:"]
     body += ["        " + s for s in decode_value(py, f.map_key, k, where, "eend")]
     body += [f"    elif etag == {vtag}:"]

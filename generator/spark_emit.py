@@ -8,6 +8,7 @@ hold their own holder (written as protobuf bytes, since a Spark schema cannot co
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 from protoframe.generator.codewriter import Imports
@@ -29,7 +30,22 @@ def fit_in_body(indent: str, head: str, expr: str, tail: str) -> list[str]:
 
 
 def comment(text: str) -> list[str]:
-    return ["# " + line for line in textwrap.wrap(text, width=LIMIT + 2)]
+    """``text`` as comment lines of at most 100 columns; a name longer than a line (a message's
+    full name) is broken after one of its dots, never inside a word."""
+    width = LIMIT + 2
+    lines: list[str] = []
+    for line in textwrap.wrap(text, width=width, break_long_words=False):
+        if len(line) <= width:
+            lines.append(line)
+            continue
+        out = ""
+        for piece in re.split(r"(?<=\.)(?=.)", line):
+            if out and len(out) + len(piece) > width:
+                lines.append(out)
+                out = ""
+            out += piece
+        lines.append(out)
+    return ["# " + line for line in lines]
 
 
 def field_message(f: Field) -> MessageType | None:

@@ -242,6 +242,7 @@ class StructBuilder(ValueRules):
         out: list[Case] = []
         seen_values: dict[int, str] = {}
         seen_names: set[str] = set()
+        layout_of: dict[str, object] = {}  # struct name -> the case key whose layout it is
         given = self.case_names(names, [*path, "names"])
         for key, target in raw.items():
             cpath = [*path, "cases", key]
@@ -250,10 +251,12 @@ class StructBuilder(ValueRules):
             except LiteralError as exc:
                 self.error(f"switch case: {exc}" if is_char_literal(str(key)) else
                            f"switch case {key!r} is not an integer", cpath, key=True)
+                self.unresolved.update(_case_default_names(target))  # one mistake, one error
                 continue
             if value in seen_values:
                 self.error(f"dispatch value {value} is duplicated (also {seen_values[value]})",
                            cpath, key=True)
+                self.unresolved.update(_case_default_names(target))
                 continue
             if isinstance(target, str):
                 to_server = to_client = self.lookup_struct(target, cpath)
@@ -264,6 +267,7 @@ class StructBuilder(ValueRules):
                 to_client = self.lookup_struct(target["to_client"], [*cpath, "to_client"]) \
                     if "to_client" in target else None
                 default_name = (target.get("to_server") or target.get("to_client"))
+            self._one_case_per_layout(key, target, cpath, layout_of)
             name, client_name = self.case_command_names(value, target, given, default_name)
             for n in (name, client_name):
                 if n is None:
@@ -275,7 +279,8 @@ class StructBuilder(ValueRules):
                                named[1] if named else cpath, key=named is None)
                 seen_names.add(n)
             seen_values[value] = name
-            out.append(Case(value, name, to_server, to_client, client_name))
+            out.append(Case(value, name, to_server, to_client, client_name,
+                            str(key) if is_char_literal(str(key)) else ""))
         for value, (_, npath) in given.items():
             if value not in seen_values:
                 self.error(f"names: no case has the value {value}", npath, key=True)
@@ -296,6 +301,25 @@ class StructBuilder(ValueRules):
                 continue
             out[value] = (name, npath)
         return out
+
+    def _one_case_per_layout(self, key: object, target: Any, cpath: PathT,
+                             layout_of: dict[str, object]) -> None:
+        """A struct is the layout of one case of a switch only: a frame's case (its command,
+        the value its encoder writes) is found from its body's class, so a second case of the
+        same struct could never be told from the first."""
+        layouts = [(target, cpath)] if isinstance(target, str) else [
+            (target[d], [*cpath, d]) for d in ("to_server", "to_client")
+            if isinstance(target.get(d), str)]
+        for i, (struct, where) in enumerate(layouts):
+            if any(struct == s for s, _ in layouts[:i]):
+                continue  # {to_server: A, to_client: A}: one layout both ways
+            if struct in layout_of:
+                self.error(f"struct {struct!r} is already the layout of case "
+                           f"{layout_of[struct]}: a frame's case is known by its body's class, "
+                           "so each case needs a struct of its own (declare one with the same "
+                           "fields)", where)
+            else:
+                layout_of[struct] = key
 
     def case_command_names(self, value: int, target: Any,
                            given: dict[int, tuple[Any, PathT]],
@@ -550,6 +574,17 @@ _ANNOTATION_NAMES = frozenset({"int", "str", "bytes", "bool", "bytearray", "memo
 _RESERVED_PARAMS = {"self", "cls", "buf", "pos", "end", "out", "data", "to_server", "obj",
                     "item", "bad", "vend", "content", "parts", "used", "n", "cases", "exc",
                     "decode_body", "view", "block", "actual", "max_size", "i", "frame"}
+
+
+def _case_default_names(target: Any) -> list[str]:
+    """The commands a case that was rejected would have defined without ``names:``, which
+    the interactions and machines naming them then do not report again."""
+    if isinstance(target, str):
+        return [_upper_snake(target)]
+    if isinstance(target, dict):
+        return [_upper_snake(v) for k, v in target.items()
+                if k in ("to_server", "to_client") and isinstance(v, str)]
+    return []
 
 
 def _upper_snake(name: str) -> str:

@@ -171,3 +171,12 @@ class ItemCountError(DecodeError):
 class ItemCountOutOfRangeError(ValueOutOfRangeError):
     """A list to encode has fewer elements than its ``min_items:`` or more than its
     ``max_items:``."""
+
+
+class StreamOverflow(ProtoframeError, BufferError):
+    """A streamed answer read as it arrives fell too far behind: more of its messages came than
+    its buffer holds while the consumer was not reading them.
+
+    The buffer's messages already received are still read first; then this is raised, and the
+    rest of the stream is swallowed so that the connection's next request gets only its own.
+    """

@@ -8,10 +8,11 @@ peer may reuse ids); answers then go to the oldest one, first come first served.
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from protoframe.runtime.errors import ConnectionClosed, RequestTimeout
+from protoframe.runtime.errors import ConnectionClosed, RequestTimeout, StreamOverflow
 
 
 class RequestTable:
@@ -20,7 +21,10 @@ class RequestTable:
     def __init__(self) -> None:
         self._waiting: dict[Hashable, list[asyncio.Future[Any]]] = {}
         # Requests answered by a stream: what each has collected, and what ends it.
-        self._streams: dict[asyncio.Future[Any], tuple[list[Any], Callable[[Any], bool]]] = {}
+        # What each collects into: a list (the whole stream at once), or an ``AnswerStream``
+        # its consumer reads as the messages arrive.
+        self._streams: dict[asyncio.Future[Any],
+                            tuple[list[Any] | AnswerStream, Callable[[Any], bool]]] = {}
         # Streams whose request gave up (timed out or was cancelled), oldest first: each keeps
         # its place and swallows the rest of its stream, so that a later request on the same
         # key never gets rows that were not its own. At most MAX_ABANDONED are kept: a peer
@@ -59,9 +63,15 @@ class RequestTable:
             future = waiting[0]
             stream = self._streams.get(future)
             if stream is not None:
-                if not future.done():
-                    stream[0].append(value)
-                if not stream[1](value):
+                collected, until = stream
+                last = until(value)
+                if future.done():  # an abandoned stream swallows it
+                    pass
+                elif isinstance(collected, list):
+                    collected.append(value)
+                elif not collected.put(value, last):  # overflowed: the stream is abandoned
+                    self.give_up(key, future)
+                if not last:
                     return True  # collected, or swallowed by an abandoned stream
                 if future.done():  # the abandoned stream's last message: it is over
                     self.forget(key, future)
@@ -75,6 +85,23 @@ class RequestTable:
                 return True
             waiting = self._waiting.get(key)
         return False
+
+    def stream(self, key: Hashable, until: Callable[[Any], bool], limit: int,
+               timeout: float | None, what: str) -> AnswerStream:
+        """Register a request answered by a stream that its caller reads as it arrives.
+
+        Like ``expect(key, until)``, the request keeps its place until the stream's last
+        message (the one ``until`` holds for), which the ``AnswerStream`` gives last. At most
+        ``limit`` messages wait unread (the last one may come on top of them); one more fails
+        the stream with ``StreamOverflow``. ``timeout`` bounds each wait for the next message.
+        Closing the ``AnswerStream`` before its end abandons the request, as a timeout does.
+        """
+        if limit < 1:
+            raise ValueError(f"a stream's buffer must hold at least one message, not {limit}")
+        future = self.expect(key)
+        answers = AnswerStream(self, key, future, limit, timeout, what)
+        self._streams[future] = (answers, until)
+        return answers
 
     def forget(self, key: Hashable, future: asyncio.Future[Any]) -> None:
         self._streams.pop(future, None)
@@ -99,6 +126,13 @@ class RequestTable:
             self._give_up(key, future)
             raise
 
+    def give_up(self, key: Hashable, future: asyncio.Future[Any]) -> None:
+        """The caller no longer waits for ``future``: forget it, or for a stream's request,
+        keep its place so that it swallows the rest of its stream."""
+        if not future.done():
+            future.cancel()
+        self._give_up(key, future)
+
     def _give_up(self, key: Hashable, future: asyncio.Future[Any]) -> None:
         if future not in self._streams:
             self.forget(key, future)
@@ -110,6 +144,9 @@ class RequestTable:
     def fail_all(self, exc: BaseException) -> None:
         """Fail every pending request (the connection is gone); later ``expect`` calls fail too."""
         self._closed = exc
+        for collected, _ in self._streams.values():
+            if isinstance(collected, AnswerStream):
+                collected.fail(exc)
         self._streams.clear()
         self._abandoned.clear()
         waiting, self._waiting = self._waiting, {}
@@ -117,6 +154,104 @@ class RequestTable:
             for future in futures:
                 if not future.done():
                     future.set_exception(exc)
+
+
+class AnswerStream:
+    """The messages of one streamed answer, read as they arrive: ``async for`` over it.
+
+    ``RequestTable.stream`` makes it. The table puts each message of the request's stream
+    into a buffer of at most ``limit`` unread messages (the stream's last one may come on top);
+    one more means the consumer has stopped keeping up: the stream is abandoned (the table
+    swallows the rest of it) and, once the messages already buffered are read, the iteration
+    raises ``StreamOverflow``. Waiting more than ``timeout`` seconds for a message raises
+    ``RequestTimeout``, and ``close()`` before the end abandons the stream the same way, so
+    that the connection's next request on the same key gets only its own answers.
+    """
+
+    def __init__(self, table: RequestTable, key: Hashable, future: asyncio.Future[Any],
+                 limit: int, timeout: float | None, what: str) -> None:
+        self._table = table
+        self._key = key
+        self._future = future  # the request's place in the table
+        self._limit = limit
+        self._timeout = timeout
+        self._what = what
+        self._items: deque[Any] = deque()
+        self._ended = False  # the last message is in the buffer (or was read)
+        self._error: BaseException | None = None  # raised once the buffer is read
+        self._wakeup: asyncio.Future[None] | None = None
+        # Nothing awaits the request's future itself: a failure set on it is seen here.
+        future.add_done_callback(_retrieve)
+
+    def __len__(self) -> int:
+        """Messages received and not yet read."""
+        return len(self._items)
+
+    def put(self, value: Any, last: bool) -> bool:
+        """Buffer the stream's next message; False (and nothing buffered) on overflow."""
+        if len(self._items) >= self._limit and not last:
+            self._fail(StreamOverflow(
+                f"{self._what}: more than {self._limit} messages of the stream were not read"))
+            return False
+        self._items.append(value)
+        self._ended = last
+        self._wake()
+        return True
+
+    def fail(self, exc: BaseException) -> None:
+        """End the stream with ``exc`` (the connection is gone), raised once the buffer is read."""
+        self._fail(exc)
+
+    def forget(self) -> None:
+        """The request was never sent (sending it failed): it leaves the table at once."""
+        self._table.forget(self._key, self._future)
+        self._ended = True
+
+    def close(self) -> None:
+        """Stop reading: before the end, the request is abandoned and the rest swallowed."""
+        self._items.clear()
+        if not self._ended and self._error is None:
+            self._table.give_up(self._key, self._future)
+        self._ended = True
+        self._error = None
+
+    def __aiter__(self) -> AnswerStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        while not self._items:
+            if self._error is not None:
+                raise self._error
+            if self._ended:
+                raise StopAsyncIteration
+            self._wakeup = asyncio.get_running_loop().create_future()
+            try:
+                await asyncio.wait_for(self._wakeup, self._timeout)
+            except TimeoutError:
+                self._error = RequestTimeout(
+                    f"{self._what}: no message of the stream within {self._timeout} s")
+                self._table.give_up(self._key, self._future)
+                raise self._error from None
+            except asyncio.CancelledError:
+                self.close()
+                raise
+            finally:
+                self._wakeup = None
+        return self._items.popleft()
+
+    def _fail(self, exc: BaseException) -> None:
+        if self._error is None and not self._ended:
+            self._error = exc
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._wakeup is not None and not self._wakeup.done():
+            self._wakeup.set_result(None)
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 class IdAllocator:

@@ -209,6 +209,14 @@ CASES = [
          "nonzero: 'op' is a switch key, whose values are its cases"),
     Case("range_default_outside.yaml", "name: qos", "5}",
          "default: 5 is not a value the field allows"),
+    Case("case_key_bad_named_by_machine.yaml", "\"'OP'\": Open", "\"'OP'\"",
+         "character literal 'OP' holds 2 characters"),
+    Case("case_value_duplicated_named_by_machine.yaml", "\"'C'\": Open", "\"'C'\"",
+         "dispatch value 67 is duplicated (also CLOSE)"),
+    Case("case_struct_in_two_cases.yaml", "3: {to_client: Open}", "Open}",
+         "struct 'Open' is already the layout of case 2"),
+    Case("stream_iterator_method_taken.yaml", "method: ping_iter", "ping_iter",
+         "the method 'ping_iter' is the iterator method of PING's streamed answer"),
 ]
 
 

@@ -21,6 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from protoframe.generator.docs_text import case_value
 from protoframe.generator.expr import ExprError, parse
 from protoframe.generator.literals import LiteralError, char_code, integer
 from tests.generator.test_spec_errors import ROUTED_SPEC, run_routed
@@ -180,3 +181,9 @@ def test_round_trip_against_bytes_packed_by_hand(letters: Letters, command: str,
     assert wire == packet(sender, verb, urgent, bytes([channel]) if has_channel else None, text)
     assert f.Packet.decode(wire) == frame
     assert m.command_of(frame) == (command, line)
+
+
+def test_the_reference_page_shows_a_case_value_as_the_spec_wrote_it() -> None:
+    assert case_value(0x44, 1, "'D'") == "`'D'` (`0x44`)"
+    assert case_value(0x60, 1, "'`'") == "`` '`' `` (`0x60`)"
+    assert case_value(0x44, 1) == "68 (`0x44`)"  # written as a number: as before

@@ -237,8 +237,10 @@ def test_typed_request_methods_send_one_layout_and_return_the_other(gen: Generat
 def test_the_reference_page_lists_both_commands(gen: Generated) -> None:
     docs = gen.docs
     assert "| `DESCRIBE` to server, `DATA_ROW` to client | [`Describe`]" in docs
-    assert "| `DESCRIBE` | 68 (`0x44`) | [`Describe`](#layout-describe) to server |" in docs
-    assert "| `DATA_ROW` | 68 (`0x44`) | [`DataRow`](#layout-datarow) to client |" in docs
+    # The value as the spec writes it ("'D'"), not as a number.
+    assert "| `DESCRIBE` | `'D'` (`0x44`) | [`Describe`](#layout-describe) to server |" in docs
+    assert "| `DATA_ROW` | `'D'` (`0x44`) | [`DataRow`](#layout-datarow) to client |" in docs
+    assert "| `'D'` (`0x44`) | `DESCRIBE` to server, `DATA_ROW` to client |" in docs
     assert "| `DESCRIBE` | `DATA_ROW` | `ERROR` | — | `describe()` |" in docs
 
 

@@ -11,9 +11,17 @@ from typing import Any
 
 import pytest
 
-from protoframe.runtime.errors import RequestFailed
+from protoframe.generator.build import generate
+from protoframe.generator.output import write_files
+from protoframe.runtime.errors import (
+    ConnectionClosed,
+    RequestFailed,
+    RequestTimeout,
+    StreamOverflow,
+)
 from protoframe.runtime.io.connection import open_connection
-from tests.support.generate import generate_package, import_generated
+from tests.support.generate import generate_package, import_generated, write_spec
+from tests.support.paths import DATA
 
 TIMEOUT = 30.0  # generous: the machine is shared
 
@@ -333,3 +341,194 @@ def test_a_query_collects_its_rows_and_an_error_inside_does_not_leak_its_end(
             await server.wait_closed()
 
     asyncio.run(asyncio.wait_for(main(), TIMEOUT * 2))
+
+
+async def _connected(gen: dict[str, ModuleType]) -> tuple[Any, Any, Any, asyncio.Server]:
+    """A client of ``_serve_deliveries`` over TCP on 127.0.0.1: (requests, protocol,
+    connection, server)."""
+    frames, machines, client_mod = gen["frames"], gen["machines"], gen["client"]
+    server = await asyncio.start_server(
+        lambda r, w: _serve_deliveries(frames, r, w), "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    protocol = machines.InteractProtocol()
+    requests: Any = None
+
+    def on_frame(frame: Any) -> None:
+        assert requests.handle_frame(frame, protocol.command(frame))
+
+    connection = await open_connection("127.0.0.1", port, protocol, on_frame,
+                                       connect_timeout=TIMEOUT)
+    requests = client_mod.InteractRequests(connection, timeout=TIMEOUT)
+    return requests, protocol, connection, server
+
+
+async def _close(connection: Any, server: asyncio.Server) -> None:
+    connection.close()
+    server.close()
+    await server.wait_closed()
+
+
+def test_a_query_iterated_yields_the_same_bodies_as_its_list(gen: dict[str, ModuleType]) -> None:
+    frames = gen["frames"]
+
+    async def main() -> None:
+        requests, protocol, connection, server = await _connected(gen)
+        try:
+            got = [row async for row in requests.query_iter(3, 0)]
+            assert got == [frames.Row(msg_id=1, value=1), frames.Row(msg_id=1, value=2),
+                           frames.Row(msg_id=1, value=3), frames.Done(msg_id=1, count=3)]
+            listed = await requests.query(3, 0)
+            assert [type(a) for a in listed] == [type(a) for a in got]
+            # Streams read together each get their own messages, ended by their own DONE.
+            async def read(n: int) -> list[str]:
+                return [type(a).__name__ async for a in requests.query_iter(n, 0)]
+            many = await asyncio.gather(*(read(n) for n in (0, 2, 1)))
+            assert many == [["Done"], ["Row", "Row", "Done"], ["Row", "Done"]]
+            assert protocol.machines.pending == 0 and len(requests.pending) == 0
+        finally:
+            await _close(connection, server)
+
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT * 2))
+
+
+def test_an_error_inside_an_iterated_stream_is_raised_where_it_comes(
+        gen: dict[str, ModuleType]) -> None:
+    frames = gen["frames"]
+
+    async def main() -> None:
+        requests, _, connection, server = await _connected(gen)
+        try:
+            seen: list[Any] = []
+            with pytest.raises(RequestFailed) as failed:
+                async for row in requests.query_iter(4, 2):
+                    seen.append(row)
+            # The two rows before the FAILURE were given, the ones after it were not.
+            assert seen == [frames.Row(msg_id=1, value=1), frames.Row(msg_id=1, value=2)]
+            assert failed.value.command == "FAILURE"
+            assert failed.value.body == frames.Failure(msg_id=1, code=7)
+            # Rows 3 and 4 and the DONE of the failed query are swallowed, not given on.
+            assert await requests.query(1, 0) == [frames.Row(msg_id=2, value=1),
+                                                  frames.Done(msg_id=2, count=1)]
+            assert len(requests.pending) == 0 and not requests.pending._abandoned
+        finally:
+            await _close(connection, server)
+
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT * 2))
+
+
+def test_breaking_out_of_a_stream_early_leaves_the_next_request_answered(
+        gen: dict[str, ModuleType]) -> None:
+    frames = gen["frames"]
+
+    async def main() -> None:
+        requests, protocol, connection, server = await _connected(gen)
+        try:
+            first: list[Any] = []
+            async for row in requests.query_iter(200, 0, max_buffered=1000):
+                first.append(row)
+                if len(first) == 2:
+                    break
+            assert first == [frames.Row(msg_id=1, value=1), frames.Row(msg_id=1, value=2)]
+            # The next query, on the same connection, gets its own rows only, though 198 rows
+            # and the DONE of the first one are still on their way or buffered.
+            got = [row async for row in requests.query_iter(2, 0)]
+            assert got == [frames.Row(msg_id=2, value=1), frames.Row(msg_id=2, value=2),
+                           frames.Done(msg_id=2, count=2)]
+            assert await requests.submit(1) == frames.Ack(msg_id=3)
+            assert len(requests.pending) == 0 and not requests.pending._abandoned
+            assert protocol.machines.pending == 0
+        finally:
+            await _close(connection, server)
+
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT * 2))
+
+
+def test_a_stream_read_too_slowly_overflows_and_the_connection_stays_usable(
+        gen: dict[str, ModuleType]) -> None:
+    frames = gen["frames"]
+
+    async def main() -> None:
+        requests, _, connection, server = await _connected(gen)
+        try:
+            rows = requests.query_iter(200, 0, max_buffered=5)
+            assert await rows.__anext__() == frames.Row(msg_id=1, value=1)
+            # The reader stops; the server sends the rest. The next request's answer comes
+            # after all of them, so once it is in the first stream has overflowed.
+            assert await requests.submit(1) == frames.Ack(msg_id=2)
+            seen = []
+            with pytest.raises(StreamOverflow, match="more than 5 messages"):
+                async for row in rows:
+                    seen.append(row.value)
+            # What the buffer held, then the overflow: five messages, row 1 among them if it
+            # was not read before the rest arrived.
+            assert seen == list(range(2, 2 + len(seen))) and len(seen) in (4, 5)
+            assert len(requests.pending) == 0 and not requests.pending._abandoned
+            assert [type(a).__name__ for a in await requests.query(1, 0)] == ["Row", "Done"]
+        finally:
+            await _close(connection, server)
+
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT * 2))
+
+
+def test_an_iterated_stream_times_out_between_messages(gen: dict[str, ModuleType]) -> None:
+    frames, client_mod = gen["frames"], gen["client"]
+
+    async def main() -> None:
+        transport = _Recorder()
+        requests = client_mod.InteractRequests(transport, timeout=TIMEOUT)
+        rows = requests.query_iter(5, 0, timeout=0.05)
+        reader = asyncio.ensure_future(rows.__anext__())
+        while not transport.sent:
+            await asyncio.sleep(0)
+        msg_id = transport.sent[0].body.msg_id
+        assert requests.handle_frame(frames.Packet(body=frames.Row(msg_id=msg_id, value=1)))
+        assert await reader == frames.Row(msg_id=msg_id, value=1)
+        with pytest.raises(RequestTimeout, match="QUERY: no message of the stream"):
+            await rows.__anext__()
+        # The late rest of the timed-out stream is swallowed, not taken for another request.
+        assert requests.handle_frame(frames.Packet(body=frames.Row(msg_id=msg_id, value=2)))
+        assert requests.handle_frame(frames.Packet(body=frames.Done(msg_id=msg_id, count=2)))
+        assert len(requests.pending) == 0 and not requests.pending._abandoned
+        assert not requests.handle_frame(frames.Packet(body=frames.Done(msg_id=msg_id,
+                                                                        count=2)))
+
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+def test_a_lost_connection_ends_an_iterated_stream(gen: dict[str, ModuleType]) -> None:
+    frames, client_mod = gen["frames"], gen["client"]
+
+    async def main() -> None:
+        transport = _Recorder()
+        requests = client_mod.InteractRequests(transport, timeout=TIMEOUT)
+        rows = requests.query_iter(5, 0)
+        reader = asyncio.ensure_future(rows.__anext__())
+        while not transport.sent:
+            await asyncio.sleep(0)
+        requests.connection_lost(ConnectionClosed("peer went away"))
+        with pytest.raises(ConnectionClosed, match="peer went away"):
+            await reader
+        assert frames  # the module is the fixture's
+
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+def test_a_streamed_request_that_is_one_way_yields_nothing(tmp_path: Path) -> None:
+    # QUERY answered only when it asks for rows: its iterator sends it and yields nothing.
+    text = (DATA / "interact" / "interact.yaml").read_text()
+    old = "until: DONE, correlate: [msg_id]}"
+    assert old in text
+    out = generate(write_spec(tmp_path, "interact", text.replace(
+        old, 'until: DONE, correlate: [msg_id], when: "rows > 0"}')), "specs", ["interact"])
+    write_files(tmp_path / "gen_oneway_stream", out.files, out.protocols)
+    client_mod = import_generated(tmp_path, "interact.client", package="gen_oneway_stream")
+
+    async def main() -> None:
+        transport = _Recorder()
+        requests = client_mod.InteractRequests(transport, timeout=TIMEOUT)
+        assert [body async for body in requests.query_iter(0, 0)] == []
+        assert await requests.query(0, 0) is None
+        assert [f.body.rows for f in transport.sent] == [0, 0]
+        assert len(requests.pending) == 0
+
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from protoframe.runtime.engine.correlation import IdAllocator, RequestTable
-from protoframe.runtime.errors import ConnectionClosed, RequestTimeout
+from protoframe.runtime.errors import ConnectionClosed, RequestTimeout, StreamOverflow
 
 
 def test_answers_complete_requests_by_key_oldest_first() -> None:
@@ -189,5 +189,154 @@ def test_abandoned_streams_are_bounded() -> None:
         assert not table.answer(("q", 0), "DONE")
         assert table.answer(("q", 10), "DONE")  # the oldest kept one ends its stream
         assert len(table._abandoned) == RequestTable.MAX_ABANDONED - 1
+
+    asyncio.run(main())
+
+
+def _ends(value: str) -> bool:
+    return value == "DONE"
+
+
+def test_a_stream_read_as_it_arrives_gives_each_message_then_ends() -> None:
+    async def main() -> None:
+        table = RequestTable()
+        stream = table.stream("q", _ends, 8, None, "QUERY")
+        second = table.expect("q", until=_ends)
+        got: list[str] = []
+
+        async def read() -> None:
+            async for value in stream:
+                got.append(value)
+
+        reader = asyncio.ensure_future(read())
+        for value in ["ROW 1", "ROW 2"]:
+            assert table.answer("q", value)
+            await asyncio.sleep(0)
+            assert got[-1] == value  # given as it arrived, before the stream ended
+        assert table.answer("q", "DONE")
+        await reader
+        assert got == ["ROW 1", "ROW 2", "DONE"]  # the last message included, as in a list
+        # Nothing of the stream went to the request after it.
+        assert not second.done() and table.answer("q", "DONE")
+        assert await second == ["DONE"] and len(table) == 0 and not table._streams
+
+    asyncio.run(main())
+
+
+def test_a_stream_whose_reader_falls_behind_overflows_and_is_swallowed() -> None:
+    async def main() -> None:
+        table = RequestTable()
+        stream = table.stream("q", _ends, 3, None, "QUERY")
+        for i in range(3):
+            assert table.answer("q", f"ROW {i}")
+        assert len(stream) == 3
+        assert table.answer("q", "ROW 3")  # one more than the buffer holds: abandoned
+        assert len(stream) == 3 and len(table) == 0 and table._abandoned
+        fresh = table.expect("q", until=_ends)
+        # The rest of the stream, however long, is swallowed, not buffered.
+        for i in range(4, 1000):
+            assert table.answer("q", f"ROW {i}")
+        assert len(stream) == 3
+        assert table.answer("q", "DONE")
+        assert not fresh.done() and not table._abandoned
+        # What was buffered is still read, then the overflow is raised.
+        got = []
+        with pytest.raises(StreamOverflow):
+            async for value in stream:
+                got.append(value)
+        assert got == ["ROW 0", "ROW 1", "ROW 2"]
+        assert table.answer("q", "DONE")
+        assert await fresh == ["DONE"]
+
+    asyncio.run(main())
+
+
+def test_a_full_buffer_still_takes_the_last_message() -> None:
+    async def main() -> None:
+        table = RequestTable()
+        stream = table.stream("q", _ends, 2, None, "QUERY")
+        for value in ["ROW 1", "ROW 2", "DONE"]:
+            assert table.answer("q", value)
+        assert [value async for value in stream] == ["ROW 1", "ROW 2", "DONE"]
+        assert len(table) == 0 and not table._streams and not table._abandoned
+
+    asyncio.run(main())
+
+
+def test_a_stream_waiting_longer_than_its_timeout_raises_and_swallows_the_rest() -> None:
+    async def main() -> None:
+        table = RequestTable()
+        stream = table.stream("q", _ends, 8, 0.01, "QUERY")
+        assert table.answer("q", "ROW 1")
+        got = []
+        with pytest.raises(RequestTimeout, match="QUERY: no message of the stream"):
+            async for value in stream:
+                got.append(value)
+        assert got == ["ROW 1"] and len(table) == 0
+        fresh = table.expect("q", until=_ends)
+        assert table.answer("q", "ROW 2") and table.answer("q", "DONE")  # the stale one's
+        assert not fresh.done() and len(stream) == 0
+        assert table.answer("q", "DONE")
+        assert await fresh == ["DONE"]
+
+    asyncio.run(main())
+
+
+def test_closing_a_stream_early_swallows_the_rest_of_it() -> None:
+    async def main() -> None:
+        table = RequestTable()
+        stream = table.stream("q", _ends, 8, None, "QUERY")
+        assert table.answer("q", "ROW 1") and table.answer("q", "ROW 2")
+        async for value in stream:
+            assert value == "ROW 1"
+            break
+        stream.close()
+        assert len(stream) == 0 and len(table) == 0
+        assert [value async for value in stream] == []  # closed: nothing more
+        fresh = table.expect("q", until=_ends)
+        assert table.answer("q", "ROW 3") and table.answer("q", "DONE")
+        assert table.answer("q", "DONE")
+        assert await fresh == ["DONE"] and not table._abandoned
+
+    asyncio.run(main())
+
+
+def test_a_cancelled_reader_abandons_its_stream() -> None:
+    async def main() -> None:
+        table = RequestTable()
+        stream = table.stream("q", _ends, 8, None, "QUERY")
+        reader = asyncio.ensure_future(stream.__anext__())
+        await asyncio.sleep(0)
+        reader.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await reader
+        assert len(table) == 0 and table._abandoned
+        assert table.answer("q", "DONE") and not table._waiting
+
+    asyncio.run(main())
+
+
+def test_a_lost_connection_ends_a_stream_after_what_it_buffered() -> None:
+    async def main() -> None:
+        table = RequestTable()
+        stream = table.stream("q", _ends, 8, None, "QUERY")
+        assert table.answer("q", "ROW 1")
+        reader = asyncio.ensure_future(stream.__anext__())
+        assert await reader == "ROW 1"
+        reader = asyncio.ensure_future(stream.__anext__())
+        await asyncio.sleep(0)
+        table.fail_all(ConnectionClosed("gone"))
+        with pytest.raises(ConnectionClosed, match="gone"):
+            await reader
+        with pytest.raises(ConnectionClosed):
+            table.stream("q", _ends, 8, None, "QUERY")
+
+    asyncio.run(main())
+
+
+def test_a_stream_buffer_holds_at_least_one_message() -> None:
+    async def main() -> None:
+        with pytest.raises(ValueError, match="at least one message"):
+            RequestTable().stream("q", _ends, 0, None, "QUERY")
 
     asyncio.run(main())

@@ -62,12 +62,14 @@ from protoframe.generator.layout_ops import (
     ProtoOther,
     ReadBool,
     ReadInt,
+    ReadPacked,
     ReadUuid,
     ReadVarint,
     Region,
     SizeOf,
     SizeRest,
     String,
+    SubField,
     Switch,
     WithArgs,
     kind_op,
@@ -328,7 +330,7 @@ class Decoder:
     def skip(self, op: AnyFieldOp) -> list[str]:
         """Step over the bytes of a field whose value nothing reads (none if it has none)."""
         kind = kind_op(op)
-        if isinstance(kind, Bits):
+        if isinstance(kind, Bits | SubField):
             return []
         how = int_read_of(kind)
         if how == "varint":
@@ -357,6 +359,10 @@ class Decoder:
                 return [f"{target} = bool({derived})" if as_bool else f"{target} = {derived}"]
             case ReadInt(int_type=t) | SizeOf(int_type=t) | Checksum(int_type=t):
                 return self.int_read(f, target, t)
+            case ReadPacked(int_type=t, reserved=reserved):
+                return [*self.int_read(f, target, t), *self.reserved_check(f, target, reserved)]
+            case SubField():
+                return [f"{target} = {self.sub_field(op)}"]
             case Const(int_type=t, value=const):
                 return [*self.int_read(f, target, t),
                         *(self.const_check(f, target, const) if check_const else [])]
@@ -407,6 +413,30 @@ class Decoder:
                 return self.blocks(op, target)
             case _:
                 assert_never(op)
+
+    def reserved_check(self, f: FrameField, target: str, reserved: int) -> list[str]:
+        """Bits the spec reserves must be zero (none reserved: no check)."""
+        if not reserved:
+            return []
+        self.ctx.imports.use(ERRORS, "ReservedBitsError")
+        return [f"if {target} & {reserved:#x}:", *indent(raise_lines(
+            "ReservedBitsError", f"{self.s.name}.{f.name}: reserved bits {reserved:#x} are set "
+            f"in {{{target}:#x}}"))]
+
+    def sub_field(self, op: SubField) -> str:
+        """The expression taking a bit sub-field out of its integer, already read."""
+        container = self.plan.op(op.container)
+        total = int_read_of(kind_op(container))
+        bits = 8 * total.width if not isinstance(total, str) else 64
+        local = self.name(op.container)
+        if op.as_bool:
+            return f"bool({local} & {1 << op.shift:#04x})"
+        low = (1 << op.width) - 1
+        if op.shift == 0:
+            return f"{local} & {low:#x}"
+        if op.shift + op.width == bits:
+            return f"{local} >> {op.shift}"
+        return f"({local} >> {op.shift}) & {low:#x}"
 
     def null_or(self, f: FrameField, region: Region, target: str, kind: str,
                 read: list[str]) -> list[str]:

@@ -49,11 +49,13 @@ from protoframe.generator.layout_ops import (
     ProtoOther,
     ReadBool,
     ReadInt,
+    ReadPacked,
     ReadUuid,
     ReadVarint,
     SizeOf,
     SizeRest,
     String,
+    SubField,
     Switch,
     kind_op,
 )
@@ -112,6 +114,8 @@ class Encoder:
                     value = f"0 if self.{f.count_of} is None else {value}"
                 self.out.append(f"v_{f.name} = {value}")
                 self.available[f.name] = f"v_{f.name}"
+        self.out += self.bit_checks()
+        self.out += self.byteless_keys()
         unneeded = self.plan.unneeded_on_encode
         for f in s.fields:
             if not f.wire and f.value is not None and f.name not in unneeded:
@@ -121,6 +125,32 @@ class Encoder:
             self.field(op)
         self.out += self.patches
         return self.out or ["pass"]
+
+    def bit_checks(self) -> list[str]:
+        """Each stored bit sub-field fits its bits, checked before anything is packed (a bool
+        always fits)."""
+        lines: list[str] = []
+        for op in self.plan.field_ops:
+            if not isinstance(op, SubField) or op.as_bool or op.field.computed:
+                continue
+            self.ctx.imports.use(ERRORS, "ValueOutOfRangeError")
+            top = (1 << op.width) - 1
+            lines += [f"if not 0 <= self.{op.name} <= {top:#x}:", *indent(raise_lines(
+                "ValueOutOfRangeError", f"{self.s.name}.{op.name} = {{self.{op.name}!r}} does "
+                f"not fit its {op.width} bits"))]
+        return lines
+
+    def byteless_keys(self) -> list[str]:
+        """A switch key with no bytes of its own (a bit sub-field, a ``derive:`` field) is the
+        code of the body's class, known before any field is written."""
+        lines: list[str] = []
+        for sw in self.s.fields:
+            key = self.s.field(sw.switch_on) if isinstance(sw, SwitchField) and sw.switch_on \
+                else None
+            if isinstance(sw, SwitchField) and key is not None and not key.wire:
+                lines.append(f"v_{key.name} = {sw.tables}_CODES[type(self.{sw.name})]")
+                self.available[key.name] = f"v_{key.name}"
+        return lines
 
     def dotted_attr(self, ref: str) -> str:
         head, *rest = ref.split(".")
@@ -209,16 +239,19 @@ class Encoder:
         kind = kind_op(op)
         if f is self.tail:
             return []  # written after the checksum that covers it
+        if isinstance(kind, SubField):
+            return []  # packed into its integer, checked by ``bit_checks``
         if isinstance(kind, Bits):
-            if f.computed:
+            if f.computed and not f.is_switch_key:
                 return []
-            # A stored bit-field: the value: expressions put it on the wire; make sure it
-            # survives the trip (fits its bits) by deriving it back.
+            # A stored bit-field (or a switch key): the value: expressions put it on the wire;
+            # make sure it survives the trip (fits its bits) by deriving it back.
             self.ctx.imports.use(ERRORS, "EncodeError")
             back = self.render(kind.expr, f, parens=not kind.as_bool)
             back = f"bool({back})" if kind.as_bool else back
-            return [f"if {back} != self.{f.name}:", *indent(raise_lines(
-                "EncodeError", f"{s.name}.{f.name} = {{self.{f.name}!r}} does not fit the "
+            held = self.name(f.name)
+            return [f"if {back} != {held}:", *indent(raise_lines(
+                "EncodeError", f"{s.name}.{f.name} = {{{held}!r}} does not fit the "
                 "bits the spec gives it"))]
         const = const_of(kind)
         if f.marker:
@@ -351,7 +384,7 @@ class Encoder:
         value = f"self.{f.name}"
         match op:
             case (ReadInt() | Const() | SizeOf() | SizeRest() | Checksum() | ReadVarint()
-                  | ReadBool()):
+                  | ReadBool() | ReadPacked()):
                 return self.pack(int_read_of(op), value)
             case ReadUuid():
                 return [f"{self.buf} += {value}.bytes"]
@@ -392,7 +425,7 @@ class Encoder:
                 return self.array_write(op, self.buf)
             case Blocks():
                 return self.blocks(op, value)
-            case Bits():
+            case Bits() | SubField():
                 raise bug(f, f"{f.name!r}: a derived field has no bytes to write")
             case _:
                 assert_never(op)

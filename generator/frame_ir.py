@@ -86,6 +86,37 @@ class Case:
 
 
 @dataclass
+class BitPart:
+    """One named run of bits inside an integer field (``bits:``), most significant first.
+
+    ``shift`` is how far its lowest bit sits from bit 0 of the integer; a ``reserved`` part is
+    no field: decoding requires its bits to be zero and encoding writes zeros there.
+    """
+
+    name: str | None  # None only for a reserved part
+    width: int
+    shift: int
+    is_bool: bool
+    reserved: bool
+    location: SourceLocation
+
+    @property
+    def mask(self) -> int:
+        """The part's bits where they sit in the integer."""
+        return ((1 << self.width) - 1) << self.shift
+
+
+@dataclass
+class BitSlot:
+    """Where a bit sub-field's value sits: ``width`` bits of the integer ``container``,
+    ``shift`` bits above bit 0."""
+
+    container: str
+    shift: int
+    width: int
+
+
+@dataclass
 class Param:
     """A value a struct needs from the struct that contains it (``params:``).
 
@@ -164,6 +195,8 @@ class FrameField:
     args: dict[str, Expr] = field(default_factory=dict)  # params of the struct it holds
 
     is_switch_key: bool = False
+    # A sub-field of an integer's ``bits:``: no bytes of its own, its bits of the integer.
+    bit_of: BitSlot | None = None
 
     @property
     def marker(self) -> bool:
@@ -210,6 +243,14 @@ class IntField(FrameField):
     width: int = 0
     signed: bool = False
     order: str = "big"
+    # Named sub-fields (``bits:``), most significant first; each named one is also a field of
+    # the struct, right after this one (with ``bit_of`` set).
+    bits: list[BitPart] = field(default_factory=list)
+
+    @property
+    def reserved_mask(self) -> int:
+        """The bits ``bits:`` reserves: they must be zero on the wire."""
+        return sum(p.mask for p in self.bits if p.reserved)
 
     @property
     def width_when_present(self) -> int | None:

@@ -10,6 +10,7 @@ import keyword
 import re
 from typing import Any
 
+from protoframe.generator.bit_fields import bit_parts
 from protoframe.generator.build_context import BuildContext, PathT
 from protoframe.generator.expr import Expr, parse
 from protoframe.generator.frame_ir import (
@@ -78,6 +79,17 @@ class StructBuilder(BuildContext):
                 self.error(f"duplicate field name {name!r}", [*fpath, "name"])
             seen.add(name)
             out.append(self.field(item, fpath))
+            if "bits" in item:
+                for j, sub in enumerate(bit_parts(self, out[-1], item, fpath)):
+                    spath: PathT = [*fpath, "bits", j, "name"]
+                    if sub.name in _ANNOTATION_NAMES or sub.name in self.type_names():
+                        self.error(f"field name {sub.name!r} would hide the type {sub.name} in "
+                                   "the generated class's annotations; choose another name",
+                                   spath)
+                    if sub.name in seen:
+                        self.error(f"duplicate field name {sub.name!r}", spath)
+                    seen.add(sub.name)
+                    out.append(sub)
         return out
 
     def field(self, item: LocDict, path: PathT) -> FrameField:
@@ -322,8 +334,9 @@ class StructBuilder(BuildContext):
             if p.name in names:
                 self.error(f"param {p.name!r} has the name of a field", [*path, "params", p.name],
                            key=True)
+        raw = raw_indices(struct)
         for i, f in enumerate(struct.fields):
-            fpath = [*path, "fields", i]
+            fpath = [*path, "fields", raw[i]]
             earlier = names[:i]
             later = names[i + 1 :]
             if f.size_range is not None:
@@ -362,7 +375,7 @@ class StructBuilder(BuildContext):
                 self.error("bytes need length: N, prefix: <type>, size: <field|rest> or a "
                            "size_of field before them", [*fpath, "type"])
             if isinstance(f, ArrayField) and f.count is None and not f.until_end and \
-                    "count" not in self.raw_field(path, i):
+                    "count" not in self.raw_field(path, raw[i]):
                 self.error("an array needs count: <expression>, a count_of field or "
                            "until_end: true", [*fpath, "type"])
             if f.checksum is not None and f.checksum.start not in later:
@@ -377,8 +390,13 @@ class StructBuilder(BuildContext):
                 if not isinstance(key, IntField | VarintField) or f.switch_on not in earlier:
                     self.error(f"switch on: {f.switch_on!r} is not an integer field before "
                                f"{f.name!r}", [*fpath, "on"])
+                elif isinstance(key, IntField) and key.bits:
+                    self.error(f"switch on: {f.switch_on!r} is made of bits: switch on one of "
+                               "its parts", [*fpath, "on"])
                 else:
                     key.is_switch_key = True
+                    if key.bit_of is not None:
+                        self.key_fits(f, key.bit_of.width, fpath)
             if f.when_remaining and any(not g.optional and not g.computed
                                         for g in struct.fields[i + 1 :]):
                 self.error("when_remaining fields must come after every required field",
@@ -424,6 +442,15 @@ class StructBuilder(BuildContext):
                                    f"decoded before {f.name!r}",
                                    [*fpath, "compression", key_name])
 
+    def key_fits(self, f: SwitchField, width: int, fpath: PathT) -> None:
+        """Every case value of a switch on a bit sub-field fits the sub-field's bits."""
+        for case in f.cases:
+            if not 0 <= case.value < 1 << width:
+                key = next(k for k in self.raw_field(fpath[:-2], int(fpath[-1]))["cases"]
+                           if integer(k) == case.value)
+                self.error(f"switch case {case.value} does not fit {f.switch_on!r}, "
+                           f"{width} bits wide", [*fpath, "cases", key], key=True)
+
     def raw_field(self, path: PathT, i: int) -> LocDict:
         node: Any = self.root
         for step in [*path, "fields", i]:
@@ -451,8 +478,9 @@ class StructBuilder(BuildContext):
     def check_uses(self, struct: StructDef) -> None:
         """Args match the params of the struct each field holds; ``trailing: ignore`` fits."""
         path: PathT = ["frame"] if struct.is_frame else ["structs", struct.name]
+        raw = raw_indices(struct)
         for i, f in enumerate(struct.fields):
-            fpath = [*path, "fields", i]
+            fpath = [*path, "fields", raw[i]]
             held = held_struct(f)
             cases = f.cases if isinstance(f, SwitchField) else []
             if held is not None:
@@ -546,6 +574,17 @@ _ANNOTATION_NAMES = frozenset({"int", "str", "bytes", "bool", "bytearray", "memo
 _RESERVED_PARAMS = {"self", "cls", "buf", "pos", "end", "out", "data", "to_server", "obj",
                     "item", "bad", "vend", "content", "parts", "used", "n", "cases", "exc",
                     "decode_body", "view", "block", "actual", "max_size", "i", "frame"}
+
+
+def raw_indices(struct: StructDef) -> list[int]:
+    """For each field of ``struct``, its index in the spec's list: a bit sub-field is written
+    inside its integer's ``bits:``, so it has the integer's."""
+    out: list[int] = []
+    n = -1
+    for f in struct.fields:
+        n += f.bit_of is None
+        out.append(n)
+    return out
 
 
 def _upper_snake(name: str) -> str:

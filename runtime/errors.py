@@ -139,3 +139,7 @@ class RequestFailed(ProtoframeError):
         super().__init__(message or f"request failed: {command} {body!r}")
         self.command = command
         self.body = body
+
+
+class ReservedBitsError(DecodeError):
+    """Bits the spec reserves (they must be zero) were set."""

@@ -181,6 +181,8 @@ CASES = [
          "unknown command 'WELCOM'"),
     Case("stream_until_unknown_command.yaml", "until: [PONG, DONE]", "DONE",
          "unknown command 'DONE'"),
+    Case("bits_widths_do_not_add_up.yaml", "        bits:", "bits",
+         "bits: the widths add up to 9, but a u8 has 8 bits"),
 ]
 
 

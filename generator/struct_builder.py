@@ -385,7 +385,13 @@ class StructBuilder(BuildContext):
                 # Patched in once what it covers is encoded, in place: a width known up front.
                 self.error("a checksum field must be a fixed-width integer (u8 to u64)",
                            [*fpath, "type"])
-            if isinstance(f, SwitchField) and f.switch_on is not None:
+            if isinstance(f, SwitchField) and f.switch_on is not None and \
+                    not f.switch_on.isidentifier():
+                self.error(f"switch on: {f.switch_on!r} is not a field name; to switch on an "
+                           "expression, declare it as a derive: field before the switch (and "
+                           "write the fields it is made of with value: expressions over it)",
+                           [*fpath, "on"])
+            elif isinstance(f, SwitchField) and f.switch_on is not None:
                 key = struct.field(f.switch_on)
                 if not isinstance(key, IntField | VarintField) or f.switch_on not in earlier:
                     self.error(f"switch on: {f.switch_on!r} is not an integer field before "

@@ -28,9 +28,11 @@ _CLASHES = ("const", "value", "derive", "size_of", "count_of", "checksum", "when
             "when_remaining", "default")
 
 
-def bit_parts(ctx: BuildContext, f: FrameField, item: LocDict, path: PathT) -> list[FrameField]:
+def bit_parts(ctx: BuildContext, f: FrameField, item: LocDict,
+              path: PathT) -> list[tuple[int, FrameField]]:
     """Read ``item``'s ``bits:`` into ``f`` (an integer field); the named parts as fields, in
-    order, to follow ``f`` in its struct ([] when there are none or the key is wrong)."""
+    order, to follow ``f`` in its struct, each with its index in ``bits:`` ([] when there are
+    none or the key is wrong)."""
     bpath = [*path, "bits"]
     kind = item["type"]
     if not isinstance(f, IntField) or INT_TYPES.get(kind, (0, True))[1]:
@@ -50,7 +52,7 @@ def bit_parts(ctx: BuildContext, f: FrameField, item: LocDict, path: PathT) -> l
                   bpath, key=True)
         return []
     shift = total
-    out: list[FrameField] = []
+    out: list[tuple[int, FrameField]] = []
     for i, (part, width) in enumerate(zip(raw, widths, strict=True)):
         ppath = [*bpath, i]
         shift -= width
@@ -78,7 +80,7 @@ def bit_parts(ctx: BuildContext, f: FrameField, item: LocDict, path: PathT) -> l
                            signed=False, order=f.order)
         sub.derive = parse(_unpack_text(f.name, bp, total))
         sub.bit_of = BitSlot(f.name, shift, width)
-        out.append(sub)
+        out.append((i, sub))
     f.value = parse(pack_text(f.bits))
     return out
 

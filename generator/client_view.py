@@ -322,7 +322,10 @@ def _method(spec: FrameSpec, types: _Types, r: Request,
     for extra in (f for f in frame_extra if f.name in r.frame_fields):
         pname = _param_name(extra.name, taken)
         ann = _struct_ann(types, extra)
-        optional.append(f"{pname}: {ann} | None = None")
+        if extra.optional or extra.nullable:
+            optional.append(f"{pname}: {ann} | None = None")
+        else:  # a frame field that is always there (the flags of a header's bits:)
+            required.append(f"{pname}: {ann}")
         frame_args.append(f"{extra.name}={pname}")
     allocated = allocate is not None and allocate in (info.body_fields or {})
     for c in r.frame_correlate:

@@ -9,6 +9,13 @@ from __future__ import annotations
 
 from typing import assert_never
 
+from protoframe.generator.bit_codec import reserved_check, unpack
+from protoframe.generator.case_args import (
+    case_call_args,
+    decode_lines,
+    every_case_takes,
+    taking,
+)
 from protoframe.generator.codewriter import literal, q
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.expr import Expr
@@ -17,6 +24,7 @@ from protoframe.generator.frame_emit import (
     annotation,
     bug,
     call_args,
+    fixed_int,
     has_checksum,
     indent,
     int_read_of,
@@ -360,9 +368,11 @@ class Decoder:
             case ReadInt(int_type=t) | SizeOf(int_type=t) | Checksum(int_type=t):
                 return self.int_read(f, target, t)
             case ReadPacked(int_type=t, reserved=reserved):
-                return [*self.int_read(f, target, t), *self.reserved_check(f, target, reserved)]
-            case SubField():
-                return [f"{target} = {self.sub_field(op)}"]
+                return [*self.int_read(f, target, t),
+                        *reserved_check(self.ctx, f"{self.s.name}.{f.name}", target, reserved)]
+            case SubField(container=container):
+                bits = 8 * fixed_int(kind_op(self.plan.op(container))).width
+                return [f"{target} = {unpack(op, self.name(container), bits)}"]
             case Const(int_type=t, value=const):
                 return [*self.int_read(f, target, t),
                         *(self.const_check(f, target, const) if check_const else [])]
@@ -413,30 +423,6 @@ class Decoder:
                 return self.blocks(op, target)
             case _:
                 assert_never(op)
-
-    def reserved_check(self, f: FrameField, target: str, reserved: int) -> list[str]:
-        """Bits the spec reserves must be zero (none reserved: no check)."""
-        if not reserved:
-            return []
-        self.ctx.imports.use(ERRORS, "ReservedBitsError")
-        return [f"if {target} & {reserved:#x}:", *indent(raise_lines(
-            "ReservedBitsError", f"{self.s.name}.{f.name}: reserved bits {reserved:#x} are set "
-            f"in {{{target}:#x}}"))]
-
-    def sub_field(self, op: SubField) -> str:
-        """The expression taking a bit sub-field out of its integer, already read."""
-        container = self.plan.op(op.container)
-        total = int_read_of(kind_op(container))
-        bits = 8 * total.width if not isinstance(total, str) else 64
-        local = self.name(op.container)
-        if op.as_bool:
-            return f"bool({local} & {1 << op.shift:#04x})"
-        low = (1 << op.width) - 1
-        if op.shift == 0:
-            return f"{local} & {low:#x}"
-        if op.shift + op.width == bits:
-            return f"{local} >> {op.shift}"
-        return f"({local} >> {op.shift}) & {low:#x}"
 
     def null_or(self, f: FrameField, region: Region, target: str, kind: str,
                 read: list[str]) -> list[str]:
@@ -586,18 +572,28 @@ class Decoder:
                                                decoder_type)
             table = f"({base}_TO_SERVER if to_server else {base}_TO_CLIENT)"
             unknown = "sent {'to' if to_server else 'from'} the server"
-        else:
+        elif not every_case_takes(f):  # else no case is left for a table
             self.ctx.tables += case_table(f, "to_client", f"{base}_DECODERS", decoder_type)
-            table = f"{base}_DECODERS"
-            unknown = ""
-        lines += [
+            table, unknown = f"{base}_DECODERS", ""
+        else:
+            table = unknown = ""
+        raise_unknown = raise_lines("UnknownCommandTypeError", f"{self.s.name}.{op.key}: no "
+                                    f"layout for {{{key}}}{' ' + unknown if unknown else ''}",
+                                    extra=f", {key}")
+        lookup = [
             f"decode_body = {table}.get({key})",
             "if decode_body is None:",
-            *indent(raise_lines("UnknownCommandTypeError", f"{self.s.name}.{op.key}: no "
-                                f"layout for {{{key}}}{' ' + unknown if unknown else ''}",
-                                extra=f", {key}")),
+            *indent(raise_unknown),
         ]
-        lines += self.sized_call(f, [f"{target}, pos = decode_body(buf, pos, {vend})"], vend)
+        call = f"{target}, pos = decode_body(buf, pos, {vend})"
+        if taking(f):
+            # Cases taking params are called with their args; the table holds the others.
+            lines += self.sized_call(f, decode_lines(
+                f, key, target, vend, lambda held: case_call_args(f, held, self.s, self.name),
+                [*lookup, call], raise_unknown),
+                vend)
+        else:
+            lines += [*lookup, *self.sized_call(f, [call], vend)]
         if vend != "end":
             self.ctx.imports.use(ERRORS, "SizeMismatchError")
             lines += [f"if pos != {vend}:", *indent(raise_lines(
@@ -646,7 +642,7 @@ def case_table(f: SwitchField, direction: str, name: str, decoder_type: str) -> 
     lines = [f"{name}: dict[int, {decoder_type}] = {{"]
     for c in f.cases:
         struct = getattr(c, direction)
-        if struct is not None:
+        if struct is not None and not struct.params:  # with params: decoded ahead of it
             lines.append(f"    {c.value}: {struct.name}.decode_from,")
     lines.append("}")
     return lines

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Literal, assert_never
 
+from protoframe.generator.bit_codec import width_checks
+from protoframe.generator.case_args import case_call_args, encode_lines, taking
 from protoframe.generator.codewriter import bytes_literal, literal
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.expr import Expr
@@ -26,6 +28,7 @@ from protoframe.generator.frame_emit import (
 from protoframe.generator.frame_ir import (
     BytesField,
     FrameField,
+    StructDef,
     SwitchField,
     nested_message,
 )
@@ -114,7 +117,7 @@ class Encoder:
                     value = f"0 if self.{f.count_of} is None else {value}"
                 self.out.append(f"v_{f.name} = {value}")
                 self.available[f.name] = f"v_{f.name}"
-        self.out += self.bit_checks()
+        self.out += width_checks(self.ctx, self.plan)
         self.out += self.byteless_keys()
         unneeded = self.plan.unneeded_on_encode
         for f in s.fields:
@@ -125,20 +128,6 @@ class Encoder:
             self.field(op)
         self.out += self.patches
         return self.out or ["pass"]
-
-    def bit_checks(self) -> list[str]:
-        """Each stored bit sub-field fits its bits, checked before anything is packed (a bool
-        always fits)."""
-        lines: list[str] = []
-        for op in self.plan.field_ops:
-            if not isinstance(op, SubField) or op.as_bool or op.field.computed:
-                continue
-            self.ctx.imports.use(ERRORS, "ValueOutOfRangeError")
-            top = (1 << op.width) - 1
-            lines += [f"if not 0 <= self.{op.name} <= {top:#x}:", *indent(raise_lines(
-                "ValueOutOfRangeError", f"{self.s.name}.{op.name} = {{self.{op.name}!r}} does "
-                f"not fit its {op.width} bits"))]
-        return lines
 
     def byteless_keys(self) -> list[str]:
         """A switch key with no bytes of its own (a bit sub-field, a ``derive:`` field) is the
@@ -324,6 +313,10 @@ class Encoder:
     def struct_args(self, f: FrameField) -> str:
         return call_args(f.args, self.s, self.name, f)
 
+    def case_args(self, sw: SwitchField, held: StructDef) -> str:
+        """The keyword arguments a switch passes to a case struct, without a leading comma."""
+        return case_call_args(sw, held, self.s, self.name).lstrip(", ")
+
     def pre_encode(self, op: AnyFieldOp) -> list[str]:
         """Encode a sized field ahead of its size, into ``b_<name>``."""
         f = op.field
@@ -339,6 +332,9 @@ class Encoder:
                 if f.optional:
                     return [f"b_{f.name} = b\"\" if {value} is None else {call}"]
                 return [f"b_{f.name} = {call}"]
+            case Switch(field=SwitchField() as sw) if taking(sw):
+                return encode_lines(sw, value, lambda a: [f"b_{f.name} = {value}.encode({a})"],
+                                    lambda held: self.case_args(sw, held))
             case Switch():
                 return [f"b_{f.name} = {value}.encode()"]
             case Array():
@@ -409,6 +405,17 @@ class Encoder:
                     return [f"if {value} is None:", *indent(self.prefix(region.prefix, "-1")),
                             "else:", *indent(lines)]
                 return lines
+            case Switch(field=SwitchField() as sw, region=region) if (
+                    taking(sw) and not region.size_written_first):
+                def case_args(held: StructDef) -> str:
+                    return self.case_args(sw, held)
+                if region.prefix is not None:
+                    return [*encode_lines(sw, value, lambda a: [
+                        f"data_{f.name} = {value}.encode({a})"], case_args),
+                        *self.prefix(region.prefix, f"len(data_{f.name})"),
+                        f"{self.buf} += data_{f.name}"]
+                return encode_lines(sw, value, lambda a: [
+                    f"{value}.encode_to({self.buf}{', ' + a if a else ''})"], case_args)
             case (ProtoBody(region=region) | Envelope(region=region) | ProtoOther(region=region)
                   | Nested(region=region) | NestedOther(region=region) | Switch(region=region)):
                 if region.size_written_first:

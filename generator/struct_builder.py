@@ -38,6 +38,7 @@ from protoframe.generator.frame_ir import (
 from protoframe.generator.ir import Field, Label, MessageType
 from protoframe.generator.literals import LiteralError, integer, is_char_literal
 from protoframe.generator.spec_yaml import LocDict, LocList
+from protoframe.generator.switch_rules import check_case_args, key_fits
 
 
 class StructBuilder(BuildContext):
@@ -80,7 +81,7 @@ class StructBuilder(BuildContext):
             seen.add(name)
             out.append(self.field(item, fpath))
             if "bits" in item:
-                for j, sub in enumerate(bit_parts(self, out[-1], item, fpath)):
+                for j, sub in bit_parts(self, out[-1], item, fpath):
                     spath: PathT = [*fpath, "bits", j, "name"]
                     if sub.name in _ANNOTATION_NAMES or sub.name in self.type_names():
                         self.error(f"field name {sub.name!r} would hide the type {sub.name} in "
@@ -402,7 +403,8 @@ class StructBuilder(BuildContext):
                 else:
                     key.is_switch_key = True
                     if key.bit_of is not None:
-                        self.key_fits(f, key.bit_of.width, fpath)
+                        key_fits(self, f, key.bit_of.width, self.raw_field(path, raw[i])["cases"],
+                                 fpath)
             if f.when_remaining and any(not g.optional and not g.computed
                                         for g in struct.fields[i + 1 :]):
                 self.error("when_remaining fields must come after every required field",
@@ -448,15 +450,6 @@ class StructBuilder(BuildContext):
                                    f"decoded before {f.name!r}",
                                    [*fpath, "compression", key_name])
 
-    def key_fits(self, f: SwitchField, width: int, fpath: PathT) -> None:
-        """Every case value of a switch on a bit sub-field fits the sub-field's bits."""
-        for case in f.cases:
-            if not 0 <= case.value < 1 << width:
-                key = next(k for k in self.raw_field(fpath[:-2], int(fpath[-1]))["cases"]
-                           if integer(k) == case.value)
-                self.error(f"switch case {case.value} does not fit {f.switch_on!r}, "
-                           f"{width} bits wide", [*fpath, "cases", key], key=True)
-
     def raw_field(self, path: PathT, i: int) -> LocDict:
         node: Any = self.root
         for step in [*path, "fields", i]:
@@ -498,17 +491,14 @@ class StructBuilder(BuildContext):
                 missing = sorted(wanted - set(f.args))
                 if missing:
                     self.error(f"{held.name} needs args for {', '.join(missing)}", fpath)
-            elif f.args:
-                self.error("args: only apply to a field holding a struct", [*fpath, "args"],
-                           key=True)
+            elif f.args and not isinstance(f, SwitchField):
+                self.error("args: only apply to a field holding a struct or a switch",
+                           [*fpath, "args"], key=True)
             if not struct.is_frame and any(c.directional for c in cases):
                 self.error("cases with to_server/to_client layouts are only possible in the "
                            "frame, whose decoder knows the direction", [*fpath, "cases"])
-            for case in cases:
-                for target in case.structs:
-                    if target.params:
-                        self.error(f"switch case {target.name} takes params, which a switch "
-                                   "cannot pass", [*fpath, "cases"])
+            if isinstance(f, SwitchField):
+                check_case_args(self, f, fpath)
             bounded = bool(f.size or f.prefix or f.length) or isinstance(f, BlocksField)
             last = i == len(struct.fields) - 1
             ignoring = [t for t in ([held] if held is not None else []) +

@@ -183,6 +183,8 @@ CASES = [
          "unknown command 'DONE'"),
     Case("bits_widths_do_not_add_up.yaml", "        bits:", "bits",
          "bits: the widths add up to 9, but a u8 has 8 bits"),
+    Case("switch_case_param_without_arg.yaml", "{name: body, type: switch", "{name: body",
+         "switch case Open needs args for wide"),
 ]
 
 

@@ -4,9 +4,19 @@ sub-fields taken out of their integer on decode, the width checks on encode."""
 from __future__ import annotations
 
 from protoframe.generator.frame_emit import EmitContext, indent, raise_lines
+from protoframe.generator.frame_ir import FrameEnum
 from protoframe.generator.layout_ops import SubField
 from protoframe.generator.layout_plan import LayoutPlan
 from protoframe.generator.runtime_modules import ERRORS
+
+
+def enum_text(ctx: EmitContext, enum: FrameEnum) -> str:
+    """The ``IntEnum`` class of one of the spec's enums."""
+    ctx.imports.use("enum", "IntEnum")
+    lines = [f"class {enum.name}(IntEnum):",
+             f'    """The values of {enum.name} (the spec\'s enums:)."""', ""]
+    lines += [f"    {member} = {value}" for member, value in enum.members]
+    return "\n".join(lines)
 
 
 def reserved_check(ctx: EmitContext, where: str, target: str, reserved: int) -> list[str]:
@@ -30,6 +40,17 @@ def unpack(op: SubField, local: str, bits: int) -> str:
     if op.shift + op.width == bits:
         return f"{local} >> {op.shift}"
     return f"({local} >> {op.shift}) & {low:#x}"
+
+
+def as_enum(ctx: EmitContext, op: SubField, where: str, target: str, value: str) -> list[str]:
+    """Set ``target`` to a sub-field's ``value``, as its enum when it has one (a number the
+    enum does not define raises ``UnknownEnumValueError``)."""
+    if op.enum is None:
+        return [f"{target} = {value}"]
+    ctx.imports.use(ERRORS, "UnknownEnumValueError")
+    return ["try:", f"    {target} = {op.enum}({value})", "except ValueError:", *indent(
+        raise_lines("UnknownEnumValueError", f"{where}: {{{value}}} is not a value of "
+                    f"{op.enum}", extra=f", {value}", suffix=" from None"))]
 
 
 def width_checks(ctx: EmitContext, plan: LayoutPlan) -> list[str]:

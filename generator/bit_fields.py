@@ -18,6 +18,7 @@ from protoframe.generator.frame_ir import (
     BitPart,
     BitSlot,
     BoolField,
+    FrameEnum,
     FrameField,
     IntField,
 )
@@ -69,6 +70,8 @@ def bit_parts(ctx: BuildContext, f: FrameField, item: LocDict,
         bp = BitPart(name, width, shift, is_bool, reserved,
                      ctx.loc([*ppath, "name"] if name is not None else ppath))
         f.bits.append(bp)
+        if reserved and "enum" in part:
+            ctx.error("bits: a reserved part cannot have an enum", [*ppath, "enum"])
         if reserved or name is None:
             continue
         sub: FrameField
@@ -79,10 +82,31 @@ def bit_parts(ctx: BuildContext, f: FrameField, item: LocDict,
             sub = IntField(name=name, doc=part.get("doc", ""), location=loc, width=f.width,
                            signed=False, order=f.order)
         sub.derive = parse(_unpack_text(f.name, bp, total))
-        sub.bit_of = BitSlot(f.name, shift, width)
+        sub.bit_of = BitSlot(f.name, shift, width, _enum(ctx, part, width, ppath))
         out.append((i, sub))
     f.value = parse(pack_text(f.bits))
     return out
+
+
+def _enum(ctx: BuildContext, part: LocDict, width: int, path: PathT) -> FrameEnum | None:
+    """The spec enum a part's values are (``enum:``), its values checked to fit the part."""
+    if "enum" not in part:
+        return None
+    name = part["enum"]
+    enum = ctx.frame_enums.get(name)
+    if part.get("type") == "bool":
+        ctx.error("bits: a bool part cannot have an enum", [*path, "enum"])
+        return None
+    if enum is None:
+        ctx.error(f"bits: unknown enum {name!r} (the spec's enums: declares none of that "
+                  "name)", [*path, "enum"])
+        return None
+    for member, value in enum.members:
+        if not 0 <= value < 1 << width:
+            ctx.error(f"bits: {name}.{member} = {value} does not fit the part's {width} bits",
+                      [*path, "enum"])
+            return None
+    return enum
 
 
 def _width(ctx: BuildContext, part: LocDict, path: PathT) -> int:

@@ -487,6 +487,8 @@ def _zero(ann: str) -> str:
 
 
 def _struct_ann(types: _Types, f: FrameField) -> str:
+    if f.bit_of is not None and f.bit_of.enum is not None:
+        return f"frames.{f.bit_of.enum.name}"
     if isinstance(f, IntField | VarintField):
         return "int"
     if isinstance(f, BoolField):

@@ -91,7 +91,9 @@ def _type_text(spec: FrameSpec, f: FrameField, names: ProtoNames,
         slot = f.bit_of
         high = slot.shift + slot.width - 1
         span = f"bit {high}" if slot.width == 1 else f"bits {high}..{slot.shift}"
-        return f"{'bool, ' if isinstance(f, BoolField) else ''}{span} of `{slot.container}`"
+        kind = "bool, " if isinstance(f, BoolField) else \
+            f"enum {slot.enum.name}, " if slot.enum is not None else ""
+        return f"{kind}{span} of `{slot.container}`"
     match f:
         case IntField():
             t = f"{'i' if f.signed else 'u'}{f.width * 8}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import assert_never
 
-from protoframe.generator.bit_codec import reserved_check, unpack
+from protoframe.generator.bit_codec import as_enum, reserved_check, unpack
 from protoframe.generator.case_args import (
     case_call_args,
     decode_lines,
@@ -372,7 +372,8 @@ class Decoder:
                         *reserved_check(self.ctx, f"{self.s.name}.{f.name}", target, reserved)]
             case SubField(container=container):
                 bits = 8 * fixed_int(kind_op(self.plan.op(container))).width
-                return [f"{target} = {unpack(op, self.name(container), bits)}"]
+                return as_enum(self.ctx, op, f"{self.s.name}.{f.name}", target,
+                               unpack(op, self.name(container), bits))
             case Const(int_type=t, value=const):
                 return [*self.int_read(f, target, t),
                         *(self.const_check(f, target, const) if check_const else [])]

@@ -107,13 +107,24 @@ class BitPart:
 
 
 @dataclass
+class FrameEnum:
+    """Named values declared in the spec (``enums:``), generated as an ``IntEnum``."""
+
+    name: str
+    doc: str
+    members: list[tuple[str, int]]
+    location: SourceLocation
+
+
+@dataclass
 class BitSlot:
     """Where a bit sub-field's value sits: ``width`` bits of the integer ``container``,
-    ``shift`` bits above bit 0."""
+    ``shift`` bits above bit 0; ``enum``: the spec's enum its values are."""
 
     container: str
     shift: int
     width: int
+    enum: FrameEnum | None = None
 
 
 @dataclass
@@ -590,6 +601,7 @@ class FrameSpec:
     protocol_version: EnumType | None = None
     allocate_start: int = 0  # the first id the client allocates
     allocate_skip_zero: bool = False  # ids never 0, also after wrapping
+    frame_enums: list[FrameEnum] = field(default_factory=list)  # the spec's own (``enums:``)
 
     def allocates(self, r: Request) -> str | None:
         """The field a request's method numbers itself, if any."""

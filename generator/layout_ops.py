@@ -352,13 +352,15 @@ class ReadPacked(FieldOp):
 @dataclass(frozen=True)
 class SubField(FieldOp):
     """A bit sub-field: no bytes of its own, ``width`` bits of the earlier integer
-    ``container``, ``shift`` bits above bit 0; ``as_bool``: a one-bit flag."""
+    ``container``, ``shift`` bits above bit 0; ``as_bool``: a one-bit flag; ``enum``: the
+    spec enum a stored value is decoded as."""
 
     word: ClassVar[str] = "bit_field"
     container: str
     shift: int
     width: int
     as_bool: bool
+    enum: str | None = None
 
 
 @dataclass(frozen=True)

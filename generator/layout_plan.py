@@ -341,7 +341,9 @@ def _lower_field(s: StructDef, f: FrameField, plans: dict[str, LayoutPlan], byte
                  fills: bool) -> AnyFieldOp:
     if f.bit_of is not None:
         slot = f.bit_of
-        return SubField(f, slot.container, slot.shift, slot.width, isinstance(f, BoolField))
+        enum = slot.enum.name if slot.enum is not None and not f.computed else None
+        return SubField(f, slot.container, slot.shift, slot.width, isinstance(f, BoolField),
+                        enum)
     if not f.wire:
         assert f.derive is not None
         return Bits(f, f.derive, isinstance(f, BoolField))

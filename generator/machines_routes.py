@@ -81,6 +81,8 @@ def routed_builders(spec: FrameSpec, imports: Imports,
 
 def frame_field_ann(f: FrameField, imports: Imports) -> str:
     """The annotation of a frame data field a builder takes (scalars only reach builders)."""
+    if f.bit_of is not None and f.bit_of.enum is not None:
+        return f"frames.{f.bit_of.enum.name}"
     ann = {"int": "int", "varint": "int", "bool": "bool", "bytes": "bytes", "string": "str",
            "uuid": "UUID"}.get(f.kind, "Any")
     if ann == "UUID":

@@ -143,3 +143,14 @@ class RequestFailed(ProtoframeError):
 
 class ReservedBitsError(DecodeError):
     """Bits the spec reserves (they must be zero) were set."""
+
+
+class UnknownEnumValueError(DecodeError):
+    """A field typed by one of the spec's enums holds a number the enum does not define.
+
+    ``value`` is that number, as it was on the wire.
+    """
+
+    def __init__(self, message: str, value: int) -> None:
+        super().__init__(message)
+        self.value = value

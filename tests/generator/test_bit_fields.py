@@ -28,6 +28,7 @@ from protoframe.runtime.errors import (
     DecodeError,
     ReservedBitsError,
     UnknownCommandTypeError,
+    UnknownEnumValueError,
     ValueOutOfRangeError,
 )
 from tests.support.generate import generate_text, write_spec
@@ -36,6 +37,8 @@ SPEC = """\
 protocol: bf
 doc: Bit fields as MQTT, WebSocket and AMQP pack them.
 byte_order: big
+enums:
+  Opcode: {CONTINUATION: 0, TEXT: 1, BINARY: 2, CLOSE: 8, PING: 9, PONG: 10}
 structs:
   MqttPublish:
     doc: MQTT's fixed header byte with PUBLISH's flags; a packet id only when qos > 0.
@@ -57,7 +60,7 @@ structs:
         bits:
           - {name: fin, type: bool}
           - {name: rsv, width: 3, reserved: true}
-          - {name: opcode, width: 4}
+          - {name: opcode, width: 4, enum: Opcode}
       - name: b1
         type: u8
         bits:
@@ -229,6 +232,23 @@ def test_a_little_endian_integer_of_bits(frames: ModuleType) -> None:
         high=31, middle=63, low=31)
 
 
+def test_a_sub_field_with_an_enum(frames: ModuleType) -> None:
+    wire = ws_packed(True, 0x9, False, 0, None, None, None, b"")
+    decoded = frames.Frame.decode(wire).body
+    assert decoded.opcode is frames.Opcode.PING and isinstance(decoded.opcode, frames.Opcode)
+    value = frames.WsHead(fin=True, opcode=frames.Opcode.PING, masked=False, len7=0,
+                          payload=b"")
+    assert frames.Frame(body=value).encode() == wire
+    assert frames.WsHead.__annotations__["opcode"] == "Opcode"
+    assert [(m.name, int(m)) for m in frames.Opcode] == [
+        ("CONTINUATION", 0), ("TEXT", 1), ("BINARY", 2), ("CLOSE", 8), ("PING", 9), ("PONG", 10)]
+    # RFC 6455 5.2: opcodes 3-7 and 11-15 are reserved; a peer receiving one fails.
+    with pytest.raises(UnknownEnumValueError, match="WsHead.opcode: 3 is not a value of "
+                       "Opcode") as info:
+        frames.Frame.decode(ws_packed(True, 0x3, False, 0, None, None, None, b""))
+    assert info.value.value == 3
+
+
 def test_sub_fields_are_data_fields_and_the_integer_is_not(frames: ModuleType) -> None:
     assert list(frames.MqttPublish.__dataclass_fields__) == [
         "kind", "dup", "qos", "retain", "topic", "packet_id"]
@@ -292,7 +312,7 @@ def test_mqtt_round_trips(frames: ModuleType, dup: bool, qos: int, retain: bool,
 
 
 @settings(max_examples=200, deadline=None)
-@given(fin=st.booleans(), opcode=st.integers(0, 15), masked=st.booleans(),
+@given(fin=st.booleans(), opcode=st.sampled_from([0, 1, 2, 8, 9, 10]), masked=st.booleans(),
        len7=st.integers(0, 125), key=st.integers(0, 2**32 - 1), payload=st.binary(max_size=8),
        high=st.integers(0, 31), middle=st.integers(0, 63), low=st.integers(0, 31))
 def test_websocket_and_little_round_trips(frames: ModuleType, fin: bool, opcode: int,
@@ -406,12 +426,35 @@ def _at(text: str, line_has: str, token: str) -> str:
      "topic", "duplicate field name 'topic'"),
     ("{name: retain, type: bool}", "{name: bytes, type: bool}", "{name: bytes, type: bool",
      "bytes", "field name 'bytes' would hide the type bytes"),
-    ("{name: opcode, width: 4}", "{name: class, width: 4}", "{name: class", "class",
-     "invalid identifier 'class'"),
+    ("{name: opcode, width: 4, enum: Opcode}", "{name: class, width: 4}", "{name: class",
+     "class", "invalid identifier 'class'"),
+    # After a reserved part: the position is the part's own.
+    ("{name: opcode, width: 4, enum: Opcode}", "{name: bytes, width: 4}", "{name: bytes",
+     "bytes", "field name 'bytes' would hide the type bytes"),
+    ("enum: Opcode}", "enum: Opcodes}", "enum: Opcodes", "Opcodes",
+     "bits: unknown enum 'Opcodes'"),
+    ("{name: len7, width: 7}", "{name: len7, width: 7, enum: Opcode}", "{name: len7", "Opcode",
+     None),
+    ("{name: retain, type: bool}", "{name: retain, type: bool, enum: Opcode}", "{name: retain",
+     "Opcode", "bits: a bool part cannot have an enum"),
+    ("{name: high, width: 5}", "{name: high, width: 5, enum: Opcode}", "{name: high",
+     "Opcode", None),
+    ("{name: middle, width: 6}",
+     "{name: middle, width: 2, enum: Opcode}\n          - {width: 4, reserved: true}",
+     "{name: middle", "Opcode", "bits: Opcode.CLOSE = 8 does not fit the part's 2 bits"),
+    ("PING: 9,", "PING: 8,", "  Opcode: {", "8, PONG",
+     "enum member PING has the value of CLOSE (8)"),
+    ("PING: 9,", "name: 9,", "  Opcode: {", "name:",
+     "enum member 'name': a Python keyword, a private name or a name IntEnum already has"),
+    ("  Opcode: {", "  Little: {", "  Little: {", "Little",
+     "enum name 'Little' is taken by a struct or a name the frames module defines"),
 ])
 def test_bad_bits_are_positioned_errors(tmp_path: Path, old: str, new: str, line_has: str,
-                                        token: str, message: str) -> None:
+                                        token: str, message: str | None) -> None:
     assert old in SPEC
+    if message is None:  # accepted: a part wide enough for every value of its enum
+        generate(write_spec(tmp_path, "bf", SPEC.replace(old, new, 1)), "specs", ["bf"])
+        return
     text = SPEC.replace(old, new, 1)
     error = _error(tmp_path, text)
     assert message in error

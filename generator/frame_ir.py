@@ -466,9 +466,12 @@ class Assignment:
     """A value a sender writes into a routed command's frame (``set:``)."""
 
     path: FramePath  # from the frame
-    value: int | bool | str
+    value: int | bool | str  # an expression's text when ``expr`` is set
     enum: tuple[EnumType, EnumValue] | None  # for an enum field: its type and the member named
     location: SourceLocation
+    # ``{expr: ...}``: worked out by the builder from the body and its arguments
+    # (``route_values``); None for a constant.
+    expr: Expr | None = None
 
 
 @dataclass

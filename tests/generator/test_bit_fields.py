@@ -487,3 +487,21 @@ def test_a_switch_on_the_integer_of_bits_is_refused(tmp_path: Path) -> None:
     assert "switch on: 'header' is made of bits: switch on one of its parts" in error
     line_no = next(i for i, line in enumerate(text.splitlines(), 1) if "on: header" in line)
     assert error.startswith(f"specs/mq/mq.yaml:{line_no}:11:"), error
+
+
+def test_the_diff_sees_reserved_bits_and_enums(tmp_path: Path) -> None:
+    from protoframe.generator.diff.compare import compare_protocols
+    from protoframe.generator.diff.tree import load_protocol_snapshot
+
+    def snapshot(name: str, text: str) -> Any:
+        return load_protocol_snapshot(write_spec(tmp_path / name, "bf", text), "specs", "bf")
+
+    old = snapshot("old", SPEC)
+    # RSV1 given to an extension: two bits stay reserved; the opcode gains a value.
+    new = snapshot("new", SPEC.replace(
+        "{name: rsv, width: 3, reserved: true}",
+        "{name: rsv1, type: bool}\n          - {name: rsv, width: 2, reserved: true}").replace(
+        "PONG: 10}", "PONG: 10, PRIVATE: 11}"))
+    found = {(c.rule, c.element) for c in compare_protocols(old, new)}
+    assert ("FRAME_CONST_CHANGED", "WsHead.b0") in found
+    assert ("FRAME_FIELD_TYPE_CHANGED", "WsHead.opcode") in found

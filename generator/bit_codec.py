@@ -53,6 +53,19 @@ def as_enum(ctx: EmitContext, op: SubField, where: str, target: str, value: str)
                     f"{op.enum}", extra=f", {value}", suffix=" from None"))]
 
 
+def value_check(ctx: EmitContext, plan: LayoutPlan, name: str) -> list[str]:
+    """A sub-field computed by ``value:`` (``v_<name>``) fits its bits ([] for any other
+    field, and for a bool, which always fits)."""
+    op = plan.op(name)
+    if not isinstance(op, SubField) or op.as_bool:
+        return []
+    ctx.imports.use(ERRORS, "ValueOutOfRangeError")
+    top = (1 << op.width) - 1
+    return [f"if not 0 <= v_{name} <= {top:#x}:", *indent(raise_lines(
+        "ValueOutOfRangeError", f"{plan.name}.{name} = {{v_{name}!r}} does not fit its "
+        f"{op.width} bits"))]
+
+
 def width_checks(ctx: EmitContext, plan: LayoutPlan) -> list[str]:
     """Each stored int sub-field fits its bits, checked before anything is packed (a bool
     always fits, a switch key is a case's code, which validation made fit)."""

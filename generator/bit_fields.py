@@ -70,8 +70,10 @@ def bit_parts(ctx: BuildContext, f: FrameField, item: LocDict,
         bp = BitPart(name, width, shift, is_bool, reserved,
                      ctx.loc([*ppath, "name"] if name is not None else ppath))
         f.bits.append(bp)
-        if reserved and "enum" in part:
-            ctx.error("bits: a reserved part cannot have an enum", [*ppath, "enum"])
+        for key in ("enum", "value"):
+            if reserved and key in part:
+                ctx.error(f"bits: a reserved part is zero; it cannot have {key}:",
+                          [*ppath, key])
         if reserved or name is None:
             continue
         sub: FrameField
@@ -82,6 +84,8 @@ def bit_parts(ctx: BuildContext, f: FrameField, item: LocDict,
             sub = IntField(name=name, doc=part.get("doc", ""), location=loc, width=f.width,
                            signed=False, order=f.order)
         sub.derive = parse(_unpack_text(f.name, bp, total))
+        if "value" in part:  # computed on encode from other fields, not stored
+            sub.value = ctx.expr(part["value"], [*ppath, "value"])
         sub.bit_of = BitSlot(f.name, shift, width, _enum(ctx, part, width, ppath))
         out.append((i, sub))
     f.value = parse(pack_text(f.bits))

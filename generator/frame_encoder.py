@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal, assert_never
 
-from protoframe.generator.bit_codec import width_checks
+from protoframe.generator.bit_codec import value_check, width_checks
 from protoframe.generator.case_args import case_call_args, encode_lines, taking
 from protoframe.generator.codewriter import bytes_literal, literal
 from protoframe.generator.errors import GeneratorBug
@@ -124,6 +124,7 @@ class Encoder:
             if not f.wire and f.value is not None and f.name not in unneeded:
                 self.out.append(f"v_{f.name} = {self.render(f.value, f, parens=False)}")
                 self.available[f.name] = f"v_{f.name}"
+                self.out += value_check(self.ctx, self.plan, f.name)
         for op in self.plan.field_ops:
             self.field(op)
         self.out += self.patches

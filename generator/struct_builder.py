@@ -400,6 +400,9 @@ class StructBuilder(BuildContext):
                 elif isinstance(key, IntField) and key.bits:
                     self.error(f"switch on: {f.switch_on!r} is made of bits: switch on one of "
                                "its parts", [*fpath, "on"])
+                elif not key.wire and key.value is not None:
+                    self.error(f"switch on: {f.switch_on!r} has a value: of its own, but a "
+                               "switch key is the code of the body's class", [*fpath, "on"])
                 else:
                     key.is_switch_key = True
                     if key.bit_of is not None:

@@ -505,3 +505,100 @@ def test_the_diff_sees_reserved_bits_and_enums(tmp_path: Path) -> None:
     found = {(c.rule, c.element) for c in compare_protocols(old, new)}
     assert ("FRAME_CONST_CHANGED", "WsHead.b0") in found
     assert ("FRAME_FIELD_TYPE_CHANGED", "WsHead.opcode") in found
+
+
+# WebSocket's header with what follows from the rest computed: the MASK bit from whether there
+# is a masking key, the 7-bit length and the extended lengths from the payload (parts and
+# fields with value:).
+WS_SPEC = """\
+protocol: ws
+doc: WebSocket's header, its lengths and mask bit computed from the payload and the key.
+byte_order: big
+enums:
+  Opcode: {CONTINUATION: 0, TEXT: 1, BINARY: 2, CLOSE: 8, PING: 9, PONG: 10}
+structs:
+  WsFrame:
+    doc: RFC 6455 5.2.
+    fields:
+      - name: b0
+        type: u8
+        bits:
+          - {name: fin, type: bool}
+          - {width: 3, reserved: true}
+          - {name: opcode, width: 4, enum: Opcode}
+      - name: b1
+        type: u8
+        bits:
+          - {name: masked, type: bool, value: "has(masking_key)"}
+          - {name: len7, width: 7,
+             value: "len(payload) if len(payload) < 126 else 126 if len(payload) < 65536 else 127"}
+      - {name: len16, type: u16, when: "len7 == 126", value: "len(payload)"}
+      - {name: len64, type: u64, when: "len7 == 127", value: "len(payload)"}
+      - {name: masking_key, type: u32, when: masked}
+      - {name: payload, type: bytes, size: rest}
+frame:
+  name: Frame
+  fields:
+    - {name: length, type: u32, size_of: rest}
+    - {name: ws, type: struct, struct: WsFrame}
+"""
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
+    return generate_text(tmp_path_factory.mktemp("ws"), "ws", WS_SPEC, "ws_pkg")
+
+
+@pytest.mark.parametrize(("opcode", "key", "payload", "header"), [
+    # RFC 6455 5.7's examples, byte for byte: unmasked and masked "Hello", an unmasked ping,
+    # 256 bytes in one unmasked binary frame, and 64 KiB.
+    (1, None, b"Hello", "8105"),
+    (1, 0x37FA213D, bytes.fromhex("7f9f4d5158"), "818537fa213d"),
+    (9, None, b"Hello", "8905"),
+    (2, None, bytes(256), "827e0100"),
+    (2, None, bytes(65536), "827f0000000000010000"),
+])
+def test_the_rfc_6455_examples_with_computed_lengths(ws: ModuleType, opcode: int,
+                                                     key: int | None, payload: bytes,
+                                                     header: str) -> None:
+    value = ws.WsFrame(fin=True, opcode=ws.Opcode(opcode), masking_key=key, payload=payload)
+    wire = bytes.fromhex(header) + payload
+    assert ws.Frame(ws=value).encode() == struct.pack(">I", len(wire)) + wire
+    assert ws.Frame.decode(struct.pack(">I", len(wire)) + wire).ws == value
+    assert "len7" not in ws.WsFrame.__dataclass_fields__  # computed, not stored
+
+
+@settings(max_examples=100, deadline=None)
+@given(size=st.sampled_from([0, 1, 125, 126, 127, 65535, 65536]) | st.integers(0, 300),
+       key=st.none() | st.integers(0, 2**32 - 1))
+def test_computed_lengths_round_trip(ws: ModuleType, size: int, key: int | None) -> None:
+    value = ws.WsFrame(fin=False, opcode=ws.Opcode.BINARY, masking_key=key,
+                       payload=b"\x01" * size)
+    wire = ws.Frame(ws=value).encode()
+    assert wire[5] == (0x80 if key is not None else 0) | (size if size < 126 else
+                                                          126 if size < 65536 else 127)
+    assert ws.Frame.decode(wire).ws == value
+
+
+def test_a_computed_part_that_does_not_fit_is_refused(tmp_path: Path) -> None:
+    text = WS_SPEC.replace("else 126 if len(payload) < 65536 else 127", "else 128")
+    frames = generate_text(tmp_path, "ws", text, "ws_bad_pkg")
+    value = frames.WsFrame(fin=True, opcode=frames.Opcode.TEXT, payload=bytes(200))
+    with pytest.raises(ValueOutOfRangeError, match="WsFrame.len7 = 128 does not fit its 7 bits"):
+        frames.Frame(ws=value).encode()
+
+
+def test_a_switch_on_a_computed_part_is_refused(tmp_path: Path) -> None:
+    text = MQTT_SPEC.replace("{name: kind, width: 4}", '{name: kind, width: 4, value: "3"}')
+    with pytest.raises(SpecErrors) as info:
+        generate(write_spec(tmp_path, "mq", text), "specs", ["mq"])
+    assert "switch on: 'kind' has a value: of its own, but a switch key is the code of the " \
+        "body's class" in str(info.value.errors[0])
+
+
+def test_a_reserved_part_with_a_value_is_refused(tmp_path: Path) -> None:
+    text = SPEC.replace("{name: rsv, width: 3, reserved: true}",
+                        '{name: rsv, width: 3, reserved: true, value: "1"}')
+    error = _error(tmp_path, text)
+    assert "bits: a reserved part is zero; it cannot have value:" in error
+    assert error.startswith(_at(text, "reserved: true, value", '"1"')), error

@@ -602,3 +602,18 @@ def test_a_reserved_part_with_a_value_is_refused(tmp_path: Path) -> None:
     error = _error(tmp_path, text)
     assert "bits: a reserved part is zero; it cannot have value:" in error
     assert error.startswith(_at(text, "reserved: true, value", '"1"')), error
+
+
+def test_spark_rows_of_bit_fields(ws: ModuleType) -> None:
+    # Rows without a Spark session: the row functions and the Arrow column of spark.py.
+    from importlib import import_module
+    spark = import_module("ws_pkg.ws.spark")
+    value = ws.Frame(ws=ws.WsFrame(fin=True, opcode=ws.Opcode.PING, masking_key=7,
+                                   payload=b"x"))
+    row = spark.FRAME.to_row(value)
+    assert row["ws"]["opcode"] == 9 and row["ws"]["fin"] is True
+    back = spark.FRAME.from_row(row)
+    assert back == value and back.ws.opcode is ws.Opcode.PING
+    fields = {f.name: f.dataType.simpleString() for f in spark.WsFrame.spark_schema.fields}
+    assert fields == {"fin": "boolean", "opcode": "int", "masking_key": "bigint",
+                      "payload": "binary"}

@@ -251,3 +251,14 @@ def test_a_case_with_params_and_a_layout_per_direction_is_refused(tmp_path: Path
     error = _error(tmp_path, text)
     assert "switch case Publish takes params, so its case cannot have a layout per " \
         "direction" in error
+
+
+def test_the_machines_name_commands_of_a_switch_on_bits(package: Path) -> None:
+    machines = import_generated(package, "mp.machines", "mp_pkg")
+    frames = machines.frames
+    publish = frames.Publish(topic="t", packet_id=5, payload=b"")
+    frame = frames.Packet.decode(frames.Packet(dup=False, qos=1, retain=False,
+                                               body=publish).encode())
+    assert machines.command_of(frame) == ("PUBLISH", publish)
+    ack = machines.frames.Packet(dup=False, qos=0, retain=False, body=frames.PubAck(packet_id=5))
+    assert machines.command_of(ack)[0] == "PUB_ACK"

@@ -617,3 +617,12 @@ def test_spark_rows_of_bit_fields(ws: ModuleType) -> None:
     fields = {f.name: f.dataType.simpleString() for f in spark.WsFrame.spark_schema.fields}
     assert fields == {"fin": "boolean", "opcode": "int", "masking_key": "bigint",
                       "payload": "binary"}
+
+
+def test_the_reference_page_describes_the_bits(tmp_path: Path) -> None:
+    page = generate(write_spec(tmp_path, "bf", SPEC), "specs", ["bf"]).docs["bf.md"]
+    assert "| 3 | `opcode` | enum Opcode, bits 3..0 of `b0` | — | 0 (derived) |  |" in page
+    assert "| 2 | `fin` | bool, bit 7 of `b0` |" in page
+    assert "reserved bits `0x70` must be zero (`ReservedBitsError`)" in page
+    assert "- Enums (`IntEnum` classes of `frames.py`): `Opcode` (`CONTINUATION` 0, `TEXT` 1," \
+        in page

@@ -240,6 +240,8 @@ def _frame_id_limit(f: FrameField) -> int:
     """How many ids a frame integer holds (varints and 64-bit fields: the default)."""
     if not isinstance(f, IntField):
         return _DEFAULT_ID_LIMIT
+    if f.bit_of is not None:  # a bit sub-field holds its own bits' worth
+        return min(1 << f.bit_of.width, _DEFAULT_ID_LIMIT)
     return min(1 << (8 * f.width - f.signed), _DEFAULT_ID_LIMIT)
 
 

@@ -528,6 +528,10 @@ class StructBuilder(BuildContext):
         if not isinstance(target, IntField | VarintField):
             self.error(f"size: {head!r} is not an integer field", [*fpath, "size"])
             return
+        if target.bit_of is not None:
+            self.error(f"size: {head!r} is a bit sub-field, which encoding cannot fill in as a "
+                       "size; give it a value: (len(...)) instead", [*fpath, "size"])
+            return
         names = [g.name for g in struct.fields]
         if target.size_of not in (None, f.name) and (target.size_of == "rest"
                                                       or target.size_of in names):

@@ -626,3 +626,40 @@ def test_the_reference_page_describes_the_bits(tmp_path: Path) -> None:
     assert "reserved bits `0x70` must be zero (`ReservedBitsError`)" in page
     assert "- Enums (`IntEnum` classes of `frames.py`): `Opcode` (`CONTINUATION` 0, `TEXT` 1," \
         in page
+
+
+def test_a_sub_field_as_a_size_is_refused(tmp_path: Path) -> None:
+    text = SPEC.replace("{name: payload, type: bytes, size: rest}",
+                        "{name: payload, type: bytes, size: len7}")
+    error = _error(tmp_path, text)
+    assert "size: 'len7' is a bit sub-field, which encoding cannot fill in as a size" in error
+    assert error.startswith(_at(text, "size: len7", "len7}")), error
+
+
+def test_ids_allocated_into_a_sub_field_wrap_at_its_bits(tmp_path: Path) -> None:
+    text = """\
+protocol: sq
+doc: A header whose low nibble numbers the request.
+byte_order: big
+structs:
+  Ping:
+    doc: A request.
+    fields: []
+  Pong:
+    doc: Its answer.
+    fields: []
+frame:
+  name: Packet
+  fields:
+    - name: header
+      type: u8
+      bits: [{name: kind, width: 4}, {name: seq, width: 4}]
+    - {name: length, type: u32, size_of: body}
+    - {name: body, type: switch, on: kind, cases: {1: Ping, 2: Pong}}
+interactions:
+  allocate: seq
+  requests:
+    - {request: PING, response: PONG, correlate: [seq]}
+"""
+    out = generate(write_spec(tmp_path, "sq", text), "specs", ["sq"])
+    assert "self.next_id = IdAllocator(1 << 4)" in out.files["sq/client.py"]

@@ -46,9 +46,12 @@ def bit_parts(ctx: BuildContext, f: FrameField, item: LocDict,
                   "parts, and always there", bpath, key=True)
         return []
     raw = item["bits"]
+    before = len(ctx.errors)
     widths = [_width(ctx, part, [*bpath, i]) for i, part in enumerate(raw)]
     total = f.width * 8
-    if sum(widths) != total:
+    # A wrong width was reported: their sum says nothing more, and the parts still become
+    # fields, so that what names them is not reported too.
+    if len(ctx.errors) == before and sum(widths) != total:
         ctx.error(f"bits: the widths add up to {sum(widths)}, but a {kind} has {total} bits",
                   bpath, key=True)
         return []

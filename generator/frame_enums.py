@@ -28,9 +28,9 @@ def spec_enums(ctx: BuildContext, raw: LocDict) -> dict[str, FrameEnum]:
     for name, members in raw.items():
         path = ["enums", name]
         if name in structs or name in _MODULE_NAMES:
+            # Still read, so that the parts naming it are not reported too.
             ctx.error(f"enum name {name!r} is taken by a struct or a name the frames module "
                       "defines", path, key=True)
-            continue
         values: list[tuple[str, int]] = []
         seen: dict[int, str] = {}
         for member, text in members.items():

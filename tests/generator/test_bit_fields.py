@@ -446,8 +446,6 @@ def _at(text: str, line_has: str, token: str) -> str:
      "enum member PING has the value of CLOSE (8)"),
     ("PING: 9,", "name: 9,", "  Opcode: {", "name:",
      "enum member 'name': a Python keyword, a private name or a name IntEnum already has"),
-    ("  Opcode: {", "  Little: {", "  Little: {", "Little",
-     "enum name 'Little' is taken by a struct or a name the frames module defines"),
 ])
 def test_bad_bits_are_positioned_errors(tmp_path: Path, old: str, new: str, line_has: str,
                                         token: str, message: str | None) -> None:
@@ -456,7 +454,10 @@ def test_bad_bits_are_positioned_errors(tmp_path: Path, old: str, new: str, line
         generate(write_spec(tmp_path, "bf", SPEC.replace(old, new, 1)), "specs", ["bf"])
         return
     text = SPEC.replace(old, new, 1)
-    error = _error(tmp_path, text)
+    with pytest.raises(SpecErrors) as info:
+        generate(write_spec(tmp_path, "bf", text), "specs", ["bf"])
+    assert len(info.value.errors) == 1, info.value.errors  # one mistake, one error
+    error = str(info.value.errors[0])
     assert message in error
     assert error.startswith(_at(text, line_has, token)), error
 
@@ -663,3 +664,12 @@ interactions:
 """
     out = generate(write_spec(tmp_path, "sq", text), "specs", ["sq"])
     assert "self.next_id = IdAllocator(1 << 4)" in out.files["sq/client.py"]
+
+
+def test_an_enum_named_as_a_struct_is_refused(tmp_path: Path) -> None:
+    text = SPEC.replace("  Opcode: {", "  Little: {").replace("enum: Opcode}", "enum: Little}")
+    with pytest.raises(SpecErrors) as info:
+        generate(write_spec(tmp_path, "bf", text), "specs", ["bf"])
+    [error] = [str(e) for e in info.value.errors]
+    assert "enum name 'Little' is taken by a struct or a name the frames module defines" in error
+    assert error.startswith(_at(text, "  Little: {", "Little")), error

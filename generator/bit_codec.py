@@ -3,8 +3,8 @@ sub-fields taken out of their integer on decode, the width checks on encode."""
 
 from __future__ import annotations
 
+from protoframe.generator.frame_bits import FrameEnum
 from protoframe.generator.frame_emit import EmitContext, indent, raise_lines
-from protoframe.generator.frame_ir import FrameEnum
 from protoframe.generator.layout_ops import SubField
 from protoframe.generator.layout_plan import LayoutPlan
 from protoframe.generator.runtime_modules import ERRORS

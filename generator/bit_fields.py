@@ -13,12 +13,10 @@ import keyword
 
 from protoframe.generator.build_context import BuildContext, PathT
 from protoframe.generator.expr import parse
+from protoframe.generator.frame_bits import BitPart, BitSlot, FrameEnum
 from protoframe.generator.frame_ir import (
     INT_TYPES,
-    BitPart,
-    BitSlot,
     BoolField,
-    FrameEnum,
     FrameField,
     IntField,
 )

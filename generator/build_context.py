@@ -11,7 +11,8 @@ from typing import Any
 
 from protoframe.generator.errors import SpecError
 from protoframe.generator.expr import Expr, ExprError, parse
-from protoframe.generator.frame_ir import FrameEnum, StructDef
+from protoframe.generator.frame_bits import FrameEnum
+from protoframe.generator.frame_ir import StructDef
 from protoframe.generator.ir import MessageType, Protocol, SourceLocation
 from protoframe.generator.spec_yaml import LocDict, locate
 

@@ -9,13 +9,8 @@ from __future__ import annotations
 
 from typing import assert_never
 
+from protoframe.generator import case_args
 from protoframe.generator.bit_codec import as_enum, reserved_check, unpack
-from protoframe.generator.case_args import (
-    case_call_args,
-    decode_lines,
-    every_case_takes,
-    taking,
-)
 from protoframe.generator.codewriter import literal, q
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.expr import Expr
@@ -573,7 +568,7 @@ class Decoder:
                                                decoder_type)
             table = f"({base}_TO_SERVER if to_server else {base}_TO_CLIENT)"
             unknown = "sent {'to' if to_server else 'from'} the server"
-        elif not every_case_takes(f):  # else no case is left for a table
+        elif not case_args.every_case_takes(f):  # else no case is left for a table
             self.ctx.tables += case_table(f, "to_client", f"{base}_DECODERS", decoder_type)
             table, unknown = f"{base}_DECODERS", ""
         else:
@@ -587,12 +582,11 @@ class Decoder:
             *indent(raise_unknown),
         ]
         call = f"{target}, pos = decode_body(buf, pos, {vend})"
-        if taking(f):
+        if case_args.taking(f):
             # Cases taking params are called with their args; the table holds the others.
-            lines += self.sized_call(f, decode_lines(
-                f, key, target, vend, lambda held: case_call_args(f, held, self.s, self.name),
-                [*lookup, call], raise_unknown),
-                vend)
+            lines += self.sized_call(f, case_args.decode_lines(
+                f, key, target, vend, lambda held: case_args.case_call_args(
+                    f, held, self.s, self.name), [*lookup, call], raise_unknown), vend)
         else:
             lines += [*lookup, *self.sized_call(f, [call], vend)]
         if vend != "end":

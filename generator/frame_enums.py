@@ -11,7 +11,7 @@ from __future__ import annotations
 import keyword
 
 from protoframe.generator.build_context import BuildContext
-from protoframe.generator.frame_ir import FrameEnum
+from protoframe.generator.frame_bits import FrameEnum
 from protoframe.generator.literals import LiteralError, integer
 from protoframe.generator.naming import ENUM_HELPERS
 from protoframe.generator.spec_yaml import LocDict

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from protoframe.generator.expr import Expr
+from protoframe.generator.frame_bits import BitPart, BitSlot, FrameEnum
 from protoframe.generator.ir import EnumType, EnumValue, Field, MessageType, SourceLocation
 
 INT_TYPES = {
@@ -83,48 +84,6 @@ class Case:
         if self.client_name is not None and struct is self.to_client:
             return self.client_name
         return self.name
-
-
-@dataclass
-class BitPart:
-    """One named run of bits inside an integer field (``bits:``), most significant first.
-
-    ``shift`` is how far its lowest bit sits from bit 0 of the integer; a ``reserved`` part is
-    no field: decoding requires its bits to be zero and encoding writes zeros there.
-    """
-
-    name: str | None  # None only for a reserved part
-    width: int
-    shift: int
-    is_bool: bool
-    reserved: bool
-    location: SourceLocation
-
-    @property
-    def mask(self) -> int:
-        """The part's bits where they sit in the integer."""
-        return ((1 << self.width) - 1) << self.shift
-
-
-@dataclass
-class FrameEnum:
-    """Named values declared in the spec (``enums:``), generated as an ``IntEnum``."""
-
-    name: str
-    doc: str
-    members: list[tuple[str, int]]
-    location: SourceLocation
-
-
-@dataclass
-class BitSlot:
-    """Where a bit sub-field's value sits: ``width`` bits of the integer ``container``,
-    ``shift`` bits above bit 0; ``enum``: the spec's enum its values are."""
-
-    container: str
-    shift: int
-    width: int
-    enum: FrameEnum | None = None
 
 
 @dataclass

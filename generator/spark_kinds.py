@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 
 from protoframe.generator.codewriter import Imports
 from protoframe.generator.errors import GeneratorBug
+from protoframe.generator.frame_bits import FrameEnum
 from protoframe.generator.frame_ir import (
     BlocksField,
     BoolField,
     BytesField,
-    FrameEnum,
     FrameField,
     IntField,
     ProtoField,

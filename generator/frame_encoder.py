@@ -230,7 +230,7 @@ class Encoder:
         if f is self.tail:
             return []  # written after the checksum that covers it
         if isinstance(kind, SubField):
-            return []  # packed into its integer, checked by ``bit_checks``
+            return []  # packed into its integer, checked by ``width_checks``
         if isinstance(kind, Bits):
             if f.computed and not f.is_switch_key:
                 return []

@@ -89,6 +89,9 @@ def specs(draw: Draw) -> tuple[str, list[Struct]]:
                        for i, s in enumerate(structs)}},
         ]},
     }
+    if draw(st.booleans()):  # the key as a bit sub-field: the low 7 bits, the top one reserved
+        spec["frame"]["fields"][1] = {"name": "head", "type": "u8", "bits": [
+            {"width": 1, "reserved": True}, {"name": "op", "width": 7}]}
     return yaml.safe_dump(spec, sort_keys=False), structs
 
 

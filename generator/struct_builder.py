@@ -38,7 +38,7 @@ from protoframe.generator.frame_ir import (
 from protoframe.generator.ir import Field, Label, MessageType
 from protoframe.generator.literals import LiteralError, integer, is_char_literal
 from protoframe.generator.spec_yaml import LocDict, LocList
-from protoframe.generator.switch_rules import check_case_args, key_fits
+from protoframe.generator.switch_rules import case_value, check_case_args, key_enum, key_fits
 
 
 class StructBuilder(BuildContext):
@@ -252,14 +252,16 @@ class StructBuilder(BuildContext):
         out: list[Case] = []
         seen_values: dict[int, str] = {}
         seen_names: set[str] = set()
-        given = self.case_names(names, [*path, "names"])
+        given = self.case_names(names, [*path, "names"], path)
         for key, target in raw.items():
             cpath = [*path, "cases", key]
             try:
-                value = integer(key)
+                value = case_value(self, key, path)
             except LiteralError as exc:
+                enum = key_enum(self, path)
                 self.error(f"switch case: {exc}" if is_char_literal(str(key)) else
-                           f"switch case {key!r} is not an integer", cpath, key=True)
+                           f"switch case {key!r} is not an integer"
+                           + (f" nor a value of {enum.name}" if enum else ""), cpath, key=True)
                 continue
             if value in seen_values:
                 self.error(f"dispatch value {value} is duplicated (also {seen_values[value]})",
@@ -291,13 +293,14 @@ class StructBuilder(BuildContext):
                 self.error(f"names: no case has the value {value}", npath, key=True)
         return out
 
-    def case_names(self, names: LocDict, path: PathT) -> dict[int, tuple[Any, PathT]]:
+    def case_names(self, names: LocDict, path: PathT,
+                   switch_path: PathT) -> dict[int, tuple[Any, PathT]]:
         """``names:`` by case value (keys are written like the cases' own)."""
         out: dict[int, tuple[Any, PathT]] = {}
         for key, name in names.items():
             npath = [*path, key]
             try:
-                value = integer(key)
+                value = case_value(self, key, switch_path)
             except LiteralError as exc:
                 self.error(f"names: {exc}", npath, key=True)
                 continue

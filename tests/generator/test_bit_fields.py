@@ -31,7 +31,7 @@ from protoframe.runtime.errors import (
     UnknownEnumValueError,
     ValueOutOfRangeError,
 )
-from tests.support.generate import generate_text, write_spec
+from tests.support.generate import generate_text, import_generated, write_spec
 
 SPEC = """\
 protocol: bf
@@ -673,3 +673,34 @@ def test_an_enum_named_as_a_struct_is_refused(tmp_path: Path) -> None:
     [error] = [str(e) for e in info.value.errors]
     assert "enum name 'Little' is taken by a struct or a name the frames module defines" in error
     assert error.startswith(_at(text, "  Little: {", "Little")), error
+
+
+ENUM_CASES = MQTT_SPEC.replace("byte_order: big\n", """\
+byte_order: big
+enums:
+  PacketType: {PUBLISH: 3, PINGREQ: 12, RESERVED: 15}
+""").replace("{name: kind, width: 4}", "{name: kind, width: 4, enum: PacketType}").replace(
+    "cases: {3: Publish, 12: PingReq}",
+    "cases: {PUBLISH: Publish, PINGREQ: PingReq}\n      names: {PINGREQ: PING}")
+
+
+def test_cases_named_by_the_key_s_enum(tmp_path: Path) -> None:
+    mq = generate_text(tmp_path, "mq", ENUM_CASES, "mq_enum_pkg")
+    ping = mq.Packet(dup=False, qos=0, retain=False, body=mq.PingReq())
+    assert ping.encode() == struct.pack(">BI", 0xC0, 0)
+    assert mq.Packet.decode(struct.pack(">BIH", 0x30, 3, 1) + b"a").body == mq.Publish(
+        topic="a", payload=b"")
+    commands = import_generated(tmp_path, "mq.commands", "mq_enum_pkg")
+    # PINGREQ's case named with names: by its member too.
+    assert [c.name for c in commands.COMMANDS] == ["PUBLISH", "PING"]
+
+
+def test_a_case_name_the_enum_lacks_is_refused(tmp_path: Path) -> None:
+    text = ENUM_CASES.replace("PINGREQ: PingReq}", "PINGREG: PingReq}")
+    with pytest.raises(SpecErrors) as info:
+        generate(write_spec(tmp_path, "mq", text), "specs", ["mq"])
+    error = str(info.value.errors[0])
+    assert "switch case 'PINGREG' is not an integer nor a value of PacketType" in error
+    line_no = next(i for i, line in enumerate(text.splitlines(), 1) if "PINGREG" in line)
+    column = text.splitlines()[line_no - 1].index("PINGREG") + 1
+    assert error.startswith(f"specs/mq/mq.yaml:{line_no}:{column}:"), error

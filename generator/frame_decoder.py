@@ -554,7 +554,8 @@ class Decoder:
     def switch(self, op: Switch, target: str) -> list[str]:
         f = switch_of(op)
         self.ctx.imports.use(ERRORS, "UnknownCommandTypeError")
-        self.ctx.imports.use("collections.abc", "Callable")
+        if not case_args.every_case_takes(f):  # else no case table names it
+            self.ctx.imports.use("collections.abc", "Callable")
         region = op.region
         lines, vend = self.region_end(f, region) if (region.size or region.prefix) \
             else ([], "end")

@@ -262,3 +262,31 @@ def test_the_machines_name_commands_of_a_switch_on_bits(package: Path) -> None:
     assert machines.command_of(frame) == ("PUBLISH", publish)
     ack = machines.frames.Packet(dup=False, qos=0, retain=False, body=frames.PubAck(packet_id=5))
     assert machines.command_of(ack)[0] == "PUB_ACK"
+
+
+def test_no_case_table_when_every_case_takes_params(tmp_path: Path) -> None:
+    text = """\
+protocol: al
+doc: Every case takes the flag.
+byte_order: big
+structs:
+  A:
+    doc: One.
+    params: {wide: bool}
+    fields:
+      - {name: x, type: u8, when: "not wide"}
+  B:
+    doc: Two.
+    params: {wide: bool}
+    fields:
+      - {name: y, type: u16, when: wide}
+frame:
+  name: Frame
+  fields:
+    - {name: length, type: u32, size_of: rest}
+    - {name: wide, type: bool}
+    - {name: op, type: u8}
+    - {name: body, type: switch, on: op, args: {wide: wide}, cases: {1: A, 2: B}}
+"""
+    source = generate(write_spec(tmp_path, "al", text), "specs", ["al"]).files["al/frames.py"]
+    assert "_DECODERS" not in source and "Callable" not in source

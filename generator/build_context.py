@@ -11,6 +11,7 @@ from typing import Any
 
 from protoframe.generator.errors import SpecError
 from protoframe.generator.expr import Expr, ExprError, parse
+from protoframe.generator.frame_bits import FrameEnum
 from protoframe.generator.frame_ir import StructDef
 from protoframe.generator.ir import MessageType, Protocol, SourceLocation
 from protoframe.generator.spec_yaml import LocDict, locate
@@ -29,6 +30,7 @@ class BuildContext:
         self.missing_reported: set[tuple[int, str]] = set()
         self.unresolved: set[str] = set()  # commands of routes or cases that did not resolve
         self.messages: dict[str, MessageType] = {}
+        self.frame_enums: dict[str, FrameEnum] = {}  # the spec's ``enums:``, by name
         self.proto_modules: dict[str, str] = {}
         for proto in protocol.files:
             for msg in proto.all_messages():

@@ -266,6 +266,8 @@ def _frame_id_limit(f: FrameField) -> int:
     """How many ids a frame integer holds (varints and 64-bit fields: the default)."""
     if not isinstance(f, IntField):
         return _DEFAULT_ID_LIMIT
+    if f.bit_of is not None:  # a bit sub-field holds its own bits' worth
+        return min(1 << f.bit_of.width, _DEFAULT_ID_LIMIT)
     return min(1 << (8 * f.width - f.signed), _DEFAULT_ID_LIMIT)
 
 
@@ -349,7 +351,10 @@ def _method(spec: FrameSpec, types: _Types, r: Request,
     for extra in (f for f in frame_extra if f.name in r.frame_fields):
         pname = _param_name(extra.name, taken)
         ann = _struct_ann(types, extra)
-        optional.append(f"{pname}: {ann} | None = None")
+        if extra.optional or extra.nullable:
+            optional.append(f"{pname}: {ann} | None = None")
+        else:  # a frame field that is always there (the flags of a header's bits:)
+            required.append(f"{pname}: {ann}")
         frame_args.append(f"{extra.name}={pname}")
     allocated = allocate is not None and allocate in (info.body_fields or {})
     for c in r.frame_correlate:
@@ -533,6 +538,8 @@ def _zero(ann: str) -> str:
 
 
 def _struct_ann(types: _Types, f: FrameField) -> str:
+    if f.bit_of is not None and f.bit_of.enum is not None:
+        return f"frames.{f.bit_of.enum.name}"
     if isinstance(f, IntField | VarintField):
         return "int"
     if isinstance(f, BoolField):

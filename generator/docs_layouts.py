@@ -88,6 +88,13 @@ def layout(spec: FrameSpec, s: StructDef, names: ProtoNames,
 
 def _type_text(spec: FrameSpec, f: FrameField, names: ProtoNames,
                anchors: dict[str, str]) -> str:
+    if f.bit_of is not None:
+        slot = f.bit_of
+        high = slot.shift + slot.width - 1
+        span = f"bit {high}" if slot.width == 1 else f"bits {high}..{slot.shift}"
+        kind = "bool, " if isinstance(f, BoolField) else \
+            f"enum {slot.enum.name}, " if slot.enum is not None else ""
+        return f"{kind}{span} of `{slot.container}`"
     match f:
         case IntField():
             t = f"{'i' if f.signed else 'u'}{f.width * 8}"
@@ -155,7 +162,10 @@ def _notes(spec: FrameSpec, s: StructDef, f: FrameField, names: ProtoNames) -> s
                      "bytes hold it; stored as a bool")
     elif f.const is not None:
         notes.append(f"constant {_hex(f.const, width)}, checked on decode")
-    if f.derive is not None:
+    if isinstance(f, IntField) and f.reserved_mask:
+        notes.append(f"reserved bits {_hex(f.reserved_mask, width)} must be zero "
+                     "(`ReservedBitsError`)")
+    if f.derive is not None and f.bit_of is None:
         notes.append(f"no bytes of its own: decode computes `{expr_text(f.derive)}`")
     if f.value is not None:
         notes.append(f"computed: `{expr_text(f.value)}`")

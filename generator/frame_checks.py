@@ -220,6 +220,8 @@ def _check_encode_order(s: StructDef) -> list[SpecError]:
     errors: list[SpecError] = []
     computed = {f.name for f in s.fields if f.computed}
     known = {f.name for f in s.fields if f.count_of is not None}
+    # A switch key with no bytes of its own is the body's code, known before anything.
+    known |= {f.name for f in s.fields if f.is_switch_key and not f.wire}
     params = {p.name for p in s.params}
 
     def check(f: FrameField, exprs: list[Expr]) -> None:

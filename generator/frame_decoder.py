@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import assert_never
 
+from protoframe.generator import case_args
+from protoframe.generator.bit_codec import as_enum, reserved_check, unpack
 from protoframe.generator.codewriter import literal, q
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.expr import Expr
@@ -17,6 +19,7 @@ from protoframe.generator.frame_emit import (
     annotation,
     bug,
     call_args,
+    fixed_int,
     has_checksum,
     indent,
     int_read_of,
@@ -65,12 +68,14 @@ from protoframe.generator.layout_ops import (
     RangedInt,
     ReadBool,
     ReadInt,
+    ReadPacked,
     ReadUuid,
     ReadVarint,
     Region,
     SizeOf,
     SizeRest,
     String,
+    SubField,
     Switch,
     Terminated,
     WithArgs,
@@ -332,7 +337,7 @@ class Decoder:
     def skip(self, op: AnyFieldOp) -> list[str]:
         """Step over the bytes of a field whose value nothing reads (none if it has none)."""
         kind = kind_op(op)
-        if isinstance(kind, Bits):
+        if isinstance(kind, Bits | SubField):
             return []
         how = int_read_of(kind)
         if how == "varint":
@@ -361,6 +366,13 @@ class Decoder:
                 return [f"{target} = bool({derived})" if as_bool else f"{target} = {derived}"]
             case ReadInt(int_type=t) | SizeOf(int_type=t) | Checksum(int_type=t):
                 return self.int_read(f, target, t)
+            case ReadPacked(int_type=t, reserved=reserved):
+                return [*self.int_read(f, target, t),
+                        *reserved_check(self.ctx, f"{self.s.name}.{f.name}", target, reserved)]
+            case SubField(container=container):
+                bits = 8 * fixed_int(kind_op(self.plan.op(container))).width
+                return as_enum(self.ctx, op, f"{self.s.name}.{f.name}", target,
+                               unpack(op, self.name(container), bits))
             case Const(int_type=t, value=const):
                 return [*self.int_read(f, target, t),
                         *(self.const_check(f, target, const) if check_const else [])]
@@ -550,7 +562,8 @@ class Decoder:
     def switch(self, op: Switch, target: str) -> list[str]:
         f = switch_of(op)
         self.ctx.imports.use(ERRORS, "UnknownCommandTypeError")
-        self.ctx.imports.use("collections.abc", "Callable")
+        if not case_args.every_case_takes(f):  # else no case table names it
+            self.ctx.imports.use("collections.abc", "Callable")
         region = op.region
         lines, vend = self.region_end(f, region) if (region.size or region.prefix) \
             else ([], "end")
@@ -564,18 +577,27 @@ class Decoder:
                                                decoder_type)
             table = f"({base}_TO_SERVER if to_server else {base}_TO_CLIENT)"
             unknown = "sent {'to' if to_server else 'from'} the server"
-        else:
+        elif not case_args.every_case_takes(f):  # else no case is left for a table
             self.ctx.tables += case_table(f, "to_client", f"{base}_DECODERS", decoder_type)
-            table = f"{base}_DECODERS"
-            unknown = ""
-        lines += [
+            table, unknown = f"{base}_DECODERS", ""
+        else:
+            table = unknown = ""
+        raise_unknown = raise_lines("UnknownCommandTypeError", f"{self.s.name}.{op.key}: no "
+                                    f"layout for {{{key}}}{' ' + unknown if unknown else ''}",
+                                    extra=f", {key}")
+        lookup = [
             f"decode_body = {table}.get({key})",
             "if decode_body is None:",
-            *indent(raise_lines("UnknownCommandTypeError", f"{self.s.name}.{op.key}: no "
-                                f"layout for {{{key}}}{' ' + unknown if unknown else ''}",
-                                extra=f", {key}")),
+            *indent(raise_unknown),
         ]
-        lines += self.sized_call(f, [f"{target}, pos = decode_body(buf, pos, {vend})"], vend)
+        call = f"{target}, pos = decode_body(buf, pos, {vend})"
+        if case_args.taking(f):
+            # Cases taking params are called with their args; the table holds the others.
+            lines += self.sized_call(f, case_args.decode_lines(
+                f, key, target, vend, lambda held: case_args.case_call_args(
+                    f, held, self.s, self.name), [*lookup, call], raise_unknown), vend)
+        else:
+            lines += [*lookup, *self.sized_call(f, [call], vend)]
         if vend != "end":
             self.ctx.imports.use(ERRORS, "SizeMismatchError")
             lines += [f"if pos != {vend}:", *indent(raise_lines(
@@ -624,7 +646,7 @@ def case_table(f: SwitchField, direction: str, name: str, decoder_type: str) -> 
     lines = [f"{name}: dict[int, {decoder_type}] = {{"]
     for c in f.cases:
         struct = getattr(c, direction)
-        if struct is not None:
+        if struct is not None and not struct.params:  # with params: decoded ahead of it
             lines.append(f"    {c.value}: {struct.name}.decode_from,")
     lines.append("}")
     return lines

@@ -184,6 +184,8 @@ def attr_names(head: FrameField | None, chain: list[str], expr: Expr,
 
 
 def annotation(ctx: EmitContext, struct: StructDef, f: FrameField) -> str:
+    if f.bit_of is not None and f.bit_of.enum is not None:
+        return f.bit_of.enum.name
     match f:
         case IntField() | VarintField():
             return "int"

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Literal, assert_never
 
+from protoframe.generator.bit_codec import value_check, width_checks
+from protoframe.generator.case_args import case_call_args, encode_lines, taking
 from protoframe.generator.codewriter import bytes_literal, literal
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.expr import Expr
@@ -26,6 +28,7 @@ from protoframe.generator.frame_emit import (
 from protoframe.generator.frame_ir import (
     BytesField,
     FrameField,
+    StructDef,
     SwitchField,
     nested_message,
 )
@@ -52,11 +55,13 @@ from protoframe.generator.layout_ops import (
     RangedInt,
     ReadBool,
     ReadInt,
+    ReadPacked,
     ReadUuid,
     ReadVarint,
     SizeOf,
     SizeRest,
     String,
+    SubField,
     Switch,
     Terminated,
     kind_op,
@@ -116,15 +121,30 @@ class Encoder:
                     value = f"0 if self.{f.count_of} is None else {value}"
                 self.out.append(f"v_{f.name} = {value}")
                 self.available[f.name] = f"v_{f.name}"
+        self.out += width_checks(self.ctx, self.plan)
+        self.out += self.byteless_keys()
         unneeded = self.plan.unneeded_on_encode
         for f in s.fields:
             if not f.wire and f.value is not None and f.name not in unneeded:
                 self.out.append(f"v_{f.name} = {self.render(f.value, f, parens=False)}")
                 self.available[f.name] = f"v_{f.name}"
+                self.out += value_check(self.ctx, self.plan, f.name)
         for op in self.plan.field_ops:
             self.field(op)
         self.out += self.patches
         return self.out or ["pass"]
+
+    def byteless_keys(self) -> list[str]:
+        """A switch key with no bytes of its own (a bit sub-field, a ``derive:`` field) is the
+        code of the body's class, known before any field is written."""
+        lines: list[str] = []
+        for sw in self.s.fields:
+            key = self.s.field(sw.switch_on) if isinstance(sw, SwitchField) and sw.switch_on \
+                else None
+            if isinstance(sw, SwitchField) and key is not None and not key.wire:
+                lines.append(f"v_{key.name} = {sw.tables}_CODES[type(self.{sw.name})]")
+                self.available[key.name] = f"v_{key.name}"
+        return lines
 
     def dotted_attr(self, ref: str) -> str:
         head, *rest = ref.split(".")
@@ -213,16 +233,19 @@ class Encoder:
         kind = kind_op(op)
         if f is self.tail:
             return []  # written after the checksum that covers it
+        if isinstance(kind, SubField):
+            return []  # packed into its integer, checked by ``width_checks``
         if isinstance(kind, Bits):
-            if f.computed:
+            if f.computed and not f.is_switch_key:
                 return []
-            # A stored bit-field: the value: expressions put it on the wire; make sure it
-            # survives the trip (fits its bits) by deriving it back.
+            # A stored bit-field (or a switch key): the value: expressions put it on the wire;
+            # make sure it survives the trip (fits its bits) by deriving it back.
             self.ctx.imports.use(ERRORS, "EncodeError")
             back = self.render(kind.expr, f, parens=not kind.as_bool)
             back = f"bool({back})" if kind.as_bool else back
-            return [f"if {back} != self.{f.name}:", *indent(raise_lines(
-                "EncodeError", f"{s.name}.{f.name} = {{self.{f.name}!r}} does not fit the "
+            held = self.name(f.name)
+            return [f"if {back} != {held}:", *indent(raise_lines(
+                "EncodeError", f"{s.name}.{f.name} = {{{held}!r}} does not fit the "
                 "bits the spec gives it"))]
         const = const_of(kind)
         if isinstance(kind, ConstBytes):
@@ -297,6 +320,10 @@ class Encoder:
     def struct_args(self, f: FrameField) -> str:
         return call_args(f.args, self.s, self.name, f)
 
+    def case_args(self, sw: SwitchField, held: StructDef) -> str:
+        """The keyword arguments a switch passes to a case struct, without a leading comma."""
+        return case_call_args(sw, held, self.s, self.name).lstrip(", ")
+
     def pre_encode(self, op: AnyFieldOp) -> list[str]:
         """Encode a sized field ahead of its size, into ``b_<name>``."""
         f = op.field
@@ -312,6 +339,9 @@ class Encoder:
                 if f.optional:
                     return [f"b_{f.name} = b\"\" if {value} is None else {call}"]
                 return [f"b_{f.name} = {call}"]
+            case Switch(field=SwitchField() as sw) if taking(sw):
+                return encode_lines(sw, value, lambda a: [f"b_{f.name} = {value}.encode({a})"],
+                                    lambda held: self.case_args(sw, held))
             case Switch():
                 return [f"b_{f.name} = {value}.encode()"]
             case Array():
@@ -359,7 +389,7 @@ class Encoder:
         value = f"self.{f.name}"
         match op:
             case (ReadInt() | Const() | SizeOf() | SizeRest() | Checksum() | ReadVarint()
-                  | ReadBool()):
+                  | ReadBool() | ReadPacked()):
                 return self.pack(int_read_of(op), value)
             case ReadUuid():
                 return [f"{self.buf} += {value}.bytes"]
@@ -384,6 +414,17 @@ class Encoder:
                     return [f"if {value} is None:", *indent(self.prefix(region.prefix, "-1")),
                             "else:", *indent(lines)]
                 return lines
+            case Switch(field=SwitchField() as sw, region=region) if (
+                    taking(sw) and not region.size_written_first):
+                def case_args(held: StructDef) -> str:
+                    return self.case_args(sw, held)
+                if region.prefix is not None:
+                    return [*encode_lines(sw, value, lambda a: [
+                        f"data_{f.name} = {value}.encode({a})"], case_args),
+                        *self.prefix(region.prefix, f"len(data_{f.name})"),
+                        f"{self.buf} += data_{f.name}"]
+                return encode_lines(sw, value, lambda a: [
+                    f"{value}.encode_to({self.buf}{', ' + a if a else ''})"], case_args)
             case (ProtoBody(region=region) | Envelope(region=region) | ProtoOther(region=region)
                   | Nested(region=region) | NestedOther(region=region) | Switch(region=region)):
                 if region.size_written_first:
@@ -400,7 +441,7 @@ class Encoder:
                 return self.array_write(op, self.buf)
             case Blocks():
                 return self.blocks(op, value)
-            case Bits():
+            case Bits() | SubField():
                 raise bug(f, f"{f.name!r}: a derived field has no bytes to write")
             case Terminated() | ConstBytes() | RangedInt():
                 return encode_value(self, op)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from protoframe.generator.expr import Expr
+from protoframe.generator.frame_bits import BitPart, BitSlot, FrameEnum
 from protoframe.generator.ir import EnumType, EnumValue, Field, MessageType, SourceLocation
 
 INT_TYPES = {
@@ -177,6 +178,8 @@ class FrameField:
     min_value: int | None = None
     max_value: int | None = None
     nonzero: bool = False
+    # A sub-field of an integer's ``bits:``: no bytes of its own, its bits of the integer.
+    bit_of: BitSlot | None = None
 
     @property
     def marker(self) -> bool:
@@ -224,6 +227,14 @@ class IntField(FrameField):
     width: int = 0
     signed: bool = False
     order: str = "big"
+    # Named sub-fields (``bits:``), most significant first; each named one is also a field of
+    # the struct, right after this one (with ``bit_of`` set).
+    bits: list[BitPart] = field(default_factory=list)
+
+    @property
+    def reserved_mask(self) -> int:
+        """The bits ``bits:`` reserves: they must be zero on the wire."""
+        return sum(p.mask for p in self.bits if p.reserved)
 
     @property
     def width_when_present(self) -> int | None:
@@ -430,9 +441,12 @@ class Assignment:
     """A value a sender writes into a routed command's frame (``set:``)."""
 
     path: FramePath  # from the frame
-    value: int | bool | str
+    value: int | bool | str  # an expression's text when ``expr`` is set
     enum: tuple[EnumType, EnumValue] | None  # for an enum field: its type and the member named
     location: SourceLocation
+    # ``{expr: ...}``: worked out by the builder from the body and its arguments
+    # (``route_values``); None for a constant.
+    expr: Expr | None = None
 
 
 @dataclass
@@ -570,6 +584,7 @@ class FrameSpec:
     protocol_version: EnumType | None = None
     allocate_start: int = 0  # the first id the client allocates
     allocate_skip_zero: bool = False  # ids never 0, also after wrapping
+    frame_enums: list[FrameEnum] = field(default_factory=list)  # the spec's own (``enums:``)
 
     def allocates(self, r: Request) -> str | None:
         """The field a request's method numbers itself, if any."""
@@ -617,3 +632,14 @@ class CommandInfo:
         if self.routed is not None and self.route is not None:
             return self.routed.message or self.route.part.message
         return None
+
+
+def raw_indices(struct: StructDef) -> list[int]:
+    """For each field of ``struct``, its index in the spec's list: a bit sub-field is written
+    inside its integer's ``bits:``, so it has the integer's."""
+    out: list[int] = []
+    n = -1
+    for f in struct.fields:
+        n += f.bit_of is None
+        out.append(n)
+    return out

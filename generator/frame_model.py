@@ -21,6 +21,7 @@ import jsonschema
 from protoframe.generator.build_context import PathT
 from protoframe.generator.errors import SpecError, SpecErrors
 from protoframe.generator.frame_checks import check_frame_spec
+from protoframe.generator.frame_enums import spec_enums
 from protoframe.generator.frame_ir import FrameSpec, StructDef
 from protoframe.generator.interaction_builder import InteractionBuilder
 from protoframe.generator.ir import EnumType, Protocol
@@ -123,6 +124,7 @@ class _Builder(InteractionBuilder):
                                            self.loc(["structs", name], key=True),
                                            params=self.params(body, ["structs", name]),
                                            trailing=body.get("trailing", "error"))
+        self.frame_enums = spec_enums(self, root.get("enums", LocDict()))
         frame_raw = root["frame"]
         frame_name = frame_raw["name"]
         if frame_name in self.structs:
@@ -171,6 +173,7 @@ class _Builder(InteractionBuilder):
             protocol_version=self.version_enum(root.get("protocol_version")),
             allocate_start=allocate_options.get("start", 0),
             allocate_skip_zero=allocate_options.get("skip_zero", False),
+            frame_enums=list(self.frame_enums.values()),
         )
 
     def version_enum(self, name: str | None) -> EnumType | None:

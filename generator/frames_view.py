@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from protoframe.generator.bit_codec import enum_text
 from protoframe.generator.codewriter import docstring, literal, q
 from protoframe.generator.frame_class import class_text, stream_lines
 from protoframe.generator.frame_decoder import Decoder
@@ -74,6 +75,7 @@ class FramesModuleView:
     exports: list[str]
     stream_doc: str = ""
     layout_lines: list[str] = field(default_factory=list)  # install_frame_layouts(...)
+    enum_texts: list[str] = field(default_factory=list)  # the spec's enums, as IntEnum classes
 
     # What the template prints, each line fitted at the depth it is printed at.
     @property
@@ -124,6 +126,7 @@ def build_frames_module(spec: FrameSpec) -> FramesModuleView:
     layouts = layout_lines(list(plans), lambda m: ctx.proto_ref(m.py_path, m.full_name))
     if layouts:
         ctx.imports.use(COMPILED_FRAMES, "install_frame_layouts")
+    enums = [enum_text(ctx, e) for e in spec.frame_enums]
     # What the template's classes and FrameStream name.
     ctx.imports.use("dataclasses", "dataclass")
     ctx.imports.use("struct", "Struct")
@@ -151,9 +154,11 @@ def build_frames_module(spec: FrameSpec) -> FramesModuleView:
         stream_params=", to_server: bool = False" if directional else "",
         stream_args=", to_server=to_server" if directional else "",
         command_table=command_table,
-        exports=sorted([c.name for c in classes] + ["StreamDecoder", "frame_length"]),
+        exports=sorted([c.name for c in classes] + ["StreamDecoder", "frame_length"]
+                       + [e.name for e in spec.frame_enums]),
         stream_doc=docstring(stream_doc, "    "),
         layout_lines=layouts,
+        enum_texts=enums,
     )
 
 

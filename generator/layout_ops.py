@@ -388,6 +388,30 @@ class RangedInt(FieldOp):
 
 
 @dataclass(frozen=True)
+class ReadPacked(FieldOp):
+    """An integer holding named bit sub-fields (``bits:``); ``reserved``: the bits that must be
+    zero (0 when none are reserved)."""
+
+    word: ClassVar[str] = "packed"
+    int_type: IntType
+    reserved: int
+
+
+@dataclass(frozen=True)
+class SubField(FieldOp):
+    """A bit sub-field: no bytes of its own, ``width`` bits of the earlier integer
+    ``container``, ``shift`` bits above bit 0; ``as_bool``: a one-bit flag; ``enum``: the
+    spec enum a stored value is decoded as."""
+
+    word: ClassVar[str] = "bit_field"
+    container: str
+    shift: int
+    width: int
+    as_bool: bool
+    enum: str | None = None
+
+
+@dataclass(frozen=True)
 class Wrap(FieldOp):
     """An operation something beyond the field's kind makes Python-only; ``inner`` is what the
     field's kind alone lowers to, which says how its value is read and written."""
@@ -464,7 +488,8 @@ class Marker(Wrap):
 KindOp: TypeAlias = (ReadInt | Const | SizeOf | SizeRest | Checksum | ProtoBody | Envelope
                      | ProtoOther | BytesSized | BytesToEnd | BytesOther | Nested | NestedOther
                      | ReadVarint | ReadBool | ReadUuid | String | Array | Switch | Blocks | Bits
-                     | Terminated | ConstBytes | RangedInt)
+                     | Terminated | ConstBytes | RangedInt
+                     | ReadPacked | SubField)
 WrapOp: TypeAlias = (OptionalScalar | Condition | Computed | WithArgs | Prefix | FixedLength
                      | Default | Marker)
 AnyFieldOp: TypeAlias = KindOp | WrapOp
@@ -483,7 +508,7 @@ def int_shape(op: KindOp) -> IntShape | None:
     """How an integer operation's value sits on the wire (None for any other operation)."""
     match op:
         case ReadInt(int_type=t) | Const(int_type=t) | SizeOf(int_type=t) | SizeRest(
-                int_type=t) | Checksum(int_type=t):
+                int_type=t) | Checksum(int_type=t) | ReadPacked(int_type=t):
             return t
         case ReadVarint():
             return "varint"

@@ -75,6 +75,7 @@ from protoframe.generator.layout_ops import (
     RangedInt,
     ReadBool,
     ReadInt,
+    ReadPacked,
     ReadUuid,
     ReadVarint,
     Region,
@@ -82,6 +83,7 @@ from protoframe.generator.layout_ops import (
     SizeRest,
     SkipTrailing,
     String,
+    SubField,
     Switch,
     Terminated,
     WithArgs,
@@ -144,7 +146,8 @@ class LayoutPlan:
             f.name for f in self.struct.fields
             if f.value is not None and f.name not in named and f.const is None
             and f.size_of is None and f.size_range is None and f.count_of is None
-            and f.checksum is None and not f.is_switch_key)
+            and f.checksum is None and not f.is_switch_key
+            and not (isinstance(f, IntField) and f.reserved_mask))
 
     @property
     def unneeded_on_encode(self) -> frozenset[str]:
@@ -340,6 +343,11 @@ def _earlier_unsigned_size(s: StructDef, f: FrameField) -> str | None:
 
 def _lower_field(s: StructDef, f: FrameField, plans: dict[str, LayoutPlan], byte_order: str,
                  fills: bool) -> AnyFieldOp:
+    if f.bit_of is not None:
+        slot = f.bit_of
+        enum = slot.enum.name if slot.enum is not None and not f.computed else None
+        return SubField(f, slot.container, slot.shift, slot.width, isinstance(f, BoolField),
+                        enum)
     if not f.wire:
         assert f.derive is not None
         return Bits(f, f.derive, isinstance(f, BoolField))
@@ -357,6 +365,8 @@ def _lower_kind(s: StructDef, f: FrameField, plans: dict[str, LayoutPlan], byte_
     match f:
         case IntField():
             int_type = IntType(f.width, f.signed, f.order)
+            if f.bits:
+                return ReadPacked(f, int_type, f.reserved_mask)
             if f.const is not None:
                 return Const(f, int_type, f.const)
             if f.checksum is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from protoframe.generator import route_values
 from protoframe.generator.codewriter import Imports, docstring, q
 from protoframe.generator.commands_view import route_table
 from protoframe.generator.frame_ir import (
@@ -81,6 +82,8 @@ def routed_builders(spec: FrameSpec, imports: Imports,
 
 def frame_field_ann(f: FrameField, imports: Imports) -> str:
     """The annotation of a frame data field a builder takes (scalars only reach builders)."""
+    if f.bit_of is not None and f.bit_of.enum is not None:
+        return f"frames.{f.bit_of.enum.name}"
     ann = {"int": "int", "varint": "int", "bool": "bool", "bytes": "bytes", "string": "str",
            "uuid": "UUID"}.get(f.kind, "Any")
     if ann == "UUID":
@@ -121,6 +124,8 @@ def _leaf(spec: FrameSpec, imports: Imports, route: Route, cmd: RoutedCommand,
     if leaf.kind == "const":
         a = leaf.assignment
         assert a is not None
+        if a.expr is not None:
+            return route_values.render(a, route, cmd, lambda f: params[id(f)])
         if a.enum is not None:
             enum, member = a.enum
             return f"{proto_ref(spec, imports, enum)}.{member.py_name}"

@@ -4,6 +4,7 @@ routes), with how a sender builds each routed command's frame."""
 from __future__ import annotations
 
 from protoframe.generator.build_context import PathT
+from protoframe.generator.errors import SpecError
 from protoframe.generator.frame_ir import (
     ArrayField,
     Assignment,
@@ -30,6 +31,7 @@ from protoframe.generator.frame_ir import (
 )
 from protoframe.generator.ir import Label, MessageType, Presence
 from protoframe.generator.literals import LiteralError, char_code, integer, is_char_literal
+from protoframe.generator.route_values import check, target_kind
 from protoframe.generator.spec_yaml import LocDict, LocList
 from protoframe.generator.struct_builder import StructBuilder
 
@@ -216,6 +218,17 @@ class RouteBuilder(StructBuilder):
             enum = None
             last = target.last
             pf, ff = last.proto_field, last.frame_field
+            if isinstance(value, dict):
+                expr = self.expr(value["expr"], [*apath, "expr"])
+                if expr is None:
+                    continue
+                a = Assignment(target, expr.text, None, self.loc([*apath, "expr"]), expr)
+                if target_kind(a) not in ("int", "bool", "str"):
+                    self.error(f"set: {key!r} takes a constant (an expression can fill an "
+                               "integer, bool or string field)", [*apath, "expr"])
+                    continue
+                out.append(a)
+                continue
             if isinstance(value, str) and is_char_literal(value) and _is_integer(target) and \
                     not (pf is not None and pf.type.kind == "enum"):
                 try:
@@ -263,6 +276,11 @@ class RouteBuilder(StructBuilder):
             cmd.params = [f for f in frame.data_fields
                           if any(leaf.param is f for _, leaf in root.values
                                  if isinstance(leaf, BuildLeaf))]
+            for a in [*route.sets, *cmd.sets]:
+                why = check(a, route, cmd) if a.expr is not None else None
+                if why is not None:
+                    loc = a.location
+                    self.errors.append(SpecError(why, loc.path, loc.line, loc.column))
 
     def place(self, node: BuildNode, steps: list[PathStep], leaf: BuildLeaf) -> bool:
         attr = steps[0].attr

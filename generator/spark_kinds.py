@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from protoframe.generator.codewriter import Imports
 from protoframe.generator.errors import GeneratorBug
+from protoframe.generator.frame_bits import FrameEnum
 from protoframe.generator.frame_ir import (
     BlocksField,
     BoolField,
@@ -137,6 +138,17 @@ class Kind:
         return pattern
 
 
+def _bits_kind(width: int, enum: FrameEnum | None) -> Kind:
+    """A bit sub-field: the smallest column its bits fit; a spec enum's value by its number,
+    turned back into the enum on the way from a row."""
+    if width == 64:
+        return decimal_kind()
+    spark, arrow = ("IntegerType", "pa.int32()") if width < 32 else ("LongType", "pa.int64()")
+    if enum is None:
+        return basic(spark, arrow, "int")
+    return basic(spark, arrow, f"frames.{enum.name}", value=f"frames.{enum.name}({{}})")
+
+
 def basic(spark_type: str, arrow: str, py: str, *, row: str = "{}", value: str = "{}",
           column: str = "pa.array({}, {type})", lists: str = "pa.array({}, {type})") -> Kind:
     """A kind whose Spark type is the pyspark class ``spark_type``, taking no arguments."""
@@ -211,6 +223,8 @@ def struct_kind(key: str, py: str) -> Kind:
 def frame_kind(ctx: SparkContext, owner: StructDef, f: FrameField) -> Kind:
     if f.marker:
         return basic("BooleanType", "pa.bool_()", "bool")
+    if f.bit_of is not None and isinstance(f, IntField):
+        return _bits_kind(f.bit_of.width, f.bit_of.enum)
     match f:
         case IntField(width=8, signed=False):
             return decimal_kind()

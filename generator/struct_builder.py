@@ -10,6 +10,7 @@ import keyword
 import re
 from typing import Any
 
+from protoframe.generator.bit_fields import bit_parts
 from protoframe.generator.build_context import PathT
 from protoframe.generator.expr import Expr, parse
 from protoframe.generator.frame_ir import (
@@ -33,10 +34,12 @@ from protoframe.generator.frame_ir import (
     UuidField,
     VarintField,
     held_struct,
+    raw_indices,
 )
 from protoframe.generator.ir import Field, Label, MessageType
 from protoframe.generator.literals import LiteralError, integer, is_char_literal
 from protoframe.generator.spec_yaml import LocDict, LocList
+from protoframe.generator.switch_rules import case_value, check_case_args, key_enum, key_fits
 from protoframe.generator.value_rules import ValueRules
 
 
@@ -79,6 +82,17 @@ class StructBuilder(ValueRules):
                 self.error(f"duplicate field name {name!r}", [*fpath, "name"])
             seen.add(name)
             out.append(self.field(item, fpath))
+            if "bits" in item:
+                for j, sub in bit_parts(self, out[-1], item, fpath):
+                    spath: PathT = [*fpath, "bits", j, "name"]
+                    if sub.name in _ANNOTATION_NAMES or sub.name in self.type_names():
+                        self.error(f"field name {sub.name!r} would hide the type {sub.name} in "
+                                   "the generated class's annotations; choose another name",
+                                   spath)
+                    if sub.name in seen:
+                        self.error(f"duplicate field name {sub.name!r}", spath)
+                    seen.add(sub.name)
+                    out.append(sub)
         return out
 
     def field(self, item: LocDict, path: PathT) -> FrameField:
@@ -243,14 +257,16 @@ class StructBuilder(ValueRules):
         seen_values: dict[int, str] = {}
         seen_names: set[str] = set()
         layout_of: dict[str, object] = {}  # struct name -> the case key whose layout it is
-        given = self.case_names(names, [*path, "names"])
+        given = self.case_names(names, [*path, "names"], path)
         for key, target in raw.items():
             cpath = [*path, "cases", key]
             try:
-                value = integer(key)
+                value = case_value(self, key, path)
             except LiteralError as exc:
+                enum = key_enum(self, path)
                 self.error(f"switch case: {exc}" if is_char_literal(str(key)) else
-                           f"switch case {key!r} is not an integer", cpath, key=True)
+                           f"switch case {key!r} is not an integer"
+                           + (f" nor a value of {enum.name}" if enum else ""), cpath, key=True)
                 self.unresolved.update(_case_default_names(target))  # one mistake, one error
                 continue
             if value in seen_values:
@@ -286,13 +302,14 @@ class StructBuilder(ValueRules):
                 self.error(f"names: no case has the value {value}", npath, key=True)
         return out
 
-    def case_names(self, names: LocDict, path: PathT) -> dict[int, tuple[Any, PathT]]:
+    def case_names(self, names: LocDict, path: PathT,
+                   switch_path: PathT) -> dict[int, tuple[Any, PathT]]:
         """``names:`` by case value (keys are written like the cases' own)."""
         out: dict[int, tuple[Any, PathT]] = {}
         for key, name in names.items():
             npath = [*path, key]
             try:
-                value = integer(key)
+                value = case_value(self, key, switch_path)
             except LiteralError as exc:
                 self.error(f"names: {exc}", npath, key=True)
                 continue
@@ -349,8 +366,9 @@ class StructBuilder(ValueRules):
             if p.name in names:
                 self.error(f"param {p.name!r} has the name of a field", [*path, "params", p.name],
                            key=True)
+        raw = raw_indices(struct)
         for i, f in enumerate(struct.fields):
-            fpath = [*path, "fields", i]
+            fpath = [*path, "fields", raw[i]]
             earlier = names[:i]
             later = names[i + 1 :]
             if f.size_range is not None:
@@ -389,7 +407,7 @@ class StructBuilder(ValueRules):
                 self.error("bytes need length: N, prefix: <type>, size: <field|rest> or a "
                            "size_of field before them", [*fpath, "type"])
             if isinstance(f, ArrayField) and f.count is None and not f.until_end and \
-                    f.terminator is None and "count" not in self.raw_field(path, i):
+                    f.terminator is None and "count" not in self.raw_field(path, raw[i]):
                 self.error("an array needs count: <expression>, a count_of field or "
                            "until_end: true", [*fpath, "type"])
             if f.checksum is not None and f.checksum.start not in later:
@@ -399,13 +417,28 @@ class StructBuilder(ValueRules):
                 # Patched in once what it covers is encoded, in place: a width known up front.
                 self.error("a checksum field must be a fixed-width integer (u8 to u64)",
                            [*fpath, "type"])
-            if isinstance(f, SwitchField) and f.switch_on is not None:
+            if isinstance(f, SwitchField) and f.switch_on is not None and \
+                    not f.switch_on.isidentifier():
+                self.error(f"switch on: {f.switch_on!r} is not a field name; to switch on an "
+                           "expression, declare it as a derive: field before the switch (and "
+                           "write the fields it is made of with value: expressions over it)",
+                           [*fpath, "on"])
+            elif isinstance(f, SwitchField) and f.switch_on is not None:
                 key = struct.field(f.switch_on)
                 if not isinstance(key, IntField | VarintField) or f.switch_on not in earlier:
                     self.error(f"switch on: {f.switch_on!r} is not an integer field before "
                                f"{f.name!r}", [*fpath, "on"])
+                elif isinstance(key, IntField) and key.bits:
+                    self.error(f"switch on: {f.switch_on!r} is made of bits: switch on one of "
+                               "its parts", [*fpath, "on"])
+                elif not key.wire and key.value is not None:
+                    self.error(f"switch on: {f.switch_on!r} has a value: of its own, but a "
+                               "switch key is the code of the body's class", [*fpath, "on"])
                 else:
                     key.is_switch_key = True
+                    if key.bit_of is not None:
+                        key_fits(self, f, key.bit_of.width, self.raw_field(path, raw[i])["cases"],
+                                 fpath)
             if f.when_remaining and any(not g.optional and not g.computed
                                         for g in struct.fields[i + 1 :]):
                 self.error("when_remaining fields must come after every required field",
@@ -479,8 +512,9 @@ class StructBuilder(ValueRules):
     def check_uses(self, struct: StructDef) -> None:
         """Args match the params of the struct each field holds; ``trailing: ignore`` fits."""
         path: PathT = ["frame"] if struct.is_frame else ["structs", struct.name]
+        raw = raw_indices(struct)
         for i, f in enumerate(struct.fields):
-            fpath = [*path, "fields", i]
+            fpath = [*path, "fields", raw[i]]
             held = held_struct(f)
             cases = f.cases if isinstance(f, SwitchField) else []
             if held is not None:
@@ -492,17 +526,14 @@ class StructBuilder(ValueRules):
                 missing = sorted(wanted - set(f.args))
                 if missing:
                     self.error(f"{held.name} needs args for {', '.join(missing)}", fpath)
-            elif f.args:
-                self.error("args: only apply to a field holding a struct", [*fpath, "args"],
-                           key=True)
+            elif f.args and not isinstance(f, SwitchField):
+                self.error("args: only apply to a field holding a struct or a switch",
+                           [*fpath, "args"], key=True)
             if not struct.is_frame and any(c.directional for c in cases):
                 self.error("cases with to_server/to_client layouts are only possible in the "
                            "frame, whose decoder knows the direction", [*fpath, "cases"])
-            for case in cases:
-                for target in case.structs:
-                    if target.params:
-                        self.error(f"switch case {target.name} takes params, which a switch "
-                                   "cannot pass", [*fpath, "cases"])
+            if isinstance(f, SwitchField):
+                check_case_args(self, f, fpath)
             bounded = bool(f.size or f.prefix or f.length) or isinstance(f, BlocksField)
             last = i == len(struct.fields) - 1
             ignoring = [t for t in ([held] if held is not None else []) +
@@ -528,6 +559,10 @@ class StructBuilder(ValueRules):
         assert target is not None
         if not isinstance(target, IntField | VarintField):
             self.error(f"size: {head!r} is not an integer field", [*fpath, "size"])
+            return
+        if target.bit_of is not None:
+            self.error(f"size: {head!r} is a bit sub-field, which encoding cannot fill in as a "
+                       "size; give it a value: (len(...)) instead", [*fpath, "size"])
             return
         names = [g.name for g in struct.fields]
         if target.size_of not in (None, f.name) and (target.size_of == "rest"

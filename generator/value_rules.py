@@ -23,6 +23,7 @@ from protoframe.generator.frame_ir import (
     StructField,
     UuidField,
     VarintField,
+    raw_indices,
 )
 from protoframe.generator.literals import LiteralError, byte_string, integer
 from protoframe.generator.spec_yaml import LocDict
@@ -201,7 +202,7 @@ class ValueRules(BuildContext):
 
     def check_value_rules(self, struct: StructDef, path: PathT) -> None:
         """What the rest of the struct makes of the fields: sizes, counts and switch keys."""
-        for i, f in enumerate(struct.fields):
+        for i, f in zip(raw_indices(struct), struct.fields, strict=True):
             fpath = [*path, "fields", i]
             if isinstance(f, ArrayField) and f.terminator is not None and f.count is not None:
                 self.error("terminator: a list with a count_of field is not ended by a "

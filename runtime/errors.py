@@ -180,3 +180,18 @@ class StreamOverflow(ProtoframeError, BufferError):
     The buffer's messages already received are still read first; then this is raised, and the
     rest of the stream is swallowed so that the connection's next request gets only its own.
     """
+
+
+class ReservedBitsError(DecodeError):
+    """Bits the spec reserves (they must be zero) were set."""
+
+
+class UnknownEnumValueError(DecodeError):
+    """A field typed by one of the spec's enums holds a number the enum does not define.
+
+    ``value`` is that number, as it was on the wire.
+    """
+
+    def __init__(self, message: str, value: int) -> None:
+        super().__init__(message)
+        self.value = value

@@ -47,6 +47,8 @@ GROUPS = {
     "args": "FRAME_ARGS_CHANGED",
     "terminator": "FRAME_SIZE_CHANGED", "list_terminator": "FRAME_COUNT_CHANGED",
     "allowed": "FRAME_ALLOWED_VALUES_CHANGED", "items": "FRAME_ALLOWED_VALUES_CHANGED",
+    # Must-be-zero bits of an integer's bits: are a constant; a sub-field's enum, its type.
+    "reserved": "FRAME_CONST_CHANGED", "enum": "FRAME_FIELD_TYPE_CHANGED",
 }
 
 
@@ -167,6 +169,11 @@ def _attrs(f: FrameField) -> dict[str, str]:
         "compression": (f"{f.compression.codec}/{f.compression.uncompressed_size}"
                         if f.compression else None),
         "args": ", ".join(f"{k}={v.text}" for k, v in sorted(f.args.items())) or None,
+        "reserved": hex(f.reserved_mask) if isinstance(f, IntField) and f.reserved_mask
+        else None,
+        "enum": (f"{f.bit_of.enum.name}: " + ", ".join(
+            f"{m}={v}" for m, v in f.bit_of.enum.members)
+                 if f.bit_of is not None and f.bit_of.enum is not None else None),
     }
     a.update({k: v for k, v in optional.items() if v is not None})
     a.update(_value_attrs(f))

@@ -217,6 +217,10 @@ CASES = [
          "struct 'Open' is already the layout of case 2"),
     Case("stream_iterator_method_taken.yaml", "method: ping_iter", "ping_iter",
          "the method 'ping_iter' is the iterator method of PING's streamed answer"),
+    Case("bits_widths_do_not_add_up.yaml", "        bits:", "bits",
+         "bits: the widths add up to 9, but a u8 has 8 bits"),
+    Case("switch_case_param_without_arg.yaml", "{name: body, type: switch", "{name: body",
+         "switch case Open needs args for wide"),
 ]
 
 

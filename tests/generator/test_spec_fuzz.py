@@ -90,6 +90,9 @@ def specs(draw: Draw) -> tuple[str, list[Struct]]:
                        for i, s in enumerate(structs)}},
         ]},
     }
+    if draw(st.booleans()):  # the key as a bit sub-field: the low 7 bits, the top one reserved
+        spec["frame"]["fields"][1] = {"name": "head", "type": "u8", "bits": [
+            {"width": 1, "reserved": True}, {"name": "op", "width": 7}]}
     return yaml.safe_dump(spec, sort_keys=False), structs
 
 
@@ -97,7 +100,7 @@ def _add_field(draw: Draw, struct: Struct, names: Any, earlier: list[Struct]) ->
     name = next(names)
     kind = draw(st.sampled_from(["int", "varint", "bool", "uuid", "string", "bytes",
                                  "fixed", "array", "struct", "when", "cstring", "const",
-                                 "ranged", "zlist"]))
+                                 "ranged", "zlist", "bits"]))
     if kind == "struct" and not earlier:
         kind = "int"
     if kind == "int":
@@ -161,11 +164,39 @@ def _add_field(draw: Draw, struct: Struct, names: Any, earlier: list[Struct]) ->
         struct.fields.append({"name": name, "type": "array", "of": "u8", "terminator": 0,
                               "max_items": 4})
         struct.args.append((name, _drawing(st.lists(st.integers(1, 255), max_size=4))))
+    elif kind == "bits":  # an unsigned integer cut into named parts, bools, reserved bits
+        type_name = draw(st.sampled_from(["u8", "u16", "u32", "u64"]))
+        entry = {"name": name, "type": type_name, "bits": _bit_parts(draw, struct, names,
+                                                                      INTS[type_name][0] * 8)}
+        if draw(st.booleans()):
+            entry["order"] = draw(st.sampled_from(["big", "little"]))
+        struct.fields.append(entry)
     else:  # a flag byte, then a field present only when its bit 0 is set
         flag = next(names)
         struct.fields.append({"name": flag, "type": "u8"})
         struct.fields.append({"name": name, "type": "u32", "when": f"{flag} & 1"})
         struct.args.append((f"{flag}|{name}", lambda d: _flagged(d)))
+
+
+def _bit_parts(draw: Draw, struct: Struct, names: Any, left: int) -> list[dict[str, Any]]:
+    """Parts filling ``left`` bits; each named one is a constructor argument of ``struct``."""
+    parts: list[dict[str, Any]] = []
+    while left:
+        width = draw(st.integers(1, min(left, 12)))
+        left -= width
+        part = draw(st.sampled_from(["int", "bool", "reserved"] if width == 1
+                                    else ["int", "reserved"]))
+        if part == "reserved":
+            parts.append({"width": width, "reserved": True})
+            continue
+        name = next(names)
+        if part == "bool":
+            parts.append({"name": name, "type": "bool"})
+            struct.args.append((name, _drawing(st.booleans())))
+        else:
+            parts.append({"name": name, "width": width})
+            struct.args.append((name, _drawing(st.integers(0, 2**width - 1))))
+    return parts
 
 
 def _drawing(strategy: st.SearchStrategy[Any]) -> Callable[[Draw], Any]:

@@ -680,9 +680,11 @@ YAML_EDITS: list[Edit] = [
         TK,
         [
             ("5: PRODUCE_WITH_SEQNUM}", "5: PRODUCE_WITH_SEQNUM, 6: PING_AGAIN}"),
-            ("        3: Ping\n", "        3: Ping\n        6: Ping\n"),
+            ("        3: Ping\n", "        3: Ping\n        6: PingAgain\n"),
+            ("  Ping:\n", "  PingAgain:\n    fields: []\n  Ping:\n"),
         ],
         x("DISPATCH_CODE_ADDED", "PING_AGAIN", "CC"),
+        x("FRAME_STRUCT_ADDED", "PingAgain", "CC"),
     ),
     edit(
         "code-removed",

@@ -18,6 +18,7 @@ from protoframe.generator.ir import EnumType, EnumValue, Field, MessageType, Sou
 INT_TYPES = {
     "u8": (1, False), "u16": (2, False), "u32": (4, False), "u64": (8, False),
     "i8": (1, True), "i16": (2, True), "i32": (4, True), "i64": (8, True),
+    "u24": (3, False), "i24": (3, True),
 }
 
 

@@ -142,7 +142,7 @@ def build_frames_module(spec: FrameSpec) -> FramesModuleView:
         source=spec.path,
         module_doc=docstring(f"{doc}\n\nFrame layouts and codecs generated from {spec.path}.", ""),
         import_lines=ctx.imports.block(),
-        constants=[f'{name} = Struct("{code}")' for name, code in sorted(ctx.packers.items())],
+        constants=[f"{name} = {made}" for name, made in sorted(ctx.packers.items())],
         aliases=aliases,
         classes=classes,
         frame_name=spec.frame.name,

@@ -154,7 +154,8 @@ class LayoutPlan:
     def unknown_to_c(self) -> tuple[Op, ...]:
         """The operations whose words the compiled codec does not know."""
         words = c_words()
-        return tuple(op for op in self.ops if op.word not in words)
+        return tuple(op for op in self.ops if op.word not in words
+                     or any(t.width not in vocabulary.FRAME_INT_WIDTHS for t in _int_types(op)))
 
     @property
     def compiled(self) -> bool:
@@ -176,6 +177,17 @@ class SpecPlans:
 
     def __getitem__(self, name: str) -> LayoutPlan:
         return next(p for p in self.plans if p.name == name)
+
+
+def _int_types(op: Op) -> tuple[IntType, ...]:
+    """The fixed-width integers an operation the C codec might take reads or writes."""
+    match op:
+        case ReadInt(int_type=t) | Const(int_type=t) | SizeOf(int_type=t) | SizeRest(
+                int_type=t) | Checksum(int_type=t):
+            return (t,)
+        case Nested(when=IfPeek(int_type=t)):
+            return (t,)
+    return ()
 
 
 def plan_spec(spec: FrameSpec) -> SpecPlans:

@@ -99,7 +99,7 @@ def position(text: str, line_has: str, token: str) -> tuple[int, int]:
 
 
 CASES = [
-    Case("unknown_field_type.yaml", "name: total_size", "u24", "'u24' is not one of"),
+    Case("unknown_field_type.yaml", "name: total_size", "u128", "'u128' is not one of"),
     Case("unknown_proto_message.yaml", "message: Envelop", "Envelop",
          "unknown proto message 'Envelop'"),
     Case("size_of_nothing.yaml", "size_of: nonexistent", "nonexistent",

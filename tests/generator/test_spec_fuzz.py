@@ -35,7 +35,7 @@ from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.slow  # each random spec is generated, compiled and type-checked
 
-INTS = {f"{s}{w}": (w // 8, s == "i") for s in "ui" for w in (8, 16, 32, 64)}
+INTS = {f"{s}{w}": (w // 8, s == "i") for s in "ui" for w in (8, 16, 24, 32, 64)}
 # Names generated code uses for itself: a field called so must not shadow or be shadowed.
 TRICKY = ["buf", "pos", "end", "out", "data", "self", "cls", "obj", "type", "item", "items",
           "frame", "body", "value", "values", "count", "length", "size", "exc", "struct_error",
@@ -81,7 +81,7 @@ def specs(draw: Draw) -> tuple[str, list[Struct]]:
         "byte_order": draw(st.sampled_from(["big", "little"])),
         "structs": {s.name: {"fields": s.fields} for s in structs},
         "frame": {"name": frame_name, "fields": [
-            {"name": "length", "type": draw(st.sampled_from(["u32", "u16"])),
+            {"name": "length", "type": draw(st.sampled_from(["u32", "u16", "u24"])),
              "size_of": "rest"},
             {"name": "op", "type": "u8"},
             {"name": "body", "type": "switch", "on": "op",
@@ -115,11 +115,11 @@ def _add_field(draw: Draw, struct: Struct, names: Any, earlier: list[Struct]) ->
         struct.fields.append({"name": name, "type": "uuid"})
         struct.args.append((name, lambda d: d(st.uuids())))
     elif kind == "string":
-        prefix = draw(st.sampled_from(["u8", "u16", "u32", "varint"]))
+        prefix = draw(st.sampled_from(["u8", "u16", "u32", "varint", "u24"]))
         struct.fields.append({"name": name, "type": "string", "prefix": prefix})
         struct.args.append((name, lambda d: d(st.text(max_size=12))))
     elif kind == "bytes":
-        prefix = draw(st.sampled_from(["u8", "u16", "u32", "varint"]))
+        prefix = draw(st.sampled_from(["u8", "u16", "u32", "varint", "u24"]))
         struct.fields.append({"name": name, "type": "bytes", "prefix": prefix})
         struct.args.append((name, lambda d: d(st.binary(max_size=20))))
     elif kind == "fixed":
@@ -128,7 +128,7 @@ def _add_field(draw: Draw, struct: Struct, names: Any, earlier: list[Struct]) ->
         struct.args.append((name, _drawing(st.binary(min_size=n, max_size=n))))
     elif kind == "array":
         counter = next(names)
-        element = draw(st.sampled_from(["u8", "u16", "i32", "u64", "varint", "uuid",
+        element = draw(st.sampled_from(["u8", "u16", "i32", "u64", "varint", "uuid", "i24",
                                         *(s.name for s in earlier)]))
         struct.fields.append({"name": counter, "type": "u8", "count_of": name})
         struct.fields.append({"name": name, "type": "array", "of": element})

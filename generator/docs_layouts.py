@@ -118,6 +118,8 @@ def _size_col(spec: FrameSpec, s: StructDef, f: FrameField) -> str:
         return str(fixed)
     if isinstance(f, IntField | BoolField | UuidField) and f.optional:
         return f"{f.width_when_present}, or 0 when absent"
+    if isinstance(f, VarintField) and f.max_bytes is not None:
+        return f"1–{f.max_bytes} (varint)" if f.max_bytes > 1 else "1 (varint)"
     if isinstance(f, VarintField):
         return "1–10 (varint)"
     if f.length is not None:

@@ -29,6 +29,7 @@ from protoframe.generator.frame_ir import (
     StructDef,
     StructField,
     SwitchField,
+    VarintField,
     struct_refs,
 )
 from protoframe.generator.ir import Protocol, SourceLocation
@@ -93,7 +94,7 @@ class LengthField:
     """
 
     kind: str
-    field: IntField | BlocksField
+    field: IntField | VarintField | BlocksField
     offset: int
     between: int = 0
 
@@ -105,7 +106,7 @@ def frame_length_field(frame: StructDef) -> LengthField | None:
         size_rest = f.size_of == "rest" or (
             f.size_of is not None and f.size_of == frame.fields[-1].name
             and all(g.fixed_size is not None for g in frame.fields[i + 1 : -1]))
-        if size_rest and isinstance(f, IntField):
+        if size_rest and isinstance(f, IntField | VarintField):
             between = sum(g.fixed_size or 0 for g in frame.fields[i + 1 : -1]) \
                 if f.size_of != "rest" else 0
             return LengthField("size", f, offset, between)
@@ -121,9 +122,10 @@ def _frame_length_error(frame: StructDef) -> SpecError:
     # Blame the field that is the real cause: a length of the wrong type, a length that does
     # not cover the frame's end, or the variable-size field that hides what follows it.
     for i, f in enumerate(frame.fields):
-        if f.size_of is not None and not isinstance(f, IntField):
+        if f.size_of is not None and not isinstance(f, IntField | VarintField):
             return _at(f.location, f"the frame's length {f.name!r} is a {f.kind}: a frame "
-                                   "length must be a fixed-width integer (u8 ... u64, i8 ... i64)")
+                                   "length must be an integer (u8 ... u64, i8 ... i64, u24, "
+                                   "i24) or a varint")
         if f.size_of is not None and f.size_of != "rest" and f.size_of != frame.fields[-1].name:
             return _at(f.location, f"{f.name!r} measures {f.size_of!r}, not the end of the "
                                    "frame: a frame's length field must have size_of: rest or "

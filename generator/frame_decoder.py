@@ -74,6 +74,7 @@ from protoframe.generator.layout_ops import (
 )
 from protoframe.generator.layout_plan import LayoutPlan
 from protoframe.generator.runtime_modules import CHECKSUMS, ERRORS, MUTF8, PROTOWIRE
+from protoframe.generator.varlen_emit import bounded_read
 
 # ---------------------------------------------------------------------------------------------
 # decoding
@@ -331,6 +332,8 @@ class Decoder:
         if isinstance(kind, Bits):
             return []
         how = int_read_of(kind)
+        if isinstance(kind, ReadVarint) and kind.max_bytes is not None:
+            return bounded_read(self.ctx, self.where(op.field), "_", kind.max_bytes)
         if how == "varint":
             return self.int_read(op.field, "_", how)  # a varint's length is known once read
         width = 1 if how == "bool" else how.width
@@ -364,7 +367,9 @@ class Decoder:
                 return [*self.int_read(f, target, t), *self.sets_end(f, target, t.signed)]
             case ReadVarint(const=const, sets_end=sets_end) | ReadBool(const=const,
                                                                        sets_end=sets_end):
-                lines = self.int_read(f, target, int_read_of(op))
+                lines = (bounded_read(self.ctx, self.where(f), target, op.max_bytes)
+                         if isinstance(op, ReadVarint) and op.max_bytes is not None
+                         else self.int_read(f, target, int_read_of(op)))
                 if const is not None and check_const:
                     lines += self.const_check(f, target, const)
                 if sets_end:

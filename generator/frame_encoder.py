@@ -59,6 +59,7 @@ from protoframe.generator.layout_ops import (
 )
 from protoframe.generator.layout_plan import LayoutPlan
 from protoframe.generator.runtime_modules import CHECKSUMS, ERRORS, MUTF8, PROTOWIRE
+from protoframe.generator.varlen_emit import bounded_bytes
 
 # ---------------------------------------------------------------------------------------------
 # encoding
@@ -77,6 +78,7 @@ class Encoder:
         self.current: FrameField | None = None
         self.buf = "out"  # the bytearray the fields are appended to
         self.tail: FrameField | None = None  # bytes appended after a checksum that covers them
+        self.inserts: list[str] = []  # a varint size of the rest, put in after the patches
 
     def name(self, n: str) -> str:
         if n in self.params:
@@ -120,6 +122,9 @@ class Encoder:
         for op in self.plan.field_ops:
             self.field(op)
         self.out += self.patches
+        # A varint size of the rest goes in last, in front of what it measures: the patches
+        # above wrote at positions it moves.
+        self.out += self.inserts
         return self.out or ["pass"]
 
     def dotted_attr(self, ref: str) -> str:
@@ -146,6 +151,13 @@ class Encoder:
             return [f"{self.buf}.append({value})"]
         packer = self.ctx.packer(how.width, how.signed, how.order)
         return [f"{self.buf} += {packer}.pack({value})"]
+
+    def pack_op(self, op: KindOp, value: str) -> list[str]:
+        """Append ``value`` as the integer ``op`` reads (a varint bounded by its
+        ``max_bytes``)."""
+        if isinstance(op, ReadVarint) and op.max_bytes is not None:
+            return [f"{self.buf} += {bounded_bytes(self.ctx, value, op.max_bytes)}"]
+        return self.pack(int_read_of(op), value)
 
     def computed_value(self, f: FrameField) -> list[str]:
         """Statements setting ``v_<name>`` for a computed wire integer; [] if patched later."""
@@ -251,6 +263,10 @@ class Encoder:
                 f"{algo}(view[s_{kind.start}:]))",
             ]
             return [f"p_{f.name} = len({self.buf})", f"{self.buf} += bytes({i.width})"]
+        if f.size_of == "rest" and isinstance(kind, ReadVarint):
+            size = bounded_bytes(self.ctx, f"len({self.buf}) - p_{f.name}", kind.max_bytes)
+            self.inserts.append(f"{self.buf}[p_{f.name}:p_{f.name}] = {size}")
+            return [f"p_{f.name} = len({self.buf})"]
         if f.size_of == "rest":
             i = fixed_int(kind)
             packer = self.ctx.packer(i.width, i.signed, i.order)
@@ -265,12 +281,12 @@ class Encoder:
                 cond = self.render(f.when, f, parens=False)
                 lines = [f"v_{f.name} = {literal(f.default or 0)}", f"if {cond}:"]
                 lines += ["    " + x for x in self.computed_value(f)]
-                lines += ["    " + x for x in self.pack(int_read_of(kind), f"v_{f.name}")]
+                lines += ["    " + x for x in self.pack_op(kind, f"v_{f.name}")]
                 self.available[f.name] = f"v_{f.name}"
                 return lines
             lines = self.computed_value(f)
             self.available[f.name] = f"v_{f.name}"
-            return lines + self.pack(int_read_of(kind), f"v_{f.name}")
+            return lines + self.pack_op(kind, f"v_{f.name}")
         body = self.write(kind)
         if f.when is not None:
             self.ctx.imports.use(ERRORS, "EncodeError")
@@ -352,7 +368,7 @@ class Encoder:
         match op:
             case (ReadInt() | Const() | SizeOf() | SizeRest() | Checksum() | ReadVarint()
                   | ReadBool()):
-                return self.pack(int_read_of(op), value)
+                return self.pack_op(op, value)
             case ReadUuid():
                 return [f"{self.buf} += {value}.bytes"]
             case (BytesSized(region=region) | BytesToEnd(region=region)

@@ -222,6 +222,8 @@ class VarintField(FrameField):
     """A protobuf-style base-128 varint."""
 
     kind: ClassVar[str] = "varint"
+    # ``max_bytes: N``: at most N bytes (a continuation bit on the N-th is malformed).
+    max_bytes: int | None = None
 
 
 @dataclass

@@ -17,10 +17,11 @@ from protoframe.generator.frame_emit import (
 from protoframe.generator.frame_ir import (
     INT_TYPES,
     IntField,
+    VarintField,
 )
 from protoframe.generator.layout_ops import Const
 from protoframe.generator.layout_plan import LayoutPlan
-from protoframe.generator.runtime_modules import ERRORS
+from protoframe.generator.runtime_modules import ERRORS, VARLEN
 
 
 def magic_checks(ctx: EmitContext, plan: LayoutPlan, upto: int) -> list[str]:
@@ -72,6 +73,8 @@ def length_lines(ctx: EmitContext, plan: LayoutPlan) -> list[str]:
             "{limit}-byte limit\")",
             "return size",
         ]
+    if isinstance(f, VarintField):
+        return varint_length_lines(ctx, plan, offset, length.between, f.max_bytes)
     cw, cs = INT_TYPES[f.block_count]
     lw, ls = INT_TYPES[f.block_length]
     cp = ctx.packer(cw, cs, ctx.spec.byte_order)
@@ -100,4 +103,28 @@ def length_lines(ctx: EmitContext, plan: LayoutPlan) -> list[str]:
         "if p > end:",
         "    return None",
         "return p - pos",
+    ]
+
+
+def varint_length_lines(ctx: EmitContext, plan: LayoutPlan, offset: int, between: int,
+                        max_bytes: int | None) -> list[str]:
+    """``frame_length`` of a frame whose length is a varint at ``offset``: None while the
+    varint is incomplete, ``MalformedVarintError`` when it is longer than it may be (10 bytes,
+    or ``max_bytes``), ``FrameTooLargeError`` before a byte of an oversize body is kept."""
+    ctx.imports.use(VARLEN, "peek_varint")
+    ctx.imports.use(ERRORS, "FrameTooLargeError")
+    most = f", {max_bytes}" if max_bytes is not None else ""
+    return [
+        f"if end - pos <= {offset}:",
+        "    return None",
+        *magic_checks(ctx, plan, offset),
+        f"read = peek_varint(buf, {offset_expr('pos', offset)}, end{most})",
+        "if read is None:",
+        "    return None",
+        f"size: int = read[1] - pos + {between} + read[0]" if between else
+        "size: int = read[1] - pos + read[0]",
+        "if size > limit:",
+        "    raise FrameTooLargeError(f\"frame of {size} bytes is over the "
+        "{limit}-byte limit\")",
+        "return size",
     ]

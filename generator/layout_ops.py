@@ -261,11 +261,13 @@ class NestedOther(FieldOp):
 
 @dataclass(frozen=True)
 class ReadVarint(FieldOp):
-    """A varint; ``const``: the value it must have; ``sets_end``: it is the size of the rest."""
+    """A varint; ``const``: the value it must have; ``sets_end``: it is the size of the rest;
+    ``max_bytes``: at most that many bytes (``max_bytes:``), else up to 10."""
 
     word: ClassVar[str] = "varint"
     const: int | None
     sets_end: bool
+    max_bytes: int | None = None
 
 
 @dataclass(frozen=True)

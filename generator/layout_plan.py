@@ -413,7 +413,7 @@ def _lower_kind(s: StructDef, f: FrameField, plans: dict[str, LayoutPlan], byte_
                 when = Always()
             return Nested(f, plans[held.name], when, region)
         case VarintField():
-            return ReadVarint(f, f.const, f.size_of == "rest")
+            return ReadVarint(f, f.const, f.size_of == "rest", f.max_bytes)
         case BoolField():
             return ReadBool(f, f.const, f.size_of == "rest")
         case UuidField():

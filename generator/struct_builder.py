@@ -35,6 +35,7 @@ from protoframe.generator.frame_ir import (
     held_struct,
 )
 from protoframe.generator.ir import Field, Label, MessageType
+from protoframe.generator.length_rules import check_varint_rest, read_max_bytes
 from protoframe.generator.literals import LiteralError, integer, is_char_literal
 from protoframe.generator.spec_yaml import LocDict, LocList
 
@@ -134,6 +135,7 @@ class StructBuilder(BuildContext):
             self.nullable(f, item, path)
         if isinstance(f, StringField):
             f.encoding = item.get("encoding", "utf8")
+        read_max_bytes(f, item, path, self.error)
         if "compression" in item:
             c = item["compression"]
             f.compression = Compression(c["codec"], c.get("uncompressed_size"))
@@ -342,9 +344,7 @@ class StructBuilder(BuildContext):
             if f.size_of is not None and not isinstance(f, IntField | VarintField):
                 self.error("a size field must be an integer", [*fpath, "type"])
             elif f.size_of == "rest" and isinstance(f, VarintField):
-                # The size of the rest is patched in after the rest is encoded, in place.
-                self.error("size_of: rest needs a fixed-width integer (u8 to u64), since it is "
-                           "filled in after what follows is encoded", [*fpath, "type"])
+                check_varint_rest(struct, i, f, fpath, self.error)
             if f.count_of is not None:
                 target = struct.field(f.count_of)
                 if not isinstance(target, ArrayField) or f.count_of not in later:

@@ -81,7 +81,7 @@ def specs(draw: Draw) -> tuple[str, list[Struct]]:
         "byte_order": draw(st.sampled_from(["big", "little"])),
         "structs": {s.name: {"fields": s.fields} for s in structs},
         "frame": {"name": frame_name, "fields": [
-            {"name": "length", "type": draw(st.sampled_from(["u32", "u16", "u24"])),
+            {"name": "length", "type": draw(st.sampled_from(["u32", "u16", "u24", "varint"])),
              "size_of": "rest"},
             {"name": "op", "type": "u8"},
             {"name": "body", "type": "switch", "on": "op",
@@ -95,7 +95,7 @@ def specs(draw: Draw) -> tuple[str, list[Struct]]:
 def _add_field(draw: Draw, struct: Struct, names: Any, earlier: list[Struct]) -> None:
     name = next(names)
     kind = draw(st.sampled_from(["int", "varint", "bool", "uuid", "string", "bytes",
-                                 "fixed", "array", "struct", "when"]))
+                                 "fixed", "array", "struct", "when", "bounded"]))
     if kind == "struct" and not earlier:
         kind = "int"
     if kind == "int":
@@ -108,6 +108,10 @@ def _add_field(draw: Draw, struct: Struct, names: Any, earlier: list[Struct]) ->
     elif kind == "varint":
         struct.fields.append({"name": name, "type": "varint"})
         struct.args.append((name, lambda d: d(st.integers(0, 2**64 - 1))))
+    elif kind == "bounded":
+        most = draw(st.integers(1, 10))
+        struct.fields.append({"name": name, "type": "varint", "max_bytes": most})
+        struct.args.append((name, _drawing(st.integers(0, min(2 ** (7 * most), 2**64) - 1))))
     elif kind == "bool":
         struct.fields.append({"name": name, "type": "bool"})
         struct.args.append((name, lambda d: d(st.booleans())))

@@ -162,6 +162,13 @@ def _notes(spec: FrameSpec, s: StructDef, f: FrameField, names: ProtoNames) -> s
         notes.append(f"size of everything after it in the {'frame' if s.is_frame else 'struct'}")
     elif f.size_of is not None:
         notes.append(f"size of `{f.size_of}`")
+    if f.size_includes == "self":
+        notes.append("counting its own bytes too")
+    elif f.size_includes == "header":
+        notes.append(f"counting `{s.name}` from its start too")
+    if f.size_adjust:
+        notes.append(f"plus {f.size_adjust}" if f.size_adjust > 0 else
+                     f"minus {-f.size_adjust}")
     if f.size_range is not None and f.size_range[0] == f.size_range[1]:
         notes.append(f"size of `{f.size_range[0]}`")
     elif f.size_range is not None:

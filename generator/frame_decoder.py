@@ -74,7 +74,7 @@ from protoframe.generator.layout_ops import (
 )
 from protoframe.generator.layout_plan import LayoutPlan
 from protoframe.generator.runtime_modules import CHECKSUMS, ERRORS, MUTF8, PROTOWIRE
-from protoframe.generator.varlen_emit import bounded_read
+from protoframe.generator.varlen_emit import adjusted_size, bounded_read
 
 # ---------------------------------------------------------------------------------------------
 # decoding
@@ -358,6 +358,9 @@ class Decoder:
             case Bits(expr=expr, as_bool=as_bool):
                 derived = self.render(expr, f, parens=False)
                 return [f"{target} = bool({derived})" if as_bool else f"{target} = {derived}"]
+            case SizeOf(adjust=adjust) | SizeRest(adjust=adjust) | ReadVarint(
+                    adjust=adjust) if adjust:
+                return adjusted_size(self, op, target)
             case ReadInt(int_type=t) | SizeOf(int_type=t) | Checksum(int_type=t):
                 return self.int_read(f, target, t)
             case Const(int_type=t, value=const):

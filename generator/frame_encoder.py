@@ -59,7 +59,7 @@ from protoframe.generator.layout_ops import (
 )
 from protoframe.generator.layout_plan import LayoutPlan
 from protoframe.generator.runtime_modules import CHECKSUMS, ERRORS, MUTF8, PROTOWIRE
-from protoframe.generator.varlen_emit import bounded_bytes
+from protoframe.generator.varlen_emit import bounded_bytes, plus
 
 # ---------------------------------------------------------------------------------------------
 # encoding
@@ -155,6 +155,8 @@ class Encoder:
     def pack_op(self, op: KindOp, value: str) -> list[str]:
         """Append ``value`` as the integer ``op`` reads (a varint bounded by its
         ``max_bytes``)."""
+        if isinstance(op, SizeOf | ReadVarint):
+            value = plus(value, op.adjust)  # the number counts more than the size
         if isinstance(op, ReadVarint) and op.max_bytes is not None:
             return [f"{self.buf} += {bounded_bytes(self.ctx, value, op.max_bytes)}"]
         return self.pack(int_read_of(op), value)
@@ -264,14 +266,16 @@ class Encoder:
             ]
             return [f"p_{f.name} = len({self.buf})", f"{self.buf} += bytes({i.width})"]
         if f.size_of == "rest" and isinstance(kind, ReadVarint):
-            size = bounded_bytes(self.ctx, f"len({self.buf}) - p_{f.name}", kind.max_bytes)
+            size = bounded_bytes(self.ctx, plus(f"len({self.buf}) - p_{f.name}", kind.adjust),
+                                 kind.max_bytes)
             self.inserts.append(f"{self.buf}[p_{f.name}:p_{f.name}] = {size}")
             return [f"p_{f.name} = len({self.buf})"]
         if f.size_of == "rest":
             i = fixed_int(kind)
             packer = self.ctx.packer(i.width, i.signed, i.order)
-            self.patches.insert(0, f"{packer}.pack_into({self.buf}, p_{f.name}, "
-                                   f"len({self.buf}) - p_{f.name} - {i.width})")
+            rest = plus(f"len({self.buf}) - p_{f.name} - {i.width}",
+                        kind.adjust if isinstance(kind, SizeRest) else 0)
+            self.patches.insert(0, f"{packer}.pack_into({self.buf}, p_{f.name}, {rest})")
             return [f"p_{f.name} = len({self.buf})", f"{self.buf} += bytes({i.width})"]
         if f.size_range is not None:
             width = fixed_int(kind).width

@@ -148,6 +148,10 @@ class FrameField:
     value: Expr | None = None
     derive: Expr | None = None  # no bytes of its own: decode computes it from earlier fields
     size_of: str | None = None  # target field name or "rest"
+    # What the size counts beyond what it measures: ``includes: self`` (its own bytes) or
+    # ``header`` (the struct up to and including it), and ``adjust: N`` added on top.
+    size_includes: str | None = None
+    size_adjust: int = 0
     size_range: tuple[str, str] | None = None  # size_of: {from, to}: bytes of several fields
     count_of: str | None = None
     checksum: Checksum | None = None

@@ -123,9 +123,14 @@ class SizeOf(FieldOp):
     int_type: IntType
     target: str
     of_message_or_bytes: bool  # the target is a protobuf message or bytes
+    # What the number counts beyond the target (``includes:``, ``adjust:``): the wire holds
+    # the target's size plus this.
+    adjust: int = 0
 
     @property
     def word(self) -> str:  # type: ignore[override]
+        if self.adjust:
+            return "adjusted_size"
         if self.int_type.signed:
             return "signed_size"
         return "size" if self.of_message_or_bytes else "size_of_other"
@@ -136,9 +141,12 @@ class SizeRest(FieldOp):
     """The byte size of everything after it: the struct's region ends there."""
 
     int_type: IntType
+    adjust: int = 0  # as for ``SizeOf``
 
     @property
     def word(self) -> str:  # type: ignore[override]
+        if self.adjust:
+            return "adjusted_size_rest"
         return "signed_size_rest" if self.int_type.signed else "size_rest"
 
 
@@ -268,6 +276,7 @@ class ReadVarint(FieldOp):
     const: int | None
     sets_end: bool
     max_bytes: int | None = None
+    adjust: int = 0  # a size of the rest or of a field: what it counts beyond (``adjust:``)
 
 
 @dataclass(frozen=True)

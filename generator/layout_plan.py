@@ -84,6 +84,7 @@ from protoframe.generator.layout_ops import (
     WithArgs,
     c_words,
 )
+from protoframe.generator.length_rules import size_extra
 from protoframe.runtime.codec import vocabulary
 
 
@@ -371,10 +372,11 @@ def _lower_kind(s: StructDef, f: FrameField, plans: dict[str, LayoutPlan], byte_
                 return Checksum(f, int_type, f.checksum.algorithm, f.checksum.start,
                                 _early(s, f, fills))
             if f.size_of == "rest":
-                return SizeRest(f, int_type)
+                return SizeRest(f, int_type, size_extra(s, f))
             if f.size_of is not None:
                 return SizeOf(f, int_type, f.size_of,
-                              isinstance(s.field(f.size_of), ProtoField | BytesField))
+                              isinstance(s.field(f.size_of), ProtoField | BytesField),
+                              size_extra(s, f))
             return ReadInt(f, int_type)
         case ProtoField():
             size = _earlier_unsigned_size(s, f)
@@ -413,7 +415,7 @@ def _lower_kind(s: StructDef, f: FrameField, plans: dict[str, LayoutPlan], byte_
                 when = Always()
             return Nested(f, plans[held.name], when, region)
         case VarintField():
-            return ReadVarint(f, f.const, f.size_of == "rest", f.max_bytes)
+            return ReadVarint(f, f.const, f.size_of == "rest", f.max_bytes, size_extra(s, f))
         case BoolField():
             return ReadBool(f, f.const, f.size_of == "rest")
         case UuidField():

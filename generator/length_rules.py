@@ -1,5 +1,6 @@
-"""The builder's rules for variable-length integers: ``max_bytes:`` on a varint, and a varint
-that is the size of the rest of its struct.
+"""The builder's rules for variable-length integers and adjusted sizes: ``max_bytes:`` on a
+varint, a varint that is the size of the rest of its struct, and ``includes:`` / ``adjust:`` on
+a size field (with ``size_extra``, what such a size counts beyond what it measures).
 
 A varint ``size_of: rest`` is written after what follows it is encoded, by inserting its bytes
 in front of them (its width is not known ahead, so no placeholder can be patched): nothing that
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from protoframe.generator.build_context import PathT
-from protoframe.generator.frame_ir import FrameField, StructDef, VarintField
+from protoframe.generator.frame_ir import FrameField, IntField, StructDef, VarintField
 from protoframe.generator.spec_yaml import LocDict
 
 Report = Callable[[str, PathT], None]
@@ -53,3 +54,57 @@ def check_varint_rest(struct: StructDef, index: int, f: FrameField, path: PathT,
                 names.index(g.size_range[0]) <= index <= names.index(g.size_range[1]):
             report(f"size_of range {g.name!r} covers {f.name!r}, a varint size of the rest, "
                    "which is written after the fields it measures", [*path, "size_of"])
+
+
+def read_adjustment(f: FrameField, item: LocDict, path: PathT, report: Report) -> None:
+    """``includes: self | header`` and ``adjust: N`` on a size field: the number on the wire
+    is the size it measures plus its own bytes, or the struct's bytes up to and including it,
+    plus N (PostgreSQL's lengths include themselves)."""
+    keys = [k for k in ("includes", "adjust") if k in item]
+    if not keys:
+        return
+    if f.size_of is None:
+        for key in keys:
+            report(f"{key}: needs a size_of: rest or size_of: <field> field (a size range or a "
+                   "count cannot be adjusted)", [*path, key])
+        return
+    if "includes" in item:
+        if not isinstance(f, IntField):
+            report("includes: needs a fixed-width integer: a varint's own width is not known "
+                   "until its value is (use adjust: instead)", [*path, "includes"])
+            return
+        f.size_includes = item["includes"]
+    if "adjust" in item:
+        adjust = item["adjust"]
+        if adjust == 0:
+            report("adjust: 0 changes nothing; leave it out", [*path, "adjust"])
+            return
+        if isinstance(f, IntField):
+            most = 1 << (8 * f.width - (1 if f.signed else 0))
+            if abs(adjust) >= most:
+                report(f"adjust: {adjust} does not fit a {f.width}-byte size", [*path, "adjust"])
+                return
+        f.size_adjust = adjust
+
+
+def check_header(struct: StructDef, index: int, f: FrameField, path: PathT,
+                 report: Report) -> None:
+    """``includes: header``: every field before the size has a fixed size, so the header's
+    length is known when the code is generated."""
+    for g in struct.fields[:index]:
+        if g.fixed_size is None:
+            report(f"includes: header needs fixed-size fields before {f.name!r}, and "
+                   f"{g.name!r} has none", [*path, "includes"])
+            return
+
+
+def size_extra(struct: StructDef, f: FrameField) -> int:
+    """What the number in size field ``f`` counts beyond the bytes it measures (the rules
+    above hold: ``includes`` is on a fixed-width integer, the header has a fixed size)."""
+    extra = f.size_adjust
+    if f.size_includes is not None and isinstance(f, IntField):
+        extra += f.width
+        if f.size_includes == "header":
+            index = struct.fields.index(f)
+            extra += sum(g.fixed_size or 0 for g in struct.fields[:index])
+    return extra

@@ -35,7 +35,12 @@ from protoframe.generator.frame_ir import (
     held_struct,
 )
 from protoframe.generator.ir import Field, Label, MessageType
-from protoframe.generator.length_rules import check_varint_rest, read_max_bytes
+from protoframe.generator.length_rules import (
+    check_header,
+    check_varint_rest,
+    read_adjustment,
+    read_max_bytes,
+)
 from protoframe.generator.literals import LiteralError, integer, is_char_literal
 from protoframe.generator.spec_yaml import LocDict, LocList
 
@@ -109,6 +114,7 @@ class StructBuilder(BuildContext):
             f.size_range = (size_of["from"], size_of["to"])
             size_of = None
         f.size_of = size_of
+        read_adjustment(f, item, path, self.error)
         f.count_of = item.get("count_of")
         if "checksum" in item:
             f.checksum = Checksum(item["checksum"]["algorithm"], item["checksum"]["from"])
@@ -345,6 +351,8 @@ class StructBuilder(BuildContext):
                 self.error("a size field must be an integer", [*fpath, "type"])
             elif f.size_of == "rest" and isinstance(f, VarintField):
                 check_varint_rest(struct, i, f, fpath, self.error)
+            if f.size_includes == "header":
+                check_header(struct, i, f, fpath, self.error)
             if f.count_of is not None:
                 target = struct.field(f.count_of)
                 if not isinstance(target, ArrayField) or f.count_of not in later:

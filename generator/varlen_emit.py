@@ -1,5 +1,6 @@
-"""The code of variable-length integers beyond protobuf's varint, for the frame codecs: a
-varint bounded by ``max_bytes:`` (read, written, and probed as a frame length).
+"""The code of lengths beyond a plain count, for the frame codecs: a varint bounded by
+``max_bytes:`` (read, written, and probed as a frame length), and a size that counts more than
+what it measures (``includes:``, ``adjust:``).
 
 The runtime side is ``runtime/codec/varlen.py``; both codec emitters call these helpers so a
 bounded varint reads the same wherever it is.
@@ -7,8 +8,14 @@ bounded varint reads the same wherever it is.
 
 from __future__ import annotations
 
-from protoframe.generator.frame_emit import EmitContext
-from protoframe.generator.runtime_modules import PROTOWIRE, VARLEN
+from typing import TYPE_CHECKING
+
+from protoframe.generator.frame_emit import EmitContext, indent, raise_lines
+from protoframe.generator.layout_ops import ReadVarint, SizeOf, SizeRest
+from protoframe.generator.runtime_modules import ERRORS, PROTOWIRE, VARLEN
+
+if TYPE_CHECKING:
+    from protoframe.generator.frame_decoder import Decoder
 
 
 def bounded_read(ctx: EmitContext, where: str, target: str, max_bytes: int) -> list[str]:
@@ -29,3 +36,47 @@ def bounded_bytes(ctx: EmitContext, value: str, max_bytes: int | None) -> str:
         return f"varint_bytes({value})"
     ctx.imports.use(VARLEN, "bounded_varint_bytes")
     return f"bounded_varint_bytes({value}, {max_bytes})"
+
+
+def unadjust(ctx: EmitContext, name: str, target: str, adjust: int) -> list[str]:
+    """Turn the number just read into ``target`` into the size it measures: take off what it
+    counts besides (``includes:``, ``adjust:``), ``LengthTooSmallError`` when it is less
+    (``name``: the ``Struct.field`` the message names)."""
+    ctx.imports.use(ERRORS, "LengthTooSmallError")
+    if adjust < 0:
+        return [f"{target} += {-adjust}"]
+    return [f"if {target} < {adjust}:",
+            *indent(raise_lines("LengthTooSmallError", f"{name}: {{{target}}} is less than "
+                                f"the {adjust} bytes it counts besides what it measures")),
+            f"{target} -= {adjust}"]
+
+
+def adjusted_size(dec: Decoder, op: SizeOf | SizeRest | ReadVarint, target: str) -> list[str]:
+    """Read size ``op`` whose number counts more than it measures (``adjust`` bytes more) into
+    ``target``, as the size it measures; a size of the rest then ends the region."""
+    f = op.field
+    if isinstance(op, ReadVarint):
+        lines = (bounded_read(dec.ctx, dec.where(f), target, op.max_bytes)
+                 if op.max_bytes is not None else dec.int_read(f, target, "varint"))
+    else:
+        lines = dec.int_read(f, target, op.int_type)
+    lines += unadjust(dec.ctx, f"{dec.s.name}.{f.name}", target, op.adjust)
+    if isinstance(op, SizeRest):
+        lines += dec.sets_end(f, target, op.int_type.signed and op.adjust < 0)
+    elif isinstance(op, ReadVarint) and op.sets_end:
+        lines += dec.sets_end(f, target, False)
+    return lines
+
+
+def plus(expr: str, n: int) -> str:
+    """``expr + n`` as source, folding a constant at its end (``len(out) - p - 4`` plus 4 is
+    ``len(out) - p``)."""
+    if n == 0:
+        return expr
+    head, sep, last = expr.rpartition(" - ")
+    if sep and last.isdigit():
+        n -= int(last)
+        expr = head
+    if n == 0:
+        return expr
+    return f"{expr} + {n}" if n > 0 else f"{expr} - {-n}"

@@ -139,3 +139,8 @@ class RequestFailed(ProtoframeError):
         super().__init__(message or f"request failed: {command} {body!r}")
         self.command = command
         self.body = body
+
+
+class LengthTooSmallError(SizeMismatchError):
+    """A length field holds less than it must count besides the content: its own bytes, the
+    header (``includes:``) or its ``adjust:``."""

@@ -130,6 +130,8 @@ CASES = [
          "checksum 'crc' covers 'total_size', a varint size of the rest"),
     Case("max_bytes_not_varint.yaml", "name: total_size", "4}",
          "max_bytes: needs a varint field"),
+    Case("includes_on_varint.yaml", "name: total_size", "self}",
+         "includes: needs a fixed-width integer"),
     # Once a frames.py that failed mypy --strict (found by tests/generator/test_spec_fuzz.py).
     Case("field_hides_a_type.yaml", "name: bytes", "bytes",
          "field name 'bytes' would hide the type bytes"),

@@ -89,6 +89,10 @@ def specs(draw: Draw) -> tuple[str, list[Struct]]:
                        for i, s in enumerate(structs)}},
         ]},
     }
+    # A frame length that counts itself, or a constant more (PostgreSQL's includes itself).
+    length = spec["frame"]["fields"][0]
+    if draw(st.booleans()):
+        length.update({"adjust": 3} if length["type"] == "varint" else {"includes": "self"})
     return yaml.safe_dump(spec, sort_keys=False), structs
 
 

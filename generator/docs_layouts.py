@@ -107,6 +107,8 @@ def _type_text(spec: FrameSpec, f: FrameField, names: ProtoNames,
             return f"array of {_type_text(spec, element, names, anchors)}"
         case SwitchField():
             return f"switch on `{f.switch_on}`"
+        case VarintField(encoding="lenenc"):
+            return "lenenc integer" + (" (0xfb: None)" if f.nullable else "")
     return f.kind  # varint, bool, uuid, bytes
 
 
@@ -118,6 +120,8 @@ def _size_col(spec: FrameSpec, s: StructDef, f: FrameField) -> str:
         return str(fixed)
     if isinstance(f, IntField | BoolField | UuidField) and f.optional:
         return f"{f.width_when_present}, or 0 when absent"
+    if isinstance(f, VarintField) and f.encoding == "lenenc":
+        return "1, 3, 4 or 9 (lenenc)"
     if isinstance(f, VarintField) and f.max_bytes is not None:
         return f"1–{f.max_bytes} (varint)" if f.max_bytes > 1 else "1 (varint)"
     if isinstance(f, VarintField):
@@ -129,7 +133,7 @@ def _size_col(spec: FrameSpec, s: StructDef, f: FrameField) -> str:
     if f.size is not None:
         return f"`{f.size}`"
     if f.prefix is not None:
-        null = " (-1: None)" if f.nullable else ""
+        null = (" (0xfb: None)" if f.prefix == "lenenc" else " (-1: None)") if f.nullable else ""
         return f"{f.prefix} length prefix{null} + length"
     if isinstance(f, BytesField | StringField | ProtoField):
         return "the rest"

@@ -106,7 +106,7 @@ def frame_length_field(frame: StructDef) -> LengthField | None:
         size_rest = f.size_of == "rest" or (
             f.size_of is not None and f.size_of == frame.fields[-1].name
             and all(g.fixed_size is not None for g in frame.fields[i + 1 : -1]))
-        if size_rest and isinstance(f, IntField | VarintField):
+        if size_rest and isinstance(f, IntField | VarintField) and _length_kind(f):
             between = sum(g.fixed_size or 0 for g in frame.fields[i + 1 : -1]) \
                 if f.size_of != "rest" else 0
             return LengthField("size", f, offset, between)
@@ -118,14 +118,21 @@ def frame_length_field(frame: StructDef) -> LengthField | None:
     return None
 
 
+def _length_kind(f: FrameField) -> bool:
+    """Whether ``f`` can hold a frame's length: an integer or a base-128 varint (a MySQL
+    length-encoded integer cannot)."""
+    return isinstance(f, IntField) or isinstance(f, VarintField) and f.encoding != "lenenc"
+
+
 def _frame_length_error(frame: StructDef) -> SpecError:
     # Blame the field that is the real cause: a length of the wrong type, a length that does
     # not cover the frame's end, or the variable-size field that hides what follows it.
     for i, f in enumerate(frame.fields):
-        if f.size_of is not None and not isinstance(f, IntField | VarintField):
-            return _at(f.location, f"the frame's length {f.name!r} is a {f.kind}: a frame "
+        if f.size_of is not None and not _length_kind(f):
+            kind = "length-encoded integer" if isinstance(f, VarintField) else f.kind
+            return _at(f.location, f"the frame's length {f.name!r} is a {kind}: a frame "
                                    "length must be an integer (u8 ... u64, i8 ... i64, u24, "
-                                   "i24) or a varint")
+                                   "i24) or a base-128 varint")
         if f.size_of is not None and f.size_of != "rest" and f.size_of != frame.fields[-1].name:
             return _at(f.location, f"{f.name!r} measures {f.size_of!r}, not the end of the "
                                    "frame: a frame's length field must have size_of: rest or "

@@ -49,6 +49,7 @@ from protoframe.generator.layout_ops import (
     ProtoOther,
     ReadBool,
     ReadInt,
+    ReadLenenc,
     ReadUuid,
     ReadVarint,
     SizeOf,
@@ -59,7 +60,8 @@ from protoframe.generator.layout_ops import (
 )
 from protoframe.generator.layout_plan import LayoutPlan
 from protoframe.generator.runtime_modules import CHECKSUMS, ERRORS, MUTF8, PROTOWIRE
-from protoframe.generator.varlen_emit import bounded_bytes, plus
+from protoframe.generator.varlen_emit import bounded_bytes, lenenc_write, plus
+from protoframe.runtime.codec.varlen import lenenc_bytes
 
 # ---------------------------------------------------------------------------------------------
 # encoding
@@ -142,6 +144,8 @@ class Encoder:
         return f"self.{head}." + ".".join(attrs)
 
     def pack(self, how: IntShape, value: str) -> list[str]:
+        if how == "lenenc":
+            return [lenenc_write(self.ctx, self.buf, value)]
         if how == "varint":
             self.ctx.imports.use(PROTOWIRE, "varint_bytes")
             return [f"{self.buf} += varint_bytes({value})"]
@@ -371,7 +375,7 @@ class Encoder:
         value = f"self.{f.name}"
         match op:
             case (ReadInt() | Const() | SizeOf() | SizeRest() | Checksum() | ReadVarint()
-                  | ReadBool()):
+                  | ReadBool() | ReadLenenc()):
                 return self.pack_op(op, value)
             case ReadUuid():
                 return [f"{self.buf} += {value}.bytes"]
@@ -438,7 +442,9 @@ class Encoder:
                 f"more than {op.max_blocks} blocks"))]
         return lines
 
-    def prefix(self, prefix: IntType | Literal["varint"], length: str) -> list[str]:
+    def prefix(self, prefix: IntType | Literal["varint", "lenenc"], length: str) -> list[str]:
+        if prefix == "lenenc":  # None (NULL) for a nullable field's -1
+            return [lenenc_write(self.ctx, self.buf, "None" if length == "-1" else length)]
         if prefix == "varint":
             self.ctx.imports.use(PROTOWIRE, "varint_bytes")
             return [f"{self.buf} += varint_bytes({length})"]
@@ -451,7 +457,7 @@ def const_of(op: KindOp) -> int | None:
     match op:
         case Const(value=value):
             return value
-        case ReadVarint(const=const) | ReadBool(const=const):
+        case ReadVarint(const=const) | ReadBool(const=const) | ReadLenenc(const=const):
             return const
     return None
 
@@ -460,6 +466,8 @@ def const_bytes(op: KindOp) -> bytes:
     const = const_of(op)
     if const is None:
         raise bug(op.field, f"{op.name!r} is not a constant")
+    if int_read_of(op) == "lenenc":
+        return lenenc_bytes(const)
     if int_read_of(op) == "varint":
         out = bytearray()
         v = const

@@ -228,6 +228,9 @@ class VarintField(FrameField):
     kind: ClassVar[str] = "varint"
     # ``max_bytes: N``: at most N bytes (a continuation bit on the N-th is malformed).
     max_bytes: int | None = None
+    # ``leb128`` (the protobuf form) or ``lenenc`` (MySQL's length-encoded integer, whose
+    # 0xfb is NULL: with ``nullable: true`` the field is ``int | None``).
+    encoding: str = "leb128"
 
 
 @dataclass

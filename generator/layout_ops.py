@@ -53,8 +53,8 @@ class Region:
     size_unsigned: bool = False
     # The size is a field of this struct the encoder fills in: the field is encoded ahead.
     size_written_first: bool = False
-    prefix: IntType | Literal["varint"] | None = None
-    # A prefix of -1 stands for None (``nullable: true``).
+    prefix: IntType | Literal["varint", "lenenc"] | None = None
+    # A prefix of -1 (for lenenc, NULL) stands for None (``nullable: true``).
     nullable: bool = False
 
 
@@ -280,6 +280,16 @@ class ReadVarint(FieldOp):
 
 
 @dataclass(frozen=True)
+class ReadLenenc(FieldOp):
+    """A MySQL length-encoded integer (``encoding: lenenc``); ``nullable``: its NULL (0xfb)
+    reads as None, else NULL is an error; ``const``: the value it must have."""
+
+    word: ClassVar[str] = "lenenc"
+    const: int | None
+    nullable: bool
+
+
+@dataclass(frozen=True)
 class ReadBool(FieldOp):
     """A byte read as a bool (``const`` and ``sets_end`` as for ``ReadVarint``)."""
 
@@ -426,7 +436,8 @@ class Marker(Wrap):
 # test_layout_plan.py`` checks that every operation class is in them).
 KindOp: TypeAlias = (ReadInt | Const | SizeOf | SizeRest | Checksum | ProtoBody | Envelope
                      | ProtoOther | BytesSized | BytesToEnd | BytesOther | Nested | NestedOther
-                     | ReadVarint | ReadBool | ReadUuid | String | Array | Switch | Blocks | Bits)
+                     | ReadVarint | ReadBool | ReadUuid | String | Array | Switch | Blocks | Bits
+                     | ReadLenenc)
 WrapOp: TypeAlias = (OptionalScalar | Condition | Computed | WithArgs | Prefix | FixedLength
                      | Default | Marker)
 AnyFieldOp: TypeAlias = KindOp | WrapOp
@@ -438,7 +449,7 @@ def kind_op(op: AnyFieldOp) -> KindOp:
     return op.inner if isinstance(op, Wrap) else op
 
 
-IntShape: TypeAlias = IntType | Literal["varint", "bool"]
+IntShape: TypeAlias = IntType | Literal["varint", "bool", "lenenc"]
 
 
 def int_shape(op: KindOp) -> IntShape | None:
@@ -449,6 +460,8 @@ def int_shape(op: KindOp) -> IntShape | None:
             return t
         case ReadVarint():
             return "varint"
+        case ReadLenenc():
+            return "lenenc"
         case ReadBool():
             return "bool"
     return None

@@ -73,6 +73,7 @@ from protoframe.generator.layout_ops import (
     ProtoOther,
     ReadBool,
     ReadInt,
+    ReadLenenc,
     ReadUuid,
     ReadVarint,
     Region,
@@ -324,9 +325,11 @@ def _modifier(f: FrameField, inner: KindOp) -> AnyFieldOp:
 
 def _region(f: FrameField, byte_order: str) -> Region:
     size_field = f.size_field
-    prefix: IntType | Literal["varint"] | None = None
+    prefix: IntType | Literal["varint", "lenenc"] | None = None
     if f.prefix == "varint":
         prefix = "varint"
+    elif f.prefix == "lenenc":
+        prefix = "lenenc"
     elif f.prefix is not None:
         width, signed = INT_TYPES[f.prefix]
         prefix = IntType(width, signed, byte_order)
@@ -414,6 +417,8 @@ def _lower_kind(s: StructDef, f: FrameField, plans: dict[str, LayoutPlan], byte_
             else:
                 when = Always()
             return Nested(f, plans[held.name], when, region)
+        case VarintField(encoding="lenenc"):
+            return ReadLenenc(f, f.const, f.nullable)
         case VarintField():
             return ReadVarint(f, f.const, f.size_of == "rest", f.max_bytes, size_extra(s, f))
         case BoolField():

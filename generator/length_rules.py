@@ -1,6 +1,7 @@
 """The builder's rules for variable-length integers and adjusted sizes: ``max_bytes:`` on a
 varint, a varint that is the size of the rest of its struct, and ``includes:`` / ``adjust:`` on
-a size field (with ``size_extra``, what such a size counts beyond what it measures).
+a size field (with ``size_extra``, what such a size counts beyond what it measures), and
+MySQL's length-encoded integers (``encoding: lenenc``, ``prefix: lenenc``, their NULL).
 
 A varint ``size_of: rest`` is written after what follows it is encoded, by inserting its bytes
 in front of them (its width is not known ahead, so no placeholder can be patched): nothing that
@@ -12,7 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from protoframe.generator.build_context import PathT
-from protoframe.generator.frame_ir import FrameField, IntField, StructDef, VarintField
+from protoframe.generator.frame_ir import (
+    BytesField,
+    FrameField,
+    IntField,
+    StringField,
+    StructDef,
+    VarintField,
+)
 from protoframe.generator.spec_yaml import LocDict
 
 Report = Callable[[str, PathT], None]
@@ -108,3 +116,46 @@ def size_extra(struct: StructDef, f: FrameField) -> int:
             index = struct.fields.index(f)
             extra += sum(g.fixed_size or 0 for g in struct.fields[:index])
     return extra
+
+
+def read_lenenc(f: FrameField, item: LocDict, path: PathT, report: Report) -> None:
+    """``encoding: lenenc`` on a varint: MySQL's length-encoded integer (``encoding:`` on a
+    string names its text encoding instead)."""
+    encoding = item.get("encoding")
+    if encoding is None or isinstance(f, StringField):
+        if encoding == "lenenc":
+            report("encoding: lenenc needs a varint field (a length-encoded string is "
+                   "prefix: lenenc)", [*path, "encoding"])
+        return
+    if not isinstance(f, VarintField):
+        report(f"encoding: {encoding} needs a varint (lenenc) or a string (utf8, mutf8)",
+               [*path, "encoding"])
+        return
+    if encoding != "lenenc":
+        report(f"encoding: {encoding} is a string encoding; a varint takes lenenc",
+               [*path, "encoding"])
+        return
+    f.encoding = "lenenc"
+    clash = [k for k in ("max_bytes",) if k in item]
+    if f.size_of == "rest" or clash:
+        report("encoding: lenenc cannot be combined with " +
+               (", ".join(clash) if clash else "size_of: rest") +
+               " (a length-encoded integer has its own widths)", [*path, "encoding"])
+
+
+def lenenc_nullable(f: FrameField, item: LocDict, path: PathT, report: Report) -> bool:
+    """``nullable: true`` where MySQL's NULL (0xfb) stands for None: on a length-encoded
+    integer, or bytes or a string with ``prefix: lenenc``. False when ``f`` is neither (the
+    signed-prefix rules apply)."""
+    lenenc_int = isinstance(f, VarintField) and item.get("encoding") == "lenenc"
+    lenenc_prefix = isinstance(f, BytesField | StringField) and f.prefix == "lenenc"
+    if not (lenenc_int or lenenc_prefix):
+        return False
+    clash = [k for k in ("when", "when_peek", "when_remaining", "default", "length", "size",
+                         "const", "value", "derive", "size_of", "count_of") if k in item]
+    if clash:
+        report(f"nullable: cannot be combined with {', '.join(clash)}: its presence is its "
+               "NULL (0xfb)", [*path, "nullable"])
+    else:
+        f.nullable = True
+    return True

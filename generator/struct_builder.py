@@ -38,7 +38,9 @@ from protoframe.generator.ir import Field, Label, MessageType
 from protoframe.generator.length_rules import (
     check_header,
     check_varint_rest,
+    lenenc_nullable,
     read_adjustment,
+    read_lenenc,
     read_max_bytes,
 )
 from protoframe.generator.literals import LiteralError, integer, is_char_literal
@@ -137,7 +139,8 @@ class StructBuilder(BuildContext):
         f.length = item.get("length")
         f.size = item.get("size")
         f.prefix = item.get("prefix")
-        if item.get("nullable"):
+        read_lenenc(f, item, path, self.error)
+        if item.get("nullable") and not lenenc_nullable(f, item, path, self.error):
             self.nullable(f, item, path)
         if isinstance(f, StringField):
             f.encoding = item.get("encoding", "utf8")

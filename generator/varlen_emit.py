@@ -80,3 +80,24 @@ def plus(expr: str, n: int) -> str:
     if n == 0:
         return expr
     return f"{expr} + {n}" if n > 0 else f"{expr} - {-n}"
+
+
+def lenenc_read(ctx: EmitContext, where: str, target: str, nullable: bool = False) -> list[str]:
+    """Read a MySQL length-encoded integer at ``pos`` into ``target``; ``nullable``: NULL
+    (0xfb) reads as None, else it raises ``UnexpectedNullError``."""
+    reader = "read_lenenc_or_null" if nullable else "read_lenenc"
+    ctx.imports.use(VARLEN, reader)
+    ctx.imports.use(PROTOWIRE, "truncated")
+    return ["try:",
+            f"    {target}, pos = {reader}(buf, pos, end)",
+            "except IndexError:",
+            f"    raise truncated({where}) from None"]
+
+
+def lenenc_write(ctx: EmitContext, buf: str, value: str) -> str:
+    """The statement appending ``value`` to ``buf`` as a length-encoded integer (``None``:
+    NULL, written as its byte)."""
+    if value == "None":
+        return f'{buf} += b"\\xfb"'
+    ctx.imports.use(VARLEN, "lenenc_bytes")
+    return f"{buf} += lenenc_bytes({value})"

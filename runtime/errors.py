@@ -144,3 +144,11 @@ class RequestFailed(ProtoframeError):
 class LengthTooSmallError(SizeMismatchError):
     """A length field holds less than it must count besides the content: its own bytes, the
     header (``includes:``) or its ``adjust:``."""
+
+
+class MalformedLengthEncodedError(MalformedVarintError):
+    """A MySQL length-encoded integer began with 0xff, a byte no length-encoded integer has."""
+
+
+class UnexpectedNullError(DecodeError):
+    """A length-encoded integer held NULL (0xfb) where the spec does not allow None."""

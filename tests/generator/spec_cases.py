@@ -132,6 +132,8 @@ CASES = [
          "max_bytes: needs a varint field"),
     Case("includes_on_varint.yaml", "name: total_size", "self}",
          "includes: needs a fixed-width integer"),
+    Case("lenenc_frame_length.yaml", "name: total_size", "total_size",
+         "the frame's length 'total_size' is a length-encoded integer"),
     # Once a frames.py that failed mypy --strict (found by tests/generator/test_spec_fuzz.py).
     Case("field_hides_a_type.yaml", "name: bytes", "bytes",
          "field name 'bytes' would hide the type bytes"),

@@ -99,7 +99,7 @@ def specs(draw: Draw) -> tuple[str, list[Struct]]:
 def _add_field(draw: Draw, struct: Struct, names: Any, earlier: list[Struct]) -> None:
     name = next(names)
     kind = draw(st.sampled_from(["int", "varint", "bool", "uuid", "string", "bytes",
-                                 "fixed", "array", "struct", "when", "bounded"]))
+                                 "fixed", "array", "struct", "when", "bounded", "lenenc"]))
     if kind == "struct" and not earlier:
         kind = "int"
     if kind == "int":
@@ -116,6 +116,17 @@ def _add_field(draw: Draw, struct: Struct, names: Any, earlier: list[Struct]) ->
         most = draw(st.integers(1, 10))
         struct.fields.append({"name": name, "type": "varint", "max_bytes": most})
         struct.args.append((name, _drawing(st.integers(0, min(2 ** (7 * most), 2**64) - 1))))
+    elif kind == "lenenc":
+        if draw(st.booleans()):
+            struct.fields.append({"name": name, "type": "varint", "encoding": "lenenc",
+                                  **({"nullable": True} if draw(st.booleans()) else {})})
+            null = struct.fields[-1].get("nullable", False)
+            ints = st.integers(0, 2**64 - 1)
+            struct.args.append((name, _drawing(st.none() | ints if null else ints)))
+        else:
+            struct.fields.append({"name": name, "type": "bytes", "prefix": "lenenc",
+                                  "nullable": True})
+            struct.args.append((name, _drawing(st.none() | st.binary(max_size=300))))
     elif kind == "bool":
         struct.fields.append({"name": name, "type": "bool"})
         struct.args.append((name, lambda d: d(st.booleans())))

@@ -559,6 +559,8 @@ class FrameSpec:
     protocol_version: EnumType | None = None
     allocate_start: int = 0  # the first id the client allocates
     allocate_skip_zero: bool = False  # ids never 0, also after wrapping
+    # ``first:``: the first message's struct by direction (``to_server``, ``to_client``).
+    first: dict[str, StructDef] = field(default_factory=dict)
 
     def allocates(self, r: Request) -> str | None:
         """The field a request's method numbers itself, if any."""

@@ -20,6 +20,7 @@ import jsonschema
 
 from protoframe.generator.build_context import PathT
 from protoframe.generator.errors import SpecError, SpecErrors
+from protoframe.generator.first_rules import read_first
 from protoframe.generator.frame_checks import check_frame_spec
 from protoframe.generator.frame_ir import FrameSpec, StructDef
 from protoframe.generator.interaction_builder import InteractionBuilder
@@ -152,6 +153,7 @@ class _Builder(InteractionBuilder):
         self.check_allocate_opt_outs(interactions, allocate)
         machines = [self.machine(name, body, commands)
                     for name, body in root.get("machines", LocDict()).items()]
+        first = read_first(self, root.get("first"), frame, bool(machines or requests))
         return FrameSpec(
             protocol=root["protocol"],
             doc=root.get("doc", ""),
@@ -171,6 +173,7 @@ class _Builder(InteractionBuilder):
             protocol_version=self.version_enum(root.get("protocol_version")),
             allocate_start=allocate_options.get("start", 0),
             allocate_skip_zero=allocate_options.get("skip_zero", False),
+            first=first,
         )
 
     def version_enum(self, name: str | None) -> EnumType | None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from protoframe.generator.codewriter import docstring, literal, q
+from protoframe.generator.first_emit import FirstView, first_view
+from protoframe.generator.first_emit import stream_lines as first_stream_lines
 from protoframe.generator.frame_class import class_text, stream_lines
 from protoframe.generator.frame_decoder import Decoder
 from protoframe.generator.frame_emit import EmitContext, annotation
@@ -74,6 +76,8 @@ class FramesModuleView:
     exports: list[str]
     stream_doc: str = ""
     layout_lines: list[str] = field(default_factory=list)  # install_frame_layouts(...)
+    first: FirstView | None = None  # ``first:``: the first messages' probes and decoder
+    first_doc: str = ""  # the stream decoder's docstring text before ``first:`` adds to it
 
     # What the template prints, each line fitted at the depth it is printed at.
     @property
@@ -106,6 +110,8 @@ class FramesModuleView:
 
     @property
     def stream_lines(self) -> list[str]:
+        if self.first is not None:
+            return first_stream_lines(self.first, self.first_doc)
         return stream_lines(self)
 
 
@@ -120,6 +126,7 @@ def build_frames_module(spec: FrameSpec) -> FramesModuleView:
         classes.append(_class_view(ctx, plan, aliases))
     length = length_lines(ctx, plans[spec.frame.name])
     directional = _directional(spec.frame)
+    first = first_view(ctx, spec.frame.name, directional)
     command_table = _command_table(ctx, spec) + ctx.tables
     layouts = layout_lines(list(plans), lambda m: ctx.proto_ref(m.py_path, m.full_name))
     if layouts:
@@ -151,9 +158,12 @@ def build_frames_module(spec: FrameSpec) -> FramesModuleView:
         stream_params=", to_server: bool = False" if directional else "",
         stream_args=", to_server=to_server" if directional else "",
         command_table=command_table,
-        exports=sorted([c.name for c in classes] + ["StreamDecoder", "frame_length"]),
+        exports=sorted({c.name for c in classes} | {"StreamDecoder", "frame_length"}
+                       | set(first.exports if first is not None else [])),
         stream_doc=docstring(stream_doc, "    "),
         layout_lines=layouts,
+        first=first,
+        first_doc=stream_doc,
     )
 
 

@@ -134,6 +134,8 @@ CASES = [
          "includes: needs a fixed-width integer"),
     Case("lenenc_frame_length.yaml", "name: total_size", "total_size",
          "the frame's length 'total_size' is a length-encoded integer"),
+    Case("first_unknown_length.yaml", "to_server: Hello", "Hello",
+         "first: cannot tell the length of Hello from its first bytes"),
     # Once a frames.py that failed mypy --strict (found by tests/generator/test_spec_fuzz.py).
     Case("field_hides_a_type.yaml", "name: bytes", "bytes",
          "field name 'bytes' would hide the type bytes"),

@@ -75,6 +75,9 @@ def layout(spec: FrameSpec, s: StructDef, names: ProtoNames,
                      + join(f"`{p.name}` ({p.kind})" for p in s.params))
     if s.trailing == "ignore":
         facts.append("Trailing bytes after the last field are skipped (`trailing: ignore`).")
+    if s.delimiter is not None:
+        facts.append(f"It ends with the delimiter `{s.delimiter.hex(' ')}` "
+                     f"({s.delimiter!r}), after its fields; they hold no copy of it.")
     return LayoutView(
         anchor=anchors[s.name],
         name=s.name,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from protoframe.generator.codewriter import docstring
+from protoframe.generator.delimiter_emit import delimited_length
 from protoframe.generator.first_rules import DIRECTIONS, fixed_length
 from protoframe.generator.frame_emit import EmitContext
 from protoframe.generator.frame_length import length_lines, magic_checks
@@ -24,6 +25,8 @@ class FirstView:
 
     structs: dict[str, str]  # direction -> the first message's class
     probe_lines: list[str]  # the module-level probe functions, fitted
+    # direction -> what the stream decoder finds the first message's length with
+    lengths: dict[str, str]
     frame_name: str
     directional: bool  # the frame's own layouts differ by direction
 
@@ -38,12 +41,17 @@ def first_view(ctx: EmitContext, frame_name: str, directional: bool) -> FirstVie
     if not first:
         return None
     out = Lines()
+    lengths: dict[str, str] = {}
     for direction in DIRECTIONS:
         if direction not in first:
             continue
         plan = ctx.plans[first[direction].name]
         size = fixed_length(plan.struct)
-        if size is not None:
+        delimited = delimited_length(ctx, plan)
+        lengths[direction] = delimited[1] if delimited else f"first_length_{direction}"
+        if delimited is not None:
+            body = delimited[0]
+        elif size is not None:
             body = [f"if end - pos < {size}:", "    return None", *magic_checks(ctx, plan, size),
                     f"return {size}"]
         else:
@@ -56,10 +64,11 @@ def first_view(ctx: EmitContext, frame_name: str, directional: bool) -> FirstVie
                                 ONE))
         out.code(*(ONE + line for line in body))
     ctx.imports.use(STREAM, "whole_message")
-    return FirstView({d: s.name for d, s in first.items()}, out.lines, frame_name, directional)
+    return FirstView({d: s.name for d, s in first.items()}, out.lines, lengths, frame_name,
+                     directional)
 
 
-def stream_lines(view: FirstView, frame_doc: str) -> list[str]:
+def stream_lines(view: FirstView, frame_doc: str, length: str) -> list[str]:
     """The probes, then a ``StreamDecoder`` that decodes the first message of its direction
     before frames (``handshake=False``: frames from the start)."""
     frame = view.frame_name
@@ -87,9 +96,9 @@ def stream_lines(view: FirstView, frame_doc: str) -> list[str]:
     for i, (direction, struct) in enumerate(branches):
         test = "to_server" if direction == "to_server" else "not to_server"
         out.code(f"{TWO}{'if' if i == 0 else 'elif'} handshake and {test}:",
-                 f"{TWO}{INDENT}super().__init__(frame_length, decode, max_frame_size, "
-                 f"first_length_{direction}, whole_message({struct}.decode_from, "
+                 f"{TWO}{INDENT}super().__init__({length}, decode, max_frame_size, "
+                 f"{view.lengths[direction]}, whole_message({struct}.decode_from, "
                  f'"{struct}"))')
-    out.code(f"{TWO}else:", f"{TWO}{INDENT}super().__init__(frame_length, decode, "
+    out.code(f"{TWO}else:", f"{TWO}{INDENT}super().__init__({length}, decode, "
              "max_frame_size)")
     return out.lines

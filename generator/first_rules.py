@@ -1,5 +1,7 @@
-"""``first:``: the first message each way has a layout of its own (PostgreSQL's StartupMessage,
-AMQP's protocol header, MySQL's greeting), so a stream decoder starts in a handshake state.
+"""How a message is bounded besides its fields: ``first:``, the first message each way with a
+layout of its own (PostgreSQL's StartupMessage, AMQP's protocol header, MySQL's greeting), so a
+stream decoder starts in a handshake state; and ``delimiter:``, a struct ended by a byte string
+(STOMP's NUL, an HTTP head's CRLF CRLF).
 
 Checked while the spec is built: each direction names a struct of the spec (not the frame, no
 params) whose length a reader can tell from its first bytes, as the frame's (a ``size_of``
@@ -55,10 +57,24 @@ def read_first(builder: _Builder, raw: LocDict | None, frame: StructDef,
         elif struct.params:
             builder.error(f"first: {struct.name} takes params, which nothing passes to a "
                           "first message", path)
-        elif frame_length_field(struct) is None and fixed_length(struct) is None:
+        elif frame_length_field(struct) is None and fixed_length(struct) is None and \
+                struct.delimiter is None:
             builder.error(f"first: cannot tell the length of {struct.name} from its first "
-                          "bytes: it needs a fixed size, or a size_of: rest field (or one "
-                          "measuring its last field) after fixed-size fields", path)
+                          "bytes: it needs a fixed size, a delimiter, or a size_of: rest field "
+                          "(or one measuring its last field) after fixed-size fields", path)
         else:
             out[direction] = struct
     return out
+
+
+def read_delimiter(builder: _Builder, body: LocDict, path: PathT) -> bytes | None:
+    """``delimiter:`` of a struct: its text, each character one byte."""
+    text = body.get("delimiter")
+    if text is None:
+        return None
+    try:
+        return str(text).encode("latin-1")
+    except UnicodeEncodeError:
+        builder.error("delimiter: each character is one byte (0 to 255); write \"\\xNN\" "
+                      "for a byte", [*path, "delimiter"])
+        return None

@@ -47,7 +47,7 @@ def check_frame_spec(spec: FrameSpec) -> list[SpecError]:
         errors += _check_encode_order(s)
         errors += _check_measured(s)
     errors += _check_recursion(spec)
-    if frame_length_field(spec.frame) is None:
+    if frame_length_field(spec.frame) is None and spec.frame.delimiter is None:
         errors.append(_frame_length_error(spec.frame))
     if (spec.machines or spec.requests) and not spec.routes and not any(
             isinstance(f, ProtoField) and f.dispatch_on is not None
@@ -146,9 +146,10 @@ def _frame_length_error(frame: StructDef) -> SpecError:
             return _at(f.location, f"cannot tell a frame's length from its header: {f.name!r} "
                                    "has no fixed size and comes before any size_of field; the "
                                    "frame needs a size_of field after fixed-size fields only, "
-                                   "or a blocks field")
+                                   "a blocks field, or a delimiter")
     return _at(frame.location, "cannot tell a frame's length from its header: the frame needs "
-                               "a size_of field after fixed-size fields only, or a blocks field")
+                               "a size_of field after fixed-size fields only, a blocks field, "
+                               "or a delimiter")
 
 
 def _at(loc: SourceLocation, message: str) -> SpecError:

@@ -377,6 +377,9 @@ class StructDef:
     is_frame: bool = False
     params: list[Param] = field(default_factory=list)
     trailing: str = "error"  # "error": bytes after the last field are an error; "ignore": skipped
+    # ``delimiter:``: the struct's bytes end with these (STOMP's NUL, HTTP's CRLF CRLF); its
+    # fields are read up to them, and the delimiter is written after them.
+    delimiter: bytes | None = None
 
     def field(self, name: str) -> FrameField | None:
         return next((f for f in self.fields if f.name == name), None)

@@ -20,7 +20,7 @@ import jsonschema
 
 from protoframe.generator.build_context import PathT
 from protoframe.generator.errors import SpecError, SpecErrors
-from protoframe.generator.first_rules import read_first
+from protoframe.generator.first_rules import read_delimiter, read_first
 from protoframe.generator.frame_checks import check_frame_spec
 from protoframe.generator.frame_ir import FrameSpec, StructDef
 from protoframe.generator.interaction_builder import InteractionBuilder
@@ -123,7 +123,9 @@ class _Builder(InteractionBuilder):
             self.structs[name] = StructDef(name, body.get("doc", ""), [],
                                            self.loc(["structs", name], key=True),
                                            params=self.params(body, ["structs", name]),
-                                           trailing=body.get("trailing", "error"))
+                                           trailing=body.get("trailing", "error"),
+                                           delimiter=read_delimiter(self, body,
+                                                                    ["structs", name]))
         frame_raw = root["frame"]
         frame_name = frame_raw["name"]
         if frame_name in self.structs:
@@ -132,7 +134,8 @@ class _Builder(InteractionBuilder):
             self.error("the frame cannot take params (nothing holds it)", ["frame", "params"],
                        key=True)
         frame = StructDef(frame_name, frame_raw.get("doc", ""), [], self.loc(["frame"]),
-                          is_frame=True, trailing=frame_raw.get("trailing", "error"))
+                          is_frame=True, trailing=frame_raw.get("trailing", "error"),
+                          delimiter=read_delimiter(self, frame_raw, ["frame"]))
         self.structs[frame_name] = frame
         for name, body in raw_structs.items():
             self.structs[name].fields = self.fields(body["fields"], ["structs", name, "fields"])

@@ -13,6 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from protoframe.generator.codewriter import docstring, literal, q
+from protoframe.generator.delimiter_emit import (
+    delimited_decode,
+    delimited_encode,
+    delimited_length,
+)
 from protoframe.generator.first_emit import FirstView, first_view
 from protoframe.generator.first_emit import stream_lines as first_stream_lines
 from protoframe.generator.frame_class import class_text, stream_lines
@@ -78,6 +83,7 @@ class FramesModuleView:
     layout_lines: list[str] = field(default_factory=list)  # install_frame_layouts(...)
     first: FirstView | None = None  # ``first:``: the first messages' probes and decoder
     first_doc: str = ""  # the stream decoder's docstring text before ``first:`` adds to it
+    stream_length: str = "frame_length"  # what the stream decoder finds a frame's length with
 
     # What the template prints, each line fitted at the depth it is printed at.
     @property
@@ -111,7 +117,7 @@ class FramesModuleView:
     @property
     def stream_lines(self) -> list[str]:
         if self.first is not None:
-            return first_stream_lines(self.first, self.first_doc)
+            return first_stream_lines(self.first, self.first_doc, self.stream_length)
         return stream_lines(self)
 
 
@@ -121,10 +127,13 @@ def build_frames_module(spec: FrameSpec) -> FramesModuleView:
     ctx = EmitContext(spec, plans)
     classes: list[ClassView] = []
     aliases: list[str] = []
-    ctx.runs = _run_structs([p.struct for p in plans])
+    # A struct ended by a delimiter is read one at a time (its end is searched for).
+    ctx.runs = _run_structs([p.struct for p in plans]) - {
+        p.name for p in plans if p.delimiter is not None}
     for plan in plans:
         classes.append(_class_view(ctx, plan, aliases))
-    length = length_lines(ctx, plans[spec.frame.name])
+    delimited = delimited_length(ctx, plans[spec.frame.name])
+    length = delimited[0] if delimited else length_lines(ctx, plans[spec.frame.name])
     directional = _directional(spec.frame)
     first = first_view(ctx, spec.frame.name, directional)
     command_table = _command_table(ctx, spec) + ctx.tables
@@ -164,6 +173,7 @@ def build_frames_module(spec: FrameSpec) -> FramesModuleView:
         layout_lines=layouts,
         first=first,
         first_doc=stream_doc,
+        stream_length=delimited[1] if delimited else "frame_length",
     )
 
 
@@ -235,12 +245,12 @@ def _class_view(ctx: EmitContext, plan: LayoutPlan, aliases: list[str]) -> Class
     if _directional(s):
         args = ", to_server=to_server"
     decoder = Decoder(ctx, plan)
-    decode_lines = decoder.lines()
+    decode_lines = delimited_decode(ctx, plan, decoder.lines())
     return ClassView(
         name=s.name,
         doc=docstring("\n".join(doc_lines), "    "),
         fields=fields,
-        encode_lines=Encoder(ctx, plan).lines(),
+        encode_lines=delimited_encode(ctx, plan, Encoder(ctx, plan).lines()),
         decode_lines=decode_lines,
         run_lines=_run_lines(decode_lines) if s.name in ctx.runs else [],
         decode_params=params + kw,

@@ -88,6 +88,15 @@ class SkipTrailing(Op):
 
 
 @dataclass(frozen=True)
+class Delimited(Op):
+    """The struct ends with ``delimiter`` (``delimiter:``): its fields are read from the bytes
+    before it, and it is written after them."""
+
+    word: ClassVar[str] = "delimited"
+    delimiter: bytes
+
+
+@dataclass(frozen=True)
 class FieldOp(Op):
     """The operation of one field; ``field`` is the model's field it was lowered from."""
 
@@ -441,7 +450,7 @@ KindOp: TypeAlias = (ReadInt | Const | SizeOf | SizeRest | Checksum | ProtoBody 
 WrapOp: TypeAlias = (OptionalScalar | Condition | Computed | WithArgs | Prefix | FixedLength
                      | Default | Marker)
 AnyFieldOp: TypeAlias = KindOp | WrapOp
-PlanOp: TypeAlias = Params | SkipTrailing | AnyFieldOp
+PlanOp: TypeAlias = Params | SkipTrailing | AnyFieldOp | Delimited
 
 
 def kind_op(op: AnyFieldOp) -> KindOp:

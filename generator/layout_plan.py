@@ -54,6 +54,7 @@ from protoframe.generator.layout_ops import (
     Condition,
     Const,
     Default,
+    Delimited,
     Envelope,
     FixedLength,
     IfPeek,
@@ -109,6 +110,11 @@ class LayoutPlan:
         return bool(self.ops) and isinstance(self.ops[-1], SkipTrailing)
 
     @property
+    def delimiter(self) -> bytes | None:
+        """The bytes the struct ends with (``delimiter:``), if any."""
+        return next((op.delimiter for op in self.ops if isinstance(op, Delimited)), None)
+
+    @property
     def check_end(self) -> bool:
         """Decoding rejects bytes left after the last field."""
         return self.reads_to_end and not self.skips_trailing
@@ -120,7 +126,8 @@ class LayoutPlan:
     @property
     def field_ops(self) -> tuple[AnyFieldOp, ...]:
         """The fields' operations, in wire order (one per field)."""
-        return tuple(op for op in self.ops if not isinstance(op, Params | SkipTrailing))
+        return tuple(op for op in self.ops
+                     if not isinstance(op, Params | SkipTrailing | Delimited))
 
     def op(self, name: str) -> AnyFieldOp:
         return next(op for op in self.field_ops if op.name == name)
@@ -225,6 +232,8 @@ def lower(s: StructDef, plans: dict[str, LayoutPlan], byte_order: str) -> Layout
     fills = fills_region(s)
     field_ops = [_lower_field(s, f, plans, byte_order, fills) for f in s.fields]
     ops: list[PlanOp] = []
+    if s.delimiter is not None:
+        ops.append(Delimited(s.delimiter))
     if s.params:
         ops.append(Params(tuple(p.name for p in s.params)))
     ops += field_ops

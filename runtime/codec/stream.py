@@ -152,3 +152,34 @@ def whole_message(decode_from: Callable[[bytes, int, int], tuple[U, int]], name:
         return message
 
     return decode
+
+
+def find_delimited(buf: bytes, pos: int, end: int, limit: int, delimiter: bytes,
+                   searched: int = 0) -> int | None:
+    """The length of the frame at ``pos`` that ends with ``delimiter`` (included), None while
+    no delimiter has arrived; ``searched``: bytes after ``pos`` already searched in vain.
+    ``FrameTooLargeError`` when none appears within ``limit`` bytes."""
+    stop = min(end, pos + limit)
+    found = buf.find(delimiter, pos + max(0, searched - len(delimiter) + 1), stop)
+    if found >= 0:
+        return found + len(delimiter) - pos
+    if end - pos >= limit:
+        raise FrameTooLargeError(f"no {delimiter!r} delimiter within the {limit}-byte limit")
+    return None
+
+
+class DelimitedLength:
+    """A stream's ``frame_length`` for frames ended by a delimiter: it remembers how far the
+    frame in progress has been searched, so each read searches only the new bytes (the
+    stream keeps a frame's bytes from its start, and asks again at that start)."""
+
+    __slots__ = ("delimiter", "_searched")
+
+    def __init__(self, delimiter: bytes) -> None:
+        self.delimiter = delimiter
+        self._searched = 0
+
+    def __call__(self, buf: bytes, pos: int, end: int, limit: int) -> int | None:
+        size = find_delimited(buf, pos, end, limit, self.delimiter, self._searched)
+        self._searched = 0 if size is not None else end - pos
+        return size

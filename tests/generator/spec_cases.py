@@ -136,6 +136,8 @@ CASES = [
          "the frame's length 'total_size' is a length-encoded integer"),
     Case("first_unknown_length.yaml", "to_server: Hello", "Hello",
          "first: cannot tell the length of Hello from its first bytes"),
+    Case("delimiter_not_a_byte.yaml", "delimiter:", '"',
+         "delimiter: each character is one byte"),
     # Once a frames.py that failed mypy --strict (found by tests/generator/test_spec_fuzz.py).
     Case("field_hides_a_type.yaml", "name: bytes", "bytes",
          "field name 'bytes' would hide the type bytes"),

@@ -243,3 +243,20 @@ def test_where_a_first_message_is_refused(tmp_path: Path, old: str, new: str, to
     line = text.count("\n", 0, at) + 1
     column = at - (text.rfind("\n", 0, at) + 1) + 1
     assert error.startswith(f"specs/pgs/pgs.yaml:{line}:{column}:"), error
+
+
+def test_the_compiled_and_python_codecs_agree(amq: ModuleType) -> None:
+    from protoframe.runtime.codec.compiled import pure_python
+
+    values = [amq.ProtocolHeader(major=0, minor=9, revision=1),
+              amq.Frame(type=1, channel=7, payload=b"abc"),
+              amq.Greeting(sequence=3, server_version=b"8.0")]
+    wires = [v.encode() for v in values]
+    decoded = [type(v).decode(w) for v, w in zip(values, wires, strict=True)]
+    with pure_python():
+        assert [v.encode() for v in values] == wires
+        assert [type(v).decode(w) for v, w in zip(values, wires, strict=True)] == decoded
+        stream = amq.StreamDecoder(to_server=True)
+        assert stream.feed(wires[0] + wires[1]) == values[:2]
+    assert decoded == values
+    assert amq.StreamDecoder(to_server=True).feed(wires[0] + wires[1]) == values[:2]

@@ -388,6 +388,9 @@ class StructBuilder(BuildContext):
                 if not isinstance(key, IntField | VarintField) or f.switch_on not in earlier:
                     self.error(f"switch on: {f.switch_on!r} is not an integer field before "
                                f"{f.name!r}", [*fpath, "on"])
+                elif key.nullable:
+                    self.error(f"switch on: {f.switch_on!r} is nullable; a switch key is "
+                               "always there (its NULL would choose no case)", [*fpath, "on"])
                 else:
                     key.is_switch_key = True
             if f.when_remaining and any(not g.optional and not g.computed

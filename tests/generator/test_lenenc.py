@@ -260,6 +260,10 @@ def test_the_generated_package_type_checks(package: Path) -> None:
     ("{name: length, type: u24, size_of: rest}",
      "{name: length, type: varint, encoding: lenenc, size_of: rest}", "lenenc,",
      "encoding: lenenc cannot be combined with size_of: rest"),
+    ("{name: sequence, type: u8}",
+     "{name: sequence, type: varint, encoding: lenenc, nullable: true}\n"
+     "    - {name: body, type: switch, on: sequence, cases: {1: Row}}", "sequence, cases",
+     "switch on: 'sequence' is nullable"),
 ])
 def test_where_lenenc_is_refused(tmp_path: Path, old: str, new: str, token: str,
                                  message: str) -> None:

@@ -90,6 +90,9 @@ class FrameStream(Generic[T]):
             pending += data
             if len(pending) < self._need:
                 return []
+            if not self._need and isinstance(self._frame_length, DelimitedLength) and \
+                    not self._delimiter_arrived(pending):
+                return []
             buf = bytes(pending)
         else:
             buf = data if isinstance(data, bytes) else bytes(data)
@@ -126,6 +129,18 @@ class FrameStream(Generic[T]):
         self._keep(buf[pos:] if pos < end else b"", need)
         return frames
 
+    def _delimiter_arrived(self, pending: bytearray) -> bool:
+        """Whether the frame in progress, which a delimiter ends, is complete: searched in
+        place, so a frame trickling in costs no copy of what came before on each read."""
+        probe = self._frame_length
+        assert isinstance(probe, DelimitedLength)
+        try:
+            return probe(pending, 0, len(pending), self.max_frame_size) is not None
+        except DecodeError as exc:
+            self._broken = exc
+            self._keep(b"", 0)
+            raise
+
     def _keep(self, tail: bytes, need: int) -> None:
         self._pending = bytearray(tail)
         self._need = need
@@ -154,7 +169,7 @@ def whole_message(decode_from: Callable[[bytes, int, int], tuple[U, int]], name:
     return decode
 
 
-def find_delimited(buf: bytes, pos: int, end: int, limit: int, delimiter: bytes,
+def find_delimited(buf: bytes | bytearray, pos: int, end: int, limit: int, delimiter: bytes,
                    searched: int = 0) -> int | None:
     """The length of the frame at ``pos`` that ends with ``delimiter`` (included), None while
     no delimiter has arrived; ``searched``: bytes after ``pos`` already searched in vain.
@@ -179,7 +194,7 @@ class DelimitedLength:
         self.delimiter = delimiter
         self._searched = 0
 
-    def __call__(self, buf: bytes, pos: int, end: int, limit: int) -> int | None:
+    def __call__(self, buf: bytes | bytearray, pos: int, end: int, limit: int) -> int | None:
         size = find_delimited(buf, pos, end, limit, self.delimiter, self._searched)
         self._searched = 0 if size is not None else end - pos
         return size

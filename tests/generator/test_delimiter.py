@@ -219,3 +219,26 @@ def test_where_a_delimiter_is_refused(tmp_path: Path, old: str, new: str, token:
     line = text.count("\n", 0, at) + 1
     column = at - (text.rfind("\n", 0, at) + 1) + 1
     assert error.startswith(f"specs/st/st.yaml:{line}:{column}:"), error
+
+
+def test_a_trickling_frame_is_searched_in_place() -> None:
+    from protoframe.runtime.codec.stream import FrameStream
+
+    seen: list[type] = []
+
+    class Recording(DelimitedLength):
+        __slots__ = ()
+
+        def __call__(self, buf: bytes | bytearray, pos: int, end: int,
+                     limit: int) -> int | None:
+            seen.append(type(buf))
+            return super().__call__(buf, pos, end, limit)
+
+    frame = b"x" * 10_000 + b"\x00"
+    stream = FrameStream(Recording(b"\x00"), lambda b, p, e: e - p, 1 << 16)
+    got = [n for i in range(0, len(frame), 100) for n in stream.feed(frame[i:i + 100])]
+    assert got == [len(frame)]
+    # The first of the 101 reads is searched where it arrived, the other 100 in the buffer they
+    # grow, and only the read that completes the frame is copied out (and searched again).
+    assert seen.count(bytearray) == 100
+    assert seen.count(bytes) == 2

@@ -76,6 +76,9 @@ def layout(spec: FrameSpec, s: StructDef, names: ProtoNames,
                      + join(f"`{p.name}` ({p.kind})" for p in s.params))
     if s.trailing == "ignore":
         facts.append("Trailing bytes after the last field are skipped (`trailing: ignore`).")
+    if s.delimiter is not None:
+        facts.append(f"It ends with the delimiter `{s.delimiter.hex(' ')}` "
+                     f"({s.delimiter!r}), after its fields; they hold no copy of it.")
     return LayoutView(
         anchor=anchors[s.name],
         name=s.name,
@@ -115,6 +118,8 @@ def _type_text(spec: FrameSpec, f: FrameField, names: ProtoNames,
             return f"array of {_type_text(spec, element, names, anchors)}"
         case SwitchField():
             return f"switch on `{f.switch_on}`"
+        case VarintField(encoding="lenenc"):
+            return "lenenc integer" + (" (0xfb: None)" if f.nullable else "")
     return f.kind  # varint, bool, uuid, bytes
 
 
@@ -126,6 +131,10 @@ def _size_col(spec: FrameSpec, s: StructDef, f: FrameField) -> str:
         return str(fixed)
     if isinstance(f, IntField | BoolField | UuidField) and f.optional:
         return f"{f.width_when_present}, or 0 when absent"
+    if isinstance(f, VarintField) and f.encoding == "lenenc":
+        return "1, 3, 4 or 9 (lenenc)"
+    if isinstance(f, VarintField) and f.max_bytes is not None:
+        return f"1–{f.max_bytes} (varint)" if f.max_bytes > 1 else "1 (varint)"
     if isinstance(f, VarintField):
         return "1–10 (varint)"
     if f.length is not None:
@@ -135,7 +144,7 @@ def _size_col(spec: FrameSpec, s: StructDef, f: FrameField) -> str:
     if f.size is not None:
         return f"`{f.size}`"
     if f.prefix is not None:
-        null = " (-1: None)" if f.nullable else ""
+        null = (" (0xfb: None)" if f.prefix == "lenenc" else " (-1: None)") if f.nullable else ""
         return f"{f.prefix} length prefix{null} + length"
     if f.terminator is not None:
         return f"up to the terminator `0x{f.terminator.hex()}` (included)"
@@ -173,6 +182,13 @@ def _notes(spec: FrameSpec, s: StructDef, f: FrameField, names: ProtoNames) -> s
         notes.append(f"size of everything after it in the {'frame' if s.is_frame else 'struct'}")
     elif f.size_of is not None:
         notes.append(f"size of `{f.size_of}`")
+    if f.size_includes == "self":
+        notes.append("counting its own bytes too")
+    elif f.size_includes == "header":
+        notes.append(f"counting `{s.name}` from its start too")
+    if f.size_adjust:
+        notes.append(f"plus {f.size_adjust}" if f.size_adjust > 0 else
+                     f"minus {-f.size_adjust}")
     if f.size_range is not None and f.size_range[0] == f.size_range[1]:
         notes.append(f"size of `{f.size_range[0]}`")
     elif f.size_range is not None:

@@ -106,6 +106,9 @@ def build_page(spec: FrameSpec, protocol: Protocol,
         "read",
         f"Frame: [`{spec.frame.name}`](#{layout_anchor[spec.frame.name]}), "
         f"{len(spec.commands)} commands",
+        *(f"First message {'from a client' if d == 'to_server' else 'from a server'}: "
+          f"[`{s.name}`](#{layout_anchor[s.name]}), before any frame"
+          for d, s in spec.first.items()),
     ]
     if spec.frame_enums:
         facts.append("Enums (`IntEnum` classes of `frames.py`): " + "; ".join(

@@ -29,6 +29,7 @@ from protoframe.generator.frame_ir import (
     StructDef,
     StructField,
     SwitchField,
+    VarintField,
     struct_refs,
 )
 from protoframe.generator.ir import Protocol, SourceLocation
@@ -46,7 +47,7 @@ def check_frame_spec(spec: FrameSpec) -> list[SpecError]:
         errors += _check_encode_order(s)
         errors += _check_measured(s)
     errors += _check_recursion(spec)
-    if frame_length_field(spec.frame) is None:
+    if frame_length_field(spec.frame) is None and spec.frame.delimiter is None:
         errors.append(_frame_length_error(spec.frame))
     if (spec.machines or spec.requests) and not spec.routes and not any(
             isinstance(f, ProtoField) and f.dispatch_on is not None
@@ -93,7 +94,7 @@ class LengthField:
     """
 
     kind: str
-    field: IntField | BlocksField
+    field: IntField | VarintField | BlocksField
     offset: int
     between: int = 0
 
@@ -105,7 +106,7 @@ def frame_length_field(frame: StructDef) -> LengthField | None:
         size_rest = f.size_of == "rest" or (
             f.size_of is not None and f.size_of == frame.fields[-1].name
             and all(g.fixed_size is not None for g in frame.fields[i + 1 : -1]))
-        if size_rest and isinstance(f, IntField):
+        if size_rest and isinstance(f, IntField | VarintField) and _length_kind(f):
             between = sum(g.fixed_size or 0 for g in frame.fields[i + 1 : -1]) \
                 if f.size_of != "rest" else 0
             return LengthField("size", f, offset, between)
@@ -117,13 +118,21 @@ def frame_length_field(frame: StructDef) -> LengthField | None:
     return None
 
 
+def _length_kind(f: FrameField) -> bool:
+    """Whether ``f`` can hold a frame's length: an integer or a base-128 varint (a MySQL
+    length-encoded integer cannot)."""
+    return isinstance(f, IntField) or isinstance(f, VarintField) and f.encoding != "lenenc"
+
+
 def _frame_length_error(frame: StructDef) -> SpecError:
     # Blame the field that is the real cause: a length of the wrong type, a length that does
     # not cover the frame's end, or the variable-size field that hides what follows it.
     for i, f in enumerate(frame.fields):
-        if f.size_of is not None and not isinstance(f, IntField):
-            return _at(f.location, f"the frame's length {f.name!r} is a {f.kind}: a frame "
-                                   "length must be a fixed-width integer (u8 ... u64, i8 ... i64)")
+        if f.size_of is not None and not _length_kind(f):
+            kind = "length-encoded integer" if isinstance(f, VarintField) else f.kind
+            return _at(f.location, f"the frame's length {f.name!r} is a {kind}: a frame "
+                                   "length must be an integer (u8 ... u64, i8 ... i64, u24, "
+                                   "i24) or a base-128 varint")
         if f.size_of is not None and f.size_of != "rest" and f.size_of != frame.fields[-1].name:
             return _at(f.location, f"{f.name!r} measures {f.size_of!r}, not the end of the "
                                    "frame: a frame's length field must have size_of: rest or "
@@ -137,9 +146,10 @@ def _frame_length_error(frame: StructDef) -> SpecError:
             return _at(f.location, f"cannot tell a frame's length from its header: {f.name!r} "
                                    "has no fixed size and comes before any size_of field; the "
                                    "frame needs a size_of field after fixed-size fields only, "
-                                   "or a blocks field")
+                                   "a blocks field, or a delimiter")
     return _at(frame.location, "cannot tell a frame's length from its header: the frame needs "
-                               "a size_of field after fixed-size fields only, or a blocks field")
+                               "a size_of field after fixed-size fields only, a blocks field, "
+                               "or a delimiter")
 
 
 def _at(loc: SourceLocation, message: str) -> SpecError:

@@ -83,5 +83,5 @@ def stream_lines(m: FramesModuleView) -> list[str]:
              'in the frame")',
              f"{TWO}{INDENT}return frame")
     out.raw("")
-    out.code(f"{TWO}super().__init__(frame_length, decode, max_frame_size)")
+    out.code(f"{TWO}super().__init__({m.stream_length}, decode, max_frame_size)")
     return out.lines

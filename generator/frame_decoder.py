@@ -57,6 +57,7 @@ from protoframe.generator.layout_ops import (
     Envelope,
     FixedLength,
     IntShape,
+    IntType,
     KindOp,
     Marker,
     Nested,
@@ -68,6 +69,7 @@ from protoframe.generator.layout_ops import (
     RangedInt,
     ReadBool,
     ReadInt,
+    ReadLenenc,
     ReadPacked,
     ReadUuid,
     ReadVarint,
@@ -83,6 +85,7 @@ from protoframe.generator.layout_ops import (
 )
 from protoframe.generator.layout_plan import LayoutPlan
 from protoframe.generator.runtime_modules import CHECKSUMS, ERRORS, MUTF8, PROTOWIRE
+from protoframe.generator.varlen_emit import adjusted_size, bounded_read, lenenc_read
 
 # ---------------------------------------------------------------------------------------------
 # decoding
@@ -277,6 +280,8 @@ class Decoder:
 
     def int_read(self, f: FrameField, target: str, how: IntShape) -> list[str]:
         """Read an integer of ``how`` into ``target`` (``f`` names it in errors)."""
+        if how == "lenenc":
+            return lenenc_read(self.ctx, self.where(f), target)
         if how == "varint":
             self.ctx.imports.use(PROTOWIRE, "read_varint")
             self.ctx.imports.use(PROTOWIRE, "truncated")
@@ -313,7 +318,7 @@ class Decoder:
             lines = self.int_read(f, "n", region.prefix)
             self.ctx.imports.use(PROTOWIRE, "truncated")
             # An unsigned prefix is never negative.
-            signed = region.prefix != "varint" and region.prefix.signed
+            signed = isinstance(region.prefix, IntType) and region.prefix.signed
             check = "n < 0 or " if signed else ""
             lines += ["vend = pos + n", f"if {check}vend > end:",
                       f"    raise truncated({self.where(f)})"]
@@ -340,7 +345,9 @@ class Decoder:
         if isinstance(kind, Bits | SubField):
             return []
         how = int_read_of(kind)
-        if how == "varint":
+        if isinstance(kind, ReadVarint) and kind.max_bytes is not None:
+            return bounded_read(self.ctx, self.where(op.field), "_", kind.max_bytes)
+        if how == "varint" or how == "lenenc":
             return self.int_read(op.field, "_", how)  # a varint's length is known once read
         width = 1 if how == "bool" else how.width
         return [*self.need(str(width), op.field), f"pos += {width}"]
@@ -364,6 +371,9 @@ class Decoder:
             case Bits(expr=expr, as_bool=as_bool):
                 derived = self.render(expr, f, parens=False)
                 return [f"{target} = bool({derived})" if as_bool else f"{target} = {derived}"]
+            case SizeOf(adjust=adjust) | SizeRest(adjust=adjust) | ReadVarint(
+                    adjust=adjust) if adjust:
+                return adjusted_size(self, op, target)
             case ReadInt(int_type=t) | SizeOf(int_type=t) | Checksum(int_type=t):
                 return self.int_read(f, target, t)
             case ReadPacked(int_type=t, reserved=reserved):
@@ -380,11 +390,18 @@ class Decoder:
                 return [*self.int_read(f, target, t), *self.sets_end(f, target, t.signed)]
             case ReadVarint(const=const, sets_end=sets_end) | ReadBool(const=const,
                                                                        sets_end=sets_end):
-                lines = self.int_read(f, target, int_read_of(op))
+                lines = (bounded_read(self.ctx, self.where(f), target, op.max_bytes)
+                         if isinstance(op, ReadVarint) and op.max_bytes is not None
+                         else self.int_read(f, target, int_read_of(op)))
                 if const is not None and check_const:
                     lines += self.const_check(f, target, const)
                 if sets_end:
                     lines += self.sets_end(f, target, False)
+                return lines
+            case ReadLenenc(const=const, nullable=nullable):
+                lines = lenenc_read(self.ctx, self.where(f), target, nullable)
+                if const is not None and check_const:
+                    lines += self.const_check(f, target, const)
                 return lines
             case ReadUuid():
                 return [*self.need("16", f), f"{target} = UUID(bytes=buf[pos : pos + 16])",
@@ -435,6 +452,10 @@ class Decoder:
         head = self.int_read(f, "n", region.prefix) if region.prefix is not None else []
         if not head or read[: len(head)] != head:
             raise bug(f, f"{f.name!r}: a nullable field's region does not start with its prefix")
+        if region.prefix == "lenenc":  # MySQL's NULL (0xfb) rather than -1
+            return [*lenenc_read(self.ctx, self.where(f), "n_or_null", nullable=True),
+                    "if n_or_null is None:", f"    {target}: {kind} | None = None", "else:",
+                    "    n = n_or_null", *indent(read[len(head):])]
         # Annotated where first bound, so that the type checker takes both branches' types.
         return [*head, "if n == -1:", f"    {target}: {kind} | None = None", "else:",
                 *indent(read[len(head):])]

@@ -36,6 +36,7 @@ from protoframe.generator.frame_ir import (
 )
 from protoframe.generator.layout_ops import FieldOp, IntShape, IntType, KindOp, int_shape
 from protoframe.generator.layout_plan import SpecPlans
+from protoframe.generator.runtime_modules import INT24
 
 _STRUCT_CODES = {(1, False): "B", (2, False): "H", (4, False): "I", (8, False): "Q",
                  (1, True): "b", (2, True): "h", (4, True): "i", (8, True): "q"}
@@ -52,9 +53,16 @@ class EmitContext:
     runs: set[str] = field(default_factory=set)  # structs read by decode_run (see _run_structs)
 
     def packer(self, width: int, signed: bool, order: str) -> str:
-        code = ("<" if order == "little" else ">") + _STRUCT_CODES[(width, signed)]
+        """The module-level codec of a fixed-width integer (a ``Struct``, or an ``Int24``
+        with the same methods for the 3-byte widths ``struct`` lacks); ``packers`` maps each
+        name to the expression that builds it."""
+        endian = "<" if order == "little" else ">"
         name = f"_{'I' if signed else 'U'}{width * 8}{'LE' if order == 'little' else 'BE'}"
-        self.packers[name] = code
+        if width == 3:
+            self.imports.use(INT24, "Int24")
+            self.packers[name] = f'Int24("{endian}", signed={signed})'
+        else:
+            self.packers[name] = f'Struct("{endian}{_STRUCT_CODES[(width, signed)]}")'
         return name
 
     def proto_ref(self, path: str, full_name: str) -> str:

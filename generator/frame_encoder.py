@@ -55,6 +55,7 @@ from protoframe.generator.layout_ops import (
     RangedInt,
     ReadBool,
     ReadInt,
+    ReadLenenc,
     ReadPacked,
     ReadUuid,
     ReadVarint,
@@ -68,6 +69,8 @@ from protoframe.generator.layout_ops import (
 )
 from protoframe.generator.layout_plan import LayoutPlan
 from protoframe.generator.runtime_modules import CHECKSUMS, ERRORS, MUTF8, PROTOWIRE
+from protoframe.generator.varlen_emit import bounded_bytes, lenenc_write, plus
+from protoframe.runtime.codec.varlen import lenenc_bytes
 
 # ---------------------------------------------------------------------------------------------
 # encoding
@@ -86,6 +89,7 @@ class Encoder:
         self.current: FrameField | None = None
         self.buf = "out"  # the bytearray the fields are appended to
         self.tail: FrameField | None = None  # bytes appended after a checksum that covers them
+        self.inserts: list[str] = []  # a varint size of the rest, put in after the patches
 
     def name(self, n: str) -> str:
         if n in self.params:
@@ -132,6 +136,9 @@ class Encoder:
         for op in self.plan.field_ops:
             self.field(op)
         self.out += self.patches
+        # A varint size of the rest goes in last, in front of what it measures: the patches
+        # above wrote at positions it moves.
+        self.out += self.inserts
         return self.out or ["pass"]
 
     def byteless_keys(self) -> list[str]:
@@ -161,6 +168,8 @@ class Encoder:
         return f"self.{head}." + ".".join(attrs)
 
     def pack(self, how: IntShape, value: str) -> list[str]:
+        if how == "lenenc":
+            return [lenenc_write(self.ctx, self.buf, value)]
         if how == "varint":
             self.ctx.imports.use(PROTOWIRE, "varint_bytes")
             return [f"{self.buf} += varint_bytes({value})"]
@@ -170,6 +179,15 @@ class Encoder:
             return [f"{self.buf}.append({value})"]
         packer = self.ctx.packer(how.width, how.signed, how.order)
         return [f"{self.buf} += {packer}.pack({value})"]
+
+    def pack_op(self, op: KindOp, value: str) -> list[str]:
+        """Append ``value`` as the integer ``op`` reads (a varint bounded by its
+        ``max_bytes``)."""
+        if isinstance(op, SizeOf | ReadVarint):
+            value = plus(value, op.adjust)  # the number counts more than the size
+        if isinstance(op, ReadVarint) and op.max_bytes is not None:
+            return [f"{self.buf} += {bounded_bytes(self.ctx, value, op.max_bytes)}"]
+        return self.pack(int_read_of(op), value)
 
     def computed_value(self, f: FrameField) -> list[str]:
         """Statements setting ``v_<name>`` for a computed wire integer; [] if patched later."""
@@ -280,11 +298,17 @@ class Encoder:
                 f"{algo}(view[s_{kind.start}:]))",
             ]
             return [f"p_{f.name} = len({self.buf})", f"{self.buf} += bytes({i.width})"]
+        if f.size_of == "rest" and isinstance(kind, ReadVarint):
+            size = bounded_bytes(self.ctx, plus(f"len({self.buf}) - p_{f.name}", kind.adjust),
+                                 kind.max_bytes)
+            self.inserts.append(f"{self.buf}[p_{f.name}:p_{f.name}] = {size}")
+            return [f"p_{f.name} = len({self.buf})"]
         if f.size_of == "rest":
             i = fixed_int(kind)
             packer = self.ctx.packer(i.width, i.signed, i.order)
-            self.patches.insert(0, f"{packer}.pack_into({self.buf}, p_{f.name}, "
-                                   f"len({self.buf}) - p_{f.name} - {i.width})")
+            rest = plus(f"len({self.buf}) - p_{f.name} - {i.width}",
+                        kind.adjust if isinstance(kind, SizeRest) else 0)
+            self.patches.insert(0, f"{packer}.pack_into({self.buf}, p_{f.name}, {rest})")
             return [f"p_{f.name} = len({self.buf})", f"{self.buf} += bytes({i.width})"]
         if f.size_range is not None:
             width = fixed_int(kind).width
@@ -294,12 +318,12 @@ class Encoder:
                 cond = self.render(f.when, f, parens=False)
                 lines = [f"v_{f.name} = {literal(f.default or 0)}", f"if {cond}:"]
                 lines += ["    " + x for x in self.computed_value(f)]
-                lines += ["    " + x for x in self.pack(int_read_of(kind), f"v_{f.name}")]
+                lines += ["    " + x for x in self.pack_op(kind, f"v_{f.name}")]
                 self.available[f.name] = f"v_{f.name}"
                 return lines
             lines = self.computed_value(f)
             self.available[f.name] = f"v_{f.name}"
-            return lines + self.pack(int_read_of(kind), f"v_{f.name}")
+            return lines + self.pack_op(kind, f"v_{f.name}")
         body = self.write(kind)
         if f.when is not None:
             self.ctx.imports.use(ERRORS, "EncodeError")
@@ -389,8 +413,8 @@ class Encoder:
         value = f"self.{f.name}"
         match op:
             case (ReadInt() | Const() | SizeOf() | SizeRest() | Checksum() | ReadVarint()
-                  | ReadBool() | ReadPacked()):
-                return self.pack(int_read_of(op), value)
+                  | ReadBool() | ReadPacked() | ReadLenenc()):
+                return self.pack_op(op, value)
             case ReadUuid():
                 return [f"{self.buf} += {value}.bytes"]
             case (BytesSized(region=region) | BytesToEnd(region=region)
@@ -469,7 +493,9 @@ class Encoder:
                 f"more than {op.max_blocks} blocks"))]
         return lines
 
-    def prefix(self, prefix: IntType | Literal["varint"], length: str) -> list[str]:
+    def prefix(self, prefix: IntType | Literal["varint", "lenenc"], length: str) -> list[str]:
+        if prefix == "lenenc":  # None (NULL) for a nullable field's -1
+            return [lenenc_write(self.ctx, self.buf, "None" if length == "-1" else length)]
         if prefix == "varint":
             self.ctx.imports.use(PROTOWIRE, "varint_bytes")
             return [f"{self.buf} += varint_bytes({length})"]
@@ -482,7 +508,7 @@ def const_of(op: KindOp) -> int | None:
     match op:
         case Const(value=value):
             return value
-        case ReadVarint(const=const) | ReadBool(const=const):
+        case ReadVarint(const=const) | ReadBool(const=const) | ReadLenenc(const=const):
             return const
     return None
 
@@ -491,6 +517,8 @@ def const_bytes(op: KindOp) -> bytes:
     const = const_of(op)
     if const is None:
         raise bug(op.field, f"{op.name!r} is not a constant")
+    if int_read_of(op) == "lenenc":
+        return lenenc_bytes(const)
     if int_read_of(op) == "varint":
         out = bytearray()
         v = const

@@ -19,6 +19,7 @@ from protoframe.generator.ir import EnumType, EnumValue, Field, MessageType, Sou
 INT_TYPES = {
     "u8": (1, False), "u16": (2, False), "u32": (4, False), "u64": (8, False),
     "i8": (1, True), "i16": (2, True), "i32": (4, True), "i64": (8, True),
+    "u24": (3, False), "i24": (3, True),
 }
 
 
@@ -151,6 +152,10 @@ class FrameField:
     value: Expr | None = None
     derive: Expr | None = None  # no bytes of its own: decode computes it from earlier fields
     size_of: str | None = None  # target field name or "rest"
+    # What the size counts beyond what it measures: ``includes: self`` (its own bytes) or
+    # ``header`` (the struct up to and including it), and ``adjust: N`` added on top.
+    size_includes: str | None = None
+    size_adjust: int = 0
     size_range: tuple[str, str] | None = None  # size_of: {from, to}: bytes of several fields
     count_of: str | None = None
     checksum: Checksum | None = None
@@ -246,6 +251,11 @@ class VarintField(FrameField):
     """A protobuf-style base-128 varint."""
 
     kind: ClassVar[str] = "varint"
+    # ``max_bytes: N``: at most N bytes (a continuation bit on the N-th is malformed).
+    max_bytes: int | None = None
+    # ``leb128`` (the protobuf form) or ``lenenc`` (MySQL's length-encoded integer, whose
+    # 0xfb is NULL: with ``nullable: true`` the field is ``int | None``).
+    encoding: str = "leb128"
 
 
 @dataclass
@@ -394,6 +404,9 @@ class StructDef:
     is_frame: bool = False
     params: list[Param] = field(default_factory=list)
     trailing: str = "error"  # "error": bytes after the last field are an error; "ignore": skipped
+    # ``delimiter:``: the struct's bytes end with these (STOMP's NUL, HTTP's CRLF CRLF); its
+    # fields are read up to them, and the delimiter is written after them.
+    delimiter: bytes | None = None
 
     def field(self, name: str) -> FrameField | None:
         return next((f for f in self.fields if f.name == name), None)
@@ -585,6 +598,8 @@ class FrameSpec:
     allocate_start: int = 0  # the first id the client allocates
     allocate_skip_zero: bool = False  # ids never 0, also after wrapping
     frame_enums: list[FrameEnum] = field(default_factory=list)  # the spec's own (``enums:``)
+    # ``first:``: the first message's struct by direction (``to_server``, ``to_client``).
+    first: dict[str, StructDef] = field(default_factory=dict)
 
     def allocates(self, r: Request) -> str | None:
         """The field a request's method numbers itself, if any."""

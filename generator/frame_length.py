@@ -17,10 +17,12 @@ from protoframe.generator.frame_emit import (
 from protoframe.generator.frame_ir import (
     INT_TYPES,
     IntField,
+    VarintField,
 )
-from protoframe.generator.layout_ops import Const
+from protoframe.generator.layout_ops import Const, ReadVarint, SizeOf, SizeRest, kind_op
 from protoframe.generator.layout_plan import LayoutPlan
-from protoframe.generator.runtime_modules import ERRORS
+from protoframe.generator.runtime_modules import ERRORS, VARLEN
+from protoframe.generator.varlen_emit import plus
 
 
 def magic_checks(ctx: EmitContext, plan: LayoutPlan, upto: int) -> list[str]:
@@ -51,6 +53,7 @@ def length_lines(ctx: EmitContext, plan: LayoutPlan) -> list[str]:
         raise GeneratorBug("no frame length field (frame_checks lets no such frame through)",
                            str(frame.location))
     f, offset = length.field, length.offset
+    adjust = size_adjust(plan, f.name)
     if isinstance(f, IntField):
         between = length.between
         header = offset + f.width
@@ -60,18 +63,26 @@ def length_lines(ctx: EmitContext, plan: LayoutPlan) -> list[str]:
         # An unsigned length cannot make the size smaller than the header.
         negative = [f"if size < {header + between}:",
                     "    raise SizeMismatchError(f\"negative frame length {size}\")"]
+        number = f"{packer}.unpack_from(buf, {offset_expr('pos', offset)})[0]"
+        if adjust > 0:
+            ctx.imports.use(ERRORS, "LengthTooSmallError")
+            raw = plus("size", adjust - header - between)
+            negative = [f"if size < {header + between}:", *indent(raise_lines(
+                "LengthTooSmallError", f"frame length {{{raw}}} is less than the {adjust} "
+                "bytes it counts besides the rest"))]
         return [
             f"if end - pos < {header}:",
             "    return None",
             *magic_checks(ctx, plan, header),
-            f"size: int = {header + between} + "
-            f"{packer}.unpack_from(buf, {offset_expr('pos', offset)})[0]",
-            *(negative if f.signed else []),
+            f"size: int = {_added(header + between - adjust, number)}",
+            *(negative if f.signed or adjust > 0 else []),
             "if size > limit:",
             "    raise FrameTooLargeError(f\"frame of {size} bytes is over the "
             "{limit}-byte limit\")",
             "return size",
         ]
+    if isinstance(f, VarintField):
+        return varint_length_lines(ctx, plan, offset, length.between, f.max_bytes, adjust)
     cw, cs = INT_TYPES[f.block_count]
     lw, ls = INT_TYPES[f.block_length]
     cp = ctx.packer(cw, cs, ctx.spec.byte_order)
@@ -100,4 +111,46 @@ def length_lines(ctx: EmitContext, plan: LayoutPlan) -> list[str]:
         "if p > end:",
         "    return None",
         "return p - pos",
+    ]
+
+
+def _added(base: int, number: str) -> str:
+    """``base + number``, written as the shortest sum (``4 + x``, ``x``, ``x - 2``)."""
+    if base > 0:
+        return f"{base} + {number}"
+    return plus(number, base)
+
+
+def size_adjust(plan: LayoutPlan, name: str) -> int:
+    """What frame length ``name`` counts besides the bytes after it (``includes:``,
+    ``adjust:``)."""
+    op = kind_op(plan.op(name))
+    return op.adjust if isinstance(op, SizeOf | SizeRest | ReadVarint) else 0
+
+
+def varint_length_lines(ctx: EmitContext, plan: LayoutPlan, offset: int, between: int,
+                        max_bytes: int | None, adjust: int = 0) -> list[str]:
+    """``frame_length`` of a frame whose length is a varint at ``offset``: None while the
+    varint is incomplete, ``MalformedVarintError`` when it is longer than it may be (10 bytes,
+    or ``max_bytes``), ``FrameTooLargeError`` before a byte of an oversize body is kept."""
+    ctx.imports.use(VARLEN, "peek_varint")
+    ctx.imports.use(ERRORS, "FrameTooLargeError")
+    if adjust > 0:
+        ctx.imports.use(ERRORS, "LengthTooSmallError")
+    most = f", {max_bytes}" if max_bytes is not None else ""
+    return [
+        f"if end - pos <= {offset}:",
+        "    return None",
+        *magic_checks(ctx, plan, offset),
+        f"read = peek_varint(buf, {offset_expr('pos', offset)}, end{most})",
+        "if read is None:",
+        "    return None",
+        f"size: int = {plus('read[1] - pos', between - adjust)} + read[0]",
+        *([f"if size < {plus('read[1] - pos', between)}:", *indent(raise_lines(
+            "LengthTooSmallError", f"frame length {{read[0]}} is less than the {adjust} bytes "
+            "it counts besides the rest"))] if adjust > 0 else []),
+        "if size > limit:",
+        "    raise FrameTooLargeError(f\"frame of {size} bytes is over the "
+        "{limit}-byte limit\")",
+        "return size",
     ]

@@ -20,6 +20,7 @@ import jsonschema
 
 from protoframe.generator.build_context import PathT
 from protoframe.generator.errors import SpecError, SpecErrors
+from protoframe.generator.first_rules import read_delimiter, read_first
 from protoframe.generator.frame_checks import check_frame_spec
 from protoframe.generator.frame_enums import spec_enums
 from protoframe.generator.frame_ir import FrameSpec, StructDef
@@ -123,7 +124,9 @@ class _Builder(InteractionBuilder):
             self.structs[name] = StructDef(name, body.get("doc", ""), [],
                                            self.loc(["structs", name], key=True),
                                            params=self.params(body, ["structs", name]),
-                                           trailing=body.get("trailing", "error"))
+                                           trailing=body.get("trailing", "error"),
+                                           delimiter=read_delimiter(self, body,
+                                                                    ["structs", name]))
         self.frame_enums = spec_enums(self, root.get("enums", LocDict()))
         frame_raw = root["frame"]
         frame_name = frame_raw["name"]
@@ -133,7 +136,8 @@ class _Builder(InteractionBuilder):
             self.error("the frame cannot take params (nothing holds it)", ["frame", "params"],
                        key=True)
         frame = StructDef(frame_name, frame_raw.get("doc", ""), [], self.loc(["frame"]),
-                          is_frame=True, trailing=frame_raw.get("trailing", "error"))
+                          is_frame=True, trailing=frame_raw.get("trailing", "error"),
+                          delimiter=read_delimiter(self, frame_raw, ["frame"]))
         self.structs[frame_name] = frame
         for name, body in raw_structs.items():
             self.structs[name].fields = self.fields(body["fields"], ["structs", name, "fields"])
@@ -154,6 +158,7 @@ class _Builder(InteractionBuilder):
         self.check_allocate_opt_outs(interactions, allocate)
         machines = [self.machine(name, body, commands)
                     for name, body in root.get("machines", LocDict()).items()]
+        first = read_first(self, root.get("first"), frame, bool(machines or requests))
         return FrameSpec(
             protocol=root["protocol"],
             doc=root.get("doc", ""),
@@ -174,6 +179,7 @@ class _Builder(InteractionBuilder):
             allocate_start=allocate_options.get("start", 0),
             allocate_skip_zero=allocate_options.get("skip_zero", False),
             frame_enums=list(self.frame_enums.values()),
+            first=first,
         )
 
     def version_enum(self, name: str | None) -> EnumType | None:

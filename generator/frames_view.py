@@ -14,6 +14,13 @@ from dataclasses import dataclass, field
 
 from protoframe.generator.bit_codec import enum_text
 from protoframe.generator.codewriter import docstring, literal, q
+from protoframe.generator.delimiter_emit import (
+    delimited_decode,
+    delimited_encode,
+    delimited_length,
+)
+from protoframe.generator.first_emit import FirstView, first_view
+from protoframe.generator.first_emit import stream_lines as first_stream_lines
 from protoframe.generator.frame_class import class_text, stream_lines
 from protoframe.generator.frame_decoder import Decoder
 from protoframe.generator.frame_emit import EmitContext, annotation
@@ -76,6 +83,9 @@ class FramesModuleView:
     stream_doc: str = ""
     layout_lines: list[str] = field(default_factory=list)  # install_frame_layouts(...)
     enum_texts: list[str] = field(default_factory=list)  # the spec's enums, as IntEnum classes
+    first: FirstView | None = None  # ``first:``: the first messages' probes and decoder
+    first_doc: str = ""  # the stream decoder's docstring text before ``first:`` adds to it
+    stream_length: str = "frame_length"  # what the stream decoder finds a frame's length with
 
     # What the template prints, each line fitted at the depth it is printed at.
     @property
@@ -108,6 +118,8 @@ class FramesModuleView:
 
     @property
     def stream_lines(self) -> list[str]:
+        if self.first is not None:
+            return first_stream_lines(self.first, self.first_doc, self.stream_length)
         return stream_lines(self)
 
 
@@ -117,11 +129,15 @@ def build_frames_module(spec: FrameSpec) -> FramesModuleView:
     ctx = EmitContext(spec, plans)
     classes: list[ClassView] = []
     aliases: list[str] = []
-    ctx.runs = _run_structs([p.struct for p in plans])
+    # A struct ended by a delimiter is read one at a time (its end is searched for).
+    ctx.runs = _run_structs([p.struct for p in plans]) - {
+        p.name for p in plans if p.delimiter is not None}
     for plan in plans:
         classes.append(_class_view(ctx, plan, aliases))
-    length = length_lines(ctx, plans[spec.frame.name])
+    delimited = delimited_length(ctx, plans[spec.frame.name])
+    length = delimited[0] if delimited else length_lines(ctx, plans[spec.frame.name])
     directional = _directional(spec.frame)
+    first = first_view(ctx, spec.frame.name, directional)
     command_table = _command_table(ctx, spec) + ctx.tables
     layouts = layout_lines(list(plans), lambda m: ctx.proto_ref(m.py_path, m.full_name))
     if layouts:
@@ -145,7 +161,7 @@ def build_frames_module(spec: FrameSpec) -> FramesModuleView:
         source=spec.path,
         module_doc=docstring(f"{doc}\n\nFrame layouts and codecs generated from {spec.path}.", ""),
         import_lines=ctx.imports.block(),
-        constants=[f'{name} = Struct("{code}")' for name, code in sorted(ctx.packers.items())],
+        constants=[f"{name} = {made}" for name, made in sorted(ctx.packers.items())],
         aliases=aliases,
         classes=classes,
         frame_name=spec.frame.name,
@@ -154,11 +170,15 @@ def build_frames_module(spec: FrameSpec) -> FramesModuleView:
         stream_params=", to_server: bool = False" if directional else "",
         stream_args=", to_server=to_server" if directional else "",
         command_table=command_table,
-        exports=sorted([c.name for c in classes] + ["StreamDecoder", "frame_length"]
-                       + [e.name for e in spec.frame_enums]),
+        exports=sorted({c.name for c in classes} | {"StreamDecoder", "frame_length"}
+                       | set(first.exports if first is not None else [])
+                       | {e.name for e in spec.frame_enums}),
         stream_doc=docstring(stream_doc, "    "),
         layout_lines=layouts,
         enum_texts=enums,
+        first=first,
+        first_doc=stream_doc,
+        stream_length=delimited[1] if delimited else "frame_length",
     )
 
 
@@ -230,12 +250,12 @@ def _class_view(ctx: EmitContext, plan: LayoutPlan, aliases: list[str]) -> Class
     if _directional(s):
         args = ", to_server=to_server"
     decoder = Decoder(ctx, plan)
-    decode_lines = decoder.lines()
+    decode_lines = delimited_decode(ctx, plan, decoder.lines())
     return ClassView(
         name=s.name,
         doc=docstring("\n".join(doc_lines), "    "),
         fields=fields,
-        encode_lines=Encoder(ctx, plan).lines(),
+        encode_lines=delimited_encode(ctx, plan, Encoder(ctx, plan).lines()),
         decode_lines=decode_lines,
         run_lines=_run_lines(decode_lines) if s.name in ctx.runs else [],
         decode_params=params + kw,

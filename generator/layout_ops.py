@@ -53,8 +53,8 @@ class Region:
     size_unsigned: bool = False
     # The size is a field of this struct the encoder fills in: the field is encoded ahead.
     size_written_first: bool = False
-    prefix: IntType | Literal["varint"] | None = None
-    # A prefix of -1 stands for None (``nullable: true``).
+    prefix: IntType | Literal["varint", "lenenc"] | None = None
+    # A prefix of -1 (for lenenc, NULL) stands for None (``nullable: true``).
     nullable: bool = False
 
 
@@ -85,6 +85,15 @@ class SkipTrailing(Op):
     """Bytes after the last field are skipped instead of rejected (``trailing: ignore``)."""
 
     word: ClassVar[str] = "skip_trailing"
+
+
+@dataclass(frozen=True)
+class Delimited(Op):
+    """The struct ends with ``delimiter`` (``delimiter:``): its fields are read from the bytes
+    before it, and it is written after them."""
+
+    word: ClassVar[str] = "delimited"
+    delimiter: bytes
 
 
 @dataclass(frozen=True)
@@ -123,9 +132,14 @@ class SizeOf(FieldOp):
     int_type: IntType
     target: str
     of_message_or_bytes: bool  # the target is a protobuf message or bytes
+    # What the number counts beyond the target (``includes:``, ``adjust:``): the wire holds
+    # the target's size plus this.
+    adjust: int = 0
 
     @property
     def word(self) -> str:  # type: ignore[override]
+        if self.adjust:
+            return "adjusted_size"
         if self.int_type.signed:
             return "signed_size"
         return "size" if self.of_message_or_bytes else "size_of_other"
@@ -136,9 +150,12 @@ class SizeRest(FieldOp):
     """The byte size of everything after it: the struct's region ends there."""
 
     int_type: IntType
+    adjust: int = 0  # as for ``SizeOf``
 
     @property
     def word(self) -> str:  # type: ignore[override]
+        if self.adjust:
+            return "adjusted_size_rest"
         return "signed_size_rest" if self.int_type.signed else "size_rest"
 
 
@@ -261,11 +278,24 @@ class NestedOther(FieldOp):
 
 @dataclass(frozen=True)
 class ReadVarint(FieldOp):
-    """A varint; ``const``: the value it must have; ``sets_end``: it is the size of the rest."""
+    """A varint; ``const``: the value it must have; ``sets_end``: it is the size of the rest;
+    ``max_bytes``: at most that many bytes (``max_bytes:``), else up to 10."""
 
     word: ClassVar[str] = "varint"
     const: int | None
     sets_end: bool
+    max_bytes: int | None = None
+    adjust: int = 0  # a size of the rest or of a field: what it counts beyond (``adjust:``)
+
+
+@dataclass(frozen=True)
+class ReadLenenc(FieldOp):
+    """A MySQL length-encoded integer (``encoding: lenenc``); ``nullable``: its NULL (0xfb)
+    reads as None, else NULL is an error; ``const``: the value it must have."""
+
+    word: ClassVar[str] = "lenenc"
+    const: int | None
+    nullable: bool
 
 
 @dataclass(frozen=True)
@@ -489,11 +519,11 @@ KindOp: TypeAlias = (ReadInt | Const | SizeOf | SizeRest | Checksum | ProtoBody 
                      | ProtoOther | BytesSized | BytesToEnd | BytesOther | Nested | NestedOther
                      | ReadVarint | ReadBool | ReadUuid | String | Array | Switch | Blocks | Bits
                      | Terminated | ConstBytes | RangedInt
-                     | ReadPacked | SubField)
+                     | ReadPacked | SubField | ReadLenenc)
 WrapOp: TypeAlias = (OptionalScalar | Condition | Computed | WithArgs | Prefix | FixedLength
                      | Default | Marker)
 AnyFieldOp: TypeAlias = KindOp | WrapOp
-PlanOp: TypeAlias = Params | SkipTrailing | AnyFieldOp
+PlanOp: TypeAlias = Params | SkipTrailing | AnyFieldOp | Delimited
 
 
 def kind_op(op: AnyFieldOp) -> KindOp:
@@ -501,7 +531,7 @@ def kind_op(op: AnyFieldOp) -> KindOp:
     return op.inner if isinstance(op, Wrap) else op
 
 
-IntShape: TypeAlias = IntType | Literal["varint", "bool"]
+IntShape: TypeAlias = IntType | Literal["varint", "bool", "lenenc"]
 
 
 def int_shape(op: KindOp) -> IntShape | None:
@@ -514,6 +544,8 @@ def int_shape(op: KindOp) -> IntShape | None:
             return "varint"
         case RangedInt(shape=shape):
             return shape
+        case ReadLenenc():
+            return "lenenc"
         case ReadBool():
             return "bool"
     return None

@@ -55,6 +55,7 @@ from protoframe.generator.layout_ops import (
     Const,
     ConstBytes,
     Default,
+    Delimited,
     Envelope,
     FixedLength,
     IfPeek,
@@ -75,6 +76,7 @@ from protoframe.generator.layout_ops import (
     RangedInt,
     ReadBool,
     ReadInt,
+    ReadLenenc,
     ReadPacked,
     ReadUuid,
     ReadVarint,
@@ -89,8 +91,10 @@ from protoframe.generator.layout_ops import (
     WithArgs,
     c_words,
 )
+from protoframe.generator.length_rules import size_extra
 from protoframe.generator.value_rules import int_bounds, varint_bytes
 from protoframe.runtime.codec import vocabulary
+from protoframe.runtime.codec.varlen import lenenc_bytes
 
 
 @dataclass(frozen=True)
@@ -113,6 +117,11 @@ class LayoutPlan:
         return bool(self.ops) and isinstance(self.ops[-1], SkipTrailing)
 
     @property
+    def delimiter(self) -> bytes | None:
+        """The bytes the struct ends with (``delimiter:``), if any."""
+        return next((op.delimiter for op in self.ops if isinstance(op, Delimited)), None)
+
+    @property
     def check_end(self) -> bool:
         """Decoding rejects bytes left after the last field."""
         return self.reads_to_end and not self.skips_trailing
@@ -124,7 +133,8 @@ class LayoutPlan:
     @property
     def field_ops(self) -> tuple[AnyFieldOp, ...]:
         """The fields' operations, in wire order (one per field)."""
-        return tuple(op for op in self.ops if not isinstance(op, Params | SkipTrailing))
+        return tuple(op for op in self.ops
+                     if not isinstance(op, Params | SkipTrailing | Delimited))
 
     def op(self, name: str) -> AnyFieldOp:
         return next(op for op in self.field_ops if op.name == name)
@@ -161,7 +171,8 @@ class LayoutPlan:
     def unknown_to_c(self) -> tuple[Op, ...]:
         """The operations whose words the compiled codec does not know."""
         words = c_words()
-        return tuple(op for op in self.ops if op.word not in words)
+        return tuple(op for op in self.ops if op.word not in words
+                     or any(t.width not in vocabulary.FRAME_INT_WIDTHS for t in _int_types(op)))
 
     @property
     def compiled(self) -> bool:
@@ -183,6 +194,17 @@ class SpecPlans:
 
     def __getitem__(self, name: str) -> LayoutPlan:
         return next(p for p in self.plans if p.name == name)
+
+
+def _int_types(op: Op) -> tuple[IntType, ...]:
+    """The fixed-width integers an operation the C codec might take reads or writes."""
+    match op:
+        case ReadInt(int_type=t) | Const(int_type=t) | SizeOf(int_type=t) | SizeRest(
+                int_type=t) | Checksum(int_type=t):
+            return (t,)
+        case Nested(when=IfPeek(int_type=t)):
+            return (t,)
+    return ()
 
 
 def plan_spec(spec: FrameSpec) -> SpecPlans:
@@ -218,6 +240,8 @@ def lower(s: StructDef, plans: dict[str, LayoutPlan], byte_order: str) -> Layout
     fills = fills_region(s)
     field_ops = [_lower_field(s, f, plans, byte_order, fills) for f in s.fields]
     ops: list[PlanOp] = []
+    if s.delimiter is not None:
+        ops.append(Delimited(s.delimiter))
     if s.params:
         ops.append(Params(tuple(p.name for p in s.params)))
     ops += field_ops
@@ -318,9 +342,11 @@ def _modifier(f: FrameField, inner: KindOp) -> AnyFieldOp:
 
 def _region(f: FrameField, byte_order: str) -> Region:
     size_field = f.size_field
-    prefix: IntType | Literal["varint"] | None = None
+    prefix: IntType | Literal["varint", "lenenc"] | None = None
     if f.prefix == "varint":
         prefix = "varint"
+    elif f.prefix == "lenenc":
+        prefix = "lenenc"
     elif f.prefix is not None:
         width, signed = INT_TYPES[f.prefix]
         prefix = IntType(width, signed, byte_order)
@@ -373,10 +399,11 @@ def _lower_kind(s: StructDef, f: FrameField, plans: dict[str, LayoutPlan], byte_
                 return Checksum(f, int_type, f.checksum.algorithm, f.checksum.start,
                                 _early(s, f, fills))
             if f.size_of == "rest":
-                return SizeRest(f, int_type)
+                return SizeRest(f, int_type, size_extra(s, f))
             if f.size_of is not None:
                 return SizeOf(f, int_type, f.size_of,
-                              isinstance(s.field(f.size_of), ProtoField | BytesField))
+                              isinstance(s.field(f.size_of), ProtoField | BytesField),
+                              size_extra(s, f))
             return _ranged(f, int_type) or ReadInt(f, int_type)
         case ProtoField():
             size = _earlier_unsigned_size(s, f)
@@ -417,10 +444,12 @@ def _lower_kind(s: StructDef, f: FrameField, plans: dict[str, LayoutPlan], byte_
             else:
                 when = Always()
             return Nested(f, plans[held.name], when, region)
+        case VarintField(encoding="lenenc"):
+            return ReadLenenc(f, f.const, f.nullable)
         case VarintField():
             if f.const is None and (ranged := _ranged(f, "varint")) is not None:
                 return ranged
-            return ReadVarint(f, f.const, f.size_of == "rest")
+            return ReadVarint(f, f.const, f.size_of == "rest", f.max_bytes, size_extra(s, f))
         case BoolField():
             return ReadBool(f, f.const, f.size_of == "rest")
         case UuidField():
@@ -469,6 +498,8 @@ def _const_or_terminated(f: FrameField, region: Region) -> ConstBytes | Terminat
     data = f.const_data
     if region.prefix == "varint":
         data = varint_bytes(len(data)) + data
+    elif region.prefix == "lenenc":
+        data = lenenc_bytes(len(data)) + data
     elif region.prefix is not None:
         p = region.prefix
         data = len(data).to_bytes(p.width, "little" if p.order == "little" else "big",

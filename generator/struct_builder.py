@@ -37,6 +37,14 @@ from protoframe.generator.frame_ir import (
     raw_indices,
 )
 from protoframe.generator.ir import Field, Label, MessageType
+from protoframe.generator.length_rules import (
+    check_header,
+    check_varint_rest,
+    lenenc_nullable,
+    read_adjustment,
+    read_lenenc,
+    read_max_bytes,
+)
 from protoframe.generator.literals import LiteralError, integer, is_char_literal
 from protoframe.generator.spec_yaml import LocDict, LocList
 from protoframe.generator.switch_rules import case_value, check_case_args, key_enum, key_fits
@@ -124,6 +132,7 @@ class StructBuilder(ValueRules):
             f.size_range = (size_of["from"], size_of["to"])
             size_of = None
         f.size_of = size_of
+        read_adjustment(f, item, path, self.error)
         f.count_of = item.get("count_of")
         if "checksum" in item:
             f.checksum = Checksum(item["checksum"]["algorithm"], item["checksum"]["from"])
@@ -146,10 +155,12 @@ class StructBuilder(ValueRules):
         f.length = item.get("length")
         f.size = item.get("size")
         f.prefix = item.get("prefix")
-        if item.get("nullable"):
+        read_lenenc(f, item, path, self.error)
+        if item.get("nullable") and not lenenc_nullable(f, item, path, self.error):
             self.nullable(f, item, path)
         if isinstance(f, StringField):
             f.encoding = item.get("encoding", "utf8")
+        read_max_bytes(f, item, path, self.error)
         if "compression" in item:
             c = item["compression"]
             f.compression = Compression(c["codec"], c.get("uncompressed_size"))
@@ -387,9 +398,9 @@ class StructBuilder(ValueRules):
             if f.size_of is not None and not isinstance(f, IntField | VarintField):
                 self.error("a size field must be an integer", [*fpath, "type"])
             elif f.size_of == "rest" and isinstance(f, VarintField):
-                # The size of the rest is patched in after the rest is encoded, in place.
-                self.error("size_of: rest needs a fixed-width integer (u8 to u64), since it is "
-                           "filled in after what follows is encoded", [*fpath, "type"])
+                check_varint_rest(struct, i, f, fpath, self.error)
+            if f.size_includes == "header":
+                check_header(struct, i, f, fpath, self.error)
             if f.count_of is not None:
                 target = struct.field(f.count_of)
                 if not isinstance(target, ArrayField) or f.count_of not in later:
@@ -434,6 +445,9 @@ class StructBuilder(ValueRules):
                 elif not key.wire and key.value is not None:
                     self.error(f"switch on: {f.switch_on!r} has a value: of its own, but a "
                                "switch key is the code of the body's class", [*fpath, "on"])
+                elif key.nullable:
+                    self.error(f"switch on: {f.switch_on!r} is nullable; a switch key is "
+                               "always there (its NULL would choose no case)", [*fpath, "on"])
                 else:
                     key.is_switch_key = True
                     if key.bit_of is not None:

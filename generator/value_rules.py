@@ -161,6 +161,10 @@ class ValueRules(BuildContext):
                                         "checksum"),
                       "it bounds a stored value, and this one is computed"):
             return
+        if isinstance(f, VarintField) and (f.encoding == "lenenc" or f.max_bytes is not None):
+            self.error(f"{key}: bounds on a length-encoded or max_bytes: varint are not in the "
+                       "language yet; bound a plain varint or a fixed-width integer", kpath)
+            return
         low, high = int_bounds(f)
         bounds: dict[str, int] = {}
         for name in ("min", "max"):

@@ -195,3 +195,16 @@ class UnknownEnumValueError(DecodeError):
     def __init__(self, message: str, value: int) -> None:
         super().__init__(message)
         self.value = value
+
+
+class LengthTooSmallError(SizeMismatchError):
+    """A length field holds less than it must count besides the content: its own bytes, the
+    header (``includes:``) or its ``adjust:``."""
+
+
+class MalformedLengthEncodedError(MalformedVarintError):
+    """A MySQL length-encoded integer began with 0xff, a byte no length-encoded integer has."""
+
+
+class UnexpectedNullError(DecodeError):
+    """A length-encoded integer held NULL (0xfb) where the spec does not allow None."""

@@ -26,7 +26,7 @@ Type mapping (Spark type / Arrow type):
     repeated T                          ArrayType(T, containsNull=False) / list
     map<K, V>                           MapType(K, V, valueContainsNull=False) / map
     message inside its own type         BinaryType / binary: the protobuf encoding
-    frame u8, u16, i8, i16, i32         IntegerType / int32
+    frame u8, u16, u24, i8 ... i32      IntegerType / int32
     frame u32, i64                      LongType / int64
     frame u64, varint                   DecimalType(20, 0) / decimal128(20, 0)
     frame bool (and const markers)      BooleanType / bool

@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from protoframe.runtime.errors import DecodeError, FrameTooLargeError
+from protoframe.runtime.errors import DecodeError, FrameTooLargeError, SizeMismatchError
 
 T = TypeVar("T")
+U = TypeVar("U")
 
 FrameLength = Callable[[bytes, int, int, int], "int | None"]
 
@@ -27,6 +28,10 @@ class FrameStream(Generic[T]):
     A bad frame header is different (an oversize frame, or a length no frame can have):
     without a frame size there is nothing to skip to and nothing after it can be trusted,
     so the stream drops what it holds and refuses further input with the same error class.
+
+    With ``first_length`` and ``first_decode`` the stream starts in a handshake state: the
+    first message is cut and decoded by those (a layout of its own, such as PostgreSQL's
+    StartupMessage), the frames after it by ``frame_length`` and ``decode_frame``.
     """
 
     def __init__(
@@ -34,9 +39,23 @@ class FrameStream(Generic[T]):
         frame_length: FrameLength,
         decode_frame: Callable[[bytes, int, int], T],
         max_frame_size: int,
+        first_length: FrameLength | None = None,
+        first_decode: Callable[[bytes, int, int], T] | None = None,
     ) -> None:
         self._frame_length = frame_length
         self._decode = decode_frame
+        self._in_handshake = first_length is not None and first_decode is not None
+        if first_length is not None and first_decode is not None:
+            # The handshake state: the first message has a layout (and length rule) of its
+            # own; once it is decoded, ordinary frames follow. A first message that fails to
+            # decode is skipped like a bad frame, and the next bytes are a first message again.
+            def decode_first(buf: bytes, pos: int, end: int) -> T:
+                message = first_decode(buf, pos, end)
+                self._frame_length, self._decode = frame_length, decode_frame
+                self._in_handshake = False
+                return message
+
+            self._frame_length, self._decode = first_length, decode_first
         self.max_frame_size = max_frame_size
         # Bytes of an unfinished frame grow in place: a frame trickled in n pieces costs O(size)
         # copying, not O(n * size) as re-joining the whole tail on every read would.
@@ -45,6 +64,12 @@ class FrameStream(Generic[T]):
         # a read only appends, with no header parsing and no decode attempt.
         self._need = 0
         self._broken: DecodeError | None = None
+
+    @property
+    def in_handshake(self) -> bool:
+        """Whether the next message is still the first one (``first_length`` was given and no
+        first message has been decoded yet)."""
+        return self._in_handshake
 
     @property
     def buffered(self) -> int:
@@ -64,6 +89,9 @@ class FrameStream(Generic[T]):
         if pending:
             pending += data
             if len(pending) < self._need:
+                return []
+            if not self._need and isinstance(self._frame_length, DelimitedLength) and \
+                    not self._delimiter_arrived(pending):
                 return []
             buf = bytes(pending)
         else:
@@ -101,6 +129,18 @@ class FrameStream(Generic[T]):
         self._keep(buf[pos:] if pos < end else b"", need)
         return frames
 
+    def _delimiter_arrived(self, pending: bytearray) -> bool:
+        """Whether the frame in progress, which a delimiter ends, is complete: searched in
+        place, so a frame trickling in costs no copy of what came before on each read."""
+        probe = self._frame_length
+        assert isinstance(probe, DelimitedLength)
+        try:
+            return probe(pending, 0, len(pending), self.max_frame_size) is not None
+        except DecodeError as exc:
+            self._broken = exc
+            self._keep(b"", 0)
+            raise
+
     def _keep(self, tail: bytes, need: int) -> None:
         self._pending = bytearray(tail)
         self._need = need
@@ -114,3 +154,47 @@ def _stopped(cause: DecodeError) -> DecodeError:
         return type(cause)(message)
     except TypeError:  # a subclass with a richer constructor
         return DecodeError(message)
+
+
+def whole_message(decode_from: Callable[[bytes, int, int], tuple[U, int]], name: str
+                  ) -> Callable[[bytes, int, int], U]:
+    """A stream's decode function for a message class: ``decode_from`` on the bytes the length
+    rule gave it, which it must use up (``SizeMismatchError`` otherwise)."""
+    def decode(buf: bytes, pos: int, end: int) -> U:
+        message, used = decode_from(buf, pos, end)
+        if used != end:
+            raise SizeMismatchError(f"{name}: {end - used} bytes left in the message")
+        return message
+
+    return decode
+
+
+def find_delimited(buf: bytes | bytearray, pos: int, end: int, limit: int, delimiter: bytes,
+                   searched: int = 0) -> int | None:
+    """The length of the frame at ``pos`` that ends with ``delimiter`` (included), None while
+    no delimiter has arrived; ``searched``: bytes after ``pos`` already searched in vain.
+    ``FrameTooLargeError`` when none appears within ``limit`` bytes."""
+    stop = min(end, pos + limit)
+    found = buf.find(delimiter, pos + max(0, searched - len(delimiter) + 1), stop)
+    if found >= 0:
+        return found + len(delimiter) - pos
+    if end - pos >= limit:
+        raise FrameTooLargeError(f"no {delimiter!r} delimiter within the {limit}-byte limit")
+    return None
+
+
+class DelimitedLength:
+    """A stream's ``frame_length`` for frames ended by a delimiter: it remembers how far the
+    frame in progress has been searched, so each read searches only the new bytes (the
+    stream keeps a frame's bytes from its start, and asks again at that start)."""
+
+    __slots__ = ("delimiter", "_searched")
+
+    def __init__(self, delimiter: bytes) -> None:
+        self.delimiter = delimiter
+        self._searched = 0
+
+    def __call__(self, buf: bytes | bytearray, pos: int, end: int, limit: int) -> int | None:
+        size = find_delimited(buf, pos, end, limit, self.delimiter, self._searched)
+        self._searched = 0 if size is not None else end - pos
+        return size

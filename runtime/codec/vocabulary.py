@@ -58,6 +58,9 @@ FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "b
 # with a command dispatch.
 ENVELOPE: Final = "envelope"
 FRAME_PRESENCE: Final = ("always", "remaining", "peek")
+# The integer widths, in bytes, the frame codec reads and writes; a struct with an integer of
+# another width (a 3-byte u24) stays on the Python codec.
+FRAME_INT_WIDTHS: Final = (1, 2, 4, 8)
 # The most rows a frame struct's table may have: the compiled codec keeps a struct's sizes and
 # values in arrays of this length on the C stack. The generator leaves a longer struct to the
 # Python methods. The C header defines it as FRAME_MAX_ROWS, and ``_framecodec`` exports the

@@ -36,7 +36,7 @@ from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.slow  # each random spec is generated, compiled and type-checked
 
-INTS = {f"{s}{w}": (w // 8, s == "i") for s in "ui" for w in (8, 16, 32, 64)}
+INTS = {f"{s}{w}": (w // 8, s == "i") for s in "ui" for w in (8, 16, 24, 32, 64)}
 # Names generated code uses for itself: a field called so must not shadow or be shadowed.
 TRICKY = ["buf", "pos", "end", "out", "data", "self", "cls", "obj", "type", "item", "items",
           "frame", "body", "value", "values", "count", "length", "size", "exc", "struct_error",
@@ -82,7 +82,7 @@ def specs(draw: Draw) -> tuple[str, list[Struct]]:
         "byte_order": draw(st.sampled_from(["big", "little"])),
         "structs": {s.name: {"fields": s.fields} for s in structs},
         "frame": {"name": frame_name, "fields": [
-            {"name": "length", "type": draw(st.sampled_from(["u32", "u16"])),
+            {"name": "length", "type": draw(st.sampled_from(["u32", "u16", "u24", "varint"])),
              "size_of": "rest"},
             {"name": "op", "type": "u8"},
             {"name": "body", "type": "switch", "on": "op",
@@ -93,6 +93,10 @@ def specs(draw: Draw) -> tuple[str, list[Struct]]:
     if draw(st.booleans()):  # the key as a bit sub-field: the low 7 bits, the top one reserved
         spec["frame"]["fields"][1] = {"name": "head", "type": "u8", "bits": [
             {"width": 1, "reserved": True}, {"name": "op", "width": 7}]}
+    # A frame length that counts itself, or a constant more (PostgreSQL's includes itself).
+    length = spec["frame"]["fields"][0]
+    if draw(st.booleans()):
+        length.update({"adjust": 3} if length["type"] == "varint" else {"includes": "self"})
     return yaml.safe_dump(spec, sort_keys=False), structs
 
 
@@ -100,7 +104,7 @@ def _add_field(draw: Draw, struct: Struct, names: Any, earlier: list[Struct]) ->
     name = next(names)
     kind = draw(st.sampled_from(["int", "varint", "bool", "uuid", "string", "bytes",
                                  "fixed", "array", "struct", "when", "cstring", "const",
-                                 "ranged", "zlist", "bits"]))
+                                 "ranged", "zlist", "bits", "bounded", "lenenc"]))
     if kind == "struct" and not earlier:
         kind = "int"
     if kind == "int":
@@ -113,6 +117,21 @@ def _add_field(draw: Draw, struct: Struct, names: Any, earlier: list[Struct]) ->
     elif kind == "varint":
         struct.fields.append({"name": name, "type": "varint"})
         struct.args.append((name, lambda d: d(st.integers(0, 2**64 - 1))))
+    elif kind == "bounded":
+        most = draw(st.integers(1, 10))
+        struct.fields.append({"name": name, "type": "varint", "max_bytes": most})
+        struct.args.append((name, _drawing(st.integers(0, min(2 ** (7 * most), 2**64) - 1))))
+    elif kind == "lenenc":
+        if draw(st.booleans()):
+            struct.fields.append({"name": name, "type": "varint", "encoding": "lenenc",
+                                  **({"nullable": True} if draw(st.booleans()) else {})})
+            null = struct.fields[-1].get("nullable", False)
+            ints = st.integers(0, 2**64 - 1)
+            struct.args.append((name, _drawing(st.none() | ints if null else ints)))
+        else:
+            struct.fields.append({"name": name, "type": "bytes", "prefix": "lenenc",
+                                  "nullable": True})
+            struct.args.append((name, _drawing(st.none() | st.binary(max_size=300))))
     elif kind == "bool":
         struct.fields.append({"name": name, "type": "bool"})
         struct.args.append((name, lambda d: d(st.booleans())))
@@ -120,11 +139,11 @@ def _add_field(draw: Draw, struct: Struct, names: Any, earlier: list[Struct]) ->
         struct.fields.append({"name": name, "type": "uuid"})
         struct.args.append((name, lambda d: d(st.uuids())))
     elif kind == "string":
-        prefix = draw(st.sampled_from(["u8", "u16", "u32", "varint"]))
+        prefix = draw(st.sampled_from(["u8", "u16", "u32", "varint", "u24"]))
         struct.fields.append({"name": name, "type": "string", "prefix": prefix})
         struct.args.append((name, lambda d: d(st.text(max_size=12))))
     elif kind == "bytes":
-        prefix = draw(st.sampled_from(["u8", "u16", "u32", "varint"]))
+        prefix = draw(st.sampled_from(["u8", "u16", "u32", "varint", "u24"]))
         struct.fields.append({"name": name, "type": "bytes", "prefix": prefix})
         struct.args.append((name, lambda d: d(st.binary(max_size=20))))
     elif kind == "fixed":
@@ -133,7 +152,7 @@ def _add_field(draw: Draw, struct: Struct, names: Any, earlier: list[Struct]) ->
         struct.args.append((name, _drawing(st.binary(min_size=n, max_size=n))))
     elif kind == "array":
         counter = next(names)
-        element = draw(st.sampled_from(["u8", "u16", "i32", "u64", "varint", "uuid",
+        element = draw(st.sampled_from(["u8", "u16", "i32", "u64", "varint", "uuid", "i24",
                                         *(s.name for s in earlier)]))
         struct.fields.append({"name": counter, "type": "u8", "count_of": name})
         struct.fields.append({"name": name, "type": "array", "of": element})

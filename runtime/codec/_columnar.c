@@ -8,8 +8,8 @@
  * The decoder is deliberately narrower than the generated Python decoder: whatever it is not
  * sure to decode exactly as that decoder does (truncated or malformed bytes, invalid UTF-8,
  * a missing required field, an enum number the enum does not declare, a group, a second
- * occurrence of a singular message field, a sint32 wider than 32 bits, a varint of more than
- * ten bytes) makes the whole row "bad": its partial output is rolled back, the row is left
+ * occurrence of a singular message field, a varint of more than ten bytes, a message inside
+ * its own type, which the Spark schema holds as its encoding) makes the whole row "bad": its partial output is rolled back, the row is left
  * null, and its index is reported, so that the caller decodes that row with the row path
  * (which then gives its value, or raises its own error).
  */
@@ -60,7 +60,7 @@ static void buf_free(Buf *b) {
 /* ------------------------------------------------------------------------------------------ */
 /* the plan: one column per field, a struct column per message */
 
-typedef enum { C_FIXED, C_BOOL, C_DECIMAL, C_BINARY, C_LIST, C_STRUCT } Shape;
+typedef enum { C_FIXED, C_BOOL, C_DECIMAL, C_BINARY, C_LIST, C_STRUCT, C_MAP } Shape;
 
 typedef struct Col Col;
 struct Col {
@@ -69,6 +69,10 @@ struct Col {
     int width;           /* bytes per value of a C_FIXED column (4 or 8) */
     int nullable;        /* keeps a validity byte per entry */
     int required;        /* a required field: absent makes the row bad */
+    int group;           /* the oneof a member belongs to (decoding it clears the others), or
+                            -1 */
+    int opaque;          /* a message inside its own type (a binary column): present makes
+                            the row bad, so the row path writes its encoding */
     uint32_t number;
     uint64_t tag, packed_tag;  /* tags the field is read from (packed_tag: 0 if none) */
     /* built entries */
@@ -173,10 +177,14 @@ static Col *build_value(int kind, PyObject *extra, int depth) {
         c->nenum = n;
         break;
     }
-    case K_MESSAGE: {
+    case K_MESSAGE:
+        if (extra == Py_None) {  /* held as bytes: always null here (see Col.opaque) */
+            c->shape = C_BINARY;
+            c->opaque = 1;
+            break;
+        }
         col_free(c);
         return build_struct(extra, depth + 1);
-    }
     default:
         PyErr_Format(PyExc_ValueError, "kind %d has no columnar form", kind);
         col_free(c);
@@ -207,26 +215,40 @@ static Col *build_struct(PyObject *fields, int depth) {
     }
     for (Py_ssize_t i = 0; i < s->nfields; i++) {
         unsigned long number;
-        int kind, mode, nullable;
+        int kind, mode, nullable, group = -1;
         PyObject *extra;
-        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(fields, i), "kiipO", &number, &kind, &mode,
-                              &nullable, &extra))
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(fields, i), "kiipO|i", &number, &kind, &mode,
+                              &nullable, &extra, &group))
             goto fail;
         if (number == 0 || number >= (1ul << 29)) {
             PyErr_SetString(PyExc_ValueError, "field number out of range");
             goto fail;
         }
         Col *c;
-        if (mode == M_REPEATED || mode == M_PACKED) {
+        if (mode == M_MAP) {  /* extra: the entry's rows, key (1) then value (2) */
+            if ((c = col_new()) == NULL) goto fail;
+            c->shape = C_MAP;
+            c->kind = kind;
+            s->fields[i] = c;
+            if ((c->items = build_struct(extra, depth + 1)) == NULL) goto fail;
+            if (c->items->nfields != 2 || c->items->fields[0]->number != 1
+                || c->items->fields[1]->number != 2
+                || c->items->fields[0]->shape == C_STRUCT) {
+                PyErr_SetString(PyExc_ValueError, "a map entry is a key (1) and a value (2)");
+                goto fail;
+            }
+            kind = K_MESSAGE;  /* entries are read as messages */
+        } else if (mode == M_REPEATED || mode == M_PACKED) {
             if ((c = col_new()) == NULL) goto fail;
             c->shape = C_LIST;
             c->kind = kind;
             s->fields[i] = c;
             if ((c->items = build_value(kind, extra, depth)) == NULL) goto fail;
+            c->opaque = c->items->opaque;
             if (kind != K_STRING && kind != K_BYTES && kind != K_MESSAGE)
                 c->packed_tag = ((uint64_t)number << 3) | 2;
         } else if (mode == M_REQUIRED || mode == M_OPTIONAL || mode == M_IMPLICIT
-                   || mode == M_SPARSE) {
+                   || mode == M_SPARSE || mode == M_ONEOF) {
             if ((c = build_value(kind, extra, depth)) == NULL) goto fail;
             s->fields[i] = c;
             c->required = mode == M_REQUIRED;
@@ -235,6 +257,11 @@ static Col *build_struct(PyObject *fields, int depth) {
             goto fail;
         }
         c->nullable = nullable;
+        c->group = mode == M_ONEOF ? group : -1;
+        if (mode == M_ONEOF && (group < 0 || !nullable)) {
+            PyErr_SetString(PyExc_ValueError, "a oneof member needs its oneof and is nullable");
+            goto fail;
+        }
         c->number = (uint32_t)number;
         c->tag = ((uint64_t)number << 3) | (uint64_t)wire_type(kind);
         if (c->number > s->max_number) s->max_number = c->number;
@@ -279,7 +306,7 @@ static void col_rollback(Col *c) {
 
 /* Offsets start with a 0 for the first entry. */
 static int col_start(Col *c) {
-    if (c->shape == C_BINARY || c->shape == C_LIST)
+    if (c->shape == C_BINARY || c->shape == C_LIST || c->shape == C_MAP)
         if (buf_i32(&c->offsets, 0) < 0) return -1;
     if (c->items && col_start(c->items) < 0) return -1;
     for (Py_ssize_t i = 0; i < c->nfields; i++)
@@ -335,7 +362,7 @@ static int col_commit_value(Col *c) {
 /* A null (or, where not nullable, a placeholder) entry of any column. */
 static int col_null(Col *c) {
     switch (c->shape) {
-    case C_LIST:
+    case C_LIST: case C_MAP:
         if (buf_i32(&c->offsets, (int32_t)c->items->len) < 0) return -1;
         if (put_valid(c, 0) < 0) return -1;
         c->len++;
@@ -507,6 +534,50 @@ static int add_item(Col *items, const uint8_t **pp, const uint8_t *end, int dept
     return col_commit_value(items) < 0 ? ERR : OK;
 }
 
+/* Whether the entry just added to map column `m` repeats the key of an earlier entry of the
+   same map (the entries from the map's start offset on). */
+static int repeated_key(const Col *m) {
+    const Col *keys = m->items->fields[0];
+    Py_ssize_t first = ((const int32_t *)m->offsets.p)[m->offsets.len / 4 - 1];
+    Py_ssize_t last = keys->len - 1;
+    for (Py_ssize_t i = first; i < last; i++) {
+        switch (keys->shape) {
+        case C_BINARY: {
+            const int32_t *o = (const int32_t *)keys->offsets.p;
+            if (o[i + 1] - o[i] == o[last + 1] - o[last]
+                && memcmp(keys->data.p + o[i], keys->data.p + o[last],
+                          (size_t)(o[i + 1] - o[i])) == 0)
+                return 1;
+            break;
+        }
+        case C_BOOL:
+            if (keys->values.p[i] == keys->values.p[last]) return 1;
+            break;
+        case C_DECIMAL:
+            if (memcmp(keys->values.p + 16 * i, keys->values.p + 16 * last, 16) == 0) return 1;
+            break;
+        default:
+            if (memcmp(keys->values.p + keys->width * i, keys->values.p + keys->width * last,
+                       (size_t)keys->width) == 0)
+                return 1;
+            break;
+        }
+    }
+    return 0;
+}
+
+/* A member of a oneof is about to be decoded: the others of its oneof become unset. One
+   that is a message already holds its entry, which cannot be taken back: BAD. */
+static int clear_oneof(Col *s, const Col *member) {
+    for (Py_ssize_t i = 0; i < s->nfields; i++) {
+        Col *other = s->fields[i];
+        if (other == member || other->group != member->group || !other->seen) continue;
+        if (other->shape == C_STRUCT) return BAD;
+        other->seen = 0;
+    }
+    return OK;
+}
+
 /* Decode one message into the next entry of struct column `s`; OK, BAD or ERR. On BAD the
    caller rolls the whole row back. */
 static int decode_message(Col *s, const uint8_t *p, const uint8_t *end, int depth) {
@@ -527,6 +598,16 @@ static int decode_message(Col *s, const uint8_t *p, const uint8_t *end, int dept
         if (c == NULL || (tag != c->tag && (c->packed_tag == 0 || tag != c->packed_tag))) {
             r = skip_field(&p, end, tag);  /* an unknown field (or a known one of another
                                               wire type, which the row path keeps unknown) */
+        } else if (c->opaque) {
+            return BAD;
+        } else if (c->group >= 0 && clear_oneof(s, c) != OK) {
+            return BAD;
+        } else if (c->shape == C_MAP) {
+            uint64_t n;
+            if (read_varint(&p, end, &n) != OK || n > (uint64_t)(end - p)) return BAD;
+            r = decode_message(c->items, p, p + n, depth + 1);
+            p += n;
+            if (r == OK && repeated_key(c)) return BAD;  /* the row path keeps the last */
         } else if (c->shape == C_LIST) {
             if (tag == c->packed_tag) {
                 uint64_t n;
@@ -563,7 +644,7 @@ static int decode_message(Col *s, const uint8_t *p, const uint8_t *end, int dept
     for (Py_ssize_t i = 0; i < s->nfields; i++) {
         Col *c = s->fields[i];
         if (c->required && !c->seen) return BAD;
-        if (c->shape == C_LIST) {
+        if (c->shape == C_LIST || c->shape == C_MAP) {
             if (buf_i32(&c->offsets, (int32_t)c->items->len) < 0) return ERR;
             if (put_valid(c, 1) < 0) return ERR;
             c->len++;
@@ -615,7 +696,7 @@ static PyObject *col_result(const Col *c) {
         b = bytes_of(&c->data);
         if (b == NULL) Py_CLEAR(a);
         break;
-    case C_LIST:
+    case C_LIST: case C_MAP:
         a = bytes_of(&c->offsets);
         b = col_result(c->items);
         if (b == NULL) Py_CLEAR(a);

@@ -6,10 +6,11 @@ VOCABULARY: dict[str, dict[str, int]]
 
 class Plan:
     """A columnar decoder of one message type: ``Plan(fields)``, each field a row
-    ``(number, kind, mode, nullable, extra)``: kind and mode numbered as in
-    runtime/codec/vocabulary.py, extra the nested message's rows or an enum's numbers."""
+    ``(number, kind, mode, nullable, extra)``, and for a oneof's member its oneof's index:
+    kind and mode numbered as in runtime/codec/vocabulary.py, extra the nested message's rows,
+    an enum's numbers, a map entry's key and value rows, or None."""
 
-    def __init__(self, fields: tuple[tuple[int, int, int, bool, object], ...], /) -> None: ...
+    def __init__(self, fields: tuple[tuple[object, ...], ...], /) -> None: ...
     def decode(
         self, offsets: Any, data: Any, validity: Any, offset: int, length: int, /
     ) -> tuple[tuple[Any, ...], list[int]]:

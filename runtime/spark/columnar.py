@@ -13,16 +13,19 @@ What it covers and what it leaves to the row path (``python_type.decode`` then
 ``codec.to_arrow``):
 
 * a message type is columnar when every field (nested messages too) is a scalar, string,
-  bytes, enum or message field, singular or repeated; a type with a map, a oneof, a message
-  inside its own type (a binary column) or a proto3 default other than zero is not, and all of
-  its batches take the row path (``plan(codec)`` is None);
+  bytes, enum or message field, singular, repeated, a oneof's member or a map, and each proto3
+  default is zero (always so in proto3); otherwise all of its batches take the row path
+  (``plan(codec)`` is None);
 * within a columnar type, a value the C decoder is not sure to decode exactly as the generated
-  decoder does (damaged bytes, invalid UTF-8, a missing required field, an enum number the enum
-  does not declare, a group, a repeated singular message field, a varint past ten bytes) is a
-  "bad" row: the C decoder leaves it null and reports it, and that one value is decoded by the
-  row path, whose result (or error) replaces it. So errors are the row path's: with
-  ``errors="null"`` a value whose ``decode`` raises becomes null, as the data source's
-  ``decoded`` column has always done; with ``errors="raise"`` the error propagates.
+  decoder does (damaged bytes, invalid UTF-8, a missing required field, an enum number the
+  enum does not declare, a group, a repeated singular message field, a oneof member after a
+  message member of the same oneof, a map key given twice, a map entry without its message
+  value, a varint past ten bytes), or one that sets a message field inside its own type (a
+  binary column holding the field's encoding, which the row path writes), is a "bad" row: the
+  C decoder leaves it null and reports it, and that one value is decoded by the row path,
+  whose result (or error) replaces it. So errors are the row path's: with ``errors="null"`` a
+  value whose ``decode`` raises becomes null, as the data source's ``decoded`` column has
+  always done; with ``errors="raise"`` the error propagates.
 
 A null entry of ``values`` is a null row. Without the extension (not built, or
 ``PROTOFRAME_PURE_PYTHON`` set) everything takes the row path.
@@ -60,7 +63,8 @@ _ARROW_OF_KIND: dict[str, Any] = {
     "double": pa.float64(), "float": pa.float32(), "string": pa.string(),
     "bytes": pa.binary(), "enum": pa.string(), "open_enum": pa.string(),
 }
-_SINGULAR = {"required": False, "implicit": False, "optional": True, "sparse": True}
+_SINGULAR = {"required": False, "implicit": False, "optional": True, "sparse": True,
+             "oneof": True}
 _ZEROS = (0, 0.0, "", b"", False)
 
 
@@ -93,6 +97,11 @@ class Plan:
             items = self._array(arrow_type.value_type, buffers[1], path)
             return pa.Array.from_buffers(arrow_type, length, [None, pa.py_buffer(buffers[0])],
                                          children=[items])
+        if pa.types.is_map(arrow_type):
+            entry = pa.struct([arrow_type.key_field, arrow_type.item_field])
+            entries = self._array(entry, buffers[1], path)
+            return pa.Array.from_buffers(arrow_type, length, [None, pa.py_buffer(buffers[0])],
+                                         children=[entries])
         names = self.enum_names.get(path)
         if names is not None:
             indices = pa.Array.from_buffers(pa.int32(), length, [valid, pa.py_buffer(buffers[0])])
@@ -179,6 +188,8 @@ def _field_row(row: Any, field: Any, path: tuple[int, ...], tables: _Tables,
                outer: set[type]) -> tuple[Any, ...] | None:
     number, kind, mode, _, extra, *aux = row
     value_type = field.type
+    if mode == "map":
+        return _map_row(row, field, path, tables, outer)
     if mode in ("repeated", "packed"):
         if field.nullable or not pa.types.is_list(value_type) \
                 or value_type.value_field.nullable:
@@ -190,7 +201,9 @@ def _field_row(row: Any, field: Any, path: tuple[int, ...], tables: _Tables,
             and not any(aux[0] == z and type(aux[0]) is type(z) for z in _ZEROS):
         return None
     c_extra: object = None
-    if kind == "message":
+    if kind == "message" and value_type == pa.binary():
+        pass  # a message inside its own type: always null in C; where set, the row path
+    elif kind == "message":
         c_extra = _message_rows(extra, value_type, path, tables, outer)
         if c_extra is None:
             return None
@@ -208,7 +221,26 @@ def _field_row(row: Any, field: Any, path: tuple[int, ...], tables: _Tables,
         c_extra = tuple(numbers)
     elif _ARROW_OF_KIND.get(kind) != value_type:
         return None
-    return (number, vocabulary.KINDS[kind], vocabulary.MODES[mode], field.nullable, c_extra)
+    out = (number, vocabulary.KINDS[kind], vocabulary.MODES[mode], field.nullable, c_extra)
+    return (*out, int(aux[0])) if mode == "oneof" else out
+
+
+def _map_row(row: Any, field: Any, path: tuple[int, ...], tables: _Tables,
+             outer: set[type]) -> tuple[Any, ...] | None:
+    """A map field: its entries read as messages of a key (implicit) and a value (implicit, or
+    required for a message, whose absence the row path fills in)"""
+    number, kind, _, _, extra, (key_kind, key_default, value_default) = row
+    map_type = field.type
+    if field.nullable or not pa.types.is_map(map_type) or map_type.item_field.nullable:
+        return None
+    value_mode = "required" if kind == "message" else "implicit"
+    key = _field_row((1, key_kind, "implicit", "key", None, key_default), map_type.key_field,
+                     (*path, 0), tables, outer)
+    value = _field_row((2, kind, value_mode, "value", extra, value_default),
+                       map_type.item_field, (*path, 1), tables, outer)
+    if key is None or value is None:
+        return None
+    return (number, vocabulary.KINDS[kind], vocabulary.MODES["map"], False, (key, value))
 
 
 def decode_column(codec: RowCodec[Any], values: Any, errors: Errors = "null") -> Any:

@@ -6,7 +6,7 @@ messages of every field kind, and damaged ones: cut short, flipped bytes, wrong 
 unknown fields, invalid UTF-8, undeclared enum numbers) decode to the same Arrow column,
 type for type and value for value, by ``decode_column`` as by decoding each value with the
 generated class and ``RowCodec.to_arrow``; errors (``errors="raise"``) are the row path's.
-Which types are columnar is checked too (maps and oneofs are not), and the C part neither
+Which types are columnar is checked too, and the C part neither
 leaks nor holds references.
 """
 
@@ -114,8 +114,15 @@ def _message(draw: Any, cls: type, depth: int = 0) -> bytes:
             out += _varint(number << 3) + _varint(draw(_INTS))
             continue
         number, kind, mode, _, extra, *aux = draw(st.sampled_from(table))
-        if mode == "map":
-            continue  # maps: rarely columnar anyway; an entry is a message, left out here
+        if mode == "map":  # an entry: key (1) and value (2), either may be missing or twice
+            key_kind = aux[0][0]
+            entry = bytearray()
+            for entry_number, entry_kind, entry_extra in draw(st.lists(st.sampled_from(
+                    [(1, key_kind, None), (2, kind, extra)]), max_size=3)):
+                entry += _varint(entry_number << 3 | _WIRE.get(entry_kind, 0))
+                entry += _payload(draw, entry_kind, entry_extra, depth)
+            out += _varint(number << 3 | 2) + _varint(len(entry)) + entry
+            continue
         wire = _WIRE.get(kind, 0)
         if depth >= 3 and kind == "message":
             continue
@@ -193,11 +200,23 @@ def test_test_protocols_match_the_row_path(test_modules: dict[str, ModuleType], 
 def test_columnar_types(test_modules: dict[str, ModuleType]) -> None:
     assert columnar.plan(demo_spark.OrderPlaced) is not None
     assert columnar.plan(pulsar_spark.MessageMetadata) is not None
-    # MessageIdData holds itself (first_chunk_message_id is a binary column): row path.
-    assert columnar.plan(pulsar_spark.MessageIdData) is None
+    # MessageIdData holds itself (first_chunk_message_id is a binary column): columnar, with
+    # the rows that set it left to the row path.
+    ids = columnar.plan(pulsar_spark.MessageIdData)
+    assert ids is not None and columnar.plan(pulsar_spark.BaseCommand) is not None
+    first = pulsar_api.MessageIdData(ledgerId=1, entryId=2).encode()
+    chunked = pulsar_api.MessageIdData(
+        ledgerId=3, entryId=4,
+        first_chunk_message_id=pulsar_api.MessageIdData(ledgerId=5, entryId=6)).encode()
+    column, bad = ids.decode(pa.array([first, chunked], pa.binary()))
+    assert bad == [1]
+    assert decode_column(pulsar_spark.MessageIdData, pa.array([first, chunked])).to_pylist() \
+        == row_column(pulsar_spark.MessageIdData, [first, chunked]).to_pylist()
     proto3 = test_modules["proto3"]
     assert columnar.plan(proto3.MESSAGES["sample.v3.Scalars"]) is not None
-    assert columnar.plan(proto3.MESSAGES["sample.v3.Holder"]) is None  # maps and a oneof
+    assert columnar.plan(proto3.MESSAGES["sample.v3.Holder"]) is not None  # maps, a oneof
+    assert columnar.plan(test_modules["mapsoneofs"].MESSAGES["mapsoneofs3.Maps"]) is not None
+    assert columnar.plan(test_modules["mapsoneofs"].MESSAGES["mapsoneofs3.Choice"]) is not None
     planned = {name for module in test_modules.values()
                for name, codec in module.MESSAGES.items() if columnar.plan(codec) is not None}
     assert len(planned) >= 5, planned
@@ -259,6 +278,46 @@ def test_damaged_values_raise_the_row_path_error(wire: bytes) -> None:
     assert decode_column(codec, pa.array([wire], pa.binary())).to_pylist() == [None]
 
 
+def test_maps(test_modules: dict[str, ModuleType]) -> None:
+    codec = test_modules["mapsoneofs"].MESSAGES["mapsoneofs3.Maps"]
+    # by_int32 (1): {7: "a", -1: "b"}; hues (12): {"x": PALE}; leaves (13): {"k": Leaf("l", 3)}
+    entries = [b"\x0a\x05\x08\x07\x12\x01a",
+               b"\x0a\x0e\x08" + _varint(-1) + b"\x12\x01b",
+               b"\x62\x05\x0a\x01x\x10\x01",
+               b"\x6a\x0a\x0a\x01k\x12\x05\x0a\x01l\x10\x03"]
+    wire = b"".join(entries)
+    twice = b"\x0a\x05\x08\x07\x12\x01a" * 2  # the same key twice: the row path's case
+    no_value = b"\x6a\x03\x0a\x01k"  # a message value missing: the row path's case
+    plan = columnar.plan(codec)
+    assert plan is not None
+    column, bad = plan.decode(pa.array([wire, twice, no_value], pa.binary()))
+    assert bad == [1, 2]
+    row = column.to_pylist()[0]
+    assert row["by_int32"] == [(7, "a"), (-1, "b")]
+    assert row["hues"] == [("x", "PALE")]
+    assert row["leaves"] == [("k", {"label": "l", "weight": 3})]
+    values = [wire, twice, no_value, b""]
+    assert decode_column(codec, pa.array(values)).to_pylist() \
+        == row_column(codec, values).to_pylist()
+
+
+def test_oneof_members_clear_each_other(test_modules: dict[str, ModuleType]) -> None:
+    codec = test_modules["mapsoneofs"].MESSAGES["mapsoneofs3.Choice"]
+    # pick: text=2 then number=3 (number wins), other: ratio=7 then flag=8 then ratio=7 again;
+    # then leaf=4 and text=2 after it (a message member then another: the row path's case).
+    wire = (b"\x12\x02hi" + b"\x18\x05" + b"\x39" + struct.pack("<d", 0.5) + b"\x40\x01"
+            + b"\x39" + struct.pack("<d", 1.5))
+    after_leaf = b"\x22\x02\x0a\x00" + b"\x12\x01x"
+    plan = columnar.plan(codec)
+    assert plan is not None
+    column, bad = plan.decode(pa.array([wire, after_leaf], pa.binary()))
+    assert bad == [1]
+    row = column.to_pylist()[0]
+    assert (row["text"], row["number"], row["ratio"], row["flag"]) == (None, 5, 1.5, None)
+    assert decode_column(codec, pa.array([wire, after_leaf])).to_pylist() \
+        == row_column(codec, [wire, after_leaf]).to_pylist()
+
+
 def test_required_missing_and_undeclared_enum_go_to_the_row_path() -> None:
     codec = pulsar_spark.KeyValue  # key and value are required
     wire = b"\x0a\x01k"
@@ -312,8 +371,13 @@ def test_plan_rejects_what_it_cannot_decode() -> None:
     from protoframe.runtime.codec import _columnar
 
     kinds, modes = compiled.KINDS, compiled.MODES
-    with pytest.raises(ValueError, match="mode"):
-        _columnar.Plan(((1, kinds["int32"], modes["map"], False, None),))
+    with pytest.raises(ValueError, match="mode 99"):
+        _columnar.Plan(((1, kinds["int32"], 99, False, None),))
+    with pytest.raises(ValueError, match="map entry"):
+        _columnar.Plan(((1, kinds["int32"], modes["map"], False,
+                         ((1, kinds["int32"], modes["implicit"], False, None),)),))
+    with pytest.raises(ValueError, match="oneof"):
+        _columnar.Plan(((1, kinds["int32"], modes["oneof"], False, None, 0),))
     with pytest.raises(ValueError, match="field number"):
         _columnar.Plan(((0, kinds["int32"], modes["required"], False, None),))
     with pytest.raises(TypeError):

@@ -237,6 +237,17 @@ def test_columnar_types(test_modules: dict[str, ModuleType]) -> None:
     assert len(planned) >= 5, planned
 
 
+def test_row_path_without_the_extension_or_a_layout(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Frame structs have no protobuf layout table: never columnar.
+    assert columnar.plan(pulsar_spark.STRUCTS["Payload"]) is None
+    wire = [OrderPlaced(order_id="o", items=["a"]).encode(), b"\x0a\x05ab", None]
+    expected = row_column(demo_spark.OrderPlaced, wire).to_pylist()
+    monkeypatch.setenv("PROTOFRAME_PURE_PYTHON", "1")
+    assert not columnar.available() and columnar.plan(demo_spark.OrderPlaced) is None
+    assert decode_column(demo_spark.OrderPlaced, pa.array(wire, pa.binary())).to_pylist() \
+        == expected
+
+
 # --- vectors packed by hand ------------------------------------------------------------------
 
 

@@ -376,11 +376,20 @@ def test_required_missing_and_undeclared_enum_go_to_the_row_path() -> None:
 # --- the C part: references and memory ------------------------------------------------------
 
 
-def test_no_reference_leaks() -> None:
-    codec = pulsar_spark.MessageMetadata
-    good = pulsar_api.MessageMetadata(
-        producer_name="p", sequence_id=1, publish_time=2,
-        properties=[pulsar_api.KeyValue(key="a", value="b")]).encode()
+@pytest.mark.parametrize("which", ["MessageMetadata", "Maps", "Choice"])
+def test_no_reference_leaks(test_modules: dict[str, ModuleType], which: str) -> None:
+    codec: RowCodec[Any]
+    if which == "MessageMetadata":
+        codec = pulsar_spark.MessageMetadata
+        good = pulsar_api.MessageMetadata(
+            producer_name="p", sequence_id=1, publish_time=2,
+            properties=[pulsar_api.KeyValue(key="a", value="b")]).encode()
+    elif which == "Maps":
+        codec = test_modules["mapsoneofs"].MESSAGES["mapsoneofs3.Maps"]
+        good = b"\x0a\x05\x08\x07\x12\x01a\x6a\x0a\x0a\x01k\x12\x05\x0a\x01l\x10\x03"
+    else:
+        codec = test_modules["mapsoneofs"].MESSAGES["mapsoneofs3.Choice"]
+        good = b"\x12\x02hi\x18\x05\x22\x02\x0a\x00\x40\x01"
     array = pa.array([good, None, good[:-1], b"\x0a\x02\xff\xfe"] * 50, pa.binary())
     plan = columnar.plan(codec)
     assert plan is not None

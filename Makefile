@@ -12,6 +12,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 # The Python versions `make test-versions` runs the suite on, each that this machine has.
 TEST_VERSIONS := 3.11 3.12 3.13
 CODEC_DEPS := pyproject.toml setup.py runtime/codec/_wirecodec.c runtime/codec/_framecodec.c \
+	runtime/codec/_columnar.c \
 	runtime/codec/_codec_common.h runtime/codec/_vocabulary.h
 VOCABULARY := runtime/codec/vocabulary.py
 
@@ -20,18 +21,19 @@ VOCABULARY := runtime/codec/vocabulary.py
 
 venv: $(STAMP)
 
-# The install also compiles runtime/codec/_wirecodec.c and runtime/codec/_framecodec.c, the
-# optional fast paths of the protobuf and frame codecs (needs a C compiler and Python's headers;
+# The install also compiles runtime/codec/_wirecodec.c, runtime/codec/_framecodec.c and
+# runtime/codec/_columnar.c, the optional fast paths of the protobuf and frame codecs and of
+# Spark's protobuf decoding (needs a C compiler and Python's headers;
 # without them the Python codecs run, and this says so).
 $(STAMP): $(CODEC_DEPS)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,spark]'
-	@$(PY) -c 'import protoframe.runtime.codec._wirecodec, protoframe.runtime.codec._framecodec' \
+	@$(PY) -c 'from protoframe.runtime.codec import _wirecodec, _framecodec, _columnar' \
 	2>/dev/null || echo "note: the compiled codecs (runtime/codec/_wirecodec.c, \
-	runtime/codec/_framecodec.c) did not build, so the slower Python codecs run; to build them \
-	install a C compiler and Python's headers (sudo apt-get install gcc python3-dev) and run \
-	make again."
+	runtime/codec/_framecodec.c, runtime/codec/_columnar.c) did not build, so the slower \
+	Python codecs run; to build them install a C compiler and Python's headers \
+	(sudo apt-get install gcc python3-dev) and run make again."
 	@touch $(STAMP)
 
 # The C codecs' enums, written from the one Python definition of the layout tables' words.

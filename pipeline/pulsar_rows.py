@@ -5,6 +5,10 @@ batch) share their ledger and entry id, publish time, producer name, topic and r
 count, so those are computed once per entry and repeated, and the ``message_id_bytes``
 encoding is assembled from a per-entry prefix and the message's batch index. That keeps
 the per-message work to what really differs: payload, key, properties and event time.
+The ``decoded`` column is built from the ``value`` column by
+``runtime.spark.columnar.decode_column``: straight into Arrow buffers where the message type
+allows it, each value through the generated class otherwise; null where a value does not
+decode, either way.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from pyspark.sql.types import (
 from protoframe.clients.pulsar.consumer import entry_messages, uniform_layout
 from protoframe.clients.pulsar.message import EntryInfo, Message, MessageId, ReceivedEntry
 from protoframe.runtime.codec.protowire import SMALL_VARINTS, varint_bytes
+from protoframe.runtime.spark.columnar import decode_column
 from protoframe.runtime.spark.rows import RowCodec
 
 MESSAGE_FIELDS = [
@@ -194,15 +199,8 @@ class RowBatchBuilder:
          redelivery) = pieces.columns()
         columns = [key, value, topic, pa.repeat(pa.scalar(part, pa.int32()), count), ids,
                    id_bytes, publish, event, props, producer, redelivery]
-        if self.codec is not None:
-            decode = self.codec.python_type.decode
-            decoded: list[Any] = []
-            for data in value.to_pylist():
-                try:
-                    decoded.append(decode(data))
-                except Exception:
-                    decoded.append(None)
-            columns.append(self.codec.to_arrow(decoded))
+        if self.codec is not None:  # columnar where it can, null where a value does not decode
+            columns.append(decode_column(self.codec, value))
         return pa.RecordBatch.from_arrays(columns, schema=self.schema)
 
     def _messages(self, msgs: list[Message], part: int, pieces: _Pieces) -> None:

@@ -74,6 +74,8 @@ _python_methods: dict[type, tuple[Any, Any, Any]] = {}
 _compiled_methods: dict[type, tuple[Any, Any, Any]] = {}
 # class -> the codec whose compiled constructor install_layouts() gave it.
 _constructors: dict[type, Any] = {}
+# class -> its layout table, as install_layouts() was given it (read by runtime.spark.columnar).
+_layouts: dict[type, tuple[FieldLayout, ...]] = {}
 
 
 def available() -> bool:
@@ -124,8 +126,12 @@ def install_layouts(layouts: Iterable[MessageLayout]) -> None:
     """Give each message class of a generated module the compiled codec and constructor, when
     the extension is available.
 
-    Called once, at the end of the module, with the generator's layout tables.
+    Called once, at the end of the module, with the generator's layout tables, which
+    :func:`layout` hands out afterwards (with or without the extension).
     """
+    layouts = tuple(layouts)
+    for cls, _, fields in layouts:
+        _layouts[cls] = fields
     if not available():
         return
     assert _wirecodec is not None
@@ -143,6 +149,11 @@ def install_layouts(layouts: Iterable[MessageLayout]) -> None:
         keywords = _keywords(cls, fields)
         if keywords is not None and codec.install_constructor(keywords, cls.__dict__["__init__"]):
             register_constructor(cls, codec)
+
+
+def layout(cls: type) -> tuple[FieldLayout, ...] | None:
+    """The layout table ``install_layouts`` was given for ``cls``, or None."""
+    return _layouts.get(cls)
 
 
 def _c_row(field: FieldLayout) -> tuple[object, ...]:

@@ -234,7 +234,8 @@ def test_the_wheel_carries_the_compiled_codecs_when_they_build_here(installed: E
     if not importable("protoframe.runtime.codec._wirecodec"):
         pytest.skip("the compiled codecs do not build on this machine (no C compiler?)")
     code = ("import protoframe.runtime.codec._wirecodec as w, "
-            "protoframe.runtime.codec._framecodec as f; "
-            "print(w.__file__); print(f.__file__)")
+            "protoframe.runtime.codec._framecodec as f, "
+            "protoframe.runtime.codec._columnar as c; "
+            "print(w.__file__); print(f.__file__); print(c.__file__)")
     for line in ok(sh(installed.python, "-c", code, cwd=installed.site.parent)).splitlines():
         assert Path(line).is_relative_to(installed.site), line

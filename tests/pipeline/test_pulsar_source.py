@@ -407,3 +407,38 @@ def test_min_partitions_small_and_partitioned_topics(spark: Any,
     assert sorted(map(tuple, per_task)) == [(0,), (0,), (0,), (1,)]
     assert reader(spark, pulsar_service, parted).option("min_partitions", "2").load() \
         .rdd.getNumPartitions() == 2
+
+
+def test_decoded_column_is_columnar_and_equals_the_row_path(
+        spark: Any, pulsar_service: PulsarService) -> None:
+    """The ``decoded`` column, built by the columnar decoder, has the codec's exact schema and
+    the row path's values: the decoded value where a value decodes, null where it does not
+    (cut short, invalid UTF-8, a group), in the same batch as good values."""
+    from protoframe.runtime.spark import columnar
+    from protoframe.runtime.spark.columnar import row_column
+
+    topic = f"persistent://public/default/spark-columnar-{next(_names)}"
+    good = orders(60)
+    damaged = [good[0].encode()[:-1], b"\x0a\x02\xff\xfe", b"\x0b\x00"]
+    values = [o.encode() for o in good] + damaged
+
+    async def send() -> None:
+        async with PulsarClient(pulsar_service.url) as client:
+            producer = await client.create_producer(topic, block_if_queue_full=True)
+            for i, value in enumerate(values):
+                producer.send_async(value, properties={"n": str(i)})
+            await producer.flush()
+
+    asyncio.run(send())
+    df = reader(spark, pulsar_service, topic).option("value_type", OrderPlaced.FULL_NAME).load()
+    assert df.schema["decoded"].dataType == demo_rows.OrderPlaced.spark_schema
+    assert df.schema["decoded"].nullable
+    rows = {int(r.properties["n"]): r for r in df.collect()}
+    assert sorted(rows) == list(range(len(values)))
+    expected = row_column(demo_rows.OrderPlaced, values).to_pylist()
+    for n, row in rows.items():
+        got = None if row.decoded is None else row.decoded.asDict(recursive=True)
+        assert got == expected[n], n
+    assert all(rows[len(good) + k].decoded is None for k in range(len(damaged)))
+    if columnar.available():
+        assert columnar.plan(demo_rows.OrderPlaced) is not None

@@ -54,9 +54,9 @@ def test_the_codecs_read_the_one_vocabulary() -> None:
 
 @pytest.mark.skipif(compiled._wirecodec is None, reason="the C extension is not built")
 def test_the_built_modules_number_the_words_as_the_vocabulary_does() -> None:
-    from protoframe.runtime.codec import _framecodec, _wirecodec
+    from protoframe.runtime.codec import _columnar, _framecodec, _wirecodec
 
-    for module in (_wirecodec, _framecodec):
+    for module in (_wirecodec, _framecodec, _columnar):
         assert module.VOCABULARY == {k: dict(v) for k, v in vocabulary.NUMBERS.items()}
         vocabulary.check_built(module.__name__, module.VOCABULARY, tuple(vocabulary.NUMBERS))
 

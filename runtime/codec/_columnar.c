@@ -1,0 +1,900 @@
+/*
+ * Columnar protobuf decoding: a run of serialized messages of one type, straight from the
+ * offsets and data buffers of an Arrow binary array, into the buffers of Arrow columns
+ * (validity, fixed-width values, offsets + data, struct children, list offsets), with no
+ * Python object per value. runtime/spark/columnar.py builds the plan from a message's layout
+ * table and turns the buffers into pyarrow arrays of the generated Spark schema.
+ *
+ * The decoder is deliberately narrower than the generated Python decoder: whatever it is not
+ * sure to decode exactly as that decoder does (truncated or malformed bytes, invalid UTF-8,
+ * a missing required field, an enum number the enum does not declare, a group, a second
+ * occurrence of a singular message field, a varint of more than ten bytes, a message inside
+ * its own type, which the Spark schema holds as its encoding) makes the whole row "bad": its partial output is rolled back, the row is left
+ * null, and its index is reported, so that the caller decodes that row with the row path
+ * (which then gives its value, or raises its own error).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "_vocabulary.h"
+
+/* ------------------------------------------------------------------------------------------ */
+/* growable buffers */
+
+typedef struct {
+    char *p;
+    Py_ssize_t len, cap;
+} Buf;
+
+static int buf_reserve(Buf *b, Py_ssize_t extra) {
+    if (b->len + extra <= b->cap) return 0;
+    Py_ssize_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + extra) cap *= 2;
+    char *p = PyMem_Realloc(b->p, (size_t)cap);
+    if (p == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+static inline int buf_put(Buf *b, const void *src, Py_ssize_t n) {
+    if (buf_reserve(b, n) < 0) return -1;
+    if (n) memcpy(b->p + b->len, src, (size_t)n);
+    b->len += n;
+    return 0;
+}
+
+static inline int buf_i32(Buf *b, int32_t v) { return buf_put(b, &v, 4); }
+
+static void buf_free(Buf *b) {
+    PyMem_Free(b->p);
+    b->p = NULL;
+    b->len = b->cap = 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* the plan: one column per field, a struct column per message */
+
+typedef enum { C_FIXED, C_BOOL, C_DECIMAL, C_BINARY, C_LIST, C_STRUCT, C_MAP } Shape;
+
+typedef struct Col Col;
+struct Col {
+    Shape shape;
+    int kind;            /* K_*; of the items for a list */
+    int width;           /* bytes per value of a C_FIXED column (4 or 8) */
+    int nullable;        /* keeps a validity byte per entry */
+    int required;        /* a required field: absent makes the row bad */
+    int group;           /* the oneof a member belongs to (decoding it clears the others), or
+                            -1 */
+    int opaque;          /* a message inside its own type (a binary column): present makes
+                            the row bad, so the row path writes its encoding */
+    uint32_t number;
+    uint64_t tag, packed_tag;  /* tags the field is read from (packed_tag: 0 if none) */
+    /* built entries */
+    Py_ssize_t len;
+    Buf valid, values, offsets, data;
+    /* the entry of the current message (singular fields): last occurrence wins */
+    int seen;
+    uint64_t bits;
+    const uint8_t *str;
+    Py_ssize_t str_len;
+    /* list items; struct fields */
+    Col *items;
+    Col **fields;
+    Py_ssize_t nfields;
+    Col **by_number;     /* field number -> column, for numbers up to max_number */
+    uint32_t max_number;
+    /* enums: declared numbers, sorted, and the index of each in the names order */
+    int32_t *enum_numbers, *enum_index;
+    Py_ssize_t nenum;
+    /* rollback marks */
+    Py_ssize_t m_len, m_valid, m_values, m_offsets, m_data;
+};
+
+static void col_free(Col *c) {
+    if (c == NULL) return;
+    buf_free(&c->valid);
+    buf_free(&c->values);
+    buf_free(&c->offsets);
+    buf_free(&c->data);
+    col_free(c->items);
+    for (Py_ssize_t i = 0; i < c->nfields; i++) col_free(c->fields[i]);
+    PyMem_Free(c->fields);
+    PyMem_Free(c->by_number);
+    PyMem_Free(c->enum_numbers);
+    PyMem_Free(c->enum_index);
+    PyMem_Free(c);
+}
+
+static int wire_type(int kind) {
+    switch (kind) {
+    case K_FIXED64: case K_SFIXED64: case K_DOUBLE: return 1;
+    case K_STRING: case K_BYTES: case K_MESSAGE: return 2;
+    case K_FIXED32: case K_SFIXED32: case K_FLOAT: return 5;
+    default: return 0;
+    }
+}
+
+static Col *col_new(void) {
+    Col *c = PyMem_Calloc(1, sizeof(Col));
+    if (c == NULL) PyErr_NoMemory();
+    return c;
+}
+
+static Col *build_struct(PyObject *fields, int depth);
+
+/* A column of values of `kind` (extra: the message's field tuple, or the enum's numbers). */
+static Col *build_value(int kind, PyObject *extra, int depth) {
+    Col *c = col_new();
+    if (c == NULL) return NULL;
+    c->kind = kind;
+    switch (kind) {
+    case K_INT32: case K_SINT32: case K_SFIXED32: case K_FLOAT:
+        c->shape = C_FIXED; c->width = 4; break;
+    case K_INT64: case K_SINT64: case K_SFIXED64: case K_UINT32: case K_FIXED32: case K_DOUBLE:
+        c->shape = C_FIXED; c->width = 8; break;
+    case K_UINT64: case K_FIXED64:
+        c->shape = C_DECIMAL; break;
+    case K_BOOL:
+        c->shape = C_BOOL; break;
+    case K_STRING: case K_BYTES:
+        c->shape = C_BINARY; break;
+    case K_ENUM: case K_OPEN_ENUM: {
+        c->shape = C_FIXED; c->width = 4;
+        if (!PyTuple_Check(extra)) {
+            PyErr_SetString(PyExc_TypeError, "an enum column needs a tuple of numbers");
+            col_free(c);
+            return NULL;
+        }
+        Py_ssize_t n = PyTuple_GET_SIZE(extra);
+        c->enum_numbers = PyMem_Malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+        c->enum_index = PyMem_Malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+        if (c->enum_numbers == NULL || c->enum_index == NULL) {
+            PyErr_NoMemory();
+            col_free(c);
+            return NULL;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {  /* insertion sort: enums are small */
+            long v = PyLong_AsLong(PyTuple_GET_ITEM(extra, i));
+            if (v == -1 && PyErr_Occurred()) {
+                col_free(c);
+                return NULL;
+            }
+            Py_ssize_t j = i;
+            while (j > 0 && c->enum_numbers[j - 1] > (int32_t)v) {
+                c->enum_numbers[j] = c->enum_numbers[j - 1];
+                c->enum_index[j] = c->enum_index[j - 1];
+                j--;
+            }
+            c->enum_numbers[j] = (int32_t)v;
+            c->enum_index[j] = (int32_t)i;
+        }
+        c->nenum = n;
+        break;
+    }
+    case K_MESSAGE:
+        if (extra == Py_None) {  /* held as bytes: always null here (see Col.opaque) */
+            c->shape = C_BINARY;
+            c->opaque = 1;
+            break;
+        }
+        col_free(c);
+        return build_struct(extra, depth + 1);
+    default:
+        PyErr_Format(PyExc_ValueError, "kind %d has no columnar form", kind);
+        col_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* A struct column from a tuple of (number, kind, mode, nullable, extra) rows. */
+static Col *build_struct(PyObject *fields, int depth) {
+    if (depth > 64) {
+        PyErr_SetString(PyExc_ValueError, "messages nested too deep for a columnar plan");
+        return NULL;
+    }
+    if (!PyTuple_Check(fields)) {
+        PyErr_SetString(PyExc_TypeError, "a message plan is a tuple of field rows");
+        return NULL;
+    }
+    Col *s = col_new();
+    if (s == NULL) return NULL;
+    s->shape = C_STRUCT;
+    s->kind = K_MESSAGE;
+    s->nfields = PyTuple_GET_SIZE(fields);
+    s->fields = PyMem_Calloc((size_t)(s->nfields ? s->nfields : 1), sizeof(Col *));
+    if (s->fields == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < s->nfields; i++) {
+        unsigned long number;
+        int kind, mode, nullable, group = -1;
+        PyObject *extra;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(fields, i), "kiipO|i", &number, &kind, &mode,
+                              &nullable, &extra, &group))
+            goto fail;
+        if (number == 0 || number >= (1ul << 29)) {
+            PyErr_SetString(PyExc_ValueError, "field number out of range");
+            goto fail;
+        }
+        Col *c;
+        if (mode == M_MAP) {  /* extra: the entry's rows, key (1) then value (2) */
+            if ((c = col_new()) == NULL) goto fail;
+            c->shape = C_MAP;
+            c->kind = kind;
+            s->fields[i] = c;
+            if ((c->items = build_struct(extra, depth + 1)) == NULL) goto fail;
+            if (c->items->nfields != 2 || c->items->fields[0]->number != 1
+                || c->items->fields[1]->number != 2
+                || c->items->fields[0]->shape == C_STRUCT) {
+                PyErr_SetString(PyExc_ValueError, "a map entry is a key (1) and a value (2)");
+                goto fail;
+            }
+            kind = K_MESSAGE;  /* entries are read as messages */
+        } else if (mode == M_REPEATED || mode == M_PACKED) {
+            if ((c = col_new()) == NULL) goto fail;
+            c->shape = C_LIST;
+            c->kind = kind;
+            s->fields[i] = c;
+            if ((c->items = build_value(kind, extra, depth)) == NULL) goto fail;
+            c->opaque = c->items->opaque;
+            if (kind != K_STRING && kind != K_BYTES && kind != K_MESSAGE)
+                c->packed_tag = ((uint64_t)number << 3) | 2;
+        } else if (mode == M_REQUIRED || mode == M_OPTIONAL || mode == M_IMPLICIT
+                   || mode == M_SPARSE || mode == M_ONEOF) {
+            if ((c = build_value(kind, extra, depth)) == NULL) goto fail;
+            s->fields[i] = c;
+            c->required = mode == M_REQUIRED;
+        } else {
+            PyErr_Format(PyExc_ValueError, "mode %d has no columnar form", mode);
+            goto fail;
+        }
+        c->nullable = nullable;
+        c->group = mode == M_ONEOF ? group : -1;
+        if (mode == M_ONEOF && (group < 0 || !nullable)) {
+            PyErr_SetString(PyExc_ValueError, "a oneof member needs its oneof and is nullable");
+            goto fail;
+        }
+        c->number = (uint32_t)number;
+        c->tag = ((uint64_t)number << 3) | (uint64_t)wire_type(kind);
+        if (c->number > s->max_number) s->max_number = c->number;
+    }
+    if (s->max_number <= 4096) {
+        s->by_number = PyMem_Calloc((size_t)s->max_number + 1, sizeof(Col *));
+        if (s->by_number == NULL) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        for (Py_ssize_t i = 0; i < s->nfields; i++)
+            s->by_number[s->fields[i]->number] = s->fields[i];
+    }
+    return s;
+fail:
+    col_free(s);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* appending entries */
+
+static void col_mark(Col *c) {
+    c->m_len = c->len;
+    c->m_valid = c->valid.len;
+    c->m_values = c->values.len;
+    c->m_offsets = c->offsets.len;
+    c->m_data = c->data.len;
+    if (c->items) col_mark(c->items);
+    for (Py_ssize_t i = 0; i < c->nfields; i++) col_mark(c->fields[i]);
+}
+
+static void col_rollback(Col *c) {
+    c->len = c->m_len;
+    c->valid.len = c->m_valid;
+    c->values.len = c->m_values;
+    c->offsets.len = c->m_offsets;
+    c->data.len = c->m_data;
+    if (c->items) col_rollback(c->items);
+    for (Py_ssize_t i = 0; i < c->nfields; i++) col_rollback(c->fields[i]);
+}
+
+/* Offsets start with a 0 for the first entry. */
+static int col_start(Col *c) {
+    if (c->shape == C_BINARY || c->shape == C_LIST || c->shape == C_MAP)
+        if (buf_i32(&c->offsets, 0) < 0) return -1;
+    if (c->items && col_start(c->items) < 0) return -1;
+    for (Py_ssize_t i = 0; i < c->nfields; i++)
+        if (col_start(c->fields[i]) < 0) return -1;
+    return 0;
+}
+
+static inline int put_valid(Col *c, int valid) {
+    if (!c->nullable) return 0;
+    char v = (char)valid;
+    return buf_put(&c->valid, &v, 1);
+}
+
+/* Append the entry held in c->seen/bits/str: a value, or (not seen) a null or the zero
+   value, which is also what stands below a null struct. */
+static int col_commit_value(Col *c) {
+    switch (c->shape) {
+    case C_FIXED:
+        if (c->width == 4) {
+            int32_t v = c->seen ? (int32_t)(uint32_t)c->bits : 0;
+            if (buf_put(&c->values, &v, 4) < 0) return -1;
+        } else {
+            uint64_t v = c->seen ? c->bits : 0;
+            if (buf_put(&c->values, &v, 8) < 0) return -1;
+        }
+        break;
+    case C_BOOL: {
+        char v = (char)(c->seen && c->bits != 0);
+        if (buf_put(&c->values, &v, 1) < 0) return -1;
+        break;
+    }
+    case C_DECIMAL: {
+        uint64_t v[2] = {c->seen ? c->bits : 0, 0};
+        if (buf_put(&c->values, v, 16) < 0) return -1;
+        break;
+    }
+    case C_BINARY:
+        if (c->seen && buf_put(&c->data, c->str, c->str_len) < 0) return -1;
+        if (c->data.len > INT32_MAX) {
+            PyErr_SetString(PyExc_OverflowError, "a column's data passed 2 GiB");
+            return -1;
+        }
+        if (buf_i32(&c->offsets, (int32_t)c->data.len) < 0) return -1;
+        break;
+    default:
+        break;
+    }
+    if (put_valid(c, c->seen) < 0) return -1;
+    c->len++;
+    return 0;
+}
+
+/* A null (or, where not nullable, a placeholder) entry of any column. */
+static int col_null(Col *c) {
+    switch (c->shape) {
+    case C_LIST: case C_MAP:
+        if (buf_i32(&c->offsets, (int32_t)c->items->len) < 0) return -1;
+        if (put_valid(c, 0) < 0) return -1;
+        c->len++;
+        return 0;
+    case C_STRUCT:
+        for (Py_ssize_t i = 0; i < c->nfields; i++)
+            if (col_null(c->fields[i]) < 0) return -1;
+        if (put_valid(c, 0) < 0) return -1;
+        c->len++;
+        return 0;
+    default:
+        c->seen = 0;
+        return col_commit_value(c);
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* reading the wire */
+
+enum { OK = 0, BAD = 1, ERR = -1 };  /* ERR: a Python exception is set */
+
+static inline int read_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out) {
+    const uint8_t *p = *pp;
+    uint64_t v = 0;
+    for (int shift = 0; shift < 70; shift += 7) {
+        if (p >= end) return BAD;
+        uint8_t b = *p++;
+        if (shift < 64) v |= (uint64_t)(b & 0x7F) << shift;
+        if (b < 0x80) {
+            *pp = p;
+            *out = v;
+            return OK;
+        }
+    }
+    return BAD;  /* more than ten bytes */
+}
+
+/* Strict UTF-8, as bytes.decode() accepts it: no overlong forms, surrogates or values past
+   U+10FFFF. */
+static int valid_utf8(const uint8_t *s, Py_ssize_t n) {
+    const uint8_t *end = s + n;
+    while (s < end) {
+        uint8_t c = *s;
+        if (c < 0x80) {
+            s++;
+            continue;
+        }
+        if (c >= 0xC2 && c <= 0xDF) {
+            if (end - s < 2 || (s[1] & 0xC0) != 0x80) return 0;
+            s += 2;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            if (end - s < 3 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80) return 0;
+            if (c == 0xE0 && s[1] < 0xA0) return 0;
+            if (c == 0xED && s[1] >= 0xA0) return 0;
+            s += 3;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            if (end - s < 4 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80
+                || (s[3] & 0xC0) != 0x80)
+                return 0;
+            if (c == 0xF0 && s[1] < 0x90) return 0;
+            if (c == 0xF4 && s[1] >= 0x90) return 0;
+            s += 4;
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* One scalar value of `c->kind` at *pp into *out (the bits of the Arrow value). */
+static int read_scalar(const Col *c, const uint8_t **pp, const uint8_t *end, uint64_t *out) {
+    uint64_t v;
+    switch (c->kind) {
+    case K_FIXED64: case K_SFIXED64: case K_DOUBLE:
+        if (end - *pp < 8) return BAD;
+        memcpy(&v, *pp, 8);  /* little-endian hosts, as Arrow's buffers */
+        *pp += 8;
+        *out = v;
+        return OK;
+    case K_FIXED32: case K_SFIXED32: case K_FLOAT: {
+        uint32_t w;
+        if (end - *pp < 4) return BAD;
+        memcpy(&w, *pp, 4);
+        *pp += 4;
+        *out = w;  /* fixed32: an int64 column; sfixed32 and float keep their 32 bits */
+        return OK;
+    }
+    default:
+        break;
+    }
+    if (read_varint(pp, end, &v) != OK) return BAD;
+    switch (c->kind) {
+    case K_INT32:
+        *out = (uint32_t)v;  /* the low 32 bits, reinterpreted as signed on commit */
+        return OK;
+    case K_UINT32:
+        *out = v & 0xFFFFFFFFu;
+        return OK;
+    case K_SINT32: {
+        uint32_t w = (uint32_t)v;  /* the runtimes keep the low 32 bits */
+        *out = (uint32_t)((w >> 1) ^ (0u - (w & 1)));
+        return OK;
+    }
+    case K_SINT64:
+        *out = (v >> 1) ^ (0 - (v & 1));
+        return OK;
+    case K_ENUM: case K_OPEN_ENUM: {
+        int32_t number = (int32_t)(uint32_t)v;
+        Py_ssize_t lo = 0, hi = c->nenum;
+        while (lo < hi) {
+            Py_ssize_t mid = (lo + hi) / 2;
+            if (c->enum_numbers[mid] < number) lo = mid + 1;
+            else hi = mid;
+        }
+        if (lo == c->nenum || c->enum_numbers[lo] != number) return BAD;  /* row path */
+        *out = (uint32_t)c->enum_index[lo];
+        return OK;
+    }
+    default:  /* int64, uint64, bool */
+        *out = v;
+        return OK;
+    }
+}
+
+static int skip_field(const uint8_t **pp, const uint8_t *end, uint64_t tag) {
+    uint64_t n;
+    if (tag >> 3 == 0) return BAD;
+    switch (tag & 7) {
+    case 0:
+        return read_varint(pp, end, &n);
+    case 1:
+        if (end - *pp < 8) return BAD;
+        *pp += 8;
+        return OK;
+    case 2:
+        if (read_varint(pp, end, &n) != OK || n > (uint64_t)(end - *pp)) return BAD;
+        *pp += n;
+        return OK;
+    case 5:
+        if (end - *pp < 4) return BAD;
+        *pp += 4;
+        return OK;
+    default:
+        return BAD;  /* groups and invalid wire types: the row path decides */
+    }
+}
+
+/* Append one item to a list's items column. */
+static int add_item(Col *items, const uint8_t **pp, const uint8_t *end, int depth);
+
+static int decode_message(Col *s, const uint8_t *p, const uint8_t *end, int depth);
+
+static int add_item(Col *items, const uint8_t **pp, const uint8_t *end, int depth) {
+    if (items->shape == C_STRUCT || items->shape == C_BINARY) {
+        uint64_t n;
+        if (read_varint(pp, end, &n) != OK || n > (uint64_t)(end - *pp)) return BAD;
+        const uint8_t *start = *pp;
+        *pp += n;
+        if (items->shape == C_STRUCT) return decode_message(items, start, start + n, depth + 1);
+        if (items->kind == K_STRING && !valid_utf8(start, (Py_ssize_t)n)) return BAD;
+        items->seen = 1;
+        items->str = start;
+        items->str_len = (Py_ssize_t)n;
+        return col_commit_value(items) < 0 ? ERR : OK;
+    }
+    int r = read_scalar(items, pp, end, &items->bits);
+    if (r != OK) return r;
+    items->seen = 1;
+    return col_commit_value(items) < 0 ? ERR : OK;
+}
+
+/* Whether the entry just added to map column `m` repeats the key of an earlier entry of the
+   same map (the entries from the map's start offset on). */
+static int repeated_key(const Col *m) {
+    const Col *keys = m->items->fields[0];
+    Py_ssize_t first = ((const int32_t *)m->offsets.p)[m->offsets.len / 4 - 1];
+    Py_ssize_t last = keys->len - 1;
+    for (Py_ssize_t i = first; i < last; i++) {
+        switch (keys->shape) {
+        case C_BINARY: {
+            const int32_t *o = (const int32_t *)keys->offsets.p;
+            if (o[i + 1] - o[i] == o[last + 1] - o[last]
+                && memcmp(keys->data.p + o[i], keys->data.p + o[last],
+                          (size_t)(o[i + 1] - o[i])) == 0)
+                return 1;
+            break;
+        }
+        case C_BOOL:
+            if (keys->values.p[i] == keys->values.p[last]) return 1;
+            break;
+        case C_DECIMAL:
+            if (memcmp(keys->values.p + 16 * i, keys->values.p + 16 * last, 16) == 0) return 1;
+            break;
+        default:
+            if (memcmp(keys->values.p + keys->width * i, keys->values.p + keys->width * last,
+                       (size_t)keys->width) == 0)
+                return 1;
+            break;
+        }
+    }
+    return 0;
+}
+
+/* A member of a oneof is about to be decoded: the others of its oneof become unset. One
+   that is a message already holds its entry, which cannot be taken back: BAD. */
+static int clear_oneof(Col *s, const Col *member) {
+    for (Py_ssize_t i = 0; i < s->nfields; i++) {
+        Col *other = s->fields[i];
+        if (other == member || other->group != member->group || !other->seen) continue;
+        if (other->shape == C_STRUCT) return BAD;
+        other->seen = 0;
+    }
+    return OK;
+}
+
+/* Decode one message into the next entry of struct column `s`; OK, BAD or ERR. On BAD the
+   caller rolls the whole row back. */
+static int decode_message(Col *s, const uint8_t *p, const uint8_t *end, int depth) {
+    if (depth > 100) return BAD;  /* the row path's recursion limit decides */
+    for (Py_ssize_t i = 0; i < s->nfields; i++) s->fields[i]->seen = 0;
+    while (p < end) {
+        uint64_t tag;
+        if (read_varint(&p, end, &tag) != OK) return BAD;
+        uint64_t number = tag >> 3;
+        Col *c = NULL;
+        if (s->by_number != NULL) {
+            if (number <= s->max_number) c = s->by_number[number];
+        } else {
+            for (Py_ssize_t i = 0; i < s->nfields; i++)
+                if (s->fields[i]->number == number) c = s->fields[i];
+        }
+        int r;
+        if (c == NULL || (tag != c->tag && (c->packed_tag == 0 || tag != c->packed_tag))) {
+            r = skip_field(&p, end, tag);  /* an unknown field (or a known one of another
+                                              wire type, which the row path keeps unknown) */
+        } else if (c->opaque) {
+            return BAD;
+        } else if (c->group >= 0 && clear_oneof(s, c) != OK) {
+            return BAD;
+        } else if (c->shape == C_MAP) {
+            uint64_t n;
+            if (read_varint(&p, end, &n) != OK || n > (uint64_t)(end - p)) return BAD;
+            r = decode_message(c->items, p, p + n, depth + 1);
+            p += n;
+            if (r == OK && repeated_key(c)) return BAD;  /* the row path keeps the last */
+        } else if (c->shape == C_LIST) {
+            if (tag == c->packed_tag) {
+                uint64_t n;
+                if (read_varint(&p, end, &n) != OK || n > (uint64_t)(end - p)) return BAD;
+                const uint8_t *pend = p + n;
+                r = OK;
+                while (r == OK && p < pend) r = add_item(c->items, &p, pend, depth);
+                if (r == OK && p != pend) r = BAD;
+            } else {
+                r = add_item(c->items, &p, end, depth);
+            }
+        } else if (c->shape == C_STRUCT) {
+            uint64_t n;
+            if (c->seen) return BAD;  /* a second occurrence: the row path decides */
+            if (read_varint(&p, end, &n) != OK || n > (uint64_t)(end - p)) return BAD;
+            r = decode_message(c, p, p + n, depth + 1);
+            p += n;
+            c->seen = 1;
+        } else if (c->shape == C_BINARY) {
+            uint64_t n;
+            if (read_varint(&p, end, &n) != OK || n > (uint64_t)(end - p)) return BAD;
+            if (c->kind == K_STRING && !valid_utf8(p, (Py_ssize_t)n)) return BAD;
+            c->str = p;
+            c->str_len = (Py_ssize_t)n;
+            c->seen = 1;
+            p += n;
+            r = OK;
+        } else {
+            r = read_scalar(c, &p, end, &c->bits);
+            c->seen = 1;
+        }
+        if (r != OK) return r;
+    }
+    for (Py_ssize_t i = 0; i < s->nfields; i++) {
+        Col *c = s->fields[i];
+        if (c->required && !c->seen) return BAD;
+        if (c->shape == C_LIST || c->shape == C_MAP) {
+            if (buf_i32(&c->offsets, (int32_t)c->items->len) < 0) return ERR;
+            if (put_valid(c, 1) < 0) return ERR;
+            c->len++;
+        } else if (c->shape == C_STRUCT) {
+            if (!c->seen && col_null(c) < 0) return ERR;
+        } else if (col_commit_value(c) < 0) {
+            return ERR;
+        }
+    }
+    if (put_valid(s, 1) < 0) return ERR;
+    s->len++;
+    return OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* results */
+
+static PyObject *bytes_of(const Buf *b) {
+    return PyBytes_FromStringAndSize(b->len ? b->p : "", b->len);
+}
+
+/* Validity bytes -> an Arrow bitmap (LSB first), or None when the column keeps none. */
+static PyObject *bitmap_of(const Buf *bytes, Py_ssize_t len) {
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (len + 7) / 8);
+    if (out == NULL) return NULL;
+    uint8_t *bits = (uint8_t *)PyBytes_AS_STRING(out);
+    memset(bits, 0, (size_t)(len + 7) / 8);
+    for (Py_ssize_t i = 0; i < len; i++)
+        if (bytes->p[i]) bits[i >> 3] |= (uint8_t)(1u << (i & 7));
+    return out;
+}
+
+/* A column as Python builds it: (length, validity bitmap or None, buffers...) with
+   buffers: values (fixed, decimal), a bitmap of values (bool), offsets + data (binary),
+   offsets + the items' column (list), a list of the fields' columns (struct). */
+static PyObject *col_result(const Col *c) {
+    PyObject *valid = c->nullable ? bitmap_of(&c->valid, c->len) : Py_NewRef(Py_None);
+    if (valid == NULL) return NULL;
+    PyObject *a = NULL, *b = NULL;
+    switch (c->shape) {
+    case C_FIXED: case C_DECIMAL:
+        a = bytes_of(&c->values);
+        break;
+    case C_BOOL:
+        a = bitmap_of(&c->values, c->len);
+        break;
+    case C_BINARY:
+        a = bytes_of(&c->offsets);
+        b = bytes_of(&c->data);
+        if (b == NULL) Py_CLEAR(a);
+        break;
+    case C_LIST: case C_MAP:
+        a = bytes_of(&c->offsets);
+        b = col_result(c->items);
+        if (b == NULL) Py_CLEAR(a);
+        break;
+    case C_STRUCT:
+        a = PyList_New(c->nfields);
+        for (Py_ssize_t i = 0; a != NULL && i < c->nfields; i++) {
+            PyObject *child = col_result(c->fields[i]);
+            if (child == NULL) Py_CLEAR(a);
+            else PyList_SET_ITEM(a, i, child);
+        }
+        break;
+    }
+    if (a == NULL) {
+        Py_DECREF(valid);
+        return NULL;
+    }
+    PyObject *out = b == NULL ? Py_BuildValue("(nNN)", c->len, valid, a)
+                              : Py_BuildValue("(nNNN)", c->len, valid, a, b);
+    return out;
+}
+
+static void col_reset(Col *c) {
+    c->len = 0;
+    c->valid.len = c->values.len = c->offsets.len = c->data.len = 0;
+    if (c->items) col_reset(c->items);
+    for (Py_ssize_t i = 0; i < c->nfields; i++) col_reset(c->fields[i]);
+}
+
+/* Release the buffers' memory (a plan keeps none between calls). */
+static void col_release(Col *c) {
+    buf_free(&c->valid);
+    buf_free(&c->values);
+    buf_free(&c->offsets);
+    buf_free(&c->data);
+    c->len = 0;
+    if (c->items) col_release(c->items);
+    for (Py_ssize_t i = 0; i < c->nfields; i++) col_release(c->fields[i]);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* the Plan type */
+
+typedef struct {
+    PyObject_HEAD
+    Col *root;
+    int busy;
+} PlanObject;
+
+static int plan_init(PlanObject *self, PyObject *args, PyObject *kwargs) {
+    PyObject *fields;
+    if (!PyArg_ParseTuple(args, "O!:Plan", &PyTuple_Type, &fields)) return -1;
+    Col *root = build_struct(fields, 0);
+    if (root == NULL) return -1;
+    root->nullable = 1;
+    col_free(self->root);
+    self->root = root;
+    return 0;
+}
+
+static void plan_dealloc(PlanObject *self) {
+    col_free(self->root);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Plan.decode(offsets, data, validity, offset, length) -> (column, bad rows).
+   offsets: the int32 offsets buffer of an Arrow binary array, data: its data buffer,
+   validity: its validity bitmap or None, offset and length: the array's. */
+static PyObject *plan_decode(PlanObject *self, PyObject *args) {
+    Py_buffer offsets = {0}, data = {0}, validity = {0};
+    PyObject *validity_obj;
+    Py_ssize_t offset, length;
+    if (self->root == NULL) {
+        PyErr_SetString(PyExc_ValueError, "Plan was not initialized");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "y*y*Onn:decode", &offsets, &data, &validity_obj, &offset,
+                          &length))
+        return NULL;
+    PyObject *result = NULL, *bad = NULL;
+    int has_validity = validity_obj != Py_None;
+    if (has_validity && PyObject_GetBuffer(validity_obj, &validity, PyBUF_SIMPLE) < 0)
+        goto done;
+    if (offset < 0 || length < 0 || offsets.len / 4 < offset + length + 1
+        || (has_validity && validity.len * 8 < offset + length)) {
+        PyErr_SetString(PyExc_ValueError, "buffers too short for offset and length");
+        goto done;
+    }
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "Plan.decode is already running in this plan");
+        goto done;
+    }
+    if ((bad = PyList_New(0)) == NULL) goto done;
+    self->busy = 1;
+    Col *root = self->root;
+    col_reset(root);
+    const int32_t *offs = (const int32_t *)offsets.buf + offset;
+    const uint8_t *base = (const uint8_t *)data.buf;
+    const uint8_t *vbits = (const uint8_t *)validity.buf;
+    int failed = col_start(root) < 0;
+    for (Py_ssize_t i = 0; !failed && i < length; i++) {
+        Py_ssize_t bit = offset + i;
+        int32_t lo = offs[i], hi = offs[i + 1];
+        if (has_validity && !(vbits[bit >> 3] & (1u << (bit & 7)))) {
+            failed = col_null(root) < 0;
+            continue;
+        }
+        if (lo < 0 || hi < lo || hi > data.len) {
+            PyErr_SetString(PyExc_ValueError, "offsets outside the data buffer");
+            failed = 1;
+            break;
+        }
+        col_mark(root);
+        int r = decode_message(root, base + lo, base + hi, 0);
+        if (r == ERR) {
+            failed = 1;
+        } else if (r == BAD) {
+            col_rollback(root);
+            PyObject *index = PyLong_FromSsize_t(i);
+            if (index == NULL || PyList_Append(bad, index) < 0) failed = 1;
+            Py_XDECREF(index);
+            if (!failed) failed = col_null(root) < 0;
+        }
+    }
+    if (!failed) {
+        PyObject *column = col_result(root);
+        if (column != NULL) result = Py_BuildValue("(NO)", column, bad);
+    }
+    col_release(root);
+    self->busy = 0;
+done:
+    Py_XDECREF(bad);
+    PyBuffer_Release(&offsets);
+    PyBuffer_Release(&data);
+    if (has_validity) PyBuffer_Release(&validity);
+    return result;
+}
+
+static PyMethodDef plan_methods[] = {
+    {"decode", (PyCFunction)plan_decode, METH_VARARGS,
+     "decode(offsets, data, validity, offset, length) -> (column buffers, bad row indices)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject PlanType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "protoframe.runtime.codec._columnar.Plan",
+    .tp_basicsize = sizeof(PlanObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A columnar decoder of one message type: Plan(fields).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)plan_init,
+    .tp_dealloc = (destructor)plan_dealloc,
+    .tp_methods = plan_methods,
+};
+
+/* ------------------------------------------------------------------------------------------ */
+/* the module */
+
+static int add_vocabulary(PyObject *module) {
+    PyObject *all = PyDict_New();
+    if (all == NULL) return -1;
+    for (const VocabularyWord *w = VOCABULARY_WORDS; w->vocabulary != NULL; w++) {
+        PyObject *words = PyDict_GetItemString(all, w->vocabulary);  /* borrowed */
+        if (words == NULL) {
+            if ((words = PyDict_New()) == NULL) goto fail;
+            int put = PyDict_SetItemString(all, w->vocabulary, words);
+            Py_DECREF(words);
+            if (put < 0) goto fail;
+        }
+        PyObject *number = PyLong_FromLong(w->number);
+        if (number == NULL) goto fail;
+        int put = PyDict_SetItemString(words, w->name, number);
+        Py_DECREF(number);
+        if (put < 0) goto fail;
+    }
+    if (PyModule_AddObjectRef(module, "VOCABULARY", all) < 0) goto fail;
+    Py_DECREF(all);
+    return 0;
+fail:
+    Py_DECREF(all);
+    return -1;
+}
+
+static struct PyModuleDef columnar_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "protoframe.runtime.codec._columnar",
+    .m_doc = "Columnar protobuf decoding into Arrow buffers (see runtime/spark/columnar.py).",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC PyInit__columnar(void) {
+    if (PyType_Ready(&PlanType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&columnar_module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddObjectRef(m, "Plan", (PyObject *)&PlanType) < 0 || add_vocabulary(m) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -22,6 +22,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from protoframe.runtime.codec.compiled import available, is_compiled, pure_python
 from protoframe.runtime.errors import (
     BadMagicError,
     FrameTooLargeError,
@@ -179,6 +180,27 @@ def test_the_scramble_is_what_the_server_checks() -> None:
     stage1 = bytes(a ^ b for a, b in zip(reply, mask, strict=True))
     assert hashlib.sha1(stage1).digest() == stored
     assert mdb.native_password_scramble("", seed) == b""
+
+
+COMPILED = {frames.AuthSwitchResponse, frames.EofPacket, frames.ComPing, frames.ComQuit}
+
+
+def test_the_compiled_and_python_codecs_agree() -> None:
+    """The fixed layouts take the compiled codec where it is built; the others (terminators,
+    lenenc, peeks, adjusted sizes, counts by expression) stay on the Python one. Both read and
+    write the same bytes."""
+    values: list[Any] = [
+        frames.EofPacket(warnings=1, status_flags=0x22), frames.ComPing(), frames.ComQuit(),
+        frames.AuthSwitchResponse(data=b"x" * 20), frames.ComQuery(query="SELECT 1"),
+        frames.Greeting.decode(header(GREETING_PAYLOAD, 0)),
+        frames.RowPacket(values=[frames.Value(value=b""), frames.Value(value=None)])]
+    for value in values:
+        assert is_compiled(type(value)) == (available() and type(value) in COMPILED)
+        data = value.encode()
+        with pure_python():
+            assert value.encode() == data
+            assert type(value).decode(data) == value
+        assert type(value).decode(data) == value
 
 
 # ---- round trips -------------------------------------------------------------------------

@@ -152,6 +152,20 @@ def test_a_row_starting_like_an_ok_packet_is_read_as_a_row_after_the_columns() -
         frames.EofPacket.decode(eof + b"\x00")
 
 
+def test_an_error_inside_the_rows_and_an_auth_switch_are_told_by_their_first_byte() -> None:
+    err = b"\xff" + struct.pack("<H", 1317) + b"#70100" + b"Query execution was interrupted"
+    row = frames.RowPacket.decode(err)
+    assert row.error is not None and row.values is None and row.end is None
+    assert (row.error.error_code, row.error.sql_state) == (1317, "70100")
+    switch = b"\xfe" + b"mysql_native_password\x00" + bytes(range(1, 21)) + b"\x00"
+    result = frames.AuthResult.decode(switch)
+    assert result.switch == frames.AuthSwitchRequest(
+        plugin_name="mysql_native_password", plugin_data=bytes(range(1, 21)) + b"\x00")
+    assert result.encode() == switch
+    with pytest.raises(SizeMismatchError):  # none of OK, ERR and the switch
+        frames.AuthResult.decode(b"\x01")
+
+
 def test_a_column_definition_is_what_the_documentation_packs() -> None:
     data = (lenenc(b"def") + lenenc(b"protoframe") + lenenc(b"t") + lenenc(b"t")
             + lenenc(b"n") + lenenc(b"name") + b"\x0c"

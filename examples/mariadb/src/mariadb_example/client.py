@@ -231,7 +231,10 @@ class MariaDBClient:
     # ---- reading and writing ---------------------------------------------------------------
 
     async def _receive(self) -> Received:
-        message = await asyncio.wait_for(self._inbox.get(), self.timeout)
+        if self._inbox.empty():
+            message = await asyncio.wait_for(self._inbox.get(), self.timeout)
+        else:  # a result set's packets mostly have arrived already: no timer for each
+            message = self._inbox.get_nowait()
         if isinstance(message, _Closed):
             raise message.reason
         return message

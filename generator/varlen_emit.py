@@ -42,9 +42,9 @@ def unadjust(ctx: EmitContext, name: str, target: str, adjust: int) -> list[str]
     """Turn the number just read into ``target`` into the size it measures: take off what it
     counts besides (``includes:``, ``adjust:``), ``LengthTooSmallError`` when it is less
     (``name``: the ``Struct.field`` the message names)."""
-    ctx.imports.use(ERRORS, "LengthTooSmallError")
-    if adjust < 0:
+    if adjust < 0:  # a number smaller than what it measures is never too small
         return [f"{target} += {-adjust}"]
+    ctx.imports.use(ERRORS, "LengthTooSmallError")
     return [f"if {target} < {adjust}:",
             *indent(raise_lines("LengthTooSmallError", f"{name}: {{{target}}} is less than "
                                 f"the {adjust} bytes it counts besides what it measures")),

@@ -256,3 +256,33 @@ def test_the_reference_page_says_what_a_size_counts(tmp_path: Path) -> None:
     assert "counting `Parts` from its start too" in page
     assert "size of `name`; plus 2" in page
     assert "size of `tail`; minus 1" in page
+
+
+NEGATIVE = """\
+protocol: neg
+byte_order: little
+structs:
+  Greeting:
+    fields:
+      - {name: length, type: u24, size_of: rest, adjust: -1}
+      - {name: seq, type: u8}
+      - {name: text, type: bytes, size: rest}
+frame:
+  name: Packet
+  fields:
+    - {name: length, type: u24, size_of: payload}
+    - {name: seq, type: u8}
+    - {name: payload, type: bytes, size: length}
+first:
+  to_client: Greeting
+"""
+
+
+def test_a_size_counting_less_imports_no_error_it_cannot_raise(tmp_path: Path) -> None:
+    """A number below what it measures (MySQL's payload length, not counting the sequence id)
+    is never too small: the module names no LengthTooSmallError (ruff's F401 otherwise)."""
+    frames = generate_text(tmp_path, "neg", NEGATIVE, "neg_pkg")
+    assert "LengthTooSmallError" not in Path(frames.__file__ or "").read_text()
+    data = struct.pack("<I", 2)[:3] + b"\x00" + b"hi"  # the length leaves out the seq byte
+    assert frames.Greeting.decode(data) == frames.Greeting(seq=0, text=b"hi")
+    assert frames.Greeting(seq=0, text=b"hi").encode() == data

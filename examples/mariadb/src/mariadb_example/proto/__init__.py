@@ -1,0 +1,1 @@
+"""Protocol code: generated below this package by `protoframe generate`."""

@@ -285,6 +285,10 @@ class BytesField(FrameField):
     """Raw bytes, bounded by ``length``, ``prefix`` or ``size``."""
 
     kind: ClassVar[str] = "bytes"
+    # ``mask: <field>``: XOR-masked on the wire with the bytes of that earlier field, repeated
+    # (WebSocket's payload and its masking key); resolved to the key's field.
+    mask: str | None = None
+    mask_key: FrameField | None = field(default=None, repr=False)
 
     @property
     def width_when_present(self) -> int | None:

@@ -63,6 +63,7 @@ from protoframe.generator.layout_ops import (
     IntType,
     KindOp,
     Marker,
+    MaskedBytes,
     Nested,
     NestedOther,
     Op,
@@ -353,7 +354,7 @@ def _region(f: FrameField, byte_order: str) -> Region:
     return Region(f.length, f.size,
                   isinstance(size_field, VarintField)
                   or isinstance(size_field, IntField) and not size_field.signed,
-                  size_field is not None, prefix, f.nullable)
+                  size_field is not None and size_field.wire, prefix, f.nullable)
 
 
 def _earlier_unsigned_size(s: StructDef, f: FrameField) -> str | None:
@@ -419,6 +420,10 @@ def _lower_kind(s: StructDef, f: FrameField, plans: dict[str, LayoutPlan], byte_
         case BytesField() | StringField() if (f.const_data is not None
                                               or f.terminator is not None):
             return _const_or_terminated(f, region)
+        case BytesField() if f.mask_key is not None:
+            key = f.mask_key
+            key_int = IntType(key.width, False, key.order) if isinstance(key, IntField) else None
+            return MaskedBytes(f, region, key.name, key_int, key.optional)
         case BytesField():
             if f.size == "rest":
                 return BytesToEnd(f, region)

@@ -9,6 +9,8 @@ header is not in yet, and the frame ends ``size`` bytes after it.
 
 from __future__ import annotations
 
+import re
+
 from protoframe.generator.frame_emit import EmitContext, indent
 from protoframe.generator.layout_plan import LayoutPlan
 from protoframe.generator.runtime_modules import ERRORS
@@ -24,12 +26,13 @@ def probed_length_lines(ctx: EmitContext, plan: LayoutPlan) -> list[str]:
         decoder.field(op)
     size = last.field.size_field
     assert size is not None
+    lines = _unkept(decoder.out, decoder.name(size.name))
     ctx.imports.use(ERRORS, "TruncatedError")
     ctx.imports.use(ERRORS, "FrameTooLargeError")
     return [
         "start = pos",
         "try:",
-        *indent(decoder.out),
+        *indent(lines),
         "except TruncatedError:",
         "    return None  # the header is not in yet",
         f"size: int = pos - start + {decoder.name(size.name)}",
@@ -38,3 +41,15 @@ def probed_length_lines(ctx: EmitContext, plan: LayoutPlan) -> list[str]:
         "{limit}-byte limit\")",
         "return size",
     ]
+
+
+def _unkept(lines: list[str], size: str) -> list[str]:
+    """``lines`` with the header's values that nothing after them reads assigned to ``_``
+    (the probe reads them for their checks, and keeps only the size)."""
+    assigned = {m.group(1) for line in lines
+                if (m := re.match(r"\s*(f_\w+) = ", line)) is not None}
+    unread = {name for name in assigned - {size}
+              if not any(re.search(rf"\b{name}\b", line) and not re.match(
+                  rf"\s*{name} = ", line) for line in lines)}
+    return [re.sub(r"^(\s*)(f_\w+) = ", lambda m: m.group(1) + (
+        "_" if m.group(2) in unread else m.group(2)) + " = ", line) for line in lines]

@@ -35,6 +35,7 @@ from protoframe.generator.frame_ir import (
 )
 from protoframe.generator.ir import Protocol, SourceLocation
 from protoframe.generator.naming import spark_message_key, spark_struct_key, union_key
+from protoframe.generator.require_rules import check_requires
 
 # What ``size_of: <field>`` can measure: fields whose bytes the encoder produces first.
 MEASURABLE = (BytesField, StringField, ProtoField, StructField, SwitchField, ArrayField)
@@ -47,6 +48,7 @@ def check_frame_spec(spec: FrameSpec) -> list[SpecError]:
         errors += _check_paths(s)
         errors += _check_encode_order(s)
         errors += _check_measured(s)
+        errors += check_requires(s)
     errors += _check_recursion(spec)
     if frame_length_field(spec.frame) is None and spec.frame.delimiter is None:
         errors.append(_frame_length_error(spec.frame))

@@ -97,6 +97,15 @@ class Delimited(Op):
 
 
 @dataclass(frozen=True)
+class Requires(Op):
+    """Rules every value obeys (``require:``): checked before encoding writes anything and
+    after decoding has read every field."""
+
+    word: ClassVar[str] = "requires"
+    exprs: tuple[Expr, ...] = field(compare=False)
+
+
+@dataclass(frozen=True)
 class FieldOp(Op):
     """The operation of one field; ``field`` is the model's field it was lowered from."""
 
@@ -536,7 +545,7 @@ KindOp: TypeAlias = (ReadInt | Const | SizeOf | SizeRest | Checksum | ProtoBody 
 WrapOp: TypeAlias = (OptionalScalar | Condition | Computed | WithArgs | Prefix | FixedLength
                      | Default | Marker)
 AnyFieldOp: TypeAlias = KindOp | WrapOp
-PlanOp: TypeAlias = Params | SkipTrailing | AnyFieldOp | Delimited
+PlanOp: TypeAlias = Params | SkipTrailing | AnyFieldOp | Delimited | Requires
 
 
 def kind_op(op: AnyFieldOp) -> KindOp:

@@ -82,6 +82,7 @@ from protoframe.generator.layout_ops import (
     ReadUuid,
     ReadVarint,
     Region,
+    Requires,
     SizeOf,
     SizeRest,
     SkipTrailing,
@@ -135,7 +136,7 @@ class LayoutPlan:
     def field_ops(self) -> tuple[AnyFieldOp, ...]:
         """The fields' operations, in wire order (one per field)."""
         return tuple(op for op in self.ops
-                     if not isinstance(op, Params | SkipTrailing | Delimited))
+                     if not isinstance(op, Params | SkipTrailing | Delimited | Requires))
 
     def op(self, name: str) -> AnyFieldOp:
         return next(op for op in self.field_ops if op.name == name)
@@ -248,6 +249,8 @@ def lower(s: StructDef, plans: dict[str, LayoutPlan], byte_order: str) -> Layout
     ops += field_ops
     if s.trailing == "ignore":
         ops.append(SkipTrailing())
+    if s.requires:
+        ops.append(Requires(tuple(r.expr for r in s.requires)))
     return LayoutPlan(s, tuple(ops), fills, reads_to_end(s))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from protoframe.generator.codewriter import q
 from protoframe.generator.layout_ops import MaskedBytes
 from protoframe.generator.runtime_modules import MASKING
 
@@ -18,7 +19,7 @@ def _key_bytes(op: MaskedBytes, key: str) -> str:
     """The expression of the key's bytes: an integer's in its byte order, or the bytes."""
     if op.key_int is None:
         return key
-    return f"{key}.to_bytes({op.key_int.width}, {op.key_int.order!r})"
+    return f"{key}.to_bytes({op.key_int.width}, {q(op.key_int.order)})"
 
 
 def _masked(op: MaskedBytes, data: str, key: str) -> str:

@@ -238,6 +238,8 @@ CASES = [
          "mask: 'key' does not name a field before 'payload'"),
     Case("mask_with_prefix.yaml", "name: payload", "key}",
          "mask: cannot be combined with prefix"),
+    Case("require_names_a_computed_field.yaml", "total_size < 100", '"',
+         "require: 'total_size' is computed, not stored"),
 ]
 
 

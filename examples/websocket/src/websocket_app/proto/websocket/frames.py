@@ -28,6 +28,8 @@ from protoframe.runtime.errors import (
     EncodeError,
     FrameTooLargeError,
     MissingTerminatorError,
+    RequirementError,
+    RequirementUnmetError,
     ReservedBitsError,
     SizeMismatchError,
     TerminatorInValueError,
@@ -333,6 +335,16 @@ class Frame:
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this value to ``out``."""
+        if not (self.opcode < 8 or self.fin):
+            raise RequirementUnmetError(
+                "Frame: require: opcode < 8 or fin does not hold",
+                "opcode < 8 or fin",
+            )
+        if not (self.opcode < 8 or len(self.payload) <= 125):
+            raise RequirementUnmetError(
+                "Frame: require: opcode < 8 or len(payload) <= 125 does not hold",
+                "opcode < 8 or len(payload) <= 125",
+            )
         if not 0 <= self.opcode <= 0xf:
             raise ValueOutOfRangeError(f"Frame.opcode = {self.opcode!r} does not fit its 4 bits")
         v_masked = self.masking_key is not None
@@ -361,7 +373,7 @@ class Frame:
             raise EncodeError("Frame.masking_key must be None unless masked")
         out += self.payload if self.masking_key is None else xor_mask(
             self.payload,
-            self.masking_key.to_bytes(4, 'big'),
+            self.masking_key.to_bytes(4, "big"),
         )
 
     @classmethod
@@ -420,9 +432,19 @@ class Frame:
             raise truncated("Frame.payload")
         f_payload = buf[pos:vend] if f_masking_key is None else xor_mask(
             buf[pos:vend],
-            f_masking_key.to_bytes(4, 'big'),
+            f_masking_key.to_bytes(4, "big"),
         )
         pos = vend
+        if not (f_opcode < 8 or f_fin):
+            raise RequirementError(
+                "Frame: require: opcode < 8 or fin does not hold",
+                "opcode < 8 or fin",
+            )
+        if not (f_opcode < 8 or len(f_payload) <= 125):
+            raise RequirementError(
+                "Frame: require: opcode < 8 or len(payload) <= 125 does not hold",
+                "opcode < 8 or len(payload) <= 125",
+            )
         obj = cls.__new__(cls)
         obj.fin = f_fin
         obj.opcode = f_opcode

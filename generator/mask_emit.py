@@ -1,6 +1,6 @@
 """Both codecs' code of masked bytes (``MaskedBytes``, ``mask: <field>``): decoding XORs the
 bytes read with the key's, encoding the value's bytes before they are written
-(``runtime.codec.masking.xor_mask``, one integer XOR in C)."""
+(``runtime.codec.masking.xor_mask``, one ``bytes.translate`` per key byte, in C)."""
 
 from __future__ import annotations
 

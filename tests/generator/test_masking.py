@@ -224,3 +224,12 @@ def test_the_generated_package_type_checks(ws: ModuleType, package: Path) -> Non
                                                           "PATH": "/usr/bin:/bin"},
         check=False)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_non_minimal_length_is_read_and_written_back_shortest(ws: ModuleType) -> None:
+    # RFC 6455 5.2 asks the sender for the shortest length form; it does not ask a receiver
+    # to refuse a longer one, so decoding takes it and encoding writes the shortest.
+    wire = struct.pack(">BBH", 0x82, 126, 5) + b"Hello"
+    value = ws.Frame.decode(wire)
+    assert value.payload == b"Hello"
+    assert value.encode() == bytes.fromhex("820548656c6c6f")

@@ -79,6 +79,10 @@ def layout(spec: FrameSpec, s: StructDef, names: ProtoNames,
     if s.delimiter is not None:
         facts.append(f"It ends with the delimiter `{s.delimiter.hex(' ')}` "
                      f"({s.delimiter!r}), after its fields; they hold no copy of it.")
+    if s.requires:
+        facts.append("Every value obeys (`require:`; `RequirementError` on decode, "
+                     "`RequirementUnmetError` on encode): "
+                     + join(f"`{r.expr.text}`" for r in s.requires))
     return LayoutView(
         anchor=anchors[s.name],
         name=s.name,

@@ -134,3 +134,10 @@ def test_the_generated_package_type_checks(rq: ModuleType, package: Path) -> Non
                                                           "PATH": "/usr/bin:/bin"},
         check=False)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_reference_page_lists_the_rules(tmp_path: Path) -> None:
+    page = generate(write_spec(tmp_path, "rq", SPEC), "specs", ["rq"]).docs["rq.md"]
+    assert "- Every value obeys (`require:`; `RequirementError` on decode, " \
+        "`RequirementUnmetError` on encode): `opcode < 8 or fin`, " \
+        "`opcode < 8 or len(payload) <= 125`" in page

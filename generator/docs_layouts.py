@@ -79,6 +79,10 @@ def layout(spec: FrameSpec, s: StructDef, names: ProtoNames,
     if s.delimiter is not None:
         facts.append(f"It ends with the delimiter `{s.delimiter.hex(' ')}` "
                      f"({s.delimiter!r}), after its fields; they hold no copy of it.")
+    if s.requires:
+        facts.append("Every value obeys (`require:`; `RequirementError` on decode, "
+                     "`RequirementUnmetError` on encode): "
+                     + join(f"`{r.expr.text}`" for r in s.requires))
     return LayoutView(
         anchor=anchors[s.name],
         name=s.name,
@@ -223,6 +227,10 @@ def _notes(spec: FrameSpec, s: StructDef, f: FrameField, names: ProtoNames) -> s
         if f.compression.uncompressed_size is not None:
             text += f", uncompressed size in `{f.compression.uncompressed_size}`"
         notes.append(text + f"; `decompressed_{f.name}()` undoes it")
+    if isinstance(f, BytesField) and f.mask is not None:
+        notes.append(f"XOR-masked on the wire with `{f.mask}` (unmasked when it is None)"
+                     if f.mask_key is not None and f.mask_key.optional
+                     else f"XOR-masked on the wire with `{f.mask}`")
     if isinstance(f, SwitchField) and s.is_frame and f.cases:
         notes.append("the command (see Commands)")
     notes += _value_notes(f)

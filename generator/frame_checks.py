@@ -20,6 +20,7 @@ from protoframe.generator.expr import Expr
 from protoframe.generator.frame_ir import (
     ArrayField,
     BlocksField,
+    BoolField,
     BytesField,
     FrameField,
     FrameSpec,
@@ -34,6 +35,7 @@ from protoframe.generator.frame_ir import (
 )
 from protoframe.generator.ir import Protocol, SourceLocation
 from protoframe.generator.naming import spark_message_key, spark_struct_key, union_key
+from protoframe.generator.require_rules import check_requires
 
 # What ``size_of: <field>`` can measure: fields whose bytes the encoder produces first.
 MEASURABLE = (BytesField, StringField, ProtoField, StructField, SwitchField, ArrayField)
@@ -46,6 +48,7 @@ def check_frame_spec(spec: FrameSpec) -> list[SpecError]:
         errors += _check_paths(s)
         errors += _check_encode_order(s)
         errors += _check_measured(s)
+        errors += check_requires(s)
     errors += _check_recursion(spec)
     if frame_length_field(spec.frame) is None and spec.frame.delimiter is None:
         errors.append(_frame_length_error(spec.frame))
@@ -90,7 +93,8 @@ class LengthField:
 
     ``kind`` is ``size`` (an integer counting the rest of the frame, maybe after fixed-size
     fields ``between`` it and the last field) or ``blocks`` (a count of length-prefixed
-    blocks); ``offset`` is the byte position of that field.
+    blocks) or ``probe`` (the integer sizing the last field, read with the header before
+    it); ``offset`` is the byte position of that field (0 for ``probe``).
     """
 
     kind: str
@@ -113,9 +117,31 @@ def frame_length_field(frame: StructDef) -> LengthField | None:
         if isinstance(f, BlocksField):
             return LengthField("blocks", f, offset)
         if f.fixed_size is None:
-            return None
+            return probed_length_field(frame)
         offset += f.fixed_size
-    return None
+    return probed_length_field(frame)
+
+
+def probed_length_field(frame: StructDef) -> LengthField | None:
+    """A frame whose last field is sized by an earlier integer (or one derived from several,
+    as WebSocket's 7-bit length and its 16- and 64-bit extensions), after fields of a fixed
+    size when present (conditional ones included): its header is read as decoding reads it,
+    and the frame ends ``size`` bytes after it (``kind`` ``probe``)."""
+    *head, last = frame.fields
+    if not isinstance(last, BytesField | StringField) or last.size_field is None or \
+            last.size is None or "." in last.size or last.optional:
+        return None
+    size = last.size_field
+    if not isinstance(size, IntField) or size.bit_of is not None:
+        return None
+    for f in head:
+        if not f.wire or f.bit_of is not None:
+            continue
+        if not isinstance(f, IntField | BoolField | BytesField) or f.width_when_present is None \
+                or f.size_of not in (None, last.name) or f.checksum is not None or \
+                f.when_peek is not None or f.when_remaining or f.default is not None:
+            return None
+    return LengthField("probe", size, 0)
 
 
 def _length_kind(f: FrameField) -> bool:

@@ -60,6 +60,7 @@ from protoframe.generator.layout_ops import (
     IntType,
     KindOp,
     Marker,
+    MaskedBytes,
     Nested,
     NestedOther,
     OptionalScalar,
@@ -84,6 +85,7 @@ from protoframe.generator.layout_ops import (
     kind_op,
 )
 from protoframe.generator.layout_plan import LayoutPlan
+from protoframe.generator.mask_emit import mask_decode
 from protoframe.generator.runtime_modules import CHECKSUMS, ERRORS, MUTF8, PROTOWIRE
 from protoframe.generator.varlen_emit import adjusted_size, bounded_read, lenenc_read
 
@@ -440,6 +442,8 @@ class Decoder:
                 return self.blocks(op, target)
             case Terminated() | ConstBytes() | RangedInt():
                 return decode_value(self, op, target)
+            case MaskedBytes():
+                return mask_decode(self, op, target)
             case _:
                 assert_never(op)
 

@@ -48,6 +48,7 @@ from protoframe.generator.layout_ops import (
     IntShape,
     IntType,
     KindOp,
+    MaskedBytes,
     Nested,
     NestedOther,
     ProtoBody,
@@ -68,6 +69,7 @@ from protoframe.generator.layout_ops import (
     kind_op,
 )
 from protoframe.generator.layout_plan import LayoutPlan
+from protoframe.generator.mask_emit import mask_encode
 from protoframe.generator.runtime_modules import CHECKSUMS, ERRORS, MUTF8, PROTOWIRE
 from protoframe.generator.varlen_emit import bounded_bytes, lenenc_write, plus
 from protoframe.runtime.codec.varlen import lenenc_bytes
@@ -354,7 +356,7 @@ class Encoder:
         value = f"self.{f.name}"
         kind = kind_op(op)
         match kind:
-            case BytesSized() | BytesToEnd() | BytesOther():
+            case BytesSized() | BytesToEnd() | BytesOther() | MaskedBytes():
                 return [f"b_{f.name} = {value}"]
             case String(encoding=encoding):
                 return [f"b_{f.name} = {self.str_bytes(encoding, value)}"]
@@ -467,6 +469,8 @@ class Encoder:
                 return self.blocks(op, value)
             case Bits() | SubField():
                 raise bug(f, f"{f.name!r}: a derived field has no bytes to write")
+            case MaskedBytes():
+                return mask_encode(self, op)
             case Terminated() | ConstBytes() | RangedInt():
                 return encode_value(self, op)
             case _:

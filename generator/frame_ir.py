@@ -285,6 +285,10 @@ class BytesField(FrameField):
     """Raw bytes, bounded by ``length``, ``prefix`` or ``size``."""
 
     kind: ClassVar[str] = "bytes"
+    # ``mask: <field>``: XOR-masked on the wire with the bytes of that earlier field, repeated
+    # (WebSocket's payload and its masking key); resolved to the key's field.
+    mask: str | None = None
+    mask_key: FrameField | None = field(default=None, repr=False)
 
     @property
     def width_when_present(self) -> int | None:
@@ -389,6 +393,14 @@ def struct_refs(f: FrameField) -> list[StructDef]:
 
 
 @dataclass
+class Requirement:
+    """One ``require:`` rule of a struct: an expression and where the spec says it."""
+
+    expr: Expr
+    location: SourceLocation
+
+
+@dataclass
 class StructDef:
     """A struct (or the frame): its fields in wire order, params and trailing-bytes policy.
 
@@ -407,6 +419,9 @@ class StructDef:
     # ``delimiter:``: the struct's bytes end with these (STOMP's NUL, HTTP's CRLF CRLF); its
     # fields are read up to them, and the delimiter is written after them.
     delimiter: bytes | None = None
+    # ``require:``: rules every value of the struct obeys, expressions over its data fields
+    # and params (WebSocket's control frames: never fragmented, at most 125 bytes).
+    requires: list[Requirement] = field(default_factory=list)
 
     def field(self, name: str) -> FrameField | None:
         return next((f for f in self.fields if f.name == name), None)

@@ -21,6 +21,7 @@ from protoframe.generator.frame_ir import (
 )
 from protoframe.generator.layout_ops import Const, ReadVarint, SizeOf, SizeRest, kind_op
 from protoframe.generator.layout_plan import LayoutPlan
+from protoframe.generator.probed_length import probed_length_lines
 from protoframe.generator.runtime_modules import ERRORS, VARLEN
 from protoframe.generator.varlen_emit import plus
 
@@ -52,6 +53,8 @@ def length_lines(ctx: EmitContext, plan: LayoutPlan) -> list[str]:
     if length is None:
         raise GeneratorBug("no frame length field (frame_checks lets no such frame through)",
                            str(frame.location))
+    if length.kind == "probe":
+        return probed_length_lines(ctx, plan)
     f, offset = length.field, length.offset
     adjust = size_adjust(plan, f.name)
     if isinstance(f, IntField):

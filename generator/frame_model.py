@@ -27,6 +27,7 @@ from protoframe.generator.frame_ir import FrameSpec, StructDef
 from protoframe.generator.interaction_builder import InteractionBuilder
 from protoframe.generator.ir import EnumType, Protocol
 from protoframe.generator.naming import name_frame_spec
+from protoframe.generator.require_rules import read_requires
 from protoframe.generator.spec_yaml import LocDict, LocList, load_spec, locate
 
 
@@ -126,7 +127,9 @@ class _Builder(InteractionBuilder):
                                            params=self.params(body, ["structs", name]),
                                            trailing=body.get("trailing", "error"),
                                            delimiter=read_delimiter(self, body,
-                                                                    ["structs", name]))
+                                                                    ["structs", name]),
+                                           requires=read_requires(self, body,
+                                                                  ["structs", name]))
         self.frame_enums = spec_enums(self, root.get("enums", LocDict()))
         frame_raw = root["frame"]
         frame_name = frame_raw["name"]
@@ -137,7 +140,8 @@ class _Builder(InteractionBuilder):
                        key=True)
         frame = StructDef(frame_name, frame_raw.get("doc", ""), [], self.loc(["frame"]),
                           is_frame=True, trailing=frame_raw.get("trailing", "error"),
-                          delimiter=read_delimiter(self, frame_raw, ["frame"]))
+                          delimiter=read_delimiter(self, frame_raw, ["frame"]),
+                          requires=read_requires(self, frame_raw, ["frame"]))
         self.structs[frame_name] = frame
         for name, body in raw_structs.items():
             self.structs[name].fields = self.fields(body["fields"], ["structs", name, "fields"])

@@ -40,6 +40,7 @@ from protoframe.generator.frame_layouts import layout_lines
 from protoframe.generator.frame_length import length_lines
 from protoframe.generator.layout_plan import LayoutPlan, plan_spec
 from protoframe.generator.linefit import INDENT, fit_all
+from protoframe.generator.require_emit import required_decode, required_encode
 from protoframe.generator.runtime_modules import (
     COMPILED_FRAMES,
     COMPRESSION,
@@ -250,12 +251,13 @@ def _class_view(ctx: EmitContext, plan: LayoutPlan, aliases: list[str]) -> Class
     if _directional(s):
         args = ", to_server=to_server"
     decoder = Decoder(ctx, plan)
-    decode_lines = delimited_decode(ctx, plan, decoder.lines())
+    decode_lines = delimited_decode(ctx, plan, required_decode(ctx, plan, decoder.lines()))
     return ClassView(
         name=s.name,
         doc=docstring("\n".join(doc_lines), "    "),
         fields=fields,
-        encode_lines=delimited_encode(ctx, plan, Encoder(ctx, plan).lines()),
+        encode_lines=delimited_encode(ctx, plan,
+                                      required_encode(ctx, plan, Encoder(ctx, plan).lines())),
         decode_lines=decode_lines,
         run_lines=_run_lines(decode_lines) if s.name in ctx.runs else [],
         decode_params=params + kw,

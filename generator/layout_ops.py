@@ -97,6 +97,15 @@ class Delimited(Op):
 
 
 @dataclass(frozen=True)
+class Requires(Op):
+    """Rules every value obeys (``require:``): checked before encoding writes anything and
+    after decoding has read every field."""
+
+    word: ClassVar[str] = "requires"
+    exprs: tuple[Expr, ...] = field(compare=False)
+
+
+@dataclass(frozen=True)
 class FieldOp(Op):
     """The operation of one field; ``field`` is the model's field it was lowered from."""
 
@@ -442,6 +451,19 @@ class SubField(FieldOp):
 
 
 @dataclass(frozen=True)
+class MaskedBytes(FieldOp):
+    """Bytes XOR-masked with the bytes of an earlier field, repeated (``mask:``): ``key`` is
+    that field; ``key_int`` its integer type when it is one (else it holds the bytes), and
+    ``key_optional`` whether it may be None (then the bytes are sent as they are)."""
+
+    word: ClassVar[str] = "masked_bytes"
+    region: Region
+    key: str
+    key_int: IntType | None
+    key_optional: bool
+
+
+@dataclass(frozen=True)
 class Wrap(FieldOp):
     """An operation something beyond the field's kind makes Python-only; ``inner`` is what the
     field's kind alone lowers to, which says how its value is read and written."""
@@ -519,11 +541,11 @@ KindOp: TypeAlias = (ReadInt | Const | SizeOf | SizeRest | Checksum | ProtoBody 
                      | ProtoOther | BytesSized | BytesToEnd | BytesOther | Nested | NestedOther
                      | ReadVarint | ReadBool | ReadUuid | String | Array | Switch | Blocks | Bits
                      | Terminated | ConstBytes | RangedInt
-                     | ReadPacked | SubField | ReadLenenc)
+                     | ReadPacked | SubField | ReadLenenc | MaskedBytes)
 WrapOp: TypeAlias = (OptionalScalar | Condition | Computed | WithArgs | Prefix | FixedLength
                      | Default | Marker)
 AnyFieldOp: TypeAlias = KindOp | WrapOp
-PlanOp: TypeAlias = Params | SkipTrailing | AnyFieldOp | Delimited
+PlanOp: TypeAlias = Params | SkipTrailing | AnyFieldOp | Delimited | Requires
 
 
 def kind_op(op: AnyFieldOp) -> KindOp:

@@ -63,6 +63,7 @@ from protoframe.generator.layout_ops import (
     IntType,
     KindOp,
     Marker,
+    MaskedBytes,
     Nested,
     NestedOther,
     Op,
@@ -81,6 +82,7 @@ from protoframe.generator.layout_ops import (
     ReadUuid,
     ReadVarint,
     Region,
+    Requires,
     SizeOf,
     SizeRest,
     SkipTrailing,
@@ -134,7 +136,7 @@ class LayoutPlan:
     def field_ops(self) -> tuple[AnyFieldOp, ...]:
         """The fields' operations, in wire order (one per field)."""
         return tuple(op for op in self.ops
-                     if not isinstance(op, Params | SkipTrailing | Delimited))
+                     if not isinstance(op, Params | SkipTrailing | Delimited | Requires))
 
     def op(self, name: str) -> AnyFieldOp:
         return next(op for op in self.field_ops if op.name == name)
@@ -247,6 +249,8 @@ def lower(s: StructDef, plans: dict[str, LayoutPlan], byte_order: str) -> Layout
     ops += field_ops
     if s.trailing == "ignore":
         ops.append(SkipTrailing())
+    if s.requires:
+        ops.append(Requires(tuple(r.expr for r in s.requires)))
     return LayoutPlan(s, tuple(ops), fills, reads_to_end(s))
 
 
@@ -353,7 +357,7 @@ def _region(f: FrameField, byte_order: str) -> Region:
     return Region(f.length, f.size,
                   isinstance(size_field, VarintField)
                   or isinstance(size_field, IntField) and not size_field.signed,
-                  size_field is not None, prefix, f.nullable)
+                  size_field is not None and size_field.wire, prefix, f.nullable)
 
 
 def _earlier_unsigned_size(s: StructDef, f: FrameField) -> str | None:
@@ -419,6 +423,10 @@ def _lower_kind(s: StructDef, f: FrameField, plans: dict[str, LayoutPlan], byte_
         case BytesField() | StringField() if (f.const_data is not None
                                               or f.terminator is not None):
             return _const_or_terminated(f, region)
+        case BytesField() if f.mask_key is not None:
+            key = f.mask_key
+            key_int = IntType(key.width, False, key.order) if isinstance(key, IntField) else None
+            return MaskedBytes(f, region, key.name, key_int, key.optional)
         case BytesField():
             if f.size == "rest":
                 return BytesToEnd(f, region)

@@ -46,6 +46,7 @@ from protoframe.generator.length_rules import (
     read_max_bytes,
 )
 from protoframe.generator.literals import LiteralError, integer, is_char_literal
+from protoframe.generator.mask_rules import check_mask, read_mask
 from protoframe.generator.spec_yaml import LocDict, LocList
 from protoframe.generator.switch_rules import case_value, check_case_args, key_enum, key_fits
 from protoframe.generator.value_rules import ValueRules
@@ -161,6 +162,7 @@ class StructBuilder(ValueRules):
         if isinstance(f, StringField):
             f.encoding = item.get("encoding", "utf8")
         read_max_bytes(f, item, path, self.error)
+        read_mask(f, item, path, self.error)
         if "compression" in item:
             c = item["compression"]
             f.compression = Compression(c["codec"], c.get("uncompressed_size"))
@@ -484,12 +486,14 @@ class StructBuilder(ValueRules):
                                    "test an optional or nullable field", [*fpath, *key_path])
             if f.derive is not None and not f.computed:
                 feeds = [g.name for g in struct.fields
-                         if g.value is not None and f.name in g.value.names]
+                         if g.value is not None and f.name in g.value.names
+                         or g.size == f.name]  # a size: it measures what it sizes
                 if not feeds:
                     self.error(f"{f.name!r} is derived on decode but no value: expression puts "
                                "it on the wire", [*fpath, "derive"])
             if f.size is not None and f.size != "rest":
                 self.resolve_size(struct, f, earlier, fpath)
+            check_mask(struct, f, earlier, fpath, self.error)
             if f.compression is not None:
                 for ref, key_name in ((f.compression.codec, "codec"),
                                       (f.compression.uncompressed_size, "uncompressed_size")):

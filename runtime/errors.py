@@ -208,3 +208,20 @@ class MalformedLengthEncodedError(MalformedVarintError):
 
 class UnexpectedNullError(DecodeError):
     """A length-encoded integer held NULL (0xfb) where the spec does not allow None."""
+
+
+class RequirementError(DecodeError):
+    """A decoded value breaks one of its struct's ``require:`` rules; ``rule`` is its text."""
+
+    def __init__(self, message: str, rule: str) -> None:
+        super().__init__(message)
+        self.rule = rule
+
+
+class RequirementUnmetError(EncodeError):
+    """A value to encode breaks one of its struct's ``require:`` rules; ``rule`` is its
+    text."""
+
+    def __init__(self, message: str, rule: str) -> None:
+        super().__init__(message)
+        self.rule = rule

@@ -234,6 +234,12 @@ CASES = [
          "bits: the widths add up to 9, but a u8 has 8 bits"),
     Case("switch_case_param_without_arg.yaml", "{name: body, type: switch", "{name: body",
          "switch case Open needs args for wide"),
+    Case("mask_key_after_payload.yaml", "name: payload", "key}",
+         "mask: 'key' does not name a field before 'payload'"),
+    Case("mask_with_prefix.yaml", "name: payload", "key}",
+         "mask: cannot be combined with prefix"),
+    Case("require_names_a_computed_field.yaml", "total_size < 100", '"',
+         "require: 'total_size' is computed, not stored"),
 ]
 
 

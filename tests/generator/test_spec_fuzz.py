@@ -4,7 +4,8 @@ A hypothesis strategy writes specs from the language's constructs (integers of e
 and order, varints, bools, uuids, prefixed and fixed-length strings and bytes, arrays counted
 by an earlier field, nested structs, fields present when a flag says so, a switch on an
 opcode whose cases are numbers or character literals, NUL- and CRLF-terminated strings and
-bytes, constant strings and bytes, bounded integers, lists of u8 ended by 0 with max_items)
+bytes, constant strings and bytes, bounded integers, lists of u8 ended by 0 with max_items,
+bytes masked with a key)
 with field names chosen to collide with what generated code uses itself (``buf``, ``pos``,
 ``end``, ``out``, ``self``, ``cls``, ``data``, ``type``, ``item``...). For each spec the
 generator must succeed, every module must compile, random frames must survive
@@ -104,7 +105,8 @@ def _add_field(draw: Draw, struct: Struct, names: Any, earlier: list[Struct]) ->
     name = next(names)
     kind = draw(st.sampled_from(["int", "varint", "bool", "uuid", "string", "bytes",
                                  "fixed", "array", "struct", "when", "cstring", "const",
-                                 "ranged", "zlist", "bits", "bounded", "lenenc"]))
+                                 "ranged", "zlist", "bits", "bounded", "lenenc",
+                                 "masked"]))
     if kind == "struct" and not earlier:
         kind = "int"
     if kind == "int":
@@ -190,6 +192,17 @@ def _add_field(draw: Draw, struct: Struct, names: Any, earlier: list[Struct]) ->
         if draw(st.booleans()):
             entry["order"] = draw(st.sampled_from(["big", "little"]))
         struct.fields.append(entry)
+    elif kind == "masked":  # a key, a size, bytes XOR-masked with the key (mask:)
+        key, size = next(names), next(names)
+        if draw(st.booleans()):
+            struct.fields.append({"name": key, "type": "u32"})
+            struct.args.append((key, _drawing(st.integers(0, 2**32 - 1))))
+        else:
+            struct.fields.append({"name": key, "type": "bytes", "length": 3})
+            struct.args.append((key, _drawing(st.binary(min_size=3, max_size=3))))
+        struct.fields.append({"name": size, "type": "u16"})
+        struct.fields.append({"name": name, "type": "bytes", "size": size, "mask": key})
+        struct.args.append((name, lambda d: d(st.binary(max_size=20))))
     else:  # a flag byte, then a field present only when its bit 0 is set
         flag = next(names)
         struct.fields.append({"name": flag, "type": "u8"})

@@ -1,0 +1,1 @@
+"""Protocol bindings: generated below this package by `protoframe generate`."""

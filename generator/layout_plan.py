@@ -279,8 +279,13 @@ def decode_names(s: StructDef) -> set[str]:
 
 
 def fills_region(s: StructDef) -> bool:
-    return any(g.size == "rest" or isinstance(g, ArrayField) and g.until_end
-               or g.when_remaining or g.size_of == "rest" for g in s.fields)
+    return any(g.size == "rest" or _to_end(g) or g.when_remaining or g.size_of == "rest"
+               for g in s.fields)
+
+
+def _to_end(f: FrameField) -> bool:
+    """An ``until_end`` array that no ``size_of`` field bounds reads to the region's end."""
+    return isinstance(f, ArrayField) and f.until_end and f.size in (None, "rest")
 
 
 def reads_to_end(s: StructDef) -> bool:
@@ -295,7 +300,7 @@ def reads_to_end(s: StructDef) -> bool:
             return True  # it sets the end, inside a range or not
         if any(start <= i <= stop for start, stop in ranges):
             continue  # runs to the end of the range, which the range's size checks
-        if f.when_remaining or isinstance(f, ArrayField) and f.until_end:
+        if f.when_remaining or _to_end(f):
             return True
         if f.length is not None or f.terminator is not None:
             continue  # a terminated field ends at its terminator

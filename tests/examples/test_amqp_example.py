@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from protoframe.runtime.errors import (
     BadMagicError,
+    DecodeError,
     ReservedBitsError,
     SizeMismatchError,
     UnknownCommandTypeError,
@@ -161,6 +162,16 @@ def test_the_stream_decoder_takes_frames_split_anywhere() -> None:
     for cut in range(len(data) + 1):
         decoder = f.StreamDecoder(handshake=False)
         assert [*decoder.feed(data[:cut]), *decoder.feed(data[cut:])] == frames
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=80))
+def test_random_bytes_raise_only_decode_errors(data: bytes) -> None:
+    for prefix in (b"", b"\x01\x00\x00", b"\x02\x00\x01\x00\x00"):
+        try:
+            f.StreamDecoder(max_frame_size=256, handshake=False).feed(prefix + data)
+        except DecodeError:
+            pass
 
 
 # ---- round trips ----
@@ -372,6 +383,28 @@ def test_a_channel_error_leaves_the_connection_usable(rabbitmq_server: RabbitMQ,
               if isinstance(frame, f.Frame) and isinstance(frame.payload, f.Method)
               and isinstance(frame.payload.arguments, f.ChannelClose)]
     assert len(closes) == 1 and closes[0].channel == 1
+    assert_generated_only(transport, [wire])
+
+
+@pytest.mark.timeout(120)
+def test_a_connection_error_closes_the_connection(rabbitmq_server: RabbitMQ,
+                                                 transport: Transport) -> None:
+    """A method on a channel never opened is a connection error: the server sends
+    Connection.Close (504 CHANNEL_ERROR), the client answers CloseOk, the server hangs up."""
+    wire = RecordingWire()
+
+    async def run() -> None:
+        client = await connect(rabbitmq_server, wire)
+        client.send_method(7, f.BasicGet(queue="nowhere", no_ack=True))
+        closed = await client.closed_by_server()
+        assert closed.reply_code == 504
+        assert closed.reply_text.startswith("CHANNEL_ERROR")
+        assert (closed.class_id, closed.method_id) == (60, 70)  # Basic.Get
+
+    asyncio.run(run())
+    assert any(isinstance(frame, f.Frame) and isinstance(frame.payload, f.Method)
+               and isinstance(frame.payload.arguments, f.ConnectionCloseOk)
+               for frame, _ in wire.encoded)
     assert_generated_only(transport, [wire])
 
 

@@ -272,6 +272,17 @@ class AmqpClient:
         await channel._call(f.ChannelOpen(), f.ChannelOpenOk)
         return channel
 
+    async def closed_by_server(self) -> ChannelClosedError:
+        """Wait for the server's Connection.Close (answered with CloseOk as it arrives) and for
+        the socket to close; return its reply code and text."""
+        try:
+            await self.control._expect()
+        except ChannelClosedError as closed:
+            assert self.connection is not None
+            await asyncio.wait_for(self.connection.wait_closed(), self.timeout)
+            return closed
+        raise AssertionError("unreachable: _expect() with no answers returns nothing")
+
     async def close(self, reply_code: int = 200, reply_text: str = "goodbye") -> None:
         """Connection.Close, wait for CloseOk, then close the socket."""
         answer = await self.control._call(f.ConnectionClose(

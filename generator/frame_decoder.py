@@ -14,6 +14,7 @@ from protoframe.generator.bit_codec import as_enum, reserved_check, unpack
 from protoframe.generator.codewriter import literal, q
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.expr import Expr
+from protoframe.generator.float_codec import decode_float
 from protoframe.generator.frame_emit import (
     EmitContext,
     annotation,
@@ -68,6 +69,7 @@ from protoframe.generator.layout_ops import (
     ProtoOther,
     RangedInt,
     ReadBool,
+    ReadFloat,
     ReadInt,
     ReadLenenc,
     ReadPacked,
@@ -440,6 +442,8 @@ class Decoder:
                 return self.blocks(op, target)
             case Terminated() | ConstBytes() | RangedInt():
                 return decode_value(self, op, target)
+            case ReadFloat():
+                return decode_float(self, op, target)
             case _:
                 assert_never(op)
 

@@ -28,6 +28,7 @@ from protoframe.generator.frame_ir import (
     BlocksField,
     BoolField,
     BytesField,
+    FloatField,
     FrameField,
     FrameSpec,
     IntField,
@@ -75,6 +76,7 @@ from protoframe.generator.layout_ops import (
     ProtoOther,
     RangedInt,
     ReadBool,
+    ReadFloat,
     ReadInt,
     ReadLenenc,
     ReadPacked,
@@ -459,6 +461,8 @@ def _lower_kind(s: StructDef, f: FrameField, plans: dict[str, LayoutPlan], byte_
             return ReadBool(f, f.const, f.size_of == "rest")
         case UuidField():
             return ReadUuid(f)
+        case FloatField(width=width, order=order):
+            return ReadFloat(f, width, order)
         case StringField():
             return String(f, f.encoding, region)
         case ArrayField():

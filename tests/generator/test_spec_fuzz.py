@@ -108,7 +108,7 @@ def _add_field(draw: Draw, struct: Struct, names: Any, earlier: list[Struct]) ->
     kind = draw(st.sampled_from(["int", "varint", "bool", "uuid", "string", "bytes",
                                  "fixed", "array", "struct", "when", "cstring", "const",
                                  "ranged", "zlist", "bits", "bounded", "lenenc",
-                                 "sizedlist"]))
+                                 "sizedlist", "float"]))
     if kind == "struct" and not earlier:
         kind = "int"
     if kind == "int":
@@ -162,6 +162,10 @@ def _add_field(draw: Draw, struct: Struct, names: Any, earlier: list[Struct]) ->
         struct.fields.append({"name": name, "type": "array", "of": element})
         strategy = _element(element, earlier)
         struct.args.append((name, _list_of(strategy)))
+    elif kind == "float":  # an IEEE 754 single or double (NaN never equals itself: left out)
+        width = draw(st.sampled_from([32, 64]))
+        struct.fields.append({"name": name, "type": f"f{width}"})
+        struct.args.append((name, _drawing(st.floats(width=width, allow_nan=False))))
     elif kind == "sizedlist":  # a byte size, then elements up to it (AMQP's field tables)
         sizer = next(names)
         element = draw(st.sampled_from(["u16", "varint", *(s.name for s in earlier)]))

@@ -5,7 +5,6 @@ bytes are the generated codecs' business."""
 
 from __future__ import annotations
 
-import struct
 from decimal import Decimal
 from typing import TypeAlias
 
@@ -29,7 +28,7 @@ def _scalar(value: Value) -> Leaf:
             return f.I32Value(value=value)
         return f.I64Value(value=value)
     if isinstance(value, float):
-        return f.F64Value(bits=struct.unpack(">Q", struct.pack(">d", value))[0])
+        return f.F64Value(value=value)
     if isinstance(value, Decimal):
         sign, digits, exponent = value.as_tuple()
         assert isinstance(exponent, int)
@@ -83,10 +82,6 @@ def _read(value: AnyValue) -> Value:
         return [_read(item) for item in inner.value.items]
     if isinstance(inner, f.VoidValue):
         return None
-    if isinstance(inner, f.F32Value):
-        return float(struct.unpack(">f", struct.pack(">I", inner.bits))[0])
-    if isinstance(inner, f.F64Value):
-        return float(struct.unpack(">d", struct.pack(">Q", inner.bits))[0])
     if isinstance(inner, f.DecimalValue):
         return Decimal(inner.value).scaleb(-inner.scale)
     if isinstance(inner, f.LongStringValue):

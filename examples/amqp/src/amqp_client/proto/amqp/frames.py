@@ -98,6 +98,8 @@ __all__ = [
 
 DEFAULT_MAX_FRAME_SIZE = 16777216
 
+_F32BE = Struct(">f")
+_F64BE = Struct(">d")
 _I16BE = Struct(">h")
 _I32BE = Struct(">i")
 _I64BE = Struct(">q")
@@ -549,9 +551,9 @@ class U64Value:
 
 @dataclass(slots=True, kw_only=True)
 class F32Value:
-    """'f': an IEEE 754 single, as its 32 bits (the language has no float type)."""
+    """'f': an IEEE 754 single."""
 
-    bits: int
+    value: float
 
     def encode(self) -> bytes:
         """The wire form of this value; sizes, counts and checksums are filled in.
@@ -567,7 +569,12 @@ class F32Value:
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this value to ``out``."""
-        out += _U32BE.pack(self.bits)
+        try:
+            out += _F32BE.pack(self.value)
+        except OverflowError:
+            raise ValueOutOfRangeError(
+                f"F32Value.value: {self.value!r} is beyond f32's range"
+            ) from None
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview) -> Self:
@@ -582,19 +589,19 @@ class F32Value:
     def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         if pos + 4 > end:
-            raise SizeMismatchError("F32Value.bits: needs 4 more bytes")
-        f_bits = _U32BE.unpack_from(buf, pos)[0]
+            raise SizeMismatchError("F32Value.value: needs 4 more bytes")
+        f_value = _F32BE.unpack_from(buf, pos)[0]
         pos += 4
         obj = cls.__new__(cls)
-        obj.bits = f_bits
+        obj.value = f_value
         return obj, pos
 
 
 @dataclass(slots=True, kw_only=True)
 class F64Value:
-    """'d': an IEEE 754 double, as its 64 bits (the language has no float type)."""
+    """'d': an IEEE 754 double."""
 
-    bits: int
+    value: float
 
     def encode(self) -> bytes:
         """The wire form of this value; sizes, counts and checksums are filled in.
@@ -610,7 +617,12 @@ class F64Value:
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this value to ``out``."""
-        out += _U64BE.pack(self.bits)
+        try:
+            out += _F64BE.pack(self.value)
+        except OverflowError:
+            raise ValueOutOfRangeError(
+                f"F64Value.value: {self.value!r} is beyond f64's range"
+            ) from None
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview) -> Self:
@@ -625,11 +637,11 @@ class F64Value:
     def decode_from(cls, buf: bytes, pos: int, end: int) -> tuple[Self, int]:
         """Decode from ``buf[pos:end]``; return the value and the position after it."""
         if pos + 8 > end:
-            raise SizeMismatchError("F64Value.bits: needs 8 more bytes")
-        f_bits = _U64BE.unpack_from(buf, pos)[0]
+            raise SizeMismatchError("F64Value.value: needs 8 more bytes")
+        f_value = _F64BE.unpack_from(buf, pos)[0]
         pos += 8
         obj = cls.__new__(cls)
-        obj.bits = f_bits
+        obj.value = f_value
         return obj, pos
 
 
@@ -4195,12 +4207,6 @@ install_frame_layouts((
     )),
     (U64Value, False, (
         ("int", "value", "u64be", None, None),
-    )),
-    (F32Value, False, (
-        ("int", "bits", "u32be", None, None),
-    )),
-    (F64Value, False, (
-        ("int", "bits", "u64be", None, None),
     )),
     (DecimalValue, False, (
         ("int", "scale", "u8", None, None),

@@ -154,6 +154,20 @@ def test_bad_frames_raise_their_own_errors() -> None:
         f.Frame.decode(method_frame(0, 10, 51, b"\x00"))  # CloseOk with a byte too many
 
 
+def test_tables_nest_three_levels_deep_at_most() -> None:
+    """The spec unrolls the nesting (the language has no recursive structs): a table or array
+    in the third level is a type letter that level does not know."""
+    third = longstr(shortstr("c") + b"t\x01")
+    second = longstr(shortstr("b") + b"F" + third)
+    assert from_table(f.FieldTable.decode(longstr(shortstr("a") + b"F" + second))) == {
+        "a": {"b": {"c": True}}}
+    with pytest.raises(UnknownCommandTypeError):
+        f.FieldTable.decode(longstr(shortstr("a") + b"F" + longstr(
+            shortstr("b") + b"F" + longstr(shortstr("c") + b"F" + longstr(b"")))))
+    with pytest.raises(ValueError, match="three levels"):
+        to_table({"a": {"b": {"c": {}}}})
+
+
 def test_the_stream_decoder_takes_frames_split_anywhere() -> None:
     frames = [f.Frame(channel=0, payload=f.Heartbeat()),
               f.Frame(channel=1, payload=f.Method(arguments=f.BasicGetEmpty())),

@@ -18,6 +18,7 @@ from protoframe.generator.frame_ir import (
     BoolField,
     BytesField,
     CommandInfo,
+    FloatField,
     FrameField,
     FrameSpec,
     IntField,
@@ -544,6 +545,8 @@ def _struct_ann(types: _Types, f: FrameField) -> str:
         return "int"
     if isinstance(f, BoolField):
         return "bool"
+    if isinstance(f, FloatField):
+        return "float"
     if isinstance(f, BytesField):
         return "bytes"
     if isinstance(f, StringField):

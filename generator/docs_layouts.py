@@ -24,6 +24,7 @@ from protoframe.generator.frame_ir import (
     BlocksField,
     BoolField,
     BytesField,
+    FloatField,
     FrameField,
     FrameSpec,
     IntField,
@@ -108,6 +109,9 @@ def _type_text(spec: FrameSpec, f: FrameField, names: ProtoNames,
             if f.width > 1 and f.order != spec.byte_order:
                 t += f" ({f.order}-endian)"
             return t
+        case FloatField():
+            t = f"f{f.width * 8}"
+            return t + (f" ({f.order}-endian)" if f.order != spec.byte_order else "")
         case StringField():
             return f"string ({f.encoding})"
         case ProtoField(message=message) if message is not None:
@@ -133,7 +137,7 @@ def _size_col(spec: FrameSpec, s: StructDef, f: FrameField) -> str:
     fixed = f.fixed_size
     if fixed is not None:
         return str(fixed)
-    if isinstance(f, IntField | BoolField | UuidField) and f.optional:
+    if isinstance(f, IntField | BoolField | UuidField | FloatField) and f.optional:
         return f"{f.width_when_present}, or 0 when absent"
     if isinstance(f, VarintField) and f.encoding == "lenenc":
         return "1, 3, 4 or 9 (lenenc)"

@@ -91,10 +91,11 @@ def structs_of(spec: FrameSpec) -> list[StructDef]:
 class LengthField:
     """Where a frame's header says how long the frame is.
 
-    ``kind`` is ``size`` (an integer counting the rest of the frame, maybe after fixed-size
-    fields ``between`` it and the last field) or ``blocks`` (a count of length-prefixed
-    blocks) or ``probe`` (the integer sizing the last field, read with the header before
-    it); ``offset`` is the byte position of that field (0 for ``probe``).
+    ``kind`` is ``size`` (an integer counting the rest of the frame, or a field of it: then
+    ``between`` counts the bytes of the fixed-size fields before and after that field) or
+    ``blocks`` (a count of length-prefixed blocks) or ``probe`` (the integer sizing the last
+    field, read with the header before it); ``offset`` is the byte position of that field (0
+    for ``probe``).
     """
 
     kind: str
@@ -107,12 +108,14 @@ def frame_length_field(frame: StructDef) -> LengthField | None:
     """How a reader finds the frame's length from its first bytes, or None if it cannot."""
     offset = 0
     for i, f in enumerate(frame.fields):
+        # The fields after the length besides the one it measures: fixed-size fields before
+        # it, and after it a trailer of fixed size (AMQP's frame-end octet).
+        others = [g for g in frame.fields[i + 1 :] if g.name != f.size_of]
         size_rest = f.size_of == "rest" or (
-            f.size_of is not None and f.size_of == frame.fields[-1].name
-            and all(g.fixed_size is not None for g in frame.fields[i + 1 : -1]))
+            f.size_of is not None and len(others) < len(frame.fields) - i - 1
+            and all(g.fixed_size is not None for g in others))
         if size_rest and isinstance(f, IntField | VarintField) and _length_kind(f):
-            between = sum(g.fixed_size or 0 for g in frame.fields[i + 1 : -1]) \
-                if f.size_of != "rest" else 0
+            between = sum(g.fixed_size or 0 for g in others) if f.size_of != "rest" else 0
             return LengthField("size", f, offset, between)
         if isinstance(f, BlocksField):
             return LengthField("blocks", f, offset)
@@ -159,12 +162,16 @@ def _frame_length_error(frame: StructDef) -> SpecError:
             return _at(f.location, f"the frame's length {f.name!r} is a {kind}: a frame "
                                    "length must be an integer (u8 ... u64, i8 ... i64, u24, "
                                    "i24) or a base-128 varint")
-        if f.size_of is not None and f.size_of != "rest" and f.size_of != frame.fields[-1].name:
+        names = [g.name for g in frame.fields]
+        if f.size_of in names and any(
+                g.fixed_size is None for g in frame.fields[names.index(f.size_of) + 1 :]):
             return _at(f.location, f"{f.name!r} measures {f.size_of!r}, not the end of the "
                                    "frame: a frame's length field must have size_of: rest or "
-                                   "measure the frame's last field")
+                                   "measure the frame's last field (or one followed by "
+                                   "fixed-size fields only)")
         if f.size_of is not None:
-            later = next(g for g in frame.fields[i + 1 : -1] if g.fixed_size is None)
+            later = next(g for g in frame.fields[i + 1 :]
+                         if g.fixed_size is None and g.name != f.size_of)
             return _at(later.location, f"{later.name!r} has no fixed size, so the frame length "
                                        f"{f.name!r} cannot tell where the frame ends; use "
                                        "size_of: rest")

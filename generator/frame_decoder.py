@@ -14,6 +14,7 @@ from protoframe.generator.bit_codec import as_enum, reserved_check, unpack
 from protoframe.generator.codewriter import literal, q
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.expr import Expr
+from protoframe.generator.float_codec import decode_float
 from protoframe.generator.frame_emit import (
     EmitContext,
     annotation,
@@ -69,6 +70,7 @@ from protoframe.generator.layout_ops import (
     ProtoOther,
     RangedInt,
     ReadBool,
+    ReadFloat,
     ReadInt,
     ReadLenenc,
     ReadPacked,
@@ -444,6 +446,8 @@ class Decoder:
                 return decode_value(self, op, target)
             case MaskedBytes():
                 return mask_decode(self, op, target)
+            case ReadFloat():
+                return decode_float(self, op, target)
             case _:
                 assert_never(op)
 
@@ -547,8 +551,22 @@ class Decoder:
         ]
 
     def array(self, op: Array, target: str) -> list[str]:
+        region = op.region
+        if region.size or region.prefix or region.length is not None:
+            # A size_of field measures the array: its elements are read within those bytes
+            # (AMQP's field tables), which they must fill.
+            lines, vend = self.region_end(op.field, region)
+            if vend != "end":
+                return [*lines, *self.sized_call(op.field, self.array_to(op, target, vend),
+                                                 vend),
+                        f"if pos != {vend}:", *indent(raise_lines(
+                            "SizeMismatchError", f"{self.s.name}.{op.field.name}: content "
+                            "does not fill its declared size", fmt=False))]
+        return self.array_to(op, target, "end")
+
+    def array_to(self, op: Array, target: str, end: str) -> list[str]:
         if op.item_limits:
-            return decode_array(self, op, target)
+            return decode_array(self, op, target, end)
         f = op.field
         el = op.element
         item_ann = annotation(self.ctx, self.s, el.field)
@@ -561,9 +579,9 @@ class Decoder:
         match el:
             case Nested(struct=struct) | NestedOther(struct=struct):
                 if op.until_end and struct.name in self.ctx.runs:
-                    return [f"{target}, pos = {struct.name}.decode_run(buf, pos, end)"]
+                    return [f"{target}, pos = {struct.name}.decode_run(buf, pos, {end})"]
                 args = call_args(f.args, self.s, self.name, f)
-                one = [f"{item}, pos = {struct.name}.decode_from(buf, pos, end{args})",
+                one = [f"{item}, pos = {struct.name}.decode_from(buf, pos, {end}{args})",
                        f"{items}.append({item})"]
             case ReadUuid():
                 one = [*self.need("16", el.field),
@@ -571,7 +589,7 @@ class Decoder:
             case _:
                 one = [*self.int_read(el.field, item, int_read_of(el)), f"{items}.append({item})"]
         if op.until_end:
-            lines.append("while pos < end:")
+            lines.append(f"while pos < {end}:")
             if index != "_":
                 lines.append(f"    {index} = len({items})")
         else:

@@ -22,6 +22,7 @@ from protoframe.generator.frame_ir import (
     BlocksField,
     BoolField,
     BytesField,
+    FloatField,
     FrameField,
     FrameSpec,
     IntField,
@@ -199,6 +200,8 @@ def annotation(ctx: EmitContext, struct: StructDef, f: FrameField) -> str:
             return "int"
         case BoolField():
             return "bool"
+        case FloatField():
+            return "float"
         case UuidField():
             ctx.imports.use("uuid", "UUID")
             return "UUID"

@@ -13,6 +13,7 @@ from protoframe.generator.case_args import case_call_args, encode_lines, taking
 from protoframe.generator.codewriter import bytes_literal, literal
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.expr import Expr
+from protoframe.generator.float_codec import encode_float
 from protoframe.generator.frame_emit import (
     EmitContext,
     bug,
@@ -55,6 +56,7 @@ from protoframe.generator.layout_ops import (
     ProtoOther,
     RangedInt,
     ReadBool,
+    ReadFloat,
     ReadInt,
     ReadLenenc,
     ReadPacked,
@@ -473,6 +475,8 @@ class Encoder:
                 return mask_encode(self, op)
             case Terminated() | ConstBytes() | RangedInt():
                 return encode_value(self, op)
+            case ReadFloat():
+                return encode_float(self, op, value)
             case _:
                 assert_never(op)
 

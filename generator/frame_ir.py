@@ -270,6 +270,19 @@ class BoolField(FrameField):
 
 
 @dataclass
+class FloatField(FrameField):
+    """An IEEE 754 binary floating-point number (``f32``, ``f64``), a ``float`` in Python."""
+
+    kind: ClassVar[str] = "float"
+    width: int = 8
+    order: str = "big"
+
+    @property
+    def width_when_present(self) -> int | None:
+        return self.width
+
+
+@dataclass
 class UuidField(FrameField):
     """Sixteen bytes, a ``uuid.UUID`` in Python."""
 

@@ -116,7 +116,7 @@ def decode_value(dec: Decoder, op: Terminated | ConstBytes | RangedInt,
     return [*lines, f"pos = vend + {len(op.terminator)}"]
 
 
-def decode_array(dec: Decoder, op: Array, target: str) -> list[str]:
+def decode_array(dec: Decoder, op: Array, target: str, end: str = "end") -> list[str]:
     """A list with a terminator, ``min_items`` or ``max_items``, read into ``target``."""
     f = op.field
     el = op.element
@@ -130,7 +130,7 @@ def decode_array(dec: Decoder, op: Array, target: str) -> list[str]:
     match el:
         case Nested(struct=struct) | NestedOther(struct=struct):
             args = call_args(f.args, dec.s, dec.name, f)
-            read = [f"{item}, pos = {struct.name}.decode_from(buf, pos, end{args})"]
+            read = [f"{item}, pos = {struct.name}.decode_from(buf, pos, {end}{args})"]
         case ReadUuid():
             read = [*dec.need("16", el.field), f"{item} = UUID(bytes=buf[pos : pos + 16])",
                     "pos += 16"]
@@ -142,20 +142,20 @@ def decode_array(dec: Decoder, op: Array, target: str) -> list[str]:
     body: list[str] = [f"{index} = len({items})"] if index != "_" else []
     if op.terminator is not None:
         dec.ctx.imports.use(ERRORS, "MissingTerminatorError")
-        missing = ["if pos >= end:", *indent(raise_lines(
+        missing = [f"if pos >= {end}:", *indent(raise_lines(
             "MissingTerminatorError", f"{where}: no terminator {shown(op.terminator)} before "
             "the end of its region", fmt=False))]
         lines.append("while True:")
         if op.terminator_value is None:  # bytes before the next element end the list
             size = len(op.terminator)
-            body += [f"if buf.startswith({readable_bytes(op.terminator)}, pos, end):",
+            body += [f"if buf.startswith({readable_bytes(op.terminator)}, pos, {end}):",
                      f"    pos += {size}", "    break", *missing, *full, *read]
         else:  # an element of this value ends it
             body += [*missing, *read, f"if {item} == {op.terminator_value}:", "    break",
                      *full]
         body.append(f"{items}.append({item})")
     elif op.until_end:
-        lines.append("while pos < end:")
+        lines.append(f"while pos < {end}:")
         body += [*full, *read, f"{items}.append({item})"]
     else:
         if op.count is None:

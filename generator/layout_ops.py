@@ -322,6 +322,15 @@ class ReadUuid(FieldOp):
 
 
 @dataclass(frozen=True)
+class ReadFloat(FieldOp):
+    """An IEEE 754 number of ``width`` bytes (4 or 8) in ``order``."""
+
+    word: ClassVar[str] = "float"
+    width: int
+    order: str
+
+
+@dataclass(frozen=True)
 class String(FieldOp):
     word: ClassVar[str] = "string"
     encoding: str
@@ -541,7 +550,7 @@ KindOp: TypeAlias = (ReadInt | Const | SizeOf | SizeRest | Checksum | ProtoBody 
                      | ProtoOther | BytesSized | BytesToEnd | BytesOther | Nested | NestedOther
                      | ReadVarint | ReadBool | ReadUuid | String | Array | Switch | Blocks | Bits
                      | Terminated | ConstBytes | RangedInt
-                     | ReadPacked | SubField | ReadLenenc | MaskedBytes)
+                     | ReadPacked | SubField | ReadLenenc | MaskedBytes | ReadFloat)
 WrapOp: TypeAlias = (OptionalScalar | Condition | Computed | WithArgs | Prefix | FixedLength
                      | Default | Marker)
 AnyFieldOp: TypeAlias = KindOp | WrapOp

@@ -28,6 +28,7 @@ from protoframe.generator.frame_ir import (
     BlocksField,
     BoolField,
     BytesField,
+    FloatField,
     FrameField,
     FrameSpec,
     IntField,
@@ -76,6 +77,7 @@ from protoframe.generator.layout_ops import (
     ProtoOther,
     RangedInt,
     ReadBool,
+    ReadFloat,
     ReadInt,
     ReadLenenc,
     ReadPacked,
@@ -283,8 +285,13 @@ def decode_names(s: StructDef) -> set[str]:
 
 
 def fills_region(s: StructDef) -> bool:
-    return any(g.size == "rest" or isinstance(g, ArrayField) and g.until_end
-               or g.when_remaining or g.size_of == "rest" for g in s.fields)
+    return any(g.size == "rest" or _to_end(g) or g.when_remaining or g.size_of == "rest"
+               for g in s.fields)
+
+
+def _to_end(f: FrameField) -> bool:
+    """An ``until_end`` array that no ``size_of`` field bounds reads to the region's end."""
+    return isinstance(f, ArrayField) and f.until_end and f.size in (None, "rest")
 
 
 def reads_to_end(s: StructDef) -> bool:
@@ -299,7 +306,7 @@ def reads_to_end(s: StructDef) -> bool:
             return True  # it sets the end, inside a range or not
         if any(start <= i <= stop for start, stop in ranges):
             continue  # runs to the end of the range, which the range's size checks
-        if f.when_remaining or isinstance(f, ArrayField) and f.until_end:
+        if f.when_remaining or _to_end(f):
             return True
         if f.length is not None or f.terminator is not None:
             continue  # a terminated field ends at its terminator
@@ -462,6 +469,8 @@ def _lower_kind(s: StructDef, f: FrameField, plans: dict[str, LayoutPlan], byte_
             return ReadBool(f, f.const, f.size_of == "rest")
         case UuidField():
             return ReadUuid(f)
+        case FloatField(width=width, order=order):
+            return ReadFloat(f, width, order)
         case StringField():
             return String(f, f.encoding, region)
         case ArrayField():

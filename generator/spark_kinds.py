@@ -18,6 +18,7 @@ from protoframe.generator.frame_ir import (
     BlocksField,
     BoolField,
     BytesField,
+    FloatField,
     FrameField,
     IntField,
     ProtoField,
@@ -236,6 +237,10 @@ def frame_kind(ctx: SparkContext, owner: StructDef, f: FrameField) -> Kind:
             return decimal_kind()
         case BoolField():
             return basic("BooleanType", "pa.bool_()", "bool")
+        case FloatField(width=4):
+            return basic("FloatType", "pa.float32()", "float")
+        case FloatField():
+            return basic("DoubleType", "pa.float64()", "float")
         case UuidField():
             kind = basic("StringType", "pa.string()", "UUID", row="str({})", value="UUID({})",
                          column="text_array({})", lists="text_lists_array({})")

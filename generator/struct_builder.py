@@ -22,6 +22,7 @@ from protoframe.generator.frame_ir import (
     Case,
     Checksum,
     Compression,
+    FloatField,
     FrameField,
     IntField,
     Param,
@@ -112,6 +113,9 @@ class StructBuilder(ValueRules):
             width, signed = INT_TYPES[kind]
             f = IntField(name=name, doc=doc, location=loc, width=width, signed=signed,
                          order=item.get("order", self.byte_order))
+        elif kind in FLOAT_WIDTHS:
+            f = FloatField(name=name, doc=doc, location=loc, width=FLOAT_WIDTHS[kind],
+                           order=item.get("order", self.byte_order))
         else:
             f = _FIELD_CLASSES[kind](name=name, doc=doc, location=loc)
         if not isinstance(f, BytesField | StringField):  # their const: is read with their bounds
@@ -119,6 +123,8 @@ class StructBuilder(ValueRules):
                                      integral=isinstance(f, IntField | VarintField | BoolField))
         if "value" in item:
             f.value = self.expr(item["value"], [*path, "value"])
+            if isinstance(f, FloatField):  # expressions compute integers only
+                self.error("value: needs an integer or varint field", [*path, "value"])
         if "derive" in item:
             f.derive = self.expr(item["derive"], [*path, "derive"])
             if kind not in INT_TYPES and kind not in ("varint", "bool"):
@@ -610,6 +616,9 @@ class StructBuilder(ValueRules):
                 msg = pf.type.message
         return True
 
+
+# The bytes of each floating-point type (``FloatField``).
+FLOAT_WIDTHS = {"f32": 4, "f64": 8}
 
 # The class of each field kind the spec names (the integer types are ``IntField``).
 _FIELD_CLASSES: dict[str, type[FrameField]] = {

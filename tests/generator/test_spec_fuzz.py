@@ -98,6 +98,9 @@ def specs(draw: Draw) -> tuple[str, list[Struct]]:
     length = spec["frame"]["fields"][0]
     if draw(st.booleans()):
         length.update({"adjust": 3} if length["type"] == "varint" else {"includes": "self"})
+    if draw(st.booleans()):  # the length measures the body, then a trailer (AMQP's 0xCE)
+        length["size_of"] = "body"
+        spec["frame"]["fields"].append({"name": "frame_end", "type": "u8", "const": 0xCE})
     return yaml.safe_dump(spec, sort_keys=False), structs
 
 
@@ -106,7 +109,7 @@ def _add_field(draw: Draw, struct: Struct, names: Any, earlier: list[Struct]) ->
     kind = draw(st.sampled_from(["int", "varint", "bool", "uuid", "string", "bytes",
                                  "fixed", "array", "struct", "when", "cstring", "const",
                                  "ranged", "zlist", "bits", "bounded", "lenenc",
-                                 "masked"]))
+                                 "masked", "sizedlist", "float"]))
     if kind == "struct" and not earlier:
         kind = "int"
     if kind == "int":
@@ -160,6 +163,16 @@ def _add_field(draw: Draw, struct: Struct, names: Any, earlier: list[Struct]) ->
         struct.fields.append({"name": name, "type": "array", "of": element})
         strategy = _element(element, earlier)
         struct.args.append((name, _list_of(strategy)))
+    elif kind == "float":  # an IEEE 754 single or double (NaN never equals itself: left out)
+        width = draw(st.sampled_from([32, 64]))
+        struct.fields.append({"name": name, "type": f"f{width}"})
+        struct.args.append((name, _drawing(st.floats(width=width, allow_nan=False))))
+    elif kind == "sizedlist":  # a byte size, then elements up to it (AMQP's field tables)
+        sizer = next(names)
+        element = draw(st.sampled_from(["u16", "varint", *(s.name for s in earlier)]))
+        struct.fields.append({"name": sizer, "type": "u32", "size_of": name})
+        struct.fields.append({"name": name, "type": "array", "of": element, "until_end": True})
+        struct.args.append((name, _list_of(_element(element, earlier))))
     elif kind == "struct":
         target = draw(st.sampled_from(earlier))
         struct.fields.append({"name": name, "type": "struct", "struct": target.name})

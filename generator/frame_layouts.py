@@ -11,22 +11,33 @@ from collections.abc import Callable
 
 from protoframe.generator.codewriter import q
 from protoframe.generator.errors import GeneratorBug
+from protoframe.generator.frame_ir import SwitchField
 from protoframe.generator.ir import MessageType
 from protoframe.generator.layout_ops import (
     Always,
+    Array,
+    BytesOther,
     BytesSized,
     BytesToEnd,
     Checksum,
+    Computed,
     Const,
+    Default,
     Envelope,
     FieldOp,
     IfPeek,
     IfRemaining,
+    IntType,
     Nested,
+    Prefix,
     ProtoBody,
     ReadInt,
+    ReadUuid,
+    Region,
     SizeOf,
     SizeRest,
+    String,
+    Switch,
 )
 from protoframe.generator.layout_plan import LayoutPlan
 from protoframe.generator.linefit import fit_tuple_row
@@ -66,8 +77,37 @@ def _row(op: FieldOp, ref: Callable[[MessageType], str]) -> str:
                 case Always():
                     presence = "None"
             return f"{head}, None, {plan.name}, {presence})"
+    more = _more_rows(op, head)
+    if more is not None:
+        return more
     raise GeneratorBug(f"{op.name!r}: the plan calls {op.word!r} compiled, but it has no row",
                        str(op.field.location))
+
+
+def _more_rows(op: FieldOp, head: str) -> str | None:
+    """The rows of the operations issue #21 brought to the compiled codec."""
+    match op:
+        case ReadUuid():
+            return f"{head}, None, None, None)"
+        case BytesOther(region=Region(size=str(size))) if op.word == "signed_bytes":
+            return f"{head}, None, {q(size)}, None)"
+        case Switch(key=key, region=region) if isinstance(op.field, SwitchField):
+            tables = op.field.tables
+            size = q(region.size) if region.size is not None else "None"
+            return f"{head}, None, {tables}_DECODERS, ({q(key)}, {size}, {tables}_CODES))"
+        case Computed(inner=ReadInt(int_type=t)) if op.word == "switch_key":
+            return f"{head}, {q(t.name)}, None, None)"  # its switch row names it
+        case Array(element=Nested(plan=plan)) if op.word == "struct_run":
+            return f"{head}, None, {plan.name}, None)"
+        case Prefix(inner=inner) if op.word == "prefixed":
+            prefix = inner.region.prefix if isinstance(inner, BytesOther | String) else None
+            if not isinstance(prefix, IntType):
+                return None
+            kind = inner.encoding if isinstance(inner, String) else "bytes"
+            return f"{head}, {q(prefix.name)}, {q(kind)}, None)"
+        case Default(inner=ReadInt(int_type=t)) if isinstance(op.field.default, int):
+            return f"{head}, {q(t.name)}, {op.field.default}, None)"
+    return None
 
 
 def layout_lines(plans: list[LayoutPlan], ref: Callable[[MessageType], str]) -> list[str]:
@@ -83,6 +123,8 @@ def layout_lines(plans: list[LayoutPlan], ref: Callable[[MessageType], str]) -> 
         entries.append(f"    ({plan.name}, {plan.check_end}, (")
         for op in plan.field_ops:
             entries += fit_tuple_row(_row(op, ref), "        ")
+        if plan.skips_trailing:
+            entries.append(f"        ({q('skip_trailing')}, None, None, None, None),")
         entries.append("    )),")
     if not entries:
         return []

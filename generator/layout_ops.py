@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 def c_words() -> frozenset[str]:
     """The operation words the compiled frame codec knows (read when asked, so a test can
     change the vocabulary)."""
-    return frozenset(vocabulary.FRAME_OPS) | {vocabulary.ENVELOPE}
+    return (frozenset(vocabulary.FRAME_OPS) | {vocabulary.ENVELOPE}
+            | set(vocabulary.FRAME_ALIASES))
 
 
 @dataclass(frozen=True)
@@ -213,8 +214,19 @@ class BytesToEnd(FieldOp):
 class BytesOther(FieldOp):
     """Bytes bounded otherwise, or compressed bytes with a size."""
 
-    word: ClassVar[str] = "bytes_other"
     region: Region
+
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``signed_bytes`` (in the C vocabulary) when an earlier signed integer of this struct
+        holds the size, as ``length: i32`` before the bytes it measures."""
+        f = self.field
+        r = self.region
+        if (unconditional(f) and f.compression is None and r.size is not None and r.size != "rest"
+                and "." not in r.size and r.size_written_first and not r.size_unsigned
+                and r.prefix is None and r.length is None and not r.nullable):
+            return "signed_bytes"
+        return "bytes_other"
 
 
 @dataclass(frozen=True)
@@ -279,7 +291,10 @@ class ReadBool(FieldOp):
 
 @dataclass(frozen=True)
 class ReadUuid(FieldOp):
-    word: ClassVar[str] = "uuid"
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``uuid`` (in the C vocabulary) when always there; ``uuid_other`` otherwise."""
+        return "uuid" if unconditional(self.field) else "uuid_other"
 
 
 @dataclass(frozen=True)
@@ -287,6 +302,16 @@ class String(FieldOp):
     word: ClassVar[str] = "string"
     encoding: str
     region: Region
+
+
+def unconditional(f: FrameField) -> bool:
+    """Whether ``f`` is always on the wire: no condition, peek or test for remaining bytes."""
+    return (f.when is None and f.when_peek is None and not f.when_remaining and not f.optional
+            and not f.marker and f.wire)
+
+
+def _plain_region(region: Region) -> bool:
+    return region.length is None and region.size is None and region.prefix is None
 
 
 @dataclass(frozen=True)
@@ -297,7 +322,6 @@ class Array(FieldOp):
     ``index_used``: the element's arguments name ``_index``; ``region``: as the spec bounds the
     whole list (an array measured by a size field is encoded ahead of it)."""
 
-    word: ClassVar[str] = "array"
     element: KindOp = field(compare=False)
     count: Expr | None = field(compare=False)
     until_end: bool
@@ -305,16 +329,40 @@ class Array(FieldOp):
     index_used: bool
     region: Region
 
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``struct_run`` (in the C vocabulary) for a list of nested structs, always there and
+        compiled, read until the end of the region; ``array`` for any other list."""
+        el = self.element
+        if (unconditional(self.field) and self.until_end and self.count is None
+                and not self.index_used and _plain_region(self.region) and isinstance(el, Nested)
+                and isinstance(el.when, Always) and el.plan.compiled):
+            return "struct_run"
+        return "array"
+
 
 @dataclass(frozen=True)
 class Switch(FieldOp):
     """A body chosen by the earlier field ``key``; ``directional``: a case decodes another
     struct on the way to the server than on the way to the client."""
 
-    word: ClassVar[str] = "switch"
     key: str
     directional: bool
     region: Region
+
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``switch`` (in the C vocabulary) for a switch the same both ways, bounded by a size
+        or by its region; ``directional_switch`` or ``switch_other`` otherwise."""
+        if self.directional:
+            return "directional_switch"
+        if not unconditional(self.field):
+            return "switch_other"
+        r = self.region
+        if r.length is None and r.prefix is None and (r.size is None or (
+                r.size != "rest" and "." not in r.size and r.size_written_first)):
+            return "switch"
+        return "switch_other"
 
 
 @dataclass(frozen=True)
@@ -371,6 +419,8 @@ class Computed(Wrap):
 
     @property
     def word(self) -> str:  # type: ignore[override]
+        if self.how == "switch_key" and not isinstance(self.inner, ReadInt):
+            return "switch_key_other"
         return self.how
 
 
@@ -385,8 +435,21 @@ class WithArgs(Wrap):
 class Prefix(Wrap):
     """Bytes, text or a struct bounded by a length prefix of their own."""
 
-    word: ClassVar[str] = "prefix"
     prefix: str
+
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``prefixed`` (in the C vocabulary) for bytes, UTF-8 or modified UTF-8 text after a
+        fixed-width length prefix that cannot be null; ``prefix`` otherwise."""
+        inner = self.inner
+        match inner:
+            case BytesOther(region=r) | String(region=r) if (
+                    unconditional(self.field) and isinstance(r.prefix, IntType)
+                    and not r.nullable and r.length is None and r.size is None
+                    and inner.field.compression is None
+                    and (not isinstance(inner, String) or inner.encoding in ("utf8", "mutf8"))):
+                return "prefixed"
+        return "prefix"
 
 
 @dataclass(frozen=True)
@@ -399,7 +462,15 @@ class FixedLength(Wrap):
 class Default(Wrap):
     """Read when bytes remain, this value when not."""
 
-    word: ClassVar[str] = "default"
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``default`` (in the C vocabulary) for a fixed-width integer read when bytes remain;
+        ``default_other`` otherwise."""
+        f = self.field
+        if (isinstance(self.inner, ReadInt) and f.when_remaining and f.when_peek is None
+                and isinstance(f.default, int) and not isinstance(f.default, bool)):
+            return "default"
+        return "default_other"
 
 
 @dataclass(frozen=True)

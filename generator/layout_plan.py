@@ -83,6 +83,7 @@ from protoframe.generator.layout_ops import (
     Switch,
     WithArgs,
     c_words,
+    kind_op,
 )
 from protoframe.runtime.codec import vocabulary
 
@@ -161,8 +162,46 @@ class LayoutPlan:
         """Whether the compiled codec takes this struct: it knows every operation, the nested
         plans are compiled, and the struct fits its row arrays (one row per field)."""
         ops = self.field_ops
-        return (bool(ops) and len(ops) <= vocabulary.FRAME_MAX_ROWS and not self.unknown_to_c
-                and all(op.plan.compiled for op in ops if isinstance(op, Nested)))
+        rows = len(ops) + self.skips_trailing
+        return (bool(ops) and rows <= vocabulary.FRAME_MAX_ROWS and not self.unknown_to_c
+                and all(op.plan.compiled for op in ops if isinstance(op, Nested))
+                and c_links_hold(ops))
+
+
+# The words of the rows a size row of the compiled codec can measure.
+_SIZED_WORDS = frozenset({"proto", vocabulary.ENVELOPE, "bytes", "signed_bytes", "switch"})
+
+
+def c_links_hold(ops: tuple[AnyFieldOp, ...]) -> bool:
+    """Whether the rows the compiled codec links are where its tables need them: a size before
+    the field it measures (a switch right after its size), and a switch's key before it."""
+    at = {op.name: i for i, op in enumerate(ops)}
+    for i, op in enumerate(ops):
+        kind = kind_op(op)
+        if isinstance(kind, SizeOf) and op is kind:
+            target = at.get(kind.target, -1)
+            if target <= i or ops[target].word not in _SIZED_WORDS:
+                return False
+            if ops[target].word == "switch" and target != i + 1:
+                return False
+        sized_by = op.region.size if op.word in ("switch", "signed_bytes") and isinstance(
+            op, Switch | BytesOther) else None
+        if sized_by is not None:
+            size = at.get(sized_by, -1)
+            measure = ops[size] if 0 <= size < i else None
+            if not isinstance(measure, SizeOf) or measure.target != op.name:
+                return False
+            if op.word == "switch" and size != i - 1:
+                return False
+        if isinstance(op, Switch) and op.word == "switch":
+            key = at.get(op.key, -1)
+            if not 0 <= key < i or ops[key].word != "switch_key":
+                return False
+        if isinstance(op, Computed) and op.word == "switch_key":
+            if not any(isinstance(o, Switch) and o.key == op.name and o.word == "switch"
+                       for o in ops[i + 1:]):
+                return False
+    return True
 
 
 @dataclass(frozen=True)

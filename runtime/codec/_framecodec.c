@@ -5,7 +5,9 @@
  * Like runtime/codec/_wirecodec.c it is a fast path, not a second set of rules. The tables cover
  * the common frame items only: fixed-width integers, constants, sizes, checksums that run to the
  * end of their struct, embedded protobuf messages, bytes, and nested structs (always there,
- * there when bytes remain, or there when a peeked value matches). Whatever is not well formed
+ * there when bytes remain, or there when a peeked value matches); and uuids, prefixed bytes and
+ * text, integers with a default, skipped trailing bytes, runs of nested structs to the end, and
+ * switches on an integer key. Whatever is not well formed
  * or not plain (a bad magic, a size running past its region, a checksum mismatch, a missing
  * command body, a value of an unusual type or out of range) makes it give up without side
  * effects, and the generated Python method does the whole struct again and raises its error.
@@ -39,7 +41,21 @@ typedef struct {
     PyObject *body_fields;      /* ... and the dict from its value to the body attribute */
     Py_ssize_t present_offset;  /* ... and the slot of the message's dict of present bodies,
                                    or -1 to ask for each body by attribute */
+    Py_ssize_t int_offset;      /* a uuid row: the slots of uuid.UUID's int and is_safe */
+    Py_ssize_t safe_offset;
 } Row;
+
+/* The other rows (see vocabulary.py):
+   uuid        obj uuid.UUID, dispatch_attr SafeUUID.unknown (what UUID(bytes=...) stores)
+   switch      obj {key: nested codec, or the class when it has none}, body_fields
+               {class: (key, codec or None)}, index its size row or -1, number its key row
+   switch_key  index its switch row; the value read is kept in values[] for the switch
+   struct_run  obj the nested codec
+   prefixed    width and flags the prefix's; number what follows: TEXT_BYTES, _UTF8, _MUTF8
+   default     obj the value when the bytes are not there */
+#define TEXT_BYTES 0
+#define TEXT_UTF8 1
+#define TEXT_MUTF8 2
 
 struct FrameCodecObject {
     PyObject_HEAD
@@ -48,6 +64,7 @@ struct FrameCodecObject {
     Py_ssize_t nrows;
     Row *rows;
     int check_end;              /* bytes left after the last field are an error */
+    int has_temp;               /* rows that are not stored keep a value while decoding */
     PyObject *py_encode;        /* the generated Python methods, for whatever this gives up on */
     PyObject *py_decode;
     PyObject *py_decode_from;
@@ -60,7 +77,7 @@ struct FrameCodecObject {
 };
 
 static PyTypeObject FrameCodec_Type;
-static PyObject *str_decode_from, *str_encode, *str_init;
+static PyObject *str_decode_from, *str_encode, *str_init, *str_int, *str_is_safe;
 static TypeTable ctor_codecs;  /* class -> codec, for the constructors */
 static const WireCodecAPI *wire_api;  /* runtime.codec._wirecodec's, or NULL without it */
 
@@ -136,6 +153,67 @@ static int checksum_matches(PyObject *fn, const unsigned char *p, Py_ssize_t n,
     return !PyErr_Occurred() && v == sent;
 }
 
+/* The signed value of the `width`-byte two's complement `raw`. */
+static long long signed_of(unsigned long long raw, int width) {
+    int bits = width * 8;
+    if (bits < 64 && (raw >> (bits - 1)) & 1) return (long long)(raw | (~0ULL << bits));
+    return (long long)raw;
+}
+
+/* uuid.UUID(bytes=p[:16]) as the uuid module builds it: its int and is_safe slots. */
+static PyObject *make_uuid(const Row *r, const unsigned char *p) {
+    PyTypeObject *type = (PyTypeObject *)r->obj;
+    PyObject *v = _PyLong_FromByteArray(p, 16, 0, 0);
+    if (v == NULL) return NULL;
+    PyObject *u = type->tp_alloc(type, 0);
+    if (u == NULL) {
+        Py_DECREF(v);
+        return NULL;
+    }
+    *(PyObject **)((char *)u + r->int_offset) = v;
+    *(PyObject **)((char *)u + r->safe_offset) = Py_NewRef(r->dispatch_attr);
+    return u;
+}
+
+/* Text or bytes of a prefixed row from p[:n]; NULL (an error set) on text that is not plain:
+   invalid UTF-8, or modified UTF-8 beyond ASCII, which the Python code decodes itself. */
+static PyObject *prefixed_value(const Row *r, const unsigned char *p, Py_ssize_t n) {
+    if (r->number == TEXT_BYTES) return PyBytes_FromStringAndSize((const char *)p, n);
+    if (r->number == TEXT_UTF8) return PyUnicode_DecodeUTF8((const char *)p, n, NULL);
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (p[k] >= 0x80) {
+            PyErr_SetString(PyExc_ValueError, "not ASCII");
+            return NULL;
+        }
+    }
+    return PyUnicode_DecodeASCII((const char *)p, n, NULL);
+}
+
+/* cls.decode_from(buf, pos, vend) of a switch case without a compiled codec; *ppos is set to
+   where it stopped, which must lie in [pos, vend]. */
+static PyObject *case_decode_from(PyObject *cls, PyObject *buf, Py_ssize_t *ppos,
+                                  Py_ssize_t vend) {
+    PyObject *method = PyObject_GetAttr(cls, str_decode_from);
+    if (method == NULL) return NULL;
+    PyObject *args[3] = {buf, PyLong_FromSsize_t(*ppos), PyLong_FromSsize_t(vend)};
+    PyObject *result = NULL, *obj = NULL;
+    if (args[1] && args[2]) result = PyObject_Vectorcall(method, args, 3, NULL);
+    Py_DECREF(method);
+    Py_XDECREF(args[1]);
+    Py_XDECREF(args[2]);
+    if (result == NULL) return NULL;
+    if (PyTuple_CheckExact(result) && PyTuple_GET_SIZE(result) == 2
+            && PyLong_CheckExact(PyTuple_GET_ITEM(result, 1))) {
+        Py_ssize_t at = PyLong_AsSsize_t(PyTuple_GET_ITEM(result, 1));
+        if (!PyErr_Occurred() && *ppos <= at && at <= vend) {
+            obj = Py_NewRef(PyTuple_GET_ITEM(result, 0));
+            *ppos = at;
+        }
+    }
+    Py_DECREF(result);
+    return obj;
+}
+
 /* Decode the protobuf message of row `r` from buf[pos:vend] with its class's decode_from. */
 static PyObject *decode_proto(const Row *r, PyObject *buf, Py_ssize_t pos, Py_ssize_t vend) {
     PyObject *method = PyObject_GetAttr(r->obj, str_decode_from);
@@ -193,7 +271,14 @@ static PyObject *decode_struct(FrameCodecObject *c, PyObject *buf, Py_ssize_t *p
             } else if (r->op == OP_CONST) {
                 if (raw != r->number) goto give_up;
             } else if (r->op == OP_SIZE) {
-                if (r->flags & F_SIGNED || raw > (unsigned long long)PY_SSIZE_T_MAX) goto give_up;
+                if (r->flags & F_SIGNED) {
+                    long long v = signed_of(raw, r->width);
+                    if (v < 0 || (unsigned long long)v > (unsigned long long)PY_SSIZE_T_MAX)
+                        goto give_up;
+                    raw = (unsigned long long)v;
+                } else if (raw > (unsigned long long)PY_SSIZE_T_MAX) {
+                    goto give_up;
+                }
                 sizes[i] = (Py_ssize_t)raw;
             } else if (r->op == OP_SIZE_REST) {
                 if (r->flags & F_SIGNED || raw > (unsigned long long)(end - pos)) goto give_up;
@@ -233,6 +318,65 @@ static PyObject *decode_struct(FrameCodecObject *c, PyObject *buf, Py_ssize_t *p
             if (values[i] == NULL) goto give_up;
             break;
         }
+        case OP_SWITCH_KEY: case OP_DEFAULT: {
+            if (end - pos < r->width) {
+                if (r->op != OP_DEFAULT) goto give_up;
+                values[i] = Py_NewRef(r->obj);
+                break;
+            }
+            unsigned long long raw = read_uint(data + pos, r->width, r->flags & F_BIG);
+            pos += r->width;
+            if ((values[i] = int_value(raw, r->width, r->flags)) == NULL) goto give_up;
+            break;
+        }
+        case OP_UUID:
+            if (end - pos < 16) goto give_up;
+            if ((values[i] = make_uuid(r, data + pos)) == NULL) goto give_up;
+            pos += 16;
+            break;
+        case OP_PREFIXED: {
+            if (end - pos < r->width) goto give_up;
+            unsigned long long raw = read_uint(data + pos, r->width, r->flags & F_BIG);
+            pos += r->width;
+            if (r->flags & F_SIGNED && signed_of(raw, r->width) < 0) goto give_up;
+            if (raw > (unsigned long long)(end - pos)) goto give_up;
+            values[i] = prefixed_value(r, data + pos, (Py_ssize_t)raw);
+            if (values[i] == NULL) goto give_up;
+            pos += (Py_ssize_t)raw;
+            break;
+        }
+        case OP_STRUCT_RUN: {
+            PyObject *list = PyList_New(0);
+            if ((values[i] = list) == NULL) goto give_up;
+            while (pos < end) {
+                Py_ssize_t before = pos;
+                PyObject *item = decode_struct((FrameCodecObject *)r->obj, buf, &pos, end,
+                                               depth + 1);
+                if (item == NULL) goto give_up;
+                int rc = PyList_Append(list, item);
+                Py_DECREF(item);
+                if (rc < 0 || pos == before) goto give_up;
+            }
+            break;
+        }
+        case OP_SWITCH: {
+            Py_ssize_t vend = end;
+            if (r->index >= 0) {
+                if (sizes[r->index] > end - pos) goto give_up;
+                vend = pos + sizes[r->index];
+            }
+            PyObject *found = PyDict_GetItemWithError(r->obj, values[r->number]);
+            if (found == NULL) goto give_up;
+            if (Py_TYPE(found) == &FrameCodec_Type)
+                values[i] = decode_struct((FrameCodecObject *)found, buf, &pos, vend, depth + 1);
+            else
+                values[i] = case_decode_from(found, buf, &pos, vend);
+            if (values[i] == NULL || (r->index >= 0 && pos != vend)) goto give_up;
+            break;
+        }
+        case OP_SKIP_TRAILING:
+            pos = end;
+            break;
         default:
             goto give_up;
         }
@@ -246,6 +390,8 @@ static PyObject *decode_struct(FrameCodecObject *c, PyObject *buf, Py_ssize_t *p
             values[i] = NULL;
         }
     }
+    if (c->has_temp)
+        for (i = 0; i < n; i++) Py_CLEAR(values[i]);
     *ppos = pos;
     return obj;
 give_up:
@@ -276,6 +422,59 @@ static int size_fits(const Row *r, Py_ssize_t v) {
     return bits >= 63 || (unsigned long long)v >> bits == 0;
 }
 
+static int encode_struct(FrameCodecObject *c, PyObject *obj, Out *o, int depth);
+
+/* The (key, codec or None) of a switch row for the body `v`, or NULL (maybe with an error)
+   when its class is not one of the cases. */
+static PyObject *switch_case(const Row *r, PyObject *v) {
+    PyObject *found = PyDict_GetItemWithError(r->body_fields, (PyObject *)Py_TYPE(v));
+    if (found == NULL || !PyTuple_CheckExact(found) || PyTuple_GET_SIZE(found) != 2) return NULL;
+    return found;
+}
+
+/* Append the body `v` of switch row `r`: by its compiled codec, or its encode method. */
+static int encode_switch_body(const Row *r, PyObject *v, Out *o, int depth) {
+    PyObject *found = switch_case(r, v);
+    if (found == NULL) return -1;
+    PyObject *codec = PyTuple_GET_ITEM(found, 1);
+    if (Py_TYPE(codec) == &FrameCodec_Type)
+        return encode_struct((FrameCodecObject *)codec, v, o, depth + 1);
+    PyObject *b = PyObject_CallMethodNoArgs(v, str_encode);
+    if (b == NULL) return -1;
+    int rc = PyBytes_CheckExact(b) ? out_write(o, PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b))
+                                   : -1;
+    Py_DECREF(b);
+    return rc;
+}
+
+/* The 16 bytes of uuid.UUID `v` (exactly that class, its int in range) into p. */
+static int uuid_bytes(const Row *r, PyObject *v, unsigned char *p) {
+    if (Py_TYPE(v) != (PyTypeObject *)r->obj) return -1;
+    PyObject *num = slot(v, r->int_offset);
+    if (num == NULL || !PyLong_CheckExact(num)) return -1;
+#if PY_VERSION_HEX >= 0x030D0000
+    return _PyLong_AsByteArray((PyLongObject *)num, p, 16, 0, 0, 1);
+#else
+    return _PyLong_AsByteArray((PyLongObject *)num, p, 16, 0, 0);
+#endif
+}
+
+/* The bytes a prefixed row writes for `v`: bytes as they are, str as UTF-8, or as modified
+   UTF-8 when it is ASCII without NUL (the same bytes); NULL for anything else. */
+static const char *prefixed_bytes(const Row *r, PyObject *v, Py_ssize_t *n) {
+    if (r->number == TEXT_BYTES) {
+        if (!PyBytes_CheckExact(v)) return NULL;
+        *n = PyBytes_GET_SIZE(v);
+        return PyBytes_AS_STRING(v);
+    }
+    if (!PyUnicode_CheckExact(v)) return NULL;
+    if (r->number == TEXT_UTF8) return PyUnicode_AsUTF8AndSize(v, n);
+    if (!PyUnicode_IS_ASCII(v)) return NULL;
+    *n = PyUnicode_GET_LENGTH(v);
+    const char *p = (const char *)PyUnicode_1BYTE_DATA(v);
+    return memchr(p, 0, (size_t)*n) == NULL ? p : NULL;
+}
+
 /* Append codec's struct `obj` to `o`. 0 on success, -1 to give up. */
 static int encode_struct(FrameCodecObject *c, PyObject *obj, Out *o, int depth) {
     Py_ssize_t i, n = c->nrows;
@@ -288,7 +487,7 @@ static int encode_struct(FrameCodecObject *c, PyObject *obj, Out *o, int depth) 
         const Row *r = &c->rows[i];
         at[i] = o->len;
         switch (r->op) {
-        case OP_INT: {
+        case OP_INT: case OP_DEFAULT: {
             unsigned long long raw;
             if (!int_raw(slot(obj, r->offset), r->width, r->flags, &raw)) goto done;
             if (out_uint(o, raw, r->width, r->flags) < 0) goto done;
@@ -301,6 +500,18 @@ static int encode_struct(FrameCodecObject *c, PyObject *obj, Out *o, int depth) 
             /* The measured field comes later; encode it now, as the Python code does. */
             const Row *t = &c->rows[r->index];
             PyObject *v = slot(obj, t->offset);
+            if (t->op == OP_SWITCH) {
+                /* Right after its size (check_row): written in place, measured, filled in. */
+                if (out_uint(o, 0, r->width, r->flags) < 0) goto done;
+                Py_ssize_t start = o->len;
+                if (encode_switch_body(t, v, o, depth) < 0) goto done;
+                Py_ssize_t size = o->len - start;
+                if (!size_fits(r, size)) goto done;
+                write_uint((unsigned char *)o->data + at[i], (unsigned long long)size, r->width,
+                           r->flags & F_BIG);
+                at[++i] = start;
+                break;
+            }
             if (t->op == OP_PROTO && r->index == i + 1 && wire_api != NULL) {
                 /* The message comes right after its size: written in place by the protobuf
                    codec, then measured; the size is filled in and the message's row done. */
@@ -345,6 +556,46 @@ static int encode_struct(FrameCodecObject *c, PyObject *obj, Out *o, int depth) 
             if (encode_struct((FrameCodecObject *)r->obj, v, o, depth + 1) < 0) goto done;
             break;
         }
+        case OP_UUID: {
+            if (out_reserve(o, 16) < 0) goto done;
+            if (uuid_bytes(r, slot(obj, r->offset), (unsigned char *)o->data + o->len) < 0)
+                goto done;
+            o->len += 16;
+            break;
+        }
+        case OP_SWITCH_KEY: {
+            const Row *t = &c->rows[r->index];
+            PyObject *found = switch_case(t, slot(obj, t->offset));
+            unsigned long long raw;
+            if (found == NULL || !int_raw(PyTuple_GET_ITEM(found, 0), r->width, r->flags, &raw))
+                goto done;
+            if (out_uint(o, raw, r->width, r->flags) < 0) goto done;
+            break;
+        }
+        case OP_SWITCH:  /* not sized (a sized one is written by its size row) */
+            if (encode_switch_body(r, slot(obj, r->offset), o, depth) < 0) goto done;
+            break;
+        case OP_STRUCT_RUN: {
+            PyObject *v = slot(obj, r->offset);
+            if (!PyList_CheckExact(v)) goto done;
+            for (Py_ssize_t k = 0; k < PyList_GET_SIZE(v); k++) {
+                PyObject *item = Py_NewRef(PyList_GET_ITEM(v, k));
+                int rc = encode_struct((FrameCodecObject *)r->obj, item, o, depth + 1);
+                Py_DECREF(item);
+                if (rc < 0) goto done;
+            }
+            break;
+        }
+        case OP_PREFIXED: {
+            Py_ssize_t len;
+            const char *p = prefixed_bytes(r, slot(obj, r->offset), &len);
+            if (p == NULL || !size_fits(r, len)) goto done;
+            if (out_uint(o, (unsigned long long)len, r->width, r->flags) < 0) goto done;
+            if (out_write(o, p, len) < 0) goto done;
+            break;
+        }
+        case OP_SKIP_TRAILING:
+            break;
         default:
             goto done;
         }
@@ -554,7 +805,7 @@ static PyObject *ctor_vectorcall(PyObject *callable, PyObject *const *args, size
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         const Row *r = &c->rows[i];
-        int optional = r->op == OP_STRUCT && r->index != PRESENT_ALWAYS;
+        int optional = (r->op == OP_STRUCT && r->index != PRESENT_ALWAYS) || r->op == OP_DEFAULT;
         if (r->offset >= 0 && vals[i] == NULL && !optional)
             return ctor_fallback(callable, args, nargs, kwnames);
     }
@@ -563,7 +814,8 @@ static PyObject *ctor_vectorcall(PyObject *callable, PyObject *const *args, size
     for (Py_ssize_t i = 0; i < n; i++)
         if (c->rows[i].offset >= 0)
             *(PyObject **)((char *)obj + c->rows[i].offset) =
-                Py_NewRef(vals[i] ? vals[i] : Py_None);
+                Py_NewRef(vals[i] ? vals[i] : c->rows[i].op == OP_DEFAULT ? c->rows[i].obj
+                                                                          : Py_None);
     return obj;
 }
 
@@ -669,18 +921,44 @@ static int bad_row(Py_ssize_t i, const char *why) {
 static int check_row(FrameCodecObject *self, Py_ssize_t i) {
     Row *r = &self->rows[i];
     if (r->op <= 0 || r->op >= OP_END) return bad_row(i, "unknown operation");
-    if (r->op <= OP_CHECKSUM && r->width != 1 && r->width != 2 && r->width != 4
-            && r->width != 8)
+    int has_int = r->op <= OP_CHECKSUM || r->op == OP_SWITCH_KEY || r->op == OP_PREFIXED
+                  || r->op == OP_DEFAULT;
+    if (has_int && r->width != 1 && r->width != 2 && r->width != 4 && r->width != 8)
         return bad_row(i, "integer width must be 1, 2, 4 or 8");
     int stored = r->op == OP_INT || r->op == OP_PROTO || r->op == OP_BYTES
-                 || r->op == OP_STRUCT;
+                 || r->op == OP_STRUCT || r->op == OP_UUID || r->op == OP_SWITCH
+                 || r->op == OP_STRUCT_RUN || r->op == OP_PREFIXED || r->op == OP_DEFAULT;
     if (stored != (r->offset >= 0)) return bad_row(i, "stored fields, and only they, need a slot");
     if (r->op == OP_SIZE) {
         if (r->index <= i || r->index >= self->nrows) return bad_row(i, "size of a later row");
         Row *t = &self->rows[r->index];
-        if ((t->op != OP_PROTO && t->op != OP_BYTES) || t->index != i)
-            return bad_row(i, "the measured row must be protobuf or bytes sized by this one");
+        if ((t->op != OP_PROTO && t->op != OP_BYTES && t->op != OP_SWITCH) || t->index != i)
+            return bad_row(i, "the measured row must be protobuf, bytes or a switch sized by "
+                              "this one");
+        if (t->op == OP_SWITCH && r->index != i + 1)
+            return bad_row(i, "a switch comes right after its size");
     }
+    if (r->op == OP_SWITCH) {
+        if (r->obj == NULL || !PyDict_Check(r->obj) || r->body_fields == NULL)
+            return bad_row(i, "a switch needs its case tables");
+        if (r->index >= 0 && r->index != i - 1)
+            return bad_row(i, "a switch comes right after its size");
+        if (r->number >= (unsigned long long)i || self->rows[r->number].op != OP_SWITCH_KEY
+                || self->rows[r->number].index != i)
+            return bad_row(i, "a switch needs its key row before it");
+    }
+    if (r->op == OP_SWITCH_KEY
+            && (r->index <= i || r->index >= self->nrows || self->rows[r->index].op != OP_SWITCH))
+        return bad_row(i, "a switch key needs its switch row after it");
+    if (r->op == OP_STRUCT_RUN && (r->obj == NULL || Py_TYPE(r->obj) != &FrameCodec_Type))
+        return bad_row(i, "needs the nested struct's codec");
+    if (r->op == OP_PREFIXED && r->number > TEXT_MUTF8) return bad_row(i, "unknown text kind");
+    if (r->op == OP_DEFAULT && (r->obj == NULL || !PyLong_CheckExact(r->obj)))
+        return bad_row(i, "a default integer needs its value");
+    if (r->op == OP_UUID && (r->obj == NULL || r->dispatch_attr == NULL))
+        return bad_row(i, "a uuid needs the UUID class and SafeUUID.unknown");
+    if (r->op == OP_SKIP_TRAILING && i != self->nrows - 1)
+        return bad_row(i, "skip_trailing is the last row");
     if ((r->op == OP_PROTO || r->op == OP_BYTES) && r->index >= 0
             && (r->index >= i || self->rows[r->index].op != OP_SIZE))
         return bad_row(i, "sized by an earlier size row");
@@ -743,6 +1021,17 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
                               &r->flags, &r->index, &r->number, &obj, &attr, &body, &present))
             goto fail;
         r->present_offset = -1;
+        r->int_offset = r->safe_offset = -1;
+        if (r->op == OP_UUID) {
+            if (!PyType_Check(obj)) {
+                bad_row(i, "a uuid row needs the UUID class");
+                goto fail;
+            }
+            if ((r->int_offset = member_offset((PyTypeObject *)obj, str_int)) < 0
+                    || (r->safe_offset = member_offset((PyTypeObject *)obj, str_is_safe)) < 0)
+                goto fail;
+        }
+        if (r->op == OP_SWITCH_KEY) self->has_temp = 1;
         if (present != Py_None) {
             if (!PyUnicode_Check(present) || !PyType_Check(obj)) {
                 bad_row(i, "a present-dict slot is the name of a slot of the message class");
@@ -836,7 +1125,10 @@ PyMODINIT_FUNC PyInit__framecodec(void) {
     str_decode_from = PyUnicode_InternFromString("decode_from");
     str_encode = PyUnicode_InternFromString("encode");
     str_init = PyUnicode_InternFromString("__init__");
-    if (str_decode_from == NULL || str_encode == NULL || str_init == NULL)
+    str_int = PyUnicode_InternFromString("int");
+    str_is_safe = PyUnicode_InternFromString("is_safe");
+    if (str_decode_from == NULL || str_encode == NULL || str_init == NULL || str_int == NULL
+            || str_is_safe == NULL)
         return NULL;
     /* Without the protobuf codec (or with an older one) messages go through their methods.
        PyCapsule_Import imports only the capsule's top-level package and looks the rest up as

@@ -53,10 +53,26 @@ MAP_KEY_KINDS: Final = (
 #   bytes      bytes sized by a size field, or the rest of the region
 #   struct     a nested struct, there as FRAME_PRESENCE says: always, when bytes remain, or
 #              when a peeked integer matches
-FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "bytes", "struct")
+#   uuid       16 bytes, a uuid.UUID
+#   switch     a struct chosen by an earlier switch_key row, sized by the size row before it
+#              or reaching to the end of the region
+#   switch_key the integer choosing a switch's struct (on encode, found from the body's type)
+#   struct_run nested structs one after another up to the end of the region (a list)
+#   prefixed   bytes, UTF-8 or modified UTF-8 text after a length prefix of their own
+#   default    a stored integer read when its bytes remain, a default value when not
+#   skip_trailing  the last row: bytes after the last field are skipped
+FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "bytes", "struct",
+                    "uuid", "switch", "switch_key", "struct_run", "prefixed", "default",
+                    "skip_trailing")
 # A row of the generated table only: a protobuf envelope, which the C codec takes as "proto"
 # with a command dispatch.
 ENVELOPE: Final = "envelope"
+# Words of the generated tables only, and the row each becomes: a signed size, or an unsigned
+# size of a switch, is a "size" row (a negative size gives up); bytes sized by a signed size
+# are a "bytes" row.
+FRAME_ALIASES: Final = MappingProxyType({
+    "signed_size": "size", "size_of_other": "size", "signed_bytes": "bytes",
+})
 FRAME_PRESENCE: Final = ("always", "remaining", "peek")
 # The most rows a frame struct's table may have: the compiled codec keeps a struct's sizes and
 # values in arrays of this length on the C stack. The generator leaves a longer struct to the

@@ -162,7 +162,8 @@ def test_a_struct_with_an_op_the_c_codec_lacks_is_not_compiled(tmp_path: Path, f
     assert "(Inner, " in tables and "(Odd, " not in tables and "(Holder, " not in tables
 
 
-def test_params_and_trailing_bytes_are_ops_the_c_codec_lacks(tmp_path: Path) -> None:
+def test_params_are_an_op_the_c_codec_lacks_and_skipped_trailing_bytes_one_it_has(
+        tmp_path: Path) -> None:
     p = plans(tmp_path, with_structs("""\
   Taking:
     params: {k: u8}
@@ -179,7 +180,9 @@ def test_params_and_trailing_bytes_are_ops_the_c_codec_lacks(tmp_path: Path) -> 
 """))
     taking, lenient = p["Taking"], p["Lenient"]
     assert taking.ops[0] == Params(("k",)) and not taking.compiled
-    assert isinstance(lenient.ops[-1], SkipTrailing) and not lenient.compiled
+    assert isinstance(lenient.ops[-1], SkipTrailing) and lenient.compiled
+    assert "(\"skip_trailing\", None, None, None, None)," in "\n".join(
+        layout_lines(list(p), lambda m: m.py_path))
     assert [op.word for op in p["Holder"].ops] == ["args", "array"]
     assert isinstance(p["Holder"].ops[1], Array)
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from protoframe.generator.codewriter import q
 from protoframe.generator.errors import GeneratorBug
+from protoframe.generator.expr import Expr
 from protoframe.generator.frame_ir import SwitchField
 from protoframe.generator.ir import MessageType
 from protoframe.generator.layout_ops import (
@@ -27,12 +28,13 @@ from protoframe.generator.layout_ops import (
     FieldOp,
     IfPeek,
     IfRemaining,
-    IntType,
     Nested,
     Prefix,
     ProtoBody,
+    ReadBool,
     ReadInt,
     ReadUuid,
+    ReadVarint,
     Region,
     SizeOf,
     SizeRest,
@@ -101,10 +103,18 @@ def _more_rows(op: FieldOp, head: str) -> str | None:
             return f"{head}, None, {plan.name}, None)"
         case Prefix(inner=inner) if op.word == "prefixed":
             prefix = inner.region.prefix if isinstance(inner, BytesOther | String) else None
-            if not isinstance(prefix, IntType):
+            if prefix is None:
                 return None
             kind = inner.encoding if isinstance(inner, String) else "bytes"
-            return f"{head}, {q(prefix.name)}, {q(kind)}, None)"
+            name = prefix if prefix == "varint" else prefix.name
+            return f"{head}, {q(name)}, {q(kind)}, None)"
+        case ReadVarint() | ReadBool():
+            return f"{head}, None, None, None)"
+        case Computed(inner=ReadInt(int_type=t)) if op.word == "count_of":
+            return f"{head}, {q(t.name)}, {q(op.field.count_of or '')}, None)"
+        case Array(element=Nested(plan=plan), count=Expr(text=count)) if (
+                op.word == "struct_array"):
+            return f"{head}, None, {plan.name}, {q(count.strip())})"
         case Default(inner=ReadInt(int_type=t)) if isinstance(op.field.default, int):
             return f"{head}, {q(t.name)}, {op.field.default}, None)"
     return None

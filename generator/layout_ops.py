@@ -275,18 +275,34 @@ class NestedOther(FieldOp):
 class ReadVarint(FieldOp):
     """A varint; ``const``: the value it must have; ``sets_end``: it is the size of the rest."""
 
-    word: ClassVar[str] = "varint"
     const: int | None
     sets_end: bool
+
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``varint`` (in the C vocabulary) for a stored varint always there; ``varint_other``
+        for a constant, a size or one with a condition."""
+        return "varint" if _plain_stored(self.field, self.const, self.sets_end) else "varint_other"
 
 
 @dataclass(frozen=True)
 class ReadBool(FieldOp):
     """A byte read as a bool (``const`` and ``sets_end`` as for ``ReadVarint``)."""
 
-    word: ClassVar[str] = "bool"
     const: int | None
     sets_end: bool
+
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``bool`` (in the C vocabulary) as ``varint`` is; ``bool_other`` otherwise."""
+        return "bool" if _plain_stored(self.field, self.const, self.sets_end) else "bool_other"
+
+
+def _plain_stored(f: FrameField, const: int | None, sets_end: bool) -> bool:
+    """Whether ``f`` is stored as read: no constant, no size, no computed value, always there."""
+    return (const is None and not sets_end and f.size_of is None and f.value is None
+            and f.count_of is None and f.checksum is None and f.size_range is None
+            and not f.is_switch_key and unconditional(f))
 
 
 @dataclass(frozen=True)
@@ -338,6 +354,12 @@ class Array(FieldOp):
                 and not self.index_used and _plain_region(self.region) and isinstance(el, Nested)
                 and isinstance(el.when, Always) and el.plan.compiled):
             return "struct_run"
+        if (unconditional(self.field) and self.count_from_field and self.count is not None
+                and self.count.text.strip().isidentifier() and not self.until_end
+                and not self.index_used and _plain_region(self.region)
+                and isinstance(el, Nested) and isinstance(el.when, Always)
+                and el.plan.compiled):
+            return "struct_array"
         return "array"
 
 
@@ -419,8 +441,8 @@ class Computed(Wrap):
 
     @property
     def word(self) -> str:  # type: ignore[override]
-        if self.how == "switch_key" and not isinstance(self.inner, ReadInt):
-            return "switch_key_other"
+        if self.how in ("switch_key", "count_of") and not isinstance(self.inner, ReadInt):
+            return f"{self.how}_other"
         return self.how
 
 
@@ -444,7 +466,8 @@ class Prefix(Wrap):
         inner = self.inner
         match inner:
             case BytesOther(region=r) | String(region=r) if (
-                    unconditional(self.field) and isinstance(r.prefix, IntType)
+                    unconditional(self.field) and (isinstance(r.prefix, IntType)
+                                                   or r.prefix == "varint")
                     and not r.nullable and r.length is None and r.size is None
                     and inner.field.compression is None
                     and (not isinstance(inner, String) or inner.encoding in ("utf8", "mutf8"))):

@@ -197,6 +197,16 @@ def c_links_hold(ops: tuple[AnyFieldOp, ...]) -> bool:
             key = at.get(op.key, -1)
             if not 0 <= key < i or ops[key].word != "switch_key":
                 return False
+        if isinstance(op, Computed) and op.word == "count_of":
+            array = at.get(op.field.count_of or "", -1)
+            counted = ops[array] if array > i else None
+            if (not isinstance(counted, Array) or counted.word != "struct_array"
+                    or counted.count is None or counted.count.text.strip() != op.name):
+                return False
+        if isinstance(op, Array) and op.word == "struct_array" and op.count is not None:
+            count = at.get(op.count.text.strip(), -1)
+            if not 0 <= count < i or ops[count].word != "count_of":
+                return False
         if isinstance(op, Computed) and op.word == "switch_key":
             if not any(isinstance(o, Switch) and o.key == op.name and o.word == "switch"
                        for o in ops[i + 1:]):

@@ -1865,4 +1865,9 @@ install_frame_layouts((
         ("int", "abs_seq_num", "u64le", None, None),
         ("int", "fetch_size", "u32le", None, None),
     )),
+    (ConsumeTopic, False, (
+        ("prefixed", "name", "u8", "utf8", None),
+        ("count_of", "partitions_cnt", "u8", "partitions", None),
+        ("struct_array", "partitions", None, ConsumePartition, "partitions_cnt"),
+    )),
 ))

@@ -24,6 +24,7 @@
    have (FRAME_MAX_ROWS): _vocabulary.h, from vocabulary.py, which says what each does. */
 #define F_SIGNED 1
 #define F_BIG 2
+#define F_VARINT 4  /* a prefixed row's prefix is a varint (its width is 0) */
 #define MAX_DEPTH 32
 
 typedef struct FrameCodecObject FrameCodecObject;
@@ -52,7 +53,9 @@ typedef struct {
    switch_key  index its switch row; the value read is kept in values[] for the switch
    struct_run  obj the nested codec
    prefixed    width and flags the prefix's; number what follows: TEXT_BYTES, _UTF8, _MUTF8
-   default     obj the value when the bytes are not there */
+   default     obj the value when the bytes are not there
+   count_of    index its struct_array row; the count read is kept in sizes[]
+   struct_array  obj the nested codec, index its count_of row */
 #define TEXT_BYTES 0
 #define TEXT_UTF8 1
 #define TEXT_MUTF8 2
@@ -151,6 +154,20 @@ static int checksum_matches(PyObject *fn, const unsigned char *p, Py_ssize_t n,
     unsigned long long v = PyLong_AsUnsignedLongLong(actual);
     Py_DECREF(actual);
     return !PyErr_Occurred() && v == sent;
+}
+
+/* The unsigned varint at p[:n]: its length (at most 10 bytes; bits past 64 are dropped, as
+   runtime.codec.protowire.read_varint drops them), or 0 if it does not end inside. */
+static int read_varint(const unsigned char *p, Py_ssize_t n, unsigned long long *v) {
+    unsigned long long r = 0;
+    for (int k = 0; k < 10 && k < n; k++) {
+        r |= (unsigned long long)(p[k] & 0x7F) << (7 * k);
+        if (p[k] < 0x80) {
+            *v = r;
+            return k + 1;
+        }
+    }
+    return 0;
 }
 
 /* The signed value of the `width`-byte two's complement `raw`. */
@@ -335,9 +352,16 @@ static PyObject *decode_struct(FrameCodecObject *c, PyObject *buf, Py_ssize_t *p
             pos += 16;
             break;
         case OP_PREFIXED: {
-            if (end - pos < r->width) goto give_up;
-            unsigned long long raw = read_uint(data + pos, r->width, r->flags & F_BIG);
-            pos += r->width;
+            unsigned long long raw;
+            if (r->flags & F_VARINT) {
+                int used = read_varint(data + pos, end - pos, &raw);
+                if (used == 0) goto give_up;
+                pos += used;
+            } else {
+                if (end - pos < r->width) goto give_up;
+                raw = read_uint(data + pos, r->width, r->flags & F_BIG);
+                pos += r->width;
+            }
             if (r->flags & F_SIGNED && signed_of(raw, r->width) < 0) goto give_up;
             if (raw > (unsigned long long)(end - pos)) goto give_up;
             values[i] = prefixed_value(r, data + pos, (Py_ssize_t)raw);
@@ -377,6 +401,42 @@ static PyObject *decode_struct(FrameCodecObject *c, PyObject *buf, Py_ssize_t *p
         case OP_SKIP_TRAILING:
             pos = end;
             break;
+        case OP_VARINT: {
+            unsigned long long raw;
+            int used = read_varint(data + pos, end - pos, &raw);
+            if (used == 0) goto give_up;
+            pos += used;
+            if ((values[i] = PyLong_FromUnsignedLongLong(raw)) == NULL) goto give_up;
+            break;
+        }
+        case OP_BOOL:
+            if (end - pos < 1) goto give_up;
+            values[i] = PyBool_FromLong(data[pos++] != 0);
+            break;
+        case OP_COUNT_OF: {
+            if (end - pos < r->width) goto give_up;
+            unsigned long long raw = read_uint(data + pos, r->width, r->flags & F_BIG);
+            pos += r->width;
+            /* A negative count reads as none in the Python code: left to it. */
+            if ((r->flags & F_SIGNED && signed_of(raw, r->width) < 0)
+                    || raw > (unsigned long long)PY_SSIZE_T_MAX)
+                goto give_up;
+            sizes[i] = (Py_ssize_t)raw;
+            break;
+        }
+        case OP_STRUCT_ARRAY: {
+            PyObject *list = PyList_New(0);
+            if ((values[i] = list) == NULL) goto give_up;
+            for (Py_ssize_t k = 0; k < sizes[r->index]; k++) {
+                PyObject *item = decode_struct((FrameCodecObject *)r->obj, buf, &pos, end,
+                                               depth + 1);
+                if (item == NULL) goto give_up;
+                int rc = PyList_Append(list, item);
+                Py_DECREF(item);
+                if (rc < 0) goto give_up;
+            }
+            break;
+        }
         default:
             goto give_up;
         }
@@ -406,6 +466,19 @@ static int out_write(Out *o, const char *p, Py_ssize_t n) {
     if (out_reserve(o, n) < 0) return -1;
     memcpy(o->data + o->len, p, n);
     o->len += n;
+    return 0;
+}
+
+static int out_varint(Out *o, unsigned long long v) {
+    if (out_reserve(o, 10) < 0) return -1;
+    unsigned char *p = (unsigned char *)o->data + o->len;
+    int k = 0;
+    while (v >= 0x80) {
+        p[k++] = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    p[k++] = (unsigned char)v;
+    o->len += k;
     return 0;
 }
 
@@ -480,6 +553,7 @@ static int encode_struct(FrameCodecObject *c, PyObject *obj, Out *o, int depth) 
     Py_ssize_t i, n = c->nrows;
     Py_ssize_t at[FRAME_MAX_ROWS];       /* where each row's bytes start */
     PyObject *encoded[FRAME_MAX_ROWS];   /* protobuf bytes, made when their size field is reached */
+    Py_ssize_t counts[FRAME_MAX_ROWS];   /* what each count_of row wrote */
     int rc = -1;
     if (depth > MAX_DEPTH || Py_TYPE(obj) != c->cls) return -1;
     for (i = 0; i < n; i++) encoded[i] = NULL;
@@ -589,13 +663,49 @@ static int encode_struct(FrameCodecObject *c, PyObject *obj, Out *o, int depth) 
         case OP_PREFIXED: {
             Py_ssize_t len;
             const char *p = prefixed_bytes(r, slot(obj, r->offset), &len);
-            if (p == NULL || !size_fits(r, len)) goto done;
-            if (out_uint(o, (unsigned long long)len, r->width, r->flags) < 0) goto done;
+            if (p == NULL) goto done;
+            if (r->flags & F_VARINT) {
+                if (out_varint(o, (unsigned long long)len) < 0) goto done;
+            } else if (!size_fits(r, len)
+                       || out_uint(o, (unsigned long long)len, r->width, r->flags) < 0) {
+                goto done;
+            }
             if (out_write(o, p, len) < 0) goto done;
             break;
         }
         case OP_SKIP_TRAILING:
             break;
+        case OP_VARINT: {
+            unsigned long long raw;
+            if (!int_raw(slot(obj, r->offset), 8, 0, &raw) || out_varint(o, raw) < 0) goto done;
+            break;
+        }
+        case OP_BOOL: {
+            PyObject *v = slot(obj, r->offset);
+            if ((v != Py_True && v != Py_False) || out_reserve(o, 1) < 0) goto done;
+            o->data[o->len++] = v == Py_True ? 1 : 0;
+            break;
+        }
+        case OP_COUNT_OF: {
+            PyObject *v = slot(obj, c->rows[r->index].offset);
+            if (!PyList_CheckExact(v) || !size_fits(r, PyList_GET_SIZE(v))) goto done;
+            counts[i] = PyList_GET_SIZE(v);
+            if (out_uint(o, (unsigned long long)counts[i], r->width, r->flags) < 0) goto done;
+            break;
+        }
+        case OP_STRUCT_ARRAY: {
+            PyObject *v = slot(obj, r->offset);
+            if (!PyList_CheckExact(v)) goto done;
+            for (Py_ssize_t k = 0; k < PyList_GET_SIZE(v); k++) {
+                PyObject *item = Py_NewRef(PyList_GET_ITEM(v, k));
+                int rc = encode_struct((FrameCodecObject *)r->obj, item, o, depth + 1);
+                Py_DECREF(item);
+                if (rc < 0) goto done;
+            }
+            /* The count written before it must still be its length. */
+            if (PyList_GET_SIZE(v) != counts[r->index]) goto done;
+            break;
+        }
         default:
             goto done;
         }
@@ -921,13 +1031,14 @@ static int bad_row(Py_ssize_t i, const char *why) {
 static int check_row(FrameCodecObject *self, Py_ssize_t i) {
     Row *r = &self->rows[i];
     if (r->op <= 0 || r->op >= OP_END) return bad_row(i, "unknown operation");
-    int has_int = r->op <= OP_CHECKSUM || r->op == OP_SWITCH_KEY || r->op == OP_PREFIXED
-                  || r->op == OP_DEFAULT;
+    int has_int = r->op <= OP_CHECKSUM || r->op == OP_SWITCH_KEY || r->op == OP_DEFAULT
+                  || r->op == OP_COUNT_OF || (r->op == OP_PREFIXED && !(r->flags & F_VARINT));
     if (has_int && r->width != 1 && r->width != 2 && r->width != 4 && r->width != 8)
         return bad_row(i, "integer width must be 1, 2, 4 or 8");
     int stored = r->op == OP_INT || r->op == OP_PROTO || r->op == OP_BYTES
                  || r->op == OP_STRUCT || r->op == OP_UUID || r->op == OP_SWITCH
-                 || r->op == OP_STRUCT_RUN || r->op == OP_PREFIXED || r->op == OP_DEFAULT;
+                 || r->op == OP_STRUCT_RUN || r->op == OP_PREFIXED || r->op == OP_DEFAULT
+                 || r->op == OP_VARINT || r->op == OP_BOOL || r->op == OP_STRUCT_ARRAY;
     if (stored != (r->offset >= 0)) return bad_row(i, "stored fields, and only they, need a slot");
     if (r->op == OP_SIZE) {
         if (r->index <= i || r->index >= self->nrows) return bad_row(i, "size of a later row");
@@ -950,8 +1061,16 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
     if (r->op == OP_SWITCH_KEY
             && (r->index <= i || r->index >= self->nrows || self->rows[r->index].op != OP_SWITCH))
         return bad_row(i, "a switch key needs its switch row after it");
-    if (r->op == OP_STRUCT_RUN && (r->obj == NULL || Py_TYPE(r->obj) != &FrameCodec_Type))
+    if ((r->op == OP_STRUCT_RUN || r->op == OP_STRUCT_ARRAY)
+            && (r->obj == NULL || Py_TYPE(r->obj) != &FrameCodec_Type))
         return bad_row(i, "needs the nested struct's codec");
+    if (r->op == OP_COUNT_OF && (r->index <= i || r->index >= self->nrows
+                                 || self->rows[r->index].op != OP_STRUCT_ARRAY
+                                 || self->rows[r->index].index != i))
+        return bad_row(i, "a count needs the struct_array row it counts after it");
+    if (r->op == OP_STRUCT_ARRAY && (r->index < 0 || r->index >= i
+                                     || self->rows[r->index].op != OP_COUNT_OF))
+        return bad_row(i, "a struct_array needs its count_of row before it");
     if (r->op == OP_PREFIXED && r->number > TEXT_MUTF8) return bad_row(i, "unknown text kind");
     if (r->op == OP_DEFAULT && (r->obj == NULL || !PyLong_CheckExact(r->obj)))
         return bad_row(i, "a default integer needs its value");

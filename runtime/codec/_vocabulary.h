@@ -55,7 +55,11 @@ enum { /* FRAME_OPS */
     OP_PREFIXED = 13,
     OP_DEFAULT = 14,
     OP_SKIP_TRAILING = 15,
-    OP_END = 16,
+    OP_VARINT = 16,
+    OP_BOOL = 17,
+    OP_COUNT_OF = 18,
+    OP_STRUCT_ARRAY = 19,
+    OP_END = 20,
 };
 
 enum { /* FRAME_PRESENCE */
@@ -108,6 +112,10 @@ static const VocabularyWord VOCABULARY_WORDS[] = {
     {"FRAME_OPS", "prefixed", OP_PREFIXED},
     {"FRAME_OPS", "default", OP_DEFAULT},
     {"FRAME_OPS", "skip_trailing", OP_SKIP_TRAILING},
+    {"FRAME_OPS", "varint", OP_VARINT},
+    {"FRAME_OPS", "bool", OP_BOOL},
+    {"FRAME_OPS", "count_of", OP_COUNT_OF},
+    {"FRAME_OPS", "struct_array", OP_STRUCT_ARRAY},
     {"FRAME_PRESENCE", "always", PRESENT_ALWAYS},
     {"FRAME_PRESENCE", "remaining", PRESENT_REMAINING},
     {"FRAME_PRESENCE", "peek", PRESENT_PEEK},

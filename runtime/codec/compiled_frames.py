@@ -63,8 +63,12 @@ if _framecodec is not None:
 #   op "switch_key": the key of the switch row naming it
 #   op "struct_run": nested structs (ref their class) up to the end of the region, as a list
 #   op "prefixed":  bytes ("bytes"), text ("utf8", "mutf8") as ref says, after a length prefix
-#                   of type int_type
+#                   of type int_type ("varint" for a varint)
 #   op "default":   an integer read when its bytes remain, ref when not
+#   op "varint", "bool": a stored varint, a stored byte read as a bool
+#   op "count_of":  the number of items of the struct_array row named by ref
+#   op "struct_array": as many nested structs (ref their class) as the count_of row named by
+#                   extra says
 #   op "skip_trailing": the last row (its name is None): bytes after the last field are skipped
 #   "signed_size", "size_of_other" and "signed_bytes" are "size" and "bytes" rows
 #   (vocabulary.FRAME_ALIASES).
@@ -74,11 +78,11 @@ FrameLayout: TypeAlias = tuple[type, bool, tuple[FrameRow, ...]]
 
 _OPS = vocabulary.OPS
 _STORED = {"int", "proto", vocabulary.ENVELOPE, "bytes", "struct", "uuid", "switch",
-           "struct_run", "prefixed", "default"}
+           "struct_run", "prefixed", "default", "varint", "bool", "struct_array"}
 _TEXT_KINDS = {"bytes": 0, "utf8": 1, "mutf8": 2}
 _PRESENCE = {None: vocabulary.PRESENCE["always"], "remaining": vocabulary.PRESENCE["remaining"]}
 _PEEK = vocabulary.PRESENCE["peek"]
-_SIGNED, _BIG = 1, 2
+_SIGNED, _BIG, _VARINT = 1, 2, 4
 _INT_TYPE = re.compile(r"([ui])(8|16|32|64)(be|le)?")
 _CHECKSUMS = {"crc32c": checksums.crc32c, "crc32": checksums.crc32}
 _METHODS = ("encode", "decode", "decode_from")
@@ -123,7 +127,8 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any]) -> tuple[tuple[
     out = []
     for op, name, int_type, ref, extra in rows:
         op = vocabulary.FRAME_ALIASES.get(op, op)
-        width, flags = _int_type(int_type) if int_type else (0, 0)
+        width, flags = (0, _VARINT) if int_type == "varint" else (
+            _int_type(int_type) if int_type else (0, 0))
         slot = name if op in _STORED else None
         at, number = -1, 0
         obj: Any = None
@@ -166,6 +171,10 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any]) -> tuple[tuple[
             number = _TEXT_KINDS[ref]
         elif op == "default":
             obj = ref
+        elif op == "count_of":
+            at = index[ref]
+        elif op == "struct_array":
+            obj, at = codecs[ref], index[extra]
         out.append((_OPS[op], slot, width, flags, at, number, obj, attr, body, present))
     return tuple(out)
 

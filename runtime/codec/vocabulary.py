@@ -61,9 +61,13 @@ MAP_KEY_KINDS: Final = (
 #   prefixed   bytes, UTF-8 or modified UTF-8 text after a length prefix of their own
 #   default    a stored integer read when its bytes remain, a default value when not
 #   skip_trailing  the last row: bytes after the last field are skipped
+#   varint     a stored unsigned LEB128 varint (up to 10 bytes, 64 bits)
+#   bool       a stored byte read as a bool
+#   count_of   the number of items of a later struct_array row (on encode, its length)
+#   struct_array  as many nested structs as its count_of row says (a list)
 FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "bytes", "struct",
                     "uuid", "switch", "switch_key", "struct_run", "prefixed", "default",
-                    "skip_trailing")
+                    "skip_trailing", "varint", "bool", "count_of", "struct_array")
 # A row of the generated table only: a protobuf envelope, which the C codec takes as "proto"
 # with a command dispatch.
 ENVELOPE: Final = "envelope"

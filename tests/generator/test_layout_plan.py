@@ -132,7 +132,7 @@ def test_a_checksum_not_covering_the_rest_is_verified_late_and_not_compiled(
 
 @pytest.mark.parametrize(("fields", "word"), [
     ("- {name: n, type: u8, count_of: xs}\n      - {name: xs, type: array, of: u8, count: n}",
-     "count_of"),
+     "array"),
     ("- {name: s, type: string, size: rest}", "string"),
     ("- {name: a, type: u8}\n      - {name: b, type: u8, when: a == 1}", "condition"),
     ("- {name: a, type: i8, size_of: rest}\n      - {name: b, type: bytes, size: rest}",

@@ -65,6 +65,14 @@ structs:
     fields:
       - {name: a, type: u8}
       - {name: b, type: u8, when: "a == 1"}
+  Counted:
+    doc: A varint, a bool, varint-prefixed bytes and a counted array.
+    fields:
+      - {name: v, type: varint}
+      - {name: flag, type: bool}
+      - {name: blob, type: bytes, prefix: varint}
+      - {name: n, type: u8, count_of: items}
+      - {name: items, type: array, of: Item, count: n}
   Open:
     doc: A switch reaching to the end of the region.
     fields:
@@ -90,6 +98,7 @@ frame:
         3: Other
         4: Item
         5: Open
+        6: Counted
 """
 
 
@@ -125,7 +134,7 @@ def _same_decodes(cls: type, data: bytes) -> str:
 
 
 def test_the_new_operations_are_compiled(m: ModuleType) -> None:
-    for name in ("Frame", "Item", "Run", "Texts", "Open"):
+    for name in ("Frame", "Item", "Run", "Texts", "Open", "Counted"):
         assert compiled.is_compiled(getattr(m, name)), name
     assert not compiled.is_compiled(m.Other)  # a condition: the Python codec's
     ours: tuple[type, ...] = (pravega.Frame, pravega.AppendBlockEnd, pravega.Event,
@@ -145,7 +154,7 @@ _text = st.text(st.characters(blacklist_categories=["Cs"]), max_size=20) | st.te
 
 @st.composite
 def _bodies(draw: st.DrawFn, m: ModuleType) -> Any:
-    kind = draw(st.sampled_from(["texts", "run", "other", "item", "open"]))
+    kind = draw(st.sampled_from(["texts", "run", "other", "item", "open", "counted"]))
     item = st.builds(lambda d: m.Item(data=d), st.binary(max_size=40))
     other = st.integers(0, 255).flatmap(lambda a: st.builds(
         lambda b: m.Other(a=a, b=b), st.integers(0, 255) if a == 1 else st.none()))
@@ -158,6 +167,10 @@ def _bodies(draw: st.DrawFn, m: ModuleType) -> Any:
         return draw(other)
     if kind == "item":
         return draw(item)
+    if kind == "counted":
+        return m.Counted(v=draw(st.integers(0, 2**64 - 1)), flag=draw(st.booleans()),
+                         blob=draw(st.binary(max_size=200)),
+                         items=draw(st.lists(item, max_size=4)))
     return m.Open(rest=draw(item | other))
 
 
@@ -216,7 +229,9 @@ def _samples(m: ModuleType) -> list[tuple[Any, bytes]]:
     texts = m.Texts(id=uuid.UUID(int=0x1234), name="héllo", java="java", blob=b"\x00\x01",
                     tail=9)
     bodies = [texts, m.Run(items=[m.Item(data=b"ab"), m.Item(data=b"")]), m.Other(a=1, b=2),
-              m.Item(data=b"xyz"), m.Open(rest=m.Item(data=b"q")), m.Open(rest=m.Other(a=0))]
+              m.Item(data=b"xyz"), m.Open(rest=m.Item(data=b"q")), m.Open(rest=m.Other(a=0)),
+              m.Counted(v=2**63 + 5, flag=True, blob=b"\x01" * 130,
+                        items=[m.Item(data=b"i"), m.Item(data=b"")])]
     out = [(m.Frame, m.Frame(body=b).encode()) for b in bodies]
     out += [(m.Texts, texts.encode()), (m.Run, bodies[1].encode())]
     out += [(pravega.Frame, frames_protocols.pravega_ours_encode()),
@@ -263,9 +278,16 @@ def test_sizes_and_prefixes_past_their_region_match(m: ModuleType) -> None:
         b"\x05" + struct.pack(">i", 3) + b"\x00\x02\x05",  # a Python case
         b"\x05" + struct.pack(">i", 3) + b"\x00\x02\x01",  # a Python case, truncated
         b"\x02" + struct.pack(">i", 3) + b"\x00\x00\x00",  # a run ending mid-item
+        b"\x06" + struct.pack(">i", 13) + b"\xff" * 9 + b"\x7f\x01\x00\x00",  # 10 bytes
+        b"\x06" + struct.pack(">i", 14) + b"\xff" * 11 + b"\x01\x00\x00",  # 11 bytes
+        b"\x06" + struct.pack(">i", 2) + b"\xff\xff",  # a varint cut by the body's end
+        b"\x06" + struct.pack(">i", 5) + b"\x01\x02\x05ab",  # a prefix past the body
+        b"\x06" + struct.pack(">i", 5) + b"\x01\x02\xff\xff\x7f",  # a huge prefix
+        b"\x06" + struct.pack(">i", 4) + b"\x01\x02\x00\x03",  # more items than bytes
+        b"\x06" + struct.pack(">i", 4) + b"\x01\x00\x00\x00",  # a false bool, no items
     ]
     kinds = [_same_decodes(m.Frame, data) for data in cases]
-    assert kinds.count("value") == 4, kinds
+    assert kinds.count("value") == 6, kinds
 
 
 @pytest.mark.parametrize("text", [b"\xff", b"\xc3", b"\xed\xa0\x80", b"ok\x00", b"\xe2\x82\xac"])
@@ -307,6 +329,13 @@ def test_odd_values_encode_as_the_python_codec_does(m: ModuleType) -> None:
     for items in ([m.Item(data=b"a"), "x"], (m.Item(data=b"a"),), [m.Other(a=0)], None):
         _same(m.Run(items=items).encode)
         _same(m.Frame(body=m.Run(items=items)).encode)
+        _same(m.Counted(v=1, flag=False, blob=b"", items=items).encode)
+    plain: dict[str, Any] = {"v": 1, "flag": True, "blob": b"", "items": []}
+    for change in ({"v": -1}, {"v": 2**64}, {"v": True}, {"v": 1.0}, {"flag": 1},
+                   {"flag": None}, {"blob": b"x" * 20000}, {"blob": "x"},
+                   {"items": [m.Item(data=b"")] * 256}, {"items": [m.Item(data=b"")] * 255}):
+        _same(m.Counted(**{**plain, **change}).encode)
+        _same(m.Frame(body=m.Counted(**{**plain, **change})).encode)
     for body in ("x", None, m.Frame(body=m.Other(a=0)), m.Run(items=[m.Item(data=b"x" * 10)])):
         _same(m.Frame(body=body).encode)
         _same(m.Open(rest=body).encode)

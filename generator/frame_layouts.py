@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from protoframe.generator.codewriter import q
+from protoframe.generator.compiled_exprs import program
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.expr import Expr
 from protoframe.generator.frame_ir import SwitchField
@@ -22,6 +23,7 @@ from protoframe.generator.layout_ops import (
     BytesToEnd,
     Checksum,
     Computed,
+    Condition,
     Const,
     Default,
     Envelope,
@@ -108,6 +110,11 @@ def _more_rows(op: FieldOp, head: str) -> str | None:
             kind = inner.encoding if isinstance(inner, String) else "bytes"
             name = prefix if prefix == "varint" else prefix.name
             return f"{head}, {q(name)}, {q(kind)}, None)"
+        case Condition(inner=ReadInt(int_type=t), expr=expr) if op.word == "condition":
+            steps = program(expr) or ()
+            text = ", ".join(f"({q(word)}, {q(arg) if isinstance(arg, str) else arg})"
+                             for word, arg in steps)
+            return f"{head}, {q(t.name)}, ({text}{',' if len(steps) == 1 else ''}), None)"
         case ReadVarint() | ReadBool():
             return f"{head}, None, None, None)"
         case Computed(inner=ReadInt(int_type=t)) if op.word == "count_of":

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Literal, TypeAlias
 
+from protoframe.generator.compiled_exprs import program
 from protoframe.generator.expr import Expr
 from protoframe.generator.frame_ir import FrameField, StructDef
 from protoframe.generator.ir import MessageType
@@ -428,8 +429,17 @@ class OptionalScalar(Wrap):
 class Condition(Wrap):
     """There only when an expression over earlier fields holds (``when:``)."""
 
-    word: ClassVar[str] = "condition"
     expr: Expr = field(compare=False)
+
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``condition`` (in the C vocabulary) for an integer there when an expression with a
+        program (``compiled_exprs``) holds; ``condition_other`` otherwise."""
+        f = self.field
+        if (isinstance(self.inner, ReadInt) and f.when_peek is None and not f.when_remaining
+                and not f.marker and f.default is None and program(self.expr) is not None):
+            return "condition"
+        return "condition_other"
 
 
 @dataclass(frozen=True)

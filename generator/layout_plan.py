@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
+from protoframe.generator.compiled_exprs import program
 from protoframe.generator.expr import Expr
 from protoframe.generator.frame_ir import (
     INT_TYPES,
@@ -170,6 +171,8 @@ class LayoutPlan:
 
 # The words of the rows a size row of the compiled codec can measure.
 _SIZED_WORDS = frozenset({"proto", vocabulary.ENVELOPE, "bytes", "signed_bytes", "switch"})
+# The rows whose values a compiled condition may read: integers always there.
+_INT_WORDS = frozenset({"int", "varint", "bool"})
 
 
 def c_links_hold(ops: tuple[AnyFieldOp, ...]) -> bool:
@@ -196,6 +199,12 @@ def c_links_hold(ops: tuple[AnyFieldOp, ...]) -> bool:
         if isinstance(op, Switch) and op.word == "switch":
             key = at.get(op.key, -1)
             if not 0 <= key < i or ops[key].word != "switch_key":
+                return False
+        if isinstance(op, Condition) and op.word == "condition":
+            steps = program(op.expr) or ()
+            names = [str(arg) for word, arg in steps if word == "field"]
+            if not all(0 <= at.get(name, -1) < i and ops[at[name]].word in _INT_WORDS
+                       for name in names):
                 return False
         if isinstance(op, Computed) and op.word == "count_of":
             array = at.get(op.field.count_of or "", -1)

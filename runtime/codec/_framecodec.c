@@ -17,6 +17,7 @@
  * are cleared, and the Python path raises them again in context.
  */
 #include "_codec_common.h"
+#include <limits.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -28,6 +29,13 @@
 #define MAX_DEPTH 32
 
 typedef struct FrameCodecObject FrameCodecObject;
+
+/* One step of a condition's program (X_*, from vocabulary.EXPR_OPS): for X_FIELD the row
+   whose integer it pushes, for X_CONST the constant. */
+typedef struct {
+    int op;
+    long long arg;
+} Step;
 
 typedef struct {
     int op;
@@ -44,6 +52,8 @@ typedef struct {
                                    or -1 to ask for each body by attribute */
     Py_ssize_t int_offset;      /* a uuid row: the slots of uuid.UUID's int and is_safe */
     Py_ssize_t safe_offset;
+    Step *prog;                 /* a condition row: its program, prog_len steps */
+    Py_ssize_t prog_len;
 } Row;
 
 /* The other rows (see vocabulary.py):
@@ -55,7 +65,9 @@ typedef struct {
    prefixed    width and flags the prefix's; number what follows: TEXT_BYTES, _UTF8, _MUTF8
    default     obj the value when the bytes are not there
    count_of    index its struct_array row; the count read is kept in sizes[]
-   struct_array  obj the nested codec, index its count_of row */
+   struct_array  obj the nested codec, index its count_of row
+   condition   width and flags the integer's; prog its program, over earlier int, varint and
+               bool rows */
 #define TEXT_BYTES 0
 #define TEXT_UTF8 1
 #define TEXT_MUTF8 2
@@ -264,6 +276,82 @@ static PyObject *decode_proto(const Row *r, PyObject *buf, Py_ssize_t pos, Py_ss
     return msg;
 }
 
+/* The integer value of a condition's operand: an int or a bool, within 64 bits. */
+static int operand(PyObject *v, long long *out) {
+    if (v == NULL || !(PyLong_CheckExact(v) || PyBool_Check(v))) return 0;
+    int overflow;
+    *out = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow || (*out == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    return 1;
+}
+
+/* Whether the condition of row `r` holds: 1 or 0, -1 to give up (a value that is not a plain
+   integer, or a step a 64-bit integer cannot take as Python's ints do). The operands are the
+   earlier rows' decoded values (`values`), or the slots of `obj` when encoding. */
+static int condition_holds(const FrameCodecObject *c, const Row *r, PyObject *const *values,
+                           PyObject *obj) {
+    long long stack[EXPR_MAX_DEPTH];
+    int top = 0;
+    for (Py_ssize_t k = 0; k < r->prog_len; k++) {
+        const Step *st = &r->prog[k];
+        if (st->op == X_FIELD || st->op == X_CONST) {
+            if (top >= EXPR_MAX_DEPTH) return -1;
+            if (st->op == X_CONST) {
+                stack[top++] = st->arg;
+            } else {
+                PyObject *v = values ? values[st->arg] : slot(obj, c->rows[st->arg].offset);
+                if (!operand(v, &stack[top++])) return -1;
+            }
+            continue;
+        }
+        if (st->op == X_NOT || st->op == X_NEG) {
+            if (top < 1) return -1;
+            long long a = stack[top - 1];
+            if (st->op == X_NEG && a == LLONG_MIN) return -1;
+            stack[top - 1] = st->op == X_NOT ? !a : -a;
+            continue;
+        }
+        if (top < 2) return -1;
+        long long a = stack[top - 2], b = stack[top - 1], v;
+        unsigned long long ua = (unsigned long long)a, ub = (unsigned long long)b;
+        switch (st->op) {
+        case X_AND: v = a && b; break;
+        case X_OR: v = a || b; break;
+        case X_BITAND: v = (long long)(ua & ub); break;
+        case X_BITOR: v = (long long)(ua | ub); break;
+        case X_BITXOR: v = (long long)(ua ^ ub); break;
+        case X_RSHIFT:
+            if (a < 0 || b < 0) return -1;
+            v = b >= 63 ? 0 : a >> b;
+            break;
+        case X_LSHIFT:
+            if (a < 0 || b < 0 || (a != 0 && (b >= 63 || a > (LLONG_MAX >> b)))) return -1;
+            v = a == 0 ? 0 : a << b;
+            break;
+        case X_ADD:
+            if ((b > 0 && a > LLONG_MAX - b) || (b < 0 && a < LLONG_MIN - b)) return -1;
+            v = a + b;
+            break;
+        case X_SUB:
+            if ((b < 0 && a > LLONG_MAX + b) || (b > 0 && a < LLONG_MIN + b)) return -1;
+            v = a - b;
+            break;
+        case X_EQ: v = a == b; break;
+        case X_NE: v = a != b; break;
+        case X_LT: v = a < b; break;
+        case X_LE: v = a <= b; break;
+        case X_GT: v = a > b; break;
+        case X_GE: v = a >= b; break;
+        default: return -1;
+        }
+        stack[--top - 1] = v;
+    }
+    return top == 1 ? stack[0] != 0 : -1;
+}
+
 /* Decode codec's struct from buf[*pos:end]; on success *pos is the position after it. NULL
    means give up (any exception is cleared by the caller). */
 static PyObject *decode_struct(FrameCodecObject *c, PyObject *buf, Py_ssize_t *ppos,
@@ -422,6 +510,19 @@ static PyObject *decode_struct(FrameCodecObject *c, PyObject *buf, Py_ssize_t *p
                     || raw > (unsigned long long)PY_SSIZE_T_MAX)
                 goto give_up;
             sizes[i] = (Py_ssize_t)raw;
+            break;
+        }
+        case OP_CONDITION: {
+            int holds = condition_holds(c, r, values, NULL);
+            if (holds < 0) goto give_up;
+            if (!holds) {
+                values[i] = Py_NewRef(Py_None);
+                break;
+            }
+            if (end - pos < r->width) goto give_up;
+            unsigned long long raw = read_uint(data + pos, r->width, r->flags & F_BIG);
+            pos += r->width;
+            if ((values[i] = int_value(raw, r->width, r->flags)) == NULL) goto give_up;
             break;
         }
         case OP_STRUCT_ARRAY: {
@@ -684,6 +785,19 @@ static int encode_struct(FrameCodecObject *c, PyObject *obj, Out *o, int depth) 
             PyObject *v = slot(obj, r->offset);
             if ((v != Py_True && v != Py_False) || out_reserve(o, 1) < 0) goto done;
             o->data[o->len++] = v == Py_True ? 1 : 0;
+            break;
+        }
+        case OP_CONDITION: {
+            int holds = condition_holds(c, r, NULL, obj);
+            PyObject *v = slot(obj, r->offset);
+            unsigned long long raw;
+            if (holds < 0) goto done;
+            if (!holds) {
+                if (v != Py_None) goto done;  /* the Python code says it must be None */
+                break;
+            }
+            if (!int_raw(v, r->width, r->flags, &raw) || out_uint(o, raw, r->width, r->flags) < 0)
+                goto done;
             break;
         }
         case OP_COUNT_OF: {
@@ -1018,6 +1132,7 @@ static int codec_clear(FrameCodecObject *self) {
 static void codec_dealloc(FrameCodecObject *self) {
     PyObject_GC_UnTrack(self);
     codec_clear(self);
+    for (Py_ssize_t i = 0; i < self->nrows; i++) PyMem_Free(self->rows[i].prog);
     PyMem_Free(self->rows);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -1032,13 +1147,14 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
     Row *r = &self->rows[i];
     if (r->op <= 0 || r->op >= OP_END) return bad_row(i, "unknown operation");
     int has_int = r->op <= OP_CHECKSUM || r->op == OP_SWITCH_KEY || r->op == OP_DEFAULT
-                  || r->op == OP_COUNT_OF || (r->op == OP_PREFIXED && !(r->flags & F_VARINT));
+                  || r->op == OP_COUNT_OF || r->op == OP_CONDITION || (r->op == OP_PREFIXED && !(r->flags & F_VARINT));
     if (has_int && r->width != 1 && r->width != 2 && r->width != 4 && r->width != 8)
         return bad_row(i, "integer width must be 1, 2, 4 or 8");
     int stored = r->op == OP_INT || r->op == OP_PROTO || r->op == OP_BYTES
                  || r->op == OP_STRUCT || r->op == OP_UUID || r->op == OP_SWITCH
                  || r->op == OP_STRUCT_RUN || r->op == OP_PREFIXED || r->op == OP_DEFAULT
-                 || r->op == OP_VARINT || r->op == OP_BOOL || r->op == OP_STRUCT_ARRAY;
+                 || r->op == OP_VARINT || r->op == OP_BOOL || r->op == OP_STRUCT_ARRAY
+                 || r->op == OP_CONDITION;
     if (stored != (r->offset >= 0)) return bad_row(i, "stored fields, and only they, need a slot");
     if (r->op == OP_SIZE) {
         if (r->index <= i || r->index >= self->nrows) return bad_row(i, "size of a later row");
@@ -1068,6 +1184,22 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
                                  || self->rows[r->index].op != OP_STRUCT_ARRAY
                                  || self->rows[r->index].index != i))
         return bad_row(i, "a count needs the struct_array row it counts after it");
+    if (r->op == OP_CONDITION) {
+        int top = 0;
+        for (Py_ssize_t k = 0; k < r->prog_len; k++) {
+            const Step *st = &r->prog[k];
+            if (st->op < X_FIELD || st->op >= X_END) return bad_row(i, "unknown step");
+            if (st->op == X_FIELD) {
+                int at = st->arg >= 0 && st->arg < i ? self->rows[st->arg].op : 0;
+                if (at != OP_INT && at != OP_VARINT && at != OP_BOOL)
+                    return bad_row(i, "a condition reads earlier integer rows only");
+            }
+            top += st->op <= X_CONST ? 1 : st->op <= X_NEG ? 0 : -1;
+            if (top < 1 || top > EXPR_MAX_DEPTH)
+                return bad_row(i, "a condition's program does not balance");
+        }
+        if (top != 1) return bad_row(i, "a condition's program does not balance");
+    }
     if (r->op == OP_STRUCT_ARRAY && (r->index < 0 || r->index >= i
                                      || self->rows[r->index].op != OP_COUNT_OF))
         return bad_row(i, "a struct_array needs its count_of row before it");
@@ -1139,6 +1271,7 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
         if (!PyArg_ParseTuple(row, "iOiinKOOOO:FrameCodec row", &r->op, &slot_name, &r->width,
                               &r->flags, &r->index, &r->number, &obj, &attr, &body, &present))
             goto fail;
+        self->nrows = i + 1;  /* from here on freed with the codec */
         r->present_offset = -1;
         r->int_offset = r->safe_offset = -1;
         if (r->op == OP_UUID) {
@@ -1151,6 +1284,24 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
                 goto fail;
         }
         if (r->op == OP_SWITCH_KEY) self->has_temp = 1;
+        if (r->op == OP_CONDITION) {
+            if (!PyTuple_Check(obj)) {
+                bad_row(i, "a condition needs its program");
+                goto fail;
+            }
+            Py_ssize_t len = PyTuple_GET_SIZE(obj);
+            r->prog = PyMem_Calloc(len ? (size_t)len : 1, sizeof(Step));
+            if (r->prog == NULL) {
+                PyErr_NoMemory();
+                goto fail;
+            }
+            r->prog_len = len;
+            for (Py_ssize_t k = 0; k < len; k++) {
+                if (!PyArg_ParseTuple(PyTuple_GET_ITEM(obj, k), "iL:condition step",
+                                      &r->prog[k].op, &r->prog[k].arg))
+                    goto fail;
+            }
+        }
         if (present != Py_None) {
             if (!PyUnicode_Check(present) || !PyType_Check(obj)) {
                 bad_row(i, "a present-dict slot is the name of a slot of the message class");
@@ -1162,7 +1313,6 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
         r->obj = obj == Py_None ? NULL : Py_NewRef(obj);
         r->dispatch_attr = attr == Py_None ? NULL : Py_NewRef(attr);
         r->body_fields = body == Py_None ? NULL : Py_NewRef(body);
-        self->nrows = i + 1;
         r->offset = -1;
         if (slot_name != Py_None) {
             if (!PyUnicode_CheckExact(slot_name)) {

@@ -38,7 +38,7 @@ except ImportError:  # not built: no C compiler at install time, or a source che
     _framecodec = None
 if _framecodec is not None:
     vocabulary.check_built(_framecodec.__name__, getattr(_framecodec, "VOCABULARY", None),
-                           ("FRAME_OPS", "FRAME_PRESENCE"))
+                           ("FRAME_OPS", "FRAME_PRESENCE", "EXPR_OPS"))
     vocabulary.check_built_limit(_framecodec.__name__, "MAX_ROWS",
                                  getattr(_framecodec, "MAX_ROWS", None), vocabulary.FRAME_MAX_ROWS)
 
@@ -69,6 +69,8 @@ if _framecodec is not None:
 #   op "count_of":  the number of items of the struct_array row named by ref
 #   op "struct_array": as many nested structs (ref their class) as the count_of row named by
 #                   extra says
+#   op "condition": an integer of int_type there when ref, a program of (vocabulary.EXPR_OPS
+#                   word, argument) steps ("field" naming an earlier row), gives true
 #   op "skip_trailing": the last row (its name is None): bytes after the last field are skipped
 #   "signed_size", "size_of_other" and "signed_bytes" are "size" and "bytes" rows
 #   (vocabulary.FRAME_ALIASES).
@@ -78,7 +80,8 @@ FrameLayout: TypeAlias = tuple[type, bool, tuple[FrameRow, ...]]
 
 _OPS = vocabulary.OPS
 _STORED = {"int", "proto", vocabulary.ENVELOPE, "bytes", "struct", "uuid", "switch",
-           "struct_run", "prefixed", "default", "varint", "bool", "struct_array"}
+           "struct_run", "prefixed", "default", "varint", "bool", "struct_array",
+           "condition"}
 _TEXT_KINDS = {"bytes": 0, "utf8": 1, "mutf8": 2}
 _PRESENCE = {None: vocabulary.PRESENCE["always"], "remaining": vocabulary.PRESENCE["remaining"]}
 _PEEK = vocabulary.PRESENCE["peek"]
@@ -175,6 +178,9 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any]) -> tuple[tuple[
             at = index[ref]
         elif op == "struct_array":
             obj, at = codecs[ref], index[extra]
+        elif op == "condition":
+            obj = tuple((vocabulary.EXPR[word], index[arg] if word == "field" else arg or 0)
+                        for word, arg in ref)
         out.append((_OPS[op], slot, width, flags, at, number, obj, attr, body, present))
     return tuple(out)
 

@@ -65,9 +65,17 @@ MAP_KEY_KINDS: Final = (
 #   bool       a stored byte read as a bool
 #   count_of   the number of items of a later struct_array row (on encode, its length)
 #   struct_array  as many nested structs as its count_of row says (a list)
+#   condition  a stored integer there when its program (EXPR_OPS) gives true, else None
 FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "bytes", "struct",
                     "uuid", "switch", "switch_key", "struct_run", "prefixed", "default",
-                    "skip_trailing", "varint", "bool", "count_of", "struct_array")
+                    "skip_trailing", "varint", "bool", "count_of", "struct_array", "condition")
+# The steps of a condition row's program (generator/compiled_exprs.py), evaluated on a stack of
+# 64-bit integers: "field" pushes an earlier row's integer, "const" a constant; "not" and
+# "neg" take one value, the others two (and/or by truth; the comparisons give 0 or 1).
+EXPR_OPS: Final = ("field", "const", "not", "neg", "and", "or", "bitand", "bitor", "bitxor",
+                   "rshift", "lshift", "add", "sub", "eq", "ne", "lt", "le", "gt", "ge")
+# The most values a program holds at once (generator/compiled_exprs.py keeps to it).
+EXPR_MAX_DEPTH: Final = 16
 # A row of the generated table only: a protobuf envelope, which the C codec takes as "proto"
 # with a command dispatch.
 ENVELOPE: Final = "envelope"
@@ -91,6 +99,7 @@ _C_ENUMS: Final = (
     ("FIELD_MODES", "M", 0, FIELD_MODES, "M_MODE_END"),
     ("FRAME_OPS", "OP", 1, FRAME_OPS, "OP_END"),
     ("FRAME_PRESENCE", "PRESENT", 0, FRAME_PRESENCE, ""),
+    ("EXPR_OPS", "X", 1, EXPR_OPS, "X_END"),
 )
 
 
@@ -106,6 +115,7 @@ KINDS: Final = NUMBERS["FIELD_KINDS"]
 MODES: Final = NUMBERS["FIELD_MODES"]
 OPS: Final = NUMBERS["FRAME_OPS"]
 PRESENCE: Final = NUMBERS["FRAME_PRESENCE"]
+EXPR: Final = NUMBERS["EXPR_OPS"]
 
 HEADER_PATH: Final = "runtime/codec/_vocabulary.h"
 
@@ -120,6 +130,7 @@ def c_header() -> str:
         "#define PROTOFRAME_VOCABULARY_H",
         "",
         f"#define FRAME_MAX_ROWS {FRAME_MAX_ROWS}",
+        f"#define EXPR_MAX_DEPTH {EXPR_MAX_DEPTH}",
         "",
     ]
     table = []

@@ -61,10 +61,10 @@ structs:
       - {name: blob, type: bytes, prefix: i16}
       - {name: tail, type: u32, when_remaining: true, default: 5}
   Other:
-    doc: A condition, which stays on the Python codec.
+    doc: A condition on bytes, which stays on the Python codec.
     fields:
       - {name: a, type: u8}
-      - {name: b, type: u8, when: "a == 1"}
+      - {name: b, type: bytes, prefix: u8, when: "a == 1"}
   Counted:
     doc: A varint, a bool, varint-prefixed bytes and a counted array.
     fields:
@@ -73,6 +73,18 @@ structs:
       - {name: blob, type: bytes, prefix: varint}
       - {name: n, type: u8, count_of: items}
       - {name: items, type: array, of: Item, count: n}
+  Guarded:
+    doc: Integers there when a condition over earlier integers holds.
+    fields:
+      - {name: kind, type: u8}
+      - {name: flags, type: varint}
+      - {name: on, type: bool}
+      - {name: a, type: u32, when: "kind == 0xfc"}
+      - {name: b, type: i16, when: "kind in (1, 2) and not flags & 2"}
+      - {name: c, type: u8, when: "(flags >> 2 & 0xf) + 1 >= 3 or on"}
+      - {name: d, type: u8, when: "flags << 60 > 0 and -kind < 0 - 1"}
+      - {name: e, type: u8, when: "0 < kind < 16 and kind not in (3, 4) or flags ^ 1 == 0"}
+      - {name: g, type: u8, when: "kind - 300 <= -100 | 0"}
   Open:
     doc: A switch reaching to the end of the region.
     fields:
@@ -99,6 +111,7 @@ frame:
         4: Item
         5: Open
         6: Counted
+        7: Guarded
 """
 
 
@@ -134,7 +147,7 @@ def _same_decodes(cls: type, data: bytes) -> str:
 
 
 def test_the_new_operations_are_compiled(m: ModuleType) -> None:
-    for name in ("Frame", "Item", "Run", "Texts", "Open", "Counted"):
+    for name in ("Frame", "Item", "Run", "Texts", "Open", "Counted", "Guarded"):
         assert compiled.is_compiled(getattr(m, name)), name
     assert not compiled.is_compiled(m.Other)  # a condition: the Python codec's
     ours: tuple[type, ...] = (pravega.Frame, pravega.AppendBlockEnd, pravega.Event,
@@ -152,12 +165,28 @@ _text = st.text(st.characters(blacklist_categories=["Cs"]), max_size=20) | st.te
     st.characters(max_codepoint=0x7F), max_size=300)
 
 
+def _guarded(m: ModuleType, kind: int, flags: int, on: bool, odd: int = 0) -> Any:
+    """A Guarded with each conditional field set exactly when its condition holds (``odd``:
+    a bit mask of fields to get wrong)."""
+    holds = {"a": kind == 0xFC, "b": kind in (1, 2) and not flags & 2,
+             "c": (flags >> 2 & 0xF) + 1 >= 3 or on, "d": flags << 60 > 0 and -kind < 0 - 1,
+             "e": 0 < kind < 16 and kind not in (3, 4) or flags ^ 1 == 0,
+             "g": kind - 300 <= -100 | 0}
+    values = {}
+    for bit, (name, there) in enumerate(holds.items()):
+        if odd >> bit & 1:
+            there = not there
+        values[name] = (kind + bit) & 0x7F if there else None
+    return m.Guarded(kind=kind, flags=flags, on=on, **values)
+
+
 @st.composite
 def _bodies(draw: st.DrawFn, m: ModuleType) -> Any:
-    kind = draw(st.sampled_from(["texts", "run", "other", "item", "open", "counted"]))
+    kind = draw(st.sampled_from(["texts", "run", "other", "item", "open", "counted",
+                                 "guarded"]))
     item = st.builds(lambda d: m.Item(data=d), st.binary(max_size=40))
     other = st.integers(0, 255).flatmap(lambda a: st.builds(
-        lambda b: m.Other(a=a, b=b), st.integers(0, 255) if a == 1 else st.none()))
+        lambda b: m.Other(a=a, b=b), st.binary(max_size=9) if a == 1 else st.none()))
     if kind == "texts":
         return m.Texts(id=draw(st.uuids()), name=draw(_text), java=draw(_text),
                        blob=draw(st.binary(max_size=300)), tail=draw(st.integers(0, 2**32 - 1)))
@@ -167,6 +196,9 @@ def _bodies(draw: st.DrawFn, m: ModuleType) -> Any:
         return draw(other)
     if kind == "item":
         return draw(item)
+    if kind == "guarded":
+        return _guarded(m, draw(st.integers(0, 255)),
+                        draw(st.integers(0, 2**64 - 1) | st.integers(0, 64)), draw(st.booleans()))
     if kind == "counted":
         return m.Counted(v=draw(st.integers(0, 2**64 - 1)), flag=draw(st.booleans()),
                          blob=draw(st.binary(max_size=200)),
@@ -228,10 +260,12 @@ def test_decoded_uuids_are_what_uuid_builds() -> None:
 def _samples(m: ModuleType) -> list[tuple[Any, bytes]]:
     texts = m.Texts(id=uuid.UUID(int=0x1234), name="héllo", java="java", blob=b"\x00\x01",
                     tail=9)
-    bodies = [texts, m.Run(items=[m.Item(data=b"ab"), m.Item(data=b"")]), m.Other(a=1, b=2),
+    bodies = [texts, m.Run(items=[m.Item(data=b"ab"), m.Item(data=b"")]), m.Other(a=1, b=b"\x02"),
               m.Item(data=b"xyz"), m.Open(rest=m.Item(data=b"q")), m.Open(rest=m.Other(a=0)),
               m.Counted(v=2**63 + 5, flag=True, blob=b"\x01" * 130,
-                        items=[m.Item(data=b"i"), m.Item(data=b"")])]
+                        items=[m.Item(data=b"i"), m.Item(data=b"")]),
+              _guarded(m, 0xFC, 1, True), _guarded(m, 1, 0, False), _guarded(m, 5, 1, False),
+              _guarded(m, 3, 5, True)]
     out = [(m.Frame, m.Frame(body=b).encode()) for b in bodies]
     out += [(m.Texts, texts.encode()), (m.Run, bodies[1].encode())]
     out += [(pravega.Frame, frames_protocols.pravega_ours_encode()),
@@ -341,6 +375,22 @@ def test_odd_values_encode_as_the_python_codec_does(m: ModuleType) -> None:
         _same(m.Open(rest=body).encode)
 
 
+def test_conditions_encode_as_the_python_codec_does(m: ModuleType) -> None:
+    rng = random.Random(5)
+    for _ in range(scaled(300)):
+        kind, flags = rng.randrange(256), rng.choice([rng.randrange(64), rng.randrange(2**64)])
+        value = _guarded(m, kind, flags, rng.random() < 0.5, odd=rng.choice([0, 0, 1 << 6]) |
+                         (1 << rng.randrange(6) if rng.random() < 0.3 else 0))
+        kind_seen, _ = _same(value.encode)
+        _same(m.Frame(body=value).encode)
+        if kind_seen == "value":
+            _same_decodes(m.Guarded, value.encode())
+    for odd in ({"kind": "x"}, {"kind": True}, {"flags": -1}, {"on": 1}, {"a": "x"}):
+        fields = {"kind": 0xFC, "flags": 0, "on": False, "a": 1, "b": None, "c": None,
+                  "d": None, "e": None, "g": 5, **odd}
+        _same(m.Guarded(**fields).encode)
+
+
 def test_an_omitted_default_is_stored_by_both_constructors(m: ModuleType) -> None:
     made = m.Texts(id=uuid.UUID(int=1), name="", java="", blob=b"")
     with compiled.pure_python():
@@ -403,6 +453,14 @@ def test_rows_the_codec_cannot_follow_are_refused() -> None:
         codec((ops["prefixed"], "key", 1, 0, -1, 9, None, None, None, None))
     with pytest.raises(ValueError, match="default integer"):
         codec((ops["default"], "key", 1, 0, -1, 0, None, None, None, None))
+    key = (ops["int"], "key", 1, 0, -1, 0, None, None, None, None)
+    field, const, eq = vocabulary.EXPR["field"], vocabulary.EXPR["const"], vocabulary.EXPR["eq"]
+    for program, why in ((((field, 1), (const, 1), (eq, 0)), "earlier integer rows"),
+                         (((const, 1), (eq, 0)), "does not balance"),
+                         (((const, 1), (const, 1)), "does not balance"),
+                         (((99, 0),), "unknown step")):
+        with pytest.raises(ValueError, match=why):
+            codec(key, (ops["condition"], "body", 1, 0, -1, 0, program, None, None, None))
     with pytest.raises(TypeError, match="not a slot"):
         codec((ops["uuid"], "key", 0, 0, -1, 0, int, 0, None, None))
 

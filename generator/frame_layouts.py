@@ -103,13 +103,16 @@ def _more_rows(op: FieldOp, head: str) -> str | None:
             return f"{head}, {q(t.name)}, None, None)"  # its switch row names it
         case Array(element=Nested(plan=plan)) if op.word == "struct_run":
             return f"{head}, None, {plan.name}, None)"
-        case Prefix(inner=inner) if op.word == "prefixed":
+        case Prefix(inner=inner) if op.word in ("prefixed", "prefixed_default"):
             prefix = inner.region.prefix if isinstance(inner, BytesOther | String) else None
             if prefix is None:
                 return None
             kind = inner.encoding if isinstance(inner, String) else "bytes"
             name = prefix if prefix == "varint" else prefix.name
-            return f"{head}, {q(name)}, {q(kind)}, None)"
+            default = op.field.default
+            extra = q(default) if op.word == "prefixed_default" and isinstance(default, str) \
+                else "None"
+            return f"{head}, {q(name)}, {q(kind)}, {extra})"
         case Condition(inner=ReadInt(int_type=t), expr=expr) if op.word == "condition":
             steps = program(expr) or ()
             text = ", ".join(f"({q(word)}, {q(arg) if isinstance(arg, str) else arg})"

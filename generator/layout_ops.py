@@ -474,14 +474,19 @@ class Prefix(Wrap):
         """``prefixed`` (in the C vocabulary) for bytes, UTF-8 or modified UTF-8 text after a
         fixed-width length prefix that cannot be null; ``prefix`` otherwise."""
         inner = self.inner
+        f = self.field
         match inner:
             case BytesOther(region=r) | String(region=r) if (
-                    unconditional(self.field) and (isinstance(r.prefix, IntType)
-                                                   or r.prefix == "varint")
+                    (isinstance(r.prefix, IntType) or r.prefix == "varint")
                     and not r.nullable and r.length is None and r.size is None
                     and inner.field.compression is None
                     and (not isinstance(inner, String) or inner.encoding in ("utf8", "mutf8"))):
-                return "prefixed"
+                if unconditional(f):
+                    return "prefixed"
+                if (isinstance(inner, String) and f.when_remaining and f.when is None
+                        and f.when_peek is None and not f.marker and f.wire
+                        and isinstance(f.default, str)):
+                    return "prefixed_default"  # text when bytes remain, its default when not
         return "prefix"
 
 

@@ -62,7 +62,8 @@ typedef struct {
                {class: (key, codec or None)}, index its size row or -1, number its key row
    switch_key  index its switch row; the value read is kept in values[] for the switch
    struct_run  obj the nested codec
-   prefixed    width and flags the prefix's; number what follows: TEXT_BYTES, _UTF8, _MUTF8
+   prefixed    width and flags the prefix's; number what follows: TEXT_BYTES, _UTF8, _MUTF8;
+               obj NULL, or the value when no bytes remain (read only when some do)
    default     obj the value when the bytes are not there
    count_of    index its struct_array row; the count read is kept in sizes[]
    struct_array  obj the nested codec, index its count_of row
@@ -441,6 +442,10 @@ static PyObject *decode_struct(FrameCodecObject *c, PyObject *buf, Py_ssize_t *p
             break;
         case OP_PREFIXED: {
             unsigned long long raw;
+            if (r->obj != NULL && pos >= end) {  /* when bytes remain; its default when not */
+                values[i] = Py_NewRef(r->obj);
+                break;
+            }
             if (r->flags & F_VARINT) {
                 int used = read_varint(data + pos, end - pos, &raw);
                 if (used == 0) goto give_up;
@@ -970,6 +975,11 @@ static PyObject *codec_own_decode(PyObject *self, PyObject *const *args, Py_ssiz
  * slots changed since) goes through type.__call__ and the dataclass __init__, which raises
  * its own errors. */
 
+/* Whether a row left out of the constructor's keywords takes its default (row obj). */
+static inline int has_default(const Row *r) {
+    return r->op == OP_DEFAULT || (r->op == OP_PREFIXED && r->obj != NULL);
+}
+
 static int ctor_class_intact(FrameCodecObject *c) {
     PyTypeObject *cls = c->cls;
     if (cls->tp_new != PyBaseObject_Type.tp_new || cls->tp_setattro != PyObject_GenericSetAttr
@@ -1029,7 +1039,7 @@ static PyObject *ctor_vectorcall(PyObject *callable, PyObject *const *args, size
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         const Row *r = &c->rows[i];
-        int optional = (r->op == OP_STRUCT && r->index != PRESENT_ALWAYS) || r->op == OP_DEFAULT;
+        int optional = (r->op == OP_STRUCT && r->index != PRESENT_ALWAYS) || has_default(r);
         if (r->offset >= 0 && vals[i] == NULL && !optional)
             return ctor_fallback(callable, args, nargs, kwnames);
     }
@@ -1038,8 +1048,8 @@ static PyObject *ctor_vectorcall(PyObject *callable, PyObject *const *args, size
     for (Py_ssize_t i = 0; i < n; i++)
         if (c->rows[i].offset >= 0)
             *(PyObject **)((char *)obj + c->rows[i].offset) =
-                Py_NewRef(vals[i] ? vals[i] : c->rows[i].op == OP_DEFAULT ? c->rows[i].obj
-                                                                          : Py_None);
+                Py_NewRef(vals[i] ? vals[i] : has_default(&c->rows[i]) ? c->rows[i].obj
+                                                                        : Py_None);
     return obj;
 }
 
@@ -1204,6 +1214,9 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
                                      || self->rows[r->index].op != OP_COUNT_OF))
         return bad_row(i, "a struct_array needs its count_of row before it");
     if (r->op == OP_PREFIXED && r->number > TEXT_MUTF8) return bad_row(i, "unknown text kind");
+    if (r->op == OP_PREFIXED && r->obj != NULL && !PyUnicode_CheckExact(r->obj)
+            && !PyBytes_CheckExact(r->obj))
+        return bad_row(i, "a prefixed default is str or bytes");
     if (r->op == OP_DEFAULT && (r->obj == NULL || !PyLong_CheckExact(r->obj)))
         return bad_row(i, "a default integer needs its value");
     if (r->op == OP_UUID && (r->obj == NULL || r->dispatch_attr == NULL))

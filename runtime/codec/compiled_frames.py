@@ -63,7 +63,8 @@ if _framecodec is not None:
 #   op "switch_key": the key of the switch row naming it
 #   op "struct_run": nested structs (ref their class) up to the end of the region, as a list
 #   op "prefixed":  bytes ("bytes"), text ("utf8", "mutf8") as ref says, after a length prefix
-#                   of type int_type ("varint" for a varint)
+#                   of type int_type ("varint" for a varint); "prefixed_default": the same,
+#                   read when bytes remain, extra (its default) when not
 #   op "default":   an integer read when its bytes remain, ref when not
 #   op "varint", "bool": a stored varint, a stored byte read as a bool
 #   op "count_of":  the number of items of the struct_array row named by ref
@@ -171,7 +172,7 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any]) -> tuple[tuple[
         elif op == "struct_run":
             obj = codecs[ref]
         elif op == "prefixed":
-            number = _TEXT_KINDS[ref]
+            number, obj = _TEXT_KINDS[ref], extra
         elif op == "default":
             obj = ref
         elif op == "count_of":

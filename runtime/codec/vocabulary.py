@@ -81,9 +81,11 @@ EXPR_MAX_DEPTH: Final = 16
 ENVELOPE: Final = "envelope"
 # Words of the generated tables only, and the row each becomes: a signed size, or an unsigned
 # size of a switch, is a "size" row (a negative size gives up); bytes sized by a signed size
-# are a "bytes" row.
+# are a "bytes" row; text read when bytes remain, with a default when not, a "prefixed" row
+# holding that default.
 FRAME_ALIASES: Final = MappingProxyType({
     "signed_size": "size", "size_of_other": "size", "signed_bytes": "bytes",
+    "prefixed_default": "prefixed",
 })
 FRAME_PRESENCE: Final = ("always", "remaining", "peek")
 # The most rows a frame struct's table may have: the compiled codec keeps a struct's sizes and

@@ -85,6 +85,12 @@ structs:
       - {name: d, type: u8, when: "flags << 60 > 0 and -kind < 0 - 1"}
       - {name: e, type: u8, when: "0 < kind < 16 and kind not in (3, 4) or flags ^ 1 == 0"}
       - {name: g, type: u8, when: "kind - 300 <= -100 | 0"}
+  Trace:
+    doc: Text read when bytes remain, its default when not.
+    fields:
+      - {name: code, type: i32}
+      - {name: trace, type: string, prefix: u16, encoding: mutf8, when_remaining: true,
+         default: "none"}
   Open:
     doc: A switch reaching to the end of the region.
     fields:
@@ -112,6 +118,7 @@ frame:
         5: Open
         6: Counted
         7: Guarded
+        8: Trace
 """
 
 
@@ -147,7 +154,7 @@ def _same_decodes(cls: type, data: bytes) -> str:
 
 
 def test_the_new_operations_are_compiled(m: ModuleType) -> None:
-    for name in ("Frame", "Item", "Run", "Texts", "Open", "Counted", "Guarded"):
+    for name in ("Frame", "Item", "Run", "Texts", "Open", "Counted", "Guarded", "Trace"):
         assert compiled.is_compiled(getattr(m, name)), name
     assert not compiled.is_compiled(m.Other)  # a condition: the Python codec's
     ours: tuple[type, ...] = (pravega.Frame, pravega.AppendBlockEnd, pravega.Event,
@@ -183,7 +190,7 @@ def _guarded(m: ModuleType, kind: int, flags: int, on: bool, odd: int = 0) -> An
 @st.composite
 def _bodies(draw: st.DrawFn, m: ModuleType) -> Any:
     kind = draw(st.sampled_from(["texts", "run", "other", "item", "open", "counted",
-                                 "guarded"]))
+                                 "guarded", "trace"]))
     item = st.builds(lambda d: m.Item(data=d), st.binary(max_size=40))
     other = st.integers(0, 255).flatmap(lambda a: st.builds(
         lambda b: m.Other(a=a, b=b), st.binary(max_size=9) if a == 1 else st.none()))
@@ -196,6 +203,8 @@ def _bodies(draw: st.DrawFn, m: ModuleType) -> Any:
         return draw(other)
     if kind == "item":
         return draw(item)
+    if kind == "trace":
+        return m.Trace(code=draw(st.integers(-2**31, 2**31 - 1)), trace=draw(_text))
     if kind == "guarded":
         return _guarded(m, draw(st.integers(0, 255)),
                         draw(st.integers(0, 2**64 - 1) | st.integers(0, 64)), draw(st.booleans()))
@@ -265,7 +274,8 @@ def _samples(m: ModuleType) -> list[tuple[Any, bytes]]:
               m.Counted(v=2**63 + 5, flag=True, blob=b"\x01" * 130,
                         items=[m.Item(data=b"i"), m.Item(data=b"")]),
               _guarded(m, 0xFC, 1, True), _guarded(m, 1, 0, False), _guarded(m, 5, 1, False),
-              _guarded(m, 3, 5, True)]
+              _guarded(m, 3, 5, True), m.Trace(code=-4, trace="at x.java:3"),
+              m.Trace(code=1, trace="")]
     out = [(m.Frame, m.Frame(body=b).encode()) for b in bodies]
     out += [(m.Texts, texts.encode()), (m.Run, bodies[1].encode())]
     out += [(pravega.Frame, frames_protocols.pravega_ours_encode()),
@@ -396,6 +406,13 @@ def test_an_omitted_default_is_stored_by_both_constructors(m: ModuleType) -> Non
     with compiled.pure_python():
         reference = m.Texts(id=uuid.UUID(int=1), name="", java="", blob=b"")
     assert made == reference and made.tail == 5
+    trace = m.Trace(code=1)
+    with compiled.pure_python():
+        assert trace == m.Trace(code=1) and trace.trace == "none"
+    # Without the bytes, the default; with a cut prefix or text, the Python code's error.
+    for data in (b"\x00\x00\x00\x01", b"\x00\x00\x00\x01\x00", b"\x00\x00\x00\x01\x00\x02a",
+                 b"\x00\x00\x00\x01\x00\x01\xe9"):
+        _same_decodes(m.Trace, data)
 
 
 # --- resources ----------------------------------------------------------------------------------

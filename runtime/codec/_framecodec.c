@@ -129,7 +129,7 @@ static PyObject *int_value(unsigned long long raw, int width, int flags) {
 /* The wire form of int `value` for a field of `width` bytes; 0 if it does not fit (or is not
    an int), which the Python code reports as out of range. */
 static int int_raw(PyObject *value, int width, int flags, unsigned long long *raw) {
-    if (!PyLong_Check(value)) return 0;
+    if (value == NULL || !PyLong_Check(value)) return 0;  /* NULL: a slot left empty */
     int bits = width * 8;
     if (flags & F_SIGNED) {
         int overflow;
@@ -606,6 +606,7 @@ static int encode_struct(FrameCodecObject *c, PyObject *obj, Out *o, int depth);
 /* The (key, codec or None) of a switch row for the body `v`, or NULL (maybe with an error)
    when its class is not one of the cases. */
 static PyObject *switch_case(const Row *r, PyObject *v) {
+    if (v == NULL) return NULL;
     PyObject *found = PyDict_GetItemWithError(r->body_fields, (PyObject *)Py_TYPE(v));
     if (found == NULL || !PyTuple_CheckExact(found) || PyTuple_GET_SIZE(found) != 2) return NULL;
     return found;
@@ -628,7 +629,7 @@ static int encode_switch_body(const Row *r, PyObject *v, Out *o, int depth) {
 
 /* The 16 bytes of uuid.UUID `v` (exactly that class, its int in range) into p. */
 static int uuid_bytes(const Row *r, PyObject *v, unsigned char *p) {
-    if (Py_TYPE(v) != (PyTypeObject *)r->obj) return -1;
+    if (v == NULL || Py_TYPE(v) != (PyTypeObject *)r->obj) return -1;
     PyObject *num = slot(v, r->int_offset);
     if (num == NULL || !PyLong_CheckExact(num)) return -1;
 #if PY_VERSION_HEX >= 0x030D0000
@@ -641,6 +642,7 @@ static int uuid_bytes(const Row *r, PyObject *v, unsigned char *p) {
 /* The bytes a prefixed row writes for `v`: bytes as they are, str as UTF-8, or as modified
    UTF-8 when it is ASCII without NUL (the same bytes); NULL for anything else. */
 static const char *prefixed_bytes(const Row *r, PyObject *v, Py_ssize_t *n) {
+    if (v == NULL) return NULL;
     if (r->number == TEXT_BYTES) {
         if (!PyBytes_CheckExact(v)) return NULL;
         *n = PyBytes_GET_SIZE(v);
@@ -661,7 +663,7 @@ static int encode_struct(FrameCodecObject *c, PyObject *obj, Out *o, int depth) 
     PyObject *encoded[FRAME_MAX_ROWS];   /* protobuf bytes, made when their size field is reached */
     Py_ssize_t counts[FRAME_MAX_ROWS];   /* what each count_of row wrote */
     int rc = -1;
-    if (depth > MAX_DEPTH || Py_TYPE(obj) != c->cls) return -1;
+    if (depth > MAX_DEPTH || obj == NULL || Py_TYPE(obj) != c->cls) return -1;
     for (i = 0; i < n; i++) encoded[i] = NULL;
     for (i = 0; i < n; i++) {
         const Row *r = &c->rows[i];
@@ -680,6 +682,7 @@ static int encode_struct(FrameCodecObject *c, PyObject *obj, Out *o, int depth) 
             /* The measured field comes later; encode it now, as the Python code does. */
             const Row *t = &c->rows[r->index];
             PyObject *v = slot(obj, t->offset);
+            if (v == NULL) goto done;  /* a slot left empty: the Python code raises */
             if (t->op == OP_SWITCH) {
                 /* Right after its size (check_row): written in place, measured, filled in. */
                 if (out_uint(o, 0, r->width, r->flags) < 0) goto done;
@@ -757,7 +760,7 @@ static int encode_struct(FrameCodecObject *c, PyObject *obj, Out *o, int depth) 
             break;
         case OP_STRUCT_RUN: {
             PyObject *v = slot(obj, r->offset);
-            if (!PyList_CheckExact(v)) goto done;
+            if (v == NULL || !PyList_CheckExact(v)) goto done;
             for (Py_ssize_t k = 0; k < PyList_GET_SIZE(v); k++) {
                 PyObject *item = Py_NewRef(PyList_GET_ITEM(v, k));
                 int rc = encode_struct((FrameCodecObject *)r->obj, item, o, depth + 1);
@@ -807,14 +810,15 @@ static int encode_struct(FrameCodecObject *c, PyObject *obj, Out *o, int depth) 
         }
         case OP_COUNT_OF: {
             PyObject *v = slot(obj, c->rows[r->index].offset);
-            if (!PyList_CheckExact(v) || !size_fits(r, PyList_GET_SIZE(v))) goto done;
+            if (v == NULL || !PyList_CheckExact(v) || !size_fits(r, PyList_GET_SIZE(v)))
+                goto done;
             counts[i] = PyList_GET_SIZE(v);
             if (out_uint(o, (unsigned long long)counts[i], r->width, r->flags) < 0) goto done;
             break;
         }
         case OP_STRUCT_ARRAY: {
             PyObject *v = slot(obj, r->offset);
-            if (!PyList_CheckExact(v)) goto done;
+            if (v == NULL || !PyList_CheckExact(v)) goto done;
             for (Py_ssize_t k = 0; k < PyList_GET_SIZE(v); k++) {
                 PyObject *item = Py_NewRef(PyList_GET_ITEM(v, k));
                 int rc = encode_struct((FrameCodecObject *)r->obj, item, o, depth + 1);
@@ -1039,7 +1043,8 @@ static PyObject *ctor_vectorcall(PyObject *callable, PyObject *const *args, size
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         const Row *r = &c->rows[i];
-        int optional = (r->op == OP_STRUCT && r->index != PRESENT_ALWAYS) || has_default(r);
+        int optional = (r->op == OP_STRUCT && r->index != PRESENT_ALWAYS) || has_default(r)
+                       || r->op == OP_CONDITION;  /* None when left out, as in the dataclass */
         if (r->offset >= 0 && vals[i] == NULL && !optional)
             return ctor_fallback(callable, args, nargs, kwnames);
     }

@@ -26,6 +26,8 @@ from hypothesis import strategies as st
 
 from bench import frames_protocols
 from protoframe.generated.pravega import frames as pravega
+from protoframe.generated.pulsar import frames as pulsar_frames
+from protoframe.generated.pulsar import pulsar_api
 from protoframe.generated.tank import frames as tank
 from protoframe.runtime.codec import compiled, compiled_frames
 from tests.support.examples import scaled
@@ -401,11 +403,33 @@ def test_conditions_encode_as_the_python_codec_does(m: ModuleType) -> None:
         _same(m.Guarded(**fields).encode)
 
 
+def test_a_slot_left_empty_gives_the_python_codecs_error(m: ModuleType) -> None:
+    for cls, wire in _samples(m):
+        value = cls.decode(wire)
+        for name in type(value).__slots__:
+            broken = cls.decode(wire)
+            delattr(broken, name)
+            _same(broken.encode)
+            if cls is m.Frame:
+                inner = cls.decode(wire)
+                delattr(inner.body, next(iter(type(inner.body).__slots__)))
+                _same(inner.encode)
+    payload = pulsar_frames.Payload(metadata=pulsar_api.MessageMetadata(
+        producer_name="p", sequence_id=1, publish_time=2), data=b"x")
+    for name in ("metadata", "data"):
+        broken = pulsar_frames.Payload(metadata=payload.metadata, data=b"x")
+        delattr(broken, name)
+        _same(broken.encode)
+
+
 def test_an_omitted_default_is_stored_by_both_constructors(m: ModuleType) -> None:
     made = m.Texts(id=uuid.UUID(int=1), name="", java="", blob=b"")
     with compiled.pure_python():
         reference = m.Texts(id=uuid.UUID(int=1), name="", java="", blob=b"")
     assert made == reference and made.tail == 5
+    guarded = m.Guarded(kind=1, flags=0, on=False)
+    with compiled.pure_python():
+        assert guarded == m.Guarded(kind=1, flags=0, on=False) and guarded.a is None
     trace = m.Trace(code=1)
     with compiled.pure_python():
         assert trace == m.Trace(code=1) and trace.trace == "none"

@@ -140,7 +140,7 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any]) -> tuple[tuple[
         body: Any = None
         present: Any = None
         if op == "const":
-            number = ref
+            number = ref & ((1 << 8 * width) - 1)  # as read: a negative constant's two's complement
         elif op == "size":
             at = index[ref]
         elif op == "checksum":

@@ -282,7 +282,9 @@ def _samples(m: ModuleType) -> list[tuple[Any, bytes]]:
     out += [(m.Texts, texts.encode()), (m.Run, bodies[1].encode())]
     out += [(pravega.Frame, frames_protocols.pravega_ours_encode()),
             (pravega.EventRun, pravega.EventRun(events=[
-                pravega.Event(data=b"e1"), pravega.Event(data=b"")]).encode())]
+                pravega.Event(data=b"e1"), pravega.Event(data=b"")]).encode()),
+            (pravega.Padding, pravega.Padding(zeros=bytes(3)).encode()),  # a negative constant
+            (pravega.PartialEvent, pravega.PartialEvent(data=b"\x00\x00").encode())]
     return out
 
 

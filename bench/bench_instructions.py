@@ -62,6 +62,15 @@ OPS: tuple[Op, ...] = (
     Op("  MessageMetadata build", "ours", "build_metadata()"),
     Op("  MessageMetadata encode", "ours", "METADATA.encode()"),
     Op("  MessageMetadata decode", "ours", "pb.MessageMetadata.decode(METADATA_BYTES)"),
+    Op("Pravega APPEND_BLOCK_END decode+read [216 B]", "ours",
+       "pravega_ours_decode(PRAVEGA_WIRE)"),
+    Op("Pravega APPEND_BLOCK_END decode+read [216 B]", "struct",
+       "pravega_hand_decode(PRAVEGA_WIRE)"),
+    Op("Pravega APPEND_BLOCK_END build+encode [216 B]", "ours", "pravega_ours_encode()"),
+    Op("Pravega APPEND_BLOCK_END build+encode [216 B]", "struct", "pravega_hand_encode()"),
+    Op("Pravega EventRun.decode, 100 events [10800 B]", "ours", "EventRun.decode(PRAVEGA_RUN)"),
+    Op("Pravega EventRun.decode, 100 events [10800 B]", "struct",
+       "pravega_hand_batch(PRAVEGA_RUN)"),
 )
 
 _COLLECTED = re.compile(r"Collected : (\d+)")

@@ -19,6 +19,14 @@ from bench.bench_frames import (
     struct_decode,
     struct_encode,
 )
+from bench.frames_protocols import (
+    pravega_hand_batch,
+    pravega_hand_decode,
+    pravega_hand_encode,
+    pravega_ours_decode,
+    pravega_ours_encode,
+)
+from protoframe.generated.pravega.frames import Event, EventRun
 from protoframe.generated.pulsar import pulsar_api as pb
 from protoframe.generated.pulsar.frames import Frame
 
@@ -46,8 +54,11 @@ def build_metadata() -> pb.MessageMetadata:
 SEND_COMMAND = build_send_command()
 METADATA = build_metadata()
 METADATA_BYTES = METADATA.encode()
+PRAVEGA_WIRE = pravega_ours_encode()
+PRAVEGA_RUN = EventRun(events=[Event(data=bytes([i]) * 100) for i in range(100)]).encode()
 FIXTURES = (WIRE, BUILT, SEND_COMMAND, METADATA, METADATA_BYTES, ours_decode, struct_decode,
-            struct_encode, construct_decode, construct_encode)
+            struct_encode, construct_decode, construct_encode, PRAVEGA_WIRE, PRAVEGA_RUN,
+            pravega_hand_batch, pravega_hand_decode, pravega_hand_encode, pravega_ours_decode)
 
 
 def main() -> None:

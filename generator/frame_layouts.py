@@ -10,23 +10,38 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from protoframe.generator.codewriter import q
+from protoframe.generator.compiled_exprs import program
 from protoframe.generator.errors import GeneratorBug
+from protoframe.generator.expr import Expr
+from protoframe.generator.frame_ir import SwitchField
 from protoframe.generator.ir import MessageType
 from protoframe.generator.layout_ops import (
     Always,
+    Array,
+    BytesOther,
     BytesSized,
     BytesToEnd,
     Checksum,
+    Computed,
+    Condition,
     Const,
+    Default,
     Envelope,
     FieldOp,
     IfPeek,
     IfRemaining,
     Nested,
+    Prefix,
     ProtoBody,
+    ReadBool,
     ReadInt,
+    ReadUuid,
+    ReadVarint,
+    Region,
     SizeOf,
     SizeRest,
+    String,
+    Switch,
 )
 from protoframe.generator.layout_plan import LayoutPlan
 from protoframe.generator.linefit import fit_tuple_row
@@ -66,8 +81,53 @@ def _row(op: FieldOp, ref: Callable[[MessageType], str]) -> str:
                 case Always():
                     presence = "None"
             return f"{head}, None, {plan.name}, {presence})"
+    more = _more_rows(op, head)
+    if more is not None:
+        return more
     raise GeneratorBug(f"{op.name!r}: the plan calls {op.word!r} compiled, but it has no row",
                        str(op.field.location))
+
+
+def _more_rows(op: FieldOp, head: str) -> str | None:
+    """The rows of the operations issue #21 brought to the compiled codec."""
+    match op:
+        case ReadUuid():
+            return f"{head}, None, None, None)"
+        case BytesOther(region=Region(size=str(size))) if op.word == "signed_bytes":
+            return f"{head}, None, {q(size)}, None)"
+        case Switch(key=key, region=region) if isinstance(op.field, SwitchField):
+            tables = op.field.tables
+            size = q(region.size) if region.size is not None else "None"
+            return f"{head}, None, {tables}_DECODERS, ({q(key)}, {size}, {tables}_CODES))"
+        case Computed(inner=ReadInt(int_type=t)) if op.word == "switch_key":
+            return f"{head}, {q(t.name)}, None, None)"  # its switch row names it
+        case Array(element=Nested(plan=plan)) if op.word == "struct_run":
+            return f"{head}, None, {plan.name}, None)"
+        case Prefix(inner=inner) if op.word in ("prefixed", "prefixed_default"):
+            prefix = inner.region.prefix if isinstance(inner, BytesOther | String) else None
+            if prefix is None:
+                return None
+            kind = inner.encoding if isinstance(inner, String) else "bytes"
+            name = prefix if prefix == "varint" else prefix.name
+            default = op.field.default
+            extra = q(default) if op.word == "prefixed_default" and isinstance(default, str) \
+                else "None"
+            return f"{head}, {q(name)}, {q(kind)}, {extra})"
+        case Condition(inner=ReadInt(int_type=t), expr=expr) if op.word == "condition":
+            steps = program(expr) or ()
+            text = ", ".join(f"({q(word)}, {q(arg) if isinstance(arg, str) else arg})"
+                             for word, arg in steps)
+            return f"{head}, {q(t.name)}, ({text}{',' if len(steps) == 1 else ''}), None)"
+        case ReadVarint() | ReadBool():
+            return f"{head}, None, None, None)"
+        case Computed(inner=ReadInt(int_type=t)) if op.word == "count_of":
+            return f"{head}, {q(t.name)}, {q(op.field.count_of or '')}, None)"
+        case Array(element=Nested(plan=plan), count=Expr(text=count)) if (
+                op.word == "struct_array"):
+            return f"{head}, None, {plan.name}, {q(count.strip())})"
+        case Default(inner=ReadInt(int_type=t)) if isinstance(op.field.default, int):
+            return f"{head}, {q(t.name)}, {op.field.default}, None)"
+    return None
 
 
 def layout_lines(plans: list[LayoutPlan], ref: Callable[[MessageType], str]) -> list[str]:
@@ -83,6 +143,8 @@ def layout_lines(plans: list[LayoutPlan], ref: Callable[[MessageType], str]) -> 
         entries.append(f"    ({plan.name}, {plan.check_end}, (")
         for op in plan.field_ops:
             entries += fit_tuple_row(_row(op, ref), "        ")
+        if plan.skips_trailing:
+            entries.append(f"        ({q('skip_trailing')}, None, None, None, None),")
         entries.append("    )),")
     if not entries:
         return []

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Literal, TypeAlias
 
+from protoframe.generator.compiled_exprs import program
 from protoframe.generator.expr import Expr
 from protoframe.generator.frame_ir import FrameField, StructDef
 from protoframe.generator.ir import MessageType
@@ -24,7 +25,8 @@ if TYPE_CHECKING:
 def c_words() -> frozenset[str]:
     """The operation words the compiled frame codec knows (read when asked, so a test can
     change the vocabulary)."""
-    return frozenset(vocabulary.FRAME_OPS) | {vocabulary.ENVELOPE}
+    return (frozenset(vocabulary.FRAME_OPS) | {vocabulary.ENVELOPE}
+            | set(vocabulary.FRAME_ALIASES))
 
 
 @dataclass(frozen=True)
@@ -239,8 +241,19 @@ class BytesToEnd(FieldOp):
 class BytesOther(FieldOp):
     """Bytes bounded otherwise, or compressed bytes with a size."""
 
-    word: ClassVar[str] = "bytes_other"
     region: Region
+
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``signed_bytes`` (in the C vocabulary) when an earlier signed integer of this struct
+        holds the size, as ``length: i32`` before the bytes it measures."""
+        f = self.field
+        r = self.region
+        if (unconditional(f) and f.compression is None and r.size is not None and r.size != "rest"
+                and "." not in r.size and r.size_written_first and not r.size_unsigned
+                and r.prefix is None and r.length is None and not r.nullable):
+            return "signed_bytes"
+        return "bytes_other"
 
 
 @dataclass(frozen=True)
@@ -290,7 +303,6 @@ class ReadVarint(FieldOp):
     """A varint; ``const``: the value it must have; ``sets_end``: it is the size of the rest;
     ``max_bytes``: at most that many bytes (``max_bytes:``), else up to 10."""
 
-    word: ClassVar[str] = "varint"
     const: int | None
     sets_end: bool
     max_bytes: int | None = None
@@ -306,19 +318,39 @@ class ReadLenenc(FieldOp):
     const: int | None
     nullable: bool
 
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``varint`` (in the C vocabulary) for a stored varint always there; ``varint_other``
+        for a constant, a size or one with a condition."""
+        return "varint" if _plain_stored(self.field, self.const, self.sets_end) else "varint_other"
+
 
 @dataclass(frozen=True)
 class ReadBool(FieldOp):
     """A byte read as a bool (``const`` and ``sets_end`` as for ``ReadVarint``)."""
 
-    word: ClassVar[str] = "bool"
     const: int | None
     sets_end: bool
+
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``bool`` (in the C vocabulary) as ``varint`` is; ``bool_other`` otherwise."""
+        return "bool" if _plain_stored(self.field, self.const, self.sets_end) else "bool_other"
+
+
+def _plain_stored(f: FrameField, const: int | None, sets_end: bool) -> bool:
+    """Whether ``f`` is stored as read: no constant, no size, no computed value, always there."""
+    return (const is None and not sets_end and f.size_of is None and f.value is None
+            and f.count_of is None and f.checksum is None and f.size_range is None
+            and not f.is_switch_key and unconditional(f))
 
 
 @dataclass(frozen=True)
 class ReadUuid(FieldOp):
-    word: ClassVar[str] = "uuid"
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``uuid`` (in the C vocabulary) when always there; ``uuid_other`` otherwise."""
+        return "uuid" if unconditional(self.field) else "uuid_other"
 
 
 @dataclass(frozen=True)
@@ -335,6 +367,16 @@ class String(FieldOp):
     word: ClassVar[str] = "string"
     encoding: str
     region: Region
+
+
+def unconditional(f: FrameField) -> bool:
+    """Whether ``f`` is always on the wire: no condition, peek or test for remaining bytes."""
+    return (f.when is None and f.when_peek is None and not f.when_remaining and not f.optional
+            and not f.marker and f.wire)
+
+
+def _plain_region(region: Region) -> bool:
+    return region.length is None and region.size is None and region.prefix is None
 
 
 @dataclass(frozen=True)
@@ -370,16 +412,46 @@ class Array(FieldOp):
         # learns plain arrays does not take these without learning what they check.
         return "array_limited" if self.item_limits else "array"
 
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``struct_run`` (in the C vocabulary) for a list of nested structs, always there and
+        compiled, read until the end of the region; ``array`` for any other list."""
+        el = self.element
+        if (unconditional(self.field) and self.until_end and self.count is None
+                and not self.index_used and _plain_region(self.region) and isinstance(el, Nested)
+                and isinstance(el.when, Always) and el.plan.compiled):
+            return "struct_run"
+        if (unconditional(self.field) and self.count_from_field and self.count is not None
+                and self.count.text.strip().isidentifier() and not self.until_end
+                and not self.index_used and _plain_region(self.region)
+                and isinstance(el, Nested) and isinstance(el.when, Always)
+                and el.plan.compiled):
+            return "struct_array"
+        return "array"
+
 
 @dataclass(frozen=True)
 class Switch(FieldOp):
     """A body chosen by the earlier field ``key``; ``directional``: a case decodes another
     struct on the way to the server than on the way to the client."""
 
-    word: ClassVar[str] = "switch"
     key: str
     directional: bool
     region: Region
+
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``switch`` (in the C vocabulary) for a switch the same both ways, bounded by a size
+        or by its region; ``directional_switch`` or ``switch_other`` otherwise."""
+        if self.directional:
+            return "directional_switch"
+        if not unconditional(self.field):
+            return "switch_other"
+        r = self.region
+        if r.length is None and r.prefix is None and (r.size is None or (
+                r.size != "rest" and "." not in r.size and r.size_written_first)):
+            return "switch"
+        return "switch_other"
 
 
 @dataclass(frozen=True)
@@ -491,8 +563,17 @@ class OptionalScalar(Wrap):
 class Condition(Wrap):
     """There only when an expression over earlier fields holds (``when:``)."""
 
-    word: ClassVar[str] = "condition"
     expr: Expr = field(compare=False)
+
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``condition`` (in the C vocabulary) for an integer there when an expression with a
+        program (``compiled_exprs``) holds; ``condition_other`` otherwise."""
+        f = self.field
+        if (isinstance(self.inner, ReadInt) and f.when_peek is None and not f.when_remaining
+                and not f.marker and f.default is None and program(self.expr) is not None):
+            return "condition"
+        return "condition_other"
 
 
 @dataclass(frozen=True)
@@ -504,6 +585,8 @@ class Computed(Wrap):
 
     @property
     def word(self) -> str:  # type: ignore[override]
+        if self.how in ("switch_key", "count_of") and not isinstance(self.inner, ReadInt):
+            return f"{self.how}_other"
         return self.how
 
 
@@ -518,8 +601,27 @@ class WithArgs(Wrap):
 class Prefix(Wrap):
     """Bytes, text or a struct bounded by a length prefix of their own."""
 
-    word: ClassVar[str] = "prefix"
     prefix: str
+
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``prefixed`` (in the C vocabulary) for bytes, UTF-8 or modified UTF-8 text after a
+        fixed-width length prefix that cannot be null; ``prefix`` otherwise."""
+        inner = self.inner
+        f = self.field
+        match inner:
+            case BytesOther(region=r) | String(region=r) if (
+                    (isinstance(r.prefix, IntType) or r.prefix == "varint")
+                    and not r.nullable and r.length is None and r.size is None
+                    and inner.field.compression is None
+                    and (not isinstance(inner, String) or inner.encoding in ("utf8", "mutf8"))):
+                if unconditional(f):
+                    return "prefixed"
+                if (isinstance(inner, String) and f.when_remaining and f.when is None
+                        and f.when_peek is None and not f.marker and f.wire
+                        and isinstance(f.default, str)):
+                    return "prefixed_default"  # text when bytes remain, its default when not
+        return "prefix"
 
 
 @dataclass(frozen=True)
@@ -532,7 +634,15 @@ class FixedLength(Wrap):
 class Default(Wrap):
     """Read when bytes remain, this value when not."""
 
-    word: ClassVar[str] = "default"
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``default`` (in the C vocabulary) for a fixed-width integer read when bytes remain;
+        ``default_other`` otherwise."""
+        f = self.field
+        if (isinstance(self.inner, ReadInt) and f.when_remaining and f.when_peek is None
+                and isinstance(f.default, int) and not isinstance(f.default, bool)):
+            return "default"
+        return "default_other"
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
+from protoframe.generator.compiled_exprs import program
 from protoframe.generator.expr import Expr
 from protoframe.generator.frame_ir import (
     INT_TYPES,
@@ -94,6 +95,7 @@ from protoframe.generator.layout_ops import (
     Terminated,
     WithArgs,
     c_words,
+    kind_op,
 )
 from protoframe.generator.length_rules import size_extra
 from protoframe.generator.value_rules import int_bounds, varint_bytes
@@ -183,8 +185,64 @@ class LayoutPlan:
         """Whether the compiled codec takes this struct: it knows every operation, the nested
         plans are compiled, and the struct fits its row arrays (one row per field)."""
         ops = self.field_ops
-        return (bool(ops) and len(ops) <= vocabulary.FRAME_MAX_ROWS and not self.unknown_to_c
-                and all(op.plan.compiled for op in ops if isinstance(op, Nested)))
+        rows = len(ops) + self.skips_trailing
+        return (bool(ops) and rows <= vocabulary.FRAME_MAX_ROWS and not self.unknown_to_c
+                and all(op.plan.compiled for op in ops if isinstance(op, Nested))
+                and c_links_hold(ops))
+
+
+# The words of the rows a size row of the compiled codec can measure.
+_SIZED_WORDS = frozenset({"proto", vocabulary.ENVELOPE, "bytes", "signed_bytes", "switch"})
+# The rows whose values a compiled condition may read: integers always there.
+_INT_WORDS = frozenset({"int", "varint", "bool"})
+
+
+def c_links_hold(ops: tuple[AnyFieldOp, ...]) -> bool:
+    """Whether the rows the compiled codec links are where its tables need them: a size before
+    the field it measures (a switch right after its size), and a switch's key before it."""
+    at = {op.name: i for i, op in enumerate(ops)}
+    for i, op in enumerate(ops):
+        kind = kind_op(op)
+        if isinstance(kind, SizeOf) and op is kind:
+            target = at.get(kind.target, -1)
+            if target <= i or ops[target].word not in _SIZED_WORDS:
+                return False
+            if ops[target].word == "switch" and target != i + 1:
+                return False
+        sized_by = op.region.size if op.word in ("switch", "signed_bytes") and isinstance(
+            op, Switch | BytesOther) else None
+        if sized_by is not None:
+            size = at.get(sized_by, -1)
+            measure = ops[size] if 0 <= size < i else None
+            if not isinstance(measure, SizeOf) or measure.target != op.name:
+                return False
+            if op.word == "switch" and size != i - 1:
+                return False
+        if isinstance(op, Switch) and op.word == "switch":
+            key = at.get(op.key, -1)
+            if not 0 <= key < i or ops[key].word != "switch_key":
+                return False
+        if isinstance(op, Condition) and op.word == "condition":
+            steps = program(op.expr) or ()
+            names = [str(arg) for word, arg in steps if word == "field"]
+            if not all(0 <= at.get(name, -1) < i and ops[at[name]].word in _INT_WORDS
+                       for name in names):
+                return False
+        if isinstance(op, Computed) and op.word == "count_of":
+            array = at.get(op.field.count_of or "", -1)
+            counted = ops[array] if array > i else None
+            if (not isinstance(counted, Array) or counted.word != "struct_array"
+                    or counted.count is None or counted.count.text.strip() != op.name):
+                return False
+        if isinstance(op, Array) and op.word == "struct_array" and op.count is not None:
+            count = at.get(op.count.text.strip(), -1)
+            if not 0 <= count < i or ops[count].word != "count_of":
+                return False
+        if isinstance(op, Computed) and op.word == "switch_key":
+            if not any(isinstance(o, Switch) and o.key == op.name and o.word == "switch"
+                       for o in ops[i + 1:]):
+                return False
+    return True
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,9 @@
  * Like runtime/codec/_wirecodec.c it is a fast path, not a second set of rules. The tables cover
  * the common frame items only: fixed-width integers, constants, sizes, checksums that run to the
  * end of their struct, embedded protobuf messages, bytes, and nested structs (always there,
- * there when bytes remain, or there when a peeked value matches). Whatever is not well formed
+ * there when bytes remain, or there when a peeked value matches); and uuids, prefixed bytes and
+ * text, integers with a default, skipped trailing bytes, runs of nested structs to the end, and
+ * switches on an integer key. Whatever is not well formed
  * or not plain (a bad magic, a size running past its region, a checksum mismatch, a missing
  * command body, a value of an unusual type or out of range) makes it give up without side
  * effects, and the generated Python method does the whole struct again and raises its error.
@@ -15,6 +17,7 @@
  * are cleared, and the Python path raises them again in context.
  */
 #include "_codec_common.h"
+#include <limits.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -22,9 +25,17 @@
    have (FRAME_MAX_ROWS): _vocabulary.h, from vocabulary.py, which says what each does. */
 #define F_SIGNED 1
 #define F_BIG 2
+#define F_VARINT 4  /* a prefixed row's prefix is a varint (its width is 0) */
 #define MAX_DEPTH 32
 
 typedef struct FrameCodecObject FrameCodecObject;
+
+/* One step of a condition's program (X_*, from vocabulary.EXPR_OPS): for X_FIELD the row
+   whose integer it pushes, for X_CONST the constant. */
+typedef struct {
+    int op;
+    long long arg;
+} Step;
 
 typedef struct {
     int op;
@@ -39,7 +50,28 @@ typedef struct {
     PyObject *body_fields;      /* ... and the dict from its value to the body attribute */
     Py_ssize_t present_offset;  /* ... and the slot of the message's dict of present bodies,
                                    or -1 to ask for each body by attribute */
+    Py_ssize_t int_offset;      /* a uuid row: the slots of uuid.UUID's int and is_safe */
+    Py_ssize_t safe_offset;
+    Step *prog;                 /* a condition row: its program, prog_len steps */
+    Py_ssize_t prog_len;
 } Row;
+
+/* The other rows (see vocabulary.py):
+   uuid        obj uuid.UUID, dispatch_attr SafeUUID.unknown (what UUID(bytes=...) stores)
+   switch      obj {key: nested codec, or the class when it has none}, body_fields
+               {class: (key, codec or None)}, index its size row or -1, number its key row
+   switch_key  index its switch row; the value read is kept in values[] for the switch
+   struct_run  obj the nested codec
+   prefixed    width and flags the prefix's; number what follows: TEXT_BYTES, _UTF8, _MUTF8;
+               obj NULL, or the value when no bytes remain (read only when some do)
+   default     obj the value when the bytes are not there
+   count_of    index its struct_array row; the count read is kept in sizes[]
+   struct_array  obj the nested codec, index its count_of row
+   condition   width and flags the integer's; prog its program, over earlier int, varint and
+               bool rows */
+#define TEXT_BYTES 0
+#define TEXT_UTF8 1
+#define TEXT_MUTF8 2
 
 struct FrameCodecObject {
     PyObject_HEAD
@@ -48,6 +80,7 @@ struct FrameCodecObject {
     Py_ssize_t nrows;
     Row *rows;
     int check_end;              /* bytes left after the last field are an error */
+    int has_temp;               /* rows that are not stored keep a value while decoding */
     PyObject *py_encode;        /* the generated Python methods, for whatever this gives up on */
     PyObject *py_decode;
     PyObject *py_decode_from;
@@ -60,7 +93,7 @@ struct FrameCodecObject {
 };
 
 static PyTypeObject FrameCodec_Type;
-static PyObject *str_decode_from, *str_encode, *str_init;
+static PyObject *str_decode_from, *str_encode, *str_init, *str_int, *str_is_safe;
 static TypeTable ctor_codecs;  /* class -> codec, for the constructors */
 static const WireCodecAPI *wire_api;  /* runtime.codec._wirecodec's, or NULL without it */
 
@@ -96,7 +129,7 @@ static PyObject *int_value(unsigned long long raw, int width, int flags) {
 /* The wire form of int `value` for a field of `width` bytes; 0 if it does not fit (or is not
    an int), which the Python code reports as out of range. */
 static int int_raw(PyObject *value, int width, int flags, unsigned long long *raw) {
-    if (!PyLong_Check(value)) return 0;
+    if (value == NULL || !PyLong_Check(value)) return 0;  /* NULL: a slot left empty */
     int bits = width * 8;
     if (flags & F_SIGNED) {
         int overflow;
@@ -136,6 +169,81 @@ static int checksum_matches(PyObject *fn, const unsigned char *p, Py_ssize_t n,
     return !PyErr_Occurred() && v == sent;
 }
 
+/* The unsigned varint at p[:n]: its length (at most 10 bytes; bits past 64 are dropped, as
+   runtime.codec.protowire.read_varint drops them), or 0 if it does not end inside. */
+static int read_varint(const unsigned char *p, Py_ssize_t n, unsigned long long *v) {
+    unsigned long long r = 0;
+    for (int k = 0; k < 10 && k < n; k++) {
+        r |= (unsigned long long)(p[k] & 0x7F) << (7 * k);
+        if (p[k] < 0x80) {
+            *v = r;
+            return k + 1;
+        }
+    }
+    return 0;
+}
+
+/* The signed value of the `width`-byte two's complement `raw`. */
+static long long signed_of(unsigned long long raw, int width) {
+    int bits = width * 8;
+    if (bits < 64 && (raw >> (bits - 1)) & 1) return (long long)(raw | (~0ULL << bits));
+    return (long long)raw;
+}
+
+/* uuid.UUID(bytes=p[:16]) as the uuid module builds it: its int and is_safe slots. */
+static PyObject *make_uuid(const Row *r, const unsigned char *p) {
+    PyTypeObject *type = (PyTypeObject *)r->obj;
+    PyObject *v = _PyLong_FromByteArray(p, 16, 0, 0);
+    if (v == NULL) return NULL;
+    PyObject *u = type->tp_alloc(type, 0);
+    if (u == NULL) {
+        Py_DECREF(v);
+        return NULL;
+    }
+    *(PyObject **)((char *)u + r->int_offset) = v;
+    *(PyObject **)((char *)u + r->safe_offset) = Py_NewRef(r->dispatch_attr);
+    return u;
+}
+
+/* Text or bytes of a prefixed row from p[:n]; NULL (an error set) on text that is not plain:
+   invalid UTF-8, or modified UTF-8 beyond ASCII, which the Python code decodes itself. */
+static PyObject *prefixed_value(const Row *r, const unsigned char *p, Py_ssize_t n) {
+    if (r->number == TEXT_BYTES) return PyBytes_FromStringAndSize((const char *)p, n);
+    if (r->number == TEXT_UTF8) return PyUnicode_DecodeUTF8((const char *)p, n, NULL);
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (p[k] >= 0x80) {
+            PyErr_SetString(PyExc_ValueError, "not ASCII");
+            return NULL;
+        }
+    }
+    return PyUnicode_DecodeASCII((const char *)p, n, NULL);
+}
+
+/* cls.decode_from(buf, pos, vend) of a switch case without a compiled codec; *ppos is set to
+   where it stopped, which must lie in [pos, vend]. */
+static PyObject *case_decode_from(PyObject *cls, PyObject *buf, Py_ssize_t *ppos,
+                                  Py_ssize_t vend) {
+    PyObject *method = PyObject_GetAttr(cls, str_decode_from);
+    if (method == NULL) return NULL;
+    PyObject *args[3] = {buf, PyLong_FromSsize_t(*ppos), PyLong_FromSsize_t(vend)};
+    PyObject *result = NULL, *obj = NULL;
+    if (args[1] && args[2]) result = PyObject_Vectorcall(method, args, 3, NULL);
+    Py_DECREF(method);
+    Py_XDECREF(args[1]);
+    Py_XDECREF(args[2]);
+    if (result == NULL) return NULL;
+    if (PyTuple_CheckExact(result) && PyTuple_GET_SIZE(result) == 2
+            && PyLong_CheckExact(PyTuple_GET_ITEM(result, 1))) {
+        Py_ssize_t at = PyLong_AsSsize_t(PyTuple_GET_ITEM(result, 1));
+        if (!PyErr_Occurred() && *ppos <= at && at <= vend) {
+            obj = Py_NewRef(PyTuple_GET_ITEM(result, 0));
+            *ppos = at;
+        }
+    }
+    Py_DECREF(result);
+    return obj;
+}
+
 /* Decode the protobuf message of row `r` from buf[pos:vend] with its class's decode_from. */
 static PyObject *decode_proto(const Row *r, PyObject *buf, Py_ssize_t pos, Py_ssize_t vend) {
     PyObject *method = PyObject_GetAttr(r->obj, str_decode_from);
@@ -169,6 +277,225 @@ static PyObject *decode_proto(const Row *r, PyObject *buf, Py_ssize_t pos, Py_ss
     return msg;
 }
 
+/* The integer value of a condition's operand: an int or a bool, within 64 bits. */
+static int operand(PyObject *v, long long *out) {
+    if (v == NULL || !(PyLong_CheckExact(v) || PyBool_Check(v))) return 0;
+    int overflow;
+    *out = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow || (*out == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    return 1;
+}
+
+/* Whether the condition of row `r` holds: 1 or 0, -1 to give up (a value that is not a plain
+   integer, or a step a 64-bit integer cannot take as Python's ints do). The operands are the
+   earlier rows' decoded values (`values`), or the slots of `obj` when encoding. */
+static int condition_holds(const FrameCodecObject *c, const Row *r, PyObject *const *values,
+                           PyObject *obj) {
+    long long stack[EXPR_MAX_DEPTH];
+    int top = 0;
+    for (Py_ssize_t k = 0; k < r->prog_len; k++) {
+        const Step *st = &r->prog[k];
+        if (st->op == X_FIELD || st->op == X_CONST) {
+            if (top >= EXPR_MAX_DEPTH) return -1;
+            if (st->op == X_CONST) {
+                stack[top++] = st->arg;
+            } else {
+                PyObject *v = values ? values[st->arg] : slot(obj, c->rows[st->arg].offset);
+                if (!operand(v, &stack[top++])) return -1;
+            }
+            continue;
+        }
+        if (st->op == X_NOT || st->op == X_NEG) {
+            if (top < 1) return -1;
+            long long a = stack[top - 1];
+            if (st->op == X_NEG && a == LLONG_MIN) return -1;
+            stack[top - 1] = st->op == X_NOT ? !a : -a;
+            continue;
+        }
+        if (top < 2) return -1;
+        long long a = stack[top - 2], b = stack[top - 1], v;
+        unsigned long long ua = (unsigned long long)a, ub = (unsigned long long)b;
+        switch (st->op) {
+        case X_AND: v = a && b; break;
+        case X_OR: v = a || b; break;
+        case X_BITAND: v = (long long)(ua & ub); break;
+        case X_BITOR: v = (long long)(ua | ub); break;
+        case X_BITXOR: v = (long long)(ua ^ ub); break;
+        case X_RSHIFT:
+            if (a < 0 || b < 0) return -1;
+            v = b >= 63 ? 0 : a >> b;
+            break;
+        case X_LSHIFT:
+            if (a < 0 || b < 0 || (a != 0 && (b >= 63 || a > (LLONG_MAX >> b)))) return -1;
+            v = a == 0 ? 0 : a << b;
+            break;
+        case X_ADD:
+            if ((b > 0 && a > LLONG_MAX - b) || (b < 0 && a < LLONG_MIN - b)) return -1;
+            v = a + b;
+            break;
+        case X_SUB:
+            if ((b < 0 && a > LLONG_MAX + b) || (b > 0 && a < LLONG_MIN + b)) return -1;
+            v = a - b;
+            break;
+        case X_EQ: v = a == b; break;
+        case X_NE: v = a != b; break;
+        case X_LT: v = a < b; break;
+        case X_LE: v = a <= b; break;
+        case X_GT: v = a > b; break;
+        case X_GE: v = a >= b; break;
+        default: return -1;
+        }
+        stack[--top - 1] = v;
+    }
+    return top == 1 ? stack[0] != 0 : -1;
+}
+
+#if defined(__GNUC__)
+#define NOINLINE __attribute__((noinline))
+#else
+#define NOINLINE
+#endif
+
+static PyObject *decode_struct(FrameCodecObject *c, PyObject *buf, Py_ssize_t *ppos,
+                               Py_ssize_t end, int depth);
+
+/* Decode row `r` (one of the rows after OP_STRUCT) of codec `c` at *ppos: 0 on success with
+   *ppos after it and its value in values[], -1 to give up. */
+static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
+                               const unsigned char *data, Py_ssize_t *ppos, Py_ssize_t end,
+                               PyObject **values, Py_ssize_t *sizes, int depth) {
+    Py_ssize_t pos = *ppos;
+    Py_ssize_t i = r - c->rows;
+    switch (r->op) {
+        case OP_SWITCH_KEY: case OP_DEFAULT: {
+            if (end - pos < r->width) {
+                if (r->op != OP_DEFAULT) return -1;
+                values[i] = Py_NewRef(r->obj);
+                break;
+            }
+            unsigned long long raw = read_uint(data + pos, r->width, r->flags & F_BIG);
+            pos += r->width;
+            if ((values[i] = int_value(raw, r->width, r->flags)) == NULL) return -1;
+            break;
+        }
+        case OP_UUID:
+            if (end - pos < 16) return -1;
+            if ((values[i] = make_uuid(r, data + pos)) == NULL) return -1;
+            pos += 16;
+            break;
+        case OP_PREFIXED: {
+            unsigned long long raw;
+            if (r->obj != NULL && pos >= end) {  /* when bytes remain; its default when not */
+                values[i] = Py_NewRef(r->obj);
+                break;
+            }
+            if (r->flags & F_VARINT) {
+                int used = read_varint(data + pos, end - pos, &raw);
+                if (used == 0) return -1;
+                pos += used;
+            } else {
+                if (end - pos < r->width) return -1;
+                raw = read_uint(data + pos, r->width, r->flags & F_BIG);
+                pos += r->width;
+            }
+            if (r->flags & F_SIGNED && signed_of(raw, r->width) < 0) return -1;
+            if (raw > (unsigned long long)(end - pos)) return -1;
+            values[i] = prefixed_value(r, data + pos, (Py_ssize_t)raw);
+            if (values[i] == NULL) return -1;
+            pos += (Py_ssize_t)raw;
+            break;
+        }
+        case OP_STRUCT_RUN: {
+            PyObject *list = PyList_New(0);
+            if ((values[i] = list) == NULL) return -1;
+            while (pos < end) {
+                Py_ssize_t before = pos;
+                PyObject *item = decode_struct((FrameCodecObject *)r->obj, buf, &pos, end,
+                                               depth + 1);
+                if (item == NULL) return -1;
+                int rc = PyList_Append(list, item);
+                Py_DECREF(item);
+                if (rc < 0 || pos == before) return -1;
+            }
+            break;
+        }
+        case OP_SWITCH: {
+            Py_ssize_t vend = end;
+            if (r->index >= 0) {
+                if (sizes[r->index] > end - pos) return -1;
+                vend = pos + sizes[r->index];
+            }
+            PyObject *found = PyDict_GetItemWithError(r->obj, values[r->number]);
+            if (found == NULL) return -1;
+            if (Py_TYPE(found) == &FrameCodec_Type)
+                values[i] = decode_struct((FrameCodecObject *)found, buf, &pos, vend, depth + 1);
+            else
+                values[i] = case_decode_from(found, buf, &pos, vend);
+            if (values[i] == NULL || (r->index >= 0 && pos != vend)) return -1;
+            break;
+        }
+        case OP_SKIP_TRAILING:
+            pos = end;
+            break;
+        case OP_VARINT: {
+            unsigned long long raw;
+            int used = read_varint(data + pos, end - pos, &raw);
+            if (used == 0) return -1;
+            pos += used;
+            if ((values[i] = PyLong_FromUnsignedLongLong(raw)) == NULL) return -1;
+            break;
+        }
+        case OP_BOOL:
+            if (end - pos < 1) return -1;
+            values[i] = PyBool_FromLong(data[pos++] != 0);
+            break;
+        case OP_COUNT_OF: {
+            if (end - pos < r->width) return -1;
+            unsigned long long raw = read_uint(data + pos, r->width, r->flags & F_BIG);
+            pos += r->width;
+            /* A negative count reads as none in the Python code: left to it. */
+            if ((r->flags & F_SIGNED && signed_of(raw, r->width) < 0)
+                    || raw > (unsigned long long)PY_SSIZE_T_MAX)
+                return -1;
+            sizes[i] = (Py_ssize_t)raw;
+            break;
+        }
+        case OP_CONDITION: {
+            int holds = condition_holds(c, r, values, NULL);
+            if (holds < 0) return -1;
+            if (!holds) {
+                values[i] = Py_NewRef(Py_None);
+                break;
+            }
+            if (end - pos < r->width) return -1;
+            unsigned long long raw = read_uint(data + pos, r->width, r->flags & F_BIG);
+            pos += r->width;
+            if ((values[i] = int_value(raw, r->width, r->flags)) == NULL) return -1;
+            break;
+        }
+        case OP_STRUCT_ARRAY: {
+            PyObject *list = PyList_New(0);
+            if ((values[i] = list) == NULL) return -1;
+            for (Py_ssize_t k = 0; k < sizes[r->index]; k++) {
+                PyObject *item = decode_struct((FrameCodecObject *)r->obj, buf, &pos, end,
+                                               depth + 1);
+                if (item == NULL) return -1;
+                int rc = PyList_Append(list, item);
+                Py_DECREF(item);
+                if (rc < 0) return -1;
+            }
+            break;
+        }
+        default:
+            return -1;
+    }
+    *ppos = pos;
+    return 0;
+}
+
 /* Decode codec's struct from buf[*pos:end]; on success *pos is the position after it. NULL
    means give up (any exception is cleared by the caller). */
 static PyObject *decode_struct(FrameCodecObject *c, PyObject *buf, Py_ssize_t *ppos,
@@ -193,7 +520,14 @@ static PyObject *decode_struct(FrameCodecObject *c, PyObject *buf, Py_ssize_t *p
             } else if (r->op == OP_CONST) {
                 if (raw != r->number) goto give_up;
             } else if (r->op == OP_SIZE) {
-                if (r->flags & F_SIGNED || raw > (unsigned long long)PY_SSIZE_T_MAX) goto give_up;
+                if (r->flags & F_SIGNED) {
+                    long long v = signed_of(raw, r->width);
+                    if (v < 0 || (unsigned long long)v > (unsigned long long)PY_SSIZE_T_MAX)
+                        goto give_up;
+                    raw = (unsigned long long)v;
+                } else if (raw > (unsigned long long)PY_SSIZE_T_MAX) {
+                    goto give_up;
+                }
                 sizes[i] = (Py_ssize_t)raw;
             } else if (r->op == OP_SIZE_REST) {
                 if (r->flags & F_SIGNED || raw > (unsigned long long)(end - pos)) goto give_up;
@@ -234,7 +568,10 @@ static PyObject *decode_struct(FrameCodecObject *c, PyObject *buf, Py_ssize_t *p
             break;
         }
         default:
-            goto give_up;
+            /* The rows issue #21 added, out of line: the loop over Pulsar's rows stays as
+               small as it was. */
+            if (decode_row(c, r, buf, data, &pos, end, values, sizes, depth) < 0) goto give_up;
+            break;
         }
     }
     if (c->check_end && pos != end) goto give_up;
@@ -246,6 +583,8 @@ static PyObject *decode_struct(FrameCodecObject *c, PyObject *buf, Py_ssize_t *p
             values[i] = NULL;
         }
     }
+    if (c->has_temp)
+        for (i = 0; i < n; i++) Py_CLEAR(values[i]);
     *ppos = pos;
     return obj;
 give_up:
@@ -263,6 +602,19 @@ static int out_write(Out *o, const char *p, Py_ssize_t n) {
     return 0;
 }
 
+static int out_varint(Out *o, unsigned long long v) {
+    if (out_reserve(o, 10) < 0) return -1;
+    unsigned char *p = (unsigned char *)o->data + o->len;
+    int k = 0;
+    while (v >= 0x80) {
+        p[k++] = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    p[k++] = (unsigned char)v;
+    o->len += k;
+    return 0;
+}
+
 static int out_uint(Out *o, unsigned long long v, int width, int flags) {
     if (out_reserve(o, width) < 0) return -1;
     write_uint((unsigned char *)o->data + o->len, v, width, flags & F_BIG);
@@ -276,19 +628,177 @@ static int size_fits(const Row *r, Py_ssize_t v) {
     return bits >= 63 || (unsigned long long)v >> bits == 0;
 }
 
+static int encode_struct(FrameCodecObject *c, PyObject *obj, Out *o, int depth);
+
+/* The (key, codec or None) of a switch row for the body `v`, or NULL (maybe with an error)
+   when its class is not one of the cases. */
+static PyObject *switch_case(const Row *r, PyObject *v) {
+    if (v == NULL) return NULL;
+    PyObject *found = PyDict_GetItemWithError(r->body_fields, (PyObject *)Py_TYPE(v));
+    if (found == NULL || !PyTuple_CheckExact(found) || PyTuple_GET_SIZE(found) != 2) return NULL;
+    return found;
+}
+
+/* Append the body `v` of switch row `r`: by its compiled codec, or its encode method. */
+static int encode_switch_body(const Row *r, PyObject *v, Out *o, int depth) {
+    PyObject *found = switch_case(r, v);
+    if (found == NULL) return -1;
+    PyObject *codec = PyTuple_GET_ITEM(found, 1);
+    if (Py_TYPE(codec) == &FrameCodec_Type)
+        return encode_struct((FrameCodecObject *)codec, v, o, depth + 1);
+    PyObject *b = PyObject_CallMethodNoArgs(v, str_encode);
+    if (b == NULL) return -1;
+    int rc = PyBytes_CheckExact(b) ? out_write(o, PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b))
+                                   : -1;
+    Py_DECREF(b);
+    return rc;
+}
+
+/* The 16 bytes of uuid.UUID `v` (exactly that class, its int in range) into p. */
+static int uuid_bytes(const Row *r, PyObject *v, unsigned char *p) {
+    if (v == NULL || Py_TYPE(v) != (PyTypeObject *)r->obj) return -1;
+    PyObject *num = slot(v, r->int_offset);
+    if (num == NULL || !PyLong_CheckExact(num)) return -1;
+#if PY_VERSION_HEX >= 0x030D0000
+    return _PyLong_AsByteArray((PyLongObject *)num, p, 16, 0, 0, 1);
+#else
+    return _PyLong_AsByteArray((PyLongObject *)num, p, 16, 0, 0);
+#endif
+}
+
+/* The bytes a prefixed row writes for `v`: bytes as they are, str as UTF-8, or as modified
+   UTF-8 when it is ASCII without NUL (the same bytes); NULL for anything else. */
+static const char *prefixed_bytes(const Row *r, PyObject *v, Py_ssize_t *n) {
+    if (v == NULL) return NULL;
+    if (r->number == TEXT_BYTES) {
+        if (!PyBytes_CheckExact(v)) return NULL;
+        *n = PyBytes_GET_SIZE(v);
+        return PyBytes_AS_STRING(v);
+    }
+    if (!PyUnicode_CheckExact(v)) return NULL;
+    if (r->number == TEXT_UTF8) return PyUnicode_AsUTF8AndSize(v, n);
+    if (!PyUnicode_IS_ASCII(v)) return NULL;
+    *n = PyUnicode_GET_LENGTH(v);
+    const char *p = (const char *)PyUnicode_1BYTE_DATA(v);
+    return memchr(p, 0, (size_t)*n) == NULL ? p : NULL;
+}
+
+/* Append row `r` (one of the rows after OP_STRUCT) of codec `c` for `obj`: 0, or -1 to give
+   up. counts[] holds what each count_of row wrote. */
+static NOINLINE int encode_row(FrameCodecObject *c, const Row *r, PyObject *obj, Out *o,
+                               Py_ssize_t *counts, int depth) {
+    Py_ssize_t i = r - c->rows;
+    switch (r->op) {
+        case OP_UUID: {
+            if (out_reserve(o, 16) < 0) return -1;
+            if (uuid_bytes(r, slot(obj, r->offset), (unsigned char *)o->data + o->len) < 0)
+                return -1;
+            o->len += 16;
+            break;
+        }
+        case OP_SWITCH_KEY: {
+            const Row *t = &c->rows[r->index];
+            PyObject *found = switch_case(t, slot(obj, t->offset));
+            unsigned long long raw;
+            if (found == NULL || !int_raw(PyTuple_GET_ITEM(found, 0), r->width, r->flags, &raw))
+                return -1;
+            if (out_uint(o, raw, r->width, r->flags) < 0) return -1;
+            break;
+        }
+        case OP_SWITCH:  /* not sized (a sized one is written by its size row) */
+            if (encode_switch_body(r, slot(obj, r->offset), o, depth) < 0) return -1;
+            break;
+        case OP_STRUCT_RUN: {
+            PyObject *v = slot(obj, r->offset);
+            if (v == NULL || !PyList_CheckExact(v)) return -1;
+            for (Py_ssize_t k = 0; k < PyList_GET_SIZE(v); k++) {
+                PyObject *item = Py_NewRef(PyList_GET_ITEM(v, k));
+                int rc = encode_struct((FrameCodecObject *)r->obj, item, o, depth + 1);
+                Py_DECREF(item);
+                if (rc < 0) return -1;
+            }
+            break;
+        }
+        case OP_PREFIXED: {
+            Py_ssize_t len;
+            const char *p = prefixed_bytes(r, slot(obj, r->offset), &len);
+            if (p == NULL) return -1;
+            if (r->flags & F_VARINT) {
+                if (out_varint(o, (unsigned long long)len) < 0) return -1;
+            } else if (!size_fits(r, len)
+                       || out_uint(o, (unsigned long long)len, r->width, r->flags) < 0) {
+                return -1;
+            }
+            if (out_write(o, p, len) < 0) return -1;
+            break;
+        }
+        case OP_SKIP_TRAILING:
+            break;
+        case OP_VARINT: {
+            unsigned long long raw;
+            if (!int_raw(slot(obj, r->offset), 8, 0, &raw) || out_varint(o, raw) < 0) return -1;
+            break;
+        }
+        case OP_BOOL: {
+            PyObject *v = slot(obj, r->offset);
+            if ((v != Py_True && v != Py_False) || out_reserve(o, 1) < 0) return -1;
+            o->data[o->len++] = v == Py_True ? 1 : 0;
+            break;
+        }
+        case OP_CONDITION: {
+            int holds = condition_holds(c, r, NULL, obj);
+            PyObject *v = slot(obj, r->offset);
+            unsigned long long raw;
+            if (holds < 0) return -1;
+            if (!holds) {
+                if (v != Py_None) return -1;  /* the Python code says it must be None */
+                break;
+            }
+            if (!int_raw(v, r->width, r->flags, &raw) || out_uint(o, raw, r->width, r->flags) < 0)
+                return -1;
+            break;
+        }
+        case OP_COUNT_OF: {
+            PyObject *v = slot(obj, c->rows[r->index].offset);
+            if (v == NULL || !PyList_CheckExact(v) || !size_fits(r, PyList_GET_SIZE(v)))
+                return -1;
+            counts[i] = PyList_GET_SIZE(v);
+            if (out_uint(o, (unsigned long long)counts[i], r->width, r->flags) < 0) return -1;
+            break;
+        }
+        case OP_STRUCT_ARRAY: {
+            PyObject *v = slot(obj, r->offset);
+            if (v == NULL || !PyList_CheckExact(v)) return -1;
+            for (Py_ssize_t k = 0; k < PyList_GET_SIZE(v); k++) {
+                PyObject *item = Py_NewRef(PyList_GET_ITEM(v, k));
+                int rc = encode_struct((FrameCodecObject *)r->obj, item, o, depth + 1);
+                Py_DECREF(item);
+                if (rc < 0) return -1;
+            }
+            /* The count written before it must still be its length. */
+            if (PyList_GET_SIZE(v) != counts[r->index]) return -1;
+            break;
+        }
+        default:
+            return -1;
+    }
+    return 0;
+}
+
 /* Append codec's struct `obj` to `o`. 0 on success, -1 to give up. */
 static int encode_struct(FrameCodecObject *c, PyObject *obj, Out *o, int depth) {
     Py_ssize_t i, n = c->nrows;
     Py_ssize_t at[FRAME_MAX_ROWS];       /* where each row's bytes start */
     PyObject *encoded[FRAME_MAX_ROWS];   /* protobuf bytes, made when their size field is reached */
+    Py_ssize_t counts[FRAME_MAX_ROWS];   /* what each count_of row wrote */
     int rc = -1;
-    if (depth > MAX_DEPTH || Py_TYPE(obj) != c->cls) return -1;
+    if (depth > MAX_DEPTH || obj == NULL || Py_TYPE(obj) != c->cls) return -1;
     for (i = 0; i < n; i++) encoded[i] = NULL;
     for (i = 0; i < n; i++) {
         const Row *r = &c->rows[i];
         at[i] = o->len;
         switch (r->op) {
-        case OP_INT: {
+        case OP_INT: case OP_DEFAULT: {
             unsigned long long raw;
             if (!int_raw(slot(obj, r->offset), r->width, r->flags, &raw)) goto done;
             if (out_uint(o, raw, r->width, r->flags) < 0) goto done;
@@ -301,6 +811,19 @@ static int encode_struct(FrameCodecObject *c, PyObject *obj, Out *o, int depth) 
             /* The measured field comes later; encode it now, as the Python code does. */
             const Row *t = &c->rows[r->index];
             PyObject *v = slot(obj, t->offset);
+            if (v == NULL) goto done;  /* a slot left empty: the Python code raises */
+            if (t->op == OP_SWITCH) {
+                /* Right after its size (check_row): written in place, measured, filled in. */
+                if (out_uint(o, 0, r->width, r->flags) < 0) goto done;
+                Py_ssize_t start = o->len;
+                if (encode_switch_body(t, v, o, depth) < 0) goto done;
+                Py_ssize_t size = o->len - start;
+                if (!size_fits(r, size)) goto done;
+                write_uint((unsigned char *)o->data + at[i], (unsigned long long)size, r->width,
+                           r->flags & F_BIG);
+                at[++i] = start;
+                break;
+            }
             if (t->op == OP_PROTO && r->index == i + 1 && wire_api != NULL) {
                 /* The message comes right after its size: written in place by the protobuf
                    codec, then measured; the size is filled in and the message's row done. */
@@ -346,7 +869,9 @@ static int encode_struct(FrameCodecObject *c, PyObject *obj, Out *o, int depth) 
             break;
         }
         default:
-            goto done;
+            /* The rows issue #21 added, out of line (see decode_row). */
+            if (encode_row(c, r, obj, o, counts, depth) < 0) goto done;
+            break;
         }
     }
     /* Sizes of the rest first, then checksums (which may cover them), as the Python code. */
@@ -495,6 +1020,18 @@ static PyObject *codec_own_decode(PyObject *self, PyObject *const *args, Py_ssiz
  * slots changed since) goes through type.__call__ and the dataclass __init__, which raises
  * its own errors. */
 
+/* Whether a row left out of the constructor's keywords takes its default (row obj). */
+static inline int has_default(const Row *r) {
+    return r->op == OP_DEFAULT || (r->op == OP_PREFIXED && r->obj != NULL);
+}
+
+/* Whether a stored row may be left out of the constructor's keywords: an optional nested
+   struct and a conditional integer are None, as in the dataclass; a default row its default. */
+static inline int left_out_ok(const Row *r) {
+    return (r->op == OP_STRUCT && r->index != PRESENT_ALWAYS) || r->op == OP_CONDITION
+           || has_default(r);
+}
+
 static int ctor_class_intact(FrameCodecObject *c) {
     PyTypeObject *cls = c->cls;
     if (cls->tp_new != PyBaseObject_Type.tp_new || cls->tp_setattro != PyObject_GenericSetAttr
@@ -554,8 +1091,7 @@ static PyObject *ctor_vectorcall(PyObject *callable, PyObject *const *args, size
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         const Row *r = &c->rows[i];
-        int optional = r->op == OP_STRUCT && r->index != PRESENT_ALWAYS;
-        if (r->offset >= 0 && vals[i] == NULL && !optional)
+        if (r->offset >= 0 && vals[i] == NULL && !left_out_ok(r))
             return ctor_fallback(callable, args, nargs, kwnames);
     }
     PyObject *obj = cls->tp_alloc(cls, 0);
@@ -563,7 +1099,8 @@ static PyObject *ctor_vectorcall(PyObject *callable, PyObject *const *args, size
     for (Py_ssize_t i = 0; i < n; i++)
         if (c->rows[i].offset >= 0)
             *(PyObject **)((char *)obj + c->rows[i].offset) =
-                Py_NewRef(vals[i] ? vals[i] : Py_None);
+                Py_NewRef(vals[i] ? vals[i] : has_default(&c->rows[i]) ? c->rows[i].obj
+                                                                        : Py_None);
     return obj;
 }
 
@@ -656,6 +1193,7 @@ static int codec_clear(FrameCodecObject *self) {
 static void codec_dealloc(FrameCodecObject *self) {
     PyObject_GC_UnTrack(self);
     codec_clear(self);
+    for (Py_ssize_t i = 0; i < self->nrows; i++) PyMem_Free(self->rows[i].prog);
     PyMem_Free(self->rows);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -669,18 +1207,73 @@ static int bad_row(Py_ssize_t i, const char *why) {
 static int check_row(FrameCodecObject *self, Py_ssize_t i) {
     Row *r = &self->rows[i];
     if (r->op <= 0 || r->op >= OP_END) return bad_row(i, "unknown operation");
-    if (r->op <= OP_CHECKSUM && r->width != 1 && r->width != 2 && r->width != 4
-            && r->width != 8)
+    int has_int = r->op <= OP_CHECKSUM || r->op == OP_SWITCH_KEY || r->op == OP_DEFAULT
+                  || r->op == OP_COUNT_OF || r->op == OP_CONDITION || (r->op == OP_PREFIXED && !(r->flags & F_VARINT));
+    if (has_int && r->width != 1 && r->width != 2 && r->width != 4 && r->width != 8)
         return bad_row(i, "integer width must be 1, 2, 4 or 8");
     int stored = r->op == OP_INT || r->op == OP_PROTO || r->op == OP_BYTES
-                 || r->op == OP_STRUCT;
+                 || r->op == OP_STRUCT || r->op == OP_UUID || r->op == OP_SWITCH
+                 || r->op == OP_STRUCT_RUN || r->op == OP_PREFIXED || r->op == OP_DEFAULT
+                 || r->op == OP_VARINT || r->op == OP_BOOL || r->op == OP_STRUCT_ARRAY
+                 || r->op == OP_CONDITION;
     if (stored != (r->offset >= 0)) return bad_row(i, "stored fields, and only they, need a slot");
     if (r->op == OP_SIZE) {
         if (r->index <= i || r->index >= self->nrows) return bad_row(i, "size of a later row");
         Row *t = &self->rows[r->index];
-        if ((t->op != OP_PROTO && t->op != OP_BYTES) || t->index != i)
-            return bad_row(i, "the measured row must be protobuf or bytes sized by this one");
+        if ((t->op != OP_PROTO && t->op != OP_BYTES && t->op != OP_SWITCH) || t->index != i)
+            return bad_row(i, "the measured row must be protobuf, bytes or a switch sized by "
+                              "this one");
+        if (t->op == OP_SWITCH && r->index != i + 1)
+            return bad_row(i, "a switch comes right after its size");
     }
+    if (r->op == OP_SWITCH) {
+        if (r->obj == NULL || !PyDict_Check(r->obj) || r->body_fields == NULL)
+            return bad_row(i, "a switch needs its case tables");
+        if (r->index >= 0 && r->index != i - 1)
+            return bad_row(i, "a switch comes right after its size");
+        if (r->number >= (unsigned long long)i || self->rows[r->number].op != OP_SWITCH_KEY
+                || self->rows[r->number].index != i)
+            return bad_row(i, "a switch needs its key row before it");
+    }
+    if (r->op == OP_SWITCH_KEY
+            && (r->index <= i || r->index >= self->nrows || self->rows[r->index].op != OP_SWITCH))
+        return bad_row(i, "a switch key needs its switch row after it");
+    if ((r->op == OP_STRUCT_RUN || r->op == OP_STRUCT_ARRAY)
+            && (r->obj == NULL || Py_TYPE(r->obj) != &FrameCodec_Type))
+        return bad_row(i, "needs the nested struct's codec");
+    if (r->op == OP_COUNT_OF && (r->index <= i || r->index >= self->nrows
+                                 || self->rows[r->index].op != OP_STRUCT_ARRAY
+                                 || self->rows[r->index].index != i))
+        return bad_row(i, "a count needs the struct_array row it counts after it");
+    if (r->op == OP_CONDITION) {
+        int top = 0;
+        for (Py_ssize_t k = 0; k < r->prog_len; k++) {
+            const Step *st = &r->prog[k];
+            if (st->op < X_FIELD || st->op >= X_END) return bad_row(i, "unknown step");
+            if (st->op == X_FIELD) {
+                int at = st->arg >= 0 && st->arg < i ? self->rows[st->arg].op : 0;
+                if (at != OP_INT && at != OP_VARINT && at != OP_BOOL)
+                    return bad_row(i, "a condition reads earlier integer rows only");
+            }
+            top += st->op <= X_CONST ? 1 : st->op <= X_NEG ? 0 : -1;
+            if (top < 1 || top > EXPR_MAX_DEPTH)
+                return bad_row(i, "a condition's program does not balance");
+        }
+        if (top != 1) return bad_row(i, "a condition's program does not balance");
+    }
+    if (r->op == OP_STRUCT_ARRAY && (r->index < 0 || r->index >= i
+                                     || self->rows[r->index].op != OP_COUNT_OF))
+        return bad_row(i, "a struct_array needs its count_of row before it");
+    if (r->op == OP_PREFIXED && r->number > TEXT_MUTF8) return bad_row(i, "unknown text kind");
+    if (r->op == OP_PREFIXED && r->obj != NULL && !PyUnicode_CheckExact(r->obj)
+            && !PyBytes_CheckExact(r->obj))
+        return bad_row(i, "a prefixed default is str or bytes");
+    if (r->op == OP_DEFAULT && (r->obj == NULL || !PyLong_CheckExact(r->obj)))
+        return bad_row(i, "a default integer needs its value");
+    if (r->op == OP_UUID && (r->obj == NULL || r->dispatch_attr == NULL))
+        return bad_row(i, "a uuid needs the UUID class and SafeUUID.unknown");
+    if (r->op == OP_SKIP_TRAILING && i != self->nrows - 1)
+        return bad_row(i, "skip_trailing is the last row");
     if ((r->op == OP_PROTO || r->op == OP_BYTES) && r->index >= 0
             && (r->index >= i || self->rows[r->index].op != OP_SIZE))
         return bad_row(i, "sized by an earlier size row");
@@ -742,7 +1335,37 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
         if (!PyArg_ParseTuple(row, "iOiinKOOOO:FrameCodec row", &r->op, &slot_name, &r->width,
                               &r->flags, &r->index, &r->number, &obj, &attr, &body, &present))
             goto fail;
+        self->nrows = i + 1;  /* from here on freed with the codec */
         r->present_offset = -1;
+        r->int_offset = r->safe_offset = -1;
+        if (r->op == OP_UUID) {
+            if (!PyType_Check(obj)) {
+                bad_row(i, "a uuid row needs the UUID class");
+                goto fail;
+            }
+            if ((r->int_offset = member_offset((PyTypeObject *)obj, str_int)) < 0
+                    || (r->safe_offset = member_offset((PyTypeObject *)obj, str_is_safe)) < 0)
+                goto fail;
+        }
+        if (r->op == OP_SWITCH_KEY) self->has_temp = 1;
+        if (r->op == OP_CONDITION) {
+            if (!PyTuple_Check(obj)) {
+                bad_row(i, "a condition needs its program");
+                goto fail;
+            }
+            Py_ssize_t len = PyTuple_GET_SIZE(obj);
+            r->prog = PyMem_Calloc(len ? (size_t)len : 1, sizeof(Step));
+            if (r->prog == NULL) {
+                PyErr_NoMemory();
+                goto fail;
+            }
+            r->prog_len = len;
+            for (Py_ssize_t k = 0; k < len; k++) {
+                if (!PyArg_ParseTuple(PyTuple_GET_ITEM(obj, k), "iL:condition step",
+                                      &r->prog[k].op, &r->prog[k].arg))
+                    goto fail;
+            }
+        }
         if (present != Py_None) {
             if (!PyUnicode_Check(present) || !PyType_Check(obj)) {
                 bad_row(i, "a present-dict slot is the name of a slot of the message class");
@@ -754,7 +1377,6 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
         r->obj = obj == Py_None ? NULL : Py_NewRef(obj);
         r->dispatch_attr = attr == Py_None ? NULL : Py_NewRef(attr);
         r->body_fields = body == Py_None ? NULL : Py_NewRef(body);
-        self->nrows = i + 1;
         r->offset = -1;
         if (slot_name != Py_None) {
             if (!PyUnicode_CheckExact(slot_name)) {
@@ -836,7 +1458,10 @@ PyMODINIT_FUNC PyInit__framecodec(void) {
     str_decode_from = PyUnicode_InternFromString("decode_from");
     str_encode = PyUnicode_InternFromString("encode");
     str_init = PyUnicode_InternFromString("__init__");
-    if (str_decode_from == NULL || str_encode == NULL || str_init == NULL)
+    str_int = PyUnicode_InternFromString("int");
+    str_is_safe = PyUnicode_InternFromString("is_safe");
+    if (str_decode_from == NULL || str_encode == NULL || str_init == NULL || str_int == NULL
+            || str_is_safe == NULL)
         return NULL;
     /* Without the protobuf codec (or with an older one) messages go through their methods.
        PyCapsule_Import imports only the capsule's top-level package and looks the rest up as

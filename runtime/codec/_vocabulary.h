@@ -4,6 +4,7 @@
 #define PROTOFRAME_VOCABULARY_H
 
 #define FRAME_MAX_ROWS 64
+#define EXPR_MAX_DEPTH 16
 
 enum { /* FIELD_KINDS */
     K_INT32 = 1,
@@ -48,13 +49,48 @@ enum { /* FRAME_OPS */
     OP_PROTO = 6,
     OP_BYTES = 7,
     OP_STRUCT = 8,
-    OP_END = 9,
+    OP_UUID = 9,
+    OP_SWITCH = 10,
+    OP_SWITCH_KEY = 11,
+    OP_STRUCT_RUN = 12,
+    OP_PREFIXED = 13,
+    OP_DEFAULT = 14,
+    OP_SKIP_TRAILING = 15,
+    OP_VARINT = 16,
+    OP_BOOL = 17,
+    OP_COUNT_OF = 18,
+    OP_STRUCT_ARRAY = 19,
+    OP_CONDITION = 20,
+    OP_END = 21,
 };
 
 enum { /* FRAME_PRESENCE */
     PRESENT_ALWAYS = 0,
     PRESENT_REMAINING = 1,
     PRESENT_PEEK = 2,
+};
+
+enum { /* EXPR_OPS */
+    X_FIELD = 1,
+    X_CONST = 2,
+    X_NOT = 3,
+    X_NEG = 4,
+    X_AND = 5,
+    X_OR = 6,
+    X_BITAND = 7,
+    X_BITOR = 8,
+    X_BITXOR = 9,
+    X_RSHIFT = 10,
+    X_LSHIFT = 11,
+    X_ADD = 12,
+    X_SUB = 13,
+    X_EQ = 14,
+    X_NE = 15,
+    X_LT = 16,
+    X_LE = 17,
+    X_GT = 18,
+    X_GE = 19,
+    X_END = 20,
 };
 
 /* (vocabulary, name, number) for each word; ended by a NULL vocabulary. */
@@ -94,9 +130,40 @@ static const VocabularyWord VOCABULARY_WORDS[] = {
     {"FRAME_OPS", "proto", OP_PROTO},
     {"FRAME_OPS", "bytes", OP_BYTES},
     {"FRAME_OPS", "struct", OP_STRUCT},
+    {"FRAME_OPS", "uuid", OP_UUID},
+    {"FRAME_OPS", "switch", OP_SWITCH},
+    {"FRAME_OPS", "switch_key", OP_SWITCH_KEY},
+    {"FRAME_OPS", "struct_run", OP_STRUCT_RUN},
+    {"FRAME_OPS", "prefixed", OP_PREFIXED},
+    {"FRAME_OPS", "default", OP_DEFAULT},
+    {"FRAME_OPS", "skip_trailing", OP_SKIP_TRAILING},
+    {"FRAME_OPS", "varint", OP_VARINT},
+    {"FRAME_OPS", "bool", OP_BOOL},
+    {"FRAME_OPS", "count_of", OP_COUNT_OF},
+    {"FRAME_OPS", "struct_array", OP_STRUCT_ARRAY},
+    {"FRAME_OPS", "condition", OP_CONDITION},
     {"FRAME_PRESENCE", "always", PRESENT_ALWAYS},
     {"FRAME_PRESENCE", "remaining", PRESENT_REMAINING},
     {"FRAME_PRESENCE", "peek", PRESENT_PEEK},
+    {"EXPR_OPS", "field", X_FIELD},
+    {"EXPR_OPS", "const", X_CONST},
+    {"EXPR_OPS", "not", X_NOT},
+    {"EXPR_OPS", "neg", X_NEG},
+    {"EXPR_OPS", "and", X_AND},
+    {"EXPR_OPS", "or", X_OR},
+    {"EXPR_OPS", "bitand", X_BITAND},
+    {"EXPR_OPS", "bitor", X_BITOR},
+    {"EXPR_OPS", "bitxor", X_BITXOR},
+    {"EXPR_OPS", "rshift", X_RSHIFT},
+    {"EXPR_OPS", "lshift", X_LSHIFT},
+    {"EXPR_OPS", "add", X_ADD},
+    {"EXPR_OPS", "sub", X_SUB},
+    {"EXPR_OPS", "eq", X_EQ},
+    {"EXPR_OPS", "ne", X_NE},
+    {"EXPR_OPS", "lt", X_LT},
+    {"EXPR_OPS", "le", X_LE},
+    {"EXPR_OPS", "gt", X_GT},
+    {"EXPR_OPS", "ge", X_GE},
     {NULL, NULL, 0},
 };
 

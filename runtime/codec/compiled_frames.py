@@ -4,7 +4,9 @@ Every generated frame struct has a straight-line Python ``encode`` / ``decode`` 
 ``decode_from``: that code is the reference. A struct whose layout uses only the common items
 (fixed-width integers, constants, sizes, a checksum running from the next field to the end,
 sized protobuf messages, bytes, nested structs that are always there, there when bytes remain
-or there when a peeked value matches) also gets a layout table at the end of the generated
+or there when a peeked value matches; uuids, prefixed bytes and text, integers with a default,
+skipped trailing bytes, runs of nested structs, switches on an integer key) also gets a layout
+table at the end of the generated
 module, passed to :func:`install_frame_layouts`. When the C extension ``runtime.codec._framecodec``
 is built, that puts a compiled codec driven by the table in place of the three methods.
 
@@ -25,6 +27,7 @@ import re
 from collections.abc import Iterable
 from types import ModuleType
 from typing import Any, TypeAlias
+from uuid import UUID, SafeUUID
 
 from protoframe.runtime.codec import checksums, compiled, vocabulary
 
@@ -35,7 +38,7 @@ except ImportError:  # not built: no C compiler at install time, or a source che
     _framecodec = None
 if _framecodec is not None:
     vocabulary.check_built(_framecodec.__name__, getattr(_framecodec, "VOCABULARY", None),
-                           ("FRAME_OPS", "FRAME_PRESENCE"))
+                           ("FRAME_OPS", "FRAME_PRESENCE", "EXPR_OPS"))
     vocabulary.check_built_limit(_framecodec.__name__, "MAX_ROWS",
                                  getattr(_framecodec, "MAX_ROWS", None), vocabulary.FRAME_MAX_ROWS)
 
@@ -53,15 +56,37 @@ if _framecodec is not None:
 #   op "bytes":     bytes sized by the size field named by ref, or the rest when ref is None
 #   op "struct":    a nested struct (ref its class); extra None (always there), "remaining"
 #                   (there when bytes remain) or (int_type, value) (there when a peek matches)
-FrameRow: TypeAlias = tuple[str, str, str | None, Any, Any]
+#   op "uuid":      16 bytes read as a uuid.UUID
+#   op "switch":    a struct chosen by a key: ref the module's table from key to the cases'
+#                   decode_from, extra (the key row's name, the size row's name or None, the
+#                   table from case class to key)
+#   op "switch_key": the key of the switch row naming it
+#   op "struct_run": nested structs (ref their class) up to the end of the region, as a list
+#   op "prefixed":  bytes ("bytes"), text ("utf8", "mutf8") as ref says, after a length prefix
+#                   of type int_type ("varint" for a varint); "prefixed_default": the same,
+#                   read when bytes remain, extra (its default) when not
+#   op "default":   an integer read when its bytes remain, ref when not
+#   op "varint", "bool": a stored varint, a stored byte read as a bool
+#   op "count_of":  the number of items of the struct_array row named by ref
+#   op "struct_array": as many nested structs (ref their class) as the count_of row named by
+#                   extra says
+#   op "condition": an integer of int_type there when ref, a program of (vocabulary.EXPR_OPS
+#                   word, argument) steps ("field" naming an earlier row), gives true
+#   op "skip_trailing": the last row (its name is None): bytes after the last field are skipped
+#   "signed_size", "size_of_other" and "signed_bytes" are "size" and "bytes" rows
+#   (vocabulary.FRAME_ALIASES).
+FrameRow: TypeAlias = tuple[str, str | None, str | None, Any, Any]
 # (struct class, whether bytes left after the last field are an error, its rows)
 FrameLayout: TypeAlias = tuple[type, bool, tuple[FrameRow, ...]]
 
 _OPS = vocabulary.OPS
-_STORED = {"int", "proto", vocabulary.ENVELOPE, "bytes", "struct"}
+_STORED = {"int", "proto", vocabulary.ENVELOPE, "bytes", "struct", "uuid", "switch",
+           "struct_run", "prefixed", "default", "varint", "bool", "struct_array",
+           "condition"}
+_TEXT_KINDS = {"bytes": 0, "utf8": 1, "mutf8": 2}
 _PRESENCE = {None: vocabulary.PRESENCE["always"], "remaining": vocabulary.PRESENCE["remaining"]}
 _PEEK = vocabulary.PRESENCE["peek"]
-_SIGNED, _BIG = 1, 2
+_SIGNED, _BIG, _VARINT = 1, 2, 4
 _INT_TYPE = re.compile(r"([ui])(8|16|32|64)(be|le)?")
 _CHECKSUMS = {"crc32c": checksums.crc32c, "crc32": checksums.crc32}
 _METHODS = ("encode", "decode", "decode_from")
@@ -102,13 +127,20 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any]) -> tuple[tuple[
     """The rows as the extension takes them: (op, slot, width, flags, index, number, obj,
     dispatch attribute, body table, present-dict slot), names resolved to row indexes."""
     index = {row[1]: i for i, row in enumerate(rows)}
+    switch_of = {row[4][0]: i for i, row in enumerate(rows) if row[0] == "switch"}
     out = []
     for op, name, int_type, ref, extra in rows:
-        width, flags = _int_type(int_type) if int_type else (0, 0)
+        op = vocabulary.FRAME_ALIASES.get(op, op)
+        width, flags = (0, _VARINT) if int_type == "varint" else (
+            _int_type(int_type) if int_type else (0, 0))
         slot = name if op in _STORED else None
-        at, number, obj, attr, body, present = -1, 0, None, None, None, None
+        at, number = -1, 0
+        obj: Any = None
+        attr: Any = None
+        body: Any = None
+        present: Any = None
         if op == "const":
-            number = ref
+            number = ref & ((1 << 8 * width) - 1)  # as read: a negative constant's two's complement
         elif op == "size":
             at = index[ref]
         elif op == "checksum":
@@ -128,6 +160,28 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any]) -> tuple[tuple[
                 width, flags = _int_type(extra[0])
             else:
                 at = _PRESENCE[extra]
+        elif op == "uuid":
+            obj, attr = UUID, SafeUUID.unknown
+        elif op == "switch":
+            key, size, codes = extra
+            at, number = (-1 if size is None else index[size]), index[key]
+            obj = {k: codecs.get(m.__self__, m.__self__) for k, m in ref.items()}
+            body = {cls: (code, codecs.get(cls)) for cls, code in codes.items()}
+        elif op == "switch_key":
+            at = switch_of[name]
+        elif op == "struct_run":
+            obj = codecs[ref]
+        elif op == "prefixed":
+            number, obj = _TEXT_KINDS[ref], extra
+        elif op == "default":
+            obj = ref
+        elif op == "count_of":
+            at = index[ref]
+        elif op == "struct_array":
+            obj, at = codecs[ref], index[extra]
+        elif op == "condition":
+            obj = tuple((vocabulary.EXPR[word], index[arg] if word == "field" else arg or 0)
+                        for word, arg in ref)
         out.append((_OPS[op], slot, width, flags, at, number, obj, attr, body, present))
     return tuple(out)
 

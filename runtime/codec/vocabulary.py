@@ -53,10 +53,40 @@ MAP_KEY_KINDS: Final = (
 #   bytes      bytes sized by a size field, or the rest of the region
 #   struct     a nested struct, there as FRAME_PRESENCE says: always, when bytes remain, or
 #              when a peeked integer matches
-FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "bytes", "struct")
+#   uuid       16 bytes, a uuid.UUID
+#   switch     a struct chosen by an earlier switch_key row, sized by the size row before it
+#              or reaching to the end of the region
+#   switch_key the integer choosing a switch's struct (on encode, found from the body's type)
+#   struct_run nested structs one after another up to the end of the region (a list)
+#   prefixed   bytes, UTF-8 or modified UTF-8 text after a length prefix of their own
+#   default    a stored integer read when its bytes remain, a default value when not
+#   skip_trailing  the last row: bytes after the last field are skipped
+#   varint     a stored unsigned LEB128 varint (up to 10 bytes, 64 bits)
+#   bool       a stored byte read as a bool
+#   count_of   the number of items of a later struct_array row (on encode, its length)
+#   struct_array  as many nested structs as its count_of row says (a list)
+#   condition  a stored integer there when its program (EXPR_OPS) gives true, else None
+FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "bytes", "struct",
+                    "uuid", "switch", "switch_key", "struct_run", "prefixed", "default",
+                    "skip_trailing", "varint", "bool", "count_of", "struct_array", "condition")
+# The steps of a condition row's program (generator/compiled_exprs.py), evaluated on a stack of
+# 64-bit integers: "field" pushes an earlier row's integer, "const" a constant; "not" and
+# "neg" take one value, the others two (and/or by truth; the comparisons give 0 or 1).
+EXPR_OPS: Final = ("field", "const", "not", "neg", "and", "or", "bitand", "bitor", "bitxor",
+                   "rshift", "lshift", "add", "sub", "eq", "ne", "lt", "le", "gt", "ge")
+# The most values a program holds at once (generator/compiled_exprs.py keeps to it).
+EXPR_MAX_DEPTH: Final = 16
 # A row of the generated table only: a protobuf envelope, which the C codec takes as "proto"
 # with a command dispatch.
 ENVELOPE: Final = "envelope"
+# Words of the generated tables only, and the row each becomes: a signed size, or an unsigned
+# size of a switch, is a "size" row (a negative size gives up); bytes sized by a signed size
+# are a "bytes" row; text read when bytes remain, with a default when not, a "prefixed" row
+# holding that default.
+FRAME_ALIASES: Final = MappingProxyType({
+    "signed_size": "size", "size_of_other": "size", "signed_bytes": "bytes",
+    "prefixed_default": "prefixed",
+})
 FRAME_PRESENCE: Final = ("always", "remaining", "peek")
 # The integer widths, in bytes, the frame codec reads and writes; a struct with an integer of
 # another width (a 3-byte u24) stays on the Python codec.
@@ -74,6 +104,7 @@ _C_ENUMS: Final = (
     ("FIELD_MODES", "M", 0, FIELD_MODES, "M_MODE_END"),
     ("FRAME_OPS", "OP", 1, FRAME_OPS, "OP_END"),
     ("FRAME_PRESENCE", "PRESENT", 0, FRAME_PRESENCE, ""),
+    ("EXPR_OPS", "X", 1, EXPR_OPS, "X_END"),
 )
 
 
@@ -89,6 +120,7 @@ KINDS: Final = NUMBERS["FIELD_KINDS"]
 MODES: Final = NUMBERS["FIELD_MODES"]
 OPS: Final = NUMBERS["FRAME_OPS"]
 PRESENCE: Final = NUMBERS["FRAME_PRESENCE"]
+EXPR: Final = NUMBERS["EXPR_OPS"]
 
 HEADER_PATH: Final = "runtime/codec/_vocabulary.h"
 
@@ -103,6 +135,7 @@ def c_header() -> str:
         "#define PROTOFRAME_VOCABULARY_H",
         "",
         f"#define FRAME_MAX_ROWS {FRAME_MAX_ROWS}",
+        f"#define EXPR_MAX_DEPTH {EXPR_MAX_DEPTH}",
         "",
     ]
     table = []

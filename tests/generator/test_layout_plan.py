@@ -132,9 +132,10 @@ def test_a_checksum_not_covering_the_rest_is_verified_late_and_not_compiled(
 
 @pytest.mark.parametrize(("fields", "word"), [
     ("- {name: n, type: u8, count_of: xs}\n      - {name: xs, type: array, of: u8, count: n}",
-     "count_of"),
+     "array"),
     ("- {name: s, type: string, size: rest}", "string"),
-    ("- {name: a, type: u8}\n      - {name: b, type: u8, when: a == 1}", "condition"),
+    ("- {name: a, type: u8}\n      - {name: b, type: bytes, prefix: u8, when: a == 1}",
+     "condition_other"),
     ("- {name: a, type: i8, size_of: rest}\n      - {name: b, type: bytes, size: rest}",
      "signed_size_rest"),
     ("- {name: m, type: u8, const: 1, when_peek: {type: u8, equals: 1}}", "marker"),
@@ -162,7 +163,8 @@ def test_a_struct_with_an_op_the_c_codec_lacks_is_not_compiled(tmp_path: Path, f
     assert "(Inner, " in tables and "(Odd, " not in tables and "(Holder, " not in tables
 
 
-def test_params_and_trailing_bytes_are_ops_the_c_codec_lacks(tmp_path: Path) -> None:
+def test_params_are_an_op_the_c_codec_lacks_and_skipped_trailing_bytes_one_it_has(
+        tmp_path: Path) -> None:
     p = plans(tmp_path, with_structs("""\
   Taking:
     params: {k: u8}
@@ -179,7 +181,9 @@ def test_params_and_trailing_bytes_are_ops_the_c_codec_lacks(tmp_path: Path) -> 
 """))
     taking, lenient = p["Taking"], p["Lenient"]
     assert taking.ops[0] == Params(("k",)) and not taking.compiled
-    assert isinstance(lenient.ops[-1], SkipTrailing) and not lenient.compiled
+    assert isinstance(lenient.ops[-1], SkipTrailing) and lenient.compiled
+    assert "(\"skip_trailing\", None, None, None, None)," in "\n".join(
+        layout_lines(list(p), lambda m: m.py_path))
     assert [op.word for op in p["Holder"].ops] == ["args", "array"]
     assert isinstance(p["Holder"].ops[1], Array)
 

@@ -105,7 +105,7 @@ def _more_rows(op: FieldOp, head: str) -> str | None:
             return f"{head}, None, {plan.name}, None)"
         case Prefix(inner=inner) if op.word in ("prefixed", "prefixed_default"):
             prefix = inner.region.prefix if isinstance(inner, BytesOther | String) else None
-            if prefix is None:
+            if prefix is None or prefix == "lenenc":  # not "prefixed": see Prefix.word
                 return None
             kind = inner.encoding if isinstance(inner, String) else "bytes"
             name = prefix if prefix == "varint" else prefix.name

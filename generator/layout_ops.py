@@ -308,6 +308,15 @@ class ReadVarint(FieldOp):
     max_bytes: int | None = None
     adjust: int = 0  # a size of the rest or of a field: what it counts beyond (``adjust:``)
 
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``varint`` (in the C vocabulary) for a stored varint always there, of up to 10
+        bytes; ``varint_other`` for a constant, a size, a bounded one or one with a
+        condition."""
+        plain = _plain_stored(self.field, self.const, self.sets_end)
+        return "varint" if plain and self.max_bytes is None and not self.adjust else \
+            "varint_other"
+
 
 @dataclass(frozen=True)
 class ReadLenenc(FieldOp):
@@ -317,12 +326,6 @@ class ReadLenenc(FieldOp):
     word: ClassVar[str] = "lenenc"
     const: int | None
     nullable: bool
-
-    @property
-    def word(self) -> str:  # type: ignore[override]
-        """``varint`` (in the C vocabulary) for a stored varint always there; ``varint_other``
-        for a constant, a size or one with a condition."""
-        return "varint" if _plain_stored(self.field, self.const, self.sets_end) else "varint_other"
 
 
 @dataclass(frozen=True)
@@ -408,14 +411,13 @@ class Array(FieldOp):
 
     @property
     def word(self) -> str:  # type: ignore[override]
-        # A list with a terminator or bounds has a word of its own, so that a C codec that
-        # learns plain arrays does not take these without learning what they check.
-        return "array_limited" if self.item_limits else "array"
-
-    @property
-    def word(self) -> str:  # type: ignore[override]
         """``struct_run`` (in the C vocabulary) for a list of nested structs, always there and
-        compiled, read until the end of the region; ``array`` for any other list."""
+        compiled, read until the end of the region; ``struct_array`` for one counted by its
+        ``count_of`` field; ``array`` for any other list. A list with a terminator or bounds
+        has a word of its own, ``array_limited``, so that a C codec that learns plain arrays
+        does not take these without learning what they check."""
+        if self.item_limits:
+            return "array_limited"
         el = self.element
         if (unconditional(self.field) and self.until_end and self.count is None
                 and not self.index_used and _plain_region(self.region) and isinstance(el, Nested)
@@ -611,7 +613,8 @@ class Prefix(Wrap):
         f = self.field
         match inner:
             case BytesOther(region=r) | String(region=r) if (
-                    (isinstance(r.prefix, IntType) or r.prefix == "varint")
+                    (isinstance(r.prefix, IntType) and r.prefix.width in vocabulary.FRAME_INT_WIDTHS
+                     or r.prefix == "varint")
                     and not r.nullable and r.length is None and r.size is None
                     and inner.field.compression is None
                     and (not isinstance(inner, String) or inner.encoding in ("utf8", "mutf8"))):

@@ -94,6 +94,7 @@ from protoframe.generator.layout_ops import (
     Switch,
     Terminated,
     WithArgs,
+    Wrap,
     c_words,
     kind_op,
 )
@@ -259,14 +260,20 @@ class SpecPlans:
 
 
 def _int_types(op: Op) -> tuple[IntType, ...]:
-    """The fixed-width integers an operation the C codec might take reads or writes."""
+    """The fixed-width integers an operation the C codec might take reads or writes: its own,
+    a length prefix of its region's, and those of the operation a wrapper holds."""
+    region = getattr(op, "region", None)
+    own = (region.prefix,) if isinstance(region, Region) and isinstance(region.prefix,
+                                                                         IntType) else ()
     match op:
         case ReadInt(int_type=t) | Const(int_type=t) | SizeOf(int_type=t) | SizeRest(
                 int_type=t) | Checksum(int_type=t):
-            return (t,)
+            return (*own, t)
         case Nested(when=IfPeek(int_type=t)):
-            return (t,)
-    return ()
+            return (*own, t)
+        case Wrap(inner=inner):
+            return (*own, *_int_types(inner))
+    return own
 
 
 def plan_spec(spec: FrameSpec) -> SpecPlans:

@@ -4184,6 +4184,9 @@ class StreamDecoder(FrameStream[Frame | ProtocolHeader]):
 # runtime/codec/compiled_frames.py); these methods stay the reference and run on whatever it gives
 # up on.
 install_frame_layouts((
+    (BoolValue, False, (
+        ("bool", "value", None, None, None),
+    )),
     (I8Value, False, (
         ("int", "value", "i8", None, None),
     )),
@@ -4212,8 +4215,56 @@ install_frame_layouts((
         ("int", "scale", "u8", None, None),
         ("int", "value", "i32be", None, None),
     )),
+    (LongStringValue, False, (
+        ("prefixed", "value", "u32be", "bytes", None),
+    )),
     (TimestampValue, False, (
         ("int", "value", "u64be", None, None),
+    )),
+    (ByteArrayValue, False, (
+        ("prefixed", "value", "u32be", "bytes", None),
+    )),
+    (FieldValue2, False, (
+        ("switch_key", "kind", "u8", None, None),
+        (
+            "switch",
+            "value",
+            None,
+            _FIELDVALUE2_VALUE_DECODERS,
+            ("kind", None, _FIELDVALUE2_VALUE_CODES),
+        ),
+    )),
+    (FieldEntry2, False, (
+        ("prefixed", "name", "u8", "utf8", None),
+        ("struct", "value", None, FieldValue2, None),
+    )),
+    (FieldValue1, False, (
+        ("switch_key", "kind", "u8", None, None),
+        (
+            "switch",
+            "value",
+            None,
+            _FIELDVALUE1_VALUE_DECODERS,
+            ("kind", None, _FIELDVALUE1_VALUE_CODES),
+        ),
+    )),
+    (FieldEntry1, False, (
+        ("prefixed", "name", "u8", "utf8", None),
+        ("struct", "value", None, FieldValue1, None),
+    )),
+    (FieldValue, False, (
+        ("switch_key", "kind", "u8", None, None),
+        (
+            "switch",
+            "value",
+            None,
+            _FIELDVALUE_VALUE_DECODERS,
+            ("kind", None, _FIELDVALUE_VALUE_CODES),
+        ),
+    )),
+    (FieldEntry, False, (
+        ("prefixed", "name", "u8", "utf8", None),
+        ("struct", "value", None, FieldValue, None),
     )),
     (ConnectionTune, False, (
         ("int", "channel_max", "u16be", None, None),
@@ -4225,7 +4276,40 @@ install_frame_layouts((
         ("int", "frame_max", "u32be", None, None),
         ("int", "heartbeat", "u16be", None, None),
     )),
+    (ConnectionClose, False, (
+        ("int", "reply_code", "u16be", None, None),
+        ("prefixed", "reply_text", "u8", "utf8", None),
+        ("int", "class_id", "u16be", None, None),
+        ("int", "method_id", "u16be", None, None),
+    )),
+    (ChannelClose, False, (
+        ("int", "reply_code", "u16be", None, None),
+        ("prefixed", "reply_text", "u8", "utf8", None),
+        ("int", "class_id", "u16be", None, None),
+        ("int", "method_id", "u16be", None, None),
+    )),
+    (QueueDeclareOk, False, (
+        ("prefixed", "queue", "u8", "utf8", None),
+        ("int", "message_count", "u32be", None, None),
+        ("int", "consumer_count", "u32be", None, None),
+    )),
+    (BasicConsumeOk, False, (
+        ("prefixed", "consumer_tag", "u8", "utf8", None),
+    )),
     (Body, True, (
         ("bytes", "data", None, None, None),
+    )),
+    (Frame, False, (
+        ("switch_key", "type", "u8", None, None),
+        ("int", "channel", "u16be", None, None),
+        ("size_of_other", "size", "u32be", "payload", None),
+        (
+            "switch",
+            "payload",
+            None,
+            _FRAME_PAYLOAD_DECODERS,
+            ("type", "size", _FRAME_PAYLOAD_CODES),
+        ),
+        ("const", "frame_end", "u8", 0xce, None),
     )),
 ))

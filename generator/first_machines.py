@@ -36,12 +36,13 @@ def first_naming(spec: FrameSpec) -> list[str]:
 
 def first_lines(spec: FrameSpec, imports: Imports,
                 fitted: Callable[[list[str], int], list[str]]) -> dict[str, list[str]]:
-    """The protocol's lines for its first message: the gate ``__init__`` makes and the check
-    in ``send`` (both empty without one)."""
+    """The protocol's lines for its first message: the gate ``__init__`` makes, its check in
+    ``send`` before the machines' and its note after they let the message go (all empty
+    without one)."""
     by_direction = {info.first: info.body_type for info in spec.commands.values()
                     if info.first is not None}
     if not by_direction:
-        return {"first_init": [], "first_send": []}
+        return {"first_init": [], "first_send": [], "first_sent": []}
     imports.use(FIRST_GATE, "FirstGate")
 
     def of(direction: str) -> str:
@@ -54,5 +55,6 @@ def first_lines(spec: FrameSpec, imports: Imports,
             "# What this side sends first, before any frame and only then.",
             f"self.first = FirstGate({of('to_client')} if server else {of('to_server')}, "
             f"({firsts}{',' if len(by_direction) == 1 else ''}))"], 2),
-        "first_send": fitted(["self.first.sent(name, frame)"], 2),
+        "first_send": fitted(["self.first.check(name, frame)"], 2),
+        "first_sent": fitted(["self.first.sent(frame)"], 2),
     }

@@ -101,8 +101,16 @@ def add_first_commands(builder: _Builder, first: dict[str, StructDef], frame: St
 def check_first_requests(builder: _Builder, requests: list[Request],
                          commands: dict[str, CommandInfo]) -> None:
     """A first message has no frame around it: a request that is one cannot be correlated by
-    the frame's fields, nor set them (``frame_fields:``)."""
+    the frame's fields, nor set them (``frame_fields:``). A server's first message that answers
+    no request is awaited by a client method of its name, which no request may take."""
+    answers = {n for r in requests for n in (*r.responses, *r.errors, *r.until)}
+    awaited = [n.lower() for n, info in commands.items()
+               if info.first == "to_client" and n not in answers]
     for i, r in enumerate(requests):
+        if r.method in awaited:
+            builder.error(f"the method {r.method!r} awaits the server's first message, which "
+                          "answers no request; set method: to another name",
+                          ["interactions", "requests", i])
         info = commands.get(r.request)
         if info is None or info.first is None:
             continue

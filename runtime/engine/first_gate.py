@@ -40,17 +40,21 @@ class FirstGate:
         """Whether this side still has its first message to send."""
         return self.expected is not None
 
-    def sent(self, command: str, message: object) -> None:
-        """Check ``message`` (command ``command``) going out; raise ``FirstMessageViolation``
-        when it is out of place."""
+    def check(self, command: str, message: object) -> None:
+        """Check ``message`` (command ``command``) about to go out; raise
+        ``FirstMessageViolation`` when it is out of place. Nothing changes until ``sent``."""
         expected = self.expected
         if expected is not None:
             if not isinstance(message, expected):
                 raise FirstMessageViolation(
                     command, expected.__name__,
                     f"cannot send {command} before the first message {expected.__name__}")
-            self.expected = None
         elif isinstance(message, self.firsts):
             raise FirstMessageViolation(
                 command, None, f"cannot send {command}: a first message goes once, first, "
                 "and only from the side whose direction declares it")
+
+    def sent(self, message: object) -> None:
+        """``message`` went out (``check`` let it, and so did the machines)."""
+        if self.expected is not None and isinstance(message, self.expected):
+            self.expected = None

@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from protoframe.generator.build import generate
 from protoframe.generator.errors import SpecErrors
 from protoframe.generator.output import write_files
-from protoframe.runtime.engine.first_gate import FirstMessageViolation
+from protoframe.runtime.engine.first_gate import FirstGate, FirstMessageViolation
 from protoframe.runtime.engine.machine import ProtocolViolation
 from protoframe.runtime.errors import ConnectionClosed
 from protoframe.runtime.io.endpoint import Endpoint
@@ -41,6 +41,7 @@ from tests.support.paths import DATA
 SPECS = DATA / "first_machines"
 PG = (SPECS / "pgm.yaml").read_text()
 MY = (SPECS / "myg.yaml").read_text()
+AM = (SPECS / "amh.yaml").read_text()
 PARAMS = b"user\x00postgres\x00database\x00db\x00\x00"
 VERSION = 196608  # protocol 3.0
 
@@ -50,7 +51,8 @@ def package(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("first_machines")
     write_spec(tmp, "pgm", PG)
     write_spec(tmp, "myg", MY)
-    out = generate(tmp / "specs", "specs", ["pgm", "myg"])
+    write_spec(tmp, "amh", AM)
+    out = generate(tmp / "specs", "specs", ["pgm", "myg", "amh"])
     write_files(tmp / "first_pkg", out.files, out.protocols)
     return tmp
 
@@ -70,6 +72,11 @@ def pg(package: Path) -> Any:
 @pytest.fixture(scope="module")
 def my(package: Path, pg: Any) -> Any:
     return modules(package, "myg")
+
+
+@pytest.fixture(scope="module")
+def am(package: Path, my: Any) -> Any:
+    return modules(package, "amh")
 
 
 def startup(params: bytes, version: int = VERSION) -> bytes:
@@ -224,6 +231,41 @@ def test_any_split_reaches_the_server_protocol(pg: Any, params: bytes, sqls: lis
     assert got == frames
 
 
+def test_the_gate_changes_only_once_the_message_went_out() -> None:
+    class A:
+        pass
+
+    class B:
+        pass
+
+    gate = FirstGate(A, (A, B))
+    gate.check("A", A())  # the machines may still refuse it: nothing changes yet
+    assert gate.pending
+    with pytest.raises(FirstMessageViolation):
+        gate.check("B", B())
+    gate.sent(A())
+    assert not gate.pending
+    with pytest.raises(FirstMessageViolation):
+        gate.check("A", A())
+    gate.check("FRAME", object())
+
+
+def test_a_header_answered_by_the_servers_first_message(am: Any) -> None:
+    f = am.frames
+    header = f.ProtocolHeader(major=0, minor=9, revision=1)
+    client = am.machines.AmhProtocol()
+    server = am.machines.AmhProtocol(server=True)
+    assert client.send(header) == b"AMQP\x00\x00\x09\x01"
+    assert server.receive_data(b"AMQP\x00\x00\x09\x01") == [header]
+    start = f.Start(mechanisms=b"PLAIN")
+    wire = server.send(start)
+    assert wire == struct.pack(">I", 5) + b"PLAIN"
+    assert client.receive_data(wire + struct.pack(">BI", 8, 0)) == [
+        start, f.Frame(body=f.Heartbeat())]
+    assert client.state("connection") == "open"
+    assert not hasattr(am.client.AmhRequests, "start")  # START answers a request
+
+
 # -- the client over TCP --------------------------------------------------------------------------
 
 def run(scenario: Any) -> None:
@@ -319,6 +361,32 @@ def test_a_connection_that_ends_before_the_greeting_fails_the_wait(my: Any) -> N
     run(scenario)
 
 
+def test_the_header_request_over_tcp(am: Any) -> None:
+    f = am.frames
+
+    class Broker(Session[Any]):
+        def __init__(self) -> None:
+            super().__init__(am.machines.AmhProtocol(server=True))
+
+        def frame_received(self, frame: Any) -> None:
+            if isinstance(frame, f.ProtocolHeader):
+                self.connection.write(f.Start(mechanisms=b"PLAIN AMQPLAIN"))
+
+    async def scenario() -> None:
+        server = await serve("127.0.0.1", 0, Broker)
+        endpoint = Endpoint(am.machines.AmhProtocol(),
+                            lambda c: am.client.AmhRequests(c, timeout=5.0))
+        try:
+            await endpoint.connect("127.0.0.1", server.port, timeout=5.0)
+            start = await endpoint.requests.protocol_header(0, 9, 1)
+            assert start == f.Start(mechanisms=b"PLAIN AMQPLAIN")
+        finally:
+            endpoint.close()
+            await server.stop()
+
+    run(scenario)
+
+
 # -- types, docs and specs that cannot be said ----------------------------------------------
 
 APP = '''\
@@ -390,6 +458,13 @@ FLAGS = ("    - {name: type, type: u8}\n",
      "request: STARTUP", "flags]",
      "correlate: 'flags' is a field of the frame, which the first message STARTUP is sent "
      "without"),
+    ([("    - {request: STARTUP, response: AUTH_OK}\n",
+       "    - {request: STARTUP, response: AUTH_OK}\n    - {request: QUERY, response: READY, "
+       "method: greeting}\n"), ("  to_server: Startup\n",
+                                "  to_server: Startup\n  to_client: Greeting\n"),
+      ("structs:\n", "structs:\n  Greeting:\n    fields:\n      - {name: x, type: u8}\n")],
+     "method: greeting", "{request: QUERY",
+     "the method 'greeting' awaits the server's first message"),
     ([("  to_server: Startup\n", "  to_server: AuthOk\n")], "to_server: AuthOk", "AuthOk",
      "first: AuthOk is the command AUTH_OK, which the frame's switch names too"),
 ])

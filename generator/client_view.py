@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from protoframe.generator.codewriter import Imports, docstring, q
+from protoframe.generator.first_client import awaited_first
+from protoframe.generator.first_machines import received_type
 from protoframe.generator.frame_ir import (
     ArrayField,
     BoolField,
@@ -165,6 +167,8 @@ def build_client_module(spec: FrameSpec) -> ClientModuleView:
                    if not (isinstance(f, ProtoField) and f.dispatch_on is not None)
                    and not isinstance(f, SwitchField)]
     methods = [_method(spec, types, r, frame_extra) for r in spec.requests]
+    sent = received_type(spec)  # the frame, or the frame or a first message
+    first_lines = awaited_first(spec, imports)
     title = "".join(p.capitalize() for p in spec.protocol.replace("-", "_").split("_"))
     if spec.frame_context:
         imports.use(".machines", "Command")  # in answer_arg
@@ -192,14 +196,18 @@ def build_client_module(spec: FrameSpec) -> ClientModuleView:
         allocate=spec.allocate,
         exports=[f"{title}Requests", "FrameSender"],
         lines={
-            "send_frame": _at(1, [f"async def send_frame(self, frame: frames.{spec.frame.name})"
+            "send_frame": _at(1, [f"async def send_frame(self, frame: {sent})"
                                   " -> None: ..."]),
             # The parameters of a signature the template has broken after its "(".
-            "handle_params": _at(2, [f"self, frame: frames.{spec.frame.name}, "
-                                     "command: tuple[str, Any] | None = None"]),
-            "call_params": _at(2, [f"self, key: Hashable, frame: frames.{spec.frame.name}, "
+            "handle_params": _at(2, [f"self, frame: {sent}, "
+                                     "command: tuple[str, Any] | None = None"]
+                                 if sent == f"frames.{spec.frame.name}" else
+                                 ["self,", f"frame: {sent},",
+                                  "command: tuple[str, Any] | None = None,"]),
+            "call_params": _at(2, [f"self, key: Hashable, frame: {sent}, "
                                    "timeout: float | None, what: str"]),
-            "collect_frame": _at(2, [f"frame: frames.{spec.frame.name},"]),
+            "collect_frame": _at(2, [f"frame: {sent},"]),
+            **first_lines,
             "stream_call": _at(2, ["answers = self.pending.stream(key, lambda answer: "
                                    "answer[0] in until, limit, self.timeout if timeout is "
                                    "None else timeout, what)"]),
@@ -327,24 +335,18 @@ def _method(spec: FrameSpec, types: _Types, r: Request,
                    f"{info.proto.enum_member}, {info.proto.field.py_name}=body)")
         frame_args = [f"{envelope.name}={command}"]
         correlate_attr = {f.proto_name: f"body.{f.py_name}" for f in msg.fields}
+    elif info.first is not None:
+        # A first message is sent as it is: its struct is the request.
+        first = spec.first[info.first]
+        build = [f"body = frames.{first.name}(" + ", ".join(
+            _struct_params(types, first, allocate, taken, required, optional)) + ")"]
+        frame_args = []
+        correlate_attr = {sf.name: f"body.{sf.name}" for sf in first.data_fields}
     else:
         assert info.case is not None
         # A request travels to the server: use that direction's layout where they differ.
         struct: StructDef = info.layout(True) or info.layouts[0]
-        for sf in struct.data_fields:
-            if sf.name == allocate:
-                assigns.append(f"{sf.name}={sf.name}")
-                continue
-            pname = _param_name(sf.name, taken)
-            ann = _struct_ann(types, sf)
-            if sf.when_remaining and sf.default is not None:
-                default = q(sf.default) if isinstance(sf.default, str) else repr(sf.default)
-                optional.append(f"{pname}: {ann} = {default}")
-            elif sf.optional:
-                optional.append(f"{pname}: {ann} | None = None")
-            else:
-                required.append(f"{pname}: {ann}")
-            assigns.append(f"{sf.name}={pname}")
+        assigns = _struct_params(types, struct, allocate, taken, required, optional)
         build = [f"body = frames.{struct.name}(" + ", ".join(assigns) + ")"]
         switch = next(f for f in spec.frame.fields if isinstance(f, SwitchField))
         frame_args = [f"{switch.name}=body"]
@@ -375,7 +377,8 @@ def _method(spec: FrameSpec, types: _Types, r: Request,
     if allocated:
         lines.append(f"{allocate} = self.next_id()")
     lines += build
-    lines.append(f"frame = frames.{spec.frame.name}(" + ", ".join(frame_args) + ")")
+    lines.append("frame = body" if info.first is not None else
+                 f"frame = frames.{spec.frame.name}(" + ", ".join(frame_args) + ")")
     key = "(" + ", ".join(key_values) + ("," if len(key_values) == 1 else "") + ")"
     response_type = " | ".join(_answer_type(types, spec.commands[n])
                                for n in dict.fromkeys([*r.responses, *r.until]))
@@ -398,6 +401,28 @@ def _method(spec: FrameSpec, types: _Types, r: Request,
         response_test=_response_test(r),
         **_stream_args(r, _one_way_doc(r, iterator=True)),
     )
+
+
+def _struct_params(types: _Types, struct: StructDef, allocate: str | None, taken: set[str],
+                   required: list[str], optional: list[str]) -> list[str]:
+    """The method's parameters for the data fields of ``struct`` (added to ``required`` and
+    ``optional``) and the arguments building it from them."""
+    assigns: list[str] = []
+    for sf in struct.data_fields:
+        if sf.name == allocate:
+            assigns.append(f"{sf.name}={sf.name}")
+            continue
+        pname = _param_name(sf.name, taken)
+        ann = _struct_ann(types, sf)
+        if sf.when_remaining and sf.default is not None:
+            default = q(sf.default) if isinstance(sf.default, str) else repr(sf.default)
+            optional.append(f"{pname}: {ann} = {default}")
+        elif sf.optional:
+            optional.append(f"{pname}: {ann} | None = None")
+        else:
+            required.append(f"{pname}: {ann}")
+        assigns.append(f"{sf.name}={pname}")
+    return assigns
 
 
 def _returned(r: Request) -> str:

@@ -110,6 +110,9 @@ def build_commands_module(spec: FrameSpec) -> CommandsModuleView:
                 if len(structs) == 1:
                     bodies += ","
                 rows.append(f"CommandDef({q(name)}, {q(hook_name(name))}, ({bodies}))")
+        # A first message (first:) is a command whose body is the message itself.
+        rows += [f"CommandDef({q(c.name)}, {q(hook_name(c.name))}, (frames.{c.body_type},))"
+                 for c in spec.commands.values() if c.first is not None]
         lookups = [("BY_BODY", "dict[type, str]",
                     "{body: c.name for c in COMMANDS for body in c.bodies}",
                     "Command by body class: how machines.command_of names a frame's command.")]

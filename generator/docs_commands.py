@@ -119,6 +119,7 @@ def commands_table(spec: FrameSpec, names: ProtoNames, anchors: dict[str, str]) 
         rows.append([
             code(name),
             case_value(info.value, _key_width(spec), info.case.literal) if info.case is not None
+            else "first message" if info.first is not None
             else "—" if info.routed is not None and info.routed.value is None
             else str(info.value),
             body,
@@ -158,6 +159,8 @@ def _body(spec: FrameSpec, info: CommandInfo, names: ProtoNames, anchors: dict[s
         holder = envelope.message.proto_name if envelope and envelope.message else "?"
         attr = f" (Python `{fld.py_name}`)" if fld.py_name != fld.proto_name else ""
         return code(names(msg.full_name)), f"`{holder}.{fld.proto_name}`{attr}"
+    if info.first is not None:
+        return link(info.body_type, anchors), f"the first message {info.first.replace('_', ' ')}"
     assert info.case is not None
     to_server, to_client = info.layout(True), info.layout(False)
     if to_server is to_client and to_server is not None:

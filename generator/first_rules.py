@@ -10,17 +10,20 @@ field after fixed-size fields, or blocks), or that has a fixed size.
 
 from __future__ import annotations
 
+import re
 from typing import Protocol
 
 from protoframe.generator.build_context import PathT
 from protoframe.generator.frame_checks import frame_length_field
-from protoframe.generator.frame_ir import StructDef
+from protoframe.generator.frame_ir import CommandInfo, ProtoField, Request, StructDef
 from protoframe.generator.spec_yaml import LocDict
 
 DIRECTIONS = ("to_server", "to_client")
 
 
 class _Builder(Protocol):
+    unresolved: set[str]  # commands that did not resolve: naming them is no second error
+
     def error(self, message: str, path: PathT, key: bool = False) -> None: ...
 
     def lookup_struct(self, name: str | None, path: PathT) -> StructDef | None: ...
@@ -34,15 +37,11 @@ def fixed_length(s: StructDef) -> int | None:
     return sum(size or 0 for size in sizes)
 
 
-def read_first(builder: _Builder, raw: LocDict | None, frame: StructDef,
-               interactive: bool) -> dict[str, StructDef]:
-    """The first message's struct per direction (``first: {to_server: A, to_client: B}``);
-    ``interactive``: the spec has machines or requests, which do not take one yet."""
+def read_first(builder: _Builder, raw: LocDict | None, frame: StructDef) \
+        -> dict[str, StructDef]:
+    """The first message's struct per direction (``first: {to_server: A, to_client: B}``)."""
     if raw is None:
         return {}
-    if interactive:
-        builder.error("first: cannot be combined with machines or interactions yet (the "
-                      "machines have no command for a first message)", ["first"], key=True)
     out: dict[str, StructDef] = {}
     for direction in DIRECTIONS:
         if direction not in raw:
@@ -65,6 +64,62 @@ def read_first(builder: _Builder, raw: LocDict | None, frame: StructDef,
         else:
             out[direction] = struct
     return out
+
+
+def first_command_name(struct: StructDef) -> str:
+    """The command a first message is to the machines and interactions: its struct's name in
+    UPPER_SNAKE (``StartupMessage`` -> ``STARTUP_MESSAGE``)."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", struct.name).upper()
+
+
+def add_first_commands(builder: _Builder, first: dict[str, StructDef], frame: StructDef,
+                       commands: dict[str, CommandInfo], routed: bool) -> None:
+    """Each first message as a command of its own, for a spec with machines or interactions
+    (``commands`` gets them after the frame's own): what they name in transitions and
+    requests. Its frame must name its commands with a switch (or have none), not a protobuf
+    envelope or ``commands:`` routes, whose tables have no row for a struct of its own."""
+    if not first:
+        return
+    if routed or any(isinstance(f, ProtoField) and f.dispatch_on is not None
+                     for f in frame.fields):
+        builder.error("first: with machines or interactions needs a frame whose commands a "
+                      "switch names (a protobuf envelope's or commands: routes' tables have no "
+                      "row for a first message)", ["first"], key=True)
+        builder.unresolved.update(first_command_name(s) for s in first.values())
+        return
+    for direction, struct in first.items():
+        name = first_command_name(struct)
+        if name in commands:
+            builder.error(f"first: {struct.name} is the command {name}, which the frame's "
+                          "switch names too; rename the struct or the case", ["first", direction])
+            continue
+        commands[name] = CommandInfo(
+            name=name, value=-1, body_type=struct.name,
+            body_fields={f.name: f.name for f in struct.data_fields}, first=direction)
+
+
+def check_first_requests(builder: _Builder, requests: list[Request],
+                         commands: dict[str, CommandInfo]) -> None:
+    """A first message has no frame around it: a request that is one cannot be correlated by
+    the frame's fields, nor set them (``frame_fields:``). A server's first message that answers
+    no request is awaited by a client method of its name, which no request may take."""
+    answers = {n for r in requests for n in (*r.responses, *r.errors, *r.until)}
+    awaited = [n.lower() for n, info in commands.items()
+               if info.first == "to_client" and n not in answers]
+    for i, r in enumerate(requests):
+        if r.method in awaited:
+            builder.error(f"the method {r.method!r} awaits the server's first message, which "
+                          "answers no request; set method: to another name",
+                          ["interactions", "requests", i])
+        info = commands.get(r.request)
+        if info is None or info.first is None:
+            continue
+        for key, names, of in (("correlate", r.frame_correlate, r.correlate),
+                               ("frame_fields", r.frame_fields, r.frame_fields)):
+            if names:
+                builder.error(f"{key}: {names[0]!r} is a field of the frame, which the first "
+                              f"message {r.request} is sent without",
+                              ["interactions", "requests", i, key, of.index(names[0])])
 
 
 def read_delimiter(builder: _Builder, body: LocDict, path: PathT) -> bytes | None:

@@ -654,6 +654,8 @@ class CommandInfo:
     direction: str | None = None
     route: Route | None = None
     routed: RoutedCommand | None = None
+    # A first message (``first:``): the direction it is sent, "to_server" or "to_client".
+    first: str | None = None
 
     @property
     def layouts(self) -> list[StructDef]:

@@ -20,7 +20,12 @@ import jsonschema
 
 from protoframe.generator.build_context import PathT
 from protoframe.generator.errors import SpecError, SpecErrors
-from protoframe.generator.first_rules import read_delimiter, read_first
+from protoframe.generator.first_rules import (
+    add_first_commands,
+    check_first_requests,
+    read_delimiter,
+    read_first,
+)
 from protoframe.generator.frame_checks import check_frame_spec
 from protoframe.generator.frame_enums import spec_enums
 from protoframe.generator.frame_ir import FrameSpec, StructDef
@@ -150,10 +155,14 @@ class _Builder(InteractionBuilder):
             self.resolve_struct(struct, struct.is_frame)
         for struct in self.structs.values():
             self.check_uses(struct)
+        first = read_first(self, root.get("first"), frame)
         commands = self.commands(frame)
         routes = self.routes(root.get("commands", LocList()), frame, commands)
+        if "machines" in root or "interactions" in root:
+            add_first_commands(self, first, frame, commands, "commands" in root)
         interactions = root.get("interactions", LocDict())
         requests = self.requests(interactions, commands, frame)
+        check_first_requests(self, requests, commands)
         one_way = self.command_list(interactions, "one_way", commands)
         server_push = self.command_list(interactions, "server_push", commands)
         allocate_raw = interactions.get("allocate")
@@ -162,7 +171,6 @@ class _Builder(InteractionBuilder):
         self.check_allocate_opt_outs(interactions, allocate)
         machines = [self.machine(name, body, commands)
                     for name, body in root.get("machines", LocDict()).items()]
-        first = read_first(self, root.get("first"), frame, bool(machines or requests))
         return FrameSpec(
             protocol=root["protocol"],
             doc=root.get("doc", ""),

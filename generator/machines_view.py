@@ -15,6 +15,7 @@ from protoframe.generator.codewriter import Imports, docstring, q
 from protoframe.generator.commands_view import hook_name, protocol_title
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.expr import Expr
+from protoframe.generator.first_machines import first_lines, first_naming, received_type
 from protoframe.generator.frame_ir import (
     CommandInfo,
     FrameSpec,
@@ -118,7 +119,8 @@ def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
             doc=docstring(f"A {name} command arrived and passed the state machines.",
                           "            "),
             def_lines=fitted([f"def {hook_name(name)}(self, body: {body}, frame: "
-                              f"frames.{spec.frame.name}) -> None:"], 2),
+                              f"frames.{info.body_type if info.first else spec.frame.name})"
+                              " -> None:"], 2),
         ))
     name_table, body_expr = _naming(spec, imports)
     title = protocol_title(spec)
@@ -171,8 +173,8 @@ def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
             "}",
         ]
     caches = any(route.payload is not None for route in spec.routes)
-    frame = f"frames.{spec.frame.name}"
-    decoder_args = ", to_server=server" if any(
+    frame = received_type(spec)
+    decoder_args = ", to_server=server" if spec.first or any(
         c.to_server is not c.to_client for f in spec.frame.fields
         if isinstance(f, SwitchField) for c in f.cases) else ""
     lines = {
@@ -188,6 +190,7 @@ def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
         "keep": fit_marked(" " * 33 + f"if isinstance(frame, {frame})"),
         "handle_def": fitted([f"def _handle(self, frame: {frame}) -> bool:"], 1),
         "command_def": fitted([f"def command(self, frame: {frame}) -> tuple[str, Any]:"], 1),
+        **first_lines(spec, imports, fitted),
     }
     extra_exports = (["Command"] if spec.frame_context else []) + \
         (["frame_of", *[b.name for b in builders]] if builders else [])
@@ -213,7 +216,7 @@ def build_machines_module(spec: FrameSpec) -> MachinesModuleView:
         functions=fitted(functions),
         name_table=fitted(name_table),
         hooks=hooks,
-        body_lines=fitted(body_expr.split("\n"), 1),
+        body_lines=fitted([*first_naming(spec), *body_expr.split("\n")], 1),
         machines_line=fitted(
             [f"MACHINES: list[MachineDef] = [{', '.join(mv.const for mv in machines)}]"]),
         hooks_class=f"{title}Hooks",
@@ -298,7 +301,7 @@ def _command_class(spec: FrameSpec, imports: Imports) -> list[str]:
         '    """',
         "",
         "    body: Any",
-        f"    frame: frames.{spec.frame.name}",
+        f"    frame: {received_type(spec)}",
     ]
 
 

@@ -136,6 +136,10 @@ CASES = [
          "the frame's length 'total_size' is a length-encoded integer"),
     Case("first_unknown_length.yaml", "to_server: Hello", "Hello",
          "first: cannot tell the length of Hello from its first bytes"),
+    Case("first_with_envelope_machines.yaml", "first:", "first",
+         "first: with machines or interactions needs a frame whose commands a switch names"),
+    Case("first_command_taken.yaml", "to_server: Start", "Start",
+         "first: Start is the command START, which the frame's switch names too"),
     Case("delimiter_not_a_byte.yaml", "delimiter:", '"',
          "delimiter: each character is one byte"),
     # Once a frames.py that failed mypy --strict (found by tests/generator/test_spec_fuzz.py).

@@ -3,7 +3,7 @@ before any frame: PostgreSQL's StartupMessage (an Int32 length that counts itsel
 byte), AMQP 0-9-1's protocol header ("AMQP" 0 0 9 1, a fixed 8 bytes) and a MySQL-style server
 greeting, against bytes packed by hand from those protocols' documentation, byte by byte
 through the stream, with bad first messages refused by their own errors, and the specs it is
-refused in."""
+refused in (with machines and interactions: test_first_machines.py)."""
 
 from __future__ import annotations
 
@@ -227,8 +227,9 @@ def test_the_generated_packages_type_check(package: Path) -> None:
     ("  to_server: Startup\n", "  to_server: Query\n", "Query\n",
      "first: cannot tell the length of Query from its first bytes"),
     ("  to_server: Startup\n", "  to_sever: Startup\n", "to_sever", "unknown key 'to_sever'"),
-    ("first:\n", "machines:\n  m:\n    initial: a\n    states: [a]\n    transitions: []\n"
-     "first:\n", "first:", "first: cannot be combined with machines"),
+    # With machines the first message is a command (tests/generator/test_first_machines.py).
+    ("first:\n", "machines:\n  m:\n    initial: a\n    states: [a, b]\n    transitions:\n"
+     "      - {from: a, send: STARTP, to: b}\nfirst:\n", "STARTP", "unknown command 'STARTP'"),
 ])
 def test_where_a_first_message_is_refused(tmp_path: Path, old: str, new: str, token: str,
                                           message: str) -> None:

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 from typing import assert_never
 
-from protoframe.generator import case_args
 from protoframe.generator.bit_codec import as_enum, reserved_check, unpack
 from protoframe.generator.codewriter import literal, q
+from protoframe.generator.container_decode import array_field, blocks_field, switch_field
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.expr import Expr
 from protoframe.generator.float_codec import decode_float
 from protoframe.generator.frame_emit import (
     EmitContext,
-    annotation,
     bug,
     call_args,
     fixed_int,
@@ -29,18 +28,16 @@ from protoframe.generator.frame_emit import (
     range_ends,
     range_starts,
     render_expr,
-    switch_of,
 )
 from protoframe.generator.frame_ir import (
     INT_TYPES,
     FrameField,
     ProtoField,
     StructDef,
-    SwitchField,
     nested_message,
     nested_struct,
 )
-from protoframe.generator.frame_values import decode_array, decode_value
+from protoframe.generator.frame_values import decode_value
 from protoframe.generator.layout_ops import (
     AnyFieldOp,
     Array,
@@ -437,11 +434,11 @@ class Decoder:
                 call = f"{op.struct.name}.decode_from(buf, pos, {vend}{args})"
                 return [*lines, *self.struct_call(f, op.struct, target, call, vend)]
             case Array():
-                return self.array(op, target)
+                return array_field(self, op, target)
             case Switch():
-                return self.switch(op, target)
+                return switch_field(self, op, target)
             case Blocks():
-                return self.blocks(op, target)
+                return blocks_field(self, op, target)
             case Terminated() | ConstBytes() | RangedInt():
                 return decode_value(self, op, target)
             case MaskedBytes():
@@ -549,147 +546,3 @@ class Decoder:
             f"    raise MissingBodyError(f\"{f.message.proto_name} of type "
             f"{{{target}.{f.dispatch_on.py_name}.name}} lacks its body field\")",
         ]
-
-    def array(self, op: Array, target: str) -> list[str]:
-        region = op.region
-        if region.size or region.prefix or region.length is not None:
-            # A size_of field measures the array: its elements are read within those bytes
-            # (AMQP's field tables), which they must fill.
-            lines, vend = self.region_end(op.field, region)
-            if vend != "end":
-                return [*lines, *self.sized_call(op.field, self.array_to(op, target, vend),
-                                                 vend),
-                        f"if pos != {vend}:", *indent(raise_lines(
-                            "SizeMismatchError", f"{self.s.name}.{op.field.name}: content "
-                            "does not fill its declared size", fmt=False))]
-        return self.array_to(op, target, "end")
-
-    def array_to(self, op: Array, target: str, end: str) -> list[str]:
-        if op.item_limits:
-            return decode_array(self, op, target, end)
-        f = op.field
-        el = op.element
-        item_ann = annotation(self.ctx, self.s, el.field)
-        index = f"i_{f.name}" if op.index_used else "_"
-        self.index = index
-        items = f"a_{f.name}"
-        # Named for the field: two arrays of one struct may hold different element types.
-        item = f"e_{f.name}"
-        lines = [f"{items}: list[{item_ann}] = []"]
-        match el:
-            case Nested(struct=struct) | NestedOther(struct=struct):
-                if op.until_end and struct.name in self.ctx.runs:
-                    return [f"{target}, pos = {struct.name}.decode_run(buf, pos, {end})"]
-                args = call_args(f.args, self.s, self.name, f)
-                one = [f"{item}, pos = {struct.name}.decode_from(buf, pos, {end}{args})",
-                       f"{items}.append({item})"]
-            case ReadUuid():
-                one = [*self.need("16", el.field),
-                       f"{items}.append(UUID(bytes=buf[pos : pos + 16]))", "pos += 16"]
-            case _:
-                one = [*self.int_read(el.field, item, int_read_of(el)), f"{items}.append({item})"]
-        if op.until_end:
-            lines.append(f"while pos < {end}:")
-            if index != "_":
-                lines.append(f"    {index} = len({items})")
-        else:
-            if op.count is None:
-                raise bug(f, f"{f.name!r}: an array with neither a count nor until_end")
-            count = self.render(op.count, f, parens=False)
-            lines.append(f"for {index} in range({count}):")
-        lines += ["    " + x for x in one]
-        lines.append(f"{target} = {items}")
-        self.index = "_"
-        return lines
-
-    def switch(self, op: Switch, target: str) -> list[str]:
-        f = switch_of(op)
-        self.ctx.imports.use(ERRORS, "UnknownCommandTypeError")
-        if not case_args.every_case_takes(f):  # else no case table names it
-            self.ctx.imports.use("collections.abc", "Callable")
-        region = op.region
-        lines, vend = self.region_end(f, region) if (region.size or region.prefix) \
-            else ([], "end")
-        key = f"f_{op.key}"
-        alias = f.alias
-        base = f.tables
-        decoder_type = f"Callable[[bytes, int, int], tuple[{alias}, int]]"
-        if op.directional:
-            for direction in ("to_server", "to_client"):
-                self.ctx.tables += case_table(f, direction, f"{base}_{direction.upper()}",
-                                               decoder_type)
-            table = f"({base}_TO_SERVER if to_server else {base}_TO_CLIENT)"
-            unknown = "sent {'to' if to_server else 'from'} the server"
-        elif not case_args.every_case_takes(f):  # else no case is left for a table
-            self.ctx.tables += case_table(f, "to_client", f"{base}_DECODERS", decoder_type)
-            table, unknown = f"{base}_DECODERS", ""
-        else:
-            table = unknown = ""
-        raise_unknown = raise_lines("UnknownCommandTypeError", f"{self.s.name}.{op.key}: no "
-                                    f"layout for {{{key}}}{' ' + unknown if unknown else ''}",
-                                    extra=f", {key}")
-        lookup = [
-            f"decode_body = {table}.get({key})",
-            "if decode_body is None:",
-            *indent(raise_unknown),
-        ]
-        call = f"{target}, pos = decode_body(buf, pos, {vend})"
-        if case_args.taking(f):
-            # Cases taking params are called with their args; the table holds the others.
-            lines += self.sized_call(f, case_args.decode_lines(
-                f, key, target, vend, lambda held: case_args.case_call_args(
-                    f, held, self.s, self.name), [*lookup, call], raise_unknown), vend)
-        else:
-            lines += [*lookup, *self.sized_call(f, [call], vend)]
-        if vend != "end":
-            self.ctx.imports.use(ERRORS, "SizeMismatchError")
-            lines += [f"if pos != {vend}:", *indent(raise_lines(
-                "SizeMismatchError", f"{self.s.name}.{f.name}: {{{vend} - pos}} bytes of the "
-                "body left over"))]
-        return lines
-
-    def blocks(self, op: Blocks, target: str) -> list[str]:
-        f = op.field
-        cw, lw = op.count_type.width, op.length_type.width
-        cp = self.ctx.packer(cw, op.count_type.signed, op.count_type.order)
-        lp = self.ctx.packer(lw, op.length_type.signed, op.length_type.order)
-        self.ctx.imports.use(ERRORS, "SizeMismatchError")
-        self.ctx.imports.use(PROTOWIRE, "truncated")
-        lines = [*self.need(str(cw), f), f"n_blocks = {cp}.unpack_from(buf, pos)[0]",
-                 f"pos += {cw}"]
-        if op.max_blocks is not None:
-            lines += [f"if n_blocks > {op.max_blocks}:", *indent(raise_lines(
-                "SizeMismatchError", f"{self.s.name}.{f.name}: {{n_blocks}} blocks, more than "
-                f"{op.max_blocks}"))]
-        args = call_args(f.args, self.s, self.name, f)
-        lines += [
-            "parts: list[bytes] = []",
-            "for _ in range(n_blocks):",
-            *["    " + x for x in self.need(str(lw), f)],
-            f"    n = {lp}.unpack_from(buf, pos)[0]",
-            f"    pos += {lw}",
-            f"    if n > {op.block_size}:",
-            *indent(raise_lines("SizeMismatchError", f"{self.s.name}.{f.name}: block of {{n}} "
-                            f"bytes; blocks hold up to {op.block_size}"), 2),
-            "    if pos + n > end:",
-            *indent(self.overrun(f, "block of {n} bytes runs past the end"), 2),
-            "    parts.append(buf[pos : pos + n])",
-            "    pos += n",
-            "content = b\"\".join(parts)",
-            *self.sized_call(f, [f"{target}, used = {op.struct.name}.decode_from(content, 0, "
-                                f"len(content){args})"], "content"),
-            "if used != len(content):",
-            *indent(raise_lines("SizeMismatchError", f"{self.s.name}.{f.name}: "
-                            "{len(content) - used} bytes of block content left over")),
-        ]
-        return lines
-
-
-def case_table(f: SwitchField, direction: str, name: str, decoder_type: str) -> list[str]:
-    lines = [f"{name}: dict[int, {decoder_type}] = {{"]
-    for c in f.cases:
-        struct = getattr(c, direction)
-        if struct is not None and not struct.params:  # with params: decoded ahead of it
-            lines.append(f"    {c.value}: {struct.name}.decode_from,")
-    lines.append("}")
-    return lines

@@ -30,7 +30,7 @@ from tests.support.paths import ROOT
 
 GENERATOR = ROOT / "generator"
 EMITTERS = sorted({*GENERATOR.glob("*_view.py"), *GENERATOR.glob("machines_*.py"),
-                   GENERATOR / "frame_layouts.py",
+                   GENERATOR / "frame_layouts.py", GENERATOR / "container_decode.py",
                    GENERATOR / "layout_plan.py", GENERATOR / "layout_ops.py",
                    *GENERATOR.glob("docs_*.py"), *GENERATOR.glob("spark_*.py"),
                    *(GENERATOR / f"frame_{m}.py" for m in ("emit", "decoder", "encoder", "length",

@@ -19,13 +19,10 @@ from protoframe.generator.frame_ir import (
     ArrayField,
     BoolField,
     BytesField,
-    CommandInfo,
     FloatField,
     FrameField,
-    FrameSpec,
     IntField,
     ProtoField,
-    Request,
     StringField,
     StructDef,
     SwitchField,
@@ -37,6 +34,7 @@ from protoframe.generator.ir import Field, Label, Presence
 from protoframe.generator.linefit import INDENT, fit_marked
 from protoframe.generator.machines_routes import builder_name, builder_params
 from protoframe.generator.runtime_modules import CORRELATION, ERRORS, MACHINE
+from protoframe.generator.spec_ir import CommandInfo, FrameSpec, Request
 
 
 @dataclass

@@ -12,9 +12,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from protoframe.generator.codewriter import Imports, docstring, q
-from protoframe.generator.frame_ir import FrameSpec, ProtoField, Request, SwitchField
+from protoframe.generator.frame_ir import ProtoField, SwitchField
 from protoframe.generator.linefit import INDENT, fit_marked
 from protoframe.generator.runtime_modules import MACHINE
+from protoframe.generator.spec_ir import FrameSpec, Request
 
 
 @dataclass

@@ -14,15 +14,9 @@ from protoframe.generator.docs_text import (
     join,
     link,
 )
-from protoframe.generator.frame_ir import (
-    CommandInfo,
-    FrameSpec,
-    IntField,
-    ProtoField,
-    Request,
-    SwitchField,
-)
+from protoframe.generator.frame_ir import IntField, ProtoField, SwitchField
 from protoframe.generator.ir import MessageType
+from protoframe.generator.spec_ir import CommandInfo, FrameSpec, Request
 
 
 def commands_intro(spec: FrameSpec) -> str:

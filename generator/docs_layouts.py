@@ -26,7 +26,6 @@ from protoframe.generator.frame_ir import (
     BytesField,
     FloatField,
     FrameField,
-    FrameSpec,
     IntField,
     ProtoField,
     StringField,
@@ -36,6 +35,7 @@ from protoframe.generator.frame_ir import (
     UuidField,
     VarintField,
 )
+from protoframe.generator.spec_ir import FrameSpec
 from protoframe.runtime.codec import mutf8
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from protoframe.generator.docs_text import Table, cell, code, expr_text, join, mermaid_text
-from protoframe.generator.frame_ir import FrameSpec, Machine, Transition
+from protoframe.generator.spec_ir import FrameSpec, Machine, Transition
 
 # Words Mermaid's state diagram lexer reads as keywords (case-insensitively) before it reads
 # a state id; a state with one of these names is drawn through an alias.

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from protoframe.generator.docs_machines import final_states
 from protoframe.generator.docs_text import code, expr_text, join, mermaid_text
-from protoframe.generator.frame_ir import FrameSpec, Machine, Request, Transition
+from protoframe.generator.spec_ir import FrameSpec, Machine, Request, Transition
 
 
 @dataclass

@@ -25,9 +25,10 @@ from protoframe.generator.docs_layouts import LayoutView, layout
 from protoframe.generator.docs_machines import MachineView, machine_view
 from protoframe.generator.docs_sequences import SequenceView, sequence_view
 from protoframe.generator.docs_text import ProtoNames, Table
-from protoframe.generator.frame_ir import FrameSpec, IntField
+from protoframe.generator.frame_ir import IntField
 from protoframe.generator.ir import Protocol
 from protoframe.generator.render import render
+from protoframe.generator.spec_ir import FrameSpec
 
 TEMPLATE = "markdown/protocol.md.j2"
 

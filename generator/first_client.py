@@ -8,7 +8,7 @@ arrived before the call or after.
 from __future__ import annotations
 
 from protoframe.generator.codewriter import Imports, docstring, q
-from protoframe.generator.frame_ir import FrameSpec
+from protoframe.generator.spec_ir import FrameSpec
 
 _EMPTY = ("first_init", "first_handle", "first_lost", "first_method")
 

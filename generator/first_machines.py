@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from protoframe.generator.codewriter import Imports, q
-from protoframe.generator.frame_ir import FrameSpec
+from protoframe.generator.spec_ir import FrameSpec
 
 FIRST_GATE = "protoframe.runtime.engine.first_gate"
 

@@ -15,7 +15,8 @@ from typing import Protocol
 
 from protoframe.generator.build_context import PathT
 from protoframe.generator.frame_checks import frame_length_field
-from protoframe.generator.frame_ir import CommandInfo, ProtoField, Request, StructDef
+from protoframe.generator.frame_ir import ProtoField, StructDef
+from protoframe.generator.spec_ir import CommandInfo, Request
 from protoframe.generator.spec_yaml import LocDict
 
 DIRECTIONS = ("to_server", "to_client")

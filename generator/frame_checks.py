@@ -23,7 +23,6 @@ from protoframe.generator.frame_ir import (
     BoolField,
     BytesField,
     FrameField,
-    FrameSpec,
     IntField,
     ProtoField,
     StringField,
@@ -36,6 +35,7 @@ from protoframe.generator.frame_ir import (
 from protoframe.generator.ir import Protocol, SourceLocation
 from protoframe.generator.naming import spark_message_key, spark_struct_key, union_key
 from protoframe.generator.require_rules import check_requires
+from protoframe.generator.spec_ir import FrameSpec
 
 # What ``size_of: <field>`` can measure: fields whose bytes the encoder produces first.
 MEASURABLE = (BytesField, StringField, ProtoField, StructField, SwitchField, ArrayField)

@@ -24,7 +24,6 @@ from protoframe.generator.frame_ir import (
     BytesField,
     FloatField,
     FrameField,
-    FrameSpec,
     IntField,
     ProtoField,
     StringField,
@@ -38,6 +37,7 @@ from protoframe.generator.frame_ir import (
 from protoframe.generator.layout_ops import FieldOp, IntShape, IntType, KindOp, int_shape
 from protoframe.generator.layout_plan import SpecPlans
 from protoframe.generator.runtime_modules import INT24
+from protoframe.generator.spec_ir import FrameSpec
 
 _STRUCT_CODES = {(1, False): "B", (2, False): "H", (4, False): "I", (8, False): "Q",
                  (1, True): "b", (2, True): "h", (4, True): "i", (8, True): "q"}

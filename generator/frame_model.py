@@ -28,11 +28,12 @@ from protoframe.generator.first_rules import (
 )
 from protoframe.generator.frame_checks import check_frame_spec
 from protoframe.generator.frame_enums import spec_enums
-from protoframe.generator.frame_ir import FrameSpec, StructDef
+from protoframe.generator.frame_ir import StructDef
 from protoframe.generator.interaction_builder import InteractionBuilder
 from protoframe.generator.ir import EnumType, Protocol
 from protoframe.generator.naming import name_frame_spec
 from protoframe.generator.require_rules import read_requires
+from protoframe.generator.spec_ir import FrameSpec
 from protoframe.generator.spec_yaml import LocDict, LocList, load_spec, locate
 
 

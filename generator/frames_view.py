@@ -28,7 +28,6 @@ from protoframe.generator.frame_encoder import Encoder
 from protoframe.generator.frame_ir import (
     ArrayField,
     FrameField,
-    FrameSpec,
     ProtoField,
     StructDef,
     StructField,
@@ -47,6 +46,7 @@ from protoframe.generator.runtime_modules import (
     ERRORS,
     STREAM,
 )
+from protoframe.generator.spec_ir import FrameSpec
 
 
 @dataclass

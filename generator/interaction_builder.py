@@ -10,16 +10,13 @@ from protoframe.generator.expr import Expr
 from protoframe.generator.frame_ir import (
     ArrayField,
     BlocksField,
-    CommandInfo,
-    Machine,
     ProtoField,
-    Request,
     StructDef,
     StructField,
     SwitchField,
-    Transition,
 )
 from protoframe.generator.route_builder import RouteBuilder
+from protoframe.generator.spec_ir import CommandInfo, Machine, Request, Transition
 from protoframe.generator.spec_yaml import LocDict
 
 

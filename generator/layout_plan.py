@@ -31,7 +31,6 @@ from protoframe.generator.frame_ir import (
     BytesField,
     FloatField,
     FrameField,
-    FrameSpec,
     IntField,
     ProtoField,
     StringField,
@@ -99,6 +98,7 @@ from protoframe.generator.layout_ops import (
     kind_op,
 )
 from protoframe.generator.length_rules import size_extra
+from protoframe.generator.spec_ir import FrameSpec
 from protoframe.generator.value_rules import int_bounds, varint_bytes
 from protoframe.runtime.codec import vocabulary
 from protoframe.runtime.codec.varlen import lenenc_bytes

@@ -11,18 +11,18 @@ from dataclasses import dataclass
 from protoframe.generator import route_values
 from protoframe.generator.codewriter import Imports, docstring, q
 from protoframe.generator.commands_view import route_table
-from protoframe.generator.frame_ir import (
+from protoframe.generator.frame_ir import FrameField
+from protoframe.generator.ir import EnumType, MessageType
+from protoframe.generator.runtime_modules import ERRORS
+from protoframe.generator.spec_ir import (
     BuildLeaf,
     BuildNode,
     CommandInfo,
-    FrameField,
     FrameSpec,
     PathStep,
     Route,
     RoutedCommand,
 )
-from protoframe.generator.ir import EnumType, MessageType
-from protoframe.generator.runtime_modules import ERRORS
 
 
 def proto_ref(spec: FrameSpec, imports: Imports, t: MessageType | EnumType) -> str:

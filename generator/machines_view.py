@@ -16,16 +16,11 @@ from protoframe.generator.commands_view import hook_name, protocol_title
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.expr import Expr
 from protoframe.generator.first_machines import first_lines, first_naming, received_type
-from protoframe.generator.frame_ir import (
-    CommandInfo,
-    FrameSpec,
-    Machine,
-    ProtoField,
-    SwitchField,
-)
+from protoframe.generator.frame_ir import ProtoField, SwitchField
 from protoframe.generator.linefit import INDENT, fit_marked
 from protoframe.generator.machines_routes import proto_ref, route_function, routed_builders
 from protoframe.generator.runtime_modules import ERRORS, MACHINE
+from protoframe.generator.spec_ir import CommandInfo, FrameSpec, Machine
 
 
 @dataclass

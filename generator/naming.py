@@ -13,8 +13,9 @@ import builtins
 import keyword
 import re
 
-from protoframe.generator.frame_ir import FrameSpec, SwitchField
+from protoframe.generator.frame_ir import SwitchField
 from protoframe.generator.ir import Field, Label, MessageType, Presence, PresentNames, Protocol
+from protoframe.generator.spec_ir import FrameSpec
 
 PYTHON_RESERVED = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | frozenset(
     name for name in dir(builtins) if not name.startswith("_")

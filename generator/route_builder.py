@@ -7,20 +7,12 @@ from protoframe.generator.build_context import PathT
 from protoframe.generator.errors import SpecError
 from protoframe.generator.frame_ir import (
     ArrayField,
-    Assignment,
     BlocksField,
     BoolField,
-    BuildLeaf,
-    BuildNode,
     BytesField,
-    CommandInfo,
     FrameField,
-    FramePath,
     IntField,
-    PathStep,
     ProtoField,
-    Route,
-    RoutedCommand,
     StringField,
     StructDef,
     StructField,
@@ -32,6 +24,16 @@ from protoframe.generator.frame_ir import (
 from protoframe.generator.ir import Label, MessageType, Presence
 from protoframe.generator.literals import LiteralError, char_code, integer, is_char_literal
 from protoframe.generator.route_values import check, target_kind
+from protoframe.generator.spec_ir import (
+    Assignment,
+    BuildLeaf,
+    BuildNode,
+    CommandInfo,
+    FramePath,
+    PathStep,
+    Route,
+    RoutedCommand,
+)
 from protoframe.generator.spec_yaml import LocDict, LocList
 from protoframe.generator.struct_builder import StructBuilder
 

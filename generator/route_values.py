@@ -20,20 +20,18 @@ import copy
 from collections.abc import Callable
 
 from protoframe.generator.frame_ir import (
-    Assignment,
     BoolField,
     BytesField,
     FrameField,
     IntField,
     ProtoField,
-    Route,
-    RoutedCommand,
     StringField,
     StructDef,
     StructField,
     VarintField,
 )
 from protoframe.generator.ir import Field, MessageType, Presence
+from protoframe.generator.spec_ir import Assignment, Route, RoutedCommand
 
 BODY = "body"
 

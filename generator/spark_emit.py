@@ -13,11 +13,11 @@ import textwrap
 
 from protoframe.generator.codewriter import Imports
 from protoframe.generator.frame_checks import structs_of
-from protoframe.generator.frame_ir import FrameSpec
 from protoframe.generator.ir import EnumType, Field, MessageType, Protocol
 from protoframe.generator.linefit import fit_expression
 from protoframe.generator.naming import spark_message_key, spark_struct_key
 from protoframe.generator.runtime_modules import SPARK_ROWS
+from protoframe.generator.spec_ir import FrameSpec
 
 SPARK_TYPES = "pyspark.sql.types"
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from protoframe.generator.codewriter import docstring, q
-from protoframe.generator.frame_ir import FrameSpec, ProtoField, StructDef, SwitchField
+from protoframe.generator.frame_ir import ProtoField, StructDef, SwitchField
 from protoframe.generator.naming import union_key
 from protoframe.generator.runtime_modules import SPARK_ROWS
 from protoframe.generator.spark_codec import CodecView
 from protoframe.generator.spark_emit import LIMIT, SPARK_TYPES, SparkContext, comment, fit_in_body
+from protoframe.generator.spec_ir import FrameSpec
 
 
 @dataclass

@@ -19,13 +19,14 @@ from dataclasses import dataclass
 from protoframe.generator.codewriter import docstring, q
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.frame_checks import structs_of
-from protoframe.generator.frame_ir import ArrayField, FrameSpec, StructDef, SwitchField, struct_refs
+from protoframe.generator.frame_ir import ArrayField, StructDef, SwitchField, struct_refs
 from protoframe.generator.ir import Label, MessageType, Presence, Protocol
 from protoframe.generator.runtime_modules import ERRORS, SPARK_ROWS
 from protoframe.generator.spark_codec import CodecView, Column, at, codec
 from protoframe.generator.spark_emit import SparkContext, field_message
 from protoframe.generator.spark_frames import FrameView, frame_view, union_codec
 from protoframe.generator.spark_kinds import TYPE_MAPPING, frame_kind, proto_kind
+from protoframe.generator.spec_ir import FrameSpec
 
 
 @dataclass

@@ -16,7 +16,6 @@ from protoframe.generator.frame_ir import (
     ArrayField,
     BlocksField,
     FrameField,
-    FrameSpec,
     IntField,
     ProtoField,
     StringField,
@@ -24,6 +23,7 @@ from protoframe.generator.frame_ir import (
     StructField,
     SwitchField,
 )
+from protoframe.generator.spec_ir import FrameSpec
 from protoframe.generator.spec_yaml import LocDict, load_spec, locate
 
 # Attribute -> the rule a difference in it is reported under.

@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 
 from protoframe.generator.build import generate, load_frame_specs
 from protoframe.generator.errors import SpecErrors
-from protoframe.generator.frame_ir import FrameSpec
 from protoframe.generator.layout_ops import ReadPacked, SubField, kind_op
 from protoframe.generator.layout_plan import plan_spec
 from protoframe.generator.proto_model import load_protocol
+from protoframe.generator.spec_ir import FrameSpec
 from protoframe.runtime.codec import compiled, compiled_frames
 from protoframe.runtime.errors import (
     DecodeError,

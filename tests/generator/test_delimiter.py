@@ -6,8 +6,6 @@ with no delimiter within max_frame_size), in round trips, and the specs it is re
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -27,7 +25,7 @@ from protoframe.runtime.errors import (
     SizeMismatchError,
     TruncatedError,
 )
-from tests.support.generate import generate_text, import_generated, write_spec
+from tests.support.generate import assert_type_checks, generate_text, import_generated, write_spec
 
 SPEC = """\
 protocol: st
@@ -192,12 +190,7 @@ def test_the_reference_page_names_the_delimiters(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_the_generated_package_type_checks(package: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(package / "st_pkg")],
-        capture_output=True, text=True, timeout=600, env={"MYPYPATH": str(package),
-                                                          "PATH": "/usr/bin:/bin"},
-        check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert_type_checks(package, "st_pkg")
 
 
 @pytest.mark.parametrize(("old", "new", "token", "message"), [

@@ -17,8 +17,6 @@ from __future__ import annotations
 import asyncio
 import importlib
 import struct
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -35,7 +33,7 @@ from protoframe.runtime.engine.machine import ProtocolViolation
 from protoframe.runtime.errors import ConnectionClosed
 from protoframe.runtime.io.endpoint import Endpoint
 from protoframe.runtime.io.server import Session, serve
-from tests.support.generate import import_generated, write_spec
+from tests.support.generate import assert_type_checks, import_generated, write_spec
 from tests.support.paths import DATA
 
 SPECS = DATA / "first_machines"
@@ -427,13 +425,7 @@ async def main() -> None:
 @pytest.mark.slow
 def test_the_generated_packages_type_check(package: Path) -> None:
     (package / "app_first.py").write_text(APP)
-    result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental",
-         str(package / "first_pkg"), str(package / "app_first.py")],
-        capture_output=True, text=True, timeout=600, env={"MYPYPATH": str(package),
-                                                          "PATH": "/usr/bin:/bin"},
-        check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert_type_checks(package, "first_pkg", "app_first.py")
 
 
 def test_the_reference_page_names_the_first_messages_commands(tmp_path: Path) -> None:

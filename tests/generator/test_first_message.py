@@ -8,8 +8,6 @@ refused in (with machines and interactions: test_first_machines.py)."""
 from __future__ import annotations
 
 import struct
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -26,7 +24,7 @@ from protoframe.runtime.errors import (
     LengthTooSmallError,
     SizeMismatchError,
 )
-from tests.support.generate import generate_text, import_generated, write_spec
+from tests.support.generate import assert_type_checks, generate_text, import_generated, write_spec
 
 PG = """\
 protocol: pgs
@@ -211,13 +209,7 @@ def test_the_reference_page_names_the_first_messages(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_the_generated_packages_type_check(package: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental",
-         str(package / "pgs_pkg"), str(package / "amq_pkg")],
-        capture_output=True, text=True, timeout=600, env={"MYPYPATH": str(package),
-                                                          "PATH": "/usr/bin:/bin"},
-        check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert_type_checks(package, "pgs_pkg", "amq_pkg")
 
 
 @pytest.mark.parametrize(("old", "new", "token", "message"), [

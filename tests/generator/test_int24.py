@@ -6,8 +6,6 @@ Python codec."""
 from __future__ import annotations
 
 import struct
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
@@ -25,7 +23,7 @@ from protoframe.runtime.errors import (
     TruncatedError,
     ValueOutOfRangeError,
 )
-from tests.support.generate import generate_text, import_generated, write_spec
+from tests.support.generate import assert_type_checks, generate_text, import_generated, write_spec
 
 SPEC = """\
 protocol: my24
@@ -197,10 +195,4 @@ def test_int24_is_a_struct_lookalike() -> None:
 
 @pytest.mark.slow
 def test_the_generated_package_type_checks(package: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental",
-         str(package / "my24_pkg")],
-        capture_output=True, text=True, timeout=600, env={"MYPYPATH": str(package),
-                                                          "PATH": "/usr/bin:/bin"},
-        check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert_type_checks(package, "my24_pkg")

@@ -8,8 +8,6 @@ in."""
 from __future__ import annotations
 
 import struct
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -29,7 +27,7 @@ from protoframe.runtime.errors import (
     UnexpectedNullError,
     ValueOutOfRangeError,
 )
-from tests.support.generate import generate_text, import_generated, write_spec
+from tests.support.generate import assert_type_checks, generate_text, import_generated, write_spec
 
 SPEC = """\
 protocol: my
@@ -230,12 +228,7 @@ def test_the_reference_page_names_them(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_the_generated_package_type_checks(package: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(package / "my_pkg")],
-        capture_output=True, text=True, timeout=600, env={"MYPYPATH": str(package),
-                                                          "PATH": "/usr/bin:/bin"},
-        check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert_type_checks(package, "my_pkg")
 
 
 @pytest.mark.parametrize(("old", "new", "token", "message"), [

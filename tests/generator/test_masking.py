@@ -7,8 +7,6 @@ bad spec, and through ``mypy --strict``."""
 from __future__ import annotations
 
 import struct
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -29,7 +27,7 @@ from protoframe.runtime.errors import (
     TruncatedError,
     UnknownEnumValueError,
 )
-from tests.support.generate import generate_text, write_spec
+from tests.support.generate import assert_type_checks, generate_text, write_spec
 
 SPEC = """\
 protocol: wsm
@@ -218,12 +216,7 @@ def test_bad_masks_are_positioned_errors(tmp_path: Path, old: str, new: str,
 
 @pytest.mark.slow
 def test_the_generated_package_type_checks(ws: ModuleType, package: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(package / "wsm_pkg")],
-        capture_output=True, text=True, timeout=600, env={"MYPYPATH": str(package),
-                                                          "PATH": "/usr/bin:/bin"},
-        check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert_type_checks(package, "wsm_pkg")
 
 
 def test_a_non_minimal_length_is_read_and_written_back_shortest(ws: ModuleType) -> None:

@@ -5,8 +5,6 @@ types (``mypy --strict``) and Spark schema, and the specs it is refused in."""
 from __future__ import annotations
 
 import struct
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -17,7 +15,7 @@ from hypothesis import strategies as st
 from protoframe.generator.build import generate
 from protoframe.generator.errors import SpecErrors
 from protoframe.runtime.errors import DecodeError, TruncatedError
-from tests.support.generate import generate_text, import_generated, write_spec
+from tests.support.generate import assert_type_checks, generate_text, import_generated, write_spec
 
 SPEC = """\
 protocol: nl
@@ -113,12 +111,7 @@ def test_the_spark_columns_are_nullable(package: Path) -> None:
 
 @pytest.mark.slow
 def test_the_generated_package_type_checks(package: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(package / "nl_pkg")],
-        capture_output=True, text=True, timeout=600, env={"MYPYPATH": str(package),
-                                                          "PATH": "/usr/bin:/bin"},
-        check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert_type_checks(package, "nl_pkg")
 
 
 @pytest.mark.parametrize(("old", "new", "message"), [

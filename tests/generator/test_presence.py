@@ -6,8 +6,6 @@ and the expressions and specs that are refused."""
 from __future__ import annotations
 
 import struct
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -19,7 +17,7 @@ from protoframe.generator.build import generate
 from protoframe.generator.errors import SpecErrors
 from protoframe.generator.expr import ExprError, parse
 from protoframe.runtime.errors import EncodeError
-from tests.support.generate import generate_text, import_generated, write_spec
+from tests.support.generate import assert_type_checks, generate_text, import_generated, write_spec
 
 SPEC = """\
 protocol: pr
@@ -119,12 +117,7 @@ def test_a_value_out_of_range_is_still_refused(frames: ModuleType) -> None:
 
 @pytest.mark.slow
 def test_the_generated_package_type_checks(package: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(package / "pr_pkg")],
-        capture_output=True, text=True, timeout=600, env={"MYPYPATH": str(package),
-                                                          "PATH": "/usr/bin:/bin"},
-        check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert_type_checks(package, "pr_pkg")
 
 
 @pytest.mark.parametrize(("old", "new", "message"), [

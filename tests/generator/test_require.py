@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import re
 import struct
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -19,7 +17,7 @@ from protoframe.generator.build import generate
 from protoframe.generator.errors import SpecErrors
 from protoframe.runtime.codec import compiled
 from protoframe.runtime.errors import RequirementError, RequirementUnmetError
-from tests.support.generate import generate_text, write_spec
+from tests.support.generate import assert_type_checks, generate_text, write_spec
 
 SPEC = """\
 protocol: rq
@@ -128,12 +126,7 @@ def test_bad_rules_are_positioned_errors(tmp_path: Path, rule: str, message: str
 
 @pytest.mark.slow
 def test_the_generated_package_type_checks(rq: ModuleType, package: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(package / "rq_pkg")],
-        capture_output=True, text=True, timeout=600, env={"MYPYPATH": str(package),
-                                                          "PATH": "/usr/bin:/bin"},
-        check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert_type_checks(package, "rq_pkg")
 
 
 def test_the_reference_page_lists_the_rules(tmp_path: Path) -> None:

@@ -6,8 +6,6 @@ that are refused, at their positions."""
 from __future__ import annotations
 
 import struct
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -18,7 +16,7 @@ from hypothesis import strategies as st
 from protoframe.generator.build import generate
 from protoframe.generator.errors import SpecErrors
 from protoframe.generator.output import write_files
-from tests.support.generate import import_generated
+from tests.support.generate import assert_type_checks, import_generated
 
 PROTO = """\
 syntax = "proto2";
@@ -165,12 +163,7 @@ def test_the_expressions_follow_their_inputs(machines: ModuleType, level: int, s
 
 @pytest.mark.slow
 def test_the_generated_package_type_checks(package: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(package / "rv_pkg")],
-        capture_output=True, text=True, timeout=600, env={"MYPYPATH": str(package),
-                                                          "PATH": "/usr/bin:/bin"},
-        check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert_type_checks(package, "rv_pkg")
 
 
 @pytest.mark.parametrize(("old", "new", "message"), [

@@ -7,8 +7,6 @@ specs they are refused in."""
 from __future__ import annotations
 
 import struct
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -28,7 +26,7 @@ from protoframe.runtime.errors import (
     TruncatedError,
     ValueOutOfRangeError,
 )
-from tests.support.generate import generate_text, import_generated, write_spec
+from tests.support.generate import assert_type_checks, generate_text, import_generated, write_spec
 
 PG = """\
 protocol: pg
@@ -213,13 +211,7 @@ def test_adjusted_sizes_stay_on_the_python_codec(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_the_generated_packages_type_check(package: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental",
-         str(package / "pg_pkg"), str(package / "wh_pkg")],
-        capture_output=True, text=True, timeout=600, env={"MYPYPATH": str(package),
-                                                          "PATH": "/usr/bin:/bin"},
-        check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert_type_checks(package, "pg_pkg", "wh_pkg")
 
 
 @pytest.mark.parametrize(("old", "new", "token", "message"), [

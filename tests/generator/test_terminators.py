@@ -25,7 +25,7 @@ from protoframe.runtime.errors import (
     TerminatorInValueError,
 )
 from tests.generator.test_layout_plan import plans
-from tests.support.generate import generate_text, import_generated
+from tests.support.generate import assert_type_checks, generate_text, import_generated
 from tests.support.paths import ROOT
 
 SPEC = """\
@@ -249,12 +249,7 @@ def test_the_spark_columns_hold_the_values(package: Path) -> None:
 
 @pytest.mark.slow
 def test_the_generated_package_type_checks(package: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(package / "tz_pkg")],
-        capture_output=True, text=True, timeout=600, env={"MYPYPATH": str(package),
-                                                          "PATH": "/usr/bin:/bin"},
-        check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert_type_checks(package, "tz_pkg")
 
 
 LAST = """\

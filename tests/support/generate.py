@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -43,3 +44,14 @@ def generate_text(tmp: Path, protocol: str, text: str, package: str) -> ModuleTy
     out = generate(write_spec(tmp, protocol, text), "specs", [protocol])
     write_files(tmp / package, out.files, out.protocols)
     return import_generated(tmp, f"{protocol}.frames", package)
+
+
+def assert_type_checks(tmp: Path, *packages: str | Path) -> None:
+    """``mypy --strict`` passes on generated ``packages`` (paths, or names under ``tmp``), found
+    through ``tmp`` as a project that installed protoframe would find them."""
+    targets = [str(p if isinstance(p, Path) else tmp / p) for p in packages]
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", *targets],
+        capture_output=True, text=True, timeout=600,
+        env={"MYPYPATH": str(tmp), "PATH": "/usr/bin:/bin"}, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr

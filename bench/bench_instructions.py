@@ -71,6 +71,13 @@ OPS: tuple[Op, ...] = (
     Op("Pravega EventRun.decode, 100 events [10800 B]", "ours", "EventRun.decode(PRAVEGA_RUN)"),
     Op("Pravega EventRun.decode, 100 events [10800 B]", "struct",
        "pravega_hand_batch(PRAVEGA_RUN)"),
+    Op("TANK PRODUCE decode+read [210 B]", "ours", "tank_ours_decode(TANK_WIRE)"),
+    Op("TANK PRODUCE decode+read [210 B]", "struct", "tank_hand_decode(TANK_WIRE)"),
+    Op("TANK PRODUCE build+encode [210 B]", "ours", "tank_ours_encode()"),
+    Op("TANK PRODUCE build+encode [210 B]", "struct", "tank_hand_encode()"),
+    Op("TANK Bundle.decode, 100 keyed msgs [11382 B]", "ours", "Bundle.decode(TANK_BUNDLE)"),
+    Op("TANK Bundle.decode, 100 keyed msgs [11382 B]", "struct",
+       "tank_hand_batch(TANK_BUNDLE)"),
 )
 
 _COLLECTED = re.compile(r"Collected : (\d+)")

@@ -1,0 +1,31 @@
+"""The statements ``bench instructions`` counts: each runs in its worker's namespace, and the
+rows that set ours beside the hand-written ``struct`` code do the same work (the same values
+decoded, the same bytes encoded), so their instruction ratio means something."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bench import bench_instructions_worker as worker
+from bench.bench_instructions import OPS
+from bench.frames_protocols import tank_batch_values
+
+
+@pytest.mark.parametrize("statement", sorted({op.statement for op in OPS}))
+def test_every_statement_runs_in_the_worker(statement: str) -> None:
+    exec(compile(statement, "<bench>", "eval"), vars(worker))  # noqa: S102 (the bench's own)
+
+
+def _value(statement: str) -> Any:
+    return eval(compile(statement, "<bench>", "eval"), vars(worker))  # noqa: S307
+
+
+def test_the_tank_rows_compare_the_same_work() -> None:
+    assert _value("tank_ours_decode(TANK_WIRE)") == _value("tank_hand_decode(TANK_WIRE)")
+    assert _value("tank_ours_encode()") == _value("tank_hand_encode()") == worker.TANK_WIRE
+    assert len(worker.TANK_WIRE) == 210
+    assert tank_batch_values(worker.TANK_BUNDLE) == _value("tank_hand_batch(TANK_BUNDLE)")
+    assert len(_value("tank_hand_batch(TANK_BUNDLE)")) == 100
+    assert len(worker.TANK_BUNDLE) == 11382

@@ -96,18 +96,33 @@ static inline PyObject *slot(PyObject *obj, Py_ssize_t offset) {
 
 /* The offset of cls's own object slot `name`; -1 with TypeError if it has no such slot. */
 static inline Py_ssize_t member_offset(PyTypeObject *cls, PyObject *name) {
-    PyObject *descr = PyDict_GetItemWithError(cls->tp_dict, name);
-    if (descr == NULL || Py_TYPE(descr) != &PyMemberDescr_Type) {
+#if PY_VERSION_HEX >= 0x030C0000
+    /* From 3.12 a static builtin type (int, say) keeps its dict per interpreter: tp_dict is
+       NULL there, so it is asked for. */
+    PyObject *dict = PyType_GetDict(cls);
+#else
+    PyObject *dict = cls->tp_dict;
+    Py_XINCREF(dict);
+#endif
+    PyObject *descr = dict != NULL ? PyDict_GetItemWithError(dict, name) : NULL;
+    Py_ssize_t offset = -1;
+    int type = -1;
+    if (descr != NULL && Py_TYPE(descr) == &PyMemberDescr_Type) {
+        PyMemberDef *def = ((PyMemberDescrObject *)descr)->d_member;
+        offset = def->offset;
+        type = def->type;
+    }
+    Py_XDECREF(dict);
+    if (offset < 0) {
         if (!PyErr_Occurred())
             PyErr_Format(PyExc_TypeError, "%s.%U is not a slot", cls->tp_name, name);
         return -1;
     }
-    PyMemberDef *def = ((PyMemberDescrObject *)descr)->d_member;
-    if (def->type != T_OBJECT_EX) {
+    if (type != T_OBJECT_EX) {
         PyErr_Format(PyExc_TypeError, "%s.%U is not an object slot", cls->tp_name, name);
         return -1;
     }
-    return def->offset;
+    return offset;
 }
 
 /* Whether `name` on cls is still the object slot at `offset`. */

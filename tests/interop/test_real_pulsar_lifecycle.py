@@ -110,7 +110,11 @@ def test_the_jvm_does_not_outlive_the_process_that_started_it(tmp_path: Path) ->
 
 @pytest.fixture(scope="module")
 def restartable() -> Iterator[RealPulsar]:
-    """A standalone of this module's own, plain (no TLS: one thing less to start twice)."""
+    """A standalone of this module's own, plain (no TLS: one thing less to start twice);
+    skipped with the reason, as the session's standalone is, where it cannot start."""
+    reason = real_pulsar.unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
     standalone = real_pulsar.start(tls=False)
     print(f"\n[a second standalone up in {standalone.startup_seconds:.1f} s]")
     try:

@@ -1,9 +1,11 @@
 /*
- * What the two compiled codecs share (runtime/codec/_wirecodec.c for protobuf messages,
- * runtime/codec/_framecodec.c for frame structs): the growable output buffer, slot access by member
+ * What the compiled codecs share (runtime/codec/_wirecodec.c for protobuf messages,
+ * runtime/codec/_framecodec.c for frame structs, runtime/codec/_columnar.c for Arrow columns,
+ * which takes only the vocabulary's export): the growable output buffer, slot access by member
  * offset, the checks that a class still holds its fields in the slots a codec found, the
  * fallback of the compiled constructors, and the binding that makes a codec an `encode` method.
- * Each file includes it once; the functions are static, so each module has its own copy.
+ * Each file includes it once; the functions are static inline, so each module has its own copy
+ * of those it uses and no warning for those it does not.
  */
 #ifndef PROTOFRAME_CODEC_COMMON_H
 #define PROTOFRAME_CODEC_COMMON_H
@@ -22,7 +24,7 @@
 /* Export the numbering this module was compiled with as module.VOCABULARY (vocabulary ->
    name -> number), which runtime.codec.vocabulary.check_built compares with its own at
    import. 0, or -1 with an exception set. */
-static int add_vocabulary(PyObject *module) {
+static inline int add_vocabulary(PyObject *module) {
     PyObject *all = PyDict_New();
     if (all == NULL) return -1;
     for (const VocabularyWord *w = VOCABULARY_WORDS; w->vocabulary != NULL; w++) {
@@ -215,7 +217,7 @@ static inline PyObject *type_table_get(const TypeTable *t, const PyObject *cls) 
     }
 }
 
-static int type_table_put(TypeTable *t, PyObject *cls, PyObject *codec) {
+static inline int type_table_put(TypeTable *t, PyObject *cls, PyObject *codec) {
     if (t->entries == NULL || (t->used + 1) * 2 > t->mask + 1) {
         size_t cap = t->entries == NULL ? 64 : (t->mask + 1) * 2;
         TypeEntry *grown = PyMem_Calloc(cap, sizeof(TypeEntry));
@@ -265,7 +267,7 @@ static inline int adds_no_storage(PyTypeObject *t) {
             && !PyType_HasFeature(t, Py_TPFLAGS_MANAGED_DICT) && t->tp_del == NULL);
 }
 
-static void slotted_dealloc(PyObject *self) {
+static inline void slotted_dealloc(PyObject *self) {
     PyTypeObject *type = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
     Py_TRASHCAN_BEGIN(self, slotted_dealloc)

@@ -13,12 +13,7 @@
  * null, and its index is reported, so that the caller decodes that row with the row path
  * (which then gives its value, or raises its own error).
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdint.h>
-#include <string.h>
-
-#include "_vocabulary.h"
+#include "_codec_common.h"  /* Python.h, the vocabulary and its export (add_vocabulary) */
 
 /* ------------------------------------------------------------------------------------------ */
 /* growable buffers */
@@ -855,31 +850,6 @@ static PyTypeObject PlanType = {
 
 /* ------------------------------------------------------------------------------------------ */
 /* the module */
-
-static int add_vocabulary(PyObject *module) {
-    PyObject *all = PyDict_New();
-    if (all == NULL) return -1;
-    for (const VocabularyWord *w = VOCABULARY_WORDS; w->vocabulary != NULL; w++) {
-        PyObject *words = PyDict_GetItemString(all, w->vocabulary);  /* borrowed */
-        if (words == NULL) {
-            if ((words = PyDict_New()) == NULL) goto fail;
-            int put = PyDict_SetItemString(all, w->vocabulary, words);
-            Py_DECREF(words);
-            if (put < 0) goto fail;
-        }
-        PyObject *number = PyLong_FromLong(w->number);
-        if (number == NULL) goto fail;
-        int put = PyDict_SetItemString(words, w->name, number);
-        Py_DECREF(number);
-        if (put < 0) goto fail;
-    }
-    if (PyModule_AddObjectRef(module, "VOCABULARY", all) < 0) goto fail;
-    Py_DECREF(all);
-    return 0;
-fail:
-    Py_DECREF(all);
-    return -1;
-}
 
 static struct PyModuleDef columnar_module = {
     PyModuleDef_HEAD_INIT,

@@ -601,6 +601,9 @@ def test_a_reserved_part_with_a_value_is_refused(tmp_path: Path) -> None:
 def test_spark_rows_of_bit_fields(ws: ModuleType) -> None:
     # Rows without a Spark session: the row functions and the Arrow column of spark.py.
     from importlib import import_module
+    pytest.importorskip("pyspark", reason="spark.py imports pyspark, which the spark extra "
+                        "installs; the other Pythons' environments have only the dev extra")
+    pytest.importorskip("pyarrow", reason="spark.py imports pyarrow (the spark extra)")
     spark = import_module("ws_pkg.ws.spark")
     value = ws.Frame(ws=ws.WsFrame(fin=True, opcode=ws.Opcode.PING, masking_key=7,
                                    payload=b"x"))

@@ -5,7 +5,7 @@ and order, varints, bools, uuids, prefixed and fixed-length strings and bytes, a
 by an earlier field, nested structs, fields present when a flag says so, a switch on an
 opcode whose cases are numbers or character literals, NUL- and CRLF-terminated strings and
 bytes, constant strings and bytes, bounded integers, lists of u8 ended by 0 with max_items,
-bytes masked with a key)
+bytes masked with a key, a first message of either direction before the frames)
 with field names chosen to collide with what generated code uses itself (``buf``, ``pos``,
 ``end``, ``out``, ``self``, ``cls``, ``data``, ``type``, ``item``...). For each spec the
 generator must succeed, every module must compile, random frames must survive
@@ -101,6 +101,13 @@ def specs(draw: Draw) -> tuple[str, list[Struct]]:
     if draw(st.booleans()):  # the length measures the body, then a trailer (AMQP's 0xCE)
         length["size_of"] = "body"
         spec["frame"]["fields"].append({"name": "frame_end", "type": "u8", "const": 0xCE})
+    if draw(st.booleans()):  # a handshake message of its own layout before any frame
+        spec["structs"]["Hello"] = {"fields": [
+            {"name": "hello_length", "type": draw(st.sampled_from(["u16", "u32", "u24"])),
+             "size_of": "rest", "includes": "self"},
+            {"name": "version", "type": "u8"},
+            {"name": "greeting", "type": "bytes", "size": "rest"}]}
+        spec["first"] = {draw(st.sampled_from(["to_server", "to_client"])): "Hello"}
     return yaml.safe_dump(spec, sort_keys=False), structs
 
 
@@ -337,10 +344,19 @@ def test_random_specs_generate_and_round_trip(workdir: Path, data: st.DataObject
         encoded = [v.encode() for v in values]
         with compiled.pure_python():
             assert [v.encode() for v in values] == encoded
+        first = yaml.safe_load(spec).get("first", {})
+        if first:
+            hello = frames.Hello(version=data.draw(st.integers(0, 255), label="version"),
+                                 greeting=data.draw(st.binary(max_size=40), label="greeting"))
+            values = [hello, *values]
+            encoded = [hello.encode(), *encoded]
         stream = b"".join(encoded)
         cut = data.draw(st.integers(0, len(stream)), label="cut")
-        decoder = frames.StreamDecoder()
+        # Only a spec with first messages has a handshake state to start the decoder in.
+        decoder = (frames.StreamDecoder(to_server="to_server" in first) if first
+                   else frames.StreamDecoder())
         assert decoder.feed(stream[:cut]) + decoder.feed(stream[cut:]) == values
+        assert not first or not decoder.in_handshake
     finally:
         sys.path.remove(str(tmp))
 

@@ -13,11 +13,12 @@ from protoframe.generator.codewriter import q
 from protoframe.generator.compiled_exprs import program
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.expr import Expr
-from protoframe.generator.frame_ir import SwitchField
+from protoframe.generator.frame_ir import ProtoField, SwitchField
 from protoframe.generator.ir import MessageType
 from protoframe.generator.layout_ops import (
     Always,
     Array,
+    Blocks,
     BytesOther,
     BytesSized,
     BytesToEnd,
@@ -33,6 +34,7 @@ from protoframe.generator.layout_ops import (
     Nested,
     Prefix,
     ProtoBody,
+    ProtoOther,
     ReadBool,
     ReadInt,
     ReadUuid,
@@ -81,14 +83,14 @@ def _row(op: FieldOp, ref: Callable[[MessageType], str]) -> str:
                 case Always():
                     presence = "None"
             return f"{head}, None, {plan.name}, {presence})"
-    more = _more_rows(op, head)
+    more = _more_rows(op, head, ref)
     if more is not None:
         return more
     raise GeneratorBug(f"{op.name!r}: the plan calls {op.word!r} compiled, but it has no row",
                        str(op.field.location))
 
 
-def _more_rows(op: FieldOp, head: str) -> str | None:
+def _more_rows(op: FieldOp, head: str, ref: Callable[[MessageType], str]) -> str | None:
     """The rows of the operations issue #21 brought to the compiled codec."""
     match op:
         case ReadUuid():
@@ -127,6 +129,22 @@ def _more_rows(op: FieldOp, head: str) -> str | None:
             return f"{head}, None, {plan.name}, {q(count.strip())})"
         case Default(inner=ReadInt(int_type=t)) if isinstance(op.field.default, int):
             return f"{head}, {q(t.name)}, {op.field.default}, None)"
+    return _tubemq_rows(op, head, ref)
+
+
+def _tubemq_rows(op: FieldOp, head: str, ref: Callable[[MessageType], str]) -> str | None:
+    """The rows TubeMQ's frame brought to the compiled codec (issue #21): blocks, and protobuf
+    messages after a length prefix of their own."""
+    match op:
+        case Blocks(struct=struct, count_type=count, length_type=length):
+            limit = "None" if op.max_blocks is None else str(op.max_blocks)
+            return (f"{head}, {q(count.name)}, {struct.name}, "
+                    f"({q(length.name)}, {op.block_size}, {limit}))")
+        case Prefix(inner=ProtoOther(region=Region(prefix=prefix))) if (
+                op.word == "proto_prefixed" and isinstance(op.field, ProtoField)
+                and op.field.message is not None and prefix is not None):
+            name = prefix if isinstance(prefix, str) else prefix.name
+            return f"{head}, {q(name)}, {ref(op.field.message)}, None)"
     return None
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal, TypeAlias
 
 from protoframe.generator.compiled_exprs import program
 from protoframe.generator.expr import Expr
-from protoframe.generator.frame_ir import FrameField, StructDef
+from protoframe.generator.frame_ir import FrameField, ProtoField, StructDef
 from protoframe.generator.ir import MessageType
 from protoframe.runtime.codec import vocabulary
 
@@ -608,7 +608,8 @@ class Prefix(Wrap):
     @property
     def word(self) -> str:  # type: ignore[override]
         """``prefixed`` (in the C vocabulary) for bytes, UTF-8 or modified UTF-8 text after a
-        fixed-width length prefix that cannot be null; ``prefix`` otherwise."""
+        fixed-width length prefix that cannot be null; ``proto_prefixed`` for a protobuf
+        message, always there, after a varint length (TubeMQ's parts); ``prefix`` otherwise."""
         inner = self.inner
         f = self.field
         match inner:
@@ -624,7 +625,18 @@ class Prefix(Wrap):
                         and f.when_peek is None and not f.marker and f.wire
                         and isinstance(f.default, str)):
                     return "prefixed_default"  # text when bytes remain, its default when not
+            case ProtoOther(region=r) if (
+                    r.prefix == "varint" and not r.nullable and r.length is None and r.size is None
+                    and unconditional(f) and _plain_message(inner.field)):
+                return "proto_prefixed"
         return "prefix"
+
+
+def _plain_message(f: FrameField) -> bool:
+    """Whether ``f`` is a protobuf message as it is: a known message, no command dispatch, not
+    compressed."""
+    return (isinstance(f, ProtoField) and f.message is not None and f.dispatch_on is None
+            and f.compression is None)
 
 
 @dataclass(frozen=True)

@@ -273,6 +273,8 @@ def _int_types(op: Op) -> tuple[IntType, ...]:
             return (*own, t)
         case Wrap(inner=inner):
             return (*own, *_int_types(inner))
+        case Blocks(count_type=count, length_type=length):
+            return (*own, count, length)
     return own
 
 

@@ -54,6 +54,9 @@ typedef struct {
     Py_ssize_t safe_offset;
     Step *prog;                 /* a condition row: its program, prog_len steps */
     Py_ssize_t prog_len;
+    int len_width, len_flags;   /* a blocks row: each block's length prefix, */
+    Py_ssize_t block_size;      /* ... the most bytes a block holds */
+    Py_ssize_t max_blocks;      /* ... and the most blocks, or -1 for no limit */
 } Row;
 
 /* The other rows (see vocabulary.py):
@@ -68,7 +71,10 @@ typedef struct {
    count_of    index its struct_array row; the count read is kept in sizes[]
    struct_array  obj the nested codec, index its count_of row
    condition   width and flags the integer's; prog its program, over earlier int, varint and
-               bool rows */
+               bool rows
+   blocks      width and flags the block count's; obj the nested codec, or the class when it
+               has none; len_width, len_flags, block_size and max_blocks the blocks'
+   proto_prefixed  width and flags the prefix's (F_VARINT for a varint); obj the message class */
 #define TEXT_BYTES 0
 #define TEXT_UTF8 1
 #define TEXT_MUTF8 2
@@ -362,6 +368,104 @@ static int condition_holds(const FrameCodecObject *c, const Row *r, PyObject *co
 static PyObject *decode_struct(FrameCodecObject *c, PyObject *buf, Py_ssize_t *ppos,
                                Py_ssize_t end, int depth);
 
+/* ------------------------------------------------------------------------------------------ */
+/* TubeMQ's rows (issue #21): blocks and protobuf messages with a length prefix of their own */
+
+/* The length prefix of row `r` at data[*ppos:end]: the length, with *ppos after the prefix, or
+   -1 to give up (a prefix cut short, negative, or giving more bytes than remain). */
+static Py_ssize_t read_length_prefix(const Row *r, const unsigned char *data, Py_ssize_t *ppos,
+                                     Py_ssize_t end) {
+    Py_ssize_t pos = *ppos;
+    unsigned long long raw;
+    if (r->flags & F_VARINT) {
+        int used = read_varint(data + pos, end - pos, &raw);
+        if (used == 0) return -1;
+        pos += used;
+    } else {
+        if (end - pos < r->width) return -1;
+        raw = read_uint(data + pos, r->width, r->flags & F_BIG);
+        pos += r->width;
+        if (r->flags & F_SIGNED && signed_of(raw, r->width) < 0) return -1;
+    }
+    if (raw > (unsigned long long)(end - pos)) return -1;
+    *ppos = pos;
+    return (Py_ssize_t)raw;
+}
+
+/* The nested struct of a blocks row from buf[pos:vend], which it must fill: by its compiled
+   codec, or its class's decode_from. */
+static PyObject *decode_block_content(const Row *r, PyObject *buf, Py_ssize_t pos,
+                                      Py_ssize_t vend, int depth) {
+    PyObject *obj;
+    Py_ssize_t at = pos;
+    if (Py_TYPE(r->obj) == &FrameCodec_Type)
+        obj = decode_struct((FrameCodecObject *)r->obj, buf, &at, vend, depth + 1);
+    else
+        obj = case_decode_from(r->obj, buf, &at, vend);
+    if (obj != NULL && at != vend) Py_CLEAR(obj);  /* content left over: the Python code's error */
+    return obj;
+}
+
+/* A blocks row at *ppos: the block count, then each block's length and bytes; their bytes
+   joined are the nested struct. One block (or none) is decoded where it lies, as the joined
+   bytes would be: decode_from reads only buf[pos:end]. NULL to give up. */
+static PyObject *decode_blocks(const Row *r, PyObject *buf, const unsigned char *data,
+                               Py_ssize_t *ppos, Py_ssize_t end, int depth) {
+    Py_ssize_t pos = *ppos, first, total = 0;
+    if (end - pos < r->width) return NULL;
+    unsigned long long count = read_uint(data + pos, r->width, r->flags & F_BIG);
+    pos += r->width;
+    /* A negative count reads as no blocks in the Python code: left to it. */
+    if ((r->flags & F_SIGNED && signed_of(count, r->width) < 0)
+            || (r->max_blocks >= 0 && count > (unsigned long long)r->max_blocks))
+        return NULL;
+    first = pos;
+    /* Each block takes its prefix's bytes at least, so the loop ends inside the region. */
+    for (unsigned long long k = 0; k < count; k++) {
+        if (end - pos < r->len_width) return NULL;
+        unsigned long long n = read_uint(data + pos, r->len_width, r->len_flags & F_BIG);
+        pos += r->len_width;
+        if ((r->len_flags & F_SIGNED && signed_of(n, r->len_width) < 0)
+                || n > (unsigned long long)r->block_size || n > (unsigned long long)(end - pos))
+            return NULL;
+        pos += (Py_ssize_t)n;
+        total += (Py_ssize_t)n;
+    }
+    PyObject *obj;
+    if (count <= 1) {
+        Py_ssize_t at = count ? first + r->len_width : pos;
+        obj = decode_block_content(r, buf, at, at + total, depth);
+    } else {
+        PyObject *content = PyBytes_FromStringAndSize(NULL, total);
+        if (content == NULL) return NULL;
+        char *out = PyBytes_AS_STRING(content);
+        for (Py_ssize_t at = first; at < pos;) {
+            Py_ssize_t n = (Py_ssize_t)read_uint(data + at, r->len_width, r->len_flags & F_BIG);
+            memcpy(out, data + at + r->len_width, (size_t)n);
+            out += n;
+            at += r->len_width + n;
+        }
+        obj = decode_block_content(r, content, 0, total, depth);
+        Py_DECREF(content);
+    }
+    if (obj != NULL) *ppos = pos;
+    return obj;
+}
+
+/* Decode TubeMQ's row `r` at *ppos into values[i]: 0, or -1 to give up. */
+static int decode_tubemq_row(const Row *r, PyObject *buf, const unsigned char *data,
+                             Py_ssize_t *ppos, Py_ssize_t end, PyObject **value, int depth) {
+    if (r->op == OP_BLOCKS) {
+        *value = decode_blocks(r, buf, data, ppos, end, depth);
+        return *value == NULL ? -1 : 0;
+    }
+    Py_ssize_t pos = *ppos, n = read_length_prefix(r, data, &pos, end);
+    if (n < 0) return -1;
+    if ((*value = decode_proto(r, buf, pos, pos + n)) == NULL) return -1;
+    *ppos = pos + n;
+    return 0;
+}
+
 /* Decode row `r` (one of the rows after OP_STRUCT) of codec `c` at *ppos: 0 on success with
    *ppos after it and its value in values[], -1 to give up. */
 static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
@@ -489,6 +593,9 @@ static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
             }
             break;
         }
+        case OP_BLOCKS: case OP_PROTO_PREFIXED:
+            if (decode_tubemq_row(r, buf, data, &pos, end, &values[i], depth) < 0) return -1;
+            break;
         default:
             return -1;
     }
@@ -683,6 +790,95 @@ static const char *prefixed_bytes(const Row *r, PyObject *v, Py_ssize_t *n) {
     return memchr(p, 0, (size_t)*n) == NULL ? p : NULL;
 }
 
+/* Whether `v` fits an integer of `width` bytes, signed or not as `flags` say. */
+static int fits_int(Py_ssize_t v, int width, int flags) {
+    int bits = width * 8 - ((flags & F_SIGNED) ? 1 : 0);
+    return v >= 0 && (bits >= 63 || (unsigned long long)v >> bits == 0);
+}
+
+/* The `size` bytes at o->data[start:] are a message: put row `r`'s length prefix before them. */
+static int insert_length_prefix(const Row *r, Out *o, Py_ssize_t start, Py_ssize_t size) {
+    unsigned char prefix[10];
+    int k = 0;
+    if (r->flags & F_VARINT) {
+        unsigned long long v = (unsigned long long)size;
+        while (v >= 0x80) {
+            prefix[k++] = (unsigned char)(v | 0x80);
+            v >>= 7;
+        }
+        prefix[k++] = (unsigned char)v;
+    } else {
+        if (!size_fits(r, size)) return -1;
+        write_uint(prefix, (unsigned long long)size, r->width, r->flags & F_BIG);
+        k = r->width;
+    }
+    if (out_reserve(o, k) < 0) return -1;
+    memmove(o->data + start + k, o->data + start, (size_t)size);
+    memcpy(o->data + start, prefix, (size_t)k);
+    o->len += k;
+    return 0;
+}
+
+/* Append the message `v` of a proto_prefixed row, its length first: written by the protobuf
+   codec in place, or by its encode method. */
+static int encode_proto_prefixed(const Row *r, PyObject *v, Out *o) {
+    Py_ssize_t start = o->len;
+    if (v == NULL) return -1;
+    if (wire_api != NULL) {
+        if (wire_api->encode_into(v, o) == 0) return insert_length_prefix(r, o, start,
+                                                                          o->len - start);
+        if (PyErr_Occurred()) return -1;
+        o->len = start;
+    }
+    PyObject *b = PyObject_CallMethodNoArgs(v, str_encode);
+    if (b == NULL) return -1;
+    int rc = PyBytes_CheckExact(b) ? out_write(o, PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b))
+                                   : -1;
+    Py_DECREF(b);
+    return rc < 0 ? -1 : insert_length_prefix(r, o, start, o->len - start);
+}
+
+/* Append the nested struct `v` of a blocks row cut in blocks: it is written after room for the
+   count and the first block's length, then the later blocks are moved up (the last first) to
+   make room for their lengths. */
+static int encode_blocks(const Row *r, PyObject *v, Out *o, int depth) {
+    Py_ssize_t start = o->len, lw = r->len_width, bs = r->block_size;
+    Py_ssize_t c0 = start + r->width + lw;
+    if (v == NULL || out_reserve(o, r->width + lw) < 0) return -1;
+    o->len = c0;
+    if (Py_TYPE(r->obj) == &FrameCodec_Type) {
+        if (encode_struct((FrameCodecObject *)r->obj, v, o, depth + 1) < 0) return -1;
+    } else {
+        PyObject *b = PyObject_CallMethodNoArgs(v, str_encode);
+        if (b == NULL) return -1;
+        int rc = PyBytes_CheckExact(b) ? out_write(o, PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b))
+                                       : -1;
+        Py_DECREF(b);
+        if (rc < 0) return -1;
+    }
+    Py_ssize_t size = o->len - c0, count = size / bs + (size % bs != 0);
+    if ((r->max_blocks >= 0 && count > r->max_blocks) || !fits_int(count, r->width, r->flags)
+            || !fits_int(count > 1 ? bs : size, lw, r->len_flags))
+        return -1;
+    if (count == 0) {
+        o->len = start + r->width;
+    } else {
+        if (out_reserve(o, (count - 1) * lw) < 0) return -1;
+        unsigned char *d = (unsigned char *)o->data;
+        for (Py_ssize_t j = count - 1; j >= 1; j--)
+            memmove(d + c0 + j * (bs + lw), d + c0 + j * bs,
+                    (size_t)(j == count - 1 ? size - j * bs : bs));
+        for (Py_ssize_t j = 0; j < count; j++)
+            write_uint(d + c0 + j * (bs + lw) - lw,
+                       (unsigned long long)(j == count - 1 ? size - j * bs : bs), (int)lw,
+                       r->len_flags & F_BIG);
+        o->len = c0 + size + (count - 1) * lw;
+    }
+    write_uint((unsigned char *)o->data + start, (unsigned long long)count, r->width,
+               r->flags & F_BIG);
+    return 0;
+}
+
 /* Append row `r` (one of the rows after OP_STRUCT) of codec `c` for `obj`: 0, or -1 to give
    up. counts[] holds what each count_of row wrote. */
 static NOINLINE int encode_row(FrameCodecObject *c, const Row *r, PyObject *obj, Out *o,
@@ -779,6 +975,12 @@ static NOINLINE int encode_row(FrameCodecObject *c, const Row *r, PyObject *obj,
             if (PyList_GET_SIZE(v) != counts[r->index]) return -1;
             break;
         }
+        case OP_BLOCKS:
+            if (encode_blocks(r, slot(obj, r->offset), o, depth) < 0) return -1;
+            break;
+        case OP_PROTO_PREFIXED:
+            if (encode_proto_prefixed(r, slot(obj, r->offset), o) < 0) return -1;
+            break;
         default:
             return -1;
     }
@@ -1208,14 +1410,15 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
     Row *r = &self->rows[i];
     if (r->op <= 0 || r->op >= OP_END) return bad_row(i, "unknown operation");
     int has_int = r->op <= OP_CHECKSUM || r->op == OP_SWITCH_KEY || r->op == OP_DEFAULT
-                  || r->op == OP_COUNT_OF || r->op == OP_CONDITION || (r->op == OP_PREFIXED && !(r->flags & F_VARINT));
+                  || r->op == OP_COUNT_OF || r->op == OP_CONDITION || (r->op == OP_PREFIXED && !(r->flags & F_VARINT))
+                  || r->op == OP_BLOCKS || (r->op == OP_PROTO_PREFIXED && !(r->flags & F_VARINT));
     if (has_int && r->width != 1 && r->width != 2 && r->width != 4 && r->width != 8)
         return bad_row(i, "integer width must be 1, 2, 4 or 8");
     int stored = r->op == OP_INT || r->op == OP_PROTO || r->op == OP_BYTES
                  || r->op == OP_STRUCT || r->op == OP_UUID || r->op == OP_SWITCH
                  || r->op == OP_STRUCT_RUN || r->op == OP_PREFIXED || r->op == OP_DEFAULT
                  || r->op == OP_VARINT || r->op == OP_BOOL || r->op == OP_STRUCT_ARRAY
-                 || r->op == OP_CONDITION;
+                 || r->op == OP_CONDITION || r->op == OP_BLOCKS || r->op == OP_PROTO_PREFIXED;
     if (stored != (r->offset >= 0)) return bad_row(i, "stored fields, and only they, need a slot");
     if (r->op == OP_SIZE) {
         if (r->index <= i || r->index >= self->nrows) return bad_row(i, "size of a later row");
@@ -1285,6 +1488,15 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
         return bad_row(i, "dispatch needs its attribute and body table");
     if (r->body_fields != NULL && !PyDict_Check(r->body_fields))
         return bad_row(i, "the body table must be a dict");
+    if (r->op == OP_BLOCKS) {
+        if (r->obj == NULL || (Py_TYPE(r->obj) != &FrameCodec_Type && !PyType_Check(r->obj)))
+            return bad_row(i, "blocks need the nested struct's codec or class");
+        if (r->len_width != 1 && r->len_width != 2 && r->len_width != 4 && r->len_width != 8)
+            return bad_row(i, "a block length's width must be 1, 2, 4 or 8");
+        if (r->block_size <= 0) return bad_row(i, "a block holds at least one byte");
+    }
+    if (r->op == OP_PROTO_PREFIXED && (r->obj == NULL || !PyType_Check(r->obj)))
+        return bad_row(i, "needs the message class");
     if (r->op == OP_STRUCT) {
         if (r->obj == NULL || Py_TYPE(r->obj) != &FrameCodec_Type)
             return bad_row(i, "needs the nested struct's codec");
@@ -1348,6 +1560,15 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
                 goto fail;
         }
         if (r->op == OP_SWITCH_KEY) self->has_temp = 1;
+        if (r->op == OP_BLOCKS) {
+            if (!PyTuple_Check(body)
+                    || !PyArg_ParseTuple(body, "iinn:blocks row", &r->len_width, &r->len_flags,
+                                         &r->block_size, &r->max_blocks)) {
+                if (!PyErr_Occurred()) bad_row(i, "blocks need their length, size and limit");
+                goto fail;
+            }
+            body = Py_None;  /* read into the row, not kept */
+        }
         if (r->op == OP_CONDITION) {
             if (!PyTuple_Check(obj)) {
                 bad_row(i, "a condition needs its program");

@@ -72,6 +72,11 @@ if _framecodec is not None:
 #                   extra says
 #   op "condition": an integer of int_type there when ref, a program of (vocabulary.EXPR_OPS
 #                   word, argument) steps ("field" naming an earlier row), gives true
+#   op "blocks":    a nested struct (ref its class) cut in blocks: int_type the block count's
+#                   type, extra (the block length's type, the most bytes a block holds, the
+#                   most blocks or None)
+#   op "proto_prefixed": a protobuf message (ref its class) after a length prefix of type
+#                   int_type ("varint" for a varint)
 #   op "skip_trailing": the last row (its name is None): bytes after the last field are skipped
 #   "signed_size", "size_of_other" and "signed_bytes" are "size" and "bytes" rows
 #   (vocabulary.FRAME_ALIASES).
@@ -82,7 +87,7 @@ FrameLayout: TypeAlias = tuple[type, bool, tuple[FrameRow, ...]]
 _OPS = vocabulary.OPS
 _STORED = {"int", "proto", vocabulary.ENVELOPE, "bytes", "struct", "uuid", "switch",
            "struct_run", "prefixed", "default", "varint", "bool", "struct_array",
-           "condition"}
+           "condition", "blocks", "proto_prefixed"}
 _TEXT_KINDS = {"bytes": 0, "utf8": 1, "mutf8": 2}
 _PRESENCE = {None: vocabulary.PRESENCE["always"], "remaining": vocabulary.PRESENCE["remaining"]}
 _PEEK = vocabulary.PRESENCE["peek"]
@@ -182,6 +187,12 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any]) -> tuple[tuple[
         elif op == "condition":
             obj = tuple((vocabulary.EXPR[word], index[arg] if word == "field" else arg or 0)
                         for word, arg in ref)
+        elif op == "blocks":
+            obj = codecs.get(ref, ref)
+            length_width, length_flags = _int_type(extra[0])
+            body = (length_width, length_flags, extra[1], -1 if extra[2] is None else extra[2])
+        elif op == "proto_prefixed":
+            obj = ref
         out.append((_OPS[op], slot, width, flags, at, number, obj, attr, body, present))
     return tuple(out)
 

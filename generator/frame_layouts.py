@@ -32,6 +32,7 @@ from protoframe.generator.layout_ops import (
     IfPeek,
     IfRemaining,
     Nested,
+    NestedOther,
     Prefix,
     ProtoBody,
     ProtoOther,
@@ -145,7 +146,22 @@ def _tubemq_rows(op: FieldOp, head: str, ref: Callable[[MessageType], str]) -> s
                 and op.field.message is not None and prefix is not None):
             name = prefix if isinstance(prefix, str) else prefix.name
             return f"{head}, {q(name)}, {ref(op.field.message)}, None)"
+        case Condition(inner=NestedOther(plan=LayoutPlan() as plan)) if (
+                op.word == "struct_when"):
+            return f"{head}, None, {plan.name}, {_program_text(op.expr)})"
+        case Condition(inner=ProtoOther()) if (
+                op.word == "proto_prefixed_when" and isinstance(op.field, ProtoField)
+                and op.field.message is not None):
+            return f"{head}, {q('varint')}, {ref(op.field.message)}, {_program_text(op.expr)})"
     return None
+
+
+def _program_text(expr: Expr) -> str:
+    """The steps of a guarded row's program, as a tuple of (word, argument) pairs."""
+    steps = program(expr, attributes=True) or ()
+    text = ", ".join(f"({q(word)}, {q(arg) if isinstance(arg, str) else arg})"
+                     for word, arg in steps)
+    return f"({text}{',' if len(steps) == 1 else ''})"
 
 
 def layout_lines(plans: list[LayoutPlan], ref: Callable[[MessageType], str]) -> list[str]:

@@ -291,11 +291,13 @@ class Nested(FieldOp):
 
 @dataclass(frozen=True)
 class NestedOther(FieldOp):
-    """A nested struct with a size of its own or another condition."""
+    """A nested struct with a size of its own or another condition; ``plan``: the struct's plan,
+    for one there only when a ``when:`` condition holds (the compiled codec may take it)."""
 
     word: ClassVar[str] = "struct_other"
     struct: StructDef = field(compare=False, repr=False)
     region: Region
+    plan: LayoutPlan | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -575,7 +577,27 @@ class Condition(Wrap):
         if (isinstance(self.inner, ReadInt) and f.when_peek is None and not f.when_remaining
                 and not f.marker and f.default is None and program(self.expr) is not None):
             return "condition"
+        return _guarded_word(self)
+
+
+def _guarded_word(op: Condition) -> str:
+    """``struct_when`` (in the C vocabulary) for a compiled nested struct and
+    ``proto_prefixed_when`` for a varint-prefixed protobuf message, each there when an
+    expression over earlier integers and integer attributes of earlier messages holds
+    (TubeMQ's halves of an RPC); ``condition_other`` otherwise."""
+    f, inner = op.field, op.inner
+    if (f.when_peek is not None or f.when_remaining or f.marker or f.default is not None
+            or not f.wire or f.args
+            or program(op.expr, attributes=True) is None):
         return "condition_other"
+    if (isinstance(inner, NestedOther) and inner.plan is not None
+            and _plain_region(inner.region) and inner.plan.compiled):
+        return "struct_when"
+    if (isinstance(inner, ProtoOther) and inner.region.prefix == "varint"
+            and not inner.region.nullable and inner.region.length is None
+            and inner.region.size is None and _plain_message(f)):
+        return "proto_prefixed_when"
+    return "condition_other"
 
 
 @dataclass(frozen=True)

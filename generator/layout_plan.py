@@ -229,6 +229,9 @@ def c_links_hold(ops: tuple[AnyFieldOp, ...]) -> bool:
             if not all(0 <= at.get(name, -1) < i and ops[at[name]].word in _INT_WORDS
                        for name in names):
                 return False
+        if isinstance(op, Condition) and op.word in ("struct_when", "proto_prefixed_when"):
+            if not _guard_reads_earlier_rows(op, ops[:i], at):
+                return False
         if isinstance(op, Computed) and op.word == "count_of":
             array = at.get(op.field.count_of or "", -1)
             counted = ops[array] if array > i else None
@@ -243,6 +246,26 @@ def c_links_hold(ops: tuple[AnyFieldOp, ...]) -> bool:
             if not any(isinstance(o, Switch) and o.key == op.name and o.word == "switch"
                        for o in ops[i + 1:]):
                 return False
+    return True
+
+
+# The rows holding a protobuf message whose integer attributes a guarded row may read.
+_MESSAGE_WORDS = frozenset({"proto_prefixed", "proto"})
+
+
+def _guard_reads_earlier_rows(op: Condition, before: tuple[AnyFieldOp, ...],
+                              at: dict[str, int]) -> bool:
+    """Whether a guarded row's program reads only integer rows and messages' attributes
+    before it."""
+    for word, arg in program(op.expr, attributes=True) or ():
+        if word not in ("field", "attr"):
+            continue
+        name = str(arg).split(".")[0]
+        k = at.get(name, -1)
+        if not 0 <= k < len(before):
+            return False
+        if before[k].word not in (_INT_WORDS if word == "field" else _MESSAGE_WORDS):
+            return False
     return True
 
 
@@ -522,7 +545,7 @@ def _lower_kind(s: StructDef, f: FrameField, plans: dict[str, LayoutPlan], byte_
             elif f.when_remaining:
                 when = IfRemaining()
             elif f.optional:
-                return NestedOther(f, held, region)
+                return NestedOther(f, held, region, plans[held.name] if f.when else None)
             else:
                 when = Always()
             return Nested(f, plans[held.name], when, region)

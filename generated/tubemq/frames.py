@@ -492,6 +492,41 @@ install_frame_layouts((
         ("proto_prefixed", "header", "varint", rpc.RequestHeader, None),
         ("proto_prefixed", "body", "varint", rpc.RequestBody, None),
     )),
+    (RpcResponse, False, (
+        ("proto_prefixed", "header", "varint", rpc.ResponseHeader, None),
+        (
+            "proto_prefixed_when",
+            "body",
+            "varint",
+            rpc.RspResponseBody,
+            (("attr", "header.status"), ("const", 0), ("eq", None)),
+        ),
+        (
+            "proto_prefixed_when",
+            "exception",
+            "varint",
+            rpc.RspExceptionBody,
+            (("attr", "header.status"), ("const", 0), ("ne", None)),
+        ),
+    )),
+    (RpcContent, False, (
+        ("proto_prefixed", "conn_header", "varint", rpc.RpcConnHeader, None),
+        (
+            "struct_when",
+            "request",
+            None,
+            RpcRequest,
+            (("attr", "conn_header.flag"), ("const", 1), ("ne", None)),
+        ),
+        (
+            "struct_when",
+            "response",
+            None,
+            RpcResponse,
+            (("attr", "conn_header.flag"), ("const", 1), ("eq", None)),
+        ),
+        ("skip_trailing", None, None, None, None),
+    )),
     (Frame, False, (
         ("const", "token", "u32be", 0xff7ff4fe, None),
         ("int", "serial_no", "u32be", None, None),

@@ -31,10 +31,12 @@
 typedef struct FrameCodecObject FrameCodecObject;
 
 /* One step of a condition's program (X_*, from vocabulary.EXPR_OPS): for X_FIELD the row
-   whose integer it pushes, for X_CONST the constant. */
+   whose integer it pushes, for X_CONST the constant; for X_ATTR the row whose message's
+   attribute `name` (a reference the step owns) it pushes. */
 typedef struct {
     int op;
     long long arg;
+    PyObject *name;
 } Step;
 
 typedef struct {
@@ -295,6 +297,35 @@ static int operand(PyObject *v, long long *out) {
     return 1;
 }
 
+/* The integer attribute `name` of the message `msg`, as a condition's operand: an int, a bool,
+   or an int subclass (a protobuf enum) that compares and computes as int does. */
+static int attr_operand(PyObject *msg, PyObject *name, long long *out) {
+    if (msg == NULL || msg == Py_None) return 0;
+    PyObject *v = PyObject_GetAttr(msg, name);
+    if (v == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyTypeObject *t = Py_TYPE(v);
+    PyNumberMethods *n = t->tp_as_number, *i = PyLong_Type.tp_as_number;
+    int ok = PyLong_CheckExact(v) || PyBool_Check(v)
+             || (PyLong_Check(v) && t->tp_richcompare == PyLong_Type.tp_richcompare && n != NULL
+                 && n->nb_bool == i->nb_bool && n->nb_negative == i->nb_negative
+                 && n->nb_add == i->nb_add && n->nb_subtract == i->nb_subtract
+                 && n->nb_and == i->nb_and && n->nb_or == i->nb_or && n->nb_xor == i->nb_xor
+                 && n->nb_lshift == i->nb_lshift && n->nb_rshift == i->nb_rshift);
+    if (ok) {
+        int overflow;
+        *out = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (overflow || (*out == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            ok = 0;
+        }
+    }
+    Py_DECREF(v);
+    return ok;
+}
+
 /* Whether the condition of row `r` holds: 1 or 0, -1 to give up (a value that is not a plain
    integer, or a step a 64-bit integer cannot take as Python's ints do). The operands are the
    earlier rows' decoded values (`values`), or the slots of `obj` when encoding. */
@@ -304,10 +335,13 @@ static int condition_holds(const FrameCodecObject *c, const Row *r, PyObject *co
     int top = 0;
     for (Py_ssize_t k = 0; k < r->prog_len; k++) {
         const Step *st = &r->prog[k];
-        if (st->op == X_FIELD || st->op == X_CONST) {
+        if (st->op == X_FIELD || st->op == X_CONST || st->op == X_ATTR) {
             if (top >= EXPR_MAX_DEPTH) return -1;
             if (st->op == X_CONST) {
                 stack[top++] = st->arg;
+            } else if (st->op == X_ATTR) {
+                PyObject *v = values ? values[st->arg] : slot(obj, c->rows[st->arg].offset);
+                if (!attr_operand(v, st->name, &stack[top++])) return -1;
             } else {
                 PyObject *v = values ? values[st->arg] : slot(obj, c->rows[st->arg].offset);
                 if (!operand(v, &stack[top++])) return -1;
@@ -466,6 +500,25 @@ static int decode_tubemq_row(const Row *r, PyObject *buf, const unsigned char *d
     return 0;
 }
 
+/* Decode TubeMQ's guarded row `r` (struct_when, proto_prefixed_when) at *ppos into values[i]:
+   None when its condition does not hold. 0, or -1 to give up. */
+static int decode_guarded_row(FrameCodecObject *c, const Row *r, PyObject *buf,
+                              const unsigned char *data, Py_ssize_t *ppos, Py_ssize_t end,
+                              PyObject **values, int depth) {
+    Py_ssize_t i = r - c->rows;
+    int holds = condition_holds(c, r, values, NULL);
+    if (holds < 0) return -1;
+    if (!holds) {
+        values[i] = Py_NewRef(Py_None);
+        return 0;
+    }
+    if (r->op == OP_STRUCT_WHEN) {
+        values[i] = decode_struct((FrameCodecObject *)r->obj, buf, ppos, end, depth + 1);
+        return values[i] == NULL ? -1 : 0;
+    }
+    return decode_tubemq_row(r, buf, data, ppos, end, &values[i], depth);
+}
+
 /* Decode row `r` (one of the rows after OP_STRUCT) of codec `c` at *ppos: 0 on success with
    *ppos after it and its value in values[], -1 to give up. */
 static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
@@ -595,6 +648,9 @@ static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
         }
         case OP_BLOCKS: case OP_PROTO_PREFIXED:
             if (decode_tubemq_row(r, buf, data, &pos, end, &values[i], depth) < 0) return -1;
+            break;
+        case OP_STRUCT_WHEN: case OP_PROTO_PREFIXED_WHEN:
+            if (decode_guarded_row(c, r, buf, data, &pos, end, values, depth) < 0) return -1;
             break;
         default:
             return -1;
@@ -879,6 +935,19 @@ static int encode_blocks(const Row *r, PyObject *v, Out *o, int depth) {
     return 0;
 }
 
+/* Append TubeMQ's guarded row `r` of codec `c` for `obj`: its value when the condition holds,
+   nothing when not (the value must then be None, as the Python code says). */
+static int encode_guarded_row(FrameCodecObject *c, const Row *r, PyObject *obj, Out *o,
+                              int depth) {
+    int holds = condition_holds(c, r, NULL, obj);
+    PyObject *v = slot(obj, r->offset);
+    if (holds < 0) return -1;
+    if (!holds) return v == Py_None ? 0 : -1;
+    if (v == NULL || v == Py_None) return -1;
+    if (r->op == OP_STRUCT_WHEN) return encode_struct((FrameCodecObject *)r->obj, v, o, depth + 1);
+    return encode_proto_prefixed(r, v, o);
+}
+
 /* Append row `r` (one of the rows after OP_STRUCT) of codec `c` for `obj`: 0, or -1 to give
    up. counts[] holds what each count_of row wrote. */
 static NOINLINE int encode_row(FrameCodecObject *c, const Row *r, PyObject *obj, Out *o,
@@ -980,6 +1049,9 @@ static NOINLINE int encode_row(FrameCodecObject *c, const Row *r, PyObject *obj,
             break;
         case OP_PROTO_PREFIXED:
             if (encode_proto_prefixed(r, slot(obj, r->offset), o) < 0) return -1;
+            break;
+        case OP_STRUCT_WHEN: case OP_PROTO_PREFIXED_WHEN:
+            if (encode_guarded_row(c, r, obj, o, depth) < 0) return -1;
             break;
         default:
             return -1;
@@ -1231,7 +1303,7 @@ static inline int has_default(const Row *r) {
    struct and a conditional integer are None, as in the dataclass; a default row its default. */
 static inline int left_out_ok(const Row *r) {
     return (r->op == OP_STRUCT && r->index != PRESENT_ALWAYS) || r->op == OP_CONDITION
-           || has_default(r);
+           || r->op == OP_STRUCT_WHEN || r->op == OP_PROTO_PREFIXED_WHEN || has_default(r);
 }
 
 static int ctor_class_intact(FrameCodecObject *c) {
@@ -1395,7 +1467,11 @@ static int codec_clear(FrameCodecObject *self) {
 static void codec_dealloc(FrameCodecObject *self) {
     PyObject_GC_UnTrack(self);
     codec_clear(self);
-    for (Py_ssize_t i = 0; i < self->nrows; i++) PyMem_Free(self->rows[i].prog);
+    for (Py_ssize_t i = 0; i < self->nrows; i++) {
+        for (Py_ssize_t k = 0; self->rows[i].prog && k < self->rows[i].prog_len; k++)
+            Py_XDECREF(self->rows[i].prog[k].name);
+        PyMem_Free(self->rows[i].prog);
+    }
     PyMem_Free(self->rows);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -1411,14 +1487,16 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
     if (r->op <= 0 || r->op >= OP_END) return bad_row(i, "unknown operation");
     int has_int = r->op <= OP_CHECKSUM || r->op == OP_SWITCH_KEY || r->op == OP_DEFAULT
                   || r->op == OP_COUNT_OF || r->op == OP_CONDITION || (r->op == OP_PREFIXED && !(r->flags & F_VARINT))
-                  || r->op == OP_BLOCKS || (r->op == OP_PROTO_PREFIXED && !(r->flags & F_VARINT));
+                  || r->op == OP_BLOCKS || (r->op == OP_PROTO_PREFIXED && !(r->flags & F_VARINT))
+                  || (r->op == OP_PROTO_PREFIXED_WHEN && !(r->flags & F_VARINT));
     if (has_int && r->width != 1 && r->width != 2 && r->width != 4 && r->width != 8)
         return bad_row(i, "integer width must be 1, 2, 4 or 8");
     int stored = r->op == OP_INT || r->op == OP_PROTO || r->op == OP_BYTES
                  || r->op == OP_STRUCT || r->op == OP_UUID || r->op == OP_SWITCH
                  || r->op == OP_STRUCT_RUN || r->op == OP_PREFIXED || r->op == OP_DEFAULT
                  || r->op == OP_VARINT || r->op == OP_BOOL || r->op == OP_STRUCT_ARRAY
-                 || r->op == OP_CONDITION || r->op == OP_BLOCKS || r->op == OP_PROTO_PREFIXED;
+                 || r->op == OP_CONDITION || r->op == OP_BLOCKS || r->op == OP_PROTO_PREFIXED
+                 || r->op == OP_STRUCT_WHEN || r->op == OP_PROTO_PREFIXED_WHEN;
     if (stored != (r->offset >= 0)) return bad_row(i, "stored fields, and only they, need a slot");
     if (r->op == OP_SIZE) {
         if (r->index <= i || r->index >= self->nrows) return bad_row(i, "size of a later row");
@@ -1495,8 +1573,28 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
             return bad_row(i, "a block length's width must be 1, 2, 4 or 8");
         if (r->block_size <= 0) return bad_row(i, "a block holds at least one byte");
     }
-    if (r->op == OP_PROTO_PREFIXED && (r->obj == NULL || !PyType_Check(r->obj)))
+    if ((r->op == OP_PROTO_PREFIXED || r->op == OP_PROTO_PREFIXED_WHEN)
+            && (r->obj == NULL || !PyType_Check(r->obj)))
         return bad_row(i, "needs the message class");
+    if (r->op == OP_STRUCT_WHEN && (r->obj == NULL || Py_TYPE(r->obj) != &FrameCodec_Type))
+        return bad_row(i, "needs the nested struct's codec");
+    if (r->op == OP_STRUCT_WHEN || r->op == OP_PROTO_PREFIXED_WHEN) {
+        int top = 0;
+        for (Py_ssize_t k = 0; k < r->prog_len; k++) {
+            const Step *st = &r->prog[k];
+            int at = st->arg >= 0 && st->arg < i ? self->rows[st->arg].op : 0;
+            if (st->op < X_FIELD || st->op >= X_END) return bad_row(i, "unknown step");
+            if (st->op == X_FIELD && at != OP_INT && at != OP_VARINT && at != OP_BOOL)
+                return bad_row(i, "a condition reads earlier integer rows only");
+            if (st->op == X_ATTR && ((at != OP_PROTO_PREFIXED && at != OP_PROTO)
+                                     || st->name == NULL || !PyUnicode_CheckExact(st->name)))
+                return bad_row(i, "an attribute step reads an earlier message row");
+            top += st->op <= X_CONST || st->op == X_ATTR ? 1 : st->op <= X_NEG ? 0 : -1;
+            if (top < 1 || top > EXPR_MAX_DEPTH)
+                return bad_row(i, "a condition's program does not balance");
+        }
+        if (top != 1) return bad_row(i, "a condition's program does not balance");
+    }
     if (r->op == OP_STRUCT) {
         if (r->obj == NULL || Py_TYPE(r->obj) != &FrameCodec_Type)
             return bad_row(i, "needs the nested struct's codec");
@@ -1505,6 +1603,31 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
         if (r->index == PRESENT_PEEK && r->width != 1 && r->width != 2 && r->width != 4
                 && r->width != 8)
             return bad_row(i, "peek width must be 1, 2, 4 or 8");
+    }
+    return 0;
+}
+
+/* A guarded row's program from `steps`: (word, row) or (word, constant) pairs, and (word, row,
+   attribute name) triples. 0, or -1 (an error set, or none for a malformed program). */
+static int parse_guard_program(Row *r, PyObject *steps) {
+    if (!PyTuple_Check(steps)) return -1;
+    Py_ssize_t len = PyTuple_GET_SIZE(steps);
+    r->prog = PyMem_Calloc(len ? (size_t)len : 1, sizeof(Step));
+    if (r->prog == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    r->prog_len = len;
+    for (Py_ssize_t k = 0; k < len; k++) {
+        PyObject *name = NULL;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(steps, k), "iL|O!:guard step", &r->prog[k].op,
+                              &r->prog[k].arg, &PyUnicode_Type, &name))
+            return -1;
+        if (name != NULL) {
+            Py_INCREF(name);
+            PyUnicode_InternInPlace(&name);
+            r->prog[k].name = name;
+        }
     }
     return 0;
 }
@@ -1568,6 +1691,13 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
                 goto fail;
             }
             body = Py_None;  /* read into the row, not kept */
+        }
+        if (r->op == OP_STRUCT_WHEN || r->op == OP_PROTO_PREFIXED_WHEN) {
+            if (parse_guard_program(r, body) < 0) {
+                if (!PyErr_Occurred()) bad_row(i, "a guarded row needs its program");
+                goto fail;
+            }
+            body = Py_None;
         }
         if (r->op == OP_CONDITION) {
             if (!PyTuple_Check(obj)) {

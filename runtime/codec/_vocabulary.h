@@ -63,7 +63,9 @@ enum { /* FRAME_OPS */
     OP_CONDITION = 20,
     OP_BLOCKS = 21,
     OP_PROTO_PREFIXED = 22,
-    OP_END = 23,
+    OP_STRUCT_WHEN = 23,
+    OP_PROTO_PREFIXED_WHEN = 24,
+    OP_END = 25,
 };
 
 enum { /* FRAME_PRESENCE */
@@ -92,7 +94,8 @@ enum { /* EXPR_OPS */
     X_LE = 17,
     X_GT = 18,
     X_GE = 19,
-    X_END = 20,
+    X_ATTR = 20,
+    X_END = 21,
 };
 
 /* (vocabulary, name, number) for each word; ended by a NULL vocabulary. */
@@ -146,6 +149,8 @@ static const VocabularyWord VOCABULARY_WORDS[] = {
     {"FRAME_OPS", "condition", OP_CONDITION},
     {"FRAME_OPS", "blocks", OP_BLOCKS},
     {"FRAME_OPS", "proto_prefixed", OP_PROTO_PREFIXED},
+    {"FRAME_OPS", "struct_when", OP_STRUCT_WHEN},
+    {"FRAME_OPS", "proto_prefixed_when", OP_PROTO_PREFIXED_WHEN},
     {"FRAME_PRESENCE", "always", PRESENT_ALWAYS},
     {"FRAME_PRESENCE", "remaining", PRESENT_REMAINING},
     {"FRAME_PRESENCE", "peek", PRESENT_PEEK},
@@ -168,6 +173,7 @@ static const VocabularyWord VOCABULARY_WORDS[] = {
     {"EXPR_OPS", "le", X_LE},
     {"EXPR_OPS", "gt", X_GT},
     {"EXPR_OPS", "ge", X_GE},
+    {"EXPR_OPS", "attr", X_ATTR},
     {NULL, NULL, 0},
 };
 

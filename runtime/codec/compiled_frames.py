@@ -77,6 +77,9 @@ if _framecodec is not None:
 #                   most blocks or None)
 #   op "proto_prefixed": a protobuf message (ref its class) after a length prefix of type
 #                   int_type ("varint" for a varint)
+#   op "struct_when": a nested struct (ref its class) there when extra, a program as for
+#                   "condition" with ("attr", "row.attribute") steps too, gives true; else None
+#   op "proto_prefixed_when": a proto_prefixed row there when extra gives true; else None
 #   op "skip_trailing": the last row (its name is None): bytes after the last field are skipped
 #   "signed_size", "size_of_other" and "signed_bytes" are "size" and "bytes" rows
 #   (vocabulary.FRAME_ALIASES).
@@ -87,7 +90,7 @@ FrameLayout: TypeAlias = tuple[type, bool, tuple[FrameRow, ...]]
 _OPS = vocabulary.OPS
 _STORED = {"int", "proto", vocabulary.ENVELOPE, "bytes", "struct", "uuid", "switch",
            "struct_run", "prefixed", "default", "varint", "bool", "struct_array",
-           "condition", "blocks", "proto_prefixed"}
+           "condition", "blocks", "proto_prefixed", "struct_when", "proto_prefixed_when"}
 _TEXT_KINDS = {"bytes": 0, "utf8": 1, "mutf8": 2}
 _PRESENCE = {None: vocabulary.PRESENCE["always"], "remaining": vocabulary.PRESENCE["remaining"]}
 _PEEK = vocabulary.PRESENCE["peek"]
@@ -193,8 +196,20 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any]) -> tuple[tuple[
             body = (length_width, length_flags, extra[1], -1 if extra[2] is None else extra[2])
         elif op == "proto_prefixed":
             obj = ref
+        elif op in ("struct_when", "proto_prefixed_when"):
+            obj = codecs[ref] if op == "struct_when" else ref
+            body = tuple(_guard_step(word, arg, index) for word, arg in extra)
         out.append((_OPS[op], slot, width, flags, at, number, obj, attr, body, present))
     return tuple(out)
+
+
+def _guard_step(word: str, arg: Any, index: dict[str | None, int]) -> tuple[Any, ...]:
+    """A step of a guarded row's program as the extension takes it: (word, row) for a field,
+    (word, row, attribute) for a message's attribute, (word, constant or 0) otherwise."""
+    if word == "attr":
+        row, attr = arg.split(".")
+        return vocabulary.EXPR[word], index[row], attr
+    return vocabulary.EXPR[word], index[arg] if word == "field" else arg or 0
 
 
 def _int_type(name: str) -> tuple[int, int]:

@@ -68,15 +68,19 @@ MAP_KEY_KINDS: Final = (
 #   condition  a stored integer there when its program (EXPR_OPS) gives true, else None
 #   blocks     a nested struct's encoding cut in length-prefixed blocks after a block count
 #   proto_prefixed  a protobuf message after a length prefix of its own (a varint)
+#   struct_when, proto_prefixed_when  a nested struct (always there but for its condition), a
+#              proto_prefixed message, there when its program gives true, else None
 FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "bytes", "struct",
                     "uuid", "switch", "switch_key", "struct_run", "prefixed", "default",
                     "skip_trailing", "varint", "bool", "count_of", "struct_array", "condition",
-                    "blocks", "proto_prefixed")
+                    "blocks", "proto_prefixed", "struct_when", "proto_prefixed_when")
 # The steps of a condition row's program (generator/compiled_exprs.py), evaluated on a stack of
 # 64-bit integers: "field" pushes an earlier row's integer, "const" a constant; "not" and
-# "neg" take one value, the others two (and/or by truth; the comparisons give 0 or 1).
+# "neg" take one value, the others two (and/or by truth; the comparisons give 0 or 1); "attr"
+# pushes an integer attribute of an earlier row's protobuf message (struct_when and
+# proto_prefixed_when rows only).
 EXPR_OPS: Final = ("field", "const", "not", "neg", "and", "or", "bitand", "bitor", "bitxor",
-                   "rshift", "lshift", "add", "sub", "eq", "ne", "lt", "le", "gt", "ge")
+                   "rshift", "lshift", "add", "sub", "eq", "ne", "lt", "le", "gt", "ge", "attr")
 # The most values a program holds at once (generator/compiled_exprs.py keeps to it).
 EXPR_MAX_DEPTH: Final = 16
 # A row of the generated table only: a protobuf envelope, which the C codec takes as "proto"

@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # struct -> (field name, word) of each operation the C codec does not know; () when compiled.
 UNKNOWN_TO_C: dict[str, tuple[tuple[str, str], ...]] = {
     "RpcRequest": (),
-    "RpcResponse": (("body", "condition_other"), ("exception", "condition_other")),
-    "RpcContent": (("request", "condition_other"), ("response", "condition_other")),
+    "RpcResponse": (),
+    "RpcContent": (),
     "Frame": (),
 }
 

@@ -91,10 +91,10 @@ def test_pulsar_frame_payload_and_broker_entry_are_compiled() -> None:
 
 def test_structs_the_table_cannot_describe_keep_the_python_codec() -> None:
     # TANK's frame switches on a type code decoding another struct each way; Pravega's switch
-    # is the same both ways (test_compiled_frame_ops.py). TubeMQ's content has conditions on
-    # a message's field (its blocks are compiled: test_compiled_tubemq_ops.py).
+    # is the same both ways (test_compiled_frame_ops.py), and TubeMQ's blocks are compiled
+    # (test_compiled_tubemq_ops.py).
     assert not compiled.is_compiled(tank_frames.Frame)
-    assert not compiled.is_compiled(tubemq_frames.RpcContent)
+    assert compiled.is_compiled(tubemq_frames.Frame)
     assert compiled.is_compiled(pravega_frames.Frame)
     assert compiled.is_compiled(tank_frames.ConsumePartition)
 

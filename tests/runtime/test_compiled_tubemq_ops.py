@@ -1,6 +1,9 @@
 """The operations TubeMQ's frame brought to the compiled frame codec (issue #21), against the
-Python methods: a struct cut in length-prefixed blocks (``blocks``), and protobuf messages after
-a varint length of their own (``proto_prefixed``).
+Python methods: a struct cut in length-prefixed blocks (``blocks``), protobuf messages after a
+varint length of their own (``proto_prefixed``), and nested structs and such messages there
+when a condition on an integer attribute of an earlier message holds (``struct_when``,
+``proto_prefixed_when``: a request or a response by the connection header's flag, a result or
+an exception by the response header's status).
 
 As in ``test_compiled_frame_ops.py``: the same bytes, the same values and the same errors, on
 random values, every truncation, random damage and odd values. A one-file spec holds blocks of
@@ -95,7 +98,8 @@ def _same_decodes(cls: type, data: bytes) -> str:
 
 
 def test_the_new_operations_are_compiled(m: ModuleType) -> None:
-    for cls in (m.Frame, m.Content, m.Item, tubemq.Frame, tubemq.RpcRequest):
+    for cls in (m.Frame, m.Content, m.Item, tubemq.Frame, tubemq.RpcRequest,
+                tubemq.RpcResponse, tubemq.RpcContent):
         assert compiled.is_compiled(cls), cls.__name__
     assert not compiled.is_compiled(m.Loose)  # its blocks go through its Python methods
 
@@ -138,6 +142,8 @@ def _samples(m: ModuleType) -> list[tuple[Any, bytes]]:
     request = tubemq.Frame.decode(out[-1][1]).content.request
     assert request is not None
     out.append((tubemq.RpcRequest, request.encode()))
+    for frame in (_response(b"ok"), _response(None), _request(b"", flag=10)):
+        out += [(tubemq.Frame, frame.encode()), (tubemq.RpcContent, frame.content.encode())]
     return out
 
 
@@ -221,11 +227,93 @@ def test_the_bench_frames_agree() -> None:
     assert frames_protocols.tubemq_ours_decode(wire) == frames_protocols.TUBEMQ_EXPECTED
 
 
-def _request(body: bytes, method: int = 13) -> Any:
+def _request(body: bytes, method: int = 13, flag: int = 0) -> Any:
     return tubemq.Frame(serial_no=7, content=tubemq.RpcContent(
-        conn_header=rpc.RpcConnHeader(flag=0),
+        conn_header=rpc.RpcConnHeader(flag=flag),
         request=tubemq.RpcRequest(header=rpc.RequestHeader(serviceType=3, protocolVer=3),
                                   body=rpc.RequestBody(method=method, request=body))))
+
+
+_STATUS = rpc.ResponseHeader.Status
+
+
+def _response(data: bytes | None, method: int = 13) -> Any:
+    """A success carrying ``data``, or (None) an exception."""
+    status = _STATUS.SUCCESS if data is not None else _STATUS(max(_STATUS))
+    body = rpc.RspResponseBody(method=method, data=data) if data is not None else None
+    exception = rpc.RspExceptionBody(exceptionName="E", stackTrace="at x") if data is None \
+        else None
+    return tubemq.Frame(serial_no=8, content=tubemq.RpcContent(
+        conn_header=rpc.RpcConnHeader(flag=1),
+        response=tubemq.RpcResponse(header=rpc.ResponseHeader(status=status), body=body,
+                                    exception=exception)))
+
+
+@settings(max_examples=scaled(100), deadline=None)
+@given(flag=st.integers(0, 2**31 - 1) | st.sampled_from([0, 1, 10]),
+       success=st.booleans(), data=st.binary(max_size=9000), method=st.integers(0, 30))
+def test_requests_and_responses_round_trip(flag: int, success: bool, data: bytes,
+                                           method: int) -> None:
+    frame = _response(data if success else None, method) if flag == 1 else _request(
+        data, method, flag)
+    assert _same(frame.encode)[0] == "value"
+    wire = frame.encode()
+    assert _same_decodes(tubemq.Frame, wire) == "value"
+    assert tubemq.Frame.decode(wire) == frame
+    assert _same_decodes(tubemq.RpcContent, frame.content.encode()) == "value"
+
+
+def test_halves_that_disagree_with_their_headers_match() -> None:
+    request, response = _request(b"q").content, _response(b"r").content
+    exception = _response(None).content
+    odd = [
+        tubemq.RpcContent(conn_header=rpc.RpcConnHeader(flag=1), request=request.request),
+        tubemq.RpcContent(conn_header=rpc.RpcConnHeader(flag=0), response=response.response),
+        tubemq.RpcContent(conn_header=rpc.RpcConnHeader(flag=0), request=request.request,
+                          response=response.response),
+        tubemq.RpcContent(conn_header=rpc.RpcConnHeader(flag=1)),
+        tubemq.RpcContent(conn_header=None, request=request.request),  # type: ignore[arg-type]
+        tubemq.RpcContent(conn_header=rpc.RpcConnHeader(flag=0),
+                          request=response.response),
+        tubemq.RpcContent(conn_header=rpc.RpcConnHeader(flag=2**40), request=request.request),
+        tubemq.RpcContent(conn_header=rpc.RpcConnHeader(flag=True),
+                          response=response.response),
+        tubemq.RpcContent(conn_header=rpc.RpcConnHeader(flag=1.0),  # type: ignore[arg-type]
+                          response=response.response),
+    ]
+    assert response.response is not None and exception.response is not None
+    header, body = response.response.header, response.response.body
+    plain: Any = 0  # a status that is an int, not the enum
+    unknown: Any = 7  # one the enum does not have
+    odd_responses = [
+        tubemq.RpcResponse(header=header, body=None),
+        tubemq.RpcResponse(header=header, body=body, exception=rpc.RspExceptionBody(
+            exceptionName="x")),
+        tubemq.RpcResponse(header=exception.response.header, body=body),
+        tubemq.RpcResponse(header=rpc.ResponseHeader(status=plain), body=body),
+        tubemq.RpcResponse(header=rpc.ResponseHeader(status=unknown), body=body),
+        tubemq.RpcResponse(header=None, body=body),  # type: ignore[arg-type]
+        tubemq.RpcResponse(header=header, body=b"raw"),  # type: ignore[arg-type]
+    ]
+    for value in odd + odd_responses:
+        kind, _ = _same(value.encode)
+        if kind == "value":
+            _same_decodes(type(value), value.encode())
+        frame_value = tubemq.RpcContent(conn_header=rpc.RpcConnHeader(flag=1), response=value) \
+            if isinstance(value, tubemq.RpcResponse) else value
+        _same(tubemq.Frame(serial_no=1, content=frame_value).encode)
+
+
+def test_a_header_whose_status_is_unknown_or_missing_matches() -> None:
+    response = _response(b"r").content.response
+    assert response is not None and response.body is not None
+    body = response.body.encode()
+    for header in (b"\x08\x00", b"\x08\x07", b"\x08\xff\xff\xff\xff\x0f", b"", b"\x10\x01",
+                   b"\x08\x00\x08\x01"):
+        wire = bytes([len(header)]) + header + bytes([len(body)]) + body
+        _same_decodes(tubemq.RpcResponse, wire)
+        content = b"\x02\x08\x01" + wire
+        _same_decodes(tubemq.RpcContent, content)
 
 
 @settings(max_examples=scaled(60), deadline=None)

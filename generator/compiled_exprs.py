@@ -41,7 +41,8 @@ def program(expr: Expr, attributes: bool = False) -> tuple[Step, ...] | None:
     """The postfix program of ``expr``, or None if it has no program (or one too deep).
 
     ``attributes``: ``name.attr`` (an attribute of an earlier field's message) is an ``attr``
-    step, which only the rows of whole nested values evaluate; otherwise it has no program."""
+    step and ``len(name)`` (of earlier bytes) a ``len`` step, which only the guarded rows
+    (``guard_program``) evaluate; otherwise such an expression has no program."""
     try:
         steps = tuple(_lower(expr.tree.body, attributes))
     except _NoProgram:
@@ -49,11 +50,17 @@ def program(expr: Expr, attributes: bool = False) -> tuple[Step, ...] | None:
     return steps if depth(steps) <= MAX_DEPTH else None
 
 
+def guard_program(expr: Expr) -> tuple[Step, ...] | None:
+    """The program of a guarded row's condition: ``attr`` and ``len`` steps allowed."""
+    return program(expr, attributes=True)
+
+
 def depth(steps: tuple[Step, ...]) -> int:
     """The most values ``steps`` hold on the stack at once."""
     now = most = 0
     for word, _ in steps:
-        now += 1 if word in ("field", "const", "attr") else 0 if word in ("not", "neg") else -1
+        now += 1 if word in ("field", "const", "attr", "len") else 0 if word in (
+            "not", "neg") else -1
         most = max(most, now)
     return most
 
@@ -72,6 +79,9 @@ def _lower(node: ast.expr, attrs: bool) -> list[Step]:
         case ast.Attribute(value=ast.Name(id=name), attr=attr) if (
                 attrs and name != "len" and not name.startswith("_") and not attr.startswith("_")):
             return [("attr", f"{name}.{attr}")]
+        case ast.Call(func=ast.Name(id="len"), args=[ast.Name(id=name)], keywords=[]) if (
+                attrs and not name.startswith("_")):
+            return [("len", name)]
         case ast.Constant():
             return [("const", _const(node))]
         case ast.UnaryOp(op=ast.Not(), operand=operand):

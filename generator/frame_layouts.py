@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from protoframe.generator.codewriter import q
-from protoframe.generator.compiled_exprs import program
+from protoframe.generator.compiled_exprs import guard_program, program
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.expr import Expr
 from protoframe.generator.frame_ir import ProtoField, SwitchField
@@ -45,6 +45,7 @@ from protoframe.generator.layout_ops import (
     SizeRest,
     String,
     Switch,
+    len_value,
 )
 from protoframe.generator.layout_plan import LayoutPlan
 from protoframe.generator.linefit import fit_tuple_row
@@ -146,6 +147,11 @@ def _tubemq_rows(op: FieldOp, head: str, ref: Callable[[MessageType], str]) -> s
                 and op.field.message is not None and prefix is not None):
             name = prefix if isinstance(prefix, str) else prefix.name
             return f"{head}, {q(name)}, {ref(op.field.message)}, None)"
+        case Computed(inner=ReadInt(int_type=t)) if op.word == "len_value":
+            k, target = len_value(op) or (0, "")
+            return f"{head}, {q(t.name)}, {k}, {q(target)})"
+        case Condition(inner=ReadInt(int_type=t)) if op.word == "int_when":
+            return f"{head}, {q(t.name)}, None, {_program_text(op.expr)})"
         case Condition(inner=NestedOther(plan=LayoutPlan() as plan)) if (
                 op.word == "struct_when"):
             return f"{head}, None, {plan.name}, {_program_text(op.expr)})"
@@ -158,7 +164,7 @@ def _tubemq_rows(op: FieldOp, head: str, ref: Callable[[MessageType], str]) -> s
 
 def _program_text(expr: Expr) -> str:
     """The steps of a guarded row's program, as a tuple of (word, argument) pairs."""
-    steps = program(expr, attributes=True) or ()
+    steps = guard_program(expr) or ()
     text = ", ".join(f"({q(word)}, {q(arg) if isinstance(arg, str) else arg})"
                      for word, arg in steps)
     return f"({text}{',' if len(steps) == 1 else ''})"

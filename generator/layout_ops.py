@@ -9,10 +9,11 @@ has a word of its own outside that vocabulary.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Literal, TypeAlias
 
-from protoframe.generator.compiled_exprs import program
+from protoframe.generator.compiled_exprs import guard_program, program
 from protoframe.generator.expr import Expr
 from protoframe.generator.frame_ir import FrameField, ProtoField, StructDef
 from protoframe.generator.ir import MessageType
@@ -580,6 +581,29 @@ class Condition(Wrap):
         return _guarded_word(self)
 
 
+def len_value(op: Computed) -> tuple[int, str] | None:
+    """(k, name) for a stored integer's ``value: "k + len(name)"`` (or ``len(name) + k``,
+    ``len(name)``), always there; None for any other."""
+    f = op.field
+    if op.how != "value" or f.value is None or not isinstance(op.inner, ReadInt) or (
+            not unconditional(f)):
+        return None
+    node = f.value.tree.body
+    k = 0
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = node.left, node.right
+        if isinstance(right, ast.Constant):
+            left, right = right, left
+        if not (isinstance(left, ast.Constant) and type(left.value) is int
+                and abs(left.value) < 2**62):
+            return None
+        k, node = left.value, right
+    match node:
+        case ast.Call(func=ast.Name(id="len"), args=[ast.Name(id=name)], keywords=[]):
+            return k, name
+    return None
+
+
 def _guarded_word(op: Condition) -> str:
     """``struct_when`` (in the C vocabulary) for a compiled nested struct and
     ``proto_prefixed_when`` for a varint-prefixed protobuf message, each there when an
@@ -587,9 +611,10 @@ def _guarded_word(op: Condition) -> str:
     (TubeMQ's halves of an RPC); ``condition_other`` otherwise."""
     f, inner = op.field, op.inner
     if (f.when_peek is not None or f.when_remaining or f.marker or f.default is not None
-            or not f.wire or f.args
-            or program(op.expr, attributes=True) is None):
+            or not f.wire or f.args or guard_program(op.expr) is None):
         return "condition_other"
+    if isinstance(inner, ReadInt):
+        return "int_when"  # a condition reading lengths or attributes (else "condition")
     if (isinstance(inner, NestedOther) and inner.plan is not None
             and _plain_region(inner.region) and inner.plan.compiled):
         return "struct_when"
@@ -611,6 +636,8 @@ class Computed(Wrap):
     def word(self) -> str:  # type: ignore[override]
         if self.how in ("switch_key", "count_of") and not isinstance(self.inner, ReadInt):
             return f"{self.how}_other"
+        if len_value(self) is not None:
+            return "len_value"
         return self.how
 
 

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
-from protoframe.generator.compiled_exprs import program
+from protoframe.generator.compiled_exprs import guard_program, program
 from protoframe.generator.expr import Expr
 from protoframe.generator.frame_ir import (
     INT_TYPES,
@@ -96,6 +96,7 @@ from protoframe.generator.layout_ops import (
     Wrap,
     c_words,
     kind_op,
+    len_value,
 )
 from protoframe.generator.length_rules import size_extra
 from protoframe.generator.spec_ir import FrameSpec
@@ -229,8 +230,13 @@ def c_links_hold(ops: tuple[AnyFieldOp, ...]) -> bool:
             if not all(0 <= at.get(name, -1) < i and ops[at[name]].word in _INT_WORDS
                        for name in names):
                 return False
-        if isinstance(op, Condition) and op.word in ("struct_when", "proto_prefixed_when"):
+        if isinstance(op, Condition) and op.word in ("struct_when", "proto_prefixed_when",
+                                                     "int_when"):
             if not _guard_reads_earlier_rows(op, ops[:i], at):
+                return False
+        if isinstance(op, Computed) and op.word == "len_value":
+            named = (len_value(op) or (0, ""))[1]
+            if named not in at or not _bytes_row(ops[at[named]]):
                 return False
         if isinstance(op, Computed) and op.word == "count_of":
             array = at.get(op.field.count_of or "", -1)
@@ -257,16 +263,25 @@ def _guard_reads_earlier_rows(op: Condition, before: tuple[AnyFieldOp, ...],
                               at: dict[str, int]) -> bool:
     """Whether a guarded row's program reads only integer rows and messages' attributes
     before it."""
-    for word, arg in program(op.expr, attributes=True) or ():
-        if word not in ("field", "attr"):
+    for word, arg in guard_program(op.expr) or ():
+        if word not in ("field", "attr", "len"):
             continue
         name = str(arg).split(".")[0]
         k = at.get(name, -1)
         if not 0 <= k < len(before):
             return False
-        if before[k].word not in (_INT_WORDS if word == "field" else _MESSAGE_WORDS):
+        if word == "len":
+            if not _bytes_row(before[k]):
+                return False
+        elif before[k].word not in (_INT_WORDS if word == "field" else _MESSAGE_WORDS):
             return False
     return True
+
+
+def _bytes_row(op: AnyFieldOp) -> bool:
+    """Whether ``op`` is a compiled row holding bytes (not text), whose length a row may read."""
+    return op.word in ("prefixed", "bytes", "signed_bytes") and isinstance(
+        kind_op(op), BytesOther | BytesSized | BytesToEnd)
 
 
 @dataclass(frozen=True)

@@ -335,13 +335,17 @@ static int condition_holds(const FrameCodecObject *c, const Row *r, PyObject *co
     int top = 0;
     for (Py_ssize_t k = 0; k < r->prog_len; k++) {
         const Step *st = &r->prog[k];
-        if (st->op == X_FIELD || st->op == X_CONST || st->op == X_ATTR) {
+        if (st->op == X_FIELD || st->op == X_CONST || st->op == X_ATTR || st->op == X_LEN) {
             if (top >= EXPR_MAX_DEPTH) return -1;
             if (st->op == X_CONST) {
                 stack[top++] = st->arg;
             } else if (st->op == X_ATTR) {
                 PyObject *v = values ? values[st->arg] : slot(obj, c->rows[st->arg].offset);
                 if (!attr_operand(v, st->name, &stack[top++])) return -1;
+            } else if (st->op == X_LEN) {
+                PyObject *v = values ? values[st->arg] : slot(obj, c->rows[st->arg].offset);
+                if (v == NULL || !PyBytes_CheckExact(v)) return -1;
+                stack[top++] = (long long)PyBytes_GET_SIZE(v);
             } else {
                 PyObject *v = values ? values[st->arg] : slot(obj, c->rows[st->arg].offset);
                 if (!operand(v, &stack[top++])) return -1;
@@ -519,6 +523,28 @@ static int decode_guarded_row(FrameCodecObject *c, const Row *r, PyObject *buf,
     return decode_tubemq_row(r, buf, data, ppos, end, &values[i], depth);
 }
 
+/* Decode Pravega's table-entry rows (issue #21): a len_value is stepped over, an int_when read
+   as a condition row is. 0, or -1 to give up. */
+static int decode_pravega_row(FrameCodecObject *c, const Row *r, const unsigned char *data,
+                              Py_ssize_t *ppos, Py_ssize_t end, PyObject **values) {
+    Py_ssize_t i = r - c->rows;
+    if (r->op == OP_INT_WHEN) {
+        int holds = condition_holds(c, r, values, NULL);
+        if (holds < 0) return -1;
+        if (!holds) {
+            values[i] = Py_NewRef(Py_None);
+            return 0;
+        }
+    }
+    if (end - *ppos < r->width) return -1;
+    if (r->op == OP_INT_WHEN) {
+        unsigned long long raw = read_uint(data + *ppos, r->width, r->flags & F_BIG);
+        if ((values[i] = int_value(raw, r->width, r->flags)) == NULL) return -1;
+    }
+    *ppos += r->width;
+    return 0;
+}
+
 /* Decode row `r` (one of the rows after OP_STRUCT) of codec `c` at *ppos: 0 on success with
    *ppos after it and its value in values[], -1 to give up. */
 static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
@@ -652,6 +678,9 @@ static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
         case OP_STRUCT_WHEN: case OP_PROTO_PREFIXED_WHEN:
             if (decode_guarded_row(c, r, buf, data, &pos, end, values, depth) < 0) return -1;
             break;
+        case OP_LEN_VALUE: case OP_INT_WHEN:
+            if (decode_pravega_row(c, r, data, &pos, end, values) < 0) return -1;
+            break;
         default:
             return -1;
     }
@@ -693,7 +722,10 @@ static PyObject *decode_struct(FrameCodecObject *c, PyObject *buf, Py_ssize_t *p
                 }
                 sizes[i] = (Py_ssize_t)raw;
             } else if (r->op == OP_SIZE_REST) {
-                if (r->flags & F_SIGNED || raw > (unsigned long long)(end - pos)) goto give_up;
+                /* A negative signed size is the Python code's error. */
+                if ((r->flags & F_SIGNED && signed_of(raw, r->width) < 0)
+                        || raw > (unsigned long long)(end - pos))
+                    goto give_up;
                 end = pos + (Py_ssize_t)raw;
             } else if (!checksum_matches(r->obj, data + pos, end - pos, raw)) {
                 goto give_up;
@@ -948,6 +980,27 @@ static int encode_guarded_row(FrameCodecObject *c, const Row *r, PyObject *obj, 
     return encode_proto_prefixed(r, v, o);
 }
 
+/* Append Pravega's table-entry rows for `obj`: a len_value's constant plus its bytes' length,
+   an int_when's integer when its condition holds (None when not). 0, or -1 to give up. */
+static int encode_pravega_row(FrameCodecObject *c, const Row *r, PyObject *obj, Out *o) {
+    unsigned long long raw;
+    if (r->op == OP_LEN_VALUE) {
+        PyObject *v = slot(obj, c->rows[r->index].offset);
+        if (v == NULL || !PyBytes_CheckExact(v)) return -1;
+        PyObject *n = PyLong_FromLongLong((long long)r->number + (long long)PyBytes_GET_SIZE(v));
+        if (n == NULL) return -1;
+        int ok = int_raw(n, r->width, r->flags, &raw);
+        Py_DECREF(n);
+        return ok ? out_uint(o, raw, r->width, r->flags) : -1;
+    }
+    int holds = condition_holds(c, r, NULL, obj);
+    PyObject *v = slot(obj, r->offset);
+    if (holds < 0) return -1;
+    if (!holds) return v == Py_None ? 0 : -1;  /* the Python code says it must be None */
+    if (!int_raw(v, r->width, r->flags, &raw)) return -1;
+    return out_uint(o, raw, r->width, r->flags);
+}
+
 /* Append row `r` (one of the rows after OP_STRUCT) of codec `c` for `obj`: 0, or -1 to give
    up. counts[] holds what each count_of row wrote. */
 static NOINLINE int encode_row(FrameCodecObject *c, const Row *r, PyObject *obj, Out *o,
@@ -1052,6 +1105,9 @@ static NOINLINE int encode_row(FrameCodecObject *c, const Row *r, PyObject *obj,
             break;
         case OP_STRUCT_WHEN: case OP_PROTO_PREFIXED_WHEN:
             if (encode_guarded_row(c, r, obj, o, depth) < 0) return -1;
+            break;
+        case OP_LEN_VALUE: case OP_INT_WHEN:
+            if (encode_pravega_row(c, r, obj, o) < 0) return -1;
             break;
         default:
             return -1;
@@ -1303,7 +1359,8 @@ static inline int has_default(const Row *r) {
    struct and a conditional integer are None, as in the dataclass; a default row its default. */
 static inline int left_out_ok(const Row *r) {
     return (r->op == OP_STRUCT && r->index != PRESENT_ALWAYS) || r->op == OP_CONDITION
-           || r->op == OP_STRUCT_WHEN || r->op == OP_PROTO_PREFIXED_WHEN || has_default(r);
+           || r->op == OP_STRUCT_WHEN || r->op == OP_PROTO_PREFIXED_WHEN || r->op == OP_INT_WHEN
+           || has_default(r);
 }
 
 static int ctor_class_intact(FrameCodecObject *c) {
@@ -1488,7 +1545,8 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
     int has_int = r->op <= OP_CHECKSUM || r->op == OP_SWITCH_KEY || r->op == OP_DEFAULT
                   || r->op == OP_COUNT_OF || r->op == OP_CONDITION || (r->op == OP_PREFIXED && !(r->flags & F_VARINT))
                   || r->op == OP_BLOCKS || (r->op == OP_PROTO_PREFIXED && !(r->flags & F_VARINT))
-                  || (r->op == OP_PROTO_PREFIXED_WHEN && !(r->flags & F_VARINT));
+                  || (r->op == OP_PROTO_PREFIXED_WHEN && !(r->flags & F_VARINT))
+                  || r->op == OP_LEN_VALUE || r->op == OP_INT_WHEN;
     if (has_int && r->width != 1 && r->width != 2 && r->width != 4 && r->width != 8)
         return bad_row(i, "integer width must be 1, 2, 4 or 8");
     int stored = r->op == OP_INT || r->op == OP_PROTO || r->op == OP_BYTES
@@ -1496,7 +1554,8 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
                  || r->op == OP_STRUCT_RUN || r->op == OP_PREFIXED || r->op == OP_DEFAULT
                  || r->op == OP_VARINT || r->op == OP_BOOL || r->op == OP_STRUCT_ARRAY
                  || r->op == OP_CONDITION || r->op == OP_BLOCKS || r->op == OP_PROTO_PREFIXED
-                 || r->op == OP_STRUCT_WHEN || r->op == OP_PROTO_PREFIXED_WHEN;
+                 || r->op == OP_STRUCT_WHEN || r->op == OP_PROTO_PREFIXED_WHEN
+                 || r->op == OP_INT_WHEN;
     if (stored != (r->offset >= 0)) return bad_row(i, "stored fields, and only they, need a slot");
     if (r->op == OP_SIZE) {
         if (r->index <= i || r->index >= self->nrows) return bad_row(i, "size of a later row");
@@ -1578,7 +1637,13 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
         return bad_row(i, "needs the message class");
     if (r->op == OP_STRUCT_WHEN && (r->obj == NULL || Py_TYPE(r->obj) != &FrameCodec_Type))
         return bad_row(i, "needs the nested struct's codec");
-    if (r->op == OP_STRUCT_WHEN || r->op == OP_PROTO_PREFIXED_WHEN) {
+    if (r->op == OP_LEN_VALUE) {
+        const Row *t = r->index >= 0 && r->index < self->nrows ? &self->rows[r->index] : NULL;
+        if (t == NULL || t->offset < 0 || !(t->op == OP_BYTES
+                                            || (t->op == OP_PREFIXED && t->number == TEXT_BYTES)))
+            return bad_row(i, "a length value needs a bytes row");
+    }
+    if (r->op == OP_STRUCT_WHEN || r->op == OP_PROTO_PREFIXED_WHEN || r->op == OP_INT_WHEN) {
         int top = 0;
         for (Py_ssize_t k = 0; k < r->prog_len; k++) {
             const Step *st = &r->prog[k];
@@ -1589,7 +1654,11 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
             if (st->op == X_ATTR && ((at != OP_PROTO_PREFIXED && at != OP_PROTO)
                                      || st->name == NULL || !PyUnicode_CheckExact(st->name)))
                 return bad_row(i, "an attribute step reads an earlier message row");
-            top += st->op <= X_CONST || st->op == X_ATTR ? 1 : st->op <= X_NEG ? 0 : -1;
+            if (st->op == X_LEN && !(at == OP_BYTES || (at == OP_PREFIXED
+                                                        && self->rows[st->arg].number == TEXT_BYTES)))
+                return bad_row(i, "a length step reads an earlier bytes row");
+            top += st->op <= X_CONST || st->op == X_ATTR || st->op == X_LEN ? 1
+                   : st->op <= X_NEG ? 0 : -1;
             if (top < 1 || top > EXPR_MAX_DEPTH)
                 return bad_row(i, "a condition's program does not balance");
         }
@@ -1692,7 +1761,7 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
             }
             body = Py_None;  /* read into the row, not kept */
         }
-        if (r->op == OP_STRUCT_WHEN || r->op == OP_PROTO_PREFIXED_WHEN) {
+        if (r->op == OP_STRUCT_WHEN || r->op == OP_PROTO_PREFIXED_WHEN || r->op == OP_INT_WHEN) {
             if (parse_guard_program(r, body) < 0) {
                 if (!PyErr_Occurred()) bad_row(i, "a guarded row needs its program");
                 goto fail;

@@ -65,7 +65,9 @@ enum { /* FRAME_OPS */
     OP_PROTO_PREFIXED = 22,
     OP_STRUCT_WHEN = 23,
     OP_PROTO_PREFIXED_WHEN = 24,
-    OP_END = 25,
+    OP_LEN_VALUE = 25,
+    OP_INT_WHEN = 26,
+    OP_END = 27,
 };
 
 enum { /* FRAME_PRESENCE */
@@ -95,7 +97,8 @@ enum { /* EXPR_OPS */
     X_GT = 18,
     X_GE = 19,
     X_ATTR = 20,
-    X_END = 21,
+    X_LEN = 21,
+    X_END = 22,
 };
 
 /* (vocabulary, name, number) for each word; ended by a NULL vocabulary. */
@@ -151,6 +154,8 @@ static const VocabularyWord VOCABULARY_WORDS[] = {
     {"FRAME_OPS", "proto_prefixed", OP_PROTO_PREFIXED},
     {"FRAME_OPS", "struct_when", OP_STRUCT_WHEN},
     {"FRAME_OPS", "proto_prefixed_when", OP_PROTO_PREFIXED_WHEN},
+    {"FRAME_OPS", "len_value", OP_LEN_VALUE},
+    {"FRAME_OPS", "int_when", OP_INT_WHEN},
     {"FRAME_PRESENCE", "always", PRESENT_ALWAYS},
     {"FRAME_PRESENCE", "remaining", PRESENT_REMAINING},
     {"FRAME_PRESENCE", "peek", PRESENT_PEEK},
@@ -174,6 +179,7 @@ static const VocabularyWord VOCABULARY_WORDS[] = {
     {"EXPR_OPS", "gt", X_GT},
     {"EXPR_OPS", "ge", X_GE},
     {"EXPR_OPS", "attr", X_ATTR},
+    {"EXPR_OPS", "len", X_LEN},
     {NULL, NULL, 0},
 };
 

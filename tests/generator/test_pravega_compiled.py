@@ -20,24 +20,15 @@ ROOT = Path(__file__).resolve().parents[2]
 # struct -> (field name, word) of each operation the C codec does not know, for the structs
 # the compiled codec does not take.
 UNKNOWN_TO_C: dict[str, tuple[tuple[str, str], ...]] = {
-    "TableKey": (("payload_length", "value"), ("key_version", "condition_other")),
-    "TableValue": (("payload_length", "signed_size_rest"),),
     "CreateTableSegment": (("sorted_deprecated", "default_other"),),
-    "UpdateTableEntries": (("entries", "array"),),
     "TableEntriesUpdated": (("updated_versions", "array"),),
-    "RemoveTableKeys": (("keys", "array"),),
-    "ReadTable": (("keys", "array"),),
-    "TableRead": (("entries", "array"),),
     "ReadTableKeys": (("prefix_filter", "prefix"), ("from_key", "prefix"), ("to_key", "prefix")),
-    "TableKeysRead": (("keys", "array"),),
     "ReadTableEntries": (("prefix_filter", "prefix"), ("from_key", "prefix"),
                          ("to_key", "prefix")),
-    "TableEntriesRead": (("entries", "array"),),
-    "TableEntriesDeltaRead": (("entries", "array"),),
 }
 # Known words, but kept off the C codec all the same: KeepAlive has no fields, so no table to
-# run; TableEntry nests structs that are not compiled.
-NOT_COMPILED_WITH_KNOWN_WORDS = frozenset({"KeepAlive", "TableEntry"})
+# run.
+NOT_COMPILED_WITH_KNOWN_WORDS = frozenset({"KeepAlive"})
 
 
 @pytest.fixture(scope="module")

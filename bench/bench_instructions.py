@@ -78,6 +78,11 @@ OPS: tuple[Op, ...] = (
     Op("TANK Bundle.decode, 100 keyed msgs [11382 B]", "ours", "Bundle.decode(TANK_BUNDLE)"),
     Op("TANK Bundle.decode, 100 keyed msgs [11382 B]", "struct",
        "tank_hand_batch(TANK_BUNDLE)"),
+    Op("TubeMQ SEND_MESSAGE_P2B decode+read [239 B]", "ours", "tubemq_ours_decode(TUBEMQ_WIRE)"),
+    Op("TubeMQ SEND_MESSAGE_P2B decode+read [239 B]", "struct",
+       "tubemq_hand_decode(TUBEMQ_WIRE)"),
+    Op("TubeMQ SEND_MESSAGE_P2B build+encode [239 B]", "ours", "tubemq_ours_encode()"),
+    Op("TubeMQ SEND_MESSAGE_P2B build+encode [239 B]", "struct", "tubemq_hand_encode()"),
 )
 
 _COLLECTED = re.compile(r"Collected : (\d+)")

@@ -30,6 +30,10 @@ from bench.frames_protocols import (
     tank_hand_encode,
     tank_ours_decode,
     tank_ours_encode,
+    tubemq_hand_decode,
+    tubemq_hand_encode,
+    tubemq_ours_decode,
+    tubemq_ours_encode,
 )
 from protoframe.generated.pravega.frames import Event, EventRun
 from protoframe.generated.pulsar import pulsar_api as pb
@@ -63,6 +67,7 @@ METADATA_BYTES = METADATA.encode()
 PRAVEGA_WIRE = pravega_ours_encode()
 PRAVEGA_RUN = EventRun(events=[Event(data=bytes([i]) * 100) for i in range(100)]).encode()
 TANK_WIRE = tank_ours_encode()
+TUBEMQ_WIRE = tubemq_ours_encode()
 TANK_BUNDLE = Bundle(codec=0, sparse=False, msg_count=100, messages=MessageSet(messages=[
     Message(flags=1, timestamp=1_700_000_000_000 + i, key=f"k{i % 64}".encode(),
             content=bytes([i]) * 100) for i in range(100)])).encode()
@@ -70,7 +75,8 @@ FIXTURES = (WIRE, BUILT, SEND_COMMAND, METADATA, METADATA_BYTES, ours_decode, st
             struct_encode, construct_decode, construct_encode, PRAVEGA_WIRE, PRAVEGA_RUN,
             pravega_hand_batch, pravega_hand_decode, pravega_hand_encode, pravega_ours_decode,
             TANK_WIRE, TANK_BUNDLE, tank_hand_batch, tank_hand_decode,
-            tank_hand_encode, tank_ours_decode, tank_ours_encode)
+            tank_hand_encode, tank_ours_decode, tank_ours_encode, TUBEMQ_WIRE,
+            tubemq_hand_decode, tubemq_hand_encode, tubemq_ours_decode, tubemq_ours_encode)
 
 
 def main() -> None:

@@ -8,7 +8,8 @@ their truth only, which is all a condition asks of them; both sides of ``and`` a
 evaluated, which a program without side effects may do. ``x in (a, b)`` is ``x == a or
 x == b``, and ``a < b < c`` is ``a < b and b < c``. An expression with anything else (a
 parameter, ``len``, a string, a presence test, ``if``/``else``) has no program and stays with
-the Python codec; which names a program may read is the plan's business
+the Python codec (an integer attribute of an earlier field's message, ``header.status``, has
+one for the rows that ask for it); which names a program may read is the plan's business
 (``layout_plan.c_links_hold``).
 """
 
@@ -36,20 +37,30 @@ class _NoProgram(Exception):
     pass
 
 
-def program(expr: Expr) -> tuple[Step, ...] | None:
-    """The postfix program of ``expr``, or None if it has no program (or one too deep)."""
+def program(expr: Expr, attributes: bool = False) -> tuple[Step, ...] | None:
+    """The postfix program of ``expr``, or None if it has no program (or one too deep).
+
+    ``attributes``: ``name.attr`` (an attribute of an earlier field's message) is an ``attr``
+    step and ``len(name)`` (of earlier bytes) a ``len`` step, which only the guarded rows
+    (``guard_program``) evaluate; otherwise such an expression has no program."""
     try:
-        steps = tuple(_lower(expr.tree.body))
+        steps = tuple(_lower(expr.tree.body, attributes))
     except _NoProgram:
         return None
     return steps if depth(steps) <= MAX_DEPTH else None
+
+
+def guard_program(expr: Expr) -> tuple[Step, ...] | None:
+    """The program of a guarded row's condition: ``attr`` and ``len`` steps allowed."""
+    return program(expr, attributes=True)
 
 
 def depth(steps: tuple[Step, ...]) -> int:
     """The most values ``steps`` hold on the stack at once."""
     now = most = 0
     for word, _ in steps:
-        now += 1 if word in ("field", "const") else 0 if word in ("not", "neg") else -1
+        now += 1 if word in ("field", "const", "attr", "len") else 0 if word in (
+            "not", "neg") else -1
         most = max(most, now)
     return most
 
@@ -61,40 +72,47 @@ def _const(node: ast.expr) -> int:
     raise _NoProgram
 
 
-def _lower(node: ast.expr) -> list[Step]:
+def _lower(node: ast.expr, attrs: bool) -> list[Step]:
     match node:
         case ast.Name(id=name) if name != "len" and not name.startswith("_"):
             return [("field", name)]
+        case ast.Attribute(value=ast.Name(id=name), attr=attr) if (
+                attrs and name != "len" and not name.startswith("_") and not attr.startswith("_")):
+            return [("attr", f"{name}.{attr}")]
+        case ast.Call(func=ast.Name(id="len"), args=[ast.Name(id=name)], keywords=[]) if (
+                attrs and not name.startswith("_")):
+            return [("len", name)]
         case ast.Constant():
             return [("const", _const(node))]
         case ast.UnaryOp(op=ast.Not(), operand=operand):
-            return [*_lower(operand), ("not", None)]
+            return [*_lower(operand, attrs), ("not", None)]
         case ast.UnaryOp(op=ast.USub(), operand=operand):
-            return [*_lower(operand), ("neg", None)]
+            return [*_lower(operand, attrs), ("neg", None)]
         case ast.BinOp(left=left, op=op, right=right) if type(op) in _BINARY:
-            return [*_lower(left), *_lower(right), (_BINARY[type(op)], None)]
+            return [*_lower(left, attrs), *_lower(right, attrs), (_BINARY[type(op)], None)]
         case ast.BoolOp(op=op, values=values):
             word = "and" if isinstance(op, ast.And) else "or"
-            out = _lower(values[0])
+            out = _lower(values[0], attrs)
             for value in values[1:]:
-                out += [*_lower(value), (word, None)]
+                out += [*_lower(value, attrs), (word, None)]
             return out
         case ast.Compare(left=left, ops=ops, comparators=comparators):
-            return _compare(left, ops, comparators)
+            return _compare(left, ops, comparators, attrs)
     raise _NoProgram
 
 
-def _compare(left: ast.expr, ops: list[ast.cmpop], comparators: list[ast.expr]) -> list[Step]:
+def _compare(left: ast.expr, ops: list[ast.cmpop], comparators: list[ast.expr],
+             attrs: bool) -> list[Step]:
     out: list[Step] = []
     for i, (op, right) in enumerate(zip(ops, comparators, strict=True)):
         here = left if i == 0 else comparators[i - 1]
         if type(op) in _COMPARE:
-            step = [*_lower(here), *_lower(right), (_COMPARE[type(op)], None)]
+            step = [*_lower(here, attrs), *_lower(right, attrs), (_COMPARE[type(op)], None)]
         elif isinstance(op, ast.In | ast.NotIn) and isinstance(right, ast.Tuple | ast.List) \
                 and right.elts:
             step = []
             for k, item in enumerate(right.elts):
-                step += [*_lower(here), ("const", _const(item)), ("eq", None)]
+                step += [*_lower(here, attrs), ("const", _const(item)), ("eq", None)]
                 if k:
                     step.append(("or", None))
             if isinstance(op, ast.NotIn):

@@ -10,14 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from protoframe.generator.codewriter import q
-from protoframe.generator.compiled_exprs import program
+from protoframe.generator.compiled_exprs import guard_program, program
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.expr import Expr
-from protoframe.generator.frame_ir import SwitchField
+from protoframe.generator.frame_ir import ProtoField, SwitchField
 from protoframe.generator.ir import MessageType
 from protoframe.generator.layout_ops import (
     Always,
     Array,
+    Blocks,
     BytesOther,
     BytesSized,
     BytesToEnd,
@@ -31,8 +32,10 @@ from protoframe.generator.layout_ops import (
     IfPeek,
     IfRemaining,
     Nested,
+    NestedOther,
     Prefix,
     ProtoBody,
+    ProtoOther,
     ReadBool,
     ReadInt,
     ReadUuid,
@@ -42,6 +45,7 @@ from protoframe.generator.layout_ops import (
     SizeRest,
     String,
     Switch,
+    len_value,
 )
 from protoframe.generator.layout_plan import LayoutPlan
 from protoframe.generator.linefit import fit_tuple_row
@@ -81,14 +85,14 @@ def _row(op: FieldOp, ref: Callable[[MessageType], str]) -> str:
                 case Always():
                     presence = "None"
             return f"{head}, None, {plan.name}, {presence})"
-    more = _more_rows(op, head)
+    more = _more_rows(op, head, ref)
     if more is not None:
         return more
     raise GeneratorBug(f"{op.name!r}: the plan calls {op.word!r} compiled, but it has no row",
                        str(op.field.location))
 
 
-def _more_rows(op: FieldOp, head: str) -> str | None:
+def _more_rows(op: FieldOp, head: str, ref: Callable[[MessageType], str]) -> str | None:
     """The rows of the operations issue #21 brought to the compiled codec."""
     match op:
         case ReadUuid():
@@ -127,7 +131,43 @@ def _more_rows(op: FieldOp, head: str) -> str | None:
             return f"{head}, None, {plan.name}, {q(count.strip())})"
         case Default(inner=ReadInt(int_type=t)) if isinstance(op.field.default, int):
             return f"{head}, {q(t.name)}, {op.field.default}, None)"
+    return _tubemq_rows(op, head, ref)
+
+
+def _tubemq_rows(op: FieldOp, head: str, ref: Callable[[MessageType], str]) -> str | None:
+    """The rows TubeMQ's frame brought to the compiled codec (issue #21): blocks, and protobuf
+    messages after a length prefix of their own."""
+    match op:
+        case Blocks(struct=struct, count_type=count, length_type=length):
+            limit = "None" if op.max_blocks is None else str(op.max_blocks)
+            return (f"{head}, {q(count.name)}, {struct.name}, "
+                    f"({q(length.name)}, {op.block_size}, {limit}))")
+        case Prefix(inner=ProtoOther(region=Region(prefix=prefix))) if (
+                op.word == "proto_prefixed" and isinstance(op.field, ProtoField)
+                and op.field.message is not None and prefix is not None):
+            name = prefix if isinstance(prefix, str) else prefix.name
+            return f"{head}, {q(name)}, {ref(op.field.message)}, None)"
+        case Computed(inner=ReadInt(int_type=t)) if op.word == "len_value":
+            k, target = len_value(op) or (0, "")
+            return f"{head}, {q(t.name)}, {k}, {q(target)})"
+        case Condition(inner=ReadInt(int_type=t)) if op.word == "int_when":
+            return f"{head}, {q(t.name)}, None, {_program_text(op.expr)})"
+        case Condition(inner=NestedOther(plan=LayoutPlan() as plan)) if (
+                op.word == "struct_when"):
+            return f"{head}, None, {plan.name}, {_program_text(op.expr)})"
+        case Condition(inner=ProtoOther()) if (
+                op.word == "proto_prefixed_when" and isinstance(op.field, ProtoField)
+                and op.field.message is not None):
+            return f"{head}, {q('varint')}, {ref(op.field.message)}, {_program_text(op.expr)})"
     return None
+
+
+def _program_text(expr: Expr) -> str:
+    """The steps of a guarded row's program, as a tuple of (word, argument) pairs."""
+    steps = guard_program(expr) or ()
+    text = ", ".join(f"({q(word)}, {q(arg) if isinstance(arg, str) else arg})"
+                     for word, arg in steps)
+    return f"({text}{',' if len(steps) == 1 else ''})"
 
 
 def layout_lines(plans: list[LayoutPlan], ref: Callable[[MessageType], str]) -> list[str]:

@@ -9,12 +9,13 @@ has a word of its own outside that vocabulary.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Literal, TypeAlias
 
-from protoframe.generator.compiled_exprs import program
+from protoframe.generator.compiled_exprs import guard_program, program
 from protoframe.generator.expr import Expr
-from protoframe.generator.frame_ir import FrameField, StructDef
+from protoframe.generator.frame_ir import FrameField, ProtoField, StructDef
 from protoframe.generator.ir import MessageType
 from protoframe.runtime.codec import vocabulary
 
@@ -291,11 +292,13 @@ class Nested(FieldOp):
 
 @dataclass(frozen=True)
 class NestedOther(FieldOp):
-    """A nested struct with a size of its own or another condition."""
+    """A nested struct with a size of its own or another condition; ``plan``: the struct's plan,
+    for one there only when a ``when:`` condition holds (the compiled codec may take it)."""
 
     word: ClassVar[str] = "struct_other"
     struct: StructDef = field(compare=False, repr=False)
     region: Region
+    plan: LayoutPlan | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -575,7 +578,51 @@ class Condition(Wrap):
         if (isinstance(self.inner, ReadInt) and f.when_peek is None and not f.when_remaining
                 and not f.marker and f.default is None and program(self.expr) is not None):
             return "condition"
+        return _guarded_word(self)
+
+
+def len_value(op: Computed) -> tuple[int, str] | None:
+    """(k, name) for a stored integer's ``value: "k + len(name)"`` (or ``len(name) + k``,
+    ``len(name)``), always there; None for any other."""
+    f = op.field
+    if op.how != "value" or f.value is None or not isinstance(op.inner, ReadInt) or (
+            not unconditional(f)):
+        return None
+    node = f.value.tree.body
+    k = 0
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = node.left, node.right
+        if isinstance(right, ast.Constant):
+            left, right = right, left
+        if not (isinstance(left, ast.Constant) and type(left.value) is int
+                and abs(left.value) < 2**62):
+            return None
+        k, node = left.value, right
+    match node:
+        case ast.Call(func=ast.Name(id="len"), args=[ast.Name(id=name)], keywords=[]):
+            return k, name
+    return None
+
+
+def _guarded_word(op: Condition) -> str:
+    """``struct_when`` (in the C vocabulary) for a compiled nested struct and
+    ``proto_prefixed_when`` for a varint-prefixed protobuf message, each there when an
+    expression over earlier integers and integer attributes of earlier messages holds
+    (TubeMQ's halves of an RPC); ``condition_other`` otherwise."""
+    f, inner = op.field, op.inner
+    if (f.when_peek is not None or f.when_remaining or f.marker or f.default is not None
+            or not f.wire or f.args or guard_program(op.expr) is None):
         return "condition_other"
+    if isinstance(inner, ReadInt):
+        return "int_when"  # a condition reading lengths or attributes (else "condition")
+    if (isinstance(inner, NestedOther) and inner.plan is not None
+            and _plain_region(inner.region) and inner.plan.compiled):
+        return "struct_when"
+    if (isinstance(inner, ProtoOther) and inner.region.prefix == "varint"
+            and not inner.region.nullable and inner.region.length is None
+            and inner.region.size is None and _plain_message(f)):
+        return "proto_prefixed_when"
+    return "condition_other"
 
 
 @dataclass(frozen=True)
@@ -589,6 +636,8 @@ class Computed(Wrap):
     def word(self) -> str:  # type: ignore[override]
         if self.how in ("switch_key", "count_of") and not isinstance(self.inner, ReadInt):
             return f"{self.how}_other"
+        if len_value(self) is not None:
+            return "len_value"
         return self.how
 
 
@@ -608,7 +657,8 @@ class Prefix(Wrap):
     @property
     def word(self) -> str:  # type: ignore[override]
         """``prefixed`` (in the C vocabulary) for bytes, UTF-8 or modified UTF-8 text after a
-        fixed-width length prefix that cannot be null; ``prefix`` otherwise."""
+        fixed-width length prefix that cannot be null; ``proto_prefixed`` for a protobuf
+        message, always there, after a varint length (TubeMQ's parts); ``prefix`` otherwise."""
         inner = self.inner
         f = self.field
         match inner:
@@ -624,7 +674,18 @@ class Prefix(Wrap):
                         and f.when_peek is None and not f.marker and f.wire
                         and isinstance(f.default, str)):
                     return "prefixed_default"  # text when bytes remain, its default when not
+            case ProtoOther(region=r) if (
+                    r.prefix == "varint" and not r.nullable and r.length is None and r.size is None
+                    and unconditional(f) and _plain_message(inner.field)):
+                return "proto_prefixed"
         return "prefix"
+
+
+def _plain_message(f: FrameField) -> bool:
+    """Whether ``f`` is a protobuf message as it is: a known message, no command dispatch, not
+    compressed."""
+    return (isinstance(f, ProtoField) and f.message is not None and f.dispatch_on is None
+            and f.compression is None)
 
 
 @dataclass(frozen=True)

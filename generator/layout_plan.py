@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
-from protoframe.generator.compiled_exprs import program
+from protoframe.generator.compiled_exprs import guard_program, program
 from protoframe.generator.expr import Expr
 from protoframe.generator.frame_ir import (
     INT_TYPES,
@@ -96,6 +96,7 @@ from protoframe.generator.layout_ops import (
     Wrap,
     c_words,
     kind_op,
+    len_value,
 )
 from protoframe.generator.length_rules import size_extra
 from protoframe.generator.spec_ir import FrameSpec
@@ -229,6 +230,14 @@ def c_links_hold(ops: tuple[AnyFieldOp, ...]) -> bool:
             if not all(0 <= at.get(name, -1) < i and ops[at[name]].word in _INT_WORDS
                        for name in names):
                 return False
+        if isinstance(op, Condition) and op.word in ("struct_when", "proto_prefixed_when",
+                                                     "int_when"):
+            if not _guard_reads_earlier_rows(op, ops[:i], at):
+                return False
+        if isinstance(op, Computed) and op.word == "len_value":
+            named = (len_value(op) or (0, ""))[1]
+            if named not in at or not _bytes_row(ops[at[named]]):
+                return False
         if isinstance(op, Computed) and op.word == "count_of":
             array = at.get(op.field.count_of or "", -1)
             counted = ops[array] if array > i else None
@@ -244,6 +253,35 @@ def c_links_hold(ops: tuple[AnyFieldOp, ...]) -> bool:
                        for o in ops[i + 1:]):
                 return False
     return True
+
+
+# The rows holding a protobuf message whose integer attributes a guarded row may read.
+_MESSAGE_WORDS = frozenset({"proto_prefixed", "proto"})
+
+
+def _guard_reads_earlier_rows(op: Condition, before: tuple[AnyFieldOp, ...],
+                              at: dict[str, int]) -> bool:
+    """Whether a guarded row's program reads only integer rows and messages' attributes
+    before it."""
+    for word, arg in guard_program(op.expr) or ():
+        if word not in ("field", "attr", "len"):
+            continue
+        name = str(arg).split(".")[0]
+        k = at.get(name, -1)
+        if not 0 <= k < len(before):
+            return False
+        if word == "len":
+            if not _bytes_row(before[k]):
+                return False
+        elif before[k].word not in (_INT_WORDS if word == "field" else _MESSAGE_WORDS):
+            return False
+    return True
+
+
+def _bytes_row(op: AnyFieldOp) -> bool:
+    """Whether ``op`` is a compiled row holding bytes (not text), whose length a row may read."""
+    return op.word in ("prefixed", "bytes", "signed_bytes") and isinstance(
+        kind_op(op), BytesOther | BytesSized | BytesToEnd)
 
 
 @dataclass(frozen=True)
@@ -273,6 +311,8 @@ def _int_types(op: Op) -> tuple[IntType, ...]:
             return (*own, t)
         case Wrap(inner=inner):
             return (*own, *_int_types(inner))
+        case Blocks(count_type=count, length_type=length):
+            return (*own, count, length)
     return own
 
 
@@ -520,7 +560,7 @@ def _lower_kind(s: StructDef, f: FrameField, plans: dict[str, LayoutPlan], byte_
             elif f.when_remaining:
                 when = IfRemaining()
             elif f.optional:
-                return NestedOther(f, held, region)
+                return NestedOther(f, held, region, plans[held.name] if f.when else None)
             else:
                 when = Always()
             return Nested(f, plans[held.name], when, region)

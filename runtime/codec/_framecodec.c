@@ -31,10 +31,12 @@
 typedef struct FrameCodecObject FrameCodecObject;
 
 /* One step of a condition's program (X_*, from vocabulary.EXPR_OPS): for X_FIELD the row
-   whose integer it pushes, for X_CONST the constant. */
+   whose integer it pushes, for X_CONST the constant; for X_ATTR the row whose message's
+   attribute `name` (a reference the step owns) it pushes. */
 typedef struct {
     int op;
     long long arg;
+    PyObject *name;
 } Step;
 
 typedef struct {
@@ -54,6 +56,9 @@ typedef struct {
     Py_ssize_t safe_offset;
     Step *prog;                 /* a condition row: its program, prog_len steps */
     Py_ssize_t prog_len;
+    int len_width, len_flags;   /* a blocks row: each block's length prefix, */
+    Py_ssize_t block_size;      /* ... the most bytes a block holds */
+    Py_ssize_t max_blocks;      /* ... and the most blocks, or -1 for no limit */
 } Row;
 
 /* The other rows (see vocabulary.py):
@@ -68,7 +73,10 @@ typedef struct {
    count_of    index its struct_array row; the count read is kept in sizes[]
    struct_array  obj the nested codec, index its count_of row
    condition   width and flags the integer's; prog its program, over earlier int, varint and
-               bool rows */
+               bool rows
+   blocks      width and flags the block count's; obj the nested codec, or the class when it
+               has none; len_width, len_flags, block_size and max_blocks the blocks'
+   proto_prefixed  width and flags the prefix's (F_VARINT for a varint); obj the message class */
 #define TEXT_BYTES 0
 #define TEXT_UTF8 1
 #define TEXT_MUTF8 2
@@ -289,6 +297,35 @@ static int operand(PyObject *v, long long *out) {
     return 1;
 }
 
+/* The integer attribute `name` of the message `msg`, as a condition's operand: an int, a bool,
+   or an int subclass (a protobuf enum) that compares and computes as int does. */
+static int attr_operand(PyObject *msg, PyObject *name, long long *out) {
+    if (msg == NULL || msg == Py_None) return 0;
+    PyObject *v = PyObject_GetAttr(msg, name);
+    if (v == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyTypeObject *t = Py_TYPE(v);
+    PyNumberMethods *n = t->tp_as_number, *i = PyLong_Type.tp_as_number;
+    int ok = PyLong_CheckExact(v) || PyBool_Check(v)
+             || (PyLong_Check(v) && t->tp_richcompare == PyLong_Type.tp_richcompare && n != NULL
+                 && n->nb_bool == i->nb_bool && n->nb_negative == i->nb_negative
+                 && n->nb_add == i->nb_add && n->nb_subtract == i->nb_subtract
+                 && n->nb_and == i->nb_and && n->nb_or == i->nb_or && n->nb_xor == i->nb_xor
+                 && n->nb_lshift == i->nb_lshift && n->nb_rshift == i->nb_rshift);
+    if (ok) {
+        int overflow;
+        *out = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (overflow || (*out == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            ok = 0;
+        }
+    }
+    Py_DECREF(v);
+    return ok;
+}
+
 /* Whether the condition of row `r` holds: 1 or 0, -1 to give up (a value that is not a plain
    integer, or a step a 64-bit integer cannot take as Python's ints do). The operands are the
    earlier rows' decoded values (`values`), or the slots of `obj` when encoding. */
@@ -298,10 +335,17 @@ static int condition_holds(const FrameCodecObject *c, const Row *r, PyObject *co
     int top = 0;
     for (Py_ssize_t k = 0; k < r->prog_len; k++) {
         const Step *st = &r->prog[k];
-        if (st->op == X_FIELD || st->op == X_CONST) {
+        if (st->op == X_FIELD || st->op == X_CONST || st->op == X_ATTR || st->op == X_LEN) {
             if (top >= EXPR_MAX_DEPTH) return -1;
             if (st->op == X_CONST) {
                 stack[top++] = st->arg;
+            } else if (st->op == X_ATTR) {
+                PyObject *v = values ? values[st->arg] : slot(obj, c->rows[st->arg].offset);
+                if (!attr_operand(v, st->name, &stack[top++])) return -1;
+            } else if (st->op == X_LEN) {
+                PyObject *v = values ? values[st->arg] : slot(obj, c->rows[st->arg].offset);
+                if (v == NULL || !PyBytes_CheckExact(v)) return -1;
+                stack[top++] = (long long)PyBytes_GET_SIZE(v);
             } else {
                 PyObject *v = values ? values[st->arg] : slot(obj, c->rows[st->arg].offset);
                 if (!operand(v, &stack[top++])) return -1;
@@ -361,6 +405,145 @@ static int condition_holds(const FrameCodecObject *c, const Row *r, PyObject *co
 
 static PyObject *decode_struct(FrameCodecObject *c, PyObject *buf, Py_ssize_t *ppos,
                                Py_ssize_t end, int depth);
+
+/* ------------------------------------------------------------------------------------------ */
+/* TubeMQ's rows (issue #21): blocks and protobuf messages with a length prefix of their own */
+
+/* The length prefix of row `r` at data[*ppos:end]: the length, with *ppos after the prefix, or
+   -1 to give up (a prefix cut short, negative, or giving more bytes than remain). */
+static Py_ssize_t read_length_prefix(const Row *r, const unsigned char *data, Py_ssize_t *ppos,
+                                     Py_ssize_t end) {
+    Py_ssize_t pos = *ppos;
+    unsigned long long raw;
+    if (r->flags & F_VARINT) {
+        int used = read_varint(data + pos, end - pos, &raw);
+        if (used == 0) return -1;
+        pos += used;
+    } else {
+        if (end - pos < r->width) return -1;
+        raw = read_uint(data + pos, r->width, r->flags & F_BIG);
+        pos += r->width;
+        if (r->flags & F_SIGNED && signed_of(raw, r->width) < 0) return -1;
+    }
+    if (raw > (unsigned long long)(end - pos)) return -1;
+    *ppos = pos;
+    return (Py_ssize_t)raw;
+}
+
+/* The nested struct of a blocks row from buf[pos:vend], which it must fill: by its compiled
+   codec, or its class's decode_from. */
+static PyObject *decode_block_content(const Row *r, PyObject *buf, Py_ssize_t pos,
+                                      Py_ssize_t vend, int depth) {
+    PyObject *obj;
+    Py_ssize_t at = pos;
+    if (Py_TYPE(r->obj) == &FrameCodec_Type)
+        obj = decode_struct((FrameCodecObject *)r->obj, buf, &at, vend, depth + 1);
+    else
+        obj = case_decode_from(r->obj, buf, &at, vend);
+    if (obj != NULL && at != vend) Py_CLEAR(obj);  /* content left over: the Python code's error */
+    return obj;
+}
+
+/* A blocks row at *ppos: the block count, then each block's length and bytes; their bytes
+   joined are the nested struct. One block (or none) is decoded where it lies, as the joined
+   bytes would be: decode_from reads only buf[pos:end]. NULL to give up. */
+static PyObject *decode_blocks(const Row *r, PyObject *buf, const unsigned char *data,
+                               Py_ssize_t *ppos, Py_ssize_t end, int depth) {
+    Py_ssize_t pos = *ppos, first, total = 0;
+    if (end - pos < r->width) return NULL;
+    unsigned long long count = read_uint(data + pos, r->width, r->flags & F_BIG);
+    pos += r->width;
+    /* A negative count reads as no blocks in the Python code: left to it. */
+    if ((r->flags & F_SIGNED && signed_of(count, r->width) < 0)
+            || (r->max_blocks >= 0 && count > (unsigned long long)r->max_blocks))
+        return NULL;
+    first = pos;
+    /* Each block takes its prefix's bytes at least, so the loop ends inside the region. */
+    for (unsigned long long k = 0; k < count; k++) {
+        if (end - pos < r->len_width) return NULL;
+        unsigned long long n = read_uint(data + pos, r->len_width, r->len_flags & F_BIG);
+        pos += r->len_width;
+        if ((r->len_flags & F_SIGNED && signed_of(n, r->len_width) < 0)
+                || n > (unsigned long long)r->block_size || n > (unsigned long long)(end - pos))
+            return NULL;
+        pos += (Py_ssize_t)n;
+        total += (Py_ssize_t)n;
+    }
+    PyObject *obj;
+    if (count <= 1) {
+        Py_ssize_t at = count ? first + r->len_width : pos;
+        obj = decode_block_content(r, buf, at, at + total, depth);
+    } else {
+        PyObject *content = PyBytes_FromStringAndSize(NULL, total);
+        if (content == NULL) return NULL;
+        char *out = PyBytes_AS_STRING(content);
+        for (Py_ssize_t at = first; at < pos;) {
+            Py_ssize_t n = (Py_ssize_t)read_uint(data + at, r->len_width, r->len_flags & F_BIG);
+            memcpy(out, data + at + r->len_width, (size_t)n);
+            out += n;
+            at += r->len_width + n;
+        }
+        obj = decode_block_content(r, content, 0, total, depth);
+        Py_DECREF(content);
+    }
+    if (obj != NULL) *ppos = pos;
+    return obj;
+}
+
+/* Decode TubeMQ's row `r` at *ppos into values[i]: 0, or -1 to give up. */
+static int decode_tubemq_row(const Row *r, PyObject *buf, const unsigned char *data,
+                             Py_ssize_t *ppos, Py_ssize_t end, PyObject **value, int depth) {
+    if (r->op == OP_BLOCKS) {
+        *value = decode_blocks(r, buf, data, ppos, end, depth);
+        return *value == NULL ? -1 : 0;
+    }
+    Py_ssize_t pos = *ppos, n = read_length_prefix(r, data, &pos, end);
+    if (n < 0) return -1;
+    if ((*value = decode_proto(r, buf, pos, pos + n)) == NULL) return -1;
+    *ppos = pos + n;
+    return 0;
+}
+
+/* Decode TubeMQ's guarded row `r` (struct_when, proto_prefixed_when) at *ppos into values[i]:
+   None when its condition does not hold. 0, or -1 to give up. */
+static int decode_guarded_row(FrameCodecObject *c, const Row *r, PyObject *buf,
+                              const unsigned char *data, Py_ssize_t *ppos, Py_ssize_t end,
+                              PyObject **values, int depth) {
+    Py_ssize_t i = r - c->rows;
+    int holds = condition_holds(c, r, values, NULL);
+    if (holds < 0) return -1;
+    if (!holds) {
+        values[i] = Py_NewRef(Py_None);
+        return 0;
+    }
+    if (r->op == OP_STRUCT_WHEN) {
+        values[i] = decode_struct((FrameCodecObject *)r->obj, buf, ppos, end, depth + 1);
+        return values[i] == NULL ? -1 : 0;
+    }
+    return decode_tubemq_row(r, buf, data, ppos, end, &values[i], depth);
+}
+
+/* Decode Pravega's table-entry rows (issue #21): a len_value is stepped over, an int_when read
+   as a condition row is. 0, or -1 to give up. */
+static int decode_pravega_row(FrameCodecObject *c, const Row *r, const unsigned char *data,
+                              Py_ssize_t *ppos, Py_ssize_t end, PyObject **values) {
+    Py_ssize_t i = r - c->rows;
+    if (r->op == OP_INT_WHEN) {
+        int holds = condition_holds(c, r, values, NULL);
+        if (holds < 0) return -1;
+        if (!holds) {
+            values[i] = Py_NewRef(Py_None);
+            return 0;
+        }
+    }
+    if (end - *ppos < r->width) return -1;
+    if (r->op == OP_INT_WHEN) {
+        unsigned long long raw = read_uint(data + *ppos, r->width, r->flags & F_BIG);
+        if ((values[i] = int_value(raw, r->width, r->flags)) == NULL) return -1;
+    }
+    *ppos += r->width;
+    return 0;
+}
 
 /* Decode row `r` (one of the rows after OP_STRUCT) of codec `c` at *ppos: 0 on success with
    *ppos after it and its value in values[], -1 to give up. */
@@ -489,6 +672,15 @@ static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
             }
             break;
         }
+        case OP_BLOCKS: case OP_PROTO_PREFIXED:
+            if (decode_tubemq_row(r, buf, data, &pos, end, &values[i], depth) < 0) return -1;
+            break;
+        case OP_STRUCT_WHEN: case OP_PROTO_PREFIXED_WHEN:
+            if (decode_guarded_row(c, r, buf, data, &pos, end, values, depth) < 0) return -1;
+            break;
+        case OP_LEN_VALUE: case OP_INT_WHEN:
+            if (decode_pravega_row(c, r, data, &pos, end, values) < 0) return -1;
+            break;
         default:
             return -1;
     }
@@ -530,7 +722,10 @@ static PyObject *decode_struct(FrameCodecObject *c, PyObject *buf, Py_ssize_t *p
                 }
                 sizes[i] = (Py_ssize_t)raw;
             } else if (r->op == OP_SIZE_REST) {
-                if (r->flags & F_SIGNED || raw > (unsigned long long)(end - pos)) goto give_up;
+                /* A negative signed size is the Python code's error. */
+                if ((r->flags & F_SIGNED && signed_of(raw, r->width) < 0)
+                        || raw > (unsigned long long)(end - pos))
+                    goto give_up;
                 end = pos + (Py_ssize_t)raw;
             } else if (!checksum_matches(r->obj, data + pos, end - pos, raw)) {
                 goto give_up;
@@ -683,6 +878,129 @@ static const char *prefixed_bytes(const Row *r, PyObject *v, Py_ssize_t *n) {
     return memchr(p, 0, (size_t)*n) == NULL ? p : NULL;
 }
 
+/* Whether `v` fits an integer of `width` bytes, signed or not as `flags` say. */
+static int fits_int(Py_ssize_t v, int width, int flags) {
+    int bits = width * 8 - ((flags & F_SIGNED) ? 1 : 0);
+    return v >= 0 && (bits >= 63 || (unsigned long long)v >> bits == 0);
+}
+
+/* The `size` bytes at o->data[start:] are a message: put row `r`'s length prefix before them. */
+static int insert_length_prefix(const Row *r, Out *o, Py_ssize_t start, Py_ssize_t size) {
+    unsigned char prefix[10];
+    int k = 0;
+    if (r->flags & F_VARINT) {
+        unsigned long long v = (unsigned long long)size;
+        while (v >= 0x80) {
+            prefix[k++] = (unsigned char)(v | 0x80);
+            v >>= 7;
+        }
+        prefix[k++] = (unsigned char)v;
+    } else {
+        if (!size_fits(r, size)) return -1;
+        write_uint(prefix, (unsigned long long)size, r->width, r->flags & F_BIG);
+        k = r->width;
+    }
+    if (out_reserve(o, k) < 0) return -1;
+    memmove(o->data + start + k, o->data + start, (size_t)size);
+    memcpy(o->data + start, prefix, (size_t)k);
+    o->len += k;
+    return 0;
+}
+
+/* Append the message `v` of a proto_prefixed row, its length first: written by the protobuf
+   codec in place, or by its encode method. */
+static int encode_proto_prefixed(const Row *r, PyObject *v, Out *o) {
+    Py_ssize_t start = o->len;
+    if (v == NULL) return -1;
+    if (wire_api != NULL) {
+        if (wire_api->encode_into(v, o) == 0) return insert_length_prefix(r, o, start,
+                                                                          o->len - start);
+        if (PyErr_Occurred()) return -1;
+        o->len = start;
+    }
+    PyObject *b = PyObject_CallMethodNoArgs(v, str_encode);
+    if (b == NULL) return -1;
+    int rc = PyBytes_CheckExact(b) ? out_write(o, PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b))
+                                   : -1;
+    Py_DECREF(b);
+    return rc < 0 ? -1 : insert_length_prefix(r, o, start, o->len - start);
+}
+
+/* Append the nested struct `v` of a blocks row cut in blocks: it is written after room for the
+   count and the first block's length, then the later blocks are moved up (the last first) to
+   make room for their lengths. */
+static int encode_blocks(const Row *r, PyObject *v, Out *o, int depth) {
+    Py_ssize_t start = o->len, lw = r->len_width, bs = r->block_size;
+    Py_ssize_t c0 = start + r->width + lw;
+    if (v == NULL || out_reserve(o, r->width + lw) < 0) return -1;
+    o->len = c0;
+    if (Py_TYPE(r->obj) == &FrameCodec_Type) {
+        if (encode_struct((FrameCodecObject *)r->obj, v, o, depth + 1) < 0) return -1;
+    } else {
+        PyObject *b = PyObject_CallMethodNoArgs(v, str_encode);
+        if (b == NULL) return -1;
+        int rc = PyBytes_CheckExact(b) ? out_write(o, PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b))
+                                       : -1;
+        Py_DECREF(b);
+        if (rc < 0) return -1;
+    }
+    Py_ssize_t size = o->len - c0, count = size / bs + (size % bs != 0);
+    if ((r->max_blocks >= 0 && count > r->max_blocks) || !fits_int(count, r->width, r->flags)
+            || !fits_int(count > 1 ? bs : size, lw, r->len_flags))
+        return -1;
+    if (count == 0) {
+        o->len = start + r->width;
+    } else {
+        if (out_reserve(o, (count - 1) * lw) < 0) return -1;
+        unsigned char *d = (unsigned char *)o->data;
+        for (Py_ssize_t j = count - 1; j >= 1; j--)
+            memmove(d + c0 + j * (bs + lw), d + c0 + j * bs,
+                    (size_t)(j == count - 1 ? size - j * bs : bs));
+        for (Py_ssize_t j = 0; j < count; j++)
+            write_uint(d + c0 + j * (bs + lw) - lw,
+                       (unsigned long long)(j == count - 1 ? size - j * bs : bs), (int)lw,
+                       r->len_flags & F_BIG);
+        o->len = c0 + size + (count - 1) * lw;
+    }
+    write_uint((unsigned char *)o->data + start, (unsigned long long)count, r->width,
+               r->flags & F_BIG);
+    return 0;
+}
+
+/* Append TubeMQ's guarded row `r` of codec `c` for `obj`: its value when the condition holds,
+   nothing when not (the value must then be None, as the Python code says). */
+static int encode_guarded_row(FrameCodecObject *c, const Row *r, PyObject *obj, Out *o,
+                              int depth) {
+    int holds = condition_holds(c, r, NULL, obj);
+    PyObject *v = slot(obj, r->offset);
+    if (holds < 0) return -1;
+    if (!holds) return v == Py_None ? 0 : -1;
+    if (v == NULL || v == Py_None) return -1;
+    if (r->op == OP_STRUCT_WHEN) return encode_struct((FrameCodecObject *)r->obj, v, o, depth + 1);
+    return encode_proto_prefixed(r, v, o);
+}
+
+/* Append Pravega's table-entry rows for `obj`: a len_value's constant plus its bytes' length,
+   an int_when's integer when its condition holds (None when not). 0, or -1 to give up. */
+static int encode_pravega_row(FrameCodecObject *c, const Row *r, PyObject *obj, Out *o) {
+    unsigned long long raw;
+    if (r->op == OP_LEN_VALUE) {
+        PyObject *v = slot(obj, c->rows[r->index].offset);
+        if (v == NULL || !PyBytes_CheckExact(v)) return -1;
+        PyObject *n = PyLong_FromLongLong((long long)r->number + (long long)PyBytes_GET_SIZE(v));
+        if (n == NULL) return -1;
+        int ok = int_raw(n, r->width, r->flags, &raw);
+        Py_DECREF(n);
+        return ok ? out_uint(o, raw, r->width, r->flags) : -1;
+    }
+    int holds = condition_holds(c, r, NULL, obj);
+    PyObject *v = slot(obj, r->offset);
+    if (holds < 0) return -1;
+    if (!holds) return v == Py_None ? 0 : -1;  /* the Python code says it must be None */
+    if (!int_raw(v, r->width, r->flags, &raw)) return -1;
+    return out_uint(o, raw, r->width, r->flags);
+}
+
 /* Append row `r` (one of the rows after OP_STRUCT) of codec `c` for `obj`: 0, or -1 to give
    up. counts[] holds what each count_of row wrote. */
 static NOINLINE int encode_row(FrameCodecObject *c, const Row *r, PyObject *obj, Out *o,
@@ -779,6 +1097,18 @@ static NOINLINE int encode_row(FrameCodecObject *c, const Row *r, PyObject *obj,
             if (PyList_GET_SIZE(v) != counts[r->index]) return -1;
             break;
         }
+        case OP_BLOCKS:
+            if (encode_blocks(r, slot(obj, r->offset), o, depth) < 0) return -1;
+            break;
+        case OP_PROTO_PREFIXED:
+            if (encode_proto_prefixed(r, slot(obj, r->offset), o) < 0) return -1;
+            break;
+        case OP_STRUCT_WHEN: case OP_PROTO_PREFIXED_WHEN:
+            if (encode_guarded_row(c, r, obj, o, depth) < 0) return -1;
+            break;
+        case OP_LEN_VALUE: case OP_INT_WHEN:
+            if (encode_pravega_row(c, r, obj, o) < 0) return -1;
+            break;
         default:
             return -1;
     }
@@ -1029,6 +1359,7 @@ static inline int has_default(const Row *r) {
    struct and a conditional integer are None, as in the dataclass; a default row its default. */
 static inline int left_out_ok(const Row *r) {
     return (r->op == OP_STRUCT && r->index != PRESENT_ALWAYS) || r->op == OP_CONDITION
+           || r->op == OP_STRUCT_WHEN || r->op == OP_PROTO_PREFIXED_WHEN || r->op == OP_INT_WHEN
            || has_default(r);
 }
 
@@ -1193,7 +1524,11 @@ static int codec_clear(FrameCodecObject *self) {
 static void codec_dealloc(FrameCodecObject *self) {
     PyObject_GC_UnTrack(self);
     codec_clear(self);
-    for (Py_ssize_t i = 0; i < self->nrows; i++) PyMem_Free(self->rows[i].prog);
+    for (Py_ssize_t i = 0; i < self->nrows; i++) {
+        for (Py_ssize_t k = 0; self->rows[i].prog && k < self->rows[i].prog_len; k++)
+            Py_XDECREF(self->rows[i].prog[k].name);
+        PyMem_Free(self->rows[i].prog);
+    }
     PyMem_Free(self->rows);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -1208,14 +1543,19 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
     Row *r = &self->rows[i];
     if (r->op <= 0 || r->op >= OP_END) return bad_row(i, "unknown operation");
     int has_int = r->op <= OP_CHECKSUM || r->op == OP_SWITCH_KEY || r->op == OP_DEFAULT
-                  || r->op == OP_COUNT_OF || r->op == OP_CONDITION || (r->op == OP_PREFIXED && !(r->flags & F_VARINT));
+                  || r->op == OP_COUNT_OF || r->op == OP_CONDITION || (r->op == OP_PREFIXED && !(r->flags & F_VARINT))
+                  || r->op == OP_BLOCKS || (r->op == OP_PROTO_PREFIXED && !(r->flags & F_VARINT))
+                  || (r->op == OP_PROTO_PREFIXED_WHEN && !(r->flags & F_VARINT))
+                  || r->op == OP_LEN_VALUE || r->op == OP_INT_WHEN;
     if (has_int && r->width != 1 && r->width != 2 && r->width != 4 && r->width != 8)
         return bad_row(i, "integer width must be 1, 2, 4 or 8");
     int stored = r->op == OP_INT || r->op == OP_PROTO || r->op == OP_BYTES
                  || r->op == OP_STRUCT || r->op == OP_UUID || r->op == OP_SWITCH
                  || r->op == OP_STRUCT_RUN || r->op == OP_PREFIXED || r->op == OP_DEFAULT
                  || r->op == OP_VARINT || r->op == OP_BOOL || r->op == OP_STRUCT_ARRAY
-                 || r->op == OP_CONDITION;
+                 || r->op == OP_CONDITION || r->op == OP_BLOCKS || r->op == OP_PROTO_PREFIXED
+                 || r->op == OP_STRUCT_WHEN || r->op == OP_PROTO_PREFIXED_WHEN
+                 || r->op == OP_INT_WHEN;
     if (stored != (r->offset >= 0)) return bad_row(i, "stored fields, and only they, need a slot");
     if (r->op == OP_SIZE) {
         if (r->index <= i || r->index >= self->nrows) return bad_row(i, "size of a later row");
@@ -1285,6 +1625,45 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
         return bad_row(i, "dispatch needs its attribute and body table");
     if (r->body_fields != NULL && !PyDict_Check(r->body_fields))
         return bad_row(i, "the body table must be a dict");
+    if (r->op == OP_BLOCKS) {
+        if (r->obj == NULL || (Py_TYPE(r->obj) != &FrameCodec_Type && !PyType_Check(r->obj)))
+            return bad_row(i, "blocks need the nested struct's codec or class");
+        if (r->len_width != 1 && r->len_width != 2 && r->len_width != 4 && r->len_width != 8)
+            return bad_row(i, "a block length's width must be 1, 2, 4 or 8");
+        if (r->block_size <= 0) return bad_row(i, "a block holds at least one byte");
+    }
+    if ((r->op == OP_PROTO_PREFIXED || r->op == OP_PROTO_PREFIXED_WHEN)
+            && (r->obj == NULL || !PyType_Check(r->obj)))
+        return bad_row(i, "needs the message class");
+    if (r->op == OP_STRUCT_WHEN && (r->obj == NULL || Py_TYPE(r->obj) != &FrameCodec_Type))
+        return bad_row(i, "needs the nested struct's codec");
+    if (r->op == OP_LEN_VALUE) {
+        const Row *t = r->index >= 0 && r->index < self->nrows ? &self->rows[r->index] : NULL;
+        if (t == NULL || t->offset < 0 || !(t->op == OP_BYTES
+                                            || (t->op == OP_PREFIXED && t->number == TEXT_BYTES)))
+            return bad_row(i, "a length value needs a bytes row");
+    }
+    if (r->op == OP_STRUCT_WHEN || r->op == OP_PROTO_PREFIXED_WHEN || r->op == OP_INT_WHEN) {
+        int top = 0;
+        for (Py_ssize_t k = 0; k < r->prog_len; k++) {
+            const Step *st = &r->prog[k];
+            int at = st->arg >= 0 && st->arg < i ? self->rows[st->arg].op : 0;
+            if (st->op < X_FIELD || st->op >= X_END) return bad_row(i, "unknown step");
+            if (st->op == X_FIELD && at != OP_INT && at != OP_VARINT && at != OP_BOOL)
+                return bad_row(i, "a condition reads earlier integer rows only");
+            if (st->op == X_ATTR && ((at != OP_PROTO_PREFIXED && at != OP_PROTO)
+                                     || st->name == NULL || !PyUnicode_CheckExact(st->name)))
+                return bad_row(i, "an attribute step reads an earlier message row");
+            if (st->op == X_LEN && !(at == OP_BYTES || (at == OP_PREFIXED
+                                                        && self->rows[st->arg].number == TEXT_BYTES)))
+                return bad_row(i, "a length step reads an earlier bytes row");
+            top += st->op <= X_CONST || st->op == X_ATTR || st->op == X_LEN ? 1
+                   : st->op <= X_NEG ? 0 : -1;
+            if (top < 1 || top > EXPR_MAX_DEPTH)
+                return bad_row(i, "a condition's program does not balance");
+        }
+        if (top != 1) return bad_row(i, "a condition's program does not balance");
+    }
     if (r->op == OP_STRUCT) {
         if (r->obj == NULL || Py_TYPE(r->obj) != &FrameCodec_Type)
             return bad_row(i, "needs the nested struct's codec");
@@ -1293,6 +1672,31 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
         if (r->index == PRESENT_PEEK && r->width != 1 && r->width != 2 && r->width != 4
                 && r->width != 8)
             return bad_row(i, "peek width must be 1, 2, 4 or 8");
+    }
+    return 0;
+}
+
+/* A guarded row's program from `steps`: (word, row) or (word, constant) pairs, and (word, row,
+   attribute name) triples. 0, or -1 (an error set, or none for a malformed program). */
+static int parse_guard_program(Row *r, PyObject *steps) {
+    if (!PyTuple_Check(steps)) return -1;
+    Py_ssize_t len = PyTuple_GET_SIZE(steps);
+    r->prog = PyMem_Calloc(len ? (size_t)len : 1, sizeof(Step));
+    if (r->prog == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    r->prog_len = len;
+    for (Py_ssize_t k = 0; k < len; k++) {
+        PyObject *name = NULL;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(steps, k), "iL|O!:guard step", &r->prog[k].op,
+                              &r->prog[k].arg, &PyUnicode_Type, &name))
+            return -1;
+        if (name != NULL) {
+            Py_INCREF(name);
+            PyUnicode_InternInPlace(&name);
+            r->prog[k].name = name;
+        }
     }
     return 0;
 }
@@ -1348,6 +1752,22 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
                 goto fail;
         }
         if (r->op == OP_SWITCH_KEY) self->has_temp = 1;
+        if (r->op == OP_BLOCKS) {
+            if (!PyTuple_Check(body)
+                    || !PyArg_ParseTuple(body, "iinn:blocks row", &r->len_width, &r->len_flags,
+                                         &r->block_size, &r->max_blocks)) {
+                if (!PyErr_Occurred()) bad_row(i, "blocks need their length, size and limit");
+                goto fail;
+            }
+            body = Py_None;  /* read into the row, not kept */
+        }
+        if (r->op == OP_STRUCT_WHEN || r->op == OP_PROTO_PREFIXED_WHEN || r->op == OP_INT_WHEN) {
+            if (parse_guard_program(r, body) < 0) {
+                if (!PyErr_Occurred()) bad_row(i, "a guarded row needs its program");
+                goto fail;
+            }
+            body = Py_None;
+        }
         if (r->op == OP_CONDITION) {
             if (!PyTuple_Check(obj)) {
                 bad_row(i, "a condition needs its program");

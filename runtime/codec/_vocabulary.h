@@ -61,7 +61,13 @@ enum { /* FRAME_OPS */
     OP_COUNT_OF = 18,
     OP_STRUCT_ARRAY = 19,
     OP_CONDITION = 20,
-    OP_END = 21,
+    OP_BLOCKS = 21,
+    OP_PROTO_PREFIXED = 22,
+    OP_STRUCT_WHEN = 23,
+    OP_PROTO_PREFIXED_WHEN = 24,
+    OP_LEN_VALUE = 25,
+    OP_INT_WHEN = 26,
+    OP_END = 27,
 };
 
 enum { /* FRAME_PRESENCE */
@@ -90,7 +96,9 @@ enum { /* EXPR_OPS */
     X_LE = 17,
     X_GT = 18,
     X_GE = 19,
-    X_END = 20,
+    X_ATTR = 20,
+    X_LEN = 21,
+    X_END = 22,
 };
 
 /* (vocabulary, name, number) for each word; ended by a NULL vocabulary. */
@@ -142,6 +150,12 @@ static const VocabularyWord VOCABULARY_WORDS[] = {
     {"FRAME_OPS", "count_of", OP_COUNT_OF},
     {"FRAME_OPS", "struct_array", OP_STRUCT_ARRAY},
     {"FRAME_OPS", "condition", OP_CONDITION},
+    {"FRAME_OPS", "blocks", OP_BLOCKS},
+    {"FRAME_OPS", "proto_prefixed", OP_PROTO_PREFIXED},
+    {"FRAME_OPS", "struct_when", OP_STRUCT_WHEN},
+    {"FRAME_OPS", "proto_prefixed_when", OP_PROTO_PREFIXED_WHEN},
+    {"FRAME_OPS", "len_value", OP_LEN_VALUE},
+    {"FRAME_OPS", "int_when", OP_INT_WHEN},
     {"FRAME_PRESENCE", "always", PRESENT_ALWAYS},
     {"FRAME_PRESENCE", "remaining", PRESENT_REMAINING},
     {"FRAME_PRESENCE", "peek", PRESENT_PEEK},
@@ -164,6 +178,8 @@ static const VocabularyWord VOCABULARY_WORDS[] = {
     {"EXPR_OPS", "le", X_LE},
     {"EXPR_OPS", "gt", X_GT},
     {"EXPR_OPS", "ge", X_GE},
+    {"EXPR_OPS", "attr", X_ATTR},
+    {"EXPR_OPS", "len", X_LEN},
     {NULL, NULL, 0},
 };
 

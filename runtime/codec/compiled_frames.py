@@ -72,6 +72,17 @@ if _framecodec is not None:
 #                   extra says
 #   op "condition": an integer of int_type there when ref, a program of (vocabulary.EXPR_OPS
 #                   word, argument) steps ("field" naming an earlier row), gives true
+#   op "blocks":    a nested struct (ref its class) cut in blocks: int_type the block count's
+#                   type, extra (the block length's type, the most bytes a block holds, the
+#                   most blocks or None)
+#   op "proto_prefixed": a protobuf message (ref its class) after a length prefix of type
+#                   int_type ("varint" for a varint)
+#   op "struct_when": a nested struct (ref its class) there when extra, a program as for
+#                   "condition" with ("attr", "row.attribute") steps too, gives true; else None
+#   op "proto_prefixed_when": a proto_prefixed row there when extra gives true; else None
+#   op "len_value": an integer of int_type, on encode ref plus the length of the bytes of the
+#                   row named by extra; stepped over on decode
+#   op "int_when":  an integer of int_type there when extra (as for "struct_when") gives true
 #   op "skip_trailing": the last row (its name is None): bytes after the last field are skipped
 #   "signed_size", "size_of_other" and "signed_bytes" are "size" and "bytes" rows
 #   (vocabulary.FRAME_ALIASES).
@@ -82,7 +93,8 @@ FrameLayout: TypeAlias = tuple[type, bool, tuple[FrameRow, ...]]
 _OPS = vocabulary.OPS
 _STORED = {"int", "proto", vocabulary.ENVELOPE, "bytes", "struct", "uuid", "switch",
            "struct_run", "prefixed", "default", "varint", "bool", "struct_array",
-           "condition"}
+           "condition", "blocks", "proto_prefixed", "struct_when", "proto_prefixed_when",
+           "int_when"}
 _TEXT_KINDS = {"bytes": 0, "utf8": 1, "mutf8": 2}
 _PRESENCE = {None: vocabulary.PRESENCE["always"], "remaining": vocabulary.PRESENCE["remaining"]}
 _PEEK = vocabulary.PRESENCE["peek"]
@@ -182,8 +194,30 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any]) -> tuple[tuple[
         elif op == "condition":
             obj = tuple((vocabulary.EXPR[word], index[arg] if word == "field" else arg or 0)
                         for word, arg in ref)
+        elif op == "blocks":
+            obj = codecs.get(ref, ref)
+            length_width, length_flags = _int_type(extra[0])
+            body = (length_width, length_flags, extra[1], -1 if extra[2] is None else extra[2])
+        elif op == "proto_prefixed":
+            obj = ref
+        elif op in ("struct_when", "proto_prefixed_when", "int_when"):
+            obj = codecs[ref] if op == "struct_when" else ref
+            body = tuple(_guard_step(word, arg, index) for word, arg in extra)
+        elif op == "len_value":
+            number, at = ref & (2**64 - 1), index[extra]  # the constant as its two's complement
         out.append((_OPS[op], slot, width, flags, at, number, obj, attr, body, present))
     return tuple(out)
+
+
+def _guard_step(word: str, arg: Any, index: dict[str | None, int]) -> tuple[Any, ...]:
+    """A step of a guarded row's program as the extension takes it: (word, row) for a field,
+    (word, row, attribute) for a message's attribute, (word, constant or 0) otherwise."""
+    if word == "attr":
+        row, attr = arg.split(".")
+        return vocabulary.EXPR[word], index[row], attr
+    if word == "len":
+        return vocabulary.EXPR[word], index[arg]
+    return vocabulary.EXPR[word], index[arg] if word == "field" else arg or 0
 
 
 def _int_type(name: str) -> tuple[int, int]:

@@ -66,14 +66,28 @@ MAP_KEY_KINDS: Final = (
 #   count_of   the number of items of a later struct_array row (on encode, its length)
 #   struct_array  as many nested structs as its count_of row says (a list)
 #   condition  a stored integer there when its program (EXPR_OPS) gives true, else None
+#   blocks     a nested struct's encoding cut in length-prefixed blocks after a block count
+#   proto_prefixed  a protobuf message after a length prefix of its own (a varint)
+#   struct_when, proto_prefixed_when  a nested struct (always there but for its condition), a
+#              proto_prefixed message, there when its program gives true, else None
+#   len_value  an integer the encoder works out as a constant plus the length of a bytes row's
+#              value (Pravega's table keys); decoding steps over it
+#   int_when   a stored integer there when its program gives true, else None: a condition whose
+#              program may read the length of an earlier bytes row ("len") and messages' attrs
 FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "bytes", "struct",
                     "uuid", "switch", "switch_key", "struct_run", "prefixed", "default",
-                    "skip_trailing", "varint", "bool", "count_of", "struct_array", "condition")
+                    "skip_trailing", "varint", "bool", "count_of", "struct_array", "condition",
+                    "blocks", "proto_prefixed", "struct_when", "proto_prefixed_when",
+                    "len_value", "int_when")
 # The steps of a condition row's program (generator/compiled_exprs.py), evaluated on a stack of
 # 64-bit integers: "field" pushes an earlier row's integer, "const" a constant; "not" and
-# "neg" take one value, the others two (and/or by truth; the comparisons give 0 or 1).
+# "neg" take one value, the others two (and/or by truth; the comparisons give 0 or 1); "attr"
+# pushes an integer attribute of an earlier row's protobuf message (struct_when and
+# proto_prefixed_when rows only); "len" the length of an earlier bytes row's value (those and
+# int_when rows).
 EXPR_OPS: Final = ("field", "const", "not", "neg", "and", "or", "bitand", "bitor", "bitxor",
-                   "rshift", "lshift", "add", "sub", "eq", "ne", "lt", "le", "gt", "ge")
+                   "rshift", "lshift", "add", "sub", "eq", "ne", "lt", "le", "gt", "ge", "attr",
+                   "len")
 # The most values a program holds at once (generator/compiled_exprs.py keeps to it).
 EXPR_MAX_DEPTH: Final = 16
 # A row of the generated table only: a protobuf envelope, which the C codec takes as "proto"
@@ -85,7 +99,7 @@ ENVELOPE: Final = "envelope"
 # holding that default.
 FRAME_ALIASES: Final = MappingProxyType({
     "signed_size": "size", "size_of_other": "size", "signed_bytes": "bytes",
-    "prefixed_default": "prefixed",
+    "prefixed_default": "prefixed", "signed_size_rest": "size_rest",
 })
 FRAME_PRESENCE: Final = ("always", "remaining", "peek")
 # The integer widths, in bytes, the frame codec reads and writes; a struct with an integer of

@@ -29,3 +29,9 @@ def test_the_tank_rows_compare_the_same_work() -> None:
     assert tank_batch_values(worker.TANK_BUNDLE) == _value("tank_hand_batch(TANK_BUNDLE)")
     assert len(_value("tank_hand_batch(TANK_BUNDLE)")) == 100
     assert len(worker.TANK_BUNDLE) == 11382
+
+
+def test_the_tubemq_rows_compare_the_same_work() -> None:
+    assert _value("tubemq_ours_decode(TUBEMQ_WIRE)") == _value("tubemq_hand_decode(TUBEMQ_WIRE)")
+    assert _value("tubemq_ours_encode()") == _value("tubemq_hand_encode()") == worker.TUBEMQ_WIRE
+    assert len(worker.TUBEMQ_WIRE) == 239

@@ -136,8 +136,6 @@ def test_a_checksum_not_covering_the_rest_is_verified_late_and_not_compiled(
     ("- {name: s, type: string, size: rest}", "string"),
     ("- {name: a, type: u8}\n      - {name: b, type: bytes, prefix: u8, when: a == 1}",
      "condition_other"),
-    ("- {name: a, type: i8, size_of: rest}\n      - {name: b, type: bytes, size: rest}",
-     "signed_size_rest"),
     ("- {name: m, type: u8, const: 1, when_peek: {type: u8, equals: 1}}", "marker"),
 ])
 def test_a_struct_with_an_op_the_c_codec_lacks_is_not_compiled(tmp_path: Path, fields: str,

@@ -36,7 +36,6 @@ benchmarks use it.
 
 from __future__ import annotations
 
-import gc
 import glob
 import importlib
 import json
@@ -46,15 +45,16 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
 
 from protoframe.runtime.codec.capture import read_columns, split_offsets
-from protoframe.runtime.spark.rows import RowCodec
+from protoframe.runtime.spark.columnar_frames import SparkModule, decode_frames
 
 SOURCE_NAME = "protoframe_capture"
 
@@ -77,16 +77,6 @@ DECODE_FIELDS = [
     StructField("command_type", StringType(), True),
     StructField("error", StringType(), True),
 ]
-
-
-class SparkModule(Protocol):
-    """What the capture pipeline uses of a generated ``spark`` module."""
-
-    FRAME: RowCodec[Any]
-
-    def decode_frame(self, data: bytes, to_server: bool = False) -> tuple[Any, str | None]: ...
-
-    def command_name(self, frame: Any) -> str: ...
 
 
 def generated_spark(protocol: str) -> SparkModule:
@@ -230,47 +220,30 @@ def _arrow_schema(module: SparkModule) -> Any:
 
 
 class _Decoder:
-    """Turns columns of captured frames into record batches of decoded rows."""
+    """Turns columns of captured frames into record batches of decoded rows.
+
+    The frames are decoded by ``runtime/spark/columnar_frames.py``: straight into Arrow
+    columns where the protocol's frame has a columnar plan, frame by frame through the
+    generated ``decode_frame`` otherwise (and for each frame the columnar path leaves to it).
+    """
 
     def __init__(self, protocol: str, side: str) -> None:
         if side not in ("client", "server"):
             raise ValueError(f"side must be 'client' or 'server', not {side!r}")
-        module = generated_spark(protocol)
-        self.schema = _arrow_schema(module)
-        self.decode = module.decode_frame
-        self.command_name = module.command_name
-        self.codec = module.FRAME
+        self.module = generated_spark(protocol)
+        self.schema = _arrow_schema(self.module)
         self.to_server = 1 if side == "client" else 0  # the direction byte of to-server frames
 
-    def batch(self, ts: Any, directions: Any, connections: Any, datas: list[bytes],
+    def batch(self, ts: Any, directions: Any, connections: Any, datas: Any,
               to_server: list[bool]) -> Any:
-        """One output batch; the garbage collector is paused while it is built.
-
-        The objects decoded are freed by reference counting; collections triggered by their
-        sheer number would otherwise cost more than the decoding.
-        """
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
-            decode = self.decode
-            command_name = self.command_name
-            frames: list[Any] = []
-            errors: list[str | None] = []
-            names: list[str | None] = []
-            for data, outbound in zip(datas, to_server, strict=True):
-                frame, error = decode(data, outbound)
-                frames.append(frame)
-                errors.append(error)
-                names.append(None if frame is None else command_name(frame))
-            columns = self.codec.to_arrow(frames).flatten()
-            return pa.RecordBatch.from_arrays([
-                ts, directions, connections,
-                pa.array([len(d) for d in datas], pa.int64()),
-                pa.array(names, pa.string()), pa.array(errors, pa.string()), *columns,
-            ], schema=self.schema)
-        finally:
-            if enabled:
-                gc.enable()
+        """One output batch; ``datas`` is a binary array of the frames (or their bytes)."""
+        if not isinstance(datas, (pa.Array, pa.ChunkedArray)):
+            datas = pa.array(datas, pa.binary())
+        decoded = decode_frames(self.module, datas, to_server)
+        return pa.RecordBatch.from_arrays([
+            ts, directions, connections, pc.binary_length(datas).cast(pa.int64()),
+            decoded.names, decoded.errors, *decoded.frames.flatten(),
+        ], schema=self.schema)
 
 
 def decode_batches(protocol: str, side: str, batches: Iterator[Any]) -> Iterator[Any]:
@@ -285,7 +258,7 @@ def decode_batches(protocol: str, side: str, batches: Iterator[Any]) -> Iterator
     for batch in batches:
         directions = batch.column("direction")
         yield decoder.batch(batch.column("ts_ns"), directions, batch.column("connection_id"),
-                            batch.column("frame").to_pylist(),
+                            batch.column("frame"),
                             [d == outbound for d in directions.to_pylist()])
 
 

@@ -42,7 +42,7 @@ from typing import Any, Literal
 import pyarrow as pa
 
 from protoframe.runtime.codec import compiled, vocabulary
-from protoframe.runtime.spark.rows import DECIMAL_20, RowCodec
+from protoframe.runtime.spark.rows import DECIMAL_20, RowCodec, null_column, placeholders
 
 _columnar: ModuleType | None
 try:
@@ -86,11 +86,17 @@ class Plan:
                                        validity, values.offset, len(values))
         return self._array(self.arrow_type, tree, ()), bad
 
+    def _field(self, field: Any, node: tuple[Any, ...], path: tuple[int, ...]) -> Any:
+        if len(node) == 1:  # nothing but nulls: a message absent from every row
+            return null_column(node[0], field.type) if field.nullable \
+                else placeholders(node[0], field.type)
+        return self._array(field.type, node, path)
+
     def _array(self, arrow_type: Any, node: tuple[Any, ...], path: tuple[int, ...]) -> Any:
         length, validity, *buffers = node
         valid = None if validity is None else pa.py_buffer(validity)
         if pa.types.is_struct(arrow_type):
-            children = [self._array(f.type, child, (*path, i))
+            children = [self._field(f, child, (*path, i))
                         for i, (f, child) in enumerate(zip(arrow_type, buffers[0], strict=True))]
             return pa.Array.from_buffers(arrow_type, length, [valid], children=children)
         if pa.types.is_list(arrow_type):

@@ -8,7 +8,10 @@ several tasks. Then:
   byte ranges and decodes the frames in the same Python worker, with the protocol's generated
   modules chosen by name: ``generated.<protocol>.spark`` (``decode_frame``, ``command_name``,
   ``FRAME``) over ``generated.<protocol>.frames``. Every batch of frames becomes one Arrow
-  batch of rows, built column by column by the generated code.
+  batch of rows: decoded straight into Arrow columns, in C, where the protocol's frame has a
+  columnar plan (``runtime/spark/columnar_frames.py``: Pulsar's), else (and for a frame the
+  columnar path leaves to it) frame by frame by ``decode_frame``, then column by column by the
+  generated code.
 * ``read_captures(spark, paths)`` reads the raw records through a Python data source,
   ``protoframe_capture`` (rows: ``ts_ns``, ``direction`` "in"/"out", ``connection_id``,
   ``frame`` bytes), for queries on the bytes themselves or other decoders;
@@ -54,7 +57,12 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
 
 from protoframe.runtime.codec.capture import read_columns, split_offsets
-from protoframe.runtime.spark.columnar_frames import SparkModule, decode_frames
+from protoframe.runtime.spark.columnar_frames import (
+    Decoded,
+    SparkModule,
+    decode_frames,
+    row_frames,
+)
 
 SOURCE_NAME = "protoframe_capture"
 
@@ -227,10 +235,11 @@ class _Decoder:
     generated ``decode_frame`` otherwise (and for each frame the columnar path leaves to it).
     """
 
-    def __init__(self, protocol: str, side: str) -> None:
+    def __init__(self, protocol: str, side: str, columnar: bool = True) -> None:
         if side not in ("client", "server"):
             raise ValueError(f"side must be 'client' or 'server', not {side!r}")
         self.module = generated_spark(protocol)
+        self.decode = decode_frames if columnar else _row_frames
         self.schema = _arrow_schema(self.module)
         self.to_server = 1 if side == "client" else 0  # the direction byte of to-server frames
 
@@ -239,21 +248,26 @@ class _Decoder:
         """One output batch; ``datas`` is a binary array of the frames (or their bytes)."""
         if not isinstance(datas, (pa.Array, pa.ChunkedArray)):
             datas = pa.array(datas, pa.binary())
-        decoded = decode_frames(self.module, datas, to_server)
+        decoded = self.decode(self.module, datas, to_server)
         return pa.RecordBatch.from_arrays([
             ts, directions, connections, pc.binary_length(datas).cast(pa.int64()),
             decoded.names, decoded.errors, *decoded.frames.flatten(),
         ], schema=self.schema)
 
 
-def decode_batches(protocol: str, side: str, batches: Iterator[Any]) -> Iterator[Any]:
+def _row_frames(module: SparkModule, datas: Any, to_server: list[bool]) -> Decoded:
+    return row_frames(module, datas.to_pylist(), to_server)
+
+
+def decode_batches(protocol: str, side: str, batches: Iterator[Any],
+                   columnar: bool = True) -> Iterator[Any]:
     """``mapInArrow`` body over raw records (``RAW_SCHEMA`` batches) -> decoded rows.
 
     ``side`` is "client" when the capture was recorded by the client (its "out" frames go
     to the server) and "server" otherwise; it matters to protocols whose layouts differ by
-    direction.
+    direction. ``columnar=False`` decodes frame by frame (the row path), for comparisons.
     """
-    decoder = _Decoder(protocol, side)
+    decoder = _Decoder(protocol, side, columnar)
     outbound = "out" if decoder.to_server else "in"
     for batch in batches:
         directions = batch.column("direction")
@@ -263,13 +277,13 @@ def decode_batches(protocol: str, side: str, batches: Iterator[Any]) -> Iterator
 
 
 def decode_parts(protocol: str, side: str, strict: bool, batch_rows: int,
-                 batches: Iterator[Any]) -> Iterator[Any]:
+                 batches: Iterator[Any], columnar: bool = True) -> Iterator[Any]:
     """``mapInArrow`` body over capture file parts (``PART_SCHEMA``) -> decoded rows.
 
     Reads each part's records and decodes them in the same Python worker, so frames never
     travel through the JVM before they are decoded.
     """
-    decoder = _Decoder(protocol, side)
+    decoder = _Decoder(protocol, side, columnar)
     for batch in batches:
         for path, start, end in zip(*(batch.column(n).to_pylist() for n in PART_FIELDS),
                                     strict=True):
@@ -291,17 +305,20 @@ PART_SCHEMA = StructType([StructField("path", StringType(), False),
 def decode_captures(spark: SparkSession, source: str | Sequence[str] | DataFrame, *,
                     protocol: str = "pulsar", side: str = "client",
                     partitions: int | None = None, strict: bool = True,
-                    batch_rows: int = 10_000) -> DataFrame:
+                    batch_rows: int = 10_000, columnar: bool = True) -> DataFrame:
     """Capture files (or a raw DataFrame from ``read_captures``) as typed rows, one per frame.
 
     ``protocol`` names the generated package to decode with (see ``generated_spark``). Given
     paths, the driver cuts the files into record-aligned parts (about ``partitions`` of them,
     by default twice the session's parallelism) and each task reads and decodes its parts in one
     ``mapInArrow`` call; given a DataFrame of raw records, ``mapInArrow`` decodes its frames.
+    Frames are decoded straight into Arrow columns where the protocol's frame allows it
+    (``runtime/spark/columnar_frames.py``); ``columnar=False`` decodes them one by one through
+    the generated ``decode_frame`` (the same rows, slower: for comparisons).
     """
     schema = capture_schema(protocol)  # also checks the protocol before any task runs
     if isinstance(source, DataFrame):
-        return source.mapInArrow(partial(decode_batches, protocol, side), schema)
+        return source.mapInArrow(partial(_decode_batches, protocol, side, columnar), schema)
     paths = [source] if isinstance(source, str) else list(source)
     # Twice the parallelism by default: tasks finishing at different times even out.
     wanted = partitions or 2 * spark.sparkContext.defaultParallelism
@@ -309,4 +326,15 @@ def decode_captures(spark: SparkSession, source: str | Sequence[str] | DataFrame
     # One part per partition (and task), however many parts the files made.
     rdd = spark.sparkContext.parallelize(parts, max(1, len(parts)))
     table = spark.createDataFrame(rdd, PART_SCHEMA)
-    return table.mapInArrow(partial(decode_parts, protocol, side, strict, batch_rows), schema)
+    return table.mapInArrow(partial(_decode_parts, protocol, side, strict, batch_rows, columnar),
+                            schema)
+
+
+def _decode_batches(protocol: str, side: str, columnar: bool,
+                    batches: Iterator[Any]) -> Iterator[Any]:
+    return decode_batches(protocol, side, batches, columnar)
+
+
+def _decode_parts(protocol: str, side: str, strict: bool, batch_rows: int, columnar: bool,
+                  batches: Iterator[Any]) -> Iterator[Any]:
+    return decode_parts(protocol, side, strict, batch_rows, batches, columnar)

@@ -15,6 +15,9 @@ from bench.frames_protocols import tank_batch_values
 
 @pytest.mark.parametrize("statement", sorted({op.statement for op in OPS}))
 def test_every_statement_runs_in_the_worker(statement: str) -> None:
+    if statement.startswith("capture_"):  # the capture rows need the spark extra
+        pytest.importorskip("pyarrow")
+        pytest.importorskip("pyspark")
     exec(compile(statement, "<bench>", "eval"), vars(worker))  # noqa: S102 (the bench's own)
 
 
@@ -29,3 +32,12 @@ def test_the_tank_rows_compare_the_same_work() -> None:
     assert tank_batch_values(worker.TANK_BUNDLE) == _value("tank_hand_batch(TANK_BUNDLE)")
     assert len(_value("tank_hand_batch(TANK_BUNDLE)")) == 100
     assert len(worker.TANK_BUNDLE) == 11382
+
+
+def test_the_capture_rows_compare_the_same_work() -> None:
+    pytest.importorskip("pyarrow")
+    pytest.importorskip("pyspark")
+    columnar, rows = _value("capture_columnar()"), _value("capture_rows()")
+    assert all(a.equals(b) for a, b in zip(columnar, rows, strict=True))
+    assert len(columnar.frames) == worker.CAPTURE_FRAMES
+    assert columnar.errors.null_count == worker.CAPTURE_FRAMES  # every frame decoded

@@ -82,8 +82,8 @@ OPS: tuple[Op, ...] = (
        "tank_hand_batch(TANK_BUNDLE)"),
     # The capture pipeline's decoding of a batch (pipeline/capture_decode.py): "struct" here
     # is the row path, the generated decode_frame per frame then FRAME.to_arrow.
-    Op("Capture batch, 1000 Pulsar SEND frames -> Arrow", "ours", "capture_columnar()", 4, 12),
-    Op("Capture batch, 1000 Pulsar SEND frames -> Arrow", "struct", "capture_rows()", 4, 12),
+    Op("Capture batch, 1000 Pulsar SEND frames -> Arrow", "ours", "capture_columnar()", 1, 3),
+    Op("Capture batch, 1000 Pulsar SEND frames -> Arrow", "struct", "capture_rows()", 1, 3),
 )
 
 _COLLECTED = re.compile(r"Collected : (\d+)")

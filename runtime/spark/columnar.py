@@ -76,6 +76,8 @@ class Plan:
         self.arrow_type = arrow_type
         # path of field indices -> the names (a string array) an enum column's indices pick
         self.enum_names = enum_names
+        self._fillers: dict[tuple[int, ...], Any] = {}  # path -> all-null column
+        self._filler_rows = -1  # the length of those columns
 
     def decode(self, values: Any) -> tuple[Any, list[int]]:
         """The struct column of a binary array's values, and the rows left to the row path."""
@@ -88,8 +90,17 @@ class Plan:
 
     def _field(self, field: Any, node: tuple[Any, ...], path: tuple[int, ...]) -> Any:
         if len(node) == 1:  # nothing but nulls: a message absent from every row
-            return null_column(node[0], field.type) if field.nullable \
-                else placeholders(node[0], field.type)
+            # Kept by path for the batch size: looking a large struct type up by its hash (as
+            # null_column's cache does) costs more than the rest of a batch of a thousand rows.
+            rows = node[0]
+            if self._filler_rows != rows:
+                self._fillers.clear()
+                self._filler_rows = rows
+            column = self._fillers.get(path)
+            if column is None:
+                column = self._fillers[path] = null_column(rows, field.type) if field.nullable \
+                    else placeholders(rows, field.type)
+            return column
         return self._array(field.type, node, path)
 
     def _array(self, arrow_type: Any, node: tuple[Any, ...], path: tuple[int, ...]) -> Any:

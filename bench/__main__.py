@@ -16,7 +16,8 @@ import time
 
 # Short names, in the order they run; the module for NAME is bench.bench_NAME.
 BENCHMARKS: tuple[str, ...] = (
-    "protobuf", "imports", "frames", "instructions", "spark_decode", "client", "real_pulsar",
+    "protobuf", "imports", "frames", "instructions", "spark_decode", "capture_columnar",
+    "client", "real_pulsar",
     "spark_source", "broker", "broker_abuse", "broker_reads",
 )
 

@@ -8,7 +8,10 @@ several tasks. Then:
   byte ranges and decodes the frames in the same Python worker, with the protocol's generated
   modules chosen by name: ``generated.<protocol>.spark`` (``decode_frame``, ``command_name``,
   ``FRAME``) over ``generated.<protocol>.frames``. Every batch of frames becomes one Arrow
-  batch of rows, built column by column by the generated code.
+  batch of rows: decoded straight into Arrow columns, in C, where the protocol's frame has a
+  columnar plan (``runtime/spark/columnar_frames.py``: Pulsar's), else (and for a frame the
+  columnar path leaves to it) frame by frame by ``decode_frame``, then column by column by the
+  generated code.
 * ``read_captures(spark, paths)`` reads the raw records through a Python data source,
   ``protoframe_capture`` (rows: ``ts_ns``, ``direction`` "in"/"out", ``connection_id``,
   ``frame`` bytes), for queries on the bytes themselves or other decoders;
@@ -36,7 +39,6 @@ benchmarks use it.
 
 from __future__ import annotations
 
-import gc
 import glob
 import importlib
 import json
@@ -46,15 +48,21 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
 
 from protoframe.runtime.codec.capture import read_columns, split_offsets
-from protoframe.runtime.spark.rows import RowCodec
+from protoframe.runtime.spark.columnar_frames import (
+    Decoded,
+    SparkModule,
+    decode_frames,
+    row_frames,
+)
 
 SOURCE_NAME = "protoframe_capture"
 
@@ -77,16 +85,6 @@ DECODE_FIELDS = [
     StructField("command_type", StringType(), True),
     StructField("error", StringType(), True),
 ]
-
-
-class SparkModule(Protocol):
-    """What the capture pipeline uses of a generated ``spark`` module."""
-
-    FRAME: RowCodec[Any]
-
-    def decode_frame(self, data: bytes, to_server: bool = False) -> tuple[Any, str | None]: ...
-
-    def command_name(self, frame: Any) -> str: ...
 
 
 def generated_spark(protocol: str) -> SparkModule:
@@ -230,73 +228,62 @@ def _arrow_schema(module: SparkModule) -> Any:
 
 
 class _Decoder:
-    """Turns columns of captured frames into record batches of decoded rows."""
+    """Turns columns of captured frames into record batches of decoded rows.
 
-    def __init__(self, protocol: str, side: str) -> None:
+    The frames are decoded by ``runtime/spark/columnar_frames.py``: straight into Arrow
+    columns where the protocol's frame has a columnar plan, frame by frame through the
+    generated ``decode_frame`` otherwise (and for each frame the columnar path leaves to it).
+    """
+
+    def __init__(self, protocol: str, side: str, columnar: bool = True) -> None:
         if side not in ("client", "server"):
             raise ValueError(f"side must be 'client' or 'server', not {side!r}")
-        module = generated_spark(protocol)
-        self.schema = _arrow_schema(module)
-        self.decode = module.decode_frame
-        self.command_name = module.command_name
-        self.codec = module.FRAME
+        self.module = generated_spark(protocol)
+        self.decode = decode_frames if columnar else _row_frames
+        self.schema = _arrow_schema(self.module)
         self.to_server = 1 if side == "client" else 0  # the direction byte of to-server frames
 
-    def batch(self, ts: Any, directions: Any, connections: Any, datas: list[bytes],
+    def batch(self, ts: Any, directions: Any, connections: Any, datas: Any,
               to_server: list[bool]) -> Any:
-        """One output batch; the garbage collector is paused while it is built.
-
-        The objects decoded are freed by reference counting; collections triggered by their
-        sheer number would otherwise cost more than the decoding.
-        """
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
-            decode = self.decode
-            command_name = self.command_name
-            frames: list[Any] = []
-            errors: list[str | None] = []
-            names: list[str | None] = []
-            for data, outbound in zip(datas, to_server, strict=True):
-                frame, error = decode(data, outbound)
-                frames.append(frame)
-                errors.append(error)
-                names.append(None if frame is None else command_name(frame))
-            columns = self.codec.to_arrow(frames).flatten()
-            return pa.RecordBatch.from_arrays([
-                ts, directions, connections,
-                pa.array([len(d) for d in datas], pa.int64()),
-                pa.array(names, pa.string()), pa.array(errors, pa.string()), *columns,
-            ], schema=self.schema)
-        finally:
-            if enabled:
-                gc.enable()
+        """One output batch; ``datas`` is a binary array of the frames (or their bytes)."""
+        if not isinstance(datas, (pa.Array, pa.ChunkedArray)):
+            datas = pa.array(datas, pa.binary())
+        decoded = self.decode(self.module, datas, to_server)
+        return pa.RecordBatch.from_arrays([
+            ts, directions, connections, pc.binary_length(datas).cast(pa.int64()),
+            decoded.names, decoded.errors, *decoded.frames.flatten(),
+        ], schema=self.schema)
 
 
-def decode_batches(protocol: str, side: str, batches: Iterator[Any]) -> Iterator[Any]:
+def _row_frames(module: SparkModule, datas: Any, to_server: list[bool]) -> Decoded:
+    return row_frames(module, datas.to_pylist(), to_server)
+
+
+def decode_batches(protocol: str, side: str, batches: Iterator[Any],
+                   columnar: bool = True) -> Iterator[Any]:
     """``mapInArrow`` body over raw records (``RAW_SCHEMA`` batches) -> decoded rows.
 
     ``side`` is "client" when the capture was recorded by the client (its "out" frames go
     to the server) and "server" otherwise; it matters to protocols whose layouts differ by
-    direction.
+    direction. ``columnar=False`` decodes frame by frame (the row path), for comparisons.
     """
-    decoder = _Decoder(protocol, side)
+    decoder = _Decoder(protocol, side, columnar)
     outbound = "out" if decoder.to_server else "in"
     for batch in batches:
         directions = batch.column("direction")
         yield decoder.batch(batch.column("ts_ns"), directions, batch.column("connection_id"),
-                            batch.column("frame").to_pylist(),
+                            batch.column("frame"),
                             [d == outbound for d in directions.to_pylist()])
 
 
 def decode_parts(protocol: str, side: str, strict: bool, batch_rows: int,
-                 batches: Iterator[Any]) -> Iterator[Any]:
+                 batches: Iterator[Any], columnar: bool = True) -> Iterator[Any]:
     """``mapInArrow`` body over capture file parts (``PART_SCHEMA``) -> decoded rows.
 
     Reads each part's records and decodes them in the same Python worker, so frames never
     travel through the JVM before they are decoded.
     """
-    decoder = _Decoder(protocol, side)
+    decoder = _Decoder(protocol, side, columnar)
     for batch in batches:
         for path, start, end in zip(*(batch.column(n).to_pylist() for n in PART_FIELDS),
                                     strict=True):
@@ -318,17 +305,20 @@ PART_SCHEMA = StructType([StructField("path", StringType(), False),
 def decode_captures(spark: SparkSession, source: str | Sequence[str] | DataFrame, *,
                     protocol: str = "pulsar", side: str = "client",
                     partitions: int | None = None, strict: bool = True,
-                    batch_rows: int = 10_000) -> DataFrame:
+                    batch_rows: int = 10_000, columnar: bool = True) -> DataFrame:
     """Capture files (or a raw DataFrame from ``read_captures``) as typed rows, one per frame.
 
     ``protocol`` names the generated package to decode with (see ``generated_spark``). Given
     paths, the driver cuts the files into record-aligned parts (about ``partitions`` of them,
     by default twice the session's parallelism) and each task reads and decodes its parts in one
     ``mapInArrow`` call; given a DataFrame of raw records, ``mapInArrow`` decodes its frames.
+    Frames are decoded straight into Arrow columns where the protocol's frame allows it
+    (``runtime/spark/columnar_frames.py``); ``columnar=False`` decodes them one by one through
+    the generated ``decode_frame`` (the same rows, slower: for comparisons).
     """
     schema = capture_schema(protocol)  # also checks the protocol before any task runs
     if isinstance(source, DataFrame):
-        return source.mapInArrow(partial(decode_batches, protocol, side), schema)
+        return source.mapInArrow(partial(_decode_batches, protocol, side, columnar), schema)
     paths = [source] if isinstance(source, str) else list(source)
     # Twice the parallelism by default: tasks finishing at different times even out.
     wanted = partitions or 2 * spark.sparkContext.defaultParallelism
@@ -336,4 +326,15 @@ def decode_captures(spark: SparkSession, source: str | Sequence[str] | DataFrame
     # One part per partition (and task), however many parts the files made.
     rdd = spark.sparkContext.parallelize(parts, max(1, len(parts)))
     table = spark.createDataFrame(rdd, PART_SCHEMA)
-    return table.mapInArrow(partial(decode_parts, protocol, side, strict, batch_rows), schema)
+    return table.mapInArrow(partial(_decode_parts, protocol, side, strict, batch_rows, columnar),
+                            schema)
+
+
+def _decode_batches(protocol: str, side: str, columnar: bool,
+                    batches: Iterator[Any]) -> Iterator[Any]:
+    return decode_batches(protocol, side, batches, columnar)
+
+
+def _decode_parts(protocol: str, side: str, strict: bool, batch_rows: int, columnar: bool,
+                  batches: Iterator[Any]) -> Iterator[Any]:
+    return decode_parts(protocol, side, strict, batch_rows, batches, columnar)

@@ -58,6 +58,15 @@ static void buf_free(Buf *b) {
 typedef enum { C_FIXED, C_BOOL, C_DECIMAL, C_BINARY, C_LIST, C_STRUCT, C_MAP } Shape;
 
 typedef struct Col Col;
+
+/* The columns a row has changed so far, with their lengths before it: a bad row is rolled
+   back from here, so a row costs what it touches, not a mark of every column of the plan. */
+typedef struct {
+    uint64_t gen;        /* the row being decoded */
+    Col **log;
+    Py_ssize_t n, cap;   /* cap: every column of the plan, each logged once a row at most */
+} Undo;
+
 struct Col {
     Shape shape;
     int kind;            /* K_*; of the items for a list */
@@ -87,12 +96,19 @@ struct Col {
     /* enums: declared numbers, sorted, and the index of each in the names order */
     int32_t *enum_numbers, *enum_index;
     Py_ssize_t nenum;
-    /* rollback marks */
+    /* rollback marks, taken when the current row first changes the column (gen) */
     Py_ssize_t m_len, m_valid, m_values, m_offsets, m_data;
+    uint64_t gen;
+    Undo *undo;          /* the plan's; owned by its root column (owns_undo) */
+    int owns_undo;
 };
 
 static void col_free(Col *c) {
     if (c == NULL) return;
+    if (c->owns_undo) {
+        PyMem_Free(c->undo->log);
+        PyMem_Free(c->undo);
+    }
     buf_free(&c->valid);
     buf_free(&c->values);
     buf_free(&c->offsets);
@@ -279,24 +295,66 @@ fail:
 /* ------------------------------------------------------------------------------------------ */
 /* appending entries */
 
-static void col_mark(Col *c) {
+static Py_ssize_t col_count(const Col *c) {
+    Py_ssize_t n = 1 + (c->items ? col_count(c->items) : 0);
+    for (Py_ssize_t i = 0; i < c->nfields; i++) n += col_count(c->fields[i]);
+    return n;
+}
+
+static void col_set_undo(Col *c, Undo *undo) {
+    c->undo = undo;
+    c->gen = 0;
+    if (c->items) col_set_undo(c->items, undo);
+    for (Py_ssize_t i = 0; i < c->nfields; i++) col_set_undo(c->fields[i], undo);
+}
+
+/* Give a plan's columns their undo log (the root owns it); -1 with MemoryError set. */
+static int col_attach_undo(Col *root) {
+    Undo *undo = PyMem_Calloc(1, sizeof(Undo));
+    if (undo == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    undo->cap = col_count(root);
+    undo->log = PyMem_Malloc(sizeof(Col *) * (size_t)undo->cap);
+    if (undo->log == NULL) {
+        PyMem_Free(undo);
+        PyErr_NoMemory();
+        return -1;
+    }
+    col_set_undo(root, undo);
+    root->owns_undo = 1;
+    return 0;
+}
+
+/* Before the current row first changes column c: its lengths, to roll back to. */
+static inline void touch(Col *c) {
+    Undo *u = c->undo;
+    if (c->gen == u->gen) return;
+    c->gen = u->gen;
     c->m_len = c->len;
     c->m_valid = c->valid.len;
     c->m_values = c->values.len;
     c->m_offsets = c->offsets.len;
     c->m_data = c->data.len;
-    if (c->items) col_mark(c->items);
-    for (Py_ssize_t i = 0; i < c->nfields; i++) col_mark(c->fields[i]);
+    u->log[u->n++] = c;  /* within cap: a column is logged once a row */
 }
 
-static void col_rollback(Col *c) {
-    c->len = c->m_len;
-    c->valid.len = c->m_valid;
-    c->values.len = c->m_values;
-    c->offsets.len = c->m_offsets;
-    c->data.len = c->m_data;
-    if (c->items) col_rollback(c->items);
-    for (Py_ssize_t i = 0; i < c->nfields; i++) col_rollback(c->fields[i]);
+static void undo_begin(Undo *u) {
+    u->gen++;
+    u->n = 0;
+}
+
+static void undo_rollback(Undo *u) {
+    for (Py_ssize_t i = 0; i < u->n; i++) {
+        Col *c = u->log[i];
+        c->len = c->m_len;
+        c->valid.len = c->m_valid;
+        c->values.len = c->m_values;
+        c->offsets.len = c->m_offsets;
+        c->data.len = c->m_data;
+    }
+    u->n = 0;
 }
 
 /* Offsets start with a 0 for the first entry. */
@@ -318,6 +376,7 @@ static inline int put_valid(Col *c, int valid) {
 /* Append the entry held in c->seen/bits/str: a value, or (not seen) a null or the zero
    value, which is also what stands below a null struct. */
 static int col_commit_value(Col *c) {
+    touch(c);
     switch (c->shape) {
     case C_FIXED:
         if (c->width == 4) {
@@ -354,24 +413,52 @@ static int col_commit_value(Col *c) {
     return 0;
 }
 
-/* A null (or, where not nullable, a placeholder) entry of any column. */
-static int col_null(Col *c) {
-    switch (c->shape) {
-    case C_LIST: case C_MAP:
-        if (buf_i32(&c->offsets, (int32_t)c->items->len) < 0) return -1;
-        if (put_valid(c, 0) < 0) return -1;
-        c->len++;
-        return 0;
-    case C_STRUCT:
-        for (Py_ssize_t i = 0; i < c->nfields; i++)
-            if (col_null(c->fields[i]) < 0) return -1;
-        if (put_valid(c, 0) < 0) return -1;
-        c->len++;
-        return 0;
-    default:
-        c->seen = 0;
-        return col_commit_value(c);
+/* Append k null entries (placeholders where the column is not nullable: zero, empty) in
+   bulk. A struct's fields are not touched: they lag behind it, their missing entries being
+   nulls too, and catch up when the struct next gets a value, or at the end (col_result).
+   So a message that is absent costs one entry, not one per column of its whole subtree
+   (a Pulsar command has some seventy absent bodies and 600 columns). */
+static int col_pad(Col *c, Py_ssize_t k) {
+    if (k <= 0) return 0;
+    touch(c);
+    if (c->nullable) {
+        if (buf_reserve(&c->valid, k) < 0) return -1;
+        memset(c->valid.p + c->valid.len, 0, (size_t)k);
+        c->valid.len += k;
     }
+    Py_ssize_t width = 0;
+    switch (c->shape) {
+    case C_FIXED: width = c->width; break;
+    case C_BOOL: width = 1; break;
+    case C_DECIMAL: width = 16; break;
+    case C_BINARY: case C_LIST: case C_MAP: {
+        if (buf_reserve(&c->offsets, 4 * k) < 0) return -1;
+        int32_t last = ((const int32_t *)c->offsets.p)[c->offsets.len / 4 - 1];
+        int32_t *o = (int32_t *)(c->offsets.p + c->offsets.len);
+        for (Py_ssize_t i = 0; i < k; i++) o[i] = last;
+        c->offsets.len += 4 * k;
+        break;
+    }
+    case C_STRUCT:
+        break;
+    }
+    if (width) {
+        if (buf_reserve(&c->values, width * k) < 0) return -1;
+        memset(c->values.p + c->values.len, 0, (size_t)(width * k));
+        c->values.len += width * k;
+    }
+    c->len += k;
+    return 0;
+}
+
+/* Bring a struct's field `c` up to the struct's `n` entries before it gets the next. */
+static inline int col_catch_up(Col *c, Py_ssize_t n) {
+    return c->len < n ? col_pad(c, n - c->len) : 0;
+}
+
+/* A null (or, where not nullable, a placeholder) entry of any column. */
+static inline int col_null(Col *c) {
+    return col_pad(c, 1);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -577,6 +664,7 @@ static int clear_oneof(Col *s, const Col *member) {
    caller rolls the whole row back. */
 static int decode_message(Col *s, const uint8_t *p, const uint8_t *end, int depth) {
     if (depth > 100) return BAD;  /* the row path's recursion limit decides */
+    Py_ssize_t at = s->len;  /* the entry being decoded; the fields catch up to it */
     for (Py_ssize_t i = 0; i < s->nfields; i++) s->fields[i]->seen = 0;
     while (p < end) {
         uint64_t tag;
@@ -618,6 +706,7 @@ static int decode_message(Col *s, const uint8_t *p, const uint8_t *end, int dept
             uint64_t n;
             if (c->seen) return BAD;  /* a second occurrence: the row path decides */
             if (read_varint(&p, end, &n) != OK || n > (uint64_t)(end - p)) return BAD;
+            if (col_catch_up(c, at) < 0) return ERR;
             r = decode_message(c, p, p + n, depth + 1);
             p += n;
             c->seen = 1;
@@ -639,16 +728,18 @@ static int decode_message(Col *s, const uint8_t *p, const uint8_t *end, int dept
     for (Py_ssize_t i = 0; i < s->nfields; i++) {
         Col *c = s->fields[i];
         if (c->required && !c->seen) return BAD;
+        if (c->shape == C_STRUCT) continue;  /* decoded above, or absent: it lags */
+        if (col_catch_up(c, at) < 0) return ERR;
         if (c->shape == C_LIST || c->shape == C_MAP) {
+            touch(c);
             if (buf_i32(&c->offsets, (int32_t)c->items->len) < 0) return ERR;
             if (put_valid(c, 1) < 0) return ERR;
             c->len++;
-        } else if (c->shape == C_STRUCT) {
-            if (!c->seen && col_null(c) < 0) return ERR;
         } else if (col_commit_value(c) < 0) {
             return ERR;
         }
     }
+    touch(s);
     if (put_valid(s, 1) < 0) return ERR;
     s->len++;
     return OK;
@@ -672,10 +763,14 @@ static PyObject *bitmap_of(const Buf *bytes, Py_ssize_t len) {
     return out;
 }
 
-/* A column as Python builds it: (length, validity bitmap or None, buffers...) with
-   buffers: values (fixed, decimal), a bitmap of values (bool), offsets + data (binary),
-   offsets + the items' column (list), a list of the fields' columns (struct). */
-static PyObject *col_result(const Col *c) {
+/* A column of `want` entries as Python builds it: (length, validity bitmap or None,
+   buffers...) with buffers: values (fixed, decimal), a bitmap of values (bool), offsets +
+   data (binary), offsets + the items' column (list), a list of the fields' columns (struct);
+   or (length,) for a column of nothing but nulls (placeholders where not nullable), which
+   Python builds without buffers from here. */
+static PyObject *col_result(Col *c, Py_ssize_t want) {
+    if (c->len == 0 && want > 0) return Py_BuildValue("(n)", want);
+    if (col_catch_up(c, want) < 0) return NULL;
     PyObject *valid = c->nullable ? bitmap_of(&c->valid, c->len) : Py_NewRef(Py_None);
     if (valid == NULL) return NULL;
     PyObject *a = NULL, *b = NULL;
@@ -693,13 +788,13 @@ static PyObject *col_result(const Col *c) {
         break;
     case C_LIST: case C_MAP:
         a = bytes_of(&c->offsets);
-        b = col_result(c->items);
+        b = col_result(c->items, c->items->len);
         if (b == NULL) Py_CLEAR(a);
         break;
     case C_STRUCT:
         a = PyList_New(c->nfields);
         for (Py_ssize_t i = 0; a != NULL && i < c->nfields; i++) {
-            PyObject *child = col_result(c->fields[i]);
+            PyObject *child = col_result(c->fields[i], c->len);
             if (child == NULL) Py_CLEAR(a);
             else PyList_SET_ITEM(a, i, child);
         }
@@ -746,6 +841,10 @@ static int plan_init(PlanObject *self, PyObject *args, PyObject *kwargs) {
     if (!PyArg_ParseTuple(args, "O!:Plan", &PyTuple_Type, &fields)) return -1;
     Col *root = build_struct(fields, 0);
     if (root == NULL) return -1;
+    if (col_attach_undo(root) < 0) {
+        col_free(root);
+        return -1;
+    }
     root->nullable = 1;
     col_free(self->root);
     self->root = root;
@@ -757,15 +856,19 @@ static void plan_dealloc(PlanObject *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* Plan.decode(offsets, data, validity, offset, length) -> (column, bad rows).
-   offsets: the int32 offsets buffer of an Arrow binary array, data: its data buffer,
-   validity: its validity bitmap or None, offset and length: the array's. */
-static PyObject *plan_decode(PlanObject *self, PyObject *args) {
+/* One row's value into the next entry of `root`: OK, BAD (rolled back, left to the row
+   path) or ERR. */
+typedef int (*RowDecoder)(void *ctx, const uint8_t *p, const uint8_t *end);
+
+/* decode(offsets, data, validity, offset, length) -> (column, bad rows), for Plan and
+   FramePlan. offsets: the int32 offsets buffer of an Arrow binary array, data: its data
+   buffer, validity: its validity bitmap or None, offset and length: the array's. */
+static PyObject *decode_run(PyObject *args, Col *root, int *busy, RowDecoder one, void *ctx) {
     Py_buffer offsets = {0}, data = {0}, validity = {0};
     PyObject *validity_obj;
     Py_ssize_t offset, length;
-    if (self->root == NULL) {
-        PyErr_SetString(PyExc_ValueError, "Plan was not initialized");
+    if (root == NULL) {
+        PyErr_SetString(PyExc_ValueError, "the plan was not initialized");
         return NULL;
     }
     if (!PyArg_ParseTuple(args, "y*y*Onn:decode", &offsets, &data, &validity_obj, &offset,
@@ -780,13 +883,12 @@ static PyObject *plan_decode(PlanObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "buffers too short for offset and length");
         goto done;
     }
-    if (self->busy) {
-        PyErr_SetString(PyExc_RuntimeError, "Plan.decode is already running in this plan");
+    if (*busy) {
+        PyErr_SetString(PyExc_RuntimeError, "decode is already running in this plan");
         goto done;
     }
     if ((bad = PyList_New(0)) == NULL) goto done;
-    self->busy = 1;
-    Col *root = self->root;
+    *busy = 1;
     col_reset(root);
     const int32_t *offs = (const int32_t *)offsets.buf + offset;
     const uint8_t *base = (const uint8_t *)data.buf;
@@ -804,12 +906,12 @@ static PyObject *plan_decode(PlanObject *self, PyObject *args) {
             failed = 1;
             break;
         }
-        col_mark(root);
-        int r = decode_message(root, base + lo, base + hi, 0);
+        undo_begin(root->undo);
+        int r = one(ctx, base + lo, base + hi);
         if (r == ERR) {
             failed = 1;
         } else if (r == BAD) {
-            col_rollback(root);
+            undo_rollback(root->undo);
             PyObject *index = PyLong_FromSsize_t(i);
             if (index == NULL || PyList_Append(bad, index) < 0) failed = 1;
             Py_XDECREF(index);
@@ -817,17 +919,25 @@ static PyObject *plan_decode(PlanObject *self, PyObject *args) {
         }
     }
     if (!failed) {
-        PyObject *column = col_result(root);
+        PyObject *column = col_result(root, root->len);
         if (column != NULL) result = Py_BuildValue("(NO)", column, bad);
     }
     col_release(root);
-    self->busy = 0;
+    *busy = 0;
 done:
     Py_XDECREF(bad);
     PyBuffer_Release(&offsets);
     PyBuffer_Release(&data);
     if (has_validity) PyBuffer_Release(&validity);
     return result;
+}
+
+static int message_row(void *root, const uint8_t *p, const uint8_t *end) {
+    return decode_message((Col *)root, p, end, 0);
+}
+
+static PyObject *plan_decode(PlanObject *self, PyObject *args) {
+    return decode_run(args, self->root, &self->busy, message_row, self->root);
 }
 
 static PyMethodDef plan_methods[] = {
@@ -849,6 +959,383 @@ static PyTypeObject PlanType = {
 };
 
 /* ------------------------------------------------------------------------------------------ */
+/* frames: a run of whole frames of one frame struct (runtime/spark/columnar_frames.py)
+
+   A frame struct is a struct column whose fields are filled by steps, one per row of the
+   struct's layout table (runtime/codec/compiled_frames.py) that this path knows: sizes,
+   constants, checksums, sized protobuf messages (decoded by decode_message above), bytes and
+   nested structs. As for messages, anything the generated decoder would raise on, or that
+   this path is not sure to read as it does (a checksum that does not match, which the row
+   path returns with its error; a command without its body), makes the whole row bad. */
+
+enum { F_SIZE_REST = 1, F_SIZE, F_CONST, F_CHECKSUM, F_PROTO, F_BYTES, F_STRUCT };
+enum { P_ALWAYS = 0, P_REMAINING = 1, P_PEEK = 2 };
+#define F_MAX_STEPS 64  /* sizes are kept per step on the C stack */
+
+typedef struct FNode FNode;
+typedef struct {
+    int op;
+    int width, is_signed, big;  /* the stored integer of a size, constant, checksum, peek */
+    int at;               /* F_SIZE: the step it sizes; F_BYTES: -1 for the rest;
+                             F_STRUCT: its presence (P_*) */
+    uint64_t number;      /* F_CONST, a peek: the value expected (as read, unsigned) */
+    Py_ssize_t child;     /* the struct's field the step fills, or -1 */
+    PyObject *checksum;   /* F_CHECKSUM: the function, data -> int */
+    FNode *node;          /* F_STRUCT */
+    Py_ssize_t type_field;  /* F_PROTO of a command envelope: its type field, else -1 */
+    int32_t *body_of;     /* the type's enum index -> its body field, or -1 (no body) */
+    Py_ssize_t nbody;
+} FStep;
+
+struct FNode {
+    Col *col;
+    FStep *steps;
+    Py_ssize_t nsteps;
+    int check_end;
+};
+
+static void fnode_free(FNode *n) {
+    if (n == NULL) return;
+    for (Py_ssize_t i = 0; i < n->nsteps; i++) {
+        Py_XDECREF(n->steps[i].checksum);
+        PyMem_Free(n->steps[i].body_of);
+        fnode_free(n->steps[i].node);
+    }
+    PyMem_Free(n->steps);
+    PyMem_Free(n);  /* n->col belongs to its parent column (or the plan) */
+}
+
+/* A frame struct node from (check_end, nullable flags of its fields, steps), each step
+   (op, width, signed, big, at, number, child, extra). */
+static FNode *build_frame(PyObject *spec, int depth) {
+    int check_end;
+    PyObject *nullables, *steps;
+    if (depth > 32) {
+        PyErr_SetString(PyExc_ValueError, "frame structs nested too deep for a columnar plan");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(spec, "pO!O!:frame", &check_end, &PyTuple_Type, &nullables,
+                          &PyTuple_Type, &steps))
+        return NULL;
+    if (PyTuple_GET_SIZE(steps) > F_MAX_STEPS) {
+        PyErr_SetString(PyExc_ValueError, "a frame struct of too many rows");
+        return NULL;
+    }
+    FNode *n = PyMem_Calloc(1, sizeof(FNode));
+    if (n == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    n->check_end = check_end;
+    Col *s = n->col = col_new();
+    if (s == NULL) goto fail;
+    s->shape = C_STRUCT;
+    s->kind = K_MESSAGE;
+    s->nfields = PyTuple_GET_SIZE(nullables);
+    s->fields = PyMem_Calloc((size_t)(s->nfields ? s->nfields : 1), sizeof(Col *));
+    n->steps = PyMem_Calloc((size_t)(PyTuple_GET_SIZE(steps) ? PyTuple_GET_SIZE(steps) : 1),
+                            sizeof(FStep));
+    if (s->fields == NULL || n->steps == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    char sized[F_MAX_STEPS] = {0};
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(steps); i++) {
+        FStep *st = &n->steps[i];
+        unsigned long long number;
+        PyObject *extra;
+        st->type_field = -1;
+        n->nsteps = i + 1;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(steps, i), "iiiiiKnO:step", &st->op, &st->width,
+                              &st->is_signed, &st->big, &st->at, &number, &st->child, &extra))
+            goto fail;
+        st->number = number;
+        if (st->width < 0 || st->width > 8 || st->child < -1 || st->child >= s->nfields
+            || (st->child >= 0 && s->fields[st->child] != NULL)) {
+            PyErr_SetString(PyExc_ValueError, "a frame step out of range");
+            goto fail;
+        }
+        if ((st->op == F_PROTO || st->op == F_BYTES || st->op == F_STRUCT) != (st->child >= 0)) {
+            PyErr_SetString(PyExc_ValueError, "a stored step names its field, no other does");
+            goto fail;
+        }
+        Col *c = NULL;
+        switch (st->op) {
+        case F_SIZE:
+            if (st->at <= i || st->at >= PyTuple_GET_SIZE(steps)) {
+                PyErr_SetString(PyExc_ValueError, "a size step sizes a later step");
+                goto fail;
+            }
+            sized[st->at] = 1;
+            break;
+        case F_SIZE_REST: case F_CONST:
+            break;
+        case F_CHECKSUM:
+            if (!PyCallable_Check(extra)) {
+                PyErr_SetString(PyExc_TypeError, "a checksum step needs its function");
+                goto fail;
+            }
+            st->checksum = Py_NewRef(extra);
+            break;
+        case F_PROTO: {
+            PyObject *rows, *body;
+            if (!PyArg_ParseTuple(extra, "O!nO!:proto", &PyTuple_Type, &rows, &st->type_field,
+                                  &PyTuple_Type, &body))
+                goto fail;
+            if ((c = build_struct(rows, 0)) == NULL) goto fail;
+            s->fields[st->child] = c;
+            st->nbody = PyTuple_GET_SIZE(body);
+            if (st->type_field >= c->nfields
+                || (st->type_field >= 0 && c->fields[st->type_field]->kind != K_ENUM)) {
+                PyErr_SetString(PyExc_ValueError, "an envelope's type is an enum field");
+                goto fail;
+            }
+            st->body_of = PyMem_Malloc(sizeof(int32_t) * (size_t)(st->nbody ? st->nbody : 1));
+            if (st->body_of == NULL) {
+                PyErr_NoMemory();
+                goto fail;
+            }
+            for (Py_ssize_t k = 0; k < st->nbody; k++) {
+                long v = PyLong_AsLong(PyTuple_GET_ITEM(body, k));
+                if (v == -1 && PyErr_Occurred()) goto fail;
+                if (v < -1 || v >= c->nfields) {
+                    PyErr_SetString(PyExc_ValueError, "a body field out of range");
+                    goto fail;
+                }
+                st->body_of[k] = (int32_t)v;
+            }
+            break;
+        }
+        case F_BYTES:
+            if ((c = build_value(K_BYTES, Py_None, depth)) == NULL) goto fail;
+            s->fields[st->child] = c;
+            break;
+        case F_STRUCT:
+            if ((st->node = build_frame(extra, depth + 1)) == NULL) goto fail;
+            c = st->node->col;
+            s->fields[st->child] = c;
+            break;
+        default:
+            PyErr_Format(PyExc_ValueError, "frame step %d has no columnar form", st->op);
+            goto fail;
+        }
+        if ((st->op == F_PROTO || (st->op == F_BYTES && st->at >= 0)) && !sized[i]) {
+            PyErr_SetString(PyExc_ValueError, "a sized step without its size step");
+            goto fail;
+        }
+    }
+    for (Py_ssize_t k = 0; k < s->nfields; k++) {
+        if (s->fields[k] == NULL) {
+            PyErr_SetString(PyExc_ValueError, "a frame field that no step fills");
+            goto fail;
+        }
+        s->fields[k]->nullable = PyObject_IsTrue(PyTuple_GET_ITEM(nullables, k));
+    }
+    return n;
+fail:
+    col_free(s);  /* with the columns of nested nodes, which fnode_free leaves */
+    n->col = NULL;
+    fnode_free(n);
+    return NULL;
+}
+
+/* The stored integer of `st` at *pp (BAD when fewer than its bytes remain). */
+static int read_uint(const FStep *st, const uint8_t **pp, const uint8_t *end, uint64_t *out) {
+    if (end - *pp < st->width) return BAD;
+    uint64_t v = 0;
+    for (int k = 0; k < st->width; k++) {
+        uint64_t b = (*pp)[k];
+        v |= st->big ? b << (8 * (st->width - 1 - k)) : b << (8 * k);
+    }
+    *pp += st->width;
+    *out = v;
+    return OK;
+}
+
+static int negative(const FStep *st, uint64_t v) {
+    return st->is_signed && st->width > 0 && (v >> (8 * st->width - 1)) & 1;
+}
+
+/* Whether `checksum` over [p, end) is `sent`: 1, 0, or -1 with a Python exception set. */
+static int checksum_matches(PyObject *checksum, const uint8_t *p, const uint8_t *end,
+                            uint64_t sent) {
+    PyObject *view = PyMemoryView_FromMemory((char *)p, end - p, PyBUF_READ);
+    if (view == NULL) return -1;
+    PyObject *sum = PyObject_CallOneArg(checksum, view);
+    Py_DECREF(view);
+    if (sum == NULL) return -1;
+    unsigned long long v = PyLong_AsUnsignedLongLong(sum);
+    Py_DECREF(sum);
+    if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
+        PyErr_Clear();  /* no stored integer is negative or past 64 bits */
+        return 0;
+    }
+    return v == sent;
+}
+
+/* Decode one frame struct at *pp (its region ends at `end`) into the next entry of n->col. */
+static int decode_frame_struct(const FNode *n, const uint8_t **pp, const uint8_t *end) {
+    const uint8_t *p = *pp;
+    uint64_t sizes[F_MAX_STEPS];
+    Col *s = n->col;
+    Py_ssize_t at = s->len;  /* the entry being decoded; the fields catch up to it */
+    for (Py_ssize_t i = 0; i < n->nsteps; i++) {
+        const FStep *st = &n->steps[i];
+        uint64_t v;
+        int r = OK;
+        switch (st->op) {
+        case F_SIZE_REST:
+            if (read_uint(st, &p, end, &v) != OK || negative(st, v)
+                || v > (uint64_t)(end - p))
+                return BAD;
+            end = p + v;
+            break;
+        case F_SIZE:
+            if (read_uint(st, &p, end, &v) != OK || negative(st, v)) return BAD;
+            sizes[st->at] = v;
+            break;
+        case F_CONST:
+            if (read_uint(st, &p, end, &v) != OK || v != st->number) return BAD;
+            break;
+        case F_CHECKSUM: {
+            if (read_uint(st, &p, end, &v) != OK) return BAD;
+            int m = checksum_matches(st->checksum, p, end, v);
+            if (m < 0) return ERR;
+            if (!m) return BAD;  /* the row path gives the frame with its ChecksumFailure */
+            break;
+        }
+        case F_PROTO: {
+            Col *c = s->fields[st->child];
+            if (sizes[i] > (uint64_t)(end - p)) return BAD;
+            if (col_catch_up(c, at) < 0) return ERR;
+            r = decode_message(c, p, p + sizes[i], 0);
+            if (r != OK) return r;
+            p += sizes[i];
+            if (st->type_field >= 0) {  /* a command: it carries the body its type names */
+                const Col *type = c->fields[st->type_field];
+                if (!type->seen || type->bits >= (uint64_t)st->nbody) return BAD;
+                int32_t body = st->body_of[type->bits];
+                if (body < 0 || !c->fields[body]->seen) return BAD;
+            }
+            break;
+        }
+        case F_BYTES: {
+            Col *c = s->fields[st->child];
+            uint64_t size = st->at < 0 ? (uint64_t)(end - p) : sizes[i];
+            if (size > (uint64_t)(end - p)) return BAD;
+            if (col_catch_up(c, at) < 0) return ERR;
+            c->seen = 1;
+            c->str = p;
+            c->str_len = (Py_ssize_t)size;
+            if (col_commit_value(c) < 0) return ERR;
+            p += size;
+            break;
+        }
+        case F_STRUCT: {
+            int present = 1;
+            if (st->at == P_REMAINING) {
+                present = p < end;
+            } else if (st->at == P_PEEK) {
+                const uint8_t *q = p;
+                present = read_uint(st, &q, end, &v) == OK && v == st->number;
+            }
+            if (present) {  /* else it lags, as an absent message does */
+                if (col_catch_up(st->node->col, at) < 0) return ERR;
+                r = decode_frame_struct(st->node, &p, end);
+            }
+            if (r != OK) return r;
+            break;
+        }
+        default:
+            return BAD;
+        }
+    }
+    if (n->check_end && p != end) return BAD;
+    touch(s);
+    if (put_valid(s, 1) < 0) return ERR;
+    s->len++;
+    *pp = p;
+    return OK;
+}
+
+typedef struct {
+    PyObject_HEAD
+    FNode *root;
+    int busy;
+} FramePlanObject;
+
+static int frame_row(void *root, const uint8_t *p, const uint8_t *end) {
+    int r = decode_frame_struct((const FNode *)root, &p, end);
+    return r == OK && p != end ? BAD : r;  /* bytes after the frame: the row path's error */
+}
+
+static int frame_plan_init(FramePlanObject *self, PyObject *args, PyObject *kwargs) {
+    PyObject *spec;
+    if (!PyArg_ParseTuple(args, "O!:FramePlan", &PyTuple_Type, &spec)) return -1;
+    FNode *root = build_frame(spec, 0);
+    if (root == NULL) return -1;
+    if (col_attach_undo(root->col) < 0) {
+        col_free(root->col);
+        fnode_free(root);
+        return -1;
+    }
+    root->col->nullable = 1;
+    if (self->root != NULL) col_free(self->root->col);
+    fnode_free(self->root);
+    self->root = root;
+    return 0;
+}
+
+static void frame_plan_dealloc(FramePlanObject *self) {
+    if (self->root != NULL) col_free(self->root->col);
+    fnode_free(self->root);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *frame_plan_decode(FramePlanObject *self, PyObject *args) {
+    return decode_run(args, self->root == NULL ? NULL : self->root->col, &self->busy,
+                      frame_row, self->root);
+}
+
+static PyMethodDef frame_plan_methods[] = {
+    {"decode", (PyCFunction)frame_plan_decode, METH_VARARGS,
+     "decode(offsets, data, validity, offset, length) -> (column buffers, bad row indices)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject FramePlanType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "protoframe.runtime.codec._columnar.FramePlan",
+    .tp_basicsize = sizeof(FramePlanObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A columnar decoder of one frame struct: FramePlan((check_end, nullables, steps)).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)frame_plan_init,
+    .tp_dealloc = (destructor)frame_plan_dealloc,
+    .tp_methods = frame_plan_methods,
+};
+
+/* The step numbers, for runtime/spark/columnar_frames.py. */
+static int add_frame_steps(PyObject *m) {
+    PyObject *d = Py_BuildValue("{sisisisisisisi}", "size_rest", F_SIZE_REST, "size", F_SIZE,
+                                "const", F_CONST, "checksum", F_CHECKSUM, "proto", F_PROTO,
+                                "bytes", F_BYTES, "struct", F_STRUCT);
+    if (d == NULL) return -1;
+    PyObject *p = Py_BuildValue("{sisisi}", "always", P_ALWAYS, "remaining", P_REMAINING,
+                                "peek", P_PEEK);
+    if (p == NULL) {
+        Py_DECREF(d);
+        return -1;
+    }
+    int r = PyModule_AddObjectRef(m, "FRAME_STEPS", d) < 0
+            || PyModule_AddObjectRef(m, "FRAME_PRESENCE", p) < 0;
+    Py_DECREF(d);
+    Py_DECREF(p);
+    return r ? -1 : 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* the module */
 
 static struct PyModuleDef columnar_module = {
@@ -859,10 +1346,12 @@ static struct PyModuleDef columnar_module = {
 };
 
 PyMODINIT_FUNC PyInit__columnar(void) {
-    if (PyType_Ready(&PlanType) < 0) return NULL;
+    if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&FramePlanType) < 0) return NULL;
     PyObject *m = PyModule_Create(&columnar_module);
     if (m == NULL) return NULL;
-    if (PyModule_AddObjectRef(m, "Plan", (PyObject *)&PlanType) < 0 || add_vocabulary(m) < 0) {
+    if (PyModule_AddObjectRef(m, "Plan", (PyObject *)&PlanType) < 0
+        || PyModule_AddObjectRef(m, "FramePlan", (PyObject *)&FramePlanType) < 0
+        || add_vocabulary(m) < 0 || add_frame_steps(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -16,3 +16,18 @@ class Plan:
     ) -> tuple[tuple[Any, ...], list[int]]:
         """The column's buffers as nested tuples, and the indices of the rows left null for
         the row path."""
+
+FRAME_STEPS: dict[str, int]
+FRAME_PRESENCE: dict[str, int]
+
+class FramePlan:
+    """A columnar decoder of one frame struct: ``FramePlan((check_end, nullables, steps))``,
+    each step ``(op, width, signed, big, at, number, child, extra)`` with op one of
+    ``FRAME_STEPS`` (see runtime/spark/columnar_frames.py)."""
+
+    def __init__(self, spec: tuple[object, ...], /) -> None: ...
+    def decode(
+        self, offsets: Any, data: Any, validity: Any, offset: int, length: int, /
+    ) -> tuple[tuple[Any, ...], list[int]]:
+        """The frame column's buffers as nested tuples, and the indices of the rows left null
+        for the row path."""

@@ -102,6 +102,9 @@ _SIGNED, _BIG, _VARINT = 1, 2, 4
 _INT_TYPE = re.compile(r"([ui])(8|16|32|64)(be|le)?")
 _CHECKSUMS = {"crc32c": checksums.crc32c, "crc32": checksums.crc32}
 _METHODS = ("encode", "decode", "decode_from")
+# Every struct's layout as its module declared it, compiled codec or not: the columnar
+# decoding of captured frames (runtime/spark/columnar_frames.py) walks them.
+_LAYOUTS: dict[type, tuple[bool, tuple[FrameRow, ...]]] = {}
 
 
 def available() -> bool:
@@ -115,6 +118,9 @@ def install_frame_layouts(layouts: Iterable[FrameLayout]) -> None:
     Called once, at the end of the module, with the generator's layout tables; a struct's
     nested structs come before it.
     """
+    layouts = tuple(layouts)
+    for cls, check_end, rows in layouts:
+        _LAYOUTS[cls] = (check_end, rows)
     if not available():
         return
     assert _framecodec is not None and compiled._wirecodec is not None
@@ -133,6 +139,12 @@ def install_frame_layouts(layouts: Iterable[FrameLayout]) -> None:
         compiled.register(cls, python, methods)
         if codec.install_constructor(cls.__dict__["__init__"]):
             compiled.register_constructor(cls, codec)
+
+
+def frame_layout(cls: type) -> tuple[bool, tuple[FrameRow, ...]] | None:
+    """The layout table of frame struct ``cls`` (whether bytes after its last field are an
+    error, its rows), or None when its module gave it none."""
+    return _LAYOUTS.get(cls)
 
 
 def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any]) -> tuple[tuple[Any, ...], ...]:

@@ -42,7 +42,7 @@ from typing import Any, Literal
 import pyarrow as pa
 
 from protoframe.runtime.codec import compiled, vocabulary
-from protoframe.runtime.spark.rows import DECIMAL_20, RowCodec
+from protoframe.runtime.spark.rows import DECIMAL_20, RowCodec, null_column, placeholders
 
 _columnar: ModuleType | None
 try:
@@ -76,6 +76,8 @@ class Plan:
         self.arrow_type = arrow_type
         # path of field indices -> the names (a string array) an enum column's indices pick
         self.enum_names = enum_names
+        self._fillers: dict[tuple[int, ...], Any] = {}  # path -> all-null column
+        self._filler_rows = -1  # the length of those columns
 
     def decode(self, values: Any) -> tuple[Any, list[int]]:
         """The struct column of a binary array's values, and the rows left to the row path."""
@@ -86,11 +88,26 @@ class Plan:
                                        validity, values.offset, len(values))
         return self._array(self.arrow_type, tree, ()), bad
 
+    def _field(self, field: Any, node: tuple[Any, ...], path: tuple[int, ...]) -> Any:
+        if len(node) == 1:  # nothing but nulls: a message absent from every row
+            # Kept by path for the batch size: looking a large struct type up by its hash (as
+            # null_column's cache does) costs more than the rest of a batch of a thousand rows.
+            rows = node[0]
+            if self._filler_rows != rows:
+                self._fillers.clear()
+                self._filler_rows = rows
+            column = self._fillers.get(path)
+            if column is None:
+                column = self._fillers[path] = null_column(rows, field.type) if field.nullable \
+                    else placeholders(rows, field.type)
+            return column
+        return self._array(field.type, node, path)
+
     def _array(self, arrow_type: Any, node: tuple[Any, ...], path: tuple[int, ...]) -> Any:
         length, validity, *buffers = node
         valid = None if validity is None else pa.py_buffer(validity)
         if pa.types.is_struct(arrow_type):
-            children = [self._array(f.type, child, (*path, i))
+            children = [self._field(f, child, (*path, i))
                         for i, (f, child) in enumerate(zip(arrow_type, buffers[0], strict=True))]
             return pa.Array.from_buffers(arrow_type, length, [valid], children=children)
         if pa.types.is_list(arrow_type):

@@ -446,19 +446,19 @@ def null_column(rows: int, arrow_type: Any) -> Any:
         by_type = _NULL_CACHE[rows] = {}
     column = by_type.get(arrow_type)
     if column is None:
-        children = [null_column(rows, f.type) if f.nullable else _placeholders(rows, f.type)
+        children = [null_column(rows, f.type) if f.nullable else placeholders(rows, f.type)
                     for f in arrow_type]
         column = by_type[arrow_type] = pa.StructArray.from_arrays(
             children, fields=list(arrow_type), mask=pa.repeat(pa.scalar(True), rows))
     return column
 
 
-def _placeholders(rows: int, arrow_type: Any) -> Any:
+def placeholders(rows: int, arrow_type: Any) -> Any:
     """``rows`` valid values of ``arrow_type`` that stand for nothing (zero, empty)."""
     if pa.types.is_struct(arrow_type):
         if arrow_type.num_fields == 0:
             return pa.array([{}] * rows, arrow_type)
-        children = [null_column(rows, f.type) if f.nullable else _placeholders(rows, f.type)
+        children = [null_column(rows, f.type) if f.nullable else placeholders(rows, f.type)
                     for f in arrow_type]
         return pa.StructArray.from_arrays(children, fields=list(arrow_type))
     if pa.types.is_list(arrow_type) or pa.types.is_map(arrow_type):

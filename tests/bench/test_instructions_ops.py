@@ -15,6 +15,9 @@ from bench.frames_protocols import tank_batch_values
 
 @pytest.mark.parametrize("statement", sorted({op.statement for op in OPS}))
 def test_every_statement_runs_in_the_worker(statement: str) -> None:
+    if statement.startswith("capture_"):  # the capture rows need the spark extra
+        pytest.importorskip("pyarrow")
+        pytest.importorskip("pyspark")
     exec(compile(statement, "<bench>", "eval"), vars(worker))  # noqa: S102 (the bench's own)
 
 
@@ -35,3 +38,12 @@ def test_the_tubemq_rows_compare_the_same_work() -> None:
     assert _value("tubemq_ours_decode(TUBEMQ_WIRE)") == _value("tubemq_hand_decode(TUBEMQ_WIRE)")
     assert _value("tubemq_ours_encode()") == _value("tubemq_hand_encode()") == worker.TUBEMQ_WIRE
     assert len(worker.TUBEMQ_WIRE) == 239
+
+
+def test_the_capture_rows_compare_the_same_work() -> None:
+    pytest.importorskip("pyarrow")
+    pytest.importorskip("pyspark")
+    columnar, rows = _value("capture_columnar()"), _value("capture_rows()")
+    assert all(a.equals(b) for a, b in zip(columnar, rows, strict=True))
+    assert len(columnar.frames) == worker.CAPTURE_FRAMES
+    assert columnar.errors.null_count == worker.CAPTURE_FRAMES  # every frame decoded

@@ -7,6 +7,7 @@ pyspark and pyarrow, which only the spark extra installs.
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 from types import ModuleType
 
@@ -17,7 +18,7 @@ pytest.importorskip("pyarrow")
 
 import pyarrow as pa  # noqa: E402
 
-from protoframe.generated.pulsar import frames  # noqa: E402
+from protoframe.generated.pulsar import frames, pulsar_api  # noqa: E402
 from protoframe.generated.pulsar import spark as pulsar_spark  # noqa: E402
 from protoframe.generator.build import generate  # noqa: E402
 from protoframe.generator.output import write_files  # noqa: E402
@@ -34,8 +35,11 @@ from protoframe.runtime.codec.capture import (  # noqa: E402
     write_records,
 )
 from tests.support.generate import import_generated  # noqa: E402
+from tests.support.pravega_frames import VECTORS as PRAVEGA_VECTORS  # noqa: E402
 from tests.support.pulsar_frames import sample_wire_frames  # noqa: E402
 from tests.support.spark_rows import DEMO_YAML  # noqa: E402
+from tests.support.tubemq_commands import COMMANDS as TUBEMQ_COMMANDS  # noqa: E402
+from tests.support.tubemq_commands import filled  # noqa: E402
 
 
 def _raw_batch(records: list[CaptureRecord]) -> pa.RecordBatch:
@@ -114,3 +118,62 @@ def test_decode_parts_reads_and_decodes_file_ranges(tmp_path: Path) -> None:
     assert [r["direction"] for r in rows] == ["in", "out"] * 25
     assert [r["command_type"] for r in rows] == ["CONNECT", "SEND", "CONNECT"] * 16 + [
         "CONNECT", "SEND"]
+
+
+def _damaged(wire: list[bytes]) -> list[bytes]:
+    """Each frame cut short, with a byte flipped, and with a byte after it."""
+    out = []
+    for w in wire:
+        flipped = bytearray(w)
+        flipped[len(w) // 2] ^= 0x41
+        out += [w[: len(w) - 1], bytes(flipped), w + b"\x00"]
+    return out
+
+
+def _pulsar_wire() -> list[bytes]:
+    with_entry = frames.Frame(
+        command=pulsar_api.BaseCommand(type_=pulsar_api.BaseCommand.Type.MESSAGE,
+                                       message=pulsar_api.CommandMessage(
+                                           consumer_id=1, message_id=pulsar_api.MessageIdData(
+                                               ledgerId=3, entryId=4))),
+        payload=frames.Payload(
+            broker_entry=frames.BrokerEntry(metadata=pulsar_api.BrokerEntryMetadata(
+                broker_timestamp=5, index=6)),
+            metadata=pulsar_api.MessageMetadata(producer_name="p", sequence_id=7,
+                                                publish_time=8),
+            data=b"entry"))
+    return [*sample_wire_frames(), with_entry.encode()]
+
+
+def _tubemq_wire() -> list[bytes]:
+    rng = random.Random(21)
+    return [build(filled(cls, rng, 0.5), serial_no=i).encode()
+            for i, (_, build, cls) in enumerate(TUBEMQ_COMMANDS)]
+
+
+@pytest.mark.parametrize("protocol", ["pulsar", "pravega", "tubemq"])
+def test_columnar_and_row_paths_agree_on_captures(tmp_path: Path, protocol: str) -> None:
+    wire = {"pulsar": _pulsar_wire, "pravega": lambda: [w for w, _ in PRAVEGA_VECTORS],
+            "tubemq": _tubemq_wire}[protocol]()
+    wire = wire * 3 + _damaged(wire)
+    records = [CaptureRecord(i, Direction(i % 2), 1 + i % 2, w) for i, w in enumerate(wire)]
+    path = tmp_path / "c.pfcap"
+    empty = tmp_path / "empty.pfcap"
+    write_records(path, records)
+    write_records(empty, [])
+    parts = pa.RecordBatch.from_pydict({"path": [str(empty), str(path)], "start": [0, 0],
+                                        "end": [empty.stat().st_size, path.stat().st_size]})
+    got = list(decode_parts(protocol, "client", True, 8, iter([parts])))
+    want = list(decode_parts(protocol, "client", True, 8, iter([parts]), columnar=False))
+    assert len(got) == len(want) == -(-len(wire) // 8)
+    for mine, theirs in zip(got, want, strict=True):
+        assert mine.schema == theirs.schema
+        assert mine.equals(theirs)
+    rows = [r for b in got for r in b.to_pylist()]
+    assert [r["frame_size"] for r in rows] == [len(w) for w in wire]
+    assert any(r["error"] for r in rows) and any(r["error"] is None for r in rows)
+    batch = _raw_batch(records)
+    (via_raw,) = decode_batches(protocol, "client", iter([batch]))
+    (rows_raw,) = decode_batches(protocol, "client", iter([batch]), columnar=False)
+    assert via_raw.equals(rows_raw)
+    assert via_raw.to_pylist() == rows

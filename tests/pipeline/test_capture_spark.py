@@ -30,7 +30,7 @@ from protoframe.pipeline.capture_decode import (  # noqa: E402
     read_captures,
 )
 from protoframe.pipeline.queries import command_counts, latency_summary, pulsar_send_latency  # noqa: E402
-from protoframe.runtime.codec.capture import CaptureWriter, Direction  # noqa: E402
+from protoframe.runtime.codec.capture import CaptureWriter, Direction, write_records  # noqa: E402
 
 Type = pulsar_api.BaseCommand.Type
 MS = 1_000_000
@@ -168,3 +168,18 @@ def test_both_ways_of_decoding_agree(spark: SparkSession, capture: Capture) -> N
     via_source = decode_captures(spark, read_captures(spark, paths, partitions=2))
     order = ["connection_id", "ts_ns", "direction"]
     assert fused.orderBy(*order).collect() == via_source.orderBy(*order).collect()
+
+
+def test_columnar_and_row_paths_agree(spark: SparkSession, capture: Capture,
+                                      tmp_path: Path) -> None:
+    empty = tmp_path / "empty.pfcap"  # a capture of no frames: an empty run
+    write_records(empty, [])
+    paths = [*(str(p) for p in capture.paths), str(empty)]
+    order = ["connection_id", "ts_ns", "direction"]
+    columnar = decode_captures(spark, paths, partitions=3).orderBy(*order).collect()
+    rows = decode_captures(spark, paths, partitions=3, columnar=False).orderBy(*order).collect()
+    assert len(columnar) == capture.records
+    assert columnar == rows
+    raw = read_captures(spark, paths, partitions=2)
+    assert decode_captures(spark, raw).orderBy(*order).collect() == rows
+    assert decode_captures(spark, raw, columnar=False).orderBy(*order).collect() == rows

@@ -1,0 +1,236 @@
+"""Columnar frame decoding (runtime/spark/columnar_frames.py, ``FramePlan`` in
+runtime/codec/_columnar.c) against the row path.
+
+Runs of hypothesis-generated Pulsar frames (every command, payloads with and without broker
+entry metadata) and damaged ones (cut short, a flipped byte, bytes appended, a wrong payload
+checksum, a command without its body, an undeclared command type, sizes past their region)
+decode to the same frame column, command names and errors, type for type and value for value,
+by ``decode_frames`` as by ``row_frames`` (``decode_frame`` per frame, ``command_name``,
+``FRAME.to_arrow``); the clean ones all on the fast path. Pravega (its frame is a switch) and
+TubeMQ (no layout tables) have no columnar plan, and their runs take the row path whole.
+"""
+
+from __future__ import annotations
+
+import gc
+import struct
+import sys
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyarrow")
+pytest.importorskip("pyspark")
+
+import pyarrow as pa  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from protoframe.generated.pravega import frames as pravega_frames  # noqa: E402
+from protoframe.generated.pravega import spark as pravega_spark  # noqa: E402
+from protoframe.generated.pulsar import frames, pulsar_api  # noqa: E402
+from protoframe.generated.pulsar import spark as pulsar_spark  # noqa: E402
+from protoframe.generated.tubemq import spark as tubemq_spark  # noqa: E402
+from protoframe.runtime.spark import columnar, columnar_frames  # noqa: E402
+from protoframe.runtime.spark.columnar_frames import (  # noqa: E402
+    Decoded,
+    decode_frames,
+    frame_plan,
+    row_frames,
+)
+from tests.support.pravega_frames import COMMANDS as PRAVEGA_COMMANDS  # noqa: E402
+from tests.support.pravega_frames import VECTORS as PRAVEGA_VECTORS  # noqa: E402
+from tests.support.pravega_frames import struct_strategy as pravega_struct  # noqa: E402
+from tests.support.pulsar_frames import any_frames, sample_wire_frames  # noqa: E402
+from tests.support.tubemq_commands import COMMANDS as TUBEMQ_COMMANDS  # noqa: E402
+from tests.support.tubemq_commands import messages as tubemq_messages  # noqa: E402
+
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.skipif(not columnar.available(), reason="runtime.codec._columnar is not built"),
+]
+
+SLOW = [HealthCheck.too_slow, HealthCheck.data_too_large]
+Type = pulsar_api.BaseCommand.Type
+
+
+def _agree(module: Any, wire: list[bytes], offset: int = 0) -> tuple[Decoded, list[int]]:
+    """Both paths over ``wire`` (as an array starting ``offset`` entries into its buffers):
+    equal columns; returns the columnar result and the rows it left to the row path."""
+    to_server = [i % 3 == 0 for i in range(len(wire))]
+    array = pa.array([b"x"] * offset + wire, pa.binary()).slice(offset)
+    got = decode_frames(module, array, to_server)
+    want = row_frames(module, wire, to_server)
+    for mine, theirs in zip(got, want, strict=True):
+        assert mine.type == theirs.type
+        mine.validate(full=True)
+        assert mine.to_pylist() == theirs.to_pylist()
+        assert mine.equals(theirs)
+    # a strict cast to the frame's own type, as pyspark's (no nulls in non-nullable fields,
+    # even below a null struct)
+    pa.table({"c": got.frames}).cast(pa.schema([pa.field("c", module.FRAME.arrow_type)]))
+    plan = frame_plan(module)
+    bad = [] if plan is None else plan.decode(array)[1]
+    return got, bad
+
+
+def _damaged(wire: bytes, how: int, where: int) -> bytes:
+    if not wire:
+        return wire
+    if how == 0:  # cut short
+        return wire[:where % len(wire)]
+    if how == 1:  # one byte flipped
+        out = bytearray(wire)
+        out[where % len(wire)] ^= 1 << (where % 8)
+        return bytes(out)
+    if how == 2:  # bytes after the frame
+        return wire + b"\x00" * (1 + where % 3)
+    return wire[:4] + struct.pack(">I", where) + wire[8:]  # the command's size replaced
+
+
+def test_pulsar_has_a_plan_and_the_others_do_not() -> None:
+    assert frame_plan(pulsar_spark) is not None
+    assert frame_plan(pravega_spark) is None  # a switch on the command type
+    assert frame_plan(tubemq_spark) is None  # no layout tables
+
+
+def test_sample_frames() -> None:
+    wire = sample_wire_frames()
+    out, bad = _agree(pulsar_spark, wire)
+    assert bad == []
+    assert out.names.to_pylist() == ["CONNECT", "SEND", "CONNECT"]
+    assert out.errors.null_count == 3
+    assert out.frames.field("payload").field("data").to_pylist()[1] == b"hello"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=SLOW)
+@given(values=st.lists(any_frames, max_size=12), offset=st.integers(0, 3))
+def test_pulsar_frames(values: list[frames.Frame], offset: int) -> None:
+    _, bad = _agree(pulsar_spark, [v.encode() for v in values], offset)
+    assert bad == []  # every valid frame on the fast path
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=SLOW)
+@given(values=st.lists(any_frames, min_size=1, max_size=6),
+       damage=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3), st.integers(0, 2**16)),
+                       max_size=6))
+def test_damaged_pulsar_frames(values: list[frames.Frame],
+                               damage: list[tuple[int, int, int]]) -> None:
+    wire = [v.encode() for v in values]
+    for index, how, where in damage:
+        wire[index % len(wire)] = _damaged(wire[index % len(wire)], how, where)
+    _agree(pulsar_spark, wire)
+
+
+def _command_frame(command: pulsar_api.BaseCommand) -> bytes:
+    body = command.encode()
+    return struct.pack(">II", 4 + len(body), len(body)) + body
+
+
+def test_frames_the_row_path_decides() -> None:
+    send = sample_wire_frames()[1]
+    bad_sum = bytearray(send)
+    bad_sum[-1] ^= 0xFF  # no longer matches its crc32c: the frame comes back with its error
+    no_body = _command_frame(pulsar_api.BaseCommand(type_=Type.SEND))
+    undeclared = bytearray(_command_frame(pulsar_api.BaseCommand(type_=Type.PING,
+                                                                 ping=pulsar_api.CommandPing())))
+    undeclared[9] = 0x7F  # the type's varint: a number the enum does not declare
+    wire = [send, bytes(bad_sum), no_body, bytes(undeclared), b"", send[:3], send + b"\x00",
+            send]
+    out, bad = _agree(pulsar_spark, wire)
+    assert bad == [1, 2, 3, 4, 5, 6]
+    errors = out.errors.to_pylist()
+    assert errors[0] is None and errors[7] is None
+    assert errors[1].startswith("ChecksumFailure") and out.names[1].as_py() == "SEND"
+    assert errors[2].startswith("MissingBodyError")
+    assert all(errors[i] for i in range(2, 7))
+
+
+def test_empty_runs() -> None:
+    for module in (pulsar_spark, pravega_spark, tubemq_spark):
+        out, bad = _agree(module, [])
+        assert bad == [] and len(out.frames) == 0
+
+
+def test_chunked_input() -> None:
+    wire = sample_wire_frames()
+    chunked = pa.chunked_array([pa.array(wire[:1], pa.binary()), pa.array(wire[1:], pa.binary())])
+    got = decode_frames(pulsar_spark, chunked, [False] * 3)
+    want = row_frames(pulsar_spark, wire, [False] * 3)
+    assert all(a.equals(b) for a, b in zip(got, want, strict=True))
+
+
+PRAVEGA = st.one_of([pravega_struct(s) for s in PRAVEGA_COMMANDS]).map(
+    lambda body: pravega_frames.Frame(body=body))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=SLOW)
+@given(values=st.lists(PRAVEGA, max_size=8),
+       damage=st.lists(st.tuples(st.integers(0, 7), st.integers(0, 3), st.integers(0, 2**16)),
+                       max_size=3))
+def test_pravega_frames(values: list[Any], damage: list[tuple[int, int, int]]) -> None:
+    wire = [v.encode() for v in values] + [w for w, _ in PRAVEGA_VECTORS[:2]]
+    for index, how, where in damage:
+        wire[index % len(wire)] = _damaged(wire[index % len(wire)], how, where)
+    _agree(pravega_spark, wire)
+
+
+@st.composite
+def tubemq_frames(draw: st.DrawFn) -> bytes:
+    _, build, cls = draw(st.sampled_from(TUBEMQ_COMMANDS))
+    frame = build(draw(tubemq_messages(cls)), serial_no=draw(st.integers(0, 2**32 - 1)))
+    wire: bytes = frame.encode()
+    return wire
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=SLOW)
+@given(wire=st.lists(tubemq_frames(), max_size=8),
+       damage=st.lists(st.tuples(st.integers(0, 7), st.integers(0, 3), st.integers(0, 2**16)),
+                       max_size=3))
+def test_tubemq_frames(wire: list[bytes], damage: list[tuple[int, int, int]]) -> None:
+    for index, how, where in damage:
+        if wire:
+            wire[index % len(wire)] = _damaged(wire[index % len(wire)], how, where)
+    _agree(tubemq_spark, wire)
+
+
+def test_without_the_extension_everything_takes_the_row_path(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROTOFRAME_PURE_PYTHON", "1")
+    assert frame_plan(pulsar_spark) is None
+    _agree(pulsar_spark, sample_wire_frames())
+
+
+def test_no_leaks_and_no_references_kept() -> None:
+    wire = sample_wire_frames() * 50
+    bad_sum = bytearray(wire[1])
+    bad_sum[-1] ^= 0xFF
+    array = pa.array([*wire, bytes(bad_sum)], pa.binary())
+    plan = frame_plan(pulsar_spark)
+    assert plan is not None
+    buffers = array.buffers()
+    refs = [sys.getrefcount(b) for b in buffers if b is not None]
+    for _ in range(3):
+        plan.decode(array)
+    gc.collect()
+    blocks = sys.getallocatedblocks()
+    for _ in range(20):
+        plan.decode(array)
+    gc.collect()
+    assert sys.getallocatedblocks() - blocks < 200
+    assert [sys.getrefcount(b) for b in buffers if b is not None] == refs
+
+
+def test_plans_are_checked() -> None:
+    assert columnar._columnar is not None
+    frame_plan_type = columnar._columnar.FramePlan
+    steps = columnar._columnar.FRAME_STEPS
+    with pytest.raises(ValueError, match="no step fills"):
+        frame_plan_type((True, (False,), ()))
+    with pytest.raises(ValueError, match="without its size step"):
+        frame_plan_type((True, (False,), ((steps["bytes"], 0, 0, 0, 0, 0, 0, None),)))
+    with pytest.raises(ValueError, match="names its field"):
+        frame_plan_type((True, (), ((steps["bytes"], 0, 0, 0, -1, 0, -1, None),)))
+    with pytest.raises(ValueError, match="sizes a later step"):
+        frame_plan_type((True, (), ((steps["size"], 4, 0, 1, 0, 0, -1, None),)))
+    assert columnar_frames.frame_plan(pulsar_spark) is columnar_frames.frame_plan(pulsar_spark)

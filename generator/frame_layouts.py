@@ -152,6 +152,13 @@ def _tubemq_rows(op: FieldOp, head: str, ref: Callable[[MessageType], str]) -> s
             return f"{head}, {q(t.name)}, {k}, {q(target)})"
         case Condition(inner=ReadInt(int_type=t)) if op.word == "int_when":
             return f"{head}, {q(t.name)}, None, {_program_text(op.expr)})"
+        case Prefix(inner=BytesOther() | String() as inner) if (
+                op.word == "prefixed_optional" and inner.region.prefix is not None):
+            p = inner.region.prefix
+            kind = inner.encoding if isinstance(inner, String) else "bytes"
+            return f"{head}, {q(p if isinstance(p, str) else p.name)}, {q(kind)}, None)"
+        case Default(inner=ReadBool()) if op.word == "default_bool":
+            return f"{head}, None, {op.field.default!r}, None)"
         case Condition(inner=NestedOther(plan=LayoutPlan() as plan)) if (
                 op.word == "struct_when"):
             return f"{head}, None, {plan.name}, {_program_text(op.expr)})"

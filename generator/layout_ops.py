@@ -674,6 +674,9 @@ class Prefix(Wrap):
                         and f.when_peek is None and not f.marker and f.wire
                         and isinstance(f.default, str)):
                     return "prefixed_default"  # text when bytes remain, its default when not
+                if (f.when_remaining and f.when is None and f.when_peek is None and not f.marker
+                        and f.wire and f.default is None):
+                    return "prefixed_optional"  # bytes or text when bytes remain, None when not
             case ProtoOther(region=r) if (
                     r.prefix == "varint" and not r.nullable and r.length is None and r.size is None
                     and unconditional(f) and _plain_message(inner.field)):
@@ -706,6 +709,12 @@ class Default(Wrap):
         if (isinstance(self.inner, ReadInt) and f.when_remaining and f.when_peek is None
                 and isinstance(f.default, int) and not isinstance(f.default, bool)):
             return "default"
+        inner = self.inner
+        if (isinstance(inner, ReadBool) and inner.const is None and not inner.sets_end
+                and f.when_remaining and f.when is None and f.when_peek is None
+                and isinstance(f.default, bool) and f.size_of is None and f.value is None
+                and not f.marker):
+            return "default_bool"  # Pravega's flags at the end of a command
         return "default_other"
 
 

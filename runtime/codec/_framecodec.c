@@ -545,6 +545,25 @@ static int decode_pravega_row(FrameCodecObject *c, const Row *r, const unsigned 
     return 0;
 }
 
+/* Decode Pravega's optional tail rows at *ppos: a prefixed_optional's bytes or text when
+   bytes remain (None when not), a default_bool's byte when it remains (its default when not).
+   0, or -1 to give up. */
+static int decode_optional_row(const Row *r, const unsigned char *data, Py_ssize_t *ppos,
+                               Py_ssize_t end, PyObject **value) {
+    if (*ppos >= end) {
+        *value = Py_NewRef(r->op == OP_DEFAULT_BOOL ? r->obj : Py_None);
+        return 0;
+    }
+    if (r->op == OP_DEFAULT_BOOL) {
+        *value = PyBool_FromLong(data[(*ppos)++] != 0);
+        return 0;
+    }
+    Py_ssize_t pos = *ppos, n = read_length_prefix(r, data, &pos, end);
+    if (n < 0 || (*value = prefixed_value(r, data + pos, n)) == NULL) return -1;
+    *ppos = pos + n;
+    return 0;
+}
+
 /* Decode row `r` (one of the rows after OP_STRUCT) of codec `c` at *ppos: 0 on success with
    *ppos after it and its value in values[], -1 to give up. */
 static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
@@ -680,6 +699,9 @@ static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
             break;
         case OP_LEN_VALUE: case OP_INT_WHEN:
             if (decode_pravega_row(c, r, data, &pos, end, values) < 0) return -1;
+            break;
+        case OP_PREFIXED_OPTIONAL: case OP_DEFAULT_BOOL:
+            if (decode_optional_row(r, data, &pos, end, &values[i]) < 0) return -1;
             break;
         default:
             return -1;
@@ -1001,6 +1023,26 @@ static int encode_pravega_row(FrameCodecObject *c, const Row *r, PyObject *obj, 
     return out_uint(o, raw, r->width, r->flags);
 }
 
+/* Append Pravega's optional tail row `r` for the value `v`: nothing for a prefixed_optional's
+   None, else its length and bytes; a default_bool's byte (a real bool only). */
+static int encode_optional_row(const Row *r, PyObject *v, Out *o) {
+    if (r->op == OP_DEFAULT_BOOL) {
+        if ((v != Py_True && v != Py_False) || out_reserve(o, 1) < 0) return -1;
+        o->data[o->len++] = v == Py_True ? 1 : 0;
+        return 0;
+    }
+    if (v == Py_None) return 0;
+    Py_ssize_t len;
+    const char *p = prefixed_bytes(r, v, &len);
+    if (p == NULL) return -1;
+    if (r->flags & F_VARINT) {
+        if (out_varint(o, (unsigned long long)len) < 0) return -1;
+    } else if (!size_fits(r, len) || out_uint(o, (unsigned long long)len, r->width, r->flags) < 0) {
+        return -1;
+    }
+    return out_write(o, p, len);
+}
+
 /* Append row `r` (one of the rows after OP_STRUCT) of codec `c` for `obj`: 0, or -1 to give
    up. counts[] holds what each count_of row wrote. */
 static NOINLINE int encode_row(FrameCodecObject *c, const Row *r, PyObject *obj, Out *o,
@@ -1108,6 +1150,9 @@ static NOINLINE int encode_row(FrameCodecObject *c, const Row *r, PyObject *obj,
             break;
         case OP_LEN_VALUE: case OP_INT_WHEN:
             if (encode_pravega_row(c, r, obj, o) < 0) return -1;
+            break;
+        case OP_PREFIXED_OPTIONAL: case OP_DEFAULT_BOOL:
+            if (encode_optional_row(r, slot(obj, r->offset), o) < 0) return -1;
             break;
         default:
             return -1;
@@ -1352,7 +1397,8 @@ static PyObject *codec_own_decode(PyObject *self, PyObject *const *args, Py_ssiz
 
 /* Whether a row left out of the constructor's keywords takes its default (row obj). */
 static inline int has_default(const Row *r) {
-    return r->op == OP_DEFAULT || (r->op == OP_PREFIXED && r->obj != NULL);
+    return r->op == OP_DEFAULT || (r->op == OP_PREFIXED && r->obj != NULL)
+           || r->op == OP_DEFAULT_BOOL;
 }
 
 /* Whether a stored row may be left out of the constructor's keywords: an optional nested
@@ -1360,7 +1406,7 @@ static inline int has_default(const Row *r) {
 static inline int left_out_ok(const Row *r) {
     return (r->op == OP_STRUCT && r->index != PRESENT_ALWAYS) || r->op == OP_CONDITION
            || r->op == OP_STRUCT_WHEN || r->op == OP_PROTO_PREFIXED_WHEN || r->op == OP_INT_WHEN
-           || has_default(r);
+           || r->op == OP_PREFIXED_OPTIONAL || has_default(r);
 }
 
 static int ctor_class_intact(FrameCodecObject *c) {
@@ -1546,7 +1592,8 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
                   || r->op == OP_COUNT_OF || r->op == OP_CONDITION || (r->op == OP_PREFIXED && !(r->flags & F_VARINT))
                   || r->op == OP_BLOCKS || (r->op == OP_PROTO_PREFIXED && !(r->flags & F_VARINT))
                   || (r->op == OP_PROTO_PREFIXED_WHEN && !(r->flags & F_VARINT))
-                  || r->op == OP_LEN_VALUE || r->op == OP_INT_WHEN;
+                  || r->op == OP_LEN_VALUE || r->op == OP_INT_WHEN
+                  || (r->op == OP_PREFIXED_OPTIONAL && !(r->flags & F_VARINT));
     if (has_int && r->width != 1 && r->width != 2 && r->width != 4 && r->width != 8)
         return bad_row(i, "integer width must be 1, 2, 4 or 8");
     int stored = r->op == OP_INT || r->op == OP_PROTO || r->op == OP_BYTES
@@ -1555,7 +1602,7 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
                  || r->op == OP_VARINT || r->op == OP_BOOL || r->op == OP_STRUCT_ARRAY
                  || r->op == OP_CONDITION || r->op == OP_BLOCKS || r->op == OP_PROTO_PREFIXED
                  || r->op == OP_STRUCT_WHEN || r->op == OP_PROTO_PREFIXED_WHEN
-                 || r->op == OP_INT_WHEN;
+                 || r->op == OP_INT_WHEN || r->op == OP_PREFIXED_OPTIONAL || r->op == OP_DEFAULT_BOOL;
     if (stored != (r->offset >= 0)) return bad_row(i, "stored fields, and only they, need a slot");
     if (r->op == OP_SIZE) {
         if (r->index <= i || r->index >= self->nrows) return bad_row(i, "size of a later row");
@@ -1637,6 +1684,10 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
         return bad_row(i, "needs the message class");
     if (r->op == OP_STRUCT_WHEN && (r->obj == NULL || Py_TYPE(r->obj) != &FrameCodec_Type))
         return bad_row(i, "needs the nested struct's codec");
+    if (r->op == OP_PREFIXED_OPTIONAL && r->number > TEXT_MUTF8)
+        return bad_row(i, "unknown text kind");
+    if (r->op == OP_DEFAULT_BOOL && (r->obj == NULL || !PyBool_Check(r->obj)))
+        return bad_row(i, "a default bool needs its value");
     if (r->op == OP_LEN_VALUE) {
         const Row *t = r->index >= 0 && r->index < self->nrows ? &self->rows[r->index] : NULL;
         if (t == NULL || t->offset < 0 || !(t->op == OP_BYTES

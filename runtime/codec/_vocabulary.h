@@ -67,7 +67,9 @@ enum { /* FRAME_OPS */
     OP_PROTO_PREFIXED_WHEN = 24,
     OP_LEN_VALUE = 25,
     OP_INT_WHEN = 26,
-    OP_END = 27,
+    OP_PREFIXED_OPTIONAL = 27,
+    OP_DEFAULT_BOOL = 28,
+    OP_END = 29,
 };
 
 enum { /* FRAME_PRESENCE */
@@ -156,6 +158,8 @@ static const VocabularyWord VOCABULARY_WORDS[] = {
     {"FRAME_OPS", "proto_prefixed_when", OP_PROTO_PREFIXED_WHEN},
     {"FRAME_OPS", "len_value", OP_LEN_VALUE},
     {"FRAME_OPS", "int_when", OP_INT_WHEN},
+    {"FRAME_OPS", "prefixed_optional", OP_PREFIXED_OPTIONAL},
+    {"FRAME_OPS", "default_bool", OP_DEFAULT_BOOL},
     {"FRAME_PRESENCE", "always", PRESENT_ALWAYS},
     {"FRAME_PRESENCE", "remaining", PRESENT_REMAINING},
     {"FRAME_PRESENCE", "peek", PRESENT_PEEK},

@@ -83,6 +83,8 @@ if _framecodec is not None:
 #   op "len_value": an integer of int_type, on encode ref plus the length of the bytes of the
 #                   row named by extra; stepped over on decode
 #   op "int_when":  an integer of int_type there when extra (as for "struct_when") gives true
+#   op "prefixed_optional": a "prefixed" row read when bytes remain, None when not
+#   op "default_bool": a bool read when its byte remains, ref when not
 #   op "skip_trailing": the last row (its name is None): bytes after the last field are skipped
 #   "signed_size", "size_of_other" and "signed_bytes" are "size" and "bytes" rows
 #   (vocabulary.FRAME_ALIASES).
@@ -94,7 +96,7 @@ _OPS = vocabulary.OPS
 _STORED = {"int", "proto", vocabulary.ENVELOPE, "bytes", "struct", "uuid", "switch",
            "struct_run", "prefixed", "default", "varint", "bool", "struct_array",
            "condition", "blocks", "proto_prefixed", "struct_when", "proto_prefixed_when",
-           "int_when"}
+           "int_when", "prefixed_optional", "default_bool"}
 _TEXT_KINDS = {"bytes": 0, "utf8": 1, "mutf8": 2}
 _PRESENCE = {None: vocabulary.PRESENCE["always"], "remaining": vocabulary.PRESENCE["remaining"]}
 _PEEK = vocabulary.PRESENCE["peek"]
@@ -215,6 +217,10 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any]) -> tuple[tuple[
         elif op in ("struct_when", "proto_prefixed_when", "int_when"):
             obj = codecs[ref] if op == "struct_when" else ref
             body = tuple(_guard_step(word, arg, index) for word, arg in extra)
+        elif op == "prefixed_optional":
+            number = _TEXT_KINDS[ref]
+        elif op == "default_bool":
+            obj = ref
         elif op == "len_value":
             number, at = ref & (2**64 - 1), index[extra]  # the constant as its two's complement
         out.append((_OPS[op], slot, width, flags, at, number, obj, attr, body, present))

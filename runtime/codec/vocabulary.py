@@ -74,11 +74,13 @@ MAP_KEY_KINDS: Final = (
 #              value (Pravega's table keys); decoding steps over it
 #   int_when   a stored integer there when its program gives true, else None: a condition whose
 #              program may read the length of an earlier bytes row ("len") and messages' attrs
+#   prefixed_optional  a prefixed row read when bytes remain, None when not (written when not None)
+#   default_bool  a stored bool read when its byte remains, a default bool when not
 FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "bytes", "struct",
                     "uuid", "switch", "switch_key", "struct_run", "prefixed", "default",
                     "skip_trailing", "varint", "bool", "count_of", "struct_array", "condition",
                     "blocks", "proto_prefixed", "struct_when", "proto_prefixed_when",
-                    "len_value", "int_when")
+                    "len_value", "int_when", "prefixed_optional", "default_bool")
 # The steps of a condition row's program (generator/compiled_exprs.py), evaluated on a stack of
 # 64-bit integers: "field" pushes an earlier row's integer, "const" a constant; "not" and
 # "neg" take one value, the others two (and/or by truth; the comparisons give 0 or 1); "attr"

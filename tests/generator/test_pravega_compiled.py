@@ -20,11 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # struct -> (field name, word) of each operation the C codec does not know, for the structs
 # the compiled codec does not take.
 UNKNOWN_TO_C: dict[str, tuple[tuple[str, str], ...]] = {
-    "CreateTableSegment": (("sorted_deprecated", "default_other"),),
     "TableEntriesUpdated": (("updated_versions", "array"),),
-    "ReadTableKeys": (("prefix_filter", "prefix"), ("from_key", "prefix"), ("to_key", "prefix")),
-    "ReadTableEntries": (("prefix_filter", "prefix"), ("from_key", "prefix"),
-                         ("to_key", "prefix")),
 }
 # Known words, but kept off the C codec all the same: KeepAlive has no fields, so no table to
 # run.

@@ -2,8 +2,10 @@
 against the Python methods: an integer worked out on encode as a constant plus the length of
 later bytes (``len_value``: a table key's payload length), an integer there when a condition
 reading the length of earlier bytes holds (``int_when``: a key's version), and a signed size
-of the rest (a table value's payload length). With them a table key, a table value and an
-entry are compiled, and so are the commands carrying arrays of them.
+of the rest (a table value's payload length); and the tails of commands: bytes read when
+bytes remain, None when not (``prefixed_optional``: a key range's bounds), and a bool read when
+its byte remains, a default when not (``default_bool``). With them a table key, a table value
+and an entry are compiled, and so are the commands carrying arrays of them.
 
 As in ``test_compiled_frame_ops.py``: the same bytes, the same values and the same errors, on
 random values, every truncation, random damage and odd values; a one-file spec holds the
@@ -48,6 +50,13 @@ structs:
       - {name: blob, type: bytes, prefix: u8}
       - {name: extra, type: i32, when: "len(blob) > 2 and kind != 0"}
       - {name: tag, type: u8, when: "len(blob) == 0 or kind == 9"}
+  Tail:
+    doc: Values read when bytes remain.
+    fields:
+      - {name: a, type: u8}
+      - {name: flag, type: bool, when_remaining: true, default: true}
+      - {name: note, type: string, prefix: u8, when_remaining: true}
+      - {name: blob, type: bytes, prefix: varint, when_remaining: true}
 frame:
   name: Frame
   doc: A kind and its lengths.
@@ -85,13 +94,14 @@ def _same_decodes(cls: type, data: bytes) -> str:
     return kind
 
 
-_TABLE_COMMANDS = (pravega.UpdateTableEntries, pravega.RemoveTableKeys, pravega.ReadTable,
-                   pravega.TableRead, pravega.TableKeysRead, pravega.TableEntriesRead,
-                   pravega.TableEntriesDeltaRead)
+_TABLE_COMMANDS = (pravega.CreateTableSegment, pravega.ReadTableKeys,
+                   pravega.ReadTableEntries, pravega.UpdateTableEntries, pravega.RemoveTableKeys,
+                   pravega.ReadTable, pravega.TableRead, pravega.TableKeysRead,
+                   pravega.TableEntriesRead, pravega.TableEntriesDeltaRead)
 
 
 def test_the_table_structs_are_compiled(m: ModuleType) -> None:
-    for cls in (m.Frame, m.Lens, pravega.TableKey, pravega.TableValue, pravega.TableEntry,
+    for cls in (m.Frame, m.Lens, m.Tail, pravega.TableKey, pravega.TableValue, pravega.TableEntry,
                 *_TABLE_COMMANDS):
         assert compiled.is_compiled(cls), cls.__name__
 
@@ -116,7 +126,17 @@ def _commands(draw: st.DrawFn) -> Any:
     rid, segment, token = draw(_I64), draw(_text), draw(_text)
     entries, keys = draw(st.lists(_entries, max_size=4)), draw(st.lists(_keys, max_size=4))
     cont = draw(st.binary(max_size=10))
+    bound = st.none() | st.binary(max_size=6)
+    bounds = {"prefix_filter": draw(bound), "from_key": draw(bound), "to_key": draw(bound)}
     return draw(st.sampled_from([
+        pravega.CreateTableSegment(request_id=rid, segment=segment, delegation_token=token,
+                                   sorted_deprecated=draw(st.booleans()),
+                                   key_length=draw(st.integers(-2**31, 2**31 - 1)),
+                                   rollover_size_bytes=draw(_I64)),
+        pravega.ReadTableKeys(request_id=rid, segment=segment, delegation_token=token,
+                              suggested_key_count=3, continuation_token=cont, **bounds),
+        pravega.ReadTableEntries(request_id=rid, segment=segment, delegation_token=token,
+                                 suggested_entry_count=4, continuation_token=cont, **bounds),
         pravega.UpdateTableEntries(request_id=rid, segment=segment, delegation_token=token,
                                    entries=entries, table_segment_offset=draw(_I64)),
         pravega.RemoveTableKeys(request_id=rid, segment=segment, delegation_token=token,
@@ -140,7 +160,11 @@ def test_random_table_commands_round_trip_the_same_with_both_codecs(body: Any) -
     assert _same(frame.encode)[0] == "value"
     wire = frame.encode()
     assert _same_decodes(pravega.Frame, wire) == "value"
-    assert pravega.Frame.decode(wire) == frame
+    bounds = [getattr(body, name, None) for name in ("prefix_filter", "from_key", "to_key")]
+    first_left_out = next((i for i, b in enumerate(bounds) if b is None), len(bounds))
+    # (a bound left out before one that is not reads back as the earlier bound)
+    if all(b is None for b in bounds[first_left_out:]):
+        assert pravega.Frame.decode(wire) == frame
 
 
 @settings(max_examples=scaled(200), deadline=None,
@@ -181,6 +205,13 @@ def _samples(m: ModuleType) -> list[tuple[Any, bytes]]:
             m.Lens(kind=9, blob=b"", extra=None, tag=3),
             m.Lens(kind=0, blob=b"xyz", extra=None, tag=None)]
     out += [(m.Frame, m.Frame(lens=v).encode()) for v in lens]
+    out += [(m.Tail, m.Tail(a=1, flag=False, note="n\u00e9", blob=b"\x00" * 130).encode()),
+            (pravega.Frame, pravega.Frame(body=pravega.ReadTableKeys(
+                request_id=3, segment="s", delegation_token="d", suggested_key_count=1,
+                continuation_token=b"", prefix_filter=b"", from_key=b"a", to_key=b"z")).encode()),
+            (pravega.Frame, pravega.Frame(body=pravega.CreateTableSegment(
+                request_id=4, segment="s", delegation_token="", sorted_deprecated=True,
+                key_length=16, rollover_size_bytes=0)).encode())]
     return out
 
 
@@ -259,3 +290,28 @@ def test_odd_values_encode_as_the_python_codec_does(m: ModuleType) -> None:
     for fields in odd_lens:
         _same(m.Lens(**fields).encode)
         _same(m.Frame(lens=m.Lens(**fields)).encode)
+
+
+def test_values_read_when_bytes_remain_match(m: ModuleType) -> None:
+    tails = [b"\x01", b"\x01\x00", b"\x01\x07", b"\x01\x01\x02ab", b"\x01\x01\x02a",
+             b"\x01\x00\x00\x00", b"\x01\x00\x01\xff\x01x", b"\x01\x00\x00\x80\x01",
+             b"\x01\x00\x00\x01x", b"\x01\x00\x00\x00\x00"]
+    kinds = [_same_decodes(m.Tail, wire) for wire in tails]
+    # Cut text, bad UTF-8, a prefix past the end and a byte left over are errors.
+    assert [i for i, kind in enumerate(kinds) if kind == "raised"] == [4, 6, 7, 9], kinds
+    odd: list[dict[str, Any]] = [
+        {"flag": 1}, {"flag": None}, {"note": None, "blob": b"x"}, {"note": b"bytes"},
+        {"note": "x" * 256}, {"note": "\ud800"}, {"blob": bytearray(b"x")}, {"blob": "x"},
+        {"flag": True, "note": None, "blob": None}]
+    for change in odd:
+        _same(m.Tail(**{"a": 1, "flag": False, "note": "n", "blob": b"", **change}).encode)
+    keys: dict[str, Any] = {"request_id": 1, "segment": "s", "delegation_token": "",
+                            "suggested_key_count": 1, "continuation_token": b""}
+    for bounds in ({"prefix_filter": None, "from_key": b"a"}, {"to_key": bytearray(b"z")},
+                   {"prefix_filter": "text"}, {"from_key": b"x" * 70000}):
+        _same(pravega.ReadTableKeys(**keys, **bounds).encode)
+        _same(pravega.Frame(body=pravega.ReadTableKeys(**keys, **bounds)).encode)
+    flags: list[Any] = [1, None, "yes"]
+    for flag in flags:
+        _same(pravega.CreateTableSegment(request_id=1, segment="s", delegation_token="",
+                                         sorted_deprecated=flag).encode)

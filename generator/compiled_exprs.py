@@ -10,6 +10,12 @@ x == b``, and ``a < b < c`` is ``a < b and b < c``. An expression with anything 
 parameter, ``len``, a string, a presence test, ``if``/``else``) has no program and stays with
 the Python codec; which names a program may read is the plan's business
 (``layout_plan.c_links_hold``).
+
+``program(expr, extended=True)`` lowers for the rows TANK brought (guards, values, derived
+fields, arguments), which give values and not only truths: ``and``/``or`` are ``andv``/``orv``
+(one of their values, as Python gives), ``a if c else b`` is ``select`` (both branches
+evaluated), and ``_index`` is ``index``. Its names are fields or params; the table writer
+(``frame_layouts``) turns a param's name into its number.
 """
 
 from __future__ import annotations
@@ -36,22 +42,26 @@ class _NoProgram(Exception):
     pass
 
 
-def program(expr: Expr) -> tuple[Step, ...] | None:
+def program(expr: Expr, extended: bool = False) -> tuple[Step, ...] | None:
     """The postfix program of ``expr``, or None if it has no program (or one too deep)."""
     try:
-        steps = tuple(_lower(expr.tree.body))
+        steps = tuple(_Lowering(extended).lower(expr.tree.body))
     except _NoProgram:
         return None
     return steps if depth(steps) <= MAX_DEPTH else None
 
 
-def depth(steps: tuple[Step, ...]) -> int:
-    """The most values ``steps`` hold on the stack at once."""
-    now = most = 0
+def depth(steps: tuple[Step, ...], start: int = 0) -> int:
+    """The most values ``steps`` hold on the stack at once (``start`` there before)."""
+    now = most = start
     for word, _ in steps:
-        now += 1 if word in ("field", "const") else 0 if word in ("not", "neg") else -1
+        now += _EFFECT.get(word, -1)
         most = max(most, now)
     return most
+
+
+# How many values a step adds to the stack (the binary operators, not listed, take one away).
+_EFFECT = {"field": 1, "const": 1, "param": 1, "index": 1, "not": 0, "neg": 0, "select": -2}
 
 
 def _const(node: ast.expr) -> int:
@@ -61,47 +71,63 @@ def _const(node: ast.expr) -> int:
     raise _NoProgram
 
 
-def _lower(node: ast.expr) -> list[Step]:
-    match node:
-        case ast.Name(id=name) if name != "len" and not name.startswith("_"):
-            return [("field", name)]
-        case ast.Constant():
-            return [("const", _const(node))]
-        case ast.UnaryOp(op=ast.Not(), operand=operand):
-            return [*_lower(operand), ("not", None)]
-        case ast.UnaryOp(op=ast.USub(), operand=operand):
-            return [*_lower(operand), ("neg", None)]
-        case ast.BinOp(left=left, op=op, right=right) if type(op) in _BINARY:
-            return [*_lower(left), *_lower(right), (_BINARY[type(op)], None)]
-        case ast.BoolOp(op=op, values=values):
-            word = "and" if isinstance(op, ast.And) else "or"
-            out = _lower(values[0])
-            for value in values[1:]:
-                out += [*_lower(value), (word, None)]
-            return out
-        case ast.Compare(left=left, ops=ops, comparators=comparators):
-            return _compare(left, ops, comparators)
-    raise _NoProgram
+class _Lowering:
+    """Lowers one expression; ``extended`` as for :func:`program`."""
 
+    def __init__(self, extended: bool) -> None:
+        self.extended = extended
 
-def _compare(left: ast.expr, ops: list[ast.cmpop], comparators: list[ast.expr]) -> list[Step]:
-    out: list[Step] = []
-    for i, (op, right) in enumerate(zip(ops, comparators, strict=True)):
-        here = left if i == 0 else comparators[i - 1]
-        if type(op) in _COMPARE:
-            step = [*_lower(here), *_lower(right), (_COMPARE[type(op)], None)]
-        elif isinstance(op, ast.In | ast.NotIn) and isinstance(right, ast.Tuple | ast.List) \
-                and right.elts:
-            step = []
-            for k, item in enumerate(right.elts):
-                step += [*_lower(here), ("const", _const(item)), ("eq", None)]
-                if k:
-                    step.append(("or", None))
-            if isinstance(op, ast.NotIn):
-                step.append(("not", None))
-        else:
-            raise _NoProgram
-        out += step
-        if i:
-            out.append(("and", None))
-    return out
+    def lower(self, node: ast.expr) -> list[Step]:
+        lower = self.lower
+        match node:
+            case ast.Name(id="_index") if self.extended:
+                return [("index", None)]
+            case ast.Name(id=name) if name != "len" and not name.startswith("_"):
+                return [("field", name)]
+            case ast.Constant():
+                return [("const", _const(node))]
+            case ast.UnaryOp(op=ast.Not(), operand=operand):
+                return [*lower(operand), ("not", None)]
+            case ast.UnaryOp(op=ast.USub(), operand=operand):
+                return [*lower(operand), ("neg", None)]
+            case ast.BinOp(left=left, op=op, right=right) if type(op) in _BINARY:
+                return [*lower(left), *lower(right), (_BINARY[type(op)], None)]
+            case ast.IfExp(body=then, test=test, orelse=orelse) if self.extended:
+                return [*lower(then), *lower(test), *lower(orelse), ("select", None)]
+            case ast.BoolOp(op=op, values=values):
+                word = "and" if isinstance(op, ast.And) else "or"
+                if self.extended:
+                    word += "v"  # the value Python gives, not only its truth
+                out = lower(values[0])
+                for value in values[1:]:
+                    out += [*lower(value), (word, None)]
+                return out
+            case ast.Compare(left=left, ops=ops, comparators=comparators):
+                return self.compare(left, ops, comparators)
+        raise _NoProgram
+
+    def compare(self, left: ast.expr, ops: list[ast.cmpop],
+                comparators: list[ast.expr]) -> list[Step]:
+        """A comparison (chained ones are joined by ``and``; each part gives 0 or 1, so by
+        truth or by value it is the same)."""
+        lower = self.lower
+        out: list[Step] = []
+        for i, (op, right) in enumerate(zip(ops, comparators, strict=True)):
+            here = left if i == 0 else comparators[i - 1]
+            if type(op) in _COMPARE:
+                step = [*lower(here), *lower(right), (_COMPARE[type(op)], None)]
+            elif isinstance(op, ast.In | ast.NotIn) and isinstance(right, ast.Tuple | ast.List) \
+                    and right.elts:
+                step = []
+                for k, item in enumerate(right.elts):
+                    step += [*lower(here), ("const", _const(item)), ("eq", None)]
+                    if k:
+                        step.append(("or", None))
+                if isinstance(op, ast.NotIn):
+                    step.append(("not", None))
+            else:
+                raise _NoProgram
+            out += step
+            if i:
+                out.append(("and", None))
+        return out

@@ -61,7 +61,14 @@ enum { /* FRAME_OPS */
     OP_COUNT_OF = 18,
     OP_STRUCT_ARRAY = 19,
     OP_CONDITION = 20,
-    OP_END = 21,
+    OP_GUARD = 21,
+    OP_VALUE = 22,
+    OP_DERIVE = 23,
+    OP_STRUCT_ARGS = 24,
+    OP_ARRAY_ARGS = 25,
+    OP_SIZE_OF_STRUCT = 26,
+    OP_STRUCT_SIZED = 27,
+    OP_END = 28,
 };
 
 enum { /* FRAME_PRESENCE */
@@ -90,7 +97,12 @@ enum { /* EXPR_OPS */
     X_LE = 17,
     X_GT = 18,
     X_GE = 19,
-    X_END = 20,
+    X_PARAM = 20,
+    X_INDEX = 21,
+    X_SELECT = 22,
+    X_ORV = 23,
+    X_ANDV = 24,
+    X_END = 25,
 };
 
 /* (vocabulary, name, number) for each word; ended by a NULL vocabulary. */
@@ -142,6 +154,13 @@ static const VocabularyWord VOCABULARY_WORDS[] = {
     {"FRAME_OPS", "count_of", OP_COUNT_OF},
     {"FRAME_OPS", "struct_array", OP_STRUCT_ARRAY},
     {"FRAME_OPS", "condition", OP_CONDITION},
+    {"FRAME_OPS", "guard", OP_GUARD},
+    {"FRAME_OPS", "value", OP_VALUE},
+    {"FRAME_OPS", "derive", OP_DERIVE},
+    {"FRAME_OPS", "struct_args", OP_STRUCT_ARGS},
+    {"FRAME_OPS", "array_args", OP_ARRAY_ARGS},
+    {"FRAME_OPS", "size_of_struct", OP_SIZE_OF_STRUCT},
+    {"FRAME_OPS", "struct_sized", OP_STRUCT_SIZED},
     {"FRAME_PRESENCE", "always", PRESENT_ALWAYS},
     {"FRAME_PRESENCE", "remaining", PRESENT_REMAINING},
     {"FRAME_PRESENCE", "peek", PRESENT_PEEK},
@@ -164,6 +183,11 @@ static const VocabularyWord VOCABULARY_WORDS[] = {
     {"EXPR_OPS", "le", X_LE},
     {"EXPR_OPS", "gt", X_GT},
     {"EXPR_OPS", "ge", X_GE},
+    {"EXPR_OPS", "param", X_PARAM},
+    {"EXPR_OPS", "index", X_INDEX},
+    {"EXPR_OPS", "select", X_SELECT},
+    {"EXPR_OPS", "orv", X_ORV},
+    {"EXPR_OPS", "andv", X_ANDV},
     {NULL, NULL, 0},
 };
 

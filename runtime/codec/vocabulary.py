@@ -66,14 +66,35 @@ MAP_KEY_KINDS: Final = (
 #   count_of   the number of items of a later struct_array row (on encode, its length)
 #   struct_array  as many nested structs as its count_of row says (a list)
 #   condition  a stored integer there when its program (EXPR_OPS) gives true, else None
+# The rows TANK brought (issue #21); their programs may read the struct's params ("param"):
+#   guard      no field of its own: the next row is there when its program gives true; when
+#              not, that row's value is None (0 for a value row) and nothing is read or written
+#   value      an integer (fixed width or varint) not stored: read on decode for the rows
+#              after it, written on encode as its program (the spec's value:) computes it
+#   derive     no bytes: a stored integer or bool its program computes from earlier rows (on
+#              encode, the value held must be what the program gives)
+#   struct_args   a nested struct taking params: its program leaves one value per param
+#   array_args    nested structs taking params, as many as its count_of row or a param says;
+#              its program (which may read the item's "index") leaves their params
+#   size_of_struct  the byte size (fixed width or varint) of a later struct_sized row
+#   struct_sized  a nested struct (params as struct_args) that fills the size its size row reads
 FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "bytes", "struct",
                     "uuid", "switch", "switch_key", "struct_run", "prefixed", "default",
-                    "skip_trailing", "varint", "bool", "count_of", "struct_array", "condition")
+                    "skip_trailing", "varint", "bool", "count_of", "struct_array", "condition",
+                    "guard", "value", "derive", "struct_args", "array_args", "size_of_struct",
+                    "struct_sized")
+# Words of a plan the compiled codec takes without a row of their own: params of int and bool
+# kinds, which the holder's row passes as 64-bit integers.
+FRAME_PLAN_WORDS: Final = ("params",)
 # The steps of a condition row's program (generator/compiled_exprs.py), evaluated on a stack of
 # 64-bit integers: "field" pushes an earlier row's integer, "const" a constant; "not" and
 # "neg" take one value, the others two (and/or by truth; the comparisons give 0 or 1).
+# The programs of the rows TANK brought also use: "param" (push the struct's param of that
+# number), "index" (an array_args item's index), "select" (a if c else b, from a, c, b),
+# "orv" and "andv" (Python's or/and, giving one of their values).
 EXPR_OPS: Final = ("field", "const", "not", "neg", "and", "or", "bitand", "bitor", "bitxor",
-                   "rshift", "lshift", "add", "sub", "eq", "ne", "lt", "le", "gt", "ge")
+                   "rshift", "lshift", "add", "sub", "eq", "ne", "lt", "le", "gt", "ge",
+                   "param", "index", "select", "orv", "andv")
 # The most values a program holds at once (generator/compiled_exprs.py keeps to it).
 EXPR_MAX_DEPTH: Final = 16
 # A row of the generated table only: a protobuf envelope, which the C codec takes as "proto"

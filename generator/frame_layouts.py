@@ -101,10 +101,13 @@ def _more_rows(op: FieldOp, head: str) -> str | None:
             return f"{head}, None, None, None)"
         case BytesOther(region=Region(size=str(size))) if op.word == "signed_bytes":
             return f"{head}, None, {q(size)}, None)"
-        case Switch(key=key, region=region) if isinstance(op.field, SwitchField):
+        case Switch(key=key, region=region, directional=directional) if isinstance(
+                op.field, SwitchField):
             tables = op.field.tables
             size = q(region.size) if region.size is not None else "None"
-            return f"{head}, None, {tables}_DECODERS, ({q(key)}, {size}, {tables}_CODES))"
+            # A directional switch's row encodes only (no decoders: see Switch.word).
+            decoders = "None" if directional else f"{tables}_DECODERS"
+            return f"{head}, None, {decoders}, ({q(key)}, {size}, {tables}_CODES))"
         case Computed(inner=ReadInt(int_type=t)) if op.word == "switch_key":
             return f"{head}, {q(t.name)}, None, None)"  # its switch row names it
         case Array(element=Nested(plan=plan)) if op.word == "struct_run":

@@ -474,16 +474,17 @@ class Switch(FieldOp):
     @property
     def word(self) -> str:  # type: ignore[override]
         """``switch`` (in the C vocabulary) for a switch the same both ways, bounded by a size
-        or by its region; ``directional_switch`` or ``switch_other`` otherwise."""
-        if self.directional:
-            return "directional_switch"
+        or by its region; ``directional_switch`` (a "switch" row that encodes only: decoding
+        needs the direction, which the Python methods take) for one decoding another struct
+        each way, bounded so; ``switch_other`` or ``directional_switch_other`` otherwise."""
+        other = "directional_switch_other" if self.directional else "switch_other"
         if not unconditional(self.field):
-            return "switch_other"
+            return other
         r = self.region
         if r.length is None and r.prefix is None and (r.size is None or (
                 r.size != "rest" and "." not in r.size and r.size_written_first)):
-            return "switch"
-        return "switch_other"
+            return "directional_switch" if self.directional else "switch"
+        return other
 
 
 @dataclass(frozen=True)

@@ -206,7 +206,10 @@ class LayoutPlan:
 
 
 # The words of the rows a size row of the compiled codec can measure.
-_SIZED_WORDS = frozenset({"proto", vocabulary.ENVELOPE, "bytes", "signed_bytes", "switch"})
+_SIZED_WORDS = frozenset({"proto", vocabulary.ENVELOPE, "bytes", "signed_bytes", "switch",
+                          "directional_switch"})
+# The words of the rows that are "switch" rows of the compiled codec.
+_SWITCH_WORDS = frozenset({"switch", "directional_switch"})
 # The rows whose values a compiled condition may read: integers always there.
 _INT_WORDS = frozenset({"int", "varint", "bool"})
 
@@ -221,18 +224,18 @@ def c_links_hold(ops: tuple[AnyFieldOp, ...]) -> bool:
             target = at.get(kind.target, -1)
             if target <= i or ops[target].word not in _SIZED_WORDS:
                 return False
-            if ops[target].word == "switch" and target != i + 1:
+            if ops[target].word in _SWITCH_WORDS and target != i + 1:
                 return False
-        sized_by = op.region.size if op.word in ("switch", "signed_bytes") and isinstance(
+        sized_by = op.region.size if op.word in {*_SWITCH_WORDS, "signed_bytes"} and isinstance(
             op, Switch | BytesOther) else None
         if sized_by is not None:
             size = at.get(sized_by, -1)
             measure = ops[size] if 0 <= size < i else None
             if not isinstance(measure, SizeOf) or measure.target != op.name:
                 return False
-            if op.word == "switch" and size != i - 1:
+            if op.word in _SWITCH_WORDS and size != i - 1:
                 return False
-        if isinstance(op, Switch) and op.word == "switch":
+        if isinstance(op, Switch) and op.word in _SWITCH_WORDS:
             key = at.get(op.key, -1)
             if not 0 <= key < i or ops[key].word != "switch_key":
                 return False
@@ -254,7 +257,7 @@ def c_links_hold(ops: tuple[AnyFieldOp, ...]) -> bool:
             if not 0 <= count < i or ops[count].word != "count_of":
                 return False
         if isinstance(op, Computed) and op.word == "switch_key":
-            if not any(isinstance(o, Switch) and o.key == op.name and o.word == "switch"
+            if not any(isinstance(o, Switch) and o.key == op.name and o.word in _SWITCH_WORDS
                        for o in ops[i + 1:]):
                 return False
     return True

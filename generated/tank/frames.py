@@ -2178,4 +2178,9 @@ install_frame_layouts((
             None,
         ),
     )),
+    (Frame, False, (
+        ("switch_key", "msg_id", "u8", None, None),
+        ("size_of_other", "size", "u32le", "body", None),
+        ("directional_switch", "body", None, None, ("msg_id", "size", _FRAME_BODY_CODES)),
+    )),
 ))

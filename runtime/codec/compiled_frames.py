@@ -137,9 +137,10 @@ def install_frame_layouts(layouts: Iterable[FrameLayout]) -> None:
                    class_method(cls, codec.own_decode, codec.decode, python[1].__func__),
                    class_method(cls, codec.own_decode_from, codec.decode_from,
                                 python[2].__func__))
-        if nparams[cls]:
-            # Decoding one on its own takes the params as keywords: the Python methods' (the
-            # codec runs it inside its holder). Its encode hands keywords to them itself.
+        if nparams[cls] or _decode_takes_more(python[2].__func__):
+            # Decoding one on its own takes the params (or the direction) as keywords: the
+            # Python methods' (the codec runs a struct with params inside its holder). Its
+            # encode hands keywords to them itself.
             methods = (codec, python[1], python[2])
         codecs[cls] = codec
         compiled.register(cls, python, methods)
@@ -148,6 +149,13 @@ def install_frame_layouts(layouts: Iterable[FrameLayout]) -> None:
         module = sys.modules.get(cls.__module__)
     if codecs and module is not None:
         _point_tables_at_codecs(module, codecs, nparams)
+
+
+def _decode_takes_more(decode_from: Any) -> bool:
+    """Whether a generated ``decode_from`` takes more than (cls, buf, pos, end): the
+    direction of a switch decoding another struct each way."""
+    code = decode_from.__code__
+    return bool(code.co_argcount + code.co_kwonlyargcount > 4)
 
 
 def _point_tables_at_codecs(module: ModuleType, codecs: dict[type, Any],
@@ -167,11 +175,14 @@ def _point_tables_at_codecs(module: ModuleType, codecs: dict[type, Any],
 
 
 def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any],
-            nparams: dict[type, int]) -> tuple[tuple[Any, ...], ...]:
+            nparams: dict[type, int] | None = None) -> tuple[tuple[Any, ...], ...]:
     """The rows as the extension takes them: (op, slot, width, flags, index, number, obj,
-    dispatch attribute, body table, present-dict slot), names resolved to row indexes."""
+    dispatch attribute, body table, present-dict slot), names resolved to row indexes;
+    ``nparams``: how many params each nested struct takes (none when left out)."""
+    nparams = nparams or {}
     index = {row[1]: i for i, row in enumerate(rows)}
-    switch_of = {row[4][0]: i for i, row in enumerate(rows) if row[0] == "switch"}
+    switch_of = {row[4][0]: i for i, row in enumerate(rows)
+                 if vocabulary.FRAME_ALIASES.get(row[0], row[0]) == "switch"}
     out = []
     guarded = False
     for op, name, int_type, ref, extra in rows:
@@ -210,7 +221,7 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any],
         elif op == "switch":
             key, size, codes = extra
             at, number = (-1 if size is None else index[size]), index[key]
-            obj = {k: codecs.get(m.__self__, m.__self__) for k, m in ref.items()}
+            obj = {k: codecs.get(m.__self__, m.__self__) for k, m in (ref or {}).items()}
             body = {cls: (code, codecs.get(cls)) for cls, code in codes.items()}
         elif op == "switch_key":
             at = switch_of[name]
@@ -230,7 +241,7 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any],
             attr = _program(ref, index)
             flags |= _EXTRA if extra is True else 0
         elif op in ("struct_args", "array_args"):
-            obj, number = codecs[ref], nparams[ref]
+            obj, number = codecs[ref], nparams.get(ref, 0)
             if op == "array_args":
                 (word, count), extra = extra
                 at, width = (index[count], 0) if word == "field" else (-1, count)

@@ -107,6 +107,9 @@ ENVELOPE: Final = "envelope"
 FRAME_ALIASES: Final = MappingProxyType({
     "signed_size": "size", "size_of_other": "size", "signed_bytes": "bytes",
     "prefixed_default": "prefixed",
+    # A switch decoding another struct each way: a "switch" row without decoders (its struct
+    # decodes through the Python methods, which take the direction), so it only encodes.
+    "directional_switch": "switch",
 })
 FRAME_PRESENCE: Final = ("always", "remaining", "peek")
 # The integer widths, in bytes, the frame codec reads and writes; a struct with an integer of

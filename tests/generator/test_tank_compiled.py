@@ -36,7 +36,7 @@ UNKNOWN_TO_C: dict[str, tuple[tuple[str, str], ...]] = {
     "ConsumeTopicResult": (("unknown", "marker"), ("partitions", "condition_other")),
     "ConsumeResponse": (("header_length", "size_range"), ("topics", "array")),
     "Ping": (),
-    "Frame": (("body", "directional_switch"),),
+    "Frame": (),
 }
 # Known words, but kept off the C codec all the same: Ping has no fields, so no table to run.
 NOT_COMPILED_WITH_KNOWN_WORDS = frozenset({"Ping"})

@@ -113,9 +113,13 @@ def _produce(rng: random.Random, with_seqnum: bool, odd: int = 0) -> tank.Frame:
 def test_the_produce_path_and_the_bundles_are_compiled() -> None:
     for cls in (tank.Message, tank.MessageSet, tank.Bundle, tank.BundleEntry, tank.Chunk,
                 tank.ProducePartition, tank.ProduceTopic, tank.ProduceRequest,
-                tank.ProduceWithSeqnumRequest):
+                tank.ProduceWithSeqnumRequest, tank.Frame):
         assert compiled.is_compiled(cls), cls
-    assert not compiled.is_compiled(tank.Frame)  # a switch decoding another struct each way
+    # The frame's switch decodes another struct each way: decoding takes the direction, so
+    # the Python methods decode the frame (and the compiled ones its body).
+    frame = tank.Frame.__dict__
+    assert frame["decode"] is compiled._python_methods[tank.Frame][1]
+    assert frame["decode_from"] is compiled._python_methods[tank.Frame][2]
 
 
 # --- random values --------------------------------------------------------------------------------
@@ -150,6 +154,16 @@ def test_random_bundles_and_chunks_round_trip_the_same_with_both_codecs(seed: in
             wire = value.encode()
             assert _same_decodes(type(value), wire) == "value"
             assert type(value).decode(wire) == value
+
+
+def test_odd_frame_bodies_encode_as_the_python_codec_does() -> None:
+    for body in ("x", None, tank.Ping(), tank.ProduceResponse(request_id=1, statuses=[]),
+                 tank.ConsumeResponse(request_id=1, topics=[], chunks=b"c"),
+                 tank.ProduceRequest(client_version=2, request_id=1, client_id="c",
+                                     required_acks=1, ack_timeout=1, topics=[]),
+                 tank.ProduceRequest(client_version=2**16, request_id=1, client_id="c",
+                                     required_acks=1, ack_timeout=1, topics=[])):
+        _same(tank.Frame(body=body).encode)  # type: ignore[arg-type]
 
 
 def test_the_bench_frames_agree() -> None:
@@ -326,8 +340,10 @@ def test_well_formed_produce_requests_and_bundles_stay_in_c() -> None:
     for cls, wire in _samples():
         if cls is tank.Frame:
             calls = _python_calls(lambda: tank.Frame.decode(wire, to_server=True))  # noqa: B023
-            # The frame's own methods only: its directional switch is Python's.
+            # The frame's own methods only: it decodes through them (see above).
             assert set(calls) <= {"Frame.decode", "Frame.decode_from"}, calls
+            frame = tank.Frame.decode(wire, to_server=True)
+            assert _python_calls(frame.encode) == []
             continue
         decode: Callable[[bytes], Any] = cls.decode  # type: ignore[attr-defined]
         value = decode(wire)
